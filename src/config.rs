@@ -1,0 +1,1 @@
+//! Typed configuration: embedded default, TOML file, `MUXGATE_*` environment overrides.

@@ -1,0 +1,8 @@
+//! muxgate: a Streamable-HTTP MCP gateway that lets many AI agents drive terminal multiplexers.
+//!
+//! The crate is laid out along the data path (see `ARCHITECTURE.md`):
+//! - [`config`]: typed configuration (embedded default, TOML file, `MUXGATE_*` overrides);
+//! - [`mux`]: backend-neutral multiplexer types and, under [`mux::tmux`], the control-mode engine.
+
+pub mod config;
+pub mod mux;

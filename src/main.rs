@@ -1,0 +1,3 @@
+//! The `muxgate` command line.
+
+fn main() {}

@@ -1,0 +1,6 @@
+//! Terminal multiplexer backends.
+//!
+//! [`tmux`] drives tmux servers through persistent control-mode connections. Backend-neutral
+//! types live here so that the tool layer does not depend on one multiplexer.
+
+pub mod tmux;
