@@ -1,9 +1,213 @@
 //! The tmux control-mode engine.
 //!
-//! Layers, from the wire up:
+//! Every tmux server muxgate drives is reached through persistent control-mode clients, never
+//! one subprocess per operation. Layers, from the wire up:
 //! - [`protocol`]: pure byte-level parser of control-mode output (replies, notifications, output);
 //! - [`quote`]: quoting of arguments for control-mode command lines;
 //! - [`command`]: typed command lines built from quoted arguments;
-//! - [`connection`]: one `tmux -C` child process, its reader task and reply matching;
-//! - [`worker`]: one per tmux server, the serialized, fair, pipelined command queue;
-//! - [`output`]: per-pane decoded output streams that waiters subscribe to.
+//! - [`spawn`]: how tmux children are started (socket, environment, PDEATHSIG, marker TERM);
+//! - [`connection`]: one `tmux -C` child, its reader task and FIFO reply matching;
+//! - [`worker`]: one per server, the serialized, fair, pipelined command queue;
+//! - [`output`]: per-pane output streams (bounded rings) that waiters subscribe to;
+//! - [`monitor`]: per-session output connections feeding those streams;
+//! - [`stale`]: finding control clients left behind by a dead muxgate.
+//!
+//! [`TmuxServer`] ties one server's worker and output hub together; [`TmuxEngine`] holds the
+//! configured servers by name.
+
+pub mod command;
+pub mod connection;
+pub mod ids;
+pub mod monitor;
+pub mod output;
+pub mod protocol;
+pub mod quote;
+pub mod spawn;
+pub mod stale;
+pub mod worker;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+pub use command::{CommandBuilder, TmuxCommand};
+pub use ids::{PaneId, SessionId, WindowId};
+pub use monitor::{OutputHub, OutputStats};
+pub use output::{OutputChunk, OutputSubscription, StreamEnd};
+pub use quote::QuoteError;
+pub use spawn::TmuxSocket;
+pub use worker::{BatchMode, Caller, CommandOutcome, WorkerHandle, WorkerStats};
+
+/// Engine tunables (the `[engine]` section of the configuration).
+#[derive(Debug, Clone)]
+pub struct EngineSettings {
+    /// The tmux binary.
+    pub tmux_bin: PathBuf,
+    /// How long one command (or one batch) may take before the caller gets a timeout.
+    pub command_timeout: Duration,
+    /// How long a control client may take to attach.
+    pub connect_timeout: Duration,
+    /// Commands that may wait to be written, per server.
+    pub queue_capacity: usize,
+    /// Commands one caller may have waiting, per server (unless its client config says otherwise).
+    pub per_caller_queue: usize,
+    /// Lines written and not yet answered, per server. Small keeps callers fair; the first few
+    /// give most of pipelining's speed.
+    pub pipeline_depth: usize,
+    /// Output kept per subscribed pane.
+    pub output_ring_bytes: usize,
+    /// How long an output connection stays open with no subscriber.
+    pub output_idle_close: Duration,
+    /// tmux drops a pane's output older than this many seconds instead of buffering it.
+    pub pause_after_secs: u32,
+    /// Wait after a failed connect before spawning another client for the same server.
+    pub reconnect_backoff: Duration,
+}
+
+impl Default for EngineSettings {
+    fn default() -> Self {
+        Self {
+            tmux_bin: PathBuf::from("tmux"),
+            command_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(5),
+            queue_capacity: 8192,
+            per_caller_queue: 2048,
+            pipeline_depth: 8,
+            output_ring_bytes: 1024 * 1024,
+            output_idle_close: Duration::from_secs(30),
+            pause_after_secs: 10,
+            reconnect_backoff: Duration::from_millis(200),
+        }
+    }
+}
+
+/// Which queue was full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueScope {
+    /// The server's whole queue.
+    Server,
+    /// The caller's share of it.
+    Caller,
+}
+
+/// Why the engine could not run a command.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum EngineError {
+    #[error("tmux server {server:?} is not available: {reason}")]
+    Unavailable { server: String, reason: String },
+    #[error(
+        "the connection to tmux server {server:?} closed while the command was running; it may or may not have run"
+    )]
+    ConnectionLost { server: String },
+    #[error("tmux server {server:?} did not answer in time")]
+    Timeout { server: String, after: Duration },
+    #[error("tmux server {server:?} is busy: {} queue is full, retry shortly", match .scope { QueueScope::Server => "its", QueueScope::Caller => "your share of its" })]
+    QueueFull { server: String, scope: QueueScope },
+    #[error("tmux: {0}")]
+    Command(String),
+    #[error(transparent)]
+    Quote(#[from] QuoteError),
+    #[error("muxgate is shutting down")]
+    ShuttingDown,
+}
+
+/// One configured tmux server: its command worker and its output hub.
+#[derive(Clone)]
+pub struct TmuxServer {
+    name: Arc<str>,
+    socket: TmuxSocket,
+    worker: WorkerHandle,
+    output: OutputHub,
+}
+
+impl TmuxServer {
+    /// Starts the worker for a server. Nothing connects until the first command.
+    pub fn start(
+        name: &str,
+        socket: TmuxSocket,
+        settings: Arc<EngineSettings>,
+        shutdown: CancellationToken,
+    ) -> Self {
+        let worker = WorkerHandle::spawn(name, socket.clone(), settings.clone(), shutdown.clone());
+        let output = OutputHub::new(name, socket.clone(), settings, worker.clone(), shutdown);
+        Self {
+            name: name.into(),
+            socket,
+            worker,
+            output,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn socket(&self) -> &TmuxSocket {
+        &self.socket
+    }
+
+    pub fn worker(&self) -> &WorkerHandle {
+        &self.worker
+    }
+
+    pub fn output(&self) -> &OutputHub {
+        &self.output
+    }
+
+    /// Runs one command; see [`WorkerHandle::run`].
+    pub async fn run(&self, caller: &Caller, command: TmuxCommand) -> Result<Vec<Vec<u8>>, EngineError> {
+        self.worker.run(caller, command).await
+    }
+
+    /// Runs a batch in one write; see [`WorkerHandle::run_batch`].
+    pub async fn run_batch(
+        &self,
+        caller: &Caller,
+        commands: Vec<TmuxCommand>,
+        mode: BatchMode,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Result<Vec<CommandOutcome>, EngineError> {
+        self.worker.run_batch(caller, commands, mode, deadline).await
+    }
+
+    /// Subscribes to a pane's output from now on; see [`OutputHub::subscribe`].
+    pub async fn subscribe(&self, caller: &Caller, pane: PaneId) -> Result<OutputSubscription, EngineError> {
+        self.output.subscribe(caller, pane).await
+    }
+}
+
+/// All configured tmux servers, by name.
+#[derive(Clone, Default)]
+pub struct TmuxEngine {
+    servers: BTreeMap<String, TmuxServer>,
+}
+
+impl TmuxEngine {
+    /// Starts a worker per `(name, socket)`; they stop when `shutdown` fires.
+    pub fn start(
+        servers: impl IntoIterator<Item = (String, TmuxSocket)>,
+        settings: EngineSettings,
+        shutdown: &CancellationToken,
+    ) -> Self {
+        let settings = Arc::new(settings);
+        let servers = servers
+            .into_iter()
+            .map(|(name, socket)| {
+                let server = TmuxServer::start(&name, socket, settings.clone(), shutdown.clone());
+                (name, server)
+            })
+            .collect();
+        Self { servers }
+    }
+
+    pub fn server(&self, name: &str) -> Option<&TmuxServer> {
+        self.servers.get(name)
+    }
+
+    pub fn servers(&self) -> impl Iterator<Item = &TmuxServer> {
+        self.servers.values()
+    }
+}

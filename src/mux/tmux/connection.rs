@@ -1,0 +1,533 @@
+//! One tmux control-mode client: the `tmux -C` child, its reader task and reply matching.
+//!
+//! A [`Connection`] is attached to a session (tmux requires that) with
+//! `attach-session -E -f ignore-size[,no-output|,pause-after=N]`:
+//! - `-E` keeps muxgate's environment out of the session;
+//! - `ignore-size` keeps the control client from resizing any human's windows;
+//! - a session-id target (or none) never switches a human's current window.
+//!
+//! Writing: [`Connection::submit`] writes request lines back to back (pipelining) and queues one
+//! pending entry per line. Reading: a task parses stdout with [`super::protocol::Parser`] and
+//! answers the oldest pending entry with each flags=1 reply block (FIFO; tmux answers our lines
+//! in order). A line of `n` chained commands completes after `n` blocks or the first `%error`,
+//! because tmux drops the rest of a chain after an error without a block.
+//!
+//! When the client goes away (`%exit`, EOF), entries whose reply had begun fail with
+//! [`LineError::Lost`] (they may have run), while entries tmux never started are handed back in
+//! [`ConnEvent::Closed`] so the owner can send them again on a new connection: tmux flushes all
+//! reply blocks before a control client exits, so a line without `%begin` was never run.
+//!
+//! Output (`%output`) is handed to an [`OutputSink`] on the reader task itself; the reader never
+//! waits on a consumer, because a control client that falls behind makes tmux stop reading the
+//! pane's program.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout};
+use tokio::sync::{Notify, mpsc, oneshot};
+
+use super::ids::{PaneId, SessionId};
+use super::protocol::{Block, Event, Parser};
+use super::spawn::{TmuxSocket, tmux_command};
+
+/// Receives decoded pane output from a connection's reader task. Must not block.
+pub trait OutputSink: Send + Sync + 'static {
+    /// `data` is the next run of bytes the program in `pane` wrote.
+    fn output(&self, pane: PaneId, data: &[u8]);
+}
+
+/// Whether the connection receives pane output.
+#[derive(Clone)]
+pub enum OutputMode {
+    /// `no-output`: a command connection.
+    Off,
+    /// Output of every pane in the attached session goes to `sink`; tmux discards a pane's
+    /// output older than `pause_after_secs` and sends `%pause` instead of buffering without bound.
+    On {
+        pause_after_secs: u32,
+        sink: Arc<dyn OutputSink>,
+    },
+}
+
+/// What to connect to and how.
+#[derive(Clone)]
+pub struct ConnectOptions {
+    pub tmux_bin: PathBuf,
+    pub socket: TmuxSocket,
+    /// The session to attach to; `None` lets tmux pick one (fine for a `no-output` client).
+    pub session: Option<SessionId>,
+    pub output: OutputMode,
+    /// How long the child may take to attach.
+    pub timeout: Duration,
+}
+
+/// Why a connection could not be made.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ConnectError {
+    #[error("no tmux server is running on {socket}")]
+    NoServer { socket: String },
+    #[error("the tmux server on {socket} has no sessions")]
+    NoSessions { socket: String },
+    #[error("tmux did not attach within {0:?}")]
+    Timeout(Duration),
+    #[error("could not start {bin}: {error}")]
+    Spawn { bin: String, error: String },
+    #[error("tmux refused the control client: {0}")]
+    Refused(String),
+}
+
+/// One command line to write, and where its reply goes.
+#[derive(Debug)]
+pub struct LineRequest {
+    line: Vec<u8>,
+    commands: usize,
+    reply: oneshot::Sender<LineResult>,
+}
+
+impl LineRequest {
+    /// A line of `commands` `;`-chained commands (no newline; never empty).
+    pub fn new(line: Vec<u8>, commands: usize) -> (Self, oneshot::Receiver<LineResult>) {
+        debug_assert!(!line.is_empty() && !line.contains(&b'\n') && commands > 0);
+        let (reply, rx) = oneshot::channel();
+        (
+            Self {
+                line,
+                commands,
+                reply,
+            },
+            rx,
+        )
+    }
+
+    /// Whether the requester still waits for the reply.
+    pub fn is_wanted(&self) -> bool {
+        !self.reply.is_closed()
+    }
+
+    /// Number of commands on the line.
+    pub fn commands(&self) -> usize {
+        self.commands
+    }
+
+    /// Answers the request without sending it.
+    pub fn fail(self, reason: NotSent) {
+        let _ = self.reply.send(Err(LineError::NotSent(reason)));
+    }
+}
+
+/// One block per command that ran, in order; fewer than requested when a chain stopped at an
+/// error (the last block is then the `%error`).
+pub type LineResult = Result<Vec<Block>, LineError>;
+
+/// Why a line got no reply.
+#[derive(Debug, Clone)]
+pub enum LineError {
+    /// The connection ended after tmux started the line: it may or may not have run.
+    Lost,
+    /// The line was never written.
+    NotSent(NotSent),
+}
+
+/// Why a line was never written.
+#[derive(Debug, Clone)]
+pub enum NotSent {
+    /// No connection to the server could be made.
+    Unavailable(ConnectError),
+    /// The owner is shutting down.
+    ShuttingDown,
+}
+
+/// Why a connection ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CloseReason {
+    /// tmux sent `%exit`, with its reason (e.g. `server exited unexpectedly`).
+    Exit(Option<String>),
+    /// stdout closed without `%exit`.
+    Eof,
+    /// Reading stdout failed.
+    ReadError(String),
+}
+
+impl CloseReason {
+    /// Whether the tmux server itself went away (as opposed to the attached session).
+    pub fn server_gone(&self) -> bool {
+        match self {
+            CloseReason::Exit(Some(reason)) => reason.contains("server exited"),
+            CloseReason::Exit(None) => false,
+            CloseReason::Eof | CloseReason::ReadError(_) => true,
+        }
+    }
+}
+
+impl std::fmt::Display for CloseReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CloseReason::Exit(Some(reason)) => write!(f, "tmux closed the client: {reason}"),
+            CloseReason::Exit(None) => f.write_str("tmux closed the client"),
+            CloseReason::Eof => f.write_str("the tmux client exited"),
+            CloseReason::ReadError(e) => write!(f, "reading from tmux failed: {e}"),
+        }
+    }
+}
+
+/// Everything but replies and output that the reader reports to the connection's owner.
+#[derive(Debug)]
+pub enum ConnEvent {
+    Notification { name: String, args: Vec<u8> },
+    SessionChanged { session: SessionId, name: Vec<u8> },
+    Pause(PaneId),
+    Continue(PaneId),
+    /// The connection is gone; `unstarted` lines were never run and may be sent again.
+    Closed {
+        reason: CloseReason,
+        unstarted: Vec<LineRequest>,
+    },
+}
+
+struct Pending {
+    request: LineRequest,
+    begun: bool,
+    blocks: Vec<Block>,
+    sent_at: Instant,
+}
+
+/// State shared by the writer (the owner) and the reader task.
+struct Shared {
+    pending: Mutex<VecDeque<Pending>>,
+    /// Set to false by the reader, under the `pending` lock, when the connection ends.
+    alive: AtomicBool,
+    /// Signalled whenever a pending line completes.
+    progress: Notify,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Pending>> {
+        // A panic while holding this lock cannot leave the queue inconsistent (every update is
+        // a single push or pop), so a poisoned lock is still usable.
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// See [`Connection::progress_notifier`].
+pub struct ProgressNotifier(Arc<Shared>);
+
+impl ProgressNotifier {
+    pub async fn notified(&self) {
+        self.0.progress.notified().await;
+    }
+}
+
+/// A live control client.
+pub struct Connection {
+    stdin: Option<ChildStdin>,
+    shared: Arc<Shared>,
+    events: mpsc::UnboundedReceiver<ConnEvent>,
+    session: SessionId,
+    session_name: Vec<u8>,
+    child: Child,
+    reader: tokio::task::JoinHandle<()>,
+    write_buf: Vec<u8>,
+}
+
+impl Connection {
+    /// Starts a control client and waits until tmux has attached it.
+    pub async fn connect(options: &ConnectOptions) -> Result<Self, ConnectError> {
+        let socket_text = options.socket.to_string();
+        let mut flags = String::from("ignore-size");
+        let sink = match &options.output {
+            OutputMode::Off => {
+                flags.push_str(",no-output");
+                None
+            }
+            OutputMode::On {
+                pause_after_secs,
+                sink,
+            } => {
+                flags.push_str(&format!(",pause-after={pause_after_secs}"));
+                Some(sink.clone())
+            }
+        };
+        let mut command = tmux_command(&options.tmux_bin, &options.socket);
+        command
+            .args(["-u", "-N", "-C", "attach-session", "-E", "-f", &flags])
+            .stdin(std::process::Stdio::piped());
+        if let Some(session) = options.session {
+            command.arg("-t").arg(session.to_string());
+        }
+        let mut child = command.spawn().map_err(|e| ConnectError::Spawn {
+            bin: options.tmux_bin.display().to_string(),
+            error: e.to_string(),
+        })?;
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(ConnectError::Spawn {
+                bin: options.tmux_bin.display().to_string(),
+                error: "child pipes missing".into(),
+            });
+        };
+        let stderr_task = tokio::spawn(async move {
+            let mut text = Vec::new();
+            let _ = stderr.take(4096).read_to_end(&mut text).await;
+            text
+        });
+
+        let shared = Arc::new(Shared {
+            pending: Mutex::new(VecDeque::new()),
+            alive: AtomicBool::new(true),
+            progress: Notify::new(),
+        });
+        let (events_tx, events) = mpsc::unbounded_channel();
+        let (handshake_tx, handshake_rx) = oneshot::channel();
+        let reader = tokio::spawn(read_loop(
+            stdout,
+            shared.clone(),
+            events_tx,
+            sink,
+            handshake_tx,
+        ));
+
+        let attached = tokio::time::timeout(options.timeout, handshake_rx).await;
+        let failure = match attached {
+            Ok(Ok(Ok((session, session_name)))) => {
+                return Ok(Self {
+                    stdin: Some(stdin),
+                    shared,
+                    events,
+                    session,
+                    session_name,
+                    child,
+                    reader,
+                    write_buf: Vec::new(),
+                });
+            }
+            Err(_) => Some(ConnectError::Timeout(options.timeout)),
+            Ok(_) => None,
+        };
+        let _ = child.start_kill();
+        reader.abort();
+        let _ = child.wait().await;
+        let stderr_text = stderr_task.await.unwrap_or_default();
+        Err(failure.unwrap_or_else(|| classify_refusal(&stderr_text, socket_text)))
+    }
+
+    /// The session this client is attached to.
+    pub fn session(&self) -> SessionId {
+        self.session
+    }
+
+    /// The attached session's name at attach time.
+    pub fn session_name(&self) -> &[u8] {
+        &self.session_name
+    }
+
+    /// Writes `requests` in one write. If the connection has already ended, nothing is written
+    /// and the requests come back untouched so they can be sent elsewhere.
+    pub async fn submit(
+        &mut self,
+        requests: Vec<LineRequest>,
+        write_timeout: Duration,
+    ) -> Result<(), Vec<LineRequest>> {
+        let Some(stdin) = self.stdin.as_mut() else {
+            return Err(requests);
+        };
+        let mut buf = std::mem::take(&mut self.write_buf);
+        buf.clear();
+        {
+            let mut pending = self.shared.lock();
+            if !self.shared.alive.load(Ordering::Acquire) {
+                return Err(requests);
+            }
+            let now = Instant::now();
+            for request in requests {
+                buf.extend_from_slice(&request.line);
+                buf.push(b'\n');
+                pending.push_back(Pending {
+                    request,
+                    begun: false,
+                    blocks: Vec::new(),
+                    sent_at: now,
+                });
+            }
+        }
+        let written = tokio::time::timeout(write_timeout, stdin.write_all(&buf)).await;
+        self.write_buf = buf;
+        if !matches!(written, Ok(Ok(()))) {
+            // tmux stopped reading (or the pipe broke): end the client; the reader then reports
+            // what was started and hands back the rest.
+            tracing::warn!(session = %self.session, "writing to the tmux control client failed; closing it");
+            let _ = self.child.start_kill();
+        }
+        Ok(())
+    }
+
+    /// Lines written and not yet answered.
+    pub fn in_flight(&self) -> usize {
+        self.shared.lock().len()
+    }
+
+    /// When the oldest unanswered line was written.
+    pub fn oldest_in_flight(&self) -> Option<Instant> {
+        self.shared.lock().front().map(|p| p.sent_at)
+    }
+
+    /// A handle that completes when some pending line has been answered; usable while the
+    /// connection itself is borrowed for [`Self::next_event`].
+    pub fn progress_notifier(&self) -> ProgressNotifier {
+        ProgressNotifier(self.shared.clone())
+    }
+
+    /// The next notification or the close event; `None` after the close event was taken.
+    pub async fn next_event(&mut self) -> Option<ConnEvent> {
+        self.events.recv().await
+    }
+
+    /// Ends the client at once (the reader then reports [`ConnEvent::Closed`]).
+    pub fn kill(&mut self) {
+        let _ = self.child.start_kill();
+    }
+
+    /// Detaches cleanly: closes stdin (tmux answers with `%exit`) and waits for the child,
+    /// killing it if it does not leave within `timeout`.
+    pub async fn close(mut self, timeout: Duration) {
+        self.stdin = None;
+        if tokio::time::timeout(timeout, self.child.wait()).await.is_err() {
+            let _ = self.child.start_kill();
+            let _ = self.child.wait().await;
+        }
+        let _ = tokio::time::timeout(timeout, &mut self.reader).await;
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        // `kill_on_drop` covers the child; the reader ends on EOF, but do not leave it behind
+        // if the pipe somehow stays open.
+        self.reader.abort();
+    }
+}
+
+fn classify_refusal(stderr: &[u8], socket: String) -> ConnectError {
+    let text = String::from_utf8_lossy(stderr).trim().to_string();
+    if text.contains("no server running") || text.contains("error connecting to") {
+        ConnectError::NoServer { socket }
+    } else if text.contains("no sessions") {
+        ConnectError::NoSessions { socket }
+    } else if text.is_empty() {
+        ConnectError::Refused("the client exited before attaching".into())
+    } else {
+        ConnectError::Refused(text)
+    }
+}
+
+type Handshake = oneshot::Sender<Result<(SessionId, Vec<u8>), ()>>;
+
+async fn read_loop(
+    stdout: ChildStdout,
+    shared: Arc<Shared>,
+    events: mpsc::UnboundedSender<ConnEvent>,
+    sink: Option<Arc<dyn OutputSink>>,
+    handshake: Handshake,
+) {
+    let mut reader = BufReader::with_capacity(256 * 1024, stdout);
+    let mut parser = Parser::new();
+    let mut line = Vec::with_capacity(16 * 1024);
+    let mut handshake = Some(handshake);
+    let reason = loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line).await {
+            Ok(0) => break CloseReason::Eof,
+            Ok(_) => {}
+            Err(e) => break CloseReason::ReadError(e.to_string()),
+        }
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        let Some(event) = parser.feed(&line) else {
+            continue;
+        };
+        match event {
+            Event::Begin { flags, .. } => {
+                if flags & 1 == 1
+                    && let Some(front) = shared.lock().front_mut()
+                {
+                    front.begun = true;
+                }
+            }
+            Event::Block(block) if block.is_ours() => complete_front(&shared, block),
+            Event::Block(_) => {} // the attach command's block, or a hook's
+            Event::Output { pane, data, .. } => {
+                if let Some(sink) = &sink {
+                    sink.output(pane, &data);
+                }
+            }
+            Event::SessionChanged { session, name } => match handshake.take() {
+                Some(tx) => {
+                    let _ = tx.send(Ok((session, name)));
+                }
+                None => {
+                    let _ = events.send(ConnEvent::SessionChanged { session, name });
+                }
+            },
+            Event::Pause(pane) => {
+                let _ = events.send(ConnEvent::Pause(pane));
+            }
+            Event::Continue(pane) => {
+                let _ = events.send(ConnEvent::Continue(pane));
+            }
+            Event::Notification { name, args } => {
+                let _ = events.send(ConnEvent::Notification { name, args });
+            }
+            Event::Exit { reason } => {
+                break CloseReason::Exit(reason.map(|r| String::from_utf8_lossy(&r).into_owned()));
+            }
+            Event::Stray(text) => {
+                tracing::debug!(len = text.len(), "stray line from tmux");
+            }
+        }
+    };
+    if let Some(tx) = handshake.take() {
+        let _ = tx.send(Err(()));
+    }
+    let unstarted = {
+        let mut pending = shared.lock();
+        shared.alive.store(false, Ordering::Release);
+        let mut unstarted = Vec::new();
+        for entry in pending.drain(..) {
+            if entry.begun {
+                let _ = entry.request.reply.send(Err(LineError::Lost));
+            } else {
+                unstarted.push(entry.request);
+            }
+        }
+        unstarted
+    };
+    shared.progress.notify_one();
+    let _ = events.send(ConnEvent::Closed { reason, unstarted });
+}
+
+fn complete_front(shared: &Shared, block: Block) {
+    let finished = {
+        let mut pending = shared.lock();
+        let Some(front) = pending.front_mut() else {
+            tracing::warn!(number = block.number, "tmux replied to a command that was not sent");
+            return;
+        };
+        let failed = !block.ok;
+        front.blocks.push(block);
+        if failed || front.blocks.len() >= front.request.commands {
+            pending.pop_front()
+        } else {
+            None
+        }
+    };
+    if let Some(entry) = finished {
+        let _ = entry.request.reply.send(Ok(entry.blocks));
+        shared.progress.notify_one();
+    }
+}

@@ -1,0 +1,449 @@
+//! Output connections: how pane output reaches [`PaneStream`]s.
+//!
+//! tmux sends `%output` only for panes of the session a control client is attached to, so the
+//! [`OutputHub`] of a server opens one output connection per session that has subscribers, on
+//! demand, and closes it after it has been idle (no live subscription) for `output_idle_close`.
+//! Each connection is owned by a small monitor task that:
+//! - routes the session's `%output` into the streams of subscribed panes (on the reader task,
+//!   without waiting on anyone — see [`super::connection`]);
+//! - on `%pause` (tmux dropped output it could not deliver in time) marks a gap in the stream and
+//!   resumes the pane at once with `refresh-client -A '%N:continue'`;
+//! - ends a stream when its pane's program exits (`refresh-client -B` subscription on
+//!   `#{pane_dead}`, evaluated by tmux itself once a second: no command from muxgate), when the
+//!   pane disappears (checked with one `list-panes` after a window/layout notification), or when
+//!   the session or server goes away;
+//! - treats `%session-changed` (the session died and tmux moved the client, `detach-on-destroy
+//!   off`) as the end of the session, so output of another session never leaks into a stream.
+//!
+//! A pane whose window is linked into several sessions is routed from exactly one connection.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use super::command::TmuxCommand;
+use super::connection::{
+    ConnEvent, ConnectOptions, Connection, LineRequest, OutputMode, OutputSink,
+};
+use super::ids::{PaneId, SessionId};
+use super::output::{OutputSubscription, PaneStream, StreamEnd};
+use super::protocol::SubscriptionChange;
+use super::spawn::TmuxSocket;
+use super::worker::{Caller, WorkerHandle};
+use super::{EngineError, EngineSettings};
+
+const DEAD_SUBSCRIPTION: &str = "muxgate_dead";
+
+/// Counters an operator can read (exported as metrics).
+#[derive(Debug, Default)]
+pub struct OutputStats {
+    pub bytes_read: AtomicU64,
+    pub pauses: AtomicU64,
+    pub connections_open: AtomicI64,
+    pub connects: AtomicU64,
+}
+
+/// Which stream each pane's output goes to, and through which session's connection.
+#[derive(Default)]
+struct Router {
+    routes: Mutex<HashMap<PaneId, Route>>,
+}
+
+struct Route {
+    session: SessionId,
+    stream: Weak<PaneStream>,
+}
+
+impl Router {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PaneId, Route>> {
+        // Each update is a single insert or remove, so a poisoned map is still consistent.
+        self.routes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn stream(&self, session: SessionId, pane: PaneId) -> Option<Arc<PaneStream>> {
+        let routes = self.lock();
+        let route = routes.get(&pane)?;
+        (route.session == session).then(|| route.stream.upgrade())?
+    }
+
+    /// The live, open stream for `pane`, if some subscriber still holds one.
+    fn live(&self, pane: PaneId) -> Option<(SessionId, Arc<PaneStream>)> {
+        let routes = self.lock();
+        let route = routes.get(&pane)?;
+        let stream = route.stream.upgrade()?;
+        (!stream.is_closed()).then_some((route.session, stream))
+    }
+
+    fn insert(&self, session: SessionId, stream: &Arc<PaneStream>) {
+        self.lock().insert(
+            stream.pane(),
+            Route {
+                session,
+                stream: Arc::downgrade(stream),
+            },
+        );
+    }
+
+    /// Panes of `session` that still have a subscriber; forgets the others.
+    fn live_panes(&self, session: SessionId) -> Vec<PaneId> {
+        let mut routes = self.lock();
+        routes.retain(|_, r| r.stream.strong_count() > 0);
+        routes
+            .iter()
+            .filter(|(_, r)| r.session == session)
+            .map(|(p, _)| *p)
+            .collect()
+    }
+
+    /// Ends and forgets the streams of `session` for which `which` holds.
+    fn close_where(&self, session: SessionId, reason: &StreamEnd, which: impl Fn(PaneId) -> bool) {
+        let closed: Vec<_> = {
+            let mut routes = self.lock();
+            let panes: Vec<_> = routes
+                .iter()
+                .filter(|(p, r)| r.session == session && which(**p))
+                .map(|(p, _)| *p)
+                .collect();
+            panes.into_iter().filter_map(|p| routes.remove(&p)).collect()
+        };
+        for route in closed {
+            if let Some(stream) = route.stream.upgrade() {
+                stream.close(reason.clone());
+            }
+        }
+    }
+}
+
+/// The output side of one tmux server.
+#[derive(Clone)]
+pub struct OutputHub {
+    inner: Arc<HubInner>,
+}
+
+struct HubInner {
+    server: Arc<str>,
+    socket: TmuxSocket,
+    settings: Arc<EngineSettings>,
+    worker: WorkerHandle,
+    shutdown: CancellationToken,
+    router: Arc<Router>,
+    monitors: tokio::sync::Mutex<HashMap<SessionId, mpsc::UnboundedSender<Register>>>,
+    stats: Arc<OutputStats>,
+}
+
+struct Register {
+    stream: Arc<PaneStream>,
+    done: oneshot::Sender<()>,
+}
+
+impl OutputHub {
+    pub fn new(
+        server: &str,
+        socket: TmuxSocket,
+        settings: Arc<EngineSettings>,
+        worker: WorkerHandle,
+        shutdown: CancellationToken,
+    ) -> Self {
+        Self {
+            inner: Arc::new(HubInner {
+                server: server.into(),
+                socket,
+                settings,
+                worker,
+                shutdown,
+                router: Arc::new(Router::default()),
+                monitors: tokio::sync::Mutex::new(HashMap::new()),
+                stats: Arc::new(OutputStats::default()),
+            }),
+        }
+    }
+
+    pub fn stats(&self) -> &OutputStats {
+        &self.inner.stats
+    }
+
+    /// Subscribes to `pane`'s output from now on. When this returns, output the pane produces
+    /// from this moment is captured (so a caller may subscribe, then send keys).
+    pub async fn subscribe(&self, caller: &Caller, pane: PaneId) -> Result<OutputSubscription, EngineError> {
+        if let Some((session, stream)) = self.inner.router.live(pane)
+            && self.monitor_running(session).await
+        {
+            return Ok(stream.subscribe());
+        }
+        let session = self.session_of(caller, pane).await?;
+        // A monitor may close between our send and its reply (idle timeout): then start a new one.
+        for _ in 0..3 {
+            let register = self.monitor(session).await?;
+            let stream = PaneStream::new(pane, self.inner.settings.output_ring_bytes);
+            // Subscribe before registering so no byte routed after registration is missed.
+            let subscription = stream.subscribe();
+            let (done, registered) = oneshot::channel();
+            if register.send(Register { stream, done }).is_ok() && registered.await.is_ok() {
+                return Ok(subscription);
+            }
+        }
+        Err(EngineError::Unavailable {
+            server: self.inner.server.to_string(),
+            reason: "the output connection kept closing".into(),
+        })
+    }
+
+    async fn monitor_running(&self, session: SessionId) -> bool {
+        self.inner
+            .monitors
+            .lock()
+            .await
+            .get(&session)
+            .is_some_and(|tx| !tx.is_closed())
+    }
+
+    /// The session whose output connection carries `pane`'s output.
+    async fn session_of(&self, caller: &Caller, pane: PaneId) -> Result<SessionId, EngineError> {
+        let command = TmuxCommand::new("list-panes")
+            .target(pane)
+            .flag("-F")
+            .trusted_format("#{pane_id} #{session_id}")
+            .build()?;
+        let lines = self.inner.worker.run(caller, command).await?;
+        lines
+            .iter()
+            .find_map(|line| {
+                let text = std::str::from_utf8(line).ok()?;
+                let (id, session) = text.split_once(' ')?;
+                (id.parse::<PaneId>().ok()? == pane).then(|| session.parse().ok())?
+            })
+            .ok_or_else(|| EngineError::Command(format!("can't find pane: {pane}")))
+    }
+
+    /// The registration channel of `session`'s monitor, starting one if needed.
+    async fn monitor(&self, session: SessionId) -> Result<mpsc::UnboundedSender<Register>, EngineError> {
+        let mut monitors = self.inner.monitors.lock().await;
+        if let Some(tx) = monitors.get(&session)
+            && !tx.is_closed()
+        {
+            return Ok(tx.clone());
+        }
+        let sink = Arc::new(SessionSink {
+            session,
+            router: self.inner.router.clone(),
+            stats: self.inner.stats.clone(),
+        });
+        let options = ConnectOptions {
+            tmux_bin: self.inner.settings.tmux_bin.clone(),
+            socket: self.inner.socket.clone(),
+            session: Some(session),
+            output: OutputMode::On {
+                pause_after_secs: self.inner.settings.pause_after_secs,
+                sink,
+            },
+            timeout: self.inner.settings.connect_timeout,
+        };
+        let mut conn = Connection::connect(&options)
+            .await
+            .map_err(|e| EngineError::Unavailable {
+                server: self.inner.server.to_string(),
+                reason: e.to_string(),
+            })?;
+        // One subscription covers every pane of the session: tmux re-evaluates it each second
+        // and reports only changes.
+        let watch_dead = TmuxCommand::new("refresh-client")
+            .opt("-B", format!("{DEAD_SUBSCRIPTION}:%*:#{{pane_dead}}:#{{pane_dead_status}}"))
+            .build()?;
+        let (line, _) = LineRequest::new(watch_dead.as_bytes().to_vec(), 1);
+        if conn.submit(vec![line], self.inner.settings.command_timeout).await.is_err() {
+            return Err(EngineError::Unavailable {
+                server: self.inner.server.to_string(),
+                reason: "the output connection closed at once".into(),
+            });
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        monitors.insert(session, tx.clone());
+        self.inner.stats.connects.fetch_add(1, Ordering::Relaxed);
+        self.inner.stats.connections_open.fetch_add(1, Ordering::Relaxed);
+        let monitor = SessionMonitor {
+            server: self.inner.server.clone(),
+            session,
+            conn,
+            registrations: rx,
+            router: self.inner.router.clone(),
+            settings: self.inner.settings.clone(),
+            shutdown: self.inner.shutdown.clone(),
+            stats: self.inner.stats.clone(),
+        };
+        tokio::spawn(monitor.run());
+        Ok(tx)
+    }
+}
+
+/// Routes one session connection's output.
+struct SessionSink {
+    session: SessionId,
+    router: Arc<Router>,
+    stats: Arc<OutputStats>,
+}
+
+impl OutputSink for SessionSink {
+    fn output(&self, pane: PaneId, data: &[u8]) {
+        self.stats
+            .bytes_read
+            .fetch_add(data.len() as u64, Ordering::Relaxed);
+        if let Some(stream) = self.router.stream(self.session, pane) {
+            stream.push(data);
+        }
+    }
+}
+
+struct SessionMonitor {
+    server: Arc<str>,
+    session: SessionId,
+    conn: Connection,
+    registrations: mpsc::UnboundedReceiver<Register>,
+    router: Arc<Router>,
+    settings: Arc<EngineSettings>,
+    shutdown: CancellationToken,
+    stats: Arc<OutputStats>,
+}
+
+enum MonitorWake {
+    Register(Option<Register>),
+    Event(Option<ConnEvent>),
+    IdleCheck,
+    Shutdown,
+}
+
+impl SessionMonitor {
+    async fn run(mut self) {
+        let idle = self.settings.output_idle_close.max(Duration::from_millis(100));
+        let mut idle_check = tokio::time::interval(idle);
+        idle_check.tick().await;
+        let mut idle_since: Option<tokio::time::Instant> = None;
+        let end = loop {
+            let wake = tokio::select! {
+                () = self.shutdown.cancelled() => MonitorWake::Shutdown,
+                reg = self.registrations.recv() => MonitorWake::Register(reg),
+                event = self.conn.next_event() => MonitorWake::Event(event),
+                _ = idle_check.tick() => MonitorWake::IdleCheck,
+            };
+            match wake {
+                MonitorWake::Shutdown | MonitorWake::Register(None) => {
+                    break StreamEnd::ConnectionClosed("muxgate is shutting down".into());
+                }
+                MonitorWake::Register(Some(reg)) => {
+                    self.router.insert(self.session, &reg.stream);
+                    idle_since = None;
+                    let _ = reg.done.send(());
+                }
+                MonitorWake::IdleCheck => {
+                    if !self.router.live_panes(self.session).is_empty() {
+                        idle_since = None;
+                    } else if idle_since.is_some_and(|t| t.elapsed() >= idle) {
+                        tracing::debug!(server = %self.server, session = %self.session, "closing idle output connection");
+                        break StreamEnd::ConnectionClosed("idle".into());
+                    } else if idle_since.is_none() {
+                        idle_since = Some(tokio::time::Instant::now());
+                    }
+                }
+                MonitorWake::Event(Some(ConnEvent::Closed { reason, .. })) => {
+                    break if reason.server_gone() {
+                        StreamEnd::ServerGone
+                    } else {
+                        StreamEnd::SessionClosed
+                    };
+                }
+                MonitorWake::Event(None) => break StreamEnd::ConnectionClosed("reader ended".into()),
+                MonitorWake::Event(Some(ConnEvent::SessionChanged { .. })) => {
+                    break StreamEnd::SessionClosed;
+                }
+                MonitorWake::Event(Some(ConnEvent::Pause(pane))) => self.resume(pane).await,
+                MonitorWake::Event(Some(ConnEvent::Continue(_))) => {}
+                MonitorWake::Event(Some(ConnEvent::Notification { name, args })) => {
+                    self.on_notification(&name, &args).await;
+                }
+            }
+        };
+        // Close the connection first so no output arrives after the streams end.
+        let conn = self.conn;
+        conn.close(self.settings.connect_timeout).await;
+        self.router.close_where(self.session, &end, |_| true);
+        self.stats.connections_open.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    async fn resume(&mut self, pane: PaneId) {
+        self.stats.pauses.fetch_add(1, Ordering::Relaxed);
+        if let Some(stream) = self.router.stream(self.session, pane) {
+            stream.mark_gap();
+        }
+        let Ok(command) = TmuxCommand::new("refresh-client")
+            .opt("-A", format!("{pane}:continue"))
+            .build()
+        else {
+            return;
+        };
+        let (line, _) = LineRequest::new(command.as_bytes().to_vec(), 1);
+        let _ = self.conn.submit(vec![line], self.settings.command_timeout).await;
+    }
+
+    async fn on_notification(&mut self, name: &str, args: &[u8]) {
+        match name {
+            "subscription-changed" => {
+                let Some(change) = SubscriptionChange::parse(args) else { return };
+                if change.name != DEAD_SUBSCRIPTION.as_bytes() {
+                    return;
+                }
+                let Some(pane) = change.pane else { return };
+                let value = String::from_utf8_lossy(change.value);
+                let mut parts = value.splitn(2, ':');
+                if parts.next() == Some("1") {
+                    let status = parts.next().and_then(|s| s.parse().ok());
+                    self.router
+                        .close_where(self.session, &StreamEnd::PaneExited { status }, |p| p == pane);
+                }
+            }
+            "window-close" | "unlinked-window-close" | "layout-change" | "window-pane-changed" => {
+                self.drop_vanished_panes().await;
+            }
+            _ => {}
+        }
+    }
+
+    /// After a structural change, ends the streams of subscribed panes that no longer exist.
+    async fn drop_vanished_panes(&mut self) {
+        if self.router.live_panes(self.session).is_empty() {
+            return;
+        }
+        let Ok(command) = TmuxCommand::new("list-panes")
+            .flag("-s")
+            .target(self.session)
+            .flag("-F")
+            .trusted_format("#{pane_id}")
+            .build()
+        else {
+            return;
+        };
+        let (line, reply) = LineRequest::new(command.as_bytes().to_vec(), 1);
+        if self
+            .conn
+            .submit(vec![line], self.settings.command_timeout)
+            .await
+            .is_err()
+        {
+            return;
+        }
+        // Output keeps flowing on the reader task while this waits.
+        let Ok(Ok(Ok(blocks))) = tokio::time::timeout(self.settings.command_timeout, reply).await else {
+            return;
+        };
+        let Some(block) = blocks.first().filter(|b| b.ok) else { return };
+        let existing: HashSet<PaneId> = block
+            .body
+            .iter()
+            .filter_map(|l| PaneId::from_bytes(l))
+            .collect();
+        self.router
+            .close_where(self.session, &StreamEnd::PaneClosed, |p| !existing.contains(&p));
+    }
+}

@@ -1,0 +1,287 @@
+//! Per-pane output streams: what a pane's program wrote, as bytes, for waiters to read.
+//!
+//! A [`PaneStream`] is a bounded ring of the most recent output of one pane, addressed by
+//! absolute byte offsets, plus a version channel that wakes subscribers. Writers (connection
+//! reader tasks) append and never wait; readers ([`OutputSubscription`]) wake on new bytes and
+//! take everything new at once, so a flood costs one wake-up per batch of output, not per byte.
+//! A reader that falls further behind than the ring holds is told how many bytes it missed.
+//!
+//! This module knows nothing about tmux connections; [`super::monitor`] feeds it.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::watch;
+
+use super::ids::PaneId;
+
+/// Why a stream will receive no more output.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StreamEnd {
+    /// The pane's program exited and the pane stayed (remain-on-exit); its exit status if known.
+    #[error("the program in the pane exited{}", status_suffix(*.status))]
+    PaneExited { status: Option<i32> },
+    /// The pane no longer exists.
+    #[error("the pane was closed")]
+    PaneClosed,
+    /// The session the output came through was closed.
+    #[error("the session was closed")]
+    SessionClosed,
+    /// The tmux server went away.
+    #[error("the tmux server went away")]
+    ServerGone,
+    /// The output connection failed for another reason.
+    #[error("the output connection closed: {0}")]
+    ConnectionClosed(String),
+}
+
+fn status_suffix(status: Option<i32>) -> String {
+    status.map(|s| format!(" with status {s}")).unwrap_or_default()
+}
+
+/// The recent output of one pane.
+#[derive(Debug)]
+pub struct PaneStream {
+    pane: PaneId,
+    ring: Mutex<Ring>,
+    /// Bumped on every append, gap and close; subscribers wait on it.
+    version: watch::Sender<u64>,
+}
+
+#[derive(Debug)]
+struct Ring {
+    buf: VecDeque<u8>,
+    capacity: usize,
+    /// Absolute offset of `buf[0]`.
+    start: u64,
+    /// How many times tmux dropped output (`%pause`).
+    gaps: u64,
+    end: Option<StreamEnd>,
+}
+
+impl Ring {
+    fn end_offset(&self) -> u64 {
+        self.start + self.buf.len() as u64
+    }
+}
+
+impl PaneStream {
+    /// A stream keeping the last `capacity` bytes of `pane`'s output.
+    pub fn new(pane: PaneId, capacity: usize) -> Arc<Self> {
+        Arc::new(Self {
+            pane,
+            ring: Mutex::new(Ring {
+                buf: VecDeque::with_capacity(capacity.min(64 * 1024)),
+                capacity: capacity.max(1),
+                start: 0,
+                gaps: 0,
+                end: None,
+            }),
+            version: watch::Sender::new(0),
+        })
+    }
+
+    pub fn pane(&self) -> PaneId {
+        self.pane
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Ring> {
+        // Every update leaves the ring consistent, so a poisoned lock is still usable.
+        self.ring.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Appends output. Never blocks beyond the ring's own lock.
+    pub fn push(&self, data: &[u8]) {
+        if data.is_empty() {
+            return;
+        }
+        let end = {
+            let mut ring = self.lock();
+            if ring.end.is_some() {
+                return;
+            }
+            let data = if data.len() > ring.capacity {
+                let skip = data.len() - ring.capacity;
+                ring.start += (ring.buf.len() + skip) as u64;
+                ring.buf.clear();
+                &data[skip..]
+            } else {
+                let overflow = (ring.buf.len() + data.len()).saturating_sub(ring.capacity);
+                ring.buf.drain(..overflow);
+                ring.start += overflow as u64;
+                data
+            };
+            ring.buf.extend(data);
+            ring.end_offset()
+        };
+        self.version.send_replace(end);
+    }
+
+    /// Records that tmux dropped some of this pane's output here.
+    pub fn mark_gap(&self) {
+        self.lock().gaps += 1;
+        self.version.send_modify(|v| *v = v.wrapping_add(1));
+    }
+
+    /// Ends the stream; subscribers read what is left, then get `reason`. The first reason wins.
+    pub fn close(&self, reason: StreamEnd) {
+        {
+            let mut ring = self.lock();
+            if ring.end.is_some() {
+                return;
+            }
+            ring.end = Some(reason);
+        }
+        self.version.send_modify(|v| *v = v.wrapping_add(1));
+    }
+
+    /// Whether the stream has ended.
+    pub fn is_closed(&self) -> bool {
+        self.lock().end.is_some()
+    }
+
+    /// A subscription that sees output from now on.
+    pub fn subscribe(self: &Arc<Self>) -> OutputSubscription {
+        let ring = self.lock();
+        OutputSubscription {
+            stream: self.clone(),
+            changes: self.version.subscribe(),
+            position: ring.end_offset(),
+            gaps_seen: ring.gaps,
+        }
+    }
+}
+
+/// New output since the subscriber's last read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OutputChunk {
+    pub data: Vec<u8>,
+    /// Bytes the subscriber fell behind by (overwritten in the ring before it read them).
+    pub missed_bytes: u64,
+    /// tmux itself dropped output somewhere in this range (flow control); the screen may hold
+    /// text the stream never showed.
+    pub gap: bool,
+}
+
+impl OutputChunk {
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty() && self.missed_bytes == 0 && !self.gap
+    }
+}
+
+/// A reader's position in a [`PaneStream`]. Dropping it is the unsubscribe.
+#[derive(Debug)]
+pub struct OutputSubscription {
+    stream: Arc<PaneStream>,
+    changes: watch::Receiver<u64>,
+    position: u64,
+    gaps_seen: u64,
+}
+
+impl OutputSubscription {
+    pub fn pane(&self) -> PaneId {
+        self.stream.pane
+    }
+
+    /// Absolute offset of the next byte this subscriber will read.
+    pub fn position(&self) -> u64 {
+        self.position
+    }
+
+    /// Takes whatever arrived since the last read, without waiting. `Err` once the stream has
+    /// ended and everything before the end was read.
+    pub fn take(&mut self) -> Result<OutputChunk, StreamEnd> {
+        let ring = self.stream.lock();
+        let end = ring.end_offset();
+        let mut chunk = OutputChunk::default();
+        if self.position < ring.start {
+            chunk.missed_bytes = ring.start - self.position;
+            self.position = ring.start;
+        }
+        chunk.gap = ring.gaps > self.gaps_seen;
+        self.gaps_seen = ring.gaps;
+        let from = usize::try_from(self.position - ring.start).unwrap_or(usize::MAX);
+        chunk.data.extend(ring.buf.range(from.min(ring.buf.len())..));
+        self.position = end;
+        self.changes.mark_unchanged();
+        if chunk.is_empty()
+            && let Some(reason) = &ring.end
+        {
+            return Err(reason.clone());
+        }
+        Ok(chunk)
+    }
+
+    /// Waits for new output (or the end) and takes it. Cancel-safe: dropping the future loses
+    /// nothing, the next call returns the same data.
+    pub async fn next(&mut self) -> Result<OutputChunk, StreamEnd> {
+        loop {
+            let chunk = self.take()?;
+            if !chunk.is_empty() {
+                return Ok(chunk);
+            }
+            if self.changes.changed().await.is_err() {
+                // The sender lives in the stream we hold, so this cannot happen; treat it as an end.
+                return Err(StreamEnd::ConnectionClosed("output stream dropped".into()));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn subscriber_sees_only_new_output() {
+        let stream = PaneStream::new(PaneId(1), 16);
+        stream.push(b"old");
+        let mut sub = stream.subscribe();
+        assert_eq!(sub.take().unwrap(), OutputChunk::default());
+        stream.push(b"new");
+        assert_eq!(sub.take().unwrap().data, b"new");
+        assert_eq!(sub.position(), 6);
+    }
+
+    #[test]
+    fn slow_subscriber_is_told_what_it_missed() {
+        let stream = PaneStream::new(PaneId(1), 8);
+        let mut sub = stream.subscribe();
+        stream.push(b"0123456789");
+        stream.push(b"abc");
+        let chunk = sub.take().unwrap();
+        assert_eq!(chunk.missed_bytes, 13 - 8);
+        assert_eq!(chunk.data.len(), 8);
+        assert_eq!(chunk.data, b"56789abc");
+    }
+
+    #[test]
+    fn gaps_and_end_are_reported_after_the_data() {
+        let stream = PaneStream::new(PaneId(2), 64);
+        let mut sub = stream.subscribe();
+        stream.push(b"before");
+        stream.mark_gap();
+        stream.push(b"after");
+        stream.close(StreamEnd::PaneExited { status: Some(3) });
+        stream.push(b"ignored");
+        let chunk = sub.take().unwrap();
+        assert_eq!(chunk.data, b"beforeafter");
+        assert!(chunk.gap);
+        assert_eq!(sub.take(), Err(StreamEnd::PaneExited { status: Some(3) }));
+    }
+
+    #[tokio::test]
+    async fn next_wakes_on_push() {
+        let stream = PaneStream::new(PaneId(3), 64);
+        let mut sub = stream.subscribe();
+        let writer = stream.clone();
+        let task = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            writer.push(b"hello");
+        });
+        let chunk = tokio::time::timeout(Duration::from_secs(5), sub.next()).await.unwrap().unwrap();
+        assert_eq!(chunk.data, b"hello");
+        task.await.unwrap();
+    }
+}

@@ -1,0 +1,580 @@
+//! The Worker: one per tmux server, the only writer of commands to that server.
+//!
+//! Callers hand the worker whole jobs (one command, or a batch) through a [`WorkerHandle`]. The
+//! worker task owns the command connection (`no-output`) and:
+//! - writes each job in one write, back to back with earlier ones (pipelining), keeping at most
+//!   `pipeline_depth` lines unanswered — a job larger than that goes alone;
+//! - picks the next job round-robin across callers, so one caller's thousand queued commands
+//!   delay another caller's single command by at most the lines already in flight;
+//! - bounds the queue (globally and per caller): a full queue is an immediate, clear error;
+//! - connects lazily, reconnects after `%exit`/EOF, sends lines tmux never started again on the
+//!   new connection, and fails lines that were running with [`EngineError::ConnectionLost`];
+//! - kills a connection whose oldest line has gone unanswered for far longer than the command
+//!   timeout (a wedged server), so no caller waits forever.
+//!
+//! Per-command timeouts are enforced on the caller's side: a caller that gives up simply drops
+//! its reply channel, and the worker skips jobs nobody waits for.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::command::{TmuxCommand, chain_line};
+use super::connection::{
+    ConnEvent, ConnectError, ConnectOptions, Connection, LineError, LineRequest, NotSent,
+    OutputMode,
+};
+use super::protocol::Block;
+use super::spawn::TmuxSocket;
+use super::{EngineError, EngineSettings, QueueScope, stale};
+
+/// Who is asking: the unit of fairness and of queue shares (an authenticated client's `sub`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Caller {
+    id: Arc<str>,
+    queue_share: Option<usize>,
+}
+
+impl Caller {
+    pub fn new(id: impl Into<Arc<str>>) -> Self {
+        Self {
+            id: id.into(),
+            queue_share: None,
+        }
+    }
+
+    /// Limits how many commands this caller may have queued on one server (default: the
+    /// engine's `per_caller_queue`).
+    pub fn with_queue_share(mut self, commands: usize) -> Self {
+        self.queue_share = Some(commands);
+        self
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+/// How the commands of a batch relate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchMode {
+    /// Each command on its own line: all run, whatever the others do.
+    Independent,
+    /// One `;`-chained line: tmux stops at the first failure and runs nothing after it.
+    StopOnError,
+}
+
+/// What became of one command of a batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandOutcome {
+    /// It ran; its output lines.
+    Ok(Vec<Vec<u8>>),
+    /// tmux refused it (`%error`); tmux's message.
+    Failed(String),
+    /// It was not run because an earlier command of a [`BatchMode::StopOnError`] batch failed.
+    NotRun,
+}
+
+/// Counters an operator can read (exported as metrics).
+#[derive(Debug, Default)]
+pub struct WorkerStats {
+    pub commands_sent: AtomicU64,
+    pub lines_written: AtomicU64,
+    pub connects: AtomicU64,
+    pub connect_failures: AtomicU64,
+    pub connections_lost: AtomicU64,
+    pub stalls: AtomicU64,
+}
+
+/// Commands queued and not yet written, per caller and in total.
+#[derive(Debug, Default)]
+struct QueueGauge {
+    inner: Mutex<GaugeInner>,
+}
+
+#[derive(Debug, Default)]
+struct GaugeInner {
+    total: usize,
+    per_caller: HashMap<Arc<str>, usize>,
+}
+
+impl QueueGauge {
+    fn lock(&self) -> std::sync::MutexGuard<'_, GaugeInner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn try_add(&self, caller: &Caller, n: usize, settings: &EngineSettings) -> Result<(), QueueScope> {
+        let mut g = self.lock();
+        if g.total + n > settings.queue_capacity && g.total > 0 {
+            return Err(QueueScope::Server);
+        }
+        let share = caller.queue_share.unwrap_or(settings.per_caller_queue);
+        let mine = g.per_caller.get(&caller.id).copied().unwrap_or(0);
+        if mine + n > share && mine > 0 {
+            return Err(QueueScope::Caller);
+        }
+        g.total += n;
+        *g.per_caller.entry(caller.id.clone()).or_insert(0) += n;
+        Ok(())
+    }
+
+    fn remove(&self, caller: &Arc<str>, n: usize) {
+        let mut g = self.lock();
+        g.total = g.total.saturating_sub(n);
+        if let Some(mine) = g.per_caller.get_mut(caller) {
+            *mine = mine.saturating_sub(n);
+            if *mine == 0 {
+                g.per_caller.remove(caller);
+            }
+        }
+    }
+
+    fn total(&self) -> usize {
+        self.lock().total
+    }
+}
+
+struct Job {
+    caller: Arc<str>,
+    lines: Vec<LineRequest>,
+}
+
+impl Job {
+    fn commands(&self) -> usize {
+        self.lines.iter().map(LineRequest::commands).sum()
+    }
+}
+
+/// Cheap, cloneable access to one server's worker.
+#[derive(Clone)]
+pub struct WorkerHandle {
+    server: Arc<str>,
+    jobs: mpsc::UnboundedSender<Job>,
+    gauge: Arc<QueueGauge>,
+    stats: Arc<WorkerStats>,
+    settings: Arc<EngineSettings>,
+}
+
+impl WorkerHandle {
+    /// Starts the worker task for the server `name` on `socket`. It stops when `shutdown` fires
+    /// or the last handle is dropped, detaching its control client.
+    pub fn spawn(
+        name: &str,
+        socket: TmuxSocket,
+        settings: Arc<EngineSettings>,
+        shutdown: CancellationToken,
+    ) -> Self {
+        let (jobs, rx) = mpsc::unbounded_channel();
+        let gauge = Arc::new(QueueGauge::default());
+        let stats = Arc::new(WorkerStats::default());
+        let worker = Worker {
+            server: name.into(),
+            options: ConnectOptions {
+                tmux_bin: settings.tmux_bin.clone(),
+                socket,
+                session: None,
+                output: OutputMode::Off,
+                timeout: settings.connect_timeout,
+            },
+            settings: settings.clone(),
+            jobs: rx,
+            queue: FairQueue::default(),
+            retry: VecDeque::new(),
+            conn: None,
+            last_failure: None,
+            gauge: gauge.clone(),
+            stats: stats.clone(),
+            shutdown,
+            swept_stale: false,
+        };
+        tokio::spawn(worker.run());
+        Self {
+            server: name.into(),
+            jobs,
+            gauge,
+            stats,
+            settings,
+        }
+    }
+
+    /// The configured server name.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    pub fn stats(&self) -> &WorkerStats {
+        &self.stats
+    }
+
+    /// Commands waiting to be written.
+    pub fn queued(&self) -> usize {
+        self.gauge.total()
+    }
+
+    /// Runs one command; a tmux `%error` becomes [`EngineError::Command`].
+    pub async fn run(&self, caller: &Caller, command: TmuxCommand) -> Result<Vec<Vec<u8>>, EngineError> {
+        let mut outcomes = self
+            .run_batch(caller, vec![command], BatchMode::Independent, None)
+            .await?;
+        match outcomes.pop() {
+            Some(CommandOutcome::Ok(lines)) => Ok(lines),
+            Some(CommandOutcome::Failed(message)) => Err(EngineError::Command(message)),
+            Some(CommandOutcome::NotRun) | None => Err(EngineError::ConnectionLost {
+                server: self.server.to_string(),
+            }),
+        }
+    }
+
+    /// Runs `commands` as one job written in a single write. Returns one outcome per command.
+    /// `deadline` defaults to now + the engine's command timeout.
+    pub async fn run_batch(
+        &self,
+        caller: &Caller,
+        commands: Vec<TmuxCommand>,
+        mode: BatchMode,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Result<Vec<CommandOutcome>, EngineError> {
+        if commands.is_empty() {
+            return Ok(Vec::new());
+        }
+        let deadline =
+            deadline.unwrap_or_else(|| tokio::time::Instant::now() + self.settings.command_timeout);
+        let count = commands.len();
+        let (lines, receivers): (Vec<_>, Vec<_>) = match mode {
+            BatchMode::Independent => commands
+                .iter()
+                .map(|c| LineRequest::new(c.as_bytes().to_vec(), 1))
+                .unzip(),
+            BatchMode::StopOnError => {
+                let (line, rx) = LineRequest::new(chain_line(&commands), count);
+                (vec![line], vec![rx])
+            }
+        };
+        self.gauge
+            .try_add(caller, count, &self.settings)
+            .map_err(|scope| EngineError::QueueFull {
+                server: self.server.to_string(),
+                scope,
+            })?;
+        if self
+            .jobs
+            .send(Job {
+                caller: caller.id.clone(),
+                lines,
+            })
+            .is_err()
+        {
+            self.gauge.remove(&caller.id, count);
+            return Err(EngineError::ShuttingDown);
+        }
+
+        let mut outcomes = Vec::with_capacity(count);
+        for rx in receivers {
+            let result = tokio::time::timeout_at(deadline, rx).await.map_err(|_| {
+                EngineError::Timeout {
+                    server: self.server.to_string(),
+                    after: deadline.into_std().saturating_duration_since(Instant::now()),
+                }
+            })?;
+            let blocks = match result {
+                Ok(Ok(blocks)) => blocks,
+                Ok(Err(e)) => return Err(self.line_error(e)),
+                // The worker dropped the request: it is shutting down.
+                Err(_) => return Err(EngineError::ShuttingDown),
+            };
+            outcomes.extend(blocks.into_iter().map(block_outcome));
+        }
+        outcomes.resize(count, CommandOutcome::NotRun);
+        Ok(outcomes)
+    }
+
+    fn line_error(&self, error: LineError) -> EngineError {
+        let server = self.server.to_string();
+        match error {
+            LineError::Lost => EngineError::ConnectionLost { server },
+            LineError::NotSent(NotSent::Unavailable(reason)) => EngineError::Unavailable {
+                server,
+                reason: reason.to_string(),
+            },
+            LineError::NotSent(NotSent::ShuttingDown) => EngineError::ShuttingDown,
+        }
+    }
+}
+
+fn block_outcome(block: Block) -> CommandOutcome {
+    if block.ok {
+        CommandOutcome::Ok(block.body)
+    } else {
+        let message = block
+            .body
+            .iter()
+            .map(|l| String::from_utf8_lossy(l))
+            .collect::<Vec<_>>()
+            .join("; ");
+        CommandOutcome::Failed(message)
+    }
+}
+
+/// Jobs per caller, served round-robin.
+#[derive(Default)]
+struct FairQueue {
+    per_caller: HashMap<Arc<str>, VecDeque<Job>>,
+    order: VecDeque<Arc<str>>,
+}
+
+impl FairQueue {
+    fn push(&mut self, job: Job) {
+        let queue = self.per_caller.entry(job.caller.clone()).or_default();
+        if queue.is_empty() {
+            self.order.push_back(job.caller.clone());
+        }
+        queue.push_back(job);
+    }
+
+    /// Lines of the job [`Self::pop`] would return next.
+    fn peek_lines(&self) -> Option<usize> {
+        let caller = self.order.front()?;
+        self.per_caller.get(caller)?.front().map(|j| j.lines.len())
+    }
+
+    fn pop(&mut self) -> Option<Job> {
+        let caller = self.order.pop_front()?;
+        let queue = self.per_caller.get_mut(&caller)?;
+        let job = queue.pop_front();
+        if queue.is_empty() {
+            self.per_caller.remove(&caller);
+        } else {
+            self.order.push_back(caller);
+        }
+        job
+    }
+
+    fn drain(&mut self) -> impl Iterator<Item = Job> + '_ {
+        self.order.clear();
+        self.per_caller.drain().flat_map(|(_, jobs)| jobs)
+    }
+}
+
+struct Worker {
+    server: Arc<str>,
+    options: ConnectOptions,
+    settings: Arc<EngineSettings>,
+    jobs: mpsc::UnboundedReceiver<Job>,
+    queue: FairQueue,
+    /// Lines a lost connection never started; written first on the next connection.
+    retry: VecDeque<LineRequest>,
+    conn: Option<Connection>,
+    last_failure: Option<(Instant, ConnectError)>,
+    gauge: Arc<QueueGauge>,
+    stats: Arc<WorkerStats>,
+    shutdown: CancellationToken,
+    swept_stale: bool,
+}
+
+enum Wake {
+    Job(Option<Job>),
+    Conn(Option<ConnEvent>),
+    Progress,
+    Stalled,
+    Shutdown,
+}
+
+impl Worker {
+    async fn run(mut self) {
+        loop {
+            self.pump().await;
+            let stall_at = self
+                .conn
+                .as_ref()
+                .and_then(Connection::oldest_in_flight)
+                .map(|t| tokio::time::Instant::from_std(t + self.settings.stall_timeout()));
+            let wake = tokio::select! {
+                biased;
+                () = self.shutdown.cancelled() => Wake::Shutdown,
+                job = self.jobs.recv() => Wake::Job(job),
+                activity = conn_activity(self.conn.as_mut()) => activity,
+                () = sleep_until(stall_at) => Wake::Stalled,
+            };
+            match wake {
+                Wake::Shutdown | Wake::Job(None) => break,
+                Wake::Job(Some(job)) => self.queue.push(job),
+                Wake::Progress => {}
+                Wake::Conn(Some(ConnEvent::Closed { reason, unstarted })) => {
+                    tracing::info!(server = %self.server, %reason, requeued = unstarted.len(), "tmux command connection closed");
+                    self.stats.connections_lost.fetch_add(1, Ordering::Relaxed);
+                    self.conn = None;
+                    for line in unstarted.into_iter().rev() {
+                        self.retry.push_front(line);
+                    }
+                }
+                Wake::Conn(Some(event)) => {
+                    tracing::trace!(server = %self.server, ?event, "tmux notification");
+                }
+                Wake::Conn(None) => self.conn = None,
+                Wake::Stalled => {
+                    tracing::warn!(server = %self.server, "tmux stopped answering; dropping the control connection");
+                    self.stats.stalls.fetch_add(1, Ordering::Relaxed);
+                    if let Some(conn) = self.conn.as_mut() {
+                        conn.kill();
+                    }
+                }
+            }
+        }
+        self.fail_everything(NotSent::ShuttingDown);
+        if let Some(conn) = self.conn.take() {
+            conn.close(self.settings.connect_timeout).await;
+        }
+    }
+
+    /// Writes queued work while the pipeline has room.
+    async fn pump(&mut self) {
+        if !self.retry.is_empty() {
+            if !self.ensure_connected().await {
+                return;
+            }
+            let lines: Vec<_> = self.retry.drain(..).filter(LineRequest::is_wanted).collect();
+            self.write(lines).await;
+        }
+        while let Some(next_lines) = self.queue.peek_lines() {
+            let in_flight = self.conn.as_ref().map_or(0, Connection::in_flight);
+            if in_flight > 0 && in_flight + next_lines > self.settings.pipeline_depth {
+                return;
+            }
+            let Some(job) = self.queue.pop() else { return };
+            self.gauge.remove(&job.caller, job.commands());
+            let lines: Vec<_> = job.lines.into_iter().filter(LineRequest::is_wanted).collect();
+            if lines.is_empty() {
+                continue;
+            }
+            if !self.ensure_connected().await {
+                for line in lines {
+                    line.fail(NotSent::Unavailable(self.failure()));
+                }
+                return;
+            }
+            self.write(lines).await;
+        }
+    }
+
+    async fn write(&mut self, lines: Vec<LineRequest>) {
+        let Some(conn) = self.conn.as_mut() else { return };
+        let commands: usize = lines.iter().map(LineRequest::commands).sum();
+        let count = lines.len();
+        match conn.submit(lines, self.settings.command_timeout).await {
+            Ok(()) => {
+                self.stats.commands_sent.fetch_add(commands as u64, Ordering::Relaxed);
+                self.stats.lines_written.fetch_add(count as u64, Ordering::Relaxed);
+            }
+            // The connection ended before the write: keep the lines for the next one.
+            Err(lines) => self.retry.extend(lines),
+        }
+    }
+
+    /// Connects if needed; after a failure, waits `reconnect_backoff` before trying again so
+    /// that a dead server does not cost a process spawn per call.
+    async fn ensure_connected(&mut self) -> bool {
+        if self.conn.is_some() {
+            return true;
+        }
+        if let Some((at, _)) = &self.last_failure
+            && at.elapsed() < self.settings.reconnect_backoff
+        {
+            self.fail_everything(NotSent::Unavailable(self.failure()));
+            return false;
+        }
+        match Connection::connect(&self.options).await {
+            Ok(conn) => {
+                tracing::debug!(server = %self.server, session = %conn.session(), "tmux command connection attached");
+                self.stats.connects.fetch_add(1, Ordering::Relaxed);
+                self.last_failure = None;
+                self.conn = Some(conn);
+                if !self.swept_stale {
+                    self.swept_stale = true;
+                    self.sweep_stale_clients().await;
+                }
+                true
+            }
+            Err(error) => {
+                tracing::debug!(server = %self.server, %error, "tmux command connection failed");
+                self.stats.connect_failures.fetch_add(1, Ordering::Relaxed);
+                self.last_failure = Some((Instant::now(), error));
+                self.fail_everything(NotSent::Unavailable(self.failure()));
+                false
+            }
+        }
+    }
+
+    fn failure(&self) -> ConnectError {
+        self.last_failure
+            .as_ref()
+            .map(|(_, e)| e.clone())
+            .unwrap_or_else(|| ConnectError::Refused("not connected".into()))
+    }
+
+    /// Fails every queued and retried line with `reason`.
+    fn fail_everything(&mut self, reason: NotSent) {
+        for line in self.retry.drain(..) {
+            line.fail(reason.clone());
+        }
+        for job in self.queue.drain() {
+            self.gauge.remove(&job.caller, job.commands());
+            for line in job.lines {
+                line.fail(reason.clone());
+            }
+        }
+    }
+
+    /// Removes control clients left attached by a muxgate process that died without detaching
+    /// (possible before PDEATHSIG, or with a different owner). Runs once per worker.
+    async fn sweep_stale_clients(&mut self) {
+        let Ok(command) = TmuxCommand::new("list-clients")
+            .flag("-F")
+            .trusted_format(stale::CLIENT_FORMAT)
+            .build()
+        else {
+            return;
+        };
+        let (line, rx) = LineRequest::new(command.as_bytes().to_vec(), 1);
+        self.write(vec![line]).await;
+        let server = self.server.clone();
+        tokio::spawn(async move {
+            let Ok(Ok(blocks)) = rx.await else { return };
+            let Some(block) = blocks.first().filter(|b| b.ok) else { return };
+            for client in stale::stale_clients(&stale::parse_clients(&block.body)) {
+                tracing::warn!(server = %server, pid = client.pid, term = %client.term, "removing a stale muxgate control client");
+                stale::kill(client.pid);
+            }
+        });
+    }
+}
+
+async fn conn_activity(conn: Option<&mut Connection>) -> Wake {
+    let Some(conn) = conn else {
+        return std::future::pending().await;
+    };
+    let conn: &mut Connection = conn;
+    // Split borrows: progress only needs shared access, events need the receiver.
+    let progress = conn.progress_notifier();
+    tokio::select! {
+        () = progress.notified() => Wake::Progress,
+        event = conn.next_event() => Wake::Conn(event),
+    }
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+impl EngineSettings {
+    /// How long the oldest unanswered line may wait before the connection is declared wedged.
+    fn stall_timeout(&self) -> Duration {
+        self.command_timeout * 3
+    }
+}
