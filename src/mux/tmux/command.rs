@@ -155,7 +155,10 @@ mod tests {
             .arg("-n; rm -rf ~ #{x}")
             .build()
             .unwrap();
-        assert_eq!(cmd.as_bytes(), b"send-keys -t '%3' -l -- '-n; rm -rf ~ #{x}'");
+        assert_eq!(
+            cmd.as_bytes(),
+            b"send-keys -t '%3' -l -- '-n; rm -rf ~ #{x}'"
+        );
         assert_eq!(cmd.name(), "send-keys");
         assert_eq!(format!("{cmd:?}"), "TmuxCommand(send-keys, 43 bytes)");
     }
@@ -180,7 +183,11 @@ mod tests {
 
     #[test]
     fn reports_nul() {
-        let err = TmuxCommand::new("send-keys").arg("a\0").arg("b").build().unwrap_err();
+        let err = TmuxCommand::new("send-keys")
+            .arg("a\0")
+            .arg("b")
+            .build()
+            .unwrap_err();
         assert_eq!(err, QuoteError::Nul { offset: 1 });
     }
 }

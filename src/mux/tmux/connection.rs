@@ -73,6 +73,8 @@ pub enum ConnectError {
     NoServer { socket: String },
     #[error("the tmux server on {socket} has no sessions")]
     NoSessions { socket: String },
+    #[error("the tmux server on {socket} exited while muxgate was connecting")]
+    ServerExited { socket: String },
     #[error("tmux did not attach within {0:?}")]
     Timeout(Duration),
     #[error("could not start {bin}: {error}")]
@@ -178,8 +180,14 @@ impl std::fmt::Display for CloseReason {
 /// Everything but replies and output that the reader reports to the connection's owner.
 #[derive(Debug)]
 pub enum ConnEvent {
-    Notification { name: String, args: Vec<u8> },
-    SessionChanged { session: SessionId, name: Vec<u8> },
+    Notification {
+        name: String,
+        args: Vec<u8>,
+    },
+    SessionChanged {
+        session: SessionId,
+        name: Vec<u8>,
+    },
     Pause(PaneId),
     Continue(PaneId),
     /// The connection is gone; `unstarted` lines were never run and may be sent again.
@@ -293,7 +301,7 @@ impl Connection {
         ));
 
         let attached = tokio::time::timeout(options.timeout, handshake_rx).await;
-        let failure = match attached {
+        let (failure, closed) = match attached {
             Ok(Ok(Ok((session, session_name)))) => {
                 return Ok(Self {
                     stdin: Some(stdin),
@@ -306,14 +314,15 @@ impl Connection {
                     write_buf: Vec::new(),
                 });
             }
-            Err(_) => Some(ConnectError::Timeout(options.timeout)),
-            Ok(_) => None,
+            Err(_) => (Some(ConnectError::Timeout(options.timeout)), None),
+            Ok(Ok(Err(reason))) => (None, Some(reason)),
+            Ok(Err(_)) => (None, None),
         };
         let _ = child.start_kill();
         reader.abort();
         let _ = child.wait().await;
         let stderr_text = stderr_task.await.unwrap_or_default();
-        Err(failure.unwrap_or_else(|| classify_refusal(&stderr_text, socket_text)))
+        Err(failure.unwrap_or_else(|| classify_refusal(&stderr_text, closed, socket_text)))
     }
 
     /// The session this client is attached to.
@@ -396,7 +405,10 @@ impl Connection {
     /// killing it if it does not leave within `timeout`.
     pub async fn close(mut self, timeout: Duration) {
         self.stdin = None;
-        if tokio::time::timeout(timeout, self.child.wait()).await.is_err() {
+        if tokio::time::timeout(timeout, self.child.wait())
+            .await
+            .is_err()
+        {
             let _ = self.child.start_kill();
             let _ = self.child.wait().await;
         }
@@ -412,20 +424,24 @@ impl Drop for Connection {
     }
 }
 
-fn classify_refusal(stderr: &[u8], socket: String) -> ConnectError {
+fn classify_refusal(stderr: &[u8], closed: Option<CloseReason>, socket: String) -> ConnectError {
     let text = String::from_utf8_lossy(stderr).trim().to_string();
     if text.contains("no server running") || text.contains("error connecting to") {
         ConnectError::NoServer { socket }
     } else if text.contains("no sessions") {
         ConnectError::NoSessions { socket }
-    } else if text.is_empty() {
-        ConnectError::Refused("the client exited before attaching".into())
-    } else {
+    } else if !text.is_empty() {
         ConnectError::Refused(text)
+    } else if closed.as_ref().is_some_and(CloseReason::server_gone) {
+        ConnectError::ServerExited { socket }
+    } else {
+        let how = closed.map_or_else(|| "without a reason".to_string(), |r| r.to_string());
+        ConnectError::Refused(format!("the client ended before attaching ({how})"))
     }
 }
 
-type Handshake = oneshot::Sender<Result<(SessionId, Vec<u8>), ()>>;
+/// The attached session, or why the client ended before attaching.
+type Handshake = oneshot::Sender<Result<(SessionId, Vec<u8>), CloseReason>>;
 
 async fn read_loop(
     stdout: ChildStdout,
@@ -492,7 +508,7 @@ async fn read_loop(
         }
     };
     if let Some(tx) = handshake.take() {
-        let _ = tx.send(Err(()));
+        let _ = tx.send(Err(reason.clone()));
     }
     let unstarted = {
         let mut pending = shared.lock();
@@ -515,7 +531,10 @@ fn complete_front(shared: &Shared, block: Block) {
     let finished = {
         let mut pending = shared.lock();
         let Some(front) = pending.front_mut() else {
-            tracing::warn!(number = block.number, "tmux replied to a command that was not sent");
+            tracing::warn!(
+                number = block.number,
+                "tmux replied to a command that was not sent"
+            );
             return;
         };
         let failed = !block.ok;

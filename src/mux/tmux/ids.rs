@@ -107,7 +107,18 @@ mod tests {
     #[test]
     fn rejects_anything_not_canonical() {
         for bad in [
-            "", "%", "12", "@1", "%-1", "%+1", "%01", "% 1", "%1 ", "%1a", "%4294967296", "%1;",
+            "",
+            "%",
+            "12",
+            "@1",
+            "%-1",
+            "%+1",
+            "%01",
+            "% 1",
+            "%1 ",
+            "%1a",
+            "%4294967296",
+            "%1;",
         ] {
             assert!(bad.parse::<PaneId>().is_err(), "{bad:?} must not parse");
         }

@@ -158,7 +158,11 @@ impl TmuxServer {
     }
 
     /// Runs one command; see [`WorkerHandle::run`].
-    pub async fn run(&self, caller: &Caller, command: TmuxCommand) -> Result<Vec<Vec<u8>>, EngineError> {
+    pub async fn run(
+        &self,
+        caller: &Caller,
+        command: TmuxCommand,
+    ) -> Result<Vec<Vec<u8>>, EngineError> {
         self.worker.run(caller, command).await
     }
 
@@ -170,11 +174,17 @@ impl TmuxServer {
         mode: BatchMode,
         deadline: Option<tokio::time::Instant>,
     ) -> Result<Vec<CommandOutcome>, EngineError> {
-        self.worker.run_batch(caller, commands, mode, deadline).await
+        self.worker
+            .run_batch(caller, commands, mode, deadline)
+            .await
     }
 
     /// Subscribes to a pane's output from now on; see [`OutputHub::subscribe`].
-    pub async fn subscribe(&self, caller: &Caller, pane: PaneId) -> Result<OutputSubscription, EngineError> {
+    pub async fn subscribe(
+        &self,
+        caller: &Caller,
+        pane: PaneId,
+    ) -> Result<OutputSubscription, EngineError> {
         self.output.subscribe(caller, pane).await
     }
 }

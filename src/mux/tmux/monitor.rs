@@ -108,7 +108,10 @@ impl Router {
                 .filter(|(p, r)| r.session == session && which(**p))
                 .map(|(p, _)| *p)
                 .collect();
-            panes.into_iter().filter_map(|p| routes.remove(&p)).collect()
+            panes
+                .into_iter()
+                .filter_map(|p| routes.remove(&p))
+                .collect()
         };
         for route in closed {
             if let Some(stream) = route.stream.upgrade() {
@@ -168,7 +171,11 @@ impl OutputHub {
 
     /// Subscribes to `pane`'s output from now on. When this returns, output the pane produces
     /// from this moment is captured (so a caller may subscribe, then send keys).
-    pub async fn subscribe(&self, caller: &Caller, pane: PaneId) -> Result<OutputSubscription, EngineError> {
+    pub async fn subscribe(
+        &self,
+        caller: &Caller,
+        pane: PaneId,
+    ) -> Result<OutputSubscription, EngineError> {
         if let Some((session, stream)) = self.inner.router.live(pane)
             && self.monitor_running(session).await
         {
@@ -220,7 +227,10 @@ impl OutputHub {
     }
 
     /// The registration channel of `session`'s monitor, starting one if needed.
-    async fn monitor(&self, session: SessionId) -> Result<mpsc::UnboundedSender<Register>, EngineError> {
+    async fn monitor(
+        &self,
+        session: SessionId,
+    ) -> Result<mpsc::UnboundedSender<Register>, EngineError> {
         let mut monitors = self.inner.monitors.lock().await;
         if let Some(tx) = monitors.get(&session)
             && !tx.is_closed()
@@ -242,19 +252,29 @@ impl OutputHub {
             },
             timeout: self.inner.settings.connect_timeout,
         };
-        let mut conn = Connection::connect(&options)
-            .await
-            .map_err(|e| EngineError::Unavailable {
-                server: self.inner.server.to_string(),
-                reason: e.to_string(),
-            })?;
+        let mut conn =
+            Connection::connect(&options)
+                .await
+                .map_err(|e| EngineError::Unavailable {
+                    server: self.inner.server.to_string(),
+                    reason: e.to_string(),
+                })?;
         // One subscription covers every pane of the session: tmux re-evaluates it each second
         // and reports only changes.
         let watch_dead = TmuxCommand::new("refresh-client")
-            .opt("-B", format!("{DEAD_SUBSCRIPTION}:%*:#{{pane_dead}}:#{{pane_dead_status}}"))
+            .opt(
+                "-B",
+                format!(
+                    "{DEAD_SUBSCRIPTION}:%*:#{{pane_dead}}:#{{pane_dead_status}}:#{{pane_dead_signal}}"
+                ),
+            )
             .build()?;
         let (line, _) = LineRequest::new(watch_dead.as_bytes().to_vec(), 1);
-        if conn.submit(vec![line], self.inner.settings.command_timeout).await.is_err() {
+        if conn
+            .submit(vec![line], self.inner.settings.command_timeout)
+            .await
+            .is_err()
+        {
             return Err(EngineError::Unavailable {
                 server: self.inner.server.to_string(),
                 reason: "the output connection closed at once".into(),
@@ -263,7 +283,10 @@ impl OutputHub {
         let (tx, rx) = mpsc::unbounded_channel();
         monitors.insert(session, tx.clone());
         self.inner.stats.connects.fetch_add(1, Ordering::Relaxed);
-        self.inner.stats.connections_open.fetch_add(1, Ordering::Relaxed);
+        self.inner
+            .stats
+            .connections_open
+            .fetch_add(1, Ordering::Relaxed);
         let monitor = SessionMonitor {
             server: self.inner.server.clone(),
             session,
@@ -273,6 +296,7 @@ impl OutputHub {
             settings: self.inner.settings.clone(),
             shutdown: self.inner.shutdown.clone(),
             stats: self.inner.stats.clone(),
+            dying: HashMap::new(),
         };
         tokio::spawn(monitor.run());
         Ok(tx)
@@ -306,27 +330,38 @@ struct SessionMonitor {
     settings: Arc<EngineSettings>,
     shutdown: CancellationToken,
     stats: Arc<OutputStats>,
+    /// Panes reported dead before tmux knew how their program ended, and since when.
+    dying: HashMap<PaneId, tokio::time::Instant>,
 }
+
+/// How long to wait for tmux to learn a dead pane's exit status (it re-checks each second).
+const DEAD_STATUS_GRACE: Duration = Duration::from_secs(5);
 
 enum MonitorWake {
     Register(Option<Register>),
     Event(Option<ConnEvent>),
     IdleCheck,
+    DyingExpired,
     Shutdown,
 }
 
 impl SessionMonitor {
     async fn run(mut self) {
-        let idle = self.settings.output_idle_close.max(Duration::from_millis(100));
+        let idle = self
+            .settings
+            .output_idle_close
+            .max(Duration::from_millis(100));
         let mut idle_check = tokio::time::interval(idle);
         idle_check.tick().await;
         let mut idle_since: Option<tokio::time::Instant> = None;
         let end = loop {
+            let dying_deadline = self.dying.values().min().map(|t| *t + DEAD_STATUS_GRACE);
             let wake = tokio::select! {
                 () = self.shutdown.cancelled() => MonitorWake::Shutdown,
                 reg = self.registrations.recv() => MonitorWake::Register(reg),
                 event = self.conn.next_event() => MonitorWake::Event(event),
                 _ = idle_check.tick() => MonitorWake::IdleCheck,
+                () = sleep_until(dying_deadline) => MonitorWake::DyingExpired,
             };
             match wake {
                 MonitorWake::Shutdown | MonitorWake::Register(None) => {
@@ -354,9 +389,24 @@ impl SessionMonitor {
                         StreamEnd::SessionClosed
                     };
                 }
-                MonitorWake::Event(None) => break StreamEnd::ConnectionClosed("reader ended".into()),
+                MonitorWake::Event(None) => {
+                    break StreamEnd::ConnectionClosed("reader ended".into());
+                }
                 MonitorWake::Event(Some(ConnEvent::SessionChanged { .. })) => {
                     break StreamEnd::SessionClosed;
+                }
+                MonitorWake::DyingExpired => {
+                    let now = tokio::time::Instant::now();
+                    let expired: Vec<_> = self
+                        .dying
+                        .iter()
+                        .filter(|(_, since)| now >= **since + DEAD_STATUS_GRACE)
+                        .map(|(p, _)| *p)
+                        .collect();
+                    for pane in expired {
+                        self.dying.remove(&pane);
+                        self.pane_exited(pane, None);
+                    }
                 }
                 MonitorWake::Event(Some(ConnEvent::Pause(pane))) => self.resume(pane).await,
                 MonitorWake::Event(Some(ConnEvent::Continue(_))) => {}
@@ -384,23 +434,37 @@ impl SessionMonitor {
             return;
         };
         let (line, _) = LineRequest::new(command.as_bytes().to_vec(), 1);
-        let _ = self.conn.submit(vec![line], self.settings.command_timeout).await;
+        let _ = self
+            .conn
+            .submit(vec![line], self.settings.command_timeout)
+            .await;
     }
 
     async fn on_notification(&mut self, name: &str, args: &[u8]) {
         match name {
             "subscription-changed" => {
-                let Some(change) = SubscriptionChange::parse(args) else { return };
+                let Some(change) = SubscriptionChange::parse(args) else {
+                    return;
+                };
                 if change.name != DEAD_SUBSCRIPTION.as_bytes() {
                     return;
                 }
                 let Some(pane) = change.pane else { return };
-                let value = String::from_utf8_lossy(change.value);
-                let mut parts = value.splitn(2, ':');
-                if parts.next() == Some("1") {
-                    let status = parts.next().and_then(|s| s.parse().ok());
-                    self.router
-                        .close_where(self.session, &StreamEnd::PaneExited { status }, |p| p == pane);
+                match parse_dead_value(change.value) {
+                    DeadValue::Alive => {
+                        self.dying.remove(&pane);
+                    }
+                    DeadValue::Dead(status) => {
+                        self.dying.remove(&pane);
+                        self.pane_exited(pane, status);
+                    }
+                    // The pty closed but tmux has not reaped the program yet; its status follows
+                    // in a later change (or never, if it lives on without a terminal).
+                    DeadValue::DeadUnknown => {
+                        self.dying
+                            .entry(pane)
+                            .or_insert_with(tokio::time::Instant::now);
+                    }
                 }
             }
             "window-close" | "unlinked-window-close" | "layout-change" | "window-pane-changed" => {
@@ -408,6 +472,13 @@ impl SessionMonitor {
             }
             _ => {}
         }
+    }
+
+    fn pane_exited(&self, pane: PaneId, status: Option<i32>) {
+        self.router
+            .close_where(self.session, &StreamEnd::PaneExited { status }, |p| {
+                p == pane
+            });
     }
 
     /// After a structural change, ends the streams of subscribed panes that no longer exist.
@@ -434,16 +505,66 @@ impl SessionMonitor {
             return;
         }
         // Output keeps flowing on the reader task while this waits.
-        let Ok(Ok(Ok(blocks))) = tokio::time::timeout(self.settings.command_timeout, reply).await else {
+        let Ok(Ok(Ok(blocks))) = tokio::time::timeout(self.settings.command_timeout, reply).await
+        else {
             return;
         };
-        let Some(block) = blocks.first().filter(|b| b.ok) else { return };
+        let Some(block) = blocks.first().filter(|b| b.ok) else {
+            return;
+        };
         let existing: HashSet<PaneId> = block
             .body
             .iter()
             .filter_map(|l| PaneId::from_bytes(l))
             .collect();
         self.router
-            .close_where(self.session, &StreamEnd::PaneClosed, |p| !existing.contains(&p));
+            .close_where(self.session, &StreamEnd::PaneClosed, |p| {
+                !existing.contains(&p)
+            });
+    }
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The value of the dead-pane subscription: `pane_dead:pane_dead_status:pane_dead_signal`.
+#[derive(Debug, PartialEq, Eq)]
+enum DeadValue {
+    Alive,
+    /// Dead with its exit status, or 128 + signal for a killed program (as shells report it).
+    Dead(Option<i32>),
+    DeadUnknown,
+}
+
+fn parse_dead_value(value: &[u8]) -> DeadValue {
+    let text = String::from_utf8_lossy(value);
+    let mut parts = text.split(':');
+    if parts.next() != Some("1") {
+        return DeadValue::Alive;
+    }
+    let status = parts.next().and_then(|s| s.parse::<i32>().ok());
+    let signal = parts.next().and_then(|s| s.parse::<i32>().ok());
+    match (status, signal) {
+        (Some(status), _) => DeadValue::Dead(Some(status)),
+        (None, Some(signal)) => DeadValue::Dead(Some(128 + signal)),
+        (None, None) => DeadValue::DeadUnknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_dead_pane_values() {
+        assert_eq!(parse_dead_value(b"0::"), DeadValue::Alive);
+        assert_eq!(parse_dead_value(b"1:3:"), DeadValue::Dead(Some(3)));
+        assert_eq!(parse_dead_value(b"1::9"), DeadValue::Dead(Some(137)));
+        assert_eq!(parse_dead_value(b"1::"), DeadValue::DeadUnknown);
+        assert_eq!(parse_dead_value(b""), DeadValue::Alive);
     }
 }

@@ -36,7 +36,9 @@ pub enum StreamEnd {
 }
 
 fn status_suffix(status: Option<i32>) -> String {
-    status.map(|s| format!(" with status {s}")).unwrap_or_default()
+    status
+        .map(|s| format!(" with status {s}"))
+        .unwrap_or_default()
 }
 
 /// The recent output of one pane.
@@ -201,7 +203,9 @@ impl OutputSubscription {
         chunk.gap = ring.gaps > self.gaps_seen;
         self.gaps_seen = ring.gaps;
         let from = usize::try_from(self.position - ring.start).unwrap_or(usize::MAX);
-        chunk.data.extend(ring.buf.range(from.min(ring.buf.len())..));
+        chunk
+            .data
+            .extend(ring.buf.range(from.min(ring.buf.len())..));
         self.position = end;
         self.changes.mark_unchanged();
         if chunk.is_empty()
@@ -280,7 +284,10 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(20)).await;
             writer.push(b"hello");
         });
-        let chunk = tokio::time::timeout(Duration::from_secs(5), sub.next()).await.unwrap().unwrap();
+        let chunk = tokio::time::timeout(Duration::from_secs(5), sub.next())
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(chunk.data, b"hello");
         task.await.unwrap();
     }

@@ -265,7 +265,8 @@ pub fn decode_output_into(mut data: &[u8], out: &mut Vec<u8>) {
         out.extend_from_slice(&data[..i]);
         match data.get(i + 1..i + 4) {
             Some(&[a, b, c]) if is_octal(a) && is_octal(b) && is_octal(c) => {
-                let value = (u32::from(a - b'0') << 6) | (u32::from(b - b'0') << 3) | u32::from(c - b'0');
+                let value =
+                    (u32::from(a - b'0') << 6) | (u32::from(b - b'0') << 3) | u32::from(c - b'0');
                 // Three octal digits can reach 0o777; tmux only writes values below 0o400.
                 out.push(u8::try_from(value).unwrap_or(b'?'));
                 data = &data[i + 4..];
@@ -311,24 +312,44 @@ mod tests {
         assert_eq!(
             events,
             vec![
-                Event::Begin { number: 330, flags: 0 },
-                Event::Block(Block { number: 330, flags: 0, ok: true, body: vec![] }),
-                Event::SessionChanged { session: SessionId(0), name: b"one".to_vec() },
-                Event::Begin { number: 334, flags: 1 },
+                Event::Begin {
+                    number: 330,
+                    flags: 0
+                },
+                Event::Block(Block {
+                    number: 330,
+                    flags: 0,
+                    ok: true,
+                    body: vec![]
+                }),
+                Event::SessionChanged {
+                    session: SessionId(0),
+                    name: b"one".to_vec()
+                },
+                Event::Begin {
+                    number: 334,
+                    flags: 1
+                },
                 Event::Block(Block {
                     number: 334,
                     flags: 1,
                     ok: true,
                     body: vec![b"muxgate-test 8842 $0".to_vec()],
                 }),
-                Event::Begin { number: 336, flags: 1 },
+                Event::Begin {
+                    number: 336,
+                    flags: 1
+                },
                 Event::Block(Block {
                     number: 336,
                     flags: 1,
                     ok: false,
                     body: vec![b"parse error: unknown command: nosuch".to_vec()],
                 }),
-                Event::Notification { name: "sessions-changed".into(), args: vec![] },
+                Event::Notification {
+                    name: "sessions-changed".into(),
+                    args: vec![]
+                },
                 Event::Exit { reason: None },
             ]
         );
@@ -343,7 +364,9 @@ mod tests {
             b"%output %1 not a notification inside a block",
             b"%end 1 7 1",
         ]);
-        let Event::Block(block) = &events[1] else { panic!("{events:?}") };
+        let Event::Block(block) = &events[1] else {
+            panic!("{events:?}")
+        };
         assert_eq!(block.body.len(), 3);
         assert_eq!(block.body[0], b"%end 1 2 1");
         assert!(block.ok);
@@ -359,9 +382,21 @@ mod tests {
         assert_eq!(
             events,
             vec![
-                Event::Output { pane: PaneId(3), age_ms: 0, data: b"a\r\nb\\c\x1b[0m".to_vec() },
-                Event::Output { pane: PaneId(4), age_ms: 0, data: b"\xff\xfe raw \x7f".to_vec() },
-                Event::Output { pane: PaneId(5), age_ms: 0, data: b"bad\\9\\12x\\".to_vec() },
+                Event::Output {
+                    pane: PaneId(3),
+                    age_ms: 0,
+                    data: b"a\r\nb\\c\x1b[0m".to_vec()
+                },
+                Event::Output {
+                    pane: PaneId(4),
+                    age_ms: 0,
+                    data: b"\xff\xfe raw \x7f".to_vec()
+                },
+                Event::Output {
+                    pane: PaneId(5),
+                    age_ms: 0,
+                    data: b"bad\\9\\12x\\".to_vec()
+                },
             ]
         );
     }
@@ -377,10 +412,16 @@ mod tests {
         assert_eq!(
             events,
             vec![
-                Event::Output { pane: PaneId(2), age_ms: 1500, data: b"x : y\n".to_vec() },
+                Event::Output {
+                    pane: PaneId(2),
+                    age_ms: 1500,
+                    data: b"x : y\n".to_vec()
+                },
                 Event::Pause(PaneId(2)),
                 Event::Continue(PaneId(2)),
-                Event::Exit { reason: Some(b"server exited unexpectedly".to_vec()) },
+                Event::Exit {
+                    reason: Some(b"server exited unexpectedly".to_vec())
+                },
             ]
         );
     }
@@ -404,7 +445,10 @@ mod tests {
         assert!(matches!(events[5], Event::Stray(_)));
         assert_eq!(
             events[6],
-            Event::Notification { name: "window-close".into(), args: b"@4".to_vec() }
+            Event::Notification {
+                name: "window-close".into(),
+                args: b"@4".to_vec()
+            }
         );
     }
 
@@ -423,7 +467,9 @@ mod tests {
     #[test]
     fn hook_blocks_are_not_ours() {
         let events = feed_all(&[b"%begin 1 5 0", b"%end 1 5 0"]);
-        let Event::Block(block) = &events[1] else { panic!() };
+        let Event::Block(block) = &events[1] else {
+            panic!()
+        };
         assert!(!block.is_ours());
     }
 

@@ -20,7 +20,9 @@
 /// Why an argument cannot be put on a tmux command line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum QuoteError {
-    #[error("the text contains a NUL byte at offset {offset}, which tmux cannot receive in an argument")]
+    #[error(
+        "the text contains a NUL byte at offset {offset}, which tmux cannot receive in an argument"
+    )]
     Nul { offset: usize },
 }
 
@@ -75,7 +77,12 @@ fn close(out: &mut Vec<u8>, quoted: &mut bool) {
 }
 
 fn octal(out: &mut Vec<u8>, b: u8) {
-    out.extend_from_slice(&[b'\\', b'0' + (b >> 6), b'0' + ((b >> 3) & 7), b'0' + (b & 7)]);
+    out.extend_from_slice(&[
+        b'\\',
+        b'0' + (b >> 6),
+        b'0' + ((b >> 3) & 7),
+        b'0' + (b & 7),
+    ]);
 }
 
 #[cfg(test)]
@@ -95,7 +102,10 @@ mod tests {
         assert_eq!(quoted(b"it's"), r"'it'\''s'");
         assert_eq!(quoted(b"'"), r"\'");
         assert_eq!(quoted(b"a\nb\tc\x1b"), r"'a'\012'b'\011'c'\033");
-        assert_eq!(quoted(b"#{pane_id} ; $HOME ~ \"x\""), "'#{pane_id} ; $HOME ~ \"x\"'");
+        assert_eq!(
+            quoted(b"#{pane_id} ; $HOME ~ \"x\""),
+            "'#{pane_id} ; $HOME ~ \"x\"'"
+        );
         assert_eq!(quoted("é€😀".as_bytes()), "'é€😀'");
         assert_eq!(quoted(b"a\xff\xfeb"), r"'a'\377\376'b'");
         assert_eq!(quoted(b"\x7f"), r"\177");
@@ -105,7 +115,10 @@ mod tests {
     #[test]
     fn refuses_nul() {
         let mut out = Vec::new();
-        assert_eq!(quote_arg(&mut out, b"ab\0c"), Err(QuoteError::Nul { offset: 2 }));
+        assert_eq!(
+            quote_arg(&mut out, b"ab\0c"),
+            Err(QuoteError::Nul { offset: 2 })
+        );
     }
 
     /// A model of tmux's lexer for the subset of syntax `quote_arg` produces: single-quoted runs,
@@ -128,7 +141,9 @@ mod tests {
                 b'\\' => {
                     let digits = line.get(i + 1..i + 4)?;
                     let v = digits.iter().try_fold(0u32, |acc, d| {
-                        (b'0'..=b'7').contains(d).then(|| acc * 8 + u32::from(d - b'0'))
+                        (b'0'..=b'7')
+                            .contains(d)
+                            .then(|| acc * 8 + u32::from(d - b'0'))
                     })?;
                     out.push(u8::try_from(v).ok()?);
                     i += 4;

@@ -112,7 +112,13 @@ mod tests {
             _ => None, // gone
         };
         let stale = stale_clients_with(&clients, parents);
-        assert_eq!(stale, vec![ClientInfo { pid: 101, term: "muxgate-42".into() }]);
+        assert_eq!(
+            stale,
+            vec![ClientInfo {
+                pid: 101,
+                term: "muxgate-42".into()
+            }]
+        );
     }
 
     #[test]

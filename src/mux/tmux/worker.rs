@@ -107,7 +107,12 @@ impl QueueGauge {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn try_add(&self, caller: &Caller, n: usize, settings: &EngineSettings) -> Result<(), QueueScope> {
+    fn try_add(
+        &self,
+        caller: &Caller,
+        n: usize,
+        settings: &EngineSettings,
+    ) -> Result<(), QueueScope> {
         let mut g = self.lock();
         if g.total + n > settings.queue_capacity && g.total > 0 {
             return Err(QueueScope::Server);
@@ -216,7 +221,11 @@ impl WorkerHandle {
     }
 
     /// Runs one command; a tmux `%error` becomes [`EngineError::Command`].
-    pub async fn run(&self, caller: &Caller, command: TmuxCommand) -> Result<Vec<Vec<u8>>, EngineError> {
+    pub async fn run(
+        &self,
+        caller: &Caller,
+        command: TmuxCommand,
+    ) -> Result<Vec<Vec<u8>>, EngineError> {
         let mut outcomes = self
             .run_batch(caller, vec![command], BatchMode::Independent, None)
             .await?;
@@ -274,12 +283,15 @@ impl WorkerHandle {
 
         let mut outcomes = Vec::with_capacity(count);
         for rx in receivers {
-            let result = tokio::time::timeout_at(deadline, rx).await.map_err(|_| {
-                EngineError::Timeout {
-                    server: self.server.to_string(),
-                    after: deadline.into_std().saturating_duration_since(Instant::now()),
-                }
-            })?;
+            let result =
+                tokio::time::timeout_at(deadline, rx)
+                    .await
+                    .map_err(|_| EngineError::Timeout {
+                        server: self.server.to_string(),
+                        after: deadline
+                            .into_std()
+                            .saturating_duration_since(Instant::now()),
+                    })?;
             let blocks = match result {
                 Ok(Ok(blocks)) => blocks,
                 Ok(Err(e)) => return Err(self.line_error(e)),
@@ -436,7 +448,11 @@ impl Worker {
             if !self.ensure_connected().await {
                 return;
             }
-            let lines: Vec<_> = self.retry.drain(..).filter(LineRequest::is_wanted).collect();
+            let lines: Vec<_> = self
+                .retry
+                .drain(..)
+                .filter(LineRequest::is_wanted)
+                .collect();
             self.write(lines).await;
         }
         while let Some(next_lines) = self.queue.peek_lines() {
@@ -446,7 +462,11 @@ impl Worker {
             }
             let Some(job) = self.queue.pop() else { return };
             self.gauge.remove(&job.caller, job.commands());
-            let lines: Vec<_> = job.lines.into_iter().filter(LineRequest::is_wanted).collect();
+            let lines: Vec<_> = job
+                .lines
+                .into_iter()
+                .filter(LineRequest::is_wanted)
+                .collect();
             if lines.is_empty() {
                 continue;
             }
@@ -461,13 +481,19 @@ impl Worker {
     }
 
     async fn write(&mut self, lines: Vec<LineRequest>) {
-        let Some(conn) = self.conn.as_mut() else { return };
+        let Some(conn) = self.conn.as_mut() else {
+            return;
+        };
         let commands: usize = lines.iter().map(LineRequest::commands).sum();
         let count = lines.len();
         match conn.submit(lines, self.settings.command_timeout).await {
             Ok(()) => {
-                self.stats.commands_sent.fetch_add(commands as u64, Ordering::Relaxed);
-                self.stats.lines_written.fetch_add(count as u64, Ordering::Relaxed);
+                self.stats
+                    .commands_sent
+                    .fetch_add(commands as u64, Ordering::Relaxed);
+                self.stats
+                    .lines_written
+                    .fetch_add(count as u64, Ordering::Relaxed);
             }
             // The connection ended before the write: keep the lines for the next one.
             Err(lines) => self.retry.extend(lines),
@@ -543,7 +569,9 @@ impl Worker {
         let server = self.server.clone();
         tokio::spawn(async move {
             let Ok(Ok(blocks)) = rx.await else { return };
-            let Some(block) = blocks.first().filter(|b| b.ok) else { return };
+            let Some(block) = blocks.first().filter(|b| b.ok) else {
+                return;
+            };
             for client in stale::stale_clients(&stale::parse_clients(&block.body)) {
                 tracing::warn!(server = %server, pid = client.pid, term = %client.term, "removing a stale muxgate control client");
                 stale::kill(client.pid);

@@ -1,0 +1,635 @@
+//! The tmux control-mode engine against real tmux servers on private sockets.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::tmux::TestTmux;
+use muxgate::mux::tmux::{
+    BatchMode, Caller, CommandOutcome, EngineError, EngineSettings, PaneId, StreamEnd, TmuxCommand,
+    TmuxServer, TmuxSocket,
+};
+use tokio_util::sync::CancellationToken;
+
+fn settings() -> EngineSettings {
+    EngineSettings {
+        command_timeout: Duration::from_secs(5),
+        reconnect_backoff: Duration::from_millis(50),
+        output_idle_close: Duration::from_millis(300),
+        ..EngineSettings::default()
+    }
+}
+
+fn server_for(tmux: &TestTmux, settings: EngineSettings) -> (TmuxServer, CancellationToken) {
+    let shutdown = CancellationToken::new();
+    let server = TmuxServer::start(
+        "test",
+        TmuxSocket::Name(tmux.socket.clone()),
+        Arc::new(settings),
+        shutdown.clone(),
+    );
+    (server, shutdown)
+}
+
+fn display(format: &'static str) -> TmuxCommand {
+    TmuxCommand::new("display-message")
+        .flag("-p")
+        .trusted_format(format)
+        .build()
+        .unwrap()
+}
+
+fn caller() -> Caller {
+    Caller::new("test")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_commands_and_reports_tmux_errors() {
+    let tmux = TestTmux::start();
+    let (server, _shutdown) = server_for(&tmux, settings());
+    let lines = server
+        .run(&caller(), display("#{session_name}"))
+        .await
+        .unwrap();
+    assert_eq!(lines, vec![b"main".to_vec()]);
+
+    let bad = TmuxCommand::new("send-keys")
+        .target(PaneId(999))
+        .arg("x")
+        .build()
+        .unwrap();
+    match server.run(&caller(), bad).await {
+        Err(EngineError::Command(message)) => assert!(message.contains("%999"), "{message}"),
+        other => panic!("expected a tmux error, got {other:?}"),
+    }
+    // One control client, attached with the marker TERM, and nothing else.
+    assert_eq!(tmux.muxgate_clients().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batches_run_independently_or_stop_at_the_first_error() {
+    let tmux = TestTmux::start();
+    let (server, _shutdown) = server_for(&tmux, settings());
+    let bad = || {
+        TmuxCommand::new("send-keys")
+            .target(PaneId(999))
+            .arg("x")
+            .build()
+            .unwrap()
+    };
+    let commands = || vec![display("one"), bad(), display("three")];
+
+    let outcomes = server
+        .run_batch(&caller(), commands(), BatchMode::Independent, None)
+        .await
+        .unwrap();
+    assert_eq!(outcomes[0], CommandOutcome::Ok(vec![b"one".to_vec()]));
+    assert!(matches!(&outcomes[1], CommandOutcome::Failed(m) if m.contains("%999")));
+    assert_eq!(outcomes[2], CommandOutcome::Ok(vec![b"three".to_vec()]));
+
+    let outcomes = server
+        .run_batch(&caller(), commands(), BatchMode::StopOnError, None)
+        .await
+        .unwrap();
+    assert_eq!(outcomes[0], CommandOutcome::Ok(vec![b"one".to_vec()]));
+    assert!(matches!(&outcomes[1], CommandOutcome::Failed(_)));
+    assert_eq!(outcomes[2], CommandOutcome::NotRun);
+
+    // The connection is still in step after a chain that stopped early.
+    let lines = server.run(&caller(), display("after")).await.unwrap();
+    assert_eq!(lines, vec![b"after".to_vec()]);
+}
+
+/// Deterministic pseudo-random bytes (xorshift), so failures reproduce.
+fn random_bytes(seed: &mut u64, len: usize, valid_utf8: bool) -> Vec<u8> {
+    const SPECIAL: &[&[u8]] = &[
+        b"'",
+        b"\"",
+        b";",
+        b" ; ",
+        b"#{pane_id}",
+        b"#(id)",
+        b"$HOME",
+        b"~",
+        b"\\",
+        b"\n",
+        b"\t",
+        b"\r",
+        b"\x1b[31m",
+        b"\x7f",
+        b"-n",
+        b"--",
+        "é€😀".as_bytes(),
+        b"\xff\xfe",
+        b"%1",
+        b"{",
+    ];
+    let mut next = || {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        *seed
+    };
+    let mut out = Vec::with_capacity(len);
+    while out.len() < len {
+        let r = next();
+        if r % 4 == 0 {
+            out.extend_from_slice(SPECIAL[(r >> 8) as usize % SPECIAL.len()]);
+        } else {
+            out.push(((r >> 16) % 255 + 1) as u8);
+        }
+    }
+    if valid_utf8 {
+        out = String::from_utf8_lossy(&out).into_owned().into_bytes();
+    }
+    out.retain(|&b| b != 0);
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_buffer_receives_exactly_the_bytes_sent() {
+    let tmux = TestTmux::start();
+    let (server, _shutdown) = server_for(&tmux, settings());
+    let dir = tempfile::tempdir().unwrap();
+    let mut seed = 0x9e37_79b9_7f4a_7c15;
+    let mut cases: Vec<Vec<u8>> = (0..300)
+        .map(|i| random_bytes(&mut seed, 1 + i * 7 % 400, false))
+        .collect();
+    cases.push((1..=255u8).collect());
+    cases.push(random_bytes(&mut seed, 100_000, false));
+    cases.push(b"-".to_vec());
+
+    let commands = cases
+        .iter()
+        .enumerate()
+        .flat_map(|(i, data)| {
+            let path = dir.path().join(format!("b{i}"));
+            [
+                TmuxCommand::new("set-buffer")
+                    .opt("-b", format!("t{i}"))
+                    .end_of_options()
+                    .arg(data)
+                    .build()
+                    .unwrap(),
+                TmuxCommand::new("save-buffer")
+                    .opt("-b", format!("t{i}"))
+                    .arg(path.as_os_str().as_encoded_bytes())
+                    .build()
+                    .unwrap(),
+            ]
+        })
+        .collect();
+    let outcomes = server
+        .run_batch(&caller(), commands, BatchMode::Independent, None)
+        .await
+        .unwrap();
+    assert!(
+        outcomes.iter().all(|o| matches!(o, CommandOutcome::Ok(_))),
+        "{outcomes:?}"
+    );
+    for (i, data) in cases.iter().enumerate() {
+        let got = std::fs::read(dir.path().join(format!("b{i}"))).unwrap();
+        assert_eq!(&got, data, "case {i} differs");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_keys_literal_delivers_exactly_the_text_sent() {
+    let tmux = TestTmux::start();
+    let (server, _shutdown) = server_for(&tmux, settings());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("received");
+    let mut seed = 42;
+    // send-keys -l takes text: tmux drops bytes that are not UTF-8 (paste covers those).
+    let mut cases: Vec<Vec<u8>> = (0..120)
+        .map(|i| random_bytes(&mut seed, 1 + i * 13 % 300, true))
+        .collect();
+    cases.push((1..=127u8).collect());
+    cases.push(random_bytes(&mut seed, 20_000, true));
+    let expected: Vec<u8> = cases.concat();
+
+    // A pane that records its input raw: no echo, no line editing, no signals.
+    let record = format!(
+        "stty raw -echo; head -c {} > {}",
+        expected.len(),
+        out.display()
+    );
+    tmux.ok(&["respawn-pane", "-k", "-t", "main", &record]);
+    std::thread::sleep(Duration::from_millis(300));
+    let pane: PaneId = tmux
+        .ok(&["display-message", "-p", "-t", "main", "#{pane_id}"])
+        .trim()
+        .parse()
+        .unwrap();
+
+    let commands = cases
+        .iter()
+        .map(|data| {
+            TmuxCommand::new("send-keys")
+                .target(pane)
+                .flag("-l")
+                .end_of_options()
+                .arg(data)
+                .build()
+                .unwrap()
+        })
+        .collect();
+    let outcomes = server
+        .run_batch(&caller(), commands, BatchMode::StopOnError, None)
+        .await
+        .unwrap();
+    assert!(
+        outcomes.iter().all(|o| matches!(o, CommandOutcome::Ok(_))),
+        "{outcomes:?}"
+    );
+    let got =
+        common::tmux::wait_for_file(&out, Duration::from_secs(10), |d| d.len() >= expected.len());
+    assert_eq!(got.len(), expected.len());
+    assert!(got == expected, "received bytes differ from the bytes sent");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_call_returns_when_the_server_is_killed_mid_burst() {
+    let tmux = TestTmux::start();
+    let (server, _shutdown) = server_for(&tmux, settings());
+    server.run(&caller(), display("warm")).await.unwrap();
+
+    let mut calls = Vec::new();
+    for i in 0..200 {
+        let server = server.clone();
+        calls.push(tokio::spawn(async move {
+            let caller = Caller::new(format!("agent{}", i % 8));
+            let started = Instant::now();
+            let result = server.run(&caller, display("#{session_name}")).await;
+            (result, started.elapsed())
+        }));
+    }
+    tmux.kill_server();
+    let mut errors = 0;
+    for call in calls {
+        let (result, elapsed) = tokio::time::timeout(Duration::from_secs(10), call)
+            .await
+            .expect("a call hung after kill-server")
+            .unwrap();
+        assert!(elapsed < Duration::from_secs(6), "a call took {elapsed:?}");
+        if let Err(e) = result {
+            errors += 1;
+            assert!(
+                matches!(
+                    e,
+                    EngineError::Unavailable { .. } | EngineError::ConnectionLost { .. }
+                ),
+                "unexpected error {e:?}"
+            );
+        }
+    }
+    eprintln!("{errors} of 200 calls failed after kill-server");
+
+    // While the server is down, calls fail fast with a clear error...
+    match server.run(&caller(), display("x")).await {
+        // Depending on how far the old server got in exiting: gone, or seen exiting.
+        Err(EngineError::Unavailable { reason, .. }) => assert!(
+            reason.contains("no tmux server") || reason.contains("exited while"),
+            "{reason}"
+        ),
+        other => panic!("expected Unavailable, got {other:?}"),
+    }
+    // ...and succeed again as soon as a server is back.
+    tmux.start_again();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let lines = server
+        .run(&caller(), display("#{session_name}"))
+        .await
+        .unwrap();
+    assert_eq!(lines, vec![b"main".to_vec()]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_survive_the_attached_session_being_killed() {
+    let tmux = TestTmux::start();
+    tmux.ok(&["new-session", "-d", "-s", "other"]);
+    let (server, _shutdown) = server_for(&tmux, settings());
+    let attached = String::from_utf8(
+        server
+            .run(&caller(), display("#{session_id}"))
+            .await
+            .unwrap()
+            .remove(0),
+    )
+    .unwrap();
+    // Kill the session the command connection sits in, and keep working in the same breath.
+    let kill = TmuxCommand::new("kill-session")
+        .opt("-t", &attached)
+        .build()
+        .unwrap();
+    let mut commands = vec![kill];
+    commands.extend((0..20).map(|_| display("alive")));
+    let outcomes = server
+        .run_batch(&caller(), commands, BatchMode::Independent, None)
+        .await
+        .unwrap();
+    assert!(
+        outcomes.iter().all(|o| matches!(o, CommandOutcome::Ok(_))),
+        "{outcomes:?}"
+    );
+    // Later commands go through a new connection attached to the remaining session.
+    for _ in 0..5 {
+        let lines = server
+            .run(&caller(), display("#{session_id}"))
+            .await
+            .unwrap();
+        assert_ne!(String::from_utf8_lossy(&lines[0]), attached);
+    }
+    assert_eq!(tmux.muxgate_clients().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_callers_flood_does_not_starve_another() {
+    let tmux = TestTmux::start();
+    let settings = settings();
+    let depth = settings.pipeline_depth;
+    let (server, _shutdown) = server_for(&tmux, settings);
+    // Every command appends a letter to one tmux buffer, so the buffer records the exact order
+    // in which tmux ran them.
+    let mark = |letter: &str| {
+        TmuxCommand::new("set-buffer")
+            .flag("-a")
+            .opt("-b", "order")
+            .arg(letter)
+            .build()
+            .unwrap()
+    };
+    server.run(&caller(), mark(".")).await.unwrap();
+
+    // Hold tmux's queue for a moment so that the whole flood, then the victim, are queued
+    // before tmux runs any of it: the order is then decided by the worker alone.
+    let hold = TmuxCommand::new("run-shell")
+        .arg("sleep 0.5")
+        .build()
+        .unwrap();
+    let held = {
+        let server = server.clone();
+        tokio::spawn(async move { server.run(&caller(), hold).await })
+    };
+    while server
+        .worker()
+        .stats()
+        .lines_written
+        .load(std::sync::atomic::Ordering::SeqCst)
+        < 3
+    {
+        tokio::task::yield_now().await;
+    }
+    let flooder = Caller::new("flooder");
+    let mut flood = Vec::new();
+    for _ in 0..1000 {
+        let (server, flooder, command) = (server.clone(), flooder.clone(), mark("f"));
+        flood.push(tokio::spawn(
+            async move { server.run(&flooder, command).await },
+        ));
+    }
+    while server.worker().queued() < 1000 - depth {
+        tokio::task::yield_now().await;
+    }
+    server.run(&Caller::new("victim"), mark("V")).await.unwrap();
+    held.await.unwrap().unwrap();
+    for f in flood {
+        f.await.unwrap().unwrap();
+    }
+    let order = tmux.ok(&["show-buffer", "-b", "order"]);
+    let ahead = order.find('V').unwrap() - 1; // flood commands tmux ran before the victim's
+    eprintln!(
+        "the victim's command ran after {ahead} of 1000 queued flood commands (pipeline depth {depth})"
+    );
+    assert!(
+        ahead <= depth + 1,
+        "{ahead} flood commands ran before the victim's command"
+    );
+    assert_eq!(order.matches('f').count(), 1000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_queue_is_a_clear_error() {
+    let tmux = TestTmux::start();
+    let (server, _shutdown) = server_for(
+        &tmux,
+        EngineSettings {
+            per_caller_queue: 10,
+            ..settings()
+        },
+    );
+    let greedy = Caller::new("greedy");
+    let mut calls = Vec::new();
+    for _ in 0..200 {
+        let (server, greedy) = (server.clone(), greedy.clone());
+        calls.push(tokio::spawn(async move {
+            server.run(&greedy, display("g")).await
+        }));
+    }
+    let mut full = 0;
+    for call in calls {
+        if let Err(e) = call.await.unwrap() {
+            assert!(matches!(e, EngineError::QueueFull { .. }), "{e:?}");
+            assert!(e.to_string().contains("your share"), "{e}");
+            full += 1;
+        }
+    }
+    assert!(
+        full > 0,
+        "200 concurrent commands never filled a share of 10"
+    );
+    // Another caller is unaffected.
+    server
+        .run(&Caller::new("other"), display("o"))
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_tmux_never_answers_times_out_and_the_engine_recovers() {
+    let tmux = TestTmux::start();
+    let (server, _shutdown) = server_for(
+        &tmux,
+        EngineSettings {
+            command_timeout: Duration::from_millis(300),
+            ..settings()
+        },
+    );
+    // `wait-for` on the command connection blocks every later command on that connection.
+    let block = TmuxCommand::new("wait-for")
+        .arg("never-signalled")
+        .build()
+        .unwrap();
+    let _ = server.run(&caller(), block).await;
+    let stuck = server.run(&caller(), display("stuck")).await;
+    assert!(
+        matches!(stuck, Err(EngineError::Timeout { .. })),
+        "{stuck:?}"
+    );
+    // After the stall timeout the engine drops the wedged client and reconnects.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        if server.run(&caller(), display("ok")).await.is_ok() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the engine never recovered");
+    }
+    assert!(TestTmux::eventually(Duration::from_secs(2), || tmux
+        .muxgate_clients()
+        .len()
+        == 1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_streams_deliver_new_output_and_end_when_the_program_exits() {
+    let tmux = TestTmux::start();
+    let (server, _shutdown) = server_for(&tmux, settings());
+    tmux.ok(&["set-option", "-g", "remain-on-exit", "on"]);
+    let pane: PaneId = tmux
+        .ok(&["display-message", "-p", "-t", "main", "#{pane_id}"])
+        .trim()
+        .parse()
+        .unwrap();
+    let mut sub = server.subscribe(&caller(), pane).await.unwrap();
+
+    let type_line = |text: &str| {
+        TmuxCommand::new("send-keys")
+            .target(pane)
+            .flag("-l")
+            .end_of_options()
+            .arg(format!("{text}\r"))
+            .build()
+            .unwrap()
+    };
+    server
+        .run(&caller(), type_line("echo MARK_$((6*7))"))
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    while !seen.windows(7).any(|w| w == b"MARK_42") {
+        let chunk = tokio::time::timeout(Duration::from_secs(5), sub.next())
+            .await
+            .unwrap()
+            .unwrap();
+        seen.extend(chunk.data);
+    }
+
+    server.run(&caller(), type_line("exit 3")).await.unwrap();
+    let end = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            if let Err(end) = sub.next().await {
+                return end;
+            }
+        }
+    })
+    .await
+    .expect("the stream never ended");
+    assert_eq!(end, StreamEnd::PaneExited { status: Some(3) });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_connections_close_when_idle_and_streams_end_with_the_session() {
+    let tmux = TestTmux::start();
+    tmux.ok(&["new-session", "-d", "-s", "doomed"]);
+    let (server, _shutdown) = server_for(&tmux, settings());
+    let pane: PaneId = tmux
+        .ok(&["display-message", "-p", "-t", "doomed", "#{pane_id}"])
+        .trim()
+        .parse()
+        .unwrap();
+
+    let sub = server.subscribe(&caller(), pane).await.unwrap();
+    assert_eq!(
+        tmux.muxgate_clients().len(),
+        2,
+        "command + output connection"
+    );
+    drop(sub);
+    assert!(
+        TestTmux::eventually(Duration::from_secs(3), || tmux.muxgate_clients().len() == 1),
+        "the idle output connection stayed: {:?}",
+        tmux.muxgate_clients()
+    );
+
+    let mut sub = server.subscribe(&caller(), pane).await.unwrap();
+    tmux.ok(&["kill-session", "-t", "doomed"]);
+    let end = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            if let Err(end) = sub.next().await {
+                return end;
+            }
+        }
+    })
+    .await
+    .expect("the stream never ended");
+    assert!(
+        matches!(end, StreamEnd::SessionClosed | StreamEnd::PaneClosed),
+        "{end:?}"
+    );
+    let open = || {
+        server
+            .output()
+            .stats()
+            .connections_open
+            .load(std::sync::atomic::Ordering::SeqCst)
+    };
+    assert!(TestTmux::eventually(Duration::from_secs(3), || open() == 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stale_clients_of_a_dead_muxgate_are_removed_at_start() {
+    let tmux = TestTmux::start();
+    // A control client whose owner is gone: started by a shell that exits at once, marked with
+    // the TERM of a pid that is not its parent. Its stdin is a pipe this test holds open.
+    let (ghost_stdin, keep_open) = std::io::pipe().unwrap();
+    let ghost = format!(
+        // (An `&` job gets /dev/null as stdin unless it is redirected from another descriptor.)
+        "exec 3<&0; TERM=muxgate-999999 tmux -L {} -C attach-session -f no-output <&3 >/dev/null 2>&1 &",
+        tmux.socket
+    );
+    let spawned = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(&ghost)
+        .stdin(ghost_stdin)
+        .status()
+        .unwrap();
+    assert!(spawned.success());
+    assert!(TestTmux::eventually(Duration::from_secs(3), || tmux
+        .muxgate_clients()
+        .len()
+        == 1));
+
+    let (server, _shutdown) = server_for(&tmux, settings());
+    server.run(&caller(), display("x")).await.unwrap();
+    assert!(
+        TestTmux::eventually(Duration::from_secs(3), || {
+            let clients = tmux.muxgate_clients();
+            clients.len() == 1 && !clients[0].contains("muxgate-999999")
+        }),
+        "the stale client is still attached: {:?}",
+        tmux.muxgate_clients()
+    );
+    drop(keep_open);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_detaches_every_control_client() {
+    let tmux = TestTmux::start();
+    let (server, shutdown) = server_for(&tmux, settings());
+    let pane: PaneId = tmux
+        .ok(&["display-message", "-p", "-t", "main", "#{pane_id}"])
+        .trim()
+        .parse()
+        .unwrap();
+    let _sub = server.subscribe(&caller(), pane).await.unwrap();
+    assert_eq!(tmux.muxgate_clients().len(), 2);
+    shutdown.cancel();
+    assert!(TestTmux::eventually(Duration::from_secs(3), || tmux
+        .muxgate_clients()
+        .is_empty()));
+    assert!(matches!(
+        server.run(&caller(), display("x")).await,
+        Err(EngineError::ShuttingDown)
+    ));
+}
