@@ -12,6 +12,26 @@
 //!
 //! There is no "authentication off" switch: every configuration verifies a key.
 //!
+//! What a refused client sees:
+//!
+//! | refusal | answer |
+//! |---|---|
+//! | no `Authorization` header | 401, `WWW-Authenticate: Bearer resource_metadata="…"`, `reason: missing` |
+//! | not `Bearer <token>`, or two headers | 401, `error="invalid_request"`, `reason: malformed_header` |
+//! | not a JWT | 401, `error="invalid_token"`, `reason: malformed_token` |
+//! | `alg` other than the configured one (`none`, HS↔RS …) | 401, `invalid_token`, `alg_not_allowed` |
+//! | `kid` names no key | 401, `invalid_token`, `unknown_kid` |
+//! | wrong key | 401, `invalid_token`, `bad_signature` |
+//! | `exp` past / `nbf` future (beyond leeway) | 401, `invalid_token`, `expired` / `not_yet_valid` |
+//! | wrong or missing `iss` / `aud` | 401, `invalid_token`, `bad_issuer` / `bad_audience` |
+//! | bad `sub`, `exp`, `scope` or `muxgate` claim | 401, `invalid_token`, `bad_claims` |
+//! | tool above the token's tier | `isError` result: `permission denied: this tool is mutating and needs scope `mux:write`; the token grants mux:read` |
+//! | server / session outside the ACL | `isError` result worded as not found (`unknown server …`, `session … not found`) |
+//! | MCP session of another client | 404 `{"error":"session_not_found"}` (logged with both subs) |
+//! | limits | see [`crate::limits`]: 429 + `Retry-After` for requests, `isError` naming the limit for budgets |
+//!
+//! Every 401 body is `{"error", "reason", "message"}`; `reason` is [`RejectReason::as_str`].
+//!
 //! Wiring, outermost layer last:
 //! ```ignore
 //! let resource = Arc::new(ProtectedResource::new(&cfg.auth, "http://127.0.0.1:8080/mcp")?);
