@@ -1,0 +1,535 @@
+//! The bearer-token gate in front of `/mcp`: reads `Authorization: Bearer`, verifies the JWT,
+//! merges its claims with the client's `[clients.<sub>]` entry into a [`Principal`], and puts
+//! that into the request extensions. Anything else gets a 401 with an RFC 6750/9728 challenge.
+//!
+//! Tokens are read from the header only (never a query string or body), and the header is
+//! removed once verified so nothing downstream can log or forward it.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
+use http::{HeaderMap, HeaderValue, StatusCode};
+
+use super::config::{AuthConfig, AuthConfigError, ClientPolicyConfig};
+use super::metadata::ProtectedResource;
+use super::pattern::{NamePattern, compile_patterns};
+use super::principal::{KNOWN_SCOPES, Principal, TargetAcl, tier_of};
+use super::token::{RejectReason, TokenVerifier, VerifiedToken, valid_sub};
+
+/// Called once per rejected request with its reason (for metrics).
+pub type RejectHook = Arc<dyn Fn(RejectReason) + Send + Sync>;
+
+/// A client's configured policy, compiled.
+#[derive(Debug, Clone)]
+struct ClientPolicy {
+    scopes: Option<BTreeSet<String>>,
+    servers: Option<Vec<NamePattern>>,
+    sessions: Option<Vec<NamePattern>>,
+    own_sessions: bool,
+}
+
+/// Verifies requests and builds their [`Principal`].
+pub struct Authenticator {
+    verifier: TokenVerifier,
+    clients: HashMap<String, ClientPolicy>,
+    metadata_url: String,
+    on_reject: Option<RejectHook>,
+}
+
+impl std::fmt::Debug for Authenticator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Authenticator")
+            .field("verifier", &self.verifier)
+            .field("clients", &self.clients.len())
+            .field("metadata_url", &self.metadata_url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Authenticator {
+    /// Builds the authenticator from `[auth]` and the `[clients.*]` table.
+    pub fn new<'a, K: AsRef<str>>(
+        auth: &AuthConfig,
+        clients: impl IntoIterator<Item = (K, &'a ClientPolicyConfig)>,
+        resource: &ProtectedResource,
+    ) -> Result<Self, AuthConfigError> {
+        let verifier = TokenVerifier::from_config(auth)?;
+        let mut compiled = HashMap::new();
+        for (sub, cfg) in clients {
+            let sub = sub.as_ref();
+            compiled.insert(sub.to_owned(), compile_client(sub, cfg)?);
+        }
+        Ok(Self {
+            verifier,
+            clients: compiled,
+            metadata_url: resource.metadata_url().to_owned(),
+            on_reject: None,
+        })
+    }
+
+    /// Reports every rejection to `hook`.
+    pub fn with_reject_hook(mut self, hook: RejectHook) -> Self {
+        self.on_reject = Some(hook);
+        self
+    }
+
+    /// The token verifier (shared with token minting's self-check).
+    pub fn verifier(&self) -> &TokenVerifier {
+        &self.verifier
+    }
+
+    /// Authenticates request headers.
+    pub fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, RejectReason> {
+        let token = bearer_token(headers)?;
+        let verified = self.verifier.verify(token)?;
+        Ok(self.principal_for(verified))
+    }
+
+    /// Merges a verified token with its client's configuration ("both must allow").
+    pub fn principal_for(&self, token: VerifiedToken) -> Principal {
+        let client = self.clients.get(&token.sub);
+        let scopes: BTreeSet<String> = match client.and_then(|c| c.scopes.as_ref()) {
+            Some(ceiling) => token.scopes.intersection(ceiling).cloned().collect(),
+            None => token.scopes,
+        };
+        let mut acl = TargetAcl {
+            own_sessions: token.own_sessions || client.is_some_and(|c| c.own_sessions),
+            ..TargetAcl::default()
+        };
+        for list in [token.servers, client.and_then(|c| c.servers.clone())]
+            .into_iter()
+            .flatten()
+        {
+            acl.servers.restrict(list);
+        }
+        for list in [token.sessions, client.and_then(|c| c.sessions.clone())]
+            .into_iter()
+            .flatten()
+        {
+            acl.sessions.restrict(list);
+        }
+        Principal {
+            tier: tier_of(scopes.iter().map(String::as_str)),
+            sub: token.sub,
+            scopes,
+            acl,
+            expires_at: token.expires_at,
+        }
+    }
+
+    /// The 401 answer for `reason`, reported to the hook.
+    pub fn reject(&self, reason: RejectReason) -> Response {
+        if let Some(hook) = &self.on_reject {
+            hook(reason);
+        }
+        tracing::debug!(
+            reason = reason.as_str(),
+            "request refused: not authenticated"
+        );
+        unauthorized(reason, &self.metadata_url)
+    }
+}
+
+fn compile_client(sub: &str, cfg: &ClientPolicyConfig) -> Result<ClientPolicy, AuthConfigError> {
+    let field = |name: &str| format!("clients.{sub}.{name}");
+    if !valid_sub(sub) {
+        return Err(AuthConfigError::Invalid {
+            field: format!("clients.{sub:?}"),
+            reason: "a client key must be a valid `sub` (1-256 characters, no control characters)"
+                .into(),
+        });
+    }
+    if let Some(scopes) = &cfg.scopes
+        && let Some(unknown) = scopes.iter().find(|s| !KNOWN_SCOPES.contains(&s.as_str()))
+    {
+        return Err(AuthConfigError::Invalid {
+            field: field("scopes"),
+            reason: format!(
+                "unknown scope `{unknown}`; known scopes: {}",
+                KNOWN_SCOPES.join(", ")
+            ),
+        });
+    }
+    let compile = |name: &str, list: &Option<Vec<String>>| {
+        list.as_deref()
+            .map(|l| {
+                compile_patterns(l).map_err(|(p, e)| AuthConfigError::Invalid {
+                    field: field(name),
+                    reason: format!("pattern {p:?}: {e}"),
+                })
+            })
+            .transpose()
+    };
+    Ok(ClientPolicy {
+        scopes: cfg.scopes.as_ref().map(|s| s.iter().cloned().collect()),
+        servers: compile("servers", &cfg.servers)?,
+        sessions: compile("sessions", &cfg.sessions)?,
+        own_sessions: cfg.own_sessions,
+    })
+}
+
+/// The bearer credential of a request: exactly one `Authorization` header, scheme `Bearer`
+/// (any case), one token.
+pub fn bearer_token(headers: &HeaderMap) -> Result<&str, RejectReason> {
+    let mut values = headers.get_all(AUTHORIZATION).iter();
+    let value = values.next().ok_or(RejectReason::Missing)?;
+    if values.next().is_some() {
+        return Err(RejectReason::MalformedHeader);
+    }
+    let value = value.to_str().map_err(|_| RejectReason::MalformedHeader)?;
+    let (scheme, token) = value.split_once(' ').ok_or(RejectReason::MalformedHeader)?;
+    let token = token.trim_matches(' ');
+    if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() || token.contains(' ') {
+        return Err(RejectReason::MalformedHeader);
+    }
+    Ok(token)
+}
+
+/// A 401 with `WWW-Authenticate: Bearer …resource_metadata="…"` and a JSON body
+/// `{"error", "reason", "message"}`.
+pub fn unauthorized(reason: RejectReason, metadata_url: &str) -> Response {
+    let mut challenge = String::from("Bearer ");
+    if let Some(error) = reason.oauth_error() {
+        challenge.push_str(&format!(
+            "error=\"{error}\", error_description=\"{}\", ",
+            reason.message()
+        ));
+    }
+    challenge.push_str(&format!("resource_metadata=\"{metadata_url}\""));
+    let body = serde_json::json!({
+        "error": reason.oauth_error().unwrap_or("unauthorized"),
+        "reason": reason.as_str(),
+        "message": reason.message(),
+    });
+    let mut response = (StatusCode::UNAUTHORIZED, Json(body)).into_response();
+    // Both parts are validated ASCII without quotes (see `ProtectedResource::new`), so the
+    // header value is always valid; fall back to a bare challenge rather than panic.
+    let value = HeaderValue::from_str(&challenge).unwrap_or(HeaderValue::from_static("Bearer"));
+    response.headers_mut().insert(WWW_AUTHENTICATE, value);
+    response
+}
+
+/// axum middleware: `from_fn_with_state(Arc<Authenticator>, require_bearer)`.
+pub async fn require_bearer(
+    State(auth): State<Arc<Authenticator>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    match auth.authenticate(req.headers()) {
+        Ok(principal) => {
+            req.headers_mut().remove(AUTHORIZATION);
+            req.extensions_mut().insert(principal);
+            next.run(req).await
+        }
+        Err(reason) => auth.reject(reason),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::principal::{SCOPE_ADMIN, SCOPE_READ, SCOPE_WRITE, Tier};
+    use crate::auth::token::test_support::*;
+    use axum::Router;
+    use axum::body::Body;
+    use axum::routing::post;
+    use serde_json::json;
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+    use tower::ServiceExt;
+
+    fn resource() -> ProtectedResource {
+        ProtectedResource::new(&AuthConfig::default(), "http://127.0.0.1:8080/mcp").unwrap()
+    }
+
+    fn authenticator(clients: &BTreeMap<String, ClientPolicyConfig>) -> Authenticator {
+        Authenticator::new(&AuthConfig::hs256(SECRET), clients, &resource()).unwrap()
+    }
+
+    fn client(toml_text: &str) -> ClientPolicyConfig {
+        toml::from_str(toml_text).unwrap()
+    }
+
+    async fn echo_principal(req: Request) -> Json<serde_json::Value> {
+        let p = Principal::from_extensions(req.extensions()).cloned();
+        Json(json!({
+            "sub": p.as_ref().map(|p| p.sub.clone()),
+            "saw_authorization": req.headers().contains_key(AUTHORIZATION),
+        }))
+    }
+
+    fn app(auth: Authenticator) -> Router {
+        Router::new().route("/mcp", post(echo_principal)).layer(
+            axum::middleware::from_fn_with_state(Arc::new(auth), require_bearer),
+        )
+    }
+
+    async fn call(app: &Router, auth: Option<&str>) -> (StatusCode, HeaderMap, serde_json::Value) {
+        let mut req = Request::post("/mcp");
+        if let Some(value) = auth {
+            req = req.header(AUTHORIZATION, value);
+        }
+        let resp = app
+            .clone()
+            .oneshot(req.body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let body = axum::body::to_bytes(resp.into_body(), 1 << 16)
+            .await
+            .unwrap();
+        (status, headers, serde_json::from_slice(&body).unwrap())
+    }
+
+    #[tokio::test]
+    async fn good_token_passes_and_the_header_is_stripped() {
+        let app = app(authenticator(&BTreeMap::new()));
+        let token = hs256(&good_claims(), SECRET);
+        let (status, _, body) = call(&app, Some(&format!("Bearer {token}"))).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body, json!({ "sub": "alice", "saw_authorization": false }));
+        let (status, _, _) = call(&app, Some(&format!("bearer  {token} "))).await;
+        assert_eq!(status, StatusCode::OK);
+    }
+
+    #[tokio::test]
+    async fn missing_token_gets_a_bare_challenge() {
+        let app = app(authenticator(&BTreeMap::new()));
+        let (status, headers, body) = call(&app, None).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        assert_eq!(
+            headers[WWW_AUTHENTICATE],
+            "Bearer resource_metadata=\"http://127.0.0.1:8080/.well-known/oauth-protected-resource/mcp\""
+        );
+        assert_eq!(body["reason"], "missing");
+        assert_eq!(body["error"], "unauthorized");
+    }
+
+    #[tokio::test]
+    async fn every_rejection_names_its_reason() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let hook_seen = Arc::clone(&seen);
+        let auth = authenticator(&BTreeMap::new()).with_reject_hook(Arc::new(move |r| {
+            hook_seen.lock().unwrap().push(r);
+        }));
+        let app = app(auth);
+        let good = good_claims();
+        let mut expired = good.clone();
+        expired["exp"] = json!(now() - 3600);
+        let mut early = good.clone();
+        early["nbf"] = json!(now() + 3600);
+        let mut issuer = good.clone();
+        issuer["iss"] = json!("someone-else");
+        let mut audience = good.clone();
+        audience["aud"] = json!("another-service");
+        let mut no_sub = good.clone();
+        no_sub.as_object_mut().unwrap().remove("sub");
+        let none = raw(&json!({ "alg": "none" }), &good, "");
+        let cases: Vec<(String, RejectReason, &str)> = vec![
+            (
+                "Basic dXNlcjpwYXNz".into(),
+                RejectReason::MalformedHeader,
+                "invalid_request",
+            ),
+            (
+                "Bearer".into(),
+                RejectReason::MalformedHeader,
+                "invalid_request",
+            ),
+            (
+                "Bearer a b".into(),
+                RejectReason::MalformedHeader,
+                "invalid_request",
+            ),
+            (
+                "Bearer not-a-jwt".into(),
+                RejectReason::MalformedToken,
+                "invalid_token",
+            ),
+            (
+                format!("Bearer {none}"),
+                RejectReason::AlgNotAllowed,
+                "invalid_token",
+            ),
+            (
+                format!(
+                    "Bearer {}",
+                    hs256(&good, "wrong-secret-wrong-secret-wrong-secret")
+                ),
+                RejectReason::BadSignature,
+                "invalid_token",
+            ),
+            (
+                format!("Bearer {}", hs256(&expired, SECRET)),
+                RejectReason::Expired,
+                "invalid_token",
+            ),
+            (
+                format!("Bearer {}", hs256(&early, SECRET)),
+                RejectReason::NotYetValid,
+                "invalid_token",
+            ),
+            (
+                format!("Bearer {}", hs256(&issuer, SECRET)),
+                RejectReason::BadIssuer,
+                "invalid_token",
+            ),
+            (
+                format!("Bearer {}", hs256(&audience, SECRET)),
+                RejectReason::BadAudience,
+                "invalid_token",
+            ),
+            (
+                format!("Bearer {}", hs256(&no_sub, SECRET)),
+                RejectReason::BadClaims,
+                "invalid_token",
+            ),
+        ];
+        for (header, reason, error) in &cases {
+            let (status, headers, body) = call(&app, Some(header)).await;
+            assert_eq!(status, StatusCode::UNAUTHORIZED, "{reason}");
+            assert_eq!(body["reason"], reason.as_str());
+            assert_eq!(body["error"], *error);
+            assert_eq!(body["message"], reason.message());
+            let challenge = headers[WWW_AUTHENTICATE].to_str().unwrap();
+            assert!(
+                challenge.starts_with(&format!("Bearer error=\"{error}\"")),
+                "{challenge}"
+            );
+            assert!(challenge.contains("resource_metadata=\""), "{challenge}");
+        }
+        let reported: Vec<_> = seen.lock().unwrap().clone();
+        let expected: Vec<_> = cases.iter().map(|(_, r, _)| *r).collect();
+        assert_eq!(reported, expected);
+    }
+
+    #[tokio::test]
+    async fn token_in_query_or_twice_is_not_accepted() {
+        let app = app(authenticator(&BTreeMap::new()));
+        let token = hs256(&good_claims(), SECRET);
+        let resp = app
+            .clone()
+            .oneshot(
+                Request::post(format!("/mcp?access_token={token}"))
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+        let resp = app
+            .clone()
+            .oneshot(
+                Request::post("/mcp")
+                    .header(AUTHORIZATION, format!("Bearer {token}"))
+                    .header(AUTHORIZATION, format!("Bearer {token}"))
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+    }
+
+    #[test]
+    fn messages_are_safe_inside_a_quoted_string() {
+        for reason in RejectReason::ALL {
+            assert!(!reason.message().contains(['"', '\\']), "{reason}");
+        }
+    }
+
+    #[test]
+    fn config_caps_token_scopes_and_acls_intersect() {
+        let mut clients = BTreeMap::new();
+        clients.insert(
+            "alice".to_owned(),
+            client(
+                r#"
+                scopes = ["mux:read"]
+                servers = ["build", "ci-*"]
+                sessions = ["ci-*"]
+                "#,
+            ),
+        );
+        let auth = authenticator(&clients);
+        let mut claims = good_claims();
+        claims["scope"] = json!("mux:read mux:admin openid");
+        claims["muxgate"] = json!({ "servers": ["ci-*"], "sessions": ["*-1"] });
+        let p = auth.authenticate(&bearer(&hs256(&claims, SECRET))).unwrap();
+        assert_eq!(p.scopes, BTreeSet::from([SCOPE_READ.to_owned()]));
+        assert_eq!(p.tier, Some(Tier::ReadOnly));
+        assert!(p.acl.servers.allows("ci-7"));
+        assert!(!p.acl.servers.allows("build"), "token narrows config");
+        assert!(p.acl.sessions.allows("ci-1"));
+        assert!(!p.acl.sessions.allows("ci-2"));
+        assert!(!p.acl.own_sessions);
+    }
+
+    #[test]
+    fn config_can_not_widen_the_token() {
+        let mut clients = BTreeMap::new();
+        clients.insert(
+            "alice".to_owned(),
+            client(r#"scopes = ["mux:read", "mux:write", "mux:admin"]"#),
+        );
+        let auth = authenticator(&clients);
+        let mut claims = good_claims();
+        claims["scope"] = json!(SCOPE_READ);
+        let p = auth.authenticate(&bearer(&hs256(&claims, SECRET))).unwrap();
+        assert_eq!(p.tier, Some(Tier::ReadOnly));
+    }
+
+    #[test]
+    fn without_client_entry_the_token_alone_decides() {
+        let auth = authenticator(&BTreeMap::new());
+        let mut claims = good_claims();
+        claims["scope"] = json!(format!("{SCOPE_WRITE} {SCOPE_ADMIN}"));
+        claims["muxgate"] = json!({ "own_sessions": true });
+        let p = auth.authenticate(&bearer(&hs256(&claims, SECRET))).unwrap();
+        assert_eq!(p.tier, Some(Tier::Destructive));
+        assert!(p.acl.servers.is_unrestricted());
+        assert!(p.acl.own_sessions);
+    }
+
+    #[test]
+    fn own_sessions_from_config_applies() {
+        let mut clients = BTreeMap::new();
+        clients.insert("alice".to_owned(), client("own_sessions = true"));
+        let p = authenticator(&clients)
+            .authenticate(&bearer(&hs256(&good_claims(), SECRET)))
+            .unwrap();
+        assert!(p.acl.own_sessions);
+    }
+
+    #[test]
+    fn bad_client_config_is_refused() {
+        let check = |sub: &str, text: &str, needle: &str| {
+            let mut clients = BTreeMap::new();
+            clients.insert(sub.to_owned(), client(text));
+            let err = Authenticator::new(&AuthConfig::hs256(SECRET), &clients, &resource())
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(needle), "{err}");
+        };
+        check(
+            "bot",
+            r#"scopes = ["tmux:read"]"#,
+            "unknown scope `tmux:read`",
+        );
+        check("bot", r#"sessions = [""]"#, "clients.bot.sessions");
+        check("bot", r#"servers = ["a\nb"]"#, "clients.bot.servers");
+        check("", "", "valid `sub`");
+    }
+
+    fn bearer(token: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(AUTHORIZATION, format!("Bearer {token}").parse().unwrap());
+        headers
+    }
+}

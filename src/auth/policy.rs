@@ -1,0 +1,312 @@
+//! Policy decisions: pure functions of a [`Principal`] and a target. No I/O, so every rule is
+//! unit-tested here and the tool layer only has to ask.
+//!
+//! Rules:
+//! - **Tools.** A tool declares a [`Tier`]; the principal may call it if its tier is at least
+//!   that high. `tools/list` must show exactly the tools for which [`can_call`] succeeds, and
+//!   every `tools/call` asks again. A refused call is answered with an **`isError` tool result**
+//!   whose text is [`Denied`]'s message naming the missing scope (not HTTP 403: the HTTP layer
+//!   does not parse JSON-RPC, and the listing already hides what a client cannot call).
+//! - **Servers.** Visible if the principal's server patterns allow the configured name.
+//! - **Sessions.** A session is visible if its server is, and either its owner tag equals the
+//!   principal's `sub`, or — in `own_sessions` mode — the session patterns grant its name
+//!   explicitly, or — otherwise — the session patterns allow its name. Windows and panes
+//!   follow their session. Invisible objects are reported exactly like missing ones, so a
+//!   client cannot probe for what it may not see.
+//! - **Ownership.** Sessions created through the gateway carry the tmux user option
+//!   [`OWNER_OPTION`] set to the creator's `sub` (read back with the format
+//!   `#{@muxgate_owner}`; empty means unowned). Clients must never be able to set options
+//!   named by [`is_reserved_option`], or they could adopt other clients' sessions.
+
+use super::principal::{Principal, Tier};
+
+/// tmux user option holding the `sub` of the client that created a session.
+pub const OWNER_OPTION: &str = "@muxgate_owner";
+
+/// Prefix of the user options the gateway reserves for itself.
+const RESERVED_OPTION_PREFIX: &str = "@muxgate_";
+
+/// Whether a tmux option name is reserved for the gateway (clients may not set or unset it).
+pub fn is_reserved_option(name: &str) -> bool {
+    name.starts_with(RESERVED_OPTION_PREFIX)
+}
+
+/// A session as policy sees it: its name and the owner tag read from tmux.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionRef<'a> {
+    /// The session name.
+    pub name: &'a str,
+    /// The value of [`OWNER_OPTION`], `None` when unset or empty.
+    pub owner: Option<&'a str>,
+}
+
+impl<'a> SessionRef<'a> {
+    /// A session with an owner tag as read from tmux (an empty value means unowned).
+    pub fn new(name: &'a str, owner_tag: &'a str) -> Self {
+        Self {
+            name,
+            owner: (!owner_tag.is_empty()).then_some(owner_tag),
+        }
+    }
+}
+
+/// A refused call or target. `Display` is the text of the `isError` result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Denied {
+    /// The tool's tier needs a scope the token does not grant.
+    #[error(
+        "permission denied: this tool is {tier} and needs scope `{needed}`; the token grants {}",
+        granted_text(granted)
+    )]
+    MissingScope {
+        /// The scope that would allow the call.
+        needed: &'static str,
+        /// The tool's tier.
+        tier: Tier,
+        /// Scopes the principal holds that the gateway knows.
+        granted: Vec<String>,
+    },
+    /// The server is outside the ACL (worded like an unknown server).
+    #[error("unknown server `{server}`; call list_servers to see the servers you can use")]
+    ServerNotVisible {
+        /// The requested server name.
+        server: String,
+    },
+    /// The session is outside the ACL (worded like a missing session).
+    #[error("session `{session}` not found; call list_sessions to see the sessions you can use")]
+    SessionNotVisible {
+        /// The requested session.
+        session: String,
+    },
+    /// A new session name (create or rename) is outside the client's session patterns.
+    #[error(
+        "session name `{name}` is not allowed for this client: it matches none of the session-name patterns granted to it"
+    )]
+    SessionNameNotAllowed {
+        /// The refused name.
+        name: String,
+    },
+}
+
+fn granted_text(granted: &[String]) -> String {
+    if granted.is_empty() {
+        "no mux scope".to_owned()
+    } else {
+        granted.join(" ")
+    }
+}
+
+impl Denied {
+    /// The scope to request for step-up, when that is what is missing.
+    pub fn missing_scope(&self) -> Option<&'static str> {
+        match self {
+            Self::MissingScope { needed, .. } => Some(needed),
+            _ => None,
+        }
+    }
+
+    /// Stable snake_case name for audit `error_kind` and metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::MissingScope { .. } => "missing_scope",
+            Self::ServerNotVisible { .. } => "server_not_visible",
+            Self::SessionNotVisible { .. } => "session_not_visible",
+            Self::SessionNameNotAllowed { .. } => "session_name_not_allowed",
+        }
+    }
+}
+
+/// Whether the principal may call a tool of `tool_tier`.
+pub fn can_call(principal: &Principal, tool_tier: Tier) -> Result<(), Denied> {
+    if principal.tier.is_some_and(|t| t >= tool_tier) {
+        return Ok(());
+    }
+    Err(Denied::MissingScope {
+        needed: tool_tier.scope(),
+        tier: tool_tier,
+        granted: principal
+            .scopes
+            .iter()
+            .filter(|s| Tier::from_scope(s).is_some())
+            .cloned()
+            .collect(),
+    })
+}
+
+/// Whether the principal may see and use the configured server `server`.
+pub fn can_see_server(principal: &Principal, server: &str) -> bool {
+    principal.acl.servers.allows(server)
+}
+
+/// [`can_see_server`] as a `Result` for tool code.
+pub fn check_server(principal: &Principal, server: &str) -> Result<(), Denied> {
+    if can_see_server(principal, server) {
+        Ok(())
+    } else {
+        Err(Denied::ServerNotVisible {
+            server: server.to_owned(),
+        })
+    }
+}
+
+/// Whether the principal may see (list, read, and — tier permitting — act on) a session of
+/// `server`, and everything inside it.
+pub fn can_see_session(principal: &Principal, server: &str, session: SessionRef<'_>) -> bool {
+    if !can_see_server(principal, server) {
+        return false;
+    }
+    if session.owner == Some(principal.sub.as_str()) {
+        return true;
+    }
+    let sessions = &principal.acl.sessions;
+    if principal.acl.own_sessions {
+        sessions.grants_explicitly(session.name)
+    } else {
+        sessions.allows(session.name)
+    }
+}
+
+/// [`can_see_session`] as a `Result` for tool code.
+pub fn check_session(
+    principal: &Principal,
+    server: &str,
+    session: SessionRef<'_>,
+) -> Result<(), Denied> {
+    check_server(principal, server)?;
+    if can_see_session(principal, server, session) {
+        Ok(())
+    } else {
+        Err(Denied::SessionNotVisible {
+            session: session.name.to_owned(),
+        })
+    }
+}
+
+/// Whether the principal may give a session this name (create or rename). The session will
+/// be tagged with its `sub`, so in `own_sessions` mode it stays visible to it.
+pub fn can_name_session(principal: &Principal, name: &str) -> Result<(), Denied> {
+    if principal.acl.sessions.allows(name) {
+        Ok(())
+    } else {
+        Err(Denied::SessionNameNotAllowed {
+            name: name.to_owned(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::pattern::NamePattern;
+    use crate::auth::principal::{SCOPE_ADMIN, SCOPE_READ, SCOPE_WRITE};
+
+    fn principal(scopes: &[&str]) -> Principal {
+        Principal::new("alice", scopes.iter().copied())
+    }
+
+    fn pats(list: &[&str]) -> Vec<NamePattern> {
+        list.iter().map(|p| NamePattern::new(p).unwrap()).collect()
+    }
+
+    #[test]
+    fn tiers_gate_tools_and_name_the_missing_scope() {
+        let reader = principal(&[SCOPE_READ, "openid"]);
+        assert_eq!(can_call(&reader, Tier::ReadOnly), Ok(()));
+        let err = can_call(&reader, Tier::Mutating).unwrap_err();
+        assert_eq!(err.missing_scope(), Some(SCOPE_WRITE));
+        assert_eq!(err.kind(), "missing_scope");
+        assert_eq!(
+            err.to_string(),
+            "permission denied: this tool is mutating and needs scope `mux:write`; the token grants mux:read"
+        );
+        let err = can_call(&reader, Tier::Destructive).unwrap_err();
+        assert_eq!(err.missing_scope(), Some(SCOPE_ADMIN));
+
+        let admin = principal(&[SCOPE_ADMIN]);
+        for tier in [Tier::ReadOnly, Tier::Mutating, Tier::Destructive] {
+            assert_eq!(can_call(&admin, tier), Ok(()));
+        }
+
+        let nobody = principal(&["openid"]);
+        let err = can_call(&nobody, Tier::ReadOnly).unwrap_err();
+        assert!(
+            err.to_string().ends_with("the token grants no mux scope"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn server_acl() {
+        let mut p = principal(&[SCOPE_READ]);
+        assert!(can_see_server(&p, "anything"));
+        p.acl.servers.restrict(pats(&["build", "ci-*"]));
+        assert!(can_see_server(&p, "build"));
+        assert!(can_see_server(&p, "ci-2"));
+        assert!(!can_see_server(&p, "prod"));
+        let err = check_server(&p, "prod").unwrap_err();
+        assert_eq!(err.kind(), "server_not_visible");
+        assert!(err.to_string().starts_with("unknown server `prod`"));
+        // A session on an invisible server is invisible whatever its name or owner.
+        assert!(!can_see_session(&p, "prod", SessionRef::new("x", "alice")));
+        assert_eq!(
+            check_session(&p, "prod", SessionRef::new("x", "")),
+            Err(err)
+        );
+    }
+
+    #[test]
+    fn session_patterns_without_ownership_mode() {
+        let mut p = principal(&[SCOPE_WRITE]);
+        assert!(can_see_session(&p, "s", SessionRef::new("any", "")));
+        assert!(can_see_session(&p, "s", SessionRef::new("any", "bob")));
+        p.acl.sessions.restrict(pats(&["ci-*"]));
+        assert!(can_see_session(&p, "s", SessionRef::new("ci-1", "bob")));
+        assert!(!can_see_session(&p, "s", SessionRef::new("prod", "")));
+        // Its own sessions stay visible even if renamed outside the patterns.
+        assert!(can_see_session(&p, "s", SessionRef::new("prod", "alice")));
+        let err = check_session(&p, "s", SessionRef::new("prod", "bob")).unwrap_err();
+        assert_eq!(err.kind(), "session_not_visible");
+    }
+
+    #[test]
+    fn own_sessions_mode_hides_what_others_created() {
+        let mut p = principal(&[SCOPE_WRITE]);
+        p.acl.own_sessions = true;
+        assert!(can_see_session(&p, "s", SessionRef::new("mine", "alice")));
+        assert!(!can_see_session(&p, "s", SessionRef::new("theirs", "bob")));
+        assert!(!can_see_session(&p, "s", SessionRef::new("human", "")));
+        // An explicit grant by name opens others' sessions again.
+        p.acl.sessions.restrict(pats(&["shared-*"]));
+        assert!(can_see_session(&p, "s", SessionRef::new("shared-1", "bob")));
+        assert!(can_see_session(&p, "s", SessionRef::new("shared-2", "")));
+        assert!(!can_see_session(&p, "s", SessionRef::new("theirs", "bob")));
+        assert!(can_see_session(&p, "s", SessionRef::new("mine", "alice")));
+    }
+
+    #[test]
+    fn owner_tag_must_match_exactly() {
+        let mut p = principal(&[SCOPE_WRITE]);
+        p.acl.own_sessions = true;
+        assert!(!can_see_session(&p, "s", SessionRef::new("x", "alice2")));
+        assert!(!can_see_session(&p, "s", SessionRef::new("x", "Alice")));
+        assert!(!can_see_session(&p, "s", SessionRef::new("x", "alic")));
+    }
+
+    #[test]
+    fn naming_sessions_follows_patterns() {
+        let mut p = principal(&[SCOPE_WRITE]);
+        assert_eq!(can_name_session(&p, "whatever"), Ok(()));
+        p.acl.sessions.restrict(pats(&["ci-*"]));
+        assert_eq!(can_name_session(&p, "ci-9"), Ok(()));
+        let err = can_name_session(&p, "prod").unwrap_err();
+        assert_eq!(err.kind(), "session_name_not_allowed");
+    }
+
+    #[test]
+    fn reserved_options() {
+        assert!(is_reserved_option(OWNER_OPTION));
+        assert!(is_reserved_option("@muxgate_anything"));
+        assert!(!is_reserved_option("@user_option"));
+        assert!(!is_reserved_option("status"));
+    }
+}
