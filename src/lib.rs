@@ -3,8 +3,10 @@
 //! The crate is laid out along the data path (see `ARCHITECTURE.md`):
 //! - [`config`]: typed configuration (embedded default, TOML file, `MUXGATE_*` overrides);
 //! - [`http`]: the axum router, Host/Origin guard, health endpoints, graceful shutdown;
+//! - [`mcp`]: the MCP server handler, tool groups, tool errors and the tool catalog;
 //! - [`mux`]: backend-neutral multiplexer types and, under [`mux::tmux`], the control-mode engine.
 
 pub mod config;
 pub mod http;
+pub mod mcp;
 pub mod mux;
