@@ -4,9 +4,14 @@
 //! - [`config`]: typed configuration (embedded default, TOML file, `MUXGATE_*` overrides);
 //! - [`http`]: the axum router, Host/Origin guard, health endpoints, graceful shutdown;
 //! - [`mcp`]: the MCP server handler, tool groups, tool errors and the tool catalog;
-//! - [`mux`]: backend-neutral multiplexer types and, under [`mux::tmux`], the control-mode engine.
+//! - [`mux`]: backend-neutral multiplexer types and, under [`mux::tmux`], the control-mode engine;
+//! - [`cli`]: the `muxgate` commands; [`doctor`] and [`tmux_cli`]: host diagnostics with one-shot
+//!   tmux commands.
 
+pub mod cli;
 pub mod config;
+pub mod doctor;
 pub mod http;
 pub mod mcp;
 pub mod mux;
+pub mod tmux_cli;
