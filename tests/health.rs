@@ -71,7 +71,7 @@ async fn readyz_tolerates_servers_allowed_to_be_absent() {
 
 #[tokio::test]
 async fn readyz_gives_up_on_a_probe_that_does_not_answer() {
-    let hanging = Arc::new(|| std::future::pending::<Vec<ServerReadiness>>());
+    let hanging = Arc::new(std::future::pending::<Vec<ServerReadiness>>);
     let gateway = spawn_gateway_with(Config::embedded_default(), hanging).await;
     let started = std::time::Instant::now();
     let (status, body) = get(format!("{}/readyz", gateway.base)).await;
