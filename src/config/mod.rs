@@ -562,6 +562,14 @@ mod tests {
     }
 
     #[test]
+    fn the_example_file_is_valid() {
+        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/config/example.toml"));
+        let config = Config::load(Some(path), env(&[])).unwrap().config;
+        assert_eq!(config.tmux.servers.len(), 3);
+        assert!(config.http.allowed_origins.is_empty());
+    }
+
+    #[test]
     fn a_file_changes_only_its_keys_and_replaces_the_server_list() {
         let loaded = load(
             "[http]\nbind = '0.0.0.0:9000'\n\
