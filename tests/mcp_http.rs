@@ -216,6 +216,14 @@ async fn raw_session_lifecycle_initialize_list_call_delete() {
         .request(&json!({"jsonrpc": "2.0", "id": 4, "method": "prompts/list"}))
         .await;
     assert_eq!(prompts["error"]["code"], -32601, "{prompts}");
+    let completion = mcp
+        .request(
+            &json!({"jsonrpc": "2.0", "id": 41, "method": "completion/complete",
+            "params": {"ref": {"type": "ref/prompt", "name": "x"},
+                       "argument": {"name": "a", "value": "b"}}}),
+        )
+        .await;
+    assert_eq!(completion["error"]["code"], -32601, "{completion}");
 
     let deleted = mcp
         .http

@@ -86,8 +86,8 @@ pub struct TmuxServer {
     pub allow_absent: bool,
 }
 
-/// How to reach a tmux server.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How to reach a tmux server. (Ordered so that duplicates can be found.)
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum TmuxSocket {
     /// The user's default socket, as plain `tmux` would use it (`$TMUX_TMPDIR` or `/tmp`,
     /// `tmux-<uid>/default`). An inherited `$TMUX` must not redirect it: callers spawning tmux
@@ -404,24 +404,6 @@ impl Config {
             ));
         }
         Ok(())
-    }
-}
-
-// `TmuxSocket` is ordered only to detect duplicates in `validate`.
-impl PartialOrd for TmuxSocket {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for TmuxSocket {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        let key = |socket: &TmuxSocket| match socket {
-            TmuxSocket::Default => (0, OsString::new()),
-            TmuxSocket::Name(name) => (1, name.into()),
-            TmuxSocket::Path(path) => (2, path.clone().into_os_string()),
-        };
-        key(self).cmp(&key(other))
     }
 }
 

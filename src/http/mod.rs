@@ -6,7 +6,7 @@
 //!   `DELETE`, SSE resumption); 2026-07-28 clients are served statelessly (`server/discover`).
 //! - `/healthz`, `/readyz`: see [`health`].
 //!
-//! Layers on `/mcp`, outermost first: trace (whole router) → Host/Origin [`guard`] →
+//! Layers on `/mcp`, outermost first: trace → Host/Origin [`guard`] →
 //! (authentication and rate limits plug in here, in [`router`]) → body size limit → rmcp.
 //!
 //! The router is built from explicit [`HttpDeps`], so tests and later layers construct it the
@@ -65,16 +65,18 @@ pub fn router(deps: HttpDeps) -> Router {
         .route_service("/mcp", mcp_service(&http, mcp, &shutdown))
         .layer(
             ServiceBuilder::new()
+                .layer(TraceLayer::new_for_http())
                 .layer(from_fn_with_state(allowlist, guard::enforce))
                 .layer(RequestBodyLimitLayer::new(http.max_body_bytes)),
         );
 
+    // Health endpoints are polled by orchestrators: not traced, so a 503 from /readyz while a
+    // server is down does not flood the log.
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .with_state(readiness)
         .merge(mcp_routes)
-        .layer(TraceLayer::new_for_http())
 }
 
 /// rmcp's Streamable HTTP service for `/mcp`.
