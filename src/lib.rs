@@ -2,13 +2,22 @@
 //!
 //! The crate is laid out along the data path (see `ARCHITECTURE.md`):
 //! - [`config`]: typed configuration (embedded default, TOML file, `MUXGATE_*` overrides);
-//! - [`mux`]: backend-neutral multiplexer types and, under [`mux::tmux`], the control-mode engine;
+//! - [`http`]: the axum router, Host/Origin guard, health endpoints, graceful shutdown;
 //! - [`auth`]: JWT bearer authentication, principals, scopes → tiers, target ACLs, session binding;
 //! - [`limits`]: per-client rate limits and budgets;
-//! - [`audit`]: the redacted, hash-chained audit log.
+//! - [`mcp`]: the MCP server handler, tool groups, tool errors and the tool catalog;
+//! - [`audit`]: the redacted, hash-chained audit log;
+//! - [`mux`]: backend-neutral multiplexer types and, under [`mux::tmux`], the control-mode engine;
+//! - [`cli`]: the `muxgate` commands; [`doctor`] and [`tmux_cli`]: host diagnostics with one-shot
+//!   tmux commands.
 
 pub mod audit;
 pub mod auth;
+pub mod cli;
 pub mod config;
+pub mod doctor;
+pub mod http;
 pub mod limits;
+pub mod mcp;
 pub mod mux;
+pub mod tmux_cli;

@@ -1,3 +1,15 @@
-//! The `muxgate` command line.
+//! The `muxgate` command line; everything it runs lives in the library (`muxgate::cli`).
 
-fn main() {}
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    match muxgate::cli::run(muxgate::cli::Cli::parse()) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("muxgate: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

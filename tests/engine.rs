@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::tmux::TestTmux;
+use common::wait_until;
 use muxgate::mux::tmux::{
     BatchMode, Caller, CommandOutcome, EngineError, EngineSettings, PaneId, StreamEnd, TmuxCommand,
     TmuxServer, TmuxSocket,
@@ -244,7 +245,8 @@ async fn send_keys_literal_delivers_exactly_the_text_sent() {
         "{outcomes:?}"
     );
     let got =
-        common::tmux::wait_for_file(&out, Duration::from_secs(10), |d| d.len() >= expected.len());
+        common::tmux::wait_for_file(&out, Duration::from_secs(10), |d| d.len() >= expected.len())
+            .await;
     assert_eq!(got.len(), expected.len());
     assert!(got == expected, "received bytes differ from the bytes sent");
 }
@@ -475,10 +477,7 @@ async fn a_command_tmux_never_answers_times_out_and_the_engine_recovers() {
         }
         assert!(Instant::now() < deadline, "the engine never recovered");
     }
-    assert!(TestTmux::eventually(Duration::from_secs(2), || tmux
-        .muxgate_clients()
-        .len()
-        == 1));
+    assert!(wait_until(Duration::from_secs(2), || tmux.muxgate_clients().len() == 1).await);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -547,7 +546,7 @@ async fn output_connections_close_when_idle_and_streams_end_with_the_session() {
     );
     drop(sub);
     assert!(
-        TestTmux::eventually(Duration::from_secs(3), || tmux.muxgate_clients().len() == 1),
+        wait_until(Duration::from_secs(3), || tmux.muxgate_clients().len() == 1).await,
         "the idle output connection stayed: {:?}",
         tmux.muxgate_clients()
     );
@@ -574,7 +573,7 @@ async fn output_connections_close_when_idle_and_streams_end_with_the_session() {
             .connections_open
             .load(std::sync::atomic::Ordering::SeqCst)
     };
-    assert!(TestTmux::eventually(Duration::from_secs(3), || open() == 0));
+    assert!(wait_until(Duration::from_secs(3), || open() == 0).await);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -595,18 +594,16 @@ async fn stale_clients_of_a_dead_muxgate_are_removed_at_start() {
         .status()
         .unwrap();
     assert!(spawned.success());
-    assert!(TestTmux::eventually(Duration::from_secs(3), || tmux
-        .muxgate_clients()
-        .len()
-        == 1));
+    assert!(wait_until(Duration::from_secs(3), || tmux.muxgate_clients().len() == 1).await);
 
     let (server, _shutdown) = server_for(&tmux, settings());
     server.run(&caller(), display("x")).await.unwrap();
     assert!(
-        TestTmux::eventually(Duration::from_secs(3), || {
+        wait_until(Duration::from_secs(3), || {
             let clients = tmux.muxgate_clients();
             clients.len() == 1 && !clients[0].contains("muxgate-999999")
-        }),
+        })
+        .await,
         "the stale client is still attached: {:?}",
         tmux.muxgate_clients()
     );
@@ -625,9 +622,7 @@ async fn shutdown_detaches_every_control_client() {
     let _sub = server.subscribe(&caller(), pane).await.unwrap();
     assert_eq!(tmux.muxgate_clients().len(), 2);
     shutdown.cancel();
-    assert!(TestTmux::eventually(Duration::from_secs(3), || tmux
-        .muxgate_clients()
-        .is_empty()));
+    assert!(wait_until(Duration::from_secs(3), || tmux.muxgate_clients().is_empty()).await);
     assert!(matches!(
         server.run(&caller(), display("x")).await,
         Err(EngineError::ShuttingDown)

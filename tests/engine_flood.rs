@@ -14,14 +14,14 @@ use tokio_util::sync::CancellationToken;
 const FLOOD_BYTES: u64 = 50 * 1024 * 1024;
 
 /// Runs the flood in a fresh window of session `flood`; returns the program's own wall time.
-fn timed_flood(tmux: &TestTmux, dir: &std::path::Path, name: &str) -> Duration {
+async fn timed_flood(tmux: &TestTmux, dir: &std::path::Path, name: &str) -> Duration {
     let out = dir.join(name);
     let script = format!(
         "s=$(date +%s%N); yes | head -c {FLOOD_BYTES}; e=$(date +%s%N); echo $(( (e - s) / 1000000 )) > {}; sleep 600",
         out.display()
     );
     tmux.ok(&["respawn-pane", "-k", "-t", "flood", &script]);
-    let text = wait_for_file(&out, Duration::from_secs(300), |d| d.ends_with(b"\n"));
+    let text = wait_for_file(&out, Duration::from_secs(300), |d| d.ends_with(b"\n")).await;
     let ms: u64 = String::from_utf8_lossy(&text).trim().parse().unwrap();
     Duration::from_millis(ms)
 }
@@ -51,7 +51,7 @@ async fn a_flood_is_read_without_throttling_the_program() {
     ]);
     let dir = tempfile::tempdir().unwrap();
 
-    let alone = timed_flood(&tmux, dir.path(), "alone");
+    let alone = timed_flood(&tmux, dir.path(), "alone").await;
 
     let shutdown = CancellationToken::new();
     let server = TmuxServer::start(
@@ -78,7 +78,7 @@ async fn a_flood_is_read_without_throttling_the_program() {
         }
         total
     });
-    let watched = timed_flood(&tmux, dir.path(), "watched");
+    let watched = timed_flood(&tmux, dir.path(), "watched").await;
     let rss_after = rss_kib();
     let read = server
         .output()

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::tmux::TestTmux;
+use common::wait_until;
 use muxgate::mux::tmux::{
     BatchMode, Caller, EngineSettings, PaneId, TmuxCommand, TmuxServer, TmuxSocket, WindowId,
 };
@@ -69,6 +70,7 @@ fn an_attached_human_keeps_window_size_and_environment() {
     // SAFETY: set before any other thread of this test binary exists.
     unsafe { std::env::set_var("SSH_AUTH_SOCK", "/muxgate-must-not-leak") };
 
+    let runtime = tokio::runtime::Runtime::new().unwrap();
     let tmux = TestTmux::start();
     tmux.ok(&["new-window", "-t", "main"]);
     tmux.ok(&["select-window", "-t", "main:1"]);
@@ -89,15 +91,14 @@ fn an_attached_human_keeps_window_size_and_environment() {
         let mut buf = [0u8; 4096];
         while matches!(master_reader.read(&mut buf), Ok(n) if n > 0) {}
     });
-    assert!(TestTmux::eventually(Duration::from_secs(5), || {
+    assert!(runtime.block_on(wait_until(Duration::from_secs(5), || {
         tmux.ok(&["list-clients", "-F", "#{client_termname}"])
             .contains("xterm")
-    }));
+    })));
     let before = human_view(&tmux);
     assert!(before.0.contains("100x30"), "{before:?}");
     assert!(!before.2.contains("muxgate-must-not-leak"));
 
-    let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let shutdown = CancellationToken::new();
         let server = TmuxServer::start(

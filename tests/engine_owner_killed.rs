@@ -8,13 +8,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::tmux::TestTmux;
+use common::wait_until;
 use muxgate::mux::tmux::{Caller, EngineSettings, PaneId, TmuxServer, TmuxSocket};
 use tokio_util::sync::CancellationToken;
 
 const OWNER_SOCKET: &str = "MUXGATE_TEST_OWNER_SOCKET";
 
-#[test]
-fn control_clients_die_with_their_owner() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_clients_die_with_their_owner() {
     let tmux = TestTmux::start();
     // Keep output flowing so tmux has data queued for the control client when its owner dies.
     tmux.ok(&["respawn-pane", "-k", "-t", "main", "yes"]);
@@ -29,15 +30,16 @@ fn control_clients_die_with_their_owner() {
         .spawn()
         .unwrap();
     assert!(
-        TestTmux::eventually(Duration::from_secs(10), || tmux.muxgate_clients().len()
-            == 2),
+        wait_until(Duration::from_secs(10), || tmux.muxgate_clients().len()
+            == 2)
+        .await,
         "the owner never attached its command and output connections: {:?}",
         tmux.muxgate_clients()
     );
     owner.kill().unwrap(); // SIGKILL: no destructor, no detach
     owner.wait().unwrap();
     assert!(
-        TestTmux::eventually(Duration::from_secs(5), || tmux.muxgate_clients().is_empty()),
+        wait_until(Duration::from_secs(5), || tmux.muxgate_clients().is_empty()).await,
         "control clients outlived their owner: {:?}",
         tmux.muxgate_clients()
     );

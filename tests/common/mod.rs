@@ -1,5 +1,284 @@
-//! Helpers shared by the integration tests.
-
-#![allow(dead_code)] // each test crate uses a different subset
+//! Helpers shared by the integration tests: a real gateway on a loopback port, private tmux
+//! servers that are killed when dropped ([`tmux`]), and raw MCP-over-HTTP requests.
+//!
+//! Each test binary uses a subset of these helpers.
+#![allow(dead_code)]
 
 pub mod tmux;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use muxgate::config::Config;
+use muxgate::http::health::ReadinessProbe;
+use muxgate::http::{self, HttpDeps};
+use muxgate::mcp::{McpServer, McpState};
+use muxgate::tmux_cli::CliReadiness;
+use serde_json::{Value, json};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// The protocol versions the tests speak.
+pub const LEGACY_VERSION: &str = "2025-11-25";
+pub const STATELESS_VERSION: &str = "2026-07-28";
+
+/// A gateway serving on `127.0.0.1:<free port>` inside the test process.
+pub struct TestGateway {
+    pub addr: SocketAddr,
+    /// `http://127.0.0.1:<port>`
+    pub base: String,
+    /// `http://127.0.0.1:<port>/mcp`
+    pub mcp_url: String,
+    pub shutdown: CancellationToken,
+    task: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+impl TestGateway {
+    /// Cancels the gateway and waits for its server task to end (at most `timeout`).
+    pub async fn stop(mut self, timeout: Duration) -> std::io::Result<()> {
+        self.shutdown.cancel();
+        let task = self.task.take().expect("task present until stopped");
+        tokio::time::timeout(timeout, task)
+            .await
+            .expect("gateway did not stop in time")
+            .expect("gateway task panicked")
+    }
+}
+
+impl Drop for TestGateway {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+/// Starts a gateway for `config` (its `http.bind` is ignored) with readiness probed by one-shot
+/// tmux commands, as `muxgate serve` does.
+pub async fn spawn_gateway(config: Config) -> TestGateway {
+    let readiness = Arc::new(CliReadiness::new(&config.tmux.servers));
+    spawn_gateway_with(config, readiness).await
+}
+
+/// Starts a gateway with a given readiness probe.
+pub async fn spawn_gateway_with(config: Config, readiness: Arc<dyn ReadinessProbe>) -> TestGateway {
+    let config = Arc::new(config);
+    let shutdown = CancellationToken::new();
+    let app = http::router(HttpDeps {
+        http: config.http.clone(),
+        mcp: McpServer::new(McpState {
+            config: config.clone(),
+        }),
+        readiness,
+        shutdown: shutdown.clone(),
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a loopback port");
+    let addr = listener.local_addr().expect("local address");
+    let task = tokio::spawn(http::serve(
+        listener,
+        app,
+        shutdown.clone(),
+        config.http.shutdown_grace(),
+    ));
+    TestGateway {
+        addr,
+        base: format!("http://{addr}"),
+        mcp_url: format!("http://{addr}/mcp"),
+        shutdown,
+        task: Some(task),
+    }
+}
+
+/// Polls `condition` every 20 ms until it holds or `timeout` passes.
+pub async fn wait_until(timeout: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if condition() {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A raw MCP-over-HTTP client for tests that check the wire (headers, status codes).
+pub struct RawMcp {
+    pub http: reqwest::Client,
+    pub url: String,
+    /// Sent as `Mcp-Session-Id` when set.
+    pub session_id: Option<String>,
+    /// Sent as `MCP-Protocol-Version` when set.
+    pub protocol_version: Option<String>,
+}
+
+impl RawMcp {
+    pub fn new(url: &str) -> Self {
+        Self {
+            http: reqwest::Client::new(),
+            url: url.to_owned(),
+            session_id: None,
+            protocol_version: None,
+        }
+    }
+
+    /// A POST with the headers Streamable HTTP requires, plus session and version if known.
+    /// At [`STATELESS_VERSION`] it also sends the `Mcp-Method` (and for `tools/call`,
+    /// `Mcp-Name`) headers that version requires.
+    pub fn post(&self, body: &Value) -> reqwest::RequestBuilder {
+        let mut request = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string());
+        if let Some(session) = &self.session_id {
+            request = request.header("mcp-session-id", session);
+        }
+        if let Some(version) = &self.protocol_version {
+            request = request.header("mcp-protocol-version", version);
+            if version == STATELESS_VERSION
+                && let Some(method) = body["method"].as_str()
+            {
+                request = request.header("mcp-method", method);
+                if let Some(name) = body["params"]["name"].as_str() {
+                    request = request.header("mcp-name", name);
+                }
+            }
+        }
+        request
+    }
+
+    /// POSTs a JSON-RPC request and returns its response message (from JSON or SSE).
+    pub async fn request(&self, body: &Value) -> Value {
+        let response = self.post(body).send().await.expect("POST /mcp");
+        assert!(
+            response.status().is_success(),
+            "POST {body} -> {}",
+            response.status()
+        );
+        response_message(response).await
+    }
+
+    /// `initialize` + `notifications/initialized` at [`LEGACY_VERSION`]; keeps the session id.
+    pub async fn initialize(&mut self) -> Value {
+        let response = self
+            .post(&json!({
+                "jsonrpc": "2.0", "id": 0, "method": "initialize",
+                "params": {
+                    "protocolVersion": LEGACY_VERSION,
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw-test", "version": "0"}
+                }
+            }))
+            .send()
+            .await
+            .expect("POST initialize");
+        assert!(response.status().is_success(), "{}", response.status());
+        self.session_id = Some(
+            response
+                .headers()
+                .get("mcp-session-id")
+                .expect("initialize returns a session id")
+                .to_str()
+                .expect("ASCII session id")
+                .to_owned(),
+        );
+        self.protocol_version = Some(LEGACY_VERSION.to_owned());
+        let result = response_message(response).await;
+        let notified = self
+            .post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .send()
+            .await
+            .expect("POST initialized");
+        assert_eq!(notified.status(), reqwest::StatusCode::ACCEPTED);
+        result
+    }
+}
+
+/// The `_meta` a 2026-07-28 request carries in place of a session.
+pub fn stateless_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
+        "io.modelcontextprotocol/clientInfo": {"name": "raw-test", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    })
+}
+
+/// The JSON-RPC response in an HTTP response body, whether sent as JSON or as SSE events
+/// (the first event whose data is a message with an `id` and a result or error).
+pub async fn response_message(response: reqwest::Response) -> Value {
+    let is_sse = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    if !is_sse {
+        return response.json().await.expect("JSON body");
+    }
+    let mut body = String::new();
+    let mut response = response;
+    loop {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), response.chunk())
+            .await
+            .expect("SSE chunk within 10 s")
+            .expect("read SSE");
+        let Some(chunk) = chunk else {
+            panic!("SSE ended without a response message: {body}");
+        };
+        body.push_str(&String::from_utf8_lossy(&chunk));
+        if let Some(message) = sse_events(&body)
+            .into_iter()
+            .filter_map(|event| serde_json::from_str::<Value>(&event.data).ok())
+            .find(|m| {
+                m.get("id").is_some() && (m.get("result").is_some() || m.get("error").is_some())
+            })
+        {
+            return message;
+        }
+    }
+}
+
+/// One server-sent event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseEvent {
+    pub id: Option<String>,
+    pub data: String,
+}
+
+/// Parses the complete events in an SSE text (an unterminated last event is left out).
+pub fn sse_events(text: &str) -> Vec<SseEvent> {
+    let normalized = text.replace("\r\n", "\n");
+    let mut blocks: Vec<&str> = normalized.split("\n\n").collect();
+    blocks.pop();
+    blocks
+        .into_iter()
+        .map(|block| {
+            let mut event = SseEvent {
+                id: None,
+                data: String::new(),
+            };
+            for line in block.lines() {
+                if let Some(id) = line.strip_prefix("id:") {
+                    event.id = Some(id.trim().to_owned());
+                } else if let Some(data) = line.strip_prefix("data:") {
+                    if !event.data.is_empty() {
+                        event.data.push('\n');
+                    }
+                    event.data.push_str(data.strip_prefix(' ').unwrap_or(data));
+                }
+            }
+            event
+        })
+        .collect()
+}
+
+/// A config with one server on `socket_name`, merged over the embedded default.
+pub fn config_with_server(name: &str, socket_name: &str, allow_absent: bool) -> Config {
+    Config::from_toml_str(&format!(
+        "[tmux.servers.{name}]\nsocket_name = '{socket_name}'\nallow_absent = {allow_absent}\n"
+    ))
+    .expect("valid test config")
+}

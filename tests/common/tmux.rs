@@ -1,27 +1,40 @@
-//! Private tmux servers for tests: a unique socket name per server, killed on drop.
+//! Private tmux servers for tests: a unique `-L` socket per server, killed (and its socket file
+//! removed — tmux leaves it behind) on drop.
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-static NEXT: AtomicUsize = AtomicUsize::new(0);
+static NEXT_SOCKET: AtomicUsize = AtomicUsize::new(0);
 
-/// A tmux server on a private `-L` socket with one session `main`, killed on drop.
+/// A unique socket name for this test process; nothing runs on it until started.
+pub fn unique_socket_name() -> String {
+    format!(
+        "muxgate-test-{}-{}",
+        std::process::id(),
+        NEXT_SOCKET.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A tmux server on a private socket with one session `main`, killed on drop.
 pub struct TestTmux {
     pub socket: String,
+    pub socket_path: PathBuf,
 }
 
 impl TestTmux {
-    /// Starts a server with a detached 120x40 session named `main` running `sh`.
+    /// Starts a server (no tmux.conf read) with a detached 120x40 session `main` running `sh`.
     pub fn start() -> Self {
-        let socket = format!(
-            "muxgate-test-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        let server = Self { socket };
+        let mut server = Self {
+            socket: unique_socket_name(),
+            socket_path: PathBuf::new(),
+        };
         server.start_again();
+        server.socket_path = server
+            .ok(&["display-message", "-p", "#{socket_path}"])
+            .trim()
+            .into();
         server
     }
 
@@ -40,19 +53,22 @@ impl TestTmux {
             "40",
             "sh",
         ]);
-        // Keep the default shell quiet and predictable for tests that read the screen.
         self.ok(&["set-option", "-g", "default-command", "sh"]);
+    }
+
+    /// `tmux -L <socket>` with a clean environment for tmux.
+    pub fn command(&self) -> Command {
+        let mut command = Command::new("tmux");
+        command
+            .args(["-L", &self.socket])
+            .env_remove("TMUX")
+            .stdin(Stdio::null());
+        command
     }
 
     /// Runs a tmux command on this server through a subprocess (test-side checks only).
     pub fn tmux(&self, args: &[&str]) -> Output {
-        Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .env_remove("TMUX")
-            .output()
-            .expect("run tmux")
+        self.command().args(args).output().expect("run tmux")
     }
 
     /// Like [`Self::tmux`], asserting success; returns stdout.
@@ -66,6 +82,14 @@ impl TestTmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// The id of the first pane of `target`.
+    pub fn pane_id(&self, target: &str) -> muxgate::mux::tmux::PaneId {
+        self.ok(&["display-message", "-p", "-t", target, "#{pane_id}"])
+            .trim()
+            .parse()
+            .expect("a pane id")
+    }
+
     /// The muxgate control clients attached right now (`pid term` lines).
     pub fn muxgate_clients(&self) -> Vec<String> {
         let out = self.tmux(&["list-clients", "-F", "#{client_pid} #{client_termname}"]);
@@ -76,51 +100,80 @@ impl TestTmux {
             .collect()
     }
 
+    /// Attaches a control-mode client whose terminal name is `term`; the child is killed when
+    /// the returned guard drops.
+    pub fn attach_control_client(&self, term: &str) -> ChildGuard {
+        let child = self
+            .command()
+            .args(["-C", "attach-session", "-t", "main"])
+            .env("TERM", term)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn tmux -C");
+        ChildGuard(child)
+    }
+
     /// Kills the server and waits until it has really exited (tmux exits asynchronously, and a
     /// client connecting meanwhile sees "server exited unexpectedly").
     pub fn kill_server(&self) {
         let _ = self.tmux(&["kill-server"]);
-        Self::eventually(Duration::from_secs(5), || {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
             let out = self.tmux(&["list-sessions"]);
             let err = String::from_utf8_lossy(&out.stderr);
-            !out.status.success()
+            if !out.status.success()
                 && (err.contains("no server running") || err.contains("error connecting"))
-        });
-    }
-
-    /// Polls `check` (a test-side observation, not product code) until it holds or `timeout`.
-    pub fn eventually(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
-        let start = Instant::now();
-        while start.elapsed() < timeout {
-            if check() {
-                return true;
+            {
+                return;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        check()
     }
 }
 
 impl Drop for TestTmux {
     fn drop(&mut self) {
         self.kill_server();
+        let _ = std::fs::remove_file(&self.socket_path);
     }
 }
 
-/// Waits until `path` exists and its content satisfies `done`, returning the content.
-pub fn wait_for_file(path: &Path, timeout: Duration, done: impl Fn(&[u8]) -> bool) -> Vec<u8> {
-    let start = Instant::now();
+/// A child process killed and reaped on drop.
+pub struct ChildGuard(pub Child);
+
+impl ChildGuard {
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Waits until `path` holds content satisfying `done`, and returns it.
+pub async fn wait_for_file(
+    path: &Path,
+    timeout: Duration,
+    done: impl Fn(&[u8]) -> bool,
+) -> Vec<u8> {
+    let deadline = Instant::now() + timeout;
     loop {
         if let Ok(data) = std::fs::read(path)
-            && (done(&data) || start.elapsed() > timeout)
+            && done(&data)
         {
             return data;
         }
         assert!(
-            start.elapsed() < timeout,
-            "{} never appeared",
+            Instant::now() < deadline,
+            "{} never became complete",
             path.display()
         );
-        std::thread::sleep(Duration::from_millis(20));
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }

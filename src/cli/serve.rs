@@ -1,0 +1,167 @@
+//! `muxgate serve`: assemble the gateway from its config and run it until SIGTERM/SIGINT.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use super::ServeArgs;
+use crate::config::{self, Config};
+use crate::http::allowlist::HostPattern;
+use crate::http::{self, HttpDeps, shutdown};
+use crate::mcp::{McpServer, McpState};
+use crate::tmux_cli::CliReadiness;
+
+pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let mut loaded = Config::load(args.config.config.as_deref(), config::process_env()?)?;
+    if let Some(bind) = args.bind {
+        loaded.config.http.bind = bind;
+    }
+    let config = Arc::new(loaded.config);
+    warn_if_unreachable_by_host(&config);
+
+    let shutdown = CancellationToken::new();
+    shutdown::cancel_on_signal(shutdown.clone()).context("cannot install signal handlers")?;
+    let listener = TcpListener::bind(config.http.bind)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.http.bind))?;
+    let local_addr = listener.local_addr()?;
+
+    let app = http::router(HttpDeps {
+        http: config.http.clone(),
+        mcp: McpServer::new(McpState {
+            config: config.clone(),
+        }),
+        readiness: Arc::new(CliReadiness::new(&config.tmux.servers)),
+        shutdown: shutdown.clone(),
+    });
+
+    let banner = ReadyBanner {
+        mcp_url: mcp_url(local_addr),
+        // The bearer token minted at startup goes here once authentication is in place.
+        bearer_token: None,
+        servers: config.tmux.servers.keys().map(|n| n.to_string()).collect(),
+    };
+    print!("{}", banner.render());
+    tracing::info!(%local_addr, "listening");
+
+    http::serve(listener, app, shutdown, config.http.shutdown_grace()).await?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Remote clients would all get 403 when the gateway listens beyond loopback but accepts only
+/// loopback Host names; say so at startup.
+fn warn_if_unreachable_by_host(config: &Config) {
+    let http = &config.http;
+    let loopback_only = http.allowed_hosts.iter().all(|pattern| match pattern {
+        HostPattern::Any => false,
+        HostPattern::Exact { host, .. } => {
+            host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+        }
+    });
+    if !http.bind.ip().is_loopback() && loopback_only {
+        tracing::warn!(
+            bind = %http.bind,
+            "listening beyond loopback but http.allowed_hosts lists only loopback names: \
+             remote clients will get 403 until their Host is added"
+        );
+    }
+}
+
+/// The URL a local client uses: an unspecified bind address is reached over loopback.
+fn mcp_url(local_addr: SocketAddr) -> String {
+    let ip = match local_addr.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    format!("http://{}/mcp", SocketAddr::new(ip, local_addr.port()))
+}
+
+/// What `serve` prints once it listens: the endpoint and a client configuration to paste.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadyBanner {
+    pub mcp_url: String,
+    pub bearer_token: Option<String>,
+    pub servers: Vec<String>,
+}
+
+impl ReadyBanner {
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "muxgate {} ready\n  MCP endpoint: {}\n  tmux servers: {}\n",
+            env!("CARGO_PKG_VERSION"),
+            self.mcp_url,
+            self.servers.join(", ")
+        );
+        if let Some(token) = &self.bearer_token {
+            out.push_str(&format!("  bearer token: {token}\n"));
+        }
+        out.push_str("Client configuration (e.g. .mcp.json):\n");
+        out.push_str(&client_snippet(&self.mcp_url, self.bearer_token.as_deref()));
+        out.push('\n');
+        out
+    }
+}
+
+/// An `mcpServers` entry for clients that read the common JSON configuration format.
+pub fn client_snippet(mcp_url: &str, bearer_token: Option<&str>) -> String {
+    let mut server = serde_json::json!({ "type": "http", "url": mcp_url });
+    if let Some(token) = bearer_token {
+        server["headers"] = serde_json::json!({ "Authorization": format!("Bearer {token}") });
+    }
+    let snippet = serde_json::json!({ "mcpServers": { "muxgate": server } });
+    // Serializing a `Value` cannot fail.
+    serde_json::to_string_pretty(&snippet).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unspecified_bind_addresses_print_as_loopback_urls() {
+        assert_eq!(
+            mcp_url("0.0.0.0:8767".parse().unwrap()),
+            "http://127.0.0.1:8767/mcp"
+        );
+        assert_eq!(mcp_url("[::]:1".parse().unwrap()), "http://[::1]:1/mcp");
+        assert_eq!(
+            mcp_url("192.0.2.5:80".parse().unwrap()),
+            "http://192.0.2.5:80/mcp"
+        );
+    }
+
+    #[test]
+    fn snippet_carries_the_token_only_when_there_is_one() {
+        let plain: serde_json::Value =
+            serde_json::from_str(&client_snippet("http://h/mcp", None)).unwrap();
+        assert_eq!(
+            plain,
+            serde_json::json!({"mcpServers": {"muxgate": {"type": "http", "url": "http://h/mcp"}}})
+        );
+        let with_token: serde_json::Value =
+            serde_json::from_str(&client_snippet("http://h/mcp", Some("t0k"))).unwrap();
+        assert_eq!(
+            with_token["mcpServers"]["muxgate"]["headers"]["Authorization"],
+            "Bearer t0k"
+        );
+    }
+
+    #[test]
+    fn banner_lists_endpoint_servers_and_snippet() {
+        let banner = ReadyBanner {
+            mcp_url: "http://127.0.0.1:8767/mcp".into(),
+            bearer_token: None,
+            servers: vec!["default".into()],
+        }
+        .render();
+        assert!(banner.contains("MCP endpoint: http://127.0.0.1:8767/mcp\n"));
+        assert!(banner.contains("tmux servers: default\n"));
+        assert!(!banner.contains("bearer token"));
+        assert!(banner.contains("\"url\": \"http://127.0.0.1:8767/mcp\""));
+    }
+}

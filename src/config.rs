@@ -1,1 +1,0 @@
-//! Typed configuration: embedded default, TOML file, `MUXGATE_*` environment overrides.

@@ -1,0 +1,833 @@
+//! Typed configuration: embedded default, TOML file, `MUXGATE_*` environment overrides.
+//!
+//! Loading goes through three steps:
+//! 1. [`layers`] builds one TOML tree: the embedded default (`config/default.toml`, which is
+//!    also the documented example), the operator's file merged over it, then the environment
+//!    overrides (`MUXGATE_HTTP__BIND=…` sets `http.bind`);
+//! 2. the tree is deserialized into [`Config`]; every struct refuses unknown keys, and errors
+//!    carry the full key path;
+//! 3. [`Config::validate`] checks what serde cannot (cross-field and cross-entry rules).
+//!
+//! Every error names the key and where its value came from (file, variable or default).
+//!
+//! Adding a section: add a `pub` field with a `#[serde(deny_unknown_fields)]` struct here, put
+//! its keys with their defaults and comments in `config/default.toml`; merging and env overrides
+//! then work without further code. A table of named entries (like `tmux.servers`) also goes in
+//! [`layers::REPLACED_TABLES`].
+//!
+//! This module does not act on the configuration; the HTTP layer, the engine and the tools read
+//! their sections from a shared [`Config`].
+
+pub mod layers;
+
+use std::borrow::Borrow;
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::Table;
+
+use crate::http::allowlist::{HostPattern, OriginPattern};
+pub use layers::{EnvError, Origin};
+use layers::{KeyPath, Layered, display_path};
+
+/// The embedded default configuration document.
+pub const DEFAULT_TOML: &str = include_str!("../../config/default.toml");
+
+/// The whole gateway configuration.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub http: HttpConfig,
+    pub tmux: TmuxConfig,
+    pub engine: EngineConfig,
+}
+
+/// `[http]`: the listener and what it accepts.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpConfig {
+    pub bind: SocketAddr,
+    pub allowed_hosts: Vec<HostPattern>,
+    pub allowed_origins: Vec<OriginPattern>,
+    pub max_body_bytes: usize,
+    pub session_idle_secs: u64,
+    pub shutdown_grace_secs: u64,
+}
+
+impl HttpConfig {
+    pub fn session_idle(&self) -> Duration {
+        Duration::from_secs(self.session_idle_secs)
+    }
+
+    pub fn shutdown_grace(&self) -> Duration {
+        Duration::from_secs(self.shutdown_grace_secs)
+    }
+}
+
+/// `[tmux]`: the tmux servers this gateway may drive.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TmuxConfig {
+    /// By name, in name order.
+    pub servers: BTreeMap<ServerName, TmuxServer>,
+}
+
+/// One configured tmux server (`[tmux.servers.<name>]`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "RawTmuxServer")]
+pub struct TmuxServer {
+    pub socket: TmuxSocket,
+    /// `/readyz` stays ready while this server is not running.
+    pub allow_absent: bool,
+}
+
+/// How to reach a tmux server. (Ordered so that duplicates can be found.)
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum TmuxSocket {
+    /// The user's default socket, as plain `tmux` would use it (`$TMUX_TMPDIR` or `/tmp`,
+    /// `tmux-<uid>/default`). An inherited `$TMUX` must not redirect it: callers spawning tmux
+    /// remove `TMUX` from the child's environment.
+    Default,
+    /// A socket name (`tmux -L <name>`), in tmux's per-user socket directory.
+    Name(String),
+    /// A socket path (`tmux -S <path>`).
+    Path(PathBuf),
+}
+
+impl TmuxSocket {
+    /// The tmux global options that select this socket.
+    pub fn tmux_args(&self) -> Vec<OsString> {
+        match self {
+            TmuxSocket::Default => Vec::new(),
+            TmuxSocket::Name(name) => vec!["-L".into(), name.into()],
+            TmuxSocket::Path(path) => vec!["-S".into(), path.into()],
+        }
+    }
+}
+
+impl fmt::Display for TmuxSocket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TmuxSocket::Default => f.write_str("default socket"),
+            TmuxSocket::Name(name) => write!(f, "socket name {name}"),
+            TmuxSocket::Path(path) => write!(f, "socket path {}", path.display()),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTmuxServer {
+    socket_name: Option<String>,
+    socket_path: Option<PathBuf>,
+    #[serde(default)]
+    allow_absent: bool,
+}
+
+impl TryFrom<RawTmuxServer> for TmuxServer {
+    type Error = String;
+
+    fn try_from(raw: RawTmuxServer) -> Result<Self, String> {
+        let socket = match (raw.socket_name, raw.socket_path) {
+            (Some(_), Some(_)) => {
+                return Err("socket_name and socket_path are mutually exclusive; \
+                            set one, or neither for the default socket"
+                    .into());
+            }
+            (Some(name), None) => {
+                if !is_safe_name(&name) || name == "." || name == ".." {
+                    return Err(format!(
+                        "socket_name `{name}` is invalid: use 1-64 characters from \
+                         A-Z a-z 0-9 _ . - (use socket_path for a path)"
+                    ));
+                }
+                TmuxSocket::Name(name)
+            }
+            (None, Some(path)) => {
+                if !path.is_absolute() {
+                    return Err(format!("socket_path `{}` must be absolute", path.display()));
+                }
+                TmuxSocket::Path(path)
+            }
+            (None, None) => TmuxSocket::Default,
+        };
+        Ok(TmuxServer {
+            socket,
+            allow_absent: raw.allow_absent,
+        })
+    }
+}
+
+/// The name clients use to pick a tmux server: 1-64 characters from `A-Z a-z 0-9 _ . -`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[serde(try_from = "String")]
+pub struct ServerName(String);
+
+/// A string that is not a valid [`ServerName`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid server name `{0}`: use 1-64 characters from A-Z a-z 0-9 _ . -")]
+pub struct InvalidServerName(pub String);
+
+impl ServerName {
+    pub fn parse(name: &str) -> Result<Self, InvalidServerName> {
+        if is_safe_name(name) {
+            Ok(Self(name.to_owned()))
+        } else {
+            Err(InvalidServerName(name.to_owned()))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for ServerName {
+    type Error = InvalidServerName;
+
+    fn try_from(name: String) -> Result<Self, InvalidServerName> {
+        if is_safe_name(&name) {
+            Ok(Self(name))
+        } else {
+            Err(InvalidServerName(name))
+        }
+    }
+}
+
+impl Borrow<str> for ServerName {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ServerName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn is_safe_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+}
+
+/// `[engine]`: tunables of the tmux control-mode engine.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineConfig {
+    pub command_timeout_ms: u64,
+    pub queue_capacity: usize,
+    pub per_caller_queue: usize,
+    pub pipeline_depth: usize,
+    pub output_ring_bytes: usize,
+    pub output_idle_close_secs: u64,
+    pub pause_after_secs: u32,
+}
+
+impl EngineConfig {
+    pub fn command_timeout(&self) -> Duration {
+        Duration::from_millis(self.command_timeout_ms)
+    }
+
+    pub fn output_idle_close(&self) -> Duration {
+        Duration::from_secs(self.output_idle_close_secs)
+    }
+}
+
+/// Why a configuration was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{origin}: {message}")]
+    Syntax { origin: Origin, message: String },
+    /// A key with a bad value, an unknown key, or a rule between keys that does not hold.
+    #[error("{key}: {message} (set in {origin})")]
+    Invalid {
+        key: String,
+        message: String,
+        origin: Origin,
+    },
+    #[error(transparent)]
+    Env(#[from] EnvError),
+}
+
+/// A loaded configuration and what it was built from.
+#[derive(Debug, Clone)]
+pub struct LoadedConfig {
+    pub config: Config,
+    /// The operator's file, if any (else only the embedded default was used).
+    pub file: Option<PathBuf>,
+    /// Names of the environment variables that overrode keys.
+    pub env_overrides: Vec<String>,
+}
+
+impl Config {
+    /// The embedded default, without file or environment.
+    pub fn embedded_default() -> Config {
+        // The embedded document is part of the binary and a unit test loads it.
+        Self::load_text(None, std::iter::empty())
+            .expect("embedded default config is valid")
+            .config
+    }
+
+    /// Loads `file` (or only the embedded default) with overrides from `env`
+    /// (typically [`process_env`]).
+    pub fn load(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<LoadedConfig, ConfigError> {
+        let file = match file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                    path: path.to_owned(),
+                    source,
+                })?;
+                Some((path.to_owned(), text))
+            }
+            None => None,
+        };
+        Self::load_text(file, env)
+    }
+
+    /// Loads a config document given as text, merged over the embedded default, without
+    /// environment overrides. Used by tests and tools that build configs in memory.
+    pub fn from_toml_str(text: &str) -> Result<Config, ConfigError> {
+        Self::load_text(
+            Some(("(inline)".into(), text.to_owned())),
+            std::iter::empty(),
+        )
+        .map(|loaded| loaded.config)
+    }
+
+    fn load_text(
+        file: Option<(PathBuf, String)>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<LoadedConfig, ConfigError> {
+        let default = parse_table(DEFAULT_TOML, Origin::Embedded)?;
+        let file = match file {
+            Some((path, text)) => {
+                let table = parse_table(&text, Origin::File(path.clone()))?;
+                Some((path, table))
+            }
+            None => None,
+        };
+        let overrides = layers::env_overrides(env)?;
+        let layered = Layered::build(default, file, &overrides)?;
+        let config = deserialize(&layered)?;
+        config
+            .validate()
+            .map_err(|Violation { path, message }| ConfigError::Invalid {
+                key: display_path(&path),
+                origin: layered.origin_of(&path),
+                message,
+            })?;
+        Ok(LoadedConfig {
+            config,
+            file: layered.file.map(|(path, _)| path),
+            env_overrides: layered
+                .applied_env
+                .into_iter()
+                .map(|(_, var)| var)
+                .collect(),
+        })
+    }
+
+    /// Rules serde cannot express. Returns the first violation found.
+    fn validate(&self) -> Result<(), Violation> {
+        let http = &self.http;
+        if http.allowed_hosts.is_empty() {
+            return Err(Violation::at(
+                &["http", "allowed_hosts"],
+                "must not be empty; use [\"*\"] to accept any Host",
+            ));
+        }
+        positive(&["http", "max_body_bytes"], http.max_body_bytes as u64)?;
+        positive(&["http", "session_idle_secs"], http.session_idle_secs)?;
+
+        if self.tmux.servers.is_empty() {
+            return Err(Violation::at(
+                &["tmux", "servers"],
+                "no tmux server configured; add a [tmux.servers.<name>] table",
+            ));
+        }
+        let mut seen: BTreeMap<&TmuxSocket, &ServerName> = BTreeMap::new();
+        for (name, server) in &self.tmux.servers {
+            if let Some(first) = seen.insert(&server.socket, name) {
+                return Err(Violation {
+                    path: vec!["tmux".into(), "servers".into(), name.to_string()],
+                    message: format!(
+                        "addresses the same tmux server as tmux.servers.{first} ({})",
+                        server.socket
+                    ),
+                });
+            }
+        }
+
+        let engine = &self.engine;
+        positive(&["engine", "command_timeout_ms"], engine.command_timeout_ms)?;
+        positive(&["engine", "queue_capacity"], engine.queue_capacity as u64)?;
+        positive(
+            &["engine", "per_caller_queue"],
+            engine.per_caller_queue as u64,
+        )?;
+        positive(&["engine", "pipeline_depth"], engine.pipeline_depth as u64)?;
+        positive(
+            &["engine", "output_ring_bytes"],
+            engine.output_ring_bytes as u64,
+        )?;
+        positive(
+            &["engine", "output_idle_close_secs"],
+            engine.output_idle_close_secs,
+        )?;
+        positive(
+            &["engine", "pause_after_secs"],
+            engine.pause_after_secs.into(),
+        )?;
+        if engine.per_caller_queue > engine.queue_capacity {
+            return Err(Violation::at(
+                &["engine", "per_caller_queue"],
+                &format!(
+                    "{} exceeds engine.queue_capacity ({})",
+                    engine.per_caller_queue, engine.queue_capacity
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+struct Violation {
+    path: KeyPath,
+    message: String,
+}
+
+impl Violation {
+    fn at(path: &[&str], message: &str) -> Self {
+        Self {
+            path: path.iter().map(|s| s.to_string()).collect(),
+            message: message.to_owned(),
+        }
+    }
+}
+
+fn positive(path: &[&str], value: u64) -> Result<(), Violation> {
+    if value == 0 {
+        Err(Violation::at(path, "must be at least 1"))
+    } else {
+        Ok(())
+    }
+}
+
+/// The `MUXGATE_*` variables of this process, for [`Config::load`].
+pub fn process_env() -> Result<Vec<(String, String)>, ConfigError> {
+    let mut vars = Vec::new();
+    for (name, value) in std::env::vars_os() {
+        let Some(name) = name.to_str() else { continue };
+        if !name.starts_with(layers::ENV_PREFIX) {
+            continue;
+        }
+        let value = value.into_string().map_err(|_| EnvError {
+            var: name.to_owned(),
+            message: "value is not valid UTF-8".into(),
+        })?;
+        vars.push((name.to_owned(), value));
+    }
+    Ok(vars)
+}
+
+fn parse_table(text: &str, origin: Origin) -> Result<Table, ConfigError> {
+    toml::from_str(text).map_err(|e: toml::de::Error| ConfigError::Syntax {
+        origin,
+        message: e.to_string().trim_end().to_owned(),
+    })
+}
+
+fn deserialize(layered: &Layered) -> Result<Config, ConfigError> {
+    let value = toml::Value::Table(layered.tree.clone());
+    serde_path_to_error::deserialize(value).map_err(|err| {
+        let path: KeyPath = err
+            .path()
+            .iter()
+            .map(|segment| segment.to_string())
+            .collect();
+        let origin = layered.origin_of(&path);
+        let mut message = describe_serde_message(err.inner().message());
+        if matches!(origin, Origin::Env(_)) && message.contains("expected a string") {
+            message.push_str("; quote the value to pass it as a string, e.g. '\"123\"'");
+        }
+        ConfigError::Invalid {
+            key: if path.is_empty() {
+                "(top level)".into()
+            } else {
+                display_path(&path)
+            },
+            message,
+            origin,
+        }
+    })
+}
+
+/// Rewords serde's struct-field messages for a config file's vocabulary (keys, not fields).
+/// The key path already names the offending key, so "unknown field `x`" becomes "unknown key".
+fn describe_serde_message(message: &str) -> String {
+    if let Some(rest) = message.strip_prefix("unknown field `")
+        && let Some((_, tail)) = rest.split_once('`')
+    {
+        let tail = tail.trim_start_matches(',').trim_start();
+        return match tail {
+            "there are no fields" => "unknown key, this table takes no keys".into(),
+            tail => format!("unknown key, {tail}"),
+        };
+    }
+    message.replacen("missing field", "missing key", 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn load(file: &str, vars: &[(&str, &str)]) -> Result<LoadedConfig, ConfigError> {
+        Config::load_text(Some(("test.toml".into(), file.to_owned())), env(vars))
+    }
+
+    /// Loads and expects an `Invalid` error; returns (key, message, origin).
+    fn invalid(file: &str, vars: &[(&str, &str)]) -> (String, String, Origin) {
+        match load(file, vars) {
+            Err(ConfigError::Invalid {
+                key,
+                message,
+                origin,
+            }) => (key, message, origin),
+            other => panic!("expected an invalid-key error, got {other:?}"),
+        }
+    }
+
+    fn file_origin() -> Origin {
+        Origin::File("test.toml".into())
+    }
+
+    #[test]
+    fn embedded_default_is_one_default_server_on_loopback() {
+        let config = Config::embedded_default();
+        assert_eq!(config.http.bind, "127.0.0.1:8767".parse().unwrap());
+        let servers: Vec<_> = config.tmux.servers.iter().collect();
+        assert_eq!(servers.len(), 1);
+        assert_eq!(servers[0].0.as_str(), "default");
+        assert_eq!(servers[0].1.socket, TmuxSocket::Default);
+        assert!(!servers[0].1.allow_absent);
+        assert!(
+            config
+                .http
+                .allowed_hosts
+                .iter()
+                .all(|h| !matches!(h, HostPattern::Any))
+        );
+        assert_eq!(config.engine.command_timeout(), Duration::from_secs(5));
+    }
+
+    #[test]
+    fn the_example_file_is_valid() {
+        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/config/example.toml"));
+        let config = Config::load(Some(path), env(&[])).unwrap().config;
+        assert_eq!(config.tmux.servers.len(), 3);
+        assert!(config.http.allowed_origins.is_empty());
+    }
+
+    #[test]
+    fn a_file_changes_only_its_keys_and_replaces_the_server_list() {
+        let loaded = load(
+            "[http]\nbind = '0.0.0.0:9000'\n\
+             [tmux.servers.build]\nsocket_name = 'build'\nallow_absent = true\n\
+             [tmux.servers.shared]\nsocket_path = '/run/tmux/shared'\n",
+            &[],
+        )
+        .unwrap();
+        let config = loaded.config;
+        assert_eq!(config.http.bind, "0.0.0.0:9000".parse().unwrap());
+        assert_eq!(config.http.max_body_bytes, 4 * 1024 * 1024);
+        let names: Vec<_> = config.tmux.servers.keys().map(ServerName::as_str).collect();
+        assert_eq!(names, ["build", "shared"]);
+        assert_eq!(
+            config.tmux.servers["build"],
+            TmuxServer {
+                socket: TmuxSocket::Name("build".into()),
+                allow_absent: true
+            }
+        );
+        assert_eq!(
+            config.tmux.servers["shared"].socket.tmux_args(),
+            [OsString::from("-S"), OsString::from("/run/tmux/shared")]
+        );
+        assert_eq!(loaded.file, Some(PathBuf::from("test.toml")));
+    }
+
+    #[test]
+    fn env_overrides_win_over_the_file_and_are_reported() {
+        let loaded = load(
+            "[http]\nbind = '127.0.0.1:1'\n",
+            &[
+                ("MUXGATE_HTTP__BIND", "0.0.0.0:8080"),
+                (
+                    "MUXGATE_HTTP__ALLOWED_HOSTS",
+                    r#"["gw.example", "localhost:8080"]"#,
+                ),
+                ("MUXGATE_ENGINE__PIPELINE_DEPTH", "8"),
+                ("MUXGATE_TMUX__SERVERS__DEFAULT__ALLOW_ABSENT", "true"),
+                ("MUXGATE_TMUX__SERVERS__CI__SOCKET_NAME", "ci"),
+                ("MUXGATE_LOG", "debug"),
+            ],
+        )
+        .unwrap();
+        let config = loaded.config;
+        assert_eq!(config.http.bind, "0.0.0.0:8080".parse().unwrap());
+        assert_eq!(
+            config.http.allowed_hosts,
+            [
+                HostPattern::parse("gw.example").unwrap(),
+                HostPattern::parse("localhost:8080").unwrap()
+            ]
+        );
+        assert_eq!(config.engine.pipeline_depth, 8);
+        assert!(config.tmux.servers["default"].allow_absent);
+        assert_eq!(
+            config.tmux.servers["ci"].socket,
+            TmuxSocket::Name("ci".into())
+        );
+        assert_eq!(loaded.env_overrides.len(), 5);
+        assert!(
+            loaded
+                .env_overrides
+                .contains(&"MUXGATE_HTTP__BIND".to_string())
+        );
+    }
+
+    #[test]
+    fn unknown_key_names_its_path_the_choices_and_the_file() {
+        let (key, message, origin) = invalid("[http]\nbnd = 'x'\n", &[]);
+        assert_eq!(key, "http.bnd");
+        assert!(
+            message.starts_with("unknown key, expected one of"),
+            "{message}"
+        );
+        assert!(message.contains("`bind`"), "{message}");
+        assert_eq!(origin, file_origin());
+    }
+
+    #[test]
+    fn unknown_section_is_refused() {
+        let (key, message, _) = invalid("[htp]\nbind = 'x'\n", &[]);
+        assert_eq!(key, "htp");
+        assert!(message.starts_with("unknown key"), "{message}");
+    }
+
+    #[test]
+    fn unknown_key_in_a_server_is_refused() {
+        let (key, message, _) = invalid("[tmux.servers.a]\nsocket = 'x'\n", &[]);
+        assert_eq!(key, "tmux.servers.a.socket");
+        assert!(message.contains("`socket_name`"), "{message}");
+    }
+
+    #[test]
+    fn unknown_key_from_env_names_the_variable() {
+        let (key, _, origin) = invalid("", &[("MUXGATE_ENGINE__QUEUE_CAP", "1")]);
+        assert_eq!(key, "engine.queue_cap");
+        assert_eq!(origin, Origin::Env("MUXGATE_ENGINE__QUEUE_CAP".into()));
+    }
+
+    #[test]
+    fn bad_values_name_the_key() {
+        let (key, message, origin) = invalid("[engine]\nqueue_capacity = -1\n", &[]);
+        assert_eq!(key, "engine.queue_capacity");
+        assert!(message.contains("invalid value"), "{message}");
+        assert_eq!(origin, file_origin());
+
+        let (key, message, _) = invalid("[http]\nbind = 'localhost'\n", &[]);
+        assert_eq!(key, "http.bind");
+        assert!(message.contains("socket address"), "{message}");
+
+        let (key, message, _) = invalid("[http]\nmax_body_bytes = 'big'\n", &[]);
+        assert_eq!(key, "http.max_body_bytes");
+        assert!(message.contains("invalid type"), "{message}");
+    }
+
+    #[test]
+    fn bad_value_from_env_names_the_variable_and_suggests_quoting() {
+        let (key, message, origin) = invalid(
+            "[tmux.servers.a]\nsocket_name = 'a'\n",
+            &[("MUXGATE_TMUX__SERVERS__A__SOCKET_NAME", "123")],
+        );
+        assert_eq!(key, "tmux.servers.a.socket_name");
+        assert_eq!(
+            origin,
+            Origin::Env("MUXGATE_TMUX__SERVERS__A__SOCKET_NAME".into())
+        );
+        assert!(message.contains("quote the value"), "{message}");
+
+        let (key, _, origin) = invalid("", &[("MUXGATE_HTTP__BIND", "nonsense")]);
+        assert_eq!(key, "http.bind");
+        assert_eq!(origin, Origin::Env("MUXGATE_HTTP__BIND".into()));
+    }
+
+    #[test]
+    fn bad_host_and_origin_patterns_are_refused() {
+        let (key, message, _) = invalid("[http]\nallowed_hosts = ['a b']\n", &[]);
+        assert_eq!(key, "http.allowed_hosts[0]");
+        assert!(message.contains("invalid host pattern"), "{message}");
+
+        let (key, message, _) = invalid(
+            "[http]\nallowed_origins = ['http://ok:1', 'localhost']\n",
+            &[],
+        );
+        assert_eq!(key, "http.allowed_origins[1]");
+        assert!(message.contains("invalid origin pattern"), "{message}");
+
+        let (key, message, _) = invalid("[http]\nallowed_hosts = []\n", &[]);
+        assert_eq!(key, "http.allowed_hosts");
+        assert!(message.contains("[\"*\"]"), "{message}");
+    }
+
+    #[test]
+    fn both_socket_kinds_at_once_are_refused() {
+        let (key, message, origin) = invalid(
+            "[tmux.servers.a]\nsocket_name = 'a'\nsocket_path = '/tmp/a'\n",
+            &[],
+        );
+        assert_eq!(key, "tmux.servers.a");
+        assert!(message.contains("mutually exclusive"), "{message}");
+        assert_eq!(origin, file_origin());
+    }
+
+    #[test]
+    fn socket_names_and_paths_are_checked() {
+        for bad in ["a/b", "", "..", "x y"] {
+            let (key, message, _) =
+                invalid(&format!("[tmux.servers.a]\nsocket_name = '{bad}'\n"), &[]);
+            assert_eq!(key, "tmux.servers.a");
+            assert!(message.contains("socket_name"), "{bad}: {message}");
+        }
+        let (key, message, _) = invalid("[tmux.servers.a]\nsocket_path = 'rel/sock'\n", &[]);
+        assert_eq!(key, "tmux.servers.a");
+        assert!(message.contains("absolute"), "{message}");
+    }
+
+    #[test]
+    fn server_names_are_checked() {
+        let long = "x".repeat(65);
+        for bad in ["\"a b\"", "\"a/b\"", "\"\"", long.as_str()] {
+            let (key, message, _) = invalid(&format!("[tmux.servers.{bad}]\n"), &[]);
+            assert!(key.starts_with("tmux.servers"), "{bad}: {key}");
+            assert!(message.contains("invalid server name"), "{bad}: {message}");
+        }
+        assert!(ServerName::parse("ok.name-1_2").is_ok());
+        assert!(ServerName::parse(&"x".repeat(64)).is_ok());
+    }
+
+    #[test]
+    fn an_empty_server_list_is_refused() {
+        let (key, message, _) = invalid("[tmux.servers]\n", &[]);
+        assert_eq!(key, "tmux.servers");
+        assert!(message.contains("no tmux server"), "{message}");
+    }
+
+    #[test]
+    fn two_names_for_one_socket_are_refused() {
+        let (key, message, _) = invalid(
+            "[tmux.servers.a]\nsocket_name = 's'\n[tmux.servers.b]\nsocket_name = 's'\n",
+            &[],
+        );
+        assert_eq!(key, "tmux.servers.b");
+        assert!(message.contains("tmux.servers.a"), "{message}");
+        let (key, _, _) = invalid("[tmux.servers.a]\n[tmux.servers.b]\n", &[]);
+        assert_eq!(key, "tmux.servers.b");
+    }
+
+    #[test]
+    fn engine_limits_are_checked() {
+        for key in [
+            "command_timeout_ms",
+            "queue_capacity",
+            "per_caller_queue",
+            "pipeline_depth",
+            "output_ring_bytes",
+            "output_idle_close_secs",
+            "pause_after_secs",
+        ] {
+            let (path, message, _) = invalid(&format!("[engine]\n{key} = 0\n"), &[]);
+            assert_eq!(path, format!("engine.{key}"));
+            assert_eq!(message, "must be at least 1");
+        }
+        let (key, message, _) = invalid(
+            "[engine]\nqueue_capacity = 10\nper_caller_queue = 11\n",
+            &[],
+        );
+        assert_eq!(key, "engine.per_caller_queue");
+        assert!(message.contains("queue_capacity"), "{message}");
+    }
+
+    #[test]
+    fn http_limits_are_checked() {
+        let (key, _, _) = invalid("[http]\nmax_body_bytes = 0\n", &[]);
+        assert_eq!(key, "http.max_body_bytes");
+        let (key, _, origin) = invalid("", &[("MUXGATE_HTTP__SESSION_IDLE_SECS", "0")]);
+        assert_eq!(key, "http.session_idle_secs");
+        assert_eq!(
+            origin,
+            Origin::Env("MUXGATE_HTTP__SESSION_IDLE_SECS".into())
+        );
+    }
+
+    #[test]
+    fn syntax_errors_name_the_file_and_line() {
+        match load("[http\nbind = 1\n", &[]) {
+            Err(ConfigError::Syntax { origin, message }) => {
+                assert_eq!(origin, file_origin());
+                assert!(message.contains("line 1"), "{message}");
+            }
+            other => panic!("expected a syntax error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn env_errors_surface() {
+        match load("", &[("MUXGATE_HTTP_BIND", "x")]) {
+            Err(ConfigError::Env(err)) => assert_eq!(err.var, "MUXGATE_HTTP_BIND"),
+            other => panic!("expected an env error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_missing_file_is_a_read_error() {
+        let err = Config::load(Some(Path::new("/nonexistent/muxgate.toml")), env(&[])).unwrap_err();
+        assert!(matches!(err, ConfigError::Read { .. }), "{err:?}");
+        assert!(err.to_string().contains("/nonexistent/muxgate.toml"));
+    }
+
+    #[test]
+    fn error_display_reads_as_one_line_with_key_and_origin() {
+        let err = load("[http]\nbnd = 1\n", &[]).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with("http.bnd: unknown key, expected one of"),
+            "{text}"
+        );
+        assert!(text.ends_with("(set in config file test.toml)"), "{text}");
+    }
+}

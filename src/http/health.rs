@@ -1,0 +1,161 @@
+//! `/healthz` (the process answers) and `/readyz` (every tmux server it must drive is reachable).
+//!
+//! Readiness is asked of a [`ReadinessProbe`], so the HTTP layer does not know how servers are
+//! reached: the engine implements the trait against its workers; until then
+//! [`crate::tmux_cli::CliReadiness`] probes with one-shot tmux commands.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+/// A boxed, sendable future (what [`ReadinessProbe::check`] returns).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The longest `/readyz` waits for a probe before answering not ready.
+pub const READINESS_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Reports the state of every configured tmux server.
+///
+/// Implemented for closures returning a future, which suits tests:
+/// `Arc::new(|| async { vec![] })`.
+pub trait ReadinessProbe: Send + Sync + 'static {
+    fn check(&self) -> BoxFuture<'_, Vec<ServerReadiness>>;
+}
+
+impl<F, Fut> ReadinessProbe for F
+where
+    F: Fn() -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Vec<ServerReadiness>> + Send + 'static,
+{
+    fn check(&self) -> BoxFuture<'_, Vec<ServerReadiness>> {
+        Box::pin(self())
+    }
+}
+
+/// One server's state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServerReadiness {
+    pub name: String,
+    /// Configured `allow_absent`: an absent server does not make the gateway unready.
+    pub allow_absent: bool,
+    #[serde(flatten)]
+    pub status: ServerStatus,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum ServerStatus {
+    /// The server answers.
+    Ready,
+    /// No server is running on the socket.
+    Absent,
+    /// The server could not be asked (permissions, timeout, unexpected error).
+    Unreachable { reason: String },
+}
+
+impl ServerReadiness {
+    /// Whether this server lets the gateway be ready.
+    pub fn is_ok(&self) -> bool {
+        match self.status {
+            ServerStatus::Ready => true,
+            ServerStatus::Absent => self.allow_absent,
+            ServerStatus::Unreachable { .. } => false,
+        }
+    }
+}
+
+/// The `/readyz` body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Readiness {
+    pub ready: bool,
+    pub servers: Vec<ServerReadiness>,
+}
+
+impl Readiness {
+    pub fn from_servers(servers: Vec<ServerReadiness>) -> Self {
+        Self {
+            ready: servers.iter().all(ServerReadiness::is_ok),
+            servers,
+        }
+    }
+}
+
+pub async fn healthz() -> Response {
+    Json(serde_json::json!({ "status": "ok" })).into_response()
+}
+
+pub async fn readyz(State(probe): State<Arc<dyn ReadinessProbe>>) -> Response {
+    match tokio::time::timeout(READINESS_TIMEOUT, probe.check()).await {
+        Ok(servers) => {
+            let readiness = Readiness::from_servers(servers);
+            let status = if readiness.ready {
+                StatusCode::OK
+            } else {
+                StatusCode::SERVICE_UNAVAILABLE
+            };
+            (status, Json(readiness)).into_response()
+        }
+        Err(_) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(serde_json::json!({
+                "ready": false,
+                "error": format!("readiness probe did not answer within {READINESS_TIMEOUT:?}"),
+            })),
+        )
+            .into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(status: ServerStatus, allow_absent: bool) -> ServerReadiness {
+        ServerReadiness {
+            name: "s".into(),
+            allow_absent,
+            status,
+        }
+    }
+
+    #[test]
+    fn ready_needs_every_server_up_or_allowed_absent() {
+        assert!(Readiness::from_servers(vec![]).ready);
+        assert!(Readiness::from_servers(vec![server(ServerStatus::Ready, false)]).ready);
+        assert!(Readiness::from_servers(vec![server(ServerStatus::Absent, true)]).ready);
+        assert!(!Readiness::from_servers(vec![server(ServerStatus::Absent, false)]).ready);
+        let unreachable = ServerStatus::Unreachable {
+            reason: "permission denied".into(),
+        };
+        assert!(!Readiness::from_servers(vec![server(unreachable, true)]).ready);
+        assert!(
+            !Readiness::from_servers(vec![
+                server(ServerStatus::Ready, false),
+                server(ServerStatus::Absent, false)
+            ])
+            .ready
+        );
+    }
+
+    #[test]
+    fn body_names_each_server_and_its_status() {
+        let body = serde_json::to_value(Readiness::from_servers(vec![server(
+            ServerStatus::Unreachable { reason: "x".into() },
+            false,
+        )]))
+        .unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({"ready": false, "servers": [
+                {"name": "s", "allow_absent": false, "status": "unreachable", "reason": "x"}
+            ]})
+        );
+    }
+}

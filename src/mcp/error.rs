@@ -1,0 +1,198 @@
+//! Tool errors a model can act on.
+//!
+//! A tool returns `Result<Json<T>, ToolError>`. A [`ToolError`] becomes an MCP tool result with
+//! `isError: true`: a text block the model reads (message and a one-line suggestion of what to do
+//! instead) and `structuredContent.error` with the same fields plus a machine-readable
+//! [`ToolErrorKind`].
+//!
+//! Not for protocol failures: a request that cannot be routed at all (unknown tool, broken
+//! JSON-RPC) stays a JSON-RPC error (`rmcp::ErrorData`), which clients usually hide from the
+//! model.
+
+use rmcp::ErrorData;
+use rmcp::handler::server::tool::IntoCallToolResult;
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+/// What went wrong, for programs; the message and suggestion are for the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolErrorKind {
+    /// The arguments do not fit the tool's input schema or its rules.
+    InvalidArguments,
+    /// A named server, session, window, pane or buffer does not exist.
+    NotFound,
+    /// The caller may not do this (tier, target ACL, self-protection).
+    Forbidden,
+    /// The target is in a state that does not allow the operation.
+    Conflict,
+    /// A limit or queue is full; retrying later can succeed.
+    Busy,
+    /// The operation did not finish within its time limit.
+    Timeout,
+    /// The multiplexer cannot be reached.
+    Unavailable,
+    /// A fault inside the gateway.
+    Internal,
+}
+
+impl ToolErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidArguments => "invalid_arguments",
+            Self::NotFound => "not_found",
+            Self::Forbidden => "forbidden",
+            Self::Conflict => "conflict",
+            Self::Busy => "busy",
+            Self::Timeout => "timeout",
+            Self::Unavailable => "unavailable",
+            Self::Internal => "internal",
+        }
+    }
+}
+
+/// An error a tool reports to the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema, thiserror::Error)]
+#[error("{kind:?}: {message}")]
+pub struct ToolError {
+    pub kind: ToolErrorKind,
+    /// What went wrong, naming the offending argument or target.
+    pub message: String,
+    /// One line: what to call or change instead.
+    pub suggestion: String,
+}
+
+impl ToolError {
+    pub fn new(
+        kind: ToolErrorKind,
+        message: impl Into<String>,
+        suggestion: impl Into<String>,
+    ) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+            suggestion: suggestion.into(),
+        }
+    }
+
+    pub fn invalid_arguments(message: impl Into<String>, suggestion: impl Into<String>) -> Self {
+        Self::new(ToolErrorKind::InvalidArguments, message, suggestion)
+    }
+
+    pub fn not_found(message: impl Into<String>, suggestion: impl Into<String>) -> Self {
+        Self::new(ToolErrorKind::NotFound, message, suggestion)
+    }
+
+    /// The MCP result: `isError`, readable text, and `structuredContent.error`.
+    pub fn into_result(self) -> CallToolResult {
+        let text = format!(
+            "error ({}): {}\nsuggestion: {}",
+            self.kind.as_str(),
+            self.message,
+            self.suggestion
+        );
+        let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
+        result.structured_content = Some(serde_json::json!({ "error": self }));
+        result
+    }
+}
+
+impl IntoCallToolResult for ToolError {
+    fn into_call_tool_result(self) -> Result<CallToolResponse, ErrorData> {
+        Ok(self.into_result().into())
+    }
+}
+
+/// The prefix rmcp puts on argument deserialization failures (it turns them into `isError`
+/// results itself, as plain text).
+const RMCP_ARGUMENT_ERROR_PREFIX: &str = "failed to deserialize parameters: ";
+
+/// Rewrites rmcp's plain-text argument errors into the [`ToolError`] shape, so every tool error
+/// a client sees has the same structure. Other results pass through unchanged.
+pub fn normalize_argument_error(response: CallToolResponse) -> CallToolResponse {
+    let CallToolResponse::Complete(result) = &response else {
+        return response;
+    };
+    if result.is_error != Some(true) || result.structured_content.is_some() {
+        return response;
+    }
+    let detail = result
+        .content
+        .first()
+        .and_then(|block| block.as_text())
+        .and_then(|text| text.text.strip_prefix(RMCP_ARGUMENT_ERROR_PREFIX));
+    match detail {
+        Some(detail) => ToolError::invalid_arguments(
+            format!("invalid arguments: {detail}"),
+            "call tools/list and pass exactly the fields of this tool's inputSchema",
+        )
+        .into_result()
+        .into(),
+        None => response,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text_of(result: &CallToolResult) -> &str {
+        &result.content[0].as_text().expect("text block").text
+    }
+
+    #[test]
+    fn a_tool_error_is_an_is_error_result_with_text_and_structure() {
+        let result = ToolError::not_found(
+            "no tmux server named `x`",
+            "call list_servers for valid names",
+        )
+        .into_result();
+        assert_eq!(result.is_error, Some(true));
+        assert_eq!(
+            text_of(&result),
+            "error (not_found): no tmux server named `x`\nsuggestion: call list_servers for valid names"
+        );
+        assert_eq!(
+            result.structured_content,
+            Some(serde_json::json!({"error": {
+                "kind": "not_found",
+                "message": "no tmux server named `x`",
+                "suggestion": "call list_servers for valid names",
+            }}))
+        );
+    }
+
+    #[test]
+    fn rmcp_argument_errors_are_rewritten() {
+        let rmcp_result = CallToolResult::error(vec![ContentBlock::text(
+            "failed to deserialize parameters: unknown field `bogus`, there are no fields",
+        )]);
+        let CallToolResponse::Complete(result) = normalize_argument_error(rmcp_result.into())
+        else {
+            panic!("expected a complete result");
+        };
+        assert_eq!(result.is_error, Some(true));
+        let error = &result.structured_content.as_ref().unwrap()["error"];
+        assert_eq!(error["kind"], "invalid_arguments");
+        assert_eq!(
+            error["message"],
+            "invalid arguments: unknown field `bogus`, there are no fields"
+        );
+    }
+
+    #[test]
+    fn other_results_pass_through() {
+        let plain_error = CallToolResult::error(vec![ContentBlock::text("something else")]);
+        let success = CallToolResult::success(vec![ContentBlock::text(
+            "failed to deserialize parameters: but not an error",
+        )]);
+        for result in [plain_error, success] {
+            let CallToolResponse::Complete(out) = normalize_argument_error(result.clone().into())
+            else {
+                panic!("expected a complete result");
+            };
+            assert_eq!(out, result);
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! The tool catalog, one file per group of tools, grouped by what they act on.
+//!
+//! Adding a group: create `tools/<group>.rs` with a
+//! `#[tool_router(router = <group>_tools, vis = "pub(crate)")] impl McpServer { … }` block and add
+//! its router in [`router`]. Each tool: input struct with `#[serde(deny_unknown_fields)]`,
+//! output `Result<Json<T>, ToolError>`, all four annotation hints set explicitly, and a
+//! description whose first line is a one-line summary (it is what `muxgate tools` prints).
+
+pub mod server;
+
+use rmcp::handler::server::tool::ToolRouter;
+
+use super::McpServer;
+
+/// Every tool the gateway serves.
+pub(crate) fn router() -> ToolRouter<McpServer> {
+    McpServer::server_tools()
+}

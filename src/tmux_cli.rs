@@ -1,0 +1,216 @@
+//! One-shot `tmux` subprocesses for diagnostics: is tmux installed, is a server running, which
+//! clients does it have.
+//!
+//! Used by `muxgate doctor`, and by `/readyz` through [`CliReadiness`] until the control-mode
+//! engine reports readiness from its own connections. Not for tool calls: those go through the
+//! engine (one persistent connection per server instead of a process per command).
+//!
+//! Every command runs with a timeout, is killed when dropped, and has `TMUX` removed from its
+//! environment so that a gateway started inside tmux still addresses the configured socket.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::process::Command;
+use tokio::task::JoinSet;
+
+use crate::config::{ServerName, TmuxServer, TmuxSocket};
+use crate::http::health::{BoxFuture, ReadinessProbe, ServerReadiness, ServerStatus};
+
+/// How long one diagnostic tmux command may take.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Why a tmux command did not give an answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CliError {
+    #[error("cannot run tmux: {0}")]
+    Spawn(String),
+    #[error("tmux did not answer within {0:?}")]
+    Timeout(Duration),
+    /// tmux ran and failed; its stderr.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Runs `tmux <socket args> <args>` and returns its stdout.
+pub async fn run(
+    socket: &TmuxSocket,
+    args: &[&str],
+    timeout: Duration,
+) -> Result<String, CliError> {
+    let mut command = Command::new("tmux");
+    command
+        .args(socket.tmux_args())
+        .args(args)
+        .env_remove("TMUX")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(timeout, command.output())
+        .await
+        .map_err(|_| CliError::Timeout(timeout))?
+        .map_err(|e| CliError::Spawn(e.to_string()))?;
+    if output.status.success() {
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    } else {
+        let stderr = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+        Err(CliError::Failed(if stderr.is_empty() {
+            format!("tmux exited with {}", output.status)
+        } else {
+            stderr
+        }))
+    }
+}
+
+/// The tmux found on `PATH`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TmuxBinary {
+    pub path: PathBuf,
+    /// `tmux -V` output, e.g. `tmux 3.3a`.
+    pub version: String,
+}
+
+/// Finds tmux on `PATH` and asks its version.
+pub async fn find_tmux() -> Result<TmuxBinary, CliError> {
+    let path_var = std::env::var_os("PATH").unwrap_or_default();
+    let path = find_in_path(&path_var, "tmux")
+        .ok_or_else(|| CliError::Spawn("tmux is not on PATH".into()))?;
+    let version = run(&TmuxSocket::Default, &["-V"], PROBE_TIMEOUT).await?;
+    Ok(TmuxBinary {
+        path,
+        version: version.trim().to_owned(),
+    })
+}
+
+fn find_in_path(path_var: &OsString, program: &str) -> Option<PathBuf> {
+    std::env::split_paths(path_var)
+        .map(|dir| dir.join(program))
+        .find(|candidate| is_executable(candidate))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// What a probe found at a socket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerProbe {
+    Running {
+        sessions: usize,
+    },
+    /// No server is running there.
+    Absent,
+    Unreachable(String),
+}
+
+/// Asks the server at `socket` for its sessions.
+pub async fn probe_server(socket: &TmuxSocket, timeout: Duration) -> ServerProbe {
+    match run(socket, &["list-sessions", "-F", "#{session_id}"], timeout).await {
+        Ok(out) => ServerProbe::Running {
+            sessions: out.lines().filter(|l| !l.is_empty()).count(),
+        },
+        Err(CliError::Failed(stderr)) if is_absent_message(&stderr) => ServerProbe::Absent,
+        Err(err) => ServerProbe::Unreachable(err.to_string()),
+    }
+}
+
+/// Whether tmux's error says that no server listens on the socket (as opposed to a failure
+/// such as a permission problem).
+pub fn is_absent_message(stderr: &str) -> bool {
+    stderr.starts_with("no server running on")
+        || (stderr.starts_with("error connecting to")
+            && (stderr.contains("No such file or directory")
+                || stderr.contains("Connection refused")))
+}
+
+/// `/readyz` backed by [`probe_server`], probing all servers concurrently.
+pub struct CliReadiness {
+    servers: Vec<(ServerName, TmuxServer)>,
+}
+
+impl CliReadiness {
+    pub fn new<'a>(servers: impl IntoIterator<Item = (&'a ServerName, &'a TmuxServer)>) -> Self {
+        Self {
+            servers: servers
+                .into_iter()
+                .map(|(name, server)| (name.clone(), server.clone()))
+                .collect(),
+        }
+    }
+}
+
+impl ReadinessProbe for CliReadiness {
+    fn check(&self) -> BoxFuture<'_, Vec<ServerReadiness>> {
+        Box::pin(async move {
+            let mut probes = JoinSet::new();
+            for (index, (_, server)) in self.servers.iter().enumerate() {
+                let socket = server.socket.clone();
+                probes.spawn(async move { (index, probe_server(&socket, PROBE_TIMEOUT).await) });
+            }
+            let mut found = vec![None; self.servers.len()];
+            while let Some(joined) = probes.join_next().await {
+                if let Ok((index, probe)) = joined {
+                    found[index] = Some(probe);
+                }
+            }
+            self.servers
+                .iter()
+                .zip(found)
+                .map(|((name, server), probe)| ServerReadiness {
+                    name: name.to_string(),
+                    allow_absent: server.allow_absent,
+                    status: match probe {
+                        Some(ServerProbe::Running { .. }) => ServerStatus::Ready,
+                        Some(ServerProbe::Absent) => ServerStatus::Absent,
+                        Some(ServerProbe::Unreachable(reason)) => {
+                            ServerStatus::Unreachable { reason }
+                        }
+                        None => ServerStatus::Unreachable {
+                            reason: "probe task failed".into(),
+                        },
+                    },
+                })
+                .collect()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absent_servers_are_told_apart_from_failures() {
+        assert!(is_absent_message(
+            "no server running on /tmp/tmux-1000/default"
+        ));
+        assert!(is_absent_message(
+            "error connecting to /tmp/tmux-1000/x (No such file or directory)"
+        ));
+        assert!(is_absent_message(
+            "error connecting to /tmp/tmux-1000/x (Connection refused)"
+        ));
+        assert!(!is_absent_message(
+            "error connecting to /tmp/tmux-1000/x (Permission denied)"
+        ));
+        assert!(!is_absent_message("server exited unexpectedly"));
+    }
+
+    #[test]
+    fn programs_are_found_on_path_only_if_executable() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("prog");
+        std::fs::write(&exe, "#!/bin/sh\n").unwrap();
+        let path_var: OsString = dir.path().as_os_str().to_owned();
+        assert_eq!(find_in_path(&path_var, "prog"), None);
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(find_in_path(&path_var, "prog"), Some(exe));
+        assert_eq!(find_in_path(&path_var, "other"), None);
+    }
+}

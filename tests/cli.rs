@@ -1,0 +1,173 @@
+//! The `muxgate` binary: `serve` start-up banner and SIGTERM, `check-config` and `doctor` exit
+//! codes.
+
+mod common;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+fn muxgate() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_muxgate"));
+    // Only what the test sets: no MUXGATE_* from the environment running the tests.
+    command
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    command
+}
+
+fn write_config(dir: &tempfile::TempDir, name: &str, text: &str) -> std::path::PathBuf {
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).expect("write config");
+    path
+}
+
+#[tokio::test]
+async fn serve_prints_the_endpoint_and_stops_cleanly_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        &dir,
+        "serve.toml",
+        &format!(
+            "[tmux.servers.work]\nsocket_name = '{}'\nallow_absent = true\n",
+            common::tmux::unique_socket_name()
+        ),
+    );
+    let mut child = muxgate()
+        .arg("serve")
+        .arg("--config")
+        .arg(&config)
+        .args(["--bind", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn muxgate serve");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut banner = String::new();
+    let url = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.expect("read stdout") {
+            banner.push_str(&line);
+            banner.push('\n');
+            if let Some(url) = line.trim().strip_prefix("MCP endpoint: ") {
+                return url.to_owned();
+            }
+        }
+        panic!("serve exited before printing its endpoint: {banner}");
+    })
+    .await
+    .expect("banner within 30 s");
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+        "{url}"
+    );
+    // The rest of the banner: servers and the client snippet.
+    let rest = tokio::time::timeout(Duration::from_secs(5), async {
+        let mut text = String::new();
+        while let Some(line) = lines.next_line().await.expect("read stdout") {
+            text.push_str(&line);
+            text.push('\n');
+            if line == "}" {
+                break;
+            }
+        }
+        text
+    })
+    .await
+    .expect("snippet within 5 s");
+    assert!(rest.contains("tmux servers: work"), "{rest}");
+    assert!(rest.contains(&format!("\"url\": \"{url}\"")), "{rest}");
+
+    let health = reqwest::get(url.replace("/mcp", "/healthz"))
+        .await
+        .expect("GET /healthz");
+    assert_eq!(health.status(), reqwest::StatusCode::OK);
+
+    let pid = child.id().expect("running") as libc::pid_t;
+    // SAFETY: kill(2) with a pid we spawned and still own (not yet reaped).
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let status = tokio::time::timeout(Duration::from_secs(15), child.wait())
+        .await
+        .expect("exit within the grace period")
+        .expect("wait");
+    assert!(status.success(), "{status}");
+}
+
+#[tokio::test]
+async fn check_config_prints_ok_or_the_offending_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = write_config(&dir, "good.toml", "[http]\nbind = '127.0.0.1:9999'\n");
+    let output = muxgate()
+        .arg("check-config")
+        .arg(&good)
+        .output()
+        .await
+        .expect("run");
+    assert!(output.status.success());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.starts_with("OK: "), "{stdout}");
+    assert!(stdout.contains("127.0.0.1:9999"), "{stdout}");
+
+    let bad = write_config(&dir, "bad.toml", "[engine]\nqueue_capacity = 'lots'\n");
+    let output = muxgate()
+        .arg("check-config")
+        .arg(&bad)
+        .output()
+        .await
+        .expect("run");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("engine.queue_capacity"), "{stderr}");
+    assert!(stderr.contains(&bad.display().to_string()), "{stderr}");
+
+    let output = muxgate()
+        .arg("check-config")
+        .arg(&good)
+        .env("MUXGATE_HTTP__BIND", "nope")
+        .output()
+        .await
+        .expect("run");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("MUXGATE_HTTP__BIND"), "{stderr}");
+}
+
+#[tokio::test]
+async fn doctor_exit_code_reflects_failed_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = common::tmux::unique_socket_name();
+    let required = write_config(
+        &dir,
+        "required.toml",
+        &format!("[tmux.servers.s]\nsocket_name = '{socket}'\n"),
+    );
+    let output = muxgate()
+        .arg("doctor")
+        .arg("--config")
+        .arg(&required)
+        .output()
+        .await
+        .expect("run");
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stdout).contains("not running"));
+
+    let optional = write_config(
+        &dir,
+        "optional.toml",
+        &format!("[tmux.servers.s]\nsocket_name = '{socket}'\nallow_absent = true\n"),
+    );
+    let output = muxgate()
+        .arg("doctor")
+        .env("MUXGATE_CONFIG", &optional)
+        .output()
+        .await
+        .expect("run");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+}

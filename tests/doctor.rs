@@ -1,0 +1,86 @@
+//! `muxgate doctor`'s checks against real tmux servers on private sockets.
+
+mod common;
+
+use std::time::Duration;
+
+use common::tmux::{TestTmux, unique_socket_name};
+use common::{config_with_server, wait_until};
+use muxgate::doctor::{self, Outcome};
+
+fn client_count(tmux: &TestTmux) -> usize {
+    tmux.ok(&["list-clients", "-F", "#{client_pid}"])
+        .lines()
+        .count()
+}
+
+#[tokio::test]
+async fn doctor_tells_live_from_stale_muxgate_clients() {
+    let tmux = TestTmux::start();
+    let own_pid = std::process::id();
+    // Spawned by this process: owner pid matches the parent, so it is live.
+    let live = tmux.attach_control_client(&format!("muxgate-{own_pid}"));
+    // Claims an owner that is not its parent: what a crashed gateway leaves behind.
+    let stale = tmux.attach_control_client("muxgate-1");
+    // A human's client is not muxgate's business.
+    let _other = tmux.attach_control_client("xterm-256color");
+    assert!(
+        wait_until(Duration::from_secs(5), || client_count(&tmux) == 3).await,
+        "control clients did not attach"
+    );
+
+    let config = config_with_server("work", &tmux.socket, false);
+    let report = doctor::run(&config).await;
+    let text = report.render();
+
+    assert!(report.failed(), "{text}");
+    let clients: Vec<_> = report
+        .checks
+        .iter()
+        .filter(|c| c.subject == "clients work")
+        .collect();
+    assert_eq!(clients.len(), 2, "{text}");
+    let live_check = clients
+        .iter()
+        .find(|c| c.detail.contains(&format!("pid {} ", live.pid())))
+        .expect("live client reported");
+    assert_eq!(live_check.outcome, Outcome::Ok, "{text}");
+    let stale_check = clients
+        .iter()
+        .find(|c| c.detail.contains(&format!("kill {}", stale.pid())))
+        .expect("stale client reported with its kill command");
+    assert_eq!(stale_check.outcome, Outcome::Fail, "{text}");
+    assert!(
+        report.checks.iter().any(|c| c.subject == "server work"
+            && c.outcome == Outcome::Ok
+            && c.detail.contains("1 session")),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn doctor_passes_with_no_muxgate_clients() {
+    let tmux = TestTmux::start();
+    let report = doctor::run(&config_with_server("work", &tmux.socket, false)).await;
+    assert!(!report.failed(), "{}", report.render());
+    assert!(
+        report
+            .checks
+            .iter()
+            .any(|c| c.subject == "tmux" && c.detail.starts_with("tmux ")),
+        "{}",
+        report.render()
+    );
+}
+
+#[tokio::test]
+async fn doctor_fails_on_an_absent_server_unless_allowed() {
+    let socket = unique_socket_name();
+    let report = doctor::run(&config_with_server("gone", &socket, false)).await;
+    assert!(report.failed());
+    assert!(report.render().contains("not running"));
+
+    let report = doctor::run(&config_with_server("gone", &socket, true)).await;
+    assert!(!report.failed(), "{}", report.render());
+    assert!(report.render().contains("allowed absent"));
+}

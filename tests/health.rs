@@ -1,0 +1,81 @@
+//! `/healthz` and `/readyz` against real tmux servers on private sockets.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::tmux::{TestTmux, unique_socket_name};
+use common::{config_with_server, spawn_gateway, spawn_gateway_with};
+use muxgate::config::Config;
+use muxgate::http::health::{READINESS_TIMEOUT, ServerReadiness};
+use serde_json::{Value, json};
+
+async fn get(url: String) -> (reqwest::StatusCode, Value) {
+    let response = reqwest::get(url).await.expect("GET");
+    let status = response.status();
+    (status, response.json().await.expect("JSON body"))
+}
+
+#[tokio::test]
+async fn healthz_answers_while_the_process_runs() {
+    let gateway = spawn_gateway(config_with_server("s", &unique_socket_name(), false)).await;
+    let (status, body) = get(format!("{}/healthz", gateway.base)).await;
+    assert_eq!(status, reqwest::StatusCode::OK);
+    assert_eq!(body, json!({"status": "ok"}));
+}
+
+#[tokio::test]
+async fn readyz_is_ready_when_the_server_runs() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let (status, body) = get(format!("{}/readyz", gateway.base)).await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{body}");
+    assert_eq!(
+        body,
+        json!({"ready": true, "servers": [
+            {"name": "work", "allow_absent": false, "status": "ready"}
+        ]})
+    );
+}
+
+#[tokio::test]
+async fn readyz_is_unavailable_while_a_required_server_is_absent() {
+    let running = TestTmux::start();
+    let absent = unique_socket_name();
+    let config = Config::from_toml_str(&format!(
+        "[tmux.servers.up]\nsocket_name = '{}'\n[tmux.servers.down]\nsocket_name = '{absent}'\n",
+        running.socket
+    ))
+    .expect("config");
+    let gateway = spawn_gateway(config).await;
+    let (status, body) = get(format!("{}/readyz", gateway.base)).await;
+    assert_eq!(status, reqwest::StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(
+        body,
+        json!({"ready": false, "servers": [
+            {"name": "down", "allow_absent": false, "status": "absent"},
+            {"name": "up", "allow_absent": false, "status": "ready"}
+        ]})
+    );
+}
+
+#[tokio::test]
+async fn readyz_tolerates_servers_allowed_to_be_absent() {
+    let gateway = spawn_gateway(config_with_server("opt", &unique_socket_name(), true)).await;
+    let (status, body) = get(format!("{}/readyz", gateway.base)).await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{body}");
+    assert_eq!(body["servers"][0]["status"], "absent");
+}
+
+#[tokio::test]
+async fn readyz_gives_up_on_a_probe_that_does_not_answer() {
+    let hanging = Arc::new(std::future::pending::<Vec<ServerReadiness>>);
+    let gateway = spawn_gateway_with(Config::embedded_default(), hanging).await;
+    let started = std::time::Instant::now();
+    let (status, body) = get(format!("{}/readyz", gateway.base)).await;
+    assert_eq!(status, reqwest::StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(body["ready"], false);
+    assert!(body["error"].as_str().unwrap().contains("did not answer"));
+    assert!(started.elapsed() < READINESS_TIMEOUT + Duration::from_secs(5));
+}

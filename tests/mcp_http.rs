@@ -1,0 +1,468 @@
+//! `/mcp` end to end over real HTTP: both protocol eras, with rmcp's own client and with raw
+//! requests that check the wire (headers, status codes, session lifecycle, resumption).
+
+mod common;
+
+use std::time::Duration;
+
+use common::{
+    LEGACY_VERSION, RawMcp, STATELESS_VERSION, TestGateway, config_with_server, spawn_gateway,
+    sse_events, stateless_meta,
+};
+use muxgate::config::Config;
+use rmcp::model::{CallToolRequestParams, ClientConfig, ErrorCode, JsonObject, ProtocolVersion};
+use rmcp::service::{RoleClient, RunningService, ServiceError};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{ClientLifecycleMode, ClientServiceExt, ServiceExt};
+use serde_json::{Value, json};
+
+/// Two servers, so list_servers has something to order and describe.
+fn two_server_config() -> Config {
+    Config::from_toml_str(
+        "[tmux.servers.work]\nsocket_name = 'work'\n\
+         [tmux.servers.shared]\nsocket_path = '/run/tmux/shared'\nallow_absent = true\n",
+    )
+    .expect("valid config")
+}
+
+fn expected_servers() -> Value {
+    json!({"servers": [
+        {"name": "shared", "socket": {"kind": "path", "path": "/run/tmux/shared"},
+         "allow_absent": true, "reachability": "not_checked"},
+        {"name": "work", "socket": {"kind": "name", "name": "work"},
+         "allow_absent": false, "reachability": "not_checked"},
+    ]})
+}
+
+async fn legacy_client(gateway: &TestGateway) -> RunningService<RoleClient, ClientConfig> {
+    ClientConfig::default()
+        .serve(StreamableHttpClientTransport::from_uri(
+            gateway.mcp_url.as_str(),
+        ))
+        .await
+        .expect("initialize with rmcp's client")
+}
+
+async fn stateless_client(gateway: &TestGateway) -> RunningService<RoleClient, ClientConfig> {
+    ClientConfig::default()
+        .serve_with_lifecycle(
+            StreamableHttpClientTransport::from_uri(gateway.mcp_url.as_str()),
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect("discover with rmcp's client")
+}
+
+fn arguments(value: Value) -> JsonObject {
+    value.as_object().expect("object").clone()
+}
+
+#[tokio::test]
+async fn rmcp_client_with_session_lists_and_calls_tools() {
+    let gateway = spawn_gateway(two_server_config()).await;
+    let client = legacy_client(&gateway).await;
+
+    let info = client.peer_info().expect("server info after initialize");
+    assert_eq!(info.protocol_version, ProtocolVersion::V_2025_11_25);
+    let server_info = info.server_info.as_ref().expect("serverInfo");
+    assert_eq!(server_info.name, "muxgate");
+    assert_eq!(server_info.version, env!("CARGO_PKG_VERSION"));
+    assert!(info.capabilities.tools.is_some());
+    assert!(info.capabilities.prompts.is_none());
+    assert!(info.capabilities.resources.is_none());
+    assert!(info.capabilities.completions.is_none());
+    assert!(
+        info.instructions
+            .as_deref()
+            .is_some_and(|i| i.contains("list_servers"))
+    );
+
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let names: Vec<_> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["list_servers"]);
+    let list_servers = &tools[0];
+    assert!(list_servers.output_schema.is_some());
+    assert_eq!(
+        list_servers
+            .annotations
+            .as_ref()
+            .and_then(|a| a.read_only_hint),
+        Some(true)
+    );
+
+    let result = client
+        .call_tool(CallToolRequestParams::new("list_servers"))
+        .await
+        .expect("tools/call list_servers");
+    assert_eq!(result.is_error, Some(false));
+    assert_eq!(result.structured_content, Some(expected_servers()));
+
+    client.cancel().await.expect("close the session");
+}
+
+#[tokio::test]
+async fn rmcp_client_reports_argument_and_tool_errors() {
+    let gateway = spawn_gateway(two_server_config()).await;
+    let client = legacy_client(&gateway).await;
+
+    let result = client
+        .call_tool(
+            CallToolRequestParams::new("list_servers")
+                .with_arguments(arguments(json!({"bogus_field": 1}))),
+        )
+        .await
+        .expect("an argument error is a tool result, not a protocol error");
+    assert_eq!(result.is_error, Some(true));
+    let error = &result
+        .structured_content
+        .as_ref()
+        .expect("structured error")["error"];
+    assert_eq!(error["kind"], "invalid_arguments");
+    assert!(
+        error["message"].as_str().unwrap().contains("`bogus_field`"),
+        "{error}"
+    );
+    assert!(!error["suggestion"].as_str().unwrap().is_empty());
+    let text = &result.content[0].as_text().expect("text").text;
+    assert!(text.contains("bogus_field"), "{text}");
+
+    let err = client
+        .call_tool(CallToolRequestParams::new("no_such_tool"))
+        .await
+        .expect_err("unknown tool is a JSON-RPC error");
+    match err {
+        ServiceError::McpError(data) => assert_eq!(data.code, ErrorCode::INVALID_PARAMS),
+        other => panic!("expected a JSON-RPC error, got {other:?}"),
+    }
+
+    for refused in [
+        client.list_prompts(None).await.map(|_| ()),
+        client.list_resources(None).await.map(|_| ()),
+        client.list_resource_templates(None).await.map(|_| ()),
+    ] {
+        match refused {
+            Err(ServiceError::McpError(data)) => {
+                assert_eq!(data.code, ErrorCode::METHOD_NOT_FOUND)
+            }
+            other => panic!("undeclared capability was served: {other:?}"),
+        }
+    }
+    client.cancel().await.expect("close the session");
+}
+
+#[tokio::test]
+async fn rmcp_client_without_session_uses_2026_07_28() {
+    let gateway = spawn_gateway(two_server_config()).await;
+    let client = stateless_client(&gateway).await;
+
+    let info = client.peer_info().expect("server info after discover");
+    assert_eq!(info.protocol_version, ProtocolVersion::V_2026_07_28);
+    assert_eq!(
+        info.server_info.as_ref().map(|s| s.name.as_str()),
+        Some("muxgate")
+    );
+    assert!(info.capabilities.tools.is_some());
+    assert!(info.capabilities.prompts.is_none());
+
+    let tools = client.list_all_tools().await.expect("tools/list");
+    assert_eq!(tools.len(), 1);
+    let result = client
+        .call_tool(CallToolRequestParams::new("list_servers"))
+        .await
+        .expect("tools/call");
+    assert_eq!(result.structured_content, Some(expected_servers()));
+    client.cancel().await.expect("stop the client");
+}
+
+#[tokio::test]
+async fn raw_session_lifecycle_initialize_list_call_delete() {
+    let gateway = spawn_gateway(two_server_config()).await;
+    let mut mcp = RawMcp::new(&gateway.mcp_url);
+
+    let init = mcp.initialize().await;
+    assert_eq!(init["result"]["protocolVersion"], LEGACY_VERSION);
+    assert_eq!(init["result"]["serverInfo"]["name"], "muxgate");
+    assert_eq!(init["result"]["capabilities"], json!({"tools": {}}));
+    let session = mcp.session_id.clone().expect("session id");
+    assert!(session.len() >= 16, "session id looks too short: {session}");
+
+    let list = mcp
+        .request(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .await;
+    let tool = &list["result"]["tools"][0];
+    assert_eq!(tool["name"], "list_servers");
+    assert_eq!(tool["inputSchema"]["additionalProperties"], false);
+    assert_eq!(tool["annotations"]["readOnlyHint"], true);
+    assert_eq!(tool["annotations"]["destructiveHint"], false);
+    assert_eq!(tool["annotations"]["idempotentHint"], true);
+    assert_eq!(tool["annotations"]["openWorldHint"], false);
+    assert!(tool["outputSchema"]["properties"]["servers"].is_object());
+
+    let call = mcp
+        .request(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "list_servers", "arguments": {}}}))
+        .await;
+    assert_eq!(call["result"]["structuredContent"], expected_servers());
+
+    let unknown = mcp
+        .request(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": "nope", "arguments": {}}}))
+        .await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+
+    let prompts = mcp
+        .request(&json!({"jsonrpc": "2.0", "id": 4, "method": "prompts/list"}))
+        .await;
+    assert_eq!(prompts["error"]["code"], -32601, "{prompts}");
+    let completion = mcp
+        .request(
+            &json!({"jsonrpc": "2.0", "id": 41, "method": "completion/complete",
+            "params": {"ref": {"type": "ref/prompt", "name": "x"},
+                       "argument": {"name": "a", "value": "b"}}}),
+        )
+        .await;
+    assert_eq!(completion["error"]["code"], -32601, "{completion}");
+
+    let deleted = mcp
+        .http
+        .delete(&mcp.url)
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", LEGACY_VERSION)
+        .send()
+        .await
+        .expect("DELETE");
+    assert!(deleted.status().is_success(), "{}", deleted.status());
+
+    let after = mcp
+        .post(&json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}))
+        .send()
+        .await
+        .expect("POST after DELETE");
+    assert_eq!(after.status(), reqwest::StatusCode::NOT_FOUND);
+
+    mcp.session_id = None;
+    let without_session = mcp
+        .post(&json!({"jsonrpc": "2.0", "id": 6, "method": "tools/list"}))
+        .send()
+        .await
+        .expect("POST without session");
+    assert_eq!(without_session.status(), reqwest::StatusCode::BAD_REQUEST);
+}
+
+/// Streams are resumable: each SSE response starts with a priming event that carries an
+/// event id and a retry interval. rmcp replays a request's events to a `GET` with
+/// `Last-Event-ID` while the request is unfinished; a finished request's stream resumes as an
+/// empty, closed stream (200), so a reconnecting EventSource stops instead of looping.
+#[tokio::test]
+async fn raw_session_streams_carry_resumption_ids() {
+    let gateway = spawn_gateway(two_server_config()).await;
+    let mut mcp = RawMcp::new(&gateway.mcp_url);
+    mcp.initialize().await;
+
+    let response = mcp
+        .post(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "list_servers", "arguments": {}}}))
+        .send()
+        .await
+        .expect("tools/call");
+    assert_eq!(
+        response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok()),
+        Some("text/event-stream")
+    );
+    let body = tokio::time::timeout(Duration::from_secs(10), response.text())
+        .await
+        .expect("stream ends after the response")
+        .expect("read SSE body");
+    assert!(body.contains("retry: 3000"), "{body}");
+    let events = sse_events(&body);
+    assert!(events.len() >= 2, "{body}");
+    assert!(
+        events.iter().all(|e| e.id.is_some()),
+        "every event has an id: {body}"
+    );
+    let last_id = events.last().and_then(|e| e.id.clone()).expect("id");
+
+    let resumed = mcp
+        .http
+        .get(&mcp.url)
+        .header("accept", "text/event-stream")
+        .header(
+            "mcp-session-id",
+            mcp.session_id.as_deref().expect("session"),
+        )
+        .header("mcp-protocol-version", LEGACY_VERSION)
+        .header("last-event-id", &last_id)
+        .send()
+        .await
+        .expect("GET with Last-Event-ID");
+    assert_eq!(resumed.status(), reqwest::StatusCode::OK);
+    let rest = tokio::time::timeout(Duration::from_secs(5), resumed.text())
+        .await
+        .expect("a finished stream resumes as a closed stream")
+        .expect("read");
+    assert!(
+        sse_events(&rest).iter().all(|e| e.data.is_empty()),
+        "{rest}"
+    );
+}
+
+#[tokio::test]
+async fn raw_stateless_discover_and_call_need_no_session() {
+    let gateway = spawn_gateway(two_server_config()).await;
+    let mut mcp = RawMcp::new(&gateway.mcp_url);
+    mcp.protocol_version = Some(STATELESS_VERSION.to_owned());
+
+    let response = mcp
+        .post(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+            "params": {"_meta": stateless_meta()}}),
+        )
+        .send()
+        .await
+        .expect("server/discover");
+    assert!(response.status().is_success(), "{}", response.status());
+    assert!(response.headers().get("mcp-session-id").is_none());
+    let discover = common::response_message(response).await;
+    let result = &discover["result"];
+    let versions = result["supportedVersions"].as_array().expect("versions");
+    assert!(versions.contains(&json!(STATELESS_VERSION)), "{result}");
+    assert!(versions.contains(&json!(LEGACY_VERSION)), "{result}");
+    assert_eq!(result["capabilities"], json!({"tools": {}}), "{result}");
+
+    let response = mcp
+        .post(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "list_servers", "arguments": {}, "_meta": stateless_meta()}}))
+        .send()
+        .await
+        .expect("tools/call");
+    assert!(response.status().is_success(), "{}", response.status());
+    assert!(response.headers().get("mcp-session-id").is_none());
+    let call = common::response_message(response).await;
+    assert_eq!(call["result"]["structuredContent"], expected_servers());
+
+    let list = mcp
+        .request(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list",
+            "params": {"_meta": stateless_meta()}}))
+        .await;
+    assert_eq!(list["result"]["cacheScope"], "private", "{list}");
+}
+
+#[tokio::test]
+async fn foreign_host_and_origin_are_forbidden() {
+    let gateway = spawn_gateway(Config::embedded_default()).await;
+    let mcp = RawMcp::new(&gateway.mcp_url);
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": LEGACY_VERSION, "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "0"}}});
+
+    let bad_host = mcp
+        .post(&initialize)
+        .header("host", "evil.example")
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(bad_host.status(), reqwest::StatusCode::FORBIDDEN);
+    let body: Value = bad_host.json().await.expect("JSON body");
+    assert!(
+        body["message"].as_str().unwrap().contains("evil.example"),
+        "{body}"
+    );
+
+    let bad_origin = mcp
+        .post(&initialize)
+        .header("origin", "https://evil.example")
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(bad_origin.status(), reqwest::StatusCode::FORBIDDEN);
+
+    let good_origin = mcp
+        .post(&initialize)
+        .header("origin", "http://localhost:5173")
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(good_origin.status(), reqwest::StatusCode::OK);
+
+    // Health endpoints serve probes that do not know the public host name.
+    let health = mcp
+        .http
+        .get(format!("{}/healthz", gateway.base))
+        .header("host", "10.0.0.7:8767")
+        .send()
+        .await
+        .expect("GET /healthz");
+    assert_eq!(health.status(), reqwest::StatusCode::OK);
+}
+
+#[tokio::test]
+async fn configured_hosts_are_accepted() {
+    let mut config = Config::embedded_default();
+    config.http.allowed_hosts =
+        vec![muxgate::http::allowlist::HostPattern::parse("gateway.example").unwrap()];
+    let gateway = spawn_gateway(config).await;
+    let mcp = RawMcp::new(&gateway.mcp_url);
+    let ping = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": LEGACY_VERSION, "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "0"}}});
+    let allowed = mcp
+        .post(&ping)
+        .header("host", "gateway.example:443")
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(allowed.status(), reqwest::StatusCode::OK);
+    let loopback = mcp.post(&ping).send().await.expect("POST");
+    assert_eq!(loopback.status(), reqwest::StatusCode::FORBIDDEN);
+}
+
+#[tokio::test]
+async fn oversized_bodies_are_refused() {
+    let mut config = Config::embedded_default();
+    config.http.max_body_bytes = 1024;
+    let gateway = spawn_gateway(config).await;
+    let mcp = RawMcp::new(&gateway.mcp_url);
+    let big = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": LEGACY_VERSION, "capabilities": {},
+                   "clientInfo": {"name": "x".repeat(2048), "version": "0"}}});
+    let response = mcp.post(&big).send().await.expect("POST");
+    assert_eq!(response.status(), reqwest::StatusCode::PAYLOAD_TOO_LARGE);
+}
+
+#[tokio::test]
+async fn shutdown_ends_open_sessions_and_the_server() {
+    let gateway = spawn_gateway(config_with_server("x", "muxgate-unused", true)).await;
+    let mut mcp = RawMcp::new(&gateway.mcp_url);
+    mcp.initialize().await;
+    // A long-lived standalone SSE stream, as clients keep open for server messages.
+    let stream = mcp
+        .http
+        .get(&mcp.url)
+        .header("accept", "text/event-stream")
+        .header(
+            "mcp-session-id",
+            mcp.session_id.as_deref().expect("session"),
+        )
+        .header("mcp-protocol-version", LEGACY_VERSION)
+        .send()
+        .await
+        .expect("GET stream");
+    assert!(stream.status().is_success(), "{}", stream.status());
+
+    let base = gateway.base.clone();
+    gateway
+        .stop(Duration::from_secs(5))
+        .await
+        .expect("clean stop with a stream open");
+    let after = reqwest::Client::new()
+        .get(format!("{base}/healthz"))
+        .timeout(Duration::from_secs(2))
+        .send()
+        .await;
+    assert!(after.is_err(), "gateway still answers after shutdown");
+}
