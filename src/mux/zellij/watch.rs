@@ -1,0 +1,412 @@
+//! Live views of panes, fed by `zellij subscribe --format json`.
+//!
+//! One long-lived `subscribe` child runs per watched pane and is shared by every waiter on that
+//! pane (see [`WatchRegistry`]). A reader task parses its NDJSON into [`PaneEvent`]s and publishes
+//! each viewport snapshot through a `tokio::sync::watch` channel; waiters sleep on the channel and
+//! wake on the next render. Nothing polls and nothing sleeps on a timer.
+//!
+//! The last few snapshots are kept, so a waiter that wakes late still sees text that was on
+//! screen only briefly. The child is killed when the last handle is dropped (and by
+//! `PR_SET_PDEATHSIG` if muxgate dies).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::process::Child;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use super::cli::{ZellijCli, first_lines};
+use super::error::{Result, ZellijError};
+use super::events::{PaneEvent, parse_event};
+use super::ids::{PaneId, SessionName};
+
+/// Snapshots kept per pane for late waiters.
+const HISTORY: usize = 32;
+
+/// One viewport snapshot.
+#[derive(Debug, Clone)]
+pub struct PaneView {
+    /// Increases by one per snapshot of this watch.
+    pub seq: u64,
+    /// Visible lines, top to bottom, trailing blank lines removed.
+    pub lines: Arc<Vec<String>>,
+    /// When the snapshot arrived.
+    pub at: Instant,
+}
+
+/// Why a watch stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum End {
+    PaneClosed,
+    Failed(String),
+}
+
+#[derive(Debug, Default)]
+struct State {
+    recent: VecDeque<PaneView>,
+    next_seq: u64,
+    end: Option<End>,
+}
+
+impl State {
+    fn push(&mut self, lines: Vec<String>) {
+        if self.recent.len() == HISTORY {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(PaneView {
+            seq: self.next_seq,
+            lines: Arc::new(lines),
+            at: Instant::now(),
+        });
+        self.next_seq += 1;
+    }
+}
+
+struct Inner {
+    session: SessionName,
+    pane: PaneId,
+    state: watch::Receiver<State>,
+    reader: JoinHandle<()>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // The reader owns the child; aborting it drops the child, which kills it.
+        self.reader.abort();
+    }
+}
+
+/// A shared live view of one pane. Clones share the same `subscribe` child.
+#[derive(Clone)]
+pub struct PaneWatch {
+    inner: Arc<Inner>,
+}
+
+/// A wait that was satisfied.
+#[derive(Debug, Clone)]
+pub struct Matched<T> {
+    pub value: T,
+    /// The snapshot that satisfied it.
+    pub view: PaneView,
+    /// Snapshots the waiter could not examine because it fell behind by more than the history.
+    pub missed: u64,
+}
+
+impl PaneWatch {
+    /// Starts `zellij subscribe` for `pane`. Use [`PaneWatch::ready`] before relying on it.
+    pub fn start(cli: &ZellijCli, session: &SessionName, pane: PaneId) -> Result<Self> {
+        let pane_arg = pane.to_string();
+        let child = cli.spawn(
+            "subscribe",
+            [
+                "--session",
+                session.as_str(),
+                "subscribe",
+                "--format",
+                "json",
+                "--pane-id",
+                pane_arg.as_str(),
+            ],
+        )?;
+        Ok(Self::with_child(session, pane, child))
+    }
+
+    /// Wraps a started `subscribe` child (stdout and stderr piped).
+    fn with_child(session: &SessionName, pane: PaneId, mut child: Child) -> Self {
+        let (tx, rx) = watch::channel(State::default());
+        let stdout = child.stdout.take();
+        let stderr = child.stderr.take();
+        let reader = tokio::spawn(async move {
+            let end = match (stdout, stderr) {
+                (Some(out), Some(err)) => read_events(out, err, &tx, pane).await,
+                _ => End::Failed("subscribe child has no pipes".to_owned()),
+            };
+            tx.send_modify(|s| s.end = Some(end));
+            drop(child);
+        });
+        Self {
+            inner: Arc::new(Inner {
+                session: session.clone(),
+                pane,
+                state: rx,
+                reader,
+            }),
+        }
+    }
+
+    pub fn pane(&self) -> PaneId {
+        self.inner.pane
+    }
+
+    fn ended(&self) -> bool {
+        self.inner.state.borrow().end.is_some()
+    }
+
+    /// Waits for the first snapshot: from then on every render of the pane is seen.
+    pub async fn ready(&self, timeout: Duration) -> Result<PaneView> {
+        let deadline = Instant::now() + timeout;
+        self.wait_for(0, deadline, "first pane snapshot", |_| Some(()))
+            .await
+            .map(|m| m.view)
+    }
+
+    /// The newest snapshot, if any arrived yet.
+    pub fn latest(&self) -> Option<PaneView> {
+        self.inner.state.borrow().recent.back().cloned()
+    }
+
+    /// Waits until `check` accepts a snapshot numbered `from_seq` or later, examining every
+    /// snapshot still in the history in order, then each new one as it arrives.
+    pub async fn wait_for<T>(
+        &self,
+        from_seq: u64,
+        deadline: Instant,
+        what: &str,
+        mut check: impl FnMut(&[String]) -> Option<T>,
+    ) -> Result<Matched<T>> {
+        let mut rx = self.inner.state.clone();
+        let started = Instant::now();
+        let mut next = from_seq;
+        let mut missed = 0;
+        loop {
+            {
+                let state = rx.borrow_and_update();
+                if let Some(oldest) = state.recent.front()
+                    && oldest.seq > next
+                {
+                    missed += oldest.seq - next;
+                    next = oldest.seq;
+                }
+                for view in &state.recent {
+                    if view.seq < next {
+                        continue;
+                    }
+                    next = view.seq + 1;
+                    if let Some(value) = check(&view.lines) {
+                        return Ok(Matched {
+                            value,
+                            view: view.clone(),
+                            missed,
+                        });
+                    }
+                }
+                if let Some(end) = &state.end {
+                    return Err(self.end_error(end));
+                }
+            }
+            match tokio::time::timeout_at(deadline, rx.changed()).await {
+                Ok(Ok(())) => {}
+                // The reader publishes `end` before it drops the sender, so this is not reached
+                // without an `end`; loop once more to report it.
+                Ok(Err(_)) if rx.borrow().end.is_some() => {}
+                Ok(Err(_)) => {
+                    return Err(self.end_error(&End::Failed("reader stopped".to_owned())));
+                }
+                Err(_) => {
+                    return Err(ZellijError::Timeout {
+                        what: format!(
+                            "waiting for {what} in pane {} of session {}",
+                            self.inner.pane, self.inner.session
+                        ),
+                        after: deadline.saturating_duration_since(started),
+                    });
+                }
+            }
+        }
+    }
+
+    fn end_error(&self, end: &End) -> ZellijError {
+        let reason = match end {
+            End::PaneClosed => "the pane closed".to_owned(),
+            End::Failed(reason) => reason.clone(),
+        };
+        ZellijError::WatchEnded {
+            session: self.inner.session.clone(),
+            pane: self.inner.pane,
+            reason,
+        }
+    }
+}
+
+async fn read_events(
+    stdout: tokio::process::ChildStdout,
+    mut stderr: tokio::process::ChildStderr,
+    tx: &watch::Sender<State>,
+    pane: PaneId,
+) -> End {
+    let mut lines = BufReader::new(stdout).lines();
+    loop {
+        match lines.next_line().await {
+            Ok(Some(line)) if line.trim().is_empty() => {}
+            Ok(Some(line)) => match parse_event(&line) {
+                Ok(PaneEvent::Update { viewport, .. }) => tx.send_modify(|s| s.push(viewport)),
+                Ok(PaneEvent::Closed { pane: closed }) if closed == pane => return End::PaneClosed,
+                Ok(PaneEvent::Closed { .. }) => {}
+                Err(e) => return End::Failed(e.to_string()),
+            },
+            Ok(None) => break,
+            Err(e) => return End::Failed(format!("reading subscribe output: {e}")),
+        }
+    }
+    // EOF without `pane_closed`: the reason, if any, is on stderr ("Pane terminal_9 not found",
+    // "Session s1 not found"…).
+    let mut buf = Vec::new();
+    let mut limited = (&mut stderr).take(8 << 10);
+    let _ = tokio::time::timeout(Duration::from_secs(1), limited.read_to_end(&mut buf)).await;
+    End::Failed(format!(
+        "the subscription ended: {}",
+        first_lines(&String::from_utf8_lossy(&buf))
+    ))
+}
+
+type WatchKey = (SessionName, PaneId);
+
+/// Shares one [`PaneWatch`] per pane among concurrent waiters.
+#[derive(Default)]
+pub struct WatchRegistry {
+    watches: Mutex<HashMap<WatchKey, Weak<Inner>>>,
+}
+
+impl WatchRegistry {
+    /// The live watch of `pane`, starting one if none runs.
+    pub fn get_or_start(
+        &self,
+        cli: &ZellijCli,
+        session: &SessionName,
+        pane: PaneId,
+    ) -> Result<PaneWatch> {
+        // A poisoned lock only means another caller panicked mid-insert; the map stays valid.
+        let mut map = self.watches.lock().unwrap_or_else(|e| e.into_inner());
+        map.retain(|_, weak| weak.strong_count() > 0);
+        let key = (session.clone(), pane);
+        if let Some(inner) = map.get(&key).and_then(Weak::upgrade) {
+            let watch = PaneWatch { inner };
+            if !watch.ended() {
+                return Ok(watch);
+            }
+        }
+        let watch = PaneWatch::start(cli, session, pane)?;
+        map.insert(key, Arc::downgrade(&watch.inner));
+        Ok(watch)
+    }
+
+    /// Live watches (for metrics and tests).
+    pub fn active(&self) -> usize {
+        let map = self.watches.lock().unwrap_or_else(|e| e.into_inner());
+        map.values().filter(|w| w.strong_count() > 0).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Stdio;
+
+    /// A stand-in for `zellij subscribe`: a shell script printing NDJSON lines.
+    fn scripted(script: &str) -> (PaneWatch, u32) {
+        let child = tokio::process::Command::new("/bin/sh")
+            .args(["-c", script])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let pid = child.id().unwrap();
+        let watch =
+            PaneWatch::with_child(&SessionName::new("s").unwrap(), PaneId::Terminal(1), child);
+        (watch, pid)
+    }
+
+    /// Whether `pid` is still a running (not zombie) process.
+    fn is_running(pid: u32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|stat| {
+                let state = stat.rsplit_once(") ").map(|(_, rest)| rest.as_bytes()[0]);
+                state != Some(b'Z')
+            })
+            .unwrap_or(false)
+    }
+
+    fn update(lines: &str) -> String {
+        format!(
+            r#"{{"event":"pane_update","pane_id":"terminal_1","viewport":[{lines}],"scrollback":null,"is_initial":false}}"#
+        )
+    }
+
+    #[tokio::test]
+    async fn waiter_sees_every_snapshot_in_order() {
+        let script = format!(
+            "echo '{}'; echo '{}'; echo '{}'; sleep 5",
+            update(r#""a""#),
+            update(r#""b""#),
+            update(r#""c""#)
+        );
+        let (watch, _) = scripted(&script);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut seen = Vec::new();
+        let m = watch
+            .wait_for(0, deadline, "c", |lines| {
+                seen.push(lines[0].clone());
+                (lines[0] == "c").then_some(())
+            })
+            .await
+            .unwrap();
+        assert_eq!(seen, ["a", "b", "c"]);
+        assert_eq!(m.view.seq, 2);
+        assert_eq!(m.missed, 0);
+        assert_eq!(watch.latest().unwrap().seq, 2);
+    }
+
+    #[tokio::test]
+    async fn closed_pane_and_stderr_end_the_wait() {
+        let (closed, _) = scripted(&format!(
+            "echo '{}'; echo '{{\"event\":\"pane_closed\",\"pane_id\":\"terminal_1\"}}'; sleep 5",
+            update(r#""x""#)
+        ));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let err = closed
+            .wait_for(0, deadline, "y", |l| (l[0] == "y").then_some(()))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "watching pane terminal_1 in session s ended: the pane closed"
+        );
+
+        let (failed, _) = scripted("echo 'Pane terminal_1 not found' >&2; exit 2");
+        let err = failed.ready(Duration::from_secs(5)).await.unwrap_err();
+        assert!(
+            err.to_string()
+                .ends_with("the subscription ended: Pane terminal_1 not found"),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn wait_times_out_and_drop_kills_the_child() {
+        let (watch, pid) = scripted("exec sleep 30");
+        let started = Instant::now();
+        let err = watch
+            .wait_for(0, Instant::now() + Duration::from_millis(50), "x", |_| {
+                Some(())
+            })
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ZellijError::Timeout { .. }), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(is_running(pid));
+        drop(watch);
+        let gone_by = Instant::now() + Duration::from_secs(5);
+        while is_running(pid) {
+            assert!(
+                Instant::now() < gone_by,
+                "subscribe child {pid} survived its watch"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
