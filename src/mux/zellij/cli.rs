@@ -160,6 +160,12 @@ impl ZellijCli {
     }
 
     /// Runs `zellij --session <session> action <args>`.
+    ///
+    /// Retried (at most twice, at once) when the CLI failed to find a session it should have
+    /// found: before sending an action the CLI probes every session's socket, and under load
+    /// Zellij 0.45.1 sometimes fails that probe for a live session ("There is no active
+    /// session!"). The CLI exits before sending anything then, so a retry cannot repeat the
+    /// action.
     pub async fn action<I, S>(
         &self,
         session: &SessionName,
@@ -174,7 +180,14 @@ impl ZellijCli {
         let mut full: Vec<OsString> =
             vec!["--session".into(), session.as_str().into(), "action".into()];
         full.extend(args.into_iter().map(|a| a.as_ref().to_owned()));
-        self.run(label, full, timeout).await
+        let mut attempt = 1;
+        loop {
+            let out = self.run(label, &full, timeout).await?;
+            if out.status.success() || attempt == 3 || !is_session_probe_failure(&out.stderr) {
+                return Ok(out);
+            }
+            attempt += 1;
+        }
     }
 
     /// Starts a long-running `zellij <args>` whose stdout the caller reads (e.g. `subscribe`).
@@ -249,6 +262,13 @@ fn spawn_error(label: &str, env: &ZellijEnv, source: std::io::Error) -> ZellijEr
             source,
         }
     }
+}
+
+/// Whether a failed CLI call reported that it found no (such) session, which it prints before
+/// sending any action.
+pub fn is_session_probe_failure(stderr: &str) -> bool {
+    stderr.contains("There is no active session!")
+        || stderr.contains("not found. The following sessions are active")
 }
 
 /// `exit 3`, `signal 9`.

@@ -8,10 +8,13 @@
 //! - [`queue`]: one serialized operation queue per session;
 //! - [`watch`]: live pane views from `zellij subscribe`, shared by waiters.
 
+pub mod attach;
+pub mod backend;
 pub mod cli;
 pub mod error;
 pub mod events;
 pub mod ids;
+pub mod keys;
 pub mod listing;
 pub mod marker;
 pub mod queue;

@@ -8,6 +8,14 @@
 //! The last few snapshots are kept, so a waiter that wakes late still sees text that was on
 //! screen only briefly. The child is killed when the last handle is dropped (and by
 //! `PR_SET_PDEATHSIG` if muxgate dies).
+//!
+//! Where Zellij cannot push: with no client attached, Zellij sends events for every subscribed
+//! pane. Once a client is attached it sends them only for panes on that client's screen
+//! (zellij-server 0.45.1 `Screen::render` delivers from the first client's render report; panes
+//! in background tabs and hidden floating panes are not rendered). A watch therefore checks
+//! every second whether a client is attached and, while one is, also reads the viewport with
+//! `dump-screen` at a short interval ([`FallbackPolling`]). Headless sessions stay purely
+//! event-driven.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, Weak};
@@ -71,13 +79,29 @@ struct Inner {
     pane: PaneId,
     state: watch::Receiver<State>,
     reader: JoinHandle<()>,
+    poller: Option<JoinHandle<()>>,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
         // The reader owns the child; aborting it drops the child, which kills it.
         self.reader.abort();
+        if let Some(poller) = &self.poller {
+            poller.abort();
+        }
     }
+}
+
+/// Reading the viewport directly while a client is attached (see the module docs).
+#[derive(Debug, Clone)]
+pub struct FallbackPolling {
+    pub cli: ZellijCli,
+    /// Interval between viewport reads while a client is attached.
+    pub poll_interval: Duration,
+    /// Interval between checks whether a client is attached.
+    pub client_check_interval: Duration,
+    /// Timeout of each read.
+    pub call_timeout: Duration,
 }
 
 /// A shared live view of one pane. Clones share the same `subscribe` child.
@@ -97,8 +121,14 @@ pub struct Matched<T> {
 }
 
 impl PaneWatch {
-    /// Starts `zellij subscribe` for `pane`. Use [`PaneWatch::ready`] before relying on it.
-    pub fn start(cli: &ZellijCli, session: &SessionName, pane: PaneId) -> Result<Self> {
+    /// Starts `zellij subscribe` for `pane`, and the fallback reader if given. Use
+    /// [`PaneWatch::ready`] before relying on it.
+    pub fn start(
+        cli: &ZellijCli,
+        session: &SessionName,
+        pane: PaneId,
+        fallback: Option<FallbackPolling>,
+    ) -> Result<Self> {
         let pane_arg = pane.to_string();
         let child = cli.spawn(
             "subscribe",
@@ -112,12 +142,19 @@ impl PaneWatch {
                 pane_arg.as_str(),
             ],
         )?;
-        Ok(Self::with_child(session, pane, child))
+        Ok(Self::with_child(session, pane, child, fallback))
     }
 
     /// Wraps a started `subscribe` child (stdout and stderr piped).
-    fn with_child(session: &SessionName, pane: PaneId, mut child: Child) -> Self {
+    fn with_child(
+        session: &SessionName,
+        pane: PaneId,
+        mut child: Child,
+        fallback: Option<FallbackPolling>,
+    ) -> Self {
         let (tx, rx) = watch::channel(State::default());
+        let poller = fallback
+            .map(|fb| tokio::spawn(poll_while_attached(fb, session.clone(), pane, tx.clone())));
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();
         let reader = tokio::spawn(async move {
@@ -134,6 +171,7 @@ impl PaneWatch {
                 pane,
                 state: rx,
                 reader,
+                poller,
             }),
         }
     }
@@ -243,7 +281,9 @@ async fn read_events(
         match lines.next_line().await {
             Ok(Some(line)) if line.trim().is_empty() => {}
             Ok(Some(line)) => match parse_event(&line) {
-                Ok(PaneEvent::Update { viewport, .. }) => tx.send_modify(|s| s.push(viewport)),
+                Ok(PaneEvent::Update { viewport, .. }) => {
+                    tx.send_modify(|s| s.push(normalize(viewport)))
+                }
                 Ok(PaneEvent::Closed { pane: closed }) if closed == pane => return End::PaneClosed,
                 Ok(PaneEvent::Closed { .. }) => {}
                 Err(e) => return End::Failed(e.to_string()),
@@ -263,6 +303,79 @@ async fn read_events(
     ))
 }
 
+/// Trailing spaces (Zellij pads rows to the pane width while a client is attached) and
+/// trailing blank lines removed, so snapshots compare equal across sources.
+pub fn normalize(mut lines: Vec<String>) -> Vec<String> {
+    for line in &mut lines {
+        let len = line.trim_end().len();
+        line.truncate(len);
+    }
+    while lines.last().is_some_and(String::is_empty) {
+        lines.pop();
+    }
+    lines
+}
+
+/// The fallback of [`FallbackPolling`]: reads the viewport while a client is attached.
+async fn poll_while_attached(
+    fb: FallbackPolling,
+    session: SessionName,
+    pane: PaneId,
+    tx: watch::Sender<State>,
+) {
+    let pane_arg = pane.to_string();
+    let mut attached = false;
+    let mut last_client_check: Option<Instant> = None;
+    let mut last_read: Option<Vec<String>> = None;
+    loop {
+        if tx.borrow().end.is_some() {
+            return;
+        }
+        if last_client_check.is_none_or(|at| at.elapsed() >= fb.client_check_interval) {
+            last_client_check = Some(Instant::now());
+            attached = match fb
+                .cli
+                .action(
+                    &session,
+                    "action list-clients",
+                    ["list-clients"],
+                    fb.call_timeout,
+                )
+                .await
+            {
+                Ok(out) if out.status.success() => {
+                    super::listing::parse_clients(&out.stdout).is_ok_and(|c| !c.is_empty())
+                }
+                // The session is gone or unreachable; the subscription reports why.
+                _ => false,
+            };
+        }
+        if attached {
+            let read = fb
+                .cli
+                .action(
+                    &session,
+                    "action dump-screen",
+                    ["dump-screen", "--pane-id", pane_arg.as_str()],
+                    fb.call_timeout,
+                )
+                .await;
+            if let Ok(out) = read
+                && out.status.success()
+            {
+                let lines = normalize(out.stdout.lines().map(str::to_owned).collect());
+                if last_read.as_ref() != Some(&lines) {
+                    last_read = Some(lines.clone());
+                    tx.send_modify(|s| s.push(lines));
+                }
+            }
+            tokio::time::sleep(fb.poll_interval).await;
+        } else {
+            tokio::time::sleep(fb.client_check_interval).await;
+        }
+    }
+}
+
 type WatchKey = (SessionName, PaneId);
 
 /// Shares one [`PaneWatch`] per pane among concurrent waiters.
@@ -278,6 +391,7 @@ impl WatchRegistry {
         cli: &ZellijCli,
         session: &SessionName,
         pane: PaneId,
+        fallback: Option<FallbackPolling>,
     ) -> Result<PaneWatch> {
         // A poisoned lock only means another caller panicked mid-insert; the map stays valid.
         let mut map = self.watches.lock().unwrap_or_else(|e| e.into_inner());
@@ -289,7 +403,7 @@ impl WatchRegistry {
                 return Ok(watch);
             }
         }
-        let watch = PaneWatch::start(cli, session, pane)?;
+        let watch = PaneWatch::start(cli, session, pane, fallback)?;
         map.insert(key, Arc::downgrade(&watch.inner));
         Ok(watch)
     }
@@ -335,6 +449,18 @@ mod tests {
         format!(
             r#"{{"event":"pane_update","pane_id":"terminal_1","viewport":[{lines}],"scrollback":null,"is_initial":false}}"#
         )
+    }
+
+    #[test]
+    fn normalize_trims_padding_and_blank_tail() {
+        let lines = vec![
+            "a  ".to_owned(),
+            "".to_owned(),
+            " b ".to_owned(),
+            "  ".to_owned(),
+        ];
+        assert_eq!(normalize(lines), ["a", "", " b"]);
+        assert!(normalize(vec![" ".to_owned()]).is_empty());
     }
 
     #[tokio::test]
