@@ -17,8 +17,6 @@
 //!
 //! Pure functions only: no process is started here.
 
-use std::fmt::Write as _;
-
 /// How the interactive shell of a pane quotes and reports exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -94,29 +92,23 @@ impl MarkedRun {
     pub fn typed_line(&self, command: &str, shell: ShellKind) -> Result<String, CommandTextError> {
         check_command_text(command)?;
         let id = &self.id;
-        let mut line = String::with_capacity(command.len() + 96);
         // Leading space: shells with HISTCONTROL=ignorespace keep it out of the history.
-        match shell {
-            ShellKind::Posix => {
-                let _ = write!(
-                    line,
-                    " printf '__MGS_%s__\\n' {id}; eval {}; printf '\\n__MGE_%s_%d__\\n' {id} \"$?\"\n",
-                    posix_quote(command)
-                );
-            }
-            ShellKind::Fish => {
-                let _ = write!(
-                    line,
-                    " printf '__MGS_%s__\\n' {id}; eval {}; printf '\\n__MGE_%s_%d__\\n' {id} $status\n",
-                    fish_quote(command)
-                );
-            }
-        }
+        let line = match shell {
+            ShellKind::Posix => format!(
+                " printf '__MGS_%s__\\n' {id}; eval {}; printf '\\n__MGE_%s_%d__\\n' {id} \"$?\"\n",
+                posix_quote(command)
+            ),
+            ShellKind::Fish => format!(
+                " printf '__MGS_%s__\\n' {id}; eval {}; printf '\\n__MGE_%s_%d__\\n' {id} $status\n",
+                fish_quote(command)
+            ),
+        };
         Ok(line)
     }
 
     /// The argv of a command pane that runs `command` with `/bin/sh` and then prints the end
-    /// marker. The pane shows only the command's output and the marker.
+    /// marker. The pane shows only the command's output and the marker. The command runs in a
+    /// subshell so that an `exit` in it still reaches the marker.
     pub fn pane_argv(&self, command: &str) -> Result<Vec<String>, CommandTextError> {
         if command.trim().is_empty() {
             return Err(CommandTextError::Empty);
@@ -124,7 +116,7 @@ impl MarkedRun {
         Ok(vec![
             "/bin/sh".to_owned(),
             "-c".to_owned(),
-            r#"eval "$2"; rc=$?; printf '\n__MGE_%s_%d__\n' "$1" "$rc"; exit "$rc""#.to_owned(),
+            r#"(eval "$2"); rc=$?; printf '\n__MGE_%s_%d__\n' "$1" "$rc"; exit "$rc""#.to_owned(),
             "muxgate-run".to_owned(),
             self.id.clone(),
             command.to_owned(),

@@ -430,8 +430,12 @@ mod tests {
             .spawn()
             .unwrap();
         let pid = child.id().unwrap();
-        let watch =
-            PaneWatch::with_child(&SessionName::new("s").unwrap(), PaneId::Terminal(1), child);
+        let watch = PaneWatch::with_child(
+            &SessionName::new("s").unwrap(),
+            PaneId::Terminal(1),
+            child,
+            None,
+        );
         (watch, pid)
     }
 
