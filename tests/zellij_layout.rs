@@ -3,8 +3,10 @@
 
 mod zellij_common;
 
+use std::time::Duration;
+
 use muxgate::mux::zellij::backend::{
-    NewPaneOptions, NewTabOptions, ResizeMode, Side, SplitDirection,
+    EditOptions, NewPaneOptions, NewTabOptions, ResizeMode, Side, SplitDirection, TextPattern,
 };
 use muxgate::mux::zellij::error::ZellijError;
 use muxgate::mux::zellij::ids::{PaneId, SessionName, TabId};
@@ -316,4 +318,92 @@ async fn invalid_arguments_change_nothing() {
             .count(),
         1
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edit_file_opens_the_editor_without_focus() {
+    let Some(h) = Harness::new().await else {
+        return;
+    };
+    let s = h.session().await;
+    let file = h.env.home.as_ref().unwrap().join("notes.txt");
+    std::fs::write(&file, "first line\nsecond line\n").unwrap();
+    let client = h.attach_client(&s).await;
+    let focused_before = h.backend.list_clients(&s).await.unwrap()[0].focused_pane;
+    // The test config's editor is `tail -f`, which shows the file and keeps running.
+    let pane = h
+        .backend
+        .edit_file(
+            &s,
+            &file,
+            EditOptions {
+                floating: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(pane.is_floating);
+    let seen = h
+        .backend
+        .wait_for_text(
+            &s,
+            pane.id,
+            &TextPattern::literal("second line").unwrap(),
+            Duration::from_secs(10),
+        )
+        .await
+        .unwrap();
+    assert_eq!(seen.line, "second line");
+    assert_eq!(
+        h.backend.list_clients(&s).await.unwrap()[0].focused_pane,
+        focused_before
+    );
+    client.detach().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn focus_pane_moves_the_client_to_the_panes_tab() {
+    let Some(h) = Harness::new().await else {
+        return;
+    };
+    let s = h.session().await;
+    let tab = h
+        .backend
+        .new_tab(&s, NewTabOptions::default())
+        .await
+        .unwrap();
+    let target = h
+        .backend
+        .list_panes(&s)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|p| p.tab_id == tab.id && p.is_user_terminal())
+        .unwrap();
+    let split = h
+        .backend
+        .new_pane(
+            &s,
+            NewPaneOptions {
+                tab: Some(tab.id),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let client = h.attach_client(&s).await;
+    assert_eq!(client_tab(&h, &s).await, TabId(0));
+    let focused = h.backend.focus_pane(&s, split.id).await.unwrap();
+    assert_eq!((focused.clients, focused.clients_focused), (1, 1));
+    assert_eq!(client_tab(&h, &s).await, tab.id);
+    assert_eq!(
+        h.backend.list_clients(&s).await.unwrap()[0].focused_pane,
+        Some(split.id)
+    );
+    let focused = h.backend.focus_pane(&s, target.id).await.unwrap();
+    assert_eq!(focused.clients_focused, 1);
+    assert!(!focused.pane.is_fullscreen);
+    assert!(!h.backend.list_tabs(&s).await.unwrap()[1].is_fullscreen_active);
+    client.detach().await;
 }

@@ -24,6 +24,7 @@ show_release_notes false
 session_serialization false
 default_layout "plain"
 default_shell "bash"
+scrollback_editor "tail -f"
 "#;
 
 /// The `zellij` binary for tests, or `None` (after printing why) when absent outside CI.

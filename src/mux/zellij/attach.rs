@@ -45,8 +45,8 @@ impl PtyClient {
     /// the server renders to a client only after registering it, so the render that follows
     /// registration always triggers a check that sees it. No timer polling.
     ///
-    /// A client that exits before being listed is started again, once: `zellij attach` can hit
-    /// the transient session probe failure described at `ZellijCli::action`.
+    /// A client that exits before being listed is started again, twice at most: `zellij
+    /// attach` can hit the transient session probe failure described at `ZellijCli::action`.
     pub async fn attach(
         cli: &ZellijCli,
         session: &SessionName,
@@ -54,11 +54,12 @@ impl PtyClient {
         timeout: Duration,
     ) -> Result<Self> {
         let deadline = Instant::now() + timeout;
-        match Self::attach_once(cli, session, size, timeout, deadline).await {
-            Err(ZellijError::NoEffect { .. }) => {
-                Self::attach_once(cli, session, size, timeout, deadline).await
+        let mut attempt = 1;
+        loop {
+            match Self::attach_once(cli, session, size, timeout, deadline).await {
+                Err(ZellijError::NoEffect { .. }) if attempt < 3 => attempt += 1,
+                other => return other,
             }
-            other => other,
         }
     }
 
@@ -95,7 +96,7 @@ impl PtyClient {
 
         let output = Arc::new(Notify::new());
         let drain = tokio::spawn(drain(master, output.clone()));
-        let client = Self { child, drain };
+        let mut client = Self { child, drain };
 
         loop {
             // notify_one stores a permit, so output that arrived before this await is not lost.
@@ -108,17 +109,15 @@ impl PtyClient {
                     after: timeout,
                 });
             }
-            let listed = cli
-                .action(
-                    session,
-                    "action list-clients",
-                    ["list-clients"],
-                    deadline.saturating_duration_since(Instant::now()),
-                )
-                .await?
-                .success("action list-clients")?;
-            if !parse_clients(&listed.stdout)?.is_empty() {
-                return Ok(client);
+            if client_count(cli, session, deadline).await? > 0 {
+                // Zellij 0.45.1 can drop a client that connected just after a CLI call's
+                // session probe (it removes the probe's client id twice, and ids are reused at
+                // once). A second look after one more round trip catches that.
+                let still_listed = client_count(cli, session, deadline).await? > 0;
+                let running = matches!(client.child.try_wait(), Ok(None));
+                if still_listed && running {
+                    return Ok(client);
+                }
             }
             if client.drain.is_finished() {
                 return Err(ZellijError::NoEffect {
@@ -147,6 +146,27 @@ impl Drop for PtyClient {
     fn drop(&mut self) {
         // kill_on_drop on the child sends SIGKILL; the drain ends on EIO or here.
         self.drain.abort();
+    }
+}
+
+/// Clients the server lists for `session`; an empty reply is asked once more (see
+/// `parse_clients`).
+async fn client_count(cli: &ZellijCli, session: &SessionName, deadline: Instant) -> Result<usize> {
+    let mut attempt = 1;
+    loop {
+        let listed = cli
+            .action(
+                session,
+                "action list-clients",
+                ["list-clients"],
+                deadline.saturating_duration_since(Instant::now()),
+            )
+            .await?
+            .success("action list-clients")?;
+        match parse_clients(&listed.stdout) {
+            Err(_) if attempt == 1 && listed.stdout.trim().is_empty() => attempt += 1,
+            parsed => return Ok(parsed?.len()),
+        }
     }
 }
 

@@ -24,9 +24,7 @@ use serde::Serialize;
 use tokio::time::Instant;
 
 use super::attach::{PtyClient, TermSize};
-use super::cli::{
-    CliOutput, ZellijCli, ZellijEnv, describe_status, first_lines, is_session_probe_failure,
-};
+use super::cli::{CliOutput, ZellijCli, ZellijEnv, describe_status, first_lines};
 use super::error::{Result, ZellijError};
 use super::ids::{PaneId, SessionName, TabId};
 use super::keys::Key;
@@ -174,6 +172,16 @@ pub struct PaneText {
     pub pane: PaneId,
     pub scope: ReadScope,
     pub lines: Vec<String>,
+}
+
+/// The result of [`ZellijBackend::focus_pane`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FocusedPane {
+    pub pane: Pane,
+    /// Clients attached to the session.
+    pub clients: usize,
+    /// Clients that now have the pane focused.
+    pub clients_focused: usize,
 }
 
 /// The result of closing a pane.
@@ -546,37 +554,18 @@ impl ZellijBackend {
         push_command(&mut argv, &opts.command)?;
         self.queued(session, "new_tab", move |inner, s| async move {
             inner.require_live_session(&s).await?;
-            let sizing = if inner.clients(&s).await?.is_empty() {
-                Some(inner.attach_sizing_client(&s).await?)
-            } else {
-                None
-            };
-            let created = inner.act(&s, "action new-tab", argv).await;
-            if let Some(client) = sizing {
-                client.detach().await;
+            // The sizing client can be dropped by Zellij's client-id race (see `attach`); a tab
+            // created meanwhile is 0×0 or not created at all. Try once more.
+            for _ in 0..2 {
+                if let Some(tab) = inner.create_tab(&s, argv.clone()).await? {
+                    return Ok(tab);
+                }
             }
-            let id = parse_new_tab_id(&created?)?;
-            let tab = inner.tab(&s, id).await.map_err(|_| ZellijError::NoEffect {
-                session: s.clone(),
-                what: "create the tab",
-                detail: format!("new-tab printed id {id} but no such tab exists"),
-            })?;
-            if tab.viewport_rows == 0 || tab.viewport_columns == 0 {
-                // Remove the unusable tab before reporting.
-                let _ = inner
-                    .act(
-                        &s,
-                        "action close-tab-by-id",
-                        args(["close-tab-by-id", &id.to_string()]),
-                    )
-                    .await;
-                return Err(ZellijError::NoEffect {
-                    session: s,
-                    what: "size the new tab",
-                    detail: "it has no room for panes (0×0)".to_owned(),
-                });
-            }
-            Ok(tab)
+            Err(ZellijError::NoEffect {
+                session: s,
+                what: "create a usable tab",
+                detail: "the tab had no room for panes (0×0); no client gave it a size".to_owned(),
+            })
         })
         .await
     }
@@ -903,15 +892,51 @@ impl ZellijBackend {
         .await
     }
 
-    /// Focus operation: focuses a pane, switching clients to its tab.
-    pub async fn focus_pane(&self, session: &SessionName, pane: PaneId) -> Result<Pane> {
+    /// Focus operation: switches the session's clients to the pane's tab and focuses the pane
+    /// there (visible to every attached human).
+    ///
+    /// Zellij's `focus-pane-id` acts for the CLI client that sends it, never for an attached
+    /// client (zellij-server 0.45.1 `Screen::focus_pane_with_id` receives the CLI's client id),
+    /// so it cannot move a human's focus. Making a tiled pane fullscreen does focus it for
+    /// every client of its tab, so muxgate toggles fullscreen on and off again; the tab ends
+    /// out of fullscreen. For a floating pane the tab's floating panes are shown.
+    pub async fn focus_pane(&self, session: &SessionName, pane: PaneId) -> Result<FocusedPane> {
         self.queued(session, "focus_pane", move |inner, s| async move {
-            inner.pane(&s, pane).await?;
-            let id = pane.to_string();
+            let target = inner.pane(&s, pane).await?;
+            let tab = inner.tab(&s, target.tab_id).await?;
+            let tab_id = tab.id.to_string();
             inner
-                .act(&s, "action focus-pane-id", args(["focus-pane-id", &id]))
+                .act(
+                    &s,
+                    "action go-to-tab-by-id",
+                    args(["go-to-tab-by-id", &tab_id]),
+                )
                 .await?;
-            inner.pane(&s, pane).await
+            if target.is_floating {
+                inner.set_floating(&s, tab.id, true).await?;
+            } else {
+                let id = pane.to_string();
+                // Off (if another pane is fullscreen), then on (focuses) and off again.
+                let toggles = if tab.is_fullscreen_active { 3 } else { 2 };
+                for _ in 0..toggles {
+                    inner
+                        .act(
+                            &s,
+                            "action toggle-fullscreen",
+                            args(["toggle-fullscreen", "--pane-id", &id]),
+                        )
+                        .await?;
+                }
+            }
+            let clients = inner.clients(&s).await?;
+            Ok(FocusedPane {
+                pane: inner.pane(&s, pane).await?,
+                clients: clients.len(),
+                clients_focused: clients
+                    .iter()
+                    .filter(|c| c.focused_pane == Some(pane))
+                    .count(),
+            })
         })
         .await
     }
@@ -1261,37 +1286,28 @@ impl ZellijBackend {
         }
     }
 
-    /// The shared watch of a pane, with its first snapshot received. Restarted (twice at
-    /// most) when `subscribe` hit Zellij's transient session-probe failure.
+    /// The shared watch of a pane, with its first snapshot received.
     async fn ready_watch(
         &self,
         session: &SessionName,
         pane: PaneId,
         deadline: Instant,
     ) -> Result<(PaneWatch, super::watch::PaneView)> {
-        let mut attempt = 1;
-        loop {
-            let watch = self.watch(session, pane)?;
-            match watch
-                .ready(deadline.saturating_duration_since(Instant::now()))
-                .await
+        let watch = self.watch(session, pane)?;
+        match watch
+            .ready(deadline.saturating_duration_since(Instant::now()))
+            .await
+        {
+            Ok(first) => Ok((watch, first)),
+            Err(ZellijError::WatchEnded { reason, .. })
+                if reason.contains("Pane") && reason.contains("not found") =>
             {
-                Ok(first) => return Ok((watch, first)),
-                Err(ZellijError::WatchEnded { reason, .. })
-                    if attempt < 3 && is_session_probe_failure(&reason) =>
-                {
-                    attempt += 1;
-                }
-                Err(ZellijError::WatchEnded { reason, .. })
-                    if reason.contains("not found") && reason.contains("Pane") =>
-                {
-                    return Err(ZellijError::NoSuchPane {
-                        session: session.clone(),
-                        pane,
-                    });
-                }
-                Err(e) => return Err(e),
+                Err(ZellijError::NoSuchPane {
+                    session: session.clone(),
+                    pane,
+                })
             }
+            Err(e) => Err(e),
         }
     }
 
@@ -1352,6 +1368,39 @@ impl Inner {
             .entry(session.clone())
             .or_insert_with(|| SessionQueue::start(session.clone(), self.spec.queue_capacity))
             .clone()
+    }
+
+    /// Runs `new-tab`, with a sizing client attached when no client is (see `new_tab`).
+    /// `None` when Zellij made no usable tab (no id printed, or a 0×0 tab, which is removed).
+    async fn create_tab(&self, session: &SessionName, argv: Vec<OsString>) -> Result<Option<Tab>> {
+        let sizing = if self.clients(session).await?.is_empty() {
+            Some(self.attach_sizing_client(session).await?)
+        } else {
+            None
+        };
+        let created = self.act(session, "action new-tab", argv).await;
+        if let Some(client) = sizing {
+            client.detach().await;
+        }
+        let created = created?;
+        if created.trim().is_empty() {
+            return Ok(None);
+        }
+        let id = parse_new_tab_id(&created)?;
+        let Some(tab) = self.tabs(session).await?.into_iter().find(|t| t.id == id) else {
+            return Ok(None);
+        };
+        if tab.viewport_rows == 0 || tab.viewport_columns == 0 {
+            let tab_id = id.to_string();
+            self.act(
+                session,
+                "action close-tab",
+                args(["close-tab", "--tab-id", &tab_id]),
+            )
+            .await?;
+            return Ok(None);
+        }
+        Ok(Some(tab))
     }
 
     /// A client of the headless size attached through a pty (see `new_tab`).
@@ -1486,10 +1535,16 @@ impl Inner {
         Ok(parse_tabs(&json)?)
     }
 
+    /// Attached clients; an empty reply (no header, see `parse_clients`) is asked once more.
     async fn clients(&self, session: &SessionName) -> Result<Vec<Client>> {
-        let out = self
+        let mut out = self
             .act(session, "action list-clients", args(["list-clients"]))
             .await?;
+        if out.trim().is_empty() {
+            out = self
+                .act(session, "action list-clients", args(["list-clients"]))
+                .await?;
+        }
         Ok(parse_clients(&out)?)
     }
 
@@ -1561,6 +1616,8 @@ impl Inner {
         }
     }
 
+    /// `dump-screen` to stdout. An empty reply is read once more: a pane is rarely blank, and
+    /// Zellij occasionally answers a CLI call caught in its client-id race with nothing.
     async fn dump(
         &self,
         session: &SessionName,
@@ -1572,7 +1629,12 @@ impl Inner {
         if scope == ReadScope::Full {
             argv.push("--full".into());
         }
-        let out = self.act(session, "action dump-screen", argv).await?;
+        let mut out = self
+            .act(session, "action dump-screen", argv.clone())
+            .await?;
+        if out.trim().is_empty() {
+            out = self.act(session, "action dump-screen", argv).await?;
+        }
         Ok(normalize(out.lines().map(str::to_owned).collect()))
     }
 }

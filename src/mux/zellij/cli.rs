@@ -161,11 +161,11 @@ impl ZellijCli {
 
     /// Runs `zellij --session <session> action <args>`.
     ///
-    /// Retried (at most twice, at once) when the CLI failed to find a session it should have
-    /// found: before sending an action the CLI probes every session's socket, and under load
-    /// Zellij 0.45.1 sometimes fails that probe for a live session ("There is no active
-    /// session!"). The CLI exits before sending anything then, so a retry cannot repeat the
-    /// action.
+    /// Before sending an action the CLI probes every session's socket, and under load Zellij
+    /// 0.45.1 sometimes fails that probe for a live session (it reuses client ids at once, see
+    /// `watch`): the CLI then prints "There is no active session!" or "Session … not found",
+    /// sometimes with exit code 0, and sends nothing. Such a call is retried at once, twice at
+    /// most, so a retry cannot repeat an action; if it persists the session is reported missing.
     pub async fn action<I, S>(
         &self,
         session: &SessionName,
@@ -180,14 +180,15 @@ impl ZellijCli {
         let mut full: Vec<OsString> =
             vec!["--session".into(), session.as_str().into(), "action".into()];
         full.extend(args.into_iter().map(|a| a.as_ref().to_owned()));
-        let mut attempt = 1;
-        loop {
+        for _ in 0..3 {
             let out = self.run(label, &full, timeout).await?;
-            if out.status.success() || attempt == 3 || !is_session_probe_failure(&out.stderr) {
+            if !is_session_probe_failure(&out.stderr) {
                 return Ok(out);
             }
-            attempt += 1;
         }
+        Err(ZellijError::NoSuchSession {
+            session: session.clone(),
+        })
     }
 
     /// Starts a long-running `zellij <args>` whose stdout the caller reads (e.g. `subscribe`).

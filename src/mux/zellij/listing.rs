@@ -214,10 +214,16 @@ struct RawTab {
     active_swap_layout_name: Option<String>,
 }
 
+/// The JSON error and the start of the text that caused it.
+fn json_detail(e: &serde_json::Error, text: &str) -> String {
+    let start: String = text.chars().take(60).collect();
+    format!("{e}; output starts with {start:?}")
+}
+
 /// Parses `zellij action list-panes --json --all`.
 pub fn parse_panes(json: &str) -> Result<Vec<Pane>, ParseError> {
     let raw: Vec<RawPane> = serde_json::from_str(json)
-        .map_err(|e| ParseError::new("action list-panes --json --all", e.to_string()))?;
+        .map_err(|e| ParseError::new("action list-panes --json --all", json_detail(&e, json)))?;
     Ok(raw.into_iter().map(Pane::from).collect())
 }
 
@@ -259,7 +265,7 @@ impl From<RawPane> for Pane {
 /// Parses `zellij action list-tabs --json --all`, ordered by position.
 pub fn parse_tabs(json: &str) -> Result<Vec<Tab>, ParseError> {
     let raw: Vec<RawTab> = serde_json::from_str(json)
-        .map_err(|e| ParseError::new("action list-tabs --json --all", e.to_string()))?;
+        .map_err(|e| ParseError::new("action list-tabs --json --all", json_detail(&e, json)))?;
     let mut tabs: Vec<Tab> = raw
         .into_iter()
         .map(|r| Tab {
@@ -309,10 +315,18 @@ pub fn parse_sessions(text: &str) -> Vec<SessionEntry> {
 }
 
 /// Parses `zellij action list-clients` (a header, then `ID PANE_ID RUNNING_COMMAND` rows).
+///
+/// The header is printed even when no client is attached, so an empty text is an error: the
+/// CLI got no answer.
 pub fn parse_clients(text: &str) -> Result<Vec<Client>, ParseError> {
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
     match lines.next() {
-        None => return Ok(Vec::new()),
+        None => {
+            return Err(ParseError::new(
+                "action list-clients",
+                "empty output (no answer from the server)",
+            ));
+        }
         Some(header) if header.trim_start().starts_with("CLIENT_ID") => {}
         Some(other) => {
             return Err(ParseError::new(
@@ -432,7 +446,12 @@ mod tests {
         assert_eq!(c[0].focused_pane, Some(PaneId::Terminal(0)));
         assert_eq!(c[0].running_command, "bash -l");
         assert_eq!(c[1].focused_pane, Some(PaneId::Plugin(3)));
-        assert!(parse_clients("").unwrap().is_empty());
+        assert!(
+            parse_clients("CLIENT_ID ZELLIJ_PANE_ID RUNNING_COMMAND\n")
+                .unwrap()
+                .is_empty()
+        );
+        assert!(parse_clients("").is_err());
         assert!(parse_clients("garbage\n").is_err());
     }
 

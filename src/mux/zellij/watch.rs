@@ -27,7 +27,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::cli::{ZellijCli, first_lines};
+use super::cli::{ZellijCli, first_lines, is_session_probe_failure};
 use super::error::{Result, ZellijError};
 use super::events::{PaneEvent, parse_event};
 use super::ids::{PaneId, SessionName};
@@ -50,6 +50,8 @@ pub struct PaneView {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum End {
     PaneClosed,
+    /// The child exited without `pane_closed`; its stderr (may be empty).
+    Lost(String),
     Failed(String),
 }
 
@@ -129,41 +131,35 @@ impl PaneWatch {
         pane: PaneId,
         fallback: Option<FallbackPolling>,
     ) -> Result<Self> {
-        let pane_arg = pane.to_string();
-        let child = cli.spawn(
-            "subscribe",
-            [
-                "--session",
-                session.as_str(),
-                "subscribe",
-                "--format",
-                "json",
-                "--pane-id",
-                pane_arg.as_str(),
-            ],
-        )?;
-        Ok(Self::with_child(session, pane, child, fallback))
+        let resubscribe = Resubscribe {
+            cli: cli.clone(),
+            session: session.clone(),
+            pane,
+        };
+        let child = resubscribe.spawn()?;
+        Ok(Self::with_child(
+            session,
+            pane,
+            child,
+            Some(resubscribe),
+            fallback,
+        ))
     }
 
     /// Wraps a started `subscribe` child (stdout and stderr piped).
     fn with_child(
         session: &SessionName,
         pane: PaneId,
-        mut child: Child,
+        child: Child,
+        resubscribe: Option<Resubscribe>,
         fallback: Option<FallbackPolling>,
     ) -> Self {
         let (tx, rx) = watch::channel(State::default());
         let poller = fallback
             .map(|fb| tokio::spawn(poll_while_attached(fb, session.clone(), pane, tx.clone())));
-        let stdout = child.stdout.take();
-        let stderr = child.stderr.take();
         let reader = tokio::spawn(async move {
-            let end = match (stdout, stderr) {
-                (Some(out), Some(err)) => read_events(out, err, &tx, pane).await,
-                _ => End::Failed("subscribe child has no pipes".to_owned()),
-            };
+            let end = follow(child, resubscribe, &tx, pane).await;
             tx.send_modify(|s| s.end = Some(end));
-            drop(child);
         });
         Self {
             inner: Arc::new(Inner {
@@ -260,6 +256,7 @@ impl PaneWatch {
     fn end_error(&self, end: &End) -> ZellijError {
         let reason = match end {
             End::PaneClosed => "the pane closed".to_owned(),
+            End::Lost(stderr) => format!("the subscription ended: {}", first_lines(stderr)),
             End::Failed(reason) => reason.clone(),
         };
         ZellijError::WatchEnded {
@@ -270,26 +267,111 @@ impl PaneWatch {
     }
 }
 
+/// Restarts of a subscription in a row without an event in between before giving up.
+const MAX_RESUBSCRIBES: u32 = 5;
+
+/// How to start the `subscribe` child again.
+struct Resubscribe {
+    cli: ZellijCli,
+    session: SessionName,
+    pane: PaneId,
+}
+
+impl Resubscribe {
+    fn spawn(&self) -> Result<Child> {
+        let pane_arg = self.pane.to_string();
+        self.cli.spawn(
+            "subscribe",
+            [
+                "--session",
+                self.session.as_str(),
+                "subscribe",
+                "--format",
+                "json",
+                "--pane-id",
+                pane_arg.as_str(),
+            ],
+        )
+    }
+}
+
+/// Reads the subscription until the pane closes or it fails for good.
+///
+/// Zellij 0.45.1 reuses the lowest free client id at once, so a late removal of a client that
+/// just left can drop a newer connection with the same id: the `subscribe` child then exits
+/// with no message although the pane lives on. Such an end (or the transient session probe
+/// failure) starts a new child; its first event is the full viewport again, so waiters lose
+/// nothing that is still on screen.
+async fn follow(
+    mut child: Child,
+    resubscribe: Option<Resubscribe>,
+    tx: &watch::Sender<State>,
+    pane: PaneId,
+) -> End {
+    let mut retries_left = MAX_RESUBSCRIBES;
+    loop {
+        let (end, had_events) = match (child.stdout.take(), child.stderr.take()) {
+            (Some(out), Some(err)) => read_events(out, err, tx, pane).await,
+            _ => (
+                End::Failed("subscribe child has no pipes".to_owned()),
+                false,
+            ),
+        };
+        // Dropping the child kills it if it still runs (kill_on_drop).
+        drop(child);
+        if had_events {
+            retries_left = MAX_RESUBSCRIBES;
+        }
+        let transient = match &end {
+            End::Lost(reason) => reason.is_empty() || is_session_probe_failure(reason),
+            _ => false,
+        };
+        match &resubscribe {
+            Some(again) if transient && retries_left > 0 => match again.spawn() {
+                Ok(next) => {
+                    retries_left -= 1;
+                    child = next;
+                }
+                Err(e) => return End::Failed(e.to_string()),
+            },
+            _ => return end,
+        }
+    }
+}
+
+/// Reads one child's events; returns how it ended and whether any event arrived.
 async fn read_events(
     stdout: tokio::process::ChildStdout,
     mut stderr: tokio::process::ChildStderr,
     tx: &watch::Sender<State>,
     pane: PaneId,
-) -> End {
+) -> (End, bool) {
     let mut lines = BufReader::new(stdout).lines();
+    let mut had_events = false;
     loop {
         match lines.next_line().await {
             Ok(Some(line)) if line.trim().is_empty() => {}
+            // Not an event: the CLI printing the session list after failing its session probe
+            // (see `ZellijCli::action`); the reason follows on stderr.
+            Ok(Some(line)) if !line.trim_start().starts_with('{') => {}
             Ok(Some(line)) => match parse_event(&line) {
                 Ok(PaneEvent::Update { viewport, .. }) => {
-                    tx.send_modify(|s| s.push(normalize(viewport)))
+                    had_events = true;
+                    tx.send_modify(|s| s.push(normalize(viewport)));
                 }
-                Ok(PaneEvent::Closed { pane: closed }) if closed == pane => return End::PaneClosed,
+                Ok(PaneEvent::Closed { pane: closed }) if closed == pane => {
+                    return (End::PaneClosed, had_events);
+                }
                 Ok(PaneEvent::Closed { .. }) => {}
-                Err(e) => return End::Failed(e.to_string()),
+                Err(e) => return (End::Failed(e.to_string()), had_events),
             },
             Ok(None) => break,
-            Err(e) => return End::Failed(format!("reading subscribe output: {e}")),
+            Err(e) => {
+                return (
+                    End::Failed(format!("reading subscribe output: {e}")),
+                    had_events,
+                );
+            }
         }
     }
     // EOF without `pane_closed`: the reason, if any, is on stderr ("Pane terminal_9 not found",
@@ -297,10 +379,8 @@ async fn read_events(
     let mut buf = Vec::new();
     let mut limited = (&mut stderr).take(8 << 10);
     let _ = tokio::time::timeout(Duration::from_secs(1), limited.read_to_end(&mut buf)).await;
-    End::Failed(format!(
-        "the subscription ended: {}",
-        first_lines(&String::from_utf8_lossy(&buf))
-    ))
+    let reason = String::from_utf8_lossy(&buf).trim().to_owned();
+    (End::Lost(reason), had_events)
 }
 
 /// Trailing spaces (Zellij pads rows to the pane width while a client is attached) and
@@ -332,8 +412,7 @@ async fn poll_while_attached(
             return;
         }
         if last_client_check.is_none_or(|at| at.elapsed() >= fb.client_check_interval) {
-            last_client_check = Some(Instant::now());
-            attached = match fb
+            let clients = fb
                 .cli
                 .action(
                     &session,
@@ -341,14 +420,20 @@ async fn poll_while_attached(
                     ["list-clients"],
                     fb.call_timeout,
                 )
-                .await
-            {
+                .await;
+            match clients {
                 Ok(out) if out.status.success() => {
-                    super::listing::parse_clients(&out.stdout).is_ok_and(|c| !c.is_empty())
+                    last_client_check = Some(Instant::now());
+                    attached =
+                        super::listing::parse_clients(&out.stdout).is_ok_and(|c| !c.is_empty());
                 }
-                // The session is gone or unreachable; the subscription reports why.
-                _ => false,
-            };
+                // Unknown: read anyway and ask again at the next tick. If the session is gone
+                // the subscription reports why.
+                _ => {
+                    last_client_check = None;
+                    attached = true;
+                }
+            }
         }
         if attached {
             let read = fb
@@ -435,6 +520,7 @@ mod tests {
             PaneId::Terminal(1),
             child,
             None,
+            None,
         );
         (watch, pid)
     }
@@ -514,6 +600,39 @@ mod tests {
                 .ends_with("the subscription ended: Pane terminal_1 not found"),
             "{err}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_silently_dropped_subscription_is_restarted() {
+        // A stand-in `zellij`: the first `subscribe` prints one event, then fails like
+        // Zellij's transient session probe (a session list on stdout, exit 0); the second
+        // prints the awaited text.
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("zellij");
+        let count = dir.path().join("count");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\necho x >> '{}'\nif [ $(wc -l < '{}') -eq 1 ]; then echo '{}'; echo 's [Created 1s ago]'; echo \"Session 's' not found. The following sessions are active:\" >&2; exit 0; fi\necho '{}'\nexec sleep 30\n",
+                count.display(),
+                count.display(),
+                update(r#""first""#),
+                update(r#""second""#),
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let cli = ZellijCli::new(crate::mux::zellij::cli::ZellijEnv::new(&script));
+        let session = SessionName::new("s").unwrap();
+        let watch = PaneWatch::start(&cli, &session, PaneId::Terminal(1), None).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let m = watch
+            .wait_for(0, deadline, "second", |l| (l[0] == "second").then_some(()))
+            .await
+            .unwrap();
+        assert_eq!(m.view.seq, 1);
+        assert_eq!(std::fs::read_to_string(&count).unwrap().lines().count(), 2);
     }
 
     #[tokio::test]
