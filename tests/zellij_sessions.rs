@@ -49,6 +49,8 @@ async fn create_list_and_kill_sessions() {
         err.to_string(),
         format!("no session {b}; call zellij_list_sessions to see the sessions")
     );
+    let err = h.backend.kill_session(&b).await.unwrap_err();
+    assert!(matches!(err, ZellijError::NoSuchSession { .. }), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

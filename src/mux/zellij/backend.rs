@@ -56,6 +56,8 @@ pub struct ZellijServerSpec {
     pub op_timeout: Duration,
     /// Operations that may wait per session before callers get [`ZellijError::Busy`].
     pub queue_capacity: usize,
+    /// Longest wait of an operation for its turn on the session queue.
+    pub queue_wait: Duration,
     /// Terminal size given to sessions and tabs created while no client is attached.
     pub headless_size: TermSize,
     /// Viewport read interval for waits while a client is attached (see `watch`).
@@ -72,6 +74,7 @@ impl ZellijServerSpec {
             call_timeout: Duration::from_secs(5),
             op_timeout: Duration::from_secs(15),
             queue_capacity: 64,
+            queue_wait: Duration::from_secs(30),
             headless_size: TermSize {
                 rows: 48,
                 cols: 160,
@@ -298,6 +301,9 @@ pub struct TextMatch {
     pub viewport: Vec<String>,
     #[serde(serialize_with = "as_millis")]
     pub waited: Duration,
+    /// Screen snapshots that went by unexamined because the waiter fell behind; text shown
+    /// only in those was not seen.
+    pub missed_snapshots: u64,
 }
 
 fn as_millis<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
@@ -426,8 +432,8 @@ impl ZellijBackend {
         .await
     }
 
-    /// Ends a session and its processes (`kill-session`); its resurrection data stays until
-    /// [`ZellijBackend::delete_session`].
+    /// Ends a session and its processes (`kill-session`). Resurrection data, if the user's
+    /// config keeps any, stays (`zellij delete-session` removes it).
     pub async fn kill_session(&self, session: &SessionName) -> Result<()> {
         let result = self
             .queued(session, "kill_session", |inner, s| async move {
@@ -441,30 +447,6 @@ impl ZellijBackend {
                     )
                     .await?;
                 out.success("kill-session").map(drop)
-            })
-            .await;
-        self.inner.forget(session);
-        result
-    }
-
-    /// Removes an exited session's resurrection data (`delete-session --force` also kills a
-    /// live one).
-    pub async fn delete_session(&self, session: &SessionName, force: bool) -> Result<()> {
-        let result = self
-            .queued(session, "delete_session", move |inner, s| async move {
-                if !inner.sessions().await?.iter().any(|e| e.name == s) {
-                    return Err(ZellijError::NoSuchSession { session: s });
-                }
-                let mut args = vec!["delete-session"];
-                if force {
-                    args.push("--force");
-                }
-                args.push(s.as_str());
-                let out = inner
-                    .cli
-                    .run("delete-session", &args, inner.spec.call_timeout)
-                    .await?;
-                out.success("delete-session").map(drop)
             })
             .await;
         self.inner.forget(session);
@@ -1063,6 +1045,7 @@ impl ZellijBackend {
             line_index: found.value,
             viewport,
             waited: started.elapsed(),
+            missed_snapshots: found.missed,
         })
     }
 
@@ -1143,7 +1126,9 @@ impl ZellijBackend {
     /// focus or view changes. The pane is closed afterwards unless `opts.keep_pane`.
     ///
     /// Completion comes from `zellij run --block-until-exit`, which returns when the command
-    /// exits, whatever clients are attached; the output is read from the held pane.
+    /// exits, whatever clients are attached; the output is read from the held pane. On timeout
+    /// the command keeps running in its pane, whose id the error names; a cancelled caller
+    /// leaves the pane too.
     pub async fn run_command(
         &self,
         session: &SessionName,
@@ -1366,7 +1351,13 @@ impl Inner {
         let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
         queues
             .entry(session.clone())
-            .or_insert_with(|| SessionQueue::start(session.clone(), self.spec.queue_capacity))
+            .or_insert_with(|| {
+                SessionQueue::start(
+                    session.clone(),
+                    self.spec.queue_capacity,
+                    self.spec.queue_wait,
+                )
+            })
             .clone()
     }
 

@@ -95,10 +95,6 @@ impl ZellijCli {
         Self { env }
     }
 
-    pub fn env(&self) -> &ZellijEnv {
-        &self.env
-    }
-
     /// A `zellij` command with the isolation rules applied and no arguments yet.
     pub fn command(&self) -> Command {
         let env = &self.env;

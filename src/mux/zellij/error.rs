@@ -6,7 +6,6 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::events::EventParseError;
 use super::ids::{InvalidId, PaneId, SessionName, TabId};
 use super::listing::ParseError;
 
@@ -104,9 +103,6 @@ pub enum ZellijError {
 
     #[error(transparent)]
     Parse(#[from] ParseError),
-
-    #[error(transparent)]
-    Event(#[from] EventParseError),
 
     /// An I/O error talking to a `zellij` child process.
     #[error("I/O error with `zellij {command}`: {source}")]

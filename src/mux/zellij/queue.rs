@@ -26,11 +26,13 @@ pub struct SessionQueue {
     session: SessionName,
     tx: mpsc::Sender<Job>,
     capacity: usize,
+    queue_wait: Duration,
 }
 
 impl SessionQueue {
     /// Starts the worker task. It ends when the last clone of the queue is dropped.
-    pub fn start(session: SessionName, capacity: usize) -> Self {
+    /// `queue_wait` bounds how long an operation may wait for its turn.
+    pub fn start(session: SessionName, capacity: usize, queue_wait: Duration) -> Self {
         let capacity = capacity.max(1);
         let (tx, mut rx) = mpsc::channel::<Job>(capacity);
         tokio::spawn(async move {
@@ -43,6 +45,7 @@ impl SessionQueue {
             session,
             tx,
             capacity,
+            queue_wait,
         }
     }
 
@@ -51,11 +54,12 @@ impl SessionQueue {
         self.capacity - self.tx.capacity()
     }
 
-    /// Runs `op` after the operations queued before it, within `timeout` once it starts.
+    /// Runs `op` after the operations queued before it, within `timeout` once it starts; the
+    /// caller waits at most the queue wait plus `timeout` in all.
     ///
-    /// If the caller stops waiting (cancelled) before `op` starts, `op` is skipped. Once started
-    /// it runs to the end or to its timeout, so an action is never cut off half-way by a caller
-    /// going away.
+    /// If the caller stops waiting (cancelled or out of time) before `op` starts, `op` is
+    /// skipped. Once started it runs to the end or to its timeout, so an action is never cut
+    /// off half-way by a caller going away.
     pub async fn run<T, F>(&self, what: &str, timeout: Duration, op: F) -> Result<T>
     where
         F: Future<Output = Result<T>> + Send + 'static,
@@ -86,13 +90,21 @@ impl SessionQueue {
             // Invariant: the worker holds the receiver for as long as a sender exists.
             mpsc::error::TrySendError::Closed(_) => unreachable!("session worker outlives senders"),
         })?;
-        done_rx.await.unwrap_or_else(|_| {
+        match tokio::time::timeout(self.queue_wait + timeout, done_rx).await {
+            Ok(Ok(result)) => result,
             // The job was dropped without an answer: it panicked.
-            Err(ZellijError::Io {
+            Ok(Err(_)) => Err(ZellijError::Io {
                 command: what.to_owned(),
                 source: std::io::Error::other("operation panicked"),
-            })
-        })
+            }),
+            Err(_) => Err(ZellijError::Timeout {
+                what: format!(
+                    "{what} (waiting behind other operations on session {})",
+                    self.session
+                ),
+                after: self.queue_wait + timeout,
+            }),
+        }
     }
 }
 
@@ -103,7 +115,11 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn queue(capacity: usize) -> SessionQueue {
-        SessionQueue::start(SessionName::new("q").unwrap(), capacity)
+        SessionQueue::start(
+            SessionName::new("q").unwrap(),
+            capacity,
+            Duration::from_secs(5),
+        )
     }
 
     #[tokio::test]
@@ -190,6 +206,22 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(err.to_string(), "slow timed out after 20 ms");
+    }
+
+    #[tokio::test]
+    async fn waiting_for_a_turn_is_bounded() {
+        let q = SessionQueue::start(SessionName::new("q").unwrap(), 4, Duration::from_millis(30));
+        let (release, blocker) = occupy(&q).await;
+        let err = q
+            .run("late", Duration::from_millis(20), async { Ok(()) })
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "late (waiting behind other operations on session q) timed out after 50 ms"
+        );
+        release.send(()).unwrap();
+        blocker.await.unwrap().unwrap();
     }
 
     #[tokio::test]

@@ -172,10 +172,6 @@ impl PaneWatch {
         }
     }
 
-    pub fn pane(&self) -> PaneId {
-        self.inner.pane
-    }
-
     fn ended(&self) -> bool {
         self.inner.state.borrow().end.is_some()
     }
@@ -186,11 +182,6 @@ impl PaneWatch {
         self.wait_for(0, deadline, "first pane snapshot", |_| Some(()))
             .await
             .map(|m| m.view)
-    }
-
-    /// The newest snapshot, if any arrived yet.
-    pub fn latest(&self) -> Option<PaneView> {
-        self.inner.state.borrow().recent.back().cloned()
     }
 
     /// Waits until `check` accepts a snapshot numbered `from_seq` or later, examining every
@@ -574,7 +565,6 @@ mod tests {
         assert_eq!(seen, ["a", "b", "c"]);
         assert_eq!(m.view.seq, 2);
         assert_eq!(m.missed, 0);
-        assert_eq!(watch.latest().unwrap().seq, 2);
     }
 
     #[tokio::test]
