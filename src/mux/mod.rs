@@ -4,3 +4,4 @@
 //! types live here so that the tool layer does not depend on one multiplexer.
 
 pub mod tmux;
+pub mod zellij;

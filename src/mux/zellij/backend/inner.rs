@@ -1,0 +1,336 @@
+//! Per-session primitives the operations are built from: one CLI action with its failure
+//! mapped, listings, lookups that turn a missing target into a specific error, screen dumps,
+//! and tab creation with a sizing client.
+
+use std::ffi::OsString;
+
+use super::Inner;
+use super::checks::{args, mark_fullscreen};
+use super::types::ReadScope;
+use crate::mux::zellij::attach::PtyClient;
+use crate::mux::zellij::cli::{CliOutput, describe_status, first_lines};
+use crate::mux::zellij::error::{Result, ZellijError};
+use crate::mux::zellij::ids::{PaneId, SessionName, TabId};
+use crate::mux::zellij::listing::{
+    Client, Pane, SessionEntry, Tab, parse_clients, parse_new_tab_id, parse_panes, parse_sessions,
+    parse_tabs,
+};
+use crate::mux::zellij::queue::SessionQueue;
+use crate::mux::zellij::watch::normalize;
+
+impl Inner {
+    pub(super) fn queue(&self, session: &SessionName) -> SessionQueue {
+        // A poisoned lock only means a panic elsewhere while holding it; the map is still valid.
+        let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        queues
+            .entry(session.clone())
+            .or_insert_with(|| {
+                SessionQueue::start(
+                    session.clone(),
+                    self.spec.queue_capacity,
+                    self.spec.queue_wait,
+                )
+            })
+            .clone()
+    }
+
+    /// Runs `new-tab`, with a sizing client attached when no client is (see `new_tab`).
+    /// `None` when Zellij made no usable tab (no id printed, or a 0×0 tab, which is removed).
+    pub(super) async fn create_tab(
+        &self,
+        session: &SessionName,
+        argv: Vec<OsString>,
+    ) -> Result<Option<Tab>> {
+        let sizing = if self.clients(session).await?.is_empty() {
+            Some(self.attach_sizing_client(session).await?)
+        } else {
+            None
+        };
+        let created = self.act(session, "action new-tab", argv).await;
+        if let Some(client) = sizing {
+            client.detach().await;
+        }
+        let created = created?;
+        if created.trim().is_empty() {
+            return Ok(None);
+        }
+        let id = parse_new_tab_id(&created)?;
+        let Some(tab) = self.tabs(session).await?.into_iter().find(|t| t.id == id) else {
+            return Ok(None);
+        };
+        if tab.viewport_rows == 0 || tab.viewport_columns == 0 {
+            let tab_id = id.to_string();
+            self.act(
+                session,
+                "action close-tab",
+                args(["close-tab", "--tab-id", &tab_id]),
+            )
+            .await?;
+            return Ok(None);
+        }
+        Ok(Some(tab))
+    }
+
+    /// A client of the headless size attached through a pty (see `new_tab`).
+    pub(super) async fn attach_sizing_client(&self, session: &SessionName) -> Result<PtyClient> {
+        PtyClient::attach(
+            &self.cli,
+            session,
+            self.spec.headless_size,
+            self.spec.call_timeout,
+        )
+        .await
+    }
+
+    pub(super) fn forget(&self, session: &SessionName) {
+        let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        queues.remove(session);
+    }
+
+    /// Runs an action and returns its stdout, mapping failures to specific errors.
+    pub(super) async fn act(
+        &self,
+        session: &SessionName,
+        label: &str,
+        argv: Vec<OsString>,
+    ) -> Result<String> {
+        let out = self
+            .cli
+            .action(session, label, argv, self.spec.call_timeout)
+            .await?;
+        if out.status.success() {
+            return Ok(out.stdout);
+        }
+        Err(self.failure(session, label, out).await)
+    }
+
+    pub(super) async fn failure(
+        &self,
+        session: &SessionName,
+        label: &str,
+        out: CliOutput,
+    ) -> ZellijError {
+        if !self.session_is_live(session).await.unwrap_or(true) {
+            return ZellijError::NoSuchSession {
+                session: session.clone(),
+            };
+        }
+        ZellijError::CommandFailed {
+            command: label.to_owned(),
+            status: describe_status(out.status),
+            stderr: first_lines(&out.stderr),
+        }
+    }
+
+    pub(super) async fn sessions(&self) -> Result<Vec<SessionEntry>> {
+        let out = self
+            .cli
+            .run(
+                "list-sessions",
+                ["list-sessions", "--no-formatting"],
+                self.spec.call_timeout,
+            )
+            .await?;
+        if !out.status.success() {
+            if out.stderr.contains("No active zellij sessions")
+                || out.stdout.contains("No active zellij sessions")
+            {
+                return Ok(Vec::new());
+            }
+            return Err(ZellijError::CommandFailed {
+                command: "list-sessions".to_owned(),
+                status: describe_status(out.status),
+                stderr: first_lines(&out.stderr),
+            });
+        }
+        Ok(parse_sessions(&out.stdout))
+    }
+
+    /// Whether `session` is listed as live. A miss is confirmed by a second listing: Zellij's
+    /// per-session socket probe occasionally fails under load (see `ZellijCli::action`).
+    pub(super) async fn session_is_live(&self, session: &SessionName) -> Result<bool> {
+        for _ in 0..2 {
+            if self
+                .sessions()
+                .await?
+                .iter()
+                .any(|e| &e.name == session && !e.exited)
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    pub(super) async fn require_live_session(&self, session: &SessionName) -> Result<()> {
+        if self.session_is_live(session).await? {
+            Ok(())
+        } else {
+            Err(ZellijError::NoSuchSession {
+                session: session.clone(),
+            })
+        }
+    }
+
+    /// A JSON listing; an empty reply (seen once under load) is retried once.
+    pub(super) async fn listing(
+        &self,
+        session: &SessionName,
+        label: &str,
+        argv: [&str; 3],
+    ) -> Result<String> {
+        for _ in 0..2 {
+            let out = self.act(session, label, args(argv)).await?;
+            if !out.trim().is_empty() {
+                return Ok(out);
+            }
+        }
+        Ok(String::new())
+    }
+
+    pub(super) async fn panes(&self, session: &SessionName) -> Result<Vec<Pane>> {
+        let json = self
+            .listing(
+                session,
+                "action list-panes",
+                ["list-panes", "--json", "--all"],
+            )
+            .await?;
+        Ok(parse_panes(&json)?)
+    }
+
+    /// Panes with `is_fullscreen` derived from the tabs (see [`mark_fullscreen`]).
+    pub(super) async fn panes_with_fullscreen(&self, session: &SessionName) -> Result<Vec<Pane>> {
+        let mut panes = self.panes(session).await?;
+        let tabs = self.tabs(session).await?;
+        mark_fullscreen(&mut panes, &tabs);
+        Ok(panes)
+    }
+
+    pub(super) async fn tabs(&self, session: &SessionName) -> Result<Vec<Tab>> {
+        let json = self
+            .listing(
+                session,
+                "action list-tabs",
+                ["list-tabs", "--json", "--all"],
+            )
+            .await?;
+        Ok(parse_tabs(&json)?)
+    }
+
+    /// Attached clients; an empty reply (no header, see `parse_clients`) is asked once more.
+    pub(super) async fn clients(&self, session: &SessionName) -> Result<Vec<Client>> {
+        let mut out = self
+            .act(session, "action list-clients", args(["list-clients"]))
+            .await?;
+        if out.trim().is_empty() {
+            out = self
+                .act(session, "action list-clients", args(["list-clients"]))
+                .await?;
+        }
+        Ok(parse_clients(&out)?)
+    }
+
+    pub(super) async fn pane(&self, session: &SessionName, pane: PaneId) -> Result<Pane> {
+        self.panes(session)
+            .await?
+            .into_iter()
+            .find(|p| p.id == pane)
+            .ok_or_else(|| ZellijError::NoSuchPane {
+                session: session.clone(),
+                pane,
+            })
+    }
+
+    pub(super) async fn require_terminal(
+        &self,
+        session: &SessionName,
+        pane: PaneId,
+    ) -> Result<Pane> {
+        let found = self.pane(session, pane).await?;
+        if !pane.is_terminal() {
+            return Err(ZellijError::WrongPaneKind {
+                session: session.clone(),
+                pane,
+                reason: "is a plugin pane; text input goes to terminal panes",
+            });
+        }
+        Ok(found)
+    }
+
+    pub(super) async fn tab(&self, session: &SessionName, tab: TabId) -> Result<Tab> {
+        self.tabs(session)
+            .await?
+            .into_iter()
+            .find(|t| t.id == tab)
+            .ok_or_else(|| ZellijError::NoSuchTab {
+                session: session.clone(),
+                tab,
+            })
+    }
+
+    pub(super) async fn tab_or_first(
+        &self,
+        session: &SessionName,
+        tab: Option<TabId>,
+    ) -> Result<Tab> {
+        match tab {
+            Some(tab) => self.tab(session, tab).await,
+            None => self.tabs(session).await?.into_iter().next().ok_or_else(|| {
+                ZellijError::NoSuchSession {
+                    session: session.clone(),
+                }
+            }),
+        }
+    }
+
+    pub(super) async fn set_floating(
+        &self,
+        session: &SessionName,
+        tab: TabId,
+        visible: bool,
+    ) -> Result<()> {
+        let verb = if visible {
+            "show-floating-panes"
+        } else {
+            "hide-floating-panes"
+        };
+        let id = tab.to_string();
+        let out = self
+            .cli
+            .action(
+                session,
+                verb,
+                args([verb, "--tab-id", &id]),
+                self.spec.call_timeout,
+            )
+            .await?;
+        // Exit 2 means "already in that state".
+        match out.status.code() {
+            Some(0) | Some(2) => Ok(()),
+            _ => Err(self.failure(session, verb, out).await),
+        }
+    }
+
+    /// `dump-screen` to stdout. An empty reply is read once more: a pane is rarely blank, and
+    /// Zellij occasionally answers a CLI call caught in its client-id race with nothing.
+    pub(super) async fn dump(
+        &self,
+        session: &SessionName,
+        pane: PaneId,
+        scope: ReadScope,
+    ) -> Result<Vec<String>> {
+        let id = pane.to_string();
+        let mut argv = args(["dump-screen", "--pane-id", &id]);
+        if scope == ReadScope::Full {
+            argv.push("--full".into());
+        }
+        let mut out = self
+            .act(session, "action dump-screen", argv.clone())
+            .await?;
+        if out.trim().is_empty() {
+            out = self.act(session, "action dump-screen", argv).await?;
+        }
+        Ok(normalize(out.lines().map(str::to_owned).collect()))
+    }
+}

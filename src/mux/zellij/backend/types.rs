@@ -1,0 +1,301 @@
+//! What callers pass to the Zellij backend and what they get back.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use regex::Regex;
+use serde::Serialize;
+
+use super::checks::invalid;
+use crate::mux::zellij::attach::TermSize;
+use crate::mux::zellij::cli::ZellijEnv;
+use crate::mux::zellij::error::Result;
+use crate::mux::zellij::ids::{PaneId, TabId};
+use crate::mux::zellij::listing::Pane;
+use crate::mux::zellij::marker::ShellKind;
+
+/// How muxgate drives one Zellij server (socket dir + environment).
+#[derive(Debug, Clone)]
+pub struct ZellijServerSpec {
+    pub env: ZellijEnv,
+    /// Timeout of one `zellij` CLI call.
+    pub call_timeout: Duration,
+    /// Timeout of one queued operation (several calls).
+    pub op_timeout: Duration,
+    /// Operations that may wait per session before callers get [`ZellijError::Busy`].
+    pub queue_capacity: usize,
+    /// Longest wait of an operation for its turn on the session queue.
+    pub queue_wait: Duration,
+    /// Terminal size given to sessions and tabs created while no client is attached.
+    pub headless_size: TermSize,
+    /// Viewport read interval for waits while a client is attached (see `watch`).
+    pub poll_interval: Duration,
+    /// How often a wait checks whether a client attached.
+    pub client_check_interval: Duration,
+}
+
+impl ZellijServerSpec {
+    /// Defaults for a server reached with `env`.
+    pub fn new(env: ZellijEnv) -> Self {
+        Self {
+            env,
+            call_timeout: Duration::from_secs(5),
+            op_timeout: Duration::from_secs(15),
+            queue_capacity: 64,
+            queue_wait: Duration::from_secs(30),
+            headless_size: TermSize {
+                rows: 48,
+                cols: 160,
+            },
+            poll_interval: Duration::from_millis(100),
+            client_check_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+/// Options of [`ZellijBackend::create_session`].
+#[derive(Debug, Clone, Default)]
+pub struct CreateSessionOptions {
+    /// Working directory of the first pane (default: the configured session cwd).
+    pub cwd: Option<PathBuf>,
+}
+
+/// Options of [`ZellijBackend::new_tab`].
+#[derive(Debug, Clone, Default)]
+pub struct NewTabOptions {
+    pub name: Option<String>,
+    /// Absolute working directory of the tab's panes.
+    pub cwd: Option<PathBuf>,
+    /// A KDL layout for the tab (`layout { pane split_direction="vertical" { pane; pane; } }`).
+    pub layout: Option<String>,
+    /// A command (argv) to run in the tab's pane instead of a shell.
+    pub command: Vec<String>,
+    /// Switch clients to the new tab. Default: no client's focus changes.
+    pub focus: bool,
+}
+
+/// Where a tiled pane opens relative to the pane it splits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SplitDirection {
+    Right,
+    Down,
+}
+
+/// Options of [`ZellijBackend::new_pane`].
+#[derive(Debug, Clone, Default)]
+pub struct NewPaneOptions {
+    /// The tab to open the pane in (default: the first tab).
+    pub tab: Option<TabId>,
+    pub name: Option<String>,
+    pub cwd: Option<PathBuf>,
+    /// A command (argv) to run instead of a shell; the pane is then a command pane.
+    pub command: Vec<String>,
+    pub floating: bool,
+    /// Split direction for a tiled pane (default: where Zellij finds room).
+    pub direction: Option<SplitDirection>,
+    /// Close the pane when its command exits (command panes only).
+    pub close_on_exit: bool,
+    /// Focus the new pane. Default: no client's focus changes.
+    pub focus: bool,
+}
+
+/// Options of [`ZellijBackend::edit_file`].
+#[derive(Debug, Clone, Default)]
+pub struct EditOptions {
+    pub tab: Option<TabId>,
+    pub line: Option<usize>,
+    pub floating: bool,
+    pub cwd: Option<PathBuf>,
+    /// Focus the editor pane. Default: no client's focus changes.
+    pub focus: bool,
+}
+
+/// Grow or shrink.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResizeMode {
+    Increase,
+    Decrease,
+}
+
+/// A side of a pane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    Left,
+    Right,
+    Up,
+    Down,
+}
+
+/// Visible part only, or the scrollback too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadScope {
+    Viewport,
+    Full,
+}
+
+/// Text of a pane, as `dump-screen` gives it: lines wrapped by the terminal are joined.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PaneText {
+    pub pane: PaneId,
+    pub scope: ReadScope,
+    pub lines: Vec<String>,
+}
+
+/// The result of [`ZellijBackend::focus_pane`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FocusedPane {
+    pub pane: Pane,
+    /// Clients attached to the session.
+    pub clients: usize,
+    /// Clients that now have the pane focused.
+    pub clients_focused: usize,
+}
+
+/// The result of closing a pane.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClosedPane {
+    pub pane: PaneId,
+    pub tab: TabId,
+    /// The pane was the last one of its tab, so the tab closed too.
+    pub tab_closed: bool,
+}
+
+/// Options of [`ZellijBackend::run_command`].
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Tab that hosts the command pane (default: the first tab).
+    pub tab: Option<TabId>,
+    pub cwd: Option<PathBuf>,
+    /// Pane title (default `muxgate-run-<id>`).
+    pub name: Option<String>,
+    /// Hidden floating pane (default) or a tiled pane, which shows in the tab's layout.
+    pub floating: bool,
+    /// Keep the pane after the command exited (default: closed).
+    pub keep_pane: bool,
+    pub timeout: Duration,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            tab: None,
+            cwd: None,
+            name: None,
+            floating: true,
+            keep_pane: false,
+            timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Options of [`ZellijBackend::run_in_pane`].
+#[derive(Debug, Clone)]
+pub struct RunInPaneOptions {
+    /// The pane's shell; detected from the pane's running command when not given.
+    pub shell: Option<ShellKind>,
+    pub timeout: Duration,
+}
+
+impl Default for RunInPaneOptions {
+    fn default() -> Self {
+        Self {
+            shell: None,
+            timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// A finished command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CommandResult {
+    /// The pane it ran in (closed afterwards for [`ZellijBackend::run_command`] unless kept).
+    pub pane: PaneId,
+    pub exit_status: i32,
+    /// The command's output only, as the terminal shows it.
+    pub output: String,
+    /// The start of the output had left the scrollback; `output` is its tail.
+    pub truncated: bool,
+    pub pane_closed: bool,
+    #[serde(serialize_with = "as_millis")]
+    pub elapsed: Duration,
+}
+
+/// What [`ZellijBackend::wait_for_text`] looks for, line by line.
+#[derive(Debug, Clone)]
+pub enum TextPattern {
+    Literal(String),
+    Regex(Regex),
+}
+
+impl TextPattern {
+    /// A literal substring.
+    pub fn literal(text: impl Into<String>) -> Result<Self> {
+        let text = text.into();
+        if text.is_empty() {
+            return Err(invalid("pattern", "the text to wait for is empty"));
+        }
+        Ok(Self::Literal(text))
+    }
+
+    /// A regular expression (Rust `regex` syntax), size-limited.
+    pub fn regex(pattern: &str) -> Result<Self> {
+        regex::RegexBuilder::new(pattern)
+            .size_limit(1 << 20)
+            .build()
+            .map(Self::Regex)
+            .map_err(|e| invalid("pattern", e.to_string()))
+    }
+
+    /// Index of the first line that matches.
+    pub(super) fn find(&self, lines: &[String]) -> Option<usize> {
+        lines.iter().position(|line| match self {
+            Self::Literal(text) => line.contains(text.as_str()),
+            Self::Regex(re) => re.is_match(line),
+        })
+    }
+}
+
+/// A satisfied [`ZellijBackend::wait_for_text`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TextMatch {
+    pub pane: PaneId,
+    /// The first matching line and its index in `viewport`.
+    pub line: String,
+    pub line_index: usize,
+    /// The viewport in which the text was found.
+    pub viewport: Vec<String>,
+    #[serde(serialize_with = "as_millis")]
+    pub waited: Duration,
+    /// Screen snapshots that went by unexamined because the waiter fell behind; text shown
+    /// only in those was not seen.
+    pub missed_snapshots: u64,
+}
+
+pub(super) fn as_millis<S: serde::Serializer>(
+    d: &Duration,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns() {
+        let lines = vec!["a".to_owned(), "build ok in 3s".to_owned()];
+        assert_eq!(TextPattern::literal("ok").unwrap().find(&lines), Some(1));
+        assert_eq!(
+            TextPattern::regex(r"in \d+s$").unwrap().find(&lines),
+            Some(1)
+        );
+        assert_eq!(TextPattern::literal("zzz").unwrap().find(&lines), None);
+        assert!(TextPattern::literal("").is_err());
+        assert!(TextPattern::regex("(").is_err());
+    }
+}

@@ -1,0 +1,116 @@
+//! Errors of the Zellij backend, worded so that a model can act on them.
+//!
+//! Each message names the target and, where a caller can fix the problem, says which call to make
+//! next ("call zellij_list_panes"). The tool layer can forward `to_string()` as is.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::ids::{InvalidId, PaneId, SessionName, TabId};
+use super::listing::ParseError;
+
+/// Everything that can go wrong in the Zellij backend.
+#[derive(Debug, thiserror::Error)]
+pub enum ZellijError {
+    /// The `zellij` binary could not be started.
+    #[error(
+        "cannot run zellij at {binary}: {source} (install it with scripts/install-zellij or set the binary path in the config)"
+    )]
+    NotInstalled {
+        binary: PathBuf,
+        source: std::io::Error,
+    },
+
+    /// The binary ran but is older than the oldest supported release.
+    #[error("zellij {found} is too old; muxgate needs zellij 0.44 or newer")]
+    UnsupportedVersion { found: String },
+
+    /// A client-supplied identifier was malformed.
+    #[error(transparent)]
+    InvalidId(#[from] InvalidId),
+
+    /// A client-supplied argument was refused before anything ran.
+    #[error("invalid {what}: {reason}")]
+    InvalidArgument { what: &'static str, reason: String },
+
+    #[error("no session {session}; call zellij_list_sessions to see the sessions")]
+    NoSuchSession { session: SessionName },
+
+    #[error("session {session} already exists")]
+    SessionExists { session: SessionName },
+
+    #[error("no pane {pane} in session {session}; call zellij_list_panes")]
+    NoSuchPane { session: SessionName, pane: PaneId },
+
+    #[error("no tab {tab} in session {session}; call zellij_list_tabs")]
+    NoSuchTab { session: SessionName, tab: TabId },
+
+    /// The operation does not apply to this kind of pane (e.g. typing into a plugin pane).
+    #[error("pane {pane} in session {session} {reason}")]
+    WrongPaneKind {
+        session: SessionName,
+        pane: PaneId,
+        reason: &'static str,
+    },
+
+    /// Closing this would end the session, which the caller did not ask for.
+    #[error(
+        "refusing to close the last {what} of session {session}: that would end the session (kill the session instead)"
+    )]
+    WouldEndSession {
+        session: SessionName,
+        what: &'static str,
+    },
+
+    /// A `zellij` process exited unsuccessfully.
+    #[error("`zellij {command}` failed (exit {status}): {stderr}")]
+    CommandFailed {
+        command: String,
+        status: String,
+        stderr: String,
+    },
+
+    /// Zellij accepted an action but the session does not show its effect.
+    #[error("zellij did not {what} in session {session}: {detail}")]
+    NoEffect {
+        session: SessionName,
+        what: &'static str,
+        detail: String,
+    },
+
+    /// A step did not finish in time. Nothing is left running on muxgate's side.
+    #[error("{what} timed out after {} ms", after.as_millis())]
+    Timeout { what: String, after: Duration },
+
+    /// Too many operations are waiting for this session.
+    #[error("session {session} is busy ({capacity} operations queued); retry shortly")]
+    Busy {
+        session: SessionName,
+        capacity: usize,
+    },
+
+    /// A stream of pane events ended before the wait was satisfied.
+    #[error("watching pane {pane} in session {session} ended: {reason}")]
+    WatchEnded {
+        session: SessionName,
+        pane: PaneId,
+        reason: String,
+    },
+
+    /// Output larger than the configured cap.
+    #[error("output of `zellij {command}` exceeds {limit} bytes")]
+    OutputTooLarge { command: String, limit: usize },
+
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+
+    /// An I/O error talking to a `zellij` child process.
+    #[error("I/O error with `zellij {command}`: {source}")]
+    Io {
+        command: String,
+        source: std::io::Error,
+    },
+}
+
+/// Result alias of the Zellij backend.
+pub type Result<T, E = ZellijError> = std::result::Result<T, E>;

@@ -1,0 +1,148 @@
+//! Key names for `zellij action send-keys`, validated before they reach the CLI.
+//!
+//! Zellij spells a key as optional modifiers then a key, separated by spaces: `"Ctrl c"`,
+//! `"Alt Shift b"`, `"F5"`, `"Enter"`. Zellij silently ignores what it cannot parse, so muxgate
+//! checks the grammar itself and says what is wrong.
+
+use std::fmt;
+
+/// Named keys Zellij accepts (matched case-insensitively), besides single characters.
+const NAMED_KEYS: &[&str] = &[
+    "PageDown",
+    "PageUp",
+    "Left",
+    "Down",
+    "Up",
+    "Right",
+    "Home",
+    "End",
+    "Backspace",
+    "Delete",
+    "Del",
+    "Insert",
+    "F1",
+    "F2",
+    "F3",
+    "F4",
+    "F5",
+    "F6",
+    "F7",
+    "F8",
+    "F9",
+    "F10",
+    "F11",
+    "F12",
+    "Tab",
+    "Esc",
+    "Enter",
+    "CapsLock",
+    "ScrollLock",
+    "NumLock",
+    "PrintScreen",
+    "Pause",
+    "Menu",
+    "Space",
+];
+
+const MODIFIERS: &[&str] = &["Ctrl", "Alt", "Shift", "Super"];
+
+/// A key with modifiers, in Zellij's canonical spelling.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Key(String);
+
+/// Why a key name was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid key {given:?}: {reason}")]
+pub struct InvalidKey {
+    pub given: String,
+    pub reason: String,
+}
+
+impl Key {
+    /// Parses `"Ctrl c"`, `"alt shift B"`, `"enter"`, `"x"`.
+    pub fn parse(given: &str) -> Result<Self, InvalidKey> {
+        let refuse = |reason: String| InvalidKey {
+            given: given.to_owned(),
+            reason,
+        };
+        let mut words: Vec<&str> = given.split_ascii_whitespace().collect();
+        let Some(key) = words.pop() else {
+            return Err(refuse("empty key".to_owned()));
+        };
+        if MODIFIERS.iter().any(|m| m.eq_ignore_ascii_case(key)) {
+            return Err(refuse(
+                "a key must follow the modifiers, e.g. \"Ctrl c\"".to_owned(),
+            ));
+        }
+        let mut out = String::new();
+        for word in words {
+            let Some(m) = MODIFIERS.iter().find(|m| m.eq_ignore_ascii_case(word)) else {
+                return Err(refuse(format!(
+                    "unknown modifier {word:?}; modifiers are Ctrl, Alt, Shift, Super and come before the key"
+                )));
+            };
+            out.push_str(m);
+            out.push(' ');
+        }
+        if let Some(named) = NAMED_KEYS.iter().find(|k| k.eq_ignore_ascii_case(key)) {
+            out.push_str(named);
+        } else if key.chars().count() == 1 && !key.chars().all(char::is_control) {
+            out.push_str(key);
+        } else {
+            return Err(refuse(format!(
+                "unknown key {key:?}; use one character or a name such as Enter, Tab, Esc, Backspace, Up, F5, PageDown, Space"
+            )));
+        }
+        Ok(Self(out))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_spelling() {
+        assert_eq!(Key::parse("Ctrl c").unwrap().as_str(), "Ctrl c");
+        assert_eq!(Key::parse("ctrl   c").unwrap().as_str(), "Ctrl c");
+        assert_eq!(Key::parse("alt shift B").unwrap().as_str(), "Alt Shift B");
+        assert_eq!(Key::parse("enter").unwrap().as_str(), "Enter");
+        assert_eq!(Key::parse("f12").unwrap().as_str(), "F12");
+        assert_eq!(Key::parse("é").unwrap().as_str(), "é");
+    }
+
+    #[test]
+    fn refusals_name_the_problem() {
+        assert!(Key::parse("").unwrap_err().reason.contains("empty"));
+        assert!(
+            Key::parse("C-c")
+                .unwrap_err()
+                .reason
+                .contains("unknown key")
+        );
+        assert!(
+            Key::parse("Hyper x")
+                .unwrap_err()
+                .reason
+                .contains("unknown modifier")
+        );
+        assert!(
+            Key::parse("c Ctrl")
+                .unwrap_err()
+                .reason
+                .contains("must follow")
+        );
+        assert!(Key::parse("F13").is_err());
+        assert!(Key::parse("\u{1b}").is_err());
+    }
+}

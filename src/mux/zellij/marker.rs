@@ -1,0 +1,317 @@
+//! Completion markers for running a command and getting its exit status and output.
+//!
+//! Zellij's pane events carry no exit status, so the command is wrapped to print markers that a
+//! watcher recognises:
+//!
+//! ```text
+//! __MGS_<id>__            before the command (only when typed into an interactive shell)
+//! <command output>
+//! __MGE_<id>_<status>__   after it, always at the start of a line
+//! ```
+//!
+//! `<id>` is fresh per call, so a marker from an earlier run never matches. The wrapper is written
+//! with `printf` formats (`'__MGE_%s_%d__'`), so the shell's echo of the typed line never
+//! contains a complete marker and cannot match itself. The end marker is preceded by a newline
+//! the wrapper adds; extraction removes exactly that newline, so output that does not end with
+//! a newline comes back unchanged.
+//!
+//! Pure functions only: no process is started here.
+
+/// How the interactive shell of a pane quotes and reports exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShellKind {
+    /// sh, bash, zsh, dash, ksh: `'…'` quoting, `$?`.
+    Posix,
+    /// fish: `\'` inside quotes, `$status`.
+    Fish,
+}
+
+impl ShellKind {
+    /// Guesses from the command Zellij reports for a pane (`bash`, `/usr/bin/fish -l`…).
+    pub fn detect(running_command: Option<&str>) -> Self {
+        let program = running_command
+            .and_then(|c| c.split_whitespace().next())
+            .map(|p| p.rsplit('/').next().unwrap_or(p).trim_start_matches('-'));
+        match program {
+            Some("fish") => Self::Fish,
+            _ => Self::Posix,
+        }
+    }
+}
+
+/// Why a command cannot be typed into a shell.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommandTextError {
+    #[error("the command is empty")]
+    Empty,
+    #[error(
+        "the command contains control character U+{0:04X}; typed into a shell it would act as a key (use printf escapes instead)"
+    )]
+    ControlCharacter(u32),
+}
+
+/// One marked run, identified by a fresh id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MarkedRun {
+    id: String,
+}
+
+/// What a finished run produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunOutput {
+    pub exit_status: i32,
+    /// The command's output as the terminal shows it (rows joined with `\n`).
+    pub output: String,
+    /// The start of the output had left the scrollback, so `output` is its tail only.
+    pub truncated: bool,
+}
+
+impl MarkedRun {
+    /// A run with a random 8-hex-digit id.
+    pub fn random() -> Self {
+        Self::with_id(rand::random::<u32>())
+    }
+
+    /// A run with a given id (tests).
+    pub fn with_id(id: u32) -> Self {
+        Self {
+            id: format!("{id:08x}"),
+        }
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn start_marker(&self) -> String {
+        format!("__MGS_{}__", self.id)
+    }
+
+    /// The text to type into an interactive shell, Enter included.
+    pub fn typed_line(&self, command: &str, shell: ShellKind) -> Result<String, CommandTextError> {
+        check_command_text(command)?;
+        let id = &self.id;
+        // Leading space: shells with HISTCONTROL=ignorespace keep it out of the history.
+        let line = match shell {
+            ShellKind::Posix => format!(
+                " printf '__MGS_%s__\\n' {id}; eval {}; printf '\\n__MGE_%s_%d__\\n' {id} \"$?\"\n",
+                posix_quote(command)
+            ),
+            ShellKind::Fish => format!(
+                " printf '__MGS_%s__\\n' {id}; eval {}; printf '\\n__MGE_%s_%d__\\n' {id} $status\n",
+                fish_quote(command)
+            ),
+        };
+        Ok(line)
+    }
+
+    /// The argv of a command pane that runs `command` with `/bin/sh` and then prints the end
+    /// marker. The pane shows only the command's output and the marker. The command runs in a
+    /// subshell so that an `exit` in it still reaches the marker.
+    pub fn pane_argv(&self, command: &str) -> Result<Vec<String>, CommandTextError> {
+        if command.trim().is_empty() {
+            return Err(CommandTextError::Empty);
+        }
+        Ok(vec![
+            "/bin/sh".to_owned(),
+            "-c".to_owned(),
+            r#"(eval "$2"); rc=$?; printf '\n__MGE_%s_%d__\n' "$1" "$rc"; exit "$rc""#.to_owned(),
+            "muxgate-run".to_owned(),
+            self.id.clone(),
+            command.to_owned(),
+        ])
+    }
+
+    /// Whether `line` is this run's end marker; returns the exit status.
+    fn end_status(&self, line: &str) -> Option<i32> {
+        let rest = line.trim_end().strip_prefix("__MGE_")?;
+        let rest = rest.strip_prefix(self.id.as_str())?.strip_prefix('_')?;
+        let digits = rest.strip_suffix("__")?;
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        digits.parse().ok()
+    }
+
+    /// The exit status, if the end marker is among `lines`.
+    pub fn find_end(&self, lines: &[String]) -> Option<i32> {
+        lines.iter().rev().find_map(|l| self.end_status(l))
+    }
+
+    /// Output and status from a screen dump (`dump-screen --full`).
+    ///
+    /// `expect_start`: the run printed a start marker (typed into a shell); the output is what
+    /// lies between it and the end marker. Otherwise (command pane) it is everything above the
+    /// end marker. `None` if the end marker is missing.
+    pub fn extract(&self, lines: &[String], expect_start: bool) -> Option<RunOutput> {
+        let (end, exit_status) = lines
+            .iter()
+            .enumerate()
+            .rev()
+            .find_map(|(i, l)| self.end_status(l).map(|s| (i, s)))?;
+        let start_marker = self.start_marker();
+        let (first, truncated) = if expect_start {
+            match lines[..end]
+                .iter()
+                .rposition(|l| l.trim_end() == start_marker)
+            {
+                Some(s) => (s + 1, false),
+                None => (0, true),
+            }
+        } else {
+            (0, false)
+        };
+        let rows = &lines[first..end];
+        Some(RunOutput {
+            exit_status,
+            output: rows.join("\n"),
+            truncated,
+        })
+    }
+}
+
+fn check_command_text(command: &str) -> Result<(), CommandTextError> {
+    if command.trim().is_empty() {
+        return Err(CommandTextError::Empty);
+    }
+    match command.chars().find(|c| c.is_control() && *c != '\n') {
+        Some(c) => Err(CommandTextError::ControlCharacter(c as u32)),
+        None => Ok(()),
+    }
+}
+
+/// `'…'` with each `'` written as `'\''`.
+fn posix_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// Fish single quotes: only `\\` and `\'` are escapes.
+fn fish_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\\', r"\\").replace('\'', r"\'"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(text: &str) -> Vec<String> {
+        text.lines().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn typed_line_never_contains_its_own_markers() {
+        let run = MarkedRun::with_id(0xabc);
+        let line = run.typed_line("echo hi", ShellKind::Posix).unwrap();
+        assert_eq!(
+            line,
+            " printf '__MGS_%s__\\n' 00000abc; eval 'echo hi'; printf '\\n__MGE_%s_%d__\\n' 00000abc \"$?\"\n"
+        );
+        assert!(!line.contains("__MGS_00000abc__"));
+        assert_eq!(run.find_end(&lines(&line)), None);
+        // Even wrapped at any width, no piece of the echo is a marker.
+        let echo = line.trim_end();
+        for width in 1..echo.len() {
+            let rows: Vec<String> = echo
+                .as_bytes()
+                .chunks(width)
+                .map(|c| String::from_utf8_lossy(c).into_owned())
+                .collect();
+            assert_eq!(run.find_end(&rows), None, "width {width}");
+            assert!(run.extract(&rows, true).is_none());
+        }
+    }
+
+    #[test]
+    fn quoting_survives_hostile_commands() {
+        let run = MarkedRun::with_id(1);
+        let line = run
+            .typed_line("echo 'a'\"b\"$x\\", ShellKind::Posix)
+            .unwrap();
+        assert!(line.contains(r#"eval 'echo '\''a'\''"b"$x\'"#), "{line}");
+        let fish = run.typed_line(r"echo 'a'\", ShellKind::Fish).unwrap();
+        assert!(fish.contains(r"eval 'echo \'a\'\\'"), "{fish}");
+        assert!(fish.contains("$status"));
+    }
+
+    #[test]
+    fn control_characters_and_empty_commands_are_refused() {
+        let run = MarkedRun::with_id(1);
+        assert_eq!(
+            run.typed_line("  ", ShellKind::Posix),
+            Err(CommandTextError::Empty)
+        );
+        assert_eq!(
+            run.typed_line("a\tb", ShellKind::Posix),
+            Err(CommandTextError::ControlCharacter(9))
+        );
+        assert_eq!(
+            run.typed_line("a\u{3}", ShellKind::Posix),
+            Err(CommandTextError::ControlCharacter(3))
+        );
+        assert!(
+            run.typed_line("for i in 1 2\ndo echo $i; done", ShellKind::Posix)
+                .is_ok()
+        );
+        assert_eq!(run.pane_argv(""), Err(CommandTextError::Empty));
+    }
+
+    #[test]
+    fn extraction_between_markers() {
+        let run = MarkedRun::with_id(0x2a);
+        let screen = lines(
+            "$ echo old\n__MGS_0000002a__\nstale\n\n__MGE_0000002a_1__\n\
+             $  printf '__MGS_%s__\\n' 0000002a; eval 'ls'; printf ...\n\
+             __MGS_0000002a__\na\nb\n\n__MGE_0000002a_0__\n$ ",
+        );
+        assert_eq!(run.find_end(&screen), Some(0));
+        let out = run.extract(&screen, true).unwrap();
+        assert_eq!(out.exit_status, 0);
+        assert_eq!(out.output, "a\nb\n");
+        assert!(!out.truncated);
+    }
+
+    #[test]
+    fn output_without_trailing_newline_and_empty_output() {
+        let run = MarkedRun::with_id(7);
+        let no_nl = lines("__MGS_00000007__\npartial\n__MGE_00000007_3__");
+        assert_eq!(run.extract(&no_nl, true).unwrap().output, "partial");
+        let empty = lines("__MGS_00000007__\n\n__MGE_00000007_0__");
+        assert_eq!(run.extract(&empty, true).unwrap().output, "");
+    }
+
+    #[test]
+    fn lost_start_is_reported_as_truncated() {
+        let run = MarkedRun::with_id(7);
+        let tail = lines("line 9998\nline 9999\n\n__MGE_00000007_0__");
+        let out = run.extract(&tail, true).unwrap();
+        assert!(out.truncated);
+        assert_eq!(out.output, "line 9998\nline 9999\n");
+        // A command pane never prints a start marker; nothing is truncated.
+        let pane = run.extract(&tail, false).unwrap();
+        assert!(!pane.truncated);
+    }
+
+    #[test]
+    fn other_ids_and_near_misses_do_not_match() {
+        let run = MarkedRun::with_id(7);
+        for l in [
+            "__MGE_00000008_0__",
+            "__MGE_00000007___",
+            "__MGE_00000007_x__",
+            "__MGE_00000007_0",
+            "x__MGE_00000007_0__",
+        ] {
+            assert_eq!(run.find_end(&lines(l)), None, "{l}");
+        }
+        assert_eq!(run.find_end(&lines("__MGE_00000007_255__   ")), Some(255));
+    }
+
+    #[test]
+    fn shell_detection() {
+        assert_eq!(ShellKind::detect(Some("/usr/bin/fish -l")), ShellKind::Fish);
+        assert_eq!(ShellKind::detect(Some("-fish")), ShellKind::Fish);
+        assert_eq!(ShellKind::detect(Some("bash")), ShellKind::Posix);
+        assert_eq!(ShellKind::detect(None), ShellKind::Posix);
+    }
+}

@@ -1,0 +1,26 @@
+//! The Zellij backend: drives Zellij (0.44 or newer) sessions through its CLI.
+//!
+//! Layers, from the process up:
+//! - [`ids`]: validated session names, pane ids (`terminal_N` / `plugin_N`) and tab ids;
+//! - [`listing`], [`events`], [`marker`]: pure parsing of CLI output, subscribe events and
+//!   command-completion markers;
+//! - [`keys`]: key names for `send-keys`, validated;
+//! - [`cli`]: runs `zellij` subprocesses with an explicit environment and a timeout;
+//! - [`attach`]: a client attached through a pty muxgate owns (sizes tabs of headless sessions);
+//! - [`queue`]: one serialized operation queue per session;
+//! - [`watch`]: live pane views from `zellij subscribe`, shared by waiters;
+//! - [`backend`]: the API the tools use, [`backend::ZellijBackend`], with [`error::ZellijError`].
+//!
+//! Not here: MCP tool definitions, policy, limits and audit (they wrap this API).
+
+pub mod attach;
+pub mod backend;
+pub mod cli;
+pub mod error;
+pub mod events;
+pub mod ids;
+pub mod keys;
+pub mod listing;
+pub mod marker;
+pub mod queue;
+pub mod watch;

@@ -1,0 +1,176 @@
+//! Shared harness for the Zellij integration tests: a private, isolated Zellij "server" per
+//! test (own socket dir, HOME and TMPDIR; a config written first so no setup wizard opens),
+//! and guards that kill and delete every session at the end.
+//!
+//! Finding the binary: `MUXGATE_ZELLIJ_BIN`, else `zellij` on `PATH`, else
+//! `$ZELLIJ_INSTALL_ROOT/bin`, `$CARGO_HOME/bin`, `$HOME/.cargo/bin` (where
+//! `scripts/install-zellij` puts it). Under `CI=true` a missing binary fails the test;
+//! otherwise the test is skipped with a printed reason.
+
+#![allow(dead_code)] // each test binary uses a different part of the harness
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use muxgate::mux::zellij::attach::{PtyClient, TermSize};
+use muxgate::mux::zellij::backend::{CreateSessionOptions, ZellijBackend, ZellijServerSpec};
+use muxgate::mux::zellij::cli::{ZellijCli, ZellijEnv};
+use muxgate::mux::zellij::ids::SessionName;
+
+const CONFIG: &str = r#"show_startup_tips false
+show_release_notes false
+session_serialization false
+default_layout "plain"
+default_shell "bash"
+scrollback_editor "tail -f"
+"#;
+
+/// The `zellij` binary for tests, or `None` (after printing why) when absent outside CI.
+pub fn zellij_binary() -> Option<PathBuf> {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(bin) = std::env::var_os("MUXGATE_ZELLIJ_BIN") {
+        candidates.push(bin.into());
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        candidates.extend(std::env::split_paths(&path).map(|d| d.join("zellij")));
+    }
+    for var in ["ZELLIJ_INSTALL_ROOT", "CARGO_HOME"] {
+        if let Some(root) = std::env::var_os(var) {
+            candidates.push(Path::new(&root).join("bin/zellij"));
+        }
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        candidates.push(Path::new(&home).join(".cargo/bin/zellij"));
+    }
+    let found = candidates.into_iter().find(|c| {
+        Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    if found.is_none() {
+        let msg =
+            "zellij not found (MUXGATE_ZELLIJ_BIN, PATH, ~/.cargo/bin); run scripts/install-zellij";
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("{msg}");
+        }
+        eprintln!("SKIPPED: {msg}");
+    }
+    found
+}
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// A private Zellij environment and the sessions created in it; everything is killed and
+/// deleted on drop.
+pub struct Harness {
+    pub backend: ZellijBackend,
+    pub env: ZellijEnv,
+    sessions: std::sync::Mutex<Vec<SessionName>>,
+    // Dropped last: the sockets and HOME live here.
+    _dir: tempfile::TempDir,
+}
+
+impl Harness {
+    pub async fn new() -> Option<Self> {
+        let binary = zellij_binary()?;
+        // Short prefix: the socket path (dir + contract_version_1/ + session) must stay under
+        // 108 bytes.
+        let dir = tempfile::Builder::new()
+            .prefix("mz")
+            .tempdir()
+            .expect("tempdir");
+        let home = dir.path().join("h");
+        let layouts = home.join(".config/zellij/layouts");
+        std::fs::create_dir_all(&layouts).unwrap();
+        std::fs::write(home.join(".config/zellij/config.kdl"), CONFIG).unwrap();
+        std::fs::write(layouts.join("plain.kdl"), "layout {\n    pane\n}\n").unwrap();
+        for sub in ["s", "t"] {
+            std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+        }
+        let env = ZellijEnv {
+            socket_dir: Some(dir.path().join("s")),
+            home: Some(home.clone()),
+            tmp_dir: Some(dir.path().join("t")),
+            session_cwd: Some(home),
+            ..ZellijEnv::new(binary)
+        };
+        let backend = ZellijBackend::open(ZellijServerSpec::new(env.clone()))
+            .await
+            .expect("open backend");
+        Some(Self {
+            backend,
+            env,
+            sessions: std::sync::Mutex::new(Vec::new()),
+            _dir: dir,
+        })
+    }
+
+    /// A fresh session name, unique across tests and processes.
+    pub fn name(&self) -> SessionName {
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        SessionName::new(format!("t{}-{n}", std::process::id())).unwrap()
+    }
+
+    /// Creates a headless session that the harness kills at the end.
+    pub async fn session(&self) -> SessionName {
+        let name = self.name();
+        self.track(&name);
+        self.backend
+            .create_session(&name, CreateSessionOptions::default())
+            .await
+            .expect("create session");
+        name
+    }
+
+    /// Registers a session created by the test itself for cleanup.
+    pub fn track(&self, name: &SessionName) {
+        self.sessions.lock().unwrap().push(name.clone());
+    }
+
+    pub fn cli(&self) -> ZellijCli {
+        ZellijCli::new(self.env.clone())
+    }
+
+    /// A client attached through a pty, standing in for a human's terminal.
+    pub async fn attach_client(&self, session: &SessionName) -> PtyClient {
+        PtyClient::attach(
+            &self.cli(),
+            session,
+            TermSize {
+                rows: 40,
+                cols: 120,
+            },
+            Duration::from_secs(10),
+        )
+        .await
+        .expect("attach client")
+    }
+
+    /// Runs a raw `zellij` command in the private environment (cleanup, checks).
+    pub fn zellij(&self, args: &[&str]) -> std::process::Output {
+        let mut cmd = Command::new(&self.env.binary);
+        cmd.args(args)
+            .env_remove("ZELLIJ")
+            .env_remove("ZELLIJ_SESSION_NAME")
+            .env_remove("ZELLIJ_PANE_ID")
+            .env("ZELLIJ_SOCKET_DIR", self.env.socket_dir.as_ref().unwrap())
+            .env("HOME", self.env.home.as_ref().unwrap())
+            .env("TMPDIR", self.env.tmp_dir.as_ref().unwrap())
+            .stdin(std::process::Stdio::null());
+        cmd.output().expect("run zellij")
+    }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        let sessions =
+            std::mem::take(&mut *self.sessions.lock().unwrap_or_else(|e| e.into_inner()));
+        for s in sessions {
+            let _ = self.zellij(&["kill-session", s.as_str()]);
+            let _ = self.zellij(&["delete-session", "--force", s.as_str()]);
+        }
+    }
+}
