@@ -383,6 +383,9 @@ impl WriterTask {
                     }
                     Command::Close(ack) => {
                         let result = self.finish();
+                        // Release the file (and its lock) before saying it is closed, so the
+                        // caller may reopen it at once.
+                        drop(self);
                         let _ = ack.send(result.map_err(|e| e.to_string()));
                         return;
                     }

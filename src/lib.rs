@@ -8,6 +8,7 @@
 //! - [`mcp`]: the MCP server handler, tool groups, tool errors and the tool catalog;
 //! - [`audit`]: the redacted, hash-chained audit log;
 //! - [`mux`]: backend-neutral multiplexer types and, under [`mux::tmux`], the control-mode engine;
+//! - [`gateway`]: assembling all of the above from a config;
 //! - [`cli`]: the `muxgate` commands; [`doctor`] and [`tmux_cli`]: host diagnostics with one-shot
 //!   tmux commands.
 
@@ -16,6 +17,7 @@ pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod doctor;
+pub mod gateway;
 pub mod http;
 pub mod limits;
 pub mod mcp;

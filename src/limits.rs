@@ -9,11 +9,11 @@
 //! request_burst = 40            # ... with this burst
 //! tool_calls_per_second = 10    # tools/call ...
 //! tool_call_burst = 20          # ... with this burst
-//! max_batch_ops = 1000          # operations in one batch tool call
+//! max_batch_ops = 50            # operations in one batch tool call
 //! max_concurrent_waits = 4      # waits (wait_for_text, run_command, ...) running at once
 //! max_wait_seconds = 120        # longer wait requests are clamped, not refused
 //! max_output_bytes = 1048576    # text in one tool result (tail kept)
-//! worker_queue_share = 64       # commands one client may have queued on one tmux worker
+//! worker_queue_share = 256      # commands one client may have queued on one tmux worker
 //! ```
 //!
 //! How each limit answers:
@@ -91,11 +91,11 @@ impl Default for LimitsConfig {
             request_burst: const { nz(40) },
             tool_calls_per_second: const { nz(10) },
             tool_call_burst: const { nz(20) },
-            max_batch_ops: const { nz(1000) },
+            max_batch_ops: const { nz(50) },
             max_concurrent_waits: const { nz(4) },
             max_wait_seconds: const { nz(120) },
             max_output_bytes: const { nz(1 << 20) },
-            worker_queue_share: const { nz(64) },
+            worker_queue_share: const { nz(256) },
         }
     }
 }
@@ -583,7 +583,7 @@ mod tests {
     fn config_parses_with_defaults_and_refuses_zero_and_unknown_keys() {
         let cfg = config("tool_calls_per_second = 3");
         assert_eq!(cfg.tool_calls_per_second.get(), 3);
-        assert_eq!(cfg.max_batch_ops.get(), 1000);
+        assert_eq!(cfg.max_batch_ops.get(), 50);
         let err = toml::from_str::<LimitsConfig>("max_batch_ops = 0").unwrap_err();
         assert!(err.to_string().contains("nonzero"), "{err}");
         assert!(toml::from_str::<LimitsConfig>("max_batch = 5").is_err());
@@ -660,8 +660,8 @@ mod tests {
             (Limit::BatchSize, 2, Some(3))
         );
         assert!(err.to_string().contains("at most 2"), "{err}");
-        assert_eq!(limits.check_batch_size("other", 1000), Ok(()));
-        assert!(limits.check_batch_size("other", 1001).is_err());
+        assert_eq!(limits.check_batch_size("other", 50), Ok(()));
+        assert!(limits.check_batch_size("other", 51).is_err());
         assert_eq!(seen.lock().unwrap().len(), 2);
     }
 
@@ -766,7 +766,7 @@ mod tests {
         let (hook, seen) = counting_hook();
         let limits = Limits::new(&LimitsConfig::default(), &clients).with_hook(hook);
         assert_eq!(limits.worker_queue_share("bulk"), 8);
-        assert_eq!(limits.worker_queue_share("other"), 64);
+        assert_eq!(limits.worker_queue_share("other"), 256);
         limits.report_worker_queue_full("bulk");
         assert_eq!(
             seen.lock().unwrap().as_slice(),

@@ -1,9 +1,9 @@
 //! One-shot `tmux` subprocesses for diagnostics: is tmux installed, is a server running, which
 //! clients does it have.
 //!
-//! Used by `muxgate doctor`, and by `/readyz` through [`CliReadiness`] until the control-mode
-//! engine reports readiness from its own connections. Not for tool calls: those go through the
-//! engine (one persistent connection per server instead of a process per command).
+//! Used by `muxgate doctor`, a one-shot command where a process per check is the simplest
+//! honest probe. Not for tool calls or `/readyz`: those go through the engine (one persistent
+//! connection per server instead of a process per command).
 //!
 //! Every command runs with a timeout, is killed when dropped, and has `TMUX` removed from its
 //! environment so that a gateway started inside tmux still addresses the configured socket.
@@ -14,10 +14,9 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use tokio::process::Command;
-use tokio::task::JoinSet;
 
-use crate::config::{ServerName, TmuxServer, TmuxSocket};
-use crate::http::health::{BoxFuture, ReadinessProbe, ServerReadiness, ServerStatus};
+use crate::config::TmuxSocket;
+use crate::mux::tmux::connection::is_absent_message;
 
 /// How long one diagnostic tmux command may take.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
@@ -42,7 +41,7 @@ pub async fn run(
 ) -> Result<String, CliError> {
     let mut command = Command::new("tmux");
     command
-        .args(socket.tmux_args())
+        .args(socket.args())
         .args(args)
         .env_remove("TMUX")
         .stdin(Stdio::null())
@@ -116,67 +115,6 @@ pub async fn probe_server(socket: &TmuxSocket, timeout: Duration) -> ServerProbe
         },
         Err(CliError::Failed(stderr)) if is_absent_message(&stderr) => ServerProbe::Absent,
         Err(err) => ServerProbe::Unreachable(err.to_string()),
-    }
-}
-
-/// Whether tmux's error says that no server listens on the socket (as opposed to a failure
-/// such as a permission problem).
-pub fn is_absent_message(stderr: &str) -> bool {
-    stderr.starts_with("no server running on")
-        || (stderr.starts_with("error connecting to")
-            && (stderr.contains("No such file or directory")
-                || stderr.contains("Connection refused")))
-}
-
-/// `/readyz` backed by [`probe_server`], probing all servers concurrently.
-pub struct CliReadiness {
-    servers: Vec<(ServerName, TmuxServer)>,
-}
-
-impl CliReadiness {
-    pub fn new<'a>(servers: impl IntoIterator<Item = (&'a ServerName, &'a TmuxServer)>) -> Self {
-        Self {
-            servers: servers
-                .into_iter()
-                .map(|(name, server)| (name.clone(), server.clone()))
-                .collect(),
-        }
-    }
-}
-
-impl ReadinessProbe for CliReadiness {
-    fn check(&self) -> BoxFuture<'_, Vec<ServerReadiness>> {
-        Box::pin(async move {
-            let mut probes = JoinSet::new();
-            for (index, (_, server)) in self.servers.iter().enumerate() {
-                let socket = server.socket.clone();
-                probes.spawn(async move { (index, probe_server(&socket, PROBE_TIMEOUT).await) });
-            }
-            let mut found = vec![None; self.servers.len()];
-            while let Some(joined) = probes.join_next().await {
-                if let Ok((index, probe)) = joined {
-                    found[index] = Some(probe);
-                }
-            }
-            self.servers
-                .iter()
-                .zip(found)
-                .map(|((name, server), probe)| ServerReadiness {
-                    name: name.to_string(),
-                    allow_absent: server.allow_absent,
-                    status: match probe {
-                        Some(ServerProbe::Running { .. }) => ServerStatus::Ready,
-                        Some(ServerProbe::Absent) => ServerStatus::Absent,
-                        Some(ServerProbe::Unreachable(reason)) => {
-                            ServerStatus::Unreachable { reason }
-                        }
-                        None => ServerStatus::Unreachable {
-                            reason: "probe task failed".into(),
-                        },
-                    },
-                })
-                .collect()
-        })
     }
 }
 

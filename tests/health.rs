@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::tmux::{TestTmux, unique_socket_name};
-use common::{config_with_server, spawn_gateway, spawn_gateway_with};
+use common::{config_with_server, spawn_gateway};
 use muxgate::config::Config;
-use muxgate::http::health::{READINESS_TIMEOUT, ServerReadiness};
+use muxgate::http::health::{self, READINESS_TIMEOUT, ReadinessProbe, ServerReadiness};
 use serde_json::{Value, json};
 
 async fn get(url: String) -> (reqwest::StatusCode, Value) {
@@ -70,10 +70,16 @@ async fn readyz_tolerates_servers_allowed_to_be_absent() {
 
 #[tokio::test]
 async fn readyz_gives_up_on_a_probe_that_does_not_answer() {
-    let hanging = Arc::new(std::future::pending::<Vec<ServerReadiness>>);
-    let gateway = spawn_gateway_with(Config::embedded_default(), hanging).await;
+    // The handler alone, with a probe that never answers, on a real listener.
+    let hanging: Arc<dyn ReadinessProbe> = Arc::new(std::future::pending::<Vec<ServerReadiness>>);
+    let app = axum::Router::new()
+        .route("/readyz", axum::routing::get(health::readyz))
+        .with_state(hanging);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
     let started = std::time::Instant::now();
-    let (status, body) = get(format!("{}/readyz", gateway.base)).await;
+    let (status, body) = get(format!("{base}/readyz")).await;
     assert_eq!(status, reqwest::StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(body["ready"], false);
     assert!(body["error"].as_str().unwrap().contains("did not answer"));

@@ -6,13 +6,12 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    LEGACY_VERSION, RawMcp, STATELESS_VERSION, TestGateway, config_with_server, spawn_gateway,
-    sse_events, stateless_meta,
+    LEGACY_VERSION, STATELESS_VERSION, TestGateway, config_with_server, spawn_gateway, sse_events,
+    stateless_meta,
 };
 use muxgate::config::Config;
 use rmcp::model::{CallToolRequestParams, ClientConfig, ErrorCode, JsonObject, ProtocolVersion};
 use rmcp::service::{RoleClient, RunningService, ServiceError};
-use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientLifecycleMode, ClientServiceExt, ServiceExt};
 use serde_json::{Value, json};
 
@@ -36,9 +35,7 @@ fn expected_servers() -> Value {
 
 async fn legacy_client(gateway: &TestGateway) -> RunningService<RoleClient, ClientConfig> {
     ClientConfig::default()
-        .serve(StreamableHttpClientTransport::from_uri(
-            gateway.mcp_url.as_str(),
-        ))
+        .serve(gateway.transport())
         .await
         .expect("initialize with rmcp's client")
 }
@@ -46,7 +43,7 @@ async fn legacy_client(gateway: &TestGateway) -> RunningService<RoleClient, Clie
 async fn stateless_client(gateway: &TestGateway) -> RunningService<RoleClient, ClientConfig> {
     ClientConfig::default()
         .serve_with_lifecycle(
-            StreamableHttpClientTransport::from_uri(gateway.mcp_url.as_str()),
+            gateway.transport(),
             ClientLifecycleMode::Discover {
                 preferred_versions: vec![ProtocolVersion::V_2026_07_28],
             },
@@ -179,7 +176,7 @@ async fn rmcp_client_without_session_uses_2026_07_28() {
 #[tokio::test]
 async fn raw_session_lifecycle_initialize_list_call_delete() {
     let gateway = spawn_gateway(two_server_config()).await;
-    let mut mcp = RawMcp::new(&gateway.mcp_url);
+    let mut mcp = gateway.raw();
 
     let init = mcp.initialize().await;
     assert_eq!(init["result"]["protocolVersion"], LEGACY_VERSION);
@@ -228,6 +225,7 @@ async fn raw_session_lifecycle_initialize_list_call_delete() {
     let deleted = mcp
         .http
         .delete(&mcp.url)
+        .bearer_auth(&gateway.token)
         .header("mcp-session-id", &session)
         .header("mcp-protocol-version", LEGACY_VERSION)
         .send()
@@ -258,7 +256,7 @@ async fn raw_session_lifecycle_initialize_list_call_delete() {
 #[tokio::test]
 async fn raw_session_streams_carry_resumption_ids() {
     let gateway = spawn_gateway(two_server_config()).await;
-    let mut mcp = RawMcp::new(&gateway.mcp_url);
+    let mut mcp = gateway.raw();
     mcp.initialize().await;
 
     let response = mcp
@@ -290,6 +288,7 @@ async fn raw_session_streams_carry_resumption_ids() {
     let resumed = mcp
         .http
         .get(&mcp.url)
+        .bearer_auth(&gateway.token)
         .header("accept", "text/event-stream")
         .header(
             "mcp-session-id",
@@ -314,7 +313,7 @@ async fn raw_session_streams_carry_resumption_ids() {
 #[tokio::test]
 async fn raw_stateless_discover_and_call_need_no_session() {
     let gateway = spawn_gateway(two_server_config()).await;
-    let mut mcp = RawMcp::new(&gateway.mcp_url);
+    let mut mcp = gateway.raw();
     mcp.protocol_version = Some(STATELESS_VERSION.to_owned());
 
     let response = mcp
@@ -355,7 +354,7 @@ async fn raw_stateless_discover_and_call_need_no_session() {
 #[tokio::test]
 async fn foreign_host_and_origin_are_forbidden() {
     let gateway = spawn_gateway(Config::embedded_default()).await;
-    let mcp = RawMcp::new(&gateway.mcp_url);
+    let mcp = gateway.raw();
     let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {"protocolVersion": LEGACY_VERSION, "capabilities": {},
                    "clientInfo": {"name": "t", "version": "0"}}});
@@ -406,7 +405,7 @@ async fn configured_hosts_are_accepted() {
     config.http.allowed_hosts =
         vec![muxgate::http::allowlist::HostPattern::parse("gateway.example").unwrap()];
     let gateway = spawn_gateway(config).await;
-    let mcp = RawMcp::new(&gateway.mcp_url);
+    let mcp = gateway.raw();
     let ping = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {"protocolVersion": LEGACY_VERSION, "capabilities": {},
                    "clientInfo": {"name": "t", "version": "0"}}});
@@ -426,7 +425,7 @@ async fn oversized_bodies_are_refused() {
     let mut config = Config::embedded_default();
     config.http.max_body_bytes = 1024;
     let gateway = spawn_gateway(config).await;
-    let mcp = RawMcp::new(&gateway.mcp_url);
+    let mcp = gateway.raw();
     let big = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {"protocolVersion": LEGACY_VERSION, "capabilities": {},
                    "clientInfo": {"name": "x".repeat(2048), "version": "0"}}});
@@ -437,12 +436,13 @@ async fn oversized_bodies_are_refused() {
 #[tokio::test]
 async fn shutdown_ends_open_sessions_and_the_server() {
     let gateway = spawn_gateway(config_with_server("x", "muxgate-unused", true)).await;
-    let mut mcp = RawMcp::new(&gateway.mcp_url);
+    let mut mcp = gateway.raw();
     mcp.initialize().await;
     // A long-lived standalone SSE stream, as clients keep open for server messages.
     let stream = mcp
         .http
         .get(&mcp.url)
+        .bearer_auth(&gateway.token)
         .header("accept", "text/event-stream")
         .header(
             "mcp-session-id",

@@ -45,10 +45,10 @@ pub fn summary(loaded: &LoadedConfig) -> String {
     let engine = &config.engine;
     let _ = writeln!(
         out,
-        "  engine: command timeout {} ms, queue {} (per caller {}), pipeline depth {}",
+        "  engine: command timeout {} ms, queue {} (per client {}), pipeline depth {}",
         engine.command_timeout_ms,
         engine.queue_capacity,
-        engine.per_caller_queue,
+        config.limits.worker_queue_share,
         engine.pipeline_depth
     );
     out
@@ -88,7 +88,7 @@ mod tests {
         );
         assert!(text.contains("http.bind             0.0.0.0:9"), "{text}");
         assert!(
-            text.contains("tmux server build: socket name build, allowed absent"),
+            text.contains("tmux server build: socket name \"build\", allowed absent"),
             "{text}"
         );
         assert!(!text.contains("tmux server default"), "{text}");

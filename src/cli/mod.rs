@@ -2,7 +2,8 @@
 //!
 //! Each command is a thin function over library modules: `serve` ([`serve`]) assembles config,
 //! MCP handler and router; `check-config` loads and summarizes a file; `doctor` runs
-//! [`crate::doctor`]; `tools` prints [`crate::mcp::catalog`]. Errors here are `anyhow` with
+//! [`crate::doctor`]; `tools` prints [`crate::mcp::catalog`]; `token` mints with
+//! [`crate::auth::TokenMinter`]; `audit verify` checks [`crate::audit`] files. Errors here are `anyhow` with
 //! context; the library modules below keep typed errors.
 
 mod check_config;
@@ -17,6 +18,7 @@ use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
+use crate::auth::{MintRequest, TokenMinter, parse_ttl};
 use crate::config::{self, Config};
 use crate::mcp::catalog;
 pub use check_config::summary as config_summary;
@@ -43,6 +45,44 @@ pub enum Command {
     Doctor(ConfigArg),
     /// Print the tool catalog (name, tier, annotations, summary) as Markdown.
     Tools,
+    /// Mint a bearer token signed with the configured key.
+    Token(TokenArgs),
+    /// Audit log tools.
+    #[command(subcommand)]
+    Audit(AuditCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct TokenArgs {
+    #[command(flatten)]
+    pub config: ConfigArg,
+    /// The client's identity (`sub`), also the key of its `[clients.<sub>]` policy.
+    #[arg(long)]
+    pub sub: String,
+    /// Space-separated scopes: mux:read, mux:write, mux:admin.
+    #[arg(long, default_value = "mux:read mux:write")]
+    pub scope: String,
+    /// Lifetime, e.g. 30m, 24h, 7d.
+    #[arg(long, default_value = "24h")]
+    pub ttl: String,
+    /// Comma-separated server-name patterns the token is limited to.
+    #[arg(long)]
+    pub servers: Option<String>,
+    /// Comma-separated session-name patterns the token is limited to.
+    #[arg(long)]
+    pub sessions: Option<String>,
+    /// Limit the client to the sessions it creates.
+    #[arg(long)]
+    pub own_sessions: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Check an audit file's hash chain; exits non-zero at the first broken or missing link.
+    Verify {
+        /// The audit file (JSON lines).
+        file: PathBuf,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -89,7 +129,43 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print!("{}", catalog::render_markdown(&catalog::tools()));
             Ok(ExitCode::SUCCESS)
         }
+        Command::Token(args) => {
+            let loaded = Config::load(args.config.config.as_deref(), config::process_env()?)?;
+            println!("{}", mint_token(&loaded.config, &args)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Audit(AuditCommand::Verify { file }) => {
+            let report = crate::audit::verify(&file)
+                .with_context(|| format!("cannot read {}", file.display()))?;
+            println!("{report}");
+            Ok(if report.is_intact() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
     }
+}
+
+fn mint_token(config: &Config, args: &TokenArgs) -> anyhow::Result<String> {
+    let list = |text: &Option<String>| {
+        text.as_ref().map(|t| {
+            t.split(',')
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
+    };
+    let request = MintRequest {
+        sub: args.sub.clone(),
+        scopes: args.scope.split_whitespace().map(str::to_owned).collect(),
+        ttl: parse_ttl(&args.ttl)?,
+        servers: list(&args.servers),
+        sessions: list(&args.sessions),
+        own_sessions: args.own_sessions,
+    };
+    Ok(TokenMinter::from_config(&config.auth)?.mint(&request)?)
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {

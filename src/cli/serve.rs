@@ -1,24 +1,30 @@
 //! `muxgate serve`: assemble the gateway from its config and run it until SIGTERM/SIGINT.
+//!
+//! On the embedded default (HS256 without a configured secret) it generates a secret for this
+//! process and prints a ready bearer token and client snippet, so a newcomer can connect at once.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::ServeArgs;
+use crate::auth::config::SecretString;
+use crate::auth::{AuthConfig, JwtAlgorithm, generate_secret};
 use crate::config::{self, Config};
+use crate::gateway::{Gateway, mint_full_access};
 use crate::http::allowlist::HostPattern;
-use crate::http::{self, HttpDeps, shutdown};
-use crate::mcp::{McpServer, McpState};
-use crate::tmux_cli::CliReadiness;
+use crate::http::{self, shutdown};
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut loaded = Config::load(args.config.config.as_deref(), config::process_env()?)?;
     if let Some(bind) = args.bind {
         loaded.config.http.bind = bind;
     }
+    let ephemeral_secret = ensure_signing_secret(&mut loaded.config.auth);
     let config = Arc::new(loaded.config);
     warn_if_unreachable_by_host(&config);
 
@@ -28,28 +34,51 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", config.http.bind))?;
     let local_addr = listener.local_addr()?;
+    let mcp_url = mcp_url(local_addr);
 
-    let app = http::router(HttpDeps {
-        http: config.http.clone(),
-        mcp: McpServer::new(McpState {
-            config: config.clone(),
-        }),
-        readiness: Arc::new(CliReadiness::new(&config.tmux.servers)),
-        shutdown: shutdown.clone(),
-    });
-
+    let gateway = Gateway::build(config.clone(), &mcp_url, shutdown.clone())?;
+    let bearer_token = if ephemeral_secret {
+        Some(mint_full_access(&config, READY_TOKEN_SUB, READY_TOKEN_TTL)?)
+    } else {
+        None
+    };
     let banner = ReadyBanner {
-        mcp_url: mcp_url(local_addr),
-        // The bearer token minted at startup goes here once authentication is in place.
-        bearer_token: None,
+        mcp_url,
+        bearer_token,
         servers: config.tmux.servers.keys().map(|n| n.to_string()).collect(),
     };
     print!("{}", banner.render());
     tracing::info!(%local_addr, "listening");
 
-    http::serve(listener, app, shutdown, config.http.shutdown_grace()).await?;
+    let served = http::serve(
+        listener,
+        gateway.app.clone(),
+        shutdown,
+        config.http.shutdown_grace(),
+    )
+    .await;
+    gateway.shutdown().await;
+    served?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// `sub` of the token printed at start on the embedded default.
+const READY_TOKEN_SUB: &str = "local";
+/// Its lifetime: the secret it is signed with dies with the process anyway.
+const READY_TOKEN_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// With HS256 and no configured secret (the embedded default), generates a random secret for
+/// this process. Returns whether it did: only then is a ready token printed, because nobody
+/// else can mint tokens for that secret.
+fn ensure_signing_secret(auth: &mut AuthConfig) -> bool {
+    let unconfigured = auth.algorithm == JwtAlgorithm::HS256
+        && auth.secret.is_none()
+        && auth.secret_file.is_none();
+    if unconfigured {
+        auth.secret = Some(SecretString::new(generate_secret()));
+    }
+    unconfigured
 }
 
 /// Remote clients would all get 403 when the gateway listens beyond loopback but accepts only

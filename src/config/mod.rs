@@ -22,7 +22,6 @@ pub mod layers;
 
 use std::borrow::Borrow;
 use std::collections::BTreeMap;
-use std::ffi::OsString;
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -31,7 +30,12 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Table;
 
+use crate::audit::AuditConfig;
+use crate::auth::{AuthConfig, ClientPolicyConfig};
 use crate::http::allowlist::{HostPattern, OriginPattern};
+use crate::limits::LimitsConfig;
+use crate::mux::tmux::EngineSettings;
+pub use crate::mux::tmux::TmuxSocket;
 pub use layers::{EnvError, Origin};
 use layers::{KeyPath, Layered, display_path};
 
@@ -39,12 +43,18 @@ use layers::{KeyPath, Layered, display_path};
 pub const DEFAULT_TOML: &str = include_str!("../../config/default.toml");
 
 /// The whole gateway configuration.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     pub http: HttpConfig,
     pub tmux: TmuxConfig,
     pub engine: EngineConfig,
+    pub auth: AuthConfig,
+    /// Per-client policy and limits, by the token's `sub`.
+    #[serde(default)]
+    pub clients: BTreeMap<String, ClientPolicyConfig>,
+    pub limits: LimitsConfig,
+    pub audit: AuditConfig,
 }
 
 /// `[http]`: the listener and what it accepts.
@@ -84,40 +94,6 @@ pub struct TmuxServer {
     pub socket: TmuxSocket,
     /// `/readyz` stays ready while this server is not running.
     pub allow_absent: bool,
-}
-
-/// How to reach a tmux server. (Ordered so that duplicates can be found.)
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub enum TmuxSocket {
-    /// The user's default socket, as plain `tmux` would use it (`$TMUX_TMPDIR` or `/tmp`,
-    /// `tmux-<uid>/default`). An inherited `$TMUX` must not redirect it: callers spawning tmux
-    /// remove `TMUX` from the child's environment.
-    Default,
-    /// A socket name (`tmux -L <name>`), in tmux's per-user socket directory.
-    Name(String),
-    /// A socket path (`tmux -S <path>`).
-    Path(PathBuf),
-}
-
-impl TmuxSocket {
-    /// The tmux global options that select this socket.
-    pub fn tmux_args(&self) -> Vec<OsString> {
-        match self {
-            TmuxSocket::Default => Vec::new(),
-            TmuxSocket::Name(name) => vec!["-L".into(), name.into()],
-            TmuxSocket::Path(path) => vec!["-S".into(), path.into()],
-        }
-    }
-}
-
-impl fmt::Display for TmuxSocket {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TmuxSocket::Default => f.write_str("default socket"),
-            TmuxSocket::Name(name) => write!(f, "socket name {name}"),
-            TmuxSocket::Path(path) => write!(f, "socket path {}", path.display()),
-        }
-    }
 }
 
 #[derive(Deserialize)]
@@ -218,13 +194,14 @@ fn is_safe_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
 }
 
-/// `[engine]`: tunables of the tmux control-mode engine.
+/// `[engine]`: tunables of the tmux control-mode engine (see [`EngineSettings`]). How many
+/// commands one client may queue is a per-client limit: `limits.worker_queue_share`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EngineConfig {
+    pub tmux_bin: PathBuf,
     pub command_timeout_ms: u64,
     pub queue_capacity: usize,
-    pub per_caller_queue: usize,
     pub pipeline_depth: usize,
     pub output_ring_bytes: usize,
     pub output_idle_close_secs: u64,
@@ -238,6 +215,20 @@ impl EngineConfig {
 
     pub fn output_idle_close(&self) -> Duration {
         Duration::from_secs(self.output_idle_close_secs)
+    }
+
+    /// The engine's settings: these keys, with the engine's defaults for the rest.
+    pub fn settings(&self) -> EngineSettings {
+        EngineSettings {
+            tmux_bin: self.tmux_bin.clone(),
+            command_timeout: self.command_timeout(),
+            queue_capacity: self.queue_capacity,
+            pipeline_depth: self.pipeline_depth,
+            output_ring_bytes: self.output_ring_bytes,
+            output_idle_close: self.output_idle_close(),
+            pause_after_secs: self.pause_after_secs,
+            ..EngineSettings::default()
+        }
     }
 }
 
@@ -377,10 +368,6 @@ impl Config {
         let engine = &self.engine;
         positive(&["engine", "command_timeout_ms"], engine.command_timeout_ms)?;
         positive(&["engine", "queue_capacity"], engine.queue_capacity as u64)?;
-        positive(
-            &["engine", "per_caller_queue"],
-            engine.per_caller_queue as u64,
-        )?;
         positive(&["engine", "pipeline_depth"], engine.pipeline_depth as u64)?;
         positive(
             &["engine", "output_ring_bytes"],
@@ -394,14 +381,8 @@ impl Config {
             &["engine", "pause_after_secs"],
             engine.pause_after_secs.into(),
         )?;
-        if engine.per_caller_queue > engine.queue_capacity {
-            return Err(Violation::at(
-                &["engine", "per_caller_queue"],
-                &format!(
-                    "{} exceeds engine.queue_capacity ({})",
-                    engine.per_caller_queue, engine.queue_capacity
-                ),
-            ));
+        if engine.tmux_bin.as_os_str().is_empty() {
+            return Err(Violation::at(&["engine", "tmux_bin"], "must not be empty"));
         }
         Ok(())
     }
@@ -540,7 +521,7 @@ mod tests {
                 .iter()
                 .all(|h| !matches!(h, HostPattern::Any))
         );
-        assert_eq!(config.engine.command_timeout(), Duration::from_secs(5));
+        assert_eq!(config.engine.command_timeout(), Duration::from_secs(10));
     }
 
     #[test]
@@ -573,8 +554,11 @@ mod tests {
             }
         );
         assert_eq!(
-            config.tmux.servers["shared"].socket.tmux_args(),
-            [OsString::from("-S"), OsString::from("/run/tmux/shared")]
+            config.tmux.servers["shared"].socket.args(),
+            [
+                std::ffi::OsString::from("-S"),
+                std::ffi::OsString::from("/run/tmux/shared")
+            ]
         );
         assert_eq!(loaded.file, Some(PathBuf::from("test.toml")));
     }
@@ -764,7 +748,6 @@ mod tests {
         for key in [
             "command_timeout_ms",
             "queue_capacity",
-            "per_caller_queue",
             "pipeline_depth",
             "output_ring_bytes",
             "output_idle_close_secs",
@@ -774,12 +757,16 @@ mod tests {
             assert_eq!(path, format!("engine.{key}"));
             assert_eq!(message, "must be at least 1");
         }
-        let (key, message, _) = invalid(
-            "[engine]\nqueue_capacity = 10\nper_caller_queue = 11\n",
-            &[],
+        let (key, _, _) = invalid("[engine]\ntmux_bin = ''\n", &[]);
+        assert_eq!(key, "engine.tmux_bin");
+    }
+
+    #[test]
+    fn engine_defaults_are_the_engines_own() {
+        assert_eq!(
+            Config::embedded_default().engine.settings(),
+            EngineSettings::default()
         );
-        assert_eq!(key, "engine.per_caller_queue");
-        assert!(message.contains("queue_capacity"), "{message}");
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! `/healthz` (the process answers) and `/readyz` (every tmux server it must drive is reachable).
 //!
 //! Readiness is asked of a [`ReadinessProbe`], so the HTTP layer does not know how servers are
-//! reached: the engine implements the trait against its workers; until then
-//! [`crate::tmux_cli::CliReadiness`] probes with one-shot tmux commands.
+//! reached; [`EngineReadiness`] asks each server one command through its engine worker (the
+//! same connection tool calls use, so "ready" means tools can reach it).
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -14,6 +15,9 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
+
+use crate::config::{ServerName, TmuxServer};
+use crate::mux::tmux::{BatchMode, Caller, ConnectError, EngineError, TmuxCommand, TmuxEngine};
 
 /// A boxed, sendable future (what [`ReadinessProbe::check`] returns).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -110,6 +114,74 @@ pub async fn readyz(State(probe): State<Arc<dyn ReadinessProbe>>) -> Response {
             })),
         )
             .into_response(),
+    }
+}
+
+/// Readiness from the tmux engine: one `display-message` per configured server.
+pub struct EngineReadiness {
+    engine: TmuxEngine,
+    allow_absent: BTreeMap<String, bool>,
+}
+
+impl EngineReadiness {
+    pub fn new(engine: TmuxEngine, servers: &BTreeMap<ServerName, TmuxServer>) -> Self {
+        Self {
+            engine,
+            allow_absent: servers
+                .iter()
+                .map(|(name, server)| (name.to_string(), server.allow_absent))
+                .collect(),
+        }
+    }
+}
+
+impl ReadinessProbe for EngineReadiness {
+    fn check(&self) -> BoxFuture<'_, Vec<ServerReadiness>> {
+        Box::pin(async move {
+            let caller = Caller::new("muxgate:readiness");
+            let probes = self.engine.servers().map(|server| {
+                let caller = caller.clone();
+                async move {
+                    let probe = TmuxCommand::new("display-message")
+                        .flag("-p")
+                        .trusted_format("ok")
+                        .build();
+                    let deadline = tokio::time::Instant::now() + READINESS_TIMEOUT;
+                    let result = match probe {
+                        Ok(command) => server
+                            .run_batch(
+                                &caller,
+                                vec![command],
+                                BatchMode::Independent,
+                                Some(deadline),
+                            )
+                            .await
+                            .map(|_| ()),
+                        Err(e) => Err(EngineError::from(e)),
+                    };
+                    let status = match result {
+                        Ok(()) => ServerStatus::Ready,
+                        Err(EngineError::Unavailable {
+                            cause: ConnectError::NoServer { .. } | ConnectError::NoSessions { .. },
+                            ..
+                        }) => ServerStatus::Absent,
+                        Err(e) => ServerStatus::Unreachable {
+                            reason: e.to_string(),
+                        },
+                    };
+                    ServerReadiness {
+                        name: server.name().to_owned(),
+                        allow_absent: self
+                            .allow_absent
+                            .get(server.name())
+                            .copied()
+                            .unwrap_or(false),
+                        status,
+                    }
+                }
+            });
+            futures::future::join_all(probes).await
+        })
     }
 }
 

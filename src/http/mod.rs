@@ -6,8 +6,12 @@
 //!   `DELETE`, SSE resumption); 2026-07-28 clients are served statelessly (`server/discover`).
 //! - `/healthz`, `/readyz`: see [`health`].
 //!
-//! Layers on `/mcp`, outermost first: trace → Host/Origin [`guard`] →
-//! (authentication and rate limits plug in here, in [`router`]) → body size limit → rmcp.
+//! - `/.well-known/oauth-protected-resource[/mcp]`: RFC 9728 metadata (public).
+//!
+//! Layers on `/mcp`, outermost first: trace → Host/Origin [`guard`] → JWT bearer auth
+//! ([`crate::auth::require_bearer`], puts the `Principal` in the request) → per-client request
+//! rate ([`crate::limits::limit_requests`]) → MCP session ↔ `sub` binding
+//! ([`crate::auth::bind_sessions`]) → body size limit → rmcp.
 //!
 //! The router is built from explicit [`HttpDeps`], so tests and later layers construct it the
 //! same way `muxgate serve` does.
@@ -33,7 +37,9 @@ use tower::ServiceBuilder;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::trace::TraceLayer;
 
+use crate::auth::{Authenticator, ProtectedResource, SessionBindings};
 use crate::config::HttpConfig;
+use crate::limits::Limits;
 use crate::mcp::McpServer;
 use guard::Allowlist;
 use health::ReadinessProbe;
@@ -44,8 +50,17 @@ pub struct HttpDeps {
     /// Prototype MCP handler, cloned for every session or stateless request.
     pub mcp: McpServer,
     pub readiness: Arc<dyn ReadinessProbe>,
+    pub security: Security,
     /// Cancelled at shutdown; rmcp's sessions and streams end with it.
     pub shutdown: CancellationToken,
+}
+
+/// The per-request security layers' state.
+pub struct Security {
+    pub authenticator: Arc<Authenticator>,
+    pub resource: Arc<ProtectedResource>,
+    pub limits: Arc<Limits>,
+    pub sessions: Arc<SessionBindings>,
 }
 
 /// The gateway's router.
@@ -54,6 +69,7 @@ pub fn router(deps: HttpDeps) -> Router {
         http,
         mcp,
         readiness,
+        security,
         shutdown,
     } = deps;
     let allowlist = Arc::new(Allowlist {
@@ -67,6 +83,18 @@ pub fn router(deps: HttpDeps) -> Router {
             ServiceBuilder::new()
                 .layer(TraceLayer::new_for_http())
                 .layer(from_fn_with_state(allowlist, guard::enforce))
+                .layer(from_fn_with_state(
+                    security.authenticator,
+                    crate::auth::require_bearer,
+                ))
+                .layer(from_fn_with_state(
+                    security.limits,
+                    crate::limits::limit_requests,
+                ))
+                .layer(from_fn_with_state(
+                    security.sessions,
+                    crate::auth::bind_sessions,
+                ))
                 .layer(RequestBodyLimitLayer::new(http.max_body_bytes)),
         );
 
@@ -77,6 +105,7 @@ pub fn router(deps: HttpDeps) -> Router {
         .route("/readyz", get(health::readyz))
         .with_state(readiness)
         .merge(mcp_routes)
+        .merge(security.resource.router())
 }
 
 /// rmcp's Streamable HTTP service for `/mcp`.

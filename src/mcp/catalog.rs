@@ -4,49 +4,22 @@
 //! A tool's tier is derived from its annotations, so the annotations are the single source of
 //! truth for both clients (which read them) and policy (which maps scopes to tiers).
 
-use std::fmt;
-
 use rmcp::model::Tool;
+
+pub use crate::auth::Tier;
 
 use super::tools;
 
-/// How much a tool can change: what a caller's scopes must allow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Tier {
-    /// Observes only (`readOnlyHint: true`).
-    ReadOnly,
-    /// Changes state, additively or reversibly (`readOnlyHint: false`, `destructiveHint: false`).
-    Mutating,
-    /// May destroy state or work (`destructiveHint: true`, or the hint missing).
-    Destructive,
-}
-
-impl Tier {
-    /// The tier the tool's annotations put it in. Missing hints take MCP's defaults
-    /// (not read-only, destructive), so an unannotated tool lands in the strictest tier.
-    pub fn of(tool: &Tool) -> Tier {
-        let annotations = tool.annotations.as_ref();
-        let read_only = annotations.and_then(|a| a.read_only_hint).unwrap_or(false);
-        let destructive = annotations.and_then(|a| a.destructive_hint).unwrap_or(true);
-        match (read_only, destructive) {
-            (true, _) => Tier::ReadOnly,
-            (false, false) => Tier::Mutating,
-            (false, true) => Tier::Destructive,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Tier::ReadOnly => "read-only",
-            Tier::Mutating => "mutating",
-            Tier::Destructive => "destructive",
-        }
-    }
-}
-
-impl fmt::Display for Tier {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.as_str())
+/// The tier a tool's annotations put it in. Missing hints take MCP's defaults (not read-only,
+/// destructive), so an unannotated tool lands in the strictest tier.
+pub fn tier_of(tool: &Tool) -> Tier {
+    let annotations = tool.annotations.as_ref();
+    let read_only = annotations.and_then(|a| a.read_only_hint).unwrap_or(false);
+    let destructive = annotations.and_then(|a| a.destructive_hint).unwrap_or(true);
+    match (read_only, destructive) {
+        (true, _) => Tier::ReadOnly,
+        (false, false) => Tier::Mutating,
+        (false, true) => Tier::Destructive,
     }
 }
 
@@ -69,7 +42,7 @@ pub fn render_markdown(tools: &[Tool]) -> String {
         out.push_str(&format!(
             "| `{}` | {} | {} | {} |\n",
             tool.name,
-            Tier::of(tool),
+            tier_of(tool),
             annotation_summary(tool),
             escape_cell(summary_line(tool)),
         ));
@@ -131,17 +104,17 @@ mod tests {
                 None,
             ))
         };
-        assert_eq!(Tier::of(&tool(hints(Some(true), None))), Tier::ReadOnly);
+        assert_eq!(tier_of(&tool(hints(Some(true), None))), Tier::ReadOnly);
         assert_eq!(
-            Tier::of(&tool(hints(Some(false), Some(false)))),
+            tier_of(&tool(hints(Some(false), Some(false)))),
             Tier::Mutating
         );
         assert_eq!(
-            Tier::of(&tool(hints(Some(false), Some(true)))),
+            tier_of(&tool(hints(Some(false), Some(true)))),
             Tier::Destructive
         );
-        assert_eq!(Tier::of(&tool(hints(None, Some(false)))), Tier::Mutating);
-        assert_eq!(Tier::of(&tool(None)), Tier::Destructive);
+        assert_eq!(tier_of(&tool(hints(None, Some(false)))), Tier::Mutating);
+        assert_eq!(tier_of(&tool(None)), Tier::Destructive);
     }
 
     #[test]

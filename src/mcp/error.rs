@@ -38,6 +38,17 @@ pub enum ToolErrorKind {
 }
 
 impl ToolErrorKind {
+    pub const ALL: [ToolErrorKind; 8] = [
+        Self::InvalidArguments,
+        Self::NotFound,
+        Self::Forbidden,
+        Self::Conflict,
+        Self::Busy,
+        Self::Timeout,
+        Self::Unavailable,
+        Self::Internal,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::InvalidArguments => "invalid_arguments",

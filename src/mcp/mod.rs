@@ -6,19 +6,22 @@
 //! which rmcp would otherwise answer with empty lists.
 //!
 //! - [`tools`]: the tool groups and the combined router;
+//! - [`call`]: what happens around every call (scope check, rate limit, audit);
 //! - [`error`]: [`ToolError`], the `isError` result a model can act on;
 //! - [`args`]: helpers for tool input structs;
 //! - [`catalog`]: the catalog as data (tiers) and as Markdown (`muxgate tools`).
 //!
-//! Not here: transport (see [`crate::http`]), authentication and policy (they wrap the HTTP
-//! service and filter `tools/list` / `tools/call`), the multiplexer itself ([`crate::mux`]).
+//! Not here: transport and authentication (see [`crate::http`], [`crate::auth`]: the HTTP layers
+//! put the caller's `Principal` into every request), the multiplexer itself ([`crate::mux`]).
 
 pub mod args;
+pub mod call;
 pub mod catalog;
 pub mod error;
 pub mod tools;
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use rmcp::handler::server::tool::{ToolCallContext, ToolRouter};
 use rmcp::model::{
@@ -31,7 +34,11 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
+use crate::audit::AuditLog;
 use crate::config::Config;
+use crate::limits::Limits;
+use crate::mux::tmux::TmuxEngine;
+pub use call::CallContext;
 pub use error::{ToolError, ToolErrorKind};
 
 /// The name muxgate reports in `serverInfo`.
@@ -44,9 +51,11 @@ one by that name. Tool failures you can fix come back as results with isError se
 a one-line suggestion; follow the suggestion instead of retrying the same call.";
 
 /// What tool handlers can reach. Shared by every MCP session.
-#[derive(Debug)]
 pub struct McpState {
     pub config: Arc<Config>,
+    pub tmux: TmuxEngine,
+    pub limits: Arc<Limits>,
+    pub audit: Arc<AuditLog>,
 }
 
 /// The rmcp `ServerHandler` for muxgate. Cloning is cheap (one `Arc`).
@@ -83,11 +92,28 @@ impl ServerHandler for McpServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
+        mut context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let call = ToolCallContext::new(self, request, context);
-        let response = self.inner.tools.call(call).await?;
-        Ok(error::normalize_argument_error(response))
+        let started = Instant::now();
+        let caller = authenticated(&context)?;
+        let Some(tool) = self.inner.tools.get(&request.name) else {
+            // Unknown tool: the router answers with the JSON-RPC error.
+            return self
+                .inner
+                .tools
+                .call(ToolCallContext::new(self, request, context))
+                .await;
+        };
+        let state = self.state();
+        if let Err((error, outcome)) = call::admit(&caller, catalog::tier_of(tool), &state.limits) {
+            call::record(&state.audit, &caller, &request, started, Err(outcome));
+            return Ok(error.into_result().into());
+        }
+        context.extensions.insert(caller.clone());
+        let call = ToolCallContext::new(self, request.clone(), context);
+        let response = error::normalize_argument_error(self.inner.tools.call(call).await?);
+        call::record(&state.audit, &caller, &request, started, Ok(&response));
+        Ok(response)
     }
 
     async fn list_tools(
@@ -95,12 +121,20 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        let caller = authenticated(&context)?;
         let cache_hints = context
             .protocol_version()
             .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+        let tools = self
+            .inner
+            .tools
+            .list_all()
+            .into_iter()
+            .filter(|tool| call::visible(&caller.principal, tool))
+            .collect();
         Ok(ListToolsResult {
             result_type: Some(ResultType::COMPLETE),
-            tools: self.inner.tools.list_all(),
+            tools,
             meta: None,
             next_cursor: None,
             ttl_ms: cache_hints.then_some(0),
@@ -148,6 +182,14 @@ impl ServerHandler for McpServer {
     ) -> Result<CompleteResult, ErrorData> {
         Err(ErrorData::method_not_found::<CompleteRequestMethod>())
     }
+}
+
+/// The caller the HTTP auth layer established; its absence is a wiring fault, not a client error.
+fn authenticated(context: &RequestContext<RoleServer>) -> Result<CallContext, ErrorData> {
+    CallContext::from_request(context).ok_or_else(|| {
+        tracing::error!("MCP request without an authenticated principal; check the HTTP layers");
+        ErrorData::internal_error("request not authenticated", None)
+    })
 }
 
 /// What muxgate declares at `initialize` and `server/discover`: tools only.

@@ -10,11 +10,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use muxgate::auth::config::SecretString;
+use muxgate::auth::{MintRequest, TokenMinter};
 use muxgate::config::Config;
-use muxgate::http::health::ReadinessProbe;
-use muxgate::http::{self, HttpDeps};
-use muxgate::mcp::{McpServer, McpState};
-use muxgate::tmux_cli::CliReadiness;
+use muxgate::gateway::{Gateway, mint_full_access};
+use muxgate::http;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -23,6 +25,9 @@ use tokio_util::sync::CancellationToken;
 pub const LEGACY_VERSION: &str = "2025-11-25";
 pub const STATELESS_VERSION: &str = "2026-07-28";
 
+/// The HS256 secret test gateways sign and verify with.
+pub const TEST_SECRET: &str = "muxgate-test-secret-0123456789abcdef0123456789";
+
 /// A gateway serving on `127.0.0.1:<free port>` inside the test process.
 pub struct TestGateway {
     pub addr: SocketAddr,
@@ -30,6 +35,9 @@ pub struct TestGateway {
     pub base: String,
     /// `http://127.0.0.1:<port>/mcp`
     pub mcp_url: String,
+    /// A token with every scope, for `sub` "test".
+    pub token: String,
+    pub config: Arc<Config>,
     pub shutdown: CancellationToken,
     task: Option<JoinHandle<std::io::Result<()>>>,
 }
@@ -44,6 +52,40 @@ impl TestGateway {
             .expect("gateway did not stop in time")
             .expect("gateway task panicked")
     }
+
+    /// A token for `sub` with `scopes`, signed with the gateway's key.
+    pub fn mint(&self, sub: &str, scopes: &[&str]) -> String {
+        TokenMinter::from_config(&self.config.auth)
+            .expect("minter")
+            .mint(&MintRequest {
+                sub: sub.to_owned(),
+                scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
+                ttl: Duration::from_secs(3600),
+                servers: None,
+                sessions: None,
+                own_sessions: false,
+            })
+            .expect("mint")
+    }
+
+    /// rmcp's client transport, authenticated with `token`.
+    pub fn transport_with(&self, token: &str) -> StreamableHttpClientTransport<reqwest::Client> {
+        StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri(self.mcp_url.as_str()).auth_header(token),
+        )
+    }
+
+    /// rmcp's client transport with the full-access test token.
+    pub fn transport(&self) -> StreamableHttpClientTransport<reqwest::Client> {
+        self.transport_with(&self.token)
+    }
+
+    /// A raw MCP client carrying the full-access test token.
+    pub fn raw(&self) -> RawMcp {
+        let mut raw = RawMcp::new(&self.mcp_url);
+        raw.bearer = Some(self.token.clone());
+        raw
+    }
 }
 
 impl Drop for TestGateway {
@@ -52,42 +94,49 @@ impl Drop for TestGateway {
     }
 }
 
-/// Starts a gateway for `config` (its `http.bind` is ignored) with readiness probed by one-shot
-/// tmux commands, as `muxgate serve` does.
-pub async fn spawn_gateway(config: Config) -> TestGateway {
-    let readiness = Arc::new(CliReadiness::new(&config.tmux.servers));
-    spawn_gateway_with(config, readiness).await
-}
-
-/// Starts a gateway with a given readiness probe.
-pub async fn spawn_gateway_with(config: Config, readiness: Arc<dyn ReadinessProbe>) -> TestGateway {
+/// Starts a gateway for `config` (its `http.bind` is ignored; without an auth secret it gets
+/// [`TEST_SECRET`]) exactly as `muxgate serve` assembles one.
+pub async fn spawn_gateway(mut config: Config) -> TestGateway {
+    if config.auth.secret.is_none() && config.auth.secret_file.is_none() {
+        config.auth.secret = Some(SecretString::new(TEST_SECRET));
+    }
     let config = Arc::new(config);
     let shutdown = CancellationToken::new();
-    let app = http::router(HttpDeps {
-        http: config.http.clone(),
-        mcp: McpServer::new(McpState {
-            config: config.clone(),
-        }),
-        readiness,
-        shutdown: shutdown.clone(),
-    });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind a loopback port");
     let addr = listener.local_addr().expect("local address");
-    let task = tokio::spawn(http::serve(
-        listener,
-        app,
-        shutdown.clone(),
-        config.http.shutdown_grace(),
-    ));
+    let mcp_url = format!("http://{addr}/mcp");
+    let gateway =
+        Gateway::build(config.clone(), &mcp_url, shutdown.clone()).expect("assemble the gateway");
+    let app = gateway.app.clone();
+    let grace = config.http.shutdown_grace();
+    let serve_shutdown = shutdown.clone();
+    let task = tokio::spawn(async move {
+        let served = http::serve(listener, app, serve_shutdown, grace).await;
+        gateway.shutdown().await;
+        served
+    });
+    let token = mint_full_access(&config, "test", Duration::from_secs(3600)).expect("mint");
     TestGateway {
         addr,
         base: format!("http://{addr}"),
-        mcp_url: format!("http://{addr}/mcp"),
+        mcp_url,
+        token,
+        config,
         shutdown,
         task: Some(task),
     }
+}
+
+/// A config whose rate limits do not get in the way of tests that make many calls quickly.
+pub fn relaxed(mut config: Config) -> Config {
+    let many = std::num::NonZeroU32::new(100_000).expect("non-zero");
+    config.limits.requests_per_second = many;
+    config.limits.request_burst = many;
+    config.limits.tool_calls_per_second = many;
+    config.limits.tool_call_burst = many;
+    config
 }
 
 /// Polls `condition` every 20 ms until it holds or `timeout` passes.
@@ -112,6 +161,8 @@ pub struct RawMcp {
     pub session_id: Option<String>,
     /// Sent as `MCP-Protocol-Version` when set.
     pub protocol_version: Option<String>,
+    /// Sent as `Authorization: Bearer …` when set.
+    pub bearer: Option<String>,
 }
 
 impl RawMcp {
@@ -121,6 +172,7 @@ impl RawMcp {
             url: url.to_owned(),
             session_id: None,
             protocol_version: None,
+            bearer: None,
         }
     }
 
@@ -136,6 +188,9 @@ impl RawMcp {
             .body(body.to_string());
         if let Some(session) = &self.session_id {
             request = request.header("mcp-session-id", session);
+        }
+        if let Some(token) = &self.bearer {
+            request = request.bearer_auth(token);
         }
         if let Some(version) = &self.protocol_version {
             request = request.header("mcp-protocol-version", version);
@@ -275,10 +330,13 @@ pub fn sse_events(text: &str) -> Vec<SseEvent> {
         .collect()
 }
 
-/// A config with one server on `socket_name`, merged over the embedded default.
+/// A config with one server on `socket_name`, merged over the embedded default, with
+/// [`relaxed`] rate limits.
 pub fn config_with_server(name: &str, socket_name: &str, allow_absent: bool) -> Config {
-    Config::from_toml_str(&format!(
-        "[tmux.servers.{name}]\nsocket_name = '{socket_name}'\nallow_absent = {allow_absent}\n"
-    ))
-    .expect("valid test config")
+    relaxed(
+        Config::from_toml_str(&format!(
+            "[tmux.servers.{name}]\nsocket_name = '{socket_name}'\nallow_absent = {allow_absent}\n"
+        ))
+        .expect("valid test config"),
+    )
 }

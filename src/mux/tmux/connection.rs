@@ -424,9 +424,18 @@ impl Drop for Connection {
     }
 }
 
+/// Whether tmux's error says that no server listens on the socket (as opposed to a failure
+/// such as a permission problem, which an operator must fix).
+pub fn is_absent_message(stderr: &str) -> bool {
+    stderr.starts_with("no server running on")
+        || (stderr.starts_with("error connecting to")
+            && (stderr.contains("No such file or directory")
+                || stderr.contains("Connection refused")))
+}
+
 fn classify_refusal(stderr: &[u8], closed: Option<CloseReason>, socket: String) -> ConnectError {
     let text = String::from_utf8_lossy(stderr).trim().to_string();
-    if text.contains("no server running") || text.contains("error connecting to") {
+    if is_absent_message(&text) {
         ConnectError::NoServer { socket }
     } else if text.contains("no sessions") {
         ConnectError::NoSessions { socket }

@@ -34,6 +34,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 pub use command::{CommandBuilder, TmuxCommand};
+pub use connection::ConnectError;
 pub use ids::{PaneId, SessionId, WindowId};
 pub use monitor::{OutputHub, OutputStats};
 pub use output::{OutputChunk, OutputSubscription, StreamEnd};
@@ -42,7 +43,7 @@ pub use spawn::TmuxSocket;
 pub use worker::{BatchMode, Caller, CommandOutcome, WorkerHandle, WorkerStats};
 
 /// Engine tunables (the `[engine]` section of the configuration).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EngineSettings {
     /// The tmux binary.
     pub tmux_bin: PathBuf,
@@ -52,7 +53,8 @@ pub struct EngineSettings {
     pub connect_timeout: Duration,
     /// Commands that may wait to be written, per server.
     pub queue_capacity: usize,
-    /// Commands one caller may have waiting, per server (unless its client config says otherwise).
+    /// Commands one caller may have waiting, per server, when the caller brings no share of
+    /// its own (clients always do: `limits.worker_queue_share`).
     pub per_caller_queue: usize,
     /// Lines written and not yet answered, per server. Small keeps callers fair; the first few
     /// give most of pipelining's speed.
@@ -78,7 +80,7 @@ impl Default for EngineSettings {
             pipeline_depth: 8,
             output_ring_bytes: 1024 * 1024,
             output_idle_close: Duration::from_secs(30),
-            pause_after_secs: 10,
+            pause_after_secs: 5,
             reconnect_backoff: Duration::from_millis(200),
         }
     }
@@ -96,8 +98,8 @@ pub enum QueueScope {
 /// Why the engine could not run a command.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum EngineError {
-    #[error("tmux server {server:?} is not available: {reason}")]
-    Unavailable { server: String, reason: String },
+    #[error("tmux server {server:?} is not available: {cause}")]
+    Unavailable { server: String, cause: ConnectError },
     #[error(
         "the connection to tmux server {server:?} closed while the command was running; it may or may not have run"
     )]

@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::command::TmuxCommand;
 use super::connection::{
-    ConnEvent, ConnectOptions, Connection, LineRequest, OutputMode, OutputSink,
+    ConnEvent, ConnectError, ConnectOptions, Connection, LineRequest, OutputMode, OutputSink,
 };
 use super::ids::{PaneId, SessionId};
 use super::output::{OutputSubscription, PaneStream, StreamEnd};
@@ -195,7 +195,7 @@ impl OutputHub {
         }
         Err(EngineError::Unavailable {
             server: self.inner.server.to_string(),
-            reason: "the output connection kept closing".into(),
+            cause: ConnectError::Refused("the output connection kept closing".into()),
         })
     }
 
@@ -255,9 +255,9 @@ impl OutputHub {
         let mut conn =
             Connection::connect(&options)
                 .await
-                .map_err(|e| EngineError::Unavailable {
+                .map_err(|cause| EngineError::Unavailable {
                     server: self.inner.server.to_string(),
-                    reason: e.to_string(),
+                    cause,
                 })?;
         // One subscription covers every pane of the session: tmux re-evaluates it each second
         // and reports only changes.
@@ -277,7 +277,7 @@ impl OutputHub {
         {
             return Err(EngineError::Unavailable {
                 server: self.inner.server.to_string(),
-                reason: "the output connection closed at once".into(),
+                cause: ConnectError::Refused("the output connection closed at once".into()),
             });
         }
         let (tx, rx) = mpsc::unbounded_channel();

@@ -14,10 +14,13 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::Stdio;
 
-/// Which tmux server to talk to: tmux's own notion of a socket.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// Which tmux server to talk to: tmux's own notion of a socket. (Ordered so that a config
+/// naming one socket twice can be found.)
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum TmuxSocket {
-    /// The user's default server (`tmux` with no `-L`/`-S`).
+    /// The user's default server, as plain `tmux` would use it (`$TMUX_TMPDIR` or `/tmp`,
+    /// `tmux-<uid>/default`). An inherited `$TMUX` must not redirect it: every child gets
+    /// `TMUX` removed from its environment.
     Default,
     /// A named socket in tmux's socket directory (`tmux -L NAME`).
     Name(String),

@@ -308,10 +308,9 @@ impl WorkerHandle {
         let server = self.server.to_string();
         match error {
             LineError::Lost => EngineError::ConnectionLost { server },
-            LineError::NotSent(NotSent::Unavailable(reason)) => EngineError::Unavailable {
-                server,
-                reason: reason.to_string(),
-            },
+            LineError::NotSent(NotSent::Unavailable(cause)) => {
+                EngineError::Unavailable { server, cause }
+            }
             LineError::NotSent(NotSent::ShuttingDown) => EngineError::ShuttingDown,
         }
     }
@@ -572,9 +571,12 @@ impl Worker {
             let Some(block) = blocks.first().filter(|b| b.ok) else {
                 return;
             };
-            for client in stale::stale_clients(&stale::parse_clients(&block.body)) {
-                tracing::warn!(server = %server, pid = client.pid, term = %client.term, "removing a stale muxgate control client");
-                stale::kill(client.pid);
+            let clients = stale::parse_clients(&block.body);
+            for client in stale::muxgate_clients(&clients, stale::parent_pid) {
+                if matches!(client.state, stale::ControlClientState::Stale { .. }) {
+                    tracing::warn!(server = %server, pid = client.pid, owner = client.owner_pid, "removing a stale muxgate control client");
+                    stale::kill_stale(&client);
+                }
             }
         });
     }

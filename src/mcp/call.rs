@@ -1,0 +1,188 @@
+//! What happens around every tool call, whatever the tool: who is calling, whether their scopes
+//! allow the tool's tier, whether they are within their tool-call rate, and the audit record
+//! afterwards. The tools themselves only check targets (which server, which session).
+//!
+//! Denials are `isError` results naming the missing scope or the limit (one rule for every
+//! tool, documented in the README): `tools/list` already hides what a caller may not call, so a
+//! denied call is a model's mistake it can read and correct, not a transport failure.
+
+use std::time::Instant;
+
+use rmcp::RoleServer;
+use rmcp::model::{CallToolRequestParams, CallToolResponse, Tool};
+use rmcp::service::RequestContext;
+use serde_json::Value;
+
+use super::error::{ToolError, ToolErrorKind};
+use crate::audit::{AuditLog, Outcome, ToolCall};
+use crate::auth::{Principal, Tier, can_call};
+use crate::limits::Limits;
+use crate::mux::tmux::Caller;
+
+/// The caller of one request, as the tools see it (inserted into the request's extensions, so
+/// a tool takes it with rmcp's `Extension<CallContext>` extractor).
+#[derive(Debug, Clone)]
+pub struct CallContext {
+    pub principal: Principal,
+    /// The MCP session, for clients of protocol versions that have sessions.
+    pub mcp_session: Option<String>,
+}
+
+impl CallContext {
+    /// Reads the principal the HTTP auth layer put into the request.
+    pub fn from_request(context: &RequestContext<RoleServer>) -> Option<Self> {
+        let parts = context.extensions.get::<http::request::Parts>()?;
+        let principal = Principal::from_extensions(&parts.extensions)?.clone();
+        let mcp_session = parts
+            .headers
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        Some(Self {
+            principal,
+            mcp_session,
+        })
+    }
+
+    /// The engine's view of this caller: its fairness key and queue share.
+    pub fn caller(&self, limits: &Limits) -> Caller {
+        let sub = self.principal.sub.as_str();
+        Caller::new(sub).with_queue_share(limits.worker_queue_share(sub))
+    }
+
+    pub fn sub(&self) -> &str {
+        &self.principal.sub
+    }
+}
+
+/// Checks a call before it runs: the tool's tier against the caller's scopes, then the
+/// caller's tool-call rate. `Err` is the result to return instead of running the tool.
+pub fn admit(call: &CallContext, tier: Tier, limits: &Limits) -> Result<(), (ToolError, Outcome)> {
+    if let Err(denied) = can_call(&call.principal, tier) {
+        let suggestion = match denied.missing_scope() {
+            Some(scope) => format!(
+                "use a token that grants `{scope}`, or stay with the tools tools/list shows you"
+            ),
+            None => "use a tool from tools/list".to_owned(),
+        };
+        return Err((
+            ToolError::new(ToolErrorKind::Forbidden, denied.to_string(), suggestion),
+            Outcome::Denied,
+        ));
+    }
+    if let Err(exceeded) = limits.check_tool_call(call.sub()) {
+        let retry = exceeded
+            .retry_after_secs()
+            .map_or_else(|| "later".to_owned(), |s| format!("in {s} s"));
+        return Err((
+            ToolError::new(
+                ToolErrorKind::Busy,
+                exceeded.to_string(),
+                format!("retry {retry}; batch operations into one call where a batch tool exists"),
+            ),
+            Outcome::Limited,
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `principal` may see `tool` in `tools/list` (the same rule as calling it).
+pub fn visible(principal: &Principal, tool: &Tool) -> bool {
+    can_call(principal, super::catalog::tier_of(tool)).is_ok()
+}
+
+/// Writes the audit record of a finished call.
+pub fn record(
+    audit: &AuditLog,
+    call: &CallContext,
+    request: &CallToolRequestParams,
+    started: Instant,
+    response: Result<&CallToolResponse, Outcome>,
+) {
+    let args = request.arguments.clone().map_or(Value::Null, Value::Object);
+    let (outcome, error_kind) = match response {
+        Err(outcome) => (outcome, error_kind_of(None)),
+        Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => (
+            Outcome::Error,
+            error_kind_of(result.structured_content.as_ref()),
+        ),
+        Ok(_) => (Outcome::Ok, None),
+    };
+    let outcome_kind = match outcome {
+        Outcome::Denied => Some("missing_scope"),
+        Outcome::Limited => Some("limited"),
+        _ => error_kind,
+    };
+    let targets = targets_of(&args);
+    audit.record(ToolCall {
+        sub: call.sub(),
+        mcp_session: call.mcp_session.as_deref(),
+        tool: &request.name,
+        server: args.get("server").and_then(Value::as_str),
+        targets: &targets,
+        outcome,
+        duration: started.elapsed(),
+        error_kind: outcome_kind,
+        args: &args,
+    });
+}
+
+/// The stable error kind of an `isError` result built from a [`ToolError`].
+fn error_kind_of(structured: Option<&Value>) -> Option<&'static str> {
+    let kind = structured?.get("error")?.get("kind")?.as_str()?;
+    ToolErrorKind::ALL
+        .iter()
+        .find(|k| k.as_str() == kind)
+        .map(|k| k.as_str())
+}
+
+/// The target-naming arguments of a call (`target`, `pane`, `session`, `window`, and the
+/// per-operation targets of batches), for the audit record. Values are ids or names, which the
+/// tools validate; they are still capped here because the record is written before that.
+fn targets_of(args: &Value) -> Vec<String> {
+    const KEYS: [&str; 4] = ["target", "pane", "session", "window"];
+    let mut found = Vec::new();
+    let mut collect = |object: &serde_json::Map<String, Value>| {
+        for key in KEYS {
+            if let Some(value) = object.get(key).and_then(Value::as_str) {
+                found.push(value.chars().take(128).collect());
+            }
+        }
+    };
+    if let Some(object) = args.as_object() {
+        collect(object);
+    }
+    if let Some(operations) = args.get("operations").and_then(Value::as_array) {
+        for op in operations.iter().filter_map(Value::as_object).take(100) {
+            collect(op);
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn targets_come_from_known_keys_and_batch_operations() {
+        let args = json!({
+            "server": "default",
+            "target": "%1",
+            "keys": "secret",
+            "operations": [{"target": "%2", "keys": "x"}, {"pane": "%3"}, "junk"],
+        });
+        assert_eq!(targets_of(&args), ["%1", "%2", "%3"]);
+        assert!(targets_of(&json!("not an object")).is_empty());
+    }
+
+    #[test]
+    fn error_kinds_are_read_back_only_when_known() {
+        let known = json!({"error": {"kind": "not_found", "message": "m"}});
+        assert_eq!(error_kind_of(Some(&known)), Some("not_found"));
+        let unknown = json!({"error": {"kind": "something-echoed"}});
+        assert_eq!(error_kind_of(Some(&unknown)), None);
+        assert_eq!(error_kind_of(None), None);
+    }
+}
