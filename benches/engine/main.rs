@@ -15,6 +15,7 @@
 //! cargo bench --bench engine                 # full run, prints Markdown tables
 //! cargo bench --bench engine -- --rounds 3   # fewer rounds
 //! cargo bench --bench engine -- --quick      # smoke run: 2 rounds, few subprocesses
+//! cargo test --bench engine                  # the same smoke run
 //! ```
 //!
 //! This measures speed only; what the engine does is tested in `tests/`.
@@ -54,14 +55,13 @@ impl Options {
             rounds: 11,
             subprocess_ops: SUBPROCESS_OPS,
         };
+        let mut benchmarking = false;
         while let Some(arg) = args.next() {
             match arg.as_str() {
-                // Cargo passes `--bench` to every benchmark binary.
-                "--bench" => {}
-                "--quick" => {
-                    options.rounds = 2;
-                    options.subprocess_ops = SUBPROCESS_OPS / 5;
-                }
+                // `cargo bench` passes `--bench`; `cargo test --benches` does not, and then a
+                // smoke run shows that the benchmark still works without taking minutes.
+                "--bench" => benchmarking = true,
+                "--quick" => options.quick(),
                 "--rounds" => {
                     options.rounds = args
                         .next()
@@ -72,7 +72,15 @@ impl Options {
                 other => bail!("unknown option {other:?} (known: --rounds N, --quick)"),
             }
         }
+        if !benchmarking {
+            options.quick();
+        }
         Ok(options)
+    }
+
+    fn quick(&mut self) {
+        self.rounds = 2;
+        self.subprocess_ops = SUBPROCESS_OPS / 5;
     }
 }
 
