@@ -513,7 +513,10 @@ mod tests {
         assert_eq!(servers.len(), 1);
         assert_eq!(servers[0].0.as_str(), "default");
         assert_eq!(servers[0].1.socket, TmuxSocket::Default);
-        assert!(!servers[0].1.allow_absent);
+        assert!(
+            servers[0].1.allow_absent,
+            "a fresh machine has no tmux server yet"
+        );
         assert!(
             config
                 .http
