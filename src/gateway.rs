@@ -17,6 +17,7 @@ use crate::config::Config;
 use crate::http::health::EngineReadiness;
 use crate::http::{self, HttpDeps, Security};
 use crate::limits::Limits;
+use crate::mcp::self_guard::SelfLocation;
 use crate::mcp::{McpServer, McpState};
 use crate::mux::tmux::TmuxEngine;
 
@@ -79,6 +80,10 @@ impl Gateway {
             tmux: engine.clone(),
             limits: limits.clone(),
             audit: audit.clone(),
+            self_location: SelfLocation::from_env(
+                std::env::var("TMUX").ok().as_deref(),
+                std::env::var("TMUX_PANE").ok().as_deref(),
+            ),
         });
         let app = http::router(HttpDeps {
             http: config.http.clone(),

@@ -7,6 +7,8 @@
 //!
 //! - [`tools`]: the tool groups and the combined router;
 //! - [`call`]: what happens around every call (scope check, rate limit, audit);
+//! - [`access`]: how a tool reaches tmux for a caller (server choice, target ACL, errors);
+//! - [`self_guard`]: destructive tools never take down the tmux object the gateway runs in;
 //! - [`error`]: [`ToolError`], the `isError` result a model can act on;
 //! - [`args`]: helpers for tool input structs;
 //! - [`catalog`]: the catalog as data (tiers) and as Markdown (`muxgate tools`).
@@ -14,10 +16,12 @@
 //! Not here: transport and authentication (see [`crate::http`], [`crate::auth`]: the HTTP layers
 //! put the caller's `Principal` into every request), the multiplexer itself ([`crate::mux`]).
 
+pub mod access;
 pub mod args;
 pub mod call;
 pub mod catalog;
 pub mod error;
+pub mod self_guard;
 pub mod tools;
 
 use std::sync::Arc;
@@ -56,6 +60,8 @@ pub struct McpState {
     pub tmux: TmuxEngine,
     pub limits: Arc<Limits>,
     pub audit: Arc<AuditLog>,
+    /// Where the gateway itself runs, when inside tmux (see [`self_guard`]).
+    pub self_location: Option<self_guard::SelfLocation>,
 }
 
 /// The rmcp `ServerHandler` for muxgate. Cloning is cheap (one `Arc`).

@@ -7,6 +7,7 @@
 //! description whose first line is a one-line summary (it is what `muxgate tools` prints).
 
 pub mod server;
+pub mod session;
 
 use rmcp::handler::server::tool::ToolRouter;
 
@@ -14,5 +15,5 @@ use super::McpServer;
 
 /// Every tool the gateway serves.
 pub(crate) fn router() -> ToolRouter<McpServer> {
-    McpServer::server_tools()
+    McpServer::server_tools() + McpServer::session_tools()
 }

@@ -10,13 +10,15 @@
 //! - [`worker`]: one per server, the serialized, fair, pipelined command queue;
 //! - [`output`]: per-pane output streams (bounded rings) that waiters subscribe to;
 //! - [`monitor`]: per-session output connections feeding those streams;
-//! - [`stale`]: finding control clients left behind by a dead muxgate.
+//! - [`stale`]: finding control clients left behind by a dead muxgate;
+//! - [`target`], [`format`]: validated targets as clients name them, and listing rows (pure).
 //!
 //! [`TmuxServer`] ties one server's worker and output hub together; [`TmuxEngine`] holds the
 //! configured servers by name.
 
 pub mod command;
 pub mod connection;
+pub mod format;
 pub mod ids;
 pub mod monitor;
 pub mod output;
@@ -24,6 +26,7 @@ pub mod protocol;
 pub mod quote;
 pub mod spawn;
 pub mod stale;
+pub mod target;
 pub mod worker;
 
 use std::collections::BTreeMap;

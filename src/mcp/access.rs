@@ -1,0 +1,343 @@
+//! How a tool reaches tmux on a caller's behalf: which configured server, whether the caller
+//! may see the target, running commands as that caller, and turning engine failures into
+//! errors a model can act on.
+//!
+//! Every tmux tool goes through a [`TmuxAccess`]: [`McpServer::tmux_access`] picks the server
+//! (by the `server` argument, subject to the caller's server ACL), and
+//! [`TmuxAccess::resolve`] / [`TmuxAccess::authorize`] check a target against the caller's
+//! session ACL. Objects a caller may not see are reported exactly like missing ones.
+//!
+//! Not here: the scope check (tiers) and rate limits, which [`super::call`] applies to every
+//! call before a tool runs.
+
+use crate::auth::{OWNER_OPTION, SessionRef, can_see_session, check_server, check_session};
+use crate::limits::Limits;
+use crate::mux::tmux::format::{row_format, split_row};
+use crate::mux::tmux::target::{Target, TargetError};
+use crate::mux::tmux::{
+    BatchMode, Caller, CommandOutcome, ConnectError, EngineError, PaneId, QueueScope, SessionId,
+    TmuxCommand, TmuxServer, WindowId,
+};
+
+use super::McpServer;
+use super::call::CallContext;
+use super::error::{ToolError, ToolErrorKind};
+
+/// One call's access to one tmux server.
+pub struct TmuxAccess<'a> {
+    pub server: &'a TmuxServer,
+    pub call: &'a CallContext,
+    pub caller: Caller,
+    pub limits: &'a Limits,
+}
+
+/// Where a target lives, as tmux reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    pub session_id: SessionId,
+    pub session_name: String,
+    /// The owner tag ([`OWNER_OPTION`]), empty when the session was not created via muxgate.
+    pub owner: String,
+    /// The window (for a pane or window target; the active window for a session target).
+    pub window_id: WindowId,
+    /// The pane (the pane itself, or the active pane of the window / session's active window).
+    pub pane_id: PaneId,
+}
+
+impl McpServer {
+    /// The configured server `name` (or, when `None`, the only server the caller may use).
+    pub(crate) fn tmux_access<'a>(
+        &'a self,
+        call: &'a CallContext,
+        name: Option<&str>,
+    ) -> Result<TmuxAccess<'a>, ToolError> {
+        let state = self.state();
+        let visible: Vec<&str> = state
+            .tmux
+            .servers()
+            .map(TmuxServer::name)
+            .filter(|n| check_server(&call.principal, n).is_ok())
+            .collect();
+        let name = match name {
+            Some(name) => name,
+            None => match visible.as_slice() {
+                [only] => only,
+                _ => {
+                    return Err(ToolError::invalid_arguments(
+                        "this gateway drives several tmux servers: pass `server`",
+                        format!("use one of: {}", visible.join(", ")),
+                    ));
+                }
+            },
+        };
+        let server = state
+            .tmux
+            .server(name)
+            .filter(|_| visible.contains(&name))
+            .ok_or_else(|| {
+                ToolError::not_found(
+                    format!("no tmux server named {:?}", shorten(name)),
+                    "call list_servers for the names you may use",
+                )
+            })?;
+        Ok(TmuxAccess {
+            server,
+            call,
+            caller: call.caller(&state.limits),
+            limits: &state.limits,
+        })
+    }
+}
+
+impl TmuxAccess<'_> {
+    /// The configured server name.
+    pub fn server_name(&self) -> &str {
+        self.server.name()
+    }
+
+    /// Runs one command; a tmux error becomes a [`ToolError`] (not-found errors suggest
+    /// `list_hint`, e.g. "call list_panes").
+    pub async fn run(
+        &self,
+        command: TmuxCommand,
+        list_hint: &str,
+    ) -> Result<Vec<Vec<u8>>, ToolError> {
+        self.server
+            .run(&self.caller, command)
+            .await
+            .map_err(|e| engine_error(self.server_name(), e, list_hint))
+    }
+
+    /// Runs commands in one write; see [`TmuxServer::run_batch`].
+    pub async fn run_batch(
+        &self,
+        commands: Vec<TmuxCommand>,
+        mode: BatchMode,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Result<Vec<CommandOutcome>, ToolError> {
+        self.server
+            .run_batch(&self.caller, commands, mode, deadline)
+            .await
+            .map_err(|e| engine_error(self.server_name(), e, "call list_panes"))
+    }
+
+    /// Whether the caller's ACL depends on which session a target is in (if not, a target
+    /// can be handed to tmux without resolving it first).
+    pub fn acl_needs_sessions(&self) -> bool {
+        let acl = &self.call.principal.acl;
+        acl.own_sessions || !acl.sessions.is_unrestricted()
+    }
+
+    /// Whether the caller may see a session (for filtering listings).
+    pub fn can_see(&self, session_name: &str, owner: &str) -> bool {
+        can_see_session(
+            &self.call.principal,
+            self.server_name(),
+            SessionRef::new(session_name, owner),
+        )
+    }
+
+    /// Asks tmux where `target` is (one command) and checks the caller may see it.
+    pub async fn resolve(&self, target: &Target) -> Result<Resolved, ToolError> {
+        let fields = [
+            "session_id",
+            "session_name",
+            "window_id",
+            "window_active",
+            "pane_id",
+            "pane_active",
+            OWNER_OPTION,
+        ];
+        let mut command = TmuxCommand::new("list-panes");
+        if matches!(target, Target::Session(_)) {
+            command = command.flag("-s");
+        }
+        let command = command
+            .opt("-t", target.tmux_target())
+            .opt("-F", row_format(&fields))
+            .build()
+            .map_err(|e| ToolError::invalid_arguments(e.to_string(), "remove NUL bytes"))?;
+        let hint = list_hint(target);
+        let rows = self.run(command, hint).await?;
+        let rows: Vec<Vec<String>> = rows
+            .iter()
+            .filter_map(|r| split_row(r, fields.len()))
+            .collect();
+        let row = rows
+            .iter()
+            .find(|r| match target {
+                Target::Pane(pane) => r[4] == pane.to_string(),
+                Target::Window(_) => r[5] == "1",
+                Target::Session(_) => r[3] == "1" && r[5] == "1",
+            })
+            .or_else(|| rows.first())
+            .ok_or_else(|| not_found(target))?;
+        let resolved = Resolved {
+            session_id: row[0].parse().map_err(|_| not_found(target))?,
+            session_name: row[1].clone(),
+            window_id: row[2].parse().map_err(|_| not_found(target))?,
+            pane_id: row[4].parse().map_err(|_| not_found(target))?,
+            owner: row[6].clone(),
+        };
+        if let Target::Pane(pane) = target
+            && resolved.pane_id != *pane
+        {
+            return Err(not_found(target));
+        }
+        check_session(
+            &self.call.principal,
+            self.server_name(),
+            SessionRef::new(&resolved.session_name, &resolved.owner),
+        )
+        .map_err(|_| not_found(target))?;
+        Ok(resolved)
+    }
+
+    /// Checks the caller may act on `target`: resolves it only when the caller's ACL depends on
+    /// sessions; otherwise tmux itself reports a missing target when the command runs.
+    pub async fn authorize(&self, target: &Target) -> Result<(), ToolError> {
+        if self.acl_needs_sessions() {
+            self.resolve(target).await?;
+        }
+        Ok(())
+    }
+
+    /// Caps text for a response (the caller's `max_output_bytes`), keeping the tail.
+    /// Returns the text and how many bytes were cut.
+    pub fn cap_output(&self, text: &str) -> (String, usize) {
+        let capped = self.limits.clamp_output(self.call.sub(), text);
+        (capped.text.to_owned(), capped.dropped_bytes)
+    }
+}
+
+/// Parses a client's target argument.
+pub fn parse_target(text: &str) -> Result<Target, ToolError> {
+    Target::parse(text).map_err(|e| target_error(&e))
+}
+
+/// The tool error for a malformed target.
+pub fn target_error(error: &TargetError) -> ToolError {
+    ToolError::invalid_arguments(
+        error.to_string(),
+        "call list_panes (or list_sessions / list_windows) and pass an id from its result",
+    )
+}
+
+/// The list tool that shows valid targets of this kind.
+pub fn list_hint(target: &Target) -> &'static str {
+    match target {
+        Target::Pane(_) => "call list_panes to see valid pane ids",
+        Target::Window(_) => "call list_windows to see valid window ids",
+        Target::Session(_) => "call list_sessions to see valid sessions",
+    }
+}
+
+fn not_found(target: &Target) -> ToolError {
+    ToolError::not_found(
+        format!("no {} {target} on this server", target.kind()),
+        list_hint(target),
+    )
+}
+
+/// Turns an engine failure into an error a model can act on.
+pub fn engine_error(server: &str, error: EngineError, list_hint: &str) -> ToolError {
+    match error {
+        EngineError::Command(message) if is_missing_target(&message) => {
+            ToolError::not_found(format!("tmux: {message}"), list_hint.to_owned())
+        }
+        EngineError::Command(message) => ToolError::new(
+            ToolErrorKind::Conflict,
+            format!("tmux refused the command: {message}"),
+            "check the arguments against the tool description; list the target's state first",
+        ),
+        EngineError::Unavailable {
+            cause: ConnectError::NoServer { .. } | ConnectError::NoSessions { .. },
+            ..
+        } => ToolError::new(
+            ToolErrorKind::Unavailable,
+            format!("no tmux server is running for {server:?}"),
+            "call create_session to start one, or ask the operator to start it",
+        ),
+        EngineError::Unavailable { cause, .. } => ToolError::new(
+            ToolErrorKind::Unavailable,
+            format!("tmux server {server:?} cannot be reached: {cause}"),
+            "retry in a few seconds; if it persists the operator must check the server",
+        ),
+        EngineError::ConnectionLost { .. } => ToolError::new(
+            ToolErrorKind::Unavailable,
+            format!(
+                "the connection to tmux server {server:?} closed while the command ran; it may or may not have taken effect"
+            ),
+            "check the target's state (e.g. list_panes) before retrying",
+        ),
+        EngineError::Timeout { .. } => ToolError::new(
+            ToolErrorKind::Timeout,
+            format!("tmux server {server:?} did not answer in time"),
+            "retry shortly; the server may be overloaded",
+        ),
+        EngineError::QueueFull { scope, .. } => ToolError::new(
+            ToolErrorKind::Busy,
+            match scope {
+                QueueScope::Caller => {
+                    format!("you have too many commands queued on tmux server {server:?}")
+                }
+                QueueScope::Server => format!("tmux server {server:?} is busy"),
+            },
+            "wait for your pending calls to finish, then retry; batch operations where possible",
+        ),
+        EngineError::Quote(e) => ToolError::invalid_arguments(
+            e.to_string(),
+            "remove NUL bytes from the text (send them as the key C-@ if needed)",
+        ),
+        EngineError::ShuttingDown => ToolError::new(
+            ToolErrorKind::Unavailable,
+            "the gateway is shutting down",
+            "reconnect in a moment",
+        ),
+    }
+}
+
+/// tmux's wording for a target that does not exist.
+fn is_missing_target(message: &str) -> bool {
+    ["can't find", "no such", "not found"]
+        .iter()
+        .any(|needle| message.contains(needle))
+}
+
+fn shorten(text: &str) -> String {
+    text.chars().take(64).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_targets_suggest_the_list_tool() {
+        let err = engine_error(
+            "default",
+            EngineError::Command("can't find pane: %99".into()),
+            "call list_panes to see valid pane ids",
+        );
+        assert_eq!(err.kind, ToolErrorKind::NotFound);
+        assert!(err.suggestion.contains("list_panes"));
+        let err = engine_error(
+            "default",
+            EngineError::Unavailable {
+                server: "default".into(),
+                cause: ConnectError::NoServer { socket: "x".into() },
+            },
+            "",
+        );
+        assert_eq!(err.kind, ToolErrorKind::Unavailable);
+        assert!(err.suggestion.contains("create_session"));
+    }
+
+    #[test]
+    fn malformed_targets_name_the_input() {
+        let err = parse_target("main:1").unwrap_err();
+        assert_eq!(err.kind, ToolErrorKind::InvalidArguments);
+        assert!(err.message.contains("main:1"), "{}", err.message);
+        assert!(parse_target("%4").is_ok());
+    }
+}
