@@ -172,7 +172,6 @@ mod tests {
             "main:1",
             "main.0",
             "{last}",
-            "-",
             "a b",
             "x;y",
             "~",
