@@ -128,14 +128,14 @@ impl Metrics {
             .set(1);
         registry.register(
             "muxgate_build_info",
-            "Always 1; the version label says which muxgate is running.",
+            "Always 1; the version label says which muxgate is running",
             build_info,
         );
 
         let tool_calls = Family::default();
         registry.register(
             "muxgate_tool_calls",
-            "Tool calls by tool and outcome (ok, error, denied, limited, cancelled).",
+            "Tool calls by tool and outcome (ok, error, denied, limited, cancelled)",
             tool_calls.clone(),
         );
         let operations = HistogramFamily::new_with_constructor(operation_histogram as fn() -> _);
@@ -143,14 +143,14 @@ impl Metrics {
             "mcp_server_operation_duration",
             "Duration of MCP requests as the server handled them (OpenTelemetry MCP semantic \
              conventions); error_type is empty on success, tool_error for isError results, else \
-             the JSON-RPC error code.",
+             the JSON-RPC error code",
             Unit::Seconds,
             operations.clone(),
         );
         let http_requests = Family::default();
         registry.register(
             "muxgate_http_requests",
-            "HTTP requests by route and response status.",
+            "HTTP requests by route and response status",
             http_requests.clone(),
         );
         let auth_failures = Family::<ReasonLabels, Counter>::default();
@@ -162,7 +162,7 @@ impl Metrics {
         }
         registry.register(
             "muxgate_auth_failures",
-            "Requests refused by bearer authentication, by reason.",
+            "Requests refused by bearer authentication, by reason",
             auth_failures.clone(),
         );
         let limit_hits = Family::<LimitLabels, Counter>::default();
@@ -173,13 +173,13 @@ impl Metrics {
         }
         registry.register(
             "muxgate_limit_hits",
-            "Requests or calls refused or clamped by a per-client limit, by limit.",
+            "Requests or calls refused or clamped by a per-client limit, by limit",
             limit_hits.clone(),
         );
         let sessions = Gauge::default();
         registry.register(
             "muxgate_mcp_sessions_active",
-            "MCP sessions open now (2025-era clients; stateless requests have none).",
+            "MCP sessions open now (2025-era clients; stateless requests have none)",
             sessions.clone(),
         );
         Self {

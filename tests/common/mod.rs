@@ -4,6 +4,7 @@
 //! Each test binary uses a subset of these helpers.
 #![allow(dead_code)]
 
+pub mod serve;
 pub mod tmux;
 
 use std::net::SocketAddr;
