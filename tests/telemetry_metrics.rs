@@ -312,30 +312,33 @@ fn promql_metric_names(expr: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// Every PromQL query of a Grafana dashboard: panel targets and template variables.
+/// Every PromQL query of a Grafana dashboard: the targets of its panels (rows included) and
+/// its query variables.
 fn dashboard_queries(dashboard: &Value) -> Vec<String> {
-    let mut queries = Vec::new();
-    fn walk(value: &Value, out: &mut Vec<String>) {
-        match value {
-            Value::Object(map) => {
-                for (key, v) in map {
-                    match (key.as_str(), v) {
-                        ("expr", Value::String(q)) => out.push(q.clone()),
-                        ("query", Value::String(q)) => out.push(q.clone()),
-                        ("query", Value::Object(q)) => {
-                            if let Some(Value::String(q)) = q.get("query") {
-                                out.push(q.clone());
-                            }
-                        }
-                        _ => walk(v, out),
-                    }
-                }
+    fn panel_queries(panels: &Value, out: &mut Vec<String>) {
+        for panel in panels.as_array().into_iter().flatten() {
+            for target in panel["targets"].as_array().into_iter().flatten() {
+                out.push(target["expr"].as_str().expect("a PromQL target").to_owned());
             }
-            Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
-            _ => {}
+            panel_queries(&panel["panels"], out);
         }
     }
-    walk(dashboard, &mut queries);
+    let mut queries = Vec::new();
+    panel_queries(&dashboard["panels"], &mut queries);
+    for variable in dashboard["templating"]["list"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        if variable["type"] == "query" {
+            let query = &variable["query"];
+            let text = query["query"]
+                .as_str()
+                .or(query.as_str())
+                .expect("query text");
+            queries.push(text.to_owned());
+        }
+    }
     queries
 }
 
