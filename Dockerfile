@@ -13,6 +13,10 @@ ARG RUNTIME_IMAGE=debian:bookworm-slim
 
 FROM ${RUST_IMAGE} AS builder
 WORKDIR /src
+# No debug info in the image's binary (backtraces still name functions): a quarter of the size,
+# and a faster build.
+ENV CARGO_PROFILE_RELEASE_DEBUG=0 \
+    CARGO_PROFILE_RELEASE_STRIP=debuginfo
 # Dependencies first, in their own layer: a source change does not rebuild them. The stub
 # sources only make the manifest buildable (the bench target must exist).
 COPY Cargo.toml Cargo.lock ./
