@@ -208,6 +208,27 @@ async fn metrics_follow_calls_sessions_refusals_and_the_engine() {
 }
 
 #[tokio::test]
+async fn a_session_closed_for_idleness_leaves_the_gauge() {
+    let mut config = common::relaxed(muxgate::config::Config::embedded_default());
+    config.http.session_idle_secs = 1;
+    let gateway = spawn_gateway(config).await;
+    let mut mcp = gateway.raw();
+    mcp.initialize().await;
+    assert_eq!(
+        sample(&scrape(&gateway).await, "muxgate_mcp_sessions_active"),
+        Some(1.0)
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while sample(&scrape(&gateway).await, "muxgate_mcp_sessions_active") != Some(0.0) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the idle session is still counted"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
 async fn openmetrics_is_served_to_scrapers_that_ask_for_it() {
     let gateway = spawn_gateway(common::relaxed(muxgate::config::Config::embedded_default())).await;
     let response = reqwest::Client::new()
