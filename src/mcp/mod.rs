@@ -6,12 +6,16 @@
 //! which rmcp would otherwise answer with empty lists.
 //!
 //! - [`tools`]: the tool groups and the combined router;
-//! - [`call`]: what happens around every call (scope check, rate limit, audit);
+//! - [`call`]: what happens around every call (scope check, rate limit, audit, metrics) and
+//!   how long-running tools end at shutdown ([`McpState::until_shutdown`]);
 //! - [`access`]: how a tool reaches tmux for a caller (server choice, target ACL, errors);
 //! - [`self_guard`]: destructive tools never take down the tmux object the gateway runs in;
 //! - [`error`]: [`ToolError`], the `isError` result a model can act on;
 //! - [`args`]: helpers for tool input structs;
 //! - [`catalog`]: the catalog as data (tiers) and as Markdown (`muxgate tools`).
+//!
+//! Every request the handler serves is observed (span, duration histogram, log line) by
+//! [`crate::telemetry::mcp`].
 //!
 //! Not here: transport and authentication (see [`crate::http`], [`crate::auth`]: the HTTP layers
 //! put the caller's `Principal` into every request), the multiplexer itself ([`crate::mux`]).
@@ -30,18 +34,22 @@ use std::time::Instant;
 use rmcp::handler::server::tool::{ToolCallContext, ToolRouter};
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestMethod,
-    CompleteRequestParams, CompleteResult, Implementation, ListPromptsRequestMethod,
-    ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
-    ListResourcesRequestMethod, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ResultType, ServerCapabilities, ServerConfig, Tool,
+    CompleteRequestParams, CompleteResult, DiscoverResult, Implementation, InitializeRequestParams,
+    InitializeResult, ListPromptsRequestMethod, ListPromptsResult,
+    ListResourceTemplatesRequestMethod, ListResourceTemplatesResult, ListResourcesRequestMethod,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ResultType,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
+use tokio_util::sync::CancellationToken;
 
 use crate::audit::AuditLog;
 use crate::config::Config;
 use crate::limits::Limits;
 use crate::mux::tmux::TmuxEngine;
+use crate::telemetry::Metrics;
+use crate::telemetry::mcp::{RequestObserver, ToolName, is_tool_error};
 pub use call::CallContext;
 pub use error::{ToolError, ToolErrorKind};
 
@@ -62,6 +70,10 @@ pub struct McpState {
     pub audit: Arc<AuditLog>,
     /// Where the gateway itself runs, when inside tmux (see [`self_guard`]).
     pub self_location: Option<self_guard::SelfLocation>,
+    pub metrics: Arc<Metrics>,
+    /// Cancelled when the gateway begins shutting down; waits end on it (see
+    /// [`McpState::until_shutdown`]).
+    pub shutdown: CancellationToken,
 }
 
 /// The rmcp `ServerHandler` for muxgate. Cloning is cheap (one `Arc`).
@@ -88,14 +100,22 @@ impl McpServer {
     pub fn state(&self) -> &McpState {
         &self.inner.state
     }
-}
 
-impl ServerHandler for McpServer {
-    fn get_info(&self) -> ServerConfig {
-        server_config()
+    /// Starts observing one request (span, duration, log line).
+    fn observe(
+        &self,
+        method: &'static str,
+        tool: Option<&str>,
+        context: &RequestContext<RoleServer>,
+    ) -> RequestObserver {
+        let tool = tool.map(|name| ToolName {
+            name,
+            known: self.inner.tools.get(name).is_some(),
+        });
+        RequestObserver::start(&self.state().metrics, method, tool, context)
     }
 
-    async fn call_tool(
+    async fn run_call_tool(
         &self,
         request: CallToolRequestParams,
         mut context: RequestContext<RoleServer>,
@@ -112,19 +132,18 @@ impl ServerHandler for McpServer {
         };
         let state = self.state();
         if let Err((error, outcome)) = call::admit(&caller, catalog::tier_of(tool), &state.limits) {
-            call::record(&state.audit, &caller, &request, started, Err(outcome));
+            call::record(state, &caller, &request, started, Err(outcome));
             return Ok(error.into_result().into());
         }
         context.extensions.insert(caller.clone());
         let call = ToolCallContext::new(self, request.clone(), context);
         let response = error::normalize_argument_error(self.inner.tools.call(call).await?);
-        call::record(&state.audit, &caller, &request, started, Ok(&response));
+        call::record(state, &caller, &request, started, Ok(&response));
         Ok(response)
     }
 
-    async fn list_tools(
+    async fn run_list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let caller = authenticated(&context)?;
@@ -148,6 +167,64 @@ impl ServerHandler for McpServer {
             cache_scope: cache_hints.then_some(CacheScope::Private),
         })
     }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        server_config()
+    }
+
+    // Every method below is wrapped in `observe`; a method added here should be too.
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        let observer = self.observe("initialize", None, &context);
+        // rmcp's default `initialize`, observed.
+        context.peer.set_peer_info(request.clone());
+        let answer = self.negotiate_initialize(&request);
+        observer.run(async { answer }, |_| false).await
+    }
+
+    async fn discover(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        let observer = self.observe("server/discover", None, &context);
+        // rmcp's default `discover`, observed.
+        let answer = DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        );
+        observer.run(async { Ok(answer) }, |_| false).await
+    }
+
+    async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        let observer = self.observe("ping", None, &context);
+        observer.run(async { Ok(()) }, |_| false).await
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let observer = self.observe("tools/call", Some(&request.name), &context);
+        observer
+            .run(self.run_call_tool(request, context), is_tool_error)
+            .await
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let observer = self.observe("tools/list", None, &context);
+        observer.run(self.run_list_tools(context), |_| false).await
+    }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         self.inner.tools.get(name).cloned()
@@ -158,35 +235,43 @@ impl ServerHandler for McpServer {
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        Err(ErrorData::method_not_found::<ListPromptsRequestMethod>())
+        let observer = self.observe("prompts/list", None, &context);
+        let refusal = Err(ErrorData::method_not_found::<ListPromptsRequestMethod>());
+        observer.run(async { refusal }, |_| false).await
     }
 
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Err(ErrorData::method_not_found::<ListResourcesRequestMethod>())
+        let observer = self.observe("resources/list", None, &context);
+        let refusal = Err(ErrorData::method_not_found::<ListResourcesRequestMethod>());
+        observer.run(async { refusal }, |_| false).await
     }
 
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Err(ErrorData::method_not_found::<
+        let observer = self.observe("resources/templates/list", None, &context);
+        let refusal = Err(ErrorData::method_not_found::<
             ListResourceTemplatesRequestMethod,
-        >())
+        >());
+        observer.run(async { refusal }, |_| false).await
     }
 
     async fn complete(
         &self,
         _request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        Err(ErrorData::method_not_found::<CompleteRequestMethod>())
+        let observer = self.observe("completion/complete", None, &context);
+        let refusal = Err(ErrorData::method_not_found::<CompleteRequestMethod>());
+        observer.run(async { refusal }, |_| false).await
     }
 }
 

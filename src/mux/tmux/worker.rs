@@ -17,18 +17,20 @@
 //! its reply channel, and the worker skips jobs nobody waits for.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use super::command::{TmuxCommand, chain_line};
 use super::connection::{
-    ConnEvent, ConnectError, ConnectOptions, Connection, LineError, LineRequest, NotSent,
-    OutputMode,
+    ConnEvent, ConnectError, ConnectOptions, Connection, LineError, LineRequest, LineResult,
+    NotSent, OutputMode,
 };
+use super::latency::LatencyHistogram;
 use super::protocol::Block;
 use super::spawn::TmuxSocket;
 use super::{EngineError, EngineSettings, QueueScope, stale};
@@ -89,6 +91,10 @@ pub struct WorkerStats {
     pub connect_failures: AtomicU64,
     pub connections_lost: AtomicU64,
     pub stalls: AtomicU64,
+    /// Whether the command connection is open right now.
+    pub connected: AtomicBool,
+    /// Time from handing a job to the worker until its last reply (or its failure), per job.
+    pub latency: LatencyHistogram,
 }
 
 /// Commands queued and not yet written, per caller and in total.
@@ -282,6 +288,38 @@ impl WorkerHandle {
             return Err(EngineError::ShuttingDown);
         }
 
+        // A span only inside a traced request (a tool call), not for the engine's own probes.
+        let span = if tracing::Span::current().is_none() {
+            tracing::Span::none()
+        } else {
+            tracing::info_span!(
+                "tmux.batch",
+                otel.name = "tmux batch",
+                tmux.server = %self.server,
+                tmux.commands = count,
+                tmux.batch_mode = ?mode,
+                error.type = tracing::field::Empty,
+            )
+        };
+        let started = Instant::now();
+        let result = self
+            .collect_replies(receivers, deadline, count)
+            .instrument(span.clone())
+            .await;
+        self.stats.latency.observe(started.elapsed());
+        if let Err(error) = &result {
+            span.record("error.type", error.kind());
+        }
+        result
+    }
+
+    /// Waits for the replies of one job's lines, in order.
+    async fn collect_replies(
+        &self,
+        receivers: Vec<oneshot::Receiver<LineResult>>,
+        deadline: tokio::time::Instant,
+        count: usize,
+    ) -> Result<Vec<CommandOutcome>, EngineError> {
         let mut outcomes = Vec::with_capacity(count);
         for rx in receivers {
             let result =
@@ -412,6 +450,9 @@ impl Worker {
                 .as_ref()
                 .and_then(Connection::oldest_in_flight)
                 .map(|t| tokio::time::Instant::from_std(t + self.settings.stall_timeout()));
+            self.stats
+                .connected
+                .store(self.conn.is_some(), Ordering::Relaxed);
             let wake = tokio::select! {
                 biased;
                 () = self.shutdown.cancelled() => Wake::Shutdown,
@@ -448,6 +489,7 @@ impl Worker {
         if let Some(conn) = self.conn.take() {
             conn.close(self.settings.connect_timeout).await;
         }
+        self.stats.connected.store(false, Ordering::Relaxed);
     }
 
     /// Writes queued work while the pipeline has room.
