@@ -2,10 +2,12 @@
 //!
 //! [`McpServer`] is rmcp's `ServerHandler`. The HTTP layer builds one per MCP session (or per
 //! request for stateless clients) by cloning a prototype, so it is a cheap handle around shared
-//! state. It declares only the capabilities it serves (tools) and refuses the other methods,
-//! which rmcp would otherwise answer with empty lists.
+//! state. It declares only the capabilities it serves (tools, resources, prompts) and refuses
+//! the other methods (completion), which rmcp would otherwise answer with empty results.
 //!
 //! - [`tools`]: the tool groups and the combined router;
+//! - [`resources`]: the `tmux://` resources, read through the same access rules as tools;
+//! - [`prompts`]: recipes naming the tools to call for common jobs;
 //! - [`call`]: what happens around every call (scope check, rate limit, audit);
 //! - [`access`]: how a tool reaches tmux for a caller (server choice, target ACL, errors);
 //! - [`self_guard`]: destructive tools never take down the tmux object the gateway runs in;
@@ -21,6 +23,8 @@ pub mod args;
 pub mod call;
 pub mod catalog;
 pub mod error;
+pub mod prompts;
+pub mod resources;
 pub mod self_guard;
 pub mod tools;
 
@@ -30,10 +34,10 @@ use std::time::Instant;
 use rmcp::handler::server::tool::{ToolCallContext, ToolRouter};
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestMethod,
-    CompleteRequestParams, CompleteResult, Implementation, ListPromptsRequestMethod,
-    ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
-    ListResourcesRequestMethod, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ResultType, ServerCapabilities, ServerConfig, Tool,
+    CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResponse,
+    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ResultType, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -153,33 +157,62 @@ impl ServerHandler for McpServer {
         self.inner.tools.get(name).cloned()
     }
 
-    // Capabilities not declared in `get_info` are refused rather than answered empty.
-
-    async fn list_prompts(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListPromptsResult, ErrorData> {
-        Err(ErrorData::method_not_found::<ListPromptsRequestMethod>())
-    }
-
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Err(ErrorData::method_not_found::<ListResourcesRequestMethod>())
+        let caller = authenticated(&context)?;
+        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
+        let result = self.list_resources_for(&caller, cursor).await?;
+        Ok(with_cache_hints(&context, result, |r, ttl, scope| {
+            r.ttl_ms = ttl;
+            r.cache_scope = scope;
+        }))
     }
 
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Err(ErrorData::method_not_found::<
-            ListResourceTemplatesRequestMethod,
-        >())
+        authenticated(&context)?;
+        Ok(self.resource_templates())
     }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let caller = authenticated(&context)?;
+        let result = self.read_resource_for(&caller, &request.uri).await?;
+        Ok(with_cache_hints(&context, result, |r, ttl, scope| {
+            r.ttl_ms = ttl;
+            r.cache_scope = scope;
+        })
+        .into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        authenticated(&context)?;
+        Ok(ListPromptsResult::with_all_items(prompts::list()))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        authenticated(&context)?;
+        Ok(prompts::get(&request.name, request.arguments.as_ref())?.into())
+    }
+
+    // Capabilities not declared in `get_info` are refused rather than answered empty.
 
     async fn complete(
         &self,
@@ -198,13 +231,35 @@ fn authenticated(context: &RequestContext<RoleServer>) -> Result<CallContext, Er
     })
 }
 
-/// What muxgate declares at `initialize` and `server/discover`: tools only.
+/// For 2026-07-28 clients: results that depend on the caller and on tmux's changing state must
+/// not be cached or shared (`ttlMs` 0, private). Older clients get no cache fields.
+fn with_cache_hints<T>(
+    context: &RequestContext<RoleServer>,
+    mut result: T,
+    set: impl FnOnce(&mut T, Option<u64>, Option<CacheScope>),
+) -> T {
+    let hints = context
+        .protocol_version()
+        .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+    if hints {
+        set(&mut result, Some(0), Some(CacheScope::Private));
+    }
+    result
+}
+
+/// What muxgate declares at `initialize` and `server/discover`: tools, resources and prompts.
 pub fn server_config() -> ServerConfig {
-    ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-        .with_server_info(
-            Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"))
-                .with_title("muxgate")
-                .with_description("MCP gateway to terminal multiplexers (tmux)"),
-        )
-        .with_instructions(INSTRUCTIONS)
+    ServerConfig::new(
+        ServerCapabilities::builder()
+            .enable_prompts()
+            .enable_resources()
+            .enable_tools()
+            .build(),
+    )
+    .with_server_info(
+        Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"))
+            .with_title("muxgate")
+            .with_description("MCP gateway to terminal multiplexers (tmux)"),
+    )
+    .with_instructions(INSTRUCTIONS)
 }
