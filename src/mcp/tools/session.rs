@@ -30,6 +30,7 @@ use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::self_guard::Kill;
 use crate::mux::tmux::command::escape_format;
 use crate::mux::tmux::format::{row_format, split_row};
+use crate::mux::tmux::spawn::TERM_MARKER_PREFIX;
 use crate::mux::tmux::start::{ARGV_SEPARATOR, argv_value, run_starting_server};
 use crate::mux::tmux::target::{SessionName, SessionSel, Target};
 use crate::mux::tmux::{BatchMode, CommandOutcome, ConnectError, EngineError, TmuxCommand};
@@ -106,7 +107,8 @@ pub struct SessionInfo {
     pub name: String,
     /// Number of windows.
     pub windows: u32,
-    /// Number of clients (humans or programs) attached to it.
+    /// Number of clients (humans or programs) attached to it, not counting the gateway's own
+    /// connections.
     pub attached_clients: u32,
     /// Creation time, seconds since the Unix epoch.
     pub created: u64,
@@ -173,14 +175,61 @@ pub(crate) fn visible_sessions(tmux: &TmuxAccess<'_>, rows: &[Vec<u8>]) -> Vec<S
         .collect()
 }
 
-/// Every session of the server the caller may see (one command).
+/// Every session of the server the caller may see, with `attached_clients` not counting the
+/// gateway's own control connections (one round trip: sessions and clients).
 pub(crate) async fn list_session_rows(
     tmux: &TmuxAccess<'_>,
 ) -> Result<Vec<SessionInfo>, ToolError> {
-    let rows = tmux
-        .run(list_sessions_command()?, "call list_servers")
+    let clients = build(TmuxCommand::new("list-clients").opt("-F", row_format(&CLIENT_FIELDS)))?;
+    let outcomes = tmux
+        .run_batch(
+            vec![list_sessions_command()?, clients],
+            BatchMode::Independent,
+            None,
+        )
         .await?;
-    Ok(visible_sessions(tmux, &rows))
+    let (sessions, clients) = match outcomes.as_slice() {
+        [CommandOutcome::Ok(sessions), CommandOutcome::Ok(clients)] => (sessions, clients),
+        [CommandOutcome::Failed(message), ..] | [_, CommandOutcome::Failed(message)] => {
+            return Err(ToolError::new(
+                ToolErrorKind::Conflict,
+                format!("tmux refused to list sessions: {message}"),
+                "retry; if it persists call get_server_info",
+            ));
+        }
+        _ => {
+            return Err(ToolError::new(
+                ToolErrorKind::Unavailable,
+                "tmux did not answer for every command",
+                "retry shortly",
+            ));
+        }
+    };
+    let attached = foreign_clients_by_session(clients);
+    Ok(visible_sessions(tmux, sessions)
+        .into_iter()
+        .map(|session| SessionInfo {
+            attached_clients: attached.get(&session.id).copied().unwrap_or(0),
+            ..session
+        })
+        .collect())
+}
+
+/// `-F` fields of a client row.
+const CLIENT_FIELDS: [&str; 2] = ["session_id", "client_termname"];
+
+/// Clients per session id, leaving out muxgate's own control clients (recognised by their
+/// `TERM` marker).
+fn foreign_clients_by_session(rows: &[Vec<u8>]) -> BTreeMap<String, u32> {
+    let mut counts = BTreeMap::new();
+    for row in rows {
+        if let Some(f) = split_row(row, CLIENT_FIELDS.len())
+            && !f[1].starts_with(TERM_MARKER_PREFIX)
+        {
+            *counts.entry(f[0].clone()).or_insert(0) += 1;
+        }
+    }
+    counts
 }
 
 /// The visible session `target` names, or one that holds a window or pane target.
@@ -773,6 +822,19 @@ mod tests {
         let unowned = parse_session_row(&row(&["$0", "1", "0", "1", "1", "@0", "%0", "m", ""]), "");
         assert!(!unowned.unwrap().info.created_by_you);
         assert!(parse_session_row(b"$0\x1f1", "a").is_none());
+    }
+
+    #[test]
+    fn the_gateways_own_clients_are_not_counted() {
+        let rows = [
+            row(&["$1", "xterm-256color"]),
+            row(&["$1", "muxgate-123"]),
+            row(&["$2", "muxgate-9"]),
+            row(&["$1", "screen"]),
+        ];
+        let counts = foreign_clients_by_session(&rows);
+        assert_eq!(counts.get("$1"), Some(&2));
+        assert_eq!(counts.get("$2"), None);
     }
 
     #[test]
