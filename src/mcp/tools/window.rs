@@ -949,7 +949,15 @@ impl McpServer {
                 .end_of_options()
                 .arg(&input.layout),
         )?;
-        let window = window_after(&tmux, select, resolved.session_id, &window.to_string()).await?;
+        let window = window_after(&tmux, select, resolved.session_id, &window.to_string())
+            .await
+            .map_err(|e| match e.message.contains("invalid layout") {
+                true => ToolError::invalid_arguments(
+                    e.message,
+                    "pass a layout name, or a layout string exactly as list_windows reported it for this window",
+                ),
+                false => e,
+            })?;
         Ok(Json(WindowOutput {
             server: tmux.server_name().to_owned(),
             window,
