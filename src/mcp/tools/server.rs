@@ -24,6 +24,9 @@ use crate::mux::tmux::{BatchMode, CommandOutcome, ConnectError, EngineError, Tmu
 /// How long list_servers waits for any one server.
 const PROBE_DEADLINE: Duration = Duration::from_secs(1);
 
+/// How long kill_server waits for the killed server to be gone.
+const EXIT_WAIT: Duration = Duration::from_secs(3);
+
 /// `list_servers` takes no arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -304,12 +307,27 @@ impl McpServer {
         let kill = build(TmuxCommand::new("kill-server"))?;
         match tmux.server.run(&tmux.caller, kill).await {
             // The server may close the connection before its reply arrives.
-            Ok(_) | Err(EngineError::ConnectionLost { .. }) => Ok(Json(KillServerOutput {
-                server: tmux.server_name().to_owned(),
-                killed: true,
-            })),
-            Err(error) => Err(engine_error(tmux.server_name(), error, "call list_servers")),
+            Ok(_) | Err(EngineError::ConnectionLost { .. }) => {}
+            Err(error) => return Err(engine_error(tmux.server_name(), error, "call list_servers")),
         }
+        // tmux exits asynchronously; answer once it is gone, so that the next call (e.g.
+        // create_session) finds no server rather than one that is shutting down.
+        let deadline = tokio::time::Instant::now() + EXIT_WAIT;
+        while tokio::time::Instant::now() < deadline {
+            let probe = build(TmuxCommand::new("display-message").flag("-p").arg("ok"))?;
+            let result = tmux.server.run(&tmux.caller, probe).await.map(|_| ());
+            if matches!(
+                Reachability::of(&result),
+                Reachability::NotRunning | Reachability::NoSessions
+            ) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(Json(KillServerOutput {
+            server: tmux.server_name().to_owned(),
+            killed: true,
+        }))
     }
 }
 
