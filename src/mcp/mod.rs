@@ -2,10 +2,12 @@
 //!
 //! [`McpServer`] is rmcp's `ServerHandler`. The HTTP layer builds one per MCP session (or per
 //! request for stateless clients) by cloning a prototype, so it is a cheap handle around shared
-//! state. It declares only the capabilities it serves (tools) and refuses the other methods,
-//! which rmcp would otherwise answer with empty lists.
+//! state. It declares only the capabilities it serves (tools, resources, prompts) and refuses
+//! the other methods (completion), which rmcp would otherwise answer with empty results.
 //!
 //! - [`tools`]: the tool groups and the combined router;
+//! - [`resources`]: the `tmux://` resources, read through the same access rules as tools;
+//! - [`prompts`]: recipes naming the tools to call for common jobs;
 //! - [`call`]: what happens around every call (scope check, rate limit, audit, metrics) and
 //!   how long-running tools end at shutdown ([`McpState::until_shutdown`]);
 //! - [`access`]: how a tool reaches tmux for a caller (server choice, target ACL, errors);
@@ -25,6 +27,8 @@ pub mod args;
 pub mod call;
 pub mod catalog;
 pub mod error;
+pub mod prompts;
+pub mod resources;
 pub mod self_guard;
 pub mod tools;
 
@@ -34,11 +38,11 @@ use std::time::Instant;
 use rmcp::handler::server::tool::{ToolCallContext, ToolRouter};
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestMethod,
-    CompleteRequestParams, CompleteResult, DiscoverResult, Implementation, InitializeRequestParams,
-    InitializeResult, ListPromptsRequestMethod, ListPromptsResult,
-    ListResourceTemplatesRequestMethod, ListResourceTemplatesResult, ListResourcesRequestMethod,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ResultType,
-    ServerCapabilities, ServerConfig, Tool,
+    CompleteRequestParams, CompleteResult, DiscoverResult, GetPromptRequestParams,
+    GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ResultType, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -230,26 +234,22 @@ impl ServerHandler for McpServer {
         self.inner.tools.get(name).cloned()
     }
 
-    // Capabilities not declared in `get_info` are refused rather than answered empty.
-
-    async fn list_prompts(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListPromptsResult, ErrorData> {
-        let observer = self.observe("prompts/list", None, &context);
-        let refusal = Err(ErrorData::method_not_found::<ListPromptsRequestMethod>());
-        observer.run(async { refusal }, |_| false).await
-    }
-
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let observer = self.observe("resources/list", None, &context);
-        let refusal = Err(ErrorData::method_not_found::<ListResourcesRequestMethod>());
-        observer.run(async { refusal }, |_| false).await
+        let answer = async {
+            let caller = authenticated(&context)?;
+            let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
+            let result = self.list_resources_for(&caller, cursor).await?;
+            Ok(with_cache_hints(&context, result, |r, ttl, scope| {
+                r.ttl_ms = ttl;
+                r.cache_scope = scope;
+            }))
+        };
+        observer.run(answer, |_| false).await
     }
 
     async fn list_resource_templates(
@@ -258,11 +258,58 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let observer = self.observe("resources/templates/list", None, &context);
-        let refusal = Err(ErrorData::method_not_found::<
-            ListResourceTemplatesRequestMethod,
-        >());
-        observer.run(async { refusal }, |_| false).await
+        let answer = async {
+            authenticated(&context)?;
+            Ok(self.resource_templates())
+        };
+        observer.run(answer, |_| false).await
     }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let observer = self.observe("resources/read", None, &context);
+        let answer = async {
+            let caller = authenticated(&context)?;
+            let result = self.read_resource_for(&caller, &request.uri).await?;
+            Ok(with_cache_hints(&context, result, |r, ttl, scope| {
+                r.ttl_ms = ttl;
+                r.cache_scope = scope;
+            })
+            .into())
+        };
+        observer.run(answer, |_| false).await
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let observer = self.observe("prompts/list", None, &context);
+        let answer = async {
+            authenticated(&context)?;
+            Ok(ListPromptsResult::with_all_items(prompts::list()))
+        };
+        observer.run(answer, |_| false).await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let observer = self.observe("prompts/get", None, &context);
+        let answer = async {
+            authenticated(&context)?;
+            Ok(prompts::get(&request.name, request.arguments.as_ref())?.into())
+        };
+        observer.run(answer, |_| false).await
+    }
+
+    // Capabilities not declared in `get_info` are refused rather than answered empty.
 
     async fn complete(
         &self,
@@ -283,13 +330,35 @@ fn authenticated(context: &RequestContext<RoleServer>) -> Result<CallContext, Er
     })
 }
 
-/// What muxgate declares at `initialize` and `server/discover`: tools only.
+/// For 2026-07-28 clients: results that depend on the caller and on tmux's changing state must
+/// not be cached or shared (`ttlMs` 0, private). Older clients get no cache fields.
+fn with_cache_hints<T>(
+    context: &RequestContext<RoleServer>,
+    mut result: T,
+    set: impl FnOnce(&mut T, Option<u64>, Option<CacheScope>),
+) -> T {
+    let hints = context
+        .protocol_version()
+        .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+    if hints {
+        set(&mut result, Some(0), Some(CacheScope::Private));
+    }
+    result
+}
+
+/// What muxgate declares at `initialize` and `server/discover`: tools, resources and prompts.
 pub fn server_config() -> ServerConfig {
-    ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-        .with_server_info(
-            Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"))
-                .with_title("muxgate")
-                .with_description("MCP gateway to terminal multiplexers (tmux)"),
-        )
-        .with_instructions(INSTRUCTIONS)
+    ServerConfig::new(
+        ServerCapabilities::builder()
+            .enable_prompts()
+            .enable_resources()
+            .enable_tools()
+            .build(),
+    )
+    .with_server_info(
+        Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"))
+            .with_title("muxgate")
+            .with_description("MCP gateway to terminal multiplexers (tmux)"),
+    )
+    .with_instructions(INSTRUCTIONS)
 }

@@ -4,6 +4,8 @@
 //! Each test binary uses a subset of these helpers.
 #![allow(dead_code)]
 
+pub mod calls;
+pub mod human;
 pub mod serve;
 pub mod tmux;
 

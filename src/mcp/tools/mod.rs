@@ -6,8 +6,12 @@
 //! output `Result<Json<T>, ToolError>`, all four annotation hints set explicitly, and a
 //! description whose first line is a one-line summary (it is what `muxgate tools` prints).
 
+pub mod hook;
+pub mod option;
 pub mod server;
 pub mod session;
+mod support;
+pub mod window;
 
 use rmcp::handler::server::tool::ToolRouter;
 
@@ -15,5 +19,9 @@ use super::McpServer;
 
 /// Every tool the gateway serves.
 pub(crate) fn router() -> ToolRouter<McpServer> {
-    McpServer::server_tools() + McpServer::session_tools()
+    McpServer::server_tools()
+        + McpServer::session_tools()
+        + McpServer::window_tools()
+        + McpServer::option_tools()
+        + McpServer::hook_tools()
 }

@@ -12,6 +12,7 @@
 //! - [`output`]: per-pane output streams (bounded rings) that waiters subscribe to;
 //! - [`monitor`]: per-session output connections feeding those streams;
 //! - [`stale`]: finding control clients left behind by a dead muxgate;
+//! - [`start`]: starting a server that is not running (the one subprocess a tool may need);
 //! - [`target`], [`format`]: validated targets as clients name them, and listing rows (pure).
 //!
 //! [`TmuxServer`] ties one server's worker and output hub together; [`TmuxEngine`] holds the
@@ -28,6 +29,7 @@ pub mod protocol;
 pub mod quote;
 pub mod spawn;
 pub mod stale;
+pub mod start;
 pub mod target;
 pub mod worker;
 
