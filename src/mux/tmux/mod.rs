@@ -11,7 +11,8 @@
 //! - [`output`]: per-pane output streams (bounded rings) that waiters subscribe to;
 //! - [`monitor`]: per-session output connections feeding those streams;
 //! - [`stale`]: finding control clients left behind by a dead muxgate;
-//! - [`target`], [`format`]: validated targets as clients name them, and listing rows (pure).
+//! - [`target`], [`format`]: validated targets as clients name them, and listing rows (pure);
+//! - [`ops`]: operations (keys, input, captures, buffers, pipes) as commands and parsers (pure).
 //!
 //! [`TmuxServer`] ties one server's worker and output hub together; [`TmuxEngine`] holds the
 //! configured servers by name.
@@ -21,6 +22,7 @@ pub mod connection;
 pub mod format;
 pub mod ids;
 pub mod monitor;
+pub mod ops;
 pub mod output;
 pub mod protocol;
 pub mod quote;
