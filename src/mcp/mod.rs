@@ -11,6 +11,8 @@
 //! - [`self_guard`]: destructive tools never take down the tmux object the gateway runs in;
 //! - [`error`]: [`ToolError`], the `isError` result a model can act on;
 //! - [`args`]: helpers for tool input structs;
+//! - [`filter`]: Django-style filters applied to listing rows;
+//! - [`pane_ops`]: pane operations (listing, input, capture) reused by several tools;
 //! - [`catalog`]: the catalog as data (tiers) and as Markdown (`muxgate tools`).
 //!
 //! Not here: transport and authentication (see [`crate::http`], [`crate::auth`]: the HTTP layers
@@ -21,6 +23,8 @@ pub mod args;
 pub mod call;
 pub mod catalog;
 pub mod error;
+pub mod filter;
+pub mod pane_ops;
 pub mod self_guard;
 pub mod tools;
 

@@ -6,6 +6,13 @@
 //! output `Result<Json<T>, ToolError>`, all four annotation hints set explicitly, and a
 //! description whose first line is a one-line summary (it is what `muxgate tools` prints).
 
+pub mod buffer;
+pub mod copy_mode;
+pub mod input;
+pub mod pane;
+pub mod pane_lifecycle;
+pub mod pipe;
+pub mod search;
 pub mod server;
 pub mod session;
 
@@ -15,5 +22,13 @@ use super::McpServer;
 
 /// Every tool the gateway serves.
 pub(crate) fn router() -> ToolRouter<McpServer> {
-    McpServer::server_tools() + McpServer::session_tools()
+    McpServer::server_tools()
+        + McpServer::session_tools()
+        + McpServer::pane_tools()
+        + McpServer::pane_lifecycle_tools()
+        + McpServer::copy_mode_tools()
+        + McpServer::pipe_tools()
+        + McpServer::search_tools()
+        + McpServer::input_tools()
+        + McpServer::buffer_tools()
 }
