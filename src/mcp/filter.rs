@@ -192,7 +192,10 @@ impl Test {
 /// Equality that also takes tmux's `1`/`0` for booleans.
 fn same(value: &str, want: &str) -> bool {
     value == want
-        || matches!((value, want), ("true", "1") | ("false", "0") | ("1", "true") | ("0", "false"))
+        || matches!(
+            (value, want),
+            ("true", "1") | ("false", "0") | ("1", "true") | ("0", "false")
+        )
 }
 
 fn scalar(value: &Value) -> Option<String> {
@@ -251,7 +254,10 @@ mod tests {
             json!({"current_command__in": ["bash"]}),
             json!({"title__regex": "^x"}),
         ] {
-            assert!(!filters(failing.clone()).unwrap().matches(&row()), "{failing}");
+            assert!(
+                !filters(failing.clone()).unwrap().matches(&row()),
+                "{failing}"
+            );
         }
         assert!(filters(json!({})).unwrap().is_empty());
     }

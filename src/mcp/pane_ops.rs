@@ -12,7 +12,8 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::access::{TmuxAccess, engine_error, list_hint};
+pub use super::access::not_found;
+use super::access::{TmuxAccess, engine_error, list_hint, missing_as_not_found};
 use super::error::{ToolError, ToolErrorKind};
 use crate::auth::OWNER_OPTION;
 use crate::mux::tmux::format::{flag, row_format, split_row};
@@ -187,7 +188,10 @@ pub enum PaneScope {
 }
 
 /// Lists the panes of `scope` that the caller may see, with one tmux command.
-pub async fn pane_rows(tmux: &TmuxAccess<'_>, scope: &PaneScope) -> Result<Vec<PaneRow>, ToolError> {
+pub async fn pane_rows(
+    tmux: &TmuxAccess<'_>,
+    scope: &PaneScope,
+) -> Result<Vec<PaneRow>, ToolError> {
     let mut command = TmuxCommand::new("list-panes");
     let hint = match scope {
         PaneScope::All => {
@@ -206,7 +210,10 @@ pub async fn pane_rows(tmux: &TmuxAccess<'_>, scope: &PaneScope) -> Result<Vec<P
         .opt("-F", row_format(&PANE_FIELDS))
         .build()
         .map_err(quote_error)?;
-    let lines = tmux.run(command, hint).await?;
+    let lines = tmux.run(command, hint).await.map_err(|e| match scope {
+        PaneScope::Of(target) => missing_as_not_found(e, target),
+        PaneScope::All => e,
+    })?;
     Ok(lines
         .iter()
         .filter_map(|line| PaneRow::parse(line, tmux.call.sub()))
@@ -234,14 +241,6 @@ pub async fn target_pane(tmux: &TmuxAccess<'_>, target: &Target) -> Result<PaneI
         Target::Pane(pane) if !tmux.acl_needs_sessions() => Ok(*pane),
         _ => Ok(tmux.resolve(target).await?.pane_id),
     }
-}
-
-/// The error for a target the caller may not see or that does not exist (they look alike).
-pub fn not_found(target: &Target) -> ToolError {
-    ToolError::not_found(
-        format!("no {} {target} on this server", target.kind()),
-        list_hint(target),
-    )
 }
 
 /// What was delivered to a pane.
@@ -294,7 +293,12 @@ pub async fn deliver(tmux: &TmuxAccess<'_>, plan: InputPlan) -> Result<Delivered
 async fn delete_buffers(tmux: &TmuxAccess<'_>, names: &[String]) {
     let commands: Vec<TmuxCommand> = names
         .iter()
-        .filter_map(|name| TmuxCommand::new("delete-buffer").opt("-b", name).build().ok())
+        .filter_map(|name| {
+            TmuxCommand::new("delete-buffer")
+                .opt("-b", name)
+                .build()
+                .ok()
+        })
         .collect();
     if !commands.is_empty() {
         let _ = tmux.run_batch(commands, BatchMode::Independent, None).await;
@@ -369,9 +373,7 @@ pub async fn capture_pane(
     max_lines: usize,
 ) -> Result<PaneCapture, ToolError> {
     let command = range.command(pane).map_err(quote_error)?;
-    let lines = tmux
-        .run(command, list_hint(&Target::Pane(pane)))
-        .await?;
+    let lines = tmux.run(command, list_hint(&Target::Pane(pane))).await?;
     Ok(shape_and_cap(tmux, &lines, range, max_lines))
 }
 
@@ -433,34 +435,69 @@ mod tests {
     #[test]
     fn parses_pane_rows() {
         let line = row(&[
-            "%3", "1", "$0", "@2", "4", "1", "0", "1", "80", "24", "40", "0", "4242", "1", "2",
-            "1", "copy-mode", "/dev/pts/3", "agent", "main", "editor", "my title", "vim",
+            "%3",
+            "1",
+            "$0",
+            "@2",
+            "4",
+            "1",
+            "0",
+            "1",
+            "80",
+            "24",
+            "40",
+            "0",
+            "4242",
+            "1",
+            "2",
+            "1",
+            "copy-mode",
+            "/dev/pts/3",
+            "agent",
+            "main",
+            "editor",
+            "my title",
+            "vim",
             "/home/u/a\u{1f}b",
         ]);
         let parsed = PaneRow::parse(&line, "agent").unwrap();
         assert_eq!(parsed.pane, PaneId(3));
         assert_eq!(parsed.owner, "agent");
         let info = parsed.info;
-        assert_eq!((info.index, info.window_index, info.width, info.left), (1, 4, 80, 40));
+        assert_eq!(
+            (info.index, info.window_index, info.width, info.left),
+            (1, 4, 80, 40)
+        );
         assert!(info.active && !info.window_active && info.zoomed && info.dead && info.in_mode);
         assert_eq!(info.dead_status, Some(2));
         assert!(info.created_by_you);
         assert_eq!(info.current_path, "/home/u/a\u{1f}b");
-        assert_eq!((info.session_name.as_str(), info.title.as_str()), ("main", "my title"));
+        assert_eq!(
+            (info.session_name.as_str(), info.title.as_str()),
+            ("main", "my title")
+        );
         assert!(!PaneRow::parse(&line, "other").unwrap().info.created_by_you);
         assert!(PaneRow::parse(b"%3\x1f1", "agent").is_none());
     }
 
     #[test]
     fn filter_fields_are_the_output_fields() {
-        let info = PaneRow::parse(&row(&[
-            "%1", "0", "$0", "@0", "0", "1", "1", "0", "1", "1", "0", "0", "1", "0", "", "0", "",
-            "", "", "s", "w", "t", "c", "p",
-        ]), "x")
+        let info = PaneRow::parse(
+            &row(&[
+                "%1", "0", "$0", "@0", "0", "1", "1", "0", "1", "1", "0", "0", "1", "0", "", "0",
+                "", "", "", "s", "w", "t", "c", "p",
+            ]),
+            "x",
+        )
         .unwrap()
         .info;
         let value = serde_json::to_value(&info).unwrap();
-        let mut keys: Vec<&str> = value.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut keys: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
         let mut fields = PANE_INFO_FIELDS.to_vec();
         keys.sort_unstable();
         fields.sort_unstable();

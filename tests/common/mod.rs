@@ -4,6 +4,8 @@
 //! Each test binary uses a subset of these helpers.
 #![allow(dead_code)]
 
+pub mod mcp_client;
+pub mod pty;
 pub mod tmux;
 
 use std::net::SocketAddr;

@@ -174,7 +174,9 @@ impl McpServer {
         }
         if let Some(offset) = memchr::memchr(0, &content) {
             return Err(ToolError::invalid_arguments(
-                format!("content contains a NUL byte at offset {offset}, which tmux cannot receive"),
+                format!(
+                    "content contains a NUL byte at offset {offset}, which tmux cannot receive"
+                ),
                 "remove NUL bytes (send them to a pane with send_keys as the key C-@)",
             ));
         }
@@ -347,7 +349,10 @@ fn tail_lines(text: &str, max_lines: usize) -> (String, bool) {
 }
 
 /// A buffer's exact bytes: the server's version and the buffer, in one write.
-async fn read_buffer(tmux: &TmuxAccess<'_>, name: &LogicalBufferName) -> Result<Vec<u8>, ToolError> {
+async fn read_buffer(
+    tmux: &TmuxAccess<'_>,
+    name: &LogicalBufferName,
+) -> Result<Vec<u8>, ToolError> {
     let commands = vec![
         TmuxCommand::new("display-message")
             .flag("-p")

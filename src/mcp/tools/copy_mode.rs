@@ -148,7 +148,8 @@ impl McpServer {
     }
 }
 
-const MODE_FIELDS: &str = "#{pane_id}\u{1f}#{pane_in_mode}\u{1f}#{scroll_position}\u{1f}#{pane_mode}";
+const MODE_FIELDS: &str =
+    "#{pane_id}\u{1f}#{pane_in_mode}\u{1f}#{scroll_position}\u{1f}#{pane_mode}";
 
 fn mode_state(pane: crate::mux::tmux::PaneId) -> Result<TmuxCommand, ToolError> {
     TmuxCommand::new("display-message")

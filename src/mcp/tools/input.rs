@@ -192,9 +192,7 @@ impl McpServer {
             KeysRequest::Keys(names) => {
                 pane_ops::send_keys(&tmux, pane, names, input.enter).await?
             }
-            KeysRequest::Text(text) => {
-                pane_ops::send_text(&tmux, pane, text, input.enter).await?
-            }
+            KeysRequest::Text(text) => pane_ops::send_text(&tmux, pane, text, input.enter).await?,
         };
         Ok(Json(SendKeysOutput {
             server: tmux.server_name().to_owned(),
@@ -339,8 +337,8 @@ mod tests {
 
     #[test]
     fn keys_are_validated_unless_literal() {
-        let keys = KeysRequest::parse(&input(json!({"target": "%1", "keys": ["C-c", "Enter"]})))
-            .unwrap();
+        let keys =
+            KeysRequest::parse(&input(json!({"target": "%1", "keys": ["C-c", "Enter"]}))).unwrap();
         assert_eq!(
             keys,
             KeysRequest::Keys(vec![
@@ -351,8 +349,16 @@ mod tests {
         let err =
             KeysRequest::parse(&input(json!({"target": "%1", "keys": "ls -la"}))).unwrap_err();
         assert_eq!(err.kind, ToolErrorKind::InvalidArguments);
-        assert!(err.message.contains("\"ls -la\" is not a tmux key name"), "{}", err.message);
-        assert!(err.suggestion.contains("literal: true"), "{}", err.suggestion);
+        assert!(
+            err.message.contains("\"ls -la\" is not a tmux key name"),
+            "{}",
+            err.message
+        );
+        assert!(
+            err.suggestion.contains("literal: true"),
+            "{}",
+            err.suggestion
+        );
         let text = KeysRequest::parse(&input(
             json!({"target": "%1", "keys": ["ls ", "-la"], "literal": true}),
         ))

@@ -83,7 +83,9 @@ impl<'de> Deserialize<'de> for PaneSize {
         impl Visitor<'_> for SizeVisitor {
             type Value = PaneSize;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a number of cells (1-10000) or a percentage string like \"30%\" (1-99)")
+                f.write_str(
+                    "a number of cells (1-10000) or a percentage string like \"30%\" (1-99)",
+                )
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<PaneSize, E> {
                 PaneSize::parse(&v.to_string())
@@ -345,7 +347,10 @@ impl McpServer {
         if let Some(size) = input.size {
             command = command.opt("-l", size.to_arg());
         }
-        let command = spawn.apply(command.target(pane)).build().map_err(quote_error)?;
+        let command = spawn
+            .apply(command.target(pane))
+            .build()
+            .map_err(quote_error)?;
         let lines = tmux.run(command, list_hint(&target)).await?;
         let row = lines
             .first()
@@ -422,7 +427,10 @@ impl McpServer {
         if input.kill {
             command = command.flag("-k");
         }
-        let command = spawn.apply(command.target(pane)).build().map_err(quote_error)?;
+        let command = spawn
+            .apply(command.target(pane))
+            .build()
+            .map_err(quote_error)?;
         tmux.run(command, list_hint(&Target::Pane(pane))).await?;
         Ok(Json(PaneActionOutput {
             server: tmux.server_name().to_owned(),
@@ -551,7 +559,9 @@ impl McpServer {
                 if current.info.zoomed == zoom {
                     return Ok(Json(current.info));
                 }
-                TmuxCommand::new("resize-pane").flag("-Z").target(current.pane)
+                TmuxCommand::new("resize-pane")
+                    .flag("-Z")
+                    .target(current.pane)
             }
             (None, true) => {
                 if input.width == Some(0) || input.height == Some(0) {
@@ -647,7 +657,9 @@ impl McpServer {
         if input.title.chars().count() > MAX_TITLE_LEN || input.title.chars().any(char::is_control)
         {
             return Err(ToolError::invalid_arguments(
-                format!("title must be at most {MAX_TITLE_LEN} characters without control characters"),
+                format!(
+                    "title must be at most {MAX_TITLE_LEN} characters without control characters"
+                ),
                 "pass a short, plain title",
             ));
         }
@@ -728,7 +740,10 @@ fn exact_pane(text: &str, instead: &str) -> Result<PaneId, ToolError> {
     match parse_target(text)? {
         Target::Pane(pane) => Ok(pane),
         other => Err(ToolError::invalid_arguments(
-            format!("this tool needs a pane id (%N), not {} {other}", other.kind()),
+            format!(
+                "this tool needs a pane id (%N), not {} {other}",
+                other.kind()
+            ),
             format!("call list_panes for pane ids, or use {instead}"),
         )),
     }
@@ -849,7 +864,10 @@ mod tests {
     fn sizes_are_cells_or_percentages() {
         let parse = |v: serde_json::Value| serde_json::from_value::<PaneSize>(v);
         assert_eq!(parse(serde_json::json!(12)).unwrap(), PaneSize::Cells(12));
-        assert_eq!(parse(serde_json::json!("30%")).unwrap(), PaneSize::Percent(30));
+        assert_eq!(
+            parse(serde_json::json!("30%")).unwrap(),
+            PaneSize::Percent(30)
+        );
         assert_eq!(parse(serde_json::json!("7")).unwrap(), PaneSize::Cells(7));
         for bad in [
             serde_json::json!(0),

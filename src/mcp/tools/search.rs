@@ -182,7 +182,12 @@ impl McpServer {
         let mut used = 0;
         let mut page = Vec::new();
         for found in matched.into_iter().skip(input.offset).take(input.limit) {
-            let size: usize = found.matched_lines.iter().map(|l| l.len() + 8).sum::<usize>() + 200;
+            let size: usize = found
+                .matched_lines
+                .iter()
+                .map(|l| l.len() + 8)
+                .sum::<usize>()
+                + 200;
             if !page.is_empty() && used + size > budget {
                 break;
             }
@@ -278,8 +283,8 @@ mod tests {
 
     fn row() -> PaneRow {
         let line = [
-            "%7", "0", "$1", "@2", "0", "1", "1", "0", "80", "24", "0", "0", "1", "0", "", "0",
-            "", "", "", "main", "win", "", "sh", "/",
+            "%7", "0", "$1", "@2", "0", "1", "1", "0", "80", "24", "0", "0", "1", "0", "", "0", "",
+            "", "", "main", "win", "", "sh", "/",
         ]
         .join("\u{1f}");
         PaneRow::parse(line.as_bytes(), "x").unwrap()
@@ -310,8 +315,19 @@ mod tests {
         assert_eq!(found.matched_lines, ["error 7", "error 8", "error 9"]);
         assert_eq!(found.matched_line_count, 10);
         assert!(found.lines_truncated);
-        assert_eq!((found.pane_id.as_str(), found.window_name.as_str()), ("%7", "win"));
-        assert!(match_pane(&row(), &lines, &build_matcher("zzz", false, false).unwrap(), 3).is_none());
+        assert_eq!(
+            (found.pane_id.as_str(), found.window_name.as_str()),
+            ("%7", "win")
+        );
+        assert!(
+            match_pane(
+                &row(),
+                &lines,
+                &build_matcher("zzz", false, false).unwrap(),
+                3
+            )
+            .is_none()
+        );
     }
 
     #[test]
@@ -319,6 +335,9 @@ mod tests {
         let line = "é".repeat(MAX_LINE_CHARS + 5);
         let cut = shorten_line(&line);
         assert!(cut.ends_with("[... line cut ...]"));
-        assert_eq!(cut.chars().count(), MAX_LINE_CHARS + "[... line cut ...]".len());
+        assert_eq!(
+            cut.chars().count(),
+            MAX_LINE_CHARS + "[... line cut ...]".len()
+        );
     }
 }
