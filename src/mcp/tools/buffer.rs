@@ -308,7 +308,7 @@ impl McpServer {
             .map_err(quote_error)?;
         let deleted = match tmux.run(command, "call list_servers").await {
             Ok(_) => true,
-            Err(e) if e.kind == ToolErrorKind::NotFound || e.message.contains("no buffer") => false,
+            Err(e) if is_missing_buffer(&e) => false,
             Err(e) => return Err(e),
         };
         Ok(Json(DeleteBufferOutput {
@@ -325,9 +325,17 @@ fn logical(name: &str) -> Result<LogicalBufferName, ToolError> {
     })
 }
 
-/// tmux's "no buffer muxgate_…" as a not-found error naming the logical name.
+/// Whether tmux refused because the buffer does not exist ("no buffer …" from show and
+/// paste, "unknown buffer: …" from delete).
+fn is_missing_buffer(error: &ToolError) -> bool {
+    ["no buffer", "unknown buffer"]
+        .iter()
+        .any(|needle| error.message.contains(needle))
+}
+
+/// A missing buffer as a not-found error naming the logical name.
 fn missing_buffer(error: ToolError, name: &LogicalBufferName) -> ToolError {
-    if error.message.contains("no buffer") {
+    if is_missing_buffer(&error) {
         ToolError::not_found(
             format!("you have no buffer named {:?}", name.as_str()),
             "call load_buffer first (buffers vanish when the tmux server restarts)",

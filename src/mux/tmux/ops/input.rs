@@ -6,9 +6,11 @@
 //! - key names: one `send-keys -t %N -- <key>…` (names validated by [`super::keys`]);
 //! - literal text that is valid UTF-8: `send-keys -t %N -l -- <text>`; control bytes arrive
 //!   unchanged (quoting writes them as octal escapes);
-//! - literal text that is not valid UTF-8 (which `send-keys -l` drops): a transient buffer,
-//!   `set-buffer -b <name> -- <bytes>` then `paste-buffer -d -r -b <name> -t %N`, which
-//!   writes the bytes to the pane as they are and deletes the buffer;
+//! - literal text that is not valid UTF-8: `send-keys -l` turns text into keys one UTF-8
+//!   character at a time, and how it writes a "key" that is no character is up to the tmux
+//!   version (3.3a happens to write the raw byte). Such text goes through a transient buffer
+//!   instead, `set-buffer -b <name> -- <bytes>` then `paste-buffer -d -r -b <name> -t %N`,
+//!   which writes the bytes to the pane as they are and deletes the buffer;
 //! - NUL bytes, which no tmux argument can hold: the key `C-@`, which types exactly one NUL;
 //! - pastes: the transient-buffer route with `-p` (bracketed paste markers when the program in
 //!   the pane asked for them) and `-r` (no newline translation).
