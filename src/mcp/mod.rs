@@ -14,6 +14,8 @@
 //! - [`self_guard`]: destructive tools never take down the tmux object the gateway runs in;
 //! - [`error`]: [`ToolError`], the `isError` result a model can act on;
 //! - [`args`]: helpers for tool input structs;
+//! - [`filter`]: Django-style filters applied to listing rows;
+//! - [`pane_ops`]: pane operations (listing, input, capture) reused by several tools;
 //! - [`catalog`]: the catalog as data (tiers) and as Markdown (`muxgate tools`).
 //!
 //! Every request the handler serves is observed (span, duration histogram, log line) by
@@ -29,6 +31,8 @@ pub mod catalog;
 pub mod error;
 pub mod prompts;
 pub mod resources;
+pub mod filter;
+pub mod pane_ops;
 pub mod self_guard;
 pub mod tools;
 

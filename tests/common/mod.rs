@@ -7,6 +7,8 @@
 pub mod calls;
 pub mod human;
 pub mod serve;
+pub mod mcp_client;
+pub mod pty;
 pub mod tmux;
 
 use std::net::SocketAddr;

@@ -8,6 +8,13 @@
 
 pub mod hook;
 pub mod option;
+pub mod buffer;
+pub mod copy_mode;
+pub mod input;
+pub mod pane;
+pub mod pane_lifecycle;
+pub mod pipe;
+pub mod search;
 pub mod server;
 pub mod session;
 mod support;
@@ -24,4 +31,11 @@ pub(crate) fn router() -> ToolRouter<McpServer> {
         + McpServer::window_tools()
         + McpServer::option_tools()
         + McpServer::hook_tools()
+        + McpServer::pane_tools()
+        + McpServer::pane_lifecycle_tools()
+        + McpServer::copy_mode_tools()
+        + McpServer::pipe_tools()
+        + McpServer::search_tools()
+        + McpServer::input_tools()
+        + McpServer::buffer_tools()
 }

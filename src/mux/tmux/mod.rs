@@ -13,7 +13,8 @@
 //! - [`monitor`]: per-session output connections feeding those streams;
 //! - [`stale`]: finding control clients left behind by a dead muxgate;
 //! - [`start`]: starting a server that is not running (the one subprocess a tool may need);
-//! - [`target`], [`format`]: validated targets as clients name them, and listing rows (pure).
+//! - [`target`], [`format`]: validated targets as clients name them, and listing rows (pure);
+//! - [`ops`]: operations (keys, input, captures, buffers, pipes) as commands and parsers (pure).
 //!
 //! [`TmuxServer`] ties one server's worker and output hub together; [`TmuxEngine`] holds the
 //! configured servers by name.
@@ -24,6 +25,7 @@ pub mod format;
 pub mod ids;
 pub mod latency;
 pub mod monitor;
+pub mod ops;
 pub mod output;
 pub mod protocol;
 pub mod quote;
