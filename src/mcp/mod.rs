@@ -29,10 +29,10 @@ pub mod args;
 pub mod call;
 pub mod catalog;
 pub mod error;
-pub mod prompts;
-pub mod resources;
 pub mod filter;
 pub mod pane_ops;
+pub mod prompts;
+pub mod resources;
 pub mod self_guard;
 pub mod tools;
 

@@ -6,9 +6,9 @@
 
 pub mod calls;
 pub mod human;
-pub mod serve;
 pub mod mcp_client;
 pub mod pty;
+pub mod serve;
 pub mod tmux;
 
 use std::net::SocketAddr;

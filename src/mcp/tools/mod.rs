@@ -6,11 +6,11 @@
 //! output `Result<Json<T>, ToolError>`, all four annotation hints set explicitly, and a
 //! description whose first line is a one-line summary (it is what `muxgate tools` prints).
 
-pub mod hook;
-pub mod option;
 pub mod buffer;
 pub mod copy_mode;
+pub mod hook;
 pub mod input;
+pub mod option;
 pub mod pane;
 pub mod pane_lifecycle;
 pub mod pipe;
