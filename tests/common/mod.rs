@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod tmux;
+pub mod tools;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use muxgate::auth::{MintRequest, TokenMinter};
 use muxgate::config::Config;
 use muxgate::gateway::{Gateway, mint_full_access};
 use muxgate::http;
+use muxgate::mux::tmux::TmuxEngine;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
@@ -38,6 +40,8 @@ pub struct TestGateway {
     /// A token with every scope, for `sub` "test".
     pub token: String,
     pub config: Arc<Config>,
+    /// The gateway's tmux engine, for checks on its counters.
+    pub engine: TmuxEngine,
     pub shutdown: CancellationToken,
     task: Option<JoinHandle<std::io::Result<()>>>,
 }
@@ -110,6 +114,7 @@ pub async fn spawn_gateway(mut config: Config) -> TestGateway {
     let gateway =
         Gateway::build(config.clone(), &mcp_url, shutdown.clone()).expect("assemble the gateway");
     let app = gateway.app.clone();
+    let engine = gateway.engine.clone();
     let grace = config.http.shutdown_grace();
     let serve_shutdown = shutdown.clone();
     let task = tokio::spawn(async move {
@@ -124,6 +129,7 @@ pub async fn spawn_gateway(mut config: Config) -> TestGateway {
         mcp_url,
         token,
         config,
+        engine,
         shutdown,
         task: Some(task),
     }

@@ -8,6 +8,8 @@
 
 pub mod server;
 pub mod session;
+pub mod wait;
+pub mod watch;
 
 use rmcp::handler::server::tool::ToolRouter;
 
@@ -15,5 +17,5 @@ use super::McpServer;
 
 /// Every tool the gateway serves.
 pub(crate) fn router() -> ToolRouter<McpServer> {
-    McpServer::server_tools() + McpServer::session_tools()
+    McpServer::server_tools() + McpServer::session_tools() + McpServer::wait_tools()
 }
