@@ -33,12 +33,14 @@ pub enum ToolErrorKind {
     Timeout,
     /// The multiplexer cannot be reached.
     Unavailable,
+    /// The client cancelled the call (a wait stopped early; the client does not read this).
+    Cancelled,
     /// A fault inside the gateway.
     Internal,
 }
 
 impl ToolErrorKind {
-    pub const ALL: [ToolErrorKind; 8] = [
+    pub const ALL: [ToolErrorKind; 9] = [
         Self::InvalidArguments,
         Self::NotFound,
         Self::Forbidden,
@@ -46,6 +48,7 @@ impl ToolErrorKind {
         Self::Busy,
         Self::Timeout,
         Self::Unavailable,
+        Self::Cancelled,
         Self::Internal,
     ];
 
@@ -58,6 +61,7 @@ impl ToolErrorKind {
             Self::Busy => "busy",
             Self::Timeout => "timeout",
             Self::Unavailable => "unavailable",
+            Self::Cancelled => "cancelled",
             Self::Internal => "internal",
         }
     }

@@ -10,6 +10,7 @@ pub mod mcp_client;
 pub mod pty;
 pub mod serve;
 pub mod tmux;
+pub mod tools;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -19,6 +20,7 @@ use muxgate::auth::config::SecretString;
 use muxgate::auth::{MintRequest, TokenMinter};
 use muxgate::config::Config;
 use muxgate::gateway::{Gateway, mint_full_access};
+use muxgate::mux::tmux::TmuxEngine;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
@@ -42,6 +44,8 @@ pub struct TestGateway {
     /// A token with every scope, for `sub` "test".
     pub token: String,
     pub config: Arc<Config>,
+    /// The gateway's tmux engine, for checks on its counters.
+    pub engine: TmuxEngine,
     pub shutdown: CancellationToken,
     task: Option<JoinHandle<std::io::Result<()>>>,
 }
@@ -113,6 +117,7 @@ pub async fn spawn_gateway(mut config: Config) -> TestGateway {
     let mcp_url = format!("http://{addr}/mcp");
     let gateway =
         Gateway::build(config.clone(), &mcp_url, shutdown.clone()).expect("assemble the gateway");
+    let engine = gateway.engine.clone();
     let task = tokio::spawn(gateway.serve(listener));
     let token = mint_full_access(&config, "test", Duration::from_secs(3600)).expect("mint");
     TestGateway {
@@ -121,6 +126,7 @@ pub async fn spawn_gateway(mut config: Config) -> TestGateway {
         mcp_url,
         token,
         config,
+        engine,
         shutdown,
         task: Some(task),
     }

@@ -18,6 +18,8 @@ pub mod search;
 pub mod server;
 pub mod session;
 mod support;
+pub mod wait;
+pub mod watch;
 pub mod window;
 
 use rmcp::handler::server::tool::ToolRouter;
@@ -38,4 +40,5 @@ pub(crate) fn router() -> ToolRouter<McpServer> {
         + McpServer::search_tools()
         + McpServer::input_tools()
         + McpServer::buffer_tools()
+        + McpServer::wait_tools()
 }

@@ -88,6 +88,11 @@ impl Router {
         );
     }
 
+    /// Live subscriptions across all panes (each holds its pane's stream).
+    fn subscriptions(&self) -> usize {
+        self.lock().values().map(|r| r.stream.strong_count()).sum()
+    }
+
     /// Panes of `session` that still have a subscriber; forgets the others.
     fn live_panes(&self, session: SessionId) -> Vec<PaneId> {
         let mut routes = self.lock();
@@ -167,6 +172,11 @@ impl OutputHub {
 
     pub fn stats(&self) -> &OutputStats {
         &self.inner.stats
+    }
+
+    /// How many output subscriptions are alive (for metrics and leak checks).
+    pub fn subscriptions(&self) -> usize {
+        self.inner.router.subscriptions()
     }
 
     /// Subscribes to `pane`'s output from now on. When this returns, output the pane produces

@@ -1,0 +1,574 @@
+//! Tools that wait: `wait_for_text` (text in a pane's new output).
+//!
+//! `wait_for_text` subscribes to the pane's output stream and sleeps until tmux sends output:
+//! while the pane is quiet the gateway sends tmux nothing and uses no CPU. Each wake-up takes
+//! every byte that arrived since the last one (a flood costs one check per batch, not per byte),
+//! turns it into visible lines ([`crate::mux::lines`]: escape sequences removed, carriage
+//! returns applied) and checks stop patterns first, then success patterns, against the new
+//! complete lines and the line still being written (prompts have no newline).
+//!
+//! Only output that arrives after the wait began counts: text already on the screen never
+//! matches. When output was lost (tmux dropped some under flow control, or the gateway fell
+//! behind), the pane's visible screen is captured once and matched, since the lost part may
+//! have held the text; that capture may include lines older than the wait.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use rmcp::handler::server::common::Extension;
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::{tool, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::watch::{
+    PaneState, WaitBudget, cancelled, elapsed_ms, missing_pane, subscribe, target_pane,
+};
+use crate::mcp::McpServer;
+use crate::mcp::access::TmuxAccess;
+use crate::mcp::call::CallContext;
+use crate::mcp::error::{ToolError, ToolErrorKind};
+use crate::mux::lines::LineAssembler;
+use crate::mux::text_match::{self, HitKind, PatternOptions, WaitMatcher};
+use crate::mux::tmux::{OutputChunk, PaneId, StreamEnd, TmuxCommand};
+
+/// Lines kept for a result's `tail`.
+const TAIL_LINES: usize = 20;
+/// Bytes kept for a result's `tail`.
+const TAIL_BYTES: usize = 2000;
+/// `wait_for_text`'s timeout when the client gives none.
+pub const DEFAULT_TEXT_TIMEOUT: Duration = Duration::from_secs(8);
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WaitForTextInput {
+    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
+    /// only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// The pane to watch: `%N`, or a window `@N` / session (`$N` or exact name) for its active
+    /// pane.
+    pub target: String,
+    /// Text to wait for (any of them). `null` or absent: any new visible output ends the wait.
+    #[serde(default)]
+    pub patterns: Option<Vec<String>>,
+    /// Failure markers (e.g. `error`); checked before `patterns`, a match ends the wait with
+    /// outcome `stopped`.
+    #[serde(default)]
+    pub stop: Vec<String>,
+    /// Patterns are regular expressions (Rust regex syntax) instead of literal text.
+    #[serde(default)]
+    pub regex: bool,
+    /// Upper and lower case differ (default: case-insensitive).
+    #[serde(default)]
+    pub match_case: bool,
+    /// Seconds to wait (default 8); clamped to your `max_wait_seconds`, see `effective_timeout`.
+    #[serde(default)]
+    pub timeout: Option<f64>,
+}
+
+/// A text wait, whoever asked for it (the tool or a batch operation).
+#[derive(Debug, Clone)]
+pub struct TextWaitRequest {
+    pub target: String,
+    pub patterns: Option<Vec<String>>,
+    pub stop: Vec<String>,
+    pub options: PatternOptions,
+}
+
+impl TextWaitRequest {
+    fn matcher(&self) -> Result<WaitMatcher, ToolError> {
+        let bad = |e: text_match::PatternError| {
+            ToolError::invalid_arguments(e.to_string(), "fix the pattern, or pass regex: false")
+        };
+        let patterns = match &self.patterns {
+            None => None,
+            Some(list) if list.is_empty() => {
+                return Err(ToolError::invalid_arguments(
+                    "patterns is an empty list",
+                    "pass at least one pattern, or null to wait for any new output",
+                ));
+            }
+            Some(list) => Some(text_match::compile("patterns", list, self.options).map_err(bad)?),
+        };
+        let stop = text_match::compile("stop", &self.stop, self.options).map_err(bad)?;
+        Ok(WaitMatcher::new(patterns, stop))
+    }
+}
+
+/// How a wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitOutcome {
+    /// A pattern matched (`matched_line`, `matched_pattern`).
+    Matched,
+    /// `patterns` was null and new output appeared (`matched_line` is its first line).
+    AnyOutput,
+    /// A stop pattern matched (`matched_line`, `matched_pattern`).
+    Stopped,
+    /// The timeout passed while the pane showed a full-screen program (alternate screen),
+    /// where text is not matched line by line; read it with capture_pane.
+    AlternateScreen,
+    /// The timeout passed without a match.
+    Timeout,
+    /// The pane's program exited or the pane was closed (`pane_exit_status` when known).
+    PaneExited,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct WaitForTextOutput {
+    pub pane_id: String,
+    pub outcome: WaitOutcome,
+    /// Whether the wait ended with a pattern match (`matched`).
+    pub found: bool,
+    /// The line that matched (or, for `any_output`, the first new line).
+    pub matched_line: Option<String>,
+    /// The pattern that matched, as given.
+    pub matched_pattern: Option<String>,
+    /// The last lines of new output seen (at most 20 lines / 2000 bytes), oldest first.
+    pub tail: Vec<String>,
+    /// Whether the pane printed anything during the wait.
+    pub saw_new_output: bool,
+    /// Whether the pane was on the alternate screen when the wait ended.
+    pub alternate_screen: bool,
+    /// Output was lost (flood) and the visible screen was matched once instead.
+    pub resynced: bool,
+    /// For `pane_exited`: the program's exit status, when tmux knows it.
+    pub pane_exit_status: Option<i32>,
+    pub elapsed_ms: u64,
+    /// The timeout applied, in seconds (the request clamped to your `max_wait_seconds`).
+    pub effective_timeout: f64,
+}
+
+/// What one wake-up of a text wait decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Decision {
+    Hit(text_match::Hit),
+    AnyOutput(String),
+}
+
+/// The pure part of a text wait: decoded lines, matching, the tail.
+struct TextWatch {
+    matcher: WaitMatcher,
+    assembler: LineAssembler,
+    tail: VecDeque<String>,
+    saw_output: bool,
+    /// Output was lost since the last check: the screen must be matched once.
+    needs_resync: bool,
+    resynced: bool,
+}
+
+impl TextWatch {
+    fn new(matcher: WaitMatcher) -> Self {
+        Self {
+            matcher,
+            assembler: LineAssembler::new(),
+            tail: VecDeque::new(),
+            saw_output: false,
+            needs_resync: false,
+            resynced: false,
+        }
+    }
+
+    /// Takes one wake-up's worth of output.
+    fn feed(&mut self, chunk: &OutputChunk) -> Option<Decision> {
+        if chunk.missed_bytes > 0 || chunk.gap {
+            self.assembler.reset();
+            self.needs_resync = true;
+        }
+        if chunk.data.is_empty() {
+            return None;
+        }
+        self.saw_output = true;
+        let mut lines = Vec::new();
+        self.assembler.feed(&chunk.data, &mut lines);
+        for line in &lines {
+            self.tail.push_back(line.clone());
+            if self.tail.len() > TAIL_LINES {
+                self.tail.pop_front();
+            }
+        }
+        let partial = self.assembler.partial();
+        let candidates = lines
+            .iter()
+            .map(String::as_str)
+            .chain((!partial.is_empty()).then_some(partial.as_str()));
+        if self.matcher.any_output() {
+            if let Some(hit) = self.matcher.check(candidates.clone()) {
+                return Some(Decision::Hit(hit));
+            }
+            return candidates
+                .into_iter()
+                .find(|l| !l.is_empty())
+                .map(|l| Decision::AnyOutput(l.to_owned()));
+        }
+        if self.assembler.alternate_screen() {
+            return None;
+        }
+        self.matcher.check(candidates).map(Decision::Hit)
+    }
+
+    /// Matches the visible screen once, after output was lost.
+    fn resync(&mut self, screen: &[String]) -> Option<Decision> {
+        self.needs_resync = false;
+        self.resynced = true;
+        self.matcher
+            .check(screen.iter().map(String::as_str))
+            .map(Decision::Hit)
+    }
+
+    /// The tail for the result: the last lines (and the line being written), capped in bytes.
+    fn tail(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self.tail.iter().cloned().collect();
+        let partial = self.assembler.partial();
+        if !partial.is_empty() {
+            lines.push(partial);
+        }
+        let start = lines.len().saturating_sub(TAIL_LINES);
+        cap_tail(lines.split_off(start), TAIL_BYTES)
+    }
+}
+
+/// Keeps the last lines whose total length fits `budget` bytes (the oldest kept line may be
+/// cut at its start).
+fn cap_tail(lines: Vec<String>, budget: usize) -> Vec<String> {
+    let mut kept = Vec::new();
+    let mut left = budget;
+    for line in lines.into_iter().rev() {
+        if line.len() <= left {
+            left -= line.len();
+            kept.push(line);
+            continue;
+        }
+        if left > 0 {
+            let mut start = line.len() - left;
+            while !line.is_char_boundary(start) {
+                start += 1;
+            }
+            kept.push(line[start..].to_owned());
+        }
+        break;
+    }
+    kept.reverse();
+    kept
+}
+
+/// Waits for text in a pane until `deadline`. The caller holds the wait budget.
+pub async fn wait_for_text(
+    tmux: &TmuxAccess<'_>,
+    request: &TextWaitRequest,
+    deadline: Instant,
+    effective_timeout: f64,
+    cancel: &CancellationToken,
+) -> Result<WaitForTextOutput, ToolError> {
+    let started = Instant::now();
+    let matcher = request.matcher()?;
+    let pane = target_pane(tmux, &request.target).await?;
+    // Subscribe before reading the state, so that no switch of screen or exit falls between.
+    let mut subscription = subscribe(tmux, pane).await?;
+    let state = PaneState::read(tmux, pane).await?;
+    let mut watch = TextWatch::new(matcher);
+    let finish = |watch: &TextWatch, outcome: WaitOutcome, decision: Option<Decision>| {
+        let (matched_line, matched_pattern) = match &decision {
+            Some(Decision::Hit(hit)) => (
+                Some(hit.line.clone()),
+                Some(watch.matcher.source(hit).to_owned()),
+            ),
+            Some(Decision::AnyOutput(line)) => (Some(line.clone()), None),
+            None => (None, None),
+        };
+        WaitForTextOutput {
+            pane_id: pane.to_string(),
+            outcome,
+            found: outcome == WaitOutcome::Matched,
+            matched_line,
+            matched_pattern,
+            tail: watch.tail(),
+            saw_new_output: watch.saw_output,
+            alternate_screen: watch.assembler.alternate_screen(),
+            resynced: watch.resynced,
+            pane_exit_status: None,
+            elapsed_ms: elapsed_ms(started),
+            effective_timeout,
+        }
+    };
+    if state.dead {
+        return Ok(finish(&watch, WaitOutcome::PaneExited, None));
+    }
+    if state.alternate_on {
+        // The stream only reports switches; start from what the pane shows now.
+        watch.assembler.feed(b"\x1b[?1049h", &mut Vec::new());
+    }
+    loop {
+        let next = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(cancelled()),
+            () = tokio::time::sleep_until(deadline) => None,
+            next = subscription.next() => Some(next),
+        };
+        let chunk = match next {
+            None => {
+                let outcome = if watch.assembler.alternate_screen() {
+                    WaitOutcome::AlternateScreen
+                } else {
+                    WaitOutcome::Timeout
+                };
+                return Ok(finish(&watch, outcome, None));
+            }
+            Some(Ok(chunk)) => chunk,
+            Some(Err(end)) => {
+                let status = stream_end(tmux.server_name(), pane, end)?;
+                let mut output = finish(&watch, WaitOutcome::PaneExited, None);
+                output.pane_exit_status = status;
+                return Ok(output);
+            }
+        };
+        let mut decision = watch.feed(&chunk);
+        if decision.is_none() && watch.needs_resync {
+            let screen = visible_lines(tmux, pane).await?;
+            decision = watch.resync(&screen);
+        }
+        if let Some(decision) = decision {
+            let outcome = match &decision {
+                Decision::Hit(hit) if hit.kind == HitKind::Stop => WaitOutcome::Stopped,
+                Decision::Hit(_) => WaitOutcome::Matched,
+                Decision::AnyOutput(_) => WaitOutcome::AnyOutput,
+            };
+            return Ok(finish(&watch, outcome, Some(decision)));
+        }
+    }
+}
+
+/// What the end of a pane's stream means for a wait: the pane's exit status (the pane is
+/// gone or dead), or an error when the server or the connection went away.
+pub fn stream_end(server: &str, pane: PaneId, end: StreamEnd) -> Result<Option<i32>, ToolError> {
+    match end {
+        StreamEnd::PaneExited { status } => Ok(status),
+        StreamEnd::PaneClosed | StreamEnd::SessionClosed => Ok(None),
+        StreamEnd::ServerGone => Err(ToolError::new(
+            ToolErrorKind::Unavailable,
+            format!("tmux server {server:?} went away while waiting on {pane}"),
+            "check with list_sessions whether the server is running again",
+        )),
+        StreamEnd::ConnectionClosed(reason) => Err(ToolError::new(
+            ToolErrorKind::Unavailable,
+            format!("the output connection for {pane} closed: {reason}"),
+            "retry the wait",
+        )),
+    }
+}
+
+/// The visible screen of `pane`, wrapped lines joined.
+async fn visible_lines(tmux: &TmuxAccess<'_>, pane: PaneId) -> Result<Vec<String>, ToolError> {
+    let command = TmuxCommand::new("capture-pane")
+        .flag("-p")
+        .flag("-J")
+        .target(pane)
+        .build()
+        .map_err(|e| ToolError::new(ToolErrorKind::Internal, e.to_string(), "report this"))?;
+    let rows = tmux
+        .run(command, "call list_panes to see valid pane ids")
+        .await
+        .map_err(|e| {
+            if e.kind == ToolErrorKind::NotFound {
+                missing_pane(pane)
+            } else {
+                e
+            }
+        })?;
+    Ok(rows
+        .iter()
+        .map(|r| String::from_utf8_lossy(r).trim_end().to_owned())
+        .collect())
+}
+
+#[tool_router(router = wait_tools, vis = "pub(crate)")]
+impl McpServer {
+    #[tool(
+        name = "wait_for_text",
+        description = "Wait until text appears in a pane's new output, without polling.\n\n\
+            Watches one pane (`target`: `%N`, or a window/session for its active pane) from the \
+            moment of the call: text already on the screen never matches. Ends at the first \
+            new line matching one of `patterns` (outcome `matched`), any new visible output \
+            when `patterns` is null (`any_output`), a line matching a `stop` pattern (checked \
+            first; `stopped`), the pane's program exiting (`pane_exited`), or the timeout \
+            (`timeout`, or `alternate_screen` if a full-screen program is showing). Matching is \
+            on visible text: escape sequences removed, carriage returns applied, one line at a \
+            time including the line still being written (so prompts match); literal and \
+            case-insensitive unless `regex` / `match_case`. Returns the matching line and the \
+            last lines of new output. Read-only: changes nothing, sends tmux no command while \
+            waiting. To run a command and get its output and exit status, call run_command \
+            instead; to read everything new since an earlier read, capture_since.",
+        annotations(
+            title = "Wait for text",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn wait_for_text(
+        &self,
+        Extension(call): Extension<CallContext>,
+        cancel: CancellationToken,
+        Parameters(input): Parameters<WaitForTextInput>,
+    ) -> Result<Json<WaitForTextOutput>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let budget = WaitBudget::take(&tmux, input.timeout, DEFAULT_TEXT_TIMEOUT)?;
+        let request = TextWaitRequest {
+            target: input.target,
+            patterns: input.patterns,
+            stop: input.stop,
+            options: PatternOptions {
+                regex: input.regex,
+                match_case: input.match_case,
+            },
+        };
+        wait_for_text(
+            &tmux,
+            &request,
+            budget.deadline,
+            budget.effective_secs(),
+            &cancel,
+        )
+        .await
+        .map(Json)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn watch(patterns: Option<&[&str]>, stop: &[&str]) -> TextWatch {
+        let request = TextWaitRequest {
+            target: "%0".into(),
+            patterns: patterns.map(|p| p.iter().map(|s| (*s).to_owned()).collect()),
+            stop: stop.iter().map(|s| (*s).to_owned()).collect(),
+            options: PatternOptions::default(),
+        };
+        TextWatch::new(request.matcher().unwrap())
+    }
+
+    fn chunk(data: &[u8]) -> OutputChunk {
+        OutputChunk {
+            data: data.to_vec(),
+            missed_bytes: 0,
+            gap: false,
+        }
+    }
+
+    fn hit_line(decision: Option<Decision>) -> (HitKind, String) {
+        match decision {
+            Some(Decision::Hit(hit)) => (hit.kind, hit.line),
+            other => panic!("expected a hit, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn matches_complete_and_partial_lines() {
+        let mut w = watch(Some(&["ready"]), &[]);
+        assert_eq!(w.feed(&chunk(b"starting\r\nalmost re")), None);
+        assert_eq!(
+            hit_line(w.feed(&chunk(b"ady now"))),
+            (HitKind::Pattern, "almost ready now".into())
+        );
+        assert_eq!(w.tail(), ["starting", "almost ready now"]);
+    }
+
+    #[test]
+    fn matches_visible_text_not_escapes() {
+        let mut w = watch(Some(&["build ok"]), &[]);
+        assert_eq!(w.feed(&chunk(b"\x1b[32mbuild\x1b[0m o")), None);
+        assert_eq!(
+            hit_line(w.feed(&chunk(b"k\r\n"))),
+            (HitKind::Pattern, "build ok".into())
+        );
+    }
+
+    #[test]
+    fn stop_patterns_win_within_one_wake() {
+        let mut w = watch(Some(&["done"]), &["error"]);
+        assert_eq!(
+            hit_line(w.feed(&chunk(b"error: x\r\ndone\r\n"))),
+            (HitKind::Stop, "error: x".into())
+        );
+    }
+
+    #[test]
+    fn any_output_needs_visible_text() {
+        let mut w = watch(None, &[]);
+        assert_eq!(w.feed(&chunk(b"\x1b[?2004h\r\n")), None);
+        assert!(w.saw_output);
+        assert_eq!(w.feed(&chunk(b"$ ")), Some(Decision::AnyOutput("$".into())));
+    }
+
+    #[test]
+    fn nothing_matches_on_the_alternate_screen() {
+        let mut w = watch(Some(&["ready"]), &[]);
+        assert_eq!(w.feed(&chunk(b"\x1b[?1049hready\r\n")), None);
+        assert!(w.assembler.alternate_screen());
+        assert_eq!(
+            hit_line(w.feed(&chunk(b"\x1b[?1049lready again\r\n"))).1,
+            "ready again"
+        );
+    }
+
+    #[test]
+    fn lost_output_asks_for_one_resync() {
+        let mut w = watch(Some(&["ready"]), &[]);
+        let lost = OutputChunk {
+            data: b"tail of a flood".to_vec(),
+            missed_bytes: 1 << 20,
+            gap: false,
+        };
+        assert_eq!(w.feed(&lost), None);
+        assert!(w.needs_resync);
+        let screen = vec!["server ready".to_owned(), "$".to_owned()];
+        assert_eq!(hit_line(w.resync(&screen)).1, "server ready");
+        assert!(!w.needs_resync && w.resynced);
+    }
+
+    #[test]
+    fn the_tail_is_bounded() {
+        let mut w = watch(Some(&["never"]), &[]);
+        let mut data = Vec::new();
+        for i in 0..30 {
+            data.extend_from_slice(format!("line {i} {}\r\n", "x".repeat(150)).as_bytes());
+        }
+        assert_eq!(w.feed(&chunk(&data)), None);
+        let tail = w.tail();
+        assert!(tail.len() <= TAIL_LINES);
+        assert!(tail.iter().map(String::len).sum::<usize>() <= TAIL_BYTES);
+        assert!(tail.last().unwrap().starts_with("line 29"));
+    }
+
+    #[test]
+    fn tail_cap_cuts_on_char_boundaries() {
+        let capped = cap_tail(vec!["ééé".into(), "ab".into()], 5);
+        assert_eq!(capped, ["é", "ab"]);
+    }
+
+    #[test]
+    fn bad_pattern_lists_are_invalid_arguments() {
+        let request = TextWaitRequest {
+            target: "%0".into(),
+            patterns: Some(Vec::new()),
+            stop: Vec::new(),
+            options: PatternOptions::default(),
+        };
+        let err = request.matcher().unwrap_err();
+        assert_eq!(err.kind, ToolErrorKind::InvalidArguments);
+        let request = TextWaitRequest {
+            patterns: Some(vec!["(".into()]),
+            options: PatternOptions {
+                regex: true,
+                match_case: false,
+            },
+            ..request
+        };
+        assert!(request.matcher().unwrap_err().message.contains("pattern 0"));
+    }
+}

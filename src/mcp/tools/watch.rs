@@ -1,0 +1,243 @@
+//! What the tools that wait on a pane share: which pane a target means, the pane's state in
+//! one tmux command, the wait budget (a concurrent-wait slot and a clamped timeout), and the
+//! error a cancelled wait ends with.
+//!
+//! Waiting itself never asks tmux anything: it sleeps on the pane's output subscription (see
+//! [`crate::mux::tmux::output`]) until output arrives, the deadline passes or the client cancels.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::limits::WaitPermit;
+use crate::mcp::access::{TmuxAccess, parse_target};
+use crate::mcp::error::{ToolError, ToolErrorKind};
+use crate::mux::tmux::format::{flag, row_format, split_row};
+use crate::mux::tmux::target::Target;
+use crate::mux::tmux::{OutputSubscription, PaneId, TmuxCommand};
+
+/// The pane a target names: the pane itself, or the active pane of a window or session.
+/// Checks the caller may see it (looking it up only when the caller's access depends on it).
+pub async fn target_pane(tmux: &TmuxAccess<'_>, target: &str) -> Result<PaneId, ToolError> {
+    let target = parse_target(target)?;
+    match target {
+        Target::Pane(pane) if !tmux.acl_needs_sessions() => Ok(pane),
+        target => Ok(tmux.resolve(&target).await?.pane_id),
+    }
+}
+
+/// A pane's state, read in one command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaneState {
+    pub pane: PaneId,
+    /// The tmux server's pid: together with the pane id, names the pane across time.
+    pub server_pid: u32,
+    /// The pid of the pane's program (changes when the pane is respawned).
+    pub pane_pid: u32,
+    pub dead: bool,
+    pub in_mode: bool,
+    pub alternate_on: bool,
+    /// Lines in the pane's history (scrolled off the top of the screen).
+    pub history_size: u64,
+    pub history_limit: u64,
+    /// The cursor's row on the screen, from 0.
+    pub cursor_y: u64,
+    pub height: u64,
+    /// The foreground program, as tmux names it (`bash`, `vim`).
+    pub current_command: String,
+}
+
+const STATE_FIELDS: [&str; 11] = [
+    "pane_id",
+    "pid",
+    "pane_pid",
+    "pane_dead",
+    "pane_in_mode",
+    "alternate_on",
+    "history_size",
+    "history_limit",
+    "cursor_y",
+    "pane_height",
+    "pane_current_command",
+];
+
+impl PaneState {
+    /// The command reading `pane`'s state: `list-panes` of its window (it fails for a missing
+    /// pane, where `display-message` would not), one row per pane.
+    pub fn command(pane: PaneId) -> Result<TmuxCommand, ToolError> {
+        TmuxCommand::new("list-panes")
+            .target(pane)
+            .opt("-F", row_format(&STATE_FIELDS))
+            .build()
+            .map_err(|e| ToolError::new(ToolErrorKind::Internal, e.to_string(), "report this"))
+    }
+
+    /// `pane`'s row among `rows`.
+    pub fn parse(pane: PaneId, rows: &[Vec<u8>]) -> Option<Self> {
+        rows.iter().find_map(|row| {
+            let f = split_row(row, STATE_FIELDS.len())?;
+            if f[0].parse::<PaneId>().ok()? != pane {
+                return None;
+            }
+            let number = |i: usize| f[i].parse::<u64>().unwrap_or(0);
+            Some(Self {
+                pane,
+                server_pid: f[1].parse().ok()?,
+                pane_pid: f[2].parse().unwrap_or(0),
+                dead: flag(&f[3]),
+                in_mode: flag(&f[4]),
+                alternate_on: flag(&f[5]),
+                history_size: number(6),
+                history_limit: number(7),
+                cursor_y: number(8),
+                height: number(9),
+                current_command: f[10].clone(),
+            })
+        })
+    }
+
+    /// Reads `pane`'s state.
+    pub async fn read(tmux: &TmuxAccess<'_>, pane: PaneId) -> Result<Self, ToolError> {
+        let rows = tmux
+            .run(
+                Self::command(pane)?,
+                "call list_panes to see valid pane ids",
+            )
+            .await?;
+        Self::parse(pane, &rows).ok_or_else(|| missing_pane(pane))
+    }
+}
+
+/// The error for a pane that does not exist (any more).
+pub fn missing_pane(pane: PaneId) -> ToolError {
+    ToolError::not_found(
+        format!("no pane {pane} on this server"),
+        "call list_panes to see valid pane ids",
+    )
+}
+
+/// Subscribes to `pane`'s output from now on.
+pub async fn subscribe(
+    tmux: &TmuxAccess<'_>,
+    pane: PaneId,
+) -> Result<OutputSubscription, ToolError> {
+    tmux.server
+        .subscribe(&tmux.caller, pane)
+        .await
+        .map_err(|e| {
+            crate::mcp::access::engine_error(
+                tmux.server_name(),
+                e,
+                "call list_panes to see valid pane ids",
+            )
+        })
+}
+
+/// How long a wait may last and its slot among the caller's concurrent waits (freed on drop).
+#[derive(Debug)]
+pub struct WaitBudget {
+    pub deadline: Instant,
+    /// The timeout actually applied (the request clamped to the caller's `max_wait_seconds`).
+    pub effective: Duration,
+    _permit: WaitPermit,
+}
+
+impl WaitBudget {
+    /// Takes a wait slot and clamps `requested` (seconds; `default` when absent).
+    pub fn take(
+        tmux: &TmuxAccess<'_>,
+        requested: Option<f64>,
+        default: Duration,
+    ) -> Result<Self, ToolError> {
+        let requested = match requested {
+            None => default,
+            Some(secs) => parse_timeout(secs)?,
+        };
+        let sub = tmux.call.sub();
+        let permit = tmux.limits.acquire_wait(sub).map_err(|e| {
+            ToolError::new(
+                ToolErrorKind::Busy,
+                e.to_string(),
+                "wait for one of your running waits to finish, or cancel it",
+            )
+        })?;
+        let clamped = tmux.limits.clamp_wait(sub, requested);
+        Ok(Self {
+            deadline: Instant::now() + clamped.effective,
+            effective: clamped.effective,
+            _permit: permit,
+        })
+    }
+
+    /// The effective timeout in seconds, as reported to clients.
+    pub fn effective_secs(&self) -> f64 {
+        self.effective.as_secs_f64()
+    }
+}
+
+/// A client's timeout in seconds: positive and finite.
+pub fn parse_timeout(secs: f64) -> Result<Duration, ToolError> {
+    if !secs.is_finite() || secs <= 0.0 {
+        return Err(ToolError::invalid_arguments(
+            format!("timeout must be a positive number of seconds, got {secs}"),
+            "pass e.g. `timeout: 30`",
+        ));
+    }
+    // Far beyond any limit; the budget clamps it anyway.
+    Ok(Duration::from_secs_f64(secs.min(86_400.0)))
+}
+
+/// What a wait ends with when the client cancelled the call (the client no longer reads it).
+pub fn cancelled() -> ToolError {
+    ToolError::new(
+        ToolErrorKind::Cancelled,
+        "the call was cancelled by the client",
+        "none needed",
+    )
+}
+
+/// Milliseconds since `started`, for results.
+pub fn elapsed_ms(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_state_row() {
+        let row =
+            "%3\u{1f}100\u{1f}200\u{1f}0\u{1f}1\u{1f}0\u{1f}55\u{1f}2000\u{1f}7\u{1f}40\u{1f}bash";
+        let other =
+            "%4\u{1f}100\u{1f}201\u{1f}1\u{1f}0\u{1f}1\u{1f}0\u{1f}2000\u{1f}0\u{1f}40\u{1f}vim";
+        let rows = vec![other.as_bytes().to_vec(), row.as_bytes().to_vec()];
+        let state = PaneState::parse(PaneId(3), &rows).unwrap();
+        assert_eq!(
+            state,
+            PaneState {
+                pane: PaneId(3),
+                server_pid: 100,
+                pane_pid: 200,
+                dead: false,
+                in_mode: true,
+                alternate_on: false,
+                history_size: 55,
+                history_limit: 2000,
+                cursor_y: 7,
+                height: 40,
+                current_command: "bash".into(),
+            }
+        );
+        assert!(PaneState::parse(PaneId(5), &rows).is_none());
+    }
+
+    #[test]
+    fn timeouts_must_be_positive_and_finite() {
+        assert_eq!(parse_timeout(1.5).unwrap(), Duration::from_millis(1500));
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let err = parse_timeout(bad).unwrap_err();
+            assert_eq!(err.kind, ToolErrorKind::InvalidArguments);
+        }
+    }
+}

@@ -1,0 +1,300 @@
+//! Matching client-given patterns against lines of pane text.
+//!
+//! A wait has success patterns and stop patterns (failure markers such as `error`). Both are
+//! literal text unless the caller asks for regular expressions, and case-insensitive unless the
+//! caller asks for case. Patterns are compiled once per wait with bounded size, so a client
+//! cannot make the gateway build a huge automaton; matching is the `regex` crate's, linear in
+//! the text.
+//!
+//! Stop patterns win: when a batch of new lines holds both a stop and a success match, the wait
+//! reports the stop, because a failure that scrolled by must not be hidden by a success marker
+//! printed after it.
+//!
+//! Pure: no I/O.
+
+use regex::{Regex, RegexBuilder};
+
+/// Most patterns in one list.
+pub const MAX_PATTERNS: usize = 32;
+/// Longest pattern, in bytes.
+pub const MAX_PATTERN_LEN: usize = 1024;
+/// Compiled size limit per pattern.
+const REGEX_SIZE_LIMIT: usize = 1 << 20;
+
+/// How patterns are read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PatternOptions {
+    /// Patterns are regular expressions (Rust `regex` syntax) rather than literal text.
+    pub regex: bool,
+    /// Upper and lower case differ.
+    pub match_case: bool,
+}
+
+/// Why a pattern list was refused. Messages quote at most 64 characters of a pattern.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PatternError {
+    #[error("{list}: pattern {index} is empty")]
+    Empty { list: &'static str, index: usize },
+    #[error("{list}: at most {MAX_PATTERNS} patterns are allowed, got {count}")]
+    TooMany { list: &'static str, count: usize },
+    #[error("{list}: pattern {index} is longer than {MAX_PATTERN_LEN} bytes")]
+    TooLong { list: &'static str, index: usize },
+    #[error("{list}: pattern {index} ({pattern:?}) is not a valid regular expression: {reason}")]
+    Invalid {
+        list: &'static str,
+        index: usize,
+        pattern: String,
+        reason: String,
+    },
+}
+
+/// One compiled pattern.
+#[derive(Debug, Clone)]
+pub struct Pattern {
+    source: String,
+    regex: Regex,
+}
+
+impl Pattern {
+    /// The pattern as the client gave it.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    pub fn is_match(&self, line: &str) -> bool {
+        self.regex.is_match(line)
+    }
+}
+
+/// Compiles a client's pattern list; `list` names it in errors (`"patterns"`, `"stop"`).
+pub fn compile(
+    list: &'static str,
+    patterns: &[String],
+    options: PatternOptions,
+) -> Result<Vec<Pattern>, PatternError> {
+    if patterns.len() > MAX_PATTERNS {
+        return Err(PatternError::TooMany {
+            list,
+            count: patterns.len(),
+        });
+    }
+    patterns
+        .iter()
+        .enumerate()
+        .map(|(index, source)| {
+            if source.is_empty() {
+                return Err(PatternError::Empty { list, index });
+            }
+            if source.len() > MAX_PATTERN_LEN {
+                return Err(PatternError::TooLong { list, index });
+            }
+            let expression = if options.regex {
+                source.clone()
+            } else {
+                regex::escape(source)
+            };
+            let regex = RegexBuilder::new(&expression)
+                .case_insensitive(!options.match_case)
+                .size_limit(REGEX_SIZE_LIMIT)
+                .dfa_size_limit(REGEX_SIZE_LIMIT)
+                .build()
+                .map_err(|e| PatternError::Invalid {
+                    list,
+                    index,
+                    pattern: source.chars().take(64).collect(),
+                    reason: first_line(&e.to_string()),
+                })?;
+            Ok(Pattern {
+                source: source.clone(),
+                regex,
+            })
+        })
+        .collect()
+}
+
+fn first_line(text: &str) -> String {
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("error:"))
+        .unwrap_or_else(|| text.lines().next().unwrap_or(""));
+    line.chars().take(160).collect()
+}
+
+/// What a wait looks for.
+#[derive(Debug, Clone)]
+pub struct WaitMatcher {
+    /// `None`: any new output is a match.
+    patterns: Option<Vec<Pattern>>,
+    stop: Vec<Pattern>,
+}
+
+/// A line that decided a wait.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hit {
+    pub kind: HitKind,
+    /// Index of the pattern in its list.
+    pub index: usize,
+    pub line: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HitKind {
+    /// A success pattern matched.
+    Pattern,
+    /// A stop pattern matched.
+    Stop,
+}
+
+impl WaitMatcher {
+    pub fn new(patterns: Option<Vec<Pattern>>, stop: Vec<Pattern>) -> Self {
+        Self { patterns, stop }
+    }
+
+    /// Whether any new output is a match (`patterns: null`).
+    pub fn any_output(&self) -> bool {
+        self.patterns.is_none()
+    }
+
+    /// Checks new lines, oldest first: stop patterns across all of them, then success patterns.
+    /// With no success patterns (any output), only stop patterns are checked here.
+    pub fn check<'a>(&self, lines: impl Iterator<Item = &'a str> + Clone) -> Option<Hit> {
+        find(&self.stop, lines.clone(), HitKind::Stop)
+            .or_else(|| find(self.patterns.as_deref()?, lines, HitKind::Pattern))
+    }
+
+    /// The source of the pattern a hit names.
+    pub fn source(&self, hit: &Hit) -> &str {
+        let list = match hit.kind {
+            HitKind::Stop => Some(&self.stop),
+            HitKind::Pattern => self.patterns.as_ref(),
+        };
+        list.and_then(|l| l.get(hit.index))
+            .map_or("", Pattern::source)
+    }
+}
+
+fn find<'a>(
+    patterns: &[Pattern],
+    lines: impl Iterator<Item = &'a str>,
+    kind: HitKind,
+) -> Option<Hit> {
+    if patterns.is_empty() {
+        return None;
+    }
+    lines.into_iter().find_map(|line| {
+        patterns
+            .iter()
+            .position(|p| p.is_match(line))
+            .map(|index| Hit {
+                kind,
+                index,
+                line: line.to_owned(),
+            })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    fn literal() -> PatternOptions {
+        PatternOptions::default()
+    }
+
+    #[test]
+    fn literal_patterns_are_literal_and_case_insensitive_by_default() {
+        let p = compile("patterns", &strings(&["a.b (x)"]), literal()).unwrap();
+        assert!(p[0].is_match("see A.B (X) here"));
+        assert!(!p[0].is_match("aXb (x)"));
+        let cased = compile(
+            "patterns",
+            &strings(&["Done"]),
+            PatternOptions {
+                match_case: true,
+                ..literal()
+            },
+        )
+        .unwrap();
+        assert!(cased[0].is_match("Done."));
+        assert!(!cased[0].is_match("done."));
+    }
+
+    #[test]
+    fn regex_patterns() {
+        let options = PatternOptions {
+            regex: true,
+            match_case: false,
+        };
+        let p = compile("patterns", &strings(&[r"^\$ $", r"exit (\d+)"]), options).unwrap();
+        assert!(p[0].is_match("$ "));
+        assert!(p[1].is_match("EXIT 3"));
+    }
+
+    #[test]
+    fn bad_pattern_lists_are_refused_with_their_index() {
+        let err = compile("stop", &strings(&["ok", ""]), literal()).unwrap_err();
+        assert_eq!(
+            err,
+            PatternError::Empty {
+                list: "stop",
+                index: 1
+            }
+        );
+        let err = compile("patterns", &vec!["x".to_owned(); 33], literal()).unwrap_err();
+        assert!(matches!(err, PatternError::TooMany { count: 33, .. }));
+        let err = compile("patterns", &["y".repeat(1025)], literal()).unwrap_err();
+        assert_eq!(
+            err,
+            PatternError::TooLong {
+                list: "patterns",
+                index: 0
+            }
+        );
+        let options = PatternOptions {
+            regex: true,
+            ..literal()
+        };
+        let err = compile("patterns", &strings(&["ok", "(unclosed"]), options).unwrap_err();
+        let message = err.to_string();
+        assert!(
+            message.starts_with("patterns: pattern 1 (\"(unclosed\")"),
+            "{message}"
+        );
+        assert!(!message.contains('\n'));
+        // A huge repetition exceeds the compiled-size limit instead of eating memory.
+        let err = compile("patterns", &strings(&["(a{1000}){1000}"]), options).unwrap_err();
+        assert!(matches!(err, PatternError::Invalid { .. }), "{err}");
+    }
+
+    #[test]
+    fn stop_wins_over_patterns_in_the_same_batch() {
+        let matcher = WaitMatcher::new(
+            Some(compile("patterns", &strings(&["ready"]), literal()).unwrap()),
+            compile("stop", &strings(&["error", "fatal"]), literal()).unwrap(),
+        );
+        let lines = ["server ready", "fatal: boom"];
+        let hit = matcher.check(lines.iter().copied()).unwrap();
+        assert_eq!(hit.kind, HitKind::Stop);
+        assert_eq!(hit.index, 1);
+        assert_eq!(hit.line, "fatal: boom");
+        assert_eq!(matcher.source(&hit), "fatal");
+        let hit = matcher.check(["x", "ready now"].into_iter()).unwrap();
+        assert_eq!(
+            (hit.kind, hit.line.as_str()),
+            (HitKind::Pattern, "ready now")
+        );
+        assert_eq!(matcher.check(["nothing"].into_iter()), None);
+    }
+
+    #[test]
+    fn any_output_checks_only_stop_patterns() {
+        let matcher = WaitMatcher::new(None, Vec::new());
+        assert!(matcher.any_output());
+        assert_eq!(matcher.check(["anything"].into_iter()), None);
+    }
+}

@@ -1,0 +1,102 @@
+//! Calling tools over MCP in tests: an rmcp client and helpers to read results.
+
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig};
+use rmcp::service::RunningService;
+use serde_json::Value;
+
+use super::TestGateway;
+
+pub type Client = RunningService<rmcp::RoleClient, ClientConfig>;
+
+/// A connected client with the gateway's full-access token.
+pub async fn client(gateway: &TestGateway) -> Client {
+    ClientConfig::default()
+        .serve(gateway.transport())
+        .await
+        .expect("MCP client connects")
+}
+
+/// Calls `name` with `args` (a JSON object).
+pub async fn call(client: &Client, name: &str, args: Value) -> CallToolResult {
+    client
+        .call_tool(
+            CallToolRequestParams::new(name.to_owned())
+                .with_arguments(args.as_object().expect("arguments object").clone()),
+        )
+        .await
+        .expect("tools/call")
+}
+
+/// The structured result of a successful call (panics with the result otherwise).
+pub fn ok(result: CallToolResult) -> Value {
+    assert_eq!(result.is_error, Some(false), "expected success: {result:?}");
+    result.structured_content.expect("structured content")
+}
+
+/// The `error` object of a failed call (panics with the result otherwise).
+pub fn err(result: CallToolResult) -> Value {
+    assert_eq!(result.is_error, Some(true), "expected an error: {result:?}");
+    result.structured_content.expect("structured error")["error"].clone()
+}
+
+/// Calls a tool and returns its structured success.
+pub async fn call_ok(client: &Client, name: &str, args: Value) -> Value {
+    ok(call(client, name, args).await)
+}
+
+/// Calls a tool and returns its error object.
+pub async fn call_err(client: &Client, name: &str, args: Value) -> Value {
+    err(call(client, name, args).await)
+}
+
+/// Types `text` and Enter into `pane` with a tmux subprocess (the test's own hands, not the
+/// gateway's).
+pub fn type_line(tmux: &super::tmux::TestTmux, pane: &str, text: &str) {
+    tmux.ok(&["send-keys", "-t", pane, "-l", "--", text]);
+    tmux.ok(&["send-keys", "-t", pane, "Enter"]);
+}
+
+/// The visible screen of `pane`.
+pub fn screen(tmux: &super::tmux::TestTmux, pane: &str) -> String {
+    tmux.ok(&["capture-pane", "-p", "-t", pane])
+}
+
+/// Waits (polling the screen, test side only) until `pane` shows `needle`.
+pub async fn wait_for_screen(tmux: &super::tmux::TestTmux, pane: &str, needle: &str) {
+    let found = super::wait_until(Duration::from_secs(10), || {
+        screen(tmux, pane).contains(needle)
+    })
+    .await;
+    assert!(found, "{needle:?} never appeared:\n{}", screen(tmux, pane));
+}
+
+/// A connected client with `token`.
+pub async fn client_with(gateway: &TestGateway, token: &str) -> Client {
+    ClientConfig::default()
+        .serve(gateway.transport_with(token))
+        .await
+        .expect("MCP client connects")
+}
+
+/// A token for `sub` with `scopes`, limited to sessions matching `sessions`.
+pub fn session_limited_token(
+    gateway: &TestGateway,
+    sub: &str,
+    scopes: &[&str],
+    sessions: &[&str],
+) -> String {
+    muxgate::auth::TokenMinter::from_config(&gateway.config.auth)
+        .expect("minter")
+        .mint(&muxgate::auth::MintRequest {
+            sub: sub.to_owned(),
+            scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
+            ttl: Duration::from_secs(600),
+            servers: None,
+            sessions: Some(sessions.iter().map(|s| (*s).to_owned()).collect()),
+            own_sessions: false,
+        })
+        .expect("mint")
+}

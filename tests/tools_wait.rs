@@ -1,0 +1,436 @@
+//! Waiting tools over MCP against a real tmux server: wait_for_text, wait_for_channel,
+//! signal_channel.
+
+mod common;
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use common::tmux::TestTmux;
+use common::tools::{call, call_err, call_ok, client, type_line, wait_for_screen};
+use common::{config_with_server, spawn_gateway, wait_until};
+use muxgate::mux::tmux::TmuxServer;
+use serde_json::json;
+
+/// Runs `action` once `server` has `count` live output subscriptions (the wait under test is
+/// watching), so that output it causes cannot come too early.
+async fn when_watched(server: &TmuxServer, count: usize, action: impl FnOnce()) {
+    assert!(
+        wait_until(Duration::from_secs(10), || server.output().subscriptions()
+            >= count)
+        .await,
+        "the wait never subscribed"
+    );
+    action();
+}
+
+fn limited_config(socket: &str, waits: u32, max_wait_seconds: u32) -> muxgate::config::Config {
+    let mut config = config_with_server("work", socket, false);
+    config.limits.max_concurrent_waits = waits.try_into().unwrap();
+    config.limits.max_wait_seconds = max_wait_seconds.try_into().unwrap();
+    config
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_for_text_sees_only_new_output() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+    let pane = tmux.pane_id("main").to_string();
+
+    type_line(&tmux, &pane, "echo OLD-$((1+1))");
+    wait_for_screen(&tmux, &pane, "OLD-2").await;
+    let stale = call_ok(
+        &client,
+        "wait_for_text",
+        json!({"target": pane, "patterns": ["old-2"], "timeout": 1}),
+    )
+    .await;
+    assert_eq!(stale["outcome"], "timeout", "{stale}");
+    assert_eq!(stale["found"], false);
+    assert_eq!(stale["effective_timeout"], 1.0);
+
+    // The typed line shows `$((40+2))`; only the command's output says 42.
+    let engine = gateway.engine.server("work").unwrap();
+    let (found, ()) = tokio::join!(
+        call_ok(
+            &client,
+            "wait_for_text",
+            json!({"target": pane, "patterns": ["nope", "ready-42"], "timeout": 10}),
+        ),
+        when_watched(engine, 1, || type_line(
+            &tmux,
+            &pane,
+            "echo READY-$((40+2)); echo after"
+        )),
+    );
+    assert_eq!(found["outcome"], "matched", "{found}");
+    assert_eq!(found["found"], true);
+    assert_eq!(found["matched_line"], "READY-42");
+    assert_eq!(found["matched_pattern"], "ready-42");
+    assert_eq!(found["saw_new_output"], true);
+    let tail: Vec<&str> = found["tail"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert!(tail.contains(&"READY-42"), "{tail:?}");
+    assert!(found["elapsed_ms"].as_u64().unwrap() < 10_000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_for_text_stop_any_output_and_regex() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+    let pane = tmux.pane_id("main").to_string();
+
+    let engine = gateway.engine.server("work").unwrap();
+
+    // Stop patterns are checked first, even when a success line arrives in the same burst.
+    let (stopped, ()) = tokio::join!(
+        call_ok(
+            &client,
+            "wait_for_text",
+            json!({"target": pane, "patterns": ["done"], "stop": ["error"], "timeout": 10}),
+        ),
+        when_watched(engine, 1, || type_line(
+            &tmux,
+            &pane,
+            "echo \"err\"\"or: boom\"; echo do\"\"ne"
+        )),
+    );
+    assert_eq!(stopped["outcome"], "stopped", "{stopped}");
+    assert_eq!(stopped["found"], false);
+    assert_eq!(stopped["matched_line"], "error: boom");
+    assert_eq!(stopped["matched_pattern"], "error");
+    wait_for_screen(&tmux, &pane, "done").await;
+
+    // Any output: the command waits for a line read without echo, so the first new visible
+    // text is its own output.
+    type_line(
+        &tmux,
+        &pane,
+        "stty -echo; read x; stty echo; echo h\"\"i-there",
+    );
+    wait_for_screen(&tmux, &pane, "h\"\"i-there").await;
+    let (any, ()) = tokio::join!(
+        call_ok(
+            &client,
+            "wait_for_text",
+            json!({"target": pane, "patterns": null, "timeout": 10}),
+        ),
+        when_watched(engine, 1, || type_line(&tmux, &pane, "go")),
+    );
+    assert_eq!(any["outcome"], "any_output", "{any}");
+    assert_eq!(any["matched_line"], "hi-there");
+    assert_eq!(any["found"], false);
+    wait_for_screen(&tmux, &pane, "hi-there\n").await;
+
+    let (regex, ()) = tokio::join!(
+        call_ok(
+            &client,
+            "wait_for_text",
+            json!({"target": pane, "patterns": ["^Value=\\d+$"], "regex": true,
+                   "match_case": true, "timeout": 10}),
+        ),
+        when_watched(engine, 1, || type_line(
+            &tmux,
+            &pane,
+            "echo value=7; echo Value=17"
+        )),
+    );
+    assert_eq!(regex["outcome"], "matched", "{regex}");
+    assert_eq!(regex["matched_line"], "Value=17");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_for_text_reports_exits_and_full_screen_programs() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+
+    // A program that exits in a pane kept open: its status comes from tmux itself.
+    let kept = tmux
+        .ok(&[
+            "new-window",
+            "-d",
+            "-t",
+            "main",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            "sleep 1; exit 3",
+        ])
+        .trim()
+        .to_owned();
+    tmux.ok(&["set-option", "-p", "-t", &kept, "remain-on-exit", "on"]);
+    let exited = call_ok(
+        &client,
+        "wait_for_text",
+        json!({"target": kept, "patterns": ["never"], "timeout": 15}),
+    )
+    .await;
+    assert_eq!(exited["outcome"], "pane_exited", "{exited}");
+    assert_eq!(exited["pane_exit_status"], 3);
+
+    // A pane that closes.
+    let closing = tmux
+        .ok(&[
+            "new-window",
+            "-d",
+            "-t",
+            "main",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            "sleep 1",
+        ])
+        .trim()
+        .to_owned();
+    let closed = call_ok(
+        &client,
+        "wait_for_text",
+        json!({"target": closing, "patterns": ["never"], "timeout": 15}),
+    )
+    .await;
+    assert_eq!(closed["outcome"], "pane_exited", "{closed}");
+    assert!(closed["pane_exit_status"].is_null());
+
+    // A full-screen program: text on the alternate screen is not matched line by line.
+    let pane = tmux.pane_id("main").to_string();
+    let engine = gateway.engine.server("work").unwrap();
+    let (alt, ()) = tokio::join!(
+        call_ok(
+            &client,
+            "wait_for_text",
+            json!({"target": pane, "patterns": ["ready"], "timeout": 1.5}),
+        ),
+        when_watched(engine, 1, || type_line(
+            &tmux,
+            &pane,
+            "printf '\\033[?1049hre''ady\\r\\n'; sleep 2; printf '\\033[?1049l'",
+        )),
+    );
+    assert_eq!(alt["outcome"], "alternate_screen", "{alt}");
+    assert_eq!(alt["alternate_screen"], true);
+    assert_eq!(alt["found"], false);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_for_text_refuses_bad_input() {
+    let tmux = TestTmux::start();
+    tmux.ok(&["new-session", "-d", "-s", "ci-build"]);
+    let gateway = spawn_gateway(limited_config(&tmux.socket, 4, 2)).await;
+    let client = client(&gateway).await;
+    let pane = tmux.pane_id("main").to_string();
+
+    let unknown = call_err(
+        &client,
+        "wait_for_text",
+        json!({"target": pane, "bogus": 1}),
+    )
+    .await;
+    assert_eq!(unknown["kind"], "invalid_arguments");
+    assert!(
+        unknown["message"].as_str().unwrap().contains("bogus"),
+        "{unknown}"
+    );
+
+    let missing_target = call_err(&client, "wait_for_text", json!({"patterns": ["x"]})).await;
+    assert!(
+        missing_target["message"]
+            .as_str()
+            .unwrap()
+            .contains("target")
+    );
+
+    for (args, kind, needle) in [
+        (json!({"target": "main:1"}), "invalid_arguments", "main:1"),
+        (json!({"target": "%999"}), "not_found", "%999"),
+        (
+            json!({"target": pane, "patterns": []}),
+            "invalid_arguments",
+            "empty list",
+        ),
+        (
+            json!({"target": pane, "patterns": ["a", ""]}),
+            "invalid_arguments",
+            "pattern 1",
+        ),
+        (
+            json!({"target": pane, "patterns": ["("], "regex": true}),
+            "invalid_arguments",
+            "regular expression",
+        ),
+        (
+            json!({"target": pane, "stop": ["("], "regex": true}),
+            "invalid_arguments",
+            "stop",
+        ),
+        (
+            json!({"target": pane, "timeout": -1}),
+            "invalid_arguments",
+            "timeout",
+        ),
+    ] {
+        let error = call_err(&client, "wait_for_text", args.clone()).await;
+        assert_eq!(error["kind"], kind, "{args}: {error}");
+        assert!(
+            error["message"].as_str().unwrap().contains(needle),
+            "{args}: {error}"
+        );
+    }
+
+    // Longer timeouts are clamped to the client's max_wait_seconds (2 here), not refused.
+    let started = Instant::now();
+    let clamped = call_ok(
+        &client,
+        "wait_for_text",
+        json!({"target": pane, "patterns": ["never"], "timeout": 300}),
+    )
+    .await;
+    assert_eq!(clamped["effective_timeout"], 2.0);
+    assert_eq!(clamped["outcome"], "timeout");
+    assert!(started.elapsed() < Duration::from_secs(30));
+
+    // A pane in a session the caller may not see looks exactly like a missing one.
+    let token = common::tools::session_limited_token(&gateway, "ci", &["mux:read"], &["ci-*"]);
+    let limited = common::tools::client_with(&gateway, &token).await;
+    let hidden = call_err(&limited, "wait_for_text", json!({"target": pane})).await;
+    assert_eq!(hidden["kind"], "not_found", "{hidden}");
+    let visible_pane = tmux.pane_id("ci-build").to_string();
+    let ok = call_ok(
+        &limited,
+        "wait_for_text",
+        json!({"target": visible_pane, "timeout": 0.2}),
+    )
+    .await;
+    assert_eq!(ok["outcome"], "timeout");
+}
+
+/// CPU time (user + system, in clock ticks) the process `pid` has used.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("read /proc stat");
+    // Fields after the command name (which may contain spaces) start after the last ')'.
+    let rest = &stat[stat.rfind(')').expect("comm") + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    // utime and stime are fields 14 and 15 of stat, i.e. 11 and 12 after the state field.
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_wait_sends_tmux_nothing() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+    let pane = tmux.pane_id("main").to_string();
+    let server_pid: u32 = tmux
+        .ok(&["display-message", "-p", "#{pid}"])
+        .trim()
+        .parse()
+        .unwrap();
+    let engine = gateway.engine.server("work").unwrap().clone();
+
+    let wait = call(
+        &client,
+        "wait_for_text",
+        json!({"target": pane, "patterns": ["never"], "timeout": 7}),
+    );
+    let probe = async {
+        // Let the wait set itself up (resolve, subscribe), then watch it idle for 5 s.
+        assert!(
+            wait_until(Duration::from_secs(5), || engine.output().subscriptions()
+                == 1)
+            .await
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let commands = engine
+            .worker()
+            .stats()
+            .commands_sent
+            .load(Ordering::Relaxed);
+        let connects = engine.output().stats().connects.load(Ordering::Relaxed);
+        let cpu = cpu_ticks(server_pid);
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        (
+            engine
+                .worker()
+                .stats()
+                .commands_sent
+                .load(Ordering::Relaxed)
+                - commands,
+            engine.output().stats().connects.load(Ordering::Relaxed) - connects,
+            cpu_ticks(server_pid) - cpu,
+        )
+    };
+    let (result, (commands, connects, cpu)) = tokio::join!(wait, probe);
+    let result = common::tools::ok(result);
+    assert_eq!(result["outcome"], "timeout", "{result}");
+    assert_eq!(commands, 0, "tmux commands sent during an idle wait");
+    assert_eq!(connects, 0, "connections opened during an idle wait");
+    // tmux's own once-a-second format checks cost it a little; polling would cost far more.
+    eprintln!("tmux server CPU during a 5 s idle wait: {cpu} ticks");
+    assert!(
+        cpu < 50,
+        "tmux server used {cpu} ticks while the wait idled"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_wait_frees_its_slot_and_subscription() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(limited_config(&tmux.socket, 1, 120)).await;
+    let client = client(&gateway).await;
+    let pane = tmux.pane_id("main").to_string();
+    let engine = gateway.engine.server("work").unwrap().clone();
+
+    let long_wait = call(
+        &client,
+        "wait_for_text",
+        json!({"target": pane, "patterns": ["never"], "timeout": 60}),
+    );
+    let while_waiting = async {
+        assert!(
+            wait_until(Duration::from_secs(5), || engine.output().subscriptions()
+                == 1)
+            .await
+        );
+        // The only slot is taken: a second wait is refused.
+        call_err(
+            &client,
+            "wait_for_text",
+            json!({"target": pane, "timeout": 0.1}),
+        )
+        .await
+    };
+    // Dropping the call future makes rmcp's client send notifications/cancelled.
+    let busy = tokio::select! {
+        _ = long_wait => panic!("the long wait ended by itself"),
+        busy = while_waiting => busy,
+    };
+    assert_eq!(busy["kind"], "busy", "{busy}");
+    assert!(
+        wait_until(Duration::from_secs(5), || engine.output().subscriptions()
+            == 0)
+        .await,
+        "the cancelled wait kept its subscription"
+    );
+    // Its slot is free again.
+    let mut freed = false;
+    for _ in 0..50 {
+        let result = call(
+            &client,
+            "wait_for_text",
+            json!({"target": pane, "timeout": 0.1}),
+        )
+        .await;
+        if result.is_error == Some(false) {
+            freed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(freed, "the cancelled wait kept its slot");
+}
