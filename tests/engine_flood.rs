@@ -80,11 +80,20 @@ async fn a_flood_is_read_without_throttling_the_program() {
     });
     let watched = timed_flood(&tmux, dir.path(), "watched").await;
     let rss_after = rss_kib();
-    let read = server
-        .output()
-        .stats()
-        .bytes_read
-        .load(std::sync::atomic::Ordering::SeqCst);
+    // The program is done when tmux has read its output; the control client gets the last of it
+    // a moment later.
+    let bytes_read = || {
+        server
+            .output()
+            .stats()
+            .bytes_read
+            .load(std::sync::atomic::Ordering::SeqCst)
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while bytes_read() < FLOOD_BYTES && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let read = bytes_read();
     eprintln!(
         "flood of {FLOOD_BYTES} bytes: alone {alone:?}, watched by the engine {watched:?} ({:.2}x); engine read {read} bytes; RSS {rss_before} -> {rss_after} KiB",
         watched.as_secs_f64() / alone.as_secs_f64()

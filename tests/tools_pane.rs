@@ -148,7 +148,7 @@ async fn listings_and_single_pane_reads() {
         json!({"filters": {"current_command": "sleep"}}),
     )
     .await;
-    assert_eq!(ids(&sleeping["panes"]), [right.clone()]);
+    assert_eq!(ids(&sleeping["panes"]), std::slice::from_ref(&right));
     let narrow = ok(
         &client,
         "list_panes",
@@ -537,7 +537,7 @@ async fn hidden_panes_look_like_missing_ones() {
     let client = connect_with(&gateway, &token).await;
 
     let listed = ok(&client, "list_panes", json!({})).await;
-    assert_eq!(ids(&listed["panes"]), [visible.clone()]);
+    assert_eq!(ids(&listed["panes"]), std::slice::from_ref(&visible));
     let search = ok(&client, "search_panes", json!({"pattern": "$"})).await;
     assert!(
         search["matches"]
@@ -1097,4 +1097,41 @@ async fn an_attached_human_keeps_their_view() {
         "focus or window size changed"
     );
     drop(human);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stateless_clients_use_the_same_tools() {
+    let tmux = TestTmux::start();
+    let pane = format(&tmux, "main", "#{pane_id}");
+    let gateway = gateway(&tmux).await;
+    let mut raw = gateway.raw();
+    raw.protocol_version = Some(common::STATELESS_VERSION.to_owned());
+    let call = |id: u64, name: &str, arguments: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments, "_meta": common::stateless_meta()}})
+    };
+    let sent = raw
+        .request(&call(
+            1,
+            "send_keys",
+            json!({"target": pane, "keys": "echo stateless-$((1+1))", "literal": true}),
+        ))
+        .await;
+    assert_eq!(sent["result"]["isError"], false, "{sent}");
+    wait_for_text(&tmux, &pane, "stateless-2").await;
+    let captured = raw
+        .request(&call(2, "capture_pane", json!({"target": pane})))
+        .await;
+    let text = captured["result"]["structuredContent"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(text.lines().any(|l| l == "stateless-2"), "{captured}");
+    let refused = raw
+        .request(&call(
+            3,
+            "capture_pane",
+            json!({"target": pane, "bogus": 1}),
+        ))
+        .await;
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
 }
