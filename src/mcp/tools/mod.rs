@@ -6,6 +6,7 @@
 //! output `Result<Json<T>, ToolError>`, all four annotation hints set explicitly, and a
 //! description whose first line is a one-line summary (it is what `muxgate tools` prints).
 
+pub mod run;
 pub mod server;
 pub mod session;
 pub mod wait;
@@ -17,5 +18,8 @@ use super::McpServer;
 
 /// Every tool the gateway serves.
 pub(crate) fn router() -> ToolRouter<McpServer> {
-    McpServer::server_tools() + McpServer::session_tools() + McpServer::wait_tools()
+    McpServer::server_tools()
+        + McpServer::session_tools()
+        + McpServer::wait_tools()
+        + McpServer::run_tools()
 }

@@ -11,11 +11,13 @@
 //! - [`output`]: per-pane output streams (bounded rings) that waiters subscribe to;
 //! - [`monitor`]: per-session output connections feeding those streams;
 //! - [`stale`]: finding control clients left behind by a dead muxgate;
+//! - [`claims`]: which panes a programmatic run currently owns;
 //! - [`target`], [`format`]: validated targets as clients name them, and listing rows (pure).
 //!
 //! [`TmuxServer`] ties one server's worker and output hub together; [`TmuxEngine`] holds the
 //! configured servers by name.
 
+pub mod claims;
 pub mod command;
 pub mod connection;
 pub mod format;
@@ -36,6 +38,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+pub use claims::{PaneClaim, PaneClaims};
 pub use command::{CommandBuilder, TmuxCommand};
 pub use connection::ConnectError;
 pub use ids::{PaneId, SessionId, WindowId};
@@ -126,6 +129,7 @@ pub struct TmuxServer {
     socket: TmuxSocket,
     worker: WorkerHandle,
     output: OutputHub,
+    claims: PaneClaims,
 }
 
 impl TmuxServer {
@@ -143,6 +147,7 @@ impl TmuxServer {
             socket,
             worker,
             output,
+            claims: PaneClaims::default(),
         }
     }
 
@@ -160,6 +165,11 @@ impl TmuxServer {
 
     pub fn output(&self) -> &OutputHub {
         &self.output
+    }
+
+    /// Panes owned by programmatic runs; see [`claims`].
+    pub fn claims(&self) -> &PaneClaims {
+        &self.claims
     }
 
     /// Runs one command; see [`WorkerHandle::run`].
