@@ -1,11 +1,16 @@
 //! Assembling a running gateway from a [`Config`]: the tmux engine, the security layers, the
-//! MCP handler and the router — the one place `muxgate serve` and the integration tests share.
+//! metrics, the MCP handler and the router — the one place `muxgate serve` and the integration
+//! tests share — and running it until it has shut down cleanly ([`Gateway::serve`]).
 //!
-//! Not here: listening and signals (see [`crate::cli::serve`] and [`crate::http::serve`]).
+//! Not here: binding the listener and installing signal handlers (see [`crate::cli::serve`]);
+//! the HTTP serving and shutdown sequence itself ([`crate::http::serve`]).
 
+use std::io;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
+use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::audit::{AuditError, AuditLog};
@@ -15,11 +20,15 @@ use crate::auth::{
 };
 use crate::config::Config;
 use crate::http::health::EngineReadiness;
-use crate::http::{self, HttpDeps, Security};
+use crate::http::shutdown::Shutdown;
+use crate::http::tls::{self, CertStore, TlsError};
+use crate::http::{self, HttpDeps, HttpTelemetry, Security};
 use crate::limits::Limits;
 use crate::mcp::self_guard::SelfLocation;
 use crate::mcp::{McpServer, McpState};
 use crate::mux::tmux::TmuxEngine;
+use crate::telemetry::exposition::MetricsEndpoint;
+use crate::telemetry::{Metrics, MetricsTokenError};
 
 /// Why a gateway could not be assembled.
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +37,10 @@ pub enum GatewayError {
     Auth(#[from] AuthConfigError),
     #[error("audit: {0}")]
     Audit(#[from] AuditError),
+    #[error("http.tls: {0}")]
+    Tls(#[from] TlsError),
+    #[error(transparent)]
+    MetricsToken(#[from] MetricsTokenError),
 }
 
 /// A gateway ready to serve: its router and the parts that need an orderly shutdown.
@@ -35,18 +48,28 @@ pub struct Gateway {
     pub app: Router,
     pub engine: TmuxEngine,
     pub audit: Arc<AuditLog>,
+    pub metrics: Arc<Metrics>,
+    config: Arc<Config>,
+    shutdown: Shutdown,
+    /// The served certificate, with `[http.tls]`.
+    tls: Option<Arc<CertStore>>,
     /// Cancelled by [`Gateway::shutdown`], after the HTTP server has drained.
     engine_shutdown: CancellationToken,
 }
 
+/// How long shutdown waits for the tmux control clients to detach.
+const DETACH_TIMEOUT: Duration = Duration::from_secs(5);
+
 impl Gateway {
     /// Builds every part. `mcp_url` is the URL clients use (the protected resource's default
-    /// identifier); `http_shutdown` ends MCP sessions and streams when cancelled.
+    /// identifier); cancelling `shutdown` starts the shutdown sequence (see
+    /// [`crate::http::shutdown`]).
     pub fn build(
         config: Arc<Config>,
         mcp_url: &str,
-        http_shutdown: CancellationToken,
+        shutdown: CancellationToken,
     ) -> Result<Self, GatewayError> {
+        let shutdown = Shutdown::new(shutdown);
         let engine_shutdown = CancellationToken::new();
         let engine = TmuxEngine::start(
             config
@@ -57,20 +80,38 @@ impl Gateway {
             config.engine.settings(),
             &engine_shutdown,
         );
+        let mut metrics = Metrics::new();
         let resource = Arc::new(ProtectedResource::new(&config.auth, mcp_url)?);
-        let authenticator = Arc::new(Authenticator::new(
-            &config.auth,
-            &config.clients,
-            &resource,
-        )?);
-        let limits = Arc::new(Limits::new(
-            &config.limits,
-            config
-                .clients
-                .iter()
-                .map(|(sub, client)| (sub, &client.limits)),
-        ));
+        let authenticator = Arc::new(
+            Authenticator::new(&config.auth, &config.clients, &resource)?
+                .with_reject_hook(metrics.reject_hook()),
+        );
+        let limits = Arc::new(
+            Limits::new(
+                &config.limits,
+                config
+                    .clients
+                    .iter()
+                    .map(|(sub, client)| (sub, &client.limits)),
+            )
+            .with_hook(metrics.limit_hook()),
+        );
         let audit = Arc::new(AuditLog::open(&config.audit)?);
+        metrics.collect_from(engine.clone(), audit.clone(), limits.clone());
+        let metrics = Arc::new(metrics);
+        let endpoint = if config.metrics.enabled {
+            let token = config.metrics.bearer_token()?;
+            Some(Arc::new(MetricsEndpoint::new(
+                metrics.clone(),
+                token.as_ref(),
+            )))
+        } else {
+            None
+        };
+        let tls = match &config.http.tls {
+            Some(tls) => Some(Arc::new(CertStore::load(tls)?)),
+            None => None,
+        };
         let sessions = Arc::new(SessionBindings::new(
             SESSION_BINDINGS_CAPACITY,
             config.http.session_idle() * 2,
@@ -84,6 +125,8 @@ impl Gateway {
                 std::env::var("TMUX").ok().as_deref(),
                 std::env::var("TMUX_PANE").ok().as_deref(),
             ),
+            metrics: metrics.clone(),
+            shutdown: shutdown.begin().child_token(),
         });
         let app = http::router(HttpDeps {
             http: config.http.clone(),
@@ -95,20 +138,61 @@ impl Gateway {
                 limits,
                 sessions,
             },
-            shutdown: http_shutdown,
+            telemetry: HttpTelemetry {
+                metrics: metrics.clone(),
+                endpoint,
+            },
+            shutdown: shutdown.clone(),
         });
         Ok(Self {
             app,
             engine,
             audit,
+            metrics,
+            config,
+            shutdown,
+            tls,
             engine_shutdown,
         })
     }
 
-    /// After the HTTP server has stopped: detaches every tmux control client and flushes the
-    /// audit log.
+    /// Serves on `listener` (HTTPS with `[http.tls]`) until the shutdown token is cancelled,
+    /// then runs the whole shutdown sequence: in-flight calls finish within the grace period,
+    /// MCP streams close, tmux control clients detach and the audit log is flushed.
+    pub async fn serve(self, listener: TcpListener) -> io::Result<()> {
+        let tls = match &self.tls {
+            Some(store) => {
+                let config = store.server_config().map_err(io::Error::other)?;
+                tls::watch(store.clone(), self.shutdown.begin().clone())?;
+                Some(config)
+            }
+            None => None,
+        };
+        let served = http::serve(
+            listener,
+            self.app.clone(),
+            tls,
+            &self.shutdown,
+            self.config.http.shutdown_grace(),
+        )
+        .await;
+        self.shutdown().await;
+        served
+    }
+
+    /// After the HTTP server has stopped: detaches every tmux control client (waiting up to
+    /// [`DETACH_TIMEOUT`] for them to close) and flushes the audit log.
     pub async fn shutdown(self) {
         self.engine_shutdown.cancel();
+        let detached = tokio::time::timeout(DETACH_TIMEOUT, async {
+            while !self.engine.detached() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        if detached.is_err() {
+            tracing::warn!("tmux control clients still open after {DETACH_TIMEOUT:?}");
+        }
         if let Err(error) = self.audit.close().await {
             tracing::error!(%error, "flushing the audit log failed");
         }

@@ -8,6 +8,7 @@
 //! - [`mcp`]: the MCP server handler, tool groups, tool errors and the tool catalog;
 //! - [`audit`]: the redacted, hash-chained audit log;
 //! - [`mux`]: backend-neutral multiplexer types and, under [`mux::tmux`], the control-mode engine;
+//! - [`telemetry`]: metrics (`/metrics`), OpenTelemetry traces, structured logs;
 //! - [`gateway`]: assembling all of the above from a config;
 //! - [`cli`]: the `muxgate` commands; [`doctor`] and [`tmux_cli`]: host diagnostics with one-shot
 //!   tmux commands.
@@ -22,4 +23,5 @@ pub mod http;
 pub mod limits;
 pub mod mcp;
 pub mod mux;
+pub mod telemetry;
 pub mod tmux_cli;

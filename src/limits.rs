@@ -456,6 +456,17 @@ impl<C: Clock + Clone> Limits<C> {
         }
     }
 
+    /// Waits running now, across all clients (for metrics).
+    pub fn active_waits(&self) -> usize {
+        lock(&self.waits)
+            .iter()
+            .map(|(sub, semaphore)| {
+                let allowed = self.for_client(sub).max_concurrent_waits.get() as usize;
+                allowed.saturating_sub(semaphore.available_permits())
+            })
+            .sum()
+    }
+
     /// Clamps a requested wait to `max_wait_seconds`.
     pub fn clamp_wait(&self, sub: &str, requested: Duration) -> ClampedWait {
         let max = Duration::from_secs(u64::from(self.for_client(sub).max_wait_seconds.get()));
@@ -663,6 +674,19 @@ mod tests {
         assert_eq!(limits.check_batch_size("other", 50), Ok(()));
         assert!(limits.check_batch_size("other", 51).is_err());
         assert_eq!(seen.lock().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn active_waits_count_held_permits_across_clients() {
+        let global = config("max_concurrent_waits = 3");
+        let limits = Limits::new(&global, &BTreeMap::<String, LimitOverrides>::new());
+        assert_eq!(limits.active_waits(), 0);
+        let a = limits.acquire_wait("alice").unwrap();
+        let _b = limits.acquire_wait("alice").unwrap();
+        let _c = limits.acquire_wait("bob").unwrap();
+        assert_eq!(limits.active_waits(), 3);
+        drop(a);
+        assert_eq!(limits.active_waits(), 2);
     }
 
     #[test]

@@ -349,26 +349,28 @@ async fn commands_survive_the_attached_session_being_killed() {
     assert_eq!(tmux.muxgate_clients().len(), 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_callers_flood_does_not_starve_another() {
+/// Every command appends a letter to one tmux buffer, so the buffer records the exact order in
+/// which tmux ran them.
+fn mark(letter: &str) -> TmuxCommand {
+    TmuxCommand::new("set-buffer")
+        .flag("-a")
+        .opt("-b", "order")
+        .arg(letter)
+        .build()
+        .unwrap()
+}
+
+/// Holds tmux's queue for a moment (so that everything queued meanwhile is ordered by the
+/// worker alone), runs `flood` as the flooder and then one command as the victim, and returns
+/// how many flood commands tmux ran before the victim's.
+async fn flood_commands_before_victim(
+    flood: impl FnOnce(TmuxServer) -> Vec<tokio::task::JoinHandle<()>>,
+) -> (usize, usize) {
     let tmux = TestTmux::start();
     let settings = settings();
     let depth = settings.pipeline_depth;
     let (server, _shutdown) = server_for(&tmux, settings);
-    // Every command appends a letter to one tmux buffer, so the buffer records the exact order
-    // in which tmux ran them.
-    let mark = |letter: &str| {
-        TmuxCommand::new("set-buffer")
-            .flag("-a")
-            .opt("-b", "order")
-            .arg(letter)
-            .build()
-            .unwrap()
-    };
     server.run(&caller(), mark(".")).await.unwrap();
-
-    // Hold tmux's queue for a moment so that the whole flood, then the victim, are queued
-    // before tmux runs any of it: the order is then decided by the worker alone.
     let hold = TmuxCommand::new("run-shell")
         .arg("sleep 0.5")
         .build()
@@ -386,24 +388,36 @@ async fn one_callers_flood_does_not_starve_another() {
     {
         tokio::task::yield_now().await;
     }
-    let flooder = Caller::new("flooder");
-    let mut flood = Vec::new();
-    for _ in 0..1000 {
-        let (server, flooder, command) = (server.clone(), flooder.clone(), mark("f"));
-        flood.push(tokio::spawn(
-            async move { server.run(&flooder, command).await },
-        ));
-    }
+    let flooding = flood(server.clone());
     while server.worker().queued() < 1000 - depth {
         tokio::task::yield_now().await;
     }
     server.run(&Caller::new("victim"), mark("V")).await.unwrap();
     held.await.unwrap().unwrap();
-    for f in flood {
-        f.await.unwrap().unwrap();
+    for f in flooding {
+        f.await.unwrap();
     }
     let order = tmux.ok(&["show-buffer", "-b", "order"]);
-    let ahead = order.find('V').unwrap() - 1; // flood commands tmux ran before the victim's
+    assert_eq!(order.matches('f').count(), 1000);
+    (order.find('V').unwrap() - 1, depth)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_callers_flood_does_not_starve_another() {
+    let (ahead, depth) = flood_commands_before_victim(|server| {
+        (0..1000)
+            .map(|_| {
+                let server = server.clone();
+                tokio::spawn(async move {
+                    server
+                        .run(&Caller::new("flooder"), mark("f"))
+                        .await
+                        .unwrap();
+                })
+            })
+            .collect()
+    })
+    .await;
     eprintln!(
         "the victim's command ran after {ahead} of 1000 queued flood commands (pipeline depth {depth})"
     );
@@ -411,7 +425,33 @@ async fn one_callers_flood_does_not_starve_another() {
         ahead <= depth + 1,
         "{ahead} flood commands ran before the victim's command"
     );
-    assert_eq!(order.matches('f').count(), 1000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_callers_large_batch_does_not_starve_another() {
+    let (ahead, depth) = flood_commands_before_victim(|server| {
+        vec![tokio::spawn(async move {
+            let commands = (0..1000).map(|_| mark("f")).collect();
+            let outcomes = server
+                .run_batch(
+                    &Caller::new("flooder"),
+                    commands,
+                    BatchMode::Independent,
+                    None,
+                )
+                .await
+                .unwrap();
+            assert!(outcomes.iter().all(|o| matches!(o, CommandOutcome::Ok(_))));
+        })]
+    })
+    .await;
+    eprintln!(
+        "the victim's command ran after {ahead} commands of a 1000-line batch (pipeline depth {depth})"
+    );
+    assert!(
+        ahead <= 2 * depth,
+        "{ahead} batch commands ran before the victim's command"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,7 +2,8 @@
 
 mod common;
 
-use common::tmux::TestTmux;
+use common::calls::{admin_limited_to, err, err_kind, legacy, ok, stateless, token};
+use common::tmux::{TestTmux, unique_socket_name};
 use common::{config_with_server, spawn_gateway};
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, ClientConfig};
@@ -20,6 +21,15 @@ async fn call(
         )
         .await
         .expect("tools/call")
+}
+
+fn names(listing: &Value) -> Vec<String> {
+    listing["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -69,4 +79,470 @@ async fn list_sessions_shows_only_what_the_caller_may_see() {
         unknown.structured_content.unwrap()["error"]["kind"],
         "not_found"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_sessions_filters_by_name_attachment_and_creator() {
+    let tmux = TestTmux::start();
+    tmux.ok(&["new-session", "-d", "-s", "ci-1"]);
+    tmux.ok(&["new-session", "-d", "-s", "ci-2"]);
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = legacy(&gateway, &gateway.token).await;
+    ok(&client, "create_session", json!({"name": "ci-mine"})).await;
+
+    let globbed = ok(
+        &client,
+        "list_sessions",
+        json!({"filters": {"name": "ci-?"}}),
+    )
+    .await;
+    assert_eq!(names(&globbed), ["ci-1", "ci-2"]);
+    let exact = ok(
+        &client,
+        "list_sessions",
+        json!({"filters": {"name": "main"}}),
+    )
+    .await;
+    assert_eq!(names(&exact), ["main"]);
+    let mine = ok(
+        &client,
+        "list_sessions",
+        json!({"filters": {"created_by_you": true}}),
+    )
+    .await;
+    assert_eq!(names(&mine), ["ci-mine"]);
+    assert_eq!(mine["sessions"][0]["created_by_you"], true);
+    // The dict may arrive as a JSON string.
+    let as_string = ok(
+        &client,
+        "list_sessions",
+        json!({"filters": "{\"name\": \"ci-*\", \"created_by_you\": false}"}),
+    )
+    .await;
+    assert_eq!(names(&as_string), ["ci-1", "ci-2"]);
+    let detached = ok(
+        &client,
+        "list_sessions",
+        json!({"filters": {"attached": true}}),
+    )
+    .await;
+    assert!(names(&detached).is_empty(), "{detached}");
+
+    let session = &exact["sessions"][0];
+    assert!(session["id"].as_str().unwrap().starts_with('$'));
+    assert!(
+        session["active_window_id"]
+            .as_str()
+            .unwrap()
+            .starts_with('@')
+    );
+    assert!(session["active_pane_id"].as_str().unwrap().starts_with('%'));
+    assert_eq!(session["windows"], 1);
+    assert!(session["created"].as_u64().unwrap() > 1_600_000_000);
+
+    err_kind(
+        &client,
+        "list_sessions",
+        json!({"filters": {"nmae": "x"}}),
+        "invalid_arguments",
+        "nmae",
+    )
+    .await;
+    err_kind(
+        &client,
+        "list_sessions",
+        json!({"filters": {"name": ""}}),
+        "invalid_arguments",
+        "filters.name",
+    )
+    .await;
+    err_kind(
+        &client,
+        "list_sessions",
+        json!({"filters": "not json"}),
+        "invalid_arguments",
+        "JSON",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_session_info_by_name_id_or_contained_pane_and_hidden_is_missing() {
+    let tmux = TestTmux::start();
+    tmux.ok(&["new-window", "-d", "-t", "main", "-n", "second"]);
+    tmux.ok(&["new-session", "-d", "-s", "ci-x"]);
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = stateless(&gateway, &gateway.token).await;
+
+    let by_name = ok(&client, "get_session_info", json!({"target": "main"})).await;
+    assert_eq!(by_name["server"], "work");
+    assert_eq!(by_name["session"]["name"], "main");
+    let windows: Vec<_> = by_name["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(windows.len(), 2);
+    assert_eq!(windows[1], "second");
+    let id = by_name["session"]["id"].as_str().unwrap().to_owned();
+    let by_id = ok(&client, "get_session_info", json!({"target": id})).await;
+    assert_eq!(by_id["session"]["name"], "main");
+    let pane = tmux.pane_id("main:1").to_string();
+    let by_pane = ok(&client, "get_session_info", json!({"target": pane})).await;
+    assert_eq!(by_pane["session"]["id"], id.as_str());
+
+    err_kind(
+        &client,
+        "get_session_info",
+        json!({"target": "main:1"}),
+        "invalid_arguments",
+        "main:1",
+    )
+    .await;
+    err_kind(
+        &client,
+        "get_session_info",
+        json!({}),
+        "invalid_arguments",
+        "target",
+    )
+    .await;
+    let missing = err(&client, "get_session_info", json!({"target": "nosuch"})).await;
+    assert_eq!(missing["kind"], "not_found");
+
+    // Limited to ci-*: `main` looks exactly like a session that does not exist.
+    let ci = admin_limited_to(&gateway, "ci", &["ci-*"]);
+    let limited = legacy(&gateway, &ci).await;
+    let hidden = err(&limited, "get_session_info", json!({"target": "main"})).await;
+    let missing = err(&limited, "get_session_info", json!({"target": "nosuch"})).await;
+    assert_eq!(hidden["kind"], "not_found");
+    assert_eq!(
+        hidden["message"].as_str().unwrap().replace("main", "X"),
+        missing["message"].as_str().unwrap().replace("nosuch", "X")
+    );
+    let hidden_pane = err(&limited, "get_session_info", json!({"target": pane})).await;
+    assert_eq!(hidden_pane["kind"], "not_found");
+    ok(&limited, "get_session_info", json!({"target": "ci-x"})).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_session_is_detached_tagged_and_configured() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = legacy(&gateway, &gateway.token).await;
+    let dir = tempfile::tempdir().unwrap();
+    let dir_path = std::fs::canonicalize(dir.path()).unwrap();
+
+    let created = ok(
+        &client,
+        "create_session",
+        json!({
+            "name": "build-1",
+            "window_name": "edit; it",
+            "start_directory": dir_path.to_str().unwrap(),
+            "width": 90,
+            "height": 20,
+            "environment": {"GREETING": "hello #{world};", "EMPTY": ""},
+        }),
+    )
+    .await;
+    assert_eq!(created["started_server"], false);
+    let session = &created["session"];
+    assert_eq!(session["name"], "build-1");
+    assert_eq!(session["created_by_you"], true);
+    assert_eq!(session["attached_clients"], 0);
+    let pane = session["active_pane_id"].as_str().unwrap().to_owned();
+
+    assert_eq!(
+        tmux.ok(&["show-options", "-v", "-t", "build-1", "@muxgate_owner"])
+            .trim(),
+        "test"
+    );
+    assert_eq!(
+        tmux.ok(&[
+            "list-windows",
+            "-t",
+            "build-1",
+            "-F",
+            "#{window_name} #{window_width}x#{window_height}"
+        ])
+        .trim(),
+        "edit; it 90x20"
+    );
+    assert_eq!(
+        tmux.ok(&["show-environment", "-t", "build-1", "GREETING"])
+            .trim(),
+        "GREETING=hello #{world};"
+    );
+    let cwd = tmux.ok(&["display-message", "-p", "-t", &pane, "#{pane_current_path}"]);
+    assert_eq!(cwd.trim(), dir_path.to_str().unwrap());
+    // Nobody was attached or switched: the only clients are the gateway's control clients.
+    let clients = tmux.ok(&["list-clients", "-F", "#{client_termname}"]);
+    assert!(
+        clients.lines().all(|t| t.starts_with("muxgate-")),
+        "{clients}"
+    );
+
+    // The environment may come as a JSON string.
+    ok(
+        &client,
+        "create_session",
+        json!({"name": "json-env", "environment": "{\"A\": \"1\"}"}),
+    )
+    .await;
+    assert_eq!(
+        tmux.ok(&["show-environment", "-t", "json-env", "A"]).trim(),
+        "A=1"
+    );
+
+    // A taken name is a conflict, and the existing session is not re-tagged.
+    tmux.ok(&["new-session", "-d", "-s", "human"]);
+    let taken = err(&client, "create_session", json!({"name": "human"})).await;
+    assert_eq!(taken["kind"], "conflict", "{taken}");
+    let owner = tmux.tmux(&["show-options", "-v", "-t", "human", "@muxgate_owner"]);
+    assert!(
+        String::from_utf8_lossy(&owner.stdout).trim().is_empty(),
+        "a failed create tagged someone else's session"
+    );
+
+    for (args, needle) in [
+        (json!({"name": "a.b"}), "session name"),
+        (json!({"name": "x", "width": 0}), "width"),
+        (json!({"name": "x", "height": 10_001}), "height"),
+        (
+            json!({"name": "x", "start_directory": "relative"}),
+            "absolute",
+        ),
+        (
+            json!({"name": "x", "start_directory": "/nonexistent/dir"}),
+            "existing",
+        ),
+        (
+            json!({"name": "x", "window_name": "#{pane_id}"}),
+            "window_name",
+        ),
+        (
+            json!({"name": "x", "environment": {"BAD-NAME": "1"}}),
+            "BAD-NAME",
+        ),
+        (
+            json!({"name": "x", "environment": {"A": "nul\u{0}"}}),
+            "NUL",
+        ),
+        (json!({"name": "x", "attach": true}), "attach"),
+        (json!({}), "name"),
+    ] {
+        err_kind(&client, "create_session", args, "invalid_arguments", needle).await;
+    }
+    let sessions = tmux.ok(&["list-sessions", "-F", "#{session_name}"]);
+    assert!(
+        !sessions.lines().any(|name| name == "x"),
+        "a refused create created something: {sessions}"
+    );
+
+    // Policy: a client limited to ci-* may only create ci-* sessions.
+    let ci = admin_limited_to(&gateway, "ci", &["ci-*"]);
+    let limited = legacy(&gateway, &ci).await;
+    err_kind(
+        &limited,
+        "create_session",
+        json!({"name": "prod"}),
+        "forbidden",
+        "prod",
+    )
+    .await;
+    ok(&limited, "create_session", json!({"name": "ci-ok"})).await;
+
+    // In own-sessions mode, what a client creates stays visible to it, and only to it.
+    let own = token(&gateway, "agent-a", &["mux:write"], None, true);
+    let own_client = legacy(&gateway, &own).await;
+    ok(
+        &own_client,
+        "create_session",
+        json!({"name": "agent-a-work"}),
+    )
+    .await;
+    let seen = ok(&own_client, "list_sessions", json!({})).await;
+    assert_eq!(names(&seen), ["agent-a-work"]);
+    let other = token(&gateway, "agent-b", &["mux:write"], None, true);
+    let other_client = legacy(&gateway, &other).await;
+    let seen = ok(&other_client, "list_sessions", json!({})).await;
+    assert!(names(&seen).is_empty(), "{seen}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_session_starts_a_server_that_is_not_running() {
+    let socket = unique_socket_name();
+    let gateway = spawn_gateway(config_with_server("fresh", &socket, true)).await;
+    let client = legacy(&gateway, &gateway.token).await;
+    // Dropped at the end: kills the server this test starts.
+    let mut tmux = TestTmux {
+        socket: socket.clone(),
+        socket_path: std::path::PathBuf::new(),
+    };
+
+    let before = err(&client, "list_sessions", json!({})).await;
+    assert_eq!(before["kind"], "unavailable", "{before}");
+    let created = ok(
+        &client,
+        "create_session",
+        json!({
+            "name": "first",
+            "window_name": "w;",
+            "environment": {"ENDS": "semi;", "ESC": "back\\;"},
+        }),
+    )
+    .await;
+    assert_eq!(created["started_server"], true);
+    tmux.socket_path = tmux
+        .ok(&["display-message", "-p", "#{socket_path}"])
+        .trim()
+        .into();
+    assert_eq!(created["session"]["name"], "first");
+    assert!(created["session"]["id"].as_str().unwrap().starts_with('$'));
+
+    // The engine reaches the new server right away.
+    let listed = ok(&client, "list_sessions", json!({})).await;
+    assert_eq!(names(&listed), ["first"]);
+    assert_eq!(listed["sessions"][0]["created_by_you"], true);
+    assert_eq!(
+        tmux.ok(&["show-options", "-v", "-t", "first", "@muxgate_owner"])
+            .trim(),
+        "test"
+    );
+    // Values ending in `;` survive tmux's argv parsing.
+    assert_eq!(
+        tmux.ok(&["list-windows", "-t", "first", "-F", "#{window_name}"])
+            .trim(),
+        "w;"
+    );
+    assert_eq!(
+        tmux.ok(&["show-environment", "-t", "first", "ENDS"]).trim(),
+        "ENDS=semi;"
+    );
+    assert_eq!(
+        tmux.ok(&["show-environment", "-t", "first", "ESC"]).trim(),
+        "ESC=back\\;"
+    );
+    // The server's environment holds only what a shell needs, nothing of the gateway's.
+    let global = tmux.ok(&["show-environment", "-g"]);
+    assert!(global.lines().any(|l| l.starts_with("PATH=")), "{global}");
+    assert!(
+        !global.contains("CARGO_MANIFEST_DIR"),
+        "the gateway's environment leaked into the new server: {global}"
+    );
+    // A second session goes through the engine.
+    let second = ok(&client, "create_session", json!({"name": "second"})).await;
+    assert_eq!(second["started_server"], false);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_and_rename_sessions() {
+    let tmux = TestTmux::start();
+    tmux.ok(&["new-session", "-d", "-s", "doomed"]);
+    tmux.ok(&["new-session", "-d", "-s", "ci-a"]);
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = legacy(&gateway, &gateway.token).await;
+
+    let renamed = ok(
+        &client,
+        "rename_session",
+        json!({"target": "doomed", "new_name": "renamed"}),
+    )
+    .await;
+    assert_eq!(renamed["old_name"], "doomed");
+    assert_eq!(renamed["new_name"], "renamed");
+    let id = renamed["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        tmux.ok(&["display-message", "-p", "-t", &id, "#{session_name}"])
+            .trim(),
+        "renamed"
+    );
+    err_kind(
+        &client,
+        "rename_session",
+        json!({"target": "renamed", "new_name": "main"}),
+        "conflict",
+        "main",
+    )
+    .await;
+    err_kind(
+        &client,
+        "rename_session",
+        json!({"target": "renamed", "new_name": "bad name"}),
+        "invalid_arguments",
+        "bad name",
+    )
+    .await;
+    err_kind(
+        &client,
+        "rename_session",
+        json!({"target": "@0", "new_name": "x"}),
+        "invalid_arguments",
+        "window",
+    )
+    .await;
+
+    let killed = ok(&client, "kill_session", json!({"target": id})).await;
+    assert_eq!(killed["name"], "renamed");
+    let sessions = tmux.ok(&["list-sessions", "-F", "#{session_name}"]);
+    assert!(!sessions.contains("renamed"), "{sessions}");
+    let pane = tmux.pane_id("main").to_string();
+    err_kind(
+        &client,
+        "kill_session",
+        json!({"target": pane}),
+        "invalid_arguments",
+        "pane",
+    )
+    .await;
+    err_kind(
+        &client,
+        "kill_session",
+        json!({"target": "gone"}),
+        "not_found",
+        "gone",
+    )
+    .await;
+
+    // Limited to ci-*: main is hidden (like a missing one), renaming out of the pattern is refused.
+    let ci = admin_limited_to(&gateway, "ci", &["ci-*"]);
+    let limited = legacy(&gateway, &ci).await;
+    err_kind(
+        &limited,
+        "kill_session",
+        json!({"target": "main"}),
+        "not_found",
+        "main",
+    )
+    .await;
+    err_kind(
+        &limited,
+        "rename_session",
+        json!({"target": "main", "new_name": "ci-main"}),
+        "not_found",
+        "main",
+    )
+    .await;
+    err_kind(
+        &limited,
+        "rename_session",
+        json!({"target": "ci-a", "new_name": "prod"}),
+        "forbidden",
+        "prod",
+    )
+    .await;
+    assert!(tmux.ok(&["list-sessions"]).contains("main"));
+    // A read-only token cannot call the destructive tool at all.
+    let reader = token(&gateway, "r", &["mux:read"], None, false);
+    let reader = legacy(&gateway, &reader).await;
+    err_kind(
+        &reader,
+        "kill_session",
+        json!({"target": "main"}),
+        "forbidden",
+        "mux:admin",
+    )
+    .await;
 }

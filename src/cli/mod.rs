@@ -3,10 +3,12 @@
 //! Each command is a thin function over library modules: `serve` ([`serve`]) assembles config,
 //! MCP handler and router; `check-config` loads and summarizes a file; `doctor` runs
 //! [`crate::doctor`]; `tools` prints [`crate::mcp::catalog`]; `token` mints with
-//! [`crate::auth::TokenMinter`]; `audit verify` checks [`crate::audit`] files. Errors here are `anyhow` with
+//! [`crate::auth::TokenMinter`]; `audit verify` checks [`crate::audit`] files; `healthcheck`
+//! ([`healthcheck`]) asks a running gateway's `/healthz` (the container's HEALTHCHECK). Errors here are `anyhow` with
 //! context; the library modules below keep typed errors.
 
 mod check_config;
+mod healthcheck;
 mod serve;
 
 use std::io::IsTerminal as _;
@@ -50,6 +52,21 @@ pub enum Command {
     /// Audit log tools.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Ask a running gateway's /healthz; exit 0 when it answers 200 (for container probes).
+    Healthcheck(HealthcheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HealthcheckArgs {
+    #[command(flatten)]
+    pub config: ConfigArg,
+    /// The URL to ask; default: /healthz on the configured http.bind port, over loopback
+    /// (https when [http.tls] is set; the certificate is not verified, nothing secret is sent).
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// Seconds to wait for the answer.
+    #[arg(long, default_value_t = 3)]
+    pub timeout: u64,
 }
 
 #[derive(Debug, Args)]
@@ -105,10 +122,10 @@ pub struct ServeArgs {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve(args) => {
-            init_logging("info");
-            runtime()?.block_on(serve::run(args))?;
+            serve::run(args)?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Healthcheck(args) => healthcheck::run(&args),
         Command::CheckConfig { file } => {
             let loaded = Config::load(Some(&file), config::process_env()?)?;
             print!("{}", check_config::summary(&loaded));

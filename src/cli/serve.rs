@@ -1,5 +1,8 @@
 //! `muxgate serve`: assemble the gateway from its config and run it until SIGTERM/SIGINT.
 //!
+//! Logging and trace export are set up from the loaded config before the async runtime starts,
+//! and the span exporter is flushed after it has stopped.
+//!
 //! On the embedded default (HS256 without a configured secret) it generates a secret for this
 //! process and prints a ready bearer token and client snippet, so a newcomer can connect at once.
 
@@ -17,15 +20,23 @@ use crate::auth::{AuthConfig, JwtAlgorithm, generate_secret};
 use crate::config::{self, Config};
 use crate::gateway::{Gateway, mint_full_access};
 use crate::http::allowlist::HostPattern;
-use crate::http::{self, shutdown};
+use crate::http::shutdown;
+use crate::telemetry::subscriber;
 
-pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut loaded = Config::load(args.config.config.as_deref(), config::process_env()?)?;
     if let Some(bind) = args.bind {
         loaded.config.http.bind = bind;
     }
-    let ephemeral_secret = ensure_signing_secret(&mut loaded.config.auth);
-    let config = Arc::new(loaded.config);
+    let telemetry = subscriber::init(&loaded.config.log, &loaded.config.otel)?;
+    let served = super::runtime()?.block_on(serve(loaded.config));
+    telemetry.shutdown();
+    served
+}
+
+async fn serve(mut config: Config) -> anyhow::Result<()> {
+    let ephemeral_secret = ensure_signing_secret(&mut config.auth);
+    let config = Arc::new(config);
     warn_if_unreachable_by_host(&config);
 
     let shutdown = CancellationToken::new();
@@ -34,7 +45,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", config.http.bind))?;
     let local_addr = listener.local_addr()?;
-    let mcp_url = mcp_url(local_addr);
+    let mcp_url = mcp_url(local_addr, config.http.tls.is_some());
 
     let gateway = Gateway::build(config.clone(), &mcp_url, shutdown.clone())?;
     let bearer_token = if ephemeral_secret {
@@ -48,17 +59,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         servers: config.tmux.servers.keys().map(|n| n.to_string()).collect(),
     };
     print!("{}", banner.render());
-    tracing::info!(%local_addr, "listening");
+    tracing::info!(%local_addr, tls = config.http.tls.is_some(), "listening");
 
-    let served = http::serve(
-        listener,
-        gateway.app.clone(),
-        shutdown,
-        config.http.shutdown_grace(),
-    )
-    .await;
-    gateway.shutdown().await;
-    served?;
+    gateway.serve(listener).await?;
     tracing::info!("stopped");
     Ok(())
 }
@@ -101,13 +104,14 @@ fn warn_if_unreachable_by_host(config: &Config) {
 }
 
 /// The URL a local client uses: an unspecified bind address is reached over loopback.
-fn mcp_url(local_addr: SocketAddr) -> String {
+fn mcp_url(local_addr: SocketAddr, tls: bool) -> String {
     let ip = match local_addr.ip() {
         IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
         IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
         ip => ip,
     };
-    format!("http://{}/mcp", SocketAddr::new(ip, local_addr.port()))
+    let scheme = if tls { "https" } else { "http" };
+    format!("{scheme}://{}/mcp", SocketAddr::new(ip, local_addr.port()))
 }
 
 /// What `serve` prints once it listens: the endpoint and a client configuration to paste.
@@ -154,13 +158,16 @@ mod tests {
     #[test]
     fn unspecified_bind_addresses_print_as_loopback_urls() {
         assert_eq!(
-            mcp_url("0.0.0.0:8767".parse().unwrap()),
+            mcp_url("0.0.0.0:8767".parse().unwrap(), false),
             "http://127.0.0.1:8767/mcp"
         );
-        assert_eq!(mcp_url("[::]:1".parse().unwrap()), "http://[::1]:1/mcp");
         assert_eq!(
-            mcp_url("192.0.2.5:80".parse().unwrap()),
-            "http://192.0.2.5:80/mcp"
+            mcp_url("[::]:1".parse().unwrap(), false),
+            "http://[::1]:1/mcp"
+        );
+        assert_eq!(
+            mcp_url("192.0.2.5:443".parse().unwrap(), true),
+            "https://192.0.2.5:443/mcp"
         );
     }
 

@@ -33,9 +33,11 @@ use toml::Table;
 use crate::audit::AuditConfig;
 use crate::auth::{AuthConfig, ClientPolicyConfig};
 use crate::http::allowlist::{HostPattern, OriginPattern};
+use crate::http::tls::TlsConfig;
 use crate::limits::LimitsConfig;
 use crate::mux::tmux::EngineSettings;
 pub use crate::mux::tmux::TmuxSocket;
+use crate::telemetry::{LogConfig, MetricsConfig, OtelConfig};
 pub use layers::{EnvError, Origin};
 use layers::{KeyPath, Layered, display_path};
 
@@ -55,6 +57,9 @@ pub struct Config {
     pub clients: BTreeMap<String, ClientPolicyConfig>,
     pub limits: LimitsConfig,
     pub audit: AuditConfig,
+    pub log: LogConfig,
+    pub metrics: MetricsConfig,
+    pub otel: OtelConfig,
 }
 
 /// `[http]`: the listener and what it accepts.
@@ -67,6 +72,9 @@ pub struct HttpConfig {
     pub max_body_bytes: usize,
     pub session_idle_secs: u64,
     pub shutdown_grace_secs: u64,
+    /// `[http.tls]`: serve HTTPS with this certificate and key (plain HTTP without it).
+    #[serde(default)]
+    pub tls: Option<TlsConfig>,
 }
 
 impl HttpConfig {
@@ -383,6 +391,64 @@ impl Config {
         )?;
         if engine.tmux_bin.as_os_str().is_empty() {
             return Err(Violation::at(&["engine", "tmux_bin"], "must not be empty"));
+        }
+        if let Some(tls) = &http.tls {
+            positive(
+                &["http", "tls", "watch_interval_secs"],
+                tls.watch_interval_secs,
+            )?;
+        }
+        self.validate_telemetry()
+    }
+
+    fn validate_telemetry(&self) -> Result<(), Violation> {
+        if let Err(error) = tracing_subscriber::EnvFilter::try_new(&self.log.level) {
+            return Err(Violation {
+                path: vec!["log".into(), "level".into()],
+                message: format!(
+                    "not a valid filter ({error}); e.g. \"info\" or \"muxgate=debug,warn\""
+                ),
+            });
+        }
+        let metrics = &self.metrics;
+        if metrics.bearer_token.is_some() && metrics.bearer_token_file.is_some() {
+            return Err(Violation::at(
+                &["metrics", "bearer_token"],
+                "bearer_token and bearer_token_file are mutually exclusive",
+            ));
+        }
+        if metrics
+            .bearer_token
+            .as_ref()
+            .is_some_and(|t| t.expose().trim().is_empty())
+        {
+            return Err(Violation::at(
+                &["metrics", "bearer_token"],
+                "must not be empty",
+            ));
+        }
+        let otel = &self.otel;
+        if let Some(endpoint) = &otel.endpoint
+            && (!endpoint.starts_with("http://") || endpoint.parse::<http::Uri>().is_err())
+        {
+            return Err(Violation::at(
+                &["otel", "endpoint"],
+                "must be an http:// URL of an OTLP/HTTP receiver, e.g. \"http://127.0.0.1:4318\" \
+                 (export to a local collector; it forwards over TLS if needed)",
+            ));
+        }
+        if !(0.0..=1.0).contains(&otel.sample_ratio) {
+            return Err(Violation::at(
+                &["otel", "sample_ratio"],
+                "must be between 0.0 and 1.0",
+            ));
+        }
+        positive(&["otel", "export_timeout_ms"], otel.export_timeout_ms)?;
+        if otel.service_name.is_empty() {
+            return Err(Violation::at(
+                &["otel", "service_name"],
+                "must not be empty",
+            ));
         }
         Ok(())
     }

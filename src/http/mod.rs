@@ -5,13 +5,18 @@
 //!   [`crate::mcp::McpServer`]. 2025-era clients get sessions (`initialize`, `Mcp-Session-Id`,
 //!   `DELETE`, SSE resumption); 2026-07-28 clients are served statelessly (`server/discover`).
 //! - `/healthz`, `/readyz`: see [`health`].
-//!
+//! - `/metrics`: Prometheus exposition ([`crate::telemetry::exposition`]), unless
+//!   `metrics.enabled` is false.
 //! - `/.well-known/oauth-protected-resource[/mcp]`: RFC 9728 metadata (public).
 //!
-//! Layers on `/mcp`, outermost first: trace → Host/Origin [`guard`] → JWT bearer auth
-//! ([`crate::auth::require_bearer`], puts the `Principal` in the request) → per-client request
-//! rate ([`crate::limits::limit_requests`]) → MCP session ↔ `sub` binding
-//! ([`crate::auth::bind_sessions`]) → body size limit → rmcp.
+//! Every route is counted by status ([`crate::telemetry::http`]). Layers on `/mcp`, outermost
+//! first: trace → in-flight tracking for graceful shutdown ([`shutdown::track_in_flight`]) →
+//! Host/Origin [`guard`] → JWT bearer auth ([`crate::auth::require_bearer`], puts the
+//! `Principal` in the request) → per-client request rate ([`crate::limits::limit_requests`]) →
+//! MCP session ↔ `sub` binding ([`crate::auth::bind_sessions`]) → body size limit → rmcp.
+//!
+//! [`serve`] runs the router on plain TCP or, with `[http.tls]`, on TLS ([`tls`]), and carries
+//! out the shutdown sequence ([`shutdown`]).
 //!
 //! The router is built from explicit [`HttpDeps`], so tests and later layers construct it the
 //! same way `muxgate serve` does.
@@ -20,9 +25,11 @@ pub mod allowlist;
 pub mod guard;
 pub mod health;
 pub mod shutdown;
+pub mod tls;
 
-use std::future::IntoFuture;
+use std::future::{Future, IntoFuture};
 use std::io;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,8 +38,8 @@ use axum::middleware::from_fn_with_state;
 use axum::routing::get;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rustls::ServerConfig;
 use tokio::net::TcpListener;
-use tokio_util::sync::CancellationToken;
 use tower::ServiceBuilder;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::trace::TraceLayer;
@@ -41,8 +48,12 @@ use crate::auth::{Authenticator, ProtectedResource, SessionBindings};
 use crate::config::HttpConfig;
 use crate::limits::Limits;
 use crate::mcp::McpServer;
+use crate::telemetry::Metrics;
+use crate::telemetry::exposition::MetricsEndpoint;
+use crate::telemetry::sessions::CountingSessions;
 use guard::Allowlist;
 use health::ReadinessProbe;
+use shutdown::Shutdown;
 
 /// Everything the router is built from.
 pub struct HttpDeps {
@@ -51,8 +62,16 @@ pub struct HttpDeps {
     pub mcp: McpServer,
     pub readiness: Arc<dyn ReadinessProbe>,
     pub security: Security,
-    /// Cancelled at shutdown; rmcp's sessions and streams end with it.
-    pub shutdown: CancellationToken,
+    pub telemetry: HttpTelemetry,
+    /// The shutdown sequence: in-flight tracking, and rmcp's sessions and streams end with it.
+    pub shutdown: Shutdown,
+}
+
+/// What the router reports to.
+pub struct HttpTelemetry {
+    pub metrics: Arc<Metrics>,
+    /// `/metrics`; `None` when `metrics.enabled` is false.
+    pub endpoint: Option<Arc<MetricsEndpoint>>,
 }
 
 /// The per-request security layers' state.
@@ -70,6 +89,7 @@ pub fn router(deps: HttpDeps) -> Router {
         mcp,
         readiness,
         security,
+        telemetry,
         shutdown,
     } = deps;
     let allowlist = Arc::new(Allowlist {
@@ -78,10 +98,17 @@ pub fn router(deps: HttpDeps) -> Router {
     });
 
     let mcp_routes = Router::new()
-        .route_service("/mcp", mcp_service(&http, mcp, &shutdown))
+        .route_service(
+            "/mcp",
+            mcp_service(&http, mcp, &telemetry.metrics, &shutdown),
+        )
         .layer(
             ServiceBuilder::new()
                 .layer(TraceLayer::new_for_http())
+                .layer(from_fn_with_state(
+                    shutdown.clone(),
+                    shutdown::track_in_flight,
+                ))
                 .layer(from_fn_with_state(allowlist, guard::enforce))
                 .layer(from_fn_with_state(
                     security.authenticator,
@@ -100,50 +127,83 @@ pub fn router(deps: HttpDeps) -> Router {
 
     // Health endpoints are polled by orchestrators: not traced, so a 503 from /readyz while a
     // server is down does not flood the log.
-    Router::new()
+    let mut app = Router::new()
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .with_state(readiness)
         .merge(mcp_routes)
-        .merge(security.resource.router())
+        .merge(security.resource.router());
+    if let Some(endpoint) = telemetry.endpoint {
+        app = app.merge(
+            Router::new()
+                .route("/metrics", get(crate::telemetry::exposition::serve))
+                .with_state(endpoint),
+        );
+    }
+    app.layer(from_fn_with_state(
+        telemetry.metrics,
+        crate::telemetry::http::count_requests,
+    ))
 }
 
 /// rmcp's Streamable HTTP service for `/mcp`.
 fn mcp_service(
     http: &HttpConfig,
     mcp: McpServer,
-    shutdown: &CancellationToken,
-) -> StreamableHttpService<McpServer, LocalSessionManager> {
-    let mut sessions = LocalSessionManager::default();
-    sessions.session_config.keep_alive = Some(http.session_idle());
+    metrics: &Metrics,
+    shutdown: &Shutdown,
+) -> StreamableHttpService<McpServer, CountingSessions> {
+    let mut local = LocalSessionManager::default();
+    local.session_config.keep_alive = Some(http.session_idle());
+    let sessions = CountingSessions::new(local, metrics.sessions_gauge());
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(true)
         // The guard layer checks Host and Origin before authentication; one matcher only.
         .disable_allowed_hosts()
         .disable_allowed_origins()
         .with_max_request_body_bytes(http.max_body_bytes)
-        .with_cancellation_token(shutdown.child_token());
+        .with_cancellation_token(shutdown.streams_token());
     StreamableHttpService::new(move || Ok(mcp.clone()), Arc::new(sessions), config)
 }
 
-/// Serves `app` on `listener` until `shutdown` is cancelled, then gives in-flight requests up
-/// to `grace` to finish.
+/// How long connections may take to close once MCP streams have been closed.
+const STREAMS_CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Serves `app` on `listener` (over TLS with `tls`) until shutdown begins, then runs the
+/// shutdown sequence: in-flight requests get up to `grace`, then MCP streams are closed and
+/// the remaining connections get [`STREAMS_CLOSE_TIMEOUT`].
 pub async fn serve(
     listener: TcpListener,
     app: Router,
-    shutdown: CancellationToken,
+    tls: Option<Arc<ServerConfig>>,
+    shutdown: &Shutdown,
     grace: Duration,
 ) -> io::Result<()> {
-    let server = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown.clone().cancelled_owned())
-        .into_future();
+    let stop_accepting = shutdown.begin().clone().cancelled_owned();
+    let mut server: Pin<Box<dyn Future<Output = io::Result<()>> + Send>> = match tls {
+        None => Box::pin(
+            axum::serve(listener, app)
+                .with_graceful_shutdown(stop_accepting)
+                .into_future(),
+        ),
+        Some(config) => Box::pin(
+            axum::serve(tls::TlsListener::new(listener, config)?, app)
+                .with_graceful_shutdown(stop_accepting)
+                .into_future(),
+        ),
+    };
     tokio::select! {
-        result = server => result,
-        () = async {
-            shutdown.cancelled().await;
-            tokio::time::sleep(grace).await;
-        } => {
-            tracing::warn!(?grace, "requests still open after the shutdown grace period; exiting");
+        result = &mut server => return result,
+        () = shutdown.begin().cancelled() => {}
+    }
+    tokio::select! {
+        result = &mut server => return result,
+        _ = shutdown.drain(grace) => {}
+    }
+    match tokio::time::timeout(STREAMS_CLOSE_TIMEOUT, server).await {
+        Ok(result) => result,
+        Err(_) => {
+            tracing::warn!("connections still open after MCP streams were closed; exiting");
             Ok(())
         }
     }

@@ -157,8 +157,12 @@ impl TmuxAccess<'_> {
             .opt("-F", row_format(&fields))
             .build()
             .map_err(|e| ToolError::invalid_arguments(e.to_string(), "remove NUL bytes"))?;
-        let hint = list_hint(target);
-        let rows = self.run(command, hint).await?;
+        // tmux's own "can't find …" is replaced by the same message a hidden target gets, so
+        // the two cannot be told apart.
+        let rows = self
+            .run(command, list_hint(target))
+            .await
+            .map_err(|e| missing_as_not_found(e, target))?;
         let rows: Vec<Vec<String>> = rows
             .iter()
             .filter_map(|r| split_row(r, fields.len()))
@@ -232,7 +236,18 @@ pub fn list_hint(target: &Target) -> &'static str {
     }
 }
 
-fn not_found(target: &Target) -> ToolError {
+/// A not-found error from tmux, reworded as [`not_found`] for `target` (other errors pass).
+pub fn missing_as_not_found(error: ToolError, target: &Target) -> ToolError {
+    if error.kind == ToolErrorKind::NotFound {
+        not_found(target)
+    } else {
+        error
+    }
+}
+
+/// The error for a target that does not exist or that the caller may not see (they read
+/// the same).
+pub fn not_found(target: &Target) -> ToolError {
     ToolError::not_found(
         format!("no {} {target} on this server", target.kind()),
         list_hint(target),

@@ -1,20 +1,28 @@
 //! What happens around every tool call, whatever the tool: who is calling, whether their scopes
 //! allow the tool's tier, whether they are within their tool-call rate, and the audit record
-//! afterwards. The tools themselves only check targets (which server, which session).
+//! and tool-call metric afterwards. The tools themselves only check targets (which server,
+//! which session).
+//!
+//! Long-running tools (waits) also end when the gateway shuts down: they run their wait through
+//! [`McpState::until_shutdown`], which answers with an `unavailable` error saying so. The span,
+//! duration and log line of each request are [`crate::telemetry::mcp`]'s.
 //!
 //! Denials are `isError` results naming the missing scope or the limit (one rule for every
 //! tool, documented in the README): `tools/list` already hides what a caller may not call, so a
 //! denied call is a model's mistake it can read and correct, not a transport failure.
 
+use std::future::Future;
 use std::time::Instant;
 
 use rmcp::RoleServer;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, Tool};
 use rmcp::service::RequestContext;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
+use super::McpState;
 use super::error::{ToolError, ToolErrorKind};
-use crate::audit::{AuditLog, Outcome, ToolCall};
+use crate::audit::{Outcome, ToolCall};
 use crate::auth::{Principal, Tier, can_call};
 use crate::limits::Limits;
 use crate::mux::tmux::Caller;
@@ -91,9 +99,10 @@ pub fn visible(principal: &Principal, tool: &Tool) -> bool {
     can_call(principal, super::catalog::tier_of(tool)).is_ok()
 }
 
-/// Writes the audit record of a finished call.
+/// Writes the audit record of a finished call and counts it. `request.name` is a catalog name
+/// (unknown tools are refused before this).
 pub fn record(
-    audit: &AuditLog,
+    state: &McpState,
     call: &CallContext,
     request: &CallToolRequestParams,
     started: Instant,
@@ -114,7 +123,8 @@ pub fn record(
         _ => error_kind,
     };
     let targets = targets_of(&args);
-    audit.record(ToolCall {
+    state.metrics.record_tool_call(&request.name, outcome);
+    state.audit.record(ToolCall {
         sub: call.sub(),
         mcp_session: call.mcp_session.as_deref(),
         tool: &request.name,
@@ -125,6 +135,44 @@ pub fn record(
         error_kind: outcome_kind,
         args: &args,
     });
+}
+
+impl McpState {
+    /// Runs a tool's long-running part (a wait for output, a channel, a command's end) until it
+    /// ends or the gateway begins shutting down. On shutdown the wait is dropped and the tool
+    /// answers with the `unavailable` error this returns; in-flight calls then finish within
+    /// `http.shutdown_grace_secs`.
+    ///
+    /// ```ignore
+    /// let outcome = self.state().until_shutdown(wait_for_match(stream, deadline)).await?;
+    /// ```
+    pub async fn until_shutdown<T>(
+        &self,
+        work: impl Future<Output = Result<T, ToolError>>,
+    ) -> Result<T, ToolError> {
+        until_cancelled(&self.shutdown, work).await
+    }
+}
+
+/// `work`, or the shutdown error once `shutdown` is cancelled.
+async fn until_cancelled<T>(
+    shutdown: &CancellationToken,
+    work: impl Future<Output = Result<T, ToolError>>,
+) -> Result<T, ToolError> {
+    tokio::select! {
+        biased;
+        () = shutdown.cancelled() => Err(shutting_down()),
+        result = work => result,
+    }
+}
+
+/// The result of a wait cut short by shutdown.
+pub fn shutting_down() -> ToolError {
+    ToolError::new(
+        ToolErrorKind::Unavailable,
+        "muxgate is shutting down; the wait was cancelled before it finished",
+        "retry once the gateway is back; the pane itself was not changed by the cancellation",
+    )
 }
 
 /// The stable error kind of an `isError` result built from a [`ToolError`].
@@ -175,6 +223,32 @@ mod tests {
         });
         assert_eq!(targets_of(&args), ["%1", "%2", "%3"]);
         assert!(targets_of(&json!("not an object")).is_empty());
+    }
+
+    #[tokio::test]
+    async fn waits_end_with_a_clear_error_when_shutdown_begins() {
+        let shutdown = CancellationToken::new();
+        let quick = until_cancelled(&shutdown, async { Ok::<_, ToolError>(7) }).await;
+        assert_eq!(quick.unwrap(), 7);
+        let wait = tokio::spawn({
+            let shutdown = shutdown.clone();
+            async move {
+                until_cancelled(&shutdown, std::future::pending::<Result<(), ToolError>>()).await
+            }
+        });
+        shutdown.cancel();
+        let result = tokio::time::timeout(std::time::Duration::from_secs(5), wait)
+            .await
+            .expect("the wait ends at once")
+            .unwrap();
+        let structured = result
+            .unwrap_err()
+            .into_result()
+            .structured_content
+            .unwrap();
+        assert_eq!(structured["error"]["kind"], "unavailable");
+        let message = structured["error"]["message"].as_str().unwrap();
+        assert!(message.contains("shutting down"), "{message}");
     }
 
     #[test]

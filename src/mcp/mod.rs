@@ -2,16 +2,24 @@
 //!
 //! [`McpServer`] is rmcp's `ServerHandler`. The HTTP layer builds one per MCP session (or per
 //! request for stateless clients) by cloning a prototype, so it is a cheap handle around shared
-//! state. It declares only the capabilities it serves (tools) and refuses the other methods,
-//! which rmcp would otherwise answer with empty lists.
+//! state. It declares only the capabilities it serves (tools, resources, prompts) and refuses
+//! the other methods (completion), which rmcp would otherwise answer with empty results.
 //!
 //! - [`tools`]: the tool groups and the combined router;
-//! - [`call`]: what happens around every call (scope check, rate limit, audit);
+//! - [`resources`]: the `tmux://` resources, read through the same access rules as tools;
+//! - [`prompts`]: recipes naming the tools to call for common jobs;
+//! - [`call`]: what happens around every call (scope check, rate limit, audit, metrics) and
+//!   how long-running tools end at shutdown ([`McpState::until_shutdown`]);
 //! - [`access`]: how a tool reaches tmux for a caller (server choice, target ACL, errors);
 //! - [`self_guard`]: destructive tools never take down the tmux object the gateway runs in;
 //! - [`error`]: [`ToolError`], the `isError` result a model can act on;
 //! - [`args`]: helpers for tool input structs;
+//! - [`filter`]: Django-style filters applied to listing rows;
+//! - [`pane_ops`]: pane operations (listing, input, capture) reused by several tools;
 //! - [`catalog`]: the catalog as data (tiers) and as Markdown (`muxgate tools`).
+//!
+//! Every request the handler serves is observed (span, duration histogram, log line) by
+//! [`crate::telemetry::mcp`].
 //!
 //! Not here: transport and authentication (see [`crate::http`], [`crate::auth`]: the HTTP layers
 //! put the caller's `Principal` into every request), the multiplexer itself ([`crate::mux`]).
@@ -21,6 +29,10 @@ pub mod args;
 pub mod call;
 pub mod catalog;
 pub mod error;
+pub mod filter;
+pub mod pane_ops;
+pub mod prompts;
+pub mod resources;
 pub mod self_guard;
 pub mod tools;
 
@@ -30,18 +42,22 @@ use std::time::Instant;
 use rmcp::handler::server::tool::{ToolCallContext, ToolRouter};
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestMethod,
-    CompleteRequestParams, CompleteResult, Implementation, ListPromptsRequestMethod,
-    ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
-    ListResourcesRequestMethod, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ResultType, ServerCapabilities, ServerConfig, Tool,
+    CompleteRequestParams, CompleteResult, DiscoverResult, GetPromptRequestParams,
+    GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ResultType, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
+use tokio_util::sync::CancellationToken;
 
 use crate::audit::AuditLog;
 use crate::config::Config;
 use crate::limits::Limits;
 use crate::mux::tmux::TmuxEngine;
+use crate::telemetry::Metrics;
+use crate::telemetry::mcp::{RequestObserver, ToolName, is_tool_error};
 pub use call::CallContext;
 pub use error::{ToolError, ToolErrorKind};
 
@@ -62,6 +78,10 @@ pub struct McpState {
     pub audit: Arc<AuditLog>,
     /// Where the gateway itself runs, when inside tmux (see [`self_guard`]).
     pub self_location: Option<self_guard::SelfLocation>,
+    pub metrics: Arc<Metrics>,
+    /// Cancelled when the gateway begins shutting down; waits end on it (see
+    /// [`McpState::until_shutdown`]).
+    pub shutdown: CancellationToken,
 }
 
 /// The rmcp `ServerHandler` for muxgate. Cloning is cheap (one `Arc`).
@@ -88,14 +108,22 @@ impl McpServer {
     pub fn state(&self) -> &McpState {
         &self.inner.state
     }
-}
 
-impl ServerHandler for McpServer {
-    fn get_info(&self) -> ServerConfig {
-        server_config()
+    /// Starts observing one request (span, duration, log line).
+    fn observe(
+        &self,
+        method: &'static str,
+        tool: Option<&str>,
+        context: &RequestContext<RoleServer>,
+    ) -> RequestObserver {
+        let tool = tool.map(|name| ToolName {
+            name,
+            known: self.inner.tools.get(name).is_some(),
+        });
+        RequestObserver::start(&self.state().metrics, method, tool, context)
     }
 
-    async fn call_tool(
+    async fn run_call_tool(
         &self,
         request: CallToolRequestParams,
         mut context: RequestContext<RoleServer>,
@@ -112,19 +140,18 @@ impl ServerHandler for McpServer {
         };
         let state = self.state();
         if let Err((error, outcome)) = call::admit(&caller, catalog::tier_of(tool), &state.limits) {
-            call::record(&state.audit, &caller, &request, started, Err(outcome));
+            call::record(state, &caller, &request, started, Err(outcome));
             return Ok(error.into_result().into());
         }
         context.extensions.insert(caller.clone());
         let call = ToolCallContext::new(self, request.clone(), context);
         let response = error::normalize_argument_error(self.inner.tools.call(call).await?);
-        call::record(&state.audit, &caller, &request, started, Ok(&response));
+        call::record(state, &caller, &request, started, Ok(&response));
         Ok(response)
     }
 
-    async fn list_tools(
+    async fn run_list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let caller = authenticated(&context)?;
@@ -148,45 +175,154 @@ impl ServerHandler for McpServer {
             cache_scope: cache_hints.then_some(CacheScope::Private),
         })
     }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        server_config()
+    }
+
+    // Every method below is wrapped in `observe`; a method added here should be too.
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        let observer = self.observe("initialize", None, &context);
+        // rmcp's default `initialize`, observed.
+        context.peer.set_peer_info(request.clone());
+        let answer = self.negotiate_initialize(&request);
+        observer.run(async { answer }, |_| false).await
+    }
+
+    async fn discover(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        let observer = self.observe("server/discover", None, &context);
+        // rmcp's default `discover`, observed.
+        let answer = DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        );
+        observer.run(async { Ok(answer) }, |_| false).await
+    }
+
+    async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        let observer = self.observe("ping", None, &context);
+        observer.run(async { Ok(()) }, |_| false).await
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let observer = self.observe("tools/call", Some(&request.name), &context);
+        observer
+            .run(self.run_call_tool(request, context), is_tool_error)
+            .await
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let observer = self.observe("tools/list", None, &context);
+        observer.run(self.run_list_tools(context), |_| false).await
+    }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         self.inner.tools.get(name).cloned()
     }
 
-    // Capabilities not declared in `get_info` are refused rather than answered empty.
-
-    async fn list_prompts(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListPromptsResult, ErrorData> {
-        Err(ErrorData::method_not_found::<ListPromptsRequestMethod>())
-    }
-
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Err(ErrorData::method_not_found::<ListResourcesRequestMethod>())
+        let observer = self.observe("resources/list", None, &context);
+        let answer = async {
+            let caller = authenticated(&context)?;
+            let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
+            let result = self.list_resources_for(&caller, cursor).await?;
+            Ok(with_cache_hints(&context, result, |r, ttl, scope| {
+                r.ttl_ms = ttl;
+                r.cache_scope = scope;
+            }))
+        };
+        observer.run(answer, |_| false).await
     }
 
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Err(ErrorData::method_not_found::<
-            ListResourceTemplatesRequestMethod,
-        >())
+        let observer = self.observe("resources/templates/list", None, &context);
+        let answer = async {
+            authenticated(&context)?;
+            Ok(self.resource_templates())
+        };
+        observer.run(answer, |_| false).await
     }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let observer = self.observe("resources/read", None, &context);
+        let answer = async {
+            let caller = authenticated(&context)?;
+            let result = self.read_resource_for(&caller, &request.uri).await?;
+            Ok(with_cache_hints(&context, result, |r, ttl, scope| {
+                r.ttl_ms = ttl;
+                r.cache_scope = scope;
+            })
+            .into())
+        };
+        observer.run(answer, |_| false).await
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let observer = self.observe("prompts/list", None, &context);
+        let answer = async {
+            authenticated(&context)?;
+            Ok(ListPromptsResult::with_all_items(prompts::list()))
+        };
+        observer.run(answer, |_| false).await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let observer = self.observe("prompts/get", None, &context);
+        let answer = async {
+            authenticated(&context)?;
+            Ok(prompts::get(&request.name, request.arguments.as_ref())?.into())
+        };
+        observer.run(answer, |_| false).await
+    }
+
+    // Capabilities not declared in `get_info` are refused rather than answered empty.
 
     async fn complete(
         &self,
         _request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        Err(ErrorData::method_not_found::<CompleteRequestMethod>())
+        let observer = self.observe("completion/complete", None, &context);
+        let refusal = Err(ErrorData::method_not_found::<CompleteRequestMethod>());
+        observer.run(async { refusal }, |_| false).await
     }
 }
 
@@ -198,13 +334,35 @@ fn authenticated(context: &RequestContext<RoleServer>) -> Result<CallContext, Er
     })
 }
 
-/// What muxgate declares at `initialize` and `server/discover`: tools only.
+/// For 2026-07-28 clients: results that depend on the caller and on tmux's changing state must
+/// not be cached or shared (`ttlMs` 0, private). Older clients get no cache fields.
+fn with_cache_hints<T>(
+    context: &RequestContext<RoleServer>,
+    mut result: T,
+    set: impl FnOnce(&mut T, Option<u64>, Option<CacheScope>),
+) -> T {
+    let hints = context
+        .protocol_version()
+        .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+    if hints {
+        set(&mut result, Some(0), Some(CacheScope::Private));
+    }
+    result
+}
+
+/// What muxgate declares at `initialize` and `server/discover`: tools, resources and prompts.
 pub fn server_config() -> ServerConfig {
-    ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-        .with_server_info(
-            Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"))
-                .with_title("muxgate")
-                .with_description("MCP gateway to terminal multiplexers (tmux)"),
-        )
-        .with_instructions(INSTRUCTIONS)
+    ServerConfig::new(
+        ServerCapabilities::builder()
+            .enable_prompts()
+            .enable_resources()
+            .enable_tools()
+            .build(),
+    )
+    .with_server_info(
+        Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"))
+            .with_title("muxgate")
+            .with_description("MCP gateway to terminal multiplexers (tmux)"),
+    )
+    .with_instructions(INSTRUCTIONS)
 }

@@ -4,6 +4,11 @@
 //! Each test binary uses a subset of these helpers.
 #![allow(dead_code)]
 
+pub mod calls;
+pub mod human;
+pub mod mcp_client;
+pub mod pty;
+pub mod serve;
 pub mod tmux;
 pub mod tools;
 
@@ -15,7 +20,6 @@ use muxgate::auth::config::SecretString;
 use muxgate::auth::{MintRequest, TokenMinter};
 use muxgate::config::Config;
 use muxgate::gateway::{Gateway, mint_full_access};
-use muxgate::http;
 use muxgate::mux::tmux::TmuxEngine;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -113,15 +117,8 @@ pub async fn spawn_gateway(mut config: Config) -> TestGateway {
     let mcp_url = format!("http://{addr}/mcp");
     let gateway =
         Gateway::build(config.clone(), &mcp_url, shutdown.clone()).expect("assemble the gateway");
-    let app = gateway.app.clone();
     let engine = gateway.engine.clone();
-    let grace = config.http.shutdown_grace();
-    let serve_shutdown = shutdown.clone();
-    let task = tokio::spawn(async move {
-        let served = http::serve(listener, app, serve_shutdown, grace).await;
-        gateway.shutdown().await;
-        served
-    });
+    let task = tokio::spawn(gateway.serve(listener));
     let token = mint_full_access(&config, "test", Duration::from_secs(3600)).expect("mint");
     TestGateway {
         addr,

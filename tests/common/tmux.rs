@@ -90,6 +90,41 @@ impl TestTmux {
             .expect("a pane id")
     }
 
+    /// Makes pane `target` record the next `len` bytes of its input into `out`, raw (no echo,
+    /// no line editing, no signals), and returns the pane's id once it is ready. With
+    /// `bracketed` the recorder first asks for bracketed paste.
+    pub async fn record_input(
+        &self,
+        target: &str,
+        out: &Path,
+        len: usize,
+        bracketed: bool,
+    ) -> String {
+        let enable = if bracketed {
+            "printf '\\033[?2004h'; "
+        } else {
+            ""
+        };
+        let script = format!(
+            "{enable}stty raw -echo; printf 'rec''ording'; head -c {len} > '{}'; sleep 600",
+            out.display()
+        );
+        self.ok(&["respawn-pane", "-k", "-t", target, &script]);
+        let pane = self
+            .ok(&["display-message", "-p", "-t", target, "#{pane_id}"])
+            .trim()
+            .to_owned();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !self
+            .ok(&["capture-pane", "-p", "-t", &pane])
+            .contains("recording")
+        {
+            assert!(Instant::now() < deadline, "the recorder did not start");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        pane
+    }
+
     /// The muxgate control clients attached right now (`pid term` lines).
     pub fn muxgate_clients(&self) -> Vec<String> {
         let out = self.tmux(&["list-clients", "-F", "#{client_pid} #{client_termname}"]);

@@ -6,11 +6,22 @@
 //! output `Result<Json<T>, ToolError>`, all four annotation hints set explicitly, and a
 //! description whose first line is a one-line summary (it is what `muxgate tools` prints).
 
+pub mod buffer;
+pub mod copy_mode;
+pub mod hook;
+pub mod input;
+pub mod option;
+pub mod pane;
+pub mod pane_lifecycle;
+pub mod pipe;
 pub mod run;
+pub mod search;
 pub mod server;
 pub mod session;
+mod support;
 pub mod wait;
 pub mod watch;
+pub mod window;
 
 use rmcp::handler::server::tool::ToolRouter;
 
@@ -20,6 +31,16 @@ use super::McpServer;
 pub(crate) fn router() -> ToolRouter<McpServer> {
     McpServer::server_tools()
         + McpServer::session_tools()
+        + McpServer::window_tools()
+        + McpServer::option_tools()
+        + McpServer::hook_tools()
+        + McpServer::pane_tools()
+        + McpServer::pane_lifecycle_tools()
+        + McpServer::copy_mode_tools()
+        + McpServer::pipe_tools()
+        + McpServer::search_tools()
+        + McpServer::input_tools()
+        + McpServer::buffer_tools()
         + McpServer::wait_tools()
         + McpServer::run_tools()
 }

@@ -1,13 +1,31 @@
-//! Tools that act on the gateway's tmux servers as a whole.
+//! Tools that act on the gateway's tmux servers as a whole: which exist, their state, and
+//! killing one.
 
+use std::time::Duration;
+
+use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::session::{list_sessions_command, visible_sessions};
+use super::support::{build, require_every_session};
+use crate::auth::check_server;
 use crate::config::{TmuxServer, TmuxSocket};
 use crate::mcp::McpServer;
+use crate::mcp::access::engine_error;
+use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
+use crate::mcp::self_guard::Kill;
+use crate::mux::tmux::format::{row_format, split_row};
+use crate::mux::tmux::{BatchMode, CommandOutcome, ConnectError, EngineError, TmuxCommand};
+
+/// How long list_servers waits for any one server.
+const PROBE_DEADLINE: Duration = Duration::from_secs(1);
+
+/// How long kill_server waits for the killed server to be gone.
+const EXIT_WAIT: Duration = Duration::from_secs(3);
 
 /// `list_servers` takes no arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -16,7 +34,7 @@ pub struct ListServersInput {}
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ListServersOutput {
-    /// Configured servers in name order.
+    /// Configured servers you may use, in name order.
     pub servers: Vec<ServerSummary>,
 }
 
@@ -28,7 +46,7 @@ pub struct ServerSummary {
     pub socket: SocketSummary,
     /// Whether the operator marked this server as allowed to be absent (not running).
     pub allow_absent: bool,
-    /// Always `not_checked`: this listing reports configuration and does not contact tmux.
+    /// What the gateway found when it asked the server just now.
     pub reachability: Reachability,
 }
 
@@ -44,15 +62,39 @@ pub enum SocketSummary {
     Path { path: String },
 }
 
-/// Whether the server's reachability was checked for this answer.
-#[derive(Debug, Serialize, JsonSchema)]
+/// The state of a server when it was asked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Reachability {
-    NotChecked,
+    /// It answered.
+    Running,
+    /// No server runs on the socket (create_session starts one).
+    NotRunning,
+    /// A server runs but has no session to attach to (create_session creates one).
+    NoSessions,
+    /// It could not be asked (permissions, timeout, an unexpected tmux error).
+    Unreachable,
+}
+
+impl Reachability {
+    fn of(result: &Result<(), EngineError>) -> Self {
+        match result {
+            Ok(()) => Self::Running,
+            Err(EngineError::Unavailable {
+                cause: ConnectError::NoServer { .. },
+                ..
+            }) => Self::NotRunning,
+            Err(EngineError::Unavailable {
+                cause: ConnectError::NoSessions { .. },
+                ..
+            }) => Self::NoSessions,
+            Err(_) => Self::Unreachable,
+        }
+    }
 }
 
 impl ServerSummary {
-    fn new(name: &str, server: &TmuxServer) -> Self {
+    fn new(name: &str, server: &TmuxServer, reachability: Reachability) -> Self {
         let socket = match &server.socket {
             TmuxSocket::Default => SocketSummary::Default,
             TmuxSocket::Name(name) => SocketSummary::Name { name: name.clone() },
@@ -64,22 +106,59 @@ impl ServerSummary {
             name: name.to_owned(),
             socket,
             allow_absent: server.allow_absent,
-            reachability: Reachability::NotChecked,
+            reachability,
         }
     }
 }
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ServerInput {
+    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
+    /// only one.
+    #[serde(default)]
+    pub server: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ServerInfo {
+    pub server: String,
+    /// Whether a tmux server answered.
+    pub alive: bool,
+    /// Its state as list_servers reports it.
+    pub reachability: Reachability,
+    /// tmux version (e.g. `3.3a`); absent when not alive.
+    pub version: Option<String>,
+    /// The server's process id; absent when not alive.
+    pub pid: Option<u32>,
+    /// Its socket's path as tmux reports it; absent when not alive.
+    pub socket_path: Option<String>,
+    /// When it started, seconds since the Unix epoch; absent when not alive.
+    pub started: Option<u64>,
+    /// Sessions you may see on it (0 when not alive).
+    pub sessions: u32,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct KillServerOutput {
+    pub server: String,
+    /// Always true: the server was told to exit.
+    pub killed: bool,
+}
+
+const SERVER_FIELDS: [&str; 4] = ["version", "pid", "start_time", "socket_path"];
 
 #[tool_router(router = server_tools, vis = "pub(crate)")]
 impl McpServer {
     #[tool(
         name = "list_servers",
-        description = "List the tmux servers this gateway is configured to drive, by name.\n\n\
+        description = "List the tmux servers this gateway drives for you, by name, and whether each is running.\n\n\
             Every other tool selects a server with its `server` argument, using a name from this \
-            list; socket paths are never passed by clients. Read-only: it reads the gateway's \
-            configuration, does not contact tmux, and changes nothing in any tmux client's view. \
-            `reachability` is `not_checked` for every entry, so a listed server may not be \
-            running; tools that act on it report that. Call it once at the start: its answer \
-            changes only when the operator changes the configuration.",
+            list; socket paths are never passed by clients. Read-only: asks each server one \
+            cheap question (in parallel, at most 1 s each) and changes nothing in any tmux \
+            client's view. `reachability`: running, not_running or no_sessions (create_session \
+            starts it), unreachable. Call it once at the start; get_server_info tells more \
+            about one server.",
         annotations(
             title = "List tmux servers",
             read_only_hint = true,
@@ -88,18 +167,203 @@ impl McpServer {
             open_world_hint = false
         )
     )]
-    fn list_servers(
+    async fn list_servers(
         &self,
+        Extension(call): Extension<CallContext>,
         Parameters(ListServersInput {}): Parameters<ListServersInput>,
     ) -> Result<Json<ListServersOutput>, ToolError> {
-        let servers = self
-            .state()
+        let state = self.state();
+        let caller = call.caller(&state.limits);
+        let probes = state
             .config
             .tmux
             .servers
             .iter()
-            .map(|(name, server)| ServerSummary::new(name.as_str(), server))
-            .collect();
+            .filter(|(name, _)| check_server(&call.principal, name.as_str()).is_ok())
+            .map(|(name, configured)| {
+                let caller = caller.clone();
+                async move {
+                    let reachability = match state.tmux.server(name.as_str()) {
+                        Some(server) => {
+                            let probe =
+                                build(TmuxCommand::new("display-message").flag("-p").arg("ok"))?;
+                            let deadline = tokio::time::Instant::now() + PROBE_DEADLINE;
+                            let result = server
+                                .run_batch(
+                                    &caller,
+                                    vec![probe],
+                                    BatchMode::Independent,
+                                    Some(deadline),
+                                )
+                                .await
+                                .map(|_| ());
+                            Reachability::of(&result)
+                        }
+                        None => Reachability::Unreachable,
+                    };
+                    Ok::<_, ToolError>(ServerSummary::new(name.as_str(), configured, reachability))
+                }
+            });
+        let servers = futures::future::try_join_all(probes).await?;
         Ok(Json(ListServersOutput { servers }))
+    }
+
+    #[tool(
+        name = "get_server_info",
+        description = "Describe one tmux server: running or not, version, process id, socket path, start time, and how many sessions you may see.\n\n\
+            Read-only: two tmux commands in one round trip, no change to any human's view. A \
+            server that is not running is reported with `alive: false` (not an error); \
+            create_session starts it.",
+        annotations(
+            title = "Get server info",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn get_server_info(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<ServerInput>,
+    ) -> Result<Json<ServerInfo>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let about = build(
+            TmuxCommand::new("display-message")
+                .flag("-p")
+                .arg(row_format(&SERVER_FIELDS)),
+        )?;
+        let outcome = tmux
+            .server
+            .run_batch(
+                &tmux.caller,
+                vec![about, list_sessions_command()?],
+                BatchMode::Independent,
+                None,
+            )
+            .await;
+        let mut info = ServerInfo {
+            server: tmux.server_name().to_owned(),
+            alive: false,
+            reachability: Reachability::of(&outcome.as_ref().map(|_| ()).map_err(Clone::clone)),
+            version: None,
+            pid: None,
+            socket_path: None,
+            started: None,
+            sessions: 0,
+        };
+        let outcomes = match outcome {
+            Ok(outcomes) => outcomes,
+            Err(EngineError::Unavailable {
+                cause: ConnectError::NoServer { .. } | ConnectError::NoSessions { .. },
+                ..
+            }) => return Ok(Json(info)),
+            Err(error) => return Err(engine_error(tmux.server_name(), error, "call list_servers")),
+        };
+        if let [CommandOutcome::Ok(about), sessions] = outcomes.as_slice() {
+            let fields = about
+                .first()
+                .and_then(|line| split_row(line, SERVER_FIELDS.len()));
+            if let Some(f) = fields {
+                info.alive = true;
+                info.version = Some(f[0].clone());
+                info.pid = f[1].parse().ok();
+                info.started = f[2].parse().ok();
+                info.socket_path = Some(f[3].clone());
+            }
+            if let CommandOutcome::Ok(rows) = sessions {
+                info.sessions =
+                    u32::try_from(visible_sessions(&tmux, rows).len()).unwrap_or(u32::MAX);
+            }
+        }
+        Ok(Json(info))
+    }
+
+    #[tool(
+        name = "kill_server",
+        description = "Kill a tmux server: every session, window, pane and program on it ends.\n\n\
+            Destructive and irreversible; humans attached to it are disconnected. Refused when \
+            muxgate itself runs on that server, and when your access is limited to some of its \
+            sessions. Afterwards the server is not running: tools on it report that until \
+            create_session starts a new one. To end one session, call kill_session instead.",
+        annotations(
+            title = "Kill server",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn kill_server(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<ServerInput>,
+    ) -> Result<Json<KillServerOutput>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        require_every_session(&tmux, "kill_server")?;
+        if let Some(me) = &self.state().self_location {
+            me.check(&tmux, Kill::Server).await?;
+        }
+        let kill = build(TmuxCommand::new("kill-server"))?;
+        match tmux.server.run(&tmux.caller, kill).await {
+            // The server may close the connection before its reply arrives.
+            Ok(_) | Err(EngineError::ConnectionLost { .. }) => {}
+            Err(error) => return Err(engine_error(tmux.server_name(), error, "call list_servers")),
+        }
+        // tmux exits asynchronously; answer once it is gone, so that the next call (e.g.
+        // create_session) finds no server rather than one that is shutting down.
+        let deadline = tokio::time::Instant::now() + EXIT_WAIT;
+        while tokio::time::Instant::now() < deadline {
+            let probe = build(TmuxCommand::new("display-message").flag("-p").arg("ok"))?;
+            let result = tmux.server.run(&tmux.caller, probe).await.map(|_| ());
+            if matches!(
+                Reachability::of(&result),
+                Reachability::NotRunning | Reachability::NoSessions
+            ) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(Json(KillServerOutput {
+            server: tmux.server_name().to_owned(),
+            killed: true,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reachability_follows_the_engine_error() {
+        let unavailable = |cause| {
+            Err(EngineError::Unavailable {
+                server: "s".into(),
+                cause,
+            })
+        };
+        assert_eq!(Reachability::of(&Ok(())), Reachability::Running);
+        assert_eq!(
+            Reachability::of(&unavailable(ConnectError::NoServer { socket: "x".into() })),
+            Reachability::NotRunning
+        );
+        assert_eq!(
+            Reachability::of(&unavailable(ConnectError::NoSessions {
+                socket: "x".into()
+            })),
+            Reachability::NoSessions
+        );
+        assert_eq!(
+            Reachability::of(&unavailable(ConnectError::Refused("denied".into()))),
+            Reachability::Unreachable
+        );
+        assert_eq!(
+            Reachability::of(&Err(EngineError::Timeout {
+                server: "s".into(),
+                after: Duration::from_secs(1)
+            })),
+            Reachability::Unreachable
+        );
     }
 }

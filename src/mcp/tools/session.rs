@@ -1,4 +1,14 @@
-//! Tools that act on tmux sessions.
+//! Tools that act on tmux sessions: list, inspect, create, rename, kill.
+//!
+//! Sessions created here are detached (no human client is attached, switched or resized) and
+//! carry the owner tag ([`OWNER_OPTION`]) set in the same command line as the creation, so no
+//! moment exists in which the session is untagged. When no tmux server runs, the control-mode
+//! engine cannot attach; `create_session` then starts the server with one subprocess (see
+//! [`crate::mux::tmux::start`]) and waits until the engine reaches it.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::time::Duration;
 
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
@@ -6,12 +16,24 @@ use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::auth::OWNER_OPTION;
+use super::support::{
+    build, check_window_name, name_filter, session_only, shorten, validate_environment,
+    validate_start_directory, validate_window_size,
+};
+use super::window::{WindowInfo, list_window_rows};
+use crate::auth::pattern::NamePattern;
+use crate::auth::{OWNER_OPTION, can_name_session};
 use crate::mcp::McpServer;
+use crate::mcp::access::{TmuxAccess, engine_error, parse_target};
 use crate::mcp::call::CallContext;
-use crate::mcp::error::ToolError;
-use crate::mux::tmux::TmuxCommand;
+use crate::mcp::error::{ToolError, ToolErrorKind};
+use crate::mcp::self_guard::Kill;
+use crate::mux::tmux::command::escape_format;
 use crate::mux::tmux::format::{row_format, split_row};
+use crate::mux::tmux::spawn::TERM_MARKER_PREFIX;
+use crate::mux::tmux::start::{ARGV_SEPARATOR, argv_value, run_starting_server};
+use crate::mux::tmux::target::{SessionName, SessionSel, Target};
+use crate::mux::tmux::{BatchMode, CommandOutcome, ConnectError, EngineError, TmuxCommand};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -20,6 +42,55 @@ pub struct ListSessionsInput {
     /// only one.
     #[serde(default)]
     pub server: Option<String>,
+    /// Only sessions matching every given field. Also accepted as a JSON string.
+    #[serde(
+        default,
+        deserialize_with = "crate::mcp::args::option_object_or_json_string"
+    )]
+    pub filters: Option<SessionFilters>,
+}
+
+/// Conditions on sessions; every given field must hold.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionFilters {
+    /// Session name: exact, or a glob where `*` matches any run of characters and `?` one
+    /// character (e.g. `build-*`). Case-sensitive.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// `true`: only sessions with at least one client attached; `false`: only detached ones.
+    #[serde(default)]
+    pub attached: Option<bool>,
+    /// `true`: only sessions you created through this gateway; `false`: only others.
+    #[serde(default)]
+    pub created_by_you: Option<bool>,
+}
+
+/// [`SessionFilters`] ready to apply.
+struct SessionMatcher {
+    name: Option<NamePattern>,
+    attached: Option<bool>,
+    created_by_you: Option<bool>,
+}
+
+impl SessionMatcher {
+    fn new(filters: Option<&SessionFilters>) -> Result<Self, ToolError> {
+        Ok(Self {
+            name: name_filter(filters.and_then(|f| f.name.as_deref()))?,
+            attached: filters.and_then(|f| f.attached),
+            created_by_you: filters.and_then(|f| f.created_by_you),
+        })
+    }
+
+    fn matches(&self, session: &SessionInfo) -> bool {
+        self.name.as_ref().is_none_or(|p| p.matches(&session.name))
+            && self
+                .attached
+                .is_none_or(|a| a == (session.attached_clients > 0))
+            && self
+                .created_by_you
+                .is_none_or(|c| c == session.created_by_you)
+    }
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -29,40 +100,455 @@ pub struct ListSessionsOutput {
 }
 
 /// One tmux session.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct SessionInfo {
     /// Session id (`$N`): the stable way to target it.
     pub id: String,
     pub name: String,
     /// Number of windows.
     pub windows: u32,
-    /// Number of clients (humans or programs) attached to it.
+    /// Number of clients (humans or programs) attached to it, not counting the gateway's own
+    /// connections.
     pub attached_clients: u32,
     /// Creation time, seconds since the Unix epoch.
     pub created: u64,
+    /// Last activity in any of its panes, seconds since the Unix epoch.
+    pub last_activity: u64,
+    /// Its current window (`@N`).
+    pub active_window_id: String,
+    /// The active pane of its current window (`%N`).
+    pub active_pane_id: String,
     /// Whether it was created through this gateway by you.
     pub created_by_you: bool,
 }
 
-const SESSION_FIELDS: [&str; 6] = [
+/// `-F` fields of a session row; the owner tag (free text) last.
+pub(crate) const SESSION_FIELDS: [&str; 9] = [
     "session_id",
     "session_windows",
     "session_attached",
     "session_created",
-    OWNER_OPTION,
+    "session_activity",
+    "window_id",
+    "pane_id",
     "session_name",
+    OWNER_OPTION,
 ];
+
+/// A session row and its owner tag (for the ACL).
+pub(crate) struct SessionRow {
+    pub info: SessionInfo,
+    pub owner: String,
+}
+
+/// Parses one row printed with [`SESSION_FIELDS`].
+pub(crate) fn parse_session_row(line: &[u8], sub: &str) -> Option<SessionRow> {
+    let f = split_row(line, SESSION_FIELDS.len())?;
+    let owner = f[8].clone();
+    Some(SessionRow {
+        info: SessionInfo {
+            id: f[0].clone(),
+            windows: f[1].parse().unwrap_or(0),
+            attached_clients: f[2].parse().unwrap_or(0),
+            created: f[3].parse().unwrap_or(0),
+            last_activity: f[4].parse().unwrap_or(0),
+            active_window_id: f[5].clone(),
+            active_pane_id: f[6].clone(),
+            name: f[7].clone(),
+            created_by_you: !owner.is_empty() && owner == sub,
+        },
+        owner,
+    })
+}
+
+/// The `list-sessions` command with [`SESSION_FIELDS`].
+pub(crate) fn list_sessions_command() -> Result<TmuxCommand, ToolError> {
+    build(TmuxCommand::new("list-sessions").opt("-F", row_format(&SESSION_FIELDS)))
+}
+
+/// Keeps the rows the caller may see.
+pub(crate) fn visible_sessions(tmux: &TmuxAccess<'_>, rows: &[Vec<u8>]) -> Vec<SessionInfo> {
+    rows.iter()
+        .filter_map(|row| parse_session_row(row, tmux.call.sub()))
+        .filter(|row| tmux.can_see(&row.info.name, &row.owner))
+        .map(|row| row.info)
+        .collect()
+}
+
+/// Every session of the server the caller may see, with `attached_clients` not counting the
+/// gateway's own control connections (one round trip: sessions and clients).
+pub(crate) async fn list_session_rows(
+    tmux: &TmuxAccess<'_>,
+) -> Result<Vec<SessionInfo>, ToolError> {
+    let clients = build(TmuxCommand::new("list-clients").opt("-F", row_format(&CLIENT_FIELDS)))?;
+    let outcomes = tmux
+        .run_batch(
+            vec![list_sessions_command()?, clients],
+            BatchMode::Independent,
+            None,
+        )
+        .await?;
+    let (sessions, clients) = match outcomes.as_slice() {
+        [CommandOutcome::Ok(sessions), CommandOutcome::Ok(clients)] => (sessions, clients),
+        [CommandOutcome::Failed(message), ..] | [_, CommandOutcome::Failed(message)] => {
+            return Err(ToolError::new(
+                ToolErrorKind::Conflict,
+                format!("tmux refused to list sessions: {message}"),
+                "retry; if it persists call get_server_info",
+            ));
+        }
+        _ => {
+            return Err(ToolError::new(
+                ToolErrorKind::Unavailable,
+                "tmux did not answer for every command",
+                "retry shortly",
+            ));
+        }
+    };
+    let attached = foreign_clients_by_session(clients);
+    Ok(visible_sessions(tmux, sessions)
+        .into_iter()
+        .map(|session| SessionInfo {
+            attached_clients: attached.get(&session.id).copied().unwrap_or(0),
+            ..session
+        })
+        .collect())
+}
+
+/// `-F` fields of a client row.
+const CLIENT_FIELDS: [&str; 2] = ["session_id", "client_termname"];
+
+/// Clients per session id, leaving out muxgate's own control clients (recognised by their
+/// `TERM` marker).
+fn foreign_clients_by_session(rows: &[Vec<u8>]) -> BTreeMap<String, u32> {
+    let mut counts = BTreeMap::new();
+    for row in rows {
+        if let Some(f) = split_row(row, CLIENT_FIELDS.len())
+            && !f[1].starts_with(TERM_MARKER_PREFIX)
+        {
+            *counts.entry(f[0].clone()).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
+/// The visible session `target` names, or one that holds a window or pane target.
+pub(crate) async fn find_session(
+    tmux: &TmuxAccess<'_>,
+    target: &Target,
+) -> Result<SessionInfo, ToolError> {
+    let wanted = match target {
+        Target::Session(session) => session.clone(),
+        other => SessionSel::Id(tmux.resolve(other).await?.session_id),
+    };
+    list_session_rows(tmux)
+        .await?
+        .into_iter()
+        .find(|s| match &wanted {
+            SessionSel::Id(id) => s.id == id.to_string(),
+            SessionSel::Name(name) => s.name == name.as_str(),
+        })
+        .ok_or_else(|| {
+            ToolError::not_found(
+                format!("no session {wanted} on this server"),
+                "call list_sessions to see valid sessions",
+            )
+        })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetSessionInfoInput {
+    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// The session: id (`$N`) or exact name. A window (`@N`) or pane (`%N`) id names the
+    /// session that holds it.
+    pub target: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SessionDetail {
+    pub server: String,
+    pub session: SessionInfo,
+    /// Its windows in index order.
+    pub windows: Vec<WindowInfo>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSessionInput {
+    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Name of the new session: 1-64 characters from A-Z a-z 0-9 _ -. Must be unused and
+    /// allowed by your access.
+    pub name: String,
+    /// Name of its first window (1-64 characters, no `#` or control characters). Default: tmux
+    /// names it after the running program.
+    #[serde(default)]
+    pub window_name: Option<String>,
+    /// Absolute path of an existing directory the first pane starts in. Default: tmux's.
+    #[serde(default)]
+    pub start_directory: Option<String>,
+    /// Width of the first window in columns (1-10000). Default: the server's `default-size`.
+    #[serde(default)]
+    pub width: Option<u32>,
+    /// Height of the first window in rows (1-10000). Default: the server's `default-size`.
+    #[serde(default)]
+    pub height: Option<u32>,
+    /// Environment variables for the session (`NAME: value`), inherited by its panes. Also
+    /// accepted as a JSON string.
+    #[serde(
+        default,
+        deserialize_with = "crate::mcp::args::option_object_or_json_string"
+    )]
+    pub environment: Option<BTreeMap<String, String>>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CreateSessionOutput {
+    pub server: String,
+    pub session: SessionInfo,
+    /// Whether no tmux server was running and this call started it.
+    pub started_server: bool,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KillSessionInput {
+    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// The session to kill: id (`$N`) or exact name. Window and pane ids are refused.
+    pub target: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct KillSessionOutput {
+    pub server: String,
+    /// Id of the killed session.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RenameSessionInput {
+    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// The session: id (`$N`) or exact name.
+    pub target: String,
+    /// The new name: 1-64 characters from A-Z a-z 0-9 _ -, unused, and allowed by your access.
+    pub new_name: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RenameSessionOutput {
+    pub server: String,
+    /// Session id (unchanged by the rename).
+    pub id: String,
+    pub old_name: String,
+    pub new_name: String,
+}
+
+/// A validated `create_session` request, as tmux arguments for either path.
+struct NewSession {
+    name: SessionName,
+    window_name: Option<String>,
+    start_directory: Option<String>,
+    width: Option<u32>,
+    height: Option<u32>,
+    environment: Vec<(String, String)>,
+}
+
+impl NewSession {
+    fn validate(input: CreateSessionInput, call: &CallContext) -> Result<Self, ToolError> {
+        let name = SessionName::parse(&input.name).map_err(|e| {
+            ToolError::invalid_arguments(e.to_string(), "choose a name like build-1 or ci_test")
+        })?;
+        can_name_session(&call.principal, name.as_str()).map_err(|denied| {
+            ToolError::new(
+                ToolErrorKind::Forbidden,
+                denied.to_string(),
+                "choose a name your access allows (list_sessions shows the names you can see)",
+            )
+        })?;
+        if let Some(window_name) = &input.window_name {
+            check_window_name(window_name, "window_name")?;
+        }
+        if let Some(dir) = &input.start_directory {
+            validate_start_directory(dir)?;
+        }
+        validate_window_size(input.width, "width")?;
+        validate_window_size(input.height, "height")?;
+        let environment = validate_environment(input.environment.unwrap_or_default())?;
+        Ok(Self {
+            name,
+            window_name: input.window_name,
+            start_directory: input.start_directory,
+            width: input.width,
+            height: input.height,
+            environment,
+        })
+    }
+
+    /// `=name:`: the session by exact name, in a form every command's target parser accepts.
+    fn exact_target(&self) -> String {
+        format!("={}:", self.name)
+    }
+
+    /// The control-mode commands: create, then tag the owner (chained: the tag is set only if
+    /// the session was created, so an existing session of that name is never re-tagged).
+    fn commands(&self, owner: &str) -> Result<Vec<TmuxCommand>, ToolError> {
+        let mut create = TmuxCommand::new("new-session")
+            .flag("-d")
+            .flag("-E")
+            .flag("-P")
+            .opt("-F", row_format(&SESSION_FIELDS))
+            .opt("-s", self.name.as_str());
+        if let Some(window_name) = &self.window_name {
+            create = create.opt("-n", window_name);
+        }
+        if let Some(dir) = &self.start_directory {
+            create = create.format_opt("-c", dir);
+        }
+        if let Some(width) = self.width {
+            create = create.opt("-x", width.to_string());
+        }
+        if let Some(height) = self.height {
+            create = create.opt("-y", height.to_string());
+        }
+        for (name, value) in &self.environment {
+            create = create.opt("-e", format!("{name}={value}"));
+        }
+        let tag = TmuxCommand::new("set-option")
+            .opt("-t", self.exact_target())
+            .end_of_options()
+            .arg(OWNER_OPTION)
+            .arg(owner);
+        Ok(vec![build(create)?, build(tag)?])
+    }
+
+    /// The same two commands as an argv command list for a `tmux` subprocess.
+    fn argv(&self, owner: &str) -> Vec<OsString> {
+        let mut args: Vec<OsString> = vec![
+            "new-session".into(),
+            "-d".into(),
+            "-E".into(),
+            "-P".into(),
+            "-F".into(),
+            row_format(&SESSION_FIELDS).into(),
+            "-s".into(),
+            argv_value(self.name.as_str()),
+        ];
+        if let Some(window_name) = &self.window_name {
+            args.extend(["-n".into(), argv_value(window_name)]);
+        }
+        if let Some(dir) = &self.start_directory {
+            let escaped = String::from_utf8_lossy(&escape_format(dir.as_bytes())).into_owned();
+            args.extend(["-c".into(), argv_value(&escaped)]);
+        }
+        if let Some(width) = self.width {
+            args.extend(["-x".into(), width.to_string().into()]);
+        }
+        if let Some(height) = self.height {
+            args.extend(["-y".into(), height.to_string().into()]);
+        }
+        for (name, value) in &self.environment {
+            args.extend(["-e".into(), argv_value(&format!("{name}={value}"))]);
+        }
+        args.extend([
+            ARGV_SEPARATOR.into(),
+            "set-option".into(),
+            "-t".into(),
+            self.exact_target().into(),
+            "--".into(),
+            OWNER_OPTION.into(),
+            argv_value(owner),
+        ]);
+        args
+    }
+}
+
+/// How long `create_session` waits for the engine to reach a server it just started.
+const ENGINE_WARMUP: Duration = Duration::from_secs(3);
+
+impl McpServer {
+    /// Starts the server with the session (one subprocess), then waits until the engine can
+    /// reach it so that the caller's next call works.
+    async fn start_server_with_session(
+        &self,
+        tmux: &TmuxAccess<'_>,
+        spec: &NewSession,
+    ) -> Result<SessionInfo, ToolError> {
+        let settings = self.state().config.engine.settings();
+        let stdout = run_starting_server(
+            &settings.tmux_bin,
+            tmux.server.socket(),
+            spec.argv(tmux.call.sub()),
+            settings.connect_timeout,
+        )
+        .await
+        .map_err(|e| creation_failed(&e.to_string()))?;
+        let row = stdout
+            .lines()
+            .find_map(|line| parse_session_row(line.as_bytes(), tmux.call.sub()))
+            .ok_or_else(|| creation_failed("tmux did not report the new session"))?;
+        let deadline = tokio::time::Instant::now() + ENGINE_WARMUP + settings.reconnect_backoff;
+        while tokio::time::Instant::now() < deadline {
+            let probe = build(TmuxCommand::new("display-message").flag("-p").arg("ok"))?;
+            match tmux.server.run(&tmux.caller, probe).await {
+                Err(EngineError::Unavailable { .. }) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                _ => break,
+            }
+        }
+        Ok(row.info)
+    }
+}
+
+fn creation_failed(message: &str) -> ToolError {
+    if message.contains("duplicate session") {
+        return ToolError::new(
+            ToolErrorKind::Conflict,
+            message.to_owned(),
+            "choose another name, or use the existing session (list_sessions)",
+        );
+    }
+    ToolError::new(
+        ToolErrorKind::Unavailable,
+        format!("could not create the session: {message}"),
+        "check the arguments (start_directory, sizes); if it persists the operator must check tmux",
+    )
+}
+
+/// Whether an engine failure means that no server (or no session) exists to attach to.
+fn server_absent(error: &EngineError) -> bool {
+    matches!(
+        error,
+        EngineError::Unavailable {
+            cause: ConnectError::NoServer { .. } | ConnectError::NoSessions { .. },
+            ..
+        }
+    )
+}
 
 #[tool_router(router = session_tools, vis = "pub(crate)")]
 impl McpServer {
     #[tool(
         name = "list_sessions",
-        description = "List the tmux sessions of a server that you may see.\n\n\
+        description = "List the tmux sessions of a server that you may see, optionally filtered.\n\n\
             Operates on one configured server (`server`, from list_servers). Read-only: one \
             tmux command, no change to any human's view, focus or window sizes. Returns each \
-            session's id (`$N`), name, window count, attached clients and creation time; \
-            target sessions by id (or exact name) in other tools. Sessions outside your access \
-            are not listed. Next: list_windows or list_panes for what is inside.",
+            session's id (`$N`), name, window count, attached clients, creation and activity \
+            times, current window and active pane; target sessions by id (or exact name) in \
+            other tools. `filters` narrows the list: `name` (exact or glob with * and ?), \
+            `attached` (bool), `created_by_you` (bool). Sessions outside your access are not \
+            listed. Next: list_windows or get_session_info for what is inside.",
         annotations(
             title = "List sessions",
             read_only_hint = true,
@@ -76,28 +562,412 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<ListSessionsInput>,
     ) -> Result<Json<ListSessionsOutput>, ToolError> {
+        let matcher = SessionMatcher::new(input.filters.as_ref())?;
         let tmux = self.tmux_access(&call, input.server.as_deref())?;
-        let command = TmuxCommand::new("list-sessions")
-            .opt("-F", row_format(&SESSION_FIELDS))
-            .build()
-            .map_err(|e| ToolError::invalid_arguments(e.to_string(), ""))?;
-        let rows = tmux.run(command, "call list_servers").await?;
-        let sessions = rows
-            .iter()
-            .filter_map(|row| split_row(row, SESSION_FIELDS.len()))
-            .filter(|f| tmux.can_see(&f[5], &f[4]))
-            .map(|f| SessionInfo {
-                id: f[0].clone(),
-                windows: f[1].parse().unwrap_or(0),
-                attached_clients: f[2].parse().unwrap_or(0),
-                created: f[3].parse().unwrap_or(0),
-                created_by_you: f[4] == call.sub(),
-                name: f[5].clone(),
-            })
+        let sessions = list_session_rows(&tmux)
+            .await?
+            .into_iter()
+            .filter(|s| matcher.matches(s))
             .collect();
         Ok(Json(ListSessionsOutput {
             server: tmux.server_name().to_owned(),
             sessions,
         }))
+    }
+
+    #[tool(
+        name = "get_session_info",
+        description = "Describe one tmux session and its windows.\n\n\
+            `target` is the session's id (`$N`) or exact name; a window (`@N`) or pane (`%N`) id \
+            names the session holding it. Read-only: no change to any human's view. Returns \
+            the session as list_sessions shows it plus its windows (ids, indexes, names, \
+            sizes, active pane). A session outside your access is reported as not found.",
+        annotations(
+            title = "Get session info",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn get_session_info(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<GetSessionInfoInput>,
+    ) -> Result<Json<SessionDetail>, ToolError> {
+        let target = parse_target(&input.target)?;
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let session = find_session(&tmux, &target).await?;
+        let windows = list_window_rows(&tmux, Some(&session.id)).await?;
+        Ok(Json(SessionDetail {
+            server: tmux.server_name().to_owned(),
+            session,
+            windows,
+        }))
+    }
+
+    #[tool(
+        name = "create_session",
+        description = "Create a detached tmux session (starting the tmux server if none runs).\n\n\
+            Changes nothing in any human's view: the session is created detached, no client is \
+            attached or switched to it. It gets one window running the default shell, in \
+            `start_directory` if given, sized `width`x`height` if given, with `environment` \
+            set for its panes. The session is tagged as yours, so tokens limited to their own \
+            sessions keep seeing it. Returns its id (`$N`), current window and pane ids: send \
+            input to the pane id next (send_keys, run_command). Fails if the name is taken: \
+            do not retry with the same name, use that session or pick another.",
+        annotations(
+            title = "Create session",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn create_session(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<CreateSessionInput>,
+    ) -> Result<Json<CreateSessionOutput>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let spec = NewSession::validate(input, &call)?;
+        let commands = spec.commands(call.sub())?;
+        let outcome = tmux
+            .server
+            .run_batch(&tmux.caller, commands, BatchMode::StopOnError, None)
+            .await;
+        let (session, started_server) = match outcome {
+            Ok(outcomes) => (created_session(&outcomes, call.sub())?, false),
+            Err(error) if server_absent(&error) => {
+                (self.start_server_with_session(&tmux, &spec).await?, true)
+            }
+            Err(error) => {
+                return Err(engine_error(
+                    tmux.server_name(),
+                    error,
+                    "call list_sessions",
+                ));
+            }
+        };
+        Ok(Json(CreateSessionOutput {
+            server: tmux.server_name().to_owned(),
+            session: SessionInfo {
+                created_by_you: true,
+                ..session
+            },
+            started_server,
+        }))
+    }
+
+    #[tool(
+        name = "kill_session",
+        description = "Kill a tmux session: every window, pane and program in it ends.\n\n\
+            Destructive and irreversible. `target` must be the session's id (`$N`) or exact \
+            name (window and pane ids are refused). Humans attached to it are detached or \
+            moved to another session by tmux. Refused for the session muxgate itself runs in. \
+            Afterwards the id is gone for good: do not call other tools on it. To close only \
+            a window or pane, call kill_window or kill_pane instead.",
+        annotations(
+            title = "Kill session",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn kill_session(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<KillSessionInput>,
+    ) -> Result<Json<KillSessionOutput>, ToolError> {
+        let target = parse_target(&input.target)?;
+        let session = session_only(&target, "kill_session")?;
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let resolved = tmux.resolve(&Target::Session(session)).await?;
+        if let Some(me) = &self.state().self_location {
+            me.check(&tmux, Kill::Session(resolved.session_id)).await?;
+        }
+        let kill = build(TmuxCommand::new("kill-session").target(resolved.session_id))?;
+        tmux.run(kill, "call list_sessions to see valid sessions")
+            .await?;
+        Ok(Json(KillSessionOutput {
+            server: tmux.server_name().to_owned(),
+            id: resolved.session_id.to_string(),
+            name: resolved.session_name,
+        }))
+    }
+
+    #[tool(
+        name = "rename_session",
+        description = "Rename a tmux session.\n\n\
+            `target` is the session's id (`$N`) or exact name; `new_name` must be unused, use \
+            1-64 characters from A-Z a-z 0-9 _ - and be allowed by your access. Humans see the \
+            new name in their status line; nothing else in their view changes. The id stays \
+            the same: keep targeting the session by id.",
+        annotations(
+            title = "Rename session",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn rename_session(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<RenameSessionInput>,
+    ) -> Result<Json<RenameSessionOutput>, ToolError> {
+        let target = parse_target(&input.target)?;
+        let session = session_only(&target, "rename_session")?;
+        let new_name = SessionName::parse(&input.new_name).map_err(|e| {
+            ToolError::invalid_arguments(e.to_string(), "choose a name like build-1 or ci_test")
+        })?;
+        can_name_session(&call.principal, new_name.as_str()).map_err(|denied| {
+            ToolError::new(
+                ToolErrorKind::Forbidden,
+                denied.to_string(),
+                "choose a name your access allows",
+            )
+        })?;
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let resolved = tmux.resolve(&Target::Session(session)).await?;
+        let rename = build(
+            TmuxCommand::new("rename-session")
+                .target(resolved.session_id)
+                .end_of_options()
+                .arg(new_name.as_str()),
+        )?;
+        tmux.run(rename, "call list_sessions to see valid sessions")
+            .await
+            .map_err(|e| match e.message.contains("duplicate session") {
+                true => ToolError::new(
+                    ToolErrorKind::Conflict,
+                    format!(
+                        "a session named {:?} already exists",
+                        shorten(new_name.as_str())
+                    ),
+                    "choose another name",
+                ),
+                false => e,
+            })?;
+        Ok(Json(RenameSessionOutput {
+            server: tmux.server_name().to_owned(),
+            id: resolved.session_id.to_string(),
+            old_name: resolved.session_name,
+            new_name: new_name.to_string(),
+        }))
+    }
+}
+
+/// The session `new-session -P` reported, or why the chained creation failed.
+fn created_session(outcomes: &[CommandOutcome], sub: &str) -> Result<SessionInfo, ToolError> {
+    match outcomes {
+        [CommandOutcome::Ok(lines), CommandOutcome::Ok(_)] => lines
+            .iter()
+            .find_map(|line| parse_session_row(line, sub))
+            .map(|row| row.info)
+            .ok_or_else(|| creation_failed("tmux did not report the new session")),
+        [CommandOutcome::Failed(message), ..] => Err(creation_failed(message)),
+        [CommandOutcome::Ok(_), CommandOutcome::Failed(message)] => Err(ToolError::new(
+            ToolErrorKind::Internal,
+            format!("the session was created but could not be tagged as yours: {message}"),
+            "call list_sessions; kill the session if you cannot see it",
+        )),
+        _ => Err(creation_failed("tmux did not answer for every command")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::Principal;
+
+    fn row(fields: &[&str]) -> Vec<u8> {
+        fields.join("\u{1f}").into_bytes()
+    }
+
+    fn call() -> CallContext {
+        CallContext {
+            principal: Principal::new("alice", ["mux:admin"]),
+            mcp_session: None,
+        }
+    }
+
+    #[test]
+    fn rows_parse_with_the_owner_last() {
+        let line = row(&[
+            "$2",
+            "3",
+            "1",
+            "100",
+            "200",
+            "@4",
+            "%7",
+            "build",
+            "alice\u{1f}x",
+        ]);
+        let parsed = parse_session_row(&line, "alice").unwrap();
+        assert_eq!(parsed.info.id, "$2");
+        assert_eq!(parsed.info.windows, 3);
+        assert_eq!(parsed.info.active_pane_id, "%7");
+        assert_eq!(parsed.info.name, "build");
+        // A separator inside the owner tag cannot shift the other fields.
+        assert_eq!(parsed.owner, "alice\u{1f}x");
+        assert!(!parsed.info.created_by_you);
+        let mine = parse_session_row(
+            &row(&["$0", "1", "0", "1", "1", "@0", "%0", "m", "alice"]),
+            "alice",
+        );
+        assert!(mine.unwrap().info.created_by_you);
+        let unowned = parse_session_row(&row(&["$0", "1", "0", "1", "1", "@0", "%0", "m", ""]), "");
+        assert!(!unowned.unwrap().info.created_by_you);
+        assert!(parse_session_row(b"$0\x1f1", "a").is_none());
+    }
+
+    #[test]
+    fn the_gateways_own_clients_are_not_counted() {
+        let rows = [
+            row(&["$1", "xterm-256color"]),
+            row(&["$1", "muxgate-123"]),
+            row(&["$2", "muxgate-9"]),
+            row(&["$1", "screen"]),
+        ];
+        let counts = foreign_clients_by_session(&rows);
+        assert_eq!(counts.get("$1"), Some(&2));
+        assert_eq!(counts.get("$2"), None);
+    }
+
+    #[test]
+    fn filters_combine() {
+        let session = |name: &str, attached, mine| SessionInfo {
+            id: "$0".into(),
+            name: name.into(),
+            windows: 1,
+            attached_clients: attached,
+            created: 0,
+            last_activity: 0,
+            active_window_id: "@0".into(),
+            active_pane_id: "%0".into(),
+            created_by_you: mine,
+        };
+        let all = SessionMatcher::new(None).unwrap();
+        assert!(all.matches(&session("x", 0, false)));
+        let filters = SessionFilters {
+            name: Some("ci-*".into()),
+            attached: Some(false),
+            created_by_you: Some(true),
+        };
+        let m = SessionMatcher::new(Some(&filters)).unwrap();
+        assert!(m.matches(&session("ci-1", 0, true)));
+        assert!(!m.matches(&session("ci-1", 1, true)));
+        assert!(!m.matches(&session("ci-1", 0, false)));
+        assert!(!m.matches(&session("main", 0, true)));
+    }
+
+    #[test]
+    fn creation_is_one_chain_that_tags_only_a_new_session() {
+        let input = CreateSessionInput {
+            server: None,
+            name: "build".into(),
+            window_name: Some("edit;".into()),
+            start_directory: Some("/".into()),
+            width: Some(100),
+            height: None,
+            environment: Some(BTreeMap::from([("A".into(), "1;".into())])),
+        };
+        let spec = NewSession::validate(input, &call()).unwrap();
+        let commands = spec.commands("al'ice").unwrap();
+        let line = String::from_utf8(crate::mux::tmux::command::chain_line(&commands)).unwrap();
+        assert!(line.starts_with("new-session -d -E -P -F "), "{line}");
+        assert!(
+            line.contains(" -s 'build' -n 'edit;' -c '/' -x '100' -e 'A=1;' ; "),
+            "{line}"
+        );
+        assert!(
+            line.ends_with("set-option -t '=build:' -- '@muxgate_owner' 'al'\\''ice'"),
+            "{line}"
+        );
+        let argv: Vec<String> = spec
+            .argv("sub;")
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect();
+        let tail = &argv[argv.len() - 7..];
+        assert_eq!(
+            tail,
+            [
+                ";",
+                "set-option",
+                "-t",
+                "=build:",
+                "--",
+                "@muxgate_owner",
+                "sub\\;"
+            ]
+        );
+        assert!(argv.contains(&"edit\\;".to_owned()));
+        assert!(argv.contains(&"A=1\\;".to_owned()));
+    }
+
+    #[test]
+    fn creation_input_is_validated_before_anything_runs() {
+        let base = || CreateSessionInput {
+            server: None,
+            name: "ok".into(),
+            window_name: None,
+            start_directory: None,
+            width: None,
+            height: None,
+            environment: None,
+        };
+        let err = |input| NewSession::validate(input, &call()).err().unwrap();
+        assert_eq!(
+            err(CreateSessionInput {
+                name: "a:b".into(),
+                ..base()
+            })
+            .kind,
+            ToolErrorKind::InvalidArguments
+        );
+        assert!(
+            err(CreateSessionInput {
+                width: Some(0),
+                ..base()
+            })
+            .message
+            .contains("width")
+        );
+        assert!(
+            err(CreateSessionInput {
+                start_directory: Some("rel".into()),
+                ..base()
+            })
+            .message
+            .contains("start_directory")
+        );
+        assert!(
+            err(CreateSessionInput {
+                window_name: Some("a#b".into()),
+                ..base()
+            })
+            .message
+            .contains("window_name")
+        );
+        let env = BTreeMap::from([("1BAD".into(), "x".into())]);
+        assert!(
+            err(CreateSessionInput {
+                environment: Some(env),
+                ..base()
+            })
+            .message
+            .contains("1BAD")
+        );
+
+        let mut limited = call();
+        limited.principal.acl.sessions.restrict(vec![
+            crate::auth::pattern::NamePattern::new("ci-*").unwrap(),
+        ]);
+        let denied = NewSession::validate(base(), &limited).err().unwrap();
+        assert_eq!(denied.kind, ToolErrorKind::Forbidden);
     }
 }

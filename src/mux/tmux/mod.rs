@@ -8,11 +8,14 @@
 //! - [`spawn`]: how tmux children are started (socket, environment, PDEATHSIG, marker TERM);
 //! - [`connection`]: one `tmux -C` child, its reader task and FIFO reply matching;
 //! - [`worker`]: one per server, the serialized, fair, pipelined command queue;
+//! - [`latency`]: the worker's command latency histogram, read by the metrics exporter;
 //! - [`output`]: per-pane output streams (bounded rings) that waiters subscribe to;
 //! - [`monitor`]: per-session output connections feeding those streams;
 //! - [`stale`]: finding control clients left behind by a dead muxgate;
 //! - [`claims`]: which panes a programmatic run currently owns;
-//! - [`target`], [`format`]: validated targets as clients name them, and listing rows (pure).
+//! - [`start`]: starting a server that is not running (the one subprocess a tool may need);
+//! - [`target`], [`format`]: validated targets as clients name them, and listing rows (pure);
+//! - [`ops`]: operations (keys, input, captures, buffers, pipes) as commands and parsers (pure).
 //!
 //! [`TmuxServer`] ties one server's worker and output hub together; [`TmuxEngine`] holds the
 //! configured servers by name.
@@ -22,12 +25,15 @@ pub mod command;
 pub mod connection;
 pub mod format;
 pub mod ids;
+pub mod latency;
 pub mod monitor;
+pub mod ops;
 pub mod output;
 pub mod protocol;
 pub mod quote;
 pub mod spawn;
 pub mod stale;
+pub mod start;
 pub mod target;
 pub mod worker;
 
@@ -42,6 +48,7 @@ pub use claims::{PaneClaim, PaneClaims};
 pub use command::{CommandBuilder, TmuxCommand};
 pub use connection::ConnectError;
 pub use ids::{PaneId, SessionId, WindowId};
+pub use latency::{LatencyHistogram, LatencySnapshot};
 pub use monitor::{OutputHub, OutputStats};
 pub use output::{OutputChunk, OutputSubscription, StreamEnd};
 pub use quote::QuoteError;
@@ -120,6 +127,21 @@ pub enum EngineError {
     Quote(#[from] QuoteError),
     #[error("muxgate is shutting down")]
     ShuttingDown,
+}
+
+impl EngineError {
+    /// A short, stable name of the variant (for metrics and trace attributes).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Unavailable { .. } => "unavailable",
+            Self::ConnectionLost { .. } => "connection_lost",
+            Self::Timeout { .. } => "timeout",
+            Self::QueueFull { .. } => "queue_full",
+            Self::Command(_) => "tmux_error",
+            Self::Quote(_) => "quote",
+            Self::ShuttingDown => "shutting_down",
+        }
+    }
 }
 
 /// One configured tmux server: its command worker and its output hub.
@@ -234,5 +256,19 @@ impl TmuxEngine {
 
     pub fn servers(&self) -> impl Iterator<Item = &TmuxServer> {
         self.servers.values()
+    }
+
+    /// Whether no control client of any server is open (after shutdown: all detached).
+    pub fn detached(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        self.servers().all(|server| {
+            !server.worker().stats().connected.load(Ordering::Relaxed)
+                && server
+                    .output()
+                    .stats()
+                    .connections_open
+                    .load(Ordering::Relaxed)
+                    <= 0
+        })
     }
 }

@@ -85,6 +85,40 @@ fn octal(out: &mut Vec<u8>, b: u8) {
     ]);
 }
 
+/// A model of tmux's lexer for exactly the syntax [`quote_arg`] produces (single-quoted runs,
+/// `\ooo` and `\'` escapes): what tmux makes of a quoted argument. The unit tests and the fuzz
+/// target check round trips against it; the integration tests check the same against a real
+/// tmux. `None` for anything outside that syntax.
+pub fn unquote(line: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < line.len() {
+        match line[i] {
+            b'\'' => {
+                let end = i + 1 + memchr::memchr(b'\'', &line[i + 1..])?;
+                out.extend_from_slice(&line[i + 1..end]);
+                i = end + 1;
+            }
+            b'\\' if line.get(i + 1) == Some(&b'\'') => {
+                out.push(b'\'');
+                i += 2;
+            }
+            b'\\' => {
+                let digits = line.get(i + 1..i + 4)?;
+                let v = digits.iter().try_fold(0u32, |acc, d| {
+                    (b'0'..=b'7')
+                        .contains(d)
+                        .then(|| acc * 8 + u32::from(d - b'0'))
+                })?;
+                out.push(u8::try_from(v).ok()?);
+                i += 4;
+            }
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,39 +153,6 @@ mod tests {
             quote_arg(&mut out, b"ab\0c"),
             Err(QuoteError::Nul { offset: 2 })
         );
-    }
-
-    /// A model of tmux's lexer for the subset of syntax `quote_arg` produces: single-quoted runs,
-    /// `\ooo` and `\'` escapes. Used to check that quoting round-trips for arbitrary input; the
-    /// integration tests check the same against a real tmux.
-    fn unquote(line: &[u8]) -> Option<Vec<u8>> {
-        let mut out = Vec::new();
-        let mut i = 0;
-        while i < line.len() {
-            match line[i] {
-                b'\'' => {
-                    let end = i + 1 + memchr::memchr(b'\'', &line[i + 1..])?;
-                    out.extend_from_slice(&line[i + 1..end]);
-                    i = end + 1;
-                }
-                b'\\' if line.get(i + 1) == Some(&b'\'') => {
-                    out.push(b'\'');
-                    i += 2;
-                }
-                b'\\' => {
-                    let digits = line.get(i + 1..i + 4)?;
-                    let v = digits.iter().try_fold(0u32, |acc, d| {
-                        (b'0'..=b'7')
-                            .contains(d)
-                            .then(|| acc * 8 + u32::from(d - b'0'))
-                    })?;
-                    out.push(u8::try_from(v).ok()?);
-                    i += 4;
-                }
-                _ => return None,
-            }
-        }
-        Some(out)
     }
 
     mod props {

@@ -124,7 +124,8 @@ impl fmt::Display for Target {
     }
 }
 
-/// Why a target string was refused. Messages quote at most 64 characters of the input.
+/// Why a target string was refused. Messages quote (escaped) at most 40 characters of the
+/// input, so a hostile target cannot make an error message large.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TargetError {
     #[error(
@@ -144,7 +145,7 @@ fn bad_id(text: &str) -> TargetError {
 }
 
 fn shorten(text: &str) -> String {
-    text.chars().take(64).collect()
+    text.chars().take(40).collect()
 }
 
 #[cfg(test)]

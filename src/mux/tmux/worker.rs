@@ -3,7 +3,8 @@
 //! Callers hand the worker whole jobs (one command, or a batch) through a [`WorkerHandle`]. The
 //! worker task owns the command connection (`no-output`) and:
 //! - writes each job in one write, back to back with earlier ones (pipelining), keeping at most
-//!   `pipeline_depth` lines unanswered — a job larger than that goes alone;
+//!   `pipeline_depth` lines unanswered — a job of more independent lines than that is written
+//!   in slices, one slice per turn of its caller (a `;`-chained job is one line);
 //! - picks the next job round-robin across callers, so one caller's thousand queued commands
 //!   delay another caller's single command by at most the lines already in flight;
 //! - bounds the queue (globally and per caller): a full queue is an immediate, clear error;
@@ -16,18 +17,20 @@
 //! its reply channel, and the worker skips jobs nobody waits for.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use super::command::{TmuxCommand, chain_line};
 use super::connection::{
-    ConnEvent, ConnectError, ConnectOptions, Connection, LineError, LineRequest, NotSent,
-    OutputMode,
+    ConnEvent, ConnectError, ConnectOptions, Connection, LineError, LineRequest, LineResult,
+    NotSent, OutputMode,
 };
+use super::latency::LatencyHistogram;
 use super::protocol::Block;
 use super::spawn::TmuxSocket;
 use super::{EngineError, EngineSettings, QueueScope, stale};
@@ -88,6 +91,10 @@ pub struct WorkerStats {
     pub connect_failures: AtomicU64,
     pub connections_lost: AtomicU64,
     pub stalls: AtomicU64,
+    /// Whether the command connection is open right now.
+    pub connected: AtomicBool,
+    /// Time from handing a job to the worker until its last reply (or its failure), per job.
+    pub latency: LatencyHistogram,
 }
 
 /// Commands queued and not yet written, per caller and in total.
@@ -281,6 +288,38 @@ impl WorkerHandle {
             return Err(EngineError::ShuttingDown);
         }
 
+        // A span only inside a traced request (a tool call), not for the engine's own probes.
+        let span = if tracing::Span::current().is_none() {
+            tracing::Span::none()
+        } else {
+            tracing::info_span!(
+                "tmux.batch",
+                otel.name = "tmux batch",
+                tmux.server = %self.server,
+                tmux.commands = count,
+                tmux.batch_mode = ?mode,
+                error.type = tracing::field::Empty,
+            )
+        };
+        let started = Instant::now();
+        let result = self
+            .collect_replies(receivers, deadline, count)
+            .instrument(span.clone())
+            .await;
+        self.stats.latency.observe(started.elapsed());
+        if let Err(error) = &result {
+            span.record("error.type", error.kind());
+        }
+        result
+    }
+
+    /// Waits for the replies of one job's lines, in order.
+    async fn collect_replies(
+        &self,
+        receivers: Vec<oneshot::Receiver<LineResult>>,
+        deadline: tokio::time::Instant,
+        count: usize,
+    ) -> Result<Vec<CommandOutcome>, EngineError> {
         let mut outcomes = Vec::with_capacity(count);
         for rx in receivers {
             let result =
@@ -346,22 +385,30 @@ impl FairQueue {
         queue.push_back(job);
     }
 
-    /// Lines of the job [`Self::pop`] would return next.
-    fn peek_lines(&self) -> Option<usize> {
-        let caller = self.order.front()?;
-        self.per_caller.get(caller)?.front().map(|j| j.lines.len())
+    fn is_empty(&self) -> bool {
+        self.order.is_empty()
     }
 
-    fn pop(&mut self) -> Option<Job> {
+    /// The next caller's next job, or its first `max_lines` lines when it is longer: the rest
+    /// stays first in that caller's queue and waits for the caller's next turn, so a large
+    /// batch of independent lines cannot hold everybody else back.
+    fn pop_up_to(&mut self, max_lines: usize) -> Option<Job> {
         let caller = self.order.pop_front()?;
         let queue = self.per_caller.get_mut(&caller)?;
-        let job = queue.pop_front();
+        let mut job = queue.pop_front()?;
+        if job.lines.len() > max_lines.max(1) {
+            let rest = job.lines.split_off(max_lines.max(1));
+            queue.push_front(Job {
+                caller: job.caller.clone(),
+                lines: rest,
+            });
+        }
         if queue.is_empty() {
             self.per_caller.remove(&caller);
         } else {
             self.order.push_back(caller);
         }
-        job
+        Some(job)
     }
 
     fn drain(&mut self) -> impl Iterator<Item = Job> + '_ {
@@ -403,6 +450,9 @@ impl Worker {
                 .as_ref()
                 .and_then(Connection::oldest_in_flight)
                 .map(|t| tokio::time::Instant::from_std(t + self.settings.stall_timeout()));
+            self.stats
+                .connected
+                .store(self.conn.is_some(), Ordering::Relaxed);
             let wake = tokio::select! {
                 biased;
                 () = self.shutdown.cancelled() => Wake::Shutdown,
@@ -439,6 +489,7 @@ impl Worker {
         if let Some(conn) = self.conn.take() {
             conn.close(self.settings.connect_timeout).await;
         }
+        self.stats.connected.store(false, Ordering::Relaxed);
     }
 
     /// Writes queued work while the pipeline has room.
@@ -454,12 +505,15 @@ impl Worker {
                 .collect();
             self.write(lines).await;
         }
-        while let Some(next_lines) = self.queue.peek_lines() {
+        while !self.queue.is_empty() {
             let in_flight = self.conn.as_ref().map_or(0, Connection::in_flight);
-            if in_flight > 0 && in_flight + next_lines > self.settings.pipeline_depth {
+            let room = self.settings.pipeline_depth.saturating_sub(in_flight);
+            if room == 0 {
                 return;
             }
-            let Some(job) = self.queue.pop() else { return };
+            let Some(job) = self.queue.pop_up_to(room) else {
+                return;
+            };
             self.gauge.remove(&job.caller, job.commands());
             let lines: Vec<_> = job
                 .lines
@@ -606,5 +660,46 @@ impl EngineSettings {
     /// How long the oldest unanswered line may wait before the connection is declared wedged.
     fn stall_timeout(&self) -> Duration {
         self.command_timeout * 3
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(caller: &str, lines: usize) -> Job {
+        Job {
+            caller: caller.into(),
+            lines: (0..lines)
+                .map(|i| LineRequest::new(format!("display-message -p {i}").into_bytes(), 1).0)
+                .collect(),
+        }
+    }
+
+    fn take(queue: &mut FairQueue, room: usize) -> (String, usize) {
+        let job = queue.pop_up_to(room).expect("a job");
+        (job.caller.to_string(), job.lines.len())
+    }
+
+    #[test]
+    fn callers_take_turns_and_large_jobs_go_in_slices() {
+        let mut queue = FairQueue::default();
+        queue.push(job("a", 20));
+        queue.push(job("a", 1));
+        queue.push(job("b", 1));
+        assert_eq!(take(&mut queue, 8), ("a".into(), 8));
+        assert_eq!(take(&mut queue, 8), ("b".into(), 1));
+        assert_eq!(take(&mut queue, 8), ("a".into(), 8));
+        assert_eq!(take(&mut queue, 8), ("a".into(), 4));
+        assert_eq!(take(&mut queue, 8), ("a".into(), 1));
+        assert!(queue.is_empty());
+        assert!(queue.pop_up_to(8).is_none());
+    }
+
+    #[test]
+    fn a_slice_always_makes_progress() {
+        let mut queue = FairQueue::default();
+        queue.push(job("a", 3));
+        assert_eq!(take(&mut queue, 0), ("a".into(), 1));
     }
 }

@@ -1,0 +1,321 @@
+//! HTTPS: rustls (ring provider) with a certificate that can be replaced while running.
+//!
+//! [`CertStore`] holds the current certificate and key; rustls asks it for them at every
+//! handshake, so a reload affects new connections only and open ones keep theirs.
+//! [`watch`] reloads on SIGHUP and when either file changes (size, mtime or inode, checked
+//! every `watch_interval_secs`; this also catches the symlink swap of a Kubernetes secret
+//! volume). A replacement that does not load (unreadable, not PEM, key not matching the
+//! certificate) is logged and ignored: the gateway keeps serving the previous one.
+//!
+//! [`TlsListener`] is an axum listener: a task accepts TCP connections and runs each handshake
+//! in its own task (bounded by [`HANDSHAKE_TIMEOUT`]), so one slow client cannot hold up the
+//! others; finished handshakes are handed to axum, which serves them like plain connections.
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use rustls::ServerConfig;
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject as _;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+use serde::Deserialize;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::server::TlsStream;
+use tokio_util::sync::CancellationToken;
+
+/// `[http.tls]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsConfig {
+    /// PEM certificate chain, leaf first.
+    pub cert_file: PathBuf,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub key_file: PathBuf,
+    /// How often the files are checked for changes.
+    #[serde(default = "default_watch_interval_secs")]
+    pub watch_interval_secs: u64,
+}
+
+fn default_watch_interval_secs() -> u64 {
+    10
+}
+
+impl TlsConfig {
+    pub fn watch_interval(&self) -> Duration {
+        Duration::from_secs(self.watch_interval_secs)
+    }
+}
+
+/// Longest a client may take to complete the TLS handshake.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why a certificate and key could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("cannot read {}: {source}", path.display())]
+    Read { path: PathBuf, source: io::Error },
+    #[error("{}: no PEM certificate found", path.display())]
+    NoCertificate { path: PathBuf },
+    #[error("{}: not a PEM certificate chain: {message}", path.display())]
+    BadCertificate { path: PathBuf, message: String },
+    #[error("{}: no usable PEM private key: {message}", path.display())]
+    BadKey { path: PathBuf, message: String },
+    #[error("the key in {} does not match the certificate in {}: {message}", key.display(), cert.display())]
+    Mismatch {
+        cert: PathBuf,
+        key: PathBuf,
+        message: String,
+    },
+    #[error("TLS setup: {0}")]
+    Setup(String),
+}
+
+/// The ring provider: the only one muxgate builds with.
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// Loads a certificate chain and its key, checking that they belong together.
+pub fn load_certified_key(cert_file: &Path, key_file: &Path) -> Result<CertifiedKey, TlsError> {
+    let read = |path: &Path| {
+        std::fs::read(path).map_err(|source| TlsError::Read {
+            path: path.to_owned(),
+            source,
+        })
+    };
+    let cert_pem = read(cert_file)?;
+    let chain = CertificateDer::pem_slice_iter(&cert_pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| TlsError::BadCertificate {
+            path: cert_file.to_owned(),
+            message: e.to_string(),
+        })?;
+    if chain.is_empty() {
+        return Err(TlsError::NoCertificate {
+            path: cert_file.to_owned(),
+        });
+    }
+    let key_pem = read(key_file)?;
+    let key = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| TlsError::BadKey {
+        path: key_file.to_owned(),
+        message: e.to_string(),
+    })?;
+    let signing_key =
+        provider()
+            .key_provider
+            .load_private_key(key)
+            .map_err(|e| TlsError::BadKey {
+                path: key_file.to_owned(),
+                message: e.to_string(),
+            })?;
+    let certified = CertifiedKey::new(chain, signing_key);
+    certified.keys_match().map_err(|e| TlsError::Mismatch {
+        cert: cert_file.to_owned(),
+        key: key_file.to_owned(),
+        message: e.to_string(),
+    })?;
+    Ok(certified)
+}
+
+/// What identifies a version of a file: replacing or rewriting it changes one of these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileStamp {
+    inode: u64,
+    len: u64,
+    modified_nanos: i128,
+}
+
+impl FileStamp {
+    fn of(path: &Path) -> Option<Self> {
+        let meta = std::fs::metadata(path).ok()?;
+        Some(Self {
+            inode: meta.ino(),
+            len: meta.len(),
+            modified_nanos: i128::from(meta.mtime()) * 1_000_000_000
+                + i128::from(meta.mtime_nsec()),
+        })
+    }
+}
+
+/// The certificate served to new connections, and where it comes from.
+#[derive(Debug)]
+pub struct CertStore {
+    config: TlsConfig,
+    current: RwLock<Arc<CertifiedKey>>,
+    stamps: RwLock<(Option<FileStamp>, Option<FileStamp>)>,
+}
+
+impl CertStore {
+    /// Loads the configured files; an error here stops the gateway from starting.
+    pub fn load(config: &TlsConfig) -> Result<Self, TlsError> {
+        let stamps = Self::stamps_of(config);
+        let key = load_certified_key(&config.cert_file, &config.key_file)?;
+        Ok(Self {
+            config: config.clone(),
+            current: RwLock::new(Arc::new(key)),
+            stamps: RwLock::new(stamps),
+        })
+    }
+
+    fn stamps_of(config: &TlsConfig) -> (Option<FileStamp>, Option<FileStamp>) {
+        (
+            FileStamp::of(&config.cert_file),
+            FileStamp::of(&config.key_file),
+        )
+    }
+
+    /// Reads the files again and, if they load, serves them to new connections.
+    pub fn reload(&self) -> Result<(), TlsError> {
+        let stamps = Self::stamps_of(&self.config);
+        // Remember the stamps even on failure, so a broken file is reported once, not at
+        // every check; fixing it changes the stamps again.
+        *self.stamps.write().unwrap_or_else(|e| e.into_inner()) = stamps;
+        let key = load_certified_key(&self.config.cert_file, &self.config.key_file)?;
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(key);
+        Ok(())
+    }
+
+    /// Whether either file changed since the last load.
+    fn changed(&self) -> bool {
+        Self::stamps_of(&self.config) != *self.stamps.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The rustls server configuration resolving certificates from this store.
+    pub fn server_config(self: &Arc<Self>) -> Result<Arc<ServerConfig>, TlsError> {
+        let mut config = ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| TlsError::Setup(e.to_string()))?
+            .with_no_client_auth()
+            .with_cert_resolver(self.clone());
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(Arc::new(config))
+    }
+
+    fn reload_and_log(&self, why: &str) {
+        match self.reload() {
+            Ok(()) => tracing::info!(
+                cert = %self.config.cert_file.display(),
+                why,
+                "TLS certificate reloaded"
+            ),
+            Err(error) => tracing::error!(
+                %error,
+                why,
+                "TLS certificate not reloaded; still serving the previous one"
+            ),
+        }
+    }
+}
+
+impl ResolvesServerCert for CertStore {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(
+            self.current
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+        )
+    }
+}
+
+/// Reloads `store` on SIGHUP and when its files change, until `shutdown`.
+pub fn watch(store: Arc<CertStore>, shutdown: CancellationToken) -> io::Result<JoinHandle<()>> {
+    let mut hangup = signal(SignalKind::hangup())?;
+    let interval = store.config.watch_interval();
+    Ok(tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                _ = hangup.recv() => store.reload_and_log("SIGHUP"),
+                () = tokio::time::sleep(interval) => {
+                    if store.changed() {
+                        store.reload_and_log("file changed");
+                    }
+                }
+            }
+        }
+    }))
+}
+
+/// An axum listener that hands out TLS connections whose handshake has completed.
+pub struct TlsListener {
+    local_addr: SocketAddr,
+    ready: mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
+    acceptor: JoinHandle<()>,
+}
+
+impl TlsListener {
+    pub fn new(listener: TcpListener, config: Arc<ServerConfig>) -> io::Result<Self> {
+        let local_addr = listener.local_addr()?;
+        let (tx, ready) = mpsc::channel(64);
+        let acceptor = tokio::spawn(accept_loop(listener, TlsAcceptor::from(config), tx));
+        Ok(Self {
+            local_addr,
+            ready,
+            acceptor,
+        })
+    }
+}
+
+impl Drop for TlsListener {
+    fn drop(&mut self) {
+        // axum drops the listener when it stops accepting (shutdown): stop with it.
+        self.acceptor.abort();
+    }
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = TlsStream<TcpStream>;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        match self.ready.recv().await {
+            Some(connection) => connection,
+            // The accept loop never ends on its own; if it did, accept nothing more.
+            None => std::future::pending().await,
+        }
+    }
+
+    fn local_addr(&self) -> io::Result<Self::Addr> {
+        Ok(self.local_addr)
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    acceptor: TlsAcceptor,
+    ready: mpsc::Sender<(TlsStream<TcpStream>, SocketAddr)>,
+) {
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                // Out of file descriptors and the like: back off instead of spinning.
+                tracing::warn!(%error, "accepting a connection failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let acceptor = acceptor.clone();
+        let ready = ready.clone();
+        tokio::spawn(async move {
+            match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                Ok(Ok(tls)) => {
+                    let _ = ready.send((tls, peer)).await;
+                }
+                Ok(Err(error)) => tracing::debug!(%peer, %error, "TLS handshake failed"),
+                Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+            }
+        });
+    }
+}

@@ -1,0 +1,506 @@
+//! Pane operations as plain async functions over a caller's [`TmuxAccess`]: listing panes,
+//! finding the pane a tool acts on, delivering input, capturing text.
+//!
+//! The `#[tool]` functions stay thin wrappers around these, and other tools reuse them (batches
+//! that send, wait and capture in one call). The commands themselves are built by the pure
+//! [`crate::mux::tmux::ops`] modules; this layer runs them as the caller, checks the caller's
+//! session ACL, and turns failures into [`ToolError`]s.
+//!
+//! Functions taking a [`PaneId`] expect a pane the caller may act on: get it from
+//! [`target_pane`] (or [`pane_rows`]) first.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+pub use super::access::not_found;
+use super::access::{TmuxAccess, engine_error, list_hint, missing_as_not_found};
+use super::error::{ToolError, ToolErrorKind};
+use crate::auth::OWNER_OPTION;
+use crate::mux::tmux::format::{flag, row_format, split_row};
+use crate::mux::tmux::ops::buffer::transient_buffer_name;
+use crate::mux::tmux::ops::capture::{CaptureRange, CapturedText, shape_capture};
+use crate::mux::tmux::ops::input::{InputError, InputPlan};
+use crate::mux::tmux::ops::keys::KeyName;
+use crate::mux::tmux::target::Target;
+use crate::mux::tmux::{BatchMode, CommandOutcome, EngineError, PaneId, QuoteError, TmuxCommand};
+
+/// One tmux pane, as listings and pane tools report it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct PaneInfo {
+    /// Pane id (`%N`): the stable way to target it.
+    pub id: String,
+    /// Position of the pane in its window (0-based).
+    pub index: u32,
+    pub session_id: String,
+    pub session_name: String,
+    pub window_id: String,
+    pub window_index: u32,
+    pub window_name: String,
+    /// Whether it is the active pane of its window.
+    pub active: bool,
+    /// Whether its window is the current window of the session.
+    pub window_active: bool,
+    /// Whether its window is zoomed (one pane fills it).
+    pub zoomed: bool,
+    /// Size in cells.
+    pub width: u32,
+    pub height: u32,
+    /// Offset of the pane's top-left cell inside the window.
+    pub left: u32,
+    pub top: u32,
+    /// Process id of the program started in the pane (usually a shell).
+    pub pid: u32,
+    /// The foreground program's name, as tmux reports it.
+    pub current_command: String,
+    /// The foreground program's working directory.
+    pub current_path: String,
+    /// Title set by the program (or set_pane_title).
+    pub title: String,
+    /// The terminal device of the pane.
+    pub tty: String,
+    /// Whether the program exited and the pane stayed (remain-on-exit).
+    pub dead: bool,
+    /// The exit status of a dead pane's program, when known.
+    pub dead_status: Option<i32>,
+    /// Whether the pane shows a mode (copy mode, a chooser) instead of its program.
+    pub in_mode: bool,
+    /// The mode's name (`copy-mode`, `view-mode`…), empty when not in a mode.
+    pub mode: String,
+    /// Whether its session was created through this gateway by you.
+    pub created_by_you: bool,
+}
+
+/// `-F` fields of a pane row; free text last (only the last field may hold a separator).
+pub const PANE_FIELDS: [&str; 24] = [
+    "pane_id",
+    "pane_index",
+    "session_id",
+    "window_id",
+    "window_index",
+    "pane_active",
+    "window_active",
+    "window_zoomed_flag",
+    "pane_width",
+    "pane_height",
+    "pane_left",
+    "pane_top",
+    "pane_pid",
+    "pane_dead",
+    "pane_dead_status",
+    "pane_in_mode",
+    "pane_mode",
+    "pane_tty",
+    OWNER_OPTION,
+    "session_name",
+    "window_name",
+    "pane_title",
+    "pane_current_command",
+    // Last: a directory name may hold any byte, including the separator.
+    "pane_current_path",
+];
+
+/// Field names of [`PaneInfo`], for filters.
+pub const PANE_INFO_FIELDS: [&str; 24] = [
+    "id",
+    "index",
+    "session_id",
+    "session_name",
+    "window_id",
+    "window_index",
+    "window_name",
+    "active",
+    "window_active",
+    "zoomed",
+    "width",
+    "height",
+    "left",
+    "top",
+    "pid",
+    "current_command",
+    "current_path",
+    "title",
+    "tty",
+    "dead",
+    "dead_status",
+    "in_mode",
+    "mode",
+    "created_by_you",
+];
+
+/// A pane row with its session's owner tag (for the ACL check).
+#[derive(Debug, Clone)]
+pub struct PaneRow {
+    pub info: PaneInfo,
+    pub pane: PaneId,
+    pub owner: String,
+}
+
+impl PaneRow {
+    /// Parses one `list-panes` row of [`PANE_FIELDS`]; `sub` is the caller (for
+    /// `created_by_you`).
+    pub fn parse(line: &[u8], sub: &str) -> Option<Self> {
+        let f = split_row(line, PANE_FIELDS.len())?;
+        let pane: PaneId = f[0].parse().ok()?;
+        let number = |i: usize| f[i].parse::<u32>().unwrap_or(0);
+        let dead = flag(&f[13]);
+        let info = PaneInfo {
+            id: f[0].clone(),
+            index: number(1),
+            session_id: f[2].clone(),
+            window_id: f[3].clone(),
+            window_index: number(4),
+            active: flag(&f[5]),
+            window_active: flag(&f[6]),
+            zoomed: flag(&f[7]),
+            width: number(8),
+            height: number(9),
+            left: number(10),
+            top: number(11),
+            pid: number(12),
+            dead,
+            dead_status: if dead { f[14].parse().ok() } else { None },
+            in_mode: flag(&f[15]),
+            mode: f[16].clone(),
+            tty: f[17].clone(),
+            created_by_you: !f[18].is_empty() && f[18] == sub,
+            session_name: f[19].clone(),
+            window_name: f[20].clone(),
+            title: f[21].clone(),
+            current_command: f[22].clone(),
+            current_path: f[23].clone(),
+        };
+        Some(Self {
+            info,
+            pane,
+            owner: f[18].clone(),
+        })
+    }
+}
+
+/// Which panes a listing covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PaneScope {
+    /// Every pane of the server.
+    All,
+    /// The panes of a session (`$N` / name), of a window (`@N`), or of the window holding a
+    /// pane (`%N`).
+    Of(Target),
+}
+
+/// Lists the panes of `scope` that the caller may see, with one tmux command.
+pub async fn pane_rows(
+    tmux: &TmuxAccess<'_>,
+    scope: &PaneScope,
+) -> Result<Vec<PaneRow>, ToolError> {
+    let mut command = TmuxCommand::new("list-panes");
+    let hint = match scope {
+        PaneScope::All => {
+            command = command.flag("-a");
+            "call list_sessions"
+        }
+        PaneScope::Of(target) => {
+            if matches!(target, Target::Session(_)) {
+                command = command.flag("-s");
+            }
+            command = command.opt("-t", target.tmux_target());
+            list_hint(target)
+        }
+    };
+    let command = command
+        .opt("-F", row_format(&PANE_FIELDS))
+        .build()
+        .map_err(quote_error)?;
+    let lines = tmux.run(command, hint).await.map_err(|e| match scope {
+        PaneScope::Of(target) => missing_as_not_found(e, target),
+        PaneScope::All => e,
+    })?;
+    Ok(lines
+        .iter()
+        .filter_map(|line| PaneRow::parse(line, tmux.call.sub()))
+        .filter(|row| tmux.can_see(&row.info.session_name, &row.owner))
+        .collect())
+}
+
+/// The pane `target` designates — the pane itself, a window's active pane, or the active pane
+/// of a session's current window — with its details, if the caller may see it (one command).
+pub async fn pane_info(tmux: &TmuxAccess<'_>, target: &Target) -> Result<PaneRow, ToolError> {
+    let rows = pane_rows(tmux, &PaneScope::Of(target.clone())).await?;
+    let found = rows.into_iter().find(|row| match target {
+        Target::Pane(pane) => row.pane == *pane,
+        Target::Window(_) => row.info.active,
+        Target::Session(_) => row.info.window_active && row.info.active,
+    });
+    found.ok_or_else(|| not_found(target))
+}
+
+/// The pane a tool acts on for `target`, after checking the caller may see it. Costs no tmux
+/// command for a pane id when the caller's ACL does not depend on sessions (tmux itself then
+/// reports a missing pane when the real command runs); one command otherwise.
+pub async fn target_pane(tmux: &TmuxAccess<'_>, target: &Target) -> Result<PaneId, ToolError> {
+    match target {
+        Target::Pane(pane) if !tmux.acl_needs_sessions() => Ok(*pane),
+        _ => Ok(tmux.resolve(target).await?.pane_id),
+    }
+}
+
+/// What was delivered to a pane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Delivered {
+    pub text_bytes: usize,
+    pub keys: usize,
+}
+
+/// Runs an [`InputPlan`] as one chained line (one write; nothing runs after a failure). If
+/// the line fails, transient buffers it may have left are deleted before returning the error.
+pub async fn deliver(tmux: &TmuxAccess<'_>, plan: InputPlan) -> Result<Delivered, ToolError> {
+    let delivered = Delivered {
+        text_bytes: plan.text_bytes(),
+        keys: plan.key_count(),
+    };
+    if plan.is_empty() {
+        return Ok(delivered);
+    }
+    let pane = plan.pane();
+    let buffers = plan.transient_buffers().to_vec();
+    let outcomes = tmux
+        .run_batch(plan.into_commands(), BatchMode::StopOnError, None)
+        .await;
+    let failure = match outcomes {
+        Ok(outcomes) => outcomes.into_iter().find_map(|o| match o {
+            CommandOutcome::Failed(message) => Some(message),
+            _ => None,
+        }),
+        Err(error) => {
+            delete_buffers(tmux, &buffers).await;
+            return Err(error);
+        }
+    };
+    match failure {
+        None => Ok(delivered),
+        Some(message) => {
+            delete_buffers(tmux, &buffers).await;
+            Err(engine_error(
+                tmux.server_name(),
+                EngineError::Command(message),
+                list_hint(&Target::Pane(pane)),
+            ))
+        }
+    }
+}
+
+/// Best-effort removal of transient buffers after a failed delivery (a buffer already consumed
+/// by `paste-buffer -d` just reports an error, which is ignored).
+async fn delete_buffers(tmux: &TmuxAccess<'_>, names: &[String]) {
+    let commands: Vec<TmuxCommand> = names
+        .iter()
+        .filter_map(|name| {
+            TmuxCommand::new("delete-buffer")
+                .opt("-b", name)
+                .build()
+                .ok()
+        })
+        .collect();
+    if !commands.is_empty() {
+        let _ = tmux.run_batch(commands, BatchMode::Independent, None).await;
+    }
+}
+
+/// Presses `keys` in `pane`, then Enter if `enter`; one write.
+pub async fn send_keys(
+    tmux: &TmuxAccess<'_>,
+    pane: PaneId,
+    keys: &[KeyName],
+    enter: bool,
+) -> Result<Delivered, ToolError> {
+    let mut plan = InputPlan::new(pane);
+    plan.keys(keys).map_err(input_error)?;
+    if enter {
+        plan.enter().map_err(input_error)?;
+    }
+    deliver(tmux, plan).await
+}
+
+/// Types `text` into `pane` exactly as given (any bytes), then Enter if `enter`; one write.
+pub async fn send_text(
+    tmux: &TmuxAccess<'_>,
+    pane: PaneId,
+    text: &[u8],
+    enter: bool,
+) -> Result<Delivered, ToolError> {
+    let mut plan = InputPlan::new(pane);
+    plan.literal(text, transient_buffer_name)
+        .map_err(input_error)?;
+    if enter {
+        plan.enter().map_err(input_error)?;
+    }
+    deliver(tmux, plan).await
+}
+
+/// Pastes `text` into `pane` through a transient buffer (bracketed if `bracket` and the
+/// program asked for it); one write, and the buffer is gone afterwards.
+pub async fn paste_text(
+    tmux: &TmuxAccess<'_>,
+    pane: PaneId,
+    text: &[u8],
+    bracket: bool,
+) -> Result<Delivered, ToolError> {
+    let mut plan = InputPlan::new(pane);
+    plan.paste(text, bracket, transient_buffer_name)
+        .map_err(input_error)?;
+    deliver(tmux, plan).await
+}
+
+/// Text captured from a pane, shaped and capped for a response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaneCapture {
+    pub captured: CapturedText,
+    /// Bytes cut from the front by the caller's output budget (after the line cap).
+    pub dropped_bytes: usize,
+}
+
+impl PaneCapture {
+    pub fn truncated(&self) -> bool {
+        self.captured.truncated() || self.dropped_bytes > 0
+    }
+}
+
+/// Captures `range` of `pane`, keeps the last `max_lines` lines, then applies the caller's
+/// byte budget (keeping the tail). One tmux command.
+pub async fn capture_pane(
+    tmux: &TmuxAccess<'_>,
+    pane: PaneId,
+    range: &CaptureRange,
+    max_lines: usize,
+) -> Result<PaneCapture, ToolError> {
+    let command = range.command(pane).map_err(quote_error)?;
+    let lines = tmux.run(command, list_hint(&Target::Pane(pane))).await?;
+    Ok(shape_and_cap(tmux, &lines, range, max_lines))
+}
+
+/// Shapes raw `capture-pane` lines as [`capture_pane`] does (for callers that ran the command
+/// in a batch of their own).
+pub fn shape_and_cap(
+    tmux: &TmuxAccess<'_>,
+    lines: &[Vec<u8>],
+    range: &CaptureRange,
+    max_lines: usize,
+) -> PaneCapture {
+    let mut captured = shape_capture(lines, max_lines, range.join_wrapped);
+    let (text, dropped_bytes) = tmux.cap_output(&captured.text);
+    captured.text = text;
+    PaneCapture {
+        captured,
+        dropped_bytes,
+    }
+}
+
+/// Refuses `max_lines` of 0.
+pub fn check_max_lines(max_lines: usize) -> Result<usize, ToolError> {
+    if max_lines == 0 {
+        return Err(ToolError::invalid_arguments(
+            "max_lines must be at least 1",
+            "omit max_lines for the default of 500",
+        ));
+    }
+    Ok(max_lines)
+}
+
+/// A quoting failure (a NUL byte in an argument) as a tool error.
+pub fn quote_error(error: QuoteError) -> ToolError {
+    ToolError::invalid_arguments(
+        error.to_string(),
+        "remove NUL bytes (send them with send_keys as the key C-@)",
+    )
+}
+
+fn input_error(error: InputError) -> ToolError {
+    match error {
+        InputError::Quote(e) => quote_error(e),
+        other => ToolError::new(
+            ToolErrorKind::InvalidArguments,
+            other.to_string(),
+            "paste with bracket false, or send the NUL bytes with send_keys",
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(fields: &[&str]) -> Vec<u8> {
+        fields.join("\u{1f}").into_bytes()
+    }
+
+    #[test]
+    fn parses_pane_rows() {
+        let line = row(&[
+            "%3",
+            "1",
+            "$0",
+            "@2",
+            "4",
+            "1",
+            "0",
+            "1",
+            "80",
+            "24",
+            "40",
+            "0",
+            "4242",
+            "1",
+            "2",
+            "1",
+            "copy-mode",
+            "/dev/pts/3",
+            "agent",
+            "main",
+            "editor",
+            "my title",
+            "vim",
+            "/home/u/a\u{1f}b",
+        ]);
+        let parsed = PaneRow::parse(&line, "agent").unwrap();
+        assert_eq!(parsed.pane, PaneId(3));
+        assert_eq!(parsed.owner, "agent");
+        let info = parsed.info;
+        assert_eq!(
+            (info.index, info.window_index, info.width, info.left),
+            (1, 4, 80, 40)
+        );
+        assert!(info.active && !info.window_active && info.zoomed && info.dead && info.in_mode);
+        assert_eq!(info.dead_status, Some(2));
+        assert!(info.created_by_you);
+        assert_eq!(info.current_path, "/home/u/a\u{1f}b");
+        assert_eq!(
+            (info.session_name.as_str(), info.title.as_str()),
+            ("main", "my title")
+        );
+        assert!(!PaneRow::parse(&line, "other").unwrap().info.created_by_you);
+        assert!(PaneRow::parse(b"%3\x1f1", "agent").is_none());
+    }
+
+    #[test]
+    fn filter_fields_are_the_output_fields() {
+        let info = PaneRow::parse(
+            &row(&[
+                "%1", "0", "$0", "@0", "0", "1", "1", "0", "1", "1", "0", "0", "1", "0", "", "0",
+                "", "", "", "s", "w", "t", "c", "p",
+            ]),
+            "x",
+        )
+        .unwrap()
+        .info;
+        let value = serde_json::to_value(&info).unwrap();
+        let mut keys: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut fields = PANE_INFO_FIELDS.to_vec();
+        keys.sort_unstable();
+        fields.sort_unstable();
+        assert_eq!(keys, fields);
+    }
+}

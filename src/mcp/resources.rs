@@ -1,0 +1,714 @@
+//! MCP resources: the `tmux://` hierarchy, read with the same access rules as the tools.
+//!
+//! | URI | Content |
+//! |---|---|
+//! | `tmux://{server}/sessions` | the sessions you may see (JSON, as list_sessions) |
+//! | `tmux://{server}/sessions/{session}` | one session and its windows (JSON) |
+//! | `tmux://{server}/sessions/{session}/windows` | its windows (JSON) |
+//! | `tmux://{server}/sessions/{session}/windows/{index}` | one window and its panes (JSON) |
+//! | `tmux://{server}/panes/{pane_id}` | one pane's metadata (JSON) |
+//! | `tmux://{server}/panes/{pane_id}/content` | its visible text (text/plain, tail kept) |
+//!
+//! `{server}` is a configured server name, `{session}` a session name or id (`$N`),
+//! `{pane_id}` a pane id (`%N`, percent-encoded as `%25N` in a URI; the raw form is accepted
+//! too). Reading needs the read-only tier and counts against the tool-call rate; objects the
+//! caller may not see are "not found" (-32002), exactly like missing ones. `resources/list`
+//! returns, per visible server, its session list, each visible session and each visible pane's
+//! content; the templates cover the rest.
+//!
+//! Not here: what the objects are (the session and window tools own their row formats, reused
+//! here).
+
+use std::time::Instant;
+
+use rmcp::ErrorData;
+use rmcp::model::{
+    ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult, Resource,
+    ResourceContents, ResourceTemplate,
+};
+use serde::Serialize;
+use serde_json::json;
+
+use super::McpServer;
+use super::access::TmuxAccess;
+use super::call::{self, CallContext};
+use super::error::{ToolError, ToolErrorKind};
+use super::tools::session::{SessionDetail, SessionInfo, find_session, list_session_rows};
+use super::tools::window::{WindowInfo, list_window_rows};
+use crate::audit::{Outcome, ToolCall};
+use crate::auth::{OWNER_OPTION, Tier, check_server};
+use crate::mux::tmux::format::{flag, row_format, split_row};
+use crate::mux::tmux::target::{SessionSel, Target};
+use crate::mux::tmux::{BatchMode, CommandOutcome, PaneId, TmuxCommand};
+
+/// The URI scheme.
+pub const SCHEME: &str = "tmux://";
+
+/// Lines of pane content kept (the tail), like capture tools' default.
+pub const CONTENT_MAX_LINES: usize = 500;
+
+/// Resources per `resources/list` page.
+const PAGE_SIZE: usize = 200;
+
+/// A parsed resource URI.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResourceUri {
+    Sessions {
+        server: String,
+    },
+    Session {
+        server: String,
+        session: SessionSel,
+    },
+    Windows {
+        server: String,
+        session: SessionSel,
+    },
+    Window {
+        server: String,
+        session: SessionSel,
+        index: u32,
+    },
+    Pane {
+        server: String,
+        pane: PaneId,
+    },
+    PaneContent {
+        server: String,
+        pane: PaneId,
+    },
+}
+
+/// Why a URI is not one of ours.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{0}; resource URIs look like tmux://<server>/sessions[/<session>[/windows[/<index>]]] or tmux://<server>/panes/<pane id>[/content]"
+)]
+pub struct UriError(String);
+
+impl ResourceUri {
+    /// Parses a `tmux://` URI (pure).
+    pub fn parse(uri: &str) -> Result<Self, UriError> {
+        let rest = uri
+            .strip_prefix(SCHEME)
+            .ok_or_else(|| UriError("not a tmux:// URI".into()))?;
+        let segments: Vec<&str> = rest.split('/').collect();
+        let server = match segments.first() {
+            Some(s) if !s.is_empty() => percent_decode(s).unwrap_or_else(|| (*s).to_owned()),
+            _ => return Err(UriError("the URI names no server".into())),
+        };
+        let session = |segment: &str| match segment_target(segment) {
+            Some(Target::Session(session)) => Ok(session),
+            _ => Err(UriError(format!(
+                "{:?} is not a session name or id",
+                short(segment)
+            ))),
+        };
+        let pane = |segment: &str| match segment_target(segment) {
+            Some(Target::Pane(pane)) => Ok(pane),
+            _ => Err(UriError(format!("{:?} is not a pane id", short(segment)))),
+        };
+        match segments[1..] {
+            ["sessions"] => Ok(Self::Sessions { server }),
+            ["sessions", s] => Ok(Self::Session {
+                server,
+                session: session(s)?,
+            }),
+            ["sessions", s, "windows"] => Ok(Self::Windows {
+                server,
+                session: session(s)?,
+            }),
+            ["sessions", s, "windows", index] => Ok(Self::Window {
+                server,
+                session: session(s)?,
+                index: index
+                    .parse()
+                    .map_err(|_| UriError(format!("{:?} is not a window index", short(index))))?,
+            }),
+            ["panes", p] => Ok(Self::Pane {
+                server,
+                pane: pane(p)?,
+            }),
+            ["panes", p, "content"] => Ok(Self::PaneContent {
+                server,
+                pane: pane(p)?,
+            }),
+            _ => Err(UriError("unknown resource path".into())),
+        }
+    }
+
+    pub fn server(&self) -> &str {
+        match self {
+            Self::Sessions { server }
+            | Self::Session { server, .. }
+            | Self::Windows { server, .. }
+            | Self::Window { server, .. }
+            | Self::Pane { server, .. }
+            | Self::PaneContent { server, .. } => server,
+        }
+    }
+}
+
+/// A path segment as a target: percent-decoded, or raw when only the raw form is a target
+/// (`%12` is both a pane id and the percent-encoding of a control byte).
+fn segment_target(segment: &str) -> Option<Target> {
+    percent_decode(segment)
+        .and_then(|decoded| Target::parse(&decoded).ok())
+        .or_else(|| Target::parse(segment).ok())
+}
+
+/// Decodes `%XX` escapes; `None` when an escape is malformed or the result is not UTF-8.
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Encodes a path segment (ids contain `%` and `$`; names are already URI-safe otherwise).
+fn percent_encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~$".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+fn short(text: &str) -> String {
+    text.chars().take(64).collect()
+}
+
+fn session_uri(server: &str, name: &str) -> String {
+    format!("{SCHEME}{server}/sessions/{}", percent_encode(name))
+}
+
+fn pane_uri(server: &str, pane: &str) -> String {
+    format!("{SCHEME}{server}/panes/{}", percent_encode(pane))
+}
+
+/// The resource templates (static).
+pub fn templates() -> Vec<ResourceTemplate> {
+    let json = "application/json";
+    vec![
+        ResourceTemplate::new("tmux://{server}/sessions", "sessions")
+            .with_title("Sessions of a tmux server")
+            .with_description("The sessions you may see on a configured server (as list_sessions).")
+            .with_mime_type(json),
+        ResourceTemplate::new("tmux://{server}/sessions/{session}", "session")
+            .with_title("A tmux session")
+            .with_description("One session (by name or $N id) and its windows.")
+            .with_mime_type(json),
+        ResourceTemplate::new(
+            "tmux://{server}/sessions/{session}/windows",
+            "session-windows",
+        )
+        .with_title("Windows of a tmux session")
+        .with_description("The windows of one session (as list_windows).")
+        .with_mime_type(json),
+        ResourceTemplate::new(
+            "tmux://{server}/sessions/{session}/windows/{index}",
+            "window",
+        )
+        .with_title("A tmux window")
+        .with_description("The window at an index of a session, and its panes.")
+        .with_mime_type(json),
+        ResourceTemplate::new("tmux://{server}/panes/{pane_id}", "pane")
+            .with_title("A tmux pane")
+            .with_description("One pane's metadata; pane_id is %N (percent-encoded %25N).")
+            .with_mime_type(json),
+        ResourceTemplate::new("tmux://{server}/panes/{pane_id}/content", "pane-content")
+            .with_title("Text of a tmux pane")
+            .with_description(format!(
+                "The visible text of a pane, at most the last {CONTENT_MAX_LINES} lines."
+            ))
+            .with_mime_type("text/plain"),
+    ]
+}
+
+/// One pane, as the pane resources show it.
+#[derive(Debug, Clone, Serialize)]
+pub struct PaneSummary {
+    /// Pane id (`%N`).
+    pub id: String,
+    /// Its index in the window.
+    pub index: u32,
+    pub window_id: String,
+    pub session_id: String,
+    pub session_name: String,
+    /// Whether it is its window's active pane.
+    pub active: bool,
+    pub width: u32,
+    pub height: u32,
+    /// Process id of the program tmux started in it.
+    pub pid: u32,
+    /// Whether that program has exited (the pane stays with remain-on-exit).
+    pub dead: bool,
+    pub current_command: String,
+    pub current_path: String,
+    pub title: String,
+}
+
+/// `-F` fields of a pane row: session name early (the ACL needs it unshifted), free text late,
+/// the owner tag last.
+const PANE_FIELDS: [&str; 14] = [
+    "pane_id",
+    "pane_index",
+    "window_id",
+    "session_id",
+    "session_name",
+    "pane_active",
+    "pane_width",
+    "pane_height",
+    "pane_pid",
+    "pane_dead",
+    "pane_current_command",
+    "pane_title",
+    "pane_current_path",
+    OWNER_OPTION,
+];
+
+/// Parses a pane row and its owner tag.
+fn parse_pane_row(line: &[u8]) -> Option<(PaneSummary, String)> {
+    let f = split_row(line, PANE_FIELDS.len())?;
+    Some((
+        PaneSummary {
+            id: f[0].clone(),
+            index: f[1].parse().unwrap_or(0),
+            window_id: f[2].clone(),
+            session_id: f[3].clone(),
+            session_name: f[4].clone(),
+            active: flag(&f[5]),
+            width: f[6].parse().unwrap_or(0),
+            height: f[7].parse().unwrap_or(0),
+            pid: f[8].parse().unwrap_or(0),
+            dead: flag(&f[9]),
+            current_command: f[10].clone(),
+            title: f[11].clone(),
+            current_path: f[12].clone(),
+        },
+        f[13].clone(),
+    ))
+}
+
+fn list_panes_command(window: Option<&str>) -> Result<TmuxCommand, ToolError> {
+    let command = TmuxCommand::new("list-panes");
+    let command = match window {
+        Some(window) => command.opt("-t", window),
+        None => command.flag("-a"),
+    };
+    command
+        .opt("-F", row_format(&PANE_FIELDS))
+        .build()
+        .map_err(|e| ToolError::new(ToolErrorKind::Internal, e.to_string(), ""))
+}
+
+fn visible_panes(tmux: &TmuxAccess<'_>, rows: &[Vec<u8>]) -> Vec<PaneSummary> {
+    rows.iter()
+        .filter_map(|row| parse_pane_row(row))
+        .filter(|(pane, owner)| tmux.can_see(&pane.session_name, owner))
+        .map(|(pane, _)| pane)
+        .collect()
+}
+
+/// Keeps the last `max` lines, with a marker line saying how many were dropped.
+pub fn keep_tail(lines: &[String], max: usize) -> (String, usize) {
+    if lines.len() <= max {
+        return (lines.join("\n"), 0);
+    }
+    let dropped = lines.len() - max;
+    let mut text = format!("[... {dropped} lines truncated ...]\n");
+    text.push_str(&lines[dropped..].join("\n"));
+    (text, dropped)
+}
+
+/// A tool-style error as the JSON-RPC error of a resource request.
+fn rpc_error(error: ToolError) -> ErrorData {
+    let message = format!("{} ({})", error.message, error.suggestion);
+    match error.kind {
+        ToolErrorKind::NotFound => ErrorData::resource_not_found(message, None),
+        ToolErrorKind::InvalidArguments => ErrorData::invalid_params(message, None),
+        ToolErrorKind::Forbidden | ToolErrorKind::Busy => ErrorData::invalid_request(message, None),
+        _ => ErrorData::internal_error(message, None),
+    }
+}
+
+#[derive(Serialize)]
+struct WindowsContent {
+    server: String,
+    session: SessionInfo,
+    windows: Vec<WindowInfo>,
+}
+
+#[derive(Serialize)]
+struct WindowContent {
+    server: String,
+    window: WindowInfo,
+    panes: Vec<PaneSummary>,
+}
+
+#[derive(Serialize)]
+struct PaneMetadata {
+    server: String,
+    pane: PaneSummary,
+}
+
+impl McpServer {
+    /// `resources/list`: what the caller may read, one page at a time.
+    pub(crate) async fn list_resources_for(
+        &self,
+        call: &CallContext,
+        cursor: Option<&str>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let offset = match cursor {
+            None => 0,
+            Some(cursor) => cursor
+                .parse::<usize>()
+                .map_err(|_| ErrorData::invalid_params("invalid cursor", None))?,
+        };
+        if crate::auth::can_call(&call.principal, Tier::ReadOnly).is_err() {
+            return Ok(ListResourcesResult::with_all_items(Vec::new()));
+        }
+        let mut resources = Vec::new();
+        for server in self.state().tmux.servers() {
+            if check_server(&call.principal, server.name()).is_err() {
+                continue;
+            }
+            let Ok(tmux) = self.tmux_access(call, Some(server.name())) else {
+                continue;
+            };
+            resources.extend(server_resources(&tmux).await);
+        }
+        let page: Vec<Resource> = resources
+            .iter()
+            .skip(offset)
+            .take(PAGE_SIZE)
+            .cloned()
+            .collect();
+        let mut result = ListResourcesResult::with_all_items(page);
+        if offset + PAGE_SIZE < resources.len() {
+            result.next_cursor = Some((offset + PAGE_SIZE).to_string());
+        }
+        Ok(result)
+    }
+
+    /// `resources/templates/list`.
+    pub(crate) fn resource_templates(&self) -> ListResourceTemplatesResult {
+        ListResourceTemplatesResult::with_all_items(templates())
+    }
+
+    /// `resources/read`: checks tier and rate like a read-only tool call, reads, audits.
+    pub(crate) async fn read_resource_for(
+        &self,
+        call: &CallContext,
+        uri: &str,
+    ) -> Result<ReadResourceResult, ErrorData> {
+        let started = Instant::now();
+        let state = self.state();
+        let parsed = ResourceUri::parse(uri);
+        let result = match call::admit(call, Tier::ReadOnly, &state.limits) {
+            Err((error, outcome)) => Err((error, outcome)),
+            Ok(()) => match &parsed {
+                Err(e) => Err((
+                    ToolError::invalid_arguments(e.to_string(), "use a URI from resources/list"),
+                    Outcome::Error,
+                )),
+                Ok(parsed) => self
+                    .read_parsed(call, uri, parsed)
+                    .await
+                    .map_err(|e| (e, Outcome::Error)),
+            },
+        };
+        let targets = [short(uri)];
+        state.audit.record(ToolCall {
+            sub: call.sub(),
+            mcp_session: call.mcp_session.as_deref(),
+            tool: "resources/read",
+            server: parsed.as_ref().ok().map(ResourceUri::server),
+            targets: &targets,
+            outcome: result.as_ref().map_or_else(|(_, o)| *o, |_| Outcome::Ok),
+            duration: started.elapsed(),
+            error_kind: result.as_ref().err().map(|(e, outcome)| match outcome {
+                Outcome::Denied => "missing_scope",
+                Outcome::Limited => "limited",
+                _ => e.kind.as_str(),
+            }),
+            args: &json!({}),
+        });
+        result.map_err(|(error, _)| rpc_error(error))
+    }
+
+    async fn read_parsed(
+        &self,
+        call: &CallContext,
+        uri: &str,
+        parsed: &ResourceUri,
+    ) -> Result<ReadResourceResult, ToolError> {
+        let tmux = self.tmux_access(call, Some(parsed.server()))?;
+        let server = tmux.server_name().to_owned();
+        let body = match parsed {
+            ResourceUri::Sessions { .. } => json!({
+                "server": server,
+                "sessions": list_session_rows(&tmux).await?,
+            }),
+            ResourceUri::Session { session, .. } => {
+                let session = find_session(&tmux, &Target::Session(session.clone())).await?;
+                let windows = list_window_rows(&tmux, Some(&session.id)).await?;
+                to_json(&SessionDetail {
+                    server,
+                    session,
+                    windows,
+                })?
+            }
+            ResourceUri::Windows { session, .. } => {
+                let session = find_session(&tmux, &Target::Session(session.clone())).await?;
+                let windows = list_window_rows(&tmux, Some(&session.id)).await?;
+                to_json(&WindowsContent {
+                    server,
+                    session,
+                    windows,
+                })?
+            }
+            ResourceUri::Window { session, index, .. } => {
+                let session = find_session(&tmux, &Target::Session(session.clone())).await?;
+                let window = list_window_rows(&tmux, Some(&session.id))
+                    .await?
+                    .into_iter()
+                    .find(|w| w.index == *index)
+                    .ok_or_else(|| {
+                        ToolError::not_found(
+                            format!("session {} has no window at index {index}", session.name),
+                            "read the session's windows resource",
+                        )
+                    })?;
+                let rows = tmux
+                    .run(list_panes_command(Some(&window.id))?, "call list_windows")
+                    .await?;
+                let panes = visible_panes(&tmux, &rows);
+                to_json(&WindowContent {
+                    server,
+                    window,
+                    panes,
+                })?
+            }
+            ResourceUri::Pane { pane, .. } => {
+                let rows = tmux
+                    .run(list_panes_command(None)?, "call list_panes")
+                    .await?;
+                let pane = visible_panes(&tmux, &rows)
+                    .into_iter()
+                    .find(|p| p.id == pane.to_string())
+                    .ok_or_else(|| {
+                        ToolError::not_found(
+                            format!("no pane {pane} on this server"),
+                            "call list_panes to see valid pane ids",
+                        )
+                    })?;
+                to_json(&PaneMetadata { server, pane })?
+            }
+            ResourceUri::PaneContent { pane, .. } => {
+                let text = pane_text(&tmux, *pane).await?;
+                return Ok(ReadResourceResult::new(vec![
+                    ResourceContents::text(text, uri).with_mime_type("text/plain"),
+                ]));
+            }
+        };
+        Ok(ReadResourceResult::new(vec![
+            ResourceContents::text(body.to_string(), uri).with_mime_type("application/json"),
+        ]))
+    }
+}
+
+fn to_json<T: Serialize>(value: &T) -> Result<serde_json::Value, ToolError> {
+    serde_json::to_value(value)
+        .map_err(|e| ToolError::new(ToolErrorKind::Internal, e.to_string(), ""))
+}
+
+/// The visible text of a pane the caller may see: wrapped lines joined, trailing blank lines
+/// dropped, the last [`CONTENT_MAX_LINES`] kept, then the caller's output budget.
+async fn pane_text(tmux: &TmuxAccess<'_>, pane: PaneId) -> Result<String, ToolError> {
+    tmux.resolve(&Target::Pane(pane)).await?;
+    let capture = TmuxCommand::new("capture-pane")
+        .flag("-p")
+        .flag("-J")
+        .target(pane)
+        .build()
+        .map_err(|e| ToolError::new(ToolErrorKind::Internal, e.to_string(), ""))?;
+    let lines = tmux
+        .run(capture, "call list_panes to see valid pane ids")
+        .await?;
+    let mut lines: Vec<String> = lines
+        .iter()
+        .map(|l| String::from_utf8_lossy(l).into_owned())
+        .collect();
+    while lines.last().is_some_and(|l| l.trim().is_empty()) {
+        lines.pop();
+    }
+    let (text, _) = keep_tail(&lines, CONTENT_MAX_LINES);
+    Ok(tmux.cap_output(&text).0)
+}
+
+/// The resources of one server the caller may read (one round trip; none if it is down).
+async fn server_resources(tmux: &TmuxAccess<'_>) -> Vec<Resource> {
+    let server = tmux.server_name();
+    let (Ok(sessions), Ok(panes)) = (
+        super::tools::session::list_sessions_command(),
+        list_panes_command(None),
+    ) else {
+        return Vec::new();
+    };
+    let Ok(outcomes) = tmux
+        .run_batch(vec![sessions, panes], BatchMode::Independent, None)
+        .await
+    else {
+        return Vec::new();
+    };
+    let mut resources = vec![
+        Resource::new(
+            format!("{SCHEME}{server}/sessions"),
+            format!("{server}: sessions"),
+        )
+        .with_mime_type("application/json"),
+    ];
+    if let [CommandOutcome::Ok(sessions), CommandOutcome::Ok(panes)] = outcomes.as_slice() {
+        for session in super::tools::session::visible_sessions(tmux, sessions) {
+            resources.push(
+                Resource::new(
+                    session_uri(server, &session.name),
+                    format!("{server}: session {}", session.name),
+                )
+                .with_mime_type("application/json"),
+            );
+        }
+        for pane in visible_panes(tmux, panes) {
+            resources.push(
+                Resource::new(
+                    format!("{}/content", pane_uri(server, &pane.id)),
+                    format!(
+                        "{server}: pane {} ({}, {})",
+                        pane.id, pane.session_name, pane.current_command
+                    ),
+                )
+                .with_description(format!("Visible text of pane {}", pane.id))
+                .with_mime_type("text/plain"),
+            );
+        }
+    }
+    resources
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mux::tmux::SessionId;
+    use crate::mux::tmux::target::SessionName;
+
+    #[test]
+    fn uris_parse() {
+        let s = |name: &str| SessionSel::Name(SessionName::parse(name).unwrap());
+        assert_eq!(
+            ResourceUri::parse("tmux://work/sessions"),
+            Ok(ResourceUri::Sessions {
+                server: "work".into()
+            })
+        );
+        assert_eq!(
+            ResourceUri::parse("tmux://work/sessions/build"),
+            Ok(ResourceUri::Session {
+                server: "work".into(),
+                session: s("build")
+            })
+        );
+        assert_eq!(
+            ResourceUri::parse("tmux://work/sessions/%241/windows"),
+            Ok(ResourceUri::Windows {
+                server: "work".into(),
+                session: SessionSel::Id(SessionId(1))
+            })
+        );
+        assert_eq!(
+            ResourceUri::parse("tmux://work/sessions/$1/windows/2"),
+            Ok(ResourceUri::Window {
+                server: "work".into(),
+                session: SessionSel::Id(SessionId(1)),
+                index: 2
+            })
+        );
+        for pane in ["%253", "%3"] {
+            assert_eq!(
+                ResourceUri::parse(&format!("tmux://w/panes/{pane}/content")),
+                Ok(ResourceUri::PaneContent {
+                    server: "w".into(),
+                    pane: PaneId(3)
+                }),
+                "{pane}"
+            );
+        }
+        // `%12` is a control byte when decoded, so the raw pane id wins.
+        assert_eq!(
+            ResourceUri::parse("tmux://w/panes/%12"),
+            Ok(ResourceUri::Pane {
+                server: "w".into(),
+                pane: PaneId(12)
+            })
+        );
+        for bad in [
+            "file:///etc/passwd",
+            "tmux://",
+            "tmux:///sessions",
+            "tmux://w/sessions/a:b",
+            "tmux://w/sessions/x/windows/-1",
+            "tmux://w/panes/@1",
+            "tmux://w/panes/%251/other",
+            "tmux://w/other",
+        ] {
+            assert!(ResourceUri::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn uris_round_trip() {
+        let uri = pane_uri("w", "%7");
+        assert_eq!(uri, "tmux://w/panes/%257");
+        assert!(matches!(
+            ResourceUri::parse(&uri),
+            Ok(ResourceUri::Pane {
+                pane: PaneId(7),
+                ..
+            })
+        ));
+        assert_eq!(session_uri("w", "$2"), "tmux://w/sessions/$2");
+        assert_eq!(percent_decode("%zz"), None);
+        assert_eq!(percent_decode("a%20b").as_deref(), Some("a b"));
+    }
+
+    #[test]
+    fn tails_are_kept_with_a_marker() {
+        let lines: Vec<String> = (1..=5).map(|i| format!("l{i}")).collect();
+        assert_eq!(keep_tail(&lines, 10), ("l1\nl2\nl3\nl4\nl5".into(), 0));
+        assert_eq!(
+            keep_tail(&lines, 2),
+            ("[... 3 lines truncated ...]\nl4\nl5".into(), 3)
+        );
+    }
+
+    #[test]
+    fn templates_cover_every_uri_form() {
+        let names: Vec<_> = templates().into_iter().map(|t| t.uri_template).collect();
+        assert_eq!(names.len(), 6);
+        assert!(names.iter().all(|t| t.starts_with("tmux://{server}/")));
+    }
+}

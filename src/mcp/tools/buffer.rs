@@ -1,0 +1,418 @@
+//! Paste buffers owned by the caller: load, paste, show, delete.
+//!
+//! A client names its buffers with a logical name (`[A-Za-z0-9_.-]{1,64}`); the tmux buffer
+//! is `muxgate_<tag>_<logical>`, where the tag is derived from the client's identity
+//! ([`crate::mux::tmux::ops::buffer`]). A client therefore reaches only buffers it loaded
+//! itself: never a human's, never another client's.
+//!
+//! There is deliberately no `list_buffers`: tmux's buffer list holds the human's copy-mode
+//! selections and clipboard history (passwords, tokens) and is not the gateway's to show.
+//! A client knows the names it loaded.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use rmcp::handler::server::common::Extension;
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::{tool, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::input::TextEncoding;
+use super::pane::default_max_lines;
+use crate::mcp::McpServer;
+use crate::mcp::access::{TmuxAccess, engine_error, list_hint, parse_target};
+use crate::mcp::call::CallContext;
+use crate::mcp::error::{ToolError, ToolErrorKind};
+use crate::mcp::pane_ops::{check_max_lines, quote_error, target_pane};
+use crate::mux::tmux::ops::buffer::{LogicalBufferName, decode_show_buffer, show_buffer_escaped};
+use crate::mux::tmux::ops::capture::truncation_marker;
+use crate::mux::tmux::{BatchMode, CommandOutcome, EngineError, TmuxCommand};
+
+/// Most bytes one buffer may hold when loaded through the gateway.
+pub const MAX_BUFFER_BYTES: usize = 1 << 20;
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LoadBufferInput {
+    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
+    /// only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Your name for the buffer: 1-64 of A-Z a-z 0-9 _ . - (loading the same name again
+    /// replaces its content).
+    pub logical_name: String,
+    /// The content.
+    pub content: String,
+    /// "utf8" (default) or "base64" when the content is bytes that are not UTF-8.
+    #[serde(default)]
+    pub encoding: TextEncoding,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct LoadBufferOutput {
+    pub server: String,
+    pub logical_name: String,
+    /// Bytes stored.
+    pub bytes: usize,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PasteBufferInput {
+    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
+    /// only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// A buffer you loaded with load_buffer.
+    pub logical_name: String,
+    /// Pane id (`%N`); a window or session means its active pane.
+    pub target: String,
+    /// Bracketed paste when the program in the pane asked for it. Default true.
+    #[serde(default = "yes")]
+    pub bracket: bool,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PasteBufferOutput {
+    pub server: String,
+    pub logical_name: String,
+    pub pane_id: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShowBufferInput {
+    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
+    /// only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// A buffer you loaded with load_buffer.
+    pub logical_name: String,
+    /// "utf8" (default): content as text, the last `max_lines` lines kept; "base64": the
+    /// exact bytes, base64-encoded (the tail kept within your output budget).
+    #[serde(default)]
+    pub encoding: TextEncoding,
+    /// Most lines returned as text (the last ones are kept). Default 500.
+    #[serde(default = "default_max_lines")]
+    pub max_lines: usize,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ShowBufferOutput {
+    pub server: String,
+    pub logical_name: String,
+    /// The content (text, or base64 with encoding base64).
+    pub content: String,
+    /// Size of the whole buffer in bytes.
+    pub bytes: usize,
+    /// Whether `content` is not the whole buffer (lines cut by `max_lines` behind a marker
+    /// line, or the front cut by your output budget).
+    pub truncated: bool,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteBufferInput {
+    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
+    /// only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// A buffer you loaded with load_buffer.
+    pub logical_name: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DeleteBufferOutput {
+    pub server: String,
+    pub logical_name: String,
+    /// false when there was no such buffer (nothing to delete).
+    pub deleted: bool,
+}
+
+#[tool_router(router = buffer_tools, vis = "pub(crate)")]
+impl McpServer {
+    #[tool(
+        name = "load_buffer",
+        description = "Store text in a tmux paste buffer of yours, under a logical name, for paste_buffer later.\n\n\
+            Buffers are private to you (other clients and humans' buffers are never touched) \
+            and live until deleted or the tmux server exits. Loading an existing name replaces \
+            its content. Nothing changes in any pane or human's view. To paste text once, \
+            paste_text is simpler.",
+        annotations(
+            title = "Load buffer",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn load_buffer(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<LoadBufferInput>,
+    ) -> Result<Json<LoadBufferOutput>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let name = logical(&input.logical_name)?;
+        let content = match input.encoding {
+            TextEncoding::Utf8 => input.content.into_bytes(),
+            TextEncoding::Base64 => STANDARD.decode(input.content.trim()).map_err(|e| {
+                ToolError::invalid_arguments(
+                    format!("content is not valid base64: {e}"),
+                    "encode the bytes with standard base64 (RFC 4648, with padding)",
+                )
+            })?,
+        };
+        if content.len() > MAX_BUFFER_BYTES {
+            return Err(ToolError::invalid_arguments(
+                format!("content is longer than {MAX_BUFFER_BYTES} bytes"),
+                "store less, or split it over several buffers",
+            ));
+        }
+        if let Some(offset) = memchr::memchr(0, &content) {
+            return Err(ToolError::invalid_arguments(
+                format!(
+                    "content contains a NUL byte at offset {offset}, which tmux cannot receive"
+                ),
+                "remove NUL bytes (send them to a pane with send_keys as the key C-@)",
+            ));
+        }
+        let command = TmuxCommand::new("set-buffer")
+            .opt("-b", name.tmux_name(call.sub()))
+            .end_of_options()
+            .arg(&content)
+            .build()
+            .map_err(quote_error)?;
+        tmux.run(command, "call list_servers").await?;
+        Ok(Json(LoadBufferOutput {
+            server: tmux.server_name().to_owned(),
+            logical_name: name.as_str().to_owned(),
+            bytes: content.len(),
+        }))
+    }
+
+    #[tool(
+        name = "paste_buffer",
+        description = "Paste one of your buffers (from load_buffer) into a pane; the buffer is kept.\n\n\
+            Like paste_text, the program in the pane receives the text (bracketed when it asked \
+            for it) and may do anything with it; nothing presses Enter afterwards. Focus, \
+            current window and sizes do not change.",
+        annotations(
+            title = "Paste buffer",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
+    )]
+    async fn paste_buffer(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<PasteBufferInput>,
+    ) -> Result<Json<PasteBufferOutput>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let name = logical(&input.logical_name)?;
+        let target = parse_target(&input.target)?;
+        let pane = target_pane(&tmux, &target).await?;
+        let mut command = TmuxCommand::new("paste-buffer").flag("-r");
+        if input.bracket {
+            command = command.flag("-p");
+        }
+        let command = command
+            .opt("-b", name.tmux_name(call.sub()))
+            .target(pane)
+            .build()
+            .map_err(quote_error)?;
+        tmux.run(command, list_hint(&target))
+            .await
+            .map_err(|e| missing_buffer(e, &name))?;
+        Ok(Json(PasteBufferOutput {
+            server: tmux.server_name().to_owned(),
+            logical_name: name.as_str().to_owned(),
+            pane_id: pane.to_string(),
+        }))
+    }
+
+    #[tool(
+        name = "show_buffer",
+        description = "Read one of your buffers (from load_buffer) back, exactly as stored.\n\n\
+            Text by default (the last `max_lines` lines kept behind a truncation marker), or \
+            the exact bytes as base64. Only your own buffers can be read; there is no way to \
+            list or read other buffers (they may hold a human's clipboard). Read-only: nothing \
+            changes.",
+        annotations(
+            title = "Show buffer",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn show_buffer(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<ShowBufferInput>,
+    ) -> Result<Json<ShowBufferOutput>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let name = logical(&input.logical_name)?;
+        let max_lines = check_max_lines(input.max_lines)?;
+        let bytes = read_buffer(&tmux, &name).await?;
+        let (content, truncated) = match input.encoding {
+            TextEncoding::Base64 => {
+                // Base64 grows 4/3: keep the tail that fits the budget once encoded.
+                let budget = tmux.limits.max_output_bytes(tmux.call.sub()) / 4 * 3;
+                let start = bytes.len().saturating_sub(budget);
+                (STANDARD.encode(&bytes[start..]), start > 0)
+            }
+            TextEncoding::Utf8 => {
+                let (text, cut) = tail_lines(&String::from_utf8_lossy(&bytes), max_lines);
+                let (text, dropped) = tmux.cap_output(&text);
+                (text, cut || dropped > 0)
+            }
+        };
+        Ok(Json(ShowBufferOutput {
+            server: tmux.server_name().to_owned(),
+            logical_name: name.as_str().to_owned(),
+            content,
+            bytes: bytes.len(),
+            truncated,
+        }))
+    }
+
+    #[tool(
+        name = "delete_buffer",
+        description = "Delete one of your buffers (from load_buffer).\n\n\
+            Only your own buffers can be deleted. Deleting a buffer that does not exist succeeds \
+            with deleted false. Nothing changes in any pane or human's view.",
+        annotations(
+            title = "Delete buffer",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn delete_buffer(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<DeleteBufferInput>,
+    ) -> Result<Json<DeleteBufferOutput>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let name = logical(&input.logical_name)?;
+        let command = TmuxCommand::new("delete-buffer")
+            .opt("-b", name.tmux_name(call.sub()))
+            .build()
+            .map_err(quote_error)?;
+        let deleted = match tmux.run(command, "call list_servers").await {
+            Ok(_) => true,
+            Err(e) if is_missing_buffer(&e) => false,
+            Err(e) => return Err(e),
+        };
+        Ok(Json(DeleteBufferOutput {
+            server: tmux.server_name().to_owned(),
+            logical_name: name.as_str().to_owned(),
+            deleted,
+        }))
+    }
+}
+
+fn logical(name: &str) -> Result<LogicalBufferName, ToolError> {
+    LogicalBufferName::parse(name).map_err(|e| {
+        ToolError::invalid_arguments(e.to_string(), "use the logical_name you gave load_buffer")
+    })
+}
+
+/// Whether tmux refused because the buffer does not exist ("no buffer …" from show and
+/// paste, "unknown buffer: …" from delete).
+fn is_missing_buffer(error: &ToolError) -> bool {
+    ["no buffer", "unknown buffer"]
+        .iter()
+        .any(|needle| error.message.contains(needle))
+}
+
+/// A missing buffer as a not-found error naming the logical name.
+fn missing_buffer(error: ToolError, name: &LogicalBufferName) -> ToolError {
+    if is_missing_buffer(&error) {
+        ToolError::not_found(
+            format!("you have no buffer named {:?}", name.as_str()),
+            "call load_buffer first (buffers vanish when the tmux server restarts)",
+        )
+    } else {
+        error
+    }
+}
+
+/// `text` as is, or its last `max_lines` lines behind a truncation marker.
+fn tail_lines(text: &str, max_lines: usize) -> (String, bool) {
+    let lines: Vec<&str> = text.split('\n').collect();
+    if lines.len() <= max_lines {
+        return (text.to_owned(), false);
+    }
+    let cut = lines.len() - max_lines;
+    let tail = lines[cut..].join("\n");
+    (format!("{}\n{tail}", truncation_marker(cut)), true)
+}
+
+/// A buffer's exact bytes: the server's version and the buffer, in one write.
+async fn read_buffer(
+    tmux: &TmuxAccess<'_>,
+    name: &LogicalBufferName,
+) -> Result<Vec<u8>, ToolError> {
+    let commands = vec![
+        TmuxCommand::new("display-message")
+            .flag("-p")
+            .trusted_format("#{version}")
+            .build()
+            .map_err(quote_error)?,
+        TmuxCommand::new("show-buffer")
+            .opt("-b", name.tmux_name(tmux.call.sub()))
+            .build()
+            .map_err(quote_error)?,
+    ];
+    let mut outcomes = tmux
+        .run_batch(commands, BatchMode::Independent, None)
+        .await?
+        .into_iter();
+    let version = match outcomes.next() {
+        Some(CommandOutcome::Ok(lines)) => lines
+            .first()
+            .map(|l| String::from_utf8_lossy(l).into_owned())
+            .unwrap_or_default(),
+        _ => String::new(),
+    };
+    match outcomes.next() {
+        Some(CommandOutcome::Ok(lines)) => {
+            Ok(decode_show_buffer(&lines, show_buffer_escaped(&version)))
+        }
+        Some(CommandOutcome::Failed(message)) => Err(missing_buffer(
+            engine_error(
+                tmux.server_name(),
+                EngineError::Command(message),
+                "call load_buffer first",
+            ),
+            name,
+        )),
+        _ => Err(ToolError::new(
+            ToolErrorKind::Unavailable,
+            "tmux did not answer show-buffer",
+            "retry",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_exact_unless_too_long() {
+        assert_eq!(tail_lines("a\nb\n", 3), ("a\nb\n".to_owned(), false));
+        assert_eq!(
+            tail_lines("a\nb\nc", 2),
+            ("[... 1 lines truncated ...]\nb\nc".to_owned(), true)
+        );
+    }
+}

@@ -1,0 +1,232 @@
+//! Read-only tools for tmux hooks: the commands tmux runs on events (a window created, a pane
+//! exited…). Setting hooks is deliberately not offered: a hook keeps running commands after
+//! the call and the caller are gone (see [`super::option`], which refuses them too).
+
+use rmcp::handler::server::common::Extension;
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::{tool, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::option::{OptionScope, ScopeTarget, is_hook_name, scope_target};
+use super::support::{build, shorten};
+use crate::mcp::McpServer;
+use crate::mcp::access::TmuxAccess;
+use crate::mcp::call::CallContext;
+use crate::mcp::error::ToolError;
+use crate::mux::tmux::TmuxCommand;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShowHooksInput {
+    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Which hooks: session (client, session and alert events), window or pane.
+    pub scope: OptionScope,
+    /// The object (session `$N`/name, window `@N`, pane `%N`). Not with `global`.
+    #[serde(default)]
+    pub target: Option<String>,
+    /// Read the global hooks instead of one object's.
+    #[serde(default)]
+    pub global: bool,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShowHookInput {
+    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Which hooks: session, window or pane.
+    pub scope: OptionScope,
+    /// The object (session `$N`/name, window `@N`, pane `%N`). Not with `global`.
+    #[serde(default)]
+    pub target: Option<String>,
+    /// Read the global hook instead of one object's.
+    #[serde(default)]
+    pub global: bool,
+    /// The hook, e.g. `after-new-window`, `pane-exited`, `session-created`.
+    pub hook_name: String,
+}
+
+/// One command attached to a hook.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct HookEntry {
+    /// Hook name, e.g. `after-new-window`.
+    pub name: String,
+    /// Position in the hook's command list.
+    pub index: u32,
+    /// The tmux command it runs.
+    pub command: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ShowHooksOutput {
+    pub server: String,
+    pub scope: OptionScope,
+    /// The object read (`$N`, `@N` or `%N`); absent for global hooks.
+    pub target: Option<String>,
+    pub global: bool,
+    /// Hooks that have commands (hooks without any are left out).
+    pub hooks: Vec<HookEntry>,
+}
+
+/// Parses `show-hooks` lines: `name[index] command` for a set hook, a bare `name` otherwise.
+fn parse_hooks(lines: &[Vec<u8>]) -> Vec<HookEntry> {
+    lines
+        .iter()
+        .filter_map(|line| {
+            let line = String::from_utf8_lossy(line);
+            let (head, command) = line.split_once(' ')?;
+            let (name, index) = head.strip_suffix(']')?.split_once('[')?;
+            Some(HookEntry {
+                name: name.to_owned(),
+                index: index.parse().ok()?,
+                command: command.to_owned(),
+            })
+        })
+        .collect()
+}
+
+fn hook_scope(scope: OptionScope) -> Result<OptionScope, ToolError> {
+    match scope {
+        OptionScope::Server => Err(ToolError::invalid_arguments(
+            "hooks belong to sessions, windows or panes (or their global defaults), not the server",
+            "use scope session with global: true for server-wide events",
+        )),
+        other => Ok(other),
+    }
+}
+
+async fn read_hooks(
+    tmux: &TmuxAccess<'_>,
+    place: &ScopeTarget,
+    name: Option<&str>,
+) -> Result<Vec<HookEntry>, ToolError> {
+    let mut command = place.apply(TmuxCommand::new("show-hooks"));
+    if let Some(name) = name {
+        command = command.end_of_options().arg(name);
+    }
+    let lines = tmux.run(build(command)?, "call list_sessions").await?;
+    Ok(parse_hooks(&lines))
+}
+
+#[tool_router(router = hook_tools, vis = "pub(crate)")]
+impl McpServer {
+    #[tool(
+        name = "show_hooks",
+        description = "List the tmux hooks that have commands, for a session, window or pane, or the global ones.\n\n\
+            Read-only: no change to any human's view. Hooks are commands tmux runs on events \
+            (after-new-window, pane-exited, session-created…); they may explain surprising \
+            behaviour. The gateway does not set hooks. Returns each hook's name, index and \
+            command; hooks without commands are left out.",
+        annotations(
+            title = "Show hooks",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn show_hooks(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<ShowHooksInput>,
+    ) -> Result<Json<ShowHooksOutput>, ToolError> {
+        let scope = hook_scope(input.scope)?;
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let place = scope_target(&tmux, scope, input.global, input.target.as_deref()).await?;
+        let hooks = read_hooks(&tmux, &place, None).await?;
+        Ok(Json(ShowHooksOutput {
+            server: tmux.server_name().to_owned(),
+            scope: place.scope,
+            target: place.target,
+            global: place.global,
+            hooks,
+        }))
+    }
+
+    #[tool(
+        name = "show_hook",
+        description = "Read one tmux hook's commands, for a session, window or pane, or the global one.\n\n\
+            Read-only: no change to any human's view. `hook_name` is e.g. after-new-window, \
+            pane-exited or session-created. Returns its commands (an empty list when the hook \
+            is not set). The gateway does not set hooks.",
+        annotations(
+            title = "Show hook",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn show_hook(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<ShowHookInput>,
+    ) -> Result<Json<ShowHooksOutput>, ToolError> {
+        let scope = hook_scope(input.scope)?;
+        let valid_name = is_hook_name(&input.hook_name)
+            && !input.hook_name.contains('[')
+            && input
+                .hook_name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b == b'-');
+        if !valid_name {
+            return Err(ToolError::invalid_arguments(
+                format!("{:?} is not a tmux hook name", shorten(&input.hook_name)),
+                "call show_hooks, or use a name like after-new-window, pane-exited or session-created",
+            ));
+        }
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let place = scope_target(&tmux, scope, input.global, input.target.as_deref()).await?;
+        let hooks = read_hooks(&tmux, &place, Some(&input.hook_name))
+            .await?
+            .into_iter()
+            .filter(|h| h.name == input.hook_name)
+            .collect();
+        Ok(Json(ShowHooksOutput {
+            server: tmux.server_name().to_owned(),
+            scope: place.scope,
+            target: place.target,
+            global: place.global,
+            hooks,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hook_lines_parse() {
+        let lines: Vec<Vec<u8>> = [
+            "after-bind-key",
+            "after-new-window[0] display-message hi there",
+            "pane-exited[3] run-shell 'x y'",
+            "weird[x] y",
+        ]
+        .iter()
+        .map(|l| l.as_bytes().to_vec())
+        .collect();
+        assert_eq!(
+            parse_hooks(&lines),
+            [
+                HookEntry {
+                    name: "after-new-window".into(),
+                    index: 0,
+                    command: "display-message hi there".into()
+                },
+                HookEntry {
+                    name: "pane-exited".into(),
+                    index: 3,
+                    command: "run-shell 'x y'".into()
+                },
+            ]
+        );
+        assert!(hook_scope(OptionScope::Server).is_err());
+        assert_eq!(hook_scope(OptionScope::Pane).unwrap(), OptionScope::Pane);
+    }
+}

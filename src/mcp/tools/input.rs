@@ -1,0 +1,405 @@
+//! Tools that type into panes: `send_keys` (key names, or literal text) and `paste_text`.
+//!
+//! Both deliver exactly what the client sent, in one tmux write per call (see
+//! [`crate::mux::tmux::ops::input`] for how each kind of byte gets there). Text that is not
+//! valid UTF-8 cannot travel in a JSON string; clients send it base64-encoded with
+//! `encoding: "base64"`.
+//!
+//! What reaches the pane is input to whatever program runs there, so both tools are
+//! open-world: the program may do anything with it.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use rmcp::handler::server::common::Extension;
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::{tool, tool_router};
+use schemars::JsonSchema;
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize};
+
+use crate::mcp::McpServer;
+use crate::mcp::access::parse_target;
+use crate::mcp::call::CallContext;
+use crate::mcp::error::ToolError;
+use crate::mcp::pane_ops::{self, Delivered, target_pane};
+use crate::mux::tmux::ops::keys::{KEY_EXAMPLES, KeyName};
+
+/// Most key names in one call.
+pub const MAX_KEYS: usize = 1000;
+/// Most bytes of text in one call.
+pub const MAX_TEXT_BYTES: usize = 1 << 20;
+
+/// How text arrives in a JSON string.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TextEncoding {
+    /// The string is the text.
+    #[default]
+    Utf8,
+    /// The string is standard base64 of the bytes (for bytes that are not valid UTF-8).
+    Base64,
+}
+
+/// One string or a list of strings.
+#[derive(Debug, Clone, PartialEq, Eq, JsonSchema)]
+#[schemars(untagged)]
+pub enum Strings {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Strings {
+    fn items(&self) -> &[String] {
+        match self {
+            Strings::One(one) => std::slice::from_ref(one),
+            Strings::Many(many) => many,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Strings {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct StringsVisitor;
+        impl<'de> Visitor<'de> for StringsVisitor {
+            type Value = Strings;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string or a list of strings")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Strings, E> {
+                Ok(Strings::One(v.to_owned()))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Strings, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element::<String>()? {
+                    if items.len() == MAX_KEYS {
+                        return Err(de::Error::custom(format!(
+                            "more than {MAX_KEYS} items; split the input over several calls"
+                        )));
+                    }
+                    items.push(item);
+                }
+                Ok(Strings::Many(items))
+            }
+        }
+        deserializer.deserialize_any(StringsVisitor)
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SendKeysInput {
+    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
+    /// only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Pane id (`%N`). A window id (`@N`) means its active pane; a session (`$N` or exact
+    /// name) the active pane of its current window.
+    pub target: String,
+    /// Without `literal`: tmux key names pressed in order, e.g. ["C-c"], ["Up", "Enter"],
+    /// ["q"]. With `literal: true`: text typed exactly (a list is concatenated), e.g.
+    /// "ls -la". A single string is one key name (or one text).
+    pub keys: Strings,
+    /// Type `keys` as text, byte for byte, instead of pressing named keys. Default false.
+    #[serde(default)]
+    pub literal: bool,
+    /// Press Enter after the keys or text. Default true; pass false for control keys such as
+    /// C-c or for partial input.
+    #[serde(default = "yes")]
+    pub enter: bool,
+    /// With `literal`: "utf8" (default) or "base64" when the text is bytes that are not UTF-8.
+    #[serde(default)]
+    pub encoding: TextEncoding,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SendKeysOutput {
+    pub server: String,
+    pub pane_id: String,
+    /// Named keys pressed, including the final Enter.
+    pub keys_pressed: usize,
+    /// Bytes of literal text typed.
+    pub text_bytes: usize,
+    /// Whether Enter was pressed at the end.
+    pub enter: bool,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PasteTextInput {
+    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
+    /// only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Pane id (`%N`). A window id (`@N`) means its active pane; a session (`$N` or exact
+    /// name) the active pane of its current window.
+    pub target: String,
+    /// The text to paste, exactly (newlines are kept as newlines).
+    pub text: String,
+    /// Wrap the paste in bracketed-paste markers when the program in the pane asked for them
+    /// (shells then insert multi-line text without running each line). Default true.
+    #[serde(default = "yes")]
+    pub bracket: bool,
+    /// "utf8" (default) or "base64" when the text is bytes that are not UTF-8.
+    #[serde(default)]
+    pub encoding: TextEncoding,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PasteTextOutput {
+    pub server: String,
+    pub pane_id: String,
+    /// Bytes pasted.
+    pub bytes: usize,
+    /// Whether bracketed paste was requested.
+    pub bracket: bool,
+}
+
+#[tool_router(router = input_tools, vis = "pub(crate)")]
+impl McpServer {
+    #[tool(
+        name = "send_keys",
+        description = "Send keystrokes to a pane: named keys (C-c, Enter, Up…) or, with literal, text typed exactly.\n\n\
+            Operates on one pane (`target`); the program in it receives the input and may do \
+            anything with it. Human's view: focus, current window and sizes do not change. Key \
+            names are validated (e.g. Enter, C-c, M-x, S-Up, Escape, Tab, BSpace, PageUp, F5, or \
+            one character); to type a command pass it with literal true (Enter is pressed after \
+            it unless enter is false). All of it is one tmux write. If the pane is in copy mode \
+            the keys go to copy mode (call exit_copy_mode first). Afterwards, wait for the \
+            result with wait_for_text instead of polling capture_pane; for multi-line text \
+            prefer paste_text.",
+        annotations(
+            title = "Send keys",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
+    )]
+    async fn send_keys(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<SendKeysInput>,
+    ) -> Result<Json<SendKeysOutput>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let target = parse_target(&input.target)?;
+        let request = KeysRequest::parse(&input)?;
+        let pane = target_pane(&tmux, &target).await?;
+        let Delivered { text_bytes, keys } = match &request {
+            KeysRequest::Keys(names) => {
+                pane_ops::send_keys(&tmux, pane, names, input.enter).await?
+            }
+            KeysRequest::Text(text) => pane_ops::send_text(&tmux, pane, text, input.enter).await?,
+        };
+        Ok(Json(SendKeysOutput {
+            server: tmux.server_name().to_owned(),
+            pane_id: pane.to_string(),
+            keys_pressed: keys,
+            text_bytes,
+            enter: input.enter,
+        }))
+    }
+
+    #[tool(
+        name = "paste_text",
+        description = "Paste text into a pane as one paste (bracketed when the program supports it), through a private buffer.\n\n\
+            Operates on one pane (`target`): the text goes through a gateway-private tmux \
+            buffer that is deleted in the same tmux write, so it never shows up in anyone's \
+            buffer list. With bracket (default) shells and editors insert multi-line text as \
+            a whole instead of running each line; nothing presses Enter afterwards (call \
+            send_keys with [\"Enter\"] to run it). The program may do anything with the text. \
+            Human's view: focus, current window and sizes do not change.",
+        annotations(
+            title = "Paste text",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
+    )]
+    async fn paste_text(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<PasteTextInput>,
+    ) -> Result<Json<PasteTextOutput>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let target = parse_target(&input.target)?;
+        let text = decode_text(&input.text, input.encoding, "text")?;
+        if text.is_empty() {
+            return Err(ToolError::invalid_arguments(
+                "text is empty: nothing to paste",
+                "pass the text to paste",
+            ));
+        }
+        let pane = target_pane(&tmux, &target).await?;
+        let delivered = pane_ops::paste_text(&tmux, pane, &text, input.bracket).await?;
+        Ok(Json(PasteTextOutput {
+            server: tmux.server_name().to_owned(),
+            pane_id: pane.to_string(),
+            bytes: delivered.text_bytes,
+            bracket: input.bracket,
+        }))
+    }
+}
+
+/// What a `send_keys` call asks for, validated.
+#[derive(Debug, PartialEq, Eq)]
+enum KeysRequest {
+    Keys(Vec<KeyName>),
+    Text(Vec<u8>),
+}
+
+impl KeysRequest {
+    fn parse(input: &SendKeysInput) -> Result<Self, ToolError> {
+        let items = input.keys.items();
+        let request = if input.literal {
+            let mut text = Vec::new();
+            for item in items {
+                text.extend(decode_text(item, input.encoding, "keys")?);
+                check_text_len(text.len())?;
+            }
+            KeysRequest::Text(text)
+        } else {
+            if input.encoding != TextEncoding::Utf8 {
+                return Err(ToolError::invalid_arguments(
+                    "encoding applies only to literal text",
+                    "pass literal: true to type base64-encoded bytes, or drop encoding",
+                ));
+            }
+            let keys = items
+                .iter()
+                .map(|name| {
+                    KeyName::parse(name).map_err(|e| {
+                        ToolError::invalid_arguments(
+                            e.to_string(),
+                            format!(
+                                "to type text pass literal: true (e.g. keys \"ls -la\", literal true); \
+                                 key names look like: {KEY_EXAMPLES}"
+                            ),
+                        )
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            KeysRequest::Keys(keys)
+        };
+        let empty = match &request {
+            KeysRequest::Keys(keys) => keys.is_empty(),
+            KeysRequest::Text(text) => text.is_empty(),
+        };
+        if empty && !input.enter {
+            return Err(ToolError::invalid_arguments(
+                "keys is empty and enter is false: nothing to send",
+                "pass at least one key name (or text with literal true), or enter true",
+            ));
+        }
+        Ok(request)
+    }
+}
+
+/// The bytes of a text argument in the given encoding.
+fn decode_text(text: &str, encoding: TextEncoding, field: &str) -> Result<Vec<u8>, ToolError> {
+    let bytes = match encoding {
+        TextEncoding::Utf8 => text.as_bytes().to_vec(),
+        TextEncoding::Base64 => STANDARD.decode(text.trim()).map_err(|e| {
+            ToolError::invalid_arguments(
+                format!("{field} is not valid base64: {e}"),
+                "encode the bytes with standard base64 (RFC 4648, with padding)",
+            )
+        })?,
+    };
+    check_text_len(bytes.len())?;
+    Ok(bytes)
+}
+
+fn check_text_len(len: usize) -> Result<(), ToolError> {
+    if len > MAX_TEXT_BYTES {
+        return Err(ToolError::invalid_arguments(
+            format!("text is longer than {MAX_TEXT_BYTES} bytes"),
+            "split it over several calls",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::mcp::error::ToolErrorKind;
+
+    fn input(value: serde_json::Value) -> SendKeysInput {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn keys_are_validated_unless_literal() {
+        let keys =
+            KeysRequest::parse(&input(json!({"target": "%1", "keys": ["C-c", "Enter"]}))).unwrap();
+        assert_eq!(
+            keys,
+            KeysRequest::Keys(vec![
+                KeyName::parse("C-c").unwrap(),
+                KeyName::parse("Enter").unwrap()
+            ])
+        );
+        let err =
+            KeysRequest::parse(&input(json!({"target": "%1", "keys": "ls -la"}))).unwrap_err();
+        assert_eq!(err.kind, ToolErrorKind::InvalidArguments);
+        assert!(
+            err.message.contains("\"ls -la\" is not a tmux key name"),
+            "{}",
+            err.message
+        );
+        assert!(
+            err.suggestion.contains("literal: true"),
+            "{}",
+            err.suggestion
+        );
+        let text = KeysRequest::parse(&input(
+            json!({"target": "%1", "keys": ["ls ", "-la"], "literal": true}),
+        ))
+        .unwrap();
+        assert_eq!(text, KeysRequest::Text(b"ls -la".to_vec()));
+    }
+
+    #[test]
+    fn base64_carries_bytes_for_literal_text_only() {
+        let text = KeysRequest::parse(&input(
+            json!({"target": "%1", "keys": "/w==", "literal": true, "encoding": "base64"}),
+        ))
+        .unwrap();
+        assert_eq!(text, KeysRequest::Text(vec![0xff]));
+        let err = KeysRequest::parse(&input(
+            json!({"target": "%1", "keys": "Enter", "encoding": "base64"}),
+        ))
+        .unwrap_err();
+        assert!(err.message.contains("literal"), "{}", err.message);
+        let err = KeysRequest::parse(&input(
+            json!({"target": "%1", "keys": "!!", "literal": true, "encoding": "base64"}),
+        ))
+        .unwrap_err();
+        assert!(err.message.contains("base64"), "{}", err.message);
+    }
+
+    #[test]
+    fn nothing_to_send_is_an_error_but_a_bare_enter_is_not() {
+        let err = KeysRequest::parse(&input(json!({"target": "%1", "keys": [], "enter": false})))
+            .unwrap_err();
+        assert!(err.message.contains("nothing to send"));
+        assert!(KeysRequest::parse(&input(json!({"target": "%1", "keys": []}))).is_ok());
+    }
+
+    #[test]
+    fn strings_take_one_or_many_and_cap_the_list() {
+        let one: Strings = serde_json::from_value(json!("a")).unwrap();
+        assert_eq!(one.items(), ["a"]);
+        let err = serde_json::from_value::<Strings>(json!(vec!["a"; MAX_KEYS + 1])).unwrap_err();
+        assert!(err.to_string().contains("more than"), "{err}");
+        let err = serde_json::from_value::<Strings>(json!(3)).unwrap_err();
+        assert!(err.to_string().contains("a string or a list"), "{err}");
+    }
+}

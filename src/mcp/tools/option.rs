@@ -1,0 +1,769 @@
+//! Tools for tmux options and environment variables: read and set, at server, global, session,
+//! window or pane level.
+//!
+//! Rules beyond tmux's own:
+//! - options reserved for the gateway (`@muxgate_*`, e.g. the owner tag) can be neither read nor
+//!   written: writing one would let a client adopt another client's session;
+//! - hooks are options in tmux, but they run commands later, outside any call and after the
+//!   caller has gone, so set_option refuses them (show_hooks reads them);
+//! - values containing `#(` are refused: tmux runs the shell command inside when it expands the
+//!   option as a format (status lines, titles);
+//! - changing server options, global options or the global environment affects every session,
+//!   so it needs access to every session on the server.
+
+use std::collections::BTreeMap;
+
+use rmcp::handler::server::common::Extension;
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::{tool, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::support::{build, is_env_name, require_every_session, shorten};
+use crate::auth::is_reserved_option;
+use crate::mcp::McpServer;
+use crate::mcp::access::{TmuxAccess, parse_target};
+use crate::mcp::call::CallContext;
+use crate::mcp::error::{ToolError, ToolErrorKind};
+use crate::mux::tmux::{CommandBuilder, TmuxCommand};
+
+/// Which objects an option (or hook) belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OptionScope {
+    /// Server options (`-s`): one value for the whole server.
+    Server,
+    /// Session options: per session, or the global default with `global: true`.
+    Session,
+    /// Window options (`-w`): per window, or the global default.
+    Window,
+    /// Pane options (`-p`): per pane; their global defaults are the window globals.
+    Pane,
+}
+
+impl OptionScope {
+    fn flag(self) -> Option<&'static str> {
+        match self {
+            OptionScope::Server => Some("-s"),
+            OptionScope::Session => None,
+            OptionScope::Window => Some("-w"),
+            OptionScope::Pane => Some("-p"),
+        }
+    }
+}
+
+/// Where an option command applies, resolved and checked against the caller's access.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ScopeTarget {
+    pub scope: OptionScope,
+    /// `-g`.
+    pub global: bool,
+    /// The `-t` id (`$N`, `@N` or `%N`), when the scope is one object.
+    pub target: Option<String>,
+}
+
+impl ScopeTarget {
+    /// Whether a change here reaches beyond one object (server-wide or global).
+    pub fn is_shared(&self) -> bool {
+        self.target.is_none()
+    }
+
+    /// Adds `-g`, the scope flag and `-t` to `command`.
+    pub fn apply(&self, mut command: CommandBuilder) -> CommandBuilder {
+        if self.global {
+            command = command.flag("-g");
+        }
+        if let Some(flag) = self.scope.flag() {
+            command = command.flag(flag);
+        }
+        if let Some(target) = &self.target {
+            command = command.opt("-t", target);
+        }
+        command
+    }
+}
+
+/// Resolves `scope` + `global` + `target` into the object the command acts on.
+pub(crate) async fn scope_target(
+    tmux: &TmuxAccess<'_>,
+    scope: OptionScope,
+    global: bool,
+    target: Option<&str>,
+) -> Result<ScopeTarget, ToolError> {
+    match (scope, global, target) {
+        (OptionScope::Server, false, None) => Ok(ScopeTarget {
+            scope,
+            global: false,
+            target: None,
+        }),
+        (OptionScope::Server, _, _) => Err(ToolError::invalid_arguments(
+            "server options have neither `global` nor `target`: they are server-wide",
+            "omit global and target, or use scope session, window or pane",
+        )),
+        (_, true, None) => Ok(ScopeTarget {
+            scope,
+            global: true,
+            target: None,
+        }),
+        (_, true, Some(_)) => Err(ToolError::invalid_arguments(
+            "pass either global: true or a target, not both",
+            "global options are defaults for every session or window; a target names one",
+        )),
+        (_, false, None) => Err(ToolError::invalid_arguments(
+            format!(
+                "{} options need a target (or global: true)",
+                scope_name(scope)
+            ),
+            "pass a session ($N or name), window (@N) or pane (%N) id from the list tools",
+        )),
+        (_, false, Some(text)) => {
+            let target = parse_target(text)?;
+            let resolved = tmux.resolve(&target).await?;
+            let id = match scope {
+                OptionScope::Session => resolved.session_id.to_string(),
+                OptionScope::Window => resolved.window_id.to_string(),
+                _ => resolved.pane_id.to_string(),
+            };
+            Ok(ScopeTarget {
+                scope,
+                global: false,
+                target: Some(id),
+            })
+        }
+    }
+}
+
+fn scope_name(scope: OptionScope) -> &'static str {
+    match scope {
+        OptionScope::Server => "server",
+        OptionScope::Session => "session",
+        OptionScope::Window => "window",
+        OptionScope::Pane => "pane",
+    }
+}
+
+/// Hooks tmux 3.3–3.5 knows besides the `after-<command>` ones.
+const HOOK_NAMES: [&str; 30] = [
+    "alert-activity",
+    "alert-bell",
+    "alert-silence",
+    "client-active",
+    "client-attached",
+    "client-dark-theme",
+    "client-detached",
+    "client-focus-in",
+    "client-focus-out",
+    "client-light-theme",
+    "client-resized",
+    "client-session-changed",
+    "command-error",
+    "pane-died",
+    "pane-exited",
+    "pane-focus-in",
+    "pane-focus-out",
+    "pane-mode-changed",
+    "pane-set-clipboard",
+    "pane-title-changed",
+    "session-closed",
+    "session-created",
+    "session-renamed",
+    "session-window-changed",
+    "window-layout-changed",
+    "window-linked",
+    "window-pane-changed",
+    "window-renamed",
+    "window-resized",
+    "window-unlinked",
+];
+
+/// Whether `name` (without an array index) is a tmux hook.
+pub(crate) fn is_hook_name(name: &str) -> bool {
+    let base = name.split('[').next().unwrap_or(name);
+    base.starts_with("after-") || HOOK_NAMES.contains(&base)
+}
+
+/// Checks an option name: `name`, `@user-name`, optionally with an array index `name[3]`;
+/// 1-64 characters from A-Z a-z 0-9 _ - after the optional `@`.
+pub(crate) fn check_option_name(name: &str) -> Result<(), ToolError> {
+    let (base, index) = match name.split_once('[') {
+        Some((base, rest)) => (base, Some(rest)),
+        None => (name, None),
+    };
+    let body = base.strip_prefix('@').unwrap_or(base);
+    let valid_body = (1..=64).contains(&body.len())
+        && body
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        && !body.starts_with('-');
+    let valid_index = index.is_none_or(|rest| {
+        rest.strip_suffix(']')
+            .is_some_and(|n| (1..=4).contains(&n.len()) && n.bytes().all(|b| b.is_ascii_digit()))
+    });
+    if valid_body && valid_index {
+        return Ok(());
+    }
+    Err(ToolError::invalid_arguments(
+        format!(
+            "option name {:?} is not valid: use a tmux option name such as status or mode-keys, or a user option such as @my-flag",
+            shorten(name)
+        ),
+        "check the name against tmux's option list",
+    ))
+}
+
+fn refuse_reserved(name: &str) -> Result<(), ToolError> {
+    if is_reserved_option(name) {
+        return Err(ToolError::new(
+            ToolErrorKind::Forbidden,
+            format!(
+                "option {:?} is reserved for the gateway and cannot be read or changed",
+                shorten(name)
+            ),
+            "use another option name (user options start with @)",
+        ));
+    }
+    Ok(())
+}
+
+/// The error for an option tmux does not know.
+fn unknown_option(name: &str, message: &str) -> ToolError {
+    ToolError::invalid_arguments(
+        format!("tmux: {message}"),
+        format!(
+            "{:?} is not an option at this scope; check the name and the scope (server, session, window, pane)",
+            shorten(name)
+        ),
+    )
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShowOptionInput {
+    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Which kind of option: server, session, window or pane.
+    pub scope: OptionScope,
+    /// The object (session `$N`/name, window `@N`, pane `%N`; for a session-scope option a
+    /// window or pane names its session). Not with `global` or scope server.
+    #[serde(default)]
+    pub target: Option<String>,
+    /// Read the global default instead of one object's value.
+    #[serde(default)]
+    pub global: bool,
+    /// Option name, e.g. `status`, `mode-keys`, `remain-on-exit` or a user option `@name`.
+    pub option: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ShowOptionOutput {
+    pub server: String,
+    pub scope: OptionScope,
+    /// The object read (`$N`, `@N` or `%N`); absent for server and global options.
+    pub target: Option<String>,
+    pub global: bool,
+    pub option: String,
+    /// The value in effect (including one inherited from the global default); array options
+    /// give one element per line. Absent when a user option is not set.
+    pub value: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetOptionInput {
+    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Which kind of option: server, session, window or pane.
+    pub scope: OptionScope,
+    /// The object (session `$N`/name, window `@N`, pane `%N`). Not with `global` or scope
+    /// server.
+    #[serde(default)]
+    pub target: Option<String>,
+    /// Set the global default (every session or window without its own value).
+    #[serde(default)]
+    pub global: bool,
+    /// Option name, e.g. `status`, `mode-keys`, `remain-on-exit` or a user option `@name`.
+    pub option: String,
+    /// The new value (without `#(`). Give either `value` or `unset: true`.
+    #[serde(default)]
+    pub value: Option<String>,
+    /// Remove the value at this level, so the object inherits the global default again.
+    #[serde(default)]
+    pub unset: bool,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SetOptionOutput {
+    pub server: String,
+    pub scope: OptionScope,
+    pub target: Option<String>,
+    pub global: bool,
+    pub option: String,
+    /// Whether the option was unset (rather than set).
+    pub unset: bool,
+}
+
+/// Which environment: the server's global one or a session's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EnvironmentScope {
+    /// The global environment, inherited by every session's new panes.
+    Global,
+    /// One session's environment (overrides the global one for its new panes).
+    Session,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShowEnvironmentInput {
+    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// global or session.
+    pub scope: EnvironmentScope,
+    /// With scope session: the session (`$N` or name; a window or pane names its session).
+    #[serde(default)]
+    pub target: Option<String>,
+    /// Only this variable.
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ShowEnvironmentOutput {
+    pub server: String,
+    pub scope: EnvironmentScope,
+    /// The session read (`$N`); absent for the global environment.
+    pub target: Option<String>,
+    /// Variables and values.
+    pub variables: BTreeMap<String, String>,
+    /// Variables marked for removal: new panes do not get them even if the global
+    /// environment has them.
+    pub removed: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetEnvironmentInput {
+    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// global or session.
+    pub scope: EnvironmentScope,
+    /// With scope session: the session (`$N` or name).
+    #[serde(default)]
+    pub target: Option<String>,
+    /// Variable name (letters, digits, _; not starting with a digit).
+    pub name: String,
+    /// The value. Give either `value` or `unset: true`.
+    #[serde(default)]
+    pub value: Option<String>,
+    /// Remove the variable from this environment.
+    #[serde(default)]
+    pub unset: bool,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SetEnvironmentOutput {
+    pub server: String,
+    pub scope: EnvironmentScope,
+    pub target: Option<String>,
+    pub name: String,
+    /// Whether the variable was removed (rather than set). The value is not echoed.
+    pub unset: bool,
+}
+
+/// The `-g` / `-t $N` of an environment command.
+async fn environment_target(
+    tmux: &TmuxAccess<'_>,
+    scope: EnvironmentScope,
+    target: Option<&str>,
+) -> Result<Option<String>, ToolError> {
+    match (scope, target) {
+        (EnvironmentScope::Global, None) => Ok(None),
+        (EnvironmentScope::Global, Some(_)) => Err(ToolError::invalid_arguments(
+            "the global environment takes no target",
+            "omit target, or use scope session",
+        )),
+        (EnvironmentScope::Session, None) => Err(ToolError::invalid_arguments(
+            "scope session needs a target",
+            "pass the session's id ($N) or name",
+        )),
+        (EnvironmentScope::Session, Some(text)) => {
+            let resolved = tmux.resolve(&parse_target(text)?).await?;
+            Ok(Some(resolved.session_id.to_string()))
+        }
+    }
+}
+
+fn environment_command(name: &'static str, target: Option<&str>) -> CommandBuilder {
+    let command = TmuxCommand::new(name);
+    match target {
+        Some(target) => command.opt("-t", target),
+        None => command.flag("-g"),
+    }
+}
+
+fn check_env_name(name: &str) -> Result<(), ToolError> {
+    if is_env_name(name) {
+        Ok(())
+    } else {
+        Err(ToolError::invalid_arguments(
+            format!(
+                "variable name {:?} is not valid: use letters, digits and _ (not starting with a digit)",
+                shorten(name)
+            ),
+            "pass a name such as PATH or MY_VAR",
+        ))
+    }
+}
+
+/// Parses `show-environment` output: `NAME=value` lines, `-NAME` for removed variables; a
+/// line of neither form continues the previous value (values may contain newlines).
+fn parse_environment(lines: &[Vec<u8>]) -> (BTreeMap<String, String>, Vec<String>) {
+    let mut variables = BTreeMap::new();
+    let mut removed = Vec::new();
+    let mut last: Option<String> = None;
+    for line in lines {
+        let line = String::from_utf8_lossy(line);
+        if let Some((name, value)) = line.split_once('=')
+            && is_env_name(name)
+        {
+            variables.insert(name.to_owned(), value.to_owned());
+            last = Some(name.to_owned());
+        } else if let Some(name) = line.strip_prefix('-')
+            && is_env_name(name)
+        {
+            removed.push(name.to_owned());
+            last = None;
+        } else if let Some(value) = last.as_ref().and_then(|name| variables.get_mut(name)) {
+            value.push('\n');
+            value.push_str(&line);
+        }
+    }
+    (variables, removed)
+}
+
+#[tool_router(router = option_tools, vis = "pub(crate)")]
+impl McpServer {
+    #[tool(
+        name = "show_option",
+        description = "Read one tmux option at server, session, window or pane level, or its global default.\n\n\
+            Read-only: no change to any human's view. `scope` says which kind of option; \
+            `target` names the object (not for scope server or with `global: true`). Returns \
+            the value in effect there, inherited from the global default when the object has \
+            none of its own. A user option (`@name`) that is not set gives no value. Options \
+            reserved for the gateway (`@muxgate_*`) cannot be read.",
+        annotations(
+            title = "Show option",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn show_option(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<ShowOptionInput>,
+    ) -> Result<Json<ShowOptionOutput>, ToolError> {
+        check_option_name(&input.option)?;
+        refuse_reserved(&input.option)?;
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let place = scope_target(&tmux, input.scope, input.global, input.target.as_deref()).await?;
+        let mut command = place.apply(TmuxCommand::new("show-options").flag("-v"));
+        if place.target.is_some() {
+            command = command.flag("-A");
+        }
+        let command = build(command.end_of_options().arg(&input.option))?;
+        let value = match tmux.run(command, "call list_sessions").await {
+            Ok(lines) if lines.is_empty() => None,
+            Ok(lines) => Some(
+                lines
+                    .iter()
+                    .map(|l| String::from_utf8_lossy(l).into_owned())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+            Err(e) if e.message.contains("invalid option") && input.option.starts_with('@') => None,
+            Err(e) if e.message.contains("invalid option") => {
+                return Err(unknown_option(&input.option, &e.message));
+            }
+            Err(e) => return Err(e),
+        };
+        Ok(Json(ShowOptionOutput {
+            server: tmux.server_name().to_owned(),
+            scope: place.scope,
+            target: place.target,
+            global: place.global,
+            option: input.option,
+            value,
+        }))
+    }
+
+    #[tool(
+        name = "set_option",
+        description = "Set or unset one tmux option at server, session, window or pane level, or its global default.\n\n\
+            Changes how tmux behaves and looks for that object, which humans may see (status \
+            line, colours, key mode). `scope` says which kind of option; `target` names the \
+            object; `global: true` sets the default for all. Give `value`, or `unset: true` to \
+            fall back to the global default. Server and global changes need access to every \
+            session of the server. Refused: options reserved for the gateway (`@muxgate_*`), \
+            hooks (they would run commands later; hooks are read-only here, see show_hooks), \
+            and values containing `#(` (shell commands in formats). Check the result with \
+            show_option.",
+        annotations(
+            title = "Set option",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn set_option(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<SetOptionInput>,
+    ) -> Result<Json<SetOptionOutput>, ToolError> {
+        check_option_name(&input.option)?;
+        refuse_reserved(&input.option)?;
+        if is_hook_name(&input.option) {
+            return Err(ToolError::new(
+                ToolErrorKind::Forbidden,
+                format!(
+                    "{:?} is a hook: hooks run commands later, outside any call, and cannot be set through the gateway",
+                    shorten(&input.option)
+                ),
+                "run the command directly instead (send_keys, run_command); show_hooks reads hooks",
+            ));
+        }
+        match (&input.value, input.unset) {
+            (Some(_), true) | (None, false) => {
+                return Err(ToolError::invalid_arguments(
+                    "pass either value or unset: true",
+                    "value sets the option; unset removes it at this level",
+                ));
+            }
+            (Some(value), false) if value.contains("#(") => {
+                return Err(ToolError::invalid_arguments(
+                    "the value contains `#(`, which tmux would run as a shell command when it expands the option",
+                    "remove the #( ... ) part; #{...} formats are fine",
+                ));
+            }
+            _ => {}
+        }
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let place = scope_target(&tmux, input.scope, input.global, input.target.as_deref()).await?;
+        if place.is_shared() {
+            require_every_session(&tmux, "a server or global option")?;
+        }
+        let mut command = place.apply(TmuxCommand::new("set-option"));
+        if input.unset {
+            command = command.flag("-u");
+        }
+        command = command.end_of_options().arg(&input.option);
+        if let Some(value) = &input.value {
+            command = command.arg(value);
+        }
+        tmux.run(build(command)?, "call list_sessions")
+            .await
+            .map_err(|e| match e.kind {
+                ToolErrorKind::Conflict if e.message.contains("invalid option") => {
+                    unknown_option(&input.option, &e.message)
+                }
+                ToolErrorKind::Conflict => ToolError::invalid_arguments(
+                    e.message,
+                    "check the value's type (on/off, a number, a colour...) with show_option",
+                ),
+                _ => e,
+            })?;
+        Ok(Json(SetOptionOutput {
+            server: tmux.server_name().to_owned(),
+            scope: place.scope,
+            target: place.target,
+            global: place.global,
+            option: input.option,
+            unset: input.unset,
+        }))
+    }
+
+    #[tool(
+        name = "show_environment",
+        description = "Read the tmux environment that new panes get: the global one or a session's.\n\n\
+            Read-only: no change to any human's view. Returns variables and values, and the \
+            variables marked as removed. Panes already running keep the environment they \
+            started with; this shows what panes created from now on get.",
+        annotations(
+            title = "Show environment",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn show_environment(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<ShowEnvironmentInput>,
+    ) -> Result<Json<ShowEnvironmentOutput>, ToolError> {
+        if let Some(name) = &input.name {
+            check_env_name(name)?;
+        }
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let target = environment_target(&tmux, input.scope, input.target.as_deref()).await?;
+        let mut command = environment_command("show-environment", target.as_deref());
+        if let Some(name) = &input.name {
+            command = command.end_of_options().arg(name);
+        }
+        let lines = match tmux.run(build(command)?, "call list_sessions").await {
+            Ok(lines) => lines,
+            Err(e) if e.message.contains("unknown variable") => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        let (variables, removed) = parse_environment(&lines);
+        Ok(Json(ShowEnvironmentOutput {
+            server: tmux.server_name().to_owned(),
+            scope: input.scope,
+            target,
+            variables,
+            removed,
+        }))
+    }
+
+    #[tool(
+        name = "set_environment",
+        description = "Set or remove a variable in the tmux environment that new panes get (global or one session's).\n\n\
+            No change to any human's view, and no effect on programs already running: only \
+            panes and windows created afterwards see it. To change a running shell's \
+            environment, send it an export command instead. Give `value`, or `unset: true` to \
+            remove it. The global environment needs access to every session of the server. The \
+            value is not echoed back.",
+        annotations(
+            title = "Set environment",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn set_environment(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<SetEnvironmentInput>,
+    ) -> Result<Json<SetEnvironmentOutput>, ToolError> {
+        check_env_name(&input.name)?;
+        if input.value.is_some() == input.unset {
+            return Err(ToolError::invalid_arguments(
+                "pass either value or unset: true",
+                "value sets the variable; unset removes it",
+            ));
+        }
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let target = environment_target(&tmux, input.scope, input.target.as_deref()).await?;
+        if target.is_none() {
+            require_every_session(&tmux, "the global environment")?;
+        }
+        let mut command = environment_command("set-environment", target.as_deref());
+        if input.unset {
+            command = command.flag("-u");
+        }
+        command = command.end_of_options().arg(&input.name);
+        if let Some(value) = &input.value {
+            command = command.arg(value);
+        }
+        tmux.run(build(command)?, "call list_sessions").await?;
+        Ok(Json(SetEnvironmentOutput {
+            server: tmux.server_name().to_owned(),
+            scope: input.scope,
+            target,
+            name: input.name,
+            unset: input.unset,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn option_names() {
+        for good in [
+            "status",
+            "mode-keys",
+            "@my_flag",
+            "status-format[1]",
+            "@x-1",
+        ] {
+            assert!(check_option_name(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            "@",
+            "-g",
+            "a b",
+            "x;y",
+            "status[",
+            "status[x]",
+            "s[12345]",
+            "#{x}",
+        ] {
+            assert!(check_option_name(bad).is_err(), "{bad:?}");
+        }
+        assert!(is_hook_name("after-new-window"));
+        assert!(is_hook_name("pane-died[0]"));
+        assert!(is_hook_name("session-created"));
+        assert!(!is_hook_name("pane-border-style"));
+        assert!(!is_hook_name("window-size"));
+        assert!(refuse_reserved("@muxgate_owner").is_err());
+        assert!(refuse_reserved("@mine").is_ok());
+    }
+
+    #[test]
+    fn scope_flags() {
+        let server = ScopeTarget {
+            scope: OptionScope::Server,
+            global: false,
+            target: None,
+        };
+        let line = |t: &ScopeTarget| {
+            String::from_utf8(
+                t.apply(TmuxCommand::new("set-option"))
+                    .build()
+                    .unwrap()
+                    .as_bytes()
+                    .to_vec(),
+            )
+            .unwrap()
+        };
+        assert_eq!(line(&server), "set-option -s");
+        assert!(server.is_shared());
+        let pane = ScopeTarget {
+            scope: OptionScope::Pane,
+            global: false,
+            target: Some("%3".into()),
+        };
+        assert_eq!(line(&pane), "set-option -p -t '%3'");
+        assert!(!pane.is_shared());
+        let global_window = ScopeTarget {
+            scope: OptionScope::Window,
+            global: true,
+            target: None,
+        };
+        assert_eq!(line(&global_window), "set-option -g -w");
+    }
+
+    #[test]
+    fn environment_output_parses() {
+        let lines: Vec<Vec<u8>> = ["A=1", "-SSH_AUTH_SOCK", "B=two", "lines", "C=", "junk line"]
+            .iter()
+            .map(|l| l.as_bytes().to_vec())
+            .collect();
+        let (vars, removed) = parse_environment(&lines);
+        assert_eq!(vars["A"], "1");
+        assert_eq!(vars["B"], "two\nlines");
+        assert_eq!(vars["C"], "\njunk line");
+        assert_eq!(removed, ["SSH_AUTH_SOCK"]);
+    }
+}

@@ -1,0 +1,777 @@
+//! Tools that read panes: listings, single-pane details, snapshots, captures, formats, and
+//! finding a pane by its position. None of them changes anything in tmux or in any human's
+//! view; each costs one or two tmux commands written in one batch.
+//!
+//! Pane tools that change things live in [`super::pane_lifecycle`] (split, kill, respawn,
+//! select, resize, swap, title, clear), [`super::copy_mode`] and [`super::pipe`]; input in
+//! [`super::input`]; searching in [`super::search`].
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use rmcp::handler::server::common::Extension;
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::{tool, tool_router};
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::mcp::McpServer;
+use crate::mcp::access::{TmuxAccess, parse_target};
+use crate::mcp::call::CallContext;
+use crate::mcp::error::{ToolError, ToolErrorKind};
+use crate::mcp::filter::Filters;
+use crate::mcp::pane_ops::{
+    PANE_INFO_FIELDS, PaneInfo, PaneScope, check_max_lines, not_found, pane_info, pane_rows,
+    quote_error, shape_and_cap, target_pane,
+};
+use crate::mux::tmux::format::{flag, row_format, split_row};
+use crate::mux::tmux::ops::capture::{CaptureRange, DEFAULT_MAX_LINES, LineBound};
+use crate::mux::tmux::target::Target;
+use crate::mux::tmux::{BatchMode, CommandOutcome, EngineError, TmuxCommand};
+
+pub(crate) fn default_max_lines() -> usize {
+    DEFAULT_MAX_LINES
+}
+
+/// A line bound as clients send it: a line number, or `"-"` for the edge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineArg(pub LineBound);
+
+impl<'de> Deserialize<'de> for LineArg {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct LineVisitor;
+        impl Visitor<'_> for LineVisitor {
+            type Value = LineArg;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a line number (0 = top of the screen, negative = history) or \"-\"")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<LineArg, E> {
+                Ok(LineArg(LineBound::Line(v)))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<LineArg, E> {
+                i64::try_from(v)
+                    .map(|v| LineArg(LineBound::Line(v)))
+                    .map_err(|_| E::invalid_value(de::Unexpected::Unsigned(v), &self))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<LineArg, E> {
+                match v {
+                    "-" => Ok(LineArg(LineBound::Edge)),
+                    other => other
+                        .parse::<i64>()
+                        .map(|n| LineArg(LineBound::Line(n)))
+                        .map_err(|_| E::invalid_value(de::Unexpected::Str(other), &self)),
+                }
+            }
+        }
+        deserializer.deserialize_any(LineVisitor)
+    }
+}
+
+impl JsonSchema for LineArg {
+    fn schema_name() -> Cow<'static, str> {
+        "LineBound".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "A line number (0 = top visible line, negative = scrollback history) or \"-\" (start of history / end of screen).",
+            "oneOf": [{"type": "integer"}, {"type": "string", "const": "-"}]
+        })
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListPanesInput {
+    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
+    /// only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Limit the listing to a session (`$N` or exact name), a window (`@N`), or the window
+    /// holding a pane (`%N`). Omit to list every pane you may see.
+    #[serde(default)]
+    pub target: Option<String>,
+    /// Keep only panes whose fields match, e.g. `{"current_command": "vim"}`,
+    /// `{"title__icontains": "build", "dead": true}`. Keys are output field names, optionally
+    /// with `__exact`, `__iexact`, `__contains`, `__icontains`, `__startswith`,
+    /// `__istartswith`, `__endswith`, `__iendswith`, `__regex`, `__iregex`, `__in`, `__nin`,
+    /// `__gt`, `__gte`, `__lt`, `__lte`. A JSON string holding the object is accepted too.
+    #[serde(
+        default,
+        deserialize_with = "crate::mcp::args::option_object_or_json_string"
+    )]
+    pub filters: Option<BTreeMap<String, Value>>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ListPanesOutput {
+    pub server: String,
+    /// Matching panes, in tmux's order (session, window, pane index).
+    pub panes: Vec<PaneInfo>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PaneTargetInput {
+    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
+    /// only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Pane id (`%N`). A window id (`@N`) means its active pane; a session (`$N` or exact
+    /// name) the active pane of its current window.
+    pub target: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SnapshotPaneInput {
+    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
+    /// only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Pane id (`%N`). A window id (`@N`) means its active pane; a session (`$N` or exact
+    /// name) the active pane of its current window.
+    pub target: String,
+    /// Most lines of visible text returned (the bottom is kept). Default 500.
+    #[serde(default = "default_max_lines")]
+    pub max_lines: usize,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SnapshotPaneOutput {
+    pub server: String,
+    pub pane_id: String,
+    pub window_id: String,
+    pub session_id: String,
+    /// Cursor column and row inside the visible screen (0-based).
+    pub cursor_x: u32,
+    pub cursor_y: u32,
+    /// Size in cells.
+    pub width: u32,
+    pub height: u32,
+    /// Whether the pane shows a mode (copy mode…) instead of its program, and which.
+    pub in_mode: bool,
+    pub mode: String,
+    /// Lines scrolled back in copy mode (0 when not scrolled or not in copy mode).
+    pub scroll_position: u32,
+    /// Lines of scrollback history, and the most the pane keeps.
+    pub history_size: u32,
+    pub history_limit: u32,
+    /// Whether the program switched to the alternate screen (full-screen programs: editors,
+    /// pagers, top).
+    pub alternate_screen: bool,
+    /// Process id of the program started in the pane, and the foreground program's name
+    /// and working directory.
+    pub pid: u32,
+    pub current_command: String,
+    pub current_path: String,
+    /// Whether the program exited and the pane stayed, and its exit status if known.
+    pub dead: bool,
+    pub dead_status: Option<i32>,
+    pub title: String,
+    /// Which window edges the pane touches.
+    pub at_top: bool,
+    pub at_bottom: bool,
+    pub at_left: bool,
+    pub at_right: bool,
+    /// The visible text, trailing blank lines removed.
+    pub content: String,
+    /// Lines in `content`.
+    pub content_lines: usize,
+    /// Whether `content` was cut (lines by `max_lines`, bytes by your output budget).
+    pub truncated: bool,
+    pub truncated_lines: usize,
+    pub dropped_bytes: usize,
+}
+
+/// Fields of `snapshot_pane`'s display-message; free text last.
+const SNAPSHOT_FIELDS: [&str; 23] = [
+    "pane_id",
+    "window_id",
+    "session_id",
+    "cursor_x",
+    "cursor_y",
+    "pane_width",
+    "pane_height",
+    "pane_in_mode",
+    "scroll_position",
+    "history_size",
+    "history_limit",
+    "alternate_on",
+    "pane_pid",
+    "pane_dead",
+    "pane_dead_status",
+    "pane_at_top",
+    "pane_at_bottom",
+    "pane_at_left",
+    "pane_at_right",
+    "pane_mode",
+    "pane_title",
+    "pane_current_command",
+    "pane_current_path",
+];
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CapturePaneInput {
+    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
+    /// only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Pane id (`%N`). A window id (`@N`) means its active pane; a session (`$N` or exact
+    /// name) the active pane of its current window.
+    pub target: String,
+    /// First line: 0 = top of the visible screen, negative = that many lines back into the
+    /// scrollback, "-" = the start of the scrollback. Default: the top of the screen.
+    #[serde(default)]
+    pub start: Option<LineArg>,
+    /// Last line: as `start`; "-" = the bottom of the screen. Default: the bottom of the screen.
+    #[serde(default)]
+    pub end: Option<LineArg>,
+    /// Join lines the terminal wrapped, so each logical line is one line. Default false.
+    #[serde(default)]
+    pub join_wrapped: bool,
+    /// Keep colours and attributes as terminal escape sequences. Default false (plain text).
+    #[serde(default)]
+    pub escape_sequences: bool,
+    /// Most lines returned; the LAST lines are kept behind a `[... N lines truncated ...]`
+    /// marker. Default 500.
+    #[serde(default = "default_max_lines")]
+    pub max_lines: usize,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CapturePaneOutput {
+    pub server: String,
+    pub pane_id: String,
+    /// The captured text (trailing blank lines removed), behind a truncation marker line when
+    /// lines were cut.
+    pub text: String,
+    /// Lines in `text` (the marker not counted), and lines the capture had in total.
+    pub lines: usize,
+    pub total_lines: usize,
+    /// Whether anything was cut: `truncated_lines` from the top by `max_lines`, then
+    /// `dropped_bytes` from the front by your output budget.
+    pub truncated: bool,
+    pub truncated_lines: usize,
+    pub dropped_bytes: usize,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DisplayMessageInput {
+    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
+    /// only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// The pane whose context expands the format: pane id (`%N`), or a window (`@N`) /
+    /// session (`$N` or name) for its active pane.
+    pub target: String,
+    /// A tmux format, e.g. `#{pane_current_command} #{pane_width}x#{pane_height}` or
+    /// `#{?pane_dead,dead,alive}`. `#(…)` (shell commands) and the `E:`/`T:` modifiers are
+    /// refused.
+    pub format_string: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DisplayMessageOutput {
+    pub server: String,
+    pub pane_id: String,
+    /// The expanded format.
+    pub output: String,
+    /// Bytes cut from the front by your output budget.
+    pub dropped_bytes: usize,
+}
+
+/// Longest format accepted.
+const MAX_FORMAT_LEN: usize = 4096;
+
+/// A window corner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Corner {
+    TopLeft,
+    TopRight,
+    BottomLeft,
+    BottomRight,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FindPaneByPositionInput {
+    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
+    /// only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// The window: a window id (`@N`), a pane id (`%N`) for its window, or a session (`$N` or
+    /// exact name) for its current window.
+    pub target: String,
+    /// Which corner of the window.
+    pub corner: Corner,
+}
+
+#[tool_router(router = pane_tools, vis = "pub(crate)")]
+impl McpServer {
+    #[tool(
+        name = "list_panes",
+        description = "List tmux panes (terminal splits) with their ids, sizes, programs and state.\n\n\
+            Operates on one configured server: every pane you may see, or those of one session \
+            (`target` `$N` / name) or window (`@N`). Metadata only (program, title, working \
+            directory, size, dead/mode flags); to search the text on screen use search_panes, \
+            to read it capture_pane. Read-only: one tmux command, nothing changes in any \
+            human's view. `filters` narrows the rows (e.g. {\"current_command\": \"python\"}). \
+            Use the `id` (`%N`) as `target` in other pane tools.",
+        annotations(
+            title = "List panes",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn list_panes(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<ListPanesInput>,
+    ) -> Result<Json<ListPanesOutput>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let filters = match &input.filters {
+            Some(filters) => Filters::parse(filters, &PANE_INFO_FIELDS, "list_panes")?,
+            None => Filters::default(),
+        };
+        let scope = match input.target.as_deref() {
+            Some(target) => PaneScope::Of(parse_target(target)?),
+            None => PaneScope::All,
+        };
+        let rows = pane_rows(&tmux, &scope).await?;
+        if let PaneScope::Of(target) = &scope
+            && rows.is_empty()
+        {
+            return Err(not_found(target));
+        }
+        let mut panes = Vec::with_capacity(rows.len());
+        for row in rows {
+            if filters.is_empty() || filters.matches(&to_value(&row.info)?) {
+                panes.push(row.info);
+            }
+        }
+        Ok(Json(ListPanesOutput {
+            server: tmux.server_name().to_owned(),
+            panes,
+        }))
+    }
+
+    #[tool(
+        name = "get_pane_info",
+        description = "Get one pane's details: ids, size, position, program, working directory, title, state.\n\n\
+            `target` is a pane id (`%N`), or a window / session for its active pane. Read-only: \
+            one tmux command, no change to any human's view. For the pane's text use \
+            capture_pane; for cursor, scroll and screen state together with the text use \
+            snapshot_pane.",
+        annotations(
+            title = "Get pane info",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn get_pane_info(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<PaneTargetInput>,
+    ) -> Result<Json<PaneInfo>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let target = parse_target(&input.target)?;
+        Ok(Json(pane_info(&tmux, &target).await?.info))
+    }
+
+    #[tool(
+        name = "snapshot_pane",
+        description = "Snapshot a pane: visible text plus cursor position, mode, scroll position, history size, size, process, dead and alternate-screen state.\n\n\
+            One call instead of capture_pane + get_pane_info: one tmux write (a display-message \
+            with every field and a capture of the visible screen). Read-only: nothing changes in \
+            any human's view. Use it to decide what to do next in a pane (is a program \
+            full-screen? is the pane in copy mode? where is the cursor?). For scrollback use \
+            capture_pane with `start`.",
+        annotations(
+            title = "Snapshot pane",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn snapshot_pane(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<SnapshotPaneInput>,
+    ) -> Result<Json<SnapshotPaneOutput>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let target = parse_target(&input.target)?;
+        let max_lines = check_max_lines(input.max_lines)?;
+        let pane = target_pane(&tmux, &target).await?;
+        let range = CaptureRange::visible();
+        // The capture comes first: it fails for a missing pane, where display-message would
+        // (tmux 3.3) quietly expand the format for some other pane.
+        let commands = vec![
+            range.command(pane).map_err(quote_error)?,
+            TmuxCommand::new("display-message")
+                .flag("-p")
+                .target(pane)
+                .arg(row_format(&SNAPSHOT_FIELDS))
+                .build()
+                .map_err(quote_error)?,
+        ];
+        let mut outcomes = tmux
+            .run_batch(commands, BatchMode::Independent, None)
+            .await?
+            .into_iter();
+        let lines = outcome_lines(&tmux, outcomes.next(), &target)?;
+        let fields = outcome_lines(&tmux, outcomes.next(), &target)?;
+        let f = fields
+            .first()
+            .and_then(|row| split_row(row, SNAPSHOT_FIELDS.len()))
+            .filter(|f| f[0] == pane.to_string())
+            .ok_or_else(|| not_found(&target))?;
+        let capture = shape_and_cap(&tmux, &lines, &range, max_lines);
+        let number = |i: usize| f[i].parse::<u32>().unwrap_or(0);
+        let dead = flag(&f[13]);
+        Ok(Json(SnapshotPaneOutput {
+            server: tmux.server_name().to_owned(),
+            pane_id: f[0].clone(),
+            window_id: f[1].clone(),
+            session_id: f[2].clone(),
+            cursor_x: number(3),
+            cursor_y: number(4),
+            width: number(5),
+            height: number(6),
+            in_mode: flag(&f[7]),
+            scroll_position: number(8),
+            history_size: number(9),
+            history_limit: number(10),
+            alternate_screen: flag(&f[11]),
+            pid: number(12),
+            dead,
+            dead_status: if dead { f[14].parse().ok() } else { None },
+            at_top: flag(&f[15]),
+            at_bottom: flag(&f[16]),
+            at_left: flag(&f[17]),
+            at_right: flag(&f[18]),
+            mode: f[19].clone(),
+            title: f[20].clone(),
+            current_command: f[21].clone(),
+            current_path: f[22].clone(),
+            truncated: capture.truncated(),
+            content_lines: capture.captured.lines,
+            truncated_lines: capture.captured.truncated_lines,
+            dropped_bytes: capture.dropped_bytes,
+            content: capture.captured.text,
+        }))
+    }
+
+    #[tool(
+        name = "capture_pane",
+        description = "Read a pane's text: the visible screen, or any range of its scrollback.\n\n\
+            `start`/`end` select lines (0 = top of the screen, negative = history, \"-\" = the \
+            edge); `join_wrapped` joins wrapped lines; `escape_sequences` keeps colours. Long \
+            captures keep the LAST `max_lines` (default 500) behind a `[... N lines truncated \
+            ...]` marker, then your byte budget applies (tail kept). Read-only: one tmux \
+            command, nothing changes in any human's view (copy mode is not entered). To wait for \
+            output use wait_for_text rather than capturing in a loop.",
+        annotations(
+            title = "Capture pane",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn capture_pane(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<CapturePaneInput>,
+    ) -> Result<Json<CapturePaneOutput>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let target = parse_target(&input.target)?;
+        let max_lines = check_max_lines(input.max_lines)?;
+        let pane = target_pane(&tmux, &target).await?;
+        let range = CaptureRange {
+            start: input.start.map(|s| s.0),
+            end: input.end.map(|e| e.0),
+            join_wrapped: input.join_wrapped,
+            escape_sequences: input.escape_sequences,
+        };
+        let capture = crate::mcp::pane_ops::capture_pane(&tmux, pane, &range, max_lines).await?;
+        Ok(Json(CapturePaneOutput {
+            server: tmux.server_name().to_owned(),
+            pane_id: pane.to_string(),
+            truncated: capture.truncated(),
+            lines: capture.captured.lines,
+            total_lines: capture.captured.total_lines,
+            truncated_lines: capture.captured.truncated_lines,
+            dropped_bytes: capture.dropped_bytes,
+            text: capture.captured.text,
+        }))
+    }
+
+    #[tool(
+        name = "display_message",
+        description = "Expand a tmux format string (`#{variable}`, conditionals, modifiers) in a pane's context and return the result.\n\n\
+            Use it for any tmux variable no other tool reports, e.g. \
+            `#{pane_current_command} #{pane_pid} #{pane_tty}`. The format is never shown to a \
+            human (nothing is displayed on any status line) and nothing changes. Refused: \
+            `#(…)` anywhere (it runs shell commands), and the `E:` / `T:` modifiers (they expand \
+            stored option values as formats, which may contain `#(…)`). Read-only: two tmux \
+            commands (the target is checked first).",
+        annotations(
+            title = "Display message",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn display_message(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<DisplayMessageInput>,
+    ) -> Result<Json<DisplayMessageOutput>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let target = parse_target(&input.target)?;
+        check_format(&input.format_string, tmux.acl_needs_sessions())?;
+        // Always resolved: tmux 3.3's display-message expands for another pane when the target
+        // does not exist, instead of failing.
+        let pane = tmux.resolve(&target).await?.pane_id;
+        let command = TmuxCommand::new("display-message")
+            .flag("-p")
+            .target(pane)
+            .arg(&input.format_string)
+            .build()
+            .map_err(quote_error)?;
+        let lines = tmux.run(command, "call list_panes").await?;
+        let text = lines
+            .iter()
+            .map(|l| String::from_utf8_lossy(l))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let (output, dropped_bytes) = tmux.cap_output(&text);
+        Ok(Json(DisplayMessageOutput {
+            server: tmux.server_name().to_owned(),
+            pane_id: pane.to_string(),
+            output,
+            dropped_bytes,
+        }))
+    }
+
+    #[tool(
+        name = "find_pane_by_position",
+        description = "Find the pane in a corner of a window (top_left, top_right, bottom_left, bottom_right).\n\n\
+            `target` is a window (`@N`), a pane (`%N`, for its window) or a session (for its \
+            current window). Returns the pane's details, including its `id` to target it. \
+            Read-only: one tmux command, no change to any human's view.",
+        annotations(
+            title = "Find pane by position",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn find_pane_by_position(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<FindPaneByPositionInput>,
+    ) -> Result<Json<PaneInfo>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let target = parse_target(&input.target)?;
+        let rows = pane_rows(&tmux, &PaneScope::Of(target.clone())).await?;
+        let window: Vec<PaneInfo> = match &target {
+            Target::Session(_) => rows
+                .into_iter()
+                .filter(|r| r.info.window_active)
+                .map(|r| r.info)
+                .collect(),
+            _ => rows.into_iter().map(|r| r.info).collect(),
+        };
+        corner_pane(window, input.corner)
+            .map(Json)
+            .ok_or_else(|| not_found(&target))
+    }
+}
+
+/// The rows of one batch outcome, or the error it reports.
+fn outcome_lines(
+    tmux: &TmuxAccess<'_>,
+    outcome: Option<CommandOutcome>,
+    target: &Target,
+) -> Result<Vec<Vec<u8>>, ToolError> {
+    match outcome {
+        Some(CommandOutcome::Ok(lines)) => Ok(lines),
+        Some(CommandOutcome::Failed(message)) => Err(crate::mcp::access::engine_error(
+            tmux.server_name(),
+            EngineError::Command(message),
+            crate::mcp::access::list_hint(target),
+        )),
+        Some(CommandOutcome::NotRun) | None => Err(not_found(target)),
+    }
+}
+
+fn to_value(info: &PaneInfo) -> Result<Value, ToolError> {
+    serde_json::to_value(info)
+        .map_err(|e| ToolError::new(ToolErrorKind::Internal, e.to_string(), "retry"))
+}
+
+/// The pane of one window that touches the given corner.
+fn corner_pane(panes: Vec<PaneInfo>, corner: Corner) -> Option<PaneInfo> {
+    let right = panes.iter().map(|p| p.left + p.width).max()?;
+    let bottom = panes.iter().map(|p| p.top + p.height).max()?;
+    let left = panes.iter().map(|p| p.left).min()?;
+    let top = panes.iter().map(|p| p.top).min()?;
+    panes.into_iter().find(|p| {
+        let horizontal = match corner {
+            Corner::TopLeft | Corner::BottomLeft => p.left == left,
+            Corner::TopRight | Corner::BottomRight => p.left + p.width == right,
+        };
+        let vertical = match corner {
+            Corner::TopLeft | Corner::TopRight => p.top == top,
+            Corner::BottomLeft | Corner::BottomRight => p.top + p.height == bottom,
+        };
+        horizontal && vertical
+    })
+}
+
+/// Refuses formats that could run commands or reveal sessions outside the caller's ACL:
+/// `#(` anywhere; the `E:`/`T:` modifiers (re-expand stored values, which may hold `#(`);
+/// and, for callers limited to some sessions, the `S:` loop over every session.
+fn check_format(format: &str, sessions_restricted: bool) -> Result<(), ToolError> {
+    let refuse = |why: &str| {
+        Err(ToolError::invalid_arguments(
+            format!("format_string refused: {why}"),
+            "use plain #{variable} formats; to run a command in a pane use send_keys",
+        ))
+    };
+    if format.len() > MAX_FORMAT_LEN {
+        return refuse(&format!("longer than {MAX_FORMAT_LEN} bytes"));
+    }
+    if format.contains("#(") {
+        return refuse("#( runs a shell command");
+    }
+    for (at, _) in format.match_indices("#{") {
+        let rest = &format[at + 2..];
+        let Some(end) = rest.find([':', '}']) else {
+            continue;
+        };
+        if !rest[end..].starts_with(':') {
+            continue;
+        }
+        for modifier in rest[..end].split(';') {
+            match modifier {
+                "E" | "T" => {
+                    return refuse(
+                        "the E: and T: modifiers expand stored values as formats, which may run commands",
+                    );
+                }
+                "S" if sessions_restricted => {
+                    return refuse("the S: modifier lists sessions outside your access");
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pane(id: &str, left: u32, top: u32, width: u32, height: u32) -> PaneInfo {
+        PaneInfo {
+            id: id.into(),
+            index: 0,
+            session_id: "$0".into(),
+            session_name: "s".into(),
+            window_id: "@0".into(),
+            window_index: 0,
+            window_name: "w".into(),
+            active: false,
+            window_active: true,
+            zoomed: false,
+            width,
+            height,
+            left,
+            top,
+            pid: 1,
+            current_command: String::new(),
+            current_path: String::new(),
+            title: String::new(),
+            tty: String::new(),
+            dead: false,
+            dead_status: None,
+            in_mode: false,
+            mode: String::new(),
+            created_by_you: false,
+        }
+    }
+
+    #[test]
+    fn corners_of_a_three_pane_window() {
+        // Left half %1; right half split into %2 (top) and %3 (bottom).
+        let panes = vec![
+            pane("%1", 0, 0, 40, 24),
+            pane("%2", 41, 0, 39, 12),
+            pane("%3", 41, 13, 39, 11),
+        ];
+        let at = |c| corner_pane(panes.clone(), c).map(|p| p.id);
+        assert_eq!(at(Corner::TopLeft).as_deref(), Some("%1"));
+        assert_eq!(at(Corner::BottomLeft).as_deref(), Some("%1"));
+        assert_eq!(at(Corner::TopRight).as_deref(), Some("%2"));
+        assert_eq!(at(Corner::BottomRight).as_deref(), Some("%3"));
+        assert!(corner_pane(Vec::new(), Corner::TopLeft).is_none());
+    }
+
+    #[test]
+    fn formats_that_run_commands_are_refused() {
+        for ok in [
+            "#{pane_id}",
+            "#{?pane_dead,dead,alive} #{=10:pane_title}",
+            "#{s/E/e/:pane_title}",
+            "#{t:window_activity}",
+            "#{W:#{window_name} }",
+            "plain text: no formats",
+            "#{pane_id",
+        ] {
+            assert!(check_format(ok, true).is_ok(), "{ok}");
+        }
+        for bad in [
+            "#(id)",
+            "x #{pane_id} #(touch /tmp/x)",
+            "#{E:status-right}",
+            "#{T:status-left}",
+            "#{b;E:@x}",
+            "#{?1,#{E:@x},}",
+        ] {
+            let err = check_format(bad, false).unwrap_err();
+            assert_eq!(err.kind, ToolErrorKind::InvalidArguments, "{bad}");
+            assert!(err.message.contains("refused"), "{}", err.message);
+        }
+        assert!(check_format("#{S:#{session_name} }", false).is_ok());
+        assert!(check_format("#{S:#{session_name} }", true).is_err());
+        assert!(check_format(&"#{pane_id}".repeat(1000), false).is_err());
+    }
+
+    #[test]
+    fn line_bounds_take_numbers_or_a_dash() {
+        let parse = |v: Value| serde_json::from_value::<LineArg>(v).map(|l| l.0);
+        assert_eq!(parse(serde_json::json!(-20)).unwrap(), LineBound::Line(-20));
+        assert_eq!(parse(serde_json::json!(3)).unwrap(), LineBound::Line(3));
+        assert_eq!(parse(serde_json::json!("-")).unwrap(), LineBound::Edge);
+        assert_eq!(parse(serde_json::json!("-5")).unwrap(), LineBound::Line(-5));
+        let err = parse(serde_json::json!("top")).unwrap_err().to_string();
+        assert!(err.contains("line number"), "{err}");
+        assert!(parse(serde_json::json!(1.5)).is_err());
+    }
+}

@@ -1,0 +1,914 @@
+//! Tools that change panes: split, kill, respawn, select, resize, swap, retitle, clear.
+//!
+//! Each description says what changes in a human's view. Focus moves only in select_pane
+//! (and split_window with `select`); kill_pane and respawn_pane refuse the pane the gateway
+//! itself runs in ([`crate::mcp::self_guard`]).
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use rmcp::handler::server::common::Extension;
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::{tool, tool_router};
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize};
+
+use crate::mcp::McpServer;
+use crate::mcp::access::{TmuxAccess, engine_error, list_hint, parse_target};
+use crate::mcp::call::CallContext;
+use crate::mcp::error::ToolError;
+use crate::mcp::pane_ops::{
+    PANE_FIELDS, PaneInfo, PaneRow, PaneScope, not_found, pane_info, pane_rows, quote_error,
+    target_pane,
+};
+use crate::mcp::self_guard::Kill;
+use crate::mux::tmux::command::CommandBuilder;
+use crate::mux::tmux::format::row_format;
+use crate::mux::tmux::target::Target;
+use crate::mux::tmux::{BatchMode, CommandOutcome, EngineError, PaneId, TmuxCommand};
+
+/// Longest pane title accepted.
+const MAX_TITLE_LEN: usize = 256;
+/// Longest environment variable name, and most variables per call.
+const MAX_ENV_NAME_LEN: usize = 128;
+const MAX_ENV_VARS: usize = 64;
+
+/// Where the new pane goes, relative to the split one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SplitDirection {
+    Above,
+    #[default]
+    Below,
+    Left,
+    Right,
+}
+
+/// A pane size: cells, or a percentage of the split pane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PaneSize {
+    Cells(u32),
+    Percent(u32),
+}
+
+impl PaneSize {
+    fn to_arg(self) -> String {
+        match self {
+            PaneSize::Cells(n) => n.to_string(),
+            PaneSize::Percent(p) => format!("{p}%"),
+        }
+    }
+
+    fn parse(text: &str) -> Option<Self> {
+        let (digits, percent) = match text.strip_suffix('%') {
+            Some(digits) => (digits, true),
+            None => (text, false),
+        };
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || digits.len() > 5 {
+            return None;
+        }
+        let n: u32 = digits.parse().ok()?;
+        match (percent, n) {
+            (true, 1..=99) => Some(PaneSize::Percent(n)),
+            (false, 1..=10_000) => Some(PaneSize::Cells(n)),
+            _ => None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PaneSize {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct SizeVisitor;
+        impl Visitor<'_> for SizeVisitor {
+            type Value = PaneSize;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(
+                    "a number of cells (1-10000) or a percentage string like \"30%\" (1-99)",
+                )
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<PaneSize, E> {
+                PaneSize::parse(&v.to_string())
+                    .ok_or_else(|| E::invalid_value(de::Unexpected::Unsigned(v), &self))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<PaneSize, E> {
+                Err(E::invalid_value(de::Unexpected::Signed(v), &self))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<PaneSize, E> {
+                PaneSize::parse(v).ok_or_else(|| E::invalid_value(de::Unexpected::Str(v), &self))
+            }
+        }
+        deserializer.deserialize_any(SizeVisitor)
+    }
+}
+
+impl JsonSchema for PaneSize {
+    fn schema_name() -> Cow<'static, str> {
+        "PaneSize".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "Cells (an integer, 1-10000) or a percentage of the split pane (a string like \"30%\").",
+            "oneOf": [
+                {"type": "integer", "minimum": 1, "maximum": 10000},
+                {"type": "string", "pattern": "^[0-9]{1,2}%$"}
+            ]
+        })
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SplitWindowInput {
+    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
+    /// only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// The pane to split (`%N`); a window (`@N`) or session (`$N` / name) splits its active
+    /// pane.
+    pub target: String,
+    /// Where the new pane goes: below (default), above, left or right of the split pane.
+    #[serde(default)]
+    pub direction: SplitDirection,
+    /// Size of the new pane: cells (integer) or "N%" of the split pane. Default: half.
+    #[serde(default)]
+    pub size: Option<PaneSize>,
+    /// Absolute working directory of the new pane. Default: tmux's choice (the session's).
+    #[serde(default)]
+    pub start_directory: Option<String>,
+    /// Command to run instead of the default shell (run with `sh -c`); the pane closes when
+    /// it exits.
+    #[serde(default)]
+    pub shell: Option<String>,
+    /// Environment variables for the new pane's program, e.g. {"RUST_LOG": "debug"}.
+    #[serde(
+        default,
+        deserialize_with = "crate::mcp::args::option_object_or_json_string"
+    )]
+    pub environment: Option<BTreeMap<String, String>>,
+    /// Make the new pane the active pane of its window (moves a watching human's focus).
+    /// Default false: focus stays where it was.
+    #[serde(default)]
+    pub select: bool,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PaneIdInput {
+    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
+    /// only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Pane id (`%N`) exactly; windows and sessions are not accepted here.
+    pub target: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PaneActionOutput {
+    pub server: String,
+    pub pane_id: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RespawnPaneInput {
+    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
+    /// only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Pane id (`%N`) exactly.
+    pub target: String,
+    /// Kill the program running in the pane first. Default true; with false, only a dead
+    /// pane (remain-on-exit) can be respawned.
+    #[serde(default = "yes")]
+    pub kill: bool,
+    /// Command to run instead of the pane's original command (run with `sh -c`).
+    #[serde(default)]
+    pub shell: Option<String>,
+    /// Absolute working directory for the new program.
+    #[serde(default)]
+    pub start_directory: Option<String>,
+    /// Environment variables for the new program.
+    #[serde(
+        default,
+        deserialize_with = "crate::mcp::args::option_object_or_json_string"
+    )]
+    pub environment: Option<BTreeMap<String, String>>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Which pane select_pane makes active.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SelectDirection {
+    /// The pane above / below / left / right of the target pane.
+    Up,
+    Down,
+    Left,
+    Right,
+    /// The pane that was active before the current one in the target's window.
+    Last,
+    /// The next / previous pane (by index) after the window's active pane, wrapping around.
+    Next,
+    Previous,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SelectPaneInput {
+    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
+    /// only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// The pane to make active (`%N`); with `direction`, the pane (or window `@N`) the
+    /// direction is taken from.
+    pub target: String,
+    /// Instead of `target` itself: up, down, left, right (a neighbour of the target pane),
+    /// last, next or previous (within the target's window).
+    #[serde(default)]
+    pub direction: Option<SelectDirection>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SelectPaneOutput {
+    pub server: String,
+    /// The window's active pane afterwards (unchanged when there was no pane in that
+    /// direction).
+    pub active_pane: PaneInfo,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResizePaneInput {
+    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
+    /// only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Pane id (`%N`); a window or session means its active pane.
+    pub target: String,
+    /// New width in cells.
+    #[serde(default)]
+    pub width: Option<u32>,
+    /// New height in cells.
+    #[serde(default)]
+    pub height: Option<u32>,
+    /// true: zoom the pane to fill its window; false: unzoom the window. Not together with
+    /// width/height.
+    #[serde(default)]
+    pub zoom: Option<bool>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SwapPaneInput {
+    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
+    /// only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// One pane (`%N`).
+    pub source: String,
+    /// The other pane (`%N`); may be in another window.
+    pub target: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SwapPaneOutput {
+    pub server: String,
+    pub source: PaneInfo,
+    pub target: PaneInfo,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetPaneTitleInput {
+    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
+    /// only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Pane id (`%N`); a window or session means its active pane.
+    pub target: String,
+    /// The new title (up to 256 characters, no control characters), taken literally.
+    pub title: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SetPaneTitleOutput {
+    pub server: String,
+    pub pane_id: String,
+    pub title: String,
+}
+
+#[tool_router(router = pane_lifecycle_tools, vis = "pub(crate)")]
+impl McpServer {
+    #[tool(
+        name = "split_window",
+        description = "Split a pane to create a new pane beside it (below by default), optionally running a command.\n\n\
+            The new pane takes room from the split one, so a watching human sees the layout \
+            change; focus does NOT move unless `select` is true. A zoomed window is unzoomed. \
+            Returns the new pane's details: use its `id` (`%N`) in send_keys, capture_pane, \
+            wait_for_text. To close it later call kill_pane with that id.",
+        annotations(
+            title = "Split window",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn split_window(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<SplitWindowInput>,
+    ) -> Result<Json<PaneInfo>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let target = parse_target(&input.target)?;
+        let spawn = Spawn::check(
+            input.start_directory.as_deref(),
+            input.shell.as_deref(),
+            input.environment.as_ref(),
+        )?;
+        let pane = target_pane(&tmux, &target).await?;
+        let mut command = TmuxCommand::new("split-window")
+            .flag("-P")
+            .opt("-F", row_format(&PANE_FIELDS));
+        if !input.select {
+            command = command.flag("-d");
+        }
+        command = match input.direction {
+            SplitDirection::Below => command.flag("-v"),
+            SplitDirection::Above => command.flag("-v").flag("-b"),
+            SplitDirection::Right => command.flag("-h"),
+            SplitDirection::Left => command.flag("-h").flag("-b"),
+        };
+        if let Some(size) = input.size {
+            command = command.opt("-l", size.to_arg());
+        }
+        let command = spawn
+            .apply(command.target(pane))
+            .build()
+            .map_err(quote_error)?;
+        let lines = tmux.run(command, list_hint(&target)).await?;
+        let row = lines
+            .first()
+            .and_then(|line| PaneRow::parse(line, tmux.call.sub()))
+            .ok_or_else(|| not_found(&target))?;
+        Ok(Json(row.info))
+    }
+
+    #[tool(
+        name = "kill_pane",
+        description = "Kill a pane and the program running in it (destructive: its output and state are lost).\n\n\
+            `target` must be a pane id (`%N`). If it was the last pane of its window the window \
+            closes too (and the session, if that was its last window); a human watching sees it \
+            disappear and the layout reflow. Refused for the pane the gateway itself runs in. \
+            To stop only the program and keep the pane use respawn_pane or send_keys C-c.",
+        annotations(
+            title = "Kill pane",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn kill_pane(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<PaneIdInput>,
+    ) -> Result<Json<PaneActionOutput>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let pane = exact_pane(&input.target, "kill_window or kill_session")?;
+        let pane = tmux.resolve(&Target::Pane(pane)).await?.pane_id;
+        self.refuse_self_kill(&tmux, Kill::Pane(pane)).await?;
+        let command = TmuxCommand::new("kill-pane")
+            .target(pane)
+            .build()
+            .map_err(quote_error)?;
+        tmux.run(command, list_hint(&Target::Pane(pane))).await?;
+        Ok(Json(PaneActionOutput {
+            server: tmux.server_name().to_owned(),
+            pane_id: pane.to_string(),
+        }))
+    }
+
+    #[tool(
+        name = "respawn_pane",
+        description = "Restart the program in a pane, killing the running one first by default (destructive: its state is lost).\n\n\
+            `target` must be a pane id (`%N`). The pane keeps its id, size and place; its \
+            screen is cleared and the program (its original command, or `shell`) starts again. \
+            With kill false only a dead pane (remain-on-exit) is respawned. Focus does not \
+            move. Refused for the pane the gateway itself runs in.",
+        annotations(
+            title = "Respawn pane",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn respawn_pane(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<RespawnPaneInput>,
+    ) -> Result<Json<PaneActionOutput>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let pane = exact_pane(&input.target, "list_panes")?;
+        let spawn = Spawn::check(
+            input.start_directory.as_deref(),
+            input.shell.as_deref(),
+            input.environment.as_ref(),
+        )?;
+        let pane = tmux.resolve(&Target::Pane(pane)).await?.pane_id;
+        self.refuse_self_kill(&tmux, Kill::Pane(pane)).await?;
+        let mut command = TmuxCommand::new("respawn-pane");
+        if input.kill {
+            command = command.flag("-k");
+        }
+        let command = spawn
+            .apply(command.target(pane))
+            .build()
+            .map_err(quote_error)?;
+        tmux.run(command, list_hint(&Target::Pane(pane))).await?;
+        Ok(Json(PaneActionOutput {
+            server: tmux.server_name().to_owned(),
+            pane_id: pane.to_string(),
+        }))
+    }
+
+    #[tool(
+        name = "select_pane",
+        description = "Make a pane the active pane of its window: this MOVES FOCUS for any human looking at that window.\n\n\
+            Call it only when asked to change focus: no other tool needs a pane to be active \
+            (they all take pane ids). `direction` picks a neighbour (up/down/left/right of the \
+            target), the last active pane, or the next/previous one. The session's current \
+            window does not change. Returns the window's active pane afterwards.",
+        annotations(
+            title = "Select pane",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn select_pane(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<SelectPaneInput>,
+    ) -> Result<Json<SelectPaneOutput>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let target = parse_target(&input.target)?;
+        let window = pane_rows(&tmux, &PaneScope::Of(target.clone())).await?;
+        let origin = window
+            .iter()
+            .find(|r| match &target {
+                Target::Pane(pane) => r.pane == *pane,
+                Target::Window(_) => r.info.active,
+                Target::Session(_) => r.info.window_active && r.info.active,
+            })
+            .ok_or_else(|| not_found(&target))?;
+        let window_id = origin.info.window_id.clone();
+        let mut siblings: Vec<&PaneRow> = window
+            .iter()
+            .filter(|r| r.info.window_id == window_id)
+            .collect();
+        siblings.sort_by_key(|r| r.info.index);
+        let command = TmuxCommand::new("select-pane");
+        let command = match input.direction {
+            None => command.target(origin.pane),
+            Some(SelectDirection::Up) => command.flag("-U").target(origin.pane),
+            Some(SelectDirection::Down) => command.flag("-D").target(origin.pane),
+            Some(SelectDirection::Left) => command.flag("-L").target(origin.pane),
+            Some(SelectDirection::Right) => command.flag("-R").target(origin.pane),
+            Some(SelectDirection::Last) => command.flag("-l").target(origin.pane),
+            Some(step @ (SelectDirection::Next | SelectDirection::Previous)) => {
+                let active = siblings.iter().position(|r| r.info.active).unwrap_or(0);
+                let n = siblings.len();
+                let next = if step == SelectDirection::Next {
+                    (active + 1) % n
+                } else {
+                    (active + n - 1) % n
+                };
+                command.target(siblings[next].pane)
+            }
+        };
+        let select = command.build().map_err(quote_error)?;
+        let list = pane_list_command(&Target::Pane(origin.pane))?;
+        let mut outcomes = tmux
+            .run_batch(vec![select, list], BatchMode::StopOnError, None)
+            .await?
+            .into_iter();
+        check_outcome(&tmux, outcomes.next(), &target)?;
+        let rows = match outcomes.next() {
+            Some(CommandOutcome::Ok(lines)) => lines,
+            _ => return Err(not_found(&target)),
+        };
+        let active_pane = rows
+            .iter()
+            .filter_map(|line| PaneRow::parse(line, tmux.call.sub()))
+            .find(|r| r.info.active)
+            .ok_or_else(|| not_found(&target))?
+            .info;
+        Ok(Json(SelectPaneOutput {
+            server: tmux.server_name().to_owned(),
+            active_pane,
+        }))
+    }
+
+    #[tool(
+        name = "resize_pane",
+        description = "Resize a pane to a width/height in cells, or zoom it to fill its window (zoom true) / unzoom (zoom false).\n\n\
+            Changes the layout a watching human sees (neighbouring panes shrink or grow; zoom \
+            hides the other panes until unzoomed). A pane cannot grow beyond its window (window \
+            sizes follow the attached clients; see resize_window). Resizing unzooms a zoomed \
+            window. Focus does not move, except that zooming makes the zoomed pane active. \
+            Returns the pane's details afterwards.",
+        annotations(
+            title = "Resize pane",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn resize_pane(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<ResizePaneInput>,
+    ) -> Result<Json<PaneInfo>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let target = parse_target(&input.target)?;
+        let sizes = input.width.is_some() || input.height.is_some();
+        let command = match (input.zoom, sizes) {
+            (Some(_), true) => {
+                return Err(ToolError::invalid_arguments(
+                    "pass either zoom or width/height, not both",
+                    "call resize_pane twice: once to unzoom, once to resize",
+                ));
+            }
+            (None, false) => {
+                return Err(ToolError::invalid_arguments(
+                    "nothing to do: pass width and/or height, or zoom",
+                    "e.g. {\"width\": 80} or {\"zoom\": true}",
+                ));
+            }
+            (Some(zoom), false) => {
+                let current = pane_info(&tmux, &target).await?;
+                if current.info.zoomed == zoom {
+                    return Ok(Json(current.info));
+                }
+                TmuxCommand::new("resize-pane")
+                    .flag("-Z")
+                    .target(current.pane)
+            }
+            (None, true) => {
+                if input.width == Some(0) || input.height == Some(0) {
+                    return Err(ToolError::invalid_arguments(
+                        "width and height must be at least 1",
+                        "pass sizes in cells",
+                    ));
+                }
+                let pane = target_pane(&tmux, &target).await?;
+                let mut command = TmuxCommand::new("resize-pane").target(pane);
+                if let Some(width) = input.width {
+                    command = command.opt("-x", width.to_string());
+                }
+                if let Some(height) = input.height {
+                    command = command.opt("-y", height.to_string());
+                }
+                command
+            }
+        };
+        let command = command.build().map_err(quote_error)?;
+        tmux.run(command, list_hint(&target)).await?;
+        Ok(Json(pane_info(&tmux, &target).await?.info))
+    }
+
+    #[tool(
+        name = "swap_pane",
+        description = "Swap the places of two panes (in one window or across windows); each keeps its id and program.\n\n\
+            A watching human sees the two panes trade places; which position is active does \
+            not change (the pane moved into the active position becomes active). Returns both \
+            panes' details afterwards.",
+        annotations(
+            title = "Swap panes",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn swap_pane(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<SwapPaneInput>,
+    ) -> Result<Json<SwapPaneOutput>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let source = exact_pane(&input.source, "list_panes")?;
+        let target = exact_pane(&input.target, "list_panes")?;
+        if source == target {
+            return Err(ToolError::invalid_arguments(
+                "source and target are the same pane",
+                "pass two different pane ids",
+            ));
+        }
+        for pane in [source, target] {
+            tmux.authorize(&Target::Pane(pane)).await?;
+        }
+        let command = TmuxCommand::new("swap-pane")
+            .flag("-d")
+            .opt("-s", source.to_string())
+            .target(target)
+            .build()
+            .map_err(quote_error)?;
+        tmux.run(command, "call list_panes to see valid pane ids")
+            .await?;
+        let source_info = pane_info(&tmux, &Target::Pane(source)).await?.info;
+        let target_info = pane_info(&tmux, &Target::Pane(target)).await?.info;
+        Ok(Json(SwapPaneOutput {
+            server: tmux.server_name().to_owned(),
+            source: source_info,
+            target: target_info,
+        }))
+    }
+
+    #[tool(
+        name = "set_pane_title",
+        description = "Set a pane's title (shown in pane borders and status lines if the human's configuration shows titles).\n\n\
+            The title is taken literally (no format expansion). Programs in the pane may \
+            replace it later with their own title. Focus and layout do not change.",
+        annotations(
+            title = "Set pane title",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn set_pane_title(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<SetPaneTitleInput>,
+    ) -> Result<Json<SetPaneTitleOutput>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let target = parse_target(&input.target)?;
+        if input.title.chars().count() > MAX_TITLE_LEN || input.title.chars().any(char::is_control)
+        {
+            return Err(ToolError::invalid_arguments(
+                format!(
+                    "title must be at most {MAX_TITLE_LEN} characters without control characters"
+                ),
+                "pass a short, plain title",
+            ));
+        }
+        let pane = target_pane(&tmux, &target).await?;
+        // select-pane -T sets the title and returns before touching the active pane.
+        let command = TmuxCommand::new("select-pane")
+            .target(pane)
+            .format_opt("-T", &input.title)
+            .build()
+            .map_err(quote_error)?;
+        tmux.run(command, list_hint(&target)).await?;
+        Ok(Json(SetPaneTitleOutput {
+            server: tmux.server_name().to_owned(),
+            pane_id: pane.to_string(),
+            title: input.title,
+        }))
+    }
+
+    #[tool(
+        name = "clear_pane",
+        description = "Clear a pane's screen and erase its scrollback history (destructive: the history is lost).\n\n\
+            Resets the pane's terminal state and empties the visible screen and the history; \
+            the program keeps running and is not told (a shell prints its prompt again after \
+            the next Enter, or send_keys [\"C-l\"]). Focus and layout do not change. To only \
+            read less text, use capture_pane's ranges instead.",
+        annotations(
+            title = "Clear pane",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn clear_pane(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<super::pane::PaneTargetInput>,
+    ) -> Result<Json<PaneActionOutput>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let target = parse_target(&input.target)?;
+        let pane = target_pane(&tmux, &target).await?;
+        let commands = vec![
+            TmuxCommand::new("send-keys")
+                .flag("-R")
+                .target(pane)
+                .build()
+                .map_err(quote_error)?,
+            TmuxCommand::new("clear-history")
+                .target(pane)
+                .build()
+                .map_err(quote_error)?,
+        ];
+        let outcomes = tmux
+            .run_batch(commands, BatchMode::StopOnError, None)
+            .await?;
+        for outcome in outcomes {
+            check_outcome(&tmux, Some(outcome), &target)?;
+        }
+        Ok(Json(PaneActionOutput {
+            server: tmux.server_name().to_owned(),
+            pane_id: pane.to_string(),
+        }))
+    }
+}
+
+impl McpServer {
+    /// Self-protection: refuses `kill` when it would take down the gateway's own pane.
+    async fn refuse_self_kill(&self, tmux: &TmuxAccess<'_>, kill: Kill) -> Result<(), ToolError> {
+        match &self.state().self_location {
+            Some(me) => me.check(tmux, kill).await,
+            None => Ok(()),
+        }
+    }
+}
+
+/// A target that must be a pane id.
+fn exact_pane(text: &str, instead: &str) -> Result<PaneId, ToolError> {
+    match parse_target(text)? {
+        Target::Pane(pane) => Ok(pane),
+        other => Err(ToolError::invalid_arguments(
+            format!(
+                "this tool needs a pane id (%N), not {} {other}",
+                other.kind()
+            ),
+            format!("call list_panes for pane ids, or use {instead}"),
+        )),
+    }
+}
+
+/// `list-panes` of the window holding `target`, in pane-row format.
+fn pane_list_command(target: &Target) -> Result<TmuxCommand, ToolError> {
+    TmuxCommand::new("list-panes")
+        .opt("-t", target.tmux_target())
+        .opt("-F", row_format(&PANE_FIELDS))
+        .build()
+        .map_err(quote_error)
+}
+
+fn check_outcome(
+    tmux: &TmuxAccess<'_>,
+    outcome: Option<CommandOutcome>,
+    target: &Target,
+) -> Result<(), ToolError> {
+    match outcome {
+        Some(CommandOutcome::Ok(_)) => Ok(()),
+        Some(CommandOutcome::Failed(message)) => Err(engine_error(
+            tmux.server_name(),
+            EngineError::Command(message),
+            list_hint(target),
+        )),
+        Some(CommandOutcome::NotRun) | None => Err(not_found(target)),
+    }
+}
+
+/// How a new program starts (split_window, respawn_pane), validated.
+struct Spawn<'a> {
+    start_directory: Option<&'a str>,
+    shell: Option<&'a str>,
+    environment: Vec<String>,
+}
+
+impl<'a> Spawn<'a> {
+    fn check(
+        start_directory: Option<&'a str>,
+        shell: Option<&'a str>,
+        environment: Option<&BTreeMap<String, String>>,
+    ) -> Result<Self, ToolError> {
+        if let Some(dir) = start_directory
+            && (!dir.starts_with('/') || dir.chars().any(char::is_control))
+        {
+            return Err(ToolError::invalid_arguments(
+                "start_directory must be an absolute path without control characters",
+                "pass a path starting with /",
+            ));
+        }
+        if shell.is_some_and(|s| s.trim().is_empty()) {
+            return Err(ToolError::invalid_arguments(
+                "shell is empty",
+                "omit shell for the default shell, or pass a command",
+            ));
+        }
+        let environment = environment.map(env_assignments).transpose()?;
+        Ok(Self {
+            start_directory,
+            shell,
+            environment: environment.unwrap_or_default(),
+        })
+    }
+
+    /// Adds `-c`, `-e` and the command to a split-window / respawn-pane builder (after its
+    /// target).
+    fn apply(&self, mut command: CommandBuilder) -> CommandBuilder {
+        if let Some(dir) = self.start_directory {
+            // tmux expands formats in -c.
+            command = command.format_opt("-c", dir);
+        }
+        for assignment in &self.environment {
+            command = command.opt("-e", assignment);
+        }
+        if let Some(shell) = self.shell {
+            command = command.end_of_options().arg(shell);
+        }
+        command
+    }
+}
+
+/// `NAME=value` strings for `-e`, with names checked.
+fn env_assignments(environment: &BTreeMap<String, String>) -> Result<Vec<String>, ToolError> {
+    if environment.len() > MAX_ENV_VARS {
+        return Err(ToolError::invalid_arguments(
+            format!("more than {MAX_ENV_VARS} environment variables"),
+            "pass fewer variables",
+        ));
+    }
+    environment
+        .iter()
+        .map(|(name, value)| {
+            let valid = !name.is_empty()
+                && name.len() <= MAX_ENV_NAME_LEN
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+                && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+            if valid {
+                Ok(format!("{name}={value}"))
+            } else {
+                Err(ToolError::invalid_arguments(
+                    format!(
+                        "environment variable name {:?} is not valid",
+                        name.chars().take(64).collect::<String>()
+                    ),
+                    "use names of letters, digits and _ that do not start with a digit",
+                ))
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_cells_or_percentages() {
+        let parse = |v: serde_json::Value| serde_json::from_value::<PaneSize>(v);
+        assert_eq!(parse(serde_json::json!(12)).unwrap(), PaneSize::Cells(12));
+        assert_eq!(
+            parse(serde_json::json!("30%")).unwrap(),
+            PaneSize::Percent(30)
+        );
+        assert_eq!(parse(serde_json::json!("7")).unwrap(), PaneSize::Cells(7));
+        for bad in [
+            serde_json::json!(0),
+            serde_json::json!(-3),
+            serde_json::json!("0%"),
+            serde_json::json!("100%"),
+            serde_json::json!("50 %"),
+            serde_json::json!("x"),
+            serde_json::json!(20000),
+        ] {
+            let err = parse(bad.clone()).unwrap_err().to_string();
+            assert!(err.contains("percentage"), "{bad}: {err}");
+        }
+        assert_eq!(PaneSize::Percent(30).to_arg(), "30%");
+    }
+
+    #[test]
+    fn spawn_options_are_checked_and_quoted() {
+        let env = BTreeMap::from([("A_1".to_owned(), "x y;#{z}".to_owned())]);
+        let spawn = Spawn::check(Some("/tmp/#dir"), Some("echo hi"), Some(&env)).unwrap();
+        let command = spawn
+            .apply(TmuxCommand::new("respawn-pane").target(PaneId(1)))
+            .build()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(command.as_bytes()),
+            "respawn-pane -t '%1' -c '/tmp/##dir' -e 'A_1=x y;#{z}' -- 'echo hi'"
+        );
+        assert!(Spawn::check(Some("relative"), None, None).is_err());
+        assert!(Spawn::check(None, Some("  "), None).is_err());
+        for bad in ["", "1A", "A-B", "A=B", "é"] {
+            let env = BTreeMap::from([(bad.to_owned(), "v".to_owned())]);
+            assert!(Spawn::check(None, None, Some(&env)).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn pane_only_targets() {
+        assert_eq!(exact_pane("%4", "x").unwrap(), PaneId(4));
+        let err = exact_pane("@1", "kill_window").unwrap_err();
+        assert!(err.message.contains("window @1") && err.suggestion.contains("kill_window"));
+        assert!(exact_pane("bad:1", "x").is_err());
+    }
+}

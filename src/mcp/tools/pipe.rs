@@ -1,0 +1,87 @@
+//! `pipe_pane`: append everything a pane's program prints to a file on the gateway's host.
+
+use rmcp::handler::server::common::Extension;
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::{tool, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::mcp::McpServer;
+use crate::mcp::access::{list_hint, parse_target};
+use crate::mcp::call::CallContext;
+use crate::mcp::error::ToolError;
+use crate::mcp::pane_ops::{quote_error, target_pane};
+use crate::mux::tmux::ops::pipe::{PipePath, pipe_pane_command};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PipePaneInput {
+    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
+    /// only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Pane id (`%N`); a window or session means its active pane.
+    pub target: String,
+    /// Absolute path of the file the pane's output is appended to (created if missing).
+    /// Omit to stop piping.
+    #[serde(default)]
+    pub output_path: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PipePaneOutput {
+    pub server: String,
+    pub pane_id: String,
+    /// Whether output is being piped afterwards.
+    pub piping: bool,
+    /// The file output is appended to, when piping.
+    pub output_path: Option<String>,
+}
+
+#[tool_router(router = pipe_tools, vis = "pub(crate)")]
+impl McpServer {
+    #[tool(
+        name = "pipe_pane",
+        description = "Start appending a pane's output to a file (output_path), or stop (no output_path).\n\n\
+            tmux runs `cat >> <path>` on the gateway's host as the tmux server's user; the \
+            path is taken literally (spaces, quotes, #, % and $ are safe). Starting replaces any \
+            pipe the pane already had; the file is appended to, never truncated. Nothing \
+            changes in any human's view. To read output once use capture_pane; to wait for \
+            output use wait_for_text.",
+        annotations(
+            title = "Pipe pane output to a file",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = true
+        )
+    )]
+    async fn pipe_pane(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<PipePaneInput>,
+    ) -> Result<Json<PipePaneOutput>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let target = parse_target(&input.target)?;
+        let path = input
+            .output_path
+            .as_deref()
+            .map(PipePath::parse)
+            .transpose()
+            .map_err(|e| {
+                ToolError::invalid_arguments(
+                    e.to_string(),
+                    "pass an absolute file path, or omit output_path to stop piping",
+                )
+            })?;
+        let pane = target_pane(&tmux, &target).await?;
+        let command = pipe_pane_command(pane, path.as_ref()).map_err(quote_error)?;
+        tmux.run(command, list_hint(&target)).await?;
+        Ok(Json(PipePaneOutput {
+            server: tmux.server_name().to_owned(),
+            pane_id: pane.to_string(),
+            piping: path.is_some(),
+            output_path: path.map(|p| p.as_str().to_owned()),
+        }))
+    }
+}

@@ -1,0 +1,343 @@
+//! `search_panes`: find text on the screens (and scrollback) of many panes at once.
+//!
+//! Cost: one `list-panes` for the candidates (ACL-filtered), then the captures of every
+//! candidate pipelined in batches (one write per batch), matched in the gateway with Rust's
+//! `regex` (linear time; patterns are size-limited). Panes are ordered by id and paged with
+//! `offset`/`limit`; each pane keeps its last `max_matched_lines_per_pane` matching lines, and
+//! the whole answer stays within the caller's output budget.
+
+use regex::{Regex, RegexBuilder};
+use rmcp::handler::server::common::Extension;
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::{tool, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::pane::LineArg;
+use crate::mcp::McpServer;
+use crate::mcp::access::parse_target;
+use crate::mcp::call::CallContext;
+use crate::mcp::error::ToolError;
+use crate::mcp::pane_ops::{PaneRow, PaneScope, not_found, pane_rows, quote_error};
+use crate::mux::tmux::ops::capture::CaptureRange;
+use crate::mux::tmux::{BatchMode, CommandOutcome};
+
+/// Longest pattern accepted, and the compiled-size ceiling of its regex.
+const MAX_PATTERN_LEN: usize = 1024;
+const REGEX_SIZE_LIMIT: usize = 1 << 20;
+/// Captures written per batch (keeps one call inside the caller's queue share).
+const CAPTURES_PER_BATCH: usize = 64;
+/// Longest matched line returned, in characters (longer ones are cut with a marker).
+const MAX_LINE_CHARS: usize = 2000;
+
+fn default_per_pane() -> usize {
+    50
+}
+
+fn default_limit() -> usize {
+    500
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchPanesInput {
+    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
+    /// only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Text to find (literal unless `regex` is true).
+    pub pattern: String,
+    /// Treat `pattern` as a regular expression (Rust regex syntax). Default false.
+    #[serde(default)]
+    pub regex: bool,
+    /// Match case exactly. Default false (case-insensitive).
+    #[serde(default)]
+    pub match_case: bool,
+    /// Search only a session (`$N` or exact name), a window (`@N`), or the window holding a
+    /// pane (`%N`). Default: every pane you may see.
+    #[serde(default)]
+    pub target: Option<String>,
+    /// First line searched: 0 = top of the screen, negative = scrollback, "-" = the start of
+    /// the scrollback. Default: the top of the screen (visible text only).
+    #[serde(default)]
+    pub start: Option<LineArg>,
+    /// Last line searched, as `start` ("-" = the bottom of the screen). Default: the bottom.
+    #[serde(default)]
+    pub end: Option<LineArg>,
+    /// Most matching lines returned per pane (the last ones are kept). Default 50.
+    #[serde(default = "default_per_pane")]
+    pub max_matched_lines_per_pane: usize,
+    /// Matching panes to skip (for paging). Default 0.
+    #[serde(default)]
+    pub offset: usize,
+    /// Most matching panes returned. Default 500.
+    #[serde(default = "default_limit")]
+    pub limit: usize,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SearchPanesOutput {
+    pub server: String,
+    /// Matching panes on this page, ordered by pane id.
+    pub matches: Vec<PaneMatch>,
+    /// Panes searched, and panes that matched (on every page).
+    pub panes_searched: usize,
+    pub total_panes_matched: usize,
+    pub offset: usize,
+    pub limit: usize,
+    /// Whether matching panes were left for a later page (or cut by your output budget);
+    /// call again with `offset` = `next_offset`.
+    pub truncated: bool,
+    pub next_offset: Option<usize>,
+}
+
+/// The matches in one pane.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PaneMatch {
+    pub pane_id: String,
+    pub session_id: String,
+    pub session_name: String,
+    pub window_id: String,
+    pub window_name: String,
+    /// Matching lines (wrapped lines joined), the last `max_matched_lines_per_pane` of them.
+    pub matched_lines: Vec<String>,
+    /// All matching lines in the pane, and whether some were left out.
+    pub matched_line_count: usize,
+    pub lines_truncated: bool,
+}
+
+#[tool_router(router = search_tools, vis = "pub(crate)")]
+impl McpServer {
+    #[tool(
+        name = "search_panes",
+        description = "Search the text of many panes at once (visible screen by default, scrollback with start) for a literal string or a regex.\n\n\
+            Scope: every pane you may see, or one session / window (`target`). Case-insensitive \
+            unless match_case. Returns, per matching pane, its ids and the matching lines (last \
+            50 per pane by default), paged by `offset` / `limit`. Read-only: one listing plus \
+            pipelined captures; nothing changes in any human's view. To search pane metadata \
+            (program, title, path) use list_panes with filters instead; to wait for text to \
+            appear use wait_for_text.",
+        annotations(
+            title = "Search panes",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn search_panes(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<SearchPanesInput>,
+    ) -> Result<Json<SearchPanesOutput>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let matcher = build_matcher(&input.pattern, input.regex, input.match_case)?;
+        if input.max_matched_lines_per_pane == 0 || input.limit == 0 {
+            return Err(ToolError::invalid_arguments(
+                "max_matched_lines_per_pane and limit must be at least 1",
+                "omit them for the defaults (50 and 500)",
+            ));
+        }
+        let scope = match input.target.as_deref() {
+            Some(target) => PaneScope::Of(parse_target(target)?),
+            None => PaneScope::All,
+        };
+        let mut rows = pane_rows(&tmux, &scope).await?;
+        if let PaneScope::Of(target) = &scope
+            && rows.is_empty()
+        {
+            return Err(not_found(target));
+        }
+        rows.sort_by_key(|r| r.pane);
+        rows.dedup_by_key(|r| r.pane);
+        let range = CaptureRange {
+            start: input.start.map(|s| s.0),
+            end: input.end.map(|e| e.0),
+            join_wrapped: true,
+            escape_sequences: false,
+        };
+
+        let mut matched: Vec<PaneMatch> = Vec::new();
+        for chunk in rows.chunks(CAPTURES_PER_BATCH) {
+            let commands = chunk
+                .iter()
+                .map(|row| range.command(row.pane).map_err(quote_error))
+                .collect::<Result<Vec<_>, _>>()?;
+            let outcomes = tmux
+                .run_batch(commands, BatchMode::Independent, None)
+                .await?;
+            for (row, outcome) in chunk.iter().zip(outcomes) {
+                // A pane that closed since the listing simply has no matches.
+                if let CommandOutcome::Ok(lines) = outcome
+                    && let Some(found) =
+                        match_pane(row, &lines, &matcher, input.max_matched_lines_per_pane)
+                {
+                    matched.push(found);
+                }
+            }
+        }
+
+        let total = matched.len();
+        let budget = tmux.limits.max_output_bytes(tmux.call.sub());
+        let mut used = 0;
+        let mut page = Vec::new();
+        for found in matched.into_iter().skip(input.offset).take(input.limit) {
+            let size: usize = found
+                .matched_lines
+                .iter()
+                .map(|l| l.len() + 8)
+                .sum::<usize>()
+                + 200;
+            if !page.is_empty() && used + size > budget {
+                break;
+            }
+            used += size;
+            page.push(found);
+        }
+        let next = input.offset + page.len();
+        let truncated = next < total;
+        Ok(Json(SearchPanesOutput {
+            server: tmux.server_name().to_owned(),
+            panes_searched: rows.len(),
+            total_panes_matched: total,
+            offset: input.offset,
+            limit: input.limit,
+            truncated,
+            next_offset: truncated.then_some(next),
+            matches: page,
+        }))
+    }
+}
+
+fn build_matcher(pattern: &str, regex: bool, match_case: bool) -> Result<Regex, ToolError> {
+    if pattern.is_empty() {
+        return Err(ToolError::invalid_arguments(
+            "pattern is empty",
+            "pass the text to search for",
+        ));
+    }
+    if pattern.len() > MAX_PATTERN_LEN {
+        return Err(ToolError::invalid_arguments(
+            format!("pattern is longer than {MAX_PATTERN_LEN} bytes"),
+            "search for a shorter, distinctive part of the text",
+        ));
+    }
+    let source = if regex {
+        pattern.to_owned()
+    } else {
+        regex::escape(pattern)
+    };
+    RegexBuilder::new(&source)
+        .case_insensitive(!match_case)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .build()
+        .map_err(|e| {
+            let detail: String = e.to_string().chars().take(300).collect();
+            ToolError::invalid_arguments(
+                format!("pattern is not a valid regex: {detail}"),
+                "fix the regex (Rust syntax), or pass regex false to search for the literal text",
+            )
+        })
+}
+
+fn match_pane(
+    row: &PaneRow,
+    lines: &[Vec<u8>],
+    matcher: &Regex,
+    per_pane: usize,
+) -> Option<PaneMatch> {
+    let hits: Vec<String> = lines
+        .iter()
+        .map(|l| String::from_utf8_lossy(l))
+        .filter(|l| matcher.is_match(l))
+        .map(|l| shorten_line(l.trim_end()))
+        .collect();
+    if hits.is_empty() {
+        return None;
+    }
+    let count = hits.len();
+    let kept = hits[count.saturating_sub(per_pane)..].to_vec();
+    Some(PaneMatch {
+        pane_id: row.info.id.clone(),
+        session_id: row.info.session_id.clone(),
+        session_name: row.info.session_name.clone(),
+        window_id: row.info.window_id.clone(),
+        window_name: row.info.window_name.clone(),
+        lines_truncated: kept.len() < count,
+        matched_line_count: count,
+        matched_lines: kept,
+    })
+}
+
+fn shorten_line(line: &str) -> String {
+    match line.char_indices().nth(MAX_LINE_CHARS) {
+        Some((cut, _)) => format!("{}[... line cut ...]", &line[..cut]),
+        None => line.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::error::ToolErrorKind;
+
+    fn row() -> PaneRow {
+        let line = [
+            "%7", "0", "$1", "@2", "0", "1", "1", "0", "80", "24", "0", "0", "1", "0", "", "0", "",
+            "", "", "main", "win", "", "sh", "/",
+        ]
+        .join("\u{1f}");
+        PaneRow::parse(line.as_bytes(), "x").unwrap()
+    }
+
+    #[test]
+    fn literal_patterns_are_escaped_and_case_folds_by_default() {
+        let m = build_matcher("a.b(", false, false).unwrap();
+        assert!(m.is_match("xA.B(y") && !m.is_match("axb("));
+        let m = build_matcher("a.b", true, true).unwrap();
+        assert!(m.is_match("axb") && !m.is_match("AXB"));
+        for (pattern, regex) in [("", false), ("(", true)] {
+            let err = build_matcher(pattern, regex, false).unwrap_err();
+            assert_eq!(err.kind, ToolErrorKind::InvalidArguments);
+        }
+        assert!(build_matcher(&"a".repeat(MAX_PATTERN_LEN + 1), false, false).is_err());
+        assert!(build_matcher("(a{1000}){1000}", true, false).is_err());
+    }
+
+    #[test]
+    fn keeps_the_last_matches_of_a_pane() {
+        let lines: Vec<Vec<u8>> = (0..10)
+            .map(|i| format!("error {i}   ").into_bytes())
+            .chain([b"fine".to_vec()])
+            .collect();
+        let m = build_matcher("ERROR", false, false).unwrap();
+        let found = match_pane(&row(), &lines, &m, 3).unwrap();
+        assert_eq!(found.matched_lines, ["error 7", "error 8", "error 9"]);
+        assert_eq!(found.matched_line_count, 10);
+        assert!(found.lines_truncated);
+        assert_eq!(
+            (found.pane_id.as_str(), found.window_name.as_str()),
+            ("%7", "win")
+        );
+        assert!(
+            match_pane(
+                &row(),
+                &lines,
+                &build_matcher("zzz", false, false).unwrap(),
+                3
+            )
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn long_lines_are_cut() {
+        let line = "é".repeat(MAX_LINE_CHARS + 5);
+        let cut = shorten_line(&line);
+        assert!(cut.ends_with("[... line cut ...]"));
+        assert_eq!(
+            cut.chars().count(),
+            MAX_LINE_CHARS + "[... line cut ...]".len()
+        );
+    }
+}

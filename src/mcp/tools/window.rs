@@ -1,0 +1,1117 @@
+//! Tools that act on tmux windows: list, inspect, create, rename, select, resize, lay out, move
+//! and kill.
+//!
+//! Windows are always targeted by id (`@N`); a session target picks where a new window goes.
+//! Only `select_window` (and `create_window`/`move_window` with `select: true`) changes which
+//! window humans attached to a session are looking at; `resize_window` changes the size they
+//! see. Everything else leaves their view alone.
+
+use std::collections::BTreeMap;
+
+use rmcp::handler::server::common::Extension;
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::{tool, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::support::{
+    build, check_window_name, name_filter, shorten, validate_environment, validate_start_directory,
+    validate_window_size, window_only,
+};
+use crate::auth::OWNER_OPTION;
+use crate::auth::pattern::NamePattern;
+use crate::mcp::McpServer;
+use crate::mcp::access::{TmuxAccess, parse_target};
+use crate::mcp::call::CallContext;
+use crate::mcp::error::{ToolError, ToolErrorKind};
+use crate::mcp::self_guard::Kill;
+use crate::mux::tmux::format::{flag, row_format, split_row};
+use crate::mux::tmux::target::{SessionSel, Target};
+use crate::mux::tmux::{BatchMode, CommandOutcome, SessionId, TmuxCommand, WindowId};
+
+/// One tmux window (as linked into one session).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct WindowInfo {
+    /// Window id (`@N`): the stable way to target it.
+    pub id: String,
+    /// Its position in the session's window list.
+    pub index: u32,
+    pub name: String,
+    /// The session it is listed in (`$N`).
+    pub session_id: String,
+    pub session_name: String,
+    /// Whether it is the session's current window (what attached humans see).
+    pub active: bool,
+    /// Number of panes.
+    pub panes: u32,
+    /// Size in character cells.
+    pub width: u32,
+    pub height: u32,
+    /// Whether a pane is zoomed to fill it.
+    pub zoomed: bool,
+    /// Its active pane (`%N`).
+    pub active_pane_id: String,
+    /// tmux's layout string (usable with select_layout).
+    pub layout: String,
+}
+
+/// `-F` fields of a window row; the owner tag (free text) last.
+const WINDOW_FIELDS: [&str; 13] = [
+    "window_id",
+    "window_index",
+    "session_id",
+    "window_active",
+    "window_panes",
+    "window_width",
+    "window_height",
+    "window_zoomed_flag",
+    "pane_id",
+    "window_layout",
+    "session_name",
+    "window_name",
+    OWNER_OPTION,
+];
+
+/// A window row and its session's owner tag (for the ACL).
+struct WindowRow {
+    info: WindowInfo,
+    owner: String,
+}
+
+fn parse_window_row(line: &[u8]) -> Option<WindowRow> {
+    let f = split_row(line, WINDOW_FIELDS.len())?;
+    Some(WindowRow {
+        info: WindowInfo {
+            id: f[0].clone(),
+            index: f[1].parse().ok()?,
+            session_id: f[2].clone(),
+            active: flag(&f[3]),
+            panes: f[4].parse().unwrap_or(0),
+            width: f[5].parse().unwrap_or(0),
+            height: f[6].parse().unwrap_or(0),
+            zoomed: flag(&f[7]),
+            active_pane_id: f[8].clone(),
+            layout: f[9].clone(),
+            session_name: f[10].clone(),
+            name: f[11].clone(),
+        },
+        owner: f[12].clone(),
+    })
+}
+
+/// `list-windows` of one session, or of all (`-a`), with [`WINDOW_FIELDS`].
+fn list_windows_command(session: Option<&str>) -> Result<TmuxCommand, ToolError> {
+    let command = TmuxCommand::new("list-windows");
+    let command = match session {
+        Some(session) => command.opt("-t", session),
+        None => command.flag("-a"),
+    };
+    build(command.opt("-F", row_format(&WINDOW_FIELDS)))
+}
+
+fn visible_windows(tmux: &TmuxAccess<'_>, rows: &[Vec<u8>]) -> Vec<WindowInfo> {
+    rows.iter()
+        .filter_map(|row| parse_window_row(row))
+        .filter(|row| tmux.can_see(&row.info.session_name, &row.owner))
+        .map(|row| row.info)
+        .collect()
+}
+
+/// The windows the caller may see: of one session (by id, `$N`), or of every session.
+pub(crate) async fn list_window_rows(
+    tmux: &TmuxAccess<'_>,
+    session_id: Option<&str>,
+) -> Result<Vec<WindowInfo>, ToolError> {
+    let rows = tmux
+        .run(
+            list_windows_command(session_id)?,
+            "call list_sessions to see valid sessions",
+        )
+        .await?;
+    Ok(visible_windows(tmux, &rows))
+}
+
+/// Runs `command`, then lists `session`'s windows in the same line, and returns `window` as it
+/// is afterwards.
+async fn window_after(
+    tmux: &TmuxAccess<'_>,
+    command: TmuxCommand,
+    session: SessionId,
+    window: &str,
+) -> Result<WindowInfo, ToolError> {
+    let list = list_windows_command(Some(&session.to_string()))?;
+    let outcomes = tmux
+        .run_batch(vec![command, list], BatchMode::StopOnError, None)
+        .await?;
+    match outcomes.as_slice() {
+        [CommandOutcome::Ok(_), CommandOutcome::Ok(rows)] => visible_windows(tmux, rows)
+            .into_iter()
+            .find(|w| w.id == window)
+            .ok_or_else(|| {
+                ToolError::not_found(
+                    format!("window {window} is no longer in session {session}"),
+                    "call list_windows",
+                )
+            }),
+        [CommandOutcome::Failed(message), ..] => Err(refused(message)),
+        _ => Err(ToolError::new(
+            ToolErrorKind::Internal,
+            "tmux did not answer for every command",
+            "call list_windows to check the window's state",
+        )),
+    }
+}
+
+fn refused(message: &str) -> ToolError {
+    if message.contains("can't find") || message.contains("no such") {
+        return ToolError::not_found(
+            format!("tmux: {message}"),
+            "call list_windows to see valid window ids",
+        );
+    }
+    ToolError::new(
+        ToolErrorKind::Conflict,
+        format!("tmux refused the command: {message}"),
+        "check the arguments against the tool description; list the target's state first",
+    )
+}
+
+/// Conditions on windows; every given field must hold.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WindowFilters {
+    /// Window name: exact, or a glob where `*` matches any run of characters and `?` one
+    /// character. Case-sensitive.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// `true`: only each session's current window; `false`: only the others.
+    #[serde(default)]
+    pub active: Option<bool>,
+}
+
+struct WindowMatcher {
+    name: Option<NamePattern>,
+    active: Option<bool>,
+}
+
+impl WindowMatcher {
+    fn new(filters: Option<&WindowFilters>) -> Result<Self, ToolError> {
+        Ok(Self {
+            name: name_filter(filters.and_then(|f| f.name.as_deref()))?,
+            active: filters.and_then(|f| f.active),
+        })
+    }
+
+    fn matches(&self, window: &WindowInfo) -> bool {
+        self.name.as_ref().is_none_or(|p| p.matches(&window.name))
+            && self.active.is_none_or(|a| a == window.active)
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListWindowsInput {
+    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Only this session's windows: its id (`$N`) or exact name. Default: every session you
+    /// may see.
+    #[serde(default)]
+    pub target: Option<String>,
+    /// Only windows matching every given field. Also accepted as a JSON string.
+    #[serde(
+        default,
+        deserialize_with = "crate::mcp::args::option_object_or_json_string"
+    )]
+    pub filters: Option<WindowFilters>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ListWindowsOutput {
+    pub server: String,
+    /// Windows by session, then index. A window linked into several sessions appears once per
+    /// session.
+    pub windows: Vec<WindowInfo>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetWindowInfoInput {
+    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// The window (`@N`); a pane id (`%N`) names its window, a session (`$N` or name) its
+    /// current window.
+    pub target: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct WindowOutput {
+    pub server: String,
+    pub window: WindowInfo,
+}
+
+/// Where a new or moved window goes relative to a target window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Position {
+    /// Just before the target window (later windows shift up by one index).
+    Before,
+    /// Just after the target window (later windows shift up by one index).
+    After,
+}
+
+impl Position {
+    fn flag(self) -> &'static str {
+        match self {
+            Position::Before => "-b",
+            Position::After => "-a",
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateWindowInput {
+    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Where to create it: a session (`$N` or exact name; the window gets the next free
+    /// index), or a window (`@N`) together with `position`.
+    pub target: String,
+    /// With a window target: insert `before` or `after` that window.
+    #[serde(default)]
+    pub position: Option<Position>,
+    /// Window name (1-64 characters, no `#` or control characters). Default: tmux names it
+    /// after the running program.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Absolute path of an existing directory its pane starts in. Default: the session's.
+    #[serde(default)]
+    pub start_directory: Option<String>,
+    /// Environment variables for its pane (`NAME: value`). Also accepted as a JSON string.
+    #[serde(
+        default,
+        deserialize_with = "crate::mcp::args::option_object_or_json_string"
+    )]
+    pub environment: Option<BTreeMap<String, String>>,
+    /// `true` makes it the session's current window, which changes what attached humans see.
+    /// Default `false`: humans keep their current window.
+    #[serde(default)]
+    pub select: bool,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KillWindowInput {
+    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// The window to kill (`@N`). Session and pane targets are refused.
+    pub target: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct KillWindowOutput {
+    pub server: String,
+    /// Id of the killed window.
+    pub id: String,
+    /// The session it was in.
+    pub session_id: String,
+    /// Whether that session ended because this was its last window.
+    pub session_closed: bool,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RenameWindowInput {
+    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// The window (`@N`).
+    pub target: String,
+    /// The new name (1-64 characters, no `#` or control characters).
+    pub new_name: String,
+}
+
+/// Which window to select relative to the session's current one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowStep {
+    /// The next window by index (wrapping around).
+    Next,
+    /// The previous window by index (wrapping around).
+    Previous,
+    /// The window that was current before the current one.
+    Last,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SelectWindowInput {
+    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// The window to select (`@N`), or a session (`$N` or exact name) together with `step`
+    /// or `index`.
+    pub target: String,
+    /// With a session target: move to the next, previous or last window.
+    #[serde(default)]
+    pub step: Option<WindowStep>,
+    /// With a session target: select the window at this index.
+    #[serde(default)]
+    pub index: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResizeWindowInput {
+    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// The window (`@N`).
+    pub target: String,
+    /// New width in columns (1-10000).
+    #[serde(default)]
+    pub width: Option<u32>,
+    /// New height in rows (1-10000).
+    #[serde(default)]
+    pub height: Option<u32>,
+}
+
+/// The layouts tmux knows by name (3.3 and later; 3.5 adds the mirrored ones).
+const NAMED_LAYOUTS: [&str; 7] = [
+    "even-horizontal",
+    "even-vertical",
+    "main-horizontal",
+    "main-vertical",
+    "tiled",
+    "main-horizontal-mirrored",
+    "main-vertical-mirrored",
+];
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SelectLayoutInput {
+    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// The window (`@N`).
+    pub target: String,
+    /// A layout name (even-horizontal, even-vertical, main-horizontal, main-vertical, tiled)
+    /// or a layout string as list_windows reports it (to restore an earlier arrangement).
+    pub layout: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MoveWindowInput {
+    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// The window to move (`@N`).
+    pub target: String,
+    /// Where to: a session (`$N` or exact name; next free index there), or a window (`@N`)
+    /// together with `position`.
+    pub destination: String,
+    /// With a window destination: put it `before` or `after` that window.
+    #[serde(default)]
+    pub position: Option<Position>,
+    /// `true` makes it the destination session's current window (changes what humans attached
+    /// there see). Default `false`.
+    #[serde(default)]
+    pub select: bool,
+}
+
+/// Checks a layout argument: a known name, or tmux's layout string syntax (tmux verifies the
+/// checksum and geometry itself).
+fn check_layout(layout: &str) -> Result<(), ToolError> {
+    if NAMED_LAYOUTS.contains(&layout) {
+        return Ok(());
+    }
+    let (checksum, body) = layout.split_once(',').unwrap_or(("", ""));
+    let is_layout_string = checksum.len() == 4
+        && checksum.bytes().all(|b| b.is_ascii_hexdigit())
+        && !body.is_empty()
+        && layout.len() <= 8192
+        && body
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b"x,[]{}".contains(&b));
+    if is_layout_string {
+        return Ok(());
+    }
+    Err(ToolError::invalid_arguments(
+        format!(
+            "layout {:?} is neither a layout name nor a layout string",
+            shorten(layout)
+        ),
+        "use even-horizontal, even-vertical, main-horizontal, main-vertical or tiled, or a layout string from list_windows",
+    ))
+}
+
+/// Where a window is created or moved: `-t` and the position flag, if any.
+struct Placement {
+    target: String,
+    position: Option<Position>,
+    /// The session the window ends up in.
+    session: SessionId,
+}
+
+/// Resolves a create/move destination (checking the caller may see it).
+async fn placement(
+    tmux: &TmuxAccess<'_>,
+    destination: &Target,
+    position: Option<Position>,
+    field: &str,
+) -> Result<Placement, ToolError> {
+    let resolved = tmux.resolve(destination).await?;
+    match (destination, position) {
+        (Target::Window(window), Some(position)) => Ok(Placement {
+            target: window.to_string(),
+            position: Some(position),
+            session: resolved.session_id,
+        }),
+        (Target::Session(_), None) => Ok(Placement {
+            target: resolved.session_id.to_string(),
+            position: None,
+            session: resolved.session_id,
+        }),
+        (Target::Window(_), None) => Err(ToolError::invalid_arguments(
+            format!("{field} is a window: pass position (before or after) to say where"),
+            "or pass a session to use the next free index",
+        )),
+        (Target::Session(_), Some(_)) => Err(ToolError::invalid_arguments(
+            format!("position needs a window {field} (@N), not a session"),
+            "omit position, or pass the window to place it next to",
+        )),
+        (Target::Pane(_), _) => Err(ToolError::invalid_arguments(
+            format!("{field} must be a session or a window, not a pane"),
+            "call list_windows and pass a window id, or pass a session",
+        )),
+    }
+}
+
+/// What `select_window` was asked to select.
+#[derive(Debug)]
+enum SelectHow {
+    Window(WindowId),
+    Step(WindowStep),
+    Index(u32),
+}
+
+impl SelectHow {
+    fn new(
+        target: &Target,
+        step: Option<WindowStep>,
+        index: Option<u32>,
+    ) -> Result<Self, ToolError> {
+        match (target, step, index) {
+            (Target::Window(window), None, None) => Ok(Self::Window(*window)),
+            (Target::Session(_), Some(step), None) => Ok(Self::Step(step)),
+            (Target::Session(_), None, Some(index)) => Ok(Self::Index(index)),
+            (Target::Window(_), _, _) => Err(ToolError::invalid_arguments(
+                "step and index go with a session target, not a window id",
+                "pass only the window id, or pass its session with step or index",
+            )),
+            (Target::Session(_), None, None) => Err(ToolError::invalid_arguments(
+                "with a session target, pass step (next, previous, last) or index",
+                "or pass a window id (@N) from list_windows",
+            )),
+            (Target::Session(_), Some(_), Some(_)) => Err(ToolError::invalid_arguments(
+                "pass either step or index, not both",
+                "remove one of them",
+            )),
+            (Target::Pane(_), _, _) => Err(ToolError::invalid_arguments(
+                "select_window takes a window id (@N) or a session, not a pane",
+                "to make a pane active call select_pane",
+            )),
+        }
+    }
+}
+
+#[tool_router(router = window_tools, vis = "pub(crate)")]
+impl McpServer {
+    #[tool(
+        name = "list_windows",
+        description = "List tmux windows you may see, of one session or of all, optionally filtered.\n\n\
+            Read-only: one tmux command, no change to any human's view. `target` limits the \
+            list to one session (`$N` or exact name). Returns each window's id (`@N`), index, \
+            name, session, whether it is the session's current window, pane count, size, zoom, \
+            active pane and layout. `filters`: `name` (exact or glob with * and ?), `active` \
+            (bool). Target windows by id in other tools. Next: list_panes for the panes inside.",
+        annotations(
+            title = "List windows",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn list_windows(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<ListWindowsInput>,
+    ) -> Result<Json<ListWindowsOutput>, ToolError> {
+        let matcher = WindowMatcher::new(input.filters.as_ref())?;
+        let target = input.target.as_deref().map(parse_target).transpose()?;
+        let session = match &target {
+            None => None,
+            Some(Target::Session(session)) => Some(session.clone()),
+            Some(other) => {
+                return Err(ToolError::invalid_arguments(
+                    format!("target must be a session, not the {} {other}", other.kind()),
+                    "pass a session id ($N) or name, or omit target for every session",
+                ));
+            }
+        };
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let windows: Vec<WindowInfo> = list_window_rows(&tmux, None)
+            .await?
+            .into_iter()
+            .filter(|w| match &session {
+                None => true,
+                Some(SessionSel::Id(id)) => w.session_id == id.to_string(),
+                Some(SessionSel::Name(name)) => w.session_name == name.as_str(),
+            })
+            .collect();
+        if let Some(session) = &session
+            && windows.is_empty()
+        {
+            // Every session has a window: none means no such (visible) session.
+            return Err(ToolError::not_found(
+                format!("no session {session} on this server"),
+                "call list_sessions to see valid sessions",
+            ));
+        }
+        Ok(Json(ListWindowsOutput {
+            server: tmux.server_name().to_owned(),
+            windows: windows.into_iter().filter(|w| matcher.matches(w)).collect(),
+        }))
+    }
+
+    #[tool(
+        name = "get_window_info",
+        description = "Describe one tmux window.\n\n\
+            `target` is the window id (`@N`); a pane id (`%N`) names its window and a session \
+            (`$N` or name) its current window. Read-only: no change to any human's view. \
+            Returns what list_windows shows for it. A window outside your access is reported \
+            as not found.",
+        annotations(
+            title = "Get window info",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn get_window_info(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<GetWindowInfoInput>,
+    ) -> Result<Json<WindowOutput>, ToolError> {
+        let target = parse_target(&input.target)?;
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let window = match &target {
+            Target::Window(id) => id.to_string(),
+            other => tmux.resolve(other).await?.window_id.to_string(),
+        };
+        let window = list_window_rows(&tmux, None)
+            .await?
+            .into_iter()
+            .find(|w| w.id == window)
+            .ok_or_else(|| {
+                ToolError::not_found(
+                    format!("no window {window} on this server"),
+                    "call list_windows to see valid window ids",
+                )
+            })?;
+        Ok(Json(WindowOutput {
+            server: tmux.server_name().to_owned(),
+            window,
+        }))
+    }
+
+    #[tool(
+        name = "create_window",
+        description = "Create a tmux window running the default shell, without switching to it.\n\n\
+            `target` is the session (`$N` or name; next free index) or a window (`@N`) with \
+            `position` before/after it. By default humans attached to the session keep their \
+            current window (the new one opens in the background); `select: true` switches the \
+            session to it, which changes what they see. Optional `name`, `start_directory`, \
+            `environment`. Returns the window with its id (`@N`) and its pane (`active_pane_id`): \
+            send input there next. Not idempotent: calling again creates another window.",
+        annotations(
+            title = "Create window",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn create_window(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<CreateWindowInput>,
+    ) -> Result<Json<WindowOutput>, ToolError> {
+        let target = parse_target(&input.target)?;
+        if let Some(name) = &input.name {
+            check_window_name(name, "name")?;
+        }
+        if let Some(dir) = &input.start_directory {
+            validate_start_directory(dir)?;
+        }
+        let environment = validate_environment(input.environment.unwrap_or_default())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let place = placement(&tmux, &target, input.position, "target").await?;
+        let mut command = TmuxCommand::new("new-window")
+            .flag("-P")
+            .opt("-F", row_format(&WINDOW_FIELDS));
+        if !input.select {
+            command = command.flag("-d");
+        }
+        if let Some(position) = place.position {
+            command = command.flag(position.flag());
+        }
+        command = command.opt("-t", &place.target);
+        if let Some(name) = &input.name {
+            command = command.opt("-n", name);
+        }
+        if let Some(dir) = &input.start_directory {
+            command = command.format_opt("-c", dir);
+        }
+        for (name, value) in &environment {
+            command = command.opt("-e", format!("{name}={value}"));
+        }
+        let rows = tmux
+            .run(build(command)?, "call list_windows to see valid targets")
+            .await?;
+        let window = rows
+            .iter()
+            .find_map(|row| parse_window_row(row))
+            .map(|row| row.info)
+            .ok_or_else(|| {
+                ToolError::new(
+                    ToolErrorKind::Internal,
+                    "tmux did not report the new window",
+                    "call list_windows to find it",
+                )
+            })?;
+        Ok(Json(WindowOutput {
+            server: tmux.server_name().to_owned(),
+            window,
+        }))
+    }
+
+    #[tool(
+        name = "kill_window",
+        description = "Kill a tmux window: its panes and the programs in them end.\n\n\
+            Destructive and irreversible. `target` must be the window id (`@N`). If it was its \
+            session's last window, the session ends too (reported as `session_closed`). Humans \
+            looking at it are moved to another window by tmux. Refused for the window muxgate \
+            itself runs in. Afterwards the id is gone: do not target it again. To end one pane \
+            only, call kill_pane.",
+        annotations(
+            title = "Kill window",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn kill_window(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<KillWindowInput>,
+    ) -> Result<Json<KillWindowOutput>, ToolError> {
+        let target = parse_target(&input.target)?;
+        let window = window_only(&target, "kill_window")?;
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let resolved = tmux.resolve(&target).await?;
+        if let Some(me) = &self.state().self_location {
+            me.check(&tmux, Kill::Window(window)).await?;
+        }
+        let kill = build(TmuxCommand::new("kill-window").target(window))?;
+        let still_there = build(TmuxCommand::new("has-session").target(resolved.session_id))?;
+        let outcomes = tmux
+            .run_batch(vec![kill, still_there], BatchMode::Independent, None)
+            .await?;
+        match outcomes.as_slice() {
+            [CommandOutcome::Ok(_), session] => Ok(Json(KillWindowOutput {
+                server: tmux.server_name().to_owned(),
+                id: window.to_string(),
+                session_id: resolved.session_id.to_string(),
+                session_closed: !matches!(session, CommandOutcome::Ok(_)),
+            })),
+            [CommandOutcome::Failed(message), ..] => Err(refused(message)),
+            _ => Err(ToolError::new(
+                ToolErrorKind::Internal,
+                "tmux did not answer for every command",
+                "call list_windows to check whether the window is gone",
+            )),
+        }
+    }
+
+    #[tool(
+        name = "rename_window",
+        description = "Rename a tmux window.\n\n\
+            `target` is the window id (`@N`); `new_name` has 1-64 characters without `#` or \
+            control characters. tmux stops renaming it automatically after the program running \
+            in it. Humans see the new name in their status line; nothing else in their view \
+            changes. The id stays the same.",
+        annotations(
+            title = "Rename window",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn rename_window(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<RenameWindowInput>,
+    ) -> Result<Json<WindowOutput>, ToolError> {
+        let target = parse_target(&input.target)?;
+        let window = window_only(&target, "rename_window")?;
+        check_window_name(&input.new_name, "new_name")?;
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let resolved = tmux.resolve(&target).await?;
+        let rename = build(
+            TmuxCommand::new("rename-window")
+                .target(window)
+                .end_of_options()
+                .arg(&input.new_name),
+        )?;
+        let window = window_after(&tmux, rename, resolved.session_id, &window.to_string()).await?;
+        Ok(Json(WindowOutput {
+            server: tmux.server_name().to_owned(),
+            window,
+        }))
+    }
+
+    #[tool(
+        name = "select_window",
+        description = "Make a window the current window of its session: this CHANGES what humans attached to that session see.\n\n\
+            `target` is the window (`@N`), or a session (`$N` or name) with `step` (next, \
+            previous, last) or `index`. Every client attached to the session switches to that \
+            window. To read or type into a window, do not select it: target its panes by id \
+            instead (capture_pane, send_keys work on background windows). Returns the session's \
+            new current window.",
+        annotations(
+            title = "Select window",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn select_window(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<SelectWindowInput>,
+    ) -> Result<Json<WindowOutput>, ToolError> {
+        let target = parse_target(&input.target)?;
+        let how = SelectHow::new(&target, input.step, input.index)?;
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let resolved = tmux.resolve(&target).await?;
+        let command = match how {
+            SelectHow::Window(window) => TmuxCommand::new("select-window").target(window),
+            SelectHow::Step(step) => {
+                let name = match step {
+                    WindowStep::Next => "next-window",
+                    WindowStep::Previous => "previous-window",
+                    WindowStep::Last => "last-window",
+                };
+                TmuxCommand::new(name).target(resolved.session_id)
+            }
+            SelectHow::Index(index) => {
+                let session_id = resolved.session_id.to_string();
+                let window = list_window_rows(&tmux, Some(&session_id))
+                    .await?
+                    .into_iter()
+                    .find(|w| w.index == index)
+                    .ok_or_else(|| {
+                        ToolError::not_found(
+                            format!("session {target} has no window at index {index}"),
+                            "call list_windows to see the session's windows",
+                        )
+                    })?;
+                TmuxCommand::new("select-window").opt("-t", &window.id)
+            }
+        };
+        let session = resolved.session_id;
+        let command = build(command)?;
+        let list = list_windows_command(Some(&session.to_string()))?;
+        let outcomes = tmux
+            .run_batch(vec![command, list], BatchMode::StopOnError, None)
+            .await?;
+        let window = match outcomes.as_slice() {
+            [CommandOutcome::Ok(_), CommandOutcome::Ok(rows)] => {
+                visible_windows(&tmux, rows).into_iter().find(|w| w.active)
+            }
+            [CommandOutcome::Failed(message), ..] => return Err(refused(message)),
+            _ => None,
+        }
+        .ok_or_else(|| {
+            ToolError::new(
+                ToolErrorKind::Internal,
+                "tmux did not report the session's current window",
+                "call list_windows",
+            )
+        })?;
+        Ok(Json(WindowOutput {
+            server: tmux.server_name().to_owned(),
+            window,
+        }))
+    }
+
+    #[tool(
+        name = "resize_window",
+        description = "Set a window's size in character cells; humans looking at it see the new size.\n\n\
+            `target` is the window id (`@N`); give `width`, `height` or both (1-10000). tmux \
+            then keeps this size whatever clients attach (its `window-size` option becomes \
+            `manual`); to let it follow attached clients again, call set_option with scope \
+            window, option window-size and unset true. Pane sizes inside change in proportion. \
+            To resize one pane, call resize_pane.",
+        annotations(
+            title = "Resize window",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn resize_window(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<ResizeWindowInput>,
+    ) -> Result<Json<WindowOutput>, ToolError> {
+        let target = parse_target(&input.target)?;
+        let window = window_only(&target, "resize_window")?;
+        if input.width.is_none() && input.height.is_none() {
+            return Err(ToolError::invalid_arguments(
+                "pass width, height or both",
+                "e.g. width 120 and height 40",
+            ));
+        }
+        validate_window_size(input.width, "width")?;
+        validate_window_size(input.height, "height")?;
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let resolved = tmux.resolve(&target).await?;
+        let mut resize = TmuxCommand::new("resize-window").target(window);
+        if let Some(width) = input.width {
+            resize = resize.opt("-x", width.to_string());
+        }
+        if let Some(height) = input.height {
+            resize = resize.opt("-y", height.to_string());
+        }
+        let window = window_after(
+            &tmux,
+            build(resize)?,
+            resolved.session_id,
+            &window.to_string(),
+        )
+        .await?;
+        Ok(Json(WindowOutput {
+            server: tmux.server_name().to_owned(),
+            window,
+        }))
+    }
+
+    #[tool(
+        name = "select_layout",
+        description = "Arrange a window's panes in a layout; humans looking at it see the panes move.\n\n\
+            `target` is the window id (`@N`); `layout` is even-horizontal, even-vertical, \
+            main-horizontal, main-vertical, tiled, or a layout string from list_windows (to \
+            restore an earlier arrangement). Pane ids and contents are unchanged; pane sizes \
+            change. Returns the window with its new layout string.",
+        annotations(
+            title = "Select layout",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn select_layout(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<SelectLayoutInput>,
+    ) -> Result<Json<WindowOutput>, ToolError> {
+        let target = parse_target(&input.target)?;
+        let window = window_only(&target, "select_layout")?;
+        check_layout(&input.layout)?;
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let resolved = tmux.resolve(&target).await?;
+        let select = build(
+            TmuxCommand::new("select-layout")
+                .target(window)
+                .end_of_options()
+                .arg(&input.layout),
+        )?;
+        let window = window_after(&tmux, select, resolved.session_id, &window.to_string())
+            .await
+            .map_err(|e| match e.message.contains("invalid layout") {
+                true => ToolError::invalid_arguments(
+                    e.message,
+                    "pass a layout name, or a layout string exactly as list_windows reported it for this window",
+                ),
+                false => e,
+            })?;
+        Ok(Json(WindowOutput {
+            server: tmux.server_name().to_owned(),
+            window,
+        }))
+    }
+
+    #[tool(
+        name = "move_window",
+        description = "Move a window to another place in its session or to another session.\n\n\
+            `target` is the window (`@N`); `destination` is a session (`$N` or name; next free \
+            index) or a window (`@N`) with `position` before/after it. Both must be visible to \
+            you. The window keeps its id, panes and programs. By default no session's current \
+            window changes (`select: true` makes it current at the destination). If it was its \
+            old session's only window, that session ends. Returns the window at its new place.",
+        annotations(
+            title = "Move window",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn move_window(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<MoveWindowInput>,
+    ) -> Result<Json<WindowOutput>, ToolError> {
+        let target = parse_target(&input.target)?;
+        let window = window_only(&target, "move_window")?;
+        let destination = parse_target(&input.destination)?;
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        tmux.resolve(&target).await?;
+        let place = placement(&tmux, &destination, input.position, "destination").await?;
+        if destination == Target::Window(window) {
+            return Err(ToolError::invalid_arguments(
+                "destination is the window being moved",
+                "pass another window or a session as destination",
+            ));
+        }
+        let mut command = TmuxCommand::new("move-window");
+        if !input.select {
+            command = command.flag("-d");
+        }
+        if let Some(position) = place.position {
+            command = command.flag(position.flag());
+        }
+        let command = command
+            .opt("-s", window.to_string())
+            .opt("-t", &place.target);
+        let window =
+            window_after(&tmux, build(command)?, place.session, &window.to_string()).await?;
+        Ok(Json(WindowOutput {
+            server: tmux.server_name().to_owned(),
+            window,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(fields: &[&str]) -> Vec<u8> {
+        fields.join("\u{1f}").into_bytes()
+    }
+
+    #[test]
+    fn rows_parse_and_filters_apply() {
+        let line = row(&[
+            "@3",
+            "2",
+            "$1",
+            "1",
+            "2",
+            "80",
+            "24",
+            "0",
+            "%5",
+            "abcd,80x24,0,0",
+            "main",
+            "my editor",
+            "alice",
+        ]);
+        let parsed = parse_window_row(&line).unwrap();
+        assert_eq!(parsed.owner, "alice");
+        let w = parsed.info;
+        assert_eq!(
+            (w.id.as_str(), w.index, w.session_id.as_str()),
+            ("@3", 2, "$1")
+        );
+        assert!(w.active && !w.zoomed);
+        assert_eq!((w.width, w.height, w.panes), (80, 24, 2));
+        assert_eq!(w.active_pane_id, "%5");
+        assert_eq!(w.name, "my editor");
+        assert!(parse_window_row(b"@1\x1fnot-a-number").is_none());
+
+        let filters = WindowFilters {
+            name: Some("my*".into()),
+            active: Some(true),
+        };
+        let m = WindowMatcher::new(Some(&filters)).unwrap();
+        assert!(m.matches(&w));
+        assert!(!m.matches(&WindowInfo {
+            active: false,
+            ..w.clone()
+        }));
+        assert!(!m.matches(&WindowInfo {
+            name: "shell".into(),
+            ..w
+        }));
+    }
+
+    #[test]
+    fn layouts_are_names_or_layout_strings() {
+        assert!(check_layout("tiled").is_ok());
+        assert!(check_layout("c08a,100x30,0,0[100x15,0,0,0,100x14,0,16,1]").is_ok());
+        for bad in [
+            "",
+            "bogus",
+            "c08a,",
+            "zzzz,1x1,0,0",
+            "c08a,1x1;kill-server",
+            "c08a 1x1",
+        ] {
+            assert!(check_layout(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn positions_map_to_flags() {
+        assert_eq!(Position::Before.flag(), "-b");
+        assert_eq!(Position::After.flag(), "-a");
+        assert!(matches!(
+            SelectHow::new(&Target::parse("@4").unwrap(), None, None),
+            Ok(SelectHow::Window(WindowId(4)))
+        ));
+        let session = Target::parse("main").unwrap();
+        assert!(matches!(
+            SelectHow::new(&session, Some(WindowStep::Next), None),
+            Ok(SelectHow::Step(WindowStep::Next))
+        ));
+        assert!(matches!(
+            SelectHow::new(&session, None, Some(2)),
+            Ok(SelectHow::Index(2))
+        ));
+        for (target, step, index) in [
+            ("@4", Some(WindowStep::Last), None),
+            ("@4", None, Some(1)),
+            ("main", None, None),
+            ("main", Some(WindowStep::Last), Some(1)),
+            ("%1", None, None),
+        ] {
+            let target = Target::parse(target).unwrap();
+            assert!(SelectHow::new(&target, step, index).is_err(), "{target:?}");
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! Reading a pane's text: the `capture-pane` command and the shaping of what it prints.
+//!
+//! Lines are numbered as tmux numbers them: `0` is the first visible line, negative numbers
+//! reach back into the scrollback (history), and `-` ([`LineBound::Edge`]) means the start of
+//! the history (for `start`) or the end of the visible screen (for `end`).
+//!
+//! Captured text can be long (a full history is thousands of lines), so it is shaped before it
+//! is returned: trailing blank lines are dropped (the unused bottom of the screen), and when more
+//! than `max_lines` remain the TAIL is kept behind a visible marker line
+//! `[... N lines truncated ...]` — the most recent output is what a caller needs.
+//!
+//! Pure: builds the command and shapes its output; runs nothing.
+
+use super::super::command::TmuxCommand;
+use super::super::ids::PaneId;
+use super::super::quote::QuoteError;
+
+/// Default `max_lines` of captures (as the reference server).
+pub const DEFAULT_MAX_LINES: usize = 500;
+
+/// One end of a captured range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineBound {
+    /// A line number: 0 is the top visible line, negative lines are history.
+    Line(i64),
+    /// The start of the history (as `start`) or the bottom of the screen (as `end`).
+    Edge,
+}
+
+impl LineBound {
+    fn to_arg(self) -> String {
+        match self {
+            LineBound::Line(n) => n.to_string(),
+            LineBound::Edge => "-".to_owned(),
+        }
+    }
+}
+
+/// What to capture.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CaptureRange {
+    /// First line (default: the top of the visible screen).
+    pub start: Option<LineBound>,
+    /// Last line (default: the bottom of the visible screen).
+    pub end: Option<LineBound>,
+    /// Join lines the terminal wrapped into one line each.
+    pub join_wrapped: bool,
+    /// Keep colours and attributes as escape sequences.
+    pub escape_sequences: bool,
+}
+
+impl CaptureRange {
+    /// The visible screen, plain text.
+    pub fn visible() -> Self {
+        Self::default()
+    }
+
+    /// `capture-pane -p` for `pane` with this range.
+    pub fn command(&self, pane: PaneId) -> Result<TmuxCommand, QuoteError> {
+        let mut command = TmuxCommand::new("capture-pane").flag("-p");
+        if self.join_wrapped {
+            command = command.flag("-J");
+        }
+        if self.escape_sequences {
+            command = command.flag("-e");
+        }
+        if let Some(start) = self.start {
+            command = command.opt("-S", start.to_arg());
+        }
+        if let Some(end) = self.end {
+            command = command.opt("-E", end.to_arg());
+        }
+        command.target(pane).build()
+    }
+}
+
+/// Captured text, shaped for a response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CapturedText {
+    /// The kept lines joined with `\n`, behind a marker line when lines were cut.
+    pub text: String,
+    /// Lines kept (the marker not counted).
+    pub lines: usize,
+    /// Lines the capture had after dropping trailing blank lines.
+    pub total_lines: usize,
+    /// Lines cut from the top to respect `max_lines`.
+    pub truncated_lines: usize,
+}
+
+impl CapturedText {
+    pub fn truncated(&self) -> bool {
+        self.truncated_lines > 0
+    }
+}
+
+/// The marker line that stands for `n` cut lines.
+pub fn truncation_marker(n: usize) -> String {
+    format!("[... {n} lines truncated ...]")
+}
+
+/// Shapes `capture-pane` output: drops trailing blank lines (and, with `trim_line_ends`, the
+/// spaces `-J` keeps at line ends), keeps the last `max_lines` (at least one).
+pub fn shape_capture(raw: &[Vec<u8>], max_lines: usize, trim_line_ends: bool) -> CapturedText {
+    let mut lines: Vec<String> = raw
+        .iter()
+        .map(|line| {
+            let text = String::from_utf8_lossy(line);
+            if trim_line_ends {
+                text.trim_end_matches(' ').to_owned()
+            } else {
+                text.into_owned()
+            }
+        })
+        .collect();
+    while lines.last().is_some_and(|l| l.trim().is_empty()) {
+        lines.pop();
+    }
+    let total_lines = lines.len();
+    let keep = max_lines.max(1);
+    let truncated_lines = total_lines.saturating_sub(keep);
+    let kept = &lines[truncated_lines..];
+    let mut text = String::new();
+    if truncated_lines > 0 {
+        text.push_str(&truncation_marker(truncated_lines));
+        text.push('\n');
+    }
+    text.push_str(&kept.join("\n"));
+    CapturedText {
+        text,
+        lines: kept.len(),
+        total_lines,
+        truncated_lines,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(lines: &[&str]) -> Vec<Vec<u8>> {
+        lines.iter().map(|l| l.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn builds_capture_commands() {
+        let line = |range: CaptureRange| {
+            String::from_utf8(range.command(PaneId(5)).unwrap().as_bytes().to_vec()).unwrap()
+        };
+        assert_eq!(line(CaptureRange::visible()), "capture-pane -p -t '%5'");
+        let all = CaptureRange {
+            start: Some(LineBound::Edge),
+            end: Some(LineBound::Line(-3)),
+            join_wrapped: true,
+            escape_sequences: true,
+        };
+        assert_eq!(line(all), "capture-pane -p -J -e -S '-' -E '-3' -t '%5'");
+    }
+
+    #[test]
+    fn drops_trailing_blank_lines_and_keeps_the_tail() {
+        let shaped = shape_capture(&raw(&["a", "b", "c", "", "  "]), 2, false);
+        assert_eq!(shaped.text, "[... 1 lines truncated ...]\nb\nc");
+        assert_eq!((shaped.lines, shaped.total_lines), (2, 3));
+        assert!(shaped.truncated());
+        let whole = shape_capture(&raw(&["x  ", "", "y"]), 500, true);
+        assert_eq!(whole.text, "x\n\ny");
+        assert!(!whole.truncated());
+        let empty = shape_capture(&raw(&["", ""]), 500, false);
+        assert_eq!((empty.text.as_str(), empty.lines), ("", 0));
+    }
+
+    #[test]
+    fn keeps_at_least_one_line_and_replaces_bad_bytes() {
+        let shaped = shape_capture(&[b"a".to_vec(), b"\xffz".to_vec()], 0, false);
+        assert_eq!(shaped.text, "[... 1 lines truncated ...]\n\u{fffd}z");
+    }
+}

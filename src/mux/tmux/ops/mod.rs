@@ -1,0 +1,17 @@
+//! tmux operations as commands and parsers, shared by every tool that needs them.
+//!
+//! Each submodule turns one kind of operation into [`TmuxCommand`](super::TmuxCommand)s and
+//! turns tmux's answer back into data, without running anything: the MCP tools (and batches
+//! of them) run the commands through the engine. Pure, so each is unit-tested on its own.
+//!
+//! - [`keys`]: key names `send-keys` resolves to exactly one key;
+//! - [`input`]: keys, literal text and pastes for one pane, delivered byte for byte;
+//! - [`capture`]: `capture-pane` ranges and the shaping (tail kept) of what they print;
+//! - [`buffer`]: names of the paste buffers muxgate owns, and reading one back exactly;
+//! - [`pipe`]: `pipe-pane` to a file, quoted for the shell and for tmux's expansions.
+
+pub mod buffer;
+pub mod capture;
+pub mod input;
+pub mod keys;
+pub mod pipe;

@@ -1,0 +1,532 @@
+//! The metric registry: every metric the gateway exports, by name.
+//!
+//! Two kinds of sources:
+//! - **recorded** here, on the request path: tool calls, MCP operation durations, HTTP requests,
+//!   authentication failures, limit hits, active MCP sessions;
+//! - **collected** at scrape time from counters other modules already keep: the tmux engine
+//!   (`WorkerStats`, `OutputStats`, queue depth, command latency), the audit log's counters and
+//!   the running waits. Collectors read atomics; a scrape never waits on tmux.
+//!
+//! Label values are bounded: tool names come from the catalog (never from a client), reasons
+//! and limits from closed enums, routes from a fixed list, servers from the configuration.
+//!
+//! | metric | type | labels |
+//! |---|---|---|
+//! | `muxgate_build_info` | gauge (1) | `version` |
+//! | `muxgate_tool_calls_total` | counter | `tool`, `outcome` (ok, error, denied, limited, cancelled) |
+//! | `mcp_server_operation_duration_seconds` | histogram | `mcp_method_name`, `gen_ai_tool_name`, `error_type` |
+//! | `muxgate_mcp_sessions_active` | gauge | |
+//! | `muxgate_waits_active` | gauge | |
+//! | `muxgate_http_requests_total` | counter | `route`, `status` |
+//! | `muxgate_auth_failures_total` | counter | `reason` |
+//! | `muxgate_limit_hits_total` | counter | `limit` |
+//! | `muxgate_audit_records_written_total`, `_dropped_total`, `muxgate_audit_write_errors_total` | counter | |
+//! | `muxgate_tmux_commands_total` | counter | `server` |
+//! | `muxgate_tmux_command_duration_seconds` | histogram | `server` |
+//! | `muxgate_tmux_queue_depth` | gauge | `server` |
+//! | `muxgate_tmux_control_connections` | gauge | `server`, `connection` (command, output) |
+//! | `muxgate_tmux_connects_total` | counter | `server`, `connection` |
+//! | `muxgate_tmux_reconnects_total` | counter | `server` |
+//! | `muxgate_tmux_connect_failures_total`, `muxgate_tmux_connections_lost_total`, `muxgate_tmux_stalls_total` | counter | `server` |
+//! | `muxgate_tmux_output_bytes_total`, `muxgate_tmux_output_pauses_total` | counter | `server` |
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{
+    DescriptorEncoder, EncodeLabelSet, EncodeMetric, MetricEncoder, NoLabelSet,
+};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
+
+use crate::audit::{AuditLog, Outcome};
+use crate::auth::RejectHook;
+use crate::auth::token::RejectReason;
+use crate::limits::{Limit, LimitHook, Limits};
+use crate::mux::tmux::TmuxEngine;
+
+/// Bucket bounds of `mcp_server_operation_duration_seconds`, as the OpenTelemetry MCP semantic
+/// conventions recommend.
+pub const OPERATION_BUCKETS: [f64; 14] = [
+    0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+];
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ToolCallLabels {
+    tool: String,
+    outcome: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct OperationLabels {
+    mcp_method_name: &'static str,
+    gen_ai_tool_name: String,
+    error_type: Cow<'static, str>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct HttpLabels {
+    route: &'static str,
+    status: u16,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct LimitLabels {
+    limit: &'static str,
+}
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+fn operation_histogram() -> Histogram {
+    Histogram::new(OPERATION_BUCKETS)
+}
+
+/// The gateway's metrics. Build it, give its hooks and gauges to the parts that report, add
+/// the collectors, then share it (`Arc`) with the request path and the `/metrics` handler.
+pub struct Metrics {
+    registry: Registry,
+    tool_calls: Family<ToolCallLabels, Counter>,
+    operations: HistogramFamily<OperationLabels>,
+    http_requests: Family<HttpLabels, Counter>,
+    auth_failures: Family<ReasonLabels, Counter>,
+    limit_hits: Family<LimitLabels, Counter>,
+    sessions: Gauge,
+}
+
+impl fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// The registry with every recorded metric (collectors are added separately).
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        let build_info = Family::<[(&'static str, &'static str); 1], Gauge>::default();
+        build_info
+            .get_or_create(&[("version", env!("CARGO_PKG_VERSION"))])
+            .set(1);
+        registry.register(
+            "muxgate_build_info",
+            "Always 1; the version label says which muxgate is running",
+            build_info,
+        );
+
+        let tool_calls = Family::default();
+        registry.register(
+            "muxgate_tool_calls",
+            "Tool calls by tool and outcome (ok, error, denied, limited, cancelled)",
+            tool_calls.clone(),
+        );
+        let operations = HistogramFamily::new_with_constructor(operation_histogram as fn() -> _);
+        registry.register_with_unit(
+            "mcp_server_operation_duration",
+            "Duration of MCP requests as the server handled them (OpenTelemetry MCP semantic \
+             conventions); error_type is empty on success, tool_error for isError results, else \
+             the JSON-RPC error code",
+            Unit::Seconds,
+            operations.clone(),
+        );
+        let http_requests = Family::default();
+        registry.register(
+            "muxgate_http_requests",
+            "HTTP requests by route and response status",
+            http_requests.clone(),
+        );
+        let auth_failures = Family::<ReasonLabels, Counter>::default();
+        // Every label value from the start, so dashboards see zeros rather than no series.
+        for reason in RejectReason::ALL {
+            let _ = auth_failures.get_or_create(&ReasonLabels {
+                reason: reason.as_str(),
+            });
+        }
+        registry.register(
+            "muxgate_auth_failures",
+            "Requests refused by bearer authentication, by reason",
+            auth_failures.clone(),
+        );
+        let limit_hits = Family::<LimitLabels, Counter>::default();
+        for limit in Limit::ALL {
+            let _ = limit_hits.get_or_create(&LimitLabels {
+                limit: limit.as_str(),
+            });
+        }
+        registry.register(
+            "muxgate_limit_hits",
+            "Requests or calls refused or clamped by a per-client limit, by limit",
+            limit_hits.clone(),
+        );
+        let sessions = Gauge::default();
+        registry.register(
+            "muxgate_mcp_sessions_active",
+            "MCP sessions open now (2025-era clients; stateless requests have none)",
+            sessions.clone(),
+        );
+        Self {
+            registry,
+            tool_calls,
+            operations,
+            http_requests,
+            auth_failures,
+            limit_hits,
+            sessions,
+        }
+    }
+
+    /// Adds a collector read at every scrape.
+    pub fn register_collector(&mut self, collector: impl Collector) {
+        self.registry.register_collector(Box::new(collector));
+    }
+
+    /// Adds the collectors of the engine's, the audit log's and the limits' own counters.
+    pub fn collect_from(&mut self, engine: TmuxEngine, audit: Arc<AuditLog>, limits: Arc<Limits>) {
+        self.register_collector(EngineCollector { engine });
+        self.register_collector(AuditCollector { audit });
+        self.register_collector(WaitsCollector { limits });
+    }
+
+    /// The hook the authenticator calls on every refusal.
+    pub fn reject_hook(&self) -> RejectHook {
+        let family = self.auth_failures.clone();
+        Arc::new(move |reason: RejectReason| {
+            family
+                .get_or_create(&ReasonLabels {
+                    reason: reason.as_str(),
+                })
+                .inc();
+        })
+    }
+
+    /// The hook the limits call on every hit.
+    pub fn limit_hook(&self) -> LimitHook {
+        let family = self.limit_hits.clone();
+        Arc::new(move |limit: Limit, _sub: &str| {
+            family
+                .get_or_create(&LimitLabels {
+                    limit: limit.as_str(),
+                })
+                .inc();
+        })
+    }
+
+    /// The active-session gauge, kept by [`super::sessions::CountingSessions`].
+    pub fn sessions_gauge(&self) -> Gauge {
+        self.sessions.clone()
+    }
+
+    /// Counts a finished tool call. `tool` must be a catalog name (never client input).
+    pub fn record_tool_call(&self, tool: &str, outcome: Outcome) {
+        self.tool_calls
+            .get_or_create(&ToolCallLabels {
+                tool: tool.to_owned(),
+                outcome: outcome_name(outcome),
+            })
+            .inc();
+    }
+
+    /// Observes one MCP request. `tool` must be a catalog name (never client input);
+    /// `error_type` is `None` on success.
+    pub fn observe_operation(
+        &self,
+        method: &'static str,
+        tool: Option<&str>,
+        error_type: Option<Cow<'static, str>>,
+        elapsed: Duration,
+    ) {
+        self.operations
+            .get_or_create(&OperationLabels {
+                mcp_method_name: method,
+                gen_ai_tool_name: tool.unwrap_or_default().to_owned(),
+                error_type: error_type.unwrap_or_default(),
+            })
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// Counts one HTTP response.
+    pub fn record_http(&self, route: &'static str, status: u16) {
+        self.http_requests
+            .get_or_create(&HttpLabels { route, status })
+            .inc();
+    }
+
+    /// The whole exposition in the OpenMetrics text format.
+    pub fn encode_openmetrics(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail, and every collector here only formats numbers.
+        if let Err(error) = prometheus_client::encoding::text::encode(&mut out, &self.registry) {
+            tracing::error!(%error, "encoding metrics failed");
+        }
+        out
+    }
+}
+
+fn outcome_name(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Ok => "ok",
+        Outcome::Error => "error",
+        Outcome::Denied => "denied",
+        Outcome::Limited => "limited",
+        Outcome::Cancelled => "cancelled",
+    }
+}
+
+/// Writes one value as a counter or a gauge.
+fn encode_value(metric: MetricEncoder, kind: MetricType, value: u64) -> fmt::Result {
+    match kind {
+        MetricType::Counter => ConstCounter::new(value).encode(metric),
+        _ => ConstGauge::new(i64::try_from(value).unwrap_or(i64::MAX)).encode(metric),
+    }
+}
+
+/// Writes one metric family from `(labels, value)` rows.
+fn encode_rows<L: EncodeLabelSet>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    kind: MetricType,
+    rows: impl IntoIterator<Item = (L, u64)>,
+) -> fmt::Result {
+    let mut family = encoder.encode_descriptor(name, help, None, kind)?;
+    for (labels, value) in rows {
+        encode_value(family.encode_family(&labels)?, kind, value)?;
+    }
+    Ok(())
+}
+
+/// Writes one metric without labels.
+fn encode_single(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    kind: MetricType,
+    value: u64,
+) -> fmt::Result {
+    encode_value(
+        encoder.encode_descriptor(name, help, None, kind)?,
+        kind,
+        value,
+    )
+}
+
+/// The tmux engine's counters, per configured server.
+struct EngineCollector {
+    engine: TmuxEngine,
+}
+
+impl fmt::Debug for EngineCollector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EngineCollector").finish_non_exhaustive()
+    }
+}
+
+impl Collector for EngineCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
+        let servers: Vec<_> = self.engine.servers().collect();
+        let per_server = |read: &dyn Fn(&crate::mux::tmux::TmuxServer) -> u64| {
+            servers
+                .iter()
+                .map(|s| ([("server", s.name().to_owned())], read(s)))
+                .collect::<Vec<_>>()
+        };
+        let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        encode_rows(
+            &mut encoder,
+            "muxgate_tmux_commands",
+            "tmux commands written to the server's command connection.",
+            MetricType::Counter,
+            per_server(&|s| load(&s.worker().stats().commands_sent)),
+        )?;
+        encode_rows(
+            &mut encoder,
+            "muxgate_tmux_queue_depth",
+            "tmux commands queued and not yet written.",
+            MetricType::Gauge,
+            per_server(&|s| s.worker().queued() as u64),
+        )?;
+        let mut connections = Vec::new();
+        let mut connects = Vec::new();
+        for server in &servers {
+            let name = server.name().to_owned();
+            let worker = server.worker().stats();
+            let output = server.output().stats();
+            let command_open = u64::from(worker.connected.load(Ordering::Relaxed));
+            let output_open =
+                u64::try_from(output.connections_open.load(Ordering::Relaxed)).unwrap_or_default();
+            connections.push((
+                [("server", name.clone()), ("connection", "command".into())],
+                command_open,
+            ));
+            connections.push((
+                [("server", name.clone()), ("connection", "output".into())],
+                output_open,
+            ));
+            connects.push((
+                [("server", name.clone()), ("connection", "command".into())],
+                load(&worker.connects),
+            ));
+            connects.push((
+                [("server", name), ("connection", "output".into())],
+                load(&output.connects),
+            ));
+        }
+        encode_rows(
+            &mut encoder,
+            "muxgate_tmux_control_connections",
+            "tmux control-mode clients open now: the command connection and per-session output \
+             connections.",
+            MetricType::Gauge,
+            connections,
+        )?;
+        encode_rows(
+            &mut encoder,
+            "muxgate_tmux_connects",
+            "tmux control-mode clients attached.",
+            MetricType::Counter,
+            connects,
+        )?;
+        encode_rows(
+            &mut encoder,
+            "muxgate_tmux_reconnects",
+            "Command connections attached after the first (after a lost connection or a stall).",
+            MetricType::Counter,
+            per_server(&|s| load(&s.worker().stats().connects).saturating_sub(1)),
+        )?;
+        encode_rows(
+            &mut encoder,
+            "muxgate_tmux_connect_failures",
+            "Failed attempts to attach the command connection.",
+            MetricType::Counter,
+            per_server(&|s| load(&s.worker().stats().connect_failures)),
+        )?;
+        encode_rows(
+            &mut encoder,
+            "muxgate_tmux_connections_lost",
+            "Command connections that closed while in use.",
+            MetricType::Counter,
+            per_server(&|s| load(&s.worker().stats().connections_lost)),
+        )?;
+        encode_rows(
+            &mut encoder,
+            "muxgate_tmux_stalls",
+            "Command connections dropped because tmux stopped answering.",
+            MetricType::Counter,
+            per_server(&|s| load(&s.worker().stats().stalls)),
+        )?;
+        encode_rows(
+            &mut encoder,
+            "muxgate_tmux_output_bytes",
+            "Pane output bytes read from output connections.",
+            MetricType::Counter,
+            per_server(&|s| load(&s.output().stats().bytes_read)),
+        )?;
+        encode_rows(
+            &mut encoder,
+            "muxgate_tmux_output_pauses",
+            "Times tmux paused a pane's output because it fell too far behind.",
+            MetricType::Counter,
+            per_server(&|s| load(&s.output().stats().pauses)),
+        )?;
+
+        let mut histogram = encoder.encode_descriptor(
+            "muxgate_tmux_command_duration",
+            "Time from queueing a tmux command (or batch) to its last reply.",
+            Some(&Unit::Seconds),
+            MetricType::Histogram,
+        )?;
+        for server in &servers {
+            let snapshot = server.worker().stats().latency.snapshot();
+            // prometheus-client marks the `+Inf` bucket with `f64::MAX`.
+            let buckets: Vec<(f64, u64)> = snapshot
+                .buckets
+                .iter()
+                .map(|&(bound, n)| (if bound.is_finite() { bound } else { f64::MAX }, n))
+                .collect();
+            let labels = [("server", server.name())];
+            histogram
+                .encode_family(&labels)?
+                .encode_histogram::<NoLabelSet>(
+                    snapshot.sum_seconds,
+                    snapshot.count,
+                    &buckets,
+                    None,
+                )?;
+        }
+        Ok(())
+    }
+}
+
+/// The audit log's counters.
+struct AuditCollector {
+    audit: Arc<AuditLog>,
+}
+
+impl fmt::Debug for AuditCollector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuditCollector").finish_non_exhaustive()
+    }
+}
+
+impl Collector for AuditCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
+        let stats = self.audit.stats();
+        encode_single(
+            &mut encoder,
+            "muxgate_audit_records_written",
+            "Audit lines written (calls and drop notices).",
+            MetricType::Counter,
+            stats.written,
+        )?;
+        encode_single(
+            &mut encoder,
+            "muxgate_audit_records_dropped",
+            "Audit records dropped because the writer fell behind or was closed.",
+            MetricType::Counter,
+            stats.dropped,
+        )?;
+        encode_single(
+            &mut encoder,
+            "muxgate_audit_write_errors",
+            "Audit lines that could not be written.",
+            MetricType::Counter,
+            stats.write_errors,
+        )
+    }
+}
+
+/// Waits running now, from the limits' wait permits.
+#[derive(Debug)]
+struct WaitsCollector {
+    limits: Arc<Limits>,
+}
+
+impl Collector for WaitsCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
+        encode_single(
+            &mut encoder,
+            "muxgate_waits_active",
+            "Waits (wait_for_text, run_command …) running now, across clients.",
+            MetricType::Gauge,
+            self.limits.active_waits() as u64,
+        )
+    }
+}
