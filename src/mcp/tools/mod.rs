@@ -14,6 +14,7 @@ pub mod option;
 pub mod pane;
 pub mod pane_lifecycle;
 pub mod pipe;
+pub mod run;
 pub mod search;
 pub mod server;
 pub mod session;
@@ -41,4 +42,5 @@ pub(crate) fn router() -> ToolRouter<McpServer> {
         + McpServer::input_tools()
         + McpServer::buffer_tools()
         + McpServer::wait_tools()
+        + McpServer::run_tools()
 }

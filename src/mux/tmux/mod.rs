@@ -12,6 +12,7 @@
 //! - [`output`]: per-pane output streams (bounded rings) that waiters subscribe to;
 //! - [`monitor`]: per-session output connections feeding those streams;
 //! - [`stale`]: finding control clients left behind by a dead muxgate;
+//! - [`claims`]: which panes a programmatic run currently owns;
 //! - [`start`]: starting a server that is not running (the one subprocess a tool may need);
 //! - [`target`], [`format`]: validated targets as clients name them, and listing rows (pure);
 //! - [`ops`]: operations (keys, input, captures, buffers, pipes) as commands and parsers (pure).
@@ -19,6 +20,7 @@
 //! [`TmuxServer`] ties one server's worker and output hub together; [`TmuxEngine`] holds the
 //! configured servers by name.
 
+pub mod claims;
 pub mod command;
 pub mod connection;
 pub mod format;
@@ -42,6 +44,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+pub use claims::{PaneClaim, PaneClaims};
 pub use command::{CommandBuilder, TmuxCommand};
 pub use connection::ConnectError;
 pub use ids::{PaneId, SessionId, WindowId};
@@ -148,6 +151,7 @@ pub struct TmuxServer {
     socket: TmuxSocket,
     worker: WorkerHandle,
     output: OutputHub,
+    claims: PaneClaims,
 }
 
 impl TmuxServer {
@@ -165,6 +169,7 @@ impl TmuxServer {
             socket,
             worker,
             output,
+            claims: PaneClaims::default(),
         }
     }
 
@@ -182,6 +187,11 @@ impl TmuxServer {
 
     pub fn output(&self) -> &OutputHub {
         &self.output
+    }
+
+    /// Panes owned by programmatic runs; see [`claims`].
+    pub fn claims(&self) -> &PaneClaims {
+        &self.claims
     }
 
     /// Runs one command; see [`WorkerHandle::run`].

@@ -1,0 +1,453 @@
+//! `run_command`: type a command into a shell pane and return its output and exit status.
+//!
+//! How the command is typed, delimited and read back is [`crate::mux::shell_run`]: a wrapper
+//! line between two invisible OSC 133 markers with a per-call id, read from the pane's output
+//! stream. No tmux client runs in the pane, and nothing polls: the call subscribes to the pane's
+//! output before typing and sleeps until the end marker, the timeout or cancellation.
+//!
+//! Before typing, the pane must be a shell waiting at its prompt: its foreground program is a
+//! known shell (`#{pane_current_command}`), it is the pane's own process (the terminal's
+//! foreground process group is the shell's, read from `/proc`, so a command still running from
+//! an earlier call is not typed into), the pane is not in copy mode, not on the alternate
+//! screen, and no other run owns it. A caller who knows better (a shell behind `ssh`, a
+//! wrapper) names the shell with `shell`, which skips the detection and the foreground check.
+
+use std::time::Duration;
+
+use rmcp::handler::server::common::Extension;
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::{tool, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::wait::stream_end;
+use super::watch::{PaneState, WaitBudget, cancelled, elapsed_ms, subscribe, target_pane};
+use crate::mcp::McpServer;
+use crate::mcp::access::TmuxAccess;
+use crate::mcp::call::CallContext;
+use crate::mcp::error::{ToolError, ToolErrorKind};
+use crate::mux::shell_run::{RunCapture, RunMarkers, ShellFlavor};
+use crate::mux::tmux::{BatchMode, CommandOutcome, PaneId, TmuxCommand};
+
+/// `run_command`'s timeout when the client gives none.
+pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(30);
+/// Output lines kept when the client gives no `max_lines`.
+pub const DEFAULT_MAX_LINES: u32 = 500;
+/// Most output lines a client may ask for.
+pub const MAX_MAX_LINES: u32 = 10_000;
+
+/// A shell, as a client names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ShellName {
+    Bash,
+    Zsh,
+    /// Any POSIX shell without its own line editor: dash, sh, ash, ksh.
+    Sh,
+    Fish,
+}
+
+impl From<ShellName> for ShellFlavor {
+    fn from(name: ShellName) -> Self {
+        match name {
+            ShellName::Bash => Self::Bash,
+            ShellName::Zsh => Self::Zsh,
+            ShellName::Sh => Self::Sh,
+            ShellName::Fish => Self::Fish,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunCommandInput {
+    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
+    /// only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// The shell pane: `%N`, or a window `@N` / session (`$N` or exact name) for its active
+    /// pane.
+    pub target: String,
+    /// The command, as you would type it (quotes, pipes, several lines, here-documents are
+    /// fine; no tabs or other control characters). At most 16 KiB.
+    pub command: String,
+    /// Seconds to wait for it to finish (default 30); clamped to your `max_wait_seconds`, see
+    /// `effective_timeout`. A command still running then is left running.
+    #[serde(default)]
+    pub timeout: Option<f64>,
+    /// Output lines to return at most (default 500, at most 10000); the last lines are kept.
+    #[serde(default)]
+    pub max_lines: Option<u32>,
+    /// The pane's shell, when it cannot be detected (e.g. behind ssh): skips detection and
+    /// the check that the shell is idle at its prompt.
+    #[serde(default)]
+    pub shell: Option<ShellName>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RunCommandOutput {
+    pub pane_id: String,
+    /// The shell flavour the command was typed for: bash, zsh, sh or fish.
+    pub shell: String,
+    /// The command's exit status; null when it timed out (or ended unseen).
+    pub exit_status: Option<i32>,
+    /// The timeout passed; the command is still running in the pane.
+    pub timed_out: bool,
+    /// The shell started the command (false after a timeout means it never began: the pane
+    /// may not be at a prompt).
+    pub started: bool,
+    /// What the command printed (stdout and stderr as the terminal showed them), escape
+    /// sequences removed; not the typed line, not the prompt.
+    pub output: String,
+    /// Lines were dropped from the start (`max_lines`), bytes cut (your output budget) or
+    /// output lost on the way (see the `[... ...]` marker lines).
+    pub output_truncated: bool,
+    pub truncated_lines: u64,
+    pub truncated_bytes: u64,
+    /// The pane's shell itself ended (e.g. `exit` under fish); `exit_status` is then the
+    /// shell's status when tmux knows it.
+    pub pane_exited: bool,
+    pub elapsed_ms: u64,
+    /// The timeout applied, in seconds.
+    pub effective_timeout: f64,
+}
+
+/// A run, whoever asked for it.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    pub target: String,
+    pub command: String,
+    pub max_lines: u32,
+    pub shell: Option<ShellFlavor>,
+}
+
+/// Runs a command in a shell pane until `deadline`. The caller holds the wait budget.
+pub async fn run_command(
+    tmux: &TmuxAccess<'_>,
+    request: &RunRequest,
+    deadline: Instant,
+    effective_timeout: f64,
+    cancel: &CancellationToken,
+) -> Result<RunCommandOutput, ToolError> {
+    let started = Instant::now();
+    let pane = target_pane(tmux, &request.target).await?;
+    let Some(_claim) = tmux.server.claims().claim(pane) else {
+        return Err(ToolError::new(
+            ToolErrorKind::Conflict,
+            format!("another run_command is still running in {pane}"),
+            "wait for it to finish, or interrupt it with send_keys C-c",
+        ));
+    };
+    // Subscribe before typing: the markers are read from output produced after this.
+    let mut subscription = subscribe(tmux, pane).await?;
+    let state = PaneState::read(tmux, pane).await?;
+    let flavor = ready_shell(&state, request.shell)?;
+    let markers = RunMarkers::random();
+    let typed = markers
+        .typed_text(&request.command, flavor)
+        .map_err(|e| ToolError::invalid_arguments(e.to_string(), "fix the command text"))?;
+    type_line(tmux, pane, &typed).await?;
+
+    let mut capture = RunCapture::new(&markers, request.max_lines as usize);
+    let mut pane_exit = None;
+    let mut timed_out = false;
+    loop {
+        let next = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(cancelled()),
+            () = tokio::time::sleep_until(deadline) => None,
+            next = subscription.next() => Some(next),
+        };
+        match next {
+            None => {
+                timed_out = true;
+                break;
+            }
+            Some(Ok(chunk)) => {
+                if chunk.missed_bytes > 0 {
+                    capture.lost_output(Some(chunk.missed_bytes));
+                } else if chunk.gap {
+                    capture.lost_output(None);
+                }
+                if capture.feed(&chunk.data).is_some() {
+                    break;
+                }
+            }
+            Some(Err(end)) => {
+                pane_exit = Some(stream_end(tmux.server_name(), pane, end)?);
+                break;
+            }
+        }
+    }
+    let text = capture.text();
+    let (output, cut_bytes) = tmux.cap_output(&text.text);
+    Ok(RunCommandOutput {
+        pane_id: pane.to_string(),
+        shell: flavor.as_str().to_owned(),
+        exit_status: capture.exit_status().or(pane_exit.flatten()),
+        timed_out,
+        started: capture.started(),
+        output,
+        output_truncated: text.dropped_lines > 0 || cut_bytes > 0 || text.lost,
+        truncated_lines: text.dropped_lines,
+        truncated_bytes: cut_bytes as u64,
+        pane_exited: pane_exit.is_some(),
+        elapsed_ms: elapsed_ms(started),
+        effective_timeout,
+    })
+}
+
+/// The pane's shell flavour, if the pane is a shell idle at its prompt (or the caller named
+/// the shell).
+fn ready_shell(state: &PaneState, forced: Option<ShellFlavor>) -> Result<ShellFlavor, ToolError> {
+    let pane = state.pane;
+    if state.dead {
+        return Err(ToolError::new(
+            ToolErrorKind::Conflict,
+            format!("the program in {pane} has exited"),
+            "respawn the pane or pick another one (list_panes)",
+        ));
+    }
+    if state.in_mode {
+        return Err(ToolError::new(
+            ToolErrorKind::Conflict,
+            format!("{pane} is in copy or view mode: typed keys would go to the mode"),
+            "leave the mode first (send_keys q, or exit_copy_mode)",
+        ));
+    }
+    if state.alternate_on {
+        return Err(ToolError::new(
+            ToolErrorKind::Conflict,
+            format!(
+                "{pane} shows a full-screen program ({})",
+                shorten(&state.current_command)
+            ),
+            "quit it first (capture_pane shows what it displays), or use send_keys",
+        ));
+    }
+    if let Some(flavor) = forced {
+        return Ok(flavor);
+    }
+    let Some(flavor) = ShellFlavor::detect(&state.current_command) else {
+        return Err(ToolError::new(
+            ToolErrorKind::Conflict,
+            format!(
+                "{pane} is running {:?}, not a shell run_command knows (bash, zsh, sh/dash, fish)",
+                shorten(&state.current_command)
+            ),
+            "if it is a shell, pass `shell`; to type into the program, use send_keys",
+        ));
+    };
+    if let Some(foreground) = foreground_process(state.pane_pid)
+        && foreground.pgrp != state.pane_pid
+    {
+        return Err(ToolError::new(
+            ToolErrorKind::Conflict,
+            format!(
+                "{pane} is busy: {:?} (process group {}) is running in the foreground, not the shell",
+                shorten(&foreground.name),
+                foreground.pgrp
+            ),
+            "wait for it (wait_for_text), interrupt it (send_keys C-c), or pass `shell` if the pane runs a nested shell",
+        ));
+    }
+    Ok(flavor)
+}
+
+/// The foreground process group of a process's terminal and the name of its leader.
+struct Foreground {
+    pgrp: u32,
+    name: String,
+}
+
+/// Reads the foreground process group of `pid`'s terminal from `/proc` (`tpgid`). `None` when
+/// it cannot be read (another pid namespace, another host): then the check is skipped.
+fn foreground_process(pid: u32) -> Option<Foreground> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let tpgid = parse_tpgid(&stat)?;
+    let name = std::fs::read_to_string(format!("/proc/{tpgid}/comm"))
+        .map(|n| n.trim().to_owned())
+        .unwrap_or_else(|_| "?".to_owned());
+    Some(Foreground { pgrp: tpgid, name })
+}
+
+/// The `tpgid` field of a `/proc/<pid>/stat` line (the fields after the parenthesised command
+/// name are: state ppid pgrp session tty_nr tpgid …).
+fn parse_tpgid(stat: &str) -> Option<u32> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(5)?.parse().ok()
+}
+
+/// Types `text` and Enter into `pane` in one write.
+async fn type_line(tmux: &TmuxAccess<'_>, pane: PaneId, text: &str) -> Result<(), ToolError> {
+    let build = |command: crate::mux::tmux::CommandBuilder| {
+        command
+            .build()
+            .map_err(|e| ToolError::invalid_arguments(e.to_string(), "remove NUL bytes"))
+    };
+    let keys = build(
+        TmuxCommand::new("send-keys")
+            .target(pane)
+            .flag("-l")
+            .end_of_options()
+            .arg(text),
+    )?;
+    let enter = build(TmuxCommand::new("send-keys").target(pane).arg("Enter"))?;
+    let outcomes = tmux
+        .run_batch(vec![keys, enter], BatchMode::StopOnError, None)
+        .await?;
+    match outcomes
+        .iter()
+        .find(|o| !matches!(o, CommandOutcome::Ok(_)))
+    {
+        None => Ok(()),
+        Some(CommandOutcome::Failed(message)) => Err(ToolError::new(
+            ToolErrorKind::Conflict,
+            format!("tmux refused to type into {pane}: {message}"),
+            "call list_panes to check the pane",
+        )),
+        Some(_) => Err(ToolError::new(
+            ToolErrorKind::Unavailable,
+            format!("typing into {pane} did not complete"),
+            "check the pane with capture_pane before retrying",
+        )),
+    }
+}
+
+fn shorten(text: &str) -> String {
+    text.chars().take(64).collect()
+}
+
+#[tool_router(router = run_tools, vis = "pub(crate)")]
+impl McpServer {
+    #[tool(
+        name = "run_command",
+        description = "Run a shell command in a pane and return its output and exit status.\n\n\
+            Types `command` into the shell waiting at its prompt in `target` (`%N`, or a \
+            window/session for its active pane), exactly as a person would, and waits for it \
+            to finish: returns `exit_status` and `output` = what that command printed only \
+            (not the typed line, not the prompt), the last `max_lines` lines. Works in bash, \
+            zsh, sh/dash and fish (detected per pane). Under bash, zsh and sh the command runs \
+            in a subshell: `cd`, variables and `exit` do not outlive it (use send_keys for \
+            lasting shell state); under fish it runs in the shell itself. The pane shows the \
+            typed line and the output, like any command; focus and sizes do not change. On \
+            timeout: `timed_out: true`, the output so far, and the command keeps running \
+            (read more with wait_for_text or capture_since, interrupt with send_keys C-c). \
+            Refused when the pane is not a shell idle at its prompt. For programs that are \
+            not a shell prompt (REPLs, editors), use send_keys and wait_for_text.",
+        annotations(
+            title = "Run a shell command",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
+    )]
+    async fn run_command(
+        &self,
+        Extension(call): Extension<CallContext>,
+        cancel: CancellationToken,
+        Parameters(input): Parameters<RunCommandInput>,
+    ) -> Result<Json<RunCommandOutput>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let max_lines = input.max_lines.unwrap_or(DEFAULT_MAX_LINES);
+        if !(1..=MAX_MAX_LINES).contains(&max_lines) {
+            return Err(ToolError::invalid_arguments(
+                format!("max_lines must be between 1 and {MAX_MAX_LINES}, got {max_lines}"),
+                "pass a smaller max_lines, or read more with capture_since",
+            ));
+        }
+        let budget = WaitBudget::take(&tmux, input.timeout, DEFAULT_RUN_TIMEOUT)?;
+        let request = RunRequest {
+            target: input.target,
+            command: input.command,
+            max_lines,
+            shell: input.shell.map(ShellFlavor::from),
+        };
+        run_command(
+            &tmux,
+            &request,
+            budget.deadline,
+            budget.effective_secs(),
+            &cancel,
+        )
+        .await
+        .map(Json)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(command: &str) -> PaneState {
+        PaneState {
+            pane: PaneId(1),
+            server_pid: 1,
+            pane_pid: std::process::id(),
+            dead: false,
+            in_mode: false,
+            alternate_on: false,
+            history_size: 0,
+            history_limit: 2000,
+            cursor_y: 0,
+            height: 40,
+            current_command: command.into(),
+        }
+    }
+
+    #[test]
+    fn only_shells_idle_at_a_prompt() {
+        // Our own pid stands in for the shell; `cargo test` has no terminal, so the foreground
+        // check reads tpgid -1 or another group: only a forced shell passes it.
+        assert_eq!(
+            ready_shell(&state("python3"), Some(ShellFlavor::Bash)).unwrap(),
+            ShellFlavor::Bash
+        );
+        let err = ready_shell(&state("python3"), None).unwrap_err();
+        assert_eq!(err.kind, ToolErrorKind::Conflict);
+        assert!(err.message.contains("python3"), "{}", err.message);
+        let copy_mode = PaneState {
+            in_mode: true,
+            ..state("bash")
+        };
+        assert!(
+            ready_shell(&copy_mode, Some(ShellFlavor::Bash))
+                .unwrap_err()
+                .message
+                .contains("copy")
+        );
+        let dead = PaneState {
+            dead: true,
+            ..state("bash")
+        };
+        assert!(
+            ready_shell(&dead, None)
+                .unwrap_err()
+                .message
+                .contains("exited")
+        );
+        let full_screen = PaneState {
+            alternate_on: true,
+            ..state("vim")
+        };
+        assert!(
+            ready_shell(&full_screen, None)
+                .unwrap_err()
+                .message
+                .contains("full-screen")
+        );
+    }
+
+    #[test]
+    fn reads_tpgid_from_proc_stat() {
+        assert_eq!(
+            parse_tpgid("1234 (ba sh) S 1 1234 1234 34816 5678 4194560 0 0"),
+            Some(5678)
+        );
+        assert_eq!(parse_tpgid("1234 (x) S 1 1234 1234 0 -1 0"), None);
+        assert_eq!(parse_tpgid("garbage"), None);
+    }
+}
