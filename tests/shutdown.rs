@@ -8,7 +8,8 @@
 //!   verifies, and no muxgate control client is left on the tmux server;
 //! - the JSON log has one line per request with sub, tool and duration, and no token.
 //!
-//! A call that outlives the grace period is cut off and the process still exits in time.
+//! A call that outlives the grace period is cut off and the process still exits in time, and a
+//! running wait is answered at once with an error saying the gateway is shutting down.
 
 mod common;
 
@@ -251,4 +252,46 @@ async fn a_call_that_outlives_the_grace_period_is_cut_off_in_time() {
         gateway.log()
     );
     stuck.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_ends_a_running_wait_with_a_clear_result() {
+    let tmux = TestTmux::start();
+    let pane = tmux.pane_id("main").to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), &tmux, 10);
+    let mut gateway = ServeProcess::start(&config, &dir.path().join("serve.log"), &[]).await;
+    let (mcp, _) = client(&gateway, &config).await;
+
+    // A wait on a quiet pane that would last 60 s.
+    let waiting = {
+        let mcp = same_session(&mcp);
+        tokio::spawn(async move {
+            mcp.request(&json!({
+                "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                "params": {"name": "wait_for_text", "arguments": {
+                    "server": "work", "target": pane, "patterns": ["never-printed"], "timeout": 60
+                }}
+            }))
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!waiting.is_finished(), "the wait is running");
+
+    let sigterm_at = Instant::now();
+    gateway.signal(libc::SIGTERM);
+    let answer = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .expect("the wait is answered at shutdown")
+        .unwrap();
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("shutting down"), "{text}");
+    let status = gateway.wait(Duration::from_secs(15)).await;
+    assert!(status.success(), "{status}; log:\n{}", gateway.log());
+    assert!(
+        sigterm_at.elapsed() < Duration::from_secs(10),
+        "a cancelled wait does not hold the shutdown for the grace period"
+    );
 }

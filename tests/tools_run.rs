@@ -149,13 +149,12 @@ async fn run_command_reads_stdin_and_reports_interrupts() {
         tokio::time::sleep(Duration::from_millis(300)).await;
         call_ok(
             &client,
-            "send_keys_batch",
-            json!({"operations": [{"target": pane, "keys": "C-c", "enter": false}]}),
+            "send_keys",
+            json!({"target": pane, "keys": "C-c", "enter": false}),
         )
         .await
     };
-    let (interrupted, sent) = tokio::join!(sleeping, interrupt);
-    assert_eq!(sent["succeeded"], 1, "{sent}");
+    let (interrupted, _) = tokio::join!(sleeping, interrupt);
     assert_eq!(interrupted["exit_status"], 130, "{interrupted}");
     assert!(
         !interrupted["output"]
@@ -247,12 +246,22 @@ async fn output_lost_in_a_tiny_ring_is_reported_not_hidden() {
         json!({"target": pane, "command": "seq 1 100000; echo last-line", "timeout": 60}),
     )
     .await;
-    // The loss is reported in the output where it happened, and the end (status, last line)
-    // still arrives.
+    // The loss is reported, and the end (status, last line) still arrives.
     assert_eq!(big["exit_status"], 0, "{big}");
     assert_eq!(big["output_truncated"], true);
+    assert_eq!(big["output_lost"], true, "{big}");
     let output = big["output"].as_str().unwrap();
     assert!(output.ends_with("last-line\n"), "{output}");
+
+    // Where the loss falls within the returned lines, it is marked there.
+    let marked = call_ok(
+        &client,
+        "run_command",
+        json!({"target": pane, "command": "seq 1 100000; echo last-line", "timeout": 60, "max_lines": 10000}),
+    )
+    .await;
+    assert_eq!(marked["output_lost"], true, "{marked}");
+    let output = marked["output"].as_str().unwrap();
     assert!(output.contains("[... output lost: "), "{output}");
 }
 

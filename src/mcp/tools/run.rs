@@ -106,6 +106,9 @@ pub struct RunCommandOutput {
     pub output_truncated: bool,
     pub truncated_lines: u64,
     pub truncated_bytes: u64,
+    /// Some output never reached the gateway (the pane printed faster than it was read); the
+    /// place is marked `[... output lost ...]` when it is within the lines returned.
+    pub output_lost: bool,
     /// The pane's shell itself ended (e.g. `exit` under fish); `exit_status` is then the
     /// shell's status when tmux knows it.
     pub pane_exited: bool,
@@ -193,6 +196,7 @@ pub async fn run_command(
         output_truncated: text.dropped_lines > 0 || cut_bytes > 0 || text.lost,
         truncated_lines: text.dropped_lines,
         truncated_bytes: cut_bytes as u64,
+        output_lost: text.lost,
         pane_exited: pane_exit.is_some(),
         elapsed_ms: elapsed_ms(started),
         effective_timeout,
@@ -366,15 +370,14 @@ impl McpServer {
             max_lines,
             shell: input.shell.map(ShellFlavor::from),
         };
-        run_command(
+        let work = run_command(
             &tmux,
             &request,
             budget.deadline,
             budget.effective_secs(),
             &cancel,
-        )
-        .await
-        .map(Json)
+        );
+        self.state().until_shutdown(work).await.map(Json)
     }
 }
 

@@ -426,15 +426,14 @@ impl McpServer {
                 match_case: input.match_case,
             },
         };
-        wait_for_text(
+        let work = wait_for_text(
             &tmux,
             &request,
             budget.deadline,
             budget.effective_secs(),
             &cancel,
-        )
-        .await
-        .map(Json)
+        );
+        self.state().until_shutdown(work).await.map(Json)
     }
 }
 
