@@ -18,6 +18,7 @@ pub mod run;
 pub mod search;
 pub mod server;
 pub mod session;
+pub mod since;
 mod support;
 pub mod wait;
 pub mod watch;
@@ -43,4 +44,5 @@ pub(crate) fn router() -> ToolRouter<McpServer> {
         + McpServer::buffer_tools()
         + McpServer::wait_tools()
         + McpServer::run_tools()
+        + McpServer::since_tools()
 }

@@ -8,10 +8,12 @@
 //! - [`input`]: keys, literal text and pastes for one pane, delivered byte for byte;
 //! - [`capture`]: `capture-pane` ranges and the shaping (tail kept) of what they print;
 //! - [`buffer`]: names of the paste buffers muxgate owns, and reading one back exactly;
-//! - [`pipe`]: `pipe-pane` to a file, quoted for the shell and for tmux's expansions.
+//! - [`pipe`]: `pipe-pane` to a file, quoted for the shell and for tmux's expansions;
+//! - [`since`]: `capture_since` cursors and finding the rows after one.
 
 pub mod buffer;
 pub mod capture;
 pub mod input;
 pub mod keys;
 pub mod pipe;
+pub mod since;

@@ -1,0 +1,292 @@
+//! `capture_since`: the rows a pane printed since the caller last looked.
+//!
+//! The cursor logic (marks, anchors, finding rows again after tmux trimmed its history) is
+//! [`crate::mux::tmux::ops::since`]; this module runs the two small command batches it needs and
+//! shapes the answer. Each batch reads the pane's state and its rows together, so no output can
+//! slip in between them.
+
+use rmcp::handler::server::common::Extension;
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::{tool, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::watch::target_pane;
+use crate::mcp::McpServer;
+use crate::mcp::access::TmuxAccess;
+use crate::mcp::call::CallContext;
+use crate::mcp::error::{ToolError, ToolErrorKind};
+use crate::mux::tmux::ops::capture::{DEFAULT_MAX_LINES, shape_capture};
+use crate::mux::tmux::ops::since::{
+    PaneRows, SinceCursor, cursor_at, locate, parse_state, state_command,
+};
+use crate::mux::tmux::{BatchMode, CommandOutcome, PaneId, TmuxCommand};
+
+/// Most rows a client may ask for at once.
+const MAX_MAX_LINES: usize = 10_000;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CaptureSinceInput {
+    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
+    /// only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// The pane: `%N`, or a window `@N` / session (`$N` or exact name) for its active pane.
+    /// May be omitted when a `cursor` is given (the cursor names its pane).
+    #[serde(default)]
+    pub target: Option<String>,
+    /// The `cursor` a previous capture_since returned. Absent: start now (the visible rows above
+    /// the terminal cursor are returned, and a cursor for next time).
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// Rows to return at most (default 500, at most 10000); the newest are kept.
+    #[serde(default)]
+    pub max_lines: Option<usize>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct CaptureSinceOutput {
+    pub pane_id: String,
+    /// The complete rows that appeared since the cursor, oldest first, joined with `\n` (rows as
+    /// the terminal shows them: a long line wrapped by the terminal is several rows).
+    pub lines: String,
+    /// How many rows `lines` holds.
+    pub line_count: usize,
+    /// The row the terminal cursor is on (a prompt, or a line still being written); it is
+    /// returned again as part of `lines` once complete.
+    pub partial_line: String,
+    /// Pass this to the next capture_since call on the same pane.
+    pub cursor: String,
+    /// Rows were missed: tmux trimmed or cleared the history, or the screen was cleared, before
+    /// they were read. `lines` then holds the visible rows above the terminal cursor.
+    pub lines_missed: bool,
+    /// Rows or bytes were cut to respect `max_lines` or your output budget (oldest first).
+    pub truncated: bool,
+    pub truncated_lines: usize,
+    pub truncated_bytes: usize,
+}
+
+/// A `capture_since` call, whoever makes it.
+#[derive(Debug, Clone)]
+pub struct SinceRequest {
+    pub target: Option<String>,
+    pub cursor: Option<String>,
+    pub max_lines: usize,
+}
+
+/// Reads the rows `pane` printed since `request.cursor`.
+pub async fn capture_since(
+    tmux: &TmuxAccess<'_>,
+    request: &SinceRequest,
+) -> Result<CaptureSinceOutput, ToolError> {
+    let cursor = request
+        .cursor
+        .as_deref()
+        .map(|text| {
+            SinceCursor::decode(text).map_err(|e| {
+                ToolError::invalid_arguments(
+                    format!("cursor: {e}"),
+                    "pass a cursor exactly as capture_since returned it, or omit it to start over",
+                )
+            })
+        })
+        .transpose()?;
+    if let Some(cursor) = &cursor
+        && cursor.server != tmux.server_name()
+    {
+        return Err(ToolError::invalid_arguments(
+            "cursor: it was made on another server",
+            "pass the cursor with the server it came from, or omit it to start over",
+        ));
+    }
+    let pane = match (&request.target, &cursor) {
+        (Some(target), cursor) => {
+            let pane = target_pane(tmux, target).await?;
+            if let Some(cursor) = cursor
+                && cursor.pane_id() != pane
+            {
+                return Err(ToolError::invalid_arguments(
+                    format!("cursor: it was made for {}, not {pane}", cursor.pane_id()),
+                    "pass the cursor with its own pane, or omit it to start over",
+                ));
+            }
+            pane
+        }
+        (None, Some(cursor)) => target_pane(tmux, &cursor.pane_id().to_string()).await?,
+        (None, None) => {
+            return Err(ToolError::invalid_arguments(
+                "give a target, a cursor, or both",
+                "call list_panes to see pane ids",
+            ));
+        }
+    };
+
+    let Some(cursor) = cursor else {
+        // Start: the visible rows.
+        let (state, rows) = state_and_rows(tmux, pane, 0).await?;
+        return answer(tmux, pane, &state, &rows, state.history_size, None, request);
+    };
+    let (state, _) = state_and_rows(tmux, pane, i64::MAX).await?;
+    if state.pane_pid != cursor.pane_pid {
+        return Err(ToolError::new(
+            ToolErrorKind::Conflict,
+            format!("{pane} was respawned since this cursor was made: its output started over"),
+            "call capture_since without a cursor to start over (capture_pane shows the screen)",
+        ));
+    }
+    let start_line = state.line_of(state.search_start(&cursor));
+    let (state, rows) = state_and_rows(tmux, pane, start_line).await?;
+    if state.pane_pid != cursor.pane_pid {
+        return Err(ToolError::new(
+            ToolErrorKind::Conflict,
+            format!("{pane} was respawned while it was read"),
+            "call capture_since without a cursor to start over",
+        ));
+    }
+    // tmux starts a capture that reaches above the history at its top.
+    let history = i64::try_from(state.history_size).unwrap_or(i64::MAX);
+    let first_row = u64::try_from(start_line.saturating_add(history)).unwrap_or(0);
+    let found = locate(&cursor, &rows, first_row);
+    answer(tmux, pane, &state, &rows, first_row, Some(found), request)
+}
+
+/// The pane's state and its rows from `start_line` (a `capture-pane -S` line) to the bottom of
+/// the screen, in one batch. `i64::MAX` reads the state only.
+async fn state_and_rows(
+    tmux: &TmuxAccess<'_>,
+    pane: PaneId,
+    start_line: i64,
+) -> Result<(PaneRows, Vec<Vec<u8>>), ToolError> {
+    let build = |built: Result<TmuxCommand, _>| {
+        built.map_err(|e| internal(format!("capture_since command: {e}")))
+    };
+    let mut commands = vec![build(state_command(pane))?];
+    if start_line != i64::MAX {
+        commands.push(build(
+            TmuxCommand::new("capture-pane")
+                .flag("-p")
+                .opt("-S", start_line.to_string())
+                .opt("-E", "-")
+                .target(pane)
+                .build(),
+        )?);
+    }
+    let outcomes = tmux
+        .run_batch(commands, BatchMode::StopOnError, None)
+        .await?;
+    let mut outcomes = outcomes.into_iter();
+    let state = match outcomes.next() {
+        Some(CommandOutcome::Ok(lines)) => lines.first().and_then(|line| parse_state(pane, line)),
+        _ => None,
+    }
+    .ok_or_else(|| {
+        ToolError::not_found(
+            format!("pane {pane} not found"),
+            "call list_panes to see pane ids",
+        )
+    })?;
+    if state.alternate_on {
+        return Err(ToolError::new(
+            ToolErrorKind::Conflict,
+            format!("{pane} shows a full-screen program: it keeps no history to read from"),
+            "use capture_pane to read its screen, or wait_for_text to wait for a change",
+        ));
+    }
+    let rows = match outcomes.next() {
+        Some(CommandOutcome::Ok(rows)) => rows,
+        _ => Vec::new(),
+    };
+    Ok((state, rows))
+}
+
+fn internal(message: String) -> ToolError {
+    ToolError::new(
+        ToolErrorKind::Internal,
+        message,
+        "retry; report it if it persists",
+    )
+}
+
+/// Shapes the rows after the cursor (`found`: where they start in `rows`; `None` inside: the
+/// anchor was lost; `None` outside: a first call) into the answer.
+fn answer(
+    tmux: &TmuxAccess<'_>,
+    pane: PaneId,
+    state: &PaneRows,
+    rows: &[Vec<u8>],
+    first_row: u64,
+    found: Option<Option<usize>>,
+    request: &SinceRequest,
+) -> Result<CaptureSinceOutput, ToolError> {
+    let index = |row: u64| usize::try_from(row.saturating_sub(first_row)).unwrap_or(usize::MAX);
+    let cursor_index = index(state.cursor_row()).min(rows.len());
+    let visible_index = index(state.history_size).min(cursor_index);
+    let (start, lines_missed) = match found {
+        None => (visible_index, false),
+        Some(Some(start)) => (start.min(cursor_index), false),
+        Some(None) => (visible_index, true),
+    };
+    let shaped = shape_capture(&rows[start..cursor_index], request.max_lines, false);
+    let (lines, truncated_bytes) = tmux.cap_output(&shaped.text);
+    let partial_line = rows
+        .get(cursor_index)
+        .map(|row| String::from_utf8_lossy(row).trim_end().to_owned())
+        .unwrap_or_default();
+    let cursor = cursor_at(tmux.server_name(), pane, state, rows, first_row);
+    Ok(CaptureSinceOutput {
+        pane_id: pane.to_string(),
+        lines,
+        line_count: shaped.lines,
+        partial_line,
+        cursor: cursor.encode(),
+        lines_missed,
+        truncated: shaped.truncated() || truncated_bytes > 0,
+        truncated_lines: shaped.truncated_lines,
+        truncated_bytes,
+    })
+}
+
+#[tool_router(router = since_tools, vis = "pub(crate)")]
+impl McpServer {
+    #[tool(
+        name = "capture_since",
+        description = "Read only the rows a pane printed since your last capture_since.\n\n\
+            Without `cursor`: returns the visible rows above the terminal cursor and a \
+            `cursor`. With the `cursor` from the previous call: returns the complete rows that \
+            appeared after it (oldest first, the newest `max_lines` kept) and a new cursor; the \
+            row still being written comes separately as `partial_line`. `lines_missed: true` \
+            means tmux dropped rows before they were read (history trimmed or cleared, screen \
+            cleared): `lines` then holds the visible rows. Refused for a pane that was \
+            respawned since the cursor (start over without a cursor) and for full-screen \
+            programs (use capture_pane). Changes nothing: focus, sizes and the pane are \
+            untouched. To wait for output rather than poll, call wait_for_text first.",
+        annotations(
+            title = "Capture new rows since a cursor",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn capture_since(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<CaptureSinceInput>,
+    ) -> Result<Json<CaptureSinceOutput>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let max_lines = input.max_lines.unwrap_or(DEFAULT_MAX_LINES);
+        if !(1..=MAX_MAX_LINES).contains(&max_lines) {
+            return Err(ToolError::invalid_arguments(
+                format!("max_lines must be between 1 and {MAX_MAX_LINES}, got {max_lines}"),
+                "pass a smaller max_lines",
+            ));
+        }
+        let request = SinceRequest {
+            target: input.target,
+            cursor: input.cursor,
+            max_lines,
+        };
+        capture_since(&tmux, &request).await.map(Json)
+    }
+}
