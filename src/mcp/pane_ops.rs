@@ -305,6 +305,27 @@ async fn delete_buffers(tmux: &TmuxAccess<'_>, names: &[String]) {
     }
 }
 
+/// The plan that presses `keys` in `pane`, then Enter if `enter`.
+pub fn keys_plan(pane: PaneId, keys: &[KeyName], enter: bool) -> Result<InputPlan, ToolError> {
+    let mut plan = InputPlan::new(pane);
+    plan.keys(keys).map_err(input_error)?;
+    if enter {
+        plan.enter().map_err(input_error)?;
+    }
+    Ok(plan)
+}
+
+/// The plan that types `text` into `pane` exactly as given (any bytes), then Enter if `enter`.
+pub fn text_plan(pane: PaneId, text: &[u8], enter: bool) -> Result<InputPlan, ToolError> {
+    let mut plan = InputPlan::new(pane);
+    plan.literal(text, transient_buffer_name)
+        .map_err(input_error)?;
+    if enter {
+        plan.enter().map_err(input_error)?;
+    }
+    Ok(plan)
+}
+
 /// Presses `keys` in `pane`, then Enter if `enter`; one write.
 pub async fn send_keys(
     tmux: &TmuxAccess<'_>,
@@ -312,12 +333,7 @@ pub async fn send_keys(
     keys: &[KeyName],
     enter: bool,
 ) -> Result<Delivered, ToolError> {
-    let mut plan = InputPlan::new(pane);
-    plan.keys(keys).map_err(input_error)?;
-    if enter {
-        plan.enter().map_err(input_error)?;
-    }
-    deliver(tmux, plan).await
+    deliver(tmux, keys_plan(pane, keys, enter)?).await
 }
 
 /// Types `text` into `pane` exactly as given (any bytes), then Enter if `enter`; one write.
@@ -327,13 +343,7 @@ pub async fn send_text(
     text: &[u8],
     enter: bool,
 ) -> Result<Delivered, ToolError> {
-    let mut plan = InputPlan::new(pane);
-    plan.literal(text, transient_buffer_name)
-        .map_err(input_error)?;
-    if enter {
-        plan.enter().map_err(input_error)?;
-    }
-    deliver(tmux, plan).await
+    deliver(tmux, text_plan(pane, text, enter)?).await
 }
 
 /// Pastes `text` into `pane` through a transient buffer (bracketed if `bracket` and the

@@ -22,6 +22,8 @@ use crate::mcp::access::parse_target;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{self, Delivered, target_pane};
+use crate::mux::tmux::PaneId;
+use crate::mux::tmux::ops::input::InputPlan;
 use crate::mux::tmux::ops::keys::{KEY_EXAMPLES, KeyName};
 
 /// Most key names in one call.
@@ -242,6 +244,15 @@ impl McpServer {
             bytes: delivered.text_bytes,
             bracket: input.bracket,
         }))
+    }
+}
+
+/// The input a `send_keys` call (or one operation of a batch) asks for, validated and planned
+/// for `pane`.
+pub fn input_plan(input: &SendKeysInput, pane: PaneId) -> Result<InputPlan, ToolError> {
+    match KeysRequest::parse(input)? {
+        KeysRequest::Keys(names) => pane_ops::keys_plan(pane, &names, input.enter),
+        KeysRequest::Text(text) => pane_ops::text_plan(pane, &text, input.enter),
     }
 }
 

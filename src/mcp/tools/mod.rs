@@ -6,6 +6,7 @@
 //! output `Result<Json<T>, ToolError>`, all four annotation hints set explicitly, and a
 //! description whose first line is a one-line summary (it is what `muxgate tools` prints).
 
+pub mod batch;
 pub mod buffer;
 pub mod copy_mode;
 pub mod hook;
@@ -45,4 +46,5 @@ pub(crate) fn router() -> ToolRouter<McpServer> {
         + McpServer::wait_tools()
         + McpServer::run_tools()
         + McpServer::since_tools()
+        + McpServer::batch_tools()
 }

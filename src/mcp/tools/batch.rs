@@ -1,0 +1,403 @@
+//! `send_keys_batch`: keystrokes for several panes, in order, in one tmux round trip.
+//!
+//! Every operation is checked first (its fields, key names, target); then the input of all the
+//! operations that may run goes to tmux as ONE pipelined batch. With `on_error: stop` the batch
+//! stops at the first operation that fails (in validation or in tmux) and the rest are reported
+//! as not run; with `continue` each operation stands alone. The optional `timeout` bounds the
+//! whole call, the write to tmux included. Per-operation progress notifications (one per
+//! operation, sent as the results are known: the single write settles them together) go to
+//! clients that sent a progress token, for batches of more than three operations.
+
+use std::time::Duration;
+
+use rmcp::handler::server::common::Extension;
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::model::{ProgressNotificationParam, RequestMetaObject};
+use rmcp::{Peer, RoleServer, tool, tool_router};
+use schemars::JsonSchema;
+use serde::de::{self, Deserializer};
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+
+use super::input::{SendKeysInput, Strings, TextEncoding, input_plan};
+use crate::mcp::McpServer;
+use crate::mcp::access::{TmuxAccess, parse_target};
+use crate::mcp::call::CallContext;
+use crate::mcp::error::{ToolError, ToolErrorKind};
+use crate::mcp::pane_ops::target_pane;
+use crate::mux::tmux::ops::input::InputPlan;
+use crate::mux::tmux::{BatchMode, CommandOutcome};
+
+/// Batches of at most this many operations send no progress notifications.
+const QUIET_BATCH: usize = 3;
+/// Longest `timeout` a client may give, in seconds.
+const MAX_TIMEOUT_SECS: f64 = 300.0;
+
+fn yes() -> bool {
+    true
+}
+
+/// One operation of a batch.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KeysOp {
+    /// Pane id (`%N`); a window (`@N`) or session (`$N`, exact name) means its active pane.
+    pub target: String,
+    /// Key names pressed in order (e.g. ["C-c"]), or with `literal` the text typed exactly.
+    pub keys: Strings,
+    /// Type `keys` as text instead of pressing named keys. Default false.
+    #[serde(default)]
+    pub literal: bool,
+    /// Press Enter afterwards. Default true.
+    #[serde(default = "yes")]
+    pub enter: bool,
+    /// With `literal`: "utf8" (default) or "base64".
+    #[serde(default)]
+    pub encoding: TextEncoding,
+}
+
+/// What to do after an operation fails.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OnError {
+    /// Stop: later operations are not run (default).
+    #[default]
+    Stop,
+    /// Run every other operation anyway.
+    Continue,
+}
+
+/// The operations, each deserialized on its own so that an error names its index.
+#[derive(Debug, Clone)]
+pub struct KeysOps(pub Vec<KeysOp>);
+
+impl<'de> Deserialize<'de> for KeysOps {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let values = Vec::<serde_json::Value>::deserialize(deserializer)?;
+        values
+            .into_iter()
+            .enumerate()
+            .map(|(index, value)| {
+                serde_json::from_value(value)
+                    .map_err(|e| de::Error::custom(format!("operations[{index}]: {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(KeysOps)
+    }
+}
+
+impl JsonSchema for KeysOps {
+    // Inline, so that `maxItems` can be set on the array itself (see `advertise_max_ops`).
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "KeysOps".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let mut schema = generator.subschema_for::<Vec<KeysOp>>();
+        schema.insert("minItems".into(), 1.into());
+        schema
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SendKeysBatchInput {
+    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
+    /// only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// The operations, run in order (at most the configured `max_batch_ops`, 50 by default).
+    pub operations: KeysOps,
+    /// "stop" (default): the first failure ends the batch; "continue": run the others anyway.
+    #[serde(default)]
+    pub on_error: OnError,
+    /// Seconds the whole batch may take (default: the gateway's command timeout).
+    #[serde(default)]
+    pub timeout: Option<f64>,
+}
+
+/// The result of one operation.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct OpResult {
+    pub index: usize,
+    /// The pane the input went to (empty when the target was not valid).
+    pub pane_id: String,
+    pub success: bool,
+    /// Why it failed, or "not run" after an earlier failure with `on_error: stop`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suggestion: Option<String>,
+    /// Time from the start of the batch until this operation was settled.
+    pub elapsed_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SendKeysBatchOutput {
+    pub results: Vec<OpResult>,
+    pub succeeded: usize,
+    pub failed: usize,
+    /// Index of the operation that stopped the batch (`on_error: stop`), if one did.
+    pub stopped_at: Option<usize>,
+}
+
+/// An operation after validation: its plan, or why it cannot run.
+enum Prepared {
+    Ready(InputPlan),
+    Invalid(ToolError),
+}
+
+/// Validates one operation into an input plan.
+async fn prepare(tmux: &TmuxAccess<'_>, op: &KeysOp) -> Prepared {
+    let as_single = SendKeysInput {
+        server: None,
+        target: op.target.clone(),
+        keys: op.keys.clone(),
+        literal: op.literal,
+        enter: op.enter,
+        encoding: op.encoding,
+    };
+    let planned = async {
+        let target = parse_target(&op.target)?;
+        let pane = target_pane(tmux, &target).await?;
+        input_plan(&as_single, pane)
+    };
+    match planned.await {
+        Ok(plan) => Prepared::Ready(plan),
+        Err(error) => Prepared::Invalid(error),
+    }
+}
+
+/// Runs a batch.
+pub async fn send_keys_batch(
+    tmux: &TmuxAccess<'_>,
+    ops: &[KeysOp],
+    on_error: OnError,
+    deadline: Instant,
+) -> Result<SendKeysBatchOutput, ToolError> {
+    let started = Instant::now();
+    let mut results: Vec<Option<OpResult>> = vec![None; ops.len()];
+    let mut stopped_at = None;
+    // Validate in order; under `stop`, nothing after the first invalid operation is sent.
+    let mut plans: Vec<(usize, InputPlan)> = Vec::new();
+    for (index, op) in ops.iter().enumerate() {
+        match prepare(tmux, op).await {
+            Prepared::Ready(plan) => plans.push((index, plan)),
+            Prepared::Invalid(error) => {
+                results[index] = Some(failure(index, String::new(), &error, started));
+                if on_error == OnError::Stop {
+                    stopped_at = Some(index);
+                    break;
+                }
+            }
+        }
+    }
+
+    // One batch for everything that may run.
+    let mut commands = Vec::new();
+    let mut spans = Vec::new();
+    for (index, plan) in &plans {
+        spans.push((*index, plan.pane(), commands.len(), plan.commands().len()));
+        commands.extend(plan.commands().iter().cloned());
+    }
+    let mode = match on_error {
+        OnError::Stop => BatchMode::StopOnError,
+        OnError::Continue => BatchMode::Independent,
+    };
+    let outcomes = if commands.is_empty() {
+        Vec::new()
+    } else {
+        match tmux.run_batch(commands, mode, Some(deadline)).await {
+            Ok(outcomes) => outcomes,
+            Err(error) if error.kind == ToolErrorKind::Timeout => {
+                Vec::new() // Every sent operation is reported as timed out below.
+            }
+            Err(error) => return Err(error),
+        }
+    };
+    for (index, pane, first, count) in spans {
+        let settled = outcomes.get(first..first + count);
+        let result = match settled {
+            None => failure(
+                index,
+                pane.to_string(),
+                &ToolError::new(
+                    ToolErrorKind::Timeout,
+                    "the batch timed out before this operation completed",
+                    "check the pane with capture_pane before sending it again",
+                ),
+                started,
+            ),
+            Some(outcomes) => match outcomes.iter().find_map(|o| match o {
+                CommandOutcome::Ok(_) => None,
+                CommandOutcome::Failed(message) => Some(Some(message.clone())),
+                CommandOutcome::NotRun => Some(None),
+            }) {
+                None => OpResult {
+                    index,
+                    pane_id: pane.to_string(),
+                    success: true,
+                    error: None,
+                    suggestion: None,
+                    elapsed_ms: elapsed_ms(started),
+                },
+                Some(Some(message)) => {
+                    if on_error == OnError::Stop && stopped_at.is_none_or(|s| index < s) {
+                        stopped_at = Some(index);
+                    }
+                    failure(
+                        index,
+                        pane.to_string(),
+                        &ToolError::new(
+                            ToolErrorKind::Conflict,
+                            format!("tmux refused the input: {message}"),
+                            "call list_panes to check the pane",
+                        ),
+                        started,
+                    )
+                }
+                Some(None) => not_run(index, pane.to_string(), started),
+            },
+        };
+        results[index] = Some(result);
+    }
+    let results: Vec<OpResult> = results
+        .into_iter()
+        .enumerate()
+        .map(|(index, result)| result.unwrap_or_else(|| not_run(index, String::new(), started)))
+        .collect();
+    let succeeded = results.iter().filter(|r| r.success).count();
+    Ok(SendKeysBatchOutput {
+        failed: results.len() - succeeded,
+        succeeded,
+        stopped_at,
+        results,
+    })
+}
+
+fn failure(index: usize, pane_id: String, error: &ToolError, started: Instant) -> OpResult {
+    OpResult {
+        index,
+        pane_id,
+        success: false,
+        error: Some(error.message.clone()),
+        suggestion: Some(error.suggestion.clone()),
+        elapsed_ms: elapsed_ms(started),
+    }
+}
+
+fn not_run(index: usize, pane_id: String, started: Instant) -> OpResult {
+    OpResult {
+        index,
+        pane_id,
+        success: false,
+        error: Some("not run: an earlier operation failed (on_error: stop)".to_owned()),
+        suggestion: Some("fix the failed operation and send the rest again".to_owned()),
+        elapsed_ms: elapsed_ms(started),
+    }
+}
+
+fn elapsed_ms(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Sets `maxItems` of `send_keys_batch`'s operations to the configured `max_batch_ops`, so the
+/// schema clients see tells the truth.
+pub fn advertise_max_ops(
+    router: &mut rmcp::handler::server::tool::ToolRouter<McpServer>,
+    max: u32,
+) {
+    let Some(route) = router.map.get_mut("send_keys_batch") else {
+        return;
+    };
+    let mut schema = (*route.attr.input_schema).clone();
+    if let Some(ops) = schema
+        .get_mut("properties")
+        .and_then(|p| p.get_mut("operations"))
+        .and_then(|o| o.as_object_mut())
+    {
+        ops.insert("maxItems".into(), max.into());
+    }
+    route.attr.input_schema = std::sync::Arc::new(schema);
+}
+
+#[tool_router(router = batch_tools, vis = "pub(crate)")]
+impl McpServer {
+    #[tool(
+        name = "send_keys_batch",
+        description = "Send keystrokes to several panes in order, in one tmux round trip; per-operation results.\n\n\
+            Each operation has its own `target` pane, `keys`, `literal` and `enter` (the same \
+            meaning as in send_keys). All operations are validated first, then written to tmux \
+            together. `on_error`: \"stop\" (default) ends the batch at the first failure and \
+            reports the rest as not run (`stopped_at`); \"continue\" runs every other operation. \
+            `timeout` bounds the whole call. The programs in the panes receive the input and may \
+            do anything with it (not retried: keystrokes are not idempotent). Human's view: \
+            focus, current window and sizes do not change. Afterwards, wait for results with \
+            wait_for_text rather than polling capture_pane.",
+        annotations(
+            title = "Send keys to several panes",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
+    )]
+    async fn send_keys_batch(
+        &self,
+        Extension(call): Extension<CallContext>,
+        meta: RequestMetaObject,
+        peer: Peer<RoleServer>,
+        Parameters(input): Parameters<SendKeysBatchInput>,
+    ) -> Result<Json<SendKeysBatchOutput>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let ops = input.operations.0;
+        if ops.is_empty() {
+            return Err(ToolError::invalid_arguments(
+                "operations is empty",
+                "pass at least one operation",
+            ));
+        }
+        tmux.limits
+            .check_batch_size(call.sub(), ops.len())
+            .map_err(|e| {
+                ToolError::new(
+                    ToolErrorKind::InvalidArguments,
+                    e.to_string(),
+                    "split the operations over several calls",
+                )
+            })?;
+        let timeout = match input.timeout {
+            None => self.state().config.engine.command_timeout(),
+            Some(secs) if secs > 0.0 && secs <= MAX_TIMEOUT_SECS => Duration::from_secs_f64(secs),
+            Some(secs) => {
+                return Err(ToolError::invalid_arguments(
+                    format!(
+                        "timeout must be more than 0 and at most {MAX_TIMEOUT_SECS} s, got {secs}"
+                    ),
+                    "pass a timeout in seconds, or omit it",
+                ));
+            }
+        };
+        let deadline = Instant::now() + timeout;
+        let output = send_keys_batch(&tmux, &ops, input.on_error, deadline).await?;
+        if let Some(token) = meta.get_progress_token()
+            && ops.len() > QUIET_BATCH
+        {
+            let total = ops.len() as f64;
+            for result in &output.results {
+                let outcome = if result.success { "done" } else { "failed" };
+                let param =
+                    ProgressNotificationParam::new(token.clone(), (result.index + 1) as f64)
+                        .with_total(total)
+                        .with_message(format!("operation {}: {outcome}", result.index));
+                // A client that went away just misses its progress.
+                let _ = peer.notify_progress(param).await;
+            }
+        }
+        Ok(Json(output))
+    }
+}

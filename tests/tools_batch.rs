@@ -1,0 +1,171 @@
+//! send_keys_batch over MCP against a real tmux server: order across panes, on_error stop and
+//! continue, per-operation errors, and the configured size cap in the schema and in force.
+
+mod common;
+
+use std::time::Duration;
+
+use common::tmux::TestTmux;
+use common::tools::{call_err, call_ok, client};
+use common::{config_with_server, spawn_gateway, wait_until};
+use serde_json::{Value, json};
+
+/// A session whose pane copies its input lines to `file`.
+fn recording_pane(tmux: &TestTmux, name: &str, file: &std::path::Path) -> String {
+    tmux.ok(&[
+        "new-session",
+        "-d",
+        "-s",
+        name,
+        "-P",
+        "-F",
+        "#{pane_id}",
+        &format!("cat > '{}'", file.display()),
+    ])
+    .trim()
+    .to_owned()
+}
+
+async fn file_is(file: &std::path::Path, expected: &str) {
+    let arrived = wait_until(Duration::from_secs(10), || {
+        std::fs::read_to_string(file).unwrap_or_default() == expected
+    })
+    .await;
+    assert!(
+        arrived,
+        "{} holds {:?}, expected {expected:?}",
+        file.display(),
+        std::fs::read_to_string(file).unwrap_or_default()
+    );
+}
+
+fn op(target: &str, text: &str) -> Value {
+    json!({"target": target, "keys": text, "literal": true})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operations_arrive_in_order_and_errors_stop_or_not() {
+    let tmux = TestTmux::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (file_a, file_b) = (dir.path().join("a"), dir.path().join("b"));
+    let a = recording_pane(&tmux, "a", &file_a);
+    let b = recording_pane(&tmux, "b", &file_b);
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+
+    let all = call_ok(
+        &client,
+        "send_keys_batch",
+        json!({"operations": [
+            op(&a, "one 'quoted' $(not run) #{x}"),
+            op(&b, "two ; three"),
+            op(&a, "four"),
+            {"target": b, "keys": ["f", "i", "v", "e", "Enter"], "enter": false},
+        ]}),
+    )
+    .await;
+    assert_eq!(all["succeeded"], 4, "{all}");
+    assert_eq!(all["failed"], 0);
+    assert_eq!(all["stopped_at"], Value::Null);
+    assert_eq!(all["results"][2]["pane_id"], a.as_str());
+    file_is(&file_a, "one 'quoted' $(not run) #{x}\nfour\n").await;
+    file_is(&file_b, "two ; three\nfive\n").await;
+
+    // Stop (the default): a pane that does not exist ends the batch there.
+    let stopped = call_ok(
+        &client,
+        "send_keys_batch",
+        json!({"operations": [op(&a, "six"), op("%999", "lost"), op(&b, "never")]}),
+    )
+    .await;
+    assert_eq!(stopped["stopped_at"], 1, "{stopped}");
+    assert_eq!(
+        (stopped["succeeded"].clone(), stopped["failed"].clone()),
+        (json!(1), json!(2))
+    );
+    assert_eq!(stopped["results"][1]["success"], false);
+    assert!(
+        stopped["results"][2]["error"]
+            .as_str()
+            .unwrap()
+            .contains("not run")
+    );
+    file_is(&file_a, "one 'quoted' $(not run) #{x}\nfour\nsix\n").await;
+
+    // Continue: an invalid key name fails alone.
+    let continued = call_ok(
+        &client,
+        "send_keys_batch",
+        json!({"on_error": "continue", "operations": [
+            op(&a, "seven"),
+            {"target": b, "keys": ["NoSuchKey"]},
+            op(&b, "eight"),
+        ]}),
+    )
+    .await;
+    assert_eq!(continued["stopped_at"], Value::Null, "{continued}");
+    assert_eq!(continued["succeeded"], 2);
+    assert_eq!(continued["results"][1]["success"], false);
+    assert!(
+        continued["results"][1]["suggestion"]
+            .as_str()
+            .unwrap()
+            .contains("literal")
+    );
+    file_is(&file_b, "two ; three\nfive\neight\n").await;
+    file_is(&file_a, "one 'quoted' $(not run) #{x}\nfour\nsix\nseven\n").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_batches_are_refused_whole_and_the_cap_is_advertised() {
+    let tmux = TestTmux::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a");
+    let a = recording_pane(&tmux, "a", &file);
+    let mut config = config_with_server("work", &tmux.socket, false);
+    config.limits.max_batch_ops = std::num::NonZeroU32::new(3).unwrap();
+    let gateway = spawn_gateway(config).await;
+    let client = client(&gateway).await;
+
+    let tools = client.list_all_tools().await.unwrap();
+    let tool = tools.iter().find(|t| t.name == "send_keys_batch").unwrap();
+    let operations = &tool.input_schema["properties"]["operations"];
+    assert_eq!(operations["maxItems"], 3, "{operations}");
+    assert_eq!(operations["minItems"], 1, "{operations}");
+
+    let unknown = call_err(
+        &client,
+        "send_keys_batch",
+        json!({"operations": [op(&a, "x"), {"target": a, "keys": "y", "colour": "red"}]}),
+    )
+    .await;
+    let message = unknown["message"].as_str().unwrap();
+    assert!(
+        message.contains("operations[1]") && message.contains("colour"),
+        "{unknown}"
+    );
+    let too_many = call_err(
+        &client,
+        "send_keys_batch",
+        json!({"operations": [op(&a, "1"), op(&a, "2"), op(&a, "3"), op(&a, "4")]}),
+    )
+    .await;
+    assert_eq!(too_many["kind"], "invalid_arguments", "{too_many}");
+    let empty = call_err(&client, "send_keys_batch", json!({"operations": []})).await;
+    assert_eq!(empty["kind"], "invalid_arguments");
+    let bad_timeout = call_err(
+        &client,
+        "send_keys_batch",
+        json!({"operations": [op(&a, "1")], "timeout": -1}),
+    )
+    .await;
+    assert_eq!(bad_timeout["kind"], "invalid_arguments");
+    // Nothing of the refused batches reached the pane.
+    call_ok(
+        &client,
+        "send_keys_batch",
+        json!({"operations": [op(&a, "only")]}),
+    )
+    .await;
+    file_is(&file, "only\n").await;
+}
