@@ -13,7 +13,8 @@
 //! first: trace → in-flight tracking for graceful shutdown ([`shutdown::track_in_flight`]) →
 //! Host/Origin [`guard`] → JWT bearer auth ([`crate::auth::require_bearer`], puts the
 //! `Principal` in the request) → per-client request rate ([`crate::limits::limit_requests`]) →
-//! MCP session ↔ `sub` binding ([`crate::auth::bind_sessions`]) → body size limit → rmcp.
+//! MCP session ↔ `sub` binding ([`crate::auth::bind_sessions`]) → JSON-RPC body check with
+//! the body size limit ([`body`]) → body size limit → rmcp.
 //!
 //! [`serve`] runs the router on plain TCP or, with `[http.tls]`, on TLS ([`tls`]), and carries
 //! out the shutdown sequence ([`shutdown`]).
@@ -22,6 +23,7 @@
 //! same way `muxgate serve` does.
 
 pub mod allowlist;
+pub mod body;
 pub mod guard;
 pub mod health;
 pub mod shutdown;
@@ -121,6 +123,10 @@ pub fn router(deps: HttpDeps) -> Router {
                 .layer(from_fn_with_state(
                     security.sessions,
                     crate::auth::bind_sessions,
+                ))
+                .layer(from_fn_with_state(
+                    http.max_body_bytes,
+                    body::check_jsonrpc_body,
                 ))
                 .layer(RequestBodyLimitLayer::new(http.max_body_bytes)),
         );
