@@ -14,7 +14,8 @@
 //! Host/Origin [`guard`] → JWT bearer auth ([`crate::auth::require_bearer`], puts the
 //! `Principal` in the request) → per-client request rate ([`crate::limits::limit_requests`]) →
 //! MCP session ↔ `sub` binding ([`crate::auth::bind_sessions`]) → JSON-RPC body check with
-//! the body size limit ([`body`]) → body size limit → rmcp.
+//! the body size limit ([`body`]) → body size limit → rmcp, whose sessions cancel a request
+//! whose client hung up ([`hangup`]).
 //!
 //! [`serve`] runs the router on plain TCP or, with `[http.tls]`, on TLS ([`tls`]), and carries
 //! out the shutdown sequence ([`shutdown`]).
@@ -25,6 +26,7 @@
 pub mod allowlist;
 pub mod body;
 pub mod guard;
+pub mod hangup;
 pub mod health;
 pub mod shutdown;
 pub mod tls;
@@ -54,6 +56,7 @@ use crate::telemetry::Metrics;
 use crate::telemetry::exposition::MetricsEndpoint;
 use crate::telemetry::sessions::CountingSessions;
 use guard::Allowlist;
+use hangup::CancelOnHangup;
 use health::ReadinessProbe;
 use shutdown::Shutdown;
 
@@ -158,7 +161,7 @@ fn mcp_service(
     mcp: McpServer,
     metrics: &Metrics,
     shutdown: &Shutdown,
-) -> StreamableHttpService<McpServer, CountingSessions> {
+) -> StreamableHttpService<McpServer, CancelOnHangup<CountingSessions>> {
     let mut local = LocalSessionManager::default();
     local.session_config.keep_alive = Some(http.session_idle());
     let sessions = CountingSessions::new(local, metrics.sessions_gauge());
@@ -169,7 +172,11 @@ fn mcp_service(
         .disable_allowed_origins()
         .with_max_request_body_bytes(http.max_body_bytes)
         .with_cancellation_token(shutdown.streams_token());
-    StreamableHttpService::new(move || Ok(mcp.clone()), Arc::new(sessions), config)
+    StreamableHttpService::new(
+        move || Ok(mcp.clone()),
+        Arc::new(CancelOnHangup::new(sessions)),
+        config,
+    )
 }
 
 /// How long connections may take to close once MCP streams have been closed.
