@@ -132,6 +132,11 @@ async fn assert_received(out: &std::path::Path, expected: &[u8], what: &str) {
         );
     }
     assert_eq!(got.len(), expected.len(), "{what}: length");
+    let invalid = std::str::from_utf8(expected).is_err();
+    eprintln!(
+        "{what}: {} bytes arrived exactly (invalid UTF-8 included: {invalid})",
+        expected.len()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -171,10 +176,13 @@ async fn ten_thousand_random_strings_pasted_with_paste_text_arrive_exactly() {
     for (i, batch) in strings.chunks(PER_CALL).enumerate() {
         let text = batch.concat();
         let utf8 = std::str::from_utf8(&text).is_ok();
+        // A bracketed paste refuses NUL (whether or not the program asked for brackets).
+        let bracket = !text.contains(&0);
         let pasted = ok(
             &client,
             "paste_text",
-            json!({"target": pane, "text": encode(&text, utf8), "encoding": encoding(utf8)}),
+            json!({"target": pane, "text": encode(&text, utf8), "encoding": encoding(utf8),
+                   "bracket": bracket}),
         )
         .await;
         assert_eq!(pasted["bytes"], text.len(), "call {i}");

@@ -372,3 +372,41 @@ async fn a_client_that_hangs_up_mid_call_leaves_nothing_behind() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_first_waits_on_one_pane_all_see_its_output() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config(&tmux.socket)).await;
+    let server = gateway.engine.server("work").expect("configured").clone();
+    let pane = tmux.pane_id("main").to_string();
+    const WAITERS: usize = 8;
+
+    // Several agents start waiting on a pane nobody watches yet, at the same moment: they
+    // race to open its stream and must end up sharing one.
+    let mut waits = Vec::new();
+    for i in 0..WAITERS {
+        let token = gateway.mint(&format!("waiter-{i}"), &["mux:read"]);
+        let client = legacy(&gateway, &token).await;
+        let pane = pane.clone();
+        waits.push(tokio::spawn(async move {
+            common::calls::ok(
+                &client,
+                "wait_for_text",
+                json!({"target": pane, "patterns": ["shared-99"], "timeout": 20}),
+            )
+            .await
+        }));
+    }
+    assert!(
+        wait_until(Duration::from_secs(10), || server.output().subscriptions()
+            == WAITERS)
+        .await,
+        "only {} of {WAITERS} waits are subscribed to the pane's stream",
+        server.output().subscriptions()
+    );
+    type_line(&tmux, &pane, "echo shared-$((99))");
+    for wait in waits {
+        let result = wait.await.expect("waiter");
+        assert_eq!(result["outcome"], "matched", "{result}");
+    }
+}

@@ -93,12 +93,21 @@ async fn a_100_mb_flood_does_not_starve_a_quiet_agent() {
             .await
         }));
     }
-    assert!(
-        wait_until(Duration::from_secs(20), || server.output().subscriptions()
-            == WAITERS)
-        .await,
-        "the waiters never subscribed"
-    );
+    let subscribed = wait_until(Duration::from_secs(20), || {
+        server.output().subscriptions() == WAITERS
+    })
+    .await;
+    if !subscribed {
+        for waiter in waiters {
+            if waiter.is_finished() {
+                panic!("a waiter ended early: {:?}", waiter.await);
+            }
+        }
+        panic!(
+            "the waiters never subscribed: {} subscriptions",
+            server.output().subscriptions()
+        );
+    }
 
     let dir = tempfile::tempdir().expect("tempdir");
     let timing = dir.path().join("flood-ms");
