@@ -148,7 +148,7 @@ async fn listings_and_single_pane_reads() {
         json!({"filters": {"current_command": "sleep"}}),
     )
     .await;
-    assert_eq!(ids(&sleeping["panes"]), [right.clone()]);
+    assert_eq!(ids(&sleeping["panes"]), std::slice::from_ref(&right));
     let narrow = ok(
         &client,
         "list_panes",
@@ -537,7 +537,7 @@ async fn hidden_panes_look_like_missing_ones() {
     let client = connect_with(&gateway, &token).await;
 
     let listed = ok(&client, "list_panes", json!({})).await;
-    assert_eq!(ids(&listed["panes"]), [visible.clone()]);
+    assert_eq!(ids(&listed["panes"]), std::slice::from_ref(&visible));
     let search = ok(&client, "search_panes", json!({"pattern": "$"})).await;
     assert!(
         search["matches"]
