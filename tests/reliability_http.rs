@@ -123,7 +123,6 @@ async fn hostile_requests_get_clean_errors_and_others_are_still_served() {
             .header("mcp-protocol-version", "2025-11-25")
     };
 
-    let big_string = "x".repeat(4 * MAX_BODY);
     let deep = format!("{}{}", "[".repeat(20_000), "]".repeat(20_000));
     let cases: Vec<(&str, reqwest::RequestBuilder, Option<StatusCode>)> = vec![
         (
