@@ -13,7 +13,9 @@
 //! first: trace → in-flight tracking for graceful shutdown ([`shutdown::track_in_flight`]) →
 //! Host/Origin [`guard`] → JWT bearer auth ([`crate::auth::require_bearer`], puts the
 //! `Principal` in the request) → per-client request rate ([`crate::limits::limit_requests`]) →
-//! MCP session ↔ `sub` binding ([`crate::auth::bind_sessions`]) → body size limit → rmcp.
+//! MCP session ↔ `sub` binding ([`crate::auth::bind_sessions`]) → JSON-RPC body check with
+//! the body size limit ([`body`]) → body size limit → rmcp, whose sessions cancel a request
+//! whose client hung up ([`hangup`]).
 //!
 //! [`serve`] runs the router on plain TCP or, with `[http.tls]`, on TLS ([`tls`]), and carries
 //! out the shutdown sequence ([`shutdown`]).
@@ -22,7 +24,9 @@
 //! same way `muxgate serve` does.
 
 pub mod allowlist;
+pub mod body;
 pub mod guard;
+pub mod hangup;
 pub mod health;
 pub mod shutdown;
 pub mod tls;
@@ -52,6 +56,7 @@ use crate::telemetry::Metrics;
 use crate::telemetry::exposition::MetricsEndpoint;
 use crate::telemetry::sessions::CountingSessions;
 use guard::Allowlist;
+use hangup::CancelOnHangup;
 use health::ReadinessProbe;
 use shutdown::Shutdown;
 
@@ -122,6 +127,10 @@ pub fn router(deps: HttpDeps) -> Router {
                     security.sessions,
                     crate::auth::bind_sessions,
                 ))
+                .layer(from_fn_with_state(
+                    http.max_body_bytes,
+                    body::check_jsonrpc_body,
+                ))
                 .layer(RequestBodyLimitLayer::new(http.max_body_bytes)),
         );
 
@@ -152,7 +161,7 @@ fn mcp_service(
     mcp: McpServer,
     metrics: &Metrics,
     shutdown: &Shutdown,
-) -> StreamableHttpService<McpServer, CountingSessions> {
+) -> StreamableHttpService<McpServer, CancelOnHangup<CountingSessions>> {
     let mut local = LocalSessionManager::default();
     local.session_config.keep_alive = Some(http.session_idle());
     let sessions = CountingSessions::new(local, metrics.sessions_gauge());
@@ -163,7 +172,11 @@ fn mcp_service(
         .disable_allowed_origins()
         .with_max_request_body_bytes(http.max_body_bytes)
         .with_cancellation_token(shutdown.streams_token());
-    StreamableHttpService::new(move || Ok(mcp.clone()), Arc::new(sessions), config)
+    StreamableHttpService::new(
+        move || Ok(mcp.clone()),
+        Arc::new(CancelOnHangup::new(sessions)),
+        config,
+    )
 }
 
 /// How long connections may take to close once MCP streams have been closed.

@@ -325,7 +325,7 @@ pub async fn wait_for_text(
                 return Ok(output);
             }
         };
-        let mut decision = watch.feed(&chunk);
+        let mut decision = feed_in_slices(&mut watch, chunk).await;
         if decision.is_none() && watch.needs_resync {
             let screen = visible_lines(tmux, pane).await?;
             decision = watch.resync(&screen);
@@ -339,6 +339,37 @@ pub async fn wait_for_text(
             return Ok(finish(&watch, outcome, Some(decision)));
         }
     }
+}
+
+/// Output a wait matches between two yields to the runtime. Under a flood a waiter that fell
+/// behind takes up to a whole ring (1 MiB) at once; ten of them scanning that in one go kept
+/// the runtime's threads from every other request for tens of milliseconds.
+const FEED_SLICE: usize = 4 * 1024;
+
+/// Feeds `chunk` to `watch` in [`FEED_SLICE`] pieces, yielding between them; stops at the
+/// first decision.
+async fn feed_in_slices(watch: &mut TextWatch, chunk: OutputChunk) -> Option<Decision> {
+    if chunk.data.len() <= FEED_SLICE {
+        return watch.feed(&chunk);
+    }
+    let OutputChunk {
+        data,
+        missed_bytes,
+        gap,
+    } = chunk;
+    for (i, piece) in data.chunks(FEED_SLICE).enumerate() {
+        let first = i == 0;
+        let part = OutputChunk {
+            data: piece.to_vec(),
+            missed_bytes: if first { missed_bytes } else { 0 },
+            gap: first && gap,
+        };
+        if let Some(decision) = watch.feed(&part) {
+            return Some(decision);
+        }
+        tokio::task::yield_now().await;
+    }
+    None
 }
 
 /// What the end of a pane's stream means for a wait: the pane's exit status (the pane is

@@ -78,14 +78,27 @@ impl Router {
         (!stream.is_closed()).then_some((route.session, stream))
     }
 
-    fn insert(&self, session: SessionId, stream: &Arc<PaneStream>) {
-        self.lock().insert(
+    /// Routes `stream`'s pane to it, unless a live, open stream of the same session already
+    /// has the pane: then that one stays, and is returned, so that subscribers who raced to
+    /// subscribe to one pane share one stream (a replaced stream would never see output).
+    fn insert_or_existing(&self, session: SessionId, stream: Arc<PaneStream>) -> Arc<PaneStream> {
+        let mut routes = self.lock();
+        if let Some(existing) = routes
+            .get(&stream.pane())
+            .filter(|r| r.session == session)
+            .and_then(|r| r.stream.upgrade())
+            .filter(|s| !s.is_closed())
+        {
+            return existing;
+        }
+        routes.insert(
             stream.pane(),
             Route {
                 session,
-                stream: Arc::downgrade(stream),
+                stream: Arc::downgrade(&stream),
             },
         );
+        stream
     }
 
     /// Live subscriptions across all panes (each holds its pane's stream).
@@ -145,7 +158,8 @@ struct HubInner {
 
 struct Register {
     stream: Arc<PaneStream>,
-    done: oneshot::Sender<()>,
+    /// Answered with the stream the pane is routed to (this one, or one registered before).
+    done: oneshot::Sender<Arc<PaneStream>>,
 }
 
 impl OutputHub {
@@ -199,8 +213,20 @@ impl OutputHub {
             // Subscribe before registering so no byte routed after registration is missed.
             let subscription = stream.subscribe();
             let (done, registered) = oneshot::channel();
-            if register.send(Register { stream, done }).is_ok() && registered.await.is_ok() {
-                return Ok(subscription);
+            if register
+                .send(Register {
+                    stream: stream.clone(),
+                    done,
+                })
+                .is_ok()
+                && let Ok(routed) = registered.await
+            {
+                // Another subscriber registered the pane first: share its stream.
+                return Ok(if Arc::ptr_eq(&routed, &stream) {
+                    subscription
+                } else {
+                    routed.subscribe()
+                });
             }
         }
         Err(EngineError::Unavailable {
@@ -378,9 +404,9 @@ impl SessionMonitor {
                     break StreamEnd::ConnectionClosed("muxgate is shutting down".into());
                 }
                 MonitorWake::Register(Some(reg)) => {
-                    self.router.insert(self.session, &reg.stream);
+                    let routed = self.router.insert_or_existing(self.session, reg.stream);
                     idle_since = None;
-                    let _ = reg.done.send(());
+                    let _ = reg.done.send(routed);
                 }
                 MonitorWake::IdleCheck => {
                     if !self.router.live_panes(self.session).is_empty() {
