@@ -284,10 +284,12 @@ fn run_output(
     result: CommandResult,
     max_lines: usize,
 ) -> ZellijRunOutput {
-    let lines: Vec<String> = if result.output.is_empty() {
+    // The output ends with the newline before the end marker; it is not an extra line.
+    let output = result.output.trim_end_matches('\n');
+    let lines: Vec<String> = if output.is_empty() {
         Vec::new()
     } else {
-        result.output.split('\n').map(str::to_owned).collect()
+        output.split('\n').map(str::to_owned).collect()
     };
     let (output, kept, truncated) = shape_lines(z, &lines, max_lines);
     ZellijRunOutput {
