@@ -23,6 +23,11 @@ struct Setup {
 }
 
 async fn setup() -> Option<Setup> {
+    setup_with("").await
+}
+
+/// [`setup`] with more config text appended.
+async fn setup_with(extra: &str) -> Option<Setup> {
     let h = Harness::new().await?;
     let session = h.session().await;
     let env = &h.env;
@@ -30,7 +35,7 @@ async fn setup() -> Option<Setup> {
     let config = relaxed(
         Config::from_toml_str(&format!(
             "[zellij]\nbinary = '{}'\n[zellij.servers.z]\nsession = '{session}'\n\
-             socket_dir = '{}'\nhome = '{}'\ntmp_dir = '{}'\n",
+             socket_dir = '{}'\nhome = '{}'\ntmp_dir = '{}'\n{extra}",
             env.binary.display(),
             path(&env.socket_dir),
             path(&env.home),
@@ -75,7 +80,7 @@ fn tab<'a>(tabs: &'a Value, id: &str) -> &'a Value {
         .as_array()
         .unwrap()
         .iter()
-        .find(|t| t["tab_id"].to_string() == id)
+        .find(|t| t["tab_id"].as_u64() == id.parse().ok())
         .unwrap_or_else(|| panic!("no tab {id} in {tabs}"))
 }
 
@@ -732,4 +737,59 @@ async fn terminal_io_and_the_user_workflows() {
         "absolute",
     )
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_are_audited_without_what_was_typed() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.jsonl");
+    let Some(Setup {
+        h: _h,
+        session: _,
+        gateway,
+        client,
+    }) = setup_with(&format!("[audit]\npath = '{}'\n", log.display())).await
+    else {
+        return;
+    };
+    prompt(&client, "terminal_0").await;
+    ok(
+        &client,
+        "zellij_write_to_pane",
+        json!({"pane": "terminal_0", "text": "# TYPED-SECRET-1"}),
+    )
+    .await;
+    ok(
+        &client,
+        "zellij_send_keys_batch",
+        json!({"pane": "terminal_0", "steps": [{"paste": "PASTED-SECRET-2"}, {"keys": ["Ctrl c"]}]}),
+    )
+    .await;
+    ok(
+        &client,
+        "zellij_run_command",
+        json!({"command": "echo RUN-SECRET-3"}),
+    )
+    .await;
+    drop(client);
+    gateway
+        .stop(std::time::Duration::from_secs(10))
+        .await
+        .unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    for secret in ["TYPED-SECRET-1", "PASTED-SECRET-2", "RUN-SECRET-3"] {
+        assert!(!text.contains(secret), "{secret} in the audit log: {text}");
+    }
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let write = records
+        .iter()
+        .find(|r| r["tool"] == "zellij_write_to_pane")
+        .expect("a record of the write");
+    assert_eq!(write["outcome"], "ok");
+    assert_eq!(write["args"]["pane"], "terminal_0");
+    assert_eq!(write["args"]["text"]["len"], 16);
+    assert_eq!(write["targets"], json!(["terminal_0"]), "{write}");
 }
