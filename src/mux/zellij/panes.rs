@@ -20,10 +20,6 @@ impl ZellijPanes {
     pub fn new(backend: ZellijBackend, session: SessionName) -> Self {
         Self { backend, session }
     }
-
-    pub fn session(&self) -> &SessionName {
-        &self.session
-    }
 }
 
 /// Zellij's key names, validated.

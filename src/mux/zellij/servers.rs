@@ -58,10 +58,6 @@ impl ZellijServers {
     pub fn iter(&self) -> impl Iterator<Item = &ZellijServer> {
         self.servers.values().map(|s| &**s)
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.servers.is_empty()
-    }
 }
 
 impl ZellijServer {
