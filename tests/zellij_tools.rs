@@ -793,3 +793,131 @@ async fn calls_are_audited_without_what_was_typed() {
     assert_eq!(write["args"]["text"]["len"], 16);
     assert_eq!(write["targets"], json!(["terminal_0"]), "{write}");
 }
+
+/// A token for `sub` with read access, limited to `servers` and `sessions` patterns.
+fn limited_token(
+    gateway: &TestGateway,
+    sub: &str,
+    servers: Option<&[&str]>,
+    sessions: Option<&[&str]>,
+    own_sessions: bool,
+) -> String {
+    let list = |p: Option<&[&str]>| p.map(|p| p.iter().map(|s| (*s).to_owned()).collect());
+    muxgate::auth::TokenMinter::from_config(&gateway.config.auth)
+        .unwrap()
+        .mint(&muxgate::auth::MintRequest {
+            sub: sub.to_owned(),
+            scopes: vec!["mux:read".into()],
+            ttl: std::time::Duration::from_secs(3600),
+            servers: list(servers),
+            sessions: list(sessions),
+            own_sessions,
+        })
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_are_chosen_by_name_under_the_same_access_rules() {
+    let empty_dir = tempfile::tempdir().unwrap();
+    let Some(Setup {
+        h: _h,
+        session,
+        gateway,
+        client,
+    }) = setup_with(&format!(
+        "[zellij.servers.empty]\nsocket_dir = '{}'\n",
+        empty_dir.path().display()
+    ))
+    .await
+    else {
+        return;
+    };
+    let s = session.as_str();
+    let servers = ok(&client, "zellij_list_servers", json!({})).await;
+    assert_eq!(ids(&servers, "servers", "name"), ["empty", "z"]);
+    err_kind(
+        &client,
+        "zellij_list_tabs",
+        json!({}),
+        "invalid_arguments",
+        "several Zellij servers",
+    )
+    .await;
+    ok(&client, "zellij_list_tabs", json!({"server": "z"})).await;
+    // A server whose socket dir holds no session: nothing listed, named sessions missing.
+    let none = ok(&client, "zellij_list_sessions", json!({"server": "empty"})).await;
+    assert_eq!(none["sessions"], json!([]));
+    err_kind(
+        &client,
+        "zellij_list_tabs",
+        json!({"server": "empty"}),
+        "invalid_arguments",
+        "no default session",
+    )
+    .await;
+    err_kind(
+        &client,
+        "zellij_list_panes",
+        json!({"server": "empty", "session": s}),
+        "not_found",
+        "no session",
+    )
+    .await;
+
+    // Server patterns: a token for `z` only needs no `server` argument and never sees `empty`.
+    let only_z = legacy(
+        &gateway,
+        &limited_token(&gateway, "zed", Some(&["z"]), None, false),
+    )
+    .await;
+    let servers = ok(&only_z, "zellij_list_servers", json!({})).await;
+    assert_eq!(ids(&servers, "servers", "name"), ["z"]);
+    ok(&only_z, "zellij_list_tabs", json!({})).await;
+    err_kind(
+        &only_z,
+        "zellij_list_sessions",
+        json!({"server": "empty"}),
+        "not_found",
+        "no Zellij server named",
+    )
+    .await;
+    let tmux_only = legacy(
+        &gateway,
+        &limited_token(&gateway, "tim", Some(&["default"]), None, false),
+    )
+    .await;
+    err_kind(
+        &tmux_only,
+        "zellij_list_tabs",
+        json!({}),
+        "unavailable",
+        "no Zellij server you may use",
+    )
+    .await;
+
+    // Zellij sessions have no owner: in own_sessions mode only an explicit grant shows one.
+    let own = legacy(&gateway, &limited_token(&gateway, "olga", None, None, true)).await;
+    let seen = ok(&own, "zellij_list_sessions", json!({"server": "z"})).await;
+    assert_eq!(seen["sessions"], json!([]));
+    err_kind(
+        &own,
+        "zellij_read_pane",
+        json!({"server": "z", "pane": "terminal_0"}),
+        "not_found",
+        "no session",
+    )
+    .await;
+    let granted = legacy(
+        &gateway,
+        &limited_token(&gateway, "olga", None, Some(&[s]), true),
+    )
+    .await;
+    let seen = ok(&granted, "zellij_list_sessions", json!({"server": "z"})).await;
+    assert_eq!(ids(&seen, "sessions", "name"), [s]);
+    ok(
+        &granted,
+        "zellij_read_pane",
+        json!({"server": "z", "pane": "terminal_0"}),
+    )
+    .await;
+}

@@ -43,10 +43,10 @@ pub fn summary(loaded: &LoadedConfig) -> String {
         let _ = writeln!(out, "  tmux server {name}: {}{absent}", server.socket);
     }
     for (name, server) in &config.zellij.servers {
-        let session = server
-            .session
-            .as_ref()
-            .map_or_else(|| "no default session".to_owned(), |s| format!("session {s}"));
+        let session = server.session.as_ref().map_or_else(
+            || "no default session".to_owned(),
+            |s| format!("session {s}"),
+        );
         let socket_dir = server.socket_dir.as_ref().map_or_else(
             || "default socket dir".to_owned(),
             |d| format!("socket dir {}", d.display()),
