@@ -227,8 +227,8 @@ impl McpServer {
             Operates on tab `tab` of `session`. This is the one tab tool meant to change what \
             humans see, and they see it happen; the other zellij_* tools work on any tab by id \
             without it, so call this only when the user asked to be shown the tab. Calling it \
-            again for the same tab changes nothing. With nobody attached it only sets the tab \
-            the next client will see.",
+            again for the same tab changes nothing. With nobody attached it has no visible \
+            effect.",
         annotations(
             title = "Go to Zellij tab",
             read_only_hint = false,
