@@ -1,7 +1,8 @@
 //! `muxgate doctor`: checks the host for what the gateway needs and reports what it finds.
 //!
 //! Checks: tmux is installed (and its version); every configured server is running or allowed
-//! to be absent; no stale muxgate control clients are attached. A muxgate control client is
+//! to be absent; no stale muxgate control clients are attached; every configured Zellij server's
+//! binary runs and its default session is live. A muxgate control client is
 //! recognized by its terminal name `muxgate-<owner pid>` (the engine sets `TERM` so); it is
 //! stale when that owner is no longer its parent process, i.e. the gateway that spawned it is
 //! gone. Stale clients throttle output and can wedge `kill-server`, so doctor reports them with
@@ -14,6 +15,7 @@ use std::fmt::{self, Write as _};
 
 use crate::config::{Config, ServerName, TmuxServer};
 use crate::mux::tmux::stale::{self, ControlClientState};
+use crate::mux::zellij::backend::ZellijBackend;
 use crate::tmux_cli::{self, PROBE_TIMEOUT, ServerProbe};
 
 /// The outcome of one check.
@@ -102,20 +104,60 @@ impl Report {
 pub async fn run(config: &Config) -> Report {
     let mut report = Report::default();
     match tmux_cli::find_tmux().await {
-        Ok(tmux) => report.push(
-            Outcome::Ok,
-            "tmux",
-            format!("{} ({})", tmux.version, tmux.path.display()),
-        ),
-        Err(err) => {
-            report.push(Outcome::Fail, "tmux", err.to_string());
-            return report;
+        Ok(tmux) => {
+            report.push(
+                Outcome::Ok,
+                "tmux",
+                format!("{} ({})", tmux.version, tmux.path.display()),
+            );
+            for (name, server) in &config.tmux.servers {
+                check_server(&mut report, name, server).await;
+            }
         }
+        Err(err) => report.push(Outcome::Fail, "tmux", err.to_string()),
     }
-    for (name, server) in &config.tmux.servers {
-        check_server(&mut report, name, server).await;
+    for (name, server) in &config.zellij.servers {
+        check_zellij_server(&mut report, config, name, server).await;
     }
     report
+}
+
+/// A configured Zellij server: the binary runs and is recent enough, and its default session
+/// (if any) is live. A missing session is a warning: it may be started later.
+async fn check_zellij_server(
+    report: &mut Report,
+    config: &Config,
+    name: &ServerName,
+    server: &crate::config::ZellijServer,
+) {
+    let subject = format!("zellij server {name}");
+    let backend = match ZellijBackend::open(config.zellij.spec(server)).await {
+        Ok(backend) => backend,
+        Err(err) => {
+            report.push(Outcome::Fail, &subject, err.to_string());
+            return;
+        }
+    };
+    let sessions = match backend.list_sessions().await {
+        Ok(sessions) => sessions,
+        Err(err) => {
+            report.push(Outcome::Fail, &subject, err.to_string());
+            return;
+        }
+    };
+    let live = sessions.iter().filter(|s| !s.exited).count();
+    let summary = format!("zellij {}, {live} live session(s)", backend.version());
+    match &server.session {
+        Some(session) if !sessions.iter().any(|s| &s.name == session && !s.exited) => report.push(
+            Outcome::Warn,
+            &subject,
+            format!(
+                "{summary}; its session {session} is not running (calls that name no \
+                     session fail until it is)"
+            ),
+        ),
+        _ => report.push(Outcome::Ok, &subject, summary),
+    }
 }
 
 async fn check_server(report: &mut Report, name: &ServerName, server: &TmuxServer) {

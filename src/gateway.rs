@@ -27,6 +27,7 @@ use crate::limits::Limits;
 use crate::mcp::self_guard::SelfLocation;
 use crate::mcp::{McpServer, McpState};
 use crate::mux::tmux::TmuxEngine;
+use crate::mux::zellij::servers::ZellijServers;
 use crate::telemetry::exposition::MetricsEndpoint;
 use crate::telemetry::{Metrics, MetricsTokenError};
 
@@ -119,6 +120,13 @@ impl Gateway {
         let mcp = McpServer::new(McpState {
             config: config.clone(),
             tmux: engine.clone(),
+            zellij: ZellijServers::new(config.zellij.servers.iter().map(|(name, server)| {
+                (
+                    name.to_string(),
+                    server.session.clone(),
+                    config.zellij.spec(server),
+                )
+            })),
             limits: limits.clone(),
             audit: audit.clone(),
             self_location: SelfLocation::from_env(

@@ -1,6 +1,7 @@
 //! `muxgate doctor`'s checks against real tmux servers on private sockets.
 
 mod common;
+mod zellij_common;
 
 use std::time::Duration;
 
@@ -83,4 +84,59 @@ async fn doctor_fails_on_an_absent_server_unless_allowed() {
     let report = doctor::run(&config_with_server("gone", &socket, true)).await;
     assert!(!report.failed(), "{}", report.render());
     assert!(report.render().contains("allowed absent"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_checks_zellij_servers_and_their_sessions() {
+    let Some(h) = zellij_common::Harness::new().await else {
+        return;
+    };
+    let session = h.session().await;
+    let env = &h.env;
+    let path = |p: &Option<std::path::PathBuf>| p.as_ref().unwrap().display().to_string();
+    let config = muxgate::config::Config::from_toml_str(&format!(
+        "[zellij]\nbinary = '{}'\n\
+         [zellij.servers.up]\nsession = '{session}'\nsocket_dir = '{dir}'\nhome = '{home}'\n\
+         [zellij.servers.down]\nsession = 'absent'\nsocket_dir = '{dir}'\nhome = '{home}'\n\
+         [zellij.servers.any]\nsocket_dir = '{dir}'\n",
+        env.binary.display(),
+        dir = path(&env.socket_dir),
+        home = path(&env.home),
+    ))
+    .unwrap();
+    let mut broken = config.clone();
+    broken.zellij.binary = "/nonexistent/zellij".into();
+
+    let report = doctor::run(&config).await;
+    let text = report.render();
+    let check = |name: &str| {
+        report
+            .checks
+            .iter()
+            .find(|c| c.subject == format!("zellij server {name}"))
+            .unwrap_or_else(|| panic!("no check of {name}: {text}"))
+            .clone()
+    };
+    assert_eq!(check("up").outcome, Outcome::Ok, "{text}");
+    assert!(check("up").detail.contains("1 live session"), "{text}");
+    assert_eq!(check("down").outcome, Outcome::Warn, "{text}");
+    assert!(
+        check("down").detail.contains("absent is not running"),
+        "{text}"
+    );
+    // No default session: nothing to warn about.
+    assert_eq!(check("any").outcome, Outcome::Ok, "{text}");
+
+    let report = doctor::run(&broken).await;
+    let failed = report
+        .checks
+        .iter()
+        .find(|c| c.subject == "zellij server up")
+        .unwrap();
+    assert_eq!(failed.outcome, Outcome::Fail, "{}", report.render());
+    assert!(
+        failed.detail.contains("cannot run zellij"),
+        "{}",
+        report.render()
+    );
 }

@@ -37,6 +37,7 @@ pub const DIGEST_FIELDS: &[&str] = &[
     "stop",
     "script",
     "body",
+    "paste",
 ];
 
 /// Fields holding nested arguments, redacted recursively.
@@ -107,6 +108,21 @@ pub const ECHO_FIELDS: &[&str] = &[
     "start_directory",
     "output_path",
     "profile",
+    // Zellij tools.
+    "session",
+    "pane",
+    "tab",
+    "mode",
+    "side",
+    "floating",
+    "focus",
+    "keep_pane",
+    "include_plugins",
+    "visible",
+    "close_on_exit",
+    "line",
+    "cwd",
+    "file",
 ];
 
 /// Fields whose object value keeps its keys (variable names) and digests each value.

@@ -42,6 +42,17 @@ pub fn summary(loaded: &LoadedConfig) -> String {
         };
         let _ = writeln!(out, "  tmux server {name}: {}{absent}", server.socket);
     }
+    for (name, server) in &config.zellij.servers {
+        let session = server.session.as_ref().map_or_else(
+            || "no default session".to_owned(),
+            |s| format!("session {s}"),
+        );
+        let socket_dir = server.socket_dir.as_ref().map_or_else(
+            || "default socket dir".to_owned(),
+            |d| format!("socket dir {}", d.display()),
+        );
+        let _ = writeln!(out, "  zellij server {name}: {session}, {socket_dir}");
+    }
     let engine = &config.engine;
     let _ = writeln!(
         out,
@@ -72,7 +83,8 @@ mod tests {
         let file = dir.path().join("gw.toml");
         std::fs::write(
             &file,
-            "[tmux.servers.build]\nsocket_name = 'build'\nallow_absent = true\n",
+            "[tmux.servers.build]\nsocket_name = 'build'\nallow_absent = true\n\
+             [zellij.servers.desk]\nsession = 'work'\n",
         )
         .unwrap();
         let env = vec![("MUXGATE_HTTP__BIND".to_string(), "0.0.0.0:9".to_string())];
@@ -92,5 +104,9 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("tmux server default"), "{text}");
+        assert!(
+            text.contains("zellij server desk: session work, default socket dir"),
+            "{text}"
+        );
     }
 }

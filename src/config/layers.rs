@@ -28,7 +28,7 @@ pub const NON_OVERRIDE_VARS: &[&str] = &["MUXGATE_CONFIG", "MUXGATE_LOG"];
 /// Tables whose entries are a collection of named items rather than settings: a file that
 /// defines such a table replaces the default's entries instead of merging into them (a file
 /// listing tmux servers must not inherit the default server).
-pub const REPLACED_TABLES: &[&str] = &["tmux.servers", "clients"];
+pub const REPLACED_TABLES: &[&str] = &["tmux.servers", "zellij.servers", "clients"];
 
 /// Where a configuration value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -37,6 +37,9 @@ use crate::http::tls::TlsConfig;
 use crate::limits::LimitsConfig;
 use crate::mux::tmux::EngineSettings;
 pub use crate::mux::tmux::TmuxSocket;
+use crate::mux::zellij::backend::ZellijServerSpec;
+use crate::mux::zellij::cli::ZellijEnv;
+use crate::mux::zellij::ids::SessionName as ZellijSessionName;
 use crate::telemetry::{LogConfig, MetricsConfig, OtelConfig};
 pub use layers::{EnvError, Origin};
 use layers::{KeyPath, Layered, display_path};
@@ -51,6 +54,7 @@ pub struct Config {
     pub http: HttpConfig,
     pub tmux: TmuxConfig,
     pub engine: EngineConfig,
+    pub zellij: ZellijConfig,
     pub auth: AuthConfig,
     /// Per-client policy and limits, by the token's `sub`.
     #[serde(default)]
@@ -200,6 +204,121 @@ fn is_safe_name(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+}
+
+/// `[zellij]`: the Zellij servers this gateway may drive and how it runs `zellij`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ZellijConfig {
+    /// The `zellij` executable (looked up on `PATH` unless it is a path).
+    pub binary: PathBuf,
+    /// Longest time one `zellij` CLI call may take.
+    pub call_timeout_ms: u64,
+    /// Longest time one operation (several calls on one session's queue) may take.
+    pub op_timeout_ms: u64,
+    /// Operations that may wait per Zellij session before callers get a "busy" error.
+    pub queue_capacity: usize,
+    /// By name, in name order. None by default.
+    #[serde(default)]
+    pub servers: BTreeMap<ServerName, ZellijServer>,
+}
+
+/// One configured Zellij server (`[zellij.servers.<name>]`): the sessions in one socket dir,
+/// and the session tools use when a call names none.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ZellijServer {
+    /// The session a call acts on when it names no session.
+    #[serde(default)]
+    pub session: Option<ZellijSessionName>,
+    /// `ZELLIJ_SOCKET_DIR` (absolute): only sessions whose sockets live there are visible.
+    /// Default: Zellij's own (under `$XDG_RUNTIME_DIR` or the temp dir).
+    #[serde(default)]
+    pub socket_dir: Option<PathBuf>,
+    /// `HOME` for the `zellij` processes muxgate starts (absolute). Default: muxgate's.
+    #[serde(default)]
+    pub home: Option<PathBuf>,
+    /// `TMPDIR` for them (absolute). Default: muxgate's.
+    #[serde(default)]
+    pub tmp_dir: Option<PathBuf>,
+    /// `ZELLIJ_CONFIG_FILE` for them (absolute). Default: Zellij's lookup.
+    #[serde(default)]
+    pub config_file: Option<PathBuf>,
+}
+
+impl ZellijConfig {
+    /// How the backend drives `server`: these keys, with the backend's defaults for the rest.
+    pub fn spec(&self, server: &ZellijServer) -> ZellijServerSpec {
+        let env = ZellijEnv {
+            socket_dir: server.socket_dir.clone(),
+            home: server.home.clone(),
+            tmp_dir: server.tmp_dir.clone(),
+            config_file: server.config_file.clone(),
+            ..ZellijEnv::new(self.binary.clone())
+        };
+        ZellijServerSpec {
+            call_timeout: Duration::from_millis(self.call_timeout_ms),
+            op_timeout: Duration::from_millis(self.op_timeout_ms),
+            queue_capacity: self.queue_capacity,
+            ..ZellijServerSpec::new(env)
+        }
+    }
+
+    fn validate(&self, tmux: &TmuxConfig) -> Result<(), Violation> {
+        if self.binary.as_os_str().is_empty() {
+            return Err(Violation::at(&["zellij", "binary"], "must not be empty"));
+        }
+        positive(&["zellij", "call_timeout_ms"], self.call_timeout_ms)?;
+        positive(&["zellij", "op_timeout_ms"], self.op_timeout_ms)?;
+        positive(&["zellij", "queue_capacity"], self.queue_capacity as u64)?;
+        let mut seen: BTreeMap<(Option<&PathBuf>, Option<&ZellijSessionName>), &ServerName> =
+            BTreeMap::new();
+        for (name, server) in &self.servers {
+            let at = |key: &str| Violation {
+                path: ["zellij", "servers", name.as_str(), key]
+                    .iter()
+                    .filter(|s| !s.is_empty())
+                    .map(|s| s.to_string())
+                    .collect(),
+                message: String::new(),
+            };
+            if tmux.servers.contains_key(name.as_str()) {
+                return Err(Violation {
+                    message: format!(
+                        "the name is already used by tmux.servers.{name}; server names are shared \
+                         by both backends (access rules match them), so pick another"
+                    ),
+                    ..at("")
+                });
+            }
+            for (key, path) in [
+                ("socket_dir", &server.socket_dir),
+                ("home", &server.home),
+                ("tmp_dir", &server.tmp_dir),
+                ("config_file", &server.config_file),
+            ] {
+                if let Some(path) = path
+                    && !path.is_absolute()
+                {
+                    return Err(Violation {
+                        message: format!("`{}` must be an absolute path", path.display()),
+                        ..at(key)
+                    });
+                }
+            }
+            if let Some(first) =
+                seen.insert((server.socket_dir.as_ref(), server.session.as_ref()), name)
+            {
+                return Err(Violation {
+                    message: format!(
+                        "addresses the same socket dir and session as zellij.servers.{first}"
+                    ),
+                    ..at("")
+                });
+            }
+        }
+        Ok(())
+    }
 }
 
 /// `[engine]`: tunables of the tmux control-mode engine (see [`EngineSettings`]). How many
@@ -392,6 +511,7 @@ impl Config {
         if engine.tmux_bin.as_os_str().is_empty() {
             return Err(Violation::at(&["engine", "tmux_bin"], "must not be empty"));
         }
+        self.zellij.validate(&self.tmux)?;
         if let Some(tls) = &http.tls {
             positive(
                 &["http", "tls", "watch_interval_secs"],
@@ -598,6 +718,13 @@ mod tests {
         let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/config/example.toml"));
         let config = Config::load(Some(path), env(&[])).unwrap().config;
         assert_eq!(config.tmux.servers.len(), 3);
+        assert_eq!(
+            config.zellij.servers["desk"]
+                .session
+                .as_ref()
+                .map(|s| s.as_str()),
+            Some("work")
+        );
         assert!(config.http.allowed_origins.is_empty());
     }
 
@@ -848,6 +975,57 @@ mod tests {
             origin,
             Origin::Env("MUXGATE_HTTP__SESSION_IDLE_SECS".into())
         );
+    }
+
+    #[test]
+    fn zellij_servers_are_named_like_tmux_servers() {
+        let config = load(
+            "[zellij.servers.desk]\nsession = 'work'\nsocket_dir = '/run/z'\n\
+             [zellij.servers.other]\n",
+            &[("MUXGATE_ZELLIJ__CALL_TIMEOUT_MS", "700")],
+        )
+        .unwrap()
+        .config;
+        assert!(Config::embedded_default().zellij.servers.is_empty());
+        let names: Vec<_> = config
+            .zellij
+            .servers
+            .keys()
+            .map(ServerName::as_str)
+            .collect();
+        assert_eq!(names, ["desk", "other"]);
+        let spec = config.zellij.spec(&config.zellij.servers["desk"]);
+        assert_eq!(spec.env.socket_dir, Some(PathBuf::from("/run/z")));
+        assert_eq!(spec.env.binary, PathBuf::from("zellij"));
+        assert_eq!(spec.call_timeout, Duration::from_millis(700));
+        assert_eq!(config.zellij.servers["other"].session, None);
+    }
+
+    #[test]
+    fn zellij_server_errors_name_the_key() {
+        let (key, message, _) = invalid("[zellij.servers.a]\nsession = 'a b'\n", &[]);
+        assert_eq!(key, "zellij.servers.a.session");
+        assert!(message.contains("invalid session name"), "{message}");
+        let (key, message, _) = invalid("[zellij.servers.a]\nsocket = '/x'\n", &[]);
+        assert_eq!(key, "zellij.servers.a.socket");
+        assert!(message.contains("`socket_dir`"), "{message}");
+        let (key, message, _) = invalid("[zellij.servers.a]\nsocket_dir = 'rel'\n", &[]);
+        assert_eq!(key, "zellij.servers.a.socket_dir");
+        assert!(message.contains("absolute"), "{message}");
+        let (key, message, _) = invalid("[zellij.servers.default]\n", &[]);
+        assert_eq!(key, "zellij.servers.default");
+        assert!(message.contains("tmux.servers.default"), "{message}");
+        let (key, message, _) = invalid(
+            "[zellij.servers.a]\nsession = 's'\n[zellij.servers.b]\nsession = 's'\n",
+            &[],
+        );
+        assert_eq!(key, "zellij.servers.b");
+        assert!(message.contains("zellij.servers.a"), "{message}");
+        let (key, message, _) = invalid("[zellij]\nop_timeout_ms = 0\n", &[]);
+        assert_eq!(key, "zellij.op_timeout_ms");
+        assert_eq!(message, "must be at least 1");
+        let (key, _, _) = invalid("[zellij]\nbinary = ''\n", &[]);
+        assert_eq!(key, "zellij.binary");
     }
 
     #[test]

@@ -188,7 +188,7 @@ fn error_kind_of(structured: Option<&Value>) -> Option<&'static str> {
 /// per-operation targets of batches), for the audit record. Values are ids or names, which the
 /// tools validate; they are still capped here because the record is written before that.
 fn targets_of(args: &Value) -> Vec<String> {
-    const KEYS: [&str; 4] = ["target", "pane", "session", "window"];
+    const KEYS: [&str; 5] = ["target", "pane", "session", "window", "tab"];
     let mut found = Vec::new();
     let mut collect = |object: &serde_json::Map<String, Value>| {
         for key in KEYS {

@@ -11,6 +11,7 @@
 //! - [`call`]: what happens around every call (scope check, rate limit, audit, metrics) and
 //!   how long-running tools end at shutdown ([`McpState::until_shutdown`]);
 //! - [`access`]: how a tool reaches tmux for a caller (server choice, target ACL, errors);
+//! - [`zellij_access`]: the same for the `zellij_*` tools (server, session, ACL, errors, waits);
 //! - [`self_guard`]: destructive tools never take down the tmux object the gateway runs in;
 //! - [`error`]: [`ToolError`], the `isError` result a model can act on;
 //! - [`args`]: helpers for tool input structs;
@@ -35,6 +36,7 @@ pub mod prompts;
 pub mod resources;
 pub mod self_guard;
 pub mod tools;
+pub mod zellij_access;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -56,6 +58,7 @@ use crate::audit::AuditLog;
 use crate::config::Config;
 use crate::limits::Limits;
 use crate::mux::tmux::TmuxEngine;
+use crate::mux::zellij::servers::ZellijServers;
 use crate::telemetry::Metrics;
 use crate::telemetry::mcp::{RequestObserver, ToolName, is_tool_error};
 pub use call::CallContext;
@@ -67,13 +70,16 @@ pub const SERVER_NAME: &str = "muxgate";
 /// Guidance sent to clients at initialization / discovery.
 pub const INSTRUCTIONS: &str = "muxgate drives the tmux servers of one host on your behalf. \
 Start with list_servers: it names the tmux servers this gateway may drive, and other tools select \
-one by that name. Tool failures you can fix come back as results with isError set, a message and \
+one by that name. Zellij sessions, when configured, have their own zellij_* tools (tabs, not \
+windows; start with zellij_list_servers). Tool failures you can fix come back as results with isError set, a message and \
 a one-line suggestion; follow the suggestion instead of retrying the same call.";
 
 /// What tool handlers can reach. Shared by every MCP session.
 pub struct McpState {
     pub config: Arc<Config>,
     pub tmux: TmuxEngine,
+    /// The configured Zellij servers (the `zellij_*` tools).
+    pub zellij: ZellijServers,
     pub limits: Arc<Limits>,
     pub audit: Arc<AuditLog>,
     /// Where the gateway itself runs, when inside tmux (see [`self_guard`]).

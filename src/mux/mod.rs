@@ -1,9 +1,11 @@
 //! Terminal multiplexer backends.
 //!
-//! [`tmux`] drives tmux servers through persistent control-mode connections. Backend-neutral
-//! types live here so that the tool layer does not depend on one multiplexer.
+//! [`tmux`] drives tmux servers through persistent control-mode connections, [`zellij`] drives
+//! Zellij sessions through its CLI. Backend-neutral types live here so that the tool layer does
+//! not depend on one multiplexer; [`pane_io::PaneIo`] is the pane-level trait both implement.
 
 pub mod lines;
+pub mod pane_io;
 pub mod shell_run;
 pub mod text_match;
 pub mod tmux;

@@ -24,6 +24,11 @@ mod support;
 pub mod wait;
 pub mod watch;
 pub mod window;
+pub mod zellij_io;
+mod zellij_objects;
+pub mod zellij_pane;
+pub mod zellij_session;
+pub mod zellij_tab;
 
 use rmcp::handler::server::tool::ToolRouter;
 
@@ -47,4 +52,8 @@ pub(crate) fn router() -> ToolRouter<McpServer> {
         + McpServer::run_tools()
         + McpServer::since_tools()
         + McpServer::batch_tools()
+        + McpServer::zellij_session_tools()
+        + McpServer::zellij_tab_tools()
+        + McpServer::zellij_pane_tools()
+        + McpServer::zellij_io_tools()
 }

@@ -15,7 +15,8 @@
 //! - [`claims`]: which panes a programmatic run currently owns;
 //! - [`start`]: starting a server that is not running (the one subprocess a tool may need);
 //! - [`target`], [`format`]: validated targets as clients name them, and listing rows (pure);
-//! - [`ops`]: operations (keys, input, captures, buffers, pipes) as commands and parsers (pure).
+//! - [`ops`]: operations (keys, input, captures, buffers, pipes) as commands and parsers (pure);
+//! - [`panes`]: the backend-neutral pane operations ([`crate::mux::pane_io::PaneIo`]) for tmux.
 //!
 //! [`TmuxServer`] ties one server's worker and output hub together; [`TmuxEngine`] holds the
 //! configured servers by name.
@@ -29,6 +30,7 @@ pub mod latency;
 pub mod monitor;
 pub mod ops;
 pub mod output;
+pub mod panes;
 pub mod protocol;
 pub mod quote;
 pub mod spawn;

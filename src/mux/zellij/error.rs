@@ -97,6 +97,15 @@ pub enum ZellijError {
         reason: String,
     },
 
+    /// A step of an input batch failed; the steps before it were delivered, none after.
+    #[error(
+        "step {step} of the batch failed ({step} earlier steps were delivered, none after): {source}"
+    )]
+    BatchStep {
+        step: usize,
+        source: Box<ZellijError>,
+    },
+
     /// Output larger than the configured cap.
     #[error("output of `zellij {command}` exceeds {limit} bytes")]
     OutputTooLarge { command: String, limit: usize },

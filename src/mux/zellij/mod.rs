@@ -9,7 +9,9 @@
 //! - [`attach`]: a client attached through a pty muxgate owns (sizes tabs of headless sessions);
 //! - [`queue`]: one serialized operation queue per session;
 //! - [`watch`]: live pane views from `zellij subscribe`, shared by waiters;
-//! - [`backend`]: the API the tools use, [`backend::ZellijBackend`], with [`error::ZellijError`].
+//! - [`backend`]: the API the tools use, [`backend::ZellijBackend`], with [`error::ZellijError`];
+//! - [`servers`]: the configured servers by name, each backend opened on first use;
+//! - [`panes`]: the backend-neutral pane operations ([`crate::mux::pane_io::PaneIo`]) for one session.
 //!
 //! Not here: MCP tool definitions, policy, limits and audit (they wrap this API).
 
@@ -22,5 +24,7 @@ pub mod ids;
 pub mod keys;
 pub mod listing;
 pub mod marker;
+pub mod panes;
 pub mod queue;
+pub mod servers;
 pub mod watch;

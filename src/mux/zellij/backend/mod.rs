@@ -29,9 +29,9 @@ mod inner;
 mod types;
 
 pub use types::{
-    ClosedPane, CommandResult, CreateSessionOptions, EditOptions, FocusedPane, NewPaneOptions,
-    NewTabOptions, PaneText, ReadScope, ResizeMode, RunInPaneOptions, RunOptions, Side,
-    SplitDirection, TextMatch, TextPattern, ZellijServerSpec,
+    ClosedPane, CommandResult, CreateSessionOptions, EditOptions, FocusedPane, InputStep,
+    NewPaneOptions, NewTabOptions, PaneText, ReadScope, ResizeMode, RunInPaneOptions, RunOptions,
+    Side, SplitDirection, TextMatch, TextPattern, ZellijServerSpec,
 };
 
 use super::cli::{ZellijCli, describe_status, first_lines};
@@ -730,6 +730,59 @@ impl ZellijBackend {
             let mut argv = args(["send-keys", "--pane-id", &id, "--"]);
             argv.extend(keys.into_iter().map(OsString::from));
             inner.act(&s, "action send-keys", argv).await.map(drop)
+        })
+        .await
+    }
+
+    /// Delivers several inputs to one terminal pane as ONE job on the session's queue, so no
+    /// other operation on the session comes between them. Stops at the first failing step
+    /// ([`ZellijError::BatchStep`] says which; earlier steps were delivered).
+    pub async fn input_batch(
+        &self,
+        session: &SessionName,
+        pane: PaneId,
+        steps: Vec<InputStep>,
+    ) -> Result<()> {
+        if steps.is_empty() {
+            return Err(invalid("steps", "no steps given"));
+        }
+        for (i, step) in steps.iter().enumerate() {
+            let empty = match step {
+                InputStep::Text(t) | InputStep::Paste(t) => t.is_empty(),
+                InputStep::Keys(k) => k.is_empty(),
+            };
+            if empty {
+                return Err(invalid("steps", format!("step {i} is empty")));
+            }
+        }
+        self.queued(session, "input_batch", move |inner, s| async move {
+            inner.require_terminal(&s, pane).await?;
+            let id = pane.to_string();
+            for (step, input) in steps.into_iter().enumerate() {
+                let (label, argv) = match input {
+                    InputStep::Text(text) => (
+                        "action write-chars",
+                        args(["write-chars", "--pane-id", &id, "--", &text]),
+                    ),
+                    InputStep::Paste(text) => (
+                        "action paste",
+                        args(["paste", "--pane-id", &id, "--", &text]),
+                    ),
+                    InputStep::Keys(keys) => {
+                        let mut argv = args(["send-keys", "--pane-id", &id, "--"]);
+                        argv.extend(keys.iter().map(|k| OsString::from(k.as_str())));
+                        ("action send-keys", argv)
+                    }
+                };
+                inner
+                    .act(&s, label, argv)
+                    .await
+                    .map_err(|source| ZellijError::BatchStep {
+                        step,
+                        source: Box::new(source),
+                    })?;
+            }
+            Ok(())
         })
         .await
     }

@@ -11,6 +11,7 @@ use crate::mux::zellij::attach::TermSize;
 use crate::mux::zellij::cli::ZellijEnv;
 use crate::mux::zellij::error::Result;
 use crate::mux::zellij::ids::{PaneId, TabId};
+use crate::mux::zellij::keys::Key;
 use crate::mux::zellij::listing::Pane;
 use crate::mux::zellij::marker::ShellKind;
 
@@ -75,7 +76,9 @@ pub struct NewTabOptions {
 }
 
 /// Where a tiled pane opens relative to the pane it splits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum SplitDirection {
     Right,
@@ -112,7 +115,9 @@ pub struct EditOptions {
 }
 
 /// Grow or shrink.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ResizeMode {
     Increase,
@@ -120,7 +125,9 @@ pub enum ResizeMode {
 }
 
 /// A side of a pane.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Side {
     Left,
@@ -130,7 +137,9 @@ pub enum Side {
 }
 
 /// Visible part only, or the scrollback too.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ReadScope {
     Viewport,
@@ -162,6 +171,17 @@ pub struct ClosedPane {
     pub tab: TabId,
     /// The pane was the last one of its tab, so the tab closed too.
     pub tab_closed: bool,
+}
+
+/// One step of [`ZellijBackend::input_batch`].
+#[derive(Debug, Clone)]
+pub enum InputStep {
+    /// Typed text (`\n` presses Enter).
+    Text(String),
+    /// Keys pressed in order.
+    Keys(Vec<Key>),
+    /// Text pasted with bracketed paste.
+    Paste(String),
 }
 
 /// Options of [`ZellijBackend::run_command`].

@@ -1,0 +1,692 @@
+//! Zellij terminal I/O tools: type text, press keys, batches of both, read a pane's screen or
+//! scrollback, wait for text, and run commands with their output and exit status.
+//!
+//! Everything targets a pane by id and never moves anyone's focus. Typing, keys, reads and
+//! waits go through the backend-neutral [`PaneIo`] trait; waits are woken by Zellij's pane
+//! events (no polling, no sleeps) and reads come from stdout (no temp files).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rmcp::handler::server::common::Extension;
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::{tool, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use super::watch::cancelled;
+use crate::mcp::McpServer;
+use crate::mcp::call::CallContext;
+use crate::mcp::error::ToolError;
+use crate::mcp::zellij_access::{ZellijAccess, parse_pane, parse_tab};
+use crate::mux::pane_io::{PaneIo, ScreenPattern, ScreenScope};
+use crate::mux::tmux::ops::capture::truncation_marker;
+use crate::mux::zellij::backend::{CommandResult, InputStep, RunInPaneOptions, RunOptions};
+use crate::mux::zellij::panes::parse_keys;
+
+/// Default `max_lines` of reads and command output (as the tmux tools).
+const DEFAULT_MAX_LINES: usize = 500;
+/// Default timeout of `zellij_wait_for_text`.
+const DEFAULT_WAIT: Duration = Duration::from_secs(30);
+/// Default timeout of the run tools.
+const DEFAULT_RUN: Duration = Duration::from_secs(60);
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ZellijWriteInput {
+    /// Configured Zellij server name (from zellij_list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Session name (from zellij_list_sessions); default: the server's configured session.
+    #[serde(default)]
+    pub session: Option<String>,
+    /// The terminal pane id (`terminal_N`, from zellij_list_panes).
+    pub pane: String,
+    /// The text, typed exactly (a `\n` inside presses Enter).
+    pub text: String,
+    /// Press Enter after the text. Default false.
+    #[serde(default)]
+    pub enter: bool,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ZellijInputOutput {
+    pub server: String,
+    pub session: String,
+    pub pane_id: String,
+    /// Steps delivered (1 for single-input tools).
+    pub steps: usize,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ZellijSendKeysInput {
+    /// Configured Zellij server name (from zellij_list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Session name (from zellij_list_sessions); default: the server's configured session.
+    #[serde(default)]
+    pub session: Option<String>,
+    /// The terminal pane id (`terminal_N`, from zellij_list_panes).
+    pub pane: String,
+    /// Keys pressed in order, in Zellij's spelling: optional modifiers (Ctrl, Alt, Shift,
+    /// Super) then one character or a name: `"Ctrl c"`, `"Enter"`, `"Esc"`, `"Up"`, `"F5"`.
+    pub keys: Vec<String>,
+}
+
+/// One step of a batch: exactly one of `text`, `keys`, `paste`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ZellijBatchStep {
+    /// Text typed exactly (`\n` presses Enter).
+    #[serde(default)]
+    pub text: Option<String>,
+    /// Keys pressed in order (Zellij spelling, e.g. `"Ctrl c"`, `"Enter"`).
+    #[serde(default)]
+    pub keys: Option<Vec<String>>,
+    /// Text pasted with bracketed paste (the program sees one paste, not typed keys).
+    #[serde(default)]
+    pub paste: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ZellijSendKeysBatchInput {
+    /// Configured Zellij server name (from zellij_list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Session name (from zellij_list_sessions); default: the server's configured session.
+    #[serde(default)]
+    pub session: Option<String>,
+    /// The terminal pane id (`terminal_N`, from zellij_list_panes).
+    pub pane: String,
+    /// The inputs, delivered in order.
+    pub steps: Vec<ZellijBatchStep>,
+}
+
+/// Which part of a pane to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ZellijReadScope {
+    /// The lines on screen.
+    Visible,
+    /// The whole scrollback and the screen.
+    Full,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ZellijReadPaneInput {
+    /// Configured Zellij server name (from zellij_list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Session name (from zellij_list_sessions); default: the server's configured session.
+    #[serde(default)]
+    pub session: Option<String>,
+    /// The pane id (`terminal_N`, from zellij_list_panes).
+    pub pane: String,
+    /// `visible` (default) or `full` (scrollback included).
+    #[serde(default)]
+    pub scope: Option<ZellijReadScope>,
+    /// Most lines returned, keeping the last ones (default 500).
+    #[serde(default)]
+    pub max_lines: Option<usize>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ZellijReadPaneOutput {
+    pub server: String,
+    pub session: String,
+    pub pane_id: String,
+    /// The text, lines joined with `\n` (wrapped lines joined back), trailing blank lines
+    /// dropped; behind a `[... N lines truncated ...]` line when cut.
+    pub text: String,
+    /// Lines returned and lines the pane had.
+    pub lines: usize,
+    pub total_lines: usize,
+    /// Lines or bytes were cut from the start.
+    pub truncated: bool,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ZellijWaitForTextInput {
+    /// Configured Zellij server name (from zellij_list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Session name (from zellij_list_sessions); default: the server's configured session.
+    #[serde(default)]
+    pub session: Option<String>,
+    /// The pane id (`terminal_N`, from zellij_list_panes).
+    pub pane: String,
+    /// Text to find in one screen line (case-sensitive substring, or a regex with `regex`).
+    pub pattern: String,
+    /// Treat `pattern` as a regular expression (Rust syntax). Default false.
+    #[serde(default)]
+    pub regex: bool,
+    /// Seconds to wait (default 30; clamped to your max_wait_seconds).
+    #[serde(default)]
+    pub timeout: Option<f64>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ZellijWaitForTextOutput {
+    pub server: String,
+    pub session: String,
+    pub pane_id: String,
+    /// The first matching line and its index in `screen`.
+    pub line: String,
+    pub line_index: usize,
+    /// The visible lines in which it was found.
+    pub screen: Vec<String>,
+    pub waited_ms: u64,
+    /// The timeout applied, in seconds (after clamping).
+    pub effective_timeout: f64,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ZellijRunCommandInput {
+    /// Configured Zellij server name (from zellij_list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Session name (from zellij_list_sessions); default: the server's configured session.
+    #[serde(default)]
+    pub session: Option<String>,
+    /// A `/bin/sh` command line, e.g. `cargo test 2>&1 | tail -5`.
+    pub command: String,
+    /// The tab that hosts the command pane (id from zellij_list_tabs). Default: the first tab.
+    #[serde(default)]
+    pub tab: Option<String>,
+    /// Absolute working directory.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Run in a hidden floating pane (default true) or a tiled pane humans see in the layout.
+    #[serde(default = "yes")]
+    pub floating: bool,
+    /// Keep the pane after the command exits (default false: it is closed).
+    #[serde(default)]
+    pub keep_pane: bool,
+    /// Seconds to wait for the command (default 60; clamped to your max_wait_seconds).
+    #[serde(default)]
+    pub timeout: Option<f64>,
+    /// Most output lines returned, keeping the last ones (default 500).
+    #[serde(default)]
+    pub max_lines: Option<usize>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ZellijRunInPaneInput {
+    /// Configured Zellij server name (from zellij_list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Session name (from zellij_list_sessions); default: the server's configured session.
+    #[serde(default)]
+    pub session: Option<String>,
+    /// The terminal pane id whose interactive shell runs the command (`terminal_N`).
+    pub pane: String,
+    /// One command line for that shell (bash, zsh, sh or fish), without a trailing newline.
+    pub command: String,
+    /// Seconds to wait for the command (default 60; clamped to your max_wait_seconds).
+    #[serde(default)]
+    pub timeout: Option<f64>,
+    /// Most output lines returned, keeping the last ones (default 500).
+    #[serde(default)]
+    pub max_lines: Option<usize>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ZellijRunOutput {
+    pub server: String,
+    pub session: String,
+    /// The pane the command ran in.
+    pub pane_id: String,
+    /// The command's exit status.
+    pub exit_status: i32,
+    /// Its output only (not the prompt or the typed line), as the terminal showed it.
+    pub output: String,
+    /// Output lines returned and produced.
+    pub lines: usize,
+    pub total_lines: usize,
+    /// Output was cut (lines beyond `max_lines`, bytes beyond your limit, or lines that had
+    /// left the scrollback).
+    pub truncated: bool,
+    /// The pane was closed afterwards.
+    pub pane_closed: bool,
+    pub elapsed_ms: u64,
+}
+
+/// Text of `lines`, keeping the last `max_lines` behind a marker line, then the caller's byte
+/// cap. Returns (text, lines kept, truncated).
+fn shape_lines(z: &ZellijAccess<'_>, lines: &[String], max_lines: usize) -> (String, usize, bool) {
+    let keep = max_lines.max(1);
+    let cut = lines.len().saturating_sub(keep);
+    let mut text = String::new();
+    if cut > 0 {
+        text.push_str(&truncation_marker(cut));
+        text.push('\n');
+    }
+    text.push_str(&lines[cut..].join("\n"));
+    let (text, dropped) = z.cap_output(&text);
+    (text, lines.len() - cut, cut > 0 || dropped > 0)
+}
+
+/// A run's result as the tool returns it.
+fn run_output(
+    z: &ZellijAccess<'_>,
+    session: &str,
+    result: CommandResult,
+    max_lines: usize,
+) -> ZellijRunOutput {
+    // The output ends with the newline before the end marker; it is not an extra line.
+    let output = result.output.trim_end_matches('\n');
+    let lines: Vec<String> = if output.is_empty() {
+        Vec::new()
+    } else {
+        output.split('\n').map(str::to_owned).collect()
+    };
+    let (output, kept, truncated) = shape_lines(z, &lines, max_lines);
+    ZellijRunOutput {
+        server: z.server_name().to_owned(),
+        session: session.to_owned(),
+        pane_id: result.pane.to_string(),
+        exit_status: result.exit_status,
+        output,
+        lines: kept,
+        total_lines: lines.len(),
+        truncated: truncated || result.truncated,
+        pane_closed: result.pane_closed,
+        elapsed_ms: u64::try_from(result.elapsed.as_millis()).unwrap_or(u64::MAX),
+    }
+}
+
+impl McpServer {
+    /// Runs a wait until it ends, the client cancels, or the gateway shuts down.
+    async fn zellij_wait<T>(
+        &self,
+        cancel: &CancellationToken,
+        work: impl Future<Output = Result<T, ToolError>>,
+    ) -> Result<T, ToolError> {
+        self.state()
+            .until_shutdown(async {
+                tokio::select! {
+                    () = cancel.cancelled() => Err(cancelled()),
+                    result = work => result,
+                }
+            })
+            .await
+    }
+}
+
+#[tool_router(router = zellij_io_tools, vis = "pub(crate)")]
+impl McpServer {
+    #[tool(
+        name = "zellij_write_to_pane",
+        description = "Type text into a Zellij terminal pane by id, without focusing it.\n\n\
+            Operates on pane `pane` of `session` (any tab, visible or not); focus and every \
+            human's view stay as they are. `enter: true` presses Enter afterwards. Returns once \
+            Zellij took the input; to see the effect call zellij_wait_for_text or \
+            zellij_read_pane. To run a shell command and get its output and exit status, call \
+            zellij_run_in_pane instead of typing it here.",
+        annotations(
+            title = "Write to Zellij pane",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
+    )]
+    async fn zellij_write_to_pane(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<ZellijWriteInput>,
+    ) -> Result<Json<ZellijInputOutput>, ToolError> {
+        let z = self.zellij_access(&call, input.server.as_deref()).await?;
+        let session = z.session(input.session.as_deref())?;
+        let pane = parse_pane(&input.pane)?;
+        let mut text = input.text;
+        if input.enter {
+            text.push('\n');
+        }
+        z.panes(&session)
+            .send_text(&pane, &text)
+            .await
+            .map_err(|e| z.error(e))?;
+        Ok(Json(ZellijInputOutput {
+            server: z.server_name().to_owned(),
+            session: session.to_string(),
+            pane_id: pane.to_string(),
+            steps: 1,
+        }))
+    }
+
+    #[tool(
+        name = "zellij_send_keys",
+        description = "Press keys in a Zellij terminal pane by id (e.g. \"Ctrl c\", \"Enter\", \"Up\"), without focusing it.\n\n\
+            Operates on pane `pane` of `session`; focus and every human's view stay. Key names \
+            are checked before anything is sent (Zellij ignores names it cannot parse). For \
+            text use zellij_write_to_pane; for a mix of text and keys in one go, \
+            zellij_send_keys_batch.",
+        annotations(
+            title = "Send keys to Zellij pane",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
+    )]
+    async fn zellij_send_keys(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<ZellijSendKeysInput>,
+    ) -> Result<Json<ZellijInputOutput>, ToolError> {
+        let z = self.zellij_access(&call, input.server.as_deref()).await?;
+        let session = z.session(input.session.as_deref())?;
+        let pane = parse_pane(&input.pane)?;
+        z.panes(&session)
+            .send_keys(&pane, &input.keys)
+            .await
+            .map_err(|e| z.error(e))?;
+        Ok(Json(ZellijInputOutput {
+            server: z.server_name().to_owned(),
+            session: session.to_string(),
+            pane_id: pane.to_string(),
+            steps: 1,
+        }))
+    }
+
+    #[tool(
+        name = "zellij_send_keys_batch",
+        description = "Deliver a sequence of text, keys and pastes to one Zellij terminal pane in one call.\n\n\
+            Operates on pane `pane` of `session`; focus and every human's view stay. Each step \
+            has exactly one of `text`, `keys`, `paste`. The steps run back to back as one job on \
+            the session's queue (no other muxgate operation on the session comes between them); \
+            the first failing step stops the batch and the error names it (earlier steps were \
+            delivered). Every step is validated before anything is sent. At most your \
+            max_batch_ops steps.",
+        annotations(
+            title = "Send input batch to Zellij pane",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
+    )]
+    async fn zellij_send_keys_batch(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<ZellijSendKeysBatchInput>,
+    ) -> Result<Json<ZellijInputOutput>, ToolError> {
+        let z = self.zellij_access(&call, input.server.as_deref()).await?;
+        let session = z.session(input.session.as_deref())?;
+        let pane = parse_pane(&input.pane)?;
+        z.limits
+            .check_batch_size(call.sub(), input.steps.len())
+            .map_err(|e| {
+                ToolError::invalid_arguments(e.to_string(), "split the steps over several calls")
+            })?;
+        let steps = input
+            .steps
+            .into_iter()
+            .enumerate()
+            .map(|(i, step)| match (step.text, step.keys, step.paste) {
+                (Some(text), None, None) => Ok(InputStep::Text(text)),
+                (None, Some(keys), None) => parse_keys(&keys).map(InputStep::Keys).map_err(|e| {
+                    ToolError::invalid_arguments(
+                        format!("steps[{i}]: {e}"),
+                        "use key names like \"Ctrl c\", \"Enter\", \"Esc\", \"F5\"",
+                    )
+                }),
+                (None, None, Some(paste)) => Ok(InputStep::Paste(paste)),
+                _ => Err(ToolError::invalid_arguments(
+                    format!("steps[{i}] must have exactly one of text, keys, paste"),
+                    "split it into one step per kind of input",
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let count = steps.len();
+        z.backend
+            .input_batch(&session, pane, steps)
+            .await
+            .map_err(|e| z.error(e))?;
+        Ok(Json(ZellijInputOutput {
+            server: z.server_name().to_owned(),
+            session: session.to_string(),
+            pane_id: pane.to_string(),
+            steps: count,
+        }))
+    }
+
+    #[tool(
+        name = "zellij_read_pane",
+        description = "Read the text of a Zellij pane by id: the visible screen, or the full scrollback.\n\n\
+            Operates on pane `pane` of `session`, in any tab, whether or not a human is looking \
+            at it (e.g. a dev-server tab); focus does not change. `scope: full` includes the \
+            scrollback. Long text keeps its last `max_lines` lines. Read-only. To wait for \
+            something to appear call zellij_wait_for_text instead of reading repeatedly.",
+        annotations(
+            title = "Read Zellij pane",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn zellij_read_pane(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<ZellijReadPaneInput>,
+    ) -> Result<Json<ZellijReadPaneOutput>, ToolError> {
+        let z = self.zellij_access(&call, input.server.as_deref()).await?;
+        let session = z.session(input.session.as_deref())?;
+        let pane = parse_pane(&input.pane)?;
+        let scope = match input.scope.unwrap_or(ZellijReadScope::Visible) {
+            ZellijReadScope::Visible => ScreenScope::Visible,
+            ZellijReadScope::Full => ScreenScope::Full,
+        };
+        let lines = z
+            .panes(&session)
+            .read_screen(&pane, scope)
+            .await
+            .map_err(|e| z.error(e))?;
+        let (text, kept, truncated) =
+            shape_lines(&z, &lines, input.max_lines.unwrap_or(DEFAULT_MAX_LINES));
+        Ok(Json(ZellijReadPaneOutput {
+            server: z.server_name().to_owned(),
+            session: session.to_string(),
+            pane_id: pane.to_string(),
+            text,
+            lines: kept,
+            total_lines: lines.len(),
+            truncated,
+        }))
+    }
+
+    #[tool(
+        name = "zellij_wait_for_text",
+        description = "Wait until a line on a Zellij pane's screen matches, woken by Zellij's pane events (no polling).\n\n\
+            Operates on pane `pane` of `session`; focus does not change. Text already on the \
+            screen matches at once, so wait for something new (e.g. a marker your command \
+            prints). Literal, case-sensitive substring unless `regex`. Returns the matching \
+            line and the screen; on timeout an error (nothing changed). Read-only. For a command \
+            you want to run and see finish, call zellij_run_in_pane or zellij_run_command \
+            instead.",
+        annotations(
+            title = "Wait for text in Zellij pane",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn zellij_wait_for_text(
+        &self,
+        Extension(call): Extension<CallContext>,
+        cancel: CancellationToken,
+        Parameters(input): Parameters<ZellijWaitForTextInput>,
+    ) -> Result<Json<ZellijWaitForTextOutput>, ToolError> {
+        let z = self.zellij_access(&call, input.server.as_deref()).await?;
+        let session = z.session(input.session.as_deref())?;
+        let pane = parse_pane(&input.pane)?;
+        if input.pattern.is_empty() {
+            return Err(ToolError::invalid_arguments(
+                "pattern is empty",
+                "pass the text to wait for",
+            ));
+        }
+        let pattern = if input.regex {
+            regex::RegexBuilder::new(&input.pattern)
+                .size_limit(1 << 20)
+                .build()
+                .map(ScreenPattern::Regex)
+                .map_err(|e| {
+                    ToolError::invalid_arguments(
+                        format!("invalid regex: {e}"),
+                        "fix the expression, or pass regex false for a literal",
+                    )
+                })?
+        } else {
+            ScreenPattern::Literal(input.pattern)
+        };
+        let budget = z.wait_budget(input.timeout, DEFAULT_WAIT)?;
+        let panes = z.panes(&session);
+        let found = self
+            .zellij_wait(&cancel, async {
+                panes
+                    .wait_for_screen(&pane, &pattern, budget.effective)
+                    .await
+                    .map_err(|e| z.error(e))
+            })
+            .await?;
+        let screen_text = found.screen.join("\n");
+        let (capped, dropped) = z.cap_output(&screen_text);
+        let screen = if dropped > 0 {
+            capped.split('\n').map(str::to_owned).collect()
+        } else {
+            found.screen
+        };
+        Ok(Json(ZellijWaitForTextOutput {
+            server: z.server_name().to_owned(),
+            session: session.to_string(),
+            pane_id: pane.to_string(),
+            line: found.line,
+            line_index: found.line_index,
+            screen,
+            waited_ms: u64::try_from(budget.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            effective_timeout: budget.effective.as_secs_f64(),
+        }))
+    }
+
+    #[tool(
+        name = "zellij_run_command",
+        description = "Run a one-off shell command in a new Zellij pane and return its output and exit status.\n\n\
+            Operates on `session` (default: the server's session): the command runs in a new \
+            command pane of tab `tab` (default: the first tab), a hidden floating pane unless \
+            `floating` is false, so nobody's focus or view changes. Returns when the command \
+            exits (Zellij reports it; no polling), with its output and `exit_status`; the pane \
+            is closed afterwards unless `keep_pane`. On timeout the command keeps running in \
+            its pane and the error names it (read it with zellij_read_pane, close it with \
+            zellij_close_pane). To run in an existing shell instead, call zellij_run_in_pane.",
+        annotations(
+            title = "Run command in Zellij",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
+    )]
+    async fn zellij_run_command(
+        &self,
+        Extension(call): Extension<CallContext>,
+        cancel: CancellationToken,
+        Parameters(input): Parameters<ZellijRunCommandInput>,
+    ) -> Result<Json<ZellijRunOutput>, ToolError> {
+        let z = self.zellij_access(&call, input.server.as_deref()).await?;
+        let session = z.session(input.session.as_deref())?;
+        let tab = input.tab.as_deref().map(parse_tab).transpose()?;
+        let budget = z.wait_budget(input.timeout, DEFAULT_RUN)?;
+        let opts = RunOptions {
+            tab,
+            cwd: input.cwd.map(PathBuf::from),
+            name: None,
+            floating: input.floating,
+            keep_pane: input.keep_pane,
+            timeout: budget.effective,
+        };
+        let result = self
+            .zellij_wait(&cancel, async {
+                z.backend
+                    .run_command(&session, &input.command, opts)
+                    .await
+                    .map_err(|e| z.error(e))
+            })
+            .await?;
+        let max_lines = input.max_lines.unwrap_or(DEFAULT_MAX_LINES);
+        Ok(Json(run_output(&z, session.as_str(), result, max_lines)))
+    }
+
+    #[tool(
+        name = "zellij_run_in_pane",
+        description = "Run a command in the interactive shell of an existing Zellij pane and return its output and exit status.\n\n\
+            Operates on pane `pane` of `session` (e.g. the pane of a tab the user works in): \
+            the command is typed into its shell with markers around it, completion is seen on \
+            Zellij's pane events (no polling), and only this command's output is returned. \
+            Focus does not change; humans looking at the pane see the command run. The pane \
+            keeps its shell. On timeout the command keeps running (interrupt it with \
+            zellij_send_keys \"Ctrl c\"). For a command that should not disturb any pane, call \
+            zellij_run_command.",
+        annotations(
+            title = "Run command in Zellij pane",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
+    )]
+    async fn zellij_run_in_pane(
+        &self,
+        Extension(call): Extension<CallContext>,
+        cancel: CancellationToken,
+        Parameters(input): Parameters<ZellijRunInPaneInput>,
+    ) -> Result<Json<ZellijRunOutput>, ToolError> {
+        let z = self.zellij_access(&call, input.server.as_deref()).await?;
+        let session = z.session(input.session.as_deref())?;
+        let pane = parse_pane(&input.pane)?;
+        let budget = z.wait_budget(input.timeout, DEFAULT_RUN)?;
+        let opts = RunInPaneOptions {
+            shell: None,
+            timeout: budget.effective,
+        };
+        let result = self
+            .zellij_wait(&cancel, async {
+                z.backend
+                    .run_in_pane(&session, pane, &input.command, opts)
+                    .await
+                    .map_err(|e| z.error(e))
+            })
+            .await?;
+        let max_lines = input.max_lines.unwrap_or(DEFAULT_MAX_LINES);
+        Ok(Json(run_output(&z, session.as_str(), result, max_lines)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_steps_take_exactly_one_kind() {
+        let step: ZellijBatchStep =
+            serde_json::from_value(serde_json::json!({"keys": ["Ctrl c"]})).unwrap();
+        assert!(step.keys.is_some() && step.text.is_none());
+        let err =
+            serde_json::from_value::<ZellijBatchStep>(serde_json::json!({"txt": "a"})).unwrap_err();
+        assert!(err.to_string().contains("unknown field `txt`"), "{err}");
+    }
+}

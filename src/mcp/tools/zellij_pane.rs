@@ -1,0 +1,421 @@
+//! Zellij pane tools: open (a shell, a command, or a file in the user's editor), close, rename,
+//! resize, fullscreen, and the explicit focus tool. Panes are targeted by id (`terminal_N`);
+//! nobody's focus moves unless the tool is `zellij_focus_pane` or the call sets `focus: true`.
+
+use std::path::PathBuf;
+
+use rmcp::handler::server::common::Extension;
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::{tool, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::zellij_objects::ZellijPaneInfo;
+use crate::mcp::McpServer;
+use crate::mcp::call::CallContext;
+use crate::mcp::error::ToolError;
+use crate::mcp::zellij_access::{parse_pane, parse_tab};
+use crate::mux::zellij::backend::{EditOptions, NewPaneOptions, ResizeMode, Side, SplitDirection};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ZellijNewPaneInput {
+    /// Configured Zellij server name (from zellij_list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Session name (from zellij_list_sessions); default: the server's configured session.
+    #[serde(default)]
+    pub session: Option<String>,
+    /// The tab to open it in (id from zellij_list_tabs). Default: the first tab.
+    #[serde(default)]
+    pub tab: Option<String>,
+    /// Pane title (no control characters, at most 256 bytes).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Absolute working directory.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// A program and its arguments to run instead of a shell (a command pane, held after the
+    /// program exits so its output and exit status stay readable).
+    #[serde(default)]
+    pub command: Vec<String>,
+    /// Open it floating above the tab instead of splitting the tiled layout.
+    #[serde(default)]
+    pub floating: bool,
+    /// For a tiled pane: split `right` or `down`. Default: where Zellij finds room.
+    #[serde(default)]
+    pub direction: Option<SplitDirection>,
+    /// Close the pane when `command` exits (command panes only).
+    #[serde(default)]
+    pub close_on_exit: bool,
+    /// Focus the new pane (attached humans see it). Default false: nobody's focus moves.
+    #[serde(default)]
+    pub focus: bool,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ZellijPaneOutput {
+    pub server: String,
+    pub session: String,
+    pub pane: ZellijPaneInfo,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ZellijPaneTargetInput {
+    /// Configured Zellij server name (from zellij_list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Session name (from zellij_list_sessions); default: the server's configured session.
+    #[serde(default)]
+    pub session: Option<String>,
+    /// The pane id (`terminal_N` or `plugin_N`, from zellij_list_panes).
+    pub pane: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ZellijClosePaneOutput {
+    pub server: String,
+    pub session: String,
+    pub closed_pane_id: String,
+    /// The tab it was in.
+    pub tab_id: u32,
+    /// It was the tab's last pane, so the tab closed too.
+    pub tab_closed: bool,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ZellijRenamePaneInput {
+    /// Configured Zellij server name (from zellij_list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Session name (from zellij_list_sessions); default: the server's configured session.
+    #[serde(default)]
+    pub session: Option<String>,
+    /// The pane id (`terminal_N`, from zellij_list_panes).
+    pub pane: String,
+    /// The new title (no control characters, at most 256 bytes).
+    pub name: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ZellijResizePaneInput {
+    /// Configured Zellij server name (from zellij_list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Session name (from zellij_list_sessions); default: the server's configured session.
+    #[serde(default)]
+    pub session: Option<String>,
+    /// The pane id (`terminal_N`, from zellij_list_panes).
+    pub pane: String,
+    /// `increase` or `decrease`.
+    pub mode: ResizeMode,
+    /// The side to move: `left`, `right`, `up`, `down`. Default: where Zellij finds room.
+    #[serde(default)]
+    pub side: Option<Side>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ZellijFocusPaneOutput {
+    pub server: String,
+    pub session: String,
+    pub pane: ZellijPaneInfo,
+    /// Clients attached to the session.
+    pub clients: usize,
+    /// Clients that now have the pane focused.
+    pub clients_focused: usize,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ZellijEditFileInput {
+    /// Configured Zellij server name (from zellij_list_servers); may be omitted when only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Session name (from zellij_list_sessions); default: the server's configured session.
+    #[serde(default)]
+    pub session: Option<String>,
+    /// The file to open; relative paths are resolved against `cwd`.
+    pub file: String,
+    /// Line to put the cursor on (1-based).
+    #[serde(default)]
+    pub line: Option<usize>,
+    /// The tab to open the editor in (id from zellij_list_tabs). Default: the first tab.
+    #[serde(default)]
+    pub tab: Option<String>,
+    /// Open the editor in a floating pane.
+    #[serde(default)]
+    pub floating: bool,
+    /// Absolute working directory of the editor.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Focus the editor pane (attached humans see it). Default false: nobody's focus moves.
+    #[serde(default)]
+    pub focus: bool,
+}
+
+#[tool_router(router = zellij_pane_tools, vis = "pub(crate)")]
+impl McpServer {
+    #[tool(
+        name = "zellij_new_pane",
+        description = "Open a pane in a Zellij tab: a shell, or `command` as a command pane; floating or tiled.\n\n\
+            Operates on tab `tab` (default: the first tab) of `session`. Nobody's focus moves \
+            unless `focus` is true; a floating pane in a tab whose floating panes are hidden \
+            stays hidden (zellij_toggle_floating_panes shows them). Returns the new pane and its \
+            id; type into it with zellij_write_to_pane. For a one-off command with its output \
+            and exit status use zellij_run_command instead.",
+        annotations(
+            title = "New Zellij pane",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
+    )]
+    async fn zellij_new_pane(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<ZellijNewPaneInput>,
+    ) -> Result<Json<ZellijPaneOutput>, ToolError> {
+        let z = self.zellij_access(&call, input.server.as_deref()).await?;
+        let session = z.session(input.session.as_deref())?;
+        let opts = NewPaneOptions {
+            tab: input.tab.as_deref().map(parse_tab).transpose()?,
+            name: input.name,
+            cwd: input.cwd.map(PathBuf::from),
+            command: input.command,
+            floating: input.floating,
+            direction: input.direction,
+            close_on_exit: input.close_on_exit,
+            focus: input.focus,
+        };
+        let pane = z
+            .backend
+            .new_pane(&session, opts)
+            .await
+            .map_err(|e| z.error(e))?;
+        Ok(Json(ZellijPaneOutput {
+            server: z.server_name().to_owned(),
+            session: session.to_string(),
+            pane: pane.into(),
+        }))
+    }
+
+    #[tool(
+        name = "zellij_close_pane",
+        description = "Close a Zellij pane by id, killing the process running in it.\n\n\
+            Operates on pane `pane` of `session`; no need to focus it first, and humans keep \
+            their view unless this pane was theirs (focus then moves to a neighbour). If it was \
+            its tab's last pane the tab closes too (`tab_closed`); closing the session's last \
+            pane is refused. Whatever ran in the pane is lost.",
+        annotations(
+            title = "Close Zellij pane",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn zellij_close_pane(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<ZellijPaneTargetInput>,
+    ) -> Result<Json<ZellijClosePaneOutput>, ToolError> {
+        let z = self.zellij_access(&call, input.server.as_deref()).await?;
+        let session = z.session(input.session.as_deref())?;
+        let pane = parse_pane(&input.pane)?;
+        let closed = z
+            .backend
+            .close_pane(&session, pane)
+            .await
+            .map_err(|e| z.error(e))?;
+        Ok(Json(ZellijClosePaneOutput {
+            server: z.server_name().to_owned(),
+            session: session.to_string(),
+            closed_pane_id: closed.pane.to_string(),
+            tab_id: closed.tab.0,
+            tab_closed: closed.tab_closed,
+        }))
+    }
+
+    #[tool(
+        name = "zellij_rename_pane",
+        description = "Set the title of a Zellij pane by id, without focusing it.\n\n\
+            Operates on pane `pane` of `session`; nobody's view changes. Returns the pane.",
+        annotations(
+            title = "Rename Zellij pane",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn zellij_rename_pane(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<ZellijRenamePaneInput>,
+    ) -> Result<Json<ZellijPaneOutput>, ToolError> {
+        let z = self.zellij_access(&call, input.server.as_deref()).await?;
+        let session = z.session(input.session.as_deref())?;
+        let pane = parse_pane(&input.pane)?;
+        let pane = z
+            .backend
+            .rename_pane(&session, pane, &input.name)
+            .await
+            .map_err(|e| z.error(e))?;
+        Ok(Json(ZellijPaneOutput {
+            server: z.server_name().to_owned(),
+            session: session.to_string(),
+            pane: pane.into(),
+        }))
+    }
+
+    #[tool(
+        name = "zellij_resize_pane",
+        description = "Grow or shrink a Zellij pane by one step, by id, without focusing it.\n\n\
+            Operates on pane `pane` of `session`: `mode` increase/decrease, optionally on one \
+            `side`. Its neighbours give or take the space; humans viewing the tab see the new \
+            sizes, focus stays. A pane that cannot grow (alone in its tab, or fullscreen) keeps \
+            its size: compare `rows`/`columns` in the result.",
+        annotations(
+            title = "Resize Zellij pane",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn zellij_resize_pane(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<ZellijResizePaneInput>,
+    ) -> Result<Json<ZellijPaneOutput>, ToolError> {
+        let z = self.zellij_access(&call, input.server.as_deref()).await?;
+        let session = z.session(input.session.as_deref())?;
+        let pane = parse_pane(&input.pane)?;
+        let pane = z
+            .backend
+            .resize_pane(&session, pane, input.mode, input.side)
+            .await
+            .map_err(|e| z.error(e))?;
+        Ok(Json(ZellijPaneOutput {
+            server: z.server_name().to_owned(),
+            session: session.to_string(),
+            pane: pane.into(),
+        }))
+    }
+
+    #[tool(
+        name = "zellij_toggle_fullscreen",
+        description = "Toggle fullscreen of a Zellij pane within its tab, by id.\n\n\
+            Operates on pane `pane` of `session`. Humans viewing that tab see the pane fill it \
+            (or the layout come back); Zellij also focuses a pane it makes fullscreen for those \
+            clients. No tab switch. Call again to undo. Returns the pane (`fullscreen`).",
+        annotations(
+            title = "Toggle Zellij fullscreen",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn zellij_toggle_fullscreen(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<ZellijPaneTargetInput>,
+    ) -> Result<Json<ZellijPaneOutput>, ToolError> {
+        let z = self.zellij_access(&call, input.server.as_deref()).await?;
+        let session = z.session(input.session.as_deref())?;
+        let pane = parse_pane(&input.pane)?;
+        let pane = z
+            .backend
+            .toggle_fullscreen(&session, pane)
+            .await
+            .map_err(|e| z.error(e))?;
+        Ok(Json(ZellijPaneOutput {
+            server: z.server_name().to_owned(),
+            session: session.to_string(),
+            pane: pane.into(),
+        }))
+    }
+
+    #[tool(
+        name = "zellij_focus_pane",
+        description = "Focus tool: show a Zellij pane to every attached human (switch to its tab and focus it).\n\n\
+            Operates on pane `pane` of `session`. Humans see their view move; call it only when \
+            the user asked to be shown the pane: reading, writing and running commands work on \
+            any pane by id without it. A floating pane's tab shows its floating panes. Returns \
+            how many attached clients now have the pane focused.",
+        annotations(
+            title = "Focus Zellij pane",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn zellij_focus_pane(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<ZellijPaneTargetInput>,
+    ) -> Result<Json<ZellijFocusPaneOutput>, ToolError> {
+        let z = self.zellij_access(&call, input.server.as_deref()).await?;
+        let session = z.session(input.session.as_deref())?;
+        let pane = parse_pane(&input.pane)?;
+        let focused = z
+            .backend
+            .focus_pane(&session, pane)
+            .await
+            .map_err(|e| z.error(e))?;
+        Ok(Json(ZellijFocusPaneOutput {
+            server: z.server_name().to_owned(),
+            session: session.to_string(),
+            pane: focused.pane.into(),
+            clients: focused.clients,
+            clients_focused: focused.clients_focused,
+        }))
+    }
+
+    #[tool(
+        name = "zellij_edit_file",
+        description = "Open a file in the user's editor ($EDITOR, Zellij's `edit`) in a new Zellij pane.\n\n\
+            Operates on tab `tab` (default: the first tab) of `session`; floating or tiled. \
+            Nobody's focus moves unless `focus` is true, so a human must switch to the pane \
+            (zellij_focus_pane) to see it. The editor runs until the human quits it; its screen \
+            can be read with zellij_read_pane. Returns the editor pane.",
+        annotations(
+            title = "Edit file in Zellij",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
+    )]
+    async fn zellij_edit_file(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<ZellijEditFileInput>,
+    ) -> Result<Json<ZellijPaneOutput>, ToolError> {
+        let z = self.zellij_access(&call, input.server.as_deref()).await?;
+        let session = z.session(input.session.as_deref())?;
+        let opts = EditOptions {
+            tab: input.tab.as_deref().map(parse_tab).transpose()?,
+            line: input.line,
+            floating: input.floating,
+            cwd: input.cwd.map(PathBuf::from),
+            focus: input.focus,
+        };
+        let pane = z
+            .backend
+            .edit_file(&session, std::path::Path::new(&input.file), opts)
+            .await
+            .map_err(|e| z.error(e))?;
+        Ok(Json(ZellijPaneOutput {
+            server: z.server_name().to_owned(),
+            session: session.to_string(),
+            pane: pane.into(),
+        }))
+    }
+}

@@ -1,0 +1,331 @@
+//! How a `zellij_*` tool reaches Zellij on a caller's behalf: which configured server, which
+//! session (the call's, or the server's default), whether the caller may see it, how long a
+//! wait may last, and turning backend failures into errors a model can act on.
+//!
+//! The same access rules as for tmux apply ([`crate::auth::policy`]): server names against the
+//! caller's server patterns, session names against its session patterns. Zellij sessions carry
+//! no owner tag, so they are all unowned. A session the caller may not see is reported exactly
+//! like a missing one.
+//!
+//! Not here: the scope check (tiers) and rate limits, which [`super::call`] applies to every
+//! call before a tool runs; the backend itself ([`crate::mux::zellij`]).
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::auth::{SessionRef, can_see_session, check_server};
+use crate::limits::{Limits, WaitPermit};
+use crate::mux::zellij::backend::ZellijBackend;
+use crate::mux::zellij::error::ZellijError;
+use crate::mux::zellij::ids::{PaneId, SessionName, TabId};
+use crate::mux::zellij::panes::ZellijPanes;
+use crate::mux::zellij::servers::ZellijServer;
+
+use super::McpServer;
+use super::call::CallContext;
+use super::error::{ToolError, ToolErrorKind};
+use super::tools::watch::parse_timeout;
+
+/// One call's access to one configured Zellij server.
+pub struct ZellijAccess<'a> {
+    pub server: &'a ZellijServer,
+    pub backend: &'a ZellijBackend,
+    pub call: &'a CallContext,
+    pub limits: &'a Limits,
+}
+
+impl McpServer {
+    /// The configured Zellij server `name` (or, when `None`, the only one the caller may use),
+    /// with its backend opened.
+    pub(crate) async fn zellij_access<'a>(
+        &'a self,
+        call: &'a CallContext,
+        name: Option<&str>,
+    ) -> Result<ZellijAccess<'a>, ToolError> {
+        let state = self.state();
+        let visible: Vec<&ZellijServer> = state
+            .zellij
+            .iter()
+            .filter(|s| check_server(&call.principal, s.name()).is_ok())
+            .collect();
+        let server = match name {
+            Some(name) => visible.iter().find(|s| s.name() == name).ok_or_else(|| {
+                ToolError::not_found(
+                    format!("no Zellij server named {:?}", shorten(name)),
+                    "call zellij_list_servers for the names you may use",
+                )
+            })?,
+            None => match visible.as_slice() {
+                [only] => only,
+                [] => {
+                    return Err(ToolError::new(
+                        ToolErrorKind::Unavailable,
+                        "this gateway drives no Zellij server you may use",
+                        "ask the operator to add a [zellij.servers.<name>] table, or use the tmux tools",
+                    ));
+                }
+                several => {
+                    let names: Vec<&str> = several.iter().map(|s| s.name()).collect();
+                    return Err(ToolError::invalid_arguments(
+                        "this gateway drives several Zellij servers: pass `server`",
+                        format!("use one of: {}", names.join(", ")),
+                    ));
+                }
+            },
+        };
+        let backend = server
+            .backend()
+            .await
+            .map_err(|e| zellij_error(server.name(), e))?;
+        Ok(ZellijAccess {
+            server,
+            backend,
+            call,
+            limits: &state.limits,
+        })
+    }
+}
+
+impl ZellijAccess<'_> {
+    pub fn server_name(&self) -> &str {
+        self.server.name()
+    }
+
+    /// Whether the caller may see a session (for filtering listings).
+    pub fn can_see(&self, session: &SessionName) -> bool {
+        can_see_session(
+            &self.call.principal,
+            self.server_name(),
+            SessionRef::new(session.as_str(), ""),
+        )
+    }
+
+    /// The session a call acts on: `given`, else the server's configured session. A session the
+    /// caller may not see reads like a missing one. Existence is checked by each operation.
+    pub fn session(&self, given: Option<&str>) -> Result<SessionName, ToolError> {
+        let session = match given {
+            Some(name) => SessionName::new(name).map_err(|e| {
+                ToolError::invalid_arguments(
+                    e.to_string(),
+                    "call zellij_list_sessions and pass a name from its result",
+                )
+            })?,
+            None => self.server.default_session().cloned().ok_or_else(|| {
+                ToolError::invalid_arguments(
+                    format!(
+                        "Zellij server {:?} has no default session: pass `session`",
+                        self.server_name()
+                    ),
+                    "call zellij_list_sessions and pass a session name",
+                )
+            })?,
+        };
+        if !self.can_see(&session) {
+            return Err(zellij_error(
+                self.server_name(),
+                ZellijError::NoSuchSession { session },
+            ));
+        }
+        Ok(session)
+    }
+
+    /// The backend-neutral pane operations on `session`.
+    pub fn panes(&self, session: &SessionName) -> ZellijPanes {
+        ZellijPanes::new(self.backend.clone(), session.clone())
+    }
+
+    /// Maps a backend failure for this server.
+    pub fn error(&self, error: ZellijError) -> ToolError {
+        zellij_error(self.server_name(), error)
+    }
+
+    /// Caps text for a response (the caller's `max_output_bytes`), keeping the tail.
+    /// Returns the text and how many bytes were cut.
+    pub fn cap_output(&self, text: &str) -> (String, usize) {
+        let capped = self.limits.clamp_output(self.call.sub(), text);
+        (capped.text.to_owned(), capped.dropped_bytes)
+    }
+
+    /// Takes one of the caller's wait slots and clamps the timeout (seconds; `default` when
+    /// absent) to its `max_wait_seconds`.
+    pub fn wait_budget(
+        &self,
+        requested: Option<f64>,
+        default: Duration,
+    ) -> Result<ZellijWaitBudget, ToolError> {
+        let requested = match requested {
+            None => default,
+            Some(secs) => parse_timeout(secs)?,
+        };
+        let sub = self.call.sub();
+        let permit = self.limits.acquire_wait(sub).map_err(|e| {
+            ToolError::new(
+                ToolErrorKind::Busy,
+                e.to_string(),
+                "wait for one of your running waits to finish, or cancel it",
+            )
+        })?;
+        let clamped = self.limits.clamp_wait(sub, requested);
+        Ok(ZellijWaitBudget {
+            started: Instant::now(),
+            effective: clamped.effective,
+            _permit: permit,
+        })
+    }
+}
+
+/// How long a wait may last, and its slot among the caller's concurrent waits (freed on drop).
+#[derive(Debug)]
+pub struct ZellijWaitBudget {
+    pub started: Instant,
+    /// The timeout actually applied.
+    pub effective: Duration,
+    _permit: WaitPermit,
+}
+
+/// Parses a pane id argument (`terminal_N`, `plugin_N`, or `N` for `terminal_N`).
+pub fn parse_pane(text: &str) -> Result<PaneId, ToolError> {
+    text.parse()
+        .map_err(|e: crate::mux::zellij::ids::InvalidId| {
+            ToolError::invalid_arguments(
+                e.to_string(),
+                "call zellij_list_panes and pass a pane id from its result",
+            )
+        })
+}
+
+/// Parses a tab id argument (the stable id from zellij_list_tabs, not the position).
+pub fn parse_tab(text: &str) -> Result<TabId, ToolError> {
+    text.parse()
+        .map_err(|e: crate::mux::zellij::ids::InvalidId| {
+            ToolError::invalid_arguments(
+                e.to_string(),
+                "call zellij_list_tabs and pass a tab id from its result",
+            )
+        })
+}
+
+/// Turns a backend failure into an error a model can act on.
+pub fn zellij_error(server: &str, error: ZellijError) -> ToolError {
+    let (kind, suggestion) = classify(server, &error);
+    ToolError::new(kind, error.to_string(), suggestion)
+}
+
+/// The error kind and the suggestion for a backend failure.
+fn classify(server: &str, error: &ZellijError) -> (ToolErrorKind, String) {
+    use ZellijError as E;
+    match error {
+        E::BatchStep { source, .. } => classify(server, source),
+        E::NotInstalled { .. } | E::UnsupportedVersion { .. } => (
+            ToolErrorKind::Unavailable,
+            "ask the operator to install zellij 0.44 or newer (scripts/install-zellij)".to_owned(),
+        ),
+        E::InvalidId(_) | E::InvalidArgument { .. } => (
+            ToolErrorKind::InvalidArguments,
+            "fix the named argument as the message says and call again".to_owned(),
+        ),
+        E::NoSuchSession { .. } => (
+            ToolErrorKind::NotFound,
+            "call zellij_list_sessions to see the sessions you may use".to_owned(),
+        ),
+        E::NoSuchPane { .. } => (
+            ToolErrorKind::NotFound,
+            "call zellij_list_panes to see valid pane ids".to_owned(),
+        ),
+        E::NoSuchTab { .. } => (
+            ToolErrorKind::NotFound,
+            "call zellij_list_tabs to see valid tab ids (ids, not positions)".to_owned(),
+        ),
+        E::SessionExists { .. } => (
+            ToolErrorKind::Conflict,
+            "pick another session name".to_owned(),
+        ),
+        E::WrongPaneKind { .. } => (
+            ToolErrorKind::Conflict,
+            "call zellij_list_panes and pick a terminal pane (terminal_N) whose shell is running"
+                .to_owned(),
+        ),
+        E::WouldEndSession { .. } => (
+            ToolErrorKind::Conflict,
+            "open another tab or pane first (zellij_new_tab / zellij_new_pane) if you need this one gone"
+                .to_owned(),
+        ),
+        E::CommandFailed { .. } | E::NoEffect { .. } | E::WatchEnded { .. } => (
+            ToolErrorKind::Conflict,
+            "check the session's state (zellij_list_panes / zellij_list_tabs) before retrying"
+                .to_owned(),
+        ),
+        E::Timeout { .. } => (
+            ToolErrorKind::Timeout,
+            "the message says what is still running; read the pane or retry with a longer timeout"
+                .to_owned(),
+        ),
+        E::Busy { .. } => (
+            ToolErrorKind::Busy,
+            "wait for your other calls on this session to finish, then retry".to_owned(),
+        ),
+        E::OutputTooLarge { .. } => (
+            ToolErrorKind::Conflict,
+            "read the visible part only (scope \"visible\"), or clear the scrollback".to_owned(),
+        ),
+        E::Parse(_) => (
+            ToolErrorKind::Internal,
+            "retry once; if it persists the Zellij version may not be supported".to_owned(),
+        ),
+        E::Io { .. } => (
+            ToolErrorKind::Unavailable,
+            format!("Zellij server {server:?} could not be reached; retry shortly"),
+        ),
+    }
+}
+
+fn shorten(text: &str) -> String {
+    text.chars().take(64).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_parsed_with_a_hint() {
+        assert_eq!(parse_pane("terminal_2").unwrap(), PaneId::Terminal(2));
+        let err = parse_pane("%3").unwrap_err();
+        assert_eq!(err.kind, ToolErrorKind::InvalidArguments);
+        assert!(err.message.contains("%3"), "{}", err.message);
+        assert!(err.suggestion.contains("zellij_list_panes"));
+        assert_eq!(parse_tab("4").unwrap(), TabId(4));
+        assert!(
+            parse_tab("@4")
+                .unwrap_err()
+                .suggestion
+                .contains("zellij_list_tabs")
+        );
+    }
+
+    #[test]
+    fn errors_keep_their_kind() {
+        let session = SessionName::new("s").unwrap();
+        let err = zellij_error(
+            "dev",
+            ZellijError::NoSuchPane {
+                session: session.clone(),
+                pane: PaneId::Terminal(9),
+            },
+        );
+        assert_eq!(err.kind, ToolErrorKind::NotFound);
+        assert_eq!(
+            err.message,
+            "no pane terminal_9 in session s; call zellij_list_panes"
+        );
+        let err = zellij_error(
+            "dev",
+            ZellijError::WouldEndSession {
+                session,
+                what: "tab",
+            },
+        );
+        assert_eq!(err.kind, ToolErrorKind::Conflict);
+    }
+}

@@ -1,0 +1,141 @@
+//! The pane-level operations every multiplexer backend offers, as one trait: [`PaneIo`].
+//!
+//! Code that only needs "a pane to type into and read from" is written once against this
+//! trait and runs on tmux ([`crate::mux::tmux::panes::TmuxPanes`]) and on Zellij
+//! ([`crate::mux::zellij::panes::ZellijPanes`]) alike. What it covers:
+//! - listing the terminal panes in scope, with backend-neutral facts ([`PaneSummary`]);
+//! - typing literal text into a pane;
+//! - pressing keys, named in the backend's own key syntax (tmux `C-c`, Zellij `Ctrl c`);
+//! - reading a pane's screen, visible part or with its scrollback ([`ScreenScope`]);
+//! - waiting, without polling, until a line on a pane's screen matches ([`ScreenPattern`]):
+//!   woken by the backend's output events (tmux control-mode `%output`, Zellij `subscribe`).
+//!
+//! What it does not cover, because the backends differ too much to share a shape: creating,
+//! closing and arranging panes (tmux windows vs Zellij tabs, floating panes), focus, sizes,
+//! sessions and ownership tags, running commands with their exit status (tmux has pane exit
+//! notifications and `remain-on-exit`, Zellij held command panes and `--block-until-exit`),
+//! pastes and buffers, copy mode. The MCP tools for those stay backend-specific.
+//!
+//! Every operation targets a pane by its id and leaves every human's focus where it was.
+
+use std::fmt::Display;
+use std::future::Future;
+use std::time::Duration;
+
+use regex::Regex;
+
+/// How much of a pane's text to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScreenScope {
+    /// The lines currently shown.
+    Visible,
+    /// The scrollback and the visible lines.
+    Full,
+}
+
+/// What a wait looks for, one screen line at a time.
+#[derive(Debug, Clone)]
+pub enum ScreenPattern {
+    /// A substring (case-sensitive).
+    Literal(String),
+    /// A regular expression (Rust `regex` syntax).
+    Regex(Regex),
+}
+
+impl ScreenPattern {
+    /// The index of the first line that matches.
+    pub fn find(&self, lines: &[String]) -> Option<usize> {
+        lines.iter().position(|line| match self {
+            Self::Literal(text) => line.contains(text.as_str()),
+            Self::Regex(re) => re.is_match(line),
+        })
+    }
+}
+
+/// A terminal pane, as both backends can describe it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaneSummary<P> {
+    pub id: P,
+    /// What holds it: the tmux window id (`@N`) or the Zellij tab id (`N`).
+    pub container: String,
+    pub title: String,
+    /// The program running in it, when the backend knows.
+    pub command: Option<String>,
+    /// Its working directory, when the backend knows.
+    pub cwd: Option<String>,
+    pub rows: usize,
+    pub columns: usize,
+    /// Its program exited and the pane stayed (tmux `remain-on-exit`, Zellij held panes).
+    pub exited: bool,
+}
+
+/// A satisfied [`PaneIo::wait_for_screen`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScreenMatch {
+    /// The first matching line and its index in `screen`.
+    pub line: String,
+    pub line_index: usize,
+    /// The visible lines in which it was found.
+    pub screen: Vec<String>,
+}
+
+/// Pane I/O on one backend's scope (a tmux server, a Zellij session).
+pub trait PaneIo: Send + Sync {
+    /// The backend's pane id (`%N`, `terminal_N`).
+    type PaneId: Clone + Display + Send + Sync + 'static;
+    /// The backend's error; its message names the pane and what to call next.
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// The backend's name (`tmux`, `zellij`).
+    fn backend(&self) -> &'static str;
+
+    /// The terminal panes in scope (plugin panes are left out).
+    fn list_panes(
+        &self,
+    ) -> impl Future<Output = Result<Vec<PaneSummary<Self::PaneId>>, Self::Error>> + Send;
+
+    /// Types `text` into the pane exactly (a `\n` or `\r` presses Enter in a shell).
+    fn send_text(
+        &self,
+        pane: &Self::PaneId,
+        text: &str,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// Presses `keys` in order; names are in the backend's key syntax and validated by it.
+    fn send_keys(
+        &self,
+        pane: &Self::PaneId,
+        keys: &[String],
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// The pane's text, one entry per line, trailing blank lines dropped.
+    fn read_screen(
+        &self,
+        pane: &Self::PaneId,
+        scope: ScreenScope,
+    ) -> impl Future<Output = Result<Vec<String>, Self::Error>> + Send;
+
+    /// Waits until a visible line matches `pattern` (text already shown matches at once),
+    /// woken by the pane's output events; fails after `timeout`.
+    fn wait_for_screen(
+        &self,
+        pane: &Self::PaneId,
+        pattern: &ScreenPattern,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<ScreenMatch, Self::Error>> + Send;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_find_the_first_matching_line() {
+        let lines = vec!["$ make".to_owned(), "build ok in 3s".to_owned()];
+        assert_eq!(ScreenPattern::Literal("ok".into()).find(&lines), Some(1));
+        assert_eq!(ScreenPattern::Literal("OK".into()).find(&lines), None);
+        let re = ScreenPattern::Regex(Regex::new(r"in \d+s$").unwrap());
+        assert_eq!(re.find(&lines), Some(1));
+        assert_eq!(ScreenPattern::Literal("$".into()).find(&lines), Some(0));
+    }
+}

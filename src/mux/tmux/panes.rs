@@ -1,0 +1,232 @@
+//! [`PaneIo`] for one tmux server, as one caller: the backend-neutral pane operations built
+//! from the engine's commands ([`super::ops`]) and output streams ([`super::output`]).
+//!
+//! Waiting subscribes to the pane's output first, then checks the screen, and checks again
+//! only when new output arrived: no polling, and nothing written between the check and the
+//! subscription can be missed.
+
+use std::time::Duration;
+
+use super::format::{flag, row_format, split_row};
+use super::ops::capture::{CaptureRange, LineBound, shape_capture};
+use super::ops::input::{InputError, InputPlan};
+use super::ops::keys::{KeyError, KeyName};
+use super::{
+    BatchMode, Caller, CommandOutcome, EngineError, PaneId, StreamEnd, TmuxCommand, TmuxServer,
+};
+use crate::mux::pane_io::{PaneIo, PaneSummary, ScreenMatch, ScreenPattern, ScreenScope};
+
+/// `-F` fields of a pane row; the title (free text) last.
+const PANE_FIELDS: [&str; 8] = [
+    "pane_id",
+    "window_id",
+    "pane_dead",
+    "pane_height",
+    "pane_width",
+    "pane_current_command",
+    "pane_current_path",
+    "pane_title",
+];
+
+/// Why a pane operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TmuxPaneError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error(transparent)]
+    Input(#[from] InputError),
+    #[error(transparent)]
+    Key(#[from] KeyError),
+    #[error("tmux refused the command: {0}")]
+    Refused(String),
+    #[error("no line matched in pane {pane} within {} ms", after.as_millis())]
+    Timeout { pane: PaneId, after: Duration },
+    #[error("pane {pane} gives no more output ({reason}) and no line matched")]
+    Ended { pane: PaneId, reason: StreamEnd },
+}
+
+/// The panes of one tmux server, acted on as `caller` (the engine's fairness key).
+#[derive(Clone)]
+pub struct TmuxPanes {
+    server: TmuxServer,
+    caller: Caller,
+}
+
+impl TmuxPanes {
+    pub fn new(server: TmuxServer, caller: Caller) -> Self {
+        Self { server, caller }
+    }
+
+    async fn run(&self, command: TmuxCommand) -> Result<Vec<Vec<u8>>, TmuxPaneError> {
+        Ok(self.server.run(&self.caller, command).await?)
+    }
+
+    /// Runs the commands of an input plan as one `;`-chained line.
+    async fn deliver(&self, plan: InputPlan) -> Result<(), TmuxPaneError> {
+        let outcomes = self
+            .server
+            .run_batch(
+                &self.caller,
+                plan.into_commands(),
+                BatchMode::StopOnError,
+                None,
+            )
+            .await?;
+        match outcomes.into_iter().find_map(|o| match o {
+            CommandOutcome::Failed(message) => Some(message),
+            _ => None,
+        }) {
+            Some(message) => Err(TmuxPaneError::Refused(message)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A pane row printed with [`PANE_FIELDS`].
+fn parse_pane_row(row: &[u8]) -> Option<PaneSummary<PaneId>> {
+    let f = split_row(row, PANE_FIELDS.len())?;
+    let known = |s: &String| (!s.is_empty()).then(|| s.clone());
+    Some(PaneSummary {
+        id: f[0].parse().ok()?,
+        container: f[1].clone(),
+        exited: flag(&f[2]),
+        rows: f[3].parse().ok()?,
+        columns: f[4].parse().ok()?,
+        command: known(&f[5]),
+        cwd: known(&f[6]),
+        title: f[7].clone(),
+    })
+}
+
+impl PaneIo for TmuxPanes {
+    type PaneId = PaneId;
+    type Error = TmuxPaneError;
+
+    fn backend(&self) -> &'static str {
+        "tmux"
+    }
+
+    async fn list_panes(&self) -> Result<Vec<PaneSummary<PaneId>>, TmuxPaneError> {
+        let command = TmuxCommand::new("list-panes")
+            .flag("-a")
+            .opt("-F", row_format(&PANE_FIELDS))
+            .build()
+            .map_err(EngineError::from)?;
+        let rows = self.run(command).await?;
+        Ok(rows.iter().filter_map(|r| parse_pane_row(r)).collect())
+    }
+
+    async fn send_text(&self, pane: &PaneId, text: &str) -> Result<(), TmuxPaneError> {
+        let mut plan = InputPlan::new(*pane);
+        // `&str` is UTF-8, so no transient buffer is ever named.
+        plan.literal(text.as_bytes(), String::new)?;
+        self.deliver(plan).await
+    }
+
+    async fn send_keys(&self, pane: &PaneId, keys: &[String]) -> Result<(), TmuxPaneError> {
+        let keys = keys
+            .iter()
+            .map(|k| KeyName::parse(k))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut plan = InputPlan::new(*pane);
+        plan.keys(&keys)?;
+        self.deliver(plan).await
+    }
+
+    async fn read_screen(
+        &self,
+        pane: &PaneId,
+        scope: ScreenScope,
+    ) -> Result<Vec<String>, TmuxPaneError> {
+        let range = CaptureRange {
+            start: (scope == ScreenScope::Full).then_some(LineBound::Edge),
+            join_wrapped: true,
+            ..CaptureRange::default()
+        };
+        let raw = self
+            .run(range.command(*pane).map_err(EngineError::from)?)
+            .await?;
+        let shaped = shape_capture(&raw, usize::MAX, true);
+        if shaped.lines == 0 {
+            return Ok(Vec::new());
+        }
+        Ok(shaped.text.split('\n').map(str::to_owned).collect())
+    }
+
+    async fn wait_for_screen(
+        &self,
+        pane: &PaneId,
+        pattern: &ScreenPattern,
+        timeout: Duration,
+    ) -> Result<ScreenMatch, TmuxPaneError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut output = self.server.subscribe(&self.caller, *pane).await?;
+        loop {
+            let screen = self.read_screen(pane, ScreenScope::Visible).await?;
+            if let Some(line_index) = pattern.find(&screen) {
+                return Ok(ScreenMatch {
+                    line: screen[line_index].clone(),
+                    line_index,
+                    screen,
+                });
+            }
+            match tokio::time::timeout_at(deadline, output.next()).await {
+                Err(_) => {
+                    return Err(TmuxPaneError::Timeout {
+                        pane: *pane,
+                        after: timeout,
+                    });
+                }
+                Ok(Err(reason)) => {
+                    // The last output may have been drawn after the previous check.
+                    let screen = self.read_screen(pane, ScreenScope::Visible).await?;
+                    return match pattern.find(&screen) {
+                        Some(line_index) => Ok(ScreenMatch {
+                            line: screen[line_index].clone(),
+                            line_index,
+                            screen,
+                        }),
+                        None => Err(TmuxPaneError::Ended {
+                            pane: *pane,
+                            reason,
+                        }),
+                    };
+                }
+                Ok(Ok(_)) => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mux::tmux::format::FIELD_SEP;
+
+    #[test]
+    fn pane_rows() {
+        let row = [
+            "%3",
+            "@1",
+            "0",
+            "24",
+            "80",
+            "bash",
+            "/srv",
+            "title\x1fwith sep",
+        ]
+        .join(&FIELD_SEP.to_string());
+        let pane = parse_pane_row(row.as_bytes()).unwrap();
+        assert_eq!(pane.id, PaneId(3));
+        assert_eq!(pane.container, "@1");
+        assert!(!pane.exited);
+        assert_eq!((pane.rows, pane.columns), (24, 80));
+        assert_eq!(pane.command.as_deref(), Some("bash"));
+        assert_eq!(pane.title, "title\x1fwith sep");
+        let dead = ["%4", "@1", "1", "24", "80", "", "", ""].join(&FIELD_SEP.to_string());
+        let pane = parse_pane_row(dead.as_bytes()).unwrap();
+        assert!(pane.exited);
+        assert_eq!(pane.command, None);
+        assert!(parse_pane_row(b"%5").is_none());
+    }
+}

@@ -1,0 +1,923 @@
+//! The `zellij_*` tools over MCP: a real gateway (`spawn_gateway`) driving real headless
+//! Zellij sessions in a private environment (`zellij_common::Harness`). Covers every tool, its
+//! validation errors, the access rules, and the workflows of a Zellij user: look around,
+//! read a server tab's output, run a one-off command and get its output and exit status,
+//! create a tab without moving a human's view.
+
+mod common;
+mod zellij_common;
+
+use common::calls::{Client, err, err_kind, legacy, ok, token};
+use common::{TestGateway, relaxed, spawn_gateway};
+use muxgate::config::Config;
+use muxgate::mux::zellij::ids::SessionName;
+use serde_json::{Value, json};
+use zellij_common::Harness;
+
+/// A harness with one headless session, and a gateway whose Zellij server `z` defaults to it.
+struct Setup {
+    h: Harness,
+    session: SessionName,
+    gateway: TestGateway,
+    client: Client,
+}
+
+async fn setup() -> Option<Setup> {
+    setup_with("").await
+}
+
+/// [`setup`] with more config text appended.
+async fn setup_with(extra: &str) -> Option<Setup> {
+    let h = Harness::new().await?;
+    let session = h.session().await;
+    let env = &h.env;
+    let path = |p: &Option<std::path::PathBuf>| p.as_ref().unwrap().display().to_string();
+    let config = relaxed(
+        Config::from_toml_str(&format!(
+            "[zellij]\nbinary = '{}'\n[zellij.servers.z]\nsession = '{session}'\n\
+             socket_dir = '{}'\nhome = '{}'\ntmp_dir = '{}'\n{extra}",
+            env.binary.display(),
+            path(&env.socket_dir),
+            path(&env.home),
+            path(&env.tmp_dir),
+        ))
+        .expect("config"),
+    );
+    let gateway = spawn_gateway(config).await;
+    let client = legacy(&gateway, &gateway.token).await;
+    Some(Setup {
+        h,
+        session,
+        gateway,
+        client,
+    })
+}
+
+/// Waits for the shell prompt in `pane`, so typed input is not lost to the shell's startup.
+async fn prompt(client: &Client, pane: &str) {
+    ok(
+        client,
+        "zellij_wait_for_text",
+        json!({"pane": pane, "pattern": "[$#] ?$", "regex": true, "timeout": 15}),
+    )
+    .await;
+}
+
+fn ids(list: &Value, key: &str, field: &str) -> Vec<String> {
+    list[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {key} in {list}"))
+        .iter()
+        .map(|o| match &o[field] {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+fn tab<'a>(tabs: &'a Value, id: &str) -> &'a Value {
+    tabs["tabs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tab_id"].as_u64() == id.parse().ok())
+        .unwrap_or_else(|| panic!("no tab {id} in {tabs}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn discovery_tools_and_access_rules() {
+    let Some(Setup {
+        h: _h,
+        session,
+        gateway,
+        client,
+    }) = setup().await
+    else {
+        return;
+    };
+    let s = session.as_str();
+
+    let servers = ok(&client, "zellij_list_servers", json!({})).await;
+    assert_eq!(
+        servers["servers"],
+        json!([{"name": "z", "default_session": s}])
+    );
+    let sessions = ok(&client, "zellij_list_sessions", json!({"server": "z"})).await;
+    assert_eq!(ids(&sessions, "sessions", "name"), [s]);
+    assert_eq!(sessions["sessions"][0]["exited"], false);
+
+    let tabs = ok(&client, "zellij_list_tabs", json!({})).await;
+    assert_eq!(tabs["session"], s);
+    assert_eq!(ids(&tabs, "tabs", "tab_id"), ["0"]);
+    assert_eq!(tabs["tabs"][0]["columns"], 160, "sized by muxgate: {tabs}");
+
+    let panes = ok(&client, "zellij_list_panes", json!({"session": s})).await;
+    assert_eq!(ids(&panes, "panes", "pane_id"), ["terminal_0"]);
+    let with_plugins = ok(
+        &client,
+        "zellij_list_panes",
+        json!({"include_plugins": true, "tab": "0"}),
+    )
+    .await;
+    assert!(
+        ids(&with_plugins, "panes", "pane_id")
+            .iter()
+            .any(|p| p.starts_with("plugin_")),
+        "{with_plugins}"
+    );
+    let clients = ok(&client, "zellij_list_clients", json!({})).await;
+    assert_eq!(clients["clients"], json!([]));
+    let layout = ok(&client, "zellij_dump_layout", json!({})).await;
+    assert!(
+        layout["layout"].as_str().unwrap().contains("layout {"),
+        "{layout}"
+    );
+    assert_eq!(layout["truncated_bytes"], 0);
+
+    // Validation: unknown fields, malformed and missing targets, unknown servers.
+    let e = err(&client, "zellij_list_tabs", json!({"sesion": s})).await;
+    assert_eq!(e["kind"], "invalid_arguments");
+    assert!(e["message"].as_str().unwrap().contains("sesion"), "{e}");
+    err_kind(
+        &client,
+        "zellij_list_tabs",
+        json!({"session": "a b"}),
+        "invalid_arguments",
+        "invalid session name",
+    )
+    .await;
+    err_kind(
+        &client,
+        "zellij_list_tabs",
+        json!({"session": "nosuch"}),
+        "not_found",
+        "no session nosuch",
+    )
+    .await;
+    err_kind(
+        &client,
+        "zellij_dump_layout",
+        json!({"session": "nosuch"}),
+        "not_found",
+        "no session nosuch",
+    )
+    .await;
+    err_kind(
+        &client,
+        "zellij_list_panes",
+        json!({"tab": "7"}),
+        "not_found",
+        "no tab 7",
+    )
+    .await;
+    err_kind(
+        &client,
+        "zellij_list_panes",
+        json!({"tab": "first"}),
+        "invalid_arguments",
+        "invalid tab id",
+    )
+    .await;
+    err_kind(
+        &client,
+        "zellij_list_sessions",
+        json!({"server": "default"}),
+        "not_found",
+        "no Zellij server named \"default\"",
+    )
+    .await;
+
+    // A token limited to other sessions sees none of this one, worded like a missing one.
+    let limited = token(
+        &gateway,
+        "bob",
+        &["mux:read", "mux:write"],
+        Some(&["other-*"]),
+        false,
+    );
+    let bob = legacy(&gateway, &limited).await;
+    let seen = ok(&bob, "zellij_list_sessions", json!({})).await;
+    assert_eq!(seen["sessions"], json!([]));
+    let hidden = err(&bob, "zellij_list_tabs", json!({})).await;
+    let missing = err(&client, "zellij_list_tabs", json!({"session": "other-1"})).await;
+    assert_eq!(hidden["kind"], "not_found");
+    assert_eq!(
+        hidden["message"].as_str().unwrap().replace(s, "X"),
+        missing["message"].as_str().unwrap().replace("other-1", "X")
+    );
+    let e = err(
+        &bob,
+        "zellij_write_to_pane",
+        json!({"pane": "terminal_0", "text": "x"}),
+    )
+    .await;
+    assert_eq!(e["kind"], "not_found");
+
+    // Tiers come from the annotations: a read-only token cannot create tabs.
+    let read_only = legacy(
+        &gateway,
+        &token(&gateway, "dave", &["mux:read"], None, false),
+    )
+    .await;
+    let e = err(&read_only, "zellij_new_tab", json!({})).await;
+    assert_eq!(e["kind"], "forbidden", "{e}");
+    ok(
+        &read_only,
+        "zellij_read_pane",
+        json!({"pane": "terminal_0"}),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tabs_are_made_in_the_background_and_focus_moves_only_when_asked() {
+    let Some(Setup {
+        h,
+        session,
+        gateway: _gateway,
+        client,
+    }) = setup().await
+    else {
+        return;
+    };
+    // A human attached to the session, looking at tab 0.
+    let human = h.attach_client(&session).await;
+    let tabs = ok(&client, "zellij_list_tabs", json!({})).await;
+    assert_eq!(tab(&tabs, "0")["active"], true, "{tabs}");
+
+    let created = ok(&client, "zellij_new_tab", json!({"name": "build"})).await;
+    let build = created["tab"]["tab_id"].to_string();
+    assert_eq!(created["tab"]["name"], "build");
+    let tabs = ok(&client, "zellij_list_tabs", json!({})).await;
+    assert_eq!(tab(&tabs, "0")["active"], true, "the human stays: {tabs}");
+    assert_eq!(tab(&tabs, &build)["active"], false, "{tabs}");
+
+    let renamed = ok(
+        &client,
+        "zellij_rename_tab",
+        json!({"tab": build, "name": "build & test"}),
+    )
+    .await;
+    assert_eq!(renamed["tab"]["name"], "build & test");
+    let tabs = ok(&client, "zellij_list_tabs", json!({})).await;
+    assert_eq!(tab(&tabs, "0")["active"], true, "rename keeps the view");
+
+    // Floating panes of the background tab: shown, hidden, flipped.
+    ok(
+        &client,
+        "zellij_new_pane",
+        json!({"tab": build, "floating": true}),
+    )
+    .await;
+    let shown = ok(
+        &client,
+        "zellij_toggle_floating_panes",
+        json!({"tab": build, "visible": true}),
+    )
+    .await;
+    assert_eq!(shown["tab"]["floating_panes_visible"], true);
+    let flipped = ok(
+        &client,
+        "zellij_toggle_floating_panes",
+        json!({"tab": build}),
+    )
+    .await;
+    assert_eq!(flipped["tab"]["floating_panes_visible"], false);
+    let tabs = ok(&client, "zellij_list_tabs", json!({})).await;
+    assert_eq!(tab(&tabs, "0")["active"], true, "{tabs}");
+
+    // A tab created with focus takes the human there; go_to_tab takes them back.
+    let focused = ok(
+        &client,
+        "zellij_new_tab",
+        json!({"name": "shown", "focus": true}),
+    )
+    .await;
+    let shown_id = focused["tab"]["tab_id"].to_string();
+    let tabs = ok(&client, "zellij_list_tabs", json!({})).await;
+    assert_eq!(tab(&tabs, &shown_id)["active"], true, "{tabs}");
+    assert_eq!(tab(&tabs, "0")["active"], false, "{tabs}");
+    let back = ok(&client, "zellij_go_to_tab", json!({"tab": "0"})).await;
+    assert_eq!(back["tab"]["active"], true, "{back}");
+
+    // Closing a background tab leaves the human where they are.
+    let closed = ok(&client, "zellij_close_tab", json!({"tab": build})).await;
+    assert_eq!(closed["closed_tab_id"].to_string(), build);
+    assert!(!ids(&closed, "tabs", "tab_id").contains(&build));
+    let tabs = ok(&client, "zellij_list_tabs", json!({})).await;
+    assert_eq!(tab(&tabs, "0")["active"], true, "{tabs}");
+
+    for tool in [
+        "zellij_rename_tab",
+        "zellij_close_tab",
+        "zellij_go_to_tab",
+        "zellij_toggle_floating_panes",
+    ] {
+        let mut args = json!({"tab": build});
+        if tool == "zellij_rename_tab" {
+            args["name"] = json!("x");
+        }
+        err_kind(&client, tool, args, "not_found", "no tab").await;
+    }
+    err_kind(
+        &client,
+        "zellij_rename_tab",
+        json!({"tab": "0", "name": "a\nb"}),
+        "invalid_arguments",
+        "control characters",
+    )
+    .await;
+    ok(&client, "zellij_close_tab", json!({"tab": shown_id})).await;
+    err_kind(
+        &client,
+        "zellij_close_tab",
+        json!({"tab": "0"}),
+        "conflict",
+        "last tab",
+    )
+    .await;
+    human.detach().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn panes_are_managed_by_id() {
+    let Some(Setup {
+        h,
+        session,
+        gateway: _gateway,
+        client,
+    }) = setup().await
+    else {
+        return;
+    };
+    let right = ok(
+        &client,
+        "zellij_new_pane",
+        json!({"direction": "right", "name": "side"}),
+    )
+    .await;
+    let pane = right["pane"]["pane_id"].as_str().unwrap().to_owned();
+    assert_eq!(right["pane"]["floating"], false);
+    assert_eq!(right["pane"]["focused"], false, "no focus by default");
+    let renamed = ok(
+        &client,
+        "zellij_rename_pane",
+        json!({"pane": pane, "name": "logs"}),
+    )
+    .await;
+    assert_eq!(renamed["pane"]["title"], "logs");
+
+    let before = right["pane"]["columns"].as_u64().unwrap();
+    let grown = ok(
+        &client,
+        "zellij_resize_pane",
+        json!({"pane": pane, "mode": "increase", "side": "left"}),
+    )
+    .await;
+    assert!(
+        grown["pane"]["columns"].as_u64().unwrap() > before,
+        "{before} -> {grown}"
+    );
+    err_kind(
+        &client,
+        "zellij_resize_pane",
+        json!({"pane": pane, "mode": "bigger"}),
+        "invalid_arguments",
+        "unknown variant `bigger`",
+    )
+    .await;
+
+    let full = ok(&client, "zellij_toggle_fullscreen", json!({"pane": pane})).await;
+    assert_eq!(full["pane"]["fullscreen"], true, "{full}");
+    let tiled = ok(&client, "zellij_toggle_fullscreen", json!({"pane": pane})).await;
+    assert_eq!(tiled["pane"]["fullscreen"], false, "{tiled}");
+
+    // The focus tool moves an attached human to the pane.
+    let human = h.attach_client(&session).await;
+    let focused = ok(&client, "zellij_focus_pane", json!({"pane": pane})).await;
+    assert_eq!(focused["clients"], 1);
+    assert_eq!(focused["clients_focused"], 1, "{focused}");
+    human.detach().await;
+
+    // A command pane and the editor.
+    let file = h.env.home.as_ref().unwrap().join("notes.txt");
+    std::fs::write(&file, "edit-me-line\n").unwrap();
+    let editor = ok(
+        &client,
+        "zellij_edit_file",
+        json!({"file": file.display().to_string(), "floating": true}),
+    )
+    .await;
+    let editor_pane = editor["pane"]["pane_id"].as_str().unwrap().to_owned();
+    assert_eq!(editor["pane"]["floating"], true);
+    ok(
+        &client,
+        "zellij_wait_for_text",
+        json!({"pane": editor_pane, "pattern": "edit-me-line", "timeout": 15}),
+    )
+    .await;
+    let closed = ok(&client, "zellij_close_pane", json!({"pane": editor_pane})).await;
+    assert_eq!(closed["tab_closed"], false);
+
+    let closed = ok(&client, "zellij_close_pane", json!({"pane": pane})).await;
+    assert_eq!(closed["closed_pane_id"], pane.as_str());
+    let panes = ok(&client, "zellij_list_panes", json!({})).await;
+    assert_eq!(ids(&panes, "panes", "pane_id"), ["terminal_0"]);
+    err_kind(
+        &client,
+        "zellij_close_pane",
+        json!({"pane": "terminal_0"}),
+        "conflict",
+        "last pane",
+    )
+    .await;
+
+    // Zellij accepts bad targets silently; muxgate reports them.
+    for (tool, extra) in [
+        ("zellij_close_pane", json!({})),
+        ("zellij_rename_pane", json!({"name": "x"})),
+        ("zellij_resize_pane", json!({"mode": "increase"})),
+        ("zellij_toggle_fullscreen", json!({})),
+        ("zellij_focus_pane", json!({})),
+    ] {
+        let mut args = extra;
+        args["pane"] = json!("terminal_99");
+        err_kind(&client, tool, args, "not_found", "no pane terminal_99").await;
+    }
+    err_kind(
+        &client,
+        "zellij_new_pane",
+        json!({"tab": "9"}),
+        "not_found",
+        "no tab 9",
+    )
+    .await;
+    err_kind(
+        &client,
+        "zellij_new_pane",
+        json!({"cwd": "relative/dir"}),
+        "invalid_arguments",
+        "absolute",
+    )
+    .await;
+    err_kind(
+        &client,
+        "zellij_close_pane",
+        json!({"pane": "%1"}),
+        "invalid_arguments",
+        "invalid pane id",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terminal_io_and_the_user_workflows() {
+    let Some(Setup {
+        h: _h,
+        session: _session,
+        gateway: _gateway,
+        client,
+    }) = setup().await
+    else {
+        return;
+    };
+    prompt(&client, "terminal_0").await;
+
+    // Type, wait for the result, read it back (screen and scrollback).
+    let typed = ok(
+        &client,
+        "zellij_write_to_pane",
+        json!({"pane": "terminal_0", "text": "for i in $(seq 1 80); do echo row_$i; done", "enter": true}),
+    )
+    .await;
+    assert_eq!(typed["pane_id"], "terminal_0");
+    let seen = ok(
+        &client,
+        "zellij_wait_for_text",
+        json!({"pane": "terminal_0", "pattern": "row_80", "timeout": 10}),
+    )
+    .await;
+    assert_eq!(seen["line"], "row_80");
+    let visible = ok(&client, "zellij_read_pane", json!({"pane": "terminal_0"})).await;
+    let text = visible["text"].as_str().unwrap();
+    assert!(
+        text.contains("row_80") && !text.contains("row_1\n"),
+        "{text}"
+    );
+    let full = ok(
+        &client,
+        "zellij_read_pane",
+        json!({"pane": "terminal_0", "scope": "full"}),
+    )
+    .await;
+    assert!(full["text"].as_str().unwrap().contains("row_1\n"), "{full}");
+    let tail = ok(
+        &client,
+        "zellij_read_pane",
+        json!({"pane": "terminal_0", "scope": "full", "max_lines": 3}),
+    )
+    .await;
+    assert_eq!(tail["lines"], 3);
+    assert_eq!(tail["truncated"], true);
+    assert!(tail["text"].as_str().unwrap().starts_with("[... "));
+
+    // Keys: interrupt a running program.
+    ok(
+        &client,
+        "zellij_write_to_pane",
+        json!({"pane": "terminal_0", "text": "sleep 300; echo SLEEP_$((1+1))\n"}),
+    )
+    .await;
+    ok(
+        &client,
+        "zellij_send_keys",
+        json!({"pane": "terminal_0", "keys": ["Ctrl c"]}),
+    )
+    .await;
+    prompt(&client, "terminal_0").await;
+    err_kind(
+        &client,
+        "zellij_send_keys",
+        json!({"pane": "terminal_0", "keys": ["Hyper x"]}),
+        "invalid_arguments",
+        "invalid key",
+    )
+    .await;
+
+    // A batch of text, keys and a paste as one job.
+    let batch = ok(
+        &client,
+        "zellij_send_keys_batch",
+        json!({"pane": "terminal_0", "steps": [
+            {"text": "echo BATCH_"},
+            {"paste": "$((20+22))"},
+            {"keys": ["Enter"]}
+        ]}),
+    )
+    .await;
+    assert_eq!(batch["steps"], 3);
+    ok(
+        &client,
+        "zellij_wait_for_text",
+        json!({"pane": "terminal_0", "pattern": "^BATCH_42$", "regex": true}),
+    )
+    .await;
+    err_kind(
+        &client,
+        "zellij_send_keys_batch",
+        json!({"pane": "terminal_0", "steps": [{"text": "a", "keys": ["b"]}]}),
+        "invalid_arguments",
+        "steps[0] must have exactly one",
+    )
+    .await;
+    err_kind(
+        &client,
+        "zellij_send_keys_batch",
+        json!({"pane": "terminal_0", "steps": [{"text": "a"}, {"keys": ["Ctrl"]}]}),
+        "invalid_arguments",
+        "steps[1]",
+    )
+    .await;
+
+    // Run in the user's shell: only this command's output, and its exit status.
+    let ran = ok(
+        &client,
+        "zellij_run_in_pane",
+        json!({"pane": "terminal_0", "command": "echo in-shell; (exit 3)"}),
+    )
+    .await;
+    assert_eq!(ran["exit_status"], 3, "{ran}");
+    assert_eq!(ran["output"], "in-shell");
+    assert_eq!(ran["pane_closed"], false);
+
+    // A one-off command in a hidden pane: output and status, pane gone, nothing left behind.
+    let one_off = ok(
+        &client,
+        "zellij_run_command",
+        json!({"command": "echo one-off; echo to-stderr >&2; exit 5"}),
+    )
+    .await;
+    assert_eq!(one_off["exit_status"], 5, "{one_off}");
+    assert_eq!(one_off["output"], "one-off\nto-stderr");
+    assert_eq!(one_off["pane_closed"], true);
+    let panes = ok(&client, "zellij_list_panes", json!({})).await;
+    assert_eq!(ids(&panes, "panes", "pane_id"), ["terminal_0"]);
+    let kept = ok(
+        &client,
+        "zellij_run_command",
+        json!({"command": "seq 1 30", "keep_pane": true, "max_lines": 5, "floating": false}),
+    )
+    .await;
+    assert_eq!(kept["exit_status"], 0);
+    assert_eq!(kept["total_lines"], 30);
+    assert_eq!(kept["truncated"], true);
+    assert!(
+        kept["output"]
+            .as_str()
+            .unwrap()
+            .ends_with("26\n27\n28\n29\n30")
+    );
+    let kept_pane = kept["pane_id"].as_str().unwrap().to_owned();
+    let panes = ok(&client, "zellij_list_panes", json!({})).await;
+    let held = panes["panes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pane_id"] == kept_pane.as_str())
+        .expect("kept pane listed");
+    assert_eq!(held["exited"], true);
+    assert_eq!(held["exit_status"], 0);
+    ok(&client, "zellij_close_pane", json!({"pane": kept_pane})).await;
+
+    // Workflow: a dev-server tab created in the background; read its output from here.
+    let server = ok(
+        &client,
+        "zellij_new_tab",
+        json!({"name": "server", "command": ["sh", "-c", "for i in 1 2 3; do echo served $i; done; exec sleep 600"]}),
+    )
+    .await;
+    let server_tab = server["tab"]["tab_id"].to_string();
+    let panes = ok(&client, "zellij_list_panes", json!({"tab": server_tab})).await;
+    let server_pane = panes["panes"][0]["pane_id"].as_str().unwrap().to_owned();
+    ok(
+        &client,
+        "zellij_wait_for_text",
+        json!({"pane": server_pane, "pattern": "served 3"}),
+    )
+    .await;
+    let out = ok(&client, "zellij_read_pane", json!({"pane": server_pane})).await;
+    assert!(
+        out["text"]
+            .as_str()
+            .unwrap()
+            .contains("served 1\nserved 2\nserved 3"),
+        "{out}"
+    );
+
+    // Errors: missing panes, plugin panes, timeouts, bad patterns.
+    err_kind(
+        &client,
+        "zellij_write_to_pane",
+        json!({"pane": "terminal_99", "text": "x"}),
+        "not_found",
+        "no pane terminal_99",
+    )
+    .await;
+    err_kind(
+        &client,
+        "zellij_read_pane",
+        json!({"pane": "terminal_99"}),
+        "not_found",
+        "no pane terminal_99",
+    )
+    .await;
+    err_kind(
+        &client,
+        "zellij_wait_for_text",
+        json!({"pane": "terminal_99", "pattern": "x", "timeout": 2}),
+        "not_found",
+        "no pane terminal_99",
+    )
+    .await;
+    err_kind(
+        &client,
+        "zellij_run_in_pane",
+        json!({"pane": "terminal_99", "command": "true"}),
+        "not_found",
+        "no pane terminal_99",
+    )
+    .await;
+    let panes = ok(
+        &client,
+        "zellij_list_panes",
+        json!({"include_plugins": true}),
+    )
+    .await;
+    let plugin = ids(&panes, "panes", "pane_id")
+        .into_iter()
+        .find(|p| p.starts_with("plugin_"))
+        .expect("a plugin pane");
+    err_kind(
+        &client,
+        "zellij_write_to_pane",
+        json!({"pane": plugin, "text": "x"}),
+        "conflict",
+        "plugin pane",
+    )
+    .await;
+    err_kind(
+        &client,
+        "zellij_wait_for_text",
+        json!({"pane": "terminal_0", "pattern": "never-shown-anywhere", "timeout": 1}),
+        "timeout",
+        "timed out",
+    )
+    .await;
+    err_kind(
+        &client,
+        "zellij_wait_for_text",
+        json!({"pane": "terminal_0", "pattern": "(", "regex": true}),
+        "invalid_arguments",
+        "invalid regex",
+    )
+    .await;
+    err_kind(
+        &client,
+        "zellij_run_command",
+        json!({"command": "sleep 30", "timeout": 1}),
+        "timeout",
+        "still running",
+    )
+    .await;
+    err_kind(
+        &client,
+        "zellij_run_command",
+        json!({"command": "true", "cwd": "rel"}),
+        "invalid_arguments",
+        "absolute",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_are_audited_without_what_was_typed() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.jsonl");
+    let Some(Setup {
+        h: _h,
+        session: _,
+        gateway,
+        client,
+    }) = setup_with(&format!("[audit]\npath = '{}'\n", log.display())).await
+    else {
+        return;
+    };
+    prompt(&client, "terminal_0").await;
+    ok(
+        &client,
+        "zellij_write_to_pane",
+        json!({"pane": "terminal_0", "text": "# TYPED-SECRET-1"}),
+    )
+    .await;
+    ok(
+        &client,
+        "zellij_send_keys_batch",
+        json!({"pane": "terminal_0", "steps": [{"paste": "PASTED-SECRET-2"}, {"keys": ["Ctrl c"]}]}),
+    )
+    .await;
+    ok(
+        &client,
+        "zellij_run_command",
+        json!({"command": "echo RUN-SECRET-3"}),
+    )
+    .await;
+    drop(client);
+    gateway
+        .stop(std::time::Duration::from_secs(10))
+        .await
+        .unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    for secret in ["TYPED-SECRET-1", "PASTED-SECRET-2", "RUN-SECRET-3"] {
+        assert!(!text.contains(secret), "{secret} in the audit log: {text}");
+    }
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let write = records
+        .iter()
+        .find(|r| r["tool"] == "zellij_write_to_pane")
+        .expect("a record of the write");
+    assert_eq!(write["outcome"], "ok");
+    assert_eq!(write["args"]["pane"], "terminal_0");
+    assert_eq!(write["args"]["text"]["len"], 16);
+    assert_eq!(write["targets"], json!(["terminal_0"]), "{write}");
+}
+
+/// A token for `sub` with read access, limited to `servers` and `sessions` patterns.
+fn limited_token(
+    gateway: &TestGateway,
+    sub: &str,
+    servers: Option<&[&str]>,
+    sessions: Option<&[&str]>,
+    own_sessions: bool,
+) -> String {
+    let list = |p: Option<&[&str]>| p.map(|p| p.iter().map(|s| (*s).to_owned()).collect());
+    muxgate::auth::TokenMinter::from_config(&gateway.config.auth)
+        .unwrap()
+        .mint(&muxgate::auth::MintRequest {
+            sub: sub.to_owned(),
+            scopes: vec!["mux:read".into()],
+            ttl: std::time::Duration::from_secs(3600),
+            servers: list(servers),
+            sessions: list(sessions),
+            own_sessions,
+        })
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_are_chosen_by_name_under_the_same_access_rules() {
+    let empty_dir = tempfile::tempdir().unwrap();
+    let Some(Setup {
+        h: _h,
+        session,
+        gateway,
+        client,
+    }) = setup_with(&format!(
+        "[zellij.servers.empty]\nsocket_dir = '{}'\n",
+        empty_dir.path().display()
+    ))
+    .await
+    else {
+        return;
+    };
+    let s = session.as_str();
+    let servers = ok(&client, "zellij_list_servers", json!({})).await;
+    assert_eq!(ids(&servers, "servers", "name"), ["empty", "z"]);
+    err_kind(
+        &client,
+        "zellij_list_tabs",
+        json!({}),
+        "invalid_arguments",
+        "several Zellij servers",
+    )
+    .await;
+    ok(&client, "zellij_list_tabs", json!({"server": "z"})).await;
+    // A server whose socket dir holds no session: nothing listed, named sessions missing.
+    let none = ok(&client, "zellij_list_sessions", json!({"server": "empty"})).await;
+    assert_eq!(none["sessions"], json!([]));
+    err_kind(
+        &client,
+        "zellij_list_tabs",
+        json!({"server": "empty"}),
+        "invalid_arguments",
+        "no default session",
+    )
+    .await;
+    err_kind(
+        &client,
+        "zellij_list_panes",
+        json!({"server": "empty", "session": s}),
+        "not_found",
+        "no session",
+    )
+    .await;
+
+    // Server patterns: a token for `z` only needs no `server` argument and never sees `empty`.
+    let only_z = legacy(
+        &gateway,
+        &limited_token(&gateway, "zed", Some(&["z"]), None, false),
+    )
+    .await;
+    let servers = ok(&only_z, "zellij_list_servers", json!({})).await;
+    assert_eq!(ids(&servers, "servers", "name"), ["z"]);
+    ok(&only_z, "zellij_list_tabs", json!({})).await;
+    err_kind(
+        &only_z,
+        "zellij_list_sessions",
+        json!({"server": "empty"}),
+        "not_found",
+        "no Zellij server named",
+    )
+    .await;
+    let tmux_only = legacy(
+        &gateway,
+        &limited_token(&gateway, "tim", Some(&["default"]), None, false),
+    )
+    .await;
+    err_kind(
+        &tmux_only,
+        "zellij_list_tabs",
+        json!({}),
+        "unavailable",
+        "no Zellij server you may use",
+    )
+    .await;
+
+    // Zellij sessions have no owner: in own_sessions mode only an explicit grant shows one.
+    let own = legacy(&gateway, &limited_token(&gateway, "olga", None, None, true)).await;
+    let seen = ok(&own, "zellij_list_sessions", json!({"server": "z"})).await;
+    assert_eq!(seen["sessions"], json!([]));
+    err_kind(
+        &own,
+        "zellij_read_pane",
+        json!({"server": "z", "pane": "terminal_0"}),
+        "not_found",
+        "no session",
+    )
+    .await;
+    let granted = legacy(
+        &gateway,
+        &limited_token(&gateway, "olga", None, Some(&[s]), true),
+    )
+    .await;
+    let seen = ok(&granted, "zellij_list_sessions", json!({"server": "z"})).await;
+    assert_eq!(ids(&seen, "sessions", "name"), [s]);
+    ok(
+        &granted,
+        "zellij_read_pane",
+        json!({"server": "z", "pane": "terminal_0"}),
+    )
+    .await;
+}
