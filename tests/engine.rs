@@ -558,7 +558,9 @@ async fn output_streams_deliver_new_output_and_end_when_the_program_exits() {
     }
 
     server.run(&caller(), type_line("exit 3")).await.unwrap();
-    let end = tokio::time::timeout(Duration::from_secs(5), async {
+    // tmux reports the exit through a subscription it checks about once a second; a loaded
+    // machine can take several.
+    let end = tokio::time::timeout(Duration::from_secs(15), async {
         loop {
             if let Err(end) = sub.next().await {
                 return end;

@@ -1,6 +1,7 @@
 //! Exactness at volume: 10,000 seeded random strings (every byte value, quotes, `;`, `#{…}`,
 //! `$(…)`, newlines, escape sequences, long lines, multi-byte and invalid UTF-8) typed with
-//! send_keys (literal) and pasted with paste_text arrive in a pane byte for byte and in order.
+//! send_keys (literal), pasted with paste_text and sent as send_keys_batch operations arrive in a
+//! pane byte for byte and in order.
 //! A raw-mode recorder in the pane (`stty raw -echo; head -c N > file`) writes what the
 //! program received; the file is compared with the concatenation of what was sent.
 
@@ -188,4 +189,33 @@ async fn ten_thousand_random_strings_pasted_with_paste_text_arrive_exactly() {
         assert_eq!(pasted["bytes"], text.len(), "call {i}");
     }
     assert_received(&out, &expected, "paste_text").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_random_strings_sent_with_send_keys_batch_arrive_exactly() {
+    let (tmux, _gateway, client) = setup().await;
+    let strings = generate(13, STRINGS);
+    let expected = strings.concat();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("batched");
+    let pane = tmux.record_input("main", &out, expected.len(), false).await;
+
+    for (i, batch) in strings.chunks(PER_CALL).enumerate() {
+        let operations: Vec<Value> = batch
+            .iter()
+            .map(|s| {
+                let utf8 = std::str::from_utf8(s).is_ok();
+                json!({"target": pane, "keys": [encode(s, utf8)], "literal": true,
+                       "enter": false, "encoding": encoding(utf8)})
+            })
+            .collect();
+        let sent = ok(
+            &client,
+            "send_keys_batch",
+            json!({"operations": operations}),
+        )
+        .await;
+        assert_eq!(sent["succeeded"], batch.len(), "call {i}: {sent}");
+    }
+    assert_received(&out, &expected, "send_keys_batch").await;
 }

@@ -1,5 +1,5 @@
 //! Faults under load, against real tmux servers and real HTTP: the tmux server killed while 32
-//! agents call tools, a pane killed under a wait, sessions killed under their output
+//! agents call tools, a pane killed under a wait or a run_command, sessions killed under their output
 //! connection, and clients that hang up in the middle of a call. Every call must return, the
 //! gateway must stay up and nothing may leak (control clients, subscriptions, wait slots).
 
@@ -409,4 +409,58 @@ async fn concurrent_first_waits_on_one_pane_all_see_its_output() {
         let result = wait.await.expect("waiter");
         assert_eq!(result["outcome"], "matched", "{result}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pane_killed_under_run_command_reports_pane_exited() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config(&tmux.socket)).await;
+    let client = client(&gateway).await;
+    let server = gateway.engine.server("work").expect("configured").clone();
+    let pane = tmux
+        .ok(&[
+            "new-window",
+            "-d",
+            "-t",
+            "main",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            "env PS1='$ ' bash --norc --noprofile",
+        ])
+        .trim()
+        .to_owned();
+    assert!(
+        wait_until(Duration::from_secs(10), || tmux
+            .ok(&["capture-pane", "-p", "-t", &pane])
+            .contains('$'))
+        .await,
+        "bash never showed its prompt"
+    );
+    let (result, ()) = tokio::join!(
+        call(
+            &client,
+            "run_command",
+            json!({"target": pane, "command": "sleep 600", "timeout": 30}),
+        ),
+        async {
+            assert!(
+                wait_until(Duration::from_secs(10), || tmux
+                    .ok(&["capture-pane", "-p", "-t", &pane])
+                    .contains("sleep 600"))
+                .await,
+                "the command was never typed"
+            );
+            tmux.ok(&["kill-pane", "-t", &pane]);
+        },
+    );
+    let result = common::tools::ok(result);
+    assert_eq!(result["pane_exited"], true, "{result}");
+    assert_eq!(result["timed_out"], false, "{result}");
+    assert!(
+        wait_until(Duration::from_secs(5), || server.output().subscriptions()
+            == 0)
+        .await,
+        "the run kept its subscription"
+    );
 }
