@@ -169,3 +169,98 @@ async fn bad_batches_are_refused_whole_and_the_cap_is_advertised() {
     .await;
     file_is(&file, "only\n").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pane_batch_sends_waits_and_captures_in_one_call() {
+    let tmux = TestTmux::start();
+    let pane = tmux
+        .ok(&[
+            "new-session",
+            "-d",
+            "-s",
+            "p",
+            "-x",
+            "80",
+            "-y",
+            "20",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            "env PS1='$ ' sh",
+        ])
+        .trim()
+        .to_owned();
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+    assert!(
+        wait_until(Duration::from_secs(10), || tmux
+            .ok(&["capture-pane", "-p", "-t", &pane])
+            .contains('$'))
+        .await
+    );
+
+    let done = call_ok(
+        &client,
+        "pane_batch",
+        json!({"operations": [
+            {"op": "capture_since", "target": pane},
+            {"op": "send_keys", "target": pane, "keys": "echo batch-$((20+22))", "literal": true},
+            {"op": "wait_for_text", "target": pane, "patterns": ["batch-42"], "timeout": 10},
+            {"op": "capture_pane", "target": pane},
+        ]}),
+    )
+    .await;
+    assert_eq!(done["succeeded"], 4, "{done}");
+    assert_eq!(done["results"][2]["result"]["outcome"], "matched", "{done}");
+    assert!(
+        done["results"][3]["result"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("batch-42")
+    );
+    let cursor = done["results"][0]["result"]["cursor"].clone();
+    let since = call_ok(
+        &client,
+        "pane_batch",
+        json!({"operations": [{"op": "capture_since", "cursor": cursor}]}),
+    )
+    .await;
+    let lines = since["results"][0]["result"]["lines"].as_str().unwrap();
+    assert!(lines.contains("batch-42"), "{since}");
+
+    // A failing operation stops the batch; the rest are reported as not run.
+    let stopped = call_ok(
+        &client,
+        "pane_batch",
+        json!({"operations": [
+            {"op": "capture_pane", "target": "%999"},
+            {"op": "send_keys", "target": pane, "keys": "echo never", "literal": true},
+        ]}),
+    )
+    .await;
+    assert_eq!(stopped["stopped_at"], 0, "{stopped}");
+    assert_eq!(stopped["results"][1]["op"], "send_keys");
+    assert_eq!(stopped["results"][1]["success"], false);
+
+    // Only the five pane tools, and no server per operation.
+    let nested = call_err(
+        &client,
+        "pane_batch",
+        json!({"operations": [{"op": "pane_batch", "operations": []}]}),
+    )
+    .await;
+    assert!(
+        nested["message"]
+            .as_str()
+            .unwrap()
+            .contains("operations[0]"),
+        "{nested}"
+    );
+    let with_server = call_ok(
+        &client,
+        "pane_batch",
+        json!({"operations": [{"op": "capture_pane", "target": pane, "server": "other"}]}),
+    )
+    .await;
+    assert_eq!(with_server["failed"], 1, "{with_server}");
+}

@@ -1,4 +1,5 @@
-//! `send_keys_batch`: keystrokes for several panes, in order, in one tmux round trip.
+//! The batch tools: `send_keys_batch` (keystrokes for several panes, in order, in one tmux
+//! round trip) and `pane_batch` (send → wait → capture in one call).
 //!
 //! Every operation is checked first (its fields, key names, target); then the input of all the
 //! operations that may run goes to tmux as ONE pipelined batch. With `on_error: stop` the batch
@@ -7,6 +8,10 @@
 //! whole call, the write to tmux included. Per-operation progress notifications (one per
 //! operation, sent as the results are known: the single write settles them together) go to
 //! clients that sent a progress token, for batches of more than three operations.
+//!
+//! `pane_batch` runs heterogeneous operations one after the other (a wait must see the output
+//! of the keys sent before it), each exactly as its own tool would, under the same `on_error`
+//! and whole-batch `timeout` rules. No nesting: only the five pane tools it names.
 
 use std::time::Duration;
 
@@ -18,15 +23,19 @@ use schemars::JsonSchema;
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
-use super::input::{SendKeysInput, Strings, TextEncoding, input_plan};
+use super::input::{PasteTextInput, SendKeysInput, Strings, TextEncoding, input_plan};
+use super::pane::CapturePaneInput;
+use super::since::CaptureSinceInput;
+use super::wait::WaitForTextInput;
 use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, parse_target};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::pane_ops::target_pane;
 use crate::mux::tmux::ops::input::InputPlan;
-use crate::mux::tmux::{BatchMode, CommandOutcome};
+use crate::mux::tmux::{BatchMode, CommandOutcome, OutputSubscription};
 
 /// Batches of at most this many operations send no progress notifications.
 const QUIET_BATCH: usize = 3;
@@ -305,24 +314,197 @@ fn elapsed_ms(started: Instant) -> u64 {
     u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
-/// Sets `maxItems` of `send_keys_batch`'s operations to the configured `max_batch_ops`, so the
+/// One operation of a `pane_batch`: the tool to run and its arguments (as for the tool itself,
+/// without `server`, which the batch gives).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum PaneOp {
+    SendKeys(SendKeysInput),
+    PasteText(PasteTextInput),
+    WaitForText(WaitForTextInput),
+    CapturePane(CapturePaneInput),
+    CaptureSince(CaptureSinceInput),
+}
+
+impl PaneOp {
+    fn name(&self) -> &'static str {
+        match self {
+            PaneOp::SendKeys(_) => "send_keys",
+            PaneOp::PasteText(_) => "paste_text",
+            PaneOp::WaitForText(_) => "wait_for_text",
+            PaneOp::CapturePane(_) => "capture_pane",
+            PaneOp::CaptureSince(_) => "capture_since",
+        }
+    }
+
+    /// The operation's own `server`, which must be absent or the batch's.
+    fn server_mut(&mut self) -> &mut Option<String> {
+        match self {
+            PaneOp::SendKeys(i) => &mut i.server,
+            PaneOp::PasteText(i) => &mut i.server,
+            PaneOp::WaitForText(i) => &mut i.server,
+            PaneOp::CapturePane(i) => &mut i.server,
+            PaneOp::CaptureSince(i) => &mut i.server,
+        }
+    }
+}
+
+/// The operations of a `pane_batch`, each deserialized on its own so an error names its index.
+#[derive(Debug)]
+pub struct PaneOps(pub Vec<PaneOp>);
+
+impl<'de> Deserialize<'de> for PaneOps {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let values = Vec::<serde_json::Value>::deserialize(deserializer)?;
+        values
+            .into_iter()
+            .enumerate()
+            .map(|(index, value)| {
+                serde_json::from_value(value)
+                    .map_err(|e| de::Error::custom(format!("operations[{index}]: {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(PaneOps)
+    }
+}
+
+impl JsonSchema for PaneOps {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "PaneOps".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let mut schema = generator.subschema_for::<Vec<PaneOp>>();
+        schema.insert("minItems".into(), 1.into());
+        schema
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PaneBatchInput {
+    /// Configured tmux server name (from list_servers) for every operation; may be omitted
+    /// when the gateway has only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// The operations, run one after the other: each `{"op": "<tool>", …that tool's
+    /// arguments}` with op one of send_keys, paste_text, wait_for_text, capture_pane,
+    /// capture_since (at most the configured `max_batch_ops`).
+    pub operations: PaneOps,
+    /// "stop" (default): the first failure ends the batch; "continue": run the others anyway.
+    #[serde(default)]
+    pub on_error: OnError,
+    /// Seconds the whole batch may take (default 60); waits inside are clamped to what is left.
+    #[serde(default)]
+    pub timeout: Option<f64>,
+}
+
+/// The result of one `pane_batch` operation.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct PaneOpResult {
+    pub index: usize,
+    pub op: String,
+    pub success: bool,
+    /// The operation's structured result, as its own tool returns it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suggestion: Option<String>,
+    /// Time from the start of the batch until this operation ended.
+    pub elapsed_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct PaneBatchOutput {
+    pub results: Vec<PaneOpResult>,
+    pub succeeded: usize,
+    pub failed: usize,
+    /// Index of the operation that stopped the batch (`on_error: stop`), if one did.
+    pub stopped_at: Option<usize>,
+}
+
+/// `pane_batch`'s timeout when the client gives none.
+const DEFAULT_PANE_BATCH_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn to_value<T: Serialize>(value: T) -> Result<serde_json::Value, ToolError> {
+    serde_json::to_value(value)
+        .map_err(|e| ToolError::new(ToolErrorKind::Internal, e.to_string(), "report this"))
+}
+
+impl McpServer {
+    /// Runs one `pane_batch` operation as its own tool would.
+    async fn run_pane_op(
+        &self,
+        call: &CallContext,
+        op: PaneOp,
+        remaining: Duration,
+        cancel: &CancellationToken,
+        subscription: Option<OutputSubscription>,
+    ) -> Result<serde_json::Value, ToolError> {
+        let ext = || Extension(call.clone());
+        match op {
+            PaneOp::SendKeys(input) => to_value(self.send_keys(ext(), Parameters(input)).await?.0),
+            PaneOp::PasteText(input) => {
+                to_value(self.paste_text(ext(), Parameters(input)).await?.0)
+            }
+            PaneOp::WaitForText(mut input) => {
+                let left = remaining.as_secs_f64();
+                input.timeout = Some(input.timeout.map_or(left, |t| t.min(left)));
+                to_value(
+                    self.wait_for_text_from(call, cancel, input, subscription)
+                        .await?,
+                )
+            }
+            PaneOp::CapturePane(input) => {
+                to_value(self.capture_pane(ext(), Parameters(input)).await?.0)
+            }
+            PaneOp::CaptureSince(input) => {
+                to_value(self.capture_since(ext(), Parameters(input)).await?.0)
+            }
+        }
+    }
+}
+
+impl McpServer {
+    /// A subscription to a wait's pane, taken before the batch runs; `None` when the target
+    /// does not resolve (the wait then reports why when its turn comes).
+    async fn subscribe_early(
+        &self,
+        call: &CallContext,
+        wait: &WaitForTextInput,
+    ) -> Option<OutputSubscription> {
+        let tmux = self.tmux_access(call, wait.server.as_deref()).ok()?;
+        let pane = super::watch::target_pane(&tmux, &wait.target).await.ok()?;
+        super::watch::subscribe(&tmux, pane).await.ok()
+    }
+}
+
+/// Sets `maxItems` of the batch tools' operations to the configured `max_batch_ops`, so the
 /// schema clients see tells the truth.
 pub fn advertise_max_ops(
     router: &mut rmcp::handler::server::tool::ToolRouter<McpServer>,
     max: u32,
 ) {
-    let Some(route) = router.map.get_mut("send_keys_batch") else {
-        return;
-    };
-    let mut schema = (*route.attr.input_schema).clone();
-    if let Some(ops) = schema
-        .get_mut("properties")
-        .and_then(|p| p.get_mut("operations"))
-        .and_then(|o| o.as_object_mut())
-    {
-        ops.insert("maxItems".into(), max.into());
+    for name in ["send_keys_batch", "pane_batch"] {
+        let Some(route) = router.map.get_mut(name) else {
+            continue;
+        };
+        let mut schema = (*route.attr.input_schema).clone();
+        if let Some(ops) = schema
+            .get_mut("properties")
+            .and_then(|p| p.get_mut("operations"))
+            .and_then(|o| o.as_object_mut())
+        {
+            ops.insert("maxItems".into(), max.into());
+        }
+        route.attr.input_schema = std::sync::Arc::new(schema);
     }
-    route.attr.input_schema = std::sync::Arc::new(schema);
 }
 
 #[tool_router(router = batch_tools, vis = "pub(crate)")]
@@ -399,5 +581,154 @@ impl McpServer {
             }
         }
         Ok(Json(output))
+    }
+
+    #[tool(
+        name = "pane_batch",
+        description = "Run pane operations in order in one call: send_keys, paste_text, wait_for_text, capture_pane, capture_since.\n\n\
+            Each operation is `{\"op\": \"<tool>\", …}` with that tool's own arguments (no \
+            `server`: the batch gives it), run exactly as the tool would, one after the other, \
+            so \"send a command → wait for its prompt → capture the output\" is one round trip \
+            for you. Per-operation results carry the tool's own result. `on_error`: \"stop\" \
+            (default) ends the batch at the first failure, \"continue\" runs the rest. \
+            `timeout` (default 60 s) bounds the whole batch; waits inside are clamped to what \
+            is left. Keystrokes may make the programs in the panes do anything. Human's view: \
+            focus, current window and sizes do not change. No nesting, no other tools.",
+        annotations(
+            title = "Batch of pane operations",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
+    )]
+    async fn pane_batch(
+        &self,
+        Extension(call): Extension<CallContext>,
+        cancel: CancellationToken,
+        Parameters(input): Parameters<PaneBatchInput>,
+    ) -> Result<Json<PaneBatchOutput>, ToolError> {
+        let ops = input.operations.0;
+        if ops.is_empty() {
+            return Err(ToolError::invalid_arguments(
+                "operations is empty",
+                "pass at least one operation",
+            ));
+        }
+        self.state()
+            .limits
+            .check_batch_size(call.sub(), ops.len())
+            .map_err(|e| {
+                ToolError::invalid_arguments(
+                    e.to_string(),
+                    "split the operations over several calls",
+                )
+            })?;
+        // Checked before anything runs: the server, and that the caller may use it.
+        self.tmux_access(&call, input.server.as_deref())?;
+        let timeout = match input.timeout {
+            None => DEFAULT_PANE_BATCH_TIMEOUT,
+            Some(secs) if secs > 0.0 && secs <= MAX_TIMEOUT_SECS => Duration::from_secs_f64(secs),
+            Some(secs) => {
+                return Err(ToolError::invalid_arguments(
+                    format!(
+                        "timeout must be more than 0 and at most {MAX_TIMEOUT_SECS} s, got {secs}"
+                    ),
+                    "pass a timeout in seconds, or omit it",
+                ));
+            }
+        };
+        let started = Instant::now();
+        let deadline = started + timeout;
+        // Waits watch their pane from the start of the batch, so that they see the output of
+        // the operations before them.
+        let mut subscriptions = Vec::with_capacity(ops.len());
+        for op in &ops {
+            subscriptions.push(match op {
+                PaneOp::WaitForText(wait) => self.subscribe_early(&call, wait).await,
+                _ => None,
+            });
+        }
+        let total = ops.len();
+        let names: Vec<&'static str> = ops.iter().map(PaneOp::name).collect();
+        let mut results = Vec::with_capacity(total);
+        let mut stopped_at = None;
+        for ((index, mut op), subscription) in ops.into_iter().enumerate().zip(subscriptions) {
+            let name = op.name();
+            let server = op.server_mut();
+            let outcome = if server
+                .as_ref()
+                .is_some_and(|s| Some(s) != input.server.as_ref())
+            {
+                Err(ToolError::invalid_arguments(
+                    format!("operations[{index}]: server is set on the batch, not on an operation"),
+                    "move `server` to the batch",
+                ))
+            } else {
+                server.clone_from(&input.server);
+                let remaining = deadline.saturating_duration_since(Instant::now());
+                match tokio::time::timeout(
+                    remaining,
+                    self.run_pane_op(&call, op, remaining, &cancel, subscription),
+                )
+                .await
+                {
+                    Ok(outcome) => outcome,
+                    Err(_) => Err(ToolError::new(
+                        ToolErrorKind::Timeout,
+                        "the batch timed out during this operation",
+                        "give the batch a longer timeout, or split it",
+                    )),
+                }
+            };
+            let failed = outcome.is_err();
+            let cancelled = matches!(&outcome, Err(e) if e.kind == ToolErrorKind::Cancelled);
+            results.push(match outcome {
+                Ok(result) => PaneOpResult {
+                    index,
+                    op: name.to_owned(),
+                    success: true,
+                    result: Some(result),
+                    error: None,
+                    suggestion: None,
+                    elapsed_ms: elapsed_ms(started),
+                },
+                Err(error) => PaneOpResult {
+                    index,
+                    op: name.to_owned(),
+                    success: false,
+                    result: None,
+                    error: Some(error.message),
+                    suggestion: Some(error.suggestion),
+                    elapsed_ms: elapsed_ms(started),
+                },
+            });
+            if cancelled {
+                return Err(super::watch::cancelled());
+            }
+            if failed && input.on_error == OnError::Stop {
+                stopped_at = Some(index);
+                break;
+            }
+        }
+        let ran = results.len();
+        for (index, name) in names.iter().enumerate().skip(ran) {
+            results.push(PaneOpResult {
+                index,
+                op: (*name).to_owned(),
+                success: false,
+                result: None,
+                error: Some("not run: an earlier operation failed (on_error: stop)".to_owned()),
+                suggestion: Some("fix the failed operation and send the rest again".to_owned()),
+                elapsed_ms: elapsed_ms(started),
+            });
+        }
+        let succeeded = results.iter().filter(|r| r.success).count();
+        Ok(Json(PaneBatchOutput {
+            failed: results.len() - succeeded,
+            succeeded,
+            stopped_at,
+            results,
+        }))
     }
 }

@@ -181,7 +181,7 @@ impl McpServer {
             open_world_hint = true
         )
     )]
-    async fn send_keys(
+    pub(crate) async fn send_keys(
         &self,
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<SendKeysInput>,
@@ -222,7 +222,7 @@ impl McpServer {
             open_world_hint = true
         )
     )]
-    async fn paste_text(
+    pub(crate) async fn paste_text(
         &self,
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<PasteTextInput>,

@@ -489,7 +489,7 @@ impl McpServer {
             open_world_hint = false
         )
     )]
-    async fn capture_pane(
+    pub(crate) async fn capture_pane(
         &self,
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<CapturePaneInput>,

@@ -269,7 +269,7 @@ impl McpServer {
             open_world_hint = false
         )
     )]
-    async fn capture_since(
+    pub(crate) async fn capture_since(
         &self,
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<CaptureSinceInput>,

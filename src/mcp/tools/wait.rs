@@ -32,7 +32,7 @@ use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mux::lines::LineAssembler;
 use crate::mux::text_match::{self, HitKind, PatternOptions, WaitMatcher};
-use crate::mux::tmux::{OutputChunk, PaneId, StreamEnd, TmuxCommand};
+use crate::mux::tmux::{OutputChunk, OutputSubscription, PaneId, StreamEnd, TmuxCommand};
 
 /// Lines kept for a result's `tail`.
 const TAIL_LINES: usize = 20;
@@ -255,19 +255,25 @@ fn cap_tail(lines: Vec<String>, budget: usize) -> Vec<String> {
     kept
 }
 
-/// Waits for text in a pane until `deadline`. The caller holds the wait budget.
+/// Waits for text in a pane until `deadline`. The caller holds the wait budget. With
+/// `subscription` (taken earlier on the same pane, e.g. at the start of a batch), output since
+/// that subscription counts as new.
 pub async fn wait_for_text(
     tmux: &TmuxAccess<'_>,
     request: &TextWaitRequest,
     deadline: Instant,
     effective_timeout: f64,
     cancel: &CancellationToken,
+    subscription: Option<OutputSubscription>,
 ) -> Result<WaitForTextOutput, ToolError> {
     let started = Instant::now();
     let matcher = request.matcher()?;
     let pane = target_pane(tmux, &request.target).await?;
     // Subscribe before reading the state, so that no switch of screen or exit falls between.
-    let mut subscription = subscribe(tmux, pane).await?;
+    let mut subscription = match subscription {
+        Some(subscription) if subscription.pane() == pane => subscription,
+        _ => subscribe(tmux, pane).await?,
+    };
     let state = PaneState::read(tmux, pane).await?;
     let mut watch = TextWatch::new(matcher);
     let finish = |watch: &TextWatch, outcome: WaitOutcome, decision: Option<Decision>| {
@@ -446,7 +452,23 @@ impl McpServer {
         cancel: CancellationToken,
         Parameters(input): Parameters<WaitForTextInput>,
     ) -> Result<Json<WaitForTextOutput>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        self.wait_for_text_from(&call, &cancel, input, None)
+            .await
+            .map(Json)
+    }
+}
+
+impl McpServer {
+    /// `wait_for_text` for `call`, optionally on a subscription taken earlier (see
+    /// [`wait_for_text`]).
+    pub(crate) async fn wait_for_text_from(
+        &self,
+        call: &CallContext,
+        cancel: &CancellationToken,
+        input: WaitForTextInput,
+        subscription: Option<OutputSubscription>,
+    ) -> Result<WaitForTextOutput, ToolError> {
+        let tmux = self.tmux_access(call, input.server.as_deref())?;
         let budget = WaitBudget::take(&tmux, input.timeout, DEFAULT_TEXT_TIMEOUT)?;
         let request = TextWaitRequest {
             target: input.target,
@@ -462,9 +484,10 @@ impl McpServer {
             &request,
             budget.deadline,
             budget.effective_secs(),
-            &cancel,
+            cancel,
+            subscription,
         );
-        self.state().until_shutdown(work).await.map(Json)
+        self.state().until_shutdown(work).await
     }
 }
 
