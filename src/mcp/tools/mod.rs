@@ -8,6 +8,7 @@
 
 pub mod batch;
 pub mod buffer;
+pub mod channel;
 pub mod copy_mode;
 pub mod hook;
 pub mod input;
@@ -52,6 +53,7 @@ pub(crate) fn router() -> ToolRouter<McpServer> {
         + McpServer::run_tools()
         + McpServer::since_tools()
         + McpServer::batch_tools()
+        + McpServer::channel_tools()
         + McpServer::zellij_session_tools()
         + McpServer::zellij_tab_tools()
         + McpServer::zellij_pane_tools()

@@ -12,6 +12,7 @@
 //! - [`output`]: per-pane output streams (bounded rings) that waiters subscribe to;
 //! - [`monitor`]: per-session output connections feeding those streams;
 //! - [`stale`]: finding control clients left behind by a dead muxgate;
+//! - [`channel`]: `wait-for` channel names, and waits on a client of their own;
 //! - [`claims`]: which panes a programmatic run currently owns;
 //! - [`start`]: starting a server that is not running (the one subprocess a tool may need);
 //! - [`target`], [`format`]: validated targets as clients name them, and listing rows (pure);
@@ -21,6 +22,7 @@
 //! [`TmuxServer`] ties one server's worker and output hub together; [`TmuxEngine`] holds the
 //! configured servers by name.
 
+pub mod channel;
 pub mod claims;
 pub mod command;
 pub mod connection;

@@ -1,0 +1,198 @@
+//! `wait_for_channel` and `signal_channel`: tmux `wait-for` channels, for a script in a pane to
+//! tell an agent it is done (`tmux wait-for -S NAME`) without any output to match.
+//!
+//! Each wait runs on its own short-lived tmux client ([`crate::mux::tmux::channel`]), so no
+//! command of anyone else queues behind it; it ends on the signal, the timeout, cancellation or
+//! shutdown, and the client is killed whichever comes first.
+
+use std::time::Duration;
+
+use rmcp::handler::server::common::Extension;
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::{tool, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::watch::{WaitBudget, cancelled, elapsed_ms};
+use crate::mcp::McpServer;
+use crate::mcp::access::TmuxAccess;
+use crate::mcp::call::CallContext;
+use crate::mcp::error::{ToolError, ToolErrorKind};
+use crate::mux::tmux::TmuxCommand;
+use crate::mux::tmux::channel::{ChannelName, ChannelWaitError, wait_for_signal};
+
+/// `wait_for_channel`'s timeout when the client gives none.
+const DEFAULT_CHANNEL_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelInput {
+    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
+    /// only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Channel name: 1-128 of letters, digits and `_ . : -`.
+    pub channel: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WaitForChannelInput {
+    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
+    /// only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Channel name: 1-128 of letters, digits and `_ . : -`.
+    pub channel: String,
+    /// Seconds to wait (default 30); clamped to your `max_wait_seconds`, see
+    /// `effective_timeout`.
+    #[serde(default)]
+    pub timeout: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct WaitForChannelOutput {
+    pub channel: String,
+    /// The channel was signalled (or had been, since the last wait on it).
+    pub signalled: bool,
+    pub timed_out: bool,
+    pub elapsed_ms: u64,
+    /// The timeout applied, in seconds.
+    pub effective_timeout: f64,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SignalChannelOutput {
+    pub channel: String,
+    pub signalled: bool,
+}
+
+/// The server's process id, read through the engine.
+async fn server_pid(tmux: &TmuxAccess<'_>) -> Result<String, ToolError> {
+    let command = TmuxCommand::new("display-message")
+        .flag("-p")
+        .arg("#{pid}")
+        .build()
+        .map_err(|e| ToolError::new(ToolErrorKind::Internal, e.to_string(), "report this"))?;
+    let lines = tmux.run(command, "call list_servers").await?;
+    Ok(lines
+        .first()
+        .map(|line| String::from_utf8_lossy(line).into_owned())
+        .unwrap_or_default())
+}
+
+fn channel_name(name: &str) -> Result<ChannelName, ToolError> {
+    ChannelName::parse(name).map_err(|e| {
+        ToolError::invalid_arguments(
+            format!("channel: {e}"),
+            "use a name like build.done or job-42",
+        )
+    })
+}
+
+#[tool_router(router = channel_tools, vis = "pub(crate)")]
+impl McpServer {
+    #[tool(
+        name = "wait_for_channel",
+        description = "Wait until a tmux wait-for channel is signalled (tmux wait-for -S NAME, e.g. at the end of a script in a pane).\n\n\
+            Returns `signalled: true` as soon as the channel is signalled; tmux remembers a \
+            signal sent before anyone waited, and this wait then returns at once and consumes \
+            it. On timeout: `timed_out: true`. Waits on a connection of its own: no other call \
+            queues behind it. A tmux server that dies during the wait is an error, never a \
+            signal. Changes nothing in any pane or view. To wait for text in a pane instead, \
+            use wait_for_text.",
+        annotations(
+            title = "Wait for a tmux channel",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn wait_for_channel(
+        &self,
+        Extension(call): Extension<CallContext>,
+        cancel: CancellationToken,
+        Parameters(input): Parameters<WaitForChannelInput>,
+    ) -> Result<Json<WaitForChannelOutput>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let channel = channel_name(&input.channel)?;
+        let budget = WaitBudget::take(&tmux, input.timeout, DEFAULT_CHANNEL_TIMEOUT)?;
+        let settings = self.state().config.engine.settings();
+        let started = Instant::now();
+        let server_before = server_pid(&tmux).await?;
+        let wait = wait_for_signal(&settings.tmux_bin, tmux.server.socket(), &channel);
+        let work = async {
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => Err(cancelled()),
+                () = tokio::time::sleep_until(budget.deadline) => Ok(false),
+                signalled = wait => match signalled {
+                    Ok(()) => Ok(true),
+                    Err(ChannelWaitError::Spawn(e)) => Err(ToolError::new(
+                        ToolErrorKind::Internal,
+                        format!("could not start tmux for the wait: {e}"),
+                        "check the gateway's engine.tmux_bin",
+                    )),
+                    Err(ChannelWaitError::ServerGone(e)) => Err(ToolError::new(
+                        ToolErrorKind::Unavailable,
+                        format!("the tmux server went away during the wait: {e}"),
+                        "call list_servers; the channel was not signalled",
+                    )),
+                },
+            }
+        };
+        let signalled = self.state().until_shutdown(work).await?;
+        // A `wait-for` client whose server dies exits as quietly as a signalled one: the server
+        // must still be the same one for this to be a signal.
+        if signalled && server_pid(&tmux).await.ok() != Some(server_before) {
+            return Err(ToolError::new(
+                ToolErrorKind::Unavailable,
+                "the tmux server went away during the wait",
+                "call list_servers; the channel was not signalled",
+            ));
+        }
+        Ok(Json(WaitForChannelOutput {
+            channel: channel.as_str().to_owned(),
+            signalled,
+            timed_out: !signalled,
+            elapsed_ms: elapsed_ms(started),
+            effective_timeout: budget.effective_secs(),
+        }))
+    }
+
+    #[tool(
+        name = "signal_channel",
+        description = "Signal a tmux wait-for channel, waking whoever waits on it (wait_for_channel, or tmux wait-for in a script).\n\n\
+            If nobody waits yet, tmux remembers the signal for the next wait. Changes nothing \
+            in any pane or view.",
+        annotations(
+            title = "Signal a tmux channel",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn signal_channel(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Parameters(input): Parameters<ChannelInput>,
+    ) -> Result<Json<SignalChannelOutput>, ToolError> {
+        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let channel = channel_name(&input.channel)?;
+        let command = TmuxCommand::new("wait-for")
+            .flag("-S")
+            .end_of_options()
+            .arg(channel.as_str())
+            .build()
+            .map_err(|e| ToolError::invalid_arguments(e.to_string(), "fix the channel name"))?;
+        tmux.run(command, "call list_servers").await?;
+        Ok(Json(SignalChannelOutput {
+            channel: channel.as_str().to_owned(),
+            signalled: true,
+        }))
+    }
+}

@@ -1,0 +1,103 @@
+//! wait_for_channel and signal_channel over MCP against a real tmux server: signals before and
+//! during a wait, timeouts, a server killed under a wait, and no waiting client left behind.
+
+mod common;
+
+use std::time::Duration;
+
+use common::tmux::TestTmux;
+use common::tools::{call, call_err, call_ok, client};
+use common::{config_with_server, spawn_gateway, wait_until};
+use serde_json::json;
+
+/// `tmux wait-for` clients on this test's socket still running.
+fn waiting_clients(tmux: &TestTmux) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| std::fs::read(entry.ok()?.path().join("cmdline")).ok())
+        .filter(|cmdline| {
+            let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+            args.iter().any(|a| *a == b"wait-for")
+                && args.iter().any(|a| *a == tmux.socket.as_bytes())
+        })
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn channels_wake_waiters_and_time_out_cleanly() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+
+    // A signal sent before the wait is remembered.
+    let sent = call_ok(&client, "signal_channel", json!({"channel": "early.done"})).await;
+    assert_eq!(sent["signalled"], true);
+    let early = call_ok(
+        &client,
+        "wait_for_channel",
+        json!({"channel": "early.done", "timeout": 5}),
+    )
+    .await;
+    assert_eq!(early["signalled"], true, "{early}");
+
+    // A signal from a script in the pane, during the wait.
+    let (woken, ()) = tokio::join!(
+        call(
+            &client,
+            "wait_for_channel",
+            json!({"channel": "job-1", "timeout": 20}),
+        ),
+        async {
+            assert!(wait_until(Duration::from_secs(10), || waiting_clients(&tmux) == 1).await);
+            tmux.ok(&["wait-for", "-S", "job-1"]);
+        }
+    );
+    let woken = common::tools::ok(woken);
+    assert_eq!(woken["signalled"], true, "{woken}");
+    assert_eq!(woken["timed_out"], false);
+
+    // Meanwhile other calls are not held up, and a timeout leaves no client behind.
+    let (timed_out, listed) = tokio::join!(
+        call_ok(
+            &client,
+            "wait_for_channel",
+            json!({"channel": "never", "timeout": 1})
+        ),
+        async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            call_ok(&client, "list_sessions", json!({})).await
+        }
+    );
+    assert_eq!(timed_out["timed_out"], true, "{timed_out}");
+    assert_eq!(timed_out["effective_timeout"], 1.0);
+    assert!(listed["sessions"].as_array().is_some());
+    assert!(wait_until(Duration::from_secs(5), || waiting_clients(&tmux) == 0).await);
+
+    for bad in ["", "a b", "x;y", "#{pane_id}"] {
+        let error = call_err(&client, "wait_for_channel", json!({"channel": bad})).await;
+        assert_eq!(error["kind"], "invalid_arguments", "{bad:?}: {error}");
+        let error = call_err(&client, "signal_channel", json!({"channel": bad})).await;
+        assert_eq!(error["kind"], "invalid_arguments", "{bad:?}: {error}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_killed_under_a_channel_wait_is_not_a_signal() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+    let (result, ()) = tokio::join!(
+        call(
+            &client,
+            "wait_for_channel",
+            json!({"channel": "doomed", "timeout": 20}),
+        ),
+        async {
+            assert!(wait_until(Duration::from_secs(10), || waiting_clients(&tmux) == 1).await);
+            tmux.kill_server();
+        }
+    );
+    let error = common::tools::err(result);
+    assert_eq!(error["kind"], "unavailable", "{error}");
+    assert_eq!(waiting_clients(&tmux), 0);
+}
