@@ -17,8 +17,7 @@ fn waiting_clients(tmux: &TestTmux) -> usize {
         .filter_map(|entry| std::fs::read(entry.ok()?.path().join("cmdline")).ok())
         .filter(|cmdline| {
             let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
-            args.iter().any(|a| *a == b"wait-for")
-                && args.iter().any(|a| *a == tmux.socket.as_bytes())
+            args.contains(&&b"wait-for"[..]) && args.contains(&tmux.socket.as_bytes())
         })
         .count()
 }
