@@ -264,3 +264,53 @@ async fn pane_batch_sends_waits_and_captures_in_one_call() {
     .await;
     assert_eq!(with_server["failed"], 1, "{with_server}");
 }
+
+/// The `notifications/progress` messages in a tools/call answered over SSE.
+async fn progress_of(mcp: &common::RawMcp, id: u64, operations: Vec<Value>) -> Vec<Value> {
+    let body = json!({
+        "jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "send_keys_batch", "arguments": {"operations": operations},
+                   "_meta": {"progressToken": format!("p{id}")}}
+    });
+    let response = mcp
+        .post(&body)
+        .header("accept", "application/json, text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    let text = response.text().await.unwrap();
+    let messages: Vec<Value> = common::sse_events(&text)
+        .into_iter()
+        .filter_map(|event| serde_json::from_str(&event.data).ok())
+        .collect();
+    let result = messages
+        .iter()
+        .find(|m| m["id"] == id)
+        .unwrap_or_else(|| panic!("no result in {text}"));
+    assert_eq!(result["result"]["isError"], false, "{result}");
+    messages
+        .into_iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_is_reported_per_operation_for_batches_over_three() {
+    let tmux = TestTmux::start();
+    let dir = tempfile::tempdir().unwrap();
+    let a = recording_pane(&tmux, "a", &dir.path().join("a"));
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let mut mcp = gateway.raw();
+    mcp.initialize().await;
+
+    let five: Vec<Value> = (0..5).map(|i| op(&a, &format!("p{i}"))).collect();
+    let progress = progress_of(&mcp, 2, five).await;
+    assert_eq!(progress.len(), 5, "{progress:?}");
+    for (i, note) in progress.iter().enumerate() {
+        assert_eq!(note["params"]["progressToken"], "p2");
+        assert_eq!(note["params"]["progress"], (i + 1) as f64);
+        assert_eq!(note["params"]["total"], 5.0);
+    }
+    let three: Vec<Value> = (0..3).map(|i| op(&a, &format!("q{i}"))).collect();
+    assert!(progress_of(&mcp, 3, three).await.is_empty());
+}
