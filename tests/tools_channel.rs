@@ -100,3 +100,26 @@ async fn a_server_killed_under_a_channel_wait_is_not_a_signal() {
     assert_eq!(error["kind"], "unavailable", "{error}");
     assert_eq!(waiting_clients(&tmux), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_channel_wait_leaves_no_client() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+    let long_wait = call(
+        &client,
+        "wait_for_channel",
+        json!({"channel": "abandoned", "timeout": 60}),
+    );
+    // Dropping the call future makes rmcp's client send notifications/cancelled.
+    tokio::select! {
+        _ = long_wait => panic!("the wait ended by itself"),
+        started = wait_until(Duration::from_secs(10), || waiting_clients(&tmux) == 1) => {
+            assert!(started, "the wait never started its client");
+        }
+    }
+    assert!(
+        wait_until(Duration::from_secs(5), || waiting_clients(&tmux) == 0).await,
+        "the cancelled wait left its tmux client running"
+    );
+}
