@@ -307,6 +307,29 @@ async fn tabs_are_made_in_the_background_and_focus_moves_only_when_asked() {
     let tabs = ok(&client, "zellij_list_tabs", json!({})).await;
     assert_eq!(tab(&tabs, "0")["active"], true, "{tabs}");
 
+    // A background tab's output is read while the human looks at another tab (Zellij renders
+    // only what clients see; the wait then reads the screen, see the watch module).
+    let bg = ok(
+        &client,
+        "zellij_new_tab",
+        json!({"name": "bg", "command": ["sh", "-c", "sleep 0.3; echo bg-ready; exec sleep 600"]}),
+    )
+    .await;
+    let bg_tab = bg["tab"]["tab_id"].to_string();
+    let panes = ok(&client, "zellij_list_panes", json!({"tab": bg_tab})).await;
+    let bg_pane = panes["panes"][0]["pane_id"].as_str().unwrap().to_owned();
+    let seen = ok(
+        &client,
+        "zellij_wait_for_text",
+        json!({"pane": bg_pane, "pattern": "bg-ready", "timeout": 10}),
+    )
+    .await;
+    assert_eq!(seen["line"], "bg-ready");
+    let tabs = ok(&client, "zellij_list_tabs", json!({})).await;
+    assert_eq!(tab(&tabs, "0")["active"], true, "{tabs}");
+    assert_eq!(tab(&tabs, &bg_tab)["active"], false, "{tabs}");
+    ok(&client, "zellij_close_tab", json!({"tab": bg_tab})).await;
+
     for tool in [
         "zellij_rename_tab",
         "zellij_close_tab",

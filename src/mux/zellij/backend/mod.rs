@@ -34,7 +34,7 @@ pub use types::{
     Side, SplitDirection, TextMatch, TextPattern, ZellijServerSpec,
 };
 
-use super::cli::{ZellijCli, describe_status, first_lines};
+use super::cli::{ZellijCli, describe_status, first_lines, is_session_probe_failure};
 use super::error::{Result, ZellijError};
 use super::ids::{PaneId, SessionName, TabId};
 use super::keys::Key;
@@ -958,12 +958,23 @@ impl ZellijBackend {
         cli_args.push("--".into());
         cli_args.extend(argv.into_iter().map(OsString::from));
 
-        // The blocking client lives as long as the command, so it runs outside the queue.
-        let blocking = self
-            .inner
-            .cli
-            .run("run --block-until-exit", cli_args, opts.timeout);
-        let waited = blocking.await;
+        // The blocking client lives as long as the command, so it runs outside the queue. A
+        // failed session probe (see `ZellijCli::action`) happens before anything is started,
+        // so that call is made again, twice at most.
+        let mut waited = Err(ZellijError::NoSuchSession {
+            session: session.clone(),
+        });
+        for _ in 0..3 {
+            waited = self
+                .inner
+                .cli
+                .run("run --block-until-exit", &cli_args, opts.timeout)
+                .await;
+            match &waited {
+                Ok(out) if is_session_probe_failure(&out.stderr) => {}
+                _ => break,
+            }
+        }
         let run_for_lookup = run.clone();
         let title_for_lookup = title.clone();
         let keep = opts.keep_pane;
