@@ -1078,12 +1078,15 @@ impl ZellijBackend {
             .await
         {
             Ok(first) => Ok((watch, first)),
+            // Every caller saw the pane before subscribing, so "not found" here means it
+            // closed in between: report it like a close seen on the subscription.
             Err(ZellijError::WatchEnded { reason, .. })
                 if reason.contains("Pane") && reason.contains("not found") =>
             {
-                Err(ZellijError::NoSuchPane {
+                Err(ZellijError::WatchEnded {
                     session: session.clone(),
                     pane,
+                    reason: "the pane closed".to_owned(),
                 })
             }
             Err(e) => Err(e),
