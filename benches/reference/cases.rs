@@ -262,16 +262,40 @@ pub async fn wake_round(
 /// Agents in the idle-wait case.
 pub const IDLE_AGENTS: usize = 10;
 
-/// What idle waits cost on one side.
-pub struct IdleCost {
+/// What idle waits cost on one side, over a window of the waits.
+#[derive(Default)]
+pub struct WindowCost {
     pub wall: Duration,
     pub tmux_server_cpu: Duration,
     /// The server under test and its helpers (the gateway with its control clients, or the
     /// reference processes with the tmux processes they waited for).
     pub server_side_cpu: Duration,
-    /// tmux processes started while the waits ran, by their first argument.
+    /// tmux processes started, by their command.
     pub spawns: BTreeMap<String, usize>,
-    pub spawned: usize,
+}
+
+impl WindowCost {
+    pub fn spawned(&self) -> usize {
+        self.spawns.values().sum()
+    }
+}
+
+/// The idle waits from the calls to their return, and the steady state: from
+/// [`IDLE_SETTLE`] after the calls (every wait set up) to their return.
+pub struct IdleCost {
+    pub whole: WindowCost,
+    pub steady: WindowCost,
+}
+
+/// When every idle wait is surely set up.
+pub const IDLE_SETTLE: Duration = Duration::from_secs(2);
+
+/// A reading of the counters at one instant.
+struct Reading {
+    at: Instant,
+    tmux_server_cpu: Duration,
+    server_side_cpu: Duration,
+    spawned: usize,
 }
 
 /// [`IDLE_AGENTS`] agents (separate MCP sessions, each on its own tmux session with a quiet
@@ -301,12 +325,10 @@ pub async fn idle_waits(
             None => reference.agent(tmux.socket(), Some(path)).await?,
         });
     }
-    // Every process is up: count from here.
-    let spawned_before = counter.spawns()?.len();
-    let server_side = |agents: &[Agent]| -> Duration {
-        match &gateway {
+    let read = |agents: &[Agent]| -> Result<Reading> {
+        let server_side_cpu = match &gateway {
             Some(gateway) => {
-                let mut cpu = procfs::cpu_time_with_children(gateway.pid()).unwrap_or_default();
+                let mut cpu = procfs::cpu_time_with_children(gateway.pid())?;
                 for child in procfs::children(gateway.pid()) {
                     cpu += procfs::cpu_time(child).unwrap_or_default();
                 }
@@ -317,11 +339,16 @@ pub async fn idle_waits(
                 .filter_map(Agent::process_id)
                 .map(|pid| procfs::cpu_time_with_children(pid).unwrap_or_default())
                 .sum(),
-        }
+        };
+        Ok(Reading {
+            at: Instant::now(),
+            tmux_server_cpu: procfs::cpu_time(tmux.server_pid())?,
+            server_side_cpu,
+            spawned: counter.spawns()?.len(),
+        })
     };
-    let tmux_cpu_before = procfs::cpu_time(tmux.server_pid())?;
-    let side_cpu_before = server_side(&agents);
-    let start = Instant::now();
+    // Every process is up: count from here.
+    let before = read(&agents)?;
     let waits = agents.iter().zip(&panes).map(|(agent, pane)| async move {
         agent
             .call(&Call::WaitForText {
@@ -331,13 +358,17 @@ pub async fn idle_waits(
             })
             .await
     });
-    let results = futures::future::join_all(waits).await;
-    let wall = start.elapsed();
-    let tmux_server_cpu = procfs::cpu_time(tmux.server_pid())? - tmux_cpu_before;
-    // The reference's processes account their reaped tmux children once reaped; give them
-    // a moment to be waited for.
+    let settled = async {
+        tokio::time::sleep(IDLE_SETTLE).await;
+        read(&agents)
+    };
+    let (results, settled) = tokio::join!(futures::future::join_all(waits), settled);
+    let settled = settled?;
+    // The reference's processes account their tmux children's CPU once they have waited
+    // for them; give them a moment.
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let server_side_cpu = server_side(&agents).saturating_sub(side_cpu_before);
+    let mut after = read(&agents)?;
+    after.at -= Duration::from_millis(200);
     for result in results {
         let result = result?;
         ensure!(
@@ -347,27 +378,37 @@ pub async fn idle_waits(
         );
     }
     let spawn_lines = counter.spawns()?;
-    let mut spawns = BTreeMap::new();
-    for line in &spawn_lines[spawned_before..] {
-        let command = line
-            .split_whitespace()
-            .find(|word| !word.starts_with('-') && *word != tmux.socket())
-            .unwrap_or("(none)");
-        *spawns.entry(command.to_owned()).or_insert(0) += 1;
-    }
+    let window = |from: &Reading, to: &Reading| WindowCost {
+        wall: to.at - from.at,
+        tmux_server_cpu: to.tmux_server_cpu.saturating_sub(from.tmux_server_cpu),
+        server_side_cpu: to.server_side_cpu.saturating_sub(from.server_side_cpu),
+        spawns: count_commands(&spawn_lines[from.spawned..to.spawned], tmux.socket()),
+    };
+    let cost = IdleCost {
+        whole: window(&before, &after),
+        steady: window(&settled, &after),
+    };
     for agent in agents {
         agent.close().await;
     }
     if let Some(gateway) = gateway {
         gateway.stop().await;
     }
-    Ok(IdleCost {
-        wall,
-        tmux_server_cpu,
-        server_side_cpu,
-        spawned: spawn_lines.len() - spawned_before,
-        spawns,
-    })
+    Ok(cost)
+}
+
+/// Counts logged tmux command lines by their command (the first word that is neither an
+/// option nor the socket name).
+fn count_commands(lines: &[String], socket: &str) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for line in lines {
+        let command = line
+            .split_whitespace()
+            .find(|word| !word.starts_with('-') && *word != socket)
+            .unwrap_or("(none)");
+        *counts.entry(command.to_owned()).or_insert(0) += 1;
+    }
+    counts
 }
 
 /// Starts a side: a fresh tmux server with the standard layout and one agent of `flavor`.

@@ -69,6 +69,11 @@ fn sig3_int(value: f64) -> String {
     }
 }
 
+/// The clock tick in seconds (CPU times are counted in them).
+pub fn tick_secs() -> f64 {
+    crate::procfs::clock_tick().as_secs_f64()
+}
+
 /// A CPU time in ms.
 pub fn cpu_ms(duration: Duration) -> String {
     format!("{} ms", duration.as_millis())
