@@ -1,0 +1,515 @@
+//! Benchmark: muxgate against the Python reference server (PyPI `libtmux-mcp`), side by side
+//! on the same machine in one run, plus muxgate alone at scale.
+//!
+//! Both servers are driven through rmcp's client: muxgate over Streamable HTTP (this build's
+//! `muxgate serve`, release profile), the reference over stdio (one server process per agent,
+//! as stdio clients start it). Each server drives its own private tmux server with the same
+//! sessions (see [`fixture`]); the reference is installed into a virtualenv outside the
+//! repository (see [`servers::default_venv`]).
+//!
+//! Cases (see [`cases`] and [`scale`]):
+//! 1. per-call latency, one warm agent: send_keys, capture_pane, snapshot_pane, list_panes of
+//!    20 panes, run_command `true`;
+//! 2. 50 keystroke operations: one `send_keys_batch` against 50 single `send_keys`;
+//! 3. `wait_for_text`: wake-up latency, and 10 agents idling 30 s in waits (tmux server CPU,
+//!    tmux processes started, counted by a `tmux` wrapper on `PATH`);
+//! 4. muxgate at scale: 64 busy agents for 60 s; 256 and 1,024 idle sessions with waits;
+//! 5. muxgate's `send_keys` rate against a bare control client's pipelined rate.
+//!
+//! ```text
+//! cargo bench --bench reference                          # full run, about 10 minutes
+//! cargo bench --bench reference -- --only latency,batch  # some groups
+//! cargo bench --bench reference -- --quick               # smoke run
+//! cargo test --bench reference                           # the same smoke run
+//! ```
+//!
+//! Prints Markdown tables. This measures speed and cost only; behaviour is tested in `tests/`.
+
+mod cases;
+mod fixture;
+mod procfs;
+mod raw;
+mod scale;
+mod servers;
+mod stats;
+
+use std::collections::BTreeSet;
+
+use anyhow::{Context, Result, bail};
+
+use cases::{LATENCY_CASES, Paired};
+use fixture::BenchTmux;
+use servers::{Flavor, Muxgate, REFERENCE_PACKAGE, REFERENCE_VERSION, Reference};
+use stats::{cpu_ms, latency, median, mib, quantile, rate, ratio};
+
+const GROUPS: [&str; 7] = [
+    "latency", "batch", "wake", "idle", "busy", "sessions", "ceiling",
+];
+
+/// Command-line options (`cargo bench --bench reference -- <options>`).
+struct Options {
+    rounds: usize,
+    calls: usize,
+    wakes: usize,
+    idle_secs: f64,
+    busy_agents: usize,
+    busy_secs: f64,
+    sessions: Vec<usize>,
+    ceiling_agents: usize,
+    ceiling_secs: f64,
+    ceiling_raw_ops: usize,
+    groups: BTreeSet<String>,
+}
+
+impl Options {
+    fn parse(mut args: impl Iterator<Item = String>) -> Result<Self> {
+        let mut options = Options {
+            rounds: 7,
+            calls: 20,
+            wakes: 3,
+            idle_secs: 30.0,
+            busy_agents: 64,
+            busy_secs: 60.0,
+            sessions: vec![256, 1024],
+            ceiling_agents: 64,
+            ceiling_secs: 5.0,
+            ceiling_raw_ops: 50_000,
+            groups: GROUPS.iter().map(|g| (*g).to_owned()).collect(),
+        };
+        let mut benchmarking = false;
+        while let Some(arg) = args.next() {
+            match arg.as_str() {
+                // `cargo bench` passes `--bench`; `cargo test --bench reference` does not, and
+                // then a smoke run shows that the benchmark still works.
+                "--bench" => benchmarking = true,
+                "--quick" => options.quick(),
+                "--rounds" => options.rounds = positive(args.next(), "--rounds")?,
+                "--only" => {
+                    let list = args.next().context("--only needs a list of groups")?;
+                    options.groups.clear();
+                    for group in list.split(',') {
+                        if !GROUPS.contains(&group) {
+                            bail!("unknown group {group:?} (known: {})", GROUPS.join(", "));
+                        }
+                        options.groups.insert(group.to_owned());
+                    }
+                }
+                other => bail!(
+                    "unknown option {other:?} (known: --rounds N, --only GROUP,GROUP…, --quick)"
+                ),
+            }
+        }
+        if !benchmarking {
+            options.quick();
+        }
+        Ok(options)
+    }
+
+    fn quick(&mut self) {
+        self.rounds = 2;
+        self.calls = 3;
+        self.wakes = 1;
+        self.idle_secs = 3.0;
+        self.busy_agents = 4;
+        self.busy_secs = 3.0;
+        self.sessions = vec![8, 16];
+        self.ceiling_agents = 4;
+        self.ceiling_secs = 1.0;
+        self.ceiling_raw_ops = 2_000;
+    }
+
+    fn runs(&self, group: &str) -> bool {
+        self.groups.contains(group)
+    }
+}
+
+fn positive(value: Option<String>, option: &str) -> Result<usize> {
+    value
+        .and_then(|n| n.parse().ok())
+        .filter(|&n| n > 0)
+        .with_context(|| format!("{option} needs a positive number"))
+}
+
+fn main() -> Result<()> {
+    let options = Options::parse(std::env::args().skip(1))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("start the tokio runtime")?;
+    runtime.block_on(run(options))
+}
+
+async fn run(options: Options) -> Result<()> {
+    let venv = servers::default_venv()?;
+    eprintln!(
+        "installing {REFERENCE_PACKAGE}=={REFERENCE_VERSION} into {}",
+        venv.display()
+    );
+    let reference = Reference::install(&venv)?;
+    println!(
+        "# muxgate vs {REFERENCE_PACKAGE} {REFERENCE_VERSION}\n\n{} rounds; {}; load average at start: {}\n",
+        options.rounds,
+        tmux_version(),
+        load_average()
+    );
+
+    if options.runs("latency") || options.runs("batch") || options.runs("wake") {
+        side_by_side(&options, &reference).await?;
+    }
+    if options.runs("idle") {
+        idle(&options, &reference).await?;
+    }
+    if options.runs("busy") {
+        busy(&options).await?;
+    }
+    if options.runs("sessions") {
+        sessions(&options, &reference).await?;
+    }
+    if options.runs("ceiling") {
+        ceiling(&options).await?;
+    }
+    println!("load average at end: {}", load_average());
+    Ok(())
+}
+
+/// Cases 1–3a: both servers up at once, the cases in rounds.
+async fn side_by_side(options: &Options, reference: &Reference) -> Result<()> {
+    let mux_tmux = BenchTmux::start("muxgate", None)?;
+    let gateway = Muxgate::start(mux_tmux.socket(), None).await?;
+    let mut muxgate = cases::start_side(Flavor::Muxgate, Some(&gateway), reference, mux_tmux)
+        .await
+        .context("muxgate side")?;
+    let ref_tmux = BenchTmux::start("reference", None)?;
+    let mut reference = cases::start_side(Flavor::Reference, None, reference, ref_tmux)
+        .await
+        .context("reference side")?;
+
+    let mut latencies: Vec<Paired> = LATENCY_CASES.iter().map(|_| Paired::default()).collect();
+    let mut batches = Vec::new();
+    let mut wakes = Paired::default();
+    for round in 0..options.rounds {
+        eprintln!("side by side: round {} of {}", round + 1, options.rounds);
+        if options.runs("latency") {
+            cases::latency_round(&muxgate, &reference, options.calls, round, &mut latencies)
+                .await?;
+        }
+        if options.runs("batch") {
+            batches.push(cases::batch_round(&muxgate, &reference, round).await?);
+        }
+        if options.runs("wake") {
+            cases::wake_round(
+                &mut muxgate,
+                &mut reference,
+                options.wakes,
+                round,
+                &mut wakes,
+            )
+            .await?;
+        }
+    }
+
+    if options.runs("latency") {
+        println!(
+            "## Per-call latency, one warm agent\n\nMedian over rounds of each round's median of {} calls; ratio: median of the per-round ratios.\n",
+            options.calls
+        );
+        println!(
+            "| call | muxgate | {REFERENCE_PACKAGE} | {REFERENCE_PACKAGE} ÷ muxgate (goal ≥ 10×) |"
+        );
+        println!("|---|--:|--:|--:|");
+        for (name, paired) in LATENCY_CASES.iter().zip(&latencies) {
+            print_paired(name, paired, 10.0);
+        }
+        println!();
+    }
+    if options.runs("batch") {
+        let column = |f: &dyn Fn(&(cases::BatchTimes, cases::BatchTimes)) -> f64| -> f64 {
+            median(&batches.iter().map(f).collect::<Vec<_>>())
+        };
+        println!(
+            "## {} keystroke operations into one pane\n\nMedian over {} rounds (one of each per round).\n",
+            cases::BATCH_OPS,
+            batches.len()
+        );
+        println!("| how | muxgate | {REFERENCE_PACKAGE} | {REFERENCE_PACKAGE} ÷ muxgate |");
+        println!("|---|--:|--:|--:|");
+        let batch_ratio = column(&|(m, r)| r.batch / m.batch);
+        println!(
+            "| send_keys_batch (goal ≥ 50×) | {} | {} | **{}** ({}) |",
+            latency(column(&|(m, _)| m.batch)),
+            latency(column(&|(_, r)| r.batch)),
+            ratio(batch_ratio),
+            met(batch_ratio >= 50.0)
+        );
+        println!(
+            "| {} single send_keys calls | {} | {} | {} |",
+            cases::BATCH_OPS,
+            latency(column(&|(m, _)| m.singles)),
+            latency(column(&|(_, r)| r.singles)),
+            ratio(column(&|(m, r)| r.singles / m.singles))
+        );
+        println!(
+            "| singles ÷ batch, same server | {} | {} | |\n",
+            ratio(column(&|(m, _)| m.singles / m.batch)),
+            ratio(column(&|(_, r)| r.singles / r.batch)),
+        );
+    }
+    if options.runs("wake") {
+        println!(
+            "## wait_for_text wake-up\n\nFrom the pane printing the awaited text to the call returning; waits per server per round: {}.\n",
+            options.wakes
+        );
+        println!("| | muxgate | {REFERENCE_PACKAGE} | {REFERENCE_PACKAGE} ÷ muxgate |");
+        println!("|---|--:|--:|--:|");
+        println!(
+            "| wake-up latency | {} | {} | {} |\n",
+            latency(median(&wakes.muxgate)),
+            latency(median(&wakes.reference)),
+            ratio(median(&wakes.ratios))
+        );
+    }
+    muxgate.agent.close().await;
+    reference.agent.close().await;
+    gateway.stop().await;
+    Ok(())
+}
+
+fn print_paired(name: &str, paired: &Paired, goal: f64) {
+    let r = median(&paired.ratios);
+    println!(
+        "| {name} | {} | {} | **{}** ({}) |",
+        latency(median(&paired.muxgate)),
+        latency(median(&paired.reference)),
+        ratio(r),
+        met(r >= goal)
+    );
+}
+
+fn met(ok: bool) -> &'static str {
+    if ok { "met" } else { "missed" }
+}
+
+/// Case 3b: idle waits, one server after the other.
+async fn idle(options: &Options, reference: &Reference) -> Result<()> {
+    eprintln!("idle waits: muxgate");
+    let m = cases::idle_waits(Flavor::Muxgate, reference, options.idle_secs, "idle-mux").await?;
+    eprintln!("idle waits: reference");
+    let r = cases::idle_waits(Flavor::Reference, reference, options.idle_secs, "idle-ref").await?;
+    println!(
+        "## {} agents each waiting {} s on a quiet pane\n\nOne server after the other, each with a fresh tmux server; each agent its own MCP session (for {REFERENCE_PACKAGE}, its own stdio process) and its own tmux session. tmux processes started are counted by a `tmux` wrapper first on `PATH` (of the servers under test and of the tmux server's panes); CPU from `/proc/<pid>/stat` (10 ms ticks). Steady state: from {} s after the calls (every wait set up) to their return; whole: from the calls to their return.\n",
+        cases::IDLE_AGENTS,
+        options.idle_secs,
+        cases::IDLE_SETTLE.as_secs()
+    );
+    println!("| | muxgate | {REFERENCE_PACKAGE} | {REFERENCE_PACKAGE} ÷ muxgate |");
+    println!("|---|--:|--:|--:|");
+    for (label, m, r) in [
+        ("steady state", &m.steady, &r.steady),
+        ("whole", &m.whole, &r.whole),
+    ] {
+        let goal = label == "steady state";
+        let cpu_ratio = r.tmux_server_cpu.as_secs_f64() / m.tmux_server_cpu.as_secs_f64().max(1e-9);
+        let cpu_ratio_text = if m.tmux_server_cpu.is_zero() {
+            format!(
+                "> {} (muxgate: 0 ticks)",
+                ratio(r.tmux_server_cpu.as_secs_f64() / stats::tick_secs())
+            )
+        } else {
+            ratio(cpu_ratio)
+        };
+        let cpu_goal = m.tmux_server_cpu.is_zero() || cpu_ratio >= 50.0;
+        println!(
+            "| {label}: wall time | {:.1} s | {:.1} s | |",
+            m.wall.as_secs_f64(),
+            r.wall.as_secs_f64()
+        );
+        println!(
+            "| {label}: tmux server CPU{} | {} | {} | **{}**{} |",
+            if goal { " (goal ≥ 50× less)" } else { "" },
+            cpu_ms(m.tmux_server_cpu),
+            cpu_ms(r.tmux_server_cpu),
+            cpu_ratio_text,
+            if goal {
+                format!(" ({})", met(cpu_goal))
+            } else {
+                String::new()
+            }
+        );
+        println!(
+            "| {label}: tmux processes started{} | **{}**{} | {} | |",
+            if goal { " (goal 0)" } else { "" },
+            m.spawned(),
+            if goal {
+                format!(" ({})", met(m.spawned() == 0))
+            } else {
+                String::new()
+            },
+            r.spawned()
+        );
+        println!(
+            "| {label}: CPU of the server under test and its helpers | {} | {} | {} |",
+            cpu_ms(m.server_side_cpu),
+            cpu_ms(r.server_side_cpu),
+            ratio(r.server_side_cpu.as_secs_f64() / m.server_side_cpu.as_secs_f64().max(0.01))
+        );
+    }
+    println!(
+        "\ntmux processes started over the whole window, by command: muxgate {:?}; {REFERENCE_PACKAGE} {:?}\n",
+        m.whole.spawns, r.whole.spawns
+    );
+    Ok(())
+}
+
+/// Case 4a: busy agents on muxgate.
+async fn busy(options: &Options) -> Result<()> {
+    eprintln!("busy agents: {}", options.busy_agents);
+    let b = scale::busy_agents(options.busy_agents, options.busy_secs).await?;
+    let wall = b.wall.as_secs_f64();
+    println!(
+        "## muxgate: {} concurrent agents for {:.0} s\n\nEach agent: its own MCP session (token) and tmux session (bash); in a loop: send_keys `sleep 0.3; echo done-N`, wait_for_text for it, capture_pane, snapshot_pane, list_panes, run_command `echo ok`.\n",
+        b.agents, wall
+    );
+    println!("| measure | value |\n|---|--:|");
+    println!(
+        "| tool calls (all kinds) | {} ({}; {} failed) |",
+        b.calls,
+        rate(b.calls as f64 / wall),
+        b.errors
+    );
+    println!(
+        "| send_keys, capture_pane, snapshot_pane, list_panes: p50 / p99 | {} / {} |",
+        latency(quantile(&b.quick, 0.5)),
+        latency(quantile(&b.quick, 0.99))
+    );
+    println!(
+        "| run_command `echo ok`: p50 / p99 | {} / {} |",
+        latency(quantile(&b.run_command, 0.5)),
+        latency(quantile(&b.run_command, 0.99))
+    );
+    println!(
+        "| wait_for_text (incl. the shell's 0.3 s): p50 / p99; missed | {} / {}; {} |",
+        latency(quantile(&b.waits, 0.5)),
+        latency(quantile(&b.waits, 0.99)),
+        b.waits_missed
+    );
+    println!(
+        "| gateway RSS, peak | {} |",
+        mib(b.gateway_rss_peak_kib as f64)
+    );
+    println!(
+        "| gateway CPU | {} ({:.0} % of one core) |",
+        cpu_ms(b.gateway_cpu),
+        100.0 * b.gateway_cpu.as_secs_f64() / wall
+    );
+    println!(
+        "| gateway's tmux control clients | {} ({} CPU) |",
+        b.control_clients,
+        cpu_ms(b.control_clients_cpu)
+    );
+    println!(
+        "| tmux server CPU | {} ({:.0} % of one core) |",
+        cpu_ms(b.tmux_server_cpu),
+        100.0 * b.tmux_server_cpu.as_secs_f64() / wall
+    );
+    println!(
+        "| the agents' own CPU (this benchmark process) | {} |\n",
+        cpu_ms(b.bench_cpu)
+    );
+    Ok(())
+}
+
+/// Case 4b: idle sessions on muxgate, and one reference process for comparison.
+async fn sessions(options: &Options, reference: &Reference) -> Result<()> {
+    eprintln!("idle sessions: {:?}", options.sessions);
+    let s = scale::idle_sessions(&options.sessions).await?;
+    let ref_rss = scale::reference_process_rss(reference).await?;
+    println!(
+        "## muxgate: mostly idle sessions, each with a wait in flight\n\nEach session: its own MCP session (token) and tmux session (a quiet pane), one wait_for_text in flight; meanwhile one capture_pane every 20 ms round robin for 5 s. Gateway RSS at start (one call made): {}.\n",
+        mib(s.baseline_rss_kib as f64)
+    );
+    println!(
+        "| sessions | gateway RSS | per session | control clients | their RSS (sum) | tmux server RSS | capture_pane p50 / p99 meanwhile |"
+    );
+    println!("|--:|--:|--:|--:|--:|--:|--:|");
+    for step in &s.steps {
+        let per_session =
+            (step.gateway_rss_kib.saturating_sub(s.baseline_rss_kib)) as f64 / step.sessions as f64;
+        println!(
+            "| {} | {} | {:.1} KiB | {} | {} | {} | {} / {} |",
+            step.sessions,
+            mib(step.gateway_rss_kib as f64),
+            per_session,
+            step.control_clients,
+            mib(step.control_clients_rss_kib as f64),
+            mib(step.tmux_server_rss_kib as f64),
+            latency(quantile(&step.trickle, 0.5)),
+            latency(quantile(&step.trickle, 0.99)),
+        );
+    }
+    println!(
+        "\nFor comparison, one {REFERENCE_PACKAGE} process (stdio: one per agent) after a few calls: RSS {}.\n",
+        mib(ref_rss as f64)
+    );
+    Ok(())
+}
+
+/// Case 5: muxgate's send_keys rate against the bare control client's.
+async fn ceiling(options: &Options) -> Result<()> {
+    eprintln!("throughput ceiling");
+    let rounds = scale::send_keys_ceiling(
+        options.ceiling_agents,
+        options.ceiling_secs,
+        options.ceiling_raw_ops,
+        options.rounds.min(5),
+    )
+    .await?;
+    let column = |f: &dyn Fn(&scale::CeilingRound) -> f64| -> f64 {
+        median(&rounds.iter().map(f).collect::<Vec<_>>())
+    };
+    let share = column(&|r| r.muxgate_rate / r.raw_rate);
+    println!(
+        "## Throughput ceiling: send-keys on one tmux server\n\nMedian of {} rounds; each round: {} `send-keys -l -- x` through a bare `tmux -C` client, all written at once, then {} agents calling send_keys (literal `x`, no Enter) for {} s.\n",
+        rounds.len(),
+        options.ceiling_raw_ops,
+        options.ceiling_agents,
+        options.ceiling_secs
+    );
+    println!("| measure | value |\n|---|--:|");
+    println!(
+        "| bare control client, pipelined | {} |",
+        rate(column(&|r| r.raw_rate))
+    );
+    println!(
+        "| muxgate send_keys calls, {} agents over HTTP | {} |",
+        options.ceiling_agents,
+        rate(column(&|r| r.muxgate_rate))
+    );
+    println!(
+        "| muxgate ÷ bare (goal ≥ 50 %) | **{:.1} %** ({}) |",
+        100.0 * share,
+        met(share >= 0.5)
+    );
+    println!(
+        "| gateway CPU per call | {:.0} µs |",
+        column(&|r| r.gateway_cpu_per_call.as_secs_f64() * 1e6)
+    );
+    println!(
+        "| agents' (rmcp client) CPU per call, same machine | {:.0} µs |\n",
+        column(&|r| r.bench_cpu_per_call.as_secs_f64() * 1e6)
+    );
+    Ok(())
+}
+
+fn tmux_version() -> String {
+    std::process::Command::new("tmux")
+        .arg("-V")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_else(|_| "tmux (unknown version)".to_owned())
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}

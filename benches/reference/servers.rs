@@ -1,0 +1,450 @@
+//! The two servers under test and the agents that call them, both through rmcp's client:
+//! - muxgate: a `muxgate serve` child process (this build's release binary) on a loopback port,
+//!   one Streamable HTTP session per agent, each agent with a token of its own;
+//! - the reference: PyPI `libtmux-mcp` (stdio only), installed into a virtualenv outside the
+//!   repository; every agent starts its own server process, as stdio MCP clients do.
+//!
+//! [`Call`] names one operation in neutral terms and turns it into each server's arguments
+//! (`target` for muxgate, `pane_id` / `session_name` for the reference).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail, ensure};
+use muxgate::auth::{MintRequest, TokenMinter};
+use muxgate::config::Config;
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, ClientConfig};
+use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Map, Value, json};
+use tempfile::TempDir;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// The reference version the numbers in BENCHMARKS.md were measured against.
+pub const REFERENCE_PACKAGE: &str = "libtmux-mcp";
+pub const REFERENCE_VERSION: &str = "0.1.0a22";
+
+pub type McpClient = RunningService<rmcp::RoleClient, ClientConfig>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    Muxgate,
+    Reference,
+}
+
+impl Flavor {
+    pub fn name(self) -> &'static str {
+        match self {
+            Flavor::Muxgate => "muxgate",
+            Flavor::Reference => "libtmux-mcp",
+        }
+    }
+}
+
+/// One operation, in terms both servers understand.
+pub enum Call<'a> {
+    /// Text typed literally, then Enter if `enter`.
+    SendKeys {
+        pane: &'a str,
+        keys: &'a str,
+        enter: bool,
+    },
+    /// Literal text, no Enter: what a raw `send-keys -l` does.
+    TypeText {
+        pane: &'a str,
+        text: &'a str,
+    },
+    CapturePane {
+        pane: &'a str,
+    },
+    SnapshotPane {
+        pane: &'a str,
+    },
+    ListPanes {
+        session: &'a str,
+    },
+    RunCommand {
+        pane: &'a str,
+        command: &'a str,
+    },
+    /// `send_keys_batch`: each (pane, text) typed literally, then Enter.
+    SendKeysBatch {
+        ops: &'a [(String, String)],
+    },
+    WaitForText {
+        pane: &'a str,
+        pattern: &'a str,
+        timeout_secs: f64,
+    },
+}
+
+impl Call<'_> {
+    /// The tool name and arguments for `flavor`.
+    pub fn request(&self, flavor: Flavor) -> (&'static str, Value) {
+        let pane_key = match flavor {
+            Flavor::Muxgate => "target",
+            Flavor::Reference => "pane_id",
+        };
+        let mut args = Map::new();
+        let name = match self {
+            Call::SendKeys { pane, keys, enter } => {
+                args.insert(pane_key.into(), json!(pane));
+                args.insert("keys".into(), json!(keys));
+                args.insert("literal".into(), json!(true));
+                args.insert("enter".into(), json!(enter));
+                "send_keys"
+            }
+            Call::TypeText { pane, text } => {
+                args.insert(pane_key.into(), json!(pane));
+                args.insert("keys".into(), json!(text));
+                args.insert("literal".into(), json!(true));
+                args.insert("enter".into(), json!(false));
+                "send_keys"
+            }
+            Call::CapturePane { pane } => {
+                args.insert(pane_key.into(), json!(pane));
+                "capture_pane"
+            }
+            Call::SnapshotPane { pane } => {
+                args.insert(pane_key.into(), json!(pane));
+                "snapshot_pane"
+            }
+            Call::ListPanes { session } => {
+                let key = match flavor {
+                    Flavor::Muxgate => "target",
+                    Flavor::Reference => "session_name",
+                };
+                args.insert(key.into(), json!(session));
+                "list_panes"
+            }
+            Call::RunCommand { pane, command } => {
+                args.insert(pane_key.into(), json!(pane));
+                args.insert("command".into(), json!(command));
+                "run_command"
+            }
+            Call::SendKeysBatch { ops } => {
+                let ops: Vec<Value> = ops
+                    .iter()
+                    .map(|(pane, keys)| json!({pane_key: pane, "keys": keys, "literal": true, "enter": true}))
+                    .collect();
+                args.insert("operations".into(), Value::Array(ops));
+                "send_keys_batch"
+            }
+            Call::WaitForText {
+                pane,
+                pattern,
+                timeout_secs,
+            } => {
+                args.insert(pane_key.into(), json!(pane));
+                args.insert("patterns".into(), json!([pattern]));
+                args.insert("timeout".into(), json!(timeout_secs));
+                "wait_for_text"
+            }
+        };
+        (name, Value::Object(args))
+    }
+}
+
+/// One agent: an MCP session with one of the servers.
+pub struct Agent {
+    pub flavor: Flavor,
+    client: McpClient,
+    /// The reference's server process (stdio), killed with the agent.
+    process: Option<Child>,
+}
+
+impl Agent {
+    /// Calls the tool for `call` and returns its structured result (or `null`); a tool error
+    /// is an error here, so a failing call can never pass for a fast one.
+    pub async fn call(&self, call: &Call<'_>) -> Result<Value> {
+        let (name, args) = call.request(self.flavor);
+        let Value::Object(args) = args else {
+            unreachable!("Call::request builds an object")
+        };
+        let result = self
+            .client
+            .call_tool(CallToolRequestParams::new(name).with_arguments(args))
+            .await
+            .with_context(|| format!("{} {name}: tools/call failed", self.flavor.name()))?;
+        if result.is_error == Some(true) {
+            bail!(
+                "{} {name} returned an error: {:?}",
+                self.flavor.name(),
+                result.content
+            );
+        }
+        Ok(result.structured_content.unwrap_or(Value::Null))
+    }
+
+    /// The reference's server process id (muxgate agents share the gateway's).
+    pub fn process_id(&self) -> Option<u32> {
+        self.process.as_ref().and_then(Child::id)
+    }
+
+    /// Ends the session (and the reference's process).
+    pub async fn close(mut self) {
+        let _ = self.client.cancel().await;
+        if let Some(process) = &mut self.process {
+            let _ = process.kill().await;
+        }
+    }
+}
+
+/// A running `muxgate serve` with its own config; killed on drop.
+pub struct Muxgate {
+    child: Child,
+    pid: u32,
+    mcp_url: String,
+    metrics_url: String,
+    minter: TokenMinter,
+    http: reqwest::Client,
+    _dir: TempDir,
+}
+
+impl Muxgate {
+    /// Starts the gateway on a loopback port, driving the tmux server on `socket`. Rate limits
+    /// are lifted (this measures speed, not limits); everything else keeps its default.
+    /// `path` replaces `PATH` for the gateway (the spawn counter's wrapper).
+    pub async fn start(socket: &str, path: Option<&OsString>) -> Result<Self> {
+        let dir = tempfile::tempdir().context("create a temporary directory")?;
+        let secret = muxgate::auth::generate_secret();
+        let config_text = format!(
+            r#"[http]
+bind = "127.0.0.1:0"
+
+[tmux.servers.bench]
+socket_name = "{socket}"
+
+[auth]
+secret = "{secret}"
+
+[limits]
+requests_per_second = 1000000
+request_burst = 1000000
+tool_calls_per_second = 1000000
+tool_call_burst = 1000000
+worker_queue_share = 8192
+
+[log]
+level = "warn"
+"#
+        );
+        let config = Config::from_toml_str(&config_text).context("the benchmark's config")?;
+        let minter = TokenMinter::from_config(&config.auth).context("token minter")?;
+        let config_path = dir.path().join("muxgate.toml");
+        std::fs::write(&config_path, &config_text).context("write the config")?;
+        let log = std::fs::File::create(dir.path().join("muxgate.log")).context("log file")?;
+
+        let mut command = Command::new(env!("CARGO_BIN_EXE_muxgate"));
+        command
+            .arg("serve")
+            .arg("--config")
+            .arg(&config_path)
+            .env_remove("TMUX")
+            .env_remove("TMUX_PANE")
+            .env_remove("MUXGATE_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log))
+            .kill_on_drop(true);
+        if let Some(path) = path {
+            command.env("PATH", path);
+        }
+        let mut child = command.spawn().context("start muxgate serve")?;
+        let pid = child.id().context("muxgate exited at once")?;
+        let stdout = child.stdout.take().context("muxgate's stdout")?;
+        let mut lines = BufReader::new(stdout).lines();
+        let mcp_url = tokio::time::timeout(Duration::from_secs(30), async {
+            while let Some(line) = lines.next_line().await? {
+                if let Some(url) = line.trim().strip_prefix("MCP endpoint: ") {
+                    return Ok(url.to_owned());
+                }
+            }
+            bail!("muxgate serve exited before printing its endpoint")
+        })
+        .await
+        .context("muxgate serve did not start within 30 s")??;
+        // Keep reading stdout so the gateway never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let metrics_url = format!("{}/metrics", mcp_url.trim_end_matches("/mcp"));
+        Ok(Self {
+            child,
+            pid,
+            mcp_url,
+            metrics_url,
+            minter,
+            http: reqwest::Client::new(),
+            _dir: dir,
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// A new MCP session for agent `n`, with a token of its own (`sub` = `agent-<n>`).
+    pub async fn agent(&self, n: usize) -> Result<Agent> {
+        let token = self
+            .minter
+            .mint(&MintRequest {
+                sub: format!("agent-{n}"),
+                scopes: muxgate::auth::principal::KNOWN_SCOPES
+                    .iter()
+                    .map(|s| (*s).to_owned())
+                    .collect(),
+                ttl: Duration::from_secs(24 * 3600),
+                servers: None,
+                sessions: None,
+                own_sessions: false,
+            })
+            .context("mint a token")?;
+        let transport = StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri(self.mcp_url.as_str()).auth_header(token),
+        );
+        let client = ClientConfig::default()
+            .serve(transport)
+            .await
+            .context("connect to muxgate")?;
+        Ok(Agent {
+            flavor: Flavor::Muxgate,
+            client,
+            process: None,
+        })
+    }
+
+    /// The sum of a metric's samples (all label sets) from `/metrics`.
+    pub async fn metric(&self, name: &str) -> Result<f64> {
+        let text = self
+            .http
+            .get(&self.metrics_url)
+            .send()
+            .await
+            .context("GET /metrics")?
+            .text()
+            .await
+            .context("read /metrics")?;
+        Ok(text
+            .lines()
+            .filter(|line| {
+                line.strip_prefix(name)
+                    .is_some_and(|rest| rest.starts_with([' ', '{']))
+            })
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum())
+    }
+
+    /// Stops the gateway.
+    pub async fn stop(mut self) {
+        let _ = self.child.kill().await;
+    }
+}
+
+/// The reference server installed in a virtualenv.
+pub struct Reference {
+    executable: PathBuf,
+}
+
+impl Reference {
+    /// Installs [`REFERENCE_PACKAGE`] == [`REFERENCE_VERSION`] into the virtualenv at `venv`
+    /// (created with `python3 -m venv` when missing; pip does nothing when it is already
+    /// there).
+    pub fn install(venv: &Path) -> Result<Self> {
+        let python = venv.join("bin/python");
+        if !python.is_file() {
+            eprintln!("creating a virtualenv at {}", venv.display());
+            let status = std::process::Command::new("python3")
+                .args(["-m", "venv"])
+                .arg(venv)
+                .status()
+                .context("run python3 -m venv (is python3 with venv installed?)")?;
+            ensure!(
+                status.success(),
+                "python3 -m venv {} failed",
+                venv.display()
+            );
+        }
+        let output = std::process::Command::new(&python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+            ])
+            .arg(format!("{REFERENCE_PACKAGE}=={REFERENCE_VERSION}"))
+            .output()
+            .context("run pip")?;
+        ensure!(
+            output.status.success(),
+            "pip install {REFERENCE_PACKAGE}=={REFERENCE_VERSION} failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+        let executable = venv.join("bin").join(REFERENCE_PACKAGE);
+        ensure!(
+            executable.is_file(),
+            "{} is missing after the install",
+            executable.display()
+        );
+        Ok(Self { executable })
+    }
+
+    /// Starts a server process driving the tmux server on `socket` (every tool enabled) and
+    /// connects to it over stdio. `path` replaces `PATH` (the spawn counter's wrapper).
+    pub async fn agent(&self, socket: &str, path: Option<&OsString>) -> Result<Agent> {
+        let mut command = Command::new(&self.executable);
+        command
+            .env_remove("TMUX")
+            .env_remove("TMUX_PANE")
+            .env("LIBTMUX_SOCKET", socket)
+            .env("LIBTMUX_TOOLSETS", "inspect,manage,execute,teardown")
+            // Quiet and offline, like muxgate at `warn`: no per-request log lines, no banner,
+            // no update check.
+            .env("FASTMCP_LOG_LEVEL", "WARNING")
+            .env("FASTMCP_SHOW_SERVER_BANNER", "false")
+            .env("FASTMCP_CHECK_FOR_UPDATES", "off")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true);
+        if let Some(path) = path {
+            command.env("PATH", path);
+        }
+        let mut process = command
+            .spawn()
+            .with_context(|| format!("start {}", self.executable.display()))?;
+        let stdout = process.stdout.take().context("the reference's stdout")?;
+        let stdin = process.stdin.take().context("the reference's stdin")?;
+        let client = tokio::time::timeout(
+            Duration::from_secs(60),
+            ClientConfig::default().serve((stdout, stdin)),
+        )
+        .await
+        .context("the reference did not answer initialize within 60 s")?
+        .context("connect to the reference over stdio")?;
+        Ok(Agent {
+            flavor: Flavor::Reference,
+            client,
+            process: Some(process),
+        })
+    }
+}
+
+/// Where the reference is installed: `$MUXGATE_BENCH_VENV`, else a cache directory in the
+/// user's home (never inside the repository).
+pub fn default_venv() -> Result<PathBuf> {
+    if let Some(venv) = std::env::var_os("MUXGATE_BENCH_VENV") {
+        return Ok(PathBuf::from(venv));
+    }
+    let cache = match std::env::var_os("XDG_CACHE_HOME") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(std::env::var_os("HOME").context("HOME is not set")?).join(".cache"),
+    };
+    Ok(cache
+        .join("muxgate-bench")
+        .join(format!("{REFERENCE_PACKAGE}-{REFERENCE_VERSION}")))
+}
