@@ -121,11 +121,7 @@ async fn rmcp_client_reports_argument_and_tool_errors() {
         )
         .await
         .expect("an argument error is a tool result, not a protocol error");
-    assert_eq!(result.is_error, Some(true));
-    let error = &result
-        .structured_content
-        .as_ref()
-        .expect("structured error")["error"];
+    let error = &common::tool_error(&result);
     assert_eq!(error["kind"], "invalid_arguments");
     assert!(
         error["message"].as_str().unwrap().contains("`bogus_field`"),

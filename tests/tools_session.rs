@@ -74,11 +74,7 @@ async fn list_sessions_shows_only_what_the_caller_may_see() {
     assert_eq!(sessions[0]["name"], "ci-build");
 
     let unknown = call(&limited, "list_sessions", json!({"server": "nope"})).await;
-    assert_eq!(unknown.is_error, Some(true));
-    assert_eq!(
-        unknown.structured_content.unwrap()["error"]["kind"],
-        "not_found"
-    );
+    assert_eq!(common::tool_error(&unknown)["kind"], "not_found");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -21,7 +21,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::McpState;
-use super::error::{ToolError, ToolErrorKind};
+use super::error::{self, ToolError, ToolErrorKind};
 use crate::audit::{Outcome, ToolCall};
 use crate::auth::{Principal, Tier, can_call};
 use crate::limits::Limits;
@@ -110,10 +110,10 @@ pub fn record(
 ) {
     let args = request.arguments.clone().map_or(Value::Null, Value::Object);
     let (outcome, error_kind) = match response {
-        Err(outcome) => (outcome, error_kind_of(None)),
+        Err(outcome) => (outcome, None),
         Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => (
             Outcome::Error,
-            error_kind_of(result.structured_content.as_ref()),
+            error::kind_of_result(result).map(ToolErrorKind::as_str),
         ),
         Ok(_) => (Outcome::Ok, None),
     };
@@ -175,15 +175,6 @@ pub fn shutting_down() -> ToolError {
     )
 }
 
-/// The stable error kind of an `isError` result built from a [`ToolError`].
-fn error_kind_of(structured: Option<&Value>) -> Option<&'static str> {
-    let kind = structured?.get("error")?.get("kind")?.as_str()?;
-    ToolErrorKind::ALL
-        .iter()
-        .find(|k| k.as_str() == kind)
-        .map(|k| k.as_str())
-}
-
 /// The target-naming arguments of a call (`target`, `pane`, `session`, `window`, and the
 /// per-operation targets of batches), for the audit record. Values are ids or names, which the
 /// tools validate; they are still capped here because the record is written before that.
@@ -241,22 +232,8 @@ mod tests {
             .await
             .expect("the wait ends at once")
             .unwrap();
-        let structured = result
-            .unwrap_err()
-            .into_result()
-            .structured_content
-            .unwrap();
-        assert_eq!(structured["error"]["kind"], "unavailable");
-        let message = structured["error"]["message"].as_str().unwrap();
-        assert!(message.contains("shutting down"), "{message}");
-    }
-
-    #[test]
-    fn error_kinds_are_read_back_only_when_known() {
-        let known = json!({"error": {"kind": "not_found", "message": "m"}});
-        assert_eq!(error_kind_of(Some(&known)), Some("not_found"));
-        let unknown = json!({"error": {"kind": "something-echoed"}});
-        assert_eq!(error_kind_of(Some(&unknown)), None);
-        assert_eq!(error_kind_of(None), None);
+        let error = result.unwrap_err();
+        assert_eq!(error.kind, ToolErrorKind::Unavailable);
+        assert!(error.message.contains("shutting down"), "{}", error.message);
     }
 }

@@ -99,18 +99,30 @@ impl ToolError {
         Self::new(ToolErrorKind::NotFound, message, suggestion)
     }
 
-    /// The MCP result: `isError`, readable text, and `structuredContent.error`.
+    /// The MCP result: `isError` and the text `error (<kind>): <message>\nsuggestion: <…>`.
+    ///
+    /// No `structuredContent`: clients validate it against the tool's `outputSchema`, which
+    /// describes success (the TypeScript SDK turns a mismatch into a JSON-RPC error and the
+    /// model never sees the message). The kind stays machine-readable in the text's prefix.
     pub fn into_result(self) -> CallToolResult {
         let text = format!(
-            "error ({}): {}\nsuggestion: {}",
+            "{ERROR_PREFIX}{}): {}\nsuggestion: {}",
             self.kind.as_str(),
             self.message,
             self.suggestion
         );
-        let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
-        result.structured_content = Some(serde_json::json!({ "error": self }));
-        result
+        CallToolResult::error(vec![ContentBlock::text(text)])
     }
+}
+
+/// How the text of every [`ToolError`] result begins, before its kind.
+const ERROR_PREFIX: &str = "error (";
+
+/// The kind of an `isError` result built by [`ToolError::into_result`], read from its text.
+pub fn kind_of_result(result: &CallToolResult) -> Option<ToolErrorKind> {
+    let text = &result.content.first()?.as_text()?.text;
+    let (kind, _) = text.strip_prefix(ERROR_PREFIX)?.split_once("): ")?;
+    ToolErrorKind::ALL.into_iter().find(|k| k.as_str() == kind)
 }
 
 impl IntoCallToolResult for ToolError {
@@ -129,7 +141,7 @@ pub fn normalize_argument_error(response: CallToolResponse) -> CallToolResponse 
     let CallToolResponse::Complete(result) = &response else {
         return response;
     };
-    if result.is_error != Some(true) || result.structured_content.is_some() {
+    if result.is_error != Some(true) {
         return response;
     }
     let detail = result
@@ -157,7 +169,7 @@ mod tests {
     }
 
     #[test]
-    fn a_tool_error_is_an_is_error_result_with_text_and_structure() {
+    fn a_tool_error_is_an_is_error_result_with_text_only() {
         let result = ToolError::not_found(
             "no tmux server named `x`",
             "call list_servers for valid names",
@@ -168,14 +180,16 @@ mod tests {
             text_of(&result),
             "error (not_found): no tmux server named `x`\nsuggestion: call list_servers for valid names"
         );
-        assert_eq!(
-            result.structured_content,
-            Some(serde_json::json!({"error": {
-                "kind": "not_found",
-                "message": "no tmux server named `x`",
-                "suggestion": "call list_servers for valid names",
-            }}))
-        );
+        assert_eq!(result.structured_content, None);
+        assert_eq!(kind_of_result(&result), Some(ToolErrorKind::NotFound));
+    }
+
+    #[test]
+    fn kinds_are_read_back_only_from_tool_errors() {
+        let echoed = CallToolResult::error(vec![ContentBlock::text("error (made-up): x")]);
+        assert_eq!(kind_of_result(&echoed), None);
+        let plain = CallToolResult::error(vec![ContentBlock::text("boom")]);
+        assert_eq!(kind_of_result(&plain), None);
     }
 
     #[test]
@@ -188,11 +202,11 @@ mod tests {
             panic!("expected a complete result");
         };
         assert_eq!(result.is_error, Some(true));
-        let error = &result.structured_content.as_ref().unwrap()["error"];
-        assert_eq!(error["kind"], "invalid_arguments");
         assert_eq!(
-            error["message"],
-            "invalid arguments: unknown field `bogus`, there are no fields"
+            text_of(&result),
+            "error (invalid_arguments): invalid arguments: unknown field `bogus`, there are no \
+             fields\nsuggestion: call tools/list and pass exactly the fields of this tool's \
+             inputSchema"
         );
     }
 

@@ -57,7 +57,7 @@ pub async fn ok(client: &Client, name: &str, args: Value) -> Value {
         .unwrap_or_else(|| panic!("{name}: no structured content"))
 }
 
-/// Calls a tool that must fail; returns `structuredContent.error` (kind, message, suggestion).
+/// Calls a tool that must fail; returns its error (kind, message, suggestion).
 pub async fn err(client: &Client, name: &str, args: Value) -> Value {
     let result = call(client, name, args.clone()).await;
     assert_eq!(
@@ -66,7 +66,7 @@ pub async fn err(client: &Client, name: &str, args: Value) -> Value {
         "{name} {args} should have failed: {:?}",
         result.structured_content
     );
-    let error = result.structured_content.expect("structured error")["error"].clone();
+    let error = super::tool_error(&result);
     assert!(
         !error["suggestion"].as_str().unwrap_or_default().is_empty(),
         "{name}: error without a suggestion: {error}"

@@ -58,7 +58,7 @@ pub async fn fails(client: &Client, name: &str, args: Value, kind: &str) -> Valu
         "{name}({args}) should fail: {:?}",
         result.structured_content
     );
-    let error = result.structured_content.expect("structured error")["error"].clone();
+    let error = super::tool_error(&result);
     assert_eq!(error["kind"], kind, "{name}({args}): {error}");
     assert!(
         !error["suggestion"].as_str().unwrap_or("").is_empty(),

@@ -28,6 +28,25 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+/// The `{kind, message, suggestion}` of a failed tool call, parsed from its text
+/// (`error (<kind>): <message>\nsuggestion: <suggestion>`); panics on any other result.
+pub fn tool_error(result: &rmcp::model::CallToolResult) -> Value {
+    assert_eq!(result.is_error, Some(true), "expected an error: {result:?}");
+    assert_eq!(
+        result.structured_content, None,
+        "errors carry no structured content"
+    );
+    let text = &result.content[0].as_text().expect("error text").text;
+    let (head, suggestion) = text
+        .rsplit_once("\nsuggestion: ")
+        .unwrap_or_else(|| panic!("no suggestion line: {text}"));
+    let (kind, message) = head
+        .strip_prefix("error (")
+        .and_then(|rest| rest.split_once("): "))
+        .unwrap_or_else(|| panic!("not a tool error: {text}"));
+    json!({"kind": kind, "message": message, "suggestion": suggestion})
+}
+
 /// The protocol versions the tests speak.
 pub const LEGACY_VERSION: &str = "2025-11-25";
 pub const STATELESS_VERSION: &str = "2026-07-28";

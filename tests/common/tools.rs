@@ -36,10 +36,9 @@ pub fn ok(result: CallToolResult) -> Value {
     result.structured_content.expect("structured content")
 }
 
-/// The `error` object of a failed call (panics with the result otherwise).
+/// The error (kind, message, suggestion) of a failed call (panics with the result otherwise).
 pub fn err(result: CallToolResult) -> Value {
-    assert_eq!(result.is_error, Some(true), "expected an error: {result:?}");
-    result.structured_content.expect("structured error")["error"].clone()
+    super::tool_error(&result)
 }
 
 /// Calls a tool and returns its structured success.
