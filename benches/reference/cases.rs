@@ -140,7 +140,7 @@ pub async fn latency_round(
     round: usize,
     results: &mut [Paired],
 ) -> Result<()> {
-    let (m, r) = if round % 2 == 0 {
+    let (m, r) = if round.is_multiple_of(2) {
         let m = latency_side(muxgate, n).await?;
         (m, latency_side(reference, n).await?)
     } else {
@@ -196,7 +196,7 @@ pub async fn batch_round(
     reference: &Side,
     round: usize,
 ) -> Result<(BatchTimes, BatchTimes)> {
-    if round % 2 == 0 {
+    if round.is_multiple_of(2) {
         let m = batch_side(muxgate).await?;
         Ok((m, batch_side(reference).await?))
     } else {
@@ -248,7 +248,7 @@ pub async fn wake_round(
     round: usize,
     results: &mut Paired,
 ) -> Result<()> {
-    let (m, r) = if round % 2 == 0 {
+    let (m, r) = if round.is_multiple_of(2) {
         let m = wake_side(muxgate, n, round).await?;
         (m, wake_side(reference, n, round).await?)
     } else {
