@@ -44,6 +44,17 @@ pub enum GatewayError {
     MetricsToken(#[from] MetricsTokenError),
 }
 
+/// What a gateway is built for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Authenticated, muxgate's own catalog: what `muxgate serve` runs.
+    Production,
+    /// Authentication off and the conformance suite's fixtures added (see
+    /// [`crate::conformance`]); test builds only.
+    #[cfg(feature = "conformance")]
+    Conformance,
+}
+
 /// A gateway ready to serve: its router and the parts that need an orderly shutdown.
 pub struct Gateway {
     pub app: Router,
@@ -70,6 +81,16 @@ impl Gateway {
         mcp_url: &str,
         shutdown: CancellationToken,
     ) -> Result<Self, GatewayError> {
+        Self::build_in(Mode::Production, config, mcp_url, shutdown)
+    }
+
+    /// [`Gateway::build`] in a chosen [`Mode`].
+    pub fn build_in(
+        mode: Mode,
+        config: Arc<Config>,
+        mcp_url: &str,
+        shutdown: CancellationToken,
+    ) -> Result<Self, GatewayError> {
         let shutdown = Shutdown::new(shutdown);
         let engine_shutdown = CancellationToken::new();
         let engine = TmuxEngine::start(
@@ -83,10 +104,16 @@ impl Gateway {
         );
         let mut metrics = Metrics::new();
         let resource = Arc::new(ProtectedResource::new(&config.auth, mcp_url)?);
-        let authenticator = Arc::new(
-            Authenticator::new(&config.auth, &config.clients, &resource)?
-                .with_reject_hook(metrics.reject_hook()),
-        );
+        let authenticator = Authenticator::new(&config.auth, &config.clients, &resource)?
+            .with_reject_hook(metrics.reject_hook());
+        #[cfg(feature = "conformance")]
+        let authenticator = match mode {
+            Mode::Production => authenticator,
+            Mode::Conformance => {
+                authenticator.without_authentication(crate::conformance::principal())
+            }
+        };
+        let authenticator = Arc::new(authenticator);
         let limits = Arc::new(
             Limits::new(
                 &config.limits,
@@ -136,7 +163,7 @@ impl Gateway {
             metrics: metrics.clone(),
             shutdown: shutdown.begin().child_token(),
         });
-        let app = http::router(HttpDeps {
+        let deps = HttpDeps {
             http: config.http.clone(),
             mcp,
             readiness: Arc::new(EngineReadiness::new(engine.clone(), &config.tmux.servers)),
@@ -151,7 +178,14 @@ impl Gateway {
                 endpoint,
             },
             shutdown: shutdown.clone(),
-        });
+        };
+        let app = match mode {
+            Mode::Production => http::router(deps),
+            #[cfg(feature = "conformance")]
+            Mode::Conformance => {
+                http::router(deps.map_handler(crate::conformance::ConformanceServer::new))
+            }
+        };
         Ok(Self {
             app,
             engine,

@@ -10,6 +10,8 @@
 //! - [`mux`]: backend-neutral multiplexer types and, under [`mux::tmux`], the control-mode engine;
 //! - [`telemetry`]: metrics (`/metrics`), OpenTelemetry traces, structured logs;
 //! - [`gateway`]: assembling all of the above from a config;
+//! - [`conformance`] (cargo feature `conformance`, tests only): auth off, loopback only, and the
+//!   MCP conformance suite's fixtures;
 //! - [`cli`]: the `muxgate` commands; [`doctor`] and [`tmux_cli`]: host diagnostics with one-shot
 //!   tmux commands.
 
@@ -17,6 +19,8 @@ pub mod audit;
 pub mod auth;
 pub mod cli;
 pub mod config;
+#[cfg(feature = "conformance")]
+pub mod conformance;
 pub mod doctor;
 pub mod gateway;
 pub mod http;

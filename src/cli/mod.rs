@@ -116,6 +116,11 @@ pub struct ServeArgs {
     /// Listen address; overrides http.bind.
     #[arg(long, value_name = "ADDR")]
     pub bind: Option<SocketAddr>,
+    /// TEST ONLY: serve the MCP conformance suite — authentication OFF, its fixtures added,
+    /// loopback addresses only.
+    #[cfg(feature = "conformance")]
+    #[arg(long)]
+    pub conformance: bool,
 }
 
 /// Runs the parsed command; the exit code tells success from failed checks.

@@ -18,7 +18,7 @@ use super::ServeArgs;
 use crate::auth::config::SecretString;
 use crate::auth::{AuthConfig, JwtAlgorithm, generate_secret};
 use crate::config::{self, Config};
-use crate::gateway::{Gateway, mint_full_access};
+use crate::gateway::{Gateway, Mode, mint_full_access};
 use crate::http::allowlist::HostPattern;
 use crate::http::shutdown;
 use crate::telemetry::subscriber;
@@ -28,13 +28,25 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(bind) = args.bind {
         loaded.config.http.bind = bind;
     }
+    let mode = mode(&args, &loaded.config)?;
     let telemetry = subscriber::init(&loaded.config.log, &loaded.config.otel)?;
-    let served = super::runtime()?.block_on(serve(loaded.config));
+    let served = super::runtime()?.block_on(serve(loaded.config, mode));
     telemetry.shutdown();
     served
 }
 
-async fn serve(mut config: Config) -> anyhow::Result<()> {
+/// Production, unless a conformance build was asked for conformance mode on a loopback address.
+fn mode(args: &ServeArgs, config: &Config) -> anyhow::Result<Mode> {
+    #[cfg(feature = "conformance")]
+    if args.conformance {
+        crate::conformance::ensure_loopback(config.http.bind)?;
+        return Ok(Mode::Conformance);
+    }
+    let _ = (args, config);
+    Ok(Mode::Production)
+}
+
+async fn serve(mut config: Config, mode: Mode) -> anyhow::Result<()> {
     let ephemeral_secret = ensure_signing_secret(&mut config.auth);
     let config = Arc::new(config);
     warn_if_unreachable_by_host(&config);
@@ -47,8 +59,8 @@ async fn serve(mut config: Config) -> anyhow::Result<()> {
     let local_addr = listener.local_addr()?;
     let mcp_url = mcp_url(local_addr, config.http.tls.is_some());
 
-    let gateway = Gateway::build(config.clone(), &mcp_url, shutdown.clone())?;
-    let bearer_token = if ephemeral_secret {
+    let gateway = Gateway::build_in(mode, config.clone(), &mcp_url, shutdown.clone())?;
+    let bearer_token = if ephemeral_secret && mode == Mode::Production {
         Some(mint_full_access(&config, READY_TOKEN_SUB, READY_TOKEN_TTL)?)
     } else {
         None
@@ -58,6 +70,11 @@ async fn serve(mut config: Config) -> anyhow::Result<()> {
         bearer_token,
         servers: config.tmux.servers.keys().map(|n| n.to_string()).collect(),
     };
+    #[cfg(feature = "conformance")]
+    if mode == Mode::Conformance {
+        println!("{CONFORMANCE_WARNING}");
+        tracing::warn!("{CONFORMANCE_WARNING}");
+    }
     print!("{}", banner.render());
     tracing::info!(%local_addr, tls = config.http.tls.is_some(), "listening");
 
@@ -65,6 +82,11 @@ async fn serve(mut config: Config) -> anyhow::Result<()> {
     tracing::info!("stopped");
     Ok(())
 }
+
+#[cfg(feature = "conformance")]
+const CONFORMANCE_WARNING: &str = "CONFORMANCE TEST MODE: authentication is OFF and test fixtures \
+are served; every local process can drive the configured tmux servers. Never run this in \
+production.";
 
 /// `sub` of the token printed at start on the embedded default.
 const READY_TOKEN_SUB: &str = "local";

@@ -13,7 +13,8 @@
 //! first: trace → in-flight tracking for graceful shutdown ([`shutdown::track_in_flight`]) →
 //! Host/Origin [`guard`] → JWT bearer auth ([`crate::auth::require_bearer`], puts the
 //! `Principal` in the request) → per-client request rate ([`crate::limits::limit_requests`]) →
-//! MCP session ↔ `sub` binding ([`crate::auth::bind_sessions`]) → JSON-RPC body check with
+//! MCP session ↔ `sub` binding ([`crate::auth::bind_sessions`]) → DELETE answered 204
+//! ([`session_end`]) → JSON-RPC body check with
 //! the body size limit ([`body`]) → body size limit → rmcp, whose sessions cancel a request
 //! whose client hung up ([`hangup`]).
 //!
@@ -28,6 +29,7 @@ pub mod body;
 pub mod guard;
 pub mod hangup;
 pub mod health;
+pub mod session_end;
 pub mod shutdown;
 pub mod tls;
 
@@ -40,6 +42,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::middleware::from_fn_with_state;
 use axum::routing::get;
+use rmcp::ServerHandler;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rustls::ServerConfig;
@@ -60,16 +63,32 @@ use hangup::CancelOnHangup;
 use health::ReadinessProbe;
 use shutdown::Shutdown;
 
-/// Everything the router is built from.
-pub struct HttpDeps {
+/// Everything the router is built from. `H` is the MCP handler: [`McpServer`], or in
+/// conformance mode the same wrapped with the suite's fixtures.
+pub struct HttpDeps<H = McpServer> {
     pub http: HttpConfig,
     /// Prototype MCP handler, cloned for every session or stateless request.
-    pub mcp: McpServer,
+    pub mcp: H,
     pub readiness: Arc<dyn ReadinessProbe>,
     pub security: Security,
     pub telemetry: HttpTelemetry,
     /// The shutdown sequence: in-flight tracking, and rmcp's sessions and streams end with it.
     pub shutdown: Shutdown,
+}
+
+#[cfg(feature = "conformance")]
+impl<H> HttpDeps<H> {
+    /// The same dependencies around another MCP handler.
+    pub fn map_handler<T>(self, wrap: impl FnOnce(H) -> T) -> HttpDeps<T> {
+        HttpDeps {
+            http: self.http,
+            mcp: wrap(self.mcp),
+            readiness: self.readiness,
+            security: self.security,
+            telemetry: self.telemetry,
+            shutdown: self.shutdown,
+        }
+    }
 }
 
 /// What the router reports to.
@@ -88,7 +107,7 @@ pub struct Security {
 }
 
 /// The gateway's router.
-pub fn router(deps: HttpDeps) -> Router {
+pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
     let HttpDeps {
         http,
         mcp,
@@ -127,6 +146,7 @@ pub fn router(deps: HttpDeps) -> Router {
                     security.sessions,
                     crate::auth::bind_sessions,
                 ))
+                .layer(axum::middleware::from_fn(session_end::no_content_on_delete))
                 .layer(from_fn_with_state(
                     http.max_body_bytes,
                     body::check_jsonrpc_body,
@@ -156,12 +176,12 @@ pub fn router(deps: HttpDeps) -> Router {
 }
 
 /// rmcp's Streamable HTTP service for `/mcp`.
-fn mcp_service(
+fn mcp_service<H: ServerHandler + Clone>(
     http: &HttpConfig,
-    mcp: McpServer,
+    mcp: H,
     metrics: &Metrics,
     shutdown: &Shutdown,
-) -> StreamableHttpService<McpServer, CancelOnHangup<CountingSessions>> {
+) -> StreamableHttpService<H, CancelOnHangup<CountingSessions>> {
     let mut local = LocalSessionManager::default();
     local.session_config.keep_alive = Some(http.session_idle());
     let sessions = CountingSessions::new(local, metrics.sessions_gauge());

@@ -335,14 +335,16 @@ pub fn keep_tail(lines: &[String], max: usize) -> (String, usize) {
     (text, dropped)
 }
 
-/// A tool-style error as the JSON-RPC error of a resource request.
-fn rpc_error(error: ToolError) -> ErrorData {
+/// A tool-style error as the JSON-RPC error of a request for `uri`, which `data.uri` names
+/// (SEP-2164).
+fn rpc_error(error: ToolError, uri: &str) -> ErrorData {
     let message = format!("{} ({})", error.message, error.suggestion);
+    let data = Some(json!({ "uri": uri }));
     match error.kind {
-        ToolErrorKind::NotFound => ErrorData::resource_not_found(message, None),
-        ToolErrorKind::InvalidArguments => ErrorData::invalid_params(message, None),
-        ToolErrorKind::Forbidden | ToolErrorKind::Busy => ErrorData::invalid_request(message, None),
-        _ => ErrorData::internal_error(message, None),
+        ToolErrorKind::NotFound => ErrorData::resource_not_found(message, data),
+        ToolErrorKind::InvalidArguments => ErrorData::invalid_params(message, data),
+        ToolErrorKind::Forbidden | ToolErrorKind::Busy => ErrorData::invalid_request(message, data),
+        _ => ErrorData::internal_error(message, data),
     }
 }
 
@@ -448,7 +450,7 @@ impl McpServer {
             }),
             args: &json!({}),
         });
-        result.map_err(|(error, _)| rpc_error(error))
+        result.map_err(|(error, _)| rpc_error(error, uri))
     }
 
     async fn read_parsed(
