@@ -1,0 +1,292 @@
+"""The interop workflow driven by the official Python MCP SDK (2.x in `auto` or `legacy` mode,
+or 1.x), against a running muxgate.
+
+Usage: python python_client.py auto|legacy|v1
+
+Environment (set by tests/interop/run): INTEROP_URL, INTEROP_TOKEN, INTEROP_EXPIRED_TOKEN,
+INTEROP_METRICS_URL, INTEROP_CLIENT (a label, used in tmux session names).
+
+Prints one `PASS <step>` or `FAIL <step>: <why>` line per step of the shared workflow
+(see workflow.md) and exits 0; the runner counts the lines.
+"""
+
+import json
+import os
+import sys
+import time
+import traceback
+import urllib.request
+from contextlib import asynccontextmanager
+
+import anyio
+import mcp
+
+MODE = sys.argv[1] if len(sys.argv) > 1 else "auto"
+URL = os.environ["INTEROP_URL"]
+TOKEN = os.environ["INTEROP_TOKEN"]
+EXPIRED = os.environ["INTEROP_EXPIRED_TOKEN"]
+METRICS = os.environ["INTEROP_METRICS_URL"]
+LABEL = os.environ["INTEROP_CLIENT"]
+V1 = MODE == "v1"
+
+if V1:
+    from mcp.shared.exceptions import McpError as JsonRpcError
+else:
+    from mcp import MCPError as JsonRpcError
+
+
+@asynccontextmanager
+async def connect(token):
+    """An initialized session, whichever SDK generation is installed."""
+    headers = {"Authorization": f"Bearer {token}"}
+    if V1:
+        from mcp.client.streamable_http import streamablehttp_client
+
+        async with streamablehttp_client(URL, headers=headers) as (read, write, _):
+            async with mcp.ClientSession(read, write) as session:
+                await session.initialize()
+                yield Session(session)
+    else:
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+            async with mcp.Client(
+                streamable_http_client(URL, http_client=http), mode=MODE
+            ) as client:
+                yield Session(client)
+
+
+class Session:
+    """The calls the workflow needs, the same over both SDK generations."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    async def tool_names(self):
+        return [t.name for t in (await self.inner.list_tools()).tools]
+
+    async def call(self, name, args, progress=None):
+        """(is_error, structured content or text)."""
+        result = await self.inner.call_tool(name, args, progress_callback=progress)
+        is_error = bool(result.isError if V1 else result.is_error)
+        structured = result.structuredContent if V1 else result.structured_content
+        if structured is None:
+            structured = " ".join(getattr(c, "text", "") for c in result.content)
+        return is_error, structured
+
+    async def ok(self, name, args, progress=None):
+        is_error, value = await self.call(name, args, progress)
+        if is_error:
+            raise AssertionError(f"{name} failed: {value}")
+        return value
+
+
+def waits_active():
+    """muxgate's own gauge of waits in flight, read from /metrics."""
+    with urllib.request.urlopen(METRICS, timeout=5) as response:
+        for line in response.read().decode().splitlines():
+            if line.startswith("muxgate_waits_active"):
+                return float(line.split()[-1])
+    raise AssertionError("muxgate_waits_active missing from /metrics")
+
+
+class Workflow:
+    def __init__(self, session):
+        self.s = session
+        self.panes = []
+
+    async def list_tools(self):
+        names = await self.s.tool_names()
+        wanted = {"run_command", "send_keys_batch", "wait_for_text", "capture_since"}
+        missing = wanted - set(names)
+        assert not missing, f"missing tools {missing} in {len(names)}"
+
+    async def create_session(self):
+        name = f"{LABEL}-{os.getpid()}"
+        created = await self.s.ok("create_session", {"name": name, "width": 120, "height": 40})
+        first = created["session"]["active_pane_id"]
+        second = (await self.s.ok("split_window", {"target": first}))["id"]
+        assert first.startswith("%") and second.startswith("%"), f"{first} {second}"
+        self.session_name = name
+        self.panes = [first, second]
+        # Both shells are up before anyone types into them.
+        for pane in self.panes:
+            await self.s.ok("run_command", {"target": pane, "command": "true", "timeout": 20})
+
+    async def run_command_exit_status(self):
+        result = await self.s.ok(
+            "run_command",
+            {"target": self.panes[0], "command": "echo out-$((6*7)); sh -c 'exit 7'"},
+        )
+        assert result["exit_status"] == 7, result
+        assert result["output"] == "out-42\n", result
+
+    async def send_keys_batch_two_panes(self):
+        ops = [
+            {"target": self.panes[0], "keys": "sleep 0.3; echo left-$((1+1))", "literal": True},
+            {"target": self.panes[1], "keys": "sleep 0.3; echo right-$((2+2))", "literal": True},
+        ]
+        found = {}
+
+        async def wait(pane, text):
+            found[text] = await self.s.ok(
+                "wait_for_text", {"target": pane, "patterns": [f"^{text}$"], "regex": True}
+            )
+
+        async with anyio.create_task_group() as tg:
+            for pane, text in zip(self.panes, ["left-2", "right-4"]):
+                tg.start_soon(wait, pane, text)
+            await anyio.sleep(0.3)
+            result = await self.s.ok("send_keys_batch", {"operations": ops})
+        assert result["succeeded"] == 2 and result["failed"] == 0, result
+        for text, seen in found.items():
+            assert seen["outcome"] == "matched", f"{text}: {seen}"
+
+    async def wait_for_text_woken(self):
+        pane = self.panes[1]
+        results = {}
+
+        async def wait():
+            started = time.monotonic()
+            results["found"] = await self.s.ok(
+                "wait_for_text", {"target": pane, "patterns": ["woke-42"], "timeout": 20}
+            )
+            results["waited"] = time.monotonic() - started
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(wait)
+            await anyio.sleep(0.3)
+            await self.s.ok(
+                "send_keys",
+                {"target": pane, "keys": "sleep 0.5; echo woke-$((40+2))", "literal": True,
+                 "enter": True},
+            )
+        found = results["found"]
+        assert found["outcome"] == "matched" and found["matched_line"] == "woke-42", found
+        assert results["waited"] >= 0.5, f"returned after {results['waited']:.2f} s: {found}"
+
+    async def capture_since_new_lines(self):
+        pane = self.panes[0]
+        start = await self.s.ok("capture_since", {"target": pane})
+        await self.s.ok(
+            "send_keys",
+            {"target": pane, "keys": "echo fresh-$((3*3))", "literal": True, "enter": True},
+        )
+        await self.s.ok("wait_for_text", {"target": pane, "patterns": ["^fresh-9$"], "regex": True})
+        later = await self.s.ok("capture_since", {"cursor": start["cursor"]})
+        lines = later["lines"]
+        assert "fresh-9" in lines, later
+        assert "out-42" not in lines and "left-2" not in lines, f"old lines came back: {later}"
+
+    async def validation_error_is_error(self):
+        is_error, value = await self.s.call("run_command", {"target": self.panes[0]})
+        assert is_error, f"missing `command` was accepted: {value}"
+        assert "command" in json.dumps(value), value
+
+    async def unknown_tool_jsonrpc_error(self):
+        try:
+            result = await self.s.inner.call_tool("no_such_tool", {})
+        except JsonRpcError as error:
+            assert "no_such_tool" in str(error) or "not found" in str(error).lower(), error
+            return
+        raise AssertionError(f"an unknown tool returned a result: {result}")
+
+    async def batch_progress(self):
+        seen = []
+
+        async def progress(value, total, message):
+            seen.append((value, total))
+
+        ops = [{"target": self.panes[1], "keys": f": p{i}", "literal": True} for i in range(6)]
+        result = await self.s.ok("send_keys_batch", {"operations": ops}, progress=progress)
+        assert result["succeeded"] == 6, result
+        await anyio.sleep(0.2)
+        assert len(seen) >= 6, f"progress notifications: {seen}"
+        assert seen[-1] == (6, 6), seen
+
+    async def cancelled_wait(self):
+        assert waits_active() == 0, "a wait was already in flight"
+        args = {"target": self.panes[1], "patterns": ["never-printed"], "timeout": 60}
+        if V1:
+            # SDK 1.x does not tell the server when a call is abandoned; a client cancels with
+            # notifications/cancelled naming the request.
+            request_id = self.s.inner._request_id
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self.s.ok, "wait_for_text", args)
+                await anyio.sleep(1.0)
+                await self.s.inner.send_notification(
+                    mcp.types.ClientNotification(
+                        mcp.types.CancelledNotification(
+                            params=mcp.types.CancelledNotificationParams(
+                                requestId=request_id, reason="interop: cancelled"
+                            )
+                        )
+                    )
+                )
+                tg.cancel_scope.cancel()
+        else:
+            with anyio.move_on_after(1.0) as scope:
+                await self.s.ok("wait_for_text", args)
+            assert scope.cancelled_caught, "the wait returned before it was cancelled"
+        # The gateway stops waiting: its gauge drops back to zero.
+        deadline = time.monotonic() + 5
+        while waits_active() != 0:
+            assert time.monotonic() < deadline, "the gateway kept waiting after the cancel"
+            await anyio.sleep(0.05)
+
+    async def cleanup(self):
+        if self.panes:
+            await self.s.ok("kill_session", {"target": self.session_name})
+
+
+async def expired_token_401():
+    try:
+        async with connect(EXPIRED) as session:
+            await session.tool_names()
+    except BaseException as error:  # the SDKs wrap HTTP errors in exception groups
+        text = "".join(traceback.format_exception(error))
+        assert "401" in text, text[-2000:]
+        return
+    raise AssertionError("an expired token was accepted")
+
+
+STEPS = [
+    "list_tools",
+    "create_session",
+    "run_command_exit_status",
+    "send_keys_batch_two_panes",
+    "wait_for_text_woken",
+    "capture_since_new_lines",
+    "validation_error_is_error",
+    "unknown_tool_jsonrpc_error",
+    "batch_progress",
+    "cancelled_wait",
+]
+
+
+async def step(name, run):
+    try:
+        with anyio.fail_after(60):
+            await run()
+        print(f"PASS {name}", flush=True)
+        return True
+    except Exception as error:  # noqa: BLE001 - every failure is reported, none stops the run
+        detail = str(error) or type(error).__name__
+        print(f"FAIL {name}: {detail[:500]}", flush=True)
+        return False
+
+
+async def main():
+    async with connect(TOKEN) as session:
+        flow = Workflow(session)
+        for name in STEPS:
+            if not await step(name, getattr(flow, name)) and name == "create_session":
+                for rest in STEPS[STEPS.index(name) + 1:]:
+                    print(f"FAIL {rest}: no session to work in", flush=True)
+                break
+        await step("cleanup", flow.cleanup)
+    await step("expired_token_401", expired_token_401)
+
+
+anyio.run(main)
