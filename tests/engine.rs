@@ -3,6 +3,7 @@
 mod common;
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use common::tmux::TestTmux;
@@ -521,6 +522,8 @@ async fn a_command_tmux_never_answers_times_out_and_the_engine_recovers() {
         assert!(Instant::now() < deadline, "the engine never recovered");
     }
     assert!(wait_until(Duration::from_secs(2), || tmux.muxgate_clients().len() == 1).await);
+    // One stall, one kill: the worker does not spin on the dying client.
+    assert_eq!(server.worker().stats().stalls.load(Ordering::Relaxed), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

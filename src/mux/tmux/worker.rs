@@ -197,6 +197,7 @@ impl WorkerHandle {
             queue: FairQueue::default(),
             retry: VecDeque::new(),
             conn: None,
+            killed_at: None,
             last_failure: None,
             gauge: gauge.clone(),
             stats: stats.clone(),
@@ -426,6 +427,9 @@ struct Worker {
     /// Lines a lost connection never started; written first on the next connection.
     retry: VecDeque<LineRequest>,
     conn: Option<Connection>,
+    /// When `conn` was killed for stalling; until it reports its end nothing is written to it
+    /// and the stall timer is not armed again (it would fire at once, forever).
+    killed_at: Option<tokio::time::Instant>,
     last_failure: Option<(Instant, ConnectError)>,
     gauge: Arc<QueueGauge>,
     stats: Arc<WorkerStats>,
@@ -445,11 +449,15 @@ impl Worker {
     async fn run(mut self) {
         loop {
             self.pump().await;
-            let stall_at = self
-                .conn
-                .as_ref()
-                .and_then(Connection::oldest_in_flight)
-                .map(|t| tokio::time::Instant::from_std(t + self.settings.stall_timeout()));
+            let stall_at = match self.killed_at {
+                // A killed client that does not report its end within this is abandoned.
+                Some(killed) => Some(killed + self.settings.connect_timeout),
+                None => self
+                    .conn
+                    .as_ref()
+                    .and_then(Connection::oldest_in_flight)
+                    .map(|t| tokio::time::Instant::from_std(t + self.settings.stall_timeout())),
+            };
             self.stats
                 .connected
                 .store(self.conn.is_some(), Ordering::Relaxed);
@@ -468,6 +476,7 @@ impl Worker {
                     tracing::info!(server = %self.server, %reason, requeued = unstarted.len(), "tmux command connection closed");
                     self.stats.connections_lost.fetch_add(1, Ordering::Relaxed);
                     self.conn = None;
+                    self.killed_at = None;
                     for line in unstarted.into_iter().rev() {
                         self.retry.push_front(line);
                     }
@@ -475,12 +484,23 @@ impl Worker {
                 Wake::Conn(Some(event)) => {
                     tracing::trace!(server = %self.server, ?event, "tmux notification");
                 }
-                Wake::Conn(None) => self.conn = None,
+                Wake::Conn(None) => {
+                    self.conn = None;
+                    self.killed_at = None;
+                }
+                Wake::Stalled if self.killed_at.is_some() => {
+                    tracing::warn!(server = %self.server, "the stalled tmux client did not exit; abandoning it");
+                    // Its callers have long given up (the stall timeout is a multiple of
+                    // theirs); dropping it fails whatever is left.
+                    self.conn = None;
+                    self.killed_at = None;
+                }
                 Wake::Stalled => {
                     tracing::warn!(server = %self.server, "tmux stopped answering; dropping the control connection");
                     self.stats.stalls.fetch_add(1, Ordering::Relaxed);
                     if let Some(conn) = self.conn.as_mut() {
                         conn.kill();
+                        self.killed_at = Some(tokio::time::Instant::now());
                     }
                 }
             }
@@ -494,6 +514,10 @@ impl Worker {
 
     /// Writes queued work while the pipeline has room.
     async fn pump(&mut self) {
+        if self.killed_at.is_some() {
+            // The connection is going away; its unstarted lines come back to `retry`.
+            return;
+        }
         if !self.retry.is_empty() {
             if !self.ensure_connected().await {
                 return;
