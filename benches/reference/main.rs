@@ -424,24 +424,25 @@ async fn sessions(options: &Options, reference: &Reference) -> Result<()> {
     let s = scale::idle_sessions(&options.sessions).await?;
     let ref_rss = scale::reference_process_rss(reference).await?;
     println!(
-        "## muxgate: mostly idle sessions, each with a wait in flight\n\nEach session: its own MCP session (token) and tmux session (a quiet pane), one wait_for_text in flight; meanwhile one capture_pane every 20 ms round robin for 5 s. Gateway RSS at start (one call made): {}.\n",
+        "## muxgate: mostly idle sessions, each with a wait in flight\n\nEach session: its own MCP session (token) and tmux session (a quiet pane), one wait_for_text in flight; meanwhile one capture_pane every 20 ms round robin for 5 s. The tmux sessions of the largest step are all created before the first wait (see `scale::idle_sessions`), so the tmux server RSS column counts all of them. Gateway RSS at start (one call made): {}.\n",
         mib(s.baseline_rss_kib as f64)
     );
     println!(
-        "| sessions | gateway RSS | per session | control clients | their RSS (sum) | tmux server RSS | capture_pane p50 / p99 meanwhile |"
+        "| sessions | gateway RSS | per session | control clients | their RSS (sum) | tmux server RSS | all attached after | capture_pane p50 / p99 meanwhile |"
     );
-    println!("|--:|--:|--:|--:|--:|--:|--:|");
+    println!("|--:|--:|--:|--:|--:|--:|--:|--:|");
     for step in &s.steps {
         let per_session =
             (step.gateway_rss_kib.saturating_sub(s.baseline_rss_kib)) as f64 / step.sessions as f64;
         println!(
-            "| {} | {} | {:.1} KiB | {} | {} | {} | {} / {} |",
+            "| {} | {} | {:.1} KiB | {} | {} | {} | {:.1} s | {} / {} |",
             step.sessions,
             mib(step.gateway_rss_kib as f64),
             per_session,
             step.control_clients,
             mib(step.control_clients_rss_kib as f64),
             mib(step.tmux_server_rss_kib as f64),
+            step.settled.as_secs_f64(),
             latency(quantile(&step.trickle, 0.5)),
             latency(quantile(&step.trickle, 0.99)),
         );

@@ -232,6 +232,8 @@ pub struct IdleStep {
     pub control_clients: usize,
     pub control_clients_rss_kib: u64,
     pub tmux_server_rss_kib: u64,
+    /// From the last agent's wait call to every output connection being attached.
+    pub settled: Duration,
     /// capture_pane latencies of the trickle of activity while the waits idle, in µs.
     pub trickle: Vec<f64>,
 }
@@ -265,10 +267,18 @@ pub async fn idle_sessions(steps: &[usize]) -> Result<IdleSessions> {
         baseline_rss_kib,
         steps: Vec::new(),
     };
+    // Every tmux session up front, before any agent waits. tmux 3.3a crashes when a session
+    // appears while a control client is still identifying itself (its `control_state` is not
+    // set yet; fixed upstream after 3.5a), and the waits open control clients; sessions created
+    // behind the gateway's back while it attaches would take the whole server down.
+    let most = steps.iter().copied().max().unwrap_or(0);
+    while panes.len() < most {
+        panes.push(tmux.new_session(&format!("idle-{}", panes.len()), &["cat"])?);
+    }
     for &target in steps {
         while agents.len() < target {
             let i = agents.len();
-            let pane = tmux.new_session(&format!("idle-{i}"), &["cat"])?;
+            let pane = panes[i].clone();
             let agent = Arc::new(gateway.agent(i).await?);
             let (waiter, waiting_pane, waiting_stop) = (agent.clone(), pane.clone(), stop.clone());
             waiters.push(tokio::spawn(async move {
@@ -284,7 +294,6 @@ pub async fn idle_sessions(steps: &[usize]) -> Result<IdleSessions> {
                 }
             }));
             agents.push(agent);
-            panes.push(pane);
         }
         let registered = Instant::now();
         loop {
@@ -297,6 +306,19 @@ pub async fn idle_sessions(steps: &[usize]) -> Result<IdleSessions> {
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
+        // A registered wait may still be queued for its session's output connection (they
+        // attach one at a time); measure once every one is attached.
+        loop {
+            let open = gateway.metric("muxgate_tmux_control_connections").await?;
+            if open > target as f64 {
+                break;
+            }
+            if registered.elapsed() > Duration::from_secs(600) {
+                bail!("only {open} control connections for {target} sessions after 600 s");
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let settled = registered.elapsed();
         let mut trickle = Vec::new();
         let trickle_end = Instant::now() + Duration::from_secs(5);
         let mut k = 0;
@@ -319,6 +341,7 @@ pub async fn idle_sessions(steps: &[usize]) -> Result<IdleSessions> {
             control_clients: control.len(),
             control_clients_rss_kib: procfs::total_rss_kib(&control),
             tmux_server_rss_kib: procfs::rss_kib(tmux.server_pid())?,
+            settled,
             trickle,
         });
     }
