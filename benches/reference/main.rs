@@ -19,6 +19,7 @@
 //! ```text
 //! cargo bench --bench reference                          # full run, about 10 minutes
 //! cargo bench --bench reference -- --only latency,batch  # some groups
+//! cargo bench --bench reference -- --only sessions --sessions 64,256
 //! cargo bench --bench reference -- --quick               # smoke run
 //! cargo test --bench reference                           # the same smoke run
 //! ```
@@ -84,6 +85,15 @@ impl Options {
                 "--bench" => benchmarking = true,
                 "--quick" => options.quick(),
                 "--rounds" => options.rounds = positive(args.next(), "--rounds")?,
+                "--sessions" => {
+                    let list = args
+                        .next()
+                        .context("--sessions needs counts, e.g. 256,1024")?;
+                    options.sessions = list
+                        .split(',')
+                        .map(|n| positive(Some(n.to_owned()), "--sessions"))
+                        .collect::<Result<_>>()?;
+                }
                 "--only" => {
                     let list = args.next().context("--only needs a list of groups")?;
                     options.groups.clear();
@@ -95,7 +105,7 @@ impl Options {
                     }
                 }
                 other => bail!(
-                    "unknown option {other:?} (known: --rounds N, --only GROUP,GROUP…, --quick)"
+                    "unknown option {other:?} (known: --rounds N, --only GROUP,GROUP…, --sessions N,N…, --quick)"
                 ),
             }
         }
