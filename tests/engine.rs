@@ -676,3 +676,60 @@ async fn shutdown_detaches_every_control_client() {
         Err(EngineError::ShuttingDown)
     ));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watched_sessions_are_capped_per_server() {
+    let tmux = TestTmux::start();
+    let (server, _shutdown) = server_for(
+        &tmux,
+        EngineSettings {
+            max_output_connections: 1,
+            ..settings()
+        },
+    );
+    let pane_of = |target: &str| -> PaneId {
+        tmux.ok(&["display-message", "-p", "-t", target, "#{pane_id}"])
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    tmux.ok(&["new-session", "-d", "-s", "other"]);
+    let watched = server.subscribe(&caller(), pane_of("main")).await.unwrap();
+    let refused = server.subscribe(&caller(), pane_of("other")).await;
+    assert!(
+        matches!(refused, Err(EngineError::TooManyWatched { limit: 1, .. })),
+        "{refused:?}"
+    );
+    assert_eq!(
+        tmux.muxgate_clients().len(),
+        2,
+        "command + one output client"
+    );
+    // Another pane of the watched session shares its connection.
+    tmux.ok(&["split-window", "-d", "-t", "main"]);
+    let second = tmux
+        .ok(&["list-panes", "-t", "main", "-F", "#{pane_id}"])
+        .lines()
+        .last()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let sibling = server.subscribe(&caller(), second).await.unwrap();
+    // Once the watched session is released (idle close), another may be watched.
+    drop(watched);
+    drop(sibling);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match server.subscribe(&caller(), pane_of("other")).await {
+            Ok(_) => break,
+            Err(EngineError::TooManyWatched { .. }) => {
+                assert!(
+                    Instant::now() < deadline,
+                    "the released session was never closed"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+}

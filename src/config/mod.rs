@@ -333,6 +333,7 @@ pub struct EngineConfig {
     pub output_ring_bytes: usize,
     pub output_idle_close_secs: u64,
     pub pause_after_secs: u32,
+    pub max_output_connections: usize,
 }
 
 impl EngineConfig {
@@ -354,6 +355,7 @@ impl EngineConfig {
             output_ring_bytes: self.output_ring_bytes,
             output_idle_close: self.output_idle_close(),
             pause_after_secs: self.pause_after_secs,
+            max_output_connections: self.max_output_connections,
             ..EngineSettings::default()
         }
     }
@@ -496,6 +498,10 @@ impl Config {
         positive(&["engine", "command_timeout_ms"], engine.command_timeout_ms)?;
         positive(&["engine", "queue_capacity"], engine.queue_capacity as u64)?;
         positive(&["engine", "pipeline_depth"], engine.pipeline_depth as u64)?;
+        positive(
+            &["engine", "max_output_connections"],
+            engine.max_output_connections as u64,
+        )?;
         positive(
             &["engine", "output_ring_bytes"],
             engine.output_ring_bytes as u64,
@@ -948,6 +954,7 @@ mod tests {
             "output_ring_bytes",
             "output_idle_close_secs",
             "pause_after_secs",
+            "max_output_connections",
         ] {
             let (path, message, _) = invalid(&format!("[engine]\n{key} = 0\n"), &[]);
             assert_eq!(path, format!("engine.{key}"));

@@ -300,6 +300,14 @@ pub fn engine_error(server: &str, error: EngineError, list_hint: &str) -> ToolEr
             },
             "wait for your pending calls to finish, then retry; batch operations where possible",
         ),
+        EngineError::TooManyWatched { limit, .. } => ToolError::new(
+            ToolErrorKind::Busy,
+            format!(
+                "tmux server {server:?} already has {limit} sessions being watched by waits, \
+                 the most this gateway keeps (one tmux control client each)"
+            ),
+            "retry when other waits have ended, or wait on a pane of a session already watched",
+        ),
         EngineError::Quote(e) => ToolError::invalid_arguments(
             e.to_string(),
             "remove NUL bytes from the text (send them as the key C-@ if needed)",

@@ -84,6 +84,10 @@ pub struct EngineSettings {
     pub pause_after_secs: u32,
     /// Wait after a failed connect before spawning another client for the same server.
     pub reconnect_backoff: Duration,
+    /// Output connections (one `tmux -C` client per watched session) open at once, per server:
+    /// tmux 3.3a's idle CPU climbs steeply beyond ~150 control clients and saturates a core
+    /// at 256 (BENCHMARKS.md).
+    pub max_output_connections: usize,
 }
 
 impl Default for EngineSettings {
@@ -99,6 +103,7 @@ impl Default for EngineSettings {
             output_idle_close: Duration::from_secs(30),
             pause_after_secs: 5,
             reconnect_backoff: Duration::from_millis(200),
+            max_output_connections: 128,
         }
     }
 }
@@ -125,6 +130,10 @@ pub enum EngineError {
     Timeout { server: String, after: Duration },
     #[error("tmux server {server:?} is busy: {} queue is full, retry shortly", match .scope { QueueScope::Server => "its", QueueScope::Caller => "your share of its" })]
     QueueFull { server: String, scope: QueueScope },
+    #[error(
+        "tmux server {server:?} already has {limit} watched sessions (engine.max_output_connections)"
+    )]
+    TooManyWatched { server: String, limit: usize },
     #[error("tmux: {0}")]
     Command(String),
     #[error(transparent)]
@@ -141,6 +150,7 @@ impl EngineError {
             Self::ConnectionLost { .. } => "connection_lost",
             Self::Timeout { .. } => "timeout",
             Self::QueueFull { .. } => "queue_full",
+            Self::TooManyWatched { .. } => "too_many_watched",
             Self::Command(_) => "tmux_error",
             Self::Quote(_) => "quote",
             Self::ShuttingDown => "shutting_down",

@@ -273,6 +273,13 @@ impl OutputHub {
         {
             return Ok(tx.clone());
         }
+        let limit = self.inner.settings.max_output_connections;
+        if monitors.values().filter(|tx| !tx.is_closed()).count() >= limit {
+            return Err(EngineError::TooManyWatched {
+                server: self.inner.server.to_string(),
+                limit,
+            });
+        }
         let sink = Arc::new(SessionSink {
             session,
             router: self.inner.router.clone(),
