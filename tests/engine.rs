@@ -572,7 +572,18 @@ async fn output_streams_deliver_new_output_and_end_when_the_program_exits() {
     })
     .await
     .expect("the stream never ended");
-    assert_eq!(end, StreamEnd::PaneExited { status: Some(3) });
+    // tmux 3.3a now and then never records a dead pane's status (about 1 exit in 8 with no
+    // gateway involved); then muxgate cannot know it either.
+    let known = tmux.ok(&[
+        "display-message",
+        "-p",
+        "-t",
+        &pane.to_string(),
+        "#{pane_dead_status}",
+    ]);
+    let status = known.trim().parse::<i32>().ok();
+    assert!(status.is_none() || status == Some(3), "{known:?}");
+    assert_eq!(end, StreamEnd::PaneExited { status });
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -373,12 +373,22 @@ struct SessionMonitor {
     settings: Arc<EngineSettings>,
     shutdown: CancellationToken,
     stats: Arc<OutputStats>,
-    /// Panes reported dead before tmux knew how their program ended, and since when.
-    dying: HashMap<PaneId, tokio::time::Instant>,
+    /// Panes reported dead before tmux knew how their program ended.
+    dying: HashMap<PaneId, Dying>,
 }
 
-/// How long to wait for tmux to learn a dead pane's exit status (it re-checks each second).
+/// A pane whose status is awaited: since when, and when to ask tmux for it next.
+#[derive(Debug, Clone, Copy)]
+struct Dying {
+    since: tokio::time::Instant,
+    next_ask: tokio::time::Instant,
+}
+
+/// How long to wait for tmux to learn a dead pane's exit status.
 const DEAD_STATUS_GRACE: Duration = Duration::from_secs(5);
+/// How often to ask tmux for it meanwhile: the subscription does not always report the status
+/// arriving after the dead flag (tmux 3.3a).
+const DEAD_STATUS_ASK: Duration = Duration::from_millis(300);
 
 enum MonitorWake {
     Register(Option<Register>),
@@ -398,7 +408,7 @@ impl SessionMonitor {
         idle_check.tick().await;
         let mut idle_since: Option<tokio::time::Instant> = None;
         let end = loop {
-            let dying_deadline = self.dying.values().min().map(|t| *t + DEAD_STATUS_GRACE);
+            let dying_deadline = self.dying.values().map(|d| d.next_ask).min();
             let wake = tokio::select! {
                 () = self.shutdown.cancelled() => MonitorWake::Shutdown,
                 reg = self.registrations.recv() => MonitorWake::Register(reg),
@@ -438,19 +448,7 @@ impl SessionMonitor {
                 MonitorWake::Event(Some(ConnEvent::SessionChanged { .. })) => {
                     break StreamEnd::SessionClosed;
                 }
-                MonitorWake::DyingExpired => {
-                    let now = tokio::time::Instant::now();
-                    let expired: Vec<_> = self
-                        .dying
-                        .iter()
-                        .filter(|(_, since)| now >= **since + DEAD_STATUS_GRACE)
-                        .map(|(p, _)| *p)
-                        .collect();
-                    for pane in expired {
-                        self.dying.remove(&pane);
-                        self.pane_exited(pane, None);
-                    }
-                }
+                MonitorWake::DyingExpired => self.ask_dying().await,
                 MonitorWake::Event(Some(ConnEvent::Pause(pane))) => self.resume(pane).await,
                 MonitorWake::Event(Some(ConnEvent::Continue(_))) => {}
                 MonitorWake::Event(Some(ConnEvent::Notification { name, args })) => {
@@ -504,9 +502,11 @@ impl SessionMonitor {
                     // The pty closed but tmux has not reaped the program yet; its status follows
                     // in a later change (or never, if it lives on without a terminal).
                     DeadValue::DeadUnknown => {
-                        self.dying
-                            .entry(pane)
-                            .or_insert_with(tokio::time::Instant::now);
+                        let now = tokio::time::Instant::now();
+                        self.dying.entry(pane).or_insert(Dying {
+                            since: now,
+                            next_ask: now + DEAD_STATUS_ASK,
+                        });
                     }
                 }
             }
@@ -525,6 +525,63 @@ impl SessionMonitor {
     }
 
     /// After a structural change, ends the streams of subscribed panes that no longer exist.
+    /// Asks tmux for the status of dead panes that are due; ends their streams once it is
+    /// known, or without it after [`DEAD_STATUS_GRACE`].
+    async fn ask_dying(&mut self) {
+        let now = tokio::time::Instant::now();
+        let due: Vec<(PaneId, Dying)> = self
+            .dying
+            .iter()
+            .filter(|(_, d)| now >= d.next_ask)
+            .map(|(p, d)| (*p, *d))
+            .collect();
+        for (pane, dying) in due {
+            match self.dead_value(pane).await {
+                Some(DeadValue::Dead(status)) => {
+                    self.dying.remove(&pane);
+                    self.pane_exited(pane, status);
+                }
+                Some(DeadValue::Alive) => {
+                    self.dying.remove(&pane);
+                }
+                _ if now >= dying.since + DEAD_STATUS_GRACE => {
+                    self.dying.remove(&pane);
+                    self.pane_exited(pane, None);
+                }
+                _ => {
+                    if let Some(d) = self.dying.get_mut(&pane) {
+                        d.next_ask = now + DEAD_STATUS_ASK;
+                    }
+                }
+            }
+        }
+    }
+
+    /// `pane`'s dead flag and status, asked directly (one command); `None` when tmux does not
+    /// answer or the pane is gone.
+    async fn dead_value(&mut self, pane: PaneId) -> Option<DeadValue> {
+        let command = TmuxCommand::new("display-message")
+            .flag("-p")
+            .target(pane)
+            .trusted_format("#{pane_id}:#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}")
+            .build()
+            .ok()?;
+        let (line, reply) = LineRequest::new(command.as_bytes().to_vec(), 1);
+        self.conn
+            .submit(vec![line], self.settings.command_timeout)
+            .await
+            .ok()?;
+        let blocks = tokio::time::timeout(self.settings.command_timeout, reply)
+            .await
+            .ok()?
+            .ok()?
+            .ok()?;
+        let body = blocks.first().filter(|b| b.ok)?.body.first()?;
+        // tmux 3.3a answers a missing pane with an empty line: require the pane's own id.
+        let rest = body.strip_prefix(format!("{pane}:").as_bytes())?;
+        Some(parse_dead_value(rest))
+    }
+
     async fn drop_vanished_panes(&mut self) {
         if self.router.live_panes(self.session).is_empty() {
             return;
