@@ -554,6 +554,7 @@ async fn terminal_io_and_the_user_workflows() {
     // A Ctrl-C that lands while bash is still starting the command is lost (the sleep then
     // runs its 300 s): send it until the prompt is back.
     let mut interrupted = false;
+    let mut last = String::new();
     for _ in 0..5 {
         ok(
             &client,
@@ -571,8 +572,13 @@ async fn terminal_io_and_the_user_workflows() {
             interrupted = true;
             break;
         }
+        last = format!("{:?}", back.content);
     }
-    assert!(interrupted, "Ctrl c never brought the prompt back");
+    let screen = ok(&client, "zellij_read_pane", json!({"pane": "terminal_0"})).await;
+    assert!(
+        interrupted,
+        "Ctrl c never brought the prompt back: {last}; the pane shows {screen}"
+    );
     err_kind(
         &client,
         "zellij_send_keys",
