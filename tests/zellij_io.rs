@@ -224,7 +224,13 @@ async fn run_command_in_a_hidden_pane_returns_status_and_output() {
         .await
         .unwrap();
     assert_eq!(result.exit_status, 3);
-    assert_eq!(result.output, "out\nerr\n");
+    // Under load Zellij's dump of a pane that just closed has been seen without the blank row
+    // the end marker's leading newline leaves, and then the final newline cannot be told apart.
+    assert!(
+        result.output == "out\nerr\n" || result.output == "out\nerr",
+        "{:?}",
+        result.output
+    );
     assert!(result.pane_closed);
     // The command pane is gone and nothing else changed.
     assert_eq!(h.backend.list_panes(&s).await.unwrap(), before);
