@@ -34,36 +34,36 @@ async fn sessions_and_panes_are_listed_and_read() {
         .to_owned();
     type_line(&tmux, &pane, "echo resource-$((6*7))");
     wait_for_screen(&tmux, &pane, "resource-42").await;
-    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let gateway = spawn_gateway(config_with_server("dev", &tmux.socket, false)).await;
     let client = client(&gateway).await;
 
     let listed = client.list_all_resources().await.expect("resources/list");
     let uris: Vec<&str> = listed.iter().map(|r| r.uri.as_str()).collect();
     let encoded = pane.replace('%', "%25");
     for expected in [
-        "tmux://work/sessions".to_owned(),
-        "tmux://work/sessions/build".to_owned(),
-        format!("tmux://work/panes/{encoded}/content"),
+        "tmux://dev/sessions".to_owned(),
+        "tmux://dev/sessions/build".to_owned(),
+        format!("tmux://dev/panes/{encoded}/content"),
     ] {
         assert!(uris.contains(&expected.as_str()), "{expected} in {uris:?}");
     }
 
     let sessions: Value =
-        serde_json::from_str(&read(&client, "tmux://work/sessions").await.unwrap()).expect("JSON");
+        serde_json::from_str(&read(&client, "tmux://dev/sessions").await.unwrap()).expect("JSON");
     assert_eq!(sessions["sessions"][0]["name"], "build", "{sessions}");
     let session: Value =
-        serde_json::from_str(&read(&client, "tmux://work/sessions/build").await.unwrap()).unwrap();
+        serde_json::from_str(&read(&client, "tmux://dev/sessions/build").await.unwrap()).unwrap();
     assert_eq!(
         session["windows"].as_array().map(Vec::len),
         Some(1),
         "{session}"
     );
-    let content = read(&client, &format!("tmux://work/panes/{encoded}/content"))
+    let content = read(&client, &format!("tmux://dev/panes/{encoded}/content"))
         .await
         .unwrap();
     assert!(content.contains("resource-42"), "{content}");
     // The raw pane id is accepted too.
-    let raw = read(&client, &format!("tmux://work/panes/{pane}"))
+    let raw = read(&client, &format!("tmux://dev/panes/{pane}"))
         .await
         .unwrap();
     assert!(raw.contains(&pane), "{raw}");
@@ -74,7 +74,7 @@ async fn missing_hidden_and_malformed_resources_are_errors_naming_the_uri() {
     let tmux = TestTmux::start();
     tmux.ok(&["new-session", "-d", "-s", "mine"]);
     tmux.ok(&["new-session", "-d", "-s", "theirs"]);
-    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let gateway = spawn_gateway(config_with_server("dev", &tmux.socket, false)).await;
     let token = session_limited_token(&gateway, "limited", &["mux:read"], &["mine"]);
     let limited = client_with(&gateway, &token).await;
 
@@ -84,7 +84,7 @@ async fn missing_hidden_and_malformed_resources_are_errors_naming_the_uri() {
         listed.iter().all(|r| !r.uri.contains("theirs")),
         "{listed:?}"
     );
-    for uri in ["tmux://work/sessions/theirs", "tmux://work/sessions/absent"] {
+    for uri in ["tmux://dev/sessions/theirs", "tmux://dev/sessions/absent"] {
         let error = read(&limited, uri).await.unwrap_err();
         assert_eq!(error.code.0, -32002, "{uri}: {error:?}");
         assert_eq!(error.data, Some(json!({ "uri": uri })), "{uri}");
@@ -93,13 +93,13 @@ async fn missing_hidden_and_malformed_resources_are_errors_naming_the_uri() {
     let error = read(&limited, malformed).await.unwrap_err();
     assert_eq!(error.code.0, -32602, "{error:?}");
     assert_eq!(error.data, Some(json!({ "uri": malformed })));
-    assert!(read(&limited, "tmux://work/sessions/mine").await.is_ok());
+    assert!(read(&limited, "tmux://dev/sessions/mine").await.is_ok());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prompts_are_listed_and_filled_in() {
     let tmux = TestTmux::start();
-    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, true)).await;
+    let gateway = spawn_gateway(config_with_server("dev", &tmux.socket, true)).await;
     let client = client(&gateway).await;
 
     let prompts = client.list_all_prompts().await.expect("prompts/list");

@@ -354,6 +354,6 @@ mod tests {
         assert!(format!("{data:?}").contains("Data for ID: 123"));
         assert!(read("test://template//data").is_none());
         assert!(read("test://nothing").is_none());
-        assert!(is_resource("test://nothing") && !is_resource("tmux://work/sessions"));
+        assert!(is_resource("test://nothing") && !is_resource("tmux://dev/sessions"));
     }
 }

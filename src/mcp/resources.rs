@@ -622,29 +622,29 @@ mod tests {
     fn uris_parse() {
         let s = |name: &str| SessionSel::Name(SessionName::parse(name).unwrap());
         assert_eq!(
-            ResourceUri::parse("tmux://work/sessions"),
+            ResourceUri::parse("tmux://dev/sessions"),
             Ok(ResourceUri::Sessions {
-                server: "work".into()
+                server: "dev".into()
             })
         );
         assert_eq!(
-            ResourceUri::parse("tmux://work/sessions/build"),
+            ResourceUri::parse("tmux://dev/sessions/build"),
             Ok(ResourceUri::Session {
-                server: "work".into(),
+                server: "dev".into(),
                 session: s("build")
             })
         );
         assert_eq!(
-            ResourceUri::parse("tmux://work/sessions/%241/windows"),
+            ResourceUri::parse("tmux://dev/sessions/%241/windows"),
             Ok(ResourceUri::Windows {
-                server: "work".into(),
+                server: "dev".into(),
                 session: SessionSel::Id(SessionId(1))
             })
         );
         assert_eq!(
-            ResourceUri::parse("tmux://work/sessions/$1/windows/2"),
+            ResourceUri::parse("tmux://dev/sessions/$1/windows/2"),
             Ok(ResourceUri::Window {
-                server: "work".into(),
+                server: "dev".into(),
                 session: SessionSel::Id(SessionId(1)),
                 index: 2
             })
