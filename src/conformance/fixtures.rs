@@ -198,7 +198,7 @@ pub fn prompts() -> Vec<Prompt> {
 
 /// Whether `name` is a fixture prompt.
 pub fn is_prompt(name: &str) -> bool {
-    name.starts_with("test_") && prompts().iter().any(|p| p.name == name)
+    prompts().iter().any(|p| p.name == name)
 }
 
 /// A fixture prompt's messages.
@@ -265,11 +265,6 @@ pub fn templates() -> Vec<ResourceTemplate> {
             .with_description("A resource template with parameter substitution")
             .with_mime_type("application/json"),
     ]
-}
-
-/// Whether `uri` belongs to the fixtures (`test://…`), found or not.
-pub fn is_resource(uri: &str) -> bool {
-    uri.starts_with("test://")
 }
 
 /// A fixture resource's contents; `None` when no fixture has that URI.
@@ -354,6 +349,6 @@ mod tests {
         assert!(format!("{data:?}").contains("Data for ID: 123"));
         assert!(read("test://template//data").is_none());
         assert!(read("test://nothing").is_none());
-        assert!(is_resource("test://nothing") && !is_resource("tmux://dev/sessions"));
+        assert!(read("tmux://dev/sessions").is_none());
     }
 }

@@ -566,6 +566,16 @@ impl SessionMonitor {
             .trusted_format("#{pane_id}:#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}")
             .build()
             .ok()?;
+        let body = self.ask(&command).await?;
+        // tmux 3.3a answers a missing pane with an empty line: require the pane's own id.
+        let rest = body.first()?.strip_prefix(format!("{pane}:").as_bytes())?;
+        Some(parse_dead_value(rest))
+    }
+
+    /// Runs one command on this connection and returns the lines of its successful reply;
+    /// `None` when it fails, the connection is gone or tmux does not answer in time. Output
+    /// keeps flowing on the reader task while this waits.
+    async fn ask(&mut self, command: &TmuxCommand) -> Option<Vec<Vec<u8>>> {
         let (line, reply) = LineRequest::new(command.as_bytes().to_vec(), 1);
         self.conn
             .submit(vec![line], self.settings.command_timeout)
@@ -576,10 +586,7 @@ impl SessionMonitor {
             .ok()?
             .ok()?
             .ok()?;
-        let body = blocks.first().filter(|b| b.ok)?.body.first()?;
-        // tmux 3.3a answers a missing pane with an empty line: require the pane's own id.
-        let rest = body.strip_prefix(format!("{pane}:").as_bytes())?;
-        Some(parse_dead_value(rest))
+        blocks.into_iter().next().filter(|b| b.ok).map(|b| b.body)
     }
 
     async fn drop_vanished_panes(&mut self) {
@@ -595,28 +602,10 @@ impl SessionMonitor {
         else {
             return;
         };
-        let (line, reply) = LineRequest::new(command.as_bytes().to_vec(), 1);
-        if self
-            .conn
-            .submit(vec![line], self.settings.command_timeout)
-            .await
-            .is_err()
-        {
-            return;
-        }
-        // Output keeps flowing on the reader task while this waits.
-        let Ok(Ok(Ok(blocks))) = tokio::time::timeout(self.settings.command_timeout, reply).await
-        else {
+        let Some(body) = self.ask(&command).await else {
             return;
         };
-        let Some(block) = blocks.first().filter(|b| b.ok) else {
-            return;
-        };
-        let existing: HashSet<PaneId> = block
-            .body
-            .iter()
-            .filter_map(|l| PaneId::from_bytes(l))
-            .collect();
+        let existing: HashSet<PaneId> = body.iter().filter_map(|l| PaneId::from_bytes(l)).collect();
         self.router
             .close_where(self.session, &StreamEnd::PaneClosed, |p| {
                 !existing.contains(&p)
