@@ -7,7 +7,7 @@ Environment (set by tests/interop/run): INTEROP_URL, INTEROP_TOKEN, INTEROP_EXPI
 INTEROP_METRICS_URL, INTEROP_CLIENT.
 
 Prints `PASS <step>`, `FAIL <step>: <why>` or, for what the CLI cannot express,
-`SKIP <step>: <why>` lines (see workflow.md); the runner counts them.
+`SKIP <step>: <why>` lines (see ../workflow.md; shared parts in workflow.py); the runner counts them.
 """
 
 import json
@@ -17,14 +17,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
+
+from workflow import EXPIRED, LABEL, STEPS, TOKEN, URL, waits_active
 
 INSPECTOR = sys.argv[1]
-URL = os.environ["INTEROP_URL"]
-TOKEN = os.environ["INTEROP_TOKEN"]
-EXPIRED = os.environ["INTEROP_EXPIRED_TOKEN"]
-METRICS = os.environ["INTEROP_METRICS_URL"]
-LABEL = os.environ["INTEROP_CLIENT"]
 # The CLI keeps a catalog of servers and client settings; keep them out of the user's home.
 HOME = tempfile.mkdtemp(prefix="muxgate-inspector-")
 ENV = dict(os.environ, MCP_CATALOG_PATH=os.path.join(HOME, "mcp.json"),
@@ -78,14 +74,6 @@ def ok(tool, args):
     result = call(tool, args)
     assert not result.get("isError"), f"{tool} failed: {result}"
     return result["structuredContent"]
-
-
-def waits_active():
-    with urllib.request.urlopen(METRICS, timeout=5) as response:
-        for line in response.read().decode().splitlines():
-            if line.startswith("muxgate_waits_active"):
-                return float(line.split()[-1])
-    raise AssertionError("muxgate_waits_active missing from /metrics")
 
 
 class Workflow:
@@ -203,19 +191,6 @@ def expired_token_401():
     # The CLI reports a 401 as `auth_required`, with muxgate's body.
     assert "auth_required" in err and "expired" in err, err[-500:]
 
-
-STEPS = [
-    "list_tools",
-    "create_session",
-    "run_command_exit_status",
-    "send_keys_batch_two_panes",
-    "wait_for_text_woken",
-    "capture_since_new_lines",
-    "validation_error_is_error",
-    "unknown_tool_jsonrpc_error",
-    "batch_progress",
-    "cancelled_wait",
-]
 
 
 def step(name, action):

@@ -7,7 +7,7 @@ Environment (set by tests/interop/run): INTEROP_URL, INTEROP_TOKEN, INTEROP_EXPI
 INTEROP_METRICS_URL, INTEROP_CLIENT (a label, used in tmux session names).
 
 Prints one `PASS <step>` or `FAIL <step>: <why>` line per step of the shared workflow
-(see workflow.md) and exits 0; the runner counts the lines.
+(see ../workflow.md; shared parts in workflow.py) and exits 0; the runner counts the lines.
 """
 
 import json
@@ -15,18 +15,13 @@ import os
 import sys
 import time
 import traceback
-import urllib.request
 from contextlib import asynccontextmanager
 
 import anyio
 import mcp
+from workflow import EXPIRED, LABEL, STEPS, TOKEN, URL, waits_active
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "auto"
-URL = os.environ["INTEROP_URL"]
-TOKEN = os.environ["INTEROP_TOKEN"]
-EXPIRED = os.environ["INTEROP_EXPIRED_TOKEN"]
-METRICS = os.environ["INTEROP_METRICS_URL"]
-LABEL = os.environ["INTEROP_CLIENT"]
 V1 = MODE == "v1"
 
 if V1:
@@ -80,15 +75,6 @@ class Session:
         if is_error:
             raise AssertionError(f"{name} failed: {value}")
         return value
-
-
-def waits_active():
-    """muxgate's own gauge of waits in flight, read from /metrics."""
-    with urllib.request.urlopen(METRICS, timeout=5) as response:
-        for line in response.read().decode().splitlines():
-            if line.startswith("muxgate_waits_active"):
-                return float(line.split()[-1])
-    raise AssertionError("muxgate_waits_active missing from /metrics")
 
 
 class Workflow:
@@ -250,19 +236,6 @@ async def expired_token_401():
         return
     raise AssertionError("an expired token was accepted")
 
-
-STEPS = [
-    "list_tools",
-    "create_session",
-    "run_command_exit_status",
-    "send_keys_batch_two_panes",
-    "wait_for_text_woken",
-    "capture_since_new_lines",
-    "validation_error_is_error",
-    "unknown_tool_jsonrpc_error",
-    "batch_progress",
-    "cancelled_wait",
-]
 
 
 async def step(name, run):
