@@ -744,3 +744,42 @@ async fn watched_sessions_are_capped_per_server() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_clients_never_resize_windows() {
+    let tmux = TestTmux::start();
+    tmux.ok(&["new-session", "-d", "-s", "sized", "-x", "200", "-y", "50"]);
+    let size = || {
+        tmux.ok(&[
+            "display-message",
+            "-p",
+            "-t",
+            "sized",
+            "#{window_width}x#{window_height}",
+        ])
+    };
+    assert_eq!(size().trim(), "200x50");
+    let (server, _shutdown) = server_for(&tmux, settings());
+    // The strictest sizing rule: a window takes the size of the smallest client that counts.
+    // A control client counted at its default 80x24 would shrink the window.
+    for policy in ["smallest", "latest"] {
+        tmux.ok(&["set-option", "-w", "-t", "sized", "window-size", policy]);
+        let pane: PaneId = tmux
+            .ok(&["display-message", "-p", "-t", "sized", "#{pane_id}"])
+            .trim()
+            .parse()
+            .unwrap();
+        let watched = server.subscribe(&caller(), pane).await.unwrap();
+        server
+            .run(&caller(), display("#{session_attached}"))
+            .await
+            .unwrap();
+        assert_eq!(
+            tmux.muxgate_clients().len(),
+            2,
+            "command and output clients are attached"
+        );
+        assert_eq!(size().trim(), "200x50", "window-size {policy}");
+        drop(watched);
+    }
+}

@@ -183,7 +183,7 @@ impl RawControlClient {
     /// Attaches and waits until the client answers a first command.
     fn attach(socket: &str) -> Result<Self> {
         let mut child = tmux_command(socket)
-            .args(["-C", "attach-session", "-f", "no-output,ignore-size"])
+            .args(["-C", "attach-session", "-f", "no-output"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -14,7 +14,7 @@ use crate::fixture::tmux_command;
 /// time from the first write to the last reply.
 pub fn pipelined(socket: &str, command: &str, ops: usize) -> Result<Duration> {
     let mut child = tmux_command(socket)
-        .args(["-C", "attach-session", "-f", "no-output,ignore-size"])
+        .args(["-C", "attach-session", "-f", "no-output"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

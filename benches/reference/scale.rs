@@ -232,6 +232,8 @@ pub struct IdleStep {
     pub control_clients: usize,
     pub control_clients_rss_kib: u64,
     pub tmux_server_rss_kib: u64,
+    /// CPU time the tmux server used per second of wall time during the trickle.
+    pub tmux_server_cpu_ms_per_s: f64,
     /// From the last agent's wait call to every output connection being attached.
     pub settled: Duration,
     /// capture_pane latencies of the trickle of activity while the waits idle, in µs.
@@ -320,7 +322,9 @@ pub async fn idle_sessions(steps: &[usize]) -> Result<IdleSessions> {
         }
         let settled = registered.elapsed();
         let mut trickle = Vec::new();
-        let trickle_end = Instant::now() + Duration::from_secs(5);
+        let trickle_start = Instant::now();
+        let tmux_cpu_before = procfs::cpu_time(tmux.server_pid())?;
+        let trickle_end = trickle_start + Duration::from_secs(5);
         let mut k = 0;
         while Instant::now() < trickle_end {
             let start = Instant::now();
@@ -334,6 +338,9 @@ pub async fn idle_sessions(steps: &[usize]) -> Result<IdleSessions> {
             k += 1;
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+        let tmux_cpu = procfs::cpu_time(tmux.server_pid())?.saturating_sub(tmux_cpu_before);
+        let tmux_server_cpu_ms_per_s =
+            tmux_cpu.as_secs_f64() * 1000.0 / trickle_start.elapsed().as_secs_f64();
         let control = procfs::children(gateway.pid());
         result.steps.push(IdleStep {
             sessions: target,
@@ -341,6 +348,7 @@ pub async fn idle_sessions(steps: &[usize]) -> Result<IdleSessions> {
             control_clients: control.len(),
             control_clients_rss_kib: procfs::total_rss_kib(&control),
             tmux_server_rss_kib: procfs::rss_kib(tmux.server_pid())?,
+            tmux_server_cpu_ms_per_s,
             settled,
             trickle,
         });

@@ -223,6 +223,10 @@ socket_name = "{socket}"
 [auth]
 secret = "{secret}"
 
+[engine]
+# The idle-sessions case watches up to 1,024 sessions at once (the default cap is lower).
+max_output_connections = 2048
+
 [limits]
 requests_per_second = 1000000
 request_burst = 1000000

@@ -1,9 +1,13 @@
 //! One tmux control-mode client: the `tmux -C` child, its reader task and reply matching.
 //!
 //! A [`Connection`] is attached to a session (tmux requires that) with
-//! `attach-session -E -f ignore-size[,no-output|,pause-after=N]`:
+//! `attach-session -E -f no-output|pause-after=N`:
 //! - `-E` keeps muxgate's environment out of the session;
-//! - `ignore-size` keeps the control client from resizing any human's windows;
+//! - no size is ever set (`refresh-client -C` is never sent): tmux leaves a control client
+//!   without one out of every window-size calculation, so no human's window is resized. The
+//!   `ignore-size` flag would add nothing but cost: tmux 3.3a checks each ignore-size client
+//!   against every other client whenever it recalculates sizes, which with hundreds of
+//!   control clients kept an idle server busy (BENCHMARKS.md, "Idle sessions");
 //! - a session-id target (or none) never switches a human's current window.
 //!
 //! Writing: [`Connection::submit`] writes request lines back to back (pipelining) and queues one
@@ -246,19 +250,15 @@ impl Connection {
     /// Starts a control client and waits until tmux has attached it.
     pub async fn connect(options: &ConnectOptions) -> Result<Self, ConnectError> {
         let socket_text = options.socket.to_string();
-        let mut flags = String::from("ignore-size");
-        let sink = match &options.output {
-            OutputMode::Off => {
-                flags.push_str(",no-output");
-                None
-            }
+        let (flags, sink) = match &options.output {
+            OutputMode::Off => (String::from("no-output"), None),
             OutputMode::On {
                 pause_after_secs,
                 sink,
-            } => {
-                flags.push_str(&format!(",pause-after={pause_after_secs}"));
-                Some(sink.clone())
-            }
+            } => (
+                format!("pause-after={pause_after_secs}"),
+                Some(sink.clone()),
+            ),
         };
         let mut command = tmux_command(&options.tmux_bin, &options.socket);
         command

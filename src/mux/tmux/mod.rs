@@ -85,8 +85,8 @@ pub struct EngineSettings {
     /// Wait after a failed connect before spawning another client for the same server.
     pub reconnect_backoff: Duration,
     /// Output connections (one `tmux -C` client per watched session) open at once, per server:
-    /// tmux 3.3a's idle CPU climbs steeply beyond ~150 control clients and saturates a core
-    /// at 256 (BENCHMARKS.md).
+    /// an idle tmux 3.3a server's CPU grows faster than its number of control clients (about
+    /// 10 % of a core at 256, most of one at 1,024; BENCHMARKS.md).
     pub max_output_connections: usize,
 }
 
@@ -103,7 +103,7 @@ impl Default for EngineSettings {
             output_idle_close: Duration::from_secs(30),
             pause_after_secs: 5,
             reconnect_backoff: Duration::from_millis(200),
-            max_output_connections: 128,
+            max_output_connections: 256,
         }
     }
 }
