@@ -251,6 +251,16 @@ pub struct IdleSessions {
 /// seconds.
 pub async fn idle_sessions(steps: &[usize]) -> Result<IdleSessions> {
     let tmux = BenchTmux::start("idle-sessions", None)?;
+    // Every tmux session up front, before the gateway attaches any control client. tmux 3.3a
+    // crashes (`control_write` on a client whose control state is not set yet; fixed upstream
+    // after 3.5a) when a session appears while a control client is still identifying itself;
+    // with hundreds of sessions created behind an attached gateway this took the whole
+    // server down.
+    let most = steps.iter().copied().max().unwrap_or(0);
+    let mut panes: Vec<String> = Vec::new();
+    while panes.len() < most {
+        panes.push(tmux.new_session(&format!("idle-{}", panes.len()), &["cat"])?);
+    }
     let gateway = Muxgate::start(tmux.socket(), None).await?;
     // The baseline: the gateway with one agent that has made one call.
     let first = gateway.agent(usize::MAX).await?;
@@ -263,20 +273,11 @@ pub async fn idle_sessions(steps: &[usize]) -> Result<IdleSessions> {
 
     let stop = Arc::new(AtomicBool::new(false));
     let mut agents: Vec<Arc<Agent>> = Vec::new();
-    let mut panes: Vec<String> = Vec::new();
     let mut waiters = Vec::new();
     let mut result = IdleSessions {
         baseline_rss_kib,
         steps: Vec::new(),
     };
-    // Every tmux session up front, before any agent waits. tmux 3.3a crashes when a session
-    // appears while a control client is still identifying itself (its `control_state` is not
-    // set yet; fixed upstream after 3.5a), and the waits open control clients; sessions created
-    // behind the gateway's back while it attaches would take the whole server down.
-    let most = steps.iter().copied().max().unwrap_or(0);
-    while panes.len() < most {
-        panes.push(tmux.new_session(&format!("idle-{}", panes.len()), &["cat"])?);
-    }
     for &target in steps {
         while agents.len() < target {
             let i = agents.len();
