@@ -65,6 +65,20 @@ impl Ring {
     fn end_offset(&self) -> u64 {
         self.start + self.buf.len() as u64
     }
+
+    /// Appends the bytes from index `from` of the ring to `out`, as at most two memory copies:
+    /// this runs under the ring's lock, which the connection's reader needs for every
+    /// `%output`, so byte-by-byte copying of a whole ring (ten waiters in a flood) held it up.
+    fn copy_from(&self, from: usize, out: &mut Vec<u8>) {
+        let (front, back) = self.buf.as_slices();
+        out.reserve(self.buf.len().saturating_sub(from));
+        if let Some(tail) = front.get(from..) {
+            out.extend_from_slice(tail);
+            out.extend_from_slice(back);
+        } else if let Some(tail) = back.get(from - front.len()..) {
+            out.extend_from_slice(tail);
+        }
+    }
 }
 
 impl PaneStream {
@@ -203,9 +217,7 @@ impl OutputSubscription {
         chunk.gap = ring.gaps > self.gaps_seen;
         self.gaps_seen = ring.gaps;
         let from = usize::try_from(self.position - ring.start).unwrap_or(usize::MAX);
-        chunk
-            .data
-            .extend(ring.buf.range(from.min(ring.buf.len())..));
+        ring.copy_from(from, &mut chunk.data);
         self.position = end;
         self.changes.mark_unchanged();
         if chunk.is_empty()
@@ -258,6 +270,38 @@ mod tests {
         assert_eq!(chunk.missed_bytes, 13 - 8);
         assert_eq!(chunk.data.len(), 8);
         assert_eq!(chunk.data, b"56789abc");
+    }
+
+    #[test]
+    fn reads_across_the_rings_wrap_point_return_the_stream_in_order() {
+        // A small ring wraps around its storage again and again; every take must return
+        // exactly the newest bytes of the stream, and what it skipped must add up.
+        let stream = PaneStream::new(PaneId(4), 13);
+        let mut readers: Vec<(OutputSubscription, usize)> =
+            (0..3).map(|_| (stream.subscribe(), 0)).collect();
+        let mut sent = Vec::new();
+        let mut seed = 7u32;
+        for round in 0..500u32 {
+            seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            let len = (seed >> 16) as usize % 9;
+            let piece: Vec<u8> = (0..len).map(|i| (round as usize * 31 + i) as u8).collect();
+            stream.push(&piece);
+            sent.extend_from_slice(&piece);
+            for (k, (sub, read)) in readers.iter_mut().enumerate() {
+                if (seed >> (k + 3)) & 1 == 0 {
+                    continue;
+                }
+                let chunk = sub.take().unwrap();
+                let missed = usize::try_from(chunk.missed_bytes).unwrap();
+                assert_eq!(*read + missed + chunk.data.len(), sent.len(), "reader {k}");
+                assert_eq!(
+                    chunk.data,
+                    sent[*read + missed..],
+                    "reader {k}, round {round}"
+                );
+                *read = sent.len();
+            }
+        }
     }
 
     #[test]
