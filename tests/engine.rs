@@ -219,11 +219,7 @@ async fn send_keys_literal_delivers_exactly_the_text_sent() {
     );
     tmux.ok(&["respawn-pane", "-k", "-t", "main", &record]);
     std::thread::sleep(Duration::from_millis(300));
-    let pane: PaneId = tmux
-        .ok(&["display-message", "-p", "-t", "main", "#{pane_id}"])
-        .trim()
-        .parse()
-        .unwrap();
+    let pane = tmux.pane_id("main");
 
     let commands = cases
         .iter()
@@ -531,11 +527,7 @@ async fn output_streams_deliver_new_output_and_end_when_the_program_exits() {
     let tmux = TestTmux::start();
     let (server, _shutdown) = server_for(&tmux, settings());
     tmux.ok(&["set-option", "-g", "remain-on-exit", "on"]);
-    let pane: PaneId = tmux
-        .ok(&["display-message", "-p", "-t", "main", "#{pane_id}"])
-        .trim()
-        .parse()
-        .unwrap();
+    let pane = tmux.pane_id("main");
     let mut sub = server.subscribe(&caller(), pane).await.unwrap();
 
     let type_line = |text: &str| {
@@ -591,11 +583,7 @@ async fn output_connections_close_when_idle_and_streams_end_with_the_session() {
     let tmux = TestTmux::start();
     tmux.ok(&["new-session", "-d", "-s", "doomed"]);
     let (server, _shutdown) = server_for(&tmux, settings());
-    let pane: PaneId = tmux
-        .ok(&["display-message", "-p", "-t", "doomed", "#{pane_id}"])
-        .trim()
-        .parse()
-        .unwrap();
+    let pane = tmux.pane_id("doomed");
 
     let sub = server.subscribe(&caller(), pane).await.unwrap();
     assert_eq!(
@@ -673,11 +661,7 @@ async fn stale_clients_of_a_dead_muxgate_are_removed_at_start() {
 async fn shutdown_detaches_every_control_client() {
     let tmux = TestTmux::start();
     let (server, shutdown) = server_for(&tmux, settings());
-    let pane: PaneId = tmux
-        .ok(&["display-message", "-p", "-t", "main", "#{pane_id}"])
-        .trim()
-        .parse()
-        .unwrap();
+    let pane = tmux.pane_id("main");
     let _sub = server.subscribe(&caller(), pane).await.unwrap();
     assert_eq!(tmux.muxgate_clients().len(), 2);
     shutdown.cancel();
@@ -698,15 +682,12 @@ async fn watched_sessions_are_capped_per_server() {
             ..settings()
         },
     );
-    let pane_of = |target: &str| -> PaneId {
-        tmux.ok(&["display-message", "-p", "-t", target, "#{pane_id}"])
-            .trim()
-            .parse()
-            .unwrap()
-    };
     tmux.ok(&["new-session", "-d", "-s", "other"]);
-    let watched = server.subscribe(&caller(), pane_of("main")).await.unwrap();
-    let refused = server.subscribe(&caller(), pane_of("other")).await;
+    let watched = server
+        .subscribe(&caller(), tmux.pane_id("main"))
+        .await
+        .unwrap();
+    let refused = server.subscribe(&caller(), tmux.pane_id("other")).await;
     assert!(
         matches!(refused, Err(EngineError::TooManyWatched { limit: 1, .. })),
         "{refused:?}"
@@ -731,7 +712,7 @@ async fn watched_sessions_are_capped_per_server() {
     drop(sibling);
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        match server.subscribe(&caller(), pane_of("other")).await {
+        match server.subscribe(&caller(), tmux.pane_id("other")).await {
             Ok(_) => break,
             Err(EngineError::TooManyWatched { .. }) => {
                 assert!(
@@ -762,14 +743,11 @@ async fn control_clients_never_resize_windows() {
     let (server, _shutdown) = server_for(&tmux, settings());
     // The strictest sizing rule: a window takes the size of the smallest client that counts.
     // A control client counted at its default 80x24 would shrink the window.
+    let pane = tmux.pane_id("sized");
     for policy in ["smallest", "latest"] {
         tmux.ok(&["set-option", "-w", "-t", "sized", "window-size", policy]);
-        let pane: PaneId = tmux
-            .ok(&["display-message", "-p", "-t", "sized", "#{pane_id}"])
-            .trim()
-            .parse()
-            .unwrap();
         let watched = server.subscribe(&caller(), pane).await.unwrap();
+        // Any command: the command connection attaches on first use.
         server
             .run(&caller(), display("#{session_attached}"))
             .await
