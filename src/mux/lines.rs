@@ -109,8 +109,22 @@ impl LineAssembler {
 
     /// Decodes `data`, appending each line it completes to `lines`.
     pub fn feed(&mut self, data: &[u8], lines: &mut Vec<String>) {
-        for &byte in data {
-            self.byte(byte, lines);
+        let mut rest = data;
+        while let Some((&first, tail)) = rest.split_first() {
+            // Plain text is most of any stream: take a run of printable ASCII in one step
+            // instead of one state-machine turn per byte.
+            if self.state == State::Ground && self.utf8_need == 0 && is_printable_ascii(first) {
+                let run = rest
+                    .iter()
+                    .position(|b| !is_printable_ascii(*b))
+                    .unwrap_or(rest.len());
+                let (text, after) = rest.split_at(run);
+                self.print_ascii(text, lines);
+                rest = after;
+                continue;
+            }
+            self.byte(first, lines);
+            rest = tail;
         }
     }
 
@@ -277,6 +291,31 @@ impl LineAssembler {
         self.col += 1;
     }
 
+    /// Prints a run of printable ASCII: the same as [`Self::print`] per byte, a slice at a time.
+    fn print_ascii(&mut self, text: &[u8], lines: &mut Vec<String>) {
+        let mut rest = text;
+        while !rest.is_empty() {
+            if self.col >= self.max_line_chars {
+                self.end_line(lines);
+            }
+            let (now, later) = rest.split_at((self.max_line_chars - self.col).min(rest.len()));
+            if self.line.len() < self.col {
+                self.line.resize(self.col, ' ');
+            }
+            let overwritten = (self.line.len() - self.col).min(now.len());
+            for (cell, &b) in self.line[self.col..self.col + overwritten]
+                .iter_mut()
+                .zip(now)
+            {
+                *cell = char::from(b);
+            }
+            self.line
+                .extend(now[overwritten..].iter().map(|&b| char::from(b)));
+            self.col += now.len();
+            rest = later;
+        }
+    }
+
     fn end_line(&mut self, lines: &mut Vec<String>) {
         lines.push(trimmed(&self.line));
         self.line.clear();
@@ -284,9 +323,21 @@ impl LineAssembler {
     }
 }
 
+fn is_printable_ascii(b: u8) -> bool {
+    (0x20..=0x7e).contains(&b)
+}
+
 fn trimmed(line: &[char]) -> String {
     let end = line.iter().rposition(|c| *c != ' ').map_or(0, |i| i + 1);
-    line[..end].iter().collect()
+    let line = &line[..end];
+    // Most lines are ASCII: narrowing each char to a byte is far cheaper than encoding it.
+    if line.iter().all(char::is_ascii) {
+        let bytes: Vec<u8> = line.iter().map(|&c| c as u8).collect();
+        if let Ok(text) = String::from_utf8(bytes) {
+            return text;
+        }
+    }
+    line.iter().collect()
 }
 
 #[cfg(test)]
@@ -411,6 +462,33 @@ mod tests {
                 prop_assert!(lines.iter().all(|l| l.chars().count() <= 64));
                 prop_assert!(lines.iter().all(|l| !l.contains(|c: char| c.is_control())));
                 prop_assert!(whole.1.chars().all(|c| !c.is_control()));
+            }
+
+            #[test]
+            fn text_runs_decode_as_byte_by_byte(
+                pieces in prop::collection::vec(prop_oneof![
+                    "[ -~]{0,24}".prop_map(String::into_bytes),
+                    prop::sample::select(vec![
+                        &b"\r"[..], b"\n", b"\x08", b"\t", b"\x1b[3D", b"\x1b[2C", b"\x1b[5G",
+                        b"\x1b[K", b"\x1b[2P", b"\x1b[3@", b"\x1b[31m", "é".as_bytes(), b"\xe2",
+                    ]).prop_map(<[u8]>::to_vec),
+                    any::<u8>().prop_map(|b| vec![b]),
+                ], 0..40),
+                max in 1usize..12,
+            ) {
+                let data = pieces.concat();
+                let mut fast = LineAssembler::with_max_line_chars(max);
+                let mut fast_lines = Vec::new();
+                fast.feed(&data, &mut fast_lines);
+                let mut slow = LineAssembler::with_max_line_chars(max);
+                let mut slow_lines = Vec::new();
+                for &b in &data {
+                    slow.byte(b, &mut slow_lines);
+                }
+                prop_assert_eq!(fast_lines, slow_lines);
+                prop_assert_eq!(fast.partial(), slow.partial());
+                prop_assert_eq!(fast.col, slow.col);
+                prop_assert_eq!(fast.line, slow.line);
             }
         }
     }

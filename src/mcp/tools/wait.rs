@@ -174,27 +174,37 @@ impl TextWatch {
 
     /// Takes one wake-up's worth of output.
     fn feed(&mut self, chunk: &OutputChunk) -> Option<Decision> {
-        if chunk.missed_bytes > 0 || chunk.gap {
+        self.feed_bytes(&chunk.data, chunk.missed_bytes > 0 || chunk.gap)
+    }
+
+    /// Takes output; `lost` says output was lost just before `data`.
+    fn feed_bytes(&mut self, data: &[u8], lost: bool) -> Option<Decision> {
+        if lost {
             self.assembler.reset();
             self.needs_resync = true;
         }
-        if chunk.data.is_empty() {
+        if data.is_empty() {
             return None;
         }
         self.saw_output = true;
         let mut lines = Vec::new();
-        self.assembler.feed(&chunk.data, &mut lines);
-        for line in &lines {
-            self.tail.push_back(line.clone());
-            if self.tail.len() > TAIL_LINES {
-                self.tail.pop_front();
-            }
-        }
-        let partial = self.assembler.partial();
-        let candidates = lines
-            .iter()
-            .map(String::as_str)
-            .chain((!partial.is_empty()).then_some(partial.as_str()));
+        self.assembler.feed(data, &mut lines);
+        let decision = self.decide(&lines);
+        // Only the last lines can be in the tail: keep those, without copying the rest.
+        let kept = lines.len().saturating_sub(TAIL_LINES);
+        self.tail.extend(lines.drain(kept..));
+        let surplus = self.tail.len().saturating_sub(TAIL_LINES);
+        self.tail.drain(..surplus);
+        decision
+    }
+
+    /// Matches new complete `lines` and the line being written.
+    fn decide(&self, lines: &[String]) -> Option<Decision> {
+        let partial = self
+            .assembler
+            .has_partial()
+            .then(|| self.assembler.partial());
+        let candidates = lines.iter().map(String::as_str).chain(partial.as_deref());
         if self.matcher.any_output() {
             if let Some(hit) = self.matcher.check(candidates.clone()) {
                 return Some(Decision::Hit(hit));
@@ -358,21 +368,12 @@ async fn feed_in_slices(watch: &mut TextWatch, chunk: OutputChunk) -> Option<Dec
     if chunk.data.len() <= FEED_SLICE {
         return watch.feed(&chunk);
     }
-    let OutputChunk {
-        data,
-        missed_bytes,
-        gap,
-    } = chunk;
-    for (i, piece) in data.chunks(FEED_SLICE).enumerate() {
-        let first = i == 0;
-        let part = OutputChunk {
-            data: piece.to_vec(),
-            missed_bytes: if first { missed_bytes } else { 0 },
-            gap: first && gap,
-        };
-        if let Some(decision) = watch.feed(&part) {
+    let mut lost = chunk.missed_bytes > 0 || chunk.gap;
+    for piece in chunk.data.chunks(FEED_SLICE) {
+        if let Some(decision) = watch.feed_bytes(piece, lost) {
             return Some(decision);
         }
+        lost = false;
         tokio::task::yield_now().await;
     }
     None
