@@ -42,6 +42,21 @@ pub struct LineAssembler {
     col: usize,
     alternate_screen: bool,
     max_line_chars: usize,
+    /// Index, in the data being fed, of the byte being decoded (where a line ends).
+    at: usize,
+}
+
+/// Where a [`LineAssembler`] hands the lines it completes.
+pub trait LineSink {
+    /// A completed line; `end` is the index, in the data passed to that `feed`, just past the
+    /// line's last byte (for a line cut for length: the byte that did not fit).
+    fn line(&mut self, text: String, end: usize);
+}
+
+impl LineSink for Vec<String> {
+    fn line(&mut self, text: String, _end: usize) {
+        self.push(text);
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +93,7 @@ impl LineAssembler {
             col: 0,
             alternate_screen: false,
             max_line_chars: max.max(1),
+            at: 0,
         }
     }
 
@@ -107,10 +123,12 @@ impl LineAssembler {
         self.col = 0;
     }
 
-    /// Decodes `data`, appending each line it completes to `lines`.
-    pub fn feed(&mut self, data: &[u8], lines: &mut Vec<String>) {
+    /// Decodes `data`, handing each line it completes to `lines` (a `Vec<String>` collects
+    /// them).
+    pub fn feed(&mut self, data: &[u8], lines: &mut impl LineSink) {
         let mut rest = data;
         while let Some((&first, tail)) = rest.split_first() {
+            self.at = data.len() - rest.len();
             // Plain text is most of any stream: take a run of printable ASCII in one step
             // instead of one state-machine turn per byte.
             if self.state == State::Ground && self.utf8_need == 0 && is_printable_ascii(first) {
@@ -128,7 +146,7 @@ impl LineAssembler {
         }
     }
 
-    fn byte(&mut self, b: u8, lines: &mut Vec<String>) {
+    fn byte(&mut self, b: u8, lines: &mut impl LineSink) {
         if self.utf8_need > 0 {
             if (0x80..=0xbf).contains(&b) {
                 self.utf8[self.utf8_len] = b;
@@ -187,10 +205,10 @@ impl LineAssembler {
         }
     }
 
-    fn ground(&mut self, b: u8, lines: &mut Vec<String>) {
+    fn ground(&mut self, b: u8, lines: &mut impl LineSink) {
         match b {
             0x1b => self.state = State::Escape,
-            b'\n' | 0x0b | 0x0c => self.end_line(lines),
+            b'\n' | 0x0b | 0x0c => self.end_line(lines, self.at + 1),
             b'\r' => self.col = 0,
             0x08 => self.col = self.col.saturating_sub(1),
             b'\t' => self.col = ((self.col / 8) + 1) * 8,
@@ -209,7 +227,7 @@ impl LineAssembler {
         self.utf8_need = need;
     }
 
-    fn escape(&mut self, b: u8, lines: &mut Vec<String>) {
+    fn escape(&mut self, b: u8, lines: &mut impl LineSink) {
         self.state = match b {
             b'[' => {
                 self.csi.clear();
@@ -278,9 +296,9 @@ impl LineAssembler {
         }
     }
 
-    fn print(&mut self, c: char, lines: &mut Vec<String>) {
+    fn print(&mut self, c: char, lines: &mut impl LineSink) {
         if self.col >= self.max_line_chars {
-            self.end_line(lines);
+            self.end_line(lines, self.at);
         }
         if self.col < self.line.len() {
             self.line[self.col] = c;
@@ -292,11 +310,11 @@ impl LineAssembler {
     }
 
     /// Prints a run of printable ASCII: the same as [`Self::print`] per byte, a slice at a time.
-    fn print_ascii(&mut self, text: &[u8], lines: &mut Vec<String>) {
+    fn print_ascii(&mut self, text: &[u8], lines: &mut impl LineSink) {
         let mut rest = text;
         while !rest.is_empty() {
             if self.col >= self.max_line_chars {
-                self.end_line(lines);
+                self.end_line(lines, self.at + (text.len() - rest.len()));
             }
             let (now, later) = rest.split_at((self.max_line_chars - self.col).min(rest.len()));
             if self.line.len() < self.col {
@@ -316,8 +334,9 @@ impl LineAssembler {
         }
     }
 
-    fn end_line(&mut self, lines: &mut Vec<String>) {
-        lines.push(trimmed(&self.line));
+    /// Ends the current line; `end` is the index in the data being fed just past its last byte.
+    fn end_line(&mut self, lines: &mut impl LineSink, end: usize) {
+        lines.line(trimmed(&self.line), end);
         self.line.clear();
         self.col = 0;
     }

@@ -2,10 +2,11 @@
 //!
 //! `wait_for_text` subscribes to the pane's output stream and sleeps until tmux sends output:
 //! while the pane is quiet the gateway sends tmux nothing and uses no CPU. Each wake-up takes
-//! every byte that arrived since the last one (a flood costs one check per batch, not per byte),
-//! turns it into visible lines ([`crate::mux::lines`]: escape sequences removed, carriage
-//! returns applied) and checks stop patterns first, then success patterns, against the new
-//! complete lines and the line still being written (prompts have no newline).
+//! every line completed since the last one (a flood costs one check per batch, not per byte).
+//! The pane's bytes become visible lines once for all its waits
+//! ([`crate::mux::tmux::shared_lines`]; escape sequences removed, carriage returns applied),
+//! and each wait checks stop patterns first, then success patterns, against its new complete
+//! lines and the line still being written (prompts have no newline).
 //!
 //! Only output that arrives after the wait began counts: text already on the screen never
 //! matches. When output was lost (tmux dropped some under flow control, or the gateway fell
@@ -13,6 +14,7 @@
 //! have held the text; that capture may include lines older than the wait.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::handler::server::common::Extension;
@@ -30,9 +32,8 @@ use crate::mcp::McpServer;
 use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
-use crate::mux::lines::LineAssembler;
 use crate::mux::text_match::{self, HitKind, PatternOptions, WaitMatcher};
-use crate::mux::tmux::{OutputChunk, OutputSubscription, PaneId, StreamEnd, TmuxCommand};
+use crate::mux::tmux::{LineBatch, LineReader, OutputSubscription, PaneId, StreamEnd, TmuxCommand};
 
 /// Lines kept for a result's `tail`.
 const TAIL_LINES: usize = 20;
@@ -149,11 +150,13 @@ enum Decision {
     AnyOutput(String),
 }
 
-/// The pure part of a text wait: decoded lines, matching, the tail.
+/// The pure part of a text wait: matching decoded lines, the tail.
 struct TextWatch {
     matcher: WaitMatcher,
-    assembler: LineAssembler,
-    tail: VecDeque<String>,
+    tail: VecDeque<Arc<str>>,
+    /// The line being written, as of the last new output.
+    partial: Option<String>,
+    alternate_screen: bool,
     saw_output: bool,
     /// Output was lost since the last check: the screen must be matched once.
     needs_resync: bool,
@@ -164,47 +167,45 @@ impl TextWatch {
     fn new(matcher: WaitMatcher) -> Self {
         Self {
             matcher,
-            assembler: LineAssembler::new(),
             tail: VecDeque::new(),
+            partial: None,
+            alternate_screen: false,
             saw_output: false,
             needs_resync: false,
             resynced: false,
         }
     }
 
-    /// Takes one wake-up's worth of output.
-    fn feed(&mut self, chunk: &OutputChunk) -> Option<Decision> {
-        self.feed_bytes(&chunk.data, chunk.missed_bytes > 0 || chunk.gap)
+    /// Takes one wake-up's worth of lines.
+    #[cfg(test)]
+    fn feed(&mut self, batch: LineBatch) -> Option<Decision> {
+        self.begin(&batch);
+        self.check(&batch.lines, batch.partial.as_deref())
     }
 
-    /// Takes output; `lost` says output was lost just before `data`.
-    fn feed_bytes(&mut self, data: &[u8], lost: bool) -> Option<Decision> {
-        if lost {
-            self.assembler.reset();
-            self.needs_resync = true;
+    /// Notes what a wake-up says beyond its lines.
+    fn begin(&mut self, batch: &LineBatch) {
+        self.needs_resync |= batch.lost;
+        self.alternate_screen = batch.alternate_screen;
+        if batch.new_output {
+            self.saw_output = true;
+            self.partial.clone_from(&batch.partial);
         }
-        if data.is_empty() {
-            return None;
-        }
-        self.saw_output = true;
-        let mut lines = Vec::new();
-        self.assembler.feed(data, &mut lines);
-        let decision = self.decide(&lines);
-        // Only the last lines can be in the tail: keep those, without copying the rest.
+    }
+
+    /// Matches new complete `lines`, then the line being written (`partial`).
+    fn check(&mut self, lines: &[Arc<str>], partial: Option<&str>) -> Option<Decision> {
+        let decision = self.decide(lines, partial);
+        // Only the last lines can be in the tail.
         let kept = lines.len().saturating_sub(TAIL_LINES);
-        self.tail.extend(lines.drain(kept..));
+        self.tail.extend(lines[kept..].iter().cloned());
         let surplus = self.tail.len().saturating_sub(TAIL_LINES);
         self.tail.drain(..surplus);
         decision
     }
 
-    /// Matches new complete `lines` and the line being written.
-    fn decide(&self, lines: &[String]) -> Option<Decision> {
-        let partial = self
-            .assembler
-            .has_partial()
-            .then(|| self.assembler.partial());
-        let candidates = lines.iter().map(String::as_str).chain(partial.as_deref());
+    fn decide(&self, lines: &[Arc<str>], partial: Option<&str>) -> Option<Decision> {
+        let candidates = lines.iter().map(|l| &**l).chain(partial);
         if self.matcher.any_output() {
             if let Some(hit) = self.matcher.check(candidates.clone()) {
                 return Some(Decision::Hit(hit));
@@ -214,7 +215,7 @@ impl TextWatch {
                 .find(|l| !l.is_empty())
                 .map(|l| Decision::AnyOutput(l.to_owned()));
         }
-        if self.assembler.alternate_screen() {
+        if self.alternate_screen {
             return None;
         }
         self.matcher.check(candidates).map(Decision::Hit)
@@ -231,11 +232,8 @@ impl TextWatch {
 
     /// The tail for the result: the last lines (and the line being written), capped in bytes.
     fn tail(&self) -> Vec<String> {
-        let mut lines: Vec<String> = self.tail.iter().cloned().collect();
-        let partial = self.assembler.partial();
-        if !partial.is_empty() {
-            lines.push(partial);
-        }
+        let mut lines: Vec<String> = self.tail.iter().map(|l| l.to_string()).collect();
+        lines.extend(self.partial.clone());
         let start = lines.len().saturating_sub(TAIL_LINES);
         cap_tail(lines.split_off(start), TAIL_BYTES)
     }
@@ -280,10 +278,11 @@ pub async fn wait_for_text(
     let matcher = request.matcher()?;
     let pane = target_pane(tmux, &request.target).await?;
     // Subscribe before reading the state, so that no switch of screen or exit falls between.
-    let mut subscription = match subscription {
+    let subscription = match subscription {
         Some(subscription) if subscription.pane() == pane => subscription,
         _ => subscribe(tmux, pane).await?,
     };
+    let mut reader = LineReader::new(subscription);
     let state = PaneState::read(tmux, pane).await?;
     let mut watch = TextWatch::new(matcher);
     let finish = |watch: &TextWatch, outcome: WaitOutcome, decision: Option<Decision>| {
@@ -303,7 +302,7 @@ pub async fn wait_for_text(
             matched_pattern,
             tail: watch.tail(),
             saw_new_output: watch.saw_output,
-            alternate_screen: watch.assembler.alternate_screen(),
+            alternate_screen: watch.alternate_screen,
             resynced: watch.resynced,
             pane_exit_status: None,
             elapsed_ms: elapsed_ms(started),
@@ -315,25 +314,26 @@ pub async fn wait_for_text(
     }
     if state.alternate_on {
         // The stream only reports switches; start from what the pane shows now.
-        watch.assembler.feed(b"\x1b[?1049h", &mut Vec::new());
+        reader.assume_alternate_screen().await;
+        watch.alternate_screen = true;
     }
     loop {
         let next = tokio::select! {
             biased;
             () = cancel.cancelled() => return Err(cancelled()),
             () = tokio::time::sleep_until(deadline) => None,
-            next = subscription.next() => Some(next),
+            next = reader.next() => Some(next),
         };
-        let chunk = match next {
+        let batch = match next {
             None => {
-                let outcome = if watch.assembler.alternate_screen() {
+                let outcome = if watch.alternate_screen {
                     WaitOutcome::AlternateScreen
                 } else {
                     WaitOutcome::Timeout
                 };
                 return Ok(finish(&watch, outcome, None));
             }
-            Some(Ok(chunk)) => chunk,
+            Some(Ok(batch)) => batch,
             Some(Err(end)) => {
                 let status = stream_end(tmux.server_name(), pane, end)?;
                 let mut output = finish(&watch, WaitOutcome::PaneExited, None);
@@ -341,7 +341,7 @@ pub async fn wait_for_text(
                 return Ok(output);
             }
         };
-        let mut decision = feed_in_slices(&mut watch, chunk).await;
+        let mut decision = check_in_slices(&mut watch, &batch).await;
         if decision.is_none() && watch.needs_resync {
             let screen = visible_lines(tmux, pane).await?;
             decision = watch.resync(&screen);
@@ -357,24 +357,28 @@ pub async fn wait_for_text(
     }
 }
 
-/// Output a wait matches between two yields to the runtime. Under a flood a waiter that fell
-/// behind takes up to a whole ring (1 MiB) at once; ten of them scanning that in one go kept
-/// the runtime's threads from every other request for tens of milliseconds.
-const FEED_SLICE: usize = 4 * 1024;
+/// Lines a wait matches between two yields to the runtime. Under a flood a waiter that fell
+/// behind takes up to a whole log (about 1 MiB of text) at once; ten of them matching that in
+/// one go kept the runtime's threads from every other request for tens of milliseconds.
+const CHECK_SLICE: usize = 256;
 
-/// Feeds `chunk` to `watch` in [`FEED_SLICE`] pieces, yielding between them; stops at the
-/// first decision.
-async fn feed_in_slices(watch: &mut TextWatch, chunk: OutputChunk) -> Option<Decision> {
-    if chunk.data.len() <= FEED_SLICE {
-        return watch.feed(&chunk);
-    }
-    let mut lost = chunk.missed_bytes > 0 || chunk.gap;
-    for piece in chunk.data.chunks(FEED_SLICE) {
-        if let Some(decision) = watch.feed_bytes(piece, lost) {
+/// Matches `batch` in [`CHECK_SLICE`] pieces, yielding between them; stops at the first
+/// decision.
+async fn check_in_slices(watch: &mut TextWatch, batch: &LineBatch) -> Option<Decision> {
+    watch.begin(batch);
+    let mut pieces = batch.lines.chunks(CHECK_SLICE).peekable();
+    while let Some(piece) = pieces.next() {
+        let last = pieces.peek().is_none();
+        let partial = if last { batch.partial.as_deref() } else { None };
+        if let Some(decision) = watch.check(piece, partial) {
             return Some(decision);
         }
-        lost = false;
-        tokio::task::yield_now().await;
+        if !last {
+            tokio::task::yield_now().await;
+        }
+    }
+    if batch.lines.is_empty() {
+        return watch.check(&[], batch.partial.as_deref());
     }
     None
 }
@@ -495,6 +499,7 @@ impl McpServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mux::lines::LineAssembler;
 
     fn watch(patterns: Option<&[&str]>, stop: &[&str]) -> TextWatch {
         let request = TextWaitRequest {
@@ -506,11 +511,21 @@ mod tests {
         TextWatch::new(request.matcher().unwrap())
     }
 
-    fn chunk(data: &[u8]) -> OutputChunk {
-        OutputChunk {
-            data: data.to_vec(),
-            missed_bytes: 0,
-            gap: false,
+    /// Decodes test output into the batches a wait receives.
+    #[derive(Default)]
+    struct Decoder(LineAssembler);
+
+    impl Decoder {
+        fn batch(&mut self, data: &[u8]) -> LineBatch {
+            let mut lines: Vec<String> = Vec::new();
+            self.0.feed(data, &mut lines);
+            LineBatch {
+                lines: lines.into_iter().map(Arc::from).collect(),
+                partial: self.0.has_partial().then(|| self.0.partial()),
+                lost: false,
+                new_output: !data.is_empty(),
+                alternate_screen: self.0.alternate_screen(),
+            }
         }
     }
 
@@ -523,10 +538,11 @@ mod tests {
 
     #[test]
     fn matches_complete_and_partial_lines() {
+        let mut d = Decoder::default();
         let mut w = watch(Some(&["ready"]), &[]);
-        assert_eq!(w.feed(&chunk(b"starting\r\nalmost re")), None);
+        assert_eq!(w.feed(d.batch(b"starting\r\nalmost re")), None);
         assert_eq!(
-            hit_line(w.feed(&chunk(b"ady now"))),
+            hit_line(w.feed(d.batch(b"ady now"))),
             (HitKind::Pattern, "almost ready now".into())
         );
         assert_eq!(w.tail(), ["starting", "almost ready now"]);
@@ -534,51 +550,56 @@ mod tests {
 
     #[test]
     fn matches_visible_text_not_escapes() {
+        let mut d = Decoder::default();
         let mut w = watch(Some(&["build ok"]), &[]);
-        assert_eq!(w.feed(&chunk(b"\x1b[32mbuild\x1b[0m o")), None);
+        assert_eq!(w.feed(d.batch(b"\x1b[32mbuild\x1b[0m o")), None);
         assert_eq!(
-            hit_line(w.feed(&chunk(b"k\r\n"))),
+            hit_line(w.feed(d.batch(b"k\r\n"))),
             (HitKind::Pattern, "build ok".into())
         );
     }
 
     #[test]
     fn stop_patterns_win_within_one_wake() {
+        let mut d = Decoder::default();
         let mut w = watch(Some(&["done"]), &["error"]);
         assert_eq!(
-            hit_line(w.feed(&chunk(b"error: x\r\ndone\r\n"))),
+            hit_line(w.feed(d.batch(b"error: x\r\ndone\r\n"))),
             (HitKind::Stop, "error: x".into())
         );
     }
 
     #[test]
     fn any_output_needs_visible_text() {
+        let mut d = Decoder::default();
         let mut w = watch(None, &[]);
-        assert_eq!(w.feed(&chunk(b"\x1b[?2004h\r\n")), None);
+        assert_eq!(w.feed(d.batch(b"\x1b[?2004h\r\n")), None);
         assert!(w.saw_output);
-        assert_eq!(w.feed(&chunk(b"$ ")), Some(Decision::AnyOutput("$".into())));
+        assert_eq!(
+            w.feed(d.batch(b"$ ")),
+            Some(Decision::AnyOutput("$".into()))
+        );
     }
 
     #[test]
     fn nothing_matches_on_the_alternate_screen() {
+        let mut d = Decoder::default();
         let mut w = watch(Some(&["ready"]), &[]);
-        assert_eq!(w.feed(&chunk(b"\x1b[?1049hready\r\n")), None);
-        assert!(w.assembler.alternate_screen());
+        assert_eq!(w.feed(d.batch(b"\x1b[?1049hready\r\n")), None);
+        assert!(w.alternate_screen);
         assert_eq!(
-            hit_line(w.feed(&chunk(b"\x1b[?1049lready again\r\n"))).1,
+            hit_line(w.feed(d.batch(b"\x1b[?1049lready again\r\n"))).1,
             "ready again"
         );
     }
 
     #[test]
     fn lost_output_asks_for_one_resync() {
+        let mut d = Decoder::default();
         let mut w = watch(Some(&["ready"]), &[]);
-        let lost = OutputChunk {
-            data: b"tail of a flood".to_vec(),
-            missed_bytes: 1 << 20,
-            gap: false,
-        };
-        assert_eq!(w.feed(&lost), None);
+        let mut lost = d.batch(b"tail of a flood");
+        lost.lost = true;
+        assert_eq!(w.feed(lost), None);
         assert!(w.needs_resync);
         let screen = vec!["server ready".to_owned(), "$".to_owned()];
         assert_eq!(hit_line(w.resync(&screen)).1, "server ready");
@@ -587,12 +608,13 @@ mod tests {
 
     #[test]
     fn the_tail_is_bounded() {
+        let mut d = Decoder::default();
         let mut w = watch(Some(&["never"]), &[]);
         let mut data = Vec::new();
         for i in 0..30 {
             data.extend_from_slice(format!("line {i} {}\r\n", "x".repeat(150)).as_bytes());
         }
-        assert_eq!(w.feed(&chunk(&data)), None);
+        assert_eq!(w.feed(d.batch(&data)), None);
         let tail = w.tail();
         assert!(tail.len() <= TAIL_LINES);
         assert!(tail.iter().map(String::len).sum::<usize>() <= TAIL_BYTES);

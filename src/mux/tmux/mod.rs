@@ -35,6 +35,7 @@ pub mod output;
 pub mod panes;
 pub mod protocol;
 pub mod quote;
+pub mod shared_lines;
 pub mod spawn;
 pub mod stale;
 pub mod start;
@@ -56,6 +57,7 @@ pub use latency::{LatencyHistogram, LatencySnapshot};
 pub use monitor::{OutputHub, OutputStats};
 pub use output::{OutputChunk, OutputSubscription, StreamEnd};
 pub use quote::QuoteError;
+pub use shared_lines::{LineBatch, LineReader};
 pub use spawn::TmuxSocket;
 pub use worker::{BatchMode, Caller, CommandOutcome, WorkerHandle, WorkerStats};
 

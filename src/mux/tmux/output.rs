@@ -9,11 +9,12 @@
 //! This module knows nothing about tmux connections; [`super::monitor`] feeds it.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use tokio::sync::watch;
 
 use super::ids::PaneId;
+use super::shared_lines::PaneLines;
 
 /// Why a stream will receive no more output.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -48,6 +49,8 @@ pub struct PaneStream {
     ring: Mutex<Ring>,
     /// Bumped on every append, gap and close; subscribers wait on it.
     version: watch::Sender<u64>,
+    /// The decoded lines of this stream, while some text wait reads them.
+    lines: Mutex<Weak<PaneLines>>,
 }
 
 #[derive(Debug)]
@@ -66,17 +69,21 @@ impl Ring {
         self.start + self.buf.len() as u64
     }
 
-    /// Appends the bytes from index `from` of the ring to `out`, as at most two memory copies:
-    /// this runs under the ring's lock, which the connection's reader needs for every
+    /// Appends the bytes at indexes `from..to` of the ring to `out`, as at most two memory
+    /// copies: this runs under the ring's lock, which the connection's reader needs for every
     /// `%output`, so byte-by-byte copying of a whole ring (ten waiters in a flood) held it up.
-    fn copy_from(&self, from: usize, out: &mut Vec<u8>) {
+    fn copy_range(&self, from: usize, to: usize, out: &mut Vec<u8>) {
         let (front, back) = self.buf.as_slices();
-        out.reserve(self.buf.len().saturating_sub(from));
-        if let Some(tail) = front.get(from..) {
-            out.extend_from_slice(tail);
-            out.extend_from_slice(back);
-        } else if let Some(tail) = back.get(from - front.len()..) {
-            out.extend_from_slice(tail);
+        let to = to.min(self.buf.len());
+        if from >= to {
+            return;
+        }
+        out.reserve(to - from);
+        if from < front.len() {
+            out.extend_from_slice(&front[from..to.min(front.len())]);
+        }
+        if to > front.len() {
+            out.extend_from_slice(&back[from.saturating_sub(front.len())..to - front.len()]);
         }
     }
 }
@@ -94,11 +101,34 @@ impl PaneStream {
                 end: None,
             }),
             version: watch::Sender::new(0),
+            lines: Mutex::new(Weak::new()),
         })
     }
 
     pub fn pane(&self) -> PaneId {
         self.pane
+    }
+
+    /// Absolute offset just past the last byte written so far.
+    pub(super) fn end_offset(&self) -> u64 {
+        self.lock().end_offset()
+    }
+
+    /// Bytes of output the stream keeps.
+    pub fn capacity(&self) -> usize {
+        self.lock().capacity
+    }
+
+    /// The stream's shared line log, started at `from` when nobody holds one.
+    pub(super) fn lines(&self, from: ReadCursor) -> Arc<PaneLines> {
+        // Only ever replaced whole, so a poisoned slot is still consistent.
+        let mut slot = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(lines) = slot.upgrade() {
+            return lines;
+        }
+        let lines = Arc::new(PaneLines::new(from, self.capacity()));
+        *slot = Arc::downgrade(&lines);
+        lines
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Ring> {
@@ -162,10 +192,48 @@ impl PaneStream {
         OutputSubscription {
             stream: self.clone(),
             changes: self.version.subscribe(),
-            position: ring.end_offset(),
-            gaps_seen: ring.gaps,
+            cursor: ReadCursor {
+                position: ring.end_offset(),
+                gaps_seen: ring.gaps,
+            },
         }
     }
+
+    /// Takes the output after `cursor`, up to the absolute offset `limit`, and moves the cursor
+    /// past it. `Err` once the stream has ended and everything before the end was read.
+    pub(super) fn read(
+        &self,
+        cursor: &mut ReadCursor,
+        limit: u64,
+    ) -> Result<OutputChunk, StreamEnd> {
+        let ring = self.lock();
+        let mut chunk = OutputChunk::default();
+        if cursor.position < ring.start {
+            chunk.missed_bytes = ring.start - cursor.position;
+            cursor.position = ring.start;
+        }
+        chunk.gap = ring.gaps > cursor.gaps_seen;
+        cursor.gaps_seen = ring.gaps;
+        let end = ring.end_offset().min(limit.max(cursor.position));
+        let from = usize::try_from(cursor.position - ring.start).unwrap_or(usize::MAX);
+        let to = usize::try_from(end - ring.start).unwrap_or(usize::MAX);
+        ring.copy_range(from, to, &mut chunk.data);
+        cursor.position = end;
+        if chunk.is_empty()
+            && end == ring.end_offset()
+            && let Some(reason) = &ring.end
+        {
+            return Err(reason.clone());
+        }
+        Ok(chunk)
+    }
+}
+
+/// A reader's place in a [`PaneStream`]: the next byte it reads and the gaps it has seen.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ReadCursor {
+    pub(super) position: u64,
+    gaps_seen: u64,
 }
 
 /// New output since the subscriber's last read.
@@ -190,8 +258,7 @@ impl OutputChunk {
 pub struct OutputSubscription {
     stream: Arc<PaneStream>,
     changes: watch::Receiver<u64>,
-    position: u64,
-    gaps_seen: u64,
+    cursor: ReadCursor,
 }
 
 impl OutputSubscription {
@@ -201,31 +268,33 @@ impl OutputSubscription {
 
     /// Absolute offset of the next byte this subscriber will read.
     pub fn position(&self) -> u64 {
-        self.position
+        self.cursor.position
+    }
+
+    pub(super) fn stream(&self) -> &Arc<PaneStream> {
+        &self.stream
+    }
+
+    pub(super) fn cursor(&self) -> ReadCursor {
+        self.cursor
     }
 
     /// Takes whatever arrived since the last read, without waiting. `Err` once the stream has
     /// ended and everything before the end was read.
     pub fn take(&mut self) -> Result<OutputChunk, StreamEnd> {
-        let ring = self.stream.lock();
-        let end = ring.end_offset();
-        let mut chunk = OutputChunk::default();
-        if self.position < ring.start {
-            chunk.missed_bytes = ring.start - self.position;
-            self.position = ring.start;
-        }
-        chunk.gap = ring.gaps > self.gaps_seen;
-        self.gaps_seen = ring.gaps;
-        let from = usize::try_from(self.position - ring.start).unwrap_or(usize::MAX);
-        ring.copy_from(from, &mut chunk.data);
-        self.position = end;
+        self.take_until(u64::MAX)
+    }
+
+    /// Like [`Self::take`], but reads no byte at or past the absolute offset `limit`.
+    pub(super) fn take_until(&mut self, limit: u64) -> Result<OutputChunk, StreamEnd> {
         self.changes.mark_unchanged();
-        if chunk.is_empty()
-            && let Some(reason) = &ring.end
-        {
-            return Err(reason.clone());
-        }
-        Ok(chunk)
+        self.stream.read(&mut self.cursor, limit)
+    }
+
+    /// Waits until the stream changes (output, a gap or its end) after the last take or wait.
+    pub(super) async fn changed(&mut self) {
+        // The sender lives in the stream this subscription holds, so this cannot fail.
+        let _ = self.changes.changed().await;
     }
 
     /// Waits for new output (or the end) and takes it. Cancel-safe: dropping the future loses
