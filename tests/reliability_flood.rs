@@ -16,13 +16,20 @@ use common::{config_with_server, spawn_gateway, wait_until};
 use serde_json::json;
 
 const FLOOD_BYTES: u64 = 100 * 1024 * 1024;
-const WAITERS: usize = 10;
+/// Agents waiting on the flooding pane; `MUXGATE_FLOOD_WAITERS` changes it to see what the
+/// waiters cost (BENCHMARKS.md, Flood).
+fn waiter_count() -> usize {
+    std::env::var("MUXGATE_FLOOD_WAITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10)
+}
 /// The quiet agent's median latency during the flood, relative to its idle median. The goal
-/// is 5×; on a 2-core machine shared with other work this test measured 3.6–10× (the ten
-/// waiters' scanning of 100 MB each competes with the quiet agent for CPU; before waits
-/// yielded between slices it was 23×). The bound guards against that regression without
-/// failing on a busy machine.
-const MAX_SLOWDOWN: f64 = 15.0;
+/// is 5×; on a 2-core machine this test measures 3.4–4.5× in most runs and up to 5.5× (the
+/// idle median itself varies by a third between runs). Each waiter decoding the 100 MB itself
+/// made it 5–8×, and before waits yielded between slices it was 23×. The bound catches those
+/// regressions without failing on a noisy machine.
+const MAX_SLOWDOWN: f64 = 8.0;
 /// Growth of this process's resident memory (gateway and test) over the flood.
 const MAX_RSS_GROWTH_KIB: u64 = 64 * 1024;
 
@@ -84,7 +91,8 @@ async fn a_100_mb_flood_does_not_starve_a_quiet_agent() {
     // Ten agents wait on the flood pane for the line printed after the flood (repeated, so a
     // waiter that lost output to flow control still sees a later copy).
     let mut waiters = Vec::new();
-    for i in 0..WAITERS {
+    let waiter_count = waiter_count();
+    for i in 0..waiter_count {
         let token = gateway.mint(&format!("waiter-{i}"), &["mux:read"]);
         let client = legacy(&gateway, &token).await;
         let pane = flood_pane.clone();
@@ -98,7 +106,7 @@ async fn a_100_mb_flood_does_not_starve_a_quiet_agent() {
         }));
     }
     let subscribed = wait_until(Duration::from_secs(20), || {
-        server.output().subscriptions() == WAITERS
+        server.output().subscriptions() == waiter_count
     })
     .await;
     if !subscribed {
@@ -159,7 +167,7 @@ async fn a_100_mb_flood_does_not_starve_a_quiet_agent() {
     let ratio = busy.as_secs_f64() / idle.as_secs_f64();
     let growth = peak_rss.saturating_sub(rss_before);
     eprintln!(
-        "flood of {FLOOD_BYTES} bytes took {flood_ms} ms; quiet agent median {idle:?} idle, \
+        "flood of {FLOOD_BYTES} bytes, {waiter_count} waiters, took {flood_ms} ms; quiet agent median {idle:?} idle, \
          {busy:?} during the flood ({samples} samples, {ratio:.2}x); RSS {rss_before} KiB -> \
          peak {peak_rss} KiB (+{growth} KiB)"
     );
