@@ -25,11 +25,10 @@ fn waiter_count() -> usize {
         .unwrap_or(10)
 }
 /// The quiet agent's median latency during the flood, relative to its idle median. The goal
-/// is 5×; on a 2-core machine this test measures 3.4–4.5× in most runs and up to 5.5× (the
-/// idle median itself varies by a third between runs). Each waiter decoding the 100 MB itself
-/// made it 5–8×, and before waits yielded between slices it was 23×. The bound catches those
-/// regressions without failing on a noisy machine.
-const MAX_SLOWDOWN: f64 = 8.0;
+/// is 5×; on a 2-core machine this test measured 3.1–4.2× (BENCHMARKS.md, Flood). Each waiter
+/// decoding the 100 MB itself made it 3.8–6.2×, and before waits yielded between slices it was
+/// 23×. The bound leaves room for a noisier machine than that.
+const MAX_SLOWDOWN: f64 = 6.0;
 /// Growth of this process's resident memory (gateway and test) over the flood.
 const MAX_RSS_GROWTH_KIB: u64 = 64 * 1024;
 
@@ -77,7 +76,7 @@ async fn a_100_mb_flood_does_not_starve_a_quiet_agent() {
     let flood_pane = tmux.pane_id("flood").to_string();
     let server = gateway.engine.server("work").expect("configured").clone();
 
-    // Idle latency, after a warm-up.
+    // Idle latency after a warm-up: half of the samples now, half after the flood.
     for _ in 0..5 {
         quiet_step(&quiet, &quiet_pane).await;
     }
@@ -85,7 +84,6 @@ async fn a_100_mb_flood_does_not_starve_a_quiet_agent() {
     for _ in 0..30 {
         idle.push(quiet_step(&quiet, &quiet_pane).await);
     }
-    let idle = median(idle);
     let rss_before = own_rss_kib();
 
     // Ten agents wait on the flood pane for the line printed after the flood (repeated, so a
@@ -162,6 +160,13 @@ async fn a_100_mb_flood_does_not_starve_a_quiet_agent() {
         let result = waiter.await.expect("waiter");
         assert_eq!(result["outcome"], "matched", "{result}");
     }
+    // Idle again once the flood pane is quiet: the idle median moves by a third from one
+    // stretch of time to another on a shared machine, so the baseline spans both sides.
+    tmux.ok(&["respawn-pane", "-k", "-t", &flood_pane, "cat"]);
+    for _ in 0..30 {
+        idle.push(quiet_step(&quiet, &quiet_pane).await);
+    }
+    let idle = median(idle);
     let samples = busy.len();
     let busy = median(busy);
     let ratio = busy.as_secs_f64() / idle.as_secs_f64();

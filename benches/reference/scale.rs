@@ -253,7 +253,7 @@ pub async fn idle_sessions(steps: &[usize]) -> Result<IdleSessions> {
     let tmux = BenchTmux::start("idle-sessions", None)?;
     // Every tmux session up front, before the gateway attaches any control client: tmux 3.3a
     // can crash (`control_write` on a client whose control state is not set yet; fixed
-    // upstream after 3.5a) when a session appears while a control client is still identifying
+    // in tmux 3.7) when a session appears while a control client is still identifying
     // itself. This narrows the window; it did not stop the crash at 1,024 sessions.
     let most = steps.iter().copied().max().unwrap_or(0);
     let mut panes: Vec<String> = Vec::new();
