@@ -176,13 +176,6 @@ impl TextWatch {
         }
     }
 
-    /// Takes one wake-up's worth of lines.
-    #[cfg(test)]
-    fn feed(&mut self, batch: LineBatch) -> Option<Decision> {
-        self.begin(&batch);
-        self.check(&batch.lines, batch.partial.as_deref())
-    }
-
     /// Notes what a wake-up says beyond its lines.
     fn begin(&mut self, batch: &LineBatch) {
         self.needs_resync |= batch.lost;
@@ -511,6 +504,12 @@ mod tests {
         TextWatch::new(request.matcher().unwrap())
     }
 
+    /// One wake-up's worth of lines, matched in one go.
+    fn feed(w: &mut TextWatch, batch: LineBatch) -> Option<Decision> {
+        w.begin(&batch);
+        w.check(&batch.lines, batch.partial.as_deref())
+    }
+
     /// Decodes test output into the batches a wait receives.
     #[derive(Default)]
     struct Decoder(LineAssembler);
@@ -540,9 +539,9 @@ mod tests {
     fn matches_complete_and_partial_lines() {
         let mut d = Decoder::default();
         let mut w = watch(Some(&["ready"]), &[]);
-        assert_eq!(w.feed(d.batch(b"starting\r\nalmost re")), None);
+        assert_eq!(feed(&mut w, d.batch(b"starting\r\nalmost re")), None);
         assert_eq!(
-            hit_line(w.feed(d.batch(b"ady now"))),
+            hit_line(feed(&mut w, d.batch(b"ady now"))),
             (HitKind::Pattern, "almost ready now".into())
         );
         assert_eq!(w.tail(), ["starting", "almost ready now"]);
@@ -552,9 +551,9 @@ mod tests {
     fn matches_visible_text_not_escapes() {
         let mut d = Decoder::default();
         let mut w = watch(Some(&["build ok"]), &[]);
-        assert_eq!(w.feed(d.batch(b"\x1b[32mbuild\x1b[0m o")), None);
+        assert_eq!(feed(&mut w, d.batch(b"\x1b[32mbuild\x1b[0m o")), None);
         assert_eq!(
-            hit_line(w.feed(d.batch(b"k\r\n"))),
+            hit_line(feed(&mut w, d.batch(b"k\r\n"))),
             (HitKind::Pattern, "build ok".into())
         );
     }
@@ -564,7 +563,7 @@ mod tests {
         let mut d = Decoder::default();
         let mut w = watch(Some(&["done"]), &["error"]);
         assert_eq!(
-            hit_line(w.feed(d.batch(b"error: x\r\ndone\r\n"))),
+            hit_line(feed(&mut w, d.batch(b"error: x\r\ndone\r\n"))),
             (HitKind::Stop, "error: x".into())
         );
     }
@@ -573,10 +572,10 @@ mod tests {
     fn any_output_needs_visible_text() {
         let mut d = Decoder::default();
         let mut w = watch(None, &[]);
-        assert_eq!(w.feed(d.batch(b"\x1b[?2004h\r\n")), None);
+        assert_eq!(feed(&mut w, d.batch(b"\x1b[?2004h\r\n")), None);
         assert!(w.saw_output);
         assert_eq!(
-            w.feed(d.batch(b"$ ")),
+            feed(&mut w, d.batch(b"$ ")),
             Some(Decision::AnyOutput("$".into()))
         );
     }
@@ -585,10 +584,10 @@ mod tests {
     fn nothing_matches_on_the_alternate_screen() {
         let mut d = Decoder::default();
         let mut w = watch(Some(&["ready"]), &[]);
-        assert_eq!(w.feed(d.batch(b"\x1b[?1049hready\r\n")), None);
+        assert_eq!(feed(&mut w, d.batch(b"\x1b[?1049hready\r\n")), None);
         assert!(w.alternate_screen);
         assert_eq!(
-            hit_line(w.feed(d.batch(b"\x1b[?1049lready again\r\n"))).1,
+            hit_line(feed(&mut w, d.batch(b"\x1b[?1049lready again\r\n"))).1,
             "ready again"
         );
     }
@@ -599,7 +598,7 @@ mod tests {
         let mut w = watch(Some(&["ready"]), &[]);
         let mut lost = d.batch(b"tail of a flood");
         lost.lost = true;
-        assert_eq!(w.feed(lost), None);
+        assert_eq!(feed(&mut w, lost), None);
         assert!(w.needs_resync);
         let screen = vec!["server ready".to_owned(), "$".to_owned()];
         assert_eq!(hit_line(w.resync(&screen)).1, "server ready");
@@ -614,7 +613,7 @@ mod tests {
         for i in 0..30 {
             data.extend_from_slice(format!("line {i} {}\r\n", "x".repeat(150)).as_bytes());
         }
-        assert_eq!(w.feed(d.batch(&data)), None);
+        assert_eq!(feed(&mut w, d.batch(&data)), None);
         let tail = w.tail();
         assert!(tail.len() <= TAIL_LINES);
         assert!(tail.iter().map(String::len).sum::<usize>() <= TAIL_BYTES);

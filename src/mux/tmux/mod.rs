@@ -55,7 +55,7 @@ pub use connection::ConnectError;
 pub use ids::{PaneId, SessionId, WindowId};
 pub use latency::{LatencyHistogram, LatencySnapshot};
 pub use monitor::{OutputHub, OutputStats};
-pub use output::{OutputChunk, OutputSubscription, StreamEnd};
+pub use output::{OutputSubscription, StreamEnd};
 pub use quote::QuoteError;
 pub use shared_lines::{LineBatch, LineReader};
 pub use spawn::TmuxSocket;

@@ -115,7 +115,7 @@ impl PaneStream {
     }
 
     /// Bytes of output the stream keeps.
-    pub fn capacity(&self) -> usize {
+    fn capacity(&self) -> usize {
         self.lock().capacity
     }
 
