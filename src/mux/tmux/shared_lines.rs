@@ -310,10 +310,10 @@ impl LineReader {
             self.phase = Phase::Shared(log.first_seq);
             return;
         };
-        let first_end = usize::try_from(first - log.first_seq)
+        let first_entry = usize::try_from(first - log.first_seq)
             .ok()
-            .and_then(|i| log.entries.get(i))
-            .map(Entry::end);
+            .and_then(|i| log.entries.get(i));
+        let first_end = first_entry.map(Entry::end);
         let limit = first_end.unwrap_or(log.cursor.position);
         let Ok(chunk) = self.subscription.take_until(limit) else {
             // The stream ended before this reader's start; the end is reported from the log.
@@ -339,6 +339,7 @@ impl LineReader {
             if assembler.has_partial() {
                 own.push(assembler.partial());
             }
+            batch.lost |= matches!(first_entry, Some(Entry::Lost { .. }));
             self.phase = Phase::Shared(first + 1);
         } else if !chunk.data.is_empty() && assembler.has_partial() {
             batch.partial = Some(assembler.partial());
