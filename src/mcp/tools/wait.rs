@@ -359,21 +359,24 @@ const CHECK_SLICE: usize = 256;
 /// decision.
 async fn check_in_slices(watch: &mut TextWatch, batch: &LineBatch) -> Option<Decision> {
     watch.begin(batch);
-    let mut pieces = batch.lines.chunks(CHECK_SLICE).peekable();
-    while let Some(piece) = pieces.next() {
-        let last = pieces.peek().is_none();
-        let partial = if last { batch.partial.as_deref() } else { None };
+    let mut rest = &batch.lines[..];
+    loop {
+        let (piece, after) = rest.split_at(rest.len().min(CHECK_SLICE));
+        // The line being written goes with the last piece.
+        let partial = if after.is_empty() {
+            batch.partial.as_deref()
+        } else {
+            None
+        };
         if let Some(decision) = watch.check(piece, partial) {
             return Some(decision);
         }
-        if !last {
-            tokio::task::yield_now().await;
+        if after.is_empty() {
+            return None;
         }
+        rest = after;
+        tokio::task::yield_now().await;
     }
-    if batch.lines.is_empty() {
-        return watch.check(&[], batch.partial.as_deref());
-    }
-    None
 }
 
 /// What the end of a pane's stream means for a wait: the pane's exit status (the pane is

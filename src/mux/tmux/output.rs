@@ -292,9 +292,12 @@ impl OutputSubscription {
     }
 
     /// Waits until the stream changes (output, a gap or its end) after the last take or wait.
-    pub(super) async fn changed(&mut self) {
-        // The sender lives in the stream this subscription holds, so this cannot fail.
-        let _ = self.changes.changed().await;
+    pub(super) async fn changed(&mut self) -> Result<(), StreamEnd> {
+        self.changes.changed().await.map_err(|_| {
+            // The sender lives in the stream this subscription holds, so this cannot happen;
+            // treat it as an end.
+            StreamEnd::ConnectionClosed("output stream dropped".into())
+        })
     }
 
     /// Waits for new output (or the end) and takes it. Cancel-safe: dropping the future loses
@@ -305,10 +308,7 @@ impl OutputSubscription {
             if !chunk.is_empty() {
                 return Ok(chunk);
             }
-            if self.changes.changed().await.is_err() {
-                // The sender lives in the stream we hold, so this cannot happen; treat it as an end.
-                return Err(StreamEnd::ConnectionClosed("output stream dropped".into()));
-            }
+            self.changed().await?;
         }
     }
 }

@@ -248,7 +248,7 @@ impl LineReader {
             if !batch.is_empty() {
                 return Ok(batch);
             }
-            self.subscription.changed().await;
+            self.subscription.changed().await?;
         }
     }
 
@@ -265,6 +265,7 @@ impl LineReader {
             tokio::task::yield_now().await;
         }
         // Nothing awaits from here on, so a cancelled read changes nothing.
+        let fresh = log.cursor.position > self.seen;
         let mut batch = LineBatch::default();
         if let Phase::Head(_) = self.phase {
             self.read_head(&log, &mut batch);
@@ -283,11 +284,11 @@ impl LineReader {
             }
             *next = log.next_seq();
             batch.alternate_screen = log.assembler.alternate_screen();
-            if log.cursor.position > self.seen {
+            if fresh {
                 batch.partial = log.assembler.has_partial().then(|| log.assembler.partial());
             }
         }
-        batch.new_output |= log.cursor.position > self.seen;
+        batch.new_output |= fresh;
         self.seen = self.seen.max(log.cursor.position);
         if batch.is_empty()
             && let Some(end) = &log.end
