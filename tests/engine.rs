@@ -528,7 +528,10 @@ async fn output_streams_deliver_new_output_and_end_when_the_program_exits() {
     let (server, _shutdown) = server_for(&tmux, settings());
     tmux.ok(&["set-option", "-g", "remain-on-exit", "on"]);
     let pane = tmux.pane_id("main");
-    let mut sub = server.subscribe(&caller(), pane).await.unwrap();
+    let mut sub = server
+        .subscribe(&caller(), pane, common::subscribe_deadline())
+        .await
+        .unwrap();
 
     let type_line = |text: &str| {
         TmuxCommand::new("send-keys")
@@ -585,7 +588,10 @@ async fn output_connections_close_when_idle_and_streams_end_with_the_session() {
     let (server, _shutdown) = server_for(&tmux, settings());
     let pane = tmux.pane_id("doomed");
 
-    let sub = server.subscribe(&caller(), pane).await.unwrap();
+    let sub = server
+        .subscribe(&caller(), pane, common::subscribe_deadline())
+        .await
+        .unwrap();
     assert_eq!(
         tmux.muxgate_clients().len(),
         2,
@@ -598,7 +604,10 @@ async fn output_connections_close_when_idle_and_streams_end_with_the_session() {
         tmux.muxgate_clients()
     );
 
-    let mut sub = server.subscribe(&caller(), pane).await.unwrap();
+    let mut sub = server
+        .subscribe(&caller(), pane, common::subscribe_deadline())
+        .await
+        .unwrap();
     tmux.ok(&["kill-session", "-t", "doomed"]);
     let end = tokio::time::timeout(Duration::from_secs(5), async {
         loop {
@@ -662,7 +671,10 @@ async fn shutdown_detaches_every_control_client() {
     let tmux = TestTmux::start();
     let (server, shutdown) = server_for(&tmux, settings());
     let pane = tmux.pane_id("main");
-    let _sub = server.subscribe(&caller(), pane).await.unwrap();
+    let _sub = server
+        .subscribe(&caller(), pane, common::subscribe_deadline())
+        .await
+        .unwrap();
     assert_eq!(tmux.muxgate_clients().len(), 2);
     shutdown.cancel();
     assert!(wait_until(Duration::from_secs(3), || tmux.muxgate_clients().is_empty()).await);
@@ -684,10 +696,20 @@ async fn watched_sessions_are_capped_per_server() {
     );
     tmux.ok(&["new-session", "-d", "-s", "other"]);
     let watched = server
-        .subscribe(&caller(), tmux.pane_id("main"))
+        .subscribe(
+            &caller(),
+            tmux.pane_id("main"),
+            common::subscribe_deadline(),
+        )
         .await
         .unwrap();
-    let refused = server.subscribe(&caller(), tmux.pane_id("other")).await;
+    let refused = server
+        .subscribe(
+            &caller(),
+            tmux.pane_id("other"),
+            common::subscribe_deadline(),
+        )
+        .await;
     assert!(
         matches!(refused, Err(EngineError::TooManyWatched { limit: 1, .. })),
         "{refused:?}"
@@ -706,13 +728,23 @@ async fn watched_sessions_are_capped_per_server() {
         .unwrap()
         .parse()
         .unwrap();
-    let sibling = server.subscribe(&caller(), second).await.unwrap();
+    let sibling = server
+        .subscribe(&caller(), second, common::subscribe_deadline())
+        .await
+        .unwrap();
     // Once the watched session is released (idle close), another may be watched.
     drop(watched);
     drop(sibling);
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        match server.subscribe(&caller(), tmux.pane_id("other")).await {
+        match server
+            .subscribe(
+                &caller(),
+                tmux.pane_id("other"),
+                common::subscribe_deadline(),
+            )
+            .await
+        {
             Ok(_) => break,
             Err(EngineError::TooManyWatched { .. }) => {
                 assert!(
@@ -724,6 +756,89 @@ async fn watched_sessions_are_capped_per_server() {
             Err(e) => panic!("{e:?}"),
         }
     }
+}
+
+/// A tmux that takes 3 s to attach output clients to `session` (announced by a file).
+fn slow_attach_tmux(dir: &std::path::Path, session: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let started = dir.join("slow-attach-started");
+    let script = format!(
+        "#!/bin/sh\nfor a; do\n  if [ \"$a\" = '{session}' ]; then touch '{}'; sleep 3; fi\ndone\nexec tmux \"$@\"\n",
+        started.display()
+    );
+    let wrapper = dir.join("tmux");
+    std::fs::write(&wrapper, script).unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    wrapper
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_attach_blocks_no_watched_session_and_no_deadline() {
+    let tmux = TestTmux::start();
+    tmux.ok(&["new-session", "-d", "-s", "slow"]);
+    tmux.ok(&["new-session", "-d", "-s", "queued"]);
+    let slow_id = tmux.ok(&["display-message", "-p", "-t", "slow", "#{session_id}"]);
+    let dir = tempfile::tempdir().unwrap();
+    let (server, _shutdown) = server_for(
+        &tmux,
+        EngineSettings {
+            tmux_bin: slow_attach_tmux(dir.path(), slow_id.trim()),
+            ..settings()
+        },
+    );
+    let within = |ms| tokio::time::Instant::now() + Duration::from_millis(ms);
+    let watched = server
+        .subscribe(&caller(), tmux.pane_id("main"), within(10_000))
+        .await
+        .unwrap();
+
+    // The slow session's attach takes the server's attach turn for 3 s.
+    let slow = tokio::spawn({
+        let (server, pane) = (server.clone(), tmux.pane_id("slow"));
+        async move { server.subscribe(&caller(), pane, within(20_000)).await }
+    });
+    let started = dir.path().join("slow-attach-started");
+    assert!(wait_until(Duration::from_secs(10), || started.exists()).await);
+
+    // Meanwhile the watched session serves its panes at once: one already routed, one new.
+    tmux.ok(&["split-window", "-d", "-t", "main"]);
+    let new_pane: PaneId = tmux
+        .ok(&["list-panes", "-t", "main", "-F", "#{pane_id}"])
+        .lines()
+        .last()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let again = server
+        .subscribe(&caller(), tmux.pane_id("main"), within(1_000))
+        .await;
+    assert!(again.is_ok(), "routed pane: {:?}", again.err());
+    let sibling = server.subscribe(&caller(), new_pane, within(1_000)).await;
+    assert!(sibling.is_ok(), "new pane: {:?}", sibling.err());
+
+    // A session queued behind the slow attach gives up at its deadline.
+    let asked = Instant::now();
+    let queued = server
+        .subscribe(&caller(), tmux.pane_id("queued"), within(500))
+        .await;
+    assert!(
+        matches!(queued, Err(EngineError::Timeout { .. })),
+        "{:?}",
+        queued.err()
+    );
+    assert!(
+        asked.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        asked.elapsed()
+    );
+
+    // The slow attach completes, and the queued session can be watched afterwards.
+    assert!(slow.await.unwrap().is_ok());
+    server
+        .subscribe(&caller(), tmux.pane_id("queued"), within(10_000))
+        .await
+        .unwrap();
+    drop(watched);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -746,7 +861,10 @@ async fn control_clients_never_resize_windows() {
     let pane = tmux.pane_id("sized");
     for policy in ["smallest", "latest"] {
         tmux.ok(&["set-option", "-w", "-t", "sized", "window-size", policy]);
-        let watched = server.subscribe(&caller(), pane).await.unwrap();
+        let watched = server
+            .subscribe(&caller(), pane, common::subscribe_deadline())
+            .await
+            .unwrap();
         // Any command: the command connection attaches on first use.
         server
             .run(&caller(), display("#{session_attached}"))

@@ -67,7 +67,7 @@ async fn a_flood_is_read_without_throttling_the_program() {
         .unwrap();
     let rss_before = rss_kib();
     let mut sub = server
-        .subscribe(&Caller::new("watcher"), pane)
+        .subscribe(&Caller::new("watcher"), pane, common::subscribe_deadline())
         .await
         .unwrap();
     // A reader that keeps up the way a waiter does: wake, take everything new, move on.

@@ -119,7 +119,10 @@ fn an_attached_human_keeps_window_size_and_environment() {
             .parse()
             .unwrap();
         // Work in the window the human is NOT looking at: read, type, watch output.
-        let mut sub = server.subscribe(&caller, pane).await.unwrap();
+        let mut sub = server
+            .subscribe(&caller, pane, common::subscribe_deadline())
+            .await
+            .unwrap();
         let commands = vec![
             TmuxCommand::new("capture-pane")
                 .flag("-p")

@@ -83,7 +83,10 @@ fn owner_process() {
             String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
         };
         // Subscribe but never read: output piles up in the stream and in tmux.
-        let _sub = server.subscribe(&Caller::new("owner"), pane).await.unwrap();
+        let _sub = server
+            .subscribe(&Caller::new("owner"), pane, common::subscribe_deadline())
+            .await
+            .unwrap();
         tokio::time::sleep(Duration::from_secs(600)).await;
     });
 }

@@ -162,6 +162,11 @@ pub fn relaxed(mut config: Config) -> Config {
     config
 }
 
+/// A generous deadline for subscribing to a pane's output in engine tests.
+pub fn subscribe_deadline() -> tokio::time::Instant {
+    tokio::time::Instant::now() + Duration::from_secs(30)
+}
+
 /// Polls `condition` every 20 ms until it holds or `timeout` passes.
 pub async fn wait_until(timeout: Duration, mut condition: impl FnMut() -> bool) -> bool {
     let deadline = tokio::time::Instant::now() + timeout;

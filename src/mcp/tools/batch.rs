@@ -478,10 +478,11 @@ impl McpServer {
         &self,
         call: &CallContext,
         wait: &WaitForTextInput,
+        deadline: Instant,
     ) -> Option<OutputSubscription> {
         let tmux = self.tmux_access(call, wait.server.as_deref()).ok()?;
         let pane = super::watch::target_pane(&tmux, &wait.target).await.ok()?;
-        super::watch::subscribe(&tmux, pane).await.ok()
+        super::watch::subscribe(&tmux, pane, deadline).await.ok()
     }
 }
 
@@ -645,7 +646,7 @@ impl McpServer {
         let mut subscriptions = Vec::with_capacity(ops.len());
         for op in &ops {
             subscriptions.push(match op {
-                PaneOp::WaitForText(wait) => self.subscribe_early(&call, wait).await,
+                PaneOp::WaitForText(wait) => self.subscribe_early(&call, wait, deadline).await,
                 _ => None,
             });
         }

@@ -144,7 +144,7 @@ pub async fn run_command(
         ));
     };
     // Subscribe before typing: the markers are read from output produced after this.
-    let mut subscription = subscribe(tmux, pane).await?;
+    let mut subscription = subscribe(tmux, pane, deadline).await?;
     let state = PaneState::read(tmux, pane).await?;
     let flavor = ready_shell(&state, request.shell)?;
     let markers = RunMarkers::random();

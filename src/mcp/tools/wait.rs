@@ -273,7 +273,7 @@ pub async fn wait_for_text(
     // Subscribe before reading the state, so that no switch of screen or exit falls between.
     let subscription = match subscription {
         Some(subscription) if subscription.pane() == pane => subscription,
-        _ => subscribe(tmux, pane).await?,
+        _ => subscribe(tmux, pane, deadline).await?,
     };
     let mut reader = LineReader::new(subscription);
     let state = PaneState::read(tmux, pane).await?;

@@ -116,13 +116,15 @@ pub fn missing_pane(pane: PaneId) -> ToolError {
     )
 }
 
-/// Subscribes to `pane`'s output from now on.
+/// Subscribes to `pane`'s output from now on, giving up at `deadline` (the first wait on a
+/// session waits for its output connection to attach).
 pub async fn subscribe(
     tmux: &TmuxAccess<'_>,
     pane: PaneId,
+    deadline: Instant,
 ) -> Result<OutputSubscription, ToolError> {
     tmux.server
-        .subscribe(&tmux.caller, pane)
+        .subscribe(&tmux.caller, pane, deadline)
         .await
         .map_err(|e| {
             crate::mcp::access::engine_error(

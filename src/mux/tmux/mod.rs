@@ -232,13 +232,15 @@ impl TmuxServer {
             .await
     }
 
-    /// Subscribes to a pane's output from now on; see [`OutputHub::subscribe`].
+    /// Subscribes to a pane's output from now on, giving up at `deadline`; see
+    /// [`OutputHub::subscribe`].
     pub async fn subscribe(
         &self,
         caller: &Caller,
         pane: PaneId,
+        deadline: tokio::time::Instant,
     ) -> Result<OutputSubscription, EngineError> {
-        self.output.subscribe(caller, pane).await
+        self.output.subscribe(caller, pane, deadline).await
     }
 }
 

@@ -152,7 +152,13 @@ struct HubInner {
     worker: WorkerHandle,
     shutdown: CancellationToken,
     router: Arc<Router>,
-    monitors: tokio::sync::Mutex<HashMap<SessionId, mpsc::UnboundedSender<Register>>>,
+    /// The running monitors' registration channels. Held only for a lookup or an insert, never
+    /// across an attach, so subscribers of watched sessions never queue behind one.
+    monitors: Mutex<HashMap<SessionId, mpsc::UnboundedSender<Register>>>,
+    /// Taken for the whole of an attach: a server's output clients attach one at a time (tmux
+    /// before 3.7 can crash when a control client is notified while it is still identifying
+    /// itself, and each attach costs the server time proportional to its clients).
+    attaching: tokio::sync::Mutex<()>,
     stats: Arc<OutputStats>,
 }
 
@@ -178,7 +184,8 @@ impl OutputHub {
                 worker,
                 shutdown,
                 router: Arc::new(Router::default()),
-                monitors: tokio::sync::Mutex::new(HashMap::new()),
+                monitors: Mutex::new(HashMap::new()),
+                attaching: tokio::sync::Mutex::new(()),
                 stats: Arc::new(OutputStats::default()),
             }),
         }
@@ -195,13 +202,33 @@ impl OutputHub {
 
     /// Subscribes to `pane`'s output from now on. When this returns, output the pane produces
     /// from this moment is captured (so a caller may subscribe, then send keys).
+    ///
+    /// Gives up at `deadline` with [`EngineError::Timeout`]: the first subscriber of a session
+    /// waits for its output connection to attach, behind the attaches queued before it.
     pub async fn subscribe(
+        &self,
+        caller: &Caller,
+        pane: PaneId,
+        deadline: tokio::time::Instant,
+    ) -> Result<OutputSubscription, EngineError> {
+        let started = tokio::time::Instant::now();
+        tokio::time::timeout_at(deadline, self.subscribe_now(caller, pane))
+            .await
+            .unwrap_or_else(|_| {
+                Err(EngineError::Timeout {
+                    server: self.inner.server.to_string(),
+                    after: started.elapsed(),
+                })
+            })
+    }
+
+    async fn subscribe_now(
         &self,
         caller: &Caller,
         pane: PaneId,
     ) -> Result<OutputSubscription, EngineError> {
         if let Some((session, stream)) = self.inner.router.live(pane)
-            && self.monitor_running(session).await
+            && self.running(session).is_some()
         {
             return Ok(stream.subscribe());
         }
@@ -235,13 +262,22 @@ impl OutputHub {
         })
     }
 
-    async fn monitor_running(&self, session: SessionId) -> bool {
+    fn lock_monitors(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<SessionId, mpsc::UnboundedSender<Register>>> {
+        // Each update is a single insert, so a poisoned map is still consistent.
         self.inner
             .monitors
             .lock()
-            .await
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The registration channel of `session`'s monitor, if one is running.
+    fn running(&self, session: SessionId) -> Option<mpsc::UnboundedSender<Register>> {
+        self.lock_monitors()
             .get(&session)
-            .is_some_and(|tx| !tx.is_closed())
+            .filter(|tx| !tx.is_closed())
+            .cloned()
     }
 
     /// The session whose output connection carries `pane`'s output.
@@ -267,14 +303,21 @@ impl OutputHub {
         &self,
         session: SessionId,
     ) -> Result<mpsc::UnboundedSender<Register>, EngineError> {
-        let mut monitors = self.inner.monitors.lock().await;
-        if let Some(tx) = monitors.get(&session)
-            && !tx.is_closed()
-        {
-            return Ok(tx.clone());
+        if let Some(tx) = self.running(session) {
+            return Ok(tx);
+        }
+        let _attaching = self.inner.attaching.lock().await;
+        // Another subscriber may have attached this session while we queued.
+        if let Some(tx) = self.running(session) {
+            return Ok(tx);
         }
         let limit = self.inner.settings.max_output_connections;
-        if monitors.values().filter(|tx| !tx.is_closed()).count() >= limit {
+        let running = self
+            .lock_monitors()
+            .values()
+            .filter(|tx| !tx.is_closed())
+            .count();
+        if running >= limit {
             return Err(EngineError::TooManyWatched {
                 server: self.inner.server.to_string(),
                 limit,
@@ -324,7 +367,11 @@ impl OutputHub {
             });
         }
         let (tx, rx) = mpsc::unbounded_channel();
-        monitors.insert(session, tx.clone());
+        {
+            let mut monitors = self.lock_monitors();
+            monitors.retain(|_, tx| !tx.is_closed());
+            monitors.insert(session, tx.clone());
+        }
         self.inner.stats.connects.fetch_add(1, Ordering::Relaxed);
         self.inner
             .stats

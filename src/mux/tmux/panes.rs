@@ -160,7 +160,7 @@ impl PaneIo for TmuxPanes {
         timeout: Duration,
     ) -> Result<ScreenMatch, TmuxPaneError> {
         let deadline = tokio::time::Instant::now() + timeout;
-        let mut output = self.server.subscribe(&self.caller, *pane).await?;
+        let mut output = self.server.subscribe(&self.caller, *pane, deadline).await?;
         loop {
             let screen = self.read_screen(pane, ScreenScope::Visible).await?;
             if let Some(line_index) = pattern.find(&screen) {
