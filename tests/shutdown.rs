@@ -17,32 +17,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::serve::ServeProcess;
-use common::tmux::TestTmux;
+use common::tmux::{StoppedServer, TestTmux};
 use common::{RawMcp, TEST_SECRET};
 use serde_json::{Value, json};
-
-/// Stops a tmux server's process until dropped (then lets it continue).
-struct Stopped(libc::pid_t);
-
-impl Stopped {
-    fn new(tmux: &TestTmux) -> Self {
-        let pid: libc::pid_t = tmux
-            .ok(&["display-message", "-p", "#{pid}"])
-            .trim()
-            .parse()
-            .unwrap();
-        // SAFETY: kill(2) on the test's own tmux server process.
-        assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
-        Self(pid)
-    }
-}
-
-impl Drop for Stopped {
-    fn drop(&mut self) {
-        // SAFETY: as above.
-        unsafe { libc::kill(self.0, libc::SIGCONT) };
-    }
-}
 
 fn write_config(dir: &Path, tmux: &TestTmux, grace_secs: u64) -> std::path::PathBuf {
     let path = dir.join("muxgate.toml");
@@ -129,7 +106,7 @@ async fn sigterm_lets_in_flight_calls_finish_then_flushes_and_detaches() {
     });
 
     // A call in flight: its tmux server is stopped under it.
-    let stopped = Stopped::new(&tmux);
+    let stopped = StoppedServer::new(&tmux);
     let in_flight = {
         let mcp = same_session(&mcp);
         tokio::spawn(async move { mcp.request(&list_sessions(2)).await })
@@ -229,7 +206,7 @@ async fn a_call_that_outlives_the_grace_period_is_cut_off_in_time() {
     let (mcp, _) = client(&gateway, &config).await;
     mcp.request(&list_sessions(1)).await;
 
-    let _stopped = Stopped::new(&tmux);
+    let _stopped = StoppedServer::new(&tmux);
     let stuck = {
         let mcp = same_session(&mcp);
         tokio::spawn(async move { mcp.post(&list_sessions(2)).send().await })

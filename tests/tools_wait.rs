@@ -6,7 +6,7 @@ mod common;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use common::tmux::TestTmux;
+use common::tmux::{StoppedServer, TestTmux};
 use common::tools::{call, call_err, call_ok, client, type_line, wait_for_screen};
 use common::{config_with_server, spawn_gateway, wait_until};
 use muxgate::mux::tmux::TmuxServer;
@@ -438,4 +438,44 @@ async fn a_cancelled_wait_frees_its_slot_and_subscription() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(freed, "the cancelled wait kept its slot");
+}
+
+/// A wait whose tmux server stops answering before the wait could begin still ends at its own
+/// timeout, with a timeout error (not after the engine's 10 s command timeout).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_on_a_stalled_server_ends_at_its_own_timeout() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+    let pane = tmux.pane_id("main").to_string();
+    // The command connection is attached before the server stops.
+    call_ok(&client, "list_panes", json!({})).await;
+
+    let stopped = StoppedServer::new(&tmux);
+    // By name (resolving it needs tmux) and by pane id (subscribing to its output needs tmux).
+    for target in ["main", pane.as_str()] {
+        let asked = Instant::now();
+        let stalled = call_err(
+            &client,
+            "wait_for_text",
+            json!({"target": target, "patterns": ["never"], "timeout": 1}),
+        )
+        .await;
+        let took = asked.elapsed();
+        assert_eq!(stalled["kind"], "timeout", "{target}: {stalled}");
+        assert!(
+            took < Duration::from_secs(4),
+            "{target}: the wait took {took:?}"
+        );
+    }
+    drop(stopped);
+
+    // Once the server answers again, waits work.
+    let resumed = call_ok(
+        &client,
+        "wait_for_text",
+        json!({"target": pane, "patterns": ["never"], "timeout": 0.5}),
+    )
+    .await;
+    assert_eq!(resumed["outcome"], "timeout", "{resumed}");
 }

@@ -175,6 +175,30 @@ impl Drop for TestTmux {
     }
 }
 
+/// A tmux server's process stopped (SIGSTOP) until dropped, then let continue: calls on it
+/// stay in flight, as on a server that stopped answering.
+pub struct StoppedServer(libc::pid_t);
+
+impl StoppedServer {
+    pub fn new(tmux: &TestTmux) -> Self {
+        let pid: libc::pid_t = tmux
+            .ok(&["display-message", "-p", "#{pid}"])
+            .trim()
+            .parse()
+            .unwrap();
+        // SAFETY: kill(2) on the test's own tmux server process.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+        Self(pid)
+    }
+}
+
+impl Drop for StoppedServer {
+    fn drop(&mut self) {
+        // SAFETY: as above.
+        unsafe { libc::kill(self.0, libc::SIGCONT) };
+    }
+}
+
 /// A child process killed and reaped on drop.
 pub struct ChildGuard(pub Child);
 

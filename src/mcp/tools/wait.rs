@@ -26,7 +26,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::watch::{
-    PaneState, WaitBudget, cancelled, elapsed_ms, missing_pane, subscribe, target_pane,
+    PaneState, WaitBudget, by_deadline, cancelled, elapsed_ms, missing_pane, subscribe, target_pane,
 };
 use crate::mcp::McpServer;
 use crate::mcp::access::TmuxAccess;
@@ -269,14 +269,14 @@ pub async fn wait_for_text(
 ) -> Result<WaitForTextOutput, ToolError> {
     let started = Instant::now();
     let matcher = request.matcher()?;
-    let pane = target_pane(tmux, &request.target).await?;
+    let pane = by_deadline(tmux, deadline, target_pane(tmux, &request.target)).await?;
     // Subscribe before reading the state, so that no switch of screen or exit falls between.
     let subscription = match subscription {
         Some(subscription) if subscription.pane() == pane => subscription,
         _ => subscribe(tmux, pane, deadline).await?,
     };
     let mut reader = LineReader::new(subscription);
-    let state = PaneState::read(tmux, pane).await?;
+    let state = by_deadline(tmux, deadline, PaneState::read(tmux, pane)).await?;
     let mut watch = TextWatch::new(matcher);
     let finish = |watch: &TextWatch, outcome: WaitOutcome, decision: Option<Decision>| {
         let (matched_line, matched_pattern) = match &decision {

@@ -189,6 +189,27 @@ pub fn parse_timeout(secs: f64) -> Result<Duration, ToolError> {
     Ok(Duration::from_secs_f64(secs.min(86_400.0)))
 }
 
+/// Runs one of a wait's tmux steps (resolving its target, reading the pane's state), giving up
+/// at the wait's own deadline: a wait that could not begin in its time ends there too.
+pub async fn by_deadline<T>(
+    tmux: &TmuxAccess<'_>,
+    deadline: Instant,
+    step: impl Future<Output = Result<T, ToolError>>,
+) -> Result<T, ToolError> {
+    tokio::time::timeout_at(deadline, step)
+        .await
+        .unwrap_or_else(|_| {
+            Err(ToolError::new(
+                ToolErrorKind::Timeout,
+                format!(
+                    "tmux server {:?} did not answer within the wait's timeout",
+                    tmux.server_name()
+                ),
+                "retry shortly, or with a longer timeout; the server may be overloaded",
+            ))
+        })
+}
+
 /// What a wait ends with when the client cancelled the call (the client no longer reads it).
 pub fn cancelled() -> ToolError {
     ToolError::new(
