@@ -157,7 +157,7 @@ struct HubInner {
     monitors: Mutex<HashMap<SessionId, mpsc::UnboundedSender<Register>>>,
     /// Taken for the whole of an attach: a server's output clients attach one at a time (tmux
     /// before 3.7 can crash when a control client is notified while it is still identifying
-    /// itself, and each attach costs the server time proportional to its clients).
+    /// itself; one client attaching at a time keeps other attaches out of that window).
     attaching: tokio::sync::Mutex<()>,
     stats: Arc<OutputStats>,
 }
@@ -265,7 +265,7 @@ impl OutputHub {
     fn lock_monitors(
         &self,
     ) -> std::sync::MutexGuard<'_, HashMap<SessionId, mpsc::UnboundedSender<Register>>> {
-        // Each update is a single insert, so a poisoned map is still consistent.
+        // A panic cannot leave an entry half-written, so a poisoned map is still consistent.
         self.inner
             .monitors
             .lock()
