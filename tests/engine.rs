@@ -720,14 +720,7 @@ async fn watched_sessions_are_capped_per_server() {
         "command + one output client"
     );
     // Another pane of the watched session shares its connection.
-    tmux.ok(&["split-window", "-d", "-t", "main"]);
-    let second = tmux
-        .ok(&["list-panes", "-t", "main", "-F", "#{pane_id}"])
-        .lines()
-        .last()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let second = tmux.split("main");
     let sibling = server
         .subscribe(&caller(), second, common::subscribe_deadline())
         .await
@@ -801,14 +794,7 @@ async fn a_slow_attach_blocks_no_watched_session_and_no_deadline() {
     assert!(wait_until(Duration::from_secs(10), || started.exists()).await);
 
     // Meanwhile the watched session serves its panes at once: one already routed, one new.
-    tmux.ok(&["split-window", "-d", "-t", "main"]);
-    let new_pane: PaneId = tmux
-        .ok(&["list-panes", "-t", "main", "-F", "#{pane_id}"])
-        .lines()
-        .last()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let new_pane = tmux.split("main");
     let again = server
         .subscribe(&caller(), tmux.pane_id("main"), within(1_000))
         .await;

@@ -90,6 +90,14 @@ impl TestTmux {
             .expect("a pane id")
     }
 
+    /// Splits `target`'s pane (the new pane in the background) and returns the new pane's id.
+    pub fn split(&self, target: &str) -> muxgate::mux::tmux::PaneId {
+        self.ok(&["split-window", "-d", "-P", "-F", "#{pane_id}", "-t", target])
+            .trim()
+            .parse()
+            .expect("a pane id")
+    }
+
     /// Makes pane `target` record the next `len` bytes of its input into `out`, raw (no echo,
     /// no line editing, no signals), and returns the pane's id once it is ready. With
     /// `bracketed` the recorder first asks for bracketed paste.

@@ -10,11 +10,11 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::limits::WaitPermit;
-use crate::mcp::access::{TmuxAccess, parse_target};
+use crate::mcp::access::{TmuxAccess, engine_error, parse_target};
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mux::tmux::format::{flag, row_format, split_row};
 use crate::mux::tmux::target::Target;
-use crate::mux::tmux::{OutputSubscription, PaneId, TmuxCommand};
+use crate::mux::tmux::{EngineError, OutputSubscription, PaneId, TmuxCommand};
 
 /// The pane a target names: the pane itself, or the active pane of a window or session.
 /// Checks the caller may see it (looking it up only when the caller's access depends on it).
@@ -127,7 +127,7 @@ pub async fn subscribe(
         .subscribe(&tmux.caller, pane, deadline)
         .await
         .map_err(|e| {
-            crate::mcp::access::engine_error(
+            engine_error(
                 tmux.server_name(),
                 e,
                 "call list_panes to see valid pane ids",
@@ -190,23 +190,22 @@ pub fn parse_timeout(secs: f64) -> Result<Duration, ToolError> {
 }
 
 /// Runs one of a wait's tmux steps (resolving its target, reading the pane's state), giving up
-/// at the wait's own deadline: a wait that could not begin in its time ends there too.
+/// at the wait's own deadline with the same error as a subscription that could not begin in
+/// time.
 pub async fn by_deadline<T>(
     tmux: &TmuxAccess<'_>,
     deadline: Instant,
     step: impl Future<Output = Result<T, ToolError>>,
 ) -> Result<T, ToolError> {
+    let started = Instant::now();
     tokio::time::timeout_at(deadline, step)
         .await
         .unwrap_or_else(|_| {
-            Err(ToolError::new(
-                ToolErrorKind::Timeout,
-                format!(
-                    "tmux server {:?} did not answer within the wait's timeout",
-                    tmux.server_name()
-                ),
-                "retry shortly, or with a longer timeout; the server may be overloaded",
-            ))
+            let timeout = EngineError::Timeout {
+                server: tmux.server_name().to_owned(),
+                after: started.elapsed(),
+            };
+            Err(engine_error(tmux.server_name(), timeout, ""))
         })
 }
 
