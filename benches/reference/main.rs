@@ -438,18 +438,19 @@ async fn sessions(options: &Options, reference: &Reference) -> Result<()> {
         mib(s.baseline_rss_kib as f64)
     );
     println!(
-        "| sessions | gateway RSS | per session | control clients | their RSS (sum) | tmux server RSS | tmux server CPU | all attached after | capture_pane p50 / p99 meanwhile |"
+        "| sessions | gateway RSS | per session | control clients (attaches so far) | their RSS (sum) | tmux server RSS | tmux server CPU | all attached after | capture_pane p50 / p99 meanwhile |"
     );
     println!("|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
     for step in &s.steps {
         let per_session =
             (step.gateway_rss_kib.saturating_sub(s.baseline_rss_kib)) as f64 / step.sessions as f64;
         println!(
-            "| {} | {} | {:.1} KiB | {} | {} | {} | {:.0} ms/s | {:.1} s | {} / {} |",
+            "| {} | {} | {:.1} KiB | {} ({:.0}) | {} | {} | {:.0} ms/s | {:.1} s | {} / {} |",
             step.sessions,
             mib(step.gateway_rss_kib as f64),
             per_session,
             step.control_clients,
+            step.attaches,
             mib(step.control_clients_rss_kib as f64),
             mib(step.tmux_server_rss_kib as f64),
             step.tmux_server_cpu_ms_per_s,

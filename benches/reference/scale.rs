@@ -230,6 +230,9 @@ pub struct IdleStep {
     pub sessions: usize,
     pub gateway_rss_kib: u64,
     pub control_clients: usize,
+    /// Control clients the gateway attached so far (`muxgate_tmux_connects_total`): more than
+    /// `control_clients` means connections were closed and attached again.
+    pub attaches: f64,
     pub control_clients_rss_kib: u64,
     pub tmux_server_rss_kib: u64,
     /// CPU time the tmux server used per second of wall time during the trickle.
@@ -346,6 +349,7 @@ pub async fn idle_sessions(steps: &[usize]) -> Result<IdleSessions> {
             sessions: target,
             gateway_rss_kib: procfs::rss_kib(gateway.pid())?,
             control_clients: control.len(),
+            attaches: gateway.metric("muxgate_tmux_connects_total").await?,
             control_clients_rss_kib: procfs::total_rss_kib(&control),
             tmux_server_rss_kib: procfs::rss_kib(tmux.server_pid())?,
             tmux_server_cpu_ms_per_s,
