@@ -30,6 +30,7 @@ use crate::mux::tmux::TmuxEngine;
 use crate::mux::zellij::servers::ZellijServers;
 use crate::telemetry::exposition::MetricsEndpoint;
 use crate::telemetry::{Metrics, MetricsTokenError};
+use crate::workspace::{self, WorkspaceError, Workspaces};
 
 /// Why a gateway could not be assembled.
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +43,10 @@ pub enum GatewayError {
     Tls(#[from] TlsError),
     #[error(transparent)]
     MetricsToken(#[from] MetricsTokenError),
+    #[error("state: {0}")]
+    State(String),
+    #[error("workspaces: {0}")]
+    Workspace(#[from] WorkspaceError),
 }
 
 /// What a gateway is built for.
@@ -76,16 +81,17 @@ impl Gateway {
     /// Builds every part. `mcp_url` is the URL clients use (the protected resource's default
     /// identifier); cancelling `shutdown` starts the shutdown sequence (see
     /// [`crate::http::shutdown`]).
-    pub fn build(
+    pub async fn build(
         config: Arc<Config>,
         mcp_url: &str,
         shutdown: CancellationToken,
     ) -> Result<Self, GatewayError> {
-        Self::build_in(Mode::Production, config, mcp_url, shutdown)
+        Self::build_in(Mode::Production, config, mcp_url, shutdown).await
     }
 
-    /// [`Gateway::build`] in a chosen [`Mode`].
-    pub fn build_in(
+    /// [`Gateway::build`] in a chosen [`Mode`]. In workspace mode it first proves that
+    /// sandboxes start on this host.
+    pub async fn build_in(
         mode: Mode,
         config: Arc<Config>,
         mcp_url: &str,
@@ -102,10 +108,31 @@ impl Gateway {
             config.engine.settings(),
             &engine_shutdown,
         );
+        let state_dir = config
+            .state
+            .resolve(|var| std::env::var_os(var))
+            .map_err(GatewayError::State)?;
+        let workspaces = if config.workspaces.enabled {
+            Some(
+                Workspaces::open(
+                    &config.workspaces,
+                    &state_dir,
+                    &config.secret_paths(),
+                    Arc::new(config.engine.settings()),
+                    engine_shutdown.clone(),
+                )
+                .await?,
+            )
+        } else {
+            None
+        };
         let mut metrics = Metrics::new();
         let resource = Arc::new(ProtectedResource::new(&config.auth, mcp_url)?);
-        let authenticator = Authenticator::new(&config.auth, &config.clients, &resource)?
+        let mut authenticator = Authenticator::new(&config.auth, &config.clients, &resource)?
             .with_reject_hook(metrics.reject_hook());
+        if workspaces.is_some() {
+            authenticator = authenticator.with_own_server(workspace::SERVER_NAME);
+        }
         #[cfg(feature = "conformance")]
         let authenticator = match mode {
             Mode::Production => authenticator,
@@ -161,6 +188,7 @@ impl Gateway {
                 std::env::var("TMUX_PANE").ok().as_deref(),
             ),
             metrics: metrics.clone(),
+            workspaces,
             shutdown: shutdown.begin().child_token(),
         });
         let deps = HttpDeps {
@@ -259,5 +287,6 @@ pub fn mint_full_access(
         servers: None,
         sessions: None,
         own_sessions: false,
+        workspace: None,
     })
 }

@@ -29,10 +29,10 @@ fn two_server_config() -> Config {
 
 fn expected_servers() -> Value {
     json!({"servers": [
-        {"name": "shared", "socket": {"kind": "path", "path": "/run/tmux/shared"},
-         "allow_absent": true, "reachability": "not_running"},
-        {"name": "work", "socket": {"kind": "name", "name": ABSENT_SOCKET},
-         "allow_absent": false, "reachability": "not_running"},
+        {"name": "shared", "kind": "configured", "allow_absent": true,
+         "reachability": "not_running"},
+        {"name": "work", "kind": "configured", "allow_absent": false,
+         "reachability": "not_running"},
     ]})
 }
 

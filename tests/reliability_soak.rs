@@ -71,6 +71,7 @@ fn mint(config: &Path, sub: &str) -> String {
             servers: None,
             sessions: None,
             own_sessions: false,
+            workspace: None,
         })
         .expect("mint")
 }

@@ -223,6 +223,7 @@ impl Running {
                 servers: servers.map(|s| s.iter().map(|x| x.to_string()).collect()),
                 sessions: None,
                 own_sessions: false,
+                workspace: None,
             })
             .unwrap()
     }
@@ -282,6 +283,7 @@ async fn security_layers_over_real_http() {
             servers: None,
             sessions: None,
             own_sessions: false,
+            workspace: None,
         })
         .unwrap();
     sent_secrets.push(forged.clone());

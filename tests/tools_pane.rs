@@ -29,6 +29,7 @@ fn limited_token(gateway: &TestGateway, sub: &str, sessions: &[&str]) -> String 
             servers: None,
             sessions: Some(sessions.iter().map(|s| (*s).to_owned()).collect()),
             own_sessions: false,
+            workspace: None,
         })
         .unwrap()
 }

@@ -62,6 +62,7 @@ async fn list_sessions_shows_only_what_the_caller_may_see() {
             servers: None,
             sessions: Some(vec!["ci-*".into()]),
             own_sessions: false,
+            workspace: None,
         })
         .unwrap();
     let limited = ClientConfig::default()

@@ -856,6 +856,7 @@ fn limited_token(
             servers: list(servers),
             sessions: list(sessions),
             own_sessions,
+            workspace: None,
         })
         .unwrap()
 }

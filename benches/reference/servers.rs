@@ -305,6 +305,7 @@ level = "warn"
                 servers: None,
                 sessions: None,
                 own_sessions: false,
+                workspace: None,
             })
             .context("mint a token")?;
         let transport = StreamableHttpClientTransport::from_config(

@@ -31,6 +31,7 @@ struct ClientPolicy {
     servers: Option<Vec<NamePattern>>,
     sessions: Option<Vec<NamePattern>>,
     own_sessions: bool,
+    workspace: Option<String>,
 }
 
 /// Verifies requests and builds their [`Principal`].
@@ -39,6 +40,8 @@ pub struct Authenticator {
     clients: HashMap<String, ClientPolicy>,
     metadata_url: String,
     on_reject: Option<RejectHook>,
+    /// In workspace mode: the name of every client's own server.
+    own_server: Option<&'static str>,
     /// Conformance mode only: every request is this principal, no token checked.
     #[cfg(feature = "conformance")]
     anonymous: Option<Principal>,
@@ -72,6 +75,7 @@ impl Authenticator {
             clients: compiled,
             metadata_url: resource.metadata_url().to_owned(),
             on_reject: None,
+            own_server: None,
             #[cfg(feature = "conformance")]
             anonymous: None,
         })
@@ -82,6 +86,13 @@ impl Authenticator {
     #[cfg(feature = "conformance")]
     pub fn without_authentication(mut self, principal: Principal) -> Self {
         self.anonymous = Some(principal);
+        self
+    }
+
+    /// Workspace mode: every principal sees its own server as `name`, and configured servers
+    /// only when granted explicitly.
+    pub fn with_own_server(mut self, name: &'static str) -> Self {
+        self.own_server = Some(name);
         self
     }
 
@@ -116,6 +127,7 @@ impl Authenticator {
         };
         let mut acl = TargetAcl {
             own_sessions: token.own_sessions || client.is_some_and(|c| c.own_sessions),
+            own_server: self.own_server,
             ..TargetAcl::default()
         };
         for list in [token.servers, client.and_then(|c| c.servers.clone())]
@@ -130,8 +142,15 @@ impl Authenticator {
         {
             acl.sessions.restrict(list);
         }
+        // A configured workspace wins over the claim: a claim may not move a client into
+        // another team's workspace.
+        let workspace = client
+            .and_then(|c| c.workspace.clone())
+            .or(token.workspace)
+            .unwrap_or_else(|| token.sub.clone());
         Principal {
             tier: tier_of(scopes.iter().map(String::as_str)),
+            workspace,
             sub: token.sub,
             scopes,
             acl,
@@ -187,6 +206,16 @@ fn compile_client(sub: &str, cfg: &ClientPolicyConfig) -> Result<ClientPolicy, A
         servers: compile("servers", &cfg.servers)?,
         sessions: compile("sessions", &cfg.sessions)?,
         own_sessions: cfg.own_sessions,
+        workspace: match &cfg.workspace {
+            Some(name) if !valid_sub(name) => {
+                return Err(AuthConfigError::Invalid {
+                    field: field("workspace"),
+                    reason: "a workspace name has 1-256 characters and no control characters"
+                        .into(),
+                });
+            }
+            other => other.clone(),
+        },
     })
 }
 

@@ -174,6 +174,10 @@ pub struct ClientPolicyConfig {
     /// Hide sessions this client did not create unless `sessions` grants them by name.
     #[serde(default)]
     pub own_sessions: bool,
+    /// The workspace (team) this client works in, in workspace mode; default: its own,
+    /// named by its `sub`.
+    #[serde(default)]
+    pub workspace: Option<String>,
     /// Per-client overrides of the global `[limits]`.
     #[serde(default)]
     pub limits: LimitOverrides,

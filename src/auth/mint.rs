@@ -40,6 +40,8 @@ pub struct MintRequest {
     pub sessions: Option<Vec<String>>,
     /// Restrict the client to the sessions it creates.
     pub own_sessions: bool,
+    /// The workspace the client works in (none: its own, named by `sub`).
+    pub workspace: Option<String>,
 }
 
 /// Why a token could not be minted.
@@ -148,6 +150,7 @@ impl TokenMinter {
             servers: None,
             sessions: None,
             own_sessions: false,
+            workspace: None,
         })?;
         verifier
             .verify(&probe)
@@ -188,11 +191,19 @@ impl TokenMinter {
                     .map_err(|(p, e)| bad(format!("{name}: pattern {p:?}: {e}")))?;
             }
         }
+        if let Some(workspace) = &req.workspace
+            && !valid_sub(workspace)
+        {
+            return Err(bad(
+                "workspace must be 1-256 characters without control characters".into(),
+            ));
+        }
         let now = jsonwebtoken::get_current_timestamp();
         let muxgate = MuxgateClaim {
             servers: req.servers.clone(),
             sessions: req.sessions.clone(),
             own_sessions: req.own_sessions,
+            workspace: req.workspace.clone(),
         };
         let claims = MintClaims {
             iss: &self.issuer,
@@ -258,6 +269,7 @@ mod tests {
             servers: Some(vec!["build".into()]),
             sessions: Some(vec!["ci-*".into()]),
             own_sessions: true,
+            workspace: None,
         }
     }
 
@@ -403,6 +415,7 @@ mod tests {
             servers: None,
             sessions: None,
             own_sessions: false,
+            workspace: None,
             ..request()
         };
         let token = minter.mint(&admin).unwrap();

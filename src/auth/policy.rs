@@ -133,9 +133,14 @@ pub fn can_call(principal: &Principal, tool_tier: Tier) -> Result<(), Denied> {
     })
 }
 
-/// Whether the principal may see and use the configured server `server`.
+/// Whether the principal may see and use the server `server`: its own workspace always (in
+/// workspace mode); a configured server when the server patterns allow it — explicitly in
+/// workspace mode, since a configured server is shared with everyone granted it.
 pub fn can_see_server(principal: &Principal, server: &str) -> bool {
-    principal.acl.servers.allows(server)
+    match principal.acl.own_server {
+        Some(own) => server == own || principal.acl.servers.grants_explicitly(server),
+        None => principal.acl.servers.allows(server),
+    }
 }
 
 /// [`can_see_server`] as a `Result` for tool code.

@@ -89,6 +89,9 @@ pub struct TargetAcl {
     /// Sessions created by other clients (or outside the gateway) are hidden unless
     /// [`Self::sessions`] grants them explicitly.
     pub own_sessions: bool,
+    /// In workspace mode, the name under which the principal sees its own workspace's server;
+    /// configured servers are then visible only when [`Self::servers`] grants them explicitly.
+    pub own_server: Option<&'static str>,
 }
 
 /// An authenticated caller, inserted into request extensions by [`super::require_bearer`].
@@ -102,6 +105,9 @@ pub struct Principal {
     pub tier: Option<Tier>,
     /// Target restrictions from claims and client config.
     pub acl: TargetAcl,
+    /// The workspace the principal works in, in workspace mode: `[clients.<sub>] workspace`,
+    /// else the token's `workspace` claim, else its `sub`.
+    pub workspace: String,
     /// The token's `exp` (seconds since the Unix epoch).
     pub expires_at: u64,
 }
@@ -120,8 +126,10 @@ impl Principal {
     ) -> Self {
         let scopes: BTreeSet<String> = scopes.into_iter().map(Into::into).collect();
         let tier = tier_of(scopes.iter().map(String::as_str));
+        let sub = sub.into();
         Self {
-            sub: sub.into(),
+            workspace: sub.clone(),
+            sub,
             scopes,
             tier,
             acl: TargetAcl::default(),

@@ -141,6 +141,8 @@ pub struct VerifiedToken {
     pub sessions: Option<Vec<NamePattern>>,
     /// `own_sessions` from the `muxgate` claim.
     pub own_sessions: bool,
+    /// `workspace` from the `muxgate` claim.
+    pub workspace: Option<String>,
     /// `exp`, seconds since the Unix epoch.
     pub expires_at: u64,
 }
@@ -155,6 +157,8 @@ pub(crate) struct MuxgateClaim {
     pub sessions: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub own_sessions: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -363,6 +367,9 @@ fn claims_to_token(
         return Err(RejectReason::BadClaims);
     }
     let muxgate = claims.muxgate.unwrap_or_default();
+    if muxgate.workspace.as_deref().is_some_and(|w| !valid_sub(w)) {
+        return Err(RejectReason::BadClaims);
+    }
     let compile = |list: Option<Vec<String>>| {
         list.map(|l| compile_patterns(&l).map_err(|_| RejectReason::BadClaims))
             .transpose()
@@ -373,6 +380,7 @@ fn claims_to_token(
         servers: compile(muxgate.servers)?,
         sessions: compile(muxgate.sessions)?,
         own_sessions: muxgate.own_sessions,
+        workspace: muxgate.workspace,
         expires_at,
     })
 }

@@ -186,6 +186,7 @@ fn mint_token(config: &Config, args: &TokenArgs) -> anyhow::Result<String> {
         servers: list(&args.servers),
         sessions: list(&args.sessions),
         own_sessions: args.own_sessions,
+        workspace: None,
     };
     Ok(TokenMinter::from_config(&config.auth)?.mint(&request)?)
 }

@@ -59,7 +59,7 @@ async fn serve(mut config: Config, mode: Mode) -> anyhow::Result<()> {
     let local_addr = listener.local_addr()?;
     let mcp_url = mcp_url(local_addr, config.http.tls.is_some());
 
-    let gateway = Gateway::build_in(mode, config.clone(), &mcp_url, shutdown.clone())?;
+    let gateway = Gateway::build_in(mode, config.clone(), &mcp_url, shutdown.clone()).await?;
     let bearer_token = if ephemeral_secret && mode == Mode::Production {
         Some(mint_full_access(&config, READY_TOKEN_SUB, READY_TOKEN_TTL)?)
     } else {

@@ -41,6 +41,7 @@ use crate::mux::zellij::backend::ZellijServerSpec;
 use crate::mux::zellij::cli::ZellijEnv;
 use crate::mux::zellij::ids::SessionName as ZellijSessionName;
 use crate::telemetry::{LogConfig, MetricsConfig, OtelConfig};
+use crate::workspace::WorkspacesConfig;
 pub use layers::{EnvError, Origin};
 use layers::{KeyPath, Layered, display_path};
 
@@ -64,6 +65,41 @@ pub struct Config {
     pub log: LogConfig,
     pub metrics: MetricsConfig,
     pub otel: OtelConfig,
+    pub state: StateConfig,
+    pub workspaces: WorkspacesConfig,
+    /// The file this configuration was read from (none: the embedded default alone).
+    #[serde(skip)]
+    pub source_file: Option<PathBuf>,
+}
+
+/// `[state]`: where the gateway keeps what must outlive a restart.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateConfig {
+    /// Default: `$XDG_STATE_HOME/muxgate`, else `$HOME/.local/state/muxgate`.
+    #[serde(default)]
+    pub dir: Option<PathBuf>,
+}
+
+impl StateConfig {
+    /// The state directory: the configured one, else the default from `env` (a variable
+    /// lookup, typically `std::env::var_os`).
+    pub fn resolve(
+        &self,
+        env: impl Fn(&str) -> Option<std::ffi::OsString>,
+    ) -> Result<PathBuf, String> {
+        if let Some(dir) = &self.dir {
+            return Ok(dir.clone());
+        }
+        let absolute = |var: &str| env(var).map(PathBuf::from).filter(|p| p.is_absolute());
+        if let Some(state) = absolute("XDG_STATE_HOME") {
+            return Ok(state.join("muxgate"));
+        }
+        if let Some(home) = absolute("HOME") {
+            return Ok(home.join(".local/state/muxgate"));
+        }
+        Err("state.dir is not set and neither XDG_STATE_HOME nor HOME is: set state.dir".into())
+    }
 }
 
 /// `[http]`: the listener and what it accepts.
@@ -444,7 +480,8 @@ impl Config {
         };
         let overrides = layers::env_overrides(env)?;
         let layered = Layered::build(default, file, &overrides)?;
-        let config = deserialize(&layered)?;
+        let mut config = deserialize(&layered)?;
+        config.source_file = layered.file.as_ref().map(|(path, _)| path.clone());
         config
             .validate()
             .map_err(|Violation { path, message }| ConfigError::Invalid {
@@ -461,6 +498,23 @@ impl Config {
                 .map(|(_, var)| var)
                 .collect(),
         })
+    }
+
+    /// The files holding what no pane may read: this configuration, the keys it names, the
+    /// audit log. (Public keys are left out: they are public.)
+    pub fn secret_paths(&self) -> Vec<PathBuf> {
+        [
+            self.source_file.as_ref(),
+            self.auth.secret_file.as_ref(),
+            self.auth.signing_key_file.as_ref(),
+            self.http.tls.as_ref().map(|tls| &tls.key_file),
+            self.metrics.bearer_token_file.as_ref(),
+            self.audit.path.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect()
     }
 
     /// Rules serde cannot express. Returns the first violation found.
@@ -518,6 +572,7 @@ impl Config {
             return Err(Violation::at(&["engine", "tmux_bin"], "must not be empty"));
         }
         self.zellij.validate(&self.tmux)?;
+        self.validate_workspaces()?;
         if let Some(tls) = &http.tls {
             positive(
                 &["http", "tls", "watch_interval_secs"],
@@ -525,6 +580,34 @@ impl Config {
             )?;
         }
         self.validate_telemetry()
+    }
+
+    fn validate_workspaces(&self) -> Result<(), Violation> {
+        if let Some(dir) = &self.state.dir
+            && !dir.is_absolute()
+        {
+            return Err(Violation::at(
+                &["state", "dir"],
+                &format!("`{}` must be an absolute path", dir.display()),
+            ));
+        }
+        let workspaces = &self.workspaces;
+        if let Err((key, message)) = workspaces.validate() {
+            return Err(Violation::at(&["workspaces", key], &message));
+        }
+        if workspaces.enabled {
+            let taken = crate::workspace::SERVER_NAME;
+            if self.tmux.servers.contains_key(taken) || self.zellij.servers.contains_key(taken) {
+                return Err(Violation {
+                    path: vec!["tmux".into(), "servers".into(), taken.into()],
+                    message: format!(
+                        "the server name `{taken}` is reserved for each client's own workspace \
+                         when workspaces are enabled; rename this server"
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 
     fn validate_telemetry(&self) -> Result<(), Violation> {

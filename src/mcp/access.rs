@@ -18,6 +18,7 @@ use crate::mux::tmux::{
     BatchMode, Caller, CommandOutcome, ConnectError, EngineError, PaneId, QueueScope, SessionId,
     TmuxCommand, TmuxServer, WindowId,
 };
+use crate::workspace::{self, WorkspaceError, WorkspaceLimits, WorkspaceName, Workspaces};
 
 use super::McpServer;
 use super::call::CallContext;
@@ -25,10 +26,12 @@ use super::error::{ToolError, ToolErrorKind};
 
 /// One call's access to one tmux server.
 pub struct TmuxAccess<'a> {
-    pub server: &'a TmuxServer,
+    pub server: TmuxServer,
     pub call: &'a CallContext,
     pub caller: Caller,
     pub limits: &'a Limits,
+    /// The limits of the caller's workspace, when `server` is it.
+    pub workspace: Option<WorkspaceLimits>,
 }
 
 /// Where a target lives, as tmux reports it.
@@ -45,19 +48,29 @@ pub struct Resolved {
 }
 
 impl McpServer {
-    /// The configured server `name` (or, when `None`, the only server the caller may use).
-    pub(crate) fn tmux_access<'a>(
+    /// The names of the tmux servers the caller may use, in order: its workspace first (in
+    /// workspace mode), then the configured servers it is granted.
+    pub(crate) fn visible_servers(&self, call: &CallContext) -> Vec<&str> {
+        let state = self.state();
+        state
+            .workspaces
+            .as_ref()
+            .map(|_| workspace::SERVER_NAME)
+            .into_iter()
+            .chain(state.tmux.servers().map(TmuxServer::name))
+            .filter(|n| check_server(&call.principal, n).is_ok())
+            .collect()
+    }
+
+    /// The server `name` (or, when `None`, the only server the caller may use); the caller's
+    /// workspace is started if it is not running.
+    pub(crate) async fn tmux_access<'a>(
         &'a self,
         call: &'a CallContext,
         name: Option<&str>,
     ) -> Result<TmuxAccess<'a>, ToolError> {
         let state = self.state();
-        let visible: Vec<&str> = state
-            .tmux
-            .servers()
-            .map(TmuxServer::name)
-            .filter(|n| check_server(&call.principal, n).is_ok())
-            .collect();
+        let visible = self.visible_servers(call);
         let name = match name {
             Some(name) => name,
             None => match visible.as_slice() {
@@ -70,23 +83,54 @@ impl McpServer {
                 }
             },
         };
-        let server = state
-            .tmux
-            .server(name)
-            .filter(|_| visible.contains(&name))
-            .ok_or_else(|| {
-                ToolError::not_found(
-                    format!("no tmux server named {:?}", shorten(name)),
-                    "call list_servers for the names you may use",
-                )
-            })?;
+        let unknown = || {
+            ToolError::not_found(
+                format!("no tmux server named {:?}", shorten(name)),
+                "call list_servers for the names you may use",
+            )
+        };
+        if !visible.contains(&name) {
+            return Err(unknown());
+        }
+        let (server, workspace) = match &state.workspaces {
+            Some(workspaces) if name == workspace::SERVER_NAME => {
+                let server = workspace_server(workspaces, &call.principal.workspace).await?;
+                (server, Some(*workspaces.limits()))
+            }
+            _ => (state.tmux.server(name).cloned().ok_or_else(unknown)?, None),
+        };
         Ok(TmuxAccess {
             server,
             call,
             caller: call.caller(&state.limits),
             limits: &state.limits,
+            workspace,
         })
     }
+}
+
+/// The caller's workspace server, started if needed.
+async fn workspace_server(workspaces: &Workspaces, name: &str) -> Result<TmuxServer, ToolError> {
+    let name = WorkspaceName::parse(name).map_err(|e| {
+        ToolError::new(
+            ToolErrorKind::Forbidden,
+            e.to_string(),
+            "ask the operator to fix the workspace named for this client",
+        )
+    })?;
+    workspaces.server(&name).await.map_err(|error| match error {
+        WorkspaceError::TooMany(_) => ToolError::new(
+            ToolErrorKind::Busy,
+            "this gateway has no room for another workspace",
+            "ask the operator to delete unused workspaces or raise workspaces.max_workspaces",
+        ),
+        // The details (paths, sandbox messages) are in the gateway's log, not for clients.
+        _ => ToolError::new(
+            ToolErrorKind::Unavailable,
+            "your workspace could not be started",
+            "retry in a few seconds; if it persists the operator must check the gateway's log",
+        ),
+    })
 }
 
 impl TmuxAccess<'_> {

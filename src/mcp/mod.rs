@@ -61,6 +61,7 @@ use crate::mux::tmux::TmuxEngine;
 use crate::mux::zellij::servers::ZellijServers;
 use crate::telemetry::Metrics;
 use crate::telemetry::mcp::{RequestObserver, ToolName, is_tool_error};
+use crate::workspace::Workspaces;
 pub use call::CallContext;
 pub use error::{ToolError, ToolErrorKind};
 
@@ -85,6 +86,8 @@ pub struct McpState {
     /// Where the gateway itself runs, when inside tmux (see [`self_guard`]).
     pub self_location: Option<self_guard::SelfLocation>,
     pub metrics: Arc<Metrics>,
+    /// Each tenant's own sandboxed tmux server, in workspace mode.
+    pub workspaces: Option<Workspaces>,
     /// Cancelled when the gateway begins shutting down; waits end on it (see
     /// [`McpState::until_shutdown`]).
     pub shutdown: CancellationToken,

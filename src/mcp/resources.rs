@@ -36,7 +36,7 @@ use super::error::{ToolError, ToolErrorKind};
 use super::tools::session::{SessionDetail, SessionInfo, find_session, list_session_rows};
 use super::tools::window::{WindowInfo, list_window_rows};
 use crate::audit::{Outcome, ToolCall};
-use crate::auth::{OWNER_OPTION, Tier, check_server};
+use crate::auth::{OWNER_OPTION, Tier};
 use crate::mux::tmux::format::{flag, row_format, split_row};
 use crate::mux::tmux::target::{SessionSel, Target};
 use crate::mux::tmux::{BatchMode, CommandOutcome, PaneId, TmuxCommand};
@@ -385,11 +385,8 @@ impl McpServer {
             return Ok(ListResourcesResult::with_all_items(Vec::new()));
         }
         let mut resources = Vec::new();
-        for server in self.state().tmux.servers() {
-            if check_server(&call.principal, server.name()).is_err() {
-                continue;
-            }
-            let Ok(tmux) = self.tmux_access(call, Some(server.name())) else {
+        for name in self.visible_servers(call) {
+            let Ok(tmux) = self.tmux_access(call, Some(name)).await else {
                 continue;
             };
             resources.extend(server_resources(&tmux).await);
@@ -459,7 +456,7 @@ impl McpServer {
         uri: &str,
         parsed: &ResourceUri,
     ) -> Result<ReadResourceResult, ToolError> {
-        let tmux = self.tmux_access(call, Some(parsed.server()))?;
+        let tmux = self.tmux_access(call, Some(parsed.server())).await?;
         let server = tmux.server_name().to_owned();
         let body = match parsed {
             ResourceUri::Sessions { .. } => json!({

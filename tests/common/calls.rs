@@ -105,6 +105,7 @@ pub fn token(
             servers: None,
             sessions: sessions.map(|s| s.iter().map(|p| (*p).to_owned()).collect()),
             own_sessions,
+            workspace: None,
         })
         .expect("mint")
 }

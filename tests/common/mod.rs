@@ -12,6 +12,7 @@ pub mod pty;
 pub mod serve;
 pub mod tmux;
 pub mod tools;
+pub mod workspaces;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -68,6 +69,8 @@ pub struct TestGateway {
     pub engine: TmuxEngine,
     pub shutdown: CancellationToken,
     task: Option<JoinHandle<std::io::Result<()>>>,
+    /// The state directory made for this gateway when its config named none.
+    state_dir: Option<tempfile::TempDir>,
 }
 
 impl TestGateway {
@@ -92,6 +95,7 @@ impl TestGateway {
                 servers: None,
                 sessions: None,
                 own_sessions: false,
+                workspace: None,
             })
             .expect("mint")
     }
@@ -123,11 +127,20 @@ impl Drop for TestGateway {
 }
 
 /// Starts a gateway for `config` (its `http.bind` is ignored; without an auth secret it gets
-/// [`TEST_SECRET`]) exactly as `muxgate serve` assembles one.
+/// [`TEST_SECRET`], without a state directory a fresh one) exactly as `muxgate serve`
+/// assembles one.
 pub async fn spawn_gateway(mut config: Config) -> TestGateway {
     if config.auth.secret.is_none() && config.auth.secret_file.is_none() {
         config.auth.secret = Some(SecretString::new(TEST_SECRET));
     }
+    let state_dir = match config.state.dir {
+        Some(_) => None,
+        None => {
+            let dir = tempfile::tempdir().expect("a state directory");
+            config.state.dir = Some(dir.path().to_owned());
+            Some(dir)
+        }
+    };
     let config = Arc::new(config);
     let shutdown = CancellationToken::new();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -135,8 +148,9 @@ pub async fn spawn_gateway(mut config: Config) -> TestGateway {
         .expect("bind a loopback port");
     let addr = listener.local_addr().expect("local address");
     let mcp_url = format!("http://{addr}/mcp");
-    let gateway =
-        Gateway::build(config.clone(), &mcp_url, shutdown.clone()).expect("assemble the gateway");
+    let gateway = Gateway::build(config.clone(), &mcp_url, shutdown.clone())
+        .await
+        .expect("assemble the gateway");
     let engine = gateway.engine.clone();
     let task = tokio::spawn(gateway.serve(listener));
     let token = mint_full_access(&config, "test", Duration::from_secs(3600)).expect("mint");
@@ -149,6 +163,7 @@ pub async fn spawn_gateway(mut config: Config) -> TestGateway {
         engine,
         shutdown,
         task: Some(task),
+        state_dir,
     }
 }
 

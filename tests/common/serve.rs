@@ -20,7 +20,8 @@ pub struct ServeProcess {
 }
 
 impl ServeProcess {
-    /// Starts the process with `envs` added and waits for its banner.
+    /// Starts the process with `envs` added and waits for its banner. Its default state
+    /// directory is beside the log (`XDG_STATE_HOME`), not the user's.
     pub async fn start(config: &Path, log_path: &Path, envs: &[(&str, &str)]) -> Self {
         let log = std::fs::File::create(log_path).expect("create the log file");
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_muxgate"));
@@ -31,6 +32,10 @@ impl ServeProcess {
             .args(["--bind", "127.0.0.1:0"])
             .env_remove("TMUX")
             .env_remove("MUXGATE_LOG")
+            .env(
+                "XDG_STATE_HOME",
+                log_path.parent().unwrap_or(Path::new("/tmp")).join("state"),
+            )
             .envs(envs.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

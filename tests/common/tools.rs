@@ -96,6 +96,7 @@ pub fn session_limited_token(
             servers: None,
             sessions: Some(sessions.iter().map(|s| (*s).to_owned()).collect()),
             own_sessions: false,
+            workspace: None,
         })
         .expect("mint")
 }

@@ -480,7 +480,7 @@ impl McpServer {
         wait: &WaitForTextInput,
         deadline: Instant,
     ) -> Option<OutputSubscription> {
-        let tmux = self.tmux_access(call, wait.server.as_deref()).ok()?;
+        let tmux = self.tmux_access(call, wait.server.as_deref()).await.ok()?;
         let pane = super::watch::target_pane(&tmux, &wait.target).await.ok()?;
         super::watch::subscribe(&tmux, pane, deadline).await.ok()
     }
@@ -536,7 +536,7 @@ impl McpServer {
         peer: Peer<RoleServer>,
         Parameters(input): Parameters<SendKeysBatchInput>,
     ) -> Result<Json<SendKeysBatchOutput>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let ops = input.operations.0;
         if ops.is_empty() {
             return Err(ToolError::invalid_arguments(
@@ -626,7 +626,7 @@ impl McpServer {
                 )
             })?;
         // Checked before anything runs: the server, and that the caller may use it.
-        self.tmux_access(&call, input.server.as_deref())?;
+        self.tmux_access(&call, input.server.as_deref()).await?;
         let timeout = match input.timeout {
             None => DEFAULT_PANE_BATCH_TIMEOUT,
             Some(secs) if secs > 0.0 && secs <= MAX_TIMEOUT_SECS => Duration::from_secs_f64(secs),

@@ -155,7 +155,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<LoadBufferInput>,
     ) -> Result<Json<LoadBufferOutput>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let name = logical(&input.logical_name)?;
         let content = match input.encoding {
             TextEncoding::Utf8 => input.content.into_bytes(),
@@ -213,7 +213,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<PasteBufferInput>,
     ) -> Result<Json<PasteBufferOutput>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let name = logical(&input.logical_name)?;
         let target = parse_target(&input.target)?;
         let pane = target_pane(&tmux, &target).await?;
@@ -256,7 +256,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<ShowBufferInput>,
     ) -> Result<Json<ShowBufferOutput>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let name = logical(&input.logical_name)?;
         let max_lines = check_max_lines(input.max_lines)?;
         let bytes = read_buffer(&tmux, &name).await?;
@@ -300,7 +300,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<DeleteBufferInput>,
     ) -> Result<Json<DeleteBufferOutput>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let name = logical(&input.logical_name)?;
         let command = TmuxCommand::new("delete-buffer")
             .opt("-b", name.tmux_name(call.sub()))

@@ -117,13 +117,13 @@ impl McpServer {
         cancel: CancellationToken,
         Parameters(input): Parameters<WaitForChannelInput>,
     ) -> Result<Json<WaitForChannelOutput>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let channel = channel_name(&input.channel)?;
         let budget = WaitBudget::take(&tmux, input.timeout, DEFAULT_CHANNEL_TIMEOUT)?;
         let settings = self.state().config.engine.settings();
         let started = Instant::now();
         let server_before = server_pid(&tmux).await?;
-        let wait = wait_for_signal(&settings.tmux_bin, tmux.server.socket(), &channel);
+        let wait = wait_for_signal(&settings.tmux_bin, tmux.server.endpoint(), &channel);
         let work = async {
             tokio::select! {
                 biased;
@@ -181,7 +181,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<ChannelInput>,
     ) -> Result<Json<SignalChannelOutput>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let channel = channel_name(&input.channel)?;
         let command = TmuxCommand::new("wait-for")
             .flag("-S")

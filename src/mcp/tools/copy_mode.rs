@@ -77,7 +77,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<EnterCopyModeInput>,
     ) -> Result<Json<CopyModeOutput>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = parse_target(&input.target)?;
         if input.scroll_up > MAX_SCROLL {
             return Err(ToolError::invalid_arguments(
@@ -129,7 +129,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<ExitCopyModeInput>,
     ) -> Result<Json<CopyModeOutput>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = parse_target(&input.target)?;
         let pane = target_pane(&tmux, &target).await?;
         let commands = vec![

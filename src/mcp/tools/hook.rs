@@ -135,7 +135,7 @@ impl McpServer {
         Parameters(input): Parameters<ShowHooksInput>,
     ) -> Result<Json<ShowHooksOutput>, ToolError> {
         let scope = hook_scope(input.scope)?;
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let place = scope_target(&tmux, scope, input.global, input.target.as_deref()).await?;
         let hooks = read_hooks(&tmux, &place, None).await?;
         Ok(Json(ShowHooksOutput {
@@ -179,7 +179,7 @@ impl McpServer {
                 "call show_hooks, or use a name like after-new-window, pane-exited or session-created",
             ));
         }
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let place = scope_target(&tmux, scope, input.global, input.target.as_deref()).await?;
         let hooks = read_hooks(&tmux, &place, Some(&input.hook_name))
             .await?

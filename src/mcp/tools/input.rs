@@ -186,7 +186,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<SendKeysInput>,
     ) -> Result<Json<SendKeysOutput>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = parse_target(&input.target)?;
         let request = KeysRequest::parse(&input)?;
         let pane = target_pane(&tmux, &target).await?;
@@ -227,7 +227,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<PasteTextInput>,
     ) -> Result<Json<PasteTextOutput>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = parse_target(&input.target)?;
         let text = decode_text(&input.text, input.encoding, "text")?;
         if text.is_empty() {

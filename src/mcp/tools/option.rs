@@ -470,7 +470,7 @@ impl McpServer {
     ) -> Result<Json<ShowOptionOutput>, ToolError> {
         check_option_name(&input.option)?;
         refuse_reserved(&input.option)?;
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let place = scope_target(&tmux, input.scope, input.global, input.target.as_deref()).await?;
         let mut command = place.apply(TmuxCommand::new("show-options").flag("-v"));
         if place.target.is_some() {
@@ -553,7 +553,7 @@ impl McpServer {
             }
             _ => {}
         }
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let place = scope_target(&tmux, input.scope, input.global, input.target.as_deref()).await?;
         if place.is_shared() {
             require_every_session(&tmux, "a server or global option")?;
@@ -610,7 +610,7 @@ impl McpServer {
         if let Some(name) = &input.name {
             check_env_name(name)?;
         }
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = environment_target(&tmux, input.scope, input.target.as_deref()).await?;
         let mut command = environment_command("show-environment", target.as_deref());
         if let Some(name) = &input.name {
@@ -659,7 +659,7 @@ impl McpServer {
                 "value sets the variable; unset removes it",
             ));
         }
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = environment_target(&tmux, input.scope, input.target.as_deref()).await?;
         if target.is_none() {
             require_every_session(&tmux, "the global environment")?;

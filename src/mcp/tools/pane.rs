@@ -336,7 +336,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<ListPanesInput>,
     ) -> Result<Json<ListPanesOutput>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let filters = match &input.filters {
             Some(filters) => Filters::parse(filters, &PANE_INFO_FIELDS, "list_panes")?,
             None => Filters::default(),
@@ -383,7 +383,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<PaneTargetInput>,
     ) -> Result<Json<PaneInfo>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = parse_target(&input.target)?;
         Ok(Json(pane_info(&tmux, &target).await?.info))
     }
@@ -409,7 +409,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<SnapshotPaneInput>,
     ) -> Result<Json<SnapshotPaneOutput>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = parse_target(&input.target)?;
         let max_lines = check_max_lines(input.max_lines)?;
         let pane = target_pane(&tmux, &target).await?;
@@ -494,7 +494,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<CapturePaneInput>,
     ) -> Result<Json<CapturePaneOutput>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = parse_target(&input.target)?;
         let max_lines = check_max_lines(input.max_lines)?;
         let pane = target_pane(&tmux, &target).await?;
@@ -539,7 +539,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<DisplayMessageInput>,
     ) -> Result<Json<DisplayMessageOutput>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = parse_target(&input.target)?;
         check_format(&input.format_string, tmux.acl_needs_sessions())?;
         // Always resolved: tmux 3.3's display-message expands for another pane when the target
@@ -585,7 +585,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<FindPaneByPositionInput>,
     ) -> Result<Json<PaneInfo>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = parse_target(&input.target)?;
         let rows = pane_rows(&tmux, &PaneScope::Of(target.clone())).await?;
         let window: Vec<PaneInfo> = match &target {

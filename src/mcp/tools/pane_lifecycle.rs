@@ -324,7 +324,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<SplitWindowInput>,
     ) -> Result<Json<PaneInfo>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = parse_target(&input.target)?;
         let spawn = Spawn::check(
             input.start_directory.as_deref(),
@@ -379,7 +379,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<PaneIdInput>,
     ) -> Result<Json<PaneActionOutput>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let pane = exact_pane(&input.target, "kill_window or kill_session")?;
         let pane = tmux.resolve(&Target::Pane(pane)).await?.pane_id;
         self.refuse_self_kill(&tmux, Kill::Pane(pane)).await?;
@@ -414,7 +414,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<RespawnPaneInput>,
     ) -> Result<Json<PaneActionOutput>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let pane = exact_pane(&input.target, "list_panes")?;
         let spawn = Spawn::check(
             input.start_directory.as_deref(),
@@ -458,7 +458,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<SelectPaneInput>,
     ) -> Result<Json<SelectPaneOutput>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = parse_target(&input.target)?;
         let window = pane_rows(&tmux, &PaneScope::Of(target.clone())).await?;
         let origin = window
@@ -538,7 +538,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<ResizePaneInput>,
     ) -> Result<Json<PaneInfo>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = parse_target(&input.target)?;
         let sizes = input.width.is_some() || input.height.is_some();
         let command = match (input.zoom, sizes) {
@@ -605,7 +605,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<SwapPaneInput>,
     ) -> Result<Json<SwapPaneOutput>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let source = exact_pane(&input.source, "list_panes")?;
         let target = exact_pane(&input.target, "list_panes")?;
         if source == target {
@@ -652,7 +652,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<SetPaneTitleInput>,
     ) -> Result<Json<SetPaneTitleOutput>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = parse_target(&input.target)?;
         if input.title.chars().count() > MAX_TITLE_LEN || input.title.chars().any(char::is_control)
         {
@@ -698,7 +698,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<super::pane::PaneTargetInput>,
     ) -> Result<Json<PaneActionOutput>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = parse_target(&input.target)?;
         let pane = target_pane(&tmux, &target).await?;
         let commands = vec![

@@ -355,7 +355,7 @@ impl McpServer {
         cancel: CancellationToken,
         Parameters(input): Parameters<RunCommandInput>,
     ) -> Result<Json<RunCommandOutput>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let max_lines = input.max_lines.unwrap_or(DEFAULT_MAX_LINES);
         if !(1..=MAX_MAX_LINES).contains(&max_lines) {
             return Err(ToolError::invalid_arguments(

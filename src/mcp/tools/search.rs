@@ -130,7 +130,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<SearchPanesInput>,
     ) -> Result<Json<SearchPanesOutput>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let matcher = build_matcher(&input.pattern, input.regex, input.match_case)?;
         if input.max_matched_lines_per_pane == 0 || input.limit == 0 {
             return Err(ToolError::invalid_arguments(

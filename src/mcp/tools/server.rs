@@ -11,8 +11,6 @@ use serde::{Deserialize, Serialize};
 
 use super::session::{list_sessions_command, visible_sessions};
 use super::support::{build, require_every_session};
-use crate::auth::check_server;
-use crate::config::{TmuxServer, TmuxSocket};
 use crate::mcp::McpServer;
 use crate::mcp::access::engine_error;
 use crate::mcp::call::CallContext;
@@ -42,24 +40,22 @@ pub struct ListServersOutput {
 pub struct ServerSummary {
     /// The value to pass as `server` to other tools.
     pub name: String,
-    /// How the gateway reaches this server, as configured.
-    pub socket: SocketSummary,
+    /// What kind of server it is.
+    pub kind: ServerKind,
     /// Whether the operator marked this server as allowed to be absent (not running).
     pub allow_absent: bool,
     /// What the gateway found when it asked the server just now.
     pub reachability: Reachability,
 }
 
-/// The configured socket of a server.
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum SocketSummary {
-    /// The user's default tmux socket.
-    Default,
-    /// A named socket in tmux's socket directory (`tmux -L`).
-    Name { name: String },
-    /// A socket at a path (`tmux -S`).
-    Path { path: String },
+/// Whose server it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerKind {
+    /// Your own workspace: a sandboxed tmux server only you (and your team) use.
+    Workspace,
+    /// A server the operator configured, shared by every client allowed to use it.
+    Configured,
 }
 
 /// The state of a server when it was asked.
@@ -93,24 +89,6 @@ impl Reachability {
     }
 }
 
-impl ServerSummary {
-    fn new(name: &str, server: &TmuxServer, reachability: Reachability) -> Self {
-        let socket = match &server.socket {
-            TmuxSocket::Default => SocketSummary::Default,
-            TmuxSocket::Name(name) => SocketSummary::Name { name: name.clone() },
-            TmuxSocket::Path(path) => SocketSummary::Path {
-                path: path.display().to_string(),
-            },
-        };
-        Self {
-            name: name.to_owned(),
-            socket,
-            allow_absent: server.allow_absent,
-            reachability,
-        }
-    }
-}
-
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServerInput {
@@ -129,10 +107,6 @@ pub struct ServerInfo {
     pub reachability: Reachability,
     /// tmux version (e.g. `3.3a`); absent when not alive.
     pub version: Option<String>,
-    /// The server's process id; absent when not alive.
-    pub pid: Option<u32>,
-    /// Its socket's path as tmux reports it; absent when not alive.
-    pub socket_path: Option<String>,
     /// When it started, seconds since the Unix epoch; absent when not alive.
     pub started: Option<u64>,
     /// Sessions you may see on it (0 when not alive).
@@ -146,7 +120,7 @@ pub struct KillServerOutput {
     pub killed: bool,
 }
 
-const SERVER_FIELDS: [&str; 4] = ["version", "pid", "start_time", "socket_path"];
+const SERVER_FIELDS: [&str; 2] = ["version", "start_time"];
 
 #[tool_router(router = server_tools, vis = "pub(crate)")]
 impl McpServer {
@@ -154,11 +128,13 @@ impl McpServer {
         name = "list_servers",
         description = "List the tmux servers this gateway drives for you, by name, and whether each is running.\n\n\
             Every other tool selects a server with its `server` argument, using a name from this \
-            list; socket paths are never passed by clients. Read-only: asks each server one \
-            cheap question (in parallel, at most 1 s each) and changes nothing in any tmux \
-            client's view. `reachability`: running, not_running or no_sessions (create_session \
-            starts it), unreachable. Call it once at the start; get_server_info tells more \
-            about one server.",
+            list; socket paths are never passed by clients. `kind`: `workspace` is your own \
+            sandboxed server (started on your first call; nobody else's sessions are there), \
+            `configured` a server the operator shares with other clients. Read-only: asks each \
+            server one cheap question (in parallel, at most 1 s each) and changes nothing in \
+            any tmux client's view. `reachability`: running, not_running or no_sessions \
+            (create_session starts it), unreachable. Call it once at the start; \
+            get_server_info tells more about one server.",
         annotations(
             title = "List tmux servers",
             read_only_hint = true,
@@ -172,45 +148,48 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(ListServersInput {}): Parameters<ListServersInput>,
     ) -> Result<Json<ListServersOutput>, ToolError> {
-        let state = self.state();
-        let caller = call.caller(&state.limits);
-        let probes = state
-            .config
-            .tmux
-            .servers
-            .iter()
-            .filter(|(name, _)| check_server(&call.principal, name.as_str()).is_ok())
-            .map(|(name, configured)| {
-                let caller = caller.clone();
-                async move {
-                    let reachability = match state.tmux.server(name.as_str()) {
-                        Some(server) => {
-                            let probe =
-                                build(TmuxCommand::new("display-message").flag("-p").arg("ok"))?;
-                            let deadline = tokio::time::Instant::now() + PROBE_DEADLINE;
-                            let result = server
-                                .run_batch(
-                                    &caller,
-                                    vec![probe],
-                                    BatchMode::Independent,
-                                    Some(deadline),
-                                )
-                                .await
-                                .map(|_| ());
-                            Reachability::of(&result)
-                        }
-                        None => Reachability::Unreachable,
-                    };
-                    Ok::<_, ToolError>(ServerSummary::new(name.as_str(), configured, reachability))
-                }
-            });
+        let probes = self.visible_servers(&call).into_iter().map(|name| {
+            let call = &call;
+            async move {
+                let configured = self.state().config.tmux.servers.get(name);
+                let reachability = match self.tmux_access(call, Some(name)).await {
+                    Ok(tmux) => {
+                        let probe =
+                            build(TmuxCommand::new("display-message").flag("-p").arg("ok"))?;
+                        let deadline = tokio::time::Instant::now() + PROBE_DEADLINE;
+                        let result = tmux
+                            .server
+                            .run_batch(
+                                &tmux.caller,
+                                vec![probe],
+                                BatchMode::Independent,
+                                Some(deadline),
+                            )
+                            .await
+                            .map(|_| ());
+                        Reachability::of(&result)
+                    }
+                    Err(_) => Reachability::Unreachable,
+                };
+                Ok::<_, ToolError>(ServerSummary {
+                    name: name.to_owned(),
+                    kind: if configured.is_some() {
+                        ServerKind::Configured
+                    } else {
+                        ServerKind::Workspace
+                    },
+                    allow_absent: configured.is_some_and(|c| c.allow_absent),
+                    reachability,
+                })
+            }
+        });
         let servers = futures::future::try_join_all(probes).await?;
         Ok(Json(ListServersOutput { servers }))
     }
 
     #[tool(
         name = "get_server_info",
-        description = "Describe one tmux server: running or not, version, process id, socket path, start time, and how many sessions you may see.\n\n\
+        description = "Describe one tmux server: running or not, version, start time, and how many sessions you may see.\n\n\
             Read-only: two tmux commands in one round trip, no change to any human's view. A \
             server that is not running is reported with `alive: false` (not an error); \
             create_session starts it.",
@@ -227,7 +206,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<ServerInput>,
     ) -> Result<Json<ServerInfo>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let about = build(
             TmuxCommand::new("display-message")
                 .flag("-p")
@@ -247,8 +226,6 @@ impl McpServer {
             alive: false,
             reachability: Reachability::of(&outcome.as_ref().map(|_| ()).map_err(Clone::clone)),
             version: None,
-            pid: None,
-            socket_path: None,
             started: None,
             sessions: 0,
         };
@@ -267,9 +244,7 @@ impl McpServer {
             if let Some(f) = fields {
                 info.alive = true;
                 info.version = Some(f[0].clone());
-                info.pid = f[1].parse().ok();
-                info.started = f[2].parse().ok();
-                info.socket_path = Some(f[3].clone());
+                info.started = f[1].parse().ok();
             }
             if let CommandOutcome::Ok(rows) = sessions {
                 info.sessions =
@@ -299,7 +274,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<ServerInput>,
     ) -> Result<Json<KillServerOutput>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         require_every_session(&tmux, "kill_server")?;
         if let Some(me) = &self.state().self_location {
             me.check(&tmux, Kill::Server).await?;

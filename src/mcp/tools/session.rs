@@ -181,13 +181,24 @@ pub(crate) async fn list_session_rows(
     tmux: &TmuxAccess<'_>,
 ) -> Result<Vec<SessionInfo>, ToolError> {
     let clients = build(TmuxCommand::new("list-clients").opt("-F", row_format(&CLIENT_FIELDS)))?;
-    let outcomes = tmux
+    let outcomes = match tmux
+        .server
         .run_batch(
+            &tmux.caller,
             vec![list_sessions_command()?, clients],
             BatchMode::Independent,
             None,
         )
-        .await?;
+        .await
+    {
+        Ok(outcomes) => outcomes,
+        // A server with no session (an empty workspace) lists none.
+        Err(EngineError::Unavailable {
+            cause: ConnectError::NoSessions { .. },
+            ..
+        }) => return Ok(Vec::new()),
+        Err(error) => return Err(engine_error(tmux.server_name(), error, "call list_panes")),
+    };
     let (sessions, clients) = match outcomes.as_slice() {
         [CommandOutcome::Ok(sessions), CommandOutcome::Ok(clients)] => (sessions, clients),
         [CommandOutcome::Failed(message), ..] | [_, CommandOutcome::Failed(message)] => {
@@ -487,7 +498,7 @@ impl McpServer {
         let settings = self.state().config.engine.settings();
         let stdout = run_starting_server(
             &settings.tmux_bin,
-            tmux.server.socket(),
+            tmux.server.endpoint(),
             spec.argv(tmux.call.sub()),
             settings.connect_timeout,
         )
@@ -509,6 +520,34 @@ impl McpServer {
         }
         Ok(row.info)
     }
+}
+
+/// Refuses a new session when the workspace already holds `limit` (0: no limit), counting
+/// every session, whoever made it.
+async fn check_session_limit(tmux: &TmuxAccess<'_>, limit: u32) -> Result<(), ToolError> {
+    if limit == 0 {
+        return Ok(());
+    }
+    let list = build(TmuxCommand::new("list-sessions").opt("-F", row_format(&["session_id"])))?;
+    let sessions = match tmux.server.run(&tmux.caller, list).await {
+        Ok(rows) => rows.len(),
+        Err(error) if server_absent(&error) => 0,
+        Err(error) => {
+            return Err(engine_error(
+                tmux.server_name(),
+                error,
+                "call list_sessions",
+            ));
+        }
+    };
+    if sessions >= limit as usize {
+        return Err(ToolError::new(
+            ToolErrorKind::Busy,
+            format!("your workspace already has {sessions} sessions, its limit ({limit})"),
+            "kill a session you no longer need (kill_session), or reuse one",
+        ));
+    }
+    Ok(())
 }
 
 fn creation_failed(message: &str) -> ToolError {
@@ -563,7 +602,7 @@ impl McpServer {
         Parameters(input): Parameters<ListSessionsInput>,
     ) -> Result<Json<ListSessionsOutput>, ToolError> {
         let matcher = SessionMatcher::new(input.filters.as_ref())?;
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let sessions = list_session_rows(&tmux)
             .await?
             .into_iter()
@@ -596,7 +635,7 @@ impl McpServer {
         Parameters(input): Parameters<GetSessionInfoInput>,
     ) -> Result<Json<SessionDetail>, ToolError> {
         let target = parse_target(&input.target)?;
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let session = find_session(&tmux, &target).await?;
         let windows = list_window_rows(&tmux, Some(&session.id)).await?;
         Ok(Json(SessionDetail {
@@ -629,8 +668,11 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<CreateSessionInput>,
     ) -> Result<Json<CreateSessionOutput>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let spec = NewSession::validate(input, &call)?;
+        if let Some(limits) = &tmux.workspace {
+            check_session_limit(&tmux, limits.sessions).await?;
+        }
         let commands = spec.commands(call.sub())?;
         let outcome = tmux
             .server
@@ -682,7 +724,7 @@ impl McpServer {
     ) -> Result<Json<KillSessionOutput>, ToolError> {
         let target = parse_target(&input.target)?;
         let session = session_only(&target, "kill_session")?;
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let resolved = tmux.resolve(&Target::Session(session)).await?;
         if let Some(me) = &self.state().self_location {
             me.check(&tmux, Kill::Session(resolved.session_id)).await?;
@@ -729,7 +771,7 @@ impl McpServer {
                 "choose a name your access allows",
             )
         })?;
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let resolved = tmux.resolve(&Target::Session(session)).await?;
         let rename = build(
             TmuxCommand::new("rename-session")

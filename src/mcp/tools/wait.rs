@@ -469,7 +469,7 @@ impl McpServer {
         input: WaitForTextInput,
         subscription: Option<OutputSubscription>,
     ) -> Result<WaitForTextOutput, ToolError> {
-        let tmux = self.tmux_access(call, input.server.as_deref())?;
+        let tmux = self.tmux_access(call, input.server.as_deref()).await?;
         let budget = WaitBudget::take(&tmux, input.timeout, DEFAULT_TEXT_TIMEOUT)?;
         let request = TextWaitRequest {
             target: input.target,

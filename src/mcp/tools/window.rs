@@ -564,7 +564,7 @@ impl McpServer {
                 ));
             }
         };
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let windows: Vec<WindowInfo> = list_window_rows(&tmux, None)
             .await?
             .into_iter()
@@ -610,7 +610,7 @@ impl McpServer {
         Parameters(input): Parameters<GetWindowInfoInput>,
     ) -> Result<Json<WindowOutput>, ToolError> {
         let target = parse_target(&input.target)?;
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let window = match &target {
             Target::Window(id) => id.to_string(),
             other => tmux.resolve(other).await?.window_id.to_string(),
@@ -661,7 +661,7 @@ impl McpServer {
             validate_start_directory(dir)?;
         }
         let environment = validate_environment(input.environment.unwrap_or_default())?;
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let place = placement(&tmux, &target, input.position, "target").await?;
         let mut command = TmuxCommand::new("new-window")
             .flag("-P")
@@ -725,7 +725,7 @@ impl McpServer {
     ) -> Result<Json<KillWindowOutput>, ToolError> {
         let target = parse_target(&input.target)?;
         let window = window_only(&target, "kill_window")?;
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let resolved = tmux.resolve(&target).await?;
         if let Some(me) = &self.state().self_location {
             me.check(&tmux, Kill::Window(window)).await?;
@@ -774,7 +774,7 @@ impl McpServer {
         let target = parse_target(&input.target)?;
         let window = window_only(&target, "rename_window")?;
         check_window_name(&input.new_name, "new_name")?;
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let resolved = tmux.resolve(&target).await?;
         let rename = build(
             TmuxCommand::new("rename-window")
@@ -812,7 +812,7 @@ impl McpServer {
     ) -> Result<Json<WindowOutput>, ToolError> {
         let target = parse_target(&input.target)?;
         let how = SelectHow::new(&target, input.step, input.index)?;
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let resolved = tmux.resolve(&target).await?;
         let command = match how {
             SelectHow::Window(window) => TmuxCommand::new("select-window").target(window),
@@ -896,7 +896,7 @@ impl McpServer {
         }
         validate_window_size(input.width, "width")?;
         validate_window_size(input.height, "height")?;
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let resolved = tmux.resolve(&target).await?;
         let mut resize = TmuxCommand::new("resize-window").target(window);
         if let Some(width) = input.width {
@@ -941,7 +941,7 @@ impl McpServer {
         let target = parse_target(&input.target)?;
         let window = window_only(&target, "select_layout")?;
         check_layout(&input.layout)?;
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let resolved = tmux.resolve(&target).await?;
         let select = build(
             TmuxCommand::new("select-layout")
@@ -988,7 +988,7 @@ impl McpServer {
         let target = parse_target(&input.target)?;
         let window = window_only(&target, "move_window")?;
         let destination = parse_target(&input.destination)?;
-        let tmux = self.tmux_access(&call, input.server.as_deref())?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         tmux.resolve(&target).await?;
         let place = placement(&tmux, &destination, input.position, "destination").await?;
         if destination == Target::Window(window) {

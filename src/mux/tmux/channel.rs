@@ -16,7 +16,7 @@
 
 use std::path::Path;
 
-use super::spawn::{TmuxSocket, tmux_command};
+use super::spawn::{TmuxEndpoint, tmux_command};
 
 /// Longest channel name accepted.
 const MAX_CHANNEL_LEN: usize = 128;
@@ -67,15 +67,15 @@ pub enum ChannelWaitError {
     ServerGone(String),
 }
 
-/// Waits until `channel` is signalled on the server at `socket`, or the server dies (see the
+/// Waits until `channel` is signalled on the server at `endpoint`, or the server dies (see the
 /// module docs). Dropping the future kills the waiting client, so timeouts and cancellation
 /// are the caller's `select!`.
 pub async fn wait_for_signal(
     tmux_bin: &Path,
-    socket: &TmuxSocket,
+    endpoint: &TmuxEndpoint,
     channel: &ChannelName,
 ) -> Result<(), ChannelWaitError> {
-    let mut command = tmux_command(tmux_bin, socket);
+    let mut command = tmux_command(tmux_bin, endpoint);
     command.arg("wait-for").arg(channel.as_str());
     let output = command
         .output()

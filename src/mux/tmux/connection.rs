@@ -37,7 +37,7 @@ use tokio::sync::{Notify, mpsc, oneshot};
 
 use super::ids::{PaneId, SessionId};
 use super::protocol::{Block, Event, Parser};
-use super::spawn::{TmuxSocket, tmux_command};
+use super::spawn::{TmuxEndpoint, tmux_command};
 
 /// Receives decoded pane output from a connection's reader task. Must not block.
 pub trait OutputSink: Send + Sync + 'static {
@@ -62,7 +62,7 @@ pub enum OutputMode {
 #[derive(Clone)]
 pub struct ConnectOptions {
     pub tmux_bin: PathBuf,
-    pub socket: TmuxSocket,
+    pub endpoint: TmuxEndpoint,
     /// The session to attach to; `None` lets tmux pick one (fine for a `no-output` client).
     pub session: Option<SessionId>,
     pub output: OutputMode,
@@ -153,6 +153,9 @@ pub enum NotSent {
 pub enum CloseReason {
     /// tmux sent `%exit`, with its reason (e.g. `server exited unexpectedly`).
     Exit(Option<String>),
+    /// The attach command itself failed before the client was attached, with tmux's
+    /// message (e.g. `no sessions` from a server that runs without any).
+    AttachFailed(String),
     /// stdout closed without `%exit`.
     Eof,
     /// Reading stdout failed.
@@ -164,7 +167,7 @@ impl CloseReason {
     pub fn server_gone(&self) -> bool {
         match self {
             CloseReason::Exit(Some(reason)) => reason.contains("server exited"),
-            CloseReason::Exit(None) => false,
+            CloseReason::Exit(None) | CloseReason::AttachFailed(_) => false,
             CloseReason::Eof | CloseReason::ReadError(_) => true,
         }
     }
@@ -175,6 +178,7 @@ impl std::fmt::Display for CloseReason {
         match self {
             CloseReason::Exit(Some(reason)) => write!(f, "tmux closed the client: {reason}"),
             CloseReason::Exit(None) => f.write_str("tmux closed the client"),
+            CloseReason::AttachFailed(message) => write!(f, "tmux: {message}"),
             CloseReason::Eof => f.write_str("the tmux client exited"),
             CloseReason::ReadError(e) => write!(f, "reading from tmux failed: {e}"),
         }
@@ -249,7 +253,7 @@ pub struct Connection {
 impl Connection {
     /// Starts a control client and waits until tmux has attached it.
     pub async fn connect(options: &ConnectOptions) -> Result<Self, ConnectError> {
-        let socket_text = options.socket.to_string();
+        let socket_text = options.endpoint.to_string();
         let (flags, sink) = match &options.output {
             OutputMode::Off => (String::from("no-output"), None),
             OutputMode::On {
@@ -260,9 +264,9 @@ impl Connection {
                 Some(sink.clone()),
             ),
         };
-        let mut command = tmux_command(&options.tmux_bin, &options.socket);
+        let mut command = tmux_command(&options.tmux_bin, &options.endpoint);
         command
-            .args(["-u", "-N", "-C", "attach-session", "-E", "-f", &flags])
+            .args(["-N", "-C", "attach-session", "-E", "-f", &flags])
             .stdin(std::process::Stdio::piped());
         if let Some(session) = options.session {
             command.arg("-t").arg(session.to_string());
@@ -434,7 +438,12 @@ pub fn is_absent_message(stderr: &str) -> bool {
 }
 
 fn classify_refusal(stderr: &[u8], closed: Option<CloseReason>, socket: String) -> ConnectError {
-    let text = String::from_utf8_lossy(stderr).trim().to_string();
+    let mut text = String::from_utf8_lossy(stderr).trim().to_string();
+    if let Some(CloseReason::AttachFailed(message)) = &closed
+        && text.is_empty()
+    {
+        text = message.clone();
+    }
     if is_absent_message(&text) {
         ConnectError::NoServer { socket }
     } else if text.contains("no sessions") {
@@ -463,6 +472,9 @@ async fn read_loop(
     let mut parser = Parser::new();
     let mut line = Vec::with_capacity(16 * 1024);
     let mut handshake = Some(handshake);
+    // The attach command's own error, if it fails before the client is attached (tmux
+    // reports it in a block, then `%exit`).
+    let mut attach_error = None;
     let reason = loop {
         line.clear();
         match reader.read_until(b'\n', &mut line).await {
@@ -485,6 +497,14 @@ async fn read_loop(
                 }
             }
             Event::Block(block) if block.is_ours() => complete_front(&shared, block),
+            Event::Block(block) if handshake.is_some() && !block.ok => {
+                let message: Vec<String> = block
+                    .body
+                    .iter()
+                    .map(|l| String::from_utf8_lossy(l).into_owned())
+                    .collect();
+                attach_error = Some(message.join(" "));
+            }
             Event::Block(_) => {} // the attach command's block, or a hook's
             Event::Output { pane, data, .. } => {
                 if let Some(sink) = &sink {
@@ -517,7 +537,9 @@ async fn read_loop(
         }
     };
     if let Some(tx) = handshake.take() {
-        let _ = tx.send(Err(reason.clone()));
+        let _ = tx.send(Err(
+            attach_error.map_or_else(|| reason.clone(), CloseReason::AttachFailed)
+        ));
     }
     let unstarted = {
         let mut pending = shared.lock();

@@ -5,7 +5,8 @@
 //! - [`protocol`]: pure byte-level parser of control-mode output (replies, notifications, output);
 //! - [`quote`]: quoting of arguments for control-mode command lines;
 //! - [`command`]: typed command lines built from quoted arguments;
-//! - [`spawn`]: how tmux children are started (socket, environment, PDEATHSIG, marker TERM);
+//! - [`spawn`]: how tmux children are started (endpoint and wrapper, environment, PDEATHSIG,
+//!   marker TERM);
 //! - [`connection`]: one `tmux -C` child, its reader task and FIFO reply matching;
 //! - [`worker`]: one per server, the serialized, fair, pipelined command queue;
 //! - [`latency`]: the worker's command latency histogram, read by the metrics exporter;
@@ -58,7 +59,7 @@ pub use monitor::{OutputHub, OutputStats};
 pub use output::{OutputSubscription, StreamEnd};
 pub use quote::QuoteError;
 pub use shared_lines::{LineBatch, LineReader};
-pub use spawn::TmuxSocket;
+pub use spawn::{ClientWrapper, RunAs, TmuxEndpoint, TmuxSocket};
 pub use worker::{BatchMode, Caller, CommandOutcome, WorkerHandle, WorkerStats};
 
 /// Engine tunables (the `[engine]` section of the configuration).
@@ -164,7 +165,7 @@ impl EngineError {
 #[derive(Clone)]
 pub struct TmuxServer {
     name: Arc<str>,
-    socket: TmuxSocket,
+    endpoint: TmuxEndpoint,
     worker: WorkerHandle,
     output: OutputHub,
     claims: PaneClaims,
@@ -174,15 +175,17 @@ impl TmuxServer {
     /// Starts the worker for a server. Nothing connects until the first command.
     pub fn start(
         name: &str,
-        socket: TmuxSocket,
+        endpoint: impl Into<TmuxEndpoint>,
         settings: Arc<EngineSettings>,
         shutdown: CancellationToken,
     ) -> Self {
-        let worker = WorkerHandle::spawn(name, socket.clone(), settings.clone(), shutdown.clone());
-        let output = OutputHub::new(name, socket.clone(), settings, worker.clone(), shutdown);
+        let endpoint = endpoint.into();
+        let worker =
+            WorkerHandle::spawn(name, endpoint.clone(), settings.clone(), shutdown.clone());
+        let output = OutputHub::new(name, endpoint.clone(), settings, worker.clone(), shutdown);
         Self {
             name: name.into(),
-            socket,
+            endpoint,
             worker,
             output,
             claims: PaneClaims::default(),
@@ -193,8 +196,8 @@ impl TmuxServer {
         &self.name
     }
 
-    pub fn socket(&self) -> &TmuxSocket {
-        &self.socket
+    pub fn endpoint(&self) -> &TmuxEndpoint {
+        &self.endpoint
     }
 
     pub fn worker(&self) -> &WorkerHandle {

@@ -32,7 +32,7 @@ use super::connection::{
 use super::ids::{PaneId, SessionId};
 use super::output::{OutputSubscription, PaneStream, StreamEnd};
 use super::protocol::SubscriptionChange;
-use super::spawn::TmuxSocket;
+use super::spawn::TmuxEndpoint;
 use super::worker::{Caller, WorkerHandle};
 use super::{EngineError, EngineSettings};
 
@@ -147,7 +147,7 @@ pub struct OutputHub {
 
 struct HubInner {
     server: Arc<str>,
-    socket: TmuxSocket,
+    endpoint: TmuxEndpoint,
     settings: Arc<EngineSettings>,
     worker: WorkerHandle,
     shutdown: CancellationToken,
@@ -171,7 +171,7 @@ struct Register {
 impl OutputHub {
     pub fn new(
         server: &str,
-        socket: TmuxSocket,
+        endpoint: TmuxEndpoint,
         settings: Arc<EngineSettings>,
         worker: WorkerHandle,
         shutdown: CancellationToken,
@@ -179,7 +179,7 @@ impl OutputHub {
         Self {
             inner: Arc::new(HubInner {
                 server: server.into(),
-                socket,
+                endpoint,
                 settings,
                 worker,
                 shutdown,
@@ -330,7 +330,7 @@ impl OutputHub {
         });
         let options = ConnectOptions {
             tmux_bin: self.inner.settings.tmux_bin.clone(),
-            socket: self.inner.socket.clone(),
+            endpoint: self.inner.endpoint.clone(),
             session: Some(session),
             output: OutputMode::On {
                 pause_after_secs: self.inner.settings.pause_after_secs,

@@ -7,12 +7,11 @@
 //! else, including every later command on that server, goes through the engine.
 //!
 //! The child is spawned like every tmux child ([`super::spawn::tmux_command`]: `PDEATHSIG`,
-//! `TMUX` removed, killed when dropped), with two further rules:
-//! - **environment**: a server copies its starting client's environment into its global
-//!   environment, which every pane inherits. muxgate's own environment may hold secrets (its
-//!   `MUXGATE_*` configuration), so the child gets only [`INHERITED_ENV`];
-//! - **argv quoting**: tmux reads a command list from its argv, where an argument *ending* in
-//!   `;` separates commands. [`argv_value`] keeps such a value literal.
+//! only [`super::spawn::INHERITED_ENV`] of muxgate's environment — a server copies its starting
+//! client's environment into its global environment, which every pane inherits — inside the
+//! server's wrapper if any, killed when dropped), with one further rule: tmux reads a command
+//! list from its argv, where an argument *ending* in `;` separates commands. [`argv_value`]
+//! keeps such a value literal.
 //!
 //! The server started this way reads the user's tmux configuration like any tmux server.
 
@@ -20,30 +19,7 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 
-use super::spawn::{TmuxSocket, tmux_command};
-
-/// Variables of muxgate's environment passed to a server it starts (so to its panes): what a
-/// login shell needs and where tmux keeps its sockets. Nothing else, in particular nothing
-/// `MUXGATE_*`.
-pub const INHERITED_ENV: &[&str] = &[
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "SHELL",
-    "PATH",
-    "LANG",
-    "LANGUAGE",
-    "LC_ALL",
-    "LC_CTYPE",
-    "LC_MESSAGES",
-    "LC_COLLATE",
-    "LC_NUMERIC",
-    "LC_TIME",
-    "TZ",
-    "TMPDIR",
-    "TMUX_TMPDIR",
-    "XDG_RUNTIME_DIR",
-];
+use super::spawn::{TmuxEndpoint, tmux_command};
 
 /// Why the server could not be started.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -73,17 +49,11 @@ pub const ARGV_SEPARATOR: &str = ";";
 /// `new-session -d …`) and returns its standard output.
 pub async fn run_starting_server(
     tmux_bin: &Path,
-    socket: &TmuxSocket,
+    endpoint: &TmuxEndpoint,
     args: Vec<OsString>,
     timeout: Duration,
 ) -> Result<String, StartError> {
-    let mut command = tmux_command(tmux_bin, socket);
-    command.env_clear();
-    for name in INHERITED_ENV {
-        if let Some(value) = std::env::var_os(name) {
-            command.env(name, value);
-        }
-    }
+    let mut command = tmux_command(tmux_bin, endpoint);
     command.args(args);
     let output = tokio::time::timeout(timeout, command.output())
         .await
@@ -115,11 +85,5 @@ mod tests {
         assert_eq!(argv_value("end;"), OsString::from("end\\;"));
         assert_eq!(argv_value("esc\\;"), OsString::from("esc\\\\;"));
         assert_eq!(argv_value(";"), OsString::from("\\;"));
-    }
-
-    #[test]
-    fn secrets_are_not_inherited() {
-        assert!(INHERITED_ENV.iter().all(|v| !v.starts_with("MUXGATE")));
-        assert!(!INHERITED_ENV.contains(&"TMUX"));
     }
 }

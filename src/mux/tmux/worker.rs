@@ -32,7 +32,7 @@ use super::connection::{
 };
 use super::latency::LatencyHistogram;
 use super::protocol::Block;
-use super::spawn::TmuxSocket;
+use super::spawn::TmuxEndpoint;
 use super::{EngineError, EngineSettings, QueueScope, stale};
 
 /// Who is asking: the unit of fairness and of queue shares (an authenticated client's `sub`).
@@ -172,14 +172,17 @@ pub struct WorkerHandle {
 }
 
 impl WorkerHandle {
-    /// Starts the worker task for the server `name` on `socket`. It stops when `shutdown` fires
+    /// Starts the worker task for the server `name` at `endpoint`. It stops when `shutdown` fires
     /// or the last handle is dropped, detaching its control client.
     pub fn spawn(
         name: &str,
-        socket: TmuxSocket,
+        endpoint: TmuxEndpoint,
         settings: Arc<EngineSettings>,
         shutdown: CancellationToken,
     ) -> Self {
+        // Client pids of a wrapped server belong to the wrapper's pid namespace: nothing to
+        // sweep by pid there (and its clients die with their wrapper anyway).
+        let swept_stale = !endpoint.pids_are_local();
         let (jobs, rx) = mpsc::unbounded_channel();
         let gauge = Arc::new(QueueGauge::default());
         let stats = Arc::new(WorkerStats::default());
@@ -187,7 +190,7 @@ impl WorkerHandle {
             server: name.into(),
             options: ConnectOptions {
                 tmux_bin: settings.tmux_bin.clone(),
-                socket,
+                endpoint,
                 session: None,
                 output: OutputMode::Off,
                 timeout: settings.connect_timeout,
@@ -202,7 +205,7 @@ impl WorkerHandle {
             gauge: gauge.clone(),
             stats: stats.clone(),
             shutdown,
-            swept_stale: false,
+            swept_stale,
         };
         tokio::spawn(worker.run());
         Self {

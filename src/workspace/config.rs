@@ -1,0 +1,80 @@
+//! `[workspaces]`: whether tenants get workspaces, how they are sandboxed, and their limits.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use super::sandbox::{Network, ProcessLimits};
+
+/// `[workspaces]` (keys documented in `config/default.toml`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspacesConfig {
+    pub enabled: bool,
+    /// The bubblewrap binary.
+    pub bwrap: PathBuf,
+    pub network: Network,
+    /// Host directories shown read-only inside every workspace, besides `/usr` and `/etc`.
+    #[serde(default)]
+    pub expose: Vec<PathBuf>,
+    /// First uid of workspaces when the gateway runs as root.
+    pub uid_base: u32,
+    pub max_workspaces: u32,
+    /// How long a workspace's sandbox may take to start.
+    pub start_timeout_ms: u64,
+    pub limits: WorkspaceLimits,
+}
+
+/// `[workspaces.limits]`: per workspace (0: no limit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceLimits {
+    /// Sessions a workspace may have when `create_session` is called.
+    pub sessions: u32,
+    /// Processes and threads at once.
+    pub processes: u64,
+    /// Address space per process, in bytes.
+    pub memory_per_process_bytes: u64,
+    /// Open files per process.
+    pub open_files: u64,
+}
+
+impl WorkspaceLimits {
+    /// The limits the sandbox enforces itself.
+    pub fn process_limits(&self) -> ProcessLimits {
+        ProcessLimits {
+            processes: self.processes,
+            memory_per_process: self.memory_per_process_bytes,
+            open_files: self.open_files,
+        }
+    }
+}
+
+impl WorkspacesConfig {
+    pub fn start_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.start_timeout_ms)
+    }
+
+    /// Rules serde cannot express: `(key, message)` of the first that fails.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        if self.bwrap.as_os_str().is_empty() {
+            return Err(("bwrap", "must not be empty".into()));
+        }
+        if let Some(path) = self.expose.iter().find(|p| !p.is_absolute()) {
+            return Err((
+                "expose",
+                format!("`{}` must be an absolute path", path.display()),
+            ));
+        }
+        if self.uid_base == 0 {
+            return Err(("uid_base", "must not be 0 (root)".into()));
+        }
+        if self.max_workspaces == 0 {
+            return Err(("max_workspaces", "must be positive".into()));
+        }
+        if self.start_timeout_ms == 0 {
+            return Err(("start_timeout_ms", "must be positive".into()));
+        }
+        Ok(())
+    }
+}

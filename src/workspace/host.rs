@@ -1,0 +1,242 @@
+//! What this host offers the sandboxes: the binaries they run, the system directories they
+//! show, the gateway's secrets they must hide, and whether `bwrap` works here at all.
+//!
+//! [`Host::probe`] runs once when the gateway starts in workspace mode (and in `muxgate
+//! doctor`): it resolves `bwrap`, `tmux` and `prlimit` to absolute paths, builds the
+//! [`HostView`], and starts one throwaway sandbox to prove that user, PID and mount
+//! namespaces can be created here. Every failure says what is missing.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use super::sandbox::{HostView, Network, SandboxSpec};
+
+/// Host directories every workspace sees read-only, when they exist.
+const SYSTEM_DIRS: &[&str] = &["/usr", "/etc"];
+
+/// Top-level names that are symbolic links into `/usr` on a merged-/usr system, or real
+/// directories (then bound read-only) on an older one.
+const SYSTEM_LINKS: &[&str] = &["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+
+/// How long the probe sandbox may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why workspaces cannot run on this host.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HostError {
+    #[error(
+        "`{0}` not found: workspaces need bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; set workspaces.bwrap if it lives elsewhere)"
+    )]
+    MissingBwrap(String),
+    #[error("`{0}` not found on PATH (workspaces run it inside their sandbox)")]
+    MissingBinary(String),
+    #[error(
+        "bubblewrap cannot create a sandbox here: {0}. It needs unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0) and, in a container, a seccomp and AppArmor profile that allow them (see README: Workspaces in a container)"
+    )]
+    SandboxRefused(String),
+}
+
+/// The host, as the sandboxes use it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Host {
+    pub spec: SandboxSpec,
+    pub view: HostView,
+}
+
+impl Host {
+    /// Resolves the binaries, builds the view (hiding `secrets`), and proves a sandbox starts.
+    pub async fn probe(
+        bwrap: &Path,
+        tmux_bin: &Path,
+        network: Network,
+        expose: &[PathBuf],
+        secrets: &[PathBuf],
+    ) -> Result<Self, HostError> {
+        let bwrap =
+            which(bwrap).ok_or_else(|| HostError::MissingBwrap(bwrap.display().to_string()))?;
+        let tmux_bin = which(tmux_bin)
+            .ok_or_else(|| HostError::MissingBinary(tmux_bin.display().to_string()))?;
+        let prlimit = which(Path::new("prlimit"))
+            .ok_or_else(|| HostError::MissingBinary("prlimit".into()))?;
+        let disable_userns = supports_disable_userns(&bwrap).await;
+        let view = host_view(expose, secrets, &tmux_bin);
+        let host = Self {
+            spec: SandboxSpec {
+                bwrap,
+                disable_userns,
+                tmux_bin,
+                prlimit,
+                network,
+            },
+            view,
+        };
+        host.try_sandbox().await?;
+        Ok(host)
+    }
+
+    /// Starts `true` in a sandbox like a workspace's (every namespace, the host view).
+    async fn try_sandbox(&self) -> Result<(), HostError> {
+        let mut command = tokio::process::Command::new(&self.spec.bwrap);
+        command.args([
+            "--unshare-user",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-net",
+        ]);
+        for dir in &self.view.read_only {
+            command.arg("--ro-bind").arg(dir).arg(dir);
+        }
+        for (link, target) in &self.view.symlinks {
+            command.arg("--symlink").arg(target).arg(link);
+        }
+        command
+            .args(["--proc", "/proc", "--dev", "/dev", "--", "true"])
+            .env_clear()
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let output = tokio::time::timeout(PROBE_TIMEOUT, command.output())
+            .await
+            .map_err(|_| HostError::SandboxRefused("a test sandbox did not finish".into()))?
+            .map_err(|e| HostError::SandboxRefused(e.to_string()))?;
+        if output.status.success() {
+            Ok(())
+        } else {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            Err(HostError::SandboxRefused(
+                stderr.trim().chars().take(300).collect(),
+            ))
+        }
+    }
+}
+
+/// Whether `bwrap --help` lists `--disable-userns`.
+async fn supports_disable_userns(bwrap: &Path) -> bool {
+    let help = tokio::process::Command::new(bwrap)
+        .arg("--help")
+        .env_clear()
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    match tokio::time::timeout(PROBE_TIMEOUT, help).await {
+        Ok(Ok(output)) => String::from_utf8_lossy(&output.stdout).contains("--disable-userns"),
+        _ => false,
+    }
+}
+
+/// The read-only view: system directories and links, `expose`, the tmux binary when it lives
+/// elsewhere, and `secrets` masked where the view would show them (a secret's directory is
+/// masked whole unless it is one of the view's roots, since keys tend to sit together).
+fn host_view(expose: &[PathBuf], secrets: &[PathBuf], tmux_bin: &Path) -> HostView {
+    let mut view = HostView::default();
+    for dir in SYSTEM_DIRS
+        .iter()
+        .map(Path::new)
+        .chain(expose.iter().map(PathBuf::as_path))
+    {
+        if dir.is_dir() && !view.read_only.iter().any(|d| d == dir) {
+            view.read_only.push(dir.to_owned());
+        }
+    }
+    for link in SYSTEM_LINKS.iter().map(Path::new) {
+        match std::fs::symlink_metadata(link) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                if let Ok(target) = std::fs::read_link(link) {
+                    view.symlinks.push((link.to_owned(), target));
+                }
+            }
+            Ok(meta) if meta.is_dir() => view.read_only.push(link.to_owned()),
+            _ => {}
+        }
+    }
+    if !view.read_only.iter().any(|dir| tmux_bin.starts_with(dir)) {
+        view.extra_binary = Some(tmux_bin.to_owned());
+    }
+    for secret in secrets {
+        let Some(root) = view.read_only.iter().find(|dir| secret.starts_with(dir)) else {
+            continue;
+        };
+        let parent = secret.parent().filter(|p| p != root && p.starts_with(root));
+        match parent {
+            Some(dir) if dir.is_dir() => push_unique(&mut view.masked_dirs, dir),
+            _ if secret.is_dir() && secret != root => push_unique(&mut view.masked_dirs, secret),
+            _ if secret.is_file() => push_unique(&mut view.masked_files, secret),
+            _ => {}
+        }
+    }
+    view
+}
+
+fn push_unique(list: &mut Vec<PathBuf>, path: &Path) {
+    if !list.iter().any(|p| p == path) {
+        list.push(path.to_owned());
+    }
+}
+
+/// `program` as an absolute path: itself if it has a slash, else the first match on `PATH`.
+pub fn which(program: &Path) -> Option<PathBuf> {
+    if program.components().count() > 1 || program.is_absolute() {
+        let path = std::fs::canonicalize(program).ok()?;
+        return is_executable(&path).then_some(path);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| is_executable(candidate))
+        .and_then(|found| std::fs::canonicalize(found).ok())
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_masked_with_their_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("etc");
+        let keys = root.join("muxgate");
+        std::fs::create_dir_all(&keys).unwrap();
+        std::fs::write(keys.join("secret"), "k").unwrap();
+        std::fs::write(root.join("loose.toml"), "k").unwrap();
+        let outside = dir.path().join("elsewhere.key");
+        std::fs::write(&outside, "k").unwrap();
+        let view = host_view(
+            std::slice::from_ref(&root),
+            &[
+                keys.join("secret"),
+                root.join("loose.toml"),
+                outside.clone(),
+            ],
+            Path::new("/usr/bin/tmux"),
+        );
+        assert!(view.read_only.contains(&root));
+        assert_eq!(view.masked_dirs, vec![keys]);
+        assert_eq!(view.masked_files, vec![root.join("loose.toml")]);
+        assert!(view.extra_binary.is_none());
+    }
+
+    #[test]
+    fn a_tmux_outside_the_view_is_bound_alone() {
+        let view = host_view(&[], &[], Path::new("/opt/tmux-3.7/bin/tmux"));
+        assert_eq!(
+            view.extra_binary,
+            Some(PathBuf::from("/opt/tmux-3.7/bin/tmux"))
+        );
+    }
+
+    #[test]
+    fn binaries_resolve_on_path_or_as_given() {
+        let sh = which(Path::new("sh")).expect("sh on PATH");
+        assert!(sh.is_absolute());
+        assert!(which(Path::new("/nonexistent/tmux")).is_none());
+        assert!(which(Path::new("no-such-program-muxgate")).is_none());
+    }
+}

@@ -1,0 +1,297 @@
+//! Where workspaces live in the state directory, who owns what there, and each workspace's
+//! record (`meta.json`).
+//!
+//! ```text
+//! <state>/workspaces/                 the gateway's (0700; 0711 when workspaces have own uids)
+//! <state>/workspaces/<dir>/           the gateway's: meta.json, server.pid, server.log (0600)
+//! <state>/workspaces/<dir>/home       the workspace's home, `/workspace` inside  (0700, its uid)
+//! <state>/workspaces/<dir>/tmp        its `/tmp`                                 (0700, its uid)
+//! <state>/workspaces/<dir>/run        its tmux socket directory                  (0700, its uid)
+//! ```
+//!
+//! When the gateway runs as root, every workspace gets a uid of its own (`uid_base` and up,
+//! recorded in `meta.json`), and the gateway's directories are `0711` so that a workspace's
+//! sandbox, started as that uid, can reach its own three directories and nothing else there.
+
+use std::fs;
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::name::WorkspaceName;
+use super::sandbox::WorkspaceDirs;
+use crate::mux::tmux::RunAs;
+
+/// A workspace's record, written when it is created.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkspaceMeta {
+    /// The workspace's name (its directory name may be a digest of it).
+    pub name: String,
+    /// The user its sandbox runs as, when workspaces have uids of their own.
+    pub run_as: Option<RunAsRecord>,
+    /// Creation time, seconds since the Unix epoch.
+    pub created: u64,
+}
+
+/// [`RunAs`] as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunAsRecord {
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl From<RunAsRecord> for RunAs {
+    fn from(record: RunAsRecord) -> Self {
+        RunAs {
+            uid: record.uid,
+            gid: record.gid,
+        }
+    }
+}
+
+/// The workspaces directory of a state directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    root: PathBuf,
+    /// Whether workspaces run as uids of their own (the gateway is root).
+    own_uids: bool,
+}
+
+impl Layout {
+    pub fn new(state_dir: &Path, own_uids: bool) -> Self {
+        Self {
+            root: state_dir.join("workspaces"),
+            own_uids,
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The directory of `name`.
+    pub fn dir(&self, name: &WorkspaceName) -> PathBuf {
+        self.root.join(name.dir_name())
+    }
+
+    /// The sandbox directories of the workspace in `dir`.
+    pub fn dirs(dir: &Path) -> WorkspaceDirs {
+        WorkspaceDirs {
+            home: dir.join("home"),
+            tmp: dir.join("tmp"),
+            run: dir.join("run"),
+        }
+    }
+
+    /// Mode of the gateway's own directories.
+    fn gateway_dir_mode(&self) -> u32 {
+        if self.own_uids { 0o711 } else { 0o700 }
+    }
+
+    /// Creates the workspaces directory (and the state directory above it) if missing, and
+    /// sets their modes.
+    pub fn prepare(&self) -> io::Result<()> {
+        let mode = self.gateway_dir_mode();
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.root)?;
+        if let Some(state) = self.root.parent() {
+            fs::set_permissions(state, fs::Permissions::from_mode(mode))?;
+        }
+        fs::set_permissions(&self.root, fs::Permissions::from_mode(mode))
+    }
+
+    /// The records of every workspace on disk, with their directories.
+    pub fn list(&self) -> io::Result<Vec<(PathBuf, WorkspaceMeta)>> {
+        let entries = match fs::read_dir(&self.root) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        let mut found = Vec::new();
+        for entry in entries {
+            let dir = entry?.path();
+            if let Ok(meta) = read_meta(&dir) {
+                found.push((dir, meta));
+            }
+        }
+        found.sort_by(|a, b| a.1.name.cmp(&b.1.name));
+        Ok(found)
+    }
+
+    /// Creates the workspace's directories (its record with a free uid from `uid_base` when
+    /// workspaces have their own, at most `max` workspaces), or reads the record of an
+    /// existing one.
+    pub fn open(
+        &self,
+        name: &WorkspaceName,
+        uid_base: u32,
+        max: u32,
+        now: u64,
+    ) -> Result<(PathBuf, WorkspaceMeta), OpenError> {
+        let dir = self.dir(name);
+        if let Ok(meta) = read_meta(&dir) {
+            if meta.name != name.as_str() {
+                return Err(OpenError::Io(io::Error::other(format!(
+                    "{} belongs to another workspace",
+                    dir.display()
+                ))));
+            }
+            return Ok((dir, meta));
+        }
+        let existing = self.list()?;
+        if existing.len() >= max as usize {
+            return Err(OpenError::TooMany(max));
+        }
+        let run_as = if self.own_uids {
+            let used: Vec<u32> = existing
+                .iter()
+                .filter_map(|(_, m)| m.run_as.map(|r| r.uid))
+                .collect();
+            let uid = free_uid(&used, uid_base, max).ok_or(OpenError::TooMany(max))?;
+            Some(RunAsRecord { uid, gid: uid })
+        } else {
+            None
+        };
+        let meta = WorkspaceMeta {
+            name: name.as_str().to_owned(),
+            run_as,
+            created: now,
+        };
+        fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .or_else(|e| {
+                if e.kind() == io::ErrorKind::AlreadyExists {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            })?;
+        fs::set_permissions(&dir, fs::Permissions::from_mode(self.gateway_dir_mode()))?;
+        let dirs = Self::dirs(&dir);
+        for sub in [&dirs.home, &dirs.tmp, &dirs.run] {
+            make_private_dir(sub, run_as)?;
+        }
+        write_private(&dir.join("meta.json"), &serde_json::to_vec_pretty(&meta)?)?;
+        Ok((dir, meta))
+    }
+}
+
+/// Why a workspace could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("this gateway already has {0} workspaces (workspaces.max_workspaces)")]
+    TooMany(u32),
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+impl From<serde_json::Error> for OpenError {
+    fn from(error: serde_json::Error) -> Self {
+        Self::Io(io::Error::other(error))
+    }
+}
+
+/// The lowest of `base .. base + max` not in `used`.
+fn free_uid(used: &[u32], base: u32, max: u32) -> Option<u32> {
+    (0..max)
+        .filter_map(|i| base.checked_add(i))
+        .find(|uid| !used.contains(uid))
+}
+
+/// Reads `dir/meta.json`.
+pub fn read_meta(dir: &Path) -> io::Result<WorkspaceMeta> {
+    let text = fs::read(dir.join("meta.json"))?;
+    serde_json::from_slice(&text).map_err(io::Error::other)
+}
+
+/// A directory only `owner` (or the gateway) can enter.
+fn make_private_dir(path: &Path, owner: Option<RunAsRecord>) -> io::Result<()> {
+    match fs::DirBuilder::new().mode(0o700).create(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    if let Some(owner) = owner {
+        std::os::unix::fs::chown(path, Some(owner.uid), Some(owner.gid))?;
+    }
+    fs::set_permissions(path, fs::Permissions::from_mode(0o700))
+}
+
+/// Writes a file only the gateway can read (created `0600`, replaced atomically).
+pub fn write_private(path: &Path, contents: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    let temp = path.with_extension("tmp");
+    {
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&temp)?;
+        file.write_all(contents)?;
+        file.sync_all()?;
+    }
+    fs::rename(&temp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(text: &str) -> WorkspaceName {
+        WorkspaceName::parse(text).unwrap()
+    }
+
+    #[test]
+    fn a_workspace_is_created_once_with_private_directories() {
+        let state = tempfile::tempdir().unwrap();
+        let layout = Layout::new(state.path(), false);
+        layout.prepare().unwrap();
+        let (dir, meta) = layout.open(&name("alice"), 600_000, 8, 7).unwrap();
+        assert_eq!(dir, state.path().join("workspaces/alice"));
+        assert_eq!(meta.run_as, None);
+        for sub in ["home", "tmp", "run"] {
+            let mode = fs::metadata(dir.join(sub)).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o700, "{sub}");
+        }
+        let mode = fs::metadata(dir.join("meta.json"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let (_, again) = layout.open(&name("alice"), 600_000, 8, 99).unwrap();
+        assert_eq!(again.created, 7, "the record is read, not rewritten");
+        assert_eq!(layout.list().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn own_uids_are_the_lowest_free_ones_in_range() {
+        assert_eq!(free_uid(&[], 600_000, 4), Some(600_000));
+        assert_eq!(free_uid(&[600_000, 600_002], 600_000, 4), Some(600_001));
+        assert_eq!(free_uid(&[600_000, 600_001], 600_000, 2), None);
+        assert_eq!(free_uid(&[], u32::MAX, 4), Some(u32::MAX));
+        assert_eq!(free_uid(&[u32::MAX], u32::MAX, 4), None);
+    }
+
+    #[test]
+    fn the_number_of_workspaces_is_capped() {
+        let state = tempfile::tempdir().unwrap();
+        let layout = Layout::new(state.path(), false);
+        layout.prepare().unwrap();
+        layout.open(&name("a"), 0, 2, 0).unwrap();
+        layout.open(&name("b/c"), 0, 2, 0).unwrap();
+        assert!(matches!(
+            layout.open(&name("c"), 0, 2, 0),
+            Err(OpenError::TooMany(2))
+        ));
+        assert!(
+            layout.open(&name("a"), 0, 2, 0).is_ok(),
+            "an existing one still opens"
+        );
+    }
+}

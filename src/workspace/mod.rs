@@ -1,0 +1,291 @@
+//! Workspaces: one sandboxed tmux server per tenant, so that per-client authentication is
+//! isolation too.
+//!
+//! Every client with `mux:write` runs code (typing into a shell is running code). On a shared
+//! tmux server that code runs as the server's user and reaches every session, the server's
+//! socket and whatever that user can read; access rules separate only clients that cannot type.
+//! In workspace mode each tenant — a token's `sub`, or a team named by a `workspace` claim or
+//! `[clients.<sub>] workspace` — gets a tmux server of its own, started on its first call
+//! inside a bubblewrap sandbox, seen by the tenant as the server `workspace`.
+//!
+//! - [`name`]: workspace names and their directory names (pure);
+//! - [`sandbox`]: the sandboxes as `bwrap` command lines (pure);
+//! - [`host`]: the binaries, the host view with the gateway's secrets masked, and the proof
+//!   that sandboxes can start here;
+//! - [`layout`]: the state directory: each workspace's directories, owners and record;
+//! - [`launch`]: a sandbox as a process (start, recognise after a restart, kill);
+//! - [`admin`]: `muxgate workspace list|stop|delete`;
+//! - [`config`]: the `[workspaces]` section.
+//!
+//! [`Workspaces`] holds the running ones: each gets its own [`TmuxServer`] (its own worker, so
+//! a busy or stuck workspace delays no other), whose every tmux client process runs in a jail
+//! of its own as the workspace's user (a tmux server can make its clients read and write
+//! files: see [`crate::mux::tmux::spawn`]).
+
+pub mod admin;
+pub mod config;
+pub mod host;
+pub mod launch;
+pub mod layout;
+pub mod name;
+pub mod sandbox;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use tokio_util::sync::CancellationToken;
+
+pub use config::{WorkspaceLimits, WorkspacesConfig};
+use host::{Host, HostError};
+use launch::LaunchError;
+use layout::{Layout, OpenError};
+pub use name::WorkspaceName;
+
+use crate::mux::tmux::{
+    ClientWrapper, EngineSettings, RunAs, TmuxEndpoint, TmuxServer, TmuxSocket,
+};
+
+/// The server name a client sees for its workspace.
+pub const SERVER_NAME: &str = "workspace";
+
+/// Why a workspace is not available.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkspaceError {
+    #[error("workspaces cannot run on this host: {0}")]
+    Host(#[from] HostError),
+    #[error("this gateway already has {0} workspaces (workspaces.max_workspaces)")]
+    TooMany(u32),
+    #[error("the workspace's files: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("the workspace's sandbox: {0}")]
+    Launch(#[from] LaunchError),
+}
+
+impl From<OpenError> for WorkspaceError {
+    fn from(error: OpenError) -> Self {
+        match error {
+            OpenError::TooMany(max) => Self::TooMany(max),
+            OpenError::Io(e) => Self::Io(e),
+        }
+    }
+}
+
+/// Counters of workspace starts, read by the metrics exporter.
+#[derive(Debug, Default)]
+pub struct WorkspaceStats {
+    /// Sandboxes started by this gateway.
+    pub started: AtomicU64,
+    /// Sandboxes found running (started before a gateway restart).
+    pub found: AtomicU64,
+    /// Starts that failed.
+    pub failed: AtomicU64,
+    /// Total time spent starting sandboxes, in microseconds.
+    pub start_micros: AtomicU64,
+}
+
+/// The workspaces of this gateway.
+#[derive(Clone)]
+pub struct Workspaces {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    host: Host,
+    layout: Layout,
+    config: WorkspacesConfig,
+    settings: Arc<EngineSettings>,
+    shutdown: CancellationToken,
+    slots: Mutex<HashMap<WorkspaceName, Arc<Slot>>>,
+    /// Held while a workspace's directories are created (uids are allocated under it).
+    opening: tokio::sync::Mutex<()>,
+    stats: WorkspaceStats,
+}
+
+/// One workspace this gateway has served since it started.
+struct Slot {
+    dir: PathBuf,
+    run_as: Option<RunAs>,
+    server: TmuxServer,
+    /// Held while the sandbox is checked and, if needed, started.
+    starting: tokio::sync::Mutex<()>,
+    /// Whether this gateway has seen its sandbox running (started it or found it).
+    seen: AtomicBool,
+}
+
+impl Workspaces {
+    /// Checks that sandboxes work here and prepares the state directory. `secrets` are the
+    /// gateway's files no workspace may see (config, keys, audit log).
+    pub async fn open(
+        config: &WorkspacesConfig,
+        state_dir: &Path,
+        secrets: &[PathBuf],
+        settings: Arc<EngineSettings>,
+        shutdown: CancellationToken,
+    ) -> Result<Self, WorkspaceError> {
+        let mut secrets = secrets.to_vec();
+        secrets.push(state_dir.to_owned());
+        let host = Host::probe(
+            &config.bwrap,
+            &settings.tmux_bin,
+            config.network,
+            &config.expose,
+            &secrets,
+        )
+        .await?;
+        let layout = Layout::new(state_dir, own_uids());
+        layout.prepare()?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                host,
+                layout,
+                config: config.clone(),
+                settings,
+                shutdown,
+                slots: Mutex::new(HashMap::new()),
+                opening: tokio::sync::Mutex::new(()),
+                stats: WorkspaceStats::default(),
+            }),
+        })
+    }
+
+    /// The limits of every workspace.
+    pub fn limits(&self) -> &WorkspaceLimits {
+        &self.inner.config.limits
+    }
+
+    pub fn stats(&self) -> &WorkspaceStats {
+        &self.inner.stats
+    }
+
+    /// The tmux server of workspace `name`, its sandbox started first if it is not running.
+    pub async fn server(&self, name: &WorkspaceName) -> Result<TmuxServer, WorkspaceError> {
+        let slot = self.slot(name).await?;
+        let _starting = slot.starting.lock().await;
+        if launch::running(&slot.dir).is_none() {
+            self.start_sandbox(name, &slot).await?;
+        } else if !slot.seen.swap(true, Ordering::Relaxed) {
+            tracing::info!(workspace = %name, "workspace found running");
+            self.inner.stats.found.fetch_add(1, Ordering::Relaxed);
+        }
+        slot.seen.store(true, Ordering::Relaxed);
+        Ok(slot.server.clone())
+    }
+
+    /// The servers of the workspaces served since the gateway started (for metrics).
+    pub fn servers(&self) -> Vec<TmuxServer> {
+        self.lock_slots()
+            .values()
+            .map(|slot| slot.server.clone())
+            .collect()
+    }
+
+    /// How many of them have a running sandbox.
+    pub fn running(&self) -> usize {
+        self.lock_slots()
+            .values()
+            .filter(|slot| launch::running(&slot.dir).is_some())
+            .count()
+    }
+
+    async fn start_sandbox(&self, name: &WorkspaceName, slot: &Slot) -> Result<(), WorkspaceError> {
+        let inner = &self.inner;
+        let began = Instant::now();
+        let started = launch::start(
+            &inner.host,
+            &slot.dir,
+            slot.run_as,
+            &inner.config.limits.process_limits(),
+            inner.config.start_timeout(),
+        )
+        .await;
+        match started {
+            Ok(process) => {
+                let micros = u64::try_from(began.elapsed().as_micros()).unwrap_or(u64::MAX);
+                inner.stats.started.fetch_add(1, Ordering::Relaxed);
+                inner
+                    .stats
+                    .start_micros
+                    .fetch_add(micros, Ordering::Relaxed);
+                tracing::info!(workspace = %name, pid = process.pid, ms = micros / 1000, "workspace started");
+                Ok(())
+            }
+            Err(error) => {
+                inner.stats.failed.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(workspace = %name, %error, "workspace did not start");
+                Err(error.into())
+            }
+        }
+    }
+
+    async fn slot(&self, name: &WorkspaceName) -> Result<Arc<Slot>, WorkspaceError> {
+        if let Some(slot) = self.lock_slots().get(name) {
+            return Ok(slot.clone());
+        }
+        let inner = &self.inner;
+        let _opening = inner.opening.lock().await;
+        if let Some(slot) = self.lock_slots().get(name) {
+            return Ok(slot.clone());
+        }
+        let layout = inner.layout.clone();
+        let (uid_base, max) = (inner.config.uid_base, inner.config.max_workspaces);
+        let owned = name.clone();
+        let (dir, meta) =
+            tokio::task::spawn_blocking(move || layout.open(&owned, uid_base, max, unix_now()))
+                .await
+                .map_err(|e| std::io::Error::other(e.to_string()))??;
+        let run_as = meta.run_as.map(RunAs::from);
+        let wrapper = ClientWrapper {
+            program: inner.host.spec.bwrap.clone(),
+            args: sandbox::client_wrapper(
+                &inner.host.spec,
+                &inner.host.view,
+                &Layout::dirs(&dir).run,
+            ),
+            run_as,
+        };
+        let endpoint = TmuxEndpoint {
+            socket: TmuxSocket::Path(sandbox::INSIDE_SOCKET.into()),
+            wrapper: Some(Arc::new(wrapper)),
+        };
+        let server = TmuxServer::start(
+            SERVER_NAME,
+            endpoint,
+            inner.settings.clone(),
+            inner.shutdown.clone(),
+        );
+        let slot = Arc::new(Slot {
+            dir,
+            run_as,
+            server,
+            starting: tokio::sync::Mutex::new(()),
+            seen: AtomicBool::new(false),
+        });
+        self.lock_slots().insert(name.clone(), slot.clone());
+        Ok(slot)
+    }
+
+    fn lock_slots(&self) -> std::sync::MutexGuard<'_, HashMap<WorkspaceName, Arc<Slot>>> {
+        // A poisoned table is still a consistent map (inserts are single calls).
+        self.inner
+            .slots
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Whether workspaces get uids of their own: when the gateway runs as root (a sandbox running
+/// as root would own every root-owned file it can see).
+pub fn own_uids() -> bool {
+    // SAFETY: geteuid(2) cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default()
+}

@@ -1,0 +1,399 @@
+//! The sandboxes, as `bwrap` (bubblewrap) command lines. Pure: what the host shows inside is
+//! decided by [`HostView`] (built by [`super::host`] from the real file system), and this module
+//! only turns it into arguments. Unit-tested.
+//!
+//! Two sandboxes:
+//! - **the workspace** ([`server_command`]): the tenant's tmux server and everything its panes
+//!   run. New user, PID, IPC, UTS and cgroup namespaces (and network, unless the host's is
+//!   shared); a file system of the host's system directories read-only (with the gateway's
+//!   secrets masked), a fresh `/proc` and `/dev`, and three directories of the workspace's own
+//!   writable: its home (`/workspace`), `/tmp`, and the socket directory (`/run/muxgate`). It
+//!   is its own session leader and does not die with the gateway: a gateway restart finds it
+//!   running. Resource limits are set by `prlimit` *inside* the new user namespace, so the
+//!   process limit counts only the workspace's own processes.
+//! - **a client jail** ([`client_wrapper`]): every tmux client process the gateway starts for a
+//!   workspace (its control connections, `wait-for` clients, one-shot commands). A tmux server
+//!   can make its clients open files for reading and writing (see
+//!   [`crate::mux::tmux::spawn`]); in the jail there is nothing to read and nowhere to write
+//!   that matters: `/usr` read-only, an empty `/tmp`, the socket directory read-only, no
+//!   network, no `/proc`, and it dies with the gateway.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// The workspace's home inside its sandbox (also the panes' starting directory).
+pub const INSIDE_HOME: &str = "/workspace";
+/// The socket directory inside both sandboxes.
+pub const INSIDE_RUN: &str = "/run/muxgate";
+/// The tmux socket inside both sandboxes.
+pub const INSIDE_SOCKET: &str = "/run/muxgate/tmux.sock";
+/// The host name inside a workspace.
+pub const HOSTNAME: &str = "workspace";
+
+/// What the host shows inside a workspace, read-only.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostView {
+    /// Directories bound at the same path (`/usr`, `/etc`, configured extras).
+    pub read_only: Vec<PathBuf>,
+    /// Top-level symbolic links reproduced as they are on the host (`/bin` → `usr/bin` on a
+    /// merged-/usr system): `(link, target)`.
+    pub symlinks: Vec<(PathBuf, PathBuf)>,
+    /// Directories inside `read_only` shown empty (they hold the gateway's secrets).
+    pub masked_dirs: Vec<PathBuf>,
+    /// Files inside `read_only` shown empty.
+    pub masked_files: Vec<PathBuf>,
+    /// A tmux binary outside every `read_only` directory, bound at its own path.
+    pub extra_binary: Option<PathBuf>,
+}
+
+/// The host directories of one workspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkspaceDirs {
+    /// Its home, `/workspace` inside.
+    pub home: PathBuf,
+    /// Its `/tmp`.
+    pub tmp: PathBuf,
+    /// Its socket directory, `/run/muxgate` inside.
+    pub run: PathBuf,
+}
+
+/// Whether a workspace shares the host's network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Network {
+    /// Its own empty network namespace: no network at all (loopback only).
+    None,
+    /// The host's network: the internet, and every port listening on the host, other
+    /// workspaces' included.
+    Host,
+}
+
+/// Per-process and per-workspace resource limits, applied inside the sandbox (0: none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessLimits {
+    /// Processes (and threads) of the workspace at once (`RLIMIT_NPROC`, counted in its own
+    /// user namespace).
+    pub processes: u64,
+    /// Address space of each process in bytes (`RLIMIT_AS`).
+    pub memory_per_process: u64,
+    /// Open files per process (`RLIMIT_NOFILE`).
+    pub open_files: u64,
+}
+
+/// The fixed parts of every sandbox command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxSpec {
+    /// The `bwrap` binary.
+    pub bwrap: PathBuf,
+    /// Whether this `bwrap` knows `--disable-userns` (0.8.0 and newer): a sandboxed process
+    /// may then not create user namespaces of its own.
+    pub disable_userns: bool,
+    /// The tmux binary, as an absolute path.
+    pub tmux_bin: PathBuf,
+    /// The `prlimit` binary, as an absolute path.
+    pub prlimit: PathBuf,
+    pub network: Network,
+}
+
+/// The `bwrap` arguments (after the program) that start a workspace's tmux server in its
+/// sandbox, in the foreground (`tmux -D`: the sandbox lives as long as the server).
+pub fn server_command(
+    spec: &SandboxSpec,
+    host: &HostView,
+    dirs: &WorkspaceDirs,
+    limits: &ProcessLimits,
+) -> Vec<OsString> {
+    let mut args = Args::default();
+    args.flags(&[
+        "--unshare-user",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+    ]);
+    if spec.network == Network::None {
+        args.flag("--unshare-net");
+    }
+    args.flag("--new-session");
+    if spec.disable_userns {
+        args.flag("--disable-userns");
+    }
+    args.pair("--hostname", HOSTNAME);
+    host_view(&mut args, host);
+    for dir in &host.masked_dirs {
+        args.pair("--tmpfs", dir);
+    }
+    for file in &host.masked_files {
+        args.triple("--ro-bind", "/dev/null", file);
+    }
+    args.pair("--proc", "/proc");
+    args.pair("--dev", "/dev");
+    args.pair("--tmpfs", "/dev/shm");
+    args.triple("--bind", &dirs.tmp, "/tmp");
+    args.triple("--bind", &dirs.home, INSIDE_HOME);
+    args.triple("--bind", &dirs.run, INSIDE_RUN);
+    args.pair("--chdir", INSIDE_HOME);
+    args.pair("--cap-drop", "ALL");
+    args.flag("--");
+    args.value(&spec.prlimit);
+    for (name, value) in [
+        ("nproc", limits.processes),
+        ("as", limits.memory_per_process),
+        ("nofile", limits.open_files),
+    ] {
+        if value > 0 {
+            args.value(format!("--{name}={value}:{value}"));
+        }
+    }
+    args.flag("--");
+    args.value(&spec.tmux_bin);
+    args.flags(&["-S", INSIDE_SOCKET, "-D"]);
+    args.0
+}
+
+/// The `bwrap` arguments (after the program, ending in `--`) of the jail a workspace's tmux
+/// client processes run in; the tmux command line follows them.
+pub fn client_wrapper(spec: &SandboxSpec, host: &HostView, run_dir: &Path) -> Vec<OsString> {
+    let mut args = Args::default();
+    args.flags(&[
+        "--unshare-all",
+        "--unshare-user",
+        "--die-with-parent",
+        "--new-session",
+    ]);
+    if spec.disable_userns {
+        args.flag("--disable-userns");
+    }
+    // Only /usr (the tmux binary and its libraries) of the host: no /etc, no /proc.
+    let client_view = HostView {
+        read_only: host
+            .read_only
+            .iter()
+            .filter(|dir| dir.as_path() == Path::new("/usr"))
+            .cloned()
+            .collect(),
+        symlinks: host.symlinks.clone(),
+        extra_binary: host.extra_binary.clone(),
+        ..HostView::default()
+    };
+    host_view(&mut args, &client_view);
+    args.pair("--dev", "/dev");
+    args.pair("--tmpfs", "/tmp");
+    args.triple("--ro-bind", run_dir, INSIDE_RUN);
+    // tmux starts a client's new sessions in the client's directory: the workspace's home
+    // (an empty directory here, the real one in the server's sandbox).
+    args.pair("--dir", INSIDE_HOME);
+    args.pair("--chdir", INSIDE_HOME);
+    args.pair("--cap-drop", "ALL");
+    args.flag("--");
+    args.0
+}
+
+/// The environment a workspace's tmux server starts with (its panes inherit it): a login
+/// shell's basics and nothing of the gateway's. `tz` is the host's `TZ`, when set.
+pub fn server_env(tz: Option<&std::ffi::OsStr>) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = [
+        ("HOME", INSIDE_HOME),
+        ("USER", "workspace"),
+        ("LOGNAME", "workspace"),
+        ("SHELL", "/bin/bash"),
+        ("PATH", "/usr/local/bin:/usr/bin:/bin"),
+        ("LANG", "C.UTF-8"),
+        ("TMPDIR", "/tmp"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.into(), v.into()))
+    .collect();
+    if let Some(tz) = tz {
+        env.push(("TZ".into(), tz.to_owned()));
+    }
+    env
+}
+
+/// Read-only binds and symbolic links of the host.
+fn host_view(args: &mut Args, host: &HostView) {
+    for dir in &host.read_only {
+        args.triple("--ro-bind", dir, dir);
+    }
+    for (link, target) in &host.symlinks {
+        args.triple("--symlink", target, link);
+    }
+    if let Some(binary) = &host.extra_binary {
+        args.triple("--ro-bind", binary, binary);
+    }
+}
+
+/// A growing argument list.
+#[derive(Default)]
+struct Args(Vec<OsString>);
+
+impl Args {
+    fn flag(&mut self, flag: &str) {
+        self.0.push(flag.into());
+    }
+
+    fn flags(&mut self, flags: &[&str]) {
+        for flag in flags {
+            self.flag(flag);
+        }
+    }
+
+    fn value(&mut self, value: impl Into<OsString>) {
+        self.0.push(value.into());
+    }
+
+    fn pair(&mut self, flag: &str, value: impl AsRef<std::ffi::OsStr>) {
+        self.flag(flag);
+        self.value(value.as_ref());
+    }
+
+    fn triple(
+        &mut self,
+        flag: &str,
+        from: impl AsRef<std::ffi::OsStr>,
+        to: impl AsRef<std::ffi::OsStr>,
+    ) {
+        self.pair(flag, from);
+        self.value(to.as_ref());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(network: Network) -> SandboxSpec {
+        SandboxSpec {
+            bwrap: "/usr/bin/bwrap".into(),
+            disable_userns: true,
+            tmux_bin: "/usr/bin/tmux".into(),
+            prlimit: "/usr/bin/prlimit".into(),
+            network,
+        }
+    }
+
+    fn host() -> HostView {
+        HostView {
+            read_only: vec!["/usr".into(), "/etc".into()],
+            symlinks: vec![("/bin".into(), "usr/bin".into())],
+            masked_dirs: vec!["/etc/muxgate".into()],
+            masked_files: vec!["/etc/muxgate.toml".into()],
+            extra_binary: None,
+        }
+    }
+
+    fn dirs() -> WorkspaceDirs {
+        WorkspaceDirs {
+            home: "/state/ws/alice/home".into(),
+            tmp: "/state/ws/alice/tmp".into(),
+            run: "/state/ws/alice/run".into(),
+        }
+    }
+
+    fn text(args: &[OsString]) -> String {
+        args.iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// The index of `needle` as a run of consecutive arguments.
+    fn find(args: &[OsString], needle: &[&str]) -> Option<usize> {
+        args.windows(needle.len())
+            .position(|w| w.iter().zip(needle).all(|(a, b)| a == b))
+    }
+
+    #[test]
+    fn the_server_runs_in_every_namespace_with_only_its_own_directories_writable() {
+        let limits = ProcessLimits {
+            processes: 256,
+            memory_per_process: 1 << 30,
+            open_files: 0,
+        };
+        let args = server_command(&spec(Network::None), &host(), &dirs(), &limits);
+        let line = text(&args);
+        for flag in [
+            "--unshare-user",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-net",
+            "--new-session",
+            "--disable-userns",
+        ] {
+            assert!(args.iter().any(|a| a == flag), "{flag} missing: {line}");
+        }
+        assert!(!line.contains("--die-with-parent"), "{line}");
+        for bind in [
+            ["--ro-bind", "/usr", "/usr"],
+            ["--ro-bind", "/etc", "/etc"],
+            ["--symlink", "usr/bin", "/bin"],
+            ["--bind", "/state/ws/alice/home", "/workspace"],
+            ["--bind", "/state/ws/alice/tmp", "/tmp"],
+            ["--bind", "/state/ws/alice/run", "/run/muxgate"],
+            ["--ro-bind", "/dev/null", "/etc/muxgate.toml"],
+        ] {
+            assert!(find(&args, &bind).is_some(), "{bind:?} missing: {line}");
+        }
+        // Masks come after the binds they cover.
+        let etc = find(&args, &["--ro-bind", "/etc", "/etc"]).unwrap();
+        let mask = find(&args, &["--tmpfs", "/etc/muxgate"]).unwrap();
+        assert!(mask > etc);
+        // Only the workspace's own directories are writable.
+        let writable: Vec<_> = args
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| *a == "--bind")
+            .map(|(i, _)| args[i + 1].clone())
+            .collect();
+        assert_eq!(writable.len(), 3);
+        assert!(
+            writable
+                .iter()
+                .all(|p| p.to_string_lossy().starts_with("/state/ws/alice/"))
+        );
+        assert!(line.ends_with(
+            "-- /usr/bin/prlimit --nproc=256:256 --as=1073741824:1073741824 -- /usr/bin/tmux -S /run/muxgate/tmux.sock -D"
+        ), "{line}");
+    }
+
+    #[test]
+    fn a_shared_network_is_not_unshared() {
+        let limits = ProcessLimits {
+            processes: 0,
+            memory_per_process: 0,
+            open_files: 0,
+        };
+        let args = server_command(&spec(Network::Host), &host(), &dirs(), &limits);
+        assert!(!args.iter().any(|a| a == "--unshare-net"));
+        assert!(
+            text(&args)
+                .ends_with("-- /usr/bin/prlimit -- /usr/bin/tmux -S /run/muxgate/tmux.sock -D")
+        );
+    }
+
+    #[test]
+    fn a_client_jail_sees_only_usr_and_the_socket_directory_read_only() {
+        let mut host = host();
+        host.extra_binary = Some("/opt/tmux/bin/tmux".into());
+        let args = client_wrapper(
+            &spec(Network::Host),
+            &host,
+            Path::new("/state/ws/alice/run"),
+        );
+        let line = text(&args);
+        for needle in [
+            &["--unshare-all", "--unshare-user", "--die-with-parent"][..],
+            &["--ro-bind", "/usr", "/usr"],
+            &["--ro-bind", "/opt/tmux/bin/tmux", "/opt/tmux/bin/tmux"],
+            &["--ro-bind", "/state/ws/alice/run", "/run/muxgate"],
+            &["--tmpfs", "/tmp"],
+        ] {
+            assert!(find(&args, needle).is_some(), "{needle:?} missing: {line}");
+        }
+        assert!(!line.contains("/etc"), "{line}");
+        assert!(!line.contains("--proc"), "{line}");
+        assert!(!args.iter().any(|a| a == "--bind"), "{line}");
+        assert_eq!(args.last().map(|a| a.as_os_str()), Some("--".as_ref()));
+    }
+}
