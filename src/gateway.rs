@@ -13,7 +13,10 @@ use axum::Router;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use std::os::unix::fs::DirBuilderExt;
+
 use crate::audit::{AuditError, AuditLog};
+use crate::auth::owners::SessionOwners;
 use crate::auth::{
     AuthConfigError, Authenticator, MintError, MintRequest, ProtectedResource, SCOPE_ADMIN,
     SCOPE_READ, SCOPE_WRITE, SessionBindings, TokenMinter,
@@ -112,6 +115,15 @@ impl Gateway {
             .state
             .resolve(|var| std::env::var_os(var))
             .map_err(GatewayError::State)?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&state_dir)
+            .map_err(|e| GatewayError::State(format!("{}: {e}", state_dir.display())))?;
+        let owners = Arc::new(
+            SessionOwners::open(&state_dir.join(OWNERS_FILE))
+                .map_err(|e| GatewayError::State(e.to_string()))?,
+        );
         let workspaces = if config.workspaces.enabled {
             Some(
                 Workspaces::open(
@@ -188,6 +200,7 @@ impl Gateway {
                 std::env::var("TMUX_PANE").ok().as_deref(),
             ),
             metrics: metrics.clone(),
+            owners,
             workspaces,
             shutdown: shutdown.begin().child_token(),
         });
@@ -268,6 +281,9 @@ impl Gateway {
         }
     }
 }
+
+/// The session ownership table, in the state directory.
+const OWNERS_FILE: &str = "owners.json";
 
 /// Most MCP sessions remembered at once (bindings of session id → `sub`).
 const SESSION_BINDINGS_CAPACITY: usize = 100_000;

@@ -9,6 +9,7 @@
 //! - [`audit`]: the redacted, hash-chained audit log;
 //! - [`mux`]: backend-neutral multiplexer types and, under [`mux::tmux`], the control-mode engine;
 //! - [`telemetry`]: metrics (`/metrics`), OpenTelemetry traces, structured logs;
+//! - [`state`]: the state directory (session owners, workspaces);
 //! - [`workspace`]: a sandboxed tmux server per tenant (workspace mode);
 //! - [`gateway`]: assembling all of the above from a config;
 //! - [`conformance`] (cargo feature `conformance`, tests only): auth off, loopback only, and the
@@ -28,6 +29,7 @@ pub mod http;
 pub mod limits;
 pub mod mcp;
 pub mod mux;
+pub mod state;
 pub mod telemetry;
 pub mod tmux_cli;
 pub mod workspace;

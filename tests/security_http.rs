@@ -110,7 +110,13 @@ async fn tool_endpoint(State(gw): State<Arc<Gateway>>, req: Request) -> Response
                 &principal,
                 tier_of(call["tier"].as_str().unwrap_or("admin")),
             )
-            .and_then(|()| auth::check_session(&principal, server, SessionRef::new(target, owner)))
+            .and_then(|()| {
+                let session = SessionRef {
+                    name: target,
+                    owner: (!owner.is_empty()).then_some(owner),
+                };
+                auth::check_session(&principal, server, session)
+            })
             .map_err(|d| (Outcome::Denied, d.kind(), d.to_string()))
         });
     let (outcome, error_kind, text) = match decision {

@@ -145,18 +145,6 @@ async fn show_and_set_options_at_every_scope() {
     // Refusals.
     for (tool, args, kind, needle) in [
         (
-            "show_option",
-            json!({"scope": "session", "target": "main", "option": "@muxgate_owner"}),
-            "forbidden",
-            "reserved",
-        ),
-        (
-            "set_option",
-            json!({"scope": "session", "target": "main", "option": "@muxgate_owner", "value": "me"}),
-            "forbidden",
-            "reserved",
-        ),
-        (
             "set_option",
             json!({"scope": "session", "target": "main", "option": "after-new-window", "value": "kill-server"}),
             "forbidden",
@@ -243,13 +231,6 @@ async fn show_and_set_options_at_every_scope() {
     ] {
         err_kind(&client, tool, args, kind, needle).await;
     }
-    assert_eq!(
-        show(
-            &tmux,
-            &["show-options", "-q", "-t", "main", "-v", "@muxgate_owner"]
-        ),
-        ""
-    );
     assert_eq!(
         show(&tmux, &["show-options", "-g", "after-new-window"]),
         "after-new-window"

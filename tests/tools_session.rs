@@ -251,10 +251,11 @@ async fn create_session_is_detached_tagged_and_configured() {
     assert_eq!(session["attached_clients"], 0);
     let pane = session["active_pane_id"].as_str().unwrap().to_owned();
 
-    assert_eq!(
-        tmux.ok(&["show-options", "-v", "-t", "build-1", "@muxgate_owner"])
-            .trim(),
-        "test"
+    assert!(
+        tmux.ok(&["show-options", "-t", "build-1"])
+            .lines()
+            .all(|l| !l.starts_with('@')),
+        "ownership is the gateway's record, not a tmux option"
     );
     assert_eq!(
         tmux.ok(&[
@@ -293,14 +294,19 @@ async fn create_session_is_detached_tagged_and_configured() {
         "A=1"
     );
 
-    // A taken name is a conflict, and the existing session is not re-tagged.
+    // A taken name is a conflict, and the existing session does not become the caller's.
     tmux.ok(&["new-session", "-d", "-s", "human"]);
     let taken = err(&client, "create_session", json!({"name": "human"})).await;
     assert_eq!(taken["kind"], "conflict", "{taken}");
-    let owner = tmux.tmux(&["show-options", "-v", "-t", "human", "@muxgate_owner"]);
-    assert!(
-        String::from_utf8_lossy(&owner.stdout).trim().is_empty(),
-        "a failed create tagged someone else's session"
+    let human = ok(
+        &client,
+        "list_sessions",
+        json!({"filters": {"name": "human"}}),
+    )
+    .await;
+    assert_eq!(
+        human["sessions"][0]["created_by_you"], false,
+        "a failed create made someone else's session the caller's"
     );
 
     for (args, needle) in [
@@ -403,11 +409,6 @@ async fn create_session_starts_a_server_that_is_not_running() {
     let listed = ok(&client, "list_sessions", json!({})).await;
     assert_eq!(names(&listed), ["first"]);
     assert_eq!(listed["sessions"][0]["created_by_you"], true);
-    assert_eq!(
-        tmux.ok(&["show-options", "-v", "-t", "first", "@muxgate_owner"])
-            .trim(),
-        "test"
-    );
     // Values ending in `;` survive tmux's argv parsing.
     assert_eq!(
         tmux.ok(&["list-windows", "-t", "first", "-F", "#{window_name}"])
@@ -542,4 +543,42 @@ async fn kill_and_rename_sessions() {
         "mux:admin",
     )
     .await;
+}
+
+/// On a shared server every pane can run `tmux set`: ownership must not be a tmux option.
+/// Alice's own shell tries the adoption trick on bob's session, on every untagged session
+/// (`set -g`) and on a human's session, then alice lists what she sees.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ownership_cannot_be_rewritten_from_inside_a_pane() {
+    let tmux = TestTmux::start();
+    tmux.ok(&["new-session", "-d", "-s", "human"]);
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let writer = ["mux:read", "mux:write"];
+    let alice = legacy(&gateway, &token(&gateway, "alice", &writer, None, true)).await;
+    let bob = legacy(&gateway, &token(&gateway, "bob", &writer, None, true)).await;
+    ok(&bob, "create_session", json!({"name": "b-1"})).await;
+    let created = ok(&alice, "create_session", json!({"name": "a-1"})).await;
+    let pane = created["session"]["active_pane_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let attack = "tmux set -t b-1 @muxgate_owner alice; tmux set -t human @muxgate_owner alice; \
+                  tmux set -g @muxgate_owner alice; tmux show -v -t b-1 @muxgate_owner";
+    let ran = ok(
+        &alice,
+        "run_command",
+        json!({"target": pane, "command": attack, "timeout": 20}),
+    )
+    .await;
+    assert_eq!(ran["exit_status"], 0, "the shell can set options: {ran}");
+    assert_eq!(ran["output"], "alice\n", "{ran}");
+
+    let seen = ok(&alice, "list_sessions", json!({})).await;
+    assert_eq!(names(&seen), ["a-1"], "the tags changed nothing: {seen}");
+    let hidden = err(&alice, "capture_pane", json!({"target": "b-1"})).await;
+    assert_eq!(hidden["kind"], "not_found", "{hidden}");
+    let seen = ok(&bob, "list_sessions", json!({})).await;
+    assert_eq!(names(&seen), ["b-1"]);
+    assert_eq!(seen["sessions"][0]["created_by_you"], true);
 }

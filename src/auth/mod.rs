@@ -8,6 +8,7 @@
 //! - [`principal`], [`policy`], [`pattern`]: scopes → tiers, target ACLs, and the pure policy
 //!   decisions tools ask before acting;
 //! - [`session`]: binding MCP sessions to the `sub` that opened them;
+//! - [`owners`]: which client created which session (gateway state, not a tmux option);
 //! - [`mint`]: minting tokens with the gateway's key.
 //!
 //! There is no "authentication off" switch: every configuration verifies a key.
@@ -50,6 +51,7 @@ pub mod config;
 mod keys;
 pub mod metadata;
 pub mod mint;
+pub mod owners;
 pub mod pattern;
 pub mod policy;
 pub mod principal;
@@ -61,8 +63,8 @@ pub use config::{AuthConfig, AuthConfigError, ClientPolicyConfig, JwtAlgorithm};
 pub use metadata::ProtectedResource;
 pub use mint::{MintError, MintRequest, TokenMinter, generate_secret, parse_ttl};
 pub use policy::{
-    Denied, OWNER_OPTION, SessionRef, can_call, can_name_session, can_see_server, can_see_session,
-    check_server, check_session, is_reserved_option,
+    Denied, SessionRef, can_call, can_name_session, can_see_server, can_see_session, check_server,
+    check_session,
 };
 pub use principal::{Principal, SCOPE_ADMIN, SCOPE_READ, SCOPE_WRITE, TargetAcl, Tier};
 pub use session::{SessionBindings, bind_sessions};

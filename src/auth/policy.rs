@@ -7,47 +7,26 @@
 //!   every `tools/call` asks again. A refused call is answered with an **`isError` tool result**
 //!   whose text is [`Denied`]'s message naming the missing scope (not HTTP 403: the HTTP layer
 //!   does not parse JSON-RPC, and the listing already hides what a client cannot call).
-//! - **Servers.** Visible if the principal's server patterns allow the configured name.
-//! - **Sessions.** A session is visible if its server is, and either its owner tag equals the
-//!   principal's `sub`, or — in `own_sessions` mode — the session patterns grant its name
+//! - **Servers.** In workspace mode, the principal's own workspace always, and a configured
+//!   server when the server patterns grant it explicitly; otherwise a configured server when
+//!   the server patterns allow its name.
+//! - **Sessions.** A session is visible if its server is, and either its owner is the
+//!   principal, or — in `own_sessions` mode — the session patterns grant its name
 //!   explicitly, or — otherwise — the session patterns allow its name. Windows and panes
 //!   follow their session. Invisible objects are reported exactly like missing ones, so a
 //!   client cannot probe for what it may not see.
-//! - **Ownership.** Sessions created through the gateway carry the tmux user option
-//!   [`OWNER_OPTION`] set to the creator's `sub` (read back with the format
-//!   `#{@muxgate_owner}`; empty means unowned). Clients must never be able to set options
-//!   named by [`is_reserved_option`], or they could adopt other clients' sessions.
+//! - **Ownership** is the gateway's own record ([`super::owners`]): nothing a pane runs can
+//!   change it.
 
 use super::principal::{Principal, Tier};
 
-/// tmux user option holding the `sub` of the client that created a session.
-pub const OWNER_OPTION: &str = "@muxgate_owner";
-
-/// Prefix of the user options the gateway reserves for itself.
-const RESERVED_OPTION_PREFIX: &str = "@muxgate_";
-
-/// Whether a tmux option name is reserved for the gateway (clients may not set or unset it).
-pub fn is_reserved_option(name: &str) -> bool {
-    name.starts_with(RESERVED_OPTION_PREFIX)
-}
-
-/// A session as policy sees it: its name and the owner tag read from tmux.
+/// A session as policy sees it: its name and the client that created it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SessionRef<'a> {
     /// The session name.
     pub name: &'a str,
-    /// The value of [`OWNER_OPTION`], `None` when unset or empty.
+    /// The `sub` that created it through the gateway, if one did.
     pub owner: Option<&'a str>,
-}
-
-impl<'a> SessionRef<'a> {
-    /// A session with an owner tag as read from tmux (an empty value means unowned).
-    pub fn new(name: &'a str, owner_tag: &'a str) -> Self {
-        Self {
-            name,
-            owner: (!owner_tag.is_empty()).then_some(owner_tag),
-        }
-    }
 }
 
 /// A refused call or target. `Display` is the text of the `isError` result.
@@ -209,6 +188,14 @@ mod tests {
         Principal::new("alice", scopes.iter().copied())
     }
 
+    /// A session with an owner (`""`: created outside the gateway).
+    fn session<'a>(name: &'a str, owner: &'a str) -> SessionRef<'a> {
+        SessionRef {
+            name,
+            owner: (!owner.is_empty()).then_some(owner),
+        }
+    }
+
     fn pats(list: &[&str]) -> Vec<NamePattern> {
         list.iter().map(|p| NamePattern::new(p).unwrap()).collect()
     }
@@ -252,24 +239,21 @@ mod tests {
         assert_eq!(err.kind(), "server_not_visible");
         assert!(err.to_string().starts_with("unknown server `prod`"));
         // A session on an invisible server is invisible whatever its name or owner.
-        assert!(!can_see_session(&p, "prod", SessionRef::new("x", "alice")));
-        assert_eq!(
-            check_session(&p, "prod", SessionRef::new("x", "")),
-            Err(err)
-        );
+        assert!(!can_see_session(&p, "prod", session("x", "alice")));
+        assert_eq!(check_session(&p, "prod", session("x", "")), Err(err));
     }
 
     #[test]
     fn session_patterns_without_ownership_mode() {
         let mut p = principal(&[SCOPE_WRITE]);
-        assert!(can_see_session(&p, "s", SessionRef::new("any", "")));
-        assert!(can_see_session(&p, "s", SessionRef::new("any", "bob")));
+        assert!(can_see_session(&p, "s", session("any", "")));
+        assert!(can_see_session(&p, "s", session("any", "bob")));
         p.acl.sessions.restrict(pats(&["ci-*"]));
-        assert!(can_see_session(&p, "s", SessionRef::new("ci-1", "bob")));
-        assert!(!can_see_session(&p, "s", SessionRef::new("prod", "")));
+        assert!(can_see_session(&p, "s", session("ci-1", "bob")));
+        assert!(!can_see_session(&p, "s", session("prod", "")));
         // Its own sessions stay visible even if renamed outside the patterns.
-        assert!(can_see_session(&p, "s", SessionRef::new("prod", "alice")));
-        let err = check_session(&p, "s", SessionRef::new("prod", "bob")).unwrap_err();
+        assert!(can_see_session(&p, "s", session("prod", "alice")));
+        let err = check_session(&p, "s", session("prod", "bob")).unwrap_err();
         assert_eq!(err.kind(), "session_not_visible");
     }
 
@@ -277,24 +261,24 @@ mod tests {
     fn own_sessions_mode_hides_what_others_created() {
         let mut p = principal(&[SCOPE_WRITE]);
         p.acl.own_sessions = true;
-        assert!(can_see_session(&p, "s", SessionRef::new("mine", "alice")));
-        assert!(!can_see_session(&p, "s", SessionRef::new("theirs", "bob")));
-        assert!(!can_see_session(&p, "s", SessionRef::new("human", "")));
+        assert!(can_see_session(&p, "s", session("mine", "alice")));
+        assert!(!can_see_session(&p, "s", session("theirs", "bob")));
+        assert!(!can_see_session(&p, "s", session("human", "")));
         // An explicit grant by name opens others' sessions again.
         p.acl.sessions.restrict(pats(&["shared-*"]));
-        assert!(can_see_session(&p, "s", SessionRef::new("shared-1", "bob")));
-        assert!(can_see_session(&p, "s", SessionRef::new("shared-2", "")));
-        assert!(!can_see_session(&p, "s", SessionRef::new("theirs", "bob")));
-        assert!(can_see_session(&p, "s", SessionRef::new("mine", "alice")));
+        assert!(can_see_session(&p, "s", session("shared-1", "bob")));
+        assert!(can_see_session(&p, "s", session("shared-2", "")));
+        assert!(!can_see_session(&p, "s", session("theirs", "bob")));
+        assert!(can_see_session(&p, "s", session("mine", "alice")));
     }
 
     #[test]
     fn owner_tag_must_match_exactly() {
         let mut p = principal(&[SCOPE_WRITE]);
         p.acl.own_sessions = true;
-        assert!(!can_see_session(&p, "s", SessionRef::new("x", "alice2")));
-        assert!(!can_see_session(&p, "s", SessionRef::new("x", "Alice")));
-        assert!(!can_see_session(&p, "s", SessionRef::new("x", "alic")));
+        assert!(!can_see_session(&p, "s", session("x", "alice2")));
+        assert!(!can_see_session(&p, "s", session("x", "Alice")));
+        assert!(!can_see_session(&p, "s", session("x", "alic")));
     }
 
     #[test]
@@ -305,13 +289,5 @@ mod tests {
         assert_eq!(can_name_session(&p, "ci-9"), Ok(()));
         let err = can_name_session(&p, "prod").unwrap_err();
         assert_eq!(err.kind(), "session_name_not_allowed");
-    }
-
-    #[test]
-    fn reserved_options() {
-        assert!(is_reserved_option(OWNER_OPTION));
-        assert!(is_reserved_option("@muxgate_anything"));
-        assert!(!is_reserved_option("@user_option"));
-        assert!(!is_reserved_option("status"));
     }
 }

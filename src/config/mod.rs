@@ -40,6 +40,7 @@ pub use crate::mux::tmux::TmuxSocket;
 use crate::mux::zellij::backend::ZellijServerSpec;
 use crate::mux::zellij::cli::ZellijEnv;
 use crate::mux::zellij::ids::SessionName as ZellijSessionName;
+use crate::state::StateConfig;
 use crate::telemetry::{LogConfig, MetricsConfig, OtelConfig};
 use crate::workspace::WorkspacesConfig;
 pub use layers::{EnvError, Origin};
@@ -70,36 +71,6 @@ pub struct Config {
     /// The file this configuration was read from (none: the embedded default alone).
     #[serde(skip)]
     pub source_file: Option<PathBuf>,
-}
-
-/// `[state]`: where the gateway keeps what must outlive a restart.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StateConfig {
-    /// Default: `$XDG_STATE_HOME/muxgate`, else `$HOME/.local/state/muxgate`.
-    #[serde(default)]
-    pub dir: Option<PathBuf>,
-}
-
-impl StateConfig {
-    /// The state directory: the configured one, else the default from `env` (a variable
-    /// lookup, typically `std::env::var_os`).
-    pub fn resolve(
-        &self,
-        env: impl Fn(&str) -> Option<std::ffi::OsString>,
-    ) -> Result<PathBuf, String> {
-        if let Some(dir) = &self.dir {
-            return Ok(dir.clone());
-        }
-        let absolute = |var: &str| env(var).map(PathBuf::from).filter(|p| p.is_absolute());
-        if let Some(state) = absolute("XDG_STATE_HOME") {
-            return Ok(state.join("muxgate"));
-        }
-        if let Some(home) = absolute("HOME") {
-            return Ok(home.join(".local/state/muxgate"));
-        }
-        Err("state.dir is not set and neither XDG_STATE_HOME nor HOME is: set state.dir".into())
-    }
 }
 
 /// `[http]`: the listener and what it accepts.

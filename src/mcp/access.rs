@@ -10,7 +10,8 @@
 //! Not here: the scope check (tiers) and rate limits, which [`super::call`] applies to every
 //! call before a tool runs.
 
-use crate::auth::{OWNER_OPTION, SessionRef, can_see_session, check_server, check_session};
+use crate::auth::owners::{OwnerScope, SessionKey, SessionOwners};
+use crate::auth::{SessionRef, can_see_session, check_server, check_session};
 use crate::limits::Limits;
 use crate::mux::tmux::format::{row_format, split_row};
 use crate::mux::tmux::target::{Target, TargetError};
@@ -32,6 +33,9 @@ pub struct TmuxAccess<'a> {
     pub limits: &'a Limits,
     /// The limits of the caller's workspace, when `server` is it.
     pub workspace: Option<WorkspaceLimits>,
+    /// Who created which session, and this server's part of that table.
+    pub owners: &'a SessionOwners,
+    pub scope: OwnerScope,
 }
 
 /// Where a target lives, as tmux reports it.
@@ -39,8 +43,8 @@ pub struct TmuxAccess<'a> {
 pub struct Resolved {
     pub session_id: SessionId,
     pub session_name: String,
-    /// The owner tag ([`OWNER_OPTION`]), empty when the session was not created via muxgate.
-    pub owner: String,
+    /// The client that created the session through the gateway, if one did.
+    pub owner: Option<String>,
     /// The window (for a pane or window target; the active window for a session target).
     pub window_id: WindowId,
     /// The pane (the pane itself, or the active pane of the window / session's active window).
@@ -92,12 +96,16 @@ impl McpServer {
         if !visible.contains(&name) {
             return Err(unknown());
         }
-        let (server, workspace) = match &state.workspaces {
+        let (server, workspace, scope) = match &state.workspaces {
             Some(workspaces) if name == workspace::SERVER_NAME => {
                 let server = workspace_server(workspaces, &call.principal.workspace).await?;
-                (server, Some(*workspaces.limits()))
+                let scope = OwnerScope::workspace(&call.principal.workspace);
+                (server, Some(*workspaces.limits()), scope)
             }
-            _ => (state.tmux.server(name).cloned().ok_or_else(unknown)?, None),
+            _ => {
+                let server = state.tmux.server(name).cloned().ok_or_else(unknown)?;
+                (server, None, OwnerScope::configured(name))
+            }
         };
         Ok(TmuxAccess {
             server,
@@ -105,6 +113,8 @@ impl McpServer {
             caller: call.caller(&state.limits),
             limits: &state.limits,
             workspace,
+            owners: &state.owners,
+            scope,
         })
     }
 }
@@ -172,12 +182,26 @@ impl TmuxAccess<'_> {
         acl.own_sessions || !acl.sessions.is_unrestricted()
     }
 
+    /// The client that created `session` (named `name`) through the gateway, if one did.
+    pub fn owner(&self, session: &SessionKey, name: &str) -> Option<String> {
+        self.owners.owner(&self.scope, session, name)
+    }
+
+    /// Whether the caller created `session` (named `name`) through the gateway.
+    pub fn created_by_caller(&self, session: &SessionKey, name: &str) -> bool {
+        self.owner(session, name).as_deref() == Some(self.call.sub())
+    }
+
     /// Whether the caller may see a session (for filtering listings).
-    pub fn can_see(&self, session_name: &str, owner: &str) -> bool {
+    pub fn can_see(&self, session_name: &str, session: &SessionKey) -> bool {
+        let owner = self.owner(session, session_name);
         can_see_session(
             &self.call.principal,
             self.server_name(),
-            SessionRef::new(session_name, owner),
+            SessionRef {
+                name: session_name,
+                owner: owner.as_deref(),
+            },
         )
     }
 
@@ -185,12 +209,12 @@ impl TmuxAccess<'_> {
     pub async fn resolve(&self, target: &Target) -> Result<Resolved, ToolError> {
         let fields = [
             "session_id",
-            "session_name",
+            "session_created",
             "window_id",
             "window_active",
             "pane_id",
             "pane_active",
-            OWNER_OPTION,
+            "session_name",
         ];
         let mut command = TmuxCommand::new("list-panes");
         if matches!(target, Target::Session(_)) {
@@ -220,12 +244,16 @@ impl TmuxAccess<'_> {
             })
             .or_else(|| rows.first())
             .ok_or_else(|| not_found(target))?;
+        let key = SessionKey {
+            id: row[0].clone(),
+            created: row[1].parse().map_err(|_| not_found(target))?,
+        };
         let resolved = Resolved {
             session_id: row[0].parse().map_err(|_| not_found(target))?,
-            session_name: row[1].clone(),
+            owner: self.owner(&key, &row[6]),
+            session_name: row[6].clone(),
             window_id: row[2].parse().map_err(|_| not_found(target))?,
             pane_id: row[4].parse().map_err(|_| not_found(target))?,
-            owner: row[6].clone(),
         };
         if let Target::Pane(pane) = target
             && resolved.pane_id != *pane
@@ -235,7 +263,10 @@ impl TmuxAccess<'_> {
         check_session(
             &self.call.principal,
             self.server_name(),
-            SessionRef::new(&resolved.session_name, &resolved.owner),
+            SessionRef {
+                name: &resolved.session_name,
+                owner: resolved.owner.as_deref(),
+            },
         )
         .map_err(|_| not_found(target))?;
         Ok(resolved)

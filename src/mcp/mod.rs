@@ -55,6 +55,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio_util::sync::CancellationToken;
 
 use crate::audit::AuditLog;
+use crate::auth::owners::SessionOwners;
 use crate::config::Config;
 use crate::limits::Limits;
 use crate::mux::tmux::TmuxEngine;
@@ -86,6 +87,8 @@ pub struct McpState {
     /// Where the gateway itself runs, when inside tmux (see [`self_guard`]).
     pub self_location: Option<self_guard::SelfLocation>,
     pub metrics: Arc<Metrics>,
+    /// Who created which session (gateway state, saved in the state directory).
+    pub owners: Arc<SessionOwners>,
     /// Each tenant's own sandboxed tmux server, in workspace mode.
     pub workspaces: Option<Workspaces>,
     /// Cancelled when the gateway begins shutting down; waits end on it (see

@@ -15,7 +15,7 @@ use serde::Serialize;
 pub use super::access::not_found;
 use super::access::{TmuxAccess, engine_error, list_hint, missing_as_not_found};
 use super::error::{ToolError, ToolErrorKind};
-use crate::auth::OWNER_OPTION;
+use crate::auth::owners::SessionKey;
 use crate::mux::tmux::format::{flag, row_format, split_row};
 use crate::mux::tmux::ops::buffer::transient_buffer_name;
 use crate::mux::tmux::ops::capture::{CaptureRange, CapturedText, shape_capture};
@@ -90,7 +90,7 @@ pub const PANE_FIELDS: [&str; 24] = [
     "pane_in_mode",
     "pane_mode",
     "pane_tty",
-    OWNER_OPTION,
+    "session_created",
     "session_name",
     "window_name",
     "pane_title",
@@ -127,18 +127,18 @@ pub const PANE_INFO_FIELDS: [&str; 24] = [
     "created_by_you",
 ];
 
-/// A pane row with its session's owner tag (for the ACL check).
+/// A pane row with its session as the ownership table knows it (for the ACL check).
 #[derive(Debug, Clone)]
 pub struct PaneRow {
     pub info: PaneInfo,
     pub pane: PaneId,
-    pub owner: String,
+    pub session: SessionKey,
 }
 
 impl PaneRow {
-    /// Parses one `list-panes` row of [`PANE_FIELDS`]; `sub` is the caller (for
-    /// `created_by_you`).
-    pub fn parse(line: &[u8], sub: &str) -> Option<Self> {
+    /// Parses one `list-panes` row of [`PANE_FIELDS`] (`created_by_you` false: see
+    /// [`Self::for_caller`]).
+    pub fn parse(line: &[u8]) -> Option<Self> {
         let f = split_row(line, PANE_FIELDS.len())?;
         let pane: PaneId = f[0].parse().ok()?;
         let number = |i: usize| f[i].parse::<u32>().unwrap_or(0);
@@ -162,7 +162,7 @@ impl PaneRow {
             in_mode: flag(&f[15]),
             mode: f[16].clone(),
             tty: f[17].clone(),
-            created_by_you: !f[18].is_empty() && f[18] == sub,
+            created_by_you: false,
             session_name: f[19].clone(),
             window_name: f[20].clone(),
             title: f[21].clone(),
@@ -170,10 +170,23 @@ impl PaneRow {
             current_path: f[23].clone(),
         };
         Some(Self {
+            session: SessionKey {
+                id: info.session_id.clone(),
+                created: f[18].parse().ok()?,
+            },
             info,
             pane,
-            owner: f[18].clone(),
         })
+    }
+
+    /// The row as the caller sees it: `None` when its session is hidden from the caller, else
+    /// with `created_by_you` set.
+    pub fn for_caller(mut self, tmux: &TmuxAccess<'_>) -> Option<Self> {
+        if !tmux.can_see(&self.info.session_name, &self.session) {
+            return None;
+        }
+        self.info.created_by_you = tmux.created_by_caller(&self.session, &self.info.session_name);
+        Some(self)
     }
 }
 
@@ -216,8 +229,7 @@ pub async fn pane_rows(
     })?;
     Ok(lines
         .iter()
-        .filter_map(|line| PaneRow::parse(line, tmux.call.sub()))
-        .filter(|row| tmux.can_see(&row.info.session_name, &row.owner))
+        .filter_map(|line| PaneRow::parse(line)?.for_caller(tmux))
         .collect())
 }
 
@@ -463,16 +475,22 @@ mod tests {
             "1",
             "copy-mode",
             "/dev/pts/3",
-            "agent",
+            "1700000000",
             "main",
             "editor",
             "my title",
             "vim",
             "/home/u/a\u{1f}b",
         ]);
-        let parsed = PaneRow::parse(&line, "agent").unwrap();
+        let parsed = PaneRow::parse(&line).unwrap();
         assert_eq!(parsed.pane, PaneId(3));
-        assert_eq!(parsed.owner, "agent");
+        assert_eq!(
+            parsed.session,
+            SessionKey {
+                id: "$0".into(),
+                created: 1_700_000_000
+            }
+        );
         let info = parsed.info;
         assert_eq!(
             (info.index, info.window_index, info.width, info.left),
@@ -480,25 +498,21 @@ mod tests {
         );
         assert!(info.active && !info.window_active && info.zoomed && info.dead && info.in_mode);
         assert_eq!(info.dead_status, Some(2));
-        assert!(info.created_by_you);
+        assert!(!info.created_by_you, "only the ownership table can say");
         assert_eq!(info.current_path, "/home/u/a\u{1f}b");
         assert_eq!(
             (info.session_name.as_str(), info.title.as_str()),
             ("main", "my title")
         );
-        assert!(!PaneRow::parse(&line, "other").unwrap().info.created_by_you);
-        assert!(PaneRow::parse(b"%3\x1f1", "agent").is_none());
+        assert!(PaneRow::parse(b"%3\x1f1").is_none());
     }
 
     #[test]
     fn filter_fields_are_the_output_fields() {
-        let info = PaneRow::parse(
-            &row(&[
-                "%1", "0", "$0", "@0", "0", "1", "1", "0", "1", "1", "0", "0", "1", "0", "", "0",
-                "", "", "", "s", "w", "t", "c", "p",
-            ]),
-            "x",
-        )
+        let info = PaneRow::parse(&row(&[
+            "%1", "0", "$0", "@0", "0", "1", "1", "0", "1", "1", "0", "0", "1", "0", "", "0", "",
+            "", "1", "s", "w", "t", "c", "p",
+        ]))
         .unwrap()
         .info;
         let value = serde_json::to_value(&info).unwrap();

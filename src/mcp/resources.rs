@@ -36,7 +36,8 @@ use super::error::{ToolError, ToolErrorKind};
 use super::tools::session::{SessionDetail, SessionInfo, find_session, list_session_rows};
 use super::tools::window::{WindowInfo, list_window_rows};
 use crate::audit::{Outcome, ToolCall};
-use crate::auth::{OWNER_OPTION, Tier};
+use crate::auth::Tier;
+use crate::auth::owners::SessionKey;
 use crate::mux::tmux::format::{flag, row_format, split_row};
 use crate::mux::tmux::target::{SessionSel, Target};
 use crate::mux::tmux::{BatchMode, CommandOutcome, PaneId, TmuxCommand};
@@ -263,12 +264,13 @@ pub struct PaneSummary {
 }
 
 /// `-F` fields of a pane row: session name early (the ACL needs it unshifted), free text late,
-/// the owner tag last.
+/// the path last.
 const PANE_FIELDS: [&str; 14] = [
     "pane_id",
     "pane_index",
     "window_id",
     "session_id",
+    "session_created",
     "session_name",
     "pane_active",
     "pane_width",
@@ -278,11 +280,10 @@ const PANE_FIELDS: [&str; 14] = [
     "pane_current_command",
     "pane_title",
     "pane_current_path",
-    OWNER_OPTION,
 ];
 
-/// Parses a pane row and its owner tag.
-fn parse_pane_row(line: &[u8]) -> Option<(PaneSummary, String)> {
+/// Parses a pane row and its session as the ownership table knows it.
+fn parse_pane_row(line: &[u8]) -> Option<(PaneSummary, SessionKey)> {
     let f = split_row(line, PANE_FIELDS.len())?;
     Some((
         PaneSummary {
@@ -290,17 +291,20 @@ fn parse_pane_row(line: &[u8]) -> Option<(PaneSummary, String)> {
             index: f[1].parse().unwrap_or(0),
             window_id: f[2].clone(),
             session_id: f[3].clone(),
-            session_name: f[4].clone(),
-            active: flag(&f[5]),
-            width: f[6].parse().unwrap_or(0),
-            height: f[7].parse().unwrap_or(0),
-            pid: f[8].parse().unwrap_or(0),
-            dead: flag(&f[9]),
-            current_command: f[10].clone(),
-            title: f[11].clone(),
-            current_path: f[12].clone(),
+            session_name: f[5].clone(),
+            active: flag(&f[6]),
+            width: f[7].parse().unwrap_or(0),
+            height: f[8].parse().unwrap_or(0),
+            pid: f[9].parse().unwrap_or(0),
+            dead: flag(&f[10]),
+            current_command: f[11].clone(),
+            title: f[12].clone(),
+            current_path: f[13].clone(),
         },
-        f[13].clone(),
+        SessionKey {
+            id: f[3].clone(),
+            created: f[4].parse().ok()?,
+        },
     ))
 }
 
@@ -319,7 +323,7 @@ fn list_panes_command(window: Option<&str>) -> Result<TmuxCommand, ToolError> {
 fn visible_panes(tmux: &TmuxAccess<'_>, rows: &[Vec<u8>]) -> Vec<PaneSummary> {
     rows.iter()
         .filter_map(|row| parse_pane_row(row))
-        .filter(|(pane, owner)| tmux.can_see(&pane.session_name, owner))
+        .filter(|(pane, session)| tmux.can_see(&pane.session_name, session))
         .map(|(pane, _)| pane)
         .collect()
 }

@@ -97,7 +97,10 @@ impl ZellijAccess<'_> {
         can_see_session(
             &self.call.principal,
             self.server_name(),
-            SessionRef::new(session.as_str(), ""),
+            SessionRef {
+                name: session.as_str(),
+                owner: None,
+            },
         )
     }
 

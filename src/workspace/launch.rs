@@ -14,10 +14,11 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use super::host::Host;
-use super::layout::{Layout, write_private};
+use super::layout::Layout;
 use super::sandbox::{ProcessLimits, server_command, server_env};
 use crate::mux::tmux::RunAs;
 use crate::mux::tmux::spawn::become_user;
+use crate::state::write_private;
 
 /// The file recording the sandbox process, in the workspace's directory.
 const PID_FILE: &str = "server.pid";

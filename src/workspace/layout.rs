@@ -15,7 +15,7 @@
 
 use std::fs;
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use super::name::WorkspaceName;
 use super::sandbox::WorkspaceDirs;
 use crate::mux::tmux::RunAs;
+use crate::state::write_private;
 
 /// A workspace's record, written when it is created.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -220,23 +221,6 @@ fn make_private_dir(path: &Path, owner: Option<RunAsRecord>) -> io::Result<()> {
         std::os::unix::fs::chown(path, Some(owner.uid), Some(owner.gid))?;
     }
     fs::set_permissions(path, fs::Permissions::from_mode(0o700))
-}
-
-/// Writes a file only the gateway can read (created `0600`, replaced atomically).
-pub fn write_private(path: &Path, contents: &[u8]) -> io::Result<()> {
-    use std::io::Write;
-    let temp = path.with_extension("tmp");
-    {
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&temp)?;
-        file.write_all(contents)?;
-        file.sync_all()?;
-    }
-    fs::rename(&temp, path)
 }
 
 #[cfg(test)]

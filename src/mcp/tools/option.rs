@@ -2,8 +2,6 @@
 //! window or pane level.
 //!
 //! Rules beyond tmux's own:
-//! - options reserved for the gateway (`@muxgate_*`, e.g. the owner tag) can be neither read nor
-//!   written: writing one would let a client adopt another client's session;
 //! - hooks are options in tmux, but they run commands later, outside any call and after the
 //!   caller has gone, so set_option refuses them (show_hooks reads them);
 //! - values containing `#(` are refused: tmux runs the shell command inside when it expands the
@@ -20,7 +18,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::support::{build, is_env_name, require_every_session, shorten};
-use crate::auth::is_reserved_option;
 use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, parse_target};
 use crate::mcp::call::CallContext;
@@ -209,20 +206,6 @@ pub(crate) fn check_option_name(name: &str) -> Result<(), ToolError> {
         ),
         "check the name against tmux's option list",
     ))
-}
-
-fn refuse_reserved(name: &str) -> Result<(), ToolError> {
-    if is_reserved_option(name) {
-        return Err(ToolError::new(
-            ToolErrorKind::Forbidden,
-            format!(
-                "option {:?} is reserved for the gateway and cannot be read or changed",
-                shorten(name)
-            ),
-            "use another option name (user options start with @)",
-        ));
-    }
-    Ok(())
 }
 
 /// The error for an option tmux does not know.
@@ -453,8 +436,7 @@ impl McpServer {
             Read-only: no change to any human's view. `scope` says which kind of option; \
             `target` names the object (not for scope server or with `global: true`). Returns \
             the value in effect there, inherited from the global default when the object has \
-            none of its own. A user option (`@name`) that is not set gives no value. Options \
-            reserved for the gateway (`@muxgate_*`) cannot be read.",
+            none of its own. A user option (`@name`) that is not set gives no value.",
         annotations(
             title = "Show option",
             read_only_hint = true,
@@ -469,7 +451,6 @@ impl McpServer {
         Parameters(input): Parameters<ShowOptionInput>,
     ) -> Result<Json<ShowOptionOutput>, ToolError> {
         check_option_name(&input.option)?;
-        refuse_reserved(&input.option)?;
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let place = scope_target(&tmux, input.scope, input.global, input.target.as_deref()).await?;
         let mut command = place.apply(TmuxCommand::new("show-options").flag("-v"));
@@ -509,8 +490,7 @@ impl McpServer {
             line, colours, key mode). `scope` says which kind of option; `target` names the \
             object; `global: true` sets the default for all. Give `value`, or `unset: true` to \
             fall back to the global default. Server and global changes need access to every \
-            session of the server. Refused: options reserved for the gateway (`@muxgate_*`), \
-            hooks (they would run commands later; hooks are read-only here, see show_hooks), \
+            session of the server. Refused: hooks (they would run commands later; hooks are read-only here, see show_hooks), \
             and values containing `#(` (shell commands in formats). Check the result with \
             show_option.",
         annotations(
@@ -527,7 +507,6 @@ impl McpServer {
         Parameters(input): Parameters<SetOptionInput>,
     ) -> Result<Json<SetOptionOutput>, ToolError> {
         check_option_name(&input.option)?;
-        refuse_reserved(&input.option)?;
         if is_hook_name(&input.option) {
             return Err(ToolError::new(
                 ToolErrorKind::Forbidden,
@@ -716,8 +695,6 @@ mod tests {
         assert!(is_hook_name("session-created"));
         assert!(!is_hook_name("pane-border-style"));
         assert!(!is_hook_name("window-size"));
-        assert!(refuse_reserved("@muxgate_owner").is_err());
-        assert!(refuse_reserved("@mine").is_ok());
     }
 
     #[test]

@@ -354,7 +354,7 @@ impl McpServer {
         let lines = tmux.run(command, list_hint(&target)).await?;
         let row = lines
             .first()
-            .and_then(|line| PaneRow::parse(line, tmux.call.sub()))
+            .and_then(|line| PaneRow::parse(line)?.for_caller(&tmux))
             .ok_or_else(|| not_found(&target))?;
         Ok(Json(row.info))
     }
@@ -507,7 +507,7 @@ impl McpServer {
         };
         let active_pane = rows
             .iter()
-            .filter_map(|line| PaneRow::parse(line, tmux.call.sub()))
+            .filter_map(|line| PaneRow::parse(line)?.for_caller(&tmux))
             .find(|r| r.info.active)
             .ok_or_else(|| not_found(&target))?
             .info;

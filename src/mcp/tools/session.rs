@@ -1,8 +1,9 @@
 //! Tools that act on tmux sessions: list, inspect, create, rename, kill.
 //!
 //! Sessions created here are detached (no human client is attached, switched or resized) and
-//! carry the owner tag ([`OWNER_OPTION`]) set in the same command line as the creation, so no
-//! moment exists in which the session is untagged. When no tmux server runs, the control-mode
+//! recorded as the creator's in the gateway's ownership table ([`crate::auth::owners`]); the
+//! name is claimed before tmux creates the session, so no moment exists in which it is shown
+//! unowned. When no tmux server runs, the control-mode
 //! engine cannot attach; `create_session` then starts the server with one subprocess (see
 //! [`crate::mux::tmux::start`]) and waits until the engine reaches it.
 
@@ -21,8 +22,9 @@ use super::support::{
     validate_start_directory, validate_window_size,
 };
 use super::window::{WindowInfo, list_window_rows};
+use crate::auth::can_name_session;
+use crate::auth::owners::SessionKey;
 use crate::auth::pattern::NamePattern;
-use crate::auth::{OWNER_OPTION, can_name_session};
 use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, engine_error, parse_target};
 use crate::mcp::call::CallContext;
@@ -31,7 +33,7 @@ use crate::mcp::self_guard::Kill;
 use crate::mux::tmux::command::escape_format;
 use crate::mux::tmux::format::{row_format, split_row};
 use crate::mux::tmux::spawn::TERM_MARKER_PREFIX;
-use crate::mux::tmux::start::{ARGV_SEPARATOR, argv_value, run_starting_server};
+use crate::mux::tmux::start::{argv_value, run_starting_server};
 use crate::mux::tmux::target::{SessionName, SessionSel, Target};
 use crate::mux::tmux::{BatchMode, CommandOutcome, ConnectError, EngineError, TmuxCommand};
 
@@ -122,8 +124,8 @@ pub struct SessionInfo {
     pub created_by_you: bool,
 }
 
-/// `-F` fields of a session row; the owner tag (free text) last.
-pub(crate) const SESSION_FIELDS: [&str; 9] = [
+/// `-F` fields of a session row; the name (free text) last.
+pub(crate) const SESSION_FIELDS: [&str; 8] = [
     "session_id",
     "session_windows",
     "session_attached",
@@ -132,33 +134,33 @@ pub(crate) const SESSION_FIELDS: [&str; 9] = [
     "window_id",
     "pane_id",
     "session_name",
-    OWNER_OPTION,
 ];
 
-/// A session row and its owner tag (for the ACL).
-pub(crate) struct SessionRow {
-    pub info: SessionInfo,
-    pub owner: String,
+/// Parses one row printed with [`SESSION_FIELDS`] (`created_by_you` false: only the ownership
+/// table can tell).
+pub(crate) fn parse_session_row(line: &[u8]) -> Option<SessionInfo> {
+    let f = split_row(line, SESSION_FIELDS.len())?;
+    Some(SessionInfo {
+        id: f[0].clone(),
+        windows: f[1].parse().unwrap_or(0),
+        attached_clients: f[2].parse().unwrap_or(0),
+        created: f[3].parse().ok()?,
+        last_activity: f[4].parse().unwrap_or(0),
+        active_window_id: f[5].clone(),
+        active_pane_id: f[6].clone(),
+        name: f[7].clone(),
+        created_by_you: false,
+    })
 }
 
-/// Parses one row printed with [`SESSION_FIELDS`].
-pub(crate) fn parse_session_row(line: &[u8], sub: &str) -> Option<SessionRow> {
-    let f = split_row(line, SESSION_FIELDS.len())?;
-    let owner = f[8].clone();
-    Some(SessionRow {
-        info: SessionInfo {
-            id: f[0].clone(),
-            windows: f[1].parse().unwrap_or(0),
-            attached_clients: f[2].parse().unwrap_or(0),
-            created: f[3].parse().unwrap_or(0),
-            last_activity: f[4].parse().unwrap_or(0),
-            active_window_id: f[5].clone(),
-            active_pane_id: f[6].clone(),
-            name: f[7].clone(),
-            created_by_you: !owner.is_empty() && owner == sub,
-        },
-        owner,
-    })
+impl SessionInfo {
+    /// The session as the ownership table knows it.
+    pub(crate) fn key(&self) -> SessionKey {
+        SessionKey {
+            id: self.id.clone(),
+            created: self.created,
+        }
+    }
 }
 
 /// The `list-sessions` command with [`SESSION_FIELDS`].
@@ -166,12 +168,22 @@ pub(crate) fn list_sessions_command() -> Result<TmuxCommand, ToolError> {
     build(TmuxCommand::new("list-sessions").opt("-F", row_format(&SESSION_FIELDS)))
 }
 
-/// Keeps the rows the caller may see.
+/// Keeps the rows the caller may see, marking the ones it created. `rows` are every session
+/// of the server: ownerships of sessions no longer among them are forgotten.
 pub(crate) fn visible_sessions(tmux: &TmuxAccess<'_>, rows: &[Vec<u8>]) -> Vec<SessionInfo> {
-    rows.iter()
-        .filter_map(|row| parse_session_row(row, tmux.call.sub()))
-        .filter(|row| tmux.can_see(&row.info.name, &row.owner))
-        .map(|row| row.info)
+    let sessions: Vec<SessionInfo> = rows
+        .iter()
+        .filter_map(|row| parse_session_row(row))
+        .collect();
+    let live: Vec<SessionKey> = sessions.iter().map(SessionInfo::key).collect();
+    tmux.owners.retain(&tmux.scope, &live);
+    sessions
+        .into_iter()
+        .filter(|session| tmux.can_see(&session.name, &session.key()))
+        .map(|session| SessionInfo {
+            created_by_you: tmux.created_by_caller(&session.key(), &session.name),
+            ..session
+        })
         .collect()
 }
 
@@ -406,14 +418,8 @@ impl NewSession {
         })
     }
 
-    /// `=name:`: the session by exact name, in a form every command's target parser accepts.
-    fn exact_target(&self) -> String {
-        format!("={}:", self.name)
-    }
-
-    /// The control-mode commands: create, then tag the owner (chained: the tag is set only if
-    /// the session was created, so an existing session of that name is never re-tagged).
-    fn commands(&self, owner: &str) -> Result<Vec<TmuxCommand>, ToolError> {
+    /// The control-mode command that creates the session and prints its row.
+    fn command(&self) -> Result<TmuxCommand, ToolError> {
         let mut create = TmuxCommand::new("new-session")
             .flag("-d")
             .flag("-E")
@@ -435,16 +441,11 @@ impl NewSession {
         for (name, value) in &self.environment {
             create = create.opt("-e", format!("{name}={value}"));
         }
-        let tag = TmuxCommand::new("set-option")
-            .opt("-t", self.exact_target())
-            .end_of_options()
-            .arg(OWNER_OPTION)
-            .arg(owner);
-        Ok(vec![build(create)?, build(tag)?])
+        build(create)
     }
 
-    /// The same two commands as an argv command list for a `tmux` subprocess.
-    fn argv(&self, owner: &str) -> Vec<OsString> {
+    /// The same command as argv for a `tmux` subprocess.
+    fn argv(&self) -> Vec<OsString> {
         let mut args: Vec<OsString> = vec![
             "new-session".into(),
             "-d".into(),
@@ -471,15 +472,6 @@ impl NewSession {
         for (name, value) in &self.environment {
             args.extend(["-e".into(), argv_value(&format!("{name}={value}"))]);
         }
-        args.extend([
-            ARGV_SEPARATOR.into(),
-            "set-option".into(),
-            "-t".into(),
-            self.exact_target().into(),
-            "--".into(),
-            OWNER_OPTION.into(),
-            argv_value(owner),
-        ]);
         args
     }
 }
@@ -499,14 +491,14 @@ impl McpServer {
         let stdout = run_starting_server(
             &settings.tmux_bin,
             tmux.server.endpoint(),
-            spec.argv(tmux.call.sub()),
+            spec.argv(),
             settings.connect_timeout,
         )
         .await
         .map_err(|e| creation_failed(&e.to_string()))?;
         let row = stdout
             .lines()
-            .find_map(|line| parse_session_row(line.as_bytes(), tmux.call.sub()))
+            .find_map(|line| parse_session_row(line.as_bytes()))
             .ok_or_else(|| creation_failed("tmux did not report the new session"))?;
         let deadline = tokio::time::Instant::now() + ENGINE_WARMUP + settings.reconnect_backoff;
         while tokio::time::Instant::now() < deadline {
@@ -518,7 +510,7 @@ impl McpServer {
                 _ => break,
             }
         }
-        Ok(row.info)
+        Ok(row)
     }
 }
 
@@ -673,16 +665,16 @@ impl McpServer {
         if let Some(limits) = &tmux.workspace {
             check_session_limit(&tmux, limits.sessions).await?;
         }
-        let commands = spec.commands(call.sub())?;
-        let outcome = tmux
-            .server
-            .run_batch(&tmux.caller, commands, BatchMode::StopOnError, None)
-            .await;
+        let _claim = tmux
+            .owners
+            .claim_name(&tmux.scope, spec.name.as_str(), call.sub());
+        let outcome = tmux.server.run(&tmux.caller, spec.command()?).await;
         let (session, started_server) = match outcome {
-            Ok(outcomes) => (created_session(&outcomes, call.sub())?, false),
+            Ok(rows) => (created_session(&rows)?, false),
             Err(error) if server_absent(&error) => {
                 (self.start_server_with_session(&tmux, &spec).await?, true)
             }
+            Err(EngineError::Command(message)) => return Err(creation_failed(&message)),
             Err(error) => {
                 return Err(engine_error(
                     tmux.server_name(),
@@ -691,6 +683,7 @@ impl McpServer {
                 ));
             }
         };
+        tmux.owners.record(&tmux.scope, &session.key(), call.sub());
         Ok(Json(CreateSessionOutput {
             server: tmux.server_name().to_owned(),
             session: SessionInfo {
@@ -802,21 +795,11 @@ impl McpServer {
 }
 
 /// The session `new-session -P` reported, or why the chained creation failed.
-fn created_session(outcomes: &[CommandOutcome], sub: &str) -> Result<SessionInfo, ToolError> {
-    match outcomes {
-        [CommandOutcome::Ok(lines), CommandOutcome::Ok(_)] => lines
-            .iter()
-            .find_map(|line| parse_session_row(line, sub))
-            .map(|row| row.info)
-            .ok_or_else(|| creation_failed("tmux did not report the new session")),
-        [CommandOutcome::Failed(message), ..] => Err(creation_failed(message)),
-        [CommandOutcome::Ok(_), CommandOutcome::Failed(message)] => Err(ToolError::new(
-            ToolErrorKind::Internal,
-            format!("the session was created but could not be tagged as yours: {message}"),
-            "call list_sessions; kill the session if you cannot see it",
-        )),
-        _ => Err(creation_failed("tmux did not answer for every command")),
-    }
+/// The new session's row, printed by `new-session -P`.
+fn created_session(rows: &[Vec<u8>]) -> Result<SessionInfo, ToolError> {
+    rows.iter()
+        .find_map(|line| parse_session_row(line))
+        .ok_or_else(|| creation_failed("tmux did not report the new session"))
 }
 
 #[cfg(test)]
@@ -836,34 +819,21 @@ mod tests {
     }
 
     #[test]
-    fn rows_parse_with_the_owner_last() {
-        let line = row(&[
-            "$2",
-            "3",
-            "1",
-            "100",
-            "200",
-            "@4",
-            "%7",
-            "build",
-            "alice\u{1f}x",
-        ]);
-        let parsed = parse_session_row(&line, "alice").unwrap();
-        assert_eq!(parsed.info.id, "$2");
-        assert_eq!(parsed.info.windows, 3);
-        assert_eq!(parsed.info.active_pane_id, "%7");
-        assert_eq!(parsed.info.name, "build");
-        // A separator inside the owner tag cannot shift the other fields.
-        assert_eq!(parsed.owner, "alice\u{1f}x");
-        assert!(!parsed.info.created_by_you);
-        let mine = parse_session_row(
-            &row(&["$0", "1", "0", "1", "1", "@0", "%0", "m", "alice"]),
-            "alice",
+    fn rows_parse_with_the_name_last() {
+        let line = row(&["$2", "3", "1", "100", "200", "@4", "%7", "build\u{1f}x"]);
+        let parsed = parse_session_row(&line).unwrap();
+        assert_eq!(parsed.id, "$2");
+        assert_eq!(parsed.windows, 3);
+        assert_eq!(parsed.created, 100);
+        assert_eq!(parsed.active_pane_id, "%7");
+        // A separator inside the name cannot shift the other fields.
+        assert_eq!(parsed.name, "build\u{1f}x");
+        assert!(!parsed.created_by_you, "only the ownership table can say");
+        assert!(parse_session_row(b"$0\x1f1").is_none());
+        assert!(
+            parse_session_row(&row(&["$0", "1", "0", "x", "1", "@0", "%0", "m"])).is_none(),
+            "no creation time, no ownership key"
         );
-        assert!(mine.unwrap().info.created_by_you);
-        let unowned = parse_session_row(&row(&["$0", "1", "0", "1", "1", "@0", "%0", "m", ""]), "");
-        assert!(!unowned.unwrap().info.created_by_you);
-        assert!(parse_session_row(b"$0\x1f1", "a").is_none());
     }
 
     #[test]
@@ -907,7 +877,7 @@ mod tests {
     }
 
     #[test]
-    fn creation_is_one_chain_that_tags_only_a_new_session() {
+    fn creation_is_one_command_with_every_value_quoted() {
         let input = CreateSessionInput {
             server: None,
             name: "build".into(),
@@ -918,37 +888,21 @@ mod tests {
             environment: Some(BTreeMap::from([("A".into(), "1;".into())])),
         };
         let spec = NewSession::validate(input, &call()).unwrap();
-        let commands = spec.commands("al'ice").unwrap();
-        let line = String::from_utf8(crate::mux::tmux::command::chain_line(&commands)).unwrap();
+        let line = String::from_utf8(spec.command().unwrap().as_bytes().to_vec()).unwrap();
         assert!(line.starts_with("new-session -d -E -P -F "), "{line}");
         assert!(
-            line.contains(" -s 'build' -n 'edit;' -c '/' -x '100' -e 'A=1;' ; "),
+            line.ends_with(" -s 'build' -n 'edit;' -c '/' -x '100' -e 'A=1;'"),
             "{line}"
         );
-        assert!(
-            line.ends_with("set-option -t '=build:' -- '@muxgate_owner' 'al'\\''ice'"),
-            "{line}"
-        );
+        assert!(!line.contains("@muxgate"), "no owner tag in tmux: {line}");
         let argv: Vec<String> = spec
-            .argv("sub;")
+            .argv()
             .into_iter()
             .map(|a| a.into_string().unwrap())
             .collect();
-        let tail = &argv[argv.len() - 7..];
-        assert_eq!(
-            tail,
-            [
-                ";",
-                "set-option",
-                "-t",
-                "=build:",
-                "--",
-                "@muxgate_owner",
-                "sub\\;"
-            ]
-        );
         assert!(argv.contains(&"edit\\;".to_owned()));
         assert!(argv.contains(&"A=1\\;".to_owned()));
+        assert!(!argv.iter().any(|a| a == ";"), "one command: {argv:?}");
     }
 
     #[test]

@@ -18,7 +18,7 @@ use super::support::{
     build, check_window_name, name_filter, shorten, validate_environment, validate_start_directory,
     validate_window_size, window_only,
 };
-use crate::auth::OWNER_OPTION;
+use crate::auth::owners::SessionKey;
 use crate::auth::pattern::NamePattern;
 use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, parse_target};
@@ -55,7 +55,7 @@ pub struct WindowInfo {
     pub layout: String,
 }
 
-/// `-F` fields of a window row; the owner tag (free text) last.
+/// `-F` fields of a window row; the window name (free text) last.
 const WINDOW_FIELDS: [&str; 13] = [
     "window_id",
     "window_index",
@@ -67,15 +67,15 @@ const WINDOW_FIELDS: [&str; 13] = [
     "window_zoomed_flag",
     "pane_id",
     "window_layout",
+    "session_created",
     "session_name",
     "window_name",
-    OWNER_OPTION,
 ];
 
-/// A window row and its session's owner tag (for the ACL).
+/// A window row and its session as the ownership table knows it (for the ACL).
 struct WindowRow {
     info: WindowInfo,
-    owner: String,
+    session: SessionKey,
 }
 
 fn parse_window_row(line: &[u8]) -> Option<WindowRow> {
@@ -92,10 +92,13 @@ fn parse_window_row(line: &[u8]) -> Option<WindowRow> {
             zoomed: flag(&f[7]),
             active_pane_id: f[8].clone(),
             layout: f[9].clone(),
-            session_name: f[10].clone(),
-            name: f[11].clone(),
+            session_name: f[11].clone(),
+            name: f[12].clone(),
         },
-        owner: f[12].clone(),
+        session: SessionKey {
+            id: f[2].clone(),
+            created: f[10].parse().ok()?,
+        },
     })
 }
 
@@ -112,7 +115,7 @@ fn list_windows_command(session: Option<&str>) -> Result<TmuxCommand, ToolError>
 fn visible_windows(tmux: &TmuxAccess<'_>, rows: &[Vec<u8>]) -> Vec<WindowInfo> {
     rows.iter()
         .filter_map(|row| parse_window_row(row))
-        .filter(|row| tmux.can_see(&row.info.session_name, &row.owner))
+        .filter(|row| tmux.can_see(&row.info.session_name, &row.session))
         .map(|row| row.info)
         .collect()
 }
@@ -1037,12 +1040,18 @@ mod tests {
             "0",
             "%5",
             "abcd,80x24,0,0",
+            "1700000000",
             "main",
-            "my editor",
-            "alice",
+            "my editor\u{1f}x",
         ]);
         let parsed = parse_window_row(&line).unwrap();
-        assert_eq!(parsed.owner, "alice");
+        assert_eq!(
+            parsed.session,
+            SessionKey {
+                id: "$1".into(),
+                created: 1_700_000_000
+            }
+        );
         let w = parsed.info;
         assert_eq!(
             (w.id.as_str(), w.index, w.session_id.as_str()),
@@ -1051,7 +1060,10 @@ mod tests {
         assert!(w.active && !w.zoomed);
         assert_eq!((w.width, w.height, w.panes), (80, 24, 2));
         assert_eq!(w.active_pane_id, "%5");
-        assert_eq!(w.name, "my editor");
+        assert_eq!(
+            w.name, "my editor\u{1f}x",
+            "a separator in the last field stays"
+        );
         assert!(parse_window_row(b"@1\x1fnot-a-number").is_none());
 
         let filters = WindowFilters {
