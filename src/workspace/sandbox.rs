@@ -12,10 +12,10 @@
 //!   running. Resource limits are set by `prlimit` *inside* the new user namespace, so the
 //!   process limit counts only the workspace's own processes.
 //! - **a client jail** ([`client_wrapper`]): every tmux client process the gateway starts for a
-//!   workspace (its control connections, `wait-for` clients, one-shot commands). A tmux server
-//!   can make its clients open files for reading and writing (see
-//!   [`crate::mux::tmux::spawn`]); in the jail there is nothing to read and nowhere to write
-//!   that matters: `/usr` read-only, an empty `/tmp`, the socket directory read-only, no
+//!   workspace (its control connections, `wait-for` clients, one-shot commands). A tenant can
+//!   make such a client open files for reading and writing (a command alias turns the
+//!   gateway's command into `load-buffer`/`save-buffer`; see [`crate::mux::tmux::spawn`]); in
+//!   the jail there is nothing to read and nowhere to write that matters: `/usr` read-only, an empty `/tmp`, the socket directory read-only, no
 //!   network, no `/proc`, and it dies with the gateway.
 
 use std::ffi::OsString;
@@ -122,6 +122,7 @@ pub fn server_command(
     host_view(&mut args, host);
     for dir in &host.masked_dirs {
         args.pair("--tmpfs", dir);
+        args.pair("--remount-ro", dir);
     }
     for file in &host.masked_files {
         args.triple("--ro-bind", "/dev/null", file);
@@ -337,7 +338,11 @@ mod tests {
         }
         // Masks come after the binds they cover.
         let etc = find(&args, &["--ro-bind", "/etc", "/etc"]).unwrap();
-        let mask = find(&args, &["--tmpfs", "/etc/muxgate"]).unwrap();
+        let mask = find(
+            &args,
+            &["--tmpfs", "/etc/muxgate", "--remount-ro", "/etc/muxgate"],
+        )
+        .unwrap();
         assert!(mask > etc);
         // Only the workspace's own directories are writable.
         let writable: Vec<_> = args

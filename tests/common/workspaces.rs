@@ -45,6 +45,37 @@ impl WorkspaceState {
             .and_then(|w| w.pid)
     }
 
+    /// Runs `tmux args` on workspace `name`'s server from the host, as its user: the test's own
+    /// look inside, not the gateway's.
+    pub fn tmux(&self, name: &str, args: &[&str]) -> std::process::Output {
+        let workspace = admin::list(self.path())
+            .expect("workspaces")
+            .into_iter()
+            .find(|w| w.meta.name == name)
+            .expect("the workspace exists");
+        let socket = workspace.dir.join("run/tmux.sock");
+        let mut command = match workspace.meta.run_as {
+            Some(user) => {
+                let mut command = std::process::Command::new("setpriv");
+                command.args([
+                    format!("--reuid={}", user.uid),
+                    format!("--regid={}", user.gid),
+                    "--clear-groups".into(),
+                    "tmux".into(),
+                ]);
+                command
+            }
+            None => std::process::Command::new("tmux"),
+        };
+        command
+            .arg("-S")
+            .arg(socket)
+            .args(args)
+            .env_remove("TMUX")
+            .output()
+            .expect("run tmux")
+    }
+
     /// Stops every workspace (as `muxgate workspace stop` does).
     pub async fn stop_all(&self) {
         for workspace in admin::list(self.path()).unwrap_or_default() {

@@ -15,11 +15,14 @@
 //! the server it starts (which every pane inherits) and runs whatever the server tells it to
 //! with it (see below).
 //!
-//! **A tmux client obeys its server.** The server can make a client open files for reading and
-//! writing with the client's rights (`load-buffer`/`save-buffer` run from a hook the client's
-//! attach fires: measured on tmux 3.3a). A client of a server someone else controls must
-//! therefore run with no more rights than that someone: a server with a [`ClientWrapper`] (a
-//! workspace's sandbox) gets every client process started inside the wrapper, as its user.
+//! **A tmux client obeys its server.** A client that runs a command without being attached (a
+//! one-shot `tmux wait-for`, `tmux new-session`) opens the files that command names itself,
+//! with its own rights, and whoever runs code on the server can turn any command into one that
+//! names a file (`set -s command-alias[N] 'wait-for=load-buffer /etc/… ; wait-for'`: measured
+//! on tmux 3.3a; an attached control client has the server open files instead). A client of a
+//! server someone else controls must therefore run with no more rights than that someone: a
+//! server with a [`ClientWrapper`] (a workspace's sandbox) gets every client process started
+//! inside the wrapper, as its user.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
