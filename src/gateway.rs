@@ -6,6 +6,7 @@
 //! the HTTP serving and shutdown sequence itself ([`crate::http::serve`]).
 
 use std::io;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -111,32 +112,24 @@ impl Gateway {
             config.engine.settings(),
             &engine_shutdown,
         );
-        let state_dir = config
-            .state
-            .resolve(|var| std::env::var_os(var))
-            .map_err(GatewayError::State)?;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&state_dir)
-            .map_err(|e| GatewayError::State(format!("{}: {e}", state_dir.display())))?;
-        let owners = Arc::new(
-            SessionOwners::open(&state_dir.join(OWNERS_FILE))
+        let state_dir = open_state_dir(&config)?;
+        let owners = Arc::new(match &state_dir {
+            Some(dir) => SessionOwners::open(&dir.join(OWNERS_FILE))
                 .map_err(|e| GatewayError::State(e.to_string()))?,
-        );
-        let workspaces = if config.workspaces.enabled {
-            Some(
+            None => SessionOwners::in_memory(),
+        });
+        let workspaces = match (&state_dir, config.workspaces.enabled) {
+            (Some(dir), true) => Some(
                 Workspaces::open(
                     &config.workspaces,
-                    &state_dir,
+                    dir,
                     &config.secret_paths(),
                     Arc::new(config.engine.settings()),
                     engine_shutdown.clone(),
                 )
                 .await?,
-            )
-        } else {
-            None
+            ),
+            _ => None,
         };
         let mut metrics = Metrics::new();
         let resource = Arc::new(ProtectedResource::new(&config.auth, mcp_url)?);
@@ -280,6 +273,26 @@ impl Gateway {
             tracing::error!(%error, "flushing the audit log failed");
         }
     }
+}
+
+/// The state directory, created if missing. Without one (no `state.dir`, `HOME` or
+/// `XDG_STATE_HOME`) the gateway keeps session owners in memory only, and says so; workspaces
+/// cannot run without one.
+fn open_state_dir(config: &Config) -> Result<Option<PathBuf>, GatewayError> {
+    let dir = match config.state.resolve(|var| std::env::var_os(var)) {
+        Ok(dir) => dir,
+        Err(why) if config.workspaces.enabled => return Err(GatewayError::State(why)),
+        Err(why) => {
+            tracing::warn!("{why}; session owners are kept in memory and forgotten at restart");
+            return Ok(None);
+        }
+    };
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .map_err(|e| GatewayError::State(format!("{}: {e}", dir.display())))?;
+    Ok(Some(dir))
 }
 
 /// The session ownership table, in the state directory.

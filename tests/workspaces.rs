@@ -74,3 +74,181 @@ async fn each_tenant_gets_its_own_server_named_workspace() {
     assert_ne!(state.sandbox_pid("alice"), state.sandbox_pid("bob"));
     assert!(state.sandbox_pid("alice").is_some());
 }
+
+fn mint_for(gateway: &common::TestGateway, sub: &str, workspace: Option<&str>) -> String {
+    muxgate::auth::TokenMinter::from_config(&gateway.config.auth)
+        .unwrap()
+        .mint(&muxgate::auth::MintRequest {
+            sub: sub.into(),
+            scopes: vec!["mux:read".into(), "mux:write".into(), "mux:admin".into()],
+            ttl: std::time::Duration::from_secs(600),
+            servers: None,
+            sessions: None,
+            own_sessions: false,
+            workspace: workspace.map(str::to_owned),
+        })
+        .unwrap()
+}
+
+fn names(listing: &serde_json::Value) -> Vec<String> {
+    listing["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A team shares one workspace, named by the config (which a token's claim cannot override)
+/// or by the claim when the config names none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_team_shares_a_workspace_by_config_or_claim() {
+    let state = WorkspaceState::new();
+    let config =
+        muxgate::config::Config::from_toml_str("[clients.bob]\nworkspace = 'team'\n").unwrap();
+    let gateway = spawn_gateway(state.config(config)).await;
+    let bob = client_with(&gateway, &mint_for(&gateway, "bob", Some("elsewhere"))).await;
+    let carol = client_with(&gateway, &mint_for(&gateway, "carol", Some("team"))).await;
+    let dave = client_with(&gateway, &mint_for(&gateway, "dave", None)).await;
+
+    call_ok(&bob, "create_session", json!({"name": "shared"})).await;
+    let seen = call_ok(&carol, "list_sessions", json!({})).await;
+    assert_eq!(
+        names(&seen),
+        ["shared"],
+        "carol's claim puts her in bob's team"
+    );
+    assert_eq!(seen["sessions"][0]["created_by_you"], false);
+    call_ok(&carol, "create_session", json!({"name": "carols"})).await;
+    let seen = call_ok(&bob, "list_sessions", json!({})).await;
+    assert_eq!(names(&seen), ["carols", "shared"]);
+    let seen = call_ok(&dave, "list_sessions", json!({})).await;
+    assert_eq!(names(&seen), Vec::<String>::new(), "dave works alone");
+    assert!(state.sandbox_pid("team").is_some());
+    assert!(
+        state.sandbox_pid("elsewhere").is_none(),
+        "bob's claim was ignored"
+    );
+    assert!(state.sandbox_pid("dave").is_some());
+}
+
+/// A workspace outlives the gateway: a new gateway on the same state directory finds it with
+/// its sessions, screens, programs and owners.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workspace_survives_a_gateway_restart() {
+    let state = WorkspaceState::new();
+    let config = state.config(muxgate::config::Config::from_toml_str("").unwrap());
+    let first = spawn_gateway(config.clone()).await;
+    let token = mint_for(&first, "alice", None);
+    let alice = client_with(&first, &token).await;
+    let created = call_ok(&alice, "create_session", json!({"name": "work"})).await;
+    let pane = created["session"]["active_pane_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let run = call_ok(
+        &alice,
+        "run_command",
+        json!({"target": pane, "command": "sleep 600 & echo kept-$!", "timeout": 20}),
+    )
+    .await;
+    let background = run["output"].as_str().unwrap().trim().to_owned();
+    let sandbox = state.sandbox_pid("alice").unwrap();
+    drop(alice);
+    first
+        .stop(std::time::Duration::from_secs(15))
+        .await
+        .unwrap();
+    assert_eq!(
+        state.sandbox_pid("alice"),
+        Some(sandbox),
+        "the sandbox outlived the gateway"
+    );
+
+    let second = spawn_gateway(config).await;
+    let alice = client_with(&second, &token).await;
+    let listed = call_ok(&alice, "list_sessions", json!({})).await;
+    assert_eq!(names(&listed), ["work"]);
+    assert_eq!(
+        listed["sessions"][0]["created_by_you"], true,
+        "owners survive too"
+    );
+    let screen = call_ok(&alice, "capture_pane", json!({"target": pane})).await;
+    assert!(
+        screen["text"].as_str().unwrap().contains(&background),
+        "{screen}"
+    );
+    let pid = background.trim_start_matches("kept-");
+    let run = call_ok(
+        &alice,
+        "run_command",
+        json!({"target": pane, "command": format!("kill -0 {pid} && echo alive"), "timeout": 20}),
+    )
+    .await;
+    assert_eq!(run["output"], "alive\n", "{run}");
+    assert_eq!(
+        state.sandbox_pid("alice"),
+        Some(sandbox),
+        "found, not started again"
+    );
+}
+
+/// Limits refuse with clear errors: sessions at create_session, processes and memory inside
+/// the sandbox, whatever runs there; nothing of it reaches another workspace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workspace_limits_refuse_clearly() {
+    let state = WorkspaceState::new();
+    let config = muxgate::config::Config::from_toml_str(
+        "[workspaces.limits]\nsessions = 2\nprocesses = 40\n\
+         memory_per_process_bytes = 268435456\nopen_files = 256\n",
+    )
+    .unwrap();
+    let gateway = spawn_gateway(state.config(config)).await;
+    let alice = client_with(&gateway, &mint_for(&gateway, "alice", None)).await;
+    let bob = client_with(&gateway, &mint_for(&gateway, "bob", None)).await;
+    let created = call_ok(&alice, "create_session", json!({"name": "one"})).await;
+    let pane = created["session"]["active_pane_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    call_ok(&alice, "create_session", json!({"name": "two"})).await;
+    let refused = call_err(&alice, "create_session", json!({"name": "three"})).await;
+    assert_eq!(refused["kind"], "busy", "{refused}");
+    assert!(
+        refused["message"].as_str().unwrap().contains("limit (2)"),
+        "{refused}"
+    );
+    call_ok(&bob, "create_session", json!({"name": "one"})).await;
+
+    let limits = call_ok(
+        &alice,
+        "run_command",
+        json!({"target": pane, "timeout": 30, "command":
+            "ulimit -u; ulimit -n; \
+             python3 -c 'bytearray(512 << 20)' 2>&1 | tail -1; \
+             python3 -c 'import os,time\nn=0\ntry:\n    while True:\n        if os.fork()==0:\n            time.sleep(5); os._exit(0)\n        n+=1\nexcept OSError as e: print(\"fork refused after\", n, e.errno)'"}),
+    )
+    .await;
+    let output = limits["output"].as_str().unwrap();
+    let lines: Vec<&str> = output.lines().collect();
+    assert_eq!(lines[0], "40", "{output}");
+    assert_eq!(lines[1], "256", "{output}");
+    assert_eq!(lines[2], "MemoryError", "{output}");
+    assert!(
+        lines[3].starts_with("fork refused after") && lines[3].ends_with(" 11"),
+        "{output}"
+    );
+    // Bob's workspace (same limits, its own count) still starts programs.
+    let created = call_ok(&bob, "list_sessions", json!({})).await;
+    let bob_pane = created["sessions"][0]["active_pane_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let run = call_ok(
+        &bob,
+        "run_command",
+        json!({"target": bob_pane, "command": "for i in 1 2 3 4 5; do sh -c true; done; echo fine", "timeout": 20}),
+    )
+    .await;
+    assert_eq!(run["output"], "fine\n", "{run}");
+}
