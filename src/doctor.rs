@@ -2,7 +2,9 @@
 //!
 //! Checks: tmux is installed (and its version); every configured server is running or allowed
 //! to be absent; no stale muxgate control clients are attached; every configured Zellij server's
-//! binary runs and its default session is live. A muxgate control client is
+//! binary runs and its default session is live; in workspace mode, that sandboxes start here
+//! (bubblewrap, user namespaces) and how many workspaces there are; without it, whether
+//! clients that can type share a configured server. A muxgate control client is
 //! recognized by its terminal name `muxgate-<owner pid>` (the engine sets `TERM` so); it is
 //! stale when that owner is no longer its parent process, i.e. the gateway that spawned it is
 //! gone. Stale clients throttle output and can wedge `kill-server`, so doctor reports them with
@@ -17,6 +19,7 @@ use crate::config::{Config, ServerName, TmuxServer};
 use crate::mux::tmux::stale::{self, ControlClientState};
 use crate::mux::zellij::backend::ZellijBackend;
 use crate::tmux_cli::{self, PROBE_TIMEOUT, ServerProbe};
+use crate::workspace::host::Host;
 
 /// The outcome of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,7 +122,70 @@ pub async fn run(config: &Config) -> Report {
     for (name, server) in &config.zellij.servers {
         check_zellij_server(&mut report, config, name, server).await;
     }
+    if config.workspaces.enabled {
+        check_workspaces(&mut report, config).await;
+    } else if let Some(warning) = crate::workspace::shared_server_warning(config) {
+        report.push(Outcome::Warn, "isolation", warning);
+    }
     report
+}
+
+/// Workspace mode: the state directory, a test sandbox, and the workspaces there.
+async fn check_workspaces(report: &mut Report, config: &Config) {
+    let state = match config.state.resolve(|var| std::env::var_os(var)) {
+        Ok(state) => state,
+        Err(why) => {
+            report.push(Outcome::Fail, "state", why);
+            return;
+        }
+    };
+    let settings = &config.workspaces;
+    let probe = Host::probe(
+        &settings.bwrap,
+        &config.engine.tmux_bin,
+        settings.network,
+        &settings.expose,
+        &config.secret_paths(),
+    )
+    .await;
+    match probe {
+        Ok(host) => {
+            let users = if crate::workspace::own_uids() {
+                format!("each as its own uid from {}", settings.uid_base)
+            } else {
+                "as the gateway's uid".to_owned()
+            };
+            report.push(
+                Outcome::Ok,
+                "sandbox",
+                format!(
+                    "{} starts a sandbox here; workspaces run {users}, network {:?}",
+                    host.spec.bwrap.display(),
+                    settings.network
+                ),
+            );
+        }
+        Err(error) => report.push(Outcome::Fail, "sandbox", error.to_string()),
+    }
+    match crate::workspace::admin::list(&state) {
+        Ok(workspaces) => {
+            let running = workspaces.iter().filter(|w| w.pid.is_some()).count();
+            report.push(
+                Outcome::Ok,
+                "workspaces",
+                format!(
+                    "{} in {}, {running} running",
+                    workspaces.len(),
+                    state.display()
+                ),
+            );
+        }
+        Err(error) => report.push(
+            Outcome::Fail,
+            "workspaces",
+            format!("cannot read {}: {error}", state.display()),
+        ),
+    }
 }
 
 /// A configured Zellij server: the binary runs and is recent enough, and its default session

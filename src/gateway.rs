@@ -112,6 +112,9 @@ impl Gateway {
             config.engine.settings(),
             &engine_shutdown,
         );
+        if let Some(warning) = workspace::shared_server_warning(&config) {
+            tracing::warn!("{warning}");
+        }
         let state_dir = open_state_dir(&config)?;
         let owners = Arc::new(match &state_dir {
             Some(dir) => SessionOwners::open(&dir.join(OWNERS_FILE))
@@ -157,7 +160,12 @@ impl Gateway {
             .with_hook(metrics.limit_hook()),
         );
         let audit = Arc::new(AuditLog::open(&config.audit)?);
-        metrics.collect_from(engine.clone(), audit.clone(), limits.clone());
+        metrics.collect_from(
+            engine.clone(),
+            workspaces.clone(),
+            audit.clone(),
+            limits.clone(),
+        );
         let metrics = Arc::new(metrics);
         let endpoint = if config.metrics.enabled {
             let token = config.metrics.bearer_token()?;

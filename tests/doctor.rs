@@ -140,3 +140,55 @@ async fn doctor_checks_zellij_servers_and_their_sessions() {
         report.render()
     );
 }
+
+#[tokio::test]
+async fn doctor_checks_workspaces_and_warns_about_shared_servers() {
+    let state = tempfile::tempdir().unwrap();
+    let mut config = muxgate::config::Config::from_toml_str(
+        "[clients.alice]\nsessions = ['a-*']\n[tmux.servers.default]\nallow_absent = true\n",
+    )
+    .unwrap();
+    config.state.dir = Some(state.path().to_owned());
+    let report = doctor::run(&config).await;
+    let isolation = report.checks.iter().find(|c| c.subject == "isolation");
+    assert!(
+        isolation.is_some_and(|c| c.outcome == Outcome::Warn && c.detail.contains("alice")),
+        "{}",
+        report.render()
+    );
+
+    config.workspaces.enabled = true;
+    let report = doctor::run(&config).await;
+    let text = report.render();
+    let sandbox = report
+        .checks
+        .iter()
+        .find(|c| c.subject == "sandbox")
+        .expect(&text);
+    assert_eq!(sandbox.outcome, Outcome::Ok, "{text}");
+    assert!(
+        report
+            .checks
+            .iter()
+            .any(|c| c.subject == "workspaces" && c.detail.starts_with("0 in")),
+        "{text}"
+    );
+    assert!(
+        !report.checks.iter().any(|c| c.subject == "isolation"),
+        "{text}"
+    );
+
+    config.workspaces.bwrap = "/nonexistent/bwrap".into();
+    let report = doctor::run(&config).await;
+    let sandbox = report
+        .checks
+        .iter()
+        .find(|c| c.subject == "sandbox")
+        .unwrap();
+    assert_eq!(sandbox.outcome, Outcome::Fail);
+    assert!(
+        sandbox.detail.contains("apt-get install bubblewrap"),
+        "{}",
+        sandbox.detail
+    );
+}

@@ -90,6 +90,13 @@ fn mint_for(gateway: &common::TestGateway, sub: &str, workspace: Option<&str>) -
         .unwrap()
 }
 
+/// The row of `name` in `muxgate workspace list`'s output.
+fn listed_row(list: &str, name: &str) -> Option<String> {
+    list.lines()
+        .find(|line| line.split_whitespace().next() == Some(name))
+        .map(str::to_owned)
+}
+
 fn names(listing: &serde_json::Value) -> Vec<String> {
     listing["sessions"]
         .as_array()
@@ -251,4 +258,96 @@ async fn workspace_limits_refuse_clearly() {
     )
     .await;
     assert_eq!(run["output"], "fine\n", "{run}");
+}
+
+/// `muxgate workspace list|stop|delete` beside a running gateway: a stopped workspace starts
+/// afresh on its tenant's next call; a deleted one loses its files too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_lists_stops_and_deletes_workspaces() {
+    let state = WorkspaceState::new();
+    let config_file = state.path().join("cli.toml");
+    std::fs::write(
+        &config_file,
+        format!("[state]\ndir = '{}'\n", state.path().display()),
+    )
+    .unwrap();
+    let cli = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_muxgate"))
+            .arg("workspace")
+            .arg("--config")
+            .arg(&config_file)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    assert_eq!(cli(&["list"]), "no workspaces\n");
+
+    let gateway =
+        spawn_gateway(state.config(muxgate::config::Config::from_toml_str("").unwrap())).await;
+    let alice = client_with(&gateway, &mint_for(&gateway, "alice", None)).await;
+    call_ok(&alice, "create_session", json!({"name": "work"})).await;
+    std::fs::write(state.home("alice").join("notes.txt"), "mine").unwrap();
+    let pid = state.sandbox_pid("alice").unwrap();
+    let row = |name: &str, state: &str| {
+        listed_row(&cli(&["list"]), name).is_some_and(|row| row.contains(state))
+    };
+    assert!(
+        row("alice", &format!("running (pid {pid})")),
+        "{}",
+        cli(&["list"])
+    );
+
+    assert_eq!(cli(&["stop", "alice"]), "stopped alice\n");
+    assert!(state.sandbox_pid("alice").is_none());
+    assert!(row("alice", "stopped"), "{}", cli(&["list"]));
+    assert_eq!(cli(&["stop", "alice"]), "alice was not running\n");
+    let listed = call_ok(&alice, "list_sessions", json!({})).await;
+    assert_eq!(
+        names(&listed),
+        Vec::<String>::new(),
+        "a fresh sandbox: {listed}"
+    );
+    assert!(state.sandbox_pid("alice").is_some());
+    assert!(state.home("alice").join("notes.txt").exists(), "files stay");
+
+    assert_eq!(cli(&["delete", "alice"]), "deleted alice\n");
+    assert!(!state.home("alice").exists());
+    assert_eq!(cli(&["list"]), "no workspaces\n");
+    let refused = std::process::Command::new(env!("CARGO_BIN_EXE_muxgate"))
+        .args(["workspace", "--config"])
+        .arg(&config_file)
+        .args(["stop", "nobody"])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("no workspace named \"nobody\""));
+}
+
+/// Workspace mode is switched on like every key, from the environment; where sandboxes cannot
+/// run, `muxgate serve` refuses to start and says what is missing.
+#[tokio::test]
+async fn serve_refuses_workspace_mode_without_a_sandbox() {
+    let state = tempfile::tempdir().unwrap();
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_muxgate"))
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .env("MUXGATE_WORKSPACES__ENABLED", "true")
+        .env("MUXGATE_WORKSPACES__BWRAP", "/nonexistent/bwrap")
+        .env("MUXGATE_STATE__DIR", state.path())
+        .env_remove("TMUX")
+        .stdin(std::process::Stdio::null())
+        .output();
+    let output = tokio::time::timeout(std::time::Duration::from_secs(30), output)
+        .await
+        .expect("serve exits")
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("workspaces cannot run on this host")
+            && stderr.contains("apt-get install bubblewrap"),
+        "{stderr}"
+    );
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("ready"));
 }

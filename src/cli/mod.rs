@@ -10,6 +10,7 @@
 mod check_config;
 mod healthcheck;
 mod serve;
+mod workspace;
 
 use std::io::IsTerminal as _;
 use std::net::SocketAddr;
@@ -52,6 +53,9 @@ pub enum Command {
     /// Audit log tools.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Workspaces in the state directory: list them, stop one (its programs end, its files
+    /// stay), delete one (stopped, then its files removed).
+    Workspace(WorkspaceArgs),
     /// Ask a running gateway's /healthz; exit 0 when it answers 200 (for container probes).
     Healthcheck(HealthcheckArgs),
 }
@@ -99,6 +103,30 @@ pub enum AuditCommand {
     Verify {
         /// The audit file (JSON lines).
         file: PathBuf,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct WorkspaceArgs {
+    #[command(flatten)]
+    pub config: ConfigArg,
+    #[command(subcommand)]
+    pub command: WorkspaceCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorkspaceCommand {
+    /// Every workspace: name, running or stopped, its uid, when it was created.
+    List,
+    /// Stop a workspace's sandbox: every program in it ends; its files stay.
+    Stop {
+        /// The workspace's name (as `list` shows it).
+        name: String,
+    },
+    /// Stop a workspace and delete its files (home, temporary files, record).
+    Delete {
+        /// The workspace's name (as `list` shows it).
+        name: String,
     },
 }
 
@@ -154,6 +182,11 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Token(args) => {
             let loaded = Config::load(args.config.config.as_deref(), config::process_env()?)?;
             println!("{}", mint_token(&loaded.config, &args)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Workspace(args) => {
+            let loaded = Config::load(args.config.config.as_deref(), config::process_env()?)?;
+            runtime()?.block_on(workspace::run(&loaded.config, &args.command))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Audit(AuditCommand::Verify { file }) => {

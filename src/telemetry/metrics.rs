@@ -33,7 +33,7 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use prometheus_client::collector::Collector;
@@ -51,7 +51,8 @@ use crate::audit::{AuditLog, Outcome};
 use crate::auth::RejectHook;
 use crate::auth::token::RejectReason;
 use crate::limits::{Limit, LimitHook, Limits};
-use crate::mux::tmux::TmuxEngine;
+use crate::mux::tmux::{LatencySnapshot, TmuxEngine, TmuxServer};
+use crate::workspace::Workspaces;
 
 /// Bucket bounds of `mcp_server_operation_duration_seconds`, as the OpenTelemetry MCP semantic
 /// conventions recommend.
@@ -199,8 +200,19 @@ impl Metrics {
     }
 
     /// Adds the collectors of the engine's, the audit log's and the limits' own counters.
-    pub fn collect_from(&mut self, engine: TmuxEngine, audit: Arc<AuditLog>, limits: Arc<Limits>) {
-        self.register_collector(EngineCollector { engine });
+    pub fn collect_from(
+        &mut self,
+        engine: TmuxEngine,
+        workspaces: Option<Workspaces>,
+        audit: Arc<AuditLog>,
+        limits: Arc<Limits>,
+    ) {
+        if let Some(workspaces) = &workspaces {
+            self.register_collector(WorkspacesCollector {
+                workspaces: workspaces.clone(),
+            });
+        }
+        self.register_collector(EngineCollector { engine, workspaces });
         self.register_collector(AuditCollector { audit });
         self.register_collector(WaitsCollector { limits });
     }
@@ -328,9 +340,11 @@ fn encode_single(
     )
 }
 
-/// The tmux engine's counters, per configured server.
+/// The tmux engine's counters, per configured server, and summed over every workspace under
+/// the server name `workspace` (no tenant in a label).
 struct EngineCollector {
     engine: TmuxEngine,
+    workspaces: Option<Workspaces>,
 }
 
 impl fmt::Debug for EngineCollector {
@@ -339,16 +353,48 @@ impl fmt::Debug for EngineCollector {
     }
 }
 
+/// The servers reported under one `server` label.
+struct ServerGroup {
+    name: String,
+    servers: Vec<TmuxServer>,
+}
+
+impl ServerGroup {
+    fn sum(&self, read: &dyn Fn(&TmuxServer) -> u64) -> u64 {
+        self.servers.iter().map(read).sum()
+    }
+}
+
+impl EngineCollector {
+    fn groups(&self) -> Vec<ServerGroup> {
+        let mut groups: Vec<ServerGroup> = self
+            .engine
+            .servers()
+            .map(|server| ServerGroup {
+                name: server.name().to_owned(),
+                servers: vec![server.clone()],
+            })
+            .collect();
+        if let Some(workspaces) = &self.workspaces {
+            groups.push(ServerGroup {
+                name: crate::workspace::SERVER_NAME.to_owned(),
+                servers: workspaces.servers(),
+            });
+        }
+        groups
+    }
+}
+
 impl Collector for EngineCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
-        let servers: Vec<_> = self.engine.servers().collect();
-        let per_server = |read: &dyn Fn(&crate::mux::tmux::TmuxServer) -> u64| {
-            servers
+        let groups = self.groups();
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let per_server = |read: &dyn Fn(&TmuxServer) -> u64| {
+            groups
                 .iter()
-                .map(|s| ([("server", s.name().to_owned())], read(s)))
+                .map(|g| ([("server", g.name.clone())], g.sum(read)))
                 .collect::<Vec<_>>()
         };
-        let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
         encode_rows(
             &mut encoder,
             "muxgate_tmux_commands",
@@ -363,31 +409,34 @@ impl Collector for EngineCollector {
             MetricType::Gauge,
             per_server(&|s| s.worker().queued() as u64),
         )?;
+        let command_open =
+            |s: &TmuxServer| u64::from(s.worker().stats().connected.load(Ordering::Relaxed));
+        let output_open = |s: &TmuxServer| {
+            u64::try_from(s.output().stats().connections_open.load(Ordering::Relaxed))
+                .unwrap_or_default()
+        };
         let mut connections = Vec::new();
         let mut connects = Vec::new();
-        for server in &servers {
-            let name = server.name().to_owned();
-            let worker = server.worker().stats();
-            let output = server.output().stats();
-            let command_open = u64::from(worker.connected.load(Ordering::Relaxed));
-            let output_open =
-                u64::try_from(output.connections_open.load(Ordering::Relaxed)).unwrap_or_default();
-            connections.push((
-                [("server", name.clone()), ("connection", "command".into())],
-                command_open,
-            ));
-            connections.push((
-                [("server", name.clone()), ("connection", "output".into())],
-                output_open,
-            ));
-            connects.push((
-                [("server", name.clone()), ("connection", "command".into())],
-                load(&worker.connects),
-            ));
-            connects.push((
-                [("server", name), ("connection", "output".into())],
-                load(&output.connects),
-            ));
+        for group in &groups {
+            for (kind, open, attached) in [
+                (
+                    "command",
+                    group.sum(&command_open),
+                    group.sum(&|s| load(&s.worker().stats().connects)),
+                ),
+                (
+                    "output",
+                    group.sum(&output_open),
+                    group.sum(&|s| load(&s.output().stats().connects)),
+                ),
+            ] {
+                let labels = [
+                    ("server", group.name.clone()),
+                    ("connection", kind.to_owned()),
+                ];
+                connections.push((labels.clone(), open));
+                connects.push((labels, attached));
+            }
         }
         encode_rows(
             &mut encoder,
@@ -453,15 +502,20 @@ impl Collector for EngineCollector {
             Some(&Unit::Seconds),
             MetricType::Histogram,
         )?;
-        for server in &servers {
-            let snapshot = server.worker().stats().latency.snapshot();
+        for group in &groups {
+            let snapshot = LatencySnapshot::combine(
+                group
+                    .servers
+                    .iter()
+                    .map(|s| s.worker().stats().latency.snapshot()),
+            );
             // prometheus-client marks the `+Inf` bucket with `f64::MAX`.
             let buckets: Vec<(f64, u64)> = snapshot
                 .buckets
                 .iter()
                 .map(|&(bound, n)| (if bound.is_finite() { bound } else { f64::MAX }, n))
                 .collect();
-            let labels = [("server", server.name())];
+            let labels = [("server", group.name.as_str())];
             histogram
                 .encode_family(&labels)?
                 .encode_histogram::<NoLabelSet>(
@@ -472,6 +526,51 @@ impl Collector for EngineCollector {
                 )?;
         }
         Ok(())
+    }
+}
+
+/// Workspaces: how many run, and how their sandboxes started.
+struct WorkspacesCollector {
+    workspaces: Workspaces,
+}
+
+impl fmt::Debug for WorkspacesCollector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkspacesCollector")
+            .finish_non_exhaustive()
+    }
+}
+
+impl Collector for WorkspacesCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
+        let stats = self.workspaces.stats();
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        encode_single(
+            &mut encoder,
+            "muxgate_workspaces_running",
+            "Workspaces served since the gateway started whose sandbox runs now.",
+            MetricType::Gauge,
+            self.workspaces.running() as u64,
+        )?;
+        encode_rows(
+            &mut encoder,
+            "muxgate_workspace_starts",
+            "Workspace sandboxes: started by this gateway, found running (started before a \
+             restart), or failed to start.",
+            MetricType::Counter,
+            [
+                ([("outcome", "started")], load(&stats.started)),
+                ([("outcome", "found")], load(&stats.found)),
+                ([("outcome", "failed")], load(&stats.failed)),
+            ],
+        )?;
+        let seconds = encoder.encode_descriptor(
+            "muxgate_workspace_start_seconds",
+            "Time spent starting workspace sandboxes (divide by the started count for the mean).",
+            None,
+            MetricType::Counter,
+        )?;
+        ConstCounter::new(load(&stats.start_micros) as f64 / 1e6).encode(seconds)
     }
 }
 

@@ -34,7 +34,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokio_util::sync::CancellationToken;
 
@@ -45,7 +45,8 @@ use layout::{Layout, OpenError};
 pub use name::WorkspaceName;
 
 use crate::mux::tmux::{
-    ClientWrapper, EngineSettings, RunAs, TmuxEndpoint, TmuxServer, TmuxSocket,
+    Caller, ClientWrapper, ConnectError, EngineError, EngineSettings, RunAs, TmuxCommand,
+    TmuxEndpoint, TmuxServer, TmuxSocket,
 };
 
 /// The server name a client sees for its workspace.
@@ -166,6 +167,7 @@ impl Workspaces {
         let _starting = slot.starting.lock().await;
         if launch::running(&slot.dir).is_none() {
             self.start_sandbox(name, &slot).await?;
+            self.reach(&slot.server).await;
         } else if !slot.seen.swap(true, Ordering::Relaxed) {
             tracing::info!(workspace = %name, "workspace found running");
             self.inner.stats.found.fetch_add(1, Ordering::Relaxed);
@@ -216,6 +218,31 @@ impl Workspaces {
                 inner.stats.failed.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(workspace = %name, %error, "workspace did not start");
                 Err(error.into())
+            }
+        }
+    }
+
+    /// Waits (at most the start timeout) until the server's worker reaches the sandbox just
+    /// started: it may still hold a failure from before (a stopped sandbox), which it repeats
+    /// for its reconnect backoff.
+    async fn reach(&self, server: &TmuxServer) {
+        let caller = Caller::new(SERVER_NAME);
+        let deadline = tokio::time::Instant::now() + self.inner.config.start_timeout();
+        while tokio::time::Instant::now() < deadline {
+            let Ok(probe) = TmuxCommand::new("display-message")
+                .flag("-p")
+                .arg("ok")
+                .build()
+            else {
+                return;
+            };
+            match server.run(&caller, probe).await {
+                Err(EngineError::Unavailable {
+                    cause: ConnectError::NoSessions { .. },
+                    ..
+                })
+                | Ok(_) => return,
+                Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
             }
         }
     }
@@ -276,6 +303,40 @@ impl Workspaces {
     }
 }
 
+/// Without workspaces: a warning when clients that can type (`mux:write`, configured in
+/// `[clients]`) can use a configured server, since each of them then runs code as that server's
+/// user and reaches every session there whatever its access rules say. `None` when no client
+/// is configured (one local user, as on the embedded default).
+pub fn shared_server_warning(config: &crate::config::Config) -> Option<String> {
+    use crate::auth::SCOPE_WRITE;
+    if config.workspaces.enabled {
+        return None;
+    }
+    let writers: Vec<&str> = config
+        .clients
+        .iter()
+        .filter(|(_, client)| {
+            client.scopes.as_ref().is_none_or(|scopes| {
+                scopes
+                    .iter()
+                    .any(|s| s == SCOPE_WRITE || s == crate::auth::SCOPE_ADMIN)
+            })
+        })
+        .map(|(sub, _)| sub.as_str())
+        .collect();
+    if writers.is_empty() {
+        return None;
+    }
+    let servers: Vec<&str> = config.tmux.servers.keys().map(|n| n.as_str()).collect();
+    Some(format!(
+        "workspaces are off: clients that can type ({}) run commands as the tmux user of \
+         server(s) {}, so their session patterns and own_sessions separate only clients that \
+         cannot type; enable [workspaces] to give each tenant a sandboxed server",
+        writers.join(", "),
+        servers.join(", ")
+    ))
+}
+
 /// Whether workspaces get uids of their own: when the gateway runs as root (a sandbox running
 /// as root would own every root-owned file it can see).
 pub fn own_uids() -> bool {
@@ -288,4 +349,28 @@ fn unix_now() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    #[test]
+    fn clients_that_can_type_on_a_shared_server_are_warned_about() {
+        assert_eq!(shared_server_warning(&Config::embedded_default()), None);
+        let readers = Config::from_toml_str("[clients.ro]\nscopes = ['mux:read']\n").unwrap();
+        assert_eq!(shared_server_warning(&readers), None);
+        let writers = Config::from_toml_str(
+            "[clients.alice]\nsessions = ['a-*']\n[clients.bob]\nscopes = ['mux:read', 'mux:write']\n\
+             [clients.ro]\nscopes = ['mux:read']\n",
+        )
+        .unwrap();
+        let warning = shared_server_warning(&writers).unwrap();
+        assert!(warning.contains("(alice, bob)"), "{warning}");
+        assert!(warning.contains("server(s) default"), "{warning}");
+        let mut isolated = writers;
+        isolated.workspaces.enabled = true;
+        assert_eq!(shared_server_warning(&isolated), None);
+    }
 }

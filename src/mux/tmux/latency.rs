@@ -59,6 +59,22 @@ impl LatencyHistogram {
     }
 }
 
+impl LatencySnapshot {
+    /// The sum of `snapshots` (all taken of histograms with [`LATENCY_BUCKETS`]); empty buckets
+    /// when there are none.
+    pub fn combine(snapshots: impl IntoIterator<Item = LatencySnapshot>) -> LatencySnapshot {
+        let mut total = LatencyHistogram::default().snapshot();
+        for snapshot in snapshots {
+            for (sum, (_, n)) in total.buckets.iter_mut().zip(snapshot.buckets) {
+                sum.1 += n;
+            }
+            total.count += snapshot.count;
+            total.sum_seconds += snapshot.sum_seconds;
+        }
+        total
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -80,5 +96,19 @@ mod tests {
         assert_eq!(at(10.0), 0);
         assert_eq!(snapshot.buckets.last(), Some(&(f64::INFINITY, 1)));
         assert!((snapshot.sum_seconds - 60.00315).abs() < 1e-9);
+    }
+
+    #[test]
+    fn snapshots_combine_bucket_by_bucket() {
+        let (a, b) = (LatencyHistogram::default(), LatencyHistogram::default());
+        a.observe(Duration::from_micros(50));
+        b.observe(Duration::from_micros(60));
+        b.observe(Duration::from_secs(1));
+        let total = LatencySnapshot::combine([a.snapshot(), b.snapshot()]);
+        assert_eq!(total.count, 3);
+        assert_eq!(total.buckets[0], (0.0001, 2));
+        assert_eq!(total.buckets.iter().map(|b| b.1).sum::<u64>(), 3);
+        assert!((total.sum_seconds - 1.00011).abs() < 1e-9);
+        assert_eq!(LatencySnapshot::combine([]).count, 0);
     }
 }
