@@ -115,6 +115,13 @@ impl Gateway {
         if let Some(warning) = workspace::shared_server_warning(&config) {
             tracing::warn!("{warning}");
         }
+        for (path, mode) in readable_by_others(&config.secret_paths()) {
+            tracing::warn!(
+                file = %path.display(),
+                mode = format!("{mode:o}"),
+                "a file holding keys, configuration or the audit log is readable by other users; chmod 600 it"
+            );
+        }
         let state_dir = open_state_dir(&config)?;
         let owners = Arc::new(match &state_dir {
             Some(dir) => SessionOwners::open(&dir.join(OWNERS_FILE))
@@ -283,6 +290,19 @@ impl Gateway {
     }
 }
 
+/// The files among `paths` that exist and that users other than their owner may read, with
+/// their modes.
+fn readable_by_others(paths: &[PathBuf]) -> Vec<(PathBuf, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    paths
+        .iter()
+        .filter_map(|path| {
+            let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o777;
+            (mode & 0o044 != 0).then(|| (path.clone(), mode))
+        })
+        .collect()
+}
+
 /// The state directory, created if missing. Without one (no `state.dir`, `HOME` or
 /// `XDG_STATE_HOME`) the gateway keeps session owners in memory only, and says so; workspaces
 /// cannot run without one.
@@ -326,4 +346,28 @@ pub fn mint_full_access(
         own_sessions: false,
         workspace: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn secret_files_readable_by_others_are_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let (private, shared, missing) = (
+            dir.path().join("key"),
+            dir.path().join("config.toml"),
+            dir.path().join("nope"),
+        );
+        for (path, mode) in [(&private, 0o600), (&shared, 0o644)] {
+            std::fs::write(path, "x").unwrap();
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        assert_eq!(
+            readable_by_others(&[private, shared.clone(), missing]),
+            vec![(shared, 0o644)]
+        );
+    }
 }
