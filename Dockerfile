@@ -4,8 +4,10 @@
 #   docker run -p 127.0.0.1:8767:8767 -e MUXGATE_AUTH__SECRET=... muxgate
 #
 # Stage 1 builds the release binary with the official Rust image; stage 2 is Debian slim with
-# tmux, tini and the binary, running as the non-root user `muxgate` (uid 10001) whose login
-# shell is bash (tmux panes start the user's shell; with nologin they would exit at once).
+# tmux, tini, bubblewrap (workspace mode) and the binary, running as the non-root user
+# `muxgate` (uid 10001) whose login shell is bash (tmux panes start the user's shell; with
+# nologin they would exit at once). Workspace mode needs the runtime to let bubblewrap mount a
+# /proc (podman: --security-opt unmask=ALL; see README: Container).
 # Both stages are bookworm so the binary's glibc matches. The base images are build arguments
 # so that a mirror or a pinned digest can be substituted without editing this file.
 ARG RUST_IMAGE=rust:1.95-bookworm
@@ -39,7 +41,7 @@ RUN touch src/main.rs src/lib.rs \
 
 FROM ${RUNTIME_IMAGE}
 RUN apt-get update \
- && apt-get install -y --no-install-recommends tmux tini ca-certificates \
+ && apt-get install -y --no-install-recommends tmux tini bubblewrap ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --uid 10001 --create-home --shell /bin/bash muxgate
 COPY --from=builder /usr/local/bin/muxgate /usr/local/bin/muxgate

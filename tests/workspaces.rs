@@ -32,11 +32,11 @@ async fn each_tenant_gets_its_own_server_named_workspace() {
     let run = call_ok(
         &alice,
         "run_command",
-        json!({"target": pane, "command": "echo hi from $HOSTNAME; pwd", "timeout": 20}),
+        json!({"target": pane, "command": "echo hi from $HOME; pwd", "timeout": 20}),
     )
     .await;
     assert_eq!(run["exit_status"], 0, "{run}");
-    assert_eq!(run["output"], "hi from workspace\n/workspace\n", "{run}");
+    assert_eq!(run["output"], "hi from /workspace\n/workspace\n", "{run}");
 
     let listed = call_ok(&bob, "list_sessions", json!({})).await;
     assert_eq!(

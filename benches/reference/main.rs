@@ -14,12 +14,14 @@
 //! 3. `wait_for_text`: wake-up latency, and 10 agents idling 30 s in waits (tmux server CPU,
 //!    tmux processes started, counted by a `tmux` wrapper on `PATH`);
 //! 4. muxgate at scale: 64 busy agents for 60 s; 256 and 1,024 idle sessions with waits;
-//! 5. muxgate's `send_keys` rate against a bare control client's pipelined rate.
+//! 5. muxgate's `send_keys` rate against a bare control client's pipelined rate;
+//! 6. workspace mode: 64 tenants × 4 sessions with waits (see [`workspaces`]).
 //!
 //! ```text
 //! cargo bench --bench reference                          # full run, about 10 minutes
 //! cargo bench --bench reference -- --only latency,batch  # some groups
 //! cargo bench --bench reference -- --only sessions --sessions 64,256
+//! cargo bench --bench reference -- --only workspaces --workspaces 64   # needs bubblewrap
 //! cargo bench --bench reference -- --quick               # smoke run
 //! cargo test --bench reference                           # the same smoke run
 //! ```
@@ -33,6 +35,7 @@ mod raw;
 mod scale;
 mod servers;
 mod stats;
+mod workspaces;
 
 use std::collections::BTreeSet;
 
@@ -43,9 +46,19 @@ use fixture::BenchTmux;
 use servers::{Flavor, Muxgate, REFERENCE_PACKAGE, REFERENCE_VERSION, Reference};
 use stats::{cpu_ms, latency, median, mib, quantile, rate, ratio};
 
-const GROUPS: [&str; 7] = [
-    "latency", "batch", "wake", "idle", "busy", "sessions", "ceiling",
+const GROUPS: [&str; 8] = [
+    "latency",
+    "batch",
+    "wake",
+    "idle",
+    "busy",
+    "sessions",
+    "ceiling",
+    "workspaces",
 ];
+
+/// The groups that run the reference server (the others measure muxgate alone).
+const REFERENCE_GROUPS: [&str; 5] = ["latency", "batch", "wake", "idle", "sessions"];
 
 /// Command-line options (`cargo bench --bench reference -- <options>`).
 struct Options {
@@ -59,6 +72,9 @@ struct Options {
     ceiling_agents: usize,
     ceiling_secs: f64,
     ceiling_raw_ops: usize,
+    workspaces: usize,
+    workspace_sessions: usize,
+    workspace_secs: f64,
     groups: BTreeSet<String>,
 }
 
@@ -75,6 +91,9 @@ impl Options {
             ceiling_agents: 64,
             ceiling_secs: 5.0,
             ceiling_raw_ops: 50_000,
+            workspaces: 64,
+            workspace_sessions: 4,
+            workspace_secs: 5.0,
             groups: GROUPS.iter().map(|g| (*g).to_owned()).collect(),
         };
         let mut benchmarking = false;
@@ -85,6 +104,9 @@ impl Options {
                 "--bench" => benchmarking = true,
                 "--quick" => options.quick(),
                 "--rounds" => options.rounds = positive(args.next(), "--rounds")?,
+                "--workspaces" => {
+                    options.workspaces = positive(args.next(), "--workspaces")?;
+                }
                 "--sessions" => {
                     let list = args
                         .next()
@@ -105,7 +127,7 @@ impl Options {
                     }
                 }
                 other => bail!(
-                    "unknown option {other:?} (known: --rounds N, --only GROUP,GROUP…, --sessions N,N…, --quick)"
+                    "unknown option {other:?} (known: --rounds N, --only GROUP,GROUP…, --sessions N,N…, --workspaces N, --quick)"
                 ),
             }
         }
@@ -126,6 +148,9 @@ impl Options {
         self.ceiling_agents = 4;
         self.ceiling_secs = 1.0;
         self.ceiling_raw_ops = 2_000;
+        self.workspaces = 3;
+        self.workspace_sessions = 2;
+        self.workspace_secs = 1.0;
     }
 
     fn runs(&self, group: &str) -> bool {
@@ -150,6 +175,17 @@ fn main() -> Result<()> {
 }
 
 async fn run(options: Options) -> Result<()> {
+    if !REFERENCE_GROUPS.iter().any(|g| options.runs(g)) {
+        println!(
+            "# muxgate
+
+{}; load average at start: {}
+",
+            tmux_version(),
+            load_average()
+        );
+        return alone(&options).await;
+    }
     let venv = servers::default_venv()?;
     eprintln!(
         "installing {REFERENCE_PACKAGE}=={REFERENCE_VERSION} into {}",
@@ -169,16 +205,94 @@ async fn run(options: Options) -> Result<()> {
     if options.runs("idle") {
         idle(&options, &reference).await?;
     }
-    if options.runs("busy") {
-        busy(&options).await?;
-    }
     if options.runs("sessions") {
         sessions(&options, &reference).await?;
     }
+    alone(&options).await
+}
+
+/// The groups that measure muxgate alone.
+async fn alone(options: &Options) -> Result<()> {
+    if options.runs("busy") {
+        busy(options).await?;
+    }
     if options.runs("ceiling") {
-        ceiling(&options).await?;
+        ceiling(options).await?;
+    }
+    if options.runs("workspaces") {
+        workspace_scale(options).await?;
     }
     println!("load average at end: {}", load_average());
+    Ok(())
+}
+
+/// Case 6: workspace mode at scale.
+async fn workspace_scale(options: &Options) -> Result<()> {
+    let (count, per) = (options.workspaces, options.workspace_sessions);
+    eprintln!("workspaces: {count} × {per} sessions");
+    let w = workspaces::workspaces(count, per, options.workspace_secs).await?;
+    let kib = |v: u64| mib(v as f64);
+    println!(
+        "## muxgate: workspaces
+
+{count} tenants, each its own workspace (a sandboxed tmux server) with {per} sessions and a wait_for_text in flight on each; then capture_pane every 20 ms in one quiet workspace for {} s while all idle, and again while another workspace floods one pane (`yes`).
+",
+        options.workspace_secs
+    );
+    println!(
+        "| measure | value |
+|---|--:|"
+    );
+    println!(
+        "| first call of a tenant (its workspace started, then create_session): p50 / p99 / max | {} / {} / {} |",
+        latency(quantile(&w.first_calls, 0.5)),
+        latency(quantile(&w.first_calls, 0.99)),
+        latency(quantile(&w.first_calls, 1.0))
+    );
+    println!(
+        "| create_session in a running workspace: p50 / p99 | {} / {} |",
+        latency(quantile(&w.later_creates, 0.5)),
+        latency(quantile(&w.later_creates, 0.99))
+    );
+    println!(
+        "| every wait attached after the last one started | {:.1} s |",
+        w.settled.as_secs_f64()
+    );
+    println!(
+        "| gateway RSS: at start / with {} workspaces / per workspace | {} / {} / {} |",
+        w.workspaces,
+        kib(w.gateway_rss_baseline_kib),
+        kib(w.gateway_rss_kib),
+        kib(w.gateway_rss_kib.saturating_sub(w.gateway_rss_baseline_kib) / w.workspaces as u64)
+    );
+    println!(
+        "| helpers (sandboxes, tmux servers, shells, jailed tmux clients): processes / PSS / per workspace | {} / {} / {} |",
+        w.helper_processes,
+        kib(w.helpers_pss_kib),
+        kib(w.helpers_pss_kib / w.workspaces as u64)
+    );
+    println!(
+        "| tmux servers' CPU while idle, all {} | {:.1} ms/s |",
+        w.workspaces, w.tmux_cpu_ms_per_s
+    );
+    let (idle_p50, flood_p50) = (quantile(&w.quiet_idle, 0.5), quantile(&w.quiet_flood, 0.5));
+    let (idle_p99, flood_p99) = (
+        quantile(&w.quiet_idle, 0.99),
+        quantile(&w.quiet_flood, 0.99),
+    );
+    println!(
+        "| quiet workspace capture_pane, all idle: p50 / p99 | {} / {} |",
+        latency(idle_p50),
+        latency(idle_p99)
+    );
+    println!(
+        "| quiet workspace capture_pane, another flooding: p50 / p99 (÷ idle) | {} / {} ({} / {}) |
+",
+        latency(flood_p50),
+        latency(flood_p99),
+        ratio(flood_p50 / idle_p50),
+        ratio(flood_p99 / idle_p99)
+    );
     Ok(())
 }
 

@@ -84,6 +84,37 @@ pub fn children(parent: u32) -> Vec<u32> {
         .collect()
 }
 
+/// Proportional set size of a process in KiB (`Pss` of `smaps_rollup`): shared pages divided
+/// among the processes sharing them, so sums over many processes do not overstate.
+pub fn pss_kib(pid: u32) -> Result<u64> {
+    let path = format!("/proc/{pid}/smaps_rollup");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("read {path}"))?;
+    text.lines()
+        .find_map(|line| line.strip_prefix("Pss:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .with_context(|| format!("no Pss in {path}"))
+}
+
+/// Every live descendant of `root` (children, their children, …).
+pub fn descendants(root: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(pid) = frontier.pop() {
+        for child in children(pid) {
+            found.push(child);
+            frontier.push(child);
+        }
+    }
+    found
+}
+
+/// The command name of a process (`/proc/<pid>/comm`).
+pub fn comm(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .map(|c| c.trim().to_owned())
+        .unwrap_or_default()
+}
+
 /// Total RSS of `pids` in KiB (processes that are gone count as 0).
 pub fn total_rss_kib(pids: &[u32]) -> u64 {
     pids.iter().filter_map(|&pid| rss_kib(pid).ok()).sum()

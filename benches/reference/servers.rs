@@ -163,8 +163,13 @@ impl Agent {
     /// is an error here, so a failing call can never pass for a fast one.
     pub async fn call(&self, call: &Call<'_>) -> Result<Value> {
         let (name, args) = call.request(self.flavor);
+        self.call_tool(name, args).await
+    }
+
+    /// Calls tool `name` with `args` (a JSON object) as [`Self::call`] does.
+    pub async fn call_tool(&self, name: &'static str, args: Value) -> Result<Value> {
         let Value::Object(args) = args else {
-            unreachable!("Call::request builds an object")
+            bail!("{name}: arguments must be an object")
         };
         let result = self
             .client
@@ -211,6 +216,12 @@ impl Muxgate {
     /// are lifted (this measures speed, not limits); everything else keeps its default.
     /// `path` replaces `PATH` for the gateway (the spawn counter's wrapper).
     pub async fn start(socket: &str, path: Option<&OsString>) -> Result<Self> {
+        Self::start_with(socket, path, "").await
+    }
+
+    /// [`Self::start`] with `extra` TOML appended to the config; `{dir}` in it becomes the
+    /// gateway's own temporary directory.
+    pub async fn start_with(socket: &str, path: Option<&OsString>, extra: &str) -> Result<Self> {
         let dir = tempfile::tempdir().context("create a temporary directory")?;
         let secret = muxgate::auth::generate_secret();
         let config_text = format!(
@@ -236,7 +247,8 @@ worker_queue_share = 8192
 
 [log]
 level = "warn"
-"#
+{extra}"#,
+            extra = extra.replace("{dir}", &dir.path().display().to_string())
         );
         let config = Config::from_toml_str(&config_text).context("the benchmark's config")?;
         let minter = TokenMinter::from_config(&config.auth).context("token minter")?;
@@ -289,6 +301,11 @@ level = "warn"
 
     pub fn pid(&self) -> u32 {
         self.pid
+    }
+
+    /// The gateway's temporary directory (its config, log, and state when configured there).
+    pub fn dir(&self) -> &Path {
+        self._dir.path()
     }
 
     /// A new MCP session for agent `n`, with a token of its own (`sub` = `agent-<n>`).

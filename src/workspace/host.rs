@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use super::sandbox::{HostView, Network, SandboxSpec};
+use super::sandbox::{HostView, Network, SandboxSpec, WorkspaceDirs, workspace_sandbox};
 
 /// Host directories every workspace sees read-only, when they exist.
 const SYSTEM_DIRS: &[&str] = &["/usr", "/etc"];
@@ -75,24 +75,21 @@ impl Host {
         Ok(host)
     }
 
-    /// Starts `true` in a sandbox like a workspace's (every namespace, the host view).
+    /// Starts `true` in a workspace's sandbox, with throwaway directories.
     async fn try_sandbox(&self) -> Result<(), HostError> {
+        let scratch = Scratch::create().map_err(|e| HostError::SandboxRefused(e.to_string()))?;
+        let dirs = WorkspaceDirs {
+            home: scratch.0.join("home"),
+            tmp: scratch.0.join("tmp"),
+            run: scratch.0.join("run"),
+        };
+        for dir in [&dirs.home, &dirs.tmp, &dirs.run] {
+            std::fs::create_dir(dir).map_err(|e| HostError::SandboxRefused(e.to_string()))?;
+        }
         let mut command = tokio::process::Command::new(&self.spec.bwrap);
-        command.args([
-            "--unshare-user",
-            "--unshare-pid",
-            "--unshare-ipc",
-            "--unshare-uts",
-            "--unshare-net",
-        ]);
-        for dir in &self.view.read_only {
-            command.arg("--ro-bind").arg(dir).arg(dir);
-        }
-        for (link, target) in &self.view.symlinks {
-            command.arg("--symlink").arg(target).arg(link);
-        }
         command
-            .args(["--proc", "/proc", "--dev", "/dev", "--", "true"])
+            .args(workspace_sandbox(&self.spec, &self.view, &dirs))
+            .arg("true")
             .env_clear()
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -110,6 +107,31 @@ impl Host {
                 stderr.trim().chars().take(300).collect(),
             ))
         }
+    }
+}
+
+/// A private directory for the test sandbox, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn create() -> std::io::Result<Self> {
+        use std::os::unix::fs::DirBuilderExt;
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or_default();
+        let dir = std::env::temp_dir().join(format!(
+            "muxgate-sandbox-probe-{}-{nanos}",
+            std::process::id()
+        ));
+        std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+        Ok(Self(dir))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 

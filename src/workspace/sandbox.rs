@@ -27,8 +27,6 @@ pub const INSIDE_HOME: &str = "/workspace";
 pub const INSIDE_RUN: &str = "/run/muxgate";
 /// The tmux socket inside both sandboxes.
 pub const INSIDE_SOCKET: &str = "/run/muxgate/tmux.sock";
-/// The host name inside a workspace.
-pub const HOSTNAME: &str = "workspace";
 
 /// What the host shows inside a workspace, read-only.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -103,6 +101,30 @@ pub fn server_command(
     dirs: &WorkspaceDirs,
     limits: &ProcessLimits,
 ) -> Vec<OsString> {
+    let mut args = Args(workspace_sandbox(spec, host, dirs));
+    args.value(&spec.prlimit);
+    for (name, value) in [
+        ("nproc", limits.processes),
+        ("as", limits.memory_per_process),
+        ("nofile", limits.open_files),
+    ] {
+        if value > 0 {
+            args.value(format!("--{name}={value}:{value}"));
+        }
+    }
+    args.flag("--");
+    args.value(&spec.tmux_bin);
+    args.flags(&["-S", INSIDE_SOCKET, "-D"]);
+    args.0
+}
+
+/// The `bwrap` arguments of a workspace's sandbox, ending in `--`: the command it runs follows.
+/// (The gateway's start-up check runs `true` in the same sandbox.)
+pub fn workspace_sandbox(
+    spec: &SandboxSpec,
+    host: &HostView,
+    dirs: &WorkspaceDirs,
+) -> Vec<OsString> {
     let mut args = Args::default();
     args.flags(&[
         "--unshare-user",
@@ -118,7 +140,6 @@ pub fn server_command(
     if spec.disable_userns {
         args.flag("--disable-userns");
     }
-    args.pair("--hostname", HOSTNAME);
     host_view(&mut args, host);
     for dir in &host.masked_dirs {
         args.pair("--tmpfs", dir);
@@ -136,19 +157,6 @@ pub fn server_command(
     args.pair("--chdir", INSIDE_HOME);
     args.pair("--cap-drop", "ALL");
     args.flag("--");
-    args.value(&spec.prlimit);
-    for (name, value) in [
-        ("nproc", limits.processes),
-        ("as", limits.memory_per_process),
-        ("nofile", limits.open_files),
-    ] {
-        if value > 0 {
-            args.value(format!("--{name}={value}:{value}"));
-        }
-    }
-    args.flag("--");
-    args.value(&spec.tmux_bin);
-    args.flags(&["-S", INSIDE_SOCKET, "-D"]);
     args.0
 }
 
