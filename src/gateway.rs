@@ -144,6 +144,7 @@ impl Gateway {
         let mut metrics = Metrics::new();
         let resource = Arc::new(ProtectedResource::new(&config.auth, mcp_url)?);
         let mut authenticator = Authenticator::new(&config.auth, &config.clients, &resource)?
+            .with_default_client(&config.clients_default, config.auth.algorithm)?
             .with_reject_hook(metrics.reject_hook());
         if workspaces.is_some() {
             authenticator = authenticator.with_own_server(workspace::SERVER_NAME);

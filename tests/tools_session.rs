@@ -582,3 +582,91 @@ async fn ownership_cannot_be_rewritten_from_inside_a_pane() {
     assert_eq!(names(&seen), ["b-1"]);
     assert_eq!(seen["sessions"][0]["created_by_you"], true);
 }
+
+/// A shared server with configured namespaces: `bob` is limited to `b-*`, `carol` sees only
+/// what she creates and has no namespace. Carol can neither plant a session into bob's
+/// namespace nor squat his names, nor rename into them; a token claim (`sessions: ['*']`) does
+/// not widen her access; and a session bob cannot see is not confirmed to exist.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_client_plants_or_squats_sessions_in_another_ones_namespace() {
+    let tmux = TestTmux::start();
+    tmux.ok(&["new-session", "-d", "-s", "b-human"]);
+    let mut config = config_with_server("work", &tmux.socket, false);
+    config
+        .clients
+        .insert("bob".into(), toml::from_str("sessions = ['b-*']").unwrap());
+    config.clients.insert(
+        "carol".into(),
+        toml::from_str("own_sessions = true").unwrap(),
+    );
+    let gateway = spawn_gateway(config).await;
+    let writer = ["mux:read", "mux:write"];
+    let bob = legacy(&gateway, &token(&gateway, "bob", &writer, None, false)).await;
+    let carol = legacy(
+        &gateway,
+        &token(&gateway, "carol", &writer, Some(&["*"]), false),
+    )
+    .await;
+
+    let planted = err(&carol, "create_session", json!({"name": "b-planted"})).await;
+    assert_eq!(planted["kind"], "forbidden", "{planted}");
+    assert!(
+        planted["message"].as_str().unwrap().contains("reserved"),
+        "{planted}"
+    );
+    ok(&carol, "create_session", json!({"name": "c-1"})).await;
+    let renamed = err(
+        &carol,
+        "rename_session",
+        json!({"target": "c-1", "new_name": "b-1"}),
+    )
+    .await;
+    assert_eq!(renamed["kind"], "forbidden", "{renamed}");
+    let seen = ok(&carol, "list_sessions", json!({})).await;
+    assert_eq!(
+        names(&seen),
+        ["c-1"],
+        "the claim `*` opened nothing: {seen}"
+    );
+    let seen = ok(&bob, "list_sessions", json!({})).await;
+    assert_eq!(
+        names(&seen),
+        ["b-human"],
+        "a human's session in bob's namespace is his to see"
+    );
+
+    // An unlisted client whose token is its whole policy may name `b-*` (its claim is its
+    // authority); the session it makes there stays hidden from bob, and bob's attempt to use
+    // the name confirms nothing about it.
+    let dave = legacy(
+        &gateway,
+        &token(&gateway, "dave", &writer, Some(&["b-*"]), false),
+    )
+    .await;
+    ok(&dave, "create_session", json!({"name": "b-x"})).await;
+    let seen = ok(&bob, "list_sessions", json!({})).await;
+    assert_eq!(
+        names(&seen),
+        ["b-human"],
+        "planted by another client: {seen}"
+    );
+    let taken = err(&bob, "create_session", json!({"name": "b-x"})).await;
+    assert_eq!(taken["kind"], "conflict", "{taken}");
+    assert_eq!(
+        taken["message"],
+        "the session name \"b-x\" is not available"
+    );
+    let hidden = err(&bob, "capture_pane", json!({"target": "b-x"})).await;
+    let missing = err(&bob, "capture_pane", json!({"target": "b-nope"})).await;
+    assert_eq!(
+        hidden["message"].as_str().unwrap().replace("b-x", "N"),
+        missing["message"].as_str().unwrap().replace("b-nope", "N"),
+        "hidden reads exactly like missing"
+    );
+    // A name bob can see is reported as existing.
+    let visible = err(&bob, "create_session", json!({"name": "b-human"})).await;
+    assert_eq!(
+        visible["message"],
+        "a session named \"b-human\" already exists"
+    );
+}

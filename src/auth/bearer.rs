@@ -15,7 +15,9 @@ use axum::response::{IntoResponse, Response};
 use http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
 use http::{HeaderMap, HeaderValue, StatusCode};
 
-use super::config::{AuthConfig, AuthConfigError, ClientPolicyConfig};
+use super::config::{
+    AuthConfig, AuthConfigError, ClientPolicyConfig, DefaultClientConfig, JwtAlgorithm,
+};
 use super::metadata::ProtectedResource;
 use super::pattern::{NamePattern, compile_patterns};
 use super::principal::{KNOWN_SCOPES, Principal, TargetAcl, tier_of};
@@ -38,6 +40,14 @@ struct ClientPolicy {
 pub struct Authenticator {
     verifier: TokenVerifier,
     clients: HashMap<String, ClientPolicy>,
+    /// The policy of subs without an entry (`[clients_default]`), if it restricts anything.
+    default_client: Option<ClientPolicy>,
+    /// Whether subs without an entry are accepted at all.
+    unlisted_allowed: bool,
+    /// Session patterns configured for every client: for a configured sub, the others'; for
+    /// an unlisted one, all of them (see [`TargetAcl::reserved`]).
+    reserved: HashMap<String, Arc<[NamePattern]>>,
+    reserved_all: Arc<[NamePattern]>,
     metadata_url: String,
     on_reject: Option<RejectHook>,
     /// In workspace mode: the name of every client's own server.
@@ -70,9 +80,26 @@ impl Authenticator {
             let sub = sub.as_ref();
             compiled.insert(sub.to_owned(), compile_client(sub, cfg)?);
         }
+        let patterns_of = |client: &ClientPolicy| client.sessions.clone().unwrap_or_default();
+        let reserved_all: Arc<[NamePattern]> = compiled.values().flat_map(patterns_of).collect();
+        let reserved = compiled
+            .keys()
+            .map(|sub| {
+                let others: Arc<[NamePattern]> = compiled
+                    .iter()
+                    .filter(|(other, _)| *other != sub)
+                    .flat_map(|(_, client)| patterns_of(client))
+                    .collect();
+                (sub.clone(), others)
+            })
+            .collect();
         Ok(Self {
             verifier,
             clients: compiled,
+            default_client: None,
+            unlisted_allowed: auth.algorithm.is_symmetric(),
+            reserved,
+            reserved_all,
             metadata_url: resource.metadata_url().to_owned(),
             on_reject: None,
             own_server: None,
@@ -87,6 +114,21 @@ impl Authenticator {
     pub fn without_authentication(mut self, principal: Principal) -> Self {
         self.anonymous = Some(principal);
         self
+    }
+
+    /// Applies `[clients_default]`: whether unlisted subs are accepted with `algorithm`, and
+    /// the policy they get.
+    pub fn with_default_client(
+        mut self,
+        config: &DefaultClientConfig,
+        algorithm: JwtAlgorithm,
+    ) -> Result<Self, AuthConfigError> {
+        self.unlisted_allowed = config.allows_unlisted(algorithm);
+        self.default_client = config
+            .as_client()
+            .map(|client| compile_client("clients_default", &client))
+            .transpose()?;
+        Ok(self)
     }
 
     /// Workspace mode: every principal sees its own server as `name`, and configured servers
@@ -115,36 +157,57 @@ impl Authenticator {
         }
         let token = bearer_token(headers)?;
         let verified = self.verifier.verify(token)?;
+        if !self.unlisted_allowed && !self.clients.contains_key(&verified.sub) {
+            return Err(RejectReason::UnknownClient);
+        }
         Ok(self.principal_for(verified))
     }
 
-    /// Merges a verified token with its client's configuration ("both must allow").
+    /// Merges a verified token with its client's configuration ("both must allow"). The
+    /// configuration (the sub's entry, else `[clients_default]`) is the authority: the
+    /// token's claims narrow it and never widen it. Without either, the claims decide.
     pub fn principal_for(&self, token: VerifiedToken) -> Principal {
-        let client = self.clients.get(&token.sub);
+        let listed = self.clients.get(&token.sub);
+        let client = listed.or(self.default_client.as_ref());
         let scopes: BTreeSet<String> = match client.and_then(|c| c.scopes.as_ref()) {
             Some(ceiling) => token.scopes.intersection(ceiling).cloned().collect(),
             None => token.scopes,
         };
+        let reserved = match listed {
+            Some(_) => self.reserved.get(&token.sub).cloned().unwrap_or_default(),
+            None => self.reserved_all.clone(),
+        };
         let mut acl = TargetAcl {
             own_sessions: token.own_sessions || client.is_some_and(|c| c.own_sessions),
             own_server: self.own_server,
+            reserved,
             ..TargetAcl::default()
         };
-        for list in [token.servers, client.and_then(|c| c.servers.clone())]
-            .into_iter()
-            .flatten()
-        {
-            acl.servers.restrict(list);
-        }
-        for list in [token.sessions, client.and_then(|c| c.sessions.clone())]
-            .into_iter()
-            .flatten()
-        {
-            acl.sessions.restrict(list);
+        for (allow, configured, claimed) in [
+            (
+                &mut acl.servers,
+                client.and_then(|c| c.servers.clone()),
+                token.servers,
+            ),
+            (
+                &mut acl.sessions,
+                client.and_then(|c| c.sessions.clone()),
+                token.sessions,
+            ),
+        ] {
+            if let Some(list) = configured {
+                allow.restrict(list);
+            }
+            if let Some(list) = claimed {
+                match client {
+                    Some(_) => allow.narrow(list),
+                    None => allow.restrict(list),
+                }
+            }
         }
         // A configured workspace wins over the claim: a claim may not move a client into
         // another team's workspace.
-        let workspace = client
+        let workspace = listed
             .and_then(|c| c.workspace.clone())
             .or(token.workspace)
             .unwrap_or_else(|| token.sub.clone());
@@ -541,6 +604,84 @@ mod tests {
         assert_eq!(p.tier, Some(Tier::Destructive));
         assert!(p.acl.servers.is_unrestricted());
         assert!(p.acl.own_sessions);
+    }
+
+    /// `muxgate token --sub carol --sessions '*'` for a configured `own_sessions` client: the
+    /// claim narrows the configuration and never opens anything it does not grant.
+    #[test]
+    fn claims_only_narrow_the_configuration() {
+        use crate::auth::{SessionRef, can_see_session};
+        let mut clients = BTreeMap::new();
+        clients.insert("alice".to_owned(), client("own_sessions = true"));
+        clients.insert("bob".to_owned(), client("sessions = ['b-*']"));
+        let auth = authenticator(&clients);
+        let mut claims = good_claims();
+        claims["muxgate"] = json!({ "sessions": ["*"], "servers": ["*"] });
+        let p = auth.authenticate(&bearer(&hs256(&claims, SECRET))).unwrap();
+        let seen = |name, owner| can_see_session(&p, "default", SessionRef { name, owner });
+        assert!(!seen("human", None), "a claim grants nothing explicitly");
+        assert!(!seen("b-1", Some("bob")));
+        assert!(seen("mine", Some("alice")));
+        // Under a configuration, claimed patterns narrow: alice's claim `b-*` lets her name
+        // nothing outside it, but grants her nothing either.
+        claims["muxgate"] = json!({ "sessions": ["a-*"] });
+        let p = auth.authenticate(&bearer(&hs256(&claims, SECRET))).unwrap();
+        assert!(!p.acl.sessions.allows("b-1"));
+        // And a configured workspace is not moved by a claim.
+        clients.insert("carol".to_owned(), client("workspace = 'team'"));
+        let auth = authenticator(&clients);
+        claims["sub"] = json!("carol");
+        claims["muxgate"] = json!({ "workspace": "other" });
+        let p = auth.authenticate(&bearer(&hs256(&claims, SECRET))).unwrap();
+        assert_eq!(p.workspace, "team");
+    }
+
+    #[test]
+    fn unlisted_clients_follow_the_default_policy() {
+        let mut clients = BTreeMap::new();
+        clients.insert("alice".to_owned(), client("sessions = ['a-*']"));
+        let token = |sub: &str| {
+            let mut claims = good_claims();
+            claims["sub"] = json!(sub);
+            bearer(&hs256(&claims, SECRET))
+        };
+        // HS256: unlisted subs are accepted by default (the secret's holder mints tokens).
+        let auth = authenticator(&clients);
+        let p = auth.authenticate(&token("dave")).unwrap();
+        assert!(p.acl.sessions.is_unrestricted());
+        assert!(
+            p.acl.reserved.iter().any(|r| r.matches("a-1")),
+            "alice's names"
+        );
+        // Refused when the operator says so, or by default with public keys.
+        let denying: DefaultClientConfig = toml::from_str("allow = false").unwrap();
+        let auth = authenticator(&clients)
+            .with_default_client(&denying, JwtAlgorithm::HS256)
+            .unwrap();
+        assert_eq!(
+            auth.authenticate(&token("dave")),
+            Err(RejectReason::UnknownClient)
+        );
+        assert!(auth.authenticate(&token("alice")).is_ok());
+        let auth = authenticator(&clients)
+            .with_default_client(&DefaultClientConfig::default(), JwtAlgorithm::RS256)
+            .unwrap();
+        assert_eq!(
+            auth.authenticate(&token("dave")),
+            Err(RejectReason::UnknownClient)
+        );
+        // A default policy applies to them, and is the authority their claims narrow.
+        let limited: DefaultClientConfig = toml::from_str(
+            "sessions = ['guest-*']
+scopes = ['mux:read']",
+        )
+        .unwrap();
+        let auth = authenticator(&clients)
+            .with_default_client(&limited, JwtAlgorithm::HS256)
+            .unwrap();
+        let p = auth.authenticate(&token("dave")).unwrap();
+        assert!(p.acl.sessions.allows("guest-1") && !p.acl.sessions.allows("a-1"));
+        assert_eq!(p.tier, Some(Tier::ReadOnly));
     }
 
     #[test]

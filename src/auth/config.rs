@@ -183,6 +183,47 @@ pub struct ClientPolicyConfig {
     pub limits: LimitOverrides,
 }
 
+/// `[clients_default]`: the policy of a token whose `sub` has no `[clients.<sub>]` entry.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DefaultClientConfig {
+    /// Whether such tokens are accepted at all. Default: yes with an HS256 secret (whoever
+    /// holds it mints the tokens), no with public keys (an identity provider's every user
+    /// would otherwise get in).
+    pub allow: Option<bool>,
+    /// Scopes such a client may use (intersected with the token's).
+    pub scopes: Option<Vec<String>>,
+    /// Server-name patterns.
+    pub servers: Option<Vec<String>>,
+    /// Session-name patterns.
+    pub sessions: Option<Vec<String>>,
+    /// See only the sessions it created (plus `sessions` grants).
+    #[serde(default)]
+    pub own_sessions: bool,
+}
+
+impl DefaultClientConfig {
+    /// Whether unlisted clients are accepted with `algorithm`.
+    pub fn allows_unlisted(&self, algorithm: JwtAlgorithm) -> bool {
+        self.allow.unwrap_or(algorithm.is_symmetric())
+    }
+
+    /// The policy as a client entry, when it restricts anything (else the token decides).
+    pub fn as_client(&self) -> Option<ClientPolicyConfig> {
+        let restricts = self.scopes.is_some()
+            || self.servers.is_some()
+            || self.sessions.is_some()
+            || self.own_sessions;
+        restricts.then(|| ClientPolicyConfig {
+            scopes: self.scopes.clone(),
+            servers: self.servers.clone(),
+            sessions: self.sessions.clone(),
+            own_sessions: self.own_sessions,
+            ..ClientPolicyConfig::default()
+        })
+    }
+}
+
 /// A secret string whose `Debug` output never shows the value.
 #[derive(Clone, Deserialize)]
 #[serde(transparent)]

@@ -59,7 +59,9 @@ pub mod session;
 pub mod token;
 
 pub use bearer::{Authenticator, RejectHook, require_bearer};
-pub use config::{AuthConfig, AuthConfigError, ClientPolicyConfig, JwtAlgorithm};
+pub use config::{
+    AuthConfig, AuthConfigError, ClientPolicyConfig, DefaultClientConfig, JwtAlgorithm,
+};
 pub use metadata::ProtectedResource;
 pub use mint::{MintError, MintRequest, TokenMinter, generate_secret, parse_ttl};
 pub use policy::{

@@ -3,7 +3,9 @@
 //! tmux servers and sessions rarely need more, and a tiny language is easy to audit.
 //!
 //! [`NameAllowList`] stacks pattern lists from several sources (token claims, client config); a
-//! name is allowed only if every source allows it.
+//! name is allowed only if every source allows it. Only an *authoritative* source can grant a
+//! name explicitly: the client's configuration when the client has one, else its token. A
+//! token's claim under a configuration only narrows it.
 
 use std::fmt;
 
@@ -44,6 +46,11 @@ impl NamePattern {
             return Err(PatternError::ControlChar);
         }
         Ok(Self { chars })
+    }
+
+    /// Whether the pattern has no wildcard (it matches one name only).
+    pub fn is_literal(&self) -> bool {
+        !self.chars.iter().any(|c| matches!(c, '*' | '?'))
     }
 
     /// Whether `name` matches the whole pattern.
@@ -97,7 +104,14 @@ pub fn compile_patterns(patterns: &[String]) -> Result<Vec<NamePattern>, (String
 /// With no list at all every name passes; an empty list lets nothing pass.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NameAllowList {
-    layers: Vec<Vec<NamePattern>>,
+    layers: Vec<Layer>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Layer {
+    patterns: Vec<NamePattern>,
+    /// Whether this source may grant names explicitly (see the module docs).
+    authoritative: bool,
 }
 
 impl NameAllowList {
@@ -106,9 +120,21 @@ impl NameAllowList {
         Self::default()
     }
 
-    /// Adds a source's pattern list; the result is at most as permissive as before.
+    /// Adds an authoritative source's pattern list; the result is at most as permissive as
+    /// before.
     pub fn restrict(&mut self, patterns: Vec<NamePattern>) {
-        self.layers.push(patterns);
+        self.layers.push(Layer {
+            patterns,
+            authoritative: true,
+        });
+    }
+
+    /// Adds a source that may only narrow: it takes names away, and grants none explicitly.
+    pub fn narrow(&mut self, patterns: Vec<NamePattern>) {
+        self.layers.push(Layer {
+            patterns,
+            authoritative: false,
+        });
     }
 
     /// Whether no source restricts names.
@@ -120,13 +146,26 @@ impl NameAllowList {
     pub fn allows(&self, name: &str) -> bool {
         self.layers
             .iter()
-            .all(|layer| layer.iter().any(|p| p.matches(name)))
+            .all(|layer| layer.patterns.iter().any(|p| p.matches(name)))
     }
 
-    /// Whether at least one source names a pattern for `name` and all sources allow it: the
+    /// Whether an authoritative source has a pattern for `name` and all sources allow it: the
     /// grant is explicit rather than the absence of a restriction.
     pub fn grants_explicitly(&self, name: &str) -> bool {
-        !self.layers.is_empty() && self.allows(name)
+        self.layers.iter().any(|l| l.authoritative) && self.allows(name)
+    }
+
+    /// Whether an authoritative source names `name` literally (a pattern without wildcards)
+    /// and all sources allow it.
+    pub fn names_literally(&self, name: &str) -> bool {
+        self.allows(name)
+            && self.layers.iter().any(|layer| {
+                layer.authoritative
+                    && layer
+                        .patterns
+                        .iter()
+                        .any(|p| p.is_literal() && p.matches(name))
+            })
     }
 }
 
@@ -186,6 +225,28 @@ mod tests {
         let mut none = NameAllowList::unrestricted();
         none.restrict(Vec::new());
         assert!(!none.allows("x"));
+    }
+
+    #[test]
+    fn a_narrowing_source_grants_nothing_explicitly() {
+        let mut acl = NameAllowList::unrestricted();
+        acl.narrow(vec![pat("*")]);
+        assert!(acl.allows("prod"));
+        assert!(
+            !acl.grants_explicitly("prod"),
+            "a claim alone grants nothing"
+        );
+        assert!(!acl.names_literally("prod"));
+        acl.restrict(vec![pat("b-*"), pat("shared")]);
+        assert!(acl.grants_explicitly("b-1"));
+        assert!(!acl.names_literally("b-1"), "a glob is not a name");
+        assert!(acl.names_literally("shared"));
+        acl.narrow(vec![pat("b-*")]);
+        assert!(
+            !acl.names_literally("shared"),
+            "the narrowing source takes it away"
+        );
+        assert!(pat("build").is_literal() && !pat("b?").is_literal() && !pat("*").is_literal());
     }
 
     proptest! {

@@ -10,11 +10,19 @@
 //! - **Servers.** In workspace mode, the principal's own workspace always, and a configured
 //!   server when the server patterns grant it explicitly; otherwise a configured server when
 //!   the server patterns allow its name.
-//! - **Sessions.** A session is visible if its server is, and either its owner is the
-//!   principal, or — in `own_sessions` mode — the session patterns grant its name
-//!   explicitly, or — otherwise — the session patterns allow its name. Windows and panes
-//!   follow their session. Invisible objects are reported exactly like missing ones, so a
-//!   client cannot probe for what it may not see.
+//! - **Sessions.** A session is visible if its server is, and:
+//!   - the principal created it (through the gateway); or
+//!   - another client created it, and the principal's access is unlimited (no session
+//!     patterns, not `own_sessions`), or its patterns name the session *literally* (a glob
+//!     such as `b-*` does not open another client's `b-planted`); or
+//!   - it was created outside the gateway (a human's), and the patterns grant its name
+//!     explicitly (`own_sessions`) or allow it (otherwise).
+//!
+//!   Windows and panes follow their session. Invisible objects are reported exactly like
+//!   missing ones, so a client cannot probe for what it may not see.
+//! - **Naming.** A client may create or rename a session only to a name its patterns allow,
+//!   and not to a name another configured client's patterns reserve unless its own grant it
+//!   explicitly (so nobody squats the names a client is limited to).
 //! - **Ownership** is the gateway's own record ([`super::owners`]): nothing a pane runs can
 //!   change it.
 
@@ -65,6 +73,14 @@ pub enum Denied {
         /// The refused name.
         name: String,
     },
+    /// A new session name is reserved by another client's configured patterns.
+    #[error(
+        "session name `{name}` is reserved: it matches the session patterns configured for other clients"
+    )]
+    SessionNameReserved {
+        /// The refused name.
+        name: String,
+    },
 }
 
 fn granted_text(granted: &[String]) -> String {
@@ -91,6 +107,7 @@ impl Denied {
             Self::ServerNotVisible { .. } => "server_not_visible",
             Self::SessionNotVisible { .. } => "session_not_visible",
             Self::SessionNameNotAllowed { .. } => "session_name_not_allowed",
+            Self::SessionNameReserved { .. } => "session_name_reserved",
         }
     }
 }
@@ -139,14 +156,13 @@ pub fn can_see_session(principal: &Principal, server: &str, session: SessionRef<
     if !can_see_server(principal, server) {
         return false;
     }
-    if session.owner == Some(principal.sub.as_str()) {
-        return true;
-    }
-    let sessions = &principal.acl.sessions;
-    if principal.acl.own_sessions {
-        sessions.grants_explicitly(session.name)
-    } else {
-        sessions.allows(session.name)
+    let acl = &principal.acl;
+    let limited = acl.own_sessions || !acl.sessions.is_unrestricted();
+    match session.owner {
+        Some(owner) if owner == principal.sub => true,
+        Some(_) if limited => acl.sessions.names_literally(session.name),
+        _ if acl.own_sessions => acl.sessions.grants_explicitly(session.name),
+        _ => acl.sessions.allows(session.name),
     }
 }
 
@@ -167,15 +183,20 @@ pub fn check_session(
 }
 
 /// Whether the principal may give a session this name (create or rename). The session will
-/// be tagged with its `sub`, so in `own_sessions` mode it stays visible to it.
+/// be recorded as its own, so in `own_sessions` mode it stays visible to it.
 pub fn can_name_session(principal: &Principal, name: &str) -> Result<(), Denied> {
-    if principal.acl.sessions.allows(name) {
-        Ok(())
-    } else {
-        Err(Denied::SessionNameNotAllowed {
+    let acl = &principal.acl;
+    if !acl.sessions.allows(name) {
+        return Err(Denied::SessionNameNotAllowed {
             name: name.to_owned(),
-        })
+        });
     }
+    if acl.reserved.iter().any(|p| p.matches(name)) && !acl.sessions.grants_explicitly(name) {
+        return Err(Denied::SessionNameReserved {
+            name: name.to_owned(),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -248,13 +269,27 @@ mod tests {
         let mut p = principal(&[SCOPE_WRITE]);
         assert!(can_see_session(&p, "s", session("any", "")));
         assert!(can_see_session(&p, "s", session("any", "bob")));
-        p.acl.sessions.restrict(pats(&["ci-*"]));
-        assert!(can_see_session(&p, "s", session("ci-1", "bob")));
+        p.acl.sessions.restrict(pats(&["ci-*", "ci-shared"]));
+        assert!(
+            can_see_session(&p, "s", session("ci-1", "")),
+            "a human's, by pattern"
+        );
         assert!(!can_see_session(&p, "s", session("prod", "")));
+        // Another client's session needs its name, not a glob: nobody can plant a session
+        // into a namespace a client is limited to.
+        assert!(!can_see_session(&p, "s", session("ci-1", "bob")));
+        assert!(can_see_session(&p, "s", session("ci-shared", "bob")));
         // Its own sessions stay visible even if renamed outside the patterns.
         assert!(can_see_session(&p, "s", session("prod", "alice")));
         let err = check_session(&p, "s", session("prod", "bob")).unwrap_err();
         assert_eq!(err.kind(), "session_not_visible");
+    }
+
+    #[test]
+    fn unlimited_access_sees_every_session() {
+        let p = principal(&[SCOPE_WRITE]);
+        assert!(can_see_session(&p, "s", session("any", "")));
+        assert!(can_see_session(&p, "s", session("any", "bob")));
     }
 
     #[test]
@@ -264,10 +299,12 @@ mod tests {
         assert!(can_see_session(&p, "s", session("mine", "alice")));
         assert!(!can_see_session(&p, "s", session("theirs", "bob")));
         assert!(!can_see_session(&p, "s", session("human", "")));
-        // An explicit grant by name opens others' sessions again.
-        p.acl.sessions.restrict(pats(&["shared-*"]));
-        assert!(can_see_session(&p, "s", session("shared-1", "bob")));
+        // An explicit grant opens sessions made outside the gateway; another client's only
+        // by name.
+        p.acl.sessions.restrict(pats(&["shared-*", "pair"]));
         assert!(can_see_session(&p, "s", session("shared-2", "")));
+        assert!(!can_see_session(&p, "s", session("shared-1", "bob")));
+        assert!(can_see_session(&p, "s", session("pair", "bob")));
         assert!(!can_see_session(&p, "s", session("theirs", "bob")));
         assert!(can_see_session(&p, "s", session("mine", "alice")));
     }
@@ -289,5 +326,18 @@ mod tests {
         assert_eq!(can_name_session(&p, "ci-9"), Ok(()));
         let err = can_name_session(&p, "prod").unwrap_err();
         assert_eq!(err.kind(), "session_name_not_allowed");
+    }
+
+    #[test]
+    fn names_other_clients_are_limited_to_are_reserved() {
+        let mut p = principal(&[SCOPE_WRITE]);
+        p.acl.own_sessions = true;
+        p.acl.reserved = pats(&["b-*"]).into();
+        let err = can_name_session(&p, "b-1").unwrap_err();
+        assert_eq!(err.kind(), "session_name_reserved");
+        assert_eq!(can_name_session(&p, "mine-1"), Ok(()));
+        // Its own explicit grant overrides the reservation (overlap is the operator's choice).
+        p.acl.sessions.restrict(pats(&["b-shared"]));
+        assert_eq!(can_name_session(&p, "b-shared"), Ok(()));
     }
 }

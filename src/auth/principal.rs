@@ -92,6 +92,9 @@ pub struct TargetAcl {
     /// In workspace mode, the name under which the principal sees its own workspace's server;
     /// configured servers are then visible only when [`Self::servers`] grants them explicitly.
     pub own_server: Option<&'static str>,
+    /// Session-name patterns configured for *other* clients: names this principal may not
+    /// create unless its own patterns grant them explicitly.
+    pub reserved: std::sync::Arc<[super::pattern::NamePattern]>,
 }
 
 /// An authenticated caller, inserted into request extensions by [`super::require_bearer`].

@@ -59,11 +59,13 @@ pub enum RejectReason {
     BadAudience,
     /// Required claims missing or malformed (`sub`, `exp`, `scope`, `muxgate`).
     BadClaims,
+    /// A `sub` with no `[clients.<sub>]` entry, where unlisted clients are refused.
+    UnknownClient,
 }
 
 impl RejectReason {
     /// Every reason, for pre-registering metric labels.
-    pub const ALL: [Self; 11] = [
+    pub const ALL: [Self; 12] = [
         Self::Missing,
         Self::MalformedHeader,
         Self::MalformedToken,
@@ -75,6 +77,7 @@ impl RejectReason {
         Self::BadIssuer,
         Self::BadAudience,
         Self::BadClaims,
+        Self::UnknownClient,
     ];
 
     /// Stable snake_case name.
@@ -91,6 +94,7 @@ impl RejectReason {
             Self::BadIssuer => "bad_issuer",
             Self::BadAudience => "bad_audience",
             Self::BadClaims => "bad_claims",
+            Self::UnknownClient => "unknown_client",
         }
     }
 
@@ -108,6 +112,7 @@ impl RejectReason {
             Self::BadIssuer => "the token's issuer (iss) is not accepted",
             Self::BadAudience => "the token's audience (aud) does not include this resource",
             Self::BadClaims => "the token's claims are missing or malformed",
+            Self::UnknownClient => "this gateway does not know the token's client (sub)",
         }
     }
 

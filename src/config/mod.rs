@@ -31,7 +31,7 @@ use serde::Deserialize;
 use toml::Table;
 
 use crate::audit::AuditConfig;
-use crate::auth::{AuthConfig, ClientPolicyConfig};
+use crate::auth::{AuthConfig, ClientPolicyConfig, DefaultClientConfig};
 use crate::http::allowlist::{HostPattern, OriginPattern};
 use crate::http::tls::TlsConfig;
 use crate::limits::LimitsConfig;
@@ -61,6 +61,9 @@ pub struct Config {
     /// Per-client policy and limits, by the token's `sub`.
     #[serde(default)]
     pub clients: BTreeMap<String, ClientPolicyConfig>,
+    /// The policy of a `sub` without an entry in `clients`.
+    #[serde(default)]
+    pub clients_default: DefaultClientConfig,
     pub limits: LimitsConfig,
     pub audit: AuditConfig,
     pub log: LogConfig,

@@ -542,14 +542,33 @@ async fn check_session_limit(tmux: &TmuxAccess<'_>, limit: u32) -> Result<(), To
     Ok(())
 }
 
-fn creation_failed(message: &str) -> ToolError {
-    if message.contains("duplicate session") {
-        return ToolError::new(
+/// tmux's refusal of a name that is in use.
+fn is_duplicate(message: &str) -> bool {
+    message.contains("duplicate session")
+}
+
+/// The error for a name already in use: it names the session only when the caller may see
+/// it (a session it may not see is not confirmed to exist, nor whose it is).
+async fn name_taken(tmux: &TmuxAccess<'_>, name: &str) -> ToolError {
+    let visible = list_session_rows(tmux)
+        .await
+        .is_ok_and(|sessions| sessions.iter().any(|s| s.name == name));
+    if visible {
+        ToolError::new(
             ToolErrorKind::Conflict,
-            message.to_owned(),
-            "choose another name, or use the existing session (list_sessions)",
-        );
+            format!("a session named {:?} already exists", shorten(name)),
+            "use that session (list_sessions), or choose another name",
+        )
+    } else {
+        ToolError::new(
+            ToolErrorKind::Conflict,
+            format!("the session name {:?} is not available", shorten(name)),
+            "choose another name",
+        )
     }
+}
+
+fn creation_failed(message: &str) -> ToolError {
     ToolError::new(
         ToolErrorKind::Unavailable,
         format!("could not create the session: {message}"),
@@ -674,6 +693,9 @@ impl McpServer {
             Err(error) if server_absent(&error) => {
                 (self.start_server_with_session(&tmux, &spec).await?, true)
             }
+            Err(EngineError::Command(message)) if is_duplicate(&message) => {
+                return Err(name_taken(&tmux, spec.name.as_str()).await);
+            }
             Err(EngineError::Command(message)) => return Err(creation_failed(&message)),
             Err(error) => {
                 return Err(engine_error(
@@ -772,19 +794,16 @@ impl McpServer {
                 .end_of_options()
                 .arg(new_name.as_str()),
         )?;
-        tmux.run(rename, "call list_sessions to see valid sessions")
+        if let Err(error) = tmux
+            .run(rename, "call list_sessions to see valid sessions")
             .await
-            .map_err(|e| match e.message.contains("duplicate session") {
-                true => ToolError::new(
-                    ToolErrorKind::Conflict,
-                    format!(
-                        "a session named {:?} already exists",
-                        shorten(new_name.as_str())
-                    ),
-                    "choose another name",
-                ),
-                false => e,
-            })?;
+        {
+            return Err(if is_duplicate(&error.message) {
+                name_taken(&tmux, new_name.as_str()).await
+            } else {
+                error
+            });
+        }
         Ok(Json(RenameSessionOutput {
             server: tmux.server_name().to_owned(),
             id: resolved.session_id.to_string(),
