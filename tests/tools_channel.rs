@@ -27,6 +27,12 @@ async fn channels_wake_waiters_and_time_out_cleanly() {
     let tmux = TestTmux::start();
     let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
     let client = client(&gateway).await;
+    let info = call_ok(&client, "get_server_info", json!({})).await;
+    let prefix = info["channel_prefix"].as_str().unwrap().to_owned();
+    assert!(
+        prefix.starts_with("muxgate_"),
+        "a shared server's channels are the client's: {info}"
+    );
 
     // A signal sent before the wait is remembered.
     let sent = call_ok(&client, "signal_channel", json!({"channel": "early.done"})).await;
@@ -48,11 +54,12 @@ async fn channels_wake_waiters_and_time_out_cleanly() {
         ),
         async {
             assert!(wait_until(Duration::from_secs(10), || waiting_clients(&tmux) == 1).await);
-            tmux.ok(&["wait-for", "-S", "job-1"]);
+            tmux.ok(&["wait-for", "-S", &format!("{prefix}job-1")]);
         }
     );
     let woken = common::tools::ok(woken);
     assert_eq!(woken["signalled"], true, "{woken}");
+    assert_eq!(woken["tmux_channel"], format!("{prefix}job-1"));
     assert_eq!(woken["timed_out"], false);
 
     // Meanwhile other calls are not held up, and a timeout leaves no client behind.
@@ -122,4 +129,45 @@ async fn a_cancelled_channel_wait_leaves_no_client() {
         wait_until(Duration::from_secs(5), || waiting_clients(&tmux) == 0).await,
         "the cancelled wait left its tmux client running"
     );
+}
+
+/// On a shared server one client can neither wake another's wait nor consume its pending
+/// signal: each client's channels are its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_cannot_signal_or_consume_each_others_channels() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let alice = common::tools::client_with(&gateway, &gateway.mint("alice", &["mux:write"])).await;
+    let bob = common::tools::client_with(&gateway, &gateway.mint("bob", &["mux:write"])).await;
+
+    let (bob_waited, _) = tokio::join!(
+        call_ok(
+            &bob,
+            "wait_for_channel",
+            json!({"channel": "chan", "timeout": 2})
+        ),
+        async {
+            assert!(wait_until(Duration::from_secs(10), || waiting_clients(&tmux) == 1).await);
+            call_ok(&alice, "signal_channel", json!({"channel": "chan"})).await
+        }
+    );
+    assert_eq!(
+        bob_waited["timed_out"], true,
+        "alice woke bob: {bob_waited}"
+    );
+    // Alice's signal is still pending for alice, not consumed by bob's next wait.
+    let bob_again = call_ok(
+        &bob,
+        "wait_for_channel",
+        json!({"channel": "chan", "timeout": 1}),
+    )
+    .await;
+    assert_eq!(bob_again["signalled"], false, "{bob_again}");
+    let alice_waited = call_ok(
+        &alice,
+        "wait_for_channel",
+        json!({"channel": "chan", "timeout": 5}),
+    )
+    .await;
+    assert_eq!(alice_waited["signalled"], true, "{alice_waited}");
 }

@@ -116,10 +116,12 @@ async fn get_server_info_describes_running_and_absent_servers() {
     assert!(info["started"].as_u64().unwrap() > 1_600_000_000);
 
     let down = ok(&client, "get_server_info", json!({"server": "idle"})).await;
+    let prefix = info["channel_prefix"].clone();
+    assert!(prefix.as_str().unwrap().starts_with("muxgate_"), "{info}");
     assert_eq!(
         down,
         json!({"server": "idle", "alive": false, "reachability": "not_running",
-               "version": null, "started": null, "sessions": 0})
+               "version": null, "started": null, "sessions": 0, "channel_prefix": prefix})
     );
 
     let ci = admin_limited_to(&gateway, "ci", &["ci-*"]);

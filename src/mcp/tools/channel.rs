@@ -55,6 +55,10 @@ pub struct WaitForChannelInput {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct WaitForChannelOutput {
     pub channel: String,
+    /// The channel's name in tmux: what a script in a pane signals (`tmux wait-for -S …`).
+    /// On a server shared with other clients it carries your client's tag, so no other client
+    /// can signal or consume it; in your workspace it is `channel` itself.
+    pub tmux_channel: String,
     /// The channel was signalled (or had been, since the last wait on it).
     pub signalled: bool,
     pub timed_out: bool,
@@ -66,6 +70,8 @@ pub struct WaitForChannelOutput {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct SignalChannelOutput {
     pub channel: String,
+    /// The channel's name in tmux (see wait_for_channel).
+    pub tmux_channel: String,
     pub signalled: bool,
 }
 
@@ -81,6 +87,18 @@ async fn server_pid(tmux: &TmuxAccess<'_>) -> Result<String, ToolError> {
         .first()
         .map(|line| String::from_utf8_lossy(line).into_owned())
         .unwrap_or_default())
+}
+
+/// A client's channel as tmux names it: its own on a shared server, as given in a workspace
+/// (whose server is the tenant's alone).
+fn tmux_channel(tmux: &TmuxAccess<'_>, channel: &ChannelName) -> String {
+    channel.in_tmux(channel_owner(tmux))
+}
+
+/// Whose channels they are on this server: the caller's on a shared server, nobody's (the
+/// tenant's) in a workspace.
+pub(crate) fn channel_owner<'a>(tmux: &'a TmuxAccess<'_>) -> Option<&'a str> {
+    tmux.workspace.is_none().then(|| tmux.call.sub())
 }
 
 fn channel_name(name: &str) -> Result<ChannelName, ToolError> {
@@ -99,7 +117,10 @@ impl McpServer {
         description = "Wait until a tmux wait-for channel is signalled (tmux wait-for -S NAME, e.g. at the end of a script in a pane).\n\n\
             Returns `signalled: true` as soon as the channel is signalled; tmux remembers a \
             signal sent before anyone waited, and this wait then returns at once and consumes \
-            it. On timeout: `timed_out: true`. Waits on a connection of its own: no other call \
+            it. Channels are yours: on a server shared with other clients tmux knows this one \
+            as `<channel_prefix><channel>` (channel_prefix from get_server_info; also returned \
+            here as `tmux_channel`), and a script in a pane signals that name; in your \
+            workspace the prefix is empty. On timeout: `timed_out: true`. Waits on a connection of its own: no other call \
             queues behind it. A tmux server that dies during the wait is an error, never a \
             signal. Changes nothing in any pane or view. To wait for text in a pane instead, \
             use wait_for_text.",
@@ -123,7 +144,8 @@ impl McpServer {
         let settings = self.state().config.engine.settings();
         let started = Instant::now();
         let server_before = server_pid(&tmux).await?;
-        let wait = wait_for_signal(&settings.tmux_bin, tmux.server.endpoint(), &channel);
+        let in_tmux = tmux_channel(&tmux, &channel);
+        let wait = wait_for_signal(&settings.tmux_bin, tmux.server.endpoint(), &in_tmux);
         let work = async {
             tokio::select! {
                 biased;
@@ -156,6 +178,7 @@ impl McpServer {
         }
         Ok(Json(WaitForChannelOutput {
             channel: channel.as_str().to_owned(),
+            tmux_channel: in_tmux,
             signalled,
             timed_out: !signalled,
             elapsed_ms: elapsed_ms(started),
@@ -183,15 +206,17 @@ impl McpServer {
     ) -> Result<Json<SignalChannelOutput>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let channel = channel_name(&input.channel)?;
+        let in_tmux = tmux_channel(&tmux, &channel);
         let command = TmuxCommand::new("wait-for")
             .flag("-S")
             .end_of_options()
-            .arg(channel.as_str())
+            .arg(&in_tmux)
             .build()
             .map_err(|e| ToolError::invalid_arguments(e.to_string(), "fix the channel name"))?;
         tmux.run(command, "call list_servers").await?;
         Ok(Json(SignalChannelOutput {
             channel: channel.as_str().to_owned(),
+            tmux_channel: in_tmux,
             signalled: true,
         }))
     }

@@ -16,6 +16,7 @@ use crate::mcp::access::engine_error;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::self_guard::Kill;
+use crate::mux::tmux::channel::ChannelName;
 use crate::mux::tmux::format::{row_format, split_row};
 use crate::mux::tmux::{BatchMode, CommandOutcome, ConnectError, EngineError, TmuxCommand};
 
@@ -111,6 +112,10 @@ pub struct ServerInfo {
     pub started: Option<u64>,
     /// Sessions you may see on it (0 when not alive).
     pub sessions: u32,
+    /// What tmux calls your `wait-for` channels here, before their name: a script in a pane
+    /// signals `<channel_prefix><channel>` (`tmux wait-for -S …`). Empty in your workspace;
+    /// on a shared server it keeps other clients from signalling or consuming your channels.
+    pub channel_prefix: String,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -228,6 +233,7 @@ impl McpServer {
             version: None,
             started: None,
             sessions: 0,
+            channel_prefix: ChannelName::prefix(super::channel::channel_owner(&tmux)),
         };
         let outcomes = match outcome {
             Ok(outcomes) => outcomes,

@@ -58,6 +58,23 @@ impl ChannelName {
     }
 }
 
+impl ChannelName {
+    /// The channel tmux sees. On a server shared by several clients each client's channels
+    /// are its own (`muxgate_<client tag>_<name>`), so one cannot signal or consume another's;
+    /// on a server of one tenant (`owner: None`) the name is used as it is.
+    pub fn in_tmux(&self, owner: Option<&str>) -> String {
+        format!("{}{}", Self::prefix(owner), self.0)
+    }
+
+    /// What [`Self::in_tmux`] puts before every name of `owner`.
+    pub fn prefix(owner: Option<&str>) -> String {
+        match owner {
+            Some(owner) => format!("muxgate_{}_", super::ops::client_tag(owner)),
+            None => String::new(),
+        }
+    }
+}
+
 /// Why a channel wait ended without a signal.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ChannelWaitError {
@@ -67,16 +84,16 @@ pub enum ChannelWaitError {
     ServerGone(String),
 }
 
-/// Waits until `channel` is signalled on the server at `endpoint`, or the server dies (see the
-/// module docs). Dropping the future kills the waiting client, so timeouts and cancellation
-/// are the caller's `select!`.
+/// Waits until `channel` (as tmux names it, see [`ChannelName::in_tmux`]) is signalled on the
+/// server at `endpoint`, or the server dies (see the module docs). Dropping the future kills
+/// the waiting client, so timeouts and cancellation are the caller's `select!`.
 pub async fn wait_for_signal(
     tmux_bin: &Path,
     endpoint: &TmuxEndpoint,
-    channel: &ChannelName,
+    channel: &str,
 ) -> Result<(), ChannelWaitError> {
     let mut command = tmux_command(tmux_bin, endpoint);
-    command.arg("wait-for").arg(channel.as_str());
+    command.arg("wait-for").arg("--").arg(channel);
     let output = command
         .output()
         .await
@@ -95,6 +112,20 @@ pub async fn wait_for_signal(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn channels_of_a_shared_server_are_each_clients_own() {
+        let name = ChannelName::parse("build.done").unwrap();
+        assert_eq!(name.in_tmux(None), "build.done");
+        let alice = name.in_tmux(Some("alice"));
+        let bob = name.in_tmux(Some("bob"));
+        assert!(
+            alice.starts_with("muxgate_") && alice.ends_with("_build.done"),
+            "{alice}"
+        );
+        assert_ne!(alice, bob);
+        assert_eq!(alice, name.in_tmux(Some("alice")), "stable");
+    }
 
     #[test]
     fn channel_names_are_checked() {

@@ -15,8 +15,6 @@
 //!
 //! Pure: no I/O.
 
-use sha2::{Digest, Sha256};
-
 /// Prefix of every buffer muxgate creates.
 pub const BUFFER_PREFIX: &str = "muxgate_";
 
@@ -46,7 +44,7 @@ impl LogicalBufferName {
 
     /// The tmux buffer name for this logical name, owned by `owner` (a client identity).
     pub fn tmux_name(&self, owner: &str) -> String {
-        format!("{BUFFER_PREFIX}{}_{}", owner_tag(owner), self.0)
+        format!("{BUFFER_PREFIX}{}_{}", super::client_tag(owner), self.0)
     }
 }
 
@@ -54,13 +52,6 @@ impl LogicalBufferName {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("buffer name {0:?} is not valid: use 1-64 characters from A-Z a-z 0-9 _ . -")]
 pub struct BufferNameError(String);
-
-/// 16 hex digits standing for one client identity in buffer names.
-fn owner_tag(owner: &str) -> String {
-    let mut tag = hex::encode(Sha256::digest(owner.as_bytes()));
-    tag.truncate(16);
-    tag
-}
 
 /// A fresh name for a transient buffer (cannot collide with owned names: `tmp` is not hex).
 pub fn transient_buffer_name() -> String {

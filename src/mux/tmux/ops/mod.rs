@@ -13,6 +13,16 @@
 
 pub mod buffer;
 pub mod capture;
+
+use sha2::{Digest, Sha256};
+
+/// 16 hex digits standing for one client identity in the names of tmux objects the gateway
+/// keeps apart per client on a shared server (paste buffers, `wait-for` channels).
+pub fn client_tag(client: &str) -> String {
+    let mut tag = hex::encode(Sha256::digest(client.as_bytes()));
+    tag.truncate(16);
+    tag
+}
 pub mod input;
 pub mod keys;
 pub mod pipe;
