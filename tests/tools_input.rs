@@ -210,6 +210,25 @@ async fn pastes_are_bracketed_when_the_program_asks() {
         String::from_utf8_lossy(&got),
         String::from_utf8_lossy(&expected)
     );
+    // Text that would end the paste early (and be typed as commands) is refused; nothing of
+    // it reaches the program.
+    let refused = fails(
+        &client,
+        "paste_text",
+        json!({"target": pane, "text": "echo safe\u{1b}[201~touch /tmp/pwned\n"}),
+        "invalid_arguments",
+    )
+    .await;
+    assert!(
+        refused["message"].as_str().unwrap().contains("201~"),
+        "{refused}"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        expected,
+        "nothing more was typed"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -438,6 +438,11 @@ pub fn quote_error(error: QuoteError) -> ToolError {
 fn input_error(error: InputError) -> ToolError {
     match error {
         InputError::Quote(e) => quote_error(e),
+        InputError::PasteEndInBracketedPaste { .. } => ToolError::new(
+            ToolErrorKind::InvalidArguments,
+            error.to_string(),
+            "remove ESC [201~ from the text (a paste cannot contain its own end marker)",
+        ),
         other => ToolError::new(
             ToolErrorKind::InvalidArguments,
             other.to_string(),

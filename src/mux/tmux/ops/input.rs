@@ -24,6 +24,10 @@ use super::super::ids::PaneId;
 use super::super::quote::QuoteError;
 use super::keys::KeyName;
 
+/// What ends a bracketed paste: text after it inside the paste reaches the program as if
+/// typed (a shell runs it).
+const PASTE_END: &[u8] = b"\x1b[201~";
+
 /// Why input cannot be turned into commands.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InputError {
@@ -31,6 +35,10 @@ pub enum InputError {
         "a bracketed paste cannot carry NUL bytes (offset {offset}); paste with bracket false, or send NUL as the key C-@"
     )]
     NulInBracketedPaste { offset: usize },
+    #[error(
+        "the text contains the bracketed-paste end marker ESC [201~ (offset {offset}): the program would take what follows it as typed input, not pasted text; remove it, or paste with bracket false"
+    )]
+    PasteEndInBracketedPaste { offset: usize },
     #[error(transparent)]
     Quote(#[from] QuoteError),
 }
@@ -127,6 +135,9 @@ impl InputPlan {
     ) -> Result<&mut Self, InputError> {
         if bracket && let Some(offset) = memchr::memchr(0, text) {
             return Err(InputError::NulInBracketedPaste { offset });
+        }
+        if bracket && let Some(offset) = memchr::memmem::find(text, PASTE_END) {
+            return Err(InputError::PasteEndInBracketedPaste { offset });
         }
         self.text_bytes += text.len();
         for segment in split_nul(text) {
@@ -295,6 +306,26 @@ mod tests {
         );
         assert_eq!(plan.key_count(), 0);
         assert_eq!(plan.text_bytes(), 5);
+    }
+
+    #[test]
+    fn a_bracketed_paste_cannot_end_itself_early() {
+        let mut plan = InputPlan::new(PaneId(4));
+        let text = b"echo safe\x1b[201~rm -rf ~\n";
+        assert_eq!(
+            plan.paste(text, true, names()).unwrap_err(),
+            InputError::PasteEndInBracketedPaste { offset: 9 }
+        );
+        assert!(
+            InputPlan::new(PaneId(4))
+                .paste(text, false, names())
+                .is_ok()
+        );
+        assert!(
+            InputPlan::new(PaneId(4))
+                .paste(b"\x1b[200~ok", true, names())
+                .is_ok()
+        );
     }
 
     #[test]
