@@ -109,6 +109,14 @@ fn the_kubernetes_deployment_matches_its_config() {
         "{} is not under the Secret mount {mount}",
         secret_file.display()
     );
+    // The shipped key is a placeholder: an unedited deploy must not start with a public key.
+    let secret = read("deploy/kubernetes/secret.yaml");
+    let placeholder = regex::Regex::new(r#"hs256: "([^"]*)""#).unwrap();
+    let value = &placeholder.captures(&secret).expect("the hs256 entry")[1];
+    let refused =
+        muxgate::auth::TokenVerifier::from_config(&muxgate::auth::AuthConfig::hs256(value))
+            .expect_err("the placeholder key is refused");
+    assert!(refused.to_string().contains("not random"), "{refused}");
     let kustomization = read("deploy/kubernetes/kustomization.yaml");
     for file in [
         "secret.yaml",

@@ -261,6 +261,11 @@ pub enum AuthConfigError {
         "auth: the HS256 secret has {0} bytes; use at least 32 (`muxgate token` can generate one)"
     )]
     WeakSecret(usize),
+    /// The HS256 secret is obviously not random (a placeholder left in place, say).
+    #[error(
+        "auth: the HS256 secret is not random: {0}; generate one, e.g. `head -c 32 /dev/urandom | base64`"
+    )]
+    GuessableSecret(&'static str),
     /// A key file could not be read.
     #[error("auth: cannot read {path}: {source}")]
     Read {

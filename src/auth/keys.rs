@@ -75,7 +75,63 @@ pub(crate) fn load_secret(cfg: &AuthConfig) -> Result<Vec<u8>, AuthConfigError> 
     if secret.len() < MIN_SECRET_BYTES {
         return Err(AuthConfigError::WeakSecret(secret.len()));
     }
+    if let Some(why) = not_random(&secret) {
+        return Err(AuthConfigError::GuessableSecret(why));
+    }
     Ok(secret)
+}
+
+/// Words of the placeholders people ship and forget to replace (the lower-cased secret must
+/// contain none of them).
+const PLACEHOLDER_WORDS: &[&str] = &[
+    "replace",
+    "change-me",
+    "changeme",
+    "change_me",
+    "example",
+    "placeholder",
+    "your-secret",
+    "yoursecret",
+    "insert",
+    "todo",
+    "xxxxxxxx",
+    "secret-key",
+    "password",
+];
+
+/// Why `secret` is obviously not random, if it is: a placeholder's words, few distinct bytes,
+/// a short unit repeated, or little entropy per byte (random base64 has about 5.5 bits, hex
+/// 3.9, an English phrase about 4, `aaaa…` none).
+pub fn not_random(secret: &[u8]) -> Option<&'static str> {
+    let lower = secret.to_ascii_lowercase();
+    if PLACEHOLDER_WORDS
+        .iter()
+        .any(|word| memchr::memmem::find(&lower, word.as_bytes()).is_some())
+    {
+        return Some("it reads like a placeholder");
+    }
+    let mut counts = [0usize; 256];
+    for &byte in secret {
+        counts[usize::from(byte)] += 1;
+    }
+    if counts.iter().filter(|&&n| n > 0).count() < 12 {
+        return Some("it uses fewer than 12 distinct characters");
+    }
+    if (1..=16).any(|period| {
+        period < secret.len() && secret.iter().skip(period).zip(secret).all(|(a, b)| a == b)
+    }) {
+        return Some("it repeats a short piece");
+    }
+    let len = secret.len() as f64;
+    let bits: f64 = counts
+        .iter()
+        .filter(|&&n| n > 0)
+        .map(|&n| {
+            let p = n as f64 / len;
+            -p * p.log2()
+        })
+        .sum();
+    (bits < 3.0).then_some("its characters are too predictable")
 }
 
 /// Loads and checks every verification key the configuration names.
@@ -322,6 +378,40 @@ mod tests {
     use super::*;
     use crate::auth::config::{PublicKeyConfig, SecretString};
 
+    /// A secret as `muxgate token` would generate it.
+    const RANDOM_LOOKING: &str = "Xk3v9Qz1Lr7Tw2Hn8Bc5Mp0Jd4Fs6GaE";
+
+    #[test]
+    fn placeholders_and_guessable_secrets_are_refused() {
+        for guessable in [
+            "REPLACE-ME-with-at-least-32-random-bytes-of-key-material",
+            "changeme-changeme-changeme-changeme!",
+            &"a".repeat(48),
+            &"0123456789ab".repeat(4),
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaabcdefghijkl",
+        ] {
+            let config = AuthConfig::hs256(guessable);
+            assert!(
+                matches!(
+                    load_secret(&config),
+                    Err(AuthConfigError::GuessableSecret(_))
+                ),
+                "{guessable:?} was accepted"
+            );
+        }
+        for random in [
+            crate::auth::generate_secret(),
+            hex::encode(rand::random::<[u8; 32]>()),
+            "correct horse battery staple uphill violin".to_owned(),
+        ] {
+            assert_eq!(
+                not_random(random.as_bytes()),
+                None,
+                "{random:?} was refused"
+            );
+        }
+    }
+
     fn asym(algorithm: JwtAlgorithm, files: &[(&str, Option<&str>)]) -> AuthConfig {
         AuthConfig {
             algorithm,
@@ -345,14 +435,14 @@ mod tests {
 
     #[test]
     fn hs256_secret_rules() {
-        let ok = AuthConfig::hs256("x".repeat(32));
+        let ok = AuthConfig::hs256(RANDOM_LOOKING);
         assert_eq!(load_verification_keys(&ok).unwrap().keys.len(), 1);
         assert!(err_text(&AuthConfig::hs256("short")).contains("5 bytes"));
         assert!(err_text(&AuthConfig::default()).contains("needs `auth.secret`"));
-        let mut both = AuthConfig::hs256("x".repeat(32));
+        let mut both = AuthConfig::hs256(RANDOM_LOOKING);
         both.secret_file = Some(path("nope"));
         assert!(err_text(&both).contains("not both"));
-        let mut mixed = AuthConfig::hs256("x".repeat(32));
+        let mut mixed = AuthConfig::hs256(RANDOM_LOOKING);
         mixed.public_keys = asym(JwtAlgorithm::RS256, &[("rsa_a.pub.pem", None)]).public_keys;
         assert!(err_text(&mixed).contains("takes only `secret`"));
     }
@@ -361,12 +451,12 @@ mod tests {
     fn secret_file_is_trimmed() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("secret");
-        std::fs::write(&file, format!("{}\n", "s".repeat(40))).unwrap();
+        std::fs::write(&file, format!("{RANDOM_LOOKING}\n")).unwrap();
         let cfg = AuthConfig {
             secret_file: Some(file),
             ..AuthConfig::default()
         };
-        assert_eq!(load_secret(&cfg).unwrap(), "s".repeat(40).into_bytes());
+        assert_eq!(load_secret(&cfg).unwrap(), RANDOM_LOOKING.as_bytes());
     }
 
     #[test]

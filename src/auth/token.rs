@@ -397,7 +397,7 @@ pub(crate) mod test_support {
     use crate::auth::keys::test_keys::path;
     use jsonwebtoken::{EncodingKey, Header};
 
-    pub const SECRET: &str = "test-secret-test-secret-test-secret!!";
+    pub const SECRET: &str = "t8Rq2Vx5Kz9Wm3Pb7Lc1Nf4Hd6Js0Gy-test";
 
     pub fn now() -> u64 {
         jsonwebtoken::get_current_timestamp()
