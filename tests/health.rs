@@ -33,9 +33,7 @@ async fn readyz_is_ready_when_the_server_runs() {
     assert_eq!(status, reqwest::StatusCode::OK, "{body}");
     assert_eq!(
         body,
-        json!({"ready": true, "servers": [
-            {"name": "work", "allow_absent": false, "status": "ready"}
-        ]})
+        json!({"ready": true, "status": "ready", "servers_not_ready": 0})
     );
 }
 
@@ -53,10 +51,8 @@ async fn readyz_is_unavailable_while_a_required_server_is_absent() {
     assert_eq!(status, reqwest::StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert_eq!(
         body,
-        json!({"ready": false, "servers": [
-            {"name": "down", "allow_absent": false, "status": "absent"},
-            {"name": "up", "allow_absent": false, "status": "ready"}
-        ]})
+        json!({"ready": false, "status": "not_ready", "servers_not_ready": 1}),
+        "anyone can ask: no server names, no socket paths"
     );
 }
 
@@ -65,7 +61,7 @@ async fn readyz_tolerates_servers_allowed_to_be_absent() {
     let gateway = spawn_gateway(config_with_server("opt", &unique_socket_name(), true)).await;
     let (status, body) = get(format!("{}/readyz", gateway.base)).await;
     assert_eq!(status, reqwest::StatusCode::OK, "{body}");
-    assert_eq!(body["servers"][0]["status"], "absent");
+    assert_eq!(body["ready"], true, "{body}");
 }
 
 #[tokio::test]

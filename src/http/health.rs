@@ -3,6 +3,10 @@
 //! Readiness is asked of a [`ReadinessProbe`], so the HTTP layer does not know how servers are
 //! reached; [`EngineReadiness`] asks each server one command through its engine worker (the
 //! same connection tool calls use, so "ready" means tools can reach it).
+//!
+//! Anyone can ask (orchestrators probe without credentials), so the answer says only whether
+//! the gateway is ready and how many servers are not: which ones and why (socket paths,
+//! tmux's messages) go to the log.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -75,18 +79,31 @@ impl ServerReadiness {
     }
 }
 
-/// The `/readyz` body.
+/// The `/readyz` body: no server names, no reasons.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Readiness {
     pub ready: bool,
-    pub servers: Vec<ServerReadiness>,
+    /// `ready` or `not_ready`.
+    pub status: &'static str,
+    /// Servers that keep the gateway from being ready.
+    pub servers_not_ready: usize,
 }
 
 impl Readiness {
-    pub fn from_servers(servers: Vec<ServerReadiness>) -> Self {
+    /// The answer for `servers`; the ones not ready are logged with their reasons.
+    pub fn from_servers(servers: &[ServerReadiness]) -> Self {
+        let not_ready: Vec<&ServerReadiness> = servers.iter().filter(|s| !s.is_ok()).collect();
+        for server in &not_ready {
+            tracing::warn!(server = %server.name, state = ?server.status, "tmux server not ready");
+        }
         Self {
-            ready: servers.iter().all(ServerReadiness::is_ok),
-            servers,
+            ready: not_ready.is_empty(),
+            status: if not_ready.is_empty() {
+                "ready"
+            } else {
+                "not_ready"
+            },
+            servers_not_ready: not_ready.len(),
         }
     }
 }
@@ -98,7 +115,7 @@ pub async fn healthz() -> Response {
 pub async fn readyz(State(probe): State<Arc<dyn ReadinessProbe>>) -> Response {
     match tokio::time::timeout(READINESS_TIMEOUT, probe.check()).await {
         Ok(servers) => {
-            let readiness = Readiness::from_servers(servers);
+            let readiness = Readiness::from_servers(&servers);
             let status = if readiness.ready {
                 StatusCode::OK
             } else {
@@ -110,6 +127,7 @@ pub async fn readyz(State(probe): State<Arc<dyn ReadinessProbe>>) -> Response {
             StatusCode::SERVICE_UNAVAILABLE,
             Json(serde_json::json!({
                 "ready": false,
+                "status": "not_ready",
                 "error": format!("readiness probe did not answer within {READINESS_TIMEOUT:?}"),
             })),
         )
@@ -199,16 +217,16 @@ mod tests {
 
     #[test]
     fn ready_needs_every_server_up_or_allowed_absent() {
-        assert!(Readiness::from_servers(vec![]).ready);
-        assert!(Readiness::from_servers(vec![server(ServerStatus::Ready, false)]).ready);
-        assert!(Readiness::from_servers(vec![server(ServerStatus::Absent, true)]).ready);
-        assert!(!Readiness::from_servers(vec![server(ServerStatus::Absent, false)]).ready);
+        assert!(Readiness::from_servers(&[]).ready);
+        assert!(Readiness::from_servers(&[server(ServerStatus::Ready, false)]).ready);
+        assert!(Readiness::from_servers(&[server(ServerStatus::Absent, true)]).ready);
+        assert!(!Readiness::from_servers(&[server(ServerStatus::Absent, false)]).ready);
         let unreachable = ServerStatus::Unreachable {
             reason: "permission denied".into(),
         };
-        assert!(!Readiness::from_servers(vec![server(unreachable, true)]).ready);
+        assert!(!Readiness::from_servers(&[server(unreachable, true)]).ready);
         assert!(
-            !Readiness::from_servers(vec![
+            !Readiness::from_servers(&[
                 server(ServerStatus::Ready, false),
                 server(ServerStatus::Absent, false)
             ])
@@ -217,17 +235,20 @@ mod tests {
     }
 
     #[test]
-    fn body_names_each_server_and_its_status() {
-        let body = serde_json::to_value(Readiness::from_servers(vec![server(
-            ServerStatus::Unreachable { reason: "x".into() },
-            false,
-        )]))
+    fn the_body_names_no_server_and_no_reason() {
+        let body = serde_json::to_value(Readiness::from_servers(&[
+            server(
+                ServerStatus::Unreachable {
+                    reason: "cannot connect to /run/tmux/secret.sock".into(),
+                },
+                false,
+            ),
+            server(ServerStatus::Ready, false),
+        ]))
         .unwrap();
         assert_eq!(
             body,
-            serde_json::json!({"ready": false, "servers": [
-                {"name": "s", "allow_absent": false, "status": "unreachable", "reason": "x"}
-            ]})
+            serde_json::json!({"ready": false, "status": "not_ready", "servers_not_ready": 1})
         );
     }
 }
