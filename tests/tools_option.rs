@@ -163,6 +163,19 @@ async fn show_and_set_options_at_every_scope() {
             "#(",
         ),
         (
+            // Expanded on every status redraw: the backtracking regex would pin tmux for ever.
+            "set_option",
+            json!({"scope": "session", "target": "main", "option": "status-right", "value": "#{s/^(a|a)*$/x/:pane_title}"}),
+            "invalid_arguments",
+            "regex",
+        ),
+        (
+            "set_option",
+            json!({"scope": "session", "target": "main", "option": "status-right", "value": "#{S:#{session_name}}"}),
+            "invalid_arguments",
+            "`S`",
+        ),
+        (
             "set_option",
             json!({"scope": "session", "target": "main", "option": "status"}),
             "invalid_arguments",

@@ -382,10 +382,22 @@ async fn captures_snapshots_formats_and_searches() {
         format!("{pane}:{}:alive", format(&tmux, &pane, "#{pane_width}"))
     );
     let marker = std::env::temp_dir().join(format!("muxgate-display-{}", std::process::id()));
-    for refused in [
-        format!("#(touch {})", marker.display()),
-        "#{E:status-right}".to_owned(),
-        "#{T:status-left}".to_owned(),
+    // The grammar: commands, re-expansion, the regex that pins tmux at 100 % CPU, the padding
+    // that takes it to gigabytes, loops and name checks that reveal sessions the caller may
+    // not see, and server-wide variables; each refusal names the construct.
+    for (refused, names) in [
+        (format!("#(touch {})", marker.display()), "#("),
+        ("#{E:status-right}".to_owned(), "`E`"),
+        ("#{T:status-left}".to_owned(), "`T`"),
+        (
+            "#{l;s/^(a|a)*\\1*$/x/:aaaaaaaaaaaaaaaaaaaaaaaaaaaa}".to_owned(),
+            "`s/…/`",
+        ),
+        ("#{p200000000:pane_id}".to_owned(), "1000"),
+        ("#{N/s:b-1}".to_owned(), "`N/s`"),
+        ("#{S:#{session_name} }".to_owned(), "`S`"),
+        ("#{socket_path}".to_owned(), "socket_path"),
+        ("#{pid}".to_owned(), "pid"),
     ] {
         let err = fails(
             &client,
@@ -394,9 +406,22 @@ async fn captures_snapshots_formats_and_searches() {
             "invalid_arguments",
         )
         .await;
-        assert!(err["message"].as_str().unwrap().contains("refused"));
+        let message = err["message"].as_str().unwrap();
+        assert!(
+            message.contains("refused") && message.contains(names),
+            "{message}"
+        );
     }
     assert!(!marker.exists());
+    // tmux never saw them: it answers at once.
+    let started = std::time::Instant::now();
+    ok(
+        &client,
+        "display_message",
+        json!({"target": pane, "format_string": "#{=5:pane_id}"}),
+    )
+    .await;
+    assert!(started.elapsed() < Duration::from_secs(2));
     assert_target_validation(
         &client,
         "display_message",

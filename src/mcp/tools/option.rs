@@ -17,7 +17,7 @@ use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::support::{build, is_env_name, require_every_session, shorten};
+use super::support::{build, check_tmux_format, is_env_name, require_every_session, shorten};
 use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, parse_target};
 use crate::mcp::call::CallContext;
@@ -524,12 +524,9 @@ impl McpServer {
                     "value sets the option; unset removes it at this level",
                 ));
             }
-            (Some(value), false) if value.contains("#(") => {
-                return Err(ToolError::invalid_arguments(
-                    "the value contains `#(`, which tmux would run as a shell command when it expands the option",
-                    "remove the #( ... ) part; #{...} formats are fine",
-                ));
-            }
+            // Option values (status-left, window-status-format …) are expanded as formats
+            // later, on every redraw.
+            (Some(value), false) => check_tmux_format(value, "value")?,
             _ => {}
         }
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;

@@ -17,6 +17,7 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::support::check_tmux_format;
 use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, parse_target};
 use crate::mcp::call::CallContext;
@@ -270,8 +271,10 @@ pub struct DisplayMessageInput {
     /// session (`$N` or name) for its active pane.
     pub target: String,
     /// A tmux format, e.g. `#{pane_current_command} #{pane_width}x#{pane_height}` or
-    /// `#{?pane_dead,dead,alive}`. `#(…)` (shell commands) and the `E:`/`T:` modifiers are
-    /// refused.
+    /// `#{?pane_dead,dead,alive}`: variables of the pane, its window and session, conditionals,
+    /// comparisons, trims and padding (up to 1000). Refused, naming the construct: `#(…)`,
+    /// regex and search modifiers (`s/…/`, `m/r`, `C`), loops and name checks (`S W P N`),
+    /// re-expansion (`E`, `T`), server-wide variables (`socket_path`, `pid`, `client_*` …).
     pub format_string: String,
 }
 
@@ -284,9 +287,6 @@ pub struct DisplayMessageOutput {
     /// Bytes cut from the front by your output budget.
     pub dropped_bytes: usize,
 }
-
-/// Longest format accepted.
-const MAX_FORMAT_LEN: usize = 4096;
 
 /// A window corner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -522,10 +522,9 @@ impl McpServer {
         description = "Expand a tmux format string (`#{variable}`, conditionals, modifiers) in a pane's context and return the result.\n\n\
             Use it for any tmux variable no other tool reports, e.g. \
             `#{pane_current_command} #{pane_pid} #{pane_tty}`. The format is never shown to a \
-            human (nothing is displayed on any status line) and nothing changes. Refused: \
-            `#(…)` anywhere (it runs shell commands), and the `E:` / `T:` modifiers (they expand \
-            stored option values as formats, which may contain `#(…)`). Read-only: two tmux \
-            commands (the target is checked first).",
+            human (nothing is displayed on any status line) and nothing changes. Only a safe \
+            subset of formats is accepted (see format_string); a refusal names the construct. \
+            Read-only: two tmux commands (the target is checked first).",
         annotations(
             title = "Display message",
             read_only_hint = true,
@@ -541,7 +540,7 @@ impl McpServer {
     ) -> Result<Json<DisplayMessageOutput>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = parse_target(&input.target)?;
-        check_format(&input.format_string, tmux.acl_needs_sessions())?;
+        check_tmux_format(&input.format_string, "format_string")?;
         // Always resolved: tmux 3.3's display-message expands for another pane when the target
         // does not exist, instead of failing.
         let pane = tmux.resolve(&target).await?.pane_id;
@@ -643,47 +642,6 @@ fn corner_pane(panes: Vec<PaneInfo>, corner: Corner) -> Option<PaneInfo> {
     })
 }
 
-/// Refuses formats that could run commands or reveal sessions outside the caller's ACL:
-/// `#(` anywhere; the `E:`/`T:` modifiers (re-expand stored values, which may hold `#(`);
-/// and, for callers limited to some sessions, the `S:` loop over every session.
-fn check_format(format: &str, sessions_restricted: bool) -> Result<(), ToolError> {
-    let refuse = |why: &str| {
-        Err(ToolError::invalid_arguments(
-            format!("format_string refused: {why}"),
-            "use plain #{variable} formats; to run a command in a pane use send_keys",
-        ))
-    };
-    if format.len() > MAX_FORMAT_LEN {
-        return refuse(&format!("longer than {MAX_FORMAT_LEN} bytes"));
-    }
-    if format.contains("#(") {
-        return refuse("#( runs a shell command");
-    }
-    for (at, _) in format.match_indices("#{") {
-        let rest = &format[at + 2..];
-        let Some(end) = rest.find([':', '}']) else {
-            continue;
-        };
-        if !rest[end..].starts_with(':') {
-            continue;
-        }
-        for modifier in rest[..end].split(';') {
-            match modifier {
-                "E" | "T" => {
-                    return refuse(
-                        "the E: and T: modifiers expand stored values as formats, which may run commands",
-                    );
-                }
-                "S" if sessions_restricted => {
-                    return refuse("the S: modifier lists sessions outside your access");
-                }
-                _ => {}
-            }
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -731,36 +689,6 @@ mod tests {
         assert_eq!(at(Corner::TopRight).as_deref(), Some("%2"));
         assert_eq!(at(Corner::BottomRight).as_deref(), Some("%3"));
         assert!(corner_pane(Vec::new(), Corner::TopLeft).is_none());
-    }
-
-    #[test]
-    fn formats_that_run_commands_are_refused() {
-        for ok in [
-            "#{pane_id}",
-            "#{?pane_dead,dead,alive} #{=10:pane_title}",
-            "#{s/E/e/:pane_title}",
-            "#{t:window_activity}",
-            "#{W:#{window_name} }",
-            "plain text: no formats",
-            "#{pane_id",
-        ] {
-            assert!(check_format(ok, true).is_ok(), "{ok}");
-        }
-        for bad in [
-            "#(id)",
-            "x #{pane_id} #(touch /tmp/x)",
-            "#{E:status-right}",
-            "#{T:status-left}",
-            "#{b;E:@x}",
-            "#{?1,#{E:@x},}",
-        ] {
-            let err = check_format(bad, false).unwrap_err();
-            assert_eq!(err.kind, ToolErrorKind::InvalidArguments, "{bad}");
-            assert!(err.message.contains("refused"), "{}", err.message);
-        }
-        assert!(check_format("#{S:#{session_name} }", false).is_ok());
-        assert!(check_format("#{S:#{session_name} }", true).is_err());
-        assert!(check_format(&"#{pane_id}".repeat(1000), false).is_err());
     }
 
     #[test]

@@ -7,6 +7,7 @@
 use crate::auth::pattern::NamePattern;
 use crate::mcp::access::TmuxAccess;
 use crate::mcp::error::{ToolError, ToolErrorKind};
+use crate::mux::tmux::format_check::check_format;
 use crate::mux::tmux::target::{SessionSel, Target};
 use crate::mux::tmux::{CommandBuilder, TmuxCommand, WindowId};
 
@@ -86,6 +87,17 @@ pub(crate) const MAX_WINDOW_NAME_CHARS: usize = 64;
 /// Checks a window name a client gives (`field` names the argument in errors): 1-64
 /// characters, no control characters, and no `#`, which tmux would expand as a format in
 /// window names.
+/// Checks client text that tmux will expand as a format (`field` names the argument) against
+/// the safe grammar ([`crate::mux::tmux::format_check`]).
+pub(crate) fn check_tmux_format(text: &str, field: &str) -> Result<(), ToolError> {
+    check_format(text).map_err(|error| {
+        ToolError::invalid_arguments(
+            format!("{field} refused: {error}"),
+            "use #{variable} formats with the plain modifiers (conditionals, comparisons, trims, padding up to 1000); to run a command in a pane use send_keys",
+        )
+    })
+}
+
 pub(crate) fn check_window_name(name: &str, field: &str) -> Result<(), ToolError> {
     let count = name.chars().count();
     if (1..=MAX_WINDOW_NAME_CHARS).contains(&count)

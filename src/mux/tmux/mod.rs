@@ -17,6 +17,7 @@
 //! - [`claims`]: which panes a programmatic run currently owns;
 //! - [`start`]: starting a server that is not running (the one subprocess a tool may need);
 //! - [`target`], [`format`]: validated targets as clients name them, and listing rows (pure);
+//! - [`format_check`]: the grammar of the tmux formats a client may have tmux expand (pure);
 //! - [`ops`]: operations (keys, input, captures, buffers, pipes) as commands and parsers (pure);
 //! - [`panes`]: the backend-neutral pane operations ([`crate::mux::pane_io::PaneIo`]) for tmux.
 //!
@@ -28,6 +29,7 @@ pub mod claims;
 pub mod command;
 pub mod connection;
 pub mod format;
+pub mod format_check;
 pub mod ids;
 pub mod latency;
 pub mod monitor;
