@@ -865,3 +865,34 @@ async fn control_clients_never_resize_windows() {
         drop(watched);
     }
 }
+
+/// A reply larger than the caller's budget is read to its end and thrown away: the command
+/// fails saying so, and the connection answers the next commands in step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_over_the_callers_budget_is_dropped_and_the_connection_stays_in_step() {
+    let tmux = TestTmux::start();
+    let (server, _shutdown) = server_for(&tmux, settings());
+    let small = Caller::new("small").with_reply_budget(1_000);
+    let long = TmuxCommand::new("display-message")
+        .flag("-p")
+        .arg("x".repeat(5_000))
+        .build()
+        .unwrap();
+    let outcomes = server
+        .run_batch(
+            &small,
+            vec![long.clone(), display("#{session_name}")],
+            BatchMode::Independent,
+            None,
+        )
+        .await
+        .unwrap();
+    match &outcomes[0] {
+        CommandOutcome::Failed(message) => assert!(message.contains("larger than"), "{message}"),
+        other => panic!("an oversized reply came through: {other:?}"),
+    }
+    assert_eq!(outcomes[1], CommandOutcome::Ok(vec![b"main".to_vec()]));
+    // A caller with room gets the whole reply on the same connection.
+    let whole = server.run(&caller(), long).await.unwrap();
+    assert_eq!(whole, vec![b"x".repeat(5_000)]);
+}

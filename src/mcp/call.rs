@@ -53,15 +53,27 @@ impl CallContext {
     }
 
     /// The engine's view of this caller: its fairness key and queue share.
+    /// The caller as the engine knows it: its queue share, and its reply budget — four times
+    /// its output budget, so that a reply the tool then trims (escapes, blank lines, the lines
+    /// it keeps) is read whole, while no reply can make the gateway hold more.
     pub fn caller(&self, limits: &Limits) -> Caller {
         let sub = self.principal.sub.as_str();
-        Caller::new(sub).with_queue_share(limits.worker_queue_share(sub))
+        Caller::new(sub)
+            .with_queue_share(limits.worker_queue_share(sub))
+            .with_reply_budget(
+                limits
+                    .max_output_bytes(sub)
+                    .saturating_mul(REPLY_BUDGET_FACTOR),
+            )
     }
 
     pub fn sub(&self) -> &str {
         &self.principal.sub
     }
 }
+
+/// How many times its output budget a caller may receive from tmux in one reply.
+const REPLY_BUDGET_FACTOR: usize = 4;
 
 /// Checks a call before it runs: the tool's tier against the caller's scopes, then the
 /// caller's tool-call rate. `Err` is the result to return instead of running the tool.

@@ -36,7 +36,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use super::ids::{PaneId, SessionId};
-use super::protocol::{Block, Event, Parser};
+use super::protocol::{Block, Event, MAX_BLOCK_BYTES, Parser};
 use super::spawn::{TmuxEndpoint, tmux_command};
 
 /// Receives decoded pane output from a connection's reader task. Must not block.
@@ -92,6 +92,8 @@ pub enum ConnectError {
 pub struct LineRequest {
     line: Vec<u8>,
     commands: usize,
+    /// Most bytes of one command's reply kept (see [`Parser::limit_open_block`]).
+    reply_limit: usize,
     reply: oneshot::Sender<LineResult>,
 }
 
@@ -104,10 +106,18 @@ impl LineRequest {
             Self {
                 line,
                 commands,
+                reply_limit: MAX_BLOCK_BYTES,
                 reply,
             },
             rx,
         )
+    }
+
+    /// Keeps at most `bytes` of each command's reply: a longer reply is read and thrown away,
+    /// and its block is marked oversized.
+    pub fn with_reply_limit(mut self, bytes: usize) -> Self {
+        self.reply_limit = bytes;
+        self
     }
 
     /// Whether the requester still waits for the reply.
@@ -494,6 +504,7 @@ async fn read_loop(
                     && let Some(front) = shared.lock().front_mut()
                 {
                     front.begun = true;
+                    parser.limit_open_block(front.request.reply_limit);
                 }
             }
             Event::Block(block) if block.is_ours() => complete_front(&shared, block),

@@ -28,8 +28,11 @@ pub struct Block {
     pub flags: u32,
     /// `true` for `%end`, `false` for `%error`.
     pub ok: bool,
-    /// The body lines, raw.
+    /// The body lines, raw (none when `oversized`).
     pub body: Vec<Vec<u8>>,
+    /// The body grew beyond the block's limit ([`Parser::limit_open_block`]): its lines were
+    /// read and thrown away, not kept.
+    pub oversized: bool,
 }
 
 impl Block {
@@ -67,9 +70,9 @@ pub enum Event {
     Stray(Vec<u8>),
 }
 
-/// Longest body a single reply may accumulate before the rest is dropped. Commands muxgate
-/// sends are bounded far below this; the cap only keeps a misbehaving server from growing
-/// memory without limit.
+/// Longest body a reply may have unless a smaller limit is set for it: beyond it the body is
+/// dropped and the block marked oversized, so a misbehaving server cannot grow memory without
+/// limit.
 pub const MAX_BLOCK_BYTES: usize = 64 * 1024 * 1024;
 
 /// Incremental parser state: whether a block is open, and its body so far.
@@ -84,6 +87,8 @@ struct OpenBlock {
     flags: u32,
     body: Vec<Vec<u8>>,
     bytes: usize,
+    limit: usize,
+    oversized: bool,
 }
 
 impl Parser {
@@ -94,6 +99,14 @@ impl Parser {
     /// Whether a reply block is open (its terminator not seen yet).
     pub fn in_block(&self) -> bool {
         self.open.is_some()
+    }
+
+    /// Caps the body of the open block at `limit` bytes: a longer body is read to its end and
+    /// thrown away (the block is then `oversized`), so the connection stays in step.
+    pub fn limit_open_block(&mut self, limit: usize) {
+        if let Some(open) = &mut self.open {
+            open.limit = limit.min(MAX_BLOCK_BYTES);
+        }
     }
 
     /// Parses one line (without its `\n`). Returns `None` for body lines of an open block.
@@ -108,10 +121,17 @@ impl Parser {
                     flags: open.flags,
                     ok,
                     body: open.body,
+                    oversized: open.oversized,
                 }));
             }
-            if open.bytes.saturating_add(line.len()) <= MAX_BLOCK_BYTES {
-                open.bytes += line.len();
+            if open.oversized {
+                return None;
+            }
+            open.bytes = open.bytes.saturating_add(line.len());
+            if open.bytes > open.limit {
+                open.oversized = true;
+                open.body = Vec::new();
+            } else {
                 open.body.push(line.to_vec());
             }
             return None;
@@ -126,6 +146,8 @@ impl Parser {
                 flags,
                 body: Vec::new(),
                 bytes: 0,
+                limit: MAX_BLOCK_BYTES,
+                oversized: false,
             });
             return Event::Begin { number, flags };
         }
@@ -320,7 +342,8 @@ mod tests {
                     number: 330,
                     flags: 0,
                     ok: true,
-                    body: vec![]
+                    body: vec![],
+                    oversized: false
                 }),
                 Event::SessionChanged {
                     session: SessionId(0),
@@ -335,6 +358,7 @@ mod tests {
                     flags: 1,
                     ok: true,
                     body: vec![b"muxgate-test 8842 $0".to_vec()],
+                    oversized: false,
                 }),
                 Event::Begin {
                     number: 336,
@@ -345,6 +369,7 @@ mod tests {
                     flags: 1,
                     ok: false,
                     body: vec![b"parse error: unknown command: nosuch".to_vec()],
+                    oversized: false,
                 }),
                 Event::Notification {
                     name: "sessions-changed".into(),
@@ -353,6 +378,33 @@ mod tests {
                 Event::Exit { reason: None },
             ]
         );
+    }
+
+    #[test]
+    fn a_body_over_its_limit_is_read_to_its_end_and_dropped() {
+        let mut parser = Parser::new();
+        assert_eq!(
+            parser.feed(b"%begin 1 7 1"),
+            Some(Event::Begin {
+                number: 7,
+                flags: 1
+            })
+        );
+        parser.limit_open_block(10);
+        for line in [&b"12345"[..], b"67890", b"x", b"%end 1 8 1", b"more"] {
+            assert_eq!(parser.feed(line), None);
+        }
+        let Some(Event::Block(block)) = parser.feed(b"%end 1 7 1") else {
+            panic!("the block ends at its own terminator");
+        };
+        assert!(block.oversized && block.body.is_empty());
+        // The next block is read in step, with the default limit again.
+        parser.feed(b"%begin 1 9 1");
+        parser.feed(b"fine");
+        let Some(Event::Block(next)) = parser.feed(b"%end 1 9 1") else {
+            panic!("the next block");
+        };
+        assert_eq!((next.oversized, next.body), (false, vec![b"fine".to_vec()]));
     }
 
     #[test]
@@ -518,7 +570,7 @@ mod tests {
                     prop_assert_eq!(parser.feed(line), None);
                 }
                 let end = parser.feed(format!("%end 1 {number} 1").as_bytes());
-                prop_assert_eq!(end, Some(Event::Block(Block { number, flags: 1, ok: true, body })));
+                prop_assert_eq!(end, Some(Event::Block(Block { number, flags: 1, ok: true, body, oversized: false })));
             }
         }
     }

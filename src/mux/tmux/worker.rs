@@ -40,6 +40,7 @@ use super::{EngineError, EngineSettings, QueueScope, stale};
 pub struct Caller {
     id: Arc<str>,
     queue_share: Option<usize>,
+    reply_budget: Option<usize>,
 }
 
 impl Caller {
@@ -47,7 +48,16 @@ impl Caller {
         Self {
             id: id.into(),
             queue_share: None,
+            reply_budget: None,
         }
+    }
+
+    /// Most bytes of any one command's reply this caller may receive: a longer reply is read
+    /// and thrown away (the command fails saying so), so no caller can make the gateway hold
+    /// more than that per command.
+    pub fn with_reply_budget(mut self, bytes: usize) -> Self {
+        self.reply_budget = Some(bytes);
+        self
     }
 
     /// Limits how many commands this caller may have queued on one server (default: the
@@ -264,13 +274,17 @@ impl WorkerHandle {
         let deadline =
             deadline.unwrap_or_else(|| tokio::time::Instant::now() + self.settings.command_timeout);
         let count = commands.len();
+        let limited = |(line, rx): (LineRequest, _)| match caller.reply_budget {
+            Some(bytes) => (line.with_reply_limit(bytes), rx),
+            None => (line, rx),
+        };
         let (lines, receivers): (Vec<_>, Vec<_>) = match mode {
             BatchMode::Independent => commands
                 .iter()
-                .map(|c| LineRequest::new(c.as_bytes().to_vec(), 1))
+                .map(|c| limited(LineRequest::new(c.as_bytes().to_vec(), 1)))
                 .unzip(),
             BatchMode::StopOnError => {
-                let (line, rx) = LineRequest::new(chain_line(&commands), count);
+                let (line, rx) = limited(LineRequest::new(chain_line(&commands), count));
                 (vec![line], vec![rx])
             }
         };
@@ -360,6 +374,11 @@ impl WorkerHandle {
 }
 
 fn block_outcome(block: Block) -> CommandOutcome {
+    if block.oversized {
+        return CommandOutcome::Failed(
+            "the reply was larger than your output budget allows: ask for less (a smaller range, fewer objects)".into(),
+        );
+    }
     if block.ok {
         CommandOutcome::Ok(block.body)
     } else {
