@@ -14,7 +14,7 @@ use super::support::{build, require_every_session};
 use crate::mcp::McpServer;
 use crate::mcp::access::engine_error;
 use crate::mcp::call::CallContext;
-use crate::mcp::error::ToolError;
+use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::self_guard::Kill;
 use crate::mux::tmux::channel::ChannelName;
 use crate::mux::tmux::format::{row_format, split_row};
@@ -121,8 +121,26 @@ pub struct ServerInfo {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct KillServerOutput {
     pub server: String,
-    /// Always true: the server was told to exit.
+    /// The server exited (a server still running after the kill is an error instead).
     pub killed: bool,
+}
+
+/// Which tmux server process answers: its pid and start time (a restarted server on the same
+/// socket is another one).
+const IDENTITY_FORMAT: &str = "#{pid} #{start_time}";
+
+/// What a probe after `kill-server` says about the server that was told to exit.
+fn killed(before: Option<&str>, probe: &Result<Vec<Vec<u8>>, EngineError>) -> bool {
+    match probe {
+        Ok(lines) => {
+            let now = lines.first().map(|l| String::from_utf8_lossy(l));
+            before.is_none_or(|before| now.as_deref() != Some(before))
+        }
+        Err(error) => matches!(
+            Reachability::of(&Err(error.clone())),
+            Reachability::NotRunning | Reachability::NoSessions
+        ),
+    }
 }
 
 const SERVER_FIELDS: [&str; 2] = ["version", "start_time"];
@@ -285,6 +303,23 @@ impl McpServer {
         if let Some(me) = &self.state().self_location {
             me.check(&tmux, Kill::Server).await?;
         }
+        let identity = || {
+            build(
+                TmuxCommand::new("display-message")
+                    .flag("-p")
+                    .trusted_format(IDENTITY_FORMAT),
+            )
+        };
+        let before = tmux
+            .server
+            .run(&tmux.caller, identity()?)
+            .await
+            .ok()
+            .and_then(|lines| {
+                lines
+                    .first()
+                    .map(|l| String::from_utf8_lossy(l).into_owned())
+            });
         let kill = build(TmuxCommand::new("kill-server"))?;
         match tmux.server.run(&tmux.caller, kill).await {
             // The server may close the connection before its reply arrives.
@@ -294,27 +329,49 @@ impl McpServer {
         // tmux exits asynchronously; answer once it is gone, so that the next call (e.g.
         // create_session) finds no server rather than one that is shutting down.
         let deadline = tokio::time::Instant::now() + EXIT_WAIT;
-        while tokio::time::Instant::now() < deadline {
-            let probe = build(TmuxCommand::new("display-message").flag("-p").arg("ok"))?;
-            let result = tmux.server.run(&tmux.caller, probe).await.map(|_| ());
-            if matches!(
-                Reachability::of(&result),
-                Reachability::NotRunning | Reachability::NoSessions
-            ) {
-                break;
+        loop {
+            let probe = tmux.server.run(&tmux.caller, identity()?).await;
+            if killed(before.as_deref(), &probe) {
+                return Ok(Json(KillServerOutput {
+                    server: tmux.server_name().to_owned(),
+                    killed: true,
+                }));
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(ToolError::new(
+                    ToolErrorKind::Timeout,
+                    format!(
+                        "tmux server {:?} was told to exit but still runs after {EXIT_WAIT:?}",
+                        tmux.server_name()
+                    ),
+                    "call get_server_info; a program in the server may be keeping it busy",
+                ));
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        Ok(Json(KillServerOutput {
-            server: tmux.server_name().to_owned(),
-            killed: true,
-        }))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_server_is_killed_when_it_is_gone_or_another_one_answers() {
+        let answer = |text: &str| Ok(vec![text.as_bytes().to_vec()]);
+        let gone = Err(EngineError::Unavailable {
+            server: "s".into(),
+            cause: ConnectError::NoServer { socket: "x".into() },
+        });
+        assert!(killed(Some("42 1000"), &gone));
+        assert!(killed(Some("42 1000"), &answer("43 1005")), "a new server");
+        assert!(!killed(Some("42 1000"), &answer("42 1000")), "still up");
+        let slow = Err(EngineError::Timeout {
+            server: "s".into(),
+            after: Duration::from_secs(1),
+        });
+        assert!(!killed(Some("42 1000"), &slow), "no answer is not proof");
+    }
 
     #[test]
     fn reachability_follows_the_engine_error() {
