@@ -28,8 +28,11 @@
 //! client's `sub`, for metrics.
 //!
 //! Per-client state (one rate limiter per limit, one wait semaphore) is created on a client's
-//! first request and kept for the life of the process; clients are authenticated, so the
-//! number of keys is bounded by the number of real clients.
+//! first request and forgotten once it is idle enough that a fresh one would behave the same:
+//! a rate limiter after `burst / rate` seconds unused (its bucket is full again), a wait
+//! semaphore when no wait holds it. Tables are swept when they have doubled since the last
+//! sweep, so an identity provider's thousands of users cost memory only while they are
+//! active.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -41,7 +44,7 @@ use axum::Json;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use governor::clock::{Clock, DefaultClock};
+use governor::clock::{Clock, DefaultClock, Reference};
 use governor::middleware::NoOpMiddleware;
 use governor::state::{InMemoryState, NotKeyed};
 use governor::{Quota, RateLimiter};
@@ -277,14 +280,58 @@ pub type LimitHook = Arc<dyn Fn(Limit, &str) + Send + Sync>;
 type DirectLimiter<C> =
     RateLimiter<NotKeyed, InMemoryState, C, NoOpMiddleware<<C as Clock>::Instant>>;
 
+/// Per-client entries, swept of idle ones whenever the table has doubled since the last sweep.
+struct ClientTable<V> {
+    entries: HashMap<String, V>,
+    sweep_at: usize,
+}
+
+/// The table size below which no sweep runs.
+const SWEEP_MIN: usize = 256;
+
+impl<V> Default for ClientTable<V> {
+    fn default() -> Self {
+        Self {
+            entries: HashMap::new(),
+            sweep_at: SWEEP_MIN,
+        }
+    }
+}
+
+impl<V> ClientTable<V> {
+    /// The entry of `sub`, made by `make` when missing; before a new entry goes in, entries
+    /// for which `idle` holds are dropped if the table has grown enough (amortised O(1)).
+    fn entry(
+        &mut self,
+        sub: &str,
+        make: impl FnOnce() -> V,
+        idle: impl Fn(&str, &V) -> bool,
+    ) -> &mut V {
+        if !self.entries.contains_key(sub) && self.entries.len() >= self.sweep_at {
+            self.entries.retain(|sub, value| !idle(sub, value));
+            self.sweep_at = (self.entries.len() * 2).max(SWEEP_MIN);
+        }
+        self.entries.entry(sub.to_owned()).or_insert_with(make)
+    }
+}
+
+/// Which rate and burst of a client's limits a rate limiter enforces.
+type RateOf = fn(&LimitsConfig) -> (NonZeroU32, NonZeroU32);
+
+/// A client's rate limiter and when it was last used.
+struct RateEntry<C: Clock> {
+    limiter: Arc<DirectLimiter<C>>,
+    used: C::Instant,
+}
+
 /// All limits for all clients.
 pub struct Limits<C: Clock + Clone = DefaultClock> {
     global: LimitsConfig,
     clients: HashMap<String, LimitsConfig>,
     clock: C,
-    requests: Mutex<HashMap<String, Arc<DirectLimiter<C>>>>,
-    tool_calls: Mutex<HashMap<String, Arc<DirectLimiter<C>>>>,
-    waits: Mutex<HashMap<String, Arc<Semaphore>>>,
+    requests: Mutex<ClientTable<RateEntry<C>>>,
+    tool_calls: Mutex<ClientTable<RateEntry<C>>>,
+    waits: Mutex<ClientTable<Arc<Semaphore>>>,
     hook: Option<LimitHook>,
 }
 
@@ -327,9 +374,9 @@ impl<C: Clock + Clone> Limits<C> {
                 .map(|(sub, o)| (sub.as_ref().to_owned(), global.with_overrides(o)))
                 .collect(),
             clock,
-            requests: Mutex::new(HashMap::new()),
-            tool_calls: Mutex::new(HashMap::new()),
-            waits: Mutex::new(HashMap::new()),
+            requests: Mutex::new(ClientTable::default()),
+            tool_calls: Mutex::new(ClientTable::default()),
+            waits: Mutex::new(ClientTable::default()),
             hook: None,
         }
     }
@@ -352,32 +399,45 @@ impl<C: Clock + Clone> Limits<C> {
         }
     }
 
+    /// `sub`'s limiter in `table` (made on first use), marked used now. An entry unused for
+    /// `burst / rate` seconds has its bucket full again, like a new one: the sweep drops it.
     fn limiter(
         &self,
-        map: &Mutex<HashMap<String, Arc<DirectLimiter<C>>>>,
+        table: &Mutex<ClientTable<RateEntry<C>>>,
         sub: &str,
-        rate: NonZeroU32,
-        burst: NonZeroU32,
+        rate_of: RateOf,
     ) -> Arc<DirectLimiter<C>> {
-        let mut map = lock(map);
-        if let Some(limiter) = map.get(sub) {
-            return Arc::clone(limiter);
-        }
-        let quota = Quota::per_second(rate).allow_burst(burst);
-        let limiter = Arc::new(RateLimiter::direct_with_clock(quota, self.clock.clone()));
-        map.insert(sub.to_owned(), Arc::clone(&limiter));
-        limiter
+        let now = self.clock.now();
+        let refill = |sub: &str| {
+            let (rate, burst) = rate_of(self.for_client(sub));
+            Duration::from_secs_f64(f64::from(burst.get()) / f64::from(rate.get()))
+        };
+        let (rate, burst) = rate_of(self.for_client(sub));
+        let mut table = lock(table);
+        let entry = table.entry(
+            sub,
+            || RateEntry {
+                limiter: Arc::new(RateLimiter::direct_with_clock(
+                    Quota::per_second(rate).allow_burst(burst),
+                    self.clock.clone(),
+                )),
+                used: now,
+            },
+            |sub, entry| Duration::from(now.duration_since(entry.used)) >= refill(sub),
+        );
+        entry.used = now;
+        Arc::clone(&entry.limiter)
     }
 
     fn check_rate(
         &self,
         limit: Limit,
-        map: &Mutex<HashMap<String, Arc<DirectLimiter<C>>>>,
+        table: &Mutex<ClientTable<RateEntry<C>>>,
         sub: &str,
-        rate: NonZeroU32,
-        burst: NonZeroU32,
+        rate_of: RateOf,
     ) -> Result<(), LimitExceeded> {
-        let limiter = self.limiter(map, sub, rate, burst);
+        let limiter = self.limiter(table, sub, rate_of);
+        let (rate, _) = rate_of(self.for_client(sub));
         match limiter.check() {
             Ok(()) => Ok(()),
             Err(not_until) => {
@@ -394,26 +454,25 @@ impl<C: Clock + Clone> Limits<C> {
 
     /// Counts one HTTP request against `requests_per_second`.
     pub fn check_request(&self, sub: &str) -> Result<(), LimitExceeded> {
-        let cfg = self.for_client(sub);
-        self.check_rate(
-            Limit::Requests,
-            &self.requests,
-            sub,
-            cfg.requests_per_second,
-            cfg.request_burst,
-        )
+        self.check_rate(Limit::Requests, &self.requests, sub, |cfg| {
+            (cfg.requests_per_second, cfg.request_burst)
+        })
     }
 
     /// Counts one tool call against `tool_calls_per_second`.
     pub fn check_tool_call(&self, sub: &str) -> Result<(), LimitExceeded> {
-        let cfg = self.for_client(sub);
-        self.check_rate(
-            Limit::ToolCalls,
-            &self.tool_calls,
-            sub,
-            cfg.tool_calls_per_second,
-            cfg.tool_call_burst,
-        )
+        self.check_rate(Limit::ToolCalls, &self.tool_calls, sub, |cfg| {
+            (cfg.tool_calls_per_second, cfg.tool_call_burst)
+        })
+    }
+
+    /// How many clients have rate or wait state kept (the sweeps bound it by the active ones).
+    pub fn tracked_clients(&self) -> usize {
+        lock(&self.requests)
+            .entries
+            .len()
+            .max(lock(&self.tool_calls).entries.len())
+            .max(lock(&self.waits).entries.len())
     }
 
     /// Refuses a batch of more than `max_batch_ops` operations.
@@ -436,11 +495,13 @@ impl<C: Clock + Clone> Limits<C> {
     pub fn acquire_wait(&self, sub: &str) -> Result<WaitPermit, LimitExceeded> {
         let allowed = self.for_client(sub).max_concurrent_waits.get();
         let semaphore = {
-            let mut map = lock(&self.waits);
-            Arc::clone(
-                map.entry(sub.to_owned())
-                    .or_insert_with(|| Arc::new(Semaphore::new(allowed as usize))),
-            )
+            let mut table = lock(&self.waits);
+            // A semaphore no wait holds is as good as a new one.
+            let free = |sub: &str, semaphore: &Arc<Semaphore>| {
+                semaphore.available_permits()
+                    == self.for_client(sub).max_concurrent_waits.get() as usize
+            };
+            Arc::clone(table.entry(sub, || Arc::new(Semaphore::new(allowed as usize)), free))
         };
         match semaphore.try_acquire_owned() {
             Ok(permit) => Ok(WaitPermit { _permit: permit }),
@@ -459,6 +520,7 @@ impl<C: Clock + Clone> Limits<C> {
     /// Waits running now, across all clients (for metrics).
     pub fn active_waits(&self) -> usize {
         lock(&self.waits)
+            .entries
             .iter()
             .map(|(sub, semaphore)| {
                 let allowed = self.for_client(sub).max_concurrent_waits.get() as usize;
@@ -599,6 +661,35 @@ mod tests {
         assert!(err.to_string().contains("nonzero"), "{err}");
         assert!(toml::from_str::<LimitsConfig>("max_batch = 5").is_err());
         assert!(toml::from_str::<LimitOverrides>("max_batch = 5").is_err());
+    }
+
+    #[test]
+    fn idle_clients_are_forgotten_without_changing_what_they_may_do() {
+        let global = config("requests_per_second = 2\nrequest_burst = 4");
+        let (limits, clock) = fake(&global, &BTreeMap::new());
+        for i in 0..1000 {
+            assert_eq!(limits.check_request(&format!("user-{i}")), Ok(()));
+        }
+        // Not yet: their buckets are not full again, forgetting them would refill them.
+        assert!(limits.tracked_clients() >= 1000);
+        // Two seconds later every bucket is full again (4 cells at 2 per second): idle
+        // clients go at the next sweep.
+        clock.advance(Duration::from_secs(2));
+        for i in 0..600 {
+            assert_eq!(limits.check_request(&format!("late-{i}")), Ok(()));
+        }
+        assert!(
+            limits.tracked_clients() < 1000,
+            "{}",
+            limits.tracked_clients()
+        );
+        let permit = limits.acquire_wait("waiter").unwrap();
+        for i in 0..2000 {
+            let _ = limits.acquire_wait(&format!("w-{i}")).unwrap();
+        }
+        // The waiter's semaphore is held, so it is kept: its limit still counts the wait.
+        assert_eq!(limits.active_waits(), 1);
+        drop(permit);
     }
 
     #[test]
