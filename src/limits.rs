@@ -14,6 +14,7 @@
 //! max_wait_seconds = 120        # longer wait requests are clamped, not refused
 //! max_output_bytes = 1048576    # text in one tool result (tail kept)
 //! worker_queue_share = 256      # commands one client may have queued on one tmux worker
+//! max_watched_sessions = 64     # output connections (watched sessions) one client may open per server
 //! ```
 //!
 //! How each limit answers:
@@ -85,6 +86,9 @@ pub struct LimitsConfig {
     pub max_output_bytes: NonZeroU32,
     /// Most commands queued at once on one tmux worker.
     pub worker_queue_share: NonZeroU32,
+    /// Most output connections (watched sessions) opened by this client's waits at once, per
+    /// tmux server: its share of `engine.max_output_connections`.
+    pub max_watched_sessions: NonZeroU32,
 }
 
 impl Default for LimitsConfig {
@@ -99,6 +103,7 @@ impl Default for LimitsConfig {
             max_wait_seconds: const { nz(120) },
             max_output_bytes: const { nz(1 << 20) },
             worker_queue_share: const { nz(256) },
+            max_watched_sessions: const { nz(64) },
         }
     }
 }
@@ -125,6 +130,8 @@ pub struct LimitOverrides {
     pub max_output_bytes: Option<NonZeroU32>,
     /// See [`LimitsConfig::worker_queue_share`].
     pub worker_queue_share: Option<NonZeroU32>,
+    /// See [`LimitsConfig::max_watched_sessions`].
+    pub max_watched_sessions: Option<NonZeroU32>,
 }
 
 impl LimitsConfig {
@@ -142,6 +149,7 @@ impl LimitsConfig {
             max_wait_seconds: o.max_wait_seconds.unwrap_or(self.max_wait_seconds),
             max_output_bytes: o.max_output_bytes.unwrap_or(self.max_output_bytes),
             worker_queue_share: o.worker_queue_share.unwrap_or(self.worker_queue_share),
+            max_watched_sessions: o.max_watched_sessions.unwrap_or(self.max_watched_sessions),
         }
     }
 }
@@ -573,6 +581,11 @@ impl<C: Clock + Clone> Limits<C> {
     /// How many commands `sub` may have queued at once on one tmux worker.
     pub fn worker_queue_share(&self, sub: &str) -> usize {
         self.for_client(sub).worker_queue_share.get() as usize
+    }
+
+    /// `max_watched_sessions` of `sub`.
+    pub fn max_watched_sessions(&self, sub: &str) -> usize {
+        self.for_client(sub).max_watched_sessions.get() as usize
     }
 
     /// Reports a `worker_queue_share` refusal made by a worker (for metrics).

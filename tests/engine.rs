@@ -896,3 +896,41 @@ async fn a_reply_over_the_callers_budget_is_dropped_and_the_connection_stays_in_
     let whole = server.run(&caller(), long).await.unwrap();
     assert_eq!(whole, vec![b"x".repeat(5_000)]);
 }
+
+/// One caller may open at most its share of a server's output connections; another caller
+/// still gets its own, and a session already watched costs nothing more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_opens_at_most_its_share_of_output_connections() {
+    let tmux = TestTmux::start();
+    tmux.ok(&["new-session", "-d", "-s", "second"]);
+    let (server, _shutdown) = server_for(&tmux, settings());
+    let greedy = Caller::new("greedy").with_watch_share(1);
+    let first = tmux.pane_id("main");
+    let second = tmux.pane_id("second");
+    let _watching = server
+        .subscribe(&greedy, first, common::subscribe_deadline())
+        .await
+        .unwrap();
+    let Err(refused) = server
+        .subscribe(&greedy, second, common::subscribe_deadline())
+        .await
+    else {
+        panic!("a second session is beyond the share");
+    };
+    assert!(
+        matches!(refused, EngineError::TooManyWatched { limit: 1, .. }),
+        "{refused:?}"
+    );
+    // A pane of the session it already watches is free.
+    let again = server
+        .subscribe(&greedy, tmux.split("main"), common::subscribe_deadline())
+        .await;
+    assert!(again.is_ok());
+    let other = Caller::new("other").with_watch_share(1);
+    assert!(
+        server
+            .subscribe(&other, second, common::subscribe_deadline())
+            .await
+            .is_ok()
+    );
+}

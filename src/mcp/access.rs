@@ -375,13 +375,29 @@ pub fn engine_error(server: &str, error: EngineError, list_hint: &str) -> ToolEr
             },
             "wait for your pending calls to finish, then retry; batch operations where possible",
         ),
-        EngineError::TooManyWatched { limit, .. } => ToolError::new(
+        EngineError::TooManyWatched {
+            limit,
+            scope: QueueScope::Server,
+            ..
+        } => ToolError::new(
             ToolErrorKind::Busy,
             format!(
                 "tmux server {server:?} already has {limit} sessions being watched by waits, \
                  the most this gateway keeps (one tmux control client each)"
             ),
             "retry when other waits have ended, or wait on a pane of a session already watched",
+        ),
+        EngineError::TooManyWatched {
+            limit,
+            scope: QueueScope::Caller,
+            ..
+        } => ToolError::new(
+            ToolErrorKind::Busy,
+            format!(
+                "your waits already watch {limit} sessions on tmux server {server:?}, your \
+                 share (limits.max_watched_sessions)"
+            ),
+            "let some of your waits end, or wait on a pane of a session you already watch",
         ),
         EngineError::Quote(e) => ToolError::invalid_arguments(
             e.to_string(),

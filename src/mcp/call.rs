@@ -60,6 +60,7 @@ impl CallContext {
         let sub = self.principal.sub.as_str();
         Caller::new(sub)
             .with_queue_share(limits.worker_queue_share(sub))
+            .with_watch_share(limits.max_watched_sessions(sub))
             .with_reply_budget(
                 limits
                     .max_output_bytes(sub)

@@ -135,10 +135,13 @@ pub enum EngineError {
     Timeout { server: String, after: Duration },
     #[error("tmux server {server:?} is busy: {} queue is full, retry shortly", match .scope { QueueScope::Server => "its", QueueScope::Caller => "your share of its" })]
     QueueFull { server: String, scope: QueueScope },
-    #[error(
-        "tmux server {server:?} already has {limit} watched sessions (engine.max_output_connections)"
-    )]
-    TooManyWatched { server: String, limit: usize },
+    #[error("tmux server {server:?} already has {limit} watched sessions ({})", match .scope { QueueScope::Server => "engine.max_output_connections", QueueScope::Caller => "your limits.max_watched_sessions" })]
+    TooManyWatched {
+        server: String,
+        limit: usize,
+        /// Whether the server's cap or the caller's share of it is full.
+        scope: QueueScope,
+    },
     #[error("tmux: {0}")]
     Command(String),
     #[error(transparent)]

@@ -34,7 +34,7 @@ use super::output::{OutputSubscription, PaneStream, StreamEnd};
 use super::protocol::SubscriptionChange;
 use super::spawn::TmuxEndpoint;
 use super::worker::{Caller, WorkerHandle};
-use super::{EngineError, EngineSettings};
+use super::{EngineError, EngineSettings, QueueScope};
 
 const DEAD_SUBSCRIPTION: &str = "muxgate_dead";
 
@@ -154,12 +154,19 @@ struct HubInner {
     router: Arc<Router>,
     /// The running monitors' registration channels. Held only for a lookup or an insert, never
     /// across an attach, so subscribers of watched sessions never queue behind one.
-    monitors: Mutex<HashMap<SessionId, mpsc::UnboundedSender<Register>>>,
+    monitors: Mutex<HashMap<SessionId, Monitor>>,
     /// Taken for the whole of an attach: a server's output clients attach one at a time (tmux
     /// before 3.7 can crash when a control client is notified while it is still identifying
     /// itself; one client attaching at a time keeps other attaches out of that window).
     attaching: tokio::sync::Mutex<()>,
     stats: Arc<OutputStats>,
+}
+
+/// A running monitor's registration channel, and the caller whose subscription opened it
+/// (counted against that caller's share of the server's output connections).
+struct Monitor {
+    register: mpsc::UnboundedSender<Register>,
+    opener: Arc<str>,
 }
 
 struct Register {
@@ -235,7 +242,7 @@ impl OutputHub {
         let session = self.session_of(caller, pane).await?;
         // A monitor may close between our send and its reply (idle timeout): then start a new one.
         for _ in 0..3 {
-            let register = self.monitor(session).await?;
+            let register = self.monitor(caller, session).await?;
             let stream = PaneStream::new(pane, self.inner.settings.output_ring_bytes);
             // Subscribe before registering so no byte routed after registration is missed.
             let subscription = stream.subscribe();
@@ -262,9 +269,7 @@ impl OutputHub {
         })
     }
 
-    fn lock_monitors(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<SessionId, mpsc::UnboundedSender<Register>>> {
+    fn lock_monitors(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Monitor>> {
         // A panic cannot leave an entry half-written, so a poisoned map is still consistent.
         self.inner
             .monitors
@@ -276,6 +281,7 @@ impl OutputHub {
     fn running(&self, session: SessionId) -> Option<mpsc::UnboundedSender<Register>> {
         self.lock_monitors()
             .get(&session)
+            .map(|monitor| &monitor.register)
             .filter(|tx| !tx.is_closed())
             .cloned()
     }
@@ -301,6 +307,7 @@ impl OutputHub {
     /// The registration channel of `session`'s monitor, starting one if needed.
     async fn monitor(
         &self,
+        caller: &Caller,
         session: SessionId,
     ) -> Result<mpsc::UnboundedSender<Register>, EngineError> {
         if let Some(tx) = self.running(session) {
@@ -312,15 +319,26 @@ impl OutputHub {
             return Ok(tx);
         }
         let limit = self.inner.settings.max_output_connections;
-        let running = self
-            .lock_monitors()
-            .values()
-            .filter(|tx| !tx.is_closed())
-            .count();
+        let (running, mine) = {
+            let monitors = self.lock_monitors();
+            let open = monitors.values().filter(|m| !m.register.is_closed());
+            let mine = open.clone().filter(|m| *m.opener == *caller.id()).count();
+            (open.count(), mine)
+        };
         if running >= limit {
             return Err(EngineError::TooManyWatched {
                 server: self.inner.server.to_string(),
                 limit,
+                scope: QueueScope::Server,
+            });
+        }
+        if let Some(share) = caller.watch_share()
+            && mine >= share
+        {
+            return Err(EngineError::TooManyWatched {
+                server: self.inner.server.to_string(),
+                limit: share,
+                scope: QueueScope::Caller,
             });
         }
         let sink = Arc::new(SessionSink {
@@ -369,8 +387,14 @@ impl OutputHub {
         let (tx, rx) = mpsc::unbounded_channel();
         {
             let mut monitors = self.lock_monitors();
-            monitors.retain(|_, tx| !tx.is_closed());
-            monitors.insert(session, tx.clone());
+            monitors.retain(|_, monitor| !monitor.register.is_closed());
+            monitors.insert(
+                session,
+                Monitor {
+                    register: tx.clone(),
+                    opener: caller.id().into(),
+                },
+            );
         }
         self.inner.stats.connects.fetch_add(1, Ordering::Relaxed);
         self.inner

@@ -41,6 +41,7 @@ pub struct Caller {
     id: Arc<str>,
     queue_share: Option<usize>,
     reply_budget: Option<usize>,
+    watch_share: Option<usize>,
 }
 
 impl Caller {
@@ -49,7 +50,20 @@ impl Caller {
             id: id.into(),
             queue_share: None,
             reply_budget: None,
+            watch_share: None,
         }
+    }
+
+    /// Limits how many of a server's output connections (watched sessions) this caller may
+    /// open, so that one client cannot take them all.
+    pub fn with_watch_share(mut self, sessions: usize) -> Self {
+        self.watch_share = Some(sessions);
+        self
+    }
+
+    /// See [`Self::with_watch_share`].
+    pub fn watch_share(&self) -> Option<usize> {
+        self.watch_share
     }
 
     /// Most bytes of any one command's reply this caller may receive: a longer reply is read
