@@ -188,10 +188,10 @@ impl Gateway {
             Some(tls) => Some(Arc::new(CertStore::load(tls)?)),
             None => None,
         };
-        let sessions = Arc::new(SessionBindings::new(
-            SESSION_BINDINGS_CAPACITY,
-            config.http.session_idle() * 2,
-        ));
+        let sessions = Arc::new(
+            SessionBindings::new(SESSION_BINDINGS_CAPACITY, config.http.session_idle() * 2)
+                .with_max_per_sub(config.http.max_sessions_per_client),
+        );
         let mcp = McpServer::new(McpState {
             config: config.clone(),
             tmux: engine.clone(),

@@ -6,8 +6,8 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    LEGACY_VERSION, STATELESS_VERSION, TestGateway, config_with_server, spawn_gateway, sse_events,
-    stateless_meta,
+    LEGACY_VERSION, RawMcp, STATELESS_VERSION, TestGateway, config_with_server, spawn_gateway,
+    sse_events, stateless_meta,
 };
 use muxgate::config::Config;
 use rmcp::model::{CallToolRequestParams, ClientConfig, ErrorCode, JsonObject, ProtocolVersion};
@@ -474,4 +474,95 @@ async fn shutdown_ends_open_sessions_and_the_server() {
         .send()
         .await;
     assert!(after.is_err(), "gateway still answers after shutdown");
+}
+
+/// Session binding through the real router and a real rmcp session: another client's token on
+/// a session id gets 404 for POST, GET and DELETE, and the session keeps working for its owner.
+/// And a client may hold at most `http.max_sessions_per_client` sessions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_belong_to_their_client_and_are_capped_per_client() {
+    let mut config = two_server_config();
+    config.http.max_sessions_per_client = 2;
+    let gateway = spawn_gateway(config).await;
+    let mut alice = RawMcp::new(&gateway.mcp_url);
+    alice.bearer = Some(gateway.mint("alice", &["mux:read"]));
+    alice.initialize().await;
+    let session = alice.session_id.clone().unwrap();
+
+    let mut intruder = RawMcp::new(&gateway.mcp_url);
+    intruder.bearer = Some(gateway.mint("bob", &["mux:admin"]));
+    intruder.session_id = Some(session.clone());
+    intruder.protocol_version = Some(LEGACY_VERSION.into());
+    let list = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"});
+    let post = intruder.post(&list).send().await.unwrap();
+    assert_eq!(post.status(), reqwest::StatusCode::NOT_FOUND);
+    let with_session = |request: reqwest::RequestBuilder| {
+        request
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", LEGACY_VERSION)
+            .bearer_auth(intruder.bearer.as_deref().unwrap())
+    };
+    let get = with_session(
+        intruder
+            .http
+            .get(&gateway.mcp_url)
+            .header("accept", "text/event-stream"),
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(get.status(), reqwest::StatusCode::NOT_FOUND);
+    let delete = with_session(intruder.http.delete(&gateway.mcp_url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(delete.status(), reqwest::StatusCode::NOT_FOUND);
+    let answer = alice.request(&list).await;
+    assert!(
+        answer["result"]["tools"].is_array(),
+        "the owner's session lives: {answer}"
+    );
+
+    // The cap: a second session is fine, a third is refused before rmcp makes it.
+    let mut second = RawMcp::new(&gateway.mcp_url);
+    second.bearer = alice.bearer.clone();
+    second.initialize().await;
+    let third = RawMcp {
+        session_id: None,
+        protocol_version: None,
+        ..RawMcp::new(&gateway.mcp_url)
+    };
+    let init = json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": LEGACY_VERSION, "capabilities": {},
+                   "clientInfo": {"name": "third", "version": "0"}}
+    });
+    let refused = third
+        .post(&init)
+        .bearer_auth(alice.bearer.as_deref().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), reqwest::StatusCode::TOO_MANY_REQUESTS);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"], "too_many_sessions", "{body}");
+    // Requests on existing sessions and other clients are not affected.
+    second.request(&list).await;
+    let mut bob = RawMcp::new(&gateway.mcp_url);
+    bob.bearer = intruder.bearer.clone();
+    bob.initialize().await;
+    // Ending a session frees its place.
+    let ended = second
+        .http
+        .delete(&gateway.mcp_url)
+        .header("mcp-session-id", second.session_id.as_deref().unwrap())
+        .header("mcp-protocol-version", LEGACY_VERSION)
+        .bearer_auth(second.bearer.as_deref().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert!(ended.status().is_success(), "{}", ended.status());
+    let mut again = RawMcp::new(&gateway.mcp_url);
+    again.bearer = alice.bearer.clone();
+    again.initialize().await;
 }

@@ -69,5 +69,5 @@ pub use policy::{
     check_session,
 };
 pub use principal::{Principal, SCOPE_ADMIN, SCOPE_READ, SCOPE_WRITE, TargetAcl, Tier};
-pub use session::{SessionBindings, bind_sessions};
+pub use session::{OpensSession, SessionBindings, bind_sessions};
 pub use token::{RejectReason, TokenVerifier};

@@ -14,6 +14,10 @@
 //! Bindings idle longer than the configured time are forgotten (rmcp's own sessions expire
 //! after 5 idle minutes by default, so a longer idle time never strands a live session), and
 //! the table is capped: when full, the least recently used binding goes.
+//!
+//! One client may hold at most `max_per_sub` sessions: an `initialize` (marked [`OpensSession`]
+//! by the body check in front of this layer) beyond that is refused with `429` before rmcp
+//! creates anything, so no token can pile up sessions.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -44,6 +48,10 @@ pub enum SessionRefused {
     },
 }
 
+/// Request extension: this request is an `initialize`, which opens an MCP session.
+#[derive(Debug, Clone, Copy)]
+pub struct OpensSession;
+
 #[derive(Debug)]
 struct Binding {
     sub: Arc<str>,
@@ -56,6 +64,7 @@ pub struct SessionBindings {
     bindings: Mutex<HashMap<String, Binding>>,
     capacity: usize,
     idle_ttl: Duration,
+    max_per_sub: usize,
 }
 
 impl SessionBindings {
@@ -71,7 +80,23 @@ impl SessionBindings {
             bindings: Mutex::new(HashMap::new()),
             capacity: capacity.max(1),
             idle_ttl,
+            max_per_sub: usize::MAX,
         }
+    }
+
+    /// At most `max` live sessions per client.
+    pub fn with_max_per_sub(mut self, max: usize) -> Self {
+        self.max_per_sub = max;
+        self
+    }
+
+    /// Live (not idle-expired) sessions of `sub`.
+    pub fn live_for(&self, sub: &str) -> usize {
+        let now = Instant::now();
+        self.lock()
+            .values()
+            .filter(|b| &*b.sub == sub && now.duration_since(b.last_seen) < self.idle_ttl)
+            .count()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Binding>> {
@@ -146,6 +171,20 @@ impl Default for SessionBindings {
     }
 }
 
+fn too_many_sessions(max: usize) -> Response {
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        Json(serde_json::json!({
+            "error": "too_many_sessions",
+            "message": format!(
+                "this client already has {max} MCP sessions open (http.max_sessions_per_client); \
+                 end one (DELETE) or reuse it"
+            ),
+        })),
+    )
+        .into_response()
+}
+
 fn session_not_found() -> Response {
     (
         StatusCode::NOT_FOUND,
@@ -178,6 +217,12 @@ pub async fn bind_sessions(
             Err(_) => return session_not_found(),
         },
     };
+    if presented.is_none()
+        && req.extensions().get::<OpensSession>().is_some()
+        && bindings.live_for(&sub) >= bindings.max_per_sub
+    {
+        return too_many_sessions(bindings.max_per_sub);
+    }
     if let Some(id) = &presented {
         match bindings.check(id, &sub) {
             Ok(()) => {}

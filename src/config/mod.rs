@@ -85,6 +85,8 @@ pub struct HttpConfig {
     pub allowed_origins: Vec<OriginPattern>,
     pub max_body_bytes: usize,
     pub session_idle_secs: u64,
+    /// Most MCP sessions one client (`sub`) may have open.
+    pub max_sessions_per_client: usize,
     pub shutdown_grace_secs: u64,
     /// `[http.tls]`: serve HTTPS with this certificate and key (plain HTTP without it).
     #[serde(default)]

@@ -55,8 +55,9 @@ impl IntoResponse for BodyFault {
     }
 }
 
-/// Checks that `bytes` are one JSON-RPC 2.0 message (request, notification or response).
-pub fn check_message(bytes: &[u8]) -> Result<(), BodyFault> {
+/// Checks that `bytes` are one JSON-RPC 2.0 message (request, notification or response);
+/// returns the method of a request or notification.
+pub fn check_message(bytes: &[u8]) -> Result<Option<String>, BodyFault> {
     let value: Value = serde_json::from_slice(bytes)
         .map_err(|e| BodyFault::new(PARSE_ERROR, format!("parse error: {e}"), Value::Null))?;
     let Value::Object(message) = value else {
@@ -81,13 +82,17 @@ pub fn check_message(bytes: &[u8]) -> Result<(), BodyFault> {
     }
     match message.get("method") {
         Some(Value::String(method)) => match message.get("params") {
-            None | Some(Value::Null | Value::Object(_)) if method != "tools/call" => Ok(()),
+            None | Some(Value::Null | Value::Object(_)) if method != "tools/call" => {
+                Ok(Some(method.clone()))
+            }
             None | Some(Value::Null) => Err(BodyFault::new(
                 INVALID_PARAMS,
                 "invalid params: tools/call needs params with a tool `name`",
                 id,
             )),
-            Some(Value::Object(params)) => check_tool_call(params, id),
+            Some(Value::Object(params)) => {
+                check_tool_call(params, id).map(|()| Some(method.clone()))
+            }
             Some(_) => Err(BodyFault::new(
                 INVALID_PARAMS,
                 "invalid params: `params` must be an object",
@@ -99,7 +104,7 @@ pub fn check_message(bytes: &[u8]) -> Result<(), BodyFault> {
             "invalid request: `method` must be a string",
             id,
         )),
-        None if message.contains_key("result") || message.contains_key("error") => Ok(()),
+        None if message.contains_key("result") || message.contains_key("error") => Ok(None),
         None => Err(BodyFault::new(
             INVALID_REQUEST,
             "invalid request: neither a request (`method`) nor a response (`result`/`error`)",
@@ -174,8 +179,13 @@ pub async fn check_jsonrpc_body(
         }
         bytes.extend_from_slice(&chunk);
     }
-    if let Err(fault) = check_message(&bytes) {
-        return fault.into_response();
+    let mut parts = parts;
+    match check_message(&bytes) {
+        Err(fault) => return fault.into_response(),
+        Ok(Some(method)) if method == "initialize" => {
+            parts.extensions.insert(crate::auth::OpensSession);
+        }
+        Ok(_) => {}
     }
     next.run(Request::from_parts(parts, Body::from(bytes)))
         .await

@@ -143,14 +143,14 @@ pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
                     crate::limits::limit_requests,
                 ))
                 .layer(from_fn_with_state(
+                    http.max_body_bytes,
+                    body::check_jsonrpc_body,
+                ))
+                .layer(from_fn_with_state(
                     security.sessions,
                     crate::auth::bind_sessions,
                 ))
                 .layer(axum::middleware::from_fn(session_end::no_content_on_delete))
-                .layer(from_fn_with_state(
-                    http.max_body_bytes,
-                    body::check_jsonrpc_body,
-                ))
                 .layer(RequestBodyLimitLayer::new(http.max_body_bytes)),
         );
 
