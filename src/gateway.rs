@@ -145,6 +145,7 @@ impl Gateway {
         let resource = Arc::new(ProtectedResource::new(&config.auth, mcp_url)?);
         let mut authenticator = Authenticator::new(&config.auth, &config.clients, &resource)?
             .with_default_client(&config.clients_default, config.auth.algorithm)?
+            .with_failure_throttle(config.http.auth_failures_per_minute)
             .with_reject_hook(metrics.reject_hook());
         if workspaces.is_some() {
             authenticator = authenticator.with_own_server(workspace::SERVER_NAME);

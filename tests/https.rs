@@ -130,7 +130,11 @@ async fn https_serves_health_and_mcp_and_picks_up_a_replaced_certificate() {
     let dir = tempfile::tempdir().unwrap();
     let first = generate();
     install(&first, dir.path());
-    let config = Config::from_toml_str(&tls_config(dir.path(), 1)).unwrap();
+    let config = Config::from_toml_str(&format!(
+        "[http]\nauth_failures_per_minute = 1\n{}",
+        tls_config(dir.path(), 1)
+    ))
+    .unwrap();
     let gateway = spawn_gateway(common::relaxed(config)).await;
 
     let (mut kept, presented) = connect(gateway.addr, &[&first]).await;
@@ -157,6 +161,20 @@ async fn https_serves_health_and_mcp_and_picks_up_a_replaced_certificate() {
     assert_eq!(mcp.status, 200, "{body}");
     assert!(mcp.headers.contains_key("mcp-session-id"));
     assert!(body.contains(r#""serverInfo""#), "{body}");
+
+    // Failed authentications are counted by the TLS peer's address too: the second failure
+    // spends the budget of one, the next request is throttled.
+    for expected in [401, 401, 429] {
+        let forged = http::Request::post("/mcp")
+            .header("host", "localhost")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("authorization", "Bearer not-a-token")
+            .body(Full::new(Bytes::from(initialize.to_string())))
+            .unwrap();
+        let (answer, body) = send(&mut kept, forged).await;
+        assert_eq!(answer.status, expected, "{body}");
+    }
 
     // Replace the pair: new connections get the new certificate…
     let second = generate();

@@ -291,3 +291,80 @@ async fn hostile_requests_get_clean_errors_and_others_are_still_served() {
         .await;
     assert!(answer["result"].is_object(), "{answer}");
 }
+
+/// Sends an `initialize` from `source` with `token` and returns the answer's status and
+/// `Retry-After`.
+async fn initialize_from(
+    gateway: &TestGateway,
+    source: &str,
+    token: &str,
+) -> (StatusCode, Option<String>) {
+    let client = reqwest::Client::builder()
+        .local_address(source.parse::<std::net::IpAddr>().ok())
+        .build()
+        .expect("a client");
+    let response = client
+        .post(&gateway.mcp_url)
+        .bearer_auth(token)
+        .header("content-type", JSON)
+        .header("accept", ACCEPT)
+        .json(&initialize_body())
+        .send()
+        .await
+        .expect("an answer");
+    let retry = response
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    (response.status(), retry)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_source_that_keeps_failing_to_authenticate_is_throttled_and_others_are_not() {
+    let tmux = TestTmux::start();
+    let mut config = config_with_server("work", &tmux.socket, false);
+    config.http.auth_failures_per_minute = 5;
+    let gateway = spawn_gateway(config).await;
+    let forged = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl";
+
+    // Five failures are the budget; the sixth still gets its 401 and spends it.
+    for attempt in 1..=6 {
+        let (status, _) = initialize_from(&gateway, "127.0.0.1", forged).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "attempt {attempt}");
+    }
+    // From now on the source gets 429 with Retry-After, even with a valid token.
+    let (status, retry) = initialize_from(&gateway, "127.0.0.1", forged).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    let retry: u64 = retry.expect("Retry-After").parse().expect("whole seconds");
+    assert!(
+        (1..=12).contains(&retry),
+        "one failure back in 12 s: {retry}"
+    );
+    let (status, _) = initialize_from(&gateway, "127.0.0.1", &gateway.token).await;
+    assert_eq!(
+        status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "not even a valid token"
+    );
+
+    // Another address is not affected: it is served, and its own failures are its own.
+    let (status, _) = initialize_from(&gateway, "127.0.0.2", &gateway.token).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = initialize_from(&gateway, "127.0.0.2", forged).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    let metrics = reqwest::Client::new()
+        .get(format!("{}/metrics", gateway.base))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    let throttled = metrics
+        .lines()
+        .find(|l| l.starts_with("muxgate_auth_failures_total{reason=\"throttled\"}"))
+        .unwrap_or_else(|| panic!("a throttled count in:\n{metrics}"));
+    assert!(throttled.ends_with(" 2"), "{throttled}");
+}

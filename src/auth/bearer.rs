@@ -9,10 +9,10 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
+use http::header::{AUTHORIZATION, RETRY_AFTER, WWW_AUTHENTICATE};
 use http::{HeaderMap, HeaderValue, StatusCode};
 
 use super::config::{
@@ -21,6 +21,7 @@ use super::config::{
 use super::metadata::ProtectedResource;
 use super::pattern::{NamePattern, compile_patterns};
 use super::principal::{KNOWN_SCOPES, Principal, TargetAcl, tier_of};
+use super::throttle::{FailureThrottle, PeerAddr};
 use super::token::{RejectReason, TokenVerifier, VerifiedToken, valid_sub};
 
 /// Called once per rejected request with its reason (for metrics).
@@ -50,6 +51,8 @@ pub struct Authenticator {
     reserved_all: Arc<[NamePattern]>,
     metadata_url: String,
     on_reject: Option<RejectHook>,
+    /// Failed authentications per source address (none: not counted).
+    throttle: Option<FailureThrottle>,
     /// In workspace mode: the name of every client's own server.
     own_server: Option<&'static str>,
     /// Conformance mode only: every request is this principal, no token checked.
@@ -102,6 +105,7 @@ impl Authenticator {
             reserved_all,
             metadata_url: resource.metadata_url().to_owned(),
             on_reject: None,
+            throttle: None,
             own_server: None,
             #[cfg(feature = "conformance")]
             anonymous: None,
@@ -135,6 +139,13 @@ impl Authenticator {
     /// only when granted explicitly.
     pub fn with_own_server(mut self, name: &'static str) -> Self {
         self.own_server = Some(name);
+        self
+    }
+
+    /// Refuses sources with more than `per_minute` failed authentications a minute (0: no
+    /// limit).
+    pub fn with_failure_throttle(mut self, per_minute: u32) -> Self {
+        self.throttle = std::num::NonZeroU32::new(per_minute).map(FailureThrottle::new);
         self
     }
 
@@ -232,6 +243,28 @@ impl Authenticator {
         );
         unauthorized(reason, &self.metadata_url)
     }
+
+    /// The answer for a request from `peer`: its principal, or the refusal (401, or 429 for a
+    /// source that failed too often).
+    fn admit(&self, peer: Option<PeerAddr>, headers: &HeaderMap) -> Result<Principal, Response> {
+        let source = peer.map(|PeerAddr(addr)| addr.ip());
+        let throttle = self.throttle.as_ref().zip(source);
+        if let Some((throttle, source)) = throttle
+            && let Some(wait) = throttle.check(source)
+        {
+            if let Some(hook) = &self.on_reject {
+                hook(RejectReason::Throttled);
+            }
+            tracing::debug!(%source, "request refused: too many failed authentications");
+            return Err(throttled(wait));
+        }
+        self.authenticate(headers).map_err(|reason| {
+            if let Some((throttle, source)) = throttle {
+                throttle.fail(source);
+            }
+            self.reject(reason)
+        })
+    }
 }
 
 fn compile_client(sub: &str, cfg: &ClientPolicyConfig) -> Result<ClientPolicy, AuthConfigError> {
@@ -323,19 +356,44 @@ pub fn unauthorized(reason: RejectReason, metadata_url: &str) -> Response {
     response
 }
 
-/// axum middleware: `from_fn_with_state(Arc<Authenticator>, require_bearer)`.
+/// A 429 for a source that spent its failed authentications: `Retry-After` and
+/// `{"error": "rate_limited", "reason": "throttled", "message", "retry_after_seconds"}`.
+fn throttled(wait: std::time::Duration) -> Response {
+    let retry = (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1);
+    let reason = RejectReason::Throttled;
+    let body = serde_json::json!({
+        "error": "rate_limited",
+        "reason": reason.as_str(),
+        "message": reason.message(),
+        "retry_after_seconds": retry,
+    });
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        [(RETRY_AFTER, retry.to_string())],
+        Json(body),
+    )
+        .into_response()
+}
+
+/// axum middleware: `from_fn_with_state(Arc<Authenticator>, require_bearer)`. Behind
+/// [`crate::http::serve`] each request carries its connection's [`PeerAddr`], by which failed
+/// authentications are throttled.
 pub async fn require_bearer(
     State(auth): State<Arc<Authenticator>>,
     mut req: Request,
     next: Next,
 ) -> Response {
-    match auth.authenticate(req.headers()) {
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<PeerAddr>>()
+        .map(|ConnectInfo(peer)| *peer);
+    match auth.admit(peer, req.headers()) {
         Ok(principal) => {
             req.headers_mut().remove(AUTHORIZATION);
             req.extensions_mut().insert(principal);
             next.run(req).await
         }
-        Err(reason) => auth.reject(reason),
+        Err(refusal) => refusal,
     }
 }
 

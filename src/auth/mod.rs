@@ -9,7 +9,8 @@
 //!   decisions tools ask before acting;
 //! - [`session`]: binding MCP sessions to the `sub` that opened them;
 //! - [`owners`]: which client created which session (gateway state, not a tmux option);
-//! - [`mint`]: minting tokens with the gateway's key.
+//! - [`mint`]: minting tokens with the gateway's key;
+//! - [`throttle`]: failed authentications per source address.
 //!
 //! There is no "authentication off" switch: every configuration verifies a key.
 //!
@@ -29,6 +30,7 @@
 //! | tool above the token's tier | `isError` result: `permission denied: this tool is mutating and needs scope `mux:write`; the token grants mux:read` |
 //! | server / session outside the ACL | `isError` result worded as not found (`unknown server …`, `session … not found`) |
 //! | MCP session of another client | 404 `{"error":"session_not_found"}` (logged with both subs) |
+//! | more than `http.auth_failures_per_minute` failures from one address | 429 + `Retry-After`, `reason: throttled` (token not looked at) |
 //! | limits | see [`crate::limits`]: 429 + `Retry-After` for requests, `isError` naming the limit for budgets |
 //!
 //! Every 401 body is `{"error", "reason", "message"}`; `reason` is [`RejectReason::as_str`].
@@ -56,6 +58,7 @@ pub mod pattern;
 pub mod policy;
 pub mod principal;
 pub mod session;
+pub mod throttle;
 pub mod token;
 
 pub use bearer::{Authenticator, RejectHook, require_bearer};

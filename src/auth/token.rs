@@ -61,11 +61,14 @@ pub enum RejectReason {
     BadClaims,
     /// A `sub` with no `[clients.<sub>]` entry, where unlisted clients are refused.
     UnknownClient,
+    /// The source address failed to authenticate too often lately (answered 429, see
+    /// [`super::throttle`]); the request's token was not looked at.
+    Throttled,
 }
 
 impl RejectReason {
     /// Every reason, for pre-registering metric labels.
-    pub const ALL: [Self; 12] = [
+    pub const ALL: [Self; 13] = [
         Self::Missing,
         Self::MalformedHeader,
         Self::MalformedToken,
@@ -78,6 +81,7 @@ impl RejectReason {
         Self::BadAudience,
         Self::BadClaims,
         Self::UnknownClient,
+        Self::Throttled,
     ];
 
     /// Stable snake_case name.
@@ -95,6 +99,7 @@ impl RejectReason {
             Self::BadAudience => "bad_audience",
             Self::BadClaims => "bad_claims",
             Self::UnknownClient => "unknown_client",
+            Self::Throttled => "throttled",
         }
     }
 
@@ -113,6 +118,9 @@ impl RejectReason {
             Self::BadAudience => "the token's audience (aud) does not include this resource",
             Self::BadClaims => "the token's claims are missing or malformed",
             Self::UnknownClient => "this gateway does not know the token's client (sub)",
+            Self::Throttled => {
+                "too many failed authentications from this address; retry after Retry-After seconds"
+            }
         }
     }
 

@@ -87,6 +87,8 @@ pub struct HttpConfig {
     pub session_idle_secs: u64,
     /// Most MCP sessions one client (`sub`) may have open.
     pub max_sessions_per_client: usize,
+    /// Most failed authentications a minute from one source address (0: no limit).
+    pub auth_failures_per_minute: u32,
     pub shutdown_grace_secs: u64,
     /// `[http.tls]`: serve HTTPS with this certificate and key (plain HTTP without it).
     #[serde(default)]

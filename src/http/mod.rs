@@ -40,8 +40,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use axum::extract::connect_info::Connected;
 use axum::middleware::from_fn_with_state;
 use axum::routing::get;
+use axum::serve::IncomingStream;
 use rmcp::ServerHandler;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -51,6 +53,7 @@ use tower::ServiceBuilder;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::trace::TraceLayer;
 
+use crate::auth::throttle::PeerAddr;
 use crate::auth::{Authenticator, ProtectedResource, SessionBindings};
 use crate::config::HttpConfig;
 use crate::limits::Limits;
@@ -199,6 +202,18 @@ fn mcp_service<H: ServerHandler + Clone>(
     )
 }
 
+impl Connected<IncomingStream<'_, TcpListener>> for PeerAddr {
+    fn connect_info(stream: IncomingStream<'_, TcpListener>) -> Self {
+        Self(*stream.remote_addr())
+    }
+}
+
+impl Connected<IncomingStream<'_, tls::TlsListener>> for PeerAddr {
+    fn connect_info(stream: IncomingStream<'_, tls::TlsListener>) -> Self {
+        Self(*stream.remote_addr())
+    }
+}
+
 /// How long connections may take to close once MCP streams have been closed.
 const STREAMS_CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -215,14 +230,20 @@ pub async fn serve(
     let stop_accepting = shutdown.begin().clone().cancelled_owned();
     let mut server: Pin<Box<dyn Future<Output = io::Result<()>> + Send>> = match tls {
         None => Box::pin(
-            axum::serve(listener, app)
-                .with_graceful_shutdown(stop_accepting)
-                .into_future(),
+            axum::serve(
+                listener,
+                app.into_make_service_with_connect_info::<PeerAddr>(),
+            )
+            .with_graceful_shutdown(stop_accepting)
+            .into_future(),
         ),
         Some(config) => Box::pin(
-            axum::serve(tls::TlsListener::new(listener, config)?, app)
-                .with_graceful_shutdown(stop_accepting)
-                .into_future(),
+            axum::serve(
+                tls::TlsListener::new(listener, config)?,
+                app.into_make_service_with_connect_info::<PeerAddr>(),
+            )
+            .with_graceful_shutdown(stop_accepting)
+            .into_future(),
         ),
     };
     tokio::select! {
