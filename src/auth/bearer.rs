@@ -244,9 +244,9 @@ impl Authenticator {
         unauthorized(reason, &self.metadata_url)
     }
 
-    /// The answer for a request from `peer`: its principal, or the refusal (401, or 429 for a
-    /// source that failed too often).
-    fn admit(&self, peer: Option<PeerAddr>, headers: &HeaderMap) -> Result<Principal, Response> {
+    /// A request from `peer`: its principal, or why it is refused. A failure counts against
+    /// the source's budget; a throttled request is reported to the hook here.
+    fn admit(&self, peer: Option<PeerAddr>, headers: &HeaderMap) -> Result<Principal, Refusal> {
         let source = peer.map(|PeerAddr(addr)| addr.ip());
         let throttle = self.throttle.as_ref().zip(source);
         if let Some((throttle, source)) = throttle
@@ -256,13 +256,13 @@ impl Authenticator {
                 hook(RejectReason::Throttled);
             }
             tracing::debug!(%source, "request refused: too many failed authentications");
-            return Err(throttled(wait));
+            return Err(Refusal::Throttled(wait));
         }
         self.authenticate(headers).map_err(|reason| {
             if let Some((throttle, source)) = throttle {
                 throttle.fail(source);
             }
-            self.reject(reason)
+            Refusal::Unauthenticated(reason)
         })
     }
 }
@@ -356,6 +356,14 @@ pub fn unauthorized(reason: RejectReason, metadata_url: &str) -> Response {
     response
 }
 
+/// Why a request is not let through.
+enum Refusal {
+    /// 401: see the reason.
+    Unauthenticated(RejectReason),
+    /// 429: the source spent its failed authentications; it may try again after this long.
+    Throttled(std::time::Duration),
+}
+
 /// A 429 for a source that spent its failed authentications: `Retry-After` and
 /// `{"error": "rate_limited", "reason": "throttled", "message", "retry_after_seconds"}`.
 fn throttled(wait: std::time::Duration) -> Response {
@@ -393,7 +401,8 @@ pub async fn require_bearer(
             req.extensions_mut().insert(principal);
             next.run(req).await
         }
-        Err(refusal) => refusal,
+        Err(Refusal::Unauthenticated(reason)) => auth.reject(reason),
+        Err(Refusal::Throttled(wait)) => throttled(wait),
     }
 }
 
