@@ -131,7 +131,7 @@ pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
         )
         .layer(
             ServiceBuilder::new()
-                .layer(TraceLayer::new_for_http())
+                .layer(TraceLayer::new_for_http().make_span_with(request_span))
                 .layer(from_fn_with_state(
                     shutdown.clone(),
                     shutdown::track_in_flight,
@@ -212,6 +212,17 @@ impl Connected<IncomingStream<'_, tls::TlsListener>> for PeerAddr {
     fn connect_info(stream: IncomingStream<'_, tls::TlsListener>) -> Self {
         Self(*stream.remote_addr())
     }
+}
+
+/// The debug span of an HTTP request: method and path, never the query string (a client may
+/// put a token or other secrets there; they are refused, not logged).
+fn request_span(request: &http::Request<axum::body::Body>) -> tracing::Span {
+    tracing::debug_span!(
+        "request",
+        method = %request.method(),
+        path = request.uri().path(),
+        version = ?request.version(),
+    )
 }
 
 /// How long connections may take to close once MCP streams have been closed.

@@ -55,13 +55,28 @@ impl TelemetryGuard {
     }
 }
 
+/// `directives` with rmcp kept to errors unless they name it: rmcp logs every request it
+/// receives (debug), every answer (debug) and every failed one with its error, which quotes the
+/// request (warn), so its lines carry resource URIs, prompt names and tool arguments.
+fn quiet_rmcp(directives: &str) -> String {
+    let names_rmcp = directives
+        .split(',')
+        .any(|directive| directive.trim().starts_with("rmcp"));
+    match (names_rmcp, directives.trim().is_empty()) {
+        (true, _) => directives.to_owned(),
+        (false, true) => "rmcp=error".to_owned(),
+        (false, false) => format!("{directives},rmcp=error"),
+    }
+}
+
 /// Installs the global subscriber for `serve`.
 pub fn init(log: &LogConfig, otel: &OtelConfig) -> Result<TelemetryGuard, TelemetryError> {
     let directives = std::env::var(LOG_ENV).unwrap_or_else(|_| log.level.clone());
-    let filter = EnvFilter::try_new(&directives).map_err(|e| TelemetryError::Filter {
-        level: directives.clone(),
-        message: e.to_string(),
-    })?;
+    let filter =
+        EnvFilter::try_new(quiet_rmcp(&directives)).map_err(|e| TelemetryError::Filter {
+            level: directives.clone(),
+            message: e.to_string(),
+        })?;
     let logs = match log.format {
         LogFormat::Text => tracing_subscriber::fmt::layer()
             .with_writer(std::io::stderr)
@@ -122,6 +137,18 @@ pub fn traces_url(endpoint: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rmcp_logs_only_errors_unless_named() {
+        assert_eq!(quiet_rmcp("info"), "info,rmcp=error");
+        assert_eq!(quiet_rmcp("debug"), "debug,rmcp=error");
+        assert_eq!(quiet_rmcp(""), "rmcp=error");
+        assert_eq!(quiet_rmcp("info,rmcp=debug"), "info,rmcp=debug");
+        assert_eq!(
+            quiet_rmcp("muxgate=debug, rmcp::service=info"),
+            "muxgate=debug, rmcp::service=info"
+        );
+    }
 
     #[test]
     fn spans_go_to_the_traces_path() {
