@@ -12,7 +12,7 @@
 //! max_batch_ops = 50            # operations in one batch tool call
 //! max_concurrent_waits = 4      # waits (wait_for_text, run_command, ...) running at once
 //! max_wait_seconds = 120        # longer wait requests are clamped, not refused
-//! max_output_bytes = 1048576    # text in one tool result (tail kept)
+//! max_output_bytes = 1048576    # bytes of one answer, all of it (text cut from the front)
 //! worker_queue_share = 256      # commands one client may have queued on one tmux worker
 //! max_watched_sessions = 64     # output connections (watched sessions) one client may open per server
 //! ```
@@ -22,7 +22,8 @@
 //! - tool calls/s, batch size, concurrent waits: a [`LimitExceeded`] whose `Display` is the
 //!   text of an `isError` tool result naming the limit;
 //! - longest wait and output bytes: clamped, and the result reports the clamp
-//!   ([`ClampedWait`], [`ClampedOutput`]);
+//!   ([`ClampedWait`], [`ClampedOutput`]; how text is measured against the whole answer is
+//!   [`output`]'s);
 //! - worker queue share: just the number; the tmux worker enforces it.
 //!
 //! Every hit (refusal or clamp) is reported to the [`LimitHook`] with the limit's name and the
@@ -56,6 +57,10 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::auth::Principal;
 
+pub mod output;
+
+use output::{Carried, OutputBudget};
+
 /// A non-zero constant; used in `const` blocks, so a zero fails the build.
 const fn nz(n: u32) -> NonZeroU32 {
     match NonZeroU32::new(n) {
@@ -82,7 +87,7 @@ pub struct LimitsConfig {
     pub max_concurrent_waits: NonZeroU32,
     /// Longest wait, in seconds.
     pub max_wait_seconds: NonZeroU32,
-    /// Most bytes of text in one tool result.
+    /// Most bytes of one answer (a tool result or a resource), everything in it.
     pub max_output_bytes: NonZeroU32,
     /// Most commands queued at once on one tmux worker.
     pub worker_queue_share: NonZeroU32,
@@ -558,24 +563,27 @@ impl<C: Clock + Clone> Limits<C> {
         self.for_client(sub).max_output_bytes.get() as usize
     }
 
-    /// Keeps at most `max_output_bytes` of `text`, from the end.
-    pub fn clamp_output<'a>(&self, sub: &str, text: &'a str) -> ClampedOutput<'a> {
-        let max = self.max_output_bytes(sub);
-        if text.len() <= max {
-            return ClampedOutput {
-                text,
-                dropped_bytes: 0,
-            };
+    /// Keeps the tail of `text` that fits what is left of the call's `budget`.
+    pub fn clamp_output<'a>(
+        &self,
+        sub: &str,
+        text: &'a str,
+        budget: &OutputBudget,
+        carried: Carried,
+    ) -> ClampedOutput<'a> {
+        let (text, dropped_bytes) = budget.take_tail(text, self.max_output_bytes(sub), carried);
+        if dropped_bytes > 0 {
+            self.hit(Limit::OutputBytes, sub);
         }
-        let mut start = text.len() - max;
-        while !text.is_char_boundary(start) {
-            start += 1;
-        }
-        self.hit(Limit::OutputBytes, sub);
         ClampedOutput {
-            text: &text[start..],
-            dropped_bytes: start,
+            text,
+            dropped_bytes,
         }
+    }
+
+    /// Reports an answer refused for being larger than `max_output_bytes`.
+    pub fn output_refused(&self, sub: &str) {
+        self.hit(Limit::OutputBytes, sub);
     }
 
     /// How many commands `sub` may have queued at once on one tmux worker.
@@ -846,42 +854,37 @@ mod tests {
     }
 
     #[test]
-    fn output_keeps_the_tail_on_a_char_boundary() {
-        let global = config("max_output_bytes = 4");
+    fn output_keeps_the_tail_that_fits_the_calls_budget() {
+        let global = config(&format!("max_output_bytes = {}", output::RESERVE + 8));
         let (hook, seen) = counting_hook();
         let limits =
             Limits::new(&global, &BTreeMap::<String, LimitOverrides>::new()).with_hook(hook);
+        let budget = OutputBudget::default();
+        let clamp = |text| limits.clamp_output("a", text, &budget, Carried::InResource);
         assert_eq!(
-            limits.clamp_output("a", "abcd"),
+            clamp("abcd"),
             ClampedOutput {
                 text: "abcd",
                 dropped_bytes: 0
             }
         );
+        assert_eq!(seen.lock().unwrap().len(), 0);
+        // Four bytes are left for the rest of the call; "é" is two and is not split.
         assert_eq!(
-            limits.clamp_output("a", "abcdef"),
-            ClampedOutput {
-                text: "cdef",
-                dropped_bytes: 2
-            }
-        );
-        // "é" is two bytes: the cut moves forward rather than split it.
-        assert_eq!(
-            limits.clamp_output("a", "xxéab"),
+            clamp("xxéab"),
             ClampedOutput {
                 text: "éab",
                 dropped_bytes: 2
             }
         );
         assert_eq!(
-            limits.clamp_output("a", "xxxéab"),
+            clamp("z"),
             ClampedOutput {
-                text: "éab",
-                dropped_bytes: 3
+                text: "",
+                dropped_bytes: 1
             }
         );
-        assert_eq!(limits.max_output_bytes("a"), 4);
-        assert_eq!(seen.lock().unwrap().len(), 3);
+        assert_eq!(seen.lock().unwrap().len(), 2);
     }
 
     #[test]

@@ -522,33 +522,118 @@ async fn captures_snapshots_formats_and_searches() {
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn output_budget_keeps_the_tail() {
-    let tmux = TestTmux::start();
-    let pane = format(&tmux, "main", "#{pane_id}");
+/// The smallest output budget a gateway accepts.
+const SMALL_BUDGET: u32 = 16 * 1024;
+
+/// A pane holding more than [`SMALL_BUDGET`] of text (1500 lines of 23 bytes, with quotes and a
+/// backslash to escape).
+async fn flooded_pane(tmux: &TestTmux) -> String {
+    let pane = format(tmux, "main", "#{pane_id}");
     tmux.ok(&[
         "send-keys",
         "-t",
         &pane,
-        "for i in $(seq 1 100); do echo row$i; done",
+        r#"seq -f 'row%05g "quoted" \x' 1 1500"#,
         "Enter",
     ]);
-    wait_for_text(&tmux, &pane, "row100").await;
+    wait_for_text(tmux, &pane, "row01500").await;
+    pane
+}
+
+/// A tool call over raw HTTP: the answer's size on the wire and its result.
+async fn call_measured(gateway: &TestGateway, tool: &str, arguments: Value) -> (usize, Value) {
+    let mut raw = gateway.raw();
+    raw.initialize().await;
+    let response = raw
+        .post(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                      "params": {"name": tool, "arguments": arguments}}))
+        .send()
+        .await
+        .unwrap();
+    let body = response.text().await.unwrap();
+    let message = if body.trim_start().starts_with('{') {
+        body.clone()
+    } else {
+        common::sse_events(&body)
+            .into_iter()
+            .map(|event| event.data)
+            .find(|data| data.contains(r#""id":7"#))
+            .expect("the answer event")
+    };
+    let message: Value = serde_json::from_str(&message).unwrap();
+    (body.len(), message["result"].clone())
+}
+
+fn small_budget_gateway_config(tmux: &TestTmux) -> muxgate::config::Config {
     let mut config = config_with_server(SERVER, &tmux.socket, false);
-    config.limits.max_output_bytes = std::num::NonZeroU32::new(200).unwrap();
-    let gateway = spawn_gateway(config).await;
-    let client = connect(&gateway).await;
-    let capture = ok(
-        &client,
+    config.limits.max_output_bytes = std::num::NonZeroU32::new(SMALL_BUDGET).unwrap();
+    config
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_capped_capture_fits_the_budget_whole_and_keeps_the_tail() {
+    let tmux = TestTmux::start();
+    let pane = flooded_pane(&tmux).await;
+    let gateway = spawn_gateway(small_budget_gateway_config(&tmux)).await;
+    let (size, result) = call_measured(
+        &gateway,
         "capture_pane",
-        json!({"target": pane, "start": "-"}),
+        json!({"target": pane, "start": "-", "max_lines": 100000}),
     )
     .await;
+    assert!(
+        size <= SMALL_BUDGET as usize,
+        "the whole answer is {size} bytes"
+    );
+    let capture = &result["structuredContent"];
     let text = capture["text"].as_str().unwrap();
-    assert!(text.len() <= 200, "{}", text.len());
     assert!(capture["dropped_bytes"].as_u64().unwrap() > 0);
     assert_eq!(capture["truncated"], true);
-    assert!(text.contains("row100"), "the tail is kept: {text}");
+    assert!(
+        text.contains(r#"row01500 "quoted" \x"#),
+        "the tail is kept: {text}"
+    );
+    // The budget is used, not wasted: the text is most of what could fit.
+    assert!(size > SMALL_BUDGET as usize * 3 / 4, "{size}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_shares_one_budget() {
+    let tmux = TestTmux::start();
+    let pane = flooded_pane(&tmux).await;
+    let gateway = spawn_gateway(small_budget_gateway_config(&tmux)).await;
+    let capture = json!({"op": "capture_pane", "target": pane, "start": "-", "max_lines": 100000});
+    let (size, result) = call_measured(
+        &gateway,
+        "pane_batch",
+        json!({"operations": [capture, capture, capture]}),
+    )
+    .await;
+    assert_eq!(result["isError"], false, "{result}");
+    assert!(
+        size <= SMALL_BUDGET as usize,
+        "the whole answer is {size} bytes"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_too_large_for_the_budget_is_an_error_naming_it() {
+    let tmux = TestTmux::start();
+    for i in 0..80 {
+        tmux.ok(&[
+            "new-session",
+            "-d",
+            "-s",
+            &format!("{i:03}-{}", "n".repeat(60)),
+        ]);
+    }
+    let gateway = spawn_gateway(small_budget_gateway_config(&tmux)).await;
+    let (size, result) = call_measured(&gateway, "list_sessions", json!({})).await;
+    assert!(size <= SMALL_BUDGET as usize, "{size}");
+    assert_eq!(result["isError"], true, "{result}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("max_output_bytes (16384)"), "{text}");
+    assert!(text.contains("ask for less"), "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

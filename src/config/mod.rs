@@ -549,6 +549,7 @@ impl Config {
         if engine.tmux_bin.as_os_str().is_empty() {
             return Err(Violation::at(&["engine", "tmux_bin"], "must not be empty"));
         }
+        self.validate_limits()?;
         self.zellij.validate(&self.tmux)?;
         self.validate_workspaces()?;
         if let Some(tls) = &http.tls {
@@ -558,6 +559,31 @@ impl Config {
             )?;
         }
         self.validate_telemetry()
+    }
+
+    /// `max_output_bytes` bounds a whole answer: it must leave room for text after the
+    /// answer's own fields.
+    fn validate_limits(&self) -> Result<(), Violation> {
+        let min = crate::limits::output::MIN_MAX_OUTPUT_BYTES;
+        let too_small = |path: &[&str]| {
+            Violation::at(
+                path,
+                &format!("must be at least {min}: it bounds a whole answer, fields included"),
+            )
+        };
+        if self.limits.max_output_bytes.get() < min {
+            return Err(too_small(&["limits", "max_output_bytes"]));
+        }
+        for (sub, client) in &self.clients {
+            if client
+                .limits
+                .max_output_bytes
+                .is_some_and(|max| max.get() < min)
+            {
+                return Err(too_small(&["clients", sub, "limits", "max_output_bytes"]));
+            }
+        }
+        Ok(())
     }
 
     fn validate_workspaces(&self) -> Result<(), Violation> {
@@ -985,6 +1011,15 @@ mod tests {
         }
         assert!(ServerName::parse("ok.name-1_2").is_ok());
         assert!(ServerName::parse(&"x".repeat(64)).is_ok());
+    }
+
+    #[test]
+    fn an_output_budget_too_small_for_an_answer_is_refused() {
+        let (key, message, _) = invalid("[limits]\nmax_output_bytes = 4096\n", &[]);
+        assert_eq!(key, "limits.max_output_bytes");
+        assert!(message.contains("at least 16384"), "{message}");
+        let (key, _, _) = invalid("[clients.bot.limits]\nmax_output_bytes = 100\n", &[]);
+        assert_eq!(key, "clients.bot.limits.max_output_bytes");
     }
 
     #[test]

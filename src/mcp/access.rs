@@ -13,6 +13,7 @@
 use crate::auth::owners::{OwnerScope, SessionKey, SessionOwners};
 use crate::auth::{SessionRef, can_see_session, check_server, check_session};
 use crate::limits::Limits;
+use crate::limits::output::Carried;
 use crate::mux::tmux::format::{row_format, split_row};
 use crate::mux::tmux::target::{Target, TargetError};
 use crate::mux::tmux::{
@@ -281,10 +282,21 @@ impl TmuxAccess<'_> {
         Ok(())
     }
 
-    /// Caps text for a response (the caller's `max_output_bytes`), keeping the tail.
-    /// Returns the text and how many bytes were cut.
+    /// Caps text for a tool result to what is left of the call's output budget, keeping the
+    /// tail. Returns the text and how many bytes were cut.
     pub fn cap_output(&self, text: &str) -> (String, usize) {
-        let capped = self.limits.clamp_output(self.call.sub(), text);
+        self.cap(text, Carried::InToolResult)
+    }
+
+    /// Caps a resource's text the same way (a resource carries it once).
+    pub fn cap_resource_text(&self, text: &str) -> String {
+        self.cap(text, Carried::InResource).0
+    }
+
+    fn cap(&self, text: &str, carried: Carried) -> (String, usize) {
+        let capped = self
+            .limits
+            .clamp_output(self.call.sub(), text, &self.call.output, carried);
         (capped.text.to_owned(), capped.dropped_bytes)
     }
 }

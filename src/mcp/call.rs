@@ -25,6 +25,7 @@ use super::error::{self, ToolError, ToolErrorKind};
 use crate::audit::{Outcome, ToolCall};
 use crate::auth::{Principal, Tier, can_call};
 use crate::limits::Limits;
+use crate::limits::output::{self, OutputBudget};
 use crate::mux::tmux::Caller;
 
 /// The caller of one request, as the tools see it (inserted into the request's extensions, so
@@ -34,6 +35,8 @@ pub struct CallContext {
     pub principal: Principal,
     /// The MCP session, for clients of protocol versions that have sessions.
     pub mcp_session: Option<String>,
+    /// What this request's answer may still hold (shared by its clones).
+    pub output: OutputBudget,
 }
 
 impl CallContext {
@@ -49,6 +52,7 @@ impl CallContext {
         Some(Self {
             principal,
             mcp_session,
+            output: OutputBudget::default(),
         })
     }
 
@@ -105,6 +109,34 @@ pub fn admit(call: &CallContext, tier: Tier, limits: &Limits) -> Result<(), (Too
         ));
     }
     Ok(())
+}
+
+/// A tool's answer, or in its place an error when the message would be larger than the
+/// caller's `max_output_bytes` (its text was capped; its other fields, or many of them, made
+/// it too large).
+pub fn within_output_budget(
+    response: CallToolResponse,
+    call: &CallContext,
+    limits: &Limits,
+) -> CallToolResponse {
+    let CallToolResponse::Complete(result) = &response else {
+        return response;
+    };
+    let max = limits.max_output_bytes(call.sub());
+    let size = output::answer_len(result);
+    if size <= max {
+        return response;
+    }
+    limits.output_refused(call.sub());
+    ToolError::new(
+        ToolErrorKind::Conflict,
+        format!(
+            "the answer would be {size} bytes, more than this client's max_output_bytes ({max})"
+        ),
+        "ask for less: fewer lines or objects, a smaller batch, a narrower pattern or page",
+    )
+    .into_result()
+    .into()
 }
 
 /// Whether `principal` may see `tool` in `tools/list` (the same rule as calling it).

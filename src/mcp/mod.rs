@@ -157,6 +157,7 @@ impl McpServer {
         context.extensions.insert(caller.clone());
         let call = ToolCallContext::new(self, request.clone(), context);
         let response = error::normalize_argument_error(self.inner.tools.call(call).await?);
+        let response = call::within_output_budget(response, &caller, &state.limits);
         call::record(state, &caller, &request, started, Ok(&response));
         Ok(response)
     }

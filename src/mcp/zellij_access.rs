@@ -15,6 +15,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::auth::{SessionRef, can_see_session, check_server};
+use crate::limits::output::Carried;
 use crate::limits::{Limits, WaitPermit};
 use crate::mux::zellij::backend::ZellijBackend;
 use crate::mux::zellij::error::ZellijError;
@@ -143,10 +144,16 @@ impl ZellijAccess<'_> {
         zellij_error(self.server_name(), error)
     }
 
-    /// Caps text for a response (the caller's `max_output_bytes`), keeping the tail.
+    /// Caps text for a tool result to what is left of the call's output budget, keeping the
+    /// tail.
     /// Returns the text and how many bytes were cut.
     pub fn cap_output(&self, text: &str) -> (String, usize) {
-        let capped = self.limits.clamp_output(self.call.sub(), text);
+        let capped = self.limits.clamp_output(
+            self.call.sub(),
+            text,
+            &self.call.output,
+            Carried::InToolResult,
+        );
         (capped.text.to_owned(), capped.dropped_bytes)
     }
 

@@ -262,10 +262,16 @@ impl McpServer {
         let bytes = read_buffer(&tmux, &name).await?;
         let (content, truncated) = match input.encoding {
             TextEncoding::Base64 => {
-                // Base64 grows 4/3: keep the tail that fits the budget once encoded.
-                let budget = tmux.limits.max_output_bytes(tmux.call.sub()) / 4 * 3;
-                let start = bytes.len().saturating_sub(budget);
-                (STANDARD.encode(&bytes[start..]), start > 0)
+                // Base64 grows 4/3 and a tool result carries it twice (nothing in it is
+                // escaped): keep the tail that fits what is left once encoded.
+                let left = tmux
+                    .call
+                    .output
+                    .remaining(tmux.limits.max_output_bytes(tmux.call.sub()));
+                let start = bytes.len().saturating_sub(left / 8 * 3);
+                let encoded = STANDARD.encode(&bytes[start..]);
+                tmux.call.output.charge(2 * encoded.len());
+                (encoded, start > 0)
             }
             TextEncoding::Utf8 => {
                 let (text, cut) = tail_lines(&String::from_utf8_lossy(&bytes), max_lines);

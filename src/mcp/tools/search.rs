@@ -14,6 +14,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::pane::LineArg;
+use crate::limits::output::{self, Carried};
 use crate::mcp::McpServer;
 use crate::mcp::access::parse_target;
 use crate::mcp::call::CallContext;
@@ -178,22 +179,27 @@ impl McpServer {
         }
 
         let total = matched.len();
-        let budget = tmux.limits.max_output_bytes(tmux.call.sub());
+        let budget = tmux
+            .call
+            .output
+            .remaining(tmux.limits.max_output_bytes(tmux.call.sub()));
         let mut used = 0;
         let mut page = Vec::new();
         for found in matched.into_iter().skip(input.offset).take(input.limit) {
+            // The lines as sent (twice, escaped), their separators, and the match's fields.
             let size: usize = found
                 .matched_lines
                 .iter()
-                .map(|l| l.len() + 8)
+                .map(|l| output::cost(l, Carried::InToolResult) + 8)
                 .sum::<usize>()
-                + 200;
+                + 400;
             if !page.is_empty() && used + size > budget {
                 break;
             }
             used += size;
             page.push(found);
         }
+        tmux.call.output.charge(used);
         let next = input.offset + page.len();
         let truncated = next < total;
         Ok(Json(SearchPanesOutput {

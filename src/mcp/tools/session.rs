@@ -834,6 +834,7 @@ mod tests {
         CallContext {
             principal: Principal::new("alice", ["mux:admin"]),
             mcp_session: None,
+            output: Default::default(),
         }
     }
 

@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 
-from workflow import EXPIRED, LABEL, STEPS, TOKEN, URL, waits_active
+from workflow import EXPIRED, FLOOD, LABEL, LAST_LINE, STEPS, TOKEN, URL, waits_active
 
 INSPECTOR = sys.argv[1]
 # The CLI keeps a catalog of servers and client settings; keep them out of the user's home.
@@ -136,6 +136,14 @@ class Workflow:
         later = ok("capture_since", {"cursor": first["cursor"]})
         assert "fresh-9" in later["lines"], later
         assert "out-42" not in later["lines"] and "left-2" not in later["lines"], later
+
+    def capped_capture_readable(self):
+        pane = self.panes[1]
+        ran = ok("run_command", {"target": pane, "command": FLOOD, "timeout": 50})
+        assert ran["exit_status"] == 0, ran["exit_status"]
+        captured = ok("capture_pane", {"target": pane, "start": "-", "max_lines": 100000})
+        assert captured["truncated"] and captured["dropped_bytes"] > 0, captured["lines"]
+        assert captured["text"].rstrip("\n").endswith(LAST_LINE), captured["text"][-300:]
 
     def validation_error_is_error(self):
         # The CLI exits 5 on an isError result; --output still gets the result.

@@ -19,7 +19,7 @@ from contextlib import asynccontextmanager
 
 import anyio
 import mcp
-from workflow import EXPIRED, LABEL, STEPS, TOKEN, URL, waits_active
+from workflow import EXPIRED, FLOOD, LABEL, LAST_LINE, STEPS, TOKEN, URL, waits_active
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "auto"
 V1 = MODE == "v1"
@@ -164,6 +164,18 @@ class Workflow:
         lines = later["lines"]
         assert "fresh-9" in lines, later
         assert "out-42" not in lines and "left-2" not in lines, f"old lines came back: {later}"
+
+    async def capped_capture_readable(self):
+        # Answers capped at the gateway's output budget fit the SDK's message limit (1 MiB of
+        # SSE event in the 2.x SDK) whole: the text is in the answer twice, escaped twice.
+        pane = self.panes[1]
+        ran = await self.s.ok("run_command", {"target": pane, "command": FLOOD, "timeout": 50})
+        assert ran["exit_status"] == 0, {k: v for k, v in ran.items() if k != "output"}
+        captured = await self.s.ok(
+            "capture_pane", {"target": pane, "start": "-", "max_lines": 100000}
+        )
+        assert captured["truncated"] and captured["dropped_bytes"] > 0, captured["lines"]
+        assert captured["text"].rstrip("\n").endswith(LAST_LINE), captured["text"][-300:]
 
     async def validation_error_is_error(self):
         is_error, value = await self.s.call("run_command", {"target": self.panes[0]})

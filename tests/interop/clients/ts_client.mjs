@@ -22,6 +22,10 @@ const EXPIRED = env("INTEROP_EXPIRED_TOKEN");
 const METRICS = env("INTEROP_METRICS_URL");
 const LABEL = env("INTEROP_CLIENT");
 
+// As workflow.py: 1.2 MB into a pane whose server keeps 30 000 lines of history.
+const FLOOD = "seq -f '%0100g' 1 12000";
+const LAST_LINE = "12000".padStart(100, "0");
+
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function assert(condition, message) {
@@ -144,6 +148,15 @@ class Workflow {
     assert(!later.lines.includes("out-42") && !later.lines.includes("left-2"), `old lines came back: ${later.lines}`);
   }
 
+  async capped_capture_readable() {
+    const pane = this.panes[1];
+    const ran = await ok(this.c, "run_command", { target: pane, command: FLOOD, timeout: 50 });
+    assert(ran.exit_status === 0, `exit status ${ran.exit_status}`);
+    const captured = await ok(this.c, "capture_pane", { target: pane, start: "-", max_lines: 100000 });
+    assert(captured.truncated && captured.dropped_bytes > 0, `not capped: ${captured.lines} lines`);
+    assert(captured.text.trimEnd().endsWith(LAST_LINE), captured.text.slice(-300));
+  }
+
   async validation_error_is_error() {
     const { isError, value } = await call(this.c, "run_command", { target: this.panes[0] });
     assert(isError, `missing \`command\` was accepted: ${JSON.stringify(value)}`);
@@ -219,6 +232,7 @@ const STEPS = [
   "send_keys_batch_two_panes",
   "wait_for_text_woken",
   "capture_since_new_lines",
+  "capped_capture_readable",
   "validation_error_is_error",
   "unknown_tool_jsonrpc_error",
   "batch_progress",

@@ -19,11 +19,18 @@ STEPS = [
     "send_keys_batch_two_panes",
     "wait_for_text_woken",
     "capture_since_new_lines",
+    "capped_capture_readable",
     "validation_error_is_error",
     "unknown_tool_jsonrpc_error",
     "batch_progress",
     "cancelled_wait",
 ]
+
+
+# Prints 12 000 lines of 101 bytes (1.2 MB, more than the gateway's default 1 MiB output budget)
+# into a pane; the runner's tmux server keeps 30 000 lines of history.
+FLOOD = "seq -f '%0100g' 1 12000"
+LAST_LINE = "%0100d" % 12000
 
 
 def waits_active():
