@@ -1,43 +1,106 @@
-//! The audit log: one JSON line per tool call, redacted, hash-chained, written off the
-//! request path.
+//! The audit log: JSON lines, one when a tool call starts and one when it ends, redacted,
+//! chained with a secret key, written off the request path.
 //!
 //! ```toml
 //! [audit]
-//! path = "/var/log/muxgate/audit.jsonl"   # unset: no audit log
-//! queue_capacity = 4096                     # records waiting for the writer
-//! max_string_chars = 200                    # cap on echoed argument strings
+//! path = "/var/log/muxgate/audit.jsonl"       # unset: no audit log (no key, no head file)
+//! # key_file = "/etc/muxgate/audit.key"       # default <state dir>/audit.key, generated
+//! # head_file = "/var/lib/muxgate/audit.head" # default <state dir>/audit.head
+//! queue_capacity = 4096                         # records waiting for the writer
+//! max_string_chars = 200                        # cap on echoed argument strings
+//! checkpoint_interval_secs = 60                 # checkpoint after records, at most this late
+//! fail_closed = false                           # refuse calls whose start cannot be written
 //! ```
 //!
-//! A line looks like
-//! `{"seq":7,"time":"2026-08-30T12:00:00.123Z","kind":"call","sub":"ci-bot","mcp_session":"…",
-//! "tool":"send_keys","server":"default","targets":["%3"],"outcome":"ok","duration_ms":4,
-//! "error_kind":null,"args":{"pane_id":"%3","keys":{"len":5,"sha256_prefix":"…"}},"prev":"…"}`.
-//! `time` is when the call finished. Arguments are redacted by [`redact`] before they are
-//! queued; tokens never reach this module.
+//! # Format
 //!
-//! [`AuditLog::record`] never waits: it offers the record to a bounded queue, and if the queue
-//! is full the record is dropped and counted. The writer thread then writes a
-//! `{"kind":"dropped","count":N}` line as soon as it runs again, so every gap is visible in the
-//! chain. [`AuditLog::flush`] and [`AuditLog::close`] (call it on shutdown) wait for the
-//! writer, with a timeout. The hash chain and `verify` live in [`chain`].
+//! Every line is a JSON object: `seq` (1, 2, 3 … across restarts), `time` (UTC, milliseconds),
+//! `kind`, the kind's fields, and last `link`, which chains it to the line before with the
+//! audit key (see [`chain`]). The kinds:
+//!
+//! - `start`, written before a call runs (before its scope and rate checks, too):
+//!   `{"seq":7,"time":"…","kind":"start","call":"3f9c0a1b-12","sub":"ci-bot","mcp_session":"…",
+//!   "tool":"send_keys","server":"default","targets":["%3"],"args":{"target":"%3",
+//!   "keys":{"len":5,"mac":"…"},"enter":true},"link":"…"}`. `call` is unique across restarts
+//!   (a random prefix per start of the gateway, then a counter). `args` are redacted by
+//!   [`redact`] against the tool's input schema before they are queued; tokens never reach
+//!   this module;
+//! - `end`, when it finished, was refused or was cancelled (the client went away):
+//!   `{"seq":9,"time":"…","kind":"end","call":"3f9c0a1b-12","outcome":"ok","duration_ms":4,
+//!   "error_kind":null,"link":"…"}`. A `start` without its `end` is a call the gateway did
+//!   not see finish (it was killed, or the end record was dropped);
+//! - `dropped`: `{"kind":"dropped","count":N}`, records lost to a full queue (see below);
+//! - `checkpoint`: `{"kind":"checkpoint","reason":"interval"|"close","count":41,"head":"…"}`,
+//!   written [`AuditConfig::checkpoint_interval_secs`] after the first record that followed the
+//!   previous checkpoint, and when the log closes: the log then held `count` records ending
+//!   with link `head`. After writing one the writer syncs the file and replaces the head file
+//!   (see [`head`]), which is what lets `muxgate audit verify --head` see a cut tail.
+//!
+//! # Key
+//!
+//! `audit.key_file` if set, else `<state dir>/audit.key`; generated (32 random bytes, hex,
+//! `0600`, replaced atomically) when it is missing and the log has no records yet. The gateway
+//! refuses to start when the key is missing while the log has records, when the log's last
+//! record does not verify with the key, or when the log no longer holds what the head file
+//! names: continuing would hide what happened. Without a state directory (no `state.dir`,
+//! `XDG_STATE_HOME` or `HOME`) `audit.key_file` must be set. Whoever can read the key can
+//! forge the log: keep it where no pane can read it (the state directory is outside every
+//! workspace; on a shared tmux server every pane runs as the gateway's user and can).
+//!
+//! # Verifying
+//!
+//! `muxgate audit verify FILE [--key FILE] [--head FILE]` ([`verify`]) shows:
+//!
+//! - without the key: nothing; it says the chain cannot be verified, and fails;
+//! - with the key: every edited, inserted, reordered or forged line, by line number, and
+//!   deleted lines by the gap in `seq` they leave; but not lines cut off the end, which leave
+//!   a valid shorter chain;
+//! - with the head file as well: a log cut back to before the last checkpoint (up to all of
+//!   it), or replaced by another chain. Still unseen: records written after the last
+//!   checkpoint (at most one interval of them, or what a crash left) cut off, and a log and
+//!   head file both rolled back to older copies (copy the head file elsewhere to close that).
+//!
+//! The gateway makes the head file's check itself when it opens the log.
+//!
+//! # Writing
+//!
+//! [`AuditLog::start`] offers the start record to a bounded queue and returns at once; if the
+//! queue is full the record is dropped and counted, and the writer thread writes a `dropped`
+//! line as soon as it runs again, so every gap is visible in the chain. With
+//! `fail_closed = true` it instead waits until the writer has handed the record to the OS (the
+//! writer batches, so concurrent calls share one write), and a full queue or a failed write
+//! refuses the call. End records never wait. [`AuditLog::flush`] and [`AuditLog::close`] (call
+//! it on shutdown; it writes the closing checkpoint) wait for the writer, with a timeout.
 
 pub mod chain;
+pub mod head;
+pub mod key;
 pub mod redact;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use rand::RngCore as _;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
+use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot};
 
-use chain::ChainWriter;
 pub use chain::{ChainProblem, GENESIS, VerifyReport, verify};
+use chain::{ChainWriter, OpenError};
+pub use head::{Head, HeadError, HeadMismatch};
+pub use key::{AuditKey, KeyError};
 
-/// How long [`AuditLog::flush`] and [`AuditLog::close`] wait for the writer.
+/// How long [`AuditLog::flush`], [`AuditLog::close`] and a fail-closed [`AuditLog::start`] wait
+/// for the writer.
 pub const WRITER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The key file's name in the state directory.
+pub const KEY_FILE: &str = "audit.key";
+/// The head file's name in the state directory.
+pub const HEAD_FILE: &str = "audit.head";
 
 /// `[audit]`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -45,19 +108,49 @@ pub const WRITER_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct AuditConfig {
     /// The audit file (JSON lines, appended, mode 0600). Unset: auditing is off.
     pub path: Option<PathBuf>,
+    /// The key the chain and digests are made with; default `<state dir>/audit.key`. Generated
+    /// when missing while the log has no records.
+    pub key_file: Option<PathBuf>,
+    /// Where the head of the chain is kept at each checkpoint; default
+    /// `<state dir>/audit.head`.
+    pub head_file: Option<PathBuf>,
     /// Records that may wait for the writer before new ones are dropped (and counted).
     pub queue_capacity: usize,
     /// Longest echoed argument string, in characters.
     pub max_string_chars: usize,
+    /// Longest time between a record and the checkpoint that covers it.
+    pub checkpoint_interval_secs: u64,
+    /// Refuse a call whose start record cannot be written (queue full, write failed).
+    pub fail_closed: bool,
 }
 
 impl Default for AuditConfig {
     fn default() -> Self {
         Self {
             path: None,
+            key_file: None,
+            head_file: None,
             queue_capacity: 4096,
             max_string_chars: 200,
+            checkpoint_interval_secs: 60,
+            fail_closed: false,
         }
+    }
+}
+
+impl AuditConfig {
+    /// The key file: `key_file`, else `audit.key` in `state_dir`.
+    pub fn key_path(&self, state_dir: Option<&Path>) -> Option<PathBuf> {
+        self.key_file
+            .clone()
+            .or_else(|| state_dir.map(|dir| dir.join(KEY_FILE)))
+    }
+
+    /// The head file: `head_file`, else `audit.head` in `state_dir`.
+    pub fn head_path(&self, state_dir: Option<&Path>) -> Option<PathBuf> {
+        self.head_file
+            .clone()
+            .or_else(|| state_dir.map(|dir| dir.join(HEAD_FILE)))
     }
 }
 
@@ -77,46 +170,57 @@ pub enum Outcome {
     Cancelled,
 }
 
-/// One finished tool call, as the MCP handler knows it.
+/// A tool call about to run, as the MCP handler knows it.
 #[derive(Debug, Clone, Copy)]
-pub struct ToolCall<'a> {
+pub struct CallStart<'a> {
     /// The caller.
     pub sub: &'a str,
     /// The MCP session, if the protocol version has sessions.
     pub mcp_session: Option<&'a str>,
     /// Tool name.
     pub tool: &'a str,
-    /// Configured server name the call addressed.
+    /// Configured server name the call addresses.
     pub server: Option<&'a str>,
-    /// Resolved targets (session/window/pane ids).
+    /// The targets its arguments name (session/window/pane ids).
     pub targets: &'a [String],
-    /// Result.
-    pub outcome: Outcome,
-    /// Wall time of the call.
-    pub duration: Duration,
-    /// Short stable error category (`not_found`, `timeout`, `missing_scope`, …), never a
-    /// message that could echo input.
-    pub error_kind: Option<&'a str>,
     /// The raw arguments; redacted here before anything is queued.
     pub args: &'a Value,
+    /// The tool's input schema: argument values are echoed only when they are what it says.
+    pub schema: Option<&'a Map<String, Value>>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum CheckpointReason {
+    Interval,
+    Close,
 }
 
 #[derive(Debug, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 enum Entry {
-    Call {
+    Start {
+        call: String,
         sub: String,
         mcp_session: Option<String>,
         tool: String,
         server: Option<String>,
         targets: Vec<Value>,
+        args: Value,
+    },
+    End {
+        call: String,
         outcome: Outcome,
         duration_ms: u64,
         error_kind: Option<String>,
-        args: Value,
     },
     Dropped {
         count: u64,
+    },
+    Checkpoint {
+        reason: CheckpointReason,
+        count: u64,
+        head: String,
     },
 }
 
@@ -126,7 +230,6 @@ struct Line<'a> {
     time: &'a str,
     #[serde(flatten)]
     entry: &'a Entry,
-    prev: &'a str,
 }
 
 #[derive(Debug)]
@@ -135,10 +238,17 @@ struct Pending {
     entry: Entry,
 }
 
+/// Answers whether a record reached the OS.
+type Ack = oneshot::Sender<Result<(), String>>;
+
 enum Command {
-    Record(Box<Pending>),
-    Flush(oneshot::Sender<Result<(), String>>),
-    Close(oneshot::Sender<Result<(), String>>),
+    Record {
+        pending: Box<Pending>,
+        /// Only for fail-closed start records.
+        ack: Option<Ack>,
+    },
+    Flush(Ack),
+    Close(Ack),
 }
 
 /// Counters for metrics.
@@ -152,33 +262,65 @@ struct Counters {
 /// A snapshot of the audit counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct AuditStats {
-    /// Lines written (calls and drop notices).
+    /// Lines written (calls, drop notices, checkpoints).
     pub written: u64,
     /// Records dropped because the queue was full or the log closed.
     pub dropped: u64,
-    /// Lines that could not be written.
+    /// Lines (or head files) that could not be written.
     pub write_errors: u64,
 }
 
-/// Why the audit log could not be opened or flushed.
+/// Why the audit log could not be opened, or a record not written.
 #[derive(Debug, thiserror::Error)]
 pub enum AuditError {
-    /// Opening the file failed.
-    #[error("audit: cannot open {path}: {source}")]
+    /// Opening or continuing the file failed.
+    #[error("cannot open {path}: {source}")]
     Open {
         /// The file.
         path: PathBuf,
         /// Why.
-        source: std::io::Error,
+        source: OpenError,
     },
+    /// No key file is configured and there is no state directory to keep one in.
+    #[error(
+        "audit.path is set but there is no state directory for the audit key (no state.dir, \
+         XDG_STATE_HOME or HOME): set audit.key_file"
+    )]
+    NoKeyFile,
+    /// The key cannot be read or created.
+    #[error(transparent)]
+    Key(#[from] KeyError),
+    /// The default key file is gone while the log it sealed is still there.
+    #[error(
+        "the audit key {key} is missing but {log} already has records: restore the key, or move \
+         the log (and its head file) aside to start a new one"
+    )]
+    KeyMissing {
+        /// The key file.
+        key: PathBuf,
+        /// The log.
+        log: PathBuf,
+    },
+    /// The head file cannot be read or does not verify.
+    #[error(transparent)]
+    Head(#[from] HeadError),
+    /// The log does not hold what the head file names.
+    #[error(transparent)]
+    HeadMismatch(#[from] Box<HeadMismatch>),
     /// `queue_capacity` is zero.
-    #[error("audit: queue_capacity must be at least 1")]
+    #[error("audit.queue_capacity must be at least 1")]
     ZeroCapacity,
+    /// `checkpoint_interval_secs` is zero.
+    #[error("audit.checkpoint_interval_secs must be at least 1")]
+    ZeroCheckpointInterval,
+    /// The writer's queue is full (a fail-closed start record).
+    #[error("the audit queue is full")]
+    QueueFull,
     /// The writer failed or is gone.
-    #[error("audit: writer failed: {0}")]
+    #[error("the audit writer failed: {0}")]
     Writer(String),
     /// The writer did not answer in time.
-    #[error("audit: writer did not answer within {WRITER_TIMEOUT:?}")]
+    #[error("the audit writer did not answer within {WRITER_TIMEOUT:?}")]
     Timeout,
 }
 
@@ -188,6 +330,32 @@ struct Inner {
     unreported_drops: Arc<AtomicU64>,
     counters: Arc<Counters>,
     max_chars: usize,
+    key: Arc<AuditKey>,
+    fail_closed: bool,
+    /// Random per opening: call ids stay unique across restarts.
+    instance: String,
+    next_call: AtomicU64,
+}
+
+impl Inner {
+    /// Offers a record to the queue without waiting; a record that does not fit is counted.
+    fn offer(&self, entry: Entry, ack: Option<Ack>) -> Result<(), AuditError> {
+        let pending = Box::new(Pending {
+            time: rfc3339_millis(SystemTime::now()),
+            entry,
+        });
+        match self.tx.try_send(Command::Record { pending, ack }) {
+            Ok(()) => Ok(()),
+            Err(error) => {
+                self.unreported_drops.fetch_add(1, Ordering::Relaxed);
+                self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+                Err(match error {
+                    TrySendError::Full(_) => AuditError::QueueFull,
+                    TrySendError::Closed(_) => AuditError::Writer("the writer has stopped".into()),
+                })
+            }
+        }
+    }
 }
 
 /// Handle to the audit log; cheap to clone. A disabled log ignores records.
@@ -205,11 +373,63 @@ impl std::fmt::Debug for AuditLog {
     }
 }
 
+/// A call whose start record was offered: [`OpenCall::end`] records how it ended. Dropped
+/// without `end` (the request was cancelled), it records the call as cancelled.
+pub struct OpenCall {
+    inner: Option<Arc<Inner>>,
+    id: String,
+    started: Instant,
+    ended: bool,
+}
+
+impl std::fmt::Debug for OpenCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenCall").field("id", &self.id).finish()
+    }
+}
+
+impl OpenCall {
+    /// The call's id in the log (empty when the log is off).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Records the end of the call: its outcome and a short stable error category
+    /// (`not_found`, `timeout`, `missing_scope`, …), never a message that could echo input.
+    pub fn end(mut self, outcome: Outcome, error_kind: Option<&str>) {
+        self.record_end(outcome, error_kind);
+    }
+
+    fn record_end(&mut self, outcome: Outcome, error_kind: Option<&str>) {
+        if std::mem::replace(&mut self.ended, true) {
+            return;
+        }
+        let Some(inner) = &self.inner else {
+            return;
+        };
+        let entry = Entry::End {
+            call: std::mem::take(&mut self.id),
+            outcome,
+            duration_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            error_kind: error_kind.map(|k| redact::cap_chars(k, inner.max_chars)),
+        };
+        // A lost end record is counted and reported like any other.
+        let _ = inner.offer(entry, None);
+    }
+}
+
+impl Drop for OpenCall {
+    fn drop(&mut self) {
+        self.record_end(Outcome::Cancelled, None);
+    }
+}
+
 impl AuditLog {
-    /// Opens the configured file (or returns a disabled log when no path is set) and starts
-    /// the writer thread.
-    pub fn open(cfg: &AuditConfig) -> Result<Self, AuditError> {
-        Self::start(cfg, None)
+    /// Opens the configured file (or returns a disabled log when no path is set), with its
+    /// key and head file (`state_dir` holds them unless configured elsewhere), and starts the
+    /// writer thread.
+    pub fn open(cfg: &AuditConfig, state_dir: Option<&Path>) -> Result<Self, AuditError> {
+        Self::start_writer(cfg, state_dir, None)
     }
 
     /// A log that records nothing.
@@ -222,8 +442,9 @@ impl AuditLog {
         self.inner.is_some()
     }
 
-    fn start(
+    fn start_writer(
         cfg: &AuditConfig,
+        state_dir: Option<&Path>,
         gate: Option<std::sync::mpsc::Receiver<()>>,
     ) -> Result<Self, AuditError> {
         let Some(path) = &cfg.path else {
@@ -232,10 +453,33 @@ impl AuditLog {
         if cfg.queue_capacity == 0 {
             return Err(AuditError::ZeroCapacity);
         }
-        let writer = ChainWriter::open(path).map_err(|source| AuditError::Open {
+        if cfg.checkpoint_interval_secs == 0 {
+            return Err(AuditError::ZeroCheckpointInterval);
+        }
+        let key_path = cfg.key_path(state_dir).ok_or(AuditError::NoKeyFile)?;
+        let key = Arc::new(load_or_create_key(&key_path, path)?);
+        let head_path = cfg.head_path(state_dir);
+        let open_error = |source: OpenError| AuditError::Open {
             path: path.clone(),
             source,
-        })?;
+        };
+        let mut writer = ChainWriter::open(path, Arc::clone(&key)).map_err(open_error)?;
+        match &head_path {
+            Some(head_path) => {
+                if let Some(head) = Head::load(head_path, &key)? {
+                    head.check_log(head_path, writer.file_mut())?;
+                }
+            }
+            None => tracing::warn!(
+                "audit: no state directory and no audit.head_file: a log cut at its end cannot \
+                 be detected"
+            ),
+        }
+        // The writer's own clock, for checkpoints: a current-thread runtime on its thread.
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .map_err(|e| open_error(e.into()))?;
         let (tx, rx) = mpsc::channel(cfg.queue_capacity);
         let unreported_drops = Arc::new(AtomicU64::new(0));
         let counters = Arc::new(Counters::default());
@@ -244,6 +488,10 @@ impl AuditLog {
             rx,
             unreported_drops: Arc::clone(&unreported_drops),
             counters: Arc::clone(&counters),
+            key: Arc::clone(&key),
+            head_path,
+            interval: Duration::from_secs(cfg.checkpoint_interval_secs),
+            checkpoint_due: None,
         };
         std::thread::Builder::new()
             .name("muxgate-audit".into())
@@ -252,54 +500,78 @@ impl AuditLog {
                     // Test seam: hold the writer until the test has filled the queue.
                     let _ = gate.recv();
                 }
-                task.run();
+                runtime.block_on(task.run());
             })
-            .map_err(|source| AuditError::Open {
-                path: path.clone(),
-                source,
-            })?;
+            .map_err(|e| open_error(e.into()))?;
+        let mut instance = [0u8; 4];
+        rand::rng().fill_bytes(&mut instance);
         Ok(Self {
             inner: Some(Arc::new(Inner {
                 tx,
                 unreported_drops,
                 counters,
                 max_chars: cfg.max_string_chars,
+                key,
+                fail_closed: cfg.fail_closed,
+                instance: hex::encode(instance),
+                next_call: AtomicU64::new(1),
             })),
         })
     }
 
-    /// Records a finished tool call without waiting; if the queue is full the record is
-    /// dropped and counted (and the gap is written to the log later).
-    pub fn record(&self, call: ToolCall<'_>) {
+    /// Records that a call starts. Without `fail_closed` this never waits: a record that does
+    /// not fit the queue is dropped and counted (and the gap written to the log later). With
+    /// it, it waits until the record reached the OS, and `Err` means the call must not run.
+    pub async fn start(&self, call: CallStart<'_>) -> Result<OpenCall, AuditError> {
         let Some(inner) = &self.inner else {
-            return;
+            return Ok(OpenCall {
+                inner: None,
+                id: String::new(),
+                started: Instant::now(),
+                ended: true,
+            });
         };
+        let n = inner.next_call.fetch_add(1, Ordering::Relaxed);
+        let id = format!("{}-{n}", inner.instance);
         let cap = |s: &str| redact::cap_chars(s, inner.max_chars);
-        let entry = Entry::Call {
+        let entry = Entry::Start {
+            call: id.clone(),
             sub: call.sub.to_owned(),
             mcp_session: call.mcp_session.map(cap),
             tool: cap(call.tool),
             server: call.server.map(cap),
             targets: call.targets.iter().map(|t| Value::String(cap(t))).collect(),
-            outcome: call.outcome,
-            duration_ms: u64::try_from(call.duration.as_millis()).unwrap_or(u64::MAX),
-            error_kind: call.error_kind.map(cap),
-            args: redact::redact_args(call.args, inner.max_chars),
+            args: redact::redact_args(call.args, call.schema, &inner.key, inner.max_chars),
         };
-        let pending = Box::new(Pending {
-            time: rfc3339_millis(SystemTime::now()),
-            entry,
-        });
-        if inner.tx.try_send(Command::Record(pending)).is_err() {
-            inner.unreported_drops.fetch_add(1, Ordering::Relaxed);
-            inner.counters.dropped.fetch_add(1, Ordering::Relaxed);
+        let mut open = OpenCall {
+            inner: Some(Arc::clone(inner)),
+            id,
+            started: Instant::now(),
+            ended: false,
+        };
+        if !inner.fail_closed {
+            // Counted when dropped; the call goes on.
+            let _ = inner.offer(entry, None);
+            return Ok(open);
         }
+        let (ack, written) = oneshot::channel();
+        if let Err(error) = inner.offer(entry, Some(ack)) {
+            // Nothing was queued, so no end record either.
+            open.ended = true;
+            return Err(error);
+        }
+        let error = match tokio::time::timeout(WRITER_TIMEOUT, written).await {
+            Ok(Ok(Ok(()))) => return Ok(open),
+            Ok(Ok(Err(why))) => AuditError::Writer(why),
+            Ok(Err(_)) => AuditError::Writer("the writer has stopped".into()),
+            Err(_) => AuditError::Timeout,
+        };
+        // The start record may still reach the file later; say how the call ended.
+        open.end(Outcome::Error, Some("unavailable"));
+        Err(error)
     }
 
-    async fn round_trip(
-        &self,
-        make: impl FnOnce(oneshot::Sender<Result<(), String>>) -> Command,
-    ) -> Result<(), AuditError> {
+    async fn round_trip(&self, make: impl FnOnce(Ack) -> Command) -> Result<(), AuditError> {
         let Some(inner) = &self.inner else {
             return Ok(());
         };
@@ -324,8 +596,8 @@ impl AuditLog {
         self.round_trip(Command::Flush).await
     }
 
-    /// Writes everything recorded so far, syncs, and stops the writer. Later records are
-    /// counted as dropped.
+    /// Writes everything recorded so far and a closing checkpoint, syncs, updates the head
+    /// file, and stops the writer. Later records are counted as dropped.
     pub async fn close(&self) -> Result<(), AuditError> {
         self.round_trip(Command::Close).await
     }
@@ -343,25 +615,62 @@ impl AuditLog {
     }
 }
 
+/// The key, generated if it is missing and the log has no records yet. A log with records and
+/// no key is not continued: a new key would make its past unverifiable.
+fn load_or_create_key(key_path: &Path, log: &Path) -> Result<AuditKey, AuditError> {
+    match AuditKey::load(key_path) {
+        Err(KeyError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            let has_records = std::fs::metadata(log).is_ok_and(|m| m.len() > 0);
+            if has_records {
+                return Err(AuditError::KeyMissing {
+                    key: key_path.to_owned(),
+                    log: log.to_owned(),
+                });
+            }
+            let key = AuditKey::create(key_path)?;
+            tracing::info!(key = %key_path.display(), "audit key generated");
+            Ok(key)
+        }
+        loaded => Ok(loaded?),
+    }
+}
+
 struct WriterTask {
     writer: ChainWriter,
     rx: mpsc::Receiver<Command>,
     unreported_drops: Arc<AtomicU64>,
     counters: Arc<Counters>,
+    key: Arc<AuditKey>,
+    head_path: Option<PathBuf>,
+    interval: Duration,
+    /// When the next checkpoint is due: an interval after the first record since the last one.
+    checkpoint_due: Option<tokio::time::Instant>,
 }
 
 /// Most commands handled between two flushes.
 const BATCH: usize = 256;
 
+/// Acknowledgements waiting for the flush that ends a batch, with their record's own result.
+type Acks = Vec<(Ack, Result<(), String>)>;
+
 impl WriterTask {
-    fn run(mut self) {
+    async fn run(mut self) {
         let mut batch = Vec::with_capacity(BATCH);
+        let mut acks: Acks = Vec::new();
         loop {
-            let Some(first) = self.rx.blocking_recv() else {
+            let next = match self.checkpoint_due {
+                Some(due) => match tokio::time::timeout_at(due, self.rx.recv()).await {
+                    Ok(next) => next,
+                    Err(_) => {
+                        let _ = self.checkpoint(CheckpointReason::Interval);
+                        continue;
+                    }
+                },
+                None => self.rx.recv().await,
+            };
+            let Some(first) = next else {
                 // Every handle is gone without `close()`: still write what is pending.
-                if let Err(e) = self.finish() {
-                    self.write_failed(&e);
-                }
+                let _ = self.finish(&mut acks, Vec::new(), &mut Vec::new());
                 return;
             };
             batch.push(first);
@@ -371,38 +680,77 @@ impl WriterTask {
                     Err(_) => break,
                 }
             }
-            for cmd in batch.drain(..) {
+            let mut commands = batch.drain(..);
+            while let Some(cmd) = commands.next() {
                 match cmd {
-                    Command::Record(pending) => {
-                        self.report_drops();
-                        self.write(&pending.time, &pending.entry);
-                    }
+                    Command::Record { pending, ack } => self.record(&pending, ack, &mut acks),
                     Command::Flush(ack) => {
                         self.report_drops();
+                        self.settle(&mut acks);
                         let _ = ack.send(self.writer.sync().map_err(|e| e.to_string()));
                     }
                     Command::Close(ack) => {
-                        let result = self.finish();
+                        let mut closers = vec![ack];
+                        let result = self.finish(&mut acks, commands.collect(), &mut closers);
                         // Release the file (and its lock) before saying it is closed, so the
                         // caller may reopen it at once.
                         drop(self);
-                        let _ = ack.send(result.map_err(|e| e.to_string()));
+                        for ack in closers {
+                            let _ = ack.send(result.clone());
+                        }
                         return;
                     }
                 }
             }
             // The queue had room again: make any drops since the last batch visible now.
             self.report_drops();
-            if let Err(e) = self.writer.flush() {
-                self.write_failed(&e);
-            }
+            self.settle(&mut acks);
         }
     }
 
-    fn finish(&mut self) -> std::io::Result<()> {
-        self.rx.close();
+    /// Writes a record; a fail-closed one waits in `acks` for the flush that ends the batch.
+    fn record(&mut self, pending: &Pending, ack: Option<Ack>, acks: &mut Acks) {
         self.report_drops();
-        let result = self.writer.sync();
+        let result = self.write(&pending.time, &pending.entry);
+        if let Some(ack) = ack {
+            acks.push((ack, result));
+        }
+    }
+
+    /// Pushes the batch to the OS and answers the records waiting for it.
+    fn settle(&mut self, acks: &mut Acks) {
+        let flushed = self.writer.flush().map_err(|e| {
+            self.write_failed(&e);
+            e.to_string()
+        });
+        for (ack, written) in acks.drain(..) {
+            let _ = ack.send(written.and_then(|()| flushed.clone()));
+        }
+    }
+
+    /// Closes the queue and writes what it still held (`queued`, then the rest), the drop
+    /// notice and the closing checkpoint. Flush and close requests among them join `closers`,
+    /// to be answered once the file is released.
+    fn finish(
+        &mut self,
+        acks: &mut Acks,
+        queued: Vec<Command>,
+        closers: &mut Vec<Ack>,
+    ) -> Result<(), String> {
+        self.rx.close();
+        let mut late = |task: &mut Self, cmd| match cmd {
+            Command::Record { pending, ack } => task.record(&pending, ack, acks),
+            Command::Flush(ack) | Command::Close(ack) => closers.push(ack),
+        };
+        for cmd in queued {
+            late(self, cmd);
+        }
+        while let Ok(cmd) = self.rx.try_recv() {
+            late(self, cmd);
+        }
+        self.report_drops();
+        self.settle(acks);
+        let result = self.checkpoint(CheckpointReason::Close);
         tracing::info!(
             path = %self.writer.path().display(),
             seq = self.writer.seq(),
@@ -412,31 +760,61 @@ impl WriterTask {
         result
     }
 
+    /// Writes a checkpoint record, syncs, and replaces the head file.
+    fn checkpoint(&mut self, reason: CheckpointReason) -> Result<(), String> {
+        self.checkpoint_due = None;
+        let result = self.write_checkpoint(reason);
+        if let Err(e) = &result {
+            self.write_failed(e);
+            // Try again an interval later, not in a loop.
+            self.checkpoint_due = Some(tokio::time::Instant::now() + self.interval);
+        }
+        result.map_err(|e| e.to_string())
+    }
+
+    fn write_checkpoint(&mut self, reason: CheckpointReason) -> std::io::Result<()> {
+        let time = rfc3339_millis(SystemTime::now());
+        let entry = Entry::Checkpoint {
+            reason,
+            count: self.writer.seq(),
+            head: self.writer.head().to_owned(),
+        };
+        self.writer.append(|seq| render(seq, &time, &entry))?;
+        self.counters.written.fetch_add(1, Ordering::Relaxed);
+        self.writer.sync()?;
+        if let Some(path) = &self.head_path {
+            let head = Head {
+                seq: self.writer.seq(),
+                link: self.writer.head().to_owned(),
+                offset: self.writer.end_offset()?,
+                time,
+            };
+            head.save(path, &self.key)?;
+        }
+        Ok(())
+    }
+
     fn report_drops(&mut self) {
         let count = self.unreported_drops.swap(0, Ordering::Relaxed);
         if count > 0 {
             let time = rfc3339_millis(SystemTime::now());
-            self.write(&time, &Entry::Dropped { count });
+            let _ = self.write(&time, &Entry::Dropped { count });
         }
     }
 
-    fn write(&mut self, time: &str, entry: &Entry) {
-        let result = self.writer.append(|seq, prev| {
-            let line = Line {
-                seq,
-                time,
-                entry,
-                prev,
-            };
-            // Serializing plain strings, numbers and `Value`s cannot fail; an empty object
-            // would still be a (malformed, hence visible) line.
-            serde_json::to_vec(&line).unwrap_or_else(|_| b"{}".to_vec())
-        });
-        match result {
+    /// Appends a record (to the buffer; [`WriterTask::settle`] flushes it).
+    fn write(&mut self, time: &str, entry: &Entry) -> Result<(), String> {
+        match self.writer.append(|seq| render(seq, time, entry)) {
             Ok(()) => {
                 self.counters.written.fetch_add(1, Ordering::Relaxed);
+                self.checkpoint_due
+                    .get_or_insert_with(|| tokio::time::Instant::now() + self.interval);
+                Ok(())
             }
-            Err(e) => self.write_failed(&e),
+            Err(e) => {
+                self.write_failed(&e);
+                Err(e.to_string())
+            }
         }
     }
 
@@ -447,6 +825,13 @@ impl WriterTask {
             tracing::error!(path = %self.writer.path().display(), %error, failures = n, "audit write failed");
         }
     }
+}
+
+/// A record's body: `seq`, `time`, then the entry's fields (the chain adds `link`).
+fn render(seq: u64, time: &str, entry: &Entry) -> Vec<u8> {
+    // Serializing plain strings, numbers and `Value`s cannot fail; an empty object would still
+    // be a (malformed, hence visible) line.
+    serde_json::to_vec(&Line { seq, time, entry }).unwrap_or_else(|_| b"{}".to_vec())
 }
 
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC).
@@ -484,34 +869,48 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn config(path: &std::path::Path, capacity: usize) -> AuditConfig {
+    /// A log in `dir` (`audit.jsonl`), with its key and head file in `dir` as the state
+    /// directory.
+    fn config(dir: &Path, capacity: usize) -> AuditConfig {
         AuditConfig {
-            path: Some(path.to_owned()),
+            path: Some(dir.join("audit.jsonl")),
             queue_capacity: capacity,
             ..AuditConfig::default()
         }
     }
 
-    fn call<'a>(args: &'a Value, targets: &'a [String]) -> ToolCall<'a> {
-        ToolCall {
+    fn call<'a>(args: &'a Value, targets: &'a [String]) -> CallStart<'a> {
+        CallStart {
             sub: "alice",
             mcp_session: Some("sess-1"),
             tool: "send_keys",
             server: Some("default"),
             targets,
-            outcome: Outcome::Ok,
-            duration: Duration::from_millis(12),
-            error_kind: None,
             args,
+            schema: None,
         }
     }
 
-    fn read_lines(path: &std::path::Path) -> Vec<Value> {
+    fn read_lines(path: &Path) -> Vec<Value> {
         std::fs::read_to_string(path)
             .unwrap()
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect()
+    }
+
+    fn kinds(path: &Path) -> Vec<String> {
+        read_lines(path)
+            .iter()
+            .map(|l| l["kind"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    /// Verifies with the key and head file in `dir`.
+    fn verify_in(dir: &Path) -> VerifyReport {
+        let key = AuditKey::load(&dir.join(KEY_FILE)).unwrap();
+        let head = Head::load(&dir.join(HEAD_FILE), &key).unwrap();
+        verify(&dir.join("audit.jsonl"), &key, head.as_ref()).unwrap()
     }
 
     #[test]
@@ -529,44 +928,129 @@ mod tests {
     fn config_parses_and_refuses_unknown_keys() {
         let cfg: AuditConfig = toml::from_str(r#"path = "/tmp/x.jsonl""#).unwrap();
         assert_eq!(cfg.queue_capacity, 4096);
+        assert_eq!(cfg.checkpoint_interval_secs, 60);
+        assert!(!cfg.fail_closed);
+        assert_eq!(
+            cfg.key_path(Some(Path::new("/s"))),
+            Some(PathBuf::from("/s/audit.key"))
+        );
+        assert_eq!(cfg.key_path(None), None);
+        let cfg: AuditConfig =
+            toml::from_str("key_file = '/k'\nhead_file = '/h'\nfail_closed = true").unwrap();
+        assert_eq!(cfg.key_path(None), Some(PathBuf::from("/k")));
+        assert_eq!(
+            cfg.head_path(Some(Path::new("/s"))),
+            Some(PathBuf::from("/h"))
+        );
         assert!(toml::from_str::<AuditConfig>("paht = 1").is_err());
     }
 
     #[tokio::test]
-    async fn records_are_written_as_chained_json_lines() {
+    async fn calls_are_written_as_start_and_end_lines() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
-        let log = AuditLog::open(&config(&path, 16)).unwrap();
+        let log = AuditLog::open(&config(dir.path(), 16), Some(dir.path())).unwrap();
         let targets = vec!["%3".to_owned()];
-        let args = json!({ "pane_id": "%3", "keys": "ls" });
-        log.record(call(&args, &targets));
-        log.record(ToolCall {
-            outcome: Outcome::Denied,
-            error_kind: Some("missing_scope"),
-            ..call(&args, &targets)
-        });
+        let args = json!({ "target": "%3", "keys": "ls" });
+        let first = log.start(call(&args, &targets)).await.unwrap();
+        let second = log.start(call(&args, &targets)).await.unwrap();
+        assert_ne!(first.id(), second.id());
+        let first_id = first.id().to_owned();
+        first.end(Outcome::Ok, None);
+        second.end(Outcome::Denied, Some("missing_scope"));
         log.flush().await.unwrap();
         let lines = read_lines(&path);
-        assert_eq!(lines.len(), 2);
-        let first = &lines[0];
-        assert_eq!(first["seq"], 1);
-        assert_eq!(first["kind"], "call");
-        assert_eq!(first["sub"], "alice");
-        assert_eq!(first["mcp_session"], "sess-1");
-        assert_eq!(first["tool"], "send_keys");
-        assert_eq!(first["server"], "default");
-        assert_eq!(first["targets"], json!(["%3"]));
-        assert_eq!(first["outcome"], "ok");
-        assert_eq!(first["duration_ms"], 12);
-        assert_eq!(first["error_kind"], Value::Null);
-        assert_eq!(first["args"]["keys"]["len"], 2);
-        assert_eq!(first["prev"], GENESIS);
-        assert!(first["time"].as_str().unwrap().ends_with('Z'));
-        assert_eq!(lines[1]["outcome"], "denied");
-        assert_eq!(lines[1]["error_kind"], "missing_scope");
+        assert_eq!(kinds(&path), ["start", "start", "end", "end"]);
+        let start = &lines[0];
+        assert_eq!(start["seq"], 1);
+        assert_eq!(start["call"], first_id.as_str());
+        assert_eq!(start["sub"], "alice");
+        assert_eq!(start["mcp_session"], "sess-1");
+        assert_eq!(start["tool"], "send_keys");
+        assert_eq!(start["server"], "default");
+        assert_eq!(start["targets"], json!(["%3"]));
+        assert_eq!(start["args"]["keys"]["len"], 2);
+        assert!(start["time"].as_str().unwrap().ends_with('Z'));
+        assert_eq!(start["link"].as_str().unwrap().len(), 64);
+        let end = &lines[2];
+        assert_eq!(end["call"], first_id.as_str());
+        assert_eq!(end["outcome"], "ok");
+        assert!(end["duration_ms"].is_u64());
+        assert_eq!(end["error_kind"], Value::Null);
+        assert!(end.get("args").is_none(), "{end}");
+        assert_eq!(lines[3]["outcome"], "denied");
+        assert_eq!(lines[3]["error_kind"], "missing_scope");
         log.close().await.unwrap();
-        assert!(verify(&path).unwrap().is_intact());
-        assert_eq!(log.stats().written, 2);
+        assert_eq!(kinds(&path).last().unwrap(), "checkpoint");
+        let report = verify_in(dir.path());
+        assert!(report.is_intact(), "{report}");
+        assert_eq!(report.anchored_seq, Some(5));
+        assert_eq!(log.stats().written, 5);
+    }
+
+    #[tokio::test]
+    async fn a_call_dropped_without_its_end_is_recorded_as_cancelled() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::open(&config(dir.path(), 16), Some(dir.path())).unwrap();
+        let args = json!({});
+        let open = log.start(call(&args, &[])).await.unwrap();
+        let id = open.id().to_owned();
+        drop(open);
+        log.flush().await.unwrap();
+        let lines = read_lines(&path);
+        assert_eq!(lines[1]["kind"], "end");
+        assert_eq!(lines[1]["call"], id.as_str());
+        assert_eq!(lines[1]["outcome"], "cancelled");
+        log.close().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn checkpoints_follow_records_and_close_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let cfg = AuditConfig {
+            checkpoint_interval_secs: 1,
+            ..config(dir.path(), 16)
+        };
+        let log = AuditLog::open(&cfg, Some(dir.path())).unwrap();
+        let args = json!({});
+        log.start(call(&args, &[]))
+            .await
+            .unwrap()
+            .end(Outcome::Ok, None);
+        log.flush().await.unwrap();
+        assert_eq!(kinds(&path), ["start", "end"]);
+        assert!(!dir.path().join(HEAD_FILE).exists());
+
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let lines = read_lines(&path);
+        assert_eq!(kinds(&path), ["start", "end", "checkpoint"]);
+        assert_eq!(lines[2]["reason"], "interval");
+        assert_eq!(lines[2]["count"], 2);
+        assert_eq!(lines[2]["head"], lines[1]["link"]);
+        let key = AuditKey::load(&dir.path().join(KEY_FILE)).unwrap();
+        let head = Head::load(&dir.path().join(HEAD_FILE), &key)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (head.seq, head.link.as_str()),
+            (3, lines[2]["link"].as_str().unwrap())
+        );
+        assert_eq!(head.offset, std::fs::metadata(&path).unwrap().len());
+
+        // Nothing new, no checkpoint.
+        tokio::time::sleep(Duration::from_millis(1300)).await;
+        assert_eq!(kinds(&path).len(), 3);
+
+        log.close().await.unwrap();
+        let lines = read_lines(&path);
+        assert_eq!(lines[3]["kind"], "checkpoint");
+        assert_eq!(lines[3]["reason"], "close");
+        let head = Head::load(&dir.path().join(HEAD_FILE), &key)
+            .unwrap()
+            .unwrap();
+        assert_eq!(head.seq, 4);
     }
 
     #[tokio::test]
@@ -574,77 +1058,230 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
         let (release, gate) = std::sync::mpsc::channel();
-        let log = AuditLog::start(&config(&path, 2), Some(gate)).unwrap();
-        let targets = Vec::new();
+        let log =
+            AuditLog::start_writer(&config(dir.path(), 2), Some(dir.path()), Some(gate)).unwrap();
         let args = json!({});
+        let mut open = Vec::new();
         for _ in 0..10 {
-            log.record(call(&args, &targets));
+            open.push(log.start(call(&args, &[])).await.unwrap());
         }
         assert_eq!(log.stats().dropped, 8);
         release.send(()).unwrap();
         log.flush().await.unwrap();
-        let lines = read_lines(&path);
-        let kinds: Vec<&str> = lines.iter().map(|l| l["kind"].as_str().unwrap()).collect();
-        assert_eq!(kinds, ["dropped", "call", "call"]);
-        assert_eq!(lines[0]["count"], 8);
-        assert!(verify(&path).unwrap().is_intact());
+        assert_eq!(kinds(&path), ["dropped", "start", "start"]);
+        assert_eq!(read_lines(&path)[0]["count"], 8);
+        std::mem::forget(open);
         log.close().await.unwrap();
+        assert!(verify_in(dir.path()).is_intact());
+    }
+
+    #[tokio::test]
+    async fn fail_closed_waits_for_the_write_and_refuses_a_full_queue() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let cfg = AuditConfig {
+            fail_closed: true,
+            ..config(dir.path(), 1)
+        };
+        let (release, gate) = std::sync::mpsc::channel();
+        let log = AuditLog::start_writer(&cfg, Some(dir.path()), Some(gate)).unwrap();
+        let args = json!({});
+        // The writer is held: the first start waits in the queue, the second finds it full.
+        let first = tokio::spawn({
+            let log = log.clone();
+            async move {
+                log.start(call(&json!({}), &[]))
+                    .await
+                    .map(|o| o.id().to_owned())
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(
+            !first.is_finished(),
+            "a fail-closed start waits for the writer"
+        );
+        let refused = log.start(call(&args, &[])).await.unwrap_err();
+        assert!(matches!(refused, AuditError::QueueFull), "{refused}");
+        release.send(()).unwrap();
+        let id = first.await.unwrap().unwrap();
+        // Acknowledged means in the file, without a flush.
+        let lines = read_lines(&path);
+        assert_eq!(lines.last().unwrap()["call"], id.as_str());
+        log.close().await.unwrap();
+        assert!(verify_in(dir.path()).is_intact());
+    }
+
+    #[tokio::test]
+    async fn fail_closed_refuses_when_the_log_cannot_be_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let full = AuditConfig {
+            path: Some("/dev/full".into()),
+            fail_closed: true,
+            ..AuditConfig::default()
+        };
+        let log = AuditLog::open(&full, Some(dir.path())).unwrap();
+        let args = json!({});
+        let err = log.start(call(&args, &[])).await.unwrap_err();
+        assert!(matches!(err, AuditError::Writer(_)), "{err}");
+        assert!(err.to_string().contains("No space left"), "{err}");
+        assert!(log.stats().write_errors > 0);
+        drop(log);
+
+        // Without fail_closed the call goes on; the failure is counted.
+        let open = AuditLog::open(
+            &AuditConfig {
+                fail_closed: false,
+                ..full
+            },
+            Some(dir.path()),
+        )
+        .unwrap();
+        assert!(open.start(call(&args, &[])).await.is_ok());
+        assert!(open.flush().await.is_err());
+        assert!(open.stats().write_errors > 0);
     }
 
     #[tokio::test]
     async fn records_after_close_are_counted_as_dropped() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
-        let log = AuditLog::open(&config(&path, 4)).unwrap();
+        let log = AuditLog::open(&config(dir.path(), 4), Some(dir.path())).unwrap();
         log.close().await.unwrap();
         let args = json!({});
-        log.record(call(&args, &[]));
-        assert_eq!(log.stats().dropped, 1);
+        log.start(call(&args, &[]))
+            .await
+            .unwrap()
+            .end(Outcome::Ok, None);
+        assert_eq!(log.stats().dropped, 2);
         assert!(log.flush().await.is_err());
         // The lock is released with the writer: the file can be reopened.
-        let again = AuditLog::open(&config(&path, 4)).unwrap();
+        let again = AuditLog::open(&config(dir.path(), 4), Some(dir.path())).unwrap();
         again.close().await.unwrap();
     }
 
     #[tokio::test]
     async fn the_chain_continues_across_restarts() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
         let args = json!({ "keys": "x" });
         for _ in 0..2 {
-            let log = AuditLog::open(&config(&path, 4)).unwrap();
-            log.record(call(&args, &[]));
-            log.record(call(&args, &[]));
+            let log = AuditLog::open(&config(dir.path(), 4), Some(dir.path())).unwrap();
+            log.start(call(&args, &[]))
+                .await
+                .unwrap()
+                .end(Outcome::Ok, None);
             log.close().await.unwrap();
         }
-        let report = verify(&path).unwrap();
+        let report = verify_in(dir.path());
         assert!(report.is_intact(), "{report}");
-        assert_eq!(report.last_seq, 4);
+        assert_eq!(report.last_seq, 6);
+        assert_eq!(report.anchored_seq, Some(6));
+    }
+
+    #[tokio::test]
+    async fn the_key_is_generated_once_and_then_required() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path(), 4);
+        let log = AuditLog::open(&cfg, Some(dir.path())).unwrap();
+        let key_file = dir.path().join(KEY_FILE);
+        let key = std::fs::read(&key_file).unwrap();
+        log.close().await.unwrap();
+        AuditLog::open(&cfg, Some(dir.path()))
+            .unwrap()
+            .close()
+            .await
+            .unwrap();
+        assert_eq!(std::fs::read(&key_file).unwrap(), key, "the key is kept");
+
+        std::fs::remove_file(&key_file).unwrap();
+        let err = AuditLog::open(&cfg, Some(dir.path())).unwrap_err();
+        assert!(matches!(err, AuditError::KeyMissing { .. }), "{err}");
+        assert!(!key_file.exists(), "no new key for an existing log");
+
+        // A configured key file is used (and generated the same way) wherever it is; one that
+        // cannot be created is a clear error. Without one and without a state directory there
+        // is nowhere to keep a key.
+        let elsewhere = tempfile::tempdir().unwrap();
+        let configured = |key: PathBuf| AuditConfig {
+            path: Some(elsewhere.path().join("audit.jsonl")),
+            key_file: Some(key),
+            ..AuditConfig::default()
+        };
+        let key_elsewhere = elsewhere.path().join("k");
+        AuditLog::open(&configured(key_elsewhere.clone()), Some(elsewhere.path()))
+            .unwrap()
+            .close()
+            .await
+            .unwrap();
+        assert!(AuditKey::load(&key_elsewhere).is_ok());
+        let uncreatable = AuditConfig {
+            path: Some(elsewhere.path().join("other.jsonl")),
+            ..configured(elsewhere.path().join("no/such/dir/k"))
+        };
+        let err = AuditLog::open(&uncreatable, Some(elsewhere.path())).unwrap_err();
+        assert!(matches!(err, AuditError::Key(KeyError::Io { .. })), "{err}");
+        let err = AuditLog::open(&config(dir.path(), 4), None).unwrap_err();
+        assert!(matches!(err, AuditError::NoKeyFile), "{err}");
+        assert!(err.to_string().contains("audit.key_file"), "{err}");
+    }
+
+    /// A log cut (or replaced) while the gateway was down is not continued: the next
+    /// checkpoint would overwrite the head file that shows it.
+    #[tokio::test]
+    async fn a_log_cut_while_stopped_is_not_continued() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let cfg = config(dir.path(), 8);
+        let log = AuditLog::open(&cfg, Some(dir.path())).unwrap();
+        let args = json!({});
+        for _ in 0..3 {
+            log.start(call(&args, &[]))
+                .await
+                .unwrap()
+                .end(Outcome::Ok, None);
+        }
+        log.close().await.unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let kept: Vec<&str> = text.lines().take(4).collect();
+        std::fs::write(&path, kept.join("\n") + "\n").unwrap();
+        let err = AuditLog::open(&cfg, Some(dir.path())).unwrap_err();
+        assert!(matches!(err, AuditError::HeadMismatch(_)), "{err}");
+        assert!(err.to_string().contains("cut or replaced"), "{err}");
+
+        std::fs::write(&path, "").unwrap();
+        assert!(AuditLog::open(&cfg, Some(dir.path())).is_err());
+    }
+
+    #[test]
+    fn zero_capacity_and_interval_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = AuditLog::open(&config(dir.path(), 0), Some(dir.path())).unwrap_err();
+        assert!(matches!(err, AuditError::ZeroCapacity));
+        let cfg = AuditConfig {
+            checkpoint_interval_secs: 0,
+            ..config(dir.path(), 1)
+        };
+        let err = AuditLog::open(&cfg, Some(dir.path())).unwrap_err();
+        assert!(matches!(err, AuditError::ZeroCheckpointInterval));
     }
 
     #[tokio::test]
     async fn disabled_log_is_a_no_op() {
-        let log = AuditLog::open(&AuditConfig::default()).unwrap();
+        let log = AuditLog::open(&AuditConfig::default(), None).unwrap();
         assert!(!log.is_enabled());
-        log.record(call(&json!({}), &[]));
+        log.start(call(&json!({}), &[]))
+            .await
+            .unwrap()
+            .end(Outcome::Ok, None);
         log.flush().await.unwrap();
         assert_eq!(log.stats(), AuditStats::default());
     }
 
-    #[test]
-    fn zero_capacity_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let err = AuditLog::open(&config(&dir.path().join("a"), 0)).unwrap_err();
-        assert!(matches!(err, AuditError::ZeroCapacity));
-    }
-
     /// Every secret a client could send, in every place it could hide, is absent from the
-    /// file; only its digest is there.
+    /// file; only its keyed digest is there.
     #[tokio::test]
     async fn no_secret_reaches_the_audit_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
-        let log = AuditLog::open(&config(&path, 64)).unwrap();
+        let log = AuditLog::open(&config(dir.path(), 64), Some(dir.path())).unwrap();
         let secrets = [
             "KEYSTROKE-SECRET-1",
             "TEXT-SECRET-2",
@@ -658,30 +1295,46 @@ mod tests {
             "SHELL-SECRET-10",
             "PATTERN-SECRET-11",
             "JSON-STRING-SECRET-12",
+            "BOOLEAN-FIELD-SECRET-13",
         ];
         let payloads = [
-            json!({ "pane_id": "%1", "keys": secrets[0] }),
+            json!({ "target": "%1", "keys": secrets[0] }),
             json!({ "text": secrets[1], "bracket": true }),
             json!({ "command": secrets[2], "timeout": 5 }),
             json!({ "session_name": "s", "environment": { "TOKEN": secrets[3] } }),
             json!({ "content": secrets[4], "logical_name": "b" }),
             json!({ "option": "@x", "value": secrets[5] }),
-            json!({ "operations": [ { "tool": "send_keys", "arguments": { "keys": secrets[6] } } ] }),
-            json!({ "pane_id": "%1", "wait_for_previous": secrets[7] }),
+            json!({ "operations": [ { "target": "%1", "keys": secrets[6] } ] }),
+            json!({ "target": "%1", "wait_for_previous": secrets[7] }),
             json!([secrets[8], { "keys": secrets[8] }]),
             json!({ "shell": secrets[9] }),
             json!({ "patterns": [secrets[10]], "stop": secrets[10] }),
-            json!({ "operations": [ { "tool": "run_command", "arguments": format!("{{\"command\":\"{}\"}}", secrets[11]) } ] }),
+            json!({ "operations": [ format!("{{\"keys\":\"{}\"}}", secrets[11]) ] }),
+            json!({ "target": "%1", "keys": "x", "literal": secrets[12] }),
         ];
+        let schema = match json!({
+            "properties": { "target": { "type": "string" }, "literal": { "type": "boolean" } }
+        }) {
+            Value::Object(map) => map,
+            _ => unreachable!(),
+        };
         for args in &payloads {
-            log.record(call(args, &[]));
+            log.start(CallStart {
+                schema: Some(&schema),
+                ..call(args, &[])
+            })
+            .await
+            .unwrap()
+            .end(Outcome::Ok, None);
         }
         log.close().await.unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(text.lines().count(), payloads.len());
+        assert_eq!(text.lines().count(), 2 * payloads.len() + 1);
         for secret in secrets {
             assert!(!text.contains(secret), "{secret} found in the audit file");
         }
-        assert!(text.contains(&redact::sha256_prefix(secrets[0].as_bytes())));
+        let key = AuditKey::load(&dir.path().join(KEY_FILE)).unwrap();
+        assert!(text.contains(&key.digest_mac(secrets[0].as_bytes())));
+        assert!(text.contains(r#""target":"%1""#));
     }
 }

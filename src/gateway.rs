@@ -168,7 +168,7 @@ impl Gateway {
             )
             .with_hook(metrics.limit_hook()),
         );
-        let audit = Arc::new(AuditLog::open(&config.audit)?);
+        let audit = Arc::new(AuditLog::open(&config.audit, state_dir.as_deref())?);
         metrics.collect_from(
             engine.clone(),
             workspaces.clone(),

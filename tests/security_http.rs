@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::extract::{Request, State};
 use axum::middleware::from_fn_with_state;
@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use governor::clock::FakeRelativeClock;
-use muxgate::audit::{AuditConfig, AuditLog, Outcome, ToolCall, verify};
+use muxgate::audit::{AuditConfig, AuditKey, AuditLog, CallStart, Head, Outcome, verify};
 use muxgate::auth::{
     self, AuthConfig, Authenticator, ClientPolicyConfig, MintRequest, Principal, ProtectedResource,
     RejectReason, SessionBindings, SessionRef, Tier, TokenMinter,
@@ -77,7 +77,6 @@ fn tier_of(name: &str) -> Tier {
 /// The stand-in tool endpoint. Body: `{"tool", "tier", "server", "session", "owner", "args"}`.
 /// The first request of a client (no session header) opens a session, like `initialize`.
 async fn tool_endpoint(State(gw): State<Arc<Gateway>>, req: Request) -> Response {
-    let started = Instant::now();
     let principal = Principal::from_extensions(req.extensions())
         .cloned()
         .expect("authenticated");
@@ -101,6 +100,20 @@ async fn tool_endpoint(State(gw): State<Arc<Gateway>>, req: Request) -> Response
     let server = call["server"].as_str().unwrap_or("default");
     let target = call["session"].as_str().unwrap_or("main");
     let owner = call["owner"].as_str().unwrap_or("");
+    let targets = [target.to_owned()];
+    let open = gw
+        .audit
+        .start(CallStart {
+            sub: &principal.sub,
+            mcp_session: session.as_deref(),
+            tool,
+            server: Some(server),
+            targets: &targets,
+            args: &call["args"],
+            schema: None,
+        })
+        .await
+        .expect("the start record is queued");
     let decision = gw
         .limits
         .check_tool_call(&principal.sub)
@@ -123,17 +136,7 @@ async fn tool_endpoint(State(gw): State<Arc<Gateway>>, req: Request) -> Response
         Ok(()) => (Outcome::Ok, None, "done".to_owned()),
         Err((outcome, kind, text)) => (outcome, Some(kind), text),
     };
-    gw.audit.record(ToolCall {
-        sub: &principal.sub,
-        mcp_session: session.as_deref(),
-        tool,
-        server: Some(server),
-        targets: &[target.to_owned()],
-        outcome,
-        duration: started.elapsed(),
-        error_kind,
-        args: &call["args"],
-    });
+    open.end(outcome, error_kind);
     Json(json!({ "isError": outcome != Outcome::Ok, "text": text })).into_response()
 }
 
@@ -187,10 +190,13 @@ async fn start() -> Running {
         overrides,
         clock.clone(),
     ));
-    let audit = AuditLog::open(&AuditConfig {
-        path: Some(audit_path.clone()),
-        ..AuditConfig::default()
-    })
+    let audit = AuditLog::open(
+        &AuditConfig {
+            path: Some(audit_path.clone()),
+            ..AuditConfig::default()
+        },
+        Some(dir.path()),
+    )
     .unwrap();
     let gateway = Arc::new(Gateway {
         audit: audit.clone(),
@@ -507,24 +513,45 @@ async fn security_layers_over_real_http() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let denied = lines.iter().filter(|l| l["outcome"] == "denied").count();
+    let starts: std::collections::HashMap<&str, &Value> = lines
+        .iter()
+        .filter(|l| l["kind"] == "start")
+        .map(|l| (l["call"].as_str().unwrap(), l))
+        .collect();
+    // Each call as (start, end) records.
+    let calls: Vec<(&Value, &Value)> = lines
+        .iter()
+        .filter(|l| l["kind"] == "end")
+        .map(|end| (starts[end["call"].as_str().unwrap()], end))
+        .collect();
+    assert_eq!(calls.len(), starts.len(), "every call started and ended");
+    let denied = calls
+        .iter()
+        .filter(|(_, end)| end["outcome"] == "denied")
+        .count();
     assert_eq!(denied, 3, "scope, ACL and capped-scope denials");
     assert!(
-        lines
+        calls
             .iter()
-            .any(|l| l["error_kind"] == "missing_scope" && l["sub"] == "alice")
+            .any(|(start, end)| end["error_kind"] == "missing_scope" && start["sub"] == "alice")
     );
     assert!(
-        lines
+        calls
             .iter()
-            .any(|l| l["error_kind"] == "server_not_visible")
+            .any(|(_, end)| end["error_kind"] == "server_not_visible")
     );
     assert_eq!(
-        lines.iter().filter(|l| l["sub"] == "writer").count(),
+        calls
+            .iter()
+            .filter(|(start, _)| start["sub"] == "writer")
+            .count(),
         payloads.len()
     );
-    assert!(lines.iter().all(|l| l["mcp_session"].is_string()));
-    let report = verify(&gw.audit_path).unwrap();
+    assert!(starts.values().all(|l| l["mcp_session"].is_string()));
+    let key = AuditKey::load(&gw._dir.path().join("audit.key")).unwrap();
+    let head = Head::load(&gw._dir.path().join("audit.head"), &key).unwrap();
+    assert!(head.is_some(), "closing the log wrote its head");
+    let report = verify(&gw.audit_path, &key, head.as_ref()).unwrap();
     assert!(report.is_intact(), "{report}");
 
     // Every 401 was counted with its reason.

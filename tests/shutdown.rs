@@ -146,18 +146,37 @@ async fn sigterm_lets_in_flight_calls_finish_then_flushes_and_detaches() {
 
     // Audit: both calls recorded, chain intact.
     let audit = dir.path().join("audit.jsonl");
-    let calls = std::fs::read_to_string(&audit)
+    let records: Vec<Value> = std::fs::read_to_string(&audit)
         .unwrap()
         .lines()
-        .filter(|line| line.contains(r#""tool":"list_sessions""#))
-        .count();
-    assert_eq!(calls, 2, "both calls are in the audit log");
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let started: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["kind"] == "start" && r["tool"] == "list_sessions")
+        .collect();
+    assert_eq!(started.len(), 2, "both calls are in the audit log");
+    for start in started {
+        assert!(
+            records
+                .iter()
+                .any(|r| r["kind"] == "end" && r["call"] == start["call"] && r["outcome"] == "ok"),
+            "{start} ended"
+        );
+    }
+    assert_eq!(records.last().unwrap()["reason"], "close");
+    // Its key and head file are in the state directory `ServeProcess` gave it.
     let verify = std::process::Command::new(env!("CARGO_BIN_EXE_muxgate"))
-        .args(["audit", "verify"])
+        .args(["audit", "verify", "--config"])
+        .arg(&config)
         .arg(&audit)
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .env_remove("MUXGATE_CONFIG")
         .output()
         .unwrap();
     assert!(verify.status.success(), "{verify:?}");
+    let said = String::from_utf8_lossy(&verify.stdout);
+    assert!(said.contains("the head file anchors"), "{said}");
 
     // No control client left behind.
     assert!(

@@ -195,6 +195,7 @@ async fn a_tenant_cannot_reach_another_tenant_or_the_gateway_from_inside_its_pan
             "audit_read",
             format!("cat {}", files.path("audit/audit.jsonl")),
         ),
+        ("audit_key", format!("cat {state_dir}/audit.key")),
         (
             "audit_write",
             format!("echo forged >> {}", files.path("audit/audit.jsonl")),

@@ -830,12 +830,16 @@ async fn calls_are_audited_without_what_was_typed() {
         .collect();
     let write = records
         .iter()
-        .find(|r| r["tool"] == "zellij_write_to_pane")
+        .find(|r| r["kind"] == "start" && r["tool"] == "zellij_write_to_pane")
         .expect("a record of the write");
-    assert_eq!(write["outcome"], "ok");
     assert_eq!(write["args"]["pane"], "terminal_0");
     assert_eq!(write["args"]["text"]["len"], 16);
     assert_eq!(write["targets"], json!(["terminal_0"]), "{write}");
+    let end = records
+        .iter()
+        .find(|r| r["kind"] == "end" && r["call"] == write["call"])
+        .expect("the end of the write");
+    assert_eq!(end["outcome"], "ok");
 }
 
 /// A token for `sub` with read access, limited to `servers` and `sessions` patterns.

@@ -1,85 +1,189 @@
-//! The audit file's hash chain: appending linked lines, and verifying a file.
+//! The audit file's keyed chain: sealing lines as they are appended, and verifying a file.
 //!
-//! Every line is one JSON object with a `seq` number (1, 2, 3, … across restarts) and a
-//! `prev` field holding the SHA-256 (lowercase hex) of the previous line's exact bytes, without
-//! its newline. The first line's `prev` is [`GENESIS`]. Editing, inserting or deleting a line
-//! breaks the link after it; `seq` tells a deletion from an edit. Cutting lines off the end
-//! cannot be seen from inside the file: compare [`VerifyReport::head`] with a copy kept
-//! elsewhere (the writer logs the head when it closes).
+//! Every line is one JSON object whose first field is `seq` (1, 2, 3, … across restarts) and
+//! whose last field is `"link":"<64 hex>"`. The link is HMAC-SHA256 (the chain key, see
+//! [`AuditKey`]) over the previous line's link (or [`GENESIS`] for the first line), a newline
+//! and the line's *body*: the line's exact bytes with `,"link":"…"` removed. So a link vouches
+//! for its line and, through the previous link, for every line before it, and only the key's
+//! holder can make one:
+//!
+//! - editing a line breaks its own link (named by line number);
+//! - deleting lines breaks the link of the line after them (`seq` tells how many are missing);
+//! - inserting, reordering or rewriting lines (recomputing a plain hash chain, say) breaks the
+//!   first changed line's link;
+//! - cutting lines off the end leaves a valid shorter chain: only the head file (see
+//!   [`super::head`]) shows that.
+//!
+//! A line that is not a sealed record (a crash cut it short) is reported as malformed and
+//! skipped: the next line links to the last sealed one, which is also what the writer does when
+//! it reopens such a file.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
 
-/// `prev` of the first line of a chain.
+use super::head::Head;
+use super::key::AuditKey;
+
+/// The link before the first line of a chain.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
-/// SHA-256 of a line's bytes (without the newline), lowercase hex.
-pub fn line_hash(line: &[u8]) -> String {
-    hex::encode(Sha256::digest(line))
+/// Hex digits of a link.
+const LINK_HEX: usize = 64;
+
+/// How far back from the end the writer looks for the last sealed records before it gives up.
+const MAX_TAIL_SCAN: u64 = 16 << 20;
+
+/// `body` (a JSON object) with `"<field>":"<link>"` added as its last field, and that link:
+/// HMAC over `prev`, a newline and `body`.
+pub(crate) fn seal(key: &AuditKey, field: &str, prev: &str, body: &[u8]) -> (Vec<u8>, String) {
+    let link = key.link(prev, body);
+    // Our bodies are serialized structs, so they end with `}`; anything else would make a
+    // malformed (hence visible) line.
+    let open = body.strip_suffix(b"}").unwrap_or(body);
+    let mut line = Vec::with_capacity(body.len() + field.len() + LINK_HEX + 6);
+    line.extend_from_slice(open);
+    line.extend_from_slice(format!(r#","{field}":"{link}"}}"#).as_bytes());
+    (line, link)
+}
+
+/// A sealed line taken apart: its body (what the link covers), its link, and the fields
+/// `verify` looks at.
+#[derive(Debug, Clone)]
+pub(crate) struct Unsealed {
+    pub body: Vec<u8>,
+    pub link: String,
+    pub seq: u64,
+    pub kind: Option<String>,
+    pub reason: Option<String>,
 }
 
 #[derive(Deserialize)]
-struct Links {
+struct Fields {
     seq: u64,
-    prev: String,
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    reason: Option<String>,
 }
 
-fn links(line: &[u8]) -> Option<Links> {
-    serde_json::from_slice(line).ok()
+/// Splits a line sealed with `field` into body and link; `None` unless it ends exactly with
+/// `,"<field>":"<64 lowercase hex>"}` and its body is a JSON object with a `seq`.
+pub(crate) fn unseal(line: &[u8], field: &str) -> Option<Unsealed> {
+    let rest = line.strip_suffix(b"\"}")?;
+    let split = rest.len().checked_sub(LINK_HEX)?;
+    let (rest, link) = rest.split_at(split);
+    if !link
+        .iter()
+        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+    {
+        return None;
+    }
+    let open = rest.strip_suffix(format!(r#","{field}":""#).as_bytes())?;
+    let mut body = open.to_vec();
+    body.push(b'}');
+    let fields: Fields = serde_json::from_slice(&body).ok()?;
+    Some(Unsealed {
+        body,
+        link: String::from_utf8(link.to_vec()).ok()?,
+        seq: fields.seq,
+        kind: fields.kind,
+        reason: fields.reason,
+    })
 }
 
-/// Appends linked lines to an audit file, holding an exclusive lock on it so that two
+/// A record line of the log, unsealed.
+fn record(line: &[u8]) -> Option<Unsealed> {
+    unseal(line, "link")
+}
+
+/// Why the writer will not continue a file.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// Opening, locking or reading the file failed.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+    /// The last record's link is wrong for this key.
+    #[error(
+        "its last record (seq {seq}) does not verify with the audit key: the key is not the one \
+         that wrote this log, or the log was altered; run `muxgate audit verify`, then restore \
+         the key or move the log aside to start a new one"
+    )]
+    TailUnverified {
+        /// `seq` of that record.
+        seq: u64,
+    },
+    /// Nothing near the end of a non-empty file is a sealed record.
+    #[error(
+        "it holds no keyed audit record near its end (a log written by an earlier muxgate, or a \
+         damaged one); move it aside to start a new log"
+    )]
+    NoRecord,
+}
+
+/// Appends sealed lines to an audit file, holding an exclusive lock on it so that two
 /// processes cannot interleave two chains.
-#[derive(Debug)]
 pub(crate) struct ChainWriter {
     path: PathBuf,
     out: BufWriter<File>,
+    key: Arc<AuditKey>,
     seq: u64,
     prev: String,
 }
 
 impl ChainWriter {
-    /// Opens (creating with mode 0600) and locks the file, and continues its chain. A last
-    /// line cut short by a crash is terminated and linked to as it is, so `verify` shows it.
-    pub fn open(path: &Path) -> io::Result<Self> {
+    /// Opens (creating with mode 0600) and locks the file, checks that its last record is
+    /// sealed with `key`, and continues its chain. A last line cut short by a crash is
+    /// terminated and skipped, so `verify` shows it.
+    pub fn open(path: &Path, key: Arc<AuditKey>) -> Result<Self, OpenError> {
         let mut file = OpenOptions::new()
             .read(true)
             .append(true)
             .create(true)
             .mode(0o600)
             .open(path)?;
+        // The lock keeps two chains out of one file. A device (`/dev/full` in tests, a FIFO)
+        // holds no chain, and its lock would be shared by every process on the host.
+        let regular = file.metadata()?.file_type().is_file();
         // SAFETY: `flock` only reads the descriptor, which `file` keeps open for the call.
-        let locked = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if locked != 0 {
+        let locked =
+            regular && unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0;
+        if locked {
             let err = io::Error::last_os_error();
             return Err(io::Error::new(
                 err.kind(),
                 format!("audit log is locked by another process ({err})"),
-            ));
+            )
+            .into());
         }
         let tail = read_tail(&mut file)?;
-        let (seq, prev) = match tail {
-            None => (0, GENESIS.to_owned()),
-            Some(tail) => {
-                if !tail.terminated {
-                    file.write_all(b"\n")?;
-                }
-                let seq = match links(&tail.line) {
-                    Some(l) => l.seq,
-                    None => count_lines(path)?,
+        let (seq, prev) = match tail.last {
+            None if tail.empty => (0, GENESIS.to_owned()),
+            None => return Err(OpenError::NoRecord),
+            Some(last) => {
+                let before = match tail.before {
+                    Some(before) => before.link,
+                    None if tail.reached_start => GENESIS.to_owned(),
+                    None => return Err(OpenError::NoRecord),
                 };
-                (seq, line_hash(&tail.line))
+                if !key.check_link(&before, &last.body, &last.link) {
+                    return Err(OpenError::TailUnverified { seq: last.seq });
+                }
+                (last.seq, last.link)
             }
         };
+        if !tail.terminated {
+            file.write_all(b"\n")?;
+        }
         Ok(Self {
             path: path.to_owned(),
             out: BufWriter::new(file),
+            key,
             seq,
             prev,
         })
@@ -95,21 +199,20 @@ impl ChainWriter {
         self.seq
     }
 
-    /// Hash of the last line written ([`GENESIS`] for an empty file).
+    /// Link of the last line written ([`GENESIS`] for an empty file).
     pub fn head(&self) -> &str {
         &self.prev
     }
 
-    /// Appends one line built by `render(seq, prev)`; the chain advances only if the line was
-    /// handed to the buffer.
-    pub fn append(&mut self, render: impl FnOnce(u64, &str) -> Vec<u8>) -> io::Result<()> {
+    /// Appends one line whose body (a JSON object without the link) is `render(seq)`; the
+    /// chain advances only if the line was handed to the buffer.
+    pub fn append(&mut self, render: impl FnOnce(u64) -> Vec<u8>) -> io::Result<()> {
         let seq = self.seq + 1;
-        let mut line = render(seq, &self.prev);
-        let hash = line_hash(&line);
+        let (mut line, link) = seal(&self.key, "link", &self.prev, &render(seq));
         line.push(b'\n');
         self.out.write_all(&line)?;
         self.seq = seq;
-        self.prev = hash;
+        self.prev = link;
         Ok(())
     }
 
@@ -123,73 +226,105 @@ impl ChainWriter {
         self.out.flush()?;
         self.out.get_ref().sync_data()
     }
+
+    /// The file, to read (nothing is buffered before the first append).
+    pub fn file_mut(&mut self) -> &mut File {
+        self.out.get_mut()
+    }
+
+    /// The file's length: after [`ChainWriter::sync`], where the last line written ends (the
+    /// writer holds the only lock, and appends only).
+    pub fn end_offset(&self) -> io::Result<u64> {
+        Ok(self.out.get_ref().metadata()?.len())
+    }
 }
 
+/// The end of a file, as the writer needs it to continue the chain.
 struct Tail {
-    line: Vec<u8>,
+    /// The file has no bytes.
+    empty: bool,
+    /// The last sealed record.
+    last: Option<Unsealed>,
+    /// The sealed record before it.
+    before: Option<Unsealed>,
+    /// Every line before `last` was read (so no `before` means `last` is the first record).
+    reached_start: bool,
+    /// The file ends with a newline (or is empty).
     terminated: bool,
 }
 
-/// The last line of a file (without its newline), reading backwards in growing windows.
-fn read_tail(file: &mut File) -> io::Result<Option<Tail>> {
+/// The last two sealed records of a file, reading backwards in growing windows (lines that are
+/// not sealed records are skipped, as `verify` skips them).
+fn read_tail(file: &mut File) -> io::Result<Tail> {
     let len = file.seek(SeekFrom::End(0))?;
-    if len == 0 {
-        return Ok(None);
-    }
     let mut window: u64 = 64 * 1024;
     loop {
         let start = len.saturating_sub(window);
         file.seek(SeekFrom::Start(start))?;
-        let mut buf = Vec::with_capacity((len - start) as usize);
+        let mut buf = Vec::with_capacity(usize::try_from(len - start).unwrap_or(0));
         Read::by_ref(file).take(len - start).read_to_end(&mut buf)?;
-        let terminated = buf.last() == Some(&b'\n');
-        let body = if terminated {
-            &buf[..buf.len() - 1]
-        } else {
-            &buf[..]
+        let terminated = buf.is_empty() || buf.last() == Some(&b'\n');
+        let text = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        let mut pieces: Vec<&[u8]> = text.split(|&b| b == b'\n').collect();
+        if start > 0 {
+            // The window began inside a line.
+            pieces.remove(0);
+        }
+        let mut found = pieces.iter().rev().filter_map(|piece| record(piece));
+        let last = found.next();
+        let before = found.next();
+        let done = before.is_some() || start == 0 || window >= MAX_TAIL_SCAN;
+        if done {
+            return Ok(Tail {
+                empty: len == 0,
+                last,
+                before,
+                reached_start: start == 0,
+                terminated,
+            });
+        }
+        window = window.saturating_mul(4);
+    }
+}
+
+/// The line that ends just before byte `end` of `file` (whose byte `end - 1` is its newline),
+/// without the newline; `None` if byte `end - 1` is not a newline or the line is longer than the
+/// tail scan allows.
+pub(crate) fn line_ending_at(file: &mut File, end: u64) -> io::Result<Option<Vec<u8>>> {
+    if end == 0 {
+        return Ok(None);
+    }
+    let mut window: u64 = 64 * 1024;
+    loop {
+        let start = end.saturating_sub(window);
+        file.seek(SeekFrom::Start(start))?;
+        let mut buf = Vec::with_capacity(usize::try_from(end - start).unwrap_or(0));
+        Read::by_ref(file).take(end - start).read_to_end(&mut buf)?;
+        let Some(text) = buf.strip_suffix(b"\n") else {
+            return Ok(None);
         };
-        match body.iter().rposition(|&b| b == b'\n') {
-            Some(i) => {
-                return Ok(Some(Tail {
-                    line: body[i + 1..].to_vec(),
-                    terminated,
-                }));
-            }
-            None if start == 0 => {
-                return Ok(Some(Tail {
-                    line: body.to_vec(),
-                    terminated,
-                }));
-            }
+        match text.iter().rposition(|&b| b == b'\n') {
+            Some(i) => return Ok(Some(text[i + 1..].to_vec())),
+            None if start == 0 => return Ok(Some(text.to_vec())),
+            None if window >= MAX_TAIL_SCAN => return Ok(None),
             None => window = window.saturating_mul(4),
         }
     }
 }
 
-fn count_lines(path: &Path) -> io::Result<u64> {
-    let mut reader = BufReader::new(File::open(path)?);
-    let mut count = 0;
-    let mut buf = Vec::new();
-    while reader.read_until(b'\n', &mut buf)? > 0 {
-        count += 1;
-        buf.clear();
-    }
-    Ok(count)
-}
-
 /// A defect found by [`verify`]. Line numbers start at 1.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ChainProblem {
-    /// The line is not a JSON object with `seq` and `prev`.
-    #[error("line {line} is not a valid audit record")]
+    /// The line is not a sealed JSON record.
+    #[error("line {line} is not a sealed audit record")]
     Malformed {
         /// The line.
         line: u64,
     },
-    /// The line's content no longer matches the hash chain: it was edited or replaced.
-    #[error("line {line} was altered: its hash no longer matches the chain")]
+    /// The line's link does not match its content and the link before it.
+    #[error("line {line} does not match the chain: it was altered, moved or forged")]
     Altered {
-        /// The altered line.
+        /// The line.
         line: u64,
     },
     /// Records are missing before this line (deleted).
@@ -202,6 +337,43 @@ pub enum ChainProblem {
         /// The `seq` found instead.
         found_seq: u64,
     },
+    /// Not one line verifies.
+    #[error(
+        "no line verifies with this key: it is not the key that wrote this log, or every line \
+         was rewritten"
+    )]
+    WrongKey,
+    /// The log ends before the record the head file names.
+    #[error(
+        "the log ends at record {last_seq}, but the head file says record {head_seq} was \
+         written: records were cut off the end"
+    )]
+    CutTail {
+        /// `seq` in the head file.
+        head_seq: u64,
+        /// `seq` of the log's last record.
+        last_seq: u64,
+    },
+    /// The log's record with the head file's `seq` is not the one the head file names.
+    #[error(
+        "record {seq} is not the one the head file names: the log was rewritten or replaced \
+         from there on"
+    )]
+    HeadMismatch {
+        /// `seq` in the head file.
+        seq: u64,
+    },
+}
+
+/// The last checkpoint [`verify`] saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointSeen {
+    /// Its line.
+    pub line: u64,
+    /// Its `seq`.
+    pub seq: u64,
+    /// Its `reason` (`interval`, `close`).
+    pub reason: String,
 }
 
 /// What [`verify`] found.
@@ -209,11 +381,18 @@ pub enum ChainProblem {
 pub struct VerifyReport {
     /// Lines read.
     pub lines: u64,
-    /// `seq` of the last valid line (0 if none).
+    /// Lines whose link verified.
+    pub verified: u64,
+    /// `seq` of the last sealed line (0 if none).
     pub last_seq: u64,
-    /// Hash of the last line ([`GENESIS`] for an empty file): anchor it elsewhere to detect
-    /// truncation.
+    /// Link of the last sealed line ([`GENESIS`] for an empty file).
     pub head: String,
+    /// The last verified checkpoint record.
+    pub last_checkpoint: Option<CheckpointSeen>,
+    /// Sealed records after the last checkpoint.
+    pub after_checkpoint: u64,
+    /// The `seq` the head file anchors, when one was given.
+    pub anchored_seq: Option<u64>,
     /// The first problem, if any.
     pub first_problem: Option<ChainProblem>,
     /// How many problems were found in total.
@@ -221,9 +400,14 @@ pub struct VerifyReport {
 }
 
 impl VerifyReport {
-    /// Whether the chain is unbroken.
+    /// Whether the chain (and the head file, if given) shows no problem.
     pub fn is_intact(&self) -> bool {
         self.problems == 0
+    }
+
+    fn record(&mut self, problem: ChainProblem) {
+        self.problems += 1;
+        self.first_problem.get_or_insert(problem);
     }
 }
 
@@ -232,40 +416,39 @@ impl std::fmt::Display for VerifyReport {
         match &self.first_problem {
             None => write!(
                 f,
-                "ok: {} lines, last seq {}, head {}",
-                self.lines, self.last_seq, self.head
+                "ok: {} records verified, last seq {}, head {}",
+                self.verified, self.last_seq, self.head
             ),
             Some(problem) => write!(
                 f,
-                "BROKEN: {problem} ({} problem(s) in {} lines; head {})",
-                self.problems, self.lines, self.head
+                "BROKEN: {problem} ({} problem(s) in {} lines; {} verified)",
+                self.problems, self.lines, self.verified
             ),
         }
     }
 }
 
-/// Checks an audit file's hash chain and reports the first broken or missing link.
-pub fn verify(path: &Path) -> io::Result<VerifyReport> {
+/// Checks an audit file's chain with `key`, and its end against `head` (the head file's
+/// content) when given. Reports the first broken link by line number.
+pub fn verify(path: &Path, key: &AuditKey, head: Option<&Head>) -> io::Result<VerifyReport> {
     let mut reader = BufReader::new(File::open(path)?);
     let mut report = VerifyReport {
         lines: 0,
+        verified: 0,
         last_seq: 0,
         head: GENESIS.to_owned(),
+        last_checkpoint: None,
+        after_checkpoint: 0,
+        anchored_seq: None,
         first_problem: None,
         problems: 0,
     };
-    let record = |report: &mut VerifyReport, problem: ChainProblem| {
-        report.problems += 1;
-        report.first_problem.get_or_insert(problem);
-    };
-    // `seq` of the previous line, when it could be read.
-    let mut prev_seq: Option<u64> = Some(0);
-    // The previous line was reported (malformed or altered), which explains a broken link
-    // from this line to it.
-    let mut explained = false;
-    // A line whose link to its predecessor is broken while its `seq` is in order: either the
-    // predecessor or the line itself was altered; the next line's link tells which.
-    let mut pending: Option<u64> = None;
+    // The link of the record the head file names, once met.
+    let mut head_link: Option<String> = None;
+    let mut sealed: u64 = 0;
+    // The line before was not a sealed record: a broken link here is explained by it (a crash
+    // cut it short and the writer linked past it, or it replaced a record).
+    let mut after_malformed = false;
     let mut buf = Vec::new();
     loop {
         buf.clear();
@@ -277,53 +460,59 @@ pub fn verify(path: &Path) -> io::Result<VerifyReport> {
         }
         report.lines += 1;
         let line = report.lines;
-        let hash = line_hash(&buf);
-        let parsed = links(&buf);
-        let link_ok = parsed.as_ref().is_some_and(|l| l.prev == report.head);
-
-        if let Some(j) = pending.take() {
-            if link_ok {
-                record(&mut report, ChainProblem::Altered { line: j - 1 });
-            } else {
-                record(&mut report, ChainProblem::Altered { line: j });
-                explained = true;
-            }
-        }
-
-        match parsed {
-            None => {
-                record(&mut report, ChainProblem::Malformed { line });
-                explained = true;
-                prev_seq = None;
-            }
-            Some(l) => {
-                if !link_ok && !std::mem::take(&mut explained) {
-                    let expected = prev_seq.map(|s| s + 1);
-                    match expected {
-                        Some(e) if l.seq > e => record(
-                            &mut report,
-                            ChainProblem::Missing {
-                                line,
-                                expected_seq: e,
-                                found_seq: l.seq,
-                            },
-                        ),
-                        _ if line == 1 => record(&mut report, ChainProblem::Altered { line }),
-                        _ => pending = Some(line),
-                    }
-                } else if link_ok {
-                    explained = false;
+        let Some(rec) = record(&buf) else {
+            report.record(ChainProblem::Malformed { line });
+            after_malformed = true;
+            continue;
+        };
+        sealed += 1;
+        let expected_seq = report.last_seq + 1;
+        let linked = key.check_link(&report.head, &rec.body, &rec.link);
+        if linked {
+            after_malformed = false;
+            report.verified += 1;
+        } else if !std::mem::take(&mut after_malformed) {
+            report.record(if rec.seq > expected_seq {
+                ChainProblem::Missing {
+                    line,
+                    expected_seq,
+                    found_seq: rec.seq,
                 }
-                prev_seq = Some(l.seq);
-                report.last_seq = l.seq;
-            }
+            } else {
+                ChainProblem::Altered { line }
+            });
         }
-        report.head = hash;
+        if linked && rec.kind.as_deref() == Some("checkpoint") {
+            report.last_checkpoint = Some(CheckpointSeen {
+                line,
+                seq: rec.seq,
+                reason: rec.reason.unwrap_or_default(),
+            });
+            report.after_checkpoint = 0;
+        } else {
+            report.after_checkpoint += 1;
+        }
+        if head.is_some_and(|h| h.seq == rec.seq) && head_link.is_none() {
+            head_link = Some(rec.link.clone());
+        }
+        report.last_seq = rec.seq;
+        report.head = rec.link;
     }
-    if let Some(j) = pending {
-        // The last line does not link to its predecessor and nothing follows to tell which of
-        // the two changed; name the predecessor, whose content the link vouched for.
-        record(&mut report, ChainProblem::Altered { line: j - 1 });
+    if sealed > 0 && report.verified == 0 {
+        // Every sealed line failed: name the likelier cause instead of line 1.
+        report.first_problem = Some(ChainProblem::WrongKey);
+    }
+    if let Some(head) = head {
+        if report.last_seq < head.seq {
+            report.record(ChainProblem::CutTail {
+                head_seq: head.seq,
+                last_seq: report.last_seq,
+            });
+        } else if head_link.as_deref() != Some(head.link.as_str()) {
+            report.record(ChainProblem::HeadMismatch { seq: head.seq });
+        } else {
+            report.anchored_seq = Some(head.seq);
+        }
     }
     Ok(report)
 }
@@ -331,14 +520,21 @@ pub fn verify(path: &Path) -> io::Result<VerifyReport> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sha2::{Digest as _, Sha256};
+
+    fn key() -> Arc<AuditKey> {
+        Arc::new(AuditKey::from_secret(&[3; 32]))
+    }
+
+    fn append(w: &mut ChainWriter, kind: &str, i: u64) {
+        w.append(|seq| format!(r#"{{"seq":{seq},"kind":"{kind}","n":{i}}}"#).into_bytes())
+            .unwrap();
+    }
 
     fn write_chain(path: &Path, n: u64) {
-        let mut w = ChainWriter::open(path).unwrap();
+        let mut w = ChainWriter::open(path, key()).unwrap();
         for i in 0..n {
-            w.append(|seq, prev| {
-                format!(r#"{{"seq":{seq},"kind":"call","n":{i},"prev":"{prev}"}}"#).into_bytes()
-            })
-            .unwrap();
+            append(&mut w, "start", i);
         }
         w.sync().unwrap();
     }
@@ -355,16 +551,34 @@ mod tests {
         std::fs::write(path, lines.join("\n") + "\n").unwrap();
     }
 
+    fn check(path: &Path) -> VerifyReport {
+        verify(path, &key(), None).unwrap()
+    }
+
     #[test]
     fn an_untouched_chain_verifies() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
         write_chain(&path, 5);
-        let report = verify(&path).unwrap();
+        let report = check(&path);
         assert!(report.is_intact(), "{report}");
-        assert_eq!((report.lines, report.last_seq), (5, 5));
-        assert_eq!(report.head, line_hash(lines(&path)[4].as_bytes()));
-        assert!(lines(&path)[0].contains(GENESIS));
+        assert_eq!((report.lines, report.verified, report.last_seq), (5, 5, 5));
+        let l = lines(&path);
+        assert!(
+            l[0].starts_with(r#"{"seq":1,"kind":"start","n":0,"link":""#),
+            "{}",
+            l[0]
+        );
+        let first = record(l[0].as_bytes()).unwrap();
+        assert_eq!(
+            first.link,
+            key().link(GENESIS, br#"{"seq":1,"kind":"start","n":0}"#)
+        );
+        assert_eq!(report.head, record(l[4].as_bytes()).unwrap().link);
+        // Every line is JSON.
+        for line in &l {
+            serde_json::from_str::<serde_json::Value>(line).unwrap();
+        }
     }
 
     #[test]
@@ -372,7 +586,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
         std::fs::write(&path, "").unwrap();
-        let report = verify(&path).unwrap();
+        let report = check(&path);
         assert!(report.is_intact());
         assert_eq!(report.head, GENESIS);
     }
@@ -383,7 +597,7 @@ mod tests {
         let path = dir.path().join("audit.jsonl");
         write_chain(&path, 3);
         write_chain(&path, 2);
-        let report = verify(&path).unwrap();
+        let report = check(&path);
         assert!(report.is_intact(), "{report}");
         assert_eq!(report.last_seq, 5);
     }
@@ -394,50 +608,45 @@ mod tests {
         let path = dir.path().join("audit.jsonl");
         write_chain(&path, 6);
         let mut l = lines(&path);
-        l[2] = l[2].replace(r#""kind":"call""#, r#""kind":"nope""#);
+        l[2] = l[2].replace(r#""n":2"#, r#""n":7"#);
         rewrite(&path, &l);
-        let report = verify(&path).unwrap();
+        let report = check(&path);
         assert_eq!(
             report.first_problem,
             Some(ChainProblem::Altered { line: 3 })
         );
-        assert_eq!(report.problems, 1);
+        assert_eq!(report.problems, 1, "{report}");
         assert_eq!(
             report.first_problem.unwrap().to_string(),
-            "line 3 was altered: its hash no longer matches the chain"
+            "line 3 does not match the chain: it was altered, moved or forged"
+        );
+
+        // The last line too: there is no "next line" it depends on.
+        let path = dir.path().join("last.jsonl");
+        write_chain(&path, 6);
+        let mut l = lines(&path);
+        let last = l.len() - 1;
+        l[last] = l[last].replace(r#""kind":"start""#, r#""kind":"other""#);
+        rewrite(&path, &l);
+        assert_eq!(
+            check(&path).first_problem,
+            Some(ChainProblem::Altered { line: 6 })
         );
     }
 
     #[test]
-    fn an_edited_prev_field_is_named() {
+    fn an_edited_link_is_named() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
         write_chain(&path, 6);
         let mut l = lines(&path);
-        let fake = line_hash(b"forged");
-        let real = l[3].split(r#""prev":""#).nth(1).unwrap()[..64].to_owned();
-        l[3] = l[3].replace(&real, &fake);
+        let real = record(l[3].as_bytes()).unwrap().link;
+        l[3] = l[3].replace(&real, &"a".repeat(64));
         rewrite(&path, &l);
-        let report = verify(&path).unwrap();
+        let report = check(&path);
         assert_eq!(
             report.first_problem,
             Some(ChainProblem::Altered { line: 4 })
-        );
-        assert_eq!(report.problems, 1);
-    }
-
-    #[test]
-    fn the_first_line_is_checked_against_genesis() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
-        write_chain(&path, 3);
-        let mut l = lines(&path);
-        l[0] = l[0].replace(GENESIS, &line_hash(b"x"));
-        rewrite(&path, &l);
-        let report = verify(&path).unwrap();
-        assert_eq!(
-            report.first_problem,
-            Some(ChainProblem::Altered { line: 1 })
         );
     }
 
@@ -450,7 +659,7 @@ mod tests {
         l.remove(2); // seq 3
         l.remove(2); // seq 4
         rewrite(&path, &l);
-        let report = verify(&path).unwrap();
+        let report = check(&path);
         assert_eq!(
             report.first_problem,
             Some(ChainProblem::Missing {
@@ -469,15 +678,152 @@ mod tests {
         let mut l = lines(&path);
         l.remove(0);
         rewrite(&path, &l);
-        let report = verify(&path).unwrap();
         assert_eq!(
-            report.first_problem,
+            check(&path).first_problem,
             Some(ChainProblem::Missing {
                 line: 1,
                 expected_seq: 1,
                 found_seq: 2
             })
         );
+    }
+
+    /// A cut tail is a valid shorter chain: only the head file shows it.
+    #[test]
+    fn deleting_the_last_lines_is_seen_with_the_head_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let mut w = ChainWriter::open(&path, key()).unwrap();
+        for i in 0..4 {
+            append(&mut w, "start", i);
+        }
+        append(&mut w, "checkpoint", 4);
+        w.sync().unwrap();
+        let head = Head {
+            seq: w.seq(),
+            link: w.head().to_owned(),
+            offset: w.end_offset().unwrap(),
+            time: "t".into(),
+        };
+        append(&mut w, "start", 5);
+        append(&mut w, "end", 6);
+        w.sync().unwrap();
+        drop(w);
+        let report = verify(&path, &key(), Some(&head)).unwrap();
+        assert!(report.is_intact(), "{report}");
+        assert_eq!(report.anchored_seq, Some(5));
+        assert_eq!(report.after_checkpoint, 2);
+        assert_eq!(report.last_checkpoint.as_ref().map(|c| c.line), Some(5));
+
+        // Records after the head's checkpoint can go unseen (at most one interval of them) …
+        let mut l = lines(&path);
+        l.truncate(6);
+        rewrite(&path, &l);
+        assert!(verify(&path, &key(), Some(&head)).unwrap().is_intact());
+        // … but not the checkpoint and what came before it.
+        l.truncate(3);
+        rewrite(&path, &l);
+        assert!(
+            check(&path).is_intact(),
+            "without the head file nothing shows"
+        );
+        let report = verify(&path, &key(), Some(&head)).unwrap();
+        assert_eq!(
+            report.first_problem,
+            Some(ChainProblem::CutTail {
+                head_seq: 5,
+                last_seq: 3
+            })
+        );
+        assert!(!report.is_intact());
+
+        // A log replaced by another chain as long (same key) does not hold the named record.
+        let replaced = dir.path().join("replaced.jsonl");
+        write_chain(&replaced, 7);
+        let report = verify(&replaced, &key(), Some(&head)).unwrap();
+        assert_eq!(
+            report.first_problem,
+            Some(ChainProblem::HeadMismatch { seq: 5 })
+        );
+    }
+
+    /// Someone without the key who edits a line and recomputes the links as a plain hash chain
+    /// (what the unkeyed chain allowed) is caught at the first line they changed.
+    #[test]
+    fn a_recomputed_plain_hash_chain_is_detected() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        write_chain(&path, 5);
+        let recompute = |from: usize, l: &mut Vec<String>| {
+            let mut prev = match from {
+                0 => GENESIS.to_owned(),
+                n => record(l[n - 1].as_bytes()).unwrap().link,
+            };
+            for line in l.iter_mut().skip(from) {
+                let body = record(line.as_bytes()).unwrap().body;
+                let mut hasher = Sha256::new();
+                hasher.update(prev.as_bytes());
+                hasher.update(b"\n");
+                hasher.update(&body);
+                let link = hex::encode(hasher.finalize());
+                let old = record(line.as_bytes()).unwrap().link;
+                *line = line.replace(&old, &link);
+                prev = link;
+            }
+        };
+        let mut l = lines(&path);
+        l[2] = l[2].replace(r#""n":2"#, r#""n":9"#);
+        recompute(2, &mut l);
+        rewrite(&path, &l);
+        let report = check(&path);
+        assert_eq!(
+            report.first_problem,
+            Some(ChainProblem::Altered { line: 3 })
+        );
+        assert_eq!(report.verified, 2);
+
+        // The whole file recomputed: no line verifies.
+        recompute(0, &mut l);
+        rewrite(&path, &l);
+        let report = check(&path);
+        assert_eq!(report.first_problem, Some(ChainProblem::WrongKey));
+        assert_eq!(report.verified, 0);
+    }
+
+    #[test]
+    fn a_wrong_key_is_detected() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        write_chain(&path, 3);
+        let other = AuditKey::from_secret(&[4; 32]);
+        let report = verify(&path, &other, None).unwrap();
+        assert_eq!(report.first_problem, Some(ChainProblem::WrongKey));
+        assert!(!report.is_intact());
+        // The writer will not continue it either.
+        let err = ChainWriter::open(&path, Arc::new(other)).err().unwrap();
+        assert!(matches!(err, OpenError::TailUnverified { seq: 3 }), "{err}");
+    }
+
+    #[test]
+    fn the_writer_refuses_an_altered_or_foreign_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        write_chain(&path, 3);
+        let mut l = lines(&path);
+        l[2] = l[2].replace(r#""n":2"#, r#""n":5"#);
+        rewrite(&path, &l);
+        let err = ChainWriter::open(&path, key()).err().unwrap();
+        assert!(err.to_string().contains("seq 3"), "{err}");
+
+        // A log of the earlier, unkeyed format.
+        let old = dir.path().join("old.jsonl");
+        std::fs::write(
+            &old,
+            format!("{{\"seq\":1,\"kind\":\"call\",\"prev\":\"{GENESIS}\"}}\n"),
+        )
+        .unwrap();
+        let err = ChainWriter::open(&old, key()).err().unwrap();
+        assert!(matches!(err, OpenError::NoRecord), "{err}");
     }
 
     #[test]
@@ -488,7 +834,7 @@ mod tests {
         let mut l = lines(&path);
         l[1] = "garbage".into();
         rewrite(&path, &l);
-        let report = verify(&path).unwrap();
+        let report = check(&path);
         assert_eq!(
             report.first_problem,
             Some(ChainProblem::Malformed { line: 2 })
@@ -499,24 +845,27 @@ mod tests {
         let path = dir.path().join("crash.jsonl");
         write_chain(&path, 2);
         let mut text = std::fs::read_to_string(&path).unwrap();
-        text.push_str(r#"{"seq":3,"kind":"ca"#);
+        text.push_str(r#"{"seq":3,"kind":"st"#);
         std::fs::write(&path, text).unwrap();
         write_chain(&path, 2);
-        let report = verify(&path).unwrap();
+        let report = check(&path);
         assert_eq!(
             report.first_problem,
             Some(ChainProblem::Malformed { line: 3 })
         );
         assert_eq!(report.problems, 1, "{report}");
-        assert_eq!(report.lines, 5);
+        assert_eq!((report.lines, report.verified, report.last_seq), (5, 4, 4));
+        // And it continues such a file again.
+        write_chain(&path, 1);
+        assert_eq!(check(&path).verified, 5);
     }
 
     #[test]
     fn a_second_writer_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
-        let _first = ChainWriter::open(&path).unwrap();
-        let err = ChainWriter::open(&path).unwrap_err();
+        let _first = ChainWriter::open(&path, key()).unwrap();
+        let err = ChainWriter::open(&path, key()).err().unwrap();
         assert!(
             err.to_string().contains("locked by another process"),
             "{err}"
@@ -527,18 +876,19 @@ mod tests {
     fn long_last_lines_are_found() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
-        let mut w = ChainWriter::open(&path).unwrap();
+        let mut w = ChainWriter::open(&path, key()).unwrap();
+        append(&mut w, "start", 0);
         let big = "x".repeat(300_000);
-        w.append(|seq, prev| {
-            format!(r#"{{"seq":{seq},"pad":"{big}","prev":"{prev}"}}"#).into_bytes()
-        })
-        .unwrap();
+        w.append(|seq| format!(r#"{{"seq":{seq},"pad":"{big}"}}"#).into_bytes())
+            .unwrap();
         w.sync().unwrap();
         let head = w.head().to_owned();
+        let end = w.end_offset().unwrap();
         drop(w);
-        let w = ChainWriter::open(&path).unwrap();
-        assert_eq!((w.seq(), w.head()), (1, head.as_str()));
-        let mut file = File::open(&path).unwrap();
-        assert!(read_tail(&mut file).unwrap().unwrap().terminated);
+        let mut w = ChainWriter::open(&path, key()).unwrap();
+        assert_eq!((w.seq(), w.head()), (2, head.as_str()));
+        let line = line_ending_at(w.file_mut(), end).unwrap().unwrap();
+        assert_eq!(record(&line).unwrap().link, head);
+        assert_eq!(line_ending_at(w.file_mut(), end - 1).unwrap(), None);
     }
 }

@@ -3,10 +3,11 @@
 //! Each command is a thin function over library modules: `serve` ([`serve`]) assembles config,
 //! MCP handler and router; `check-config` loads and summarizes a file; `doctor` runs
 //! [`crate::doctor`]; `tools` prints [`crate::mcp::catalog`]; `token` mints with
-//! [`crate::auth::TokenMinter`]; `audit verify` checks [`crate::audit`] files; `healthcheck`
+//! [`crate::auth::TokenMinter`]; `audit verify` ([`audit`]) checks [`crate::audit`] files; `healthcheck`
 //! ([`healthcheck`]) asks a running gateway's `/healthz` (the container's HEALTHCHECK). Errors here are `anyhow` with
 //! context; the library modules below keep typed errors.
 
+mod audit;
 mod check_config;
 mod healthcheck;
 mod serve;
@@ -99,11 +100,24 @@ pub struct TokenArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {
-    /// Check an audit file's hash chain; exits non-zero at the first broken or missing link.
-    Verify {
-        /// The audit file (JSON lines).
-        file: PathBuf,
-    },
+    /// Check an audit file's keyed chain (and its end against the head file); exits non-zero
+    /// on a broken or missing link, a cut end, or without the key.
+    Verify(VerifyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    #[command(flatten)]
+    pub config: ConfigArg,
+    /// The audit file (JSON lines).
+    pub file: PathBuf,
+    /// The audit key; default: audit.key_file, else audit.key in the state directory.
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// The head file; default: audit.head_file, else audit.head in the state directory (when
+    /// it is absent, records cut off the end cannot be detected).
+    #[arg(long, value_name = "FILE")]
+    pub head: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -189,16 +203,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             runtime()?.block_on(workspace::run(&loaded.config, &args.command))?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Audit(AuditCommand::Verify { file }) => {
-            let report = crate::audit::verify(&file)
-                .with_context(|| format!("cannot read {}", file.display()))?;
-            println!("{report}");
-            Ok(if report.is_intact() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            })
-        }
+        Command::Audit(AuditCommand::Verify(args)) => audit::run(&args),
     }
 }
 

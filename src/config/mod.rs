@@ -479,7 +479,8 @@ impl Config {
     }
 
     /// The files holding what no pane may read: this configuration, the keys it names, the
-    /// audit log. (Public keys are left out: they are public.)
+    /// audit log and its key and head files (the default ones are in the state directory).
+    /// (Public keys are left out: they are public.)
     pub fn secret_paths(&self) -> Vec<PathBuf> {
         [
             self.source_file.as_ref(),
@@ -488,6 +489,8 @@ impl Config {
             self.http.tls.as_ref().map(|tls| &tls.key_file),
             self.metrics.bearer_token_file.as_ref(),
             self.audit.path.as_ref(),
+            self.audit.key_file.as_ref(),
+            self.audit.head_file.as_ref(),
         ]
         .into_iter()
         .flatten()

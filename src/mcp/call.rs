@@ -1,6 +1,7 @@
-//! What happens around every tool call, whatever the tool: who is calling, whether their scopes
-//! allow the tool's tier, whether they are within their tool-call rate, and the audit record
-//! and tool-call metric afterwards. The tools themselves only check targets (which server,
+//! What happens around every tool call, whatever the tool: who is calling, the audit record of
+//! its start (which, with `audit.fail_closed`, must be written before anything runs), whether
+//! their scopes allow the tool's tier, whether they are within their tool-call rate, and the
+//! audit record of its end and the tool-call metric afterwards. The tools themselves only check targets (which server,
 //! which session).
 //!
 //! Long-running tools (waits) also end when the gateway shuts down: they run their wait through
@@ -12,7 +13,6 @@
 //! denied call is a model's mistake it can read and correct, not a transport failure.
 
 use std::future::Future;
-use std::time::Instant;
 
 use rmcp::RoleServer;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, Tool};
@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::McpState;
 use super::error::{self, ToolError, ToolErrorKind};
-use crate::audit::{Outcome, ToolCall};
+use crate::audit::{AuditError, CallStart, OpenCall, Outcome};
 use crate::auth::{Principal, Tier, can_call};
 use crate::limits::Limits;
 use crate::limits::output::{self, OutputBudget};
@@ -144,16 +144,58 @@ pub fn visible(principal: &Principal, tool: &Tool) -> bool {
     can_call(principal, super::catalog::tier_of(tool)).is_ok()
 }
 
-/// Writes the audit record of a finished call and counts it. `request.name` is a catalog name
-/// (unknown tools are refused before this).
-pub fn record(
+/// Writes the start record of a call, before its scope and rate checks. `Err` is the result to
+/// return instead of running it: with `audit.fail_closed`, a call whose start record cannot be
+/// written does not run. `tool` is the catalog entry (unknown tools are refused before this);
+/// its input schema decides which argument values the record may echo.
+pub async fn begin(
     state: &McpState,
     call: &CallContext,
     request: &CallToolRequestParams,
-    started: Instant,
+    tool: &Tool,
+) -> Result<OpenCall, ToolError> {
+    let args = request.arguments.clone().map_or(Value::Null, Value::Object);
+    let targets = targets_of(&args);
+    let started = state
+        .audit
+        .start(CallStart {
+            sub: call.sub(),
+            mcp_session: call.mcp_session.as_deref(),
+            tool: &request.name,
+            server: args.get("server").and_then(Value::as_str),
+            targets: &targets,
+            args: &args,
+            schema: Some(&tool.input_schema),
+        })
+        .await;
+    started.map_err(|error| {
+        state
+            .metrics
+            .record_tool_call(&request.name, Outcome::Error);
+        audit_unavailable(&error)
+    })
+}
+
+/// The error a call gets when `audit.fail_closed` is set and its start record cannot be
+/// written.
+pub fn audit_unavailable(error: &AuditError) -> ToolError {
+    ToolError::new(
+        ToolErrorKind::Unavailable,
+        format!(
+            "the audit log cannot be written ({error}); this gateway refuses calls it cannot \
+             record (audit.fail_closed), so nothing was run"
+        ),
+        "retry later; the gateway's operator has to make the audit log writable again",
+    )
+}
+
+/// Writes the end record of a call and counts it.
+pub fn finish(
+    state: &McpState,
+    open: OpenCall,
+    tool: &str,
     response: Result<&CallToolResponse, Outcome>,
 ) {
-    let args = request.arguments.clone().map_or(Value::Null, Value::Object);
     let (outcome, error_kind) = match response {
         Err(outcome) => (outcome, None),
         Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => (
@@ -167,19 +209,8 @@ pub fn record(
         Outcome::Limited => Some("limited"),
         _ => error_kind,
     };
-    let targets = targets_of(&args);
-    state.metrics.record_tool_call(&request.name, outcome);
-    state.audit.record(ToolCall {
-        sub: call.sub(),
-        mcp_session: call.mcp_session.as_deref(),
-        tool: &request.name,
-        server: args.get("server").and_then(Value::as_str),
-        targets: &targets,
-        outcome,
-        duration: started.elapsed(),
-        error_kind: outcome_kind,
-        args: &args,
-    });
+    state.metrics.record_tool_call(tool, outcome);
+    open.end(outcome, outcome_kind);
 }
 
 impl McpState {

@@ -31,7 +31,8 @@ pub enum ToolErrorKind {
     Busy,
     /// The operation did not finish within its time limit.
     Timeout,
-    /// The multiplexer cannot be reached.
+    /// The multiplexer cannot be reached (or, with `audit.fail_closed`, the audit log cannot be
+    /// written).
     Unavailable,
     /// The client cancelled the call (a wait stopped early; the client does not read this).
     Cancelled,

@@ -39,7 +39,6 @@ pub mod tools;
 pub mod zellij_access;
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use rmcp::handler::server::tool::{ToolCallContext, ToolRouter};
 use rmcp::model::{
@@ -54,7 +53,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio_util::sync::CancellationToken;
 
-use crate::audit::AuditLog;
+use crate::audit::{AuditLog, Outcome};
 use crate::auth::owners::SessionOwners;
 use crate::config::Config;
 use crate::limits::Limits;
@@ -139,7 +138,6 @@ impl McpServer {
         request: CallToolRequestParams,
         mut context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let started = Instant::now();
         let caller = authenticated(&context)?;
         let Some(tool) = self.inner.tools.get(&request.name) else {
             // Unknown tool: the router answers with the JSON-RPC error.
@@ -150,15 +148,25 @@ impl McpServer {
                 .await;
         };
         let state = self.state();
+        let open = match call::begin(state, &caller, &request, tool).await {
+            Ok(open) => open,
+            Err(refused) => return Ok(refused.into_result().into()),
+        };
         if let Err((error, outcome)) = call::admit(&caller, catalog::tier_of(tool), &state.limits) {
-            call::record(state, &caller, &request, started, Err(outcome));
+            call::finish(state, open, &request.name, Err(outcome));
             return Ok(error.into_result().into());
         }
         context.extensions.insert(caller.clone());
         let call = ToolCallContext::new(self, request.clone(), context);
-        let response = error::normalize_argument_error(self.inner.tools.call(call).await?);
+        let response = match self.inner.tools.call(call).await {
+            Ok(response) => error::normalize_argument_error(response),
+            Err(protocol) => {
+                call::finish(state, open, &request.name, Err(Outcome::Error));
+                return Err(protocol);
+            }
+        };
         let response = call::within_output_budget(response, &caller, &state.limits);
-        call::record(state, &caller, &request, started, Ok(&response));
+        call::finish(state, open, &request.name, Ok(&response));
         Ok(response)
     }
 

@@ -19,8 +19,6 @@
 //! Not here: what the objects are (the session and window tools own their row formats, reused
 //! here).
 
-use std::time::Instant;
-
 use rmcp::ErrorData;
 use rmcp::model::{
     ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult, Resource,
@@ -35,7 +33,7 @@ use super::call::{self, CallContext};
 use super::error::{ToolError, ToolErrorKind};
 use super::tools::session::{SessionDetail, SessionInfo, find_session, list_session_rows};
 use super::tools::window::{WindowInfo, list_window_rows};
-use crate::audit::{Outcome, ToolCall};
+use crate::audit::{CallStart, Outcome};
 use crate::auth::Tier;
 use crate::auth::owners::SessionKey;
 use crate::mux::tmux::format::{flag, row_format, split_row};
@@ -419,9 +417,22 @@ impl McpServer {
         call: &CallContext,
         uri: &str,
     ) -> Result<ReadResourceResult, ErrorData> {
-        let started = Instant::now();
         let state = self.state();
         let parsed = ResourceUri::parse(uri);
+        let targets = [short(uri)];
+        let open = state
+            .audit
+            .start(CallStart {
+                sub: call.sub(),
+                mcp_session: call.mcp_session.as_deref(),
+                tool: "resources/read",
+                server: parsed.as_ref().ok().map(ResourceUri::server),
+                targets: &targets,
+                args: &json!({}),
+                schema: None,
+            })
+            .await
+            .map_err(|error| rpc_error(call::audit_unavailable(&error), uri))?;
         let result = match call::admit(call, Tier::ReadOnly, &state.limits) {
             Err((error, outcome)) => Err((error, outcome)),
             Ok(()) => match &parsed {
@@ -435,22 +446,14 @@ impl McpServer {
                     .map_err(|e| (e, Outcome::Error)),
             },
         };
-        let targets = [short(uri)];
-        state.audit.record(ToolCall {
-            sub: call.sub(),
-            mcp_session: call.mcp_session.as_deref(),
-            tool: "resources/read",
-            server: parsed.as_ref().ok().map(ResourceUri::server),
-            targets: &targets,
-            outcome: result.as_ref().map_or_else(|(_, o)| *o, |_| Outcome::Ok),
-            duration: started.elapsed(),
-            error_kind: result.as_ref().err().map(|(e, outcome)| match outcome {
+        open.end(
+            result.as_ref().map_or_else(|(_, o)| *o, |_| Outcome::Ok),
+            result.as_ref().err().map(|(e, outcome)| match outcome {
                 Outcome::Denied => "missing_scope",
                 Outcome::Limited => "limited",
                 _ => e.kind.as_str(),
             }),
-            args: &json!({}),
-        });
+        );
         result.map_err(|(error, _)| rpc_error(error, uri))
     }
 
