@@ -75,12 +75,14 @@
 pub mod chain;
 pub mod head;
 pub mod key;
+mod record;
 pub mod redact;
+mod writer;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 use rand::RngCore as _;
 use serde::{Deserialize, Serialize};
@@ -92,6 +94,8 @@ pub use chain::{ChainProblem, GENESIS, VerifyReport, verify};
 use chain::{ChainWriter, OpenError};
 pub use head::{Head, HeadError, HeadMismatch};
 pub use key::{AuditKey, KeyError};
+use record::{Entry, rfc3339_millis};
+use writer::{Ack, Command, Counters, Pending, WriterTask};
 
 /// How long [`AuditLog::flush`], [`AuditLog::close`] and a fail-closed [`AuditLog::start`] wait
 /// for the writer.
@@ -187,76 +191,6 @@ pub struct CallStart<'a> {
     pub args: &'a Value,
     /// The tool's input schema: argument values are echoed only when they are what it says.
     pub schema: Option<&'a Map<String, Value>>,
-}
-
-#[derive(Debug, Clone, Copy, Serialize)]
-#[serde(rename_all = "snake_case")]
-enum CheckpointReason {
-    Interval,
-    Close,
-}
-
-#[derive(Debug, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-enum Entry {
-    Start {
-        call: String,
-        sub: String,
-        mcp_session: Option<String>,
-        tool: String,
-        server: Option<String>,
-        targets: Vec<Value>,
-        args: Value,
-    },
-    End {
-        call: String,
-        outcome: Outcome,
-        duration_ms: u64,
-        error_kind: Option<String>,
-    },
-    Dropped {
-        count: u64,
-    },
-    Checkpoint {
-        reason: CheckpointReason,
-        count: u64,
-        head: String,
-    },
-}
-
-#[derive(Serialize)]
-struct Line<'a> {
-    seq: u64,
-    time: &'a str,
-    #[serde(flatten)]
-    entry: &'a Entry,
-}
-
-#[derive(Debug)]
-struct Pending {
-    time: String,
-    entry: Entry,
-}
-
-/// Answers whether a record reached the OS.
-type Ack = oneshot::Sender<Result<(), String>>;
-
-enum Command {
-    Record {
-        pending: Box<Pending>,
-        /// Only for fail-closed start records.
-        ack: Option<Ack>,
-    },
-    Flush(Ack),
-    Close(Ack),
-}
-
-/// Counters for metrics.
-#[derive(Debug, Default)]
-struct Counters {
-    written: AtomicU64,
-    dropped: AtomicU64,
-    write_errors: AtomicU64,
 }
 
 /// A snapshot of the audit counters.
@@ -635,235 +569,6 @@ fn load_or_create_key(key_path: &Path, log: &Path) -> Result<AuditKey, AuditErro
     }
 }
 
-struct WriterTask {
-    writer: ChainWriter,
-    rx: mpsc::Receiver<Command>,
-    unreported_drops: Arc<AtomicU64>,
-    counters: Arc<Counters>,
-    key: Arc<AuditKey>,
-    head_path: Option<PathBuf>,
-    interval: Duration,
-    /// When the next checkpoint is due: an interval after the first record since the last one.
-    checkpoint_due: Option<tokio::time::Instant>,
-}
-
-/// Most commands handled between two flushes.
-const BATCH: usize = 256;
-
-/// Acknowledgements waiting for the flush that ends a batch, with their record's own result.
-type Acks = Vec<(Ack, Result<(), String>)>;
-
-impl WriterTask {
-    async fn run(mut self) {
-        let mut batch = Vec::with_capacity(BATCH);
-        let mut acks: Acks = Vec::new();
-        loop {
-            let next = match self.checkpoint_due {
-                Some(due) => match tokio::time::timeout_at(due, self.rx.recv()).await {
-                    Ok(next) => next,
-                    Err(_) => {
-                        let _ = self.checkpoint(CheckpointReason::Interval);
-                        continue;
-                    }
-                },
-                None => self.rx.recv().await,
-            };
-            let Some(first) = next else {
-                // Every handle is gone without `close()`: still write what is pending.
-                let _ = self.finish(&mut acks, Vec::new(), &mut Vec::new());
-                return;
-            };
-            batch.push(first);
-            while batch.len() < BATCH {
-                match self.rx.try_recv() {
-                    Ok(cmd) => batch.push(cmd),
-                    Err(_) => break,
-                }
-            }
-            let mut commands = batch.drain(..);
-            while let Some(cmd) = commands.next() {
-                match cmd {
-                    Command::Record { pending, ack } => self.record(&pending, ack, &mut acks),
-                    Command::Flush(ack) => {
-                        self.report_drops();
-                        self.settle(&mut acks);
-                        let _ = ack.send(self.writer.sync().map_err(|e| e.to_string()));
-                    }
-                    Command::Close(ack) => {
-                        let mut closers = vec![ack];
-                        let result = self.finish(&mut acks, commands.collect(), &mut closers);
-                        // Release the file (and its lock) before saying it is closed, so the
-                        // caller may reopen it at once.
-                        drop(self);
-                        for ack in closers {
-                            let _ = ack.send(result.clone());
-                        }
-                        return;
-                    }
-                }
-            }
-            // The queue had room again: make any drops since the last batch visible now.
-            self.report_drops();
-            self.settle(&mut acks);
-        }
-    }
-
-    /// Writes a record; a fail-closed one waits in `acks` for the flush that ends the batch.
-    fn record(&mut self, pending: &Pending, ack: Option<Ack>, acks: &mut Acks) {
-        self.report_drops();
-        let result = self.write(&pending.time, &pending.entry);
-        if let Some(ack) = ack {
-            acks.push((ack, result));
-        }
-    }
-
-    /// Pushes the batch to the OS and answers the records waiting for it.
-    fn settle(&mut self, acks: &mut Acks) {
-        let flushed = self.writer.flush().map_err(|e| {
-            self.write_failed(&e);
-            e.to_string()
-        });
-        for (ack, written) in acks.drain(..) {
-            let _ = ack.send(written.and_then(|()| flushed.clone()));
-        }
-    }
-
-    /// Closes the queue and writes what it still held (`queued`, then the rest), the drop
-    /// notice and the closing checkpoint. Flush and close requests among them join `closers`,
-    /// to be answered once the file is released.
-    fn finish(
-        &mut self,
-        acks: &mut Acks,
-        queued: Vec<Command>,
-        closers: &mut Vec<Ack>,
-    ) -> Result<(), String> {
-        self.rx.close();
-        let mut late = |task: &mut Self, cmd| match cmd {
-            Command::Record { pending, ack } => task.record(&pending, ack, acks),
-            Command::Flush(ack) | Command::Close(ack) => closers.push(ack),
-        };
-        for cmd in queued {
-            late(self, cmd);
-        }
-        while let Ok(cmd) = self.rx.try_recv() {
-            late(self, cmd);
-        }
-        self.report_drops();
-        self.settle(acks);
-        let result = self.checkpoint(CheckpointReason::Close);
-        tracing::info!(
-            path = %self.writer.path().display(),
-            seq = self.writer.seq(),
-            head = %self.writer.head(),
-            "audit log closed"
-        );
-        result
-    }
-
-    /// Writes a checkpoint record, syncs, and replaces the head file.
-    fn checkpoint(&mut self, reason: CheckpointReason) -> Result<(), String> {
-        self.checkpoint_due = None;
-        let result = self.write_checkpoint(reason);
-        if let Err(e) = &result {
-            self.write_failed(e);
-            // Try again an interval later, not in a loop.
-            self.checkpoint_due = Some(tokio::time::Instant::now() + self.interval);
-        }
-        result.map_err(|e| e.to_string())
-    }
-
-    fn write_checkpoint(&mut self, reason: CheckpointReason) -> std::io::Result<()> {
-        let time = rfc3339_millis(SystemTime::now());
-        let entry = Entry::Checkpoint {
-            reason,
-            count: self.writer.seq(),
-            head: self.writer.head().to_owned(),
-        };
-        self.writer.append(|seq| render(seq, &time, &entry))?;
-        self.counters.written.fetch_add(1, Ordering::Relaxed);
-        self.writer.sync()?;
-        if let Some(path) = &self.head_path {
-            let head = Head {
-                seq: self.writer.seq(),
-                link: self.writer.head().to_owned(),
-                offset: self.writer.end_offset()?,
-                time,
-            };
-            head.save(path, &self.key)?;
-        }
-        Ok(())
-    }
-
-    fn report_drops(&mut self) {
-        let count = self.unreported_drops.swap(0, Ordering::Relaxed);
-        if count > 0 {
-            let time = rfc3339_millis(SystemTime::now());
-            let _ = self.write(&time, &Entry::Dropped { count });
-        }
-    }
-
-    /// Appends a record (to the buffer; [`WriterTask::settle`] flushes it).
-    fn write(&mut self, time: &str, entry: &Entry) -> Result<(), String> {
-        match self.writer.append(|seq| render(seq, time, entry)) {
-            Ok(()) => {
-                self.counters.written.fetch_add(1, Ordering::Relaxed);
-                self.checkpoint_due
-                    .get_or_insert_with(|| tokio::time::Instant::now() + self.interval);
-                Ok(())
-            }
-            Err(e) => {
-                self.write_failed(&e);
-                Err(e.to_string())
-            }
-        }
-    }
-
-    fn write_failed(&self, error: &std::io::Error) {
-        let n = self.counters.write_errors.fetch_add(1, Ordering::Relaxed) + 1;
-        // Log the first failure and then at powers of two, not once per record.
-        if n.is_power_of_two() {
-            tracing::error!(path = %self.writer.path().display(), %error, failures = n, "audit write failed");
-        }
-    }
-}
-
-/// A record's body: `seq`, `time`, then the entry's fields (the chain adds `link`).
-fn render(seq: u64, time: &str, entry: &Entry) -> Vec<u8> {
-    // Serializing plain strings, numbers and `Value`s cannot fail; an empty object would still
-    // be a (malformed, hence visible) line.
-    serde_json::to_vec(&Line { seq, time, entry }).unwrap_or_else(|_| b"{}".to_vec())
-}
-
-/// `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC).
-fn rfc3339_millis(t: SystemTime) -> String {
-    let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs();
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        since.subsec_millis()
-    )
-}
-
-/// Days since 1970-01-01 → (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -911,17 +616,6 @@ mod tests {
         let key = AuditKey::load(&dir.join(KEY_FILE)).unwrap();
         let head = Head::load(&dir.join(HEAD_FILE), &key).unwrap();
         verify(&dir.join("audit.jsonl"), &key, head.as_ref()).unwrap()
-    }
-
-    #[test]
-    fn timestamps() {
-        let at = |s: u64, ms: u64| {
-            rfc3339_millis(UNIX_EPOCH + Duration::from_secs(s) + Duration::from_millis(ms))
-        };
-        assert_eq!(at(0, 0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(at(951_782_400, 5), "2000-02-29T00:00:00.005Z");
-        assert_eq!(at(1_700_000_000, 999), "2023-11-14T22:13:20.999Z");
-        assert_eq!(at(4_107_542_399, 0), "2100-02-28T23:59:59.000Z");
     }
 
     #[test]

@@ -1,0 +1,108 @@
+//! What one line of the audit log is: its kinds ([`Entry`]) and how a line's body is rendered
+//! (`seq`, `time`, the entry's fields; [`super::chain`] appends the `link`). The format is
+//! described in the module docs of [`super`].
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::Outcome;
+
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum CheckpointReason {
+    Interval,
+    Close,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub(super) enum Entry {
+    Start {
+        call: String,
+        sub: String,
+        mcp_session: Option<String>,
+        tool: String,
+        server: Option<String>,
+        targets: Vec<Value>,
+        args: Value,
+    },
+    End {
+        call: String,
+        outcome: Outcome,
+        duration_ms: u64,
+        error_kind: Option<String>,
+    },
+    Dropped {
+        count: u64,
+    },
+    Checkpoint {
+        reason: CheckpointReason,
+        count: u64,
+        head: String,
+    },
+}
+
+#[derive(Serialize)]
+struct Line<'a> {
+    seq: u64,
+    time: &'a str,
+    #[serde(flatten)]
+    entry: &'a Entry,
+}
+
+/// A record's body: `seq`, `time`, then the entry's fields (the chain adds `link`).
+pub(super) fn render(seq: u64, time: &str, entry: &Entry) -> Vec<u8> {
+    // Serializing plain strings, numbers and `Value`s cannot fail; an empty object would still
+    // be a (malformed, hence visible) line.
+    serde_json::to_vec(&Line { seq, time, entry }).unwrap_or_else(|_| b"{}".to_vec())
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC).
+pub(super) fn rfc3339_millis(t: SystemTime) -> String {
+    let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        since.subsec_millis()
+    )
+}
+
+/// Days since 1970-01-01 → (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use super::rfc3339_millis;
+
+    #[test]
+    fn timestamps() {
+        let at = |s: u64, ms: u64| {
+            rfc3339_millis(UNIX_EPOCH + Duration::from_secs(s) + Duration::from_millis(ms))
+        };
+        assert_eq!(at(0, 0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(at(951_782_400, 5), "2000-02-29T00:00:00.005Z");
+        assert_eq!(at(1_700_000_000, 999), "2023-11-14T22:13:20.999Z");
+        assert_eq!(at(4_107_542_399, 0), "2100-02-28T23:59:59.000Z");
+    }
+}
