@@ -92,13 +92,13 @@ async fn operations_arrive_in_order_and_errors_stop_or_not() {
     );
     file_is(&file_a, "one 'quoted' $(not run) #{x}\nfour\nsix\n").await;
 
-    // Continue: an invalid key name fails alone.
+    // Continue: an invalid operation (base64 text without literal) fails alone.
     let continued = call_ok(
         &client,
         "send_keys_batch",
         json!({"on_error": "continue", "operations": [
             op(&a, "seven"),
-            {"target": b, "keys": ["NoSuchKey"]},
+            {"target": b, "keys": ["ZWlnaHQ="], "encoding": "base64"},
             op(&b, "eight"),
         ]}),
     )

@@ -20,7 +20,6 @@ use crate::mux::tmux::format::{flag, row_format, split_row};
 use crate::mux::tmux::ops::buffer::transient_buffer_name;
 use crate::mux::tmux::ops::capture::{CaptureRange, CapturedText, shape_capture};
 use crate::mux::tmux::ops::input::{InputError, InputPlan};
-use crate::mux::tmux::ops::keys::KeyName;
 use crate::mux::tmux::target::Target;
 use crate::mux::tmux::{BatchMode, CommandOutcome, EngineError, PaneId, QuoteError, TmuxCommand};
 
@@ -317,47 +316,6 @@ async fn delete_buffers(tmux: &TmuxAccess<'_>, names: &[String]) {
     }
 }
 
-/// The plan that presses `keys` in `pane`, then Enter if `enter`.
-pub fn keys_plan(pane: PaneId, keys: &[KeyName], enter: bool) -> Result<InputPlan, ToolError> {
-    let mut plan = InputPlan::new(pane);
-    plan.keys(keys).map_err(input_error)?;
-    if enter {
-        plan.enter().map_err(input_error)?;
-    }
-    Ok(plan)
-}
-
-/// The plan that types `text` into `pane` exactly as given (any bytes), then Enter if `enter`.
-pub fn text_plan(pane: PaneId, text: &[u8], enter: bool) -> Result<InputPlan, ToolError> {
-    let mut plan = InputPlan::new(pane);
-    plan.literal(text, transient_buffer_name)
-        .map_err(input_error)?;
-    if enter {
-        plan.enter().map_err(input_error)?;
-    }
-    Ok(plan)
-}
-
-/// Presses `keys` in `pane`, then Enter if `enter`; one write.
-pub async fn send_keys(
-    tmux: &TmuxAccess<'_>,
-    pane: PaneId,
-    keys: &[KeyName],
-    enter: bool,
-) -> Result<Delivered, ToolError> {
-    deliver(tmux, keys_plan(pane, keys, enter)?).await
-}
-
-/// Types `text` into `pane` exactly as given (any bytes), then Enter if `enter`; one write.
-pub async fn send_text(
-    tmux: &TmuxAccess<'_>,
-    pane: PaneId,
-    text: &[u8],
-    enter: bool,
-) -> Result<Delivered, ToolError> {
-    deliver(tmux, text_plan(pane, text, enter)?).await
-}
-
 /// Pastes `text` into `pane` through a transient buffer (bracketed if `bracket` and the
 /// program asked for it); one write, and the buffer is gone afterwards.
 pub async fn paste_text(
@@ -435,7 +393,8 @@ pub fn quote_error(error: QuoteError) -> ToolError {
     )
 }
 
-fn input_error(error: InputError) -> ToolError {
+/// An input plan that cannot be built, as a tool error that says how to fix the input.
+pub fn input_error(error: InputError) -> ToolError {
     match error {
         InputError::Quote(e) => quote_error(e),
         InputError::PasteEndInBracketedPaste { .. } => ToolError::new(

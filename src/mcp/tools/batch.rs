@@ -52,15 +52,16 @@ fn yes() -> bool {
 pub struct KeysOp {
     /// Pane id (`%N`); a window (`@N`) or session (`$N`, exact name) means its active pane.
     pub target: String,
-    /// Key names pressed in order (e.g. ["C-c"]), or with `literal` the text typed exactly.
+    /// As in send_keys: key names (e.g. "C-c", "Enter") are pressed, other strings typed
+    /// exactly (e.g. "make test").
     pub keys: Strings,
-    /// Type `keys` as text instead of pressing named keys. Default false.
+    /// Type every string as text, even one that is a key name. Default false.
     #[serde(default)]
     pub literal: bool,
     /// Press Enter afterwards. Default true.
     #[serde(default = "yes")]
     pub enter: bool,
-    /// With `literal`: "utf8" (default) or "base64".
+    /// "utf8" (default), or "base64" with `literal: true`.
     #[serde(default)]
     pub encoding: TextEncoding,
 }

@@ -23,6 +23,7 @@ use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{self, Delivered, target_pane};
 use crate::mux::tmux::PaneId;
+use crate::mux::tmux::ops::buffer::transient_buffer_name;
 use crate::mux::tmux::ops::input::InputPlan;
 use crate::mux::tmux::ops::keys::{KEY_EXAMPLES, KeyName};
 
@@ -101,18 +102,20 @@ pub struct SendKeysInput {
     /// Pane id (`%N`). A window id (`@N`) means its active pane; a session (`$N` or exact
     /// name) the active pane of its current window.
     pub target: String,
-    /// Without `literal`: tmux key names pressed in order, e.g. ["C-c"], ["Up", "Enter"],
-    /// ["q"]. With `literal: true`: text typed exactly (a list is concatenated), e.g.
-    /// "ls -la". A single string is one key name (or one text).
+    /// What to send, in order, as tmux does: a string that is a key name (Enter, C-c, Up, q…)
+    /// is pressed, any other string is typed as text, exactly. E.g. "ls -la", or
+    /// ["C-c"], or ["git status", "Enter"]. With `literal: true` every string is typed as
+    /// text (so "Enter" types the word).
     pub keys: Strings,
-    /// Type `keys` as text, byte for byte, instead of pressing named keys. Default false.
+    /// Type every string as text, even one that is a key name. Default false.
     #[serde(default)]
     pub literal: bool,
     /// Press Enter after the keys or text. Default true; pass false for control keys such as
     /// C-c or for partial input.
     #[serde(default = "yes")]
     pub enter: bool,
-    /// With `literal`: "utf8" (default) or "base64" when the text is bytes that are not UTF-8.
+    /// "utf8" (default), or "base64" with `literal: true` when the text is bytes that are not
+    /// UTF-8.
     #[serde(default)]
     pub encoding: TextEncoding,
 }
@@ -164,15 +167,15 @@ pub struct PasteTextOutput {
 impl McpServer {
     #[tool(
         name = "send_keys",
-        description = "Send keystrokes to a pane: named keys (C-c, Enter, Up…) or, with literal, text typed exactly.\n\n\
-            Operates on one pane (`target`); the program in it receives the input and may do \
-            anything with it. Human's view: focus, current window and sizes do not change. Key \
-            names are validated (e.g. Enter, C-c, M-x, S-Up, Escape, Tab, BSpace, PageUp, F5, or \
-            one character); to type a command pass it with literal true (Enter is pressed after \
-            it unless enter is false). All of it is one tmux write. If the pane is in copy mode \
-            the keys go to copy mode (call exit_copy_mode first). Afterwards, wait for the \
-            result with wait_for_text instead of polling capture_pane; for multi-line text \
-            prefer paste_text.",
+        description = "Type text or press keys in a pane, as tmux send-keys does, then Enter (unless enter is false).\n\n\
+            Each string in `keys` that is a tmux key name (Enter, C-c, M-x, S-Up, Escape, Tab, \
+            BSpace, PageUp, F5, or one character) is pressed; any other string is typed \
+            exactly, byte for byte (e.g. keys \"ls -la\"). literal true types every string as \
+            text. Operates on one pane (`target`); the program in it receives the input and may \
+            do anything with it. Human's view: focus, current window and sizes do not change. \
+            All of it is one tmux write. If the pane is in copy mode the keys go to copy mode \
+            (call exit_copy_mode first). Afterwards, wait for the result with wait_for_text \
+            instead of polling capture_pane; for multi-line text prefer paste_text.",
         annotations(
             title = "Send keys",
             read_only_hint = false,
@@ -190,12 +193,8 @@ impl McpServer {
         let target = parse_target(&input.target)?;
         let request = KeysRequest::parse(&input)?;
         let pane = target_pane(&tmux, &target).await?;
-        let Delivered { text_bytes, keys } = match &request {
-            KeysRequest::Keys(names) => {
-                pane_ops::send_keys(&tmux, pane, names, input.enter).await?
-            }
-            KeysRequest::Text(text) => pane_ops::send_text(&tmux, pane, text, input.enter).await?,
-        };
+        let Delivered { text_bytes, keys } =
+            pane_ops::deliver(&tmux, request.plan(pane, input.enter)?).await?;
         Ok(Json(SendKeysOutput {
             server: tmux.server_name().to_owned(),
             pane_id: pane.to_string(),
@@ -250,63 +249,85 @@ impl McpServer {
 /// The input a `send_keys` call (or one operation of a batch) asks for, validated and planned
 /// for `pane`.
 pub fn input_plan(input: &SendKeysInput, pane: PaneId) -> Result<InputPlan, ToolError> {
-    match KeysRequest::parse(input)? {
-        KeysRequest::Keys(names) => pane_ops::keys_plan(pane, &names, input.enter),
-        KeysRequest::Text(text) => pane_ops::text_plan(pane, &text, input.enter),
-    }
+    KeysRequest::parse(input)?.plan(pane, input.enter)
 }
 
-/// What a `send_keys` call asks for, validated.
+/// What a `send_keys` call asks for, validated: what to press and type, in order.
 #[derive(Debug, PartialEq, Eq)]
-enum KeysRequest {
-    Keys(Vec<KeyName>),
+struct KeysRequest(Vec<Piece>);
+
+/// One string of `keys`: a key name pressed, or text typed exactly.
+#[derive(Debug, PartialEq, Eq)]
+enum Piece {
+    Key(KeyName),
     Text(Vec<u8>),
 }
 
 impl KeysRequest {
+    /// tmux's rule, without tmux's mangling: a string that is a key name is pressed, any other
+    /// string is typed as text (`send-keys -l`, so a leading `-`, a trailing `;`, `#{` and
+    /// quotes arrive as sent). With `literal` every string is text.
     fn parse(input: &SendKeysInput) -> Result<Self, ToolError> {
-        let items = input.keys.items();
-        let request = if input.literal {
-            let mut text = Vec::new();
-            for item in items {
-                text.extend(decode_text(item, input.encoding, "keys")?);
-                check_text_len(text.len())?;
-            }
-            KeysRequest::Text(text)
-        } else {
-            if input.encoding != TextEncoding::Utf8 {
-                return Err(ToolError::invalid_arguments(
-                    "encoding applies only to literal text",
-                    "pass literal: true to type base64-encoded bytes, or drop encoding",
-                ));
-            }
-            let keys = items
-                .iter()
-                .map(|name| {
-                    KeyName::parse(name).map_err(|e| {
-                        ToolError::invalid_arguments(
-                            e.to_string(),
-                            format!(
-                                "to type text pass literal: true (e.g. keys \"ls -la\", literal true); \
-                                 key names look like: {KEY_EXAMPLES}"
-                            ),
-                        )
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            KeysRequest::Keys(keys)
-        };
-        let empty = match &request {
-            KeysRequest::Keys(keys) => keys.is_empty(),
-            KeysRequest::Text(text) => text.is_empty(),
-        };
-        if empty && !input.enter {
+        if input.encoding != TextEncoding::Utf8 && !input.literal {
             return Err(ToolError::invalid_arguments(
-                "keys is empty and enter is false: nothing to send",
-                "pass at least one key name (or text with literal true), or enter true",
+                "encoding \"base64\" needs literal: true (base64 strings are text, never key names)",
+                "pass literal: true with the base64 text, or drop encoding",
             ));
         }
-        Ok(request)
+        let mut pieces: Vec<Piece> = Vec::new();
+        let mut text_len = 0;
+        for item in input.keys.items() {
+            let key = (!input.literal)
+                .then(|| KeyName::parse(item).ok())
+                .flatten();
+            let piece = match key {
+                Some(key) => Piece::Key(key),
+                None => {
+                    let text = decode_text(item, input.encoding, "keys")?;
+                    text_len += text.len();
+                    check_text_len(text_len)?;
+                    Piece::Text(text)
+                }
+            };
+            match (pieces.last_mut(), piece) {
+                // Adjacent texts are one text (one tmux argument instead of several).
+                (Some(Piece::Text(before)), Piece::Text(more)) => before.extend(more),
+                (_, Piece::Text(text)) if text.is_empty() => {}
+                (_, piece) => pieces.push(piece),
+            }
+        }
+        if pieces.is_empty() && !input.enter {
+            return Err(ToolError::invalid_arguments(
+                "keys is empty and enter is false: nothing to send",
+                format!(
+                    "pass the text to type (e.g. keys \"ls -la\") or key names to press \
+                     ({KEY_EXAMPLES}), or enter true"
+                ),
+            ));
+        }
+        Ok(Self(pieces))
+    }
+
+    /// The plan that sends the pieces in order to `pane`, then Enter if `enter`.
+    fn plan(&self, pane: PaneId, enter: bool) -> Result<InputPlan, ToolError> {
+        let mut plan = InputPlan::new(pane);
+        let mut keys: Vec<KeyName> = Vec::new();
+        for piece in &self.0 {
+            match piece {
+                Piece::Key(key) => keys.push(key.clone()),
+                Piece::Text(text) => {
+                    plan.keys(&std::mem::take(&mut keys))
+                        .map_err(pane_ops::input_error)?;
+                    plan.literal(text, transient_buffer_name)
+                        .map_err(pane_ops::input_error)?;
+                }
+            }
+        }
+        if enter {
+            keys.push(KeyName::enter());
+        }
+        plan.keys(&keys).map_err(pane_ops::input_error)?;
+        Ok(plan)
     }
 }
 
@@ -346,35 +367,64 @@ mod tests {
         serde_json::from_value(value).unwrap()
     }
 
+    fn key(name: &str) -> Piece {
+        Piece::Key(KeyName::parse(name).unwrap())
+    }
+
+    fn text(text: &str) -> Piece {
+        Piece::Text(text.as_bytes().to_vec())
+    }
+
     #[test]
-    fn keys_are_validated_unless_literal() {
-        let keys =
-            KeysRequest::parse(&input(json!({"target": "%1", "keys": ["C-c", "Enter"]}))).unwrap();
+    fn key_names_are_pressed_and_other_strings_typed() {
+        let parse = |value| KeysRequest::parse(&input(value)).unwrap().0;
         assert_eq!(
-            keys,
-            KeysRequest::Keys(vec![
-                KeyName::parse("C-c").unwrap(),
-                KeyName::parse("Enter").unwrap()
-            ])
+            parse(json!({"target": "%1", "keys": ["C-c", "Enter", "q"]})),
+            [key("C-c"), key("Enter"), key("q")]
         );
-        let err =
-            KeysRequest::parse(&input(json!({"target": "%1", "keys": "ls -la"}))).unwrap_err();
-        assert_eq!(err.kind, ToolErrorKind::InvalidArguments);
-        assert!(
-            err.message.contains("\"ls -la\" is not a tmux key name"),
-            "{}",
-            err.message
+        // The reference server's shape: one string of text, Enter by default.
+        assert_eq!(
+            parse(json!({"target": "%1", "keys": "echo hi"})),
+            [text("echo hi")]
         );
-        assert!(
-            err.suggestion.contains("literal: true"),
-            "{}",
-            err.suggestion
+        // What tmux would mangle arrives as sent; adjacent texts join.
+        assert_eq!(
+            parse(
+                json!({"target": "%1", "keys": ["-n", "x;", "#{pane_id}", "C-c", "'\"", "ctrl+c"]})
+            ),
+            [text("-nx;#{pane_id}"), key("C-c"), text("'\"ctrl+c")]
         );
-        let text = KeysRequest::parse(&input(
-            json!({"target": "%1", "keys": ["ls ", "-la"], "literal": true}),
+        assert_eq!(
+            parse(json!({"target": "%1", "keys": ["ls ", "Enter"], "literal": true})),
+            [text("ls Enter")]
+        );
+        assert_eq!(
+            parse(json!({"target": "%1", "keys": ["", "Up"]})),
+            [key("Up")]
+        );
+    }
+
+    #[test]
+    fn the_plan_keeps_the_order_and_ends_with_enter() {
+        let request = KeysRequest::parse(&input(
+            json!({"target": "%1", "keys": ["C-u", "git status", "Tab", "Tab"]}),
         ))
         .unwrap();
-        assert_eq!(text, KeysRequest::Text(b"ls -la".to_vec()));
+        let plan = request.plan(PaneId(1), true).unwrap();
+        let lines: Vec<String> = plan
+            .commands()
+            .iter()
+            .map(|c| String::from_utf8_lossy(c.as_bytes()).into_owned())
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "send-keys -t '%1' -- 'C-u'",
+                "send-keys -t '%1' -l -- 'git status'",
+                "send-keys -t '%1' -- 'Tab' 'Tab' 'Enter'",
+            ]
+        );
+        assert_eq!((plan.key_count(), plan.text_bytes()), (4, 10));
     }
 
     #[test]
@@ -383,12 +433,18 @@ mod tests {
             json!({"target": "%1", "keys": "/w==", "literal": true, "encoding": "base64"}),
         ))
         .unwrap();
-        assert_eq!(text, KeysRequest::Text(vec![0xff]));
+        assert_eq!(text.0, [Piece::Text(vec![0xff])]);
         let err = KeysRequest::parse(&input(
             json!({"target": "%1", "keys": "Enter", "encoding": "base64"}),
         ))
         .unwrap_err();
+        assert_eq!(err.kind, ToolErrorKind::InvalidArguments);
         assert!(err.message.contains("literal"), "{}", err.message);
+        assert!(
+            err.suggestion.contains("literal: true"),
+            "{}",
+            err.suggestion
+        );
         let err = KeysRequest::parse(&input(
             json!({"target": "%1", "keys": "!!", "literal": true, "encoding": "base64"}),
         ))

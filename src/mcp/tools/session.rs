@@ -204,12 +204,12 @@ pub(crate) async fn list_session_rows(
         .await
     {
         Ok(outcomes) => outcomes,
-        // A server with no session (an empty workspace) lists none.
+        // No server running, or one with no session (an empty workspace): there are none.
         Err(EngineError::Unavailable {
-            cause: ConnectError::NoSessions { .. },
+            cause: ConnectError::NoServer { .. } | ConnectError::NoSessions { .. },
             ..
         }) => return Ok(Vec::new()),
-        Err(error) => return Err(engine_error(tmux.server_name(), error, "call list_panes")),
+        Err(error) => return Err(engine_error(tmux.server_name(), error, "call list_servers")),
     };
     let (sessions, clients) = match outcomes.as_slice() {
         [CommandOutcome::Ok(sessions), CommandOutcome::Ok(clients)] => (sessions, clients),

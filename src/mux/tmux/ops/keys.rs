@@ -1,9 +1,11 @@
-//! tmux key names, validated before they reach `send-keys`.
+//! tmux key names: which strings `send-keys` presses as one key.
 //!
-//! `send-keys` treats each argument as a key name and, when the name is unknown, silently types
-//! it character by character. A model that sends `"ctrl+c"` or `"ls -la"` would then type text
-//! instead of pressing a key, so muxgate accepts only names tmux itself resolves to one key
-//! (`key_string_lookup_string` in tmux's key-string.c, 3.3a–3.5a):
+//! `send-keys` treats each argument as a key name and, when the name is unknown, types it
+//! character by character (through its own parser: a leading `-` is an option, a trailing `;`
+//! ends the command). muxgate keeps tmux's rule but not the mangling: a string [`KeyName::parse`]
+//! accepts is pressed, and any other string is typed with `send-keys -l`, byte for byte. A key
+//! name is what tmux itself resolves to one key (`key_string_lookup_string` in tmux's
+//! key-string.c, 3.3a–3.5a):
 //! - optional modifiers `C-` (or a leading `^`), `M-`, `S-` (any order, either case);
 //! - then a named key (case-insensitive): `Enter`, `Escape`, `Tab`, `BTab`, `Space`, `BSpace`,
 //!   `Up`/`Down`/`Left`/`Right`, `Home`, `End`, `PageUp`/`PgUp`/`PPage`,
