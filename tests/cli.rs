@@ -11,10 +11,12 @@ use tokio::process::Command;
 
 fn muxgate() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_muxgate"));
-    // Only what the test sets: no MUXGATE_* from the environment running the tests.
+    // Only what the test sets: no MUXGATE_* from the environment running the tests. tmux's
+    // socket directory is kept, so that tmux servers land where the test run put the others.
     command
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(std::env::var_os("TMUX_TMPDIR").map(|dir| ("TMUX_TMPDIR", dir)))
         .stdin(Stdio::null())
         .kill_on_drop(true);
     command
@@ -169,5 +171,124 @@ async fn doctor_exit_code_reflects_failed_checks() {
         output.status.success(),
         "{}",
         String::from_utf8_lossy(&output.stdout)
+    );
+}
+
+/// Starts `muxgate serve` on `config` with `state` as its state directory; returns the child,
+/// the MCP URL and the bearer token the banner printed.
+async fn serve_with_state(
+    config: &std::path::Path,
+    state: &std::path::Path,
+) -> (tokio::process::Child, String, String) {
+    let mut child = muxgate()
+        .arg("serve")
+        .arg("--config")
+        .arg(config)
+        .args(["--bind", "127.0.0.1:0"])
+        .env("XDG_STATE_HOME", state)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn muxgate serve");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let (mut url, mut token) = (None, None);
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.expect("read stdout") {
+            let line = line.trim();
+            if let Some(u) = line.strip_prefix("MCP endpoint: ") {
+                url = Some(u.to_owned());
+            }
+            if let Some(t) = line.strip_prefix("bearer token: ") {
+                token = Some(t.to_owned());
+                break;
+            }
+        }
+    })
+    .await
+    .expect("banner within 30 s");
+    (
+        child,
+        url.expect("an endpoint in the banner"),
+        token.expect("a token in the banner"),
+    )
+}
+
+/// The HTTP status of an MCP `initialize` sent with `token`.
+async fn initialize_status(url: &str, token: &str) -> u16 {
+    reqwest::Client::new()
+        .post(url)
+        .bearer_auth(token)
+        .header("Accept", "application/json, text/event-stream")
+        .json(&serde_json::json!({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "cli-test", "version": "0"}}
+        }))
+        .send()
+        .await
+        .expect("POST /mcp")
+        .status()
+        .as_u16()
+}
+
+/// Without a configured secret the gateway keeps one in the state directory: the token printed
+/// at the first start still works after a restart, `muxgate token` mints with the same secret,
+/// and before there is one `token` says what to configure.
+#[tokio::test]
+async fn the_embedded_default_keeps_its_secret_across_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let config = write_config(
+        &dir,
+        "local.toml",
+        &format!(
+            "[tmux.servers.work]\nsocket_name = '{}'\nallow_absent = true\n",
+            common::tmux::unique_socket_name()
+        ),
+    );
+    let token = |state: &std::path::Path| {
+        let mut command = muxgate();
+        command
+            .args(["token", "--sub", "script"])
+            .arg("--config")
+            .arg(&config)
+            .env("XDG_STATE_HOME", state);
+        command
+    };
+    let refused = token(&state).output().await.expect("run token");
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("MUXGATE_AUTH__SECRET"), "{stderr}");
+
+    let (mut first, _, printed) = serve_with_state(&config, &state).await;
+    first.kill().await.expect("stop the first gateway");
+    let secret = state.join("muxgate/local.secret");
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&secret)
+            .expect("the secret is kept")
+            .permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600);
+
+    let (_second, url, _) = serve_with_state(&config, &state).await;
+    assert_eq!(
+        initialize_status(&url, &printed).await,
+        200,
+        "the old token"
+    );
+    let minted = token(&state).output().await.expect("run token");
+    assert!(minted.status.success(), "{minted:?}");
+    let minted = String::from_utf8_lossy(&minted.stdout).trim().to_owned();
+    assert_eq!(
+        initialize_status(&url, &minted).await,
+        200,
+        "a minted token"
+    );
+    let other_state = dir.path().join("other");
+    let (_third, other_url, _) = serve_with_state(&config, &other_state).await;
+    assert_eq!(
+        initialize_status(&other_url, &printed).await,
+        401,
+        "another state directory has another secret"
     );
 }

@@ -143,6 +143,9 @@ async fn doctor_checks_zellij_servers_and_their_sessions() {
 
 #[tokio::test]
 async fn doctor_checks_workspaces_and_warns_about_shared_servers() {
+    if !common::needs::sandbox("doctor_checks_workspaces_and_warns_about_shared_servers") {
+        return;
+    }
     let state = tempfile::tempdir().unwrap();
     let mut config = muxgate::config::Config::from_toml_str(
         "[clients.alice]\nsessions = ['a-*']\n[tmux.servers.default]\nallow_absent = true\n",

@@ -112,6 +112,9 @@ async fn run_command_in_bash_zsh_sh_and_fish() {
         ("sh", &["dash"][..]),
         ("fish", &["fish", "--no-config"][..]),
     ] {
+        if !common::needs::program(argv[0], argv[0], &format!("run_command in {shell}")) {
+            continue;
+        }
         let pane = shell_pane(&tmux, shell, argv).await;
         exercise_shell(&client, &pane, shell).await;
     }

@@ -10,6 +10,9 @@ use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_tenant_gets_its_own_server_named_workspace() {
+    if !common::needs::sandbox("each_tenant_gets_its_own_server_named_workspace") {
+        return;
+    }
     let shared = TestTmux::start();
     let state = WorkspaceState::new();
     let gateway =
@@ -110,6 +113,9 @@ fn names(listing: &serde_json::Value) -> Vec<String> {
 /// or by the claim when the config names none.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_team_shares_a_workspace_by_config_or_claim() {
+    if !common::needs::sandbox("a_team_shares_a_workspace_by_config_or_claim") {
+        return;
+    }
     let state = WorkspaceState::new();
     let config =
         muxgate::config::Config::from_toml_str("[clients.bob]\nworkspace = 'team'\n").unwrap();
@@ -143,6 +149,9 @@ async fn a_team_shares_a_workspace_by_config_or_claim() {
 /// its sessions, screens, programs and owners.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_workspace_survives_a_gateway_restart() {
+    if !common::needs::sandbox("a_workspace_survives_a_gateway_restart") {
+        return;
+    }
     let state = WorkspaceState::new();
     let config = state.config(muxgate::config::Config::from_toml_str("").unwrap());
     let first = spawn_gateway(config.clone()).await;
@@ -204,6 +213,9 @@ async fn a_workspace_survives_a_gateway_restart() {
 /// the sandbox, whatever runs there; nothing of it reaches another workspace.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workspace_limits_refuse_clearly() {
+    if !common::needs::sandbox("workspace_limits_refuse_clearly") {
+        return;
+    }
     let state = WorkspaceState::new();
     let config = muxgate::config::Config::from_toml_str(
         "[workspaces.limits]\nsessions = 2\nprocesses = 40\n\
@@ -264,6 +276,9 @@ async fn workspace_limits_refuse_clearly() {
 /// afresh on its tenant's next call; a deleted one loses its files too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operator_lists_stops_and_deletes_workspaces() {
+    if !common::needs::sandbox("the_operator_lists_stops_and_deletes_workspaces") {
+        return;
+    }
     let state = WorkspaceState::new();
     let config_file = state.path().join("cli.toml");
     std::fs::write(

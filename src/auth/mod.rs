@@ -51,6 +51,7 @@
 pub mod bearer;
 pub mod config;
 mod keys;
+pub mod local_secret;
 pub mod metadata;
 pub mod mint;
 pub mod owners;

@@ -22,7 +22,8 @@ use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
-use crate::auth::{MintRequest, TokenMinter, parse_ttl};
+use crate::auth::config::SecretString;
+use crate::auth::{MintRequest, TokenMinter, local_secret, parse_ttl};
 use crate::config::{self, Config};
 use crate::mcp::catalog;
 pub use check_config::summary as config_summary;
@@ -194,7 +195,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Token(args) => {
-            let loaded = Config::load(args.config.config.as_deref(), config::process_env()?)?;
+            let mut loaded = Config::load(args.config.config.as_deref(), config::process_env()?)?;
+            use_local_secret(&mut loaded.config)?;
             println!("{}", mint_token(&loaded.config, &args)?);
             Ok(ExitCode::SUCCESS)
         }
@@ -205,6 +207,34 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Audit(AuditCommand::Verify(args)) => audit::run(&args),
     }
+}
+
+/// Without a configured secret, `token` signs with the secret `serve` keeps for the embedded
+/// default; without that either, it says what to configure.
+fn use_local_secret(config: &mut Config) -> anyhow::Result<()> {
+    if !serve::needs_local_secret(&config.auth) {
+        return Ok(());
+    }
+    let state = config.state.resolve(|var| std::env::var_os(var));
+    let kept = match &state {
+        Ok(dir) => local_secret::load(dir)
+            .with_context(|| format!("cannot read {}", local_secret::path(dir).display()))?,
+        Err(_) => None,
+    };
+    let Some(secret) = kept else {
+        let place = state.map_or_else(
+            |_| "the state directory".to_owned(),
+            |dir| local_secret::path(&dir).display().to_string(),
+        );
+        anyhow::bail!(
+            "no signing secret: set MUXGATE_AUTH__SECRET (at least 32 random bytes, e.g. \
+             `openssl rand -base64 48`) or auth.secret_file in a config passed with --config, the \
+             same the gateway uses; or start `muxgate serve` once without a config, which keeps \
+             its secret in {place} for this command to use"
+        );
+    };
+    config.auth.secret = Some(SecretString::new(secret));
+    Ok(())
 }
 
 fn mint_token(config: &Config, args: &TokenArgs) -> anyhow::Result<String> {

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::ServeArgs;
 use crate::auth::config::SecretString;
-use crate::auth::{AuthConfig, JwtAlgorithm, generate_secret};
+use crate::auth::{AuthConfig, JwtAlgorithm, generate_secret, local_secret};
 use crate::config::{self, Config};
 use crate::gateway::{Gateway, Mode, mint_full_access};
 use crate::http::allowlist::HostPattern;
@@ -47,7 +47,7 @@ fn mode(args: &ServeArgs, config: &Config) -> anyhow::Result<Mode> {
 }
 
 async fn serve(mut config: Config, mode: Mode) -> anyhow::Result<()> {
-    let ephemeral_secret = ensure_signing_secret(&mut config.auth);
+    let local_secret = ensure_signing_secret(&mut config);
     let config = Arc::new(config);
     warn_if_unreachable_by_host(&config);
 
@@ -60,7 +60,7 @@ async fn serve(mut config: Config, mode: Mode) -> anyhow::Result<()> {
     let mcp_url = mcp_url(local_addr, config.http.tls.is_some());
 
     let gateway = Gateway::build_in(mode, config.clone(), &mcp_url, shutdown.clone()).await?;
-    let bearer_token = if ephemeral_secret && mode == Mode::Production {
+    let bearer_token = if local_secret && mode == Mode::Production {
         Some(mint_full_access(&config, READY_TOKEN_SUB, READY_TOKEN_TTL)?)
     } else {
         None
@@ -90,20 +90,49 @@ production.";
 
 /// `sub` of the token printed at start on the embedded default.
 const READY_TOKEN_SUB: &str = "local";
-/// Its lifetime: the secret it is signed with dies with the process anyway.
+/// Its lifetime.
 const READY_TOKEN_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 
-/// With HS256 and no configured secret (the embedded default), generates a random secret for
-/// this process. Returns whether it did: only then is a ready token printed, because nobody
-/// else can mint tokens for that secret.
-fn ensure_signing_secret(auth: &mut AuthConfig) -> bool {
-    let unconfigured = auth.algorithm == JwtAlgorithm::HS256
-        && auth.secret.is_none()
-        && auth.secret_file.is_none();
-    if unconfigured {
-        auth.secret = Some(SecretString::new(generate_secret()));
+/// With HS256 and no configured secret (the embedded default), signs with the local secret
+/// kept in the state directory ([`local_secret`]: created on the first start, read again at
+/// every later one, so printed tokens outlive a restart), or, without a usable state
+/// directory, with a random secret for this process only. Returns whether it did: only then is
+/// a ready token printed, because no configuration names that secret.
+fn ensure_signing_secret(config: &mut Config) -> bool {
+    let auth = &config.auth;
+    if !needs_local_secret(auth) {
+        return false;
     }
-    unconfigured
+    let kept = config
+        .state
+        .resolve(|var| std::env::var_os(var))
+        .and_then(|dir| match local_secret::load_or_create(&dir) {
+            Ok(secret) => Ok((secret, dir)),
+            Err(e) => Err(format!("{}: {e}", local_secret::path(&dir).display())),
+        });
+    let secret = match kept {
+        Ok((secret, dir)) => {
+            tracing::info!(
+                file = %local_secret::path(&dir).display(),
+                "no auth secret configured: tokens are signed with the local secret"
+            );
+            secret
+        }
+        Err(why) => {
+            tracing::warn!(
+                "no auth secret configured and the local secret cannot be kept ({why}): tokens \
+                 printed now stop working when the gateway stops"
+            );
+            generate_secret()
+        }
+    };
+    config.auth.secret = Some(SecretString::new(secret));
+    true
+}
+
+/// Whether `auth` is the embedded default's: HS256 with no secret configured.
+pub(super) fn needs_local_secret(auth: &AuthConfig) -> bool {
+    auth.algorithm == JwtAlgorithm::HS256 && auth.secret.is_none() && auth.secret_file.is_none()
 }
 
 /// Remote clients would all get 403 when the gateway listens beyond loopback but accepts only

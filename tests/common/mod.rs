@@ -7,6 +7,7 @@
 pub mod calls;
 pub mod human;
 pub mod mcp_client;
+pub mod needs;
 pub mod probe;
 pub mod pty;
 pub mod serve;
