@@ -542,9 +542,14 @@ impl<C: Clock + Clone> Limits<C> {
             .sum()
     }
 
+    /// The client's `max_wait_seconds`.
+    pub fn max_wait(&self, sub: &str) -> Duration {
+        Duration::from_secs(u64::from(self.for_client(sub).max_wait_seconds.get()))
+    }
+
     /// Clamps a requested wait to `max_wait_seconds`.
     pub fn clamp_wait(&self, sub: &str, requested: Duration) -> ClampedWait {
-        let max = Duration::from_secs(u64::from(self.for_client(sub).max_wait_seconds.get()));
+        let max = self.max_wait(sub);
         if requested <= max {
             return ClampedWait {
                 effective: requested,

@@ -479,3 +479,83 @@ async fn a_wait_on_a_stalled_server_ends_at_its_own_timeout() {
     .await;
     assert_eq!(resumed["outcome"], "timeout", "{resumed}");
 }
+
+/// Calls `tool` over raw HTTP (with `progressToken` when `token` is given); returns the
+/// progress notifications the answer's stream carried, and the result.
+async fn call_with_progress(
+    mcp: &common::RawMcp,
+    id: u64,
+    tool: &str,
+    arguments: serde_json::Value,
+    token: Option<&str>,
+) -> (Vec<serde_json::Value>, serde_json::Value) {
+    let mut params = json!({"name": tool, "arguments": arguments});
+    if let Some(token) = token {
+        params["_meta"] = json!({"progressToken": token});
+    }
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+    let text = mcp
+        .post(&body)
+        .header("accept", "application/json, text/event-stream")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let messages: Vec<serde_json::Value> = common::sse_events(&text)
+        .into_iter()
+        .filter_map(|event| serde_json::from_str(&event.data).ok())
+        .collect();
+    let result = messages
+        .iter()
+        .find(|m| m["id"] == id)
+        .unwrap_or_else(|| panic!("no result in {text}"))["result"]["structuredContent"]
+        .clone();
+    let progress = messages
+        .into_iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .collect();
+    (progress, result)
+}
+
+/// A waiting call of a client that sent a progressToken hears from the gateway every
+/// `http.progress_interval_secs` while it waits (so clients that reset their timeout on
+/// progress keep waiting); a call that ends sooner, or without a token, gets none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_wait_sends_progress_to_clients_that_asked() {
+    let tmux = TestTmux::start();
+    let mut config = config_with_server("work", &tmux.socket, false);
+    config.http.progress_interval_secs = 1;
+    let gateway = spawn_gateway(config).await;
+    let mut mcp = gateway.raw();
+    mcp.initialize().await;
+    let pane = tmux.pane_id("main").to_string();
+    let wait =
+        |timeout: f64| json!({"target": pane, "patterns": ["never-printed"], "timeout": timeout});
+
+    let (progress, result) =
+        call_with_progress(&mcp, 2, "wait_for_text", wait(3.5), Some("w2")).await;
+    assert_eq!(result["outcome"], "timeout", "{result}");
+    assert!((2..=4).contains(&progress.len()), "{progress:?}");
+    let mut last = 0.0;
+    for note in &progress {
+        let params = &note["params"];
+        assert_eq!(params["progressToken"], "w2");
+        let value = params["progress"].as_f64().unwrap();
+        assert!(value > last, "progress increases: {progress:?}");
+        last = value;
+        assert_eq!(params["total"], 4.0, "{params}");
+        let message = params["message"].as_str().unwrap();
+        assert!(
+            message.starts_with(&format!("wait_for_text on {pane}: still waiting after ")),
+            "{message}"
+        );
+        assert!(message.contains("s left"), "{message}");
+    }
+
+    let (progress, _) = call_with_progress(&mcp, 3, "wait_for_text", wait(2.5), None).await;
+    assert!(progress.is_empty(), "no token, no progress: {progress:?}");
+    let (progress, _) = call_with_progress(&mcp, 4, "wait_for_text", wait(0.5), Some("w4")).await;
+    assert!(progress.is_empty(), "a short wait sends none: {progress:?}");
+}

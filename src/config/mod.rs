@@ -89,6 +89,8 @@ pub struct HttpConfig {
     pub max_sessions_per_client: usize,
     /// Most failed authentications a minute from one source address (0: no limit).
     pub auth_failures_per_minute: u32,
+    /// How often a waiting call tells a client that asked for progress that it still runs.
+    pub progress_interval_secs: u64,
     pub shutdown_grace_secs: u64,
     /// `[http.tls]`: serve HTTPS with this certificate and key (plain HTTP without it).
     #[serde(default)]
@@ -102,6 +104,10 @@ impl HttpConfig {
 
     pub fn shutdown_grace(&self) -> Duration {
         Duration::from_secs(self.shutdown_grace_secs)
+    }
+
+    pub fn progress_interval(&self) -> Duration {
+        Duration::from_secs(self.progress_interval_secs)
     }
 }
 
@@ -509,6 +515,10 @@ impl Config {
         }
         positive(&["http", "max_body_bytes"], http.max_body_bytes as u64)?;
         positive(&["http", "session_idle_secs"], http.session_idle_secs)?;
+        positive(
+            &["http", "progress_interval_secs"],
+            http.progress_interval_secs,
+        )?;
 
         if self.tmux.servers.is_empty() {
             return Err(Violation::at(

@@ -31,6 +31,7 @@ pub mod call;
 pub mod catalog;
 pub mod error;
 pub mod filter;
+pub mod heartbeat;
 pub mod pane_ops;
 pub mod prompts;
 pub mod resources;
@@ -64,6 +65,7 @@ use crate::telemetry::mcp::{RequestObserver, ToolName, is_tool_error};
 use crate::workspace::Workspaces;
 pub use call::CallContext;
 pub use error::{ToolError, ToolErrorKind};
+use heartbeat::Heartbeat;
 
 /// The name muxgate reports in `serverInfo`.
 pub const SERVER_NAME: &str = "muxgate";
@@ -157,8 +159,21 @@ impl McpServer {
             return Ok(error.into_result().into());
         }
         context.extensions.insert(caller.clone());
+        let heartbeat = Heartbeat::for_call(
+            &request.name,
+            request.arguments.as_ref(),
+            context.meta.get_progress_token(),
+            context.peer.clone(),
+            state.config.http.progress_interval(),
+            state.limits.max_wait(caller.sub()),
+        );
         let call = ToolCallContext::new(self, request.clone(), context);
-        let response = match self.inner.tools.call(call).await {
+        let running = self.inner.tools.call(call);
+        let outcome = match heartbeat {
+            Some(heartbeat) => heartbeat.around(running).await,
+            None => running.await,
+        };
+        let response = match outcome {
             Ok(response) => error::normalize_argument_error(response),
             Err(protocol) => {
                 call::finish(state, open, &request.name, Err(Outcome::Error));

@@ -22,6 +22,7 @@ pub mod server;
 pub mod session;
 pub mod since;
 mod support;
+pub(crate) use support::shorten;
 pub mod wait;
 pub mod watch;
 pub mod window;

@@ -1,0 +1,106 @@
+//! Progress notifications while a waiting call runs.
+//!
+//! Many MCP clients give up on a request after a fixed time (60 s is common) unless progress
+//! arrives, and reset that timeout on each progress notification. The waiting tools
+//! ([`WAITING_TOOLS`]) may run up to the caller's `max_wait_seconds`, so when the client sent a
+//! `progressToken` such a call gets a heartbeat: every `http.progress_interval_secs` (10 s) a
+//! `notifications/progress` whose `progress` is the seconds waited so far, `total` the most
+//! the call may take, and `message` what it waits for and how long at most is left. A call
+//! that ends sooner sends nothing; one without a token is left alone.
+
+use std::time::Duration;
+
+use rmcp::model::{ProgressNotificationParam, ProgressToken};
+use rmcp::{Peer, RoleServer};
+use serde_json::Value;
+use tokio::time::Instant;
+use tokio_util::task::AbortOnDropHandle;
+
+use super::tools::shorten;
+
+/// Tools that wait for something that may take long.
+pub const WAITING_TOOLS: &[&str] = &[
+    "wait_for_text",
+    "run_command",
+    "wait_for_channel",
+    "pane_batch",
+    "zellij_wait_for_text",
+    "zellij_run_command",
+];
+
+/// The heartbeat of one call.
+pub struct Heartbeat {
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+    interval: Duration,
+    /// The most the call may take: its `timeout` argument, at most the caller's wait limit.
+    limit: Duration,
+    /// What it waits for, e.g. `wait_for_text on %3`.
+    what: String,
+}
+
+impl Heartbeat {
+    /// The heartbeat for a call of `tool` with `args`, if it is a waiting tool and the client
+    /// asked for progress.
+    pub fn for_call(
+        tool: &str,
+        args: Option<&serde_json::Map<String, Value>>,
+        token: Option<ProgressToken>,
+        peer: Peer<RoleServer>,
+        interval: Duration,
+        max_wait: Duration,
+    ) -> Option<Self> {
+        let token = token?;
+        if !WAITING_TOOLS.contains(&tool) {
+            return None;
+        }
+        let arg = |name: &str| args.and_then(|a| a.get(name));
+        let limit = arg("timeout")
+            .and_then(Value::as_f64)
+            .filter(|secs| secs.is_finite() && *secs > 0.0)
+            .map_or(max_wait, |secs| Duration::from_secs_f64(secs).min(max_wait));
+        let on = ["target", "pane", "channel"]
+            .iter()
+            .find_map(|name| arg(name).and_then(Value::as_str));
+        let what = match on {
+            Some(on) => format!("{tool} on {}", shorten(on)),
+            None => tool.to_owned(),
+        };
+        Some(Self {
+            peer,
+            token,
+            interval,
+            limit,
+            what,
+        })
+    }
+
+    /// Runs `call`, beating until it ends (or is dropped).
+    pub async fn around<F: Future>(self, call: F) -> F::Output {
+        let _beating = AbortOnDropHandle::new(tokio::spawn(self.beat()));
+        call.await
+    }
+
+    async fn beat(self) {
+        let start = Instant::now();
+        let mut ticks = tokio::time::interval_at(start + self.interval, self.interval);
+        loop {
+            ticks.tick().await;
+            let waited = start.elapsed();
+            let left = self.limit.saturating_sub(waited);
+            let param =
+                ProgressNotificationParam::new(self.token.clone(), waited.as_secs_f64().floor())
+                    .with_total(self.limit.as_secs_f64().ceil())
+                    .with_message(format!(
+                        "{}: still waiting after {} s, at most {} s left",
+                        self.what,
+                        waited.as_secs(),
+                        left.as_secs()
+                    ));
+            // A client that went away just misses its progress; the call ends on its own.
+            if self.peer.notify_progress(param).await.is_err() {
+                return;
+            }
+        }
+    }
+}
