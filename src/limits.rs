@@ -18,7 +18,9 @@
 //! ```
 //!
 //! How each limit answers:
-//! - requests/s: HTTP `429` with `Retry-After` (whole seconds) from [`limit_requests`];
+//! - requests/s, from [`limit_requests`]: a `tools/call` gets its `isError` result naming the
+//!   limit and `retry_after_ms` ([`refused_tool_call`]); any other request HTTP `429` with
+//!   `Retry-After` (whole seconds);
 //! - tool calls/s, batch size, concurrent waits: a [`LimitExceeded`] whose `Display` is the
 //!   text of an `isError` tool result naming the limit;
 //! - longest wait and output bytes: clamped, and the result reports the clamp
@@ -229,6 +231,14 @@ impl LimitExceeded {
         self.retry_after.map(|d| {
             let secs = d.as_secs() + u64::from(d.subsec_nanos() > 0);
             secs.max(1)
+        })
+    }
+
+    /// `retry_after` rounded up to whole milliseconds (at least 1), for tool results.
+    pub fn retry_after_ms(&self) -> Option<u64> {
+        self.retry_after.map(|d| {
+            let ms = d.as_millis() + u128::from(d.subsec_nanos() % 1_000_000 > 0);
+            u64::try_from(ms).unwrap_or(u64::MAX).max(1)
         })
     }
 }
@@ -623,8 +633,36 @@ pub fn too_many_requests(exceeded: &LimitExceeded) -> Response {
         .into_response()
 }
 
+/// Put in a request's extensions (by the JSON-RPC body check, which runs first) when it is a
+/// `tools/call`: a refused one is then answered as that call's result, which reaches the model,
+/// rather than with an HTTP status most SDKs turn into an opaque transport error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCallRequest {
+    /// The JSON-RPC id to answer.
+    pub id: serde_json::Value,
+}
+
+/// The answer to a `tools/call` refused by the request rate: its JSON-RPC result, `isError`,
+/// with the text a tool's own errors have (`error (busy): …`, see `mcp::error`) naming the
+/// limit and when to retry.
+pub fn refused_tool_call(exceeded: &LimitExceeded, id: &serde_json::Value) -> Response {
+    let retry_ms = exceeded.retry_after_ms().unwrap_or(1000);
+    let text = format!(
+        "error (busy): {exceeded}\nsuggestion: retry after {retry_ms} ms (retry_after_ms: \
+         {retry_ms}); send fewer requests, and batch operations into one call where a batch \
+         tool exists"
+    );
+    Json(serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "result": {"content": [{"type": "text", "text": text}], "isError": true},
+    }))
+    .into_response()
+}
+
 /// axum middleware: `from_fn_with_state(Arc<Limits>, limit_requests)`, inside (after)
-/// [`crate::auth::require_bearer`].
+/// [`crate::auth::require_bearer`] and the JSON-RPC body check: a refused `tools/call` gets
+/// [`refused_tool_call`], any other request 429 ([`too_many_requests`]).
 pub async fn limit_requests<C>(
     State(limits): State<Arc<Limits<C>>>,
     req: Request,
@@ -641,7 +679,10 @@ where
     };
     match limits.check_request(&principal.sub) {
         Ok(()) => next.run(req).await,
-        Err(exceeded) => too_many_requests(&exceeded),
+        Err(exceeded) => match req.extensions().get::<ToolCallRequest>() {
+            Some(call) => refused_tool_call(&exceeded, &call.id),
+            None => too_many_requests(&exceeded),
+        },
     }
 }
 

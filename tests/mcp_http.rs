@@ -566,3 +566,58 @@ async fn sessions_belong_to_their_client_and_are_capped_per_client() {
     again.bearer = alice.bearer.clone();
     again.initialize().await;
 }
+
+/// A `tools/call` refused by the HTTP request rate is answered as that call's result
+/// (`isError`, the limit named, `retry_after_ms`), which SDKs hand to the model; other
+/// requests beyond the rate still get 429 with `Retry-After`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_call_over_the_request_rate_is_a_tool_result_that_says_when_to_retry() {
+    let mut config = two_server_config();
+    config.limits.requests_per_second = std::num::NonZeroU32::new(1).unwrap();
+    config.limits.request_burst = std::num::NonZeroU32::new(4).unwrap();
+    let gateway = spawn_gateway(config).await;
+    let mut mcp = gateway.raw();
+    mcp.initialize().await;
+
+    let mut refused = None;
+    for id in 1..=8 {
+        let response = mcp
+            .post(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                          "params": {"name": "list_servers", "arguments": {}}}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "a tools/call is never a 429");
+        let message = common::response_message(response).await;
+        assert_eq!(message["id"], id, "{message}");
+        if message["result"]["isError"] == true {
+            refused = Some(message);
+            break;
+        }
+    }
+    let refused = refused.expect("the burst runs out within 8 calls");
+    let result: rmcp::model::CallToolResult =
+        serde_json::from_value(refused["result"].clone()).unwrap();
+    assert_eq!(
+        muxgate::mcp::error::kind_of_result(&result),
+        Some(muxgate::mcp::error::ToolErrorKind::Busy),
+        "{refused}"
+    );
+    let text = result.content[0].as_text().unwrap().text.clone();
+    assert!(text.contains("`requests_per_second`"), "{text}");
+    let retry_ms: u64 = text
+        .split("retry_after_ms: ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .and_then(|ms| ms.parse().ok())
+        .unwrap_or_else(|| panic!("no retry_after_ms in {text}"));
+    assert!((1..=1000).contains(&retry_ms), "{text}");
+
+    let ping = mcp
+        .post(&json!({"jsonrpc": "2.0", "id": 99, "method": "ping"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ping.status(), 429, "a request that is not a tool call");
+    assert!(ping.headers().contains_key("retry-after"));
+}

@@ -56,8 +56,8 @@ impl IntoResponse for BodyFault {
 }
 
 /// Checks that `bytes` are one JSON-RPC 2.0 message (request, notification or response);
-/// returns the method of a request or notification.
-pub fn check_message(bytes: &[u8]) -> Result<Option<String>, BodyFault> {
+/// returns the method of a request or notification, with its id (null for a notification).
+pub fn check_message(bytes: &[u8]) -> Result<Option<(String, Value)>, BodyFault> {
     let value: Value = serde_json::from_slice(bytes)
         .map_err(|e| BodyFault::new(PARSE_ERROR, format!("parse error: {e}"), Value::Null))?;
     let Value::Object(message) = value else {
@@ -83,7 +83,7 @@ pub fn check_message(bytes: &[u8]) -> Result<Option<String>, BodyFault> {
     match message.get("method") {
         Some(Value::String(method)) => match message.get("params") {
             None | Some(Value::Null | Value::Object(_)) if method != "tools/call" => {
-                Ok(Some(method.clone()))
+                Ok(Some((method.clone(), id)))
             }
             None | Some(Value::Null) => Err(BodyFault::new(
                 INVALID_PARAMS,
@@ -91,7 +91,7 @@ pub fn check_message(bytes: &[u8]) -> Result<Option<String>, BodyFault> {
                 id,
             )),
             Some(Value::Object(params)) => {
-                check_tool_call(params, id).map(|()| Some(method.clone()))
+                check_tool_call(params, id.clone()).map(|()| Some((method.clone(), id)))
             }
             Some(_) => Err(BodyFault::new(
                 INVALID_PARAMS,
@@ -182,8 +182,13 @@ pub async fn check_jsonrpc_body(
     let mut parts = parts;
     match check_message(&bytes) {
         Err(fault) => return fault.into_response(),
-        Ok(Some(method)) if method == "initialize" => {
+        Ok(Some((method, _))) if method == "initialize" => {
             parts.extensions.insert(crate::auth::OpensSession);
+        }
+        Ok(Some((method, id))) if method == "tools/call" => {
+            parts
+                .extensions
+                .insert(crate::limits::ToolCallRequest { id });
         }
         Ok(_) => {}
     }

@@ -12,11 +12,11 @@
 //! Every route is counted by status ([`crate::telemetry::http`]). Layers on `/mcp`, outermost
 //! first: trace → in-flight tracking for graceful shutdown ([`shutdown::track_in_flight`]) →
 //! Host/Origin [`guard`] → JWT bearer auth ([`crate::auth::require_bearer`], puts the
-//! `Principal` in the request) → per-client request rate ([`crate::limits::limit_requests`]) →
-//! MCP session ↔ `sub` binding ([`crate::auth::bind_sessions`]) → DELETE answered 204
-//! ([`session_end`]) → JSON-RPC body check with
-//! the body size limit ([`body`]) → body size limit → rmcp, whose sessions cancel a request
-//! whose client hung up ([`hangup`]).
+//! `Principal` in the request) → JSON-RPC body check with the body size limit ([`body`]; marks
+//! `initialize` and `tools/call`) → per-client request rate ([`crate::limits::limit_requests`]:
+//! a refused `tools/call` is answered as its `isError` result, anything else 429) → MCP session
+//! ↔ `sub` binding ([`crate::auth::bind_sessions`]) → DELETE answered 204 ([`session_end`]) →
+//! body size limit → rmcp, whose sessions cancel a request whose client hung up ([`hangup`]).
 //!
 //! [`serve`] runs the router on plain TCP or, with `[http.tls]`, on TLS ([`tls`]), and carries
 //! out the shutdown sequence ([`shutdown`]).
@@ -142,12 +142,12 @@ pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
                     crate::auth::require_bearer,
                 ))
                 .layer(from_fn_with_state(
-                    security.limits,
-                    crate::limits::limit_requests,
-                ))
-                .layer(from_fn_with_state(
                     http.max_body_bytes,
                     body::check_jsonrpc_body,
+                ))
+                .layer(from_fn_with_state(
+                    security.limits,
+                    crate::limits::limit_requests,
                 ))
                 .layer(from_fn_with_state(
                     security.sessions,

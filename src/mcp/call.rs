@@ -96,14 +96,15 @@ pub fn admit(call: &CallContext, tier: Tier, limits: &Limits) -> Result<(), (Too
         ));
     }
     if let Err(exceeded) = limits.check_tool_call(call.sub()) {
-        let retry = exceeded
-            .retry_after_secs()
-            .map_or_else(|| "later".to_owned(), |s| format!("in {s} s"));
+        let retry_ms = exceeded.retry_after_ms().unwrap_or(1000);
         return Err((
             ToolError::new(
                 ToolErrorKind::Busy,
                 exceeded.to_string(),
-                format!("retry {retry}; batch operations into one call where a batch tool exists"),
+                format!(
+                    "retry after {retry_ms} ms (retry_after_ms: {retry_ms}); batch operations \
+                     into one call where a batch tool exists"
+                ),
             ),
             Outcome::Limited,
         ));
