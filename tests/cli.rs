@@ -190,6 +190,12 @@ async fn serve_with_state(
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn muxgate serve");
+    let (url, token) = banner(&mut child).await;
+    (child, url, token)
+}
+
+/// The MCP URL and bearer token a starting `muxgate serve` prints.
+async fn banner(child: &mut tokio::process::Child) -> (String, String) {
     let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
     let (mut url, mut token) = (None, None);
     tokio::time::timeout(Duration::from_secs(30), async {
@@ -207,7 +213,6 @@ async fn serve_with_state(
     .await
     .expect("banner within 30 s");
     (
-        child,
         url.expect("an endpoint in the banner"),
         token.expect("a token in the banner"),
     )
@@ -290,5 +295,62 @@ async fn the_embedded_default_keeps_its_secret_across_restarts() {
         initialize_status(&other_url, &printed).await,
         401,
         "another state directory has another secret"
+    );
+}
+
+/// The embedded default (no config file, no secret) is one local user's gateway: a script
+/// making a hundred quick calls is not rate limited. The same calls against a config file that
+/// sets no rates get the shipped per-client rates (tool calls 10/s, burst 20).
+#[tokio::test]
+async fn the_embedded_default_lets_a_local_script_make_many_quick_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let tmux_dir = dir.path().join("tmux");
+    std::fs::create_dir(&tmux_dir).unwrap();
+    let refusals = |url: String, token: String| async move {
+        let mut mcp = common::RawMcp::new(&url);
+        mcp.bearer = Some(token);
+        mcp.initialize().await;
+        let mut refused = 0;
+        for id in 1..=100 {
+            let response = mcp
+                .post(
+                    &serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                                           "params": {"name": "list_servers", "arguments": {}}}),
+                )
+                .send()
+                .await
+                .expect("POST tools/call");
+            let message = common::response_message(response).await;
+            if message["result"]["isError"] != false {
+                refused += 1;
+            }
+        }
+        refused
+    };
+
+    let mut embedded = muxgate()
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .env("XDG_STATE_HOME", &state)
+        .env("TMUX_TMPDIR", &tmux_dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn muxgate serve");
+    let (url, token) = banner(&mut embedded).await;
+    assert_eq!(refusals(url, token).await, 0, "the embedded default");
+
+    let config = write_config(
+        &dir,
+        "plain.toml",
+        &format!(
+            "[tmux.servers.work]\nsocket_name = '{}'\nallow_absent = true\n",
+            common::tmux::unique_socket_name()
+        ),
+    );
+    let (_configured, url, token) = serve_with_state(&config, &state).await;
+    assert!(
+        refusals(url, token).await > 0,
+        "a config file keeps the shipped rates"
     );
 }

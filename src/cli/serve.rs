@@ -7,6 +7,7 @@
 //! process and prints a ready bearer token and client snippet, so a newcomer can connect at once.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,6 +22,7 @@ use crate::config::{self, Config};
 use crate::gateway::{Gateway, Mode, mint_full_access};
 use crate::http::allowlist::HostPattern;
 use crate::http::shutdown;
+use crate::limits::LimitsConfig;
 use crate::telemetry::subscriber;
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -48,6 +50,9 @@ fn mode(args: &ServeArgs, config: &Config) -> anyhow::Result<Mode> {
 
 async fn serve(mut config: Config, mode: Mode) -> anyhow::Result<()> {
     let local_secret = ensure_signing_secret(&mut config);
+    if local_secret && config.source_file.is_none() && !limits_from_environment() {
+        local_rates(&mut config.limits);
+    }
     let config = Arc::new(config);
     warn_if_unreachable_by_host(&config);
 
@@ -128,6 +133,31 @@ fn ensure_signing_secret(config: &mut Config) -> bool {
     };
     config.auth.secret = Some(SecretString::new(secret));
     true
+}
+
+/// The embedded default's rates (no config file, no secret, no `MUXGATE_LIMITS__*`): every
+/// token is the local user's, and one local agent with its scripts makes hundreds of calls a
+/// second, which the shipped per-client rates (sized for many remote clients sharing a server)
+/// would refuse. A config file or a configured secret keeps the shipped rates.
+fn local_rates(limits: &mut LimitsConfig) {
+    limits.requests_per_second = LOCAL_REQUESTS_PER_SECOND;
+    limits.request_burst = LOCAL_REQUEST_BURST;
+    limits.tool_calls_per_second = LOCAL_TOOL_CALLS_PER_SECOND;
+    limits.tool_call_burst = LOCAL_TOOL_CALL_BURST;
+}
+
+const LOCAL_REQUESTS_PER_SECOND: NonZeroU32 = NonZeroU32::new(1000).unwrap();
+const LOCAL_REQUEST_BURST: NonZeroU32 = NonZeroU32::new(2000).unwrap();
+const LOCAL_TOOL_CALLS_PER_SECOND: NonZeroU32 = NonZeroU32::new(500).unwrap();
+const LOCAL_TOOL_CALL_BURST: NonZeroU32 = NonZeroU32::new(1000).unwrap();
+
+/// Whether the environment sets any `[limits]` key.
+fn limits_from_environment() -> bool {
+    std::env::vars_os().any(|(name, _)| {
+        name.to_string_lossy()
+            .to_ascii_uppercase()
+            .starts_with("MUXGATE_LIMITS__")
+    })
 }
 
 /// Whether `auth` is the embedded default's: HS256 with no secret configured.
