@@ -3,6 +3,7 @@
 //! and tab creation with a sizing client.
 
 use std::ffi::OsString;
+use std::time::Duration;
 
 use super::Inner;
 use super::checks::{args, mark_fullscreen};
@@ -17,6 +18,9 @@ use crate::mux::zellij::listing::{
 };
 use crate::mux::zellij::queue::SessionQueue;
 use crate::mux::zellij::watch::normalize;
+
+/// How many times an empty listing is asked again (see [`Inner::listing`]).
+const EMPTY_LISTING_RETRIES: u32 = 3;
 
 impl Inner {
     pub(super) fn queue(&self, session: &SessionName) -> SessionQueue {
@@ -172,17 +176,24 @@ impl Inner {
         }
     }
 
-    /// A JSON listing; an empty reply (seen once under load) is retried once.
+    /// A JSON listing. Zellij sometimes answers a listing with nothing while it applies a
+    /// change (seen under load right after closing a tab, twice in a row), so an empty reply
+    /// is asked again, after 25, 50 and 100 ms: at most 175 ms more before giving up.
     pub(super) async fn listing(
         &self,
         session: &SessionName,
         label: &str,
         argv: [&str; 3],
     ) -> Result<String> {
-        for _ in 0..2 {
+        let mut pause = Duration::from_millis(25);
+        for retry in 0..=EMPTY_LISTING_RETRIES {
             let out = self.act(session, label, args(argv)).await?;
             if !out.trim().is_empty() {
                 return Ok(out);
+            }
+            if retry < EMPTY_LISTING_RETRIES {
+                tokio::time::sleep(pause).await;
+                pause *= 2;
             }
         }
         Ok(String::new())
