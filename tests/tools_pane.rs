@@ -430,14 +430,11 @@ async fn captures_snapshots_formats_and_searches() {
     .await;
 
     // search_panes: literal, case, regex, scope, scrollback, paging.
-    tmux.ok(&["split-window", "-d", "-t", &pane]);
+    // The new pane prints its line itself: typed into a shell that has not started yet, the
+    // output would share a row with the prompt the shell prints late ("# NEEDLE-42").
     let other = tmux
-        .ok(&["list-panes", "-t", &pane, "-F", "#{pane_id}"])
-        .lines()
-        .find(|p| *p != pane)
-        .unwrap()
-        .to_owned();
-    tmux.ok(&["send-keys", "-t", &other, "echo NEEDLE-$((6*7))", "Enter"]);
+        .split_running(&pane, "echo NEEDLE-$((6*7)); exec sh")
+        .to_string();
     wait_for_text(&tmux, &other, "NEEDLE-42").await;
     tmux.ok(&["send-keys", "-t", &pane, "echo needle-lower", "Enter"]);
     wait_for_text(&tmux, &pane, "needle-lower").await;

@@ -98,6 +98,24 @@ impl TestTmux {
             .expect("a pane id")
     }
 
+    /// Splits `target`'s window with a new pane running `command` (through the default
+    /// shell) and returns the new pane; focus stays.
+    pub fn split_running(&self, target: &str, command: &str) -> muxgate::mux::tmux::PaneId {
+        self.ok(&[
+            "split-window",
+            "-d",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            "-t",
+            target,
+            command,
+        ])
+        .trim()
+        .parse()
+        .expect("a pane id")
+    }
+
     /// Makes pane `target` record the next `len` bytes of its input into `out`, raw (no echo,
     /// no line editing, no signals), and returns the pane's id once it is ready. With
     /// `bracketed` the recorder first asks for bracketed paste.
