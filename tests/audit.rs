@@ -10,13 +10,13 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use common::serve::ServeProcess;
 use common::tmux::TestTmux;
 use common::tools::{call, call_err, call_ok, client, wait_for_screen};
-use common::{RawMcp, TEST_SECRET, config_with_server, spawn_gateway, wait_until};
+use common::{RawMcp, config_with_server, spawn_gateway, wait_until};
 use muxgate::audit::{AuditKey, Head, verify};
 use serde_json::{Value, json};
 
@@ -106,22 +106,6 @@ async fn a_call_leaves_a_start_and_an_end_record() {
     assert_eq!(report.anchored_seq, Some(report.last_seq));
 }
 
-fn write_serve_config(dir: &Path, tmux: &TestTmux) -> PathBuf {
-    let path = dir.join("muxgate.toml");
-    std::fs::write(
-        &path,
-        format!(
-            "[tmux.servers.work]\nsocket_name = '{}'\n\
-             [auth]\nsecret = '{TEST_SECRET}'\n\
-             [audit]\npath = '{}'\n",
-            tmux.socket,
-            dir.join("audit.jsonl").display()
-        ),
-    )
-    .unwrap();
-    path
-}
-
 async fn raw_client(gateway: &ServeProcess, config: &Path) -> RawMcp {
     let loaded = muxgate::config::Config::load(Some(config), std::iter::empty()).unwrap();
     let token =
@@ -139,7 +123,7 @@ async fn raw_client(gateway: &ServeProcess, config: &Path) -> RawMcp {
 async fn a_gateway_killed_mid_call_leaves_the_start_record() {
     let tmux = TestTmux::start();
     let dir = tempfile::tempdir().unwrap();
-    let config = write_serve_config(dir.path(), &tmux);
+    let config = common::serve::write_config(dir.path(), "work", &tmux.socket, "");
     let log = dir.path().join("audit.jsonl");
     let pane = tmux.pane_id("main").to_string();
     let mut gateway = ServeProcess::start(&config, &dir.path().join("serve.log"), &[]).await;

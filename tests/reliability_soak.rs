@@ -15,7 +15,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::TEST_SECRET;
 use common::calls::Client;
 use common::probe::{sample, status_field};
 use common::serve::ServeProcess;
@@ -41,23 +40,6 @@ fn env_or(name: &str, default: u64) -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-fn write_config(dir: &Path, tmux: &TestTmux) -> std::path::PathBuf {
-    let path = dir.join("muxgate.toml");
-    std::fs::write(
-        &path,
-        format!(
-            "[tmux.servers.work]\nsocket_name = '{}'\n\
-             [auth]\nsecret = '{TEST_SECRET}'\n\
-             [audit]\npath = '{}'\n\
-             [log]\nlevel = 'warn'\n",
-            tmux.socket,
-            dir.join("audit.jsonl").display()
-        ),
-    )
-    .expect("write the config");
-    path
 }
 
 fn mint(config: &Path, sub: &str) -> String {
@@ -278,7 +260,8 @@ async fn soak() {
 
     let tmux = TestTmux::start();
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = write_config(dir.path(), &tmux);
+    let config =
+        common::serve::write_config(dir.path(), "work", &tmux.socket, "[log]\nlevel = 'warn'\n");
     let gateway = ServeProcess::start(&config, &dir.path().join("serve.log"), &[]).await;
 
     let mut workers = Vec::new();

@@ -9,26 +9,10 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
+use common::RawMcp;
 use common::serve::ServeProcess;
 use common::tmux::TestTmux;
-use common::{RawMcp, TEST_SECRET};
 use serde_json::{Value, json};
-
-fn write_config(dir: &Path, tmux: &TestTmux) -> std::path::PathBuf {
-    let path = dir.join("muxgate.toml");
-    std::fs::write(
-        &path,
-        format!(
-            "[tmux.servers.work]\nsocket_name = '{}'\n\
-             [auth]\nsecret = '{TEST_SECRET}'\n\
-             [audit]\npath = '{}'\n",
-            tmux.socket,
-            dir.join("audit.jsonl").display()
-        ),
-    )
-    .unwrap();
-    path
-}
 
 /// Requests that each carry `marker` somewhere a careless log line would copy it.
 fn requests(marker: &str) -> Vec<Value> {
@@ -38,7 +22,7 @@ fn requests(marker: &str) -> Vec<Value> {
     };
     vec![
         json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read",
-               "params": {"uri": format!("tmux://work/{marker}")}}),
+               "params": {"uri": format!("tmux://main/{marker}")}}),
         json!({"jsonrpc": "2.0", "id": 2, "method": "resources/read",
                "params": {"uri": format!("{marker}://x")}}),
         json!({"jsonrpc": "2.0", "id": 3, "method": "prompts/get",
@@ -48,18 +32,18 @@ fn requests(marker: &str) -> Vec<Value> {
         call(
             5,
             "send_keys",
-            json!({"server": "work", "target": "main", "keys": [marker], "literal": true}),
+            json!({"server": "main", "target": "main", "keys": [marker], "literal": true}),
         ),
         call(
             6,
             "send_keys",
-            json!({"server": "work", "target": "main", "keys": ["x"], "literal": marker}),
+            json!({"server": "main", "target": "main", "keys": ["x"], "literal": marker}),
         ),
         call(7, "list_sessions", json!({"server": marker})),
         call(
             8,
             "display_message",
-            json!({"server": "work", "target": "main", "format": format!("#{{{marker}")}),
+            json!({"server": "main", "target": "main", "format": format!("#{{{marker}")}),
         ),
         json!({"jsonrpc": "2.0", "id": 9, "method": marker, "params": {}}),
         json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": {"name": "list_sessions", "arguments": marker}}),
@@ -87,7 +71,7 @@ async fn send_all(gateway: &ServeProcess, config: &Path, marker: &str) {
 async fn log_of(envs: &[(&str, &str)]) -> (String, String) {
     let tmux = TestTmux::start();
     let dir = tempfile::tempdir().unwrap();
-    let config = write_config(dir.path(), &tmux);
+    let config = common::serve::write_config(dir.path(), "main", &tmux.socket, "");
     let log_path = dir.path().join("serve.log");
     let mut gateway = ServeProcess::start(&config, &log_path, envs).await;
     let marker = format!("M4rk{}", std::process::id());

@@ -87,3 +87,18 @@ impl ServeProcess {
         std::fs::read_to_string(&self.log_path).unwrap_or_default()
     }
 }
+
+/// Writes `dir/muxgate.toml` for a [`ServeProcess`]: tmux server `server` on `socket`, the test
+/// secret, an audit log at `dir/audit.jsonl`, then `extra` (more TOML).
+pub fn write_config(dir: &Path, server: &str, socket: &str, extra: &str) -> PathBuf {
+    let path = dir.join("muxgate.toml");
+    let text = format!(
+        "[tmux.servers.{server}]\nsocket_name = '{socket}'\n\
+         [auth]\nsecret = '{secret}'\n\
+         [audit]\npath = '{audit}'\n{extra}",
+        secret = super::TEST_SECRET,
+        audit = dir.join("audit.jsonl").display(),
+    );
+    std::fs::write(&path, text).expect("write the config");
+    path
+}
