@@ -171,8 +171,9 @@ impl Drop for NameClaim<'_> {
     }
 }
 
-/// A poisoned table is still consistent: every change is one call on the map.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+/// Locks a table whose every change is one call on a map, so a poisoned one is still
+/// consistent (also the failure throttle's).
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -13,12 +13,14 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroU32;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+
+use super::owners::lock;
 
 /// The peer address of a request's connection (axum `ConnectInfo`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,13 +82,6 @@ impl FailureThrottle {
             lock(&self.blocked).retain(|_, until| *until > now);
         }
     }
-}
-
-/// Every update is one insert or remove: a poisoned map is still consistent.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]
