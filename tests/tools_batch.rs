@@ -272,26 +272,9 @@ async fn progress_of(mcp: &common::RawMcp, id: u64, operations: Vec<Value>) -> V
         "params": {"name": "send_keys_batch", "arguments": {"operations": operations},
                    "_meta": {"progressToken": format!("p{id}")}}
     });
-    let response = mcp
-        .post(&body)
-        .header("accept", "application/json, text/event-stream")
-        .send()
-        .await
-        .unwrap();
-    let text = response.text().await.unwrap();
-    let messages: Vec<Value> = common::sse_events(&text)
-        .into_iter()
-        .filter_map(|event| serde_json::from_str(&event.data).ok())
-        .collect();
-    let result = messages
-        .iter()
-        .find(|m| m["id"] == id)
-        .unwrap_or_else(|| panic!("no result in {text}"));
+    let (progress, result) = common::call_with_progress(mcp, id, &body).await;
     assert_eq!(result["result"]["isError"], false, "{result}");
-    messages
-        .into_iter()
-        .filter(|m| m["method"] == "notifications/progress")
-        .collect()
+    progress
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

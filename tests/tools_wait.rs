@@ -494,29 +494,8 @@ async fn call_with_progress(
         params["_meta"] = json!({"progressToken": token});
     }
     let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
-    let text = mcp
-        .post(&body)
-        .header("accept", "application/json, text/event-stream")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let messages: Vec<serde_json::Value> = common::sse_events(&text)
-        .into_iter()
-        .filter_map(|event| serde_json::from_str(&event.data).ok())
-        .collect();
-    let result = messages
-        .iter()
-        .find(|m| m["id"] == id)
-        .unwrap_or_else(|| panic!("no result in {text}"))["result"]["structuredContent"]
-        .clone();
-    let progress = messages
-        .into_iter()
-        .filter(|m| m["method"] == "notifications/progress")
-        .collect();
-    (progress, result)
+    let (progress, response) = common::call_with_progress(mcp, id, &body).await;
+    (progress, response["result"]["structuredContent"].clone())
 }
 
 /// A waiting call of a client that sent a progressToken hears from the gateway every

@@ -347,6 +347,34 @@ pub struct SseEvent {
     pub data: String,
 }
 
+/// Posts the request `body` (JSON-RPC id `id`) and reads its SSE answer whole: returns the
+/// `notifications/progress` messages it carried and the response with that id.
+pub async fn call_with_progress(mcp: &RawMcp, id: u64, body: &Value) -> (Vec<Value>, Value) {
+    let text = mcp
+        .post(body)
+        .header("accept", "application/json, text/event-stream")
+        .send()
+        .await
+        .expect("POST")
+        .text()
+        .await
+        .expect("read the answer");
+    let messages: Vec<Value> = sse_events(&text)
+        .into_iter()
+        .filter_map(|event| serde_json::from_str(&event.data).ok())
+        .collect();
+    let response = messages
+        .iter()
+        .find(|m| m["id"] == id)
+        .unwrap_or_else(|| panic!("no response in {text}"))
+        .clone();
+    let progress = messages
+        .into_iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .collect();
+    (progress, response)
+}
+
 /// Parses the complete events in an SSE text (an unterminated last event is left out).
 pub fn sse_events(text: &str) -> Vec<SseEvent> {
     let normalized = text.replace("\r\n", "\n");
