@@ -90,11 +90,6 @@ impl InputPlan {
         Ok(())
     }
 
-    /// Presses Enter.
-    pub fn enter(&mut self) -> Result<&mut Self, InputError> {
-        self.keys(&[KeyName::enter()])
-    }
-
     /// Types `text` exactly. `buffer_name` is called for each run of bytes that is not valid
     /// UTF-8 (each needs its own transient buffer).
     pub fn literal(
@@ -258,7 +253,7 @@ mod tests {
         let mut plan = InputPlan::new(PaneId(3));
         plan.keys(&[KeyName::parse("C-c").unwrap(), KeyName::parse("-").unwrap()])
             .unwrap()
-            .enter()
+            .keys(&[KeyName::enter()])
             .unwrap();
         assert_eq!(
             lines(&plan),
