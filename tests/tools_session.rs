@@ -385,9 +385,8 @@ async fn create_session_starts_a_server_that_is_not_running() {
         socket_path: std::path::PathBuf::new(),
     };
 
-    // No server running: there are no sessions (an empty list, not an error).
-    let before = ok(&client, "list_sessions", json!({})).await;
-    assert_eq!(before["sessions"], json!([]), "{before}");
+    let before = err(&client, "list_sessions", json!({})).await;
+    assert_eq!(before["kind"], "unavailable", "{before}");
     let created = ok(
         &client,
         "create_session",

@@ -204,9 +204,9 @@ pub(crate) async fn list_session_rows(
         .await
     {
         Ok(outcomes) => outcomes,
-        // No server running, or one with no session (an empty workspace): there are none.
+        // A server with no session (an empty workspace) lists none.
         Err(EngineError::Unavailable {
-            cause: ConnectError::NoServer { .. } | ConnectError::NoSessions { .. },
+            cause: ConnectError::NoSessions { .. },
             ..
         }) => return Ok(Vec::new()),
         Err(error) => return Err(engine_error(tmux.server_name(), error, "call list_servers")),
