@@ -110,8 +110,7 @@ struct Inner {
 
 impl McpServer {
     pub fn new(state: McpState) -> Self {
-        let mut tools = tools::router();
-        tools::batch::advertise_max_ops(&mut tools, state.config.limits.max_batch_ops.get());
+        let tools = catalog::router(state.config.limits.max_batch_ops.get());
         Self {
             inner: Arc::new(Inner { state, tools }),
         }

@@ -106,8 +106,10 @@ impl JsonSchema for KeysOps {
         "KeysOps".into()
     }
 
-    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        let mut schema = generator.subschema_for::<Vec<KeysOp>>();
+    // The fields mean what send_keys' arguments mean, and send_keys' listing says so once:
+    // here they are named and typed only.
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let mut schema = crate::mcp::catalog::terse_schema_for::<Vec<KeysOp>>();
         schema.insert("minItems".into(), 1.into());
         schema
     }
@@ -116,8 +118,7 @@ impl JsonSchema for KeysOps {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendKeysBatchInput {
-    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
-    /// only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// The operations, run in order (at most the configured `max_batch_ops`, 50 by default).
@@ -328,6 +329,15 @@ pub enum PaneOp {
 }
 
 impl PaneOp {
+    /// Every operation's name, as `op` spells it.
+    const NAMES: [&str; 5] = [
+        "send_keys",
+        "paste_text",
+        "wait_for_text",
+        "capture_pane",
+        "capture_since",
+    ];
+
     fn name(&self) -> &'static str {
         match self {
             PaneOp::SendKeys(_) => "send_keys",
@@ -378,10 +388,19 @@ impl JsonSchema for PaneOps {
         "PaneOps".into()
     }
 
-    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        let mut schema = generator.subschema_for::<Vec<PaneOp>>();
-        schema.insert("minItems".into(), 1.into());
-        schema
+    // Each operation takes its tool's own arguments, which that tool's listing describes; a
+    // second copy of five schemas here would be most of the tool list's size. The arguments are
+    // checked when the batch is parsed, with errors that name the operation's index.
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "required": ["op"],
+                "properties": {"op": {"enum": PaneOp::NAMES}},
+            },
+        })
     }
 }
 

@@ -29,8 +29,7 @@ const DEFAULT_CHANNEL_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChannelInput {
-    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
-    /// only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Channel name: 1-128 of letters, digits and `_ . : -`.
@@ -40,8 +39,7 @@ pub struct ChannelInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WaitForChannelInput {
-    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
-    /// only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Channel name: 1-128 of letters, digits and `_ . : -`.

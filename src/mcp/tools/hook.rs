@@ -19,7 +19,7 @@ use crate::mux::tmux::TmuxCommand;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShowHooksInput {
-    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Which hooks: session (client, session and alert events), window or pane.
@@ -35,7 +35,7 @@ pub struct ShowHooksInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShowHookInput {
-    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Which hooks: session, window or pane.

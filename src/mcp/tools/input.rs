@@ -95,8 +95,7 @@ fn yes() -> bool {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendKeysInput {
-    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
-    /// only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane id (`%N`). A window id (`@N`) means its active pane; a session (`$N` or exact
@@ -135,8 +134,7 @@ pub struct SendKeysOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PasteTextInput {
-    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
-    /// only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane id (`%N`). A window id (`@N`) means its active pane; a session (`$N` or exact

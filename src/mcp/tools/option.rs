@@ -222,7 +222,7 @@ fn unknown_option(name: &str, message: &str) -> ToolError {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShowOptionInput {
-    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Which kind of option: server, session, window or pane.
@@ -254,7 +254,7 @@ pub struct ShowOptionOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetOptionInput {
-    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Which kind of option: server, session, window or pane.
@@ -300,7 +300,7 @@ pub enum EnvironmentScope {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShowEnvironmentInput {
-    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// global or session.
@@ -329,7 +329,7 @@ pub struct ShowEnvironmentOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetEnvironmentInput {
-    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// global or session.

@@ -86,8 +86,7 @@ impl JsonSchema for LineArg {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListPanesInput {
-    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
-    /// only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Limit the listing to a session (`$N` or exact name), a window (`@N`), or the window
@@ -116,8 +115,7 @@ pub struct ListPanesOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PaneTargetInput {
-    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
-    /// only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane id (`%N`). A window id (`@N`) means its active pane; a session (`$N` or exact
@@ -128,8 +126,7 @@ pub struct PaneTargetInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SnapshotPaneInput {
-    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
-    /// only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane id (`%N`). A window id (`@N`) means its active pane; a session (`$N` or exact
@@ -217,8 +214,7 @@ const SNAPSHOT_FIELDS: [&str; 23] = [
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CapturePaneInput {
-    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
-    /// only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane id (`%N`). A window id (`@N`) means its active pane; a session (`$N` or exact
@@ -263,8 +259,7 @@ pub struct CapturePaneOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DisplayMessageInput {
-    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
-    /// only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// The pane whose context expands the format: pane id (`%N`), or a window (`@N`) /
@@ -301,8 +296,7 @@ pub enum Corner {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FindPaneByPositionInput {
-    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
-    /// only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// The window: a window id (`@N`), a pane id (`%N`) for its window, or a session (`$N` or

@@ -16,8 +16,7 @@ use crate::mux::tmux::ops::pipe::{PipePath, pipe_pane_command};
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PipePaneInput {
-    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
-    /// only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane id (`%N`); a window or session means its active pane.

@@ -63,8 +63,7 @@ impl From<ShellName> for ShellFlavor {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunCommandInput {
-    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
-    /// only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// The shell pane: `%N`, or a window `@N` / session (`$N` or exact name) for its active

@@ -40,8 +40,7 @@ use crate::mux::tmux::{BatchMode, CommandOutcome, ConnectError, EngineError, Tmu
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListSessionsInput {
-    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
-    /// only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Only sessions matching every given field. Also accepted as a JSON string.
@@ -282,7 +281,7 @@ pub(crate) async fn find_session(
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GetSessionInfoInput {
-    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// The session: id (`$N`) or exact name. A window (`@N`) or pane (`%N`) id names the
@@ -301,7 +300,7 @@ pub struct SessionDetail {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSessionInput {
-    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Name of the new session: 1-64 characters from A-Z a-z 0-9 _ -. Must be unused and
@@ -340,7 +339,7 @@ pub struct CreateSessionOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KillSessionInput {
-    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// The session to kill: id (`$N`) or exact name. Window and pane ids are refused.
@@ -359,7 +358,7 @@ pub struct KillSessionOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RenameSessionInput {
-    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// The session: id (`$N`) or exact name.

@@ -28,8 +28,7 @@ const MAX_MAX_LINES: usize = 10_000;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CaptureSinceInput {
-    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
-    /// only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// The pane: `%N`, or a window `@N` / session (`$N` or exact name) for its active pane.

@@ -45,8 +45,7 @@ pub const DEFAULT_TEXT_TIMEOUT: Duration = Duration::from_secs(8);
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WaitForTextInput {
-    /// Configured tmux server name (from list_servers); may be omitted when the gateway has
-    /// only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// The pane to watch: `%N`, or a window `@N` / session (`$N` or exact name) for its active

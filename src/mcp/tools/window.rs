@@ -214,7 +214,7 @@ impl WindowMatcher {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListWindowsInput {
-    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Only this session's windows: its id (`$N`) or exact name. Default: every session you
@@ -240,7 +240,7 @@ pub struct ListWindowsOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GetWindowInfoInput {
-    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// The window (`@N`); a pane id (`%N`) names its window, a session (`$N` or name) its
@@ -276,7 +276,7 @@ impl Position {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateWindowInput {
-    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Where to create it: a session (`$N` or exact name; the window gets the next free
@@ -307,7 +307,7 @@ pub struct CreateWindowInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KillWindowInput {
-    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// The window to kill (`@N`). Session and pane targets are refused.
@@ -328,7 +328,7 @@ pub struct KillWindowOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RenameWindowInput {
-    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// The window (`@N`).
@@ -352,7 +352,7 @@ pub enum WindowStep {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SelectWindowInput {
-    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// The window to select (`@N`), or a session (`$N` or exact name) together with `step`
@@ -369,7 +369,7 @@ pub struct SelectWindowInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResizeWindowInput {
-    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// The window (`@N`).
@@ -396,7 +396,7 @@ const NAMED_LAYOUTS: [&str; 7] = [
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SelectLayoutInput {
-    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// The window (`@N`).
@@ -409,7 +409,7 @@ pub struct SelectLayoutInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MoveWindowInput {
-    /// Configured tmux server name (from list_servers); may be omitted when only one.
+    /// Server name (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// The window to move (`@N`).

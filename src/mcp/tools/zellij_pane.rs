@@ -20,10 +20,10 @@ use crate::mux::zellij::backend::{EditOptions, NewPaneOptions, ResizeMode, Side,
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijNewPaneInput {
-    /// Configured Zellij server name (from zellij_list_servers); may be omitted when only one.
+    /// Server name (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session name (from zellij_list_sessions); default: the server's configured session.
+    /// Session (zellij_list_sessions); default: the configured one.
     #[serde(default)]
     pub session: Option<String>,
     /// The tab to open it in (id from zellij_list_tabs). Default: the first tab.
@@ -63,10 +63,10 @@ pub struct ZellijPaneOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijPaneTargetInput {
-    /// Configured Zellij server name (from zellij_list_servers); may be omitted when only one.
+    /// Server name (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session name (from zellij_list_sessions); default: the server's configured session.
+    /// Session (zellij_list_sessions); default: the configured one.
     #[serde(default)]
     pub session: Option<String>,
     /// The pane id (`terminal_N` or `plugin_N`, from zellij_list_panes).
@@ -87,10 +87,10 @@ pub struct ZellijClosePaneOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijRenamePaneInput {
-    /// Configured Zellij server name (from zellij_list_servers); may be omitted when only one.
+    /// Server name (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session name (from zellij_list_sessions); default: the server's configured session.
+    /// Session (zellij_list_sessions); default: the configured one.
     #[serde(default)]
     pub session: Option<String>,
     /// The pane id (`terminal_N`, from zellij_list_panes).
@@ -102,10 +102,10 @@ pub struct ZellijRenamePaneInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijResizePaneInput {
-    /// Configured Zellij server name (from zellij_list_servers); may be omitted when only one.
+    /// Server name (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session name (from zellij_list_sessions); default: the server's configured session.
+    /// Session (zellij_list_sessions); default: the configured one.
     #[serde(default)]
     pub session: Option<String>,
     /// The pane id (`terminal_N`, from zellij_list_panes).
@@ -131,10 +131,10 @@ pub struct ZellijFocusPaneOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijEditFileInput {
-    /// Configured Zellij server name (from zellij_list_servers); may be omitted when only one.
+    /// Server name (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session name (from zellij_list_sessions); default: the server's configured session.
+    /// Session (zellij_list_sessions); default: the configured one.
     #[serde(default)]
     pub session: Option<String>,
     /// The file to open; relative paths are resolved against `cwd`.

@@ -35,7 +35,7 @@ pub struct ZellijServerInfo {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijServerInput {
-    /// Configured Zellij server name (from zellij_list_servers); may be omitted when only one.
+    /// Server name (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
 }
@@ -50,10 +50,10 @@ pub struct ZellijListSessionsOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijSessionInput {
-    /// Configured Zellij server name (from zellij_list_servers); may be omitted when only one.
+    /// Server name (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session name (from zellij_list_sessions); default: the server's configured session.
+    /// Session (zellij_list_sessions); default: the configured one.
     #[serde(default)]
     pub session: Option<String>,
 }
@@ -69,10 +69,10 @@ pub struct ZellijListTabsOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijListPanesInput {
-    /// Configured Zellij server name (from zellij_list_servers); may be omitted when only one.
+    /// Server name (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session name (from zellij_list_sessions); default: the server's configured session.
+    /// Session (zellij_list_sessions); default: the configured one.
     #[serde(default)]
     pub session: Option<String>,
     /// Only panes of this tab (its id from zellij_list_tabs).

@@ -20,10 +20,10 @@ use crate::mux::zellij::backend::NewTabOptions;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijNewTabInput {
-    /// Configured Zellij server name (from zellij_list_servers); may be omitted when only one.
+    /// Server name (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session name (from zellij_list_sessions); default: the server's configured session.
+    /// Session (zellij_list_sessions); default: the configured one.
     #[serde(default)]
     pub session: Option<String>,
     /// Tab name (no control characters, at most 256 bytes). Default: Zellij's `Tab #N`.
@@ -53,10 +53,10 @@ pub struct ZellijTabOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijRenameTabInput {
-    /// Configured Zellij server name (from zellij_list_servers); may be omitted when only one.
+    /// Server name (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session name (from zellij_list_sessions); default: the server's configured session.
+    /// Session (zellij_list_sessions); default: the configured one.
     #[serde(default)]
     pub session: Option<String>,
     /// The tab's id (from zellij_list_tabs; not its position).
@@ -68,10 +68,10 @@ pub struct ZellijRenameTabInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijTabTargetInput {
-    /// Configured Zellij server name (from zellij_list_servers); may be omitted when only one.
+    /// Server name (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session name (from zellij_list_sessions); default: the server's configured session.
+    /// Session (zellij_list_sessions); default: the configured one.
     #[serde(default)]
     pub session: Option<String>,
     /// The tab's id (from zellij_list_tabs; not its position).
@@ -91,10 +91,10 @@ pub struct ZellijCloseTabOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijFloatingInput {
-    /// Configured Zellij server name (from zellij_list_servers); may be omitted when only one.
+    /// Server name (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session name (from zellij_list_sessions); default: the server's configured session.
+    /// Session (zellij_list_sessions); default: the configured one.
     #[serde(default)]
     pub session: Option<String>,
     /// The tab's id (from zellij_list_tabs; not its position).

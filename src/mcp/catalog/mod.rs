@@ -4,11 +4,16 @@
 //! A tool's tier is derived from its annotations, so the annotations are the single source of
 //! truth for both clients (which read them) and policy (which maps scopes to tiers).
 
+mod compact;
+
+use std::sync::Arc;
+
+use rmcp::handler::server::tool::ToolRouter;
 use rmcp::model::Tool;
 
 pub use crate::auth::Tier;
 
-use super::tools;
+use super::{McpServer, tools};
 
 /// The tier a tool's annotations put it in. Missing hints take MCP's defaults (not read-only,
 /// destructive), so an unannotated tool lands in the strictest tier.
@@ -23,9 +28,34 @@ pub fn tier_of(tool: &Tool) -> Tier {
     }
 }
 
-/// Every tool, sorted by name.
+/// Every tool the gateway serves, with the schemas `tools/list` sends: compacted, and batch
+/// sizes bounded by `max_batch_ops`.
+pub(crate) fn router(max_batch_ops: u32) -> ToolRouter<McpServer> {
+    let mut router = tools::router();
+    tools::batch::advertise_max_ops(&mut router, max_batch_ops);
+    for route in router.map.values_mut() {
+        let tool = &mut route.attr;
+        compact::input_schema(Arc::make_mut(&mut tool.input_schema));
+        if let Some(output) = tool.output_schema.as_mut() {
+            compact::structure_only(Arc::make_mut(output));
+        }
+    }
+    router
+}
+
+/// The schema of `T` with its structure and types only, every subschema inline: for an argument
+/// whose fields another tool's listing already explains.
+pub(crate) fn terse_schema_for<T: schemars::JsonSchema>() -> schemars::Schema {
+    let mut settings = schemars::generate::SchemaSettings::draft2020_12();
+    settings.inline_subschemas = true;
+    let mut schema = settings.into_generator().into_root_schema_for::<T>();
+    compact::structure_only(schema.ensure_object());
+    schema
+}
+
+/// Every tool, sorted by name, as listed.
 pub fn tools() -> Vec<Tool> {
-    tools::router().list_all()
+    router(crate::limits::LimitsConfig::default().max_batch_ops.get()).list_all()
 }
 
 /// The catalog as a Markdown document: one table row per tool.
