@@ -347,6 +347,7 @@ pub fn mint_full_access(
         sessions: None,
         own_sessions: false,
         workspace: None,
+        toolsets: None,
     })
 }
 

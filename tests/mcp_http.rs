@@ -81,11 +81,7 @@ async fn rmcp_client_with_session_lists_and_calls_tools() {
 
     let tools = client.list_all_tools().await.expect("tools/list");
     let names: Vec<_> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(
-        names.len(),
-        muxgate::mcp::catalog::tools().len(),
-        "{names:?}"
-    );
+    assert_eq!(names.len(), common::default_listing().len(), "{names:?}");
     let list_servers = tools
         .iter()
         .find(|t| t.name == "list_servers")
@@ -165,7 +161,7 @@ async fn rmcp_client_without_session_uses_2026_07_28() {
     assert!(info.capabilities.prompts.is_some());
 
     let tools = client.list_all_tools().await.expect("tools/list");
-    assert_eq!(tools.len(), muxgate::mcp::catalog::tools().len());
+    assert_eq!(tools.len(), common::default_listing().len());
     let result = client
         .call_tool(CallToolRequestParams::new("list_servers"))
         .await
@@ -200,8 +196,9 @@ async fn raw_session_lifecycle_initialize_list_call_delete() {
         .expect("list_servers is listed");
     assert_eq!(tool["inputSchema"]["additionalProperties"], false);
     assert_eq!(tool["annotations"]["readOnlyHint"], true);
-    assert_eq!(tool["annotations"]["destructiveHint"], false);
-    assert_eq!(tool["annotations"]["idempotentHint"], true);
+    // Hints that mean nothing for a read-only tool are left out of the listing.
+    assert_eq!(tool["annotations"].get("destructiveHint"), None);
+    assert_eq!(tool["annotations"].get("idempotentHint"), None);
     assert_eq!(tool["annotations"]["openWorldHint"], false);
     assert!(tool["outputSchema"]["properties"]["servers"].is_object());
 

@@ -54,6 +54,7 @@ fn mint(config: &Path, sub: &str) -> String {
             sessions: None,
             own_sessions: false,
             workspace: None,
+            toolsets: None,
         })
         .expect("mint")
 }

@@ -236,6 +236,7 @@ impl Running {
                 sessions: None,
                 own_sessions: false,
                 workspace: None,
+                toolsets: None,
             })
             .unwrap()
     }
@@ -296,6 +297,7 @@ async fn security_layers_over_real_http() {
             sessions: None,
             own_sessions: false,
             workspace: None,
+            toolsets: None,
         })
         .unwrap();
     sent_secrets.push(forged.clone());

@@ -30,6 +30,7 @@ fn limited_token(gateway: &TestGateway, sub: &str, sessions: &[&str]) -> String 
             sessions: Some(sessions.iter().map(|s| (*s).to_owned()).collect()),
             own_sessions: false,
             workspace: None,
+            toolsets: None,
         })
         .unwrap()
 }

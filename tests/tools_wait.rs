@@ -538,3 +538,145 @@ async fn a_long_wait_sends_progress_to_clients_that_asked() {
     let (progress, _) = call_with_progress(&mcp, 4, "wait_for_text", wait(0.5), Some("w4")).await;
     assert!(progress.is_empty(), "a short wait sends none: {progress:?}");
 }
+
+/// Send, then wait, as the tool descriptions teach: output printed before the wait starts
+/// counts when the wait is given the send's `output_position`, and the echo of the typed
+/// command never matches, for a command that prints at once and one that prints later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_since_an_input_sees_fast_output_and_ignores_the_echo() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+    let pane = tmux.pane_id("main").to_string();
+
+    // Prints at once: the output is on screen before the wait begins.
+    let sent = call_ok(
+        &client,
+        "send_keys",
+        json!({"target": pane, "keys": "printf 'FAST-%s\\n' OUT", "enter": true}),
+    )
+    .await;
+    let position = sent["output_position"]
+        .as_str()
+        .expect("a position")
+        .to_owned();
+    wait_for_screen(&tmux, &pane, "FAST-OUT").await;
+    let without = call_ok(
+        &client,
+        "wait_for_text",
+        json!({"target": pane, "patterns": ["FAST-OUT"], "timeout": 1}),
+    )
+    .await;
+    assert_eq!(
+        without["outcome"], "timeout",
+        "the race this fixes: {without}"
+    );
+    let with = call_ok(
+        &client,
+        "wait_for_text",
+        json!({"target": pane, "patterns": ["FAST-OUT"], "since": position, "timeout": 5}),
+    )
+    .await;
+    assert_eq!(with["outcome"], "matched", "{with}");
+    assert_eq!(with["matched_line"], "FAST-OUT");
+
+    // Prints after a second: the echo (`...; echo SLOW-DONE`) is on screen at once.
+    let sent = call_ok(
+        &client,
+        "send_keys",
+        json!({"target": pane, "keys": "sleep 1; echo SLOW-DONE", "enter": true}),
+    )
+    .await;
+    let position = sent["output_position"]
+        .as_str()
+        .expect("a position")
+        .to_owned();
+    let started = Instant::now();
+    let waited = call_ok(
+        &client,
+        "wait_for_text",
+        json!({"target": pane, "patterns": ["SLOW-DONE"], "since": position, "timeout": 10}),
+    )
+    .await;
+    assert_eq!(waited["outcome"], "matched", "{waited}");
+    assert_eq!(waited["matched_line"], "SLOW-DONE", "{waited}");
+    assert!(
+        started.elapsed() >= Duration::from_millis(800),
+        "matched the echo"
+    );
+
+    // A position is its pane's: another pane's wait refuses it.
+    let other = tmux.split("main").to_string();
+    let refused = call_err(
+        &client,
+        "wait_for_text",
+        json!({"target": other, "patterns": ["x"], "since": position, "timeout": 1}),
+    )
+    .await;
+    assert!(refused.to_string().contains("since"), "{refused}");
+    let garbage = call_err(
+        &client,
+        "wait_for_text",
+        json!({"target": pane, "patterns": ["x"], "since": "p.nonsense"}),
+    )
+    .await;
+    assert!(garbage.to_string().contains("output_position"), "{garbage}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_wait_after_its_send_does_not_match_the_echo() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+    let pane = tmux.pane_id("main").to_string();
+    for (command, delayed) in [
+        ("echo BATCH-FAST", false),
+        ("sleep 1; echo BATCH-SLOW", true),
+    ] {
+        let marker = command.rsplit(' ').next().unwrap();
+        let batch = call_ok(
+            &client,
+            "pane_batch",
+            json!({"operations": [
+                {"op": "send_keys", "target": pane, "keys": command, "enter": true},
+                {"op": "wait_for_text", "target": pane, "patterns": [marker], "timeout": 10},
+            ]}),
+        )
+        .await;
+        let wait = &batch["results"][1];
+        assert_eq!(wait["result"]["outcome"], "matched", "{batch}");
+        assert_eq!(wait["result"]["matched_line"], marker, "{batch}");
+        if delayed {
+            assert!(wait["elapsed_ms"].as_u64().unwrap() >= 800, "{batch}");
+        }
+    }
+}
+
+/// A call still running keeps its answer's stream alive with SSE comments every
+/// `http.progress_interval_secs`, progress token or not, so that clients with short read
+/// timeouts and proxies do not drop it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_call_keeps_its_stream_alive() {
+    let tmux = TestTmux::start();
+    let mut config = config_with_server("work", &tmux.socket, false);
+    config.http.progress_interval_secs = 1;
+    let gateway = spawn_gateway(config).await;
+    let mut mcp = gateway.raw();
+    mcp.initialize().await;
+    let pane = tmux.pane_id("main").to_string();
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+        "name": "wait_for_text",
+        "arguments": {"target": pane, "patterns": ["never-printed"], "timeout": 2.5}}});
+    let text = mcp
+        .post(&body)
+        .send()
+        .await
+        .expect("POST")
+        .text()
+        .await
+        .expect("body");
+    let answer_at = text.find("\"id\":9").expect("the answer");
+    let keep_alives =
+        text[..answer_at].matches("\n:\n").count() + usize::from(text.starts_with(":\n"));
+    assert!(keep_alives >= 1, "no keep-alive before the answer:\n{text}");
+}

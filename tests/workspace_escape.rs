@@ -91,6 +91,7 @@ fn mint(config: &Config, sub: &str) -> String {
             sessions: None,
             own_sessions: false,
             workspace: None,
+            toolsets: None,
         })
         .unwrap()
 }

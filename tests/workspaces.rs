@@ -89,6 +89,7 @@ fn mint_for(gateway: &common::TestGateway, sub: &str, workspace: Option<&str>) -
             sessions: None,
             own_sessions: false,
             workspace: workspace.map(str::to_owned),
+            toolsets: None,
         })
         .unwrap()
 }

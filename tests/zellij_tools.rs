@@ -861,6 +861,7 @@ fn limited_token(
             sessions: list(sessions),
             own_sessions,
             workspace: None,
+            toolsets: None,
         })
         .unwrap()
 }

@@ -323,6 +323,7 @@ level = "warn"
                 sessions: None,
                 own_sessions: false,
                 workspace: None,
+                toolsets: None,
             })
             .context("mint a token")?;
         let transport = StreamableHttpClientTransport::from_config(

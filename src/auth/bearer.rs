@@ -23,6 +23,7 @@ use super::pattern::{NamePattern, compile_patterns};
 use super::principal::{KNOWN_SCOPES, Principal, TargetAcl, tier_of};
 use super::throttle::{FailureThrottle, PeerAddr};
 use super::token::{RejectReason, TokenVerifier, VerifiedToken, valid_sub};
+use super::toolset::Toolsets;
 
 /// Called once per rejected request with its reason (for metrics).
 pub type RejectHook = Arc<dyn Fn(RejectReason) + Send + Sync>;
@@ -35,6 +36,7 @@ struct ClientPolicy {
     sessions: Option<Vec<NamePattern>>,
     own_sessions: bool,
     workspace: Option<String>,
+    toolsets: Option<Toolsets>,
 }
 
 /// Verifies requests and builds their [`Principal`].
@@ -222,7 +224,13 @@ impl Authenticator {
             .and_then(|c| c.workspace.clone())
             .or(token.workspace)
             .unwrap_or_else(|| token.sub.clone());
+        // Toolsets grant nothing (scopes do), so the token's choice wins over the config's.
+        let toolsets = token
+            .toolsets
+            .or_else(|| client.and_then(|c| c.toolsets))
+            .unwrap_or_default();
         Principal {
+            toolsets,
             tier: tier_of(scopes.iter().map(String::as_str)),
             workspace,
             sub: token.sub,
@@ -312,6 +320,15 @@ fn compile_client(sub: &str, cfg: &ClientPolicyConfig) -> Result<ClientPolicy, A
             }
             other => other.clone(),
         },
+        toolsets: cfg
+            .toolsets
+            .as_deref()
+            .map(Toolsets::parse)
+            .transpose()
+            .map_err(|e| AuthConfigError::Invalid {
+                field: field("toolsets"),
+                reason: e.to_string(),
+            })?,
     })
 }
 

@@ -23,6 +23,7 @@
 //! servers = ["build"]                # server-name patterns this client may use
 //! sessions = ["ci-*"]                # session-name patterns this client may see
 //! own_sessions = true                # see only the sessions it created (plus `sessions` grants)
+//! toolsets = ["inspect", "run"]      # tool families listed (default: inspect, run, manage, zellij)
 //! [clients.ci-bot.limits]            # per-client overrides of `[limits]`
 //! tool_calls_per_second = 5
 //! ```
@@ -178,6 +179,9 @@ pub struct ClientPolicyConfig {
     /// named by its `sub`.
     #[serde(default)]
     pub workspace: Option<String>,
+    /// The toolsets this client is shown (see [`super::Toolsets`]); a token's claim wins.
+    #[serde(default)]
+    pub toolsets: Option<Vec<String>>,
     /// Per-client overrides of the global `[limits]`.
     #[serde(default)]
     pub limits: LimitOverrides,
@@ -200,6 +204,9 @@ pub struct DefaultClientConfig {
     /// See only the sessions it created (plus `sessions` grants).
     #[serde(default)]
     pub own_sessions: bool,
+    /// The toolsets such a client is shown.
+    #[serde(default)]
+    pub toolsets: Option<Vec<String>>,
 }
 
 impl DefaultClientConfig {
@@ -213,12 +220,14 @@ impl DefaultClientConfig {
         let restricts = self.scopes.is_some()
             || self.servers.is_some()
             || self.sessions.is_some()
-            || self.own_sessions;
+            || self.own_sessions
+            || self.toolsets.is_some();
         restricts.then(|| ClientPolicyConfig {
             scopes: self.scopes.clone(),
             servers: self.servers.clone(),
             sessions: self.sessions.clone(),
             own_sessions: self.own_sessions,
+            toolsets: self.toolsets.clone(),
             ..ClientPolicyConfig::default()
         })
     }

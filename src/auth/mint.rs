@@ -21,6 +21,7 @@ use super::keys::{load_secret, read_file};
 use super::pattern::compile_patterns;
 use super::principal::{KNOWN_SCOPES, SCOPE_READ};
 use super::token::{MuxgateClaim, TokenVerifier, valid_sub};
+use super::toolset::Toolsets;
 
 /// Longest lifetime a minted token may have.
 pub const MAX_TTL: Duration = Duration::from_secs(366 * 24 * 3600);
@@ -42,6 +43,8 @@ pub struct MintRequest {
     pub own_sessions: bool,
     /// The workspace the client works in (none: its own, named by `sub`).
     pub workspace: Option<String>,
+    /// The toolsets the client is shown (none: its configured ones).
+    pub toolsets: Option<Vec<String>>,
 }
 
 /// Why a token could not be minted.
@@ -151,6 +154,7 @@ impl TokenMinter {
             sessions: None,
             own_sessions: false,
             workspace: None,
+            toolsets: None,
         })?;
         verifier
             .verify(&probe)
@@ -198,12 +202,16 @@ impl TokenMinter {
                 "workspace must be 1-256 characters without control characters".into(),
             ));
         }
+        if let Some(toolsets) = &req.toolsets {
+            Toolsets::parse(toolsets).map_err(|e| bad(format!("toolsets: {e}")))?;
+        }
         let now = jsonwebtoken::get_current_timestamp();
         let muxgate = MuxgateClaim {
             servers: req.servers.clone(),
             sessions: req.sessions.clone(),
             own_sessions: req.own_sessions,
             workspace: req.workspace.clone(),
+            toolsets: req.toolsets.clone(),
         };
         let claims = MintClaims {
             iss: &self.issuer,
@@ -270,6 +278,7 @@ mod tests {
             sessions: Some(vec!["ci-*".into()]),
             own_sessions: true,
             workspace: None,
+            toolsets: None,
         }
     }
 
@@ -416,6 +425,7 @@ mod tests {
             sessions: None,
             own_sessions: false,
             workspace: None,
+            toolsets: None,
             ..request()
         };
         let token = minter.mint(&admin).unwrap();

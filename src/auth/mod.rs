@@ -61,6 +61,7 @@ pub mod principal;
 pub mod session;
 pub mod throttle;
 pub mod token;
+pub mod toolset;
 
 pub use bearer::{Authenticator, RejectHook, require_bearer};
 pub use config::{
@@ -75,3 +76,4 @@ pub use policy::{
 pub use principal::{Principal, SCOPE_ADMIN, SCOPE_READ, SCOPE_WRITE, TargetAcl, Tier};
 pub use session::{OpensSession, SessionBindings, bind_sessions};
 pub use token::{RejectReason, TokenVerifier};
+pub use toolset::{Toolset, Toolsets, UnknownToolset};

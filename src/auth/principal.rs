@@ -17,6 +17,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use super::pattern::NameAllowList;
+use super::toolset::Toolsets;
 
 /// Scope granting the read-only tier.
 pub const SCOPE_READ: &str = "mux:read";
@@ -111,6 +112,8 @@ pub struct Principal {
     /// The workspace the principal works in, in workspace mode: `[clients.<sub>] workspace`,
     /// else the token's `workspace` claim, else its `sub`.
     pub workspace: String,
+    /// The tool families `tools/list` shows this principal.
+    pub toolsets: Toolsets,
     /// The token's `exp` (seconds since the Unix epoch).
     pub expires_at: u64,
 }
@@ -132,6 +135,7 @@ impl Principal {
         let sub = sub.into();
         Self {
             workspace: sub.clone(),
+            toolsets: Toolsets::default(),
             sub,
             scopes,
             tier,

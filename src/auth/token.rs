@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use super::config::{AuthConfig, AuthConfigError, MAX_LEEWAY_SECONDS};
 use super::keys::{KeySet, load_verification_keys};
 use super::pattern::{NamePattern, compile_patterns};
+use super::toolset::Toolsets;
 
 /// Longest token accepted, in bytes; real tokens are far smaller.
 pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
@@ -156,6 +157,8 @@ pub struct VerifiedToken {
     pub own_sessions: bool,
     /// `workspace` from the `muxgate` claim.
     pub workspace: Option<String>,
+    /// `toolsets` from the `muxgate` claim.
+    pub toolsets: Option<Toolsets>,
     /// `exp`, seconds since the Unix epoch.
     pub expires_at: u64,
 }
@@ -172,6 +175,8 @@ pub(crate) struct MuxgateClaim {
     pub own_sessions: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toolsets: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -383,6 +388,12 @@ fn claims_to_token(
     if muxgate.workspace.as_deref().is_some_and(|w| !valid_sub(w)) {
         return Err(RejectReason::BadClaims);
     }
+    let toolsets = muxgate
+        .toolsets
+        .as_deref()
+        .map(Toolsets::parse)
+        .transpose()
+        .map_err(|_| RejectReason::BadClaims)?;
     let compile = |list: Option<Vec<String>>| {
         list.map(|l| compile_patterns(&l).map_err(|_| RejectReason::BadClaims))
             .transpose()
@@ -394,6 +405,7 @@ fn claims_to_token(
         sessions: compile(muxgate.sessions)?,
         own_sessions: muxgate.own_sessions,
         workspace: muxgate.workspace,
+        toolsets,
         expires_at,
     })
 }

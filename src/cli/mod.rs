@@ -97,6 +97,10 @@ pub struct TokenArgs {
     /// Limit the client to the sessions it creates.
     #[arg(long)]
     pub own_sessions: bool,
+    /// Comma-separated toolsets the client is shown (inspect, run, manage, layout, config,
+    /// buffers, channels, destroy, zellij; or all, default).
+    #[arg(long)]
+    pub toolsets: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -255,6 +259,7 @@ fn mint_token(config: &Config, args: &TokenArgs) -> anyhow::Result<String> {
         sessions: list(&args.sessions),
         own_sessions: args.own_sessions,
         workspace: None,
+        toolsets: list(&args.toolsets),
     };
     Ok(TokenMinter::from_config(&config.auth)?.mint(&request)?)
 }

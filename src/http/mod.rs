@@ -194,6 +194,10 @@ fn mcp_service<H: ServerHandler + Clone>(
         .disable_allowed_hosts()
         .disable_allowed_origins()
         .with_max_request_body_bytes(http.max_body_bytes)
+        // An answer still being worked on (a wait) sends an SSE comment this often, so that
+        // clients with short read timeouts and proxies keep the stream open even when the
+        // client asked for no progress.
+        .with_sse_keep_alive(Some(http.progress_interval()))
         .with_cancellation_token(shutdown.streams_token());
     StreamableHttpService::new(
         move || Ok(mcp.clone()),

@@ -2,10 +2,10 @@
 //!
 //! `max_output_bytes` bounds the whole answer a client receives, not one field of it: an
 //! SDK with a message size limit must be able to read a capped capture. A tool result carries
-//! its text twice (in `structuredContent`, and in `content[0].text` as the same object
-//! serialized to a JSON string, so escaped twice); a resource carries it once. What text
-//! costs is therefore measured as it will be sent ([`cost`]): `a` costs 2 bytes in a tool
-//! result, `"` 6 (`\"`, then `\\\"`), an escape character 13 (`\u001b`, then `\\u001b`).
+//! its text twice (in `structuredContent`, and verbatim in the rendered `content[0].text`, see
+//! `mcp::render`), each a JSON string; a resource carries it once. What text costs is therefore
+//! measured as it will be sent ([`cost`]): `a` costs 2 bytes in a tool result, `"` 4 (`\"`
+//! twice), an escape character 12 (`\u001b` twice).
 //!
 //! One call shares one budget ([`OutputBudget`], carried by the call's context): a batch of
 //! captures divides it instead of each taking all of it. [`RESERVE`] bytes are kept for the
@@ -28,7 +28,7 @@ pub const MIN_MAX_OUTPUT_BYTES: u32 = 16 * 1024;
 /// How text travels in an answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Carried {
-    /// A tool result: in `structuredContent` and again inside `content[0].text`.
+    /// A tool result: in `structuredContent` and again in the rendered `content[0].text`.
     InToolResult,
     /// A resource's contents: once.
     InResource,
@@ -39,17 +39,16 @@ pub fn cost(text: &str, carried: Carried) -> usize {
     text.chars().map(|c| char_cost(c, carried)).sum()
 }
 
-/// One character's cost: its JSON escape, and for a tool result the escape of that escape.
+/// One character's cost: its JSON escape, once per copy.
 fn char_cost(c: char, carried: Carried) -> usize {
-    let (once, twice) = match c {
-        '"' | '\\' => (2, 4),
-        '\u{8}' | '\u{c}' | '\n' | '\r' | '\t' => (2, 3),
-        '\0'..='\u{1f}' => (6, 7),
-        other => (other.len_utf8(), other.len_utf8()),
+    let escaped = match c {
+        '"' | '\\' | '\u{8}' | '\u{c}' | '\n' | '\r' | '\t' => 2,
+        '\0'..='\u{1f}' => 6,
+        other => other.len_utf8(),
     };
     match carried {
-        Carried::InResource => once,
-        Carried::InToolResult => once + twice,
+        Carried::InResource => escaped,
+        Carried::InToolResult => 2 * escaped,
     }
 }
 
@@ -135,16 +134,23 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// The bytes `text` adds to a tool result built the way rmcp builds one.
+    /// The bytes `text` adds to a tool result built the way the gateway sends one: the value,
+    /// and its rendering. Multi-line text is rendered after a `key:` line of its own, so it is
+    /// measured against the text "\n" (which the rendering shows as that line alone: its cost
+    /// is the structured copy's).
     fn measured_in_tool_result(text: &str) -> usize {
         let with = |t: &str| {
             let value = json!({ "text": t });
             encoded_len(&json!({
                 "structuredContent": value,
-                "content": [{"type": "text", "text": value.to_string()}],
+                "content": [{"type": "text", "text": crate::mcp::render::render(&value)}],
             }))
         };
-        with(text) - with("")
+        if text.contains(['\n', '\r']) {
+            with(text) - with("\n") + cost("\n", Carried::InResource)
+        } else {
+            with(text) - with("")
+        }
     }
 
     #[test]
@@ -176,9 +182,9 @@ mod tests {
         // "é" costs 2 in a resource: with 3 bytes left it does not fit after "ab".
         assert_eq!(tail_start("xéab", 3, Carried::InResource), 3);
         assert_eq!(tail_start("xéab", 4, Carried::InResource), 1);
-        // A quote costs 6 in a tool result.
-        assert_eq!(tail_start("a\"b", 7, Carried::InToolResult), 2);
-        assert_eq!(tail_start("a\"b", 8, Carried::InToolResult), 1);
+        // A quote costs 4 in a tool result.
+        assert_eq!(tail_start("a\"b", 5, Carried::InToolResult), 2);
+        assert_eq!(tail_start("a\"b", 6, Carried::InToolResult), 1);
         assert_eq!(tail_start("abc", 0, Carried::InToolResult), 3);
     }
 

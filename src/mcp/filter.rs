@@ -111,7 +111,7 @@ impl Filters {
     }
 
     /// Whether a row (an output object) passes every condition.
-    pub fn matches(&self, row: &Value) -> bool {
+    pub fn matches(&self, row: &serde_json::Map<String, Value>) -> bool {
         self.conditions.iter().all(|c| {
             let value = row.get(&c.field).map(text_of).unwrap_or_default();
             c.test.matches(&value)
@@ -245,7 +245,11 @@ mod tests {
             "current_command__in": ["vim", "nvim"], "current_command__nin": ["bash"],
             "title__regex": "^B.*g$", "title__iregex": "^build",
         });
-        assert!(filters(passing).unwrap().matches(&row()));
+        assert!(
+            filters(passing)
+                .unwrap()
+                .matches(row().as_object().unwrap())
+        );
         for failing in [
             json!({"id": "%4"}),
             json!({"title__contains": "build"}),
@@ -255,7 +259,9 @@ mod tests {
             json!({"title__regex": "^x"}),
         ] {
             assert!(
-                !filters(failing.clone()).unwrap().matches(&row()),
+                !filters(failing.clone())
+                    .unwrap()
+                    .matches(row().as_object().unwrap()),
                 "{failing}"
             );
         }
@@ -281,6 +287,6 @@ mod tests {
         let map: BTreeMap<String, Value> =
             serde_json::from_value(json!({"a__b": "x", "a__b__contains": "x"})).unwrap();
         let parsed = Filters::parse(&map, &["a__b"], "t").unwrap();
-        assert!(parsed.matches(&json!({"a__b": "x"})));
+        assert!(parsed.matches(json!({"a__b": "x"}).as_object().unwrap()));
     }
 }

@@ -30,10 +30,13 @@ pub mod args;
 pub mod call;
 pub mod catalog;
 pub mod error;
+pub mod fields;
 pub mod filter;
 pub mod heartbeat;
 pub mod pane_ops;
+pub mod position;
 pub mod prompts;
+pub mod render;
 pub mod resources;
 pub mod self_guard;
 pub mod tools;
@@ -97,6 +100,22 @@ pub struct McpState {
     pub shutdown: CancellationToken,
 }
 
+impl McpState {
+    /// The multiplexers with at least one server: only their tools are listed.
+    fn backends(&self) -> Vec<catalog::Backend> {
+        let config = &self.config;
+        let tmux = !config.tmux.servers.is_empty() || config.workspaces.enabled;
+        let zellij = !config.zellij.servers.is_empty();
+        [
+            tmux.then_some(catalog::Backend::Tmux),
+            zellij.then_some(catalog::Backend::Zellij),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+}
+
 /// The rmcp `ServerHandler` for muxgate. Cloning is cheap (one `Arc`).
 #[derive(Clone)]
 pub struct McpServer {
@@ -106,13 +125,20 @@ pub struct McpServer {
 struct Inner {
     state: McpState,
     tools: ToolRouter<McpServer>,
+    /// What `tools/list` may show (tools of a backend with a server), with their toolsets.
+    listable: Vec<(Tool, catalog::Toolset)>,
 }
 
 impl McpServer {
     pub fn new(state: McpState) -> Self {
         let tools = catalog::router(state.config.limits.max_batch_ops.get());
+        let listable = catalog::listable(&tools, &state.backends());
         Self {
-            inner: Arc::new(Inner { state, tools }),
+            inner: Arc::new(Inner {
+                state,
+                tools,
+                listable,
+            }),
         }
     }
 
@@ -173,7 +199,11 @@ impl McpServer {
             None => running.await,
         };
         let response = match outcome {
-            Ok(response) => error::normalize_argument_error(response),
+            Ok(response) => {
+                let mut response = error::normalize_argument_error(response);
+                render::shape(&mut response);
+                response
+            }
             Err(protocol) => {
                 call::finish(state, open, &request.name, Err(Outcome::Error));
                 return Err(protocol);
@@ -192,12 +222,15 @@ impl McpServer {
         let cache_hints = context
             .protocol_version()
             .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+        let principal = &caller.principal;
         let tools = self
             .inner
-            .tools
-            .list_all()
-            .into_iter()
-            .filter(|tool| call::visible(&caller.principal, tool))
+            .listable
+            .iter()
+            .filter(|(tool, toolset)| {
+                principal.toolsets.contains(*toolset) && call::visible(principal, tool)
+            })
+            .map(|(tool, _)| tool.clone())
             .collect();
         Ok(ListToolsResult {
             result_type: Some(ResultType::COMPLETE),

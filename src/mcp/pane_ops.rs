@@ -15,11 +15,13 @@ use serde::Serialize;
 pub use super::access::not_found;
 use super::access::{TmuxAccess, engine_error, list_hint, missing_as_not_found};
 use super::error::{ToolError, ToolErrorKind};
+use super::fields::RowShape;
 use crate::auth::owners::SessionKey;
 use crate::mux::tmux::format::{flag, row_format, split_row};
 use crate::mux::tmux::ops::buffer::transient_buffer_name;
 use crate::mux::tmux::ops::capture::{CaptureRange, CapturedText, shape_capture};
 use crate::mux::tmux::ops::input::{InputError, InputPlan};
+use crate::mux::tmux::ops::since::{SinceCursor, cursor_at, parse_state, state_command};
 use crate::mux::tmux::target::Target;
 use crate::mux::tmux::{BatchMode, CommandOutcome, EngineError, PaneId, QuoteError, TmuxCommand};
 
@@ -68,6 +70,28 @@ pub struct PaneInfo {
     /// Whether its session was created through this gateway by you.
     pub created_by_you: bool,
 }
+
+/// What a `list_panes` row shows by default: its id and session, its size, what runs in it and
+/// where, and its flags when they are set (window and pane positions on request).
+pub const PANE_SHAPE: RowShape = RowShape {
+    all: &PANE_INFO_FIELDS,
+    default: &[
+        "id",
+        "session_name",
+        "width",
+        "height",
+        "current_command",
+        "current_path",
+    ],
+    when_set: &[
+        "active",
+        "zoomed",
+        "dead",
+        "dead_status",
+        "mode",
+        "created_by_you",
+    ],
+};
 
 /// `-F` fields of a pane row; free text last (only the last field may hold a separator).
 pub const PANE_FIELDS: [&str; 24] = [
@@ -255,32 +279,43 @@ pub async fn target_pane(tmux: &TmuxAccess<'_>, target: &Target) -> Result<PaneI
 }
 
 /// What was delivered to a pane.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Delivered {
     pub text_bytes: usize,
     pub keys: usize,
+    /// Where the pane's output stood just before the input (a `capture_since` cursor at the
+    /// terminal cursor's row); `None` on the alternate screen, which keeps no rows to follow.
+    pub position: Option<SinceCursor>,
 }
 
 /// Runs an [`InputPlan`] as one chained line (one write; nothing runs after a failure). If
 /// the line fails, transient buffers it may have left are deleted before returning the error.
+///
+/// The same write first reads the pane's state and visible rows, so the returned position is
+/// exactly where the pane stood when the input arrived: no output can fall between the two.
 pub async fn deliver(tmux: &TmuxAccess<'_>, plan: InputPlan) -> Result<Delivered, ToolError> {
-    let delivered = Delivered {
+    let mut delivered = Delivered {
         text_bytes: plan.text_bytes(),
         keys: plan.key_count(),
+        position: None,
     };
     if plan.is_empty() {
         return Ok(delivered);
     }
     let pane = plan.pane();
     let buffers = plan.transient_buffers().to_vec();
-    let outcomes = tmux
-        .run_batch(plan.into_commands(), BatchMode::StopOnError, None)
-        .await;
+    let mut commands = position_commands(pane)?;
+    let marks = commands.len();
+    commands.extend(plan.into_commands());
+    let outcomes = tmux.run_batch(commands, BatchMode::StopOnError, None).await;
     let failure = match outcomes {
-        Ok(outcomes) => outcomes.into_iter().find_map(|o| match o {
-            CommandOutcome::Failed(message) => Some(message),
-            _ => None,
-        }),
+        Ok(outcomes) => {
+            delivered.position = position_of(tmux, pane, &outcomes[..marks.min(outcomes.len())]);
+            outcomes.into_iter().find_map(|o| match o {
+                CommandOutcome::Failed(message) => Some(message),
+                _ => None,
+            })
+        }
         Err(error) => {
             delete_buffers(tmux, &buffers).await;
             return Err(error);
@@ -297,6 +332,44 @@ pub async fn deliver(tmux: &TmuxAccess<'_>, plan: InputPlan) -> Result<Delivered
             ))
         }
     }
+}
+
+/// The commands that read where a pane's output stands: its state and visible rows.
+fn position_commands(pane: PaneId) -> Result<Vec<TmuxCommand>, ToolError> {
+    let internal =
+        |e: QuoteError| ToolError::new(ToolErrorKind::Internal, e.to_string(), "report this");
+    Ok(vec![
+        state_command(pane).map_err(internal)?,
+        TmuxCommand::new("capture-pane")
+            .flag("-p")
+            .opt("-S", "0")
+            .opt("-E", "-")
+            .target(pane)
+            .build()
+            .map_err(internal)?,
+    ])
+}
+
+/// The position the outcomes of [`position_commands`] describe.
+fn position_of(
+    tmux: &TmuxAccess<'_>,
+    pane: PaneId,
+    outcomes: &[CommandOutcome],
+) -> Option<SinceCursor> {
+    let [CommandOutcome::Ok(state), CommandOutcome::Ok(rows)] = outcomes else {
+        return None;
+    };
+    let state = parse_state(pane, state.first()?)?;
+    if state.alternate_on {
+        return None;
+    }
+    Some(cursor_at(
+        tmux.server_name(),
+        pane,
+        &state,
+        rows,
+        state.history_size,
+    ))
 }
 
 /// Best-effort removal of transient buffers after a failed delivery (a buffer already consumed

@@ -4,6 +4,7 @@
 //! Zellij sessions through its CLI. Backend-neutral types live here so that the tool layer does
 //! not depend on one multiplexer; [`pane_io::PaneIo`] is the pane-level trait both implement.
 
+pub mod echo;
 pub mod lines;
 pub mod pane_io;
 pub mod shell_run;

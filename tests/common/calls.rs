@@ -106,6 +106,7 @@ pub fn token(
             sessions: sessions.map(|s| s.iter().map(|p| (*p).to_owned()).collect()),
             own_sessions,
             workspace: None,
+            toolsets: None,
         })
         .expect("mint")
 }

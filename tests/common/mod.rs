@@ -97,6 +97,7 @@ impl TestGateway {
                 sessions: None,
                 own_sessions: false,
                 workspace: None,
+                toolsets: None,
             })
             .expect("mint")
     }
@@ -399,6 +400,19 @@ pub fn sse_events(text: &str) -> Vec<SseEvent> {
             }
             event
         })
+        .collect()
+}
+
+/// The tools a client with the default toolsets is shown by a gateway with tmux servers only.
+pub fn default_listing() -> Vec<String> {
+    let shown = muxgate::auth::Toolsets::default();
+    muxgate::mcp::catalog::tools()
+        .into_iter()
+        .filter(|tool| {
+            muxgate::mcp::catalog::toolset::of(&tool.name)
+                .is_some_and(|t| shown.contains(t) && t != muxgate::auth::Toolset::Zellij)
+        })
+        .map(|tool| tool.name.to_string())
         .collect()
 }
 

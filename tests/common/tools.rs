@@ -97,6 +97,7 @@ pub fn session_limited_token(
             sessions: Some(sessions.iter().map(|s| (*s).to_owned()).collect()),
             own_sessions: false,
             workspace: None,
+            toolsets: None,
         })
         .expect("mint")
 }

@@ -7,12 +7,108 @@
 //! argument stays optional (it is simply absent from `required`), and an output schema still
 //! accepts exactly the structured content the tool returns.
 
+use rmcp::model::ToolAnnotations;
 use serde_json::{Map, Value};
+
+/// Leaves out the hints that say what MCP's defaults say (not read-only, destructive, not
+/// idempotent, open world) and those that mean nothing for a read-only tool (destructive,
+/// idempotent): a client reads the same tool, for fewer bytes.
+pub fn annotations(hints: &mut ToolAnnotations) {
+    if hints.read_only_hint == Some(true) {
+        hints.destructive_hint = None;
+        hints.idempotent_hint = None;
+    } else {
+        hints.read_only_hint = None;
+    }
+    if hints.destructive_hint == Some(true) {
+        hints.destructive_hint = None;
+    }
+    if hints.idempotent_hint == Some(false) {
+        hints.idempotent_hint = None;
+    }
+    if hints.open_world_hint == Some(true) {
+        hints.open_world_hint = None;
+    }
+}
 
 /// Compacts a tool's input schema in place.
 pub fn input_schema(schema: &mut Map<String, Value>) {
     schema.remove("$schema");
     each_schema(schema, &mut compact_input_object);
+    // A shared definition is described where it is used (each argument says what it is for).
+    if let Some(Value::Object(definitions)) = schema.get_mut("$defs") {
+        for definition in definitions.values_mut() {
+            if let Value::Object(definition) = definition {
+                definition.remove("description");
+            }
+        }
+    }
+    inline_single_use_definitions(schema);
+}
+
+/// A definition used once costs its name twice and a `$ref` for nothing: it goes where it is
+/// used. Definitions used more than once (or by other definitions) stay shared.
+fn inline_single_use_definitions(schema: &mut Map<String, Value>) {
+    let Some(Value::Object(definitions)) = schema.remove("$defs") else {
+        return;
+    };
+    let mut uses = std::collections::HashMap::<String, usize>::new();
+    count_refs(&Value::Object(schema.clone()), &mut uses);
+    for definition in definitions.values() {
+        // A definition another one refers to is kept, so that no `$ref` dangles.
+        count_refs(definition, &mut uses);
+        count_refs(definition, &mut uses);
+    }
+    let (inline, shared): (Map<String, Value>, Map<String, Value>) = definitions
+        .into_iter()
+        .partition(|(name, _)| uses.get(&reference(name)) == Some(&1));
+    replace_refs(schema, &inline);
+    if !shared.is_empty() {
+        schema.insert("$defs".into(), Value::Object(shared));
+    }
+}
+
+fn reference(name: &str) -> String {
+    format!("#/$defs/{name}")
+}
+
+fn count_refs(value: &Value, uses: &mut std::collections::HashMap<String, usize>) {
+    match value {
+        Value::Object(object) => {
+            if let Some(Value::String(target)) = object.get("$ref") {
+                *uses.entry(target.clone()).or_default() += 1;
+            }
+            object.values().for_each(|child| count_refs(child, uses));
+        }
+        Value::Array(items) => items.iter().for_each(|child| count_refs(child, uses)),
+        _ => {}
+    }
+}
+
+fn replace_refs(object: &mut Map<String, Value>, inline: &Map<String, Value>) {
+    let target = match object.get("$ref") {
+        Some(Value::String(target)) => target.strip_prefix("#/$defs/").map(str::to_owned),
+        _ => None,
+    };
+    if let Some(Value::Object(definition)) = target.and_then(|name| inline.get(&name)) {
+        object.remove("$ref");
+        for (key, value) in definition {
+            object.entry(key.clone()).or_insert_with(|| value.clone());
+        }
+    }
+    for child in object.values_mut() {
+        match child {
+            Value::Object(child) => replace_refs(child, inline),
+            Value::Array(items) => {
+                for item in items {
+                    if let Value::Object(item) = item {
+                        replace_refs(item, inline);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Keeps a schema's structure and types only: what an output schema needs to validate.
@@ -30,6 +126,17 @@ pub fn structure_only(schema: &mut Map<String, Value>) {
             object.remove(keyword);
         }
     });
+}
+
+/// Compacts a tool's output schema in place: the fields and their types. Nothing is marked
+/// required: answers leave out nulls, and listings the fields not asked for (see `mcp::render`
+/// and `mcp::fields`), so a field's presence is the answer's to say.
+pub fn output_schema(schema: &mut Map<String, Value>) {
+    structure_only(schema);
+    each_schema(schema, &mut |object| {
+        object.remove("required");
+    });
+    inline_single_use_definitions(schema);
 }
 
 /// Calls `visit` on a schema and on every schema inside it, knowing which keys hold schemas: a
@@ -65,6 +172,10 @@ fn each_schema(schema: &mut Map<String, Value>, visit: &mut impl FnMut(&mut Map<
 /// already says "not given"), and annotations that do not help a model go.
 fn compact_input_object(object: &mut Map<String, Value>) {
     object.remove("format");
+    // Unsigned integers say `minimum: 0`; a negative number is refused with a clear error anyway.
+    if object.get("minimum") == Some(&Value::from(0)) {
+        object.remove("minimum");
+    }
     if object.get("default") == Some(&Value::Null) {
         object.remove("default");
     }
@@ -139,8 +250,11 @@ mod tests {
                         "description": "Last line."},
                 "enter": {"type": "boolean", "default": true},
                 "format": {"type": "string", "description": "A tmux format."},
+                "lines": {"type": "integer", "minimum": 0, "format": "uint32"},
+                "cols": {"type": "integer", "minimum": 1},
             },
             "required": [],
+            "$defs": {"LineBound": {"description": "A line.", "type": "integer"}},
         }));
         input_schema(&mut schema);
         assert_eq!(
@@ -150,11 +264,50 @@ mod tests {
                 "properties": {
                     "server": {"type": "string", "description": "Server name; omit when only one."},
                     "timeout": {"type": "number"},
-                    "end": {"$ref": "#/$defs/LineBound", "description": "Last line."},
+                    "end": {"description": "Last line.", "type": "integer"},
                     "enter": {"type": "boolean", "default": true},
                     "format": {"type": "string", "description": "A tmux format."},
+                    "lines": {"type": "integer"},
+                    "cols": {"type": "integer", "minimum": 1},
                 },
                 "required": [],
+            })
+        );
+    }
+
+    #[test]
+    fn definitions_used_once_are_inlined_and_shared_ones_kept() {
+        let mut schema = object(json!({
+            "type": "object",
+            "properties": {
+                "start": {"$ref": "#/$defs/LineBound", "description": "First line."},
+                "end": {"$ref": "#/$defs/LineBound", "description": "Last line."},
+                "direction": {"$ref": "#/$defs/Direction", "description": "Where."},
+                "ops": {"type": "array", "items": {"$ref": "#/$defs/Op"}},
+            },
+            "$defs": {
+                "LineBound": {"description": "A line.", "type": "integer"},
+                "Direction": {"description": "A side.", "enum": ["left", "right"]},
+                "Op": {"type": "object", "properties": {"key": {"$ref": "#/$defs/Key"}}},
+                "Key": {"type": "string"},
+            },
+        }));
+        input_schema(&mut schema);
+        assert_eq!(
+            Value::Object(schema),
+            json!({
+                "type": "object",
+                "properties": {
+                    "start": {"$ref": "#/$defs/LineBound", "description": "First line."},
+                    "end": {"$ref": "#/$defs/LineBound", "description": "Last line."},
+                    "direction": {"description": "Where.", "enum": ["left", "right"]},
+                    "ops": {"type": "array", "items": {"type": "object",
+                            "properties": {"key": {"$ref": "#/$defs/Key"}}}},
+                },
+                "$defs": {
+                    "LineBound": {"type": "integer"},
+                    "Key": {"type": "string"},
+                },
             })
         );
     }
@@ -168,6 +321,31 @@ mod tests {
         assert_eq!(
             Value::Object(schema),
             json!({"anyOf": [{"type": "string"}, {"type": "integer"}]})
+        );
+    }
+
+    #[test]
+    fn output_schemas_name_fields_and_types_and_require_nothing() {
+        let mut schema = object(json!({
+            "type": "object",
+            "description": "An answer.",
+            "properties": {
+                "id": {"type": "string", "description": "Its id."},
+                "only": {"type": "object", "properties": {"gone": {"type": ["string", "null"]}},
+                         "required": ["gone"]},
+            },
+            "required": ["id", "only"],
+        }));
+        output_schema(&mut schema);
+        assert_eq!(
+            Value::Object(schema),
+            json!({
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string"},
+                    "only": {"type": "object", "properties": {"gone": {"type": ["string", "null"]}}},
+                },
+            })
         );
     }
 

@@ -50,18 +50,17 @@ fn yes() -> bool {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KeysOp {
-    /// Pane id (`%N`); a window (`@N`) or session (`$N`, exact name) means its active pane.
+    /// Pane `%N`, or window `@N` / session (`$N`, name) for its active pane.
     pub target: String,
-    /// As in send_keys: key names (e.g. "C-c", "Enter") are pressed, other strings typed
-    /// exactly (e.g. "make test").
+    /// As in send_keys: key names ("C-c", "Enter") are pressed, other strings typed exactly.
     pub keys: Strings,
-    /// Type every string as text, even one that is a key name. Default false.
+    /// Type every string as text, even key names.
     #[serde(default)]
     pub literal: bool,
-    /// Press Enter afterwards. Default true.
+    /// Press Enter afterwards.
     #[serde(default = "yes")]
     pub enter: bool,
-    /// "utf8" (default), or "base64" with `literal: true`.
+    /// "base64" (with `literal: true`) for bytes that are not UTF-8.
     #[serde(default)]
     pub encoding: TextEncoding,
 }
@@ -70,10 +69,8 @@ pub struct KeysOp {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OnError {
-    /// Stop: later operations are not run (default).
     #[default]
     Stop,
-    /// Run every other operation anyway.
     Continue,
 }
 
@@ -118,15 +115,15 @@ impl JsonSchema for KeysOps {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendKeysBatchInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// The operations, run in order (at most the configured `max_batch_ops`, 50 by default).
+    /// send_keys arguments (without `server`) per operation, run in order.
     pub operations: KeysOps,
-    /// "stop" (default): the first failure ends the batch; "continue": run the others anyway.
+    /// "stop": the first failure ends the batch; "continue": run the others anyway.
     #[serde(default)]
     pub on_error: OnError,
-    /// Seconds the whole batch may take (default: the gateway's command timeout).
+    /// Seconds for the whole batch (default: the gateway's command timeout).
     #[serde(default)]
     pub timeout: Option<f64>,
 }
@@ -348,6 +345,17 @@ impl PaneOp {
         }
     }
 
+    /// The text an input operation types (key names left out), as the pane would echo it.
+    fn typed_text(&self) -> Option<String> {
+        match self {
+            PaneOp::SendKeys(input) => super::input::typed_text(input),
+            PaneOp::PasteText(input) => {
+                (input.encoding == TextEncoding::Utf8).then(|| input.text.clone())
+            }
+            _ => None,
+        }
+    }
+
     /// The operation's own `server`, which must be absent or the batch's.
     fn server_mut(&mut self) -> &mut Option<String> {
         match self {
@@ -407,18 +415,15 @@ impl JsonSchema for PaneOps {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PaneBatchInput {
-    /// Configured tmux server name (from list_servers) for every operation; may be omitted
-    /// when the gateway has only one.
+    /// Server name (list_servers) for every operation; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// The operations, run one after the other: each `{"op": "<tool>", …that tool's
-    /// arguments}` with op one of send_keys, paste_text, wait_for_text, capture_pane,
-    /// capture_since (at most the configured `max_batch_ops`).
+    /// In order, each `{"op": "<tool>", …that tool's arguments}`.
     pub operations: PaneOps,
-    /// "stop" (default): the first failure ends the batch; "continue": run the others anyway.
+    /// "stop": the first failure ends the batch; "continue": run the others anyway.
     #[serde(default)]
     pub on_error: OnError,
-    /// Seconds the whole batch may take (default 60); waits inside are clamped to what is left.
+    /// Seconds for the whole batch (default 60); waits get what is left.
     #[serde(default)]
     pub timeout: Option<f64>,
 }
@@ -466,6 +471,7 @@ impl McpServer {
         remaining: Duration,
         cancel: &CancellationToken,
         subscription: Option<OutputSubscription>,
+        typed: &[(String, String)],
     ) -> Result<serde_json::Value, ToolError> {
         let ext = || Extension(call.clone());
         match op {
@@ -476,8 +482,15 @@ impl McpServer {
             PaneOp::WaitForText(mut input) => {
                 let left = remaining.as_secs_f64();
                 input.timeout = Some(input.timeout.map_or(left, |t| t.min(left)));
+                // The echo of what the batch typed into this pane before the wait is not output.
+                let pane = subscription.as_ref().map(|s| s.pane().to_string());
+                let echo = typed
+                    .iter()
+                    .filter(|(into, _)| Some(into) == pane.as_ref() || *into == input.target)
+                    .map(|(_, text)| text.clone())
+                    .collect();
                 to_value(
-                    self.wait_for_text_from(call, cancel, input, subscription)
+                    self.wait_for_text_from(call, cancel, input, subscription, echo)
                         .await?,
                 )
             }
@@ -532,15 +545,11 @@ pub fn advertise_max_ops(
 impl McpServer {
     #[tool(
         name = "send_keys_batch",
-        description = "Send keystrokes to several panes in order, in one tmux round trip; per-operation results.\n\n\
-            Each operation has its own `target` pane, `keys`, `literal` and `enter` (the same \
-            meaning as in send_keys). All operations are validated first, then written to tmux \
-            together. `on_error`: \"stop\" (default) ends the batch at the first failure and \
-            reports the rest as not run (`stopped_at`); \"continue\" runs every other operation. \
-            `timeout` bounds the whole call. The programs in the panes receive the input and may \
-            do anything with it (not retried: keystrokes are not idempotent). Human's view: \
-            focus, current window and sizes do not change. Afterwards, wait for results with \
-            wait_for_text rather than polling capture_pane.",
+        description = "Send keystrokes to several panes in order, in one tmux round trip; \
+            per-operation results.\n\n\
+            Each operation has send_keys' `target`, `keys`, `literal`, `enter`, `encoding`. All \
+            are validated first, then sent together. `on_error` \"stop\" reports the rest as not \
+            run (`stopped_at`). Then wait with wait_for_text rather than polling capture_pane.",
         annotations(
             title = "Send keys to several panes",
             read_only_hint = false,
@@ -606,15 +615,11 @@ impl McpServer {
 
     #[tool(
         name = "pane_batch",
-        description = "Run pane operations in order in one call: send_keys, paste_text, wait_for_text, capture_pane, capture_since.\n\n\
-            Each operation is `{\"op\": \"<tool>\", …}` with that tool's own arguments (no \
-            `server`: the batch gives it), run exactly as the tool would, one after the other, \
-            so \"send a command → wait for its prompt → capture the output\" is one round trip \
-            for you. Per-operation results carry the tool's own result. `on_error`: \"stop\" \
-            (default) ends the batch at the first failure, \"continue\" runs the rest. \
-            `timeout` (default 60 s) bounds the whole batch; waits inside are clamped to what \
-            is left. Keystrokes may make the programs in the panes do anything. Human's view: \
-            focus, current window and sizes do not change. No nesting, no other tools.",
+        description = "Run pane operations in order in one call: send_keys, paste_text, \
+            wait_for_text, capture_pane, capture_since.\n\n\
+            Each operation is `{\"op\": \"<tool>\", …}` with that tool's arguments (no `server`), \
+            run as the tool would; results carry each tool's result. E.g. send a command, wait for \
+            its prompt, capture the output: one round trip.",
         annotations(
             title = "Batch of pane operations",
             read_only_hint = false,
@@ -674,6 +679,8 @@ impl McpServer {
         let names: Vec<&'static str> = ops.iter().map(PaneOp::name).collect();
         let mut results = Vec::with_capacity(total);
         let mut stopped_at = None;
+        // (pane, text) of every input operation that ran, for the waits after it.
+        let mut typed: Vec<(String, String)> = Vec::new();
         for ((index, mut op), subscription) in ops.into_iter().enumerate().zip(subscriptions) {
             let name = op.name();
             let server = op.server_mut();
@@ -688,13 +695,21 @@ impl McpServer {
             } else {
                 server.clone_from(&input.server);
                 let remaining = deadline.saturating_duration_since(Instant::now());
+                let text = op.typed_text();
                 match tokio::time::timeout(
                     remaining,
-                    self.run_pane_op(&call, op, remaining, &cancel, subscription),
+                    self.run_pane_op(&call, op, remaining, &cancel, subscription, &typed),
                 )
                 .await
                 {
-                    Ok(outcome) => outcome,
+                    Ok(outcome) => {
+                        if let (Ok(result), Some(text)) = (&outcome, text)
+                            && let Some(pane) = result["pane_id"].as_str()
+                        {
+                            typed.push((pane.to_owned(), text));
+                        }
+                        outcome
+                    }
                     Err(_) => Err(ToolError::new(
                         ToolErrorKind::Timeout,
                         "the batch timed out during this operation",

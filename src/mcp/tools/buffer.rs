@@ -38,15 +38,14 @@ fn yes() -> bool {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoadBufferInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Your name for the buffer: 1-64 of A-Z a-z 0-9 _ . - (loading the same name again
-    /// replaces its content).
+    /// Your name for it: 1-64 of A-Z a-z 0-9 _ . -
     pub logical_name: String,
     /// The content.
     pub content: String,
-    /// "utf8" (default) or "base64" when the content is bytes that are not UTF-8.
+    /// "utf8" (default), or "base64" for bytes that are not UTF-8.
     #[serde(default)]
     pub encoding: TextEncoding,
 }
@@ -62,14 +61,14 @@ pub struct LoadBufferOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PasteBufferInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// A buffer you loaded with load_buffer.
     pub logical_name: String,
     /// Pane id (`%N`); a window or session means its active pane.
     pub target: String,
-    /// Bracketed paste when the program in the pane asked for it. Default true.
+    /// Bracketed paste when the program in the pane asked for it.
     #[serde(default = "yes")]
     pub bracket: bool,
 }
@@ -84,16 +83,15 @@ pub struct PasteBufferOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShowBufferInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// A buffer you loaded with load_buffer.
     pub logical_name: String,
-    /// "utf8" (default): content as text, the last `max_lines` lines kept; "base64": the
-    /// exact bytes, base64-encoded (the tail kept within your output budget).
+    /// "utf8" (default) as text, or "base64" for the exact bytes.
     #[serde(default)]
     pub encoding: TextEncoding,
-    /// Most lines returned as text (the last ones are kept). Default 500.
+    /// Most lines returned as text (the last are kept).
     #[serde(default = "default_max_lines")]
     pub max_lines: usize,
 }
@@ -114,7 +112,7 @@ pub struct ShowBufferOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeleteBufferInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// A buffer you loaded with load_buffer.
@@ -133,11 +131,9 @@ pub struct DeleteBufferOutput {
 impl McpServer {
     #[tool(
         name = "load_buffer",
-        description = "Store text in a tmux paste buffer of yours, under a logical name, for paste_buffer later.\n\n\
-            Buffers are private to you (other clients and humans' buffers are never touched) \
-            and live until deleted or the tmux server exits. Loading an existing name replaces \
-            its content. Nothing changes in any pane or human's view. To paste text once, \
-            paste_text is simpler.",
+        description = "Store text in a paste buffer private to you, by name, for paste_buffer.\n\n\
+            The same name replaces it; kept until deleted or the server exits. To paste once, use \
+            paste_text.",
         annotations(
             title = "Load buffer",
             read_only_hint = false,
@@ -192,10 +188,8 @@ impl McpServer {
 
     #[tool(
         name = "paste_buffer",
-        description = "Paste one of your buffers (from load_buffer) into a pane; the buffer is kept.\n\n\
-            Like paste_text, the program in the pane receives the text (bracketed when it asked \
-            for it) and may do anything with it; nothing presses Enter afterwards. Focus, \
-            current window and sizes do not change.",
+        description = "Paste one of your buffers (load_buffer) into a pane; the buffer is kept.\n\n\
+            No Enter is pressed after it.",
         annotations(
             title = "Paste buffer",
             read_only_hint = false,
@@ -234,11 +228,8 @@ impl McpServer {
 
     #[tool(
         name = "show_buffer",
-        description = "Read one of your buffers (from load_buffer) back, exactly as stored.\n\n\
-            Text by default (the last `max_lines` lines kept behind a truncation marker), or \
-            the exact bytes as base64. Only your own buffers can be read; there is no way to \
-            list or read other buffers (they may hold a human's clipboard). Read-only: nothing \
-            changes.",
+        description = "Read one of your buffers (load_buffer) back, exactly as stored.\n\n\
+            As text (the last `max_lines` lines) or base64 bytes.",
         annotations(
             title = "Show buffer",
             read_only_hint = true,
@@ -286,9 +277,8 @@ impl McpServer {
 
     #[tool(
         name = "delete_buffer",
-        description = "Delete one of your buffers (from load_buffer).\n\n\
-            Only your own buffers can be deleted. Deleting a buffer that does not exist succeeds \
-            with deleted false. Nothing changes in any pane or human's view.",
+        description = "Delete one of your buffers (load_buffer).\n\n\
+            A missing buffer gives `deleted: false`.",
         annotations(
             title = "Delete buffer",
             read_only_hint = false,

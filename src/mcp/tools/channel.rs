@@ -29,7 +29,7 @@ const DEFAULT_CHANNEL_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChannelInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Channel name: 1-128 of letters, digits and `_ . : -`.
@@ -39,13 +39,12 @@ pub struct ChannelInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WaitForChannelInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Channel name: 1-128 of letters, digits and `_ . : -`.
     pub channel: String,
-    /// Seconds to wait (default 30); clamped to your `max_wait_seconds`, see
-    /// `effective_timeout`.
+    /// Seconds to wait (default 30), capped at your `max_wait_seconds`.
     #[serde(default)]
     pub timeout: Option<f64>,
 }
@@ -112,16 +111,11 @@ fn channel_name(name: &str) -> Result<ChannelName, ToolError> {
 impl McpServer {
     #[tool(
         name = "wait_for_channel",
-        description = "Wait until a tmux wait-for channel is signalled (tmux wait-for -S NAME, e.g. at the end of a script in a pane).\n\n\
-            Returns `signalled: true` as soon as the channel is signalled; tmux remembers a \
-            signal sent before anyone waited, and this wait then returns at once and consumes \
-            it. Channels are yours: on a server shared with other clients tmux knows this one \
-            as `<channel_prefix><channel>` (channel_prefix from get_server_info; also returned \
-            here as `tmux_channel`), and a script in a pane signals that name; in your \
-            workspace the prefix is empty. On timeout: `timed_out: true`. Waits on a connection of its own: no other call \
-            queues behind it. A tmux server that dies during the wait is an error, never a \
-            signal. Changes nothing in any pane or view. To wait for text in a pane instead, \
-            use wait_for_text.",
+        description = "Wait until a tmux wait-for channel is signalled (`tmux wait-for -S`).\n\n\
+            A signal sent before the wait is remembered: it returns at once, consuming it. Scripts \
+            signal `tmux_channel` = `<channel_prefix><channel>` (prefix from get_server_info; \
+            empty in your workspace). Returns `signalled` or `timed_out`. A server dying meanwhile \
+            is an error. For text in a pane use wait_for_text.",
         annotations(
             title = "Wait for a tmux channel",
             read_only_hint = false,
@@ -186,9 +180,8 @@ impl McpServer {
 
     #[tool(
         name = "signal_channel",
-        description = "Signal a tmux wait-for channel, waking whoever waits on it (wait_for_channel, or tmux wait-for in a script).\n\n\
-            If nobody waits yet, tmux remembers the signal for the next wait. Changes nothing \
-            in any pane or view.",
+        description = "Signal a tmux wait-for channel (wakes wait_for_channel).\n\n\
+            Remembered if nobody waits yet.",
         annotations(
             title = "Signal a tmux channel",
             read_only_hint = false,

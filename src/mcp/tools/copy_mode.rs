@@ -23,12 +23,12 @@ const MAX_SCROLL: u32 = 100_000;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EnterCopyModeInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane id (`%N`); a window or session means its active pane.
     pub target: String,
-    /// Lines to scroll up into the history after entering. Default 0.
+    /// Lines to scroll up into the history after entering.
     #[serde(default)]
     pub scroll_up: u32,
 }
@@ -36,7 +36,7 @@ pub struct EnterCopyModeInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExitCopyModeInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane id (`%N`); a window or session means its active pane.
@@ -57,11 +57,9 @@ pub struct CopyModeOutput {
 impl McpServer {
     #[tool(
         name = "enter_copy_mode",
-        description = "Put a pane into copy mode (tmux's scrollback viewer), optionally scrolled up some lines.\n\n\
-            A watching human sees the pane frozen at that scroll position until it leaves copy \
-            mode; the program keeps running. While in copy mode, send_keys goes to copy mode, \
-            not to the program. Focus does not move. Call exit_copy_mode when done. To just \
-            read scrollback, use capture_pane with a negative `start` instead.",
+        description = "Put a pane into copy mode (scrollback viewer), optionally scrolled up.\n\n\
+            Humans see the pane frozen; send_keys goes to copy mode until exit_copy_mode. To read \
+            scrollback use capture_pane.",
         annotations(
             title = "Enter copy mode",
             read_only_hint = false,
@@ -111,9 +109,8 @@ impl McpServer {
 
     #[tool(
         name = "exit_copy_mode",
-        description = "Leave copy mode (or any other tmux mode) in a pane, returning it to the live program.\n\n\
-            A watching human sees the pane's live screen again. Does nothing if the pane is not \
-            in a mode. Focus does not move.",
+        description = "Leave copy mode (or any tmux mode) in a pane, back to the live program.\n\n\
+            No-op if not in a mode.",
         annotations(
             title = "Exit copy mode",
             read_only_hint = false,

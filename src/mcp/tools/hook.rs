@@ -19,15 +19,15 @@ use crate::mux::tmux::TmuxCommand;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShowHooksInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Which hooks: session (client, session and alert events), window or pane.
+    /// session (client, session and alert events), window or pane.
     pub scope: OptionScope,
-    /// The object (session `$N`/name, window `@N`, pane `%N`). Not with `global`.
+    /// Session `$N`/name, window `@N` or pane `%N`; not with `global`.
     #[serde(default)]
     pub target: Option<String>,
-    /// Read the global hooks instead of one object's.
+    /// Read the global hooks instead.
     #[serde(default)]
     pub global: bool,
 }
@@ -35,18 +35,18 @@ pub struct ShowHooksInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShowHookInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Which hooks: session, window or pane.
+    /// session, window or pane.
     pub scope: OptionScope,
-    /// The object (session `$N`/name, window `@N`, pane `%N`). Not with `global`.
+    /// Session `$N`/name, window `@N` or pane `%N`; not with `global`.
     #[serde(default)]
     pub target: Option<String>,
-    /// Read the global hook instead of one object's.
+    /// Read the global hook instead.
     #[serde(default)]
     pub global: bool,
-    /// The hook, e.g. `after-new-window`, `pane-exited`, `session-created`.
+    /// e.g. `after-new-window`, `pane-exited`, `session-created`.
     pub hook_name: String,
 }
 
@@ -116,11 +116,9 @@ async fn read_hooks(
 impl McpServer {
     #[tool(
         name = "show_hooks",
-        description = "List the tmux hooks that have commands, for a session, window or pane, or the global ones.\n\n\
-            Read-only: no change to any human's view. Hooks are commands tmux runs on events \
-            (after-new-window, pane-exited, session-created…); they may explain surprising \
-            behaviour. The gateway does not set hooks. Returns each hook's name, index and \
-            command; hooks without commands are left out.",
+        description = "List tmux hooks that have commands (session, window, pane or global).\n\n\
+            Hooks run commands on events and may explain surprising behaviour. Returns name, index \
+            and command of each.",
         annotations(
             title = "Show hooks",
             read_only_hint = true,
@@ -149,10 +147,8 @@ impl McpServer {
 
     #[tool(
         name = "show_hook",
-        description = "Read one tmux hook's commands, for a session, window or pane, or the global one.\n\n\
-            Read-only: no change to any human's view. `hook_name` is e.g. after-new-window, \
-            pane-exited or session-created. Returns its commands (an empty list when the hook \
-            is not set). The gateway does not set hooks.",
+        description = "Read one tmux hook's commands (session, window, pane or global).\n\n\
+            An unset hook gives an empty list.",
         annotations(
             title = "Show hook",
             read_only_hint = true,

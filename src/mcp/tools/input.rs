@@ -22,6 +22,7 @@ use crate::mcp::access::parse_target;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{self, Delivered, target_pane};
+use crate::mcp::position::OutputPosition;
 use crate::mux::tmux::PaneId;
 use crate::mux::tmux::ops::buffer::transient_buffer_name;
 use crate::mux::tmux::ops::input::InputPlan;
@@ -36,10 +37,8 @@ pub const MAX_TEXT_BYTES: usize = 1 << 20;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TextEncoding {
-    /// The string is the text.
     #[default]
     Utf8,
-    /// The string is standard base64 of the bytes (for bytes that are not valid UTF-8).
     Base64,
 }
 
@@ -95,26 +94,22 @@ fn yes() -> bool {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendKeysInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Pane id (`%N`). A window id (`@N`) means its active pane; a session (`$N` or exact
-    /// name) the active pane of its current window.
+    /// Pane `%N`, or window `@N` / session (`$N`, name) for its active pane.
     pub target: String,
-    /// What to send, in order, as tmux does: a string that is a key name (Enter, C-c, Up, q…)
-    /// is pressed, any other string is typed as text, exactly. E.g. "ls -la", or
-    /// ["C-c"], or ["git status", "Enter"]. With `literal: true` every string is typed as
-    /// text (so "Enter" types the word).
+    /// Sent in order: a string that is a key name (Enter, C-c, M-x, Up, Tab, BSpace, F5…) is
+    /// pressed, any other string is typed exactly; literal: true types everything. E.g. "ls -la",
+    /// ["C-c"], ["git status", "Enter"].
     pub keys: Strings,
-    /// Type every string as text, even one that is a key name. Default false.
+    /// Type every string as text, even key names.
     #[serde(default)]
     pub literal: bool,
-    /// Press Enter after the keys or text. Default true; pass false for control keys such as
-    /// C-c or for partial input.
+    /// Press Enter at the end; false for control keys (C-c) or partial input.
     #[serde(default = "yes")]
     pub enter: bool,
-    /// "utf8" (default), or "base64" with `literal: true` when the text is bytes that are not
-    /// UTF-8.
+    /// "base64" (with `literal: true`) for bytes that are not UTF-8.
     #[serde(default)]
     pub encoding: TextEncoding,
 }
@@ -129,24 +124,24 @@ pub struct SendKeysOutput {
     pub text_bytes: usize,
     /// Whether Enter was pressed at the end.
     pub enter: bool,
+    /// Pass as wait_for_text `since`: output from here on counts, the echo of these keys not.
+    pub output_position: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PasteTextInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Pane id (`%N`). A window id (`@N`) means its active pane; a session (`$N` or exact
-    /// name) the active pane of its current window.
+    /// Pane `%N`, or window `@N` / session (`$N`, name) for its active pane.
     pub target: String,
-    /// The text to paste, exactly (newlines are kept as newlines).
+    /// The text, pasted exactly (newlines kept).
     pub text: String,
-    /// Wrap the paste in bracketed-paste markers when the program in the pane asked for them
-    /// (shells then insert multi-line text without running each line). Default true.
+    /// Bracketed paste if the program asked for it (shells then don't run each line).
     #[serde(default = "yes")]
     pub bracket: bool,
-    /// "utf8" (default) or "base64" when the text is bytes that are not UTF-8.
+    /// "base64" for bytes that are not UTF-8.
     #[serde(default)]
     pub encoding: TextEncoding,
 }
@@ -159,21 +154,18 @@ pub struct PasteTextOutput {
     pub bytes: usize,
     /// Whether bracketed paste was requested.
     pub bracket: bool,
+    /// Pass as wait_for_text `since`: output from here on counts, the echo of this text not.
+    pub output_position: Option<String>,
 }
 
 #[tool_router(router = input_tools, vis = "pub(crate)")]
 impl McpServer {
     #[tool(
         name = "send_keys",
-        description = "Type text or press keys in a pane, as tmux send-keys does, then Enter (unless enter is false).\n\n\
-            Each string in `keys` that is a tmux key name (Enter, C-c, M-x, S-Up, Escape, Tab, \
-            BSpace, PageUp, F5, or one character) is pressed; any other string is typed \
-            exactly, byte for byte (e.g. keys \"ls -la\"). literal true types every string as \
-            text. Operates on one pane (`target`); the program in it receives the input and may \
-            do anything with it. Human's view: focus, current window and sizes do not change. \
-            All of it is one tmux write. If the pane is in copy mode the keys go to copy mode \
-            (call exit_copy_mode first). Afterwards, wait for the result with wait_for_text \
-            instead of polling capture_pane; for multi-line text prefer paste_text.",
+        description = "Type text or press keys in a pane, then Enter (unless `enter` is false).\n\n\
+            In copy mode the keys go to copy mode (call exit_copy_mode first). Then wait with \
+            wait_for_text `since: output_position` (sees fast output, ignores the echo) rather \
+            than polling capture_pane; for multi-line text prefer paste_text.",
         annotations(
             title = "Send keys",
             read_only_hint = false,
@@ -191,26 +183,28 @@ impl McpServer {
         let target = parse_target(&input.target)?;
         let request = KeysRequest::parse(&input)?;
         let pane = target_pane(&tmux, &target).await?;
-        let Delivered { text_bytes, keys } =
-            pane_ops::deliver(&tmux, request.plan(pane, input.enter)?).await?;
+        let Delivered {
+            text_bytes,
+            keys,
+            position,
+        } = pane_ops::deliver(&tmux, request.plan(pane, input.enter)?).await?;
         Ok(Json(SendKeysOutput {
             server: tmux.server_name().to_owned(),
             pane_id: pane.to_string(),
             keys_pressed: keys,
             text_bytes,
             enter: input.enter,
+            output_position: position
+                .map(|cursor| OutputPosition::new(cursor, &request.typed()).encode()),
         }))
     }
 
     #[tool(
         name = "paste_text",
-        description = "Paste text into a pane as one paste (bracketed when the program supports it), through a private buffer.\n\n\
-            Operates on one pane (`target`): the text goes through a gateway-private tmux \
-            buffer that is deleted in the same tmux write, so it never shows up in anyone's \
-            buffer list. With bracket (default) shells and editors insert multi-line text as \
-            a whole instead of running each line; nothing presses Enter afterwards (call \
-            send_keys with [\"Enter\"] to run it). The program may do anything with the text. \
-            Human's view: focus, current window and sizes do not change.",
+        description = "Paste text into a pane as one paste, through a private buffer deleted at \
+            once.\n\n\
+            With `bracket`, shells and editors insert multi-line text whole instead of running \
+            each line. No Enter is pressed: send_keys [\"Enter\"] runs it.",
         annotations(
             title = "Paste text",
             read_only_hint = false,
@@ -240,8 +234,19 @@ impl McpServer {
             pane_id: pane.to_string(),
             bytes: delivered.text_bytes,
             bracket: input.bracket,
+            output_position: delivered.position.map(|cursor| {
+                OutputPosition::new(cursor, &String::from_utf8_lossy(&text)).encode()
+            }),
         }))
     }
+}
+
+/// The text a `send_keys` call types (key names left out), as the pane would echo it; `None`
+/// for input that is not valid.
+pub fn typed_text(input: &SendKeysInput) -> Option<String> {
+    KeysRequest::parse(input)
+        .ok()
+        .map(|request| request.typed())
 }
 
 /// The input a `send_keys` call (or one operation of a batch) asks for, validated and planned
@@ -307,6 +312,17 @@ impl KeysRequest {
     }
 
     /// The plan that sends the pieces in order to `pane`, then Enter if `enter`.
+    /// The text typed (key names left out), as the pane would echo it.
+    fn typed(&self) -> String {
+        let mut typed = Vec::new();
+        for piece in &self.0 {
+            if let Piece::Text(text) = piece {
+                typed.extend_from_slice(text);
+            }
+        }
+        String::from_utf8_lossy(&typed).into_owned()
+    }
+
     fn plan(&self, pane: PaneId, enter: bool) -> Result<InputPlan, ToolError> {
         let mut plan = InputPlan::new(pane);
         let mut keys: Vec<KeyName> = Vec::new();

@@ -28,13 +28,9 @@ use crate::mux::tmux::{CommandBuilder, TmuxCommand};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OptionScope {
-    /// Server options (`-s`): one value for the whole server.
     Server,
-    /// Session options: per session, or the global default with `global: true`.
     Session,
-    /// Window options (`-w`): per window, or the global default.
     Window,
-    /// Pane options (`-p`): per pane; their global defaults are the window globals.
     Pane,
 }
 
@@ -222,19 +218,17 @@ fn unknown_option(name: &str, message: &str) -> ToolError {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShowOptionInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Which kind of option: server, session, window or pane.
     pub scope: OptionScope,
-    /// The object (session `$N`/name, window `@N`, pane `%N`; for a session-scope option a
-    /// window or pane names its session). Not with `global` or scope server.
+    /// Session `$N`/name, window `@N` or pane `%N`; not with `global` or scope server.
     #[serde(default)]
     pub target: Option<String>,
-    /// Read the global default instead of one object's value.
+    /// Read the global default instead.
     #[serde(default)]
     pub global: bool,
-    /// Option name, e.g. `status`, `mode-keys`, `remain-on-exit` or a user option `@name`.
+    /// e.g. `status`, `mode-keys`, `remain-on-exit`, or a user option `@name`.
     pub option: String,
 }
 
@@ -254,24 +248,22 @@ pub struct ShowOptionOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetOptionInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Which kind of option: server, session, window or pane.
     pub scope: OptionScope,
-    /// The object (session `$N`/name, window `@N`, pane `%N`). Not with `global` or scope
-    /// server.
+    /// Session `$N`/name, window `@N` or pane `%N`; not with `global` or scope server.
     #[serde(default)]
     pub target: Option<String>,
-    /// Set the global default (every session or window without its own value).
+    /// Set the global default (for objects without their own value).
     #[serde(default)]
     pub global: bool,
-    /// Option name, e.g. `status`, `mode-keys`, `remain-on-exit` or a user option `@name`.
+    /// e.g. `status`, `mode-keys`, `remain-on-exit`, or a user option `@name`.
     pub option: String,
-    /// The new value (without `#(`). Give either `value` or `unset: true`.
+    /// The new value (no `#(`); give `value` or `unset: true`.
     #[serde(default)]
     pub value: Option<String>,
-    /// Remove the value at this level, so the object inherits the global default again.
+    /// Remove the value here, so the object inherits the global default.
     #[serde(default)]
     pub unset: bool,
 }
@@ -291,21 +283,19 @@ pub struct SetOptionOutput {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EnvironmentScope {
-    /// The global environment, inherited by every session's new panes.
     Global,
-    /// One session's environment (overrides the global one for its new panes).
     Session,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShowEnvironmentInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// global or session.
+    /// global, or session (overrides global for its new panes).
     pub scope: EnvironmentScope,
-    /// With scope session: the session (`$N` or name; a window or pane names its session).
+    /// With scope session: the session (`$N` or name).
     #[serde(default)]
     pub target: Option<String>,
     /// Only this variable.
@@ -329,20 +319,20 @@ pub struct ShowEnvironmentOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetEnvironmentInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// global or session.
+    /// global, or session (overrides global for its new panes).
     pub scope: EnvironmentScope,
     /// With scope session: the session (`$N` or name).
     #[serde(default)]
     pub target: Option<String>,
     /// Variable name (letters, digits, _; not starting with a digit).
     pub name: String,
-    /// The value. Give either `value` or `unset: true`.
+    /// The value; give `value` or `unset: true`.
     #[serde(default)]
     pub value: Option<String>,
-    /// Remove the variable from this environment.
+    /// Remove the variable.
     #[serde(default)]
     pub unset: bool,
 }
@@ -432,11 +422,9 @@ fn parse_environment(lines: &[Vec<u8>]) -> (BTreeMap<String, String>, Vec<String
 impl McpServer {
     #[tool(
         name = "show_option",
-        description = "Read one tmux option at server, session, window or pane level, or its global default.\n\n\
-            Read-only: no change to any human's view. `scope` says which kind of option; \
-            `target` names the object (not for scope server or with `global: true`). Returns \
-            the value in effect there, inherited from the global default when the object has \
-            none of its own. A user option (`@name`) that is not set gives no value.",
+        description = "Read one tmux option: server, session, window, pane, or global default.\n\n\
+            Returns the value in effect, inherited from the global default if the object has none; \
+            none for an unset `@name`.",
         annotations(
             title = "Show option",
             read_only_hint = true,
@@ -485,14 +473,9 @@ impl McpServer {
 
     #[tool(
         name = "set_option",
-        description = "Set or unset one tmux option at server, session, window or pane level, or its global default.\n\n\
-            Changes how tmux behaves and looks for that object, which humans may see (status \
-            line, colours, key mode). `scope` says which kind of option; `target` names the \
-            object; `global: true` sets the default for all. Give `value`, or `unset: true` to \
-            fall back to the global default. Server and global changes need access to every \
-            session of the server. Refused: hooks (they would run commands later; hooks are read-only here, see show_hooks), \
-            and values containing `#(` (shell commands in formats). Check the result with \
-            show_option.",
+        description = "Set or unset one tmux option (server, session, window, pane or global).\n\n\
+            Humans may see the change (status line, colours, keys). Server and global changes need \
+            access to every session. Refused: hooks (see show_hooks) and values containing `#(`.",
         annotations(
             title = "Set option",
             read_only_hint = false,
@@ -566,10 +549,8 @@ impl McpServer {
 
     #[tool(
         name = "show_environment",
-        description = "Read the tmux environment that new panes get: the global one or a session's.\n\n\
-            Read-only: no change to any human's view. Returns variables and values, and the \
-            variables marked as removed. Panes already running keep the environment they \
-            started with; this shows what panes created from now on get.",
+        description = "Read the tmux environment new panes get: global or a session's.\n\n\
+            Returns variables and those marked removed. Running panes keep theirs.",
         annotations(
             title = "Show environment",
             read_only_hint = true,
@@ -609,12 +590,9 @@ impl McpServer {
 
     #[tool(
         name = "set_environment",
-        description = "Set or remove a variable in the tmux environment that new panes get (global or one session's).\n\n\
-            No change to any human's view, and no effect on programs already running: only \
-            panes and windows created afterwards see it. To change a running shell's \
-            environment, send it an export command instead. Give `value`, or `unset: true` to \
-            remove it. The global environment needs access to every session of the server. The \
-            value is not echoed back.",
+        description = "Set or remove a variable in the tmux environment new panes get.\n\n\
+            Running programs are not affected (send a shell an export instead). Global needs \
+            access to every session. The value is not echoed.",
         annotations(
             title = "Set environment",
             read_only_hint = false,

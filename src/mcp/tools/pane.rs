@@ -24,8 +24,8 @@ use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::filter::Filters;
 use crate::mcp::pane_ops::{
-    PANE_INFO_FIELDS, PaneInfo, PaneScope, check_max_lines, not_found, pane_info, pane_rows,
-    quote_error, shape_and_cap, target_pane,
+    PANE_INFO_FIELDS, PANE_SHAPE, PaneInfo, PaneScope, check_max_lines, not_found, pane_info,
+    pane_rows, quote_error, shape_and_cap, target_pane,
 };
 use crate::mux::tmux::format::{flag, row_format, split_row};
 use crate::mux::tmux::ops::capture::{CaptureRange, DEFAULT_MAX_LINES, LineBound};
@@ -86,53 +86,53 @@ impl JsonSchema for LineArg {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListPanesInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Limit the listing to a session (`$N` or exact name), a window (`@N`), or the window
-    /// holding a pane (`%N`). Omit to list every pane you may see.
+    /// Only this session (`$N`, name), window `@N` or pane's window `%N`; default: all.
     #[serde(default)]
     pub target: Option<String>,
-    /// Keep only panes whose fields match, e.g. `{"current_command": "vim"}`,
-    /// `{"title__icontains": "build", "dead": true}`. Keys are output field names, optionally
-    /// with `__exact`, `__iexact`, `__contains`, `__icontains`, `__startswith`,
-    /// `__istartswith`, `__endswith`, `__iendswith`, `__regex`, `__iregex`, `__in`, `__nin`,
-    /// `__gt`, `__gte`, `__lt`, `__lte`. A JSON string holding the object is accepted too.
+    /// Match output fields, e.g. `{"current_command": "vim", "title__icontains": "build"}`.
+    /// Key suffixes: __[i]exact, __[i]contains, __[i]startswith, __[i]endswith, __[i]regex,
+    /// __in, __nin, __gt, __gte, __lt, __lte.
     #[serde(
         default,
         deserialize_with = "crate::mcp::args::option_object_or_json_string"
     )]
     pub filters: Option<BTreeMap<String, Value>>,
+    /// Fields per pane, e.g. `["window_index", "pid"]` (`id` always); `["all"]`: every field.
+    /// Default: id, session_name, size, command, path; flags when set.
+    #[serde(default)]
+    pub fields: Option<Vec<String>>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ListPanesOutput {
     pub server: String,
-    /// Matching panes, in tmux's order (session, window, pane index).
-    pub panes: Vec<PaneInfo>,
+    /// Matching panes, in tmux's order (session, window, pane index), with the fields asked for.
+    #[schemars(with = "Vec<PaneInfo>")]
+    pub panes: Vec<serde_json::Map<String, Value>>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PaneTargetInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Pane id (`%N`). A window id (`@N`) means its active pane; a session (`$N` or exact
-    /// name) the active pane of its current window.
+    /// Pane `%N`, or window `@N` / session (`$N`, name) for its active pane.
     pub target: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SnapshotPaneInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Pane id (`%N`). A window id (`@N`) means its active pane; a session (`$N` or exact
-    /// name) the active pane of its current window.
+    /// Pane `%N`, or window `@N` / session (`$N`, name) for its active pane.
     pub target: String,
-    /// Most lines of visible text returned (the bottom is kept). Default 500.
+    /// Most lines of text returned; the bottom ones are kept.
     #[serde(default = "default_max_lines")]
     pub max_lines: usize,
 }
@@ -214,27 +214,25 @@ const SNAPSHOT_FIELDS: [&str; 23] = [
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CapturePaneInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Pane id (`%N`). A window id (`@N`) means its active pane; a session (`$N` or exact
-    /// name) the active pane of its current window.
+    /// Pane `%N`, or window `@N` / session (`$N`, name) for its active pane.
     pub target: String,
-    /// First line: 0 = top of the visible screen, negative = that many lines back into the
-    /// scrollback, "-" = the start of the scrollback. Default: the top of the screen.
+    /// First line: 0 = screen top, -N = N lines into scrollback, "-" = scrollback start. Default:
+    /// screen top.
     #[serde(default)]
     pub start: Option<LineArg>,
-    /// Last line: as `start`; "-" = the bottom of the screen. Default: the bottom of the screen.
+    /// Last line, as `start`; "-" = screen bottom. Default: screen bottom.
     #[serde(default)]
     pub end: Option<LineArg>,
-    /// Join lines the terminal wrapped, so each logical line is one line. Default false.
+    /// Join lines the terminal wrapped into one line each.
     #[serde(default)]
     pub join_wrapped: bool,
-    /// Keep colours and attributes as terminal escape sequences. Default false (plain text).
+    /// Keep colours and attributes as terminal escape sequences.
     #[serde(default)]
     pub escape_sequences: bool,
-    /// Most lines returned; the LAST lines are kept behind a `[... N lines truncated ...]`
-    /// marker. Default 500.
+    /// Most lines returned; the last are kept, after a `[... N lines truncated ...]` line.
     #[serde(default = "default_max_lines")]
     pub max_lines: usize,
 }
@@ -259,17 +257,13 @@ pub struct CapturePaneOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DisplayMessageInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// The pane whose context expands the format: pane id (`%N`), or a window (`@N`) /
-    /// session (`$N` or name) for its active pane.
+    /// Pane `%N`, or window `@N` / session (`$N`, name) for its active pane.
     pub target: String,
-    /// A tmux format, e.g. `#{pane_current_command} #{pane_width}x#{pane_height}` or
-    /// `#{?pane_dead,dead,alive}`: variables of the pane, its window and session, conditionals,
-    /// comparisons, trims and padding (up to 1000). Refused, naming the construct: `#(…)`,
-    /// regex and search modifiers (`s/…/`, `m/r`, `C`), loops and name checks (`S W P N`),
-    /// re-expansion (`E`, `T`), server-wide variables (`socket_path`, `pid`, `client_*` …).
+    /// A tmux format, e.g. `#{pane_current_command} #{?pane_dead,dead,alive}`. Refused (error names
+    /// it): `#(…)`, regex/search, loop and re-expansion modifiers, server-wide variables.
     pub format_string: String,
 }
 
@@ -296,13 +290,12 @@ pub enum Corner {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FindPaneByPositionInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// The window: a window id (`@N`), a pane id (`%N`) for its window, or a session (`$N` or
-    /// exact name) for its current window.
+    /// Window `@N`; a pane `%N` or session (`$N`, name) means its (current) window.
     pub target: String,
-    /// Which corner of the window.
+    /// Which corner.
     pub corner: Corner,
 }
 
@@ -310,13 +303,9 @@ pub struct FindPaneByPositionInput {
 impl McpServer {
     #[tool(
         name = "list_panes",
-        description = "List tmux panes (terminal splits) with their ids, sizes, programs and state.\n\n\
-            Operates on one configured server: every pane you may see, or those of one session \
-            (`target` `$N` / name) or window (`@N`). Metadata only (program, title, working \
-            directory, size, dead/mode flags); to search the text on screen use search_panes, \
-            to read it capture_pane. Read-only: one tmux command, nothing changes in any \
-            human's view. `filters` narrows the rows (e.g. {\"current_command\": \"python\"}). \
-            Use the `id` (`%N`) as `target` in other pane tools.",
+        description = "List tmux panes with their ids, sizes, programs and state.\n\n\
+            Metadata only (`fields` for more): to search screen text use search_panes, to read it \
+            capture_pane. Use the `id` (`%N`) as `target` in other pane tools.",
         annotations(
             title = "List panes",
             read_only_hint = true,
@@ -335,6 +324,7 @@ impl McpServer {
             Some(filters) => Filters::parse(filters, &PANE_INFO_FIELDS, "list_panes")?,
             None => Filters::default(),
         };
+        let selection = PANE_SHAPE.select(input.fields.as_deref(), "list_panes")?;
         let scope = match input.target.as_deref() {
             Some(target) => PaneScope::Of(parse_target(target)?),
             None => PaneScope::All,
@@ -347,8 +337,11 @@ impl McpServer {
         }
         let mut panes = Vec::with_capacity(rows.len());
         for row in rows {
-            if filters.is_empty() || filters.matches(&to_value(&row.info)?) {
-                panes.push(row.info);
+            let row = to_value(&row.info)?;
+            if let Value::Object(row) = row
+                && (filters.is_empty() || filters.matches(&row))
+            {
+                panes.push(PANE_SHAPE.project(row, &selection));
             }
         }
         Ok(Json(ListPanesOutput {
@@ -359,11 +352,9 @@ impl McpServer {
 
     #[tool(
         name = "get_pane_info",
-        description = "Get one pane's details: ids, size, position, program, working directory, title, state.\n\n\
-            `target` is a pane id (`%N`), or a window / session for its active pane. Read-only: \
-            one tmux command, no change to any human's view. For the pane's text use \
-            capture_pane; for cursor, scroll and screen state together with the text use \
-            snapshot_pane.",
+        description = "Get one pane's details: ids, size, position, program, working directory, \
+            title, state.\n\n\
+            For its text use capture_pane; for text plus cursor and mode, snapshot_pane.",
         annotations(
             title = "Get pane info",
             read_only_hint = true,
@@ -384,12 +375,9 @@ impl McpServer {
 
     #[tool(
         name = "snapshot_pane",
-        description = "Snapshot a pane: visible text plus cursor position, mode, scroll position, history size, size, process, dead and alternate-screen state.\n\n\
-            One call instead of capture_pane + get_pane_info: one tmux write (a display-message \
-            with every field and a capture of the visible screen). Read-only: nothing changes in \
-            any human's view. Use it to decide what to do next in a pane (is a program \
-            full-screen? is the pane in copy mode? where is the cursor?). For scrollback use \
-            capture_pane with `start`.",
+        description = "Snapshot a pane: visible text plus cursor, mode, scroll, history, size, \
+            process and dead/alternate-screen state.\n\n\
+            One call instead of capture_pane + get_pane_info. For scrollback use capture_pane.",
         annotations(
             title = "Snapshot pane",
             read_only_hint = true,
@@ -469,12 +457,8 @@ impl McpServer {
     #[tool(
         name = "capture_pane",
         description = "Read a pane's text: the visible screen, or any range of its scrollback.\n\n\
-            `start`/`end` select lines (0 = top of the screen, negative = history, \"-\" = the \
-            edge); `join_wrapped` joins wrapped lines; `escape_sequences` keeps colours. Long \
-            captures keep the LAST `max_lines` (default 500) behind a `[... N lines truncated \
-            ...]` marker, then your byte budget applies (tail kept). Read-only: one tmux \
-            command, nothing changes in any human's view (copy mode is not entered). To wait for \
-            output use wait_for_text rather than capturing in a loop.",
+            Long captures keep the last lines (`max_lines`, then your byte budget). Does not enter \
+            copy mode. To wait for output use wait_for_text, not capture in a loop.",
         annotations(
             title = "Capture pane",
             read_only_hint = true,
@@ -513,12 +497,10 @@ impl McpServer {
 
     #[tool(
         name = "display_message",
-        description = "Expand a tmux format string (`#{variable}`, conditionals, modifiers) in a pane's context and return the result.\n\n\
-            Use it for any tmux variable no other tool reports, e.g. \
-            `#{pane_current_command} #{pane_pid} #{pane_tty}`. The format is never shown to a \
-            human (nothing is displayed on any status line) and nothing changes. Only a safe \
-            subset of formats is accepted (see format_string); a refusal names the construct. \
-            Read-only: two tmux commands (the target is checked first).",
+        description = "Expand a tmux format string (`#{variable}`, conditionals, modifiers) in a \
+            pane's context.\n\n\
+            For variables no other tool reports, e.g. `#{pane_pid} #{pane_tty}`. Nothing is \
+            displayed.",
         annotations(
             title = "Display message",
             read_only_hint = true,
@@ -561,10 +543,9 @@ impl McpServer {
 
     #[tool(
         name = "find_pane_by_position",
-        description = "Find the pane in a corner of a window (top_left, top_right, bottom_left, bottom_right).\n\n\
-            `target` is a window (`@N`), a pane (`%N`, for its window) or a session (for its \
-            current window). Returns the pane's details, including its `id` to target it. \
-            Read-only: one tmux command, no change to any human's view.",
+        description = "Find the pane in a corner of a window (top_left, top_right, bottom_left, \
+            bottom_right).\n\n\
+            Returns the pane's details, including its `id`.",
         annotations(
             title = "Find pane by position",
             read_only_hint = true,

@@ -121,33 +121,30 @@ impl JsonSchema for PaneSize {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SplitWindowInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// The pane to split (`%N`); a window (`@N`) or session (`$N` / name) splits its active
-    /// pane.
+    /// Pane `%N` to split; a window or session means its active pane.
     pub target: String,
-    /// Where the new pane goes: below (default), above, left or right of the split pane.
+    /// below (default), above, left or right of the split pane.
     #[serde(default)]
     pub direction: SplitDirection,
-    /// Size of the new pane: cells (integer) or "N%" of the split pane. Default: half.
+    /// Size of the new pane; default: half of the split pane.
     #[serde(default)]
     pub size: Option<PaneSize>,
-    /// Absolute working directory of the new pane. Default: tmux's choice (the session's).
+    /// Absolute working directory; default: the session's.
     #[serde(default)]
     pub start_directory: Option<String>,
-    /// Command to run instead of the default shell (run with `sh -c`); the pane closes when
-    /// it exits.
+    /// Command to run instead of the shell (`sh -c`); the pane closes when it exits.
     #[serde(default)]
     pub shell: Option<String>,
-    /// Environment variables for the new pane's program, e.g. {"RUST_LOG": "debug"}.
+    /// Environment variables for its program, e.g. {"RUST_LOG": "debug"}.
     #[serde(
         default,
         deserialize_with = "crate::mcp::args::option_object_or_json_string"
     )]
     pub environment: Option<BTreeMap<String, String>>,
-    /// Make the new pane the active pane of its window (moves a watching human's focus).
-    /// Default false: focus stays where it was.
+    /// Make the new pane active (moves a watching human's focus).
     #[serde(default)]
     pub select: bool,
 }
@@ -155,10 +152,10 @@ pub struct SplitWindowInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PaneIdInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Pane id (`%N`) exactly; windows and sessions are not accepted here.
+    /// Pane id (`%N`) only.
     pub target: String,
 }
 
@@ -171,19 +168,18 @@ pub struct PaneActionOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RespawnPaneInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Pane id (`%N`) exactly.
+    /// Pane id (`%N`) only.
     pub target: String,
-    /// Kill the program running in the pane first. Default true; with false, only a dead
-    /// pane (remain-on-exit) can be respawned.
+    /// Kill the running program first; false respawns only a dead pane (remain-on-exit).
     #[serde(default = "yes")]
     pub kill: bool,
-    /// Command to run instead of the pane's original command (run with `sh -c`).
+    /// Command to run instead of the original one (`sh -c`).
     #[serde(default)]
     pub shell: Option<String>,
-    /// Absolute working directory for the new program.
+    /// Absolute working directory.
     #[serde(default)]
     pub start_directory: Option<String>,
     /// Environment variables for the new program.
@@ -202,14 +198,11 @@ fn yes() -> bool {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SelectDirection {
-    /// The pane above / below / left / right of the target pane.
     Up,
     Down,
     Left,
     Right,
-    /// The pane that was active before the current one in the target's window.
     Last,
-    /// The next / previous pane (by index) after the window's active pane, wrapping around.
     Next,
     Previous,
 }
@@ -217,14 +210,13 @@ pub enum SelectDirection {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SelectPaneInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// The pane to make active (`%N`); with `direction`, the pane (or window `@N`) the
-    /// direction is taken from.
+    /// Pane `%N` to make active; with `direction`, the pane (or window `@N`) to start from.
     pub target: String,
-    /// Instead of `target` itself: up, down, left, right (a neighbour of the target pane),
-    /// last, next or previous (within the target's window).
+    /// Instead of `target`: up/down/left/right of it, last (previously active), or next/previous
+    /// after the active pane (wrapping).
     #[serde(default)]
     pub direction: Option<SelectDirection>,
 }
@@ -240,19 +232,18 @@ pub struct SelectPaneOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResizePaneInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane id (`%N`); a window or session means its active pane.
     pub target: String,
-    /// New width in cells.
+    /// Width in cells.
     #[serde(default)]
     pub width: Option<u32>,
-    /// New height in cells.
+    /// Height in cells.
     #[serde(default)]
     pub height: Option<u32>,
-    /// true: zoom the pane to fill its window; false: unzoom the window. Not together with
-    /// width/height.
+    /// true zooms the pane to fill its window, false unzooms; not with width/height.
     #[serde(default)]
     pub zoom: Option<bool>,
 }
@@ -260,7 +251,7 @@ pub struct ResizePaneInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SwapPaneInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// One pane (`%N`).
@@ -279,12 +270,12 @@ pub struct SwapPaneOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetPaneTitleInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane id (`%N`); a window or session means its active pane.
     pub target: String,
-    /// The new title (up to 256 characters, no control characters), taken literally.
+    /// Up to 256 chars, no control chars.
     pub title: String,
 }
 
@@ -299,11 +290,9 @@ pub struct SetPaneTitleOutput {
 impl McpServer {
     #[tool(
         name = "split_window",
-        description = "Split a pane to create a new pane beside it (below by default), optionally running a command.\n\n\
-            The new pane takes room from the split one, so a watching human sees the layout \
-            change; focus does NOT move unless `select` is true. A zoomed window is unzoomed. \
-            Returns the new pane's details: use its `id` (`%N`) in send_keys, capture_pane, \
-            wait_for_text. To close it later call kill_pane with that id.",
+        description = "Split a pane into two, optionally running a command in the new one.\n\n\
+            Focus stays unless `select`; a zoomed window is unzoomed. Returns the new pane: use \
+            its `id` (`%N`) in other tools.",
         annotations(
             title = "Split window",
             read_only_hint = false,
@@ -354,11 +343,9 @@ impl McpServer {
 
     #[tool(
         name = "kill_pane",
-        description = "Kill a pane and the program running in it (destructive: its output and state are lost).\n\n\
-            `target` must be a pane id (`%N`). If it was the last pane of its window the window \
-            closes too (and the session, if that was its last window); a human watching sees it \
-            disappear and the layout reflow. Refused for the pane the gateway itself runs in. \
-            To stop only the program and keep the pane use respawn_pane or send_keys C-c.",
+        description = "Kill a pane and its program (its output and state are lost).\n\n\
+            A window (and session) left empty closes. Refused for the gateway's own pane. To stop \
+            only the program: send_keys `C-c`, or respawn_pane.",
         annotations(
             title = "Kill pane",
             read_only_hint = false,
@@ -389,11 +376,9 @@ impl McpServer {
 
     #[tool(
         name = "respawn_pane",
-        description = "Restart the program in a pane, killing the running one first by default (destructive: its state is lost).\n\n\
-            `target` must be a pane id (`%N`). The pane keeps its id, size and place; its \
-            screen is cleared and the program (its original command, or `shell`) starts again. \
-            With kill false only a dead pane (remain-on-exit) is respawned. Focus does not \
-            move. Refused for the pane the gateway itself runs in.",
+        description = "Restart the program in a pane, killing the running one first by default.\n\n\
+            The pane keeps its id, size and place; its screen is cleared. Refused for the \
+            gateway's own pane.",
         annotations(
             title = "Respawn pane",
             read_only_hint = false,
@@ -433,11 +418,9 @@ impl McpServer {
 
     #[tool(
         name = "select_pane",
-        description = "Make a pane the active pane of its window: this MOVES FOCUS for any human looking at that window.\n\n\
-            Call it only when asked to change focus: no other tool needs a pane to be active \
-            (they all take pane ids). `direction` picks a neighbour (up/down/left/right of the \
-            target), the last active pane, or the next/previous one. The session's current \
-            window does not change. Returns the window's active pane afterwards.",
+        description = "Make a pane its window's active pane: MOVES FOCUS for watching humans.\n\n\
+            Only when asked to change focus: other tools take pane ids. Returns the window's \
+            active pane afterwards.",
         annotations(
             title = "Select pane",
             read_only_hint = false,
@@ -512,12 +495,9 @@ impl McpServer {
 
     #[tool(
         name = "resize_pane",
-        description = "Resize a pane to a width/height in cells, or zoom it to fill its window (zoom true) / unzoom (zoom false).\n\n\
-            Changes the layout a watching human sees (neighbouring panes shrink or grow; zoom \
-            hides the other panes until unzoomed). A pane cannot grow beyond its window (window \
-            sizes follow the attached clients; see resize_window). Resizing unzooms a zoomed \
-            window. Focus does not move, except that zooming makes the zoomed pane active. \
-            Returns the pane's details afterwards.",
+        description = "Resize a pane in cells, or zoom/unzoom it.\n\n\
+            Humans see the layout change. A pane cannot outgrow its window (see resize_window). \
+            Resizing unzooms; zooming makes the pane active. Returns the pane afterwards.",
         annotations(
             title = "Resize pane",
             read_only_hint = false,
@@ -581,10 +561,8 @@ impl McpServer {
 
     #[tool(
         name = "swap_pane",
-        description = "Swap the places of two panes (in one window or across windows); each keeps its id and program.\n\n\
-            A watching human sees the two panes trade places; which position is active does \
-            not change (the pane moved into the active position becomes active). Returns both \
-            panes' details afterwards.",
+        description = "Swap the places of two panes, in one window or across windows.\n\n\
+            Each keeps its id and program. Returns both panes afterwards.",
         annotations(
             title = "Swap panes",
             read_only_hint = false,
@@ -629,9 +607,8 @@ impl McpServer {
 
     #[tool(
         name = "set_pane_title",
-        description = "Set a pane's title (shown in pane borders and status lines if the human's configuration shows titles).\n\n\
-            The title is taken literally (no format expansion). Programs in the pane may \
-            replace it later with their own title. Focus and layout do not change.",
+        description = "Set a pane's title (shown in borders or status if configured).\n\n\
+            Taken literally; its program may replace it.",
         annotations(
             title = "Set pane title",
             read_only_hint = false,
@@ -673,11 +650,9 @@ impl McpServer {
 
     #[tool(
         name = "clear_pane",
-        description = "Clear a pane's screen and erase its scrollback history (destructive: the history is lost).\n\n\
-            Resets the pane's terminal state and empties the visible screen and the history; \
-            the program keeps running and is not told (a shell prints its prompt again after \
-            the next Enter, or send_keys [\"C-l\"]). Focus and layout do not change. To only \
-            read less text, use capture_pane's ranges instead.",
+        description = "Clear a pane's screen and erase its scrollback history (lost).\n\n\
+            The program keeps running, not told; a shell reprints its prompt after Enter or \
+            send_keys [\"C-l\"].",
         annotations(
             title = "Clear pane",
             read_only_hint = false,

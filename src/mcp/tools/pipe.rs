@@ -16,13 +16,12 @@ use crate::mux::tmux::ops::pipe::{PipePath, pipe_pane_command};
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PipePaneInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane id (`%N`); a window or session means its active pane.
     pub target: String,
-    /// Absolute path of the file the pane's output is appended to (created if missing).
-    /// Omit to stop piping.
+    /// Absolute path of the file to append to (created if missing); omit to stop.
     #[serde(default)]
     pub output_path: Option<String>,
 }
@@ -41,12 +40,9 @@ pub struct PipePaneOutput {
 impl McpServer {
     #[tool(
         name = "pipe_pane",
-        description = "Start appending a pane's output to a file (output_path), or stop (no output_path).\n\n\
-            tmux runs `cat >> <path>` on the gateway's host as the tmux server's user; the \
-            path is taken literally (spaces, quotes, #, % and $ are safe). Starting replaces any \
-            pipe the pane already had; the file is appended to, never truncated. Nothing \
-            changes in any human's view. To read output once use capture_pane; to wait for \
-            output use wait_for_text.",
+        description = "Append a pane's output to a file (`output_path`), or stop (omit it).\n\n\
+            tmux runs `cat >> path` on the gateway's host as the tmux server's user. Replaces the \
+            pane's earlier pipe. To read output once use capture_pane.",
         annotations(
             title = "Pipe pane output to a file",
             read_only_hint = false,

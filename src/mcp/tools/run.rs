@@ -63,24 +63,20 @@ impl From<ShellName> for ShellFlavor {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunCommandInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// The shell pane: `%N`, or a window `@N` / session (`$N` or exact name) for its active
-    /// pane.
+    /// Shell pane `%N`, or window `@N` / session (`$N`, name) for its active pane.
     pub target: String,
-    /// The command, as you would type it (quotes, pipes, several lines, here-documents are
-    /// fine; no tabs or other control characters). At most 16 KiB.
+    /// The command as typed (multi-line ok; no tabs or control characters); at most 16 KiB.
     pub command: String,
-    /// Seconds to wait for it to finish (default 30); clamped to your `max_wait_seconds`, see
-    /// `effective_timeout`. A command still running then is left running.
+    /// Seconds to wait (default 30, capped by your max_wait_seconds); then it keeps running.
     #[serde(default)]
     pub timeout: Option<f64>,
-    /// Output lines to return at most (default 500, at most 10000); the last lines are kept.
+    /// Most output lines returned (default 500, max 10000); the last are kept.
     #[serde(default)]
     pub max_lines: Option<u32>,
-    /// The pane's shell, when it cannot be detected (e.g. behind ssh): skips detection and
-    /// the check that the shell is idle at its prompt.
+    /// The shell if undetectable (e.g. via ssh); skips the idle-at-prompt check.
     #[serde(default)]
     pub shell: Option<ShellName>,
 }
@@ -328,18 +324,12 @@ impl McpServer {
     #[tool(
         name = "run_command",
         description = "Run a shell command in a pane and return its output and exit status.\n\n\
-            Types `command` into the shell waiting at its prompt in `target` (`%N`, or a \
-            window/session for its active pane), exactly as a person would, and waits for it \
-            to finish: returns `exit_status` and `output` = what that command printed only \
-            (not the typed line, not the prompt), the last `max_lines` lines. Works in bash, \
-            zsh, sh/dash and fish (detected per pane). Under bash, zsh and sh the command runs \
-            in a subshell: `cd`, variables and `exit` do not outlive it (use send_keys for \
-            lasting shell state); under fish it runs in the shell itself. The pane shows the \
-            typed line and the output, like any command; focus and sizes do not change. On \
-            timeout: `timed_out: true`, the output so far, and the command keeps running \
-            (read more with wait_for_text or capture_since, interrupt with send_keys C-c). \
-            Refused when the pane is not a shell idle at its prompt. For programs that are \
-            not a shell prompt (REPLs, editors), use send_keys and wait_for_text.",
+            Needs a shell (bash, zsh, sh/dash, fish) idle at its prompt; the command is typed \
+            there visibly. `output` is only what it printed (not the typed line or prompt). Under \
+            bash/zsh/sh it runs in a subshell: `cd`, variables and `exit` do not persist (use \
+            send_keys). On timeout: `timed_out: true`, output so far; the command keeps running \
+            (read on with capture_since; stop with send_keys C-c). REPLs, editors: use send_keys + \
+            wait_for_text.",
         annotations(
             title = "Run a shell command",
             read_only_hint = false,

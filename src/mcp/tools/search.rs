@@ -42,35 +42,34 @@ fn default_limit() -> usize {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchPanesInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Text to find (literal unless `regex` is true).
+    /// Text to find (literal unless `regex`).
     pub pattern: String,
-    /// Treat `pattern` as a regular expression (Rust regex syntax). Default false.
+    /// `pattern` is a regular expression (Rust regex syntax).
     #[serde(default)]
     pub regex: bool,
-    /// Match case exactly. Default false (case-insensitive).
+    /// Match case exactly.
     #[serde(default)]
     pub match_case: bool,
-    /// Search only a session (`$N` or exact name), a window (`@N`), or the window holding a
-    /// pane (`%N`). Default: every pane you may see.
+    /// Only this session (`$N`, name), window `@N` or pane's window `%N`; default: all.
     #[serde(default)]
     pub target: Option<String>,
-    /// First line searched: 0 = top of the screen, negative = scrollback, "-" = the start of
-    /// the scrollback. Default: the top of the screen (visible text only).
+    /// First line: 0 = screen top, -N = N lines into scrollback, "-" = scrollback start. Default:
+    /// screen top.
     #[serde(default)]
     pub start: Option<LineArg>,
-    /// Last line searched, as `start` ("-" = the bottom of the screen). Default: the bottom.
+    /// Last line, as `start`; "-" = screen bottom. Default: screen bottom.
     #[serde(default)]
     pub end: Option<LineArg>,
-    /// Most matching lines returned per pane (the last ones are kept). Default 50.
+    /// Most matching lines returned per pane; the last are kept.
     #[serde(default = "default_per_pane")]
     pub max_matched_lines_per_pane: usize,
-    /// Matching panes to skip (for paging). Default 0.
+    /// Matching panes to skip (paging).
     #[serde(default)]
     pub offset: usize,
-    /// Most matching panes returned. Default 500.
+    /// Most matching panes returned.
     #[serde(default = "default_limit")]
     pub limit: usize,
 }
@@ -110,13 +109,11 @@ pub struct PaneMatch {
 impl McpServer {
     #[tool(
         name = "search_panes",
-        description = "Search the text of many panes at once (visible screen by default, scrollback with start) for a literal string or a regex.\n\n\
-            Scope: every pane you may see, or one session / window (`target`). Case-insensitive \
-            unless match_case. Returns, per matching pane, its ids and the matching lines (last \
-            50 per pane by default), paged by `offset` / `limit`. Read-only: one listing plus \
-            pipelined captures; nothing changes in any human's view. To search pane metadata \
-            (program, title, path) use list_panes with filters instead; to wait for text to \
-            appear use wait_for_text.",
+        description = "Search many panes' text (the screen, or scrollback with `start`) for a \
+            string or regex.\n\n\
+            Returns each matching pane's ids and matching lines, paged by `offset`/`limit`. To \
+            filter by program, title or path use list_panes `filters`; to wait for text, \
+            wait_for_text.",
         annotations(
             title = "Search panes",
             read_only_hint = true,

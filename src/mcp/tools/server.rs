@@ -93,7 +93,7 @@ impl Reachability {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServerInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
 }
@@ -148,15 +148,11 @@ const SERVER_FIELDS: [&str; 2] = ["version", "start_time"];
 impl McpServer {
     #[tool(
         name = "list_servers",
-        description = "List the tmux servers this gateway drives for you, by name, and whether each is running.\n\n\
-            Every other tool selects a server with its `server` argument, using a name from this \
-            list; socket paths are never passed by clients. `kind`: `workspace` is your own \
-            sandboxed server (started on your first call; nobody else's sessions are there), \
-            `configured` a server the operator shares with other clients. Read-only: asks each \
-            server one cheap question (in parallel, at most 1 s each) and changes nothing in \
-            any tmux client's view. `reachability`: running, not_running or no_sessions \
-            (create_session starts it), unreachable. Call it once at the start; \
-            get_server_info tells more about one server.",
+        description = "List your tmux servers by name, with kind and reachability.\n\n\
+            Pass a name as `server` to other tools. `kind`: `workspace` (your own sandboxed \
+            server) or `configured` (shared, set up by the operator). `reachability`: running, \
+            not_running or no_sessions (create_session starts it), unreachable. Asks each server \
+            (at most 1 s).",
         annotations(
             title = "List tmux servers",
             read_only_hint = true,
@@ -211,10 +207,8 @@ impl McpServer {
 
     #[tool(
         name = "get_server_info",
-        description = "Describe one tmux server: running or not, version, start time, and how many sessions you may see.\n\n\
-            Read-only: two tmux commands in one round trip, no change to any human's view. A \
-            server that is not running is reported with `alive: false` (not an error); \
-            create_session starts it.",
+        description = "Describe one tmux server: version, start time, sessions, channel_prefix.\n\n\
+            Not running: `alive: false`, not an error.",
         annotations(
             title = "Get server info",
             read_only_hint = true,
@@ -279,11 +273,9 @@ impl McpServer {
 
     #[tool(
         name = "kill_server",
-        description = "Kill a tmux server: every session, window, pane and program on it ends.\n\n\
-            Destructive and irreversible; humans attached to it are disconnected. Refused when \
-            muxgate itself runs on that server, and when your access is limited to some of its \
-            sessions. Afterwards the server is not running: tools on it report that until \
-            create_session starts a new one. To end one session, call kill_session instead.",
+        description = "Kill a tmux server: every session and program on it ends.\n\n\
+            Irreversible; humans are disconnected. Refused for muxgate's own server or without \
+            access to all its sessions. Use kill_session for one.",
         annotations(
             title = "Kill server",
             read_only_hint = false,

@@ -40,10 +40,10 @@ use crate::mux::tmux::{BatchMode, CommandOutcome, ConnectError, EngineError, Tmu
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListSessionsInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Only sessions matching every given field. Also accepted as a JSON string.
+    /// Only sessions matching every given field.
     #[serde(
         default,
         deserialize_with = "crate::mcp::args::option_object_or_json_string"
@@ -55,14 +55,13 @@ pub struct ListSessionsInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SessionFilters {
-    /// Session name: exact, or a glob where `*` matches any run of characters and `?` one
-    /// character (e.g. `build-*`). Case-sensitive.
+    /// Exact name or glob (`*`, `?`), e.g. `build-*`; case-sensitive.
     #[serde(default)]
     pub name: Option<String>,
-    /// `true`: only sessions with at least one client attached; `false`: only detached ones.
+    /// true: only sessions with a client attached; false: only detached ones.
     #[serde(default)]
     pub attached: Option<bool>,
-    /// `true`: only sessions you created through this gateway; `false`: only others.
+    /// true: only sessions you created through this gateway; false: only others.
     #[serde(default)]
     pub created_by_you: Option<bool>,
 }
@@ -208,6 +207,13 @@ pub(crate) async fn list_session_rows(
             cause: ConnectError::NoSessions { .. },
             ..
         }) => return Ok(Vec::new()),
+        // No server running: none, once the socket itself says so. The engine's verdict may
+        // date from before a server (re)started, while it waits to reconnect; then this is
+        // the "not reachable yet" error, to retry.
+        Err(EngineError::Unavailable {
+            cause: ConnectError::NoServer { socket },
+            ..
+        }) if nobody_listens(&socket).await => return Ok(Vec::new()),
         Err(error) => return Err(engine_error(tmux.server_name(), error, "call list_servers")),
     };
     let (sessions, clients) = match outcomes.as_slice() {
@@ -281,11 +287,10 @@ pub(crate) async fn find_session(
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GetSessionInfoInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// The session: id (`$N`) or exact name. A window (`@N`) or pane (`%N`) id names the
-    /// session that holds it.
+    /// Session `$N` or exact name; a window `@N` or pane `%N` means its session.
     pub target: String,
 }
 
@@ -300,27 +305,24 @@ pub struct SessionDetail {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSessionInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Name of the new session: 1-64 characters from A-Z a-z 0-9 _ -. Must be unused and
-    /// allowed by your access.
+    /// 1-64 of A-Z a-z 0-9 _ -; unused and allowed by your access.
     pub name: String,
-    /// Name of its first window (1-64 characters, no `#` or control characters). Default: tmux
-    /// names it after the running program.
+    /// First window's name (1-64 chars, no `#` or control chars); default: its program's.
     #[serde(default)]
     pub window_name: Option<String>,
-    /// Absolute path of an existing directory the first pane starts in. Default: tmux's.
+    /// Absolute path of an existing directory for the first pane.
     #[serde(default)]
     pub start_directory: Option<String>,
-    /// Width of the first window in columns (1-10000). Default: the server's `default-size`.
+    /// First window's width in columns (1-10000); default: `default-size`.
     #[serde(default)]
     pub width: Option<u32>,
-    /// Height of the first window in rows (1-10000). Default: the server's `default-size`.
+    /// First window's height in rows (1-10000); default: `default-size`.
     #[serde(default)]
     pub height: Option<u32>,
-    /// Environment variables for the session (`NAME: value`), inherited by its panes. Also
-    /// accepted as a JSON string.
+    /// Environment variables for its panes (`NAME: value`).
     #[serde(
         default,
         deserialize_with = "crate::mcp::args::option_object_or_json_string"
@@ -339,10 +341,10 @@ pub struct CreateSessionOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KillSessionInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// The session to kill: id (`$N`) or exact name. Window and pane ids are refused.
+    /// Session `$N` or exact name (not a window or pane).
     pub target: String,
 }
 
@@ -358,12 +360,12 @@ pub struct KillSessionOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RenameSessionInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// The session: id (`$N`) or exact name.
+    /// Session `$N` or exact name.
     pub target: String,
-    /// The new name: 1-64 characters from A-Z a-z 0-9 _ -, unused, and allowed by your access.
+    /// 1-64 of A-Z a-z 0-9 _ -; unused and allowed by your access.
     pub new_name: String,
 }
 
@@ -575,6 +577,17 @@ fn creation_failed(message: &str) -> ToolError {
     )
 }
 
+/// Whether no server listens on the Unix socket at `path` (it is missing, or refuses).
+async fn nobody_listens(path: &str) -> bool {
+    match tokio::net::UnixStream::connect(path).await {
+        Ok(_) => false,
+        Err(error) => matches!(
+            error.kind(),
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
+        ),
+    }
+}
+
 /// Whether an engine failure means that no server (or no session) exists to attach to.
 fn server_absent(error: &EngineError) -> bool {
     matches!(
@@ -590,14 +603,10 @@ fn server_absent(error: &EngineError) -> bool {
 impl McpServer {
     #[tool(
         name = "list_sessions",
-        description = "List the tmux sessions of a server that you may see, optionally filtered.\n\n\
-            Operates on one configured server (`server`, from list_servers). Read-only: one \
-            tmux command, no change to any human's view, focus or window sizes. Returns each \
-            session's id (`$N`), name, window count, attached clients, creation and activity \
-            times, current window and active pane; target sessions by id (or exact name) in \
-            other tools. `filters` narrows the list: `name` (exact or glob with * and ?), \
-            `attached` (bool), `created_by_you` (bool). Sessions outside your access are not \
-            listed. Next: list_windows or get_session_info for what is inside.",
+        description = "List the tmux sessions you may see, optionally filtered.\n\n\
+            Returns each session's id (`$N`), name, window count, attached clients, creation and \
+            activity times, current window and active pane. Next: list_windows or \
+            get_session_info.",
         annotations(
             title = "List sessions",
             read_only_hint = true,
@@ -627,10 +636,7 @@ impl McpServer {
     #[tool(
         name = "get_session_info",
         description = "Describe one tmux session and its windows.\n\n\
-            `target` is the session's id (`$N`) or exact name; a window (`@N`) or pane (`%N`) id \
-            names the session holding it. Read-only: no change to any human's view. Returns \
-            the session as list_sessions shows it plus its windows (ids, indexes, names, \
-            sizes, active pane). A session outside your access is reported as not found.",
+            Returns the session as list_sessions shows it, plus its windows as list_windows does.",
         annotations(
             title = "Get session info",
             read_only_hint = true,
@@ -657,14 +663,10 @@ impl McpServer {
 
     #[tool(
         name = "create_session",
-        description = "Create a detached tmux session (starting the tmux server if none runs).\n\n\
-            Changes nothing in any human's view: the session is created detached, no client is \
-            attached or switched to it. It gets one window running the default shell, in \
-            `start_directory` if given, sized `width`x`height` if given, with `environment` \
-            set for its panes. The session is tagged as yours, so tokens limited to their own \
-            sessions keep seeing it. Returns its id (`$N`), current window and pane ids: send \
-            input to the pane id next (send_keys, run_command). Fails if the name is taken: \
-            do not retry with the same name, use that session or pick another.",
+        description = "Create a detached tmux session, starting the server if none runs.\n\n\
+            No human's view changes. It gets one window with the default shell. Returns its id \
+            (`$N`), window and pane ids: send input to the pane next (send_keys, run_command). A \
+            taken name is an error: use that session or pick another name.",
         annotations(
             title = "Create session",
             read_only_hint = false,
@@ -718,11 +720,8 @@ impl McpServer {
     #[tool(
         name = "kill_session",
         description = "Kill a tmux session: every window, pane and program in it ends.\n\n\
-            Destructive and irreversible. `target` must be the session's id (`$N`) or exact \
-            name (window and pane ids are refused). Humans attached to it are detached or \
-            moved to another session by tmux. Refused for the session muxgate itself runs in. \
-            Afterwards the id is gone for good: do not call other tools on it. To close only \
-            a window or pane, call kill_window or kill_pane instead.",
+            Irreversible; attached humans are detached or moved by tmux. Refused for muxgate's own \
+            session. For one window or pane use kill_window or kill_pane.",
         annotations(
             title = "Kill session",
             read_only_hint = false,
@@ -756,10 +755,7 @@ impl McpServer {
     #[tool(
         name = "rename_session",
         description = "Rename a tmux session.\n\n\
-            `target` is the session's id (`$N`) or exact name; `new_name` must be unused, use \
-            1-64 characters from A-Z a-z 0-9 _ - and be allowed by your access. Humans see the \
-            new name in their status line; nothing else in their view changes. The id stays \
-            the same: keep targeting the session by id.",
+            Humans see the new name in their status line. The id (`$N`) stays.",
         annotations(
             title = "Rename session",
             read_only_hint = false,

@@ -28,18 +28,17 @@ const MAX_MAX_LINES: usize = 10_000;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CaptureSinceInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// The pane: `%N`, or a window `@N` / session (`$N` or exact name) for its active pane.
-    /// May be omitted when a `cursor` is given (the cursor names its pane).
+    /// Pane `%N`, or window `@N` / session (`$N`, name) for its active pane; optional with
+    /// `cursor`.
     #[serde(default)]
     pub target: Option<String>,
-    /// The `cursor` a previous capture_since returned. Absent: start now (the visible rows above
-    /// the terminal cursor are returned, and a cursor for next time).
+    /// `cursor` from the previous call; absent: start now (returns the visible rows).
     #[serde(default)]
     pub cursor: Option<String>,
-    /// Rows to return at most (default 500, at most 10000); the newest are kept.
+    /// Most rows returned (default 500, max 10000); the newest are kept.
     #[serde(default)]
     pub max_lines: Option<usize>,
 }
@@ -251,15 +250,10 @@ impl McpServer {
     #[tool(
         name = "capture_since",
         description = "Read only the rows a pane printed since your last capture_since.\n\n\
-            Without `cursor`: returns the visible rows above the terminal cursor and a \
-            `cursor`. With the `cursor` from the previous call: returns the complete rows that \
-            appeared after it (oldest first, the newest `max_lines` kept) and a new cursor; the \
-            row still being written comes separately as `partial_line`. `lines_missed: true` \
-            means tmux dropped rows before they were read (history trimmed or cleared, screen \
-            cleared): `lines` then holds the visible rows. Refused for a pane that was \
-            respawned since the cursor (start over without a cursor) and for full-screen \
-            programs (use capture_pane). Changes nothing: focus, sizes and the pane are \
-            untouched. To wait for output rather than poll, call wait_for_text first.",
+            Returns complete new rows, the unfinished row as `partial_line`, and a `cursor` for \
+            the next call. `lines_missed: true`: rows were dropped unread; `lines` then holds the \
+            visible rows. Refused after a respawn (omit `cursor` to restart) and for full-screen \
+            programs (use capture_pane). To wait for output: wait_for_text.",
         annotations(
             title = "Capture new rows since a cursor",
             read_only_hint = true,

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::since::{SinceRequest, capture_since};
 use super::watch::{
     PaneState, WaitBudget, by_deadline, cancelled, elapsed_ms, missing_pane, subscribe, target_pane,
 };
@@ -32,6 +33,8 @@ use crate::mcp::McpServer;
 use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
+use crate::mcp::position::OutputPosition;
+use crate::mux::echo::EchoFilter;
 use crate::mux::text_match::{self, HitKind, PatternOptions, WaitMatcher};
 use crate::mux::tmux::{LineBatch, LineReader, OutputSubscription, PaneId, StreamEnd, TmuxCommand};
 
@@ -45,28 +48,30 @@ pub const DEFAULT_TEXT_TIMEOUT: Duration = Duration::from_secs(8);
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WaitForTextInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// The pane to watch: `%N`, or a window `@N` / session (`$N` or exact name) for its active
-    /// pane.
+    /// Pane `%N`, or window `@N` / session (`$N`, name) for its active pane.
     pub target: String,
-    /// Text to wait for (any of them). `null` or absent: any new visible output ends the wait.
+    /// Text to wait for (any of them); null or absent: any new output ends the wait.
     #[serde(default)]
     pub patterns: Option<Vec<String>>,
-    /// Failure markers (e.g. `error`); checked before `patterns`, a match ends the wait with
-    /// outcome `stopped`.
+    /// Failure markers (e.g. `error`), checked first; a match ends with outcome `stopped`.
     #[serde(default)]
     pub stop: Vec<String>,
-    /// Patterns are regular expressions (Rust regex syntax) instead of literal text.
+    /// Patterns are regular expressions (Rust syntax), not literal text.
     #[serde(default)]
     pub regex: bool,
-    /// Upper and lower case differ (default: case-insensitive).
+    /// Match case exactly.
     #[serde(default)]
     pub match_case: bool,
-    /// Seconds to wait (default 8); clamped to your `max_wait_seconds`, see `effective_timeout`.
+    /// Seconds to wait (default 8, capped by your max_wait_seconds).
     #[serde(default)]
     pub timeout: Option<f64>,
+    /// `output_position` from send_keys/paste_text (or a capture_since `cursor`): output since
+    /// then counts, even if printed before this call; the echo of the typed text does not.
+    #[serde(default)]
+    pub since: Option<String>,
 }
 
 /// A text wait, whoever asked for it (the tool or a batch operation).
@@ -76,9 +81,19 @@ pub struct TextWaitRequest {
     pub patterns: Option<Vec<String>>,
     pub stop: Vec<String>,
     pub options: PatternOptions,
+    /// Where the wait starts, when earlier than now.
+    pub since: Option<OutputPosition>,
+    /// Text typed into the pane just before (by the same batch), whose echo does not count.
+    pub echo: Vec<String>,
 }
 
 impl TextWaitRequest {
+    /// Every typed line whose echo the wait ignores.
+    fn typed(&self) -> Vec<String> {
+        let since = self.since.iter().flat_map(|p| p.typed.iter().cloned());
+        since.chain(self.echo.iter().cloned()).collect()
+    }
+
     fn matcher(&self) -> Result<WaitMatcher, ToolError> {
         let bad = |e: text_match::PatternError| {
             ToolError::invalid_arguments(e.to_string(), "fix the pattern, or pass regex: false")
@@ -149,9 +164,67 @@ enum Decision {
     AnyOutput(String),
 }
 
+impl Decision {
+    fn outcome(&self) -> WaitOutcome {
+        match self {
+            Decision::Hit(hit) if hit.kind == HitKind::Stop => WaitOutcome::Stopped,
+            Decision::Hit(_) => WaitOutcome::Matched,
+            Decision::AnyOutput(_) => WaitOutcome::AnyOutput,
+        }
+    }
+}
+
+/// The rows a pane printed since `since`, as `capture_since` reads them: complete rows, then
+/// the one being written.
+struct RowsSince {
+    lines: Vec<Arc<str>>,
+    partial: Option<String>,
+    missed: bool,
+}
+
+async fn rows_since(
+    tmux: &TmuxAccess<'_>,
+    pane: PaneId,
+    since: &OutputPosition,
+) -> Result<RowsSince, ToolError> {
+    if since.cursor.pane_id() != pane {
+        return Err(ToolError::invalid_arguments(
+            format!(
+                "since: it was made for {}, not {pane}",
+                since.cursor.pane_id()
+            ),
+            "pass the output_position of input typed into this pane, or omit since",
+        ));
+    }
+    let request = SinceRequest {
+        target: Some(pane.to_string()),
+        cursor: Some(since.cursor.encode()),
+        max_lines: CATCH_UP_ROWS,
+    };
+    let read = capture_since(tmux, &request).await.map_err(|mut e| {
+        e.message = format!("since: {}", e.message);
+        e
+    })?;
+    let lines = if read.line_count == 0 {
+        Vec::new()
+    } else {
+        read.lines.split('\n').map(Arc::from).collect()
+    };
+    Ok(RowsSince {
+        lines,
+        partial: Some(read.partial_line).filter(|p| !p.is_empty()),
+        missed: read.lines_missed,
+    })
+}
+
+/// Most rows read back from a `since` position (the newest are kept).
+const CATCH_UP_ROWS: usize = 2000;
+
 /// The pure part of a text wait: matching decoded lines, the tail.
 struct TextWatch {
     matcher: WaitMatcher,
+    /// Takes the echo of typed input out of the lines before they are matched.
+    echo: EchoFilter,
     tail: VecDeque<Arc<str>>,
     /// The line being written, as of the last new output.
     partial: Option<String>,
@@ -163,9 +236,10 @@ struct TextWatch {
 }
 
 impl TextWatch {
-    fn new(matcher: WaitMatcher) -> Self {
+    fn new(matcher: WaitMatcher, echo: EchoFilter) -> Self {
         Self {
             matcher,
+            echo,
             tail: VecDeque::new(),
             partial: None,
             alternate_screen: false,
@@ -196,7 +270,19 @@ impl TextWatch {
         decision
     }
 
-    fn decide(&self, lines: &[Arc<str>], partial: Option<&str>) -> Option<Decision> {
+    fn decide(&mut self, lines: &[Arc<str>], partial: Option<&str>) -> Option<Decision> {
+        if !self.echo.is_done() {
+            let lines: Vec<Arc<str>> = lines
+                .iter()
+                .map(|line| Arc::from(self.echo.strip(line, true)))
+                .collect();
+            let partial = partial.map(|line| self.echo.strip(line, false));
+            return self.decide_plain(&lines, partial.as_deref());
+        }
+        self.decide_plain(lines, partial)
+    }
+
+    fn decide_plain(&self, lines: &[Arc<str>], partial: Option<&str>) -> Option<Decision> {
         let candidates = lines.iter().map(|l| &**l).chain(partial);
         if self.matcher.any_output() {
             if let Some(hit) = self.matcher.check(candidates.clone()) {
@@ -211,6 +297,16 @@ impl TextWatch {
             return None;
         }
         self.matcher.check(candidates).map(Decision::Hit)
+    }
+
+    /// Matches the rows printed between a `since` position and the start of the wait.
+    fn catch_up(&mut self, rows: &RowsSince) -> Option<Decision> {
+        self.resynced |= rows.missed;
+        if !rows.lines.is_empty() || rows.partial.is_some() {
+            self.saw_output = true;
+            self.partial.clone_from(&rows.partial);
+        }
+        self.check(&rows.lines, rows.partial.as_deref())
     }
 
     /// Matches the visible screen once, after output was lost.
@@ -276,7 +372,8 @@ pub async fn wait_for_text(
     };
     let mut reader = LineReader::new(subscription);
     let state = by_deadline(tmux, deadline, PaneState::read(tmux, pane)).await?;
-    let mut watch = TextWatch::new(matcher);
+    let typed = request.typed();
+    let mut watch = TextWatch::new(matcher, EchoFilter::new(&typed));
     let finish = |watch: &TextWatch, outcome: WaitOutcome, decision: Option<Decision>| {
         let (matched_line, matched_pattern) = match &decision {
             Some(Decision::Hit(hit)) => (
@@ -308,6 +405,18 @@ pub async fn wait_for_text(
         // The stream only reports switches; start from what the pane shows now.
         reader.assume_alternate_screen().await;
         watch.alternate_screen = true;
+    } else if let Some(since) = &request.since {
+        // Output between `since` and the subscription: the rows printed since the position.
+        // The stream may hold some of them again, which can only repeat a match; each source
+        // has its own echo filter, since the echo may be in either.
+        let rows = by_deadline(tmux, deadline, rows_since(tmux, pane, since)).await?;
+        let stream_echo = std::mem::replace(&mut watch.echo, EchoFilter::new(&typed));
+        let decision = watch.catch_up(&rows);
+        watch.echo = stream_echo;
+        if let Some(decision) = decision {
+            let outcome = decision.outcome();
+            return Ok(finish(&watch, outcome, Some(decision)));
+        }
     }
     loop {
         let next = tokio::select! {
@@ -339,11 +448,7 @@ pub async fn wait_for_text(
             decision = watch.resync(&screen);
         }
         if let Some(decision) = decision {
-            let outcome = match &decision {
-                Decision::Hit(hit) if hit.kind == HitKind::Stop => WaitOutcome::Stopped,
-                Decision::Hit(_) => WaitOutcome::Matched,
-                Decision::AnyOutput(_) => WaitOutcome::AnyOutput,
-            };
+            let outcome = decision.outcome();
             return Ok(finish(&watch, outcome, Some(decision)));
         }
     }
@@ -426,18 +531,12 @@ impl McpServer {
     #[tool(
         name = "wait_for_text",
         description = "Wait until text appears in a pane's new output, without polling.\n\n\
-            Watches one pane (`target`: `%N`, or a window/session for its active pane) from the \
-            moment of the call: text already on the screen never matches. Ends at the first \
-            new line matching one of `patterns` (outcome `matched`), any new visible output \
-            when `patterns` is null (`any_output`), a line matching a `stop` pattern (checked \
-            first; `stopped`), the pane's program exiting (`pane_exited`), or the timeout \
-            (`timeout`, or `alternate_screen` if a full-screen program is showing). Matching is \
-            on visible text: escape sequences removed, carriage returns applied, one line at a \
-            time including the line still being written (so prompts match); literal and \
-            case-insensitive unless `regex` / `match_case`. Returns the matching line and the \
-            last lines of new output. Read-only: changes nothing, sends tmux no command while \
-            waiting. To run a command and get its output and exit status, call run_command \
-            instead; to read everything new since an earlier read, capture_since.",
+            Only output after the call counts, never text already on screen. Matches visible text \
+            line by line, including the line being written (prompts match). `outcome`: matched, \
+            any_output (`patterns` null), stopped (a `stop` pattern), pane_exited, or on timeout \
+            `timeout` (`alternate_screen` if a full-screen program shows; use capture_pane). \
+            Returns the matched line and the last output lines. To run a command and get its exit \
+            status, use run_command.",
         annotations(
             title = "Wait for text",
             read_only_hint = true,
@@ -452,7 +551,7 @@ impl McpServer {
         cancel: CancellationToken,
         Parameters(input): Parameters<WaitForTextInput>,
     ) -> Result<Json<WaitForTextOutput>, ToolError> {
-        self.wait_for_text_from(&call, &cancel, input, None)
+        self.wait_for_text_from(&call, &cancel, input, None, Vec::new())
             .await
             .map(Json)
     }
@@ -467,8 +566,28 @@ impl McpServer {
         cancel: &CancellationToken,
         input: WaitForTextInput,
         subscription: Option<OutputSubscription>,
+        echo: Vec<String>,
     ) -> Result<WaitForTextOutput, ToolError> {
         let tmux = self.tmux_access(call, input.server.as_deref()).await?;
+        let since = input
+            .since
+            .as_deref()
+            .map(|text| {
+                let position = OutputPosition::decode(text).map_err(|e| {
+                    ToolError::invalid_arguments(
+                        format!("since: {e}"),
+                        "pass output_position exactly as send_keys or paste_text returned it",
+                    )
+                })?;
+                if position.cursor.server != tmux.server_name() {
+                    return Err(ToolError::invalid_arguments(
+                        "since: it was made on another server",
+                        "pass since with the server it came from, or omit it",
+                    ));
+                }
+                Ok(position)
+            })
+            .transpose()?;
         let budget = WaitBudget::take(&tmux, input.timeout, DEFAULT_TEXT_TIMEOUT)?;
         let request = TextWaitRequest {
             target: input.target,
@@ -478,6 +597,8 @@ impl McpServer {
                 regex: input.regex,
                 match_case: input.match_case,
             },
+            since,
+            echo,
         };
         let work = wait_for_text(
             &tmux,
@@ -502,8 +623,10 @@ mod tests {
             patterns: patterns.map(|p| p.iter().map(|s| (*s).to_owned()).collect()),
             stop: stop.iter().map(|s| (*s).to_owned()).collect(),
             options: PatternOptions::default(),
+            since: None,
+            echo: Vec::new(),
         };
-        TextWatch::new(request.matcher().unwrap())
+        TextWatch::new(request.matcher().unwrap(), EchoFilter::default())
     }
 
     /// One wake-up's worth of lines, matched in one go.
@@ -635,6 +758,8 @@ mod tests {
             patterns: Some(Vec::new()),
             stop: Vec::new(),
             options: PatternOptions::default(),
+            since: None,
+            echo: Vec::new(),
         };
         let err = request.matcher().unwrap_err();
         assert_eq!(err.kind, ToolErrorKind::InvalidArguments);

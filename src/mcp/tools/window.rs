@@ -183,8 +183,7 @@ fn refused(message: &str) -> ToolError {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WindowFilters {
-    /// Window name: exact, or a glob where `*` matches any run of characters and `?` one
-    /// character. Case-sensitive.
+    /// Exact name or glob (`*`, `?`); case-sensitive.
     #[serde(default)]
     pub name: Option<String>,
     /// `true`: only each session's current window; `false`: only the others.
@@ -214,14 +213,13 @@ impl WindowMatcher {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListWindowsInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Only this session's windows: its id (`$N`) or exact name. Default: every session you
-    /// may see.
+    /// Only this session's windows (`$N` or exact name); default: all you may see.
     #[serde(default)]
     pub target: Option<String>,
-    /// Only windows matching every given field. Also accepted as a JSON string.
+    /// Only windows matching every given field.
     #[serde(
         default,
         deserialize_with = "crate::mcp::args::option_object_or_json_string"
@@ -240,11 +238,10 @@ pub struct ListWindowsOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GetWindowInfoInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// The window (`@N`); a pane id (`%N`) names its window, a session (`$N` or name) its
-    /// current window.
+    /// Window `@N`; a pane `%N` means its window, a session its current window.
     pub target: String,
 }
 
@@ -258,9 +255,7 @@ pub struct WindowOutput {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Position {
-    /// Just before the target window (later windows shift up by one index).
     Before,
-    /// Just after the target window (later windows shift up by one index).
     After,
 }
 
@@ -276,30 +271,27 @@ impl Position {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateWindowInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Where to create it: a session (`$N` or exact name; the window gets the next free
-    /// index), or a window (`@N`) together with `position`.
+    /// A session (`$N` or exact name; next free index), or a window `@N` with `position`.
     pub target: String,
-    /// With a window target: insert `before` or `after` that window.
+    /// With a window target: `before` or `after` it.
     #[serde(default)]
     pub position: Option<Position>,
-    /// Window name (1-64 characters, no `#` or control characters). Default: tmux names it
-    /// after the running program.
+    /// Window name (1-64 chars, no `#` or control chars); default: its program's.
     #[serde(default)]
     pub name: Option<String>,
-    /// Absolute path of an existing directory its pane starts in. Default: the session's.
+    /// Absolute path of an existing directory; default: the session's.
     #[serde(default)]
     pub start_directory: Option<String>,
-    /// Environment variables for its pane (`NAME: value`). Also accepted as a JSON string.
+    /// Environment variables for its pane (`NAME: value`).
     #[serde(
         default,
         deserialize_with = "crate::mcp::args::option_object_or_json_string"
     )]
     pub environment: Option<BTreeMap<String, String>>,
-    /// `true` makes it the session's current window, which changes what attached humans see.
-    /// Default `false`: humans keep their current window.
+    /// Make it the session's current window (changes what attached humans see).
     #[serde(default)]
     pub select: bool,
 }
@@ -307,10 +299,10 @@ pub struct CreateWindowInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KillWindowInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// The window to kill (`@N`). Session and pane targets are refused.
+    /// Window id (`@N`) only.
     pub target: String,
 }
 
@@ -328,12 +320,12 @@ pub struct KillWindowOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RenameWindowInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// The window (`@N`).
+    /// Window id (`@N`).
     pub target: String,
-    /// The new name (1-64 characters, no `#` or control characters).
+    /// 1-64 chars, no `#` or control chars.
     pub new_name: String,
 }
 
@@ -341,27 +333,23 @@ pub struct RenameWindowInput {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WindowStep {
-    /// The next window by index (wrapping around).
     Next,
-    /// The previous window by index (wrapping around).
     Previous,
-    /// The window that was current before the current one.
     Last,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SelectWindowInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// The window to select (`@N`), or a session (`$N` or exact name) together with `step`
-    /// or `index`.
+    /// Window `@N`, or a session (`$N` or exact name) with `step` or `index`.
     pub target: String,
-    /// With a session target: move to the next, previous or last window.
+    /// With a session target: next/previous by index (wrapping), or last (previously current).
     #[serde(default)]
     pub step: Option<WindowStep>,
-    /// With a session target: select the window at this index.
+    /// With a session target: the index of the window to select.
     #[serde(default)]
     pub index: Option<u32>,
 }
@@ -369,15 +357,15 @@ pub struct SelectWindowInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResizeWindowInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// The window (`@N`).
+    /// Window id (`@N`).
     pub target: String,
-    /// New width in columns (1-10000).
+    /// Width in columns (1-10000); give width, height or both.
     #[serde(default)]
     pub width: Option<u32>,
-    /// New height in rows (1-10000).
+    /// Height in rows (1-10000).
     #[serde(default)]
     pub height: Option<u32>,
 }
@@ -396,32 +384,30 @@ const NAMED_LAYOUTS: [&str; 7] = [
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SelectLayoutInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// The window (`@N`).
+    /// Window id (`@N`).
     pub target: String,
-    /// A layout name (even-horizontal, even-vertical, main-horizontal, main-vertical, tiled)
-    /// or a layout string as list_windows reports it (to restore an earlier arrangement).
+    /// even-horizontal, even-vertical, main-horizontal, main-vertical, tiled, or a layout string
+    /// from list_windows.
     pub layout: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MoveWindowInput {
-    /// Server name (list_servers); omit if only one.
+    /// Server (list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// The window to move (`@N`).
+    /// Window id (`@N`).
     pub target: String,
-    /// Where to: a session (`$N` or exact name; next free index there), or a window (`@N`)
-    /// together with `position`.
+    /// A session (`$N` or exact name; next free index), or a window `@N` with `position`.
     pub destination: String,
-    /// With a window destination: put it `before` or `after` that window.
+    /// With a window destination: `before` or `after` it.
     #[serde(default)]
     pub position: Option<Position>,
-    /// `true` makes it the destination session's current window (changes what humans attached
-    /// there see). Default `false`.
+    /// Make it the destination session's current window (humans there see it).
     #[serde(default)]
     pub select: bool,
 }
@@ -536,12 +522,9 @@ impl SelectHow {
 impl McpServer {
     #[tool(
         name = "list_windows",
-        description = "List tmux windows you may see, of one session or of all, optionally filtered.\n\n\
-            Read-only: one tmux command, no change to any human's view. `target` limits the \
-            list to one session (`$N` or exact name). Returns each window's id (`@N`), index, \
-            name, session, whether it is the session's current window, pane count, size, zoom, \
-            active pane and layout. `filters`: `name` (exact or glob with * and ?), `active` \
-            (bool). Target windows by id in other tools. Next: list_panes for the panes inside.",
+        description = "List the tmux windows you may see, of one session or all.\n\n\
+            Returns each window's id (`@N`), index, name, session, `active` (the session's current \
+            window), pane count, size, zoom, active pane and layout. Next: list_panes.",
         annotations(
             title = "List windows",
             read_only_hint = true,
@@ -594,11 +577,7 @@ impl McpServer {
 
     #[tool(
         name = "get_window_info",
-        description = "Describe one tmux window.\n\n\
-            `target` is the window id (`@N`); a pane id (`%N`) names its window and a session \
-            (`$N` or name) its current window. Read-only: no change to any human's view. \
-            Returns what list_windows shows for it. A window outside your access is reported \
-            as not found.",
+        description = "Describe one tmux window, as list_windows shows it.",
         annotations(
             title = "Get window info",
             read_only_hint = true,
@@ -637,12 +616,9 @@ impl McpServer {
     #[tool(
         name = "create_window",
         description = "Create a tmux window running the default shell, without switching to it.\n\n\
-            `target` is the session (`$N` or name; next free index) or a window (`@N`) with \
-            `position` before/after it. By default humans attached to the session keep their \
-            current window (the new one opens in the background); `select: true` switches the \
-            session to it, which changes what they see. Optional `name`, `start_directory`, \
-            `environment`. Returns the window with its id (`@N`) and its pane (`active_pane_id`): \
-            send input there next. Not idempotent: calling again creates another window.",
+            Attached humans keep their current window unless `select: true`. Returns the window: \
+            its id (`@N`) and `active_pane_id`, where to send input next. Each call creates \
+            another window.",
         annotations(
             title = "Create window",
             read_only_hint = false,
@@ -707,12 +683,9 @@ impl McpServer {
 
     #[tool(
         name = "kill_window",
-        description = "Kill a tmux window: its panes and the programs in them end.\n\n\
-            Destructive and irreversible. `target` must be the window id (`@N`). If it was its \
-            session's last window, the session ends too (reported as `session_closed`). Humans \
-            looking at it are moved to another window by tmux. Refused for the window muxgate \
-            itself runs in. Afterwards the id is gone: do not target it again. To end one pane \
-            only, call kill_pane.",
+        description = "Kill a tmux window: its panes and their programs end.\n\n\
+            Irreversible. Its session ends too if it was the last window (`session_closed`). \
+            Refused for muxgate's own window. For one pane use kill_pane.",
         annotations(
             title = "Kill window",
             read_only_hint = false,
@@ -757,10 +730,7 @@ impl McpServer {
     #[tool(
         name = "rename_window",
         description = "Rename a tmux window.\n\n\
-            `target` is the window id (`@N`); `new_name` has 1-64 characters without `#` or \
-            control characters. tmux stops renaming it automatically after the program running \
-            in it. Humans see the new name in their status line; nothing else in their view \
-            changes. The id stays the same.",
+            tmux then stops naming it after its program. Humans see the new name; the id stays.",
         annotations(
             title = "Rename window",
             read_only_hint = false,
@@ -794,12 +764,9 @@ impl McpServer {
 
     #[tool(
         name = "select_window",
-        description = "Make a window the current window of its session: this CHANGES what humans attached to that session see.\n\n\
-            `target` is the window (`@N`), or a session (`$N` or name) with `step` (next, \
-            previous, last) or `index`. Every client attached to the session switches to that \
-            window. To read or type into a window, do not select it: target its panes by id \
-            instead (capture_pane, send_keys work on background windows). Returns the session's \
-            new current window.",
+        description = "Make a window current in its session: CHANGES what attached humans see.\n\n\
+            Not needed to read or type: capture_pane and send_keys work on any pane by id. Returns \
+            the new current window.",
         annotations(
             title = "Select window",
             read_only_hint = false,
@@ -870,12 +837,9 @@ impl McpServer {
 
     #[tool(
         name = "resize_window",
-        description = "Set a window's size in character cells; humans looking at it see the new size.\n\n\
-            `target` is the window id (`@N`); give `width`, `height` or both (1-10000). tmux \
-            then keeps this size whatever clients attach (its `window-size` option becomes \
-            `manual`); to let it follow attached clients again, call set_option with scope \
-            window, option window-size and unset true. Pane sizes inside change in proportion. \
-            To resize one pane, call resize_pane.",
+        description = "Set a window's size in cells; humans looking at it see the new size.\n\n\
+            Sets its `window-size` option to manual; to follow clients again, unset it with \
+            set_option (scope window). For one pane use resize_pane.",
         annotations(
             title = "Resize window",
             read_only_hint = false,
@@ -923,11 +887,9 @@ impl McpServer {
 
     #[tool(
         name = "select_layout",
-        description = "Arrange a window's panes in a layout; humans looking at it see the panes move.\n\n\
-            `target` is the window id (`@N`); `layout` is even-horizontal, even-vertical, \
-            main-horizontal, main-vertical, tiled, or a layout string from list_windows (to \
-            restore an earlier arrangement). Pane ids and contents are unchanged; pane sizes \
-            change. Returns the window with its new layout string.",
+        description = "Arrange a window's panes in a layout; humans see the panes move.\n\n\
+            Pane ids and contents stay; sizes change. Returns the window with its new layout \
+            string.",
         annotations(
             title = "Select layout",
             read_only_hint = false,
@@ -969,12 +931,9 @@ impl McpServer {
 
     #[tool(
         name = "move_window",
-        description = "Move a window to another place in its session or to another session.\n\n\
-            `target` is the window (`@N`); `destination` is a session (`$N` or name; next free \
-            index) or a window (`@N`) with `position` before/after it. Both must be visible to \
-            you. The window keeps its id, panes and programs. By default no session's current \
-            window changes (`select: true` makes it current at the destination). If it was its \
-            old session's only window, that session ends. Returns the window at its new place.",
+        description = "Move a window within its session or to another session.\n\n\
+            It keeps its id, panes and programs. No current window changes unless `select: true`. \
+            A session left without windows ends. Returns the window at its new place.",
         annotations(
             title = "Move window",
             read_only_hint = false,

@@ -35,17 +35,17 @@ const DEFAULT_RUN: Duration = Duration::from_secs(60);
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijWriteInput {
-    /// Server name (zellij_list_servers); omit if only one.
+    /// Server (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); default: the configured one.
+    /// Session (zellij_list_sessions); omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// The terminal pane id (`terminal_N`, from zellij_list_panes).
     pub pane: String,
     /// The text, typed exactly (a `\n` inside presses Enter).
     pub text: String,
-    /// Press Enter after the text. Default false.
+    /// Press Enter after the text.
     #[serde(default)]
     pub enter: bool,
 }
@@ -62,16 +62,16 @@ pub struct ZellijInputOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijSendKeysInput {
-    /// Server name (zellij_list_servers); omit if only one.
+    /// Server (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); default: the configured one.
+    /// Session (zellij_list_sessions); omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// The terminal pane id (`terminal_N`, from zellij_list_panes).
     pub pane: String,
-    /// Keys pressed in order, in Zellij's spelling: optional modifiers (Ctrl, Alt, Shift,
-    /// Super) then one character or a name: `"Ctrl c"`, `"Enter"`, `"Esc"`, `"Up"`, `"F5"`.
+    /// Keys in order: optional modifiers (Ctrl, Alt, Shift, Super), then a character or a name:
+    /// `"Ctrl c"`, `"Alt Shift b"`, `"Enter"`, `"Esc"`, `"Up"`, `"F5"`.
     pub keys: Vec<String>,
 }
 
@@ -85,7 +85,7 @@ pub struct ZellijBatchStep {
     /// Keys pressed in order (Zellij spelling, e.g. `"Ctrl c"`, `"Enter"`).
     #[serde(default)]
     pub keys: Option<Vec<String>>,
-    /// Text pasted with bracketed paste (the program sees one paste, not typed keys).
+    /// Text sent as one bracketed paste (not typed keys).
     #[serde(default)]
     pub paste: Option<String>,
 }
@@ -93,10 +93,10 @@ pub struct ZellijBatchStep {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijSendKeysBatchInput {
-    /// Server name (zellij_list_servers); omit if only one.
+    /// Server (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); default: the configured one.
+    /// Session (zellij_list_sessions); omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// The terminal pane id (`terminal_N`, from zellij_list_panes).
@@ -111,17 +111,17 @@ pub struct ZellijSendKeysBatchInput {
 pub enum ZellijReadScope {
     /// The lines on screen.
     Visible,
-    /// The whole scrollback and the screen.
+    /// Scrollback and screen.
     Full,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijReadPaneInput {
-    /// Server name (zellij_list_servers); omit if only one.
+    /// Server (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); default: the configured one.
+    /// Session (zellij_list_sessions); omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// The pane id (`terminal_N`, from zellij_list_panes).
@@ -152,17 +152,17 @@ pub struct ZellijReadPaneOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijWaitForTextInput {
-    /// Server name (zellij_list_servers); omit if only one.
+    /// Server (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); default: the configured one.
+    /// Session (zellij_list_sessions); omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// The pane id (`terminal_N`, from zellij_list_panes).
     pub pane: String,
-    /// Text to find in one screen line (case-sensitive substring, or a regex with `regex`).
+    /// Text to find in one screen line (case-sensitive substring, or regex with `regex`).
     pub pattern: String,
-    /// Treat `pattern` as a regular expression (Rust syntax). Default false.
+    /// `pattern` is a regex (Rust syntax).
     #[serde(default)]
     pub regex: bool,
     /// Seconds to wait (default 30; clamped to your max_wait_seconds).
@@ -188,24 +188,24 @@ pub struct ZellijWaitForTextOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijRunCommandInput {
-    /// Server name (zellij_list_servers); omit if only one.
+    /// Server (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); default: the configured one.
+    /// Session (zellij_list_sessions); omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// A `/bin/sh` command line, e.g. `cargo test 2>&1 | tail -5`.
     pub command: String,
-    /// The tab that hosts the command pane (id from zellij_list_tabs). Default: the first tab.
+    /// Tab id (zellij_list_tabs) for the command pane; default: the first tab.
     #[serde(default)]
     pub tab: Option<String>,
     /// Absolute working directory.
     #[serde(default)]
     pub cwd: Option<String>,
-    /// Run in a hidden floating pane (default true) or a tiled pane humans see in the layout.
+    /// Run in a hidden floating pane; false: a tiled pane humans see in the layout.
     #[serde(default = "yes")]
     pub floating: bool,
-    /// Keep the pane after the command exits (default false: it is closed).
+    /// Keep the pane after the command exits.
     #[serde(default)]
     pub keep_pane: bool,
     /// Seconds to wait for the command (default 60; clamped to your max_wait_seconds).
@@ -223,10 +223,10 @@ fn yes() -> bool {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijRunInPaneInput {
-    /// Server name (zellij_list_servers); omit if only one.
+    /// Server (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); default: the configured one.
+    /// Session (zellij_list_sessions); omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// The terminal pane id whose interactive shell runs the command (`terminal_N`).
@@ -329,11 +329,8 @@ impl McpServer {
     #[tool(
         name = "zellij_write_to_pane",
         description = "Type text into a Zellij terminal pane by id, without focusing it.\n\n\
-            Operates on pane `pane` of `session` (any tab, visible or not); focus and every \
-            human's view stay as they are. `enter: true` presses Enter afterwards. Returns once \
-            Zellij took the input; to see the effect call zellij_wait_for_text or \
-            zellij_read_pane. To run a shell command and get its output and exit status, call \
-            zellij_run_in_pane instead of typing it here.",
+            Returns at once; await output with zellij_wait_for_text. For a command's output and \
+            exit status use zellij_run_in_pane.",
         annotations(
             title = "Write to Zellij pane",
             read_only_hint = false,
@@ -368,11 +365,9 @@ impl McpServer {
 
     #[tool(
         name = "zellij_send_keys",
-        description = "Press keys in a Zellij terminal pane by id (e.g. \"Ctrl c\", \"Enter\", \"Up\"), without focusing it.\n\n\
-            Operates on pane `pane` of `session`; focus and every human's view stay. Key names \
-            are checked before anything is sent (Zellij ignores names it cannot parse). For \
-            text use zellij_write_to_pane; for a mix of text and keys in one go, \
-            zellij_send_keys_batch.",
+        description = "Press keys in a Zellij terminal pane by id, without focusing it.\n\n\
+            E.g. [\"Ctrl c\"], [\"Up\", \"Enter\"]; bad key names are rejected. For text: \
+            zellij_write_to_pane.",
         annotations(
             title = "Send keys to Zellij pane",
             read_only_hint = false,
@@ -403,13 +398,10 @@ impl McpServer {
 
     #[tool(
         name = "zellij_send_keys_batch",
-        description = "Deliver a sequence of text, keys and pastes to one Zellij terminal pane in one call.\n\n\
-            Operates on pane `pane` of `session`; focus and every human's view stay. Each step \
-            has exactly one of `text`, `keys`, `paste`. The steps run back to back as one job on \
-            the session's queue (no other muxgate operation on the session comes between them); \
-            the first failing step stops the batch and the error names it (earlier steps were \
-            delivered). Every step is validated before anything is sent. At most your \
-            max_batch_ops steps.",
+        description = "Send text, keys and pastes to one Zellij terminal pane in one call.\n\n\
+            Steps run back to back (no other muxgate call on the session between them), all \
+            validated first. A failing step stops the batch; earlier ones were delivered. Max \
+            steps: your max_batch_ops.",
         annotations(
             title = "Send input batch to Zellij pane",
             read_only_hint = false,
@@ -466,10 +458,8 @@ impl McpServer {
     #[tool(
         name = "zellij_read_pane",
         description = "Read the text of a Zellij pane by id: the visible screen, or the full scrollback.\n\n\
-            Operates on pane `pane` of `session`, in any tab, whether or not a human is looking \
-            at it (e.g. a dev-server tab); focus does not change. `scope: full` includes the \
-            scrollback. Long text keeps its last `max_lines` lines. Read-only. To wait for \
-            something to appear call zellij_wait_for_text instead of reading repeatedly.",
+            Any tab, seen or not; focus does not change. To wait for output, use \
+            zellij_wait_for_text rather than re-reading.",
         annotations(
             title = "Read Zellij pane",
             read_only_hint = true,
@@ -510,13 +500,9 @@ impl McpServer {
 
     #[tool(
         name = "zellij_wait_for_text",
-        description = "Wait until a line on a Zellij pane's screen matches, woken by Zellij's pane events (no polling).\n\n\
-            Operates on pane `pane` of `session`; focus does not change. Text already on the \
-            screen matches at once, so wait for something new (e.g. a marker your command \
-            prints). Literal, case-sensitive substring unless `regex`. Returns the matching \
-            line and the screen; on timeout an error (nothing changed). Read-only. For a command \
-            you want to run and see finish, call zellij_run_in_pane or zellij_run_command \
-            instead.",
+        description = "Wait until a line on a Zellij pane's screen matches (woken by pane events, no polling).\n\n\
+            Text already on screen matches at once: wait for something new. Returns the line and \
+            the screen; error on timeout. To run a command and await it: zellij_run_in_pane.",
         annotations(
             title = "Wait for text in Zellij pane",
             read_only_hint = true,
@@ -586,13 +572,9 @@ impl McpServer {
     #[tool(
         name = "zellij_run_command",
         description = "Run a one-off shell command in a new Zellij pane and return its output and exit status.\n\n\
-            Operates on `session` (default: the server's session): the command runs in a new \
-            command pane of tab `tab` (default: the first tab), a hidden floating pane unless \
-            `floating` is false, so nobody's focus or view changes. Returns when the command \
-            exits (Zellij reports it; no polling), with its output and `exit_status`; the pane \
-            is closed afterwards unless `keep_pane`. On timeout the command keeps running in \
-            its pane and the error names it (read it with zellij_read_pane, close it with \
-            zellij_close_pane). To run in an existing shell instead, call zellij_run_in_pane.",
+            The pane floats hidden unless `floating` is false (no view changes) and closes at exit \
+            unless `keep_pane`. On timeout the command keeps running; the error names its pane. In \
+            an existing shell: zellij_run_in_pane.",
         annotations(
             title = "Run command in Zellij",
             read_only_hint = false,
@@ -634,13 +616,9 @@ impl McpServer {
     #[tool(
         name = "zellij_run_in_pane",
         description = "Run a command in the interactive shell of an existing Zellij pane and return its output and exit status.\n\n\
-            Operates on pane `pane` of `session` (e.g. the pane of a tab the user works in): \
-            the command is typed into its shell with markers around it, completion is seen on \
-            Zellij's pane events (no polling), and only this command's output is returned. \
-            Focus does not change; humans looking at the pane see the command run. The pane \
-            keeps its shell. On timeout the command keeps running (interrupt it with \
-            zellij_send_keys \"Ctrl c\"). For a command that should not disturb any pane, call \
-            zellij_run_command.",
+            Typed into the shell between markers; returns only its output. Viewers see it run. On \
+            timeout it keeps running (interrupt: zellij_send_keys [\"Ctrl c\"]). To disturb no \
+            pane: zellij_run_command.",
         annotations(
             title = "Run command in Zellij pane",
             read_only_hint = false,

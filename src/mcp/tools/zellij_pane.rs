@@ -20,13 +20,13 @@ use crate::mux::zellij::backend::{EditOptions, NewPaneOptions, ResizeMode, Side,
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijNewPaneInput {
-    /// Server name (zellij_list_servers); omit if only one.
+    /// Server (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); default: the configured one.
+    /// Session (zellij_list_sessions); omit for the default.
     #[serde(default)]
     pub session: Option<String>,
-    /// The tab to open it in (id from zellij_list_tabs). Default: the first tab.
+    /// Tab id (zellij_list_tabs); default: the first tab.
     #[serde(default)]
     pub tab: Option<String>,
     /// Pane title (no control characters, at most 256 bytes).
@@ -35,11 +35,10 @@ pub struct ZellijNewPaneInput {
     /// Absolute working directory.
     #[serde(default)]
     pub cwd: Option<String>,
-    /// A program and its arguments to run instead of a shell (a command pane, held after the
-    /// program exits so its output and exit status stay readable).
+    /// Program and args instead of a shell (e.g. `["make", "test"]`); held after it exits.
     #[serde(default)]
     pub command: Vec<String>,
-    /// Open it floating above the tab instead of splitting the tiled layout.
+    /// Float above the tab instead of splitting the tiled layout.
     #[serde(default)]
     pub floating: bool,
     /// For a tiled pane: split `right` or `down`. Default: where Zellij finds room.
@@ -48,7 +47,7 @@ pub struct ZellijNewPaneInput {
     /// Close the pane when `command` exits (command panes only).
     #[serde(default)]
     pub close_on_exit: bool,
-    /// Focus the new pane (attached humans see it). Default false: nobody's focus moves.
+    /// Focus the new pane (moves attached humans' view).
     #[serde(default)]
     pub focus: bool,
 }
@@ -63,10 +62,10 @@ pub struct ZellijPaneOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijPaneTargetInput {
-    /// Server name (zellij_list_servers); omit if only one.
+    /// Server (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); default: the configured one.
+    /// Session (zellij_list_sessions); omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// The pane id (`terminal_N` or `plugin_N`, from zellij_list_panes).
@@ -87,10 +86,10 @@ pub struct ZellijClosePaneOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijRenamePaneInput {
-    /// Server name (zellij_list_servers); omit if only one.
+    /// Server (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); default: the configured one.
+    /// Session (zellij_list_sessions); omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// The pane id (`terminal_N`, from zellij_list_panes).
@@ -102,17 +101,17 @@ pub struct ZellijRenamePaneInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijResizePaneInput {
-    /// Server name (zellij_list_servers); omit if only one.
+    /// Server (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); default: the configured one.
+    /// Session (zellij_list_sessions); omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// The pane id (`terminal_N`, from zellij_list_panes).
     pub pane: String,
     /// `increase` or `decrease`.
     pub mode: ResizeMode,
-    /// The side to move: `left`, `right`, `up`, `down`. Default: where Zellij finds room.
+    /// Side to move: `left`, `right`, `up`, `down`; default: where Zellij finds room.
     #[serde(default)]
     pub side: Option<Side>,
 }
@@ -131,10 +130,10 @@ pub struct ZellijFocusPaneOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijEditFileInput {
-    /// Server name (zellij_list_servers); omit if only one.
+    /// Server (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); default: the configured one.
+    /// Session (zellij_list_sessions); omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// The file to open; relative paths are resolved against `cwd`.
@@ -142,7 +141,7 @@ pub struct ZellijEditFileInput {
     /// Line to put the cursor on (1-based).
     #[serde(default)]
     pub line: Option<usize>,
-    /// The tab to open the editor in (id from zellij_list_tabs). Default: the first tab.
+    /// Tab id (zellij_list_tabs); default: the first tab.
     #[serde(default)]
     pub tab: Option<String>,
     /// Open the editor in a floating pane.
@@ -151,7 +150,7 @@ pub struct ZellijEditFileInput {
     /// Absolute working directory of the editor.
     #[serde(default)]
     pub cwd: Option<String>,
-    /// Focus the editor pane (attached humans see it). Default false: nobody's focus moves.
+    /// Focus the editor pane (moves attached humans' view).
     #[serde(default)]
     pub focus: bool,
 }
@@ -161,11 +160,8 @@ impl McpServer {
     #[tool(
         name = "zellij_new_pane",
         description = "Open a pane in a Zellij tab: a shell, or `command` as a command pane; floating or tiled.\n\n\
-            Operates on tab `tab` (default: the first tab) of `session`. Nobody's focus moves \
-            unless `focus` is true; a floating pane in a tab whose floating panes are hidden \
-            stays hidden (zellij_toggle_floating_panes shows them). Returns the new pane and its \
-            id; type into it with zellij_write_to_pane. For a one-off command with its output \
-            and exit status use zellij_run_command instead.",
+            A floating pane stays hidden if the tab's floating panes are. For a command's output \
+            and exit status: zellij_run_command.",
         annotations(
             title = "New Zellij pane",
             read_only_hint = false,
@@ -206,10 +202,8 @@ impl McpServer {
     #[tool(
         name = "zellij_close_pane",
         description = "Close a Zellij pane by id, killing the process running in it.\n\n\
-            Operates on pane `pane` of `session`; no need to focus it first, and humans keep \
-            their view unless this pane was theirs (focus then moves to a neighbour). If it was \
-            its tab's last pane the tab closes too (`tab_closed`); closing the session's last \
-            pane is refused. Whatever ran in the pane is lost.",
+            If it was its tab's last pane the tab closes too (`tab_closed`); the session's last \
+            pane is refused.",
         annotations(
             title = "Close Zellij pane",
             read_only_hint = false,
@@ -242,8 +236,7 @@ impl McpServer {
 
     #[tool(
         name = "zellij_rename_pane",
-        description = "Set the title of a Zellij pane by id, without focusing it.\n\n\
-            Operates on pane `pane` of `session`; nobody's view changes. Returns the pane.",
+        description = "Set the title of a Zellij pane by id, without focusing it.",
         annotations(
             title = "Rename Zellij pane",
             read_only_hint = false,
@@ -275,10 +268,8 @@ impl McpServer {
     #[tool(
         name = "zellij_resize_pane",
         description = "Grow or shrink a Zellij pane by one step, by id, without focusing it.\n\n\
-            Operates on pane `pane` of `session`: `mode` increase/decrease, optionally on one \
-            `side`. Its neighbours give or take the space; humans viewing the tab see the new \
-            sizes, focus stays. A pane that cannot grow (alone in its tab, or fullscreen) keeps \
-            its size: compare `rows`/`columns` in the result.",
+            A pane that cannot grow (alone in its tab, or fullscreen) keeps its size: check \
+            `rows`/`columns`.",
         annotations(
             title = "Resize Zellij pane",
             read_only_hint = false,
@@ -310,9 +301,7 @@ impl McpServer {
     #[tool(
         name = "zellij_toggle_fullscreen",
         description = "Toggle fullscreen of a Zellij pane within its tab, by id.\n\n\
-            Operates on pane `pane` of `session`. Humans viewing that tab see the pane fill it \
-            (or the layout come back); Zellij also focuses a pane it makes fullscreen for those \
-            clients. No tab switch. Call again to undo. Returns the pane (`fullscreen`).",
+            Zellij also focuses it for viewers of that tab; no tab switch. Returns the pane.",
         annotations(
             title = "Toggle Zellij fullscreen",
             read_only_hint = false,
@@ -344,10 +333,8 @@ impl McpServer {
     #[tool(
         name = "zellij_focus_pane",
         description = "Focus tool: show a Zellij pane to every attached human (switch to its tab and focus it).\n\n\
-            Operates on pane `pane` of `session`. Humans see their view move; call it only when \
-            the user asked to be shown the pane: reading, writing and running commands work on \
-            any pane by id without it. A floating pane's tab shows its floating panes. Returns \
-            how many attached clients now have the pane focused.",
+            Only when the user asks to see it: other tools work on any pane by id. Returns \
+            `clients_focused`.",
         annotations(
             title = "Focus Zellij pane",
             read_only_hint = false,
@@ -381,10 +368,8 @@ impl McpServer {
     #[tool(
         name = "zellij_edit_file",
         description = "Open a file in the user's editor ($EDITOR, Zellij's `edit`) in a new Zellij pane.\n\n\
-            Operates on tab `tab` (default: the first tab) of `session`; floating or tiled. \
-            Nobody's focus moves unless `focus` is true, so a human must switch to the pane \
-            (zellij_focus_pane) to see it. The editor runs until the human quits it; its screen \
-            can be read with zellij_read_pane. Returns the editor pane.",
+            The editor runs until the human quits it; zellij_read_pane reads its screen. Returns \
+            the pane.",
         annotations(
             title = "Edit file in Zellij",
             read_only_hint = false,

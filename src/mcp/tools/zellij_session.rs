@@ -35,7 +35,7 @@ pub struct ZellijServerInfo {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijServerInput {
-    /// Server name (zellij_list_servers); omit if only one.
+    /// Server (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
 }
@@ -50,10 +50,10 @@ pub struct ZellijListSessionsOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijSessionInput {
-    /// Server name (zellij_list_servers); omit if only one.
+    /// Server (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); default: the configured one.
+    /// Session (zellij_list_sessions); omit for the default.
     #[serde(default)]
     pub session: Option<String>,
 }
@@ -69,16 +69,16 @@ pub struct ZellijListTabsOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijListPanesInput {
-    /// Server name (zellij_list_servers); omit if only one.
+    /// Server (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); default: the configured one.
+    /// Session (zellij_list_sessions); omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// Only panes of this tab (its id from zellij_list_tabs).
     #[serde(default)]
     pub tab: Option<String>,
-    /// Also list plugin panes (tab bar, status bar, helpers). Default false: terminal panes only.
+    /// Also list plugin panes (tab bar, status bar, helpers).
     #[serde(default)]
     pub include_plugins: bool,
 }
@@ -113,10 +113,8 @@ impl McpServer {
     #[tool(
         name = "zellij_list_servers",
         description = "List the Zellij servers this gateway may drive for you (configured names).\n\n\
-            Each has a name to pass as `server` to the other zellij_* tools and the session they \
-            use when a call names none. Read-only; no focus change. Zellij tools are separate \
-            from the tmux tools: Zellij has tabs (not windows) and pane ids like `terminal_3`. \
-            Next: zellij_list_sessions or zellij_list_tabs.",
+            Pass a name as `server`. Unlike tmux, Zellij has tabs (not windows) and pane ids like \
+            `terminal_3`.",
         annotations(
             title = "List Zellij servers",
             read_only_hint = true,
@@ -146,9 +144,7 @@ impl McpServer {
     #[tool(
         name = "zellij_list_sessions",
         description = "List the Zellij sessions of a server that you may see.\n\n\
-            Operates on the server's socket dir; includes exited sessions kept for resurrection \
-            (`exited: true`; they take no actions). Read-only; no focus change. Next: \
-            zellij_list_tabs / zellij_list_panes with `session`.",
+            Includes exited sessions (`exited: true`), which take no actions.",
         annotations(
             title = "List Zellij sessions",
             read_only_hint = true,
@@ -181,10 +177,7 @@ impl McpServer {
     #[tool(
         name = "zellij_list_tabs",
         description = "List the tabs of a Zellij session with their stable ids, names and sizes.\n\n\
-            Operates on `session` (default: the server's session). `tab_id` is what the tab \
-            tools take (it is not the position). `active` marks tabs an attached human has in \
-            view; to see which pane is focused in each tab use zellij_list_panes (`focused`) or \
-            zellij_dump_layout. Read-only; no focus change.",
+            Tab tools take `tab_id` (not the position). `active`: in an attached human's view.",
         annotations(
             title = "List Zellij tabs",
             read_only_hint = true,
@@ -218,11 +211,8 @@ impl McpServer {
     #[tool(
         name = "zellij_list_panes",
         description = "List the panes of a Zellij session (or of one tab) with ids, titles, commands, sizes and state.\n\n\
-            Operates on `session` (default: the server's session); `tab` narrows to one tab id. \
-            `pane_id` (`terminal_N`) is what the pane, read and write tools take. Shows which \
-            pane is focused in each tab, floating/fullscreen state, and for command panes \
-            whether the command exited and its exit status. Plugin panes are left out unless \
-            `include_plugins`. Read-only; no focus change.",
+            Pane tools take `pane_id` (`terminal_N`). State: focused (per tab), floating, \
+            fullscreen, command exit status.",
         annotations(
             title = "List Zellij panes",
             read_only_hint = true,
@@ -276,9 +266,7 @@ impl McpServer {
     #[tool(
         name = "zellij_list_clients",
         description = "List the clients (humans' terminals) attached to a Zellij session and the pane each has focused.\n\n\
-            Operates on `session` (default: the server's session). Empty when nobody is \
-            attached; focus changes are only visible to attached clients. Read-only; no focus \
-            change.",
+            Empty when nobody is attached.",
         annotations(
             title = "List Zellij clients",
             read_only_hint = true,
@@ -312,10 +300,7 @@ impl McpServer {
     #[tool(
         name = "zellij_dump_layout",
         description = "Return the live layout of a Zellij session as KDL (tabs, panes, splits, commands, cwd).\n\n\
-            Operates on `session` (default: the server's session). `focus=true` attributes mark \
-            the focused tab and each tab's focused pane. Useful to save or recreate an \
-            arrangement; for ids use zellij_list_tabs / zellij_list_panes instead (the KDL has \
-            none). Read-only; no focus change.",
+            `focus=true` marks the focused tab and panes. Has no ids (see zellij_list_panes).",
         annotations(
             title = "Dump Zellij layout",
             read_only_hint = true,

@@ -20,10 +20,10 @@ use crate::mux::zellij::backend::NewTabOptions;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijNewTabInput {
-    /// Server name (zellij_list_servers); omit if only one.
+    /// Server (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); default: the configured one.
+    /// Session (zellij_list_sessions); omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// Tab name (no control characters, at most 256 bytes). Default: Zellij's `Tab #N`.
@@ -35,10 +35,10 @@ pub struct ZellijNewTabInput {
     /// A KDL layout for the tab, e.g. `layout { pane split_direction="vertical" { pane; pane; } }`.
     #[serde(default)]
     pub layout: Option<String>,
-    /// A program and its arguments to run in the tab's pane instead of a shell.
+    /// Program and args to run in the tab's pane instead of a shell.
     #[serde(default)]
     pub command: Vec<String>,
-    /// Switch attached clients to the new tab. Default false: nobody's view changes.
+    /// Switch attached clients to the new tab.
     #[serde(default)]
     pub focus: bool,
 }
@@ -53,10 +53,10 @@ pub struct ZellijTabOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijRenameTabInput {
-    /// Server name (zellij_list_servers); omit if only one.
+    /// Server (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); default: the configured one.
+    /// Session (zellij_list_sessions); omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// The tab's id (from zellij_list_tabs; not its position).
@@ -68,10 +68,10 @@ pub struct ZellijRenameTabInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijTabTargetInput {
-    /// Server name (zellij_list_servers); omit if only one.
+    /// Server (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); default: the configured one.
+    /// Session (zellij_list_sessions); omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// The tab's id (from zellij_list_tabs; not its position).
@@ -91,15 +91,15 @@ pub struct ZellijCloseTabOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijFloatingInput {
-    /// Server name (zellij_list_servers); omit if only one.
+    /// Server (zellij_list_servers); omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); default: the configured one.
+    /// Session (zellij_list_sessions); omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// The tab's id (from zellij_list_tabs; not its position).
     pub tab: String,
-    /// `true` shows, `false` hides the tab's floating panes; omitted flips the current state.
+    /// `true` shows, `false` hides the tab's floating panes; omitted: toggle.
     #[serde(default)]
     pub visible: Option<bool>,
 }
@@ -109,11 +109,8 @@ impl McpServer {
     #[tool(
         name = "zellij_new_tab",
         description = "Create a tab in a Zellij session, in the background unless `focus` is true.\n\n\
-            Operates on `session` (default: the server's session). By default no attached \
-            human's view changes: the tab is created without focus and the current tab stays in \
-            view. With `focus: true` every attached client switches to it, so there is no need \
-            to call zellij_go_to_tab afterwards. Works with nobody attached. Returns the new \
-            tab with its stable `tab_id`; its panes are listed by zellij_list_panes with `tab`.",
+            `focus: true` switches every attached client to it (no zellij_go_to_tab needed). \
+            Returns the tab with its stable `tab_id`.",
         annotations(
             title = "New Zellij tab",
             read_only_hint = false,
@@ -150,9 +147,7 @@ impl McpServer {
 
     #[tool(
         name = "zellij_rename_tab",
-        description = "Rename a Zellij tab by id, without focusing it.\n\n\
-            Operates on tab `tab` of `session`; no need to go to the tab first, and nobody's \
-            view changes. Returns the renamed tab.",
+        description = "Rename a Zellij tab by id, without focusing it.",
         annotations(
             title = "Rename Zellij tab",
             read_only_hint = false,
@@ -184,10 +179,8 @@ impl McpServer {
     #[tool(
         name = "zellij_close_tab",
         description = "Close a Zellij tab by id, killing all its panes and their processes.\n\n\
-            Operates on tab `tab` of `session`; no need to go to the tab first. Humans viewing \
-            another tab keep their view; a human viewing this tab moves to a neighbouring tab. \
-            Refuses to close the session's last tab (that would end the session). Returns the \
-            tabs left. Work running in the tab is lost.",
+            Its viewers move to a neighbouring tab; the session's last tab is refused. Returns the \
+            tabs left.",
         annotations(
             title = "Close Zellij tab",
             read_only_hint = false,
@@ -224,11 +217,8 @@ impl McpServer {
     #[tool(
         name = "zellij_go_to_tab",
         description = "Focus tool: switch every attached human's view to a Zellij tab.\n\n\
-            Operates on tab `tab` of `session`. This is the one tab tool meant to change what \
-            humans see, and they see it happen; the other zellij_* tools work on any tab by id \
-            without it, so call this only when the user asked to be shown the tab. Calling it \
-            again for the same tab changes nothing. With nobody attached it has no visible \
-            effect.",
+            Only when the user asks to see the tab: other tools work on any tab by id. No effect \
+            with nobody attached.",
         annotations(
             title = "Go to Zellij tab",
             read_only_hint = false,
@@ -260,10 +250,8 @@ impl McpServer {
     #[tool(
         name = "zellij_toggle_floating_panes",
         description = "Show or hide the floating panes of a Zellij tab.\n\n\
-            Operates on tab `tab` of `session`; `visible` sets the state, omitted flips it. \
-            Humans viewing that tab see the floating panes appear or disappear; no tab switch, \
-            and a tab without floating panes gets none (unlike Zellij's own toggle). Hidden \
-            floating panes keep running. Returns the tab (`floating_panes_visible`).",
+            No tab switch; a tab without floating panes gets none. Hidden panes keep running. \
+            Returns the tab (`floating_panes_visible`).",
         annotations(
             title = "Toggle Zellij floating panes",
             read_only_hint = false,

@@ -1,0 +1,52 @@
+//! Which toolset each tool belongs to, and which backend serves it.
+
+use crate::auth::Toolset;
+
+/// The toolset `tool` belongs to; `None` for a name that is no tool (a test checks that every
+/// tool has one).
+pub fn of(tool: &str) -> Option<Toolset> {
+    if tool.starts_with("zellij_") {
+        return Some(Toolset::Zellij);
+    }
+    Some(match tool {
+        "list_servers" | "list_sessions" | "list_windows" | "list_panes" | "get_pane_info"
+        | "capture_pane" | "snapshot_pane" | "search_panes" => Toolset::Inspect,
+        "send_keys" | "send_keys_batch" | "paste_text" | "run_command" | "wait_for_text"
+        | "pane_batch" | "capture_since" => Toolset::Run,
+        "create_session" | "create_window" | "split_window" | "select_window" | "select_pane"
+        | "kill_session" | "kill_window" | "kill_pane" => Toolset::Manage,
+        "rename_session"
+        | "rename_window"
+        | "resize_pane"
+        | "resize_window"
+        | "select_layout"
+        | "move_window"
+        | "swap_pane"
+        | "set_pane_title"
+        | "find_pane_by_position" => Toolset::Layout,
+        "get_server_info" | "get_session_info" | "get_window_info" | "display_message"
+        | "show_option" | "set_option" | "show_environment" | "set_environment" | "show_hooks"
+        | "show_hook" => Toolset::Config,
+        "load_buffer" | "show_buffer" | "paste_buffer" | "delete_buffer" | "enter_copy_mode"
+        | "exit_copy_mode" | "pipe_pane" => Toolset::Buffers,
+        "wait_for_channel" | "signal_channel" => Toolset::Channels,
+        "kill_server" | "respawn_pane" | "clear_pane" => Toolset::Destroy,
+        _ => return None,
+    })
+}
+
+/// The multiplexers behind the tools.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Tmux,
+    Zellij,
+}
+
+impl Backend {
+    pub fn of(toolset: Toolset) -> Self {
+        match toolset {
+            Toolset::Zellij => Backend::Zellij,
+            _ => Backend::Tmux,
+        }
+    }
+}
