@@ -42,10 +42,18 @@ use super::listing::{Client, Pane, SessionEntry, Tab, parse_new_pane_id};
 use super::marker::{MarkedRun, ShellKind};
 use super::queue::SessionQueue;
 use super::watch::{FallbackPolling, PaneView, PaneWatch, WatchRegistry};
+
 use checks::{
     MAX_LAYOUT_LEN, args, check_dir, check_name, invalid, is_run_pane, opt_path, parse_version,
     push_command, with_timeout,
 };
+
+/// Pauses between reads of a finished one-off command's screen while it still shows nothing.
+const ONE_OFF_REREADS: [Duration; 3] = [
+    Duration::from_millis(20),
+    Duration::from_millis(40),
+    Duration::from_millis(80),
+];
 
 /// A Zellij server muxgate drives. Cheap to clone; clones share queues and watches.
 #[derive(Clone)]
@@ -991,7 +999,16 @@ impl ZellijBackend {
                 if !finished {
                     return Ok(Collected::Running(pane));
                 }
-                let lines = inner.dump(&s, pane.id, ReadScope::Full).await?;
+                let mut lines = inner.dump(&s, pane.id, ReadScope::Full).await?;
+                // Zellij can report the exit before its screen of the pane holds what the
+                // command printed (seen under load): an empty screen is read again, briefly.
+                for pause in ONE_OFF_REREADS {
+                    if lines.iter().any(|line| !line.trim().is_empty()) {
+                        break;
+                    }
+                    tokio::time::sleep(pause).await;
+                    lines = inner.dump(&s, pane.id, ReadScope::Full).await?;
+                }
                 if !keep {
                     let id = pane.id.to_string();
                     inner
