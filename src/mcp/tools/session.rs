@@ -35,7 +35,9 @@ use crate::mux::tmux::format::{row_format, split_row};
 use crate::mux::tmux::spawn::TERM_MARKER_PREFIX;
 use crate::mux::tmux::start::{argv_value, run_starting_server};
 use crate::mux::tmux::target::{SessionName, SessionSel, Target};
-use crate::mux::tmux::{BatchMode, CommandOutcome, ConnectError, EngineError, TmuxCommand};
+use crate::mux::tmux::{
+    BatchMode, CommandOutcome, ConnectError, EngineError, TmuxCommand, TmuxEndpoint,
+};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -211,9 +213,9 @@ pub(crate) async fn list_session_rows(
         // date from before a server (re)started, while it waits to reconnect; then this is
         // the "not reachable yet" error, to retry.
         Err(EngineError::Unavailable {
-            cause: ConnectError::NoServer { socket },
+            cause: ConnectError::NoServer { .. },
             ..
-        }) if nobody_listens(&socket).await => return Ok(Vec::new()),
+        }) if nobody_listens(tmux.server.endpoint()).await => return Ok(Vec::new()),
         Err(error) => return Err(engine_error(tmux.server_name(), error, "call list_servers")),
     };
     let (sessions, clients) = match outcomes.as_slice() {
@@ -577,9 +579,13 @@ fn creation_failed(message: &str) -> ToolError {
     )
 }
 
-/// Whether no server listens on the Unix socket at `path` (it is missing, or refuses).
-async fn nobody_listens(path: &str) -> bool {
-    match tokio::net::UnixStream::connect(path).await {
+/// Whether no server listens on the endpoint's socket (it is missing, or refuses). Unknown
+/// for a sandboxed server (its socket is not this process's to probe): then `false`.
+async fn nobody_listens(endpoint: &TmuxEndpoint) -> bool {
+    let Some(path) = endpoint.local_socket_path() else {
+        return false;
+    };
+    match tokio::net::UnixStream::connect(&path).await {
         Ok(_) => false,
         Err(error) => matches!(
             error.kind(),

@@ -44,6 +44,23 @@ pub enum TmuxSocket {
 }
 
 impl TmuxSocket {
+    /// Where tmux puts this socket, by tmux's own rule: an explicit path as given; a name (or
+    /// `default`) in `<tmpdir>/tmux-<uid>/`, where `tmpdir` is `$TMUX_TMPDIR` if set and not
+    /// empty, else `/tmp`.
+    pub fn path_for(&self, tmux_tmpdir: Option<&std::ffi::OsStr>, uid: u32) -> PathBuf {
+        let name = match self {
+            TmuxSocket::Path(path) => return path.clone(),
+            TmuxSocket::Default => "default",
+            TmuxSocket::Name(name) => name,
+        };
+        let tmpdir = tmux_tmpdir
+            .filter(|dir| !dir.is_empty())
+            .unwrap_or_else(|| std::ffi::OsStr::new("/tmp"));
+        std::path::Path::new(tmpdir)
+            .join(format!("tmux-{uid}"))
+            .join(name)
+    }
+
     /// The `-L`/`-S` arguments selecting this socket.
     pub fn args(&self) -> Vec<OsString> {
         match self {
@@ -90,6 +107,20 @@ pub struct TmuxEndpoint {
 }
 
 impl TmuxEndpoint {
+    /// The socket's path as this process sees it; `None` when the server is reached through a
+    /// wrapper (a sandbox), whose sockets live in a namespace of their own.
+    pub fn local_socket_path(&self) -> Option<PathBuf> {
+        if self.wrapper.is_some() {
+            return None;
+        }
+        // SAFETY: getuid(2) cannot fail and touches no memory.
+        let uid = unsafe { libc::getuid() };
+        Some(
+            self.socket
+                .path_for(std::env::var_os("TMUX_TMPDIR").as_deref(), uid),
+        )
+    }
+
     /// Whether client pids tmux reports are pids of this host's processes (not of a wrapper's
     /// own pid namespace), so that stale clients can be found and killed by pid.
     pub fn pids_are_local(&self) -> bool {
@@ -232,6 +263,28 @@ pub fn become_user(run_as: RunAs) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn socket_paths_follow_tmux_rule() {
+        let name = TmuxSocket::Name("work".into());
+        assert_eq!(
+            name.path_for(None, 1000),
+            PathBuf::from("/tmp/tmux-1000/work")
+        );
+        assert_eq!(
+            name.path_for(Some(std::ffi::OsStr::new("")), 1000),
+            PathBuf::from("/tmp/tmux-1000/work")
+        );
+        assert_eq!(
+            TmuxSocket::Default.path_for(Some(std::ffi::OsStr::new("/run/t")), 0),
+            PathBuf::from("/run/t/tmux-0/default")
+        );
+        let explicit = TmuxSocket::Path("/srv/tmux.sock".into());
+        assert_eq!(
+            explicit.path_for(Some(std::ffi::OsStr::new("/run/t")), 0),
+            PathBuf::from("/srv/tmux.sock")
+        );
+    }
 
     #[test]
     fn secrets_are_not_inherited() {
