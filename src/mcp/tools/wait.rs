@@ -9,7 +9,9 @@
 //! lines and the line still being written (prompts have no newline).
 //!
 //! Only output that arrives after the wait began counts: text already on the screen never
-//! matches. When output was lost (tmux dropped some under flow control, or the gateway fell
+//! matches, unless the wait is given `since` (an input tool's `output_position`): then the rows
+//! printed since that position are matched first, and the echo of the typed input is taken out
+//! of the lines before matching ([`crate::mux::echo`]). When output was lost (tmux dropped some under flow control, or the gateway fell
 //! behind), the pane's visible screen is captured once and matched, since the lost part may
 //! have held the text; that capture may include lines older than the wait.
 
@@ -531,7 +533,8 @@ impl McpServer {
     #[tool(
         name = "wait_for_text",
         description = "Wait until text appears in a pane's new output, without polling.\n\n\
-            Only output after the call counts, never text already on screen. Matches visible text \
+            Only output after the call counts (or after `since`, a send's output_position), never \
+            older text on screen. Matches visible text \
             line by line, including the line being written (prompts match). `outcome`: matched, \
             any_output (`patterns` null), stopped (a `stop` pattern), pane_exited, or on timeout \
             `timeout` (`alternate_screen` if a full-screen program shows; use capture_pane). \
