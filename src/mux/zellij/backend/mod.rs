@@ -48,7 +48,7 @@ use checks::{
     push_command, with_timeout,
 };
 
-/// Pauses between reads of a finished one-off command's screen while it still shows nothing.
+/// Pauses between reads of a finished one-off command's screen until it settles.
 const ONE_OFF_REREADS: [Duration; 3] = [
     Duration::from_millis(20),
     Duration::from_millis(40),
@@ -999,15 +999,19 @@ impl ZellijBackend {
                 if !finished {
                     return Ok(Collected::Running(pane));
                 }
+                // Zellij can report the exit before its screen of the pane holds all that the
+                // command printed (seen under load: nothing, or 29 of 30 lines): the screen is
+                // read until two reads agree on some text, briefly.
                 let mut lines = inner.dump(&s, pane.id, ReadScope::Full).await?;
-                // Zellij can report the exit before its screen of the pane holds what the
-                // command printed (seen under load): an empty screen is read again, briefly.
                 for pause in ONE_OFF_REREADS {
-                    if lines.iter().any(|line| !line.trim().is_empty()) {
+                    tokio::time::sleep(pause).await;
+                    let again = inner.dump(&s, pane.id, ReadScope::Full).await?;
+                    let settled =
+                        again == lines && again.iter().any(|line| !line.trim().is_empty());
+                    lines = again;
+                    if settled {
                         break;
                     }
-                    tokio::time::sleep(pause).await;
-                    lines = inner.dump(&s, pane.id, ReadScope::Full).await?;
                 }
                 if !keep {
                     let id = pane.id.to_string();
