@@ -176,14 +176,15 @@ impl Inner {
         }
     }
 
-    /// A JSON listing. Zellij sometimes answers a listing with nothing while it applies a
-    /// change (seen under load right after closing a tab, twice in a row), so an empty reply
-    /// is asked again, after 25, 50 and 100 ms: at most 175 ms more before giving up.
-    pub(super) async fn listing(
+    /// A listing. Zellij sometimes answers a listing with nothing while it applies a change
+    /// (seen under load right after closing a tab, twice in a row, and for `list-clients` right
+    /// after a session started), so an empty reply is asked again, after 25, 50 and 100 ms: at
+    /// most 175 ms more before giving up.
+    pub(super) async fn listing<const N: usize>(
         &self,
         session: &SessionName,
         label: &str,
-        argv: [&str; 3],
+        argv: [&str; N],
     ) -> Result<String> {
         let mut pause = Duration::from_millis(25);
         for retry in 0..=EMPTY_LISTING_RETRIES {
@@ -231,14 +232,9 @@ impl Inner {
 
     /// Attached clients; an empty reply (no header, see `parse_clients`) is asked once more.
     pub(super) async fn clients(&self, session: &SessionName) -> Result<Vec<Client>> {
-        let mut out = self
-            .act(session, "action list-clients", args(["list-clients"]))
+        let out = self
+            .listing(session, "action list-clients", ["list-clients"])
             .await?;
-        if out.trim().is_empty() {
-            out = self
-                .act(session, "action list-clients", args(["list-clients"]))
-                .await?;
-        }
         Ok(parse_clients(&out)?)
     }
 
