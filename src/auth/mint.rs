@@ -369,6 +369,42 @@ mod tests {
     }
 
     #[test]
+    fn toolsets_travel_in_the_claim_and_unknown_ones_are_refused() {
+        let cfg = AuthConfig::hs256(SECRET);
+        let minter = TokenMinter::from_config(&cfg).unwrap();
+        let verifier = TokenVerifier::from_config(&cfg).unwrap();
+        let token = minter
+            .mint(&MintRequest {
+                toolsets: Some(vec!["inspect".into(), "layout".into()]),
+                ..request()
+            })
+            .unwrap();
+        let toolsets = verifier.verify(&token).unwrap().toolsets.unwrap();
+        assert!(toolsets.contains(crate::auth::Toolset::Layout));
+        assert!(!toolsets.contains(crate::auth::Toolset::Run));
+        let refused = minter.mint(&MintRequest {
+            toolsets: Some(vec!["everything".into()]),
+            ..request()
+        });
+        assert!(refused.unwrap_err().to_string().contains("everything"));
+        // A token signed elsewhere that names a toolset this gateway does not know.
+        let now = jsonwebtoken::get_current_timestamp();
+        let claims = serde_json::json!({"iss": "muxgate", "aud": "muxgate", "sub": "x",
+            "iat": now, "exp": now + 60, "scope": "mux:read",
+            "muxgate": {"toolsets": ["everything"]}});
+        let forged = jsonwebtoken::encode(
+            &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+            &claims,
+            &jsonwebtoken::EncodingKey::from_secret(SECRET.as_bytes()),
+        )
+        .unwrap();
+        assert!(matches!(
+            verifier.verify(&forged),
+            Err(crate::auth::RejectReason::BadClaims)
+        ));
+    }
+
+    #[test]
     fn bad_requests_are_refused() {
         let minter = TokenMinter::from_config(&AuthConfig::hs256(SECRET)).unwrap();
         let cases: Vec<(MintRequest, &str)> = vec![
