@@ -15,13 +15,15 @@
 //!    tmux processes started, counted by a `tmux` wrapper on `PATH`);
 //! 4. muxgate at scale: 64 busy agents for 60 s; 256 and 1,024 idle sessions with waits;
 //! 5. muxgate's `send_keys` rate against a bare control client's pipelined rate;
-//! 6. workspace mode: 64 tenants × 4 sessions with waits (see [`workspaces`]).
+//! 6. workspace mode: 64 tenants × 4 sessions with waits (see [`workspaces`]);
+//! 7. the gateway's own cost per call against a `/healthz` round trip (see [`cost`]).
 //!
 //! ```text
 //! cargo bench --bench reference                          # full run, about 10 minutes
 //! cargo bench --bench reference -- --only latency,batch  # some groups
 //! cargo bench --bench reference -- --only sessions --sessions 64,256
 //! cargo bench --bench reference -- --only workspaces --workspaces 64   # needs bubblewrap
+//! cargo bench --bench reference -- --only cost           # per-call cost vs /healthz
 //! cargo bench --bench reference -- --quick               # smoke run
 //! cargo test --bench reference                           # the same smoke run
 //! ```
@@ -29,6 +31,7 @@
 //! Prints Markdown tables. This measures speed and cost only; behaviour is tested in `tests/`.
 
 mod cases;
+mod cost;
 mod fixture;
 mod procfs;
 mod raw;
@@ -46,7 +49,7 @@ use fixture::BenchTmux;
 use servers::{Flavor, Muxgate, REFERENCE_PACKAGE, REFERENCE_VERSION, Reference};
 use stats::{cpu_ms, latency, median, mib, quantile, rate, ratio};
 
-const GROUPS: [&str; 8] = [
+const GROUPS: [&str; 9] = [
     "latency",
     "batch",
     "wake",
@@ -55,6 +58,7 @@ const GROUPS: [&str; 8] = [
     "sessions",
     "ceiling",
     "workspaces",
+    "cost",
 ];
 
 /// The groups that run the reference server (the others measure muxgate alone).
@@ -75,6 +79,7 @@ struct Options {
     workspaces: usize,
     workspace_sessions: usize,
     workspace_secs: f64,
+    cost_calls: usize,
     groups: BTreeSet<String>,
 }
 
@@ -94,6 +99,7 @@ impl Options {
             workspaces: 64,
             workspace_sessions: 4,
             workspace_secs: 5.0,
+            cost_calls: 1000,
             groups: GROUPS.iter().map(|g| (*g).to_owned()).collect(),
         };
         let mut benchmarking = false;
@@ -151,6 +157,7 @@ impl Options {
         self.workspaces = 3;
         self.workspace_sessions = 2;
         self.workspace_secs = 1.0;
+        self.cost_calls = 20;
     }
 
     fn runs(&self, group: &str) -> bool {
@@ -222,7 +229,35 @@ async fn alone(options: &Options) -> Result<()> {
     if options.runs("workspaces") {
         workspace_scale(options).await?;
     }
+    if options.runs("cost") {
+        per_call_cost(options).await?;
+    }
     println!("load average at end: {}", load_average());
+    Ok(())
+}
+
+/// Case 7: the gateway's own cost per call.
+async fn per_call_cost(options: &Options) -> Result<()> {
+    eprintln!("cost per call");
+    let costs = cost::per_call_cost(options.cost_calls).await?;
+    println!(
+        "## muxgate: cost per call against /healthz\n\nOne keep-alive HTTP/1.1 connection, raw JSON-RPC; {} calls alternating with `GET /healthz` (medians), then {} calls alone for the gateway's CPU.\n",
+        options.cost_calls, options.cost_calls
+    );
+    println!(
+        "| call | call | /healthz | call ÷ /healthz | gateway CPU per call |\n|---|--:|--:|--:|--:|"
+    );
+    for c in &costs {
+        println!(
+            "| {} | {} | {} | {:.1}× | {:.0} µs |",
+            c.label,
+            latency(c.call_us),
+            latency(c.healthz_us),
+            c.call_us / c.healthz_us,
+            c.gateway_cpu_us
+        );
+    }
+    println!();
     Ok(())
 }
 

@@ -308,10 +308,31 @@ level = "warn"
         self._dir.path()
     }
 
+    /// The MCP endpoint's URL.
+    pub fn mcp_url(&self) -> &str {
+        &self.mcp_url
+    }
+
     /// A new MCP session for agent `n`, with a token of its own (`sub` = `agent-<n>`).
     pub async fn agent(&self, n: usize) -> Result<Agent> {
-        let token = self
-            .minter
+        let token = self.token(n)?;
+        let transport = StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri(self.mcp_url.as_str()).auth_header(token),
+        );
+        let client = ClientConfig::default()
+            .serve(transport)
+            .await
+            .context("connect to muxgate")?;
+        Ok(Agent {
+            flavor: Flavor::Muxgate,
+            client,
+            process: None,
+        })
+    }
+
+    /// A token with every scope for agent `n` (`sub` = `agent-<n>`).
+    pub fn token(&self, n: usize) -> Result<String> {
+        self.minter
             .mint(&MintRequest {
                 sub: format!("agent-{n}"),
                 scopes: muxgate::auth::principal::KNOWN_SCOPES
@@ -325,19 +346,7 @@ level = "warn"
                 workspace: None,
                 toolsets: None,
             })
-            .context("mint a token")?;
-        let transport = StreamableHttpClientTransport::from_config(
-            StreamableHttpClientTransportConfig::with_uri(self.mcp_url.as_str()).auth_header(token),
-        );
-        let client = ClientConfig::default()
-            .serve(transport)
-            .await
-            .context("connect to muxgate")?;
-        Ok(Agent {
-            flavor: Flavor::Muxgate,
-            client,
-            process: None,
-        })
+            .context("mint a token")
     }
 
     /// The sum of a metric's samples (all label sets) from `/metrics`.

@@ -18,8 +18,9 @@
 //! ↔ `sub` binding ([`crate::auth::bind_sessions`]) → DELETE answered 204 ([`session_end`]) →
 //! body size limit → rmcp, whose sessions cancel a request whose client hung up ([`hangup`]).
 //!
-//! [`serve`] runs the router on plain TCP or, with `[http.tls]`, on TLS ([`tls`]), and carries
-//! out the shutdown sequence ([`shutdown`]).
+//! [`serve`] runs the router on plain TCP or, with `[http.tls]`, on TLS ([`tls`]), every
+//! connection without Nagle's delay ([`tcp`]), and carries out the shutdown sequence
+//! ([`shutdown`]).
 //!
 //! The router is built from explicit [`HttpDeps`], so tests and later layers construct it the
 //! same way `muxgate serve` does.
@@ -31,6 +32,7 @@ pub mod hangup;
 pub mod health;
 pub mod session_end;
 pub mod shutdown;
+pub mod tcp;
 pub mod tls;
 
 use std::future::{Future, IntoFuture};
@@ -206,8 +208,8 @@ fn mcp_service<H: ServerHandler + Clone>(
     )
 }
 
-impl Connected<IncomingStream<'_, TcpListener>> for PeerAddr {
-    fn connect_info(stream: IncomingStream<'_, TcpListener>) -> Self {
+impl Connected<IncomingStream<'_, tcp::NoDelayListener>> for PeerAddr {
+    fn connect_info(stream: IncomingStream<'_, tcp::NoDelayListener>) -> Self {
         Self(*stream.remote_addr())
     }
 }
@@ -246,7 +248,7 @@ pub async fn serve(
     let mut server: Pin<Box<dyn Future<Output = io::Result<()>> + Send>> = match tls {
         None => Box::pin(
             axum::serve(
-                listener,
+                tcp::NoDelayListener::new(listener),
                 app.into_make_service_with_connect_info::<PeerAddr>(),
             )
             .with_graceful_shutdown(stop_accepting)

@@ -306,6 +306,7 @@ async fn accept_loop(
                 continue;
             }
         };
+        super::tcp::send_at_once(&stream);
         let acceptor = acceptor.clone();
         let ready = ready.clone();
         tokio::spawn(async move {
