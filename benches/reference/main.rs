@@ -241,16 +241,19 @@ async fn per_call_cost(options: &Options) -> Result<()> {
     eprintln!("cost per call");
     let costs = cost::per_call_cost(options.cost_calls).await?;
     println!(
-        "## muxgate: cost per call against /healthz\n\nOne keep-alive HTTP/1.1 connection, raw JSON-RPC; {} calls alternating with `GET /healthz` (medians), then {} calls alone for the gateway's CPU.\n",
-        options.cost_calls, options.cost_calls
+        "## muxgate: cost per call against /healthz\n\nOne keep-alive HTTP/1.1 connection, raw JSON-RPC; {} calls alternating with `GET /healthz` (medians), then {} calls alone for the gateway's CPU. A `/healthz` alone costs the gateway {:.0} µs of CPU.\n",
+        options.cost_calls,
+        options.cost_calls * 3,
+        costs.healthz_cpu_us
     );
     println!(
-        "| call | call | /healthz | call ÷ /healthz | gateway CPU per call |\n|---|--:|--:|--:|--:|"
+        "| call | protocol | call | /healthz | call ÷ /healthz | gateway CPU per call |\n|---|---|--:|--:|--:|--:|"
     );
-    for c in &costs {
+    for c in &costs.calls {
         println!(
-            "| {} | {} | {} | {:.1}× | {:.0} µs |",
+            "| {} | {} | {} | {} | {:.1}× | {:.0} µs |",
             c.label,
+            c.era.name(),
             latency(c.call_us),
             latency(c.healthz_us),
             c.call_us / c.healthz_us,
