@@ -339,8 +339,37 @@ async fn captures_snapshots_formats_and_searches() {
     }
     assert_target_validation(&client, "capture_pane", json!({"target": pane})).await;
 
-    // snapshot_pane: one call, state and text agree with tmux.
-    let snap = ok(&client, "snapshot_pane", json!({"target": "main"})).await;
+    // snapshot_pane: one call, state and text agree with tmux. By default: what the pane shows
+    // and runs, the cursor, and only what is unusual about it.
+    let brief = ok(&client, "snapshot_pane", json!({"target": "main"})).await;
+    assert_eq!(brief["pane_id"], pane.as_str());
+    assert!(brief["content"].as_str().unwrap().contains("line299"));
+    for hidden in [
+        "at_top",
+        "history_limit",
+        "pid",
+        "alternate_screen",
+        "in_mode",
+        "title",
+    ] {
+        assert!(brief.get(hidden).is_none(), "{hidden} in {brief}");
+    }
+    let titled = ok(
+        &client,
+        "snapshot_pane",
+        json!({"target": "main", "fields": ["title"]}),
+    )
+    .await;
+    let titled = titled.as_object().unwrap();
+    let mut keys: Vec<&str> = titled.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["pane_id", "server", "title"]);
+    let snap = ok(
+        &client,
+        "snapshot_pane",
+        json!({"target": "main", "fields": ["all"]}),
+    )
+    .await;
     assert_eq!(snap["pane_id"], pane.as_str());
     for (field, variable) in [
         ("cursor_x", "cursor_x"),

@@ -126,6 +126,45 @@ async fn list_sessions_filters_by_name_attachment_and_creator() {
     .await;
     assert!(names(&detached).is_empty(), "{detached}");
 
+    // The default view: enough to pick a session and type into it; `fields` asks for more.
+    let session = &exact["sessions"][0];
+    assert!(session["id"].as_str().unwrap().starts_with('$'));
+    assert!(session["active_pane_id"].as_str().unwrap().starts_with('%'));
+    for hidden in [
+        "created",
+        "last_activity",
+        "active_window_id",
+        "created_by_you",
+    ] {
+        assert!(session.get(hidden).is_none(), "{hidden} in {session}");
+    }
+    let dated = ok(
+        &client,
+        "list_sessions",
+        json!({"filters": {"name": "main"}, "fields": ["created"]}),
+    )
+    .await;
+    let dated = &dated["sessions"][0];
+    assert_eq!(
+        dated.as_object().unwrap().len(),
+        2,
+        "id and created: {dated}"
+    );
+    assert!(dated["created"].as_u64().unwrap() > 1_600_000_000);
+    err_kind(
+        &client,
+        "list_sessions",
+        json!({"fields": ["colour"]}),
+        "invalid_arguments",
+        "\"colour\"",
+    )
+    .await;
+    let exact = ok(
+        &client,
+        "list_sessions",
+        json!({"filters": {"name": "main"}, "fields": ["all"]}),
+    )
+    .await;
     let session = &exact["sessions"][0];
     assert!(session["id"].as_str().unwrap().starts_with('$'));
     assert!(
@@ -305,9 +344,10 @@ async fn create_session_is_detached_tagged_and_configured() {
         json!({"filters": {"name": "human"}}),
     )
     .await;
-    assert_eq!(
-        human["sessions"][0]["created_by_you"], false,
-        "a failed create made someone else's session the caller's"
+    // `created_by_you` is shown only when true.
+    assert!(
+        human["sessions"][0].get("created_by_you").is_none(),
+        "a failed create made someone else's session the caller's: {human}"
     );
 
     for (args, needle) in [

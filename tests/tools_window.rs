@@ -90,6 +90,25 @@ async fn list_and_get_windows_with_filters_and_acl() {
         (Some(120), Some(40))
     );
     assert!(first["active_pane_id"].as_str().unwrap().starts_with('%'));
+    // The default view leaves out the layout string and unset flags; `fields` asks for them.
+    let logs_row = &main["windows"][1];
+    for hidden in ["layout", "session_id", "zoomed"] {
+        assert!(first.get(hidden).is_none(), "{hidden} in {first}");
+    }
+    assert!(
+        logs_row.get("active").is_none(),
+        "unset flag shown: {logs_row}"
+    );
+    let laid = ok(
+        &client,
+        "list_windows",
+        json!({"target": "main", "fields": ["layout", "active"]}),
+    )
+    .await;
+    let laid = laid["windows"][1].as_object().unwrap();
+    assert_eq!(laid.len(), 3, "id, layout and active: {laid:?}");
+    assert_eq!(laid["active"], false);
+    assert!(laid["layout"].as_str().unwrap().contains('x'));
 
     let named = ok(&client, "list_windows", json!({"filters": {"name": "l*"}})).await;
     assert_eq!(window_ids(&named), [logs.as_str()]);

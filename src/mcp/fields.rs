@@ -3,15 +3,18 @@
 //! A listing row knows two dozen things about a pane; an agent choosing where to type needs a
 //! handful, and pays for the rest in every answer. A [`RowShape`] names the fields shown by
 //! default and those shown only when they say something (a flag that is set, a status that is
-//! known); `fields` asks for exactly the fields named (`["all"]`: every field). The row's `id`
-//! is always there, so an answer can always be acted on.
+//! known); `fields` asks for exactly the fields named (`["all"]`: every field). A row's id is
+//! always there, so an answer can always be acted on.
 
+use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::error::ToolError;
+use super::error::{ToolError, ToolErrorKind};
 
-/// The default view of a listing's rows.
+/// The default view of a listing's rows (or of one answer, such as a snapshot).
 pub struct RowShape {
+    /// In every view, whatever was asked: the id, and what says where the row comes from.
+    pub always: &'static [&'static str],
     /// Every field a row has, in order.
     pub all: &'static [&'static str],
     /// Shown by default.
@@ -55,16 +58,63 @@ impl RowShape {
     /// The row with the selected fields only.
     pub fn project(&self, row: Map<String, Value>, selection: &Selection) -> Map<String, Value> {
         row.into_iter()
-            .filter(|(key, value)| match selection {
-                Selection::All => true,
-                Selection::Only(fields) => key == "id" || fields.iter().any(|f| f == key),
-                Selection::Default => {
-                    self.default.contains(&key.as_str())
-                        || (self.when_set.contains(&key.as_str()) && is_set(value))
-                }
+            .filter(|(key, value)| {
+                self.always.contains(&key.as_str())
+                    || match selection {
+                        Selection::All => true,
+                        Selection::Only(fields) => fields.iter().any(|f| f == key),
+                        Selection::Default => {
+                            self.default.contains(&key.as_str())
+                                || (self.when_set.contains(&key.as_str()) && is_set(value))
+                        }
+                    }
             })
             .collect()
     }
+
+    /// [`Self::project`] of a typed row, serialized first.
+    pub fn shape(
+        &self,
+        row: &impl Serialize,
+        selection: &Selection,
+    ) -> Result<Map<String, Value>, ToolError> {
+        match serde_json::to_value(row) {
+            Ok(Value::Object(row)) => Ok(self.project(row, selection)),
+            Ok(other) => Err(internal(format!("a row serialized as {other}"))),
+            Err(error) => Err(internal(error.to_string())),
+        }
+    }
+}
+
+/// Test support: `shape` names exactly the fields `T` serializes (its schema's properties),
+/// so a field added to a row cannot be left out of its shape.
+#[cfg(test)]
+pub fn assert_shape_covers<T: schemars::JsonSchema>(shape: &RowShape) {
+    let schema = schemars::schema_for!(T);
+    let mut properties: Vec<&str> = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    let mut named = shape.all.to_vec();
+    properties.sort_unstable();
+    named.sort_unstable();
+    assert_eq!(named, properties, "the shape's fields against the row's");
+    for field in shape
+        .always
+        .iter()
+        .chain(shape.default)
+        .chain(shape.when_set)
+    {
+        assert!(
+            shape.all.contains(field),
+            "{field} is not a field of the row"
+        );
+    }
+}
+
+fn internal(message: String) -> ToolError {
+    ToolError::new(ToolErrorKind::Internal, message, "retry")
 }
 
 fn is_set(value: &Value) -> bool {
@@ -82,6 +132,7 @@ mod tests {
     use super::*;
 
     const SHAPE: RowShape = RowShape {
+        always: &["id"],
         all: &["id", "name", "pid", "dead", "status"],
         default: &["id", "name"],
         when_set: &["dead", "status"],

@@ -74,9 +74,9 @@ pub struct PaneInfo {
 /// What a `list_panes` row shows by default: its id and session, its size, what runs in it and
 /// where, and its flags when they are set (window and pane positions on request).
 pub const PANE_SHAPE: RowShape = RowShape {
+    always: &["id"],
     all: &PANE_INFO_FIELDS,
     default: &[
-        "id",
         "session_name",
         "width",
         "height",
@@ -335,7 +335,7 @@ pub async fn deliver(tmux: &TmuxAccess<'_>, plan: InputPlan) -> Result<Delivered
 }
 
 /// The commands that read where a pane's output stands: its state and visible rows.
-fn position_commands(pane: PaneId) -> Result<Vec<TmuxCommand>, ToolError> {
+pub(crate) fn position_commands(pane: PaneId) -> Result<Vec<TmuxCommand>, ToolError> {
     let internal =
         |e: QuoteError| ToolError::new(ToolErrorKind::Internal, e.to_string(), "report this");
     Ok(vec![
@@ -351,7 +351,7 @@ fn position_commands(pane: PaneId) -> Result<Vec<TmuxCommand>, ToolError> {
 }
 
 /// The position the outcomes of [`position_commands`] describe.
-fn position_of(
+pub(crate) fn position_of(
     tmux: &TmuxAccess<'_>,
     pane: PaneId,
     outcomes: &[CommandOutcome],
@@ -486,6 +486,11 @@ pub fn input_error(error: InputError) -> ToolError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_view_names_fields_of_the_row() {
+        crate::mcp::fields::assert_shape_covers::<PaneInfo>(&PANE_SHAPE);
+    }
 
     fn row(fields: &[&str]) -> Vec<u8> {
         fields.join("\u{1f}").into_bytes()

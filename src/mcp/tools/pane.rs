@@ -15,13 +15,14 @@ use rmcp::{tool, tool_router};
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::support::check_tmux_format;
 use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, parse_target};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
+use crate::mcp::fields::RowShape;
 use crate::mcp::filter::Filters;
 use crate::mcp::pane_ops::{
     PANE_INFO_FIELDS, PANE_SHAPE, PaneInfo, PaneScope, check_max_lines, not_found, pane_info,
@@ -100,7 +101,7 @@ pub struct ListPanesInput {
         deserialize_with = "crate::mcp::args::option_object_or_json_string"
     )]
     pub filters: Option<BTreeMap<String, Value>>,
-    /// Fields per pane, e.g. `["window_index", "pid"]` (`id` always); `["all"]`: every field.
+    /// Fields wanted, e.g. `["window_index", "pid"]` (`id` always); `["all"]`: every field.
     /// Default: id, session_name, size, command, path; flags when set.
     #[serde(default)]
     pub fields: Option<Vec<String>>,
@@ -135,7 +136,74 @@ pub struct SnapshotPaneInput {
     /// Most lines of text returned; the bottom ones are kept.
     #[serde(default = "default_max_lines")]
     pub max_lines: usize,
+    /// Fields wanted, e.g. `["content", "title"]`; `["all"]`: every field.
+    #[serde(default)]
+    pub fields: Option<Vec<String>>,
 }
+
+/// `snapshot_pane`'s answer with the fields asked for.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(transparent)]
+pub struct SnapshotPaneView(#[schemars(with = "SnapshotPaneOutput")] Map<String, Value>);
+
+/// What a snapshot shows by default: what the pane shows and runs, where the cursor is, and
+/// whatever is unusual about it (ids of its window and session, history, pid, title and edges
+/// on request).
+const SNAPSHOT_SHAPE: RowShape = RowShape {
+    always: &["server", "pane_id"],
+    all: &[
+        "server",
+        "pane_id",
+        "window_id",
+        "session_id",
+        "cursor_x",
+        "cursor_y",
+        "width",
+        "height",
+        "in_mode",
+        "mode",
+        "scroll_position",
+        "history_size",
+        "history_limit",
+        "alternate_screen",
+        "pid",
+        "current_command",
+        "current_path",
+        "dead",
+        "dead_status",
+        "title",
+        "at_top",
+        "at_bottom",
+        "at_left",
+        "at_right",
+        "content",
+        "content_lines",
+        "truncated",
+        "truncated_lines",
+        "dropped_bytes",
+    ],
+    default: &[
+        "cursor_x",
+        "cursor_y",
+        "width",
+        "height",
+        "current_command",
+        "current_path",
+        "content",
+        "content_lines",
+    ],
+    when_set: &[
+        "in_mode",
+        "mode",
+        "scroll_position",
+        "alternate_screen",
+        "dead",
+        "dead_status",
+        "truncated",
+        "truncated_lines",
+        "dropped_bytes",
+    ],
+};
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct SnapshotPaneOutput {
@@ -375,8 +443,8 @@ impl McpServer {
 
     #[tool(
         name = "snapshot_pane",
-        description = "Snapshot a pane: visible text plus cursor, mode, scroll, history, size, \
-            process and dead/alternate-screen state.\n\n\
+        description = "Snapshot a pane: visible text, cursor, size, program and path; mode, \
+            scroll, alternate screen and dead state when set (`fields` for more).\n\n\
             One call instead of capture_pane + get_pane_info. For scrollback use capture_pane.",
         annotations(
             title = "Snapshot pane",
@@ -390,10 +458,11 @@ impl McpServer {
         &self,
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<SnapshotPaneInput>,
-    ) -> Result<Json<SnapshotPaneOutput>, ToolError> {
+    ) -> Result<Json<SnapshotPaneView>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = parse_target(&input.target)?;
         let max_lines = check_max_lines(input.max_lines)?;
+        let selection = SNAPSHOT_SHAPE.select(input.fields.as_deref(), "snapshot_pane")?;
         let pane = target_pane(&tmux, &target).await?;
         let range = CaptureRange::visible();
         // The capture comes first: it fails for a missing pane, where display-message would
@@ -421,7 +490,7 @@ impl McpServer {
         let capture = shape_and_cap(&tmux, &lines, &range, max_lines);
         let number = |i: usize| f[i].parse::<u32>().unwrap_or(0);
         let dead = flag(&f[13]);
-        Ok(Json(SnapshotPaneOutput {
+        let snapshot = SnapshotPaneOutput {
             server: tmux.server_name().to_owned(),
             pane_id: f[0].clone(),
             window_id: f[1].clone(),
@@ -451,7 +520,10 @@ impl McpServer {
             truncated_lines: capture.captured.truncated_lines,
             dropped_bytes: capture.dropped_bytes,
             content: capture.captured.text,
-        }))
+        };
+        Ok(Json(SnapshotPaneView(
+            SNAPSHOT_SHAPE.shape(&snapshot, &selection)?,
+        )))
     }
 
     #[tool(
@@ -620,6 +692,11 @@ fn corner_pane(panes: Vec<PaneInfo>, corner: Corner) -> Option<PaneInfo> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_view_names_fields_of_the_row() {
+        crate::mcp::fields::assert_shape_covers::<SnapshotPaneOutput>(&SNAPSHOT_SHAPE);
+    }
 
     fn pane(id: &str, left: u32, top: u32, width: u32, height: u32) -> PaneInfo {
         PaneInfo {

@@ -16,6 +16,7 @@ use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use super::support::{
     build, check_window_name, name_filter, session_only, shorten, validate_environment,
@@ -29,6 +30,7 @@ use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, engine_error, parse_target};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
+use crate::mcp::fields::RowShape;
 use crate::mcp::self_guard::Kill;
 use crate::mux::tmux::command::escape_format;
 use crate::mux::tmux::format::{row_format, split_row};
@@ -51,6 +53,9 @@ pub struct ListSessionsInput {
         deserialize_with = "crate::mcp::args::option_object_or_json_string"
     )]
     pub filters: Option<SessionFilters>,
+    /// Fields wanted, e.g. `["name", "created"]` (`id` always); `["all"]`: every field.
+    #[serde(default)]
+    pub fields: Option<Vec<String>>,
 }
 
 /// Conditions on sessions; every given field must hold.
@@ -98,8 +103,28 @@ impl SessionMatcher {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ListSessionsOutput {
     pub server: String,
-    pub sessions: Vec<SessionInfo>,
+    /// The sessions, with the fields asked for.
+    #[schemars(with = "Vec<SessionInfo>")]
+    pub sessions: Vec<Map<String, Value>>,
 }
+
+/// What a `list_sessions` row shows by default: enough to pick a session and type into it.
+pub(crate) const SESSION_SHAPE: RowShape = RowShape {
+    always: &["id"],
+    all: &[
+        "id",
+        "name",
+        "windows",
+        "attached_clients",
+        "created",
+        "last_activity",
+        "active_window_id",
+        "active_pane_id",
+        "created_by_you",
+    ],
+    default: &["name", "windows", "attached_clients", "active_pane_id"],
+    when_set: &["created_by_you"],
+};
 
 /// One tmux session.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -610,9 +635,8 @@ impl McpServer {
     #[tool(
         name = "list_sessions",
         description = "List the tmux sessions you may see, optionally filtered.\n\n\
-            Returns each session's id (`$N`), name, window count, attached clients, creation and \
-            activity times, current window and active pane. Next: list_windows or \
-            get_session_info.",
+            Returns each session's id (`$N`), name, window count, attached clients and active pane \
+            (`fields` for more). Next: list_windows or get_session_info.",
         annotations(
             title = "List sessions",
             read_only_hint = true,
@@ -627,12 +651,14 @@ impl McpServer {
         Parameters(input): Parameters<ListSessionsInput>,
     ) -> Result<Json<ListSessionsOutput>, ToolError> {
         let matcher = SessionMatcher::new(input.filters.as_ref())?;
+        let selection = SESSION_SHAPE.select(input.fields.as_deref(), "list_sessions")?;
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let sessions = list_session_rows(&tmux)
             .await?
-            .into_iter()
+            .iter()
             .filter(|s| matcher.matches(s))
-            .collect();
+            .map(|s| SESSION_SHAPE.shape(s, &selection))
+            .collect::<Result<_, _>>()?;
         Ok(Json(ListSessionsOutput {
             server: tmux.server_name().to_owned(),
             sessions,
@@ -826,6 +852,11 @@ fn created_session(rows: &[Vec<u8>]) -> Result<SessionInfo, ToolError> {
 mod tests {
     use super::*;
     use crate::auth::Principal;
+
+    #[test]
+    fn the_default_view_names_fields_of_the_row() {
+        crate::mcp::fields::assert_shape_covers::<SessionInfo>(&SESSION_SHAPE);
+    }
 
     fn row(fields: &[&str]) -> Vec<u8> {
         fields.join("\u{1f}").into_bytes()

@@ -533,12 +533,10 @@ impl McpServer {
     #[tool(
         name = "wait_for_text",
         description = "Wait until text appears in a pane's new output, without polling.\n\n\
-            Only output after the call counts (or after `since`, a send's output_position), never \
-            older text on screen. Matches visible text \
-            line by line, including the line being written (prompts match). `outcome`: matched, \
-            any_output (`patterns` null), stopped (a `stop` pattern), pane_exited, or on timeout \
-            `timeout` (`alternate_screen` if a full-screen program shows; use capture_pane). \
-            Returns the matched line and the last output lines. To run a command and get its exit \
+            Only output after the call (or `since`) counts, not older text on screen. Matches \
+            visible text line by line, including the line being written (prompts match). \
+            `outcome`: matched, any_output, stopped (a `stop` pattern), pane_exited, timeout, or \
+            alternate_screen (a full-screen program shows: use capture_pane). Returns the matched line and the last output lines. To run a command and get its exit \
             status, use run_command.",
         annotations(
             title = "Wait for text",

@@ -13,6 +13,7 @@ use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use super::support::{
     build, check_window_name, name_filter, shorten, validate_environment, validate_start_directory,
@@ -24,6 +25,7 @@ use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, parse_target};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
+use crate::mcp::fields::RowShape;
 use crate::mcp::self_guard::Kill;
 use crate::mux::tmux::format::{flag, row_format, split_row};
 use crate::mux::tmux::target::{SessionSel, Target};
@@ -225,15 +227,49 @@ pub struct ListWindowsInput {
         deserialize_with = "crate::mcp::args::option_object_or_json_string"
     )]
     pub filters: Option<WindowFilters>,
+    /// Fields wanted, e.g. `["name", "layout"]` (`id` always); `["all"]`: every field.
+    #[serde(default)]
+    pub fields: Option<Vec<String>>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ListWindowsOutput {
     pub server: String,
-    /// Windows by session, then index. A window linked into several sessions appears once per
-    /// session.
-    pub windows: Vec<WindowInfo>,
+    /// Windows by session, then index, with the fields asked for. A window linked into
+    /// several sessions appears once per session.
+    #[schemars(with = "Vec<WindowInfo>")]
+    pub windows: Vec<Map<String, Value>>,
 }
+
+/// What a `list_windows` row shows by default: where it is, its size and its active pane (its
+/// layout string, long and rarely needed, on request).
+pub(crate) const WINDOW_SHAPE: RowShape = RowShape {
+    always: &["id"],
+    all: &[
+        "id",
+        "index",
+        "name",
+        "session_id",
+        "session_name",
+        "active",
+        "panes",
+        "width",
+        "height",
+        "zoomed",
+        "active_pane_id",
+        "layout",
+    ],
+    default: &[
+        "index",
+        "name",
+        "session_name",
+        "panes",
+        "width",
+        "height",
+        "active_pane_id",
+    ],
+    when_set: &["active", "zoomed"],
+};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -523,8 +559,8 @@ impl McpServer {
     #[tool(
         name = "list_windows",
         description = "List the tmux windows you may see, of one session or all.\n\n\
-            Returns each window's id (`@N`), index, name, session, `active` (the session's current \
-            window), pane count, size, zoom, active pane and layout. Next: list_panes.",
+            Returns each window's id (`@N`), index, name, session, pane count, size, active pane; \
+            `active` (the session's current window), `zoomed` when set. Next: list_panes.",
         annotations(
             title = "List windows",
             read_only_hint = true,
@@ -551,6 +587,7 @@ impl McpServer {
             }
         };
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
+        let selection = WINDOW_SHAPE.select(input.fields.as_deref(), "list_windows")?;
         let windows: Vec<WindowInfo> = list_window_rows(&tmux, None)
             .await?
             .into_iter()
@@ -571,7 +608,11 @@ impl McpServer {
         }
         Ok(Json(ListWindowsOutput {
             server: tmux.server_name().to_owned(),
-            windows: windows.into_iter().filter(|w| matcher.matches(w)).collect(),
+            windows: windows
+                .iter()
+                .filter(|w| matcher.matches(w))
+                .map(|w| WINDOW_SHAPE.shape(w, &selection))
+                .collect::<Result<_, _>>()?,
         }))
     }
 
@@ -981,6 +1022,11 @@ impl McpServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_view_names_fields_of_the_row() {
+        crate::mcp::fields::assert_shape_covers::<WindowInfo>(&WINDOW_SHAPE);
+    }
 
     fn row(fields: &[&str]) -> Vec<u8> {
         fields.join("\u{1f}").into_bytes()

@@ -35,10 +35,10 @@ const DEFAULT_RUN: Duration = Duration::from_secs(60);
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijWriteInput {
-    /// Server (zellij_list_servers); omit if only one.
+    /// Zellij server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); omit for the default.
+    /// Zellij session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// The terminal pane id (`terminal_N`, from zellij_list_panes).
@@ -62,10 +62,10 @@ pub struct ZellijInputOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijSendKeysInput {
-    /// Server (zellij_list_servers); omit if only one.
+    /// Zellij server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); omit for the default.
+    /// Zellij session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// The terminal pane id (`terminal_N`, from zellij_list_panes).
@@ -93,10 +93,10 @@ pub struct ZellijBatchStep {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijSendKeysBatchInput {
-    /// Server (zellij_list_servers); omit if only one.
+    /// Zellij server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); omit for the default.
+    /// Zellij session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// The terminal pane id (`terminal_N`, from zellij_list_panes).
@@ -118,10 +118,10 @@ pub enum ZellijReadScope {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijReadPaneInput {
-    /// Server (zellij_list_servers); omit if only one.
+    /// Zellij server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); omit for the default.
+    /// Zellij session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// The pane id (`terminal_N`, from zellij_list_panes).
@@ -152,10 +152,10 @@ pub struct ZellijReadPaneOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijWaitForTextInput {
-    /// Server (zellij_list_servers); omit if only one.
+    /// Zellij server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); omit for the default.
+    /// Zellij session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// The pane id (`terminal_N`, from zellij_list_panes).
@@ -188,10 +188,10 @@ pub struct ZellijWaitForTextOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijRunCommandInput {
-    /// Server (zellij_list_servers); omit if only one.
+    /// Zellij server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); omit for the default.
+    /// Zellij session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// A `/bin/sh` command line, e.g. `cargo test 2>&1 | tail -5`.
@@ -223,10 +223,10 @@ fn yes() -> bool {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijRunInPaneInput {
-    /// Server (zellij_list_servers); omit if only one.
+    /// Zellij server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); omit for the default.
+    /// Zellij session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// The terminal pane id whose interactive shell runs the command (`terminal_N`).

@@ -20,10 +20,10 @@ use crate::mux::zellij::backend::{EditOptions, NewPaneOptions, ResizeMode, Side,
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijNewPaneInput {
-    /// Server (zellij_list_servers); omit if only one.
+    /// Zellij server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); omit for the default.
+    /// Zellij session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// Tab id (zellij_list_tabs); default: the first tab.
@@ -62,10 +62,10 @@ pub struct ZellijPaneOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijPaneTargetInput {
-    /// Server (zellij_list_servers); omit if only one.
+    /// Zellij server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); omit for the default.
+    /// Zellij session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// The pane id (`terminal_N` or `plugin_N`, from zellij_list_panes).
@@ -86,10 +86,10 @@ pub struct ZellijClosePaneOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijRenamePaneInput {
-    /// Server (zellij_list_servers); omit if only one.
+    /// Zellij server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); omit for the default.
+    /// Zellij session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// The pane id (`terminal_N`, from zellij_list_panes).
@@ -101,10 +101,10 @@ pub struct ZellijRenamePaneInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijResizePaneInput {
-    /// Server (zellij_list_servers); omit if only one.
+    /// Zellij server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); omit for the default.
+    /// Zellij session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// The pane id (`terminal_N`, from zellij_list_panes).
@@ -130,10 +130,10 @@ pub struct ZellijFocusPaneOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijEditFileInput {
-    /// Server (zellij_list_servers); omit if only one.
+    /// Zellij server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); omit for the default.
+    /// Zellij session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// The file to open; relative paths are resolved against `cwd`.

@@ -35,7 +35,7 @@ pub struct ZellijServerInfo {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijServerInput {
-    /// Server (zellij_list_servers); omit if only one.
+    /// Zellij server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
 }
@@ -50,10 +50,10 @@ pub struct ZellijListSessionsOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijSessionInput {
-    /// Server (zellij_list_servers); omit if only one.
+    /// Zellij server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); omit for the default.
+    /// Zellij session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
 }
@@ -69,10 +69,10 @@ pub struct ZellijListTabsOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijListPanesInput {
-    /// Server (zellij_list_servers); omit if only one.
+    /// Zellij server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Session (zellij_list_sessions); omit for the default.
+    /// Zellij session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// Only panes of this tab (its id from zellij_list_tabs).
