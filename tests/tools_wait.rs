@@ -623,6 +623,63 @@ async fn a_wait_since_an_input_sees_fast_output_and_ignores_the_echo() {
     assert!(garbage.to_string().contains("output_position"), "{garbage}");
 }
 
+/// `send_keys_batch` gives each pane it typed into a position, read in the same write as the
+/// input: fast output counts, the echo of everything typed into that pane does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keys_batch_gives_each_pane_a_position_to_wait_since() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+    let first = tmux.pane_id("main").to_string();
+    let second = tmux.split("main").to_string();
+
+    let sent = call_ok(
+        &client,
+        "send_keys_batch",
+        json!({"operations": [
+            {"target": first, "keys": "printf 'A-%s\\n' FAST", "enter": true},
+            {"target": second, "keys": "sleep 1; echo B-SLOW", "enter": true},
+            {"target": first, "keys": "echo A-SECOND", "enter": true},
+        ]}),
+    )
+    .await;
+    assert_eq!(sent["succeeded"], 3, "{sent}");
+    let positions = sent["output_positions"].as_object().expect("positions");
+    assert_eq!(positions.len(), 2, "one per pane: {sent}");
+    let since = |pane: &str| positions[pane].as_str().expect("a position").to_owned();
+
+    wait_for_screen(&tmux, &first, "A-SECOND").await;
+    // The second command was typed ahead: sh runs it after its next prompt, so its output may
+    // share the prompt's line; the echo lines hold `printf`/`echo`.
+    for pattern in ["A-FAST", "A-SECOND"] {
+        let seen = call_ok(
+            &client,
+            "wait_for_text",
+            json!({"target": first, "patterns": [pattern], "since": since(&first), "timeout": 5}),
+        )
+        .await;
+        assert_eq!(seen["outcome"], "matched", "{seen}");
+        let line = seen["matched_line"].as_str().expect("a line");
+        assert!(
+            line.ends_with(pattern) && !line.contains("echo") && !line.contains("printf"),
+            "the echo matched: {seen}"
+        );
+    }
+    let started = Instant::now();
+    let slow = call_ok(
+        &client,
+        "wait_for_text",
+        json!({"target": second, "patterns": ["B-SLOW"], "since": since(&second), "timeout": 10}),
+    )
+    .await;
+    assert_eq!(slow["outcome"], "matched", "{slow}");
+    assert_eq!(slow["matched_line"], "B-SLOW", "{slow}");
+    assert!(
+        started.elapsed() >= Duration::from_millis(500),
+        "matched the echo"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_wait_after_its_send_does_not_match_the_echo() {
     let tmux = TestTmux::start();

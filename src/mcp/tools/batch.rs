@@ -13,6 +13,7 @@
 //! of the keys sent before it), each exactly as its own tool would, under the same `on_error`
 //! and whole-batch `timeout` rules. No nesting: only the five pane tools it names.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use rmcp::handler::server::common::Extension;
@@ -25,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::input::{PasteTextInput, SendKeysInput, Strings, TextEncoding, input_plan};
+use super::input::{PasteTextInput, SendKeysInput, Strings, TextEncoding, input_plan, typed_text};
 use super::pane::CapturePaneInput;
 use super::since::CaptureSinceInput;
 use super::wait::WaitForTextInput;
@@ -33,9 +34,10 @@ use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, parse_target};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
-use crate::mcp::pane_ops::target_pane;
+use crate::mcp::pane_ops::{position_commands, position_of, target_pane};
+use crate::mcp::position::OutputPosition;
 use crate::mux::tmux::ops::input::InputPlan;
-use crate::mux::tmux::{BatchMode, CommandOutcome, OutputSubscription};
+use crate::mux::tmux::{BatchMode, CommandOutcome, OutputSubscription, PaneId};
 
 /// Batches of at most this many operations send no progress notifications.
 const QUIET_BATCH: usize = 3;
@@ -151,6 +153,10 @@ pub struct SendKeysBatchOutput {
     pub failed: usize,
     /// Index of the operation that stopped the batch (`on_error: stop`), if one did.
     pub stopped_at: Option<usize>,
+    /// Per pane typed into: its `output_position` before the batch's input (wait_for_text
+    /// `since`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub output_positions: BTreeMap<String, String>,
 }
 
 /// An operation after validation: its plan, or why it cannot run.
@@ -159,16 +165,21 @@ enum Prepared {
     Invalid(ToolError),
 }
 
-/// Validates one operation into an input plan.
-async fn prepare(tmux: &TmuxAccess<'_>, op: &KeysOp) -> Prepared {
-    let as_single = SendKeysInput {
+/// One operation as the `send_keys` call it stands for.
+fn as_single(op: &KeysOp) -> SendKeysInput {
+    SendKeysInput {
         server: None,
         target: op.target.clone(),
         keys: op.keys.clone(),
         literal: op.literal,
         enter: op.enter,
         encoding: op.encoding,
-    };
+    }
+}
+
+/// Validates one operation into an input plan.
+async fn prepare(tmux: &TmuxAccess<'_>, op: &KeysOp) -> Prepared {
+    let as_single = as_single(op);
     let planned = async {
         let target = parse_target(&op.target)?;
         let pane = target_pane(tmux, &target).await?;
@@ -205,12 +216,20 @@ pub async fn send_keys_batch(
         }
     }
 
-    // One batch for everything that may run.
+    // One batch for everything that may run. Before the first input into each pane, the same
+    // write reads where its output stands (as send_keys does), so no output falls in between.
     let mut commands = Vec::new();
     let mut spans = Vec::new();
+    let mut marks: Vec<(PaneId, usize)> = Vec::new();
     for (index, plan) in &plans {
-        spans.push((*index, plan.pane(), commands.len(), plan.commands().len()));
+        // The reads belong to the operation they precede: a failure there is its failure.
+        let first = commands.len();
+        if !marks.iter().any(|(pane, _)| *pane == plan.pane()) {
+            marks.push((plan.pane(), first));
+            commands.extend(position_commands(plan.pane())?);
+        }
         commands.extend(plan.commands().iter().cloned());
+        spans.push((*index, plan.pane(), first, commands.len() - first));
     }
     let mode = match on_error {
         OnError::Stop => BatchMode::StopOnError,
@@ -279,11 +298,25 @@ pub async fn send_keys_batch(
         .map(|(index, result)| result.unwrap_or_else(|| not_run(index, String::new(), started)))
         .collect();
     let succeeded = results.iter().filter(|r| r.success).count();
+    let output_positions = marks
+        .into_iter()
+        .filter_map(|(pane, first)| {
+            let cursor = position_of(tmux, pane, outcomes.get(first..first + 2)?)?;
+            let typed: Vec<String> = plans
+                .iter()
+                .filter(|(_, plan)| plan.pane() == pane)
+                .filter_map(|(index, _)| typed_text(&as_single(&ops[*index])))
+                .collect();
+            let position = OutputPosition::new(cursor, &typed.join("\n"));
+            Some((pane.to_string(), position.encode()))
+        })
+        .collect();
     Ok(SendKeysBatchOutput {
         failed: results.len() - succeeded,
         succeeded,
         stopped_at,
         results,
+        output_positions,
     })
 }
 
@@ -549,7 +582,8 @@ impl McpServer {
             per-operation results.\n\n\
             Each operation has send_keys' `target`, `keys`, `literal`, `enter`, `encoding`. All \
             are validated first, then sent together. `on_error` \"stop\" reports the rest as not \
-            run (`stopped_at`). Then wait with wait_for_text rather than polling capture_pane.",
+            run (`stopped_at`). Then wait with wait_for_text `since` a pane's `output_positions` \
+            entry rather than polling capture_pane.",
         annotations(
             title = "Send keys to several panes",
             read_only_hint = false,
