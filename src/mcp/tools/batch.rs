@@ -159,34 +159,40 @@ pub struct SendKeysBatchOutput {
     pub output_positions: BTreeMap<String, String>,
 }
 
-/// An operation after validation: its plan, or why it cannot run.
+/// An operation after validation: its plan and the text it types (for the echo filter of
+/// its pane's output position), or why it cannot run.
 enum Prepared {
-    Ready(InputPlan),
+    Ready(Planned),
     Invalid(ToolError),
 }
 
-/// One operation as the `send_keys` call it stands for.
-fn as_single(op: &KeysOp) -> SendKeysInput {
-    SendKeysInput {
+struct Planned {
+    index: usize,
+    plan: InputPlan,
+    typed: Option<String>,
+}
+
+/// Validates one operation into an input plan.
+async fn prepare(tmux: &TmuxAccess<'_>, index: usize, op: &KeysOp) -> Prepared {
+    let as_single = SendKeysInput {
         server: None,
         target: op.target.clone(),
         keys: op.keys.clone(),
         literal: op.literal,
         enter: op.enter,
         encoding: op.encoding,
-    }
-}
-
-/// Validates one operation into an input plan.
-async fn prepare(tmux: &TmuxAccess<'_>, op: &KeysOp) -> Prepared {
-    let as_single = as_single(op);
+    };
     let planned = async {
         let target = parse_target(&op.target)?;
         let pane = target_pane(tmux, &target).await?;
         input_plan(&as_single, pane)
     };
     match planned.await {
-        Ok(plan) => Prepared::Ready(plan),
+        Ok(plan) => Prepared::Ready(Planned {
+            index,
+            plan,
+            typed: typed_text(&as_single),
+        }),
         Err(error) => Prepared::Invalid(error),
     }
 }
@@ -202,10 +208,10 @@ pub async fn send_keys_batch(
     let mut results: Vec<Option<OpResult>> = vec![None; ops.len()];
     let mut stopped_at = None;
     // Validate in order; under `stop`, nothing after the first invalid operation is sent.
-    let mut plans: Vec<(usize, InputPlan)> = Vec::new();
+    let mut plans: Vec<Planned> = Vec::new();
     for (index, op) in ops.iter().enumerate() {
-        match prepare(tmux, op).await {
-            Prepared::Ready(plan) => plans.push((index, plan)),
+        match prepare(tmux, index, op).await {
+            Prepared::Ready(planned) => plans.push(planned),
             Prepared::Invalid(error) => {
                 results[index] = Some(failure(index, String::new(), &error, started));
                 if on_error == OnError::Stop {
@@ -221,7 +227,7 @@ pub async fn send_keys_batch(
     let mut commands = Vec::new();
     let mut spans = Vec::new();
     let mut marks: Vec<(PaneId, usize)> = Vec::new();
-    for (index, plan) in &plans {
+    for Planned { index, plan, .. } in &plans {
         // The reads belong to the operation they precede: a failure there is its failure.
         let first = commands.len();
         if !marks.iter().any(|(pane, _)| *pane == plan.pane()) {
@@ -302,10 +308,10 @@ pub async fn send_keys_batch(
         .into_iter()
         .filter_map(|(pane, first)| {
             let cursor = position_of(tmux, pane, outcomes.get(first..first + 2)?)?;
-            let typed: Vec<String> = plans
+            let typed: Vec<&str> = plans
                 .iter()
-                .filter(|(_, plan)| plan.pane() == pane)
-                .filter_map(|(index, _)| typed_text(&as_single(&ops[*index])))
+                .filter(|planned| planned.plan.pane() == pane)
+                .filter_map(|planned| planned.typed.as_deref())
                 .collect();
             let position = OutputPosition::new(cursor, &typed.join("\n"));
             Some((pane.to_string(), position.encode()))
