@@ -11,9 +11,10 @@
 //! Only output that arrives after the wait began counts: text already on the screen never
 //! matches, unless the wait is given `since` (an input tool's `output_position`): then the rows
 //! printed since that position are matched first, and the echo of the typed input is taken out
-//! of the lines before matching ([`crate::mux::echo`]). When output was lost (tmux dropped some under flow control, or the gateway fell
-//! behind), the pane's visible screen is captured once and matched, since the lost part may
-//! have held the text; that capture may include lines older than the wait.
+//! of the lines before matching ([`crate::mux::echo`]). When output was lost (tmux dropped some
+//! under flow control, or the gateway fell behind), the pane's visible screen is captured once
+//! and matched, since the lost part may have held the text; that capture may include lines
+//! older than the wait.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -536,8 +537,9 @@ impl McpServer {
             Only output after the call (or `since`) counts, not older text on screen. Matches \
             visible text line by line, including the line being written (prompts match). \
             `outcome`: matched, any_output, stopped (a `stop` pattern), pane_exited, timeout, or \
-            alternate_screen (a full-screen program shows: use capture_pane). Returns the matched line and the last output lines. To run a command and get its exit \
-            status, use run_command.",
+            alternate_screen (a full-screen program shows: use capture_pane). Returns the matched \
+            line and the last output lines. To run a command and get its exit status, use \
+            run_command.",
         annotations(
             title = "Wait for text",
             read_only_hint = true,

@@ -230,7 +230,8 @@ impl Inner {
         Ok(parse_tabs(&json)?)
     }
 
-    /// Attached clients; an empty reply (no header, see `parse_clients`) is asked once more.
+    /// Attached clients; an empty reply (no header, see `parse_clients`) is asked again as any
+    /// [`Self::listing`] is.
     pub(super) async fn clients(&self, session: &SessionName) -> Result<Vec<Client>> {
         let out = self
             .listing(session, "action list-clients", ["list-clients"])
