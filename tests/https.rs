@@ -141,6 +141,10 @@ async fn https_serves_health_and_mcp_and_picks_up_a_replaced_certificate() {
     assert_eq!(presented, first.der);
     let (health, body) = send(&mut kept, get("/healthz")).await;
     assert_eq!(health.status, 200, "{body}");
+    // Over TLS too, the gateway's end of a connection sends each write at once.
+    let raw = TcpStream::connect(gateway.addr).await.unwrap();
+    let local = raw.local_addr().unwrap();
+    assert!(common::sockets::gateway_end_sends_at_once(local).await);
 
     let initialize = serde_json::json!({
         "jsonrpc": "2.0", "id": 1, "method": "initialize",

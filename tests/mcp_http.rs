@@ -59,6 +59,18 @@ fn arguments(value: Value) -> JsonObject {
     value.as_object().expect("object").clone()
 }
 
+/// An answer sent as SSE leaves in several small writes; with Nagle's algorithm each waited
+/// for the client's delayed ACK (40 ms per call on a kept-alive connection).
+#[tokio::test]
+async fn the_gateway_end_of_a_connection_sends_at_once() {
+    let gateway = spawn_gateway(two_server_config()).await;
+    let client = tokio::net::TcpStream::connect(gateway.addr)
+        .await
+        .expect("connect");
+    let local = client.local_addr().expect("local address");
+    assert!(common::sockets::gateway_end_sends_at_once(local).await);
+}
+
 #[tokio::test]
 async fn rmcp_client_with_session_lists_and_calls_tools() {
     let gateway = spawn_gateway(two_server_config()).await;

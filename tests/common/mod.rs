@@ -11,6 +11,7 @@ pub mod needs;
 pub mod probe;
 pub mod pty;
 pub mod serve;
+pub mod sockets;
 pub mod tmux;
 pub mod tools;
 pub mod workspaces;
