@@ -45,6 +45,18 @@ async fn wait_for_text(tmux: &TestTmux, pane: &str, needle: &str) {
     assert!(found, "{needle:?} never appeared in {pane}");
 }
 
+/// Waits for a whole line of output: unlike [`wait_for_text`], the echo of the command that
+/// prints it (`seq 1 100` contains `100`) does not count.
+async fn wait_for_line(tmux: &TestTmux, pane: &str, line: &str) {
+    let found = wait_until(Duration::from_secs(10), || {
+        tmux.ok(&["capture-pane", "-p", "-J", "-S", "-", "-t", pane])
+            .lines()
+            .any(|printed| printed.trim_end() == line)
+    })
+    .await;
+    assert!(found, "no line {line:?} appeared in {pane}");
+}
+
 fn format(tmux: &TestTmux, target: &str, format: &str) -> String {
     tmux.ok(&["display-message", "-p", "-t", target, format])
         .trim_end()
@@ -1071,7 +1083,7 @@ async fn resize_swap_title_clear_copy_mode_and_pipe() {
 
     // clear_pane: screen and history gone.
     tmux.ok(&["send-keys", "-t", &left, "seq 1 200", "Enter"]);
-    wait_for_text(&tmux, &left, "200").await;
+    wait_for_line(&tmux, &left, "200").await;
     assert_ne!(format(&tmux, &left, "#{history_size}"), "0");
     ok(&client, "clear_pane", json!({"target": left})).await;
     assert_eq!(format(&tmux, &left, "#{history_size}"), "0");
@@ -1088,7 +1100,7 @@ async fn resize_swap_title_clear_copy_mode_and_pipe() {
 
     // Copy mode: in, scrolled, out.
     tmux.ok(&["send-keys", "-t", &right, "seq 1 100", "Enter"]);
-    wait_for_text(&tmux, &right, "100").await;
+    wait_for_line(&tmux, &right, "100").await;
     let entered = ok(
         &client,
         "enter_copy_mode",
