@@ -3,8 +3,10 @@
 //! [`tmux`] drives tmux servers through persistent control-mode connections, [`zellij`] drives
 //! Zellij sessions through its CLI. Backend-neutral types live here so that the tool layer does
 //! not depend on one multiplexer; [`pane_io::PaneIo`] is the pane-level trait both implement.
+//! [`ledger`] reads a pane's commands from the shell-integration marks in its output.
 
 pub mod echo;
+pub mod ledger;
 pub mod lines;
 pub mod pane_io;
 pub mod shell_run;
