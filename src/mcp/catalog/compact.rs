@@ -1,7 +1,8 @@
 //! Schema compaction: what `tools/list` sends is what a model needs to call a tool, and no more.
 //!
 //! The derived JSON Schemas carry things a model never uses and every client pays for in tokens:
-//! the `$schema` URI, `"default": null`, `["string", "null"]` for every optional argument,
+//! the `$schema` URI, `"default": null` (and `false`, `[]`: what an absent flag or list means
+//! anyway), `["string", "null"]` for every optional argument,
 //! Rust's integer `format`s, and (in output schemas) a prose description of every field the text
 //! answer already explains. Compaction removes them without changing what validates: an optional
 //! argument stays optional (it is simply absent from `required`), and an output schema still
@@ -176,13 +177,25 @@ fn compact_input_object(object: &mut Map<String, Value>) {
     if object.get("minimum") == Some(&Value::from(0)) {
         object.remove("minimum");
     }
-    if object.get("default") == Some(&Value::Null) {
+    if let Some(default) = object.get("default")
+        && is_zero_value(default)
+    {
         object.remove("default");
     }
     drop_null_type(object);
     drop_null_alternative(object);
     if let Some(Value::String(text)) = object.get_mut("description") {
         *text = one_line(text);
+    }
+}
+
+/// `null`, `false` and `[]`: the defaults an absent argument has without being told.
+fn is_zero_value(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::Bool(flag) => !flag,
+        Value::Array(items) => items.is_empty(),
+        _ => false,
     }
 }
 
@@ -238,7 +251,7 @@ mod tests {
     }
 
     #[test]
-    fn optional_arguments_lose_null_and_defaults_of_null() {
+    fn optional_arguments_lose_null_and_zero_defaults() {
         let mut schema = object(json!({
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "type": "object",
@@ -249,6 +262,8 @@ mod tests {
                 "end": {"anyOf": [{"$ref": "#/$defs/LineBound"}, {"type": "null"}],
                         "description": "Last line."},
                 "enter": {"type": "boolean", "default": true},
+                "literal": {"type": "boolean", "default": false},
+                "argv": {"type": "array", "items": {"type": "string"}, "default": []},
                 "format": {"type": "string", "description": "A tmux format."},
                 "lines": {"type": "integer", "minimum": 0, "format": "uint32"},
                 "cols": {"type": "integer", "minimum": 1},
@@ -266,6 +281,8 @@ mod tests {
                     "timeout": {"type": "number"},
                     "end": {"description": "Last line.", "type": "integer"},
                     "enter": {"type": "boolean", "default": true},
+                    "literal": {"type": "boolean"},
+                    "argv": {"type": "array", "items": {"type": "string"}},
                     "format": {"type": "string", "description": "A tmux format."},
                     "lines": {"type": "integer"},
                     "cols": {"type": "integer", "minimum": 1},

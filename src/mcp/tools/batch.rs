@@ -52,7 +52,7 @@ fn yes() -> bool {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KeysOp {
-    /// Pane `%N`, or window `@N` / session (`$N`, name) for its active pane.
+    /// Pane `%N`; a window or session: its active pane.
     pub target: String,
     /// As in send_keys: key names ("C-c", "Enter") are pressed, other strings typed exactly.
     pub keys: Strings,
@@ -117,7 +117,7 @@ impl JsonSchema for KeysOps {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendKeysBatchInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// send_keys arguments (without `server`) per operation, run in order.

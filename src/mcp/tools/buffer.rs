@@ -38,7 +38,7 @@ fn yes() -> bool {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoadBufferInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Your name for it: 1-64 of A-Z a-z 0-9 _ . -
@@ -61,12 +61,12 @@ pub struct LoadBufferOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PasteBufferInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// A buffer you loaded with load_buffer.
     pub logical_name: String,
-    /// Pane id (`%N`); a window or session means its active pane.
+    /// Pane `%N`; a window or session: its active pane.
     pub target: String,
     /// Bracketed paste when the program in the pane asked for it.
     #[serde(default = "yes")]
@@ -83,7 +83,7 @@ pub struct PasteBufferOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShowBufferInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// A buffer you loaded with load_buffer.
@@ -112,7 +112,7 @@ pub struct ShowBufferOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeleteBufferInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// A buffer you loaded with load_buffer.

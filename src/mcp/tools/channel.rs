@@ -29,7 +29,7 @@ const DEFAULT_CHANNEL_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChannelInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Channel name: 1-128 of letters, digits and `_ . : -`.
@@ -39,7 +39,7 @@ pub struct ChannelInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WaitForChannelInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Channel name: 1-128 of letters, digits and `_ . : -`.

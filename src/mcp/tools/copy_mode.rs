@@ -23,10 +23,10 @@ const MAX_SCROLL: u32 = 100_000;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EnterCopyModeInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Pane id (`%N`); a window or session means its active pane.
+    /// Pane `%N`; a window or session: its active pane.
     pub target: String,
     /// Lines to scroll up into the history after entering.
     #[serde(default)]
@@ -36,10 +36,10 @@ pub struct EnterCopyModeInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExitCopyModeInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Pane id (`%N`); a window or session means its active pane.
+    /// Pane `%N`; a window or session: its active pane.
     pub target: String,
 }
 

@@ -94,10 +94,10 @@ fn yes() -> bool {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendKeysInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Pane `%N`, or window `@N` / session (`$N`, name) for its active pane.
+    /// Pane `%N`; a window or session: its active pane.
     pub target: String,
     /// Sent in order: a string that is a key name (Enter, C-c, M-x, Up, Tab, BSpace, F5…) is
     /// pressed, any other string is typed exactly; literal: true types everything. E.g. "ls -la",
@@ -131,10 +131,10 @@ pub struct SendKeysOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PasteTextInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Pane `%N`, or window `@N` / session (`$N`, name) for its active pane.
+    /// Pane `%N`; a window or session: its active pane.
     pub target: String,
     /// The text, pasted exactly (newlines kept).
     pub text: String,

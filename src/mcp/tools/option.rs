@@ -218,7 +218,7 @@ fn unknown_option(name: &str, message: &str) -> ToolError {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShowOptionInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     pub scope: OptionScope,
@@ -248,7 +248,7 @@ pub struct ShowOptionOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetOptionInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     pub scope: OptionScope,
@@ -290,7 +290,7 @@ pub enum EnvironmentScope {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShowEnvironmentInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// global, or session (overrides global for its new panes).
@@ -319,7 +319,7 @@ pub struct ShowEnvironmentOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetEnvironmentInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// global, or session (overrides global for its new panes).

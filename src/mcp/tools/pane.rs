@@ -87,7 +87,7 @@ impl JsonSchema for LineArg {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListPanesInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Only this session (`$N`, name), window `@N` or pane's window `%N`; default: all.
@@ -118,20 +118,20 @@ pub struct ListPanesOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PaneTargetInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Pane `%N`, or window `@N` / session (`$N`, name) for its active pane.
+    /// Pane `%N`; a window or session: its active pane.
     pub target: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SnapshotPaneInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Pane `%N`, or window `@N` / session (`$N`, name) for its active pane.
+    /// Pane `%N`; a window or session: its active pane.
     pub target: String,
     /// Most lines of text returned; the bottom ones are kept.
     #[serde(default = "default_max_lines")]
@@ -282,10 +282,10 @@ const SNAPSHOT_FIELDS: [&str; 23] = [
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CapturePaneInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Pane `%N`, or window `@N` / session (`$N`, name) for its active pane.
+    /// Pane `%N`; a window or session: its active pane.
     pub target: String,
     /// First line: 0 = screen top, -N = N lines into scrollback, "-" = scrollback start. Default:
     /// screen top.
@@ -325,10 +325,10 @@ pub struct CapturePaneOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DisplayMessageInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Pane `%N`, or window `@N` / session (`$N`, name) for its active pane.
+    /// Pane `%N`; a window or session: its active pane.
     pub target: String,
     /// A tmux format, e.g. `#{pane_current_command} #{?pane_dead,dead,alive}`. Refused (error names
     /// it): `#(…)`, regex/search, loop and re-expansion modifiers, server-wide variables.
@@ -358,7 +358,7 @@ pub enum Corner {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FindPaneByPositionInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Window `@N`; a pane `%N` or session (`$N`, name) means its (current) window.

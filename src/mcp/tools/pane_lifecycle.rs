@@ -121,7 +121,7 @@ impl JsonSchema for PaneSize {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SplitWindowInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N` to split; a window or session means its active pane.
@@ -152,7 +152,7 @@ pub struct SplitWindowInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PaneIdInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane id (`%N`) only.
@@ -168,7 +168,7 @@ pub struct PaneActionOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RespawnPaneInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane id (`%N`) only.
@@ -210,7 +210,7 @@ pub enum SelectDirection {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SelectPaneInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N` to make active; with `direction`, the pane (or window `@N`) to start from.
@@ -232,10 +232,10 @@ pub struct SelectPaneOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResizePaneInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Pane id (`%N`); a window or session means its active pane.
+    /// Pane `%N`; a window or session: its active pane.
     pub target: String,
     /// Width in cells.
     #[serde(default)]
@@ -251,7 +251,7 @@ pub struct ResizePaneInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SwapPaneInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// One pane (`%N`).
@@ -270,10 +270,10 @@ pub struct SwapPaneOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetPaneTitleInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Pane id (`%N`); a window or session means its active pane.
+    /// Pane `%N`; a window or session: its active pane.
     pub target: String,
     /// Up to 256 chars, no control chars.
     pub title: String,

@@ -16,10 +16,10 @@ use crate::mux::tmux::ops::pipe::{PipePath, pipe_pane_command};
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PipePaneInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Pane id (`%N`); a window or session means its active pane.
+    /// Pane `%N`; a window or session: its active pane.
     pub target: String,
     /// Absolute path of the file to append to (created if missing); omit to stop.
     #[serde(default)]

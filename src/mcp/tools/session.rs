@@ -44,7 +44,7 @@ use crate::mux::tmux::{
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListSessionsInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Only sessions matching every given field.
@@ -314,7 +314,7 @@ pub(crate) async fn find_session(
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GetSessionInfoInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Session `$N` or exact name; a window `@N` or pane `%N` means its session.
@@ -332,7 +332,7 @@ pub struct SessionDetail {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSessionInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// 1-64 of A-Z a-z 0-9 _ -; unused and allowed by your access.
@@ -368,7 +368,7 @@ pub struct CreateSessionOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KillSessionInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Session `$N` or exact name (not a window or pane).
@@ -387,7 +387,7 @@ pub struct KillSessionOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RenameSessionInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Session `$N` or exact name.

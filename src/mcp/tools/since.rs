@@ -28,17 +28,16 @@ const MAX_MAX_LINES: usize = 10_000;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CaptureSinceInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Pane `%N`, or window `@N` / session (`$N`, name) for its active pane; optional with
-    /// `cursor`.
+    /// Pane `%N`; a window or session: its active pane. Optional with `cursor`.
     #[serde(default)]
     pub target: Option<String>,
     /// `cursor` from the previous call; absent: start now (returns the visible rows).
     #[serde(default)]
     pub cursor: Option<String>,
-    /// Most rows returned (default 500, max 10000); the newest are kept.
+    /// Most lines returned, the last kept (default 500, max 10000).
     #[serde(default)]
     pub max_lines: Option<usize>,
 }

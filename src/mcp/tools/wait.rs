@@ -51,10 +51,10 @@ pub const DEFAULT_TEXT_TIMEOUT: Duration = Duration::from_secs(8);
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WaitForTextInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Pane `%N`, or window `@N` / session (`$N`, name) for its active pane.
+    /// Pane `%N`; a window or session: its active pane.
     pub target: String,
     /// Text to wait for (any of them); null or absent: any new output ends the wait.
     #[serde(default)]

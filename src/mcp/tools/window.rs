@@ -215,7 +215,7 @@ impl WindowMatcher {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListWindowsInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Only this session's windows (`$N` or exact name); default: all you may see.
@@ -274,7 +274,7 @@ pub(crate) const WINDOW_SHAPE: RowShape = RowShape {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GetWindowInfoInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Window `@N`; a pane `%N` means its window, a session its current window.
@@ -307,7 +307,7 @@ impl Position {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateWindowInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// A session (`$N` or exact name; next free index), or a window `@N` with `position`.
@@ -335,7 +335,7 @@ pub struct CreateWindowInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KillWindowInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Window id (`@N`) only.
@@ -356,7 +356,7 @@ pub struct KillWindowOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RenameWindowInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Window id (`@N`).
@@ -377,7 +377,7 @@ pub enum WindowStep {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SelectWindowInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Window `@N`, or a session (`$N` or exact name) with `step` or `index`.
@@ -393,7 +393,7 @@ pub struct SelectWindowInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResizeWindowInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Window id (`@N`).
@@ -420,7 +420,7 @@ const NAMED_LAYOUTS: [&str; 7] = [
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SelectLayoutInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Window id (`@N`).
@@ -433,7 +433,7 @@ pub struct SelectLayoutInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MoveWindowInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Window id (`@N`).

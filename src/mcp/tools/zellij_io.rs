@@ -35,13 +35,13 @@ const DEFAULT_RUN: Duration = Duration::from_secs(60);
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijWriteInput {
-    /// Zellij server; omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Zellij session; omit for the default.
+    /// Session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
-    /// The terminal pane id (`terminal_N`, from zellij_list_panes).
+    /// Pane `terminal_N`.
     pub pane: String,
     /// The text, typed exactly (a `\n` inside presses Enter).
     pub text: String,
@@ -62,13 +62,13 @@ pub struct ZellijInputOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijSendKeysInput {
-    /// Zellij server; omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Zellij session; omit for the default.
+    /// Session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
-    /// The terminal pane id (`terminal_N`, from zellij_list_panes).
+    /// Pane `terminal_N`.
     pub pane: String,
     /// Keys in order: optional modifiers (Ctrl, Alt, Shift, Super), then a character or a name:
     /// `"Ctrl c"`, `"Alt Shift b"`, `"Enter"`, `"Esc"`, `"Up"`, `"F5"`.
@@ -93,13 +93,13 @@ pub struct ZellijBatchStep {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijSendKeysBatchInput {
-    /// Zellij server; omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Zellij session; omit for the default.
+    /// Session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
-    /// The terminal pane id (`terminal_N`, from zellij_list_panes).
+    /// Pane `terminal_N`.
     pub pane: String,
     /// The inputs, delivered in order.
     pub steps: Vec<ZellijBatchStep>,
@@ -118,13 +118,13 @@ pub enum ZellijReadScope {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijReadPaneInput {
-    /// Zellij server; omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Zellij session; omit for the default.
+    /// Session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
-    /// The pane id (`terminal_N`, from zellij_list_panes).
+    /// Pane `terminal_N`.
     pub pane: String,
     /// `visible` (default) or `full` (scrollback included).
     #[serde(default)]
@@ -152,13 +152,13 @@ pub struct ZellijReadPaneOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijWaitForTextInput {
-    /// Zellij server; omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Zellij session; omit for the default.
+    /// Session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
-    /// The pane id (`terminal_N`, from zellij_list_panes).
+    /// Pane `terminal_N`.
     pub pane: String,
     /// Text to find in one screen line (case-sensitive substring, or regex with `regex`).
     pub pattern: String,
@@ -188,10 +188,10 @@ pub struct ZellijWaitForTextOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijRunCommandInput {
-    /// Zellij server; omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Zellij session; omit for the default.
+    /// Session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// A `/bin/sh` command line, e.g. `cargo test 2>&1 | tail -5`.
@@ -211,7 +211,7 @@ pub struct ZellijRunCommandInput {
     /// Seconds to wait for the command (default 60; clamped to your max_wait_seconds).
     #[serde(default)]
     pub timeout: Option<f64>,
-    /// Most output lines returned, keeping the last ones (default 500).
+    /// Most lines returned, the last kept (default 500).
     #[serde(default)]
     pub max_lines: Option<usize>,
 }
@@ -223,10 +223,10 @@ fn yes() -> bool {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijRunInPaneInput {
-    /// Zellij server; omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Zellij session; omit for the default.
+    /// Session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// The terminal pane id whose interactive shell runs the command (`terminal_N`).
@@ -236,7 +236,7 @@ pub struct ZellijRunInPaneInput {
     /// Seconds to wait for the command (default 60; clamped to your max_wait_seconds).
     #[serde(default)]
     pub timeout: Option<f64>,
-    /// Most output lines returned, keeping the last ones (default 500).
+    /// Most lines returned, the last kept (default 500).
     #[serde(default)]
     pub max_lines: Option<usize>,
 }

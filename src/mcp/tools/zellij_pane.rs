@@ -20,10 +20,10 @@ use crate::mux::zellij::backend::{EditOptions, NewPaneOptions, ResizeMode, Side,
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijNewPaneInput {
-    /// Zellij server; omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Zellij session; omit for the default.
+    /// Session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// Tab id (zellij_list_tabs); default: the first tab.
@@ -62,10 +62,10 @@ pub struct ZellijPaneOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijPaneTargetInput {
-    /// Zellij server; omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Zellij session; omit for the default.
+    /// Session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// The pane id (`terminal_N` or `plugin_N`, from zellij_list_panes).
@@ -86,13 +86,13 @@ pub struct ZellijClosePaneOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijRenamePaneInput {
-    /// Zellij server; omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Zellij session; omit for the default.
+    /// Session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
-    /// The pane id (`terminal_N`, from zellij_list_panes).
+    /// Pane `terminal_N`.
     pub pane: String,
     /// The new title (no control characters, at most 256 bytes).
     pub name: String,
@@ -101,13 +101,13 @@ pub struct ZellijRenamePaneInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijResizePaneInput {
-    /// Zellij server; omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Zellij session; omit for the default.
+    /// Session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
-    /// The pane id (`terminal_N`, from zellij_list_panes).
+    /// Pane `terminal_N`.
     pub pane: String,
     /// `increase` or `decrease`.
     pub mode: ResizeMode,
@@ -130,10 +130,10 @@ pub struct ZellijFocusPaneOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijEditFileInput {
-    /// Zellij server; omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Zellij session; omit for the default.
+    /// Session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// The file to open; relative paths are resolved against `cwd`.

@@ -35,7 +35,7 @@ pub struct ZellijServerInfo {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijServerInput {
-    /// Zellij server; omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
 }
@@ -50,10 +50,10 @@ pub struct ZellijListSessionsOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijSessionInput {
-    /// Zellij server; omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Zellij session; omit for the default.
+    /// Session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
 }
@@ -69,10 +69,10 @@ pub struct ZellijListTabsOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijListPanesInput {
-    /// Zellij server; omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Zellij session; omit for the default.
+    /// Session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// Only panes of this tab (its id from zellij_list_tabs).

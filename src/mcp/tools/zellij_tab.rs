@@ -20,10 +20,10 @@ use crate::mux::zellij::backend::NewTabOptions;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijNewTabInput {
-    /// Zellij server; omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Zellij session; omit for the default.
+    /// Session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// Tab name (no control characters, at most 256 bytes). Default: Zellij's `Tab #N`.
@@ -53,10 +53,10 @@ pub struct ZellijTabOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijRenameTabInput {
-    /// Zellij server; omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Zellij session; omit for the default.
+    /// Session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// The tab's id (from zellij_list_tabs; not its position).
@@ -68,10 +68,10 @@ pub struct ZellijRenameTabInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijTabTargetInput {
-    /// Zellij server; omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Zellij session; omit for the default.
+    /// Session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// The tab's id (from zellij_list_tabs; not its position).
@@ -91,10 +91,10 @@ pub struct ZellijCloseTabOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijFloatingInput {
-    /// Zellij server; omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Zellij session; omit for the default.
+    /// Session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
     /// The tab's id (from zellij_list_tabs; not its position).
