@@ -9,6 +9,7 @@
 pub mod batch;
 pub mod buffer;
 pub mod channel;
+pub mod commands;
 pub mod copy_mode;
 pub mod hook;
 pub mod input;
@@ -53,6 +54,7 @@ pub(crate) fn router() -> ToolRouter<McpServer> {
         + McpServer::wait_tools()
         + McpServer::run_tools()
         + McpServer::since_tools()
+        + McpServer::commands_tools()
         + McpServer::batch_tools()
         + McpServer::channel_tools()
         + McpServer::zellij_session_tools()

@@ -23,7 +23,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::wait::stream_end;
-use super::watch::{PaneState, WaitBudget, cancelled, elapsed_ms, subscribe, target_pane};
+use super::watch::{PaneState, WaitBudget, cancelled, elapsed_ms, keep, target_pane};
 use crate::mcp::McpServer;
 use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
@@ -63,17 +63,17 @@ impl From<ShellName> for ShellFlavor {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunCommandInput {
-    /// Server (list_servers); omit if only one.
+    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
-    /// Shell pane `%N`, or window `@N` / session (`$N`, name) for its active pane.
+    /// Shell pane `%N`; a window or session: its active pane.
     pub target: String,
     /// The command as typed (multi-line ok; no tabs or control characters); at most 16 KiB.
     pub command: String,
     /// Seconds to wait (default 30, capped by your max_wait_seconds); then it keeps running.
     #[serde(default)]
     pub timeout: Option<f64>,
-    /// Most output lines returned (default 500, max 10000); the last are kept.
+    /// Most lines returned, the last kept (default 500, max 10000).
     #[serde(default)]
     pub max_lines: Option<u32>,
     /// The shell if undetectable (e.g. via ssh); skips the idle-at-prompt check.
@@ -138,14 +138,17 @@ pub async fn run_command(
             "wait for it to finish, or interrupt it with send_keys C-c",
         ));
     };
-    // Subscribe before typing: the markers are read from output produced after this.
-    let mut subscription = subscribe(tmux, pane, deadline).await?;
+    // Subscribe before typing: the markers are read from output produced after this. The
+    // stream is kept, so the run (and what follows) stays in the pane's command ledger.
+    let stream = keep(tmux, pane, deadline).await?;
+    let mut subscription = stream.subscribe();
     let state = PaneState::read(tmux, pane).await?;
     let flavor = ready_shell(&state, request.shell)?;
     let markers = RunMarkers::random();
     let typed = markers
         .typed_text(&request.command, flavor)
         .map_err(|e| ToolError::invalid_arguments(e.to_string(), "fix the command text"))?;
+    stream.name_run(markers.id(), &request.command);
     type_line(tmux, pane, &typed).await?;
 
     let mut capture = RunCapture::new(&markers, request.max_lines as usize);

@@ -5,6 +5,7 @@
 //! Waiting itself never asks tmux anything: it sleeps on the pane's output subscription (see
 //! [`crate::mux::tmux::output`]) until output arrives, the deadline passes or the client cancels.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -13,6 +14,7 @@ use crate::limits::WaitPermit;
 use crate::mcp::access::{TmuxAccess, engine_error, parse_target};
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mux::tmux::format::{flag, row_format, split_row};
+use crate::mux::tmux::output::PaneStream;
 use crate::mux::tmux::target::Target;
 use crate::mux::tmux::{EngineError, OutputSubscription, PaneId, TmuxCommand};
 
@@ -125,6 +127,24 @@ pub async fn subscribe(
 ) -> Result<OutputSubscription, ToolError> {
     tmux.server
         .subscribe(&tmux.caller, pane, deadline)
+        .await
+        .map_err(|e| {
+            engine_error(
+                tmux.server_name(),
+                e,
+                "call list_panes to see valid pane ids",
+            )
+        })
+}
+
+/// Keeps `pane`'s command ledger recording (starting it if needed) and returns its stream.
+pub async fn keep(
+    tmux: &TmuxAccess<'_>,
+    pane: PaneId,
+    deadline: Instant,
+) -> Result<Arc<PaneStream>, ToolError> {
+    tmux.server
+        .keep(&tmux.caller, pane, deadline)
         .await
         .map_err(|e| {
             engine_error(

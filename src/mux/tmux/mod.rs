@@ -250,7 +250,23 @@ impl TmuxServer {
     ) -> Result<OutputSubscription, EngineError> {
         self.output.subscribe(caller, pane, deadline).await
     }
+
+    /// Keeps a pane's output stream, and so its command ledger, recording for
+    /// [`LEDGER_KEEP`] from now; see [`OutputHub::keep`].
+    pub async fn keep(
+        &self,
+        caller: &Caller,
+        pane: PaneId,
+        deadline: tokio::time::Instant,
+    ) -> Result<Arc<output::PaneStream>, EngineError> {
+        self.output.keep(caller, pane, deadline, LEDGER_KEEP).await
+    }
 }
+
+/// How long a pane's ledger keeps recording after the last call that read it or ran a command
+/// in it: long enough for an agent's working session, short enough that panes nobody asks
+/// about stop holding an output connection.
+pub const LEDGER_KEEP: Duration = Duration::from_secs(30 * 60);
 
 /// All configured tmux servers, by name.
 #[derive(Clone, Default)]

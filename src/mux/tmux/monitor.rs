@@ -56,6 +56,9 @@ struct Router {
 struct Route {
     session: SessionId,
     stream: Weak<PaneStream>,
+    /// The stream held open until then, so its pane's ledger keeps recording with no
+    /// subscriber (see [`OutputHub::keep`]).
+    kept: Option<(Arc<PaneStream>, tokio::time::Instant)>,
 }
 
 impl Router {
@@ -96,14 +99,77 @@ impl Router {
             Route {
                 session,
                 stream: Arc::downgrade(&stream),
+                kept: None,
             },
         );
         stream
     }
 
-    /// Live subscriptions across all panes (each holds its pane's stream).
+    /// Holds `stream` open until `until` (or later, if it already was), while it is its
+    /// pane's routed stream.
+    fn keep(&self, stream: &Arc<PaneStream>, until: tokio::time::Instant) {
+        let mut routes = self.lock();
+        let Some(route) = routes.get_mut(&stream.pane()) else {
+            return;
+        };
+        if !route
+            .stream
+            .upgrade()
+            .is_some_and(|s| Arc::ptr_eq(&s, stream))
+        {
+            return;
+        }
+        let until = match &route.kept {
+            Some((_, kept)) => until.max(*kept),
+            None => until,
+        };
+        route.kept = Some((stream.clone(), until));
+    }
+
+    /// Lets go of kept streams whose time is up or whose pane's output ended.
+    fn expire_kept(&self, now: tokio::time::Instant) {
+        for route in self.lock().values_mut() {
+            if route
+                .kept
+                .as_ref()
+                .is_some_and(|(stream, until)| *until <= now || stream.is_closed())
+            {
+                route.kept = None;
+            }
+        }
+    }
+
+    /// Sessions whose every live stream is held only by [`Self::keep`], with the latest time
+    /// they are kept until.
+    fn kept_only_sessions(&self) -> HashMap<SessionId, tokio::time::Instant> {
+        let routes = self.lock();
+        let mut sessions: HashMap<SessionId, Option<tokio::time::Instant>> = HashMap::new();
+        for route in routes.values() {
+            let subscribed = route.stream.strong_count() > usize::from(route.kept.is_some());
+            let entry = sessions
+                .entry(route.session)
+                .or_insert(Some(tokio::time::Instant::now()));
+            match (&route.kept, subscribed) {
+                (_, true) => *entry = None,
+                (Some((_, until)), false) => {
+                    *entry = entry.map(|latest| latest.max(*until));
+                }
+                (None, false) => {}
+            }
+        }
+        sessions
+            .into_iter()
+            .filter_map(|(session, until)| until.map(|until| (session, until)))
+            .collect()
+    }
+
+    /// Live subscriptions across all panes (each holds its pane's stream; a kept stream's own
+    /// hold is not one).
     fn subscriptions(&self) -> usize {
-        self.lock().values().map(|r| r.stream.strong_count()).sum()
+        self.lock()
+            .values()
+            .map(|r| r.stream.strong_count() - usize::from(r.kept.is_some()))
+            .sum()
     }
 
     /// Panes of `session` that still have a subscriber; forgets the others.
@@ -167,6 +233,8 @@ struct HubInner {
 struct Monitor {
     register: mpsc::UnboundedSender<Register>,
     opener: Arc<str>,
+    /// Closes the connection at once (to make room, see [`OutputHub::release_kept`]).
+    release: CancellationToken,
 }
 
 struct Register {
@@ -227,6 +295,46 @@ impl OutputHub {
                     after: started.elapsed(),
                 })
             })
+    }
+
+    /// Keeps `pane`'s output stream (and so its command ledger) recording for `period` from
+    /// now, subscriber or not, and returns it. Starting it waits like [`Self::subscribe`];
+    /// keeping it counts against the caller's watched sessions like a subscription does.
+    pub async fn keep(
+        &self,
+        caller: &Caller,
+        pane: PaneId,
+        deadline: tokio::time::Instant,
+        period: Duration,
+    ) -> Result<Arc<PaneStream>, EngineError> {
+        let subscription = self.subscribe(caller, pane, deadline).await?;
+        let stream = subscription.stream().clone();
+        self.inner
+            .router
+            .keep(&stream, tokio::time::Instant::now() + period);
+        Ok(stream)
+    }
+
+    /// Closes the output connection of one session watched only to keep ledgers recording (the
+    /// one kept for the shortest time; of `opener`'s connections when given), so that a
+    /// subscriber can have its place. Whether one was closed.
+    fn release_kept(&self, opener: Option<&str>) -> bool {
+        let kept = self.inner.router.kept_only_sessions();
+        let mut monitors = self.lock_monitors();
+        let victim = monitors
+            .iter()
+            .filter(|(_, m)| !m.register.is_closed())
+            .filter(|(_, m)| opener.is_none_or(|o| *m.opener == *o))
+            .filter_map(|(session, _)| kept.get(session).map(|until| (*until, *session)))
+            .min();
+        let Some((_, session)) = victim else {
+            return false;
+        };
+        if let Some(monitor) = monitors.remove(&session) {
+            tracing::debug!(server = %self.inner.server, %session, "closing an output connection kept only for ledgers, to make room");
+            monitor.release.cancel();
+        }
+        true
     }
 
     async fn subscribe_now(
@@ -319,12 +427,20 @@ impl OutputHub {
             return Ok(tx);
         }
         let limit = self.inner.settings.max_output_connections;
-        let (running, mine) = {
+        let counts = || {
             let monitors = self.lock_monitors();
             let open = monitors.values().filter(|m| !m.register.is_closed());
             let mine = open.clone().filter(|m| *m.opener == *caller.id()).count();
             (open.count(), mine)
         };
+        let (mut running, mut mine) = counts();
+        let share = caller.watch_share();
+        let caller_full = share.is_some_and(|share| mine >= share);
+        if (running >= limit || caller_full)
+            && self.release_kept((running < limit).then(|| caller.id()))
+        {
+            (running, mine) = counts();
+        }
         if running >= limit {
             return Err(EngineError::TooManyWatched {
                 server: self.inner.server.to_string(),
@@ -332,7 +448,7 @@ impl OutputHub {
                 scope: QueueScope::Server,
             });
         }
-        if let Some(share) = caller.watch_share()
+        if let Some(share) = share
             && mine >= share
         {
             return Err(EngineError::TooManyWatched {
@@ -385,6 +501,7 @@ impl OutputHub {
             });
         }
         let (tx, rx) = mpsc::unbounded_channel();
+        let release = self.inner.shutdown.child_token();
         {
             let mut monitors = self.lock_monitors();
             monitors.retain(|_, monitor| !monitor.register.is_closed());
@@ -393,6 +510,7 @@ impl OutputHub {
                 Monitor {
                     register: tx.clone(),
                     opener: caller.id().into(),
+                    release: release.clone(),
                 },
             );
         }
@@ -408,7 +526,7 @@ impl OutputHub {
             registrations: rx,
             router: self.inner.router.clone(),
             settings: self.inner.settings.clone(),
-            shutdown: self.inner.shutdown.clone(),
+            shutdown: release,
             stats: self.inner.stats.clone(),
             dying: HashMap::new(),
         };
@@ -442,6 +560,7 @@ struct SessionMonitor {
     registrations: mpsc::UnboundedReceiver<Register>,
     router: Arc<Router>,
     settings: Arc<EngineSettings>,
+    /// Cancelled at shutdown, or when the hub releases this connection to make room.
     shutdown: CancellationToken,
     stats: Arc<OutputStats>,
     /// Panes reported dead before tmux knew how their program ended.
@@ -497,6 +616,7 @@ impl SessionMonitor {
                     let _ = reg.done.send(routed);
                 }
                 MonitorWake::IdleCheck => {
+                    self.router.expire_kept(tokio::time::Instant::now());
                     if !self.router.live_panes(self.session).is_empty() {
                         idle_since = None;
                     } else if idle_since.is_some_and(|t| t.elapsed() >= idle) {

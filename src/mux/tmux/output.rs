@@ -6,15 +6,30 @@
 //! take everything new at once, so a flood costs one wake-up per batch of output, not per byte.
 //! A reader that falls further behind than the ring holds is told how many bytes it missed.
 //!
+//! Each stream also keeps its pane's command [`Ledger`], built from the shell-integration marks
+//! in the output as it is appended (one `memchr` per chunk when there are none), and the time of
+//! the last output byte.
+//!
 //! This module knows nothing about tmux connections; [`super::monitor`] feeds it.
 
 use std::collections::VecDeque;
+use std::ops::Range;
 use std::sync::{Arc, Mutex, Weak};
+use std::time::SystemTime;
 
 use tokio::sync::watch;
+use tokio::time::Instant;
 
 use super::ids::PaneId;
 use super::shared_lines::PaneLines;
+use crate::mux::ledger::Ledger;
+use crate::mux::ledger::marks::MarkScanner;
+use crate::mux::lines::LineAssembler;
+
+/// Commands a pane's ledger keeps.
+const LEDGER_RECORDS: usize = 100;
+/// The longest typed command line read back from the stream for a record.
+const MAX_TYPED_BYTES: u64 = 4096;
 
 /// Why a stream will receive no more output.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -51,6 +66,8 @@ pub struct PaneStream {
     version: watch::Sender<u64>,
     /// The decoded lines of this stream, while some text wait reads them.
     lines: Mutex<Weak<PaneLines>>,
+    /// When the stream started: nothing before it is in the stream or its ledger.
+    since: SystemTime,
 }
 
 #[derive(Debug)]
@@ -62,6 +79,10 @@ struct Ring {
     /// How many times tmux dropped output (`%pause`).
     gaps: u64,
     end: Option<StreamEnd>,
+    scanner: MarkScanner,
+    ledger: Ledger,
+    /// When the last byte arrived.
+    last_output: Option<Instant>,
 }
 
 impl Ring {
@@ -99,9 +120,13 @@ impl PaneStream {
                 start: 0,
                 gaps: 0,
                 end: None,
+                scanner: MarkScanner::new(),
+                ledger: Ledger::new(LEDGER_RECORDS),
+                last_output: None,
             }),
             version: watch::Sender::new(0),
             lines: Mutex::new(Weak::new()),
+            since: SystemTime::now(),
         })
     }
 
@@ -110,7 +135,7 @@ impl PaneStream {
     }
 
     /// Absolute offset just past the last byte written so far.
-    pub(super) fn end_offset(&self) -> u64 {
+    pub fn end_offset(&self) -> u64 {
         self.lock().end_offset()
     }
 
@@ -146,6 +171,10 @@ impl PaneStream {
             if ring.end.is_some() {
                 return;
             }
+            let base = ring.end_offset();
+            let mut marks = Vec::new();
+            ring.scanner.feed(data, base, &mut marks);
+            ring.last_output = Some(Instant::now());
             let data = if data.len() > ring.capacity {
                 let skip = data.len() - ring.capacity;
                 ring.start += (ring.buf.len() + skip) as u64;
@@ -158,14 +187,64 @@ impl PaneStream {
                 data
             };
             ring.buf.extend(data);
+            if !marks.is_empty() {
+                let now = SystemTime::now();
+                let Ring {
+                    buf, start, ledger, ..
+                } = &mut *ring;
+                for mark in marks {
+                    ledger.apply(mark, now, |range| typed_text(buf, *start, range));
+                }
+            }
             ring.end_offset()
         };
         self.version.send_replace(end);
     }
 
+    /// When the stream started.
+    pub fn since(&self) -> SystemTime {
+        self.since
+    }
+
+    /// How long ago the pane last printed anything (`None`: nothing since the stream started).
+    pub fn quiet_for(&self) -> Option<std::time::Duration> {
+        self.lock().last_output.map(|at| at.elapsed())
+    }
+
+    /// Reads the pane's command ledger.
+    pub fn with_ledger<T>(&self, read: impl FnOnce(&Ledger) -> T) -> T {
+        read(&self.lock().ledger)
+    }
+
+    /// Names the command of a `run_command` run about to be typed (see [`Ledger::name_run`]).
+    pub fn name_run(&self, run: &str, command: &str) {
+        self.lock().ledger.name_run(run, command);
+    }
+
+    /// The bytes of `range` the ring still holds, and how many at its start it no longer does.
+    pub fn bytes(&self, range: Range<u64>) -> (Vec<u8>, u64) {
+        let ring = self.lock();
+        let from = range.start.max(ring.start);
+        let to = range.end.min(ring.end_offset());
+        let mut out = Vec::new();
+        if from < to {
+            let index = |at: u64| usize::try_from(at - ring.start).unwrap_or(usize::MAX);
+            ring.copy_range(index(from), index(to), &mut out);
+        }
+        (
+            out,
+            from.saturating_sub(range.start)
+                .min(range.end - range.start),
+        )
+    }
+
     /// Records that tmux dropped some of this pane's output here.
     pub fn mark_gap(&self) {
-        self.lock().gaps += 1;
+        let mut ring = self.lock();
+        ring.gaps += 1;
+        // The bytes after a gap start anywhere: a half-read mark is not finished by them.
+        ring.scanner.reset();
+        drop(ring);
         self.version.send_modify(|v| *v = v.wrapping_add(1));
     }
 
@@ -227,6 +306,22 @@ impl PaneStream {
         }
         Ok(chunk)
     }
+}
+
+/// The visible text of the typed input in `range` of a ring starting at `start`, when the ring
+/// still holds all of it and it is short enough to be one command line.
+fn typed_text(buf: &VecDeque<u8>, start: u64, range: Range<u64>) -> Option<String> {
+    if range.start < start || range.end - range.start > MAX_TYPED_BYTES {
+        return None;
+    }
+    let from = usize::try_from(range.start - start).ok()?;
+    let to = usize::try_from(range.end - start).ok()?;
+    let bytes: Vec<u8> = buf.range(from..to.min(buf.len())).copied().collect();
+    let mut assembler = LineAssembler::new();
+    let mut lines: Vec<String> = Vec::new();
+    assembler.feed(&bytes, &mut lines);
+    lines.push(assembler.partial());
+    Some(lines.join("\n"))
 }
 
 /// A reader's place in a [`PaneStream`]: the next byte it reads and the gaps it has seen.

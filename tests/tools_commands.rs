@@ -1,0 +1,223 @@
+//! list_commands and get_command_output over MCP against real shells in a real tmux server:
+//! a bash printing OSC 133 and OSC 7 marks has every command recorded, a plain sh has its
+//! run_command runs recorded.
+
+mod common;
+
+use std::time::Duration;
+
+use common::tmux::TestTmux;
+use common::tools::{Client, call_err, call_ok, client, type_line, wait_for_screen};
+use common::{config_with_server, spawn_gateway};
+use serde_json::{Value, json};
+
+/// A bash integrated the way terminals integrate it: `D` (with `$?`), OSC 7 and `A` before each
+/// prompt, `B` at its end, `C` when a command starts. No rc files are read.
+const INTEGRATED_BASH: &str = "env -i HOME=/tmp PATH=/usr/bin:/bin TERM=screen \
+     PROMPT_COMMAND='printf \"\\033]133;D;%s\\007\\033]7;file://h%s\\007\\033]133;A\\007\" \"$?\" \"$PWD\"' \
+     PS1='$ \\[\\033]133;B\\007\\]' PS0='\\033]133;C\\007' bash --norc --noprofile -i";
+
+async fn pane_running(tmux: &TestTmux, name: &str, command: &str) -> String {
+    let pane = tmux
+        .ok(&[
+            "new-session",
+            "-d",
+            "-s",
+            name,
+            "-x",
+            "100",
+            "-y",
+            "30",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            command,
+        ])
+        .trim()
+        .to_owned();
+    wait_for_screen(tmux, &pane, "$").await;
+    pane
+}
+
+/// Lists `pane`'s commands until `done` holds for them (10 s at most).
+async fn commands_until(client: &Client, pane: &str, done: impl Fn(&[Value]) -> bool) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let listed = call_ok(client, "list_commands", json!({"target": pane})).await;
+        let commands = listed["commands"].as_array().cloned().unwrap_or_default();
+        if done(&commands) {
+            return listed;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "commands never settled: {listed}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn finished(commands: &[Value], n: usize) -> bool {
+    commands.len() == n && commands.iter().all(|c| c.get("running").is_none())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_integrated_shell_has_every_command_recorded_with_its_output() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+    let pane = pane_running(&tmux, "s", INTEGRATED_BASH).await;
+
+    // Recording starts with the first call: nothing before it is known.
+    let first = call_ok(&client, "list_commands", json!({"target": pane})).await;
+    assert_eq!(first["commands"], json!([]), "{first}");
+    assert!(first["recording_since_ms"].as_u64().unwrap() > 0);
+
+    type_line(&tmux, &pane, "cd /tmp");
+    type_line(&tmux, &pane, "echo hi; false");
+    type_line(&tmux, &pane, "printf 'a\\nb\\n'; sleep 0.2");
+    let listed = commands_until(&client, &pane, |c| finished(c, 3)).await;
+    let commands = listed["commands"].as_array().unwrap();
+    assert_eq!(listed["shell_integration"], true, "{listed}");
+    assert_eq!(listed["at_prompt"], true, "{listed}");
+    assert_eq!(listed["cwd"], "/tmp", "{listed}");
+    assert_eq!(commands[0]["command"], "cd /tmp", "{listed}");
+    assert_eq!(commands[0]["exit_status"], 0);
+    assert_eq!(commands[1]["command"], "echo hi; false");
+    assert_eq!(commands[1]["exit_status"], 1);
+    assert_eq!(commands[1]["cwd"], "/tmp");
+    assert_eq!(commands[2]["command"], "printf 'a\\nb\\n'; sleep 0.2");
+    assert!(
+        commands[2]["duration_ms"].as_u64().unwrap() >= 200,
+        "{listed}"
+    );
+    let ids: Vec<u64> = commands.iter().map(|c| c["id"].as_u64().unwrap()).collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+
+    // One command's own output: no prompt, no echo.
+    let output = call_ok(
+        &client,
+        "get_command_output",
+        json!({"target": pane, "id": ids[1]}),
+    )
+    .await;
+    assert_eq!(output["output"], "hi", "{output}");
+    assert_eq!(output["exit_status"], 1);
+    let latest = call_ok(&client, "get_command_output", json!({"target": pane})).await;
+    assert_eq!(latest["id"], ids[2]);
+    assert_eq!(latest["output"], "a\nb", "{latest}");
+    let tail = call_ok(
+        &client,
+        "get_command_output",
+        json!({"target": pane, "max_lines": 1}),
+    )
+    .await;
+    assert_eq!(tail["output"], "[... 1 lines truncated ...]\nb", "{tail}");
+    assert_eq!(tail["truncated"], true);
+
+    // A running command is listed as running, its output readable as it comes.
+    type_line(&tmux, &pane, "echo started; sleep 30");
+    let running = commands_until(&client, &pane, |c| {
+        c.len() == 4 && c[3].get("running").is_some()
+    })
+    .await;
+    assert_eq!(running["at_prompt"], false, "{running}");
+    wait_for_screen(&tmux, &pane, "started").await;
+    let so_far = call_ok(&client, "get_command_output", json!({"target": pane})).await;
+    assert_eq!(so_far["running"], true, "{so_far}");
+    assert_eq!(so_far["output"], "started", "{so_far}");
+    tmux.ok(&["send-keys", "-t", &pane, "C-c"]);
+    let interrupted = commands_until(&client, &pane, |c| finished(c, 4)).await;
+    assert_eq!(
+        interrupted["commands"][3]["exit_status"], 130,
+        "{interrupted}"
+    );
+
+    // Bad input: clear errors.
+    let missing = call_err(
+        &client,
+        "get_command_output",
+        json!({"target": pane, "id": 999}),
+    )
+    .await;
+    assert_eq!(missing["kind"], "not_found", "{missing}");
+    assert!(
+        missing["message"]
+            .as_str()
+            .unwrap()
+            .contains("no command 999")
+    );
+    let limit = call_err(
+        &client,
+        "list_commands",
+        json!({"target": pane, "limit": 0}),
+    )
+    .await;
+    assert_eq!(limit["kind"], "invalid_arguments", "{limit}");
+    let listed = call_ok(
+        &client,
+        "list_commands",
+        json!({"target": pane, "limit": 2}),
+    )
+    .await;
+    assert_eq!(listed["commands"].as_array().unwrap().len(), 2);
+    assert_eq!(listed["commands"][1]["id"], ids[2] + 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_command_runs_are_recorded_in_a_shell_without_integration() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+    let pane = pane_running(&tmux, "plain", "env PS1='$ ' sh").await;
+
+    let ran = call_ok(
+        &client,
+        "run_command",
+        json!({"target": pane, "command": "echo ran; exit 3"}),
+    )
+    .await;
+    assert_eq!(ran["exit_status"], 3, "{ran}");
+    // A command typed by hand is not seen: the shell prints no marks.
+    type_line(&tmux, &pane, "echo by-hand");
+    wait_for_screen(&tmux, &pane, "by-hand\n$").await;
+
+    let listed = call_ok(&client, "list_commands", json!({"target": pane})).await;
+    assert_eq!(listed["shell_integration"], false, "{listed}");
+    let commands = listed["commands"].as_array().unwrap();
+    assert_eq!(commands.len(), 1, "{listed}");
+    assert_eq!(commands[0]["command"], "echo ran; exit 3");
+    assert_eq!(commands[0]["exit_status"], 3);
+    let output = call_ok(&client, "get_command_output", json!({"target": pane})).await;
+    assert_eq!(output["output"], "ran", "{output}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_watched_only_for_its_ledger_makes_room_for_a_wait() {
+    let tmux = TestTmux::start();
+    let mut config = config_with_server("work", &tmux.socket, false);
+    config.engine.max_output_connections = 1;
+    let gateway = spawn_gateway(config).await;
+    let client = client(&gateway).await;
+    let recorded = pane_running(&tmux, "recorded", "env PS1='$ ' sh").await;
+    let waited = pane_running(&tmux, "waited", "env PS1='$ ' sh").await;
+
+    let ran = call_ok(
+        &client,
+        "run_command",
+        json!({"target": recorded, "command": "echo kept"}),
+    )
+    .await;
+    assert_eq!(ran["exit_status"], 0, "{ran}");
+    // The only output connection now keeps `recorded`'s ledger; a wait elsewhere still gets one.
+    type_line(&tmux, &waited, "sleep 0.3; echo ready-$((2+2))");
+    let wait = call_ok(
+        &client,
+        "wait_for_text",
+        json!({"target": waited, "patterns": ["ready-4"], "timeout": 10}),
+    )
+    .await;
+    assert_eq!(wait["outcome"], "matched", "{wait}");
+    // Its ledger was let go to make that room: recording starts over.
+    let listed = call_ok(&client, "list_commands", json!({"target": recorded})).await;
+    assert_eq!(listed["commands"], json!([]), "{listed}");
+}
