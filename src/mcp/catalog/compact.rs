@@ -131,11 +131,21 @@ pub fn structure_only(schema: &mut Map<String, Value>) {
 
 /// Compacts a tool's output schema in place: the fields and their types. Nothing is marked
 /// required: answers leave out nulls, and listings the fields not asked for (see `mcp::render`
-/// and `mcp::fields`), so a field's presence is the answer's to say.
+/// and `mcp::fields`), so a field's presence is the answer's to say. For the same reason no
+/// field is ever `null`, and fields lose their `null` type (items of a list keep theirs: a list
+/// keeps its nulls).
 pub fn output_schema(schema: &mut Map<String, Value>) {
     structure_only(schema);
     each_schema(schema, &mut |object| {
         object.remove("required");
+        if let Some(Value::Object(fields)) = object.get_mut("properties") {
+            for field in fields.values_mut() {
+                if let Value::Object(field) = field {
+                    drop_null_type(field);
+                    drop_null_alternative(field);
+                }
+            }
+        }
     });
     inline_single_use_definitions(schema);
 }
@@ -360,7 +370,35 @@ mod tests {
                 "type": "object",
                 "properties": {
                     "id": {"type": "string"},
-                    "only": {"type": "object", "properties": {"gone": {"type": ["string", "null"]}}},
+                    "only": {"type": "object", "properties": {"gone": {"type": "string"}}},
+                },
+            })
+        );
+    }
+
+    #[test]
+    fn output_fields_are_never_null_but_list_items_may_be() {
+        let mut schema = object(json!({
+            "type": "object",
+            "properties": {
+                "dead_status": {"type": ["integer", "null"]},
+                "pane": {"anyOf": [{"$ref": "#/$defs/Pane"}, {"type": "null"}]},
+                "exits": {"type": "array", "items": {"type": ["integer", "null"]}},
+            },
+            "required": ["dead_status"],
+            "$defs": {"Pane": {"type": "object", "properties": {
+                "id": {"type": "string"}, "cwd": {"type": ["string", "null"]}}}},
+        }));
+        output_schema(&mut schema);
+        assert_eq!(
+            Value::Object(schema),
+            json!({
+                "type": "object",
+                "properties": {
+                    "dead_status": {"type": "integer"},
+                    "pane": {"type": "object", "properties": {
+                        "id": {"type": "string"}, "cwd": {"type": "string"}}},
+                    "exits": {"type": "array", "items": {"type": ["integer", "null"]}},
                 },
             })
         );

@@ -588,8 +588,7 @@ impl McpServer {
             per-operation results.\n\n\
             Each operation has send_keys' `target`, `keys`, `literal`, `enter`, `encoding`. All \
             are validated first, then sent together. `on_error` \"stop\" reports the rest as not \
-            run (`stopped_at`). Then wait with wait_for_text `since` a pane's `output_positions` \
-            entry rather than polling capture_pane.",
+            run (`stopped_at`). Then wait_for_text `since` a pane's `output_positions` entry.",
         annotations(
             title = "Send keys to several panes",
             read_only_hint = false,

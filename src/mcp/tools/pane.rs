@@ -287,11 +287,10 @@ pub struct CapturePaneInput {
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane.
     pub target: String,
-    /// First line: 0 = screen top, -N = N lines into scrollback, "-" = scrollback start. Default:
-    /// screen top.
+    /// First line: 0 screen top (default), -N into scrollback, "-" its start.
     #[serde(default)]
     pub start: Option<LineArg>,
-    /// Last line, as `start`; "-" = screen bottom. Default: screen bottom.
+    /// Last line, as `start`; "-" (default) screen bottom.
     #[serde(default)]
     pub end: Option<LineArg>,
     /// Join lines the terminal wrapped into one line each.

@@ -56,11 +56,10 @@ pub struct SearchPanesInput {
     /// Only this session (`$N`, name), window `@N` or pane's window `%N`; default: all.
     #[serde(default)]
     pub target: Option<String>,
-    /// First line: 0 = screen top, -N = N lines into scrollback, "-" = scrollback start. Default:
-    /// screen top.
+    /// First line: 0 screen top (default), -N into scrollback, "-" its start.
     #[serde(default)]
     pub start: Option<LineArg>,
-    /// Last line, as `start`; "-" = screen bottom. Default: screen bottom.
+    /// Last line, as `start`; "-" (default) screen bottom.
     #[serde(default)]
     pub end: Option<LineArg>,
     /// Most matching lines returned per pane; the last are kept.
@@ -112,8 +111,7 @@ impl McpServer {
         description = "Search many panes' text (the screen, or scrollback with `start`) for a \
             string or regex.\n\n\
             Returns each matching pane's ids and matching lines, paged by `offset`/`limit`. To \
-            filter by program, title or path use list_panes `filters`; to wait for text, \
-            wait_for_text.",
+            filter by program, title or path use list_panes `filters`.",
         annotations(
             title = "Search panes",
             read_only_hint = true,

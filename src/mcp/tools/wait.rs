@@ -538,8 +538,7 @@ impl McpServer {
             visible text line by line, including the line being written (prompts match). \
             `outcome`: matched, any_output, stopped (a `stop` pattern), pane_exited, timeout, or \
             alternate_screen (a full-screen program shows: use capture_pane). Returns the matched \
-            line and the last output lines. To run a command and get its exit status, use \
-            run_command.",
+            line and the last output lines.",
         annotations(
             title = "Wait for text",
             read_only_hint = true,

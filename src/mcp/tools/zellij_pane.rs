@@ -68,7 +68,7 @@ pub struct ZellijPaneTargetInput {
     /// Session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
-    /// The pane id (`terminal_N` or `plugin_N`, from zellij_list_panes).
+    /// Pane `terminal_N` or `plugin_N`.
     pub pane: String,
 }
 

@@ -59,7 +59,7 @@ pub struct ZellijRenameTabInput {
     /// Session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
-    /// The tab's id (from zellij_list_tabs; not its position).
+    /// Tab id (zellij_list_tabs), not its position.
     pub tab: String,
     /// The new name (no control characters, at most 256 bytes).
     pub name: String,
@@ -74,7 +74,7 @@ pub struct ZellijTabTargetInput {
     /// Session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
-    /// The tab's id (from zellij_list_tabs; not its position).
+    /// Tab id (zellij_list_tabs), not its position.
     pub tab: String,
 }
 
@@ -97,7 +97,7 @@ pub struct ZellijFloatingInput {
     /// Session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
-    /// The tab's id (from zellij_list_tabs; not its position).
+    /// Tab id (zellij_list_tabs), not its position.
     pub tab: String,
     /// `true` shows, `false` hides the tab's floating panes; omitted: toggle.
     #[serde(default)]
