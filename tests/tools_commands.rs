@@ -1,6 +1,6 @@
-//! list_commands and get_command_output over MCP against real shells in a real tmux server:
-//! a bash printing OSC 133 and OSC 7 marks has every command recorded, a plain sh has its
-//! run_command runs recorded.
+//! What a pane is doing, over MCP against real programs in a real tmux server: list_commands and
+//! get_command_output (a bash printing OSC 133 and OSC 7 marks has every command recorded, a
+//! plain sh its run_command runs) and get_pane_state (waiting for input only on evidence).
 
 mod common;
 
@@ -220,4 +220,73 @@ async fn a_session_watched_only_for_its_ledger_makes_room_for_a_wait() {
     // Its ledger was let go to make that room: recording starts over.
     let listed = call_ok(&client, "list_commands", json!({"target": recorded})).await;
     assert_eq!(listed["commands"], json!([]), "{listed}");
+}
+
+/// `get_pane_state` of `pane` once `done` holds for it (10 s at most).
+async fn state_until(client: &Client, pane: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let state = call_ok(client, "get_pane_state", json!({"target": pane})).await;
+        if done(&state) {
+            return state;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "state never settled: {state}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pane_state_says_waiting_for_input_only_on_evidence() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+    let pane = pane_running(&tmux, "s", INTEGRATED_BASH).await;
+    let first = call_ok(&client, "get_pane_state", json!({"target": pane})).await;
+    assert_eq!(first["dead"], false, "{first}");
+
+    // The shell at its prompt reads the terminal.
+    type_line(&tmux, &pane, "true");
+    state_until(&client, &pane, |s| s["at_prompt"] == true).await;
+    let prompt = state_until(&client, &pane, |s| s["waiting_for_input"] == true).await;
+    // bash's readline waits in pselect: a shell with no job running is waiting.
+    assert_eq!(prompt["blocked_in"], "poll", "{prompt}");
+    assert!(
+        prompt["foreground_command_line"]
+            .as_str()
+            .unwrap()
+            .contains("bash"),
+        "{prompt}"
+    );
+
+    // A sleeping command is busy, not waiting; the shell is not at its prompt.
+    type_line(&tmux, &pane, "sleep 30");
+    let busy = state_until(&client, &pane, |s| {
+        s["foreground_command_line"] == "sleep 30" && s["blocked_in"] == "sleep"
+    })
+    .await;
+    assert_eq!(busy["waiting_for_input"], false, "{busy}");
+    assert_eq!(busy["at_prompt"], false, "{busy}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let quiet = call_ok(&client, "get_pane_state", json!({"target": pane})).await;
+    assert!(quiet["idle_for_ms"].as_u64().unwrap() >= 300, "{quiet}");
+    tmux.ok(&["send-keys", "-t", &pane, "C-c"]);
+
+    // A program reading its input (not a shell) waits too.
+    type_line(&tmux, &pane, "python3 -c 'input()'");
+    let python = state_until(&client, &pane, |s| {
+        s["foreground_command_line"] == "python3 -c input()" && s["waiting_for_input"] == true
+    })
+    .await;
+    assert_eq!(python["at_prompt"], false, "{python}");
+    type_line(&tmux, &pane, "");
+
+    // A dead pane says how it ended.
+    tmux.ok(&["set-option", "-t", &pane, "-p", "remain-on-exit", "on"]);
+    type_line(&tmux, &pane, "exit 3");
+    let dead = state_until(&client, &pane, |s| s["dead"] == true).await;
+    assert_eq!(dead["dead_status"], 3, "{dead}");
+    assert!(dead.get("waiting_for_input").is_none(), "{dead}");
 }

@@ -3,9 +3,11 @@
 //! [`tmux`] drives tmux servers through persistent control-mode connections, [`zellij`] drives
 //! Zellij sessions through its CLI. Backend-neutral types live here so that the tool layer does
 //! not depend on one multiplexer; [`pane_io::PaneIo`] is the pane-level trait both implement.
-//! [`ledger`] reads a pane's commands from the shell-integration marks in its output.
+//! [`ledger`] reads a pane's commands from the shell-integration marks in its output;
+//! [`foreground`] what runs in a pane's terminal and whether it waits for input.
 
 pub mod echo;
+pub mod foreground;
 pub mod ledger;
 pub mod lines;
 pub mod pane_io;

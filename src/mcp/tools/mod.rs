@@ -22,6 +22,7 @@ pub mod search;
 pub mod server;
 pub mod session;
 pub mod since;
+pub mod state;
 mod support;
 pub(crate) use support::shorten;
 pub mod wait;
@@ -55,6 +56,7 @@ pub(crate) fn router() -> ToolRouter<McpServer> {
         + McpServer::run_tools()
         + McpServer::since_tools()
         + McpServer::commands_tools()
+        + McpServer::state_tools()
         + McpServer::batch_tools()
         + McpServer::channel_tools()
         + McpServer::zellij_session_tools()

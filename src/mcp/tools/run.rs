@@ -331,7 +331,7 @@ impl McpServer {
             there visibly. `output` is only what it printed (not the typed line or prompt). Under \
             bash/zsh/sh it runs in a subshell: `cd`, variables and `exit` do not persist (use \
             send_keys). On timeout: `timed_out: true`, output so far; the command keeps running \
-            (read on with capture_since; stop with send_keys C-c). REPLs, editors: use send_keys + \
+            (read on: get_command_output; stop: send_keys C-c). REPLs, editors: use send_keys + \
             wait_for_text.",
         annotations(
             title = "Run a shell command",
@@ -389,6 +389,8 @@ mod tests {
             history_limit: 2000,
             cursor_y: 0,
             height: 40,
+            dead_status: None,
+            tty: "/dev/pts/1".into(),
             current_command: command.into(),
         }
     }

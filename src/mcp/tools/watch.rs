@@ -45,11 +45,15 @@ pub struct PaneState {
     /// The cursor's row on the screen, from 0.
     pub cursor_y: u64,
     pub height: u64,
+    /// How the pane's program ended, once dead.
+    pub dead_status: Option<i32>,
+    /// The pane's terminal device (`/dev/pts/N`).
+    pub tty: String,
     /// The foreground program, as tmux names it (`bash`, `vim`).
     pub current_command: String,
 }
 
-const STATE_FIELDS: [&str; 11] = [
+const STATE_FIELDS: [&str; 13] = [
     "pane_id",
     "pid",
     "pane_pid",
@@ -60,6 +64,8 @@ const STATE_FIELDS: [&str; 11] = [
     "history_limit",
     "cursor_y",
     "pane_height",
+    "pane_dead_status",
+    "pane_tty",
     "pane_current_command",
 ];
 
@@ -93,7 +99,9 @@ impl PaneState {
                 history_limit: number(7),
                 cursor_y: number(8),
                 height: number(9),
-                current_command: f[10].clone(),
+                dead_status: f[10].parse().ok(),
+                tty: f[11].clone(),
+                current_command: f[12].clone(),
             })
         })
     }
@@ -249,10 +257,8 @@ mod tests {
 
     #[test]
     fn parses_a_state_row() {
-        let row =
-            "%3\u{1f}100\u{1f}200\u{1f}0\u{1f}1\u{1f}0\u{1f}55\u{1f}2000\u{1f}7\u{1f}40\u{1f}bash";
-        let other =
-            "%4\u{1f}100\u{1f}201\u{1f}1\u{1f}0\u{1f}1\u{1f}0\u{1f}2000\u{1f}0\u{1f}40\u{1f}vim";
+        let row = "%3\u{1f}100\u{1f}200\u{1f}0\u{1f}1\u{1f}0\u{1f}55\u{1f}2000\u{1f}7\u{1f}40\u{1f}\u{1f}/dev/pts/4\u{1f}bash";
+        let other = "%4\u{1f}100\u{1f}201\u{1f}1\u{1f}0\u{1f}1\u{1f}0\u{1f}2000\u{1f}0\u{1f}40\u{1f}2\u{1f}/dev/pts/5\u{1f}vim";
         let rows = vec![other.as_bytes().to_vec(), row.as_bytes().to_vec()];
         let state = PaneState::parse(PaneId(3), &rows).unwrap();
         assert_eq!(
@@ -268,6 +274,8 @@ mod tests {
                 history_limit: 2000,
                 cursor_y: 7,
                 height: 40,
+                dead_status: None,
+                tty: "/dev/pts/4".into(),
                 current_command: "bash".into(),
             }
         );

@@ -1,0 +1,307 @@
+//! What runs in the foreground of a pane's terminal, and whether it waits for input, read from
+//! Linux's `/proc`.
+//!
+//! A pane's program (`pane_pid`, usually a shell) owns the terminal; the job it runs in the
+//! foreground is the terminal's foreground process group, `tpgid` in `/proc/<pane_pid>/stat`.
+//! Its leader is the foreground process. It waits for input when it is blocked in `read(2)` on
+//! the pane's terminal: `/proc/<pid>/syscall` names the system call and its first argument
+//! (the descriptor), and `/proc/<pid>/fd/<n>` says that descriptor is the pane's tty. That is
+//! the strongest evidence for "waiting". The other: a shell that is its own foreground job (no
+//! command running) and blocked in `poll`/`select` is reading its next command line (bash's
+//! readline waits in `pselect`). Any other process blocked in `poll`/`select`/`epoll` (most
+//! full-screen programs and agent CLIs) may be waiting for the terminal or for anything else,
+//! so it is reported as unknown, never as waiting.
+//!
+//! The decision ([`Blocked::classify`], [`parse_stat`], [`parse_syscall`]) is pure; [`read`]
+//! does the file reads. Reading `syscall` needs the right to trace the process (same user and no
+//! Yama restriction, or root); without it the answer is unknown.
+
+use std::path::Path;
+
+/// The foreground process of a pane's terminal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Foreground {
+    pub pid: u32,
+    /// It is the pane's program itself (no other job in the foreground).
+    pub is_pane_program: bool,
+    /// Its command line, arguments joined with spaces.
+    pub command_line: String,
+    pub blocked: Blocked,
+}
+
+impl Foreground {
+    /// `Some(true)` with evidence, `Some(false)` when it is plainly doing something else,
+    /// `None` when it cannot be told. `shell`: the pane's program is a shell.
+    pub fn waiting_for_input(&self, shell: bool) -> Option<bool> {
+        match self.blocked {
+            Blocked::ReadingTerminal => Some(true),
+            Blocked::Polling if shell && self.is_pane_program => Some(true),
+            Blocked::Running | Blocked::Sleeping | Blocked::WaitingForChild | Blocked::Reading => {
+                Some(false)
+            }
+            Blocked::Polling | Blocked::Unknown => None,
+        }
+    }
+}
+
+/// Where a process is, as its `syscall` file tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Blocked {
+    /// On a CPU, or runnable.
+    Running,
+    /// In `read` on the pane's terminal.
+    ReadingTerminal,
+    /// In `read` on something else (a pipe, a socket, a file).
+    Reading,
+    /// In `poll`, `select` or `epoll_wait`: on the terminal or not, it does not say.
+    Polling,
+    /// In a sleep.
+    Sleeping,
+    /// Waiting for a child process (a shell running a command).
+    WaitingForChild,
+    /// Anything else, or not readable.
+    Unknown,
+}
+
+/// The system calls the decision needs, by number, for this architecture.
+#[cfg(target_arch = "x86_64")]
+mod nr {
+    pub const READ: &[i64] = &[0, 19]; // read, readv
+    pub const POLL: &[i64] = &[7, 23, 232, 270, 271, 281, 441]; // poll, select, epoll_wait, pselect6, ppoll, epoll_pwait, epoll_pwait2
+    pub const SLEEP: &[i64] = &[34, 35, 130, 230]; // pause, nanosleep, rt_sigsuspend, clock_nanosleep
+    pub const WAIT: &[i64] = &[61, 247]; // wait4, waitid
+}
+#[cfg(target_arch = "aarch64")]
+mod nr {
+    pub const READ: &[i64] = &[63, 65]; // read, readv
+    pub const POLL: &[i64] = &[22, 72, 73, 441]; // epoll_pwait, pselect6, ppoll, epoll_pwait2
+    pub const SLEEP: &[i64] = &[101, 115, 133]; // nanosleep, clock_nanosleep, rt_sigsuspend
+    pub const WAIT: &[i64] = &[95, 260]; // waitid, wait4
+}
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+mod nr {
+    pub const READ: &[i64] = &[];
+    pub const POLL: &[i64] = &[];
+    pub const SLEEP: &[i64] = &[];
+    pub const WAIT: &[i64] = &[];
+}
+
+/// A process's place as `/proc/<pid>/syscall` prints it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Syscall {
+    Running,
+    /// Blocked in system call `nr` with first argument `arg0`.
+    In {
+        nr: i64,
+        arg0: u64,
+    },
+    /// Blocked, not in a system call.
+    Elsewhere,
+}
+
+/// Parses `/proc/<pid>/syscall`: `running`, `-1 <sp> <pc>`, or `<nr> <arg0> … <sp> <pc>`.
+pub fn parse_syscall(text: &str) -> Option<Syscall> {
+    let mut words = text.split_whitespace();
+    let first = words.next()?;
+    if first == "running" {
+        return Some(Syscall::Running);
+    }
+    let nr: i64 = first.parse().ok()?;
+    if nr < 0 {
+        return Some(Syscall::Elsewhere);
+    }
+    let arg0 = words.next()?.strip_prefix("0x")?;
+    Some(Syscall::In {
+        nr,
+        arg0: u64::from_str_radix(arg0, 16).ok()?,
+    })
+}
+
+impl Blocked {
+    /// Classifies `syscall`; `is_terminal(fd)` says whether the descriptor is the pane's tty.
+    pub fn classify(syscall: Option<Syscall>, is_terminal: impl FnOnce(u64) -> bool) -> Self {
+        match syscall {
+            Some(Syscall::Running) => Self::Running,
+            Some(Syscall::In { nr, arg0 }) if nr::READ.contains(&nr) => {
+                if is_terminal(arg0) {
+                    Self::ReadingTerminal
+                } else {
+                    Self::Reading
+                }
+            }
+            Some(Syscall::In { nr, .. }) if nr::POLL.contains(&nr) => Self::Polling,
+            Some(Syscall::In { nr, .. }) if nr::SLEEP.contains(&nr) => Self::Sleeping,
+            Some(Syscall::In { nr, .. }) if nr::WAIT.contains(&nr) => Self::WaitingForChild,
+            _ => Self::Unknown,
+        }
+    }
+}
+
+/// The fields of `/proc/<pid>/stat` used here: parent pid and the terminal's foreground
+/// process group. The command name (in parentheses, any bytes) is skipped from its last `)`.
+pub fn parse_stat(text: &str) -> Option<(u32, u32)> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After the name: state(0) ppid(1) pgrp(2) session(3) tty_nr(4) tpgid(5).
+    let ppid = fields.get(1)?.parse().ok()?;
+    let tpgid: i64 = fields.get(5)?.parse().ok()?;
+    Some((ppid, u32::try_from(tpgid).ok()?))
+}
+
+/// A `/proc/<pid>/cmdline` as one line: arguments joined with spaces, invalid UTF-8 replaced.
+pub fn command_line(raw: &[u8]) -> String {
+    raw.split(|&b| b == 0)
+        .filter(|arg| !arg.is_empty())
+        .map(String::from_utf8_lossy)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Reads the foreground process of the terminal whose session leader is `pane_pid`, a child of
+/// the tmux server `server_pid`, on tty `tty`. `None` when `/proc` does not show that pane as
+/// expected (another pid namespace, the pane's program gone): then nothing is said about it.
+pub fn read(proc_root: &Path, server_pid: u32, pane_pid: u32, tty: &str) -> Option<Foreground> {
+    let file = |pid: u32, name: &str| proc_root.join(pid.to_string()).join(name);
+    let stat = std::fs::read_to_string(file(pane_pid, "stat")).ok()?;
+    let (ppid, tpgid) = parse_stat(&stat)?;
+    // The pane's program is the tmux server's child: if /proc says otherwise, these pids are
+    // not ours to read (another pid namespace), and reading on would describe another process.
+    if ppid != server_pid || tpgid == 0 {
+        return None;
+    }
+    let pid = tpgid;
+    let command_line = std::fs::read(file(pid, "cmdline"))
+        .map(|raw| command_line(&raw))
+        .unwrap_or_default();
+    let syscall = std::fs::read_to_string(file(pid, "syscall"))
+        .ok()
+        .and_then(|text| parse_syscall(&text));
+    let blocked = Blocked::classify(syscall, |fd| {
+        std::fs::read_link(file(pid, "fd").join(fd.to_string()))
+            .is_ok_and(|target| target == Path::new(tty))
+    });
+    Some(Foreground {
+        pid,
+        is_pane_program: pid == pane_pid,
+        command_line,
+        blocked,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_syscall_lines() {
+        assert_eq!(parse_syscall("running\n"), Some(Syscall::Running));
+        assert_eq!(
+            parse_syscall("0 0x0 0x7ffd 0x1 0x0 0x0 0x0 0x7ffc 0x7f12\n"),
+            Some(Syscall::In { nr: 0, arg0: 0 })
+        );
+        assert_eq!(
+            parse_syscall("61 0xffffffffffffffff 0x7ffd 0x2 0x0 0x0 0x0 0x7ffc 0x7f12"),
+            Some(Syscall::In {
+                nr: 61,
+                arg0: u64::MAX
+            })
+        );
+        assert_eq!(parse_syscall("-1 0x7ffc 0x7f12"), Some(Syscall::Elsewhere));
+        assert_eq!(parse_syscall(""), None);
+        assert_eq!(parse_syscall("x 0x0"), None);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn only_a_read_on_the_terminal_is_waiting() {
+        let read = |fd| Some(Syscall::In { nr: 0, arg0: fd });
+        let reading = Blocked::classify(read(0), |fd| fd == 0);
+        assert_eq!(reading, Blocked::ReadingTerminal);
+        assert_eq!(Blocked::classify(read(3), |fd| fd == 0), Blocked::Reading);
+        let polling = Blocked::classify(Some(Syscall::In { nr: 232, arg0: 4 }), |_| true);
+        assert_eq!(polling, Blocked::Polling);
+        let sleeping = Blocked::classify(Some(Syscall::In { nr: 230, arg0: 0 }), |_| true);
+        assert_eq!(sleeping, Blocked::Sleeping);
+        let child = Blocked::classify(Some(Syscall::In { nr: 61, arg0: 0 }), |_| true);
+        assert_eq!(child, Blocked::WaitingForChild);
+        assert_eq!(Blocked::classify(None, |_| true), Blocked::Unknown);
+        let fg = |blocked, is_pane_program| Foreground {
+            pid: 1,
+            is_pane_program,
+            command_line: String::new(),
+            blocked,
+        };
+        let reading = fg(Blocked::ReadingTerminal, false);
+        assert_eq!(reading.waiting_for_input(false), Some(true));
+        let child = fg(Blocked::WaitingForChild, true);
+        assert_eq!(child.waiting_for_input(true), Some(false));
+        // Polling: waiting only for a shell with no job in the foreground.
+        assert_eq!(fg(Blocked::Polling, false).waiting_for_input(true), None);
+        assert_eq!(fg(Blocked::Polling, true).waiting_for_input(false), None);
+        assert_eq!(
+            fg(Blocked::Polling, true).waiting_for_input(true),
+            Some(true)
+        );
+    }
+
+    #[test]
+    fn stat_names_may_hold_anything() {
+        let stat = "4242 (a) b (c)) S 17 4242 4242 34816 4300 4194560 0 0";
+        assert_eq!(parse_stat(stat), Some((17, 4300)));
+        assert_eq!(parse_stat("1 (x) S"), None);
+        assert_eq!(parse_stat("1 (x) S 0 1 1 0 -1 0"), None);
+    }
+
+    #[test]
+    fn command_lines_are_joined() {
+        assert_eq!(
+            command_line(b"python3\0-c\0input()\0"),
+            "python3 -c input()"
+        );
+        assert_eq!(command_line(b""), "");
+    }
+
+    /// A `/proc` with a tmux server (pid 10), its pane's shell (20, on /dev/pts/7) and the
+    /// shell's foreground job (30), blocked as `syscall` says.
+    fn fake_proc(syscall: &str, fd0: &str) -> tempfile::TempDir {
+        let root = tempfile::tempdir().unwrap();
+        let dir = |pid: u32| {
+            let dir = root.path().join(pid.to_string());
+            std::fs::create_dir_all(dir.join("fd")).unwrap();
+            dir
+        };
+        std::fs::write(dir(20).join("stat"), "20 (bash) S 10 20 20 34823 30 0").unwrap();
+        let job = dir(30);
+        std::fs::write(job.join("cmdline"), b"python3\0-q\0").unwrap();
+        std::fs::write(job.join("syscall"), syscall).unwrap();
+        std::os::unix::fs::symlink(fd0, job.join("fd").join("0")).unwrap();
+        root
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn reads_the_foreground_job_and_its_wait() {
+        let root = fake_proc("0 0x0 0x55 0x1 0x0 0x0 0x0 0x7ffc 0x7f12\n", "/dev/pts/7");
+        let fg = read(root.path(), 10, 20, "/dev/pts/7").unwrap();
+        assert_eq!(fg.pid, 30);
+        assert_eq!(fg.command_line, "python3 -q");
+        assert!(!fg.is_pane_program);
+        assert_eq!(fg.waiting_for_input(false), Some(true));
+        // The same read on another terminal is not waiting for this pane.
+        let other = fake_proc("0 0x0 0x55 0x1 0x0 0x0 0x0 0x7ffc 0x7f12\n", "/dev/pts/8");
+        let fg = read(other.path(), 10, 20, "/dev/pts/7").unwrap();
+        assert_eq!(fg.blocked, Blocked::Reading);
+        assert_eq!(fg.waiting_for_input(false), Some(false));
+    }
+
+    #[test]
+    fn a_pane_whose_parent_is_not_the_server_is_not_read() {
+        let root = fake_proc("running\n", "/dev/pts/7");
+        // Another namespace's pid 20 is some other process: its parent is not our server.
+        assert_eq!(read(root.path(), 11, 20, "/dev/pts/7"), None);
+        assert_eq!(read(root.path(), 10, 21, "/dev/pts/7"), None);
+        let fg = read(root.path(), 10, 20, "/dev/pts/7").unwrap();
+        assert_eq!(fg.blocked, Blocked::Running);
+        assert_eq!(fg.waiting_for_input(true), Some(false));
+    }
+}
