@@ -19,8 +19,18 @@ use crate::mux::zellij::listing::{
 use crate::mux::zellij::queue::SessionQueue;
 use crate::mux::zellij::watch::normalize;
 
-/// How many times an empty listing is asked again (see [`Inner::listing`]).
-const EMPTY_LISTING_RETRIES: u32 = 3;
+/// How many times a listing that is empty or malformed is asked again (see [`Inner::listing`]).
+const LISTING_RETRIES: u32 = 3;
+
+/// A JSON listing starts as an array.
+fn json_array(out: &str) -> bool {
+    out.starts_with('[')
+}
+
+/// `list-clients` starts with its header, even with no client attached.
+fn client_table(out: &str) -> bool {
+    out.starts_with("CLIENT_ID")
+}
 
 impl Inner {
     pub(super) fn queue(&self, session: &SessionName) -> SessionQueue {
@@ -178,26 +188,30 @@ impl Inner {
 
     /// A listing. Zellij sometimes answers a listing with nothing while it applies a change
     /// (seen under load right after closing a tab, twice in a row, and for `list-clients` right
-    /// after a session started), so an empty reply is asked again, after 25, 50 and 100 ms: at
-    /// most 175 ms more before giving up.
+    /// after a session started), and once `list-clients` with another action's output (`2`, a
+    /// tab id) instead of its table; so a reply that does not start as `looks_right` says is
+    /// asked again, after 25, 50 and 100 ms: at most 175 ms more before the last reply goes to
+    /// its parser, which says what is wrong with it.
     pub(super) async fn listing<const N: usize>(
         &self,
         session: &SessionName,
         label: &str,
         argv: [&str; N],
+        looks_right: fn(&str) -> bool,
     ) -> Result<String> {
         let mut pause = Duration::from_millis(25);
-        for retry in 0..=EMPTY_LISTING_RETRIES {
-            let out = self.act(session, label, args(argv)).await?;
-            if !out.trim().is_empty() {
+        let mut out = String::new();
+        for retry in 0..=LISTING_RETRIES {
+            out = self.act(session, label, args(argv)).await?;
+            if looks_right(out.trim_start()) {
                 return Ok(out);
             }
-            if retry < EMPTY_LISTING_RETRIES {
+            if retry < LISTING_RETRIES {
                 tokio::time::sleep(pause).await;
                 pause *= 2;
             }
         }
-        Ok(String::new())
+        Ok(out)
     }
 
     pub(super) async fn panes(&self, session: &SessionName) -> Result<Vec<Pane>> {
@@ -206,6 +220,7 @@ impl Inner {
                 session,
                 "action list-panes",
                 ["list-panes", "--json", "--all"],
+                json_array,
             )
             .await?;
         Ok(parse_panes(&json)?)
@@ -225,6 +240,7 @@ impl Inner {
                 session,
                 "action list-tabs",
                 ["list-tabs", "--json", "--all"],
+                json_array,
             )
             .await?;
         Ok(parse_tabs(&json)?)
@@ -234,7 +250,12 @@ impl Inner {
     /// [`Self::listing`] is.
     pub(super) async fn clients(&self, session: &SessionName) -> Result<Vec<Client>> {
         let out = self
-            .listing(session, "action list-clients", ["list-clients"])
+            .listing(
+                session,
+                "action list-clients",
+                ["list-clients"],
+                client_table,
+            )
             .await?;
         Ok(parse_clients(&out)?)
     }
