@@ -133,11 +133,14 @@ pub fn structure_only(schema: &mut Map<String, Value>) {
 /// required: answers leave out nulls, and listings the fields not asked for (see `mcp::render`
 /// and `mcp::fields`), so a field's presence is the answer's to say. For the same reason no
 /// field is ever `null`, and fields lose their `null` type (items of a list keep theirs: a list
-/// keeps its nulls).
+/// keeps its nulls). Below the top, `"type": "object"` goes where `properties` already says it.
 pub fn output_schema(schema: &mut Map<String, Value>) {
     structure_only(schema);
     each_schema(schema, &mut |object| {
         object.remove("required");
+        if object.contains_key("properties") && object.get("type") == Some(&Value::from("object")) {
+            object.remove("type");
+        }
         if let Some(Value::Object(fields)) = object.get_mut("properties") {
             for field in fields.values_mut() {
                 if let Value::Object(field) = field {
@@ -148,6 +151,8 @@ pub fn output_schema(schema: &mut Map<String, Value>) {
         }
     });
     inline_single_use_definitions(schema);
+    // MCP requires the top of an output schema to say `"type": "object"`.
+    schema.insert("type".into(), Value::from("object"));
 }
 
 /// Calls `visit` on a schema and on every schema inside it, knowing which keys hold schemas: a
@@ -370,7 +375,7 @@ mod tests {
                 "type": "object",
                 "properties": {
                     "id": {"type": "string"},
-                    "only": {"type": "object", "properties": {"gone": {"type": "string"}}},
+                    "only": {"properties": {"gone": {"type": "string"}}},
                 },
             })
         );
@@ -396,7 +401,7 @@ mod tests {
                 "type": "object",
                 "properties": {
                     "dead_status": {"type": "integer"},
-                    "pane": {"type": "object", "properties": {
+                    "pane": {"properties": {
                         "id": {"type": "string"}, "cwd": {"type": "string"}}},
                     "exits": {"type": "array", "items": {"type": ["integer", "null"]}},
                 },

@@ -114,8 +114,7 @@ impl McpServer {
         description = "Wait until a tmux wait-for channel is signalled (`tmux wait-for -S`).\n\n\
             A signal sent before the wait is remembered: it returns at once, consuming it. Scripts \
             signal `tmux_channel` = `<channel_prefix><channel>` (prefix from get_server_info; \
-            empty in your workspace). Returns `signalled` or `timed_out`. A server dying meanwhile \
-            is an error. For text in a pane use wait_for_text.",
+            empty in your workspace). Returns `signalled` or `timed_out`.",
         annotations(
             title = "Wait for a tmux channel",
             read_only_hint = false,

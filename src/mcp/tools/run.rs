@@ -331,8 +331,7 @@ impl McpServer {
             there visibly. `output` is only what it printed (not the typed line or prompt). Under \
             bash/zsh/sh it runs in a subshell: `cd`, variables and `exit` do not persist (use \
             send_keys). On timeout: `timed_out: true`, output so far; the command keeps running \
-            (read on: get_command_output; stop: send_keys C-c). REPLs, editors: use send_keys + \
-            wait_for_text.",
+            (read on: get_command_output; stop: send_keys C-c).",
         annotations(
             title = "Run a shell command",
             read_only_hint = false,

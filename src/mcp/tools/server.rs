@@ -151,8 +151,7 @@ impl McpServer {
         description = "List your tmux servers by name, with kind and reachability.\n\n\
             Pass a name as `server` to other tools. `kind`: `workspace` (your own sandboxed \
             server) or `configured` (shared, set up by the operator). `reachability`: running, \
-            not_running or no_sessions (create_session starts it), unreachable. Asks each server \
-            (at most 1 s).",
+            not_running or no_sessions (create_session starts it), unreachable.",
         annotations(
             title = "List tmux servers",
             read_only_hint = true,

@@ -696,9 +696,8 @@ impl McpServer {
     #[tool(
         name = "create_session",
         description = "Create a detached tmux session, starting the server if none runs.\n\n\
-            No human's view changes. It gets one window with the default shell. Returns its id \
-            (`$N`), window and pane ids: send input to the pane next (send_keys, run_command). A \
-            taken name is an error: use that session or pick another name.",
+            No human's view changes. Returns its id (`$N`), window and pane ids: send input to \
+            the pane next (send_keys, run_command). A taken name is an error.",
         annotations(
             title = "Create session",
             read_only_hint = false,

@@ -252,7 +252,7 @@ impl McpServer {
             Returns complete new rows, the unfinished row as `partial_line`, and a `cursor` for \
             the next call. `lines_missed: true`: rows were dropped unread; `lines` then holds the \
             visible rows. Refused after a respawn (omit `cursor` to restart) and for full-screen \
-            programs (use capture_pane). To wait for output: wait_for_text.",
+            programs (use capture_pane).",
         annotations(
             title = "Capture new rows since a cursor",
             read_only_hint = true,

@@ -129,7 +129,7 @@ pub struct ZellijReadPaneInput {
     /// `visible` (default) or `full` (scrollback included).
     #[serde(default)]
     pub scope: Option<ZellijReadScope>,
-    /// Most lines returned, keeping the last ones (default 500).
+    /// Most lines returned, the last kept (default 500).
     #[serde(default)]
     pub max_lines: Option<usize>,
 }
@@ -165,7 +165,7 @@ pub struct ZellijWaitForTextInput {
     /// `pattern` is a regex (Rust syntax).
     #[serde(default)]
     pub regex: bool,
-    /// Seconds to wait (default 30; clamped to your max_wait_seconds).
+    /// Seconds (default 30, capped by your max_wait_seconds).
     #[serde(default)]
     pub timeout: Option<f64>,
 }
@@ -196,7 +196,7 @@ pub struct ZellijRunCommandInput {
     pub session: Option<String>,
     /// A `/bin/sh` command line, e.g. `cargo test 2>&1 | tail -5`.
     pub command: String,
-    /// Tab id (zellij_list_tabs) for the command pane; default: the first tab.
+    /// Tab id (zellij_list_tabs); default: the first tab.
     #[serde(default)]
     pub tab: Option<String>,
     /// Absolute working directory.
@@ -208,7 +208,7 @@ pub struct ZellijRunCommandInput {
     /// Keep the pane after the command exits.
     #[serde(default)]
     pub keep_pane: bool,
-    /// Seconds to wait for the command (default 60; clamped to your max_wait_seconds).
+    /// Seconds (default 60, capped by your max_wait_seconds).
     #[serde(default)]
     pub timeout: Option<f64>,
     /// Most lines returned, the last kept (default 500).
@@ -229,11 +229,11 @@ pub struct ZellijRunInPaneInput {
     /// Session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
-    /// The terminal pane id whose interactive shell runs the command (`terminal_N`).
+    /// Pane `terminal_N` running a shell.
     pub pane: String,
     /// One command line for that shell (bash, zsh, sh or fish), without a trailing newline.
     pub command: String,
-    /// Seconds to wait for the command (default 60; clamped to your max_wait_seconds).
+    /// Seconds (default 60, capped by your max_wait_seconds).
     #[serde(default)]
     pub timeout: Option<f64>,
     /// Most lines returned, the last kept (default 500).
@@ -329,8 +329,7 @@ impl McpServer {
     #[tool(
         name = "zellij_write_to_pane",
         description = "Type text into a Zellij terminal pane by id, without focusing it.\n\n\
-            Returns at once; await output with zellij_wait_for_text. For a command's output and \
-            exit status use zellij_run_in_pane.",
+            Returns at once; await output with zellij_wait_for_text.",
         annotations(
             title = "Write to Zellij pane",
             read_only_hint = false,
@@ -366,8 +365,7 @@ impl McpServer {
     #[tool(
         name = "zellij_send_keys",
         description = "Press keys in a Zellij terminal pane by id, without focusing it.\n\n\
-            E.g. [\"Ctrl c\"], [\"Up\", \"Enter\"]; bad key names are rejected. For text: \
-            zellij_write_to_pane.",
+            E.g. [\"Ctrl c\"], [\"Up\", \"Enter\"]; bad key names are rejected.",
         annotations(
             title = "Send keys to Zellij pane",
             read_only_hint = false,
@@ -399,9 +397,8 @@ impl McpServer {
     #[tool(
         name = "zellij_send_keys_batch",
         description = "Send text, keys and pastes to one Zellij terminal pane in one call.\n\n\
-            Steps run back to back (no other muxgate call on the session between them), all \
-            validated first. A failing step stops the batch; earlier ones were delivered. Max \
-            steps: your max_batch_ops.",
+            Steps run back to back, all validated first. A failing step stops the batch; earlier \
+            ones were delivered.",
         annotations(
             title = "Send input batch to Zellij pane",
             read_only_hint = false,
@@ -458,8 +455,7 @@ impl McpServer {
     #[tool(
         name = "zellij_read_pane",
         description = "Read the text of a Zellij pane by id: the visible screen, or the full scrollback.\n\n\
-            Any tab, seen or not; focus does not change. To wait for output, use \
-            zellij_wait_for_text rather than re-reading.",
+            Any tab, seen or not; focus does not change.",
         annotations(
             title = "Read Zellij pane",
             read_only_hint = true,
@@ -502,7 +498,7 @@ impl McpServer {
         name = "zellij_wait_for_text",
         description = "Wait until a line on a Zellij pane's screen matches (woken by pane events, no polling).\n\n\
             Text already on screen matches at once: wait for something new. Returns the line and \
-            the screen; error on timeout. To run a command and await it: zellij_run_in_pane.",
+            the screen; error on timeout.",
         annotations(
             title = "Wait for text in Zellij pane",
             read_only_hint = true,
@@ -573,8 +569,7 @@ impl McpServer {
         name = "zellij_run_command",
         description = "Run a one-off shell command in a new Zellij pane and return its output and exit status.\n\n\
             The pane floats hidden unless `floating` is false (no view changes) and closes at exit \
-            unless `keep_pane`. On timeout the command keeps running; the error names its pane. In \
-            an existing shell: zellij_run_in_pane.",
+            unless `keep_pane`. On timeout the command keeps running; the error names its pane.",
         annotations(
             title = "Run command in Zellij",
             read_only_hint = false,
@@ -617,8 +612,7 @@ impl McpServer {
         name = "zellij_run_in_pane",
         description = "Run a command in the interactive shell of an existing Zellij pane and return its output and exit status.\n\n\
             Typed into the shell between markers; returns only its output. Viewers see it run. On \
-            timeout it keeps running (interrupt: zellij_send_keys [\"Ctrl c\"]). To disturb no \
-            pane: zellij_run_command.",
+            timeout it keeps running (interrupt: zellij_send_keys [\"Ctrl c\"]).",
         annotations(
             title = "Run command in Zellij pane",
             read_only_hint = false,

@@ -29,7 +29,7 @@ pub struct ZellijNewPaneInput {
     /// Tab id (zellij_list_tabs); default: the first tab.
     #[serde(default)]
     pub tab: Option<String>,
-    /// Pane title (no control characters, at most 256 bytes).
+    /// Pane title (at most 256 bytes).
     #[serde(default)]
     pub name: Option<String>,
     /// Absolute working directory.
@@ -94,7 +94,7 @@ pub struct ZellijRenamePaneInput {
     pub session: Option<String>,
     /// Pane `terminal_N`.
     pub pane: String,
-    /// The new title (no control characters, at most 256 bytes).
+    /// The new title (at most 256 bytes).
     pub name: String,
 }
 
@@ -160,8 +160,7 @@ impl McpServer {
     #[tool(
         name = "zellij_new_pane",
         description = "Open a pane in a Zellij tab: a shell, or `command` as a command pane; floating or tiled.\n\n\
-            A floating pane stays hidden if the tab's floating panes are. For a command's output \
-            and exit status: zellij_run_command.",
+            A floating pane stays hidden if the tab's floating panes are.",
         annotations(
             title = "New Zellij pane",
             read_only_hint = false,

@@ -26,7 +26,7 @@ pub struct ZellijNewTabInput {
     /// Session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
-    /// Tab name (no control characters, at most 256 bytes). Default: Zellij's `Tab #N`.
+    /// Tab name (at most 256 bytes). Default: Zellij's `Tab #N`.
     #[serde(default)]
     pub name: Option<String>,
     /// Absolute working directory of the tab's panes.
@@ -61,7 +61,7 @@ pub struct ZellijRenameTabInput {
     pub session: Option<String>,
     /// Tab id (zellij_list_tabs), not its position.
     pub tab: String,
-    /// The new name (no control characters, at most 256 bytes).
+    /// The new name (at most 256 bytes).
     pub name: String,
 }
 
