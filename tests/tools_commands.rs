@@ -290,3 +290,119 @@ async fn pane_state_says_waiting_for_input_only_on_evidence() {
     assert_eq!(dead["dead_status"], 3, "{dead}");
     assert!(dead.get("waiting_for_input").is_none(), "{dead}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_for_state_reports_panes_as_they_get_there() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+    let fast = pane_running(&tmux, "fast", INTEGRATED_BASH).await;
+    let slow = pane_running(&tmux, "slow", INTEGRATED_BASH).await;
+    // Recording begins, and a prompt is printed after it (so the shells' marks are seen).
+    for pane in [&fast, &slow] {
+        call_ok(&client, "list_commands", json!({"target": pane})).await;
+        type_line(&tmux, pane, "true");
+    }
+    commands_until(&client, &slow, |c| finished(c, 1)).await;
+
+    // Every pane, in the order they finish.
+    type_line(&tmux, &slow, "sleep 1; false");
+    type_line(&tmux, &fast, "sleep 0.3");
+    let all = call_ok(
+        &client,
+        "wait_for_state",
+        json!({"targets": [slow, fast], "condition": "command_finished", "mode": "all", "timeout": 10}),
+    )
+    .await;
+    assert_eq!(all["outcome"], "reached", "{all}");
+    let reached = all["reached"].as_array().unwrap();
+    assert_eq!(reached[0]["pane_id"], fast.as_str(), "{all}");
+    assert_eq!(reached[0]["exit_status"], 0);
+    assert_eq!(reached[1]["pane_id"], slow.as_str());
+    assert_eq!(reached[1]["exit_status"], 1);
+    assert_eq!(reached[1]["command"], "sleep 1; false");
+    assert!(reached[1]["after_ms"].as_u64().unwrap() >= 600, "{all}");
+    assert_eq!(all["pending"], json!([]));
+
+    // The first one only; the other is still pending.
+    type_line(&tmux, &slow, "sleep 5");
+    type_line(&tmux, &fast, "sleep 0.2; echo done");
+    let any = call_ok(
+        &client,
+        "wait_for_state",
+        json!({"targets": [slow, fast], "condition": "command_finished", "timeout": 10}),
+    )
+    .await;
+    assert_eq!(any["reached"][0]["pane_id"], fast.as_str(), "{any}");
+    assert_eq!(any["pending"], json!([slow]), "{any}");
+    tmux.ok(&["send-keys", "-t", &slow, "C-c"]);
+
+    // Quiet for a while: only once the output stopped.
+    type_line(&tmux, &fast, "for i in 1 2 3; do echo $i; sleep 0.2; done");
+    let idle = call_ok(
+        &client,
+        "wait_for_state",
+        json!({"targets": [fast], "condition": "idle", "idle_ms": 400, "timeout": 10}),
+    )
+    .await;
+    assert_eq!(idle["outcome"], "reached", "{idle}");
+    assert!(idle["waited_ms"].as_u64().unwrap() >= 700, "{idle}");
+
+    // Waiting for input: a program that reads its terminal after a while.
+    type_line(&tmux, &fast, "sleep 0.5; python3 -c 'input()'");
+    let input = call_ok(
+        &client,
+        "wait_for_state",
+        json!({"targets": [fast], "condition": "waiting_for_input", "timeout": 10}),
+    )
+    .await;
+    assert_eq!(input["outcome"], "reached", "{input}");
+    assert!(input["waited_ms"].as_u64().unwrap() >= 400, "{input}");
+    let state = call_ok(&client, "get_pane_state", json!({"target": fast})).await;
+    assert_eq!(
+        state["foreground_command_line"], "python3 -c input()",
+        "{state}"
+    );
+    type_line(&tmux, &fast, "");
+
+    // Nothing happens: a timeout naming the pending panes.
+    let quiet = call_ok(
+        &client,
+        "wait_for_state",
+        json!({"targets": [slow], "condition": "command_finished", "timeout": 0.3}),
+    )
+    .await;
+    assert_eq!(quiet["outcome"], "timeout", "{quiet}");
+    assert_eq!(quiet["pending"], json!([slow]));
+
+    // A program that exits.
+    tmux.ok(&["set-option", "-t", &slow, "-p", "remain-on-exit", "on"]);
+    type_line(&tmux, &slow, "exit 4");
+    let exited = call_ok(
+        &client,
+        "wait_for_state",
+        json!({"targets": [slow], "condition": "exited", "timeout": 10}),
+    )
+    .await;
+    assert_eq!(exited["reached"][0]["exit_status"], 4, "{exited}");
+
+    // Bad input changes nothing and says why.
+    let none = call_err(
+        &client,
+        "wait_for_state",
+        json!({"targets": [], "condition": "idle"}),
+    )
+    .await;
+    assert_eq!(none["kind"], "invalid_arguments", "{none}");
+    let many: Vec<String> = (0..65).map(|_| fast.clone()).collect();
+    let many = call_err(
+        &client,
+        "wait_for_state",
+        json!({"targets": many, "condition": "idle"}),
+    )
+    .await;
+    assert!(
+        many["message"].as_str().unwrap().contains("1 to 64"),
+        "{many}"
+    );
+}

@@ -21,6 +21,7 @@ use super::tools::shorten;
 /// Tools that wait for something that may take long.
 pub const WAITING_TOOLS: &[&str] = &[
     "wait_for_text",
+    "wait_for_state",
     "run_command",
     "wait_for_channel",
     "pane_batch",

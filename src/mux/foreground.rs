@@ -24,6 +24,8 @@ pub struct Foreground {
     pub pid: u32,
     /// It is the pane's program itself (no other job in the foreground).
     pub is_pane_program: bool,
+    /// The pane's program's name (`bash`), from its `stat`.
+    pub pane_program: String,
     /// Its command line, arguments joined with spaces.
     pub command_line: String,
     pub blocked: Blocked,
@@ -137,15 +139,18 @@ impl Blocked {
     }
 }
 
-/// The fields of `/proc/<pid>/stat` used here: parent pid and the terminal's foreground
-/// process group. The command name (in parentheses, any bytes) is skipped from its last `)`.
-pub fn parse_stat(text: &str) -> Option<(u32, u32)> {
-    let rest = &text[text.rfind(')')? + 1..];
+/// The fields of `/proc/<pid>/stat` used here: the command name, the parent pid and the
+/// terminal's foreground process group. The name is in parentheses and may hold any bytes, so
+/// it ends at the last `)`.
+pub fn parse_stat(text: &str) -> Option<(String, u32, u32)> {
+    let close = text.rfind(')')?;
+    let name = text[..close].split_once('(')?.1.to_owned();
+    let rest = &text[close + 1..];
     let fields: Vec<&str> = rest.split_whitespace().collect();
     // After the name: state(0) ppid(1) pgrp(2) session(3) tty_nr(4) tpgid(5).
     let ppid = fields.get(1)?.parse().ok()?;
     let tpgid: i64 = fields.get(5)?.parse().ok()?;
-    Some((ppid, u32::try_from(tpgid).ok()?))
+    Some((name, ppid, u32::try_from(tpgid).ok()?))
 }
 
 /// A `/proc/<pid>/cmdline` as one line: arguments joined with spaces, invalid UTF-8 replaced.
@@ -163,7 +168,7 @@ pub fn command_line(raw: &[u8]) -> String {
 pub fn read(proc_root: &Path, server_pid: u32, pane_pid: u32, tty: &str) -> Option<Foreground> {
     let file = |pid: u32, name: &str| proc_root.join(pid.to_string()).join(name);
     let stat = std::fs::read_to_string(file(pane_pid, "stat")).ok()?;
-    let (ppid, tpgid) = parse_stat(&stat)?;
+    let (pane_program, ppid, tpgid) = parse_stat(&stat)?;
     // The pane's program is the tmux server's child: if /proc says otherwise, these pids are
     // not ours to read (another pid namespace), and reading on would describe another process.
     if ppid != server_pid || tpgid == 0 {
@@ -183,6 +188,7 @@ pub fn read(proc_root: &Path, server_pid: u32, pane_pid: u32, tty: &str) -> Opti
     Some(Foreground {
         pid,
         is_pane_program: pid == pane_pid,
+        pane_program,
         command_line,
         blocked,
     })
@@ -228,6 +234,7 @@ mod tests {
         let fg = |blocked, is_pane_program| Foreground {
             pid: 1,
             is_pane_program,
+            pane_program: String::new(),
             command_line: String::new(),
             blocked,
         };
@@ -247,7 +254,7 @@ mod tests {
     #[test]
     fn stat_names_may_hold_anything() {
         let stat = "4242 (a) b (c)) S 17 4242 4242 34816 4300 4194560 0 0";
-        assert_eq!(parse_stat(stat), Some((17, 4300)));
+        assert_eq!(parse_stat(stat), Some(("a) b (c)".into(), 17, 4300)));
         assert_eq!(parse_stat("1 (x) S"), None);
         assert_eq!(parse_stat("1 (x) S 0 1 1 0 -1 0"), None);
     }
@@ -286,6 +293,7 @@ mod tests {
         assert_eq!(fg.pid, 30);
         assert_eq!(fg.command_line, "python3 -q");
         assert!(!fg.is_pane_program);
+        assert_eq!(fg.pane_program, "bash");
         assert_eq!(fg.waiting_for_input(false), Some(true));
         // The same read on another terminal is not waiting for this pane.
         let other = fake_proc("0 0x0 0x55 0x1 0x0 0x0 0x0 0x7ffc 0x7f12\n", "/dev/pts/8");

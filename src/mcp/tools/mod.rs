@@ -23,6 +23,7 @@ pub mod server;
 pub mod session;
 pub mod since;
 pub mod state;
+pub mod state_wait;
 mod support;
 pub(crate) use support::shorten;
 pub mod wait;
@@ -57,6 +58,7 @@ pub(crate) fn router() -> ToolRouter<McpServer> {
         + McpServer::since_tools()
         + McpServer::commands_tools()
         + McpServer::state_tools()
+        + McpServer::state_wait_tools()
         + McpServer::batch_tools()
         + McpServer::channel_tools()
         + McpServer::zellij_session_tools()

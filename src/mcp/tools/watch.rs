@@ -106,6 +106,20 @@ impl PaneState {
         })
     }
 
+    /// Reads `pane`'s state; for a pane just dead, waits (1 s at most) for tmux to learn how its
+    /// program ended, which tmux 3.3a records after the dead flag.
+    pub async fn read_settled(tmux: &TmuxAccess<'_>, pane: PaneId) -> Result<Self, ToolError> {
+        let mut state = Self::read(tmux, pane).await?;
+        for _ in 0..10 {
+            if !state.dead || state.dead_status.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            state = Self::read(tmux, pane).await?;
+        }
+        Ok(state)
+    }
+
     /// Reads `pane`'s state.
     pub async fn read(tmux: &TmuxAccess<'_>, pane: PaneId) -> Result<Self, ToolError> {
         let rows = tmux

@@ -68,6 +68,7 @@ pub struct PaneStream {
     lines: Mutex<Weak<PaneLines>>,
     /// When the stream started: nothing before it is in the stream or its ledger.
     since: SystemTime,
+    started: Instant,
 }
 
 #[derive(Debug)]
@@ -127,6 +128,7 @@ impl PaneStream {
             version: watch::Sender::new(0),
             lines: Mutex::new(Weak::new()),
             since: SystemTime::now(),
+            started: Instant::now(),
         })
     }
 
@@ -209,6 +211,11 @@ impl PaneStream {
     /// How long ago the pane last printed anything (`None`: nothing since the stream started).
     pub fn quiet_for(&self) -> Option<std::time::Duration> {
         self.lock().last_output.map(|at| at.elapsed())
+    }
+
+    /// Since when the pane has printed nothing (the stream's start if it printed nothing yet).
+    pub fn idle_since(&self) -> Instant {
+        self.lock().last_output.unwrap_or(self.started)
     }
 
     /// Reads the pane's command ledger.

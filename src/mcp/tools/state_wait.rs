@@ -1,0 +1,372 @@
+//! `wait_for_state`: wait until one pane, or any or all of a set, reaches a state — quiet for a
+//! while, waiting for input, done with a command, exited — and say which, what and when.
+//!
+//! Each pane's stream is kept (as for the ledger) and subscribed; the wait sleeps until a pane
+//! prints, ends, or reaches the time its state could next change (an idle threshold), and asks
+//! tmux nothing meanwhile. "Waiting for input" needs `/proc` evidence
+//! ([`crate::mux::foreground`]), read only once a pane has been quiet for a moment and then
+//! less and less often while it stays quiet (every read that says "not waiting" doubles the
+//! pause, up to 2 s); new output starts that over.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::select_all;
+use rmcp::handler::server::common::Extension;
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::{tool, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::watch::{PaneState, WaitBudget, cancelled, keep, target_pane};
+use crate::mcp::McpServer;
+use crate::mcp::access::TmuxAccess;
+use crate::mcp::call::CallContext;
+use crate::mcp::error::ToolError;
+use crate::mux::foreground;
+use crate::mux::shell_run::ShellFlavor;
+use crate::mux::tmux::output::PaneStream;
+use crate::mux::tmux::{OutputSubscription, PaneId, StreamEnd};
+
+/// Quiet this long before `/proc` is first read for `waiting_for_input`.
+const QUIET_BEFORE_PROC: Duration = Duration::from_millis(100);
+/// The longest pause between `/proc` reads of a pane that stays quiet and not waiting.
+const MAX_PROC_PAUSE: Duration = Duration::from_secs(2);
+const DEFAULT_IDLE: Duration = Duration::from_secs(2);
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Most panes one wait watches.
+const MAX_TARGETS: usize = 64;
+
+/// What `wait_for_state` waits for: no output for `idle_ms`; the foreground program blocked
+/// reading the terminal (as get_pane_state says it); a command list_commands records ended; the
+/// pane's program exited or the pane closed. (Variants carry no doc comments: the schema would
+/// repeat them per value.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StateCondition {
+    Idle,
+    WaitingForInput,
+    CommandFinished,
+    Exited,
+}
+
+/// Whether the first pane to reach the state ends the wait, or the last.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Quorum {
+    #[default]
+    Any,
+    All,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WaitForStateInput {
+    /// Server; omit if only one.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Panes `%N`, at most 64.
+    pub targets: Vec<String>,
+    /// idle (no output for `idle_ms`), waiting_for_input, command_finished, exited.
+    pub condition: StateCondition,
+    /// For `idle`: quiet this long (default 2000).
+    #[serde(default)]
+    pub idle_ms: Option<u64>,
+    /// `any` (default) or `all` panes.
+    #[serde(default)]
+    pub mode: Quorum,
+    /// Seconds (default 30, capped by your max_wait_seconds).
+    #[serde(default)]
+    pub timeout: Option<f64>,
+}
+
+/// One pane that reached the state.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct StateReached {
+    pub pane_id: String,
+    /// When, from the start of the wait.
+    pub after_ms: u64,
+    /// The finished command's (command_finished) or the program's (exited).
+    pub exit_status: Option<i32>,
+    /// The finished command (command_finished).
+    pub command: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct WaitForStateOutput {
+    /// reached, or timeout.
+    pub outcome: &'static str,
+    /// In the order they got there.
+    pub reached: Vec<StateReached>,
+    /// Panes that had not.
+    pub pending: Vec<String>,
+    pub waited_ms: u64,
+}
+
+/// One watched pane.
+struct Watched {
+    pane: PaneId,
+    stream: Arc<PaneStream>,
+    subscription: OutputSubscription,
+    state: PaneState,
+    /// The newest record when the wait began, and whether it was still running.
+    baseline: Option<(u64, bool)>,
+    ended: Option<StreamEnd>,
+    /// When `/proc` may be read next, and the pause after that.
+    proc_at: Instant,
+    proc_pause: Duration,
+    reached: Option<StateReached>,
+}
+
+impl Watched {
+    /// Checks the pane at `now`; `None`, or the time it could next reach the state without
+    /// printing anything.
+    fn check(
+        &mut self,
+        condition: StateCondition,
+        idle: Duration,
+        started: Instant,
+        now: Instant,
+        read_proc: bool,
+    ) -> Option<Instant> {
+        let reached = |exit_status, command| StateReached {
+            pane_id: self.pane.to_string(),
+            after_ms: u64::try_from(now.duration_since(started).as_millis()).unwrap_or(u64::MAX),
+            exit_status,
+            command,
+        };
+        match condition {
+            StateCondition::Exited => {
+                let status = match &self.ended {
+                    Some(StreamEnd::PaneExited { status }) => Some(*status),
+                    Some(StreamEnd::PaneClosed) => Some(None),
+                    _ => None,
+                };
+                if let Some(status) = status {
+                    self.reached = Some(reached(status, None));
+                }
+                None
+            }
+            StateCondition::CommandFinished => {
+                let baseline = self.baseline;
+                let finished = self.stream.with_ledger(|ledger| {
+                    ledger
+                        .records()
+                        .find(|r| {
+                            r.finished()
+                                && match baseline {
+                                    Some((id, running)) => r.id > id || (running && r.id == id),
+                                    None => true,
+                                }
+                        })
+                        .map(|r| (r.exit_status, r.command.clone()))
+                });
+                if let Some((status, command)) = finished {
+                    self.reached = Some(reached(status, command));
+                }
+                None
+            }
+            StateCondition::Idle => {
+                let at = self.stream.idle_since() + idle;
+                if at <= now {
+                    self.reached = Some(reached(None, None));
+                    return None;
+                }
+                Some(at)
+            }
+            StateCondition::WaitingForInput => {
+                let at = (self.stream.idle_since() + QUIET_BEFORE_PROC).max(self.proc_at);
+                if at > now {
+                    return Some(at);
+                }
+                let waiting = read_proc
+                    .then(|| {
+                        foreground::read(
+                            std::path::Path::new("/proc"),
+                            self.state.server_pid,
+                            self.state.pane_pid,
+                            &self.state.tty,
+                        )
+                    })
+                    .flatten()
+                    .and_then(|fg| {
+                        let shell = ShellFlavor::detect(&self.state.current_command).is_some();
+                        fg.waiting_for_input(shell)
+                    });
+                if waiting == Some(true) {
+                    self.reached = Some(reached(None, None));
+                    return None;
+                }
+                self.proc_at = now + self.proc_pause;
+                self.proc_pause = (self.proc_pause * 2).min(MAX_PROC_PAUSE);
+                Some(self.proc_at)
+            }
+        }
+    }
+
+    /// New output: a quiet pane's `/proc` checks start over.
+    fn printed(&mut self) {
+        self.proc_at = Instant::now();
+        self.proc_pause = Duration::from_millis(250);
+    }
+}
+
+/// Runs a `wait_for_state` on `targets` until `deadline`. The caller holds the wait budget.
+async fn wait_for_state(
+    tmux: &TmuxAccess<'_>,
+    input: &WaitForStateInput,
+    deadline: Instant,
+    cancel: &CancellationToken,
+) -> Result<WaitForStateOutput, ToolError> {
+    let started = Instant::now();
+    let idle = input.idle_ms.map_or(DEFAULT_IDLE, Duration::from_millis);
+    let read_proc = tmux.workspace.is_none();
+    if input.condition == StateCondition::WaitingForInput && !read_proc {
+        return Err(ToolError::invalid_arguments(
+            "waiting_for_input needs /proc evidence, which a workspace's panes do not give the gateway",
+            "wait for idle, command_finished or exited instead",
+        ));
+    }
+    let mut watched = Vec::with_capacity(input.targets.len());
+    for target in &input.targets {
+        let pane = target_pane(tmux, target).await?;
+        if watched.iter().any(|w: &Watched| w.pane == pane) {
+            continue;
+        }
+        let stream = keep(tmux, pane, deadline).await?;
+        let subscription = stream.subscribe();
+        let state = PaneState::read_settled(tmux, pane).await?;
+        let baseline = stream
+            .with_ledger(|ledger| ledger.records().next_back().map(|r| (r.id, !r.finished())));
+        let ended = state.dead.then_some(StreamEnd::PaneExited {
+            status: state.dead_status,
+        });
+        watched.push(Watched {
+            pane,
+            stream,
+            subscription,
+            state,
+            baseline,
+            ended,
+            proc_at: started,
+            proc_pause: Duration::from_millis(250),
+            reached: None,
+        });
+    }
+    let mut order = Vec::new();
+    loop {
+        let now = Instant::now();
+        let mut wake = deadline;
+        for (index, w) in watched.iter_mut().enumerate() {
+            if w.reached.is_some() {
+                continue;
+            }
+            if let Some(at) = w.check(input.condition, idle, started, now, read_proc) {
+                wake = wake.min(at);
+            }
+            if w.reached.is_some() {
+                order.push(index);
+            }
+        }
+        let done = match input.mode {
+            Quorum::Any => !order.is_empty(),
+            Quorum::All => order.len() == watched.len(),
+        };
+        if done || now >= deadline {
+            break;
+        }
+        let mut pending: Vec<_> = watched
+            .iter_mut()
+            .enumerate()
+            .filter(|(_, w)| w.reached.is_none() && w.ended.is_none())
+            .map(|(index, w)| Box::pin(async move { (index, w.subscription.next().await) }))
+            .collect();
+        // `select_all` refuses an empty list: with every stream ended, only time can help.
+        let output = async {
+            if pending.is_empty() {
+                std::future::pending().await
+            } else {
+                select_all(pending.iter_mut()).await.0
+            }
+        };
+        let woke = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(cancelled()),
+            () = tokio::time::sleep_until(wake) => None,
+            next = output => Some(next),
+        };
+        drop(pending);
+        if let Some((index, next)) = woke {
+            let w = &mut watched[index];
+            match next {
+                Ok(_) => w.printed(),
+                Err(end) => w.ended = Some(end),
+            }
+        }
+    }
+    let reached: Vec<StateReached> = order
+        .iter()
+        .filter_map(|&index| watched[index].reached.clone())
+        .collect();
+    Ok(WaitForStateOutput {
+        outcome: if reached.is_empty()
+            || (input.mode == Quorum::All && reached.len() < watched.len())
+        {
+            "timeout"
+        } else {
+            "reached"
+        },
+        pending: watched
+            .iter()
+            .filter(|w| w.reached.is_none())
+            .map(|w| w.pane.to_string())
+            .collect(),
+        reached,
+        waited_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    })
+}
+
+#[tool_router(router = state_wait_tools, vis = "pub(crate)")]
+impl McpServer {
+    #[tool(
+        name = "wait_for_state",
+        description = "Wait until any (or all) of some panes is idle, waiting for input, done \
+            with a command (as list_commands records it), or exited.\n\n\
+            Asks tmux nothing meanwhile. Returns `reached` panes in order, with `after_ms`.",
+        annotations(
+            title = "Wait for pane states",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn wait_for_state(
+        &self,
+        Extension(call): Extension<CallContext>,
+        cancel: CancellationToken,
+        Parameters(input): Parameters<WaitForStateInput>,
+    ) -> Result<Json<WaitForStateOutput>, ToolError> {
+        if input.targets.is_empty() || input.targets.len() > MAX_TARGETS {
+            return Err(ToolError::invalid_arguments(
+                format!(
+                    "targets must hold 1 to {MAX_TARGETS} panes, got {}",
+                    input.targets.len()
+                ),
+                "pass pane ids from list_panes",
+            ));
+        }
+        if input.idle_ms == Some(0) {
+            return Err(ToolError::invalid_arguments(
+                "idle_ms must be positive",
+                "pass how long the pane must stay quiet, in milliseconds",
+            ));
+        }
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
+        let budget = WaitBudget::take(&tmux, input.timeout, DEFAULT_TIMEOUT)?;
+        let work = wait_for_state(&tmux, &input, budget.deadline, &cancel);
+        self.state().until_shutdown(work).await.map(Json)
+    }
+}
