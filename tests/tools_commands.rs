@@ -6,6 +6,7 @@ mod common;
 
 use std::time::Duration;
 
+use common::probe::metric;
 use common::tmux::TestTmux;
 use common::tools::{Client, call_err, call_ok, client, type_line, wait_for_screen};
 use common::{config_with_server, spawn_gateway};
@@ -405,4 +406,42 @@ async fn wait_for_state_reports_panes_as_they_get_there() {
         many["message"].as_str().unwrap().contains("1 to 64"),
         "{many}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_on_state_sends_tmux_nothing() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+    let pane = pane_running(&tmux, "s", INTEGRATED_BASH).await;
+    type_line(&tmux, &pane, "sleep 60");
+    let commands = || {
+        metric(
+            &gateway.base,
+            "muxgate_tmux_commands_total{server=\"work\"}",
+        )
+    };
+    for condition in ["command_finished", "waiting_for_input", "idle"] {
+        let wait = |timeout: f64| {
+            call_ok(
+                &client,
+                "wait_for_state",
+                json!({"targets": [pane], "condition": condition, "idle_ms": 100_000, "timeout": timeout}),
+            )
+        };
+        // The first call starts recording; later ones cost the same set-up, however long
+        // they then wait.
+        wait(0.1).await;
+        let before = commands().await;
+        assert_eq!(wait(0.2).await["outcome"], "timeout");
+        let short = commands().await - before;
+        let before = commands().await;
+        assert_eq!(wait(1.5).await["outcome"], "timeout");
+        let long = commands().await - before;
+        assert!(short > 0.0, "{condition}: the set-up asks tmux something");
+        assert_eq!(
+            short, long,
+            "{condition}: waiting 1.3 s longer sent tmux commands"
+        );
+    }
 }
