@@ -349,7 +349,18 @@ async fn wait_for_state_reports_panes_as_they_get_there() {
     assert_eq!(idle["outcome"], "reached", "{idle}");
     assert!(idle["waited_ms"].as_u64().unwrap() >= 700, "{idle}");
 
-    // Waiting for input: a program that reads its terminal after a while.
+    // Waiting for input: a shell back at its prompt after a command (bash waits in pselect)…
+    type_line(&tmux, &fast, "sleep 0.5");
+    let prompt = call_ok(
+        &client,
+        "wait_for_state",
+        json!({"targets": [fast], "condition": "waiting_for_input", "timeout": 10}),
+    )
+    .await;
+    assert_eq!(prompt["outcome"], "reached", "{prompt}");
+    assert!(prompt["waited_ms"].as_u64().unwrap() >= 400, "{prompt}");
+
+    // … and a program that reads its terminal after a while.
     type_line(&tmux, &fast, "sleep 0.5; python3 -c 'input()'");
     let input = call_ok(
         &client,

@@ -6,7 +6,7 @@
 //! once recording runs.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
@@ -15,7 +15,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use super::watch::{keep, target_pane};
+use super::watch::{KEEP_WAIT, keep, target_pane, unix_ms};
 use crate::mcp::McpServer;
 use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
@@ -30,8 +30,6 @@ const DEFAULT_LIMIT: usize = 20;
 const MAX_LIMIT: usize = 100;
 /// Most output rows a client may ask for at once.
 const MAX_MAX_LINES: usize = 10_000;
-/// How long starting to record may wait for the pane's output connection.
-const KEEP_WAIT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -118,11 +116,6 @@ async fn recorded(
     let pane = target_pane(tmux, target).await?;
     let stream = keep(tmux, pane, Instant::now() + KEEP_WAIT).await?;
     Ok((pane, stream))
-}
-
-fn unix_ms(at: SystemTime) -> u64 {
-    at.duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 fn info(record: &CommandRecord, stream_end: u64) -> CommandInfo {

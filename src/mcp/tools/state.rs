@@ -8,7 +8,6 @@
 //! pid namespace, so `/proc` is not read there and the process fields are left out.
 
 use std::path::Path;
-use std::time::{Duration, SystemTime};
 
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
@@ -17,15 +16,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use super::watch::{PaneState, keep, target_pane};
+use super::watch::{KEEP_WAIT, PaneState, keep, target_pane, unix_ms};
 use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mux::foreground::{self, Blocked};
 use crate::mux::shell_run::ShellFlavor;
-
-/// How long starting to record may wait for the pane's output connection.
-const KEEP_WAIT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -72,11 +68,6 @@ fn blocked_name(blocked: Blocked) -> Option<&'static str> {
         Blocked::WaitingForChild => "wait_child",
         Blocked::Unknown => return None,
     })
-}
-
-fn unix_ms(at: SystemTime) -> u64 {
-    at.duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 #[tool_router(router = state_tools, vis = "pub(crate)")]

@@ -192,8 +192,7 @@ impl Watched {
                     })
                     .flatten()
                     .and_then(|fg| {
-                        let shell = ShellFlavor::detect(&self.state.current_command).is_some();
-                        fg.waiting_for_input(shell)
+                        fg.waiting_for_input(ShellFlavor::detect(&fg.pane_program).is_some())
                     });
                 if waiting == Some(true) {
                     self.reached = Some(reached(None, None));

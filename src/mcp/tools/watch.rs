@@ -6,7 +6,7 @@
 //! [`crate::mux::tmux::output`]) until output arrives, the deadline passes or the client cancels.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
@@ -106,11 +106,11 @@ impl PaneState {
         })
     }
 
-    /// Reads `pane`'s state; for a pane just dead, waits (1 s at most) for tmux to learn how its
-    /// program ended, which tmux 3.3a records after the dead flag.
+    /// Reads `pane`'s state; for a pane just dead, waits (3 s at most) for tmux to learn how its
+    /// program ended, which tmux 3.3a records after the dead flag (seen over 1 s under load).
     pub async fn read_settled(tmux: &TmuxAccess<'_>, pane: PaneId) -> Result<Self, ToolError> {
         let mut state = Self::read(tmux, pane).await?;
-        for _ in 0..10 {
+        for _ in 0..30 {
             if !state.dead || state.dead_status.is_some() {
                 break;
             }
@@ -157,6 +157,16 @@ pub async fn subscribe(
                 "call list_panes to see valid pane ids",
             )
         })
+}
+
+/// How long starting to record a pane may wait for its output connection, for calls that read
+/// a pane's state rather than wait on it.
+pub const KEEP_WAIT: Duration = Duration::from_secs(10);
+
+/// A time as Unix milliseconds (0 before the epoch).
+pub fn unix_ms(at: SystemTime) -> u64 {
+    at.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// Keeps `pane`'s command ledger recording (starting it if needed) and returns its stream.
