@@ -107,6 +107,18 @@ impl LineAssembler {
         trimmed(&self.line)
     }
 
+    /// The visible lines of a whole range of output at once: its complete lines, then the
+    /// unfinished last one if anything was written on it.
+    pub fn lines_of(data: &[u8]) -> Vec<String> {
+        let mut assembler = Self::new();
+        let mut lines = Vec::new();
+        assembler.feed(data, &mut lines);
+        if assembler.has_partial() {
+            lines.push(assembler.partial());
+        }
+        lines
+    }
+
     /// Whether anything has been written on the current line.
     pub fn has_partial(&self) -> bool {
         self.line.iter().any(|c| *c != ' ')
@@ -362,6 +374,13 @@ fn trimmed(line: &[char]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_of_a_range_keep_an_unfinished_last_line_with_text() {
+        assert_eq!(LineAssembler::lines_of(b"a\r\nb\x1b[31mc"), ["a", "bc"]);
+        assert_eq!(LineAssembler::lines_of(b"a\r\n   "), ["a"]);
+        assert!(LineAssembler::lines_of(b"").is_empty());
+    }
 
     fn lines_of(data: &[u8]) -> (Vec<String>, String) {
         let mut asm = LineAssembler::new();

@@ -1,9 +1,10 @@
 //! `list_commands` and `get_command_output`: a pane's commands as records, read from the
 //! command ledger its output stream keeps ([`crate::mux::ledger`]).
 //!
-//! A pane's ledger records while its stream is kept: from the first of these calls on the pane
-//! (or a `run_command` in it) until [`crate::mux::tmux::LEDGER_KEEP`] after the last. Reading it asks tmux nothing
-//! once recording runs.
+//! A pane's ledger records while its stream is kept: from the first call on the pane that keeps
+//! it (these, `get_pane_state`, `wait_for_state`, `run_command`) until
+//! [`crate::mux::tmux::LEDGER_KEEP`] after the last. Reading it asks tmux nothing once recording
+//! runs.
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -148,17 +149,6 @@ fn check_range(name: &str, value: usize, max: usize) -> Result<(), ToolError> {
     ))
 }
 
-/// The visible lines of a command's output bytes.
-fn output_lines(bytes: &[u8]) -> Vec<Vec<u8>> {
-    let mut assembler = LineAssembler::new();
-    let mut lines: Vec<String> = Vec::new();
-    assembler.feed(bytes, &mut lines);
-    if assembler.has_partial() {
-        lines.push(assembler.partial());
-    }
-    lines.into_iter().map(String::into_bytes).collect()
-}
-
 #[tool_router(router = commands_tools, vis = "pub(crate)")]
 impl McpServer {
     #[tool(
@@ -241,7 +231,11 @@ impl McpServer {
         };
         let to = record.output_to.unwrap_or_else(|| stream.end_offset());
         let (bytes, lost) = stream.bytes(record.output_from..to);
-        let shaped = shape_capture(&output_lines(&bytes), max_lines, false);
+        let lines: Vec<Vec<u8>> = LineAssembler::lines_of(&bytes)
+            .into_iter()
+            .map(String::into_bytes)
+            .collect();
+        let shaped = shape_capture(&lines, max_lines, false);
         let (output, truncated_bytes) = tmux.cap_output(&shaped.text);
         Ok(Json(GetCommandOutputOutput {
             pane_id: pane.to_string(),

@@ -25,8 +25,6 @@ use crate::mcp::McpServer;
 use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
-use crate::mux::foreground;
-use crate::mux::shell_run::ShellFlavor;
 use crate::mux::tmux::output::PaneStream;
 use crate::mux::tmux::{OutputSubscription, PaneId, StreamEnd};
 
@@ -125,11 +123,11 @@ impl Watched {
     /// printing anything.
     fn check(
         &mut self,
+        tmux: &TmuxAccess<'_>,
         condition: StateCondition,
         idle: Duration,
         started: Instant,
         now: Instant,
-        read_proc: bool,
     ) -> Option<Instant> {
         let reached = |exit_status, command| StateReached {
             pane_id: self.pane.to_string(),
@@ -181,19 +179,10 @@ impl Watched {
                 if at > now {
                     return Some(at);
                 }
-                let waiting = read_proc
-                    .then(|| {
-                        foreground::read(
-                            std::path::Path::new("/proc"),
-                            self.state.server_pid,
-                            self.state.pane_pid,
-                            &self.state.tty,
-                        )
-                    })
-                    .flatten()
-                    .and_then(|fg| {
-                        fg.waiting_for_input(ShellFlavor::detect(&fg.pane_program).is_some())
-                    });
+                let waiting = self
+                    .state
+                    .foreground(tmux)
+                    .and_then(|fg| fg.waiting_for_input());
                 if waiting == Some(true) {
                     self.reached = Some(reached(None, None));
                     return None;
@@ -221,8 +210,7 @@ async fn wait_for_state(
 ) -> Result<WaitForStateOutput, ToolError> {
     let started = Instant::now();
     let idle = input.idle_ms.map_or(DEFAULT_IDLE, Duration::from_millis);
-    let read_proc = tmux.workspace.is_none();
-    if input.condition == StateCondition::WaitingForInput && !read_proc {
+    if input.condition == StateCondition::WaitingForInput && tmux.workspace.is_some() {
         return Err(ToolError::invalid_arguments(
             "waiting_for_input needs /proc evidence, which a workspace's panes do not give the gateway",
             "wait for idle, command_finished or exited instead",
@@ -262,7 +250,7 @@ async fn wait_for_state(
             if w.reached.is_some() {
                 continue;
             }
-            if let Some(at) = w.check(input.condition, idle, started, now, read_proc) {
+            if let Some(at) = w.check(tmux, input.condition, idle, started, now) {
                 wake = wake.min(at);
             }
             if w.reached.is_some() {

@@ -13,6 +13,7 @@ use tokio::time::Instant;
 use crate::limits::WaitPermit;
 use crate::mcp::access::{TmuxAccess, engine_error, parse_target};
 use crate::mcp::error::{ToolError, ToolErrorKind};
+use crate::mux::foreground::{self, Foreground};
 use crate::mux::tmux::format::{flag, row_format, split_row};
 use crate::mux::tmux::output::PaneStream;
 use crate::mux::tmux::target::Target;
@@ -104,6 +105,15 @@ impl PaneState {
                 current_command: f[12].clone(),
             })
         })
+    }
+
+    /// The pane's foreground process from `/proc`, where the gateway may read it: not for a
+    /// workspace's panes (their pids belong to the sandbox's pid namespace), not for a dead pane.
+    pub fn foreground(&self, tmux: &TmuxAccess<'_>) -> Option<Foreground> {
+        if tmux.workspace.is_some() || self.dead {
+            return None;
+        }
+        foreground::of_pane(self.server_pid, self.pane_pid, &self.tty)
     }
 
     /// Reads `pane`'s state; for a pane just dead, waits (3 s at most) for tmux to learn how its

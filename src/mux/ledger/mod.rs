@@ -17,7 +17,7 @@
 //! began at its prompt and what came before is the command line's echo; a command still open when the next prompt or command starts is
 //! closed there without a status (a shell that sends no `D`); a `D` with no open command is
 //! ignored (the shell's own `D` after a run already closed by its marker). The ledger keeps the
-//! last [`Ledger::capacity`] records.
+//! last records, as many as [`Ledger::new`] was given.
 //!
 //! Pure: no I/O, no clock (callers pass the time of the output).
 
@@ -60,7 +60,7 @@ impl CommandRecord {
 
 /// Where the shell is, as far as its marks tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ShellPhase {
+enum ShellPhase {
     /// No mark seen yet, or a command ended and no prompt followed yet.
     Unknown,
     /// Printing its prompt (`A` seen).
@@ -99,10 +99,6 @@ impl Ledger {
         }
     }
 
-    pub fn capacity(&self) -> usize {
-        self.capacity
-    }
-
     /// The records kept, oldest first.
     pub fn records(&self) -> impl DoubleEndedIterator<Item = &CommandRecord> {
         self.records.iter()
@@ -110,10 +106,6 @@ impl Ledger {
 
     pub fn record(&self, id: u64) -> Option<&CommandRecord> {
         self.records.iter().find(|r| r.id == id)
-    }
-
-    pub fn phase(&self) -> ShellPhase {
-        self.phase
     }
 
     /// Whether the shell waits at its prompt (its prompt was printed and no command started).
@@ -360,7 +352,6 @@ mod tests {
             b"\x1b]133;B\x07d\r\n\x1b]133;C\x07\x1b]133;D;0\x07\x1b]133;D;9\x07",
         ]);
         let records: Vec<_> = ledger.records().collect();
-        assert_eq!(ledger.capacity(), 3);
         let ids: Vec<u64> = records.iter().map(|r| r.id).collect();
         assert_eq!(ids, [2, 3, 4]);
         assert_eq!(records[0].command.as_deref(), Some("b"));

@@ -324,11 +324,7 @@ fn typed_text(buf: &VecDeque<u8>, start: u64, range: Range<u64>) -> Option<Strin
     let from = usize::try_from(range.start - start).ok()?;
     let to = usize::try_from(range.end - start).ok()?;
     let bytes: Vec<u8> = buf.range(from..to.min(buf.len())).copied().collect();
-    let mut assembler = LineAssembler::new();
-    let mut lines: Vec<String> = Vec::new();
-    assembler.feed(&bytes, &mut lines);
-    lines.push(assembler.partial());
-    Some(lines.join("\n"))
+    Some(LineAssembler::lines_of(&bytes).join("\n"))
 }
 
 /// A reader's place in a [`PaneStream`]: the next byte it reads and the gaps it has seen.
