@@ -40,21 +40,33 @@ async fn pane_running(tmux: &TestTmux, name: &str, command: &str) -> String {
     pane
 }
 
-/// Lists `pane`'s commands until `done` holds for them (10 s at most).
-async fn commands_until(client: &Client, pane: &str, done: impl Fn(&[Value]) -> bool) -> Value {
+/// Calls `tool` on `pane` until `done` holds for its answer (10 s at most).
+async fn call_until(
+    client: &Client,
+    tool: &str,
+    pane: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
-        let listed = call_ok(client, "list_commands", json!({"target": pane})).await;
-        let commands = listed["commands"].as_array().cloned().unwrap_or_default();
-        if done(&commands) {
-            return listed;
+        let answer = call_ok(client, tool, json!({"target": pane})).await;
+        if done(&answer) {
+            return answer;
         }
         assert!(
             tokio::time::Instant::now() < deadline,
-            "commands never settled: {listed}"
+            "{tool} never settled: {answer}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Lists `pane`'s commands until `done` holds for them.
+async fn commands_until(client: &Client, pane: &str, done: impl Fn(&[Value]) -> bool) -> Value {
+    call_until(client, "list_commands", pane, |listed| {
+        done(listed["commands"].as_array().map_or(&[], Vec::as_slice))
+    })
+    .await
 }
 
 fn finished(commands: &[Value], n: usize) -> bool {
@@ -194,9 +206,18 @@ async fn run_command_runs_are_recorded_in_a_shell_without_integration() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_watched_only_for_its_ledger_makes_room_for_a_wait() {
+    // The server's cap, then one client's share of it.
+    ledger_session_makes_room(|config| config.engine.max_output_connections = 1).await;
+    ledger_session_makes_room(|config| {
+        config.limits.max_watched_sessions = std::num::NonZeroU32::MIN;
+    })
+    .await;
+}
+
+async fn ledger_session_makes_room(cap: impl FnOnce(&mut muxgate::config::Config)) {
     let tmux = TestTmux::start();
     let mut config = config_with_server("work", &tmux.socket, false);
-    config.engine.max_output_connections = 1;
+    cap(&mut config);
     let gateway = spawn_gateway(config).await;
     let client = client(&gateway).await;
     let recorded = pane_running(&tmux, "recorded", "env PS1='$ ' sh").await;
@@ -209,7 +230,8 @@ async fn a_session_watched_only_for_its_ledger_makes_room_for_a_wait() {
     )
     .await;
     assert_eq!(ran["exit_status"], 0, "{ran}");
-    // The only output connection now keeps `recorded`'s ledger; a wait elsewhere still gets one.
+    // The only output connection allowed now keeps `recorded`'s ledger; a wait elsewhere still
+    // gets one.
     type_line(&tmux, &waited, "sleep 0.3; echo ready-$((2+2))");
     let wait = call_ok(
         &client,
@@ -223,20 +245,9 @@ async fn a_session_watched_only_for_its_ledger_makes_room_for_a_wait() {
     assert_eq!(listed["commands"], json!([]), "{listed}");
 }
 
-/// `get_pane_state` of `pane` once `done` holds for it (10 s at most).
+/// `get_pane_state` of `pane` once `done` holds for it.
 async fn state_until(client: &Client, pane: &str, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let state = call_ok(client, "get_pane_state", json!({"target": pane})).await;
-        if done(&state) {
-            return state;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "state never settled: {state}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    call_until(client, "get_pane_state", pane, done).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

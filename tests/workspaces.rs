@@ -40,6 +40,23 @@ async fn each_tenant_gets_its_own_server_named_workspace() {
     .await;
     assert_eq!(run["exit_status"], 0, "{run}");
     assert_eq!(run["output"], "hi from /workspace\n/workspace\n", "{run}");
+    // The pane's pids are the sandbox's own: the gateway reads no /proc for them, so nothing
+    // a tenant runs can make it describe a process outside the workspace.
+    let pane_state = call_ok(&alice, "get_pane_state", json!({"target": pane})).await;
+    for field in [
+        "foreground_pid",
+        "foreground_command_line",
+        "waiting_for_input",
+    ] {
+        assert!(pane_state.get(field).is_none(), "{field}: {pane_state}");
+    }
+    let refused = call_err(
+        &alice,
+        "wait_for_state",
+        json!({"targets": [pane], "condition": "waiting_for_input"}),
+    )
+    .await;
+    assert_eq!(refused["kind"], "invalid_arguments", "{refused}");
 
     let listed = call_ok(&bob, "list_sessions", json!({})).await;
     assert_eq!(
