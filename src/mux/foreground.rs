@@ -12,6 +12,11 @@
 //! full-screen programs and agent CLIs) may be waiting for the terminal or for anything else,
 //! so it is reported as unknown, never as waiting.
 //!
+//! A wrapper that does not `exec` its program (`sh -c 'agent --flag'` under dash, a launcher
+//! script) leads the foreground group while it waits for the program; the process described is
+//! then the one the wrapper waits for, its only child in the same group (followed down a few
+//! levels through `/proc/<pid>/task/<pid>/children`).
+//!
 //! The decision ([`Blocked::classify`], [`parse_stat`], [`parse_syscall`]) is pure; [`read`]
 //! does the file reads. Reading `syscall` needs the right to trace the process (same user and no
 //! Yama restriction, or root); without it the answer is unknown.
@@ -142,19 +147,36 @@ impl Blocked {
     }
 }
 
-/// The fields of `/proc/<pid>/stat` used here: the command name, the parent pid and the
-/// terminal's foreground process group. The name is in parentheses and may hold any bytes, so
-/// it ends at the last `)`.
-pub fn parse_stat(text: &str) -> Option<(String, u32, u32)> {
+/// The fields of `/proc/<pid>/stat` used here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stat {
+    pub name: String,
+    pub ppid: u32,
+    /// The process group.
+    pub pgrp: u32,
+    /// The foreground process group of its terminal.
+    pub tpgid: u32,
+}
+
+/// Parses `/proc/<pid>/stat`. The name is in parentheses and may hold any bytes, so it ends at
+/// the last `)`.
+pub fn parse_stat(text: &str) -> Option<Stat> {
     let close = text.rfind(')')?;
     let name = text[..close].split_once('(')?.1.to_owned();
     let rest = &text[close + 1..];
     let fields: Vec<&str> = rest.split_whitespace().collect();
     // After the name: state(0) ppid(1) pgrp(2) session(3) tty_nr(4) tpgid(5).
-    let ppid = fields.get(1)?.parse().ok()?;
     let tpgid: i64 = fields.get(5)?.parse().ok()?;
-    Some((name, ppid, u32::try_from(tpgid).ok()?))
+    Some(Stat {
+        name,
+        ppid: fields.get(1)?.parse().ok()?,
+        pgrp: fields.get(2)?.parse().ok()?,
+        tpgid: u32::try_from(tpgid).ok()?,
+    })
 }
+
+/// How many wrappers deep the foreground program is looked for.
+const MAX_WRAPPERS: usize = 4;
 
 /// A `/proc/<pid>/cmdline` as one line: arguments joined with spaces, invalid UTF-8 replaced.
 pub fn command_line(raw: &[u8]) -> String {
@@ -176,24 +198,38 @@ pub fn of_pane(server_pid: u32, pane_pid: u32, tty: &str) -> Option<Foreground> 
 /// expected (another pid namespace, the pane's program gone): then nothing is said about it.
 pub fn read(proc_root: &Path, server_pid: u32, pane_pid: u32, tty: &str) -> Option<Foreground> {
     let file = |pid: u32, name: &str| proc_root.join(pid.to_string()).join(name);
-    let stat = std::fs::read_to_string(file(pane_pid, "stat")).ok()?;
-    let (pane_program, ppid, tpgid) = parse_stat(&stat)?;
+    let stat = parse_stat(&std::fs::read_to_string(file(pane_pid, "stat")).ok()?)?;
     // The pane's program is the tmux server's child: if /proc says otherwise, these pids are
     // not ours to read (another pid namespace), and reading on would describe another process.
-    if ppid != server_pid || tpgid == 0 {
+    if stat.ppid != server_pid || stat.tpgid == 0 {
         return None;
     }
-    let pid = tpgid;
+    let pane_program = stat.name;
+    let group = stat.tpgid;
+    let blocked_of = |pid: u32| {
+        let syscall = std::fs::read_to_string(file(pid, "syscall"))
+            .ok()
+            .and_then(|text| parse_syscall(&text));
+        Blocked::classify(syscall, |fd| {
+            std::fs::read_link(file(pid, "fd").join(fd.to_string()))
+                .is_ok_and(|target| target == Path::new(tty))
+        })
+    };
+    let mut pid = group;
+    let mut blocked = blocked_of(pid);
+    for _ in 0..MAX_WRAPPERS {
+        if blocked != Blocked::WaitingForChild {
+            break;
+        }
+        let Some(child) = only_child_in_group(proc_root, pid, group) else {
+            break;
+        };
+        pid = child;
+        blocked = blocked_of(pid);
+    }
     let command_line = std::fs::read(file(pid, "cmdline"))
         .map(|raw| command_line(&raw))
         .unwrap_or_default();
-    let syscall = std::fs::read_to_string(file(pid, "syscall"))
-        .ok()
-        .and_then(|text| parse_syscall(&text));
-    let blocked = Blocked::classify(syscall, |fd| {
-        std::fs::read_link(file(pid, "fd").join(fd.to_string()))
-            .is_ok_and(|target| target == Path::new(tty))
-    });
     Some(Foreground {
         pid,
         is_pane_program: pid == pane_pid,
@@ -201,6 +237,22 @@ pub fn read(proc_root: &Path, server_pid: u32, pane_pid: u32, tty: &str) -> Opti
         command_line,
         blocked,
     })
+}
+
+/// The only child of `pid`, if it belongs to process group `group`.
+fn only_child_in_group(proc_root: &Path, pid: u32, group: u32) -> Option<u32> {
+    let task = proc_root
+        .join(pid.to_string())
+        .join("task")
+        .join(pid.to_string());
+    let children = std::fs::read_to_string(task.join("children")).ok()?;
+    let mut pids = children.split_whitespace();
+    let child: u32 = pids.next()?.parse().ok()?;
+    if pids.next().is_some() {
+        return None;
+    }
+    let stat = std::fs::read_to_string(proc_root.join(child.to_string()).join("stat")).ok()?;
+    (parse_stat(&stat)?.pgrp == group).then_some(child)
 }
 
 #[cfg(test)]
@@ -265,8 +317,16 @@ mod tests {
 
     #[test]
     fn stat_names_may_hold_anything() {
-        let stat = "4242 (a) b (c)) S 17 4242 4242 34816 4300 4194560 0 0";
-        assert_eq!(parse_stat(stat), Some(("a) b (c)".into(), 17, 4300)));
+        let stat = "4242 (a) b (c)) S 17 4241 4242 34816 4300 4194560 0 0";
+        assert_eq!(
+            parse_stat(stat),
+            Some(Stat {
+                name: "a) b (c)".into(),
+                ppid: 17,
+                pgrp: 4241,
+                tpgid: 4300
+            })
+        );
         assert_eq!(parse_stat("1 (x) S"), None);
         assert_eq!(parse_stat("1 (x) S 0 1 1 0 -1 0"), None);
     }
@@ -312,6 +372,41 @@ mod tests {
         let fg = read(other.path(), 10, 20, "/dev/pts/7").unwrap();
         assert_eq!(fg.blocked, Blocked::Reading);
         assert_eq!(fg.waiting_for_input(), Some(false));
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn a_wrapper_waiting_for_its_program_is_looked_through() {
+        // Job 30 is `sh -c 'python3 -q'`, waiting for its only child 31 in its group.
+        let root = fake_proc(
+            "61 0xffffffffffffffff 0x7ffd 0x2 0x0 0x0 0x0 0x7ffc\n",
+            "/dev/pts/7",
+        );
+        let at = |pid: u32| root.path().join(pid.to_string());
+        let task = at(30).join("task").join("30");
+        std::fs::create_dir_all(&task).unwrap();
+        std::fs::write(task.join("children"), "31 ").unwrap();
+        std::fs::create_dir_all(at(31).join("fd")).unwrap();
+        std::fs::write(at(31).join("stat"), "31 (python3) S 30 30 20 34823 30 0").unwrap();
+        std::fs::write(at(31).join("cmdline"), b"python3\0-q\0").unwrap();
+        std::fs::write(
+            at(31).join("syscall"),
+            "0 0x0 0x55 0x1 0x0 0x0 0x0 0x7ffc\n",
+        )
+        .unwrap();
+        std::os::unix::fs::symlink("/dev/pts/7", at(31).join("fd").join("0")).unwrap();
+        let fg = read(root.path(), 10, 20, "/dev/pts/7").unwrap();
+        assert_eq!((fg.pid, fg.blocked), (31, Blocked::ReadingTerminal));
+        assert_eq!(fg.waiting_for_input(), Some(true));
+        // A child in a group of its own (a background job) is not the foreground program.
+        std::fs::write(at(31).join("stat"), "31 (python3) S 30 31 20 34823 30 0").unwrap();
+        let fg = read(root.path(), 10, 20, "/dev/pts/7").unwrap();
+        assert_eq!((fg.pid, fg.blocked), (30, Blocked::WaitingForChild));
+        // Two children: which one reads is not known.
+        std::fs::write(at(31).join("stat"), "31 (python3) S 30 30 20 34823 30 0").unwrap();
+        std::fs::write(task.join("children"), "31 32").unwrap();
+        let fg = read(root.path(), 10, 20, "/dev/pts/7").unwrap();
+        assert_eq!(fg.pid, 30);
     }
 
     #[test]
