@@ -22,6 +22,7 @@ use super::tools::shorten;
 pub const WAITING_TOOLS: &[&str] = &[
     "wait_for_text",
     "wait_for_state",
+    "send_prompt",
     "run_command",
     "wait_for_channel",
     "pane_batch",

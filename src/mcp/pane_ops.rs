@@ -372,6 +372,31 @@ pub(crate) fn position_of(
     ))
 }
 
+/// A pane's visible screen as text rows (from its top) and the cursor's row, in one write;
+/// `None` when tmux does not describe the pane.
+pub async fn visible_screen(
+    tmux: &TmuxAccess<'_>,
+    pane: PaneId,
+) -> Result<Option<(usize, Vec<String>)>, ToolError> {
+    let outcomes = tmux
+        .run_batch(position_commands(pane)?, BatchMode::StopOnError, None)
+        .await?;
+    let [CommandOutcome::Ok(state), CommandOutcome::Ok(rows)] = &outcomes[..] else {
+        return Ok(None);
+    };
+    let Some(state) = state.first().and_then(|row| parse_state(pane, row)) else {
+        return Ok(None);
+    };
+    let rows = rows
+        .iter()
+        .map(|row| String::from_utf8_lossy(row).into_owned())
+        .collect();
+    Ok(Some((
+        usize::try_from(state.cursor_y).unwrap_or(usize::MAX),
+        rows,
+    )))
+}
+
 /// Best-effort removal of transient buffers after a failed delivery (a buffer already consumed
 /// by `paste-buffer -d` just reports an error, which is ignored).
 async fn delete_buffers(tmux: &TmuxAccess<'_>, names: &[String]) {

@@ -4,13 +4,15 @@
 //! Zellij sessions through its CLI. Backend-neutral types live here so that the tool layer does
 //! not depend on one multiplexer; [`pane_io::PaneIo`] is the pane-level trait both implement.
 //! [`ledger`] reads a pane's commands from the shell-integration marks in its output;
-//! [`foreground`] what runs in a pane's terminal and whether it waits for input.
+//! [`foreground`] what runs in a pane's terminal and whether it waits for input; [`prompt`]
+//! when a program is ready for a prompt and whether it took one.
 
 pub mod echo;
 pub mod foreground;
 pub mod ledger;
 pub mod lines;
 pub mod pane_io;
+pub mod prompt;
 pub mod shell_run;
 pub mod text_match;
 pub mod tmux;

@@ -138,6 +138,7 @@ pub fn output_schema(schema: &mut Map<String, Value>) {
     structure_only(schema);
     each_schema(schema, &mut |object| {
         object.remove("required");
+        constants_as_enum(object);
         if object.contains_key("properties") && object.get("type") == Some(&Value::from("object")) {
             object.remove("type");
         }
@@ -242,6 +243,39 @@ fn drop_null_alternative(object: &mut Map<String, Value>) {
     for (key, value) in only {
         object.entry(key).or_insert(value);
     }
+}
+
+/// A choice among constants of one type (`oneOf` of `{"const": …, "type": …}`, how a Rust enum
+/// with documented variants derives once the descriptions are gone) says the same as `enum`,
+/// for half the bytes.
+fn constants_as_enum(object: &mut Map<String, Value>) {
+    let Some(Value::Array(alternatives)) = object.get("oneOf") else {
+        return;
+    };
+    let mut kind = None;
+    let mut constants = Vec::with_capacity(alternatives.len());
+    for alternative in alternatives {
+        let Value::Object(alternative) = alternative else {
+            return;
+        };
+        let (Some(constant), Some(this_kind), 2) = (
+            alternative.get("const"),
+            alternative.get("type"),
+            alternative.len(),
+        ) else {
+            return;
+        };
+        if kind.get_or_insert(this_kind) != &this_kind {
+            return;
+        }
+        constants.push(constant.clone());
+    }
+    let Some(kind) = kind.cloned() else {
+        return;
+    };
+    object.remove("oneOf");
+    object.insert("type".into(), kind);
+    object.insert("enum".into(), Value::Array(constants));
 }
 
 /// Doc comments wrap at 100 columns; a model reads one line as well, for fewer bytes.
@@ -379,6 +413,31 @@ mod tests {
                 },
             })
         );
+    }
+
+    #[test]
+    fn a_choice_of_constants_becomes_an_enum_and_a_mixed_one_stays() {
+        let mut schema = object(json!({
+            "type": "object",
+            "properties": {
+                "outcome": {"oneOf": [
+                    {"const": "matched", "type": "string", "description": "found"},
+                    {"const": "timeout", "type": "string"}
+                ]},
+                "end": {"oneOf": [{"type": "integer"}, {"type": "string", "const": "-"}]},
+                "mixed": {"oneOf": [{"const": 1, "type": "integer"}, {"const": "x", "type": "string"}]}
+            }
+        }));
+        output_schema(&mut schema);
+        assert_eq!(
+            schema["properties"]["outcome"],
+            json!({"type": "string", "enum": ["matched", "timeout"]})
+        );
+        assert_eq!(
+            schema["properties"]["end"],
+            json!({"oneOf": [{"type": "integer"}, {"type": "string", "const": "-"}]})
+        );
+        assert!(schema["properties"]["mixed"].get("oneOf").is_some());
     }
 
     #[test]

@@ -12,8 +12,8 @@ pub fn of(tool: &str) -> Option<Toolset> {
         "list_servers" | "list_sessions" | "list_windows" | "list_panes" | "get_pane_info"
         | "capture_pane" | "snapshot_pane" | "search_panes" | "list_commands"
         | "get_command_output" | "get_pane_state" => Toolset::Inspect,
-        "send_keys" | "send_keys_batch" | "paste_text" | "run_command" | "wait_for_text"
-        | "wait_for_state" | "pane_batch" | "capture_since" => Toolset::Run,
+        "send_keys" | "send_keys_batch" | "paste_text" | "send_prompt" | "run_command"
+        | "wait_for_text" | "wait_for_state" | "pane_batch" | "capture_since" => Toolset::Run,
         "create_session" | "create_window" | "split_window" | "select_window" | "select_pane"
         | "kill_session" | "kill_window" | "kill_pane" => Toolset::Manage,
         "rename_session"

@@ -117,7 +117,6 @@ impl JsonSchema for KeysOps {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendKeysBatchInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// send_keys arguments (without `server`) per operation, run in order.
@@ -657,8 +656,7 @@ impl McpServer {
         description = "Run pane operations in order in one call: send_keys, paste_text, \
             wait_for_text, capture_pane, capture_since.\n\n\
             Each operation is `{\"op\": \"<tool>\", …}` with that tool's arguments (no `server`), \
-            run as the tool would; results carry each tool's result. E.g. send a command, wait for \
-            its prompt, capture the output: one round trip.",
+            run as the tool would; results carry each tool's result.",
         annotations(
             title = "Batch of pane operations",
             read_only_hint = false,

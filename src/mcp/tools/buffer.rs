@@ -38,7 +38,6 @@ fn yes() -> bool {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoadBufferInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Your name for it: 1-64 of A-Z a-z 0-9 _ . -
@@ -61,7 +60,6 @@ pub struct LoadBufferOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PasteBufferInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// A buffer you loaded with load_buffer.
@@ -83,7 +81,6 @@ pub struct PasteBufferOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShowBufferInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// A buffer you loaded with load_buffer.
@@ -112,7 +109,6 @@ pub struct ShowBufferOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeleteBufferInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// A buffer you loaded with load_buffer.

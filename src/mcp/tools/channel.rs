@@ -29,7 +29,6 @@ const DEFAULT_CHANNEL_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChannelInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Channel name: 1-128 of letters, digits and `_ . : -`.
@@ -39,7 +38,6 @@ pub struct ChannelInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WaitForChannelInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Channel name: 1-128 of letters, digits and `_ . : -`.

@@ -19,7 +19,6 @@ use crate::mux::tmux::TmuxCommand;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShowHooksInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// session (client, session and alert events), window or pane.
@@ -35,7 +34,6 @@ pub struct ShowHooksInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShowHookInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// session, window or pane.

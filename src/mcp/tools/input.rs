@@ -94,7 +94,6 @@ fn yes() -> bool {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendKeysInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane.
@@ -131,7 +130,6 @@ pub struct SendKeysOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PasteTextInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane.
@@ -360,7 +358,7 @@ fn decode_text(text: &str, encoding: TextEncoding, field: &str) -> Result<Vec<u8
     Ok(bytes)
 }
 
-fn check_text_len(len: usize) -> Result<(), ToolError> {
+pub(crate) fn check_text_len(len: usize) -> Result<(), ToolError> {
     if len > MAX_TEXT_BYTES {
         return Err(ToolError::invalid_arguments(
             format!("text is longer than {MAX_TEXT_BYTES} bytes"),

@@ -17,6 +17,7 @@ pub mod option;
 pub mod pane;
 pub mod pane_lifecycle;
 pub mod pipe;
+pub mod prompt;
 pub mod run;
 pub mod search;
 pub mod server;
@@ -59,6 +60,7 @@ pub(crate) fn router() -> ToolRouter<McpServer> {
         + McpServer::commands_tools()
         + McpServer::state_tools()
         + McpServer::state_wait_tools()
+        + McpServer::prompt_tools()
         + McpServer::batch_tools()
         + McpServer::channel_tools()
         + McpServer::zellij_session_tools()

@@ -218,7 +218,6 @@ fn unknown_option(name: &str, message: &str) -> ToolError {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShowOptionInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     pub scope: OptionScope,
@@ -248,7 +247,6 @@ pub struct ShowOptionOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetOptionInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     pub scope: OptionScope,
@@ -290,7 +288,6 @@ pub enum EnvironmentScope {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShowEnvironmentInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// global, or session (overrides global for its new panes).
@@ -319,7 +316,6 @@ pub struct ShowEnvironmentOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetEnvironmentInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// global, or session (overrides global for its new panes).

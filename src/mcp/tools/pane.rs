@@ -87,7 +87,6 @@ impl JsonSchema for LineArg {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListPanesInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Only this session (`$N`, name), window `@N` or pane's window `%N`; default: all.
@@ -118,7 +117,6 @@ pub struct ListPanesOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PaneTargetInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane.
@@ -128,7 +126,6 @@ pub struct PaneTargetInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SnapshotPaneInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane.
@@ -282,7 +279,6 @@ const SNAPSHOT_FIELDS: [&str; 23] = [
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CapturePaneInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane.
@@ -324,7 +320,6 @@ pub struct CapturePaneOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DisplayMessageInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane.
@@ -357,7 +352,6 @@ pub enum Corner {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FindPaneByPositionInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Window `@N`; a pane `%N` or session (`$N`, name) means its (current) window.
@@ -528,8 +522,8 @@ impl McpServer {
     #[tool(
         name = "capture_pane",
         description = "Read a pane's text: the visible screen, or any range of its scrollback.\n\n\
-            Long captures keep the last lines (`max_lines`, then your byte budget). Does not enter \
-            copy mode. To wait for output use wait_for_text, not capture in a loop.",
+            Long captures keep the last lines (`max_lines`, then your byte budget). To wait for \
+            output use wait_for_text, not capture in a loop.",
         annotations(
             title = "Capture pane",
             read_only_hint = true,

@@ -121,7 +121,6 @@ impl JsonSchema for PaneSize {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SplitWindowInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N` to split; a window or session means its active pane.
@@ -152,7 +151,6 @@ pub struct SplitWindowInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PaneIdInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane id (`%N`) only.
@@ -168,7 +166,6 @@ pub struct PaneActionOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RespawnPaneInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane id (`%N`) only.
@@ -210,7 +207,6 @@ pub enum SelectDirection {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SelectPaneInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N` to make active; with `direction`, the pane (or window `@N`) to start from.
@@ -232,7 +228,6 @@ pub struct SelectPaneOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResizePaneInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane.
@@ -251,7 +246,6 @@ pub struct ResizePaneInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SwapPaneInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// One pane (`%N`).
@@ -270,7 +264,6 @@ pub struct SwapPaneOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetPaneTitleInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane.

@@ -16,7 +16,6 @@ use crate::mux::tmux::ops::pipe::{PipePath, pipe_pane_command};
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PipePaneInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane.

@@ -63,7 +63,6 @@ impl From<ShellName> for ShellFlavor {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunCommandInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Shell pane `%N`; a window or session: its active pane.

@@ -42,7 +42,6 @@ fn default_limit() -> usize {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchPanesInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Text to find (literal unless `regex`).

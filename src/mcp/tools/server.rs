@@ -93,7 +93,6 @@ impl Reachability {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServerInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
 }
@@ -148,10 +147,9 @@ const SERVER_FIELDS: [&str; 2] = ["version", "start_time"];
 impl McpServer {
     #[tool(
         name = "list_servers",
-        description = "List your tmux servers by name, with kind and reachability.\n\n\
-            Pass a name as `server` to other tools. `kind`: `workspace` (your own sandboxed \
-            server) or `configured` (shared, set up by the operator). `reachability`: running, \
-            not_running or no_sessions (create_session starts it), unreachable.",
+        description = "List your tmux servers: `name` (the `server` of other tools; omit it if only one), `kind` \
+            (workspace: your own sandbox; configured: shared) and `reachability` (running, \
+            not_running, no_sessions: create_session starts it, unreachable).",
         annotations(
             title = "List tmux servers",
             read_only_hint = true,

@@ -44,7 +44,6 @@ use crate::mux::tmux::{
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListSessionsInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Only sessions matching every given field.
@@ -314,7 +313,6 @@ pub(crate) async fn find_session(
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GetSessionInfoInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Session `$N` or exact name; a window `@N` or pane `%N` means its session.
@@ -332,7 +330,6 @@ pub struct SessionDetail {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSessionInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// 1-64 of A-Z a-z 0-9 _ -; unused and allowed by your access.
@@ -368,7 +365,6 @@ pub struct CreateSessionOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KillSessionInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Session `$N` or exact name (not a window or pane).
@@ -387,7 +383,6 @@ pub struct KillSessionOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RenameSessionInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Session `$N` or exact name.
@@ -636,7 +631,7 @@ impl McpServer {
         name = "list_sessions",
         description = "List the tmux sessions you may see, optionally filtered.\n\n\
             Returns each session's id (`$N`), name, window count, attached clients and active pane \
-            (`fields` for more). Next: list_windows or get_session_info.",
+            (`fields` for more).",
         annotations(
             title = "List sessions",
             read_only_hint = true,

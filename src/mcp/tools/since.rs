@@ -28,7 +28,6 @@ const MAX_MAX_LINES: usize = 10_000;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CaptureSinceInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane. Optional with `cursor`.

@@ -23,7 +23,6 @@ use crate::mux::foreground::Blocked;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GetPaneStateInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane.

@@ -62,7 +62,6 @@ pub enum Quorum {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WaitForStateInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Panes `%N`, at most 64.

@@ -51,7 +51,6 @@ pub const DEFAULT_TEXT_TIMEOUT: Duration = Duration::from_secs(8);
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WaitForTextInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane.
@@ -537,8 +536,7 @@ impl McpServer {
             Only output after the call (or `since`) counts, not older text on screen. Matches \
             visible text line by line, including the line being written (prompts match). \
             `outcome`: matched, any_output, stopped (a `stop` pattern), pane_exited, timeout, or \
-            alternate_screen (a full-screen program shows: use capture_pane). Returns the matched \
-            line and the last output lines.",
+            alternate_screen (a full-screen program shows: use capture_pane).",
         annotations(
             title = "Wait for text",
             read_only_hint = true,

@@ -215,7 +215,6 @@ impl WindowMatcher {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListWindowsInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Only this session's windows (`$N` or exact name); default: all you may see.
@@ -274,7 +273,6 @@ pub(crate) const WINDOW_SHAPE: RowShape = RowShape {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GetWindowInfoInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Window `@N`; a pane `%N` means its window, a session its current window.
@@ -307,7 +305,6 @@ impl Position {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateWindowInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// A session (`$N` or exact name; next free index), or a window `@N` with `position`.
@@ -335,7 +332,6 @@ pub struct CreateWindowInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KillWindowInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Window id (`@N`) only.
@@ -356,7 +352,6 @@ pub struct KillWindowOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RenameWindowInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Window id (`@N`).
@@ -377,7 +372,6 @@ pub enum WindowStep {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SelectWindowInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Window `@N`, or a session (`$N` or exact name) with `step` or `index`.
@@ -393,7 +387,6 @@ pub struct SelectWindowInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResizeWindowInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Window id (`@N`).
@@ -420,7 +413,6 @@ const NAMED_LAYOUTS: [&str; 7] = [
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SelectLayoutInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Window id (`@N`).
@@ -433,7 +425,6 @@ pub struct SelectLayoutInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MoveWindowInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Window id (`@N`).
@@ -560,7 +551,7 @@ impl McpServer {
         name = "list_windows",
         description = "List the tmux windows you may see, of one session or all.\n\n\
             Returns each window's id (`@N`), index, name, session, pane count, size, active pane; \
-            `active` (the session's current window), `zoomed` when set. Next: list_panes.",
+            `active` (the session's current window), `zoomed` when set.",
         annotations(
             title = "List windows",
             read_only_hint = true,

@@ -35,7 +35,6 @@ const DEFAULT_RUN: Duration = Duration::from_secs(60);
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijWriteInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Session; omit for the default.
@@ -62,7 +61,6 @@ pub struct ZellijInputOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijSendKeysInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Session; omit for the default.
@@ -93,7 +91,6 @@ pub struct ZellijBatchStep {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijSendKeysBatchInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Session; omit for the default.
@@ -118,7 +115,6 @@ pub enum ZellijReadScope {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijReadPaneInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Session; omit for the default.
@@ -152,7 +148,6 @@ pub struct ZellijReadPaneOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijWaitForTextInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Session; omit for the default.
@@ -188,7 +183,6 @@ pub struct ZellijWaitForTextOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijRunCommandInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Session; omit for the default.
@@ -223,7 +217,6 @@ fn yes() -> bool {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijRunInPaneInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Session; omit for the default.

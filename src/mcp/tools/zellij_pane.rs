@@ -20,7 +20,6 @@ use crate::mux::zellij::backend::{EditOptions, NewPaneOptions, ResizeMode, Side,
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijNewPaneInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Session; omit for the default.
@@ -62,7 +61,6 @@ pub struct ZellijPaneOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijPaneTargetInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Session; omit for the default.
@@ -86,7 +84,6 @@ pub struct ZellijClosePaneOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijRenamePaneInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Session; omit for the default.
@@ -101,7 +98,6 @@ pub struct ZellijRenamePaneInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijResizePaneInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Session; omit for the default.
@@ -130,7 +126,6 @@ pub struct ZellijFocusPaneOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijEditFileInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Session; omit for the default.

@@ -35,7 +35,6 @@ pub struct ZellijServerInfo {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijServerInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
 }
@@ -50,7 +49,6 @@ pub struct ZellijListSessionsOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijSessionInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Session; omit for the default.
@@ -69,7 +67,6 @@ pub struct ZellijListTabsOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijListPanesInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Session; omit for the default.

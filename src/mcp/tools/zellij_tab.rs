@@ -20,7 +20,6 @@ use crate::mux::zellij::backend::NewTabOptions;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijNewTabInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Session; omit for the default.
@@ -53,7 +52,6 @@ pub struct ZellijTabOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijRenameTabInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Session; omit for the default.
@@ -68,7 +66,6 @@ pub struct ZellijRenameTabInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijTabTargetInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Session; omit for the default.
@@ -91,7 +88,6 @@ pub struct ZellijCloseTabOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijFloatingInput {
-    /// Server; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
     /// Session; omit for the default.

@@ -1,0 +1,365 @@
+//! `send_prompt`: deliver text to an interactive program — an agent CLI, a REPL, a shell — so
+//! that it is submitted exactly once.
+//!
+//! The path, one stage after another:
+//! 1. **ready**: wait (bounded) until the program is ready for input ([`prompt::readiness`]):
+//!    `/proc` evidence where the gateway may read it, else the pane quiet for `quiet_ms`. The
+//!    pane's output stream wakes the wait; tmux is asked nothing meanwhile.
+//! 2. **paste**: the text as one bracketed paste, then wait until its echo settles, so the Enter
+//!    cannot arrive in the same burst (programs that detect pastes by timing would take it as a
+//!    newline inside the paste).
+//! 3. **submit**: Enter as a separate key; then the evidence ([`prompt`]): the newline a
+//!    line-reading program echoes, or a full-screen program staying busy or no longer showing
+//!    the text at its cursor. Without evidence, Enter is pressed once more (an empty input box
+//!    ignores it) and checked again.
+
+use std::time::Duration;
+
+use rmcp::handler::server::common::Extension;
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::{tool, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::watch::{PaneState, WaitBudget, cancelled, elapsed_ms, keep, target_pane};
+use crate::mcp::McpServer;
+use crate::mcp::access::TmuxAccess;
+use crate::mcp::call::CallContext;
+use crate::mcp::error::ToolError;
+use crate::mcp::pane_ops;
+use crate::mcp::position::OutputPosition;
+use crate::mux::prompt::{self, Ready};
+use crate::mux::tmux::ops::input::InputPlan;
+use crate::mux::tmux::ops::keys::KeyName;
+use crate::mux::tmux::output::PaneStream;
+use crate::mux::tmux::{OutputSubscription, PaneId};
+
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+const DEFAULT_QUIET: Duration = Duration::from_millis(500);
+/// The first and the longest pause between `/proc` reads of a program that is plainly busy.
+const BUSY_PAUSE: Duration = Duration::from_millis(50);
+const MAX_BUSY_PAUSE: Duration = Duration::from_millis(500);
+/// After the paste: how long its echo may take to start, and the quiet that ends it.
+const ECHO_WITHIN: Duration = Duration::from_secs(2);
+const ECHO_QUIET: Duration = Duration::from_millis(100);
+/// After Enter: how long a reaction may take to start, the quiet that ends it, and how long
+/// output must keep coming (no quiet) to show the program busy with the prompt.
+const REACTION_WITHIN: Duration = Duration::from_millis(1500);
+const REACTION_QUIET: Duration = Duration::from_millis(150);
+const BUSY_AFTER: Duration = Duration::from_millis(600);
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SendPromptInput {
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Pane `%N`; a window or session: its active pane.
+    pub target: String,
+    /// The prompt; may span lines. Trailing newlines are dropped.
+    pub text: String,
+    /// Without /proc evidence, ready once quiet this long (default 500).
+    #[serde(default)]
+    pub quiet_ms: Option<u64>,
+    /// Seconds (default 30, capped by your max_wait_seconds).
+    #[serde(default)]
+    pub timeout: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SendPromptOutput {
+    pub pane_id: String,
+    /// submitted; not_ready (nothing typed); not_submitted.
+    pub outcome: &'static str,
+    /// read_terminal, shell_prompt or quiet.
+    pub ready_by: Option<&'static str>,
+    /// newline_echoed, busy_output, input_cleared; or busy, printing, pane_exited,
+    /// paste_not_shown, input_still_shown, no_newline_echoed.
+    pub evidence: &'static str,
+    pub enter_presses: u32,
+    pub waited_ms: u64,
+    /// Pass as wait_for_text `since`.
+    pub output_position: Option<String>,
+}
+
+/// How output after an input went: nothing, a burst that ended, a flow that did not, the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reaction {
+    Silent,
+    Settled,
+    Busy,
+    Ended,
+}
+
+/// Reads a pane's output after an input: up to `within` for it to start, then until it is quiet
+/// for `quiet` or has flowed for `busy_after` without a pause. Returns how it went and the
+/// bytes read.
+async fn react(
+    output: &mut OutputSubscription,
+    within: Duration,
+    quiet: Duration,
+    busy_after: Duration,
+    cancel: &CancellationToken,
+) -> Result<(Reaction, Vec<u8>), ToolError> {
+    let mut bytes = Vec::new();
+    let mut first: Option<Instant> = None;
+    let mut wake = Instant::now() + within;
+    loop {
+        let next = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(cancelled()),
+            () = tokio::time::sleep_until(wake) => None,
+            next = output.next() => Some(next),
+        };
+        match next {
+            None if first.is_none() => return Ok((Reaction::Silent, bytes)),
+            None => return Ok((Reaction::Settled, bytes)),
+            Some(Err(_)) => return Ok((Reaction::Ended, bytes)),
+            Some(Ok(chunk)) => {
+                bytes.extend_from_slice(&chunk.data);
+                let now = Instant::now();
+                let began = *first.get_or_insert(now);
+                if now.duration_since(began) >= busy_after {
+                    return Ok((Reaction::Busy, bytes));
+                }
+                wake = now + quiet;
+            }
+        }
+    }
+}
+
+/// The result of a delivery, before the pane and timing are added.
+struct Delivery {
+    outcome: &'static str,
+    ready: Option<Ready>,
+    evidence: &'static str,
+    enter_presses: u32,
+    position: Option<String>,
+}
+
+impl Delivery {
+    fn not_ready(evidence: &'static str) -> Self {
+        Self {
+            outcome: "not_ready",
+            ready: None,
+            evidence,
+            enter_presses: 0,
+            position: None,
+        }
+    }
+}
+
+/// One `send_prompt` on one pane.
+struct Prompter<'a> {
+    tmux: &'a TmuxAccess<'a>,
+    pane: PaneId,
+    stream: std::sync::Arc<PaneStream>,
+    output: OutputSubscription,
+    cancel: &'a CancellationToken,
+}
+
+impl Prompter<'_> {
+    /// Waits until the program is ready for input, or says why it was not by `deadline`.
+    async fn until_ready(
+        &mut self,
+        state: &PaneState,
+        quiet: Duration,
+        deadline: Instant,
+    ) -> Result<Result<Ready, &'static str>, ToolError> {
+        let mut pause = BUSY_PAUSE;
+        loop {
+            let now = Instant::now();
+            let foreground = state.foreground(self.tmux);
+            let idle_since = self.stream.idle_since();
+            if let Some(ready) =
+                prompt::readiness(foreground.as_ref(), now.duration_since(idle_since), quiet)
+            {
+                return Ok(Ok(ready));
+            }
+            let busy = foreground.and_then(|fg| fg.waiting_for_input()) == Some(false);
+            if now >= deadline {
+                return Ok(Err(if busy { "busy" } else { "printing" }));
+            }
+            let look_again = if busy {
+                let at = now + pause;
+                pause = (pause * 2).min(MAX_BUSY_PAUSE);
+                at
+            } else {
+                idle_since + quiet
+            };
+            tokio::select! {
+                biased;
+                () = self.cancel.cancelled() => return Err(cancelled()),
+                () = tokio::time::sleep_until(look_again.min(deadline)) => {}
+                next = self.output.next() => match next {
+                    Ok(_) => pause = BUSY_PAUSE,
+                    Err(_) => return Ok(Err("pane_exited")),
+                },
+            }
+        }
+    }
+
+    /// Whether the prompt's text still ends at the pane's cursor.
+    async fn shows(&self, tail: &str) -> Result<bool, ToolError> {
+        Ok(pane_ops::visible_screen(self.tmux, self.pane)
+            .await?
+            .is_some_and(|(cursor_y, rows)| prompt::still_in_input(&rows, cursor_y, tail)))
+    }
+
+    async fn press_enter(&self) -> Result<(), ToolError> {
+        let mut plan = InputPlan::new(self.pane);
+        plan.keys(&[KeyName::enter()])
+            .map_err(pane_ops::input_error)?;
+        pane_ops::deliver(self.tmux, plan).await.map(|_| ())
+    }
+
+    /// Pastes `text` into a program that is `ready`, presses Enter, and checks it was taken.
+    async fn submit(&mut self, text: &str, ready: Ready) -> Result<Delivery, ToolError> {
+        let tail = prompt::visible_tail(text).unwrap_or_default();
+        self.output.take().ok();
+        let pasted = pane_ops::paste_text(self.tmux, self.pane, text.as_bytes(), true).await?;
+        let mut delivery = Delivery {
+            outcome: "not_submitted",
+            ready: Some(ready),
+            evidence: "paste_not_shown",
+            enter_presses: 0,
+            position: pasted
+                .position
+                .map(|cursor| OutputPosition::new(cursor, text).encode()),
+        };
+        let (echo, _) = react(
+            &mut self.output,
+            ECHO_WITHIN,
+            ECHO_QUIET,
+            ECHO_WITHIN,
+            self.cancel,
+        )
+        .await?;
+        if echo == Reaction::Ended {
+            delivery.evidence = "pane_exited";
+            return Ok(delivery);
+        }
+        if !ready.reads_lines() && !self.shows(&tail).await? {
+            return Ok(delivery);
+        }
+        // A program reading raw lines with echo off shows nothing, and a second Enter would
+        // send it an empty line: only shells and full-screen programs get the retry.
+        let presses = if ready == Ready::ReadingTerminal {
+            1
+        } else {
+            2
+        };
+        for _ in 0..presses {
+            self.press_enter().await?;
+            delivery.enter_presses += 1;
+            let (reaction, bytes) = react(
+                &mut self.output,
+                REACTION_WITHIN,
+                REACTION_QUIET,
+                BUSY_AFTER,
+                self.cancel,
+            )
+            .await?;
+            let evidence = if reaction == Reaction::Ended {
+                delivery.evidence = "pane_exited";
+                return Ok(delivery);
+            } else if ready.reads_lines() {
+                prompt::line_taken(&bytes).then_some("newline_echoed")
+            } else if reaction == Reaction::Busy {
+                Some("busy_output")
+            } else {
+                (!self.shows(&tail).await?).then_some("input_cleared")
+            };
+            if let Some(evidence) = evidence {
+                delivery.outcome = "submitted";
+                delivery.evidence = evidence;
+                return Ok(delivery);
+            }
+        }
+        delivery.evidence = if ready.reads_lines() {
+            "no_newline_echoed"
+        } else {
+            "input_still_shown"
+        };
+        Ok(delivery)
+    }
+}
+
+#[tool_router(router = prompt_tools, vis = "pub(crate)")]
+impl McpServer {
+    #[tool(
+        name = "send_prompt",
+        description = "Submit a prompt to an interactive program (agent CLI, REPL, shell) \
+            exactly once: waits until it is ready, pastes the text, presses Enter separately and \
+            checks it was taken (else presses it once more).\n\n\
+            `outcome`: submitted, not_ready (nothing typed) or not_submitted.",
+        annotations(
+            title = "Send a prompt",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
+    )]
+    pub(crate) async fn send_prompt(
+        &self,
+        Extension(call): Extension<CallContext>,
+        cancel: CancellationToken,
+        Parameters(input): Parameters<SendPromptInput>,
+    ) -> Result<Json<SendPromptOutput>, ToolError> {
+        let Some(text) = prompt::prompt_text(&input.text) else {
+            return Err(ToolError::invalid_arguments(
+                "text has nothing visible: no prompt to send",
+                "pass the prompt's text (to press Enter alone, use send_keys)",
+            ));
+        };
+        super::input::check_text_len(text.len())?;
+        if input.quiet_ms == Some(0) {
+            return Err(ToolError::invalid_arguments(
+                "quiet_ms must be positive",
+                "pass how long the pane must stay quiet, in milliseconds",
+            ));
+        }
+        let quiet = input.quiet_ms.map_or(DEFAULT_QUIET, Duration::from_millis);
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
+        let budget = WaitBudget::take(&tmux, input.timeout, DEFAULT_TIMEOUT)?;
+        let work = async {
+            let started = Instant::now();
+            let pane = target_pane(&tmux, &input.target).await?;
+            let state = PaneState::read(&tmux, pane).await?;
+            if state.in_mode {
+                return Err(ToolError::invalid_arguments(
+                    format!("pane {pane} is in copy mode: keys would go to copy mode"),
+                    "call exit_copy_mode first",
+                ));
+            }
+            let stream = keep(&tmux, pane, budget.deadline).await?;
+            let mut prompter = Prompter {
+                tmux: &tmux,
+                pane,
+                output: stream.subscribe(),
+                stream,
+                cancel: &cancel,
+            };
+            let delivery = if state.dead {
+                Delivery::not_ready("pane_exited")
+            } else {
+                match prompter.until_ready(&state, quiet, budget.deadline).await? {
+                    Ok(ready) => prompter.submit(text, ready).await?,
+                    Err(why) => Delivery::not_ready(why),
+                }
+            };
+            Ok(SendPromptOutput {
+                pane_id: pane.to_string(),
+                outcome: delivery.outcome,
+                ready_by: delivery.ready.map(Ready::as_str),
+                evidence: delivery.evidence,
+                enter_presses: delivery.enter_presses,
+                waited_ms: elapsed_ms(started),
+                output_position: delivery.position,
+            })
+        };
+        self.state().until_shutdown(work).await.map(Json)
+    }
+}

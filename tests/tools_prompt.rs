@@ -1,0 +1,271 @@
+//! `send_prompt` over MCP against real programs in a real tmux server: the repo's agent-CLI
+//! stand-in (`tests/programs/agent_cli.py`: slow start-up that discards typeahead, a busy
+//! spinner, an Enter that follows a paste too closely taken as a newline, a yes/no question),
+//! bash, the python3 REPL and `cat`. Each program logs or shows what it was given, so every
+//! prompt is checked to have been submitted exactly once.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::tmux::TestTmux;
+use common::tools::{Client, call_err, call_ok, client, screen, type_line, wait_for_screen};
+use common::{config_with_server, spawn_gateway};
+use serde_json::{Value, json};
+
+const AGENT_CLI: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/programs/agent_cli.py");
+
+/// A new session `name` of 100×30 running `command`; its pane id.
+fn session(tmux: &TestTmux, name: &str, command: &str) -> String {
+    tmux.ok(&[
+        "new-session",
+        "-d",
+        "-s",
+        name,
+        "-x",
+        "100",
+        "-y",
+        "30",
+        "-P",
+        "-F",
+        "#{pane_id}",
+        command,
+    ])
+    .trim()
+    .to_owned()
+}
+
+/// The agent stand-in in a new session, logging to a file in `dir`.
+fn agent(
+    tmux: &TestTmux,
+    dir: &Path,
+    name: &str,
+    startup: f64,
+    busy: (f64, f64),
+) -> (String, PathBuf) {
+    let log = dir.join(format!("{name}.log"));
+    // Through a wrapper that waits for it (as launchers do): the program is found below it.
+    let command = format!(
+        "sh -c 'python3 {AGENT_CLI} --log {} --startup {startup} --busy {} {}; exit'",
+        log.display(),
+        busy.0,
+        busy.1
+    );
+    (session(tmux, name, &command), log)
+}
+
+/// What the agent logged, one JSON value per line.
+fn logged(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON line"))
+        .collect()
+}
+
+fn prompts(log: &Path) -> Vec<String> {
+    logged(log)
+        .iter()
+        .filter_map(|entry| entry["prompt"].as_str().map(str::to_owned))
+        .collect()
+}
+
+async fn send_prompt(client: &Client, pane: &str, text: &str) -> Value {
+    call_ok(
+        client,
+        "send_prompt",
+        json!({"target": pane, "text": text, "timeout": 20}),
+    )
+    .await
+}
+
+fn assert_submitted(answer: &Value) {
+    assert_eq!(answer["outcome"], "submitted", "{answer}");
+    assert!(answer["enter_presses"].as_u64().unwrap() >= 1, "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_cli_takes_each_prompt_once_whether_starting_busy_or_idle() {
+    let tmux = TestTmux::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+    let (pane, log) = agent(&tmux, dir.path(), "agent", 1.5, (1.0, 1.5));
+
+    // While it starts up (typeahead would be discarded): the prompt waits for it.
+    let starting = send_prompt(&client, &pane, "first: list the files").await;
+    assert_submitted(&starting);
+    assert_eq!(starting["ready_by"], "quiet", "{starting}");
+    // While it thinks about the first (input is discarded after thinking): multi-line.
+    let busy = send_prompt(&client, &pane, "second line one\nsecond line two\n").await;
+    assert_submitted(&busy);
+    // Idle.
+    wait_for_screen(&tmux, &pane, "done: second").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let idle = send_prompt(&client, &pane, "third").await;
+    assert_submitted(&idle);
+    wait_for_screen(&tmux, &pane, "done: third").await;
+    assert_eq!(
+        prompts(&log),
+        [
+            "first: list the files",
+            "second line one\nsecond line two",
+            "third"
+        ],
+        "{}",
+        screen(&tmux, &pane)
+    );
+
+    // The hazard is real: a paste and Enter in one burst leave the text in the input box.
+    tmux.ok(&["set-buffer", "-b", "burst", "burst"]);
+    tmux.ok(&[
+        "paste-buffer",
+        "-p",
+        "-d",
+        "-b",
+        "burst",
+        "-t",
+        &pane,
+        ";",
+        "send-keys",
+        "-t",
+        &pane,
+        "Enter",
+    ]);
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(prompts(&log).len(), 3, "{}", screen(&tmux, &pane));
+    // send_prompt on top submits what the box holds with it, once.
+    assert_submitted(&send_prompt(&client, &pane, "fourth").await);
+    wait_for_screen(&tmux, &pane, "done: burst").await;
+    assert_eq!(
+        prompts(&log)[3],
+        "burst\nfourth",
+        "{}",
+        screen(&tmux, &pane)
+    );
+    assert_eq!(prompts(&log).len(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_that_ignores_typing_is_reported_not_submitted() {
+    let tmux = TestTmux::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+    let (pane, log) = agent(&tmux, dir.path(), "asks", 0.2, (0.2, 0.3));
+
+    assert_submitted(&send_prompt(&client, &pane, "needs permission to clean").await);
+    wait_for_screen(&tmux, &pane, "[y/n]").await;
+    let ignored = send_prompt(&client, &pane, "next task").await;
+    assert_eq!(ignored["outcome"], "not_submitted", "{ignored}");
+    assert_eq!(ignored["evidence"], "paste_not_shown", "{ignored}");
+    assert_eq!(ignored["enter_presses"], 0, "{ignored}");
+    call_ok(
+        &client,
+        "send_keys",
+        json!({"target": pane, "keys": "y", "enter": false}),
+    )
+    .await;
+    wait_for_screen(&tmux, &pane, "allowed").await;
+    assert_eq!(
+        logged(&log),
+        [
+            json!({"prompt": "needs permission to clean"}),
+            json!({"permission": "y"})
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shell_a_repl_and_a_line_reader_take_the_prompt_once() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+
+    let shell = session(
+        &tmux,
+        "sh",
+        "env -i PATH=/usr/bin:/bin TERM=screen PS1='$ ' bash --norc --noprofile -i",
+    );
+    wait_for_screen(&tmux, &shell, "$").await;
+    let answer = send_prompt(&client, &shell, "echo one-$((1+1))").await;
+    assert_submitted(&answer);
+    assert_eq!(answer["ready_by"], "shell_prompt", "{answer}");
+    assert_eq!(answer["evidence"], "newline_echoed", "{answer}");
+    assert_eq!(answer["enter_presses"], 1, "{answer}");
+    wait_for_screen(&tmux, &shell, "one-2").await;
+    // A multi-line prompt reaches the shell as one paste: both lines run, once each.
+    assert_submitted(&send_prompt(&client, &shell, "echo a-$((2+1))\necho b-$((2+2))").await);
+    wait_for_screen(&tmux, &shell, "b-4").await;
+    let text = screen(&tmux, &shell);
+    assert_eq!(text.matches("a-3").count(), 1, "{text}");
+    assert_eq!(text.matches("one-2").count(), 1, "{text}");
+
+    let repl = session(
+        &tmux,
+        "py",
+        "env -i PATH=/usr/bin:/bin TERM=screen python3 -q",
+    );
+    wait_for_screen(&tmux, &repl, ">>>").await;
+    let answer = send_prompt(&client, &repl, "print(6*7)").await;
+    assert_submitted(&answer);
+    wait_for_screen(&tmux, &repl, "42").await;
+    let text = screen(&tmux, &repl);
+    assert_eq!(text.matches("42").count(), 1, "{text}");
+
+    let reader = session(&tmux, "cat", "cat");
+    let answer = send_prompt(&client, &reader, "a line for cat").await;
+    assert_submitted(&answer);
+    assert_eq!(answer["ready_by"], "read_terminal", "{answer}");
+    assert_eq!(answer["evidence"], "newline_echoed", "{answer}");
+    // The terminal's echo and cat's copy: the line twice, no more.
+    wait_for_screen(&tmux, &reader, "a line for cat\na line for cat").await;
+    let text = screen(&tmux, &reader);
+    assert_eq!(text.matches("a line for cat").count(), 2, "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_program_gets_nothing_and_bad_input_changes_nothing() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+    let pane = session(&tmux, "busy", "sleep 60");
+    let started = std::time::Instant::now();
+    let answer = call_ok(
+        &client,
+        "send_prompt",
+        json!({"target": pane, "text": "too early", "timeout": 1}),
+    )
+    .await;
+    assert_eq!(answer["outcome"], "not_ready", "{answer}");
+    assert_eq!(answer["evidence"], "busy", "{answer}");
+    assert_eq!(answer["enter_presses"], 0, "{answer}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "bounded by its timeout"
+    );
+    assert!(!screen(&tmux, &pane).contains("too early"));
+
+    for (args, needle) in [
+        (json!({"target": pane, "text": " \n\n"}), "nothing visible"),
+        (
+            json!({"target": pane, "text": "x", "quiet_ms": 0}),
+            "quiet_ms",
+        ),
+        (json!({"target": "%999", "text": "x"}), "%999"),
+    ] {
+        let error = call_err(&client, "send_prompt", args).await;
+        assert!(error.to_string().contains(needle), "{error}");
+    }
+    let shell = session(&tmux, "copy", "bash --norc --noprofile -i");
+    tmux.ok(&["copy-mode", "-t", &shell]);
+    let error = call_err(
+        &client,
+        "send_prompt",
+        json!({"target": shell, "text": "x"}),
+    )
+    .await;
+    assert!(error.to_string().contains("copy mode"), "{error}");
+    type_line(&tmux, &pane, "");
+}
