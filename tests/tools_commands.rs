@@ -481,3 +481,84 @@ async fn waiting_on_state_sends_tmux_nothing() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_of_32_panes_is_reported_in_the_order_they_finish() {
+    const PANES: usize = 32;
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+    tmux.ok(&["new-session", "-d", "-s", "fleet", "-x", "200", "-y", "60"]);
+    // Each pane runs one command the way an integrated shell reports it (OSC 133 C when its
+    // output starts, D with its status when it ends), all starting when the channel `go` is
+    // signalled; finishing times 150 ms apart in an order unrelated to the panes' (k·7 mod 32
+    // visits every k).
+    let mut panes = Vec::with_capacity(PANES);
+    let mut window = String::new();
+    for i in 0..PANES {
+        let k = (i * 7) % PANES;
+        let secs = 1.0 + 0.15 * k as f64;
+        let command = format!(
+            "tmux wait-for go; printf '\\033]133;C\\007'; sleep {secs}; \
+             printf '\\033]133;D;{k}\\007'; sleep 60"
+        );
+        let pane = if i % 8 == 0 {
+            let created = tmux.ok(&[
+                "new-window",
+                "-d",
+                "-t",
+                "fleet:",
+                "-P",
+                "-F",
+                "#{window_id} #{pane_id}",
+                &command,
+            ]);
+            let (w, p) = created.trim().split_once(' ').expect("window and pane ids");
+            window = w.to_owned();
+            p.to_owned()
+        } else {
+            let pane = tmux.ok(&[
+                "split-window",
+                "-d",
+                "-t",
+                &window,
+                "-P",
+                "-F",
+                "#{pane_id}",
+                &command,
+            ]);
+            tmux.ok(&["select-layout", "-t", &window, "tiled"]);
+            pane.trim().to_owned()
+        };
+        panes.push((k, pane));
+    }
+    // Recording starts before the commands do.
+    for (_, pane) in &panes {
+        call_ok(&client, "list_commands", json!({"target": pane})).await;
+    }
+    let mut remaining: Vec<String> = panes.iter().map(|(_, pane)| pane.clone()).collect();
+    tmux.ok(&["wait-for", "-S", "go"]);
+    let mut order = Vec::with_capacity(PANES);
+    while !remaining.is_empty() {
+        let answer = call_ok(
+            &client,
+            "wait_for_state",
+            json!({"targets": remaining, "condition": "command_finished", "timeout": 20}),
+        )
+        .await;
+        assert_eq!(answer["outcome"], "reached", "{answer}");
+        for reached in answer["reached"].as_array().expect("reached") {
+            let pane = reached["pane_id"].as_str().expect("pane id").to_owned();
+            let (k, _) = panes
+                .iter()
+                .find(|(_, p)| *p == pane)
+                .expect("a fleet pane");
+            assert_eq!(reached["exit_status"], *k, "{answer}");
+            remaining.retain(|p| *p != pane);
+            order.push(pane);
+        }
+    }
+    panes.sort_by_key(|(k, _)| *k);
+    let expected: Vec<String> = panes.into_iter().map(|(_, pane)| pane).collect();
+    assert_eq!(order, expected);
+}
