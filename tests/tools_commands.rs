@@ -8,7 +8,10 @@ use std::time::Duration;
 
 use common::probe::metric;
 use common::tmux::TestTmux;
-use common::tools::{Client, call_err, call_ok, client, type_line, wait_for_screen};
+use common::tools::{
+    Client, call_err, call_ok, client, client_with, session_limited_token, type_line,
+    wait_for_screen,
+};
 use common::{config_with_server, spawn_gateway};
 use serde_json::{Value, json};
 
@@ -561,4 +564,87 @@ async fn a_fleet_of_32_panes_is_reported_in_the_order_they_finish() {
     panes.sort_by_key(|(k, _)| *k);
     let expected: Vec<String> = panes.into_iter().map(|(_, pane)| pane).collect();
     assert_eq!(order, expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_for_state_watches_a_session_or_every_pane_the_caller_may_see() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let token = session_limited_token(&gateway, "agent", &["mux:read"], &["own-*"]);
+    let client = client_with(&gateway, &token).await;
+    // Another tenant's pane closes first; the caller's four close at 1.5, 2.5 and 3.5 s, or
+    // not at all.
+    tmux.ok(&["new-session", "-d", "-s", "other", "sleep 1"]);
+    tmux.ok(&["split-window", "-d", "-t", "other", "sleep 60"]);
+    let pane = |args: &[&str]| tmux.ok(args).trim().to_owned();
+    let first = pane(&[
+        "new-session",
+        "-d",
+        "-s",
+        "own-trio",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        "-P",
+        "-F",
+        "#{pane_id}",
+        "sleep 1.5",
+    ]);
+    let split = |command: &str| {
+        pane(&[
+            "split-window",
+            "-d",
+            "-t",
+            "own-trio",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            command,
+        ])
+    };
+    let second = split("sleep 2.5");
+    let third = split("sleep 3.5");
+    let stays = split("sleep 60");
+
+    // No targets: every pane the caller may see, and only those.
+    let any = call_ok(
+        &client,
+        "wait_for_state",
+        json!({"condition": "exited", "timeout": 10}),
+    )
+    .await;
+    assert_eq!(any["reached"][0]["pane_id"], first, "{any}");
+    assert_eq!(any["reached"].as_array().unwrap().len(), 1, "{any}");
+    let mut pending: Vec<&str> = any["pending"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    pending.sort_unstable();
+    let mut expected = vec![second.as_str(), third.as_str(), stays.as_str()];
+    expected.sort_unstable();
+    assert_eq!(pending, expected, "{any}");
+
+    // A session: its panes.
+    let session = call_ok(
+        &client,
+        "wait_for_state",
+        json!({"targets": ["own-trio"], "condition": "exited", "timeout": 10}),
+    )
+    .await;
+    assert_eq!(session["reached"][0]["pane_id"], second, "{session}");
+    assert_eq!(session["pending"].as_array().unwrap().len(), 2, "{session}");
+
+    // Another tenant's session is not found, and an empty list is refused.
+    for (targets, needle) in [(json!(["other"]), "other"), (json!([]), "1 to 64")] {
+        let error = call_err(
+            &client,
+            "wait_for_state",
+            json!({"targets": targets, "condition": "exited", "timeout": 1}),
+        )
+        .await;
+        assert!(error.to_string().contains(needle), "{error}");
+    }
 }

@@ -1,6 +1,9 @@
 //! `wait_for_state`: wait until one pane, or any or all of a set, reaches a state — quiet for a
 //! while, waiting for input, done with a command, exited — and say which, what and when.
 //!
+//! The set: panes by id, every pane of a session or window, or (no targets) every pane the
+//! caller may see, at most [`MAX_TARGETS`].
+//!
 //! Each pane's stream is kept (as for the ledger) and subscribed; the wait sleeps until a pane
 //! prints, ends, or reaches the time its state could next change (an idle threshold), and asks
 //! tmux nothing meanwhile. "Waiting for input" needs `/proc` evidence
@@ -22,10 +25,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::watch::{PaneState, WaitBudget, cancelled, keep, target_pane};
 use crate::mcp::McpServer;
-use crate::mcp::access::TmuxAccess;
+use crate::mcp::access::{TmuxAccess, not_found, parse_target};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
+use crate::mcp::pane_ops::{PaneScope, pane_rows};
 use crate::mux::tmux::output::PaneStream;
+use crate::mux::tmux::target::Target;
 use crate::mux::tmux::{OutputSubscription, PaneId, StreamEnd};
 
 /// Quiet this long before `/proc` is first read for `waiting_for_input`.
@@ -64,8 +69,10 @@ pub enum Quorum {
 pub struct WaitForStateInput {
     #[serde(default)]
     pub server: Option<String>,
-    /// Panes `%N`, at most 64.
-    pub targets: Vec<String>,
+    /// Panes `%N`, sessions or windows `@N` (all their panes); absent: every pane you may see.
+    /// At most 64 panes.
+    #[serde(default)]
+    pub targets: Option<Vec<String>>,
     /// idle (no output for `idle_ms`), waiting_for_input, command_finished, exited.
     pub condition: StateCondition,
     /// For `idle`: quiet this long (default 2000).
@@ -200,6 +207,55 @@ impl Watched {
     }
 }
 
+/// The panes `targets` name, each once, in order: a pane itself, every pane of a session or
+/// window, or with no targets every pane the caller may see.
+async fn panes_of(
+    tmux: &TmuxAccess<'_>,
+    targets: Option<&[String]>,
+) -> Result<Vec<PaneId>, ToolError> {
+    let mut panes = Vec::new();
+    match targets {
+        None => panes.extend(
+            pane_rows(tmux, &PaneScope::All)
+                .await?
+                .iter()
+                .map(|r| r.pane),
+        ),
+        Some(targets) => {
+            for target in targets {
+                match parse_target(target)? {
+                    Target::Pane(_) => panes.push(target_pane(tmux, target).await?),
+                    group => {
+                        let rows = pane_rows(tmux, &PaneScope::Of(group.clone())).await?;
+                        if rows.is_empty() {
+                            return Err(not_found(&group));
+                        }
+                        panes.extend(rows.iter().map(|r| r.pane));
+                    }
+                }
+            }
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    panes.retain(|pane| seen.insert(*pane));
+    if panes.is_empty() {
+        return Err(ToolError::not_found(
+            "you may see no panes on this server",
+            "create_session first, or name a server with panes",
+        ));
+    }
+    if panes.len() > MAX_TARGETS {
+        return Err(ToolError::invalid_arguments(
+            format!(
+                "the targets hold {} panes; one wait watches at most {MAX_TARGETS}",
+                panes.len()
+            ),
+            "name fewer panes or one session",
+        ));
+    }
+    Ok(panes)
+}
+
 /// Runs a `wait_for_state` on `targets` until `deadline`. The caller holds the wait budget.
 async fn wait_for_state(
     tmux: &TmuxAccess<'_>,
@@ -215,12 +271,9 @@ async fn wait_for_state(
             "wait for idle, command_finished or exited instead",
         ));
     }
-    let mut watched = Vec::with_capacity(input.targets.len());
-    for target in &input.targets {
-        let pane = target_pane(tmux, target).await?;
-        if watched.iter().any(|w: &Watched| w.pane == pane) {
-            continue;
-        }
+    let panes = panes_of(tmux, input.targets.as_deref()).await?;
+    let mut watched = Vec::with_capacity(panes.len());
+    for pane in panes {
         let stream = keep(tmux, pane, deadline).await?;
         let subscription = stream.subscribe();
         let state = PaneState::read_settled(tmux, pane).await?;
@@ -320,7 +373,8 @@ impl McpServer {
         name = "wait_for_state",
         description = "Wait until any (or all) of some panes is idle, waiting for input, done \
             with a command (as list_commands records it), or exited.\n\n\
-            Asks tmux nothing meanwhile. Returns `reached` panes in order, with `after_ms`.",
+            Panes by id, a session's, or all you may see. Asks tmux nothing meanwhile. Returns \
+            `reached` panes in order, with `after_ms`.",
         annotations(
             title = "Wait for pane states",
             read_only_hint = true,
@@ -335,13 +389,15 @@ impl McpServer {
         cancel: CancellationToken,
         Parameters(input): Parameters<WaitForStateInput>,
     ) -> Result<Json<WaitForStateOutput>, ToolError> {
-        if input.targets.is_empty() || input.targets.len() > MAX_TARGETS {
+        if let Some(targets) = &input.targets
+            && (targets.is_empty() || targets.len() > MAX_TARGETS)
+        {
             return Err(ToolError::invalid_arguments(
                 format!(
-                    "targets must hold 1 to {MAX_TARGETS} panes, got {}",
-                    input.targets.len()
+                    "targets must hold 1 to {MAX_TARGETS} entries, got {}",
+                    targets.len()
                 ),
-                "pass pane ids from list_panes",
+                "pass pane ids, a session, or leave targets out for every pane you may see",
             ));
         }
         if input.idle_ms == Some(0) {
