@@ -231,12 +231,12 @@ impl Layout {
     }
 }
 
-fn path_str(path: &Path) -> Result<&str> {
+pub fn path_str(path: &Path) -> Result<&str> {
     path.to_str()
         .context("the temporary directory's path is not UTF-8")
 }
 
-fn mkfifo(path: &Path) -> Result<()> {
+pub fn mkfifo(path: &Path) -> Result<()> {
     let status = Command::new("mkfifo")
         .arg(path)
         .status()
@@ -247,7 +247,7 @@ fn mkfifo(path: &Path) -> Result<()> {
 
 /// Opens the FIFO for writing in a thread, so that a reader that never comes is an error
 /// rather than a hang.
-fn open_fifo_writer(path: &Path, timeout: Duration) -> Result<File> {
+pub fn open_fifo_writer(path: &Path, timeout: Duration) -> Result<File> {
     let path = path.to_owned();
     let (sender, receiver) = std::sync::mpsc::channel();
     std::thread::spawn(move || {

@@ -16,7 +16,9 @@
 //! 4. muxgate at scale: 64 busy agents for 60 s; 256 and 1,024 idle sessions with waits;
 //! 5. muxgate's `send_keys` rate against a bare control client's pipelined rate;
 //! 6. workspace mode: 64 tenants × 4 sessions with waits (see [`workspaces`]);
-//! 7. the gateway's own cost per call against a `/healthz` round trip (see [`cost`]).
+//! 7. the gateway's own cost per call against a `/healthz` round trip (see [`cost`]);
+//! 8. agent awareness: `wait_for_state` wake-up and idle cost, `send_prompt` deliveries to an
+//!    agent-CLI stand-in at random moments (see [`agents`]).
 //!
 //! ```text
 //! cargo bench --bench reference                          # full run, about 10 minutes
@@ -24,12 +26,14 @@
 //! cargo bench --bench reference -- --only sessions --sessions 64,256
 //! cargo bench --bench reference -- --only workspaces --workspaces 64   # needs bubblewrap
 //! cargo bench --bench reference -- --only cost           # per-call cost vs /healthz
+//! cargo bench --bench reference -- --only agents         # state waits and send_prompt
 //! cargo bench --bench reference -- --quick               # smoke run
 //! cargo test --bench reference                           # the same smoke run
 //! ```
 //!
 //! Prints Markdown tables. This measures speed and cost only; behaviour is tested in `tests/`.
 
+mod agents;
 mod cases;
 mod cost;
 mod fixture;
@@ -49,7 +53,7 @@ use fixture::BenchTmux;
 use servers::{Flavor, Muxgate, REFERENCE_PACKAGE, REFERENCE_VERSION, Reference};
 use stats::{cpu_ms, latency, median, mib, quantile, rate, ratio};
 
-const GROUPS: [&str; 9] = [
+const GROUPS: [&str; 10] = [
     "latency",
     "batch",
     "wake",
@@ -59,6 +63,7 @@ const GROUPS: [&str; 9] = [
     "ceiling",
     "workspaces",
     "cost",
+    "agents",
 ];
 
 /// The groups that run the reference server (the others measure muxgate alone).
@@ -80,6 +85,9 @@ struct Options {
     workspace_sessions: usize,
     workspace_secs: f64,
     cost_calls: usize,
+    state_wakes: usize,
+    state_idle_secs: f64,
+    prompts: usize,
     groups: BTreeSet<String>,
 }
 
@@ -100,6 +108,9 @@ impl Options {
             workspace_sessions: 4,
             workspace_secs: 5.0,
             cost_calls: 1000,
+            state_wakes: 20,
+            state_idle_secs: 20.0,
+            prompts: 200,
             groups: GROUPS.iter().map(|g| (*g).to_owned()).collect(),
         };
         let mut benchmarking = false;
@@ -158,6 +169,9 @@ impl Options {
         self.workspace_sessions = 2;
         self.workspace_secs = 1.0;
         self.cost_calls = 20;
+        self.state_wakes = 3;
+        self.state_idle_secs = 5.0;
+        self.prompts = 8;
     }
 
     fn runs(&self, group: &str) -> bool {
@@ -232,7 +246,80 @@ async fn alone(options: &Options) -> Result<()> {
     if options.runs("cost") {
         per_call_cost(options).await?;
     }
+    if options.runs("agents") {
+        agent_awareness(options).await?;
+    }
     println!("load average at end: {}", load_average());
+    Ok(())
+}
+
+/// Case 8: state waits and prompt delivery.
+async fn agent_awareness(options: &Options) -> Result<()> {
+    eprintln!("agents: wake-up");
+    let wake = agents::wake(options.state_wakes).await?;
+    println!(
+        "## muxgate: waiting on agents\n\nWake-up: from the pane printing the event (through a FIFO read by `cat`) to the call returning; {} of each, alternating on one pane.\n",
+        options.state_wakes
+    );
+    println!("| wait | median | p90 |\n|---|--:|--:|");
+    for (label, samples) in [
+        (
+            "wait_for_state command_finished (OSC 133 D printed)",
+            &wake.state,
+        ),
+        ("wait_for_text (the line printed)", &wake.text),
+    ] {
+        println!(
+            "| {label} | {} | {} |",
+            latency(median(samples)),
+            latency(quantile(samples, 0.9))
+        );
+    }
+    eprintln!("agents: idle waits");
+    let idle = agents::idle(options.state_idle_secs).await?;
+    println!(
+        "\n{} waits idling {} s on quiet panes (10 sessions × 10 panes, one agent each), per kind, each on a fresh tmux server and gateway; measured from {} s after the calls to 0.5 s before their timeout. tmux commands from the gateway's `muxgate_tmux_commands_total`, tmux processes by a `tmux` wrapper on `PATH`, CPU from `/proc` (10 ms ticks).\n",
+        agents::IDLE_WAITS,
+        options.state_idle_secs,
+        3
+    );
+    println!(
+        "| waits | window | tmux commands | tmux processes started | tmux server CPU | gateway CPU |\n|---|--:|--:|--:|--:|--:|"
+    );
+    for c in &idle {
+        println!(
+            "| {} | {:.1} s | {} | {} | {} | {} |",
+            c.label,
+            c.wall.as_secs_f64(),
+            c.tmux_commands,
+            c.tmux_spawned,
+            cpu_ms(c.tmux_server_cpu),
+            cpu_ms(c.gateway_cpu)
+        );
+    }
+    eprintln!("agents: send_prompt");
+    let p = agents::prompts(options.prompts, 4).await?;
+    println!(
+        "\n`send_prompt`: {} prompts to 4 agent-CLI stand-ins (`tests/programs/agent_cli.py`: 1 s start-up that discards typeahead, 0.3–1.2 s thinking after each prompt, an Enter within 50 ms of a paste taken as a newline), each lane sending one after the other after a random pause of 0–1.5 s, one in six right after restarting the program; a third of the prompts span two lines. {:.0} s in all.\n",
+        p.deliveries,
+        p.wall.as_secs_f64()
+    );
+    println!(
+        "| deliveries | taken exactly once, answered `submitted` | answered `submitted`, never taken | taken twice | not taken, answered otherwise | taken, answered otherwise | sent during start-up | time to `submitted` (median, p90) |\n|--:|--:|--:|--:|--:|--:|--:|--:|"
+    );
+    println!(
+        "| {} | **{}** ({:.1} %) | {} | {} | {} | {} | {} | {:.0} ms, {:.0} ms |",
+        p.deliveries,
+        p.exactly_once,
+        100.0 * p.exactly_once as f64 / p.deliveries.max(1) as f64,
+        p.lost,
+        p.duplicated,
+        p.refused,
+        p.unconfirmed,
+        p.while_starting,
+        median(&p.submit_ms),
+        quantile(&p.submit_ms, 0.9)
+    );
     Ok(())
 }
 
