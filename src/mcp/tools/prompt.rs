@@ -74,7 +74,7 @@ pub struct SendPromptOutput {
     pub outcome: &'static str,
     /// read_terminal, shell_prompt or quiet.
     pub ready_by: Option<&'static str>,
-    /// newline_echoed, busy_output, input_cleared; or busy, printing, pane_exited,
+    /// newline_echoed, busy_output, input_cleared; or busy, printing, pane_exited, timeout,
     /// paste_not_shown, input_still_shown, no_newline_echoed.
     pub evidence: &'static str,
     pub enter_presses: u32,
@@ -93,18 +93,19 @@ enum Reaction {
 }
 
 /// Reads a pane's output after an input: up to `within` for it to start, then until it is quiet
-/// for `quiet` or has flowed for `busy_after` without a pause. Returns how it went and the
-/// bytes read.
+/// for `quiet` or has flowed for `busy_after` without a pause; never past `deadline`. Returns
+/// how it went and the bytes read.
 async fn react(
     output: &mut OutputSubscription,
     within: Duration,
     quiet: Duration,
     busy_after: Duration,
+    deadline: Instant,
     cancel: &CancellationToken,
 ) -> Result<(Reaction, Vec<u8>), ToolError> {
     let mut bytes = Vec::new();
     let mut first: Option<Instant> = None;
-    let mut wake = Instant::now() + within;
+    let mut wake = (Instant::now() + within).min(deadline);
     loop {
         let next = tokio::select! {
             biased;
@@ -123,7 +124,7 @@ async fn react(
                 if now.duration_since(began) >= busy_after {
                     return Ok((Reaction::Busy, bytes));
                 }
-                wake = now + quiet;
+                wake = (now + quiet).min(deadline);
             }
         }
     }
@@ -156,17 +157,19 @@ struct Prompter<'a> {
     pane: PaneId,
     stream: std::sync::Arc<PaneStream>,
     output: OutputSubscription,
+    /// The end of the call's time: no stage waits past it, and no Enter is pressed after it.
+    deadline: Instant,
     cancel: &'a CancellationToken,
 }
 
 impl Prompter<'_> {
-    /// Waits until the program is ready for input, or says why it was not by `deadline`.
+    /// Waits until the program is ready for input, or says why it was not by the deadline.
     async fn until_ready(
         &mut self,
         state: &PaneState,
         quiet: Duration,
-        deadline: Instant,
     ) -> Result<Result<Ready, &'static str>, ToolError> {
+        let deadline = self.deadline;
         let mut pause = BUSY_PAUSE;
         loop {
             let now = Instant::now();
@@ -233,6 +236,7 @@ impl Prompter<'_> {
             ECHO_WITHIN,
             ECHO_QUIET,
             ECHO_WITHIN,
+            self.deadline,
             self.cancel,
         )
         .await?;
@@ -251,6 +255,9 @@ impl Prompter<'_> {
             2
         };
         for _ in 0..presses {
+            if Instant::now() >= self.deadline {
+                break;
+            }
             self.press_enter().await?;
             delivery.enter_presses += 1;
             let (reaction, bytes) = react(
@@ -258,6 +265,7 @@ impl Prompter<'_> {
                 REACTION_WITHIN,
                 REACTION_QUIET,
                 BUSY_AFTER,
+                self.deadline,
                 self.cancel,
             )
             .await?;
@@ -277,7 +285,10 @@ impl Prompter<'_> {
                 return Ok(delivery);
             }
         }
-        delivery.evidence = if ready.reads_lines() {
+        delivery.evidence = if delivery.enter_presses == 0 {
+            // Its time ran out while the paste's echo settled: the text is in, not submitted.
+            "timeout"
+        } else if ready.reads_lines() {
             "no_newline_echoed"
         } else {
             "input_still_shown"
@@ -340,12 +351,13 @@ impl McpServer {
                 pane,
                 output: stream.subscribe(),
                 stream,
+                deadline: budget.deadline,
                 cancel: &cancel,
             };
             let delivery = if state.dead {
                 Delivery::not_ready("pane_exited")
             } else {
-                match prompter.until_ready(&state, quiet, budget.deadline).await? {
+                match prompter.until_ready(&state, quiet).await? {
                     Ok(ready) => prompter.submit(text, ready).await?,
                     Err(why) => Delivery::not_ready(why),
                 }
