@@ -213,6 +213,7 @@ impl Gateway {
             owners,
             workspaces,
             shutdown: shutdown.begin().child_token(),
+            agent_reports: Default::default(),
         });
         let deps = HttpDeps {
             http: config.http.clone(),

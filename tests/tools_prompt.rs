@@ -269,3 +269,103 @@ async fn a_busy_program_gets_nothing_and_bad_input_changes_nothing() {
     assert!(error.to_string().contains("copy mode"), "{error}");
     type_line(&tmux, &pane, "");
 }
+
+const HOOK: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/deploy/hooks/muxgate-agent-state"
+);
+
+/// Runs the repo's hook script as an agent's hook would, for `pane`; its stderr.
+async fn hook(gateway: &common::TestGateway, token: &str, pane: &str, state: &str) -> String {
+    let output = tokio::process::Command::new(HOOK)
+        .args([state, "claude-code"])
+        .env("MUXGATE_URL", &gateway.mcp_url)
+        .env("MUXGATE_TOKEN", token)
+        .env("TMUX_PANE", pane)
+        .output()
+        .await
+        .expect("run the hook script");
+    assert!(output.status.success(), "the hook never fails its agent");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agents_own_hook_reports_what_proc_cannot_tell() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+    // A program that polls its input (so /proc cannot tell whether it waits) and is quiet;
+    // each line it reads, it counts.
+    let pane = session(
+        &tmux,
+        "agent",
+        "python3 -c 'import os, select\nwhile True:\n    select.select([0], [], [])\n    print(\"got\", len(os.read(0, 4096)))'",
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let writer = common::tools::session_limited_token(
+        &gateway,
+        "hook",
+        &["mux:read", "mux:write"],
+        &["agent"],
+    );
+
+    // Working: not ready, however quiet.
+    assert_eq!(hook(&gateway, &writer, &pane, "working").await, "");
+    let state = call_ok(&client, "get_pane_state", json!({"target": pane})).await;
+    assert_eq!(state["agent_state"], "working", "{state}");
+    assert_eq!(state["agent"], "claude-code", "{state}");
+    assert!(state.get("waiting_for_input").is_none(), "{state}");
+    let busy = call_ok(
+        &client,
+        "send_prompt",
+        json!({"target": pane, "text": "too early", "quiet_ms": 100, "timeout": 1}),
+    )
+    .await;
+    assert_eq!(busy["outcome"], "not_ready", "{busy}");
+    assert_eq!(busy["evidence"], "agent_working", "{busy}");
+
+    // Waiting for input: ready at once (long before the quiet time), and submitted.
+    assert_eq!(
+        hook(&gateway, &writer, &pane, "waiting_for_input").await,
+        ""
+    );
+    let answer = call_ok(
+        &client,
+        "send_prompt",
+        json!({"target": pane, "text": "hello from hook", "quiet_ms": 60000, "timeout": 10}),
+    )
+    .await;
+    assert_submitted(&answer);
+    assert_eq!(answer["ready_by"], "agent_report", "{answer}");
+    wait_for_screen(&tmux, &pane, "got 16").await;
+    // It printed since: the report no longer says it waits, and quiet is not long enough.
+    let stale = call_ok(
+        &client,
+        "send_prompt",
+        json!({"target": pane, "text": "again", "quiet_ms": 60000, "timeout": 1}),
+    )
+    .await;
+    assert_eq!(stale["outcome"], "not_ready", "{stale}");
+    assert_eq!(stale["evidence"], "printing", "{stale}");
+
+    // Reporting takes write access to the pane's session; the hook says so and exits 0.
+    let reader = common::tools::session_limited_token(&gateway, "r", &["mux:read"], &["agent"]);
+    assert!(
+        hook(&gateway, &reader, &pane, "idle")
+            .await
+            .contains("refused")
+    );
+    let other = common::tools::session_limited_token(&gateway, "o", &["mux:write"], &["else"]);
+    assert!(
+        hook(&gateway, &other, &pane, "idle")
+            .await
+            .contains("refused")
+    );
+    assert!(
+        hook(&gateway, &writer, &pane, "bogus")
+            .await
+            .contains("STATE must be")
+    );
+    let state = call_ok(&client, "get_pane_state", json!({"target": pane})).await;
+    assert_eq!(state["agent_state"], "waiting_for_input", "{state}");
+}

@@ -98,6 +98,8 @@ pub struct McpState {
     /// Cancelled when the gateway begins shutting down; waits end on it (see
     /// [`McpState::until_shutdown`]).
     pub shutdown: CancellationToken,
+    /// What agent CLIs' hooks last reported about their panes (`report_agent_state`).
+    pub agent_reports: crate::mux::agent_report::AgentReports,
 }
 
 impl McpState {

@@ -5,8 +5,10 @@
 //! not depend on one multiplexer; [`pane_io::PaneIo`] is the pane-level trait both implement.
 //! [`ledger`] reads a pane's commands from the shell-integration marks in its output;
 //! [`foreground`] what runs in a pane's terminal and whether it waits for input; [`prompt`]
-//! when a program is ready for a prompt and whether it took one.
+//! when a program is ready for a prompt and whether it took one; [`agent_report`] what agent
+//! CLIs report about themselves through their hooks.
 
+pub mod agent_report;
 pub mod echo;
 pub mod foreground;
 pub mod ledger;

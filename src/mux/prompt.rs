@@ -5,11 +5,11 @@
 //! `/proc`, how long the pane has been quiet, the output after a key, the visible screen).
 //!
 //! Readiness, strongest evidence first: the program is blocked reading its terminal, or it is a
-//! shell with no job running (both from [`Foreground::waiting_for_input`]); otherwise (a
-//! full-screen program or agent CLI polling many inputs, or no `/proc` to read) the pane has
-//! been quiet for a while, which a busy program with a spinner or streamed output never is.
-//! A program plainly doing something else (running, sleeping, waiting for a child) is not
-//! ready, however quiet.
+//! shell with no job running (both from [`Foreground::waiting_for_input`]); a program plainly
+//! doing something else (running, sleeping, waiting for a child) is not ready, whatever else is
+//! said. Otherwise (a full-screen program or agent CLI polling many inputs, or no `/proc` to
+//! read): what the agent's own hook last reported ([`agent_says`]), else the pane quiet for a
+//! while, which a busy program with a spinner or streamed output never is.
 //!
 //! Submission: a program that reads whole lines (a shell, a REPL, a line read) echoes the
 //! newline when it takes the line. A full-screen program shows no such sign, so either it
@@ -19,6 +19,9 @@
 
 use std::time::Duration;
 
+use tokio::time::Instant;
+
+use super::agent_report::{AgentReport, AgentState};
 use super::foreground::{Blocked, Foreground};
 
 /// Why a program was judged ready for input.
@@ -28,8 +31,31 @@ pub enum Ready {
     ReadingTerminal,
     /// A shell with no job running, waiting for its next command line.
     ShellPrompt,
+    /// Its hook reported it waiting for input or idle, and it printed nothing since.
+    AgentReport,
     /// Quiet for the time asked, and not plainly busy.
     Quiet,
+}
+
+/// Why a program was judged not ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotReady {
+    /// `/proc` shows it running, sleeping or waiting for a child.
+    Busy,
+    /// Its hook reported it working.
+    AgentWorking,
+    /// It printed something less than the quiet time ago.
+    Printing,
+}
+
+impl NotReady {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NotReady::Busy => "busy",
+            NotReady::AgentWorking => "agent_working",
+            NotReady::Printing => "printing",
+        }
+    }
 }
 
 impl Ready {
@@ -37,6 +63,7 @@ impl Ready {
         match self {
             Ready::ReadingTerminal => "read_terminal",
             Ready::ShellPrompt => "shell_prompt",
+            Ready::AgentReport => "agent_report",
             Ready::Quiet => "quiet",
         }
     }
@@ -49,21 +76,33 @@ impl Ready {
 }
 
 /// Whether the pane's program is ready for input: `foreground` is what `/proc` says (`None`
-/// where it cannot be read), `quiet_for` how long the pane has printed nothing.
+/// where it cannot be read), `agent` what its hook says ([`agent_says`]), `quiet_for` how long
+/// the pane has printed nothing.
 pub fn readiness(
     foreground: Option<&Foreground>,
+    agent: Option<AgentState>,
     quiet_for: Duration,
     quiet_needed: Duration,
-) -> Option<Ready> {
+) -> Result<Ready, NotReady> {
     let waiting = foreground.and_then(Foreground::waiting_for_input);
-    match (waiting, foreground) {
-        (Some(true), Some(fg)) if fg.blocked == Blocked::ReadingTerminal => {
-            Some(Ready::ReadingTerminal)
+    match (waiting, foreground, agent) {
+        (Some(true), Some(fg), _) if fg.blocked == Blocked::ReadingTerminal => {
+            Ok(Ready::ReadingTerminal)
         }
-        (Some(true), _) => Some(Ready::ShellPrompt),
-        (Some(false), _) => None,
-        (None, _) => (quiet_for >= quiet_needed).then_some(Ready::Quiet),
+        (Some(true), _, _) => Ok(Ready::ShellPrompt),
+        (Some(false), _, _) => Err(NotReady::Busy),
+        (None, _, Some(state)) if state.takes_input() => Ok(Ready::AgentReport),
+        (None, _, Some(_)) => Err(NotReady::AgentWorking),
+        (None, _, None) if quiet_for >= quiet_needed => Ok(Ready::Quiet),
+        (None, _, None) => Err(NotReady::Printing),
     }
+}
+
+/// What an agent's latest hook report says now: "working" until it reports otherwise; waiting
+/// or idle only while the pane has printed nothing since (`idle_since`: its last output).
+pub fn agent_says(report: Option<&AgentReport>, idle_since: Instant) -> Option<AgentState> {
+    let report = report?;
+    (!report.state.takes_input() || report.at >= idle_since).then_some(report.state)
 }
 
 /// The text a prompt ends with, as a screen would show it: the last visible characters of its
@@ -78,14 +117,14 @@ pub fn visible_tail(text: &str) -> Option<String> {
 }
 
 /// Whether the prompt whose [`visible_tail`] is `tail` still ends right at the cursor: on the
-/// cursor's row or the row above it (`rows` is the visible screen, `cursor_y` the cursor's
-/// row). Rows are joined, so a tail wrapped over the two rows is found too.
+/// cursor's row or the two above it (`rows` is the visible screen, `cursor_y` the cursor's row;
+/// an Enter taken as a newline puts the cursor one row below the text, whose end may be
+/// wrapped over two rows). The rows are joined, so a wrapped tail is found too.
 pub fn still_in_input(rows: &[String], cursor_y: usize, tail: &str) -> bool {
-    let at = |y: usize| rows.get(y).map_or(String::new(), |row| squeeze(row));
-    let near = match cursor_y.checked_sub(1) {
-        Some(above) => at(above) + &at(cursor_y),
-        None => at(cursor_y),
-    };
+    let near: String = (cursor_y.saturating_sub(2)..=cursor_y)
+        .filter_map(|y| rows.get(y))
+        .map(|row| squeeze(row))
+        .collect();
     near.contains(tail)
 }
 
@@ -129,14 +168,15 @@ mod tests {
     fn a_program_reading_its_terminal_or_an_idle_shell_is_ready_at_once() {
         let zero = Duration::ZERO;
         let python = fg(Blocked::ReadingTerminal, false, "bash");
+        let working = Some(AgentState::Working);
         assert_eq!(
-            readiness(Some(&python), zero, QUIET),
-            Some(Ready::ReadingTerminal)
+            readiness(Some(&python), working, zero, QUIET),
+            Ok(Ready::ReadingTerminal)
         );
         let shell = fg(Blocked::Polling, true, "bash");
         assert_eq!(
-            readiness(Some(&shell), zero, QUIET),
-            Some(Ready::ShellPrompt)
+            readiness(Some(&shell), None, zero, QUIET),
+            Ok(Ready::ShellPrompt)
         );
     }
 
@@ -149,9 +189,10 @@ mod tests {
             Blocked::WaitingForChild,
             Blocked::Reading,
         ] {
+            let agent = Some(AgentState::WaitingForInput);
             assert_eq!(
-                readiness(Some(&fg(blocked, false, "bash")), long, QUIET),
-                None
+                readiness(Some(&fg(blocked, false, "bash")), agent, long, QUIET),
+                Err(NotReady::Busy)
             );
         }
     }
@@ -159,13 +200,54 @@ mod tests {
     #[test]
     fn a_polling_program_or_an_unreadable_one_is_ready_once_quiet() {
         let tui = fg(Blocked::Polling, false, "bash");
+        let short = Duration::from_millis(499);
         assert_eq!(
-            readiness(Some(&tui), Duration::from_millis(499), QUIET),
-            None
+            readiness(Some(&tui), None, short, QUIET),
+            Err(NotReady::Printing)
         );
-        assert_eq!(readiness(Some(&tui), QUIET, QUIET), Some(Ready::Quiet));
-        assert_eq!(readiness(None, Duration::from_millis(10), QUIET), None);
-        assert_eq!(readiness(None, QUIET, QUIET), Some(Ready::Quiet));
+        assert_eq!(readiness(Some(&tui), None, QUIET, QUIET), Ok(Ready::Quiet));
+        assert_eq!(
+            readiness(None, None, Duration::from_millis(10), QUIET),
+            Err(NotReady::Printing)
+        );
+        assert_eq!(readiness(None, None, QUIET, QUIET), Ok(Ready::Quiet));
+    }
+
+    #[test]
+    fn an_agents_own_report_decides_where_proc_cannot() {
+        let tui = fg(Blocked::Polling, false, "bash");
+        let zero = Duration::ZERO;
+        let long = Duration::from_secs(60);
+        for state in [AgentState::WaitingForInput, AgentState::Idle] {
+            assert_eq!(
+                readiness(Some(&tui), Some(state), zero, QUIET),
+                Ok(Ready::AgentReport)
+            );
+        }
+        assert_eq!(
+            readiness(None, Some(AgentState::Working), long, QUIET),
+            Err(NotReady::AgentWorking)
+        );
+    }
+
+    #[test]
+    fn a_waiting_report_counts_only_while_the_pane_stays_quiet() {
+        let report = |state, at| AgentReport {
+            state,
+            agent: None,
+            at,
+        };
+        let then = Instant::now();
+        let later = then + Duration::from_secs(1);
+        let waiting = report(AgentState::WaitingForInput, then);
+        assert_eq!(
+            agent_says(Some(&waiting), then),
+            Some(AgentState::WaitingForInput)
+        );
+        assert_eq!(agent_says(Some(&waiting), later), None, "it printed since");
+        let working = report(AgentState::Working, then);
+        assert_eq!(agent_says(Some(&working), later), Some(AgentState::Working));
+        assert_eq!(agent_says(None, then), None);
     }
 
     #[test]
@@ -197,6 +279,7 @@ mod tests {
         assert!(still_in_input(&rows, 3, &tail), "cursor after the text");
         assert!(still_in_input(&rows, 4, &tail), "an Enter taken as newline");
         assert!(!still_in_input(&rows, 1, &tail));
+        assert!(!still_in_input(&rows, 5, &tail), "three rows below");
     }
 
     #[test]
@@ -204,12 +287,13 @@ mod tests {
         let tail = visible_tail("please fix the build").expect("tail");
         let rows = screen(&[
             "> please fix the build",
+            "",
             "⠋ thinking",
             "╭──────────────╮",
             "│               │",
             "╰──────────────╯",
         ]);
-        assert!(!still_in_input(&rows, 3, &tail));
+        assert!(!still_in_input(&rows, 4, &tail));
         assert!(still_in_input(&rows, 0, &tail), "row 0 has no row above");
         assert!(!still_in_input(&[], 0, &tail), "an empty screen");
     }

@@ -30,7 +30,7 @@ pub fn of(tool: &str) -> Option<Toolset> {
         | "show_hook" => Toolset::Config,
         "load_buffer" | "show_buffer" | "paste_buffer" | "delete_buffer" | "enter_copy_mode"
         | "exit_copy_mode" | "pipe_pane" => Toolset::Buffers,
-        "wait_for_channel" | "signal_channel" => Toolset::Channels,
+        "wait_for_channel" | "signal_channel" | "report_agent_state" => Toolset::Channels,
         "kill_server" | "respawn_pane" | "clear_pane" => Toolset::Destroy,
         _ => return None,
     })

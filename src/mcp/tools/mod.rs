@@ -6,6 +6,7 @@
 //! output `Result<Json<T>, ToolError>`, all four annotation hints set explicitly, and a
 //! description whose first line is a one-line summary (it is what `muxgate tools` prints).
 
+pub mod agent_report;
 pub mod batch;
 pub mod buffer;
 pub mod channel;
@@ -61,6 +62,7 @@ pub(crate) fn router() -> ToolRouter<McpServer> {
         + McpServer::state_tools()
         + McpServer::state_wait_tools()
         + McpServer::prompt_tools()
+        + McpServer::agent_report_tools()
         + McpServer::batch_tools()
         + McpServer::channel_tools()
         + McpServer::zellij_session_tools()

@@ -30,6 +30,7 @@ use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops;
 use crate::mcp::position::OutputPosition;
+use crate::mux::agent_report::{AgentReports, PaneInstance};
 use crate::mux::prompt::{self, Ready};
 use crate::mux::tmux::ops::input::InputPlan;
 use crate::mux::tmux::ops::keys::KeyName;
@@ -72,10 +73,10 @@ pub struct SendPromptOutput {
     pub pane_id: String,
     /// submitted; not_ready (nothing typed); not_submitted.
     pub outcome: &'static str,
-    /// read_terminal, shell_prompt or quiet.
+    /// read_terminal, shell_prompt, agent_report or quiet.
     pub ready_by: Option<&'static str>,
-    /// newline_echoed, busy_output, input_cleared; or busy, printing, pane_exited, timeout,
-    /// paste_not_shown, input_still_shown, no_newline_echoed.
+    /// newline_echoed, busy_output, input_cleared; or busy, agent_working, printing,
+    /// pane_exited, timeout, paste_not_shown, input_still_shown, no_newline_echoed.
     pub evidence: &'static str,
     pub enter_presses: u32,
     pub waited_ms: u64,
@@ -159,6 +160,7 @@ struct Prompter<'a> {
     output: OutputSubscription,
     /// The end of the call's time: no stage waits past it, and no Enter is pressed after it.
     deadline: Instant,
+    reports: &'a AgentReports,
     cancel: &'a CancellationToken,
 }
 
@@ -170,21 +172,33 @@ impl Prompter<'_> {
         quiet: Duration,
     ) -> Result<Result<Ready, &'static str>, ToolError> {
         let deadline = self.deadline;
+        let instance = PaneInstance {
+            server: state.server_pid,
+            pane: self.pane,
+            program: state.pane_pid,
+        };
         let mut pause = BUSY_PAUSE;
         loop {
             let now = Instant::now();
             let foreground = state.foreground(self.tmux);
             let idle_since = self.stream.idle_since();
-            if let Some(ready) =
-                prompt::readiness(foreground.as_ref(), now.duration_since(idle_since), quiet)
-            {
-                return Ok(Ok(ready));
-            }
-            let busy = foreground.and_then(|fg| fg.waiting_for_input()) == Some(false);
+            let report = self.reports.latest(self.tmux.server_name(), instance);
+            let agent = prompt::agent_says(report.as_ref(), idle_since);
+            let not_ready = match prompt::readiness(
+                foreground.as_ref(),
+                agent,
+                now.duration_since(idle_since),
+                quiet,
+            ) {
+                Ok(ready) => return Ok(Ok(ready)),
+                Err(why) => why,
+            };
             if now >= deadline {
-                return Ok(Err(if busy { "busy" } else { "printing" }));
+                return Ok(Err(not_ready.as_str()));
             }
-            let look_again = if busy {
+            // A busy program, or an agent reporting work, is looked at again after a pause; a
+            // printing one once it could have been quiet long enough. Output wakes both.
+            let look_again = if not_ready != prompt::NotReady::Printing {
                 let at = now + pause;
                 pause = (pause * 2).min(MAX_BUSY_PAUSE);
                 at
@@ -352,6 +366,7 @@ impl McpServer {
                 output: stream.subscribe(),
                 stream,
                 deadline: budget.deadline,
+                reports: &self.state().agent_reports,
                 cancel: &cancel,
             };
             let delivery = if state.dead {

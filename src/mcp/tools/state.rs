@@ -4,8 +4,9 @@
 //! One tmux command reads the pane's flags; the pane's output stream (kept recording, as for
 //! the ledger) gives the time of its last byte and, with shell integration, whether the shell
 //! is at its prompt; `/proc` gives the foreground process and whether it is blocked reading the
-//! terminal ([`crate::mux::foreground`]). In a workspace the pane's pids belong to the sandbox's
-//! pid namespace, so `/proc` is not read there and the process fields are left out.
+//! terminal ([`crate::mux::foreground`]); the agent's own hooks, what it says it is doing
+//! (`report_agent_state`). In a workspace the pane's pids belong to the sandbox's pid
+//! namespace, so `/proc` is not read there and the process fields are left out.
 
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
@@ -18,6 +19,7 @@ use super::watch::{KEEP_WAIT, PaneState, keep, target_pane, unix_ms};
 use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
+use crate::mux::agent_report::PaneInstance;
 use crate::mux::foreground::Blocked;
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -52,6 +54,10 @@ pub struct PaneStateOutput {
     pub in_mode: bool,
     pub dead: bool,
     pub dead_status: Option<i32>,
+    /// What the agent's hook last reported (report_agent_state), and how long ago.
+    pub agent_state: Option<&'static str>,
+    pub agent: Option<String>,
+    pub agent_reported_ms_ago: Option<u64>,
 }
 
 fn blocked_name(blocked: Blocked) -> Option<&'static str> {
@@ -71,7 +77,7 @@ impl McpServer {
     #[tool(
         name = "get_pane_state",
         description = "What a pane is doing: foreground process, waiting_for_input, \
-            idle_for_ms, at_prompt, alternate screen, dead.\n\n\
+            idle_for_ms, at_prompt, agent_state (its hooks' report), alternate screen, dead.\n\n\
             A field without evidence is left out, never guessed.",
         annotations(
             title = "Get a pane's state",
@@ -93,6 +99,14 @@ impl McpServer {
         let process = state.foreground(&tmux);
         let at_prompt =
             stream.with_ledger(|ledger| ledger.shell_integrated().then(|| ledger.at_prompt()));
+        let report = self.state().agent_reports.latest(
+            tmux.server_name(),
+            PaneInstance {
+                server: state.server_pid,
+                pane,
+                program: state.pane_pid,
+            },
+        );
         Ok(Json(PaneStateOutput {
             pane_id: pane.to_string(),
             current_command: state.current_command,
@@ -109,6 +123,11 @@ impl McpServer {
             in_mode: state.in_mode,
             dead: state.dead,
             dead_status: state.dead_status.filter(|_| state.dead),
+            agent_state: report.as_ref().map(|r| r.state.as_str()),
+            agent_reported_ms_ago: report
+                .as_ref()
+                .map(|r| u64::try_from(r.at.elapsed().as_millis()).unwrap_or(u64::MAX)),
+            agent: report.and_then(|r| r.agent),
         }))
     }
 }

@@ -1,0 +1,151 @@
+//! What agent CLIs say about themselves: their own hooks (Claude Code's `Notification`,
+//! `Stop` and `UserPromptSubmit`, Codex's `notify`…) report "working", "waiting for input" or
+//! "idle" for the pane they run in, and the latest report per pane is kept here.
+//!
+//! A report names the pane's program instance (the tmux server's pid and the pane's pid), so a
+//! report outlives neither a respawn nor a server restart that reuses the pane id. The store
+//! is bounded: past [`MAX_PANES`] panes the oldest report is dropped.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use tokio::time::Instant;
+
+use super::tmux::PaneId;
+
+/// Most panes with a kept report.
+pub const MAX_PANES: usize = 4096;
+
+/// What an agent says it is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentState {
+    Working,
+    WaitingForInput,
+    Idle,
+}
+
+impl AgentState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentState::Working => "working",
+            AgentState::WaitingForInput => "waiting_for_input",
+            AgentState::Idle => "idle",
+        }
+    }
+
+    /// Whether the agent takes a prompt in this state.
+    pub fn takes_input(self) -> bool {
+        !matches!(self, AgentState::Working)
+    }
+}
+
+/// One pane's program instance: the server's pid, the pane, and the pid of its program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PaneInstance {
+    pub server: u32,
+    pub pane: PaneId,
+    pub program: u32,
+}
+
+/// The latest report of one pane.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentReport {
+    pub state: AgentState,
+    /// The agent's name as its hook gave it (`claude-code`), if any.
+    pub agent: Option<String>,
+    pub at: Instant,
+}
+
+/// The latest report per pane, per server name.
+#[derive(Debug, Default)]
+pub struct AgentReports {
+    reports: Mutex<HashMap<(String, PaneInstance), AgentReport>>,
+}
+
+impl AgentReports {
+    /// Keeps `report` as the latest for `pane` of server `server`.
+    pub fn record(&self, server: &str, pane: PaneInstance, report: AgentReport) {
+        let mut reports = self.lock();
+        let key = (server.to_owned(), pane);
+        if !reports.contains_key(&key)
+            && reports.len() >= MAX_PANES
+            && let Some(oldest) = reports
+                .iter()
+                .min_by_key(|(_, r)| r.at)
+                .map(|(k, _)| k.clone())
+        {
+            reports.remove(&oldest);
+        }
+        reports.insert(key, report);
+    }
+
+    /// The latest report for `pane` of server `server`, if its program instance made one.
+    pub fn latest(&self, server: &str, pane: PaneInstance) -> Option<AgentReport> {
+        self.lock().get(&(server.to_owned(), pane)).cloned()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, PaneInstance), AgentReport>> {
+        // A panic while holding the lock leaves a map that is still whole.
+        self.reports
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn instance(pane: u32, program: u32) -> PaneInstance {
+        PaneInstance {
+            server: 10,
+            pane: PaneId(pane),
+            program,
+        }
+    }
+
+    fn report(state: AgentState) -> AgentReport {
+        report_at(state, Instant::now())
+    }
+
+    fn report_at(state: AgentState, at: Instant) -> AgentReport {
+        AgentReport {
+            state,
+            agent: Some("claude-code".into()),
+            at,
+        }
+    }
+
+    #[test]
+    fn the_latest_report_of_the_same_program_counts() {
+        let reports = AgentReports::default();
+        reports.record("main", instance(3, 100), report(AgentState::Working));
+        reports.record("main", instance(3, 100), report(AgentState::Idle));
+        let latest = reports.latest("main", instance(3, 100)).unwrap();
+        assert_eq!(latest.state, AgentState::Idle);
+        // A respawned pane, another server with the same pane id: no report.
+        assert_eq!(reports.latest("main", instance(3, 101)), None);
+        assert_eq!(reports.latest("other", instance(3, 100)), None);
+    }
+
+    #[test]
+    fn the_store_keeps_at_most_max_panes_dropping_the_oldest() {
+        let reports = AgentReports::default();
+        let start = Instant::now();
+        for pane in 0..=u32::try_from(MAX_PANES).unwrap() {
+            let at = start + std::time::Duration::from_millis(u64::from(pane));
+            reports.record("main", instance(pane, 1), report_at(AgentState::Idle, at));
+        }
+        assert_eq!(reports.lock().len(), MAX_PANES);
+        assert_eq!(reports.latest("main", instance(0, 1)), None);
+        assert!(reports.latest("main", instance(1, 1)).is_some());
+    }
+
+    #[test]
+    fn only_working_refuses_input() {
+        assert!(!AgentState::Working.takes_input());
+        assert!(AgentState::WaitingForInput.takes_input());
+        assert!(AgentState::Idle.takes_input());
+    }
+}
