@@ -648,3 +648,68 @@ async fn wait_for_state_watches_a_session_or_every_pane_the_caller_may_see() {
         assert!(error.to_string().contains(needle), "{error}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_panes_gives_each_panes_state_on_request() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+    let shell = pane_running(&tmux, "shell", INTEGRATED_BASH).await;
+    let busy = pane_running(&tmux, "busy", INTEGRATED_BASH).await;
+    // The shell's stream records (and sees a prompt); the busy one runs a sleep.
+    call_ok(&client, "list_commands", json!({"target": shell})).await;
+    type_line(&tmux, &shell, "true");
+    commands_until(&client, &shell, |c| finished(c, 1)).await;
+    type_line(&tmux, &busy, "sleep 30");
+    call_ok(
+        &client,
+        "report_agent_state",
+        json!({"target": shell, "state": "idle", "agent": "codex"}),
+    )
+    .await;
+
+    // Not by default: a listing asks /proc nothing unless told to.
+    let plain = call_ok(&client, "list_panes", json!({})).await;
+    assert!(plain["panes"][0].get("waiting_for_input").is_none(), "{plain}");
+
+    let fields = json!(["waiting_for_input", "idle_for_ms", "at_prompt", "agent_state"]);
+    let listed = {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let answer = call_ok(&client, "list_panes", json!({"fields": fields})).await;
+            let panes = answer["panes"].as_array().expect("panes").clone();
+            let of = |id: &str| panes.iter().find(|p| p["id"] == id).cloned();
+            if of(&busy).is_some_and(|p| p["waiting_for_input"] == false) {
+                break (of(&shell).expect("shell"), of(&busy).expect("busy"));
+            }
+            assert!(tokio::time::Instant::now() < deadline, "{answer}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    let (shell_row, busy_row) = listed;
+    assert_eq!(shell_row["waiting_for_input"], true, "{shell_row}");
+    assert_eq!(shell_row["at_prompt"], true, "{shell_row}");
+    assert_eq!(shell_row["agent_state"], "idle", "{shell_row}");
+    assert!(shell_row["idle_for_ms"].is_u64(), "{shell_row}");
+    // The busy pane was never recorded: what only its stream could say is left out.
+    assert!(busy_row.get("idle_for_ms").is_none(), "{busy_row}");
+    assert!(busy_row.get("at_prompt").is_none(), "{busy_row}");
+    assert!(busy_row.get("agent_state").is_none(), "{busy_row}");
+
+    // And as a filter: the panes waiting for input.
+    let waiting = call_ok(
+        &client,
+        "list_panes",
+        json!({"filters": {"waiting_for_input": true}}),
+    )
+    .await;
+    let ids: Vec<&Value> = waiting["panes"]
+        .as_array()
+        .expect("panes")
+        .iter()
+        .map(|p| &p["id"])
+        .collect();
+    assert!(ids.contains(&&json!(shell)), "{waiting}");
+    assert!(!ids.contains(&&json!(busy)), "{waiting}");
+    tmux.ok(&["send-keys", "-t", &busy, "C-c"]);
+}

@@ -94,7 +94,7 @@ pub const PANE_SHAPE: RowShape = RowShape {
 };
 
 /// `-F` fields of a pane row; free text last (only the last field may hold a separator).
-pub const PANE_FIELDS: [&str; 24] = [
+pub const PANE_FIELDS: [&str; 25] = [
     "pane_id",
     "pane_index",
     "session_id",
@@ -113,6 +113,8 @@ pub const PANE_FIELDS: [&str; 24] = [
     "pane_in_mode",
     "pane_mode",
     "pane_tty",
+    // The tmux server's pid: with `pane_pid`, names the pane's program across time.
+    "pid",
     "session_created",
     "session_name",
     "window_name",
@@ -156,6 +158,8 @@ pub struct PaneRow {
     pub info: PaneInfo,
     pub pane: PaneId,
     pub session: SessionKey,
+    /// The tmux server's pid.
+    pub server_pid: u32,
 }
 
 impl PaneRow {
@@ -186,19 +190,20 @@ impl PaneRow {
             mode: f[16].clone(),
             tty: f[17].clone(),
             created_by_you: false,
-            session_name: f[19].clone(),
-            window_name: f[20].clone(),
-            title: f[21].clone(),
-            current_command: f[22].clone(),
-            current_path: f[23].clone(),
+            session_name: f[20].clone(),
+            window_name: f[21].clone(),
+            title: f[22].clone(),
+            current_command: f[23].clone(),
+            current_path: f[24].clone(),
         };
         Some(Self {
             session: SessionKey {
                 id: info.session_id.clone(),
-                created: f[18].parse().ok()?,
+                created: f[19].parse().ok()?,
             },
             info,
             pane,
+            server_pid: number(18),
         })
     }
 
@@ -542,6 +547,7 @@ mod tests {
             "1",
             "copy-mode",
             "/dev/pts/3",
+            "777",
             "1700000000",
             "main",
             "editor",
@@ -550,7 +556,7 @@ mod tests {
             "/home/u/a\u{1f}b",
         ]);
         let parsed = PaneRow::parse(&line).unwrap();
-        assert_eq!(parsed.pane, PaneId(3));
+        assert_eq!((parsed.pane, parsed.server_pid), (PaneId(3), 777));
         assert_eq!(
             parsed.session,
             SessionKey {
@@ -578,7 +584,7 @@ mod tests {
     fn filter_fields_are_the_output_fields() {
         let info = PaneRow::parse(&row(&[
             "%1", "0", "$0", "@0", "0", "1", "1", "0", "1", "1", "0", "0", "1", "0", "", "0", "",
-            "", "1", "s", "w", "t", "c", "p",
+            "", "9", "1", "s", "w", "t", "c", "p",
         ]))
         .unwrap()
         .info;

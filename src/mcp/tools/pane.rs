@@ -25,9 +25,11 @@ use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::fields::RowShape;
 use crate::mcp::filter::Filters;
 use crate::mcp::pane_ops::{
-    PANE_INFO_FIELDS, PANE_SHAPE, PaneInfo, PaneScope, check_max_lines, not_found, pane_info,
-    pane_rows, quote_error, shape_and_cap, target_pane,
+    PANE_INFO_FIELDS, PANE_SHAPE, PaneInfo, PaneRow, PaneScope, check_max_lines, not_found,
+    pane_info, pane_rows, quote_error, shape_and_cap, target_pane,
 };
+use crate::mcp::tools::watch::foreground_of;
+use crate::mux::agent_report::{AgentReports, PaneInstance};
 use crate::mux::tmux::format::{flag, row_format, split_row};
 use crate::mux::tmux::ops::capture::{CaptureRange, DEFAULT_MAX_LINES, LineBound};
 use crate::mux::tmux::target::Target;
@@ -101,7 +103,8 @@ pub struct ListPanesInput {
     )]
     pub filters: Option<BTreeMap<String, Value>>,
     /// Fields wanted, e.g. `["window_index", "pid"]` (`id` always); `["all"]`: every field.
-    /// Default: id, session_name, size, command, path; flags when set.
+    /// Default: id, session_name, size, command, path; flags when set. State as get_pane_state
+    /// says it (waiting_for_input, idle_for_ms, at_prompt, agent_state…) only on request.
     #[serde(default)]
     pub fields: Option<Vec<String>>,
 }
@@ -110,8 +113,101 @@ pub struct ListPanesInput {
 pub struct ListPanesOutput {
     pub server: String,
     /// Matching panes, in tmux's order (session, window, pane index), with the fields asked for.
-    #[schemars(with = "Vec<PaneInfo>")]
+    #[schemars(with = "Vec<ListedPane>")]
     pub panes: Vec<serde_json::Map<String, Value>>,
+}
+
+/// A `list_panes` row: the pane's details and, when asked for (in `fields` or `filters`), its
+/// state as `get_pane_state` says it — from `/proc` (outside workspaces), from its output stream
+/// if that is recording already (a listing starts none), and from its agent's hook.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ListedPane {
+    #[serde(flatten)]
+    info: PaneInfo,
+    waiting_for_input: Option<bool>,
+    foreground_command_line: Option<String>,
+    idle_for_ms: Option<u64>,
+    at_prompt: Option<bool>,
+    agent_state: Option<&'static str>,
+}
+
+/// The fields of [`ListedPane`] beyond [`PaneInfo`]'s.
+const PANE_STATE_FIELDS: [&str; 5] = [
+    "waiting_for_input",
+    "foreground_command_line",
+    "idle_for_ms",
+    "at_prompt",
+    "agent_state",
+];
+
+/// Every field of a [`ListedPane`], for `fields` and `filters`.
+const LISTED_PANE_FIELDS: [&str; PANE_INFO_FIELDS.len() + PANE_STATE_FIELDS.len()] = {
+    let mut all = [""; PANE_INFO_FIELDS.len() + PANE_STATE_FIELDS.len()];
+    let mut i = 0;
+    while i < all.len() {
+        all[i] = if i < PANE_INFO_FIELDS.len() {
+            PANE_INFO_FIELDS[i]
+        } else {
+            PANE_STATE_FIELDS[i - PANE_INFO_FIELDS.len()]
+        };
+        i += 1;
+    }
+    all
+};
+
+/// `list_panes` rows: [`PANE_SHAPE`] with the state fields on request.
+const LISTED_PANE_SHAPE: RowShape = RowShape {
+    all: &LISTED_PANE_FIELDS,
+    ..PANE_SHAPE
+};
+
+impl ListedPane {
+    /// `row` with its state when `with_state`, else without.
+    fn new(tmux: &TmuxAccess<'_>, row: PaneRow, reports: &AgentReports, with_state: bool) -> Self {
+        let mut listed = Self {
+            waiting_for_input: None,
+            foreground_command_line: None,
+            idle_for_ms: None,
+            at_prompt: None,
+            agent_state: None,
+            info: row.info,
+        };
+        if !with_state {
+            return listed;
+        }
+        let info = &listed.info;
+        if let Some(fg) = foreground_of(tmux, row.server_pid, info.pid, &info.tty, info.dead) {
+            listed.waiting_for_input = fg.waiting_for_input();
+            listed.foreground_command_line = Some(fg.command_line);
+        }
+        if let Some(stream) = tmux.server.recording(row.pane) {
+            listed.idle_for_ms = stream
+                .quiet_for()
+                .map(|quiet| u64::try_from(quiet.as_millis()).unwrap_or(u64::MAX));
+            listed.at_prompt =
+                stream.with_ledger(|ledger| ledger.shell_integrated().then(|| ledger.at_prompt()));
+        }
+        let instance = PaneInstance {
+            server: row.server_pid,
+            pane: row.pane,
+            program: listed.info.pid,
+        };
+        listed.agent_state = reports
+            .latest(tmux.server_name(), instance)
+            .map(|report| report.state.as_str());
+        listed
+    }
+}
+
+/// Whether a `list_panes` call asks for the state fields, in `fields` or in `filters`.
+fn wants_state(input: &ListPanesInput) -> bool {
+    let named = |field: &str| PANE_STATE_FIELDS.contains(&field.split("__").next().unwrap_or(""));
+    input
+        .fields
+        .iter()
+        .flatten()
+        .any(|f| f == "all" || named(f))
+        || input.filters.iter().flatten().any(|(key, _)| named(key))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -382,10 +478,11 @@ impl McpServer {
     ) -> Result<Json<ListPanesOutput>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let filters = match &input.filters {
-            Some(filters) => Filters::parse(filters, &PANE_INFO_FIELDS, "list_panes")?,
+            Some(filters) => Filters::parse(filters, &LISTED_PANE_FIELDS, "list_panes")?,
             None => Filters::default(),
         };
-        let selection = PANE_SHAPE.select(input.fields.as_deref(), "list_panes")?;
+        let selection = LISTED_PANE_SHAPE.select(input.fields.as_deref(), "list_panes")?;
+        let with_state = wants_state(&input);
         let scope = match input.target.as_deref() {
             Some(target) => PaneScope::Of(parse_target(target)?),
             None => PaneScope::All,
@@ -397,12 +494,13 @@ impl McpServer {
             return Err(not_found(target));
         }
         let mut panes = Vec::with_capacity(rows.len());
+        let reports = &self.state().agent_reports;
         for row in rows {
-            let row = to_value(&row.info)?;
+            let row = to_value(&ListedPane::new(&tmux, row, reports, with_state))?;
             if let Value::Object(row) = row
                 && (filters.is_empty() || filters.matches(&row))
             {
-                panes.push(PANE_SHAPE.project(row, &selection));
+                panes.push(LISTED_PANE_SHAPE.project(row, &selection));
             }
         }
         Ok(Json(ListPanesOutput {
@@ -658,7 +756,7 @@ fn outcome_lines(
     }
 }
 
-fn to_value(info: &PaneInfo) -> Result<Value, ToolError> {
+fn to_value(info: &impl Serialize) -> Result<Value, ToolError> {
     serde_json::to_value(info)
         .map_err(|e| ToolError::new(ToolErrorKind::Internal, e.to_string(), "retry"))
 }

@@ -283,7 +283,7 @@ mod tests {
     fn row() -> PaneRow {
         let line = [
             "%7", "0", "$1", "@2", "0", "1", "1", "0", "80", "24", "0", "0", "1", "0", "", "0", "",
-            "", "1", "main", "win", "", "sh", "/",
+            "", "9", "1", "main", "win", "", "sh", "/",
         ]
         .join("\u{1f}");
         PaneRow::parse(line.as_bytes()).unwrap()

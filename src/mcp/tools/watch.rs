@@ -107,13 +107,9 @@ impl PaneState {
         })
     }
 
-    /// The pane's foreground process from `/proc`, where the gateway may read it: not for a
-    /// workspace's panes (their pids belong to the sandbox's pid namespace), not for a dead pane.
+    /// The pane's foreground process; see [`foreground_of`].
     pub fn foreground(&self, tmux: &TmuxAccess<'_>) -> Option<Foreground> {
-        if tmux.workspace.is_some() || self.dead {
-            return None;
-        }
-        foreground::of_pane(self.server_pid, self.pane_pid, &self.tty)
+        foreground_of(tmux, self.server_pid, self.pane_pid, &self.tty, self.dead)
     }
 
     /// Reads `pane`'s state; for a pane just dead, waits (3 s at most) for tmux to learn how its
@@ -140,6 +136,21 @@ impl PaneState {
             .await?;
         Self::parse(pane, &rows).ok_or_else(|| missing_pane(pane))
     }
+}
+
+/// A pane's foreground process from `/proc`, where the gateway may read it: not for a
+/// workspace's panes (their pids belong to the sandbox's pid namespace), not for a dead pane.
+pub fn foreground_of(
+    tmux: &TmuxAccess<'_>,
+    server_pid: u32,
+    pane_pid: u32,
+    tty: &str,
+    dead: bool,
+) -> Option<Foreground> {
+    if tmux.workspace.is_some() || dead {
+        return None;
+    }
+    foreground::of_pane(server_pid, pane_pid, tty)
 }
 
 /// The error for a pane that does not exist (any more).

@@ -251,6 +251,11 @@ impl TmuxServer {
         self.output.subscribe(caller, pane, deadline).await
     }
 
+    /// `pane`'s output stream if it is recording now; see [`OutputHub::recording`].
+    pub fn recording(&self, pane: PaneId) -> Option<Arc<output::PaneStream>> {
+        self.output.recording(pane)
+    }
+
     /// Keeps a pane's output stream, and so its command ledger, recording for
     /// [`LEDGER_KEEP`] from now; see [`OutputHub::keep`].
     pub async fn keep(

@@ -211,6 +211,14 @@ pub struct OutputHub {
     inner: Arc<HubInner>,
 }
 
+impl OutputHub {
+    /// `pane`'s stream, if it is recording now (a subscriber or a keep holds it open); nothing
+    /// is started.
+    pub fn recording(&self, pane: PaneId) -> Option<Arc<PaneStream>> {
+        self.inner.router.live(pane).map(|(_, stream)| stream)
+    }
+}
+
 struct HubInner {
     server: Arc<str>,
     endpoint: TmuxEndpoint,
