@@ -493,17 +493,20 @@ async fn a_fleet_of_32_panes_is_reported_in_the_order_they_finish() {
     let client = client(&gateway).await;
     tmux.ok(&["new-session", "-d", "-s", "fleet", "-x", "200", "-y", "60"]);
     // Each pane runs one command the way an integrated shell reports it (OSC 133 C when its
-    // output starts, D with its status when it ends), all starting when the channel `go` is
-    // signalled; finishing times 150 ms apart in an order unrelated to the panes' (k·7 mod 32
-    // visits every k).
+    // output starts, D with its status when it ends), all starting once the file `go` exists
+    // (each looks every 50 ms, well under the spacing); finishing times 150 ms apart in an order
+    // unrelated to the panes' (k·7 mod 32 visits every k).
+    let dir = tempfile::tempdir().expect("temp dir");
+    let go = dir.path().join("go");
     let mut panes = Vec::with_capacity(PANES);
     let mut window = String::new();
     for i in 0..PANES {
         let k = (i * 7) % PANES;
         let secs = 1.0 + 0.15 * k as f64;
         let command = format!(
-            "tmux wait-for go; printf '\\033]133;C\\007'; sleep {secs}; \
-             printf '\\033]133;D;{k}\\007'; sleep 60"
+            "while [ ! -e {} ]; do sleep 0.05; done; printf '\\033]133;C\\007'; sleep {secs}; \
+             printf '\\033]133;D;{k}\\007'; sleep 60",
+            go.display()
         );
         let pane = if i % 8 == 0 {
             let created = tmux.ok(&[
@@ -539,27 +542,29 @@ async fn a_fleet_of_32_panes_is_reported_in_the_order_they_finish() {
     for (_, pane) in &panes {
         call_ok(&client, "list_commands", json!({"target": pane})).await;
     }
-    let mut remaining: Vec<String> = panes.iter().map(|(_, pane)| pane.clone()).collect();
-    tmux.ok(&["wait-for", "-S", "go"]);
+    let targets: Vec<String> = panes.iter().map(|(_, pane)| pane.clone()).collect();
+    std::fs::write(&go, b"").expect("write the go file");
+    // One wait for all of them: `reached` lists the panes in the order they finished.
+    let answer = call_ok(
+        &client,
+        "wait_for_state",
+        json!({"targets": targets, "condition": "command_finished", "mode": "all", "timeout": 30}),
+    )
+    .await;
+    assert_eq!(answer["outcome"], "reached", "{answer}");
     let mut order = Vec::with_capacity(PANES);
-    while !remaining.is_empty() {
-        let answer = call_ok(
-            &client,
-            "wait_for_state",
-            json!({"targets": remaining, "condition": "command_finished", "timeout": 20}),
-        )
-        .await;
-        assert_eq!(answer["outcome"], "reached", "{answer}");
-        for reached in answer["reached"].as_array().expect("reached") {
-            let pane = reached["pane_id"].as_str().expect("pane id").to_owned();
-            let (k, _) = panes
-                .iter()
-                .find(|(_, p)| *p == pane)
-                .expect("a fleet pane");
-            assert_eq!(reached["exit_status"], *k, "{answer}");
-            remaining.retain(|p| *p != pane);
-            order.push(pane);
-        }
+    let mut last_ms = 0;
+    for reached in answer["reached"].as_array().expect("reached") {
+        let pane = reached["pane_id"].as_str().expect("pane id").to_owned();
+        let (k, _) = panes
+            .iter()
+            .find(|(_, p)| *p == pane)
+            .expect("a fleet pane");
+        assert_eq!(reached["exit_status"], *k, "{answer}");
+        let after_ms = reached["after_ms"].as_u64().expect("after_ms");
+        assert!(after_ms >= last_ms, "{answer}");
+        last_ms = after_ms;
+        order.push(pane);
     }
     panes.sort_by_key(|(k, _)| *k);
     let expected: Vec<String> = panes.into_iter().map(|(_, pane)| pane).collect();
@@ -572,8 +577,8 @@ async fn wait_for_state_watches_a_session_or_every_pane_the_caller_may_see() {
     let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
     let token = session_limited_token(&gateway, "agent", &["mux:read"], &["own-*"]);
     let client = client_with(&gateway, &token).await;
-    // Another tenant's pane closes first; the caller's four close at 1.5, 2.5 and 3.5 s, or
-    // not at all.
+    // Another tenant's pane closes first; the caller's four close at 3, 4.5 and 6 s, or not at
+    // all (seconds apart, so a loaded machine's setup time cannot reorder them).
     tmux.ok(&["new-session", "-d", "-s", "other", "sleep 1"]);
     tmux.ok(&["split-window", "-d", "-t", "other", "sleep 60"]);
     let pane = |args: &[&str]| tmux.ok(args).trim().to_owned();
@@ -589,7 +594,7 @@ async fn wait_for_state_watches_a_session_or_every_pane_the_caller_may_see() {
         "-P",
         "-F",
         "#{pane_id}",
-        "sleep 1.5",
+        "sleep 3",
     ]);
     let split = |command: &str| {
         pane(&[
@@ -603,8 +608,8 @@ async fn wait_for_state_watches_a_session_or_every_pane_the_caller_may_see() {
             command,
         ])
     };
-    let second = split("sleep 2.5");
-    let third = split("sleep 3.5");
+    let second = split("sleep 4.5");
+    let third = split("sleep 6");
     let stays = split("sleep 60");
 
     // No targets: every pane the caller may see, and only those.
@@ -670,9 +675,17 @@ async fn list_panes_gives_each_panes_state_on_request() {
 
     // Not by default: a listing asks /proc nothing unless told to.
     let plain = call_ok(&client, "list_panes", json!({})).await;
-    assert!(plain["panes"][0].get("waiting_for_input").is_none(), "{plain}");
+    assert!(
+        plain["panes"][0].get("waiting_for_input").is_none(),
+        "{plain}"
+    );
 
-    let fields = json!(["waiting_for_input", "idle_for_ms", "at_prompt", "agent_state"]);
+    let fields = json!([
+        "waiting_for_input",
+        "idle_for_ms",
+        "at_prompt",
+        "agent_state"
+    ]);
     let listed = {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         loop {

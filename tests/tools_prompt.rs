@@ -210,6 +210,9 @@ async fn a_shell_a_repl_and_a_line_reader_take_the_prompt_once() {
     wait_for_screen(&tmux, &repl, ">>>").await;
     let answer = send_prompt(&client, &repl, "print(6*7)").await;
     assert_submitted(&answer);
+    // Its readline polls, so it is judged by quiet; not a box: one Enter only.
+    assert_eq!(answer["ready_by"], "quiet", "{answer}");
+    assert_eq!(answer["enter_presses"], 1, "{answer}");
     wait_for_screen(&tmux, &repl, "42").await;
     let text = screen(&tmux, &repl);
     assert_eq!(text.matches("42").count(), 1, "{text}");
@@ -337,7 +340,10 @@ async fn an_agents_own_hook_reports_what_proc_cannot_tell() {
     .await;
     assert_submitted(&answer);
     assert_eq!(answer["ready_by"], "agent_report", "{answer}");
+    assert_eq!(answer["enter_presses"], 1, "{answer}");
     wait_for_screen(&tmux, &pane, "got 16").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!screen(&tmux, &pane).contains("got 1\n"), "a second Enter");
     // It printed since: the report no longer says it waits, and quiet is not long enough.
     let stale = call_ok(
         &client,

@@ -264,6 +264,10 @@ pub struct Prompts {
     pub unconfirmed: usize,
     /// Delivered while the program was starting (just restarted).
     pub while_starting: usize,
+    /// Submitted only at the second Enter (the first was taken as a newline, or not seen).
+    pub second_enter: usize,
+    /// Taken by the program inside another prompt (left in its input box, sent with the next).
+    pub merged: usize,
     /// Milliseconds from the call to its answer, for submitted prompts.
     pub submit_ms: Vec<f64>,
     pub wall: Duration,
@@ -332,6 +336,8 @@ pub async fn prompts(total: usize, panes: usize) -> Result<Prompts> {
         refused: 0,
         unconfirmed: 0,
         while_starting: 0,
+        second_enter: 0,
+        merged: 0,
         submit_ms: Vec::new(),
         wall,
     };
@@ -341,7 +347,9 @@ pub async fn prompts(total: usize, panes: usize) -> Result<Prompts> {
             result.deliveries += 1;
             result.while_starting += usize::from(restart);
             let times = logged.iter().filter(|p| **p == text).count();
+            result.merged += usize::from(times == 0 && logged.iter().any(|p| p.contains(&text)));
             let submitted = answer["outcome"] == "submitted";
+            result.second_enter += usize::from(submitted && answer["enter_presses"] == 2);
             match (submitted, times) {
                 (true, 1) => {
                     result.exactly_once += 1;

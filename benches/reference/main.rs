@@ -305,17 +305,19 @@ async fn agent_awareness(options: &Options) -> Result<()> {
         p.wall.as_secs_f64()
     );
     println!(
-        "| deliveries | taken exactly once, answered `submitted` | answered `submitted`, never taken | taken twice | not taken, answered otherwise | taken, answered otherwise | sent during start-up | time to `submitted` (median, p90) |\n|--:|--:|--:|--:|--:|--:|--:|--:|"
+        "| deliveries | taken exactly once, answered `submitted` | answered `submitted`, never taken | taken twice | taken inside another prompt | not taken, answered otherwise | taken, answered otherwise | submitted at the second Enter | sent during start-up | time to `submitted` (median, p90) |\n|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
     );
     println!(
-        "| {} | **{}** ({:.1} %) | {} | {} | {} | {} | {} | {:.0} ms, {:.0} ms |",
+        "| {} | **{}** ({:.1} %) | {} | {} | {} | {} | {} | {} | {} | {:.0} ms, {:.0} ms |",
         p.deliveries,
         p.exactly_once,
         100.0 * p.exactly_once as f64 / p.deliveries.max(1) as f64,
         p.lost,
         p.duplicated,
+        p.merged,
         p.refused,
         p.unconfirmed,
+        p.second_enter,
         p.while_starting,
         median(&p.submit_ms),
         quantile(&p.submit_ms, 0.9)

@@ -98,11 +98,25 @@ pub fn readiness(
     }
 }
 
-/// What an agent's latest hook report says now: "working" until it reports otherwise; waiting
-/// or idle only while the pane has printed nothing since (`idle_since`: its last output).
-pub fn agent_says(report: Option<&AgentReport>, idle_since: Instant) -> Option<AgentState> {
+/// How long a pane may stay quiet, after its agent reported "working", before the report is no
+/// longer believed (an agent interrupted by its user may never report again).
+pub const WORKING_EXPIRES: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// What an agent's latest hook report says at `now`: waiting or idle only while the pane has
+/// printed nothing since (`idle_since`: its last output); working until it reports otherwise,
+/// or until the pane has been quiet for [`WORKING_EXPIRES`] since the report and its output.
+pub fn agent_says(
+    report: Option<&AgentReport>,
+    idle_since: Instant,
+    now: Instant,
+) -> Option<AgentState> {
     let report = report?;
-    (!report.state.takes_input() || report.at >= idle_since).then_some(report.state)
+    let believed = if report.state.takes_input() {
+        report.at >= idle_since
+    } else {
+        now.duration_since(report.at.max(idle_since)) < WORKING_EXPIRES
+    };
+    believed.then_some(report.state)
 }
 
 /// The text a prompt ends with, as a screen would show it: the last visible characters of its
@@ -110,35 +124,53 @@ pub fn agent_says(report: Option<&AgentReport>, idle_since: Instant) -> Option<A
 /// wraps long lines between borders). `None` for a prompt with nothing visible.
 pub fn visible_tail(text: &str) -> Option<String> {
     const TAIL_CHARS: usize = 8;
-    let line = text.lines().rev().find(|line| !line.trim().is_empty())?;
-    let kept: Vec<char> = squeeze(line).chars().collect();
+    let kept: Vec<char> = text
+        .lines()
+        .map(squeeze)
+        .rfind(|line| !line.is_empty())?
+        .chars()
+        .collect();
     let from = kept.len().saturating_sub(TAIL_CHARS);
     Some(kept[from..].iter().collect())
 }
 
-/// Whether the prompt whose [`visible_tail`] is `tail` still ends right at the cursor: on the
-/// cursor's row or the two above it (`rows` is the visible screen, `cursor_y` the cursor's row;
-/// an Enter taken as a newline puts the cursor one row below the text, whose end may be
-/// wrapped over two rows). The rows are joined, so a wrapped tail is found too.
+/// Whether the prompt whose [`visible_tail`] is `tail` still ends right at the cursor (`rows`
+/// is the visible screen, `cursor_y` the cursor's row): on the cursor's row or the row above;
+/// when the cursor is on an empty row of an input box (an Enter taken as a newline there), on
+/// the two rows above it. Rows are joined, so a tail wrapped over two rows is found too.
 pub fn still_in_input(rows: &[String], cursor_y: usize, tail: &str) -> bool {
-    let near: String = (cursor_y.saturating_sub(2)..=cursor_y)
-        .filter_map(|y| rows.get(y))
-        .map(|row| squeeze(row))
+    let squeezed = |y: usize| rows.get(y).map(|row| squeeze(row)).unwrap_or_default();
+    let new_box_row = squeezed(cursor_y).is_empty() && in_input_box(rows, cursor_y);
+    let from = if new_box_row { 2 } else { 1 };
+    let near: String = (cursor_y.saturating_sub(from)..=cursor_y)
+        .map(squeezed)
         .collect();
     near.contains(tail)
 }
 
-/// `text` without whitespace, box-drawing characters and `|`.
+/// Whether the cursor's row is inside a bordered input box (it begins with a box-drawing
+/// character or `|`): there an Enter on an empty input does nothing, so a second one is safe.
+pub fn in_input_box(rows: &[String], cursor_y: usize) -> bool {
+    rows.get(cursor_y)
+        .and_then(|row| row.trim_start().chars().next())
+        .is_some_and(is_border)
+}
+
+fn is_border(c: char) -> bool {
+    ('\u{2500}'..='\u{259f}').contains(&c) || c == '|'
+}
+
+/// `text` without whitespace, box-drawing and block characters, and `|`.
 fn squeeze(text: &str) -> String {
     text.chars()
-        .filter(|c| !c.is_whitespace() && !('\u{2500}'..='\u{257f}').contains(c) && *c != '|')
+        .filter(|c| !c.is_whitespace() && !is_border(*c))
         .collect()
 }
 
 /// Whether output printed after an Enter shows a line-reading program took the line: the
-/// newline it echoes.
+/// newline it echoes (a bare carriage return is also what redraws print, so it is not enough).
 pub fn line_taken(output: &[u8]) -> bool {
-    output.iter().any(|&b| b == b'\n' || b == b'\r')
+    output.contains(&b'\n')
 }
 
 /// A prompt as it is pasted: trailing newlines dropped (the Enter that submits it is pressed
@@ -240,14 +272,18 @@ mod tests {
         let then = Instant::now();
         let later = then + Duration::from_secs(1);
         let waiting = report(AgentState::WaitingForInput, then);
+        let says =
+            |report: &AgentReport, idle_since, now| agent_says(Some(report), idle_since, now);
         assert_eq!(
-            agent_says(Some(&waiting), then),
+            says(&waiting, then, later),
             Some(AgentState::WaitingForInput)
         );
-        assert_eq!(agent_says(Some(&waiting), later), None, "it printed since");
+        assert_eq!(says(&waiting, later, later), None, "it printed since");
         let working = report(AgentState::Working, then);
-        assert_eq!(agent_says(Some(&working), later), Some(AgentState::Working));
-        assert_eq!(agent_says(None, then), None);
+        assert_eq!(says(&working, later, later), Some(AgentState::Working));
+        // Quiet for a minute after saying "working": interrupted, not believed any more.
+        assert_eq!(says(&working, later, later + WORKING_EXPIRES), None);
+        assert_eq!(agent_says(None, then, then), None);
     }
 
     #[test]
@@ -259,6 +295,12 @@ mod tests {
         assert_eq!(visible_tail("hi"), Some("hi".to_owned()));
         assert_eq!(visible_tail(" \n\t\n"), None);
         assert_eq!(visible_tail(""), None);
+        assert_eq!(
+            visible_tail("a\n|"),
+            Some("a".to_owned()),
+            "a line of borders only"
+        );
+        assert_eq!(visible_tail("│ ─ |"), None);
     }
 
     fn screen(rows: &[&str]) -> Vec<String> {
@@ -280,6 +322,21 @@ mod tests {
         assert!(still_in_input(&rows, 4, &tail), "an Enter taken as newline");
         assert!(!still_in_input(&rows, 1, &tail));
         assert!(!still_in_input(&rows, 5, &tail), "three rows below");
+        assert!(in_input_box(&rows, 4) && in_input_box(&rows, 1));
+        assert!(!in_input_box(&rows, 0) && !in_input_box(&rows, 9));
+    }
+
+    #[test]
+    fn a_repl_that_took_the_line_is_not_input_unless_it_printed_nothing() {
+        let tail = visible_tail("print(6*7)").expect("tail");
+        let answered = screen(&[">>> print(6*7)", "42", ">>> "]);
+        assert!(!still_in_input(&answered, 2, &tail));
+        // `input()` waiting on an empty row below the line looks like a newline in a box: it
+        // is not a box, so no second Enter is pressed there.
+        let tail = visible_tail("name = input()").expect("tail");
+        let silent = screen(&[">>> name = input()", ""]);
+        assert!(still_in_input(&silent, 1, &tail));
+        assert!(!in_input_box(&silent, 1));
     }
 
     #[test]
@@ -304,6 +361,10 @@ mod tests {
         assert!(line_taken(b"x\n"));
         assert!(!line_taken(b""));
         assert!(!line_taken(b"\x1b[K"));
+        assert!(
+            !line_taken(b"\r\x1b[2Kredrawn"),
+            "a redraw's carriage return"
+        );
     }
 
     #[test]

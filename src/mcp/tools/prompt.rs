@@ -76,7 +76,7 @@ pub struct SendPromptOutput {
     /// read_terminal, shell_prompt, agent_report or quiet.
     pub ready_by: Option<&'static str>,
     /// newline_echoed, busy_output, input_cleared; or busy, agent_working, printing,
-    /// pane_exited, timeout, paste_not_shown, input_still_shown, no_newline_echoed.
+    /// pane_exited, lines_would_split, paste_not_shown, input_still_shown, no_newline_echoed.
     pub evidence: &'static str,
     pub enter_presses: u32,
     pub waited_ms: u64,
@@ -94,19 +94,18 @@ enum Reaction {
 }
 
 /// Reads a pane's output after an input: up to `within` for it to start, then until it is quiet
-/// for `quiet` or has flowed for `busy_after` without a pause; never past `deadline`. Returns
-/// how it went and the bytes read.
+/// for `quiet` or has flowed for `busy_after` without a pause (so at most `within + busy_after`).
+/// Returns how it went and the bytes read.
 async fn react(
     output: &mut OutputSubscription,
     within: Duration,
     quiet: Duration,
     busy_after: Duration,
-    deadline: Instant,
     cancel: &CancellationToken,
 ) -> Result<(Reaction, Vec<u8>), ToolError> {
     let mut bytes = Vec::new();
     let mut first: Option<Instant> = None;
-    let mut wake = (Instant::now() + within).min(deadline);
+    let mut wake = Instant::now() + within;
     loop {
         let next = tokio::select! {
             biased;
@@ -125,7 +124,7 @@ async fn react(
                 if now.duration_since(began) >= busy_after {
                     return Ok((Reaction::Busy, bytes));
                 }
-                wake = (now + quiet).min(deadline);
+                wake = now + quiet;
             }
         }
     }
@@ -158,8 +157,9 @@ struct Prompter<'a> {
     pane: PaneId,
     stream: std::sync::Arc<PaneStream>,
     output: OutputSubscription,
-    /// The end of the call's time: no stage waits past it, and no Enter is pressed after it.
-    deadline: Instant,
+    /// When waiting for readiness ends: early enough that pasting and checking (each bounded
+    /// on its own) fit in the call's time.
+    ready_until: Instant,
     reports: &'a AgentReports,
     cancel: &'a CancellationToken,
 }
@@ -171,7 +171,7 @@ impl Prompter<'_> {
         state: &PaneState,
         quiet: Duration,
     ) -> Result<Result<Ready, &'static str>, ToolError> {
-        let deadline = self.deadline;
+        let deadline = self.ready_until;
         let instance = PaneInstance {
             server: state.server_pid,
             pane: self.pane,
@@ -183,7 +183,7 @@ impl Prompter<'_> {
             let foreground = state.foreground(self.tmux);
             let idle_since = self.stream.idle_since();
             let report = self.reports.latest(self.tmux.server_name(), instance);
-            let agent = prompt::agent_says(report.as_ref(), idle_since);
+            let agent = prompt::agent_says(report.as_ref(), idle_since, now);
             let not_ready = match prompt::readiness(
                 foreground.as_ref(),
                 agent,
@@ -217,14 +217,22 @@ impl Prompter<'_> {
         }
     }
 
-    /// Whether the prompt's text still ends at the pane's cursor.
-    async fn shows(&self, tail: &str) -> Result<bool, ToolError> {
+    /// Whether the prompt's text still ends at the pane's cursor, and whether the cursor is in
+    /// a bordered input box.
+    async fn shows(&self, tail: &str) -> Result<(bool, bool), ToolError> {
         Ok(pane_ops::visible_screen(self.tmux, self.pane)
             .await?
-            .is_some_and(|(cursor_y, rows)| prompt::still_in_input(&rows, cursor_y, tail)))
+            .map_or((false, false), |(cursor_y, rows)| {
+                (
+                    prompt::still_in_input(&rows, cursor_y, tail),
+                    prompt::in_input_box(&rows, cursor_y),
+                )
+            }))
     }
 
-    async fn press_enter(&self) -> Result<(), ToolError> {
+    /// Presses Enter; what the pane printed before it is left out of what follows.
+    async fn press_enter(&mut self) -> Result<(), ToolError> {
+        self.output.take().ok();
         let mut plan = InputPlan::new(self.pane);
         plan.keys(&[KeyName::enter()])
             .map_err(pane_ops::input_error)?;
@@ -233,6 +241,16 @@ impl Prompter<'_> {
 
     /// Pastes `text` into a program that is `ready`, presses Enter, and checks it was taken.
     async fn submit(&mut self, text: &str, ready: Ready) -> Result<Delivery, ToolError> {
+        if ready == Ready::ReadingTerminal && text.contains('\n') {
+            // A plain line read takes each line as it comes: it would get several prompts.
+            return Ok(Delivery {
+                outcome: "not_submitted",
+                ready: Some(ready),
+                evidence: "lines_would_split",
+                enter_presses: 0,
+                position: None,
+            });
+        }
         let tail = prompt::visible_tail(text).unwrap_or_default();
         self.output.take().ok();
         let pasted = pane_ops::paste_text(self.tmux, self.pane, text.as_bytes(), true).await?;
@@ -250,7 +268,6 @@ impl Prompter<'_> {
             ECHO_WITHIN,
             ECHO_QUIET,
             ECHO_WITHIN,
-            self.deadline,
             self.cancel,
         )
         .await?;
@@ -258,20 +275,24 @@ impl Prompter<'_> {
             delivery.evidence = "pane_exited";
             return Ok(delivery);
         }
-        if !ready.reads_lines() && !self.shows(&tail).await? {
-            return Ok(delivery);
-        }
-        // A program reading raw lines with echo off shows nothing, and a second Enter would
-        // send it an empty line: only shells and full-screen programs get the retry.
-        let presses = if ready == Ready::ReadingTerminal {
-            1
+        let boxed = if ready.reads_lines() {
+            false
         } else {
-            2
+            let (shown, boxed) = self.shows(&tail).await?;
+            if !shown {
+                return Ok(delivery);
+            }
+            boxed
+        };
+        // A second Enter only where an empty input ignores it: a shell prompt, an agent CLI
+        // (its hook reported) or a bordered input box. A program reading lines would take it as
+        // an empty line (an answer to `input()`, say).
+        let presses = match ready {
+            Ready::ShellPrompt | Ready::AgentReport => 2,
+            Ready::Quiet if boxed => 2,
+            Ready::ReadingTerminal | Ready::Quiet => 1,
         };
         for _ in 0..presses {
-            if Instant::now() >= self.deadline {
-                break;
-            }
             self.press_enter().await?;
             delivery.enter_presses += 1;
             let (reaction, bytes) = react(
@@ -279,7 +300,6 @@ impl Prompter<'_> {
                 REACTION_WITHIN,
                 REACTION_QUIET,
                 BUSY_AFTER,
-                self.deadline,
                 self.cancel,
             )
             .await?;
@@ -291,7 +311,7 @@ impl Prompter<'_> {
             } else if reaction == Reaction::Busy {
                 Some("busy_output")
             } else {
-                (!self.shows(&tail).await?).then_some("input_cleared")
+                (!self.shows(&tail).await?.0).then_some("input_cleared")
             };
             if let Some(evidence) = evidence {
                 delivery.outcome = "submitted";
@@ -299,16 +319,24 @@ impl Prompter<'_> {
                 return Ok(delivery);
             }
         }
-        delivery.evidence = if delivery.enter_presses == 0 {
-            // Its time ran out while the paste's echo settled: the text is in, not submitted.
-            "timeout"
-        } else if ready.reads_lines() {
+        delivery.evidence = if ready.reads_lines() {
             "no_newline_echoed"
         } else {
             "input_still_shown"
         };
         Ok(delivery)
     }
+}
+
+/// The most that pasting, waiting for the echo and checking two Enters can take.
+const SUBMIT_TIME: Duration = Duration::from_millis(
+    (ECHO_WITHIN.as_millis() + 2 * (REACTION_WITHIN.as_millis() + BUSY_AFTER.as_millis())) as u64,
+);
+
+/// When waiting for readiness ends, for a call ending at `deadline` after `timeout`: early
+/// enough that the submission fits, but never before half the timeout.
+fn ready_until(deadline: Instant, timeout: Duration) -> Instant {
+    deadline - SUBMIT_TIME.min(timeout / 2)
 }
 
 #[tool_router(router = prompt_tools, vis = "pub(crate)")]
@@ -365,7 +393,7 @@ impl McpServer {
                 pane,
                 output: stream.subscribe(),
                 stream,
-                deadline: budget.deadline,
+                ready_until: ready_until(budget.deadline, budget.effective),
                 reports: &self.state().agent_reports,
                 cancel: &cancel,
             };
