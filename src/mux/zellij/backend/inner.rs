@@ -60,20 +60,32 @@ impl Inner {
         } else {
             None
         };
+        let before: Vec<TabId> = self.tabs(session).await?.iter().map(|t| t.id).collect();
         let created = self.act(session, "action new-tab", argv).await;
         if let Some(client) = sizing {
             client.detach().await;
         }
         let created = created?;
-        if created.trim().is_empty() {
-            return Ok(None);
-        }
-        let id = parse_new_tab_id(&created)?;
-        let Some(tab) = self.tabs(session).await?.into_iter().find(|t| t.id == id) else {
+        let tabs = self.tabs(session).await?;
+        // Zellij sometimes prints nothing (or another action's output) for a tab it did create:
+        // then the one tab that was not there before is it, and creating another would make
+        // two. No new tab at all is a creation that did not happen (retried by the caller).
+        let tab = match parse_new_tab_id(&created) {
+            Ok(id) => tabs.into_iter().find(|t| t.id == id),
+            Err(error) => {
+                let mut new = tabs.into_iter().filter(|t| !before.contains(&t.id));
+                match (new.next(), new.next()) {
+                    (Some(tab), None) => Some(tab),
+                    (None, _) => None,
+                    (Some(_), Some(_)) => return Err(error.into()),
+                }
+            }
+        };
+        let Some(tab) = tab else {
             return Ok(None);
         };
         if tab.viewport_rows == 0 || tab.viewport_columns == 0 {
-            let tab_id = id.to_string();
+            let tab_id = tab.id.to_string();
             self.act(
                 session,
                 "action close-tab",
