@@ -178,39 +178,47 @@ impl Prompter<'_> {
             program: state.pane_pid,
         };
         let mut pause = BUSY_PAUSE;
+        // When to read `/proc` and the reports next: output moves it no closer than
+        // BUSY_PAUSE, so a program printing fast is not read after every chunk.
+        let mut look_at = Instant::now();
         loop {
             let now = Instant::now();
-            let foreground = state.foreground(self.tmux);
-            let idle_since = self.stream.idle_since();
-            let report = self.reports.latest(self.tmux.server_name(), instance);
-            let agent = prompt::agent_says(report.as_ref(), idle_since, now);
-            let not_ready = match prompt::readiness(
-                foreground.as_ref(),
-                agent,
-                now.duration_since(idle_since),
-                quiet,
-            ) {
-                Ok(ready) => return Ok(Ok(ready)),
-                Err(why) => why,
-            };
-            if now >= deadline {
-                return Ok(Err(not_ready.as_str()));
+            if now >= look_at || now >= deadline {
+                let foreground = state.foreground(self.tmux);
+                let idle_since = self.stream.idle_since();
+                let report = self.reports.latest(self.tmux.server_name(), instance);
+                let agent = prompt::agent_says(report.as_ref(), idle_since, now);
+                let not_ready = match prompt::readiness(
+                    foreground.as_ref(),
+                    agent,
+                    now.duration_since(idle_since),
+                    quiet,
+                ) {
+                    Ok(ready) => return Ok(Ok(ready)),
+                    Err(why) => why,
+                };
+                if now >= deadline {
+                    return Ok(Err(not_ready.as_str()));
+                }
+                // A busy program, or an agent reporting work, is looked at again after a
+                // pause; a printing one once it could have been quiet long enough.
+                look_at = if not_ready == prompt::NotReady::Printing {
+                    idle_since + quiet
+                } else {
+                    let at = now + pause;
+                    pause = (pause * 2).min(MAX_BUSY_PAUSE);
+                    at
+                };
             }
-            // A busy program, or an agent reporting work, is looked at again after a pause; a
-            // printing one once it could have been quiet long enough. Output wakes both.
-            let look_again = if not_ready != prompt::NotReady::Printing {
-                let at = now + pause;
-                pause = (pause * 2).min(MAX_BUSY_PAUSE);
-                at
-            } else {
-                idle_since + quiet
-            };
             tokio::select! {
                 biased;
                 () = self.cancel.cancelled() => return Err(cancelled()),
-                () = tokio::time::sleep_until(look_again.min(deadline)) => {}
+                () = tokio::time::sleep_until(look_at.min(deadline)) => {}
                 next = self.output.next() => match next {
-                    Ok(_) => pause = BUSY_PAUSE,
+                    Ok(_) => {
+                        pause = BUSY_PAUSE;
+                        look_at = look_at.min(Instant::now() + BUSY_PAUSE);
+                    }
                     Err(_) => return Ok(Err("pane_exited")),
                 },
             }
