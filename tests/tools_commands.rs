@@ -22,23 +22,7 @@ const INTEGRATED_BASH: &str = "env -i HOME=/tmp PATH=/usr/bin:/bin TERM=screen \
      PS1='$ \\[\\033]133;B\\007\\]' PS0='\\033]133;C\\007' bash --norc --noprofile -i";
 
 async fn pane_running(tmux: &TestTmux, name: &str, command: &str) -> String {
-    let pane = tmux
-        .ok(&[
-            "new-session",
-            "-d",
-            "-s",
-            name,
-            "-x",
-            "100",
-            "-y",
-            "30",
-            "-P",
-            "-F",
-            "#{pane_id}",
-            command,
-        ])
-        .trim()
-        .to_owned();
+    let pane = tmux.session_running(name, command);
     wait_for_screen(tmux, &pane, "$").await;
     pane
 }
@@ -581,33 +565,8 @@ async fn wait_for_state_watches_a_session_or_every_pane_the_caller_may_see() {
     // all (seconds apart, so a loaded machine's setup time cannot reorder them).
     tmux.ok(&["new-session", "-d", "-s", "other", "sleep 1"]);
     tmux.ok(&["split-window", "-d", "-t", "other", "sleep 60"]);
-    let pane = |args: &[&str]| tmux.ok(args).trim().to_owned();
-    let first = pane(&[
-        "new-session",
-        "-d",
-        "-s",
-        "own-trio",
-        "-x",
-        "120",
-        "-y",
-        "40",
-        "-P",
-        "-F",
-        "#{pane_id}",
-        "sleep 3",
-    ]);
-    let split = |command: &str| {
-        pane(&[
-            "split-window",
-            "-d",
-            "-t",
-            "own-trio",
-            "-P",
-            "-F",
-            "#{pane_id}",
-            command,
-        ])
-    };
+    let first = tmux.session_running("own-trio", "sleep 3");
+    let split = |command: &str| tmux.split_running("own-trio", command).to_string();
     let second = split("sleep 4.5");
     let third = split("sleep 6");
     let stays = split("sleep 60");

@@ -10,31 +10,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::tmux::TestTmux;
-use common::tools::{Client, call_err, call_ok, client, screen, type_line, wait_for_screen};
+use common::tools::{Client, call_err, call_ok, client, screen, wait_for_screen};
 use common::{config_with_server, spawn_gateway};
 use serde_json::{Value, json};
 
 const AGENT_CLI: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/programs/agent_cli.py");
-
-/// A new session `name` of 100×30 running `command`; its pane id.
-fn session(tmux: &TestTmux, name: &str, command: &str) -> String {
-    tmux.ok(&[
-        "new-session",
-        "-d",
-        "-s",
-        name,
-        "-x",
-        "100",
-        "-y",
-        "30",
-        "-P",
-        "-F",
-        "#{pane_id}",
-        command,
-    ])
-    .trim()
-    .to_owned()
-}
 
 /// The agent stand-in in a new session, logging to a file in `dir`.
 fn agent(
@@ -52,7 +32,7 @@ fn agent(
         busy.0,
         busy.1
     );
-    (session(tmux, name, &command), log)
+    (tmux.session_running(name, &command), log)
 }
 
 /// What the agent logged, one JSON value per line.
@@ -183,8 +163,7 @@ async fn a_shell_a_repl_and_a_line_reader_take_the_prompt_once() {
     let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
     let client = client(&gateway).await;
 
-    let shell = session(
-        &tmux,
+    let shell = tmux.session_running(
         "sh",
         "env -i PATH=/usr/bin:/bin TERM=screen PS1='$ ' bash --norc --noprofile -i",
     );
@@ -202,11 +181,7 @@ async fn a_shell_a_repl_and_a_line_reader_take_the_prompt_once() {
     assert_eq!(text.matches("a-3").count(), 1, "{text}");
     assert_eq!(text.matches("one-2").count(), 1, "{text}");
 
-    let repl = session(
-        &tmux,
-        "py",
-        "env -i PATH=/usr/bin:/bin TERM=screen python3 -q",
-    );
+    let repl = tmux.session_running("py", "env -i PATH=/usr/bin:/bin TERM=screen python3 -q");
     wait_for_screen(&tmux, &repl, ">>>").await;
     let answer = send_prompt(&client, &repl, "print(6*7)").await;
     assert_submitted(&answer);
@@ -217,7 +192,7 @@ async fn a_shell_a_repl_and_a_line_reader_take_the_prompt_once() {
     let text = screen(&tmux, &repl);
     assert_eq!(text.matches("42").count(), 1, "{text}");
 
-    let reader = session(&tmux, "cat", "cat");
+    let reader = tmux.session_running("cat", "cat");
     let answer = send_prompt(&client, &reader, "a line for cat").await;
     assert_submitted(&answer);
     assert_eq!(answer["ready_by"], "read_terminal", "{answer}");
@@ -233,7 +208,7 @@ async fn a_busy_program_gets_nothing_and_bad_input_changes_nothing() {
     let tmux = TestTmux::start();
     let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
     let client = client(&gateway).await;
-    let pane = session(&tmux, "busy", "sleep 60");
+    let pane = tmux.session_running("busy", "sleep 60");
     let started = std::time::Instant::now();
     let answer = call_ok(
         &client,
@@ -261,7 +236,7 @@ async fn a_busy_program_gets_nothing_and_bad_input_changes_nothing() {
         let error = call_err(&client, "send_prompt", args).await;
         assert!(error.to_string().contains(needle), "{error}");
     }
-    let shell = session(&tmux, "copy", "bash --norc --noprofile -i");
+    let shell = tmux.session_running("copy", "bash --norc --noprofile -i");
     tmux.ok(&["copy-mode", "-t", &shell]);
     let error = call_err(
         &client,
@@ -270,7 +245,6 @@ async fn a_busy_program_gets_nothing_and_bad_input_changes_nothing() {
     )
     .await;
     assert!(error.to_string().contains("copy mode"), "{error}");
-    type_line(&tmux, &pane, "");
 }
 
 const HOOK: &str = concat!(
@@ -299,8 +273,7 @@ async fn an_agents_own_hook_reports_what_proc_cannot_tell() {
     let client = client(&gateway).await;
     // A program that polls its input (so /proc cannot tell whether it waits) and is quiet;
     // each line it reads, it counts.
-    let pane = session(
-        &tmux,
+    let pane = tmux.session_running(
         "agent",
         "python3 -c 'import os, select\nwhile True:\n    select.select([0], [], [])\n    print(\"got\", len(os.read(0, 4096)))'",
     );
@@ -367,6 +340,21 @@ async fn an_agents_own_hook_reports_what_proc_cannot_tell() {
             .await
             .contains("refused")
     );
+    // The same from inside another tenant's pane, naming the agent's pane as its own.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let err = dir.path().join("hook.err");
+    let attacker = tmux.session_running(
+        "else",
+        &format!(
+            "MUXGATE_URL='{}' MUXGATE_TOKEN='{other}' TMUX_PANE='{pane}' {HOOK} idle attacker \
+             2>'{}'; echo hook-done; sleep 60",
+            gateway.mcp_url,
+            err.display()
+        ),
+    );
+    wait_for_screen(&tmux, &attacker, "hook-done").await;
+    let said = std::fs::read_to_string(&err).expect("the hook's stderr");
+    assert!(said.contains("refused"), "{said}");
     assert!(
         hook(&gateway, &writer, &pane, "bogus")
             .await

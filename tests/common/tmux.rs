@@ -98,6 +98,27 @@ impl TestTmux {
             .expect("a pane id")
     }
 
+    /// Starts a detached 100×30 session `name` running `command` (through the default shell)
+    /// and returns its pane's id (`%N`).
+    pub fn session_running(&self, name: &str, command: &str) -> String {
+        self.ok(&[
+            "new-session",
+            "-d",
+            "-s",
+            name,
+            "-x",
+            "100",
+            "-y",
+            "30",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            command,
+        ])
+        .trim()
+        .to_owned()
+    }
+
     /// Splits `target`'s window with a new pane running `command` (through the default
     /// shell) and returns the new pane; focus stays.
     pub fn split_running(&self, target: &str, command: &str) -> muxgate::mux::tmux::PaneId {
