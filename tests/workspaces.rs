@@ -40,6 +40,24 @@ async fn each_tenant_gets_its_own_server_named_workspace() {
     .await;
     assert_eq!(run["exit_status"], 0, "{run}");
     assert_eq!(run["output"], "hi from /workspace\n/workspace\n", "{run}");
+    // The workspace's shell is integrated: a command typed into it is recorded too.
+    call_ok(
+        &alice,
+        "send_keys",
+        json!({"target": pane, "keys": "cd /tmp; false", "literal": true}),
+    )
+    .await;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    let typed = loop {
+        let listed = call_ok(&alice, "list_commands", json!({"target": pane})).await;
+        if listed["commands"][1]["exit_status"] == 1 {
+            break listed;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{listed}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(typed["shell_integration"], true, "{typed}");
+    assert_eq!(typed["commands"][1]["command"], "cd /tmp; false", "{typed}");
     // The pane's pids are the sandbox's own: the gateway reads no /proc for them, so nothing
     // a tenant runs can make it describe a process outside the workspace.
     let pane_state = call_ok(&alice, "get_pane_state", json!({"target": pane})).await;

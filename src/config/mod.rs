@@ -115,6 +115,9 @@ impl HttpConfig {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TmuxConfig {
+    /// Shells the gateway starts (bash, zsh, fish) mark their prompts and commands for the
+    /// command ledger; see [`crate::mux::shell_integration`].
+    pub shell_integration: bool,
     /// By name, in name order.
     pub servers: BTreeMap<ServerName, TmuxServer>,
 }

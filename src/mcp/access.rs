@@ -15,6 +15,7 @@ use crate::auth::{SessionRef, can_see_session, check_server, check_session};
 use crate::limits::Limits;
 use crate::limits::output::Carried;
 use crate::mux::tmux::format::{row_format, split_row};
+use crate::mux::tmux::ops;
 use crate::mux::tmux::target::{Target, TargetError};
 use crate::mux::tmux::{
     BatchMode, Caller, CommandOutcome, ConnectError, EngineError, PaneId, QueueScope, SessionId,
@@ -204,6 +205,18 @@ impl TmuxAccess<'_> {
                 owner: owner.as_deref(),
             },
         )
+    }
+
+    /// The argv that starts this server's default shell with shell integration, when
+    /// `enabled` and the shell has a script; `None` starts tmux's default shell plainly (also
+    /// when tmux cannot say which it is: a new pane is never refused for this).
+    pub async fn integrated_shell(&self, enabled: bool) -> Option<Vec<String>> {
+        if !enabled {
+            return None;
+        }
+        let command = ops::shell::pane_start().build().ok()?;
+        let rows = self.server.run(&self.caller, command).await.ok()?;
+        ops::shell::integrated_launch(&rows)
     }
 
     /// Asks tmux where `target` is (one command) and checks the caller may see it.

@@ -3,7 +3,8 @@
 //! [`tmux`] drives tmux servers through persistent control-mode connections, [`zellij`] drives
 //! Zellij sessions through its CLI. Backend-neutral types live here so that the tool layer does
 //! not depend on one multiplexer; [`pane_io::PaneIo`] is the pane-level trait both implement.
-//! [`ledger`] reads a pane's commands from the shell-integration marks in its output;
+//! [`ledger`] reads a pane's commands from the shell-integration marks in its output, which
+//! [`shell_integration`] makes the shells the gateway starts print;
 //! [`foreground`] what runs in a pane's terminal and whether it waits for input; [`prompt`]
 //! when a program is ready for a prompt and whether it took one; [`agent_report`] what agent
 //! CLIs report about themselves through their hooks.
@@ -15,6 +16,7 @@ pub mod ledger;
 pub mod lines;
 pub mod pane_io;
 pub mod prompt;
+pub mod shell_integration;
 pub mod shell_run;
 pub mod text_match;
 pub mod tmux;

@@ -25,6 +25,7 @@ use crate::mcp::pane_ops::{
 use crate::mcp::self_guard::Kill;
 use crate::mux::tmux::command::CommandBuilder;
 use crate::mux::tmux::format::row_format;
+use crate::mux::tmux::ops;
 use crate::mux::tmux::target::Target;
 use crate::mux::tmux::{BatchMode, CommandOutcome, EngineError, PaneId, TmuxCommand};
 
@@ -322,10 +323,14 @@ impl McpServer {
         if let Some(size) = input.size {
             command = command.opt("-l", size.to_arg());
         }
-        let command = spawn
-            .apply(command.target(pane))
-            .build()
-            .map_err(quote_error)?;
+        let mut command = spawn.apply(command.target(pane));
+        if spawn.shell.is_none() {
+            let integration = self.state().config.tmux.shell_integration;
+            if let Some(argv) = tmux.integrated_shell(integration).await {
+                command = ops::shell::with_launch(command, &argv);
+            }
+        }
+        let command = command.build().map_err(quote_error)?;
         let lines = tmux.run(command, list_hint(&target)).await?;
         let row = lines
             .first()

@@ -34,6 +34,7 @@ use crate::mcp::fields::RowShape;
 use crate::mcp::self_guard::Kill;
 use crate::mux::tmux::command::escape_format;
 use crate::mux::tmux::format::{row_format, split_row};
+use crate::mux::tmux::ops;
 use crate::mux::tmux::spawn::TERM_MARKER_PREFIX;
 use crate::mux::tmux::start::{argv_value, run_starting_server};
 use crate::mux::tmux::target::{SessionName, SessionSel, Target};
@@ -441,8 +442,9 @@ impl NewSession {
         })
     }
 
-    /// The control-mode command that creates the session and prints its row.
-    fn command(&self) -> Result<TmuxCommand, ToolError> {
+    /// The control-mode command that creates the session and prints its row; `launch` starts
+    /// its shell integrated.
+    fn command(&self, launch: Option<&[String]>) -> Result<TmuxCommand, ToolError> {
         let mut create = TmuxCommand::new("new-session")
             .flag("-d")
             .flag("-E")
@@ -463,6 +465,9 @@ impl NewSession {
         }
         for (name, value) in &self.environment {
             create = create.opt("-e", format!("{name}={value}"));
+        }
+        if let Some(argv) = launch {
+            create = ops::shell::with_launch(create, argv);
         }
         build(create)
     }
@@ -534,6 +539,28 @@ impl McpServer {
             }
         }
         Ok(row)
+    }
+}
+
+/// A server started by `create_session` read its configuration only as it started, so its
+/// first shell began before its default shell could be asked for: that brand-new shell is
+/// replaced by the integrated one. Failing that, the session keeps its plain shell.
+async fn integrate_first_shell(tmux: &TmuxAccess<'_>, session: &SessionInfo, enabled: bool) {
+    let Some(argv) = tmux.integrated_shell(enabled).await else {
+        return;
+    };
+    let respawn = TmuxCommand::new("respawn-pane")
+        .flag("-k")
+        .target(&session.id);
+    let outcome = match build(ops::shell::with_launch(respawn, &argv)) {
+        Ok(command) => tmux.server.run(&tmux.caller, command).await.map(drop),
+        Err(error) => {
+            tracing::warn!(%error, "cannot build the integrated shell's command");
+            return;
+        }
+    };
+    if let Err(error) = outcome {
+        tracing::warn!(session = %session.id, %error, "the first shell of a new server stays unintegrated");
     }
 }
 
@@ -714,11 +741,18 @@ impl McpServer {
         let _claim = tmux
             .owners
             .claim_name(&tmux.scope, spec.name.as_str(), call.sub());
-        let outcome = tmux.server.run(&tmux.caller, spec.command()?).await;
+        let integration = self.state().config.tmux.shell_integration;
+        let launch = tmux.integrated_shell(integration).await;
+        let outcome = tmux
+            .server
+            .run(&tmux.caller, spec.command(launch.as_deref())?)
+            .await;
         let (session, started_server) = match outcome {
             Ok(rows) => (created_session(&rows)?, false),
             Err(error) if server_absent(&error) => {
-                (self.start_server_with_session(&tmux, &spec).await?, true)
+                let session = self.start_server_with_session(&tmux, &spec).await?;
+                integrate_first_shell(&tmux, &session, integration).await;
+                (session, true)
             }
             Err(EngineError::Command(message)) if is_duplicate(&message) => {
                 return Err(name_taken(&tmux, spec.name.as_str()).await);
@@ -934,11 +968,19 @@ mod tests {
             environment: Some(BTreeMap::from([("A".into(), "1;".into())])),
         };
         let spec = NewSession::validate(input, &call()).unwrap();
-        let line = String::from_utf8(spec.command().unwrap().as_bytes().to_vec()).unwrap();
+        let line = String::from_utf8(spec.command(None).unwrap().as_bytes().to_vec()).unwrap();
         assert!(line.starts_with("new-session -d -E -P -F "), "{line}");
         assert!(
             line.ends_with(" -s 'build' -n 'edit;' -c '/' -x '100' -e 'A=1;'"),
             "{line}"
+        );
+        let launch = ["/bin/zsh".to_owned(), "-l".to_owned()];
+        let integrated = spec.command(Some(&launch)).unwrap();
+        assert!(
+            integrated
+                .as_bytes()
+                .ends_with(b" -e 'A=1;' -- '/bin/zsh' '-l'"),
+            "the shell comes after every option"
         );
         assert!(!line.contains("@muxgate"), "no owner tag in tmux: {line}");
         let argv: Vec<String> = spec

@@ -28,6 +28,7 @@ use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::fields::RowShape;
 use crate::mcp::self_guard::Kill;
 use crate::mux::tmux::format::{flag, row_format, split_row};
+use crate::mux::tmux::ops;
 use crate::mux::tmux::target::{SessionSel, Target};
 use crate::mux::tmux::{BatchMode, CommandOutcome, SessionId, TmuxCommand, WindowId};
 
@@ -692,6 +693,10 @@ impl McpServer {
         }
         for (name, value) in &environment {
             command = command.opt("-e", format!("{name}={value}"));
+        }
+        let integration = self.state().config.tmux.shell_integration;
+        if let Some(argv) = tmux.integrated_shell(integration).await {
+            command = ops::shell::with_launch(command, &argv);
         }
         let rows = tmux
             .run(build(command)?, "call list_windows to see valid targets")

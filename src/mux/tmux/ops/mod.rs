@@ -9,7 +9,8 @@
 //! - [`capture`]: `capture-pane` ranges and the shaping (tail kept) of what they print;
 //! - [`buffer`]: names of the paste buffers muxgate owns, and reading one back exactly;
 //! - [`pipe`]: `pipe-pane` to a file, quoted for the shell and for tmux's expansions;
-//! - [`since`]: `capture_since` cursors and finding the rows after one.
+//! - [`since`]: `capture_since` cursors and finding the rows after one;
+//! - [`shell`]: the server's default shell, started with shell integration.
 
 pub mod buffer;
 pub mod capture;
@@ -26,4 +27,5 @@ pub fn client_tag(client: &str) -> String {
 pub mod input;
 pub mod keys;
 pub mod pipe;
+pub mod shell;
 pub mod since;

@@ -1,0 +1,355 @@
+//! Shells the gateway starts mark their commands for the ledger: bash, zsh and fish, each
+//! reading the user's own startup files (which stay untouched), in new sessions, windows and
+//! panes, and in the first session of a server the gateway starts. With integration off, or a
+//! `default-command` set, panes start exactly as tmux would start them.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::tmux::{TestTmux, unique_socket_name};
+use common::tools::{Client, call_ok, client, type_line};
+use common::{config_with_server, spawn_gateway};
+use muxgate::mux::shell_integration::IntegratedShell;
+use serde_json::{Value, json};
+
+/// A shell, where its startup file lives under `$HOME`, and what that file says.
+struct Shell {
+    path: &'static str,
+    rc_file: &'static str,
+    rc_text: &'static str,
+}
+
+const BASH: Shell = Shell {
+    path: "/bin/bash",
+    rc_file: ".bash_profile",
+    rc_text: "export FROM_RC=bash-profile-read\n",
+};
+const ZSH: Shell = Shell {
+    path: "/usr/bin/zsh",
+    rc_file: ".zshrc",
+    rc_text: "export FROM_RC=zshrc-read\n",
+};
+const FISH: Shell = Shell {
+    path: "/usr/bin/fish",
+    rc_file: ".config/fish/config.fish",
+    rc_text: "set -gx FROM_RC fish-config-read\n",
+};
+
+/// A home directory holding `shell`'s startup file.
+fn home_for(shell: &Shell) -> tempfile::TempDir {
+    let home = tempfile::tempdir().expect("a home directory");
+    let file = home.path().join(shell.rc_file);
+    std::fs::create_dir_all(file.parent().expect("a parent")).expect("its directory");
+    std::fs::write(file, shell.rc_text).expect("the startup file");
+    home
+}
+
+/// Every file under `dir`, with its contents.
+fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut seen = BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(path) = todo.pop() {
+        if path.is_dir() {
+            for entry in std::fs::read_dir(&path).expect("a readable directory") {
+                todo.push(entry.expect("an entry").path());
+            }
+        } else {
+            let contents = std::fs::read(&path).expect("a readable file");
+            seen.insert(path, contents);
+        }
+    }
+    seen
+}
+
+/// The user's files in `home` are as they were `before`, and nothing of muxgate's was left
+/// there (what the shell itself writes, such as its history, is the shell's business).
+fn untouched(home: &Path, before: &BTreeMap<PathBuf, Vec<u8>>) {
+    let after = files(home);
+    for (path, contents) in before {
+        assert_eq!(
+            after.get(path),
+            Some(contents),
+            "{} changed",
+            path.display()
+        );
+    }
+    let ours: Vec<_> = after
+        .keys()
+        .filter(|path| path.to_string_lossy().contains("muxgate"))
+        .collect();
+    assert!(ours.is_empty(), "{ours:?}");
+}
+
+/// Calls `tool` on `pane` until `done` holds for its answer (10 s at most).
+async fn call_until(
+    client: &Client,
+    tool: &str,
+    pane: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let answer = call_ok(client, tool, json!({"target": pane})).await;
+        if done(&answer) {
+            return answer;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{tool} never settled: {answer}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// `pane`'s records once `n` have finished.
+async fn finished(client: &Client, pane: &str, n: usize) -> Value {
+    call_until(client, "list_commands", pane, |listed| {
+        listed["commands"]
+            .as_array()
+            .is_some_and(|c| c.len() == n && c.iter().all(|record| record.get("running").is_none()))
+    })
+    .await
+}
+
+/// Starts recording `pane` and waits until its shell reads the terminal.
+async fn at_its_prompt(client: &Client, pane: &str) {
+    call_ok(client, "list_commands", json!({"target": pane})).await;
+    call_until(client, "get_pane_state", pane, |s| {
+        s["waiting_for_input"] == true
+    })
+    .await;
+}
+
+/// The id of the first pane of `session`, asked of tmux on the test side.
+fn first_pane(tmux: &TestTmux, session: &str) -> String {
+    tmux.ok(&["list-panes", "-t", session, "-F", "#{pane_id}"])
+        .lines()
+        .next()
+        .expect("a pane")
+        .to_owned()
+}
+
+/// A command typed by hand and one run by `run_command` in `pane` are both recorded, with the
+/// command line, exit status, working directory and output; the user's startup file was read.
+async fn commands_are_recorded(client: &Client, tmux: &TestTmux, pane: &str, shell: &Shell) {
+    at_its_prompt(client, pane).await;
+    type_line(tmux, pane, "cd /tmp && echo $FROM_RC; false");
+    let listed = finished(client, pane, 1).await;
+    assert_eq!(
+        listed["shell_integration"], true,
+        "{}: {listed}",
+        shell.path
+    );
+    let typed = &listed["commands"][0];
+    assert_eq!(
+        typed["command"], "cd /tmp && echo $FROM_RC; false",
+        "{listed}"
+    );
+    assert_eq!(typed["exit_status"], 1, "{listed}");
+    let output = call_ok(client, "get_command_output", json!({"target": pane})).await;
+    let rc_value = shell.rc_text.split_whitespace().last().expect("a value");
+    assert_eq!(
+        output["output"],
+        rc_value.trim_start_matches("FROM_RC="),
+        "{output}"
+    );
+
+    let ran = call_ok(
+        client,
+        "run_command",
+        json!({"target": pane, "command": "echo via-run; false"}),
+    )
+    .await;
+    assert_eq!(ran["exit_status"], 1, "{ran}");
+    let listed = finished(client, pane, 2).await;
+    let run = &listed["commands"][1];
+    assert_eq!(run["command"], "echo via-run; false", "{listed}");
+    assert_eq!(run["cwd"], "/tmp", "{listed}");
+    call_until(client, "list_commands", pane, |l| l["at_prompt"] == true).await;
+    let output = call_ok(client, "get_command_output", json!({"target": pane})).await;
+    assert_eq!(output["output"], "via-run", "{output}");
+}
+
+/// `shell` as the server's default shell: a session, a window and a split pane the gateway
+/// creates each record their commands.
+async fn integrated(shell: Shell) {
+    let tmux = TestTmux::start();
+    tmux.ok(&["set-option", "-g", "default-command", ""]);
+    tmux.ok(&["set-option", "-g", "default-shell", shell.path]);
+    let home = home_for(&shell);
+    let before = files(home.path());
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+    let environment = json!({"HOME": home.path()});
+
+    call_ok(
+        &client,
+        "create_session",
+        json!({"name": "s", "start_directory": "/", "environment": environment}),
+    )
+    .await;
+    let pane = first_pane(&tmux, "s");
+    commands_are_recorded(&client, &tmux, &pane, &shell).await;
+
+    let window = call_ok(
+        &client,
+        "create_window",
+        json!({"target": "s", "start_directory": "/", "environment": environment}),
+    )
+    .await;
+    let window_pane = first_pane(&tmux, window["window"]["id"].as_str().unwrap());
+    commands_are_recorded(&client, &tmux, &window_pane, &shell).await;
+
+    let split = call_ok(
+        &client,
+        "split_window",
+        json!({"target": pane, "start_directory": "/", "environment": environment}),
+    )
+    .await;
+    let split_pane = split["id"].as_str().unwrap().to_owned();
+    commands_are_recorded(&client, &tmux, &split_pane, &shell).await;
+
+    untouched(home.path(), &before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bash_started_by_the_gateway_records_its_commands() {
+    integrated(BASH).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zsh_started_by_the_gateway_records_its_commands() {
+    let tmux_dir = std::env::temp_dir();
+    integrated(ZSH).await;
+    // The temporary ZDOTDIR is gone, and the shell sees the user's own (here: none).
+    let leftovers: Vec<_> = std::fs::read_dir(&tmux_dir)
+        .expect("the temporary directory")
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with("muxgate-zsh."))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+
+    let tmux = TestTmux::start();
+    tmux.ok(&["set-option", "-g", "default-command", ""]);
+    tmux.ok(&["set-option", "-g", "default-shell", ZSH.path]);
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+    call_ok(&client, "create_session", json!({"name": "z"})).await;
+    let pane = first_pane(&tmux, "z");
+    at_its_prompt(&client, &pane).await;
+    let ran = call_ok(
+        &client,
+        "run_command",
+        json!({"target": pane, "command": "echo ${ZDOTDIR-unset} $MUXGATE_ZDOTDIR_SET; [[ -o login ]]"}),
+    )
+    .await;
+    assert_eq!(ran["output"], "unset\n", "{ran}");
+    assert_eq!(
+        ran["exit_status"], 0,
+        "a login shell, as tmux starts it: {ran}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fish_started_by_the_gateway_records_its_commands() {
+    integrated(FISH).await;
+}
+
+/// Integration off, or a `default-command` set: panes start as tmux starts them, unmarked;
+/// `run_command` still records its own runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn panes_start_plain_when_integration_is_off_or_a_default_command_is_set() {
+    let tmux = TestTmux::start();
+    tmux.ok(&["set-option", "-g", "default-command", ""]);
+    let mut config = config_with_server("work", &tmux.socket, false);
+    config.tmux.shell_integration = false;
+    let gateway = spawn_gateway(config).await;
+    let client = client(&gateway).await;
+    let commanded = TestTmux::start();
+    let commanded_gateway =
+        spawn_gateway(config_with_server("work", &commanded.socket, false)).await;
+    let commanded_client = common::tools::client(&commanded_gateway).await;
+
+    let homes = [home_for(&BASH), home_for(&ZSH), home_for(&FISH)];
+    for (shell, tmux, client) in [
+        (BASH, &tmux, &client),
+        (ZSH, &tmux, &client),
+        (FISH, &tmux, &client),
+        // The test server's default-command is `sh`: kept, with bash as the default shell.
+        (BASH, &commanded, &commanded_client),
+    ] {
+        tmux.ok(&["set-option", "-g", "default-shell", shell.path]);
+        let name = format!("plain-{}", tmux.ok(&["list-sessions"]).lines().count());
+        // A home with the shell's startup file: zsh greets a user without one with a wizard.
+        let home = homes.iter().find(|h| h.path().join(shell.rc_file).exists());
+        let environment = json!({"HOME": home.expect("a home").path()});
+        call_ok(
+            client,
+            "create_session",
+            json!({"name": name, "environment": environment}),
+        )
+        .await;
+        let pane = first_pane(tmux, &name);
+        at_its_prompt(client, &pane).await;
+        type_line(tmux, &pane, "echo by-hand");
+        let ran = call_ok(
+            client,
+            "run_command",
+            json!({"target": pane, "command": "echo ran"}),
+        )
+        .await;
+        assert_eq!(ran["output"], "ran\n", "{ran}");
+        let listed = finished(client, &pane, 1).await;
+        assert_eq!(
+            listed["shell_integration"], false,
+            "{}: {listed}",
+            shell.path
+        );
+        assert_eq!(listed["commands"][0]["command"], "echo ran", "{listed}");
+    }
+    let started = commanded.ok(&["list-panes", "-a", "-F", "#{pane_start_command}"]);
+    assert!(
+        started.lines().all(|line| line == "sh" || line.is_empty()),
+        "{started}"
+    );
+}
+
+/// A server `create_session` starts reads its configuration as it starts: its first shell is
+/// replaced by the integrated one as soon as the default shell is known.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_session_of_a_server_the_gateway_starts_is_integrated() {
+    let socket = unique_socket_name();
+    let gateway = spawn_gateway(config_with_server("fresh", &socket, true)).await;
+    let client = client(&gateway).await;
+    // Dropped at the end: kills the server this test starts.
+    let mut tmux = TestTmux {
+        socket,
+        socket_path: std::path::PathBuf::new(),
+    };
+    let created = call_ok(
+        &client,
+        "create_session",
+        json!({"name": "first", "start_directory": "/"}),
+    )
+    .await;
+    assert_eq!(created["started_server"], true, "{created}");
+    tmux.socket_path = tmux
+        .ok(&["display-message", "-p", "#{socket_path}"])
+        .trim()
+        .into();
+    let shell = tmux.ok(&["display-message", "-p", "#{default-shell}"]);
+    let pane = first_pane(&tmux, "first");
+    at_its_prompt(&client, &pane).await;
+    type_line(&tmux, &pane, "true");
+    let integrated = IntegratedShell::of(shell.trim()).is_some();
+    let listed = if integrated {
+        finished(&client, &pane, 1).await
+    } else {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        call_ok(&client, "list_commands", json!({"target": pane})).await
+    };
+    assert_eq!(listed["shell_integration"], integrated, "{shell}: {listed}");
+}
