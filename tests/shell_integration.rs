@@ -171,6 +171,26 @@ async fn commands_are_recorded(client: &Client, tmux: &TestTmux, pane: &str, she
     call_until(client, "list_commands", pane, |l| l["at_prompt"] == true).await;
     let output = call_ok(client, "get_command_output", json!({"target": pane})).await;
     assert_eq!(output["output"], "via-run", "{output}");
+
+    // Exact output, also without a final newline (zsh's missing-newline mark stays out of it).
+    call_until(client, "list_commands", pane, |l| l["at_prompt"] == true).await;
+    type_line(tmux, pane, "printf 'no newline'");
+    finished(client, pane, 3).await;
+    let output = call_ok(client, "get_command_output", json!({"target": pane})).await;
+    assert_eq!(output["output"], "no newline", "{}: {output}", shell.path);
+    call_until(client, "list_commands", pane, |l| l["at_prompt"] == true).await;
+    let ran = call_ok(
+        client,
+        "run_command",
+        json!({"target": pane, "command": "printf 'two\\nlines'\necho; sh -c 'exit 7'"}),
+    )
+    .await;
+    assert_eq!(ran["output"], "two\nlines\n", "{}: {ran}", shell.path);
+    assert_eq!(ran["exit_status"], 7, "{ran}");
+    // The shell marks its commands: run_command typed no markers of its own.
+    let screen = common::tools::screen(tmux, pane);
+    assert!(!screen.contains("133;"), "{screen}");
+    assert!(screen.contains("exit 7"), "{screen}");
 }
 
 /// `shell` as the server's default shell: a session, a window and a split pane the gateway
@@ -193,6 +213,21 @@ async fn integrated(shell: Shell) {
     .await;
     let pane = first_pane(&tmux, "s");
     commands_are_recorded(&client, &tmux, &pane, &shell).await;
+
+    // A run that outlives its timeout keeps running, and is recorded when it ends.
+    let slow = call_ok(
+        &client,
+        "run_command",
+        json!({"target": pane, "command": "echo slow; sleep 30", "timeout": 1}),
+    )
+    .await;
+    assert_eq!(slow["timed_out"], true, "{slow}");
+    assert_eq!(slow["started"], true, "{slow}");
+    assert_eq!(slow["output"], "slow\n", "{slow}");
+    tmux.ok(&["send-keys", "-t", &pane, "C-c"]);
+    let listed = finished(&client, &pane, 5).await;
+    assert_eq!(listed["commands"][4]["command"], "echo slow; sleep 30");
+    assert_eq!(listed["commands"][4]["exit_status"], 130, "{listed}");
 
     let window = call_ok(
         &client,

@@ -166,19 +166,39 @@ impl RunMarkers {
                 fish_quote(command)
             ),
         };
-        if flavor == ShellFlavor::Sh
-            && let Some((index, line)) = text
-                .split('\n')
-                .enumerate()
-                .find(|(_, l)| l.len() > COOKED_LINE_MAX)
-        {
-            return Err(CommandError::LineTooLong {
-                line: index + 1,
-                len: line.len(),
-            });
-        }
-        Ok(text)
+        fits_the_terminal(text, flavor)
     }
+}
+
+/// The text to type (without the final Enter) to run `command` in a `flavor` shell that marks
+/// its own commands (OSC 133, read by the ledger): the same subshell (POSIX shells) or block
+/// (fish) as [`RunMarkers::typed_text`], without the markers. A C-c that ends the command
+/// still ends it with the shell's own end mark (status 130).
+pub fn unmarked_typed_text(command: &str, flavor: ShellFlavor) -> Result<String, CommandError> {
+    check_command(command)?;
+    let text = match flavor {
+        ShellFlavor::Bash | ShellFlavor::Zsh | ShellFlavor::Sh => {
+            format!(" (eval {})", posix_quote(command))
+        }
+        ShellFlavor::Fish => format!(" begin; eval {}; end", fish_quote(command)),
+    };
+    fits_the_terminal(text, flavor)
+}
+
+/// `text`, unless a shell reading in cooked mode would receive a line of it cut short.
+fn fits_the_terminal(text: String, flavor: ShellFlavor) -> Result<String, CommandError> {
+    if flavor == ShellFlavor::Sh
+        && let Some((index, line)) = text
+            .split('\n')
+            .enumerate()
+            .find(|(_, l)| l.len() > COOKED_LINE_MAX)
+    {
+        return Err(CommandError::LineTooLong {
+            line: index + 1,
+            len: line.len(),
+        });
+    }
+    Ok(text)
 }
 
 fn check_command(command: &str) -> Result<(), CommandError> {
@@ -274,6 +294,20 @@ impl RunCapture {
             dropped_lines: 0,
             exit_status: None,
         }
+    }
+
+    /// The text of a run read from the ledger instead of markers: `output` is the command's
+    /// own output as the stream holds it, `lost` how many bytes before it the stream no
+    /// longer holds. Shaped as [`Self::text`] shapes a marked run's.
+    pub fn text_of(output: &[u8], lost: u64, max_lines: usize) -> RunText {
+        let mut capture = Self::new(&RunMarkers::with_id(0), max_lines);
+        capture.phase = Phase::Done;
+        if lost > 0 {
+            capture.push_line(format!("[... output lost: {lost} bytes ...]"));
+            capture.lost = true;
+        }
+        capture.output(output);
+        capture.text()
     }
 
     /// Whether the shell has started the command (its start marker was seen).
@@ -436,6 +470,32 @@ impl RunCapture {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_read_from_the_ledger_is_shaped_like_a_marked_one() {
+        let text = RunCapture::text_of(b"a\r\nb\r\nc\r\n", 0, 2);
+        assert_eq!(text.text, "[... 1 lines truncated ...]\nb\nc\n");
+        assert_eq!(text.dropped_lines, 1);
+        let text = RunCapture::text_of(b"tail", 7, 10);
+        assert_eq!(text.text, "[... output lost: 7 bytes ...]\ntail");
+        assert!(text.lost);
+    }
+
+    #[test]
+    fn an_unmarked_run_keeps_the_subshell() {
+        assert_eq!(
+            unmarked_typed_text("echo 'hi'", ShellFlavor::Bash).unwrap(),
+            r#" (eval 'echo '\''hi'\''')"#
+        );
+        assert_eq!(
+            unmarked_typed_text(r"echo \'", ShellFlavor::Fish).unwrap(),
+            r" begin; eval 'echo \\\''; end"
+        );
+        assert_eq!(
+            unmarked_typed_text(" ", ShellFlavor::Zsh),
+            Err(CommandError::Empty)
+        );
+    }
 
     fn markers() -> RunMarkers {
         RunMarkers::with_id(0xfeed)

@@ -2,8 +2,11 @@
 //!
 //! How the command is typed, delimited and read back is [`crate::mux::shell_run`]: a wrapper
 //! line between two invisible OSC 133 markers with a per-call id, read from the pane's output
-//! stream. No tmux client runs in the pane, and nothing polls: the call subscribes to the pane's
-//! output before typing and sleeps until the end marker, the timeout or cancellation.
+//! stream. A shell that marks its own commands and that the pane's command ledger saw at its
+//! prompt gets only the command (in the same subshell): the ledger's next record is the run,
+//! named before it is typed, and its end mark carries the status ([`RunReader`]). No tmux
+//! client runs in the pane, and nothing polls: the call subscribes to the pane's output before
+//! typing and sleeps until the run ends, the timeout or cancellation.
 //!
 //! Before typing, the pane must be a shell waiting at its prompt: its foreground program is a
 //! known shell (`#{pane_current_command}`), it is the pane's own process (the terminal's
@@ -28,7 +31,11 @@ use crate::mcp::McpServer;
 use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
-use crate::mux::shell_run::{RunCapture, RunMarkers, ShellFlavor};
+use crate::mux::ledger::CommandRecord;
+use crate::mux::shell_run::{
+    CommandError, RunCapture, RunMarkers, RunText, ShellFlavor, unmarked_typed_text,
+};
+use crate::mux::tmux::output::{OutputChunk, PaneStream};
 use crate::mux::tmux::{BatchMode, CommandOutcome, PaneId, TmuxCommand};
 
 /// `run_command`'s timeout when the client gives none.
@@ -143,14 +150,7 @@ pub async fn run_command(
     let mut subscription = stream.subscribe();
     let state = PaneState::read(tmux, pane).await?;
     let flavor = ready_shell(&state, request.shell)?;
-    let markers = RunMarkers::random();
-    let typed = markers
-        .typed_text(&request.command, flavor)
-        .map_err(|e| ToolError::invalid_arguments(e.to_string(), "fix the command text"))?;
-    stream.name_run(markers.id(), &request.command);
-    type_line(tmux, pane, &typed).await?;
-
-    let mut capture = RunCapture::new(&markers, request.max_lines as usize);
+    let mut reader = RunReader::start(tmux, pane, &stream, request, flavor).await?;
     let mut pane_exit = None;
     let mut timed_out = false;
     loop {
@@ -166,12 +166,7 @@ pub async fn run_command(
                 break;
             }
             Some(Ok(chunk)) => {
-                if chunk.missed_bytes > 0 {
-                    capture.lost_output(Some(chunk.missed_bytes));
-                } else if chunk.gap {
-                    capture.lost_output(None);
-                }
-                if capture.feed(&chunk.data).is_some() {
+                if reader.read(&stream, &chunk) {
                     break;
                 }
             }
@@ -181,14 +176,15 @@ pub async fn run_command(
             }
         }
     }
-    let text = capture.text();
+    let ended = reader.end(&stream);
+    let text = ended.text;
     let (output, cut_bytes) = tmux.cap_output(&text.text);
     Ok(RunCommandOutput {
         pane_id: pane.to_string(),
         shell: flavor.as_str().to_owned(),
-        exit_status: capture.exit_status().or(pane_exit.flatten()),
+        exit_status: ended.exit_status.or(pane_exit.flatten()),
         timed_out,
-        started: capture.started(),
+        started: ended.started,
         output,
         output_truncated: text.dropped_lines > 0 || cut_bytes > 0 || text.lost,
         truncated_lines: text.dropped_lines,
@@ -198,6 +194,98 @@ pub async fn run_command(
         elapsed_ms: elapsed_ms(started),
         effective_timeout,
     })
+}
+
+/// How a run's output and end are read.
+enum RunReader {
+    /// From its own markers, typed around the command (a shell that does not mark its
+    /// commands, or was not seen at its prompt).
+    Marked(Box<RunCapture>),
+    /// From the shell's own marks, as the ledger's record `id` (a shell the ledger saw at its
+    /// prompt): nothing but the command, in its subshell, is typed.
+    Recorded { id: u64, max_lines: usize },
+}
+
+/// What a run came to.
+struct RunEnd {
+    text: RunText,
+    exit_status: Option<i32>,
+    started: bool,
+}
+
+impl RunReader {
+    /// Types the request's command into `pane` the way the pane's ledger allows.
+    async fn start(
+        tmux: &TmuxAccess<'_>,
+        pane: PaneId,
+        stream: &PaneStream,
+        request: &RunRequest,
+        flavor: ShellFlavor,
+    ) -> Result<Self, ToolError> {
+        let command = &request.command;
+        let max_lines = request.max_lines as usize;
+        let bad_command =
+            |e: CommandError| ToolError::invalid_arguments(e.to_string(), "fix the command text");
+        if stream.with_ledger(|ledger| ledger.shell_integrated() && ledger.at_prompt()) {
+            let typed = unmarked_typed_text(command, flavor).map_err(bad_command)?;
+            let id = stream.name_next(command);
+            if let Err(error) = type_line(tmux, pane, &typed).await {
+                stream.forget_name(id);
+                return Err(error);
+            }
+            return Ok(Self::Recorded { id, max_lines });
+        }
+        let markers = RunMarkers::random();
+        let typed = markers.typed_text(command, flavor).map_err(bad_command)?;
+        stream.name_run(markers.id(), command);
+        type_line(tmux, pane, &typed).await?;
+        Ok(Self::Marked(Box::new(RunCapture::new(&markers, max_lines))))
+    }
+
+    /// Reads one chunk of the pane's output; true once the run has ended.
+    fn read(&mut self, stream: &PaneStream, chunk: &OutputChunk) -> bool {
+        match self {
+            Self::Marked(capture) => {
+                if chunk.missed_bytes > 0 {
+                    capture.lost_output(Some(chunk.missed_bytes));
+                } else if chunk.gap {
+                    capture.lost_output(None);
+                }
+                capture.feed(&chunk.data).is_some()
+            }
+            Self::Recorded { id, .. } => {
+                stream.with_ledger(|ledger| ledger.record(*id).is_some_and(CommandRecord::finished))
+            }
+        }
+    }
+
+    /// The run's output (its last `max_lines` lines) and status, so far.
+    fn end(self, stream: &PaneStream) -> RunEnd {
+        match self {
+            Self::Marked(capture) => RunEnd {
+                text: capture.text(),
+                exit_status: capture.exit_status(),
+                started: capture.started(),
+            },
+            Self::Recorded { id, max_lines } => {
+                let Some(record) = stream.with_ledger(|ledger| ledger.record(id).cloned()) else {
+                    stream.forget_name(id);
+                    return RunEnd {
+                        text: RunCapture::text_of(&[], 0, max_lines),
+                        exit_status: None,
+                        started: false,
+                    };
+                };
+                let to = record.output_to.unwrap_or_else(|| stream.end_offset());
+                let (output, lost) = stream.bytes(record.output_from..to);
+                RunEnd {
+                    text: RunCapture::text_of(&output, lost, max_lines),
+                    exit_status: record.exit_status,
+                    started: true,
+                }
+            }
+        }
+    }
 }
 
 /// The pane's shell flavour, if the pane is a shell idle at its prompt (or the caller named

@@ -11,7 +11,9 @@
 //! `run_command`'s own markers (`133;C;muxgate=<id>` … `133;D;<status>;muxgate=<id>`) make
 //! records too, so commands run through the gateway are listed in shells without integration;
 //! in an integrated shell the run refines the record the shell opened (its output starts after
-//! the run's own marker, its command line is the one the caller asked for).
+//! the run's own marker, its command line is the one the caller asked for). A run typed into
+//! an integrated shell at its prompt carries no markers: it names the next record instead
+//! ([`Ledger::name_next`]) and reads its end and status from the shell's own marks.
 //!
 //! Rules for imperfect streams: when the first mark of a stream starts a command, the stream
 //! began at its prompt and what came before is the command line's echo; a command still open when the next prompt or command starts is
@@ -83,6 +85,8 @@ pub struct Ledger {
     named_runs: VecDeque<(String, String)>,
     /// A prompt mark (`A` or `B`) was seen: the shell itself is integrated.
     integrated: bool,
+    /// The id the next record will get, and the command line it will carry.
+    next_name: Option<(u64, String)>,
 }
 
 impl Ledger {
@@ -96,6 +100,7 @@ impl Ledger {
             cwd: None,
             named_runs: VecDeque::new(),
             integrated: false,
+            next_name: None,
         }
     }
 
@@ -131,6 +136,26 @@ impl Ledger {
         }
         self.named_runs
             .push_back((run.to_owned(), command.to_owned()));
+    }
+
+    /// Names the next record the shell opens `command` (a run about to be typed without
+    /// markers) and returns the id it will have. The name is dropped when a record with another
+    /// id opens first, or by [`Self::forget_name`].
+    pub fn name_next(&mut self, command: &str) -> u64 {
+        self.next_name = Some((self.next_id, command.to_owned()));
+        self.next_id
+    }
+
+    /// Drops the name [`Self::name_next`] gave `id`, if no record took it (a run that never
+    /// started must not name a later command).
+    pub fn forget_name(&mut self, id: u64) {
+        if self
+            .next_name
+            .as_ref()
+            .is_some_and(|(named, _)| *named == id)
+        {
+            self.next_name = None;
+        }
     }
 
     /// Applies one mark seen at time `now`. `typed` returns the visible text of a stream range
@@ -198,7 +223,12 @@ impl Ledger {
             }
             phase => phase,
         };
-        let command = command.or(named).or_else(|| match phase {
+        let next_name = self
+            .next_name
+            .take()
+            .filter(|(id, _)| *id == self.next_id)
+            .map(|(_, command)| command);
+        let command = next_name.or(command).or(named).or_else(|| match phase {
             ShellPhase::Input { from } if from <= mark.start => typed(from..mark.start)
                 .map(|text| text.trim().to_owned())
                 .filter(|text| !text.is_empty()),
@@ -321,6 +351,45 @@ mod tests {
         assert_eq!(records[0].run.as_deref(), Some("00ab"));
         assert_eq!(records[0].exit_status, Some(0));
         assert_eq!(output(data, records[0]), "hi\r\n");
+    }
+
+    #[test]
+    fn a_run_without_markers_names_the_next_record_only() {
+        let mut ledger = Ledger::new(3);
+        let apply = |ledger: &mut Ledger, data: &[u8]| {
+            let mut marks = Vec::new();
+            MarkScanner::new().feed(data, 0, &mut marks);
+            for mark in marks {
+                ledger.apply(mark, SystemTime::UNIX_EPOCH, |_| Some("(eval x)".into()));
+            }
+        };
+        let id = ledger.name_next("make all");
+        apply(
+            &mut ledger,
+            b"\x1b]133;B\x07(eval x)\r\n\x1b]133;C\x07\x1b]133;D;2\x07",
+        );
+        let first = ledger.record(id).cloned();
+        assert_eq!(
+            first.as_ref().and_then(|r| r.command.as_deref()),
+            Some("make all")
+        );
+        assert_eq!(first.and_then(|r| r.exit_status), Some(2));
+        // Used once: the next command is read as typed.
+        apply(&mut ledger, b"\x1b]133;B\x07(eval x)\r\n\x1b]133;C\x07");
+        assert_eq!(
+            ledger.record(id + 1).and_then(|r| r.command.as_deref()),
+            Some("(eval x)")
+        );
+
+        // A name forgotten (its run never started) names nothing.
+        let mut ledger = Ledger::new(3);
+        let id = ledger.name_next("never ran");
+        ledger.forget_name(id);
+        apply(&mut ledger, b"\x1b]133;C;cmdline_url=ls\x07");
+        assert_eq!(
+            ledger.record(id).and_then(|r| r.command.as_deref()),
+            Some("ls")
+        );
     }
 
     #[test]

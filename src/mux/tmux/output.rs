@@ -228,6 +228,16 @@ impl PaneStream {
         self.lock().ledger.name_run(run, command);
     }
 
+    /// Names the next command the pane's shell starts (see [`Ledger::name_next`]).
+    pub fn name_next(&self, command: &str) -> u64 {
+        self.lock().ledger.name_next(command)
+    }
+
+    /// Drops a name [`Self::name_next`] gave, if no command took it.
+    pub fn forget_name(&self, id: u64) {
+        self.lock().ledger.forget_name(id);
+    }
+
     /// The bytes of `range` the ring still holds, and how many at its start it no longer does.
     pub fn bytes(&self, range: Range<u64>) -> (Vec<u8>, u64) {
         let ring = self.lock();
