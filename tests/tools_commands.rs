@@ -685,3 +685,58 @@ async fn list_panes_gives_each_panes_state_on_request() {
     assert!(!ids.contains(&&json!(busy)), "{waiting}");
     tmux.ok(&["send-keys", "-t", &busy, "C-c"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_for_state_finds_text_in_the_new_lines_of_many_panes() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+    let panes: Vec<String> = ["t0", "t1", "t2"]
+        .iter()
+        .map(|name| tmux.session_running(name, "env PS1='$ ' sh"))
+        .collect();
+    for pane in &panes {
+        wait_for_screen(&tmux, pane, "$").await;
+    }
+    // Text already on a screen does not count: only lines printed after the call.
+    type_line(&tmux, &panes[0], "echo BUILD OK");
+    wait_for_screen(&tmux, &panes[0], "BUILD OK\n").await;
+    type_line(&tmux, &panes[2], "sleep 0.5; echo 'build ok: 3 targets'");
+    type_line(&tmux, &panes[1], "sleep 0.5; echo 'build failed'");
+    let found = call_ok(
+        &client,
+        "wait_for_state",
+        json!({"targets": panes, "condition": "text", "pattern": "build OK", "timeout": 10}),
+    )
+    .await;
+    assert_eq!(found["outcome"], "reached", "{found}");
+    let reached = found["reached"].as_array().unwrap();
+    assert_eq!(reached.len(), 1, "{found}");
+    assert_eq!(reached[0]["pane_id"], panes[2].as_str(), "{found}");
+    assert_eq!(reached[0]["line"], "build ok: 3 targets", "{found}");
+    assert!(reached[0]["after_ms"].as_u64().unwrap() >= 300, "{found}");
+
+    let timeout = call_ok(
+        &client,
+        "wait_for_state",
+        json!({"targets": [panes[0]], "condition": "text", "pattern": "BUILD OK", "timeout": 0.5}),
+    )
+    .await;
+    assert_eq!(timeout["outcome"], "timeout", "{timeout}");
+
+    for (args, message) in [
+        (json!({"condition": "text"}), "needs a pattern"),
+        (
+            json!({"condition": "idle", "pattern": "x"}),
+            "only for condition text",
+        ),
+        (json!({"condition": "text", "pattern": ""}), "empty"),
+    ] {
+        let refused = call_err(&client, "wait_for_state", args).await;
+        assert_eq!(refused["kind"], "invalid_arguments", "{refused}");
+        assert!(
+            refused["message"].as_str().unwrap().contains(message),
+            "{refused}"
+        );
+    }
+}

@@ -1,5 +1,6 @@
 //! The tool catalog as data: every tool's tier and toolset, the schemas `tools/list` sends, and
-//! the Markdown that `muxgate tools` prints and `docs/tools.md` holds.
+//! the Markdown that `muxgate tools` prints and `docs/tools.md` holds (with worked
+//! [`examples`]).
 //!
 //! A tool's tier is derived from its annotations, so the annotations are the single source of
 //! truth for both clients (which read them) and policy (which maps scopes to tiers). Its toolset
@@ -7,6 +8,7 @@
 //! may call it.
 
 mod compact;
+mod examples;
 pub mod toolset;
 
 use std::sync::Arc;
@@ -105,6 +107,7 @@ pub fn render_markdown(tools: &[Tool]) -> String {
             escape_cell(summary_line(tool)),
         ));
     }
+    out.push_str(&examples::render());
     out
 }
 
@@ -234,8 +237,9 @@ mod tests {
             Some(false),
         ));
         let text = render_markdown(&[tool]);
+        let table = text.split("\n## Examples").next().unwrap_or_default();
         assert!(
-            text.ends_with(
+            table.ends_with(
                 "| `a_tool` | none | read-only | readOnly=true destructive=false idempotent=true \
                  openWorld=false | Does a \\| thing. |\n"
             ),

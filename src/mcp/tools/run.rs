@@ -415,7 +415,7 @@ impl McpServer {
         name = "run_command",
         description = "Run a shell command in a pane and return its output and exit status.\n\n\
             Needs a shell (bash, zsh, sh/dash, fish) idle at its prompt; the command is typed \
-            there visibly. `output` is only what it printed (not the typed line or prompt). Under \
+            there visibly. `output` is only what it printed. Under \
             bash/zsh/sh it runs in a subshell: `cd`, variables and `exit` do not persist (use \
             send_keys). On timeout: `timed_out: true`, output so far; the command keeps running \
             (read on: get_command_output; stop: send_keys C-c).",

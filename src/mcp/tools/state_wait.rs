@@ -1,5 +1,6 @@
 //! `wait_for_state`: wait until one pane, or any or all of a set, reaches a state — quiet for a
-//! while, waiting for input, done with a command, exited — and say which, what and when.
+//! while, waiting for input, done with a command, exited, printed a line with some text — and
+//! say which, what and when.
 //!
 //! The set: panes by id, every pane of a session or window, or (no targets) every pane the
 //! caller may see, at most [`MAX_TARGETS`].
@@ -9,7 +10,9 @@
 //! tmux nothing meanwhile. "Waiting for input" needs `/proc` evidence
 //! ([`crate::mux::foreground`]), read only once a pane has been quiet for a moment and then
 //! less and less often while it stays quiet (every read that says "not waiting" doubles the
-//! pause, up to 2 s); new output starts that over.
+//! pause, up to 2 s); new output starts that over. Text is matched in each pane's new lines as
+//! `wait_for_text` matches it (literal, any case), decoded once per pane for every wait on it
+//! ([`LineReader`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,9 +32,10 @@ use crate::mcp::access::{TmuxAccess, not_found, parse_target};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{PaneScope, pane_rows};
+use crate::mux::text_match::{Pattern, PatternOptions, compile};
 use crate::mux::tmux::output::PaneStream;
 use crate::mux::tmux::target::Target;
-use crate::mux::tmux::{OutputSubscription, PaneId, StreamEnd};
+use crate::mux::tmux::{LineReader, OutputSubscription, PaneId, StreamEnd};
 
 /// Quiet this long before `/proc` is first read for `waiting_for_input`.
 const QUIET_BEFORE_PROC: Duration = Duration::from_millis(100);
@@ -44,8 +48,8 @@ const MAX_TARGETS: usize = 64;
 
 /// What `wait_for_state` waits for: no output for `idle_ms`; the foreground program blocked
 /// reading the terminal (as get_pane_state says it); a command list_commands records ended; the
-/// pane's program exited or the pane closed. (Variants carry no doc comments: the schema would
-/// repeat them per value.)
+/// pane's program exited or the pane closed; a new output line holds `pattern`. (Variants carry
+/// no doc comments: the schema would repeat them per value.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StateCondition {
@@ -53,6 +57,7 @@ pub enum StateCondition {
     WaitingForInput,
     CommandFinished,
     Exited,
+    Text,
 }
 
 /// Whether the first pane to reach the state ends the wait, or the last.
@@ -73,8 +78,11 @@ pub struct WaitForStateInput {
     /// At most 64 panes.
     #[serde(default)]
     pub targets: Option<Vec<String>>,
-    /// idle (no output for `idle_ms`), waiting_for_input, command_finished, exited.
+    /// idle (no output for `idle_ms`), waiting_for_input, command_finished, exited, text.
     pub condition: StateCondition,
+    /// For `text`: text (any case) a new line must hold.
+    #[serde(default)]
+    pub pattern: Option<String>,
     /// For `idle`: quiet this long (default 2000).
     #[serde(default)]
     pub idle_ms: Option<u64>,
@@ -96,6 +104,8 @@ pub struct StateReached {
     pub exit_status: Option<i32>,
     /// The finished command (command_finished).
     pub command: Option<String>,
+    /// The line that matched (text).
+    pub line: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -109,11 +119,39 @@ pub struct WaitForStateOutput {
     pub waited_ms: u64,
 }
 
+/// How a watched pane's output reaches the wait.
+enum Feed {
+    /// As bytes: only that it printed matters.
+    Bytes(OutputSubscription),
+    /// As lines, for a text condition.
+    Lines(Box<LineReader>, Pattern),
+}
+
+impl Feed {
+    /// Waits for the pane's next output; `Ok(Some(line))` when it printed a line matching the
+    /// pattern.
+    async fn next(&mut self) -> Result<Option<String>, StreamEnd> {
+        match self {
+            Self::Bytes(subscription) => subscription.next().await.map(|_| None),
+            Self::Lines(reader, pattern) => {
+                let batch = reader.next().await?;
+                let lines = batch.lines.iter().map(|line| &**line);
+                let matched = lines
+                    .chain(batch.partial.as_deref())
+                    .find(|line| pattern.is_match(line));
+                Ok(matched.map(str::to_owned))
+            }
+        }
+    }
+}
+
 /// One watched pane.
 struct Watched {
     pane: PaneId,
     stream: Arc<PaneStream>,
-    subscription: OutputSubscription,
+    feed: Feed,
+    /// A line matching the text condition, once one was printed.
+    matched: Option<String>,
     state: PaneState,
     /// The newest record when the wait began, and whether it was still running.
     baseline: Option<(u64, bool)>,
@@ -140,8 +178,18 @@ impl Watched {
             after_ms: u64::try_from(now.duration_since(started).as_millis()).unwrap_or(u64::MAX),
             exit_status,
             command,
+            line: None,
         };
         match condition {
+            StateCondition::Text => {
+                if let Some(line) = self.matched.take() {
+                    self.reached = Some(StateReached {
+                        line: Some(line),
+                        ..reached(None, None)
+                    });
+                }
+                None
+            }
             StateCondition::Exited => {
                 let status = match &self.ended {
                     Some(StreamEnd::PaneExited { status }) => Some(*status),
@@ -256,6 +304,33 @@ async fn panes_of(
     Ok(panes)
 }
 
+/// The compiled `pattern` of a text condition; an error for a text condition without one, or
+/// a pattern with another condition.
+fn text_pattern(input: &WaitForStateInput) -> Result<Option<Pattern>, ToolError> {
+    match (input.condition, &input.pattern) {
+        (StateCondition::Text, Some(pattern)) => {
+            let compiled = compile(
+                "pattern",
+                std::slice::from_ref(pattern),
+                PatternOptions::default(),
+            )
+            .map_err(|e| {
+                ToolError::invalid_arguments(e.to_string(), "pass the text to wait for")
+            })?;
+            Ok(compiled.into_iter().next())
+        }
+        (StateCondition::Text, None) => Err(ToolError::invalid_arguments(
+            "condition text needs a pattern",
+            "pass the text a new output line must hold as pattern",
+        )),
+        (_, Some(_)) => Err(ToolError::invalid_arguments(
+            "pattern is only for condition text",
+            "leave pattern out, or wait for condition text",
+        )),
+        (_, None) => Ok(None),
+    }
+}
+
 /// Runs a `wait_for_state` on `targets` until `deadline`. The caller holds the wait budget.
 async fn wait_for_state(
     tmux: &TmuxAccess<'_>,
@@ -265,6 +340,7 @@ async fn wait_for_state(
 ) -> Result<WaitForStateOutput, ToolError> {
     let started = Instant::now();
     let idle = input.idle_ms.map_or(DEFAULT_IDLE, Duration::from_millis);
+    let pattern = text_pattern(input)?;
     if input.condition == StateCondition::WaitingForInput && tmux.workspace.is_some() {
         return Err(ToolError::invalid_arguments(
             "waiting_for_input needs /proc evidence, which a workspace's panes do not give the gateway",
@@ -275,7 +351,13 @@ async fn wait_for_state(
     let mut watched = Vec::with_capacity(panes.len());
     for pane in panes {
         let stream = keep(tmux, pane, deadline).await?;
-        let subscription = stream.subscribe();
+        let feed = match &pattern {
+            Some(pattern) => Feed::Lines(
+                Box::new(LineReader::new(stream.subscribe())),
+                pattern.clone(),
+            ),
+            None => Feed::Bytes(stream.subscribe()),
+        };
         let state = PaneState::read_settled(tmux, pane).await?;
         let baseline = stream
             .with_ledger(|ledger| ledger.records().next_back().map(|r| (r.id, !r.finished())));
@@ -285,7 +367,8 @@ async fn wait_for_state(
         watched.push(Watched {
             pane,
             stream,
-            subscription,
+            feed,
+            matched: None,
             state,
             baseline,
             ended,
@@ -320,7 +403,7 @@ async fn wait_for_state(
             .iter_mut()
             .enumerate()
             .filter(|(_, w)| w.reached.is_none() && w.ended.is_none())
-            .map(|(index, w)| Box::pin(async move { (index, w.subscription.next().await) }))
+            .map(|(index, w)| Box::pin(async move { (index, w.feed.next().await) }))
             .collect();
         // `select_all` refuses an empty list: with every stream ended, only time can help.
         let output = async {
@@ -340,7 +423,10 @@ async fn wait_for_state(
         if let Some((index, next)) = woke {
             let w = &mut watched[index];
             match next {
-                Ok(_) => w.printed(),
+                Ok(matched) => {
+                    w.printed();
+                    w.matched = w.matched.take().or(matched);
+                }
                 Err(end) => w.ended = Some(end),
             }
         }
@@ -372,9 +458,8 @@ impl McpServer {
     #[tool(
         name = "wait_for_state",
         description = "Wait until any (or all) of some panes is idle, waiting for input, done \
-            with a command (as list_commands records it), or exited.\n\n\
-            Panes by id, a session's, or all you may see. Asks tmux nothing meanwhile. Returns \
-            `reached` panes in order, with `after_ms`.",
+            with a command, exited, or printed a line with `pattern`.\n\n\
+            Asks tmux nothing meanwhile. Returns `reached` panes in order, with `after_ms`.",
         annotations(
             title = "Wait for pane states",
             read_only_hint = true,
