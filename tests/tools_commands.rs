@@ -740,3 +740,64 @@ async fn wait_for_state_finds_text_in_the_new_lines_of_many_panes() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_screen_programs_are_seen_as_such() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+    let pager = pane_running(&tmux, "pager", "env PS1='$ ' sh").await;
+    let editor = pane_running(&tmux, "editor", "env PS1='$ ' sh").await;
+    call_ok(&client, "get_pane_state", json!({"target": pager})).await;
+    type_line(&tmux, &pager, "less /etc/passwd");
+    type_line(&tmux, &editor, "vi -u NONE");
+
+    // less blocks reading the terminal: it waits for a key, and says so.
+    let less = state_until(&client, &pager, |s| s["alternate_screen"] == true).await;
+    assert_eq!(
+        less["foreground_command_line"], "less /etc/passwd",
+        "{less}"
+    );
+    let waiting = call_ok(
+        &client,
+        "wait_for_state",
+        json!({"targets": [pager], "condition": "waiting_for_input", "timeout": 10}),
+    )
+    .await;
+    assert_eq!(waiting["outcome"], "reached", "{waiting}");
+    let less = call_ok(&client, "get_pane_state", json!({"target": pager})).await;
+    assert_eq!(less["blocked_in"], "read_terminal", "{less}");
+    // vi polls its terminal (and timers): that is no evidence of waiting, so none is claimed.
+    let vi = state_until(&client, &editor, |s| {
+        s["alternate_screen"] == true && s["blocked_in"] == "poll"
+    })
+    .await;
+    assert!(vi.get("waiting_for_input").is_none(), "{vi}");
+
+    // Shell tools refuse a full-screen program; a text wait says what it sees.
+    for pane in [&pager, &editor] {
+        let refused = call_err(
+            &client,
+            "run_command",
+            json!({"target": pane, "command": "true"}),
+        )
+        .await;
+        assert!(
+            refused["message"].as_str().unwrap().contains("full-screen"),
+            "{refused}"
+        );
+    }
+    tmux.ok(&["send-keys", "-t", &editor, "-l", "ihello"]);
+    let text = call_ok(
+        &client,
+        "wait_for_text",
+        json!({"target": editor, "patterns": ["hello"], "timeout": 1}),
+    )
+    .await;
+    assert_eq!(text["outcome"], "alternate_screen", "{text}");
+
+    // Back at the shell: the alternate screen is gone.
+    tmux.ok(&["send-keys", "-t", &pager, "q"]);
+    let back = state_until(&client, &pager, |s| s["alternate_screen"] == false).await;
+    assert_eq!(back["current_command"], "sh", "{back}");
+}

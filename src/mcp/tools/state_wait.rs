@@ -129,12 +129,16 @@ enum Feed {
 
 impl Feed {
     /// Waits for the pane's next output; `Ok(Some(line))` when it printed a line matching the
-    /// pattern.
+    /// pattern (never on the alternate screen).
     async fn next(&mut self) -> Result<Option<String>, StreamEnd> {
         match self {
             Self::Bytes(subscription) => subscription.next().await.map(|_| None),
             Self::Lines(reader, pattern) => {
                 let batch = reader.next().await?;
+                if batch.alternate_screen {
+                    // A full-screen program's drawing is no text lines (as for wait_for_text).
+                    return Ok(None);
+                }
                 let lines = batch.lines.iter().map(|line| &**line);
                 let matched = lines
                     .chain(batch.partial.as_deref())
