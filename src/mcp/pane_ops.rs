@@ -523,7 +523,7 @@ mod tests {
     }
 
     fn row(fields: &[&str]) -> Vec<u8> {
-        fields.join("\u{1f}").into_bytes()
+        crate::mux::tmux::format::encode_row(fields)
     }
 
     #[test]
@@ -553,7 +553,7 @@ mod tests {
             "editor",
             "my title",
             "vim",
-            "/home/u/a\u{1f}b",
+            "/home/u/a|b",
         ]);
         let parsed = PaneRow::parse(&line).unwrap();
         assert_eq!((parsed.pane, parsed.server_pid), (PaneId(3), 777));
@@ -572,12 +572,12 @@ mod tests {
         assert!(info.active && !info.window_active && info.zoomed && info.dead && info.in_mode);
         assert_eq!(info.dead_status, Some(2));
         assert!(!info.created_by_you, "only the ownership table can say");
-        assert_eq!(info.current_path, "/home/u/a\u{1f}b");
+        assert_eq!(info.current_path, "/home/u/a|b");
         assert_eq!(
             (info.session_name.as_str(), info.title.as_str()),
             ("main", "my title")
         );
-        assert!(PaneRow::parse(b"%3\x1f1").is_none());
+        assert!(PaneRow::parse(b"%3|1").is_none());
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::mcp::access::{engine_error, list_hint, parse_target};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{not_found, quote_error, target_pane};
-use crate::mux::tmux::format::{flag, split_row};
+use crate::mux::tmux::format::{flag, row_format, split_row};
 use crate::mux::tmux::{BatchMode, CommandOutcome, EngineError, TmuxCommand};
 
 /// Most lines one call scrolls.
@@ -141,14 +141,13 @@ impl McpServer {
     }
 }
 
-const MODE_FIELDS: &str =
-    "#{pane_id}\u{1f}#{pane_in_mode}\u{1f}#{scroll_position}\u{1f}#{pane_mode}";
+const MODE_FIELDS: [&str; 4] = ["pane_id", "pane_in_mode", "scroll_position", "pane_mode"];
 
 fn mode_state(pane: crate::mux::tmux::PaneId) -> Result<TmuxCommand, ToolError> {
     TmuxCommand::new("display-message")
         .flag("-p")
         .target(pane)
-        .trusted_format(MODE_FIELDS)
+        .arg(row_format(&MODE_FIELDS))
         .build()
         .map_err(quote_error)
 }
@@ -183,7 +182,7 @@ fn copy_mode_output(
 ) -> Result<Json<CopyModeOutput>, ToolError> {
     let f = lines
         .first()
-        .and_then(|line| split_row(line, 4))
+        .and_then(|line| split_row(line, MODE_FIELDS.len()))
         .ok_or_else(|| not_found(target))?;
     Ok(Json(CopyModeOutput {
         server: server.to_owned(),

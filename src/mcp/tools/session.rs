@@ -887,7 +887,7 @@ mod tests {
     }
 
     fn row(fields: &[&str]) -> Vec<u8> {
-        fields.join("\u{1f}").into_bytes()
+        crate::mux::tmux::format::encode_row(fields)
     }
 
     fn call() -> CallContext {
@@ -900,16 +900,16 @@ mod tests {
 
     #[test]
     fn rows_parse_with_the_name_last() {
-        let line = row(&["$2", "3", "1", "100", "200", "@4", "%7", "build\u{1f}x"]);
+        let line = row(&["$2", "3", "1", "100", "200", "@4", "%7", "build|x"]);
         let parsed = parse_session_row(&line).unwrap();
         assert_eq!(parsed.id, "$2");
         assert_eq!(parsed.windows, 3);
         assert_eq!(parsed.created, 100);
         assert_eq!(parsed.active_pane_id, "%7");
         // A separator inside the name cannot shift the other fields.
-        assert_eq!(parsed.name, "build\u{1f}x");
+        assert_eq!(parsed.name, "build|x");
         assert!(!parsed.created_by_you, "only the ownership table can say");
-        assert!(parse_session_row(b"$0\x1f1").is_none());
+        assert!(parse_session_row(b"$0|1").is_none());
         assert!(
             parse_session_row(&row(&["$0", "1", "0", "x", "1", "@0", "%0", "m"])).is_none(),
             "no creation time, no ownership key"

@@ -302,8 +302,8 @@ mod tests {
 
     #[test]
     fn parses_a_state_row() {
-        let row = "%3\u{1f}100\u{1f}200\u{1f}0\u{1f}1\u{1f}0\u{1f}55\u{1f}2000\u{1f}7\u{1f}40\u{1f}\u{1f}/dev/pts/4\u{1f}bash";
-        let other = "%4\u{1f}100\u{1f}201\u{1f}1\u{1f}0\u{1f}1\u{1f}0\u{1f}2000\u{1f}0\u{1f}40\u{1f}2\u{1f}/dev/pts/5\u{1f}vim";
+        let row = "%3|100|200|0|1|0|55|2000|7|40||/dev/pts/4|bash";
+        let other = "%4|100|201|1|0|1|0|2000|0|40|2|/dev/pts/5|vim";
         let rows = vec![other.as_bytes().to_vec(), row.as_bytes().to_vec()];
         let state = PaneState::parse(PaneId(3), &rows).unwrap();
         assert_eq!(

@@ -1025,7 +1025,7 @@ mod tests {
     }
 
     fn row(fields: &[&str]) -> Vec<u8> {
-        fields.join("\u{1f}").into_bytes()
+        crate::mux::tmux::format::encode_row(fields)
     }
 
     #[test]
@@ -1043,7 +1043,7 @@ mod tests {
             "abcd,80x24,0,0",
             "1700000000",
             "main",
-            "my editor\u{1f}x",
+            "my editor|x",
         ]);
         let parsed = parse_window_row(&line).unwrap();
         assert_eq!(
@@ -1061,11 +1061,8 @@ mod tests {
         assert!(w.active && !w.zoomed);
         assert_eq!((w.width, w.height, w.panes), (80, 24, 2));
         assert_eq!(w.active_pane_id, "%5");
-        assert_eq!(
-            w.name, "my editor\u{1f}x",
-            "a separator in the last field stays"
-        );
-        assert!(parse_window_row(b"@1\x1fnot-a-number").is_none());
+        assert_eq!(w.name, "my editor|x", "a separator in the last field stays");
+        assert!(parse_window_row(b"@1|not-a-number").is_none());
 
         let filters = WindowFilters {
             name: Some("my*".into()),

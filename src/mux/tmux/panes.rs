@@ -201,11 +201,11 @@ impl PaneIo for TmuxPanes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mux::tmux::format::FIELD_SEP;
+    use crate::mux::tmux::format::encode_row;
 
     #[test]
     fn pane_rows() {
-        let row = [
+        let row = encode_row(&[
             "%3",
             "@1",
             "0",
@@ -213,18 +213,17 @@ mod tests {
             "80",
             "bash",
             "/srv",
-            "title\x1fwith sep",
-        ]
-        .join(&FIELD_SEP.to_string());
-        let pane = parse_pane_row(row.as_bytes()).unwrap();
+            "title|with sep",
+        ]);
+        let pane = parse_pane_row(&row).unwrap();
         assert_eq!(pane.id, PaneId(3));
         assert_eq!(pane.container, "@1");
         assert!(!pane.exited);
         assert_eq!((pane.rows, pane.columns), (24, 80));
         assert_eq!(pane.command.as_deref(), Some("bash"));
-        assert_eq!(pane.title, "title\x1fwith sep");
-        let dead = ["%4", "@1", "1", "24", "80", "", "", ""].join(&FIELD_SEP.to_string());
-        let pane = parse_pane_row(dead.as_bytes()).unwrap();
+        assert_eq!(pane.title, "title|with sep");
+        let dead = encode_row(&["%4", "@1", "1", "24", "80", "", "", ""]);
+        let pane = parse_pane_row(&dead).unwrap();
         assert!(pane.exited);
         assert_eq!(pane.command, None);
         assert!(parse_pane_row(b"%5").is_none());

@@ -46,10 +46,10 @@ pub fn with_launch(mut command: CommandBuilder, argv: &[String]) -> CommandBuild
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mux::tmux::format::FIELD_SEP;
+    use crate::mux::tmux::format::encode_row;
 
     fn row(command: &str, shell: &str) -> Vec<Vec<u8>> {
-        vec![format!("{command}{FIELD_SEP}{shell}").into_bytes()]
+        vec![encode_row(&[command, shell])]
     }
 
     #[test]
