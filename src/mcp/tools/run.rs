@@ -31,6 +31,7 @@ use crate::mcp::McpServer;
 use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
+use crate::mux::foreground::parse_stat;
 use crate::mux::ledger::CommandRecord;
 use crate::mux::shell_run::{
     CommandError, RunCapture, RunMarkers, RunText, ShellFlavor, unmarked_typed_text,
@@ -355,18 +356,11 @@ struct Foreground {
 /// it cannot be read (another pid namespace, another host): then the check is skipped.
 fn foreground_process(pid: u32) -> Option<Foreground> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let tpgid = parse_tpgid(&stat)?;
+    let tpgid = parse_stat(&stat)?.tpgid;
     let name = std::fs::read_to_string(format!("/proc/{tpgid}/comm"))
         .map(|n| n.trim().to_owned())
         .unwrap_or_else(|_| "?".to_owned());
     Some(Foreground { pgrp: tpgid, name })
-}
-
-/// The `tpgid` field of a `/proc/<pid>/stat` line (the fields after the parenthesised command
-/// name are: state ppid pgrp session tty_nr tpgid …).
-fn parse_tpgid(stat: &str) -> Option<u32> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(5)?.parse().ok()
 }
 
 /// Types `text` and Enter into `pane` in one write.
@@ -522,15 +516,5 @@ mod tests {
                 .message
                 .contains("full-screen")
         );
-    }
-
-    #[test]
-    fn reads_tpgid_from_proc_stat() {
-        assert_eq!(
-            parse_tpgid("1234 (ba sh) S 1 1234 1234 34816 5678 4194560 0 0"),
-            Some(5678)
-        );
-        assert_eq!(parse_tpgid("1234 (x) S 1 1234 1234 0 -1 0"), None);
-        assert_eq!(parse_tpgid("garbage"), None);
     }
 }
