@@ -737,3 +737,52 @@ async fn a_running_call_keeps_its_stream_alive() {
         text[..answer_at].matches("\n:\n").count() + usize::from(text.starts_with(":\n"));
     assert!(keep_alives >= 1, "no keep-alive before the answer:\n{text}");
 }
+
+/// However many waits start at once, a server's output connections stay within their cap and
+/// attach one at a time: waits beyond the cap are refused at once as busy, the others attach,
+/// wait and end at their deadline (queued attaches count against it), and the tmux server
+/// keeps answering (tmux 3.3a has crashed when clients attached in a storm).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_storm_of_waits_stays_within_the_cap_and_its_deadlines() {
+    const SESSIONS: usize = 48;
+    const CAP: usize = 32;
+    let tmux = TestTmux::start();
+    let panes: Vec<String> = (0..SESSIONS)
+        .map(|i| tmux.session_running(&format!("storm-{i}"), "sh"))
+        .collect();
+    let mut config = limited_config(&tmux.socket, 64, 60);
+    config.engine.max_output_connections = CAP;
+    let gateway = spawn_gateway(common::relaxed(config)).await;
+    let client = client(&gateway).await;
+
+    let started = Instant::now();
+    let results = futures::future::join_all(panes.iter().map(|pane| {
+        call(
+            &client,
+            "wait_for_text",
+            json!({"target": pane, "patterns": ["never-printed"], "timeout": 3}),
+        )
+    }))
+    .await;
+    let elapsed = started.elapsed();
+    let (mut waited, mut busy) = (0, 0);
+    for result in results {
+        if result.is_error == Some(true) {
+            let error = common::tools::err(result);
+            assert_eq!(error["kind"], "busy", "{error}");
+            busy += 1;
+        } else {
+            let answer = common::tools::ok(result);
+            assert_eq!(answer["outcome"], "timeout", "{answer}");
+            waited += 1;
+        }
+    }
+    assert_eq!((waited, busy), (CAP, SESSIONS - CAP));
+    assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
+    // The server is alive, with the gateway's command client and one output client per
+    // watched session at most.
+    let sessions = tmux.ok(&["list-sessions", "-F", "#{session_name}"]);
+    assert_eq!(sessions.lines().count(), SESSIONS + 1);
+    let clients = tmux.ok(&["list-clients", "-F", "#{client_name}"]);
+    assert!(clients.lines().count() <= CAP + 1, "{clients}");
+}
