@@ -786,3 +786,73 @@ async fn a_storm_of_waits_stays_within_the_cap_and_its_deadlines() {
     let clients = tmux.ok(&["list-clients", "-F", "#{client_name}"]);
     assert!(clients.lines().count() <= CAP + 1, "{clients}");
 }
+
+/// A `tmux` that pipes every client's output through a relay (`cat`) whose pid it appends to
+/// `dir/relays`: stopping the relays stops the gateway reading, as a slow reader would.
+fn relayed_tmux(dir: &std::path::Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let relays = dir.join("relays");
+    let script = format!(
+        "#!/bin/sh\ntmux \"$@\" | sh -c 'echo $$ >> \"$0\"; exec cat' '{}'\n",
+        relays.display()
+    );
+    let wrapper = dir.join("tmux");
+    std::fs::write(&wrapper, script).unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    wrapper
+}
+
+/// tmux pauses a pane whose output a control client has not taken for `pause-after` seconds,
+/// dropping it (`%pause`). Here the gateway stops reading while the pane floods: tmux pauses
+/// the pane, the gateway resumes it as soon as it reads on, marks the gap, and a wait begun
+/// before the flood still sees the line printed after the resume.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pane_tmux_paused_in_a_flood_is_resumed_and_waits_see_what_follows() {
+    let tmux = TestTmux::start();
+    let pane = tmux.session_running("flood", "env PS1='$ ' sh");
+    wait_for_screen(&tmux, &pane, "$").await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config_with_server("work", &tmux.socket, false);
+    config.engine.pause_after_secs = 1;
+    config.engine.tmux_bin = relayed_tmux(dir.path());
+    let gateway = spawn_gateway(config).await;
+    let client = client(&gateway).await;
+    let engine = gateway.engine.server("work").unwrap();
+
+    let (found, ()) = tokio::join!(
+        call_ok(
+            &client,
+            "wait_for_text",
+            json!({"target": pane, "patterns": ["after-2-resume"], "timeout": 30}),
+        ),
+        when_watched(engine, 1, || {
+            let relays = std::fs::read_to_string(dir.path().join("relays")).unwrap();
+            // Relays of tmux runs that have ended (a version check) are gone: only live ones
+            // take the signal.
+            let signal = |name: &str| {
+                for pid in relays.split_whitespace() {
+                    let _ = std::process::Command::new("kill")
+                        .args([name, pid])
+                        .stderr(std::process::Stdio::null())
+                        .status();
+                }
+            };
+            signal("-STOP");
+            type_line(
+                &tmux,
+                &pane,
+                "timeout 2.5 yes flood; sleep 3; echo after-$((1+1))-resume",
+            );
+            std::thread::sleep(Duration::from_secs(3));
+            signal("-CONT");
+        }),
+    );
+    assert!(
+        engine.output().stats().pauses.load(Ordering::Relaxed) >= 1,
+        "tmux never paused the pane"
+    );
+    assert_eq!(found["outcome"], "matched", "{found}");
+    // Text on both sides of the gap is never joined into one line.
+    assert_eq!(found["matched_line"], "after-2-resume", "{found}");
+    assert_eq!(found["resynced"], true, "{found}");
+}

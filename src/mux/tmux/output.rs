@@ -79,6 +79,9 @@ struct Ring {
     start: u64,
     /// How many times tmux dropped output (`%pause`).
     gaps: u64,
+    /// Where the last gaps are (their number and stream offset), so that a read never joins the
+    /// bytes on both sides of one.
+    gap_offsets: VecDeque<(u64, u64)>,
     end: Option<StreamEnd>,
     scanner: MarkScanner,
     ledger: Ledger,
@@ -120,6 +123,7 @@ impl PaneStream {
                 capacity: capacity.max(1),
                 start: 0,
                 gaps: 0,
+                gap_offsets: VecDeque::new(),
                 end: None,
                 scanner: MarkScanner::new(),
                 ledger: Ledger::new(LEDGER_RECORDS),
@@ -259,6 +263,11 @@ impl PaneStream {
     pub fn mark_gap(&self) {
         let mut ring = self.lock();
         ring.gaps += 1;
+        let at = (ring.gaps, ring.end_offset());
+        if ring.gap_offsets.len() == MAX_GAP_OFFSETS {
+            ring.gap_offsets.pop_front();
+        }
+        ring.gap_offsets.push_back(at);
         // The bytes after a gap start anywhere: a half-read mark is not finished by them.
         ring.scanner.reset();
         drop(ring);
@@ -308,9 +317,25 @@ impl PaneStream {
             chunk.missed_bytes = ring.start - cursor.position;
             cursor.position = ring.start;
         }
-        chunk.gap = ring.gaps > cursor.gaps_seen;
-        cursor.gaps_seen = ring.gaps;
-        let end = ring.end_offset().min(limit.max(cursor.position));
+        let mut end = ring.end_offset().min(limit.max(cursor.position));
+        // Gaps this reader has not been told of: those at or before its position are reported
+        // with this chunk, and the first one after it ends the chunk there.
+        let forgotten = ring.gap_offsets.front().map_or(ring.gaps, |(seq, _)| seq - 1);
+        if forgotten > cursor.gaps_seen {
+            chunk.gap = true;
+            cursor.gaps_seen = forgotten;
+        }
+        for &(seq, at) in &ring.gap_offsets {
+            if seq <= cursor.gaps_seen {
+                continue;
+            }
+            if at > cursor.position {
+                end = end.min(at);
+                break;
+            }
+            chunk.gap = true;
+            cursor.gaps_seen = seq;
+        }
         let from = usize::try_from(cursor.position - ring.start).unwrap_or(usize::MAX);
         let to = usize::try_from(end - ring.start).unwrap_or(usize::MAX);
         ring.copy_range(from, to, &mut chunk.data);
@@ -336,6 +361,9 @@ fn typed_text(buf: &VecDeque<u8>, start: u64, range: Range<u64>) -> Option<Strin
     let bytes: Vec<u8> = buf.range(from..to.min(buf.len())).copied().collect();
     Some(LineAssembler::lines_of(&bytes).join("\n"))
 }
+
+/// Gap offsets a stream remembers; a reader further behind is told of the older gaps at once.
+const MAX_GAP_OFFSETS: usize = 64;
 
 /// A reader's place in a [`PaneStream`]: the next byte it reads and the gaps it has seen.
 #[derive(Debug, Clone, Copy)]
@@ -490,10 +518,30 @@ mod tests {
         stream.push(b"after");
         stream.close(StreamEnd::PaneExited { status: Some(3) });
         stream.push(b"ignored");
+        // The bytes on either side of the gap come in two chunks, the second one flagged.
         let chunk = sub.take().unwrap();
-        assert_eq!(chunk.data, b"beforeafter");
+        assert_eq!(chunk.data, b"before");
+        assert!(!chunk.gap);
+        let chunk = sub.take().unwrap();
+        assert_eq!(chunk.data, b"after");
         assert!(chunk.gap);
         assert_eq!(sub.take(), Err(StreamEnd::PaneExited { status: Some(3) }));
+        // A subscriber that comes after a gap is not told of it.
+        let stream = PaneStream::new(PaneId(2), 64);
+        stream.mark_gap();
+        let mut late = stream.subscribe();
+        stream.push(b"x");
+        assert!(!late.take().unwrap().gap);
+        // One far behind many gaps is told of the ones the stream no longer places.
+        let stream = PaneStream::new(PaneId(2), 1 << 16);
+        let mut behind = stream.subscribe();
+        for _ in 0..=MAX_GAP_OFFSETS {
+            stream.push(b"y");
+            stream.mark_gap();
+        }
+        let first = behind.take().unwrap();
+        assert!(first.gap, "the forgotten first gap, told at once");
+        assert_eq!(first.data, b"yy", "up to the first gap still placed");
     }
 
     #[tokio::test]
