@@ -320,7 +320,10 @@ impl PaneStream {
         let mut end = ring.end_offset().min(limit.max(cursor.position));
         // Gaps this reader has not been told of: those at or before its position are reported
         // with this chunk, and the first one after it ends the chunk there.
-        let forgotten = ring.gap_offsets.front().map_or(ring.gaps, |(seq, _)| seq - 1);
+        let forgotten = ring
+            .gap_offsets
+            .front()
+            .map_or(ring.gaps, |(seq, _)| seq - 1);
         if forgotten > cursor.gaps_seen {
             chunk.gap = true;
             cursor.gaps_seen = forgotten;
