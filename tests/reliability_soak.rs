@@ -11,6 +11,7 @@
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -65,14 +66,19 @@ fn mint(config: &Path, sub: &str) -> String {
 #[derive(Default)]
 struct Latencies {
     by_minute: Vec<Vec<u64>>,
+    /// The same per tool, to tell which calls a change of latency comes from.
+    by_tool: BTreeMap<String, Vec<Vec<u64>>>,
 }
 
 impl Latencies {
-    fn record(&mut self, minute: usize, micros: u64) {
-        if self.by_minute.len() <= minute {
-            self.by_minute.resize_with(minute + 1, Vec::new);
+    fn record(&mut self, tool: &str, minute: usize, micros: u64) {
+        let by_tool = self.by_tool.entry(tool.to_owned()).or_default();
+        for minutes in [&mut self.by_minute, by_tool] {
+            if minutes.len() <= minute {
+                minutes.resize_with(minute + 1, Vec::new);
+            }
+            minutes[minute].push(micros);
         }
-        self.by_minute[minute].push(micros);
     }
 }
 
@@ -118,7 +124,7 @@ impl Agent {
                 .latencies
                 .lock()
                 .expect("not poisoned")
-                .record(minute, micros);
+                .record(name, minute, micros);
         }
         match result {
             Ok(result) if result.is_error == Some(false) => result.structured_content,
@@ -389,6 +395,27 @@ fn report(shared: &Shared, samples: &[Sample], minutes: u64, agents: usize) -> S
             s.mcp_sessions,
             s.waits,
             s.output_connections,
+        ));
+    }
+    // Per tool: the steady state (minute 2) against the last full minute.
+    let last = minutes as usize - 1;
+    out.push_str(
+        "\n| tool | calls | p99 minute 2 | p99 last full minute | ratio |\n|---|---:|---:|---:|---:|\n",
+    );
+    for (tool, by_minute) in &latencies.by_tool {
+        let (Some(steady), Some(end)) = (by_minute.get(1), by_minute.get(last)) else {
+            continue;
+        };
+        if steady.is_empty() || end.is_empty() {
+            continue;
+        }
+        let (steady, end) = (p99(steady).as_secs_f64(), p99(end).as_secs_f64());
+        out.push_str(&format!(
+            "| `{tool}` | {} | {:.1} ms | {:.1} ms | {:.2}× |\n",
+            by_minute.iter().map(Vec::len).sum::<usize>(),
+            steady * 1e3,
+            end * 1e3,
+            end / steady,
         ));
     }
     out
