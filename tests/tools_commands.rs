@@ -750,7 +750,7 @@ async fn full_screen_programs_are_seen_as_such() {
     let editor = pane_running(&tmux, "editor", "env PS1='$ ' sh").await;
     call_ok(&client, "get_pane_state", json!({"target": pager})).await;
     type_line(&tmux, &pager, "less /etc/passwd");
-    type_line(&tmux, &editor, "vi -u NONE");
+    type_line(&tmux, &editor, "vi -u NONE -n");
 
     // less blocks reading the terminal: it waits for a key, and says so.
     let less = state_until(&client, &pager, |s| s["alternate_screen"] == true).await;
