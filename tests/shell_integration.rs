@@ -137,7 +137,9 @@ fn first_pane(tmux: &TestTmux, session: &str) -> String {
 async fn commands_are_recorded(client: &Client, tmux: &TestTmux, pane: &str, shell: &Shell) {
     at_its_prompt(client, pane).await;
     type_line(tmux, pane, "cd /tmp && echo $FROM_RC; false");
-    let listed = finished(client, pane, 1).await;
+    finished(client, pane, 1).await;
+    // The prompt after it (its `A` mark) is what shows the shell itself marks its prompts.
+    let listed = call_until(client, "list_commands", pane, |l| l["at_prompt"] == true).await;
     assert_eq!(
         listed["shell_integration"], true,
         "{}: {listed}",
