@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::tmux::{TestTmux, unique_socket_name};
-use common::tools::{Client, call_ok, client, type_line};
+use common::tools::{Client, call_ok, call_until, client, type_line};
 use common::{config_with_server, spawn_gateway};
 use muxgate::mux::shell_integration::IntegratedShell;
 use serde_json::{Value, json};
@@ -81,27 +81,6 @@ fn untouched(home: &Path, before: &BTreeMap<PathBuf, Vec<u8>>) {
         .filter(|path| path.to_string_lossy().contains("muxgate"))
         .collect();
     assert!(ours.is_empty(), "{ours:?}");
-}
-
-/// Calls `tool` on `pane` until `done` holds for its answer (10 s at most).
-async fn call_until(
-    client: &Client,
-    tool: &str,
-    pane: &str,
-    done: impl Fn(&Value) -> bool,
-) -> Value {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let answer = call_ok(client, tool, json!({"target": pane})).await;
-        if done(&answer) {
-            return answer;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{tool} never settled: {answer}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// `pane`'s records once `n` have finished.

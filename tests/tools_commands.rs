@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::probe::metric;
 use common::tmux::TestTmux;
 use common::tools::{
-    Client, call_err, call_ok, client, client_with, session_limited_token, type_line,
+    Client, call_err, call_ok, call_until, client, client_with, session_limited_token, type_line,
     wait_for_screen,
 };
 use common::{config_with_server, spawn_gateway};
@@ -25,27 +25,6 @@ async fn pane_running(tmux: &TestTmux, name: &str, command: &str) -> String {
     let pane = tmux.session_running(name, command);
     wait_for_screen(tmux, &pane, "$").await;
     pane
-}
-
-/// Calls `tool` on `pane` until `done` holds for its answer (10 s at most).
-async fn call_until(
-    client: &Client,
-    tool: &str,
-    pane: &str,
-    done: impl Fn(&Value) -> bool,
-) -> Value {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let answer = call_ok(client, tool, json!({"target": pane})).await;
-        if done(&answer) {
-            return answer;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{tool} never settled: {answer}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// Lists `pane`'s commands until `done` holds for them.

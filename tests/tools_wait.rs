@@ -741,7 +741,7 @@ async fn a_running_call_keeps_its_stream_alive() {
 /// However many waits start at once, a server's output connections stay within their cap and
 /// attach one at a time: waits beyond the cap are refused at once as busy, the others attach,
 /// wait and end at their deadline (queued attaches count against it), and the tmux server
-/// keeps answering (tmux 3.3a has crashed when clients attached in a storm).
+/// keeps answering.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_storm_of_waits_stays_within_the_cap_and_its_deadlines() {
     const SESSIONS: usize = 48;

@@ -101,3 +101,24 @@ pub fn session_limited_token(
         })
         .expect("mint")
 }
+
+/// Calls `tool` on `pane` until `done` holds for its answer (10 s at most).
+pub async fn call_until(
+    client: &Client,
+    tool: &str,
+    pane: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let answer = call_ok(client, tool, serde_json::json!({"target": pane})).await;
+        if done(&answer) {
+            return answer;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{tool} never settled: {answer}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
