@@ -93,8 +93,8 @@ pub struct LimitsConfig {
     pub max_output_bytes: NonZeroU32,
     /// Most commands queued at once on one tmux worker.
     pub worker_queue_share: NonZeroU32,
-    /// Most output connections (watched sessions) opened by this client's waits at once, per
-    /// tmux server: its share of `engine.max_output_connections`.
+    /// Most sessions this client's waits watch at once, per tmux server: its share of
+    /// `engine.max_watched_sessions`.
     pub max_watched_sessions: NonZeroU32,
 }
 

@@ -17,6 +17,7 @@ use tokio::process::Command;
 
 use crate::config::TmuxSocket;
 use crate::mux::tmux::connection::is_absent_message;
+use crate::mux::tmux::watch_session::is_watch_session;
 
 /// How long one diagnostic tmux command may take.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
@@ -107,11 +108,14 @@ pub enum ServerProbe {
     Unreachable(String),
 }
 
-/// Asks the server at `socket` for its sessions.
+/// Asks the server at `socket` for its sessions (the gateway's watch session not counted).
 pub async fn probe_server(socket: &TmuxSocket, timeout: Duration) -> ServerProbe {
-    match run(socket, &["list-sessions", "-F", "#{session_id}"], timeout).await {
+    match run(socket, &["list-sessions", "-F", "#{session_name}"], timeout).await {
         Ok(out) => ServerProbe::Running {
-            sessions: out.lines().filter(|l| !l.is_empty()).count(),
+            sessions: out
+                .lines()
+                .filter(|l| !l.is_empty() && !is_watch_session(l))
+                .count(),
         },
         Err(CliError::Failed(stderr)) if is_absent_message(&stderr) => ServerProbe::Absent,
         Err(err) => ServerProbe::Unreachable(err.to_string()),

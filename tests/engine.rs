@@ -690,7 +690,7 @@ async fn watched_sessions_are_capped_per_server() {
     let (server, _shutdown) = server_for(
         &tmux,
         EngineSettings {
-            max_output_connections: 1,
+            max_watched_sessions: 1,
             ..settings()
         },
     );
@@ -751,12 +751,13 @@ async fn watched_sessions_are_capped_per_server() {
     }
 }
 
-/// A tmux that takes 3 s to attach output clients to `session` (announced by a file).
-fn slow_attach_tmux(dir: &std::path::Path, session: &str) -> std::path::PathBuf {
+/// A tmux that takes 3 s to attach an output client (one attaching with `pause-after`),
+/// announced by a file.
+fn slow_attach_tmux(dir: &std::path::Path) -> std::path::PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let started = dir.join("slow-attach-started");
     let script = format!(
-        "#!/bin/sh\nfor a; do\n  if [ \"$a\" = '{session}' ]; then touch '{}'; sleep 3; fi\ndone\nexec tmux \"$@\"\n",
+        "#!/bin/sh\ncase \"$*\" in *pause-after*) touch '{}'; sleep 3 ;; esac\nexec tmux \"$@\"\n",
         started.display()
     );
     let wrapper = dir.join("tmux");
@@ -765,44 +766,33 @@ fn slow_attach_tmux(dir: &std::path::Path, session: &str) -> std::path::PathBuf 
     wrapper
 }
 
+/// Every watched session shares one output connection: a slow attach of it holds no caller
+/// past its deadline, and once it is attached, more sessions and panes are watched without
+/// another attach.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_slow_attach_blocks_no_watched_session_and_no_deadline() {
+async fn a_slow_attach_blocks_no_deadline_and_happens_once() {
     let tmux = TestTmux::start();
-    tmux.ok(&["new-session", "-d", "-s", "slow"]);
     tmux.ok(&["new-session", "-d", "-s", "queued"]);
-    let slow_id = tmux.ok(&["display-message", "-p", "-t", "slow", "#{session_id}"]);
+    tmux.ok(&["new-session", "-d", "-s", "later"]);
     let dir = tempfile::tempdir().unwrap();
     let (server, _shutdown) = server_for(
         &tmux,
         EngineSettings {
-            tmux_bin: slow_attach_tmux(dir.path(), slow_id.trim()),
+            tmux_bin: slow_attach_tmux(dir.path()),
             ..settings()
         },
     );
     let within = |ms| tokio::time::Instant::now() + Duration::from_millis(ms);
-    let watched = server
-        .subscribe(&caller(), tmux.pane_id("main"), within(10_000))
-        .await
-        .unwrap();
 
-    // The slow session's attach takes the server's attach turn for 3 s.
-    let slow = tokio::spawn({
-        let (server, pane) = (server.clone(), tmux.pane_id("slow"));
+    // The first subscriber attaches the output connection, slowly.
+    let first = tokio::spawn({
+        let (server, pane) = (server.clone(), tmux.pane_id("main"));
         async move { server.subscribe(&caller(), pane, within(20_000)).await }
     });
     let started = dir.path().join("slow-attach-started");
     assert!(wait_until(Duration::from_secs(10), || started.exists()).await);
 
-    // Meanwhile the watched session serves its panes at once: one already routed, one new.
-    let new_pane = tmux.split("main");
-    let again = server
-        .subscribe(&caller(), tmux.pane_id("main"), within(1_000))
-        .await;
-    assert!(again.is_ok(), "routed pane: {:?}", again.err());
-    let sibling = server.subscribe(&caller(), new_pane, within(1_000)).await;
-    assert!(sibling.is_ok(), "new pane: {:?}", sibling.err());
-
-    // A session queued behind the slow attach gives up at its deadline.
+    // A session queued behind the attach gives up at its deadline.
     let asked = Instant::now();
     let queued = server
         .subscribe(&caller(), tmux.pane_id("queued"), within(500))
@@ -818,13 +808,27 @@ async fn a_slow_attach_blocks_no_watched_session_and_no_deadline() {
         asked.elapsed()
     );
 
-    // The slow attach completes, and the queued session can be watched afterwards.
-    assert!(slow.await.unwrap().is_ok());
-    server
-        .subscribe(&caller(), tmux.pane_id("queued"), within(10_000))
-        .await
-        .unwrap();
-    drop(watched);
+    // The attach completes; other sessions and a new pane are then watched at once, through
+    // the same connection.
+    let watched = first.await.unwrap().unwrap();
+    let new_pane = tmux.split("main");
+    let asked = Instant::now();
+    let mut more = Vec::new();
+    for pane in [tmux.pane_id("queued"), tmux.pane_id("later"), new_pane] {
+        more.push(
+            server
+                .subscribe(&caller(), pane, within(2_000))
+                .await
+                .unwrap(),
+        );
+    }
+    assert!(
+        asked.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        asked.elapsed()
+    );
+    assert_eq!(server.output().stats().connects.load(Ordering::Relaxed), 1);
+    drop((watched, more));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -53,12 +53,19 @@ fn human_view(tmux: &TestTmux) -> (String, String, String) {
     ]);
     let human: Vec<_> = clients.lines().filter(|l| l.starts_with("xterm")).collect();
     assert_eq!(human.len(), 1, "{clients}");
-    let windows = tmux.ok(&[
-        "list-windows",
-        "-a",
-        "-F",
-        "#{window_id} #{window_width}x#{window_height} #{window_active}",
-    ]);
+    // Every session's windows but the watch session's, which links the watched ones while the
+    // engine works (tests/watch_session.rs checks that it leaves when the engine stops).
+    let windows: String = tmux
+        .ok(&[
+            "list-windows",
+            "-a",
+            "-F",
+            "#{session_name} #{window_id} #{window_width}x#{window_height} #{window_active}",
+        ])
+        .lines()
+        .filter(|line| !line.starts_with("_muxgate "))
+        .map(|line| format!("{line}\n"))
+        .collect();
     let env = tmux.ok(&["show-environment", "-t", "main"]);
     (human[0].to_string(), windows, env)
 }

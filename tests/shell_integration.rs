@@ -326,9 +326,18 @@ async fn panes_start_plain_when_integration_is_off_or_a_default_command_is_set()
         );
         assert_eq!(listed["commands"][0]["command"], "echo ran", "{listed}");
     }
-    let started = commanded.ok(&["list-panes", "-a", "-F", "#{pane_start_command}"]);
+    // Every pane but the gateway's watch session's placeholder.
+    let started = commanded.ok(&[
+        "list-panes",
+        "-a",
+        "-F",
+        "#{session_name}|#{pane_start_command}",
+    ]);
     assert!(
-        started.lines().all(|line| line == "sh" || line.is_empty()),
+        started
+            .lines()
+            .filter(|line| !line.starts_with("_muxgate|"))
+            .all(|line| line.ends_with("|sh") || line.ends_with('|')),
         "{started}"
     );
 }

@@ -173,7 +173,7 @@ async fn run_command_runs_are_recorded_in_a_shell_without_integration() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_watched_only_for_its_ledger_makes_room_for_a_wait() {
     // The server's cap, then one client's share of it.
-    ledger_session_makes_room(|config| config.engine.max_output_connections = 1).await;
+    ledger_session_makes_room(|config| config.engine.max_watched_sessions = 1).await;
     ledger_session_makes_room(|config| {
         config.limits.max_watched_sessions = std::num::NonZeroU32::MIN;
     })

@@ -100,7 +100,7 @@ impl Options {
             idle_secs: 30.0,
             busy_agents: 64,
             busy_secs: 60.0,
-            sessions: vec![256, 1024],
+            sessions: vec![1024, 4096],
             ceiling_agents: 64,
             ceiling_secs: 5.0,
             ceiling_raw_ops: 50_000,
@@ -675,29 +675,30 @@ async fn sessions(options: &Options, reference: &Reference) -> Result<()> {
     let s = scale::idle_sessions(&options.sessions).await?;
     let ref_rss = scale::reference_process_rss(reference).await?;
     println!(
-        "## muxgate: mostly idle sessions, each with a wait in flight\n\nEach session: its own MCP session (token) and tmux session (a quiet pane), one wait_for_text in flight; meanwhile one capture_pane every 20 ms round robin for 5 s. The tmux sessions of the largest step are all created before the first wait (see `scale::idle_sessions`), so the tmux server RSS column counts all of them. Gateway RSS at start (one call made): {}.\n",
+        "## muxgate: mostly idle sessions, each with a wait in flight\n\nEach session: its own MCP session (token) and tmux session (a quiet pane), one wait_for_text in flight; then 5 s with everything idle (tmux server CPU), one capture_pane every 20 ms round robin for 5 s, and {} wake-ups of a wait on one more pane (from the line reaching the pane to the call returning). Step 0: the same before any wait. Gateway RSS at start (one call made): {}.\n",
+        scale::WAKES,
         mib(s.baseline_rss_kib as f64)
     );
     println!(
-        "| sessions | gateway RSS | per session | control clients (attaches so far) | their RSS (sum) | tmux server RSS | tmux server CPU | all attached after | capture_pane p50 / p99 meanwhile |"
+        "| sessions | gateway RSS | gateway + helpers PSS | control clients (attaches so far) | tmux server RSS | tmux server CPU, idle | all watched after (first / last wait) | capture_pane p50 / p99 meanwhile | wake-up p50 / max |"
     );
     println!("|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
     for step in &s.steps {
-        let per_session =
-            (step.gateway_rss_kib.saturating_sub(s.baseline_rss_kib)) as f64 / step.sessions as f64;
         println!(
-            "| {} | {} | {:.1} KiB | {} ({:.0}) | {} | {} | {:.0} ms/s | {:.1} s | {} / {} |",
+            "| {} | {} | {} | {} ({:.0}) | {} | {:.0} ms/s | {:.1} s / {:.1} s | {} / {} | {} / {} |",
             step.sessions,
             mib(step.gateway_rss_kib as f64),
-            per_session,
+            mib(step.gateway_and_helpers_pss_kib as f64),
             step.control_clients,
             step.attaches,
-            mib(step.control_clients_rss_kib as f64),
             mib(step.tmux_server_rss_kib as f64),
-            step.tmux_server_cpu_ms_per_s,
-            step.settled.as_secs_f64(),
+            step.tmux_server_idle_cpu_ms_per_s,
+            step.settled_from_first.as_secs_f64(),
+            step.settled_from_last.as_secs_f64(),
             latency(quantile(&step.trickle, 0.5)),
             latency(quantile(&step.trickle, 0.99)),
+            latency(quantile(&step.wakes, 0.5)),
+            latency(quantile(&step.wakes, 1.0)),
         );
     }
     println!(

@@ -115,11 +115,6 @@ pub fn comm(pid: u32) -> String {
         .unwrap_or_default()
 }
 
-/// Total RSS of `pids` in KiB (processes that are gone count as 0).
-pub fn total_rss_kib(pids: &[u32]) -> u64 {
-    pids.iter().filter_map(|&pid| rss_kib(pid).ok()).sum()
-}
-
 /// This process's CPU time (`getrusage(RUSAGE_SELF)`).
 pub fn self_cpu_time() -> Duration {
     // SAFETY: an all-zero rusage is a valid value, and getrusage only writes into it.

@@ -7,6 +7,7 @@
 //! - [`send_keys_ceiling`]: the gateway's `send_keys` call rate against a bare control-mode
 //!   client's pipelined command rate on the same tmux server.
 
+use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -14,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::Value;
 
-use crate::fixture::BenchTmux;
+use crate::fixture::{BenchTmux, mkfifo, open_fifo_writer, path_str};
 use crate::procfs;
 use crate::raw;
 use crate::servers::{Agent, Call, Muxgate, Reference};
@@ -227,20 +228,24 @@ pub async fn busy_agents(agents: usize, secs: f64) -> Result<BusyResult> {
 }
 
 pub struct IdleStep {
+    /// Sessions watched (0: the same gateway before any wait, for comparison).
     pub sessions: usize,
     pub gateway_rss_kib: u64,
+    /// PSS of the gateway and every process it started (its tmux control clients).
+    pub gateway_and_helpers_pss_kib: u64,
     pub control_clients: usize,
-    /// Control clients the gateway attached so far (`muxgate_tmux_connects_total`): more than
-    /// `control_clients` means connections were closed and attached again.
+    /// Control clients the gateway attached so far (`muxgate_tmux_connects_total`).
     pub attaches: f64,
-    pub control_clients_rss_kib: u64,
     pub tmux_server_rss_kib: u64,
-    /// CPU time the tmux server used per second of wall time during the trickle.
-    pub tmux_server_cpu_ms_per_s: f64,
-    /// From the last agent's wait call to every output connection being attached.
-    pub settled: Duration,
+    /// CPU time the tmux server used per second of wall time, everything idle.
+    pub tmux_server_idle_cpu_ms_per_s: f64,
+    /// From the step's first wait call, and from its last, to every window being watched.
+    pub settled_from_first: Duration,
+    pub settled_from_last: Duration,
     /// capture_pane latencies of the trickle of activity while the waits idle, in µs.
     pub trickle: Vec<f64>,
+    /// µs from a line reaching an unwatched pane to a wait on it returning.
+    pub wakes: Vec<f64>,
 }
 
 pub struct IdleSessions {
@@ -248,21 +253,29 @@ pub struct IdleSessions {
     pub steps: Vec<IdleStep>,
 }
 
+/// Wake-ups measured per step.
+pub const WAKES: usize = 10;
+
 /// Grows to each of `steps` sessions (tmux session with a quiet pane, MCP session with a
-/// token of its own, one `wait_for_text` in flight that never matches), then measures memory
-/// while a trickle of `capture_pane` calls (one every 20 ms, round robin) runs for a few
-/// seconds.
+/// token of its own, one `wait_for_text` in flight that never matches), then measures the
+/// tmux server's idle CPU, memory, a trickle of `capture_pane` calls (one every 20 ms, round
+/// robin) for a few seconds, and the wake-up of a wait on one more pane. A step of 0 sessions
+/// first gives the same measures with nothing watched.
 pub async fn idle_sessions(steps: &[usize]) -> Result<IdleSessions> {
     let tmux = BenchTmux::start("idle-sessions", None)?;
-    // Every tmux session up front, before the gateway attaches any control client: tmux 3.3a
-    // can crash (`control_write` on a client whose control state is not set yet; fixed
-    // in tmux 3.7) when a session appears while a control client is still identifying
-    // itself. This narrows the window; it did not stop the crash at 1,024 sessions.
     let most = steps.iter().copied().max().unwrap_or(0);
     let mut panes: Vec<String> = Vec::new();
     while panes.len() < most {
         panes.push(tmux.new_session(&format!("idle-{}", panes.len()), &["cat"])?);
     }
+    let files = tempfile::tempdir().context("create a temporary directory")?;
+    let fifo = files.path().join("wake.fifo");
+    mkfifo(&fifo)?;
+    let wake_pane = tmux.new_session(
+        "wake",
+        &["sh", "-c", "exec cat \"$1\"", "sh", path_str(&fifo)?],
+    )?;
+    let mut wake_writer = open_fifo_writer(&fifo, Duration::from_secs(10))?;
     let gateway = Muxgate::start(tmux.socket(), None).await?;
     // The baseline: the gateway with one agent that has made one call.
     let first = gateway.agent(usize::MAX).await?;
@@ -272,26 +285,30 @@ pub async fn idle_sessions(steps: &[usize]) -> Result<IdleSessions> {
         .context("baseline call")?;
     let baseline_rss_kib = procfs::rss_kib(gateway.pid())?;
     first.close().await;
+    let waker = gateway.agent(usize::MAX - 1).await?;
 
     let stop = Arc::new(AtomicBool::new(false));
-    let mut agents: Vec<Arc<Agent>> = Vec::new();
+    let mut agents: Vec<Arc<Agent>> = vec![Arc::new(gateway.agent(usize::MAX - 2).await?)];
     let mut waiters = Vec::new();
     let mut result = IdleSessions {
         baseline_rss_kib,
         steps: Vec::new(),
     };
-    for &target in steps {
-        while agents.len() < target {
-            let i = agents.len();
+    for target in std::iter::once(0).chain(steps.iter().copied()) {
+        let first_wait = Instant::now();
+        let mut last_wait = first_wait;
+        while waiters.len() < target {
+            let i = waiters.len();
             let pane = panes[i].clone();
             let agent = Arc::new(gateway.agent(i).await?);
             let (waiter, waiting_pane, waiting_stop) = (agent.clone(), pane.clone(), stop.clone());
+            last_wait = Instant::now();
             waiters.push(tokio::spawn(async move {
                 while !waiting_stop.load(Ordering::Relaxed) {
                     let wait = Call::WaitForText {
                         pane: &waiting_pane,
                         pattern: "text that never appears",
-                        timeout_secs: 60.0,
+                        timeout_secs: 600.0,
                     };
                     if waiter.call(&wait).await.is_err() {
                         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -300,40 +317,33 @@ pub async fn idle_sessions(steps: &[usize]) -> Result<IdleSessions> {
             }));
             agents.push(agent);
         }
-        let registered = Instant::now();
         loop {
-            let waits = gateway.metric("muxgate_waits_active").await?;
-            if waits >= target as f64 {
+            let watched = gateway.metric("muxgate_tmux_watched_windows").await?;
+            if watched >= target as f64 {
                 break;
             }
-            if registered.elapsed() > Duration::from_secs(120) {
-                bail!("only {waits} of {target} waits registered after 120 s");
+            if first_wait.elapsed() > Duration::from_secs(600) {
+                bail!("only {watched} of {target} windows watched after 600 s");
             }
-            tokio::time::sleep(Duration::from_millis(200)).await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        // A registered wait may still be queued for its session's output connection (they
-        // attach one at a time); measure once every one is attached.
-        loop {
-            let open = gateway.metric("muxgate_tmux_control_connections").await?;
-            if open > target as f64 {
-                break;
-            }
-            if registered.elapsed() > Duration::from_secs(600) {
-                bail!("only {open} control connections for {target} sessions after 600 s");
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-        let settled = registered.elapsed();
+        let (settled_from_first, settled_from_last) = (first_wait.elapsed(), last_wait.elapsed());
+
+        let idle_start = Instant::now();
+        let idle_cpu_before = procfs::cpu_time(tmux.server_pid())?;
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let idle_cpu = procfs::cpu_time(tmux.server_pid())?.saturating_sub(idle_cpu_before);
+        let tmux_server_idle_cpu_ms_per_s =
+            idle_cpu.as_secs_f64() * 1000.0 / idle_start.elapsed().as_secs_f64();
+
         let mut trickle = Vec::new();
-        let trickle_start = Instant::now();
-        let tmux_cpu_before = procfs::cpu_time(tmux.server_pid())?;
-        let trickle_end = trickle_start + Duration::from_secs(5);
+        let trickle_end = Instant::now() + Duration::from_secs(5);
         let mut k = 0;
         while Instant::now() < trickle_end {
             let start = Instant::now();
             agents[k % agents.len()]
                 .call(&Call::CapturePane {
-                    pane: &panes[k % panes.len()],
+                    pane: &panes[k % panes.len().max(1)],
                 })
                 .await
                 .context("trickle capture")?;
@@ -341,20 +351,50 @@ pub async fn idle_sessions(steps: &[usize]) -> Result<IdleSessions> {
             k += 1;
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        let tmux_cpu = procfs::cpu_time(tmux.server_pid())?.saturating_sub(tmux_cpu_before);
-        let tmux_server_cpu_ms_per_s =
-            tmux_cpu.as_secs_f64() * 1000.0 / trickle_start.elapsed().as_secs_f64();
-        let control = procfs::children(gateway.pid());
+
+        let mut wakes = Vec::with_capacity(WAKES);
+        for i in 0..WAKES {
+            let text = format!("wake-{target}-{i}");
+            let call = Call::WaitForText {
+                pane: &wake_pane,
+                pattern: &text,
+                timeout_secs: 20.0,
+            };
+            let writer = &mut wake_writer;
+            let trigger = async {
+                tokio::time::sleep(Duration::from_millis(400)).await;
+                let at = Instant::now();
+                writeln!(writer, "{text}")
+                    .context("write to the wake FIFO")
+                    .map(|()| at)
+            };
+            let (answer, at) = tokio::join!(waker.call(&call), trigger);
+            let returned = Instant::now();
+            let (answer, at) = (answer?, at?);
+            ensure!(
+                answer.get("outcome") == Some(&Value::from("matched")),
+                "the wake wait did not match: {answer}"
+            );
+            wakes.push(micros(returned - at));
+        }
+
+        let helpers = procfs::descendants(gateway.pid());
+        let mut pss = procfs::pss_kib(gateway.pid())?;
+        for pid in &helpers {
+            pss += procfs::pss_kib(*pid).unwrap_or(0);
+        }
         result.steps.push(IdleStep {
             sessions: target,
             gateway_rss_kib: procfs::rss_kib(gateway.pid())?,
-            control_clients: control.len(),
+            gateway_and_helpers_pss_kib: pss,
+            control_clients: procfs::children(gateway.pid()).len(),
             attaches: gateway.metric("muxgate_tmux_connects_total").await?,
-            control_clients_rss_kib: procfs::total_rss_kib(&control),
             tmux_server_rss_kib: procfs::rss_kib(tmux.server_pid())?,
-            tmux_server_cpu_ms_per_s,
-            settled,
+            tmux_server_idle_cpu_ms_per_s,
+            settled_from_first,
+            settled_from_last,
             trickle,
+            wakes,
         });
     }
     stop.store(true, Ordering::Relaxed);
@@ -363,6 +403,7 @@ pub async fn idle_sessions(steps: &[usize]) -> Result<IdleSessions> {
     }
     drop(agents);
     gateway.stop().await;
+    drop(files);
     Ok(result)
 }
 

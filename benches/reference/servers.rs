@@ -235,8 +235,8 @@ socket_name = "{socket}"
 secret = "{secret}"
 
 [engine]
-# The idle-sessions case watches up to 1,024 sessions at once (the default cap is lower).
-max_output_connections = 2048
+# The idle-sessions case watches up to 4,096 sessions at once, beyond the default cap.
+max_watched_sessions = 8192
 
 [limits]
 requests_per_second = 1000000

@@ -356,7 +356,9 @@ pub struct EngineConfig {
     pub output_ring_bytes: usize,
     pub output_idle_close_secs: u64,
     pub pause_after_secs: u32,
-    pub max_output_connections: usize,
+    /// Formerly `max_output_connections`, when each watched session had its own connection.
+    #[serde(alias = "max_output_connections")]
+    pub max_watched_sessions: usize,
 }
 
 impl EngineConfig {
@@ -378,7 +380,7 @@ impl EngineConfig {
             output_ring_bytes: self.output_ring_bytes,
             output_idle_close: self.output_idle_close(),
             pause_after_secs: self.pause_after_secs,
-            max_output_connections: self.max_output_connections,
+            max_watched_sessions: self.max_watched_sessions,
             ..EngineSettings::default()
         }
     }
@@ -547,8 +549,8 @@ impl Config {
         positive(&["engine", "queue_capacity"], engine.queue_capacity as u64)?;
         positive(&["engine", "pipeline_depth"], engine.pipeline_depth as u64)?;
         positive(
-            &["engine", "max_output_connections"],
-            engine.max_output_connections as u64,
+            &["engine", "max_watched_sessions"],
+            engine.max_watched_sessions as u64,
         )?;
         positive(
             &["engine", "output_ring_bytes"],
@@ -1066,7 +1068,7 @@ mod tests {
             "output_ring_bytes",
             "output_idle_close_secs",
             "pause_after_secs",
-            "max_output_connections",
+            "max_watched_sessions",
         ] {
             let (path, message, _) = invalid(&format!("[engine]\n{key} = 0\n"), &[]);
             assert_eq!(path, format!("engine.{key}"));

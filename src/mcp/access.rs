@@ -17,6 +17,7 @@ use crate::limits::output::Carried;
 use crate::mux::tmux::format::{row_format, split_row};
 use crate::mux::tmux::ops;
 use crate::mux::tmux::target::{Target, TargetError};
+use crate::mux::tmux::watch_session::is_watch_session;
 use crate::mux::tmux::{
     BatchMode, Caller, CommandOutcome, ConnectError, EngineError, PaneId, QueueScope, SessionId,
     TmuxCommand, TmuxServer, WindowId,
@@ -196,6 +197,10 @@ impl TmuxAccess<'_> {
 
     /// Whether the caller may see a session (for filtering listings).
     pub fn can_see(&self, session_name: &str, session: &SessionKey) -> bool {
+        // The watch session is the gateway's own (its windows are listed in their sessions).
+        if is_watch_session(session_name) {
+            return false;
+        }
         let owner = self.owner(session, session_name);
         can_see_session(
             &self.call.principal,
@@ -245,10 +250,30 @@ impl TmuxAccess<'_> {
             .run(command, list_hint(target))
             .await
             .map_err(|e| missing_as_not_found(e, target))?;
-        let rows: Vec<Vec<String>> = rows
+        let mut rows: Vec<Vec<String>> = rows
             .iter()
             .filter_map(|r| split_row(r, fields.len()))
             .collect();
+        // tmux answers for the most recently active session holding the window, which can be
+        // the watch session: then the window's own session is found among all of them.
+        if rows.first().is_some_and(|r| is_watch_session(&r[6])) {
+            if matches!(target, Target::Session(_)) {
+                return Err(not_found(target));
+            }
+            let all = TmuxCommand::new("list-panes")
+                .flag("-a")
+                .opt("-F", row_format(&fields))
+                .build()
+                .map_err(|e| ToolError::invalid_arguments(e.to_string(), "remove NUL bytes"))?;
+            let window = rows[0][2].clone();
+            rows = self
+                .run(all, list_hint(target))
+                .await?
+                .iter()
+                .filter_map(|r| split_row(r, fields.len()))
+                .filter(|r| r[2] == window && !is_watch_session(&r[6]))
+                .collect();
+        }
         let row = rows
             .iter()
             .find(|r| match target {

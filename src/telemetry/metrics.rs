@@ -25,6 +25,7 @@
 //! | `muxgate_tmux_command_duration_seconds` | histogram | `server` |
 //! | `muxgate_tmux_queue_depth` | gauge | `server` |
 //! | `muxgate_tmux_control_connections` | gauge | `server`, `connection` (command, output) |
+//! | `muxgate_tmux_watched_windows` | gauge | `server` |
 //! | `muxgate_tmux_connects_total` | counter | `server`, `connection` |
 //! | `muxgate_tmux_reconnects_total` | counter | `server` |
 //! | `muxgate_tmux_connect_failures_total`, `muxgate_tmux_connections_lost_total`, `muxgate_tmux_stalls_total` | counter | `server` |
@@ -408,6 +409,13 @@ impl Collector for EngineCollector {
             "tmux commands queued and not yet written.",
             MetricType::Gauge,
             per_server(&|s| s.worker().queued() as u64),
+        )?;
+        encode_rows(
+            &mut encoder,
+            "muxgate_tmux_watched_windows",
+            "Windows linked into the server's watch session: their panes' output is streamed.",
+            MetricType::Gauge,
+            per_server(&|s| s.output().watched_windows() as u64),
         )?;
         let command_open =
             |s: &TmuxServer| u64::from(s.worker().stats().connected.load(Ordering::Relaxed));

@@ -38,6 +38,7 @@ use crate::mux::tmux::ops;
 use crate::mux::tmux::spawn::TERM_MARKER_PREFIX;
 use crate::mux::tmux::start::{argv_value, run_starting_server};
 use crate::mux::tmux::target::{SessionName, SessionSel, Target};
+use crate::mux::tmux::watch_session::is_watch_session;
 use crate::mux::tmux::{
     BatchMode, CommandOutcome, ConnectError, EngineError, TmuxCommand, TmuxEndpoint,
 };
@@ -570,9 +571,13 @@ async fn check_session_limit(tmux: &TmuxAccess<'_>, limit: u32) -> Result<(), To
     if limit == 0 {
         return Ok(());
     }
-    let list = build(TmuxCommand::new("list-sessions").opt("-F", row_format(&["session_id"])))?;
+    let list = build(TmuxCommand::new("list-sessions").opt("-F", row_format(&["session_name"])))?;
     let sessions = match tmux.server.run(&tmux.caller, list).await {
-        Ok(rows) => rows.len(),
+        Ok(rows) => rows
+            .iter()
+            .filter_map(|row| split_row(row, 1))
+            .filter(|name| !is_watch_session(&name[0]))
+            .count(),
         Err(error) if server_absent(&error) => 0,
         Err(error) => {
             return Err(engine_error(

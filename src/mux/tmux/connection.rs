@@ -65,9 +65,20 @@ pub struct ConnectOptions {
     pub endpoint: TmuxEndpoint,
     /// The session to attach to; `None` lets tmux pick one (fine for a `no-output` client).
     pub session: Option<SessionId>,
+    /// Instead of attaching, create this session and attach to it in the same command, so that
+    /// it is never without its client (see [`NewSession`]).
+    pub create: Option<NewSession>,
     pub output: OutputMode,
     /// How long the child may take to attach.
     pub timeout: Duration,
+}
+
+/// A session a control client creates for itself (`new-session`): its name, and the program its
+/// first window runs (executed without a shell).
+#[derive(Debug, Clone, Copy)]
+pub struct NewSession {
+    pub name: &'static str,
+    pub argv: &'static [&'static str],
 }
 
 /// Why a connection could not be made.
@@ -275,11 +286,29 @@ impl Connection {
             ),
         };
         let mut command = tmux_command(&options.tmux_bin, &options.endpoint);
-        command
-            .args(["-N", "-C", "attach-session", "-E", "-f", &flags])
-            .stdin(std::process::Stdio::piped());
-        if let Some(session) = options.session {
-            command.arg("-t").arg(session.to_string());
+        command.stdin(std::process::Stdio::piped());
+        match options.create {
+            Some(new) => {
+                command
+                    .args([
+                        "-N",
+                        "-C",
+                        "new-session",
+                        "-E",
+                        "-f",
+                        &flags,
+                        "-s",
+                        new.name,
+                    ])
+                    .arg("--")
+                    .args(new.argv);
+            }
+            None => {
+                command.args(["-N", "-C", "attach-session", "-E", "-f", &flags]);
+                if let Some(session) = options.session {
+                    command.arg("-t").arg(session.to_string());
+                }
+            }
         }
         let mut child = command.spawn().map_err(|e| ConnectError::Spawn {
             bin: options.tmux_bin.display().to_string(),

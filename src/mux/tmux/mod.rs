@@ -38,11 +38,13 @@ pub mod output;
 pub mod panes;
 pub mod protocol;
 pub mod quote;
+mod router;
 pub mod shared_lines;
 pub mod spawn;
 pub mod stale;
 pub mod start;
 pub mod target;
+pub mod watch_session;
 pub mod worker;
 
 use std::collections::BTreeMap;
@@ -83,16 +85,14 @@ pub struct EngineSettings {
     pub pipeline_depth: usize,
     /// Output kept per subscribed pane.
     pub output_ring_bytes: usize,
-    /// How long an output connection stays open with no subscriber.
+    /// How long a watched window stays linked into the watch session with no subscriber.
     pub output_idle_close: Duration,
     /// tmux drops a pane's output older than this many seconds instead of buffering it.
     pub pause_after_secs: u32,
     /// Wait after a failed connect before spawning another client for the same server.
     pub reconnect_backoff: Duration,
-    /// Output connections (one `tmux -C` client per watched session) open at once, per server:
-    /// an idle tmux 3.3a server's CPU grows faster than its number of control clients (about
-    /// 10 % of a core at 256, most of one at 1,024; BENCHMARKS.md).
-    pub max_output_connections: usize,
+    /// Sessions watched at once (a window of theirs linked into the watch session), per server.
+    pub max_watched_sessions: usize,
 }
 
 impl Default for EngineSettings {
@@ -108,7 +108,7 @@ impl Default for EngineSettings {
             output_idle_close: Duration::from_secs(30),
             pause_after_secs: 5,
             reconnect_backoff: Duration::from_millis(200),
-            max_output_connections: 256,
+            max_watched_sessions: 4096,
         }
     }
 }
@@ -135,7 +135,7 @@ pub enum EngineError {
     Timeout { server: String, after: Duration },
     #[error("tmux server {server:?} is busy: {} queue is full, retry shortly", match .scope { QueueScope::Server => "its", QueueScope::Caller => "your share of its" })]
     QueueFull { server: String, scope: QueueScope },
-    #[error("tmux server {server:?} already has {limit} watched sessions ({})", match .scope { QueueScope::Server => "engine.max_output_connections", QueueScope::Caller => "your limits.max_watched_sessions" })]
+    #[error("tmux server {server:?} already has {limit} watched sessions ({})", match .scope { QueueScope::Server => "engine.max_watched_sessions", QueueScope::Caller => "your limits.max_watched_sessions" })]
     TooManyWatched {
         server: String,
         limit: usize,

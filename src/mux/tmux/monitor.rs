@@ -1,39 +1,45 @@
-//! Output connections: how pane output reaches [`PaneStream`]s.
+//! Output watching: how pane output reaches [`PaneStream`]s.
 //!
-//! tmux sends `%output` only for panes of the session a control client is attached to, so the
-//! [`OutputHub`] of a server opens one output connection per session that has subscribers, on
-//! demand, and closes it after it has been idle (no live subscription) for `output_idle_close`.
-//! Each connection is owned by a small monitor task that:
-//! - routes the session's `%output` into the streams of subscribed panes (on the reader task,
-//!   without waiting on anyone — see [`super::connection`]);
+//! tmux sends `%output` to a control client only for panes of windows linked into the session
+//! it is attached to. Each server has at most one output connection, attached to the server's
+//! watch session ([`super::watch_session`]): the [`OutputHub`] links the window of a pane into
+//! it when the pane gets its first subscriber, and unlinks a window once nothing has watched it
+//! for `output_idle_close`; once nothing is watched the session is killed and the connection
+//! closed, and both come back with the next subscriber. Pane output is routed by the
+//! [`super::router`]. The hub caps the sessions watched at once (a session is watched while one
+//! of its windows is linked), per server and per caller.
+//!
+//! The [`WatchMonitor`] task of the connection:
+//! - routes `%output` into the streams of subscribed panes (on the reader task, without waiting
+//!   on anyone — see [`super::connection`]);
 //! - on `%pause` (tmux dropped output it could not deliver in time) marks a gap in the stream and
 //!   resumes the pane at once with `refresh-client -A '%N:continue'`;
 //! - ends a stream when its pane's program exits (`refresh-client -B` subscription on
 //!   `#{pane_dead}`, evaluated by tmux itself once a second: no command from muxgate), when the
-//!   pane disappears (checked with one `list-panes` after a window/layout notification), or when
-//!   the session or server goes away;
-//! - treats `%session-changed` (the session died and tmux moved the client, `detach-on-destroy
-//!   off`) as the end of the session, so output of another session never leaks into a stream.
-//!
-//! A pane whose window is linked into several sessions is routed from exactly one connection.
+//!   pane disappears (checked with one `list-panes` after a window/layout notification; a pane
+//!   moved to another window has that window linked instead), or when the server goes away;
+//! - kills a window left linked into the watch session only (its own session was killed), as
+//!   tmux would have killed it without muxgate, and ends its streams.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::command::TmuxCommand;
 use super::connection::{
-    ConnEvent, ConnectError, ConnectOptions, Connection, LineRequest, OutputMode, OutputSink,
+    ConnEvent, ConnectError, ConnectOptions, Connection, LineRequest, OutputMode,
 };
-use super::ids::{PaneId, SessionId};
+use super::ids::{PaneId, SessionId, WindowId};
 use super::output::{OutputSubscription, PaneStream, StreamEnd};
-use super::protocol::SubscriptionChange;
-use super::spawn::TmuxEndpoint;
-use super::worker::{Caller, WorkerHandle};
+use super::protocol::{Block, SubscriptionChange};
+use super::router::{Router, RouterSink};
+use super::spawn::{TmuxEndpoint, term_marker};
+use super::watch_session;
+use super::worker::{BatchMode, Caller, CommandOutcome, WorkerHandle};
 use super::{EngineError, EngineSettings, QueueScope};
 
 const DEAD_SUBSCRIPTION: &str = "muxgate_dead";
@@ -47,176 +53,53 @@ pub struct OutputStats {
     pub connects: AtomicU64,
 }
 
-/// Which stream each pane's output goes to, and through which session's connection.
-#[derive(Default)]
-struct Router {
-    routes: Mutex<HashMap<PaneId, Route>>,
-}
-
-struct Route {
+/// The running watch session, and the windows linked into it.
+struct Watch {
     session: SessionId,
-    stream: Weak<PaneStream>,
-    /// The stream held open until then, so its pane's ledger keeps recording with no
-    /// subscriber (see [`OutputHub::keep`]).
-    kept: Option<(Arc<PaneStream>, tokio::time::Instant)>,
+    /// Cancelled by the monitor when the session starts to end: nothing more is linked.
+    ended: CancellationToken,
+    /// Cancelled once the connection is closed and the session destroyed: a new one may start.
+    gone: CancellationToken,
+    linked: HashMap<WindowId, Linked>,
+    /// Windows the hub stopped counting to make room, for the monitor to unlink.
+    released: Vec<WindowId>,
 }
 
-impl Router {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PaneId, Route>> {
-        // Each update is a single insert or remove, so a poisoned map is still consistent.
-        self.routes.lock().unwrap_or_else(|e| e.into_inner())
+/// Why a window is linked: its own session (counted against the caps) and the caller whose
+/// subscription linked it (counted against that caller's share).
+#[derive(Clone)]
+struct Linked {
+    session: SessionId,
+    opener: Arc<str>,
+}
+
+impl Watch {
+    fn running(&self) -> bool {
+        !self.ended.is_cancelled()
     }
 
-    fn stream(&self, session: SessionId, pane: PaneId) -> Option<Arc<PaneStream>> {
-        let routes = self.lock();
-        let route = routes.get(&pane)?;
-        (route.session == session).then(|| route.stream.upgrade())?
-    }
-
-    /// The live, open stream for `pane`, if some subscriber still holds one.
-    fn live(&self, pane: PaneId) -> Option<(SessionId, Arc<PaneStream>)> {
-        let routes = self.lock();
-        let route = routes.get(&pane)?;
-        let stream = route.stream.upgrade()?;
-        (!stream.is_closed()).then_some((route.session, stream))
-    }
-
-    /// Routes `stream`'s pane to it, unless a live, open stream of the same session already
-    /// has the pane: then that one stays, and is returned, so that subscribers who raced to
-    /// subscribe to one pane share one stream (a replaced stream would never see output).
-    fn insert_or_existing(&self, session: SessionId, stream: Arc<PaneStream>) -> Arc<PaneStream> {
-        let mut routes = self.lock();
-        if let Some(existing) = routes
-            .get(&stream.pane())
-            .filter(|r| r.session == session)
-            .and_then(|r| r.stream.upgrade())
-            .filter(|s| !s.is_closed())
-        {
-            return existing;
+    /// Sessions watched, and how many of them `caller` opened.
+    fn counts(&self, caller: &str) -> (usize, usize) {
+        let mut sessions: HashMap<SessionId, bool> = HashMap::new();
+        for linked in self.linked.values() {
+            *sessions.entry(linked.session).or_default() |= *linked.opener == *caller;
         }
-        routes.insert(
-            stream.pane(),
-            Route {
-                session,
-                stream: Arc::downgrade(&stream),
-                kept: None,
-            },
-        );
-        stream
+        let mine = sessions.values().filter(|mine| **mine).count();
+        (sessions.len(), mine)
     }
+}
 
-    /// Holds `stream` open until `until` (or later, if it already was), while it is its
-    /// pane's routed stream.
-    fn keep(&self, stream: &Arc<PaneStream>, until: tokio::time::Instant) {
-        let mut routes = self.lock();
-        let Some(route) = routes.get_mut(&stream.pane()) else {
-            return;
-        };
-        if !route
-            .stream
-            .upgrade()
-            .is_some_and(|s| Arc::ptr_eq(&s, stream))
-        {
-            return;
-        }
-        let until = match &route.kept {
-            Some((_, kept)) => until.max(*kept),
-            None => until,
-        };
-        route.kept = Some((stream.clone(), until));
-    }
-
-    /// Lets go of kept streams whose time is up or whose pane's output ended.
-    fn expire_kept(&self, now: tokio::time::Instant) {
-        for route in self.lock().values_mut() {
-            if route
-                .kept
-                .as_ref()
-                .is_some_and(|(stream, until)| *until <= now || stream.is_closed())
-            {
-                route.kept = None;
-            }
-        }
-    }
-
-    /// Sessions whose every live stream is held only by [`Self::keep`], with the latest time
-    /// they are kept until.
-    fn kept_only_sessions(&self) -> HashMap<SessionId, tokio::time::Instant> {
-        let routes = self.lock();
-        let mut sessions: HashMap<SessionId, Option<tokio::time::Instant>> = HashMap::new();
-        for route in routes.values() {
-            let subscribed = route.stream.strong_count() > usize::from(route.kept.is_some());
-            let entry = sessions
-                .entry(route.session)
-                .or_insert(Some(tokio::time::Instant::now()));
-            match (&route.kept, subscribed) {
-                (_, true) => *entry = None,
-                (Some((_, until)), false) => {
-                    *entry = entry.map(|latest| latest.max(*until));
-                }
-                (None, false) => {}
-            }
-        }
-        sessions
-            .into_iter()
-            .filter_map(|(session, until)| until.map(|until| (session, until)))
-            .collect()
-    }
-
-    /// Live subscriptions across all panes (each holds its pane's stream; a kept stream's own
-    /// hold is not one).
-    fn subscriptions(&self) -> usize {
-        self.lock()
-            .values()
-            .map(|r| r.stream.strong_count() - usize::from(r.kept.is_some()))
-            .sum()
-    }
-
-    /// Panes of `session` that still have a subscriber; forgets the others.
-    fn live_panes(&self, session: SessionId) -> Vec<PaneId> {
-        let mut routes = self.lock();
-        routes.retain(|_, r| r.stream.strong_count() > 0);
-        routes
-            .iter()
-            .filter(|(_, r)| r.session == session)
-            .map(|(p, _)| *p)
-            .collect()
-    }
-
-    /// Ends and forgets the streams of `session` for which `which` holds.
-    fn close_where(&self, session: SessionId, reason: &StreamEnd, which: impl Fn(PaneId) -> bool) {
-        let closed: Vec<_> = {
-            let mut routes = self.lock();
-            let panes: Vec<_> = routes
-                .iter()
-                .filter(|(p, r)| r.session == session && which(**p))
-                .map(|(p, _)| *p)
-                .collect();
-            panes
-                .into_iter()
-                .filter_map(|p| routes.remove(&p))
-                .collect()
-        };
-        for route in closed {
-            if let Some(stream) = route.stream.upgrade() {
-                stream.close(reason.clone());
-            }
-        }
-    }
+/// Where a pane is: its window and the session that window belongs to.
+#[derive(Debug, Clone, Copy)]
+struct Place {
+    window: WindowId,
+    session: SessionId,
 }
 
 /// The output side of one tmux server.
 #[derive(Clone)]
 pub struct OutputHub {
     inner: Arc<HubInner>,
-}
-
-impl OutputHub {
-    /// `pane`'s stream, if it is recording now (a subscriber or a keep holds it open); nothing
-    /// is started.
-    pub fn recording(&self, pane: PaneId) -> Option<Arc<PaneStream>> {
-        self.inner.router.live(pane).map(|(_, stream)| stream)
-    }
 }
 
 struct HubInner {
@@ -226,29 +109,34 @@ struct HubInner {
     worker: WorkerHandle,
     shutdown: CancellationToken,
     router: Arc<Router>,
-    /// The running monitors' registration channels. Held only for a lookup or an insert, never
-    /// across an attach, so subscribers of watched sessions never queue behind one.
-    monitors: Mutex<HashMap<SessionId, Monitor>>,
-    /// Taken for the whole of an attach: a server's output clients attach one at a time (tmux
-    /// before 3.7 can crash when a control client is notified while it is still identifying
-    /// itself; one client attaching at a time keeps other attaches out of that window).
-    attaching: tokio::sync::Mutex<()>,
+    /// The watch session, read and updated under a short lock.
+    watch: Mutex<Option<Watch>>,
+    /// Taken for the whole of a change to the watch session (starting it, linking or unlinking
+    /// a window), so that changes never interleave; never for a lookup, so subscribers of
+    /// watched panes never queue behind one.
+    changing: tokio::sync::Mutex<()>,
     stats: Arc<OutputStats>,
 }
 
-/// A running monitor's registration channel, and the caller whose subscription opened it
-/// (counted against that caller's share of the server's output connections).
-struct Monitor {
-    register: mpsc::UnboundedSender<Register>,
-    opener: Arc<str>,
-    /// Closes the connection at once (to make room, see [`OutputHub::release_kept`]).
-    release: CancellationToken,
-}
+impl HubInner {
+    fn lock_watch(&self) -> std::sync::MutexGuard<'_, Option<Watch>> {
+        // Every update is a single assignment or map operation: a poisoned lock is consistent.
+        self.watch.lock().unwrap_or_else(|e| e.into_inner())
+    }
 
-struct Register {
-    stream: Arc<PaneStream>,
-    /// Answered with the stream the pane is routed to (this one, or one registered before).
-    done: oneshot::Sender<Arc<PaneStream>>,
+    /// The running watch session, if `window` is linked into it.
+    fn linked(&self, window: WindowId) -> bool {
+        self.lock_watch()
+            .as_ref()
+            .is_some_and(|w| w.running() && w.linked.contains_key(&window))
+    }
+
+    fn unavailable(&self, why: impl Into<String>) -> EngineError {
+        EngineError::Unavailable {
+            server: self.server.to_string(),
+            cause: ConnectError::Refused(why.into()),
+        }
+    }
 }
 
 impl OutputHub {
@@ -267,8 +155,8 @@ impl OutputHub {
                 worker,
                 shutdown,
                 router: Arc::new(Router::default()),
-                monitors: Mutex::new(HashMap::new()),
-                attaching: tokio::sync::Mutex::new(()),
+                watch: Mutex::new(None),
+                changing: tokio::sync::Mutex::new(()),
                 stats: Arc::new(OutputStats::default()),
             }),
         }
@@ -283,18 +171,33 @@ impl OutputHub {
         self.inner.router.subscriptions()
     }
 
+    /// Windows linked into the watch session now.
+    pub fn watched_windows(&self) -> usize {
+        self.inner
+            .lock_watch()
+            .as_ref()
+            .filter(|w| w.running())
+            .map_or(0, |w| w.linked.len())
+    }
+
+    /// `pane`'s stream, if it is recording now (a subscriber or a keep holds it open); nothing
+    /// is started.
+    pub fn recording(&self, pane: PaneId) -> Option<Arc<PaneStream>> {
+        self.inner.router.live(pane).map(|(_, stream)| stream)
+    }
+
     /// Subscribes to `pane`'s output from now on. When this returns, output the pane produces
     /// from this moment is captured (so a caller may subscribe, then send keys).
     ///
-    /// Gives up at `deadline` with [`EngineError::Timeout`]: the first subscriber of a session
-    /// waits for its output connection to attach, behind the attaches queued before it.
+    /// Gives up at `deadline` with [`EngineError::Timeout`]: the first subscriber of a window
+    /// waits for it to be linked, behind the changes queued before it.
     pub async fn subscribe(
         &self,
         caller: &Caller,
         pane: PaneId,
-        deadline: tokio::time::Instant,
+        deadline: Instant,
     ) -> Result<OutputSubscription, EngineError> {
-        let started = tokio::time::Instant::now();
+        let started = Instant::now();
         tokio::time::timeout_at(deadline, self.subscribe_now(caller, pane))
             .await
             .unwrap_or_else(|_| {
@@ -312,37 +215,13 @@ impl OutputHub {
         &self,
         caller: &Caller,
         pane: PaneId,
-        deadline: tokio::time::Instant,
+        deadline: Instant,
         period: Duration,
     ) -> Result<Arc<PaneStream>, EngineError> {
         let subscription = self.subscribe(caller, pane, deadline).await?;
         let stream = subscription.stream().clone();
-        self.inner
-            .router
-            .keep(&stream, tokio::time::Instant::now() + period);
+        self.inner.router.keep(&stream, Instant::now() + period);
         Ok(stream)
-    }
-
-    /// Closes the output connection of one session watched only to keep ledgers recording (the
-    /// one kept for the shortest time; of `opener`'s connections when given), so that a
-    /// subscriber can have its place. Whether one was closed.
-    fn release_kept(&self, opener: Option<&str>) -> bool {
-        let kept = self.inner.router.kept_only_sessions();
-        let mut monitors = self.lock_monitors();
-        let victim = monitors
-            .iter()
-            .filter(|(_, m)| !m.register.is_closed())
-            .filter(|(_, m)| opener.is_none_or(|o| *m.opener == *o))
-            .filter_map(|(session, _)| kept.get(session).map(|until| (*until, *session)))
-            .min();
-        let Some((_, session)) = victim else {
-            return false;
-        };
-        if let Some(monitor) = monitors.remove(&session) {
-            tracing::debug!(server = %self.inner.server, %session, "closing an output connection kept only for ledgers, to make room");
-            monitor.release.cancel();
-        }
-        true
     }
 
     async fn subscribe_now(
@@ -350,104 +229,168 @@ impl OutputHub {
         caller: &Caller,
         pane: PaneId,
     ) -> Result<OutputSubscription, EngineError> {
-        if let Some((session, stream)) = self.inner.router.live(pane)
-            && self.running(session).is_some()
-        {
-            return Ok(stream.subscribe());
-        }
-        let session = self.session_of(caller, pane).await?;
-        // A monitor may close between our send and its reply (idle timeout): then start a new one.
+        // The watch session may end between linking and returning (its last window idled out
+        // at that moment): then link again.
         for _ in 0..3 {
-            let register = self.monitor(caller, session).await?;
-            let stream = PaneStream::new(pane, self.inner.settings.output_ring_bytes);
-            // Subscribe before registering so no byte routed after registration is missed.
-            let subscription = stream.subscribe();
-            let (done, registered) = oneshot::channel();
-            if register
-                .send(Register {
-                    stream: stream.clone(),
-                    done,
-                })
-                .is_ok()
-                && let Ok(routed) = registered.await
+            if let Some((window, stream)) = self.inner.router.live(pane)
+                && self.inner.linked(window)
             {
-                // Another subscriber registered the pane first: share its stream.
-                return Ok(if Arc::ptr_eq(&routed, &stream) {
-                    subscription
-                } else {
-                    routed.subscribe()
-                });
+                return Ok(stream.subscribe());
+            }
+            let place = self.locate(caller, pane).await?;
+            let stream = PaneStream::new(pane, self.inner.settings.output_ring_bytes);
+            // Routed before the window is linked, so no byte that arrives after is missed.
+            let routed = self.inner.router.insert_or_existing(place.window, stream);
+            // A stream routed before may know an older window (the pane was moved since).
+            self.inner.router.moved(pane, place.window);
+            let subscription = routed.subscribe();
+            if !self.inner.linked(place.window) {
+                self.link(caller, place).await?;
+            }
+            if !routed.is_closed() && self.inner.linked(place.window) {
+                return Ok(subscription);
             }
         }
-        Err(EngineError::Unavailable {
-            server: self.inner.server.to_string(),
-            cause: ConnectError::Refused("the output connection kept closing".into()),
-        })
+        Err(self
+            .inner
+            .unavailable("the watch session kept closing while muxgate was linking"))
     }
 
-    fn lock_monitors(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Monitor>> {
-        // A panic cannot leave an entry half-written, so a poisoned map is still consistent.
-        self.inner
-            .monitors
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The registration channel of `session`'s monitor, if one is running.
-    fn running(&self, session: SessionId) -> Option<mpsc::UnboundedSender<Register>> {
-        self.lock_monitors()
-            .get(&session)
-            .map(|monitor| &monitor.register)
-            .filter(|tx| !tx.is_closed())
-            .cloned()
-    }
-
-    /// The session whose output connection carries `pane`'s output.
-    async fn session_of(&self, caller: &Caller, pane: PaneId) -> Result<SessionId, EngineError> {
-        let command = TmuxCommand::new("list-panes")
+    /// Where `pane` is. tmux answers for the most recently active session holding the pane's
+    /// window; should that be the watch session, the window's own session is looked up.
+    async fn locate(&self, caller: &Caller, pane: PaneId) -> Result<Place, EngineError> {
+        let command = TmuxCommand::new("display-message")
+            .flag("-p")
             .target(pane)
-            .flag("-F")
-            .trusted_format("#{pane_id} #{session_id}")
+            .trusted_format("#{pane_id} #{window_id} #{session_id} #{session_name}")
+            .build()?;
+        let lines = self.inner.worker.run(caller, command).await?;
+        let row = lines
+            .first()
+            .and_then(|line| std::str::from_utf8(line).ok())
+            .and_then(|text| {
+                let mut parts = text.splitn(4, ' ');
+                let id = parts.next()?.parse::<PaneId>().ok()?;
+                let window = parts.next()?.parse::<WindowId>().ok()?;
+                let session = parts.next()?.parse::<SessionId>().ok()?;
+                (id == pane).then(|| (window, session, parts.next().unwrap_or("").to_owned()))
+            });
+        let Some((window, session, name)) = row else {
+            return Err(EngineError::Command(format!("can't find pane: {pane}")));
+        };
+        if !watch_session::is_watch_session(&name) {
+            return Ok(Place { window, session });
+        }
+        let command = TmuxCommand::new("list-windows")
+            .flag("-a")
+            .opt("-F", "#{window_id} #{session_id} #{session_name}")
             .build()?;
         let lines = self.inner.worker.run(caller, command).await?;
         lines
             .iter()
-            .find_map(|line| {
-                let text = std::str::from_utf8(line).ok()?;
-                let (id, session) = text.split_once(' ')?;
-                (id.parse::<PaneId>().ok()? == pane).then(|| session.parse().ok())?
+            .filter_map(|line| std::str::from_utf8(line).ok())
+            .filter_map(|text| {
+                let mut parts = text.splitn(3, ' ');
+                let w = parts.next()?.parse::<WindowId>().ok()?;
+                let s = parts.next()?.parse::<SessionId>().ok()?;
+                let name = parts.next().unwrap_or("");
+                (w == window && !watch_session::is_watch_session(name)).then_some(s)
             })
+            .next()
+            .map(|session| Place { window, session })
             .ok_or_else(|| EngineError::Command(format!("can't find pane: {pane}")))
     }
 
-    /// The registration channel of `session`'s monitor, starting one if needed.
-    async fn monitor(
+    /// Links `place`'s window into the watch session, starting the session if none runs.
+    async fn link(&self, caller: &Caller, place: Place) -> Result<(), EngineError> {
+        let _changing = self.inner.changing.lock().await;
+        loop {
+            if self.inner.linked(place.window) {
+                return Ok(());
+            }
+            let current = self
+                .inner
+                .lock_watch()
+                .as_ref()
+                .map(|w| (w.session, w.running(), w.gone.clone()));
+            let watch = match current {
+                // A session that is ending must be gone before a new one can take its name.
+                Some((_, false, gone)) => {
+                    gone.cancelled().await;
+                    continue;
+                }
+                Some((watch, true, _)) => watch,
+                None => {
+                    self.check_caps(caller, place.session)?;
+                    return self.start(caller, place).await;
+                }
+            };
+            self.check_caps(caller, place.session)?;
+            let commands = watch_session::link(watch, place.window, place.session)?;
+            self.run_link(caller, commands).await?;
+            // Counted only if the session is still running; if it ended meanwhile, the caller
+            // finds its window unlinked and tries again.
+            if let Some(w) = self
+                .inner
+                .lock_watch()
+                .as_mut()
+                .filter(|w| w.session == watch && w.running())
+            {
+                w.linked.insert(
+                    place.window,
+                    Linked {
+                        session: place.session,
+                        opener: caller.id().into(),
+                    },
+                );
+            }
+            return Ok(());
+        }
+    }
+
+    /// Runs a link line; only its first command (the link itself) must succeed.
+    async fn run_link(
         &self,
         caller: &Caller,
-        session: SessionId,
-    ) -> Result<mpsc::UnboundedSender<Register>, EngineError> {
-        if let Some(tx) = self.running(session) {
-            return Ok(tx);
+        commands: Vec<TmuxCommand>,
+    ) -> Result<(), EngineError> {
+        let outcomes = self
+            .inner
+            .worker
+            .run_batch(caller, commands, BatchMode::StopOnError, None)
+            .await?;
+        match outcomes.into_iter().next() {
+            Some(CommandOutcome::Ok(_)) => Ok(()),
+            Some(CommandOutcome::Failed(message)) => Err(EngineError::Command(message)),
+            Some(CommandOutcome::NotRun) | None => Err(EngineError::ConnectionLost {
+                server: self.inner.server.to_string(),
+            }),
         }
-        let _attaching = self.inner.attaching.lock().await;
-        // Another subscriber may have attached this session while we queued.
-        if let Some(tx) = self.running(session) {
-            return Ok(tx);
-        }
-        let limit = self.inner.settings.max_output_connections;
-        let counts = || {
-            let monitors = self.lock_monitors();
-            let open = monitors.values().filter(|m| !m.register.is_closed());
-            let mine = open.clone().filter(|m| *m.opener == *caller.id()).count();
-            (open.count(), mine)
-        };
-        let (mut running, mut mine) = counts();
+    }
+
+    /// Refuses a new watched session beyond the server's cap or the caller's share, after
+    /// releasing one watched only for ledgers if that makes room.
+    fn check_caps(&self, caller: &Caller, session: SessionId) -> Result<(), EngineError> {
+        let limit = self.inner.settings.max_watched_sessions;
         let share = caller.watch_share();
+        let counts = || {
+            let watch = self.inner.lock_watch();
+            let Some(watch) = watch.as_ref().filter(|w| w.running()) else {
+                return (0, 0, false);
+            };
+            let (running, mine) = watch.counts(caller.id());
+            let watched = watch.linked.values().any(|l| l.session == session);
+            (running, mine, watched)
+        };
+        let (mut running, mut mine, watched) = counts();
+        if watched {
+            return Ok(());
+        }
         let caller_full = share.is_some_and(|share| mine >= share);
         if (running >= limit || caller_full)
             && self.release_kept((running < limit).then(|| caller.id()))
         {
-            (running, mine) = counts();
+            (running, mine, _) = counts();
         }
         if running >= limit {
             return Err(EngineError::TooManyWatched {
@@ -465,15 +408,150 @@ impl OutputHub {
                 scope: QueueScope::Caller,
             });
         }
-        let sink = Arc::new(SessionSink {
-            session,
+        Ok(())
+    }
+
+    /// Stops watching one session watched only to keep ledgers recording (the one kept for
+    /// the shortest time; of `opener`'s sessions when given), so that a subscriber can have its
+    /// place: its windows are forgotten at once and unlinked by the monitor. Whether one was.
+    fn release_kept(&self, opener: Option<&str>) -> bool {
+        let held = self.inner.router.live_windows();
+        let mut guard = self.inner.lock_watch();
+        let Some(watch) = guard.as_mut() else {
+            return false;
+        };
+        // Each session's latest keep, or `None` once a subscriber holds any of its windows.
+        let mut sessions: HashMap<SessionId, Option<Instant>> = HashMap::new();
+        for (window, linked) in &watch.linked {
+            if opener.is_some_and(|o| *linked.opener != *o) {
+                continue;
+            }
+            // A window no stream holds any more is idle: the first to go.
+            let kept_until = held.get(window).copied().unwrap_or(Some(Instant::now()));
+            sessions
+                .entry(linked.session)
+                .and_modify(|latest| {
+                    *latest = match (*latest, kept_until) {
+                        (Some(a), Some(b)) => Some(a.max(b)),
+                        _ => None,
+                    }
+                })
+                .or_insert(kept_until);
+        }
+        let victim = sessions
+            .into_iter()
+            .filter_map(|(session, until)| until.map(|until| (until, session)))
+            .min();
+        let Some((_, session)) = victim else {
+            return false;
+        };
+        tracing::debug!(server = %self.inner.server, %session, "releasing a session watched only for ledgers, to make room");
+        let windows: HashSet<WindowId> = watch
+            .linked
+            .iter()
+            .filter(|(_, l)| l.session == session)
+            .map(|(w, _)| *w)
+            .collect();
+        watch.linked.retain(|w, _| !windows.contains(w));
+        watch.released.extend(windows.iter().copied());
+        drop(guard);
+        self.inner.router.close_where(
+            &StreamEnd::ConnectionClosed("released to make room for a wait".into()),
+            |_, window| windows.contains(&window),
+        );
+        true
+    }
+
+    /// Starts the watch session with `place`'s window in it, and its connection and monitor.
+    async fn start(&self, caller: &Caller, place: Place) -> Result<(), EngineError> {
+        let (conn, placeholder) = self.connect(caller).await?;
+        let watch = conn.session();
+        let commands = watch_session::link(watch, place.window, place.session)?;
+        if let Err(e) = self.run_link(caller, commands).await {
+            let kill = TmuxCommand::new("kill-session").target(watch).build()?;
+            let _ = self.inner.worker.run(caller, kill).await;
+            conn.close(self.inner.settings.connect_timeout).await;
+            return Err(e);
+        }
+        let ended = CancellationToken::new();
+        *self.inner.lock_watch() = Some(Watch {
+            session: watch,
+            ended: ended.clone(),
+            gone: CancellationToken::new(),
+            linked: HashMap::from([(
+                place.window,
+                Linked {
+                    session: place.session,
+                    opener: caller.id().into(),
+                },
+            )]),
+            released: Vec::new(),
+        });
+        self.inner.stats.connects.fetch_add(1, Ordering::Relaxed);
+        self.inner
+            .stats
+            .connections_open
+            .fetch_add(1, Ordering::Relaxed);
+        let monitor = WatchMonitor {
+            hub: self.inner.clone(),
+            watch,
+            placeholder,
+            conn,
+            ended,
+            dying: HashMap::new(),
+            idle_since: HashMap::new(),
+            check_at: None,
+            empty_since: None,
+        };
+        tokio::spawn(monitor.run());
+        Ok(())
+    }
+
+    /// The output connection, on a watch session it creates itself (so the session never
+    /// exists without its client: another client attaching without a target could otherwise
+    /// pick it), with the placeholder window's id. A watch session left by a muxgate that died
+    /// (no client attached; its windows whose own session has ended live on in it until now)
+    /// is killed first; one with a client is another gateway's, and this one does not fight
+    /// it.
+    async fn connect(&self, caller: &Caller) -> Result<(Connection, WindowId), EngineError> {
+        match self.connect_once().await {
+            Err(EngineError::Unavailable {
+                cause: ConnectError::Refused(message),
+                ..
+            }) if message.contains("duplicate session") => {
+                let rows = self
+                    .inner
+                    .worker
+                    .run(caller, watch_session::clients()?)
+                    .await?;
+                if !watch_session::is_stale(&rows, &term_marker()) {
+                    return Err(self.inner.unavailable(format!(
+                        "another client is attached to this server's {} session (a second gateway?)",
+                        watch_session::WATCH_SESSION
+                    )));
+                }
+                self.inner
+                    .worker
+                    .run(caller, watch_session::kill_stale()?)
+                    .await?;
+                self.connect_once().await
+            }
+            other => other,
+        }
+    }
+
+    /// Creates the watch session through a new output connection, with its dead-pane
+    /// subscription.
+    async fn connect_once(&self) -> Result<(Connection, WindowId), EngineError> {
+        let sink = Arc::new(RouterSink {
             router: self.inner.router.clone(),
             stats: self.inner.stats.clone(),
         });
         let options = ConnectOptions {
             tmux_bin: self.inner.settings.tmux_bin.clone(),
             endpoint: self.inner.endpoint.clone(),
-            session: Some(session),
+            session: None,
+            create: Some(watch_session::NEW_SESSION),
             output: OutputMode::On {
                 pause_after_secs: self.inner.settings.pause_after_secs,
                 sink,
@@ -487,99 +565,76 @@ impl OutputHub {
                     server: self.inner.server.to_string(),
                     cause,
                 })?;
+        let watch = conn.session();
         // One subscription covers every pane of the session: tmux re-evaluates it each second
         // and reports only changes.
-        let watch_dead = TmuxCommand::new("refresh-client")
-            .opt(
-                "-B",
-                format!(
-                    "{DEAD_SUBSCRIPTION}:%*:#{{pane_dead}}:#{{pane_dead_status}}:#{{pane_dead_signal}}"
-                ),
-            )
-            .build()?;
-        let (line, _) = LineRequest::new(watch_dead.as_bytes().to_vec(), 1);
-        if conn
-            .submit(vec![line], self.inner.settings.command_timeout)
-            .await
-            .is_err()
-        {
-            return Err(EngineError::Unavailable {
-                server: self.inner.server.to_string(),
-                cause: ConnectError::Refused("the output connection closed at once".into()),
-            });
-        }
-        let (tx, rx) = mpsc::unbounded_channel();
-        let release = self.inner.shutdown.child_token();
-        {
-            let mut monitors = self.lock_monitors();
-            monitors.retain(|_, monitor| !monitor.register.is_closed());
-            monitors.insert(
-                session,
-                Monitor {
-                    register: tx.clone(),
-                    opener: caller.id().into(),
-                    release: release.clone(),
-                },
-            );
-        }
-        self.inner.stats.connects.fetch_add(1, Ordering::Relaxed);
-        self.inner
-            .stats
-            .connections_open
-            .fetch_add(1, Ordering::Relaxed);
-        let monitor = SessionMonitor {
-            server: self.inner.server.clone(),
-            session,
-            conn,
-            registrations: rx,
-            router: self.inner.router.clone(),
-            settings: self.inner.settings.clone(),
-            shutdown: release,
-            stats: self.inner.stats.clone(),
-            dying: HashMap::new(),
-        };
-        tokio::spawn(monitor.run());
-        Ok(tx)
-    }
-}
-
-/// Routes one session connection's output.
-struct SessionSink {
-    session: SessionId,
-    router: Arc<Router>,
-    stats: Arc<OutputStats>,
-}
-
-impl OutputSink for SessionSink {
-    fn output(&self, pane: PaneId, data: &[u8]) {
-        self.stats
-            .bytes_read
-            .fetch_add(data.len() as u64, Ordering::Relaxed);
-        if let Some(stream) = self.router.stream(self.session, pane) {
-            stream.push(data);
+        let commands = [
+            watch_session::placeholder(watch)?,
+            TmuxCommand::new("refresh-client")
+                .opt(
+                    "-B",
+                    format!(
+                        "{DEAD_SUBSCRIPTION}:%*:#{{pane_dead}}:#{{pane_dead_status}}:#{{pane_dead_signal}}"
+                    ),
+                )
+                .build()?,
+        ];
+        let blocks = ask_line(&mut conn, &commands, self.inner.settings.command_timeout).await;
+        let placeholder = blocks
+            .filter(|blocks| blocks.len() == commands.len() && blocks.iter().all(|b| b.ok))
+            .and_then(|blocks| watch_session::parse_placeholder(&blocks[0].body));
+        match placeholder {
+            Some(placeholder) => Ok((conn, placeholder)),
+            None => {
+                conn.close(self.inner.settings.connect_timeout).await;
+                Err(self
+                    .inner
+                    .unavailable("the output connection did not take its settings"))
+            }
         }
     }
 }
 
-struct SessionMonitor {
-    server: Arc<str>,
-    session: SessionId,
+/// Runs `commands` as one line on `conn` and returns their reply blocks; `None` when the line
+/// cannot be written, the connection ends or tmux does not answer within `timeout`. Output
+/// keeps flowing on the reader task while this waits.
+async fn ask_line(
+    conn: &mut Connection,
+    commands: &[TmuxCommand],
+    timeout: Duration,
+) -> Option<Vec<Block>> {
+    let line = super::command::chain_line(commands);
+    let (line, reply) = LineRequest::new(line, commands.len());
+    conn.submit(vec![line], timeout).await.ok()?;
+    tokio::time::timeout(timeout, reply).await.ok()?.ok()?.ok()
+}
+
+/// The task that owns the output connection.
+struct WatchMonitor {
+    hub: Arc<HubInner>,
+    watch: SessionId,
+    /// The watch session's own first window, kept as its current window (see
+    /// [`watch_session`]): never an orphan.
+    placeholder: WindowId,
     conn: Connection,
-    registrations: mpsc::UnboundedReceiver<Register>,
-    router: Arc<Router>,
-    settings: Arc<EngineSettings>,
-    /// Cancelled at shutdown, or when the hub releases this connection to make room.
-    shutdown: CancellationToken,
-    stats: Arc<OutputStats>,
+    /// Cancelled when this monitor ends.
+    ended: CancellationToken,
     /// Panes reported dead before tmux knew how their program ended.
     dying: HashMap<PaneId, Dying>,
+    /// Linked windows with no live stream, since when.
+    idle_since: HashMap<WindowId, Instant>,
+    /// When to look for orphaned windows and vanished or moved panes (set by a structural
+    /// notification; a burst of them costs one look).
+    check_at: Option<Instant>,
+    /// Since when no window has been linked.
+    empty_since: Option<Instant>,
 }
 
 /// A pane whose status is awaited: since when, and when to ask tmux for it next.
 #[derive(Debug, Clone, Copy)]
 struct Dying {
-    since: tokio::time::Instant,
-    next_ask: tokio::time::Instant,
+    since: Instant,
+    next_ask: Instant,
 }
 
 /// How long to wait for tmux to learn a dead pane's exit status.
@@ -588,83 +643,194 @@ const DEAD_STATUS_GRACE: Duration = Duration::from_secs(5);
 /// arriving after the dead flag (tmux 3.3a).
 const DEAD_STATUS_ASK: Duration = Duration::from_millis(300);
 
+/// The caller the monitor's own commands run as.
+const MONITOR_CALLER: &str = "muxgate:watch";
+
 enum MonitorWake {
-    Register(Option<Register>),
     Event(Option<ConnEvent>),
     IdleCheck,
     DyingExpired,
+    StructureCheck,
     Shutdown,
 }
 
-impl SessionMonitor {
+/// How long after a structural notification the monitor looks (more may follow at once).
+const STRUCTURE_CHECK_DELAY: Duration = Duration::from_millis(20);
+
+impl WatchMonitor {
     async fn run(mut self) {
         let idle = self
+            .hub
             .settings
             .output_idle_close
             .max(Duration::from_millis(100));
-        let mut idle_check = tokio::time::interval(idle);
+        // Checked a few times per idle period, so a window is unlinked close to its time.
+        let mut idle_check = tokio::time::interval((idle / 4).max(Duration::from_millis(50)));
         idle_check.tick().await;
-        let mut idle_since: Option<tokio::time::Instant> = None;
+        let shutdown = self.hub.shutdown.clone();
         let end = loop {
             let dying_deadline = self.dying.values().map(|d| d.next_ask).min();
             let wake = tokio::select! {
-                () = self.shutdown.cancelled() => MonitorWake::Shutdown,
-                reg = self.registrations.recv() => MonitorWake::Register(reg),
+                () = shutdown.cancelled() => MonitorWake::Shutdown,
                 event = self.conn.next_event() => MonitorWake::Event(event),
                 _ = idle_check.tick() => MonitorWake::IdleCheck,
                 () = sleep_until(dying_deadline) => MonitorWake::DyingExpired,
+                () = sleep_until(self.check_at) => MonitorWake::StructureCheck,
             };
             match wake {
-                MonitorWake::Shutdown | MonitorWake::Register(None) => {
+                MonitorWake::Shutdown => {
                     break StreamEnd::ConnectionClosed("muxgate is shutting down".into());
                 }
-                MonitorWake::Register(Some(reg)) => {
-                    let routed = self.router.insert_or_existing(self.session, reg.stream);
-                    idle_since = None;
-                    let _ = reg.done.send(routed);
-                }
                 MonitorWake::IdleCheck => {
-                    self.router.expire_kept(tokio::time::Instant::now());
-                    if !self.router.live_panes(self.session).is_empty() {
-                        idle_since = None;
-                    } else if idle_since.is_some_and(|t| t.elapsed() >= idle) {
-                        tracing::debug!(server = %self.server, session = %self.session, "closing idle output connection");
+                    if self.unlink_idle(idle).await {
                         break StreamEnd::ConnectionClosed("idle".into());
-                    } else if idle_since.is_none() {
-                        idle_since = Some(tokio::time::Instant::now());
                     }
                 }
                 MonitorWake::Event(Some(ConnEvent::Closed { reason, .. })) => {
                     break if reason.server_gone() {
                         StreamEnd::ServerGone
                     } else {
-                        StreamEnd::SessionClosed
+                        StreamEnd::ConnectionClosed(reason.to_string())
                     };
                 }
                 MonitorWake::Event(None) => {
                     break StreamEnd::ConnectionClosed("reader ended".into());
                 }
+                // The watch session is gone and tmux moved the client (`detach-on-destroy off`).
                 MonitorWake::Event(Some(ConnEvent::SessionChanged { .. })) => {
-                    break StreamEnd::SessionClosed;
+                    break StreamEnd::ConnectionClosed("the watch session ended".into());
                 }
                 MonitorWake::DyingExpired => self.ask_dying().await,
+                MonitorWake::StructureCheck => {
+                    self.check_at = None;
+                    self.kill_orphans().await;
+                    self.follow_panes().await;
+                    if self.only_watch_left().await {
+                        break StreamEnd::SessionClosed;
+                    }
+                }
                 MonitorWake::Event(Some(ConnEvent::Pause(pane))) => self.resume(pane).await,
                 MonitorWake::Event(Some(ConnEvent::Continue(_))) => {}
                 MonitorWake::Event(Some(ConnEvent::Notification { name, args })) => {
-                    self.on_notification(&name, &args).await;
+                    self.on_notification(&name, &args);
                 }
             }
         };
-        // Close the connection first so no output arrives after the streams end.
-        let conn = self.conn;
-        conn.close(self.settings.connect_timeout).await;
-        self.router.close_where(self.session, &end, |_| true);
-        self.stats.connections_open.fetch_sub(1, Ordering::Relaxed);
+        self.finish(end).await;
+    }
+
+    /// Kills the watch session (the windows only it holds end, the others stay in their
+    /// sessions), ends the connection, then the streams of the windows it carried.
+    ///
+    /// The kill is sent on the connection itself and not waited for: tmux detaches the client
+    /// as part of it (and exits at once when no other session is left). tmux's own
+    /// `destroy-unattached` would spare this, but with it tmux (3.3a to 3.5a at least) crashes
+    /// when the session is destroyed while its control client is still exiting.
+    async fn finish(mut self, end: StreamEnd) {
+        // No new subscriber trusts this session from here on.
+        self.ended.cancel();
+        if !matches!(end, StreamEnd::ServerGone)
+            && let Ok(command) = TmuxCommand::new("kill-session").target(self.watch).build()
+        {
+            let (line, _) = LineRequest::new(command.as_bytes().to_vec(), 1);
+            let _ = self
+                .conn
+                .submit(vec![line], self.hub.settings.command_timeout)
+                .await;
+        }
+        self.conn.close(self.hub.settings.connect_timeout).await;
+        let (linked, gone) = {
+            let mut watch = self.hub.lock_watch();
+            match watch.take() {
+                Some(w) if w.session == self.watch => (
+                    w.linked.keys().copied().collect::<HashSet<_>>(),
+                    Some(w.gone),
+                ),
+                other => {
+                    *watch = other;
+                    (HashSet::new(), None)
+                }
+            }
+        };
+        self.hub
+            .router
+            .close_where(&end, |_, window| linked.contains(&window));
+        self.hub
+            .stats
+            .connections_open
+            .fetch_sub(1, Ordering::Relaxed);
+        if let Some(gone) = gone {
+            gone.cancel();
+        }
+    }
+
+    /// Unlinks the windows no stream has needed for `idle`, and those released to make room.
+    /// With its last watched window the session is killed: it is marked ended first, so that a
+    /// subscriber starts a new one rather than linking into this one.
+    async fn unlink_idle(&mut self, idle: Duration) -> bool {
+        let now = Instant::now();
+        self.hub.router.expire_kept(now);
+        let held = self.hub.router.live_windows();
+        let (linked, released) = match self.hub.lock_watch().as_mut() {
+            Some(w) if w.session == self.watch => (
+                w.linked.keys().copied().collect::<Vec<_>>(),
+                std::mem::take(&mut w.released),
+            ),
+            _ => return false,
+        };
+        self.idle_since.retain(|w, _| linked.contains(w));
+        let linked_count = linked.len();
+        let mut due = Vec::new();
+        for window in linked {
+            if held.contains_key(&window) {
+                self.idle_since.remove(&window);
+            } else if self.idle_since.entry(window).or_insert(now).elapsed() >= idle {
+                due.push(window);
+            }
+        }
+        // A session left with no watched window (its last one ended with its own session)
+        // closes after the same idle time.
+        let empty_for = if linked_count == 0 {
+            now - *self.empty_since.get_or_insert(now)
+        } else {
+            self.empty_since = None;
+            Duration::ZERO
+        };
+        if due.is_empty() && released.is_empty() && empty_for < idle {
+            return false;
+        }
+        let hub = self.hub.clone();
+        let _changing = hub.changing.lock().await;
+        let held = self.hub.router.live_windows();
+        let mut unlink = released;
+        {
+            let mut watch = self.hub.lock_watch();
+            let Some(w) = watch.as_mut().filter(|w| w.session == self.watch) else {
+                return false;
+            };
+            for window in due {
+                if !held.contains_key(&window) && w.linked.remove(&window).is_some() {
+                    unlink.push(window);
+                }
+            }
+            if w.linked.is_empty() && (!unlink.is_empty() || empty_for >= idle) {
+                // Nothing is watched any more: the connection closes, and the session with it.
+                self.ended.cancel();
+                return true;
+            }
+        }
+        for window in unlink {
+            self.idle_since.remove(&window);
+            if let Ok(command) = watch_session::unlink(self.watch, window) {
+                let _ = self.ask(&command).await;
+            }
+        }
+        false
     }
 
     async fn resume(&mut self, pane: PaneId) {
-        self.stats.pauses.fetch_add(1, Ordering::Relaxed);
-        if let Some(stream) = self.router.stream(self.session, pane) {
+        self.hub.stats.pauses.fetch_add(1, Ordering::Relaxed);
+        if let Some(stream) = self.hub.router.stream(pane) {
             stream.mark_gap();
         }
         let Ok(command) = TmuxCommand::new("refresh-client")
@@ -676,58 +842,197 @@ impl SessionMonitor {
         let (line, _) = LineRequest::new(command.as_bytes().to_vec(), 1);
         let _ = self
             .conn
-            .submit(vec![line], self.settings.command_timeout)
+            .submit(vec![line], self.hub.settings.command_timeout)
             .await;
     }
 
-    async fn on_notification(&mut self, name: &str, args: &[u8]) {
+    fn on_notification(&mut self, name: &str, args: &[u8]) {
         match name {
-            "subscription-changed" => {
-                let Some(change) = SubscriptionChange::parse(args) else {
-                    return;
-                };
-                if change.name != DEAD_SUBSCRIPTION.as_bytes() {
-                    return;
-                }
-                let Some(pane) = change.pane else { return };
-                match parse_dead_value(change.value) {
-                    DeadValue::Alive => {
-                        self.dying.remove(&pane);
-                    }
-                    DeadValue::Dead(status) => {
-                        self.dying.remove(&pane);
-                        self.pane_exited(pane, status);
-                    }
-                    // The pty closed but tmux has not reaped the program yet; its status follows
-                    // in a later change (or never, if it lives on without a terminal).
-                    DeadValue::DeadUnknown => {
-                        let now = tokio::time::Instant::now();
-                        self.dying.entry(pane).or_insert(Dying {
-                            since: now,
-                            next_ask: now + DEAD_STATUS_ASK,
-                        });
-                    }
-                }
-            }
-            "window-close" | "unlinked-window-close" | "layout-change" | "window-pane-changed" => {
-                self.drop_vanished_panes().await;
+            "subscription-changed" => self.on_dead_change(args),
+            // A session ended or a window left one (windows only the watch session still holds
+            // must end), or panes may have gone or moved.
+            "sessions-changed"
+            | "window-close"
+            | "unlinked-window-close"
+            | "layout-change"
+            | "window-pane-changed" => {
+                self.check_at
+                    .get_or_insert_with(|| Instant::now() + STRUCTURE_CHECK_DELAY);
             }
             _ => {}
         }
     }
 
-    fn pane_exited(&self, pane: PaneId, status: Option<i32>) {
-        self.router
-            .close_where(self.session, &StreamEnd::PaneExited { status }, |p| {
-                p == pane
-            });
+    fn on_dead_change(&mut self, args: &[u8]) {
+        let Some(change) = SubscriptionChange::parse(args) else {
+            return;
+        };
+        if change.name != DEAD_SUBSCRIPTION.as_bytes() {
+            return;
+        }
+        let Some(pane) = change.pane else { return };
+        match parse_dead_value(change.value) {
+            DeadValue::Alive => {
+                self.dying.remove(&pane);
+            }
+            DeadValue::Dead(status) => {
+                self.dying.remove(&pane);
+                self.pane_exited(pane, status);
+            }
+            // The pty closed but tmux has not reaped the program yet; its status follows in a
+            // later change (or never, if it lives on without a terminal).
+            DeadValue::DeadUnknown => {
+                let now = Instant::now();
+                self.dying.entry(pane).or_insert(Dying {
+                    since: now,
+                    next_ask: now + DEAD_STATUS_ASK,
+                });
+            }
+        }
     }
 
-    /// After a structural change, ends the streams of subscribed panes that no longer exist.
+    fn pane_exited(&self, pane: PaneId, status: Option<i32>) {
+        self.hub
+            .router
+            .close_where(&StreamEnd::PaneExited { status }, |p, _| p == pane);
+    }
+
+    /// Kills the windows linked into the watch session only, and ends their streams.
+    async fn kill_orphans(&mut self) {
+        let Ok(command) = watch_session::windows(self.watch) else {
+            return;
+        };
+        let Some(rows) = self.ask(&command).await else {
+            return;
+        };
+        let orphans = watch_session::orphans(&rows, self.placeholder);
+        if orphans.is_empty() {
+            return;
+        }
+        if let Some(watch) = self.hub.lock_watch().as_mut()
+            && watch.session == self.watch
+        {
+            for window in &orphans {
+                watch.linked.remove(window);
+            }
+        }
+        self.hub
+            .router
+            .close_where(&StreamEnd::SessionClosed, |_, window| {
+                orphans.contains(&window)
+            });
+        for window in orphans {
+            if let Ok(command) = watch_session::kill(window) {
+                let _ = self.ask(&command).await;
+            }
+        }
+    }
+
+    /// Whether the watch session is the server's only session: the last real one has ended, so
+    /// the watch session must go (and tmux then exits, as it would have with the last real
+    /// session, `exit-empty`).
+    async fn only_watch_left(&mut self) -> bool {
+        let Ok(command) = watch_session::sessions() else {
+            return false;
+        };
+        self.ask(&command)
+            .await
+            .is_some_and(|rows| watch_session::only_watch_left(&rows))
+    }
+
+    /// After a structural change: ends the streams of panes that no longer exist, and links
+    /// the new window of a watched pane that was moved out of its window.
+    async fn follow_panes(&mut self) {
+        let live = self.hub.router.live_panes();
+        if live.is_empty() {
+            return;
+        }
+        let Ok(command) = TmuxCommand::new("list-panes")
+            .flag("-s")
+            .target(self.watch)
+            .opt("-F", "#{pane_id} #{window_id}")
+            .build()
+        else {
+            return;
+        };
+        let Some(rows) = self.ask(&command).await else {
+            return;
+        };
+        let present: HashMap<PaneId, WindowId> = watch_session::pane_windows(&rows);
+        let mut missing = Vec::new();
+        for (pane, window) in live {
+            match present.get(&pane) {
+                Some(now) if *now != window => self.hub.router.moved(pane, *now),
+                Some(_) => {}
+                None => missing.push(pane),
+            }
+        }
+        for pane in missing {
+            match self.place_of(pane).await {
+                Some(place) => self.link_moved(pane, place).await,
+                None => self
+                    .hub
+                    .router
+                    .close_where(&StreamEnd::PaneClosed, |p, _| p == pane),
+            }
+        }
+    }
+
+    /// Where a pane that left the watch session's windows is now, if it still exists.
+    async fn place_of(&mut self, pane: PaneId) -> Option<Place> {
+        let command = TmuxCommand::new("display-message")
+            .flag("-p")
+            .target(pane)
+            .trusted_format("#{pane_id} #{window_id} #{session_id}")
+            .build()
+            .ok()?;
+        let rows = self.ask(&command).await?;
+        let text = std::str::from_utf8(rows.first()?).ok()?;
+        let mut parts = text.split(' ');
+        let id = parts.next()?.parse::<PaneId>().ok()?;
+        let window = parts.next()?.parse::<WindowId>().ok()?;
+        let session = parts.next()?.parse::<SessionId>().ok()?;
+        (id == pane).then_some(Place { window, session })
+    }
+
+    /// Links the window a watched pane was moved to (through the worker: the link line switches
+    /// the issuing client, which must not be this connection's).
+    async fn link_moved(&mut self, pane: PaneId, place: Place) {
+        let hub = self.hub.clone();
+        let _changing = hub.changing.lock().await;
+        if !self.hub.linked(place.window) {
+            let Ok(commands) = watch_session::link(self.watch, place.window, place.session) else {
+                return;
+            };
+            let caller = Caller::new(MONITOR_CALLER);
+            let linked = self
+                .hub
+                .worker
+                .run_batch(&caller, commands, BatchMode::StopOnError, None)
+                .await
+                .is_ok_and(|o| matches!(o.first(), Some(CommandOutcome::Ok(_))));
+            if !linked {
+                return;
+            }
+            if let Some(watch) = self.hub.lock_watch().as_mut()
+                && watch.session == self.watch
+            {
+                watch.linked.insert(
+                    place.window,
+                    Linked {
+                        session: place.session,
+                        opener: MONITOR_CALLER.into(),
+                    },
+                );
+            }
+        }
+        self.hub.router.moved(pane, place.window);
+    }
+
     /// Asks tmux for the status of dead panes that are due; ends their streams once it is
     /// known, or without it after [`DEAD_STATUS_GRACE`].
     async fn ask_dying(&mut self) {
-        let now = tokio::time::Instant::now();
+        let now = Instant::now();
         let due: Vec<(PaneId, Dying)> = self
             .dying
             .iter()
@@ -772,47 +1077,19 @@ impl SessionMonitor {
     }
 
     /// Runs one command on this connection and returns the lines of its successful reply;
-    /// `None` when it fails, the connection is gone or tmux does not answer in time. Output
-    /// keeps flowing on the reader task while this waits.
+    /// `None` when it fails, the connection is gone or tmux does not answer in time.
     async fn ask(&mut self, command: &TmuxCommand) -> Option<Vec<Vec<u8>>> {
-        let (line, reply) = LineRequest::new(command.as_bytes().to_vec(), 1);
-        self.conn
-            .submit(vec![line], self.settings.command_timeout)
-            .await
-            .ok()?;
-        let blocks = tokio::time::timeout(self.settings.command_timeout, reply)
-            .await
-            .ok()?
-            .ok()?
-            .ok()?;
+        let blocks = ask_line(
+            &mut self.conn,
+            std::slice::from_ref(command),
+            self.hub.settings.command_timeout,
+        )
+        .await?;
         blocks.into_iter().next().filter(|b| b.ok).map(|b| b.body)
-    }
-
-    async fn drop_vanished_panes(&mut self) {
-        if self.router.live_panes(self.session).is_empty() {
-            return;
-        }
-        let Ok(command) = TmuxCommand::new("list-panes")
-            .flag("-s")
-            .target(self.session)
-            .flag("-F")
-            .trusted_format("#{pane_id}")
-            .build()
-        else {
-            return;
-        };
-        let Some(body) = self.ask(&command).await else {
-            return;
-        };
-        let existing: HashSet<PaneId> = body.iter().filter_map(|l| PaneId::from_bytes(l)).collect();
-        self.router
-            .close_where(self.session, &StreamEnd::PaneClosed, |p| {
-                !existing.contains(&p)
-            });
     }
 }
 
-async fn sleep_until(at: Option<tokio::time::Instant>) {
+async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,

@@ -27,10 +27,12 @@ impl SessionName {
             && name
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-        if valid {
-            Ok(Self(name.to_owned()))
-        } else {
+        if !valid {
             Err(TargetError::BadSessionName(shorten(name)))
+        } else if super::watch_session::is_watch_session(name) {
+            Err(TargetError::ReservedSessionName(name.to_owned()))
+        } else {
+            Ok(Self(name.to_owned()))
         }
     }
 
@@ -91,7 +93,10 @@ impl Target {
                 .map_err(|_| bad_id(text)),
             _ => SessionName::parse(text)
                 .map(|name| Target::Session(SessionSel::Name(name)))
-                .map_err(|_| TargetError::Unrecognized(shorten(text))),
+                .map_err(|e| match e {
+                    TargetError::ReservedSessionName(_) => e,
+                    _ => TargetError::Unrecognized(shorten(text)),
+                }),
         }
     }
 
@@ -138,6 +143,8 @@ pub enum TargetError {
     BadId(String),
     #[error("session name {0:?} is not valid: use 1-64 characters from A-Z a-z 0-9 _ -")]
     BadSessionName(String),
+    #[error("session name {0:?} is reserved: muxgate's watch session has it")]
+    ReservedSessionName(String),
 }
 
 fn bad_id(text: &str) -> TargetError {
@@ -191,6 +198,10 @@ mod tests {
             );
         }
         assert!(SessionName::parse(&"a".repeat(65)).is_err());
+        assert_eq!(
+            Target::parse("_muxgate"),
+            Err(TargetError::ReservedSessionName("_muxgate".into()))
+        );
         let message = Target::parse(&"y".repeat(500)).unwrap_err().to_string();
         assert!(message.len() < 250, "{message}");
     }

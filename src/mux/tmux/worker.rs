@@ -216,6 +216,7 @@ impl WorkerHandle {
                 tmux_bin: settings.tmux_bin.clone(),
                 endpoint,
                 session: None,
+                create: None,
                 output: OutputMode::Off,
                 timeout: settings.connect_timeout,
             },

@@ -1,0 +1,255 @@
+//! The watch session: the one session of a tmux server that muxgate's output connection is
+//! attached to, and the commands that keep it.
+//!
+//! tmux sends `%output` to a control client only for panes of windows linked into the session
+//! it is attached to, and checks every pane against every output client on each turn of its
+//! event loop (BENCHMARKS.md). So instead of one client per watched session, the windows of
+//! watched panes are linked into this one session ([`link`]) and unlinked when no one watches
+//! them any more ([`unlink`]); one client attached to it receives all their output. The
+//! session's own first window (a placeholder running `cat`) stays its current window: tmux
+//! applies a pending resize to a window only while it is the current window of an attached
+//! session, so a watched window that became the watch session's current one would be resized
+//! to a human's terminal where it had kept its own size before.
+//!
+//! What that would change for everyone else, and how it is undone:
+//! - the session is listed by tmux: muxgate's tools leave it out everywhere
+//!   ([`is_watch_session`]), and a target naming it is not found;
+//! - a window whose own session is killed would live on in the watch session: such windows
+//!   ([`orphans`]) are killed at once, so their programs end as they would have; and once the
+//!   watch session is the server's only session ([`only_watch_left`]) it is killed, and the
+//!   server still exits with its last real session;
+//! - tmux resolves a bare pane or window id to the most recently active session holding it:
+//!   linking a window also makes its own session more recent than the watch session (the
+//!   worker's client switches to it), so such targets keep resolving as before.
+//!
+//! Pure: command lines and row parsing; [`super::monitor`] runs them.
+
+use std::collections::HashMap;
+
+use super::command::TmuxCommand;
+use super::connection::NewSession;
+use super::ids::{PaneId, SessionId, WindowId};
+use super::quote::QuoteError;
+
+/// The watch session's name. A leading underscore sorts it apart in a human's `tmux ls`.
+pub const WATCH_SESSION: &str = "_muxgate";
+
+/// Whether a session name is the watch session's.
+pub fn is_watch_session(name: &str) -> bool {
+    name == WATCH_SESSION
+}
+
+/// How the output connection creates the watch session and attaches to it in one command: its
+/// first window is a placeholder running `cat` (executed without a shell, so no startup file is
+/// read), kept as the session's current window.
+pub const NEW_SESSION: NewSession = NewSession {
+    name: WATCH_SESSION,
+    argv: &["cat", "-"],
+};
+
+/// Asks for the watch session's current window: its placeholder, right after it was created.
+pub fn placeholder(watch: SessionId) -> Result<TmuxCommand, QuoteError> {
+    TmuxCommand::new("display-message")
+        .flag("-p")
+        .opt("-t", format!("{watch}:"))
+        .arg("#{window_id}")
+        .build()
+}
+
+/// Reads [`placeholder`]'s answer.
+pub fn parse_placeholder(rows: &[Vec<u8>]) -> Option<WindowId> {
+    std::str::from_utf8(rows.first()?)
+        .ok()?
+        .trim_end()
+        .parse()
+        .ok()
+}
+
+/// Links `window` (of session `owner`) into the watch session `watch` without selecting it,
+/// then switches the issuing client (the worker's) to `owner`, which makes `owner` the most
+/// recently active session holding the window. Run as one line, stopping at the first error:
+/// only the link's outcome matters.
+pub fn link(
+    watch: SessionId,
+    window: WindowId,
+    owner: SessionId,
+) -> Result<Vec<TmuxCommand>, QuoteError> {
+    Ok(vec![
+        TmuxCommand::new("link-window")
+            .flag("-d")
+            .opt("-s", window.to_string())
+            .opt("-t", format!("{watch}:"))
+            .build()?,
+        TmuxCommand::new("switch-client")
+            .opt("-t", owner.to_string())
+            .build()?,
+    ])
+}
+
+/// Unlinks `window` from the watch session; a window linked nowhere else (its session is gone)
+/// is killed (`-k`), as it would have been with its session.
+pub fn unlink(watch: SessionId, window: WindowId) -> Result<TmuxCommand, QuoteError> {
+    TmuxCommand::new("unlink-window")
+        .flag("-k")
+        .opt("-t", format!("{watch}:{window}"))
+        .build()
+}
+
+/// Lists the watch session's windows with how many sessions each is linked into (for
+/// [`orphans`]).
+pub fn windows(watch: SessionId) -> Result<TmuxCommand, QuoteError> {
+    TmuxCommand::new("list-windows")
+        .opt("-t", watch.to_string())
+        .opt("-F", "#{window_id} #{window_linked_sessions}")
+        .build()
+}
+
+/// The windows of a [`windows`] answer linked into the watch session only, but for its
+/// `placeholder`: their own session was killed (or they were unlinked from it), so they must
+/// end.
+pub fn orphans(rows: &[Vec<u8>], placeholder: WindowId) -> Vec<WindowId> {
+    rows.iter()
+        .filter_map(|row| {
+            let text = std::str::from_utf8(row).ok()?;
+            let (window, links) = text.trim_end().split_once(' ')?;
+            (links.parse::<u32>().ok()? <= 1).then(|| window.parse().ok())?
+        })
+        .filter(|window| *window != placeholder)
+        .collect()
+}
+
+/// Lists the server's sessions by name (for [`only_watch_left`]).
+pub fn sessions() -> Result<TmuxCommand, QuoteError> {
+    TmuxCommand::new("list-sessions")
+        .opt("-F", "#{session_name}")
+        .build()
+}
+
+/// Whether a [`sessions`] answer holds the watch session alone: the server's last real session
+/// has ended, and the server must be let exit.
+pub fn only_watch_left(rows: &[Vec<u8>]) -> bool {
+    rows.iter()
+        .all(|row| row.trim_ascii() == WATCH_SESSION.as_bytes())
+}
+
+/// Reads a `list-panes -F '#{pane_id} #{window_id}'` answer: each pane's window.
+pub fn pane_windows(rows: &[Vec<u8>]) -> HashMap<PaneId, WindowId> {
+    rows.iter()
+        .filter_map(|row| {
+            let text = std::str::from_utf8(row).ok()?;
+            let (pane, window) = text.trim_end().split_once(' ')?;
+            Some((pane.parse().ok()?, window.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Lists the terminal names of the clients attached to an existing watch session (the name is
+/// taken: is it stale?). The target names the session's current window (`=name:`): a bare
+/// `=name` is not read as a session by every command.
+pub fn clients() -> Result<TmuxCommand, QuoteError> {
+    TmuxCommand::new("list-clients")
+        .opt("-t", format!("={WATCH_SESSION}:"))
+        .opt("-F", "#{client_termname}")
+        .build()
+}
+
+/// Whether a [`clients`] answer shows no client but this gateway's own (`ours`, its terminal
+/// marker): then the session is a dead gateway's (this gateway's command client may have
+/// attached to it for want of another session) and may be replaced.
+pub fn is_stale(rows: &[Vec<u8>], ours: &str) -> bool {
+    rows.iter()
+        .all(|row| row.trim_ascii().is_empty() || row.trim_ascii() == ours.as_bytes())
+}
+
+/// Kills a stale watch session (left by a muxgate that is gone).
+pub fn kill_stale() -> Result<TmuxCommand, QuoteError> {
+    TmuxCommand::new("kill-session")
+        .opt("-t", format!("={WATCH_SESSION}"))
+        .build()
+}
+
+/// Kills an orphaned window.
+pub fn kill(window: WindowId) -> Result<TmuxCommand, QuoteError> {
+    TmuxCommand::new("kill-window")
+        .opt("-t", window.to_string())
+        .build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(commands: &[TmuxCommand]) -> String {
+        String::from_utf8(super::super::command::chain_line(commands)).unwrap()
+    }
+
+    #[test]
+    fn builds_the_session_and_its_links() {
+        assert_eq!(
+            String::from_utf8(placeholder(SessionId(9)).unwrap().as_bytes().to_vec()).unwrap(),
+            "display-message -p -t '$9:' '#{window_id}'"
+        );
+        assert_eq!(
+            line(&link(SessionId(9), WindowId(4), SessionId(2)).unwrap()),
+            "link-window -d -s '@4' -t '$9:' ; switch-client -t '$2'"
+        );
+        assert_eq!(
+            String::from_utf8(
+                unlink(SessionId(9), WindowId(4))
+                    .unwrap()
+                    .as_bytes()
+                    .to_vec()
+            )
+            .unwrap(),
+            "unlink-window -k -t '$9:@4'"
+        );
+    }
+
+    #[test]
+    fn reads_answers() {
+        assert_eq!(parse_placeholder(&[b"@30".to_vec()]), Some(WindowId(30)));
+        assert_eq!(parse_placeholder(&[b"$12".to_vec()]), None);
+        assert_eq!(parse_placeholder(&[]), None);
+        assert_eq!(
+            orphans(
+                &[
+                    b"@0 1".to_vec(),
+                    b"@1 2".to_vec(),
+                    b"@2 1".to_vec(),
+                    b"junk".to_vec(),
+                    b"@3 x".to_vec(),
+                    b"@4 3".to_vec(),
+                ],
+                WindowId(0)
+            ),
+            vec![WindowId(2)]
+        );
+        assert!(only_watch_left(&[b"_muxgate".to_vec()]));
+        assert!(!only_watch_left(&[b"_muxgate".to_vec(), b"work".to_vec()]));
+    }
+
+    #[test]
+    fn reads_pane_windows_and_clients() {
+        let panes = pane_windows(&[b"%1 @2".to_vec(), b"%3 @2".to_vec(), b"%x @2".to_vec()]);
+        assert_eq!(panes.len(), 2);
+        assert_eq!(panes.get(&PaneId(3)), Some(&WindowId(2)));
+        assert!(is_stale(&[], "muxgate-7"));
+        assert!(is_stale(&[b"muxgate-7".to_vec()], "muxgate-7"));
+        assert!(!is_stale(
+            &[b"muxgate-7".to_vec(), b"muxgate-8".to_vec()],
+            "muxgate-7"
+        ));
+        assert!(!is_stale(&[b"xterm".to_vec()], "muxgate-7"));
+        assert_eq!(
+            String::from_utf8(clients().unwrap().as_bytes().to_vec()).unwrap(),
+            "list-clients -t '=_muxgate:' -F '#{client_termname}'"
+        );
+    }
+
+    #[test]
+    fn knows_its_name() {
+        assert!(is_watch_session("_muxgate"));
+        assert!(!is_watch_session("_muxgate2"));
+        assert!(!is_watch_session("work"));
+    }
+}
