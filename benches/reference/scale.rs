@@ -308,7 +308,7 @@ pub async fn idle_sessions(steps: &[usize]) -> Result<IdleSessions> {
                     let wait = Call::WaitForText {
                         pane: &waiting_pane,
                         pattern: "text that never appears",
-                        timeout_secs: 600.0,
+                        timeout_secs: 3600.0,
                     };
                     if waiter.call(&wait).await.is_err() {
                         tokio::time::sleep(Duration::from_millis(100)).await;

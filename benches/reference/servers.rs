@@ -244,6 +244,9 @@ request_burst = 1000000
 tool_calls_per_second = 1000000
 tool_call_burst = 1000000
 worker_queue_share = 8192
+# Waits in flight for the whole idle-sessions case (minutes at 4,096): none ends and is called
+# again while the idle server is measured.
+max_wait_seconds = 3600
 
 [log]
 level = "warn"

@@ -119,7 +119,9 @@ impl PaneStream {
         Arc::new(Self {
             pane,
             ring: Mutex::new(Ring {
-                buf: VecDeque::with_capacity(capacity.min(64 * 1024)),
+                // Empty until output arrives: most watched panes are quiet, and thousands of
+                // them each holding a preallocated block cost the gateway a quarter of its memory.
+                buf: VecDeque::new(),
                 capacity: capacity.max(1),
                 start: 0,
                 gaps: 0,
