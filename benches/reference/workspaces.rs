@@ -25,7 +25,7 @@ pub struct WorkspaceScale {
     pub first_calls: Vec<f64>,
     /// The other `create_session` calls, µs.
     pub later_creates: Vec<f64>,
-    /// From the last wait started until every wait runs with its output connection attached.
+    /// From the last wait started until every wait runs with its window watched.
     pub settled: Duration,
     pub gateway_rss_baseline_kib: u64,
     pub gateway_rss_kib: u64,
@@ -114,13 +114,13 @@ async fn run(
     let total = count * sessions;
     loop {
         let waits = gateway.metric("muxgate_waits_active").await?;
-        let open = gateway.metric("muxgate_tmux_control_connections").await?;
-        // An output connection per session plus a command connection per workspace.
-        if waits >= total as f64 && open >= (total + count) as f64 {
+        let watched = gateway.metric("muxgate_tmux_watched_windows").await?;
+        // Every session's window linked into its workspace's watch session.
+        if waits >= total as f64 && watched >= total as f64 {
             break;
         }
         if started.elapsed() > Duration::from_secs(300) {
-            bail!("{waits} waits and {open} connections for {total} sessions after 300 s");
+            bail!("{waits} waits and {watched} watched windows for {total} sessions after 300 s");
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
