@@ -259,22 +259,12 @@ impl OutputHub {
     /// Where `pane` is. tmux answers for the most recently active session holding the pane's
     /// window; should that be the watch session, the window's own session is looked up.
     async fn locate(&self, caller: &Caller, pane: PaneId) -> Result<Place, EngineError> {
-        let command = TmuxCommand::new("display-message")
-            .flag("-p")
-            .target(pane)
-            .trusted_format("#{pane_id} #{window_id} #{session_id} #{session_name}")
-            .build()?;
-        let lines = self.inner.worker.run(caller, command).await?;
-        let row = lines
-            .first()
-            .and_then(|line| std::str::from_utf8(line).ok())
-            .and_then(|text| {
-                let mut parts = text.splitn(4, ' ');
-                let id = parts.next()?.parse::<PaneId>().ok()?;
-                let window = parts.next()?.parse::<WindowId>().ok()?;
-                let session = parts.next()?.parse::<SessionId>().ok()?;
-                (id == pane).then(|| (window, session, parts.next().unwrap_or("").to_owned()))
-            });
+        let lines = self
+            .inner
+            .worker
+            .run(caller, watch_session::place(pane)?)
+            .await?;
+        let row = watch_session::parse_place(&lines, pane);
         let Some((window, session, name)) = row else {
             return Err(EngineError::Command(format!("can't find pane: {pane}")));
         };
@@ -980,19 +970,10 @@ impl WatchMonitor {
 
     /// Where a pane that left the watch session's windows is now, if it still exists.
     async fn place_of(&mut self, pane: PaneId) -> Option<Place> {
-        let command = TmuxCommand::new("display-message")
-            .flag("-p")
-            .target(pane)
-            .trusted_format("#{pane_id} #{window_id} #{session_id}")
-            .build()
-            .ok()?;
+        let command = watch_session::place(pane).ok()?;
         let rows = self.ask(&command).await?;
-        let text = std::str::from_utf8(rows.first()?).ok()?;
-        let mut parts = text.split(' ');
-        let id = parts.next()?.parse::<PaneId>().ok()?;
-        let window = parts.next()?.parse::<WindowId>().ok()?;
-        let session = parts.next()?.parse::<SessionId>().ok()?;
-        (id == pane).then_some(Place { window, session })
+        let (window, session, _) = watch_session::parse_place(&rows, pane)?;
+        Some(Place { window, session })
     }
 
     /// Links the window a watched pane was moved to (through the worker: the link line switches

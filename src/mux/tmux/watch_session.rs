@@ -65,6 +65,27 @@ pub fn parse_placeholder(rows: &[Vec<u8>]) -> Option<WindowId> {
         .ok()
 }
 
+/// Where a pane is, as tmux resolves it: `display-message` of `%N %window $session name`.
+pub fn place(pane: PaneId) -> Result<TmuxCommand, QuoteError> {
+    TmuxCommand::new("display-message")
+        .flag("-p")
+        .target(pane)
+        .arg("#{pane_id} #{window_id} #{session_id} #{session_name}")
+        .build()
+}
+
+/// Reads [`place`]'s answer for `pane`: its window, the session tmux resolved it to, and that
+/// session's name (which may be the watch session's). `None` for another pane's row or none
+/// (tmux 3.3a answers a missing pane with an empty line).
+pub fn parse_place(rows: &[Vec<u8>], pane: PaneId) -> Option<(WindowId, SessionId, String)> {
+    let text = std::str::from_utf8(rows.first()?).ok()?;
+    let mut parts = text.trim_end_matches('\n').splitn(4, ' ');
+    let id = parts.next()?.parse::<PaneId>().ok()?;
+    let window = parts.next()?.parse().ok()?;
+    let session = parts.next()?.parse().ok()?;
+    (id == pane).then(|| (window, session, parts.next().unwrap_or("").to_owned()))
+}
+
 /// Links `window` (of session `owner`) into the watch session `watch` without selecting it,
 /// then switches the issuing client (the worker's) to `owner`, which makes `owner` the most
 /// recently active session holding the window. Run as one line, stopping at the first error:
@@ -244,6 +265,21 @@ mod tests {
             String::from_utf8(clients().unwrap().as_bytes().to_vec()).unwrap(),
             "list-clients -t '=_muxgate:' -F '#{client_termname}'"
         );
+    }
+
+    #[test]
+    fn reads_a_panes_place() {
+        assert_eq!(
+            String::from_utf8(place(PaneId(3)).unwrap().as_bytes().to_vec()).unwrap(),
+            "display-message -p -t '%3' '#{pane_id} #{window_id} #{session_id} #{session_name}'"
+        );
+        assert_eq!(
+            parse_place(&[b"%3 @1 $2 my session".to_vec()], PaneId(3)),
+            Some((WindowId(1), SessionId(2), "my session".into()))
+        );
+        assert_eq!(parse_place(&[b"%4 @1 $2 x".to_vec()], PaneId(3)), None);
+        assert_eq!(parse_place(&[b"".to_vec()], PaneId(3)), None);
+        assert_eq!(parse_place(&[], PaneId(3)), None);
     }
 
     #[test]
