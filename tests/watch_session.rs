@@ -339,3 +339,31 @@ async fn no_tool_shows_the_watch_session() {
         );
     }
 }
+
+/// A watched pane moved out of its window (`break-pane`) has its new window linked: what it
+/// prints afterwards still reaches its stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watched_pane_moved_to_a_new_window_is_still_watched() {
+    let tmux = TestTmux::start();
+    let pane = tmux.split("main");
+    let (server, _shutdown) = server_for(&tmux);
+    let mut sub = watch(&server, pane).await;
+    tmux.ok(&["break-pane", "-d", "-s", &pane.to_string()]);
+    // Let the monitor see the layout change and link the new window.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    tmux.ok(&[
+        "send-keys",
+        "-t",
+        &pane.to_string(),
+        "echo moved-$((6*7))",
+        "Enter",
+    ]);
+    let seen = tokio::time::timeout(Duration::from_secs(5), async {
+        let mut text = Vec::new();
+        while !String::from_utf8_lossy(&text).contains("moved-42") {
+            text.extend(sub.next().await.expect("the stream ended").data);
+        }
+    })
+    .await;
+    assert!(seen.is_ok(), "the moved pane's output never arrived");
+}
