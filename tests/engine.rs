@@ -2,7 +2,6 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -10,7 +9,7 @@ use common::tmux::TestTmux;
 use common::wait_until;
 use muxgate::mux::tmux::{
     BatchMode, Caller, CommandOutcome, ConnectError, EngineError, EngineSettings, PaneId,
-    StreamEnd, TmuxCommand, TmuxServer, TmuxSocket,
+    StreamEnd, TmuxCommand, TmuxServer,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -24,14 +23,7 @@ fn settings() -> EngineSettings {
 }
 
 fn server_for(tmux: &TestTmux, settings: EngineSettings) -> (TmuxServer, CancellationToken) {
-    let shutdown = CancellationToken::new();
-    let server = TmuxServer::start(
-        "test",
-        TmuxSocket::Name(tmux.socket.clone()),
-        Arc::new(settings),
-        shutdown.clone(),
-    );
-    (server, shutdown)
+    common::tmux::engine_for(tmux, settings)
 }
 
 fn display(format: &'static str) -> TmuxCommand {

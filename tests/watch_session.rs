@@ -7,7 +7,6 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use common::human::Human;
@@ -15,24 +14,17 @@ use common::tmux::TestTmux;
 use common::tools::{call, call_err, call_ok, client};
 use common::{config_with_server, spawn_gateway, wait_until};
 use muxgate::mux::tmux::{
-    Caller, EngineSettings, OutputSubscription, PaneId, StreamEnd, TmuxServer, TmuxSocket,
+    Caller, EngineSettings, OutputSubscription, PaneId, StreamEnd, TmuxServer,
 };
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 fn server_for(tmux: &TestTmux) -> (TmuxServer, CancellationToken) {
-    let shutdown = CancellationToken::new();
     let settings = EngineSettings {
         output_idle_close: Duration::from_millis(300),
         ..EngineSettings::default()
     };
-    let server = TmuxServer::start(
-        "test",
-        TmuxSocket::Name(tmux.socket.clone()),
-        Arc::new(settings),
-        shutdown.clone(),
-    );
-    (server, shutdown)
+    common::tmux::engine_for(tmux, settings)
 }
 
 fn caller() -> Caller {

@@ -215,6 +215,24 @@ impl TestTmux {
     }
 }
 
+/// An engine for `tmux`'s server with `settings`, and the token that shuts it down.
+pub fn engine_for(
+    tmux: &TestTmux,
+    settings: muxgate::mux::tmux::EngineSettings,
+) -> (
+    muxgate::mux::tmux::TmuxServer,
+    tokio_util::sync::CancellationToken,
+) {
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let server = muxgate::mux::tmux::TmuxServer::start(
+        "test",
+        muxgate::mux::tmux::TmuxSocket::Name(tmux.socket.clone()),
+        std::sync::Arc::new(settings),
+        shutdown.clone(),
+    );
+    (server, shutdown)
+}
+
 impl Drop for TestTmux {
     fn drop(&mut self) {
         self.kill_server();
