@@ -13,6 +13,8 @@ use common::tools::{
     wait_for_screen,
 };
 use common::{config_with_server, spawn_gateway};
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 
 /// A bash integrated the way terminals integrate it: `D` (with `$?`), OSC 7 and `A` before each
@@ -217,6 +219,55 @@ async fn state_until(client: &Client, pane: &str, done: impl Fn(&Value) -> bool)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_output_keeps_its_exact_tail_within_the_ring_and_the_answer_budget() {
+    const RING: usize = 64 * 1024;
+    const BUDGET: u32 = 16 * 1024;
+    let tmux = TestTmux::start();
+    let mut config = config_with_server("work", &tmux.socket, false);
+    config.engine.output_ring_bytes = RING;
+    config.limits.max_output_bytes = std::num::NonZeroU32::new(BUDGET).expect("budget");
+    let gateway = spawn_gateway(config).await;
+    let client = client(&gateway).await;
+    let pane = pane_running(&tmux, "s", INTEGRATED_BASH).await;
+    call_ok(&client, "list_commands", json!({"target": pane})).await;
+    // 20,000 numbered lines: 108,894 bytes of output, more than the ring holds.
+    type_line(&tmux, &pane, "seq 1 20000");
+    let listed = commands_until(&client, &pane, |c| finished(c, 1)).await;
+    let record = &listed["commands"][0];
+    assert_eq!(record["command"], "seq 1 20000", "{listed}");
+    assert_eq!(record["exit_status"], 0, "{listed}");
+    // Output size as the pane printed it (a terminal's \r\n per line).
+    assert_eq!(record["output_bytes"], 108_894 + 20_000, "{listed}");
+    let started = record["started_ms"].as_u64().expect("started_ms");
+    let since = listed["recording_since_ms"]
+        .as_u64()
+        .expect("recording_since_ms");
+    assert!(started >= since, "{listed}");
+
+    let output = call_ok(
+        &client,
+        "get_command_output",
+        json!({"target": pane, "max_lines": 10_000}),
+    )
+    .await;
+    // What the ring lost is said, never guessed; what is left ends exactly where the command
+    // ended, and the answer keeps within the client's budget.
+    assert!(
+        output["lost_bytes"].as_u64().expect("lost_bytes") > 0,
+        "{output}"
+    );
+    assert_eq!(output["truncated"], true, "{output}");
+    assert!(
+        output["truncated_bytes"].as_u64().expect("truncated_bytes") > 0,
+        "{output}"
+    );
+    let text = output["output"].as_str().expect("output");
+    assert!(text.len() <= BUDGET as usize, "{}", text.len());
+    let tail: Vec<&str> = text.lines().rev().take(3).collect();
+    assert_eq!(tail, ["20000", "19999", "19998"], "{output}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pane_state_says_waiting_for_input_only_on_evidence() {
     let tmux = TestTmux::start();
     let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
@@ -260,6 +311,17 @@ async fn pane_state_says_waiting_for_input_only_on_evidence() {
     .await;
     assert_eq!(python["at_prompt"], false, "{python}");
     type_line(&tmux, &pane, "");
+
+    // A program computing is running: on a CPU, not waiting.
+    type_line(&tmux, &pane, "python3 -c 'while True: pass'");
+    let spinning = state_until(&client, &pane, |s| {
+        s["foreground_command_line"] == "python3 -c while True: pass"
+            && s["blocked_in"] == "running"
+    })
+    .await;
+    assert_eq!(spinning["waiting_for_input"], false, "{spinning}");
+    tmux.ok(&["send-keys", "-t", &pane, "C-c"]);
+    state_until(&client, &pane, |s| s["at_prompt"] == true).await;
 
     // A dead pane says how it ended.
     tmux.ok(&["set-option", "-t", &pane, "-p", "remain-on-exit", "on"]);
@@ -457,15 +519,24 @@ async fn a_fleet_of_32_panes_is_reported_in_the_order_they_finish() {
     tmux.ok(&["new-session", "-d", "-s", "fleet", "-x", "200", "-y", "60"]);
     // Each pane runs one command the way an integrated shell reports it (OSC 133 C when its
     // output starts, D with its status when it ends), all starting once the file `go` exists
-    // (each looks every 50 ms, well under the spacing); finishing times 150 ms apart in an order
-    // unrelated to the panes' (k·7 mod 32 visits every k).
+    // (each looks every 50 ms); they end at random times in a random order, at least 100 ms
+    // apart (a looked-for `go` file is seen up to 50 ms late).
+    let seed: u64 = rand::random();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut ranks: Vec<usize> = (0..PANES).collect();
+    ranks.shuffle(&mut rng);
+    let mut ends_ms = Vec::with_capacity(PANES);
+    let mut at = 1000u64;
+    for _ in 0..PANES {
+        at += rng.random_range(100..400);
+        ends_ms.push(at);
+    }
     let dir = tempfile::tempdir().expect("temp dir");
     let go = dir.path().join("go");
     let mut panes = Vec::with_capacity(PANES);
     let mut window = String::new();
-    for i in 0..PANES {
-        let k = (i * 7) % PANES;
-        let secs = 1.0 + 0.15 * k as f64;
+    for (i, &k) in ranks.iter().enumerate() {
+        let secs = ends_ms[k] as f64 / 1000.0;
         let command = format!(
             "while [ ! -e {} ]; do sleep 0.05; done; printf '\\033]133;C\\007'; sleep {secs}; \
              printf '\\033]133;D;{k}\\007'; sleep 60",
@@ -507,31 +578,42 @@ async fn a_fleet_of_32_panes_is_reported_in_the_order_they_finish() {
     }
     let targets: Vec<String> = panes.iter().map(|(_, pane)| pane.clone()).collect();
     std::fs::write(&go, b"").expect("write the go file");
-    // One wait for all of them: `reached` lists the panes in the order they finished.
-    let answer = call_ok(
-        &client,
-        "wait_for_state",
-        json!({"targets": targets, "condition": "command_finished", "mode": "all", "timeout": 30}),
-    )
-    .await;
-    assert_eq!(answer["outcome"], "reached", "{answer}");
-    let mut order = Vec::with_capacity(PANES);
-    let mut last_ms = 0;
-    for reached in answer["reached"].as_array().expect("reached") {
-        let pane = reached["pane_id"].as_str().expect("pane id").to_owned();
-        let (k, _) = panes
-            .iter()
-            .find(|(_, p)| *p == pane)
-            .expect("a fleet pane");
-        assert_eq!(reached["exit_status"], *k, "{answer}");
-        let after_ms = reached["after_ms"].as_u64().expect("after_ms");
-        assert!(after_ms >= last_ms, "{answer}");
-        last_ms = after_ms;
-        order.push(pane);
+    // An agent's loop: wait for any, handle it, wait again from the answer's cursor, so that a
+    // command ending between two waits is still told, once.
+    let mut order: Vec<String> = Vec::with_capacity(PANES);
+    let mut since: Option<String> = None;
+    let mut waits = 0;
+    while order.len() < PANES {
+        let mut arguments =
+            json!({"targets": targets, "condition": "command_finished", "timeout": 30});
+        if let Some(cursor) = &since {
+            arguments["since"] = json!(cursor);
+        }
+        let answer = call_ok(&client, "wait_for_state", arguments).await;
+        waits += 1;
+        assert_eq!(answer["outcome"], "reached", "seed {seed}: {answer}");
+        for reached in answer["reached"].as_array().expect("reached") {
+            let pane = reached["pane_id"].as_str().expect("pane id").to_owned();
+            let (k, _) = panes
+                .iter()
+                .find(|(_, p)| *p == pane)
+                .expect("a fleet pane");
+            assert_eq!(reached["exit_status"], *k, "seed {seed}: {answer}");
+            assert!(!order.contains(&pane), "seed {seed}: told twice: {answer}");
+            order.push(pane);
+        }
+        since = Some(answer["cursor"].as_str().expect("cursor").to_owned());
+        // Now and then the agent takes its time before it waits again: longer than two gaps,
+        // so at least two commands end meanwhile and the next wait must tell both.
+        if waits % 3 == 0 {
+            tokio::time::sleep(Duration::from_millis(800)).await;
+        }
     }
     panes.sort_by_key(|(k, _)| *k);
     let expected: Vec<String> = panes.into_iter().map(|(_, pane)| pane).collect();
-    assert_eq!(order, expected);
+    assert_eq!(order, expected, "seed {seed}");
+    // Some waits told several at once: those that ended while the agent was away.
+    assert!(waits < PANES, "seed {seed}: {waits} waits");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -620,6 +702,7 @@ async fn list_panes_gives_each_panes_state_on_request() {
 
     let fields = json!([
         "waiting_for_input",
+        "foreground_command_line",
         "idle_for_ms",
         "at_prompt",
         "agent_state"
@@ -642,6 +725,16 @@ async fn list_panes_gives_each_panes_state_on_request() {
     assert_eq!(shell_row["at_prompt"], true, "{shell_row}");
     assert_eq!(shell_row["agent_state"], "idle", "{shell_row}");
     assert!(shell_row["idle_for_ms"].is_u64(), "{shell_row}");
+    let command_line = |row: &Value| row["foreground_command_line"].as_str().map(str::to_owned);
+    assert!(
+        command_line(&shell_row).is_some_and(|c| c.contains("bash")),
+        "{shell_row}"
+    );
+    assert_eq!(
+        command_line(&busy_row).as_deref(),
+        Some("sleep 30"),
+        "{busy_row}"
+    );
     // The busy pane was never recorded: what only its stream could say is left out.
     assert!(busy_row.get("idle_for_ms").is_none(), "{busy_row}");
     assert!(busy_row.get("at_prompt").is_none(), "{busy_row}");

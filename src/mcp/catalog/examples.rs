@@ -50,7 +50,16 @@ pub const EXAMPLES: &[Example] = &[
         arguments: r#"{"targets": ["agents"], "condition": "command_finished", "timeout": 600}"#,
         answer: r#"{"outcome": "reached",
  "reached": [{"pane_id": "%12", "after_ms": 73004, "exit_status": 0, "command": "make test"}],
- "pending": ["%10", "%11", "%13"], "waited_ms": 73004}"#,
+ "pending": ["%10", "%11", "%13"], "waited_ms": 73004, "cursor": "%10:3+,%11:0,%12:8,%13:5+"}"#,
+    },
+    Example {
+        tool: "wait_for_state",
+        title: "The next of them, missing none that finished in between (since: the last cursor)",
+        arguments: r#"{"targets": ["agents"], "condition": "command_finished", "timeout": 600,
+ "since": "%10:3+,%11:0,%12:8,%13:5+"}"#,
+        answer: r#"{"outcome": "reached",
+ "reached": [{"pane_id": "%10", "after_ms": 0, "exit_status": 1, "command": "cargo build"}],
+ "pending": ["%11", "%12", "%13"], "waited_ms": 0, "cursor": "%10:3,%11:0,%12:8,%13:5+"}"#,
     },
     Example {
         tool: "wait_for_state",

@@ -78,7 +78,7 @@ pub struct WaitForStateInput {
     /// At most 64 panes.
     #[serde(default)]
     pub targets: Option<Vec<String>>,
-    /// idle (no output for `idle_ms`), waiting_for_input, command_finished, exited, text.
+    /// idle: no output for `idle_ms`.
     pub condition: StateCondition,
     /// For `text`: text (any case) a new line must hold.
     #[serde(default)]
@@ -86,12 +86,15 @@ pub struct WaitForStateInput {
     /// For `idle`: quiet this long (default 2000).
     #[serde(default)]
     pub idle_ms: Option<u64>,
-    /// `any` (default) or `all` panes.
+    /// Default any.
     #[serde(default)]
     pub mode: Quorum,
     /// Seconds (default 30, capped by your max_wait_seconds).
     #[serde(default)]
     pub timeout: Option<f64>,
+    /// command_finished: the last answer's `cursor`, to miss none.
+    #[serde(default)]
+    pub since: Option<String>,
 }
 
 /// One pane that reached the state.
@@ -117,6 +120,8 @@ pub struct WaitForStateOutput {
     /// Panes that had not.
     pub pending: Vec<String>,
     pub waited_ms: u64,
+    /// command_finished: pass as `since` to miss no command in the next wait.
+    pub cursor: Option<String>,
 }
 
 /// How a watched pane's output reaches the wait.
@@ -157,8 +162,11 @@ struct Watched {
     /// A line matching the text condition, once one was printed.
     matched: Option<String>,
     state: PaneState,
-    /// The newest record when the wait began, and whether it was still running.
+    /// The newest record when the wait began (or the `since` cursor says), and whether it was
+    /// still running then: a record after it, or it once finished, is news.
     baseline: Option<(u64, bool)>,
+    /// When the command it reached the state with ended (command_finished).
+    command_ended: Option<std::time::SystemTime>,
     ended: Option<StreamEnd>,
     /// When `/proc` may be read next, and the pause after that.
     proc_at: Instant,
@@ -217,9 +225,11 @@ impl Watched {
                                     None => true,
                                 }
                         })
-                        .map(|r| (r.exit_status, r.command.clone()))
+                        .map(|r| (r.id, r.ended, r.exit_status, r.command.clone()))
                 });
-                if let Some((status, command)) = finished {
+                if let Some((id, ended, status, command)) = finished {
+                    self.baseline = Some((id, false));
+                    self.command_ended = ended;
                     self.reached = Some(reached(status, command));
                 }
                 None
@@ -351,6 +361,16 @@ async fn wait_for_state(
             "wait for idle, command_finished or exited instead",
         ));
     }
+    let since = match (&input.since, input.condition) {
+        (None, _) => None,
+        (Some(cursor), StateCondition::CommandFinished) => Some(parse_cursor(cursor)?),
+        (Some(_), _) => {
+            return Err(ToolError::invalid_arguments(
+                "since is only for condition command_finished",
+                "leave since out, or wait for command_finished",
+            ));
+        }
+    };
     let panes = panes_of(tmux, input.targets.as_deref()).await?;
     let mut watched = Vec::with_capacity(panes.len());
     for pane in panes {
@@ -363,8 +383,11 @@ async fn wait_for_state(
             None => Feed::Bytes(stream.subscribe()),
         };
         let state = PaneState::read_settled(tmux, pane).await?;
-        let baseline = stream
-            .with_ledger(|ledger| ledger.records().next_back().map(|r| (r.id, !r.finished())));
+        let baseline = match since.as_ref().and_then(|since| since.get(&pane)) {
+            Some(seen) => Some(*seen),
+            None => stream
+                .with_ledger(|ledger| ledger.records().next_back().map(|r| (r.id, !r.finished()))),
+        };
         let ended = state.dead.then_some(StreamEnd::PaneExited {
             status: state.dead_status,
         });
@@ -375,6 +398,7 @@ async fn wait_for_state(
             matched: None,
             state,
             baseline,
+            command_ended: None,
             ended,
             proc_at: started,
             proc_pause: Duration::from_millis(250),
@@ -385,6 +409,7 @@ async fn wait_for_state(
     loop {
         let now = Instant::now();
         let mut wake = deadline;
+        let before = order.len();
         for (index, w) in watched.iter_mut().enumerate() {
             if w.reached.is_some() {
                 continue;
@@ -396,6 +421,9 @@ async fn wait_for_state(
                 order.push(index);
             }
         }
+        // Commands found ended in one look (before the wait began, or at once) are told in the
+        // order they ended.
+        order[before..].sort_by_key(|&index| watched[index].command_ended);
         let done = match input.mode {
             Quorum::Any => !order.is_empty(),
             Quorum::All => order.len() == watched.len(),
@@ -454,7 +482,46 @@ async fn wait_for_state(
             .collect(),
         reached,
         waited_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        cursor: (input.condition == StateCondition::CommandFinished)
+            .then(|| encode_cursor(watched.iter().map(|w| (w.pane, w.baseline)))),
     })
+}
+
+/// A `command_finished` cursor: for each pane, the newest command already seen and whether it
+/// was still running (`%3:5,%7:2+`; `0` before any). Opaque to agents.
+fn encode_cursor(panes: impl Iterator<Item = (PaneId, Option<(u64, bool)>)>) -> String {
+    let entries: Vec<String> = panes
+        .map(|(pane, seen)| match seen {
+            Some((id, true)) => format!("{pane}:{id}+"),
+            Some((id, false)) => format!("{pane}:{id}"),
+            None => format!("{pane}:0"),
+        })
+        .collect();
+    entries.join(",")
+}
+
+/// Reads an [`encode_cursor`] string.
+fn parse_cursor(cursor: &str) -> Result<std::collections::HashMap<PaneId, (u64, bool)>, ToolError> {
+    let bad = || {
+        ToolError::invalid_arguments(
+            "since is not a cursor wait_for_state returned",
+            "pass the cursor of an earlier command_finished answer unchanged",
+        )
+    };
+    let mut seen = std::collections::HashMap::new();
+    for entry in cursor.split(',') {
+        let (pane, id) = entry.split_once(':').ok_or_else(bad)?;
+        let pane = pane.parse::<PaneId>().map_err(|_| bad())?;
+        let (id, running) = match id.strip_suffix('+') {
+            Some(id) => (id, true),
+            None => (id, false),
+        };
+        let id = id.parse::<u64>().map_err(|_| bad())?;
+        if seen.insert(pane, (id, running)).is_some() || seen.len() > MAX_TARGETS {
+            return Err(bad());
+        }
+    }
+    Ok(seen)
 }
 
 #[tool_router(router = state_wait_tools, vis = "pub(crate)")]
@@ -499,5 +566,45 @@ impl McpServer {
         let budget = WaitBudget::take(&tmux, input.timeout, DEFAULT_TIMEOUT)?;
         let work = wait_for_state(&tmux, &input, budget.deadline, &cancel);
         self.state().until_shutdown(work).await.map(Json)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cursor_reads_back_what_it_wrote() {
+        let panes = [
+            (PaneId(3), Some((5, false))),
+            (PaneId(7), Some((2, true))),
+            (PaneId(9), None),
+        ];
+        let cursor = encode_cursor(panes.into_iter());
+        assert_eq!(cursor, "%3:5,%7:2+,%9:0");
+        let seen = parse_cursor(&cursor).unwrap();
+        assert_eq!(seen.len(), 3);
+        assert_eq!(seen[&PaneId(3)], (5, false));
+        assert_eq!(seen[&PaneId(7)], (2, true));
+        assert_eq!(seen[&PaneId(9)], (0, false));
+    }
+
+    #[test]
+    fn a_cursor_not_from_an_answer_is_refused() {
+        for bad in [
+            "",
+            "%3",
+            "%3:",
+            "3:5",
+            "%3:x",
+            "%3:5-",
+            "%3:5,%3:6",
+            "%3:5;%4:1",
+            "%3:+",
+        ] {
+            assert!(parse_cursor(bad).is_err(), "{bad:?}");
+        }
+        let many: Vec<String> = (0..=MAX_TARGETS).map(|i| format!("%{i}:1")).collect();
+        assert!(parse_cursor(&many.join(",")).is_err());
     }
 }
