@@ -24,10 +24,22 @@ fn agent(
     startup: f64,
     busy: (f64, f64),
 ) -> (String, PathBuf) {
+    agent_with(tmux, dir, name, startup, busy, "")
+}
+
+/// [`agent`], with more of the stand-in's options.
+fn agent_with(
+    tmux: &TestTmux,
+    dir: &Path,
+    name: &str,
+    startup: f64,
+    busy: (f64, f64),
+    options: &str,
+) -> (String, PathBuf) {
     let log = dir.join(format!("{name}.log"));
     // Through a wrapper that waits for it (as launchers do): the program is found below it.
     let command = format!(
-        "sh -c 'python3 {AGENT_CLI} --log {} --startup {startup} --busy {} {}; exit'",
+        "sh -c 'python3 {AGENT_CLI} --log {} --startup {startup} --busy {} {} {options}; exit'",
         log.display(),
         busy.0,
         busy.1
@@ -125,6 +137,39 @@ async fn an_agent_cli_takes_each_prompt_once_whether_starting_busy_or_idle() {
         screen(&tmux, &pane)
     );
     assert_eq!(prompts(&log).len(), 4);
+}
+
+/// A program that ignores the first Enter after a paste gets a second one, and only one: the
+/// prompt is submitted once. (Fails if send_prompt never presses Enter again.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_enter_the_program_ignores_is_pressed_once_more() {
+    let tmux = TestTmux::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+    let (pane, log) = agent_with(
+        &tmux,
+        dir.path(),
+        "drops",
+        0.2,
+        (0.2, 0.3),
+        "--drop-first-enter",
+    );
+
+    let answer = send_prompt(&client, &pane, "take two").await;
+    assert_submitted(&answer);
+    assert_eq!(answer["enter_presses"], 2, "{answer}");
+    wait_for_screen(&tmux, &pane, "done: take two").await;
+    let again = send_prompt(&client, &pane, "and again").await;
+    assert_submitted(&again);
+    assert_eq!(again["enter_presses"], 2, "{again}");
+    wait_for_screen(&tmux, &pane, "done: and again").await;
+    assert_eq!(
+        prompts(&log),
+        ["take two", "and again"],
+        "{}",
+        screen(&tmux, &pane)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -539,6 +539,52 @@ async fn a_long_wait_sends_progress_to_clients_that_asked() {
     assert!(progress.is_empty(), "a short wait sends none: {progress:?}");
 }
 
+/// wait_for_state keeps to the limits wait_for_text keeps to: its timeout is clamped to the
+/// client's max_wait_seconds, it holds one of the client's wait slots, and a client that sent a
+/// progressToken hears from it while it waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_state_wait_keeps_to_the_wait_limits_and_sends_progress() {
+    let tmux = TestTmux::start();
+    let mut config = limited_config(&tmux.socket, 1, 3);
+    config.http.progress_interval_secs = 1;
+    let gateway = spawn_gateway(config).await;
+    let mut mcp = gateway.raw();
+    mcp.initialize().await;
+    let pane = tmux.pane_id("main").to_string();
+    let quiet = |timeout: f64| json!({"targets": [pane], "condition": "idle", "idle_ms": 600_000, "timeout": timeout});
+
+    // Asked for 300 s, waits the client's 3.
+    let (progress, result) =
+        call_with_progress(&mcp, 2, "wait_for_state", quiet(300.0), Some("s2")).await;
+    assert_eq!(result["outcome"], "timeout", "{result}");
+    let waited = result["waited_ms"].as_u64().expect("waited_ms");
+    assert!((2_900..10_000).contains(&waited), "{result}");
+    assert!((2..=4).contains(&progress.len()), "{progress:?}");
+    for note in &progress {
+        let params = &note["params"];
+        assert_eq!(params["progressToken"], "s2");
+        assert_eq!(params["total"], 3.0, "{params}");
+        let message = params["message"].as_str().expect("message");
+        assert!(
+            message.starts_with("wait_for_state: still waiting after "),
+            "{message}"
+        );
+    }
+
+    // One slot: a second wait while the first runs is refused, and nothing waits for it.
+    let client = client(&gateway).await;
+    let (first, second) = tokio::join!(call_ok(&client, "wait_for_state", quiet(2.0)), async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let started = Instant::now();
+        let refused = call_err(&client, "wait_for_state", quiet(2.0)).await;
+        (refused, started.elapsed())
+    });
+    assert_eq!(first["outcome"], "timeout", "{first}");
+    let (refused, took) = second;
+    assert_eq!(refused["kind"], "busy", "{refused}");
+    assert!(took < Duration::from_secs(1), "{took:?}");
+}
+
 /// Send, then wait, as the tool descriptions teach: output printed before the wait starts
 /// counts when the wait is given the send's `output_position`, and the echo of the typed
 /// command never matches, for a command that prints at once and one that prints later.

@@ -12,9 +12,10 @@ It has what makes real agent CLIs hard to drive from outside:
 - a yes/no permission question after a prompt containing "permission" (other keys ignored).
 
 Each submitted prompt is appended to the log file as one JSON line {"prompt": ...}; an empty
-input box ignores Enter. Ctrl-C ends it.
+input box ignores Enter. Ctrl-C ends it. With --drop-first-enter, the first Enter after each
+paste is ignored, as a program still settling a paste may do.
 
-Usage: agent_cli.py --log FILE [--startup SECS] [--busy MIN MAX] [--seed N]
+Usage: agent_cli.py --log FILE [--startup SECS] [--busy MIN MAX] [--seed N] [--drop-first-enter]
 """
 
 import argparse
@@ -38,8 +39,10 @@ def out(text):
 
 
 class Agent:
-    def __init__(self, log, busy, rng):
+    def __init__(self, log, busy, rng, drop_first_enter=False):
         self.log = log
+        self.drop_first_enter = drop_first_enter
+        self.enter_dropped = True
         self.busy = busy
         self.rng = rng
         self.transcript = ["agent-cli ready"]
@@ -131,6 +134,7 @@ class Agent:
                 self.insert(data[i:end].decode(errors="replace"))
                 self.in_paste = False
                 self.paste_ended = now
+                self.enter_dropped = not self.drop_first_enter
                 i = end + len(PASTE_END)
                 continue
             if data.startswith(PASTE_START, i):
@@ -156,6 +160,8 @@ class Agent:
             if ch == b"\r":
                 if now - self.paste_ended < ENTER_AFTER_PASTE:
                     self.insert("\n")
+                elif not self.enter_dropped:
+                    self.enter_dropped = True
                 else:
                     self.submit()
                     # What was typed while thinking was discarded.
@@ -185,6 +191,7 @@ def main():
     parser.add_argument("--startup", type=float, default=1.0)
     parser.add_argument("--busy", type=float, nargs=2, default=[0.3, 1.2])
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--drop-first-enter", action="store_true")
     args = parser.parse_args()
     rng = random.Random(args.seed)
 
@@ -198,7 +205,7 @@ def main():
     saved = termios.tcgetattr(0)
     tty.setraw(0)  # TCSAFLUSH: what was typed during start-up is gone
     out("\x1b[?2004h")
-    agent = Agent(args.log, args.busy, rng)
+    agent = Agent(args.log, args.busy, rng, args.drop_first_enter)
     agent.draw()
     try:
         while True:
