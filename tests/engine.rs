@@ -758,6 +758,64 @@ fn slow_attach_tmux(dir: &std::path::Path) -> std::path::PathBuf {
     wrapper
 }
 
+/// Subscribers that queue behind a change of the watch session (here its slow attach) are
+/// linked together, one write for the lot, not one round trip each; one that gave up meanwhile
+/// is not linked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscribers_queued_behind_the_attach_are_linked_in_one_write() {
+    const QUEUED: usize = 31;
+    let tmux = TestTmux::start();
+    for i in 0..=QUEUED {
+        tmux.ok(&["new-session", "-d", "-s", &format!("s{i}")]);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (server, _shutdown) = server_for(
+        &tmux,
+        EngineSettings {
+            tmux_bin: slow_attach_tmux(dir.path()),
+            ..settings()
+        },
+    );
+    let within = |ms| tokio::time::Instant::now() + Duration::from_millis(ms);
+    let first = tokio::spawn({
+        let (server, pane) = (server.clone(), tmux.pane_id("main"));
+        async move { server.subscribe(&caller(), pane, within(20_000)).await }
+    });
+    let started = dir.path().join("slow-attach-started");
+    assert!(wait_until(Duration::from_secs(10), || started.exists()).await);
+
+    let mut queued = Vec::new();
+    for i in 0..QUEUED {
+        let (server, pane) = (server.clone(), tmux.pane_id(&format!("s{i}")));
+        queued.push(tokio::spawn(async move {
+            server.subscribe(&caller(), pane, within(20_000)).await
+        }));
+    }
+    // One more gives up while the attach goes on.
+    let gave_up = server
+        .subscribe(&caller(), tmux.pane_id(&format!("s{QUEUED}")), within(300))
+        .await;
+    assert!(matches!(gave_up, Err(EngineError::Timeout { .. })));
+    // Each has found its pane (a command each) and waits for its link.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let jobs = || server.worker().stats().latency.snapshot().count;
+    let before = jobs();
+
+    let mut subscriptions = vec![first.await.unwrap().unwrap()];
+    for subscriber in queued {
+        subscriptions.push(subscriber.await.unwrap().unwrap());
+    }
+    // The first window's link, then one batch for the other 31.
+    let writes = jobs() - before;
+    assert!(
+        writes <= 3,
+        "{writes} writes to link {} windows",
+        QUEUED + 1
+    );
+    assert_eq!(server.output().watched_windows(), QUEUED + 1);
+    drop(subscriptions);
+}
+
 /// Every watched session shares one output connection: a slow attach of it holds no caller
 /// past its deadline, and once it is attached, more sessions and panes are watched without
 /// another attach.

@@ -22,10 +22,11 @@
 //!   tmux would have killed it without muxgate, and ends its streams.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -78,10 +79,10 @@ impl Watch {
         !self.ended.is_cancelled()
     }
 
-    /// Sessions watched, and how many of them `caller` opened.
-    fn counts(&self, caller: &str) -> (usize, usize) {
+    /// Sessions watched or `planned`, and how many of them `caller` opened.
+    fn counts(&self, caller: &str, planned: &[&Linked]) -> (usize, usize) {
         let mut sessions: HashMap<SessionId, bool> = HashMap::new();
-        for linked in self.linked.values() {
+        for linked in self.linked.values().chain(planned.iter().copied()) {
             *sessions.entry(linked.session).or_default() |= *linked.opener == *caller;
         }
         let mine = sessions.values().filter(|mine| **mine).count();
@@ -115,13 +116,29 @@ struct HubInner {
     /// a window), so that changes never interleave; never for a lookup, so subscribers of
     /// watched panes never queue behind one.
     changing: tokio::sync::Mutex<()>,
+    /// Windows waiting to be linked, taken in batches by one task ([`OutputHub::drain_links`]).
+    pending_links: Mutex<Vec<LinkRequest>>,
+    /// Whether that task runs.
+    linking: AtomicBool,
     stats: Arc<OutputStats>,
+}
+
+/// A subscriber's request to link its pane's window, answered once the batch holding it ran.
+struct LinkRequest {
+    caller: Caller,
+    place: Place,
+    done: oneshot::Sender<Result<(), EngineError>>,
 }
 
 impl HubInner {
     fn lock_watch(&self) -> std::sync::MutexGuard<'_, Option<Watch>> {
         // Every update is a single assignment or map operation: a poisoned lock is consistent.
         self.watch.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn lock_pending(&self) -> std::sync::MutexGuard<'_, Vec<LinkRequest>> {
+        // Only pushed to and drained: a poisoned lock is consistent.
+        self.pending_links.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The running watch session, if `window` is linked into it.
@@ -157,6 +174,8 @@ impl OutputHub {
                 router: Arc::new(Router::default()),
                 watch: Mutex::new(None),
                 changing: tokio::sync::Mutex::new(()),
+                pending_links: Mutex::new(Vec::new()),
+                linking: AtomicBool::new(false),
                 stats: Arc::new(OutputStats::default()),
             }),
         }
@@ -292,75 +311,180 @@ impl OutputHub {
     }
 
     /// Links `place`'s window into the watch session, starting the session if none runs.
+    ///
+    /// Requests queue and one task links them in batches, each batch one write to tmux: a storm
+    /// of first subscribers costs one round trip per batch, not one each. The task, not this
+    /// call, runs the batch, so a subscriber that gives up (its deadline) leaves the others'
+    /// links and the hub's record of them whole.
     async fn link(&self, caller: &Caller, place: Place) -> Result<(), EngineError> {
-        let _changing = self.inner.changing.lock().await;
+        let (done, result) = oneshot::channel();
+        self.inner.lock_pending().push(LinkRequest {
+            caller: caller.clone(),
+            place,
+            done,
+        });
+        if !self.inner.linking.swap(true, Ordering::AcqRel) {
+            tokio::spawn(self.clone().drain_links());
+        }
+        result
+            .await
+            .unwrap_or_else(|_| Err(self.inner.unavailable("muxgate stopped while linking")))
+    }
+
+    /// Links queued windows, a batch at a time, until none is left.
+    async fn drain_links(self) {
         loop {
-            if self.inner.linked(place.window) {
-                return Ok(());
+            let batch: Vec<LinkRequest> = {
+                let mut pending = self.inner.lock_pending();
+                let n = pending.len().min(LINKS_PER_BATCH);
+                pending.drain(..n).collect()
+            };
+            if batch.is_empty() {
+                self.inner.linking.store(false, Ordering::Release);
+                // A request pushed after the drain above but before the store saw the task
+                // still running: take it on, unless a new task already did.
+                if self.inner.lock_pending().is_empty()
+                    || self.inner.linking.swap(true, Ordering::AcqRel)
+                {
+                    return;
+                }
+                continue;
             }
+            let _changing = self.inner.changing.lock().await;
+            self.link_batch(batch).await;
+        }
+    }
+
+    /// Links one batch: starts the watch session with the first window if none runs, checks
+    /// each request against the caps in order, then links the rest in one write.
+    async fn link_batch(&self, batch: Vec<LinkRequest>) {
+        let mut batch = batch.into_iter();
+        let watch = loop {
             let current = self
                 .inner
                 .lock_watch()
                 .as_ref()
                 .map(|w| (w.session, w.running(), w.gone.clone()));
-            let watch = match current {
+            match current {
                 // A session that is ending must be gone before a new one can take its name.
-                Some((_, false, gone)) => {
-                    gone.cancelled().await;
-                    continue;
-                }
-                Some((watch, true, _)) => watch,
+                Some((_, false, gone)) => gone.cancelled().await,
+                Some((watch, true, _)) => break watch,
                 None => {
-                    self.check_caps(caller, place.session)?;
-                    return self.start(caller, place).await;
+                    // The first request still waited for, to start the session with.
+                    let Some(first) = batch.find(|r| !r.done.is_closed()) else {
+                        return;
+                    };
+                    let started = match self.check_caps(&first.caller, first.place.session, &[]) {
+                        Ok(()) => self.start(&first.caller, first.place).await,
+                        Err(e) => Err(e),
+                    };
+                    let _ = first.done.send(started);
                 }
-            };
-            self.check_caps(caller, place.session)?;
-            let commands = watch_session::link(watch, place.window, place.session)?;
-            self.run_link(caller, commands).await?;
-            // Counted only if the session is still running; if it ended meanwhile, the caller
-            // finds its window unlinked and tries again.
-            if let Some(w) = self
-                .inner
-                .lock_watch()
-                .as_mut()
-                .filter(|w| w.session == watch && w.running())
-            {
-                w.linked.insert(
-                    place.window,
-                    Linked {
-                        session: place.session,
-                        opener: caller.id().into(),
-                    },
-                );
             }
-            return Ok(());
+        };
+        let mut planned: Vec<(WindowId, Linked)> = Vec::new();
+        let mut waiting: HashMap<WindowId, Vec<oneshot::Sender<_>>> = HashMap::new();
+        for request in batch {
+            // A subscriber that gave up (its deadline) no longer needs its window watched.
+            if request.done.is_closed() {
+                continue;
+            }
+            let window = request.place.window;
+            if let Some(others) = waiting.get_mut(&window) {
+                others.push(request.done);
+                continue;
+            }
+            if self.inner.linked(window) {
+                let _ = request.done.send(Ok(()));
+                continue;
+            }
+            let planned_sessions: Vec<&Linked> = planned.iter().map(|(_, l)| l).collect();
+            match self.check_caps(&request.caller, request.place.session, &planned_sessions) {
+                Ok(()) => {
+                    planned.push((
+                        window,
+                        Linked {
+                            session: request.place.session,
+                            opener: request.caller.id().into(),
+                        },
+                    ));
+                    waiting.insert(window, vec![request.done]);
+                }
+                Err(e) => {
+                    let _ = request.done.send(Err(e));
+                }
+            }
+        }
+        if planned.is_empty() {
+            return;
+        }
+        let outcomes = self.run_links(watch, &planned).await;
+        for ((window, linked), outcome) in planned.into_iter().zip(outcomes) {
+            // Counted only if the session is still running; if it ended meanwhile, the
+            // subscriber finds its window unlinked and tries again.
+            if outcome.is_ok()
+                && let Some(w) = self
+                    .inner
+                    .lock_watch()
+                    .as_mut()
+                    .filter(|w| w.session == watch && w.running())
+            {
+                w.linked.insert(window, linked);
+            }
+            for done in waiting.remove(&window).unwrap_or_default() {
+                let _ = done.send(outcome.clone());
+            }
         }
     }
 
-    /// Runs a link line; only its first command (the link itself) must succeed.
-    async fn run_link(
+    /// Runs the links of `windows` into `watch`; one outcome per window, in order.
+    async fn run_links(
         &self,
-        caller: &Caller,
-        commands: Vec<TmuxCommand>,
-    ) -> Result<(), EngineError> {
-        let outcomes = self
-            .inner
-            .worker
-            .run_batch(caller, commands, BatchMode::StopOnError, None)
-            .await?;
-        match outcomes.into_iter().next() {
-            Some(CommandOutcome::Ok(_)) => Ok(()),
-            Some(CommandOutcome::Failed(message)) => Err(EngineError::Command(message)),
-            Some(CommandOutcome::NotRun) | None => Err(EngineError::ConnectionLost {
-                server: self.inner.server.to_string(),
-            }),
+        watch: SessionId,
+        windows: &[(WindowId, Linked)],
+    ) -> Vec<Result<(), EngineError>> {
+        let places: Vec<(WindowId, SessionId)> =
+            windows.iter().map(|(w, l)| (*w, l.session)).collect();
+        let outcomes = match watch_session::links(watch, &places) {
+            Ok(commands) => {
+                self.inner
+                    .worker
+                    .run_batch(
+                        &Caller::new(MONITOR_CALLER),
+                        commands,
+                        BatchMode::Independent,
+                        None,
+                    )
+                    .await
+            }
+            Err(e) => Err(e.into()),
+        };
+        let lost = || EngineError::ConnectionLost {
+            server: self.inner.server.to_string(),
+        };
+        match outcomes {
+            Ok(outcomes) => {
+                let mut outcomes = outcomes.into_iter();
+                (0..windows.len())
+                    .map(|_| match outcomes.next() {
+                        Some(CommandOutcome::Ok(_)) => Ok(()),
+                        Some(CommandOutcome::Failed(message)) => Err(EngineError::Command(message)),
+                        Some(CommandOutcome::NotRun) | None => Err(lost()),
+                    })
+                    .collect()
+            }
+            Err(e) => vec![Err(e); windows.len()],
         }
     }
 
     /// Refuses a new watched session beyond the server's cap or the caller's share, after
     /// releasing one watched only for ledgers if that makes room.
-    fn check_caps(&self, caller: &Caller, session: SessionId) -> Result<(), EngineError> {
+    fn check_caps(
+        &self,
+        caller: &Caller,
+        session: SessionId,
+        planned: &[&Linked],
+    ) -> Result<(), EngineError> {
         let limit = self.inner.settings.max_watched_sessions;
         let share = caller.watch_share();
         let counts = || {
@@ -368,8 +492,12 @@ impl OutputHub {
             let Some(watch) = watch.as_ref().filter(|w| w.running()) else {
                 return (0, 0, false);
             };
-            let (running, mine) = watch.counts(caller.id());
-            let watched = watch.linked.values().any(|l| l.session == session);
+            let (running, mine) = watch.counts(caller.id(), planned);
+            let watched = watch
+                .linked
+                .values()
+                .chain(planned.iter().copied())
+                .any(|l| l.session == session);
             (running, mine, watched)
         };
         let (mut running, mut mine, watched) = counts();
@@ -456,8 +584,14 @@ impl OutputHub {
     async fn start(&self, caller: &Caller, place: Place) -> Result<(), EngineError> {
         let (conn, placeholder) = self.connect(caller).await?;
         let watch = conn.session();
-        let commands = watch_session::link(watch, place.window, place.session)?;
-        if let Err(e) = self.run_link(caller, commands).await {
+        let first = Linked {
+            session: place.session,
+            opener: caller.id().into(),
+        };
+        let linked = self
+            .run_links(watch, &[(place.window, first.clone())])
+            .await;
+        if let Some(Err(e)) = linked.into_iter().next() {
             let kill = TmuxCommand::new("kill-session").target(watch).build()?;
             let _ = self.inner.worker.run(caller, kill).await;
             conn.close(self.inner.settings.connect_timeout).await;
@@ -468,13 +602,7 @@ impl OutputHub {
             session: watch,
             ended: ended.clone(),
             gone: CancellationToken::new(),
-            linked: HashMap::from([(
-                place.window,
-                Linked {
-                    session: place.session,
-                    opener: caller.id().into(),
-                },
-            )]),
+            linked: HashMap::from([(place.window, first)]),
             released: Vec::new(),
         });
         self.inner.stats.connects.fetch_add(1, Ordering::Relaxed);
@@ -635,6 +763,10 @@ const DEAD_STATUS_ASK: Duration = Duration::from_millis(300);
 
 /// The caller the monitor's own commands run as.
 const MONITOR_CALLER: &str = "muxgate:watch";
+
+/// Most windows linked by one write to tmux: each link is its own line, and the batch shares the
+/// worker's queue with every agent's commands.
+const LINKS_PER_BATCH: usize = 256;
 
 enum MonitorWake {
     Event(Option<ConnEvent>),
@@ -982,29 +1114,20 @@ impl WatchMonitor {
         let hub = self.hub.clone();
         let _changing = hub.changing.lock().await;
         if !self.hub.linked(place.window) {
-            let Ok(commands) = watch_session::link(self.watch, place.window, place.session) else {
-                return;
+            let linked = Linked {
+                session: place.session,
+                opener: MONITOR_CALLER.into(),
             };
-            let caller = Caller::new(MONITOR_CALLER);
-            let linked = self
-                .hub
-                .worker
-                .run_batch(&caller, commands, BatchMode::StopOnError, None)
-                .await
-                .is_ok_and(|o| matches!(o.first(), Some(CommandOutcome::Ok(_))));
-            if !linked {
+            let outcome = OutputHub { inner: hub.clone() }
+                .run_links(self.watch, &[(place.window, linked.clone())])
+                .await;
+            if !matches!(outcome.first(), Some(Ok(()))) {
                 return;
             }
             if let Some(watch) = self.hub.lock_watch().as_mut()
                 && watch.session == self.watch
             {
-                watch.linked.insert(
-                    place.window,
-                    Linked {
-                        session: place.session,
-                        opener: MONITOR_CALLER.into(),
-                    },
-                );
+                watch.linked.insert(place.window, linked);
             }
         }
         self.hub.router.moved(pane, place.window);

@@ -4,7 +4,7 @@
 //! tmux sends `%output` to a control client only for panes of windows linked into the session
 //! it is attached to, and checks every pane against every output client on each turn of its
 //! event loop (BENCHMARKS.md). So instead of one client per watched session, the windows of
-//! watched panes are linked into this one session ([`link`]) and unlinked when no one watches
+//! watched panes are linked into this one session ([`links`]) and unlinked when no one watches
 //! them any more ([`unlink`]); one client attached to it receives all their output. The
 //! session's own first window (a placeholder running `cat`) stays its current window: tmux
 //! applies a pending resize to a window only while it is the current window of an attached
@@ -24,7 +24,7 @@
 //!
 //! Pure: command lines and row parsing; [`super::monitor`] runs them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::command::TmuxCommand;
 use super::connection::NewSession;
@@ -86,25 +86,37 @@ pub fn parse_place(rows: &[Vec<u8>], pane: PaneId) -> Option<(WindowId, SessionI
     (id == pane).then(|| (window, session, parts.next().unwrap_or("").to_owned()))
 }
 
-/// Links `window` (of session `owner`) into the watch session `watch` without selecting it,
-/// then switches the issuing client (the worker's) to `owner`, which makes `owner` the most
-/// recently active session holding the window. Run as one line, stopping at the first error:
-/// only the link's outcome matters.
-pub fn link(
+/// Links each `(window, owner)` into the watch session `watch` without selecting it, then
+/// switches the issuing client (the worker's) to each distinct owner, which makes every owner
+/// more recently active than the watch session (tmux resolves a bare `%N` or `@N` to the most
+/// recently active session holding it). One command per line, run independently: command `i`
+/// (for `i < windows.len()`) is the link of `windows[i]`; the switches that follow may fail
+/// (an owner that ended meanwhile) without harm.
+pub fn links(
     watch: SessionId,
-    window: WindowId,
-    owner: SessionId,
+    windows: &[(WindowId, SessionId)],
 ) -> Result<Vec<TmuxCommand>, QuoteError> {
-    Ok(vec![
-        TmuxCommand::new("link-window")
-            .flag("-d")
-            .opt("-s", window.to_string())
-            .opt("-t", format!("{watch}:"))
-            .build()?,
-        TmuxCommand::new("switch-client")
-            .opt("-t", owner.to_string())
-            .build()?,
-    ])
+    let mut commands = Vec::with_capacity(windows.len() * 2);
+    for (window, _) in windows {
+        commands.push(
+            TmuxCommand::new("link-window")
+                .flag("-d")
+                .opt("-s", window.to_string())
+                .opt("-t", format!("{watch}:"))
+                .build()?,
+        );
+    }
+    let mut owners = HashSet::new();
+    for (_, owner) in windows {
+        if owners.insert(*owner) {
+            commands.push(
+                TmuxCommand::new("switch-client")
+                    .opt("-t", owner.to_string())
+                    .build()?,
+            );
+        }
+    }
+    Ok(commands)
 }
 
 /// Unlinks `window` from the watch session; a window linked nowhere else (its session is gone)
@@ -200,19 +212,33 @@ pub fn kill(window: WindowId) -> Result<TmuxCommand, QuoteError> {
 mod tests {
     use super::*;
 
-    fn line(commands: &[TmuxCommand]) -> String {
-        String::from_utf8(super::super::command::chain_line(commands)).unwrap()
-    }
-
     #[test]
     fn builds_the_session_and_its_links() {
         assert_eq!(
             String::from_utf8(placeholder(SessionId(9)).unwrap().as_bytes().to_vec()).unwrap(),
             "display-message -p -t '$9:' '#{window_id}'"
         );
+        let lines: Vec<String> = links(
+            SessionId(9),
+            &[
+                (WindowId(4), SessionId(2)),
+                (WindowId(5), SessionId(3)),
+                (WindowId(6), SessionId(2)),
+            ],
+        )
+        .unwrap()
+        .iter()
+        .map(|c| String::from_utf8(c.as_bytes().to_vec()).unwrap())
+        .collect();
         assert_eq!(
-            line(&link(SessionId(9), WindowId(4), SessionId(2)).unwrap()),
-            "link-window -d -s '@4' -t '$9:' ; switch-client -t '$2'"
+            lines,
+            [
+                "link-window -d -s '@4' -t '$9:'",
+                "link-window -d -s '@5' -t '$9:'",
+                "link-window -d -s '@6' -t '$9:'",
+                "switch-client -t '$2'",
+                "switch-client -t '$3'",
+            ]
         );
         assert_eq!(
             String::from_utf8(
