@@ -32,12 +32,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::command::TmuxCommand;
 use super::connection::{
-    ConnEvent, ConnectError, ConnectOptions, Connection, LineRequest, OutputMode,
+    ConnEvent, ConnectError, ConnectOptions, Connection, LineRequest, OutputMode, OutputSink,
 };
 use super::ids::{PaneId, SessionId, WindowId};
 use super::output::{OutputSubscription, PaneStream, StreamEnd};
 use super::protocol::{Block, SubscriptionChange};
-use super::router::{Router, RouterSink};
+use super::router::Router;
 use super::spawn::{TmuxEndpoint, term_marker};
 use super::watch_session;
 use super::worker::{BatchMode, Caller, CommandOutcome, WorkerHandle};
@@ -52,6 +52,23 @@ pub struct OutputStats {
     pub pauses: AtomicU64,
     pub connections_open: AtomicI64,
     pub connects: AtomicU64,
+}
+
+/// Routes the watch connection's output.
+struct RouterSink {
+    router: Arc<Router>,
+    stats: Arc<OutputStats>,
+}
+
+impl OutputSink for RouterSink {
+    fn output(&self, pane: PaneId, data: &[u8]) {
+        self.stats
+            .bytes_read
+            .fetch_add(data.len() as u64, Ordering::Relaxed);
+        if let Some(stream) = self.router.stream(pane) {
+            stream.push(data);
+        }
+    }
 }
 
 /// The running watch session, and the windows linked into it.

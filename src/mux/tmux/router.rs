@@ -1,19 +1,16 @@
 //! Which stream each pane's output goes to: the routes from pane ids to [`PaneStream`]s that the
-//! watch connection's reader task feeds ([`RouterSink`]), with the window each pane was linked
+//! watch connection's reader task feeds, with the window each pane was linked
 //! through and the keeps that hold streams open without a subscriber.
 //!
 //! A route holds its stream weakly: a stream lives while a subscriber (or a keep) holds it, and
 //! a route whose stream is gone is forgotten at the next sweep.
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, Weak};
 
 use tokio::time::Instant;
 
-use super::connection::OutputSink;
 use super::ids::{PaneId, WindowId};
-use super::monitor::OutputStats;
 use super::output::{PaneStream, StreamEnd};
 
 /// Which stream each pane's output goes to.
@@ -183,23 +180,6 @@ impl Router {
             if let Some(stream) = route.stream.upgrade() {
                 stream.close(reason.clone());
             }
-        }
-    }
-}
-
-/// Routes the watch connection's output.
-pub(super) struct RouterSink {
-    pub(super) router: Arc<Router>,
-    pub(super) stats: Arc<OutputStats>,
-}
-
-impl OutputSink for RouterSink {
-    fn output(&self, pane: PaneId, data: &[u8]) {
-        self.stats
-            .bytes_read
-            .fetch_add(data.len() as u64, Ordering::Relaxed);
-        if let Some(stream) = self.router.stream(pane) {
-            stream.push(data);
         }
     }
 }
