@@ -12,6 +12,7 @@
 //!
 //! This module knows nothing about tmux connections; [`super::monitor`] feeds it.
 
+use std::any::Any;
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, Weak};
@@ -21,7 +22,6 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::ids::PaneId;
-use super::shared_lines::PaneLines;
 use crate::mux::ledger::Ledger;
 use crate::mux::ledger::marks::MarkScanner;
 use crate::mux::lines::LineAssembler;
@@ -64,8 +64,9 @@ pub struct PaneStream {
     ring: Mutex<Ring>,
     /// Bumped on every append, gap and close; subscribers wait on it.
     version: watch::Sender<u64>,
-    /// The decoded lines of this stream, while some text wait reads them.
-    lines: Mutex<Weak<PaneLines>>,
+    /// What the stream's readers derive from it and share (its decoded lines), while one holds
+    /// it: see [`Self::shared`].
+    shared: Mutex<Option<Weak<dyn Any + Send + Sync>>>,
     /// When the stream started: nothing before it is in the stream or its ledger.
     since: SystemTime,
     started: Instant,
@@ -132,7 +133,7 @@ impl PaneStream {
                 last_output: None,
             }),
             version: watch::Sender::new(0),
-            lines: Mutex::new(Weak::new()),
+            shared: Mutex::new(None),
             since: SystemTime::now(),
             started: Instant::now(),
         })
@@ -152,16 +153,23 @@ impl PaneStream {
         self.lock().capacity
     }
 
-    /// The stream's shared line log, started at `from` when nobody holds one.
-    pub(super) fn lines(&self, from: ReadCursor) -> Arc<PaneLines> {
+    /// The value readers of this stream share (its decoded lines, for text waits), made by
+    /// `make` from the stream's capacity when no reader holds one. Held weakly and typed by
+    /// its readers, so the stream knows nothing of what they derive.
+    pub(super) fn shared<T: Any + Send + Sync>(&self, make: impl FnOnce(usize) -> T) -> Arc<T> {
         // Only ever replaced whole, so a poisoned slot is still consistent.
-        let mut slot = self.lines.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(lines) = slot.upgrade() {
-            return lines;
+        let mut slot = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(held) = slot
+            .as_ref()
+            .and_then(Weak::upgrade)
+            .and_then(|held| held.downcast::<T>().ok())
+        {
+            return held;
         }
-        let lines = Arc::new(PaneLines::new(from, self.capacity()));
-        *slot = Arc::downgrade(&lines);
-        lines
+        let made = Arc::new(make(self.capacity()));
+        let erased: Arc<dyn Any + Send + Sync> = made.clone();
+        *slot = Some(Arc::downgrade(&erased));
+        made
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Ring> {

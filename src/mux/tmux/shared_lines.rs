@@ -216,7 +216,10 @@ enum Phase {
 impl LineReader {
     /// A reader of the output after `subscription`'s position.
     pub fn new(subscription: OutputSubscription) -> Self {
-        let lines = subscription.stream().lines(subscription.cursor());
+        let from = subscription.cursor();
+        let lines = subscription
+            .stream()
+            .shared(|capacity| PaneLines::new(from, capacity));
         let seen = subscription.position();
         Self {
             lines,
