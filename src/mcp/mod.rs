@@ -64,7 +64,7 @@ use crate::limits::Limits;
 use crate::mux::tmux::TmuxEngine;
 use crate::mux::zellij::servers::ZellijServers;
 use crate::telemetry::Metrics;
-use crate::telemetry::mcp::{RequestObserver, ToolName, is_tool_error};
+use crate::telemetry::mcp::{RequestObserver, Requester, ToolName, is_tool_error};
 use crate::workspace::Workspaces;
 pub use call::CallContext;
 pub use error::{ToolError, ToolErrorKind};
@@ -159,7 +159,13 @@ impl McpServer {
             name,
             known: self.inner.tools.get(name).is_some(),
         });
-        RequestObserver::start(&self.state().metrics, method, tool, context)
+        let who = CallContext::from_request(context).map_or_else(Requester::default, |caller| {
+            Requester {
+                sub: Some(caller.principal.sub),
+                mcp_session: caller.mcp_session,
+            }
+        });
+        RequestObserver::start(&self.state().metrics, method, tool, context, who)
     }
 
     async fn run_call_tool(

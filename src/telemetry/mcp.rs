@@ -35,7 +35,6 @@ use tracing::field::Empty;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use super::Metrics;
-use crate::mcp::CallContext;
 
 /// Longest tool name copied into a span attribute (the name is client input when unknown).
 const MAX_TOOL_ATTRIBUTE: usize = 64;
@@ -61,15 +60,22 @@ pub struct RequestObserver {
     started: Instant,
 }
 
+/// Who sent a request, when it was authenticated: its token's `sub` and its MCP session.
+#[derive(Debug, Default)]
+pub struct Requester {
+    pub sub: Option<String>,
+    pub mcp_session: Option<String>,
+}
+
 impl RequestObserver {
     pub fn start(
         metrics: &Arc<Metrics>,
         method: &'static str,
         tool: Option<ToolName<'_>>,
         context: &RequestContext<RoleServer>,
+        who: Requester,
     ) -> Self {
-        let caller = CallContext::from_request(context);
-        let mcp_session = caller.as_ref().and_then(|c| c.mcp_session.clone());
+        let Requester { sub, mcp_session } = who;
         let tool_attribute = tool.map(|t| truncate(t.name, MAX_TOOL_ATTRIBUTE));
         let span_name = match &tool_attribute {
             Some(tool) => format!("{method} {tool}"),
@@ -113,7 +119,7 @@ impl RequestObserver {
             method,
             tool_label: tool.filter(|t| t.known).map(|t| t.name.to_owned()),
             tool: tool_attribute,
-            sub: caller.map(|c| c.principal.sub),
+            sub,
             mcp_session,
             started: Instant::now(),
         }
