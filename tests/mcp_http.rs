@@ -421,7 +421,7 @@ async fn foreign_host_and_origin_are_forbidden() {
 async fn configured_hosts_are_accepted() {
     let mut config = Config::embedded_default();
     config.http.allowed_hosts =
-        vec![muxgate::http::allowlist::HostPattern::parse("gateway.example").unwrap()];
+        vec![muxgate::config::allowlist::HostPattern::parse("gateway.example").unwrap()];
     let gateway = spawn_gateway(config).await;
     let mcp = gateway.raw();
     let ping = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",

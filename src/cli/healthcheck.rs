@@ -257,7 +257,7 @@ mod tests {
         let mut config = Config::embedded_default();
         config.http.bind = "0.0.0.0:9000".parse().unwrap();
         assert_eq!(default_url(&config), "http://127.0.0.1:9000/healthz");
-        config.http.tls = Some(crate::http::tls::TlsConfig {
+        config.http.tls = Some(crate::config::TlsConfig {
             cert_file: "/c".into(),
             key_file: "/k".into(),
             watch_interval_secs: 10,

@@ -2,7 +2,7 @@
 //!
 //! These checks defend a locally bound gateway against DNS rebinding and cross-site requests
 //! from browsers. The patterns are parsed once from the config; matching is pure so it can be
-//! tested exhaustively. The tower layer that applies them is [`super::guard`].
+//! tested exhaustively. The tower layer that applies them is [`crate::http::guard`].
 //!
 //! Semantics:
 //! - host pattern: `*` (any), `name`, `name:port`, `[v6]`, `[v6]:port`; without a port any

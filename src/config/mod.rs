@@ -18,6 +18,7 @@
 //! This module does not act on the configuration; the HTTP layer, the engine and the tools read
 //! their sections from a shared [`Config`].
 
+pub mod allowlist;
 pub mod layers;
 
 use std::borrow::Borrow;
@@ -30,10 +31,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Table;
 
+use self::allowlist::{HostPattern, OriginPattern};
 use crate::audit::AuditConfig;
 use crate::auth::{AuthConfig, ClientPolicyConfig, DefaultClientConfig};
-use crate::http::allowlist::{HostPattern, OriginPattern};
-use crate::http::tls::TlsConfig;
 use crate::limits::LimitsConfig;
 use crate::mux::tmux::EngineSettings;
 pub use crate::mux::tmux::TmuxSocket;
@@ -74,6 +74,29 @@ pub struct Config {
     /// The file this configuration was read from (none: the embedded default alone).
     #[serde(skip)]
     pub source_file: Option<PathBuf>,
+}
+
+/// `[http.tls]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsConfig {
+    /// PEM certificate chain, leaf first.
+    pub cert_file: PathBuf,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub key_file: PathBuf,
+    /// How often the files are checked for changes.
+    #[serde(default = "default_watch_interval_secs")]
+    pub watch_interval_secs: u64,
+}
+
+fn default_watch_interval_secs() -> u64 {
+    10
+}
+
+impl TlsConfig {
+    pub fn watch_interval(&self) -> Duration {
+        Duration::from_secs(self.watch_interval_secs)
+    }
 }
 
 /// `[http]`: the listener and what it accepts.

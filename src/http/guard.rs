@@ -13,7 +13,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, StatusCode, Uri, header};
 
-use super::allowlist::{HostPattern, OriginPattern, parse_host_header, parse_origin_header};
+use crate::config::allowlist::{
+    HostPattern, OriginPattern, parse_host_header, parse_origin_header,
+};
 
 /// The accepted `Host` and `Origin` values.
 #[derive(Debug, Clone)]

@@ -25,7 +25,6 @@
 //! The router is built from explicit [`HttpDeps`], so tests and later layers construct it the
 //! same way `muxgate serve` does.
 
-pub mod allowlist;
 pub mod body;
 pub mod guard;
 pub mod hangup;

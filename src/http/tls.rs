@@ -24,7 +24,6 @@ use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
-use serde::Deserialize;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
@@ -33,28 +32,7 @@ use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 use tokio_util::sync::CancellationToken;
 
-/// `[http.tls]`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TlsConfig {
-    /// PEM certificate chain, leaf first.
-    pub cert_file: PathBuf,
-    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
-    pub key_file: PathBuf,
-    /// How often the files are checked for changes.
-    #[serde(default = "default_watch_interval_secs")]
-    pub watch_interval_secs: u64,
-}
-
-fn default_watch_interval_secs() -> u64 {
-    10
-}
-
-impl TlsConfig {
-    pub fn watch_interval(&self) -> Duration {
-        Duration::from_secs(self.watch_interval_secs)
-    }
-}
+use crate::config::TlsConfig;
 
 /// Longest a client may take to complete the TLS handshake.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
