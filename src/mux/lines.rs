@@ -23,6 +23,11 @@
 //!
 //! Pure: no I/O, no allocation beyond the current line and the lines it returns.
 
+/// The marker line that stands for `n` lines cut from a text (the same for every backend).
+pub fn truncation_marker(n: usize) -> String {
+    format!("[... {n} lines truncated ...]")
+}
+
 /// Longest line kept before it is cut.
 pub const MAX_LINE_CHARS: usize = 16 * 1024;
 

@@ -24,8 +24,8 @@ use crate::mcp::access::{TmuxAccess, engine_error, list_hint, parse_target};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::pane_ops::{check_max_lines, quote_error, target_pane};
+use crate::mux::lines::truncation_marker;
 use crate::mux::tmux::ops::buffer::{LogicalBufferName, decode_show_buffer, show_buffer_escaped};
-use crate::mux::tmux::ops::capture::truncation_marker;
 use crate::mux::tmux::{BatchMode, CommandOutcome, EngineError, TmuxCommand};
 
 /// Most bytes one buffer may hold when loaded through the gateway.

@@ -20,8 +20,8 @@ use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::zellij_access::{ZellijAccess, parse_pane, parse_tab};
+use crate::mux::lines::truncation_marker;
 use crate::mux::pane_io::{PaneIo, ScreenPattern, ScreenScope};
-use crate::mux::tmux::ops::capture::truncation_marker;
 use crate::mux::zellij::backend::{CommandResult, InputStep, RunInPaneOptions, RunOptions};
 use crate::mux::zellij::panes::parse_keys;
 

@@ -14,6 +14,7 @@
 use super::super::command::TmuxCommand;
 use super::super::ids::PaneId;
 use super::super::quote::QuoteError;
+use crate::mux::lines::truncation_marker;
 
 /// Default `max_lines` of captures (as the reference server).
 pub const DEFAULT_MAX_LINES: usize = 500;
@@ -91,11 +92,6 @@ impl CapturedText {
     pub fn truncated(&self) -> bool {
         self.truncated_lines > 0
     }
-}
-
-/// The marker line that stands for `n` cut lines.
-pub fn truncation_marker(n: usize) -> String {
-    format!("[... {n} lines truncated ...]")
 }
 
 /// Shapes `capture-pane` output: drops trailing blank lines (and, with `trim_line_ends`, the
