@@ -1,0 +1,105 @@
+//! ARCHITECTURE.md stays true to the tree: every file or folder it names in backticks exists.
+//!
+//! A name counts when it ends in a file extension the repo uses (`monitor.rs`, `deploy/k8s.yaml`)
+//! or in `/` (`src/mcp/`); it matches a path of the repo that ends with it, so the document may
+//! name a file by its last parts where the text says which folder it is in.
+
+use std::path::Path;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// Files the gateway writes at run time, which the document names but the repo cannot hold.
+const WRITTEN_AT_RUN_TIME: &[&str] = &["meta.json", "owners.json"];
+
+/// Every file and folder of the repo, relative to its root (folders end in `/`), leaving out
+/// build output and version control.
+fn repo_paths() -> Vec<String> {
+    fn walk(dir: &Path, prefix: &str, out: &mut Vec<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if matches!(name.as_str(), "target" | ".git" | "node_modules" | "corpus") {
+                continue;
+            }
+            let path = format!("{prefix}{name}");
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                out.push(format!("{path}/"));
+                walk(&entry.path(), &format!("{path}/"), out);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(Path::new(ROOT), "", &mut out);
+    out
+}
+
+/// The names in `text` that look like paths: in backticks, those ending in a file extension
+/// the repo uses or in `/`; anywhere (the diagram too), those starting with a top-level folder.
+/// Globs (`tests/zellij_*`) are left out.
+fn named_paths(text: &str) -> Vec<&str> {
+    let quoted_path =
+        regex::Regex::new(r"^[A-Za-z0-9_./-]+(\.(rs|md|toml|json|yaml|yml|py|sh|lock)|/)$")
+            .expect("valid regex");
+    let in_tree = regex::Regex::new(r"^(src|tests|benches|deploy|scripts|docs|fuzz|config)/")
+        .expect("valid regex");
+    let quoted = text
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|quoted| quoted_path.is_match(quoted));
+    let bare = text
+        .split(|c: char| !(c.is_ascii_alphanumeric() || "_./-*".contains(c)))
+        .map(|word| word.trim_end_matches(['.', ',']))
+        .filter(|word| in_tree.is_match(word) && !word.contains('*'));
+    let mut names: Vec<&str> = quoted.chain(bare).collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
+fn exists(paths: &[String], named: &str) -> bool {
+    paths.iter().any(|path| {
+        path == named
+            || path.strip_suffix('/') == Some(named)
+            || path.ends_with(&format!("/{named}"))
+    })
+}
+
+#[test]
+fn every_file_architecture_md_names_exists() {
+    let text = std::fs::read_to_string(Path::new(ROOT).join("ARCHITECTURE.md"))
+        .expect("read ARCHITECTURE.md");
+    let paths = repo_paths();
+    let named = named_paths(&text);
+    assert!(named.len() > 50, "only {} paths found", named.len());
+    let missing: Vec<&str> = named
+        .into_iter()
+        .filter(|name| !WRITTEN_AT_RUN_TIME.contains(name) && !exists(&paths, name))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md names files that do not exist: {missing:?}"
+    );
+}
+
+#[test]
+fn a_renamed_file_would_be_caught() {
+    let paths = vec!["src/mux/tmux/monitor.rs".to_owned(), "src/mcp/".to_owned()];
+    assert!(exists(&paths, "monitor.rs"));
+    assert!(exists(&paths, "tmux/monitor.rs"));
+    assert!(exists(&paths, "src/mcp/"));
+    assert!(!exists(&paths, "onitor.rs"));
+    assert!(!exists(&paths, "hub.rs"));
+    assert_eq!(
+        named_paths("see `hub.rs`, `tools/list`, `src/mcp/` and `a b.rs`"),
+        ["hub.rs", "src/mcp/"]
+    );
+    assert_eq!(
+        named_paths("runs src/http/mod.rs (TLS: tls.rs), tests/zellij_* and src/limits."),
+        ["src/http/mod.rs", "src/limits"]
+    );
+}
