@@ -62,7 +62,7 @@ async fn runs_commands_and_reports_tmux_errors() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn batches_run_independently_or_stop_at_the_first_error() {
+async fn batches_run_independently_or_stop_at_the_first_error_of_a_line() {
     let tmux = TestTmux::start();
     let (server, _shutdown) = server_for(&tmux, settings());
     let bad = || {
@@ -89,6 +89,25 @@ async fn batches_run_independently_or_stop_at_the_first_error() {
     assert_eq!(outcomes[0], CommandOutcome::Ok(vec![b"one".to_vec()]));
     assert!(matches!(&outcomes[1], CommandOutcome::Failed(_)));
     assert_eq!(outcomes[2], CommandOutcome::NotRun);
+
+    // Lines of two: a failure stops its own line only, and every outcome keeps its place.
+    let paired = vec![
+        bad(),
+        display("skipped"),
+        display("three"),
+        display("four"),
+        display("five"),
+    ];
+    let outcomes = server
+        .run_batch(&caller(), paired, BatchMode::Lines(2), None)
+        .await
+        .unwrap();
+    assert_eq!(outcomes.len(), 5);
+    assert!(matches!(&outcomes[0], CommandOutcome::Failed(m) if m.contains("%999")));
+    assert_eq!(outcomes[1], CommandOutcome::NotRun);
+    assert_eq!(outcomes[2], CommandOutcome::Ok(vec![b"three".to_vec()]));
+    assert_eq!(outcomes[3], CommandOutcome::Ok(vec![b"four".to_vec()]));
+    assert_eq!(outcomes[4], CommandOutcome::Ok(vec![b"five".to_vec()]));
 
     // The connection is still in step after a chain that stopped early.
     let lines = server.run(&caller(), display("after")).await.unwrap();
@@ -759,10 +778,10 @@ fn slow_attach_tmux(dir: &std::path::Path) -> std::path::PathBuf {
 }
 
 /// Subscribers that queue behind a change of the watch session (here its slow attach) are
-/// linked together, one write for the lot, not one round trip each; one that gave up meanwhile
-/// is not linked.
+/// linked together, one worker job for the lot, not one round trip each; one that gave up
+/// meanwhile is not linked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn subscribers_queued_behind_the_attach_are_linked_in_one_write() {
+async fn subscribers_queued_behind_the_attach_are_linked_in_one_job() {
     const QUEUED: usize = 31;
     let tmux = TestTmux::start();
     for i in 0..=QUEUED {
@@ -806,10 +825,10 @@ async fn subscribers_queued_behind_the_attach_are_linked_in_one_write() {
         subscriptions.push(subscriber.await.unwrap().unwrap());
     }
     // The first window's link, then one batch for the other 31.
-    let writes = jobs() - before;
+    let batches = jobs() - before;
     assert!(
-        writes <= 3,
-        "{writes} writes to link {} windows",
+        batches <= 3,
+        "{batches} jobs to link {} windows",
         QUEUED + 1
     );
     assert_eq!(server.output().watched_windows(), QUEUED + 1);

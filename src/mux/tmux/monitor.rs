@@ -144,8 +144,14 @@ struct HubInner {
 struct LinkRequest {
     caller: Caller,
     place: Place,
-    done: oneshot::Sender<Result<(), EngineError>>,
+    done: LinkDone,
 }
+
+/// Where a link request's outcome goes.
+type LinkDone = oneshot::Sender<Result<(), EngineError>>;
+
+/// The subscribers waiting for each window of a batch to be linked.
+type Subscribers = HashMap<WindowId, Vec<LinkDone>>;
 
 impl HubInner {
     fn lock_watch(&self) -> std::sync::MutexGuard<'_, Option<Watch>> {
@@ -329,10 +335,11 @@ impl OutputHub {
 
     /// Links `place`'s window into the watch session, starting the session if none runs.
     ///
-    /// Requests queue and one task links them in batches, each batch one write to tmux: a storm
-    /// of first subscribers costs one round trip per batch, not one each. The task, not this
-    /// call, runs the batch, so a subscriber that gives up (its deadline) leaves the others'
-    /// links and the hub's record of them whole.
+    /// Requests queue and one task links them in batches, each batch one job of the worker (its
+    /// lines pipelined, each window's link and switch on one line, so no other command runs
+    /// between them): a storm of first subscribers costs one job per batch, not a round trip
+    /// each. The task, not this call, runs the batch, so a subscriber that gives up (its
+    /// deadline) leaves the others' links and the hub's record of them whole.
     async fn link(&self, caller: &Caller, place: Place) -> Result<(), EngineError> {
         let (done, result) = oneshot::channel();
         self.inner.lock_pending().push(LinkRequest {
@@ -373,10 +380,60 @@ impl OutputHub {
     }
 
     /// Links one batch: starts the watch session with the first window if none runs, checks
-    /// each request against the caps in order, then links the rest in one write.
+    /// each request against the caps in order, then links the rest in one job.
     async fn link_batch(&self, batch: Vec<LinkRequest>) {
         let mut batch = batch.into_iter();
-        let watch = loop {
+        let Some(watch) = self.running_watch(&mut batch).await else {
+            return;
+        };
+        let (planned, mut waiting) = self.plan(batch);
+        if planned.is_empty() {
+            return;
+        }
+        let mut outcomes = self.run_links(watch, &planned).await;
+        if outcomes.iter().any(|o| {
+            o.as_ref()
+                .is_err_and(|e| !matches!(e, EngineError::Command(_)))
+        }) {
+            // The job as a whole failed (a timeout, a lost connection): some lines may have run.
+            // What tmux holds decides, so that no window stays linked unrecorded.
+            if let Some(present) = self.windows_in(watch).await {
+                for ((window, _), outcome) in planned.iter().zip(outcomes.iter_mut()) {
+                    if present.contains(window) {
+                        *outcome = Ok(());
+                    }
+                }
+            }
+        }
+        for ((window, linked), outcome) in planned.into_iter().zip(outcomes) {
+            let mut guard = self.inner.lock_watch();
+            let running = guard.as_mut().filter(|w| w.session == watch && w.running());
+            let outcome = match (running, outcome) {
+                (Some(w), Ok(())) => {
+                    w.linked.insert(window, linked);
+                    Ok(())
+                }
+                // The session ended meanwhile: the subscriber finds its window unlinked and
+                // tries again with the next one.
+                (None, _) => Ok(()),
+                (Some(_), Err(e)) => Err(e),
+            };
+            drop(guard);
+            for done in waiting.remove(&window).unwrap_or_default() {
+                let _ = done.send(outcome.clone());
+            }
+        }
+    }
+
+    /// The running watch session, waiting for an ending one to be gone, or started with the
+    /// first request of `batch` still waited for. A start that fails for another reason than
+    /// the caps fails the rest of the batch with it: each would fail the same way, one
+    /// connect timeout after another.
+    async fn running_watch(
+        &self,
+        batch: &mut std::vec::IntoIter<LinkRequest>,
+    ) -> Option<SessionId> {
+        loop {
             let current = self
                 .inner
                 .lock_watch()
@@ -385,24 +442,39 @@ impl OutputHub {
             match current {
                 // A session that is ending must be gone before a new one can take its name.
                 Some((_, false, gone)) => gone.cancelled().await,
-                Some((watch, true, _)) => break watch,
+                Some((watch, true, _)) => return Some(watch),
                 None => {
-                    // The first request still waited for, to start the session with.
-                    let Some(first) = batch.find(|r| !r.done.is_closed()) else {
-                        return;
-                    };
+                    let first = batch.find(|r| !r.done.is_closed())?;
                     let started = match self.check_caps(&first.caller, first.place.session, &[]) {
                         Ok(()) => self.start(&first.caller, first.place).await,
                         Err(e) => Err(e),
                     };
-                    let _ = first.done.send(started);
+                    match started {
+                        Err(e) if !matches!(e, EngineError::TooManyWatched { .. }) => {
+                            for request in batch.by_ref().chain(std::iter::once(first)) {
+                                let _ = request.done.send(Err(e.clone()));
+                            }
+                            return None;
+                        }
+                        started => {
+                            let _ = first.done.send(started);
+                        }
+                    }
                 }
             }
-        };
+        }
+    }
+
+    /// The requests of a batch to link, in order, within the caps: each window once, with the
+    /// subscribers waiting for it. Requests whose window is linked already, or that are
+    /// refused, are answered here; those whose subscriber gave up are dropped.
+    fn plan(
+        &self,
+        batch: impl Iterator<Item = LinkRequest>,
+    ) -> (Vec<(WindowId, Linked)>, Subscribers) {
         let mut planned: Vec<(WindowId, Linked)> = Vec::new();
-        let mut waiting: HashMap<WindowId, Vec<oneshot::Sender<_>>> = HashMap::new();
+        let mut waiting = Subscribers::new();
         for request in batch {
-            // A subscriber that gave up (its deadline) no longer needs its window watched.
             if request.done.is_closed() {
                 continue;
             }
@@ -415,16 +487,14 @@ impl OutputHub {
                 let _ = request.done.send(Ok(()));
                 continue;
             }
-            let planned_sessions: Vec<&Linked> = planned.iter().map(|(_, l)| l).collect();
-            match self.check_caps(&request.caller, request.place.session, &planned_sessions) {
+            let held: Vec<&Linked> = planned.iter().map(|(_, l)| l).collect();
+            match self.check_caps(&request.caller, request.place.session, &held) {
                 Ok(()) => {
-                    planned.push((
-                        window,
-                        Linked {
-                            session: request.place.session,
-                            opener: request.caller.id().into(),
-                        },
-                    ));
+                    let linked = Linked {
+                        session: request.place.session,
+                        opener: request.caller.id().into(),
+                    };
+                    planned.push((window, linked));
                     waiting.insert(window, vec![request.done]);
                 }
                 Err(e) => {
@@ -432,26 +502,19 @@ impl OutputHub {
                 }
             }
         }
-        if planned.is_empty() {
-            return;
-        }
-        let outcomes = self.run_links(watch, &planned).await;
-        for ((window, linked), outcome) in planned.into_iter().zip(outcomes) {
-            // Counted only if the session is still running; if it ended meanwhile, the
-            // subscriber finds its window unlinked and tries again.
-            if outcome.is_ok()
-                && let Some(w) = self
-                    .inner
-                    .lock_watch()
-                    .as_mut()
-                    .filter(|w| w.session == watch && w.running())
-            {
-                w.linked.insert(window, linked);
-            }
-            for done in waiting.remove(&window).unwrap_or_default() {
-                let _ = done.send(outcome.clone());
-            }
-        }
+        (planned, waiting)
+    }
+
+    /// The windows tmux holds in the watch session, or `None` if it cannot tell.
+    async fn windows_in(&self, watch: SessionId) -> Option<HashSet<WindowId>> {
+        let command = watch_session::windows(watch).ok()?;
+        let rows = self
+            .inner
+            .worker
+            .run(&Caller::new(MONITOR_CALLER), command)
+            .await
+            .ok()?;
+        Some(watch_session::listed(&rows))
     }
 
     /// Runs the links of `windows` into `watch`; one outcome per window, in order.
@@ -469,7 +532,7 @@ impl OutputHub {
                     .run_batch(
                         &Caller::new(MONITOR_CALLER),
                         commands,
-                        BatchMode::Independent,
+                        BatchMode::Lines(watch_session::LINK_LINE),
                         None,
                     )
                     .await
@@ -481,9 +544,9 @@ impl OutputHub {
         };
         match outcomes {
             Ok(outcomes) => {
-                let mut outcomes = outcomes.into_iter();
+                let mut links = outcomes.into_iter().step_by(watch_session::LINK_LINE);
                 (0..windows.len())
-                    .map(|_| match outcomes.next() {
+                    .map(|_| match links.next() {
                         Some(CommandOutcome::Ok(_)) => Ok(()),
                         Some(CommandOutcome::Failed(message)) => Err(EngineError::Command(message)),
                         Some(CommandOutcome::NotRun) | None => Err(lost()),
@@ -781,8 +844,8 @@ const DEAD_STATUS_ASK: Duration = Duration::from_millis(300);
 /// The caller the monitor's own commands run as.
 const MONITOR_CALLER: &str = "muxgate:watch";
 
-/// Most windows linked by one write to tmux: each link is its own line, and the batch shares the
-/// worker's queue with every agent's commands.
+/// Most windows linked by one job of the worker: each window's link is its own line, and the
+/// batch shares the worker's queue with every agent's commands.
 const LINKS_PER_BATCH: usize = 256;
 
 enum MonitorWake {

@@ -86,18 +86,19 @@ pub fn parse_place(rows: &[Vec<u8>], pane: PaneId) -> Option<(WindowId, SessionI
     (id == pane).then(|| (window, session, parts.next().unwrap_or("").to_owned()))
 }
 
-/// Links each `(window, owner)` into the watch session `watch` without selecting it, then
-/// switches the issuing client (the worker's) to each distinct owner, which makes every owner
-/// more recently active than the watch session (tmux resolves a bare `%N` or `@N` to the most
-/// recently active session holding it). One command per line, run independently: command `i`
-/// (for `i < windows.len()`) is the link of `windows[i]`; the switches that follow may fail
-/// (an owner that ended meanwhile) without harm.
+/// Links each `(window, owner)` into the watch session `watch` without selecting it, each
+/// followed by a switch of the issuing client (the worker's) to the window's owner, which makes
+/// the owner more recently active than the watch session (tmux resolves a bare `%N` or `@N` to
+/// the most recently active session holding it). Two commands per window, to be run as one
+/// `;`-chained line each, so that no other command runs between a link and its switch: command
+/// `2 * i` is the link of `windows[i]`; its switch may fail (an owner that ended meanwhile)
+/// without harm.
 pub fn links(
     watch: SessionId,
     windows: &[(WindowId, SessionId)],
 ) -> Result<Vec<TmuxCommand>, QuoteError> {
     let mut commands = Vec::with_capacity(windows.len() * 2);
-    for (window, _) in windows {
+    for (window, owner) in windows {
         commands.push(
             TmuxCommand::new("link-window")
                 .flag("-d")
@@ -105,19 +106,17 @@ pub fn links(
                 .opt("-t", format!("{watch}:"))
                 .build()?,
         );
-    }
-    let mut owners = HashSet::new();
-    for (_, owner) in windows {
-        if owners.insert(*owner) {
-            commands.push(
-                TmuxCommand::new("switch-client")
-                    .opt("-t", owner.to_string())
-                    .build()?,
-            );
-        }
+        commands.push(
+            TmuxCommand::new("switch-client")
+                .opt("-t", owner.to_string())
+                .build()?,
+        );
     }
     Ok(commands)
 }
+
+/// Commands per window in [`links`].
+pub const LINK_LINE: usize = 2;
 
 /// Unlinks `window` from the watch session; a window linked nowhere else (its session is gone)
 /// is killed (`-k`), as it would have been with its session.
@@ -135,6 +134,16 @@ pub fn windows(watch: SessionId) -> Result<TmuxCommand, QuoteError> {
         .opt("-t", watch.to_string())
         .opt("-F", "#{window_id} #{window_linked_sessions}")
         .build()
+}
+
+/// Every window of a [`windows`] answer.
+pub fn listed(rows: &[Vec<u8>]) -> HashSet<WindowId> {
+    rows.iter()
+        .filter_map(|row| {
+            let text = std::str::from_utf8(row).ok()?;
+            text.split(' ').next()?.trim_end().parse().ok()
+        })
+        .collect()
 }
 
 /// The windows of a [`windows`] answer linked into the watch session only, but for its
@@ -234,10 +243,11 @@ mod tests {
             lines,
             [
                 "link-window -d -s '@4' -t '$9:'",
+                "switch-client -t '$2'",
                 "link-window -d -s '@5' -t '$9:'",
+                "switch-client -t '$3'",
                 "link-window -d -s '@6' -t '$9:'",
                 "switch-client -t '$2'",
-                "switch-client -t '$3'",
             ]
         );
         assert_eq!(
@@ -254,6 +264,10 @@ mod tests {
 
     #[test]
     fn reads_answers() {
+        assert_eq!(
+            listed(&[b"@1 2".to_vec(), b"@7 1".to_vec(), b"junk".to_vec()]),
+            HashSet::from([WindowId(1), WindowId(7)])
+        );
         assert_eq!(parse_placeholder(&[b"@30".to_vec()]), Some(WindowId(30)));
         assert_eq!(parse_placeholder(&[b"$12".to_vec()]), None);
         assert_eq!(parse_placeholder(&[]), None);

@@ -93,6 +93,9 @@ pub enum BatchMode {
     Independent,
     /// One `;`-chained line: tmux stops at the first failure and runs nothing after it.
     StopOnError,
+    /// `;`-chained lines of this many commands each (the last may be shorter): within a line
+    /// tmux stops at the first failure, and nothing of another caller runs inside a line.
+    Lines(usize),
 }
 
 /// What became of one command of a batch.
@@ -296,12 +299,22 @@ impl WorkerHandle {
         let (lines, receivers): (Vec<_>, Vec<_>) = match mode {
             BatchMode::Independent => commands
                 .iter()
-                .map(|c| limited(LineRequest::new(c.as_bytes().to_vec(), 1)))
+                .map(|c| {
+                    let (line, rx) = limited(LineRequest::new(c.as_bytes().to_vec(), 1));
+                    (line, (rx, 1))
+                })
                 .unzip(),
             BatchMode::StopOnError => {
                 let (line, rx) = limited(LineRequest::new(chain_line(&commands), count));
-                (vec![line], vec![rx])
+                (vec![line], vec![(rx, count)])
             }
+            BatchMode::Lines(per_line) => commands
+                .chunks(per_line.max(1))
+                .map(|chunk| {
+                    let (line, rx) = limited(LineRequest::new(chain_line(chunk), chunk.len()));
+                    (line, (rx, chunk.len()))
+                })
+                .unzip(),
         };
         self.gauge
             .try_add(caller, count, &self.settings)
@@ -346,15 +359,17 @@ impl WorkerHandle {
         result
     }
 
-    /// Waits for the replies of one job's lines, in order.
+    /// Waits for the replies of one job's lines, in order; each line's commands that tmux did
+    /// not run (after a failure in the line) are [`CommandOutcome::NotRun`].
     async fn collect_replies(
         &self,
-        receivers: Vec<oneshot::Receiver<LineResult>>,
+        receivers: Vec<(oneshot::Receiver<LineResult>, usize)>,
         deadline: tokio::time::Instant,
         count: usize,
     ) -> Result<Vec<CommandOutcome>, EngineError> {
         let mut outcomes = Vec::with_capacity(count);
-        for rx in receivers {
+        for (rx, commands) in receivers {
+            let line_end = outcomes.len() + commands;
             let result =
                 tokio::time::timeout_at(deadline, rx)
                     .await
@@ -370,9 +385,9 @@ impl WorkerHandle {
                 // The worker dropped the request: it is shutting down.
                 Err(_) => return Err(EngineError::ShuttingDown),
             };
-            outcomes.extend(blocks.into_iter().map(block_outcome));
+            outcomes.extend(blocks.into_iter().take(commands).map(block_outcome));
+            outcomes.resize(line_end, CommandOutcome::NotRun);
         }
-        outcomes.resize(count, CommandOutcome::NotRun);
         Ok(outcomes)
     }
 
