@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::watch::{PaneState, WaitBudget, cancelled, keep, target_pane};
+use super::watch::{PaneState, WaitBudget, cancelled, keep, target_pane, unix_ms};
 use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, not_found, parse_target};
 use crate::mcp::call::CallContext;
@@ -384,7 +384,12 @@ async fn wait_for_state(
         };
         let state = PaneState::read_settled(tmux, pane).await?;
         let baseline = match since.as_ref().and_then(|since| since.get(&pane)) {
-            Some(seen) => Some(*seen),
+            // The same recording: records after the one seen are news.
+            Some(seen) if seen.recording == unix_ms(stream.since()) => {
+                Some((seen.id, seen.running))
+            }
+            // A recording started since (the last one lapsed): every record of it is news.
+            Some(_) => Some((0, false)),
             None => stream
                 .with_ledger(|ledger| ledger.records().next_back().map(|r| (r.id, !r.finished()))),
         };
@@ -482,26 +487,52 @@ async fn wait_for_state(
             .collect(),
         reached,
         waited_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        cursor: (input.condition == StateCondition::CommandFinished)
-            .then(|| encode_cursor(watched.iter().map(|w| (w.pane, w.baseline)))),
+        cursor: (input.condition == StateCondition::CommandFinished).then(|| {
+            encode_cursor(
+                watched
+                    .iter()
+                    .map(|w| Seen::at(w.pane, &w.stream, w.baseline)),
+            )
+        }),
     })
 }
 
-/// A `command_finished` cursor: for each pane, the newest command already seen and whether it
-/// was still running (`%3:5,%7:2+`; `0` before any). Opaque to agents.
-fn encode_cursor(panes: impl Iterator<Item = (PaneId, Option<(u64, bool)>)>) -> String {
+/// One pane's entry in a `command_finished` cursor: which recording of the pane (its start,
+/// in unix ms: ledger ids start again with each), the newest record already seen in it (`0`
+/// before any) and whether that one was still running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Seen {
+    pane: PaneId,
+    recording: u64,
+    id: u64,
+    running: bool,
+}
+
+impl Seen {
+    fn at(pane: PaneId, stream: &PaneStream, baseline: Option<(u64, bool)>) -> Self {
+        let (id, running) = baseline.unwrap_or((0, false));
+        Self {
+            pane,
+            recording: unix_ms(stream.since()),
+            id,
+            running,
+        }
+    }
+}
+
+/// A cursor: its panes' entries (`%3@1795766372011:5,%7@1795766372400:2+`). Opaque to agents.
+fn encode_cursor(panes: impl Iterator<Item = Seen>) -> String {
     let entries: Vec<String> = panes
-        .map(|(pane, seen)| match seen {
-            Some((id, true)) => format!("{pane}:{id}+"),
-            Some((id, false)) => format!("{pane}:{id}"),
-            None => format!("{pane}:0"),
+        .map(|seen| {
+            let running = if seen.running { "+" } else { "" };
+            format!("{}@{}:{}{running}", seen.pane, seen.recording, seen.id)
         })
         .collect();
     entries.join(",")
 }
 
-/// Reads an [`encode_cursor`] string.
-fn parse_cursor(cursor: &str) -> Result<std::collections::HashMap<PaneId, (u64, bool)>, ToolError> {
+/// Reads an [`encode_cursor`] string, by pane.
+fn parse_cursor(cursor: &str) -> Result<std::collections::HashMap<PaneId, Seen>, ToolError> {
     let bad = || {
         ToolError::invalid_arguments(
             "since is not a cursor wait_for_state returned",
@@ -510,14 +541,22 @@ fn parse_cursor(cursor: &str) -> Result<std::collections::HashMap<PaneId, (u64, 
     };
     let mut seen = std::collections::HashMap::new();
     for entry in cursor.split(',') {
-        let (pane, id) = entry.split_once(':').ok_or_else(bad)?;
+        let (at, id) = entry.split_once(':').ok_or_else(bad)?;
+        let (pane, recording) = at.split_once('@').ok_or_else(bad)?;
         let pane = pane.parse::<PaneId>().map_err(|_| bad())?;
+        let recording = recording.parse::<u64>().map_err(|_| bad())?;
         let (id, running) = match id.strip_suffix('+') {
             Some(id) => (id, true),
             None => (id, false),
         };
         let id = id.parse::<u64>().map_err(|_| bad())?;
-        if seen.insert(pane, (id, running)).is_some() || seen.len() > MAX_TARGETS {
+        let entry = Seen {
+            pane,
+            recording,
+            id,
+            running,
+        };
+        if seen.insert(pane, entry).is_some() || seen.len() > MAX_TARGETS {
             return Err(bad());
         }
     }
@@ -575,18 +614,24 @@ mod tests {
 
     #[test]
     fn a_cursor_reads_back_what_it_wrote() {
+        let seen = |pane, recording, id, running| Seen {
+            pane: PaneId(pane),
+            recording,
+            id,
+            running,
+        };
         let panes = [
-            (PaneId(3), Some((5, false))),
-            (PaneId(7), Some((2, true))),
-            (PaneId(9), None),
+            seen(3, 17, 5, false),
+            seen(7, 18, 2, true),
+            seen(9, 19, 0, false),
         ];
         let cursor = encode_cursor(panes.into_iter());
-        assert_eq!(cursor, "%3:5,%7:2+,%9:0");
-        let seen = parse_cursor(&cursor).unwrap();
-        assert_eq!(seen.len(), 3);
-        assert_eq!(seen[&PaneId(3)], (5, false));
-        assert_eq!(seen[&PaneId(7)], (2, true));
-        assert_eq!(seen[&PaneId(9)], (0, false));
+        assert_eq!(cursor, "%3@17:5,%7@18:2+,%9@19:0");
+        let read = parse_cursor(&cursor).unwrap();
+        assert_eq!(read.len(), 3);
+        for entry in panes {
+            assert_eq!(read[&entry.pane], entry);
+        }
     }
 
     #[test]
@@ -594,17 +639,19 @@ mod tests {
         for bad in [
             "",
             "%3",
-            "%3:",
-            "3:5",
-            "%3:x",
-            "%3:5-",
-            "%3:5,%3:6",
-            "%3:5;%4:1",
-            "%3:+",
+            "%3:5",
+            "%3@1:",
+            "3@1:5",
+            "%3@x:5",
+            "%3@1:x",
+            "%3@1:5-",
+            "%3@1:5,%3@1:6",
+            "%3@1:5;%4@1:1",
+            "%3@1:+",
         ] {
             assert!(parse_cursor(bad).is_err(), "{bad:?}");
         }
-        let many: Vec<String> = (0..=MAX_TARGETS).map(|i| format!("%{i}:1")).collect();
+        let many: Vec<String> = (0..=MAX_TARGETS).map(|i| format!("%{i}@1:1")).collect();
         assert!(parse_cursor(&many.join(",")).is_err());
     }
 }
