@@ -38,11 +38,16 @@ fn repo_paths() -> Vec<String> {
 }
 
 /// The names in `text` that look like paths: in backticks, those ending in a file extension
-/// the repo uses or in `/`; anywhere (the diagram too), those starting with a top-level folder.
-/// Globs (`tests/zellij_*`) are left out.
+/// the repo uses or in `/`; anywhere (the diagram too), words ending in such an extension and
+/// paths under a top-level folder. Globs (`tests/zellij_*`) and absolute or home paths
+/// (`/etc/…`, `~/…`: not the repo's) are left out.
 fn named_paths(text: &str) -> Vec<&str> {
-    let quoted_path =
-        regex::Regex::new(r"^[A-Za-z0-9_./-]+(\.(rs|md|toml|json|yaml|yml|py|sh|lock)|/)$")
+    let quoted_path = regex::Regex::new(
+        r"^[A-Za-z0-9_.][A-Za-z0-9_./-]*(\.(rs|md|toml|json|yaml|yml|py|sh|lock)|/)$",
+    )
+    .expect("valid regex");
+    let file_word =
+        regex::Regex::new(r"^[A-Za-z0-9_][A-Za-z0-9_./-]*\.(rs|md|toml|json|yaml|yml|py|sh|lock)$")
             .expect("valid regex");
     let in_tree = regex::Regex::new(r"^(src|tests|benches|deploy|scripts|docs|fuzz|config)/")
         .expect("valid regex");
@@ -52,9 +57,9 @@ fn named_paths(text: &str) -> Vec<&str> {
         .step_by(2)
         .filter(|quoted| quoted_path.is_match(quoted));
     let bare = text
-        .split(|c: char| !(c.is_ascii_alphanumeric() || "_./-*".contains(c)))
+        .split(|c: char| !(c.is_ascii_alphanumeric() || "_./-*~".contains(c)))
         .map(|word| word.trim_end_matches(['.', ',']))
-        .filter(|word| in_tree.is_match(word) && !word.contains('*'));
+        .filter(|word| (file_word.is_match(word) || in_tree.is_match(word)) && !word.contains('*'));
     let mut names: Vec<&str> = quoted.chain(bare).collect();
     names.sort_unstable();
     names.dedup();
@@ -96,10 +101,15 @@ fn a_renamed_file_would_be_caught() {
     assert!(!exists(&paths, "hub.rs"));
     assert_eq!(
         named_paths("see `hub.rs`, `tools/list`, `src/mcp/` and `a b.rs`"),
-        ["hub.rs", "src/mcp/"]
+        ["b.rs", "hub.rs", "src/mcp/"]
     );
     assert_eq!(
         named_paths("runs src/http/mod.rs (TLS: tls.rs), tests/zellij_* and src/limits."),
-        ["src/http/mod.rs", "src/limits"]
+        ["src/http/mod.rs", "src/limits", "tls.rs"]
+    );
+    // The words of the diagram count too; paths outside the repo do not.
+    assert_eq!(
+        named_paths("guard   src/http/guard.rs, allowlist.rs `/etc/muxgate/config.toml` ~/x.toml"),
+        ["allowlist.rs", "src/http/guard.rs"]
     );
 }

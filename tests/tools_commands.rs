@@ -312,8 +312,9 @@ async fn pane_state_says_waiting_for_input_only_on_evidence() {
     assert_eq!(python["at_prompt"], false, "{python}");
     type_line(&tmux, &pane, "");
 
-    // A program computing is running: on a CPU, not waiting.
-    type_line(&tmux, &pane, "python3 -c 'while True: pass'");
+    // A program computing is running: on a CPU, not waiting (at the lowest priority, so that
+    // it slows nothing else down meanwhile).
+    type_line(&tmux, &pane, "nice -n 19 python3 -c 'while True: pass'");
     let spinning = state_until(&client, &pane, |s| {
         s["foreground_command_line"] == "python3 -c while True: pass"
             && s["blocked_in"] == "running"
@@ -519,8 +520,8 @@ async fn a_fleet_of_32_panes_is_reported_in_the_order_they_finish() {
     tmux.ok(&["new-session", "-d", "-s", "fleet", "-x", "200", "-y", "60"]);
     // Each pane runs one command the way an integrated shell reports it (OSC 133 C when its
     // output starts, D with its status when it ends), all starting once the file `go` exists
-    // (each looks every 50 ms); they end at random times in a random order, at least 100 ms
-    // apart (a looked-for `go` file is seen up to 50 ms late).
+    // (each looks every 50 ms); they end at random times in a random order, at least 200 ms
+    // apart (a looked-for `go` file is seen up to 50 ms late, and 32 shells share 2 cores).
     let seed: u64 = rand::random();
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut ranks: Vec<usize> = (0..PANES).collect();
@@ -528,7 +529,7 @@ async fn a_fleet_of_32_panes_is_reported_in_the_order_they_finish() {
     let mut ends_ms = Vec::with_capacity(PANES);
     let mut at = 1000u64;
     for _ in 0..PANES {
-        at += rng.random_range(100..400);
+        at += rng.random_range(200..500);
         ends_ms.push(at);
     }
     let dir = tempfile::tempdir().expect("temp dir");
@@ -606,7 +607,7 @@ async fn a_fleet_of_32_panes_is_reported_in_the_order_they_finish() {
         // Now and then the agent takes its time before it waits again: longer than two gaps,
         // so at least two commands end meanwhile and the next wait must tell both.
         if waits % 3 == 0 {
-            tokio::time::sleep(Duration::from_millis(800)).await;
+            tokio::time::sleep(Duration::from_millis(1000)).await;
         }
     }
     panes.sort_by_key(|(k, _)| *k);

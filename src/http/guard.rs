@@ -3,7 +3,7 @@
 //! It runs before authentication so that a request from a rebinding or cross-site context is
 //! refused with 403 whatever credentials it carries. rmcp has an equivalent check inside its
 //! service; the gateway turns that one off and keeps this single matcher, whose patterns are
-//! the ones in `[http]` (see [`super::allowlist`]).
+//! the ones in `[http]` (see [`crate::config::allowlist`]).
 
 use std::sync::Arc;
 
