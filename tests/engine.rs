@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use common::tmux::TestTmux;
 use common::wait_until;
 use muxgate::mux::tmux::{
-    BatchMode, Caller, CommandOutcome, ConnectError, EngineError, EngineSettings, PaneId,
-    StreamEnd, TmuxCommand, TmuxServer,
+    BatchMode, Caller, CommandOutcome, ConnectError, EngineError, EngineSettings,
+    OutputSubscription, PaneId, StreamEnd, TmuxCommand, TmuxServer,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -777,6 +777,45 @@ fn slow_attach_tmux(dir: &std::path::Path) -> std::path::PathBuf {
     wrapper
 }
 
+/// A server whose output connection attaches slowly (3 s: [`slow_attach_tmux`]), with its first
+/// subscriber (of `main`) already waiting for that attach.
+struct SlowAttach {
+    server: TmuxServer,
+    first: tokio::task::JoinHandle<Result<OutputSubscription, EngineError>>,
+    _shutdown: CancellationToken,
+    _dir: tempfile::TempDir,
+}
+
+impl SlowAttach {
+    async fn begin(tmux: &TestTmux) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let (server, shutdown) = server_for(
+            tmux,
+            EngineSettings {
+                tmux_bin: slow_attach_tmux(dir.path()),
+                ..settings()
+            },
+        );
+        let first = tokio::spawn({
+            let (server, pane) = (server.clone(), tmux.pane_id("main"));
+            async move { server.subscribe(&caller(), pane, within(20_000)).await }
+        });
+        let started = dir.path().join("slow-attach-started");
+        assert!(wait_until(Duration::from_secs(10), || started.exists()).await);
+        Self {
+            server,
+            first,
+            _shutdown: shutdown,
+            _dir: dir,
+        }
+    }
+}
+
+/// `ms` from now, as a subscription deadline.
+fn within(ms: u64) -> tokio::time::Instant {
+    tokio::time::Instant::now() + Duration::from_millis(ms)
+}
+
 /// Subscribers that queue behind a change of the watch session (here its slow attach) are
 /// linked together, one worker job for the lot, not one round trip each; one that gave up
 /// meanwhile is not linked.
@@ -787,21 +826,8 @@ async fn subscribers_queued_behind_the_attach_are_linked_in_one_job() {
     for i in 0..=QUEUED {
         tmux.ok(&["new-session", "-d", "-s", &format!("s{i}")]);
     }
-    let dir = tempfile::tempdir().unwrap();
-    let (server, _shutdown) = server_for(
-        &tmux,
-        EngineSettings {
-            tmux_bin: slow_attach_tmux(dir.path()),
-            ..settings()
-        },
-    );
-    let within = |ms| tokio::time::Instant::now() + Duration::from_millis(ms);
-    let first = tokio::spawn({
-        let (server, pane) = (server.clone(), tmux.pane_id("main"));
-        async move { server.subscribe(&caller(), pane, within(20_000)).await }
-    });
-    let started = dir.path().join("slow-attach-started");
-    assert!(wait_until(Duration::from_secs(10), || started.exists()).await);
+    let attach = SlowAttach::begin(&tmux).await;
+    let (server, first) = (attach.server.clone(), attach.first);
 
     let mut queued = Vec::new();
     for i in 0..QUEUED {
@@ -843,23 +869,9 @@ async fn a_slow_attach_blocks_no_deadline_and_happens_once() {
     let tmux = TestTmux::start();
     tmux.ok(&["new-session", "-d", "-s", "queued"]);
     tmux.ok(&["new-session", "-d", "-s", "later"]);
-    let dir = tempfile::tempdir().unwrap();
-    let (server, _shutdown) = server_for(
-        &tmux,
-        EngineSettings {
-            tmux_bin: slow_attach_tmux(dir.path()),
-            ..settings()
-        },
-    );
-    let within = |ms| tokio::time::Instant::now() + Duration::from_millis(ms);
-
     // The first subscriber attaches the output connection, slowly.
-    let first = tokio::spawn({
-        let (server, pane) = (server.clone(), tmux.pane_id("main"));
-        async move { server.subscribe(&caller(), pane, within(20_000)).await }
-    });
-    let started = dir.path().join("slow-attach-started");
-    assert!(wait_until(Duration::from_secs(10), || started.exists()).await);
+    let attach = SlowAttach::begin(&tmux).await;
+    let (server, first) = (attach.server.clone(), attach.first);
 
     // A session queued behind the attach gives up at its deadline.
     let asked = Instant::now();
