@@ -10,10 +10,13 @@
 //! Not here: the scope check (tiers) and rate limits, which [`super::call`] applies to every
 //! call before a tool runs.
 
+use std::time::Duration;
+
 use crate::auth::owners::{OwnerScope, SessionKey, SessionOwners};
 use crate::auth::{SessionRef, can_see_session, check_server, check_session};
 use crate::limits::Limits;
 use crate::limits::output::Carried;
+use crate::mux::lines::excerpt;
 use crate::mux::tmux::format::{row_format, split_row};
 use crate::mux::tmux::ops;
 use crate::mux::tmux::target::{Target, TargetError};
@@ -25,6 +28,7 @@ use crate::mux::tmux::{
 use crate::workspace::{self, WorkspaceError, WorkspaceLimits, WorkspaceName, Workspaces};
 
 use super::McpServer;
+use super::budget::{WaitBudget, cap_output};
 use super::call::CallContext;
 use super::error::{ToolError, ToolErrorKind};
 
@@ -92,7 +96,7 @@ impl McpServer {
         };
         let unknown = || {
             ToolError::not_found(
-                format!("no tmux server named {:?}", shorten(name)),
+                format!("no tmux server named {:?}", excerpt(name)),
                 "call list_servers for the names you may use",
             )
         };
@@ -320,6 +324,22 @@ impl TmuxAccess<'_> {
         Ok(())
     }
 
+    /// The pane a tool acts on for `target` (the pane itself, or the active pane of a window or
+    /// session), after checking the caller may see it. Costs no tmux command for a pane id when
+    /// the caller's ACL does not depend on sessions (tmux itself then reports a missing pane
+    /// when the real command runs); one command otherwise.
+    pub async fn pane_of(&self, target: &Target) -> Result<PaneId, ToolError> {
+        match target {
+            Target::Pane(pane) if !self.acl_needs_sessions() => Ok(*pane),
+            _ => Ok(self.resolve(target).await?.pane_id),
+        }
+    }
+
+    /// [`Self::pane_of`] for a client's target argument, parsed first.
+    pub async fn pane_named(&self, target: &str) -> Result<PaneId, ToolError> {
+        self.pane_of(&parse_target(target)?).await
+    }
+
     /// Caps text for a tool result to what is left of the call's output budget, keeping the
     /// tail. Returns the text and how many bytes were cut.
     pub fn cap_output(&self, text: &str) -> (String, usize) {
@@ -332,10 +352,17 @@ impl TmuxAccess<'_> {
     }
 
     fn cap(&self, text: &str, carried: Carried) -> (String, usize) {
-        let capped = self
-            .limits
-            .clamp_output(self.call.sub(), text, &self.call.output, carried);
-        (capped.text.to_owned(), capped.dropped_bytes)
+        cap_output(self.limits, self.call, text, carried)
+    }
+
+    /// Takes one of the caller's wait slots and clamps the timeout (seconds; `default` when
+    /// absent) to its `max_wait_seconds`.
+    pub fn wait_budget(
+        &self,
+        requested: Option<f64>,
+        default: Duration,
+    ) -> Result<WaitBudget, ToolError> {
+        WaitBudget::take(self.limits, self.call, requested, default)
     }
 }
 
@@ -466,10 +493,6 @@ fn is_missing_target(message: &str) -> bool {
     ["can't find", "no such", "not found"]
         .iter()
         .any(|needle| message.contains(needle))
-}
-
-fn shorten(text: &str) -> String {
-    text.chars().take(64).collect()
 }
 
 #[cfg(test)]

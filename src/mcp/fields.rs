@@ -6,6 +6,7 @@
 //! known); `fields` asks for exactly the fields named (`["all"]`: every field). A row's id is
 //! always there, so an answer can always be acted on.
 
+use crate::mux::lines::excerpt;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -45,10 +46,7 @@ impl RowShape {
         }
         if let Some(unknown) = fields.iter().find(|f| !self.all.contains(&f.as_str())) {
             return Err(ToolError::invalid_arguments(
-                format!(
-                    "unknown field {:?} in {tool}'s fields",
-                    super::tools::shorten(unknown)
-                ),
+                format!("unknown field {:?} in {tool}'s fields", excerpt(unknown)),
                 format!("name some of: {}; or [\"all\"]", self.all.join(", ")),
             ));
         }

@@ -11,6 +11,7 @@
 //! runs, naming the valid fields. Filtering happens in the gateway after the one listing
 //! command, so it never adds tmux commands.
 
+use crate::mux::lines::excerpt;
 use std::collections::BTreeMap;
 
 use regex::{Regex, RegexBuilder};
@@ -77,7 +78,7 @@ impl Filters {
                 Some((field, op)) if OPERATORS.contains(&op) => (field, op),
                 Some((_, op)) if !fields.contains(&key.as_str()) => {
                     return Err(ToolError::invalid_arguments(
-                        format!("unknown filter operator {:?}", shorten(op)),
+                        format!("unknown filter operator {:?}", excerpt(op)),
                         format!("use one of: {}", OPERATORS.join(", ")),
                     ));
                 }
@@ -85,7 +86,7 @@ impl Filters {
             };
             if !fields.contains(&field) {
                 return Err(ToolError::invalid_arguments(
-                    format!("unknown filter field {:?}", shorten(field)),
+                    format!("unknown filter field {:?}", excerpt(field)),
                     format!(
                         "filter on a field of {list_tool}'s rows: {}",
                         fields.join(", ")
@@ -94,7 +95,7 @@ impl Filters {
             }
             let test = Test::parse(op, value).map_err(|why| {
                 ToolError::invalid_arguments(
-                    format!("filter {:?}: {why}", shorten(key)),
+                    format!("filter {:?}: {why}", excerpt(key)),
                     "pass a string, number or boolean (a list for __in / __nin)",
                 )
             })?;
@@ -138,7 +139,7 @@ impl Test {
                     .case_insensitive(insensitive)
                     .size_limit(REGEX_SIZE_LIMIT)
                     .build()
-                    .map_err(|e| format!("invalid regex: {}", shorten(&e.to_string())))?;
+                    .map_err(|e| format!("invalid regex: {}", excerpt(&e.to_string())))?;
                 Test::Regex(regex)
             }
             "in" | "nin" => {
@@ -213,10 +214,6 @@ fn text_of(value: &Value) -> String {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     }
-}
-
-fn shorten(text: &str) -> String {
-    text.chars().take(64).collect()
 }
 
 #[cfg(test)]

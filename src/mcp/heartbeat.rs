@@ -8,6 +8,7 @@
 //! the call may take, and `message` what it waits for and how long at most is left. A call
 //! that ends sooner sends nothing; one without a token is left alone.
 
+use crate::mux::lines::excerpt;
 use std::time::Duration;
 
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
@@ -15,8 +16,6 @@ use rmcp::{Peer, RoleServer};
 use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::task::AbortOnDropHandle;
-
-use super::tools::shorten;
 
 /// Tools that wait for something that may take long.
 pub const WAITING_TOOLS: &[&str] = &[
@@ -65,7 +64,7 @@ impl Heartbeat {
             .iter()
             .find_map(|name| arg(name).and_then(Value::as_str));
         let what = match on {
-            Some(on) => format!("{tool} on {}", shorten(on)),
+            Some(on) => format!("{tool} on {}", excerpt(on)),
             None => tool.to_owned(),
         };
         Some(Self {

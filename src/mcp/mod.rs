@@ -27,6 +27,7 @@
 
 pub mod access;
 pub mod args;
+pub mod budget;
 pub mod call;
 pub mod catalog;
 pub mod error;

@@ -7,7 +7,7 @@
 //! session ACL, and turns failures into [`ToolError`]s.
 //!
 //! Functions taking a [`PaneId`] expect a pane the caller may act on: get it from
-//! [`target_pane`] (or [`pane_rows`]) first.
+//! [`TmuxAccess::pane_of`] (or [`pane_rows`]) first.
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -233,32 +233,44 @@ pub async fn pane_rows(
     tmux: &TmuxAccess<'_>,
     scope: &PaneScope,
 ) -> Result<Vec<PaneRow>, ToolError> {
-    let mut command = TmuxCommand::new("list-panes");
     let hint = match scope {
-        PaneScope::All => {
-            command = command.flag("-a");
-            "call list_sessions"
-        }
+        PaneScope::All => "call list_sessions",
+        PaneScope::Of(target) => list_hint(target),
+    };
+    let lines = tmux
+        .run(list_panes_command(scope)?, hint)
+        .await
+        .map_err(|e| match scope {
+            PaneScope::Of(target) => missing_as_not_found(e, target),
+            PaneScope::All => e,
+        })?;
+    Ok(visible_rows(tmux, &lines))
+}
+
+/// The `list-panes` command for `scope`, rows of [`PANE_FIELDS`].
+pub fn list_panes_command(scope: &PaneScope) -> Result<TmuxCommand, ToolError> {
+    let mut command = TmuxCommand::new("list-panes");
+    match scope {
+        PaneScope::All => command = command.flag("-a"),
         PaneScope::Of(target) => {
             if matches!(target, Target::Session(_)) {
                 command = command.flag("-s");
             }
             command = command.opt("-t", target.tmux_target());
-            list_hint(target)
         }
-    };
-    let command = command
+    }
+    command
         .opt("-F", row_format(&PANE_FIELDS))
         .build()
-        .map_err(quote_error)?;
-    let lines = tmux.run(command, hint).await.map_err(|e| match scope {
-        PaneScope::Of(target) => missing_as_not_found(e, target),
-        PaneScope::All => e,
-    })?;
-    Ok(lines
+        .map_err(quote_error)
+}
+
+/// The rows of a [`list_panes_command`] answer that the caller may see.
+pub fn visible_rows(tmux: &TmuxAccess<'_>, lines: &[Vec<u8>]) -> Vec<PaneRow> {
+    lines
         .iter()
         .filter_map(|line| PaneRow::parse(line)?.for_caller(tmux))
-        .collect())
+        .collect()
 }
 
 /// The pane `target` designates — the pane itself, a window's active pane, or the active pane
@@ -271,16 +283,6 @@ pub async fn pane_info(tmux: &TmuxAccess<'_>, target: &Target) -> Result<PaneRow
         Target::Session(_) => row.info.window_active && row.info.active,
     });
     found.ok_or_else(|| not_found(target))
-}
-
-/// The pane a tool acts on for `target`, after checking the caller may see it. Costs no tmux
-/// command for a pane id when the caller's ACL does not depend on sessions (tmux itself then
-/// reports a missing pane when the real command runs); one command otherwise.
-pub async fn target_pane(tmux: &TmuxAccess<'_>, target: &Target) -> Result<PaneId, ToolError> {
-    match target {
-        Target::Pane(pane) if !tmux.acl_needs_sessions() => Ok(*pane),
-        _ => Ok(tmux.resolve(target).await?.pane_id),
-    }
 }
 
 /// What was delivered to a pane.

@@ -28,15 +28,16 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::McpServer;
-use super::access::TmuxAccess;
+use super::access::{TmuxAccess, parse_target};
 use super::call::{self, CallContext};
 use super::error::{ToolError, ToolErrorKind};
+use super::pane_ops::{
+    PaneInfo, PaneScope, list_panes_command, pane_info, pane_rows, visible_rows,
+};
 use super::tools::session::{SessionDetail, SessionInfo, find_session, list_session_rows};
 use super::tools::window::{WindowInfo, list_window_rows};
 use crate::audit::{CallStart, Outcome};
 use crate::auth::Tier;
-use crate::auth::owners::SessionKey;
-use crate::mux::tmux::format::{flag, row_format, split_row};
 use crate::mux::tmux::target::{SessionSel, Target};
 use crate::mux::tmux::{BatchMode, CommandOutcome, PaneId, TmuxCommand};
 
@@ -261,69 +262,24 @@ pub struct PaneSummary {
     pub title: String,
 }
 
-/// `-F` fields of a pane row: session name early (the ACL needs it unshifted), free text late,
-/// the path last.
-const PANE_FIELDS: [&str; 14] = [
-    "pane_id",
-    "pane_index",
-    "window_id",
-    "session_id",
-    "session_created",
-    "session_name",
-    "pane_active",
-    "pane_width",
-    "pane_height",
-    "pane_pid",
-    "pane_dead",
-    "pane_current_command",
-    "pane_title",
-    "pane_current_path",
-];
-
-/// Parses a pane row and its session as the ownership table knows it.
-fn parse_pane_row(line: &[u8]) -> Option<(PaneSummary, SessionKey)> {
-    let f = split_row(line, PANE_FIELDS.len())?;
-    Some((
-        PaneSummary {
-            id: f[0].clone(),
-            index: f[1].parse().unwrap_or(0),
-            window_id: f[2].clone(),
-            session_id: f[3].clone(),
-            session_name: f[5].clone(),
-            active: flag(&f[6]),
-            width: f[7].parse().unwrap_or(0),
-            height: f[8].parse().unwrap_or(0),
-            pid: f[9].parse().unwrap_or(0),
-            dead: flag(&f[10]),
-            current_command: f[11].clone(),
-            title: f[12].clone(),
-            current_path: f[13].clone(),
-        },
-        SessionKey {
-            id: f[3].clone(),
-            created: f[4].parse().ok()?,
-        },
-    ))
-}
-
-fn list_panes_command(window: Option<&str>) -> Result<TmuxCommand, ToolError> {
-    let command = TmuxCommand::new("list-panes");
-    let command = match window {
-        Some(window) => command.opt("-t", window),
-        None => command.flag("-a"),
-    };
-    command
-        .opt("-F", row_format(&PANE_FIELDS))
-        .build()
-        .map_err(|e| ToolError::new(ToolErrorKind::Internal, e.to_string(), ""))
-}
-
-fn visible_panes(tmux: &TmuxAccess<'_>, rows: &[Vec<u8>]) -> Vec<PaneSummary> {
-    rows.iter()
-        .filter_map(|row| parse_pane_row(row))
-        .filter(|(pane, session)| tmux.can_see(&pane.session_name, session))
-        .map(|(pane, _)| pane)
-        .collect()
+impl From<PaneInfo> for PaneSummary {
+    fn from(info: PaneInfo) -> Self {
+        Self {
+            id: info.id,
+            index: info.index,
+            window_id: info.window_id,
+            session_id: info.session_id,
+            session_name: info.session_name,
+            active: info.active,
+            width: info.width,
+            height: info.height,
+            pid: info.pid,
+            dead: info.dead,
+            current_command: info.current_command,
+            current_path: info.current_path,
+            title: info.title,
+        }
+    }
 }
 
 /// Keeps the last `max` lines, with a marker line saying how many were dropped.
@@ -500,10 +456,12 @@ impl McpServer {
                             "read the session's windows resource",
                         )
                     })?;
-                let rows = tmux
-                    .run(list_panes_command(Some(&window.id))?, "call list_windows")
-                    .await?;
-                let panes = visible_panes(&tmux, &rows);
+                let window_id = parse_target(&window.id)?;
+                let panes = pane_rows(&tmux, &PaneScope::Of(window_id))
+                    .await?
+                    .into_iter()
+                    .map(|row| PaneSummary::from(row.info))
+                    .collect();
                 to_json(&WindowContent {
                     server,
                     window,
@@ -511,18 +469,7 @@ impl McpServer {
                 })?
             }
             ResourceUri::Pane { pane, .. } => {
-                let rows = tmux
-                    .run(list_panes_command(None)?, "call list_panes")
-                    .await?;
-                let pane = visible_panes(&tmux, &rows)
-                    .into_iter()
-                    .find(|p| p.id == pane.to_string())
-                    .ok_or_else(|| {
-                        ToolError::not_found(
-                            format!("no pane {pane} on this server"),
-                            "call list_panes to see valid pane ids",
-                        )
-                    })?;
+                let pane = PaneSummary::from(pane_info(&tmux, &Target::Pane(*pane)).await?.info);
                 to_json(&PaneMetadata { server, pane })?
             }
             ResourceUri::PaneContent { pane, .. } => {
@@ -572,7 +519,7 @@ async fn server_resources(tmux: &TmuxAccess<'_>) -> Vec<Resource> {
     let server = tmux.server_name();
     let (Ok(sessions), Ok(panes)) = (
         super::tools::session::list_sessions_command(),
-        list_panes_command(None),
+        list_panes_command(&PaneScope::All),
     ) else {
         return Vec::new();
     };
@@ -599,7 +546,7 @@ async fn server_resources(tmux: &TmuxAccess<'_>) -> Vec<Resource> {
                 .with_mime_type("application/json"),
             );
         }
-        for pane in visible_panes(tmux, panes) {
+        for pane in visible_rows(tmux, panes).into_iter().map(|row| row.info) {
             resources.push(
                 Resource::new(
                     format!("{}/content", pane_uri(server, &pane.id)),

@@ -12,11 +12,10 @@
 
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use crate::auth::{SessionRef, can_see_session, check_server};
+use crate::limits::Limits;
 use crate::limits::output::Carried;
-use crate::limits::{Limits, WaitPermit};
+use crate::mux::lines::excerpt;
 use crate::mux::zellij::backend::ZellijBackend;
 use crate::mux::zellij::error::ZellijError;
 use crate::mux::zellij::ids::{PaneId, SessionName, TabId};
@@ -24,9 +23,9 @@ use crate::mux::zellij::panes::ZellijPanes;
 use crate::mux::zellij::servers::ZellijServer;
 
 use super::McpServer;
+use super::budget::{WaitBudget, cap_output};
 use super::call::CallContext;
 use super::error::{ToolError, ToolErrorKind};
-use super::tools::watch::parse_timeout;
 
 /// One call's access to one configured Zellij server.
 pub struct ZellijAccess<'a> {
@@ -53,7 +52,7 @@ impl McpServer {
         let server = match name {
             Some(name) => visible.iter().find(|s| s.name() == name).ok_or_else(|| {
                 ToolError::not_found(
-                    format!("no Zellij server named {:?}", shorten(name)),
+                    format!("no Zellij server named {:?}", excerpt(name)),
                     "call zellij_list_servers for the names you may use",
                 )
             })?,
@@ -145,16 +144,9 @@ impl ZellijAccess<'_> {
     }
 
     /// Caps text for a tool result to what is left of the call's output budget, keeping the
-    /// tail.
-    /// Returns the text and how many bytes were cut.
+    /// tail. Returns the text and how many bytes were cut.
     pub fn cap_output(&self, text: &str) -> (String, usize) {
-        let capped = self.limits.clamp_output(
-            self.call.sub(),
-            text,
-            &self.call.output,
-            Carried::InToolResult,
-        );
-        (capped.text.to_owned(), capped.dropped_bytes)
+        cap_output(self.limits, self.call, text, Carried::InToolResult)
     }
 
     /// Takes one of the caller's wait slots and clamps the timeout (seconds; `default` when
@@ -163,35 +155,9 @@ impl ZellijAccess<'_> {
         &self,
         requested: Option<f64>,
         default: Duration,
-    ) -> Result<ZellijWaitBudget, ToolError> {
-        let requested = match requested {
-            None => default,
-            Some(secs) => parse_timeout(secs)?,
-        };
-        let sub = self.call.sub();
-        let permit = self.limits.acquire_wait(sub).map_err(|e| {
-            ToolError::new(
-                ToolErrorKind::Busy,
-                e.to_string(),
-                "wait for one of your running waits to finish, or cancel it",
-            )
-        })?;
-        let clamped = self.limits.clamp_wait(sub, requested);
-        Ok(ZellijWaitBudget {
-            started: Instant::now(),
-            effective: clamped.effective,
-            _permit: permit,
-        })
+    ) -> Result<WaitBudget, ToolError> {
+        WaitBudget::take(self.limits, self.call, requested, default)
     }
-}
-
-/// How long a wait may last, and its slot among the caller's concurrent waits (freed on drop).
-#[derive(Debug)]
-pub struct ZellijWaitBudget {
-    pub started: Instant,
-    /// The timeout actually applied.
-    pub effective: Duration,
-    _permit: WaitPermit,
 }
 
 /// Parses a pane id argument (`terminal_N`, `plugin_N`, or `N` for `terminal_N`).
@@ -288,10 +254,6 @@ fn classify(server: &str, error: &ZellijError) -> (ToolErrorKind, String) {
             format!("Zellij server {server:?} could not be reached; retry shortly"),
         ),
     }
-}
-
-fn shorten(text: &str) -> String {
-    text.chars().take(64).collect()
 }
 
 #[cfg(test)]

@@ -28,6 +28,15 @@ pub fn truncation_marker(n: usize) -> String {
     format!("[... {n} lines truncated ...]")
 }
 
+/// The first 64 characters of a text, `…` marking a cut: how an error quotes a value a client
+/// or tmux gave, so that a long one cannot flood the answer.
+pub fn excerpt(text: &str) -> String {
+    match text.char_indices().nth(64) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
 /// Longest line kept before it is cut.
 pub const MAX_LINE_CHARS: usize = 16 * 1024;
 
@@ -379,6 +388,15 @@ fn trimmed(line: &[char]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_excerpt_marks_its_cut_and_never_splits_a_character() {
+        assert_eq!(excerpt("short"), "short");
+        let exact = "é".repeat(64);
+        assert_eq!(excerpt(&exact), exact);
+        let long = format!("{exact}x");
+        assert_eq!(excerpt(&long), format!("{exact}…"));
+    }
 
     #[test]
     fn lines_of_a_range_keep_an_unfinished_last_line_with_text() {

@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use super::watch::{PaneState, target_pane};
+use super::watch::PaneState;
 use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
@@ -81,7 +81,7 @@ impl McpServer {
             check_agent_name(agent)?;
         }
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let pane = target_pane(&tmux, &input.target).await?;
+        let pane = tmux.pane_named(&input.target).await?;
         let state = PaneState::read(&tmux, pane).await?;
         let instance = PaneInstance {
             server: state.server_pid,

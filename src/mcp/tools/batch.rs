@@ -34,7 +34,7 @@ use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, parse_target};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
-use crate::mcp::pane_ops::{position_commands, position_of, target_pane};
+use crate::mcp::pane_ops::{position_commands, position_of};
 use crate::mcp::position::OutputPosition;
 use crate::mux::tmux::ops::input::InputPlan;
 use crate::mux::tmux::{BatchMode, CommandOutcome, OutputSubscription, PaneId};
@@ -183,7 +183,7 @@ async fn prepare(tmux: &TmuxAccess<'_>, index: usize, op: &KeysOp) -> Prepared {
     };
     let planned = async {
         let target = parse_target(&op.target)?;
-        let pane = target_pane(tmux, &target).await?;
+        let pane = tmux.pane_of(&target).await?;
         input_plan(&as_single, pane)
     };
     match planned.await {
@@ -552,7 +552,7 @@ impl McpServer {
         deadline: Instant,
     ) -> Option<OutputSubscription> {
         let tmux = self.tmux_access(call, wait.server.as_deref()).await.ok()?;
-        let pane = super::watch::target_pane(&tmux, &wait.target).await.ok()?;
+        let pane = tmux.pane_named(&wait.target).await.ok()?;
         super::watch::subscribe(&tmux, pane, deadline).await.ok()
     }
 }

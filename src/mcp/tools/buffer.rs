@@ -23,7 +23,7 @@ use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, engine_error, list_hint, parse_target};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
-use crate::mcp::pane_ops::{check_max_lines, quote_error, target_pane};
+use crate::mcp::pane_ops::{check_max_lines, quote_error};
 use crate::mux::lines::truncation_marker;
 use crate::mux::tmux::ops::buffer::{LogicalBufferName, decode_show_buffer, show_buffer_escaped};
 use crate::mux::tmux::{BatchMode, CommandOutcome, EngineError, TmuxCommand};
@@ -202,7 +202,7 @@ impl McpServer {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let name = logical(&input.logical_name)?;
         let target = parse_target(&input.target)?;
-        let pane = target_pane(&tmux, &target).await?;
+        let pane = tmux.pane_of(&target).await?;
         let mut command = TmuxCommand::new("paste-buffer").flag("-r");
         if input.bracket {
             command = command.flag("-p");

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::watch::{WaitBudget, cancelled, elapsed_ms};
+use super::watch::{cancelled, elapsed_ms};
 use crate::mcp::McpServer;
 use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
@@ -129,7 +129,7 @@ impl McpServer {
     ) -> Result<Json<WaitForChannelOutput>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let channel = channel_name(&input.channel)?;
-        let budget = WaitBudget::take(&tmux, input.timeout, DEFAULT_CHANNEL_TIMEOUT)?;
+        let budget = tmux.wait_budget(input.timeout, DEFAULT_CHANNEL_TIMEOUT)?;
         let settings = self.state().config.engine.settings();
         let started = Instant::now();
         let server_before = server_pid(&tmux).await?;

@@ -16,7 +16,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use super::watch::{KEEP_WAIT, keep, target_pane, unix_ms};
+use super::watch::{KEEP_WAIT, keep, unix_ms};
 use crate::mcp::McpServer;
 use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
@@ -112,7 +112,7 @@ async fn recorded(
     tmux: &TmuxAccess<'_>,
     target: &str,
 ) -> Result<(crate::mux::tmux::PaneId, Arc<PaneStream>), ToolError> {
-    let pane = target_pane(tmux, target).await?;
+    let pane = tmux.pane_named(target).await?;
     let stream = keep(tmux, pane, Instant::now() + KEEP_WAIT).await?;
     Ok((pane, stream))
 }

@@ -13,7 +13,7 @@ use crate::mcp::McpServer;
 use crate::mcp::access::{engine_error, list_hint, parse_target};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
-use crate::mcp::pane_ops::{not_found, quote_error, target_pane};
+use crate::mcp::pane_ops::{not_found, quote_error};
 use crate::mux::tmux::format::{flag, row_format, split_row};
 use crate::mux::tmux::{BatchMode, CommandOutcome, EngineError, TmuxCommand};
 
@@ -79,7 +79,7 @@ impl McpServer {
                 "scroll fewer lines (the history is usually a few thousand lines)",
             ));
         }
-        let pane = target_pane(&tmux, &target).await?;
+        let pane = tmux.pane_of(&target).await?;
         let mut commands = vec![
             TmuxCommand::new("copy-mode")
                 .target(pane)
@@ -124,7 +124,7 @@ impl McpServer {
     ) -> Result<Json<CopyModeOutput>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = parse_target(&input.target)?;
-        let pane = target_pane(&tmux, &target).await?;
+        let pane = tmux.pane_of(&target).await?;
         let commands = vec![
             TmuxCommand::new("copy-mode")
                 .flag("-q")

@@ -9,11 +9,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::option::{OptionScope, ScopeTarget, is_hook_name, scope_target};
-use super::support::{build, shorten};
+use super::support::build;
 use crate::mcp::McpServer;
 use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
+use crate::mux::lines::excerpt;
 use crate::mux::tmux::TmuxCommand;
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -169,7 +170,7 @@ impl McpServer {
                 .all(|b| b.is_ascii_lowercase() || b == b'-');
         if !valid_name {
             return Err(ToolError::invalid_arguments(
-                format!("{:?} is not a tmux hook name", shorten(&input.hook_name)),
+                format!("{:?} is not a tmux hook name", excerpt(&input.hook_name)),
                 "call show_hooks, or use a name like after-new-window, pane-exited or session-created",
             ));
         }

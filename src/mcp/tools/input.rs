@@ -21,7 +21,7 @@ use crate::mcp::McpServer;
 use crate::mcp::access::parse_target;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
-use crate::mcp::pane_ops::{self, Delivered, target_pane};
+use crate::mcp::pane_ops::{self, Delivered};
 use crate::mcp::position::OutputPosition;
 use crate::mux::tmux::PaneId;
 use crate::mux::tmux::ops::buffer::transient_buffer_name;
@@ -180,7 +180,7 @@ impl McpServer {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = parse_target(&input.target)?;
         let request = KeysRequest::parse(&input)?;
-        let pane = target_pane(&tmux, &target).await?;
+        let pane = tmux.pane_of(&target).await?;
         let Delivered {
             text_bytes,
             keys,
@@ -225,7 +225,7 @@ impl McpServer {
                 "pass the text to paste",
             ));
         }
-        let pane = target_pane(&tmux, &target).await?;
+        let pane = tmux.pane_of(&target).await?;
         let delivered = pane_ops::paste_text(&tmux, pane, &text, input.bracket).await?;
         Ok(Json(PasteTextOutput {
             server: tmux.server_name().to_owned(),

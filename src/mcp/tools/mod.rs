@@ -27,7 +27,6 @@ pub mod since;
 pub mod state;
 pub mod state_wait;
 mod support;
-pub(crate) use support::shorten;
 pub mod wait;
 pub mod watch;
 pub mod window;

@@ -17,11 +17,12 @@ use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::support::{build, check_tmux_format, is_env_name, require_every_session, shorten};
+use super::support::{build, check_tmux_format, is_env_name, require_every_session};
 use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, parse_target};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
+use crate::mux::lines::excerpt;
 use crate::mux::tmux::{CommandBuilder, TmuxCommand};
 
 /// Which objects an option (or hook) belongs to.
@@ -198,7 +199,7 @@ pub(crate) fn check_option_name(name: &str) -> Result<(), ToolError> {
     Err(ToolError::invalid_arguments(
         format!(
             "option name {:?} is not valid: use a tmux option name such as status or mode-keys, or a user option such as @my-flag",
-            shorten(name)
+            excerpt(name)
         ),
         "check the name against tmux's option list",
     ))
@@ -210,7 +211,7 @@ fn unknown_option(name: &str, message: &str) -> ToolError {
         format!("tmux: {message}"),
         format!(
             "{:?} is not an option at this scope; check the name and the scope (server, session, window, pane)",
-            shorten(name)
+            excerpt(name)
         ),
     )
 }
@@ -381,7 +382,7 @@ fn check_env_name(name: &str) -> Result<(), ToolError> {
         Err(ToolError::invalid_arguments(
             format!(
                 "variable name {:?} is not valid: use letters, digits and _ (not starting with a digit)",
-                shorten(name)
+                excerpt(name)
             ),
             "pass a name such as PATH or MY_VAR",
         ))
@@ -491,7 +492,7 @@ impl McpServer {
                 ToolErrorKind::Forbidden,
                 format!(
                     "{:?} is a hook: hooks run commands later, outside any call, and cannot be set through the gateway",
-                    shorten(&input.option)
+                    excerpt(&input.option)
                 ),
                 "run the command directly instead (send_keys, run_command); show_hooks reads hooks",
             ));

@@ -26,7 +26,7 @@ use crate::mcp::fields::RowShape;
 use crate::mcp::filter::Filters;
 use crate::mcp::pane_ops::{
     PANE_INFO_FIELDS, PANE_SHAPE, PaneInfo, PaneRow, PaneScope, check_max_lines, not_found,
-    pane_info, pane_rows, quote_error, shape_and_cap, target_pane,
+    pane_info, pane_rows, quote_error, shape_and_cap,
 };
 use crate::mcp::tools::watch::foreground_of;
 use crate::mux::agent_report::{AgentReports, PaneInstance};
@@ -554,7 +554,7 @@ impl McpServer {
         let target = parse_target(&input.target)?;
         let max_lines = check_max_lines(input.max_lines)?;
         let selection = SNAPSHOT_SHAPE.select(input.fields.as_deref(), "snapshot_pane")?;
-        let pane = target_pane(&tmux, &target).await?;
+        let pane = tmux.pane_of(&target).await?;
         let range = CaptureRange::visible();
         // The capture comes first: it fails for a missing pane, where display-message would
         // (tmux 3.3) quietly expand the format for some other pane.
@@ -638,7 +638,7 @@ impl McpServer {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = parse_target(&input.target)?;
         let max_lines = check_max_lines(input.max_lines)?;
-        let pane = target_pane(&tmux, &target).await?;
+        let pane = tmux.pane_of(&target).await?;
         let range = CaptureRange {
             start: input.start.map(|s| s.0),
             end: input.end.map(|e| e.0),

@@ -20,7 +20,6 @@ use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{
     PANE_FIELDS, PaneInfo, PaneRow, PaneScope, not_found, pane_info, pane_rows, quote_error,
-    target_pane,
 };
 use crate::mcp::self_guard::Kill;
 use crate::mux::tmux::command::CommandBuilder;
@@ -307,7 +306,7 @@ impl McpServer {
             input.shell.as_deref(),
             input.environment.as_ref(),
         )?;
-        let pane = target_pane(&tmux, &target).await?;
+        let pane = tmux.pane_of(&target).await?;
         let mut command = TmuxCommand::new("split-window")
             .flag("-P")
             .opt("-F", row_format(&PANE_FIELDS));
@@ -541,7 +540,7 @@ impl McpServer {
                         "pass sizes in cells",
                     ));
                 }
-                let pane = target_pane(&tmux, &target).await?;
+                let pane = tmux.pane_of(&target).await?;
                 let mut command = TmuxCommand::new("resize-pane").target(pane);
                 if let Some(width) = input.width {
                     command = command.opt("-x", width.to_string());
@@ -631,7 +630,7 @@ impl McpServer {
                 "pass a short, plain title",
             ));
         }
-        let pane = target_pane(&tmux, &target).await?;
+        let pane = tmux.pane_of(&target).await?;
         // select-pane -T sets the title and returns before touching the active pane.
         let command = TmuxCommand::new("select-pane")
             .target(pane)
@@ -666,7 +665,7 @@ impl McpServer {
     ) -> Result<Json<PaneActionOutput>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = parse_target(&input.target)?;
-        let pane = target_pane(&tmux, &target).await?;
+        let pane = tmux.pane_of(&target).await?;
         let commands = vec![
             TmuxCommand::new("send-keys")
                 .flag("-R")

@@ -10,7 +10,7 @@ use crate::mcp::McpServer;
 use crate::mcp::access::{list_hint, parse_target};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
-use crate::mcp::pane_ops::{quote_error, target_pane};
+use crate::mcp::pane_ops::quote_error;
 use crate::mux::tmux::ops::pipe::{PipePath, pipe_pane_command};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -68,7 +68,7 @@ impl McpServer {
                     "pass an absolute file path, or omit output_path to stop piping",
                 )
             })?;
-        let pane = target_pane(&tmux, &target).await?;
+        let pane = tmux.pane_of(&target).await?;
         let command = pipe_pane_command(pane, path.as_ref()).map_err(quote_error)?;
         tmux.run(command, list_hint(&target)).await?;
         Ok(Json(PipePaneOutput {

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::watch::{PaneState, WaitBudget, cancelled, elapsed_ms, keep, target_pane};
+use super::watch::{PaneState, cancelled, elapsed_ms, keep};
 use crate::mcp::McpServer;
 use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
@@ -384,10 +384,10 @@ impl McpServer {
         }
         let quiet = input.quiet_ms.map_or(DEFAULT_QUIET, Duration::from_millis);
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let budget = WaitBudget::take(&tmux, input.timeout, DEFAULT_TIMEOUT)?;
+        let budget = tmux.wait_budget(input.timeout, DEFAULT_TIMEOUT)?;
         let work = async {
             let started = Instant::now();
-            let pane = target_pane(&tmux, &input.target).await?;
+            let pane = tmux.pane_named(&input.target).await?;
             let state = PaneState::read(&tmux, pane).await?;
             if state.in_mode {
                 return Err(ToolError::invalid_arguments(

@@ -26,13 +26,14 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::wait::stream_end;
-use super::watch::{PaneState, WaitBudget, cancelled, elapsed_ms, keep, target_pane};
+use super::watch::{PaneState, cancelled, elapsed_ms, keep};
 use crate::mcp::McpServer;
 use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mux::foreground::parse_stat;
 use crate::mux::ledger::CommandRecord;
+use crate::mux::lines::excerpt;
 use crate::mux::shell_run::{
     CommandError, RunCapture, RunMarkers, RunText, ShellFlavor, unmarked_typed_text,
 };
@@ -137,7 +138,7 @@ pub async fn run_command(
     cancel: &CancellationToken,
 ) -> Result<RunCommandOutput, ToolError> {
     let started = Instant::now();
-    let pane = target_pane(tmux, &request.target).await?;
+    let pane = tmux.pane_named(&request.target).await?;
     let Some(_claim) = tmux.server.claims().claim(pane) else {
         return Err(ToolError::new(
             ToolErrorKind::Conflict,
@@ -312,7 +313,7 @@ fn ready_shell(state: &PaneState, forced: Option<ShellFlavor>) -> Result<ShellFl
             ToolErrorKind::Conflict,
             format!(
                 "{pane} shows a full-screen program ({})",
-                shorten(&state.current_command)
+                excerpt(&state.current_command)
             ),
             "quit it first (capture_pane shows what it displays), or use send_keys",
         ));
@@ -325,7 +326,7 @@ fn ready_shell(state: &PaneState, forced: Option<ShellFlavor>) -> Result<ShellFl
             ToolErrorKind::Conflict,
             format!(
                 "{pane} is running {:?}, not a shell run_command knows (bash, zsh, sh/dash, fish)",
-                shorten(&state.current_command)
+                excerpt(&state.current_command)
             ),
             "if it is a shell, pass `shell`; to type into the program, use send_keys",
         ));
@@ -337,7 +338,7 @@ fn ready_shell(state: &PaneState, forced: Option<ShellFlavor>) -> Result<ShellFl
             ToolErrorKind::Conflict,
             format!(
                 "{pane} is busy: {:?} (process group {}) is running in the foreground, not the shell",
-                shorten(&foreground.name),
+                excerpt(&foreground.name),
                 foreground.pgrp
             ),
             "wait for it (wait_for_text), interrupt it (send_keys C-c), or pass `shell` if the pane runs a nested shell",
@@ -399,10 +400,6 @@ async fn type_line(tmux: &TmuxAccess<'_>, pane: PaneId, text: &str) -> Result<()
     }
 }
 
-fn shorten(text: &str) -> String {
-    text.chars().take(64).collect()
-}
-
 #[tool_router(router = run_tools, vis = "pub(crate)")]
 impl McpServer {
     #[tool(
@@ -435,7 +432,7 @@ impl McpServer {
                 "pass a smaller max_lines, or read more with capture_since",
             ));
         }
-        let budget = WaitBudget::take(&tmux, input.timeout, DEFAULT_RUN_TIMEOUT)?;
+        let budget = tmux.wait_budget(input.timeout, DEFAULT_RUN_TIMEOUT)?;
         let request = RunRequest {
             target: input.target,
             command: input.command,

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::support::{
-    build, check_window_name, name_filter, session_only, shorten, validate_environment,
+    build, check_window_name, name_filter, session_only, validate_environment,
     validate_start_directory, validate_window_size,
 };
 use super::window::{WindowInfo, list_window_rows};
@@ -32,6 +32,7 @@ use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::fields::RowShape;
 use crate::mcp::self_guard::Kill;
+use crate::mux::lines::excerpt;
 use crate::mux::tmux::command::escape_format;
 use crate::mux::tmux::format::{row_format, split_row};
 use crate::mux::tmux::ops;
@@ -611,13 +612,13 @@ async fn name_taken(tmux: &TmuxAccess<'_>, name: &str) -> ToolError {
     if visible {
         ToolError::new(
             ToolErrorKind::Conflict,
-            format!("a session named {:?} already exists", shorten(name)),
+            format!("a session named {:?} already exists", excerpt(name)),
             "use that session (list_sessions), or choose another name",
         )
     } else {
         ToolError::new(
             ToolErrorKind::Conflict,
-            format!("the session name {:?} is not available", shorten(name)),
+            format!("the session name {:?} is not available", excerpt(name)),
             "choose another name",
         )
     }

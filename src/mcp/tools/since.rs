@@ -11,7 +11,6 @@ use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::watch::target_pane;
 use crate::mcp::McpServer;
 use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
@@ -98,7 +97,7 @@ pub async fn capture_since(
     }
     let pane = match (&request.target, &cursor) {
         (Some(target), cursor) => {
-            let pane = target_pane(tmux, target).await?;
+            let pane = tmux.pane_named(target).await?;
             if let Some(cursor) = cursor
                 && cursor.pane_id() != pane
             {
@@ -109,7 +108,7 @@ pub async fn capture_since(
             }
             pane
         }
-        (None, Some(cursor)) => target_pane(tmux, &cursor.pane_id().to_string()).await?,
+        (None, Some(cursor)) => tmux.pane_named(&cursor.pane_id().to_string()).await?,
         (None, None) => {
             return Err(ToolError::invalid_arguments(
                 "give a target, a cursor, or both",

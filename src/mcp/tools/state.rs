@@ -15,7 +15,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use super::watch::{KEEP_WAIT, PaneState, keep, target_pane, unix_ms};
+use super::watch::{KEEP_WAIT, PaneState, keep, unix_ms};
 use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
@@ -93,7 +93,7 @@ impl McpServer {
         Parameters(input): Parameters<GetPaneStateInput>,
     ) -> Result<Json<PaneStateOutput>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let pane = target_pane(&tmux, &input.target).await?;
+        let pane = tmux.pane_named(&input.target).await?;
         let stream = keep(&tmux, pane, Instant::now() + KEEP_WAIT).await?;
         let state = PaneState::read_settled(&tmux, pane).await?;
         let process = state.foreground(&tmux);

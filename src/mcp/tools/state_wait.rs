@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::watch::{PaneState, WaitBudget, cancelled, keep, target_pane, unix_ms};
+use super::watch::{PaneState, cancelled, keep, unix_ms};
 use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, not_found, parse_target};
 use crate::mcp::call::CallContext;
@@ -286,7 +286,7 @@ async fn panes_of(
         Some(targets) => {
             for target in targets {
                 match parse_target(target)? {
-                    Target::Pane(_) => panes.push(target_pane(tmux, target).await?),
+                    Target::Pane(_) => panes.push(tmux.pane_named(target).await?),
                     group => {
                         let rows = pane_rows(tmux, &PaneScope::Of(group.clone())).await?;
                         if rows.is_empty() {
@@ -602,7 +602,7 @@ impl McpServer {
             ));
         }
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let budget = WaitBudget::take(&tmux, input.timeout, DEFAULT_TIMEOUT)?;
+        let budget = tmux.wait_budget(input.timeout, DEFAULT_TIMEOUT)?;
         let work = wait_for_state(&tmux, &input, budget.deadline, &cancel);
         self.state().until_shutdown(work).await.map(Json)
     }

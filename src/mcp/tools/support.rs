@@ -7,6 +7,7 @@
 use crate::auth::pattern::NamePattern;
 use crate::mcp::access::TmuxAccess;
 use crate::mcp::error::{ToolError, ToolErrorKind};
+use crate::mux::lines::excerpt;
 use crate::mux::tmux::format_check::check_format;
 use crate::mux::tmux::target::{SessionSel, Target};
 use crate::mux::tmux::{CommandBuilder, TmuxCommand, WindowId};
@@ -108,7 +109,7 @@ pub(crate) fn check_window_name(name: &str, field: &str) -> Result<(), ToolError
     Err(ToolError::invalid_arguments(
         format!(
             "{field} {:?} is not a valid window name: use 1-{MAX_WINDOW_NAME_CHARS} characters without `#` or control characters",
-            shorten(name)
+            excerpt(name)
         ),
         "choose a plain name such as editor or tests",
     ))
@@ -136,7 +137,7 @@ pub(crate) fn validate_start_directory(dir: &str) -> Result<(), ToolError> {
         return Err(ToolError::invalid_arguments(
             format!(
                 "start_directory {:?} must be an absolute path",
-                shorten(dir)
+                excerpt(dir)
             ),
             "pass a path starting with /",
         ));
@@ -145,7 +146,7 @@ pub(crate) fn validate_start_directory(dir: &str) -> Result<(), ToolError> {
         return Err(ToolError::invalid_arguments(
             format!(
                 "start_directory {:?} is not an existing directory",
-                shorten(dir)
+                excerpt(dir)
             ),
             "create it first (e.g. with run_command mkdir -p) or pass another directory",
         ));
@@ -184,21 +185,12 @@ pub(crate) fn validate_environment(
         return Err(ToolError::invalid_arguments(
             format!(
                 "environment variable name {:?} is not valid: use letters, digits and _ (not starting with a digit)",
-                shorten(bad)
+                excerpt(bad)
             ),
             "rename the variable",
         ));
     }
     Ok(environment.into_iter().collect())
-}
-
-/// Cuts client text for use in a message.
-pub(crate) fn shorten(text: &str) -> String {
-    let mut out: String = text.chars().take(64).collect();
-    if out.len() < text.len() {
-        out.push('…');
-    }
-    out
 }
 
 #[cfg(test)]
@@ -225,8 +217,8 @@ mod tests {
         let p = name_filter(Some("ci-*")).unwrap().unwrap();
         assert!(p.matches("ci-1") && !p.matches("main"));
         assert!(name_filter(Some("")).is_err());
-        assert_eq!(shorten(&"x".repeat(100)).chars().count(), 65);
-        assert_eq!(shorten("abc"), "abc");
+        assert_eq!(excerpt(&"x".repeat(100)).chars().count(), 65);
+        assert_eq!(excerpt("abc"), "abc");
     }
 
     #[test]

@@ -29,9 +29,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::since::{SinceRequest, capture_since};
-use super::watch::{
-    PaneState, WaitBudget, by_deadline, cancelled, elapsed_ms, missing_pane, subscribe, target_pane,
-};
+use super::watch::{PaneState, by_deadline, cancelled, elapsed_ms, missing_pane, subscribe};
 use crate::mcp::McpServer;
 use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
@@ -366,7 +364,7 @@ pub async fn wait_for_text(
 ) -> Result<WaitForTextOutput, ToolError> {
     let started = Instant::now();
     let matcher = request.matcher()?;
-    let pane = by_deadline(tmux, deadline, target_pane(tmux, &request.target)).await?;
+    let pane = by_deadline(tmux, deadline, tmux.pane_named(&request.target)).await?;
     // Subscribe before reading the state, so that no switch of screen or exit falls between.
     let subscription = match subscription {
         Some(subscription) if subscription.pane() == pane => subscription,
@@ -588,7 +586,7 @@ impl McpServer {
                 Ok(position)
             })
             .transpose()?;
-        let budget = WaitBudget::take(&tmux, input.timeout, DEFAULT_TEXT_TIMEOUT)?;
+        let budget = tmux.wait_budget(input.timeout, DEFAULT_TEXT_TIMEOUT)?;
         let request = TextWaitRequest {
             target: input.target,
             patterns: input.patterns,

@@ -10,24 +10,12 @@ use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
-use crate::limits::WaitPermit;
-use crate::mcp::access::{TmuxAccess, engine_error, parse_target};
+use crate::mcp::access::{TmuxAccess, engine_error};
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mux::foreground::{self, Foreground};
 use crate::mux::tmux::format::{flag, row_format, split_row};
 use crate::mux::tmux::output::PaneStream;
-use crate::mux::tmux::target::Target;
 use crate::mux::tmux::{EngineError, OutputSubscription, PaneId, TmuxCommand};
-
-/// The pane a target names: the pane itself, or the active pane of a window or session.
-/// Checks the caller may see it (looking it up only when the caller's access depends on it).
-pub async fn target_pane(tmux: &TmuxAccess<'_>, target: &str) -> Result<PaneId, ToolError> {
-    let target = parse_target(target)?;
-    match target {
-        Target::Pane(pane) if !tmux.acl_needs_sessions() => Ok(pane),
-        target => Ok(tmux.resolve(&target).await?.pane_id),
-    }
-}
 
 /// A pane's state, read in one command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -208,60 +196,6 @@ pub async fn keep(
         })
 }
 
-/// How long a wait may last and its slot among the caller's concurrent waits (freed on drop).
-#[derive(Debug)]
-pub struct WaitBudget {
-    pub deadline: Instant,
-    /// The timeout actually applied (the request clamped to the caller's `max_wait_seconds`).
-    pub effective: Duration,
-    _permit: WaitPermit,
-}
-
-impl WaitBudget {
-    /// Takes a wait slot and clamps `requested` (seconds; `default` when absent).
-    pub fn take(
-        tmux: &TmuxAccess<'_>,
-        requested: Option<f64>,
-        default: Duration,
-    ) -> Result<Self, ToolError> {
-        let requested = match requested {
-            None => default,
-            Some(secs) => parse_timeout(secs)?,
-        };
-        let sub = tmux.call.sub();
-        let permit = tmux.limits.acquire_wait(sub).map_err(|e| {
-            ToolError::new(
-                ToolErrorKind::Busy,
-                e.to_string(),
-                "wait for one of your running waits to finish, or cancel it",
-            )
-        })?;
-        let clamped = tmux.limits.clamp_wait(sub, requested);
-        Ok(Self {
-            deadline: Instant::now() + clamped.effective,
-            effective: clamped.effective,
-            _permit: permit,
-        })
-    }
-
-    /// The effective timeout in seconds, as reported to clients.
-    pub fn effective_secs(&self) -> f64 {
-        self.effective.as_secs_f64()
-    }
-}
-
-/// A client's timeout in seconds: positive and finite.
-pub fn parse_timeout(secs: f64) -> Result<Duration, ToolError> {
-    if !secs.is_finite() || secs <= 0.0 {
-        return Err(ToolError::invalid_arguments(
-            format!("timeout must be a positive number of seconds, got {secs}"),
-            "pass e.g. `timeout: 30`",
-        ));
-    }
-    // Far beyond any limit; the budget clamps it anyway.
-    Ok(Duration::from_secs_f64(secs.min(86_400.0)))
-}
-
 /// Runs one of a wait's tmux steps (resolving its target, reading the pane's state), giving up
 /// at the wait's own deadline with the same error as a subscription that could not begin in
 /// time.
@@ -325,14 +259,5 @@ mod tests {
             }
         );
         assert!(PaneState::parse(PaneId(5), &rows).is_none());
-    }
-
-    #[test]
-    fn timeouts_must_be_positive_and_finite() {
-        assert_eq!(parse_timeout(1.5).unwrap(), Duration::from_millis(1500));
-        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
-            let err = parse_timeout(bad).unwrap_err();
-            assert_eq!(err.kind, ToolErrorKind::InvalidArguments);
-        }
     }
 }

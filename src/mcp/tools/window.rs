@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::support::{
-    build, check_window_name, name_filter, shorten, validate_environment, validate_start_directory,
+    build, check_window_name, name_filter, validate_environment, validate_start_directory,
     validate_window_size, window_only,
 };
 use crate::auth::owners::SessionKey;
@@ -27,6 +27,7 @@ use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::fields::RowShape;
 use crate::mcp::self_guard::Kill;
+use crate::mux::lines::excerpt;
 use crate::mux::tmux::format::{flag, row_format, split_row};
 use crate::mux::tmux::ops;
 use crate::mux::tmux::target::{SessionSel, Target};
@@ -460,7 +461,7 @@ fn check_layout(layout: &str) -> Result<(), ToolError> {
     Err(ToolError::invalid_arguments(
         format!(
             "layout {:?} is neither a layout name nor a layout string",
-            shorten(layout)
+            excerpt(layout)
         ),
         "use even-horizontal, even-vertical, main-horizontal, main-vertical or tiled, or a layout string from list_windows",
     ))

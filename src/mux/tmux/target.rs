@@ -9,6 +9,7 @@
 //! Pure: parsing and rendering only; which session a target belongs to is asked of tmux by
 //! the tool layer.
 
+use crate::mux::lines::excerpt;
 use std::fmt;
 
 use super::ids::{PaneId, SessionId, WindowId};
@@ -28,7 +29,7 @@ impl SessionName {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
         if !valid {
-            Err(TargetError::BadSessionName(shorten(name)))
+            Err(TargetError::BadSessionName(excerpt(name)))
         } else if super::watch_session::is_watch_session(name) {
             Err(TargetError::ReservedSessionName(name.to_owned()))
         } else {
@@ -95,7 +96,7 @@ impl Target {
                 .map(|name| Target::Session(SessionSel::Name(name)))
                 .map_err(|e| match e {
                     TargetError::ReservedSessionName(_) => e,
-                    _ => TargetError::Unrecognized(shorten(text)),
+                    _ => TargetError::Unrecognized(excerpt(text)),
                 }),
         }
     }
@@ -148,11 +149,7 @@ pub enum TargetError {
 }
 
 fn bad_id(text: &str) -> TargetError {
-    TargetError::BadId(shorten(text))
-}
-
-fn shorten(text: &str) -> String {
-    text.chars().take(40).collect()
+    TargetError::BadId(excerpt(text))
 }
 
 #[cfg(test)]
