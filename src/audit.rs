@@ -334,6 +334,24 @@ impl OpenCall {
         self.record_end(outcome, error_kind);
     }
 
+    /// Records how a hold for approval ended: the rule that held the call, the decision
+    /// (`approved`, `denied`, `timed_out`), who made it and how long the call waited. A
+    /// denial's reason is the approver's free text and is not recorded.
+    pub fn approval(&self, rule: &str, decision: &'static str, by: Option<&str>, waited_ms: u64) {
+        let Some(inner) = &self.inner else {
+            return;
+        };
+        let entry = Entry::Approval {
+            call: self.id.clone(),
+            rule: redact::cap_chars(rule, inner.max_chars),
+            decision,
+            by: by.map(|by| redact::cap_chars(by, inner.max_chars)),
+            waited_ms,
+        };
+        // A lost record is counted and reported like any other.
+        let _ = inner.offer(entry, None);
+    }
+
     fn record_end(&mut self, outcome: Outcome, error_kind: Option<&str>) {
         if std::mem::replace(&mut self.ended, true) {
             return;

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use std::os::unix::fs::DirBuilderExt;
 
+use crate::approvals::{ApprovalDesk, ApprovalPolicy};
 use crate::audit::{AuditError, AuditLog};
 use crate::auth::owners::SessionOwners;
 use crate::auth::{
@@ -51,6 +52,8 @@ pub enum GatewayError {
     State(String),
     #[error("workspaces: {0}")]
     Workspace(#[from] WorkspaceError),
+    #[error("approvals: {0}")]
+    Approvals(String),
 }
 
 /// What a gateway is built for.
@@ -141,6 +144,10 @@ impl Gateway {
             ),
             _ => None,
         };
+        let approval_policy = ApprovalPolicy::compile(&config.approvals).map_err(|e| {
+            GatewayError::Approvals(format!("rules[{}].{}: {}", e.index, e.field, e.message))
+        })?;
+        let approvals = ApprovalDesk::default();
         let mut metrics = Metrics::new();
         let resource = Arc::new(ProtectedResource::new(&config.auth, mcp_url)?);
         let mut authenticator = Authenticator::new(&config.auth, &config.clients, &resource)?
@@ -169,6 +176,7 @@ impl Gateway {
             .with_hook(metrics.limit_hook()),
         );
         let audit = Arc::new(AuditLog::open(&config.audit, state_dir.as_deref())?);
+        metrics.collect_approvals(approvals.clone());
         metrics.collect_from(
             engine.clone(),
             workspaces.clone(),
@@ -214,6 +222,8 @@ impl Gateway {
             workspaces,
             shutdown: shutdown.begin().child_token(),
             agent_reports: Default::default(),
+            approval_policy,
+            approvals: approvals.clone(),
         });
         let deps = HttpDeps {
             http: config.http.clone(),
@@ -230,6 +240,7 @@ impl Gateway {
                 endpoint,
             },
             shutdown: shutdown.clone(),
+            approvals: approvals.clone(),
         };
         let app = match mode {
             Mode::Production => http::router(deps),

@@ -17,6 +17,7 @@
 //! - [`cli`]: the `muxgate` commands; [`doctor`] and [`tmux_cli`]: host diagnostics with one-shot
 //!   tmux commands.
 
+pub mod approvals;
 pub mod audit;
 pub mod auth;
 pub mod cli;

@@ -34,6 +34,16 @@ pub(super) enum Entry {
         duration_ms: u64,
         error_kind: Option<String>,
     },
+    /// A call held for a human, and how that ended.
+    Approval {
+        call: String,
+        rule: String,
+        /// `approved`, `denied` or `timed_out`.
+        decision: &'static str,
+        /// The approver's `sub` (none when no one decided).
+        by: Option<String>,
+        waited_ms: u64,
+    },
     Dropped {
         count: u64,
     },

@@ -215,7 +215,7 @@ mod tests {
                 serde_json::json!({
                     "resource": "https://gw.example.com/mcp",
                     "authorization_servers": ["https://idp.example.com"],
-                    "scopes_supported": ["mux:read", "mux:write", "mux:admin"],
+                    "scopes_supported": ["mux:read", "mux:write", "mux:admin", "mux:approve"],
                     "bearer_methods_supported": ["header"],
                     "resource_name": "muxgate",
                 })

@@ -73,7 +73,9 @@ pub use policy::{
     Denied, SessionRef, can_call, can_name_session, can_see_server, can_see_session, check_server,
     check_session,
 };
-pub use principal::{Principal, SCOPE_ADMIN, SCOPE_READ, SCOPE_WRITE, TargetAcl, Tier};
+pub use principal::{
+    Principal, SCOPE_ADMIN, SCOPE_APPROVE, SCOPE_READ, SCOPE_WRITE, TargetAcl, Tier,
+};
 pub use session::{OpensSession, SessionBindings, bind_sessions};
 pub use token::{RejectReason, TokenVerifier};
 pub use toolset::{Toolset, Toolsets, UnknownToolset};

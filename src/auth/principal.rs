@@ -9,6 +9,10 @@
 //! | `mux:write` | `Mutating`    | + input, creating/renaming/selecting/resizing, options     |
 //! | `mux:admin` | `Destructive` | + killing servers/sessions/windows/panes, respawn          |
 //!
+//! `mux:approve` is apart from the tiers: it lets a human decide calls held for approval
+//! (`/approvals`) and grants no tool, so an approver's token cannot also act as an agent's
+//! unless it is given a tier too (and even then it cannot decide its own calls).
+//!
 //! The names say `mux`, not `tmux`, because the same tiers govern every multiplexer backend.
 //! Scopes the gateway does not know are kept in [`Principal::scopes`] (they may matter to
 //! someone else) but grant nothing here.
@@ -25,8 +29,10 @@ pub const SCOPE_READ: &str = "mux:read";
 pub const SCOPE_WRITE: &str = "mux:write";
 /// Scope granting the destructive tier (and everything below).
 pub const SCOPE_ADMIN: &str = "mux:admin";
-/// Every scope the gateway understands, lowest tier first.
-pub const KNOWN_SCOPES: [&str; 3] = [SCOPE_READ, SCOPE_WRITE, SCOPE_ADMIN];
+/// Scope of a human who approves or denies held calls (`/approvals`); it grants no tool.
+pub const SCOPE_APPROVE: &str = "mux:approve";
+/// Every scope the gateway understands: the tiers' lowest first, then the approver's.
+pub const KNOWN_SCOPES: [&str; 4] = [SCOPE_READ, SCOPE_WRITE, SCOPE_ADMIN, SCOPE_APPROVE];
 
 /// How much a tool can change; tools declare one, principals hold one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

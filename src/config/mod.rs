@@ -32,6 +32,7 @@ use serde::Deserialize;
 use toml::Table;
 
 use self::allowlist::{HostPattern, OriginPattern};
+use crate::approvals::{ApprovalPolicy, ApprovalsConfig};
 use crate::audit::AuditConfig;
 use crate::auth::{AuthConfig, ClientPolicyConfig, DefaultClientConfig};
 use crate::limits::LimitsConfig;
@@ -71,6 +72,9 @@ pub struct Config {
     pub otel: OtelConfig,
     pub state: StateConfig,
     pub workspaces: WorkspacesConfig,
+    /// Calls a human must approve (none by default).
+    #[serde(default)]
+    pub approvals: ApprovalsConfig,
     /// The file this configuration was read from (none: the embedded default alone).
     #[serde(skip)]
     pub source_file: Option<PathBuf>,
@@ -599,7 +603,21 @@ impl Config {
                 tls.watch_interval_secs,
             )?;
         }
+        self.validate_approvals()?;
         self.validate_telemetry()
+    }
+
+    fn validate_approvals(&self) -> Result<(), Violation> {
+        positive(&["approvals", "timeout_secs"], self.approvals.timeout_secs)?;
+        ApprovalPolicy::compile(&self.approvals).map_err(|error| Violation {
+            path: vec![
+                "approvals".into(),
+                format!("rules[{}]", error.index),
+                error.field.into(),
+            ],
+            message: error.message,
+        })?;
+        Ok(())
     }
 
     /// `max_output_bytes` bounds a whole answer: it must leave room for text after the

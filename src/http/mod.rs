@@ -8,6 +8,8 @@
 //! - `/metrics`: Prometheus exposition ([`crate::telemetry::exposition`]), unless
 //!   `metrics.enabled` is false.
 //! - `/.well-known/oauth-protected-resource[/mcp]`: RFC 9728 metadata (public).
+//! - `/approvals`: calls held for a human, and their decisions ([`approvals`]; bearer
+//!   authentication and the `mux:approve` scope).
 //!
 //! Every route is counted by status ([`crate::telemetry::http`]). Layers on `/mcp`, outermost
 //! first: trace → in-flight tracking for graceful shutdown ([`shutdown::track_in_flight`]) →
@@ -25,6 +27,7 @@
 //! The router is built from explicit [`HttpDeps`], so tests and later layers construct it the
 //! same way `muxgate serve` does.
 
+pub mod approvals;
 pub mod body;
 pub mod guard;
 pub mod hangup;
@@ -43,7 +46,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::connect_info::Connected;
 use axum::middleware::from_fn_with_state;
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::serve::IncomingStream;
 use rmcp::ServerHandler;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -54,6 +57,7 @@ use tower::ServiceBuilder;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::trace::TraceLayer;
 
+use crate::approvals::ApprovalDesk;
 use crate::auth::throttle::PeerAddr;
 use crate::auth::{Authenticator, ProtectedResource, SessionBindings};
 use crate::config::HttpConfig;
@@ -78,6 +82,8 @@ pub struct HttpDeps<H = McpServer> {
     pub telemetry: HttpTelemetry,
     /// The shutdown sequence: in-flight tracking, and rmcp's sessions and streams end with it.
     pub shutdown: Shutdown,
+    /// The calls held for approval (`/approvals`).
+    pub approvals: ApprovalDesk,
 }
 
 #[cfg(feature = "conformance")]
@@ -91,6 +97,7 @@ impl<H> HttpDeps<H> {
             security: self.security,
             telemetry: self.telemetry,
             shutdown: self.shutdown,
+            approvals: self.approvals,
         }
     }
 }
@@ -119,6 +126,7 @@ pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
         security,
         telemetry,
         shutdown,
+        approvals,
     } = deps;
     let allowlist = Arc::new(Allowlist {
         hosts: http.allowed_hosts.clone(),
@@ -137,9 +145,9 @@ pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
                     shutdown.clone(),
                     shutdown::track_in_flight,
                 ))
-                .layer(from_fn_with_state(allowlist, guard::enforce))
+                .layer(from_fn_with_state(allowlist.clone(), guard::enforce))
                 .layer(from_fn_with_state(
-                    security.authenticator,
+                    security.authenticator.clone(),
                     crate::auth::require_bearer,
                 ))
                 .layer(from_fn_with_state(
@@ -158,6 +166,21 @@ pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
                 .layer(RequestBodyLimitLayer::new(http.max_body_bytes)),
         );
 
+    let approval_routes = Router::new()
+        .route("/approvals", get(approvals::list))
+        .route("/approvals/{id}", post(approvals::decide))
+        .with_state(approvals)
+        .layer(
+            ServiceBuilder::new()
+                .layer(TraceLayer::new_for_http().make_span_with(request_span))
+                .layer(from_fn_with_state(allowlist, guard::enforce))
+                .layer(from_fn_with_state(
+                    security.authenticator,
+                    crate::auth::require_bearer,
+                ))
+                .layer(RequestBodyLimitLayer::new(APPROVAL_BODY_LIMIT)),
+        );
+
     // Health endpoints are polled by orchestrators: not traced, so a 503 from /readyz while a
     // server is down does not flood the log.
     let mut app = Router::new()
@@ -165,6 +188,7 @@ pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
         .route("/readyz", get(health::readyz))
         .with_state(readiness)
         .merge(mcp_routes)
+        .merge(approval_routes)
         .merge(security.resource.router());
     if let Some(endpoint) = telemetry.endpoint {
         app = app.merge(
@@ -229,6 +253,9 @@ fn request_span(request: &http::Request<axum::body::Body>) -> tracing::Span {
         version = ?request.version(),
     )
 }
+
+/// Largest body of a decision (`{"decision", "reason"}`).
+const APPROVAL_BODY_LIMIT: usize = 4096;
 
 /// How long connections may take to close once MCP streams have been closed.
 const STREAMS_CLOSE_TIMEOUT: Duration = Duration::from_secs(2);

@@ -34,6 +34,9 @@ pub struct Heartbeat {
     peer: Peer<RoleServer>,
     token: ProgressToken,
     interval: Duration,
+    /// When the first notification goes: one interval in, or at once for a call the client
+    /// must learn about now (held for approval).
+    first: Duration,
     /// The most the call may take: its `timeout` argument, at most the caller's wait limit.
     limit: Duration,
     /// What it waits for, e.g. `wait_for_text on %3`.
@@ -71,6 +74,27 @@ impl Heartbeat {
             peer,
             token,
             interval,
+            first: interval,
+            limit,
+            what,
+        })
+    }
+
+    /// The heartbeat of a call held for approval, if the client asked for progress: the first
+    /// notification at once (so the client can tell the human which id to decide), then one
+    /// every `interval` until `limit`.
+    pub fn for_approval(
+        what: String,
+        token: Option<ProgressToken>,
+        peer: Peer<RoleServer>,
+        interval: Duration,
+        limit: Duration,
+    ) -> Option<Self> {
+        Some(Self {
+            peer,
+            token: token?,
+            interval,
+            first: Duration::ZERO,
             limit,
             what,
         })
@@ -84,7 +108,7 @@ impl Heartbeat {
 
     async fn beat(self) {
         let start = Instant::now();
-        let mut ticks = tokio::time::interval_at(start + self.interval, self.interval);
+        let mut ticks = tokio::time::interval_at(start + self.first, self.interval);
         loop {
             ticks.tick().await;
             let waited = start.elapsed();

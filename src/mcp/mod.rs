@@ -8,6 +8,7 @@
 //! - [`tools`]: the tool groups and the combined router;
 //! - [`resources`]: the `tmux://` resources, read through the same access rules as tools;
 //! - [`prompts`]: recipes naming the tools to call for common jobs;
+//! - [`approval`]: calls the `[approvals]` policy holds until a human decides;
 //! - [`call`]: what happens around every call (scope check, rate limit, audit, metrics) and
 //!   how long-running tools end at shutdown ([`McpState::until_shutdown`]);
 //! - [`access`]: how a tool reaches tmux for a caller (server choice, target ACL, errors);
@@ -26,6 +27,7 @@
 //! put the caller's `Principal` into every request), the multiplexer itself ([`crate::mux`]).
 
 pub mod access;
+pub mod approval;
 pub mod args;
 pub mod budget;
 pub mod call;
@@ -58,6 +60,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio_util::sync::CancellationToken;
 
+use crate::approvals::{ApprovalDesk, ApprovalPolicy};
 use crate::audit::{AuditLog, Outcome};
 use crate::auth::owners::SessionOwners;
 use crate::config::Config;
@@ -101,6 +104,9 @@ pub struct McpState {
     pub shutdown: CancellationToken,
     /// What agent CLIs' hooks last reported about their panes (`report_agent_state`).
     pub agent_reports: crate::mux::agent_report::AgentReports,
+    /// Which calls wait for a human (`[approvals]`), and the desk where they wait.
+    pub approval_policy: ApprovalPolicy,
+    pub approvals: ApprovalDesk,
 }
 
 impl McpState {
@@ -192,6 +198,20 @@ impl McpServer {
             call::finish(state, open, &request.name, Err(outcome));
             return Ok(error.into_result().into());
         }
+        let progress = approval::ProgressTo {
+            token: context.meta.get_progress_token(),
+            peer: context.peer.clone(),
+        };
+        let tier = catalog::tier_of(tool);
+        let approved =
+            match approval::hold_if_needed(state, &caller, &request, tier, &open, progress).await {
+                Ok(approved) => approved,
+                Err(refused) => {
+                    let response = refused.into_result().into();
+                    call::finish(state, open, &request.name, Ok(&response));
+                    return Ok(response);
+                }
+            };
         context.extensions.insert(caller.clone());
         let heartbeat = Heartbeat::for_call(
             &request.name,
@@ -218,7 +238,10 @@ impl McpServer {
                 return Err(protocol);
             }
         };
-        let response = call::within_output_budget(response, &caller, &state.limits);
+        let mut response = call::within_output_budget(response, &caller, &state.limits);
+        if let Some(approved) = approved {
+            approved.annotate(&mut response);
+        }
         call::finish(state, open, &request.name, Ok(&response));
         Ok(response)
     }

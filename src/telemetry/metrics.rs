@@ -48,6 +48,7 @@ use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 
+use crate::approvals::ApprovalDesk;
 use crate::audit::{AuditLog, Outcome};
 use crate::auth::RejectHook;
 use crate::auth::token::RejectReason;
@@ -216,6 +217,11 @@ impl Metrics {
         self.register_collector(EngineCollector { engine, workspaces });
         self.register_collector(AuditCollector { audit });
         self.register_collector(WaitsCollector { limits });
+    }
+
+    /// Adds the gauge of calls held for approval and the counter of how holds ended.
+    pub fn collect_approvals(&mut self, desk: ApprovalDesk) {
+        self.register_collector(ApprovalsCollector { desk });
     }
 
     /// The hook the authenticator calls on every refusal.
@@ -621,6 +627,36 @@ impl Collector for AuditCollector {
 }
 
 /// Waits running now, from the limits' wait permits.
+#[derive(Debug)]
+struct ApprovalsCollector {
+    desk: ApprovalDesk,
+}
+
+impl Collector for ApprovalsCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
+        let stats = self.desk.stats();
+        encode_single(
+            &mut encoder,
+            "muxgate_approvals_pending",
+            "Tool calls held now until a human approves or denies them.",
+            MetricType::Gauge,
+            stats.waiting,
+        )?;
+        encode_rows(
+            &mut encoder,
+            "muxgate_approval_decisions",
+            "Holds for approval that ended, by decision (approved, denied, timed_out).",
+            MetricType::Counter,
+            [
+                ([("decision", "approved")], stats.approved),
+                ([("decision", "denied")], stats.denied),
+                ([("decision", "timed_out")], stats.timed_out),
+            ],
+        )?;
+        Ok(())
+    }
+}
+
 #[derive(Debug)]
 struct WaitsCollector {
     limits: Arc<Limits>,

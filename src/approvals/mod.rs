@@ -1,0 +1,16 @@
+//! Approvals held at the gateway: calls an operator's policy marks as risky wait until a human
+//! with the `mux:approve` scope approves or denies them.
+//!
+//! - [`policy`]: the `[approvals]` rules and which call they hold (pure);
+//! - [`desk`]: the calls waiting and the decisions that release them.
+//!
+//! Where they are used: the MCP layer holds a call after its scope and rate checks
+//! ([`crate::mcp::approval`]); approvers decide over HTTP (`/approvals`, [`crate::http::approvals`])
+//! or with `muxgate approvals`. An MCP elicitation is not used for this: its answer comes from
+//! the client, which may be the agent itself.
+
+pub mod desk;
+pub mod policy;
+
+pub use desk::{ApprovalDesk, DecideError, Decision, HeldCall, PendingApproval, Ticket, Verdict};
+pub use policy::{ApprovalPolicy, ApprovalsConfig, CallFacts};

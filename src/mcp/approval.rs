@@ -1,0 +1,155 @@
+//! Holding a call for a human: after its scope and rate checks, a call the `[approvals]`
+//! policy matches waits on the [`ApprovalDesk`] until an approver decides, its deadline passes
+//! (a denial) or its client cancels it.
+//!
+//! The wait is a wait like any other: it takes one of the caller's wait slots and lasts at
+//! most `approvals.timeout_secs`, clamped to the caller's `max_wait_seconds`. A client that
+//! sent a `progressToken` learns at once that the call is held and under which id, then hears
+//! every `http.progress_interval_secs`. The audit log gets an `approval` record (rule,
+//! decision, approver, time waited) between the call's start and end; an approved call's
+//! result says who approved it in `_meta["muxgate/approval"]`.
+
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, CallToolResponse, MetaObject, ProgressToken};
+use rmcp::{Peer, RoleServer};
+use serde_json::{Value, json};
+
+use super::McpState;
+use super::budget::WaitBudget;
+use super::call::CallContext;
+use super::error::{ToolError, ToolErrorKind};
+use super::heartbeat::Heartbeat;
+use crate::approvals::{CallFacts, HeldCall, Verdict};
+use crate::audit::OpenCall;
+use crate::auth::Tier;
+
+/// The `_meta` key of an approved call's result.
+pub const META_KEY: &str = "muxgate/approval";
+
+/// Where progress about a held call goes, when the client asked for it.
+pub struct ProgressTo {
+    pub token: Option<ProgressToken>,
+    pub peer: Peer<RoleServer>,
+}
+
+/// A call an approver let through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approved {
+    pub id: String,
+    pub rule: String,
+    pub by: String,
+    pub waited_ms: u64,
+}
+
+impl Approved {
+    /// Tells the caller, in the result's `_meta`, who approved the call and under which rule.
+    pub fn annotate(&self, response: &mut CallToolResponse) {
+        let CallToolResponse::Complete(result) = response else {
+            return;
+        };
+        let meta = result
+            .meta
+            .get_or_insert_with(|| MetaObject(Default::default()));
+        meta.0.insert(
+            META_KEY.to_owned(),
+            json!({
+                "id": self.id,
+                "decision": "approved",
+                "rule": self.rule,
+                "by": self.by,
+                "waited_ms": self.waited_ms,
+            }),
+        );
+    }
+}
+
+/// Holds the call if a rule says so. `Ok(None)`: no rule holds it; `Ok(Some)`: approved, run
+/// it; `Err`: denied, timed out, refused a wait slot or cut short by shutdown — answer with it.
+pub async fn hold_if_needed(
+    state: &McpState,
+    caller: &CallContext,
+    request: &CallToolRequestParams,
+    tier: Tier,
+    open: &OpenCall,
+    progress: ProgressTo,
+) -> Result<Option<Approved>, ToolError> {
+    let args = request.arguments.clone().map_or(Value::Null, Value::Object);
+    let facts = CallFacts {
+        tool: &request.name,
+        tier,
+        sub: caller.sub(),
+        args: &args,
+    };
+    let Some(rule) = state.approval_policy.rule_for(facts).map(str::to_owned) else {
+        return Ok(None);
+    };
+    let timeout = Duration::from_secs(state.config.approvals.timeout_secs);
+    let budget = WaitBudget::take(&state.limits, caller, None, timeout)?;
+    let ticket = state.approvals.hold(HeldCall {
+        sub: caller.sub().to_owned(),
+        tool: request.name.to_string(),
+        server: args
+            .get("server")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        rule: rule.clone(),
+        args,
+        audit_call: open.id().to_owned(),
+        deadline: budget.deadline,
+    });
+    let id = ticket.id().to_owned();
+    tracing::info!(id, rule, sub = caller.sub(), tool = %request.name, "call held for approval");
+    let heartbeat = Heartbeat::for_approval(
+        format!(
+            "held for approval {id} (rule {rule}): waiting for an approver \
+             (`muxgate approvals approve {id}`)"
+        ),
+        progress.token,
+        progress.peer,
+        state.config.http.progress_interval(),
+        budget.effective,
+    );
+    let waiting = async { Ok(ticket.verdict().await) };
+    let verdict = match heartbeat {
+        Some(heartbeat) => state.until_shutdown(heartbeat.around(waiting)).await?,
+        None => state.until_shutdown(waiting).await?,
+    };
+    let waited_ms = u64::try_from(budget.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    match verdict {
+        Verdict::Approved { by } => {
+            open.approval(&rule, "approved", Some(&by), waited_ms);
+            tracing::info!(id, rule, by, "held call approved");
+            Ok(Some(Approved {
+                id,
+                rule,
+                by,
+                waited_ms,
+            }))
+        }
+        Verdict::Denied { by, reason } => {
+            open.approval(&rule, "denied", Some(&by), waited_ms);
+            tracing::info!(id, rule, by, "held call denied");
+            let reason = reason.map_or_else(String::new, |r| format!(": {r}"));
+            Err(ToolError::new(
+                ToolErrorKind::Forbidden,
+                format!(
+                    "{by} denied this call (approval {id}, rule {rule}){reason}; nothing was run"
+                ),
+                "do not retry the same call; change the plan or ask the human why",
+            ))
+        }
+        Verdict::TimedOut { after } => {
+            open.approval(&rule, "timed_out", None, waited_ms);
+            Err(ToolError::new(
+                ToolErrorKind::Timeout,
+                format!(
+                    "no approver decided within {} s (approval {id}, rule {rule}); the call \
+                     counts as denied and nothing was run",
+                    after.as_secs()
+                ),
+                "ask the human to watch for approvals (muxgate approvals list), then call again",
+            ))
+        }
+    }
+}
