@@ -5,6 +5,8 @@
 //! - 100 state waits idling on quiet panes, per condition, beside 100 idle `wait_for_text`
 //!   waits: tmux commands the gateway sent, tmux processes started, tmux server CPU and the
 //!   gateway's CPU ([`idle`]);
+//! - a call held for approval: from the approver's `POST /approvals/{id}` to the agent's answer,
+//!   beside the same call not held ([`approvals`]);
 //! - `send_prompt` to the repo's agent-CLI stand-in (`tests/programs/agent_cli.py`) at random
 //!   moments (while it starts, thinks or idles): how many prompts it took exactly once
 //!   ([`prompts`]).
@@ -387,4 +389,86 @@ impl XorShift {
         self.0 ^= self.0 << 17;
         self.0 % n
     }
+}
+
+/// Round trips of calls held for approval, and of the same call not held (µs).
+pub struct Approvals {
+    /// From the approver's POST leaving to the agent's answer arriving.
+    pub decided_to_answer: Vec<f64>,
+    /// From the call to the approver seeing it in `GET /approvals`.
+    pub call_to_listed: Vec<f64>,
+    /// The same `send_keys` when no rule holds it.
+    pub unheld: Vec<f64>,
+}
+
+/// `n` `send_keys` calls held by an `[approvals]` rule, each approved by another client over
+/// HTTP as soon as it is listed (polled every millisecond), alternating with the same call not
+/// held.
+pub async fn approvals(n: usize) -> Result<Approvals> {
+    let tmux = BenchTmux::start("agents-approvals", None)?;
+    let pane = tmux.new_session("held", &["cat"])?;
+    let rule =
+        "[[approvals.rules]]\nname = \"bench\"\ntools = [\"send_keys\"]\npattern = \"HOLD\"\n";
+    let gateway = Muxgate::start_with(tmux.socket(), None, rule).await?;
+    let agent = gateway.agent(0).await?;
+    let approver = gateway.token(1)?;
+    let base = gateway.mcp_url().trim_end_matches("/mcp").to_owned();
+    let http = reqwest::Client::new();
+    let mut result = Approvals {
+        decided_to_answer: Vec::with_capacity(n),
+        call_to_listed: Vec::with_capacity(n),
+        unheld: Vec::with_capacity(n),
+    };
+    for i in 0..n {
+        let started = Instant::now();
+        agent
+            .call_tool(
+                "send_keys",
+                json!({"target": pane, "keys": format!("free-{i}"), "literal": true}),
+            )
+            .await?;
+        result.unheld.push(micros(started.elapsed()));
+
+        let called = Instant::now();
+        let held = agent.call_tool(
+            "send_keys",
+            json!({"target": pane, "keys": format!("HOLD-{i}"), "literal": true}),
+        );
+        let approve = async {
+            let id = loop {
+                let listed: Value = http
+                    .get(format!("{base}/approvals"))
+                    .bearer_auth(&approver)
+                    .send()
+                    .await?
+                    .json()
+                    .await?;
+                if let Some(id) = listed["pending"][0]["id"].as_str() {
+                    break id.to_owned();
+                }
+                ensure!(
+                    called.elapsed() < Duration::from_secs(10),
+                    "never held: {listed}"
+                );
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            };
+            let listed = called.elapsed();
+            let decided = Instant::now();
+            let answer = http
+                .post(format!("{base}/approvals/{id}"))
+                .bearer_auth(&approver)
+                .json(&json!({"decision": "approve"}))
+                .send()
+                .await?;
+            ensure!(answer.status().is_success(), "approve: {}", answer.status());
+            Ok((listed, decided))
+        };
+        let (answer, approved) = tokio::join!(held, approve);
+        let answered = Instant::now();
+        answer?;
+        let (listed, decided) = approved?;
+        result.call_to_listed.push(micros(listed));
+        result.decided_to_answer.push(micros(answered - decided));
+    }
+    Ok(result)
 }

@@ -297,6 +297,24 @@ async fn agent_awareness(options: &Options) -> Result<()> {
             cpu_ms(c.gateway_cpu)
         );
     }
+    eprintln!("agents: approvals");
+    let a = agents::approvals(options.state_wakes).await?;
+    println!(
+        "\nApprovals: {} `send_keys` calls held by an `[approvals]` rule, each approved over `POST /approvals/{{id}}` by another client as soon as `GET /approvals` (polled every millisecond) lists it, alternating with the same call not held.\n",
+        a.unheld.len()
+    );
+    println!("| | median | p90 |\n|---|--:|--:|");
+    for (label, samples) in [
+        ("approval sent → the agent's answer", &a.decided_to_answer),
+        ("call → listed for the approver", &a.call_to_listed),
+        ("the same call, not held", &a.unheld),
+    ] {
+        println!(
+            "| {label} | {} | {} |",
+            latency(median(samples)),
+            latency(quantile(samples, 0.9))
+        );
+    }
     eprintln!("agents: send_prompt");
     let p = agents::prompts(options.prompts, 4).await?;
     println!(
