@@ -10,6 +10,7 @@
 mod audit;
 mod check_config;
 mod healthcheck;
+mod http_client;
 mod serve;
 mod workspace;
 
