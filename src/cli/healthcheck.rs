@@ -6,7 +6,6 @@
 //! nothing secret and only looks at the status, and the certificate's names usually do not
 //! include the loopback address it dials.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,16 +18,9 @@ use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
 
 use super::HealthcheckArgs;
 use super::http_client::{Request, parse_url, provider, send};
-use crate::config::{self, Config};
 
 pub fn run(args: &HealthcheckArgs) -> anyhow::Result<ExitCode> {
-    let url = match &args.url {
-        Some(url) => url.clone(),
-        None => {
-            let loaded = Config::load(args.config.config.as_deref(), config::process_env()?)?;
-            default_url(&loaded.config)
-        }
-    };
+    let url = super::url_or_configured(args.url.as_deref(), &args.config, "/healthz")?;
     let timeout = Duration::from_secs(args.timeout.max(1));
     let status = get_status(&url, timeout).with_context(|| format!("GET {url}"))?;
     if status == 200 {
@@ -38,22 +30,6 @@ pub fn run(args: &HealthcheckArgs) -> anyhow::Result<ExitCode> {
         println!("unhealthy: {url} answered {status}");
         Ok(ExitCode::FAILURE)
     }
-}
-
-/// `/healthz` on the configured port, over loopback when the bind address is unspecified.
-pub fn default_url(config: &Config) -> String {
-    let bind = config.http.bind;
-    let ip = match bind.ip() {
-        IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
-        IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
-        ip => ip,
-    };
-    let scheme = if config.http.tls.is_some() {
-        "https"
-    } else {
-        "http"
-    };
-    format!("{scheme}://{}/healthz", SocketAddr::new(ip, bind.port()))
 }
 
 /// Sends the request and returns the response's status code.
@@ -123,23 +99,5 @@ impl ServerCertVerifier for AnyCertificate {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.algorithms.supported_schemes()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_default_url_follows_bind_and_tls() {
-        let mut config = Config::embedded_default();
-        config.http.bind = "0.0.0.0:9000".parse().unwrap();
-        assert_eq!(default_url(&config), "http://127.0.0.1:9000/healthz");
-        config.http.tls = Some(crate::config::TlsConfig {
-            cert_file: "/c".into(),
-            key_file: "/k".into(),
-            watch_interval_secs: 10,
-        });
-        assert_eq!(default_url(&config), "https://127.0.0.1:9000/healthz");
     }
 }

@@ -15,7 +15,7 @@ mod serve;
 mod workspace;
 
 use std::io::IsTerminal as _;
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -265,6 +265,29 @@ fn mint_token(config: &Config, args: &TokenArgs) -> anyhow::Result<String> {
     Ok(TokenMinter::from_config(&config.auth)?.mint(&request)?)
 }
 
+/// `url` when given; else `path` on the configured `http.bind` port (https when `[http.tls]`
+/// is set), as [`local_url`] reaches it.
+fn url_or_configured(url: Option<&str>, config: &ConfigArg, path: &str) -> anyhow::Result<String> {
+    if let Some(url) = url {
+        return Ok(url.to_owned());
+    }
+    let loaded = Config::load(config.config.as_deref(), config::process_env()?)?;
+    let http = &loaded.config.http;
+    Ok(local_url(http.bind, http.tls.is_some(), path))
+}
+
+/// The URL a local client uses for `path` on a gateway listening on `addr`: an unspecified
+/// address is reached over loopback.
+fn local_url(addr: SocketAddr, tls: bool, path: &str) -> String {
+    let ip = match addr.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    let scheme = if tls { "https" } else { "http" };
+    format!("{scheme}://{}{path}", SocketAddr::new(ip, addr.port()))
+}
+
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -281,4 +304,34 @@ fn init_logging(default_filter: &str) {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unspecified_addresses_make_loopback_urls() {
+        assert_eq!(
+            local_url("0.0.0.0:8767".parse().unwrap(), false, "/mcp"),
+            "http://127.0.0.1:8767/mcp"
+        );
+        assert_eq!(
+            local_url("[::]:1".parse().unwrap(), false, "/healthz"),
+            "http://[::1]:1/healthz"
+        );
+        assert_eq!(
+            local_url("192.0.2.5:443".parse().unwrap(), true, "/mcp"),
+            "https://192.0.2.5:443/mcp"
+        );
+    }
+
+    #[test]
+    fn a_given_url_wins_over_the_configured_one() {
+        let config = ConfigArg { config: None };
+        assert_eq!(
+            url_or_configured(Some("http://h:1/x"), &config, "/y").unwrap(),
+            "http://h:1/x"
+        );
+    }
 }
