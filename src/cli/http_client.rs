@@ -6,18 +6,21 @@
 //! (status, headers, and a body framed by `Content-Length`, `Transfer-Encoding: chunked`, or
 //! the end of the connection), at most [`MAX_BODY`] bytes of it.
 //!
-//! TLS is whatever [`ClientConfig`] the caller passes: the healthcheck brings one that accepts
-//! any certificate (see its module docs).
+//! TLS is whatever [`ClientConfig`] the caller passes: [`verifying_tls`] checks the server's
+//! certificate and name against a CA file, for requests that carry a token; the healthcheck
+//! brings one that accepts any certificate (see its module docs).
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use rustls::crypto::CryptoProvider;
-use rustls::pki_types::ServerName;
-use rustls::{ClientConfig, ClientConnection, StreamOwned};
+use rustls::pki_types::pem::PemObject as _;
+use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
 
 /// Largest body read, as sent (chunk framing included): the gateway's answers are small, and a
 /// wrong URL must not fill memory.
@@ -106,6 +109,30 @@ impl Response {
 /// The ring provider: the only one muxgate builds with.
 pub fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// A TLS configuration that trusts only the certificates in `ca_file` (PEM: the gateway's own
+/// certificate when self-signed, or the CA that issued it), and checks the server's name.
+pub fn verifying_tls(ca_file: &Path) -> anyhow::Result<Arc<ClientConfig>> {
+    let pem =
+        std::fs::read(ca_file).with_context(|| format!("cannot read {}", ca_file.display()))?;
+    let mut roots = RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(&pem) {
+        let cert =
+            cert.with_context(|| format!("{}: not a PEM certificate file", ca_file.display()))?;
+        roots
+            .add(cert)
+            .with_context(|| format!("{}: unusable certificate", ca_file.display()))?;
+    }
+    if roots.is_empty() {
+        bail!("{}: no PEM certificate found", ca_file.display());
+    }
+    let config = ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .context("TLS setup")?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
 }
 
 /// Sends one request and reads the whole answer. `tls` is required for an `https` target.
@@ -707,5 +734,75 @@ mod tests {
         let error = get(&url).unwrap_err().to_string();
         assert!(error.contains("after 5 of the body's 50 bytes"), "{error}");
         server.join().unwrap();
+    }
+
+    /// Serves one TLS connection with a certificate for 127.0.0.1, answering `204`.
+    fn serve_tls_once(
+        cert: &rcgen::CertifiedKey<rcgen::KeyPair>,
+    ) -> (String, thread::JoinHandle<()>) {
+        let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(
+            cert.signing_key.serialize_pem().as_bytes(),
+        )
+        .unwrap();
+        let config = rustls::ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.cert.der().clone()], key)
+            .unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("https://{}/approvals", listener.local_addr().unwrap());
+        let server = thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            let connection = rustls::ServerConnection::new(Arc::new(config)).unwrap();
+            let mut tls = StreamOwned::new(connection, stream);
+            // A client that refuses the certificate ends the handshake: nothing to answer.
+            let mut request = Vec::new();
+            while head_end(&request).is_none() {
+                let mut chunk = [0u8; 1024];
+                match tls.read(&mut chunk) {
+                    Ok(n) if n > 0 => request.extend_from_slice(&chunk[..n]),
+                    _ => return,
+                }
+            }
+            let _ = tls.write_all(b"HTTP/1.1 204 No Content\r\n\r\n");
+            tls.conn.send_close_notify();
+            let _ = tls.flush();
+        });
+        (url, server)
+    }
+
+    #[test]
+    fn https_verifies_the_certificate_against_the_ca_file() {
+        let generate = || rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
+        let served = generate();
+        let dir = tempfile::tempdir().unwrap();
+        let trusted = dir.path().join("trusted.pem");
+        std::fs::write(&trusted, served.cert.pem()).unwrap();
+        let other = dir.path().join("other.pem");
+        std::fs::write(&other, generate().cert.pem()).unwrap();
+        let request = Request {
+            method: "GET",
+            path: "/approvals",
+            headers: &[],
+            body: None,
+        };
+        let timeout = Duration::from_secs(5);
+
+        let (url, server) = serve_tls_once(&served);
+        let config = verifying_tls(&trusted).unwrap();
+        let response = send(&parse_url(&url).unwrap(), Some(config), &request, timeout).unwrap();
+        assert_eq!(response.status, 204);
+        server.join().unwrap();
+
+        let (url, server) = serve_tls_once(&served);
+        let config = verifying_tls(&other).unwrap();
+        let error = send(&parse_url(&url).unwrap(), Some(config), &request, timeout).unwrap_err();
+        assert!(format!("{error:#}").contains("certificate"), "{error:#}");
+        server.join().unwrap();
+
+        let not_pem = dir.path().join("not.pem");
+        std::fs::write(&not_pem, "no certificate here").unwrap();
+        assert!(verifying_tls(&not_pem).is_err());
     }
 }

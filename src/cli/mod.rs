@@ -4,9 +4,12 @@
 //! MCP handler and router; `check-config` loads and summarizes a file; `doctor` runs
 //! [`crate::doctor`]; `tools` prints [`crate::mcp::catalog`]; `token` mints with
 //! [`crate::auth::TokenMinter`]; `audit verify` ([`audit`]) checks [`crate::audit`] files; `healthcheck`
-//! ([`healthcheck`]) asks a running gateway's `/healthz` (the container's HEALTHCHECK). Errors here are `anyhow` with
-//! context; the library modules below keep typed errors.
+//! ([`healthcheck`]) asks a running gateway's `/healthz` (the container's HEALTHCHECK);
+//! `approvals` ([`approvals`]) lists the calls held for approval and decides them. The last two
+//! talk to the gateway with [`http_client`]. Errors here are `anyhow` with context; the library
+//! modules below keep typed errors.
 
+mod approvals;
 mod audit;
 mod check_config;
 mod healthcheck;
@@ -61,6 +64,72 @@ pub enum Command {
     Workspace(WorkspaceArgs),
     /// Ask a running gateway's /healthz; exit 0 when it answers 200 (for container probes).
     Healthcheck(HealthcheckArgs),
+    /// Calls held at a running gateway until a person approves them: list them, approve or
+    /// deny one (with a token of scope mux:approve, best given in MUXGATE_APPROVER_TOKEN).
+    #[command(subcommand)]
+    Approvals(ApprovalsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ApprovalsCommand {
+    /// The calls waiting: id, client, tool, rule, time waited, time left, summary.
+    List {
+        #[command(flatten)]
+        gateway: ApproverArgs,
+        /// Print the gateway's JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Let a waiting call run.
+    Approve {
+        /// The call's id, as `list` shows it.
+        id: String,
+        #[command(flatten)]
+        gateway: ApproverArgs,
+    },
+    /// Refuse a waiting call.
+    Deny {
+        /// The call's id, as `list` shows it.
+        id: String,
+        /// Why; sent with the decision.
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+        #[command(flatten)]
+        gateway: ApproverArgs,
+    },
+}
+
+/// Where the approvals API is and how to be let in.
+#[derive(Debug, Args)]
+pub struct ApproverArgs {
+    #[command(flatten)]
+    pub config: ConfigArg,
+    /// The approvals URL; default: /approvals on the configured http.bind port, over loopback
+    /// (https when [http.tls] is set).
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// A bearer token with scope mux:approve. Prefer the environment variable: other users can
+    /// read a command line in the process list.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "MUXGATE_APPROVER_TOKEN",
+        hide_env_values = true,
+        value_parser = secret
+    )]
+    pub token: Option<SecretString>,
+    /// The PEM certificate of the gateway, or of the CA that issued it; required for https,
+    /// where the certificate is always verified (the URL's host must be a name it lists).
+    #[arg(long, value_name = "PEM")]
+    pub ca_file: Option<PathBuf>,
+    /// Seconds to wait for the answer.
+    #[arg(long, default_value_t = 10)]
+    pub timeout: u64,
+}
+
+/// Keeps a secret argument out of `Debug` output.
+fn secret(text: &str) -> Result<SecretString, std::convert::Infallible> {
+    Ok(SecretString::new(text))
 }
 
 #[derive(Debug, Args)]
@@ -211,6 +280,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Audit(AuditCommand::Verify(args)) => audit::run(&args),
+        Command::Approvals(command) => {
+            approvals::run(&command)?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -286,6 +359,17 @@ fn local_url(addr: SocketAddr, tls: bool, path: &str) -> String {
     };
     let scheme = if tls { "https" } else { "http" };
     format!("{scheme}://{}{path}", SocketAddr::new(ip, addr.port()))
+}
+
+/// A duration read at a glance: seconds up to two minutes, then minutes, hours, days.
+fn human(duration: std::time::Duration) -> String {
+    let secs = duration.as_secs();
+    match secs {
+        0..120 => format!("{secs}s"),
+        120..7200 => format!("{}m", secs / 60),
+        7200..172_800 => format!("{}h", secs / 3600),
+        _ => format!("{}d", secs / 86_400),
+    }
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
