@@ -4,17 +4,21 @@
 //! MCP handler and router; `check-config` loads and summarizes a file; `doctor` runs
 //! [`crate::doctor`]; `tools` prints [`crate::mcp::catalog`]; `token` mints with
 //! [`crate::auth::TokenMinter`]; `audit verify` ([`audit`]) checks [`crate::audit`] files; `healthcheck`
-//! ([`healthcheck`]) asks a running gateway's `/healthz` (the container's HEALTHCHECK). Errors here are `anyhow` with
-//! context; the library modules below keep typed errors.
+//! ([`healthcheck`]) asks a running gateway's `/healthz` (the container's HEALTHCHECK);
+//! `approvals` ([`approvals`]) lists the calls held for approval and decides them. The last two
+//! talk to the gateway with [`http_client`]. Errors here are `anyhow` with context; the library
+//! modules below keep typed errors.
 
+mod approvals;
 mod audit;
 mod check_config;
 mod healthcheck;
+mod http_client;
 mod serve;
 mod workspace;
 
 use std::io::IsTerminal as _;
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -60,6 +64,72 @@ pub enum Command {
     Workspace(WorkspaceArgs),
     /// Ask a running gateway's /healthz; exit 0 when it answers 200 (for container probes).
     Healthcheck(HealthcheckArgs),
+    /// Calls held at a running gateway until a person approves them: list them, approve or
+    /// deny one (with a token of scope mux:approve, best given in MUXGATE_APPROVER_TOKEN).
+    #[command(subcommand)]
+    Approvals(ApprovalsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ApprovalsCommand {
+    /// The calls waiting: id, client, tool, rule, time waited, time left, summary.
+    List {
+        #[command(flatten)]
+        gateway: ApproverArgs,
+        /// Print the gateway's JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Let a waiting call run.
+    Approve {
+        /// The call's id, as `list` shows it.
+        id: String,
+        #[command(flatten)]
+        gateway: ApproverArgs,
+    },
+    /// Refuse a waiting call.
+    Deny {
+        /// The call's id, as `list` shows it.
+        id: String,
+        /// Why; sent with the decision.
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+        #[command(flatten)]
+        gateway: ApproverArgs,
+    },
+}
+
+/// Where the approvals API is and how to be let in.
+#[derive(Debug, Args)]
+pub struct ApproverArgs {
+    #[command(flatten)]
+    pub config: ConfigArg,
+    /// The approvals URL; default: /approvals on the configured http.bind port, over loopback
+    /// (https when [http.tls] is set).
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// A bearer token with scope mux:approve. Prefer the environment variable: other users can
+    /// read a command line in the process list.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "MUXGATE_APPROVER_TOKEN",
+        hide_env_values = true,
+        value_parser = secret
+    )]
+    pub token: Option<SecretString>,
+    /// The PEM certificate of the gateway, or of the CA that issued it; required for https,
+    /// where the certificate is always verified (the URL's host must be a name it lists).
+    #[arg(long, value_name = "PEM")]
+    pub ca_file: Option<PathBuf>,
+    /// Seconds to wait for the answer.
+    #[arg(long, default_value_t = 10)]
+    pub timeout: u64,
+}
+
+/// Keeps a secret argument out of `Debug` output.
+fn secret(text: &str) -> Result<SecretString, std::convert::Infallible> {
+    Ok(SecretString::new(text))
 }
 
 #[derive(Debug, Args)]
@@ -210,6 +280,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Audit(AuditCommand::Verify(args)) => audit::run(&args),
+        Command::Approvals(command) => {
+            approvals::run(&command)?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -264,6 +338,40 @@ fn mint_token(config: &Config, args: &TokenArgs) -> anyhow::Result<String> {
     Ok(TokenMinter::from_config(&config.auth)?.mint(&request)?)
 }
 
+/// `url` when given; else `path` on the configured `http.bind` port (https when `[http.tls]`
+/// is set), as [`local_url`] reaches it.
+fn url_or_configured(url: Option<&str>, config: &ConfigArg, path: &str) -> anyhow::Result<String> {
+    if let Some(url) = url {
+        return Ok(url.to_owned());
+    }
+    let loaded = Config::load(config.config.as_deref(), config::process_env()?)?;
+    let http = &loaded.config.http;
+    Ok(local_url(http.bind, http.tls.is_some(), path))
+}
+
+/// The URL a local client uses for `path` on a gateway listening on `addr`: an unspecified
+/// address is reached over loopback.
+fn local_url(addr: SocketAddr, tls: bool, path: &str) -> String {
+    let ip = match addr.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    let scheme = if tls { "https" } else { "http" };
+    format!("{scheme}://{}{path}", SocketAddr::new(ip, addr.port()))
+}
+
+/// A duration read at a glance: seconds up to two minutes, then minutes, hours, days.
+fn human(duration: std::time::Duration) -> String {
+    let secs = duration.as_secs();
+    match secs {
+        0..120 => format!("{secs}s"),
+        120..7200 => format!("{}m", secs / 60),
+        7200..172_800 => format!("{}h", secs / 3600),
+        _ => format!("{}d", secs / 86_400),
+    }
+}
+
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -280,4 +388,34 @@ fn init_logging(default_filter: &str) {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unspecified_addresses_make_loopback_urls() {
+        assert_eq!(
+            local_url("0.0.0.0:8767".parse().unwrap(), false, "/mcp"),
+            "http://127.0.0.1:8767/mcp"
+        );
+        assert_eq!(
+            local_url("[::]:1".parse().unwrap(), false, "/healthz"),
+            "http://[::1]:1/healthz"
+        );
+        assert_eq!(
+            local_url("192.0.2.5:443".parse().unwrap(), true, "/mcp"),
+            "https://192.0.2.5:443/mcp"
+        );
+    }
+
+    #[test]
+    fn a_given_url_wins_over_the_configured_one() {
+        let config = ConfigArg { config: None };
+        assert_eq!(
+            url_or_configured(Some("http://h:1/x"), &config, "/y").unwrap(),
+            "http://h:1/x"
+        );
+    }
 }

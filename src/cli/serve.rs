@@ -6,7 +6,7 @@
 //! On the embedded default (HS256 without a configured secret) it generates a secret for this
 //! process and prints a ready bearer token and client snippet, so a newcomer can connect at once.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::IpAddr;
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
@@ -62,7 +62,7 @@ async fn serve(mut config: Config, mode: Mode) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", config.http.bind))?;
     let local_addr = listener.local_addr()?;
-    let mcp_url = mcp_url(local_addr, config.http.tls.is_some());
+    let mcp_url = super::local_url(local_addr, config.http.tls.is_some(), "/mcp");
 
     let gateway = Gateway::build_in(mode, config.clone(), &mcp_url, shutdown.clone()).await?;
     let bearer_token = if local_secret && mode == Mode::Production {
@@ -184,17 +184,6 @@ fn warn_if_unreachable_by_host(config: &Config) {
     }
 }
 
-/// The URL a local client uses: an unspecified bind address is reached over loopback.
-fn mcp_url(local_addr: SocketAddr, tls: bool) -> String {
-    let ip = match local_addr.ip() {
-        IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
-        IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
-        ip => ip,
-    };
-    let scheme = if tls { "https" } else { "http" };
-    format!("{scheme}://{}/mcp", SocketAddr::new(ip, local_addr.port()))
-}
-
 /// What `serve` prints once it listens: the endpoint and a client configuration to paste.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadyBanner {
@@ -235,22 +224,6 @@ pub fn client_snippet(mcp_url: &str, bearer_token: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn unspecified_bind_addresses_print_as_loopback_urls() {
-        assert_eq!(
-            mcp_url("0.0.0.0:8767".parse().unwrap(), false),
-            "http://127.0.0.1:8767/mcp"
-        );
-        assert_eq!(
-            mcp_url("[::]:1".parse().unwrap(), false),
-            "http://[::1]:1/mcp"
-        );
-        assert_eq!(
-            mcp_url("192.0.2.5:443".parse().unwrap(), true),
-            "https://192.0.2.5:443/mcp"
-        );
-    }
 
     #[test]
     fn snippet_carries_the_token_only_when_there_is_one() {

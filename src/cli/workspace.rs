@@ -61,20 +61,10 @@ fn render(workspaces: &[WorkspaceStatus], now: u64) -> String {
         out.push_str(&format!(
             "{:width$}  {state:20}  {uid:>7}  {} ago\n",
             workspace.meta.name,
-            human(age)
+            super::human(age)
         ));
     }
     out
-}
-
-fn human(age: Duration) -> String {
-    let secs = age.as_secs();
-    match secs {
-        0..120 => format!("{secs}s"),
-        120..7200 => format!("{}m", secs / 60),
-        7200..172_800 => format!("{}h", secs / 3600),
-        _ => format!("{}d", secs / 86_400),
-    }
 }
 
 fn unix_now() -> u64 {

@@ -23,7 +23,7 @@ pub const ENV_PREFIX: &str = "MUXGATE_";
 pub const ENV_KEY_SEPARATOR: &str = "__";
 
 /// `MUXGATE_*` variables that are read elsewhere and are not config overrides.
-pub const NON_OVERRIDE_VARS: &[&str] = &["MUXGATE_CONFIG", "MUXGATE_LOG"];
+pub const NON_OVERRIDE_VARS: &[&str] = &["MUXGATE_CONFIG", "MUXGATE_LOG", "MUXGATE_APPROVER_TOKEN"];
 
 /// Tables whose entries are a collection of named items rather than settings: a file that
 /// defines such a table replaces the default's entries instead of merging into them (a file
@@ -314,6 +314,7 @@ mod tests {
             ("MUXGATE_ENGINE__QUEUE_CAPACITY", "7"),
             ("MUXGATE_CONFIG", "/etc/x.toml"),
             ("MUXGATE_LOG", "debug"),
+            ("MUXGATE_APPROVER_TOKEN", "secret"),
         ]))
         .unwrap();
         assert_eq!(found.len(), 2);
