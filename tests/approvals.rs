@@ -355,3 +355,72 @@ async fn no_decision_in_time_is_a_denial() {
             .any(|r| r["kind"] == "approval" && r["decision"] == "timed_out" && r["by"].is_null())
     );
 }
+
+/// `muxgate approvals` against the running gateway: `list` shows the held call with its
+/// arguments, `approve` releases it, a second `approve` fails with the gateway's reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_command_line_lists_and_decides() {
+    let tmux = TestTmux::start();
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = spawn_gateway(config(&tmux.socket, &dir.path().join("audit.jsonl"), 60)).await;
+    let agent = std::sync::Arc::new(client(&gateway).await);
+    let carol = gateway.mint("carol", &["mux:approve"]);
+    let url = format!("{}/approvals", gateway.base);
+    let pane = tmux.pane_id("main").to_string();
+    let cli = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_muxgate"))
+            .arg("approvals")
+            .args(args)
+            .args(["--url", &url])
+            .env("MUXGATE_APPROVER_TOKEN", &carol)
+            .output()
+            .expect("run muxgate approvals");
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stdout).into_owned()
+                + &String::from_utf8_lossy(&output.stderr),
+        )
+    };
+
+    let (ok, empty) = tokio::task::block_in_place(|| cli(&["list"]));
+    assert!(ok, "{empty}");
+    assert_eq!(empty, "no calls are waiting for approval\n");
+
+    let held = tokio::spawn({
+        let agent = agent.clone();
+        let args =
+            json!({"target": pane, "keys": "rm -rf ./build", "literal": true, "enter": false});
+        async move { call(&agent, "send_keys", args).await }
+    });
+    let id = the_waiting_call(&gateway.base, &carol).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (ok, listed) = tokio::task::block_in_place(|| cli(&["list"]));
+    assert!(ok, "{listed}");
+    assert!(listed.starts_with("id "), "{listed}");
+    assert!(
+        listed.contains(&id) && listed.contains("send_keys"),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("rm -rf ./build") && listed.contains("dangerous"),
+        "{listed}"
+    );
+
+    let (ok, approved) = tokio::task::block_in_place(|| cli(&["approve", &id]));
+    assert!(ok, "{approved}");
+    assert_eq!(approved, format!("approved {id} (by carol)\n"));
+    let result = tokio::time::timeout(Duration::from_secs(10), held)
+        .await
+        .expect("the approved call answers")
+        .unwrap();
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+
+    let (ok, again) = tokio::task::block_in_place(|| cli(&["approve", &id]));
+    assert!(!ok, "a decided call cannot be approved again: {again}");
+    assert!(
+        again.contains("404") && again.contains("muxgate approvals list"),
+        "{again}"
+    );
+}

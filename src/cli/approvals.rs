@@ -8,8 +8,8 @@
 //!
 //! Every request carries the token, so over https the server's certificate is always verified
 //! (against `--ca-file`; https without it is refused) and the token is never printed. Part of
-//! what the gateway returns was written by agents (a call's summary quotes its arguments), so
-//! control and bidirectional-formatting characters are printed escaped: a summary cannot move
+//! what the gateway returns was written by agents (a call's arguments), so
+//! control and bidirectional-formatting characters are printed escaped: arguments cannot move
 //! the cursor or reorder the line to show another command than the one waiting.
 
 use std::sync::Arc;
@@ -234,7 +234,8 @@ struct Pending {
     tool: String,
     /// The name of the rule that held it.
     rule: String,
-    summary: String,
+    /// The arguments the call will run with (past 8 KiB, their beginning as text).
+    args: serde_json::Value,
     waiting_ms: u64,
     expires_in_ms: u64,
 }
@@ -247,7 +248,8 @@ struct Decided {
     by: String,
 }
 
-/// The waiting calls as aligned text, the summary last and whole (the person decides on it).
+/// The waiting calls as aligned text, the arguments last and whole (the person decides on
+/// them).
 fn render(pending: &[Pending]) -> String {
     if pending.is_empty() {
         return "no calls are waiting for approval\n".into();
@@ -259,7 +261,7 @@ fn render(pending: &[Pending]) -> String {
         "rule",
         "waited",
         "expires in",
-        "summary",
+        "arguments",
     ]
     .map(String::from);
     let rows = pending.iter().map(|call| {
@@ -270,7 +272,7 @@ fn render(pending: &[Pending]) -> String {
             printable(&call.rule),
             super::human(Duration::from_millis(call.waiting_ms)),
             super::human(Duration::from_millis(call.expires_in_ms)),
-            printable(&call.summary),
+            printable(&call.args.to_string()),
         ]
     });
     let table: Vec<[String; 7]> = std::iter::once(header).chain(rows).collect();
@@ -329,19 +331,19 @@ mod tests {
         let listing: Listing = serde_json::from_str(
             r#"{"pending":[
                 {"id":"7f3a","sub":"agent-1","tool":"run_command","server":"default",
-                 "rule":"dangerous","summary":"run_command on %3: rm -rf /tmp/x",
+                 "rule":"dangerous","args":{"target":"%3","command":"rm -rf /tmp/x"},
                  "waiting_ms":1234,"expires_in_ms":58000},
                 {"id":"b2","sub":"a","tool":"send_keys","server":"default","rule":"keys",
-                 "summary":"send_keys on %1: \u001b[2K\nok\u202e","waiting_ms":150000,
+                 "args":{"keys":"\u001b[2K\nok\u202e"},"waiting_ms":150000,
                  "expires_in_ms":900}
             ]}"#,
         )
         .unwrap();
         assert_eq!(
             render(&listing.pending),
-            "id    client   tool         rule       waited  expires in  summary\n\
-             7f3a  agent-1  run_command  dangerous  1s      58s         run_command on %3: rm -rf /tmp/x\n\
-             b2    a        send_keys    keys       2m      0s          send_keys on %1: \\u{1b}[2K\\u{a}ok\\u{202e}\n"
+            "id    client   tool         rule       waited  expires in  arguments\n\
+             7f3a  agent-1  run_command  dangerous  1s      58s         {\"target\":\"%3\",\"command\":\"rm -rf /tmp/x\"}\n\
+             b2    a        send_keys    keys       2m      0s          {\"keys\":\"\\u001b[2K\\nok\\u{202e}\"}\n"
         );
         assert_eq!(render(&[]), "no calls are waiting for approval\n");
     }
