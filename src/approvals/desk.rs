@@ -86,6 +86,25 @@ pub enum Verdict {
     TimedOut { after: Duration },
 }
 
+impl Verdict {
+    /// How the audit log and metrics name it: `approved`, `denied` or `timed_out`.
+    pub fn decision(&self) -> &'static str {
+        match self {
+            Self::Approved { .. } => "approved",
+            Self::Denied { .. } => "denied",
+            Self::TimedOut { .. } => "timed_out",
+        }
+    }
+
+    /// Who decided, unless no one did.
+    pub fn approver(&self) -> Option<&str> {
+        match self {
+            Self::Approved { by } | Self::Denied { by, .. } => Some(by),
+            Self::TimedOut { .. } => None,
+        }
+    }
+}
+
 /// Why a decision was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecideError {

@@ -166,20 +166,7 @@ pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
                 .layer(RequestBodyLimitLayer::new(http.max_body_bytes)),
         );
 
-    let approval_routes = Router::new()
-        .route("/approvals", get(approvals::list))
-        .route("/approvals/{id}", post(approvals::decide))
-        .with_state(approvals)
-        .layer(
-            ServiceBuilder::new()
-                .layer(TraceLayer::new_for_http().make_span_with(request_span))
-                .layer(from_fn_with_state(allowlist, guard::enforce))
-                .layer(from_fn_with_state(
-                    security.authenticator,
-                    crate::auth::require_bearer,
-                ))
-                .layer(RequestBodyLimitLayer::new(APPROVAL_BODY_LIMIT)),
-        );
+    let approval_routes = approval_routes(approvals, allowlist, security.authenticator);
 
     // Health endpoints are polled by orchestrators: not traced, so a 503 from /readyz while a
     // server is down does not flood the log.
@@ -201,6 +188,29 @@ pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
         telemetry.metrics,
         crate::telemetry::http::count_requests,
     ))
+}
+
+/// `/approvals`, behind the Host/Origin guard and bearer authentication (the handlers check
+/// the approver's scope).
+fn approval_routes(
+    approvals: ApprovalDesk,
+    allowlist: Arc<Allowlist>,
+    authenticator: Arc<Authenticator>,
+) -> Router {
+    Router::new()
+        .route("/approvals", get(approvals::list))
+        .route("/approvals/{id}", post(approvals::decide))
+        .with_state(approvals)
+        .layer(
+            ServiceBuilder::new()
+                .layer(TraceLayer::new_for_http().make_span_with(request_span))
+                .layer(from_fn_with_state(allowlist, guard::enforce))
+                .layer(from_fn_with_state(
+                    authenticator,
+                    crate::auth::require_bearer,
+                ))
+                .layer(RequestBodyLimitLayer::new(APPROVAL_BODY_LIMIT)),
+        )
 }
 
 /// rmcp's Streamable HTTP service for `/mcp`.

@@ -382,11 +382,18 @@ pub fn target_error(error: &TargetError) -> ToolError {
 /// The list tool that shows valid targets of this kind.
 pub fn list_hint(target: &Target) -> &'static str {
     match target {
-        Target::Pane(_) => "call list_panes to see valid pane ids",
-        Target::Window(_) => "call list_windows to see valid window ids",
-        Target::Session(_) => "call list_sessions to see valid sessions",
+        Target::Pane(_) => PANES_HINT,
+        Target::Window(_) => WINDOWS_HINT,
+        Target::Session(_) => SESSIONS_HINT,
     }
 }
+
+/// What to do about a pane that is not there.
+pub const PANES_HINT: &str = "call list_panes to see valid pane ids";
+/// What to do about a window that is not there.
+pub const WINDOWS_HINT: &str = "call list_windows to see valid window ids";
+/// What to do about a session that is not there.
+pub const SESSIONS_HINT: &str = "call list_sessions to see valid sessions";
 
 /// A not-found error from tmux, reworded as [`not_found`] for `target` (other errors pass).
 pub fn missing_as_not_found(error: ToolError, target: &Target) -> ToolError {
@@ -504,7 +511,7 @@ mod tests {
         let err = engine_error(
             "default",
             EngineError::Command("can't find pane: %99".into()),
-            "call list_panes to see valid pane ids",
+            PANES_HINT,
         );
         assert_eq!(err.kind, ToolErrorKind::NotFound);
         assert!(err.suggestion.contains("list_panes"));

@@ -116,19 +116,28 @@ pub async fn hold_if_needed(
         None => state.until_shutdown(waiting).await?,
     };
     let waited_ms = u64::try_from(budget.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    open.approval(&rule, verdict.decision(), verdict.approver(), waited_ms);
+    answer(verdict, id, rule, waited_ms).map(Some)
+}
+
+/// What the caller gets for a verdict: leave to run, or the error it answers with.
+fn answer(
+    verdict: Verdict,
+    id: String,
+    rule: String,
+    waited_ms: u64,
+) -> Result<Approved, ToolError> {
     match verdict {
         Verdict::Approved { by } => {
-            open.approval(&rule, "approved", Some(&by), waited_ms);
             tracing::info!(id, rule, by, "held call approved");
-            Ok(Some(Approved {
+            Ok(Approved {
                 id,
                 rule,
                 by,
                 waited_ms,
-            }))
+            })
         }
         Verdict::Denied { by, reason } => {
-            open.approval(&rule, "denied", Some(&by), waited_ms);
             tracing::info!(id, rule, by, "held call denied");
             let reason = reason.map_or_else(String::new, |r| format!(": {r}"));
             Err(ToolError::new(
@@ -139,17 +148,14 @@ pub async fn hold_if_needed(
                 "do not retry the same call; change the plan or ask the human why",
             ))
         }
-        Verdict::TimedOut { after } => {
-            open.approval(&rule, "timed_out", None, waited_ms);
-            Err(ToolError::new(
-                ToolErrorKind::Timeout,
-                format!(
-                    "no approver decided within {} s (approval {id}, rule {rule}); the call \
-                     counts as denied and nothing was run",
-                    after.as_secs()
-                ),
-                "ask the human to watch for approvals (muxgate approvals list), then call again",
-            ))
-        }
+        Verdict::TimedOut { after } => Err(ToolError::new(
+            ToolErrorKind::Timeout,
+            format!(
+                "no approver decided within {} s (approval {id}, rule {rule}); the call counts \
+                 as denied and nothing was run",
+                after.as_secs()
+            ),
+            "ask the human to watch for approvals (muxgate approvals list), then call again",
+        )),
     }
 }

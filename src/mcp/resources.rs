@@ -28,7 +28,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::McpServer;
-use super::access::{TmuxAccess, parse_target};
+use super::access::{PANES_HINT, TmuxAccess, parse_target};
 use super::call::{self, CallContext};
 use super::error::{ToolError, ToolErrorKind};
 use super::pane_ops::{
@@ -500,9 +500,7 @@ async fn pane_text(tmux: &TmuxAccess<'_>, pane: PaneId) -> Result<String, ToolEr
         .target(pane)
         .build()
         .map_err(|e| ToolError::new(ToolErrorKind::Internal, e.to_string(), ""))?;
-    let lines = tmux
-        .run(capture, "call list_panes to see valid pane ids")
-        .await?;
+    let lines = tmux.run(capture, PANES_HINT).await?;
     let mut lines: Vec<String> = lines
         .iter()
         .map(|l| String::from_utf8_lossy(l).into_owned())

@@ -15,7 +15,7 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
 
 use crate::mcp::McpServer;
-use crate::mcp::access::{TmuxAccess, engine_error, list_hint, parse_target};
+use crate::mcp::access::{PANES_HINT, TmuxAccess, engine_error, list_hint, parse_target};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{
@@ -591,8 +591,7 @@ impl McpServer {
             .target(target)
             .build()
             .map_err(quote_error)?;
-        tmux.run(command, "call list_panes to see valid pane ids")
-            .await?;
+        tmux.run(command, PANES_HINT).await?;
         let source_info = pane_info(&tmux, &Target::Pane(source)).await?.info;
         let target_info = pane_info(&tmux, &Target::Pane(target)).await?.info;
         Ok(Json(SwapPaneOutput {

@@ -27,7 +27,7 @@ use crate::auth::can_name_session;
 use crate::auth::owners::SessionKey;
 use crate::auth::pattern::NamePattern;
 use crate::mcp::McpServer;
-use crate::mcp::access::{TmuxAccess, engine_error, parse_target};
+use crate::mcp::access::{SESSIONS_HINT, TmuxAccess, engine_error, parse_target};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::fields::RowShape;
@@ -306,10 +306,7 @@ pub(crate) async fn find_session(
             SessionSel::Name(name) => s.name == name.as_str(),
         })
         .ok_or_else(|| {
-            ToolError::not_found(
-                format!("no session {wanted} on this server"),
-                "call list_sessions to see valid sessions",
-            )
+            ToolError::not_found(format!("no session {wanted} on this server"), SESSIONS_HINT)
         })
 }
 
@@ -809,8 +806,7 @@ impl McpServer {
             me.check(&tmux, Kill::Session(resolved.session_id)).await?;
         }
         let kill = build(TmuxCommand::new("kill-session").target(resolved.session_id))?;
-        tmux.run(kill, "call list_sessions to see valid sessions")
-            .await?;
+        tmux.run(kill, SESSIONS_HINT).await?;
         Ok(Json(KillSessionOutput {
             server: tmux.server_name().to_owned(),
             id: resolved.session_id.to_string(),
@@ -855,10 +851,7 @@ impl McpServer {
                 .end_of_options()
                 .arg(new_name.as_str()),
         )?;
-        if let Err(error) = tmux
-            .run(rename, "call list_sessions to see valid sessions")
-            .await
-        {
+        if let Err(error) = tmux.run(rename, SESSIONS_HINT).await {
             return Err(if is_duplicate(&error.message) {
                 name_taken(&tmux, new_name.as_str()).await
             } else {

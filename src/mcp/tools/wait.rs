@@ -31,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 use super::since::{SinceRequest, capture_since};
 use super::watch::{PaneState, by_deadline, cancelled, elapsed_ms, missing_pane, subscribe};
 use crate::mcp::McpServer;
-use crate::mcp::access::TmuxAccess;
+use crate::mcp::access::{PANES_HINT, TmuxAccess};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::position::OutputPosition;
@@ -510,16 +510,13 @@ async fn visible_lines(tmux: &TmuxAccess<'_>, pane: PaneId) -> Result<Vec<String
         .target(pane)
         .build()
         .map_err(|e| ToolError::new(ToolErrorKind::Internal, e.to_string(), "report this"))?;
-    let rows = tmux
-        .run(command, "call list_panes to see valid pane ids")
-        .await
-        .map_err(|e| {
-            if e.kind == ToolErrorKind::NotFound {
-                missing_pane(pane)
-            } else {
-                e
-            }
-        })?;
+    let rows = tmux.run(command, PANES_HINT).await.map_err(|e| {
+        if e.kind == ToolErrorKind::NotFound {
+            missing_pane(pane)
+        } else {
+            e
+        }
+    })?;
     Ok(rows
         .iter()
         .map(|r| String::from_utf8_lossy(r).trim_end().to_owned())

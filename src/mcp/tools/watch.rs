@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
-use crate::mcp::access::{TmuxAccess, engine_error};
+use crate::mcp::access::{PANES_HINT, TmuxAccess, engine_error};
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mux::foreground::{self, Foreground};
 use crate::mux::tmux::format::{flag, row_format, split_row};
@@ -116,12 +116,7 @@ impl PaneState {
 
     /// Reads `pane`'s state.
     pub async fn read(tmux: &TmuxAccess<'_>, pane: PaneId) -> Result<Self, ToolError> {
-        let rows = tmux
-            .run(
-                Self::command(pane)?,
-                "call list_panes to see valid pane ids",
-            )
-            .await?;
+        let rows = tmux.run(Self::command(pane)?, PANES_HINT).await?;
         Self::parse(pane, &rows).ok_or_else(|| missing_pane(pane))
     }
 }
@@ -143,10 +138,7 @@ pub fn foreground_of(
 
 /// The error for a pane that does not exist (any more).
 pub fn missing_pane(pane: PaneId) -> ToolError {
-    ToolError::not_found(
-        format!("no pane {pane} on this server"),
-        "call list_panes to see valid pane ids",
-    )
+    ToolError::not_found(format!("no pane {pane} on this server"), PANES_HINT)
 }
 
 /// Subscribes to `pane`'s output from now on, giving up at `deadline` (the first wait on a
@@ -159,13 +151,7 @@ pub async fn subscribe(
     tmux.server
         .subscribe(&tmux.caller, pane, deadline)
         .await
-        .map_err(|e| {
-            engine_error(
-                tmux.server_name(),
-                e,
-                "call list_panes to see valid pane ids",
-            )
-        })
+        .map_err(|e| engine_error(tmux.server_name(), e, PANES_HINT))
 }
 
 /// How long starting to record a pane may wait for its output connection, for calls that read
@@ -187,13 +173,7 @@ pub async fn keep(
     tmux.server
         .keep(&tmux.caller, pane, deadline)
         .await
-        .map_err(|e| {
-            engine_error(
-                tmux.server_name(),
-                e,
-                "call list_panes to see valid pane ids",
-            )
-        })
+        .map_err(|e| engine_error(tmux.server_name(), e, PANES_HINT))
 }
 
 /// Runs one of a wait's tmux steps (resolving its target, reading the pane's state), giving up

@@ -22,7 +22,7 @@ use super::support::{
 use crate::auth::owners::SessionKey;
 use crate::auth::pattern::NamePattern;
 use crate::mcp::McpServer;
-use crate::mcp::access::{TmuxAccess, parse_target};
+use crate::mcp::access::{SESSIONS_HINT, TmuxAccess, WINDOWS_HINT, parse_target};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::fields::RowShape;
@@ -130,10 +130,7 @@ pub(crate) async fn list_window_rows(
     session_id: Option<&str>,
 ) -> Result<Vec<WindowInfo>, ToolError> {
     let rows = tmux
-        .run(
-            list_windows_command(session_id)?,
-            "call list_sessions to see valid sessions",
-        )
+        .run(list_windows_command(session_id)?, SESSIONS_HINT)
         .await?;
     Ok(visible_windows(tmux, &rows))
 }
@@ -171,10 +168,7 @@ async fn window_after(
 
 fn refused(message: &str) -> ToolError {
     if message.contains("can't find") || message.contains("no such") {
-        return ToolError::not_found(
-            format!("tmux: {message}"),
-            "call list_windows to see valid window ids",
-        );
+        return ToolError::not_found(format!("tmux: {message}"), WINDOWS_HINT);
     }
     ToolError::new(
         ToolErrorKind::Conflict,
@@ -596,7 +590,7 @@ impl McpServer {
             // Every session has a window: none means no such (visible) session.
             return Err(ToolError::not_found(
                 format!("no session {session} on this server"),
-                "call list_sessions to see valid sessions",
+                SESSIONS_HINT,
             ));
         }
         Ok(Json(ListWindowsOutput {
@@ -636,10 +630,7 @@ impl McpServer {
             .into_iter()
             .find(|w| w.id == window)
             .ok_or_else(|| {
-                ToolError::not_found(
-                    format!("no window {window} on this server"),
-                    "call list_windows to see valid window ids",
-                )
+                ToolError::not_found(format!("no window {window} on this server"), WINDOWS_HINT)
             })?;
         Ok(Json(WindowOutput {
             server: tmux.server_name().to_owned(),
