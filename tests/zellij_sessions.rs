@@ -45,10 +45,7 @@ async fn create_list_and_kill_sessions() {
         .collect();
     assert!(!live.contains(&b), "{live:?}");
     let err = h.backend.list_tabs(&b).await.unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        format!("no session {b}; call zellij_list_sessions to see the sessions")
-    );
+    assert_eq!(err.to_string(), format!("no session {b}"));
     let err = h.backend.kill_session(&b).await.unwrap_err();
     assert!(matches!(err, ZellijError::NoSuchSession { .. }), "{err}");
 }
@@ -96,13 +93,10 @@ async fn bad_targets_get_clear_errors() {
     let err = h.backend.pane(&s, PaneId::Terminal(99)).await.unwrap_err();
     assert_eq!(
         err.to_string(),
-        format!("no pane terminal_99 in session {s}; call zellij_list_panes")
+        format!("no pane terminal_99 in session {s}")
     );
     let err = h.backend.rename_tab(&s, TabId(42), "x").await.unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        format!("no tab 42 in session {s}; call zellij_list_tabs")
-    );
+    assert_eq!(err.to_string(), format!("no tab 42 in session {s}"));
     let err = h
         .backend
         .write_chars(&s, PaneId::Terminal(7), "echo hi\n")

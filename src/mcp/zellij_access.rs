@@ -234,7 +234,9 @@ fn classify(server: &str, error: &ZellijError) -> (ToolErrorKind, String) {
         ),
         E::Timeout { .. } => (
             ToolErrorKind::Timeout,
-            "the message says what is still running; read the pane or retry with a longer timeout"
+            "the message says what is still running: read it (zellij_read_pane), interrupt it \
+             (zellij_send_keys \"Ctrl c\") or close it (zellij_close_pane), or retry with a longer \
+             timeout"
                 .to_owned(),
         ),
         E::Busy { .. } => (
@@ -287,10 +289,7 @@ mod tests {
             },
         );
         assert_eq!(err.kind, ToolErrorKind::NotFound);
-        assert_eq!(
-            err.message,
-            "no pane terminal_9 in session s; call zellij_list_panes"
-        );
+        assert_eq!(err.message, "no pane terminal_9 in session s");
         let err = zellij_error(
             "dev",
             ZellijError::WouldEndSession {

@@ -1,7 +1,8 @@
 //! Errors of the Zellij backend, worded so that a model can act on them.
 //!
-//! Each message names the target and, where a caller can fix the problem, says which call to make
-//! next ("call zellij_list_panes"). The tool layer can forward `to_string()` as is.
+//! Each message names the target and what is wrong with it, in terms of Zellij alone: which call
+//! to make next is the tool layer's to say (`crate::mcp::zellij_access` adds a suggestion per
+//! kind), so the backend knows nothing of MCP tools.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -33,16 +34,16 @@ pub enum ZellijError {
     #[error("invalid {what}: {reason}")]
     InvalidArgument { what: &'static str, reason: String },
 
-    #[error("no session {session}; call zellij_list_sessions to see the sessions")]
+    #[error("no session {session}")]
     NoSuchSession { session: SessionName },
 
     #[error("session {session} already exists")]
     SessionExists { session: SessionName },
 
-    #[error("no pane {pane} in session {session}; call zellij_list_panes")]
+    #[error("no pane {pane} in session {session}")]
     NoSuchPane { session: SessionName, pane: PaneId },
 
-    #[error("no tab {tab} in session {session}; call zellij_list_tabs")]
+    #[error("no tab {tab} in session {session}")]
     NoSuchTab { session: SessionName, tab: TabId },
 
     /// The operation does not apply to this kind of pane (e.g. typing into a plugin pane).

@@ -886,9 +886,7 @@ impl ZellijBackend {
             .await
             .map_err(|e| match e {
                 ZellijError::Timeout { .. } => ZellijError::Timeout {
-                    what: format!(
-                        "command in pane {pane} of session {session} (still running; read it with zellij_read_pane or interrupt it with zellij_send_keys \"Ctrl c\")"
-                    ),
+                    what: format!("command in pane {pane} of session {session} (still running)"),
                     after: opts.timeout,
                 },
                 other => other,
@@ -1062,7 +1060,7 @@ impl ZellijBackend {
             (Collected::Running(pane), Err(ZellijError::Timeout { .. })) => {
                 Err(ZellijError::Timeout {
                     what: format!(
-                        "command in pane {} of session {session} (still running; read it with zellij_read_pane or close it with zellij_close_pane)",
+                        "command in pane {} of session {session} (still running)",
                         pane.id
                     ),
                     after: opts.timeout,
