@@ -42,15 +42,17 @@ struct Waiting {
 }
 
 /// A call to hold, as the approver will see it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct HeldCall {
     pub sub: String,
     pub tool: String,
     pub server: Option<String>,
     pub rule: String,
+    /// The arguments the call will run with; past 8 KiB, their first 8 KiB as text.
     pub args: Value,
     /// The call's id in the audit log (empty when the log is off).
     pub audit_call: String,
+    #[serde(skip)]
     pub deadline: Instant,
 }
 
@@ -58,13 +60,8 @@ pub struct HeldCall {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PendingApproval {
     pub id: String,
-    pub sub: String,
-    pub tool: String,
-    pub server: Option<String>,
-    pub rule: String,
-    /// The arguments the call will run with; past 8 KiB, their first 8 KiB as text.
-    pub args: Value,
-    pub audit_call: String,
+    #[serde(flatten)]
+    pub call: HeldCall,
     pub waiting_ms: u64,
     pub expires_in_ms: u64,
 }
@@ -153,19 +150,13 @@ impl ApprovalDesk {
             .lock()
             .iter()
             .map(|(id, waiting)| {
-                let call = &waiting.call;
                 (
                     waiting.since,
                     PendingApproval {
                         id: id.clone(),
-                        sub: call.sub.clone(),
-                        tool: call.tool.clone(),
-                        server: call.server.clone(),
-                        rule: call.rule.clone(),
-                        args: call.args.clone(),
-                        audit_call: call.audit_call.clone(),
+                        call: waiting.call.clone(),
                         waiting_ms: millis(now.duration_since(waiting.since)),
-                        expires_in_ms: millis(call.deadline.saturating_duration_since(now)),
+                        expires_in_ms: millis(waiting.call.deadline.saturating_duration_since(now)),
                     },
                 )
             })
