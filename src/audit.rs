@@ -335,7 +335,7 @@ impl OpenCall {
     }
 
     /// Records how a hold for approval ended: the rule that held the call, the decision
-    /// (`approved`, `denied`, `timed_out`), who made it and how long the call waited. A
+    /// (`approved`, `denied`, `timed_out`, `cancelled`), who made it and how long the call waited. A
     /// denial's reason is the approver's free text and is not recorded.
     pub fn approval(&self, rule: &str, decision: &'static str, by: Option<&str>, waited_ms: u64) {
         let Some(inner) = &self.inner else {

@@ -144,9 +144,7 @@ impl Gateway {
             ),
             _ => None,
         };
-        let approval_policy = ApprovalPolicy::compile(&config.approvals).map_err(|e| {
-            GatewayError::Approvals(format!("rules[{}].{}: {}", e.index, e.field, e.message))
-        })?;
+        let approval_policy = Arc::new(approval_policy(&config)?);
         let approvals = ApprovalDesk::default();
         let mut metrics = Metrics::new();
         let resource = Arc::new(ProtectedResource::new(&config.auth, mcp_url)?);
@@ -222,7 +220,7 @@ impl Gateway {
             workspaces,
             shutdown: shutdown.begin().child_token(),
             agent_reports: Default::default(),
-            approval_policy,
+            approval_policy: approval_policy.clone(),
             approvals: approvals.clone(),
         });
         let deps = HttpDeps {
@@ -240,7 +238,10 @@ impl Gateway {
                 endpoint,
             },
             shutdown: shutdown.clone(),
-            approvals: approvals.clone(),
+            approvals: http::approvals::ApprovalsApi {
+                desk: approvals.clone(),
+                policy: approval_policy,
+            },
         };
         let app = match mode {
             Mode::Production => http::router(deps),
@@ -302,6 +303,29 @@ impl Gateway {
             tracing::error!(%error, "flushing the audit log failed");
         }
     }
+}
+
+/// The `[approvals]` policy, its tool names checked against the catalog (a misspelt one would
+/// hold nothing); a timeout beyond `limits.max_wait_seconds` is said once, since it is cut.
+fn approval_policy(config: &Config) -> Result<ApprovalPolicy, GatewayError> {
+    let policy = ApprovalPolicy::compile(&config.approvals)
+        .map_err(|e| GatewayError::Approvals(format!("{}: {}", e.field, e.message)))?;
+    let tools = crate::mcp::catalog::tools();
+    let known: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
+    if let [first, ..] = policy.unknown_tools(&known).as_slice() {
+        return Err(GatewayError::Approvals(format!(
+            "rules name the tool `{first}`, which does not exist (`muxgate tools` lists them)"
+        )));
+    }
+    let max_wait = u64::from(config.limits.max_wait_seconds.get());
+    if config.approvals.timeout_secs > max_wait {
+        tracing::warn!(
+            timeout_secs = config.approvals.timeout_secs,
+            max_wait,
+            "approvals.timeout_secs is cut to limits.max_wait_seconds (per client, its own)"
+        );
+    }
+    Ok(policy)
 }
 
 /// The files among `paths` that exist and that users other than their owner may read, with

@@ -424,3 +424,80 @@ async fn the_command_line_lists_and_decides() {
         "{again}"
     );
 }
+
+/// A held call whose client cancels it (or hangs up) leaves the desk at once and can no
+/// longer be approved; nothing runs. Arguments too large to show an approver whole are
+/// refused rather than held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_call_cannot_be_approved_and_nothing_is_held_unseen() {
+    let tmux = TestTmux::start();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.jsonl");
+    let gateway = spawn_gateway(config(&tmux.socket, &log, 60)).await;
+    let base = gateway.base.clone();
+    let erin = gateway.mint("erin", &["mux:approve"]);
+    let pane = tmux.pane_id("main").to_string();
+    let mut mcp = gateway.raw();
+    mcp.initialize().await;
+    let mcp = std::sync::Arc::new(mcp);
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+        "name": "send_keys",
+        "arguments": {"target": pane, "keys": "echo rm -rf CANCELLED", "literal": true, "enter": true},
+    }});
+    let held = tokio::spawn({
+        let mcp = mcp.clone();
+        async move { common::response_message(mcp.post(&body).send().await.unwrap()).await }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    if held.is_finished() {
+        panic!("{:?}", held.await);
+    }
+    let id = the_waiting_call(&base, &erin).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 9, "reason": "changed my mind"}});
+    let status = mcp.post(&cancel).send().await.unwrap().status();
+    assert!(status.is_success(), "{status}");
+    let mut gone = false;
+    for _ in 0..100 {
+        if pending(&base, Some(&erin)).await.1["pending"] == json!([]) {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(gone, "the cancelled call left the desk");
+    let (status, _) = decide(&base, &erin, &id, json!({"decision": "approve"})).await;
+    assert_eq!(status, 404, "a cancelled call cannot be approved");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!screen(&tmux, &pane).contains("CANCELLED"), "nothing ran");
+    held.abort();
+
+    let agent = client(&gateway).await;
+    let padded = format!("{}; rm -rf /hidden", "#".repeat(70_000));
+    let result = call(
+        &agent,
+        "send_keys",
+        json!({"target": pane, "keys": padded, "literal": true, "enter": false}),
+    )
+    .await;
+    let error = common::tool_error(&result);
+    assert_eq!(error["kind"], "invalid_arguments", "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("more than an approver can be shown")
+    );
+    assert_eq!(pending(&base, Some(&erin)).await.1["pending"], json!([]));
+
+    drop(agent);
+    gateway.stop(Duration::from_secs(10)).await.unwrap();
+    assert!(
+        audit_records(&log)
+            .iter()
+            .any(|r| r["kind"] == "approval" && r["decision"] == "cancelled")
+    );
+}

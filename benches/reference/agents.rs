@@ -411,7 +411,7 @@ pub async fn approvals(n: usize) -> Result<Approvals> {
         "[[approvals.rules]]\nname = \"bench\"\ntools = [\"send_keys\"]\npattern = \"HOLD\"\n";
     let gateway = Muxgate::start_with(tmux.socket(), None, rule).await?;
     let agent = gateway.agent(0).await?;
-    let approver = gateway.token(1)?;
+    let approver = gateway.approver_token()?;
     let base = gateway.mcp_url().trim_end_matches("/mcp").to_owned();
     let http = reqwest::Client::new();
     let mut result = Approvals {

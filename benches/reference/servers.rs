@@ -338,7 +338,7 @@ level = "warn"
         self.minter
             .mint(&MintRequest {
                 sub: format!("agent-{n}"),
-                scopes: muxgate::auth::principal::KNOWN_SCOPES
+                scopes: ["mux:read", "mux:write", "mux:admin"]
                     .iter()
                     .map(|s| (*s).to_owned())
                     .collect(),
@@ -350,6 +350,22 @@ level = "warn"
                 toolsets: None,
             })
             .context("mint a token")
+    }
+
+    /// A token of a human approver (`sub` = `approver`, scope `mux:approve` alone).
+    pub fn approver_token(&self) -> Result<String> {
+        self.minter
+            .mint(&MintRequest {
+                sub: "approver".into(),
+                scopes: vec![muxgate::auth::SCOPE_APPROVE.into()],
+                ttl: Duration::from_secs(24 * 3600),
+                servers: None,
+                sessions: None,
+                own_sessions: false,
+                workspace: None,
+                toolsets: None,
+            })
+            .context("mint an approver's token")
     }
 
     /// The sum of a metric's samples (all label sets) from `/metrics`.

@@ -219,14 +219,28 @@ impl Ticket {
     /// Waits for the decision until the call's deadline.
     pub async fn verdict(mut self) -> Verdict {
         let started = Instant::now();
-        let verdict = tokio::select! {
-            decided = &mut self.decision => match decided {
-                Ok(Decision { approve: true, by, .. }) => Verdict::Approved { by },
-                Ok(Decision { approve: false, by, reason }) => Verdict::Denied { by, reason },
-                // The sender lives in the desk until a decision: gone means taken off.
-                Err(_) => Verdict::TimedOut { after: started.elapsed() },
+        let decided = tokio::select! {
+            biased;
+            decided = &mut self.decision => decided.ok(),
+            () = tokio::time::sleep_until(self.deadline) => {
+                // Off the desk first, then a decision that made it in before that still
+                // counts: an approver is never told "approved" for a call that then times out.
+                self.desk.lock().remove(&self.id);
+                self.decision.try_recv().ok()
+            }
+        };
+        let verdict = match decided {
+            Some(Decision {
+                approve: true, by, ..
+            }) => Verdict::Approved { by },
+            Some(Decision {
+                approve: false,
+                by,
+                reason,
+            }) => Verdict::Denied { by, reason },
+            None => Verdict::TimedOut {
+                after: started.elapsed(),
             },
-            () = tokio::time::sleep_until(self.deadline) => Verdict::TimedOut { after: started.elapsed() },
         };
         let counter = match &verdict {
             Verdict::Approved { .. } => &self.desk.inner.approved,
@@ -295,10 +309,10 @@ mod tests {
         let listed = desk.pending();
         assert_eq!(listed.len(), 1);
         assert_eq!(
-            (listed[0].id.as_str(), listed[0].sub.as_str()),
+            (listed[0].id.as_str(), listed[0].call.sub.as_str()),
             (id.as_str(), "agent")
         );
-        assert_eq!(listed[0].args, json!({"command": "rm -rf build"}));
+        assert_eq!(listed[0].call.args, json!({"command": "rm -rf build"}));
         desk.decide(&id, by("alice", true)).unwrap();
         assert_eq!(
             ticket.verdict().await,
@@ -348,6 +362,21 @@ mod tests {
             Err(DecideError::NotFound(_))
         ));
         assert_eq!(desk.stats().timed_out, 1);
+    }
+
+    #[tokio::test]
+    async fn a_decision_made_before_the_deadline_is_read_stands() {
+        let desk = ApprovalDesk::default();
+        let ticket = desk.hold(held("agent", Duration::from_millis(20)));
+        let id = ticket.id().to_owned();
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        // The deadline has passed but no one has looked yet: the approver's answer is taken,
+        // and the call reports it, so both sides agree.
+        desk.decide(&id, by("alice", true)).unwrap();
+        assert_eq!(
+            ticket.verdict().await,
+            Verdict::Approved { by: "alice".into() }
+        );
     }
 
     #[tokio::test]

@@ -27,15 +27,28 @@ const MAX_PATTERN_BYTES: usize = 1 << 20;
 const MAX_STRINGS: usize = 4096;
 
 /// `[approvals]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ApprovalsConfig {
     /// How long a held call waits for a decision, in seconds, at most the caller's
     /// `max_wait_seconds`; no decision by then is a denial.
     #[serde(default = "default_timeout_secs")]
     pub timeout_secs: u64,
+    /// Who may decide (`sub` patterns); empty: anyone whose token grants `mux:approve` alone.
+    #[serde(default)]
+    pub approvers: Vec<String>,
     #[serde(default)]
     pub rules: Vec<RuleConfig>,
+}
+
+impl Default for ApprovalsConfig {
+    fn default() -> Self {
+        Self {
+            timeout_secs: default_timeout_secs(),
+            approvers: Vec::new(),
+            rules: Vec::new(),
+        }
+    }
 }
 
 fn default_timeout_secs() -> u64 {
@@ -62,10 +75,11 @@ pub struct RuleConfig {
     pub pattern: Option<String>,
 }
 
-/// The compiled rules.
+/// The compiled rules, and who may decide.
 #[derive(Debug, Clone, Default)]
 pub struct ApprovalPolicy {
     rules: Vec<Rule>,
+    approvers: Vec<NamePattern>,
 }
 
 #[derive(Debug, Clone)]
@@ -89,8 +103,8 @@ pub struct CallFacts<'a> {
 /// Why a rule was refused: which of its fields, and what is wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuleError {
-    /// The index of the rule in `approvals.rules`.
-    pub index: usize,
+    /// The index of the rule in `approvals.rules`; `None` for `approvals.approvers`.
+    pub index: Option<usize>,
     pub field: &'static str,
     pub message: String,
 }
@@ -104,13 +118,34 @@ impl ApprovalPolicy {
             .enumerate()
             .map(|(index, rule)| {
                 Rule::compile(rule).map_err(|(field, message)| RuleError {
-                    index,
+                    index: Some(index),
                     field,
                     message,
                 })
             })
             .collect::<Result<_, _>>()?;
-        Ok(Self { rules })
+        let approvers =
+            compile_patterns(&config.approvers).map_err(|(pattern, error)| RuleError {
+                index: None,
+                field: "approvers",
+                message: format!("`{pattern}`: {error}"),
+            })?;
+        Ok(Self { rules, approvers })
+    }
+
+    /// Whether `sub` may decide held calls (its token's scopes are checked apart).
+    pub fn may_decide(&self, sub: &str) -> bool {
+        self.approvers.is_empty() || self.approvers.iter().any(|p| p.matches(sub))
+    }
+
+    /// The tool names rules name that are not in `known` (a misspelt name would hold nothing).
+    pub fn unknown_tools<'a>(&'a self, known: &[&str]) -> Vec<&'a str> {
+        self.rules
+            .iter()
+            .flat_map(|rule| &rule.tools)
+            .map(String::as_str)
+            .filter(|tool| !known.contains(tool))
+            .collect()
     }
 
     /// Whether no call is ever held.
@@ -184,8 +219,10 @@ fn tier_named(name: &str) -> Option<Tier> {
         .find(|tier| tier.as_str() == name)
 }
 
-/// Whether `pattern` is found in any string `value` holds, however deep; past
-/// [`MAX_STRINGS`] strings, yes.
+/// Whether `pattern` is found in what the arguments would type or run, however deep: every
+/// string, every string decoded from base64 (`encoding: "base64"` input), and the strings of
+/// each array joined without and with spaces (keys typed one after the other, a command's
+/// argv). Past [`MAX_STRINGS`] strings, yes.
 fn any_string_matches(pattern: &Regex, value: &Value) -> bool {
     let mut stack = vec![value];
     let mut seen = 0usize;
@@ -193,16 +230,36 @@ fn any_string_matches(pattern: &Regex, value: &Value) -> bool {
         match value {
             Value::String(text) => {
                 seen += 1;
-                if seen > MAX_STRINGS || pattern.is_match(text) {
+                if seen > MAX_STRINGS || readings(text).any(|t| pattern.is_match(&t)) {
                     return true;
                 }
             }
-            Value::Array(items) => stack.extend(items),
+            Value::Array(items) => {
+                let texts: Vec<&str> = items.iter().filter_map(Value::as_str).collect();
+                if texts.len() > 1
+                    && [texts.concat(), texts.join(" ")]
+                        .iter()
+                        .any(|joined| readings(joined).any(|t| pattern.is_match(&t)))
+                {
+                    return true;
+                }
+                stack.extend(items);
+            }
             Value::Object(map) => stack.extend(map.values()),
             Value::Null | Value::Bool(_) | Value::Number(_) => {}
         }
     }
     false
+}
+
+/// A string as given, and as decoded from base64 when it is valid base64.
+fn readings(text: &str) -> impl Iterator<Item = std::borrow::Cow<'_, str>> {
+    use base64::Engine as _;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .ok()
+        .map(|bytes| std::borrow::Cow::Owned(String::from_utf8_lossy(&bytes).into_owned()));
+    std::iter::once(std::borrow::Cow::Borrowed(text)).chain(decoded)
 }
 
 #[cfg(test)]
@@ -263,6 +320,46 @@ mod tests {
     }
 
     #[test]
+    fn text_split_or_encoded_is_read_as_it_would_be_typed() {
+        use base64::Engine as _;
+        let p = policy(RULES);
+        let split = json!({"keys": ["echo rm -", "rf SPLIT", "Enter"]});
+        assert_eq!(
+            p.rule_for(call("send_keys", Tier::Mutating, "a", &split)),
+            Some("dangerous")
+        );
+        let argv = json!({"command": ["rm", "-rf", "/x"]});
+        assert_eq!(
+            p.rule_for(call("run_command", Tier::Mutating, "a", &argv)),
+            Some("dangerous")
+        );
+        let encoded = base64::engine::general_purpose::STANDARD.encode("git push --force");
+        let b64 = json!({"keys": [encoded], "literal": true, "encoding": "base64"});
+        assert_eq!(
+            p.rule_for(call("send_keys", Tier::Mutating, "a", &b64)),
+            Some("dangerous")
+        );
+        let plain = json!({"keys": ["ls", "Enter"]});
+        assert_eq!(
+            p.rule_for(call("send_keys", Tier::Mutating, "a", &plain)),
+            None
+        );
+    }
+
+    #[test]
+    fn approvers_and_tool_names_are_checked() {
+        let p = policy(
+            "approvers = [\"ops-*\"]\n[[rules]]\nname = \"x\"\ntools = [\"send_keys\", \"run_comand\"]",
+        );
+        assert!(p.may_decide("ops-alice") && !p.may_decide("agent-1"));
+        assert!(policy("").may_decide("anyone"));
+        assert_eq!(
+            p.unknown_tools(&["send_keys", "run_command"]),
+            ["run_comand"]
+        );
+    }
+
+    #[test]
     fn tiers_and_clients_narrow_a_rule() {
         let p = policy(RULES);
         let args = json!({"target": "$1"});
@@ -300,14 +397,14 @@ mod tests {
             ApprovalPolicy::compile(&config).unwrap_err()
         };
         let e = bad("[[rules]]\nname = \"x\"\ntiers = [\"admin\"]");
-        assert_eq!((e.index, e.field), (0, "tiers"));
+        assert_eq!((e.index, e.field), (Some(0), "tiers"));
         assert!(
             e.message.contains("read-only, mutating or destructive"),
             "{}",
             e.message
         );
         let e = bad("[[rules]]\nname = \"ok\"\n[[rules]]\nname = \"x\"\npattern = \"(\"");
-        assert_eq!((e.index, e.field), (1, "pattern"));
+        assert_eq!((e.index, e.field), (Some(1), "pattern"));
         let e = bad("[[rules]]\nname = \"\"");
         assert_eq!(e.field, "name");
         let e = bad("[[rules]]\nname = \"x\"\nclients = [\"\"]");

@@ -38,7 +38,7 @@ pub(super) enum Entry {
     Approval {
         call: String,
         rule: String,
-        /// `approved`, `denied` or `timed_out`.
+        /// `approved`, `denied`, `timed_out` or `cancelled` (by the client, or shutdown).
         decision: &'static str,
         /// The approver's `sub` (none when no one decided).
         by: Option<String>,

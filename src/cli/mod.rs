@@ -152,7 +152,8 @@ pub struct TokenArgs {
     /// The client's identity (`sub`), also the key of its `[clients.<sub>]` policy.
     #[arg(long)]
     pub sub: String,
-    /// Space-separated scopes: mux:read, mux:write, mux:admin.
+    /// Space-separated scopes: mux:read, mux:write, mux:admin (tools), or mux:approve alone (an
+    /// approver deciding held calls).
     #[arg(long, default_value = "mux:read mux:write")]
     pub scope: String,
     /// Lifetime, e.g. 30m, 24h, 7d.

@@ -610,11 +610,14 @@ impl Config {
     fn validate_approvals(&self) -> Result<(), Violation> {
         positive(&["approvals", "timeout_secs"], self.approvals.timeout_secs)?;
         ApprovalPolicy::compile(&self.approvals).map_err(|error| Violation {
-            path: vec![
-                "approvals".into(),
-                format!("rules[{}]", error.index),
-                error.field.into(),
-            ],
+            path: match error.index {
+                Some(index) => vec![
+                    "approvals".into(),
+                    format!("rules[{index}]"),
+                    error.field.into(),
+                ],
+                None => vec!["approvals".into(), error.field.into()],
+            },
             message: error.message,
         })?;
         Ok(())

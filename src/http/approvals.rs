@@ -6,7 +6,8 @@
 //!   "…"}` → `{"id", "decision": "approved"|"denied", "by"}`.
 //!
 //! Behind the same Host/Origin guard and bearer authentication as `/mcp`. Refusals are JSON
-//! `{"error", "message"}`: 403 without the scope or for one's own call, 404 for an id that
+//! `{"error", "message"}`: 403 without the scope, with a tool scope besides, for a `sub` not
+//! among `approvals.approvers` or for one's own call, 404 for an id that
 //! waits no more (decided, timed out, cancelled), 400 for a body that is not a decision.
 
 use axum::Json;
@@ -17,28 +18,37 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::approvals::{ApprovalDesk, DecideError, Decision};
+use std::sync::Arc;
+
+use crate::approvals::{ApprovalDesk, ApprovalPolicy, DecideError, Decision};
 use crate::auth::{Principal, SCOPE_APPROVE};
+
+/// What the approval routes reach: the desk, and the policy that says who may decide.
+#[derive(Debug, Clone)]
+pub struct ApprovalsApi {
+    pub desk: ApprovalDesk,
+    pub policy: Arc<ApprovalPolicy>,
+}
 
 /// Longest reason an approver may give (it reaches the agent, not the audit log).
 const MAX_REASON_CHARS: usize = 500;
 
 /// `GET /approvals`.
-pub async fn list(State(desk): State<ApprovalDesk>, principal: Extension<Principal>) -> Response {
-    if let Some(refused) = not_an_approver(&principal) {
+pub async fn list(State(api): State<ApprovalsApi>, principal: Extension<Principal>) -> Response {
+    if let Some(refused) = not_an_approver(&api.policy, &principal) {
         return refused;
     }
-    Json(json!({ "pending": desk.pending() })).into_response()
+    Json(json!({ "pending": api.desk.pending() })).into_response()
 }
 
 /// `POST /approvals/{id}`.
 pub async fn decide(
-    State(desk): State<ApprovalDesk>,
+    State(api): State<ApprovalsApi>,
     principal: Extension<Principal>,
     Path(id): Path<String>,
     body: Bytes,
 ) -> Response {
-    if let Some(refused) = not_an_approver(&principal) {
+    if let Some(refused) = not_an_approver(&api.policy, &principal) {
         return refused;
     }
     let request: DecisionRequest = match serde_json::from_slice(&body) {
@@ -71,7 +81,7 @@ pub async fn decide(
         by: principal.sub.clone(),
         reason: request.reason,
     };
-    match desk.decide(&id, decision) {
+    match api.desk.decide(&id, decision) {
         Ok(()) => Json(json!({
             "id": id,
             "decision": if approve { "approved" } else { "denied" },
@@ -102,15 +112,24 @@ enum Verdict {
     Deny,
 }
 
-/// The refusal for a principal without the approver's scope.
-fn not_an_approver(principal: &Principal) -> Option<Response> {
-    (!principal.scopes.contains(SCOPE_APPROVE)).then(|| {
-        refusal(
-            StatusCode::FORBIDDEN,
-            "forbidden",
-            &format!("deciding approvals needs scope `{SCOPE_APPROVE}`, which this token lacks"),
+/// The refusal for a principal that may not decide: its token lacks the approver's scope,
+/// also grants a tool tier (an agent's token is never an approver's), or `approvals.approvers`
+/// does not name it.
+fn not_an_approver(policy: &ApprovalPolicy, principal: &Principal) -> Option<Response> {
+    let why = if !principal.scopes.contains(SCOPE_APPROVE) {
+        format!("deciding approvals needs scope `{SCOPE_APPROVE}`, which this token lacks")
+    } else if let Some(tier) = principal.tier {
+        format!(
+            "an approver's token must grant `{SCOPE_APPROVE}` alone; this one also grants the \
+             {tier} tools (`{}`), as an agent's would",
+            tier.scope()
         )
-    })
+    } else if !policy.may_decide(&principal.sub) {
+        format!("{:?} is not among approvals.approvers", principal.sub)
+    } else {
+        return None;
+    };
+    Some(refusal(StatusCode::FORBIDDEN, "forbidden", &why))
 }
 
 fn refusal(status: StatusCode, error: &str, message: &str) -> Response {

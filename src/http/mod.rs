@@ -57,7 +57,6 @@ use tower::ServiceBuilder;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::trace::TraceLayer;
 
-use crate::approvals::ApprovalDesk;
 use crate::auth::throttle::PeerAddr;
 use crate::auth::{Authenticator, ProtectedResource, SessionBindings};
 use crate::config::HttpConfig;
@@ -82,8 +81,8 @@ pub struct HttpDeps<H = McpServer> {
     pub telemetry: HttpTelemetry,
     /// The shutdown sequence: in-flight tracking, and rmcp's sessions and streams end with it.
     pub shutdown: Shutdown,
-    /// The calls held for approval (`/approvals`).
-    pub approvals: ApprovalDesk,
+    /// The calls held for approval and who may decide them (`/approvals`).
+    pub approvals: approvals::ApprovalsApi,
 }
 
 #[cfg(feature = "conformance")]
@@ -193,7 +192,7 @@ pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
 /// `/approvals`, behind the Host/Origin guard and bearer authentication (the handlers check
 /// the approver's scope).
 fn approval_routes(
-    approvals: ApprovalDesk,
+    approvals: approvals::ApprovalsApi,
     allowlist: Arc<Allowlist>,
     authenticator: Arc<Authenticator>,
 ) -> Router {

@@ -14,6 +14,7 @@ use std::time::Duration;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, MetaObject, ProgressToken};
 use rmcp::{Peer, RoleServer};
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
 use super::McpState;
 use super::budget::WaitBudget;
@@ -27,11 +28,17 @@ use crate::auth::Tier;
 /// The `_meta` key of an approved call's result.
 pub const META_KEY: &str = "muxgate/approval";
 
-/// Where progress about a held call goes, when the client asked for it.
-pub struct ProgressTo {
+/// The request a held call belongs to: where progress goes (when the client asked for it)
+/// and the token its cancellation (or its client hanging up) cancels.
+pub struct HeldRequest {
     pub token: Option<ProgressToken>,
     pub peer: Peer<RoleServer>,
+    pub cancelled: CancellationToken,
 }
+
+/// Largest arguments, as JSON text, a call may be held with: an approver must see all of a
+/// call, so a larger one is refused rather than shown cut.
+const MAX_HELD_ARGS_BYTES: usize = 64 * 1024;
 
 /// A call an approver let through.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,7 +79,7 @@ pub async fn hold_if_needed(
     request: &CallToolRequestParams,
     tier: Tier,
     open: &OpenCall,
-    progress: ProgressTo,
+    held: HeldRequest,
 ) -> Result<Option<Approved>, ToolError> {
     let args = request.arguments.clone().map_or(Value::Null, Value::Object);
     let facts = CallFacts {
@@ -84,6 +91,17 @@ pub async fn hold_if_needed(
     let Some(rule) = state.approval_policy.rule_for(facts).map(str::to_owned) else {
         return Ok(None);
     };
+    let shown = args.to_string().len();
+    if shown > MAX_HELD_ARGS_BYTES {
+        return Err(ToolError::invalid_arguments(
+            format!(
+                "this call needs a human's approval (rule {rule}), and its arguments \
+                 ({shown} bytes) are more than an approver can be shown \
+                 ({MAX_HELD_ARGS_BYTES}); nothing was run"
+            ),
+            "send less in one call",
+        ));
+    }
     let timeout = Duration::from_secs(state.config.approvals.timeout_secs);
     let budget = WaitBudget::take(&state.limits, caller, None, timeout)?;
     let ticket = state.approvals.hold(HeldCall {
@@ -101,21 +119,26 @@ pub async fn hold_if_needed(
     let id = ticket.id().to_owned();
     tracing::info!(id, rule, sub = caller.sub(), tool = %request.name, "call held for approval");
     let heartbeat = Heartbeat::for_approval(
-        format!(
-            "held for approval {id} (rule {rule}): waiting for an approver \
-             (`muxgate approvals approve {id}`)"
-        ),
-        progress.token,
-        progress.peer,
+        format!("held for approval {id} (rule {rule}): waiting for a human approver to decide"),
+        held.token,
+        held.peer,
         state.config.http.progress_interval(),
         budget.effective,
     );
-    let waiting = async { Ok(ticket.verdict().await) };
+    let cancelled = held.cancelled;
+    let waiting = async {
+        tokio::select! {
+            verdict = ticket.verdict() => Ok(verdict),
+            // Dropping the ticket takes the call off the desk: it can no longer be approved.
+            () = cancelled.cancelled() => Err(super::tools::watch::cancelled()),
+        }
+    };
     let verdict = match heartbeat {
-        Some(heartbeat) => state.until_shutdown(heartbeat.around(waiting)).await?,
-        None => state.until_shutdown(waiting).await?,
+        Some(heartbeat) => state.until_shutdown(heartbeat.around(waiting)).await,
+        None => state.until_shutdown(waiting).await,
     };
     let waited_ms = u64::try_from(budget.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let verdict = verdict.inspect_err(|_| open.approval(&rule, "cancelled", None, waited_ms))?;
     open.approval(&rule, verdict.decision(), verdict.approver(), waited_ms);
     answer(verdict, id, rule, waited_ms).map(Some)
 }

@@ -105,7 +105,7 @@ pub struct McpState {
     /// What agent CLIs' hooks last reported about their panes (`report_agent_state`).
     pub agent_reports: crate::mux::agent_report::AgentReports,
     /// Which calls wait for a human (`[approvals]`), and the desk where they wait.
-    pub approval_policy: ApprovalPolicy,
+    pub approval_policy: Arc<ApprovalPolicy>,
     pub approvals: ApprovalDesk,
 }
 
@@ -198,13 +198,14 @@ impl McpServer {
             call::finish(state, open, &request.name, Err(outcome));
             return Ok(error.into_result().into());
         }
-        let progress = approval::ProgressTo {
+        let held = approval::HeldRequest {
             token: context.meta.get_progress_token(),
             peer: context.peer.clone(),
+            cancelled: context.ct.clone(),
         };
         let tier = catalog::tier_of(tool);
         let approved =
-            match approval::hold_if_needed(state, &caller, &request, tier, &open, progress).await {
+            match approval::hold_if_needed(state, &caller, &request, tier, &open, held).await {
                 Ok(approved) => approved,
                 Err(refused) => {
                     let response = refused.into_result().into();

@@ -626,7 +626,7 @@ impl Collector for AuditCollector {
     }
 }
 
-/// Waits running now, from the limits' wait permits.
+/// Calls held for approval now, and how holds ended, from the approval desk.
 #[derive(Debug)]
 struct ApprovalsCollector {
     desk: ApprovalDesk,
@@ -657,6 +657,7 @@ impl Collector for ApprovalsCollector {
     }
 }
 
+/// Waits running now, from the limits' wait permits.
 #[derive(Debug)]
 struct WaitsCollector {
     limits: Arc<Limits>,
