@@ -333,31 +333,24 @@ level = "warn"
         })
     }
 
-    /// A token with every scope for agent `n` (`sub` = `agent-<n>`).
+    /// A token with every tool scope for agent `n` (`sub` = `agent-<n>`).
     pub fn token(&self, n: usize) -> Result<String> {
-        self.minter
-            .mint(&MintRequest {
-                sub: format!("agent-{n}"),
-                scopes: ["mux:read", "mux:write", "mux:admin"]
-                    .iter()
-                    .map(|s| (*s).to_owned())
-                    .collect(),
-                ttl: Duration::from_secs(24 * 3600),
-                servers: None,
-                sessions: None,
-                own_sessions: false,
-                workspace: None,
-                toolsets: None,
-            })
-            .context("mint a token")
+        self.mint(
+            &format!("agent-{n}"),
+            &["mux:read", "mux:write", "mux:admin"],
+        )
     }
 
     /// A token of a human approver (`sub` = `approver`, scope `mux:approve` alone).
     pub fn approver_token(&self) -> Result<String> {
+        self.mint("approver", &[muxgate::auth::SCOPE_APPROVE])
+    }
+
+    fn mint(&self, sub: &str, scopes: &[&str]) -> Result<String> {
         self.minter
             .mint(&MintRequest {
-                sub: "approver".into(),
-                scopes: vec![muxgate::auth::SCOPE_APPROVE.into()],
+                sub: sub.to_owned(),
+                scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
                 ttl: Duration::from_secs(24 * 3600),
                 servers: None,
                 sessions: None,
@@ -365,7 +358,7 @@ level = "warn"
                 workspace: None,
                 toolsets: None,
             })
-            .context("mint an approver's token")
+            .with_context(|| format!("mint a token for {sub}"))
     }
 
     /// The sum of a metric's samples (all label sets) from `/metrics`.
