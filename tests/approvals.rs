@@ -433,9 +433,21 @@ async fn a_cancelled_call_cannot_be_approved_and_nothing_is_held_unseen() {
     let tmux = TestTmux::start();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("audit.jsonl");
-    let gateway = spawn_gateway(config(&tmux.socket, &log, 60)).await;
+    let mut config = config(&tmux.socket, &log, 60);
+    config.approvals.approvers = vec!["erin".into()];
+    let gateway = spawn_gateway(config).await;
     let base = gateway.base.clone();
     let erin = gateway.mint("erin", &["mux:approve"]);
+    let frank = gateway.mint("frank", &["mux:approve"]);
+    let (status, body) = pending(&base, Some(&frank)).await;
+    assert_eq!(status, 403, "only approvals.approvers decide: {body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("approvals.approvers"),
+        "{body}"
+    );
     let pane = tmux.pane_id("main").to_string();
     let mut mcp = gateway.raw();
     mcp.initialize().await;
