@@ -67,8 +67,9 @@ async fn an_integrated_shell_has_every_command_recorded_with_its_output() {
     assert_eq!(commands[1]["exit_status"], 1);
     assert_eq!(commands[1]["cwd"], "/tmp");
     assert_eq!(commands[2]["command"], "printf 'a\\nb\\n'; sleep 0.2");
+    // The marks are timed as the gateway reads them, so a 200 ms sleep can be seen as 199 ms.
     assert!(
-        commands[2]["duration_ms"].as_u64().unwrap() >= 200,
+        commands[2]["duration_ms"].as_u64().unwrap() >= 150,
         "{listed}"
     );
     let ids: Vec<u64> = commands.iter().map(|c| c["id"].as_u64().unwrap()).collect();

@@ -31,11 +31,13 @@ pub enum Toolset {
     Destroy,
     /// Every Zellij tool.
     Zellij,
+    /// What a human does beside the agent: typing a secret, watching a pane, recordings.
+    Humans,
 }
 
 impl Toolset {
     /// Every toolset, in the order documentation lists them.
-    pub const ALL: [Toolset; 9] = [
+    pub const ALL: [Toolset; 10] = [
         Toolset::Inspect,
         Toolset::Run,
         Toolset::Manage,
@@ -45,6 +47,7 @@ impl Toolset {
         Toolset::Channels,
         Toolset::Destroy,
         Toolset::Zellij,
+        Toolset::Humans,
     ];
 
     /// What a client is shown unless told otherwise: the everyday work of an agent.
@@ -66,6 +69,7 @@ impl Toolset {
             Toolset::Channels => "channels",
             Toolset::Destroy => "destroy",
             Toolset::Zellij => "zellij",
+            Toolset::Humans => "humans",
         }
     }
 

@@ -169,7 +169,7 @@ pub struct TokenArgs {
     #[arg(long)]
     pub own_sessions: bool,
     /// Comma-separated toolsets the client is shown (inspect, run, manage, layout, config,
-    /// buffers, channels, destroy, zellij; or all, default).
+    /// buffers, channels, destroy, zellij, humans; or all, default).
     #[arg(long)]
     pub toolsets: Option<String>,
 }
