@@ -29,6 +29,12 @@
 //!   `{"seq":9,"time":"…","kind":"end","call":"3f9c0a1b-12","outcome":"ok","duration_ms":4,
 //!   "error_kind":null,"link":"…"}`. A `start` without its `end` is a call the gateway did
 //!   not see finish (it was killed, or the end record was dropped);
+//! - `approval`, how a call held for a human ended, between its `start` and `end`:
+//!   `{"kind":"approval","call":"…","rule":"…","decision":"approved","by":"alice",
+//!   "waited_ms":5100}` (see [`crate::approvals`]);
+//! - `secret`, a secret entry request and what became of it: `{"kind":"secret","request":"s-1",
+//!   "sub":"ci-bot","server":"default","pane":"%3","event":"typed","bytes":12}`; the secret's
+//!   length only (see [`crate::secret_entry`]);
 //! - `dropped`: `{"kind":"dropped","count":N}`, records lost to a full queue (see below);
 //! - `checkpoint`: `{"kind":"checkpoint","reason":"interval"|"close","count":41,"head":"…"}`,
 //!   written [`AuditConfig::checkpoint_interval_secs`] after the first record that followed the
@@ -292,6 +298,18 @@ impl Inner {
     }
 }
 
+/// A secret entry request's record; see [`AuditLog::secret`].
+#[derive(Debug, Clone, Copy)]
+pub struct SecretRecord<'a> {
+    pub request: &'a str,
+    pub sub: &'a str,
+    pub server: &'a str,
+    pub pane: &'a str,
+    /// `requested`, `typed` or `refused`.
+    pub event: &'static str,
+    pub bytes: Option<usize>,
+}
+
 /// Handle to the audit log; cheap to clone. A disabled log ignores records.
 #[derive(Clone)]
 pub struct AuditLog {
@@ -469,6 +487,26 @@ impl AuditLog {
                 next_call: AtomicU64::new(1),
             })),
         })
+    }
+
+    /// Records what became of a secret entry request (see [`crate::secret_entry`]): the
+    /// secret's length when it was typed, never the secret or a digest of it (a digest of a
+    /// short password can be searched for).
+    pub fn secret(&self, record: SecretRecord<'_>) {
+        let Some(inner) = &self.inner else {
+            return;
+        };
+        let cap = |s: &str| redact::cap_chars(s, inner.max_chars);
+        let entry = Entry::Secret {
+            request: cap(record.request),
+            sub: cap(record.sub),
+            server: cap(record.server),
+            pane: cap(record.pane),
+            event: record.event,
+            bytes: record.bytes,
+        };
+        // A lost record is counted and reported like any other.
+        let _ = inner.offer(entry, None);
     }
 
     /// Records that a call starts. Without `fail_closed` this never waits: a record that does

@@ -33,6 +33,7 @@ use crate::mcp::self_guard::SelfLocation;
 use crate::mcp::{McpServer, McpState};
 use crate::mux::tmux::TmuxEngine;
 use crate::mux::zellij::servers::ZellijServers;
+use crate::secret_entry::SecretDesk;
 use crate::telemetry::exposition::MetricsEndpoint;
 use crate::telemetry::{Metrics, MetricsTokenError};
 use crate::workspace::{self, WorkspaceError, Workspaces};
@@ -146,6 +147,7 @@ impl Gateway {
         };
         let approval_policy = Arc::new(approval_policy(&config)?);
         let approvals = ApprovalDesk::default();
+        let secrets = SecretDesk::default();
         let mut metrics = Metrics::new();
         let resource = Arc::new(ProtectedResource::new(&config.auth, mcp_url)?);
         let mut authenticator = Authenticator::new(&config.auth, &config.clients, &resource)?
@@ -222,6 +224,7 @@ impl Gateway {
             agent_reports: Default::default(),
             approval_policy: approval_policy.clone(),
             approvals: approvals.clone(),
+            secrets: secrets.clone(),
         });
         let deps = HttpDeps {
             http: config.http.clone(),
@@ -241,6 +244,10 @@ impl Gateway {
             approvals: http::approvals::ApprovalsApi {
                 desk: approvals.clone(),
                 policy: approval_policy,
+            },
+            secrets: http::secret::SecretApi {
+                desk: secrets,
+                audit: audit.clone(),
             },
         };
         let app = match mode {

@@ -9,6 +9,7 @@
 //! - [`audit`]: the redacted, hash-chained audit log;
 //! - [`mux`]: backend-neutral multiplexer types and, under [`mux::tmux`], the control-mode engine;
 //! - [`telemetry`]: metrics (`/metrics`), OpenTelemetry traces, structured logs;
+//! - [`secret_entry`]: one-time links a human types a secret into a pane through;
 //! - [`state`]: the state directory (session owners, workspaces);
 //! - [`workspace`]: a sandboxed tmux server per tenant (workspace mode);
 //! - [`gateway`]: assembling all of the above from a config;
@@ -30,6 +31,7 @@ pub mod http;
 pub mod limits;
 pub mod mcp;
 pub mod mux;
+pub mod secret_entry;
 pub mod state;
 pub mod telemetry;
 pub mod tmux_cli;

@@ -44,6 +44,20 @@ pub(super) enum Entry {
         by: Option<String>,
         waited_ms: u64,
     },
+    /// A secret entry request, and what became of it: never the secret, only its length.
+    Secret {
+        /// The request's id (`s-1`), named in the answer of the call that opened it.
+        request: String,
+        /// The client that asked.
+        sub: String,
+        server: String,
+        pane: String,
+        /// `requested`, `typed` or `refused` (nothing typed: it would have shown, or the pane
+        /// is gone).
+        event: &'static str,
+        /// Bytes typed (`typed` only).
+        bytes: Option<usize>,
+    },
     Dropped {
         count: u64,
     },

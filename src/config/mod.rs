@@ -103,6 +103,40 @@ impl TlsConfig {
     }
 }
 
+/// `http.public_url`: an `http` or `https` URL with no query or fragment; links are built by
+/// appending a path to it (a trailing `/` is dropped).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub struct PublicUrl(String);
+
+impl PublicUrl {
+    /// The URL of `path` (`/secret`) under this one.
+    pub fn join(&self, path: &str) -> String {
+        format!("{}{path}", self.0)
+    }
+}
+
+impl TryFrom<String> for PublicUrl {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Self, String> {
+        let parsed = url::Url::parse(&text)
+            .map_err(|e| format!("http.public_url {text:?} is not a URL: {e}"))?;
+        if !matches!(parsed.scheme(), "http" | "https") || parsed.host().is_none() {
+            return Err(format!(
+                "http.public_url {text:?} must be an http:// or https:// URL with a host"
+            ));
+        }
+        if parsed.query().is_some() || parsed.fragment().is_some() || !parsed.username().is_empty()
+        {
+            return Err(format!(
+                "http.public_url {text:?} must have no query, fragment or user name"
+            ));
+        }
+        Ok(Self(parsed.as_str().trim_end_matches('/').to_owned()))
+    }
+}
+
 /// `[http]`: the listener and what it accepts.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -119,6 +153,10 @@ pub struct HttpConfig {
     /// How often a waiting call tells a client that asked for progress that it still runs.
     pub progress_interval_secs: u64,
     pub shutdown_grace_secs: u64,
+    /// Where humans' browsers reach the gateway, for the links it hands out (secret entry);
+    /// default: the scheme and `Host` of the request that asks for the link.
+    #[serde(default)]
+    pub public_url: Option<PublicUrl>,
     /// `[http.tls]`: serve HTTPS with this certificate and key (plain HTTP without it).
     #[serde(default)]
     pub tls: Option<TlsConfig>,
@@ -1209,6 +1247,29 @@ mod tests {
         match load("", &[("MUXGATE_HTTP_BIND", "x")]) {
             Err(ConfigError::Env(err)) => assert_eq!(err.var, "MUXGATE_HTTP_BIND"),
             other => panic!("expected an env error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_public_url_is_an_http_base_without_query_or_user() {
+        let url = |text: &str| PublicUrl::try_from(text.to_owned());
+        assert_eq!(
+            url("https://gateway.example/").unwrap().join("/secret"),
+            "https://gateway.example/secret"
+        );
+        assert_eq!(
+            url("http://10.0.0.5:8767/mux").unwrap().join("/secret"),
+            "http://10.0.0.5:8767/mux/secret"
+        );
+        for bad in [
+            "gateway.example",
+            "ftp://gateway.example",
+            "https://gateway.example/?a=1",
+            "https://gateway.example/#x",
+            "https://user@gateway.example",
+            "file:///etc",
+        ] {
+            assert!(url(bad).unwrap_err().contains("http.public_url"), "{bad}");
         }
     }
 

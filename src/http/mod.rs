@@ -10,6 +10,8 @@
 //! - `/.well-known/oauth-protected-resource[/mcp]`: RFC 9728 metadata (public).
 //! - `/approvals`: calls held for a human, and their decisions ([`approvals`]; bearer
 //!   authentication and the `mux:approve` scope).
+//! - `/secret`: the page behind a secret entry link ([`secret`]; the link's one-time token is
+//!   the credential).
 //!
 //! Every route is counted by status ([`crate::telemetry::http`]). Layers on `/mcp`, outermost
 //! first: trace → in-flight tracking for graceful shutdown ([`shutdown::track_in_flight`]) →
@@ -32,6 +34,7 @@ pub mod body;
 pub mod guard;
 pub mod hangup;
 pub mod health;
+pub mod secret;
 pub mod session_end;
 pub mod shutdown;
 pub mod tcp;
@@ -83,6 +86,8 @@ pub struct HttpDeps<H = McpServer> {
     pub shutdown: Shutdown,
     /// The calls held for approval and who may decide them (`/approvals`).
     pub approvals: approvals::ApprovalsApi,
+    /// The open secret entry requests (`/secret`).
+    pub secrets: secret::SecretApi,
 }
 
 #[cfg(feature = "conformance")]
@@ -97,6 +102,7 @@ impl<H> HttpDeps<H> {
             telemetry: self.telemetry,
             shutdown: self.shutdown,
             approvals: self.approvals,
+            secrets: self.secrets,
         }
     }
 }
@@ -126,6 +132,7 @@ pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
         telemetry,
         shutdown,
         approvals,
+        secrets,
     } = deps;
     let allowlist = Arc::new(Allowlist {
         hosts: http.allowed_hosts.clone(),
@@ -165,7 +172,7 @@ pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
                 .layer(RequestBodyLimitLayer::new(http.max_body_bytes)),
         );
 
-    let approval_routes = approval_routes(approvals, allowlist, security.authenticator);
+    let approval_routes = approval_routes(approvals, allowlist.clone(), security.authenticator);
 
     // Health endpoints are polled by orchestrators: not traced, so a 503 from /readyz while a
     // server is down does not flood the log.
@@ -175,6 +182,7 @@ pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
         .with_state(readiness)
         .merge(mcp_routes)
         .merge(approval_routes)
+        .merge(secret_routes(secrets, allowlist))
         .merge(security.resource.router());
     if let Some(endpoint) = telemetry.endpoint {
         app = app.merge(
@@ -209,6 +217,24 @@ fn approval_routes(
                     crate::auth::require_bearer,
                 ))
                 .layer(RequestBodyLimitLayer::new(APPROVAL_BODY_LIMIT)),
+        )
+}
+
+/// Largest body of a secret form (the token and a secret of at most
+/// [`crate::secret_entry::page::MAX_SECRET_BYTES`], form-encoded: up to three bytes each).
+const SECRET_BODY_LIMIT: usize = 16 * 1024;
+
+/// `/secret`, behind the Host/Origin guard: a browser on another site can neither read the
+/// form nor post to it.
+fn secret_routes(secrets: secret::SecretApi, allowlist: Arc<Allowlist>) -> Router {
+    Router::new()
+        .route("/secret", get(secret::show).post(secret::submit))
+        .with_state(secrets)
+        .layer(
+            ServiceBuilder::new()
+                .layer(TraceLayer::new_for_http().make_span_with(request_span))
+                .layer(from_fn_with_state(allowlist, guard::enforce))
+                .layer(RequestBodyLimitLayer::new(SECRET_BODY_LIMIT)),
         )
 }
 

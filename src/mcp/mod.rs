@@ -67,6 +67,7 @@ use crate::config::Config;
 use crate::limits::Limits;
 use crate::mux::tmux::TmuxEngine;
 use crate::mux::zellij::servers::ZellijServers;
+use crate::secret_entry::{PaneDestination, SecretDesk};
 use crate::telemetry::Metrics;
 use crate::telemetry::mcp::{RequestObserver, Requester, ToolName, is_tool_error};
 use crate::workspace::Workspaces;
@@ -107,6 +108,8 @@ pub struct McpState {
     /// Which calls wait for a human (`[approvals]`), and the desk where they wait.
     pub approval_policy: Arc<ApprovalPolicy>,
     pub approvals: ApprovalDesk,
+    /// Open secret entry requests (`request_secret_input`, typed through `/secret`).
+    pub secrets: SecretDesk<PaneDestination>,
 }
 
 impl McpState {

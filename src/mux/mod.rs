@@ -20,4 +20,5 @@ pub mod shell_integration;
 pub mod shell_run;
 pub mod text_match;
 pub mod tmux;
+pub mod tty_echo;
 pub mod zellij;

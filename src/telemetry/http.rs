@@ -31,6 +31,9 @@ pub fn route_of(path: &str) -> &'static str {
         "/healthz" => "/healthz",
         "/readyz" => "/readyz",
         "/metrics" => "/metrics",
+        "/approvals" => "/approvals",
+        path if path.starts_with("/approvals/") => "/approvals/{id}",
+        "/secret" => "/secret",
         path if path.starts_with(PROTECTED_RESOURCE) => PROTECTED_RESOURCE,
         _ => "other",
     }
@@ -48,6 +51,8 @@ mod tests {
             route_of("/.well-known/oauth-protected-resource/mcp"),
             "/.well-known/oauth-protected-resource"
         );
+        assert_eq!(route_of("/approvals/a-7"), "/approvals/{id}");
+        assert_eq!(route_of("/secret"), "/secret");
         assert_eq!(route_of("/mcp/extra"), "other");
         assert_eq!(route_of("/random-probe-1234"), "other");
     }

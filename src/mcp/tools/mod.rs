@@ -21,6 +21,7 @@ pub mod pipe;
 pub mod prompt;
 pub mod run;
 pub mod search;
+pub mod secret;
 pub mod server;
 pub mod session;
 pub mod since;
@@ -64,6 +65,7 @@ pub(crate) fn router() -> ToolRouter<McpServer> {
         + McpServer::agent_report_tools()
         + McpServer::batch_tools()
         + McpServer::channel_tools()
+        + McpServer::secret_tools()
         + McpServer::zellij_session_tools()
         + McpServer::zellij_tab_tools()
         + McpServer::zellij_pane_tools()

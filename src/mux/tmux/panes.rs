@@ -28,6 +28,22 @@ const PANE_FIELDS: [&str; 8] = [
     "pane_title",
 ];
 
+/// `-F` fields of a pane's terminal row.
+const TERMINAL_FIELDS: [&str; 5] = ["pane_id", "pane_pid", "pane_tty", "pid", "pane_dead"];
+
+/// A pane's terminal and the processes around it, as tmux reports them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaneTerminal {
+    /// The pane's program (its terminal's session leader).
+    pub pane_pid: u32,
+    /// Its terminal device (`/dev/pts/3`).
+    pub tty: String,
+    /// The tmux server's pid.
+    pub server_pid: u32,
+    /// The pane's program has exited (`remain-on-exit`).
+    pub dead: bool,
+}
+
 /// Why a pane operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum TmuxPaneError {
@@ -57,8 +73,44 @@ impl TmuxPanes {
         Self { server, caller }
     }
 
+    /// The configured name of the server.
+    pub fn server_name(&self) -> &str {
+        self.server.name()
+    }
+
     async fn run(&self, command: TmuxCommand) -> Result<Vec<Vec<u8>>, TmuxPaneError> {
         Ok(self.server.run(&self.caller, command).await?)
+    }
+
+    /// `pane`'s terminal; `None` when the pane does not exist.
+    pub async fn terminal(&self, pane: PaneId) -> Result<Option<PaneTerminal>, TmuxPaneError> {
+        let command = TmuxCommand::new("list-panes")
+            .target(pane)
+            .opt("-F", row_format(&TERMINAL_FIELDS))
+            .build()
+            .map_err(EngineError::from)?;
+        match self.server.run(&self.caller, command).await {
+            Ok(rows) => Ok(parse_terminal_row(&rows, pane)),
+            // tmux refuses a target that names no pane.
+            Err(EngineError::Command(_)) => Ok(None),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Types `text` exactly, then presses Enter if `enter`, in one write.
+    pub async fn type_text(
+        &self,
+        pane: PaneId,
+        text: &str,
+        enter: bool,
+    ) -> Result<(), TmuxPaneError> {
+        let mut plan = InputPlan::new(pane);
+        // `&str` is UTF-8, so no transient buffer is ever named.
+        plan.literal(text.as_bytes(), String::new)?;
+        if enter {
+            plan.keys(&[KeyName::enter()])?;
+        }
+        self.deliver(plan).await
     }
 
     /// Runs the commands of an input plan as one `;`-chained line.
@@ -80,6 +132,20 @@ impl TmuxPanes {
             None => Ok(()),
         }
     }
+}
+
+/// The row of `pane` among rows printed with [`TERMINAL_FIELDS`].
+fn parse_terminal_row(rows: &[Vec<u8>], pane: PaneId) -> Option<PaneTerminal> {
+    rows.iter().find_map(|row| {
+        let f = split_row(row, TERMINAL_FIELDS.len())?;
+        (f[0].parse::<PaneId>().ok()? == pane).then_some(())?;
+        Some(PaneTerminal {
+            pane_pid: f[1].parse().ok()?,
+            tty: f[2].clone(),
+            server_pid: f[3].parse().ok()?,
+            dead: flag(&f[4]),
+        })
+    })
 }
 
 /// A pane row printed with [`PANE_FIELDS`].
@@ -117,10 +183,7 @@ impl PaneIo for TmuxPanes {
     }
 
     async fn send_text(&self, pane: &PaneId, text: &str) -> Result<(), TmuxPaneError> {
-        let mut plan = InputPlan::new(*pane);
-        // `&str` is UTF-8, so no transient buffer is ever named.
-        plan.literal(text.as_bytes(), String::new)?;
-        self.deliver(plan).await
+        self.type_text(*pane, text, false).await
     }
 
     async fn send_keys(&self, pane: &PaneId, keys: &[String]) -> Result<(), TmuxPaneError> {

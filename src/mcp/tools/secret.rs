@@ -1,0 +1,288 @@
+//! `request_secret_input`: a one-time link a human opens to type a secret (a password, a token)
+//! into a pane, so that the model never sees it (see [`crate::secret_entry`]).
+//!
+//! Where the client supports URL-mode elicitation, the link goes to the user that way, and the
+//! call waits until the secret is typed (or the user declines, or the wait ends): the model sees
+//! neither the secret nor the link. Otherwise the answer carries the link for the agent to show
+//! its human, and the call returns at once.
+
+use std::time::Duration;
+
+use rmcp::handler::server::common::Extension;
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::model::ElicitationAction;
+use rmcp::service::ElicitationError;
+use rmcp::{Peer, RoleServer, tool, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::HttpConfig;
+use crate::mcp::McpServer;
+use crate::mcp::access::{TmuxAccess, parse_target};
+use crate::mcp::call::CallContext;
+use crate::mcp::error::{ToolError, ToolErrorKind};
+use crate::mux::tmux::panes::TmuxPanes;
+use crate::secret_entry::{DeliverError, NewRequest, PaneDestination};
+
+/// How long a link works unless asked otherwise, and at most.
+const DEFAULT_TTL: Duration = Duration::from_secs(300);
+const MAX_TTL_SECS: u64 = 3600;
+/// Longest label, in characters.
+const MAX_LABEL_CHARS: usize = 200;
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RequestSecretInput {
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Pane `%N`; a window or session: its active pane.
+    pub target: String,
+    /// What the human is asked for, shown on the page (e.g. "sudo password on build-1").
+    pub label: String,
+    /// Press Enter after the secret.
+    #[serde(default = "yes")]
+    pub enter: bool,
+    /// How long the link works (default 300, at most 3600).
+    #[serde(default)]
+    pub expires_in_seconds: Option<u64>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RequestSecretOutput {
+    pub server: String,
+    pub pane_id: String,
+    pub request_id: String,
+    /// `link`: show `url` to your human; `typed`: the user typed it (offered by the client);
+    /// `declined`: the user declined.
+    pub status: &'static str,
+    /// The one-time link, for a human only (absent when the client showed it to the user).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    pub expires_in_seconds: u64,
+}
+
+#[tool_router(router = secret_tools, vis = "pub(crate)")]
+impl McpServer {
+    #[tool(
+        name = "request_secret_input",
+        description = "Ask a human to type a secret (password, token) into a pane via a \
+            one-time link; you never see it.\n\n\
+            Call it once the program that asks (sudo, ssh, a password prompt) is waiting: \
+            a pane that would show the secret (echo on, a shell prompt) is refused. Without \
+            URL elicitation support, show `url` to your human, then wait on the pane.",
+        annotations(
+            title = "Request secret input",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
+    )]
+    pub(crate) async fn request_secret_input(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Extension(parts): Extension<http::request::Parts>,
+        peer: Peer<RoleServer>,
+        cancel: CancellationToken,
+        Parameters(input): Parameters<RequestSecretInput>,
+    ) -> Result<Json<RequestSecretOutput>, ToolError> {
+        let label = check_label(&input.label)?;
+        let ttl = ttl_of(input.expires_in_seconds)?;
+        let base = link_base(&self.state().config.http, &parts)?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
+        let pane = tmux.pane_of(&parse_target(&input.target)?).await?;
+        let destination = PaneDestination {
+            panes: TmuxPanes::new(tmux.server.clone(), tmux.caller.clone()),
+            pane,
+            enter: input.enter,
+            local: tmux.workspace.is_none(),
+        };
+        destination.check().await.map_err(refused)?;
+        let server = tmux.server_name().to_owned();
+        let (link, delivered) = self
+            .state()
+            .secrets
+            .open(NewRequest {
+                client: call.sub().to_owned(),
+                label: label.clone(),
+                place: format!("{server}:{pane}"),
+                ttl,
+                destination,
+            })
+            .map_err(|e| {
+                ToolError::new(
+                    ToolErrorKind::Busy,
+                    e.to_string(),
+                    "let an open request be used or expire first",
+                )
+            })?;
+        self.state().audit.secret(crate::audit::SecretRecord {
+            request: &link.id,
+            sub: call.sub(),
+            server: &server,
+            pane: &pane.to_string(),
+            event: "requested",
+            bytes: None,
+        });
+        let url = format!("{base}/secret?t={}", link.token);
+        let mut answer = RequestSecretOutput {
+            server,
+            pane_id: pane.to_string(),
+            request_id: link.id.clone(),
+            status: "link",
+            url: None,
+            expires_in_seconds: ttl.as_secs(),
+        };
+        let offered = offer(&peer, &label, &url, &link.id, ttl).await;
+        match offered {
+            Offered::NotSupported => answer.url = Some(url),
+            Offered::Declined => {
+                self.state().secrets.revoke(&link.id);
+                answer.status = "declined";
+            }
+            Offered::Accepted => {
+                let typed = wait_for_typing(&tmux, ttl, delivered, &cancel);
+                let typed = self.state().until_shutdown(typed).await;
+                if typed.is_err() {
+                    self.state().secrets.revoke(&link.id);
+                }
+                typed?;
+                answer.status = "typed";
+            }
+        }
+        Ok(Json(answer))
+    }
+}
+
+/// What came of offering the link by URL elicitation.
+enum Offered {
+    /// The client cannot (no URL mode, a stateless request): the agent gets the link.
+    NotSupported,
+    Accepted,
+    Declined,
+}
+
+async fn offer(
+    peer: &Peer<RoleServer>,
+    label: &str,
+    url: &str,
+    id: &str,
+    ttl: Duration,
+) -> Offered {
+    let Ok(url) = url::Url::parse(url) else {
+        return Offered::NotSupported;
+    };
+    let message = format!("The agent asks you to type a secret: {label}");
+    match peer
+        .elicit_url_with_timeout(message, url, id, Some(ttl))
+        .await
+    {
+        Ok(ElicitationAction::Accept) => Offered::Accepted,
+        // Decline, cancel, and any action a later protocol adds: nothing was accepted.
+        Ok(_) | Err(ElicitationError::UserDeclined | ElicitationError::UserCancelled) => {
+            Offered::Declined
+        }
+        Err(_) => Offered::NotSupported,
+    }
+}
+
+/// Waits (a wait like any other: a slot, at most the caller's `max_wait_seconds`) until the
+/// secret was typed.
+async fn wait_for_typing(
+    tmux: &TmuxAccess<'_>,
+    ttl: Duration,
+    delivered: tokio::sync::oneshot::Receiver<()>,
+    cancel: &CancellationToken,
+) -> Result<(), ToolError> {
+    let budget = tmux.wait_budget(None, ttl)?;
+    tokio::select! {
+        typed = delivered => typed.map_err(|_| {
+            ToolError::new(
+                ToolErrorKind::Timeout,
+                "the link expired before the secret was typed",
+                "call request_secret_input again",
+            )
+        }),
+        () = tokio::time::sleep_until(budget.deadline) => Err(ToolError::new(
+            ToolErrorKind::Timeout,
+            format!(
+                "the secret was not typed within {:.0} s; the link is withdrawn",
+                budget.effective_secs()
+            ),
+            "call request_secret_input again",
+        )),
+        () = cancel.cancelled() => Err(ToolError::new(
+            ToolErrorKind::Cancelled,
+            "cancelled; the link is withdrawn",
+            "call request_secret_input again",
+        )),
+    }
+}
+
+fn check_label(label: &str) -> Result<String, ToolError> {
+    let label = label.trim();
+    let count = label.chars().count();
+    if label.is_empty() || count > MAX_LABEL_CHARS || label.chars().any(char::is_control) {
+        return Err(ToolError::invalid_arguments(
+            format!("label must be 1 to {MAX_LABEL_CHARS} characters on one line (got {count})"),
+            "say what the human is asked for, e.g. \"sudo password on build-1\"",
+        ));
+    }
+    Ok(label.to_owned())
+}
+
+fn ttl_of(requested: Option<u64>) -> Result<Duration, ToolError> {
+    match requested {
+        None => Ok(DEFAULT_TTL),
+        Some(secs @ 1..=MAX_TTL_SECS) => Ok(Duration::from_secs(secs)),
+        Some(secs) => Err(ToolError::invalid_arguments(
+            format!("expires_in_seconds must be 1 to {MAX_TTL_SECS} (got {secs})"),
+            "omit it for 300 s",
+        )),
+    }
+}
+
+/// Where the human's browser reaches the gateway: `http.public_url`, else the scheme and `Host`
+/// of this request (the Host/Origin guard has already checked it against `http.allowed_hosts`).
+fn link_base(http: &HttpConfig, parts: &http::request::Parts) -> Result<String, ToolError> {
+    if let Some(public) = &http.public_url {
+        return Ok(public.join(""));
+    }
+    let scheme = if http.tls.is_some() { "https" } else { "http" };
+    let base = parts
+        .headers
+        .get(http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(|host| format!("{scheme}://{host}"))
+        .filter(|base| url::Url::parse(base).is_ok_and(|u| u.path() == "/"));
+    base.ok_or_else(|| {
+        ToolError::new(
+            ToolErrorKind::Unavailable,
+            "the request has no usable Host header to build the link from",
+            "set http.public_url in the gateway's config",
+        )
+    })
+}
+
+/// A pane the secret cannot go to now.
+fn refused(error: DeliverError) -> ToolError {
+    match error {
+        DeliverError::Unsafe(why) => ToolError::new(
+            ToolErrorKind::Conflict,
+            format!("{why}; no link was made"),
+            "start the program that asks for the secret (sudo, ssh, read -s), wait for its \
+             prompt, then call again",
+        ),
+        DeliverError::Gone(pane) => super::watch::missing_pane(pane),
+        DeliverError::Failed(error) => ToolError::new(
+            ToolErrorKind::Unavailable,
+            error.to_string(),
+            "retry shortly",
+        ),
+    }
+}

@@ -1,0 +1,59 @@
+//! Typing a secret into the pane it was asked for, unless it would show on the pane's screen.
+
+use std::path::Path;
+
+use super::exposure::{self, Unsafe};
+use crate::mux::foreground;
+use crate::mux::tmux::PaneId;
+use crate::mux::tmux::panes::{TmuxPaneError, TmuxPanes};
+use crate::mux::tty_echo;
+
+/// Where a request's secret goes and how.
+#[derive(Clone)]
+pub struct PaneDestination {
+    /// The pane's server, acted on as the client that asked.
+    pub panes: TmuxPanes,
+    pub pane: PaneId,
+    /// Press Enter after the secret.
+    pub enter: bool,
+    /// The gateway can read the pane's terminal and processes (not a workspace's: those live
+    /// in the sandbox's own pid namespace and `/dev/pts`).
+    pub local: bool,
+}
+
+/// Why a secret was not typed.
+#[derive(Debug, thiserror::Error)]
+pub enum DeliverError {
+    #[error("pane {0} no longer exists or its program has exited")]
+    Gone(PaneId),
+    #[error("{0}")]
+    Unsafe(Unsafe),
+    #[error("typing into the pane failed: {0}")]
+    Failed(#[from] TmuxPaneError),
+}
+
+impl PaneDestination {
+    /// Types `secret` into the pane (then Enter, if asked), in one write. Call [`Self::check`]
+    /// first.
+    pub async fn type_in(&self, secret: &str) -> Result<(), DeliverError> {
+        Ok(self.panes.type_text(self.pane, secret, self.enter).await?)
+    }
+
+    /// `Ok` when a secret typed now would not show on the pane's screen, as far as the gateway
+    /// can tell (see [`exposure`]).
+    pub async fn check(&self) -> Result<(), DeliverError> {
+        let terminal = self
+            .panes
+            .terminal(self.pane)
+            .await?
+            .filter(|t| !t.dead)
+            .ok_or(DeliverError::Gone(self.pane))?;
+        if !self.local {
+            return Ok(());
+        }
+        // `/proc` and terminal attributes are read from the kernel, never from a disk.
+        let echo = tty_echo::echoes(Path::new(&terminal.tty));
+        let foreground = foreground::of_pane(terminal.server_pid, terminal.pane_pid, &terminal.tty);
+        exposure::judge(echo, foreground.as_ref()).map_err(DeliverError::Unsafe)
+    }
+}

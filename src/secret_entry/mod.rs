@@ -1,0 +1,21 @@
+//! Secret entry: a human types a secret (a password, a token) into an agent's pane through a
+//! one-time link, and the model never sees it.
+//!
+//! The `request_secret_input` tool ([`crate::mcp::tools::secret`]) opens a request on the
+//! [`SecretDesk`] and answers with a link (offered to the user by URL elicitation where the
+//! client supports it); the human opens it (`GET /secret?t=…`, [`crate::http::secret`]), types
+//! the secret, and the gateway types it into the pane. What was typed reaches no answer, log,
+//! metric or audit record: the audit log gets its length.
+//!
+//! - [`desk`]: the open requests and their one-time tokens;
+//! - [`page`]: the pages the human sees and the check of what they typed (pure);
+//! - [`exposure`]: whether a secret typed now would show on the pane's screen (pure);
+//! - [`deliver`]: typing it, after that check.
+
+pub mod deliver;
+pub mod desk;
+pub mod exposure;
+pub mod page;
+
+pub use deliver::{DeliverError, PaneDestination};
+pub use desk::{Link, NewRequest, OpenRequest, SecretDesk, TooManyOpen};

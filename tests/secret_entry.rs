@@ -1,0 +1,399 @@
+//! Secret entry, end to end: the agent (the official rmcp client) asks for a secret, a human
+//! types it at the one-time link (real HTTP), and it reaches the pane of a real tmux server,
+//! typed where the screen does not show it, and nowhere else: not the agent's answers, not the
+//! audit log, not the gateway's log lines.
+
+mod common;
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::tmux::TestTmux;
+use common::tools::{call, call_ok, client, type_line, wait_for_screen};
+use common::{TestGateway, config_with_server, spawn_gateway, tool_error};
+use rmcp::model::{
+    CallToolRequestParams, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationCapability, UrlElicitationCapability,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ClientHandler, ErrorData, Peer, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+const SECRET: &str = "hunter2 s3cret";
+/// A command that reads a line without echo and says whether it was the secret, without the
+/// secret on its command line (the screen shows that).
+fn read_secret() -> String {
+    let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(SECRET));
+    format!(
+        r#"read -rs X; [ "$(printf %s "$X" | sha256sum | cut -d' ' -f1)" = {digest} ] && echo "MATCHED ${{#X}}" || echo "DIFFERENT ${{#X}}""#
+    )
+}
+
+/// Every log line the gateways of this test binary write at the most verbose setting an
+/// operator can give (`MUXGATE_LOG=trace`: everything, rmcp's own message dumps kept at `error`
+/// unless asked for by name, as `muxgate serve` does).
+fn captured_logs() -> Arc<Mutex<Vec<u8>>> {
+    static LOGS: std::sync::OnceLock<Arc<Mutex<Vec<u8>>>> = std::sync::OnceLock::new();
+    LOGS.get_or_init(|| {
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&logs);
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new("trace,rmcp=error"))
+            .with_writer(move || LogSink(Arc::clone(&sink)))
+            .try_init();
+        logs
+    })
+    .clone()
+}
+
+struct LogSink(Arc<Mutex<Vec<u8>>>);
+
+impl Write for LogSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+async fn gateway_with_audit(tmux: &TestTmux, audit: &Path) -> TestGateway {
+    let mut config = config_with_server("work", &tmux.socket, false);
+    config.audit.path = Some(audit.to_owned());
+    spawn_gateway(config).await
+}
+
+/// A bash pane at its prompt.
+async fn bash_pane(tmux: &TestTmux) -> String {
+    let pane = tmux.session_running("s", "env PS1='ready$ ' bash --norc --noprofile");
+    wait_for_screen(tmux, &pane, "ready$").await;
+    pane
+}
+
+/// Asks for a secret until the pane is ready for one (its program reads with echo off).
+async fn request_when_ready(agent: &Peer<RoleClient>, args: Value) -> Value {
+    for _ in 0..100 {
+        let request = CallToolRequestParams::new("request_secret_input")
+            .with_arguments(args.as_object().expect("arguments").clone());
+        let result = agent.call_tool(request).await.expect("tools/call");
+        if result.is_error != Some(true) {
+            return result.structured_content.expect("structured content");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the pane never became ready for a secret");
+}
+
+fn token_of(url: &str) -> String {
+    url.split_once("?t=")
+        .expect("a token in the link")
+        .1
+        .to_owned()
+}
+
+/// Posts the form as a browser on the gateway's page would.
+async fn post_secret(base: &str, token: &str, secret: &str) -> (u16, String) {
+    post_secret_from(base, token, secret, None).await
+}
+
+async fn post_secret_from(
+    base: &str,
+    token: &str,
+    secret: &str,
+    origin: Option<&str>,
+) -> (u16, String) {
+    let body = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("t", token)
+        .append_pair("secret", secret)
+        .finish();
+    let mut request = reqwest::Client::new()
+        .post(format!("{base}/secret"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(body);
+    if let Some(origin) = origin {
+        request = request.header("origin", origin);
+    }
+    let response = request.send().await.expect("POST /secret");
+    let status = response.status().as_u16();
+    (status, response.text().await.unwrap_or_default())
+}
+
+async fn get_page(url: &str) -> (u16, reqwest::header::HeaderMap, String) {
+    let response = reqwest::get(url).await.expect("GET /secret");
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    (status, headers, response.text().await.unwrap_or_default())
+}
+
+fn audit_secret_records(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|record| record["kind"] == "secret")
+        .collect()
+}
+
+/// The whole flow through a link: refused where the screen would show the secret, typed once
+/// where it would not, and seen by nobody but the program that asked for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_typed_at_its_link_reaches_the_pane_and_nothing_else() {
+    let logs = captured_logs();
+    let tmux = TestTmux::start();
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    let gateway = gateway_with_audit(&tmux, &audit).await;
+    let agent = client(&gateway).await;
+    let pane = bash_pane(&tmux).await;
+    let args = json!({"target": pane, "label": "test <b>password</b>"});
+
+    // At the shell's prompt the secret would be drawn and kept in history: no link.
+    let at_prompt = call(&agent, "request_secret_input", args.clone()).await;
+    let error = tool_error(&at_prompt);
+    assert_eq!(error["kind"], "conflict", "{error}");
+    assert!(
+        error["message"].as_str().unwrap().contains("prompt"),
+        "{error}"
+    );
+
+    type_line(&tmux, &pane, &read_secret());
+    let answer = request_when_ready(&agent, args.clone()).await;
+    assert_eq!(answer["status"], "link", "{answer}");
+    assert_eq!(answer["expires_in_seconds"], 300);
+    let url = answer["url"]
+        .as_str()
+        .expect("a link for the human")
+        .to_owned();
+    assert!(
+        url.starts_with(&format!("{}/secret?t=", gateway.base)),
+        "{url}"
+    );
+    let token = token_of(&url);
+
+    // The page: a password field, the agent's label shown as text, locked-down headers.
+    let (status, headers, page) = get_page(&url).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("type=\"password\""), "{page}");
+    assert!(page.contains("test &lt;b&gt;password&lt;/b&gt;"), "{page}");
+    let csp = headers["content-security-policy"].to_str().unwrap();
+    assert!(csp.contains("default-src 'none'") && csp.contains("frame-ancestors 'none'"));
+    assert_eq!(headers["cache-control"], "no-store");
+    assert_eq!(headers["referrer-policy"], "no-referrer");
+
+    // Refusals type nothing and keep the link: a control character, another site's form.
+    let (status, page) = post_secret(&gateway.base, &token, "a\nb").await;
+    assert_eq!(status, 400, "{page}");
+    assert!(page.contains("control character"), "{page}");
+    let (status, _) =
+        post_secret_from(&gateway.base, &token, SECRET, Some("https://evil.example")).await;
+    assert_eq!(status, 403);
+
+    // The program stopped asking (back at the prompt): not typed, the link still good.
+    tmux.ok(&["send-keys", "-t", &pane, "C-c"]);
+    let back = common::wait_until(Duration::from_secs(10), || {
+        common::tools::screen(&tmux, &pane)
+            .matches("ready$")
+            .count()
+            == 2
+    })
+    .await;
+    assert!(back, "{}", common::tools::screen(&tmux, &pane));
+    let mut refused = (0, String::new());
+    for _ in 0..100 {
+        refused = post_secret(&gateway.base, &token, SECRET).await;
+        if refused.0 == 409 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(refused.0, 409, "{}", refused.1);
+    assert!(refused.1.contains("prompt"), "{}", refused.1);
+    assert_eq!(
+        get_page(&url).await.0,
+        200,
+        "a refused secret keeps the link"
+    );
+
+    // Asked again: typed, once.
+    type_line(&tmux, &pane, &read_secret());
+    let mut typed = (0, String::new());
+    for _ in 0..100 {
+        typed = post_secret(&gateway.base, &token, SECRET).await;
+        if typed.0 == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(typed.0, 200, "{}", typed.1);
+    wait_for_screen(&tmux, &pane, &format!("MATCHED {}", SECRET.len())).await;
+    assert_eq!(post_secret(&gateway.base, &token, SECRET).await.0, 404);
+    assert_eq!(get_page(&url).await.0, 404, "the link is spent");
+
+    // Nobody else saw it: the agent's view of the pane, the audit log, the log lines.
+    let seen = call_ok(&agent, "capture_pane", json!({"target": pane})).await;
+    assert!(!seen.to_string().contains("hunter2"), "{seen}");
+    let records = audit_secret_records(&audit);
+    let events: Vec<&str> = records
+        .iter()
+        .map(|r| r["event"].as_str().unwrap())
+        .collect();
+    // Requested, refused at the prompt (and while the shell was between commands), typed.
+    assert_eq!(events.first(), Some(&"requested"), "{records:?}");
+    assert_eq!(events.last(), Some(&"typed"), "{records:?}");
+    let middle = &events[1..events.len() - 1];
+    assert!(
+        !middle.is_empty() && middle.iter().all(|e| *e == "refused"),
+        "{records:?}"
+    );
+    let typed = records.last().unwrap();
+    assert_eq!(typed["bytes"], SECRET.len());
+    assert_eq!(typed["request"], answer["request_id"]);
+    assert_eq!(
+        (&typed["sub"], &typed["pane"]),
+        (&json!("test"), &json!(pane))
+    );
+    let audit_text = std::fs::read_to_string(&audit).unwrap();
+    assert!(!audit_text.contains("hunter2"));
+    let log_text = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
+    assert!(!log_text.is_empty(), "the log capture works");
+    assert!(!log_text.contains("hunter2"), "the secret is in a log line");
+    let leaks: Vec<&str> = log_text.lines().filter(|l| l.contains(&token)).collect();
+    assert!(
+        leaks.is_empty(),
+        "the link's token is in log lines: {leaks:#?}"
+    );
+}
+
+/// Bad requests are refused with the reason, and make no link.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_make_no_link() {
+    let tmux = TestTmux::start();
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    let gateway = gateway_with_audit(&tmux, &audit).await;
+    let agent = client(&gateway).await;
+    let pane = bash_pane(&tmux).await;
+    type_line(&tmux, &pane, &read_secret());
+    for (args, kind, says) in [
+        (
+            json!({"target": pane, "label": ""}),
+            "invalid_arguments",
+            "label",
+        ),
+        (
+            json!({"target": pane, "label": "a\nb"}),
+            "invalid_arguments",
+            "one line",
+        ),
+        (
+            json!({"target": pane, "label": "x", "expires_in_seconds": 0}),
+            "invalid_arguments",
+            "expires_in_seconds",
+        ),
+        (
+            json!({"target": pane, "label": "x", "expires_in_seconds": 3601}),
+            "invalid_arguments",
+            "expires_in_seconds",
+        ),
+        (json!({"target": "%999", "label": "x"}), "not_found", "%999"),
+    ] {
+        let error = tool_error(&call(&agent, "request_secret_input", args).await);
+        assert_eq!(error["kind"], kind, "{error}");
+        assert!(error["message"].as_str().unwrap().contains(says), "{error}");
+    }
+    assert!(audit_secret_records(&audit).is_empty());
+    let (status, _, page) = get_page(&format!("{}/secret?t=forged", gateway.base)).await;
+    assert_eq!(status, 404, "{page}");
+    let (status, _, _) = get_page(&format!("{}/secret", gateway.base)).await;
+    assert_eq!(status, 400);
+}
+
+/// A user at a client that supports URL-mode elicitation.
+#[derive(Clone)]
+struct User {
+    accepts: bool,
+    /// The links the client was asked to show.
+    shown: Arc<Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for User {
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let ElicitRequestParams::UrlElicitationParams { url, .. } = request else {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        self.shown.lock().unwrap().push(url.clone());
+        if !self.accepts {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        }
+        // The user opens the link and types the secret after saying yes.
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let base = url.split("/secret?").next().unwrap_or_default().to_owned();
+            post_secret(&base, &token_of(&url), SECRET).await
+        });
+        Ok(ElicitResult::new(ElicitationAction::Accept))
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let mut info = ClientConfig::default();
+        info.capabilities.elicitation =
+            Some(ElicitationCapability::new().with_url(UrlElicitationCapability::new()));
+        info
+    }
+}
+
+/// Where the client supports URL elicitation, the link goes to the user and the call waits for
+/// the secret: the model sees neither the link nor the secret. A user who declines gets the
+/// link withdrawn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn url_elicitation_offers_the_link_to_the_user_not_the_model() {
+    let tmux = TestTmux::start();
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = gateway_with_audit(&tmux, &dir.path().join("audit.jsonl")).await;
+    let pane = bash_pane(&tmux).await;
+    type_line(&tmux, &pane, &read_secret());
+
+    let user = User {
+        accepts: true,
+        shown: Arc::default(),
+    };
+    let agent = user
+        .clone()
+        .serve(gateway.transport())
+        .await
+        .expect("MCP client connects");
+    let answer = request_when_ready(&agent, json!({"target": pane, "label": "pw"})).await;
+    assert_eq!(answer["status"], "typed", "{answer}");
+    assert!(
+        answer.get("url").is_none(),
+        "the model gets no link: {answer}"
+    );
+    assert_eq!(user.shown.lock().unwrap().len(), 1);
+    wait_for_screen(&tmux, &pane, &format!("MATCHED {}", SECRET.len())).await;
+
+    type_line(&tmux, &pane, &read_secret());
+    let declining = User {
+        accepts: false,
+        shown: Arc::default(),
+    };
+    let agent = declining
+        .clone()
+        .serve(gateway.transport())
+        .await
+        .expect("MCP client connects");
+    let answer = request_when_ready(&agent, json!({"target": pane, "label": "pw"})).await;
+    assert_eq!(answer["status"], "declined", "{answer}");
+    let shown = declining.shown.lock().unwrap()[0].clone();
+    assert_eq!(
+        get_page(&shown).await.0,
+        404,
+        "a declined link is withdrawn"
+    );
+}
