@@ -33,6 +33,7 @@ use crate::mcp::self_guard::SelfLocation;
 use crate::mcp::{McpServer, McpState};
 use crate::mux::tmux::TmuxEngine;
 use crate::mux::zellij::servers::ZellijServers;
+use crate::recordings::Recorder;
 use crate::telemetry::exposition::MetricsEndpoint;
 use crate::telemetry::{Metrics, MetricsTokenError};
 use crate::workspace::{self, WorkspaceError, Workspaces};
@@ -52,6 +53,8 @@ pub enum GatewayError {
     State(String),
     #[error("workspaces: {0}")]
     Workspace(#[from] WorkspaceError),
+    #[error("{0}")]
+    Recordings(String),
     #[error("approvals: {0}")]
     Approvals(String),
 }
@@ -146,6 +149,14 @@ impl Gateway {
         };
         let approval_policy = Arc::new(approval_policy(&config)?);
         let approvals = ApprovalDesk::default();
+        let recorder = match config
+            .recordings
+            .settings(state_dir.as_deref())
+            .map_err(GatewayError::Recordings)?
+        {
+            Some(settings) => Recorder::new(settings, shutdown.begin().child_token()),
+            None => Recorder::disabled(),
+        };
         let mut metrics = Metrics::new();
         let resource = Arc::new(ProtectedResource::new(&config.auth, mcp_url)?);
         let mut authenticator = Authenticator::new(&config.auth, &config.clients, &resource)?
@@ -222,6 +233,7 @@ impl Gateway {
             agent_reports: Default::default(),
             approval_policy: approval_policy.clone(),
             approvals: approvals.clone(),
+            recorder,
         });
         let deps = HttpDeps {
             http: config.http.clone(),

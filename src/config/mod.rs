@@ -41,6 +41,8 @@ pub use crate::mux::tmux::TmuxSocket;
 use crate::mux::zellij::backend::ZellijServerSpec;
 use crate::mux::zellij::cli::ZellijEnv;
 use crate::mux::zellij::ids::SessionName as ZellijSessionName;
+use crate::recordings::writer::MIN_FILE_BYTES;
+use crate::recordings::{RecordingPolicy, RecordingsConfig};
 use crate::state::StateConfig;
 use crate::telemetry::{LogConfig, MetricsConfig, OtelConfig};
 use crate::workspace::WorkspacesConfig;
@@ -75,6 +77,9 @@ pub struct Config {
     /// Calls a human must approve (none by default).
     #[serde(default)]
     pub approvals: ApprovalsConfig,
+    /// Panes' output recorded as asciinema casts (off by default).
+    #[serde(default)]
+    pub recordings: RecordingsConfig,
     /// The file this configuration was read from (none: the embedded default alone).
     #[serde(skip)]
     pub source_file: Option<PathBuf>,
@@ -604,6 +609,7 @@ impl Config {
             )?;
         }
         self.validate_approvals()?;
+        self.validate_recordings()?;
         self.validate_telemetry()
     }
 
@@ -618,6 +624,32 @@ impl Config {
                 ],
                 None => vec!["approvals".into(), error.field.into()],
             },
+            message: error.message,
+        })?;
+        Ok(())
+    }
+
+    fn validate_recordings(&self) -> Result<(), Violation> {
+        let recordings = &self.recordings;
+        if recordings.max_file_bytes < MIN_FILE_BYTES {
+            return Err(Violation::at(
+                &["recordings", "max_file_bytes"],
+                &format!("must be at least {MIN_FILE_BYTES}"),
+            ));
+        }
+        if recordings.max_total_bytes < recordings.max_file_bytes {
+            return Err(Violation::at(
+                &["recordings", "max_total_bytes"],
+                "must be at least recordings.max_file_bytes",
+            ));
+        }
+        positive(&["recordings", "max_panes"], recordings.max_panes as u64)?;
+        RecordingPolicy::compile(&recordings.rules).map_err(|error| Violation {
+            path: vec![
+                "recordings".into(),
+                format!("rules[{}]", error.index),
+                error.field.into(),
+            ],
             message: error.message,
         })?;
         Ok(())
