@@ -20,6 +20,9 @@ use crate::mux::tmux::{Caller, EngineError, OutputSubscription, PaneId, TmuxComm
 /// The engine's name for the recorder as a caller (its own queue share and watch share).
 const CALLER: &str = "muxgate-recordings";
 
+/// How long the recorder gathers output before writing it.
+const COALESCE: Duration = Duration::from_millis(10);
+
 /// How long starting a recording may take (the pane's size, the subscription).
 const START_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -285,13 +288,30 @@ async fn record(
             () = stop.cancelled() => break "end: the recording was stopped".to_owned(),
             next = subscription.next() => next,
         };
-        let chunk = match next {
+        let first = match next {
             Ok(chunk) => chunk,
             Err(end) => break format!("end: {end}"),
         };
-        let at = Instant::now();
+        let mut batch = vec![(Instant::now(), first)];
+        // A flood arrives as many small chunks; gathering them for a moment makes one write
+        // (and one trip to the blocking pool) of many, at the price of times precise to
+        // COALESCE. The stream's end is seen by the next `next`.
+        tokio::select! {
+            biased;
+            () = stop.cancelled() => {}
+            () = tokio::time::sleep(COALESCE) => {}
+        }
+        while let Ok(chunk) = subscription.take() {
+            if chunk.is_empty() {
+                break;
+            }
+            batch.push((Instant::now(), chunk));
+        }
         let written = tokio::task::spawn_blocking(move || {
-            let result = writer.chunk(at, &chunk).and_then(|()| writer.flush());
+            let result = batch
+                .iter()
+                .try_for_each(|(at, chunk)| writer.chunk(*at, chunk))
+                .and_then(|()| writer.flush());
             (writer, result)
         })
         .await;
