@@ -1252,6 +1252,37 @@ mod tests {
     }
 
     #[test]
+    fn recordings_are_off_by_default_and_checked_when_set() {
+        let default = load("", &[]).unwrap().config.recordings;
+        assert!(!default.enabled);
+        assert_eq!(
+            default,
+            RecordingsConfig::default(),
+            "default.toml says what the code does"
+        );
+        let cases = [
+            (
+                "[recordings]\nmax_file_bytes = 100\n",
+                "recordings.max_file_bytes",
+            ),
+            (
+                "[recordings]\nmax_file_bytes = 8192\nmax_total_bytes = 4096\n",
+                "recordings.max_total_bytes",
+            ),
+            ("[recordings]\nmax_panes = 0\n", "recordings.max_panes"),
+            (
+                "[[recordings.rules]]\nname = \"r\"\nsessions = [\"\"]\n",
+                "recordings.rules[0].sessions",
+            ),
+            ("[recordings]\nenable = true\n", "recordings.enable"),
+        ];
+        for (text, key) in cases {
+            let error = load(text, &[]).unwrap_err().to_string();
+            assert!(error.starts_with(key), "{text}: {error}");
+        }
+    }
+
+    #[test]
     fn error_display_reads_as_one_line_with_key_and_origin() {
         let err = load("[http]\nbnd = 1\n", &[]).unwrap_err();
         let text = err.to_string();
