@@ -99,9 +99,9 @@ pub enum RecordingsCommand {
         /// Seconds into the file where the range starts (an audit record's `at_secs`).
         #[arg(long, value_name = "SECS", default_value_t = 0.0)]
         from: f64,
-        /// Seconds into the file where the range ends.
-        #[arg(long, value_name = "SECS", default_value_t = f64::MAX)]
-        to: f64,
+        /// Seconds into the file where the range ends; default: the end.
+        #[arg(long, value_name = "SECS")]
+        to: Option<f64>,
         /// Where to write it (0600); default: standard output.
         #[arg(long, short, value_name = "FILE")]
         output: Option<PathBuf>,

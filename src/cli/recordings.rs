@@ -31,7 +31,8 @@ pub fn run(command: &RecordingsCommand) -> anyhow::Result<()> {
             to,
             output,
         } => {
-            if !(from.is_finite() && to.is_finite() && *from >= 0.0 && from <= to) {
+            let to = to.unwrap_or(f64::INFINITY);
+            if !(from.is_finite() && *from >= 0.0 && !to.is_nan() && *from <= to) {
                 bail!("--from and --to must be seconds with 0 <= from <= to");
             }
             let path = if file.components().count() == 1 && !file.exists() {
@@ -43,7 +44,7 @@ pub fn run(command: &RecordingsCommand) -> anyhow::Result<()> {
                 .with_context(|| format!("cannot read {}", path.display()))?;
             let cast = Cast::parse(&text)
                 .with_context(|| format!("{} is not an asciinema v2 cast", path.display()))?;
-            let cut = cast.cut(*from, *to).to_text();
+            let cut = cast.cut(*from, to).to_text();
             match output {
                 Some(out) => crate::state::write_private(out, cut.as_bytes())
                     .with_context(|| format!("cannot write {}", out.display()))?,
