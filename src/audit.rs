@@ -35,6 +35,10 @@
 //! - `secret`, a secret entry request and what became of it: `{"kind":"secret","request":"s-1",
 //!   "sub":"ci-bot","server":"default","pane":"%3","event":"typed","bytes":12}`; the secret's
 //!   length only (see [`crate::secret_entry`]);
+//! - `recording`, between a call's start and end when it acted on a pane being recorded
+//!   (`[recordings]`): `{"kind":"recording","call":"3f9c0a1b-12","server":"default",
+//!   "pane":"%3","file":"default-p3-20261127T211500123Z.cast","at_secs":12.345,…}`, the file in
+//!   the recordings directory and the second in it when the call ran;
 //! - `dropped`: `{"kind":"dropped","count":N}`, records lost to a full queue (see below);
 //! - `checkpoint`: `{"kind":"checkpoint","reason":"interval"|"close","count":41,"head":"…"}`,
 //!   written [`AuditConfig::checkpoint_interval_secs`] after the first record that followed the
@@ -365,6 +369,24 @@ impl OpenCall {
             decision,
             by: by.map(|by| redact::cap_chars(by, inner.max_chars)),
             waited_ms,
+        };
+        // A lost record is counted and reported like any other.
+        let _ = inner.offer(entry, None);
+    }
+
+    /// Records that the call acts on a pane being recorded: the recording's file and the
+    /// second in it where the call began, so an auditor goes from the call to the moment in
+    /// the cast.
+    pub fn recording(&self, server: &str, pane: &str, file: &str, at_secs: f64) {
+        let Some(inner) = &self.inner else {
+            return;
+        };
+        let entry = Entry::Recording {
+            call: self.id.clone(),
+            server: redact::cap_chars(server, inner.max_chars),
+            pane: redact::cap_chars(pane, inner.max_chars),
+            file: redact::cap_chars(file, inner.max_chars),
+            at_secs: (at_secs * 1000.0).round() / 1000.0,
         };
         // A lost record is counted and reported like any other.
         let _ = inner.offer(entry, None);

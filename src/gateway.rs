@@ -33,6 +33,7 @@ use crate::mcp::self_guard::SelfLocation;
 use crate::mcp::{McpServer, McpState};
 use crate::mux::tmux::TmuxEngine;
 use crate::mux::zellij::servers::ZellijServers;
+use crate::recordings::Recorder;
 use crate::secret_entry::SecretDesk;
 use crate::telemetry::exposition::MetricsEndpoint;
 use crate::telemetry::{Metrics, MetricsTokenError};
@@ -53,6 +54,8 @@ pub enum GatewayError {
     State(String),
     #[error("workspaces: {0}")]
     Workspace(#[from] WorkspaceError),
+    #[error("{0}")]
+    Recordings(String),
     #[error("approvals: {0}")]
     Approvals(String),
 }
@@ -148,6 +151,14 @@ impl Gateway {
         let approval_policy = Arc::new(approval_policy(&config)?);
         let approvals = ApprovalDesk::default();
         let secrets = SecretDesk::default();
+        let recorder = match config
+            .recordings
+            .settings(state_dir.as_deref())
+            .map_err(GatewayError::Recordings)?
+        {
+            Some(settings) => Recorder::new(settings, shutdown.begin().child_token()),
+            None => Recorder::disabled(),
+        };
         let mut metrics = Metrics::new();
         let resource = Arc::new(ProtectedResource::new(&config.auth, mcp_url)?);
         let mut authenticator = Authenticator::new(&config.auth, &config.clients, &resource)?
@@ -225,6 +236,7 @@ impl Gateway {
             approval_policy: approval_policy.clone(),
             approvals: approvals.clone(),
             secrets: secrets.clone(),
+            recorder,
         });
         let deps = HttpDeps {
             http: config.http.clone(),

@@ -7,6 +7,7 @@
 //! - [`limits`]: per-client rate limits and budgets;
 //! - [`mcp`]: the MCP server handler, tool groups, tool errors and the tool catalog;
 //! - [`audit`]: the redacted, hash-chained audit log;
+//! - [`recordings`]: panes' output as asciinema `.cast` files, by policy or on request;
 //! - [`mux`]: backend-neutral multiplexer types and, under [`mux::tmux`], the control-mode engine;
 //! - [`telemetry`]: metrics (`/metrics`), OpenTelemetry traces, structured logs;
 //! - [`secret_entry`]: one-time links a human types a secret into a pane through;
@@ -31,6 +32,7 @@ pub mod http;
 pub mod limits;
 pub mod mcp;
 pub mod mux;
+pub mod recordings;
 pub mod secret_entry;
 pub mod state;
 pub mod telemetry;

@@ -6,7 +6,9 @@
 //! - a bare `tmux -C` client driven by hand, one at a time and all at once: the floor any
 //!   control-mode client could reach, so that the engine's own overhead shows;
 //! - the engine: one call at a time, batches, and many concurrent callers at several
-//!   `pipeline_depth` settings, plus a fairness probe next to one caller's backlog.
+//!   `pipeline_depth` settings, plus a fairness probe next to one caller's backlog;
+//! - with `--recording`, instead: what recording a pane's output costs per MB (see
+//!   [`recording`]).
 //!
 //! Rounds interleave all cases so that every case sees the same background load; the report
 //! quotes medians over rounds and per-round ratios, and the tmux server's CPU time per command.
@@ -15,7 +17,8 @@
 //! cargo bench --bench engine                 # full run, prints Markdown tables
 //! cargo bench --bench engine -- --rounds 3   # fewer rounds
 //! cargo bench --bench engine -- --quick      # smoke run: 2 rounds, few subprocesses
-//! cargo test --bench engine                  # the same smoke run
+//! cargo bench --bench engine -- --recording  # only what recording a pane costs per MB
+//! cargo test --bench engine                  # the same smoke run, both measurements
 //! ```
 //!
 //! This measures speed only; what the engine does is tested in `tests/`.
@@ -24,6 +27,7 @@ mod cases;
 mod cpu;
 mod drivers;
 mod fixture;
+mod recording;
 mod report;
 mod workload;
 
@@ -47,6 +51,12 @@ use workload::{Op, Workload};
 struct Options {
     rounds: usize,
     subprocess_ops: usize,
+    /// Measure only what recording a pane costs ([`recording`]).
+    recording: bool,
+    /// MB of output per run of the recording measurement.
+    megabytes: usize,
+    /// A smoke run (`cargo test --bench engine`): both measurements, briefly.
+    smoke: bool,
 }
 
 impl Options {
@@ -54,6 +64,9 @@ impl Options {
         let mut options = Options {
             rounds: 11,
             subprocess_ops: SUBPROCESS_OPS,
+            recording: false,
+            megabytes: 16,
+            smoke: false,
         };
         let mut benchmarking = false;
         while let Some(arg) = args.next() {
@@ -69,11 +82,24 @@ impl Options {
                         .filter(|&n| n > 0)
                         .context("--rounds needs a positive number")?;
                 }
-                other => bail!("unknown option {other:?} (known: --rounds N, --quick)"),
+                "--recording" => options.recording = true,
+                "--megabytes" => {
+                    options.megabytes = args
+                        .next()
+                        .and_then(|n| n.parse().ok())
+                        .filter(|&n| n > 0)
+                        .context("--megabytes needs a positive number")?;
+                }
+                other => bail!(
+                    "unknown option {other:?} (known: --rounds N, --quick, --recording, \
+                     --megabytes N)"
+                ),
             }
         }
         if !benchmarking {
             options.quick();
+            options.smoke = true;
+            options.megabytes = 1;
         }
         Ok(options)
     }
@@ -86,6 +112,23 @@ impl Options {
 
 fn main() -> Result<()> {
     let options = Options::parse(std::env::args().skip(1))?;
+    if options.recording || options.smoke {
+        let tmux = BenchTmux::start()?;
+        let runtime = Runtime::new().context("start the tokio runtime")?;
+        let section = recording::run(
+            &tmux,
+            &runtime,
+            &recording::RecordingOptions {
+                rounds: options.rounds,
+                megabytes: options.megabytes,
+            },
+        );
+        runtime.shutdown_timeout(Duration::from_secs(5));
+        println!("{}", section?);
+        if options.recording {
+            return Ok(());
+        }
+    }
     let tmux = BenchTmux::start()?;
     let runtime = Runtime::new().context("start the tokio runtime")?;
     let shutdown = CancellationToken::new();

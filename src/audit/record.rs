@@ -58,6 +58,16 @@ pub(super) enum Entry {
         /// Bytes typed (`typed` only).
         bytes: Option<usize>,
     },
+    /// A call that acted on a recorded pane, and where in the recording it began.
+    Recording {
+        call: String,
+        server: String,
+        pane: String,
+        /// The `.cast` file's name in the recordings directory.
+        file: String,
+        /// Seconds into the file when the call ran (the time of its events).
+        at_secs: f64,
+    },
     Dropped {
         count: u64,
     },

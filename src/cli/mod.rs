@@ -6,7 +6,8 @@
 //! [`crate::auth::TokenMinter`]; `audit verify` ([`audit`]) checks [`crate::audit`] files; `healthcheck`
 //! ([`healthcheck`]) asks a running gateway's `/healthz` (the container's HEALTHCHECK);
 //! `approvals` ([`approvals`]) lists the calls held for approval and decides them. The last two
-//! talk to the gateway with [`http_client`]. Errors here are `anyhow` with context; the library
+//! talk to the gateway with [`http_client`]. `recordings` ([`recordings`]) lists the recorded
+//! panes' casts and exports a time range of one, from the directory alone. Errors here are `anyhow` with context; the library
 //! modules below keep typed errors.
 
 mod approvals;
@@ -14,6 +15,7 @@ mod audit;
 mod check_config;
 mod healthcheck;
 mod http_client;
+mod recordings;
 mod serve;
 mod workspace;
 
@@ -68,6 +70,42 @@ pub enum Command {
     /// deny one (with a token of scope mux:approve, best given in MUXGATE_APPROVER_TOKEN).
     #[command(subcommand)]
     Approvals(ApprovalsCommand),
+    /// Recorded panes (asciinema v2 casts): list the files, export a time range of one.
+    #[command(subcommand)]
+    Recordings(RecordingsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RecordingsCommand {
+    /// The recordings: file name and size in bytes, by name (server, pane, start time).
+    List {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// The recordings directory; default: recordings.dir, else recordings in the state
+        /// directory.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+    /// Write the events from --from to --to seconds of a cast as a cast of their own (times
+    /// counted from --from; the header's timestamp moved with them).
+    Export {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// The recordings directory, where a bare FILE name is looked up.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// The cast: a path, or a name as `list` shows it.
+        file: PathBuf,
+        /// Seconds into the file where the range starts (an audit record's `at_secs`).
+        #[arg(long, value_name = "SECS", default_value_t = 0.0)]
+        from: f64,
+        /// Seconds into the file where the range ends; default: the end.
+        #[arg(long, value_name = "SECS")]
+        to: Option<f64>,
+        /// Where to write it (0600); default: standard output.
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -283,6 +321,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Audit(AuditCommand::Verify(args)) => audit::run(&args),
         Command::Approvals(command) => {
             approvals::run(&command)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Recordings(command) => {
+            recordings::run(&command)?;
             Ok(ExitCode::SUCCESS)
         }
     }

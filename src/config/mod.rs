@@ -41,6 +41,8 @@ pub use crate::mux::tmux::TmuxSocket;
 use crate::mux::zellij::backend::ZellijServerSpec;
 use crate::mux::zellij::cli::ZellijEnv;
 use crate::mux::zellij::ids::SessionName as ZellijSessionName;
+use crate::recordings::writer::MIN_FILE_BYTES;
+use crate::recordings::{RecordingPolicy, RecordingsConfig};
 use crate::state::StateConfig;
 use crate::telemetry::{LogConfig, MetricsConfig, OtelConfig};
 use crate::workspace::WorkspacesConfig;
@@ -75,6 +77,9 @@ pub struct Config {
     /// Calls a human must approve (none by default).
     #[serde(default)]
     pub approvals: ApprovalsConfig,
+    /// Panes' output recorded as asciinema casts (off by default).
+    #[serde(default)]
+    pub recordings: RecordingsConfig,
     /// The file this configuration was read from (none: the embedded default alone).
     #[serde(skip)]
     pub source_file: Option<PathBuf>,
@@ -642,6 +647,7 @@ impl Config {
             )?;
         }
         self.validate_approvals()?;
+        self.validate_recordings()?;
         self.validate_telemetry()
     }
 
@@ -656,6 +662,32 @@ impl Config {
                 ],
                 None => vec!["approvals".into(), error.field.into()],
             },
+            message: error.message,
+        })?;
+        Ok(())
+    }
+
+    fn validate_recordings(&self) -> Result<(), Violation> {
+        let recordings = &self.recordings;
+        if recordings.max_file_bytes < MIN_FILE_BYTES {
+            return Err(Violation::at(
+                &["recordings", "max_file_bytes"],
+                &format!("must be at least {MIN_FILE_BYTES}"),
+            ));
+        }
+        if recordings.max_total_bytes < recordings.max_file_bytes {
+            return Err(Violation::at(
+                &["recordings", "max_total_bytes"],
+                "must be at least recordings.max_file_bytes",
+            ));
+        }
+        positive(&["recordings", "max_panes"], recordings.max_panes as u64)?;
+        RecordingPolicy::compile(&recordings.rules).map_err(|error| Violation {
+            path: vec![
+                "recordings".into(),
+                format!("rules[{}]", error.index),
+                error.field.into(),
+            ],
             message: error.message,
         })?;
         Ok(())
@@ -1278,6 +1310,37 @@ mod tests {
         let err = Config::load(Some(Path::new("/nonexistent/muxgate.toml")), env(&[])).unwrap_err();
         assert!(matches!(err, ConfigError::Read { .. }), "{err:?}");
         assert!(err.to_string().contains("/nonexistent/muxgate.toml"));
+    }
+
+    #[test]
+    fn recordings_are_off_by_default_and_checked_when_set() {
+        let default = load("", &[]).unwrap().config.recordings;
+        assert!(!default.enabled);
+        assert_eq!(
+            default,
+            RecordingsConfig::default(),
+            "default.toml says what the code does"
+        );
+        let cases = [
+            (
+                "[recordings]\nmax_file_bytes = 100\n",
+                "recordings.max_file_bytes",
+            ),
+            (
+                "[recordings]\nmax_file_bytes = 8192\nmax_total_bytes = 4096\n",
+                "recordings.max_total_bytes",
+            ),
+            ("[recordings]\nmax_panes = 0\n", "recordings.max_panes"),
+            (
+                "[[recordings.rules]]\nname = \"r\"\nsessions = [\"\"]\n",
+                "recordings.rules[0].sessions",
+            ),
+            ("[recordings]\nenable = true\n", "recordings.enable"),
+        ];
+        for (text, key) in cases {
+            let error = load(text, &[]).unwrap_err().to_string();
+            assert!(error.starts_with(key), "{text}: {error}");
+        }
     }
 
     #[test]

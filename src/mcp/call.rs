@@ -255,7 +255,7 @@ pub fn shutting_down() -> ToolError {
 /// The target-naming arguments of a call (`target`, `pane`, `session`, `window`, and the
 /// per-operation targets of batches), for the audit record. Values are ids or names, which the
 /// tools validate; they are still capped here because the record is written before that.
-fn targets_of(args: &Value) -> Vec<String> {
+pub(crate) fn targets_of(args: &Value) -> Vec<String> {
     const KEYS: [&str; 5] = ["target", "pane", "session", "window", "tab"];
     let mut found = Vec::new();
     let mut collect = |object: &serde_json::Map<String, Value>| {

@@ -9,6 +9,7 @@
 //! - [`resources`]: the `tmux://` resources, read through the same access rules as tools;
 //! - [`prompts`]: recipes naming the tools to call for common jobs;
 //! - [`approval`]: calls the `[approvals]` policy holds until a human decides;
+//! - [`recording`]: the recordings a call's panes get by rule, named in its audit record;
 //! - [`call`]: what happens around every call (scope check, rate limit, audit, metrics) and
 //!   how long-running tools end at shutdown ([`McpState::until_shutdown`]);
 //! - [`access`]: how a tool reaches tmux for a caller (server choice, target ACL, errors);
@@ -39,6 +40,7 @@ pub mod heartbeat;
 pub mod pane_ops;
 pub mod position;
 pub mod prompts;
+pub mod recording;
 pub mod render;
 pub mod resources;
 pub mod self_guard;
@@ -67,6 +69,7 @@ use crate::config::Config;
 use crate::limits::Limits;
 use crate::mux::tmux::TmuxEngine;
 use crate::mux::zellij::servers::ZellijServers;
+use crate::recordings::Recorder;
 use crate::secret_entry::{PaneDestination, SecretDesk};
 use crate::telemetry::Metrics;
 use crate::telemetry::mcp::{RequestObserver, Requester, ToolName, is_tool_error};
@@ -110,6 +113,8 @@ pub struct McpState {
     pub approvals: ApprovalDesk,
     /// Open secret entry requests (`request_secret_input`, typed through `/secret`).
     pub secrets: SecretDesk<PaneDestination>,
+    /// Panes' output recorded as casts (`[recordings]`; disabled unless enabled).
+    pub recorder: Recorder,
 }
 
 impl McpState {
@@ -216,6 +221,7 @@ impl McpServer {
                     return Ok(response);
                 }
             };
+        self.note_recordings(&caller, &request, &open).await;
         context.extensions.insert(caller.clone());
         let heartbeat = Heartbeat::for_call(
             &request.name,

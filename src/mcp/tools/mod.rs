@@ -19,6 +19,7 @@ pub mod pane;
 pub mod pane_lifecycle;
 pub mod pipe;
 pub mod prompt;
+pub mod recording;
 pub mod run;
 pub mod search;
 pub mod secret;
@@ -66,6 +67,7 @@ pub(crate) fn router() -> ToolRouter<McpServer> {
         + McpServer::batch_tools()
         + McpServer::channel_tools()
         + McpServer::secret_tools()
+        + McpServer::recording_tools()
         + McpServer::zellij_session_tools()
         + McpServer::zellij_tab_tools()
         + McpServer::zellij_pane_tools()

@@ -42,12 +42,12 @@ pub struct RequestSecretInput {
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane.
     pub target: String,
-    /// What the human is asked for, shown on the page (e.g. "sudo password on build-1").
+    /// What the human is asked for, shown on the page.
     pub label: String,
-    /// Press Enter after the secret.
+    /// Press Enter after it.
     #[serde(default = "yes")]
     pub enter: bool,
-    /// How long the link works (default 300, at most 3600).
+    /// Link lifetime (default 300, max 3600).
     #[serde(default)]
     pub expires_in_seconds: Option<u64>,
 }
@@ -57,10 +57,9 @@ pub struct RequestSecretOutput {
     pub server: String,
     pub pane_id: String,
     pub request_id: String,
-    /// `link`: show `url` to your human; `typed`: the user typed it (offered by the client);
-    /// `declined`: the user declined.
+    /// link (show url to your human), typed or declined.
     pub status: &'static str,
-    /// The one-time link, for a human only (absent when the client showed it to the user).
+    /// One-time link for a human.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     pub expires_in_seconds: u64,
@@ -72,9 +71,8 @@ impl McpServer {
         name = "request_secret_input",
         description = "Ask a human to type a secret (password, token) into a pane via a \
             one-time link; you never see it.\n\n\
-            Call it once the program that asks (sudo, ssh, a password prompt) is waiting: \
-            a pane that would show the secret (echo on, a shell prompt) is refused. Without \
-            URL elicitation support, show `url` to your human, then wait on the pane.",
+            Call it once the program asking (sudo, ssh, read -s) waits: a pane that would show \
+            it is refused.",
         annotations(
             title = "Request secret input",
             read_only_hint = false,

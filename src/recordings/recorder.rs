@@ -1,0 +1,338 @@
+//! The recordings running now: one task per recorded pane, subscribed to the pane's output
+//! stream like a wait is, writing each batch of output as events ([`super::writer`], on the
+//! blocking pool) until the pane ends, the recording is stopped or the gateway shuts down.
+//!
+//! Only output is recorded: what is typed into a pane never is (a secret typed at a password
+//! prompt stays out), but whatever the pane echoes back is output, as on the screen.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use super::RecordingsSettings;
+use super::policy::RecordingPolicy;
+use super::store::Store;
+use super::writer::{CastWriter, CurrentFile, Subject};
+use crate::mux::tmux::{Caller, EngineError, OutputSubscription, PaneId, TmuxCommand, TmuxServer};
+
+/// The engine's name for the recorder as a caller (its own queue share and watch share).
+const CALLER: &str = "muxgate-recordings";
+
+/// How long the recorder gathers output before writing it.
+const COALESCE: Duration = Duration::from_millis(10);
+
+/// How long starting a recording may take (the pane's size, the subscription).
+const START_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Where in a recording a moment is: the file and the seconds into it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordingRef {
+    pub file: String,
+    pub at_secs: f64,
+}
+
+/// What [`Recorder::stop`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stopped {
+    /// The recording ended here.
+    Was(RecordingRef),
+    /// The pane was not being recorded.
+    NotRecorded,
+    /// A rule records the pane: it goes on.
+    ByRule(String),
+}
+
+/// Why a recording could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("recordings are off (recordings.enabled = false)")]
+    Disabled,
+    #[error("{0} panes are recorded already (recordings.max_panes)")]
+    TooMany(usize),
+    #[error("cannot reach the pane: {0}")]
+    Engine(#[from] EngineError),
+    #[error("cannot write the recording: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("the pane did not answer within {START_TIMEOUT:?}")]
+    Timeout,
+}
+
+/// The recordings; cheap to clone. A disabled recorder records nothing.
+#[derive(Clone, Default)]
+pub struct Recorder {
+    inner: Option<Arc<Inner>>,
+}
+
+struct Inner {
+    store: Store,
+    policy: RecordingPolicy,
+    max_file_bytes: u64,
+    max_panes: usize,
+    caller: Caller,
+    active: Mutex<HashMap<Key, Active>>,
+    /// Starts one at a time, so two calls on one pane start one recording.
+    starting: tokio::sync::Mutex<()>,
+    shutdown: CancellationToken,
+    next_id: std::sync::atomic::AtomicU64,
+}
+
+/// A pane of a server, the server as the gateway names it (a workspace's by its tenant).
+type Key = (String, PaneId);
+
+struct Active {
+    id: u64,
+    /// The rule that started it (none: on request); only the configuration stops those.
+    rule: Option<String>,
+    stop: CancellationToken,
+    current: Arc<Mutex<CurrentFile>>,
+}
+
+impl Recorder {
+    /// The recorder of `settings`; its recordings end when `shutdown` is cancelled.
+    pub fn new(settings: RecordingsSettings, shutdown: CancellationToken) -> Self {
+        let caller = Caller::new(CALLER).with_watch_share(settings.max_panes);
+        Self {
+            inner: Some(Arc::new(Inner {
+                store: Store::new(settings.dir, settings.max_total_bytes),
+                policy: settings.policy,
+                max_file_bytes: settings.max_file_bytes,
+                max_panes: settings.max_panes,
+                caller,
+                active: Mutex::default(),
+                starting: tokio::sync::Mutex::new(()),
+                shutdown,
+                next_id: 0.into(),
+            })),
+        }
+    }
+
+    /// A recorder that records nothing (`recordings.enabled = false`).
+    pub fn disabled() -> Self {
+        Self { inner: None }
+    }
+
+    pub fn is_enabled(&self) -> bool {
+        self.inner.is_some()
+    }
+
+    /// Whether a call of `sub` could make a recording start or name one: a rule may match
+    /// it, or some pane is recorded now. When not, a call costs the recorder nothing.
+    pub fn concerns(&self, sub: &str) -> bool {
+        self.inner
+            .as_ref()
+            .is_some_and(|inner| inner.policy.may_record_for(sub) || !inner.lock().is_empty())
+    }
+
+    /// The rule that records a pane of `session` `sub` acts on.
+    pub fn rule_for(&self, sub: &str, session: &str) -> Option<String> {
+        self.inner
+            .as_ref()
+            .and_then(|inner| inner.policy.rule_for(sub, session).map(str::to_owned))
+    }
+
+    /// Where the recording of `pane` on `server` is now, if it is recorded.
+    pub fn now(&self, server: &str, pane: PaneId) -> Option<RecordingRef> {
+        let inner = self.inner.as_ref()?;
+        let active = inner.lock();
+        let current = active.get(&(server.to_owned(), pane))?.current.clone();
+        drop(active);
+        Some(reference(&current))
+    }
+
+    /// Records `pane` of `server` (named `server_key` in file names and the audit log) unless
+    /// it is already; `title` says why, `rule` which rule asked (none: a request). Returns
+    /// where the recording is now.
+    pub async fn start(
+        &self,
+        server: &TmuxServer,
+        server_key: &str,
+        pane: PaneId,
+        title: String,
+        rule: Option<String>,
+    ) -> Result<RecordingRef, RecordError> {
+        let inner = self.inner.as_ref().ok_or(RecordError::Disabled)?;
+        let _one_at_a_time = tokio::time::timeout(START_TIMEOUT, inner.starting.lock())
+            .await
+            .map_err(|_| RecordError::Timeout)?;
+        if let Some(now) = self.now(server_key, pane) {
+            return Ok(now);
+        }
+        let count = inner.lock().len();
+        if count >= inner.max_panes {
+            return Err(RecordError::TooMany(count));
+        }
+        let deadline = tokio::time::Instant::now() + START_TIMEOUT;
+        let (width, height) =
+            tokio::time::timeout_at(deadline, pane_size(server, &inner.caller, pane))
+                .await
+                .map_err(|_| RecordError::Timeout)??;
+        let subscription = server.subscribe(&inner.caller, pane, deadline).await?;
+        let subject = Subject {
+            server: server_key.to_owned(),
+            pane,
+            width,
+            height,
+            title,
+            max_file_bytes: inner.max_file_bytes,
+        };
+        let store = inner.store.clone();
+        let writer = tokio::task::spawn_blocking(move || CastWriter::open(store, subject))
+            .await
+            .map_err(|e| std::io::Error::other(e.to_string()))??;
+        let current = writer.current();
+        let id = inner
+            .next_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let stop = inner.shutdown.child_token();
+        let key = (server_key.to_owned(), pane);
+        inner.lock().insert(
+            key.clone(),
+            Active {
+                id,
+                rule,
+                stop: stop.clone(),
+                current: current.clone(),
+            },
+        );
+        tokio::spawn(record(inner.clone(), key, id, subscription, writer, stop));
+        Ok(reference(&current))
+    }
+
+    /// Stops recording `pane` of `server`, unless a rule records it (the agent a rule records
+    /// cannot turn its own recording off).
+    pub fn stop(&self, server: &str, pane: PaneId) -> Stopped {
+        let Some(inner) = self.inner.as_ref() else {
+            return Stopped::NotRecorded;
+        };
+        let mut active = inner.lock();
+        let key = (server.to_owned(), pane);
+        if let Some(rule) = active.get(&key).and_then(|a| a.rule.clone()) {
+            return Stopped::ByRule(rule);
+        }
+        let Some(stopped) = active.remove(&key) else {
+            return Stopped::NotRecorded;
+        };
+        drop(active);
+        stopped.stop.cancel();
+        Stopped::Was(reference(&stopped.current))
+    }
+
+    /// How many panes are recorded now.
+    pub fn recording(&self) -> usize {
+        self.inner.as_ref().map_or(0, |inner| inner.lock().len())
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Active>> {
+        // Entries are inserted and removed whole, so a poisoned map is consistent.
+        self.active.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Forgets recording `id` of `key` (not a newer one of the same pane).
+    fn ended(&self, key: &Key, id: u64) {
+        let mut active = self.lock();
+        if active.get(key).is_some_and(|a| a.id == id) {
+            active.remove(key);
+        }
+    }
+}
+
+fn reference(current: &Mutex<CurrentFile>) -> RecordingRef {
+    let current = current.lock().unwrap_or_else(|e| e.into_inner());
+    RecordingRef {
+        file: current.name.clone(),
+        at_secs: current.offset_at(Instant::now()),
+    }
+}
+
+/// The pane's size in cells, for the cast's header.
+async fn pane_size(
+    server: &TmuxServer,
+    caller: &Caller,
+    pane: PaneId,
+) -> Result<(u16, u16), RecordError> {
+    let command = TmuxCommand::new("display-message")
+        .flag("-p")
+        .opt("-t", pane.to_string())
+        .arg("#{pane_width} #{pane_height}")
+        .build()
+        .map_err(EngineError::from)?;
+    let rows = server.run(caller, command).await?;
+    let line = rows
+        .first()
+        .map(|row| String::from_utf8_lossy(row).into_owned())
+        .unwrap_or_default();
+    let mut numbers = line.split(' ').map(|n| n.trim().parse::<u16>().ok());
+    match (numbers.next().flatten(), numbers.next().flatten()) {
+        (Some(width), Some(height)) => Ok((width, height)),
+        // A size tmux does not give is not worth refusing the recording for.
+        _ => Ok((80, 24)),
+    }
+}
+
+/// The recording task: the pane's output into the writer, one batch at a time.
+async fn record(
+    inner: Arc<Inner>,
+    key: Key,
+    id: u64,
+    mut subscription: OutputSubscription,
+    mut writer: CastWriter,
+    stop: CancellationToken,
+) {
+    let why = loop {
+        let next = tokio::select! {
+            biased;
+            () = stop.cancelled() => break "end: the recording was stopped".to_owned(),
+            next = subscription.next() => next,
+        };
+        let first = match next {
+            Ok(chunk) => chunk,
+            Err(end) => break format!("end: {end}"),
+        };
+        let mut batch = vec![(Instant::now(), first)];
+        // A flood arrives as many small chunks; gathering them for a moment makes one write
+        // (and one trip to the blocking pool) of many, at the price of times precise to
+        // COALESCE. The stream's end is seen by the next `next`.
+        tokio::select! {
+            biased;
+            () = stop.cancelled() => {}
+            () = tokio::time::sleep(COALESCE) => {}
+        }
+        while let Ok(chunk) = subscription.take() {
+            if chunk.is_empty() {
+                break;
+            }
+            batch.push((Instant::now(), chunk));
+        }
+        let written = tokio::task::spawn_blocking(move || {
+            let result = batch
+                .iter()
+                .try_for_each(|(at, chunk)| writer.chunk(*at, chunk))
+                .and_then(|()| writer.flush());
+            (writer, result)
+        })
+        .await;
+        match written {
+            Ok((back, Ok(()))) => writer = back,
+            Ok((back, Err(error))) => {
+                tracing::warn!(pane = %key.1, %error, "recordings: cannot write; recording stopped");
+                back.abandon();
+                inner.ended(&key, id);
+                return;
+            }
+            Err(error) => {
+                tracing::warn!(pane = %key.1, %error, "recordings: the writer failed");
+                inner.ended(&key, id);
+                return;
+            }
+        }
+    };
+    inner.ended(&key, id);
+    let finished = tokio::task::spawn_blocking(move || writer.finish(Instant::now(), &why)).await;
+    if let Ok(Err(error)) = finished {
+        tracing::warn!(pane = %key.1, %error, "recordings: cannot close the file");
+    }
+}

@@ -1,0 +1,265 @@
+//! The recordings directory: file names, private files, the listing, and the total size cap.
+//!
+//! Files are `<server>-p<pane>-<UTC time>.cast`, created `0600` (never replacing one) in a
+//! `0700` directory. [`Store::enforce_cap`] deletes the oldest closed files while the directory
+//! holds more than `max_total_bytes`; files being written are never deleted (each is bounded by
+//! `max_file_bytes` and rotated), so the directory can pass the cap by at most one file per
+//! recorded pane.
+
+use std::collections::HashSet;
+use std::fs::{DirBuilder, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::mux::tmux::PaneId;
+
+/// The extension of recordings; nothing else in the directory is listed or deleted.
+pub const EXTENSION: &str = "cast";
+
+/// One recording file, as listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    pub name: String,
+    pub bytes: u64,
+    pub modified: SystemTime,
+}
+
+/// The directory and its caps; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Store {
+    dir: PathBuf,
+    max_total_bytes: u64,
+    /// Files being written (never deleted by the cap).
+    open: Arc<Mutex<HashSet<String>>>,
+}
+
+impl Store {
+    pub fn new(dir: PathBuf, max_total_bytes: u64) -> Self {
+        Self {
+            dir,
+            max_total_bytes,
+            open: Arc::default(),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Creates a new file for `pane` of `server`, `0600`, and marks it open. The name is the
+    /// time; a second file in the same millisecond gets a counter (`_01`, …).
+    pub fn create(
+        &self,
+        server: &str,
+        pane: PaneId,
+        now: SystemTime,
+    ) -> io::Result<(File, String)> {
+        DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.dir)?;
+        let stem = format!("{}-p{}-{}", safe_name(server), pane.0, stamp(now));
+        for attempt in 0..100u32 {
+            let name = match attempt {
+                0 => format!("{stem}.{EXTENSION}"),
+                // `_` sorts after `.`: a listing by name keeps the files in order.
+                n => format!("{stem}_{n:02}.{EXTENSION}"),
+            };
+            match OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(self.dir.join(&name))
+            {
+                Ok(file) => {
+                    self.open_set().insert(name.clone());
+                    return Ok((file, name));
+                }
+                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            format!("{stem}: 100 files in the same millisecond"),
+        ))
+    }
+
+    /// Marks a file closed: the cap may delete it from now on.
+    pub fn closed(&self, name: &str) {
+        self.open_set().remove(name);
+    }
+
+    fn open_set(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        // Only ever inserted into and removed from whole, so a poisoned set is consistent.
+        self.open.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Deletes the oldest closed recordings while the directory holds more than the cap.
+    /// Returns the names deleted.
+    pub fn enforce_cap(&self) -> io::Result<Vec<String>> {
+        let mut files = list(&self.dir)?;
+        let mut total: u64 = files.iter().map(|f| f.bytes).sum();
+        files.sort_by(|a, b| a.modified.cmp(&b.modified).then(a.name.cmp(&b.name)));
+        let open = self.open_set().clone();
+        let mut deleted = Vec::new();
+        for file in files {
+            if total <= self.max_total_bytes {
+                break;
+            }
+            if open.contains(&file.name) {
+                continue;
+            }
+            match std::fs::remove_file(self.dir.join(&file.name)) {
+                Ok(()) => {}
+                // Someone else removed it first: it no longer counts either way.
+                Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+                Err(error) => return Err(error),
+            }
+            total = total.saturating_sub(file.bytes);
+            deleted.push(file.name);
+        }
+        Ok(deleted)
+    }
+}
+
+/// The recordings in `dir`, by name.
+pub fn list(dir: &Path) -> io::Result<Vec<Listed>> {
+    let mut files = Vec::new();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(files),
+        Err(error) => return Err(error),
+    };
+    for entry in entries {
+        let entry = entry?;
+        let path = entry.path();
+        if path.extension().and_then(|e| e.to_str()) != Some(EXTENSION) {
+            continue;
+        }
+        let Ok(meta) = entry.metadata() else {
+            continue;
+        };
+        if !meta.is_file() {
+            continue;
+        }
+        files.push(Listed {
+            name: entry.file_name().to_string_lossy().into_owned(),
+            bytes: meta.len(),
+            modified: meta.modified().unwrap_or(UNIX_EPOCH),
+        });
+    }
+    files.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(files)
+}
+
+/// A server name as part of a file name: letters, digits, `-` and `_` kept, the rest `_`.
+fn safe_name(name: &str) -> String {
+    name.chars()
+        .take(64)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// `YYYYMMDDTHHMMSS.mmmZ` without separators that sort wrongly: `20261127T211500123Z`.
+fn stamp(now: SystemTime) -> String {
+    let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
+    let rem = secs % 86_400;
+    format!(
+        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        since.subsec_millis()
+    )
+}
+
+/// Days since 1970-01-01 → (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write as _;
+    use std::os::unix::fs::PermissionsExt as _;
+    use std::time::Duration;
+
+    #[test]
+    fn names_are_safe_sortable_and_never_reused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().join("rec"), 1 << 20);
+        let at = UNIX_EPOCH + Duration::from_millis(1_700_000_000_123);
+        let (_, first) = store.create("my server/../x", PaneId(3), at).unwrap();
+        assert_eq!(first, "my_server____x-p3-20231114T221320123Z.cast");
+        let (_, second) = store.create("my server/../x", PaneId(3), at).unwrap();
+        assert_eq!(second, "my_server____x-p3-20231114T221320123Z_01.cast");
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir.path().join("rec")), 0o700);
+        assert_eq!(mode(&dir.path().join("rec").join(&first)), 0o600);
+        let names: Vec<String> = list(store.dir())
+            .unwrap()
+            .into_iter()
+            .map(|f| f.name)
+            .collect();
+        assert_eq!(names, [first, second]);
+        assert!(list(&dir.path().join("missing")).unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_cap_deletes_the_oldest_closed_files_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().to_path_buf(), 250);
+        let mut names = Vec::new();
+        for i in 0..4u64 {
+            let at = UNIX_EPOCH + Duration::from_secs(1_700_000_000 + i);
+            let (mut file, name) = store.create("s", PaneId(1), at).unwrap();
+            file.write_all(&[b'x'; 100]).unwrap();
+            let when = std::fs::FileTimes::new().set_modified(at);
+            file.set_times(when).unwrap();
+            names.push(name);
+        }
+        std::fs::write(dir.path().join("notes.txt"), [b'y'; 1000]).unwrap();
+        // All open: nothing may go, however far over the cap.
+        assert!(store.enforce_cap().unwrap().is_empty());
+        for name in &names[1..] {
+            store.closed(name);
+        }
+        // 400 bytes, cap 250: the two oldest closed files go (the oldest is still open).
+        assert_eq!(
+            store.enforce_cap().unwrap(),
+            [names[1].clone(), names[2].clone()]
+        );
+        let left: Vec<String> = list(dir.path())
+            .unwrap()
+            .into_iter()
+            .map(|f| f.name)
+            .collect();
+        assert_eq!(left, [names[0].clone(), names[3].clone()]);
+        assert!(
+            dir.path().join("notes.txt").exists(),
+            "only recordings are touched"
+        );
+    }
+}
