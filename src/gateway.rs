@@ -6,7 +6,7 @@
 //! the HTTP serving and shutdown sequence itself ([`crate::http::serve`]).
 
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,6 +35,7 @@ use crate::mux::tmux::TmuxEngine;
 use crate::mux::zellij::servers::ZellijServers;
 use crate::telemetry::exposition::MetricsEndpoint;
 use crate::telemetry::{Metrics, MetricsTokenError};
+use crate::view::link::ViewKey;
 use crate::workspace::{self, WorkspaceError, Workspaces};
 
 /// Why a gateway could not be assembled.
@@ -144,6 +145,7 @@ impl Gateway {
             ),
             _ => None,
         };
+        let view_key = view_key(state_dir.as_deref())?;
         let approval_policy = Arc::new(approval_policy(&config)?);
         let approvals = ApprovalDesk::default();
         let mut metrics = Metrics::new();
@@ -222,6 +224,7 @@ impl Gateway {
             agent_reports: Default::default(),
             approval_policy: approval_policy.clone(),
             approvals: approvals.clone(),
+            view_key: view_key.clone(),
         });
         let deps = HttpDeps {
             http: config.http.clone(),
@@ -242,6 +245,11 @@ impl Gateway {
                 desk: approvals.clone(),
                 policy: approval_policy,
             },
+            view: config.view.enabled.then(|| http::view::ViewApi {
+                key: view_key,
+                tmux: engine.clone(),
+                stop: shutdown.streams_token(),
+            }),
         };
         let app = match mode {
             Mode::Production => http::router(deps),
@@ -359,6 +367,17 @@ fn open_state_dir(config: &Config) -> Result<Option<PathBuf>, GatewayError> {
         .create(&dir)
         .map_err(|e| GatewayError::State(format!("{}: {e}", dir.display())))?;
     Ok(Some(dir))
+}
+
+/// The key live-view links are signed with: kept in the state directory, so links outlive a
+/// restart and `muxgate view-link` signs with it; without one, random and in memory.
+fn view_key(state_dir: Option<&Path>) -> Result<ViewKey, GatewayError> {
+    match state_dir {
+        Some(dir) => crate::view::key::load_or_create(dir).map_err(|e| {
+            GatewayError::State(format!("{}: {e}", crate::view::key::path(dir).display()))
+        }),
+        None => Ok(ViewKey::random()),
+    }
 }
 
 /// The session ownership table, in the state directory.

@@ -33,4 +33,5 @@ pub mod mux;
 pub mod state;
 pub mod telemetry;
 pub mod tmux_cli;
+pub mod view;
 pub mod workspace;

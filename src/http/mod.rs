@@ -10,6 +10,8 @@
 //! - `/.well-known/oauth-protected-resource[/mcp]`: RFC 9728 metadata (public).
 //! - `/approvals`: calls held for a human, and their decisions ([`approvals`]; bearer
 //!   authentication and the `mux:approve` scope).
+//! - `/view`, `/view/events`: the live view of a pane behind a signed, expiring link
+//!   ([`view`]; the link is the credential), unless `view.enabled` is false.
 //!
 //! Every route is counted by status ([`crate::telemetry::http`]). Layers on `/mcp`, outermost
 //! first: trace → in-flight tracking for graceful shutdown ([`shutdown::track_in_flight`]) →
@@ -36,6 +38,7 @@ pub mod session_end;
 pub mod shutdown;
 pub mod tcp;
 pub mod tls;
+pub mod view;
 
 use std::future::{Future, IntoFuture};
 use std::io;
@@ -83,6 +86,8 @@ pub struct HttpDeps<H = McpServer> {
     pub shutdown: Shutdown,
     /// The calls held for approval and who may decide them (`/approvals`).
     pub approvals: approvals::ApprovalsApi,
+    /// The live view (`/view`); `None` when `view.enabled` is false.
+    pub view: Option<view::ViewApi>,
 }
 
 #[cfg(feature = "conformance")]
@@ -97,6 +102,7 @@ impl<H> HttpDeps<H> {
             telemetry: self.telemetry,
             shutdown: self.shutdown,
             approvals: self.approvals,
+            view: self.view,
         }
     }
 }
@@ -126,6 +132,7 @@ pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
         telemetry,
         shutdown,
         approvals,
+        view,
     } = deps;
     let allowlist = Arc::new(Allowlist {
         hosts: http.allowed_hosts.clone(),
@@ -165,7 +172,7 @@ pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
                 .layer(RequestBodyLimitLayer::new(http.max_body_bytes)),
         );
 
-    let approval_routes = approval_routes(approvals, allowlist, security.authenticator);
+    let approval_routes = approval_routes(approvals, allowlist.clone(), security.authenticator);
 
     // Health endpoints are polled by orchestrators: not traced, so a 503 from /readyz while a
     // server is down does not flood the log.
@@ -176,6 +183,9 @@ pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
         .merge(mcp_routes)
         .merge(approval_routes)
         .merge(security.resource.router());
+    if let Some(view) = view {
+        app = app.merge(view::routes(view, allowlist));
+    }
     if let Some(endpoint) = telemetry.endpoint {
         app = app.merge(
             Router::new()

@@ -107,6 +107,8 @@ pub struct McpState {
     /// Which calls wait for a human (`[approvals]`), and the desk where they wait.
     pub approval_policy: Arc<ApprovalPolicy>,
     pub approvals: ApprovalDesk,
+    /// The key live-view links are signed with (`view_link`).
+    pub view_key: crate::view::link::ViewKey,
 }
 
 impl McpState {

@@ -27,6 +27,7 @@ pub mod since;
 pub mod state;
 pub mod state_wait;
 mod support;
+pub mod view;
 pub mod wait;
 pub mod watch;
 pub mod window;
@@ -64,6 +65,7 @@ pub(crate) fn router() -> ToolRouter<McpServer> {
         + McpServer::agent_report_tools()
         + McpServer::batch_tools()
         + McpServer::channel_tools()
+        + McpServer::view_tools()
         + McpServer::zellij_session_tools()
         + McpServer::zellij_tab_tools()
         + McpServer::zellij_pane_tools()
