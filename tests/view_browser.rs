@@ -116,6 +116,14 @@ struct Page {
 impl Page {
     /// Sends a DevTools command and returns its result.
     async fn command(&mut self, method: &str, params: Value) -> Value {
+        match self.try_command(method, params).await {
+            Ok(result) => result,
+            Err(error) => panic!("{method}: {error}"),
+        }
+    }
+
+    /// Sends a DevTools command: its result, or the error it got.
+    async fn try_command(&mut self, method: &str, params: Value) -> Result<Value, Value> {
         let id = self.next_id;
         self.next_id += 1;
         let request = json!({"id": id, "method": method, "params": params});
@@ -137,8 +145,30 @@ impl Page {
         })
         .await
         .expect("a DevTools answer within 10 s");
-        assert!(answer.get("error").is_none(), "{method}: {answer}");
-        answer["result"].clone()
+        match answer.get("error") {
+            Some(error) => Err(error.clone()),
+            None => Ok(answer["result"].clone()),
+        }
+    }
+
+    /// Waits until the page has loaded and its script put the first screen up (the page may
+    /// still be replacing `about:blank` when the socket opens, which evaluation errors say).
+    async fn wait_live(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let status = self
+                .try_command(
+                    "Runtime.evaluate",
+                    json!({"expression": "document.getElementById('status')?.textContent",
+                           "returnByValue": true}),
+                )
+                .await;
+            if status.is_ok_and(|s| s["result"]["value"] == "live") {
+                return;
+            }
+            assert!(Instant::now() < deadline, "the page never went live");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// Evaluates `expression` in the page and returns its value.
@@ -278,4 +308,90 @@ async fn chromium_shows_pane_output_within_a_second_and_the_update() {
         first.display(),
         second.display()
     );
+}
+
+/// The page's approvals panel: the view link alone is refused by `/approvals`; with an
+/// approver's token pasted in, the waiting call is listed and approved from the page, and the
+/// agent's call then runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approver_decides_a_held_call_from_the_page() {
+    if !needs::program("chromium", "chromium", "the live view's browser test") {
+        return;
+    }
+    let tmux = TestTmux::start();
+    let mut config = config_with_server("work", &tmux.socket, false);
+    let rules: toml::Table = toml::from_str(
+        "[approvals]\n[[approvals.rules]]\nname = 'dangerous'\ntools = ['send_keys']\n\
+         pattern = 'rm -rf'\n",
+    )
+    .expect("rules");
+    config.approvals = rules["approvals"].clone().try_into().expect("approvals");
+    let gateway = spawn_gateway(config).await;
+    let dir = gateway.config.state.dir.as_deref().expect("a state dir");
+    let key = muxgate::view::key::load(dir)
+        .expect("read the view key")
+        .expect("a view key");
+    let pane = tmux.pane_id("main");
+    let token = sign(
+        &key,
+        &ViewGrant::new("work", pane, SystemTime::now(), Duration::from_secs(600)),
+    );
+    let url = format!("{}/view?t={token}", gateway.base);
+
+    let agent = common::tools::client(&gateway).await;
+    let risky = json!({"target": pane.to_string(), "keys": "# rm -rf nothing",
+                       "literal": true, "enter": false});
+    let held = tokio::spawn(async move { common::tools::call(&agent, "send_keys", risky).await });
+
+    let browser = Browser::start(&url).await;
+    let mut page = browser.page(&url).await;
+    page.wait_live().await;
+    let without = page
+        .command(
+            "Runtime.evaluate",
+            json!({"expression": "fetch('/approvals', {cache: 'no-store'}).then(r => r.status)",
+                   "awaitPromise": true, "returnByValue": true}),
+        )
+        .await;
+    assert_eq!(
+        without["result"]["value"], 401,
+        "the view link alone reaches /approvals: {without}"
+    );
+
+    let approver = gateway.mint("alice", &["mux:approve"]);
+    page.eval(&format!(
+        "document.getElementById('approver-token').value = {};\
+         document.getElementById('approvals-load').click(); true",
+        json!(approver)
+    ))
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let listed = page
+            .eval("document.getElementById('approvals-list').textContent")
+            .await;
+        if listed.as_str().is_some_and(|t| t.contains("send_keys")) {
+            assert!(
+                listed.as_str().unwrap().contains("rm -rf nothing"),
+                "{listed}"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the held call was never listed: {listed}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    page.screenshot(&screenshot_dir().join("3-approval-waiting.png"))
+        .await;
+    page.eval("document.querySelector('#approvals-list li button').click(); true")
+        .await;
+    let result = tokio::time::timeout(Duration::from_secs(10), held)
+        .await
+        .expect("the held call ends once approved")
+        .expect("the agent's task");
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    let approval = &result.meta.as_ref().expect("_meta")["muxgate/approval"];
+    assert_eq!(approval["by"], "alice", "{approval}");
 }

@@ -25,7 +25,6 @@ pub const HTML: &str = r#"<!doctype html>
 </head>
 <body>
 <header><strong>muxgate</strong> live view <span id="status">connecting…</span></header>
-<pre id="screen" aria-live="off"></pre>
 <section id="approvals">
 <h2>Approvals waiting</h2>
 <p>Deciding needs an approver's token (scope <code>mux:approve</code> alone); this link does not grant it.</p>
@@ -34,6 +33,7 @@ pub const HTML: &str = r#"<!doctype html>
 <p id="approvals-status"></p>
 <ul id="approvals-list"></ul>
 </section>
+<pre id="screen" aria-live="off"></pre>
 </body>
 </html>
 "#;
@@ -45,13 +45,15 @@ header { margin-bottom: .5em; }
 #status.ended { color: #ff6060; }
 #screen { font-family: "DejaVu Sans Mono", monospace; font-size: 14px; line-height: 1.2;
   background: #101010; color: #d0d0d0; border: 1px solid #404040; padding: 4px;
-  display: inline-block; min-width: 40ch; white-space: pre; margin: 0; }
+  display: inline-block; white-space: pre; margin: 0; }
 #screen .b { font-weight: bold; }
 #screen .d { opacity: .6; }
 #screen .i { font-style: italic; }
 #screen .u { text-decoration: underline; }
 #screen .cur { outline: 1px solid #d0d0d0; background: #d0d0d0; color: #101010; }
-#approvals { margin-top: 1.5em; border-top: 1px solid #404040; }
+#approvals { margin-bottom: 1em; padding-bottom: .5em; border-bottom: 1px solid #404040; }
+#approvals h2 { font-size: 1em; margin: .3em 0; }
+#approvals p { margin: .3em 0; }
 #approvals li { margin: .5em 0; }
 #approvals code.args { display: block; white-space: pre-wrap; color: #a0a0a0; }
 "#;

@@ -69,7 +69,8 @@ impl Look {
 const DEFAULT_FG: (u8, u8, u8) = (0xd0, 0xd0, 0xd0);
 const DEFAULT_BG: (u8, u8, u8) = (0x10, 0x10, 0x10);
 
-/// The screen as HTML rows separated by `\n`, for a `<pre>`.
+/// The screen as HTML rows separated by `\n`, for a `<pre>`: every row and every cell, so the
+/// page shows the pane at its size.
 pub fn screen_html(screen: &Screen) -> String {
     let (rows, cols) = screen.size();
     let (rows, cols) = (rows.get(), cols.get());
@@ -105,13 +106,7 @@ pub fn screen_html(screen: &Screen) -> String {
             };
             line.push((look, text));
         }
-        // Trailing blank plain cells carry nothing; the cursor may sit on one.
-        while line
-            .last()
-            .is_some_and(|(look, text)| look.is_plain() && *text == " ")
-        {
-            line.pop();
-        }
+        // Every cell, trailing blanks too: the page is as wide as the pane.
         push_runs(&line, &mut out);
     }
     out
@@ -201,6 +196,14 @@ fn xterm_palette(index: u8) -> (u8, u8, u8) {
 mod tests {
     use super::*;
 
+    /// The HTML with each row's trailing blanks cut, to compare with short literals.
+    fn trimmed(html: &str) -> String {
+        html.split('\n')
+            .map(str::trim_end)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     fn screen(bytes: &[u8]) -> vt100::Parser {
         let rows = std::num::NonZeroU16::new(4).unwrap();
         let cols = std::num::NonZeroU16::new(40).unwrap();
@@ -238,7 +241,12 @@ mod tests {
     fn the_cursor_is_drawn_where_it_is() {
         let parser = screen(b"ab\r\ncd\x1b[1;2H");
         let html = screen_html(parser.screen());
-        assert_eq!(html, "a<span class=\"cur\">b</span>\ncd\n\n");
+        assert_eq!(trimmed(&html), "a<span class=\"cur\">b</span>\ncd\n\n");
+        assert_eq!(
+            html.split('\n').nth(1).map(str::len),
+            Some(40),
+            "rows are the pane's width"
+        );
         let hidden = screen(b"ab\x1b[?25l");
         assert!(!screen_html(hidden.screen()).contains("cur"));
     }
@@ -247,7 +255,7 @@ mod tests {
     fn inverse_swaps_default_colours() {
         let parser = screen(b"\x1b[7mx\x1b[0m\x1b[?25l");
         assert_eq!(
-            screen_html(parser.screen()),
+            trimmed(&screen_html(parser.screen())),
             "<span style=\"color:#101010;background:#d0d0d0;\">x</span>\n\n\n"
         );
     }
