@@ -438,3 +438,95 @@ async fn view_update_latency() {
     );
     assert!(at(0.95) < Duration::from_millis(500), "p95 {:?}", at(0.95));
 }
+
+/// A `muxgate serve` logging at debug level logs each view request's path, never its link,
+/// good or forged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn links_never_reach_the_log() {
+    let tmux = TestTmux::start();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let config = common::serve::write_config(
+        dir.path(),
+        "work",
+        &tmux.socket,
+        &format!(
+            "[log]\nlevel = 'debug'\n[state]\ndir = '{}'\n",
+            state.display()
+        ),
+    );
+    let serve =
+        common::serve::ServeProcess::start(&config, &dir.path().join("serve.log"), &[]).await;
+    let key = muxgate::view::key::load(&state)
+        .expect("read the view key")
+        .expect("serve wrote a view key");
+    let pane = tmux.pane_id("main");
+    let now = SystemTime::now();
+    let good = sign(
+        &key,
+        &ViewGrant::new("work", pane, now, Duration::from_secs(600)),
+    );
+    let forged = sign(
+        &ViewKey::new([3; 32]),
+        &ViewGrant::new("work", pane, now, Duration::from_secs(600)),
+    );
+    assert_eq!(
+        get(&format!("{}/view?t={good}", serve.base)).await.status(),
+        200
+    );
+    let mut events = EventStream::open(&format!("{}/view/events?t={good}", serve.base)).await;
+    events.next(Duration::from_secs(5)).await.expect("a screen");
+    drop(events);
+    assert_eq!(
+        get(&format!("{}/view/events?t={forged}", serve.base))
+            .await
+            .status(),
+        403
+    );
+    let logged = common::wait_until(Duration::from_secs(5), || {
+        serve.log().contains("/view/events") && serve.log().contains("link refused")
+    })
+    .await;
+    let log = serve.log();
+    assert!(logged, "the view requests were not logged:\n{log}");
+    for token in [&good, &forged] {
+        let (payload, tag) = token.split_once('.').unwrap();
+        assert!(
+            !log.contains(payload) && !log.contains(tag),
+            "a link in the log:\n{log}"
+        );
+    }
+}
+
+/// A resized pane is shown at its new size with the next output after the resize.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resized_pane_is_shown_at_its_new_size() {
+    let tmux = TestTmux::start();
+    let gateway = gateway(&tmux).await;
+    let key = view_key(&gateway);
+    let pane = tmux.pane_id("main");
+    let link = sign(
+        &key,
+        &ViewGrant::new("work", pane, SystemTime::now(), Duration::from_secs(600)),
+    );
+    let mut events = EventStream::open(&format!("{}/view/events?t={link}", gateway.base)).await;
+    let first = events.next(Duration::from_secs(5)).await.expect("a screen");
+    assert_eq!(first.data.split('\n').count(), 40, "the pane's 40 rows");
+    // Past the size check's interval, so the next output checks the size.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    tmux.ok(&["resize-window", "-t", "main", "-x", "60", "-y", "20"]);
+    print_in_pane(&tmux, &pane.to_string(), b"after the resize\r\n");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let event = events
+            .next(deadline.saturating_duration_since(Instant::now()))
+            .await
+            .expect("a screen at the new size");
+        let rows: Vec<&str> = event.data.split('\n').collect();
+        if rows.len() == 20 {
+            assert!(event.data.contains("after the resize"), "{}", event.data);
+            assert_eq!(rows[rows.len() - 1].len(), 60, "the pane's 60 columns");
+            break;
+        }
+    }
+}

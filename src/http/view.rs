@@ -53,6 +53,9 @@ const OPEN_TIMEOUT: Duration = Duration::from_secs(10);
 const VIEW_CALLER: &str = "muxgate-view";
 /// Lines of scrollback the emulator keeps: none, the page shows the screen.
 const SCROLLBACK: usize = 0;
+/// How often, at most, a view with output to show asks tmux for the pane's size: a resize
+/// shows with the next output after it, and a quiet pane costs tmux nothing.
+const SHAPE_CHECK: Duration = Duration::from_secs(1);
 
 /// What the view routes reach.
 #[derive(Clone)]
@@ -104,7 +107,7 @@ fn asset(body: &'static str, content_type: &'static str) -> Response {
 async fn page_handler(State(api): State<Arc<ViewApi>>, Query(query): Query<LinkQuery>) -> Response {
     match api.admit(&query) {
         Ok(_) => asset(page::HTML, "text/html; charset=utf-8"),
-        Err(refused) => refused,
+        Err(refused) => refused.into_response(),
     }
 }
 
@@ -112,14 +115,14 @@ async fn page_handler(State(api): State<Arc<ViewApi>>, Query(query): Query<LinkQ
 async fn events(State(api): State<Arc<ViewApi>>, Query(query): Query<LinkQuery>) -> Response {
     let (grant, server, pane) = match api.admit(&query) {
         Ok(admitted) => admitted,
-        Err(refused) => return refused,
+        Err(refused) => return refused.into_response(),
     };
     let expires_at = Instant::now() + grant.remaining(SystemTime::now());
     let feed = match Feed::open(server, pane, expires_at, api.stop.clone()).await {
         Ok(feed) => feed,
         Err(why) => {
             tracing::debug!(pane = %pane, reason = %why, "live view could not open the pane");
-            return gone();
+            return Refused::Gone.into_response();
         }
     };
     let stream = futures::stream::unfold(feed, |mut feed| async move {
@@ -134,34 +137,49 @@ async fn events(State(api): State<Arc<ViewApi>>, Query(query): Query<LinkQuery>)
 }
 
 impl ViewApi {
-    /// The link's grant and its server and pane, or the refusal.
-    fn admit(&self, query: &LinkQuery) -> Result<(ViewGrant, TmuxServer, PaneId), Response> {
+    /// The link's grant and its server and pane, or why not.
+    fn admit(&self, query: &LinkQuery) -> Result<(ViewGrant, TmuxServer, PaneId), Refused> {
         let token = query.t.as_deref().unwrap_or_default();
         let grant = link::verify(&self.key, token, SystemTime::now()).map_err(|why| {
             // Why, for the operator; never the token itself.
             tracing::debug!(reason = %why, "live view link refused");
-            refusal(
-                StatusCode::FORBIDDEN,
-                "this view link is invalid or has expired; ask for a new one",
-            )
+            Refused::Invalid
         })?;
-        let server = self.tmux.server(&grant.server).cloned().ok_or_else(gone)?;
-        let pane = grant.pane_id().ok_or_else(gone)?;
+        let server = self
+            .tmux
+            .server(&grant.server)
+            .cloned()
+            .ok_or(Refused::Gone)?;
+        let pane = grant.pane_id().ok_or(Refused::Gone)?;
         Ok((grant, server, pane))
     }
 }
 
-fn gone() -> Response {
-    refusal(
-        StatusCode::NOT_FOUND,
-        "there is nothing to show here any more",
-    )
+/// Why a view request is refused; the answer says no more than this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refused {
+    /// Not a valid, unexpired link of this gateway (403).
+    Invalid,
+    /// A valid link to a server or pane that is not there (404).
+    Gone,
 }
 
-fn refusal(status: StatusCode, message: &'static str) -> Response {
-    let mut response = (status, message).into_response();
-    page::security_headers(response.headers_mut());
-    response
+impl IntoResponse for Refused {
+    fn into_response(self) -> Response {
+        let (status, message) = match self {
+            Refused::Invalid => (
+                StatusCode::FORBIDDEN,
+                "this view link is invalid or has expired; ask for a new one",
+            ),
+            Refused::Gone => (
+                StatusCode::NOT_FOUND,
+                "there is nothing to show here any more",
+            ),
+        };
+        let mut response = (status, message).into_response();
+        page::security_headers(response.headers_mut());
+        response
+    }
 }
 
 /// One viewer's screen: the emulator, the pane's output stream feeding it, and when to stop.
@@ -176,6 +194,8 @@ struct Feed {
     /// The screen last sent, so an unchanged one is not sent again.
     sent: Option<String>,
     sent_at: Option<Instant>,
+    /// When the pane's size was last read.
+    shape_read: Instant,
     /// Why the stream ended, once it has, to send as the last event.
     end: Option<String>,
     done: bool,
@@ -206,6 +226,7 @@ impl Feed {
             stop,
             sent: None,
             sent_at: None,
+            shape_read: Instant::now(),
             end: None,
             done: false,
         };
@@ -216,7 +237,10 @@ impl Feed {
     /// Sets the emulator to the pane's screen as tmux has it now, dropping the output read so
     /// far (the screen already shows it).
     async fn seed(&mut self, deadline: Instant) -> Result<(), String> {
-        let commands = seed_commands(self.pane).map_err(|e| e.to_string())?;
+        let commands = vec![
+            shape_command(self.pane).map_err(|e| e.to_string())?,
+            capture_command(self.pane).map_err(|e| e.to_string())?,
+        ];
         let outcomes = self
             .server
             .run_batch(
@@ -239,7 +263,32 @@ impl Feed {
         }
         self.screen = vt100::Parser::new(shape.rows, shape.cols, SCROLLBACK);
         self.screen.process(&seed_bytes(&shape, rows));
+        self.shape_read = Instant::now();
         Ok(())
+    }
+
+    /// Reads the screen again if the pane's size changed (at most every [`SHAPE_CHECK`]): the
+    /// emulator cannot know of a resize from the output alone.
+    async fn follow_resize(&mut self) {
+        if self.shape_read.elapsed() < SHAPE_CHECK {
+            return;
+        }
+        self.shape_read = Instant::now();
+        let deadline = Instant::now() + OPEN_TIMEOUT;
+        let Ok(command) = shape_command(self.pane) else {
+            return;
+        };
+        let Ok(rows) = self.server.run(&self.caller, command).await else {
+            return;
+        };
+        let Some(shape) = rows.first().and_then(|line| PaneShape::parse(line)) else {
+            return;
+        };
+        if self.screen.screen().size() != (shape.rows, shape.cols)
+            && let Err(why) = self.seed(deadline).await
+        {
+            tracing::debug!(pane = %self.pane, reason = %why, "live view could not read the resized screen");
+        }
     }
 
     /// The next event: a changed screen or the end; `None` once the end was sent or the
@@ -278,6 +327,7 @@ impl Feed {
                 let more = self.output.take();
                 self.apply(more).await;
             }
+            self.follow_resize().await;
             let html = render::screen_html(self.screen.screen());
             if self.sent.as_deref() != Some(html.as_str()) {
                 self.sent = Some(html);
@@ -325,7 +375,7 @@ struct PaneShape {
     cursor_visible: bool,
 }
 
-/// What [`seed_commands`]' first command prints.
+/// What [`shape_command`] prints.
 const SHAPE_FORMAT: &str = "#{pane_width} #{pane_height} #{cursor_x} #{cursor_y} #{cursor_flag}";
 
 impl PaneShape {
@@ -348,20 +398,22 @@ impl PaneShape {
     }
 }
 
-/// The pane's shape, then its visible screen with colours and attributes as escapes.
-fn seed_commands(pane: PaneId) -> Result<Vec<TmuxCommand>, crate::mux::tmux::QuoteError> {
-    Ok(vec![
-        TmuxCommand::new("display-message")
-            .flag("-p")
-            .target(pane)
-            .arg(SHAPE_FORMAT)
-            .build()?,
-        TmuxCommand::new("capture-pane")
-            .flag("-p")
-            .flag("-e")
-            .target(pane)
-            .build()?,
-    ])
+/// The pane's size and cursor ([`PaneShape`]).
+fn shape_command(pane: PaneId) -> Result<TmuxCommand, crate::mux::tmux::QuoteError> {
+    TmuxCommand::new("display-message")
+        .flag("-p")
+        .target(pane)
+        .arg(SHAPE_FORMAT)
+        .build()
+}
+
+/// The pane's visible screen with colours and attributes as escapes.
+fn capture_command(pane: PaneId) -> Result<TmuxCommand, crate::mux::tmux::QuoteError> {
+    TmuxCommand::new("capture-pane")
+        .flag("-p")
+        .flag("-e")
+        .target(pane)
+        .build()
 }
 
 /// What to feed a fresh emulator so that it shows `rows` (as `capture-pane -e` printed them)

@@ -31,6 +31,8 @@ pub fn route_of(path: &str) -> &'static str {
         "/healthz" => "/healthz",
         "/readyz" => "/readyz",
         "/metrics" => "/metrics",
+        "/view" => "/view",
+        "/view/events" => "/view/events",
         path if path.starts_with(PROTECTED_RESOURCE) => PROTECTED_RESOURCE,
         _ => "other",
     }
@@ -48,6 +50,7 @@ mod tests {
             route_of("/.well-known/oauth-protected-resource/mcp"),
             "/.well-known/oauth-protected-resource"
         );
+        assert_eq!(route_of("/view/events"), "/view/events");
         assert_eq!(route_of("/mcp/extra"), "other");
         assert_eq!(route_of("/random-probe-1234"), "other");
     }
