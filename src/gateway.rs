@@ -249,6 +249,9 @@ impl Gateway {
                 key: view_key,
                 tmux: engine.clone(),
                 stop: shutdown.streams_token(),
+                viewers: Arc::new(tokio::sync::Semaphore::new(
+                    config.view.max_viewers as usize,
+                )),
             }),
         };
         let app = match mode {

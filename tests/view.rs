@@ -530,3 +530,34 @@ async fn a_resized_pane_is_shown_at_its_new_size() {
         }
     }
 }
+
+/// Past `view.max_viewers` open streams, one more is answered 503 until one closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn views_past_the_cap_wait_their_turn() {
+    let tmux = TestTmux::start();
+    let mut config = config_with_server("work", &tmux.socket, false);
+    config.view.max_viewers = 1;
+    let gateway = spawn_gateway(config).await;
+    let key = view_key(&gateway);
+    let pane = tmux.pane_id("main");
+    let link = sign(
+        &key,
+        &ViewGrant::new("work", pane, SystemTime::now(), Duration::from_secs(600)),
+    );
+    let url = format!("{}/view/events?t={link}", gateway.base);
+    let mut first = EventStream::open(&url).await;
+    first.next(Duration::from_secs(5)).await.expect("a screen");
+    assert_eq!(get(&url).await.status(), 503);
+    drop(first);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        if get(&url).await.status() == 200 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the closed view's place was not given back"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -12,7 +12,8 @@
 //!
 //! Behind the Host/Origin guard; the link is the only credential. Any token that is not a
 //! valid, unexpired link is answered 403 with the same words, and a valid one for a pane that
-//! is gone 404: neither says more. The token is in the query string, which request spans do
+//! is gone 404: neither says more. At most `view.max_viewers` streams are open at once (503
+//! past that). The token is in the query string, which request spans do
 //! not log.
 
 use std::convert::Infallible;
@@ -28,6 +29,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::Deserialize;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceBuilder;
@@ -64,6 +66,8 @@ pub struct ViewApi {
     pub tmux: TmuxEngine,
     /// Cancelled at shutdown: open streams end so connections can close.
     pub stop: CancellationToken,
+    /// One permit per open event stream (`view.max_viewers`).
+    pub viewers: Arc<Semaphore>,
 }
 
 /// `/view…`, behind the Host/Origin guard.
@@ -117,8 +121,11 @@ async fn events(State(api): State<Arc<ViewApi>>, Query(query): Query<LinkQuery>)
         Ok(admitted) => admitted,
         Err(refused) => return refused.into_response(),
     };
+    let Ok(permit) = api.viewers.clone().try_acquire_owned() else {
+        return Refused::Busy.into_response();
+    };
     let expires_at = Instant::now() + grant.remaining(SystemTime::now());
-    let feed = match Feed::open(server, pane, expires_at, api.stop.clone()).await {
+    let feed = match Feed::open(server, pane, expires_at, api.stop.clone(), permit).await {
         Ok(feed) => feed,
         Err(why) => {
             tracing::debug!(pane = %pane, reason = %why, "live view could not open the pane");
@@ -162,6 +169,8 @@ enum Refused {
     Invalid,
     /// A valid link to a server or pane that is not there (404).
     Gone,
+    /// As many views are open as `view.max_viewers` allows (503).
+    Busy,
 }
 
 impl IntoResponse for Refused {
@@ -174,6 +183,10 @@ impl IntoResponse for Refused {
             Refused::Gone => (
                 StatusCode::NOT_FOUND,
                 "there is nothing to show here any more",
+            ),
+            Refused::Busy => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too many live views are open on this gateway; try again later",
             ),
         };
         let mut response = (status, message).into_response();
@@ -199,6 +212,8 @@ struct Feed {
     /// Why the stream ended, once it has, to send as the last event.
     end: Option<String>,
     done: bool,
+    /// This view's place among `view.max_viewers`, given back when the stream is dropped.
+    _permit: OwnedSemaphorePermit,
 }
 
 impl Feed {
@@ -209,6 +224,7 @@ impl Feed {
         pane: PaneId,
         expires_at: Instant,
         stop: CancellationToken,
+        permit: OwnedSemaphorePermit,
     ) -> Result<Self, String> {
         let caller = Caller::new(VIEW_CALLER);
         let deadline = Instant::now() + OPEN_TIMEOUT;
@@ -229,6 +245,7 @@ impl Feed {
             shape_read: Instant::now(),
             end: None,
             done: false,
+            _permit: permit,
         };
         feed.seed(deadline).await?;
         Ok(feed)

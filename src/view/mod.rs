@@ -31,6 +31,10 @@ pub struct ViewConfig {
     /// The longest lifetime a link may be given, in minutes.
     #[serde(default = "default_max_link_minutes")]
     pub max_link_minutes: u64,
+    /// Event streams open at once, all links together; one more is answered 503. Each costs
+    /// an emulator and a render per update.
+    #[serde(default = "default_max_viewers")]
+    pub max_viewers: u32,
 }
 
 impl Default for ViewConfig {
@@ -39,6 +43,7 @@ impl Default for ViewConfig {
             enabled: default_enabled(),
             default_link_minutes: default_link_minutes(),
             max_link_minutes: default_max_link_minutes(),
+            max_viewers: default_max_viewers(),
         }
     }
 }
@@ -53,6 +58,10 @@ fn default_link_minutes() -> u64 {
 
 fn default_max_link_minutes() -> u64 {
     24 * 60
+}
+
+fn default_max_viewers() -> u32 {
+    32
 }
 
 impl ViewConfig {
