@@ -6,7 +6,7 @@
 //! the HTTP serving and shutdown sequence itself ([`crate::http::serve`]).
 
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,6 +37,7 @@ use crate::recordings::Recorder;
 use crate::secret_entry::SecretDesk;
 use crate::telemetry::exposition::MetricsEndpoint;
 use crate::telemetry::{Metrics, MetricsTokenError};
+use crate::view::link::ViewKey;
 use crate::workspace::{self, WorkspaceError, Workspaces};
 
 /// Why a gateway could not be assembled.
@@ -148,6 +149,7 @@ impl Gateway {
             ),
             _ => None,
         };
+        let view_key = view_key(state_dir.as_deref())?;
         let approval_policy = Arc::new(approval_policy(&config)?);
         let approvals = ApprovalDesk::default();
         let secrets = SecretDesk::default();
@@ -237,6 +239,7 @@ impl Gateway {
             approvals: approvals.clone(),
             secrets: secrets.clone(),
             recorder,
+            view_key: view_key.clone(),
         });
         let deps = HttpDeps {
             http: config.http.clone(),
@@ -261,6 +264,14 @@ impl Gateway {
                 desk: secrets,
                 audit: audit.clone(),
             },
+            view: config.view.enabled.then(|| http::view::ViewApi {
+                key: view_key,
+                tmux: engine.clone(),
+                stop: shutdown.streams_token(),
+                viewers: Arc::new(tokio::sync::Semaphore::new(
+                    config.view.max_viewers as usize,
+                )),
+            }),
         };
         let app = match mode {
             Mode::Production => http::router(deps),
@@ -378,6 +389,17 @@ fn open_state_dir(config: &Config) -> Result<Option<PathBuf>, GatewayError> {
         .create(&dir)
         .map_err(|e| GatewayError::State(format!("{}: {e}", dir.display())))?;
     Ok(Some(dir))
+}
+
+/// The key live-view links are signed with: kept in the state directory, so links outlive a
+/// restart and `muxgate view-link` signs with it; without one, random and in memory.
+fn view_key(state_dir: Option<&Path>) -> Result<ViewKey, GatewayError> {
+    match state_dir {
+        Some(dir) => crate::view::key::load_or_create(dir).map_err(|e| {
+            GatewayError::State(format!("{}: {e}", crate::view::key::path(dir).display()))
+        }),
+        None => Ok(ViewKey::random()),
+    }
 }
 
 /// The session ownership table, in the state directory.

@@ -37,4 +37,5 @@ pub mod secret_entry;
 pub mod state;
 pub mod telemetry;
 pub mod tmux_cli;
+pub mod view;
 pub mod workspace;

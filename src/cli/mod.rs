@@ -73,6 +73,9 @@ pub enum Command {
     /// Recorded panes (asciinema v2 casts): list the files, export a time range of one.
     #[command(subcommand)]
     Recordings(RecordingsCommand),
+    /// Print a signed link to a read-only live view of a pane (README: Live view), signed with
+    /// the key the gateway keeps in its state directory.
+    ViewLink(ViewLinkArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -106,6 +109,25 @@ pub enum RecordingsCommand {
         #[arg(long, short, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct ViewLinkArgs {
+    #[command(flatten)]
+    pub config: ConfigArg,
+    /// The configured tmux server's name.
+    #[arg(long)]
+    pub server: String,
+    /// The pane's id, `%N` (`tmux list-panes -a -F '#{pane_id} #{session_name}'` lists them).
+    #[arg(long)]
+    pub target: String,
+    /// Minutes the link lives; default view.default_link_minutes, at most view.max_link_minutes.
+    #[arg(long)]
+    pub minutes: Option<u64>,
+    /// The gateway's address the link starts with; default: the configured http.bind port over
+    /// loopback.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -327,6 +349,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             recordings::run(&command)?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::ViewLink(args) => {
+            println!("{}", view_link(&args)?);
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -379,6 +405,46 @@ fn mint_token(config: &Config, args: &TokenArgs) -> anyhow::Result<String> {
         toolsets: list(&args.toolsets),
     };
     Ok(TokenMinter::from_config(&config.auth)?.mint(&request)?)
+}
+
+/// `muxgate view-link`: the link, signed with the state directory's view key.
+fn view_link(args: &ViewLinkArgs) -> anyhow::Result<String> {
+    let loaded = Config::load(args.config.config.as_deref(), config::process_env()?)?;
+    let config = &loaded.config;
+    anyhow::ensure!(
+        config.view.enabled,
+        "the live view is off in this configuration (view.enabled)"
+    );
+    anyhow::ensure!(
+        config.tmux.servers.contains_key(args.server.as_str()),
+        "no tmux server named {:?} in the configuration",
+        args.server
+    );
+    let pane: crate::mux::tmux::PaneId = args.target.parse()?;
+    let ttl = config
+        .view
+        .link_ttl(args.minutes)
+        .map_err(|why| anyhow::anyhow!("--minutes: {why}"))?;
+    let state = config
+        .state
+        .resolve(|var| std::env::var_os(var))
+        .map_err(|why| anyhow::anyhow!("{why}"))?;
+    let key = crate::view::key::load(&state)
+        .with_context(|| format!("cannot read {}", crate::view::key::path(&state).display()))?
+        .with_context(|| {
+            format!(
+                "no view key in {}: start `muxgate serve` with this configuration once, which \
+                 writes it",
+                crate::view::key::path(&state).display()
+            )
+        })?;
+    let grant =
+        crate::view::link::ViewGrant::new(&args.server, pane, std::time::SystemTime::now(), ttl);
+    let path = format!("/view?t={}", crate::view::link::sign(&key, &grant));
+    Ok(match &args.base_url {
+        Some(base) => format!("{}{path}", base.trim_end_matches('/')),
+        None => local_url(config.http.bind, config.http.tls.is_some(), &path),
+    })
 }
 
 /// `url` when given; else `path` on the configured `http.bind` port (https when `[http.tls]`

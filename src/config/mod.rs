@@ -80,6 +80,9 @@ pub struct Config {
     /// Panes' output recorded as asciinema casts (off by default).
     #[serde(default)]
     pub recordings: RecordingsConfig,
+    /// The live view (`/view`) and its links.
+    #[serde(default)]
+    pub view: crate::view::ViewConfig,
     /// The file this configuration was read from (none: the embedded default alone).
     #[serde(skip)]
     pub source_file: Option<PathBuf>,
@@ -648,6 +651,7 @@ impl Config {
         }
         self.validate_approvals()?;
         self.validate_recordings()?;
+        self.validate_view()?;
         self.validate_telemetry()
     }
 
@@ -690,6 +694,21 @@ impl Config {
             ],
             message: error.message,
         })?;
+        Ok(())
+    }
+
+    fn validate_view(&self) -> Result<(), Violation> {
+        positive(&["view", "max_link_minutes"], self.view.max_link_minutes)?;
+        positive(
+            &["view", "default_link_minutes"],
+            self.view.default_link_minutes,
+        )?;
+        if self.view.default_link_minutes > self.view.max_link_minutes {
+            return Err(Violation::at(
+                &["view", "default_link_minutes"],
+                "must be at most view.max_link_minutes",
+            ));
+        }
         Ok(())
     }
 

@@ -12,6 +12,8 @@
 //!   authentication and the `mux:approve` scope).
 //! - `/secret`: the page behind a secret entry link ([`secret`]; the link's one-time token is
 //!   the credential).
+//! - `/view`, `/view/events`: the live view of a pane behind a signed, expiring link
+//!   ([`view`]; the link is the credential), unless `view.enabled` is false.
 //!
 //! Every route is counted by status ([`crate::telemetry::http`]). Layers on `/mcp`, outermost
 //! first: trace → in-flight tracking for graceful shutdown ([`shutdown::track_in_flight`]) →
@@ -39,6 +41,7 @@ pub mod session_end;
 pub mod shutdown;
 pub mod tcp;
 pub mod tls;
+pub mod view;
 
 use std::future::{Future, IntoFuture};
 use std::io;
@@ -88,6 +91,8 @@ pub struct HttpDeps<H = McpServer> {
     pub approvals: approvals::ApprovalsApi,
     /// The open secret entry requests (`/secret`).
     pub secrets: secret::SecretApi,
+    /// The live view (`/view`); `None` when `view.enabled` is false.
+    pub view: Option<view::ViewApi>,
 }
 
 #[cfg(feature = "conformance")]
@@ -103,6 +108,7 @@ impl<H> HttpDeps<H> {
             shutdown: self.shutdown,
             approvals: self.approvals,
             secrets: self.secrets,
+            view: self.view,
         }
     }
 }
@@ -133,6 +139,7 @@ pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
         shutdown,
         approvals,
         secrets,
+        view,
     } = deps;
     let allowlist = Arc::new(Allowlist {
         hosts: http.allowed_hosts.clone(),
@@ -182,8 +189,11 @@ pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
         .with_state(readiness)
         .merge(mcp_routes)
         .merge(approval_routes)
-        .merge(secret_routes(secrets, allowlist))
+        .merge(secret_routes(secrets, allowlist.clone()))
         .merge(security.resource.router());
+    if let Some(view) = view {
+        app = app.merge(view::routes(view, allowlist));
+    }
     if let Some(endpoint) = telemetry.endpoint {
         app = app.merge(
             Router::new()

@@ -19,6 +19,7 @@
 //! - [`args`]: helpers for tool input structs;
 //! - [`filter`]: Django-style filters applied to listing rows;
 //! - [`pane_ops`]: pane operations (listing, input, capture) reused by several tools;
+//! - [`links`]: where the links tools give humans (secret entry, live view) point;
 //! - [`catalog`]: the catalog as data (tiers) and as Markdown (`muxgate tools`).
 //!
 //! Every request the handler serves is observed (span, duration histogram, log line) by
@@ -37,6 +38,7 @@ pub mod error;
 pub mod fields;
 pub mod filter;
 pub mod heartbeat;
+pub mod links;
 pub mod pane_ops;
 pub mod position;
 pub mod prompts;
@@ -115,6 +117,8 @@ pub struct McpState {
     pub secrets: SecretDesk<PaneDestination>,
     /// Panes' output recorded as casts (`[recordings]`; disabled unless enabled).
     pub recorder: Recorder,
+    /// The key live-view links are signed with (`view_link`).
+    pub view_key: crate::view::link::ViewKey,
 }
 
 impl McpState {

@@ -34,6 +34,8 @@ pub fn route_of(path: &str) -> &'static str {
         "/approvals" => "/approvals",
         path if path.starts_with("/approvals/") => "/approvals/{id}",
         "/secret" => "/secret",
+        "/view" => "/view",
+        "/view/events" => "/view/events",
         path if path.starts_with(PROTECTED_RESOURCE) => PROTECTED_RESOURCE,
         _ => "other",
     }
@@ -53,6 +55,7 @@ mod tests {
         );
         assert_eq!(route_of("/approvals/a-7"), "/approvals/{id}");
         assert_eq!(route_of("/secret"), "/secret");
+        assert_eq!(route_of("/view/events"), "/view/events");
         assert_eq!(route_of("/mcp/extra"), "other");
         assert_eq!(route_of("/random-probe-1234"), "other");
     }

@@ -32,7 +32,7 @@ pub fn of(tool: &str) -> Option<Toolset> {
         | "exit_copy_mode" | "pipe_pane" => Toolset::Buffers,
         "wait_for_channel" | "signal_channel" | "report_agent_state" => Toolset::Channels,
         "kill_server" | "respawn_pane" | "clear_pane" => Toolset::Destroy,
-        "request_secret_input" | "record_pane" => Toolset::Humans,
+        "request_secret_input" | "record_pane" | "view_link" => Toolset::Humans,
         _ => return None,
     })
 }

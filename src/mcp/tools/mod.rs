@@ -29,6 +29,7 @@ pub mod since;
 pub mod state;
 pub mod state_wait;
 mod support;
+pub mod view;
 pub mod wait;
 pub mod watch;
 pub mod window;
@@ -68,6 +69,7 @@ pub(crate) fn router() -> ToolRouter<McpServer> {
         + McpServer::channel_tools()
         + McpServer::secret_tools()
         + McpServer::recording_tools()
+        + McpServer::view_tools()
         + McpServer::zellij_session_tools()
         + McpServer::zellij_tab_tools()
         + McpServer::zellij_pane_tools()

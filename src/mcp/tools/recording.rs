@@ -49,9 +49,8 @@ impl McpServer {
     #[tool(
         name = "record_pane",
         description = "Start or stop recording a pane's output as an asciinema cast file.\n\n\
-            Output only (typed keys are never recorded; what the pane echoes is). The file is \
-            the gateway's: replay it with `asciinema play`. A recording a gateway rule started \
-            cannot be stopped here.",
+            Output only: typed keys are not recorded, what the pane echoes is. A recording a \
+            gateway rule started cannot be stopped here.",
         annotations(
             title = "Record a pane",
             read_only_hint = false,

@@ -17,11 +17,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::HttpConfig;
 use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, parse_target};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
+use crate::mcp::links;
 use crate::mux::tmux::panes::TmuxPanes;
 use crate::secret_entry::{DeliverError, NewRequest, PaneDestination};
 
@@ -91,7 +91,7 @@ impl McpServer {
     ) -> Result<Json<RequestSecretOutput>, ToolError> {
         let label = check_label(&input.label)?;
         let ttl = ttl_of(input.expires_in_seconds)?;
-        let base = link_base(&self.state().config.http, &parts)?;
+        let base = links::base(&self.state().config.http, &parts)?;
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let pane = tmux.pane_of(&parse_target(&input.target)?).await?;
         let destination = PaneDestination {
@@ -243,28 +243,6 @@ fn ttl_of(requested: Option<u64>) -> Result<Duration, ToolError> {
             "omit it for 300 s",
         )),
     }
-}
-
-/// Where the human's browser reaches the gateway: `http.public_url`, else the scheme and `Host`
-/// of this request (the Host/Origin guard has already checked it against `http.allowed_hosts`).
-fn link_base(http: &HttpConfig, parts: &http::request::Parts) -> Result<String, ToolError> {
-    if let Some(public) = &http.public_url {
-        return Ok(public.join(""));
-    }
-    let scheme = if http.tls.is_some() { "https" } else { "http" };
-    let base = parts
-        .headers
-        .get(http::header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .map(|host| format!("{scheme}://{host}"))
-        .filter(|base| url::Url::parse(base).is_ok_and(|u| u.path() == "/"));
-    base.ok_or_else(|| {
-        ToolError::new(
-            ToolErrorKind::Unavailable,
-            "the request has no usable Host header to build the link from",
-            "set http.public_url in the gateway's config",
-        )
-    })
 }
 
 /// A pane the secret cannot go to now.

@@ -1,0 +1,91 @@
+//! `view_link`: a signed link to a read-only page showing a pane live, for a person to watch
+//! what an agent does (README: Live view). The link shows that one pane until it expires, and
+//! grants nothing else: no typing, no approving. In the `humans` toolset.
+
+use std::time::SystemTime;
+
+use rmcp::handler::server::common::Extension;
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::{tool, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::mcp::McpServer;
+use crate::mcp::access::parse_target;
+use crate::mcp::call::CallContext;
+use crate::mcp::error::{ToolError, ToolErrorKind};
+use crate::mcp::links;
+use crate::view::link::{ViewGrant, sign};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ViewLinkInput {
+    #[serde(default)]
+    pub server: Option<String>,
+    /// The pane `%N`, or a window or session (its active pane now).
+    pub target: String,
+    /// Minutes the link lives (default 15, at most the gateway's view.max_link_minutes).
+    #[serde(default)]
+    pub minutes: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ViewLinkOutput {
+    pub pane_id: String,
+    /// The page. Its query is the credential: share it only with who may watch.
+    pub url: String,
+    /// When the link stops working, in Unix seconds.
+    pub expires_at: u64,
+}
+
+#[tool_router(router = view_tools, vis = "pub(crate)")]
+impl McpServer {
+    #[tool(
+        name = "view_link",
+        description = "Make a link to a read-only page showing a pane live in a browser, for a person to watch.\n\n\
+            The page shows the pane's screen as output arrives, until the link expires; nobody \
+            can type through it.",
+        annotations(
+            title = "Link to a live view of a pane",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn view_link(
+        &self,
+        Extension(call): Extension<CallContext>,
+        Extension(parts): Extension<http::request::Parts>,
+        Parameters(input): Parameters<ViewLinkInput>,
+    ) -> Result<Json<ViewLinkOutput>, ToolError> {
+        let state = self.state();
+        if !state.config.view.enabled {
+            return Err(ToolError::new(
+                ToolErrorKind::Unavailable,
+                "the live view is off on this gateway",
+                "ask the operator to set view.enabled = true",
+            ));
+        }
+        let ttl = state.config.view.link_ttl(input.minutes).map_err(|why| {
+            ToolError::invalid_arguments(format!("minutes: {why}"), "pass fewer minutes")
+        })?;
+        let base = links::base(&state.config.http, &parts)?;
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
+        if tmux.workspace.is_some() {
+            return Err(ToolError::new(
+                ToolErrorKind::Unavailable,
+                "the live view shows panes of the configured tmux servers, not of a workspace",
+                "call list_servers for the configured servers",
+            ));
+        }
+        let pane = tmux.resolve(&parse_target(&input.target)?).await?.pane_id;
+        let grant = ViewGrant::new(tmux.server_name(), pane, SystemTime::now(), ttl);
+        let token = sign(&state.view_key, &grant);
+        Ok(Json(ViewLinkOutput {
+            pane_id: pane.to_string(),
+            url: format!("{base}/view?t={token}"),
+            expires_at: grant.expires,
+        }))
+    }
+}

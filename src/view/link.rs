@@ -1,0 +1,209 @@
+//! Signed, expiring view links: which pane of which server a browser may watch, and until when.
+//!
+//! A link's token is `base64url(payload) "." base64url(HMAC-SHA256(key, payload))`, the payload
+//! being JSON `{"s": server, "p": pane, "e": expiry}` (expiry in Unix seconds). It grants
+//! watching one pane and nothing else: not typing, not approving, not another pane. It travels
+//! in the query string (`/view?t=…`), which the request spans never log (they log the path).
+//!
+//! The key is the gateway's ([`super::key`]); changing it revokes every link.
+
+use std::fmt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use sha2::Sha256;
+
+use crate::mux::tmux::PaneId;
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// Longest token accepted: a server name is short, so anything longer is not one of ours and
+/// is refused before any decoding.
+const MAX_TOKEN_CHARS: usize = 1024;
+
+/// The key view links are signed with.
+#[derive(Clone)]
+pub struct ViewKey([u8; 32]);
+
+impl ViewKey {
+    pub fn new(bytes: [u8; 32]) -> Self {
+        Self(bytes)
+    }
+
+    /// A fresh random key.
+    pub fn random() -> Self {
+        Self(rand::random())
+    }
+
+    fn mac(&self) -> HmacSha256 {
+        // HMAC takes a key of any length: this cannot fail for 32 bytes.
+        <HmacSha256 as Mac>::new_from_slice(&self.0).unwrap_or_else(|_| unreachable!())
+    }
+}
+
+impl fmt::Debug for ViewKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ViewKey(…)")
+    }
+}
+
+/// What a valid link lets its holder watch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ViewGrant {
+    /// The configured tmux server's name.
+    #[serde(rename = "s")]
+    pub server: String,
+    /// The pane, `%N`.
+    #[serde(rename = "p")]
+    pub pane: String,
+    /// Unix seconds after which the link is refused and its stream ends.
+    #[serde(rename = "e")]
+    pub expires: u64,
+}
+
+impl ViewGrant {
+    /// A grant of `pane` on `server` for `ttl` from `now`.
+    pub fn new(server: &str, pane: PaneId, now: SystemTime, ttl: Duration) -> Self {
+        Self {
+            server: server.to_owned(),
+            pane: pane.to_string(),
+            expires: unix_secs(now).saturating_add(ttl.as_secs()),
+        }
+    }
+
+    /// The pane, parsed.
+    pub fn pane_id(&self) -> Option<PaneId> {
+        self.pane.parse().ok()
+    }
+
+    /// How long the grant still holds at `now` (zero once expired).
+    pub fn remaining(&self, now: SystemTime) -> Duration {
+        Duration::from_secs(self.expires.saturating_sub(unix_secs(now)))
+    }
+}
+
+/// Why a token was refused. Never shown to the viewer beyond "invalid or expired": which of
+/// them it is would tell a forger how far they got.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LinkError {
+    #[error("the token is malformed")]
+    Malformed,
+    #[error("the signature does not match")]
+    BadSignature,
+    #[error("the link has expired")]
+    Expired,
+}
+
+/// The token for `grant`, signed with `key`.
+pub fn sign(key: &ViewKey, grant: &ViewGrant) -> String {
+    // Serialising three plain fields cannot fail.
+    let payload = serde_json::to_vec(grant).unwrap_or_default();
+    let mut mac = key.mac();
+    mac.update(&payload);
+    let tag = mac.finalize().into_bytes();
+    format!(
+        "{}.{}",
+        URL_SAFE_NO_PAD.encode(&payload),
+        URL_SAFE_NO_PAD.encode(tag)
+    )
+}
+
+/// The grant `token` carries, if `key` signed it and it has not expired at `now`. The
+/// signature is checked (in constant time) before the payload is parsed.
+pub fn verify(key: &ViewKey, token: &str, now: SystemTime) -> Result<ViewGrant, LinkError> {
+    if token.len() > MAX_TOKEN_CHARS {
+        return Err(LinkError::Malformed);
+    }
+    let (payload, tag) = token.split_once('.').ok_or(LinkError::Malformed)?;
+    let payload = URL_SAFE_NO_PAD
+        .decode(payload)
+        .map_err(|_| LinkError::Malformed)?;
+    let tag = URL_SAFE_NO_PAD
+        .decode(tag)
+        .map_err(|_| LinkError::Malformed)?;
+    let mut mac = key.mac();
+    mac.update(&payload);
+    mac.verify_slice(&tag)
+        .map_err(|_| LinkError::BadSignature)?;
+    let grant: ViewGrant = serde_json::from_slice(&payload).map_err(|_| LinkError::Malformed)?;
+    if grant.pane_id().is_none() {
+        return Err(LinkError::Malformed);
+    }
+    if unix_secs(now) >= grant.expires {
+        return Err(LinkError::Expired);
+    }
+    Ok(grant)
+}
+
+fn unix_secs(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grant(pane: u32, now: SystemTime) -> ViewGrant {
+        ViewGrant::new("work", PaneId(pane), now, Duration::from_secs(600))
+    }
+
+    #[test]
+    fn a_signed_grant_verifies_until_it_expires() {
+        let key = ViewKey::new([7; 32]);
+        let now = SystemTime::now();
+        let token = sign(&key, &grant(3, now));
+        assert_eq!(verify(&key, &token, now), Ok(grant(3, now)));
+        let later = now + Duration::from_secs(599);
+        assert!(verify(&key, &token, later).is_ok());
+        let after = now + Duration::from_secs(601);
+        assert_eq!(verify(&key, &token, after), Err(LinkError::Expired));
+    }
+
+    #[test]
+    fn another_key_or_an_edited_payload_is_refused() {
+        let key = ViewKey::new([7; 32]);
+        let now = SystemTime::now();
+        let token = sign(&key, &grant(3, now));
+        assert_eq!(
+            verify(&ViewKey::new([8; 32]), &token, now),
+            Err(LinkError::BadSignature)
+        );
+        // The same signature over another pane's payload.
+        let (_, tag) = token.split_once('.').unwrap();
+        let other = sign(&key, &grant(4, now));
+        let (payload, _) = other.split_once('.').unwrap();
+        assert_eq!(
+            verify(&key, &format!("{payload}.{tag}"), now),
+            Err(LinkError::BadSignature)
+        );
+    }
+
+    #[test]
+    fn garbage_is_malformed() {
+        let key = ViewKey::new([7; 32]);
+        let now = SystemTime::now();
+        for token in ["", ".", "abc", "a.b.c", "!!!.###", &"a".repeat(5000)] {
+            assert!(verify(&key, token, now).is_err(), "{token}");
+        }
+        // Signed, but not a pane.
+        let bad = ViewGrant {
+            server: "work".into(),
+            pane: "@1".into(),
+            expires: u64::MAX,
+        };
+        assert_eq!(
+            verify(&key, &sign(&key, &bad), now),
+            Err(LinkError::Malformed)
+        );
+    }
+
+    #[test]
+    fn the_key_is_not_printed() {
+        assert_eq!(format!("{:?}", ViewKey::new([7; 32])), "ViewKey(…)");
+    }
+}
