@@ -16,6 +16,7 @@
 //! - [`gateway`]: assembling all of the above from a config;
 //! - [`conformance`] (cargo feature `conformance`, tests only): auth off, loopback only, and the
 //!   MCP conformance suite's fixtures;
+//! - [`utc`]: calendar timestamps the gateway writes itself;
 //! - [`cli`]: the `muxgate` commands; [`doctor`] and [`tmux_cli`]: host diagnostics with one-shot
 //!   tmux commands.
 
@@ -37,5 +38,6 @@ pub mod secret_entry;
 pub mod state;
 pub mod telemetry;
 pub mod tmux_cli;
+pub mod utc;
 pub mod view;
 pub mod workspace;

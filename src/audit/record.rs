@@ -2,12 +2,13 @@
 //! (`seq`, `time`, the entry's fields; [`super::chain`] appends the `link`). The format is
 //! described in the module docs of [`super`].
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use serde::Serialize;
 use serde_json::Value;
 
 use super::Outcome;
+use crate::utc::Utc;
 
 #[derive(Debug, Clone, Copy, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -95,32 +96,11 @@ pub(super) fn render(seq: u64, time: &str, entry: &Entry) -> Vec<u8> {
 
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC).
 pub(super) fn rfc3339_millis(t: SystemTime) -> String {
-    let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs();
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let (y, m, d) = civil_from_days(days);
+    let u = Utc::from(t);
     format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        since.subsec_millis()
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        u.year, u.month, u.day, u.hour, u.minute, u.second, u.millis
     )
-}
-
-/// Days since 1970-01-01 → (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::mux::tmux::PaneId;
+use crate::utc::Utc;
 
 /// The extension of recordings; nothing else in the directory is listed or deleted.
 pub const EXTENSION: &str = "cast";
@@ -172,31 +173,11 @@ fn safe_name(name: &str) -> String {
 
 /// `YYYYMMDDTHHMMSS.mmmZ` without separators that sort wrongly: `20261127T211500123Z`.
 fn stamp(now: SystemTime) -> String {
-    let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs();
-    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
-    let rem = secs % 86_400;
+    let u = Utc::from(now);
     format!(
-        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        since.subsec_millis()
+        "{:04}{:02}{:02}T{:02}{:02}{:02}{:03}Z",
+        u.year, u.month, u.day, u.hour, u.minute, u.second, u.millis
     )
-}
-
-/// Days since 1970-01-01 → (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 #[cfg(test)]
