@@ -109,13 +109,13 @@ async fn post_secret_from(
         .append_pair("t", token)
         .append_pair("secret", secret)
         .finish();
-    let mut request = reqwest::Client::new()
+    // A browser posting the page's form sends the page's origin (its referrer policy is
+    // same-origin; under no-referrer it would send `Origin: null`).
+    let request = reqwest::Client::new()
         .post(format!("{base}/secret"))
         .header("content-type", "application/x-www-form-urlencoded")
+        .header("origin", origin.unwrap_or(base))
         .body(body);
-    if let Some(origin) = origin {
-        request = request.header("origin", origin);
-    }
     let response = request.send().await.expect("POST /secret");
     let status = response.status().as_u16();
     (status, response.text().await.unwrap_or_default())
@@ -181,7 +181,8 @@ async fn a_secret_typed_at_its_link_reaches_the_pane_and_nothing_else() {
     let csp = headers["content-security-policy"].to_str().unwrap();
     assert!(csp.contains("default-src 'none'") && csp.contains("frame-ancestors 'none'"));
     assert_eq!(headers["cache-control"], "no-store");
-    assert_eq!(headers["referrer-policy"], "no-referrer");
+    assert_eq!(headers["referrer-policy"], "same-origin");
+    assert!(page.contains("Received by <code>bash"), "{page}");
 
     // Refusals type nothing and keep the link: a control character, another site's form.
     let (status, page) = post_secret(&gateway.base, &token, "a\nb").await;
@@ -190,6 +191,13 @@ async fn a_secret_typed_at_its_link_reaches_the_pane_and_nothing_else() {
     let (status, _) =
         post_secret_from(&gateway.base, &token, SECRET, Some("https://evil.example")).await;
     assert_eq!(status, 403);
+
+    // Keys that tmux would type into every pane of the window are not sent.
+    tmux.ok(&["set-option", "-w", "-t", &pane, "synchronize-panes", "on"]);
+    let (status, page) = post_secret(&gateway.base, &token, SECRET).await;
+    assert_eq!(status, 409, "{page}");
+    assert!(page.contains("synchronize-panes"), "{page}");
+    tmux.ok(&["set-option", "-w", "-t", &pane, "synchronize-panes", "off"]);
 
     // The program stopped asking (back at the prompt): not typed, the link still good.
     tmux.ok(&["send-keys", "-t", &pane, "C-c"]);
@@ -304,6 +312,25 @@ async fn bad_requests_make_no_link() {
         assert_eq!(error["kind"], kind, "{error}");
         assert!(error["message"].as_str().unwrap().contains(says), "{error}");
     }
+    // A REPL edits its input itself and would draw the secret, whoever leads the pane.
+    let repl = tmux.split_running(&pane, "python3 -q").to_string();
+    wait_for_screen(&tmux, &repl, ">>>").await;
+    let error = tool_error(
+        &call(
+            &agent,
+            "request_secret_input",
+            json!({"target": repl, "label": "x"}),
+        )
+        .await,
+    );
+    assert_eq!(error["kind"], "conflict", "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("edits its input"),
+        "{error}"
+    );
     assert!(audit_secret_records(&audit).is_empty());
     let (status, _, page) = get_page(&format!("{}/secret?t=forged", gateway.base)).await;
     assert_eq!(status, 404, "{page}");
@@ -396,4 +423,49 @@ async fn url_elicitation_offers_the_link_to_the_user_not_the_model() {
         404,
         "a declined link is withdrawn"
     );
+}
+
+/// The form as a human uses it: headless Chromium (Debian's package) opens the link, the
+/// secret is put in the password field and the form submitted, and the pane's program gets it.
+/// (A page whose headers made the browser post `Origin: null` was refused here.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_human_types_the_secret_in_a_real_browser() {
+    if !common::needs::program("chromium", "chromium", "the secret form's browser test") {
+        return;
+    }
+    let tmux = TestTmux::start();
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = gateway_with_audit(&tmux, &dir.path().join("audit.jsonl")).await;
+    let agent = client(&gateway).await;
+    let pane = bash_pane(&tmux).await;
+    type_line(&tmux, &pane, &read_secret());
+    let answer = request_when_ready(&agent, json!({"target": pane, "label": "pw"})).await;
+    let url = answer["url"].as_str().expect("a link").to_owned();
+
+    let browser = common::browser::Browser::start(&url).await;
+    let mut page = browser.page(&url).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let field = "document.querySelector('input[name=secret]')";
+    loop {
+        let ready = page
+            .try_command(
+                "Runtime.evaluate",
+                json!({"expression": format!("!!{field}"), "returnByValue": true}),
+            )
+            .await;
+        if ready.is_ok_and(|r| r["result"]["value"] == true) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the form never loaded"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let secret = serde_json::to_string(SECRET).unwrap();
+    page.eval(&format!(
+        "{field}.value = {secret}; document.querySelector('form').submit(); true"
+    ))
+    .await;
+    wait_for_screen(&tmux, &pane, &format!("MATCHED {}", SECRET.len())).await;
 }

@@ -1,8 +1,8 @@
 //! `/secret`: the page behind a secret entry link, where a human types a secret into an
 //! agent's pane (see [`crate::secret_entry`]).
 //!
-//! - `GET /secret?t=<token>` → the form (the link is not spent by looking at it: link
-//!   previews and reloads must not burn it);
+//! - `GET /secret?t=<token>` → the form, naming the program that would receive the secret now
+//!   (the link is not spent by looking at it: link previews and reloads must not burn it);
 //! - `POST /secret` with the form's `t` and `secret` → typed into the pane, and the link is
 //!   spent. A secret that would show on the pane's screen (its terminal echoes, or a shell waits
 //!   at its prompt) is not typed and the link stays good: the page says why, and the human can
@@ -24,8 +24,8 @@ use axum::response::{Html, IntoResponse, Response};
 use serde::Deserialize;
 
 use crate::audit::{AuditLog, SecretRecord};
-use crate::secret_entry::page::{self, FormFacts};
-use crate::secret_entry::{DeliverError, OpenRequest, PaneDestination, SecretDesk};
+use crate::secret_entry::page::{self, FormFacts, Receiving};
+use crate::secret_entry::{DeliverError, OpenRequest, PaneDestination, Receiver, SecretDesk};
 
 /// What the secret routes reach.
 #[derive(Clone)]
@@ -57,9 +57,26 @@ pub async fn show(State(api): State<SecretApi>, Query(query): Query<LinkQuery>) 
             "This address needs the token of the link you were given: open the whole link.",
         );
     };
-    match api.desk.find(&token) {
-        Some(request) => respond(StatusCode::OK, page::form(&facts(&request), &token, None)),
-        None => invalid_link(),
+    let Some(request) = api.desk.find(&token) else {
+        return invalid_link();
+    };
+    // The page names who would receive the secret, and says so when typing would be refused now.
+    match request.destination.check().await {
+        Ok(receiver) => respond(
+            StatusCode::OK,
+            page::form(&facts(&request, receiving(&receiver)), &token, None),
+        ),
+        Err(DeliverError::Unsafe(why)) => respond(
+            StatusCode::OK,
+            page::form(
+                &facts(&request, Receiving::Unsaid),
+                &token,
+                Some(&format!(
+                    "Right now {why}. Type the secret once the program that asks for it waits."
+                )),
+            ),
+        ),
+        Err(error) => failed(&api, &token, &request, &error),
     }
 }
 
@@ -69,14 +86,17 @@ pub async fn submit(State(api): State<SecretApi>, Form(form): Form<Submitted>) -
         return invalid_link();
     };
     let again = |status, problem: &str| {
-        respond(status, page::form(&facts(&request), &form.t, Some(problem)))
+        respond(
+            status,
+            page::form(&facts(&request, Receiving::Unsaid), &form.t, Some(problem)),
+        )
     };
     if let Err(error) = page::check_secret(&form.secret) {
         return again(StatusCode::BAD_REQUEST, &format!("Not typed: {error}."));
     }
     let destination = &request.destination;
     match destination.check().await {
-        Ok(()) => {}
+        Ok(_) => {}
         Err(DeliverError::Unsafe(why)) => {
             audit(&api.audit, &request, "refused", None);
             return again(
@@ -134,13 +154,21 @@ fn failed(
     )
 }
 
-fn facts(request: &OpenRequest<PaneDestination>) -> FormFacts<'_> {
+fn receiving(receiver: &Receiver) -> Receiving<'_> {
+    receiver
+        .program
+        .as_deref()
+        .map_or(Receiving::Unseen, Receiving::Program)
+}
+
+fn facts<'a>(request: &'a OpenRequest<PaneDestination>, receiver: Receiving<'a>) -> FormFacts<'a> {
     FormFacts {
         label: &request.label,
         client: &request.client,
         place: &request.place,
         expires_at: request.expires_at,
         enter: request.destination.enter,
+        receiver,
     }
 }
 

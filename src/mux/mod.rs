@@ -20,5 +20,5 @@ pub mod shell_integration;
 pub mod shell_run;
 pub mod text_match;
 pub mod tmux;
-pub mod tty_echo;
+pub mod tty_modes;
 pub mod zellij;

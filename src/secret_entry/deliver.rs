@@ -1,4 +1,4 @@
-//! Typing a secret into the pane it was asked for, unless it would show on the pane's screen.
+//! Typing a secret into the pane it was asked for, unless it would show or go astray.
 
 use std::path::Path;
 
@@ -6,7 +6,7 @@ use super::exposure::{self, Unsafe};
 use crate::mux::foreground;
 use crate::mux::tmux::PaneId;
 use crate::mux::tmux::panes::{TmuxPaneError, TmuxPanes};
-use crate::mux::tty_echo;
+use crate::mux::tty_modes;
 
 /// Where a request's secret goes and how.
 #[derive(Clone)]
@@ -19,6 +19,14 @@ pub struct PaneDestination {
     /// The gateway can read the pane's terminal and processes (not a workspace's: those live
     /// in the sandbox's own pid namespace and `/dev/pts`).
     pub local: bool,
+}
+
+/// Who would receive a secret typed now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Receiver {
+    /// The foreground program's command line (`sudo apt install …`); `None` when the gateway
+    /// cannot see the pane's processes.
+    pub program: Option<String>,
 }
 
 /// Why a secret was not typed.
@@ -39,21 +47,28 @@ impl PaneDestination {
         Ok(self.panes.type_text(self.pane, secret, self.enter).await?)
     }
 
-    /// `Ok` when a secret typed now would not show on the pane's screen, as far as the gateway
-    /// can tell (see [`exposure`]).
-    pub async fn check(&self) -> Result<(), DeliverError> {
+    /// Who would receive a secret typed now, or why it would show or go astray (see
+    /// [`exposure`]).
+    pub async fn check(&self) -> Result<Receiver, DeliverError> {
         let terminal = self
             .panes
             .terminal(self.pane)
             .await?
             .filter(|t| !t.dead)
             .ok_or(DeliverError::Gone(self.pane))?;
-        if !self.local {
-            return Ok(());
-        }
-        // `/proc` and terminal attributes are read from the kernel, never from a disk.
-        let echo = tty_echo::echoes(Path::new(&terminal.tty));
-        let foreground = foreground::of_pane(terminal.server_pid, terminal.pane_pid, &terminal.tty);
-        exposure::judge(echo, foreground.as_ref()).map_err(DeliverError::Unsafe)
+        let (modes, foreground) = if self.local {
+            // Terminal attributes and `/proc` are read from the kernel, never from a disk.
+            let tty = Path::new(&terminal.tty);
+            (
+                tty_modes::modes(tty),
+                foreground::of_pane(terminal.server_pid, terminal.pane_pid, &terminal.tty),
+            )
+        } else {
+            (None, None)
+        };
+        exposure::judge(&terminal, modes, foreground.as_ref()).map_err(DeliverError::Unsafe)?;
+        Ok(Receiver {
+            program: foreground.map(|f| f.command_line),
+        })
     }
 }

@@ -9,7 +9,7 @@
 //!
 //! - [`desk`]: the open requests and their one-time tokens;
 //! - [`page`]: the pages the human sees and the check of what they typed (pure);
-//! - [`exposure`]: whether a secret typed now would show on the pane's screen (pure);
+//! - [`exposure`]: whether a secret typed now would show or go astray (pure);
 //! - [`deliver`]: typing it, after that check.
 
 pub mod deliver;
@@ -17,5 +17,5 @@ pub mod desk;
 pub mod exposure;
 pub mod page;
 
-pub use deliver::{DeliverError, PaneDestination};
+pub use deliver::{DeliverError, PaneDestination, Receiver};
 pub use desk::{Link, NewRequest, OpenRequest, SecretDesk, TooManyOpen};

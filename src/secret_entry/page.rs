@@ -9,8 +9,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// Longest secret, in bytes.
 pub const MAX_SECRET_BYTES: usize = 4096;
 
-/// Response headers of every page: no script, no framing, no caching, no referrer (the link
-/// is in the page's address), and the form may post only to the gateway itself.
+/// Response headers of every page: no script, no framing, no caching, no referrer to other
+/// sites (the link is in the page's address), and the form may post only to the gateway itself.
+/// `same-origin`, not `no-referrer`: under `no-referrer` browsers send `Origin: null` with the
+/// form's post, which the Host/Origin guard refuses; the page loads nothing from elsewhere.
 pub const HEADERS: [(&str, &str); 5] = [
     (
         "content-security-policy",
@@ -18,7 +20,7 @@ pub const HEADERS: [(&str, &str); 5] = [
          frame-ancestors 'none'; base-uri 'none'",
     ),
     ("cache-control", "no-store"),
-    ("referrer-policy", "no-referrer"),
+    ("referrer-policy", "same-origin"),
     ("x-frame-options", "DENY"),
     ("x-content-type-options", "nosniff"),
 ];
@@ -58,6 +60,19 @@ pub struct FormFacts<'a> {
     pub expires_at: SystemTime,
     /// Whether Enter is pressed after the secret.
     pub enter: bool,
+    /// Who would receive it now.
+    pub receiver: Receiving<'a>,
+}
+
+/// Who would receive a secret typed now, as the form says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Receiving<'a> {
+    /// This command line.
+    Program(&'a str),
+    /// A program the gateway cannot see (a workspace's pane).
+    Unseen,
+    /// Not said: the page reports why typing was refused instead.
+    Unsaid,
 }
 
 /// The form: the request, a password field, and the token in a hidden field (the form posts
@@ -81,7 +96,9 @@ pub fn form(facts: &FormFacts<'_>, token: &str, problem: Option<&str>) -> String
         &format!(
             "<h1>{label}</h1>\
              <p>Asked by <b>{client}</b> for pane <code>{place}</code>. What you type here is \
-             typed into that pane and is not shown to the agent. {enter}</p>\
+             typed into that pane, where the program reading it receives it; it is not typed \
+             where the screen would show it. {enter}</p>\
+             {receiver}\
              {problem}\
              <form method=\"post\" action=\"secret\" autocomplete=\"off\">\
              <input type=\"hidden\" name=\"t\" value=\"{token}\">\
@@ -93,6 +110,18 @@ pub fn form(facts: &FormFacts<'_>, token: &str, problem: Option<&str>) -> String
             label = escape(facts.label),
             client = escape(facts.client),
             place = escape(facts.place),
+            receiver = match facts.receiver {
+                Receiving::Program(p) => format!(
+                    "<p>Received by <code>{}</code>: type the secret only if that is what asks \
+                     for it.</p>",
+                    escape(p)
+                ),
+                Receiving::Unseen => {
+                    "<p>Received by the program in the pane (the gateway cannot see which).</p>"
+                        .to_owned()
+                }
+                Receiving::Unsaid => String::new(),
+            },
             token = escape(token),
         ),
     )
@@ -157,6 +186,7 @@ mod tests {
             place: "work:%3",
             expires_at: UNIX_EPOCH,
             enter: true,
+            receiver: Receiving::Program("sudo <apt> update"),
         }
     }
 
@@ -180,6 +210,10 @@ mod tests {
         assert!(html.contains("type=\"password\" name=\"secret\""));
         assert!(html.contains("action=\"secret\""));
         assert!(html.contains("typed nothing"));
+        assert!(
+            html.contains("<code>sudo &lt;apt&gt; update</code>"),
+            "{html}"
+        );
         assert!(!html.contains("<script"));
     }
 

@@ -4,6 +4,7 @@
 //! Each test binary uses a subset of these helpers.
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod calls;
 pub mod human;
 pub mod mcp_client;

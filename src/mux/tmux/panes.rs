@@ -29,7 +29,16 @@ const PANE_FIELDS: [&str; 8] = [
 ];
 
 /// `-F` fields of a pane's terminal row.
-const TERMINAL_FIELDS: [&str; 5] = ["pane_id", "pane_pid", "pane_tty", "pid", "pane_dead"];
+const TERMINAL_FIELDS: [&str; 8] = [
+    "pane_id",
+    "pane_pid",
+    "pane_tty",
+    "pid",
+    "pane_dead",
+    "pane_in_mode",
+    "pane_input_off",
+    "synchronize-panes",
+];
 
 /// A pane's terminal and the processes around it, as tmux reports them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +51,12 @@ pub struct PaneTerminal {
     pub server_pid: u32,
     /// The pane's program has exited (`remain-on-exit`).
     pub dead: bool,
+    /// In copy mode (or another mode): keys drive the mode, not the program.
+    pub in_mode: bool,
+    /// Input disabled (`select-pane -d`).
+    pub input_off: bool,
+    /// Its window's `synchronize-panes` is on: keys go to every pane of the window.
+    pub synchronized: bool,
 }
 
 /// Why a pane operation failed.
@@ -144,6 +159,9 @@ fn parse_terminal_row(rows: &[Vec<u8>], pane: PaneId) -> Option<PaneTerminal> {
             tty: f[2].clone(),
             server_pid: f[3].parse().ok()?,
             dead: flag(&f[4]),
+            in_mode: flag(&f[5]),
+            input_off: flag(&f[6]),
+            synchronized: flag(&f[7]),
         })
     })
 }
