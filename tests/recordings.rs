@@ -420,3 +420,36 @@ async fn record_pane_on_request_and_export_a_range() {
     let error = common::tool_error(&off);
     assert_eq!(error["kind"], "unavailable", "{error}");
 }
+
+/// A pane recorded on request that a rule then wants becomes the rule's: the agent that asked
+/// (or any other) can no longer stop it with `record_pane record: false`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rule_takes_over_a_recording_begun_on_request() {
+    let tmux = TestTmux::start();
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = spawn_gateway(config(&tmux.socket, dir.path(), None)).await;
+    let build = tmux.session_running("build-3", "sh");
+    let alice = client_with(&gateway, &gateway.mint("alice", &["mux:read", "mux:write"])).await;
+    let ci = client_with(
+        &gateway,
+        &gateway.mint("ci-bot", &["mux:read", "mux:write"]),
+    )
+    .await;
+
+    let started = call_ok(&alice, "record_pane", json!({"target": build})).await;
+    assert_eq!(started["recording"], true, "{started}");
+    call_ok(&ci, "send_keys", type_keys(&build, "echo RULED")).await;
+    let refused = call_err(
+        &alice,
+        "record_pane",
+        json!({"target": build, "record": false}),
+    )
+    .await;
+    assert_eq!(refused["kind"], "forbidden", "{refused}");
+    assert!(
+        refused["message"].as_str().unwrap().contains("ci-builds"),
+        "{refused}"
+    );
+    assert!(recorded(dir.path(), &build, "RULED").await);
+    assert_eq!(pane_files(dir.path(), &build).len(), 1, "one recording");
+}

@@ -87,8 +87,12 @@ async fn recording_of(
     key: &str,
     target: &Target,
 ) -> Option<(PaneId, RecordingRef)> {
+    let sub = access.call.sub();
+    // A recording begun on request may still be one a rule wants: then it is resolved, so
+    // that the rule takes it over (and `record_pane` can no longer stop it).
     if let Target::Pane(pane) = target
         && let Some(at) = recorder.now(key, *pane)
+        && (!recorder.may_record_for(sub) || recorder.by_rule(key, *pane))
     {
         return Some((*pane, at));
     }
@@ -97,11 +101,9 @@ async fn recording_of(
         .ok()?
         .ok()?;
     let pane = resolved.pane_id;
-    if let Some(at) = recorder.now(key, pane) {
-        return Some((pane, at));
-    }
-    let sub = access.call.sub();
-    let rule = recorder.rule_for(sub, &resolved.session_name)?;
+    let Some(rule) = recorder.rule_for(sub, &resolved.session_name) else {
+        return recorder.now(key, pane).map(|at| (pane, at));
+    };
     let title = format!(
         "{key} {pane} (session {}): rule {rule}, first call by {sub}",
         resolved.session_name

@@ -125,6 +125,23 @@ impl Recorder {
             .is_some_and(|inner| inner.policy.may_record_for(sub) || !inner.lock().is_empty())
     }
 
+    /// Whether a rule may record a pane `sub` acts on (the pane's session decides).
+    pub fn may_record_for(&self, sub: &str) -> bool {
+        self.inner
+            .as_ref()
+            .is_some_and(|inner| inner.policy.may_record_for(sub))
+    }
+
+    /// Whether `pane` of `server` is recorded by a rule now (not merely on request).
+    pub fn by_rule(&self, server: &str, pane: PaneId) -> bool {
+        self.inner.as_ref().is_some_and(|inner| {
+            inner
+                .lock()
+                .get(&(server.to_owned(), pane))
+                .is_some_and(|a| a.rule.is_some())
+        })
+    }
+
     /// The rule that records a pane of `session` `sub` acts on.
     pub fn rule_for(&self, sub: &str, session: &str) -> Option<String> {
         self.inner
@@ -142,8 +159,9 @@ impl Recorder {
     }
 
     /// Records `pane` of `server` (named `server_key` in file names and the audit log) unless
-    /// it is already; `title` says why, `rule` which rule asked (none: a request). Returns
-    /// where the recording is now.
+    /// it is already; `title` says why, `rule` which rule asked (none: a request). A rule
+    /// asking for a pane recorded on request takes that recording over. Returns where the
+    /// recording is now.
     pub async fn start(
         &self,
         server: &TmuxServer,
@@ -156,12 +174,23 @@ impl Recorder {
         let _one_at_a_time = tokio::time::timeout(START_TIMEOUT, inner.starting.lock())
             .await
             .map_err(|_| RecordError::Timeout)?;
-        if let Some(now) = self.now(server_key, pane) {
-            return Ok(now);
-        }
-        let count = inner.lock().len();
-        if count >= inner.max_panes {
-            return Err(RecordError::TooMany(count));
+        let key = (server_key.to_owned(), pane);
+        {
+            let mut active = inner.lock();
+            if let Some(running) = active.get_mut(&key) {
+                // A rule's promise holds for a recording begun on request too: from now on
+                // only the configuration stops it, not `record_pane record: false`.
+                if running.rule.is_none() {
+                    running.rule = rule;
+                }
+                let current = running.current.clone();
+                drop(active);
+                return Ok(reference(&current));
+            }
+            let count = active.len();
+            if count >= inner.max_panes {
+                return Err(RecordError::TooMany(count));
+            }
         }
         let deadline = tokio::time::Instant::now() + START_TIMEOUT;
         let (width, height) =
@@ -186,7 +215,6 @@ impl Recorder {
             .next_id
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let stop = inner.shutdown.child_token();
-        let key = (server_key.to_owned(), pane);
         inner.lock().insert(
             key.clone(),
             Active {
