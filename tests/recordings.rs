@@ -453,3 +453,39 @@ async fn a_rule_takes_over_a_recording_begun_on_request() {
     assert!(recorded(dir.path(), &build, "RULED").await);
     assert_eq!(pane_files(dir.path(), &build).len(), 1, "one recording");
 }
+
+/// A batch cannot hide a pane a rule records behind repeated targets: repeats count once, and
+/// a batch of more distinct targets than the gateway checks is refused, not run half recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_of_many_targets_is_recorded_or_refused() {
+    let tmux = TestTmux::start();
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = spawn_gateway(config(&tmux.socket, dir.path(), None)).await;
+    let scratch = tmux.session_running("scratch", "sh");
+    let build = tmux.session_running("build-4", "sh");
+    let ci = client_with(
+        &gateway,
+        &gateway.mint("ci-bot", &["mux:read", "mux:write"]),
+    )
+    .await;
+
+    let mut ops: Vec<Value> = (0..16).map(|_| type_keys(&scratch, "true")).collect();
+    ops.push(type_keys(&build, "echo HIDDEN-$((3*3))"));
+    call_ok(&ci, "send_keys_batch", json!({"operations": ops})).await;
+    assert!(
+        recorded(dir.path(), &build, "HIDDEN-9").await,
+        "the pane after 16 repeats is recorded: {:?}",
+        casts(dir.path())
+    );
+
+    let mut ops: Vec<Value> = (1..=16)
+        .map(|n| type_keys(&format!("%{}", 1000 + n), "true"))
+        .collect();
+    ops.push(type_keys(&build, "echo TOO-MANY"));
+    let refused = call_err(&ci, "send_keys_batch", json!({"operations": ops})).await;
+    assert_eq!(refused["kind"], "invalid_arguments", "{refused}");
+    assert!(
+        refused["message"].as_str().unwrap().contains("at most 16"),
+        "{refused}"
+    );
+}

@@ -18,13 +18,15 @@ use super::McpServer;
 use super::access::{TmuxAccess, parse_target};
 use super::call::{CallContext, targets_of};
 use super::catalog::toolset;
+use super::error::{ToolError, ToolErrorKind};
 use crate::audit::OpenCall;
 use crate::auth::Toolset;
 use crate::mux::tmux::PaneId;
 use crate::mux::tmux::target::Target;
 use crate::recordings::{Recorder, RecordingRef};
 
-/// Targets of one call looked at, at most (a batch may name many panes).
+/// Distinct targets of one call looked at, at most (a batch may name many panes); a call with
+/// more that a rule may record is refused.
 const MAX_TARGETS: usize = 16;
 
 /// How long resolving one target may delay the call.
@@ -41,32 +43,51 @@ pub(crate) fn server_key(access: &TmuxAccess<'_>) -> String {
 
 impl McpServer {
     /// Starts the recordings the rules want for this call's panes and names the recordings of
-    /// its panes in `open`.
+    /// its panes in `open`. Refuses the call when a rule may record it but its targets are more
+    /// than can be looked at: part of a call must not run unrecorded.
     pub(crate) async fn note_recordings(
         &self,
         call: &CallContext,
         request: &CallToolRequestParams,
         open: &OpenCall,
-    ) {
+    ) -> Result<(), ToolError> {
         let recorder = &self.state().recorder;
         if !recorder.concerns(call.sub()) || toolset::of(&request.name) == Some(Toolset::Zellij) {
-            return;
+            return Ok(());
         }
         let Some(args) = &request.arguments else {
-            return;
+            return Ok(());
         };
         let args = Value::Object(args.clone());
-        let targets = targets_of(&args);
+        // Distinct targets only: a target named again costs nothing more and must not push
+        // another out of the ones looked at.
+        let mut seen = HashSet::new();
+        let mut targets = targets_of(&args);
+        targets.retain(|text| seen.insert(text.clone()));
         if targets.is_empty() {
-            return;
+            return Ok(());
+        }
+        if targets.len() > MAX_TARGETS {
+            if recorder.may_record_for(call.sub()) {
+                return Err(ToolError::new(
+                    ToolErrorKind::InvalidArguments,
+                    format!(
+                        "the call names {} distinct targets; a recording rule may apply to \
+                         this client, and at most {MAX_TARGETS} can be checked for it",
+                        targets.len()
+                    ),
+                    format!("split the call into calls of at most {MAX_TARGETS} targets each"),
+                ));
+            }
+            targets.truncate(MAX_TARGETS);
         }
         let server = args.get("server").and_then(Value::as_str);
         let Ok(access) = self.tmux_access(call, server).await else {
-            return;
+            return Ok(());
         };
         let key = server_key(&access);
         let mut noted = HashSet::new();
-        for text in targets.iter().take(MAX_TARGETS) {
+        for text in &targets {
             let Ok(target) = parse_target(text) else {
                 continue;
             };
@@ -77,6 +98,7 @@ impl McpServer {
                 open.recording(&key, &pane.to_string(), &at.file, at.at_secs);
             }
         }
+        Ok(())
     }
 }
 
