@@ -489,3 +489,48 @@ async fn a_batch_of_many_targets_is_recorded_or_refused() {
         "{refused}"
     );
 }
+
+/// Recordings on request take at most half of `max_panes`; a call a rule records is refused
+/// (`busy`) when its recording cannot start, never run unrecorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rule_call_is_refused_when_its_recording_cannot_start() {
+    let tmux = TestTmux::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(&tmux.socket, dir.path(), None);
+    config.recordings.max_panes = 2;
+    let gateway = spawn_gateway(config).await;
+    let notes = tmux.session_running("notes", "sh");
+    let more = tmux.session_running("more", "sh");
+    let first = tmux.session_running("build-5", "sh");
+    let second = tmux.session_running("build-6", "sh");
+    let alice = client_with(&gateway, &gateway.mint("alice", &["mux:read", "mux:write"])).await;
+    let ci = client_with(
+        &gateway,
+        &gateway.mint("ci-bot", &["mux:read", "mux:write"]),
+    )
+    .await;
+
+    call_ok(&alice, "record_pane", json!({"target": notes})).await;
+    let full = call_err(&alice, "record_pane", json!({"target": more})).await;
+    assert_eq!(full["kind"], "busy", "{full}");
+    assert!(
+        full["message"].as_str().unwrap().contains("on request"),
+        "{full}"
+    );
+
+    call_ok(&ci, "send_keys", type_keys(&first, "echo KEPT-SLOT")).await;
+    assert!(recorded(dir.path(), &first, "KEPT-SLOT").await);
+    let refused = call_err(&ci, "send_keys", type_keys(&second, "echo UNRECORDED")).await;
+    assert_eq!(refused["kind"], "busy", "{refused}");
+    assert!(
+        refused["message"].as_str().unwrap().contains("ci-builds"),
+        "{refused}"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !tmux
+            .ok(&["capture-pane", "-p", "-t", &second])
+            .contains("UNRECORDED"),
+        "the refused call did not run"
+    );
+}

@@ -51,6 +51,11 @@ pub enum RecordError {
     Disabled,
     #[error("{0} panes are recorded already (recordings.max_panes)")]
     TooMany(usize),
+    #[error(
+        "{0} recordings started on request run already, the most there may be (half of \
+         recordings.max_panes: the rest is kept for the rules)"
+    )]
+    TooManyRequested(usize),
     #[error("cannot reach the pane: {0}")]
     Engine(#[from] EngineError),
     #[error("cannot write the recording: {0}")]
@@ -191,6 +196,10 @@ impl Recorder {
             if count >= inner.max_panes {
                 return Err(RecordError::TooMany(count));
             }
+            let requested = active.values().filter(|a| a.rule.is_none()).count();
+            if rule.is_none() && requested >= inner.max_requested() {
+                return Err(RecordError::TooManyRequested(requested));
+            }
         }
         let deadline = tokio::time::Instant::now() + START_TIMEOUT;
         let (width, height) =
@@ -254,6 +263,12 @@ impl Recorder {
 }
 
 impl Inner {
+    /// Recordings on request (`record_pane`) may take at most half the slots, so that agents
+    /// asking cannot fill the recorder and leave a pane a rule records unrecordable.
+    fn max_requested(&self) -> usize {
+        self.max_panes / 2
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Active>> {
         // Entries are inserted and removed whole, so a poisoned map is consistent.
         self.active.lock().unwrap_or_else(|e| e.into_inner())
