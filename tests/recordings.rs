@@ -420,3 +420,117 @@ async fn record_pane_on_request_and_export_a_range() {
     let error = common::tool_error(&off);
     assert_eq!(error["kind"], "unavailable", "{error}");
 }
+
+/// A pane recorded on request that a rule then wants becomes the rule's: the agent that asked
+/// (or any other) can no longer stop it with `record_pane record: false`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rule_takes_over_a_recording_begun_on_request() {
+    let tmux = TestTmux::start();
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = spawn_gateway(config(&tmux.socket, dir.path(), None)).await;
+    let build = tmux.session_running("build-3", "sh");
+    let alice = client_with(&gateway, &gateway.mint("alice", &["mux:read", "mux:write"])).await;
+    let ci = client_with(
+        &gateway,
+        &gateway.mint("ci-bot", &["mux:read", "mux:write"]),
+    )
+    .await;
+
+    let started = call_ok(&alice, "record_pane", json!({"target": build})).await;
+    assert_eq!(started["recording"], true, "{started}");
+    call_ok(&ci, "send_keys", type_keys(&build, "echo RULED")).await;
+    let refused = call_err(
+        &alice,
+        "record_pane",
+        json!({"target": build, "record": false}),
+    )
+    .await;
+    assert_eq!(refused["kind"], "forbidden", "{refused}");
+    assert!(
+        refused["message"].as_str().unwrap().contains("ci-builds"),
+        "{refused}"
+    );
+    assert!(recorded(dir.path(), &build, "RULED").await);
+    assert_eq!(pane_files(dir.path(), &build).len(), 1, "one recording");
+}
+
+/// A batch cannot hide a pane a rule records behind repeated targets: repeats count once, and
+/// a batch of more distinct targets than the gateway checks is refused, not run half recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_of_many_targets_is_recorded_or_refused() {
+    let tmux = TestTmux::start();
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = spawn_gateway(config(&tmux.socket, dir.path(), None)).await;
+    let scratch = tmux.session_running("scratch", "sh");
+    let build = tmux.session_running("build-4", "sh");
+    let ci = client_with(
+        &gateway,
+        &gateway.mint("ci-bot", &["mux:read", "mux:write"]),
+    )
+    .await;
+
+    let mut ops: Vec<Value> = (0..16).map(|_| type_keys(&scratch, "true")).collect();
+    ops.push(type_keys(&build, "echo HIDDEN-$((3*3))"));
+    call_ok(&ci, "send_keys_batch", json!({"operations": ops})).await;
+    assert!(
+        recorded(dir.path(), &build, "HIDDEN-9").await,
+        "the pane after 16 repeats is recorded: {:?}",
+        casts(dir.path())
+    );
+
+    let mut ops: Vec<Value> = (1..=16)
+        .map(|n| type_keys(&format!("%{}", 1000 + n), "true"))
+        .collect();
+    ops.push(type_keys(&build, "echo TOO-MANY"));
+    let refused = call_err(&ci, "send_keys_batch", json!({"operations": ops})).await;
+    assert_eq!(refused["kind"], "invalid_arguments", "{refused}");
+    assert!(
+        refused["message"].as_str().unwrap().contains("at most 16"),
+        "{refused}"
+    );
+}
+
+/// Recordings on request take at most half of `max_panes`; a call a rule records is refused
+/// (`busy`) when its recording cannot start, never run unrecorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rule_call_is_refused_when_its_recording_cannot_start() {
+    let tmux = TestTmux::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(&tmux.socket, dir.path(), None);
+    config.recordings.max_panes = 2;
+    let gateway = spawn_gateway(config).await;
+    let notes = tmux.session_running("notes", "sh");
+    let more = tmux.session_running("more", "sh");
+    let first = tmux.session_running("build-5", "sh");
+    let second = tmux.session_running("build-6", "sh");
+    let alice = client_with(&gateway, &gateway.mint("alice", &["mux:read", "mux:write"])).await;
+    let ci = client_with(
+        &gateway,
+        &gateway.mint("ci-bot", &["mux:read", "mux:write"]),
+    )
+    .await;
+
+    call_ok(&alice, "record_pane", json!({"target": notes})).await;
+    let full = call_err(&alice, "record_pane", json!({"target": more})).await;
+    assert_eq!(full["kind"], "busy", "{full}");
+    assert!(
+        full["message"].as_str().unwrap().contains("on request"),
+        "{full}"
+    );
+
+    call_ok(&ci, "send_keys", type_keys(&first, "echo KEPT-SLOT")).await;
+    assert!(recorded(dir.path(), &first, "KEPT-SLOT").await);
+    let refused = call_err(&ci, "send_keys", type_keys(&second, "echo UNRECORDED")).await;
+    assert_eq!(refused["kind"], "busy", "{refused}");
+    assert!(
+        refused["message"].as_str().unwrap().contains("ci-builds"),
+        "{refused}"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !tmux
+            .ok(&["capture-pane", "-p", "-t", &second])
+            .contains("UNRECORDED"),
+        "the refused call did not run"
+    );
+}

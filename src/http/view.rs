@@ -59,6 +59,12 @@ const SCROLLBACK: usize = 0;
 /// shows with the next output after it, and a quiet pane costs tmux nothing.
 const SHAPE_CHECK: Duration = Duration::from_secs(1);
 
+/// The largest pane a view shows. The emulator holds a grid of every cell for each viewer,
+/// and an agent can make its pane huge (`resize-window -x 10000 -y 10000`): a view of a
+/// larger pane ends at once, saying why, instead of exhausting the gateway's memory.
+const MAX_COLS: u16 = 500;
+const MAX_ROWS: u16 = 300;
+
 /// What the view routes reach.
 #[derive(Clone)]
 pub struct ViewApi {
@@ -252,7 +258,8 @@ impl Feed {
     }
 
     /// Sets the emulator to the pane's screen as tmux has it now, dropping the output read so
-    /// far (the screen already shows it).
+    /// far (the screen already shows it); a pane larger than [`MAX_COLS`] × [`MAX_ROWS`] ends
+    /// the view instead.
     async fn seed(&mut self, deadline: Instant) -> Result<(), String> {
         let commands = vec![
             shape_command(self.pane).map_err(|e| e.to_string())?,
@@ -275,6 +282,10 @@ impl Feed {
             .first()
             .and_then(|line| PaneShape::parse(line))
             .ok_or("tmux's description of the pane is unreadable")?;
+        if let Some(why) = shape.too_large() {
+            self.end = Some(why);
+            return Ok(());
+        }
         if let Err(end) = self.output.take() {
             self.end = Some(end.to_string());
         }
@@ -413,6 +424,18 @@ impl PaneShape {
             cursor_visible,
         })
     }
+
+    /// Why the view does not show a pane of this size, if it is larger than
+    /// [`MAX_COLS`] × [`MAX_ROWS`].
+    fn too_large(&self) -> Option<String> {
+        let (cols, rows) = (self.cols.get(), self.rows.get());
+        (cols > MAX_COLS || rows > MAX_ROWS).then(|| {
+            format!(
+                "the pane is {cols}x{rows}; the live view shows panes of at most \
+                 {MAX_COLS}x{MAX_ROWS} (resize it and open the link again)"
+            )
+        })
+    }
 }
 
 /// The pane's size and cursor ([`PaneShape`]).
@@ -469,6 +492,17 @@ mod tests {
         );
         for bad in [&b""[..], b"80 24", b"0 24 0 0 1", b"80 24 x 0 1", b"\xff"] {
             assert_eq!(PaneShape::parse(bad), None);
+        }
+    }
+
+    #[test]
+    fn a_pane_larger_than_the_bound_is_not_shown() {
+        let fits = PaneShape::parse(b"500 300 0 0 1").unwrap();
+        assert_eq!(fits.too_large(), None);
+        for huge in [&b"501 24 0 0 1"[..], b"80 301 0 0 1", b"10000 10000 0 0 1"] {
+            let shape = PaneShape::parse(huge).unwrap();
+            let why = shape.too_large().unwrap();
+            assert!(why.contains("at most 500x300"), "{why}");
         }
     }
 

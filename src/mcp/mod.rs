@@ -225,7 +225,11 @@ impl McpServer {
                     return Ok(response);
                 }
             };
-        self.note_recordings(&caller, &request, &open).await;
+        if let Err(refused) = self.note_recordings(&caller, &request, &open).await {
+            let response = refused.into_result().into();
+            call::finish(state, open, &request.name, Ok(&response));
+            return Ok(response);
+        }
         context.extensions.insert(caller.clone());
         let heartbeat = Heartbeat::for_call(
             &request.name,

@@ -51,6 +51,11 @@ pub enum RecordError {
     Disabled,
     #[error("{0} panes are recorded already (recordings.max_panes)")]
     TooMany(usize),
+    #[error(
+        "{0} recordings started on request run already, the most there may be (half of \
+         recordings.max_panes: the rest is kept for the rules)"
+    )]
+    TooManyRequested(usize),
     #[error("cannot reach the pane: {0}")]
     Engine(#[from] EngineError),
     #[error("cannot write the recording: {0}")]
@@ -125,6 +130,23 @@ impl Recorder {
             .is_some_and(|inner| inner.policy.may_record_for(sub) || !inner.lock().is_empty())
     }
 
+    /// Whether a rule may record a pane `sub` acts on (the pane's session decides).
+    pub fn may_record_for(&self, sub: &str) -> bool {
+        self.inner
+            .as_ref()
+            .is_some_and(|inner| inner.policy.may_record_for(sub))
+    }
+
+    /// Whether `pane` of `server` is recorded by a rule now (not merely on request).
+    pub fn by_rule(&self, server: &str, pane: PaneId) -> bool {
+        self.inner.as_ref().is_some_and(|inner| {
+            inner
+                .lock()
+                .get(&(server.to_owned(), pane))
+                .is_some_and(|a| a.rule.is_some())
+        })
+    }
+
     /// The rule that records a pane of `session` `sub` acts on.
     pub fn rule_for(&self, sub: &str, session: &str) -> Option<String> {
         self.inner
@@ -142,8 +164,9 @@ impl Recorder {
     }
 
     /// Records `pane` of `server` (named `server_key` in file names and the audit log) unless
-    /// it is already; `title` says why, `rule` which rule asked (none: a request). Returns
-    /// where the recording is now.
+    /// it is already; `title` says why, `rule` which rule asked (none: a request). A rule
+    /// asking for a pane recorded on request takes that recording over. Returns where the
+    /// recording is now.
     pub async fn start(
         &self,
         server: &TmuxServer,
@@ -156,12 +179,27 @@ impl Recorder {
         let _one_at_a_time = tokio::time::timeout(START_TIMEOUT, inner.starting.lock())
             .await
             .map_err(|_| RecordError::Timeout)?;
-        if let Some(now) = self.now(server_key, pane) {
-            return Ok(now);
-        }
-        let count = inner.lock().len();
-        if count >= inner.max_panes {
-            return Err(RecordError::TooMany(count));
+        let key = (server_key.to_owned(), pane);
+        {
+            let mut active = inner.lock();
+            if let Some(running) = active.get_mut(&key) {
+                // A rule's promise holds for a recording begun on request too: from now on
+                // only the configuration stops it, not `record_pane record: false`.
+                if running.rule.is_none() {
+                    running.rule = rule;
+                }
+                let current = running.current.clone();
+                drop(active);
+                return Ok(reference(&current));
+            }
+            let count = active.len();
+            if count >= inner.max_panes {
+                return Err(RecordError::TooMany(count));
+            }
+            let requested = active.values().filter(|a| a.rule.is_none()).count();
+            if rule.is_none() && requested >= inner.max_requested() {
+                return Err(RecordError::TooManyRequested(requested));
+            }
         }
         let deadline = tokio::time::Instant::now() + START_TIMEOUT;
         let (width, height) =
@@ -186,7 +224,6 @@ impl Recorder {
             .next_id
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let stop = inner.shutdown.child_token();
-        let key = (server_key.to_owned(), pane);
         inner.lock().insert(
             key.clone(),
             Active {
@@ -226,6 +263,12 @@ impl Recorder {
 }
 
 impl Inner {
+    /// Recordings on request (`record_pane`) may take at most half the slots, so that agents
+    /// asking cannot fill the recorder and leave a pane a rule records unrecordable.
+    fn max_requested(&self) -> usize {
+        self.max_panes / 2
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Active>> {
         // Entries are inserted and removed whole, so a poisoned map is consistent.
         self.active.lock().unwrap_or_else(|e| e.into_inner())

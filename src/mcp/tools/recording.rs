@@ -104,7 +104,7 @@ impl McpServer {
             .await
             .map_err(|error| match error {
                 RecordError::Disabled => disabled(),
-                RecordError::TooMany(_) => ToolError::new(
+                RecordError::TooMany(_) | RecordError::TooManyRequested(_) => ToolError::new(
                     ToolErrorKind::Busy,
                     error.to_string(),
                     "stop a recording you started (record: false), or retry later",
