@@ -99,6 +99,20 @@ async fn post_secret(base: &str, token: &str, secret: &str) -> (u16, String) {
     post_secret_from(base, token, secret, None).await
 }
 
+/// Posts the secret until the answer has `status` (the pane's program settles in between):
+/// the last answer after 5 s.
+async fn post_secret_until(base: &str, token: &str, status: u16) -> (u16, String) {
+    let mut answer = (0, String::new());
+    for _ in 0..100 {
+        answer = post_secret(base, token, SECRET).await;
+        if answer.0 == status {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    answer
+}
+
 async fn post_secret_from(
     base: &str,
     token: &str,
@@ -209,14 +223,7 @@ async fn a_secret_typed_at_its_link_reaches_the_pane_and_nothing_else() {
     })
     .await;
     assert!(back, "{}", common::tools::screen(&tmux, &pane));
-    let mut refused = (0, String::new());
-    for _ in 0..100 {
-        refused = post_secret(&gateway.base, &token, SECRET).await;
-        if refused.0 == 409 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let refused = post_secret_until(&gateway.base, &token, 409).await;
     assert_eq!(refused.0, 409, "{}", refused.1);
     assert!(refused.1.contains("prompt"), "{}", refused.1);
     assert_eq!(
@@ -227,14 +234,7 @@ async fn a_secret_typed_at_its_link_reaches_the_pane_and_nothing_else() {
 
     // Asked again: typed, once.
     type_line(&tmux, &pane, &read_secret());
-    let mut typed = (0, String::new());
-    for _ in 0..100 {
-        typed = post_secret(&gateway.base, &token, SECRET).await;
-        if typed.0 == 200 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let typed = post_secret_until(&gateway.base, &token, 200).await;
     assert_eq!(typed.0, 200, "{}", typed.1);
     wait_for_screen(&tmux, &pane, &format!("MATCHED {}", SECRET.len())).await;
     assert_eq!(post_secret(&gateway.base, &token, SECRET).await.0, 404);
@@ -346,6 +346,25 @@ struct User {
     shown: Arc<Mutex<Vec<String>>>,
 }
 
+impl User {
+    /// A user who accepts (or declines) every link, connected as the agent's MCP client.
+    async fn connect(
+        gateway: &TestGateway,
+        accepts: bool,
+    ) -> (Self, rmcp::service::RunningService<RoleClient, Self>) {
+        let user = User {
+            accepts,
+            shown: Arc::default(),
+        };
+        let agent = user
+            .clone()
+            .serve(gateway.transport())
+            .await
+            .expect("MCP client connects");
+        (user, agent)
+    }
+}
+
 impl ClientHandler for User {
     async fn create_elicitation(
         &self,
@@ -387,15 +406,7 @@ async fn url_elicitation_offers_the_link_to_the_user_not_the_model() {
     let pane = bash_pane(&tmux).await;
     type_line(&tmux, &pane, &read_secret());
 
-    let user = User {
-        accepts: true,
-        shown: Arc::default(),
-    };
-    let agent = user
-        .clone()
-        .serve(gateway.transport())
-        .await
-        .expect("MCP client connects");
+    let (user, agent) = User::connect(&gateway, true).await;
     let answer = request_when_ready(&agent, json!({"target": pane, "label": "pw"})).await;
     assert_eq!(answer["status"], "typed", "{answer}");
     assert!(
@@ -406,15 +417,7 @@ async fn url_elicitation_offers_the_link_to_the_user_not_the_model() {
     wait_for_screen(&tmux, &pane, &format!("MATCHED {}", SECRET.len())).await;
 
     type_line(&tmux, &pane, &read_secret());
-    let declining = User {
-        accepts: false,
-        shown: Arc::default(),
-    };
-    let agent = declining
-        .clone()
-        .serve(gateway.transport())
-        .await
-        .expect("MCP client connects");
+    let (declining, agent) = User::connect(&gateway, false).await;
     let answer = request_when_ready(&agent, json!({"target": pane, "label": "pw"})).await;
     assert_eq!(answer["status"], "declined", "{answer}");
     let shown = declining.shown.lock().unwrap()[0].clone();
