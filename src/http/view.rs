@@ -224,7 +224,9 @@ struct Feed {
 
 impl Feed {
     /// Subscribes to the pane's output, then reads its screen: output from the subscription on
-    /// is what the emulator is fed after the screen, so none falls between.
+    /// is what the emulator is fed after the screen, so none falls between. Bytes printed while
+    /// the screen is read may be applied twice (they are in the capture and the stream); the
+    /// pane's next redraw corrects what they drew.
     async fn open(
         server: TmuxServer,
         pane: PaneId,
