@@ -240,6 +240,25 @@ async fn a_secret_typed_at_its_link_reaches_the_pane_and_nothing_else() {
     assert_eq!(post_secret(&gateway.base, &token, SECRET).await.0, 404);
     assert_eq!(get_page(&url).await.0, 404, "the link is spent");
 
+    // Metrics count what happened, and carry nothing of it.
+    let scrape = reqwest::get(format!("{}/metrics", gateway.base))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let metric = |name: &str| common::probe::sample(&scrape, name);
+    let event = |name: &str| {
+        metric(&format!(
+            "muxgate_secret_requests_total{{event=\"{name}\"}}"
+        ))
+    };
+    assert_eq!(event("requested"), Some(1.0), "{scrape}");
+    assert_eq!(event("typed"), Some(1.0));
+    assert!(event("refused").is_some_and(|n| n >= 2.0));
+    assert_eq!(metric("muxgate_secret_requests_open"), Some(0.0));
+    assert!(!scrape.contains("hunter2"));
+
     // Nobody else saw it: the agent's view of the pane, the audit log, the log lines.
     let seen = call_ok(&agent, "capture_pane", json!({"target": pane})).await;
     assert!(!seen.to_string().contains("hunter2"), "{seen}");
@@ -273,6 +292,77 @@ async fn a_secret_typed_at_its_link_reaches_the_pane_and_nothing_else() {
         leaks.is_empty(),
         "the link's token is in log lines: {leaks:#?}"
     );
+}
+
+/// A hostile program in another pane of the same server watches everything a pane can reach
+/// while the secret is typed (every process's command line, tmux's paste buffers, every pane's
+/// screen and history, tmux's environment): the secret is in none of them. And a link is for
+/// the program it was asked for: after the pane is respawned, the new program does not get it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_neighbouring_pane_sees_no_secret_and_a_respawned_pane_gets_none() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let agent = client(&gateway).await;
+    let pane = bash_pane(&tmux).await;
+    let loot = tempfile::tempdir().unwrap();
+    let loot_file = loot.path().join("seen");
+    // Runs in a pane of the victim's server, with its $TMUX: what any tenant there can do.
+    let stop = loot.path().join("stop");
+    let watch = format!(
+        "while [ ! -e {stop} ]; do ps -eo args; cat /proc/[0-9]*/cmdline; \\
+         tmux list-buffers -F '#{{buffer_sample}}'; tmux show-environment -g; \\
+         for p in $(tmux list-panes -a -F '#{{pane_id}}'); do tmux capture-pane -p -J -S - -t $p; done; \\
+         sleep 0.02; done > {seen} 2>&1; echo WATCH\"\"ED",
+        stop = stop.display(),
+        seen = loot_file.display()
+    );
+    let attacker = tmux.split_running("s", "bash --norc --noprofile");
+    type_line(&tmux, &pane, &read_secret());
+    let answer = request_when_ready(&agent, json!({"target": pane, "label": "pw"})).await;
+    let token = token_of(answer["url"].as_str().expect("a link"));
+    type_line(&tmux, &attacker.to_string(), &watch);
+    let watching = common::wait_until(Duration::from_secs(10), || {
+        std::fs::metadata(&loot_file).is_ok_and(|m| m.len() > 0)
+    })
+    .await;
+    assert!(watching, "the watcher did not start");
+    let typed = post_secret_until(&gateway.base, &token, 200).await;
+    assert_eq!(typed.0, 200, "{}", typed.1);
+    wait_for_screen(&tmux, &pane, &format!("MATCHED {}", SECRET.len())).await;
+    // One more round after the secret arrived, then stop.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    std::fs::write(&stop, "").unwrap();
+    wait_for_screen(&tmux, &attacker.to_string(), "WATCHED").await;
+    let seen = std::fs::read(&loot_file).expect("the watcher's notes");
+    assert!(
+        seen.len() > 10_000,
+        "the watcher saw little: {} bytes",
+        seen.len()
+    );
+    assert!(
+        !String::from_utf8_lossy(&seen).contains("hunter2"),
+        "the neighbouring pane saw the secret"
+    );
+
+    // A link for one program, then the pane respawned with another that also reads a secret.
+    wait_for_screen(&tmux, &pane, "ready$").await;
+    type_line(&tmux, &pane, &read_secret());
+    let answer = request_when_ready(&agent, json!({"target": pane, "label": "pw"})).await;
+    let token = token_of(answer["url"].as_str().expect("a link"));
+    tmux.ok(&[
+        "respawn-pane",
+        "-k",
+        "-t",
+        &pane,
+        "env PS1='again$ ' bash --norc --noprofile",
+    ]);
+    wait_for_screen(&tmux, &pane, "again$").await;
+    type_line(&tmux, &pane, &read_secret());
+    let refused = post_secret_until(&gateway.base, &token, 410).await;
+    assert_eq!(refused.0, 410, "{}", refused.1);
+    assert!(refused.1.contains("no longer exists"), "{}", refused.1);
+    type_line(&tmux, &pane, "not-the-secret");
+    wait_for_screen(&tmux, &pane, "DIFFERENT 14").await;
 }
 
 /// Bad requests are refused with the reason, and make no link.

@@ -98,7 +98,7 @@ pub async fn submit(State(api): State<SecretApi>, Form(form): Form<Submitted>) -
     match destination.check().await {
         Ok(_) => {}
         Err(DeliverError::Unsafe(why)) => {
-            audit(&api.audit, &request, "refused", None);
+            record(&api, &request, "refused", None);
             return again(
                 StatusCode::CONFLICT,
                 &format!(
@@ -115,7 +115,7 @@ pub async fn submit(State(api): State<SecretApi>, Form(form): Form<Submitted>) -
     };
     match destination.type_in(&form.secret).await {
         Ok(()) => {
-            audit(&api.audit, &request, "typed", Some(form.secret.len()));
+            record(&api, &request, "typed", Some(form.secret.len()));
             if let Some(waiter) = waiter {
                 // The call that offered the link may have stopped waiting; the secret is typed.
                 let _ = waiter.send(());
@@ -123,7 +123,7 @@ pub async fn submit(State(api): State<SecretApi>, Form(form): Form<Submitted>) -
             respond(StatusCode::OK, page::delivered())
         }
         Err(error) => {
-            audit(&api.audit, &request, "refused", None);
+            record(&api, &request, "refused", None);
             refusal(
                 StatusCode::BAD_GATEWAY,
                 "Not typed",
@@ -142,7 +142,7 @@ fn failed(
     error: &DeliverError,
 ) -> Response {
     api.desk.take(token);
-    audit(&api.audit, request, "refused", None);
+    record(api, request, "refused", None);
     let status = match error {
         DeliverError::Gone(_) => StatusCode::GONE,
         _ => StatusCode::BAD_GATEWAY,
@@ -173,13 +173,18 @@ fn facts<'a>(request: &'a OpenRequest<PaneDestination>, receiver: Receiving<'a>)
 }
 
 /// Writes the audit record of what became of `request`.
-fn audit(
-    log: &AuditLog,
+/// Records an attempt's outcome: counted for metrics, and written to the audit log.
+fn record(
+    api: &SecretApi,
     request: &OpenRequest<PaneDestination>,
     event: &'static str,
     bytes: Option<usize>,
 ) {
-    log.secret(SecretRecord {
+    match event {
+        "typed" => api.desk.count_typed(),
+        _ => api.desk.count_refused(),
+    }
+    api.audit.secret(SecretRecord {
         request: &request.id,
         sub: &request.client,
         server: request.destination.panes.server_name(),

@@ -19,6 +19,18 @@ pub struct PaneDestination {
     /// The gateway can read the pane's terminal and processes (not a workspace's: those live
     /// in the sandbox's own pid namespace and `/dev/pts`).
     pub local: bool,
+    /// The pane's program when the secret was asked for ([`Self::bind`]); a secret goes to
+    /// that program only.
+    pub bound: Option<PaneIdentity>,
+}
+
+/// Which program a pane ran: the tmux server and the pane's own process. A pane number
+/// (`%N`) is reused when tmux restarts, and a pane can be respawned with another program; a
+/// secret asked for one of them must not reach the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PaneIdentity {
+    server_pid: u32,
+    pane_pid: u32,
 }
 
 /// Who would receive a secret typed now.
@@ -27,6 +39,7 @@ pub struct Receiver {
     /// The foreground program's command line (`sudo apt install …`); `None` when the gateway
     /// cannot see the pane's processes.
     pub program: Option<String>,
+    pub identity: PaneIdentity,
 }
 
 /// Why a secret was not typed.
@@ -47,6 +60,14 @@ impl PaneDestination {
         Ok(self.panes.type_text(self.pane, secret, self.enter).await?)
     }
 
+    /// Checks the pane as [`Self::check`] does and binds the destination to the program found
+    /// there: later checks find the pane gone if another program holds it.
+    pub async fn bind(mut self) -> Result<(Self, Receiver), DeliverError> {
+        let receiver = self.check().await?;
+        self.bound = Some(receiver.identity);
+        Ok((self, receiver))
+    }
+
     /// Who would receive a secret typed now, or why it would show or go astray (see
     /// [`exposure`]).
     pub async fn check(&self) -> Result<Receiver, DeliverError> {
@@ -56,6 +77,13 @@ impl PaneDestination {
             .await?
             .filter(|t| !t.dead)
             .ok_or(DeliverError::Gone(self.pane))?;
+        let identity = PaneIdentity {
+            server_pid: terminal.server_pid,
+            pane_pid: terminal.pane_pid,
+        };
+        if self.bound.is_some_and(|bound| bound != identity) {
+            return Err(DeliverError::Gone(self.pane));
+        }
         let (modes, foreground) = if self.local {
             // Terminal attributes and `/proc` are read from the kernel, never from a disk.
             let tty = Path::new(&terminal.tty);
@@ -69,6 +97,7 @@ impl PaneDestination {
         exposure::judge(&terminal, modes, foreground.as_ref()).map_err(DeliverError::Unsafe)?;
         Ok(Receiver {
             program: foreground.map(|f| f.command_line),
+            identity,
         })
     }
 }

@@ -70,6 +70,21 @@ struct Pending<T> {
 struct Inner<T> {
     by_token: HashMap<[u8; 32], Pending<T>>,
     next_id: u64,
+    counts: SecretCounts,
+}
+
+/// What became of secret requests since the gateway started (for metrics): counts only, never
+/// what a request was for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SecretCounts {
+    /// Links handed out.
+    pub requested: u64,
+    /// Secrets typed into their pane.
+    pub typed: u64,
+    /// Attempts refused because the pane would show the secret or send it astray, or was gone.
+    pub refused: u64,
+    /// Requests open now.
+    pub open: u64,
 }
 
 /// The open requests; cheap to clone.
@@ -91,6 +106,7 @@ impl<T> Default for SecretDesk<T> {
             inner: Arc::new(Mutex::new(Inner {
                 by_token: HashMap::new(),
                 next_id: 1,
+                counts: SecretCounts::default(),
             })),
         }
     }
@@ -122,6 +138,7 @@ impl<T: Clone> SecretDesk<T> {
         }
         let id = format!("s-{}", inner.next_id);
         inner.next_id += 1;
+        inner.counts.requested += 1;
         let token = URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>());
         let (sender, receiver) = oneshot::channel();
         let request = OpenRequest {
@@ -164,14 +181,25 @@ impl<T: Clone> SecretDesk<T> {
         inner.by_token.retain(|_, p| p.request.id != id);
     }
 
-    /// Requests open now.
-    pub fn open_count(&self) -> usize {
+    /// Counts a secret typed.
+    pub fn count_typed(&self) {
+        self.lock().counts.typed += 1;
+    }
+
+    /// Counts an attempt to type that was refused.
+    pub fn count_refused(&self) {
+        self.lock().counts.refused += 1;
+    }
+
+    /// What became of requests so far, and how many are open now.
+    pub fn counts(&self) -> SecretCounts {
         let now = Instant::now();
-        self.lock()
-            .by_token
-            .values()
-            .filter(|p| p.deadline > now)
-            .count()
+        let inner = self.lock();
+        let open = inner.by_token.values().filter(|p| p.deadline > now).count();
+        SecretCounts {
+            open: open as u64,
+            ..inner.counts
+        }
     }
 }
 
@@ -225,7 +253,7 @@ mod tests {
         std::thread::sleep(Duration::from_millis(5));
         assert!(desk.find(&link.token).is_none());
         assert!(desk.take(&link.token).is_none());
-        assert_eq!(desk.open_count(), 0);
+        assert_eq!(desk.counts().open, 0);
         drop(waiter);
     }
 

@@ -18,4 +18,4 @@ pub mod exposure;
 pub mod page;
 
 pub use deliver::{DeliverError, PaneDestination, Receiver};
-pub use desk::{Link, NewRequest, OpenRequest, SecretDesk, TooManyOpen};
+pub use desk::{Link, NewRequest, OpenRequest, SecretCounts, SecretDesk, TooManyOpen};

@@ -54,6 +54,7 @@ use crate::auth::RejectHook;
 use crate::auth::token::RejectReason;
 use crate::limits::{Limit, LimitHook, Limits};
 use crate::mux::tmux::{LatencySnapshot, TmuxEngine, TmuxServer};
+use crate::secret_entry::{PaneDestination, SecretDesk};
 use crate::workspace::Workspaces;
 
 /// Bucket bounds of `mcp_server_operation_duration_seconds`, as the OpenTelemetry MCP semantic
@@ -222,6 +223,11 @@ impl Metrics {
     /// Adds the gauge of calls held for approval and the counter of how holds ended.
     pub fn collect_approvals(&mut self, desk: ApprovalDesk) {
         self.register_collector(ApprovalsCollector { desk });
+    }
+
+    /// Adds the gauge of secret requests open and the counter of what became of them.
+    pub fn collect_secrets(&mut self, desk: SecretDesk<PaneDestination>) {
+        self.register_collector(SecretsCollector { desk });
     }
 
     /// The hook the authenticator calls on every refusal.
@@ -654,6 +660,41 @@ impl Collector for ApprovalsCollector {
             ],
         )?;
         Ok(())
+    }
+}
+
+/// Secret requests open now, and what became of them, from the secret desk: counts only.
+struct SecretsCollector {
+    desk: SecretDesk<PaneDestination>,
+}
+
+impl fmt::Debug for SecretsCollector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SecretsCollector")
+    }
+}
+
+impl Collector for SecretsCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
+        let counts = self.desk.counts();
+        encode_single(
+            &mut encoder,
+            "muxgate_secret_requests_open",
+            "Secret entry links handed out and neither used nor expired.",
+            MetricType::Gauge,
+            counts.open,
+        )?;
+        encode_rows(
+            &mut encoder,
+            "muxgate_secret_requests",
+            "Secret entry events: links handed out (requested), secrets typed, attempts refused.",
+            MetricType::Counter,
+            [
+                ([("event", "requested")], counts.requested),
+                ([("event", "typed")], counts.typed),
+                ([("event", "refused")], counts.refused),
+            ],
+        )
     }
 }
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::model::ElicitationAction;
-use rmcp::service::ElicitationError;
+use rmcp::service::{ElicitationError, ServiceError};
 use rmcp::{Peer, RoleServer, tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -90,7 +90,7 @@ impl McpServer {
         Parameters(input): Parameters<RequestSecretInput>,
     ) -> Result<Json<RequestSecretOutput>, ToolError> {
         let label = check_label(&input.label)?;
-        let ttl = ttl_of(input.expires_in_seconds)?;
+        let ttl = links::within_token(ttl_of(input.expires_in_seconds)?, &call.principal)?;
         let base = links::base(&self.state().config.http, &parts)?;
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let pane = tmux.pane_of(&parse_target(&input.target)?).await?;
@@ -99,8 +99,9 @@ impl McpServer {
             pane,
             enter: input.enter,
             local: tmux.workspace.is_none(),
+            bound: None,
         };
-        destination.check().await.map_err(refused)?;
+        let (destination, _) = destination.bind().await.map_err(refused)?;
         let server = tmux.server_name().to_owned();
         let (link, delivered) = self
             .state()
@@ -143,6 +144,10 @@ impl McpServer {
                 self.state().secrets.revoke(&link.id);
                 answer.status = "declined";
             }
+            Offered::Lost(error) => {
+                self.state().secrets.revoke(&link.id);
+                return Err(error);
+            }
             Offered::Accepted => {
                 let typed = wait_for_typing(&tmux, ttl, delivered, &cancel);
                 let typed = self.state().until_shutdown(typed).await;
@@ -159,10 +164,14 @@ impl McpServer {
 
 /// What came of offering the link by URL elicitation.
 enum Offered {
-    /// The client cannot (no URL mode, a stateless request): the agent gets the link.
+    /// The client cannot (no URL mode, or it or the protocol refused the request as such):
+    /// the agent gets the link.
     NotSupported,
     Accepted,
     Declined,
+    /// The offer was made and then lost (the human did not answer in time, the client went
+    /// away): the link is withdrawn rather than handed to the model the client kept it from.
+    Lost(ToolError),
 }
 
 async fn offer(
@@ -185,7 +194,20 @@ async fn offer(
         Ok(_) | Err(ElicitationError::UserDeclined | ElicitationError::UserCancelled) => {
             Offered::Declined
         }
-        Err(_) => Offered::NotSupported,
+        Err(ElicitationError::CapabilityNotSupported)
+        | Err(ElicitationError::Service(ServiceError::McpError(_))) => Offered::NotSupported,
+        Err(ElicitationError::Service(ServiceError::Timeout { .. })) => {
+            Offered::Lost(ToolError::new(
+                ToolErrorKind::Timeout,
+                "the human did not answer before the link expired; it is withdrawn",
+                "call request_secret_input again",
+            ))
+        }
+        Err(error) => Offered::Lost(ToolError::new(
+            ToolErrorKind::Unavailable,
+            format!("the client could not show the link ({error}); it is withdrawn"),
+            "call request_secret_input again",
+        )),
     }
 }
 
