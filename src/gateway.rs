@@ -190,6 +190,7 @@ impl Gateway {
         );
         let audit = Arc::new(AuditLog::open(&config.audit, state_dir.as_deref())?);
         metrics.collect_approvals(approvals.clone());
+        metrics.collect_secrets(secrets.clone());
         metrics.collect_from(
             engine.clone(),
             workspaces.clone(),
@@ -232,7 +233,7 @@ impl Gateway {
             ),
             metrics: metrics.clone(),
             owners,
-            workspaces,
+            workspaces: workspaces.clone(),
             shutdown: shutdown.begin().child_token(),
             agent_reports: Default::default(),
             approval_policy: approval_policy.clone(),
@@ -267,10 +268,12 @@ impl Gateway {
             view: config.view.enabled.then(|| http::view::ViewApi {
                 key: view_key,
                 tmux: engine.clone(),
+                workspaces: workspaces.clone(),
                 stop: shutdown.streams_token(),
-                viewers: Arc::new(tokio::sync::Semaphore::new(
+                viewers: crate::view::viewers::Viewers::new(
                     config.view.max_viewers as usize,
-                )),
+                    config.view.max_viewers_per_link as usize,
+                ),
             }),
         };
         let app = match mode {

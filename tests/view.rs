@@ -233,19 +233,35 @@ async fn forged_expired_and_foreign_links_are_refused_alike() {
     let now = SystemTime::now();
     let good = sign(
         &key,
-        &ViewGrant::new("work", pane, now, Duration::from_secs(600)),
+        &ViewGrant::new(
+            "work",
+            pane,
+            tmux.server_pid(),
+            now,
+            Duration::from_secs(600),
+        ),
     );
     let forged = sign(
         &ViewKey::new([9; 32]),
-        &ViewGrant::new("work", pane, now, Duration::from_secs(600)),
+        &ViewGrant::new(
+            "work",
+            pane,
+            tmux.server_pid(),
+            now,
+            Duration::from_secs(600),
+        ),
     );
-    let expired = sign(&key, &ViewGrant::new("work", pane, now, Duration::ZERO));
+    let expired = sign(
+        &key,
+        &ViewGrant::new("work", pane, tmux.server_pid(), now, Duration::ZERO),
+    );
     // Another pane's payload under this pane's signature.
     let other = sign(
         &key,
         &ViewGrant::new(
             "work",
             muxgate::mux::tmux::PaneId(pane.0 + 1),
+            tmux.server_pid(),
             now,
             Duration::from_secs(600),
         ),
@@ -285,6 +301,7 @@ async fn forged_expired_and_foreign_links_are_refused_alike() {
         &ViewGrant::new(
             "work",
             muxgate::mux::tmux::PaneId(9999),
+            tmux.server_pid(),
             now,
             Duration::from_secs(600),
         ),
@@ -293,7 +310,13 @@ async fn forged_expired_and_foreign_links_are_refused_alike() {
     assert_eq!(response.status(), 404);
     let elsewhere = sign(
         &key,
-        &ViewGrant::new("nope", pane, now, Duration::from_secs(600)),
+        &ViewGrant::new(
+            "nope",
+            pane,
+            tmux.server_pid(),
+            now,
+            Duration::from_secs(600),
+        ),
     );
     let response = get(&format!("{}/view?t={elsewhere}", gateway.base)).await;
     assert_eq!(response.status(), 404);
@@ -352,6 +375,35 @@ async fn the_tool_mints_only_for_panes_the_client_may_see() {
         .unwrap()
         .as_secs();
     assert!((now + 55..=now + 61).contains(&expires), "{minted}");
+
+    // A link ends when the token it was made with does.
+    let brief = muxgate::auth::TokenMinter::from_config(&gateway.config.auth)
+        .unwrap()
+        .mint(&muxgate::auth::MintRequest {
+            sub: "agent".into(),
+            scopes: vec!["mux:read".into()],
+            ttl: Duration::from_secs(120),
+            servers: None,
+            sessions: None,
+            own_sessions: false,
+            workspace: None,
+            toolsets: None,
+        })
+        .unwrap();
+    let agent = rmcp::ServiceExt::serve(
+        rmcp::model::ClientConfig::default(),
+        gateway.transport_with(&brief),
+    )
+    .await
+    .expect("connect");
+    let minted = call_ok(
+        &agent,
+        "view_link",
+        json!({"target": "main", "minutes": 60}),
+    )
+    .await;
+    let expires = minted["expires_at"].as_u64().unwrap();
+    assert!((now + 100..=now + 125).contains(&expires), "{minted}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -397,6 +449,10 @@ async fn the_cli_signs_links_the_gateway_accepts() {
     let out = run(&["--target", "main"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("pane id"));
+    let out = run(&["--target", "%999"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("cannot find pane %999"), "{stderr}");
     let out = run(&["--target", &pane, "--minutes", "99999"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("view.max_link_minutes"));
 }
@@ -411,7 +467,13 @@ async fn view_update_latency() {
     let pane = tmux.pane_id("main");
     let link = sign(
         &key,
-        &ViewGrant::new("work", pane, SystemTime::now(), Duration::from_secs(600)),
+        &ViewGrant::new(
+            "work",
+            pane,
+            tmux.server_pid(),
+            SystemTime::now(),
+            Duration::from_secs(600),
+        ),
     );
     let mut events = EventStream::open(&format!("{}/view/events?t={link}", gateway.base)).await;
     events
@@ -468,11 +530,23 @@ async fn links_never_reach_the_log() {
     let now = SystemTime::now();
     let good = sign(
         &key,
-        &ViewGrant::new("work", pane, now, Duration::from_secs(600)),
+        &ViewGrant::new(
+            "work",
+            pane,
+            tmux.server_pid(),
+            now,
+            Duration::from_secs(600),
+        ),
     );
     let forged = sign(
         &ViewKey::new([3; 32]),
-        &ViewGrant::new("work", pane, now, Duration::from_secs(600)),
+        &ViewGrant::new(
+            "work",
+            pane,
+            tmux.server_pid(),
+            now,
+            Duration::from_secs(600),
+        ),
     );
     assert_eq!(
         get(&format!("{}/view?t={good}", serve.base)).await.status(),
@@ -511,7 +585,13 @@ async fn a_resized_pane_is_shown_at_its_new_size() {
     let pane = tmux.pane_id("main");
     let link = sign(
         &key,
-        &ViewGrant::new("work", pane, SystemTime::now(), Duration::from_secs(600)),
+        &ViewGrant::new(
+            "work",
+            pane,
+            tmux.server_pid(),
+            SystemTime::now(),
+            Duration::from_secs(600),
+        ),
     );
     let mut events = EventStream::open(&format!("{}/view/events?t={link}", gateway.base)).await;
     let first = events.next(Duration::from_secs(5)).await.expect("a screen");
@@ -535,27 +615,46 @@ async fn a_resized_pane_is_shown_at_its_new_size() {
     }
 }
 
-/// Past `view.max_viewers` open streams, one more is answered 503 until one closes.
+/// Past `view.max_viewers` open streams, one more is answered 503 until one closes; past
+/// `view.max_viewers_per_link` on one link, 429, while other links still get their view.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn views_past_the_cap_wait_their_turn() {
+async fn views_past_the_caps_wait_their_turn() {
     let tmux = TestTmux::start();
     let mut config = config_with_server("work", &tmux.socket, false);
-    config.view.max_viewers = 1;
+    config.view.max_viewers = 3;
+    config.view.max_viewers_per_link = 2;
     let gateway = spawn_gateway(config).await;
     let key = view_key(&gateway);
     let pane = tmux.pane_id("main");
-    let link = sign(
-        &key,
-        &ViewGrant::new("work", pane, SystemTime::now(), Duration::from_secs(600)),
-    );
-    let url = format!("{}/view/events?t={link}", gateway.base);
-    let mut first = EventStream::open(&url).await;
+    let pid = tmux.server_pid();
+    let link = |minutes: u64| {
+        let grant = ViewGrant::new(
+            "work",
+            pane,
+            pid,
+            SystemTime::now(),
+            Duration::from_secs(minutes * 60),
+        );
+        let url = format!("{}/view/events?t={}", gateway.base, sign(&key, &grant));
+        url
+    };
+    let (a, b, c) = (link(10), link(11), link(12));
+    let mut first = EventStream::open(&a).await;
     first.next(Duration::from_secs(5)).await.expect("a screen");
-    assert_eq!(get(&url).await.status(), 503);
+    let _second = EventStream::open(&a).await;
+    let refused = get(&a).await;
+    assert_eq!(refused.status(), 429, "a third view of one link");
+    assert!(refused.text().await.unwrap().contains("this link"));
+    let _other = EventStream::open(&b).await;
+    assert_eq!(
+        get(&c).await.status(),
+        503,
+        "every slot of the gateway is taken"
+    );
     drop(first);
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        if get(&url).await.status() == 200 {
+        if get(&c).await.status() == 200 {
             break;
         }
         assert!(
@@ -564,4 +663,98 @@ async fn views_past_the_cap_wait_their_turn() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// A link names the tmux server's process: after the server restarts, `%0` is another pane
+/// and the old link shows nothing (404), while a link made for the new server works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_ends_with_the_tmux_server_it_was_made_for() {
+    let tmux = TestTmux::start();
+    let gateway = gateway(&tmux).await;
+    let key = view_key(&gateway);
+    let pane = tmux.pane_id("main");
+    let grant = |pid: u32| {
+        let grant = ViewGrant::new(
+            "work",
+            pane,
+            pid,
+            SystemTime::now(),
+            Duration::from_secs(600),
+        );
+        format!("{}/view/events?t={}", gateway.base, sign(&key, &grant))
+    };
+    let old = grant(tmux.server_pid());
+    EventStream::open(&old).await;
+    tmux.kill_server();
+    tmux.start_again();
+    assert_eq!(
+        tmux.pane_id("main"),
+        pane,
+        "the new server reuses the pane number"
+    );
+    let new = grant(tmux.server_pid());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if get(&new).await.status() == 200 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the restarted server is not viewable"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        get(&old).await.status(),
+        404,
+        "the old link shows the new pane"
+    );
+}
+
+/// A tenant in workspace mode may watch its own workspace's pane; the link shows nothing once
+/// the workspace stops, and opening it does not start the workspace again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workspace_pane_is_viewed_while_its_workspace_runs() {
+    if !common::needs::sandbox("a_workspace_pane_is_viewed_while_its_workspace_runs") {
+        return;
+    }
+    let shared = TestTmux::start();
+    let state = common::workspaces::WorkspaceState::new();
+    let gateway =
+        spawn_gateway(state.config(config_with_server("shared", &shared.socket, false))).await;
+    let alice = common::tools::client_with(&gateway, &gateway.mint("alice", &["mux:admin"])).await;
+    let created = call_ok(&alice, "create_session", json!({"name": "a1"})).await;
+    let pane = created["session"]["active_pane_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    call_ok(
+        &alice,
+        "run_command",
+        json!({"target": pane, "command": "echo seen-from-the-workspace", "timeout": 20}),
+    )
+    .await;
+    let minted = call_ok(&alice, "view_link", json!({"target": pane})).await;
+    let url = minted["url"]
+        .as_str()
+        .unwrap()
+        .replacen("/view?", "/view/events?", 1);
+    let mut stream = EventStream::open(&url).await;
+    stream
+        .screen_with("seen-from-the-workspace", Duration::from_secs(5))
+        .await
+        .expect("the workspace pane's screen");
+    drop(stream);
+
+    state.stop_all().await;
+    assert_eq!(
+        get(&url).await.status(),
+        404,
+        "a stopped workspace shows nothing"
+    );
+    assert_eq!(
+        state.sandbox_pid("alice"),
+        None,
+        "the view started the workspace"
+    );
 }

@@ -47,7 +47,13 @@ async fn chromium_shows_pane_output_within_a_second_and_the_update() {
     let pane = tmux.pane_id("main");
     let token = sign(
         &key,
-        &ViewGrant::new("work", pane, SystemTime::now(), Duration::from_secs(600)),
+        &ViewGrant::new(
+            "work",
+            pane,
+            tmux.server_pid(),
+            SystemTime::now(),
+            Duration::from_secs(600),
+        ),
     );
     let url = format!("{}/view?t={token}", gateway.base);
     let pane = pane.to_string();
@@ -135,7 +141,13 @@ async fn an_approver_decides_a_held_call_from_the_page() {
     let pane = tmux.pane_id("main");
     let token = sign(
         &key,
-        &ViewGrant::new("work", pane, SystemTime::now(), Duration::from_secs(600)),
+        &ViewGrant::new(
+            "work",
+            pane,
+            tmux.server_pid(),
+            SystemTime::now(),
+            Duration::from_secs(600),
+        ),
     );
     let url = format!("{}/view?t={token}", gateway.base);
 

@@ -415,16 +415,43 @@ fn view_link(args: &ViewLinkArgs) -> anyhow::Result<String> {
         config.view.enabled,
         "the live view is off in this configuration (view.enabled)"
     );
-    anyhow::ensure!(
-        config.tmux.servers.contains_key(args.server.as_str()),
-        "no tmux server named {:?} in the configuration",
-        args.server
-    );
+    let server = config
+        .tmux
+        .servers
+        .get(args.server.as_str())
+        .with_context(|| {
+            format!(
+                "no tmux server named {:?} in the configuration",
+                args.server
+            )
+        })?;
     let pane: crate::mux::tmux::PaneId = args.target.parse()?;
     let ttl = config
         .view
         .link_ttl(args.minutes)
         .map_err(|why| anyhow::anyhow!("--minutes: {why}"))?;
+    // The link names the server's process too, so it ends when that server does (pane
+    // numbers start again with the next one). `display-message` falls back to another pane
+    // when the target is missing, so the answer names the pane it describes.
+    let pane_target = pane.to_string();
+    let answer = runtime()?
+        .block_on(crate::tmux_cli::run(
+            &server.socket,
+            &[
+                "display-message",
+                "-p",
+                "-t",
+                &pane_target,
+                "#{pane_id} #{pid}",
+            ],
+            crate::tmux_cli::PROBE_TIMEOUT,
+        ))
+        .with_context(|| format!("cannot reach tmux server {:?}", args.server))?;
+    let server_pid: u32 = answer
+        .trim()
+        .strip_prefix(&format!("{pane_target} "))
+        .and_then(|pid| pid.parse().ok())
+        .with_context(|| format!("cannot find pane {pane} on tmux server {:?}", args.server))?;
     let state = config
         .state
         .resolve(|var| std::env::var_os(var))
@@ -438,8 +465,13 @@ fn view_link(args: &ViewLinkArgs) -> anyhow::Result<String> {
                 crate::view::key::path(&state).display()
             )
         })?;
-    let grant =
-        crate::view::link::ViewGrant::new(&args.server, pane, std::time::SystemTime::now(), ttl);
+    let grant = crate::view::link::ViewGrant::new(
+        &args.server,
+        pane,
+        server_pid,
+        std::time::SystemTime::now(),
+        ttl,
+    );
     let path = format!("/view?t={}", crate::view::link::sign(&key, &grant));
     Ok(match &args.base_url {
         Some(base) => format!("{}{path}", base.trim_end_matches('/')),

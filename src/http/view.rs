@@ -12,9 +12,10 @@
 //!
 //! Behind the Host/Origin guard; the link is the only credential. Any token that is not a
 //! valid, unexpired link is answered 403 with the same words, and a valid one for a pane that
-//! is gone 404: neither says more. At most `view.max_viewers` streams are open at once (503
-//! past that). The token is in the query string, which request spans do
-//! not log.
+//! is gone 404 (as is one made for a tmux server that has since restarted, or a workspace
+//! that is not running): neither says more. At most `view.max_viewers` streams are open at
+//! once (503 past that) and `view.max_viewers_per_link` on one link (429). The token is in the
+//! query string, which request spans do not log.
 
 use std::convert::Infallible;
 use std::num::NonZeroU16;
@@ -29,7 +30,6 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::Deserialize;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceBuilder;
@@ -42,7 +42,9 @@ use crate::mux::tmux::{
     TmuxEngine, TmuxServer,
 };
 use crate::view::link::{self, ViewGrant, ViewKey};
+use crate::view::viewers::{Full, ViewerSlot, Viewers};
 use crate::view::{page, render};
+use crate::workspace::{self, WorkspaceName, Workspaces};
 
 /// At most one screen per this interval: a flood costs the viewer twenty renders a second.
 pub const COALESCE: Duration = Duration::from_millis(50);
@@ -70,10 +72,13 @@ const MAX_ROWS: u16 = 300;
 pub struct ViewApi {
     pub key: ViewKey,
     pub tmux: TmuxEngine,
+    /// The workspaces, in workspace mode: a link to a workspace's pane is shown while its
+    /// sandbox runs (a view never starts one).
+    pub workspaces: Option<Workspaces>,
     /// Cancelled at shutdown: open streams end so connections can close.
     pub stop: CancellationToken,
-    /// One permit per open event stream (`view.max_viewers`).
-    pub viewers: Arc<Semaphore>,
+    /// The open event streams (`view.max_viewers`, `view.max_viewers_per_link`).
+    pub viewers: Viewers,
 }
 
 /// `/view…`, behind the Host/Origin guard.
@@ -127,11 +132,18 @@ async fn events(State(api): State<Arc<ViewApi>>, Query(query): Query<LinkQuery>)
         Ok(admitted) => admitted,
         Err(refused) => return refused.into_response(),
     };
-    let Ok(permit) = api.viewers.clone().try_acquire_owned() else {
-        return Refused::Busy.into_response();
+    let slot = match api.viewers.admit(query.t.as_deref().unwrap_or_default()) {
+        Ok(slot) => slot,
+        Err(Full::Gateway) => return Refused::Busy.into_response(),
+        Err(Full::Link) => return Refused::LinkBusy.into_response(),
     };
     let expires_at = Instant::now() + grant.remaining(SystemTime::now());
-    let feed = match Feed::open(server, pane, expires_at, api.stop.clone(), permit).await {
+    let viewed = Viewed {
+        server,
+        server_pid: grant.server_pid,
+        pane,
+    };
+    let feed = match Feed::open(viewed, expires_at, api.stop.clone(), slot).await {
         Ok(feed) => feed,
         Err(why) => {
             tracing::debug!(pane = %pane, reason = %why, "live view could not open the pane");
@@ -158,14 +170,27 @@ impl ViewApi {
             tracing::debug!(reason = %why, "live view link refused");
             Refused::Invalid
         })?;
-        let server = self
-            .tmux
-            .server(&grant.server)
-            .cloned()
-            .ok_or(Refused::Gone)?;
+        let server = match &grant.workspace {
+            Some(name) if grant.server == workspace::SERVER_NAME => {
+                let name = WorkspaceName::parse(name).map_err(|_| Refused::Gone)?;
+                self.workspaces
+                    .as_ref()
+                    .and_then(|workspaces| workspaces.running_server(&name))
+            }
+            Some(_) => None,
+            None => self.tmux.server(&grant.server).cloned(),
+        };
+        let server = server.ok_or(Refused::Gone)?;
         let pane = grant.pane_id().ok_or(Refused::Gone)?;
         Ok((grant, server, pane))
     }
+}
+
+/// The pane a stream shows: on which server, and which process of it the link was made for.
+struct Viewed {
+    server: TmuxServer,
+    server_pid: u32,
+    pane: PaneId,
 }
 
 /// Why a view request is refused; the answer says no more than this.
@@ -177,6 +202,8 @@ enum Refused {
     Gone,
     /// As many views are open as `view.max_viewers` allows (503).
     Busy,
+    /// As many views of this link are open as `view.max_viewers_per_link` allows (429).
+    LinkBusy,
 }
 
 impl IntoResponse for Refused {
@@ -194,6 +221,10 @@ impl IntoResponse for Refused {
                 StatusCode::SERVICE_UNAVAILABLE,
                 "too many live views are open on this gateway; try again later",
             ),
+            Refused::LinkBusy => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "too many views of this link are open; close one or ask for another link",
+            ),
         };
         let mut response = (status, message).into_response();
         page::security_headers(response.headers_mut());
@@ -204,6 +235,8 @@ impl IntoResponse for Refused {
 /// One viewer's screen: the emulator, the pane's output stream feeding it, and when to stop.
 struct Feed {
     server: TmuxServer,
+    /// The tmux server process the link was made for.
+    server_pid: u32,
     pane: PaneId,
     caller: Caller,
     output: OutputSubscription,
@@ -218,8 +251,8 @@ struct Feed {
     /// Why the stream ended, once it has, to send as the last event.
     end: Option<String>,
     done: bool,
-    /// This view's place among `view.max_viewers`, given back when the stream is dropped.
-    _permit: OwnedSemaphorePermit,
+    /// This view's place among the open streams, given back when the stream is dropped.
+    _slot: ViewerSlot,
 }
 
 impl Feed {
@@ -228,12 +261,16 @@ impl Feed {
     /// the screen is read may be applied twice (they are in the capture and the stream); the
     /// pane's next redraw corrects what they drew.
     async fn open(
-        server: TmuxServer,
-        pane: PaneId,
+        viewed: Viewed,
         expires_at: Instant,
         stop: CancellationToken,
-        permit: OwnedSemaphorePermit,
+        slot: ViewerSlot,
     ) -> Result<Self, String> {
+        let Viewed {
+            server,
+            server_pid,
+            pane,
+        } = viewed;
         let caller = Caller::new(VIEW_CALLER);
         let deadline = Instant::now() + OPEN_TIMEOUT;
         let output = server
@@ -243,6 +280,7 @@ impl Feed {
         let mut feed = Self {
             screen: vt100::Parser::new(NonZeroU16::MIN, NonZeroU16::MIN, SCROLLBACK),
             server,
+            server_pid,
             pane,
             caller,
             output,
@@ -253,7 +291,7 @@ impl Feed {
             shape_read: Instant::now(),
             end: None,
             done: false,
-            _permit: permit,
+            _slot: slot,
         };
         feed.seed(deadline).await?;
         Ok(feed)
@@ -284,6 +322,9 @@ impl Feed {
             .first()
             .and_then(|line| PaneShape::parse(line))
             .ok_or("tmux's description of the pane is unreadable")?;
+        if shape.server_pid != self.server_pid {
+            return Err("the tmux server restarted since the link was made".into());
+        }
         if let Some(why) = shape.too_large() {
             self.end = Some(why);
             return Ok(());
@@ -398,6 +439,8 @@ impl Feed {
 /// The pane's size and cursor, as tmux reports them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct PaneShape {
+    /// The tmux server's process.
+    server_pid: u32,
     cols: NonZeroU16,
     rows: NonZeroU16,
     cursor_x: u16,
@@ -406,12 +449,14 @@ struct PaneShape {
 }
 
 /// What [`shape_command`] prints.
-const SHAPE_FORMAT: &str = "#{pane_width} #{pane_height} #{cursor_x} #{cursor_y} #{cursor_flag}";
+const SHAPE_FORMAT: &str =
+    "#{pid} #{pane_width} #{pane_height} #{cursor_x} #{cursor_y} #{cursor_flag}";
 
 impl PaneShape {
     fn parse(line: &[u8]) -> Option<Self> {
         let text = std::str::from_utf8(line).ok()?;
         let mut fields = text.split(' ');
+        let server_pid = fields.next()?.parse::<u32>().ok()?;
         let mut next = || fields.next()?.parse::<u16>().ok();
         let cols = NonZeroU16::new(next()?)?;
         let rows = NonZeroU16::new(next()?)?;
@@ -419,6 +464,7 @@ impl PaneShape {
         let cursor_y = next()?;
         let cursor_visible = next()? != 0;
         Some(Self {
+            server_pid,
             cols,
             rows,
             cursor_x,
@@ -486,22 +532,34 @@ mod tests {
 
     #[test]
     fn the_pane_shape_is_read_strictly() {
-        let shape = PaneShape::parse(b"80 24 3 5 1").unwrap();
+        let shape = PaneShape::parse(b"77 80 24 3 5 1").unwrap();
+        assert_eq!(shape.server_pid, 77);
         assert_eq!((shape.cols.get(), shape.rows.get()), (80, 24));
         assert_eq!(
             (shape.cursor_x, shape.cursor_y, shape.cursor_visible),
             (3, 5, true)
         );
-        for bad in [&b""[..], b"80 24", b"0 24 0 0 1", b"80 24 x 0 1", b"\xff"] {
+        for bad in [
+            &b""[..],
+            b"77 80 24",
+            b"77 0 24 0 0 1",
+            b"77 80 24 x 0 1",
+            b"80 24 3 5 1",
+            b"\xff",
+        ] {
             assert_eq!(PaneShape::parse(bad), None);
         }
     }
 
     #[test]
     fn a_pane_larger_than_the_bound_is_not_shown() {
-        let fits = PaneShape::parse(b"500 300 0 0 1").unwrap();
+        let fits = PaneShape::parse(b"77 500 300 0 0 1").unwrap();
         assert_eq!(fits.too_large(), None);
-        for huge in [&b"501 24 0 0 1"[..], b"80 301 0 0 1", b"10000 10000 0 0 1"] {
+        for huge in [
+            &b"77 501 24 0 0 1"[..],
+            b"77 80 301 0 0 1",
+            b"77 10000 10000 0 0 1",
+        ] {
             let shape = PaneShape::parse(huge).unwrap();
             let why = shape.too_large().unwrap();
             assert!(why.contains("at most 500x300"), "{why}");
@@ -510,7 +568,7 @@ mod tests {
 
     #[test]
     fn a_seeded_screen_shows_the_rows_and_the_cursor() {
-        let shape = PaneShape::parse(b"10 3 2 1 1").unwrap();
+        let shape = PaneShape::parse(b"77 10 3 2 1 1").unwrap();
         let rows = [
             b"\x1b[31mred\x1b[39m".to_vec(),
             b"ab".to_vec(),

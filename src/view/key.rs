@@ -77,7 +77,7 @@ mod tests {
         assert_eq!(mode & 0o777, 0o600);
         let again = load_or_create(dir.path()).unwrap();
         let now = SystemTime::now();
-        let grant = ViewGrant::new("work", PaneId(1), now, Duration::from_secs(60));
+        let grant = ViewGrant::new("work", PaneId(1), 4242, now, Duration::from_secs(60));
         assert!(verify(&again, &sign(&first, &grant), now).is_ok());
     }
 

@@ -20,9 +20,10 @@ use crate::mux::tmux::PaneId;
 
 type HmacSha256 = Hmac<Sha256>;
 
-/// Longest token accepted: a server name is short, so anything longer is not one of ours and
-/// is refused before any decoding.
-const MAX_TOKEN_CHARS: usize = 1024;
+/// Longest token accepted: the longest workspace name (256 characters of up to 4 bytes) with
+/// the other fields fits, so anything longer is not one of ours and is refused before any
+/// decoding.
+const MAX_TOKEN_CHARS: usize = 2048;
 
 /// The key view links are signed with.
 #[derive(Clone)]
@@ -53,9 +54,17 @@ impl fmt::Debug for ViewKey {
 /// What a valid link lets its holder watch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ViewGrant {
-    /// The configured tmux server's name.
+    /// The configured tmux server's name, or `workspace` for the workspace named in
+    /// [`Self::workspace`].
     #[serde(rename = "s")]
     pub server: String,
+    /// The workspace whose server holds the pane, in workspace mode.
+    #[serde(rename = "w", default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    /// The pid of the tmux server that held the pane when the link was made: pane numbers
+    /// start again when a server restarts, and `%3` of the next one is another pane.
+    #[serde(rename = "k")]
+    pub server_pid: u32,
     /// The pane, `%N`.
     #[serde(rename = "p")]
     pub pane: String,
@@ -65,12 +74,28 @@ pub struct ViewGrant {
 }
 
 impl ViewGrant {
-    /// A grant of `pane` on `server` for `ttl` from `now`.
-    pub fn new(server: &str, pane: PaneId, now: SystemTime, ttl: Duration) -> Self {
+    /// A grant of `pane` on `server` (whose tmux process is `server_pid`) for `ttl` from `now`.
+    pub fn new(
+        server: &str,
+        pane: PaneId,
+        server_pid: u32,
+        now: SystemTime,
+        ttl: Duration,
+    ) -> Self {
         Self {
             server: server.to_owned(),
+            workspace: None,
+            server_pid,
             pane: pane.to_string(),
             expires: unix_secs(now).saturating_add(ttl.as_secs()),
+        }
+    }
+
+    /// The same grant, for a pane of workspace `name`'s server.
+    pub fn in_workspace(self, name: &str) -> Self {
+        Self {
+            workspace: Some(name.to_owned()),
+            ..self
         }
     }
 
@@ -149,7 +174,7 @@ mod tests {
     use super::*;
 
     fn grant(pane: u32, now: SystemTime) -> ViewGrant {
-        ViewGrant::new("work", PaneId(pane), now, Duration::from_secs(600))
+        ViewGrant::new("work", PaneId(pane), 4242, now, Duration::from_secs(600))
     }
 
     #[test]
@@ -192,14 +217,33 @@ mod tests {
         }
         // Signed, but not a pane.
         let bad = ViewGrant {
-            server: "work".into(),
             pane: "@1".into(),
-            expires: u64::MAX,
+            ..grant(1, now)
         };
         assert_eq!(
             verify(&key, &sign(&key, &bad), now),
             Err(LinkError::Malformed)
         );
+    }
+
+    #[test]
+    fn a_workspace_grant_names_its_workspace_and_server_process() {
+        let key = ViewKey::new([7; 32]);
+        let now = SystemTime::now();
+        let granted = grant(3, now).in_workspace("team-a");
+        let verified = verify(&key, &sign(&key, &granted), now).unwrap();
+        assert_eq!(verified.workspace.as_deref(), Some("team-a"));
+        assert_eq!(verified.server_pid, 4242);
+        // A link of the earlier form, without the server's process, is not accepted.
+        let old = br#"{"s":"work","p":"%3","e":99999999999}"#;
+        let mut mac = key.mac();
+        mac.update(old);
+        let token = format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(old),
+            URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())
+        );
+        assert_eq!(verify(&key, &token, now), Err(LinkError::Malformed));
     }
 
     #[test]

@@ -7,12 +7,14 @@
 //! route that takes input. The HTTP side is [`crate::http::view`].
 //!
 //! Links are minted by the `view_link` tool (for a pane the client may see) or by
-//! `muxgate view-link` (an operator), signed with the gateway's key ([`key`]).
+//! `muxgate view-link` (an operator), signed with the gateway's key ([`key`]). [`viewers`]
+//! counts the streams open, on the gateway and per link.
 
 pub mod key;
 pub mod link;
 pub mod page;
 pub mod render;
+pub mod viewers;
 
 use std::time::Duration;
 
@@ -35,6 +37,9 @@ pub struct ViewConfig {
     /// an emulator and a render per update.
     #[serde(default = "default_max_viewers")]
     pub max_viewers: u32,
+    /// Event streams open at once on one link; one more is answered 429.
+    #[serde(default = "default_max_viewers_per_link")]
+    pub max_viewers_per_link: u32,
 }
 
 impl Default for ViewConfig {
@@ -44,6 +49,7 @@ impl Default for ViewConfig {
             default_link_minutes: default_link_minutes(),
             max_link_minutes: default_max_link_minutes(),
             max_viewers: default_max_viewers(),
+            max_viewers_per_link: default_max_viewers_per_link(),
         }
     }
 }
@@ -62,6 +68,10 @@ fn default_max_link_minutes() -> u64 {
 
 fn default_max_viewers() -> u32 {
     32
+}
+
+fn default_max_viewers_per_link() -> u32 {
+    4
 }
 
 impl ViewConfig {

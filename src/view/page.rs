@@ -20,8 +20,8 @@ pub const HTML: &str = r#"<!doctype html>
 <meta charset="utf-8">
 <meta name="referrer" content="no-referrer">
 <title>muxgate live view</title>
-<link rel="stylesheet" href="/view/app.css">
-<script src="/view/app.js" defer></script>
+<link rel="stylesheet" href="view/app.css">
+<script src="view/app.js" defer></script>
 </head>
 <body>
 <header><strong>muxgate</strong> live view <span id="status">connecting…</span></header>
@@ -64,7 +64,7 @@ pub const JS: &str = r#""use strict";
   const token = new URLSearchParams(window.location.search).get("t") || "";
   const screen = document.getElementById("screen");
   const status = document.getElementById("status");
-  const events = new EventSource("/view/events?t=" + encodeURIComponent(token));
+  const events = new EventSource("view/events?t=" + encodeURIComponent(token));
   events.addEventListener("screen", function (event) {
     // The server escaped every character of the pane: this is markup it made.
     screen.innerHTML = event.data;
@@ -100,7 +100,7 @@ pub const JS: &str = r#""use strict";
     });
   }
   function decide(id, decision) {
-    authorized("POST", "/approvals/" + encodeURIComponent(id), { decision: decision })
+    authorized("POST", "approvals/" + encodeURIComponent(id), { decision: decision })
       .then(function (answer) { note.textContent = answer.id + " " + answer.decision; refresh(); })
       .catch(function (error) { note.textContent = error.message; });
   }
@@ -113,7 +113,7 @@ pub const JS: &str = r#""use strict";
   }
   function refresh() {
     if (!approver) { return; }
-    authorized("GET", "/approvals").then(function (answer) {
+    authorized("GET", "approvals").then(function (answer) {
       list.replaceChildren();
       answer.pending.forEach(function (call) {
         const item = document.createElement("li");
@@ -169,6 +169,17 @@ mod tests {
         assert!(HTML.contains(r#"<input id="approver-token" type="password""#));
         assert!(!JS.contains("localStorage") && !JS.contains("sessionStorage"));
         assert!(!HTML.contains("<script>"), "no inline script");
+    }
+
+    /// A gateway behind a path prefix (`http.public_url = "https://host/muxgate"`) serves the
+    /// page at `/muxgate/view`: everything it loads must resolve under that prefix.
+    #[test]
+    fn the_page_reaches_the_gateway_by_relative_paths() {
+        for needle in ["href=\"/", "src=\"/", "(\"/", "\"/view", "\"/approvals"] {
+            assert!(!HTML.contains(needle), "{needle} in the HTML");
+            assert!(!JS.contains(needle), "{needle} in the script");
+        }
+        assert!(JS.contains("\"view/events?t=\""));
     }
 
     #[test]

@@ -176,6 +176,12 @@ impl Workspaces {
         Ok(slot.server.clone())
     }
 
+    /// The tmux server of workspace `name` if its sandbox is running now; never starts one.
+    pub fn running_server(&self, name: &WorkspaceName) -> Option<TmuxServer> {
+        let slot = self.lock_slots().get(name).cloned()?;
+        launch::running(&slot.dir).map(|_| slot.server.clone())
+    }
+
     /// The servers of the workspaces served since the gateway started (for metrics).
     pub fn servers(&self) -> Vec<TmuxServer> {
         self.lock_slots()

@@ -56,6 +56,12 @@ impl TestTmux {
         self.ok(&["set-option", "-g", "default-command", "sh"]);
     }
 
+    /// The server's process id (`#{pid}`).
+    pub fn server_pid(&self) -> u32 {
+        let pid = self.ok(&["display-message", "-p", "#{pid}"]);
+        pid.trim().parse().expect("tmux prints its pid")
+    }
+
     /// `tmux -L <socket>` with a clean environment for tmux.
     pub fn command(&self) -> Command {
         let mut command = Command::new("tmux");

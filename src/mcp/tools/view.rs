@@ -15,6 +15,7 @@ use crate::mcp::access::parse_target;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::links;
+use crate::mux::tmux::panes::TmuxPanes;
 use crate::view::link::{ViewGrant, sign};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -24,7 +25,8 @@ pub struct ViewLinkInput {
     pub server: Option<String>,
     /// The pane `%N`, or a window or session (its active pane now).
     pub target: String,
-    /// Minutes the link lives (default 15, at most the gateway's view.max_link_minutes).
+    /// Minutes the link lives (default 15, at most the gateway's view.max_link_minutes and
+    /// never past your token's expiry).
     #[serde(default)]
     pub minutes: Option<u64>,
 }
@@ -70,17 +72,28 @@ impl McpServer {
         let ttl = state.config.view.link_ttl(input.minutes).map_err(|why| {
             ToolError::invalid_arguments(format!("minutes: {why}"), "pass fewer minutes")
         })?;
+        let ttl = links::within_token(ttl, &call.principal)?;
         let base = links::base(&state.config.http, &parts)?;
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        if tmux.workspace.is_some() {
-            return Err(ToolError::new(
-                ToolErrorKind::Unavailable,
-                "the live view shows panes of the configured tmux servers, not of a workspace",
-                "call list_servers for the configured servers",
-            ));
-        }
         let pane = tmux.resolve(&parse_target(&input.target)?).await?.pane_id;
-        let grant = ViewGrant::new(tmux.server_name(), pane, SystemTime::now(), ttl);
+        let terminal = TmuxPanes::new(tmux.server.clone(), tmux.caller.clone())
+            .terminal(pane)
+            .await
+            .map_err(|e| {
+                ToolError::new(ToolErrorKind::Unavailable, e.to_string(), "retry shortly")
+            })?
+            .ok_or_else(|| super::watch::missing_pane(pane))?;
+        let grant = ViewGrant::new(
+            tmux.server_name(),
+            pane,
+            terminal.server_pid,
+            SystemTime::now(),
+            ttl,
+        );
+        let grant = match tmux.workspace {
+            Some(_) => grant.in_workspace(&call.principal.workspace),
+            None => grant,
+        };
         let token = sign(&state.view_key, &grant);
         Ok(Json(ViewLinkOutput {
             pane_id: pane.to_string(),
