@@ -19,7 +19,9 @@
 //! - [`target`], [`format`]: validated targets as clients name them, and listing rows (pure);
 //! - [`format_check`]: the grammar of the tmux formats a client may have tmux expand (pure);
 //! - [`ops`]: operations (keys, input, captures, buffers, pipes) as commands and parsers (pure);
-//! - [`panes`]: the backend-neutral pane operations ([`crate::mux::pane_io::PaneIo`]) for tmux.
+//! - [`panes`]: the backend-neutral pane operations ([`crate::mux::pane_io::PaneIo`]) for tmux;
+//! - [`sessions`], [`windows`]: typed session and window operations (their command lines and
+//!   rows), for the tools that act on them.
 //!
 //! [`TmuxServer`] ties one server's worker and output hub together; [`TmuxEngine`] holds the
 //! configured servers by name.
@@ -39,12 +41,14 @@ pub mod panes;
 pub mod protocol;
 pub mod quote;
 mod router;
+pub mod sessions;
 pub mod shared_lines;
 pub mod spawn;
 pub mod stale;
 pub mod start;
 pub mod target;
 pub mod watch_session;
+pub mod windows;
 pub mod worker;
 
 use std::collections::BTreeMap;
