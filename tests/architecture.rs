@@ -132,7 +132,6 @@ const NOT_YET_MOVED: &[&str] = &[
     "src/mcp/tools/hook.rs",
     "src/mcp/tools/option.rs",
     "src/mcp/tools/pane.rs",
-    "src/mcp/tools/pane_lifecycle.rs",
     "src/mcp/tools/run.rs",
     "src/mcp/tools/server.rs",
     "src/mcp/tools/since.rs",

@@ -20,8 +20,9 @@
 //! - [`format_check`]: the grammar of the tmux formats a client may have tmux expand (pure);
 //! - [`ops`]: operations (keys, input, captures, buffers, pipes) as commands and parsers (pure);
 //! - [`panes`]: the backend-neutral pane operations ([`crate::mux::pane_io::PaneIo`]) for tmux;
-//! - [`sessions`], [`windows`]: typed session and window operations (their command lines and
-//!   rows), for the tools that act on them.
+//! - [`sessions`], [`windows`], [`pane_lifecycle`]: typed session, window and pane-changing
+//!   operations (their command lines and rows), for the tools that act on them; [`pane_row`]:
+//!   the full row of a pane they and the pane listings read.
 //!
 //! [`TmuxServer`] ties one server's worker and output hub together; [`TmuxEngine`] holds the
 //! configured servers by name.
@@ -37,6 +38,8 @@ pub mod latency;
 pub mod monitor;
 pub mod ops;
 pub mod output;
+pub mod pane_lifecycle;
+pub mod pane_row;
 pub mod panes;
 pub mod protocol;
 pub mod quote;
