@@ -25,7 +25,7 @@ use crate::mcp::pane_ops::{
 };
 use crate::mcp::self_guard::Kill;
 use crate::mux::tmux::pane_lifecycle::{
-    PaneChangeError, PaneSelection, Spawn, Split, SplitSide, SplitSize, TmuxPaneLifecycle,
+    PaneChangeError, PaneSelection, Spawn, Split, SplitSide, SplitSize,
 };
 use crate::mux::tmux::target::Target;
 use crate::mux::tmux::{EngineError, PaneId};
@@ -330,7 +330,8 @@ impl McpServer {
             spawn,
             select: input.select,
         };
-        let row = lifecycle(&tmux)
+        let row = tmux
+            .pane_lifecycle()
             .split(&split, launch.as_deref())
             .await
             .map_err(|e| change_error(&tmux, e, &target, list_hint(&target)))?
@@ -362,7 +363,7 @@ impl McpServer {
         let pane = tmux.resolve(&Target::Pane(pane)).await?.pane_id;
         self.refuse_self_kill(&tmux, Kill::Pane(pane)).await?;
         let target = Target::Pane(pane);
-        lifecycle(&tmux)
+        tmux.pane_lifecycle()
             .kill(pane)
             .await
             .map_err(|e| change_error(&tmux, e, &target, list_hint(&target)))?;
@@ -400,7 +401,7 @@ impl McpServer {
         let pane = tmux.resolve(&Target::Pane(pane)).await?.pane_id;
         self.refuse_self_kill(&tmux, Kill::Pane(pane)).await?;
         let target = Target::Pane(pane);
-        lifecycle(&tmux)
+        tmux.pane_lifecycle()
             .respawn(pane, input.kill, &spawn)
             .await
             .map_err(|e| change_error(&tmux, e, &target, list_hint(&target)))?;
@@ -464,7 +465,8 @@ impl McpServer {
                 PaneSelection::Pane(siblings[next].pane)
             }
         };
-        let rows = lifecycle(&tmux)
+        let rows = tmux
+            .pane_lifecycle()
             .select(selection, from)
             .await
             .map_err(|e| change_error(&tmux, e, &target, "call list_panes"))?;
@@ -501,7 +503,7 @@ impl McpServer {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = parse_target(&input.target)?;
         let sizes = input.width.is_some() || input.height.is_some();
-        let lifecycle = lifecycle(&tmux);
+        let lifecycle = tmux.pane_lifecycle();
         let resized = match (input.zoom, sizes) {
             (Some(_), true) => {
                 return Err(ToolError::invalid_arguments(
@@ -566,7 +568,7 @@ impl McpServer {
         for pane in [source, target] {
             tmux.authorize(&Target::Pane(pane)).await?;
         }
-        lifecycle(&tmux)
+        tmux.pane_lifecycle()
             .swap(source, target)
             .await
             .map_err(|e| change_error(&tmux, e, &Target::Pane(target), PANES_HINT))?;
@@ -608,7 +610,7 @@ impl McpServer {
             ));
         }
         let pane = tmux.pane_of(&target).await?;
-        lifecycle(&tmux)
+        tmux.pane_lifecycle()
             .set_title(pane, &input.title)
             .await
             .map_err(|e| change_error(&tmux, e, &target, list_hint(&target)))?;
@@ -640,7 +642,7 @@ impl McpServer {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = parse_target(&input.target)?;
         let pane = tmux.pane_of(&target).await?;
-        lifecycle(&tmux)
+        tmux.pane_lifecycle()
             .clear(pane)
             .await
             .map_err(|e| change_error(&tmux, e, &target, "call list_panes"))?;
@@ -673,11 +675,6 @@ fn exact_pane(text: &str, instead: &str) -> Result<PaneId, ToolError> {
             format!("call list_panes for pane ids, or use {instead}"),
         )),
     }
-}
-
-/// The server's panes, changed as the caller.
-fn lifecycle(tmux: &TmuxAccess<'_>) -> TmuxPaneLifecycle {
-    TmuxPaneLifecycle::new(tmux.server.clone(), tmux.caller.clone())
 }
 
 /// A failed pane change as an error for the model: engine failures suggest `list_hint`; a
