@@ -1,8 +1,11 @@
 //! ARCHITECTURE.md stays true to the tree: every file or folder it names in backticks exists.
+//! And tmux command lines and row parsing stay in `src/mux/tmux/`: a file of `src/mcp/` that
+//! builds one fails, unless it is one of the files not yet moved (a list that only shrinks).
 //!
-//! A name counts when it ends in a file extension the repo uses (`monitor.rs`, `deploy/k8s.yaml`)
-//! or in `/` (`src/mcp/`); it matches a path of the repo that ends with it, so the document may
-//! name a file by its last parts where the text says which folder it is in.
+//! For the document, a name counts when it ends in a file extension the repo uses
+//! (`monitor.rs`, `deploy/k8s.yaml`) or in `/` (`src/mcp/`); it matches a path of the repo that
+//! ends with it, so the document may name a file by its last parts where the text says which
+//! folder it is in.
 
 use std::path::Path;
 
@@ -112,4 +115,92 @@ fn a_renamed_file_would_be_caught() {
         named_paths("guard   src/http/guard.rs, allowlist.rs `/etc/muxgate/config.toml` ~/x.toml"),
         ["allowlist.rs", "src/http/guard.rs"]
     );
+}
+
+/// Files under `src/mcp/` that still build tmux command lines or parse tmux rows themselves.
+/// The typed operations in `src/mux/tmux/` (sessions, windows, panes…) own both; these files
+/// move onto them one by one. The list only shrinks: a file that no longer needs its place
+/// fails the check until it is taken off, and no file may join it.
+const NOT_YET_MOVED: &[&str] = &[
+    "src/mcp/access.rs",
+    "src/mcp/pane_ops.rs",
+    "src/mcp/resources.rs",
+    "src/mcp/self_guard.rs",
+    "src/mcp/tools/buffer.rs",
+    "src/mcp/tools/channel.rs",
+    "src/mcp/tools/copy_mode.rs",
+    "src/mcp/tools/hook.rs",
+    "src/mcp/tools/option.rs",
+    "src/mcp/tools/pane.rs",
+    "src/mcp/tools/run.rs",
+    "src/mcp/tools/server.rs",
+    "src/mcp/tools/since.rs",
+    "src/mcp/tools/wait.rs",
+    "src/mcp/tools/watch.rs",
+];
+
+/// Whether Rust source builds a tmux command line (`TmuxCommand::…`) or parses a tmux row
+/// (the `-F` helpers `row_format`, `split_row`).
+fn builds_commands_or_parses_rows(source: &str) -> bool {
+    let row_helper = regex::Regex::new(r"\b(row_format|split_row)\b").expect("valid regex");
+    source.contains("TmuxCommand::") || row_helper.is_match(source)
+}
+
+#[test]
+fn only_files_not_yet_moved_build_tmux_commands_in_src_mcp() {
+    let mcp_sources: Vec<String> = repo_paths()
+        .into_iter()
+        .filter(|path| path.starts_with("src/mcp/") && path.ends_with(".rs"))
+        .collect();
+    assert!(
+        mcp_sources.len() > 20,
+        "only {} files found",
+        mcp_sources.len()
+    );
+    let mut building = Vec::new();
+    for path in &mcp_sources {
+        let source = std::fs::read_to_string(Path::new(ROOT).join(path)).expect("read source");
+        if builds_commands_or_parses_rows(&source) {
+            building.push(path.as_str());
+        }
+    }
+    let mut newcomers: Vec<&str> = building
+        .iter()
+        .copied()
+        .filter(|path| !NOT_YET_MOVED.contains(path))
+        .collect();
+    newcomers.sort_unstable();
+    assert!(
+        newcomers.is_empty(),
+        "{newcomers:?} build tmux command lines or parse tmux rows: call the typed operations \
+         of src/mux/tmux/ instead (or add one there)"
+    );
+    let moved: Vec<&str> = NOT_YET_MOVED
+        .iter()
+        .copied()
+        .filter(|path| !building.contains(path))
+        .collect();
+    assert!(
+        moved.is_empty(),
+        "{moved:?} no longer build tmux commands or parse rows: take them off NOT_YET_MOVED"
+    );
+}
+
+#[test]
+fn a_command_line_or_row_parse_would_be_caught() {
+    assert!(builds_commands_or_parses_rows(
+        r#"let c = TmuxCommand::new("kill-pane");"#
+    ));
+    assert!(builds_commands_or_parses_rows(
+        "let f = split_row(line, 3)?;"
+    ));
+    assert!(builds_commands_or_parses_rows(
+        "use crate::mux::tmux::format::row_format;"
+    ));
+    assert!(!builds_commands_or_parses_rows(
+        "fn list_command() -> Result<TmuxCommand, QuoteError>"
+    ));
+    assert!(!builds_commands_or_parses_rows(
+        "let rows = split_rows_of(x);"
+    ));
 }

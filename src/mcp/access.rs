@@ -19,8 +19,11 @@ use crate::limits::output::Carried;
 use crate::mux::lines::excerpt;
 use crate::mux::tmux::format::{row_format, split_row};
 use crate::mux::tmux::ops;
+use crate::mux::tmux::pane_lifecycle::TmuxPaneLifecycle;
+use crate::mux::tmux::sessions::TmuxSessions;
 use crate::mux::tmux::target::{Target, TargetError};
 use crate::mux::tmux::watch_session::is_watch_session;
+use crate::mux::tmux::windows::TmuxWindows;
 use crate::mux::tmux::{
     BatchMode, Caller, CommandOutcome, ConnectError, EngineError, PaneId, QueueScope, SessionId,
     TmuxCommand, TmuxServer, WindowId,
@@ -214,6 +217,21 @@ impl TmuxAccess<'_> {
                 owner: owner.as_deref(),
             },
         )
+    }
+
+    /// The server's sessions, acted on as this caller.
+    pub fn sessions(&self) -> TmuxSessions {
+        TmuxSessions::new(self.server.clone(), self.caller.clone())
+    }
+
+    /// The server's windows, acted on as this caller.
+    pub fn windows(&self) -> TmuxWindows {
+        TmuxWindows::new(self.server.clone(), self.caller.clone())
+    }
+
+    /// The server's panes, changed as this caller.
+    pub fn pane_lifecycle(&self) -> TmuxPaneLifecycle {
+        TmuxPaneLifecycle::new(self.server.clone(), self.caller.clone())
     }
 
     /// The argv that starts this server's default shell with shell integration, when

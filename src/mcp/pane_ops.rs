@@ -17,11 +17,11 @@ use super::access::{TmuxAccess, engine_error, list_hint, missing_as_not_found};
 use super::error::{ToolError, ToolErrorKind};
 use super::fields::RowShape;
 use crate::auth::owners::SessionKey;
-use crate::mux::tmux::format::{flag, row_format, split_row};
 use crate::mux::tmux::ops::buffer::transient_buffer_name;
 use crate::mux::tmux::ops::capture::{CaptureRange, CapturedText, shape_capture};
 use crate::mux::tmux::ops::input::{InputError, InputPlan};
 use crate::mux::tmux::ops::since::{SinceCursor, cursor_at, parse_state, state_command};
+use crate::mux::tmux::pane_row::PaneRecord;
 use crate::mux::tmux::target::Target;
 use crate::mux::tmux::{BatchMode, CommandOutcome, EngineError, PaneId, QuoteError, TmuxCommand};
 
@@ -93,37 +93,6 @@ pub const PANE_SHAPE: RowShape = RowShape {
     ],
 };
 
-/// `-F` fields of a pane row; free text last (only the last field may hold a separator).
-pub const PANE_FIELDS: [&str; 25] = [
-    "pane_id",
-    "pane_index",
-    "session_id",
-    "window_id",
-    "window_index",
-    "pane_active",
-    "window_active",
-    "window_zoomed_flag",
-    "pane_width",
-    "pane_height",
-    "pane_left",
-    "pane_top",
-    "pane_pid",
-    "pane_dead",
-    "pane_dead_status",
-    "pane_in_mode",
-    "pane_mode",
-    "pane_tty",
-    // The tmux server's pid: with `pane_pid`, names the pane's program across time.
-    "pid",
-    "session_created",
-    "session_name",
-    "window_name",
-    "pane_title",
-    "pane_current_command",
-    // Last: a directory name may hold any byte, including the separator.
-    "pane_current_path",
-];
-
 /// Field names of [`PaneInfo`], for filters.
 pub const PANE_INFO_FIELDS: [&str; 24] = [
     "id",
@@ -163,48 +132,10 @@ pub struct PaneRow {
 }
 
 impl PaneRow {
-    /// Parses one `list-panes` row of [`PANE_FIELDS`] (`created_by_you` false: see
+    /// Parses one `list-panes` row of [`PaneRecord::row_format`] (`created_by_you` false: see
     /// [`Self::for_caller`]).
     pub fn parse(line: &[u8]) -> Option<Self> {
-        let f = split_row(line, PANE_FIELDS.len())?;
-        let pane: PaneId = f[0].parse().ok()?;
-        let number = |i: usize| f[i].parse::<u32>().unwrap_or(0);
-        let dead = flag(&f[13]);
-        let info = PaneInfo {
-            id: f[0].clone(),
-            index: number(1),
-            session_id: f[2].clone(),
-            window_id: f[3].clone(),
-            window_index: number(4),
-            active: flag(&f[5]),
-            window_active: flag(&f[6]),
-            zoomed: flag(&f[7]),
-            width: number(8),
-            height: number(9),
-            left: number(10),
-            top: number(11),
-            pid: number(12),
-            dead,
-            dead_status: if dead { f[14].parse().ok() } else { None },
-            in_mode: flag(&f[15]),
-            mode: f[16].clone(),
-            tty: f[17].clone(),
-            created_by_you: false,
-            session_name: f[20].clone(),
-            window_name: f[21].clone(),
-            title: f[22].clone(),
-            current_command: f[23].clone(),
-            current_path: f[24].clone(),
-        };
-        Some(Self {
-            session: SessionKey {
-                id: info.session_id.clone(),
-                created: f[19].parse().ok()?,
-            },
-            info,
-            pane,
-            server_pid: number(18),
-        })
+        PaneRecord::parse(line).map(Self::from)
     }
 
     /// The row as the caller sees it: `None` when its session is hidden from the caller, else
@@ -215,6 +146,45 @@ impl PaneRow {
         }
         self.info.created_by_you = tmux.created_by_caller(&self.session, &self.info.session_name);
         Some(self)
+    }
+}
+
+impl From<PaneRecord> for PaneRow {
+    fn from(row: PaneRecord) -> Self {
+        Self {
+            info: PaneInfo {
+                id: row.pane.to_string(),
+                index: row.index,
+                session_id: row.session_id.clone(),
+                session_name: row.session_name,
+                window_id: row.window_id,
+                window_index: row.window_index,
+                window_name: row.window_name,
+                active: row.active,
+                window_active: row.window_active,
+                zoomed: row.zoomed,
+                width: row.width,
+                height: row.height,
+                left: row.left,
+                top: row.top,
+                pid: row.pid,
+                current_command: row.current_command,
+                current_path: row.current_path,
+                title: row.title,
+                tty: row.tty,
+                dead: row.dead,
+                dead_status: row.dead_status,
+                in_mode: row.in_mode,
+                mode: row.mode,
+                created_by_you: false,
+            },
+            pane: row.pane,
+            session: SessionKey {
+                id: row.session_id,
+                created: row.session_created,
+            },
+            server_pid: row.server_pid,
+        }
     }
 }
 
@@ -247,7 +217,7 @@ pub async fn pane_rows(
     Ok(visible_rows(tmux, &lines))
 }
 
-/// The `list-panes` command for `scope`, rows of [`PANE_FIELDS`].
+/// The `list-panes` command for `scope`, rows of [`PaneRecord::row_format`].
 pub fn list_panes_command(scope: &PaneScope) -> Result<TmuxCommand, ToolError> {
     let mut command = TmuxCommand::new("list-panes");
     match scope {
@@ -260,7 +230,7 @@ pub fn list_panes_command(scope: &PaneScope) -> Result<TmuxCommand, ToolError> {
         }
     }
     command
-        .opt("-F", row_format(&PANE_FIELDS))
+        .opt("-F", PaneRecord::row_format())
         .build()
         .map_err(quote_error)
 }

@@ -2,7 +2,9 @@
 //!
 //! Each description says what changes in a human's view. Focus moves only in select_pane
 //! (and split_window with `select`); kill_pane and respawn_pane refuse the pane the gateway
-//! itself runs in ([`crate::mcp::self_guard`]).
+//! itself runs in ([`crate::mcp::self_guard`]). The commands are
+//! [`crate::mux::tmux::pane_lifecycle`]'s; these tools check arguments and access, call it and
+//! shape the answer.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -19,14 +21,14 @@ use crate::mcp::access::{PANES_HINT, TmuxAccess, engine_error, list_hint, parse_
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{
-    PANE_FIELDS, PaneInfo, PaneRow, PaneScope, not_found, pane_info, pane_rows, quote_error,
+    PaneInfo, PaneRow, PaneScope, not_found, pane_info, pane_rows, quote_error,
 };
 use crate::mcp::self_guard::Kill;
-use crate::mux::tmux::command::CommandBuilder;
-use crate::mux::tmux::format::row_format;
-use crate::mux::tmux::ops;
+use crate::mux::tmux::pane_lifecycle::{
+    PaneChangeError, PaneSelection, Spawn, Split, SplitSide, SplitSize,
+};
 use crate::mux::tmux::target::Target;
-use crate::mux::tmux::{BatchMode, CommandOutcome, EngineError, PaneId, TmuxCommand};
+use crate::mux::tmux::{EngineError, PaneId};
 
 /// Longest pane title accepted.
 const MAX_TITLE_LEN: usize = 256;
@@ -52,14 +54,16 @@ pub enum PaneSize {
     Percent(u32),
 }
 
-impl PaneSize {
-    fn to_arg(self) -> String {
-        match self {
-            PaneSize::Cells(n) => n.to_string(),
-            PaneSize::Percent(p) => format!("{p}%"),
+impl From<PaneSize> for SplitSize {
+    fn from(size: PaneSize) -> Self {
+        match size {
+            PaneSize::Cells(n) => SplitSize::Cells(n),
+            PaneSize::Percent(p) => SplitSize::Percent(p),
         }
     }
+}
 
+impl PaneSize {
     fn parse(text: &str) -> Option<Self> {
         let (digits, percent) = match text.strip_suffix('%') {
             Some(digits) => (digits, true),
@@ -301,39 +305,37 @@ impl McpServer {
     ) -> Result<Json<PaneInfo>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = parse_target(&input.target)?;
-        let spawn = Spawn::check(
-            input.start_directory.as_deref(),
-            input.shell.as_deref(),
+        let spawn = check_spawn(
+            input.start_directory,
+            input.shell,
             input.environment.as_ref(),
         )?;
         let pane = tmux.pane_of(&target).await?;
-        let mut command = TmuxCommand::new("split-window")
-            .flag("-P")
-            .opt("-F", row_format(&PANE_FIELDS));
-        if !input.select {
-            command = command.flag("-d");
-        }
-        command = match input.direction {
-            SplitDirection::Below => command.flag("-v"),
-            SplitDirection::Above => command.flag("-v").flag("-b"),
-            SplitDirection::Right => command.flag("-h"),
-            SplitDirection::Left => command.flag("-h").flag("-b"),
-        };
-        if let Some(size) = input.size {
-            command = command.opt("-l", size.to_arg());
-        }
-        let mut command = spawn.apply(command.target(pane));
-        if spawn.shell.is_none() {
-            let integration = self.state().config.tmux.shell_integration;
-            if let Some(argv) = tmux.integrated_shell(integration).await {
-                command = ops::shell::with_launch(command, &argv);
+        let launch = match spawn.shell {
+            Some(_) => None,
+            None => {
+                let integration = self.state().config.tmux.shell_integration;
+                tmux.integrated_shell(integration).await
             }
-        }
-        let command = command.build().map_err(quote_error)?;
-        let lines = tmux.run(command, list_hint(&target)).await?;
-        let row = lines
-            .first()
-            .and_then(|line| PaneRow::parse(line)?.for_caller(&tmux))
+        };
+        let split = Split {
+            pane,
+            side: match input.direction {
+                SplitDirection::Above => SplitSide::Above,
+                SplitDirection::Below => SplitSide::Below,
+                SplitDirection::Left => SplitSide::Left,
+                SplitDirection::Right => SplitSide::Right,
+            },
+            size: input.size.map(SplitSize::from),
+            spawn,
+            select: input.select,
+        };
+        let row = tmux
+            .pane_lifecycle()
+            .split(&split, launch.as_deref())
+            .await
+            .map_err(|e| change_error(&tmux, e, &target, list_hint(&target)))?
+            .and_then(|row| PaneRow::from(row).for_caller(&tmux))
             .ok_or_else(|| not_found(&target))?;
         Ok(Json(row.info))
     }
@@ -360,11 +362,11 @@ impl McpServer {
         let pane = exact_pane(&input.target, "kill_window or kill_session")?;
         let pane = tmux.resolve(&Target::Pane(pane)).await?.pane_id;
         self.refuse_self_kill(&tmux, Kill::Pane(pane)).await?;
-        let command = TmuxCommand::new("kill-pane")
-            .target(pane)
-            .build()
-            .map_err(quote_error)?;
-        tmux.run(command, list_hint(&Target::Pane(pane))).await?;
+        let target = Target::Pane(pane);
+        tmux.pane_lifecycle()
+            .kill(pane)
+            .await
+            .map_err(|e| change_error(&tmux, e, &target, list_hint(&target)))?;
         Ok(Json(PaneActionOutput {
             server: tmux.server_name().to_owned(),
             pane_id: pane.to_string(),
@@ -391,22 +393,18 @@ impl McpServer {
     ) -> Result<Json<PaneActionOutput>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let pane = exact_pane(&input.target, "list_panes")?;
-        let spawn = Spawn::check(
-            input.start_directory.as_deref(),
-            input.shell.as_deref(),
+        let spawn = check_spawn(
+            input.start_directory,
+            input.shell,
             input.environment.as_ref(),
         )?;
         let pane = tmux.resolve(&Target::Pane(pane)).await?.pane_id;
         self.refuse_self_kill(&tmux, Kill::Pane(pane)).await?;
-        let mut command = TmuxCommand::new("respawn-pane");
-        if input.kill {
-            command = command.flag("-k");
-        }
-        let command = spawn
-            .apply(command.target(pane))
-            .build()
-            .map_err(quote_error)?;
-        tmux.run(command, list_hint(&Target::Pane(pane))).await?;
+        let target = Target::Pane(pane);
+        tmux.pane_lifecycle()
+            .respawn(pane, input.kill, &spawn)
+            .await
+            .map_err(|e| change_error(&tmux, e, &target, list_hint(&target)))?;
         Ok(Json(PaneActionOutput {
             server: tmux.server_name().to_owned(),
             pane_id: pane.to_string(),
@@ -448,14 +446,14 @@ impl McpServer {
             .filter(|r| r.info.window_id == window_id)
             .collect();
         siblings.sort_by_key(|r| r.info.index);
-        let command = TmuxCommand::new("select-pane");
-        let command = match input.direction {
-            None => command.target(origin.pane),
-            Some(SelectDirection::Up) => command.flag("-U").target(origin.pane),
-            Some(SelectDirection::Down) => command.flag("-D").target(origin.pane),
-            Some(SelectDirection::Left) => command.flag("-L").target(origin.pane),
-            Some(SelectDirection::Right) => command.flag("-R").target(origin.pane),
-            Some(SelectDirection::Last) => command.flag("-l").target(origin.pane),
+        let from = origin.pane;
+        let selection = match input.direction {
+            None => PaneSelection::Pane(from),
+            Some(SelectDirection::Up) => PaneSelection::Above(from),
+            Some(SelectDirection::Down) => PaneSelection::Below(from),
+            Some(SelectDirection::Left) => PaneSelection::LeftOf(from),
+            Some(SelectDirection::Right) => PaneSelection::RightOf(from),
+            Some(SelectDirection::Last) => PaneSelection::LastIn(from),
             Some(step @ (SelectDirection::Next | SelectDirection::Previous)) => {
                 let active = siblings.iter().position(|r| r.info.active).unwrap_or(0);
                 let n = siblings.len();
@@ -464,23 +462,17 @@ impl McpServer {
                 } else {
                     (active + n - 1) % n
                 };
-                command.target(siblings[next].pane)
+                PaneSelection::Pane(siblings[next].pane)
             }
         };
-        let select = command.build().map_err(quote_error)?;
-        let list = pane_list_command(&Target::Pane(origin.pane))?;
-        let mut outcomes = tmux
-            .run_batch(vec![select, list], BatchMode::StopOnError, None)
-            .await?
-            .into_iter();
-        check_outcome(&tmux, outcomes.next(), &target)?;
-        let rows = match outcomes.next() {
-            Some(CommandOutcome::Ok(lines)) => lines,
-            _ => return Err(not_found(&target)),
-        };
+        let rows = tmux
+            .pane_lifecycle()
+            .select(selection, from)
+            .await
+            .map_err(|e| change_error(&tmux, e, &target, "call list_panes"))?;
         let active_pane = rows
-            .iter()
-            .filter_map(|line| PaneRow::parse(line)?.for_caller(&tmux))
+            .into_iter()
+            .filter_map(|row| PaneRow::from(row).for_caller(&tmux))
             .find(|r| r.info.active)
             .ok_or_else(|| not_found(&target))?
             .info;
@@ -511,7 +503,8 @@ impl McpServer {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = parse_target(&input.target)?;
         let sizes = input.width.is_some() || input.height.is_some();
-        let command = match (input.zoom, sizes) {
+        let lifecycle = tmux.pane_lifecycle();
+        let resized = match (input.zoom, sizes) {
             (Some(_), true) => {
                 return Err(ToolError::invalid_arguments(
                     "pass either zoom or width/height, not both",
@@ -529,9 +522,7 @@ impl McpServer {
                 if current.info.zoomed == zoom {
                     return Ok(Json(current.info));
                 }
-                TmuxCommand::new("resize-pane")
-                    .flag("-Z")
-                    .target(current.pane)
+                lifecycle.toggle_zoom(current.pane).await
             }
             (None, true) => {
                 if input.width == Some(0) || input.height == Some(0) {
@@ -541,18 +532,10 @@ impl McpServer {
                     ));
                 }
                 let pane = tmux.pane_of(&target).await?;
-                let mut command = TmuxCommand::new("resize-pane").target(pane);
-                if let Some(width) = input.width {
-                    command = command.opt("-x", width.to_string());
-                }
-                if let Some(height) = input.height {
-                    command = command.opt("-y", height.to_string());
-                }
-                command
+                lifecycle.resize(pane, input.width, input.height).await
             }
         };
-        let command = command.build().map_err(quote_error)?;
-        tmux.run(command, list_hint(&target)).await?;
+        resized.map_err(|e| change_error(&tmux, e, &target, list_hint(&target)))?;
         Ok(Json(pane_info(&tmux, &target).await?.info))
     }
 
@@ -585,13 +568,10 @@ impl McpServer {
         for pane in [source, target] {
             tmux.authorize(&Target::Pane(pane)).await?;
         }
-        let command = TmuxCommand::new("swap-pane")
-            .flag("-d")
-            .opt("-s", source.to_string())
-            .target(target)
-            .build()
-            .map_err(quote_error)?;
-        tmux.run(command, PANES_HINT).await?;
+        tmux.pane_lifecycle()
+            .swap(source, target)
+            .await
+            .map_err(|e| change_error(&tmux, e, &Target::Pane(target), PANES_HINT))?;
         let source_info = pane_info(&tmux, &Target::Pane(source)).await?.info;
         let target_info = pane_info(&tmux, &Target::Pane(target)).await?.info;
         Ok(Json(SwapPaneOutput {
@@ -630,13 +610,10 @@ impl McpServer {
             ));
         }
         let pane = tmux.pane_of(&target).await?;
-        // select-pane -T sets the title and returns before touching the active pane.
-        let command = TmuxCommand::new("select-pane")
-            .target(pane)
-            .format_opt("-T", &input.title)
-            .build()
-            .map_err(quote_error)?;
-        tmux.run(command, list_hint(&target)).await?;
+        tmux.pane_lifecycle()
+            .set_title(pane, &input.title)
+            .await
+            .map_err(|e| change_error(&tmux, e, &target, list_hint(&target)))?;
         Ok(Json(SetPaneTitleOutput {
             server: tmux.server_name().to_owned(),
             pane_id: pane.to_string(),
@@ -665,23 +642,10 @@ impl McpServer {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = parse_target(&input.target)?;
         let pane = tmux.pane_of(&target).await?;
-        let commands = vec![
-            TmuxCommand::new("send-keys")
-                .flag("-R")
-                .target(pane)
-                .build()
-                .map_err(quote_error)?,
-            TmuxCommand::new("clear-history")
-                .target(pane)
-                .build()
-                .map_err(quote_error)?,
-        ];
-        let outcomes = tmux
-            .run_batch(commands, BatchMode::StopOnError, None)
-            .await?;
-        for outcome in outcomes {
-            check_outcome(&tmux, Some(outcome), &target)?;
-        }
+        tmux.pane_lifecycle()
+            .clear(pane)
+            .await
+            .map_err(|e| change_error(&tmux, e, &target, "call list_panes"))?;
         Ok(Json(PaneActionOutput {
             server: tmux.server_name().to_owned(),
             pane_id: pane.to_string(),
@@ -713,81 +677,54 @@ fn exact_pane(text: &str, instead: &str) -> Result<PaneId, ToolError> {
     }
 }
 
-/// `list-panes` of the window holding `target`, in pane-row format.
-fn pane_list_command(target: &Target) -> Result<TmuxCommand, ToolError> {
-    TmuxCommand::new("list-panes")
-        .opt("-t", target.tmux_target())
-        .opt("-F", row_format(&PANE_FIELDS))
-        .build()
-        .map_err(quote_error)
-}
-
-fn check_outcome(
+/// A failed pane change as an error for the model: engine failures suggest `list_hint`; a
+/// command tmux refused or did not run reads as for `target`.
+fn change_error(
     tmux: &TmuxAccess<'_>,
-    outcome: Option<CommandOutcome>,
+    error: PaneChangeError,
     target: &Target,
-) -> Result<(), ToolError> {
-    match outcome {
-        Some(CommandOutcome::Ok(_)) => Ok(()),
-        Some(CommandOutcome::Failed(message)) => Err(engine_error(
+    list_hint_for_engine: &str,
+) -> ToolError {
+    match error {
+        PaneChangeError::Engine(error) => {
+            engine_error(tmux.server_name(), error, list_hint_for_engine)
+        }
+        PaneChangeError::Quote(error) => quote_error(error),
+        PaneChangeError::Refused(message) => engine_error(
             tmux.server_name(),
             EngineError::Command(message),
             list_hint(target),
-        )),
-        Some(CommandOutcome::NotRun) | None => Err(not_found(target)),
+        ),
+        PaneChangeError::Unanswered => not_found(target),
     }
 }
 
-/// How a new program starts (split_window, respawn_pane), validated.
-struct Spawn<'a> {
-    start_directory: Option<&'a str>,
-    shell: Option<&'a str>,
-    environment: Vec<String>,
-}
-
-impl<'a> Spawn<'a> {
-    fn check(
-        start_directory: Option<&'a str>,
-        shell: Option<&'a str>,
-        environment: Option<&BTreeMap<String, String>>,
-    ) -> Result<Self, ToolError> {
-        if let Some(dir) = start_directory
-            && (!dir.starts_with('/') || dir.chars().any(char::is_control))
-        {
-            return Err(ToolError::invalid_arguments(
-                "start_directory must be an absolute path without control characters",
-                "pass a path starting with /",
-            ));
-        }
-        if shell.is_some_and(|s| s.trim().is_empty()) {
-            return Err(ToolError::invalid_arguments(
-                "shell is empty",
-                "omit shell for the default shell, or pass a command",
-            ));
-        }
-        let environment = environment.map(env_assignments).transpose()?;
-        Ok(Self {
-            start_directory,
-            shell,
-            environment: environment.unwrap_or_default(),
-        })
+/// Checks how a new program starts (split_window, respawn_pane).
+fn check_spawn(
+    start_directory: Option<String>,
+    shell: Option<String>,
+    environment: Option<&BTreeMap<String, String>>,
+) -> Result<Spawn, ToolError> {
+    if let Some(dir) = &start_directory
+        && (!dir.starts_with('/') || dir.chars().any(char::is_control))
+    {
+        return Err(ToolError::invalid_arguments(
+            "start_directory must be an absolute path without control characters",
+            "pass a path starting with /",
+        ));
     }
-
-    /// Adds `-c`, `-e` and the command to a split-window / respawn-pane builder (after its
-    /// target).
-    fn apply(&self, mut command: CommandBuilder) -> CommandBuilder {
-        if let Some(dir) = self.start_directory {
-            // tmux expands formats in -c.
-            command = command.format_opt("-c", dir);
-        }
-        for assignment in &self.environment {
-            command = command.opt("-e", assignment);
-        }
-        if let Some(shell) = self.shell {
-            command = command.end_of_options().arg(shell);
-        }
-        command
+    if shell.as_ref().is_some_and(|s| s.trim().is_empty()) {
+        return Err(ToolError::invalid_arguments(
+            "shell is empty",
+            "omit shell for the default shell, or pass a command",
+        ));
     }
+    let environment = environment.map(env_assignments).transpose()?;
+    Ok(Spawn {
+        start_directory,
+        shell,
+        environment: environment.unwrap_or_default(),
+    })
 }
 
 /// `NAME=value` strings for `-e`, with names checked.
@@ -845,26 +782,31 @@ mod tests {
             let err = parse(bad.clone()).unwrap_err().to_string();
             assert!(err.contains("percentage"), "{bad}: {err}");
         }
-        assert_eq!(PaneSize::Percent(30).to_arg(), "30%");
+        assert_eq!(
+            SplitSize::from(PaneSize::Percent(30)),
+            SplitSize::Percent(30)
+        );
+        assert_eq!(SplitSize::from(PaneSize::Cells(4)), SplitSize::Cells(4));
     }
 
     #[test]
-    fn spawn_options_are_checked_and_quoted() {
+    fn spawn_options_are_checked() {
+        let some = |s: &str| Some(s.to_owned());
         let env = BTreeMap::from([("A_1".to_owned(), "x y;#{z}".to_owned())]);
-        let spawn = Spawn::check(Some("/tmp/#dir"), Some("echo hi"), Some(&env)).unwrap();
-        let command = spawn
-            .apply(TmuxCommand::new("respawn-pane").target(PaneId(1)))
-            .build()
-            .unwrap();
+        let spawn = check_spawn(some("/tmp/#dir"), some("echo hi"), Some(&env)).unwrap();
         assert_eq!(
-            String::from_utf8_lossy(command.as_bytes()),
-            "respawn-pane -t '%1' -c '/tmp/##dir' -e 'A_1=x y;#{z}' -- 'echo hi'"
+            spawn,
+            Spawn {
+                start_directory: some("/tmp/#dir"),
+                shell: some("echo hi"),
+                environment: vec!["A_1=x y;#{z}".to_owned()],
+            }
         );
-        assert!(Spawn::check(Some("relative"), None, None).is_err());
-        assert!(Spawn::check(None, Some("  "), None).is_err());
+        assert!(check_spawn(some("relative"), None, None).is_err());
+        assert!(check_spawn(None, some("  "), None).is_err());
         for bad in ["", "1A", "A-B", "A=B", "é"] {
             let env = BTreeMap::from([(bad.to_owned(), "v".to_owned())]);
-            assert!(Spawn::check(None, None, Some(&env)).is_err(), "{bad:?}");
+            assert!(check_spawn(None, None, Some(&env)).is_err(), "{bad:?}");
         }
     }
 

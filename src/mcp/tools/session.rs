@@ -3,13 +3,11 @@
 //! Sessions created here are detached (no human client is attached, switched or resized) and
 //! recorded as the creator's in the gateway's ownership table ([`crate::auth::owners`]); the
 //! name is claimed before tmux creates the session, so no moment exists in which it is shown
-//! unowned. When no tmux server runs, the control-mode
-//! engine cannot attach; `create_session` then starts the server with one subprocess (see
-//! [`crate::mux::tmux::start`]) and waits until the engine reaches it.
+//! unowned. When no tmux server runs, the control-mode engine cannot attach; `create_session`
+//! then starts the server with one subprocess and waits until the engine reaches it (see
+//! [`crate::mux::tmux::sessions`], which runs every tmux command of these tools).
 
 use std::collections::BTreeMap;
-use std::ffi::OsString;
-use std::time::Duration;
 
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
@@ -19,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::support::{
-    build, check_window_name, name_filter, session_only, validate_environment,
+    build_error, check_window_name, name_filter, session_only, validate_environment,
     validate_start_directory, validate_window_size,
 };
 use super::window::{WindowInfo, list_window_rows};
@@ -33,16 +31,9 @@ use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::fields::RowShape;
 use crate::mcp::self_guard::Kill;
 use crate::mux::lines::excerpt;
-use crate::mux::tmux::command::escape_format;
-use crate::mux::tmux::format::{row_format, split_row};
-use crate::mux::tmux::ops;
-use crate::mux::tmux::spawn::TERM_MARKER_PREFIX;
-use crate::mux::tmux::start::{argv_value, run_starting_server};
+use crate::mux::tmux::sessions::{self, NewSession, Session, SessionError};
 use crate::mux::tmux::target::{SessionName, SessionSel, Target};
-use crate::mux::tmux::watch_session::is_watch_session;
-use crate::mux::tmux::{
-    BatchMode, CommandOutcome, ConnectError, EngineError, TmuxCommand, TmuxEndpoint,
-};
+use crate::mux::tmux::{EngineError, SessionId, TmuxCommand};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -151,36 +142,22 @@ pub struct SessionInfo {
     pub created_by_you: bool,
 }
 
-/// `-F` fields of a session row; the name (free text) last.
-pub(crate) const SESSION_FIELDS: [&str; 8] = [
-    "session_id",
-    "session_windows",
-    "session_attached",
-    "session_created",
-    "session_activity",
-    "window_id",
-    "pane_id",
-    "session_name",
-];
-
-/// Parses one row printed with [`SESSION_FIELDS`] (`created_by_you` false: only the ownership
-/// table can tell).
-pub(crate) fn parse_session_row(line: &[u8]) -> Option<SessionInfo> {
-    let f = split_row(line, SESSION_FIELDS.len())?;
-    Some(SessionInfo {
-        id: f[0].clone(),
-        windows: f[1].parse().unwrap_or(0),
-        attached_clients: f[2].parse().unwrap_or(0),
-        created: f[3].parse().ok()?,
-        last_activity: f[4].parse().unwrap_or(0),
-        active_window_id: f[5].clone(),
-        active_pane_id: f[6].clone(),
-        name: f[7].clone(),
-        created_by_you: false,
-    })
-}
-
 impl SessionInfo {
+    /// A session as the caller sees it.
+    fn seen(session: Session, created_by_you: bool) -> Self {
+        Self {
+            id: session.id.to_string(),
+            name: session.name,
+            windows: session.windows,
+            attached_clients: session.attached_clients,
+            created: session.created,
+            last_activity: session.last_activity,
+            active_window_id: session.active_window_id,
+            active_pane_id: session.active_pane_id,
+            created_by_you,
+        }
+    }
+
     /// The session as the ownership table knows it.
     pub(crate) fn key(&self) -> SessionKey {
         SessionKey {
@@ -190,17 +167,23 @@ impl SessionInfo {
     }
 }
 
-/// The `list-sessions` command with [`SESSION_FIELDS`].
+/// The command that lists every session, for a batch of the caller's; its answer goes to
+/// [`visible_sessions`].
 pub(crate) fn list_sessions_command() -> Result<TmuxCommand, ToolError> {
-    build(TmuxCommand::new("list-sessions").opt("-F", row_format(&SESSION_FIELDS)))
+    sessions::list_command().map_err(build_error)
 }
 
-/// Keeps the rows the caller may see, marking the ones it created. `rows` are every session
-/// of the server: ownerships of sessions no longer among them are forgotten.
+/// Keeps the sessions of a [`list_sessions_command`] answer that the caller may see, marking
+/// the ones it created. `rows` are every session of the server: ownerships of sessions no
+/// longer among them are forgotten.
 pub(crate) fn visible_sessions(tmux: &TmuxAccess<'_>, rows: &[Vec<u8>]) -> Vec<SessionInfo> {
-    let sessions: Vec<SessionInfo> = rows
-        .iter()
-        .filter_map(|row| parse_session_row(row))
+    visible(tmux, sessions::parse_sessions(rows))
+}
+
+fn visible(tmux: &TmuxAccess<'_>, sessions: Vec<Session>) -> Vec<SessionInfo> {
+    let sessions: Vec<SessionInfo> = sessions
+        .into_iter()
+        .map(|session| SessionInfo::seen(session, false))
         .collect();
     let live: Vec<SessionKey> = sessions.iter().map(SessionInfo::key).collect();
     tmux.owners.retain(&tmux.scope, &live);
@@ -215,78 +198,39 @@ pub(crate) fn visible_sessions(tmux: &TmuxAccess<'_>, rows: &[Vec<u8>]) -> Vec<S
 }
 
 /// Every session of the server the caller may see, with `attached_clients` not counting the
-/// gateway's own control connections (one round trip: sessions and clients).
+/// gateway's own control connections.
 pub(crate) async fn list_session_rows(
     tmux: &TmuxAccess<'_>,
 ) -> Result<Vec<SessionInfo>, ToolError> {
-    let clients = build(TmuxCommand::new("list-clients").opt("-F", row_format(&CLIENT_FIELDS)))?;
-    let outcomes = match tmux
-        .server
-        .run_batch(
-            &tmux.caller,
-            vec![list_sessions_command()?, clients],
-            BatchMode::Independent,
-            None,
-        )
+    let sessions = tmux
+        .sessions()
+        .list()
         .await
-    {
-        Ok(outcomes) => outcomes,
-        // A server with no session (an empty workspace) lists none.
-        Err(EngineError::Unavailable {
-            cause: ConnectError::NoSessions { .. },
-            ..
-        }) => return Ok(Vec::new()),
-        // No server running: none, once the socket itself says so. The engine's verdict may
-        // date from before a server (re)started, while it waits to reconnect; then this is
-        // the "not reachable yet" error, to retry.
-        Err(EngineError::Unavailable {
-            cause: ConnectError::NoServer { .. },
-            ..
-        }) if nobody_listens(tmux.server.endpoint()).await => return Ok(Vec::new()),
-        Err(error) => return Err(engine_error(tmux.server_name(), error, "call list_servers")),
-    };
-    let (sessions, clients) = match outcomes.as_slice() {
-        [CommandOutcome::Ok(sessions), CommandOutcome::Ok(clients)] => (sessions, clients),
-        [CommandOutcome::Failed(message), ..] | [_, CommandOutcome::Failed(message)] => {
-            return Err(ToolError::new(
-                ToolErrorKind::Conflict,
-                format!("tmux refused to list sessions: {message}"),
-                "retry; if it persists call get_server_info",
-            ));
-        }
-        _ => {
-            return Err(ToolError::new(
-                ToolErrorKind::Unavailable,
-                "tmux did not answer for every command",
-                "retry shortly",
-            ));
-        }
-    };
-    let attached = foreign_clients_by_session(clients);
-    Ok(visible_sessions(tmux, sessions)
-        .into_iter()
-        .map(|session| SessionInfo {
-            attached_clients: attached.get(&session.id).copied().unwrap_or(0),
-            ..session
-        })
-        .collect())
+        .map_err(|e| session_error(tmux.server_name(), e, "call list_servers"))?;
+    Ok(visible(tmux, sessions))
 }
 
-/// `-F` fields of a client row.
-const CLIENT_FIELDS: [&str; 2] = ["session_id", "client_termname"];
-
-/// Clients per session id, leaving out muxgate's own control clients (recognised by their
-/// `TERM` marker).
-fn foreign_clients_by_session(rows: &[Vec<u8>]) -> BTreeMap<String, u32> {
-    let mut counts = BTreeMap::new();
-    for row in rows {
-        if let Some(f) = split_row(row, CLIENT_FIELDS.len())
-            && !f[1].starts_with(TERM_MARKER_PREFIX)
-        {
-            *counts.entry(f[0].clone()).or_insert(0) += 1;
+/// A failed session operation as an error for the model; `list_hint` says where valid targets
+/// are listed. [`SessionError::NameInUse`] gets [`name_taken`] where a name was chosen.
+fn session_error(server: &str, error: SessionError, list_hint: &str) -> ToolError {
+    match error {
+        SessionError::Engine(error) => engine_error(server, error, list_hint),
+        SessionError::Quote(error) => build_error(error),
+        SessionError::NameInUse(message) => {
+            engine_error(server, EngineError::Command(message), list_hint)
         }
+        SessionError::ListRefused(message) => ToolError::new(
+            ToolErrorKind::Conflict,
+            format!("tmux refused to list sessions: {message}"),
+            "retry; if it persists call get_server_info",
+        ),
+        SessionError::Unanswered => ToolError::new(
+            ToolErrorKind::Unavailable,
+            "tmux did not answer for every command",
+            "retry shortly",
+        ),
+        SessionError::NotCreated(message) => creation_failed(&message),
     }
-    counts
 }
 
 /// The visible session `target` names, or one that holds a window or pane target.
@@ -400,166 +344,46 @@ pub struct RenameSessionOutput {
     pub new_name: String,
 }
 
-/// A validated `create_session` request, as tmux arguments for either path.
-struct NewSession {
-    name: SessionName,
-    window_name: Option<String>,
-    start_directory: Option<String>,
-    width: Option<u32>,
-    height: Option<u32>,
-    environment: Vec<(String, String)>,
-}
-
-impl NewSession {
-    fn validate(input: CreateSessionInput, call: &CallContext) -> Result<Self, ToolError> {
-        let name = SessionName::parse(&input.name).map_err(|e| {
-            ToolError::invalid_arguments(e.to_string(), "choose a name like build-1 or ci_test")
-        })?;
-        can_name_session(&call.principal, name.as_str()).map_err(|denied| {
-            ToolError::new(
-                ToolErrorKind::Forbidden,
-                denied.to_string(),
-                "choose a name your access allows (list_sessions shows the names you can see)",
-            )
-        })?;
-        if let Some(window_name) = &input.window_name {
-            check_window_name(window_name, "window_name")?;
-        }
-        if let Some(dir) = &input.start_directory {
-            validate_start_directory(dir)?;
-        }
-        validate_window_size(input.width, "width")?;
-        validate_window_size(input.height, "height")?;
-        let environment = validate_environment(input.environment.unwrap_or_default())?;
-        Ok(Self {
-            name,
-            window_name: input.window_name,
-            start_directory: input.start_directory,
-            width: input.width,
-            height: input.height,
-            environment,
-        })
-    }
-
-    /// The control-mode command that creates the session and prints its row; `launch` starts
-    /// its shell integrated.
-    fn command(&self, launch: Option<&[String]>) -> Result<TmuxCommand, ToolError> {
-        let mut create = TmuxCommand::new("new-session")
-            .flag("-d")
-            .flag("-E")
-            .flag("-P")
-            .opt("-F", row_format(&SESSION_FIELDS))
-            .opt("-s", self.name.as_str());
-        if let Some(window_name) = &self.window_name {
-            create = create.opt("-n", window_name);
-        }
-        if let Some(dir) = &self.start_directory {
-            create = create.format_opt("-c", dir);
-        }
-        if let Some(width) = self.width {
-            create = create.opt("-x", width.to_string());
-        }
-        if let Some(height) = self.height {
-            create = create.opt("-y", height.to_string());
-        }
-        for (name, value) in &self.environment {
-            create = create.opt("-e", format!("{name}={value}"));
-        }
-        if let Some(argv) = launch {
-            create = ops::shell::with_launch(create, argv);
-        }
-        build(create)
-    }
-
-    /// The same command as argv for a `tmux` subprocess.
-    fn argv(&self) -> Vec<OsString> {
-        let mut args: Vec<OsString> = vec![
-            "new-session".into(),
-            "-d".into(),
-            "-E".into(),
-            "-P".into(),
-            "-F".into(),
-            row_format(&SESSION_FIELDS).into(),
-            "-s".into(),
-            argv_value(self.name.as_str()),
-        ];
-        if let Some(window_name) = &self.window_name {
-            args.extend(["-n".into(), argv_value(window_name)]);
-        }
-        if let Some(dir) = &self.start_directory {
-            let escaped = String::from_utf8_lossy(&escape_format(dir.as_bytes())).into_owned();
-            args.extend(["-c".into(), argv_value(&escaped)]);
-        }
-        if let Some(width) = self.width {
-            args.extend(["-x".into(), width.to_string().into()]);
-        }
-        if let Some(height) = self.height {
-            args.extend(["-y".into(), height.to_string().into()]);
-        }
-        for (name, value) in &self.environment {
-            args.extend(["-e".into(), argv_value(&format!("{name}={value}"))]);
-        }
-        args
-    }
-}
-
-/// How long `create_session` waits for the engine to reach a server it just started.
-const ENGINE_WARMUP: Duration = Duration::from_secs(3);
-
-impl McpServer {
-    /// Starts the server with the session (one subprocess), then waits until the engine can
-    /// reach it so that the caller's next call works.
-    async fn start_server_with_session(
-        &self,
-        tmux: &TmuxAccess<'_>,
-        spec: &NewSession,
-    ) -> Result<SessionInfo, ToolError> {
-        let settings = self.state().config.engine.settings();
-        let stdout = run_starting_server(
-            &settings.tmux_bin,
-            tmux.server.endpoint(),
-            spec.argv(),
-            settings.connect_timeout,
+/// Checks a `create_session` request before anything runs.
+fn new_session(input: CreateSessionInput, call: &CallContext) -> Result<NewSession, ToolError> {
+    let name = SessionName::parse(&input.name).map_err(|e| {
+        ToolError::invalid_arguments(e.to_string(), "choose a name like build-1 or ci_test")
+    })?;
+    can_name_session(&call.principal, name.as_str()).map_err(|denied| {
+        ToolError::new(
+            ToolErrorKind::Forbidden,
+            denied.to_string(),
+            "choose a name your access allows (list_sessions shows the names you can see)",
         )
-        .await
-        .map_err(|e| creation_failed(&e.to_string()))?;
-        let row = stdout
-            .lines()
-            .find_map(|line| parse_session_row(line.as_bytes()))
-            .ok_or_else(|| creation_failed("tmux did not report the new session"))?;
-        let deadline = tokio::time::Instant::now() + ENGINE_WARMUP + settings.reconnect_backoff;
-        while tokio::time::Instant::now() < deadline {
-            let probe = build(TmuxCommand::new("display-message").flag("-p").arg("ok"))?;
-            match tmux.server.run(&tmux.caller, probe).await {
-                Err(EngineError::Unavailable { .. }) => {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-                _ => break,
-            }
-        }
-        Ok(row)
+    })?;
+    if let Some(window_name) = &input.window_name {
+        check_window_name(window_name, "window_name")?;
     }
+    if let Some(dir) = &input.start_directory {
+        validate_start_directory(dir)?;
+    }
+    validate_window_size(input.width, "width")?;
+    validate_window_size(input.height, "height")?;
+    let environment = validate_environment(input.environment.unwrap_or_default())?;
+    Ok(NewSession {
+        name,
+        window_name: input.window_name,
+        start_directory: input.start_directory,
+        width: input.width,
+        height: input.height,
+        environment,
+    })
 }
 
 /// A server started by `create_session` read its configuration only as it started, so its
 /// first shell began before its default shell could be asked for: that brand-new shell is
 /// replaced by the integrated one. Failing that, the session keeps its plain shell.
-async fn integrate_first_shell(tmux: &TmuxAccess<'_>, session: &SessionInfo, enabled: bool) {
+async fn integrate_first_shell(tmux: &TmuxAccess<'_>, session: SessionId, enabled: bool) {
     let Some(argv) = tmux.integrated_shell(enabled).await else {
         return;
     };
-    let respawn = TmuxCommand::new("respawn-pane")
-        .flag("-k")
-        .target(&session.id);
-    let outcome = match build(ops::shell::with_launch(respawn, &argv)) {
-        Ok(command) => tmux.server.run(&tmux.caller, command).await.map(drop),
-        Err(error) => {
-            tracing::warn!(%error, "cannot build the integrated shell's command");
-            return;
-        }
-    };
-    if let Err(error) = outcome {
-        tracing::warn!(session = %session.id, %error, "the first shell of a new server stays unintegrated");
+    if let Err(error) = tmux.sessions().respawn_first_pane(session, &argv).await {
+        tracing::warn!(session = %session, %error, "the first shell of a new server stays unintegrated");
     }
 }
 
@@ -569,22 +393,11 @@ async fn check_session_limit(tmux: &TmuxAccess<'_>, limit: u32) -> Result<(), To
     if limit == 0 {
         return Ok(());
     }
-    let list = build(TmuxCommand::new("list-sessions").opt("-F", row_format(&["session_name"])))?;
-    let sessions = match tmux.server.run(&tmux.caller, list).await {
-        Ok(rows) => rows
-            .iter()
-            .filter_map(|row| split_row(row, 1))
-            .filter(|name| !is_watch_session(&name[0]))
-            .count(),
-        Err(error) if server_absent(&error) => 0,
-        Err(error) => {
-            return Err(engine_error(
-                tmux.server_name(),
-                error,
-                "call list_sessions",
-            ));
-        }
-    };
+    let sessions = tmux
+        .sessions()
+        .count()
+        .await
+        .map_err(|e| session_error(tmux.server_name(), e, "call list_sessions"))?;
     if sessions >= limit as usize {
         return Err(ToolError::new(
             ToolErrorKind::Busy,
@@ -593,11 +406,6 @@ async fn check_session_limit(tmux: &TmuxAccess<'_>, limit: u32) -> Result<(), To
         ));
     }
     Ok(())
-}
-
-/// tmux's refusal of a name that is in use.
-fn is_duplicate(message: &str) -> bool {
-    message.contains("duplicate session")
 }
 
 /// The error for a name already in use: it names the session only when the caller may see
@@ -626,32 +434,6 @@ fn creation_failed(message: &str) -> ToolError {
         ToolErrorKind::Unavailable,
         format!("could not create the session: {message}"),
         "check the arguments (start_directory, sizes); if it persists the operator must check tmux",
-    )
-}
-
-/// Whether no server listens on the endpoint's socket (it is missing, or refuses). Unknown
-/// for a sandboxed server (its socket is not this process's to probe): then `false`.
-async fn nobody_listens(endpoint: &TmuxEndpoint) -> bool {
-    let Some(path) = endpoint.local_socket_path() else {
-        return false;
-    };
-    match tokio::net::UnixStream::connect(&path).await {
-        Ok(_) => false,
-        Err(error) => matches!(
-            error.kind(),
-            std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
-        ),
-    }
-}
-
-/// Whether an engine failure means that no server (or no session) exists to attach to.
-fn server_absent(error: &EngineError) -> bool {
-    matches!(
-        error,
-        EngineError::Unavailable {
-            cause: ConnectError::NoServer { .. } | ConnectError::NoSessions { .. },
-            ..
-        }
     )
 }
 
@@ -737,7 +519,7 @@ impl McpServer {
         Parameters(input): Parameters<CreateSessionInput>,
     ) -> Result<Json<CreateSessionOutput>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let spec = NewSession::validate(input, &call)?;
+        let spec = new_session(input, &call)?;
         if let Some(limits) = &tmux.workspace {
             check_session_limit(&tmux, limits.sessions).await?;
         }
@@ -746,36 +528,33 @@ impl McpServer {
             .claim_name(&tmux.scope, spec.name.as_str(), call.sub());
         let integration = self.state().config.tmux.shell_integration;
         let launch = tmux.integrated_shell(integration).await;
-        let outcome = tmux
-            .server
-            .run(&tmux.caller, spec.command(launch.as_deref())?)
-            .await;
-        let (session, started_server) = match outcome {
-            Ok(rows) => (created_session(&rows)?, false),
-            Err(error) if server_absent(&error) => {
-                let session = self.start_server_with_session(&tmux, &spec).await?;
-                integrate_first_shell(&tmux, &session, integration).await;
-                (session, true)
-            }
-            Err(EngineError::Command(message)) if is_duplicate(&message) => {
+        let settings = self.state().config.engine.settings();
+        let created = match tmux
+            .sessions()
+            .create(&spec, launch.as_deref(), &settings)
+            .await
+        {
+            Ok(created) => created,
+            Err(SessionError::NameInUse(_)) => {
                 return Err(name_taken(&tmux, spec.name.as_str()).await);
             }
-            Err(EngineError::Command(message)) => return Err(creation_failed(&message)),
             Err(error) => {
-                return Err(engine_error(
+                return Err(session_error(
                     tmux.server_name(),
                     error,
                     "call list_sessions",
                 ));
             }
         };
+        if created.started_server {
+            integrate_first_shell(&tmux, created.session.id, integration).await;
+        }
+        let session = SessionInfo::seen(created.session, true);
+        let started_server = created.started_server;
         tmux.owners.record(&tmux.scope, &session.key(), call.sub());
         Ok(Json(CreateSessionOutput {
             server: tmux.server_name().to_owned(),
-            session: SessionInfo {
-                created_by_you: true,
-                ..session
-            },
+            session,
             started_server,
         }))
     }
@@ -805,8 +584,10 @@ impl McpServer {
         if let Some(me) = &self.state().self_location {
             me.check(&tmux, Kill::Session(resolved.session_id)).await?;
         }
-        let kill = build(TmuxCommand::new("kill-session").target(resolved.session_id))?;
-        tmux.run(kill, SESSIONS_HINT).await?;
+        tmux.sessions()
+            .kill(resolved.session_id)
+            .await
+            .map_err(|e| session_error(tmux.server_name(), e, SESSIONS_HINT))?;
         Ok(Json(KillSessionOutput {
             server: tmux.server_name().to_owned(),
             id: resolved.session_id.to_string(),
@@ -845,18 +626,12 @@ impl McpServer {
         })?;
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let resolved = tmux.resolve(&Target::Session(session)).await?;
-        let rename = build(
-            TmuxCommand::new("rename-session")
-                .target(resolved.session_id)
-                .end_of_options()
-                .arg(new_name.as_str()),
-        )?;
-        if let Err(error) = tmux.run(rename, SESSIONS_HINT).await {
-            return Err(if is_duplicate(&error.message) {
-                name_taken(&tmux, new_name.as_str()).await
-            } else {
-                error
-            });
+        match tmux.sessions().rename(resolved.session_id, &new_name).await {
+            Ok(()) => {}
+            Err(SessionError::NameInUse(_)) => {
+                return Err(name_taken(&tmux, new_name.as_str()).await);
+            }
+            Err(error) => return Err(session_error(tmux.server_name(), error, SESSIONS_HINT)),
         }
         Ok(Json(RenameSessionOutput {
             server: tmux.server_name().to_owned(),
@@ -865,14 +640,6 @@ impl McpServer {
             new_name: new_name.to_string(),
         }))
     }
-}
-
-/// The session `new-session -P` reported, or why the chained creation failed.
-/// The new session's row, printed by `new-session -P`.
-fn created_session(rows: &[Vec<u8>]) -> Result<SessionInfo, ToolError> {
-    rows.iter()
-        .find_map(|line| parse_session_row(line))
-        .ok_or_else(|| creation_failed("tmux did not report the new session"))
 }
 
 #[cfg(test)]
@@ -885,47 +652,12 @@ mod tests {
         crate::mcp::fields::assert_shape_covers::<SessionInfo>(&SESSION_SHAPE);
     }
 
-    fn row(fields: &[&str]) -> Vec<u8> {
-        crate::mux::tmux::format::encode_row(fields)
-    }
-
     fn call() -> CallContext {
         CallContext {
             principal: Principal::new("alice", ["mux:admin"]),
             mcp_session: None,
             output: Default::default(),
         }
-    }
-
-    #[test]
-    fn rows_parse_with_the_name_last() {
-        let line = row(&["$2", "3", "1", "100", "200", "@4", "%7", "build|x"]);
-        let parsed = parse_session_row(&line).unwrap();
-        assert_eq!(parsed.id, "$2");
-        assert_eq!(parsed.windows, 3);
-        assert_eq!(parsed.created, 100);
-        assert_eq!(parsed.active_pane_id, "%7");
-        // A separator inside the name cannot shift the other fields.
-        assert_eq!(parsed.name, "build|x");
-        assert!(!parsed.created_by_you, "only the ownership table can say");
-        assert!(parse_session_row(b"$0|1").is_none());
-        assert!(
-            parse_session_row(&row(&["$0", "1", "0", "x", "1", "@0", "%0", "m"])).is_none(),
-            "no creation time, no ownership key"
-        );
-    }
-
-    #[test]
-    fn the_gateways_own_clients_are_not_counted() {
-        let rows = [
-            row(&["$1", "xterm-256color"]),
-            row(&["$1", "muxgate-123"]),
-            row(&["$2", "muxgate-9"]),
-            row(&["$1", "screen"]),
-        ];
-        let counts = foreign_clients_by_session(&rows);
-        assert_eq!(counts.get("$1"), Some(&2));
-        assert_eq!(counts.get("$2"), None);
     }
 
     #[test]
@@ -956,7 +688,7 @@ mod tests {
     }
 
     #[test]
-    fn creation_is_one_command_with_every_value_quoted() {
+    fn a_valid_request_becomes_the_session_to_create() {
         let input = CreateSessionInput {
             server: None,
             name: "build".into(),
@@ -966,30 +698,12 @@ mod tests {
             height: None,
             environment: Some(BTreeMap::from([("A".into(), "1;".into())])),
         };
-        let spec = NewSession::validate(input, &call()).unwrap();
-        let line = String::from_utf8(spec.command(None).unwrap().as_bytes().to_vec()).unwrap();
-        assert!(line.starts_with("new-session -d -E -P -F "), "{line}");
-        assert!(
-            line.ends_with(" -s 'build' -n 'edit;' -c '/' -x '100' -e 'A=1;'"),
-            "{line}"
-        );
-        let launch = ["/bin/zsh".to_owned(), "-l".to_owned()];
-        let integrated = spec.command(Some(&launch)).unwrap();
-        assert!(
-            integrated
-                .as_bytes()
-                .ends_with(b" -e 'A=1;' -- '/bin/zsh' '-l'"),
-            "the shell comes after every option"
-        );
-        assert!(!line.contains("@muxgate"), "no owner tag in tmux: {line}");
-        let argv: Vec<String> = spec
-            .argv()
-            .into_iter()
-            .map(|a| a.into_string().unwrap())
-            .collect();
-        assert!(argv.contains(&"edit\\;".to_owned()));
-        assert!(argv.contains(&"A=1\\;".to_owned()));
-        assert!(!argv.iter().any(|a| a == ";"), "one command: {argv:?}");
+        let spec = new_session(input, &call()).unwrap();
+        assert_eq!(spec.name.as_str(), "build");
+        assert_eq!(spec.window_name.as_deref(), Some("edit;"));
+        assert_eq!(spec.start_directory.as_deref(), Some("/"));
+        assert_eq!((spec.width, spec.height), (Some(100), None));
+        assert_eq!(spec.environment, [("A".to_owned(), "1;".to_owned())]);
     }
 
     #[test]
@@ -1003,7 +717,7 @@ mod tests {
             height: None,
             environment: None,
         };
-        let err = |input| NewSession::validate(input, &call()).err().unwrap();
+        let err = |input| new_session(input, &call()).err().unwrap();
         assert_eq!(
             err(CreateSessionInput {
                 name: "a:b".into(),
@@ -1050,7 +764,7 @@ mod tests {
         limited.principal.acl.sessions.restrict(vec![
             crate::auth::pattern::NamePattern::new("ci-*").unwrap(),
         ]);
-        let denied = NewSession::validate(base(), &limited).err().unwrap();
+        let denied = new_session(base(), &limited).err().unwrap();
         assert_eq!(denied.kind, ToolErrorKind::Forbidden);
     }
 }

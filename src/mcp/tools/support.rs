@@ -10,16 +10,19 @@ use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mux::lines::excerpt;
 use crate::mux::tmux::format_check::check_format;
 use crate::mux::tmux::target::{SessionSel, Target};
-use crate::mux::tmux::{CommandBuilder, TmuxCommand, WindowId};
+use crate::mux::tmux::{CommandBuilder, QuoteError, TmuxCommand, WindowId};
 
 /// Finishes a command. Quoting fails only on a NUL byte in a client value.
 pub(crate) fn build(command: CommandBuilder) -> Result<TmuxCommand, ToolError> {
-    command.build().map_err(|e| {
-        ToolError::invalid_arguments(
-            e.to_string(),
-            "remove NUL bytes from the arguments and call again",
-        )
-    })
+    command.build().map_err(build_error)
+}
+
+/// A value that cannot go on a command line (a NUL byte), as an error the model can fix.
+pub(crate) fn build_error(error: QuoteError) -> ToolError {
+    ToolError::invalid_arguments(
+        error.to_string(),
+        "remove NUL bytes from the arguments and call again",
+    )
 }
 
 /// The session a tool that acts on whole sessions was given; other kinds are refused so that a

@@ -16,22 +16,21 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::support::{
-    build, check_window_name, name_filter, validate_environment, validate_start_directory,
+    build_error, check_window_name, name_filter, validate_environment, validate_start_directory,
     validate_window_size, window_only,
 };
 use crate::auth::owners::SessionKey;
 use crate::auth::pattern::NamePattern;
 use crate::mcp::McpServer;
-use crate::mcp::access::{SESSIONS_HINT, TmuxAccess, WINDOWS_HINT, parse_target};
+use crate::mcp::access::{SESSIONS_HINT, TmuxAccess, WINDOWS_HINT, engine_error, parse_target};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::fields::RowShape;
 use crate::mcp::self_guard::Kill;
 use crate::mux::lines::excerpt;
-use crate::mux::tmux::format::{flag, row_format, split_row};
-use crate::mux::tmux::ops;
 use crate::mux::tmux::target::{SessionSel, Target};
-use crate::mux::tmux::{BatchMode, CommandOutcome, SessionId, TmuxCommand, WindowId};
+use crate::mux::tmux::windows::{NewWindow, Place, Selection, Side, Window, WindowError};
+use crate::mux::tmux::{SessionId, WindowId};
 
 /// One tmux window (as linked into one session).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
@@ -59,69 +58,34 @@ pub struct WindowInfo {
     pub layout: String,
 }
 
-/// `-F` fields of a window row; the window name (free text) last.
-const WINDOW_FIELDS: [&str; 13] = [
-    "window_id",
-    "window_index",
-    "session_id",
-    "window_active",
-    "window_panes",
-    "window_width",
-    "window_height",
-    "window_zoomed_flag",
-    "pane_id",
-    "window_layout",
-    "session_created",
-    "session_name",
-    "window_name",
-];
-
-/// A window row and its session as the ownership table knows it (for the ACL).
-struct WindowRow {
-    info: WindowInfo,
-    session: SessionKey,
+impl From<Window> for WindowInfo {
+    fn from(window: Window) -> Self {
+        Self {
+            id: window.id.to_string(),
+            index: window.index,
+            name: window.name,
+            session_id: window.session_id,
+            session_name: window.session_name,
+            active: window.active,
+            panes: window.panes,
+            width: window.width,
+            height: window.height,
+            zoomed: window.zoomed,
+            active_pane_id: window.active_pane_id,
+            layout: window.layout,
+        }
+    }
 }
 
-fn parse_window_row(line: &[u8]) -> Option<WindowRow> {
-    let f = split_row(line, WINDOW_FIELDS.len())?;
-    Some(WindowRow {
-        info: WindowInfo {
-            id: f[0].clone(),
-            index: f[1].parse().ok()?,
-            session_id: f[2].clone(),
-            active: flag(&f[3]),
-            panes: f[4].parse().unwrap_or(0),
-            width: f[5].parse().unwrap_or(0),
-            height: f[6].parse().unwrap_or(0),
-            zoomed: flag(&f[7]),
-            active_pane_id: f[8].clone(),
-            layout: f[9].clone(),
-            session_name: f[11].clone(),
-            name: f[12].clone(),
-        },
-        session: SessionKey {
-            id: f[2].clone(),
-            created: f[10].parse().ok()?,
-        },
+/// The windows the caller may see: those of sessions its session ACL allows.
+fn visible(tmux: &TmuxAccess<'_>, windows: Vec<Window>) -> impl Iterator<Item = Window> {
+    windows.into_iter().filter(|window| {
+        let session = SessionKey {
+            id: window.session_id.clone(),
+            created: window.session_created,
+        };
+        tmux.can_see(&window.session_name, &session)
     })
-}
-
-/// `list-windows` of one session, or of all (`-a`), with [`WINDOW_FIELDS`].
-fn list_windows_command(session: Option<&str>) -> Result<TmuxCommand, ToolError> {
-    let command = TmuxCommand::new("list-windows");
-    let command = match session {
-        Some(session) => command.opt("-t", session),
-        None => command.flag("-a"),
-    };
-    build(command.opt("-F", row_format(&WINDOW_FIELDS)))
-}
-
-fn visible_windows(tmux: &TmuxAccess<'_>, rows: &[Vec<u8>]) -> Vec<WindowInfo> {
-    rows.iter()
-        .filter_map(|row| parse_window_row(row))
-        .filter(|row| tmux.can_see(&row.info.session_name, &row.session))
-        .map(|row| row.info)
-        .collect()
 }
 
 /// The windows the caller may see: of one session (by id, `$N`), or of every session.
@@ -129,41 +93,55 @@ pub(crate) async fn list_window_rows(
     tmux: &TmuxAccess<'_>,
     session_id: Option<&str>,
 ) -> Result<Vec<WindowInfo>, ToolError> {
-    let rows = tmux
-        .run(list_windows_command(session_id)?, SESSIONS_HINT)
-        .await?;
-    Ok(visible_windows(tmux, &rows))
+    let windows = tmux
+        .windows()
+        .list(session_id)
+        .await
+        .map_err(|e| window_error(tmux, e, SESSIONS_HINT, UNANSWERED))?;
+    Ok(visible(tmux, windows).map(WindowInfo::from).collect())
 }
 
-/// Runs `command`, then lists `session`'s windows in the same line, and returns `window` as it
-/// is afterwards.
-async fn window_after(
+/// The error for a line that ended without an answer for every command.
+const UNANSWERED: (&str, &str) = (
+    "tmux did not answer for every command",
+    "call list_windows to check the window's state",
+);
+
+/// A failed window operation as an error for the model: engine failures suggest `list_hint`,
+/// and an answer tmux left out reads `missing` (message, suggestion).
+fn window_error(
     tmux: &TmuxAccess<'_>,
-    command: TmuxCommand,
-    session: SessionId,
-    window: &str,
-) -> Result<WindowInfo, ToolError> {
-    let list = list_windows_command(Some(&session.to_string()))?;
-    let outcomes = tmux
-        .run_batch(vec![command, list], BatchMode::StopOnError, None)
-        .await?;
-    match outcomes.as_slice() {
-        [CommandOutcome::Ok(_), CommandOutcome::Ok(rows)] => visible_windows(tmux, rows)
-            .into_iter()
-            .find(|w| w.id == window)
-            .ok_or_else(|| {
-                ToolError::not_found(
-                    format!("window {window} is no longer in session {session}"),
-                    "call list_windows",
-                )
-            }),
-        [CommandOutcome::Failed(message), ..] => Err(refused(message)),
-        _ => Err(ToolError::new(
-            ToolErrorKind::Internal,
-            "tmux did not answer for every command",
-            "call list_windows to check the window's state",
-        )),
+    error: WindowError,
+    list_hint: &str,
+    missing: (&str, &str),
+) -> ToolError {
+    match error {
+        WindowError::Engine(error) => engine_error(tmux.server_name(), error, list_hint),
+        WindowError::Quote(error) => build_error(error),
+        WindowError::Refused(message) => refused(&message),
+        WindowError::Unanswered | WindowError::NotReported => {
+            ToolError::new(ToolErrorKind::Internal, missing.0, missing.1)
+        }
     }
+}
+
+/// `window` as a change left it, from its session's windows listed right after the change.
+fn window_after(
+    tmux: &TmuxAccess<'_>,
+    changed: Result<Vec<Window>, WindowError>,
+    session: SessionId,
+    window: WindowId,
+) -> Result<WindowInfo, ToolError> {
+    let windows = changed.map_err(|e| window_error(tmux, e, "call list_panes", UNANSWERED))?;
+    visible(tmux, windows)
+        .find(|w| w.id == window)
+        .map(WindowInfo::from)
+        .ok_or_else(|| {
+            ToolError::not_found(
+                format!("window {window} is no longer in session {session}"),
+                "call list_windows",
+            )
+        })
 }
 
 fn refused(message: &str) -> ToolError {
@@ -289,11 +267,11 @@ pub enum Position {
     After,
 }
 
-impl Position {
-    fn flag(self) -> &'static str {
-        match self {
-            Position::Before => "-b",
-            Position::After => "-a",
+impl From<Position> for Side {
+    fn from(position: Position) -> Self {
+        match position {
+            Position::Before => Side::Before,
+            Position::After => Side::After,
         }
     }
 }
@@ -461,11 +439,9 @@ fn check_layout(layout: &str) -> Result<(), ToolError> {
     ))
 }
 
-/// Where a window is created or moved: `-t` and the position flag, if any.
+/// Where a window is created or moved, and the session it ends up in.
 struct Placement {
-    target: String,
-    position: Option<Position>,
-    /// The session the window ends up in.
+    place: Place,
     session: SessionId,
 }
 
@@ -479,13 +455,11 @@ async fn placement(
     let resolved = tmux.resolve(destination).await?;
     match (destination, position) {
         (Target::Window(window), Some(position)) => Ok(Placement {
-            target: window.to_string(),
-            position: Some(position),
+            place: Place::Beside(*window, position.into()),
             session: resolved.session_id,
         }),
         (Target::Session(_), None) => Ok(Placement {
-            target: resolved.session_id.to_string(),
-            position: None,
+            place: Place::In(resolved.session_id),
             session: resolved.session_id,
         }),
         (Target::Window(_), None) => Err(ToolError::invalid_arguments(
@@ -667,43 +641,31 @@ impl McpServer {
         let environment = validate_environment(input.environment.unwrap_or_default())?;
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let place = placement(&tmux, &target, input.position, "target").await?;
-        let mut command = TmuxCommand::new("new-window")
-            .flag("-P")
-            .opt("-F", row_format(&WINDOW_FIELDS));
-        if !input.select {
-            command = command.flag("-d");
-        }
-        if let Some(position) = place.position {
-            command = command.flag(position.flag());
-        }
-        command = command.opt("-t", &place.target);
-        if let Some(name) = &input.name {
-            command = command.opt("-n", name);
-        }
-        if let Some(dir) = &input.start_directory {
-            command = command.format_opt("-c", dir);
-        }
-        for (name, value) in &environment {
-            command = command.opt("-e", format!("{name}={value}"));
-        }
+        let new_window = NewWindow {
+            place: place.place,
+            name: input.name,
+            start_directory: input.start_directory,
+            environment,
+            select: input.select,
+        };
         let integration = self.state().config.tmux.shell_integration;
-        if let Some(argv) = tmux.integrated_shell(integration).await {
-            command = ops::shell::with_launch(command, &argv);
-        }
-        let rows = tmux
-            .run(build(command)?, "call list_windows to see valid targets")
-            .await?;
-        let window = rows
-            .iter()
-            .find_map(|row| parse_window_row(row))
-            .map(|row| row.info)
-            .ok_or_else(|| {
-                ToolError::new(
-                    ToolErrorKind::Internal,
-                    "tmux did not report the new window",
-                    "call list_windows to find it",
+        let launch = tmux.integrated_shell(integration).await;
+        let window = tmux
+            .windows()
+            .create(&new_window, launch.as_deref())
+            .await
+            .map_err(|e| {
+                window_error(
+                    &tmux,
+                    e,
+                    "call list_windows to see valid targets",
+                    (
+                        "tmux did not report the new window",
+                        "call list_windows to find it",
+                    ),
                 )
-            })?;
+            })?
+            .into();
         Ok(Json(WindowOutput {
             server: tmux.server_name().to_owned(),
             window,
@@ -735,25 +697,27 @@ impl McpServer {
         if let Some(me) = &self.state().self_location {
             me.check(&tmux, Kill::Window(window)).await?;
         }
-        let kill = build(TmuxCommand::new("kill-window").target(window))?;
-        let still_there = build(TmuxCommand::new("has-session").target(resolved.session_id))?;
-        let outcomes = tmux
-            .run_batch(vec![kill, still_there], BatchMode::Independent, None)
-            .await?;
-        match outcomes.as_slice() {
-            [CommandOutcome::Ok(_), session] => Ok(Json(KillWindowOutput {
-                server: tmux.server_name().to_owned(),
-                id: window.to_string(),
-                session_id: resolved.session_id.to_string(),
-                session_closed: !matches!(session, CommandOutcome::Ok(_)),
-            })),
-            [CommandOutcome::Failed(message), ..] => Err(refused(message)),
-            _ => Err(ToolError::new(
-                ToolErrorKind::Internal,
-                "tmux did not answer for every command",
-                "call list_windows to check whether the window is gone",
-            )),
-        }
+        let session_closed = tmux
+            .windows()
+            .kill(window, resolved.session_id)
+            .await
+            .map_err(|e| {
+                window_error(
+                    &tmux,
+                    e,
+                    "call list_panes",
+                    (
+                        "tmux did not answer for every command",
+                        "call list_windows to check whether the window is gone",
+                    ),
+                )
+            })?;
+        Ok(Json(KillWindowOutput {
+            server: tmux.server_name().to_owned(),
+            id: window.to_string(),
+            session_id: resolved.session_id.to_string(),
+            session_closed,
+        }))
     }
 
     #[tool(
@@ -778,13 +742,11 @@ impl McpServer {
         check_window_name(&input.new_name, "new_name")?;
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let resolved = tmux.resolve(&target).await?;
-        let rename = build(
-            TmuxCommand::new("rename-window")
-                .target(window)
-                .end_of_options()
-                .arg(&input.new_name),
-        )?;
-        let window = window_after(&tmux, rename, resolved.session_id, &window.to_string()).await?;
+        let renamed = tmux
+            .windows()
+            .rename(window, resolved.session_id, &input.new_name)
+            .await;
+        let window = window_after(&tmux, renamed, resolved.session_id, window)?;
         Ok(Json(WindowOutput {
             server: tmux.server_name().to_owned(),
             window,
@@ -813,21 +775,19 @@ impl McpServer {
         let how = SelectHow::new(&target, input.step, input.index)?;
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let resolved = tmux.resolve(&target).await?;
-        let command = match how {
-            SelectHow::Window(window) => TmuxCommand::new("select-window").target(window),
-            SelectHow::Step(step) => {
-                let name = match step {
-                    WindowStep::Next => "next-window",
-                    WindowStep::Previous => "previous-window",
-                    WindowStep::Last => "last-window",
-                };
-                TmuxCommand::new(name).target(resolved.session_id)
-            }
+        let session = resolved.session_id;
+        let selection = match how {
+            SelectHow::Window(window) => Selection::Window(window),
+            SelectHow::Step(WindowStep::Next) => Selection::Next,
+            SelectHow::Step(WindowStep::Previous) => Selection::Previous,
+            SelectHow::Step(WindowStep::Last) => Selection::Last,
             SelectHow::Index(index) => {
-                let session_id = resolved.session_id.to_string();
-                let window = list_window_rows(&tmux, Some(&session_id))
-                    .await?
-                    .into_iter()
+                let windows = tmux
+                    .windows()
+                    .list(Some(&session.to_string()))
+                    .await
+                    .map_err(|e| window_error(&tmux, e, SESSIONS_HINT, UNANSWERED))?;
+                let window = visible(&tmux, windows)
                     .find(|w| w.index == index)
                     .ok_or_else(|| {
                         ToolError::not_found(
@@ -835,29 +795,24 @@ impl McpServer {
                             "call list_windows to see the session's windows",
                         )
                     })?;
-                TmuxCommand::new("select-window").opt("-t", &window.id)
+                Selection::Window(window.id)
             }
         };
-        let session = resolved.session_id;
-        let command = build(command)?;
-        let list = list_windows_command(Some(&session.to_string()))?;
-        let outcomes = tmux
-            .run_batch(vec![command, list], BatchMode::StopOnError, None)
-            .await?;
-        let window = match outcomes.as_slice() {
-            [CommandOutcome::Ok(_), CommandOutcome::Ok(rows)] => {
-                visible_windows(&tmux, rows).into_iter().find(|w| w.active)
-            }
-            [CommandOutcome::Failed(message), ..] => return Err(refused(message)),
-            _ => None,
-        }
-        .ok_or_else(|| {
-            ToolError::new(
-                ToolErrorKind::Internal,
-                "tmux did not report the session's current window",
-                "call list_windows",
-            )
-        })?;
+        let not_reported = (
+            "tmux did not report the session's current window",
+            "call list_windows",
+        );
+        let windows = tmux
+            .windows()
+            .select(selection, session)
+            .await
+            .map_err(|e| window_error(&tmux, e, "call list_panes", not_reported))?;
+        let window = visible(&tmux, windows)
+            .find(|w| w.active)
+            .map(WindowInfo::from)
+            .ok_or_else(|| {
+                ToolError::new(ToolErrorKind::Internal, not_reported.0, not_reported.1)
+            })?;
         Ok(Json(WindowOutput {
             server: tmux.server_name().to_owned(),
             window,
@@ -894,20 +849,11 @@ impl McpServer {
         validate_window_size(input.height, "height")?;
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let resolved = tmux.resolve(&target).await?;
-        let mut resize = TmuxCommand::new("resize-window").target(window);
-        if let Some(width) = input.width {
-            resize = resize.opt("-x", width.to_string());
-        }
-        if let Some(height) = input.height {
-            resize = resize.opt("-y", height.to_string());
-        }
-        let window = window_after(
-            &tmux,
-            build(resize)?,
-            resolved.session_id,
-            &window.to_string(),
-        )
-        .await?;
+        let resized = tmux
+            .windows()
+            .resize(window, resolved.session_id, input.width, input.height)
+            .await;
+        let window = window_after(&tmux, resized, resolved.session_id, window)?;
         Ok(Json(WindowOutput {
             server: tmux.server_name().to_owned(),
             window,
@@ -937,14 +883,11 @@ impl McpServer {
         check_layout(&input.layout)?;
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let resolved = tmux.resolve(&target).await?;
-        let select = build(
-            TmuxCommand::new("select-layout")
-                .target(window)
-                .end_of_options()
-                .arg(&input.layout),
-        )?;
-        let window = window_after(&tmux, select, resolved.session_id, &window.to_string())
-            .await
+        let laid_out = tmux
+            .windows()
+            .select_layout(window, resolved.session_id, &input.layout)
+            .await;
+        let window = window_after(&tmux, laid_out, resolved.session_id, window)
             .map_err(|e| match e.message.contains("invalid layout") {
                 true => ToolError::invalid_arguments(
                     e.message,
@@ -988,18 +931,11 @@ impl McpServer {
                 "pass another window or a session as destination",
             ));
         }
-        let mut command = TmuxCommand::new("move-window");
-        if !input.select {
-            command = command.flag("-d");
-        }
-        if let Some(position) = place.position {
-            command = command.flag(position.flag());
-        }
-        let command = command
-            .opt("-s", window.to_string())
-            .opt("-t", &place.target);
-        let window =
-            window_after(&tmux, build(command)?, place.session, &window.to_string()).await?;
+        let moved = tmux
+            .windows()
+            .move_to(window, place.place, place.session, input.select)
+            .await;
+        let window = window_after(&tmux, moved, place.session, window)?;
         Ok(Json(WindowOutput {
             server: tmux.server_name().to_owned(),
             window,
@@ -1016,46 +952,22 @@ mod tests {
         crate::mcp::fields::assert_shape_covers::<WindowInfo>(&WINDOW_SHAPE);
     }
 
-    fn row(fields: &[&str]) -> Vec<u8> {
-        crate::mux::tmux::format::encode_row(fields)
-    }
-
     #[test]
-    fn rows_parse_and_filters_apply() {
-        let line = row(&[
-            "@3",
-            "2",
-            "$1",
-            "1",
-            "2",
-            "80",
-            "24",
-            "0",
-            "%5",
-            "abcd,80x24,0,0",
-            "1700000000",
-            "main",
-            "my editor|x",
-        ]);
-        let parsed = parse_window_row(&line).unwrap();
-        assert_eq!(
-            parsed.session,
-            SessionKey {
-                id: "$1".into(),
-                created: 1_700_000_000
-            }
-        );
-        let w = parsed.info;
-        assert_eq!(
-            (w.id.as_str(), w.index, w.session_id.as_str()),
-            ("@3", 2, "$1")
-        );
-        assert!(w.active && !w.zoomed);
-        assert_eq!((w.width, w.height, w.panes), (80, 24, 2));
-        assert_eq!(w.active_pane_id, "%5");
-        assert_eq!(w.name, "my editor|x", "a separator in the last field stays");
-        assert!(parse_window_row(b"@1|not-a-number").is_none());
-
+    fn filters_apply() {
+        let w = WindowInfo {
+            id: "@3".into(),
+            index: 2,
+            name: "my editor|x".into(),
+            session_id: "$1".into(),
+            session_name: "main".into(),
+            active: true,
+            panes: 2,
+            width: 80,
+            height: 24,
+            zoomed: false,
+            active_pane_id: "%5".into(),
+            layout: "abcd,80x24,0,0".into(),
+        };
         let filters = WindowFilters {
             name: Some("my*".into()),
             active: Some(true),
@@ -1089,9 +1001,9 @@ mod tests {
     }
 
     #[test]
-    fn positions_map_to_flags() {
-        assert_eq!(Position::Before.flag(), "-b");
-        assert_eq!(Position::After.flag(), "-a");
+    fn positions_and_selections_are_read() {
+        assert_eq!(Side::from(Position::Before), Side::Before);
+        assert_eq!(Side::from(Position::After), Side::After);
         assert!(matches!(
             SelectHow::new(&Target::parse("@4").unwrap(), None, None),
             Ok(SelectHow::Window(WindowId(4)))

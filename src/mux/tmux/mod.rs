@@ -19,7 +19,10 @@
 //! - [`target`], [`format`]: validated targets as clients name them, and listing rows (pure);
 //! - [`format_check`]: the grammar of the tmux formats a client may have tmux expand (pure);
 //! - [`ops`]: operations (keys, input, captures, buffers, pipes) as commands and parsers (pure);
-//! - [`panes`]: the backend-neutral pane operations ([`crate::mux::pane_io::PaneIo`]) for tmux.
+//! - [`panes`]: the backend-neutral pane operations ([`crate::mux::pane_io::PaneIo`]) for tmux;
+//! - [`sessions`], [`windows`], [`pane_lifecycle`]: typed session, window and pane-changing
+//!   operations (their command lines and rows), for the tools that act on them; [`pane_row`]:
+//!   the full row of a pane they and the pane listings read.
 //!
 //! [`TmuxServer`] ties one server's worker and output hub together; [`TmuxEngine`] holds the
 //! configured servers by name.
@@ -35,16 +38,20 @@ pub mod latency;
 pub mod monitor;
 pub mod ops;
 pub mod output;
+pub mod pane_lifecycle;
+pub mod pane_row;
 pub mod panes;
 pub mod protocol;
 pub mod quote;
 mod router;
+pub mod sessions;
 pub mod shared_lines;
 pub mod spawn;
 pub mod stale;
 pub mod start;
 pub mod target;
 pub mod watch_session;
+pub mod windows;
 pub mod worker;
 
 use std::collections::BTreeMap;
