@@ -1,12 +1,13 @@
 //! The recordings directory: file names, private files, the listing, and the total size cap.
 //!
 //! Files are `<server>-p<pane>-<UTC time>.cast`, created `0600` (never replacing one) in a
-//! `0700` directory. [`Store::enforce_cap`] deletes the oldest closed files while the directory
-//! holds more than `max_total_bytes`; files being written are never deleted (each is bounded by
+//! `0700` directory. [`Store::enforce_cap`] deletes closed files while the directory holds more
+//! than `max_total_bytes`, the oldest of the pane taking the most room first, so one flooding
+//! pane spends its own share; files being written are never deleted (each is bounded by
 //! `max_file_bytes` and rotated), so the directory can pass the cap by at most one file per
 //! recorded pane.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
@@ -99,32 +100,64 @@ impl Store {
         self.open.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Deletes the oldest closed recordings while the directory holds more than the cap.
-    /// Returns the names deleted.
+    /// Deletes closed recordings while the directory holds more than the cap (see
+    /// [`over_cap`]). Returns the names deleted.
     pub fn enforce_cap(&self) -> io::Result<Vec<String>> {
-        let mut files = list(&self.dir)?;
-        let mut total: u64 = files.iter().map(|f| f.bytes).sum();
-        files.sort_by(|a, b| a.modified.cmp(&b.modified).then(a.name.cmp(&b.name)));
+        let files = list(&self.dir)?;
         let open = self.open_set().clone();
-        let mut deleted = Vec::new();
-        for file in files {
-            if total <= self.max_total_bytes {
-                break;
-            }
-            if open.contains(&file.name) {
-                continue;
-            }
-            match std::fs::remove_file(self.dir.join(&file.name)) {
+        let doomed = over_cap(files, &open, self.max_total_bytes);
+        for name in &doomed {
+            match std::fs::remove_file(self.dir.join(name)) {
                 Ok(()) => {}
                 // Someone else removed it first: it no longer counts either way.
                 Err(error) if error.kind() == io::ErrorKind::NotFound => {}
                 Err(error) => return Err(error),
             }
-            total = total.saturating_sub(file.bytes);
-            deleted.push(file.name);
         }
-        Ok(deleted)
+        Ok(doomed)
     }
+}
+
+/// Which closed files to delete so that `files` fit in `cap` bytes: each time, the oldest
+/// closed file of the pane whose recordings take the most room. A pane that floods its
+/// terminal thus spends its own share first, and cannot push out the other panes' recordings
+/// while it holds more than they do. Files in `open` are never chosen.
+fn over_cap(files: Vec<Listed>, open: &HashSet<String>, cap: u64) -> Vec<String> {
+    let mut total: u64 = files.iter().map(|f| f.bytes).sum();
+    // Per pane: its bytes on disk, and its closed files, oldest first.
+    let mut panes: HashMap<&str, (u64, Vec<&Listed>)> = HashMap::new();
+    for file in &files {
+        let pane = panes.entry(pane_key(&file.name)).or_default();
+        pane.0 += file.bytes;
+        if !open.contains(&file.name) {
+            pane.1.push(file);
+        }
+    }
+    for (_, closed) in panes.values_mut() {
+        closed.sort_by(|a, b| b.modified.cmp(&a.modified).then(b.name.cmp(&a.name)));
+    }
+    let mut doomed = Vec::new();
+    while total > cap {
+        let largest = panes
+            .iter_mut()
+            .filter(|(_, (_, closed))| !closed.is_empty())
+            .max_by(|(a_key, (a, _)), (b_key, (b, _))| a.cmp(b).then(b_key.cmp(a_key)));
+        let Some((_, (bytes, closed))) = largest else {
+            break;
+        };
+        let Some(oldest) = closed.pop() else {
+            break;
+        };
+        *bytes = bytes.saturating_sub(oldest.bytes);
+        total = total.saturating_sub(oldest.bytes);
+        doomed.push(oldest.name.clone());
+    }
+    doomed
+}
+
+/// The pane a file records: its name up to the time (`work-p3` of `work-p3-2026….cast`).
+fn pane_key(name: &str) -> &str {
+    name.rsplit_once('-').map_or(name, |(pane, _)| pane)
 }
 
 /// The recordings in `dir`, by name.
@@ -206,6 +239,44 @@ mod tests {
             .collect();
         assert_eq!(names, [first, second]);
         assert!(list(&dir.path().join("missing")).unwrap().is_empty());
+    }
+
+    fn listed(name: &str, bytes: u64, secs: u64) -> Listed {
+        Listed {
+            name: name.into(),
+            bytes,
+            modified: UNIX_EPOCH + Duration::from_secs(secs),
+        }
+    }
+
+    #[test]
+    fn a_flooding_pane_spends_its_own_share_first() {
+        let files = vec![
+            listed("work-p1-20261101T000000000Z.cast", 100, 1),
+            listed("work-p2-20261101T000001000Z.cast", 100, 2),
+            listed("work-p3-20261101T000002000Z.cast", 300, 3),
+            listed("work-p3-20261101T000003000Z.cast", 300, 4),
+            listed("work-p3-20261101T000004000Z.cast", 300, 5),
+            listed("work-p3-20261101T000005000Z.cast", 300, 6),
+        ];
+        let open: HashSet<String> = ["work-p3-20261101T000005000Z.cast".to_owned()].into();
+        // 1,400 bytes, cap 700: the flooding pane's three closed files go, oldest first; the
+        // quiet panes' older files stay.
+        assert_eq!(
+            over_cap(files.clone(), &open, 700),
+            [
+                "work-p3-20261101T000002000Z.cast",
+                "work-p3-20261101T000003000Z.cast",
+                "work-p3-20261101T000004000Z.cast",
+            ]
+        );
+        // Once it holds no more than the others, the largest pane gives way in turn.
+        assert_eq!(over_cap(files.clone(), &open, 400).len(), 4);
+        assert!(over_cap(files, &open, 10_000).is_empty());
+        assert_eq!(
+            pane_key("my-server-p12-20261101T000000000Z_01.cast"),
+            "my-server-p12"
+        );
     }
 
     #[test]
