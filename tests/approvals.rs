@@ -245,6 +245,19 @@ async fn denials_timeouts_and_who_may_decide() {
     );
     let (status, _) = decide(&base, &bob, "0000000000000000", json!({"decision": "deny"})).await;
     assert_eq!(status, 404);
+    let huge = "x".repeat(muxgate::http::APPROVAL_BODY_LIMIT);
+    let (status, body) = decide(
+        &base,
+        &bob,
+        &id,
+        json!({"decision": "deny", "reason": huge}),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (413, Some("invalid_body")),
+        "a body over the limit is refused in JSON too: {body}"
+    );
 
     let (status, body) = decide(
         &base,

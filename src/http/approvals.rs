@@ -8,10 +8,12 @@
 //! Behind the same Host/Origin guard and bearer authentication as `/mcp`. Refusals are JSON
 //! `{"error", "message"}`: 403 without the scope, with a tool scope besides, for a `sub` not
 //! among `approvals.approvers` or for one's own call, 404 for an id that
-//! waits no more (decided, timed out, cancelled), 400 for a body that is not a decision.
+//! waits no more (decided, timed out, cancelled), 400 for a body that is not a decision, 413
+//! for one over 4 KiB.
 
 use axum::Json;
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -46,11 +48,23 @@ pub async fn decide(
     State(api): State<ApprovalsApi>,
     principal: Extension<Principal>,
     Path(id): Path<String>,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
     if let Some(refused) = not_an_approver(&api.policy, &principal) {
         return refused;
     }
+    // A body over the limit (413) or cut off is refused in JSON like the rest.
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => {
+            let message = format!(
+                "the body could not be read whole ({}); a decision is at most {} bytes",
+                rejection.body_text(),
+                super::APPROVAL_BODY_LIMIT
+            );
+            return refusal(rejection.status(), "invalid_body", &message);
+        }
+    };
     let request: DecisionRequest = match serde_json::from_slice(&body) {
         Ok(request) => request,
         Err(error) => {

@@ -50,6 +50,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use axum::extract::DefaultBodyLimit;
 use axum::extract::connect_info::Connected;
 use axum::middleware::from_fn_with_state;
 use axum::routing::{get, post};
@@ -226,7 +227,9 @@ fn approval_routes(
                     authenticator,
                     crate::auth::require_bearer,
                 ))
-                .layer(RequestBodyLimitLayer::new(APPROVAL_BODY_LIMIT)),
+                // Enforced by the handler's body extractor, so that a body over it is refused
+                // in JSON like every other refusal of this route.
+                .layer(DefaultBodyLimit::max(APPROVAL_BODY_LIMIT)),
         )
 }
 
@@ -300,7 +303,7 @@ fn request_span(request: &http::Request<axum::body::Body>) -> tracing::Span {
 }
 
 /// Largest body of a decision (`{"decision", "reason"}`).
-const APPROVAL_BODY_LIMIT: usize = 4096;
+pub const APPROVAL_BODY_LIMIT: usize = 4096;
 
 /// How long connections may take to close once MCP streams have been closed.
 const STREAMS_CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
