@@ -124,7 +124,7 @@ pub async fn run(config: &Config) -> Report {
     }
     if config.workspaces.enabled {
         check_workspaces(&mut report, config).await;
-    } else if let Some(warning) = crate::workspace::shared_server_warning(config) {
+    } else if let Some(warning) = config.shared_server_warning() {
         report.push(Outcome::Warn, "isolation", warning);
     }
     report

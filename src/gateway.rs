@@ -120,7 +120,7 @@ impl Gateway {
             config.engine.settings(),
             &engine_shutdown,
         );
-        if let Some(warning) = workspace::shared_server_warning(&config) {
+        if let Some(warning) = config.shared_server_warning() {
             tracing::warn!("{warning}");
         }
         for (path, mode) in readable_by_others(&config.secret_paths()) {

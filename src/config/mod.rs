@@ -491,6 +491,40 @@ pub struct LoadedConfig {
 }
 
 impl Config {
+    /// Without workspaces: a warning when clients that can type (`mux:write`, configured in
+    /// `[clients]`) can use a configured server, since each of them then runs code as that
+    /// server's user and reaches every session there whatever its access rules say. `None` when
+    /// no client is configured (one local user, as on the embedded default).
+    pub fn shared_server_warning(&self) -> Option<String> {
+        use crate::auth::SCOPE_WRITE;
+        if self.workspaces.enabled {
+            return None;
+        }
+        let writers: Vec<&str> = self
+            .clients
+            .iter()
+            .filter(|(_, client)| {
+                client.scopes.as_ref().is_none_or(|scopes| {
+                    scopes
+                        .iter()
+                        .any(|s| s == SCOPE_WRITE || s == crate::auth::SCOPE_ADMIN)
+                })
+            })
+            .map(|(sub, _)| sub.as_str())
+            .collect();
+        if writers.is_empty() {
+            return None;
+        }
+        let servers: Vec<&str> = self.tmux.servers.keys().map(|n| n.as_str()).collect();
+        Some(format!(
+            "workspaces are off: clients that can type ({}) run commands as the tmux user of \
+             server(s) {}, so their session patterns and own_sessions separate only clients that \
+             cannot type; enable [workspaces] to give each tenant a sandboxed server",
+            writers.join(", "),
+            servers.join(", ")
+        ))
+    }
+
     /// The embedded default, without file or environment.
     pub fn embedded_default() -> Config {
         // The embedded document is part of the binary and a unit test loads it.
@@ -933,6 +967,24 @@ mod tests {
 
     fn file_origin() -> Origin {
         Origin::File("test.toml".into())
+    }
+
+    #[test]
+    fn clients_that_can_type_on_a_shared_server_are_warned_about() {
+        assert_eq!(Config::embedded_default().shared_server_warning(), None);
+        let readers = Config::from_toml_str("[clients.ro]\nscopes = ['mux:read']\n").unwrap();
+        assert_eq!(readers.shared_server_warning(), None);
+        let writers = Config::from_toml_str(
+            "[clients.alice]\nsessions = ['a-*']\n[clients.bob]\nscopes = ['mux:read', 'mux:write']\n\
+             [clients.ro]\nscopes = ['mux:read']\n",
+        )
+        .unwrap();
+        let warning = writers.shared_server_warning().unwrap();
+        assert!(warning.contains("(alice, bob)"), "{warning}");
+        assert!(warning.contains("server(s) default"), "{warning}");
+        let mut isolated = writers;
+        isolated.workspaces.enabled = true;
+        assert_eq!(isolated.shared_server_warning(), None);
     }
 
     #[test]

@@ -309,40 +309,6 @@ impl Workspaces {
     }
 }
 
-/// Without workspaces: a warning when clients that can type (`mux:write`, configured in
-/// `[clients]`) can use a configured server, since each of them then runs code as that server's
-/// user and reaches every session there whatever its access rules say. `None` when no client
-/// is configured (one local user, as on the embedded default).
-pub fn shared_server_warning(config: &crate::config::Config) -> Option<String> {
-    use crate::auth::SCOPE_WRITE;
-    if config.workspaces.enabled {
-        return None;
-    }
-    let writers: Vec<&str> = config
-        .clients
-        .iter()
-        .filter(|(_, client)| {
-            client.scopes.as_ref().is_none_or(|scopes| {
-                scopes
-                    .iter()
-                    .any(|s| s == SCOPE_WRITE || s == crate::auth::SCOPE_ADMIN)
-            })
-        })
-        .map(|(sub, _)| sub.as_str())
-        .collect();
-    if writers.is_empty() {
-        return None;
-    }
-    let servers: Vec<&str> = config.tmux.servers.keys().map(|n| n.as_str()).collect();
-    Some(format!(
-        "workspaces are off: clients that can type ({}) run commands as the tmux user of \
-         server(s) {}, so their session patterns and own_sessions separate only clients that \
-         cannot type; enable [workspaces] to give each tenant a sandboxed server",
-        writers.join(", "),
-        servers.join(", ")
-    ))
-}
-
 /// Whether workspaces get uids of their own: when the gateway runs as root (a sandbox running
 /// as root would own every root-owned file it can see).
 pub fn own_uids() -> bool {
@@ -355,28 +321,4 @@ fn unix_now() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::Config;
-
-    #[test]
-    fn clients_that_can_type_on_a_shared_server_are_warned_about() {
-        assert_eq!(shared_server_warning(&Config::embedded_default()), None);
-        let readers = Config::from_toml_str("[clients.ro]\nscopes = ['mux:read']\n").unwrap();
-        assert_eq!(shared_server_warning(&readers), None);
-        let writers = Config::from_toml_str(
-            "[clients.alice]\nsessions = ['a-*']\n[clients.bob]\nscopes = ['mux:read', 'mux:write']\n\
-             [clients.ro]\nscopes = ['mux:read']\n",
-        )
-        .unwrap();
-        let warning = shared_server_warning(&writers).unwrap();
-        assert!(warning.contains("(alice, bob)"), "{warning}");
-        assert!(warning.contains("server(s) default"), "{warning}");
-        let mut isolated = writers;
-        isolated.workspaces.enabled = true;
-        assert_eq!(shared_server_warning(&isolated), None);
-    }
 }
