@@ -693,7 +693,12 @@ mod tests {
     fn verify_in(dir: &Path) -> VerifyReport {
         let key = AuditKey::load(&dir.join(KEY_FILE)).unwrap();
         let head = Head::load(&dir.join(HEAD_FILE), &key).unwrap();
-        verify(&dir.join("audit.jsonl"), &key, head.as_ref()).unwrap()
+        verify(
+            &dir.join("audit.jsonl"),
+            &key,
+            head.as_ref().map(Head::anchor),
+        )
+        .unwrap()
     }
 
     #[test]

@@ -27,7 +27,6 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use super::head::Head;
 use super::key::AuditKey;
 
 /// The link before the first line of a chain.
@@ -428,9 +427,16 @@ impl std::fmt::Display for VerifyReport {
     }
 }
 
-/// Checks an audit file's chain with `key`, and its end against `head` (the head file's
-/// content) when given. Reports the first broken link by line number.
-pub fn verify(path: &Path, key: &AuditKey, head: Option<&Head>) -> io::Result<VerifyReport> {
+/// The record a log must still hold: the checkpoint the head file names ([`super::head`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Anchor<'a> {
+    pub seq: u64,
+    pub link: &'a str,
+}
+
+/// Checks an audit file's chain with `key`, and its end against `head` (from the head file)
+/// when given. Reports the first broken link by line number.
+pub fn verify(path: &Path, key: &AuditKey, head: Option<Anchor<'_>>) -> io::Result<VerifyReport> {
     let mut reader = BufReader::new(File::open(path)?);
     let mut report = VerifyReport {
         lines: 0,
@@ -508,7 +514,7 @@ pub fn verify(path: &Path, key: &AuditKey, head: Option<&Head>) -> io::Result<Ve
                 head_seq: head.seq,
                 last_seq: report.last_seq,
             });
-        } else if head_link.as_deref() != Some(head.link.as_str()) {
+        } else if head_link.as_deref() != Some(head.link) {
             report.record(ChainProblem::HeadMismatch { seq: head.seq });
         } else {
             report.anchored_seq = Some(head.seq);
@@ -699,17 +705,16 @@ mod tests {
         }
         append(&mut w, "checkpoint", 4);
         w.sync().unwrap();
-        let head = Head {
+        let link = w.head().to_owned();
+        let head = Anchor {
             seq: w.seq(),
-            link: w.head().to_owned(),
-            offset: w.end_offset().unwrap(),
-            time: "t".into(),
+            link: &link,
         };
         append(&mut w, "start", 5);
         append(&mut w, "end", 6);
         w.sync().unwrap();
         drop(w);
-        let report = verify(&path, &key(), Some(&head)).unwrap();
+        let report = verify(&path, &key(), Some(head)).unwrap();
         assert!(report.is_intact(), "{report}");
         assert_eq!(report.anchored_seq, Some(5));
         assert_eq!(report.after_checkpoint, 2);
@@ -719,7 +724,7 @@ mod tests {
         let mut l = lines(&path);
         l.truncate(6);
         rewrite(&path, &l);
-        assert!(verify(&path, &key(), Some(&head)).unwrap().is_intact());
+        assert!(verify(&path, &key(), Some(head)).unwrap().is_intact());
         // … but not the checkpoint and what came before it.
         l.truncate(3);
         rewrite(&path, &l);
@@ -727,7 +732,7 @@ mod tests {
             check(&path).is_intact(),
             "without the head file nothing shows"
         );
-        let report = verify(&path, &key(), Some(&head)).unwrap();
+        let report = verify(&path, &key(), Some(head)).unwrap();
         assert_eq!(
             report.first_problem,
             Some(ChainProblem::CutTail {
@@ -740,7 +745,7 @@ mod tests {
         // A log replaced by another chain as long (same key) does not hold the named record.
         let replaced = dir.path().join("replaced.jsonl");
         write_chain(&replaced, 7);
-        let report = verify(&replaced, &key(), Some(&head)).unwrap();
+        let report = verify(&replaced, &key(), Some(head)).unwrap();
         assert_eq!(
             report.first_problem,
             Some(ChainProblem::HeadMismatch { seq: 5 })

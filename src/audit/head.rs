@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::chain::{line_ending_at, seal, unseal};
+use super::chain::{Anchor, line_ending_at, seal, unseal};
 use super::key::AuditKey;
 
 /// What the head file's seal covers instead of a previous link.
@@ -80,6 +80,14 @@ pub struct HeadMismatch {
 }
 
 impl Head {
+    /// The record the log must still hold, for [`super::chain::verify`].
+    pub fn anchor(&self) -> Anchor<'_> {
+        Anchor {
+            seq: self.seq,
+            link: &self.link,
+        }
+    }
+
     /// Reads and checks the head file; `None` if there is none.
     pub fn load(path: &Path, key: &AuditKey) -> Result<Option<Self>, HeadError> {
         let text = match std::fs::read(path) {

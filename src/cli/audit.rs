@@ -47,7 +47,7 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
             }
         },
     };
-    let report = verify(&args.file, &key, head.as_ref())
+    let report = verify(&args.file, &key, head.as_ref().map(Head::anchor))
         .with_context(|| format!("cannot read {}", args.file.display()))?;
     println!("{report}");
     for note in notes(&report, head_path.as_deref(), head.is_some()) {
