@@ -142,7 +142,7 @@ pub fn within_output_budget(
 
 /// Whether `principal` may see `tool` in `tools/list` (the same rule as calling it).
 pub fn visible(principal: &Principal, tool: &Tool) -> bool {
-    can_call(principal, super::catalog::tier_of(tool)).is_ok()
+    can_call(principal, super::catalog::tier::tier_of(tool)).is_ok()
 }
 
 /// Writes the start record of a call, before its scope and rate checks. `Err` is the result to

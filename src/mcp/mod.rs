@@ -206,7 +206,9 @@ impl McpServer {
             Ok(open) => open,
             Err(refused) => return Ok(refused.into_result().into()),
         };
-        if let Err((error, outcome)) = call::admit(&caller, catalog::tier_of(tool), &state.limits) {
+        if let Err((error, outcome)) =
+            call::admit(&caller, catalog::tier::tier_of(tool), &state.limits)
+        {
             call::finish(state, open, &request.name, Err(outcome));
             return Ok(error.into_result().into());
         }
@@ -215,7 +217,7 @@ impl McpServer {
             peer: context.peer.clone(),
             cancelled: context.ct.clone(),
         };
-        let tier = catalog::tier_of(tool);
+        let tier = catalog::tier::tier_of(tool);
         let approved =
             match approval::hold_if_needed(state, &caller, &request, tier, &open, held).await {
                 Ok(approved) => approved,

@@ -286,6 +286,16 @@ fn one_line(text: &str) -> String {
         .join(" ")
 }
 
+/// The schema of `T` with its structure and types only, every subschema inline: for an argument
+/// whose fields another tool's listing already explains.
+pub(crate) fn terse_schema_for<T: schemars::JsonSchema>() -> schemars::Schema {
+    let mut settings = schemars::generate::SchemaSettings::draft2020_12();
+    settings.inline_subschemas = true;
+    let mut schema = settings.into_generator().into_root_schema_for::<T>();
+    structure_only(schema.ensure_object());
+    schema
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

@@ -7,8 +7,9 @@
 //! ([`toolset::of`]) decides whether `tools/list` shows it to a client, never whether the client
 //! may call it.
 
-mod compact;
+pub(crate) mod compact;
 mod examples;
+pub mod tier;
 pub mod toolset;
 
 use std::sync::Arc;
@@ -17,28 +18,16 @@ use rmcp::handler::server::tool::ToolRouter;
 use rmcp::model::Tool;
 
 pub use crate::auth::{Tier, Toolset};
+pub use tier::tier_of;
 pub use toolset::Backend;
 
 use super::{McpServer, tools};
-
-/// The tier a tool's annotations put it in. Missing hints take MCP's defaults (not read-only,
-/// destructive), so an unannotated tool lands in the strictest tier.
-pub fn tier_of(tool: &Tool) -> Tier {
-    let annotations = tool.annotations.as_ref();
-    let read_only = annotations.and_then(|a| a.read_only_hint).unwrap_or(false);
-    let destructive = annotations.and_then(|a| a.destructive_hint).unwrap_or(true);
-    match (read_only, destructive) {
-        (true, _) => Tier::ReadOnly,
-        (false, false) => Tier::Mutating,
-        (false, true) => Tier::Destructive,
-    }
-}
 
 /// Every tool the gateway serves, with the schemas `tools/list` sends: compacted, and batch
 /// sizes bounded by `max_batch_ops`.
 pub(crate) fn router(max_batch_ops: u32) -> ToolRouter<McpServer> {
     let mut router = tools::router();
-    tools::batch::advertise_max_ops(&mut router, max_batch_ops);
+    advertise_max_batch_ops(&mut router, max_batch_ops);
     for route in router.map.values_mut() {
         let tool = &mut route.attr;
         compact::input_schema(Arc::make_mut(&mut tool.input_schema));
@@ -47,6 +36,25 @@ pub(crate) fn router(max_batch_ops: u32) -> ToolRouter<McpServer> {
         }
     }
     router
+}
+
+/// Sets `maxItems` on the batch tools' `operations` arrays: a client sees the gateway's
+/// `limits.max_batch_ops` in the schema instead of learning it from a refusal.
+fn advertise_max_batch_ops(router: &mut ToolRouter<McpServer>, max: u32) {
+    for name in ["send_keys_batch", "pane_batch"] {
+        let Some(route) = router.map.get_mut(name) else {
+            continue;
+        };
+        let mut schema = (*route.attr.input_schema).clone();
+        if let Some(ops) = schema
+            .get_mut("properties")
+            .and_then(|p| p.get_mut("operations"))
+            .and_then(|o| o.as_object_mut())
+        {
+            ops.insert("maxItems".into(), max.into());
+        }
+        route.attr.input_schema = Arc::new(schema);
+    }
 }
 
 /// The tools `tools/list` may show, each with its toolset: those whose backend has a server,
@@ -68,16 +76,6 @@ pub(crate) fn listable(
                 .then_some((tool, toolset))
         })
         .collect()
-}
-
-/// The schema of `T` with its structure and types only, every subschema inline: for an argument
-/// whose fields another tool's listing already explains.
-pub(crate) fn terse_schema_for<T: schemars::JsonSchema>() -> schemars::Schema {
-    let mut settings = schemars::generate::SchemaSettings::draft2020_12();
-    settings.inline_subschemas = true;
-    let mut schema = settings.into_generator().into_root_schema_for::<T>();
-    compact::structure_only(schema.ensure_object());
-    schema
 }
 
 /// Every tool, sorted by name, as listed.

@@ -96,7 +96,7 @@ impl<'de> Deserialize<'de> for KeysOps {
 }
 
 impl JsonSchema for KeysOps {
-    // Inline, so that `maxItems` can be set on the array itself (see `advertise_max_ops`).
+    // Inline, so that `maxItems` can be set on the array itself (see the catalog's `advertise_max_batch_ops`).
     fn inline_schema() -> bool {
         true
     }
@@ -108,7 +108,7 @@ impl JsonSchema for KeysOps {
     // The fields mean what send_keys' arguments mean, and send_keys' listing says so once:
     // here they are named and typed only.
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        let mut schema = crate::mcp::catalog::terse_schema_for::<Vec<KeysOp>>();
+        let mut schema = crate::mcp::catalog::compact::terse_schema_for::<Vec<KeysOp>>();
         schema.insert("minItems".into(), 1.into());
         schema
     }
@@ -554,28 +554,6 @@ impl McpServer {
         let tmux = self.tmux_access(call, wait.server.as_deref()).await.ok()?;
         let pane = tmux.pane_named(&wait.target).await.ok()?;
         super::watch::subscribe(&tmux, pane, deadline).await.ok()
-    }
-}
-
-/// Sets `maxItems` of the batch tools' operations to the configured `max_batch_ops`, so the
-/// schema clients see tells the truth.
-pub fn advertise_max_ops(
-    router: &mut rmcp::handler::server::tool::ToolRouter<McpServer>,
-    max: u32,
-) {
-    for name in ["send_keys_batch", "pane_batch"] {
-        let Some(route) = router.map.get_mut(name) else {
-            continue;
-        };
-        let mut schema = (*route.attr.input_schema).clone();
-        if let Some(ops) = schema
-            .get_mut("properties")
-            .and_then(|p| p.get_mut("operations"))
-            .and_then(|o| o.as_object_mut())
-        {
-            ops.insert("maxItems".into(), max.into());
-        }
-        route.attr.input_schema = std::sync::Arc::new(schema);
     }
 }
 
