@@ -8,6 +8,7 @@ use crate::auth::pattern::NamePattern;
 use crate::mcp::access::TmuxAccess;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mux::lines::excerpt;
+pub(crate) use crate::mux::tmux::environment::is_env_name;
 use crate::mux::tmux::format_check::check_format;
 use crate::mux::tmux::target::{SessionSel, Target};
 use crate::mux::tmux::{CommandBuilder, QuoteError, TmuxCommand, WindowId};
@@ -159,17 +160,6 @@ pub(crate) fn validate_start_directory(dir: &str) -> Result<(), ToolError> {
 
 /// Most variables one call may set.
 pub(crate) const MAX_ENVIRONMENT_VARS: usize = 64;
-
-/// Whether `name` is a portable environment variable name (`[A-Za-z_][A-Za-z0-9_]*`, at most
-/// 128 characters).
-pub(crate) fn is_env_name(name: &str) -> bool {
-    let mut bytes = name.bytes();
-    name.len() <= 128
-        && bytes
-            .next()
-            .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
-        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
-}
 
 /// Checks an `environment` argument and returns its pairs in name order.
 pub(crate) fn validate_environment(
