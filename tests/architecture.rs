@@ -130,7 +130,6 @@ const NOT_YET_MOVED: &[&str] = &[
     "src/mcp/tools/copy_mode.rs",
     "src/mcp/tools/pane.rs",
     "src/mcp/tools/run.rs",
-    "src/mcp/tools/server.rs",
     "src/mcp/tools/since.rs",
     "src/mcp/tools/wait.rs",
     "src/mcp/tools/watch.rs",

@@ -23,6 +23,7 @@ use crate::mux::tmux::format::{row_format, split_row};
 use crate::mux::tmux::ops;
 use crate::mux::tmux::options::TmuxOptions;
 use crate::mux::tmux::pane_lifecycle::TmuxPaneLifecycle;
+use crate::mux::tmux::server::TmuxServerOps;
 use crate::mux::tmux::sessions::TmuxSessions;
 use crate::mux::tmux::target::{Target, TargetError};
 use crate::mux::tmux::watch_session::is_watch_session;
@@ -244,6 +245,11 @@ impl TmuxAccess<'_> {
     /// The environments new panes get on the server, acted on as this caller.
     pub fn environment(&self) -> TmuxEnvironment {
         TmuxEnvironment::new(self.server.clone(), self.caller.clone())
+    }
+
+    /// The server as a whole, acted on as this caller.
+    pub fn server_ops(&self) -> TmuxServerOps {
+        TmuxServerOps::new(self.server.clone(), self.caller.clone())
     }
 
     /// The server's windows, acted on as this caller.

@@ -47,6 +47,7 @@ pub mod panes;
 pub mod protocol;
 pub mod quote;
 mod router;
+pub mod server;
 pub mod sessions;
 pub mod shared_lines;
 pub mod spawn;
