@@ -17,9 +17,13 @@ use crate::auth::{SessionRef, can_see_session, check_server, check_session};
 use crate::limits::Limits;
 use crate::limits::output::Carried;
 use crate::mux::lines::excerpt;
+use crate::mux::tmux::buffers::TmuxBuffers;
+use crate::mux::tmux::environment::TmuxEnvironment;
 use crate::mux::tmux::format::{row_format, split_row};
 use crate::mux::tmux::ops;
+use crate::mux::tmux::options::TmuxOptions;
 use crate::mux::tmux::pane_lifecycle::TmuxPaneLifecycle;
+use crate::mux::tmux::server::TmuxServerOps;
 use crate::mux::tmux::sessions::TmuxSessions;
 use crate::mux::tmux::target::{Target, TargetError};
 use crate::mux::tmux::watch_session::is_watch_session;
@@ -222,6 +226,30 @@ impl TmuxAccess<'_> {
     /// The server's sessions, acted on as this caller.
     pub fn sessions(&self) -> TmuxSessions {
         TmuxSessions::new(self.server.clone(), self.caller.clone())
+    }
+
+    /// The caller's own paste buffers on the server.
+    pub fn buffers(&self) -> TmuxBuffers {
+        TmuxBuffers::new(
+            self.server.clone(),
+            self.caller.clone(),
+            self.call.sub().to_owned(),
+        )
+    }
+
+    /// The server's options and hooks, acted on as this caller.
+    pub fn options(&self) -> TmuxOptions {
+        TmuxOptions::new(self.server.clone(), self.caller.clone())
+    }
+
+    /// The environments new panes get on the server, acted on as this caller.
+    pub fn environment(&self) -> TmuxEnvironment {
+        TmuxEnvironment::new(self.server.clone(), self.caller.clone())
+    }
+
+    /// The server as a whole, acted on as this caller.
+    pub fn server_ops(&self) -> TmuxServerOps {
+        TmuxServerOps::new(self.server.clone(), self.caller.clone())
     }
 
     /// The server's windows, acted on as this caller.

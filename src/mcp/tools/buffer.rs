@@ -25,8 +25,9 @@ use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::pane_ops::{check_max_lines, quote_error};
 use crate::mux::lines::truncation_marker;
-use crate::mux::tmux::ops::buffer::{LogicalBufferName, decode_show_buffer, show_buffer_escaped};
-use crate::mux::tmux::{BatchMode, CommandOutcome, EngineError, TmuxCommand};
+use crate::mux::tmux::EngineError;
+use crate::mux::tmux::buffers::BufferError;
+use crate::mux::tmux::ops::buffer::LogicalBufferName;
 
 /// Most bytes one buffer may hold when loaded through the gateway.
 pub const MAX_BUFFER_BYTES: usize = 1 << 20;
@@ -168,13 +169,10 @@ impl McpServer {
                 "remove NUL bytes (send them to a pane with send_keys as the key C-@)",
             ));
         }
-        let command = TmuxCommand::new("set-buffer")
-            .opt("-b", name.tmux_name(call.sub()))
-            .end_of_options()
-            .arg(&content)
-            .build()
-            .map_err(quote_error)?;
-        tmux.run(command, "call list_servers").await?;
+        tmux.buffers()
+            .load(&name, &content)
+            .await
+            .map_err(|e| buffer_error(&tmux, e, "call list_servers", &name))?;
         Ok(Json(LoadBufferOutput {
             server: tmux.server_name().to_owned(),
             logical_name: name.as_str().to_owned(),
@@ -203,18 +201,10 @@ impl McpServer {
         let name = logical(&input.logical_name)?;
         let target = parse_target(&input.target)?;
         let pane = tmux.pane_of(&target).await?;
-        let mut command = TmuxCommand::new("paste-buffer").flag("-r");
-        if input.bracket {
-            command = command.flag("-p");
-        }
-        let command = command
-            .opt("-b", name.tmux_name(call.sub()))
-            .target(pane)
-            .build()
-            .map_err(quote_error)?;
-        tmux.run(command, list_hint(&target))
+        tmux.buffers()
+            .paste(&name, pane, input.bracket)
             .await
-            .map_err(|e| missing_buffer(e, &name))?;
+            .map_err(|e| buffer_error(&tmux, e, list_hint(&target), &name))?;
         Ok(Json(PasteBufferOutput {
             server: tmux.server_name().to_owned(),
             logical_name: name.as_str().to_owned(),
@@ -242,7 +232,10 @@ impl McpServer {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let name = logical(&input.logical_name)?;
         let max_lines = check_max_lines(input.max_lines)?;
-        let bytes = read_buffer(&tmux, &name).await?;
+        let bytes = tmux.buffers().read(&name).await.map_err(|e| match e {
+            BufferError::Engine(e) => engine_error(tmux.server_name(), e, "call list_panes"),
+            e => buffer_error(&tmux, e, "call load_buffer first", &name),
+        })?;
         let (content, truncated) = match input.encoding {
             TextEncoding::Base64 => {
                 // Base64 grows 4/3 and a tool result carries it twice (nothing in it is
@@ -290,15 +283,11 @@ impl McpServer {
     ) -> Result<Json<DeleteBufferOutput>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let name = logical(&input.logical_name)?;
-        let command = TmuxCommand::new("delete-buffer")
-            .opt("-b", name.tmux_name(call.sub()))
-            .build()
-            .map_err(quote_error)?;
-        let deleted = match tmux.run(command, "call list_servers").await {
-            Ok(_) => true,
-            Err(e) if is_missing_buffer(&e) => false,
-            Err(e) => return Err(e),
-        };
+        let deleted = tmux
+            .buffers()
+            .delete(&name)
+            .await
+            .map_err(|e| buffer_error(&tmux, e, "call list_servers", &name))?;
         Ok(Json(DeleteBufferOutput {
             server: tmux.server_name().to_owned(),
             logical_name: name.as_str().to_owned(),
@@ -313,23 +302,29 @@ fn logical(name: &str) -> Result<LogicalBufferName, ToolError> {
     })
 }
 
-/// Whether tmux refused because the buffer does not exist ("no buffer …" from show and
-/// paste, "unknown buffer: …" from delete).
-fn is_missing_buffer(error: &ToolError) -> bool {
-    ["no buffer", "unknown buffer"]
-        .iter()
-        .any(|needle| error.message.contains(needle))
-}
-
-/// A missing buffer as a not-found error naming the logical name.
-fn missing_buffer(error: ToolError, name: &LogicalBufferName) -> ToolError {
-    if is_missing_buffer(&error) {
-        ToolError::not_found(
+/// A failed buffer operation as an error for the model: engine failures suggest `list_hint`,
+/// a missing buffer is not found under its logical name.
+fn buffer_error(
+    tmux: &TmuxAccess<'_>,
+    error: BufferError,
+    list_hint: &str,
+    name: &LogicalBufferName,
+) -> ToolError {
+    match error {
+        BufferError::Engine(error) => engine_error(tmux.server_name(), error, list_hint),
+        BufferError::Refused(message) => {
+            engine_error(tmux.server_name(), EngineError::Command(message), list_hint)
+        }
+        BufferError::Quote(error) => quote_error(error),
+        BufferError::Missing => ToolError::not_found(
             format!("you have no buffer named {:?}", name.as_str()),
             "call load_buffer first (buffers vanish when the tmux server restarts)",
-        )
-    } else {
-        error
+        ),
+        BufferError::Unanswered => ToolError::new(
+            ToolErrorKind::Unavailable,
+            "tmux did not answer show-buffer",
+            "retry",
+        ),
     }
 }
 
@@ -342,53 +337,6 @@ fn tail_lines(text: &str, max_lines: usize) -> (String, bool) {
     let cut = lines.len() - max_lines;
     let tail = lines[cut..].join("\n");
     (format!("{}\n{tail}", truncation_marker(cut)), true)
-}
-
-/// A buffer's exact bytes: the server's version and the buffer, in one write.
-async fn read_buffer(
-    tmux: &TmuxAccess<'_>,
-    name: &LogicalBufferName,
-) -> Result<Vec<u8>, ToolError> {
-    let commands = vec![
-        TmuxCommand::new("display-message")
-            .flag("-p")
-            .trusted_format("#{version}")
-            .build()
-            .map_err(quote_error)?,
-        TmuxCommand::new("show-buffer")
-            .opt("-b", name.tmux_name(tmux.call.sub()))
-            .build()
-            .map_err(quote_error)?,
-    ];
-    let mut outcomes = tmux
-        .run_batch(commands, BatchMode::Independent, None)
-        .await?
-        .into_iter();
-    let version = match outcomes.next() {
-        Some(CommandOutcome::Ok(lines)) => lines
-            .first()
-            .map(|l| String::from_utf8_lossy(l).into_owned())
-            .unwrap_or_default(),
-        _ => String::new(),
-    };
-    match outcomes.next() {
-        Some(CommandOutcome::Ok(lines)) => {
-            Ok(decode_show_buffer(&lines, show_buffer_escaped(&version)))
-        }
-        Some(CommandOutcome::Failed(message)) => Err(missing_buffer(
-            engine_error(
-                tmux.server_name(),
-                EngineError::Command(message),
-                "call load_buffer first",
-            ),
-            name,
-        )),
-        _ => Err(ToolError::new(
-            ToolErrorKind::Unavailable,
-            "tmux did not answer show-buffer",
-            "retry",
-        )),
-    }
 }
 
 #[cfg(test)]

@@ -8,14 +8,13 @@ use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::option::{OptionScope, ScopeTarget, is_hook_name, scope_target};
-use super::support::build;
+use super::option::{OptionScope, ScopeTarget, is_hook_name, option_error, scope_target};
 use crate::mcp::McpServer;
 use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mux::lines::excerpt;
-use crate::mux::tmux::TmuxCommand;
+use crate::mux::tmux::options::Hook;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -71,21 +70,14 @@ pub struct ShowHooksOutput {
     pub hooks: Vec<HookEntry>,
 }
 
-/// Parses `show-hooks` lines: `name[index] command` for a set hook, a bare `name` otherwise.
-fn parse_hooks(lines: &[Vec<u8>]) -> Vec<HookEntry> {
-    lines
-        .iter()
-        .filter_map(|line| {
-            let line = String::from_utf8_lossy(line);
-            let (head, command) = line.split_once(' ')?;
-            let (name, index) = head.strip_suffix(']')?.split_once('[')?;
-            Some(HookEntry {
-                name: name.to_owned(),
-                index: index.parse().ok()?,
-                command: command.to_owned(),
-            })
-        })
-        .collect()
+impl From<Hook> for HookEntry {
+    fn from(hook: Hook) -> Self {
+        Self {
+            name: hook.name,
+            index: hook.index,
+            command: hook.command,
+        }
+    }
 }
 
 fn hook_scope(scope: OptionScope) -> Result<OptionScope, ToolError> {
@@ -103,12 +95,12 @@ async fn read_hooks(
     place: &ScopeTarget,
     name: Option<&str>,
 ) -> Result<Vec<HookEntry>, ToolError> {
-    let mut command = place.apply(TmuxCommand::new("show-hooks"));
-    if let Some(name) = name {
-        command = command.end_of_options().arg(name);
-    }
-    let lines = tmux.run(build(command)?, "call list_sessions").await?;
-    Ok(parse_hooks(&lines))
+    let hooks = tmux
+        .options()
+        .hooks(&place.place(), name)
+        .await
+        .map_err(|e| option_error(tmux, e, |e| e, |e| e))?;
+    Ok(hooks.into_iter().map(HookEntry::from).collect())
 }
 
 #[tool_router(router = hook_tools, vis = "pub(crate)")]
@@ -196,31 +188,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn hook_lines_parse() {
-        let lines: Vec<Vec<u8>> = [
-            "after-bind-key",
-            "after-new-window[0] display-message hi there",
-            "pane-exited[3] run-shell 'x y'",
-            "weird[x] y",
-        ]
-        .iter()
-        .map(|l| l.as_bytes().to_vec())
-        .collect();
-        assert_eq!(
-            parse_hooks(&lines),
-            [
-                HookEntry {
-                    name: "after-new-window".into(),
-                    index: 0,
-                    command: "display-message hi there".into()
-                },
-                HookEntry {
-                    name: "pane-exited".into(),
-                    index: 3,
-                    command: "run-shell 'x y'".into()
-                },
-            ]
-        );
+    fn hooks_belong_to_sessions_windows_and_panes() {
         assert!(hook_scope(OptionScope::Server).is_err());
         assert_eq!(hook_scope(OptionScope::Pane).unwrap(), OptionScope::Pane);
     }

@@ -17,13 +17,14 @@ use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::support::{build, check_tmux_format, is_env_name, require_every_session};
+use super::support::{build_error, check_tmux_format, is_env_name, require_every_session};
 use crate::mcp::McpServer;
-use crate::mcp::access::{TmuxAccess, parse_target};
+use crate::mcp::access::{TmuxAccess, engine_error, parse_target};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mux::lines::excerpt;
-use crate::mux::tmux::{CommandBuilder, TmuxCommand};
+use crate::mux::tmux::environment::{Environment, EnvironmentError};
+use crate::mux::tmux::options::{OptionError, OptionLevel, OptionPlace};
 
 /// Which objects an option (or hook) belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
@@ -36,12 +37,12 @@ pub enum OptionScope {
 }
 
 impl OptionScope {
-    fn flag(self) -> Option<&'static str> {
+    fn level(self) -> OptionLevel {
         match self {
-            OptionScope::Server => Some("-s"),
-            OptionScope::Session => None,
-            OptionScope::Window => Some("-w"),
-            OptionScope::Pane => Some("-p"),
+            OptionScope::Server => OptionLevel::Server,
+            OptionScope::Session => OptionLevel::Session,
+            OptionScope::Window => OptionLevel::Window,
+            OptionScope::Pane => OptionLevel::Pane,
         }
     }
 }
@@ -62,18 +63,13 @@ impl ScopeTarget {
         self.target.is_none()
     }
 
-    /// Adds `-g`, the scope flag and `-t` to `command`.
-    pub fn apply(&self, mut command: CommandBuilder) -> CommandBuilder {
-        if self.global {
-            command = command.flag("-g");
+    /// The place for the typed option operations.
+    pub fn place(&self) -> OptionPlace {
+        OptionPlace {
+            level: self.scope.level(),
+            global: self.global,
+            target: self.target.clone(),
         }
-        if let Some(flag) = self.scope.flag() {
-            command = command.flag(flag);
-        }
-        if let Some(target) = &self.target {
-            command = command.opt("-t", target);
-        }
-        command
     }
 }
 
@@ -214,6 +210,38 @@ fn unknown_option(name: &str, message: &str) -> ToolError {
             excerpt(name)
         ),
     )
+}
+
+/// A failed option operation as an error for the model; tmux's "invalid option" as
+/// [`unknown_option`] when `unknown` says so (given the error it would otherwise be).
+pub(crate) fn option_error(
+    tmux: &TmuxAccess<'_>,
+    error: OptionError,
+    unknown: impl FnOnce(ToolError) -> ToolError,
+    other: impl FnOnce(ToolError) -> ToolError,
+) -> ToolError {
+    match error {
+        OptionError::Engine(error) => other(engine_error(
+            tmux.server_name(),
+            error,
+            "call list_sessions",
+        )),
+        OptionError::Unknown(error) => unknown(engine_error(
+            tmux.server_name(),
+            error,
+            "call list_sessions",
+        )),
+        OptionError::Quote(error) => build_error(error),
+    }
+}
+
+fn environment_error(tmux: &TmuxAccess<'_>, error: EnvironmentError) -> ToolError {
+    match error {
+        EnvironmentError::Engine(error) => {
+            engine_error(tmux.server_name(), error, "call list_sessions")
+        }
+        EnvironmentError::Quote(error) => build_error(error),
+    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -367,14 +395,6 @@ async fn environment_target(
     }
 }
 
-fn environment_command(name: &'static str, target: Option<&str>) -> CommandBuilder {
-    let command = TmuxCommand::new(name);
-    match target {
-        Some(target) => command.opt("-t", target),
-        None => command.flag("-g"),
-    }
-}
-
 fn check_env_name(name: &str) -> Result<(), ToolError> {
     if is_env_name(name) {
         Ok(())
@@ -387,32 +407,6 @@ fn check_env_name(name: &str) -> Result<(), ToolError> {
             "pass a name such as PATH or MY_VAR",
         ))
     }
-}
-
-/// Parses `show-environment` output: `NAME=value` lines, `-NAME` for removed variables; a
-/// line of neither form continues the previous value (values may contain newlines).
-fn parse_environment(lines: &[Vec<u8>]) -> (BTreeMap<String, String>, Vec<String>) {
-    let mut variables = BTreeMap::new();
-    let mut removed = Vec::new();
-    let mut last: Option<String> = None;
-    for line in lines {
-        let line = String::from_utf8_lossy(line);
-        if let Some((name, value)) = line.split_once('=')
-            && is_env_name(name)
-        {
-            variables.insert(name.to_owned(), value.to_owned());
-            last = Some(name.to_owned());
-        } else if let Some(name) = line.strip_prefix('-')
-            && is_env_name(name)
-        {
-            removed.push(name.to_owned());
-            last = None;
-        } else if let Some(value) = last.as_ref().and_then(|name| variables.get_mut(name)) {
-            value.push('\n');
-            value.push_str(&line);
-        }
-    }
-    (variables, removed)
 }
 
 #[tool_router(router = option_tools, vis = "pub(crate)")]
@@ -438,26 +432,18 @@ impl McpServer {
         check_option_name(&input.option)?;
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let place = scope_target(&tmux, input.scope, input.global, input.target.as_deref()).await?;
-        let mut command = place.apply(TmuxCommand::new("show-options").flag("-v"));
-        if place.target.is_some() {
-            command = command.flag("-A");
-        }
-        let command = build(command.end_of_options().arg(&input.option))?;
-        let value = match tmux.run(command, "call list_sessions").await {
-            Ok(lines) if lines.is_empty() => None,
-            Ok(lines) => Some(
-                lines
-                    .iter()
-                    .map(|l| String::from_utf8_lossy(l).into_owned())
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            ),
-            Err(e) if e.message.contains("invalid option") && input.option.starts_with('@') => None,
-            Err(e) if e.message.contains("invalid option") => {
-                return Err(unknown_option(&input.option, &e.message));
-            }
-            Err(e) => return Err(e),
-        };
+        let value = tmux
+            .options()
+            .show(&place.place(), &input.option)
+            .await
+            .map_err(|e| {
+                option_error(
+                    &tmux,
+                    e,
+                    |e| unknown_option(&input.option, &e.message),
+                    |e| e,
+                )
+            })?;
         Ok(Json(ShowOptionOutput {
             server: tmux.server_name().to_owned(),
             scope: place.scope,
@@ -514,25 +500,25 @@ impl McpServer {
         if place.is_shared() {
             require_every_session(&tmux, "a server or global option")?;
         }
-        let mut command = place.apply(TmuxCommand::new("set-option"));
-        if input.unset {
-            command = command.flag("-u");
-        }
-        command = command.end_of_options().arg(&input.option);
-        if let Some(value) = &input.value {
-            command = command.arg(value);
-        }
-        tmux.run(build(command)?, "call list_sessions")
+        tmux.options()
+            .set(&place.place(), &input.option, input.value.as_deref())
             .await
-            .map_err(|e| match e.kind {
-                ToolErrorKind::Conflict if e.message.contains("invalid option") => {
-                    unknown_option(&input.option, &e.message)
-                }
-                ToolErrorKind::Conflict => ToolError::invalid_arguments(
-                    e.message,
-                    "check the value's type (on/off, a number, a colour...) with show_option",
-                ),
-                _ => e,
+            .map_err(|e| {
+                option_error(
+                    &tmux,
+                    e,
+                    |e| match e.kind {
+                        ToolErrorKind::Conflict => unknown_option(&input.option, &e.message),
+                        _ => e,
+                    },
+                    |e| match e.kind {
+                        ToolErrorKind::Conflict => ToolError::invalid_arguments(
+                            e.message,
+                            "check the value's type (on/off, a number, a colour...) with show_option",
+                        ),
+                        _ => e,
+                    },
+                )
             })?;
         Ok(Json(SetOptionOutput {
             server: tmux.server_name().to_owned(),
@@ -566,16 +552,11 @@ impl McpServer {
         }
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = environment_target(&tmux, input.scope, input.target.as_deref()).await?;
-        let mut command = environment_command("show-environment", target.as_deref());
-        if let Some(name) = &input.name {
-            command = command.end_of_options().arg(name);
-        }
-        let lines = match tmux.run(build(command)?, "call list_sessions").await {
-            Ok(lines) => lines,
-            Err(e) if e.message.contains("unknown variable") => Vec::new(),
-            Err(e) => return Err(e),
-        };
-        let (variables, removed) = parse_environment(&lines);
+        let Environment { variables, removed } = tmux
+            .environment()
+            .show(target.as_deref(), input.name.as_deref())
+            .await
+            .map_err(|e| environment_error(&tmux, e))?;
         Ok(Json(ShowEnvironmentOutput {
             server: tmux.server_name().to_owned(),
             scope: input.scope,
@@ -615,15 +596,10 @@ impl McpServer {
         if target.is_none() {
             require_every_session(&tmux, "the global environment")?;
         }
-        let mut command = environment_command("set-environment", target.as_deref());
-        if input.unset {
-            command = command.flag("-u");
-        }
-        command = command.end_of_options().arg(&input.name);
-        if let Some(value) = &input.value {
-            command = command.arg(value);
-        }
-        tmux.run(build(command)?, "call list_sessions").await?;
+        tmux.environment()
+            .set(target.as_deref(), &input.name, input.value.as_deref())
+            .await
+            .map_err(|e| environment_error(&tmux, e))?;
         Ok(Json(SetEnvironmentOutput {
             server: tmux.server_name().to_owned(),
             scope: input.scope,
@@ -667,52 +643,5 @@ mod tests {
         assert!(is_hook_name("session-created"));
         assert!(!is_hook_name("pane-border-style"));
         assert!(!is_hook_name("window-size"));
-    }
-
-    #[test]
-    fn scope_flags() {
-        let server = ScopeTarget {
-            scope: OptionScope::Server,
-            global: false,
-            target: None,
-        };
-        let line = |t: &ScopeTarget| {
-            String::from_utf8(
-                t.apply(TmuxCommand::new("set-option"))
-                    .build()
-                    .unwrap()
-                    .as_bytes()
-                    .to_vec(),
-            )
-            .unwrap()
-        };
-        assert_eq!(line(&server), "set-option -s");
-        assert!(server.is_shared());
-        let pane = ScopeTarget {
-            scope: OptionScope::Pane,
-            global: false,
-            target: Some("%3".into()),
-        };
-        assert_eq!(line(&pane), "set-option -p -t '%3'");
-        assert!(!pane.is_shared());
-        let global_window = ScopeTarget {
-            scope: OptionScope::Window,
-            global: true,
-            target: None,
-        };
-        assert_eq!(line(&global_window), "set-option -g -w");
-    }
-
-    #[test]
-    fn environment_output_parses() {
-        let lines: Vec<Vec<u8>> = ["A=1", "-SSH_AUTH_SOCK", "B=two", "lines", "C=", "junk line"]
-            .iter()
-            .map(|l| l.as_bytes().to_vec())
-            .collect();
-        let (vars, removed) = parse_environment(&lines);
-        assert_eq!(vars["A"], "1");
-        assert_eq!(vars["B"], "two\nlines");
-        assert_eq!(vars["C"], "\njunk line");
-        assert_eq!(removed, ["SSH_AUTH_SOCK"]);
     }
 }

@@ -9,16 +9,15 @@ use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::session::{list_sessions_command, visible_sessions};
-use super::support::{build, require_every_session};
+use super::session::visible;
+use super::support::require_every_session;
 use crate::mcp::McpServer;
 use crate::mcp::access::engine_error;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::self_guard::Kill;
 use crate::mux::tmux::channel::ChannelName;
-use crate::mux::tmux::format::{row_format, split_row};
-use crate::mux::tmux::{BatchMode, CommandOutcome, ConnectError, EngineError, TmuxCommand};
+use crate::mux::tmux::{ConnectError, EngineError};
 
 /// How long list_servers waits for any one server.
 const PROBE_DEADLINE: Duration = Duration::from_secs(1);
@@ -123,25 +122,16 @@ pub struct KillServerOutput {
     pub killed: bool,
 }
 
-/// Which tmux server process answers: its pid and start time (a restarted server on the same
-/// socket is another one).
-const IDENTITY_FORMAT: &str = "#{pid} #{start_time}";
-
 /// What a probe after `kill-server` says about the server that was told to exit.
-fn killed(before: Option<&str>, probe: &Result<Vec<Vec<u8>>, EngineError>) -> bool {
+fn killed(before: Option<&str>, probe: &Result<Option<String>, EngineError>) -> bool {
     match probe {
-        Ok(lines) => {
-            let now = lines.first().map(|l| String::from_utf8_lossy(l));
-            before.is_none_or(|before| now.as_deref() != Some(before))
-        }
+        Ok(now) => before.is_none_or(|before| now.as_deref() != Some(before)),
         Err(error) => matches!(
             Reachability::of(&Err(error.clone())),
             Reachability::NotRunning | Reachability::NoSessions
         ),
     }
 }
-
-const SERVER_FIELDS: [&str; 2] = ["version", "start_time"];
 
 #[tool_router(router = server_tools, vis = "pub(crate)")]
 impl McpServer {
@@ -168,22 +158,7 @@ impl McpServer {
             async move {
                 let configured = self.state().config.tmux.servers.get(name);
                 let reachability = match self.tmux_access(call, Some(name)).await {
-                    Ok(tmux) => {
-                        let probe =
-                            build(TmuxCommand::new("display-message").flag("-p").arg("ok"))?;
-                        let deadline = tokio::time::Instant::now() + PROBE_DEADLINE;
-                        let result = tmux
-                            .server
-                            .run_batch(
-                                &tmux.caller,
-                                vec![probe],
-                                BatchMode::Independent,
-                                Some(deadline),
-                            )
-                            .await
-                            .map(|_| ());
-                        Reachability::of(&result)
-                    }
+                    Ok(tmux) => Reachability::of(&tmux.server_ops().probe(PROBE_DEADLINE).await),
                     Err(_) => Reachability::Unreachable,
                 };
                 Ok::<_, ToolError>(ServerSummary {
@@ -220,50 +195,31 @@ impl McpServer {
         Parameters(input): Parameters<ServerInput>,
     ) -> Result<Json<ServerInfo>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let about = build(
-            TmuxCommand::new("display-message")
-                .flag("-p")
-                .arg(row_format(&SERVER_FIELDS)),
-        )?;
-        let outcome = tmux
-            .server
-            .run_batch(
-                &tmux.caller,
-                vec![about, list_sessions_command()?],
-                BatchMode::Independent,
-                None,
-            )
-            .await;
+        let described = tmux.server_ops().describe().await;
         let mut info = ServerInfo {
             server: tmux.server_name().to_owned(),
             alive: false,
-            reachability: Reachability::of(&outcome.as_ref().map(|_| ()).map_err(Clone::clone)),
+            reachability: Reachability::of(&described.as_ref().map(|_| ()).map_err(Clone::clone)),
             version: None,
             started: None,
             sessions: 0,
             channel_prefix: ChannelName::prefix(super::channel::channel_owner(&tmux)),
         };
-        let outcomes = match outcome {
-            Ok(outcomes) => outcomes,
+        let described = match described {
+            Ok(described) => described,
             Err(EngineError::Unavailable {
                 cause: ConnectError::NoServer { .. } | ConnectError::NoSessions { .. },
                 ..
             }) => return Ok(Json(info)),
             Err(error) => return Err(engine_error(tmux.server_name(), error, "call list_servers")),
         };
-        if let [CommandOutcome::Ok(about), sessions] = outcomes.as_slice() {
-            let fields = about
-                .first()
-                .and_then(|line| split_row(line, SERVER_FIELDS.len()));
-            if let Some(f) = fields {
-                info.alive = true;
-                info.version = Some(f[0].clone());
-                info.started = f[1].parse().ok();
-            }
-            if let CommandOutcome::Ok(rows) = sessions {
-                info.sessions =
-                    u32::try_from(visible_sessions(&tmux, rows).len()).unwrap_or(u32::MAX);
-            }
+        if let Some(about) = described.about {
+            info.alive = true;
+            info.version = Some(about.version);
+            info.started = about.started;
+        }
+        if let Some(sessions) = described.sessions {
+            info.sessions = u32::try_from(visible(&tmux, sessions).len()).unwrap_or(u32::MAX);
         }
         Ok(Json(info))
     }
@@ -291,34 +247,17 @@ impl McpServer {
         if let Some(me) = &self.state().self_location {
             me.check(&tmux, Kill::Server).await?;
         }
-        let identity = || {
-            build(
-                TmuxCommand::new("display-message")
-                    .flag("-p")
-                    .trusted_format(IDENTITY_FORMAT),
-            )
-        };
-        let before = tmux
-            .server
-            .run(&tmux.caller, identity()?)
+        let server = tmux.server_ops();
+        let before = server.identity().await.ok().flatten();
+        server
+            .kill()
             .await
-            .ok()
-            .and_then(|lines| {
-                lines
-                    .first()
-                    .map(|l| String::from_utf8_lossy(l).into_owned())
-            });
-        let kill = build(TmuxCommand::new("kill-server"))?;
-        match tmux.server.run(&tmux.caller, kill).await {
-            // The server may close the connection before its reply arrives.
-            Ok(_) | Err(EngineError::ConnectionLost { .. }) => {}
-            Err(error) => return Err(engine_error(tmux.server_name(), error, "call list_servers")),
-        }
+            .map_err(|error| engine_error(tmux.server_name(), error, "call list_servers"))?;
         // tmux exits asynchronously; answer once it is gone, so that the next call (e.g.
         // create_session) finds no server rather than one that is shutting down.
         let deadline = tokio::time::Instant::now() + EXIT_WAIT;
         loop {
-            let probe = tmux.server.run(&tmux.caller, identity()?).await;
+            let probe = server.identity().await;
             if killed(before.as_deref(), &probe) {
                 return Ok(Json(KillServerOutput {
                     server: tmux.server_name().to_owned(),
@@ -346,7 +285,7 @@ mod tests {
 
     #[test]
     fn a_server_is_killed_when_it_is_gone_or_another_one_answers() {
-        let answer = |text: &str| Ok(vec![text.as_bytes().to_vec()]);
+        let answer = |text: &str| Ok(Some(text.to_owned()));
         let gone = Err(EngineError::Unavailable {
             server: "s".into(),
             cause: ConnectError::NoServer { socket: "x".into() },

@@ -180,7 +180,9 @@ pub(crate) fn visible_sessions(tmux: &TmuxAccess<'_>, rows: &[Vec<u8>]) -> Vec<S
     visible(tmux, sessions::parse_sessions(rows))
 }
 
-fn visible(tmux: &TmuxAccess<'_>, sessions: Vec<Session>) -> Vec<SessionInfo> {
+/// Keeps the `sessions` the caller may see, marking the ones it created. `sessions` are every
+/// session of the server: ownerships of sessions no longer among them are forgotten.
+pub(crate) fn visible(tmux: &TmuxAccess<'_>, sessions: Vec<Session>) -> Vec<SessionInfo> {
     let sessions: Vec<SessionInfo> = sessions
         .into_iter()
         .map(|session| SessionInfo::seen(session, false))

@@ -1,6 +1,6 @@
-//! Small pieces the session, window, option and hook tools share: finishing a command line,
-//! narrowing a target to the kind a tool acts on, listing filters, and the rule for operations
-//! that reach beyond one session.
+//! Small pieces the session, window, option and hook tools share: a value that cannot be
+//! quoted as an error, narrowing a target to the kind a tool acts on, listing filters, and the
+//! rule for operations that reach beyond one session.
 //!
 //! Pure apart from [`TmuxAccess`] reads; no tool logic lives here.
 
@@ -8,14 +8,10 @@ use crate::auth::pattern::NamePattern;
 use crate::mcp::access::TmuxAccess;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mux::lines::excerpt;
+pub(crate) use crate::mux::tmux::environment::is_env_name;
 use crate::mux::tmux::format_check::check_format;
 use crate::mux::tmux::target::{SessionSel, Target};
-use crate::mux::tmux::{CommandBuilder, QuoteError, TmuxCommand, WindowId};
-
-/// Finishes a command. Quoting fails only on a NUL byte in a client value.
-pub(crate) fn build(command: CommandBuilder) -> Result<TmuxCommand, ToolError> {
-    command.build().map_err(build_error)
-}
+use crate::mux::tmux::{QuoteError, WindowId};
 
 /// A value that cannot go on a command line (a NUL byte), as an error the model can fix.
 pub(crate) fn build_error(error: QuoteError) -> ToolError {
@@ -159,17 +155,6 @@ pub(crate) fn validate_start_directory(dir: &str) -> Result<(), ToolError> {
 
 /// Most variables one call may set.
 pub(crate) const MAX_ENVIRONMENT_VARS: usize = 64;
-
-/// Whether `name` is a portable environment variable name (`[A-Za-z_][A-Za-z0-9_]*`, at most
-/// 128 characters).
-pub(crate) fn is_env_name(name: &str) -> bool {
-    let mut bytes = name.bytes();
-    name.len() <= 128
-        && bytes
-            .next()
-            .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
-        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
-}
 
 /// Checks an `environment` argument and returns its pairs in name order.
 pub(crate) fn validate_environment(

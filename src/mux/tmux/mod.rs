@@ -27,16 +27,19 @@
 //! [`TmuxServer`] ties one server's worker and output hub together; [`TmuxEngine`] holds the
 //! configured servers by name.
 
+pub mod buffers;
 pub mod channel;
 pub mod claims;
 pub mod command;
 pub mod connection;
+pub mod environment;
 pub mod format;
 pub mod format_check;
 pub mod ids;
 pub mod latency;
 pub mod monitor;
 pub mod ops;
+pub mod options;
 pub mod output;
 pub mod pane_lifecycle;
 pub mod pane_row;
@@ -44,6 +47,7 @@ pub mod panes;
 pub mod protocol;
 pub mod quote;
 mod router;
+pub mod server;
 pub mod sessions;
 pub mod shared_lines;
 pub mod spawn;
