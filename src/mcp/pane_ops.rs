@@ -500,33 +500,7 @@ mod tests {
 
     #[test]
     fn parses_pane_rows() {
-        let line = row(&[
-            "%3",
-            "1",
-            "$0",
-            "@2",
-            "4",
-            "1",
-            "0",
-            "1",
-            "80",
-            "24",
-            "40",
-            "0",
-            "4242",
-            "1",
-            "2",
-            "1",
-            "copy-mode",
-            "/dev/pts/3",
-            "777",
-            "1700000000",
-            "main",
-            "editor",
-            "my title",
-            "vim",
-            "/home/u/a|b",
-        ]);
+        let line = crate::mux::tmux::pane_row::sample_row();
         let parsed = PaneRow::parse(&line).unwrap();
         assert_eq!((parsed.pane, parsed.server_pid), (PaneId(3), 777));
         assert_eq!(

@@ -182,32 +182,32 @@ impl TmuxBuffers {
 mod tests {
     use super::*;
 
-    fn line(command: TmuxCommand) -> String {
-        String::from_utf8(command.as_bytes().to_vec()).unwrap()
-    }
-
     #[test]
     fn command_lines() {
         assert_eq!(
-            line(load_command("muxgate_x_a", b"-n x").unwrap()),
+            load_command("muxgate_x_a", b"-n x").unwrap().text(),
             "set-buffer -b 'muxgate_x_a' -- '-n x'"
         );
         assert_eq!(
-            line(paste_command("muxgate_x_a", PaneId(3), true).unwrap()),
+            paste_command("muxgate_x_a", PaneId(3), true)
+                .unwrap()
+                .text(),
             "paste-buffer -r -p -b 'muxgate_x_a' -t '%3'"
         );
         assert_eq!(
-            line(paste_command("muxgate_x_a", PaneId(3), false).unwrap()),
+            paste_command("muxgate_x_a", PaneId(3), false)
+                .unwrap()
+                .text(),
             "paste-buffer -r -b 'muxgate_x_a' -t '%3'"
         );
         assert_eq!(
-            line(delete_command("muxgate_x_a").unwrap()),
+            delete_command("muxgate_x_a").unwrap().text(),
             "delete-buffer -b 'muxgate_x_a'"
         );
         let read: Vec<String> = read_commands("muxgate_x_a")
             .unwrap()
             .into_iter()
-            .map(line)
+            .map(|command| command.text())
             .collect();
         assert_eq!(read[1], "show-buffer -b 'muxgate_x_a'");
         assert!(read[0].starts_with("display-message -p "), "{}", read[0]);

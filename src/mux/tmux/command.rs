@@ -33,6 +33,12 @@ impl TmuxCommand {
         &self.line
     }
 
+    /// The command line as text, for tests that compare command lines.
+    #[cfg(test)]
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.line).into_owned()
+    }
+
     /// The command's name (the first word), for metrics and logs.
     pub fn name(&self) -> &str {
         let end = memchr::memchr(b' ', &self.line).unwrap_or(self.line.len());

@@ -149,26 +149,22 @@ impl TmuxEnvironment {
 mod tests {
     use super::*;
 
-    fn line(command: TmuxCommand) -> String {
-        String::from_utf8(command.as_bytes().to_vec()).unwrap()
-    }
-
     #[test]
     fn command_lines() {
         assert_eq!(
-            line(show_command(None, None).unwrap()),
+            show_command(None, None).unwrap().text(),
             "show-environment -g"
         );
         assert_eq!(
-            line(show_command(Some("$2"), Some("PATH")).unwrap()),
+            show_command(Some("$2"), Some("PATH")).unwrap().text(),
             "show-environment -t '$2' -- 'PATH'"
         );
         assert_eq!(
-            line(set_command(None, "A", Some("-x y")).unwrap()),
+            set_command(None, "A", Some("-x y")).unwrap().text(),
             "set-environment -g -- 'A' '-x y'"
         );
         assert_eq!(
-            line(set_command(Some("$2"), "A", None).unwrap()),
+            set_command(Some("$2"), "A", None).unwrap().text(),
             "set-environment -t '$2' -u -- 'A'"
         );
     }

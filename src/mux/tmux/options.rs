@@ -222,10 +222,6 @@ impl TmuxOptions {
 mod tests {
     use super::*;
 
-    fn line(command: TmuxCommand) -> String {
-        String::from_utf8(command.as_bytes().to_vec()).unwrap()
-    }
-
     fn place(level: OptionLevel, global: bool, target: Option<&str>) -> OptionPlace {
         OptionPlace {
             level,
@@ -238,30 +234,34 @@ mod tests {
     fn levels_and_targets() {
         let server = place(OptionLevel::Server, false, None);
         assert_eq!(
-            line(set_command(&server, "escape-time", Some("0")).unwrap()),
+            set_command(&server, "escape-time", Some("0"))
+                .unwrap()
+                .text(),
             "set-option -s -- 'escape-time' '0'"
         );
         let pane = place(OptionLevel::Pane, false, Some("%3"));
         assert_eq!(
-            line(set_command(&pane, "@x", None).unwrap()),
+            set_command(&pane, "@x", None).unwrap().text(),
             "set-option -p -t '%3' -u -- '@x'"
         );
         let global_window = place(OptionLevel::Window, true, None);
         assert_eq!(
-            line(show_command(&global_window, "mode-keys").unwrap()),
+            show_command(&global_window, "mode-keys").unwrap().text(),
             "show-options -v -g -w -- 'mode-keys'"
         );
         let session = place(OptionLevel::Session, false, Some("$1"));
         assert_eq!(
-            line(show_command(&session, "status").unwrap()),
+            show_command(&session, "status").unwrap().text(),
             "show-options -v -t '$1' -A -- 'status'"
         );
         assert_eq!(
-            line(hooks_command(&session, None).unwrap()),
+            hooks_command(&session, None).unwrap().text(),
             "show-hooks -t '$1'"
         );
         assert_eq!(
-            line(hooks_command(&global_window, Some("pane-exited")).unwrap()),
+            hooks_command(&global_window, Some("pane-exited"))
+                .unwrap()
+                .text(),
             "show-hooks -g -w -- 'pane-exited'"
         );
     }

@@ -316,7 +316,7 @@ mod tests {
     use super::*;
 
     fn line(command: CommandBuilder) -> String {
-        String::from_utf8(command.build().unwrap().as_bytes().to_vec()).unwrap()
+        command.build().unwrap().text()
     }
 
     #[test]
@@ -345,9 +345,7 @@ mod tests {
             select: false,
         };
         let launch = ["/bin/zsh".to_owned()];
-        let text = |split: Split, launch: Option<&[String]>| {
-            String::from_utf8(split.command(launch).unwrap().as_bytes().to_vec()).unwrap()
-        };
+        let text = |split: Split, launch: Option<&[String]>| split.command(launch).unwrap().text();
         let left = text(
             split(SplitSide::Left, Some(SplitSize::Percent(30)), None),
             None,

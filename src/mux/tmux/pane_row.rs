@@ -123,6 +123,39 @@ impl PaneRecord {
     }
 }
 
+/// A full pane row as tmux prints it: a dead, zoomed pane in copy mode whose path holds the
+/// field separator (for the tests of this row and of the answers built from it).
+#[cfg(test)]
+pub(crate) fn sample_row() -> Vec<u8> {
+    super::format::encode_row(&[
+        "%3",
+        "1",
+        "$0",
+        "@2",
+        "4",
+        "1",
+        "0",
+        "1",
+        "80",
+        "24",
+        "40",
+        "0",
+        "4242",
+        "1",
+        "2",
+        "1",
+        "copy-mode",
+        "/dev/pts/3",
+        "777",
+        "1700000000",
+        "main",
+        "editor",
+        "my title",
+        "vim",
+        "/home/u/a|b",
+    ])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,33 +163,7 @@ mod tests {
 
     #[test]
     fn rows_parse_with_the_path_last() {
-        let line = encode_row(&[
-            "%3",
-            "1",
-            "$0",
-            "@2",
-            "4",
-            "1",
-            "0",
-            "1",
-            "80",
-            "24",
-            "40",
-            "0",
-            "4242",
-            "1",
-            "2",
-            "1",
-            "copy-mode",
-            "/dev/pts/3",
-            "777",
-            "1700000000",
-            "main",
-            "editor",
-            "my title",
-            "vim",
-            "/home/u/a|b",
-        ]);
+        let line = sample_row();
         let row = PaneRecord::parse(&line).unwrap();
         assert_eq!((row.pane, row.server_pid, row.pid), (PaneId(3), 777, 4242));
         assert_eq!(

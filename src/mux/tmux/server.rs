@@ -146,7 +146,7 @@ mod tests {
         let lines: Vec<String> = describe_commands()
             .unwrap()
             .iter()
-            .map(|c| String::from_utf8(c.as_bytes().to_vec()).unwrap())
+            .map(|c| c.text())
             .collect();
         assert!(lines[0].starts_with("display-message -p "), "{}", lines[0]);
         assert!(lines[0].contains("version") && lines[0].contains("start_time"));

@@ -495,7 +495,7 @@ mod tests {
     #[test]
     fn creation_is_one_command_with_every_value_quoted() {
         let spec = spec();
-        let line = String::from_utf8(spec.command(None).unwrap().as_bytes().to_vec()).unwrap();
+        let line = spec.command(None).unwrap().text();
         assert!(line.starts_with("new-session -d -E -P -F "), "{line}");
         assert!(
             line.ends_with(" -s 'build' -n 'edit;' -c '/' -x '100' -e 'A=1;'"),

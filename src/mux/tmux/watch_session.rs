@@ -224,7 +224,7 @@ mod tests {
     #[test]
     fn builds_the_session_and_its_links() {
         assert_eq!(
-            String::from_utf8(placeholder(SessionId(9)).unwrap().as_bytes().to_vec()).unwrap(),
+            placeholder(SessionId(9)).unwrap().text(),
             "display-message -p -t '$9:' '#{window_id}'"
         );
         let lines: Vec<String> = links(
@@ -237,7 +237,7 @@ mod tests {
         )
         .unwrap()
         .iter()
-        .map(|c| String::from_utf8(c.as_bytes().to_vec()).unwrap())
+        .map(|c| c.text())
         .collect();
         assert_eq!(
             lines,
@@ -302,7 +302,7 @@ mod tests {
         ));
         assert!(!is_stale(&[b"xterm".to_vec()], "muxgate-7"));
         assert_eq!(
-            String::from_utf8(clients().unwrap().as_bytes().to_vec()).unwrap(),
+            clients().unwrap().text(),
             "list-clients -t '=_muxgate:' -F '#{client_termname}'"
         );
     }
@@ -310,7 +310,7 @@ mod tests {
     #[test]
     fn reads_a_panes_place() {
         assert_eq!(
-            String::from_utf8(place(PaneId(3)).unwrap().as_bytes().to_vec()).unwrap(),
+            place(PaneId(3)).unwrap().text(),
             "display-message -p -t '%3' '#{pane_id} #{window_id} #{session_id} #{session_name}'"
         );
         assert_eq!(

@@ -418,7 +418,7 @@ mod tests {
     }
 
     fn line(command: CommandBuilder) -> String {
-        String::from_utf8(command.build().unwrap().as_bytes().to_vec()).unwrap()
+        command.build().unwrap().text()
     }
 
     #[test]
@@ -445,7 +445,7 @@ mod tests {
             environment: vec![("A".into(), "1;".into())],
             select: false,
         };
-        let plain = String::from_utf8(window.command(None).unwrap().as_bytes().to_vec()).unwrap();
+        let plain = window.command(None).unwrap().text();
         assert!(plain.starts_with("new-window -P -F "), "{plain}");
         assert!(
             plain.ends_with(" -d -t '$1' -n 'edit;' -c '/tmp/##x' -e 'A=1;'"),

@@ -139,9 +139,7 @@ mod tests {
 
     #[test]
     fn builds_capture_commands() {
-        let line = |range: CaptureRange| {
-            String::from_utf8(range.command(PaneId(5)).unwrap().as_bytes().to_vec()).unwrap()
-        };
+        let line = |range: CaptureRange| range.command(PaneId(5)).unwrap().text();
         assert_eq!(line(CaptureRange::visible()), "capture-pane -p -t '%5'");
         let all = CaptureRange {
             start: Some(LineBound::Edge),
