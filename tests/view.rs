@@ -124,6 +124,15 @@ async fn get(url: &str) -> reqwest::Response {
     reqwest::Client::new().get(url).send().await.expect("GET")
 }
 
+/// Asks `url` until it answers `status`; fails saying `why` after `within`.
+async fn wait_for_status(url: &str, status: u16, within: Duration, why: &str) {
+    let deadline = Instant::now() + within;
+    while get(url).await.status() != status {
+        assert!(Instant::now() < deadline, "{why}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_link_shows_the_pane_live_escaped_and_takes_no_input() {
     let tmux = TestTmux::start();
@@ -652,17 +661,8 @@ async fn views_past_the_caps_wait_their_turn() {
         "every slot of the gateway is taken"
     );
     drop(first);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        if get(&c).await.status() == 200 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the closed view's place was not given back"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let given_back = "the closed view's place was not given back";
+    wait_for_status(&c, 200, Duration::from_secs(5), given_back).await;
 }
 
 /// A link names the tmux server's process: after the server restarts, `%0` is another pane
@@ -693,17 +693,8 @@ async fn a_link_ends_with_the_tmux_server_it_was_made_for() {
         "the new server reuses the pane number"
     );
     let new = grant(tmux.server_pid());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if get(&new).await.status() == 200 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the restarted server is not viewable"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let restarted = "the restarted server is not viewable";
+    wait_for_status(&new, 200, Duration::from_secs(10), restarted).await;
     assert_eq!(
         get(&old).await.status(),
         404,
