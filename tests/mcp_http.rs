@@ -29,9 +29,9 @@ fn two_server_config() -> Config {
 
 fn expected_servers() -> Value {
     json!({"servers": [
-        {"name": "shared", "kind": "configured", "allow_absent": true,
+        {"name": "shared", "backend": "tmux", "kind": "configured", "allow_absent": true,
          "reachability": "not_running"},
-        {"name": "work", "kind": "configured", "allow_absent": false,
+        {"name": "work", "backend": "tmux", "kind": "configured", "allow_absent": false,
          "reachability": "not_running"},
     ]})
 }

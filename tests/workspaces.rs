@@ -23,7 +23,7 @@ async fn each_tenant_gets_its_own_server_named_workspace() {
     let servers = call_ok(&alice, "list_servers", json!({})).await;
     assert_eq!(
         servers["servers"],
-        json!([{"name": "workspace", "kind": "workspace", "allow_absent": false, "reachability": "no_sessions"}]),
+        json!([{"name": "workspace", "backend": "tmux", "kind": "workspace", "allow_absent": false, "reachability": "no_sessions"}]),
         "a configured server is not granted explicitly: only the workspace shows"
     );
     let created = call_ok(&alice, "create_session", json!({"name": "a1"})).await;

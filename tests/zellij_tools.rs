@@ -75,6 +75,17 @@ fn ids(list: &Value, key: &str, field: &str) -> Vec<String> {
         .collect()
 }
 
+/// The Zellij entries of a list_servers answer.
+fn zellij_servers(list: &Value) -> Vec<Value> {
+    list["servers"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no servers in {list}"))
+        .iter()
+        .filter(|s| s["backend"] == "zellij")
+        .cloned()
+        .collect()
+}
+
 fn tab<'a>(tabs: &'a Value, id: &str) -> &'a Value {
     tabs["tabs"]
         .as_array()
@@ -97,10 +108,14 @@ async fn discovery_tools_and_access_rules() {
     };
     let s = session.as_str();
 
-    let servers = ok(&client, "zellij_list_servers", json!({})).await;
+    // list_servers names the Zellij servers beside the tmux ones.
+    let servers = ok(&client, "list_servers", json!({})).await;
     assert_eq!(
-        servers["servers"],
-        json!([{"name": "z", "default_session": s}])
+        zellij_servers(&servers),
+        [
+            json!({"name": "z", "backend": "zellij", "kind": "configured", "allow_absent": false,
+                "reachability": "running", "default_session": s})
+        ]
     );
     let sessions = ok(&client, "zellij_list_sessions", json!({"server": "z"})).await;
     assert_eq!(ids(&sessions, "sessions", "name"), [s]);
@@ -223,8 +238,8 @@ async fn discovery_tools_and_access_rules() {
     assert_eq!(e["kind"], "forbidden", "{e}");
     ok(
         &read_only,
-        "zellij_read_pane",
-        json!({"pane": "terminal_0"}),
+        "capture_pane",
+        json!({"server": "z", "target": "terminal_0"}),
     )
     .await;
 }
@@ -497,7 +512,7 @@ async fn panes_are_managed_by_id() {
 async fn terminal_io_and_the_user_workflows() {
     let Some(Setup {
         h: _h,
-        session: _session,
+        session,
         gateway: _gateway,
         client,
     }) = setup().await
@@ -521,28 +536,52 @@ async fn terminal_io_and_the_user_workflows() {
     )
     .await;
     assert_eq!(seen["line"], "row_80");
-    let visible = ok(&client, "zellij_read_pane", json!({"pane": "terminal_0"})).await;
+    // capture_pane reads a Zellij pane when `server` names a Zellij server.
+    let visible = ok(
+        &client,
+        "capture_pane",
+        json!({"server": "z", "target": "terminal_0"}),
+    )
+    .await;
     let text = visible["text"].as_str().unwrap();
     assert!(
         text.contains("row_80") && !text.contains("row_1\n"),
         "{text}"
     );
+    assert_eq!(visible["session"], session.as_str());
+    assert_eq!(visible["pane_id"], "terminal_0");
     let full = ok(
         &client,
-        "zellij_read_pane",
-        json!({"pane": "terminal_0", "scope": "full"}),
+        "capture_pane",
+        json!({"server": "z", "target": format!("{session}:terminal_0"), "start": "-"}),
     )
     .await;
     assert!(full["text"].as_str().unwrap().contains("row_1\n"), "{full}");
     let tail = ok(
         &client,
-        "zellij_read_pane",
-        json!({"pane": "terminal_0", "scope": "full", "max_lines": 3}),
+        "capture_pane",
+        json!({"server": "z", "target": "terminal_0", "start": "-", "max_lines": 3}),
     )
     .await;
     assert_eq!(tail["lines"], 3);
     assert_eq!(tail["truncated"], true);
+    assert_eq!(
+        tail["truncated_lines"],
+        tail["total_lines"].as_u64().unwrap() - 3
+    );
     assert!(tail["text"].as_str().unwrap().starts_with("[... "));
+    // What only tmux can do is refused, not ignored.
+    for (options, says) in [
+        (json!({"start": -5}), "start must be 0"),
+        (json!({"end": 3}), "end must be omitted"),
+        (json!({"escape_sequences": true}), "tmux-only"),
+    ] {
+        let mut args = json!({"server": "z", "target": "terminal_0"});
+        args.as_object_mut()
+            .unwrap()
+            .extend(options.as_object().unwrap().clone());
+        err_kind(&client, "capture_pane", args, "invalid_arguments", says).await;
+    }
 
     // Keys: interrupt a running program.
     ok(
@@ -574,7 +613,12 @@ async fn terminal_io_and_the_user_workflows() {
         }
         last = format!("{:?}", back.content);
     }
-    let screen = ok(&client, "zellij_read_pane", json!({"pane": "terminal_0"})).await;
+    let screen = ok(
+        &client,
+        "capture_pane",
+        json!({"server": "z", "target": "terminal_0"}),
+    )
+    .await;
     assert!(
         interrupted,
         "Ctrl c never brought the prompt back: {last}; the pane shows {screen}"
@@ -689,7 +733,12 @@ async fn terminal_io_and_the_user_workflows() {
         json!({"pane": server_pane, "pattern": "served 3"}),
     )
     .await;
-    let out = ok(&client, "zellij_read_pane", json!({"pane": server_pane})).await;
+    let out = ok(
+        &client,
+        "capture_pane",
+        json!({"server": "z", "target": server_pane}),
+    )
+    .await;
     assert!(
         out["text"]
             .as_str()
@@ -709,8 +758,8 @@ async fn terminal_io_and_the_user_workflows() {
     .await;
     err_kind(
         &client,
-        "zellij_read_pane",
-        json!({"pane": "terminal_99"}),
+        "capture_pane",
+        json!({"server": "z", "target": "terminal_99"}),
         "not_found",
         "no pane terminal_99",
     )
@@ -883,8 +932,11 @@ async fn servers_are_chosen_by_name_under_the_same_access_rules() {
         return;
     };
     let s = session.as_str();
-    let servers = ok(&client, "zellij_list_servers", json!({})).await;
-    assert_eq!(ids(&servers, "servers", "name"), ["empty", "z"]);
+    let servers = ok(&client, "list_servers", json!({})).await;
+    let zellij = zellij_servers(&servers);
+    let names: Vec<&Value> = zellij.iter().map(|s| &s["name"]).collect();
+    assert_eq!(names, ["empty", "z"]);
+    assert_eq!(zellij[0]["reachability"], "no_sessions", "{servers}");
     err_kind(
         &client,
         "zellij_list_tabs",
@@ -920,9 +972,12 @@ async fn servers_are_chosen_by_name_under_the_same_access_rules() {
         &limited_token(&gateway, "zed", Some(&["z"]), None, false),
     )
     .await;
-    let servers = ok(&only_z, "zellij_list_servers", json!({})).await;
+    let servers = ok(&only_z, "list_servers", json!({})).await;
     assert_eq!(ids(&servers, "servers", "name"), ["z"]);
     ok(&only_z, "zellij_list_tabs", json!({})).await;
+    // With no tmux server to use, a shared tool without `server` reaches the Zellij one.
+    let read = ok(&only_z, "capture_pane", json!({"target": "terminal_0"})).await;
+    assert_eq!(read["server"], "z");
     err_kind(
         &only_z,
         "zellij_list_sessions",
@@ -944,6 +999,26 @@ async fn servers_are_chosen_by_name_under_the_same_access_rules() {
         "no Zellij server you may use",
     )
     .await;
+    // A Zellij server the caller may not use reads as a name that exists nowhere.
+    let refused = err(
+        &tmux_only,
+        "capture_pane",
+        json!({"server": "z", "target": "terminal_0"}),
+    )
+    .await;
+    let missing = err(
+        &tmux_only,
+        "capture_pane",
+        json!({"server": "nowhere", "target": "terminal_0"}),
+    )
+    .await;
+    assert_eq!(refused["kind"], missing["kind"]);
+    assert_eq!(refused["suggestion"], missing["suggestion"]);
+    let message = |e: &Value| e["message"].as_str().unwrap_or_default().to_owned();
+    assert_eq!(
+        message(&refused).replace("\"z\"", "\"nowhere\""),
+        message(&missing)
+    );
 
     // Zellij sessions have no owner: in own_sessions mode only an explicit grant shows one.
     let own = legacy(&gateway, &limited_token(&gateway, "olga", None, None, true)).await;
@@ -951,8 +1026,8 @@ async fn servers_are_chosen_by_name_under_the_same_access_rules() {
     assert_eq!(seen["sessions"], json!([]));
     err_kind(
         &own,
-        "zellij_read_pane",
-        json!({"server": "z", "pane": "terminal_0"}),
+        "capture_pane",
+        json!({"server": "z", "target": "terminal_0"}),
         "not_found",
         "no session",
     )
@@ -966,8 +1041,8 @@ async fn servers_are_chosen_by_name_under_the_same_access_rules() {
     assert_eq!(ids(&seen, "sessions", "name"), [s]);
     ok(
         &granted,
-        "zellij_read_pane",
-        json!({"server": "z", "pane": "terminal_0"}),
+        "capture_pane",
+        json!({"server": "z", "target": "terminal_0"}),
     )
     .await;
 }

@@ -35,6 +35,7 @@ use crate::mux::tmux::{
 use crate::workspace::{self, WorkspaceError, WorkspaceLimits, WorkspaceName, Workspaces};
 
 use super::McpServer;
+use super::backend::Backend;
 use super::budget::{WaitBudget, cap_output};
 use super::call::CallContext;
 use super::error::{ToolError, ToolErrorKind};
@@ -78,6 +79,26 @@ impl McpServer {
             .chain(state.tmux.servers().map(TmuxServer::name))
             .filter(|n| check_server(&call.principal, n).is_ok())
             .collect()
+    }
+
+    /// The backend `server` names for this caller, for a tool both backends serve. Without a
+    /// name: tmux when the caller may use any tmux server (its workspace included), else Zellij
+    /// when it may use a Zellij one. A Zellij server the caller may not use counts as tmux, so
+    /// the tmux side reports it exactly like a name that exists nowhere.
+    pub(crate) fn backend_of(&self, call: &CallContext, server: Option<&str>) -> Backend {
+        let mut zellij = self
+            .state()
+            .zellij
+            .iter()
+            .filter(|s| check_server(&call.principal, s.name()).is_ok());
+        match server {
+            Some(name) if zellij.any(|s| s.name() == name) => Backend::Zellij,
+            Some(_) => Backend::Tmux,
+            None if self.visible_servers(call).is_empty() && zellij.next().is_some() => {
+                Backend::Zellij
+            }
+            None => Backend::Tmux,
+        }
     }
 
     /// The server `name` (or, when `None`, the only server the caller may use); the caller's

@@ -31,6 +31,7 @@
 pub mod access;
 pub mod approval;
 pub mod args;
+pub mod backend;
 pub mod budget;
 pub mod call;
 pub mod catalog;
@@ -85,9 +86,9 @@ pub const SERVER_NAME: &str = "muxgate";
 
 /// Guidance sent to clients at initialization / discovery.
 pub const INSTRUCTIONS: &str = "muxgate drives the tmux servers of one host on your behalf. \
-Start with list_servers: it names the tmux servers this gateway may drive, and other tools select \
-one by that name (`server`; omit it when there is only one). Zellij sessions, when configured, have their own zellij_* tools (tabs, not \
-windows; start with zellij_list_servers). Tool failures you can fix come back as results with isError set, a message and \
+Start with list_servers: it names the servers this gateway may drive, and other tools select \
+one by that name (`server`; omit it when there is only one). A Zellij server (backend zellij) is read \
+with capture_pane too; its other acts have zellij_* tools (tabs, not windows; panes terminal_N). Tool failures you can fix come back as results with isError set, a message and \
 a one-line suggestion; follow the suggestion instead of retrying the same call.";
 
 /// What tool handlers can reach. Shared by every MCP session.

@@ -53,7 +53,7 @@ impl McpServer {
             Some(name) => visible.iter().find(|s| s.name() == name).ok_or_else(|| {
                 ToolError::not_found(
                     format!("no Zellij server named {:?}", excerpt(name)),
-                    "call zellij_list_servers for the names you may use",
+                    "call list_servers for the names you may use",
                 )
             })?,
             None => match visible.as_slice() {
@@ -171,6 +171,15 @@ pub fn parse_pane(text: &str) -> Result<PaneId, ToolError> {
         })
 }
 
+/// Parses the `target` of a tool both backends serve: `terminal_N` (or `N`) in the server's
+/// default session, or `SESSION:terminal_N`. Returns the session, when named, and the pane.
+pub fn parse_target(text: &str) -> Result<(Option<&str>, PaneId), ToolError> {
+    match text.rsplit_once(':') {
+        Some((session, pane)) => Ok((Some(session), parse_pane(pane)?)),
+        None => Ok((None, parse_pane(text)?)),
+    }
+}
+
 /// Parses a tab id argument (the stable id from zellij_list_tabs, not the position).
 pub fn parse_tab(text: &str) -> Result<TabId, ToolError> {
     text.parse()
@@ -234,7 +243,7 @@ fn classify(server: &str, error: &ZellijError) -> (ToolErrorKind, String) {
         ),
         E::Timeout { .. } => (
             ToolErrorKind::Timeout,
-            "the message says what is still running: read it (zellij_read_pane), interrupt it \
+            "the message says what is still running: read it (capture_pane), interrupt it \
              (zellij_send_keys \"Ctrl c\") or close it (zellij_close_pane), or retry with a longer \
              timeout"
                 .to_owned(),
@@ -276,6 +285,28 @@ mod tests {
                 .suggestion
                 .contains("zellij_list_tabs")
         );
+    }
+
+    #[test]
+    fn a_target_names_a_pane_and_maybe_its_session() {
+        assert_eq!(
+            parse_target("terminal_2").unwrap(),
+            (None, PaneId::Terminal(2))
+        );
+        assert_eq!(parse_target("7").unwrap(), (None, PaneId::Terminal(7)));
+        assert_eq!(
+            parse_target("work:terminal_0").unwrap(),
+            (Some("work"), PaneId::Terminal(0))
+        );
+        // The pane id has no colon, so a session name may hold one.
+        assert_eq!(
+            parse_target("a:b:terminal_1").unwrap(),
+            (Some("a:b"), PaneId::Terminal(1))
+        );
+        for bad in ["%3", "work:", "work:@1", ""] {
+            let err = parse_target(bad).unwrap_err();
+            assert_eq!(err.kind, ToolErrorKind::InvalidArguments, "{bad}");
+        }
     }
 
     #[test]

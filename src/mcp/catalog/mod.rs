@@ -17,9 +17,9 @@ use std::sync::Arc;
 use rmcp::handler::server::tool::ToolRouter;
 use rmcp::model::Tool;
 
+pub use super::backend::Backend;
 pub use crate::auth::{Tier, Toolset};
 pub use tier::tier_of;
-pub use toolset::Backend;
 
 use super::{McpServer, tools};
 
@@ -71,8 +71,9 @@ pub(crate) fn listable(
             if let Some(hints) = tool.annotations.as_mut() {
                 compact::annotations(hints);
             }
-            backends
-                .contains(&Backend::of(toolset))
+            Backend::serving(&tool.name)
+                .iter()
+                .any(|b| backends.contains(b))
                 .then_some((tool, toolset))
         })
         .collect()
@@ -105,6 +106,8 @@ pub fn render_markdown(tools: &[Tool]) -> String {
             escape_cell(summary_line(tool)),
         ));
     }
+    out.push('\n');
+    out.push_str(super::backend::DIFFERENCES);
     out.push_str(&examples::render());
     out
 }
@@ -222,6 +225,25 @@ mod tests {
             };
             assert_eq!(effective(sent), effective(tool), "{}", tool.name);
         }
+    }
+
+    #[test]
+    fn a_backend_alone_lists_its_own_tools_and_the_shared_ones() {
+        let names = |backends: &[Backend]| -> Vec<String> {
+            listable(&router(50), backends)
+                .into_iter()
+                .map(|(tool, _)| tool.name.to_string())
+                .collect()
+        };
+        let zellij = names(&[Backend::Zellij]);
+        for shared in crate::mcp::backend::SHARED_TOOLS {
+            assert!(zellij.iter().any(|n| n == shared), "{shared}: {zellij:?}");
+        }
+        assert!(zellij.iter().any(|n| n == "zellij_new_tab"));
+        assert!(!zellij.iter().any(|n| n == "send_keys"), "{zellij:?}");
+        let tmux = names(&[Backend::Tmux]);
+        assert!(tmux.iter().any(|n| n == "capture_pane"));
+        assert!(!tmux.iter().any(|n| n.starts_with("zellij_")), "{tmux:?}");
     }
 
     #[test]

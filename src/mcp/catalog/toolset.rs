@@ -1,4 +1,4 @@
-//! Which toolset each tool belongs to, and which backend serves it.
+//! Which toolset each tool belongs to.
 
 use crate::auth::Toolset;
 
@@ -35,20 +35,4 @@ pub fn of(tool: &str) -> Option<Toolset> {
         "request_secret_input" | "record_pane" | "view_link" => Toolset::Humans,
         _ => return None,
     })
-}
-
-/// The multiplexers behind the tools.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Backend {
-    Tmux,
-    Zellij,
-}
-
-impl Backend {
-    pub fn of(toolset: Toolset) -> Self {
-        match toolset {
-            Toolset::Zellij => Backend::Zellij,
-            _ => Backend::Tmux,
-        }
-    }
 }

@@ -20,6 +20,7 @@ use serde_json::{Map, Value};
 use super::support::check_tmux_format;
 use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, parse_target};
+use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::fields::RowShape;
@@ -377,7 +378,7 @@ const SNAPSHOT_FIELDS: [&str; 23] = [
 pub struct CapturePaneInput {
     #[serde(default)]
     pub server: Option<String>,
-    /// Pane `%N`; a window or session: its active pane.
+    /// Pane `%N`; a window or session: its active pane. Zellij: `[SESSION:]terminal_N`.
     pub target: String,
     /// First line: 0 screen top (default), -N into scrollback, "-" its start.
     #[serde(default)]
@@ -399,6 +400,9 @@ pub struct CapturePaneInput {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct CapturePaneOutput {
     pub server: String,
+    /// Zellij: the pane's session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     pub pane_id: String,
     /// The captured text (trailing blank lines removed), behind a truncation marker line when
     /// lines were cut.
@@ -620,8 +624,8 @@ impl McpServer {
     #[tool(
         name = "capture_pane",
         description = "Read a pane's text: the visible screen, or any range of its scrollback.\n\n\
-            Long captures keep the last lines (`max_lines`, then your byte budget). To wait for \
-            output use wait_for_text, not capture in a loop.",
+            Long captures keep the last lines. To wait for output use wait_for_text, not capture \
+            in a loop.",
         annotations(
             title = "Capture pane",
             read_only_hint = true,
@@ -635,6 +639,9 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<CapturePaneInput>,
     ) -> Result<Json<CapturePaneOutput>, ToolError> {
+        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
+            return self.capture_zellij_pane(&call, input).await.map(Json);
+        }
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = parse_target(&input.target)?;
         let max_lines = check_max_lines(input.max_lines)?;
@@ -648,6 +655,7 @@ impl McpServer {
         let capture = crate::mcp::pane_ops::capture_pane(&tmux, pane, &range, max_lines).await?;
         Ok(Json(CapturePaneOutput {
             server: tmux.server_name().to_owned(),
+            session: None,
             pane_id: pane.to_string(),
             truncated: capture.truncated(),
             lines: capture.captured.lines,

@@ -109,8 +109,8 @@ impl McpServer {
         name = "search_panes",
         description = "Search many panes' text (the screen, or scrollback with `start`) for a \
             string or regex.\n\n\
-            Returns each matching pane's ids and matching lines, paged by `offset`/`limit`. To \
-            filter by program, title or path use list_panes `filters`.",
+            Returns matching panes and lines, paged by `offset`/`limit`. To filter by program, \
+            title or path use list_panes `filters`.",
         annotations(
             title = "Search panes",
             read_only_hint = true,

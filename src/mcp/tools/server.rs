@@ -1,5 +1,5 @@
-//! Tools that act on the gateway's tmux servers as a whole: which exist, their state, and
-//! killing one.
+//! Tools that act on the gateway's servers as a whole: which exist (tmux and Zellij), their
+//! state, and killing a tmux one.
 
 use std::time::Duration;
 
@@ -11,8 +11,10 @@ use serde::{Deserialize, Serialize};
 
 use super::session::visible;
 use super::support::require_every_session;
+use crate::auth::check_server;
 use crate::mcp::McpServer;
 use crate::mcp::access::engine_error;
+use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::self_guard::Kill;
@@ -32,7 +34,7 @@ pub struct ListServersInput {}
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ListServersOutput {
-    /// Configured servers you may use, in name order.
+    /// Servers you may use: tmux, then Zellij, each in name order.
     pub servers: Vec<ServerSummary>,
 }
 
@@ -40,12 +42,16 @@ pub struct ListServersOutput {
 pub struct ServerSummary {
     /// The value to pass as `server` to other tools.
     pub name: String,
+    pub backend: Backend,
     /// What kind of server it is.
     pub kind: ServerKind,
     /// Whether the operator marked this server as allowed to be absent (not running).
     pub allow_absent: bool,
     /// What the gateway found when it asked the server just now.
     pub reachability: Reachability,
+    /// Zellij: the session of targets that name none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_session: Option<String>,
 }
 
 /// Whose server it is.
@@ -122,6 +128,40 @@ pub struct KillServerOutput {
     pub killed: bool,
 }
 
+impl McpServer {
+    /// The Zellij servers the caller may use, each asked for its sessions just now: running
+    /// when one is live. Zellij has no server process apart from its sessions, so a socket dir
+    /// with none is `no_sessions` rather than `not_running`.
+    async fn zellij_server_summaries(&self, call: &CallContext) -> Vec<ServerSummary> {
+        let probes = self
+            .state()
+            .zellij
+            .iter()
+            .filter(|s| check_server(&call.principal, s.name()).is_ok())
+            .map(|server| async move {
+                let sessions = async {
+                    let z = self.zellij_access(call, Some(server.name())).await.ok()?;
+                    let listed = tokio::time::timeout(PROBE_DEADLINE, z.backend.list_sessions());
+                    listed.await.ok()?.ok()
+                };
+                let reachability = match sessions.await {
+                    Some(sessions) if sessions.iter().any(|s| !s.exited) => Reachability::Running,
+                    Some(_) => Reachability::NoSessions,
+                    None => Reachability::Unreachable,
+                };
+                ServerSummary {
+                    name: server.name().to_owned(),
+                    backend: Backend::Zellij,
+                    kind: ServerKind::Configured,
+                    allow_absent: false,
+                    reachability,
+                    default_session: server.default_session().map(ToString::to_string),
+                }
+            });
+        futures::future::join_all(probes).await
+    }
+}
+
 /// What a probe after `kill-server` says about the server that was told to exit.
 fn killed(before: Option<&str>, probe: &Result<Option<String>, EngineError>) -> bool {
     match probe {
@@ -137,11 +177,11 @@ fn killed(before: Option<&str>, probe: &Result<Option<String>, EngineError>) -> 
 impl McpServer {
     #[tool(
         name = "list_servers",
-        description = "List your tmux servers: `name` (the `server` of other tools; omit it if only one), `kind` \
-            (workspace: your own sandbox; configured: shared) and `reachability` (running, \
-            not_running, no_sessions: create_session starts it, unreachable).",
+        description = "List your servers: `name` (the `server` of other tools; omit it if only one), `backend`, \
+            `kind` (workspace: your own sandbox; configured: shared) and \
+            `reachability` (no_sessions: create_session starts it).",
         annotations(
-            title = "List tmux servers",
+            title = "List servers",
             read_only_hint = true,
             destructive_hint = false,
             idempotent_hint = true,
@@ -163,6 +203,7 @@ impl McpServer {
                 };
                 Ok::<_, ToolError>(ServerSummary {
                     name: name.to_owned(),
+                    backend: Backend::Tmux,
                     kind: if configured.is_some() {
                         ServerKind::Configured
                     } else {
@@ -170,10 +211,12 @@ impl McpServer {
                     },
                     allow_absent: configured.is_some_and(|c| c.allow_absent),
                     reachability,
+                    default_session: None,
                 })
             }
         });
-        let servers = futures::future::try_join_all(probes).await?;
+        let mut servers = futures::future::try_join_all(probes).await?;
+        servers.extend(self.zellij_server_summaries(&call).await);
         Ok(Json(ListServersOutput { servers }))
     }
 

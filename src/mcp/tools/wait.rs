@@ -530,8 +530,8 @@ impl McpServer {
         description = "Wait until text appears in a pane's new output, without polling.\n\n\
             Only output after the call (or `since`) counts, not older text on screen. Matches \
             visible text line by line, including the line being written (prompts match). \
-            `outcome`: matched, any_output, stopped (a `stop` pattern), pane_exited, timeout, or \
-            alternate_screen (a full-screen program shows: use capture_pane).",
+            `outcome` says why it ended (alternate_screen: a full-screen program shows, use \
+            capture_pane).",
         annotations(
             title = "Wait for text",
             read_only_hint = true,

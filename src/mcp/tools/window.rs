@@ -616,8 +616,7 @@ impl McpServer {
         name = "create_window",
         description = "Create a tmux window running the default shell, without switching to it.\n\n\
             Attached humans keep their current window unless `select: true`. Returns the window: \
-            its id (`@N`) and `active_pane_id`, where to send input next. Each call creates \
-            another window.",
+            its id (`@N`) and `active_pane_id`, where to send input next.",
         annotations(
             title = "Create window",
             read_only_hint = false,

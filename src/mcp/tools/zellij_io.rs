@@ -1,5 +1,5 @@
-//! Zellij terminal I/O tools: type text, press keys, batches of both, read a pane's screen or
-//! scrollback, wait for text, and run commands with their output and exit status.
+//! Zellij terminal I/O tools: type text, press keys, batches of both, wait for text, and run
+//! commands with their output and exit status; and the Zellij half of `capture_pane`.
 //!
 //! Everything targets a pane by id and never moves anyone's focus. Typing, keys, reads and
 //! waits go through the backend-neutral [`PaneIo`] trait; waits are woken by Zellij's pane
@@ -15,13 +15,16 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+use super::pane::{CapturePaneInput, CapturePaneOutput};
 use super::watch::cancelled;
 use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
-use crate::mcp::zellij_access::{ZellijAccess, parse_pane, parse_tab};
+use crate::mcp::pane_ops::check_max_lines;
+use crate::mcp::zellij_access::{ZellijAccess, parse_pane, parse_tab, parse_target};
 use crate::mux::lines::truncation_marker;
 use crate::mux::pane_io::{PaneIo, ScreenPattern, ScreenScope};
+use crate::mux::tmux::ops::capture::LineBound;
 use crate::mux::zellij::backend::{CommandResult, InputStep, RunInPaneOptions, RunOptions};
 use crate::mux::zellij::panes::parse_keys;
 
@@ -100,49 +103,6 @@ pub struct ZellijSendKeysBatchInput {
     pub pane: String,
     /// The inputs, delivered in order.
     pub steps: Vec<ZellijBatchStep>,
-}
-
-/// Which part of a pane to read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ZellijReadScope {
-    /// The lines on screen.
-    Visible,
-    /// Scrollback and screen.
-    Full,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ZellijReadPaneInput {
-    #[serde(default)]
-    pub server: Option<String>,
-    /// Session; omit for the default.
-    #[serde(default)]
-    pub session: Option<String>,
-    /// Pane `terminal_N`.
-    pub pane: String,
-    /// `visible` (default) or `full` (scrollback included).
-    #[serde(default)]
-    pub scope: Option<ZellijReadScope>,
-    /// Most lines returned, the last kept (default 500).
-    #[serde(default)]
-    pub max_lines: Option<usize>,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ZellijReadPaneOutput {
-    pub server: String,
-    pub session: String,
-    pub pane_id: String,
-    /// The text, lines joined with `\n` (wrapped lines joined back), trailing blank lines
-    /// dropped; behind a `[... N lines truncated ...]` line when cut.
-    pub text: String,
-    /// Lines returned and lines the pane had.
-    pub lines: usize,
-    pub total_lines: usize,
-    /// Lines or bytes were cut from the start.
-    pub truncated: bool,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -255,19 +215,65 @@ pub struct ZellijRunOutput {
     pub elapsed_ms: u64,
 }
 
-/// Text of `lines`, keeping the last `max_lines` behind a marker line, then the caller's byte
-/// cap. Returns (text, lines kept, truncated).
-fn shape_lines(z: &ZellijAccess<'_>, lines: &[String], max_lines: usize) -> (String, usize, bool) {
-    let keep = max_lines.max(1);
-    let cut = lines.len().saturating_sub(keep);
-    let mut text = String::new();
-    if cut > 0 {
-        text.push_str(&truncation_marker(cut));
-        text.push('\n');
+/// Lines shaped for an answer: the last `max_lines` behind a marker line, then the caller's
+/// byte cap.
+struct Shaped {
+    text: String,
+    /// Lines kept (the marker not counted).
+    lines: usize,
+    /// Lines cut from the start by `max_lines`.
+    truncated_lines: usize,
+    /// Bytes cut from the front by the caller's output budget.
+    dropped_bytes: usize,
+}
+
+impl Shaped {
+    fn new(z: &ZellijAccess<'_>, lines: &[String], max_lines: usize) -> Self {
+        let keep = max_lines.max(1);
+        let cut = lines.len().saturating_sub(keep);
+        let mut text = String::new();
+        if cut > 0 {
+            text.push_str(&truncation_marker(cut));
+            text.push('\n');
+        }
+        text.push_str(&lines[cut..].join("\n"));
+        let (text, dropped_bytes) = z.cap_output(&text);
+        Self {
+            text,
+            lines: lines.len() - cut,
+            truncated_lines: cut,
+            dropped_bytes,
+        }
     }
-    text.push_str(&lines[cut..].join("\n"));
-    let (text, dropped) = z.cap_output(&text);
-    (text, lines.len() - cut, cut > 0 || dropped > 0)
+
+    fn truncated(&self) -> bool {
+        self.truncated_lines > 0 || self.dropped_bytes > 0
+    }
+}
+
+/// What part of a Zellij pane a `capture_pane` call reads: the screen (`start` absent or 0),
+/// or the scrollback and the screen (`start: "-"`); `end` is the screen's bottom either way.
+fn zellij_scope(input: &CapturePaneInput) -> Result<ScreenScope, ToolError> {
+    if input.escape_sequences {
+        return Err(ToolError::invalid_arguments(
+            "escape_sequences is tmux-only: Zellij reads a pane as plain text",
+            "omit escape_sequences for a Zellij pane",
+        ));
+    }
+    if !matches!(input.end.map(|e| e.0), None | Some(LineBound::Edge)) {
+        return Err(ToolError::invalid_arguments(
+            "a Zellij pane is read to its last line: end must be omitted or \"-\"",
+            "omit end, and cut the answer with max_lines",
+        ));
+    }
+    match input.start.map(|s| s.0) {
+        None | Some(LineBound::Line(0)) => Ok(ScreenScope::Visible),
+        Some(LineBound::Edge) => Ok(ScreenScope::Full),
+        Some(LineBound::Line(_)) => Err(ToolError::invalid_arguments(
+            "a Zellij pane is read whole: start must be 0 (the screen) or \"-\" (with scrollback)",
+            "pass start \"-\" and cut the answer with max_lines",
+        )),
+    }
 }
 
 /// A run's result as the tool returns it.
@@ -284,22 +290,54 @@ fn run_output(
     } else {
         output.split('\n').map(str::to_owned).collect()
     };
-    let (output, kept, truncated) = shape_lines(z, &lines, max_lines);
+    let shaped = Shaped::new(z, &lines, max_lines);
     ZellijRunOutput {
         server: z.server_name().to_owned(),
         session: session.to_owned(),
         pane_id: result.pane.to_string(),
         exit_status: result.exit_status,
-        output,
-        lines: kept,
+        truncated: shaped.truncated() || result.truncated,
+        output: shaped.text,
+        lines: shaped.lines,
         total_lines: lines.len(),
-        truncated: truncated || result.truncated,
         pane_closed: result.pane_closed,
         elapsed_ms: u64::try_from(result.elapsed.as_millis()).unwrap_or(u64::MAX),
     }
 }
 
 impl McpServer {
+    /// `capture_pane` on a Zellij server: the visible screen, or (`start: "-"`) the scrollback
+    /// too. Zellij reads whole screens only and always joins wrapped lines, so the tmux-only
+    /// range and escape-sequence options are refused rather than ignored.
+    pub(crate) async fn capture_zellij_pane(
+        &self,
+        call: &CallContext,
+        input: CapturePaneInput,
+    ) -> Result<CapturePaneOutput, ToolError> {
+        let z = self.zellij_access(call, input.server.as_deref()).await?;
+        let (session, pane) = parse_target(&input.target)?;
+        let session = z.session(session)?;
+        let scope = zellij_scope(&input)?;
+        let max_lines = check_max_lines(input.max_lines)?;
+        let lines = z
+            .panes(&session)
+            .read_screen(&pane, scope)
+            .await
+            .map_err(|e| z.error(e))?;
+        let shaped = Shaped::new(&z, &lines, max_lines);
+        Ok(CapturePaneOutput {
+            server: z.server_name().to_owned(),
+            session: Some(session.to_string()),
+            pane_id: pane.to_string(),
+            truncated: shaped.truncated(),
+            lines: shaped.lines,
+            total_lines: lines.len(),
+            truncated_lines: shaped.truncated_lines,
+            dropped_bytes: shaped.dropped_bytes,
+            text: shaped.text,
+        })
+    }
+
     /// Runs a wait until it ends, the client cancels, or the gateway shuts down.
     async fn zellij_wait<T>(
         &self,
@@ -442,48 +480,6 @@ impl McpServer {
             session: session.to_string(),
             pane_id: pane.to_string(),
             steps: count,
-        }))
-    }
-
-    #[tool(
-        name = "zellij_read_pane",
-        description = "Read the text of a Zellij pane by id: the visible screen, or the full scrollback.\n\n\
-            Any tab, seen or not; focus does not change.",
-        annotations(
-            title = "Read Zellij pane",
-            read_only_hint = true,
-            destructive_hint = false,
-            idempotent_hint = true,
-            open_world_hint = false
-        )
-    )]
-    async fn zellij_read_pane(
-        &self,
-        Extension(call): Extension<CallContext>,
-        Parameters(input): Parameters<ZellijReadPaneInput>,
-    ) -> Result<Json<ZellijReadPaneOutput>, ToolError> {
-        let z = self.zellij_access(&call, input.server.as_deref()).await?;
-        let session = z.session(input.session.as_deref())?;
-        let pane = parse_pane(&input.pane)?;
-        let scope = match input.scope.unwrap_or(ZellijReadScope::Visible) {
-            ZellijReadScope::Visible => ScreenScope::Visible,
-            ZellijReadScope::Full => ScreenScope::Full,
-        };
-        let lines = z
-            .panes(&session)
-            .read_screen(&pane, scope)
-            .await
-            .map_err(|e| z.error(e))?;
-        let (text, kept, truncated) =
-            shape_lines(&z, &lines, input.max_lines.unwrap_or(DEFAULT_MAX_LINES));
-        Ok(Json(ZellijReadPaneOutput {
-            server: z.server_name().to_owned(),
-            session: session.to_string(),
-            pane_id: pane.to_string(),
-            text,
-            lines: kept,
-            total_lines: lines.len(),
-            truncated,
         }))
     }
 

@@ -362,7 +362,7 @@ impl McpServer {
     #[tool(
         name = "zellij_edit_file",
         description = "Open a file in the user's editor ($EDITOR, Zellij's `edit`) in a new Zellij pane.\n\n\
-            The editor runs until the human quits it; zellij_read_pane reads its screen. Returns \
+            The editor runs until the human quits it; capture_pane reads its screen. Returns \
             the pane.",
         annotations(
             title = "Edit file in Zellij",

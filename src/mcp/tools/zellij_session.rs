@@ -1,5 +1,6 @@
-//! Read-only Zellij tools that show the workspace before acting: configured servers, sessions,
-//! tabs, panes, attached clients and the live layout. None changes anything or moves focus.
+//! Read-only Zellij tools that show the workspace before acting: sessions, tabs, panes,
+//! attached clients and the live layout (list_servers names the Zellij servers too). None
+//! changes anything or moves focus.
 
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
@@ -8,29 +9,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::zellij_objects::{ZellijClientInfo, ZellijPaneInfo, ZellijSessionInfo, ZellijTabInfo};
-use crate::auth::check_server;
 use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::zellij_access::parse_tab;
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ZellijListServersInput {}
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ZellijListServersOutput {
-    pub servers: Vec<ZellijServerInfo>,
-}
-
-/// One configured Zellij server.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ZellijServerInfo {
-    /// Pass it as `server` (may be omitted when you can use only one).
-    pub name: String,
-    /// The session tools act on when a call passes no `session`.
-    pub default_session: Option<String>,
-}
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -107,37 +89,6 @@ pub struct ZellijDumpLayoutOutput {
 
 #[tool_router(router = zellij_session_tools, vis = "pub(crate)")]
 impl McpServer {
-    #[tool(
-        name = "zellij_list_servers",
-        description = "List the Zellij servers this gateway may drive for you (configured names).\n\n\
-            Pass a name as `server`. Unlike tmux, Zellij has tabs (not windows) and pane ids like \
-            `terminal_3`.",
-        annotations(
-            title = "List Zellij servers",
-            read_only_hint = true,
-            destructive_hint = false,
-            idempotent_hint = true,
-            open_world_hint = false
-        )
-    )]
-    async fn zellij_list_servers(
-        &self,
-        Extension(call): Extension<CallContext>,
-        Parameters(_input): Parameters<ZellijListServersInput>,
-    ) -> Result<Json<ZellijListServersOutput>, ToolError> {
-        let servers = self
-            .state()
-            .zellij
-            .iter()
-            .filter(|s| check_server(&call.principal, s.name()).is_ok())
-            .map(|s| ZellijServerInfo {
-                name: s.name().to_owned(),
-                default_session: s.default_session().map(|d| d.to_string()),
-            })
-            .collect();
-        Ok(Json(ZellijListServersOutput { servers }))
-    }
-
     #[tool(
         name = "zellij_list_sessions",
         description = "List the Zellij sessions of a server that you may see.\n\n\

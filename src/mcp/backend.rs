@@ -1,0 +1,64 @@
+//! The multiplexers behind the tools, and which tools serve which.
+//!
+//! Server names are shared by `[tmux.servers]` and `[zellij.servers]` (the config refuses a
+//! name in both), so a tool whose act both backends offer ([`SHARED_TOOLS`]) takes one
+//! `server` argument and the name picks the backend (`McpServer::backend_of`). Acts only one
+//! backend has keep their own tools: the `zellij_*` tools, and the rest of the tmux ones.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+/// A multiplexer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Backend {
+    Tmux,
+    Zellij,
+}
+
+/// The tools both backends serve, under one name and one set of arguments.
+pub const SHARED_TOOLS: &[&str] = &["list_servers", "capture_pane"];
+
+/// What differs between the backends in the shared tools, and why (docs/tools.md).
+pub const DIFFERENCES: &str = "## Tools both backends serve\n\n\
+`list_servers` and `capture_pane` serve tmux and Zellij servers alike: the server a call names \
+(`server`) picks the backend, and without it the tmux server is used (the Zellij one when you \
+may use no tmux server). What differs, and why:\n\n\
+- `capture_pane`: a Zellij `target` is `terminal_N` (in the server's default session) or \
+`SESSION:terminal_N`, and the answer names the pane's `session`. Zellij reads a pane whole, so \
+`start` is 0 (the screen) or `\"-\"` (with the scrollback) and `end` stays at the bottom; it \
+gives plain text with wrapped lines joined, so `escape_sequences` is refused. Refused options \
+are errors, never silently ignored.\n\
+- `list_servers`: each server has a `backend`. A Zellij server has no process apart from its \
+sessions, so it is `running` while a session lives and `no_sessions` otherwise, never \
+`not_running`; it also names its `default_session`.\n\n\
+Every other act still has one tool per backend: the tmux tools, and the `zellij_*` tools (tabs, \
+not windows; pane ids `terminal_N`).\n";
+
+impl Backend {
+    /// The backends that serve `tool`.
+    pub fn serving(tool: &str) -> &'static [Backend] {
+        if SHARED_TOOLS.contains(&tool) {
+            &[Backend::Tmux, Backend::Zellij]
+        } else if tool.starts_with("zellij_") {
+            &[Backend::Zellij]
+        } else {
+            &[Backend::Tmux]
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_is_served_by_its_backends() {
+        assert_eq!(
+            Backend::serving("capture_pane"),
+            [Backend::Tmux, Backend::Zellij]
+        );
+        assert_eq!(Backend::serving("zellij_new_tab"), [Backend::Zellij]);
+        assert_eq!(Backend::serving("send_keys"), [Backend::Tmux]);
+    }
+}
