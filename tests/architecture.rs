@@ -127,7 +127,6 @@ const NOT_YET_MOVED: &[&str] = &[
     "src/mcp/resources.rs",
     "src/mcp/self_guard.rs",
     "src/mcp/tools/channel.rs",
-    "src/mcp/tools/copy_mode.rs",
     "src/mcp/tools/pane.rs",
     "src/mcp/tools/run.rs",
     "src/mcp/tools/since.rs",

@@ -18,6 +18,7 @@ use crate::limits::Limits;
 use crate::limits::output::Carried;
 use crate::mux::lines::excerpt;
 use crate::mux::tmux::buffers::TmuxBuffers;
+use crate::mux::tmux::copy_mode::TmuxCopyMode;
 use crate::mux::tmux::environment::TmuxEnvironment;
 use crate::mux::tmux::format::{row_format, split_row};
 use crate::mux::tmux::ops;
@@ -235,6 +236,11 @@ impl TmuxAccess<'_> {
             self.caller.clone(),
             self.call.sub().to_owned(),
         )
+    }
+
+    /// Copy mode in the server's panes, acted on as this caller.
+    pub fn copy_mode(&self) -> TmuxCopyMode {
+        TmuxCopyMode::new(self.server.clone(), self.caller.clone())
     }
 
     /// The server's options and hooks, acted on as this caller.

@@ -32,6 +32,7 @@ pub mod channel;
 pub mod claims;
 pub mod command;
 pub mod connection;
+pub mod copy_mode;
 pub mod environment;
 pub mod format;
 pub mod format_check;
