@@ -18,6 +18,7 @@ use crate::limits::Limits;
 use crate::limits::output::Carried;
 use crate::mux::lines::excerpt;
 use crate::mux::tmux::buffers::TmuxBuffers;
+use crate::mux::tmux::channel::TmuxChannels;
 use crate::mux::tmux::copy_mode::TmuxCopyMode;
 use crate::mux::tmux::environment::TmuxEnvironment;
 use crate::mux::tmux::format::{row_format, split_row};
@@ -235,6 +236,16 @@ impl TmuxAccess<'_> {
             self.server.clone(),
             self.caller.clone(),
             self.call.sub().to_owned(),
+        )
+    }
+
+    /// The caller's own `wait-for` channels on the server (on its workspace's server, the
+    /// tenant's).
+    pub fn channels(&self) -> TmuxChannels {
+        TmuxChannels::new(
+            self.server.clone(),
+            self.caller.clone(),
+            super::tools::channel::channel_owner(self).map(str::to_owned),
         )
     }
 
