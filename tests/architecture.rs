@@ -128,7 +128,6 @@ const NOT_YET_MOVED: &[&str] = &[
     "src/mcp/self_guard.rs",
     "src/mcp/tools/pane.rs",
     "src/mcp/tools/run.rs",
-    "src/mcp/tools/since.rs",
     "src/mcp/tools/wait.rs",
     "src/mcp/tools/watch.rs",
 ];

@@ -27,6 +27,7 @@ use crate::mux::tmux::options::TmuxOptions;
 use crate::mux::tmux::pane_lifecycle::TmuxPaneLifecycle;
 use crate::mux::tmux::server::TmuxServerOps;
 use crate::mux::tmux::sessions::TmuxSessions;
+use crate::mux::tmux::since::TmuxSince;
 use crate::mux::tmux::target::{Target, TargetError};
 use crate::mux::tmux::watch_session::is_watch_session;
 use crate::mux::tmux::windows::TmuxWindows;
@@ -267,6 +268,11 @@ impl TmuxAccess<'_> {
     /// The server as a whole, acted on as this caller.
     pub fn server_ops(&self) -> TmuxServerOps {
         TmuxServerOps::new(self.server.clone(), self.caller.clone())
+    }
+
+    /// The server's panes, read for `capture_since` as this caller.
+    pub fn since(&self) -> TmuxSince {
+        TmuxSince::new(self.server.clone(), self.caller.clone())
     }
 
     /// The server's windows, acted on as this caller.

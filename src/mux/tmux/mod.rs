@@ -51,6 +51,7 @@ mod router;
 pub mod server;
 pub mod sessions;
 pub mod shared_lines;
+pub mod since;
 pub mod spawn;
 pub mod stale;
 pub mod start;
