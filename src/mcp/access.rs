@@ -25,6 +25,7 @@ use crate::mux::tmux::format::{row_format, split_row};
 use crate::mux::tmux::ops;
 use crate::mux::tmux::options::TmuxOptions;
 use crate::mux::tmux::pane_lifecycle::TmuxPaneLifecycle;
+use crate::mux::tmux::placement::TmuxPlacement;
 use crate::mux::tmux::server::TmuxServerOps;
 use crate::mux::tmux::sessions::TmuxSessions;
 use crate::mux::tmux::since::TmuxSince;
@@ -268,6 +269,11 @@ impl TmuxAccess<'_> {
     /// The server as a whole, acted on as this caller.
     pub fn server_ops(&self) -> TmuxServerOps {
         TmuxServerOps::new(self.server.clone(), self.caller.clone())
+    }
+
+    /// Where panes sit on the server, asked as this caller.
+    pub fn placement(&self) -> TmuxPlacement {
+        TmuxPlacement::new(self.server.clone(), self.caller.clone())
     }
 
     /// The server's panes, read for `capture_since` as this caller.

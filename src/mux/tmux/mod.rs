@@ -45,6 +45,7 @@ pub mod output;
 pub mod pane_lifecycle;
 pub mod pane_row;
 pub mod panes;
+pub mod placement;
 pub mod protocol;
 pub mod quote;
 mod router;
