@@ -12,8 +12,8 @@
 //!
 //! A `wait-for` client whose server is killed exits 0 without a word, exactly like a signalled
 //! one (tmux 3.3a): the caller must check that the server is still the same one before calling
-//! it a signal (the `wait_for_channel` tool compares the server's pid). A client that fails to
-//! reach its server exits non-zero with tmux's message.
+//! it a signal (the `wait_for_channel` tool compares the server's pid and start time). A client
+//! that fails to reach its server exits non-zero with tmux's message.
 
 use std::path::Path;
 
