@@ -125,12 +125,8 @@ const NOT_YET_MOVED: &[&str] = &[
     "src/mcp/access.rs",
     "src/mcp/pane_ops.rs",
     "src/mcp/resources.rs",
-    "src/mcp/self_guard.rs",
-    "src/mcp/tools/channel.rs",
-    "src/mcp/tools/copy_mode.rs",
     "src/mcp/tools/pane.rs",
     "src/mcp/tools/run.rs",
-    "src/mcp/tools/since.rs",
     "src/mcp/tools/wait.rs",
     "src/mcp/tools/watch.rs",
 ];

@@ -18,13 +18,17 @@ use crate::limits::Limits;
 use crate::limits::output::Carried;
 use crate::mux::lines::excerpt;
 use crate::mux::tmux::buffers::TmuxBuffers;
+use crate::mux::tmux::channel::TmuxChannels;
+use crate::mux::tmux::copy_mode::TmuxCopyMode;
 use crate::mux::tmux::environment::TmuxEnvironment;
 use crate::mux::tmux::format::{row_format, split_row};
 use crate::mux::tmux::ops;
 use crate::mux::tmux::options::TmuxOptions;
 use crate::mux::tmux::pane_lifecycle::TmuxPaneLifecycle;
+use crate::mux::tmux::placement::TmuxPlacement;
 use crate::mux::tmux::server::TmuxServerOps;
 use crate::mux::tmux::sessions::TmuxSessions;
+use crate::mux::tmux::since::TmuxSince;
 use crate::mux::tmux::target::{Target, TargetError};
 use crate::mux::tmux::watch_session::is_watch_session;
 use crate::mux::tmux::windows::TmuxWindows;
@@ -258,6 +262,21 @@ impl TmuxAccess<'_> {
         )
     }
 
+    /// The caller's own `wait-for` channels on the server (on its workspace's server, the
+    /// tenant's).
+    pub fn channels(&self) -> TmuxChannels {
+        TmuxChannels::new(
+            self.server.clone(),
+            self.caller.clone(),
+            super::tools::channel::channel_owner(self).map(str::to_owned),
+        )
+    }
+
+    /// Copy mode in the server's panes, acted on as this caller.
+    pub fn copy_mode(&self) -> TmuxCopyMode {
+        TmuxCopyMode::new(self.server.clone(), self.caller.clone())
+    }
+
     /// The server's options and hooks, acted on as this caller.
     pub fn options(&self) -> TmuxOptions {
         TmuxOptions::new(self.server.clone(), self.caller.clone())
@@ -271,6 +290,16 @@ impl TmuxAccess<'_> {
     /// The server as a whole, acted on as this caller.
     pub fn server_ops(&self) -> TmuxServerOps {
         TmuxServerOps::new(self.server.clone(), self.caller.clone())
+    }
+
+    /// Where panes sit on the server, asked as this caller.
+    pub fn placement(&self) -> TmuxPlacement {
+        TmuxPlacement::new(self.server.clone(), self.caller.clone())
+    }
+
+    /// The server's panes, read for `capture_since` as this caller.
+    pub fn since(&self) -> TmuxSince {
+        TmuxSince::new(self.server.clone(), self.caller.clone())
     }
 
     /// The server's windows, acted on as this caller.

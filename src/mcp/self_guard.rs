@@ -8,14 +8,14 @@
 //! kill that would take it down. If our socket cannot be resolved we assume the worst.
 //!
 //! [`SelfLocation::refusal`] is the pure decision; [`SelfLocation::check`] does the two
-//! lookups through the caller's [`TmuxAccess`].
+//! lookups ([`crate::mux::tmux::placement`]) through the caller's [`TmuxAccess`].
 
 use std::path::{Path, PathBuf};
 
-use super::access::TmuxAccess;
+use super::access::{TmuxAccess, engine_error};
 use super::error::{ToolError, ToolErrorKind};
-use crate::mux::tmux::format::{row_format, split_row};
-use crate::mux::tmux::{PaneId, SessionId, TmuxCommand, WindowId};
+use crate::mux::tmux::placement::{Placement, PlacementError};
+use crate::mux::tmux::{PaneId, SessionId, WindowId};
 
 /// Where this gateway process runs, if inside tmux.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,13 +33,6 @@ pub enum Kill {
     Window(WindowId),
     /// Kill or respawn.
     Pane(PaneId),
-}
-
-/// Where our pane sits on a server: every (window, session) it is linked into.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Placement {
-    pub windows: Vec<WindowId>,
-    pub sessions: Vec<SessionId>,
 }
 
 impl SelfLocation {
@@ -81,34 +74,18 @@ impl SelfLocation {
 
     /// Refuses `kill` on `tmux`'s server if it would take down the gateway.
     pub async fn check(&self, tmux: &TmuxAccess<'_>, kill: Kill) -> Result<(), ToolError> {
-        let socket = TmuxCommand::new("display-message")
-            .flag("-p")
-            .trusted_format("#{socket_path}")
-            .build()
-            .map_err(|e| ToolError::new(ToolErrorKind::Internal, e.to_string(), ""))?;
-        let lines = tmux.run(socket, "call list_servers").await?;
-        let path = lines
-            .first()
-            .map(|l| String::from_utf8_lossy(l).into_owned());
+        let place = tmux.placement();
+        let path = place
+            .socket_path()
+            .await
+            .map_err(|e| lookup_error(tmux, e, "call list_servers"))?;
         if !path.is_some_and(|p| self.is_our_server(Path::new(&p))) {
             return Ok(());
         }
-        let fields = ["pane_id", "window_id", "session_id"];
-        let list = TmuxCommand::new("list-panes")
-            .flag("-a")
-            .opt("-F", row_format(&fields))
-            .build()
-            .map_err(|e| ToolError::new(ToolErrorKind::Internal, e.to_string(), ""))?;
-        let mut placement = Placement::default();
-        for row in tmux.run(list, "call list_panes").await? {
-            let Some(f) = split_row(&row, fields.len()) else {
-                continue;
-            };
-            if f[0] == self.pane.to_string() {
-                placement.windows.extend(f[1].parse::<WindowId>().ok());
-                placement.sessions.extend(f[2].parse::<SessionId>().ok());
-            }
-        }
+        let placement = place
+            .of(self.pane)
+            .await
+            .map_err(|e| lookup_error(tmux, e, "call list_panes"))?;
         match self.refusal(kill, &placement) {
             Some(what) => Err(ToolError::new(
                 ToolErrorKind::Forbidden,
@@ -116,6 +93,16 @@ impl SelfLocation {
                 "target another object; the gateway never kills the tmux object it runs in",
             )),
             None => Ok(()),
+        }
+    }
+}
+
+/// A failed lookup as an error for the model: engine failures suggest `list_hint`.
+fn lookup_error(tmux: &TmuxAccess<'_>, error: PlacementError, list_hint: &str) -> ToolError {
+    match error {
+        PlacementError::Engine(error) => engine_error(tmux.server_name(), error, list_hint),
+        PlacementError::Quote(error) => {
+            ToolError::new(ToolErrorKind::Internal, error.to_string(), "")
         }
     }
 }

@@ -17,11 +17,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::watch::{cancelled, elapsed_ms};
 use crate::mcp::McpServer;
-use crate::mcp::access::TmuxAccess;
+use crate::mcp::access::{TmuxAccess, engine_error};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
-use crate::mux::tmux::TmuxCommand;
-use crate::mux::tmux::channel::{ChannelName, ChannelWaitError, wait_for_signal};
+use crate::mux::tmux::channel::{ChannelName, ChannelWaitError, SignalError};
 
 /// `wait_for_channel`'s timeout when the client gives none.
 const DEFAULT_CHANNEL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -70,24 +69,13 @@ pub struct SignalChannelOutput {
     pub signalled: bool,
 }
 
-/// The server's process id, read through the engine.
-async fn server_pid(tmux: &TmuxAccess<'_>) -> Result<String, ToolError> {
-    let command = TmuxCommand::new("display-message")
-        .flag("-p")
-        .arg("#{pid}")
-        .build()
-        .map_err(|e| ToolError::new(ToolErrorKind::Internal, e.to_string(), "report this"))?;
-    let lines = tmux.run(command, "call list_servers").await?;
-    Ok(lines
-        .first()
-        .map(|line| String::from_utf8_lossy(line).into_owned())
-        .unwrap_or_default())
-}
-
-/// A client's channel as tmux names it: its own on a shared server, as given in a workspace
-/// (whose server is the tenant's alone).
-fn tmux_channel(tmux: &TmuxAccess<'_>, channel: &ChannelName) -> String {
-    channel.in_tmux(channel_owner(tmux))
+/// Which server process answers (pid and start time): a wait compares it before and after,
+/// to tell a signal from its server's exit.
+async fn server_identity(tmux: &TmuxAccess<'_>) -> Result<Option<String>, ToolError> {
+    tmux.server_ops()
+        .identity()
+        .await
+        .map_err(|e| engine_error(tmux.server_name(), e, "call list_servers"))
 }
 
 /// Whose channels they are on this server: the caller's on a shared server, nobody's (the
@@ -132,9 +120,9 @@ impl McpServer {
         let budget = tmux.wait_budget(input.timeout, DEFAULT_CHANNEL_TIMEOUT)?;
         let settings = self.state().config.engine.settings();
         let started = Instant::now();
-        let server_before = server_pid(&tmux).await?;
-        let in_tmux = tmux_channel(&tmux, &channel);
-        let wait = wait_for_signal(&settings.tmux_bin, tmux.server.endpoint(), &in_tmux);
+        let server_before = server_identity(&tmux).await?;
+        let channels = tmux.channels();
+        let wait = channels.wait(&settings.tmux_bin, &channel);
         let work = async {
             tokio::select! {
                 biased;
@@ -158,7 +146,7 @@ impl McpServer {
         let signalled = self.state().until_shutdown(work).await?;
         // A `wait-for` client whose server dies exits as quietly as a signalled one: the server
         // must still be the same one for this to be a signal.
-        if signalled && server_pid(&tmux).await.ok() != Some(server_before) {
+        if signalled && server_identity(&tmux).await.ok() != Some(server_before) {
             return Err(ToolError::new(
                 ToolErrorKind::Unavailable,
                 "the tmux server went away during the wait",
@@ -167,7 +155,7 @@ impl McpServer {
         }
         Ok(Json(WaitForChannelOutput {
             channel: channel.as_str().to_owned(),
-            tmux_channel: in_tmux,
+            tmux_channel: channels.in_tmux(&channel),
             signalled,
             timed_out: !signalled,
             elapsed_ms: elapsed_ms(started),
@@ -194,17 +182,16 @@ impl McpServer {
     ) -> Result<Json<SignalChannelOutput>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let channel = channel_name(&input.channel)?;
-        let in_tmux = tmux_channel(&tmux, &channel);
-        let command = TmuxCommand::new("wait-for")
-            .flag("-S")
-            .end_of_options()
-            .arg(&in_tmux)
-            .build()
-            .map_err(|e| ToolError::invalid_arguments(e.to_string(), "fix the channel name"))?;
-        tmux.run(command, "call list_servers").await?;
+        let channels = tmux.channels();
+        channels.signal(&channel).await.map_err(|e| match e {
+            SignalError::Engine(e) => engine_error(tmux.server_name(), e, "call list_servers"),
+            SignalError::Quote(e) => {
+                ToolError::invalid_arguments(e.to_string(), "fix the channel name")
+            }
+        })?;
         Ok(Json(SignalChannelOutput {
             channel: channel.as_str().to_owned(),
-            tmux_channel: in_tmux,
+            tmux_channel: channels.in_tmux(&channel),
             signalled: true,
         }))
     }

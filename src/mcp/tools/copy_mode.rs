@@ -10,12 +10,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::mcp::McpServer;
-use crate::mcp::access::{engine_error, list_hint, parse_target};
+use crate::mcp::access::{TmuxAccess, engine_error, list_hint, parse_target};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{not_found, quote_error};
-use crate::mux::tmux::format::{flag, row_format, split_row};
-use crate::mux::tmux::{BatchMode, CommandOutcome, EngineError, TmuxCommand};
+use crate::mux::tmux::EngineError;
+use crate::mux::tmux::copy_mode::{CopyModeError, ModeState};
+use crate::mux::tmux::target::Target;
 
 /// Most lines one call scrolls.
 const MAX_SCROLL: u32 = 100_000;
@@ -80,29 +81,12 @@ impl McpServer {
             ));
         }
         let pane = tmux.pane_of(&target).await?;
-        let mut commands = vec![
-            TmuxCommand::new("copy-mode")
-                .target(pane)
-                .build()
-                .map_err(quote_error)?,
-        ];
-        if input.scroll_up > 0 {
-            commands.push(
-                TmuxCommand::new("send-keys")
-                    .flag("-X")
-                    .opt("-N", input.scroll_up.to_string())
-                    .target(pane)
-                    .arg("scroll-up")
-                    .build()
-                    .map_err(quote_error)?,
-            );
-        }
-        commands.push(mode_state(pane)?);
-        let outcomes = tmux
-            .run_batch(commands, BatchMode::StopOnError, None)
-            .await?;
-        let state = last_lines(&tmux, outcomes, &target)?;
-        copy_mode_output(tmux.server_name(), &state, &target)
+        let state = tmux
+            .copy_mode()
+            .enter(pane, input.scroll_up)
+            .await
+            .map_err(|e| copy_mode_error(&tmux, e, &target))?;
+        Ok(copy_mode_output(tmux.server_name(), state))
     }
 
     #[tool(
@@ -125,70 +109,36 @@ impl McpServer {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = parse_target(&input.target)?;
         let pane = tmux.pane_of(&target).await?;
-        let commands = vec![
-            TmuxCommand::new("copy-mode")
-                .flag("-q")
-                .target(pane)
-                .build()
-                .map_err(quote_error)?,
-            mode_state(pane)?,
-        ];
-        let outcomes = tmux
-            .run_batch(commands, BatchMode::StopOnError, None)
-            .await?;
-        let state = last_lines(&tmux, outcomes, &target)?;
-        copy_mode_output(tmux.server_name(), &state, &target)
+        let state = tmux
+            .copy_mode()
+            .exit(pane)
+            .await
+            .map_err(|e| copy_mode_error(&tmux, e, &target))?;
+        Ok(copy_mode_output(tmux.server_name(), state))
     }
 }
 
-const MODE_FIELDS: [&str; 4] = ["pane_id", "pane_in_mode", "scroll_position", "pane_mode"];
-
-fn mode_state(pane: crate::mux::tmux::PaneId) -> Result<TmuxCommand, ToolError> {
-    TmuxCommand::new("display-message")
-        .flag("-p")
-        .target(pane)
-        .arg(row_format(&MODE_FIELDS))
-        .build()
-        .map_err(quote_error)
-}
-
-/// The last command's lines, or the first failure of the chain.
-fn last_lines(
-    tmux: &crate::mcp::access::TmuxAccess<'_>,
-    outcomes: Vec<CommandOutcome>,
-    target: &crate::mux::tmux::target::Target,
-) -> Result<Vec<Vec<u8>>, ToolError> {
-    let mut last = Vec::new();
-    for outcome in outcomes {
-        match outcome {
-            CommandOutcome::Ok(lines) => last = lines,
-            CommandOutcome::Failed(message) => {
-                return Err(engine_error(
-                    tmux.server_name(),
-                    EngineError::Command(message),
-                    list_hint(target),
-                ));
-            }
-            CommandOutcome::NotRun => return Err(not_found(target)),
-        }
+/// A failed copy-mode change as an error for the model: tmux's refusals and engine failures
+/// as for any command, a pane whose mode tmux did not report as not found.
+fn copy_mode_error(tmux: &TmuxAccess<'_>, error: CopyModeError, target: &Target) -> ToolError {
+    match error {
+        CopyModeError::Engine(error) => engine_error(tmux.server_name(), error, "call list_panes"),
+        CopyModeError::Quote(error) => quote_error(error),
+        CopyModeError::Refused(message) => engine_error(
+            tmux.server_name(),
+            EngineError::Command(message),
+            list_hint(target),
+        ),
+        CopyModeError::Unanswered => not_found(target),
     }
-    Ok(last)
 }
 
-fn copy_mode_output(
-    server: &str,
-    lines: &[Vec<u8>],
-    target: &crate::mux::tmux::target::Target,
-) -> Result<Json<CopyModeOutput>, ToolError> {
-    let f = lines
-        .first()
-        .and_then(|line| split_row(line, MODE_FIELDS.len()))
-        .ok_or_else(|| not_found(target))?;
-    Ok(Json(CopyModeOutput {
+fn copy_mode_output(server: &str, state: ModeState) -> Json<CopyModeOutput> {
+    Json(CopyModeOutput {
         server: server.to_owned(),
-        pane_id: f[0].clone(),
-        in_mode: flag(&f[1]),
-        scroll_position: f[2].parse().unwrap_or(0),
-        mode: f[3].clone(),
-    }))
+        pane_id: state.pane_id,
+        in_mode: state.in_mode,
+        scroll_position: state.scroll_position,
+        mode: state.mode,
+    })
 }

@@ -1,9 +1,9 @@
 //! `capture_since`: the rows a pane printed since the caller last looked.
 //!
 //! The cursor logic (marks, anchors, finding rows again after tmux trimmed its history) is
-//! [`crate::mux::tmux::ops::since`]; this module runs the two small command batches it needs and
-//! shapes the answer. Each batch reads the pane's state and its rows together, so no output can
-//! slip in between them.
+//! [`crate::mux::tmux::ops::since`]; the reads it needs are [`crate::mux::tmux::since`], each
+//! the pane's state and its rows together, so no output can slip in between them. This module
+//! checks the cursor against the pane and shapes the answer.
 
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
@@ -12,14 +12,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::mcp::McpServer;
-use crate::mcp::access::TmuxAccess;
+use crate::mcp::access::{TmuxAccess, engine_error};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
+use crate::mux::tmux::PaneId;
 use crate::mux::tmux::ops::capture::{DEFAULT_MAX_LINES, shape_capture};
-use crate::mux::tmux::ops::since::{
-    PaneRows, SinceCursor, cursor_at, locate, parse_state, state_command,
-};
-use crate::mux::tmux::{BatchMode, CommandOutcome, PaneId, TmuxCommand};
+use crate::mux::tmux::ops::since::{PaneRows, SinceCursor, cursor_at, locate};
+use crate::mux::tmux::since::SinceError;
 
 /// Most rows a client may ask for at once.
 const MAX_MAX_LINES: usize = 10_000;
@@ -119,10 +118,10 @@ pub async fn capture_since(
 
     let Some(cursor) = cursor else {
         // Start: the visible rows.
-        let (state, rows) = state_and_rows(tmux, pane, 0).await?;
+        let (state, rows) = state_and_rows(tmux, pane, Some(0)).await?;
         return answer(tmux, pane, &state, &rows, state.history_size, None, request);
     };
-    let (state, _) = state_and_rows(tmux, pane, i64::MAX).await?;
+    let (state, _) = state_and_rows(tmux, pane, None).await?;
     if state.pane_pid != cursor.pane_pid {
         return Err(ToolError::new(
             ToolErrorKind::Conflict,
@@ -131,7 +130,7 @@ pub async fn capture_since(
         ));
     }
     let start_line = state.line_of(state.search_start(&cursor));
-    let (state, rows) = state_and_rows(tmux, pane, start_line).await?;
+    let (state, rows) = state_and_rows(tmux, pane, Some(start_line)).await?;
     if state.pane_pid != cursor.pane_pid {
         return Err(ToolError::new(
             ToolErrorKind::Conflict,
@@ -147,52 +146,32 @@ pub async fn capture_since(
 }
 
 /// The pane's state and its rows from `start_line` (a `capture-pane -S` line) to the bottom of
-/// the screen, in one batch. `i64::MAX` reads the state only.
+/// the screen, in one batch; `None` reads the state only.
 async fn state_and_rows(
     tmux: &TmuxAccess<'_>,
     pane: PaneId,
-    start_line: i64,
+    start_line: Option<i64>,
 ) -> Result<(PaneRows, Vec<Vec<u8>>), ToolError> {
-    let build = |built: Result<TmuxCommand, _>| {
-        built.map_err(|e| internal(format!("capture_since command: {e}")))
-    };
-    let mut commands = vec![build(state_command(pane))?];
-    if start_line != i64::MAX {
-        commands.push(build(
-            TmuxCommand::new("capture-pane")
-                .flag("-p")
-                .opt("-S", start_line.to_string())
-                .opt("-E", "-")
-                .target(pane)
-                .build(),
-        )?);
-    }
-    let outcomes = tmux
-        .run_batch(commands, BatchMode::StopOnError, None)
-        .await?;
-    let mut outcomes = outcomes.into_iter();
-    let state = match outcomes.next() {
-        Some(CommandOutcome::Ok(lines)) => lines.first().and_then(|line| parse_state(pane, line)),
-        _ => None,
-    }
-    .ok_or_else(|| {
-        ToolError::not_found(
-            format!("pane {pane} not found"),
-            "call list_panes to see pane ids",
-        )
-    })?;
-    if state.alternate_on {
+    let read = tmux
+        .since()
+        .read(pane, start_line)
+        .await
+        .map_err(|e| match e {
+            SinceError::Engine(e) => engine_error(tmux.server_name(), e, "call list_panes"),
+            SinceError::Quote(e) => internal(format!("capture_since command: {e}")),
+            SinceError::PaneMissing(pane) => ToolError::not_found(
+                format!("pane {pane} not found"),
+                "call list_panes to see pane ids",
+            ),
+        })?;
+    if read.state.alternate_on {
         return Err(ToolError::new(
             ToolErrorKind::Conflict,
             format!("{pane} shows a full-screen program: it keeps no history to read from"),
             "use capture_pane to read its screen, or wait_for_text to wait for a change",
         ));
     }
-    let rows = match outcomes.next() {
-        Some(CommandOutcome::Ok(rows)) => rows,
-        _ => Vec::new(),
-    };
-    Ok((state, rows))
+    Ok((read.state, read.rows))
 }
 
 fn internal(message: String) -> ToolError {

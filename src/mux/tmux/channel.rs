@@ -7,16 +7,18 @@
 //! started for the wait and killed when the wait ends for any reason (signal, timeout,
 //! cancellation — the child is killed on drop). This is the one place a waiting tool starts a
 //! process: control mode has no non-blocking form of `wait-for`. Signalling goes through the
-//! engine like any command (`wait-for -S` does not block).
+//! engine like any command (`wait-for -S` does not block). [`TmuxChannels`] does both for one
+//! owner's channels on one server, and owns the command lines.
 //!
 //! A `wait-for` client whose server is killed exits 0 without a word, exactly like a signalled
 //! one (tmux 3.3a): the caller must check that the server is still the same one before calling
-//! it a signal (the `wait_for_channel` tool compares the server's pid). A client that fails to
-//! reach its server exits non-zero with tmux's message.
+//! it a signal (the `wait_for_channel` tool compares the server's pid and start time). A client
+//! that fails to reach its server exits non-zero with tmux's message.
 
 use std::path::Path;
 
 use super::spawn::{TmuxEndpoint, tmux_command};
+use super::{Caller, EngineError, QuoteError, TmuxCommand, TmuxServer};
 
 /// Longest channel name accepted.
 const MAX_CHANNEL_LEN: usize = 128;
@@ -84,10 +86,71 @@ pub enum ChannelWaitError {
     ServerGone(String),
 }
 
+/// Why signalling a channel failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SignalError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error(transparent)]
+    Quote(#[from] QuoteError),
+}
+
+/// `wait-for -S`: `channel` after `--`, so a name starting with `-` is not an option.
+fn signal_command(channel: &str) -> Result<TmuxCommand, QuoteError> {
+    TmuxCommand::new("wait-for")
+        .flag("-S")
+        .end_of_options()
+        .arg(channel)
+        .build()
+}
+
+/// One owner's `wait-for` channels on one tmux server, signalled as `caller` (the engine's
+/// fairness key). Every name is taken through [`ChannelName::in_tmux`] for the owner given at
+/// construction, so nothing here reaches another owner's channels.
+#[derive(Clone)]
+pub struct TmuxChannels {
+    server: TmuxServer,
+    caller: Caller,
+    /// Whose channels they are (`None`: the server has one tenant).
+    owner: Option<String>,
+}
+
+impl TmuxChannels {
+    pub fn new(server: TmuxServer, caller: Caller, owner: Option<String>) -> Self {
+        Self {
+            server,
+            caller,
+            owner,
+        }
+    }
+
+    /// The name tmux knows `channel` by: what a script in a pane signals.
+    pub fn in_tmux(&self, channel: &ChannelName) -> String {
+        channel.in_tmux(self.owner.as_deref())
+    }
+
+    /// Signals `channel`; tmux remembers it when nobody waits yet.
+    pub async fn signal(&self, channel: &ChannelName) -> Result<(), SignalError> {
+        let command = signal_command(&self.in_tmux(channel))?;
+        self.server.run(&self.caller, command).await?;
+        Ok(())
+    }
+
+    /// Waits until `channel` is signalled, or the server dies (see the module docs); started
+    /// with the tmux at `tmux_bin`. Dropping the future kills the waiting client, so timeouts
+    /// and cancellation are the caller's `select!`.
+    pub async fn wait(
+        &self,
+        tmux_bin: &Path,
+        channel: &ChannelName,
+    ) -> Result<(), ChannelWaitError> {
+        wait_for_signal(tmux_bin, self.server.endpoint(), &self.in_tmux(channel)).await
+    }
+}
+
 /// Waits until `channel` (as tmux names it, see [`ChannelName::in_tmux`]) is signalled on the
-/// server at `endpoint`, or the server dies (see the module docs). Dropping the future kills
-/// the waiting client, so timeouts and cancellation are the caller's `select!`.
-pub async fn wait_for_signal(
+/// server at `endpoint`, or the server dies.
+async fn wait_for_signal(
     tmux_bin: &Path,
     endpoint: &TmuxEndpoint,
     channel: &str,
@@ -112,6 +175,17 @@ pub async fn wait_for_signal(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_signal_is_one_quoted_command() {
+        assert_eq!(
+            signal_command("muxgate_0123456789abcdef_build.done")
+                .unwrap()
+                .text(),
+            "wait-for -S -- 'muxgate_0123456789abcdef_build.done'"
+        );
+        assert_eq!(signal_command("-x").unwrap().text(), "wait-for -S -- '-x'");
+    }
 
     #[test]
     fn channels_of_a_shared_server_are_each_clients_own() {

@@ -13,7 +13,7 @@
 //! - [`output`]: per-pane output streams (bounded rings) that waiters subscribe to;
 //! - [`monitor`]: per-session output connections feeding those streams;
 //! - [`stale`]: finding control clients left behind by a dead muxgate;
-//! - [`channel`]: `wait-for` channel names, and waits on a client of their own;
+//! - [`channel`]: `wait-for` channel names, signals, and waits on a client of their own;
 //! - [`claims`]: which panes a programmatic run currently owns;
 //! - [`start`]: starting a server that is not running (the one subprocess a tool may need);
 //! - [`target`], [`format`]: validated targets as clients name them, and listing rows (pure);
@@ -22,7 +22,10 @@
 //! - [`panes`]: the backend-neutral pane operations ([`crate::mux::pane_io::PaneIo`]) for tmux;
 //! - [`sessions`], [`windows`], [`pane_lifecycle`]: typed session, window and pane-changing
 //!   operations (their command lines and rows), for the tools that act on them; [`pane_row`]:
-//!   the full row of a pane they and the pane listings read.
+//!   the full row of a pane they and the pane listings read;
+//! - [`copy_mode`], [`since`], [`placement`]: entering and leaving copy mode, a pane's state and
+//!   rows read together for `capture_since`, and which windows and sessions hold a pane (the
+//!   gateway asks about its own).
 //!
 //! [`TmuxServer`] ties one server's worker and output hub together; [`TmuxEngine`] holds the
 //! configured servers by name.
@@ -32,6 +35,7 @@ pub mod channel;
 pub mod claims;
 pub mod command;
 pub mod connection;
+pub mod copy_mode;
 pub mod environment;
 pub mod format;
 pub mod format_check;
@@ -44,12 +48,14 @@ pub mod output;
 pub mod pane_lifecycle;
 pub mod pane_row;
 pub mod panes;
+pub mod placement;
 pub mod protocol;
 pub mod quote;
 mod router;
 pub mod server;
 pub mod sessions;
 pub mod shared_lines;
+pub mod since;
 pub mod spawn;
 pub mod stale;
 pub mod start;
