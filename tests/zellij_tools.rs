@@ -583,11 +583,44 @@ async fn terminal_io_and_the_user_workflows() {
         err_kind(&client, "capture_pane", args, "invalid_arguments", says).await;
     }
 
+    // send_keys types into a Zellij pane with tmux's key names: text, then Enter.
+    let sent = ok(
+        &client,
+        "send_keys",
+        json!({"server": "z", "target": "terminal_0",
+               "keys": ["echo SHARED_$((20+22))", "Enter"], "enter": false}),
+    )
+    .await;
+    assert_eq!(sent["session"], session.as_str());
+    assert_eq!(sent["pane_id"], "terminal_0");
+    assert_eq!(sent["keys_pressed"], 1);
+    assert_eq!(sent["text_bytes"], "echo SHARED_$((20+22))".len());
+    assert!(sent.get("output_position").is_none(), "{sent}");
+    ok(
+        &client,
+        "zellij_wait_for_text",
+        json!({"pane": "terminal_0", "pattern": "SHARED_42", "timeout": 10}),
+    )
+    .await;
+    for (keys, says) in [
+        (json!({"keys": ["KP0"]}), "Zellij has no key"),
+        (
+            json!({"keys": "/w==", "literal": true, "encoding": "base64"}),
+            "not UTF-8",
+        ),
+    ] {
+        let mut args = json!({"server": "z", "target": "terminal_0", "enter": false});
+        args.as_object_mut()
+            .unwrap()
+            .extend(keys.as_object().unwrap().clone());
+        err_kind(&client, "send_keys", args, "invalid_arguments", says).await;
+    }
+
     // Keys: interrupt a running program.
     ok(
         &client,
-        "zellij_write_to_pane",
-        json!({"pane": "terminal_0", "text": "sleep 300; echo SLEEP_$((1+1))\n"}),
+        "send_keys",
+        json!({"server": "z", "target": "terminal_0", "keys": "sleep 300; echo SLEEP_$((1+1))"}),
     )
     .await;
     // A Ctrl-C that lands while bash is still starting the command is lost (the sleep then
@@ -597,8 +630,8 @@ async fn terminal_io_and_the_user_workflows() {
     for _ in 0..5 {
         ok(
             &client,
-            "zellij_send_keys",
-            json!({"pane": "terminal_0", "keys": ["Ctrl c"]}),
+            "send_keys",
+            json!({"server": "z", "target": "terminal_0", "keys": ["C-c"], "enter": false}),
         )
         .await;
         let back = call(

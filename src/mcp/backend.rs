@@ -17,11 +17,11 @@ pub enum Backend {
 }
 
 /// The tools both backends serve, under one name and one set of arguments.
-pub const SHARED_TOOLS: &[&str] = &["list_servers", "capture_pane"];
+pub const SHARED_TOOLS: &[&str] = &["list_servers", "capture_pane", "send_keys"];
 
 /// What differs between the backends in the shared tools, and why (docs/tools.md).
 pub const DIFFERENCES: &str = "## Tools both backends serve\n\n\
-`list_servers` and `capture_pane` serve tmux and Zellij servers alike: the server a call names \
+`list_servers`, `capture_pane` and `send_keys` serve tmux and Zellij servers alike: the server a call names \
 (`server`) picks the backend, and without it the tmux server is used (the Zellij one when you \
 may use no tmux server). What differs, and why:\n\n\
 - `capture_pane`: a Zellij `target` is `terminal_N` (in the server's default session) or \
@@ -29,6 +29,11 @@ may use no tmux server). What differs, and why:\n\n\
 `start` is 0 (the screen) or `\"-\"` (with the scrollback) and `end` stays at the bottom; it \
 gives plain text with wrapped lines joined, so `escape_sequences` is refused. Refused options \
 are errors, never silently ignored.\n\
+- `send_keys`: the same key names on both (tmux's: `C-c`, `M-x`, `Escape`, `BSpace`…; \
+Zellij is sent its own spelling of each), and text typed exactly. Zellij has no keypad keys \
+and types only UTF-8 text, so `KP0` or base64 bytes that are not UTF-8 are refused. There is \
+no `output_position`: a Zellij wait (zellij_wait_for_text) reads the screen, not an output \
+stream.\n\
 - `list_servers`: each server has a `backend`. A Zellij server has no process apart from its \
 sessions, so it is `running` while a session lives and `no_sessions` otherwise, never \
 `not_running`; it also names its `default_session`.\n\n\

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::mcp::McpServer;
 use crate::mcp::access::parse_target;
+use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{self, Delivered};
@@ -27,6 +28,8 @@ use crate::mux::tmux::PaneId;
 use crate::mux::tmux::ops::buffer::transient_buffer_name;
 use crate::mux::tmux::ops::input::InputPlan;
 use crate::mux::tmux::ops::keys::{KEY_EXAMPLES, KeyName};
+use crate::mux::zellij::backend::InputStep;
+use crate::mux::zellij::keys::{Key as ZellijKey, from_tmux_name};
 
 /// Most key names in one call.
 pub const MAX_KEYS: usize = 1000;
@@ -96,7 +99,7 @@ fn yes() -> bool {
 pub struct SendKeysInput {
     #[serde(default)]
     pub server: Option<String>,
-    /// Pane `%N`; a window or session: its active pane.
+    /// Pane `%N`; a window or session: its active pane. Zellij: `[SESSION:]terminal_N`.
     pub target: String,
     /// Sent in order: a string that is a key name (Enter, C-c, M-x, Up, Tab, BSpace, F5…) is
     /// pressed, any other string is typed exactly; literal: true types everything. E.g. "ls -la",
@@ -116,6 +119,9 @@ pub struct SendKeysInput {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct SendKeysOutput {
     pub server: String,
+    /// Zellij: the pane's session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     pub pane_id: String,
     /// Named keys pressed, including the final Enter.
     pub keys_pressed: usize,
@@ -161,9 +167,9 @@ impl McpServer {
     #[tool(
         name = "send_keys",
         description = "Type text or press keys in a pane, then Enter (unless `enter` is false).\n\n\
-            In copy mode the keys go to copy mode (call exit_copy_mode first). Then wait with \
-            wait_for_text `since: output_position` (sees fast output, ignores the echo) rather \
-            than polling capture_pane; for multi-line text prefer paste_text.",
+            In copy mode they go to copy mode (exit_copy_mode leaves it). Then wait_for_text \
+            `since: output_position`, not capture_pane polling; for multi-line text prefer \
+            paste_text.",
         annotations(
             title = "Send keys",
             read_only_hint = false,
@@ -177,9 +183,24 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<SendKeysInput>,
     ) -> Result<Json<SendKeysOutput>, ToolError> {
+        let request = KeysRequest::parse(&input)?;
+        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
+            let steps = request.zellij_steps(input.enter)?;
+            let (server, session, pane) = self
+                .send_zellij_input(&call, input.server.as_deref(), &input.target, steps)
+                .await?;
+            return Ok(Json(SendKeysOutput {
+                server,
+                session: Some(session),
+                pane_id: pane,
+                keys_pressed: request.keys_pressed(input.enter),
+                text_bytes: request.typed().len(),
+                enter: input.enter,
+                output_position: None,
+            }));
+        }
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = parse_target(&input.target)?;
-        let request = KeysRequest::parse(&input)?;
         let pane = tmux.pane_of(&target).await?;
         let Delivered {
             text_bytes,
@@ -188,6 +209,7 @@ impl McpServer {
         } = pane_ops::deliver(&tmux, request.plan(pane, input.enter)?).await?;
         Ok(Json(SendKeysOutput {
             server: tmux.server_name().to_owned(),
+            session: None,
             pane_id: pane.to_string(),
             keys_pressed: keys,
             text_bytes,
@@ -251,6 +273,16 @@ pub fn typed_text(input: &SendKeysInput) -> Option<String> {
 /// for `pane`.
 pub fn input_plan(input: &SendKeysInput, pane: PaneId) -> Result<InputPlan, ToolError> {
     KeysRequest::parse(input)?.plan(pane, input.enter)
+}
+
+/// The Zellij key for a tmux key name, or why there is none.
+fn zellij_key(key: &KeyName) -> Result<ZellijKey, ToolError> {
+    from_tmux_name(key.as_str()).ok_or_else(|| {
+        ToolError::invalid_arguments(
+            format!("Zellij has no key {:?}", key.as_str()),
+            "keypad keys are tmux-only; send the character or another key name",
+        )
+    })
 }
 
 /// What a `send_keys` call asks for, validated: what to press and type, in order.
@@ -319,6 +351,40 @@ impl KeysRequest {
             }
         }
         String::from_utf8_lossy(&typed).into_owned()
+    }
+
+    /// Named keys pressed, the final Enter included.
+    fn keys_pressed(&self, enter: bool) -> usize {
+        let named = self.0.iter().filter(|p| matches!(p, Piece::Key(_))).count();
+        named + usize::from(enter)
+    }
+
+    /// The same input for a Zellij pane: tmux key names become Zellij keys (`C-c` is
+    /// `Ctrl c`), text is typed as it is, then Enter if `enter`.
+    fn zellij_steps(&self, enter: bool) -> Result<Vec<InputStep>, ToolError> {
+        let mut steps: Vec<InputStep> = Vec::new();
+        let enter_key = enter.then(|| KeyName::enter());
+        for piece in self.0.iter().map(Some).chain([None]) {
+            let step = match (piece, &enter_key) {
+                (Some(Piece::Key(key)), _) => InputStep::Keys(vec![zellij_key(key)?]),
+                (Some(Piece::Text(text)), _) => {
+                    InputStep::Text(String::from_utf8(text.clone()).map_err(|_| {
+                        ToolError::invalid_arguments(
+                            "a Zellij pane is typed text, and these bytes are not UTF-8",
+                            "send UTF-8 text to a Zellij pane (base64 bytes are tmux-only)",
+                        )
+                    })?)
+                }
+                (None, Some(key)) => InputStep::Keys(vec![zellij_key(key)?]),
+                (None, None) => continue,
+            };
+            match (steps.last_mut(), step) {
+                // Adjacent keys are one `send-keys` call.
+                (Some(InputStep::Keys(before)), InputStep::Keys(more)) => before.extend(more),
+                (_, step) => steps.push(step),
+            }
+        }
+        Ok(steps)
     }
 
     fn plan(&self, pane: PaneId, enter: bool) -> Result<InputPlan, ToolError> {

@@ -338,6 +338,29 @@ impl McpServer {
         })
     }
 
+    /// Input for a Zellij pane from a tool both backends serve (`send_keys`), delivered in
+    /// one batch. Returns the server, session and pane it went to.
+    pub(crate) async fn send_zellij_input(
+        &self,
+        call: &CallContext,
+        server: Option<&str>,
+        target: &str,
+        steps: Vec<InputStep>,
+    ) -> Result<(String, String, String), ToolError> {
+        let z = self.zellij_access(call, server).await?;
+        let (session, pane) = parse_target(target)?;
+        let session = z.session(session)?;
+        z.backend
+            .input_batch(&session, pane, steps)
+            .await
+            .map_err(|e| z.error(e))?;
+        Ok((
+            z.server_name().to_owned(),
+            session.to_string(),
+            pane.to_string(),
+        ))
+    }
+
     /// Runs a wait until it ends, the client cancels, or the gateway shuts down.
     async fn zellij_wait<T>(
         &self,

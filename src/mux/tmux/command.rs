@@ -100,6 +100,15 @@ impl CommandBuilder {
         self
     }
 
+    /// `NAME VALUE` for the `set-*` commands, or `-u NAME` (unset) when `value` is `None`;
+    /// after `--`, so a name or value starting with `-` stays a value.
+    pub fn set_or_unset(self, name: &str, value: Option<&str>) -> Self {
+        match value {
+            Some(value) => self.end_of_options().arg(name).arg(value),
+            None => self.flag("-u").end_of_options().arg(name),
+        }
+    }
+
     /// A quoted positional value.
     pub fn arg(mut self, value: impl AsRef<[u8]>) -> Self {
         if self.error.is_none() {

@@ -61,15 +61,9 @@ fn set_command(
     name: &str,
     value: Option<&str>,
 ) -> Result<TmuxCommand, QuoteError> {
-    let mut command = environment_command("set-environment", session);
-    if value.is_none() {
-        command = command.flag("-u");
-    }
-    command = command.end_of_options().arg(name);
-    if let Some(value) = value {
-        command = command.arg(value);
-    }
-    command.build()
+    environment_command("set-environment", session)
+        .set_or_unset(name, value)
+        .build()
 }
 
 /// Parses `show-environment` output: `NAME=value` lines, `-NAME` for removed variables; a

@@ -95,15 +95,10 @@ fn set_command(
     name: &str,
     value: Option<&str>,
 ) -> Result<TmuxCommand, QuoteError> {
-    let mut command = place.apply(TmuxCommand::new("set-option"));
-    if value.is_none() {
-        command = command.flag("-u");
-    }
-    command = command.end_of_options().arg(name);
-    if let Some(value) = value {
-        command = command.arg(value);
-    }
-    command.build()
+    place
+        .apply(TmuxCommand::new("set-option"))
+        .set_or_unset(name, value)
+        .build()
 }
 
 /// `show-hooks`, of one hook or all.

@@ -107,6 +107,44 @@ impl fmt::Display for Key {
     }
 }
 
+/// The Zellij key for a key named in tmux's spelling (`C-c`, `^d`, `M-x`, `S-Up`, `Escape`,
+/// `BSpace`, `PPage`, `BTab`, `F5`, `y`), so that a tool both backends serve takes one key
+/// syntax. `None` when Zellij has no such key (tmux's keypad keys) or the name is not a key.
+pub fn from_tmux_name(name: &str) -> Option<Key> {
+    let mut words: Vec<&str> = Vec::new();
+    let mut rest = name;
+    if let Some(after) = rest.strip_prefix('^')
+        && !after.is_empty()
+    {
+        words.push("Ctrl");
+        rest = after;
+    }
+    while let [first, b'-', _, ..] = rest.as_bytes() {
+        words.push(match first {
+            b'C' | b'c' => "Ctrl",
+            b'M' | b'm' => "Alt",
+            b'S' | b's' => "Shift",
+            _ => return None,
+        });
+        rest = &rest[2..];
+    }
+    let key = match rest.to_ascii_lowercase().as_str() {
+        "escape" => "Esc",
+        "bspace" => "Backspace",
+        "ppage" | "pgup" => "PageUp",
+        "npage" | "pgdn" => "PageDown",
+        "ic" => "Insert",
+        "dc" => "Delete",
+        "btab" => {
+            words.push("Shift");
+            "Tab"
+        }
+        _ => rest,
+    };
+    words.push(key);
+    Key::parse(&words.join(" ")).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,6 +157,35 @@ mod tests {
         assert_eq!(Key::parse("enter").unwrap().as_str(), "Enter");
         assert_eq!(Key::parse("f12").unwrap().as_str(), "F12");
         assert_eq!(Key::parse("é").unwrap().as_str(), "é");
+    }
+
+    #[test]
+    fn tmux_key_names_become_zellij_keys() {
+        let zellij = |name: &str| from_tmux_name(name).map(|k| k.as_str().to_owned());
+        for (tmux, expected) in [
+            ("C-c", "Ctrl c"),
+            ("^d", "Ctrl d"),
+            ("M-x", "Alt x"),
+            ("C-M-a", "Ctrl Alt a"),
+            ("S-Up", "Shift Up"),
+            ("Enter", "Enter"),
+            ("Escape", "Esc"),
+            ("BSpace", "Backspace"),
+            ("PPage", "PageUp"),
+            ("PageDown", "PageDown"),
+            ("IC", "Insert"),
+            ("DC", "Delete"),
+            ("BTab", "Shift Tab"),
+            ("F5", "F5"),
+            ("Space", "Space"),
+            ("y", "y"),
+            ("-", "-"),
+        ] {
+            assert_eq!(zellij(tmux).as_deref(), Some(expected), "{tmux}");
+        }
+        for none in ["KP0", "KPEnter", "X-c", "C-", "", "ls -la"] {
+            assert_eq!(zellij(none), None, "{none}");
+        }
     }
 
     #[test]
