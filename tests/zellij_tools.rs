@@ -222,8 +222,8 @@ async fn discovery_tools_and_access_rules() {
     );
     let e = err(
         &bob,
-        "zellij_write_to_pane",
-        json!({"pane": "terminal_0", "text": "x"}),
+        "send_keys",
+        json!({"server": "z", "target": "terminal_0", "keys": "x", "enter": false}),
     )
     .await;
     assert_eq!(e["kind"], "not_found");
@@ -524,8 +524,8 @@ async fn terminal_io_and_the_user_workflows() {
     // Type, wait for the result, read it back (screen and scrollback).
     let typed = ok(
         &client,
-        "zellij_write_to_pane",
-        json!({"pane": "terminal_0", "text": "for i in $(seq 1 80); do echo row_$i; done", "enter": true}),
+        "send_keys",
+        json!({"server": "z", "target": "terminal_0", "keys": "for i in $(seq 1 80); do echo row_$i; done"}),
     )
     .await;
     assert_eq!(typed["pane_id"], "terminal_0");
@@ -658,8 +658,8 @@ async fn terminal_io_and_the_user_workflows() {
     );
     err_kind(
         &client,
-        "zellij_send_keys",
-        json!({"pane": "terminal_0", "keys": ["Hyper x"]}),
+        "zellij_send_keys_batch",
+        json!({"pane": "terminal_0", "steps": [{"keys": ["Hyper x"]}]}),
         "invalid_arguments",
         "invalid key",
     )
@@ -783,8 +783,8 @@ async fn terminal_io_and_the_user_workflows() {
     // Errors: missing panes, plugin panes, timeouts, bad patterns.
     err_kind(
         &client,
-        "zellij_write_to_pane",
-        json!({"pane": "terminal_99", "text": "x"}),
+        "send_keys",
+        json!({"server": "z", "target": "terminal_99", "keys": "x"}),
         "not_found",
         "no pane terminal_99",
     )
@@ -825,8 +825,8 @@ async fn terminal_io_and_the_user_workflows() {
         .expect("a plugin pane");
     err_kind(
         &client,
-        "zellij_write_to_pane",
-        json!({"pane": plugin, "text": "x"}),
+        "send_keys",
+        json!({"server": "z", "target": plugin, "keys": "x"}),
         "conflict",
         "plugin pane",
     )
@@ -881,8 +881,8 @@ async fn calls_are_audited_without_what_was_typed() {
     prompt(&client, "terminal_0").await;
     ok(
         &client,
-        "zellij_write_to_pane",
-        json!({"pane": "terminal_0", "text": "# TYPED-SECRET-1"}),
+        "send_keys",
+        json!({"server": "z", "target": "terminal_0", "keys": "# TYPED-SECRET-1", "enter": false}),
     )
     .await;
     ok(
@@ -912,10 +912,10 @@ async fn calls_are_audited_without_what_was_typed() {
         .collect();
     let write = records
         .iter()
-        .find(|r| r["kind"] == "start" && r["tool"] == "zellij_write_to_pane")
+        .find(|r| r["kind"] == "start" && r["tool"] == "send_keys")
         .expect("a record of the write");
-    assert_eq!(write["args"]["pane"], "terminal_0");
-    assert_eq!(write["args"]["text"]["len"], 16);
+    assert_eq!(write["args"]["target"], "terminal_0");
+    assert_eq!(write["args"]["keys"]["len"], 16);
     assert_eq!(write["targets"], json!(["terminal_0"]), "{write}");
     let end = records
         .iter()

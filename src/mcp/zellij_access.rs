@@ -244,7 +244,7 @@ fn classify(server: &str, error: &ZellijError) -> (ToolErrorKind, String) {
         E::Timeout { .. } => (
             ToolErrorKind::Timeout,
             "the message says what is still running: read it (capture_pane), interrupt it \
-             (zellij_send_keys \"Ctrl c\") or close it (zellij_close_pane), or retry with a longer \
+             (send_keys [\"C-c\"]) or close it (zellij_close_pane), or retry with a longer \
              timeout"
                 .to_owned(),
         ),

@@ -1,5 +1,6 @@
-//! Zellij terminal I/O tools: type text, press keys, batches of both, wait for text, and run
-//! commands with their output and exit status; and the Zellij half of `capture_pane`.
+//! Zellij terminal I/O tools: batches of text, keys and pastes, waits for text, and commands
+//! run with their output and exit status; and the Zellij halves of `capture_pane` and
+//! `send_keys`.
 //!
 //! Everything targets a pane by id and never moves anyone's focus. Typing, keys, reads and
 //! waits go through the backend-neutral [`PaneIo`] trait; waits are woken by Zellij's pane
@@ -35,23 +36,6 @@ const DEFAULT_WAIT: Duration = Duration::from_secs(30);
 /// Default timeout of the run tools.
 const DEFAULT_RUN: Duration = Duration::from_secs(60);
 
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ZellijWriteInput {
-    #[serde(default)]
-    pub server: Option<String>,
-    /// Session; omit for the default.
-    #[serde(default)]
-    pub session: Option<String>,
-    /// Pane `terminal_N`.
-    pub pane: String,
-    /// The text, typed exactly (a `\n` inside presses Enter).
-    pub text: String,
-    /// Press Enter after the text.
-    #[serde(default)]
-    pub enter: bool,
-}
-
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ZellijInputOutput {
     pub server: String,
@@ -59,21 +43,6 @@ pub struct ZellijInputOutput {
     pub pane_id: String,
     /// Steps delivered (1 for single-input tools).
     pub steps: usize,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ZellijSendKeysInput {
-    #[serde(default)]
-    pub server: Option<String>,
-    /// Session; omit for the default.
-    #[serde(default)]
-    pub session: Option<String>,
-    /// Pane `terminal_N`.
-    pub pane: String,
-    /// Keys in order: optional modifiers (Ctrl, Alt, Shift, Super), then a character or a name:
-    /// `"Ctrl c"`, `"Alt Shift b"`, `"Enter"`, `"Esc"`, `"Up"`, `"F5"`.
-    pub keys: Vec<String>,
 }
 
 /// One step of a batch: exactly one of `text`, `keys`, `paste`.
@@ -381,74 +350,6 @@ impl McpServer {
 #[tool_router(router = zellij_io_tools, vis = "pub(crate)")]
 impl McpServer {
     #[tool(
-        name = "zellij_write_to_pane",
-        description = "Type text into a Zellij terminal pane by id, without focusing it.\n\n\
-            Returns at once; await output with zellij_wait_for_text.",
-        annotations(
-            title = "Write to Zellij pane",
-            read_only_hint = false,
-            destructive_hint = false,
-            idempotent_hint = false,
-            open_world_hint = true
-        )
-    )]
-    async fn zellij_write_to_pane(
-        &self,
-        Extension(call): Extension<CallContext>,
-        Parameters(input): Parameters<ZellijWriteInput>,
-    ) -> Result<Json<ZellijInputOutput>, ToolError> {
-        let z = self.zellij_access(&call, input.server.as_deref()).await?;
-        let session = z.session(input.session.as_deref())?;
-        let pane = parse_pane(&input.pane)?;
-        let mut text = input.text;
-        if input.enter {
-            text.push('\n');
-        }
-        z.panes(&session)
-            .send_text(&pane, &text)
-            .await
-            .map_err(|e| z.error(e))?;
-        Ok(Json(ZellijInputOutput {
-            server: z.server_name().to_owned(),
-            session: session.to_string(),
-            pane_id: pane.to_string(),
-            steps: 1,
-        }))
-    }
-
-    #[tool(
-        name = "zellij_send_keys",
-        description = "Press keys in a Zellij terminal pane by id, without focusing it.\n\n\
-            E.g. [\"Ctrl c\"], [\"Up\", \"Enter\"]; bad key names are rejected.",
-        annotations(
-            title = "Send keys to Zellij pane",
-            read_only_hint = false,
-            destructive_hint = false,
-            idempotent_hint = false,
-            open_world_hint = true
-        )
-    )]
-    async fn zellij_send_keys(
-        &self,
-        Extension(call): Extension<CallContext>,
-        Parameters(input): Parameters<ZellijSendKeysInput>,
-    ) -> Result<Json<ZellijInputOutput>, ToolError> {
-        let z = self.zellij_access(&call, input.server.as_deref()).await?;
-        let session = z.session(input.session.as_deref())?;
-        let pane = parse_pane(&input.pane)?;
-        z.panes(&session)
-            .send_keys(&pane, &input.keys)
-            .await
-            .map_err(|e| z.error(e))?;
-        Ok(Json(ZellijInputOutput {
-            server: z.server_name().to_owned(),
-            session: session.to_string(),
-            pane_id: pane.to_string(),
-            steps: 1,
-        }))
-    }
-
-    #[tool(
         name = "zellij_send_keys_batch",
         description = "Send text, keys and pastes to one Zellij terminal pane in one call.\n\n\
             Steps run back to back, all validated first. A failing step stops the batch; earlier \
@@ -624,7 +525,7 @@ impl McpServer {
         name = "zellij_run_in_pane",
         description = "Run a command in the interactive shell of an existing Zellij pane and return its output and exit status.\n\n\
             Typed into the shell between markers; returns only its output. Viewers see it run. On \
-            timeout it keeps running (interrupt: zellij_send_keys [\"Ctrl c\"]).",
+            timeout it keeps running (interrupt: send_keys [\"C-c\"]).",
         annotations(
             title = "Run command in Zellij pane",
             read_only_hint = false,
