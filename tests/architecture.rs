@@ -128,7 +128,6 @@ const NOT_YET_MOVED: &[&str] = &[
     "src/mcp/tools/pane.rs",
     "src/mcp/tools/run.rs",
     "src/mcp/tools/wait.rs",
-    "src/mcp/tools/watch.rs",
 ];
 
 /// Whether Rust source builds a tmux command line (`TmuxCommand::…`) or parses a tmux row

@@ -25,6 +25,7 @@ use crate::mux::tmux::format::{row_format, split_row};
 use crate::mux::tmux::ops;
 use crate::mux::tmux::options::TmuxOptions;
 use crate::mux::tmux::pane_lifecycle::TmuxPaneLifecycle;
+use crate::mux::tmux::pane_state::TmuxPaneStates;
 use crate::mux::tmux::placement::TmuxPlacement;
 use crate::mux::tmux::server::TmuxServerOps;
 use crate::mux::tmux::sessions::TmuxSessions;
@@ -310,6 +311,11 @@ impl TmuxAccess<'_> {
     /// The server's panes, changed as this caller.
     pub fn pane_lifecycle(&self) -> TmuxPaneLifecycle {
         TmuxPaneLifecycle::new(self.server.clone(), self.caller.clone())
+    }
+
+    /// The server's panes' states, read as this caller.
+    pub fn pane_states(&self) -> TmuxPaneStates {
+        TmuxPaneStates::new(self.server.clone(), self.caller.clone())
     }
 
     /// The argv that starts this server's default shell with shell integration, when

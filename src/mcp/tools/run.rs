@@ -26,7 +26,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::wait::stream_end;
-use super::watch::{PaneState, cancelled, elapsed_ms, keep};
+use super::watch::{cancelled, elapsed_ms, keep};
 use crate::mcp::McpServer;
 use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
@@ -38,6 +38,7 @@ use crate::mux::shell_run::{
     CommandError, RunCapture, RunMarkers, RunText, ShellFlavor, unmarked_typed_text,
 };
 use crate::mux::tmux::output::{OutputChunk, PaneStream};
+use crate::mux::tmux::pane_state::PaneState;
 use crate::mux::tmux::{BatchMode, CommandOutcome, PaneId, TmuxCommand};
 
 /// `run_command`'s timeout when the client gives none.
