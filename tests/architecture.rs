@@ -125,7 +125,6 @@ const NOT_YET_MOVED: &[&str] = &[
     "src/mcp/access.rs",
     "src/mcp/pane_ops.rs",
     "src/mcp/tools/pane.rs",
-    "src/mcp/tools/run.rs",
     "src/mcp/tools/wait.rs",
 ];
 

@@ -31,6 +31,7 @@ use crate::mux::tmux::server::TmuxServerOps;
 use crate::mux::tmux::sessions::TmuxSessions;
 use crate::mux::tmux::since::TmuxSince;
 use crate::mux::tmux::target::{Target, TargetError};
+use crate::mux::tmux::typing::TmuxTyping;
 use crate::mux::tmux::watch_session::is_watch_session;
 use crate::mux::tmux::windows::TmuxWindows;
 use crate::mux::tmux::{
@@ -316,6 +317,11 @@ impl TmuxAccess<'_> {
     /// The server's panes' states, read as this caller.
     pub fn pane_states(&self) -> TmuxPaneStates {
         TmuxPaneStates::new(self.server.clone(), self.caller.clone())
+    }
+
+    /// Typing lines into the server's panes, as this caller.
+    pub fn typing(&self) -> TmuxTyping {
+        TmuxTyping::new(self.server.clone(), self.caller.clone())
     }
 
     /// The argv that starts this server's default shell with shell integration, when

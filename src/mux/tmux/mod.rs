@@ -27,7 +27,7 @@
 //!   rows read together for `capture_since`, and which windows and sessions hold a pane (the
 //!   gateway asks about its own);
 //! - [`pane_state`]: a pane's state in one row, read by the tools that wait on a pane, run
-//!   commands in it or report on it.
+//!   commands in it or report on it; [`typing`]: a line and its Enter typed in one write.
 //!
 //! [`TmuxServer`] ties one server's worker and output hub together; [`TmuxEngine`] holds the
 //! configured servers by name.
@@ -63,6 +63,7 @@ pub mod spawn;
 pub mod stale;
 pub mod start;
 pub mod target;
+pub mod typing;
 pub mod watch_session;
 pub mod windows;
 pub mod worker;
