@@ -25,11 +25,13 @@ use crate::mux::tmux::format::{row_format, split_row};
 use crate::mux::tmux::ops;
 use crate::mux::tmux::options::TmuxOptions;
 use crate::mux::tmux::pane_lifecycle::TmuxPaneLifecycle;
+use crate::mux::tmux::pane_state::TmuxPaneStates;
 use crate::mux::tmux::placement::TmuxPlacement;
 use crate::mux::tmux::server::TmuxServerOps;
 use crate::mux::tmux::sessions::TmuxSessions;
 use crate::mux::tmux::since::TmuxSince;
 use crate::mux::tmux::target::{Target, TargetError};
+use crate::mux::tmux::typing::TmuxTyping;
 use crate::mux::tmux::watch_session::is_watch_session;
 use crate::mux::tmux::windows::TmuxWindows;
 use crate::mux::tmux::{
@@ -310,6 +312,16 @@ impl TmuxAccess<'_> {
     /// The server's panes, changed as this caller.
     pub fn pane_lifecycle(&self) -> TmuxPaneLifecycle {
         TmuxPaneLifecycle::new(self.server.clone(), self.caller.clone())
+    }
+
+    /// The server's panes' states, read as this caller.
+    pub fn pane_states(&self) -> TmuxPaneStates {
+        TmuxPaneStates::new(self.server.clone(), self.caller.clone())
+    }
+
+    /// Typing lines into the server's panes, as this caller.
+    pub fn typing(&self) -> TmuxTyping {
+        TmuxTyping::new(self.server.clone(), self.caller.clone())
     }
 
     /// The argv that starts this server's default shell with shell integration, when

@@ -38,8 +38,9 @@ use super::tools::session::{SessionDetail, SessionInfo, find_session, list_sessi
 use super::tools::window::{WindowInfo, list_window_rows};
 use crate::audit::{CallStart, Outcome};
 use crate::auth::Tier;
+use crate::mux::tmux::ops::capture::CaptureRange;
 use crate::mux::tmux::target::{SessionSel, Target};
-use crate::mux::tmux::{BatchMode, CommandOutcome, PaneId, TmuxCommand};
+use crate::mux::tmux::{BatchMode, CommandOutcome, PaneId};
 
 /// The URI scheme.
 pub const SCHEME: &str = "tmux://";
@@ -494,11 +495,12 @@ fn to_json<T: Serialize>(value: &T) -> Result<serde_json::Value, ToolError> {
 /// dropped, the last [`CONTENT_MAX_LINES`] kept, then the caller's output budget.
 async fn pane_text(tmux: &TmuxAccess<'_>, pane: PaneId) -> Result<String, ToolError> {
     tmux.resolve(&Target::Pane(pane)).await?;
-    let capture = TmuxCommand::new("capture-pane")
-        .flag("-p")
-        .flag("-J")
-        .target(pane)
-        .build()
+    let visible_joined = CaptureRange {
+        join_wrapped: true,
+        ..CaptureRange::visible()
+    };
+    let capture = visible_joined
+        .command(pane)
         .map_err(|e| ToolError::new(ToolErrorKind::Internal, e.to_string(), ""))?;
     let lines = tmux.run(capture, PANES_HINT).await?;
     let mut lines: Vec<String> = lines

@@ -13,11 +13,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use super::watch::PaneState;
 use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mux::agent_report::{AgentReport, AgentState, PaneInstance};
+use crate::mux::tmux::pane_state::PaneState;
 
 /// Longest agent name kept.
 const MAX_AGENT_NAME: usize = 64;

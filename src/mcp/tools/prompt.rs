@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::watch::{PaneState, cancelled, elapsed_ms, keep};
+use super::watch::{cancelled, elapsed_ms, keep};
 use crate::mcp::McpServer;
 use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
@@ -35,6 +35,7 @@ use crate::mux::prompt::{self, Ready};
 use crate::mux::tmux::ops::input::InputPlan;
 use crate::mux::tmux::ops::keys::KeyName;
 use crate::mux::tmux::output::PaneStream;
+use crate::mux::tmux::pane_state::PaneState;
 use crate::mux::tmux::{OutputSubscription, PaneId};
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);

@@ -26,9 +26,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::wait::stream_end;
-use super::watch::{PaneState, cancelled, elapsed_ms, keep};
+use super::watch::{cancelled, elapsed_ms, keep};
 use crate::mcp::McpServer;
-use crate::mcp::access::TmuxAccess;
+use crate::mcp::access::{TmuxAccess, engine_error};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mux::foreground::parse_stat;
@@ -37,8 +37,10 @@ use crate::mux::lines::excerpt;
 use crate::mux::shell_run::{
     CommandError, RunCapture, RunMarkers, RunText, ShellFlavor, unmarked_typed_text,
 };
+use crate::mux::tmux::PaneId;
 use crate::mux::tmux::output::{OutputChunk, PaneStream};
-use crate::mux::tmux::{BatchMode, CommandOutcome, PaneId, TmuxCommand};
+use crate::mux::tmux::pane_state::PaneState;
+use crate::mux::tmux::typing::TypingError;
 
 /// `run_command`'s timeout when the client gives none.
 pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -366,38 +368,25 @@ fn foreground_process(pid: u32) -> Option<Foreground> {
 
 /// Types `text` and Enter into `pane` in one write.
 async fn type_line(tmux: &TmuxAccess<'_>, pane: PaneId, text: &str) -> Result<(), ToolError> {
-    let build = |command: crate::mux::tmux::CommandBuilder| {
-        command
-            .build()
-            .map_err(|e| ToolError::invalid_arguments(e.to_string(), "remove NUL bytes"))
-    };
-    let keys = build(
-        TmuxCommand::new("send-keys")
-            .target(pane)
-            .flag("-l")
-            .end_of_options()
-            .arg(text),
-    )?;
-    let enter = build(TmuxCommand::new("send-keys").target(pane).arg("Enter"))?;
-    let outcomes = tmux
-        .run_batch(vec![keys, enter], BatchMode::StopOnError, None)
-        .await?;
-    match outcomes
-        .iter()
-        .find(|o| !matches!(o, CommandOutcome::Ok(_)))
-    {
-        None => Ok(()),
-        Some(CommandOutcome::Failed(message)) => Err(ToolError::new(
-            ToolErrorKind::Conflict,
-            format!("tmux refused to type into {pane}: {message}"),
-            "call list_panes to check the pane",
-        )),
-        Some(_) => Err(ToolError::new(
-            ToolErrorKind::Unavailable,
-            format!("typing into {pane} did not complete"),
-            "check the pane with capture_pane before retrying",
-        )),
-    }
+    tmux.typing()
+        .type_line(pane, text)
+        .await
+        .map_err(|e| match e {
+            TypingError::Engine(e) => engine_error(tmux.server_name(), e, "call list_panes"),
+            TypingError::Quote(e) => {
+                ToolError::invalid_arguments(e.to_string(), "remove NUL bytes")
+            }
+            TypingError::Refused(message) => ToolError::new(
+                ToolErrorKind::Conflict,
+                format!("tmux refused to type into {pane}: {message}"),
+                "call list_panes to check the pane",
+            ),
+            TypingError::Unfinished => ToolError::new(
+                ToolErrorKind::Unavailable,
+                format!("typing into {pane} did not complete"),
+                "check the pane with capture_pane before retrying",
+            ),
+        })
 }
 
 #[tool_router(router = run_tools, vis = "pub(crate)")]

@@ -15,12 +15,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use super::watch::{KEEP_WAIT, PaneState, keep, unix_ms};
+use super::watch::{KEEP_WAIT, keep, unix_ms};
 use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mux::agent_report::PaneInstance;
 use crate::mux::foreground::Blocked;
+use crate::mux::tmux::pane_state::PaneState;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::watch::{PaneState, cancelled, keep, unix_ms};
+use super::watch::{cancelled, keep, unix_ms};
 use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, not_found, parse_target};
 use crate::mcp::call::CallContext;
@@ -34,6 +34,7 @@ use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{PaneScope, pane_rows};
 use crate::mux::text_match::{Pattern, PatternOptions, compile};
 use crate::mux::tmux::output::PaneStream;
+use crate::mux::tmux::pane_state::PaneState;
 use crate::mux::tmux::target::Target;
 use crate::mux::tmux::{LineReader, OutputSubscription, PaneId, StreamEnd};
 

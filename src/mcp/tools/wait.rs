@@ -29,7 +29,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::since::{SinceRequest, capture_since};
-use super::watch::{PaneState, by_deadline, cancelled, elapsed_ms, missing_pane, subscribe};
+use super::watch::{by_deadline, cancelled, elapsed_ms, missing_pane, subscribe};
 use crate::mcp::McpServer;
 use crate::mcp::access::{PANES_HINT, TmuxAccess};
 use crate::mcp::call::CallContext;
@@ -37,6 +37,7 @@ use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::position::OutputPosition;
 use crate::mux::echo::EchoFilter;
 use crate::mux::text_match::{self, HitKind, PatternOptions, WaitMatcher};
+use crate::mux::tmux::pane_state::PaneState;
 use crate::mux::tmux::{LineBatch, LineReader, OutputSubscription, PaneId, StreamEnd, TmuxCommand};
 
 /// Lines kept for a result's `tail`.

@@ -25,7 +25,9 @@
 //!   the full row of a pane they and the pane listings read;
 //! - [`copy_mode`], [`since`], [`placement`]: entering and leaving copy mode, a pane's state and
 //!   rows read together for `capture_since`, and which windows and sessions hold a pane (the
-//!   gateway asks about its own).
+//!   gateway asks about its own);
+//! - [`pane_state`]: a pane's state in one row, read by the tools that wait on a pane, run
+//!   commands in it or report on it; [`typing`]: a line and its Enter typed in one write.
 //!
 //! [`TmuxServer`] ties one server's worker and output hub together; [`TmuxEngine`] holds the
 //! configured servers by name.
@@ -47,6 +49,7 @@ pub mod options;
 pub mod output;
 pub mod pane_lifecycle;
 pub mod pane_row;
+pub mod pane_state;
 pub mod panes;
 pub mod placement;
 pub mod protocol;
@@ -60,6 +63,7 @@ pub mod spawn;
 pub mod stale;
 pub mod start;
 pub mod target;
+pub mod typing;
 pub mod watch_session;
 pub mod windows;
 pub mod worker;

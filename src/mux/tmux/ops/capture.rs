@@ -141,6 +141,11 @@ mod tests {
     fn builds_capture_commands() {
         let line = |range: CaptureRange| range.command(PaneId(5)).unwrap().text();
         assert_eq!(line(CaptureRange::visible()), "capture-pane -p -t '%5'");
+        let joined = CaptureRange {
+            join_wrapped: true,
+            ..CaptureRange::visible()
+        };
+        assert_eq!(line(joined), "capture-pane -p -J -t '%5'");
         let all = CaptureRange {
             start: Some(LineBound::Edge),
             end: Some(LineBound::Line(-3)),
