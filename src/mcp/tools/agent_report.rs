@@ -6,6 +6,7 @@
 //! The report is kept for the pane's current program only ([`PaneInstance`]); see
 //! [`crate::mux::agent_report`].
 
+use crate::mcp::tools::watch::read_state;
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::{tool, tool_router};
@@ -17,7 +18,6 @@ use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mux::agent_report::{AgentReport, AgentState, PaneInstance};
-use crate::mux::tmux::pane_state::PaneState;
 
 /// Longest agent name kept.
 const MAX_AGENT_NAME: usize = 64;
@@ -82,7 +82,7 @@ impl McpServer {
         }
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let pane = tmux.pane_named(&input.target).await?;
-        let state = PaneState::read(&tmux, pane).await?;
+        let state = read_state(&tmux, pane).await?;
         let instance = PaneInstance {
             server: state.server_pid,
             pane,

@@ -13,6 +13,7 @@
 //!    the text at its cursor. Without evidence, Enter is pressed once more (an empty input box
 //!    ignores it) and checked again.
 
+use crate::mcp::tools::watch::{foreground_of_state, read_state};
 use std::time::Duration;
 
 use rmcp::handler::server::common::Extension;
@@ -185,7 +186,7 @@ impl Prompter<'_> {
         loop {
             let now = Instant::now();
             if now >= look_at || now >= deadline {
-                let foreground = state.foreground(self.tmux);
+                let foreground = foreground_of_state(self.tmux, state);
                 let idle_since = self.stream.idle_since();
                 let report = self.reports.latest(self.tmux.server_name(), instance);
                 let agent = prompt::agent_says(report.as_ref(), idle_since, now);
@@ -389,7 +390,7 @@ impl McpServer {
         let work = async {
             let started = Instant::now();
             let pane = tmux.pane_named(&input.target).await?;
-            let state = PaneState::read(&tmux, pane).await?;
+            let state = read_state(&tmux, pane).await?;
             if state.in_mode {
                 return Err(ToolError::invalid_arguments(
                     format!("pane {pane} is in copy mode: keys would go to copy mode"),

@@ -15,6 +15,7 @@
 //! screen, and no other run owns it. A caller who knows better (a shell behind `ssh`, a
 //! wrapper) names the shell with `shell`, which skips the detection and the foreground check.
 
+use crate::mcp::tools::watch::read_state;
 use std::time::Duration;
 
 use rmcp::handler::server::common::Extension;
@@ -152,7 +153,7 @@ pub async fn run_command(
     // stream is kept, so the run (and what follows) stays in the pane's command ledger.
     let stream = keep(tmux, pane, deadline).await?;
     let mut subscription = stream.subscribe();
-    let state = PaneState::read(tmux, pane).await?;
+    let state = read_state(tmux, pane).await?;
     let flavor = ready_shell(&state, request.shell)?;
     let mut reader = RunReader::start(tmux, pane, &stream, request, flavor).await?;
     let mut pane_exit = None;

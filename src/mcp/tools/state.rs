@@ -8,6 +8,7 @@
 //! (`report_agent_state`). In a workspace the pane's pids belong to the sandbox's pid
 //! namespace, so `/proc` is not read there and the process fields are left out.
 
+use crate::mcp::tools::watch::{foreground_of_state, read_settled_state};
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::{tool, tool_router};
@@ -21,7 +22,6 @@ use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mux::agent_report::PaneInstance;
 use crate::mux::foreground::Blocked;
-use crate::mux::tmux::pane_state::PaneState;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -96,8 +96,8 @@ impl McpServer {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let pane = tmux.pane_named(&input.target).await?;
         let stream = keep(&tmux, pane, Instant::now() + KEEP_WAIT).await?;
-        let state = PaneState::read_settled(&tmux, pane).await?;
-        let process = state.foreground(&tmux);
+        let state = read_settled_state(&tmux, pane).await?;
+        let process = foreground_of_state(&tmux, &state);
         let at_prompt =
             stream.with_ledger(|ledger| ledger.shell_integrated().then(|| ledger.at_prompt()));
         let report = self.state().agent_reports.latest(

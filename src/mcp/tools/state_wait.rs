@@ -14,6 +14,7 @@
 //! `wait_for_text` matches it (literal, any case), decoded once per pane for every wait on it
 //! ([`LineReader`]).
 
+use crate::mcp::tools::watch::{foreground_of_state, read_settled_state};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -248,10 +249,8 @@ impl Watched {
                 if at > now {
                     return Some(at);
                 }
-                let waiting = self
-                    .state
-                    .foreground(tmux)
-                    .and_then(|fg| fg.waiting_for_input());
+                let waiting =
+                    foreground_of_state(tmux, &self.state).and_then(|fg| fg.waiting_for_input());
                 if waiting == Some(true) {
                     self.reached = Some(reached(None, None));
                     return None;
@@ -383,7 +382,7 @@ async fn wait_for_state(
             ),
             None => Feed::Bytes(stream.subscribe()),
         };
-        let state = PaneState::read_settled(tmux, pane).await?;
+        let state = read_settled_state(tmux, pane).await?;
         let baseline = match since.as_ref().and_then(|since| since.get(&pane)) {
             // The same recording: records after the one seen are news.
             Some(seen) if seen.recording == unix_ms(stream.since()) => {

@@ -16,6 +16,7 @@
 //! and matched, since the lost part may have held the text; that capture may include lines
 //! older than the wait.
 
+use crate::mcp::tools::watch::read_state;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,7 +38,6 @@ use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::position::OutputPosition;
 use crate::mux::echo::EchoFilter;
 use crate::mux::text_match::{self, HitKind, PatternOptions, WaitMatcher};
-use crate::mux::tmux::pane_state::PaneState;
 use crate::mux::tmux::{LineBatch, LineReader, OutputSubscription, PaneId, StreamEnd, TmuxCommand};
 
 /// Lines kept for a result's `tail`.
@@ -372,7 +372,7 @@ pub async fn wait_for_text(
         _ => subscribe(tmux, pane, deadline).await?,
     };
     let mut reader = LineReader::new(subscription);
-    let state = by_deadline(tmux, deadline, PaneState::read(tmux, pane)).await?;
+    let state = by_deadline(tmux, deadline, read_state(tmux, pane)).await?;
     let typed = request.typed();
     let mut watch = TextWatch::new(matcher, EchoFilter::new(&typed));
     let finish = |watch: &TextWatch, outcome: WaitOutcome, decision: Option<Decision>| {

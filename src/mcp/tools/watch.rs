@@ -19,28 +19,35 @@ use crate::mux::tmux::{EngineError, OutputSubscription, PaneId};
 
 // The MCP edge of [`crate::mux::tmux::pane_state`]: the typed read, with its errors as the
 // wait tools report them.
-impl PaneState {
-    /// The pane's foreground process; see [`foreground_of`].
-    pub fn foreground(&self, tmux: &TmuxAccess<'_>) -> Option<Foreground> {
-        foreground_of(tmux, self.server_pid, self.pane_pid, &self.tty, self.dead)
-    }
+/// Reads `pane`'s state; for a pane just dead, waits a little for tmux to learn how its
+/// program ended (see [`crate::mux::tmux::pane_state::TmuxPaneStates::read_settled`]).
+pub async fn read_settled_state(
+    tmux: &TmuxAccess<'_>,
+    pane: PaneId,
+) -> Result<PaneState, ToolError> {
+    tmux.pane_states()
+        .read_settled(pane)
+        .await
+        .map_err(|e| state_error(tmux, e))
+}
 
-    /// Reads `pane`'s state; for a pane just dead, waits a little for tmux to learn how its
-    /// program ended (see [`crate::mux::tmux::pane_state::TmuxPaneStates::read_settled`]).
-    pub async fn read_settled(tmux: &TmuxAccess<'_>, pane: PaneId) -> Result<Self, ToolError> {
-        tmux.pane_states()
-            .read_settled(pane)
-            .await
-            .map_err(|e| state_error(tmux, e))
-    }
+/// Reads `pane`'s state.
+pub async fn read_state(tmux: &TmuxAccess<'_>, pane: PaneId) -> Result<PaneState, ToolError> {
+    tmux.pane_states()
+        .read(pane)
+        .await
+        .map_err(|e| state_error(tmux, e))
+}
 
-    /// Reads `pane`'s state.
-    pub async fn read(tmux: &TmuxAccess<'_>, pane: PaneId) -> Result<Self, ToolError> {
-        tmux.pane_states()
-            .read(pane)
-            .await
-            .map_err(|e| state_error(tmux, e))
-    }
+/// The foreground process of the pane `state` describes; see [`foreground_of`].
+pub fn foreground_of_state(tmux: &TmuxAccess<'_>, state: &PaneState) -> Option<Foreground> {
+    foreground_of(
+        tmux,
+        state.server_pid,
+        state.pane_pid,
+        &state.tty,
+        state.dead,
+    )
 }
 
 fn state_error(tmux: &TmuxAccess<'_>, error: PaneStateError) -> ToolError {
