@@ -363,11 +363,15 @@ impl KeysRequest {
     /// `Ctrl c`), text is typed as it is, then Enter if `enter`.
     fn zellij_steps(&self, enter: bool) -> Result<Vec<InputStep>, ToolError> {
         let mut steps: Vec<InputStep> = Vec::new();
-        let enter_key = enter.then(|| KeyName::enter());
-        for piece in self.0.iter().map(Some).chain([None]) {
-            let step = match (piece, &enter_key) {
-                (Some(Piece::Key(key)), _) => InputStep::Keys(vec![zellij_key(key)?]),
-                (Some(Piece::Text(text)), _) => {
+        let mut push = |step| match (steps.last_mut(), step) {
+            // Adjacent keys are one `send-keys` call.
+            (Some(InputStep::Keys(before)), InputStep::Keys(more)) => before.extend(more),
+            (_, step) => steps.push(step),
+        };
+        for piece in &self.0 {
+            push(match piece {
+                Piece::Key(key) => InputStep::Keys(vec![zellij_key(key)?]),
+                Piece::Text(text) => {
                     InputStep::Text(String::from_utf8(text.clone()).map_err(|_| {
                         ToolError::invalid_arguments(
                             "a Zellij pane is typed text, and these bytes are not UTF-8",
@@ -375,14 +379,10 @@ impl KeysRequest {
                         )
                     })?)
                 }
-                (None, Some(key)) => InputStep::Keys(vec![zellij_key(key)?]),
-                (None, None) => continue,
-            };
-            match (steps.last_mut(), step) {
-                // Adjacent keys are one `send-keys` call.
-                (Some(InputStep::Keys(before)), InputStep::Keys(more)) => before.extend(more),
-                (_, step) => steps.push(step),
-            }
+            });
+        }
+        if enter {
+            push(InputStep::Keys(vec![zellij_key(&KeyName::enter())?]));
         }
         Ok(steps)
     }
@@ -451,6 +451,25 @@ mod tests {
 
     fn text(text: &str) -> Piece {
         Piece::Text(text.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn a_zellij_pane_gets_the_same_input_in_its_own_key_spelling() {
+        let steps = |value| {
+            let request = KeysRequest::parse(&input(value)).unwrap();
+            request
+                .zellij_steps(true)
+                .map(|steps| format!("{steps:?}"))
+                .map_err(|e| e.message)
+        };
+        assert_eq!(
+            steps(json!({"target": "t", "keys": ["ls", "C-c", "Up"]})).unwrap(),
+            r#"[Text("ls"), Keys([Key("Ctrl c"), Key("Up"), Key("Enter")])]"#
+        );
+        let keypad = steps(json!({"target": "t", "keys": ["KP0"]})).unwrap_err();
+        assert!(keypad.contains("Zellij has no key \"KP0\""), "{keypad}");
+        let bytes = json!({"target": "t", "keys": "/w==", "literal": true, "encoding": "base64"});
+        assert!(steps(bytes).unwrap_err().contains("not UTF-8"));
     }
 
     #[test]
