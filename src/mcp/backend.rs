@@ -64,6 +64,6 @@ mod tests {
             [Backend::Tmux, Backend::Zellij]
         );
         assert_eq!(Backend::serving("zellij_new_tab"), [Backend::Zellij]);
-        assert_eq!(Backend::serving("send_keys"), [Backend::Tmux]);
+        assert_eq!(Backend::serving("split_window"), [Backend::Tmux]);
     }
 }
