@@ -624,37 +624,44 @@ async fn terminal_io_and_the_user_workflows() {
     )
     .await;
     // A Ctrl-C that lands while bash is still starting the command is lost (the sleep then
-    // runs its 300 s): send it until the prompt is back.
+    // runs its 300 s): send it until the prompt is back. "Back" is the screen's last line being
+    // a prompt: earlier prompts stay on screen above the running command, so a wait for any
+    // prompt line would pass without the interrupt.
+    let prompt_last = regex::Regex::new(r"[$#] ?$").unwrap();
     let mut interrupted = false;
-    let mut last = String::new();
-    for _ in 0..5 {
+    let mut screen = Value::Null;
+    'interrupt: for _ in 0..5 {
         ok(
             &client,
             "send_keys",
             json!({"server": "z", "target": "terminal_0", "keys": ["C-c"], "enter": false}),
         )
         .await;
-        let back = call(
-            &client,
-            "zellij_wait_for_text",
-            json!({"pane": "terminal_0", "pattern": "[$#] ?$", "regex": true, "timeout": 3}),
-        )
-        .await;
-        if back.is_error == Some(false) {
-            interrupted = true;
-            break;
+        for _ in 0..15 {
+            screen = ok(
+                &client,
+                "capture_pane",
+                json!({"server": "z", "target": "terminal_0"}),
+            )
+            .await;
+            let text = screen["text"].as_str().unwrap_or_default();
+            if text.lines().last().is_some_and(|l| prompt_last.is_match(l)) {
+                interrupted = true;
+                break 'interrupt;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         }
-        last = format!("{:?}", back.content);
     }
-    let screen = ok(
-        &client,
-        "capture_pane",
-        json!({"server": "z", "target": "terminal_0"}),
-    )
-    .await;
     assert!(
         interrupted,
-        "Ctrl c never brought the prompt back: {last}; the pane shows {screen}"
+        "Ctrl c never brought the prompt back; the pane shows {screen}"
+    );
+    assert!(
+        !screen["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("SLEEP_2"),
+        "the sleep ran to its end: {screen}"
     );
     err_kind(
         &client,
