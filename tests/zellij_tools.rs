@@ -7,7 +7,7 @@
 mod common;
 mod zellij_common;
 
-use common::calls::{Client, call, err, err_kind, legacy, ok, token};
+use common::calls::{Client, err, err_kind, legacy, ok, token};
 use common::{TestGateway, relaxed, spawn_gateway};
 use muxgate::config::Config;
 use muxgate::mux::zellij::ids::SessionName;
