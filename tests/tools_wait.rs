@@ -49,6 +49,16 @@ async fn wait_for_text_sees_only_new_output() {
     assert_eq!(stale["outcome"], "timeout", "{stale}");
     assert_eq!(stale["found"], false);
     assert_eq!(stale["effective_timeout"], 1.0);
+    // Unless the screen is asked for: then the text already shown matches at once.
+    let shown = call_ok(
+        &client,
+        "wait_for_text",
+        json!({"target": pane, "patterns": ["old-2"], "include_screen": true, "timeout": 5}),
+    )
+    .await;
+    assert_eq!(shown["outcome"], "matched", "{shown}");
+    assert_eq!(shown["matched_line"], "OLD-2");
+    assert!(shown["elapsed_ms"].as_u64().unwrap() < 4000, "{shown}");
 
     // The typed line shows `$((40+2))`; only the command's output says 42.
     let engine = gateway.engine.server("work").unwrap();

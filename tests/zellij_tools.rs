@@ -53,12 +53,92 @@ async fn setup_with(extra: &str) -> Option<Setup> {
     })
 }
 
+/// `wait_for_text` on Zellij keeps tmux's rules: only output after the call (or `since`)
+/// counts unless `include_screen`, case is ignored unless `match_case`, `stop` patterns end it
+/// as `stopped`, a null `patterns` waits for any output, and the echo of typed input does not
+/// match. The pane shows `SHARED_42` from the step before.
+async fn shared_wait_rules(client: &Client) {
+    let wait = |args: Value| async move {
+        let mut all = json!({"server": "z", "target": "terminal_0", "timeout": 2});
+        all.as_object_mut()
+            .unwrap()
+            .extend(args.as_object().unwrap().clone());
+        ok(client, "wait_for_text", all).await
+    };
+    // The screen changes during the wait (another line is printed), yet the old line stays old.
+    let (old, ()) = tokio::join!(
+        wait(json!({"patterns": ["SHARED_42"], "timeout": 2})),
+        async {
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            ok(
+                client,
+                "send_keys",
+                json!({"server": "z", "target": "terminal_0", "keys": "echo OTHER_$((1+1))"}),
+            )
+            .await;
+        }
+    );
+    assert_eq!(old["outcome"], "timeout", "text on screen matched: {old}");
+    assert!(
+        old["tail"].to_string().contains("OTHER_2"),
+        "the wait saw no new output: {old}"
+    );
+    let on_screen = wait(json!({"patterns": ["shared_42"], "include_screen": true})).await;
+    assert_eq!(on_screen["outcome"], "matched", "{on_screen}");
+    let exact_case =
+        wait(json!({"patterns": ["shared_42"], "include_screen": true, "match_case": true, "timeout": 1}))
+            .await;
+    assert_eq!(exact_case["outcome"], "timeout", "{exact_case}");
+
+    // Output printed before the wait started counts with `since`; the echo does not.
+    let typed = |keys: &str| {
+        let keys = keys.to_owned();
+        async move {
+            ok(
+                client,
+                "send_keys",
+                json!({"server": "z", "target": "terminal_0", "keys": keys}),
+            )
+            .await["output_position"]
+                .clone()
+        }
+    };
+    let fast = typed("echo FAST_$((1+1))").await;
+    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    let caught = wait(json!({"patterns": ["FAST_2"], "since": fast})).await;
+    assert_eq!(caught["matched_line"], "FAST_2", "{caught}");
+    let slow = typed("sleep 1; echo ECHOED_LATE").await;
+    let late = wait(json!({"patterns": ["ECHOED_LATE"], "since": slow, "timeout": 5})).await;
+    assert_eq!(late["outcome"], "matched", "{late}");
+    assert!(
+        late["elapsed_ms"].as_u64().unwrap() >= 500,
+        "the echo of the command matched: {late}"
+    );
+    let failing = typed("echo BUILD_$((0+0)) FAILED").await;
+    let stopped =
+        wait(json!({"patterns": ["never-printed"], "stop": ["failed"], "since": failing})).await;
+    assert_eq!(stopped["outcome"], "stopped", "{stopped}");
+    assert_eq!(stopped["matched_pattern"], "failed");
+    let any = typed("echo ANY").await;
+    let any = wait(json!({"patterns": null, "since": any})).await;
+    assert_eq!(any["outcome"], "any_output", "{any}");
+    err_kind(
+        client,
+        "wait_for_text",
+        json!({"server": "z", "target": "terminal_7", "patterns": ["x"], "since": fast}),
+        "invalid_arguments",
+        "it was made for",
+    )
+    .await;
+}
+
 /// Waits for the shell prompt in `pane`, so typed input is not lost to the shell's startup.
 async fn prompt(client: &Client, pane: &str) {
     ok(
         client,
-        "zellij_wait_for_text",
-        json!({"pane": pane, "pattern": "[$#] ?$", "regex": true, "timeout": 15}),
+        "wait_for_text",
+        json!({"server": "z", "target": pane, "patterns": ["[$#] ?$"], "regex": true,
+               "include_screen": true, "timeout": 15}),
     )
     .await;
 }
@@ -335,11 +415,12 @@ async fn tabs_are_made_in_the_background_and_focus_moves_only_when_asked() {
     let bg_pane = panes["panes"][0]["pane_id"].as_str().unwrap().to_owned();
     let seen = ok(
         &client,
-        "zellij_wait_for_text",
-        json!({"pane": bg_pane, "pattern": "bg-ready", "timeout": 10}),
+        "wait_for_text",
+        json!({"server": "z", "target": bg_pane, "patterns": ["bg-ready"],
+               "include_screen": true, "timeout": 10}),
     )
     .await;
-    assert_eq!(seen["line"], "bg-ready");
+    assert_eq!(seen["matched_line"], "bg-ready", "{seen}");
     let tabs = ok(&client, "zellij_list_tabs", json!({})).await;
     assert_eq!(tab(&tabs, "0")["active"], true, "{tabs}");
     assert_eq!(tab(&tabs, &bg_tab)["active"], false, "{tabs}");
@@ -450,8 +531,9 @@ async fn panes_are_managed_by_id() {
     assert_eq!(editor["pane"]["floating"], true);
     ok(
         &client,
-        "zellij_wait_for_text",
-        json!({"pane": editor_pane, "pattern": "edit-me-line", "timeout": 15}),
+        "wait_for_text",
+        json!({"server": "z", "target": editor_pane, "patterns": ["edit-me-line"],
+               "include_screen": true, "timeout": 15}),
     )
     .await;
     let closed = ok(&client, "zellij_close_pane", json!({"pane": editor_pane})).await;
@@ -531,11 +613,12 @@ async fn terminal_io_and_the_user_workflows() {
     assert_eq!(typed["pane_id"], "terminal_0");
     let seen = ok(
         &client,
-        "zellij_wait_for_text",
-        json!({"pane": "terminal_0", "pattern": "row_80", "timeout": 10}),
+        "wait_for_text",
+        json!({"server": "z", "target": "terminal_0", "patterns": ["row_80"],
+               "since": typed["output_position"], "timeout": 10}),
     )
     .await;
-    assert_eq!(seen["line"], "row_80");
+    assert_eq!(seen["matched_line"], "row_80", "{seen}");
     // capture_pane reads a Zellij pane when `server` names a Zellij server.
     let visible = ok(
         &client,
@@ -595,13 +678,16 @@ async fn terminal_io_and_the_user_workflows() {
     assert_eq!(sent["pane_id"], "terminal_0");
     assert_eq!(sent["keys_pressed"], 1);
     assert_eq!(sent["text_bytes"], "echo SHARED_$((20+22))".len());
-    assert!(sent.get("output_position").is_none(), "{sent}");
-    ok(
+    assert!(sent["output_position"].is_string(), "{sent}");
+    let seen = ok(
         &client,
-        "zellij_wait_for_text",
-        json!({"pane": "terminal_0", "pattern": "SHARED_42", "timeout": 10}),
+        "wait_for_text",
+        json!({"server": "z", "target": "terminal_0", "patterns": ["SHARED_42"],
+               "since": sent["output_position"], "timeout": 10}),
     )
     .await;
+    assert_eq!(seen["outcome"], "matched", "{seen}");
+    shared_wait_rules(&client).await;
     for (keys, says) in [
         (json!({"keys": ["KP0"]}), "Zellij has no key"),
         (
@@ -686,8 +772,9 @@ async fn terminal_io_and_the_user_workflows() {
     assert_eq!(batch["steps"], 3);
     ok(
         &client,
-        "zellij_wait_for_text",
-        json!({"pane": "terminal_0", "pattern": "^BATCH_42$", "regex": true}),
+        "wait_for_text",
+        json!({"server": "z", "target": "terminal_0", "patterns": ["^BATCH_42$"], "regex": true,
+               "include_screen": true}),
     )
     .await;
     err_kind(
@@ -769,8 +856,9 @@ async fn terminal_io_and_the_user_workflows() {
     let server_pane = panes["panes"][0]["pane_id"].as_str().unwrap().to_owned();
     ok(
         &client,
-        "zellij_wait_for_text",
-        json!({"pane": server_pane, "pattern": "served 3"}),
+        "wait_for_text",
+        json!({"server": "z", "target": server_pane, "patterns": ["served 3"],
+               "include_screen": true}),
     )
     .await;
     let out = ok(
@@ -806,8 +894,8 @@ async fn terminal_io_and_the_user_workflows() {
     .await;
     err_kind(
         &client,
-        "zellij_wait_for_text",
-        json!({"pane": "terminal_99", "pattern": "x", "timeout": 2}),
+        "wait_for_text",
+        json!({"server": "z", "target": "terminal_99", "patterns": ["x"], "timeout": 2}),
         "not_found",
         "no pane terminal_99",
     )
@@ -838,20 +926,21 @@ async fn terminal_io_and_the_user_workflows() {
         "plugin pane",
     )
     .await;
-    err_kind(
+    let timed_out = ok(
         &client,
-        "zellij_wait_for_text",
-        json!({"pane": "terminal_0", "pattern": "never-shown-anywhere", "timeout": 1}),
-        "timeout",
-        "timed out",
+        "wait_for_text",
+        json!({"server": "z", "target": "terminal_0", "patterns": ["never-shown-anywhere"],
+               "timeout": 1}),
     )
     .await;
+    assert_eq!(timed_out["outcome"], "timeout", "{timed_out}");
+    assert_eq!(timed_out["found"], false);
     err_kind(
         &client,
-        "zellij_wait_for_text",
-        json!({"pane": "terminal_0", "pattern": "(", "regex": true}),
+        "wait_for_text",
+        json!({"server": "z", "target": "terminal_0", "patterns": ["("], "regex": true}),
         "invalid_arguments",
-        "invalid regex",
+        "pattern 0",
     )
     .await;
     err_kind(

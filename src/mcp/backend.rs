@@ -17,11 +17,11 @@ pub enum Backend {
 }
 
 /// The tools both backends serve, under one name and one set of arguments.
-pub const SHARED_TOOLS: &[&str] = &["list_servers", "capture_pane", "send_keys"];
+pub const SHARED_TOOLS: &[&str] = &["list_servers", "capture_pane", "send_keys", "wait_for_text"];
 
 /// What differs between the backends in the shared tools, and why (docs/tools.md).
 pub const DIFFERENCES: &str = "## Tools both backends serve\n\n\
-`list_servers`, `capture_pane` and `send_keys` serve tmux and Zellij servers alike: the server a call names \
+`list_servers`, `capture_pane`, `send_keys` and `wait_for_text` serve tmux and Zellij servers alike: the server a call names \
 (`server`) picks the backend, and without it the tmux server is used (the Zellij one when you \
 may use no tmux server). What differs, and why:\n\n\
 - `capture_pane`: a Zellij `target` is `terminal_N` (in the server's default session) or \
@@ -31,9 +31,12 @@ gives plain text with wrapped lines joined, so `escape_sequences` is refused. Re
 are errors, never silently ignored.\n\
 - `send_keys`: the same key names on both (tmux's: `C-c`, `M-x`, `Escape`, `BSpace`…; \
 Zellij is sent its own spelling of each), and text typed exactly. Zellij has no keypad keys \
-and types only UTF-8 text, so `KP0` or base64 bytes that are not UTF-8 are refused. There is \
-no `output_position`: a Zellij wait (zellij_wait_for_text) reads the screen, not an output \
-stream.\n\
+and types only UTF-8 text, so `KP0` or base64 bytes that are not UTF-8 are refused. Its \
+`output_position` is a mark of the screen before the input, for `wait_for_text`'s `since`.\n\
+- `wait_for_text`: the same arguments, defaults (8 s, case ignored), outcomes and echo rule. \
+Zellij streams screens, not output, so new output is what a screen shows below where the \
+screen stood at the call (or at `since`); output that scrolls past between two screens is \
+not seen, and `alternate_screen`, `resynced` and `pane_exit_status` stay unset.\n\
 - `list_servers`: each server has a `backend`. A Zellij server has no process apart from its \
 sessions, so it is `running` while a session lives and `no_sessions` otherwise, never \
 `not_running`; it also names its `default_session`.\n\n\

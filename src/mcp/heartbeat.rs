@@ -25,7 +25,6 @@ pub const WAITING_TOOLS: &[&str] = &[
     "run_command",
     "wait_for_channel",
     "pane_batch",
-    "zellij_wait_for_text",
     "zellij_run_command",
 ];
 

@@ -5,11 +5,15 @@
 //! and the echo of the typed text does not (`sleep 2; echo DONE` does not match `DONE` before
 //! the command ran). To the client it is an opaque string: a `capture_since` cursor taken in
 //! the same tmux write as the input, and the typed lines, whose echo the wait ignores.
+//!
+//! Zellij streams no output, so its position ([`ZellijPosition`]) is a mark of the pane's
+//! screen just before the input ([`ScreenMark`]), and the typed lines.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 
+use crate::mux::screen_mark::ScreenMark;
 use crate::mux::tmux::ops::since::SinceCursor;
 
 /// Typed lines a position remembers (the last ones), and the bytes kept of each (its start):
@@ -32,25 +36,12 @@ struct Wire {
 }
 
 impl OutputPosition {
-    /// A position at `cursor`, before `typed` (its last lines, each cut to a bounded start).
+    /// A position at `cursor`, before `typed`.
     pub fn new(cursor: SinceCursor, typed: &str) -> Self {
-        let lines: Vec<&str> = typed
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .collect();
-        let skip = lines.len().saturating_sub(MAX_TYPED_LINES);
-        let typed = lines[skip..]
-            .iter()
-            .map(|line| {
-                let mut end = line.len().min(MAX_TYPED_LINE_BYTES);
-                while !line.is_char_boundary(end) {
-                    end -= 1;
-                }
-                line[..end].to_owned()
-            })
-            .collect();
-        Self { cursor, typed }
+        Self {
+            cursor,
+            typed: typed_lines(typed),
+        }
     }
 
     pub fn encode(&self) -> String {
@@ -65,6 +56,9 @@ impl OutputPosition {
 
     /// Decodes an `output_position`, or a plain `capture_since` cursor (nothing typed).
     pub fn decode(text: &str) -> Result<Self, String> {
+        if text.starts_with(ZELLIJ_PREFIX) {
+            return Err("it was made on a Zellij server".to_owned());
+        }
         let Some(body) = text.strip_prefix("p.") else {
             let cursor = SinceCursor::decode(text).map_err(|e| e.to_string())?;
             return Ok(Self {
@@ -77,7 +71,7 @@ impl OutputPosition {
             .map_err(|_| "not an output position".to_owned())?;
         let wire: Wire =
             serde_json::from_slice(&bytes).map_err(|_| "not an output position".to_owned())?;
-        if wire.t.len() > MAX_TYPED_LINES || wire.t.iter().any(|t| t.len() > MAX_TYPED_LINE_BYTES) {
+        if !plausible_typing(&wire.t) {
             return Err("not an output position".to_owned());
         }
         let cursor = SinceCursor::decode(&wire.c).map_err(|e| e.to_string())?;
@@ -85,6 +79,83 @@ impl OutputPosition {
             cursor,
             typed: wire.t,
         })
+    }
+}
+
+/// The last lines of `typed`, each cut to a bounded start: enough for a command line, bounded
+/// for a paste.
+fn typed_lines(typed: &str) -> Vec<String> {
+    let lines: Vec<&str> = typed
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let skip = lines.len().saturating_sub(MAX_TYPED_LINES);
+    lines[skip..]
+        .iter()
+        .map(|line| {
+            let mut end = line.len().min(MAX_TYPED_LINE_BYTES);
+            while !line.is_char_boundary(end) {
+                end -= 1;
+            }
+            line[..end].to_owned()
+        })
+        .collect()
+}
+
+/// Whether decoded typed lines are within what the gateway hands out.
+fn plausible_typing(typed: &[String]) -> bool {
+    typed.len() <= MAX_TYPED_LINES && typed.iter().all(|t| t.len() <= MAX_TYPED_LINE_BYTES)
+}
+
+const ZELLIJ_PREFIX: &str = "z.";
+
+/// A Zellij pane's screen just before some input, and what was typed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ZellijPosition {
+    #[serde(rename = "v")]
+    pub server: String,
+    #[serde(rename = "s")]
+    pub session: String,
+    #[serde(rename = "p")]
+    pub pane: String,
+    #[serde(rename = "m")]
+    pub mark: ScreenMark,
+    #[serde(rename = "t", default, skip_serializing_if = "Vec::is_empty")]
+    pub typed: Vec<String>,
+}
+
+impl ZellijPosition {
+    /// A position of `pane` at `mark`, before `typed`.
+    pub fn new(server: &str, session: &str, pane: &str, mark: ScreenMark, typed: &str) -> Self {
+        Self {
+            server: server.to_owned(),
+            session: session.to_owned(),
+            pane: pane.to_owned(),
+            mark,
+            typed: typed_lines(typed),
+        }
+    }
+
+    pub fn encode(&self) -> String {
+        // Serializing strings and numbers cannot fail.
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        format!("{ZELLIJ_PREFIX}{}", URL_SAFE_NO_PAD.encode(json))
+    }
+
+    pub fn decode(text: &str) -> Result<Self, String> {
+        let Some(body) = text.strip_prefix(ZELLIJ_PREFIX) else {
+            return Err("it was made on a tmux server".to_owned());
+        };
+        let bytes = URL_SAFE_NO_PAD
+            .decode(body)
+            .map_err(|_| "not an output position".to_owned())?;
+        let position: Self =
+            serde_json::from_slice(&bytes).map_err(|_| "not an output position".to_owned())?;
+        if !position.mark.is_plausible() || !plausible_typing(&position.typed) {
+            return Err("not an output position".to_owned());
+        }
+        Ok(position)
     }
 }
 
@@ -138,8 +209,27 @@ mod tests {
 
     #[test]
     fn garbage_is_refused() {
-        for text in ["", "p.", "p.!!!", "p.e30", "nonsense"] {
+        for text in ["", "p.", "p.!!!", "p.e30", "nonsense", "z.e30"] {
             assert!(OutputPosition::decode(text).is_err(), "{text}");
+            assert!(ZellijPosition::decode(text).is_err(), "{text}");
         }
+    }
+
+    #[test]
+    fn a_zellij_position_round_trips_and_is_told_from_a_tmux_one() {
+        let mark = ScreenMark::of(&["$ ls".to_owned(), "a".to_owned(), "$ ".to_owned()]);
+        let position = ZellijPosition::new("z", "main", "terminal_1", mark, "make\n");
+        assert_eq!(position.typed, ["make"]);
+        let text = position.encode();
+        assert_eq!(ZellijPosition::decode(&text), Ok(position));
+        assert_eq!(
+            OutputPosition::decode(&text),
+            Err("it was made on a Zellij server".to_owned())
+        );
+        let tmux = OutputPosition::new(cursor(), "ls").encode();
+        assert_eq!(
+            ZellijPosition::decode(&tmux),
+            Err("it was made on a tmux server".to_owned())
+        );
     }
 }

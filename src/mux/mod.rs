@@ -16,6 +16,7 @@ pub mod ledger;
 pub mod lines;
 pub mod pane_io;
 pub mod prompt;
+pub mod screen_mark;
 pub mod shell_integration;
 pub mod shell_run;
 pub mod text_match;

@@ -186,17 +186,18 @@ impl McpServer {
         let request = KeysRequest::parse(&input)?;
         if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
             let steps = request.zellij_steps(input.enter)?;
-            let (server, session, pane) = self
-                .send_zellij_input(&call, input.server.as_deref(), &input.target, steps)
+            let typed = request.typed();
+            let position = self
+                .send_zellij_input(&call, input.server.as_deref(), &input.target, steps, &typed)
                 .await?;
             return Ok(Json(SendKeysOutput {
-                server,
-                session: Some(session),
-                pane_id: pane,
                 keys_pressed: request.keys_pressed(input.enter),
-                text_bytes: request.typed().len(),
+                text_bytes: typed.len(),
                 enter: input.enter,
-                output_position: None,
+                output_position: Some(position.encode()),
+                server: position.server,
+                session: Some(position.session),
+                pane_id: position.pane,
             }));
         }
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;

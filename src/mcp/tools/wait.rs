@@ -8,13 +8,16 @@
 //! and each wait checks stop patterns first, then success patterns, against its new complete
 //! lines and the line still being written (prompts have no newline).
 //!
-//! Only output that arrives after the wait began counts: text already on the screen never
-//! matches, unless the wait is given `since` (an input tool's `output_position`): then the rows
+//! Only output that arrives after the wait began counts: text already on the screen matches
+//! only with `include_screen` (the visible screen, read once after subscribing, is matched
+//! first), or when the wait is given `since` (an input tool's `output_position`): then the rows
 //! printed since that position are matched first, and the echo of the typed input is taken out
 //! of the lines before matching ([`crate::mux::echo`]). When output was lost (tmux dropped some
 //! under flow control, or the gateway fell behind), the pane's visible screen is captured once
 //! and matched, since the lost part may have held the text; that capture may include lines
 //! older than the wait.
+//!
+//! On a Zellij server the same tool runs through [`McpServer::wait_for_zellij_text`].
 
 use crate::mcp::tools::watch::read_state;
 use std::collections::VecDeque;
@@ -33,6 +36,7 @@ use super::since::{SinceRequest, capture_since};
 use super::watch::{by_deadline, cancelled, elapsed_ms, missing_pane, subscribe};
 use crate::mcp::McpServer;
 use crate::mcp::access::{PANES_HINT, TmuxAccess};
+use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::position::OutputPosition;
@@ -57,7 +61,7 @@ pub struct WaitForTextInput {
     /// Text to wait for (any of them); null or absent: any new output ends the wait.
     #[serde(default)]
     pub patterns: Option<Vec<String>>,
-    /// Failure markers (e.g. `error`), checked first; a match ends with outcome `stopped`.
+    /// Failure markers (e.g. `error`), checked first: a match ends it as `stopped`.
     #[serde(default)]
     pub stop: Vec<String>,
     /// Patterns are regular expressions (Rust syntax), not literal text.
@@ -70,9 +74,12 @@ pub struct WaitForTextInput {
     #[serde(default)]
     pub timeout: Option<f64>,
     /// `output_position` from send_keys/paste_text (or a capture_since `cursor`): output since
-    /// then counts, even if printed before this call; the echo of the typed text does not.
+    /// then counts (not the typed text's echo).
     #[serde(default)]
     pub since: Option<String>,
+    /// Text already on screen counts too.
+    #[serde(default)]
+    pub include_screen: bool,
 }
 
 /// A text wait, whoever asked for it (the tool or a batch operation).
@@ -86,6 +93,8 @@ pub struct TextWaitRequest {
     pub since: Option<OutputPosition>,
     /// Text typed into the pane just before (by the same batch), whose echo does not count.
     pub echo: Vec<String>,
+    /// Whether the visible screen is matched first (`include_screen`).
+    pub include_screen: bool,
 }
 
 impl TextWaitRequest {
@@ -95,7 +104,7 @@ impl TextWaitRequest {
         since.chain(self.echo.iter().cloned()).collect()
     }
 
-    fn matcher(&self) -> Result<WaitMatcher, ToolError> {
+    pub(crate) fn matcher(&self) -> Result<WaitMatcher, ToolError> {
         let bad = |e: text_match::PatternError| {
             ToolError::invalid_arguments(e.to_string(), "fix the pattern, or pass regex: false")
         };
@@ -109,6 +118,12 @@ impl TextWaitRequest {
             }
             Some(list) => Some(text_match::compile("patterns", list, self.options).map_err(bad)?),
         };
+        if self.include_screen && patterns.is_none() {
+            return Err(ToolError::invalid_arguments(
+                "include_screen needs patterns: any text on the screen would match",
+                "pass patterns, or leave include_screen false to wait for any new output",
+            ));
+        }
         let stop = text_match::compile("stop", &self.stop, self.options).map_err(bad)?;
         Ok(WaitMatcher::new(patterns, stop))
     }
@@ -323,9 +338,15 @@ impl TextWatch {
     fn tail(&self) -> Vec<String> {
         let mut lines: Vec<String> = self.tail.iter().map(|l| l.to_string()).collect();
         lines.extend(self.partial.clone());
-        let start = lines.len().saturating_sub(TAIL_LINES);
-        cap_tail(lines.split_off(start), TAIL_BYTES)
+        tail_of(lines)
     }
+}
+
+/// The last lines of new output a wait answers with: at most [`TAIL_LINES`] lines and
+/// [`TAIL_BYTES`] bytes.
+pub(crate) fn tail_of(mut lines: Vec<String>) -> Vec<String> {
+    let start = lines.len().saturating_sub(TAIL_LINES);
+    cap_tail(lines.split_off(start), TAIL_BYTES)
 }
 
 /// Keeps the last lines whose total length fits `budget` bytes (the oldest kept line may be
@@ -417,6 +438,14 @@ pub async fn wait_for_text(
         if let Some(decision) = decision {
             let outcome = decision.outcome();
             return Ok(finish(&watch, outcome, Some(decision)));
+        }
+    }
+    if request.include_screen {
+        // Read after subscribing: what the screen lacks, the stream has.
+        let screen = by_deadline(tmux, deadline, visible_lines(tmux, pane)).await?;
+        if let Some(hit) = watch.matcher.check(screen.iter().map(String::as_str)) {
+            let decision = Decision::Hit(hit);
+            return Ok(finish(&watch, decision.outcome(), Some(decision)));
         }
     }
     loop {
@@ -529,8 +558,8 @@ impl McpServer {
     #[tool(
         name = "wait_for_text",
         description = "Wait until text appears in a pane's new output, without polling.\n\n\
-            Only output after the call (or `since`) counts, not older text on screen. Matches \
-            visible text line by line, including the line being written (prompts match). \
+            Only output after the call (or `since`) counts. Matches line by line, the line \
+            being written included (prompts match). \
             `outcome` says why it ended (alternate_screen: a full-screen program shows, use \
             capture_pane).",
         annotations(
@@ -547,6 +576,12 @@ impl McpServer {
         cancel: CancellationToken,
         Parameters(input): Parameters<WaitForTextInput>,
     ) -> Result<Json<WaitForTextOutput>, ToolError> {
+        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
+            return self
+                .wait_for_zellij_text(&call, &cancel, input)
+                .await
+                .map(Json);
+        }
         self.wait_for_text_from(&call, &cancel, input, None, Vec::new())
             .await
             .map(Json)
@@ -595,6 +630,7 @@ impl McpServer {
             },
             since,
             echo,
+            include_screen: input.include_screen,
         };
         let work = wait_for_text(
             &tmux,
@@ -621,6 +657,7 @@ mod tests {
             options: PatternOptions::default(),
             since: None,
             echo: Vec::new(),
+            include_screen: false,
         };
         TextWatch::new(request.matcher().unwrap(), EchoFilter::default())
     }
@@ -756,9 +793,22 @@ mod tests {
             options: PatternOptions::default(),
             since: None,
             echo: Vec::new(),
+            include_screen: false,
         };
         let err = request.matcher().unwrap_err();
         assert_eq!(err.kind, ToolErrorKind::InvalidArguments);
+        let screen_without_patterns = TextWaitRequest {
+            patterns: None,
+            include_screen: true,
+            ..request.clone()
+        };
+        assert!(
+            screen_without_patterns
+                .matcher()
+                .unwrap_err()
+                .message
+                .contains("include_screen needs patterns")
+        );
         let request = TextWaitRequest {
             patterns: Some(vec!["(".into()]),
             options: PatternOptions {

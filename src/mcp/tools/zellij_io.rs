@@ -17,22 +17,30 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use super::pane::{CapturePaneInput, CapturePaneOutput};
+use super::wait::{
+    DEFAULT_TEXT_TIMEOUT, TextWaitRequest, WaitForTextInput, WaitForTextOutput, WaitOutcome,
+    tail_of,
+};
 use super::watch::cancelled;
 use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::check_max_lines;
+use crate::mcp::position::ZellijPosition;
 use crate::mcp::zellij_access::{ZellijAccess, parse_pane, parse_tab, parse_target};
+use crate::mux::echo::EchoFilter;
 use crate::mux::lines::truncation_marker;
-use crate::mux::pane_io::{PaneIo, ScreenPattern, ScreenScope};
+use crate::mux::pane_io::{PaneIo, ScreenScope};
+use crate::mux::screen_mark::ScreenMark;
+use crate::mux::text_match::{HitKind, PatternOptions, WaitMatcher};
 use crate::mux::tmux::ops::capture::LineBound;
-use crate::mux::zellij::backend::{CommandResult, InputStep, RunInPaneOptions, RunOptions};
+use crate::mux::zellij::backend::{
+    CommandResult, InputStep, NewLinesEnd, RunInPaneOptions, RunOptions,
+};
 use crate::mux::zellij::panes::parse_keys;
 
 /// Default `max_lines` of reads and command output (as the tmux tools).
 const DEFAULT_MAX_LINES: usize = 500;
-/// Default timeout of `zellij_wait_for_text`.
-const DEFAULT_WAIT: Duration = Duration::from_secs(30);
 /// Default timeout of the run tools.
 const DEFAULT_RUN: Duration = Duration::from_secs(60);
 
@@ -72,41 +80,6 @@ pub struct ZellijSendKeysBatchInput {
     pub pane: String,
     /// The inputs, delivered in order.
     pub steps: Vec<ZellijBatchStep>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ZellijWaitForTextInput {
-    #[serde(default)]
-    pub server: Option<String>,
-    /// Session; omit for the default.
-    #[serde(default)]
-    pub session: Option<String>,
-    /// Pane `terminal_N`.
-    pub pane: String,
-    /// Text to find in one screen line (case-sensitive substring, or regex with `regex`).
-    pub pattern: String,
-    /// `pattern` is a regex (Rust syntax).
-    #[serde(default)]
-    pub regex: bool,
-    /// Seconds (default 30, capped by your max_wait_seconds).
-    #[serde(default)]
-    pub timeout: Option<f64>,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ZellijWaitForTextOutput {
-    pub server: String,
-    pub session: String,
-    pub pane_id: String,
-    /// The first matching line and its index in `screen`.
-    pub line: String,
-    pub line_index: usize,
-    /// The visible lines in which it was found.
-    pub screen: Vec<String>,
-    pub waited_ms: u64,
-    /// The timeout applied, in seconds (after clamping).
-    pub effective_timeout: f64,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -308,26 +281,109 @@ impl McpServer {
     }
 
     /// Input for a Zellij pane from a tool both backends serve (`send_keys`), delivered in
-    /// one batch. Returns the server, session and pane it went to.
+    /// one batch, after a mark of the pane's screen is taken. Returns where it went and the
+    /// `output_position` (the mark and the `typed` text) for `wait_for_text`'s `since`.
     pub(crate) async fn send_zellij_input(
         &self,
         call: &CallContext,
         server: Option<&str>,
         target: &str,
         steps: Vec<InputStep>,
-    ) -> Result<(String, String, String), ToolError> {
+        typed: &str,
+    ) -> Result<ZellijPosition, ToolError> {
         let z = self.zellij_access(call, server).await?;
         let (session, pane) = parse_target(target)?;
         let session = z.session(session)?;
+        let mark = z
+            .backend
+            .screen_mark(&session, pane)
+            .await
+            .map_err(|e| z.error(e))?;
         z.backend
             .input_batch(&session, pane, steps)
             .await
             .map_err(|e| z.error(e))?;
-        Ok((
-            z.server_name().to_owned(),
-            session.to_string(),
-            pane.to_string(),
+        Ok(ZellijPosition::new(
+            z.server_name(),
+            session.as_str(),
+            &pane.to_string(),
+            mark,
+            typed,
         ))
+    }
+
+    /// `wait_for_text` on a Zellij server: the same arguments, defaults and outcomes as on
+    /// tmux. Zellij streams screens, not output, so "new output" is what each screen shows
+    /// below where the screen stood when the wait began (or at `since`, a `send_keys`
+    /// position); see [`crate::mux::screen_mark`].
+    pub(crate) async fn wait_for_zellij_text(
+        &self,
+        call: &CallContext,
+        cancel: &CancellationToken,
+        input: WaitForTextInput,
+    ) -> Result<WaitForTextOutput, ToolError> {
+        let z = self.zellij_access(call, input.server.as_deref()).await?;
+        let (session, pane) = parse_target(&input.target)?;
+        let session = z.session(session)?;
+        let since = input
+            .since
+            .as_deref()
+            .map(|text| zellij_since(text, z.server_name(), session.as_str(), &pane.to_string()))
+            .transpose()?;
+        let request = TextWaitRequest {
+            target: input.target,
+            patterns: input.patterns,
+            stop: input.stop,
+            options: PatternOptions {
+                regex: input.regex,
+                match_case: input.match_case,
+            },
+            since: None,
+            echo: Vec::new(),
+            include_screen: input.include_screen,
+        };
+        let matcher = request.matcher()?;
+        let budget = z.wait_budget(input.timeout, DEFAULT_TEXT_TIMEOUT)?;
+        let typed = since.as_ref().map(|p| p.typed.clone()).unwrap_or_default();
+        // Text on the screen counts when it is new since a blank screen.
+        let whole_screen = ScreenMark::of(&[]);
+        let mark = if input.include_screen {
+            Some(&whole_screen)
+        } else {
+            since.as_ref().map(|p| &p.mark)
+        };
+        let check = |new: &[String]| decide(&matcher, &typed, new);
+        let wait = self
+            .zellij_wait(cancel, async {
+                z.backend
+                    .wait_for_new_lines(&session, pane, mark, budget.deadline, check)
+                    .await
+                    .map_err(|e| z.error(e))
+            })
+            .await?;
+        let (outcome, hit) = match wait.end {
+            NewLinesEnd::Found((outcome, hit)) => (outcome, Some(hit)),
+            NewLinesEnd::TimedOut => (WaitOutcome::Timeout, None),
+            NewLinesEnd::PaneClosed => (WaitOutcome::PaneExited, None),
+        };
+        let (matched_line, matched_pattern) = match hit {
+            Some((line, pattern)) => (Some(line), pattern),
+            None => (None, None),
+        };
+        Ok(WaitForTextOutput {
+            pane_id: pane.to_string(),
+            outcome,
+            found: outcome == WaitOutcome::Matched,
+            matched_line,
+            matched_pattern,
+            saw_new_output: !wait.lines.is_empty(),
+            tail: tail_of(wait.lines),
+            alternate_screen: false,
+            resynced: false,
+            pane_exit_status: None,
+            elapsed_ms: u64::try_from(budget.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            effective_timeout: budget.effective.as_secs_f64(),
+        })
     }
 
     /// Runs a wait until it ends, the client cancels, or the gateway shuts down.
@@ -345,6 +401,66 @@ impl McpServer {
             })
             .await
     }
+}
+
+/// A `since` given to a Zellij wait, checked to be a position of this very pane.
+fn zellij_since(
+    text: &str,
+    server: &str,
+    session: &str,
+    pane: &str,
+) -> Result<ZellijPosition, ToolError> {
+    let position = ZellijPosition::decode(text).map_err(|e| {
+        ToolError::invalid_arguments(
+            format!("since: {e}"),
+            "pass output_position exactly as send_keys returned it for this pane",
+        )
+    })?;
+    if (
+        position.server.as_str(),
+        position.session.as_str(),
+        position.pane.as_str(),
+    ) != (server, session, pane)
+    {
+        return Err(ToolError::invalid_arguments(
+            format!(
+                "since: it was made for {}:{} on server {:?}",
+                position.session, position.pane, position.server
+            ),
+            "pass the output_position of input typed into this pane, or omit since",
+        ));
+    }
+    Ok(position)
+}
+
+/// What a screen's new lines decide for a Zellij text wait: the outcome and the line (with the
+/// pattern) that decided it. The echo of `typed` input is taken out first, as on tmux.
+fn decide(
+    matcher: &WaitMatcher,
+    typed: &[String],
+    new: &[String],
+) -> Option<(WaitOutcome, (String, Option<String>))> {
+    let mut echo = EchoFilter::new(typed);
+    // The last line may still be written: filtering it must not use up the echo.
+    let last = new.len().saturating_sub(1);
+    let lines: Vec<String> = new
+        .iter()
+        .enumerate()
+        .map(|(i, line)| echo.strip(line, i < last))
+        .collect();
+    if let Some(hit) = matcher.check(lines.iter().map(String::as_str)) {
+        let outcome = if hit.kind == HitKind::Stop {
+            WaitOutcome::Stopped
+        } else {
+            WaitOutcome::Matched
+        };
+        let pattern = matcher.source(&hit).to_owned();
+        return Some((outcome, (hit.line, Some(pattern))));
+    }
+    let first = lines.into_iter().find(|l| !l.trim().is_empty())?;
+    matcher
+        .any_output()
+        .then_some((WaitOutcome::AnyOutput, (first, None)))
 }
 
 #[tool_router(router = zellij_io_tools, vis = "pub(crate)")]
@@ -404,77 +520,6 @@ impl McpServer {
             session: session.to_string(),
             pane_id: pane.to_string(),
             steps: count,
-        }))
-    }
-
-    #[tool(
-        name = "zellij_wait_for_text",
-        description = "Wait until a line on a Zellij pane's screen matches (woken by pane events, no polling).\n\n\
-            Text already on screen matches at once: wait for something new. Returns the line and \
-            the screen; error on timeout.",
-        annotations(
-            title = "Wait for text in Zellij pane",
-            read_only_hint = true,
-            destructive_hint = false,
-            idempotent_hint = true,
-            open_world_hint = false
-        )
-    )]
-    async fn zellij_wait_for_text(
-        &self,
-        Extension(call): Extension<CallContext>,
-        cancel: CancellationToken,
-        Parameters(input): Parameters<ZellijWaitForTextInput>,
-    ) -> Result<Json<ZellijWaitForTextOutput>, ToolError> {
-        let z = self.zellij_access(&call, input.server.as_deref()).await?;
-        let session = z.session(input.session.as_deref())?;
-        let pane = parse_pane(&input.pane)?;
-        if input.pattern.is_empty() {
-            return Err(ToolError::invalid_arguments(
-                "pattern is empty",
-                "pass the text to wait for",
-            ));
-        }
-        let pattern = if input.regex {
-            regex::RegexBuilder::new(&input.pattern)
-                .size_limit(1 << 20)
-                .build()
-                .map(ScreenPattern::Regex)
-                .map_err(|e| {
-                    ToolError::invalid_arguments(
-                        format!("invalid regex: {e}"),
-                        "fix the expression, or pass regex false for a literal",
-                    )
-                })?
-        } else {
-            ScreenPattern::Literal(input.pattern)
-        };
-        let budget = z.wait_budget(input.timeout, DEFAULT_WAIT)?;
-        let panes = z.panes(&session);
-        let found = self
-            .zellij_wait(&cancel, async {
-                panes
-                    .wait_for_screen(&pane, &pattern, budget.effective)
-                    .await
-                    .map_err(|e| z.error(e))
-            })
-            .await?;
-        let screen_text = found.screen.join("\n");
-        let (capped, dropped) = z.cap_output(&screen_text);
-        let screen = if dropped > 0 {
-            capped.split('\n').map(str::to_owned).collect()
-        } else {
-            found.screen
-        };
-        Ok(Json(ZellijWaitForTextOutput {
-            server: z.server_name().to_owned(),
-            session: session.to_string(),
-            pane_id: pane.to_string(),
-            line: found.line,
-            line_index: found.line_index,
-            screen,
-            waited_ms: u64::try_from(budget.started.elapsed().as_millis()).unwrap_or(u64::MAX),
-            effective_timeout: budget.effective.as_secs_f64(),
         }))
     }
 

@@ -122,5 +122,12 @@ pub enum ZellijError {
     },
 }
 
+impl ZellijError {
+    /// Whether a wait ended because its pane closed.
+    pub fn is_pane_closed(&self) -> bool {
+        matches!(self, Self::WatchEnded { reason, .. } if reason == super::watch::PANE_CLOSED)
+    }
+}
+
 /// Result alias of the Zellij backend.
 pub type Result<T, E = ZellijError> = std::result::Result<T, E>;

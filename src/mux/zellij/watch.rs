@@ -32,6 +32,9 @@ use super::error::{Result, ZellijError};
 use super::events::{PaneEvent, parse_event};
 use super::ids::{PaneId, SessionName};
 
+/// The reason of a [`ZellijError::WatchEnded`] when the pane closed.
+pub const PANE_CLOSED: &str = "the pane closed";
+
 /// Snapshots kept per pane for late waiters.
 const HISTORY: usize = 32;
 
@@ -176,6 +179,11 @@ impl PaneWatch {
         self.inner.state.borrow().end.is_some()
     }
 
+    /// The newest snapshot, if any arrived yet.
+    pub fn latest(&self) -> Option<PaneView> {
+        self.inner.state.borrow().recent.back().cloned()
+    }
+
     /// Waits for the first snapshot: from then on every render of the pane is seen.
     pub async fn ready(&self, timeout: Duration) -> Result<PaneView> {
         let deadline = Instant::now() + timeout;
@@ -246,7 +254,7 @@ impl PaneWatch {
 
     fn end_error(&self, end: &End) -> ZellijError {
         let reason = match end {
-            End::PaneClosed => "the pane closed".to_owned(),
+            End::PaneClosed => PANE_CLOSED.to_owned(),
             End::Lost(stderr) => format!("the subscription ended: {}", first_lines(stderr)),
             End::Failed(reason) => reason.clone(),
         };

@@ -30,8 +30,8 @@ mod types;
 
 pub use types::{
     ClosedPane, CommandResult, CreateSessionOptions, EditOptions, FocusedPane, InputStep,
-    NewPaneOptions, NewTabOptions, PaneText, ReadScope, ResizeMode, RunInPaneOptions, RunOptions,
-    Side, SplitDirection, TextMatch, TextPattern, ZellijServerSpec,
+    NewLinesEnd, NewLinesWait, NewPaneOptions, NewTabOptions, PaneText, ReadScope, ResizeMode,
+    RunInPaneOptions, RunOptions, Side, SplitDirection, TextMatch, TextPattern, ZellijServerSpec,
 };
 
 use super::cli::{ZellijCli, describe_status, first_lines, is_session_probe_failure};
@@ -41,7 +41,8 @@ use super::keys::Key;
 use super::listing::{Client, Pane, SessionEntry, Tab, parse_new_pane_id};
 use super::marker::{MarkedRun, ShellKind};
 use super::queue::SessionQueue;
-use super::watch::{FallbackPolling, PaneView, PaneWatch, WatchRegistry};
+use super::watch::{FallbackPolling, PANE_CLOSED, PaneView, PaneWatch, WatchRegistry};
+use crate::mux::screen_mark::ScreenMark;
 
 use checks::{
     MAX_LAYOUT_LEN, args, check_dir, check_name, invalid, is_run_pane, opt_path, parse_version,
@@ -840,6 +841,47 @@ impl ZellijBackend {
         })
     }
 
+    /// Waits until `check` accepts the lines of the pane's screen that are new since `since`
+    /// (a mark taken earlier, e.g. before typing) or, without it, since the wait started;
+    /// each screen Zellij renders is examined. See [`ScreenMark`] for what counts as new.
+    pub async fn wait_for_new_lines<T>(
+        &self,
+        session: &SessionName,
+        pane: PaneId,
+        since: Option<&ScreenMark>,
+        deadline: Instant,
+        mut check: impl FnMut(&[String]) -> Option<T>,
+    ) -> Result<NewLinesWait<T>> {
+        self.pane(session, pane).await?;
+        let (watch, first) = self.ready_watch(session, pane, deadline).await?;
+        let now = watch.latest().unwrap_or(first);
+        // With a mark from before, the screen as it is now may already hold the output.
+        let (mark, from_seq) = match since {
+            Some(mark) => (mark.clone(), now.seq),
+            None => (ScreenMark::of(&now.lines), now.seq + 1),
+        };
+        let mut lines = Vec::new();
+        let found = watch
+            .wait_for(from_seq, deadline, "new output", |screen| {
+                lines = mark.new_lines(screen);
+                check(&lines)
+            })
+            .await;
+        let end = match found {
+            Ok(found) => NewLinesEnd::Found(found.value),
+            Err(ZellijError::Timeout { .. }) => NewLinesEnd::TimedOut,
+            Err(e) if e.is_pane_closed() => NewLinesEnd::PaneClosed,
+            Err(e) => return Err(e),
+        };
+        Ok(NewLinesWait { end, lines })
+    }
+
+    /// The mark of the pane's screen as it is now (see [`ScreenMark`]).
+    pub async fn screen_mark(&self, session: &SessionName, pane: PaneId) -> Result<ScreenMark> {
+        let text = self.read_pane(session, pane, ReadScope::Viewport).await?;
+        Ok(ScreenMark::of(&text.lines))
+    }
+
     /// Types `command` into the interactive shell of a pane and returns its exit status and
     /// output (only that command's). The pane keeps its shell; focus does not change.
     ///
@@ -1105,7 +1147,7 @@ impl ZellijBackend {
                 Err(ZellijError::WatchEnded {
                     session: session.clone(),
                     pane,
-                    reason: "the pane closed".to_owned(),
+                    reason: PANE_CLOSED.to_owned(),
                 })
             }
             Err(e) => Err(e),

@@ -319,3 +319,22 @@ mod tests {
         assert!(TextPattern::regex("(").is_err());
     }
 }
+
+/// How a [`super::ZellijBackend::wait_for_new_lines`] ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NewLinesEnd<T> {
+    /// The check accepted the new lines; what it returned.
+    Found(T),
+    /// The deadline passed first.
+    TimedOut,
+    /// The pane closed first.
+    PaneClosed,
+}
+
+/// A finished wait for new lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewLinesWait<T> {
+    pub end: NewLinesEnd<T>,
+    /// The new lines of the last screen examined (empty when none was).
+    pub lines: Vec<String>,
+}
