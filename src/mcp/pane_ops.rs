@@ -17,6 +17,7 @@ use super::access::{TmuxAccess, engine_error, list_hint, missing_as_not_found};
 use super::error::{ToolError, ToolErrorKind};
 use super::fields::RowShape;
 use crate::auth::owners::SessionKey;
+use crate::mux::tmux::op_error::OpError;
 use crate::mux::tmux::ops::buffer::transient_buffer_name;
 use crate::mux::tmux::ops::capture::{CaptureRange, CapturedText, shape_capture};
 use crate::mux::tmux::ops::input::{InputError, InputPlan};
@@ -466,6 +467,27 @@ pub fn quote_error(error: QuoteError) -> ToolError {
         error.to_string(),
         "remove NUL bytes (send them with send_keys as the key C-@)",
     )
+}
+
+/// A typed operation on `target` that failed, as an error for the model: engine failures
+/// suggest `engine_hint`; a command tmux refused reads as any refusal for `target`, and one it
+/// did not run (or a row it did not print) as `target` not found.
+pub fn op_error(
+    tmux: &TmuxAccess<'_>,
+    error: OpError,
+    target: &Target,
+    engine_hint: &str,
+) -> ToolError {
+    match error {
+        OpError::Engine(error) => engine_error(tmux.server_name(), error, engine_hint),
+        OpError::Quote(error) => quote_error(error),
+        OpError::Refused(message) => engine_error(
+            tmux.server_name(),
+            EngineError::Command(message),
+            list_hint(target),
+        ),
+        OpError::Unanswered => not_found(target),
+    }
 }
 
 /// An input plan that cannot be built, as a tool error that says how to fix the input.

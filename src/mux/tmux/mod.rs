@@ -28,6 +28,7 @@
 //!   gateway asks about its own);
 //! - [`pane_state`]: a pane's state in one row, read by the tools that wait on a pane, run
 //!   commands in it or report on it; [`typing`]: a line and its Enter typed in one write.
+//! - [`op_error`]: the error the typed operations share, and a batch's answers read into it.
 //!
 //! [`TmuxServer`] ties one server's worker and output hub together; [`TmuxEngine`] holds the
 //! configured servers by name.
@@ -44,6 +45,7 @@ pub mod format_check;
 pub mod ids;
 pub mod latency;
 pub mod monitor;
+pub mod op_error;
 pub mod ops;
 pub mod options;
 pub mod output;
