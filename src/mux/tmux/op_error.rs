@@ -34,17 +34,26 @@ pub enum PaneOpError {
     Missing(PaneId),
 }
 
-impl From<EngineError> for PaneOpError {
-    fn from(error: EngineError) -> Self {
-        Self::Op(error.into())
-    }
-}
+/// `From` the engine's and the quoting errors for an error that wraps [`OpError`] as its `Op`
+/// case, so that `?` takes either straight into it.
+macro_rules! wraps_op_error {
+    ($name:ident) => {
+        impl From<$crate::mux::tmux::EngineError> for $name {
+            fn from(error: $crate::mux::tmux::EngineError) -> Self {
+                Self::Op(error.into())
+            }
+        }
 
-impl From<QuoteError> for PaneOpError {
-    fn from(error: QuoteError) -> Self {
-        Self::Op(error.into())
-    }
+        impl From<$crate::mux::tmux::QuoteError> for $name {
+            fn from(error: $crate::mux::tmux::QuoteError) -> Self {
+                Self::Op(error.into())
+            }
+        }
+    };
 }
+pub(crate) use wraps_op_error;
+
+wraps_op_error!(PaneOpError);
 
 /// The first command of a batch that did not succeed, as an error: a refusal with tmux's
 /// message, a command that was not run as [`OpError::Unanswered`].
