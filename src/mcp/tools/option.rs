@@ -224,17 +224,15 @@ pub(crate) fn option_error(
     other: impl FnOnce(ToolError) -> ToolError,
 ) -> ToolError {
     match error {
-        OptionError::Engine(error) => other(engine_error(
-            tmux.server_name(),
-            error,
-            "call list_sessions",
-        )),
+        OptionError::Op(OpError::Quote(error)) => build_error(error),
+        OptionError::Op(error) => {
+            other(op_failure(tmux.server_name(), error, "call list_sessions"))
+        }
         OptionError::Unknown(error) => unknown(engine_error(
             tmux.server_name(),
             error,
             "call list_sessions",
         )),
-        OptionError::Quote(error) => build_error(error),
     }
 }
 
