@@ -1,6 +1,6 @@
 //! ARCHITECTURE.md stays true to the tree: every file or folder it names in backticks exists.
 //! And tmux command lines and row parsing stay in `src/mux/tmux/`: a file of `src/mcp/` that
-//! builds one fails, unless it is one of the files not yet moved (a list that only shrinks).
+//! builds one fails.
 //!
 //! For the document, a name counts when it ends in a file extension the repo uses
 //! (`monitor.rs`, `deploy/k8s.yaml`) or in `/` (`src/mcp/`); it matches a path of the repo that
@@ -117,17 +117,6 @@ fn a_renamed_file_would_be_caught() {
     );
 }
 
-/// Files under `src/mcp/` that still build tmux command lines or parse tmux rows themselves.
-/// The typed operations in `src/mux/tmux/` (sessions, windows, panes…) own both; these files
-/// move onto them one by one. The list only shrinks: a file that no longer needs its place
-/// fails the check until it is taken off, and no file may join it.
-const NOT_YET_MOVED: &[&str] = &[
-    "src/mcp/access.rs",
-    "src/mcp/pane_ops.rs",
-    "src/mcp/tools/pane.rs",
-    "src/mcp/tools/wait.rs",
-];
-
 /// Whether Rust source builds a tmux command line (`TmuxCommand::…`) or parses a tmux row
 /// (the `-F` helpers `row_format`, `split_row`).
 fn builds_commands_or_parses_rows(source: &str) -> bool {
@@ -135,8 +124,10 @@ fn builds_commands_or_parses_rows(source: &str) -> bool {
     source.contains("TmuxCommand::") || row_helper.is_match(source)
 }
 
+/// The typed operations in `src/mux/tmux/` (sessions, windows, panes…) own the tmux command
+/// lines and the rows they print; the tools in `src/mcp/` call them and build neither.
 #[test]
-fn only_files_not_yet_moved_build_tmux_commands_in_src_mcp() {
+fn no_file_in_src_mcp_builds_tmux_commands_or_parses_rows() {
     let mcp_sources: Vec<String> = repo_paths()
         .into_iter()
         .filter(|path| path.starts_with("src/mcp/") && path.ends_with(".rs"))
@@ -153,25 +144,11 @@ fn only_files_not_yet_moved_build_tmux_commands_in_src_mcp() {
             building.push(path.as_str());
         }
     }
-    let mut newcomers: Vec<&str> = building
-        .iter()
-        .copied()
-        .filter(|path| !NOT_YET_MOVED.contains(path))
-        .collect();
-    newcomers.sort_unstable();
+    building.sort_unstable();
     assert!(
-        newcomers.is_empty(),
-        "{newcomers:?} build tmux command lines or parse tmux rows: call the typed operations \
+        building.is_empty(),
+        "{building:?} build tmux command lines or parse tmux rows: call the typed operations \
          of src/mux/tmux/ instead (or add one there)"
-    );
-    let moved: Vec<&str> = NOT_YET_MOVED
-        .iter()
-        .copied()
-        .filter(|path| !building.contains(path))
-        .collect();
-    assert!(
-        moved.is_empty(),
-        "{moved:?} no longer build tmux commands or parse rows: take them off NOT_YET_MOVED"
     );
 }
 

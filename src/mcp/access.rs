@@ -21,7 +21,7 @@ use crate::mux::tmux::buffers::TmuxBuffers;
 use crate::mux::tmux::channel::TmuxChannels;
 use crate::mux::tmux::copy_mode::TmuxCopyMode;
 use crate::mux::tmux::environment::TmuxEnvironment;
-use crate::mux::tmux::format::{row_format, split_row};
+use crate::mux::tmux::locate::{locate_command, locate_everywhere_command, parse_locations};
 use crate::mux::tmux::ops;
 use crate::mux::tmux::options::TmuxOptions;
 use crate::mux::tmux::pane_lifecycle::TmuxPaneLifecycle;
@@ -338,23 +338,7 @@ impl TmuxAccess<'_> {
 
     /// Asks tmux where `target` is (one command) and checks the caller may see it.
     pub async fn resolve(&self, target: &Target) -> Result<Resolved, ToolError> {
-        let fields = [
-            "session_id",
-            "session_created",
-            "window_id",
-            "window_active",
-            "pane_id",
-            "pane_active",
-            "session_name",
-        ];
-        let mut command = TmuxCommand::new("list-panes");
-        if matches!(target, Target::Session(_)) {
-            command = command.flag("-s");
-        }
-        let command = command
-            .opt("-t", target.tmux_target())
-            .opt("-F", row_format(&fields))
-            .build()
+        let command = locate_command(target)
             .map_err(|e| ToolError::invalid_arguments(e.to_string(), "remove NUL bytes"))?;
         // tmux's own "can't find …" is replaced by the same message a hidden target gets, so
         // the two cannot be told apart.
@@ -362,49 +346,42 @@ impl TmuxAccess<'_> {
             .run(command, list_hint(target))
             .await
             .map_err(|e| missing_as_not_found(e, target))?;
-        let mut rows: Vec<Vec<String>> = rows
-            .iter()
-            .filter_map(|r| split_row(r, fields.len()))
-            .collect();
+        let mut rows = parse_locations(&rows);
         // tmux answers for the most recently active session holding the window, which can be
         // the watch session: then the window's own session is found among all of them.
-        if rows.first().is_some_and(|r| is_watch_session(&r[6])) {
+        if let Some(first) = rows.first()
+            && is_watch_session(&first.session_name)
+        {
             if matches!(target, Target::Session(_)) {
                 return Err(not_found(target));
             }
-            let all = TmuxCommand::new("list-panes")
-                .flag("-a")
-                .opt("-F", row_format(&fields))
-                .build()
+            let all = locate_everywhere_command()
                 .map_err(|e| ToolError::invalid_arguments(e.to_string(), "remove NUL bytes"))?;
-            let window = rows[0][2].clone();
-            rows = self
-                .run(all, list_hint(target))
-                .await?
-                .iter()
-                .filter_map(|r| split_row(r, fields.len()))
-                .filter(|r| r[2] == window && !is_watch_session(&r[6]))
+            let window = first.window_id.clone();
+            rows = parse_locations(&self.run(all, list_hint(target)).await?)
+                .into_iter()
+                .filter(|r| r.window_id == window && !is_watch_session(&r.session_name))
                 .collect();
         }
         let row = rows
             .iter()
             .find(|r| match target {
-                Target::Pane(pane) => r[4] == pane.to_string(),
-                Target::Window(_) => r[5] == "1",
-                Target::Session(_) => r[3] == "1" && r[5] == "1",
+                Target::Pane(pane) => r.pane_id == pane.to_string(),
+                Target::Window(_) => r.pane_active,
+                Target::Session(_) => r.window_active && r.pane_active,
             })
             .or_else(|| rows.first())
             .ok_or_else(|| not_found(target))?;
         let key = SessionKey {
-            id: row[0].clone(),
-            created: row[1].parse().map_err(|_| not_found(target))?,
+            id: row.session_id.clone(),
+            created: row.session_created.parse().map_err(|_| not_found(target))?,
         };
         let resolved = Resolved {
-            session_id: row[0].parse().map_err(|_| not_found(target))?,
-            owner: self.owner(&key, &row[6]),
-            session_name: row[6].clone(),
-            window_id: row[2].parse().map_err(|_| not_found(target))?,
-            pane_id: row[4].parse().map_err(|_| not_found(target))?,
+            session_id: row.session_id.parse().map_err(|_| not_found(target))?,
+            owner: self.owner(&key, &row.session_name),
+            session_name: row.session_name.clone(),
+            window_id: row.window_id.parse().map_err(|_| not_found(target))?,
+            pane_id: row.pane_id.parse().map_err(|_| not_found(target))?,
         };
         if let Target::Pane(pane) = target
             && resolved.pane_id != *pane

@@ -17,11 +17,13 @@ use super::access::{TmuxAccess, engine_error, list_hint, missing_as_not_found};
 use super::error::{ToolError, ToolErrorKind};
 use super::fields::RowShape;
 use crate::auth::owners::SessionKey;
+use crate::mux::tmux::buffers::delete_command;
+use crate::mux::tmux::op_error::OpError;
 use crate::mux::tmux::ops::buffer::transient_buffer_name;
-use crate::mux::tmux::ops::capture::{CaptureRange, CapturedText, shape_capture};
+use crate::mux::tmux::ops::capture::{CaptureRange, CapturedText, LineBound, shape_capture};
 use crate::mux::tmux::ops::input::{InputError, InputPlan};
 use crate::mux::tmux::ops::since::{SinceCursor, cursor_at, parse_state, state_command};
-use crate::mux::tmux::pane_row::PaneRecord;
+use crate::mux::tmux::pane_row::{self, PaneRecord};
 use crate::mux::tmux::target::Target;
 use crate::mux::tmux::{BatchMode, CommandOutcome, EngineError, PaneId, QuoteError, TmuxCommand};
 
@@ -132,7 +134,7 @@ pub struct PaneRow {
 }
 
 impl PaneRow {
-    /// Parses one `list-panes` row of [`PaneRecord::row_format`] (`created_by_you` false: see
+    /// Parses one row of a pane listing ([`PaneRecord::parse`]; `created_by_you` false: see
     /// [`Self::for_caller`]).
     pub fn parse(line: &[u8]) -> Option<Self> {
         PaneRecord::parse(line).map(Self::from)
@@ -217,22 +219,13 @@ pub async fn pane_rows(
     Ok(visible_rows(tmux, &lines))
 }
 
-/// The `list-panes` command for `scope`, rows of [`PaneRecord::row_format`].
+/// The `list-panes` command for `scope` (see [`pane_row::list_command`]).
 pub fn list_panes_command(scope: &PaneScope) -> Result<TmuxCommand, ToolError> {
-    let mut command = TmuxCommand::new("list-panes");
-    match scope {
-        PaneScope::All => command = command.flag("-a"),
-        PaneScope::Of(target) => {
-            if matches!(target, Target::Session(_)) {
-                command = command.flag("-s");
-            }
-            command = command.opt("-t", target.tmux_target());
-        }
-    }
-    command
-        .opt("-F", PaneRecord::row_format())
-        .build()
-        .map_err(quote_error)
+    let target = match scope {
+        PaneScope::All => None,
+        PaneScope::Of(target) => Some(target),
+    };
+    pane_row::list_command(target).map_err(quote_error)
 }
 
 /// The rows of a [`list_panes_command`] answer that the caller may see.
@@ -317,13 +310,13 @@ pub(crate) fn position_commands(pane: PaneId) -> Result<Vec<TmuxCommand>, ToolEr
         |e: QuoteError| ToolError::new(ToolErrorKind::Internal, e.to_string(), "report this");
     Ok(vec![
         state_command(pane).map_err(internal)?,
-        TmuxCommand::new("capture-pane")
-            .flag("-p")
-            .opt("-S", "0")
-            .opt("-E", "-")
-            .target(pane)
-            .build()
-            .map_err(internal)?,
+        CaptureRange {
+            start: Some(LineBound::Line(0)),
+            end: Some(LineBound::Edge),
+            ..CaptureRange::visible()
+        }
+        .command(pane)
+        .map_err(internal)?,
     ])
 }
 
@@ -379,12 +372,7 @@ pub async fn visible_screen(
 async fn delete_buffers(tmux: &TmuxAccess<'_>, names: &[String]) {
     let commands: Vec<TmuxCommand> = names
         .iter()
-        .filter_map(|name| {
-            TmuxCommand::new("delete-buffer")
-                .opt("-b", name)
-                .build()
-                .ok()
-        })
+        .filter_map(|name| delete_command(name).ok())
         .collect();
     if !commands.is_empty() {
         let _ = tmux.run_batch(commands, BatchMode::Independent, None).await;
@@ -466,6 +454,27 @@ pub fn quote_error(error: QuoteError) -> ToolError {
         error.to_string(),
         "remove NUL bytes (send them with send_keys as the key C-@)",
     )
+}
+
+/// A typed operation on `target` that failed, as an error for the model: engine failures
+/// suggest `engine_hint`; a command tmux refused reads as any refusal for `target`, and one it
+/// did not run (or a row it did not print) as `target` not found.
+pub fn op_error(
+    tmux: &TmuxAccess<'_>,
+    error: OpError,
+    target: &Target,
+    engine_hint: &str,
+) -> ToolError {
+    match error {
+        OpError::Engine(error) => engine_error(tmux.server_name(), error, engine_hint),
+        OpError::Quote(error) => quote_error(error),
+        OpError::Refused(message) => engine_error(
+            tmux.server_name(),
+            EngineError::Command(message),
+            list_hint(target),
+        ),
+        OpError::Unanswered => not_found(target),
+    }
 }
 
 /// An input plan that cannot be built, as a tool error that says how to fix the input.

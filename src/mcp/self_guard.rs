@@ -12,9 +12,11 @@
 
 use std::path::{Path, PathBuf};
 
-use super::access::{TmuxAccess, engine_error};
+use super::access::TmuxAccess;
 use super::error::{ToolError, ToolErrorKind};
-use crate::mux::tmux::placement::{Placement, PlacementError};
+use super::tools::support::op_failure;
+use crate::mux::tmux::op_error::OpError;
+use crate::mux::tmux::placement::Placement;
 use crate::mux::tmux::{PaneId, SessionId, WindowId};
 
 /// Where this gateway process runs, if inside tmux.
@@ -98,12 +100,10 @@ impl SelfLocation {
 }
 
 /// A failed lookup as an error for the model: engine failures suggest `list_hint`.
-fn lookup_error(tmux: &TmuxAccess<'_>, error: PlacementError, list_hint: &str) -> ToolError {
+fn lookup_error(tmux: &TmuxAccess<'_>, error: OpError, list_hint: &str) -> ToolError {
     match error {
-        PlacementError::Engine(error) => engine_error(tmux.server_name(), error, list_hint),
-        PlacementError::Quote(error) => {
-            ToolError::new(ToolErrorKind::Internal, error.to_string(), "")
-        }
+        OpError::Quote(error) => ToolError::new(ToolErrorKind::Internal, error.to_string(), ""),
+        error => op_failure(tmux.server_name(), error, list_hint),
     }
 }
 

@@ -19,14 +19,15 @@ use serde::{Deserialize, Serialize};
 
 use super::input::TextEncoding;
 use super::pane::default_max_lines;
+use super::support::op_failure;
 use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, engine_error, list_hint, parse_target};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::pane_ops::{check_max_lines, quote_error};
 use crate::mux::lines::truncation_marker;
-use crate::mux::tmux::EngineError;
 use crate::mux::tmux::buffers::BufferError;
+use crate::mux::tmux::op_error::OpError;
 use crate::mux::tmux::ops::buffer::LogicalBufferName;
 
 /// Most bytes one buffer may hold when loaded through the gateway.
@@ -233,7 +234,9 @@ impl McpServer {
         let name = logical(&input.logical_name)?;
         let max_lines = check_max_lines(input.max_lines)?;
         let bytes = tmux.buffers().read(&name).await.map_err(|e| match e {
-            BufferError::Engine(e) => engine_error(tmux.server_name(), e, "call list_panes"),
+            BufferError::Op(OpError::Engine(e)) => {
+                engine_error(tmux.server_name(), e, "call list_panes")
+            }
             e => buffer_error(&tmux, e, "call load_buffer first", &name),
         })?;
         let (content, truncated) = match input.encoding {
@@ -311,19 +314,16 @@ fn buffer_error(
     name: &LogicalBufferName,
 ) -> ToolError {
     match error {
-        BufferError::Engine(error) => engine_error(tmux.server_name(), error, list_hint),
-        BufferError::Refused(message) => {
-            engine_error(tmux.server_name(), EngineError::Command(message), list_hint)
-        }
-        BufferError::Quote(error) => quote_error(error),
-        BufferError::Missing => ToolError::not_found(
-            format!("you have no buffer named {:?}", name.as_str()),
-            "call load_buffer first (buffers vanish when the tmux server restarts)",
-        ),
-        BufferError::Unanswered => ToolError::new(
+        BufferError::Op(OpError::Quote(error)) => quote_error(error),
+        BufferError::Op(OpError::Unanswered) => ToolError::new(
             ToolErrorKind::Unavailable,
             "tmux did not answer show-buffer",
             "retry",
+        ),
+        BufferError::Op(error) => op_failure(tmux.server_name(), error, list_hint),
+        BufferError::Missing => ToolError::not_found(
+            format!("you have no buffer named {:?}", name.as_str()),
+            "call load_buffer first (buffers vanish when the tmux server restarts)",
         ),
     }
 }

@@ -15,12 +15,14 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::support::op_failure;
 use super::watch::{cancelled, elapsed_ms};
 use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, engine_error};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
-use crate::mux::tmux::channel::{ChannelName, ChannelWaitError, SignalError};
+use crate::mux::tmux::channel::{ChannelName, ChannelWaitError};
+use crate::mux::tmux::op_error::OpError;
 
 /// `wait_for_channel`'s timeout when the client gives none.
 const DEFAULT_CHANNEL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -184,10 +186,10 @@ impl McpServer {
         let channel = channel_name(&input.channel)?;
         let channels = tmux.channels();
         channels.signal(&channel).await.map_err(|e| match e {
-            SignalError::Engine(e) => engine_error(tmux.server_name(), e, "call list_servers"),
-            SignalError::Quote(e) => {
+            OpError::Quote(e) => {
                 ToolError::invalid_arguments(e.to_string(), "fix the channel name")
             }
+            e => op_failure(tmux.server_name(), e, "call list_servers"),
         })?;
         Ok(Json(SignalChannelOutput {
             channel: channel.as_str().to_owned(),

@@ -10,13 +10,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::mcp::McpServer;
-use crate::mcp::access::{TmuxAccess, engine_error, list_hint, parse_target};
+use crate::mcp::access::parse_target;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
-use crate::mcp::pane_ops::{not_found, quote_error};
-use crate::mux::tmux::EngineError;
-use crate::mux::tmux::copy_mode::{CopyModeError, ModeState};
-use crate::mux::tmux::target::Target;
+use crate::mcp::pane_ops::op_error;
+use crate::mux::tmux::copy_mode::ModeState;
 
 /// Most lines one call scrolls.
 const MAX_SCROLL: u32 = 100_000;
@@ -85,7 +83,7 @@ impl McpServer {
             .copy_mode()
             .enter(pane, input.scroll_up)
             .await
-            .map_err(|e| copy_mode_error(&tmux, e, &target))?;
+            .map_err(|e| op_error(&tmux, e, &target, "call list_panes"))?;
         Ok(copy_mode_output(tmux.server_name(), state))
     }
 
@@ -113,23 +111,8 @@ impl McpServer {
             .copy_mode()
             .exit(pane)
             .await
-            .map_err(|e| copy_mode_error(&tmux, e, &target))?;
+            .map_err(|e| op_error(&tmux, e, &target, "call list_panes"))?;
         Ok(copy_mode_output(tmux.server_name(), state))
-    }
-}
-
-/// A failed copy-mode change as an error for the model: tmux's refusals and engine failures
-/// as for any command, a pane whose mode tmux did not report as not found.
-fn copy_mode_error(tmux: &TmuxAccess<'_>, error: CopyModeError, target: &Target) -> ToolError {
-    match error {
-        CopyModeError::Engine(error) => engine_error(tmux.server_name(), error, "call list_panes"),
-        CopyModeError::Quote(error) => quote_error(error),
-        CopyModeError::Refused(message) => engine_error(
-            tmux.server_name(),
-            EngineError::Command(message),
-            list_hint(target),
-        ),
-        CopyModeError::Unanswered => not_found(target),
     }
 }
 

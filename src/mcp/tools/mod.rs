@@ -28,7 +28,7 @@ pub mod session;
 pub mod since;
 pub mod state;
 pub mod state_wait;
-mod support;
+pub(crate) mod support;
 pub mod view;
 pub mod wait;
 pub mod watch;

@@ -17,13 +17,16 @@ use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::support::{build_error, check_tmux_format, is_env_name, require_every_session};
+use super::support::{
+    build_error, check_tmux_format, is_env_name, op_failure, require_every_session,
+};
 use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, engine_error, parse_target};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mux::lines::excerpt;
-use crate::mux::tmux::environment::{Environment, EnvironmentError};
+use crate::mux::tmux::environment::Environment;
+use crate::mux::tmux::op_error::OpError;
 use crate::mux::tmux::options::{OptionError, OptionLevel, OptionPlace};
 
 /// Which objects an option (or hook) belongs to.
@@ -221,27 +224,20 @@ pub(crate) fn option_error(
     other: impl FnOnce(ToolError) -> ToolError,
 ) -> ToolError {
     match error {
-        OptionError::Engine(error) => other(engine_error(
-            tmux.server_name(),
-            error,
-            "call list_sessions",
-        )),
+        OptionError::Op(OpError::Quote(error)) => build_error(error),
+        OptionError::Op(error) => {
+            other(op_failure(tmux.server_name(), error, "call list_sessions"))
+        }
         OptionError::Unknown(error) => unknown(engine_error(
             tmux.server_name(),
             error,
             "call list_sessions",
         )),
-        OptionError::Quote(error) => build_error(error),
     }
 }
 
-fn environment_error(tmux: &TmuxAccess<'_>, error: EnvironmentError) -> ToolError {
-    match error {
-        EnvironmentError::Engine(error) => {
-            engine_error(tmux.server_name(), error, "call list_sessions")
-        }
-        EnvironmentError::Quote(error) => build_error(error),
-    }
+fn environment_error(tmux: &TmuxAccess<'_>, error: OpError) -> ToolError {
+    op_failure(tmux.server_name(), error, "call list_sessions")
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

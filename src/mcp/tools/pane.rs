@@ -31,10 +31,10 @@ use crate::mcp::pane_ops::{
 };
 use crate::mcp::tools::watch::foreground_of;
 use crate::mux::agent_report::{AgentReports, PaneInstance};
-use crate::mux::tmux::format::{flag, row_format, split_row};
+use crate::mux::tmux::display::{expand_command, parse_snapshot, snapshot_command};
 use crate::mux::tmux::ops::capture::{CaptureRange, DEFAULT_MAX_LINES, LineBound};
 use crate::mux::tmux::target::Target;
-use crate::mux::tmux::{BatchMode, CommandOutcome, EngineError, TmuxCommand};
+use crate::mux::tmux::{BatchMode, CommandOutcome, EngineError};
 
 pub(crate) fn default_max_lines() -> usize {
     DEFAULT_MAX_LINES
@@ -346,33 +346,6 @@ pub struct SnapshotPaneOutput {
     pub dropped_bytes: usize,
 }
 
-/// Fields of `snapshot_pane`'s display-message; free text last.
-const SNAPSHOT_FIELDS: [&str; 23] = [
-    "pane_id",
-    "window_id",
-    "session_id",
-    "cursor_x",
-    "cursor_y",
-    "pane_width",
-    "pane_height",
-    "pane_in_mode",
-    "scroll_position",
-    "history_size",
-    "history_limit",
-    "alternate_on",
-    "pane_pid",
-    "pane_dead",
-    "pane_dead_status",
-    "pane_at_top",
-    "pane_at_bottom",
-    "pane_at_left",
-    "pane_at_right",
-    "pane_mode",
-    "pane_title",
-    "pane_current_command",
-    "pane_current_path",
-];
-
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CapturePaneInput {
@@ -564,12 +537,7 @@ impl McpServer {
         // (tmux 3.3) quietly expand the format for some other pane.
         let commands = vec![
             range.command(pane).map_err(quote_error)?,
-            TmuxCommand::new("display-message")
-                .flag("-p")
-                .target(pane)
-                .arg(row_format(&SNAPSHOT_FIELDS))
-                .build()
-                .map_err(quote_error)?,
+            snapshot_command(pane).map_err(quote_error)?,
         ];
         let mut outcomes = tmux
             .run_batch(commands, BatchMode::Independent, None)
@@ -577,39 +545,33 @@ impl McpServer {
             .into_iter();
         let lines = outcome_lines(&tmux, outcomes.next(), &target)?;
         let fields = outcome_lines(&tmux, outcomes.next(), &target)?;
-        let f = fields
-            .first()
-            .and_then(|row| split_row(row, SNAPSHOT_FIELDS.len()))
-            .filter(|f| f[0] == pane.to_string())
-            .ok_or_else(|| not_found(&target))?;
+        let row = parse_snapshot(pane, &fields).ok_or_else(|| not_found(&target))?;
         let capture = shape_and_cap(&tmux, &lines, &range, max_lines);
-        let number = |i: usize| f[i].parse::<u32>().unwrap_or(0);
-        let dead = flag(&f[13]);
         let snapshot = SnapshotPaneOutput {
             server: tmux.server_name().to_owned(),
-            pane_id: f[0].clone(),
-            window_id: f[1].clone(),
-            session_id: f[2].clone(),
-            cursor_x: number(3),
-            cursor_y: number(4),
-            width: number(5),
-            height: number(6),
-            in_mode: flag(&f[7]),
-            scroll_position: number(8),
-            history_size: number(9),
-            history_limit: number(10),
-            alternate_screen: flag(&f[11]),
-            pid: number(12),
-            dead,
-            dead_status: if dead { f[14].parse().ok() } else { None },
-            at_top: flag(&f[15]),
-            at_bottom: flag(&f[16]),
-            at_left: flag(&f[17]),
-            at_right: flag(&f[18]),
-            mode: f[19].clone(),
-            title: f[20].clone(),
-            current_command: f[21].clone(),
-            current_path: f[22].clone(),
+            pane_id: row.pane_id,
+            window_id: row.window_id,
+            session_id: row.session_id,
+            cursor_x: row.cursor_x,
+            cursor_y: row.cursor_y,
+            width: row.width,
+            height: row.height,
+            in_mode: row.in_mode,
+            scroll_position: row.scroll_position,
+            history_size: row.history_size,
+            history_limit: row.history_limit,
+            alternate_screen: row.alternate_on,
+            pid: row.pid,
+            dead: row.dead,
+            dead_status: row.dead_status,
+            at_top: row.at_top,
+            at_bottom: row.at_bottom,
+            at_left: row.at_left,
+            at_right: row.at_right,
+            mode: row.mode,
+            title: row.title,
+            current_command: row.current_command,
+            current_path: row.current_path,
             truncated: capture.truncated(),
             content_lines: capture.captured.lines,
             truncated_lines: capture.captured.truncated_lines,
@@ -691,12 +653,7 @@ impl McpServer {
         // Always resolved: tmux 3.3's display-message expands for another pane when the target
         // does not exist, instead of failing.
         let pane = tmux.resolve(&target).await?.pane_id;
-        let command = TmuxCommand::new("display-message")
-            .flag("-p")
-            .target(pane)
-            .arg(&input.format_string)
-            .build()
-            .map_err(quote_error)?;
+        let command = expand_command(pane, &input.format_string).map_err(quote_error)?;
         let lines = tmux.run(command, "call list_panes").await?;
         let text = lines
             .iter()

@@ -17,18 +17,16 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
 
 use crate::mcp::McpServer;
-use crate::mcp::access::{PANES_HINT, TmuxAccess, engine_error, list_hint, parse_target};
+use crate::mcp::access::{PANES_HINT, TmuxAccess, list_hint, parse_target};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{
-    PaneInfo, PaneRow, PaneScope, not_found, pane_info, pane_rows, quote_error,
+    PaneInfo, PaneRow, PaneScope, not_found, op_error, pane_info, pane_rows,
 };
 use crate::mcp::self_guard::Kill;
-use crate::mux::tmux::pane_lifecycle::{
-    PaneChangeError, PaneSelection, Spawn, Split, SplitSide, SplitSize,
-};
+use crate::mux::tmux::PaneId;
+use crate::mux::tmux::pane_lifecycle::{PaneSelection, Spawn, Split, SplitSide, SplitSize};
 use crate::mux::tmux::target::Target;
-use crate::mux::tmux::{EngineError, PaneId};
 
 /// Longest pane title accepted.
 const MAX_TITLE_LEN: usize = 256;
@@ -334,7 +332,7 @@ impl McpServer {
             .pane_lifecycle()
             .split(&split, launch.as_deref())
             .await
-            .map_err(|e| change_error(&tmux, e, &target, list_hint(&target)))?
+            .map_err(|e| op_error(&tmux, e, &target, list_hint(&target)))?
             .and_then(|row| PaneRow::from(row).for_caller(&tmux))
             .ok_or_else(|| not_found(&target))?;
         Ok(Json(row.info))
@@ -366,7 +364,7 @@ impl McpServer {
         tmux.pane_lifecycle()
             .kill(pane)
             .await
-            .map_err(|e| change_error(&tmux, e, &target, list_hint(&target)))?;
+            .map_err(|e| op_error(&tmux, e, &target, list_hint(&target)))?;
         Ok(Json(PaneActionOutput {
             server: tmux.server_name().to_owned(),
             pane_id: pane.to_string(),
@@ -404,7 +402,7 @@ impl McpServer {
         tmux.pane_lifecycle()
             .respawn(pane, input.kill, &spawn)
             .await
-            .map_err(|e| change_error(&tmux, e, &target, list_hint(&target)))?;
+            .map_err(|e| op_error(&tmux, e, &target, list_hint(&target)))?;
         Ok(Json(PaneActionOutput {
             server: tmux.server_name().to_owned(),
             pane_id: pane.to_string(),
@@ -469,7 +467,7 @@ impl McpServer {
             .pane_lifecycle()
             .select(selection, from)
             .await
-            .map_err(|e| change_error(&tmux, e, &target, "call list_panes"))?;
+            .map_err(|e| op_error(&tmux, e, &target, "call list_panes"))?;
         let active_pane = rows
             .into_iter()
             .filter_map(|row| PaneRow::from(row).for_caller(&tmux))
@@ -535,7 +533,7 @@ impl McpServer {
                 lifecycle.resize(pane, input.width, input.height).await
             }
         };
-        resized.map_err(|e| change_error(&tmux, e, &target, list_hint(&target)))?;
+        resized.map_err(|e| op_error(&tmux, e, &target, list_hint(&target)))?;
         Ok(Json(pane_info(&tmux, &target).await?.info))
     }
 
@@ -571,7 +569,7 @@ impl McpServer {
         tmux.pane_lifecycle()
             .swap(source, target)
             .await
-            .map_err(|e| change_error(&tmux, e, &Target::Pane(target), PANES_HINT))?;
+            .map_err(|e| op_error(&tmux, e, &Target::Pane(target), PANES_HINT))?;
         let source_info = pane_info(&tmux, &Target::Pane(source)).await?.info;
         let target_info = pane_info(&tmux, &Target::Pane(target)).await?.info;
         Ok(Json(SwapPaneOutput {
@@ -613,7 +611,7 @@ impl McpServer {
         tmux.pane_lifecycle()
             .set_title(pane, &input.title)
             .await
-            .map_err(|e| change_error(&tmux, e, &target, list_hint(&target)))?;
+            .map_err(|e| op_error(&tmux, e, &target, list_hint(&target)))?;
         Ok(Json(SetPaneTitleOutput {
             server: tmux.server_name().to_owned(),
             pane_id: pane.to_string(),
@@ -645,7 +643,7 @@ impl McpServer {
         tmux.pane_lifecycle()
             .clear(pane)
             .await
-            .map_err(|e| change_error(&tmux, e, &target, "call list_panes"))?;
+            .map_err(|e| op_error(&tmux, e, &target, "call list_panes"))?;
         Ok(Json(PaneActionOutput {
             server: tmux.server_name().to_owned(),
             pane_id: pane.to_string(),
@@ -674,28 +672,6 @@ fn exact_pane(text: &str, instead: &str) -> Result<PaneId, ToolError> {
             ),
             format!("call list_panes for pane ids, or use {instead}"),
         )),
-    }
-}
-
-/// A failed pane change as an error for the model: engine failures suggest `list_hint`; a
-/// command tmux refused or did not run reads as for `target`.
-fn change_error(
-    tmux: &TmuxAccess<'_>,
-    error: PaneChangeError,
-    target: &Target,
-    list_hint_for_engine: &str,
-) -> ToolError {
-    match error {
-        PaneChangeError::Engine(error) => {
-            engine_error(tmux.server_name(), error, list_hint_for_engine)
-        }
-        PaneChangeError::Quote(error) => quote_error(error),
-        PaneChangeError::Refused(message) => engine_error(
-            tmux.server_name(),
-            EngineError::Command(message),
-            list_hint(target),
-        ),
-        PaneChangeError::Unanswered => not_found(target),
     }
 }
 

@@ -39,9 +39,9 @@ use crate::mux::shell_run::{
     CommandError, RunCapture, RunMarkers, RunText, ShellFlavor, unmarked_typed_text,
 };
 use crate::mux::tmux::PaneId;
+use crate::mux::tmux::op_error::OpError;
 use crate::mux::tmux::output::{OutputChunk, PaneStream};
 use crate::mux::tmux::pane_state::PaneState;
-use crate::mux::tmux::typing::TypingError;
 
 /// `run_command`'s timeout when the client gives none.
 pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -373,16 +373,14 @@ async fn type_line(tmux: &TmuxAccess<'_>, pane: PaneId, text: &str) -> Result<()
         .type_line(pane, text)
         .await
         .map_err(|e| match e {
-            TypingError::Engine(e) => engine_error(tmux.server_name(), e, "call list_panes"),
-            TypingError::Quote(e) => {
-                ToolError::invalid_arguments(e.to_string(), "remove NUL bytes")
-            }
-            TypingError::Refused(message) => ToolError::new(
+            OpError::Engine(e) => engine_error(tmux.server_name(), e, "call list_panes"),
+            OpError::Quote(e) => ToolError::invalid_arguments(e.to_string(), "remove NUL bytes"),
+            OpError::Refused(message) => ToolError::new(
                 ToolErrorKind::Conflict,
                 format!("tmux refused to type into {pane}: {message}"),
                 "call list_panes to check the pane",
             ),
-            TypingError::Unfinished => ToolError::new(
+            OpError::Unanswered => ToolError::new(
                 ToolErrorKind::Unavailable,
                 format!("typing into {pane} did not complete"),
                 "check the pane with capture_pane before retrying",

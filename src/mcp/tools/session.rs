@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::support::{
-    build_error, check_window_name, name_filter, session_only, validate_environment,
+    build_error, check_window_name, name_filter, op_failure, session_only, validate_environment,
     validate_start_directory, validate_window_size,
 };
 use super::window::{WindowInfo, list_window_rows};
@@ -216,8 +216,7 @@ pub(crate) async fn list_session_rows(
 /// are listed. [`SessionError::NameInUse`] gets [`name_taken`] where a name was chosen.
 fn session_error(server: &str, error: SessionError, list_hint: &str) -> ToolError {
     match error {
-        SessionError::Engine(error) => engine_error(server, error, list_hint),
-        SessionError::Quote(error) => build_error(error),
+        SessionError::Op(error) => op_failure(server, error, list_hint),
         SessionError::NameInUse(message) => {
             engine_error(server, EngineError::Command(message), list_hint)
         }
@@ -225,11 +224,6 @@ fn session_error(server: &str, error: SessionError, list_hint: &str) -> ToolErro
             ToolErrorKind::Conflict,
             format!("tmux refused to list sessions: {message}"),
             "retry; if it persists call get_server_info",
-        ),
-        SessionError::Unanswered => ToolError::new(
-            ToolErrorKind::Unavailable,
-            "tmux did not answer for every command",
-            "retry shortly",
         ),
         SessionError::NotCreated(message) => creation_failed(&message),
     }

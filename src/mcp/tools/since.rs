@@ -11,14 +11,15 @@ use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::support::op_failure;
 use crate::mcp::McpServer;
-use crate::mcp::access::{TmuxAccess, engine_error};
+use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mux::tmux::PaneId;
+use crate::mux::tmux::op_error::{OpError, PaneOpError};
 use crate::mux::tmux::ops::capture::{DEFAULT_MAX_LINES, shape_capture};
 use crate::mux::tmux::ops::since::{PaneRows, SinceCursor, cursor_at, locate};
-use crate::mux::tmux::since::SinceError;
 
 /// Most rows a client may ask for at once.
 const MAX_MAX_LINES: usize = 10_000;
@@ -157,9 +158,9 @@ async fn state_and_rows(
         .read(pane, start_line)
         .await
         .map_err(|e| match e {
-            SinceError::Engine(e) => engine_error(tmux.server_name(), e, "call list_panes"),
-            SinceError::Quote(e) => internal(format!("capture_since command: {e}")),
-            SinceError::PaneMissing(pane) => ToolError::not_found(
+            PaneOpError::Op(OpError::Quote(e)) => internal(format!("capture_since command: {e}")),
+            PaneOpError::Op(e) => op_failure(tmux.server_name(), e, "call list_panes"),
+            PaneOpError::Missing(pane) => ToolError::not_found(
                 format!("pane {pane} not found"),
                 "call list_panes to see pane ids",
             ),

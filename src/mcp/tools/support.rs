@@ -1,17 +1,18 @@
 //! Small pieces the session, window, option and hook tools share: a value that cannot be
-//! quoted as an error, narrowing a target to the kind a tool acts on, listing filters, and the
+//! quoted and a failed typed operation as errors, narrowing a target to the kind a tool acts on, listing filters, and the
 //! rule for operations that reach beyond one session.
 //!
 //! Pure apart from [`TmuxAccess`] reads; no tool logic lives here.
 
 use crate::auth::pattern::NamePattern;
-use crate::mcp::access::TmuxAccess;
+use crate::mcp::access::{TmuxAccess, engine_error};
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mux::lines::excerpt;
 pub(crate) use crate::mux::tmux::environment::is_env_name;
 use crate::mux::tmux::format_check::check_format;
+use crate::mux::tmux::op_error::OpError;
 use crate::mux::tmux::target::{SessionSel, Target};
-use crate::mux::tmux::{QuoteError, WindowId};
+use crate::mux::tmux::{EngineError, QuoteError, WindowId};
 
 /// A value that cannot go on a command line (a NUL byte), as an error the model can fix.
 pub(crate) fn build_error(error: QuoteError) -> ToolError {
@@ -19,6 +20,23 @@ pub(crate) fn build_error(error: QuoteError) -> ToolError {
         error.to_string(),
         "remove NUL bytes from the arguments and call again",
     )
+}
+
+/// A failed typed operation as an error for the model, for the cases a tool does not word
+/// itself: the engine's failures and tmux's refusals as for any command (suggesting
+/// `list_hint`), a value that cannot be quoted as [`build_error`] says, a command tmux did not
+/// answer as worth a retry.
+pub(crate) fn op_failure(server: &str, error: OpError, list_hint: &str) -> ToolError {
+    match error {
+        OpError::Engine(error) => engine_error(server, error, list_hint),
+        OpError::Refused(message) => engine_error(server, EngineError::Command(message), list_hint),
+        OpError::Quote(error) => build_error(error),
+        OpError::Unanswered => ToolError::new(
+            ToolErrorKind::Unavailable,
+            "tmux did not answer for every command",
+            "retry shortly",
+        ),
+    }
 }
 
 /// The session a tool that acts on whole sessions was given; other kinds are refused so that a

@@ -42,7 +42,8 @@ use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::position::OutputPosition;
 use crate::mux::echo::EchoFilter;
 use crate::mux::text_match::{self, HitKind, PatternOptions, WaitMatcher};
-use crate::mux::tmux::{LineBatch, LineReader, OutputSubscription, PaneId, StreamEnd, TmuxCommand};
+use crate::mux::tmux::ops::capture::CaptureRange;
+use crate::mux::tmux::{LineBatch, LineReader, OutputSubscription, PaneId, StreamEnd};
 
 /// Lines kept for a result's `tail`.
 const TAIL_LINES: usize = 20;
@@ -534,11 +535,12 @@ pub fn stream_end(server: &str, pane: PaneId, end: StreamEnd) -> Result<Option<i
 
 /// The visible screen of `pane`, wrapped lines joined.
 async fn visible_lines(tmux: &TmuxAccess<'_>, pane: PaneId) -> Result<Vec<String>, ToolError> {
-    let command = TmuxCommand::new("capture-pane")
-        .flag("-p")
-        .flag("-J")
-        .target(pane)
-        .build()
+    let range = CaptureRange {
+        join_wrapped: true,
+        ..CaptureRange::visible()
+    };
+    let command = range
+        .command(pane)
         .map_err(|e| ToolError::new(ToolErrorKind::Internal, e.to_string(), "report this"))?;
     let rows = tmux.run(command, PANES_HINT).await.map_err(|e| {
         if e.kind == ToolErrorKind::NotFound {

@@ -10,11 +10,13 @@ use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
+use super::support::op_failure;
 use crate::mcp::access::{PANES_HINT, TmuxAccess, engine_error};
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mux::foreground::{self, Foreground};
+use crate::mux::tmux::op_error::{OpError, PaneOpError};
 use crate::mux::tmux::output::PaneStream;
-use crate::mux::tmux::pane_state::{PaneState, PaneStateError};
+use crate::mux::tmux::pane_state::PaneState;
 use crate::mux::tmux::{EngineError, OutputSubscription, PaneId};
 
 // The MCP edge of [`crate::mux::tmux::pane_state`]: the typed read, with its errors as the
@@ -50,13 +52,13 @@ pub fn foreground_of_state(tmux: &TmuxAccess<'_>, state: &PaneState) -> Option<F
     )
 }
 
-fn state_error(tmux: &TmuxAccess<'_>, error: PaneStateError) -> ToolError {
+fn state_error(tmux: &TmuxAccess<'_>, error: PaneOpError) -> ToolError {
     match error {
-        PaneStateError::Engine(e) => engine_error(tmux.server_name(), e, PANES_HINT),
-        PaneStateError::Quote(e) => {
+        PaneOpError::Op(OpError::Quote(e)) => {
             ToolError::new(ToolErrorKind::Internal, e.to_string(), "report this")
         }
-        PaneStateError::Missing(pane) => missing_pane(pane),
+        PaneOpError::Op(e) => op_failure(tmux.server_name(), e, PANES_HINT),
+        PaneOpError::Missing(pane) => missing_pane(pane),
     }
 }
 

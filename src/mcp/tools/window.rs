@@ -28,8 +28,9 @@ use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::fields::RowShape;
 use crate::mcp::self_guard::Kill;
 use crate::mux::lines::excerpt;
+use crate::mux::tmux::op_error::OpError;
 use crate::mux::tmux::target::{SessionSel, Target};
-use crate::mux::tmux::windows::{NewWindow, Place, Selection, Side, Window, WindowError};
+use crate::mux::tmux::windows::{NewWindow, Place, Selection, Side, Window};
 use crate::mux::tmux::{SessionId, WindowId};
 
 /// One tmux window (as linked into one session).
@@ -111,24 +112,22 @@ const UNANSWERED: (&str, &str) = (
 /// and an answer tmux left out reads `missing` (message, suggestion).
 fn window_error(
     tmux: &TmuxAccess<'_>,
-    error: WindowError,
+    error: OpError,
     list_hint: &str,
     missing: (&str, &str),
 ) -> ToolError {
     match error {
-        WindowError::Engine(error) => engine_error(tmux.server_name(), error, list_hint),
-        WindowError::Quote(error) => build_error(error),
-        WindowError::Refused(message) => refused(&message),
-        WindowError::Unanswered | WindowError::NotReported => {
-            ToolError::new(ToolErrorKind::Internal, missing.0, missing.1)
-        }
+        OpError::Engine(error) => engine_error(tmux.server_name(), error, list_hint),
+        OpError::Quote(error) => build_error(error),
+        OpError::Refused(message) => refused(&message),
+        OpError::Unanswered => ToolError::new(ToolErrorKind::Internal, missing.0, missing.1),
     }
 }
 
 /// `window` as a change left it, from its session's windows listed right after the change.
 fn window_after(
     tmux: &TmuxAccess<'_>,
-    changed: Result<Vec<Window>, WindowError>,
+    changed: Result<Vec<Window>, OpError>,
     session: SessionId,
     window: WindowId,
 ) -> Result<WindowInfo, ToolError> {

@@ -6,6 +6,7 @@
 //! is always derived from the owner given at construction ([`LogicalBufferName::tmux_name`]),
 //! so nothing built here can reach a buffer another client (or a human) made.
 
+use super::op_error::{OpError, wraps_op_error};
 use super::ops::buffer::{LogicalBufferName, decode_show_buffer, show_buffer_escaped};
 use super::{
     BatchMode, Caller, CommandOutcome, EngineError, PaneId, QuoteError, TmuxCommand, TmuxServer,
@@ -14,20 +15,16 @@ use super::{
 /// Why a buffer operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum BufferError {
+    /// As any operation; `Unanswered` when tmux answered the version query but not
+    /// `show-buffer`.
     #[error(transparent)]
-    Engine(#[from] EngineError),
-    #[error(transparent)]
-    Quote(#[from] QuoteError),
+    Op(#[from] OpError),
     /// The owner has no buffer by that name.
     #[error("no such buffer")]
     Missing,
-    /// tmux refused to print the buffer; its message.
-    #[error("tmux refused the command: {0}")]
-    Refused(String),
-    /// tmux answered the version query but not `show-buffer`.
-    #[error("tmux did not answer show-buffer")]
-    Unanswered,
 }
+
+wraps_op_error!(BufferError);
 
 /// Whether tmux's message says the buffer does not exist ("no buffer …" from show and paste,
 /// "unknown buffer: …" from delete).
@@ -41,7 +38,7 @@ fn is_missing_buffer(message: &str) -> bool {
 fn classify(error: EngineError) -> BufferError {
     match error {
         EngineError::Command(message) if is_missing_buffer(&message) => BufferError::Missing,
-        error => BufferError::Engine(error),
+        error => error.into(),
     }
 }
 
@@ -64,7 +61,9 @@ fn paste_command(tmux_name: &str, pane: PaneId, bracket: bool) -> Result<TmuxCom
     command.opt("-b", tmux_name).target(pane).build()
 }
 
-fn delete_command(tmux_name: &str) -> Result<TmuxCommand, QuoteError> {
+/// `delete-buffer` of the buffer tmux knows as `tmux_name` (also used to clean up the transient
+/// buffers of a delivery that failed).
+pub fn delete_command(tmux_name: &str) -> Result<TmuxCommand, QuoteError> {
     TmuxCommand::new("delete-buffer")
         .opt("-b", tmux_name)
         .build()
@@ -102,8 +101,8 @@ fn parse_read(outcomes: Vec<CommandOutcome>) -> Result<Vec<u8>, BufferError> {
         Some(CommandOutcome::Failed(message)) if is_missing_buffer(&message) => {
             Err(BufferError::Missing)
         }
-        Some(CommandOutcome::Failed(message)) => Err(BufferError::Refused(message)),
-        _ => Err(BufferError::Unanswered),
+        Some(CommandOutcome::Failed(message)) => Err(OpError::Refused(message).into()),
+        _ => Err(OpError::Unanswered.into()),
     }
 }
 
@@ -239,11 +238,11 @@ mod tests {
         ));
         assert!(matches!(
             parse_read(vec![ok(&[b"3.5"]), CommandOutcome::Failed("odd".into())]),
-            Err(BufferError::Refused(m)) if m == "odd"
+            Err(BufferError::Op(OpError::Refused(m))) if m == "odd"
         ));
         assert!(matches!(
             parse_read(vec![ok(&[b"3.5"])]),
-            Err(BufferError::Unanswered)
+            Err(BufferError::Op(OpError::Unanswered))
         ));
     }
 
@@ -255,7 +254,7 @@ mod tests {
         ));
         assert!(matches!(
             classify(EngineError::Command("can't find pane: %9".into())),
-            BufferError::Engine(EngineError::Command(_))
+            BufferError::Op(OpError::Engine(EngineError::Command(_)))
         ));
     }
 }

@@ -17,8 +17,9 @@
 
 use std::path::Path;
 
+use super::op_error::OpError;
 use super::spawn::{TmuxEndpoint, tmux_command};
-use super::{Caller, EngineError, QuoteError, TmuxCommand, TmuxServer};
+use super::{Caller, QuoteError, TmuxCommand, TmuxServer};
 
 /// Longest channel name accepted.
 const MAX_CHANNEL_LEN: usize = 128;
@@ -86,15 +87,6 @@ pub enum ChannelWaitError {
     ServerGone(String),
 }
 
-/// Why signalling a channel failed.
-#[derive(Debug, thiserror::Error)]
-pub enum SignalError {
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-    #[error(transparent)]
-    Quote(#[from] QuoteError),
-}
-
 /// `wait-for -S`: `channel` after `--`, so a name starting with `-` is not an option.
 fn signal_command(channel: &str) -> Result<TmuxCommand, QuoteError> {
     TmuxCommand::new("wait-for")
@@ -130,7 +122,7 @@ impl TmuxChannels {
     }
 
     /// Signals `channel`; tmux remembers it when nobody waits yet.
-    pub async fn signal(&self, channel: &ChannelName) -> Result<(), SignalError> {
+    pub async fn signal(&self, channel: &ChannelName) -> Result<(), OpError> {
         let command = signal_command(&self.in_tmux(channel))?;
         self.server.run(&self.caller, command).await?;
         Ok(())

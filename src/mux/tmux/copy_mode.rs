@@ -2,14 +2,13 @@
 //! and leaving it.
 //!
 //! This module owns the command lines and the row that reports the pane's mode; callers get a
-//! [`ModeState`] and a [`CopyModeError`] that says what happened, not what to tell anyone
+//! [`ModeState`] and an [`OpError`] that says what happened, not what to tell anyone
 //! about it. Each change reads the pane's mode on the same line, right after the change, so
 //! the answer shows the pane as the change left it and nothing else can run in between.
 
 use super::format::{flag, row_format, split_row};
-use super::{
-    BatchMode, Caller, CommandOutcome, EngineError, PaneId, QuoteError, TmuxCommand, TmuxServer,
-};
+use super::op_error::{OpError, first_failure};
+use super::{BatchMode, Caller, CommandOutcome, PaneId, QuoteError, TmuxCommand, TmuxServer};
 
 /// `-F` fields of the mode row; the mode's name (free text) last.
 const MODE_FIELDS: [&str; 4] = ["pane_id", "pane_in_mode", "scroll_position", "pane_mode"];
@@ -25,21 +24,6 @@ pub struct ModeState {
     pub scroll_position: u32,
     /// Which mode (`copy-mode`, …; empty when none).
     pub mode: String,
-}
-
-/// Why a copy-mode change failed.
-#[derive(Debug, thiserror::Error)]
-pub enum CopyModeError {
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-    #[error(transparent)]
-    Quote(#[from] QuoteError),
-    /// tmux refused a command of the change; its message.
-    #[error("tmux refused the command: {0}")]
-    Refused(String),
-    /// A command was not run, or the pane's mode came back without a row that parses.
-    #[error("tmux did not report the pane's mode")]
-    Unanswered,
 }
 
 /// `copy-mode` for `pane`, then `scroll_up` lines up when there are any to scroll.
@@ -76,19 +60,15 @@ fn state_command(pane: PaneId) -> Result<TmuxCommand, QuoteError> {
 }
 
 /// The mode row printed by the last command of a chain run to its first failure.
-fn parse_outcomes(outcomes: Vec<CommandOutcome>) -> Result<ModeState, CopyModeError> {
-    let mut last = Vec::new();
-    for outcome in outcomes {
-        match outcome {
-            CommandOutcome::Ok(lines) => last = lines,
-            CommandOutcome::Failed(message) => return Err(CopyModeError::Refused(message)),
-            CommandOutcome::NotRun => return Err(CopyModeError::Unanswered),
-        }
+fn parse_outcomes(outcomes: &[CommandOutcome]) -> Result<ModeState, OpError> {
+    first_failure(outcomes)?;
+    let f = match outcomes.last() {
+        Some(CommandOutcome::Ok(last)) => last
+            .first()
+            .and_then(|line| split_row(line, MODE_FIELDS.len())),
+        _ => None,
     }
-    let f = last
-        .first()
-        .and_then(|line| split_row(line, MODE_FIELDS.len()))
-        .ok_or(CopyModeError::Unanswered)?;
+    .ok_or(OpError::Unanswered)?;
     Ok(ModeState {
         pane_id: f[0].clone(),
         in_mode: flag(&f[1]),
@@ -112,25 +92,25 @@ impl TmuxCopyMode {
     }
 
     /// Puts `pane` into copy mode, scrolled up `scroll_up` lines; its mode afterwards.
-    pub async fn enter(&self, pane: PaneId, scroll_up: u32) -> Result<ModeState, CopyModeError> {
+    pub async fn enter(&self, pane: PaneId, scroll_up: u32) -> Result<ModeState, OpError> {
         let mut commands = enter_commands(pane, scroll_up)?;
         commands.push(state_command(pane)?);
         self.change(commands).await
     }
 
     /// Takes `pane` out of any mode; its mode afterwards.
-    pub async fn exit(&self, pane: PaneId) -> Result<ModeState, CopyModeError> {
+    pub async fn exit(&self, pane: PaneId) -> Result<ModeState, OpError> {
         self.change(vec![exit_command(pane)?, state_command(pane)?])
             .await
     }
 
     /// Runs `commands` (the last one prints the mode row), stopping at the first failure.
-    async fn change(&self, commands: Vec<TmuxCommand>) -> Result<ModeState, CopyModeError> {
+    async fn change(&self, commands: Vec<TmuxCommand>) -> Result<ModeState, OpError> {
         let outcomes = self
             .server
             .run_batch(&self.caller, commands, BatchMode::StopOnError, None)
             .await?;
-        parse_outcomes(outcomes)
+        parse_outcomes(&outcomes)
     }
 }
 
@@ -170,7 +150,7 @@ mod tests {
         let ok = |lines: Vec<Vec<u8>>| CommandOutcome::Ok(lines);
         let row = encode_row(&["%3", "1", "40", "copy-mode"]);
         assert_eq!(
-            parse_outcomes(vec![ok(Vec::new()), ok(vec![row])]).unwrap(),
+            parse_outcomes(&[ok(Vec::new()), ok(vec![row])]).unwrap(),
             ModeState {
                 pane_id: "%3".into(),
                 in_mode: true,
@@ -179,30 +159,27 @@ mod tests {
             }
         );
         let odd = encode_row(&["%3", "0", "", ""]);
-        let left = parse_outcomes(vec![ok(vec![odd])]).unwrap();
+        let left = parse_outcomes(&[ok(vec![odd])]).unwrap();
         assert!(!left.in_mode && left.scroll_position == 0 && left.mode.is_empty());
     }
 
     #[test]
     fn failures_stop_the_chain() {
         assert!(matches!(
-            parse_outcomes(vec![
+            parse_outcomes(&[
                 CommandOutcome::Failed("can't find pane: %9".into()),
                 CommandOutcome::NotRun,
             ]),
-            Err(CopyModeError::Refused(m)) if m == "can't find pane: %9"
+            Err(OpError::Refused(m)) if m == "can't find pane: %9"
         ));
         assert!(matches!(
-            parse_outcomes(vec![CommandOutcome::Ok(Vec::new()), CommandOutcome::NotRun]),
-            Err(CopyModeError::Unanswered)
+            parse_outcomes(&[CommandOutcome::Ok(Vec::new()), CommandOutcome::NotRun]),
+            Err(OpError::Unanswered)
         ));
         assert!(matches!(
-            parse_outcomes(vec![CommandOutcome::Ok(vec![b"junk".to_vec()])]),
-            Err(CopyModeError::Unanswered)
+            parse_outcomes(&[CommandOutcome::Ok(vec![b"junk".to_vec()])]),
+            Err(OpError::Unanswered)
         ));
-        assert!(matches!(
-            parse_outcomes(Vec::new()),
-            Err(CopyModeError::Unanswered)
-        ));
+        assert!(matches!(parse_outcomes(&[]), Err(OpError::Unanswered)));
     }
 }

@@ -7,16 +7,8 @@
 
 use std::collections::BTreeMap;
 
+use super::op_error::OpError;
 use super::{Caller, CommandBuilder, EngineError, QuoteError, TmuxCommand, TmuxServer};
-
-/// Why an environment operation failed.
-#[derive(Debug, thiserror::Error)]
-pub enum EnvironmentError {
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-    #[error(transparent)]
-    Quote(#[from] QuoteError),
-}
 
 /// An environment as tmux lists it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -114,7 +106,7 @@ impl TmuxEnvironment {
         &self,
         session: Option<&str>,
         name: Option<&str>,
-    ) -> Result<Environment, EnvironmentError> {
+    ) -> Result<Environment, OpError> {
         let command = show_command(session, name)?;
         match self.server.run(&self.caller, command).await {
             Ok(lines) => Ok(parse_environment(&lines)),
@@ -132,7 +124,7 @@ impl TmuxEnvironment {
         session: Option<&str>,
         name: &str,
         value: Option<&str>,
-    ) -> Result<(), EnvironmentError> {
+    ) -> Result<(), OpError> {
         let command = set_command(session, name, value)?;
         self.server.run(&self.caller, command).await?;
         Ok(())

@@ -28,6 +28,9 @@
 //!   gateway asks about its own);
 //! - [`pane_state`]: a pane's state in one row, read by the tools that wait on a pane, run
 //!   commands in it or report on it; [`typing`]: a line and its Enter typed in one write.
+//! - [`op_error`]: the error the typed operations share, and a batch's answers read into it;
+//! - [`locate`]: where a client's target is (session, window, pane), for access checks;
+//!   [`display`]: `display-message` in a pane's context (the snapshot row, a client's format).
 //!
 //! [`TmuxServer`] ties one server's worker and output hub together; [`TmuxEngine`] holds the
 //! configured servers by name.
@@ -38,12 +41,15 @@ pub mod claims;
 pub mod command;
 pub mod connection;
 pub mod copy_mode;
+pub mod display;
 pub mod environment;
 pub mod format;
 pub mod format_check;
 pub mod ids;
 pub mod latency;
+pub mod locate;
 pub mod monitor;
+pub mod op_error;
 pub mod ops;
 pub mod options;
 pub mod output;

@@ -6,6 +6,7 @@
 //! [`OptionPlace`] and get an [`OptionError`] that says what happened, not what to tell anyone
 //! about it. Which names and values are acceptable (hooks, `#(`) is the caller's business.
 
+use super::op_error::OpError;
 use super::{Caller, CommandBuilder, EngineError, QuoteError, TmuxCommand, TmuxServer};
 
 /// Which objects an option (or hook) belongs to.
@@ -59,9 +60,7 @@ impl OptionPlace {
 #[derive(Debug, thiserror::Error)]
 pub enum OptionError {
     #[error(transparent)]
-    Engine(EngineError),
-    #[error(transparent)]
-    Quote(#[from] QuoteError),
+    Op(OpError),
     /// tmux does not know the option at this level; the engine's error, as tmux put it.
     #[error("unknown option: {0}")]
     Unknown(EngineError),
@@ -74,8 +73,14 @@ impl From<EngineError> for OptionError {
             EngineError::Command(message) if message.contains("invalid option") => {
                 OptionError::Unknown(error)
             }
-            _ => OptionError::Engine(error),
+            _ => OptionError::Op(error.into()),
         }
+    }
+}
+
+impl From<QuoteError> for OptionError {
+    fn from(error: QuoteError) -> Self {
+        OptionError::Op(error.into())
     }
 }
 
@@ -208,7 +213,7 @@ impl TmuxOptions {
             .server
             .run(&self.caller, hooks_command(place, name)?)
             .await
-            .map_err(OptionError::Engine)?;
+            .map_err(|error| OptionError::Op(error.into()))?;
         Ok(parse_hooks(&lines))
     }
 }
@@ -274,7 +279,7 @@ mod tests {
         ));
         assert!(matches!(
             OptionError::from(EngineError::Command("value is invalid".into())),
-            OptionError::Engine(_)
+            OptionError::Op(OpError::Engine(_))
         ));
     }
 

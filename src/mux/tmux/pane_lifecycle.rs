@@ -2,30 +2,13 @@
 //! selecting, resizing, zooming, swapping, retitling and clearing.
 //!
 //! This module owns the command lines (and the pane rows a split or a selection prints, see
-//! [`super::pane_row`]); callers get [`PaneRecord`]s and a [`PaneChangeError`] that says what
+//! [`super::pane_row`]); callers get [`PaneRecord`]s and an [`OpError`] that says what
 //! happened, not what to tell anyone about it. Which panes a caller may change, and which
 //! one a relative selection lands on, is the caller's business.
 
+use super::op_error::{OpError, first_failure, listed_after_change};
 use super::pane_row::PaneRecord;
-use super::{
-    BatchMode, Caller, CommandBuilder, CommandOutcome, EngineError, PaneId, QuoteError,
-    TmuxCommand, TmuxServer, ops,
-};
-
-/// Why a pane change failed.
-#[derive(Debug, thiserror::Error)]
-pub enum PaneChangeError {
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-    #[error(transparent)]
-    Quote(#[from] QuoteError),
-    /// tmux refused a command of a line; its message.
-    #[error("tmux: {0}")]
-    Refused(String),
-    /// A line ended without running each of its commands.
-    #[error("tmux did not run every command")]
-    Unanswered,
-}
+use super::{BatchMode, Caller, CommandBuilder, PaneId, QuoteError, TmuxCommand, TmuxServer, ops};
 
 /// How a new program starts in a pane (a split's, or a respawned one's).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -162,7 +145,7 @@ impl TmuxPaneLifecycle {
         Self { server, caller }
     }
 
-    async fn run(&self, command: CommandBuilder) -> Result<Vec<Vec<u8>>, PaneChangeError> {
+    async fn run(&self, command: CommandBuilder) -> Result<Vec<Vec<u8>>, OpError> {
         Ok(self.server.run(&self.caller, command.build()?).await?)
     }
 
@@ -171,7 +154,7 @@ impl TmuxPaneLifecycle {
         &self,
         split: &Split,
         launch: Option<&[String]>,
-    ) -> Result<Option<PaneRecord>, PaneChangeError> {
+    ) -> Result<Option<PaneRecord>, OpError> {
         let rows = self
             .server
             .run(&self.caller, split.command(launch)?)
@@ -180,19 +163,14 @@ impl TmuxPaneLifecycle {
     }
 
     /// Kills a pane and its program.
-    pub async fn kill(&self, pane: PaneId) -> Result<(), PaneChangeError> {
+    pub async fn kill(&self, pane: PaneId) -> Result<(), OpError> {
         self.run(TmuxCommand::new("kill-pane").target(pane)).await?;
         Ok(())
     }
 
     /// Restarts a pane's program as `spawn` says, killing the running one first if `kill`
     /// (else tmux respawns only a dead pane).
-    pub async fn respawn(
-        &self,
-        pane: PaneId,
-        kill: bool,
-        spawn: &Spawn,
-    ) -> Result<(), PaneChangeError> {
+    pub async fn respawn(&self, pane: PaneId, kill: bool, spawn: &Spawn) -> Result<(), OpError> {
         let mut command = TmuxCommand::new("respawn-pane");
         if kill {
             command = command.flag("-k");
@@ -207,7 +185,7 @@ impl TmuxPaneLifecycle {
         &self,
         selection: PaneSelection,
         window_of: PaneId,
-    ) -> Result<Vec<PaneRecord>, PaneChangeError> {
+    ) -> Result<Vec<PaneRecord>, OpError> {
         let list = TmuxCommand::new("list-panes")
             .target(window_of)
             .opt("-F", PaneRecord::row_format())
@@ -221,25 +199,14 @@ impl TmuxPaneLifecycle {
                 None,
             )
             .await?;
-        let mut outcomes = outcomes.into_iter();
-        match outcomes.next() {
-            Some(CommandOutcome::Ok(_)) => {}
-            Some(CommandOutcome::Failed(message)) => {
-                return Err(PaneChangeError::Refused(message));
-            }
-            Some(CommandOutcome::NotRun) | None => return Err(PaneChangeError::Unanswered),
-        }
-        match outcomes.next() {
-            Some(CommandOutcome::Ok(rows)) => Ok(rows
-                .iter()
-                .filter_map(|row| PaneRecord::parse(row))
-                .collect()),
-            _ => Err(PaneChangeError::Unanswered),
-        }
+        Ok(listed_after_change(&outcomes)?
+            .iter()
+            .filter_map(|row| PaneRecord::parse(row))
+            .collect())
     }
 
     /// Zooms a pane to fill its window, or unzooms it (tmux toggles).
-    pub async fn toggle_zoom(&self, pane: PaneId) -> Result<(), PaneChangeError> {
+    pub async fn toggle_zoom(&self, pane: PaneId) -> Result<(), OpError> {
         self.run(TmuxCommand::new("resize-pane").flag("-Z").target(pane))
             .await?;
         Ok(())
@@ -251,7 +218,7 @@ impl TmuxPaneLifecycle {
         pane: PaneId,
         width: Option<u32>,
         height: Option<u32>,
-    ) -> Result<(), PaneChangeError> {
+    ) -> Result<(), OpError> {
         let mut command = TmuxCommand::new("resize-pane").target(pane);
         if let Some(width) = width {
             command = command.opt("-x", width.to_string());
@@ -264,7 +231,7 @@ impl TmuxPaneLifecycle {
     }
 
     /// Swaps the places of two panes, leaving the active pane as it was.
-    pub async fn swap(&self, source: PaneId, target: PaneId) -> Result<(), PaneChangeError> {
+    pub async fn swap(&self, source: PaneId, target: PaneId) -> Result<(), OpError> {
         self.run(
             TmuxCommand::new("swap-pane")
                 .flag("-d")
@@ -276,7 +243,7 @@ impl TmuxPaneLifecycle {
     }
 
     /// Sets a pane's title, taken literally.
-    pub async fn set_title(&self, pane: PaneId, title: &str) -> Result<(), PaneChangeError> {
+    pub async fn set_title(&self, pane: PaneId, title: &str) -> Result<(), OpError> {
         // select-pane -T sets the title and returns before touching the active pane.
         self.run(
             TmuxCommand::new("select-pane")
@@ -288,7 +255,7 @@ impl TmuxPaneLifecycle {
     }
 
     /// Clears a pane's screen and its scrollback history, on one line.
-    pub async fn clear(&self, pane: PaneId) -> Result<(), PaneChangeError> {
+    pub async fn clear(&self, pane: PaneId) -> Result<(), OpError> {
         let commands = vec![
             TmuxCommand::new("send-keys")
                 .flag("-R")
@@ -300,14 +267,7 @@ impl TmuxPaneLifecycle {
             .server
             .run_batch(&self.caller, commands, BatchMode::StopOnError, None)
             .await?;
-        for outcome in outcomes {
-            match outcome {
-                CommandOutcome::Ok(_) => {}
-                CommandOutcome::Failed(message) => return Err(PaneChangeError::Refused(message)),
-                CommandOutcome::NotRun => return Err(PaneChangeError::Unanswered),
-            }
-        }
-        Ok(())
+        first_failure(&outcomes)
     }
 }
 

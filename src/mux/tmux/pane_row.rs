@@ -2,10 +2,11 @@
 //! creation's `-P`) prints it for [`row_format`](PaneRecord::row_format).
 //!
 //! One row answers everything the pane tools report, so describing panes costs one tmux
-//! command however many there are. Pure: the format and its parsing.
+//! command however many there are. Pure: the listing command, the format and its parsing.
 
-use super::PaneId;
 use super::format::{flag, row_format, split_row};
+use super::target::Target;
+use super::{PaneId, QuoteError, TmuxCommand};
 
 /// `-F` fields of a pane row; free text last (only the last field may hold a separator).
 const PANE_FIELDS: [&str; 25] = [
@@ -156,10 +157,41 @@ pub(crate) fn sample_row() -> Vec<u8> {
     ])
 }
 
+/// `list-panes` printing rows of [`PaneRecord::row_format`]: every pane of the server
+/// (`None`), or those of a session (`-s`), of a window, or of the window holding a pane.
+pub fn list_command(scope: Option<&Target>) -> Result<TmuxCommand, QuoteError> {
+    let mut command = TmuxCommand::new("list-panes");
+    match scope {
+        None => command = command.flag("-a"),
+        Some(target) => {
+            if matches!(target, Target::Session(_)) {
+                command = command.flag("-s");
+            }
+            command = command.opt("-t", target.tmux_target());
+        }
+    }
+    command.opt("-F", PaneRecord::row_format()).build()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::mux::tmux::format::encode_row;
+    use crate::mux::tmux::target::SessionSel;
+    use crate::mux::tmux::{SessionId, WindowId};
+
+    #[test]
+    fn listings_cover_the_server_a_session_or_a_window() {
+        let line = |scope: Option<&Target>| list_command(scope).unwrap().text();
+        assert!(line(None).starts_with("list-panes -a -F "));
+        assert!(
+            line(Some(&Target::Session(SessionSel::Id(SessionId(1)))))
+                .starts_with("list-panes -s -t '$1' -F ")
+        );
+        assert!(line(Some(&Target::Window(WindowId(2)))).starts_with("list-panes -t '@2' -F "));
+        assert!(line(Some(&Target::Pane(PaneId(3)))).starts_with("list-panes -t '%3' -F "));
+        assert!(line(None).contains("pane_current_path"));
+    }
 
     #[test]
     fn rows_parse_with_the_path_last() {

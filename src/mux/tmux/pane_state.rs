@@ -3,13 +3,14 @@
 //!
 //! The tools that wait on a pane, run commands in it or report on it read this before they
 //! act. This module owns the command line and the `-F` row it prints; callers get a
-//! [`PaneState`] and a [`PaneStateError`] that says what happened, not what to tell anyone
+//! [`PaneState`] and a [`PaneOpError`] that says what happened, not what to tell anyone
 //! about it.
 
 use std::time::Duration;
 
 use super::format::{flag, row_format, split_row};
-use super::{Caller, EngineError, PaneId, QuoteError, TmuxCommand, TmuxServer};
+use super::op_error::PaneOpError;
+use super::{Caller, PaneId, QuoteError, TmuxCommand, TmuxServer};
 
 /// A pane's state, read in one command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,18 +35,6 @@ pub struct PaneState {
     pub tty: String,
     /// The foreground program, as tmux names it (`bash`, `vim`).
     pub current_command: String,
-}
-
-/// Why a pane's state could not be read.
-#[derive(Debug, thiserror::Error)]
-pub enum PaneStateError {
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-    #[error(transparent)]
-    Quote(#[from] QuoteError),
-    /// tmux listed no row for the pane: it is not there (any more).
-    #[error("no pane {0} on this server")]
-    Missing(PaneId),
 }
 
 /// `-F` fields of the state row; free text last.
@@ -113,14 +102,14 @@ impl TmuxPaneStates {
     }
 
     /// `pane`'s state.
-    pub async fn read(&self, pane: PaneId) -> Result<PaneState, PaneStateError> {
+    pub async fn read(&self, pane: PaneId) -> Result<PaneState, PaneOpError> {
         let rows = self.server.run(&self.caller, state_command(pane)?).await?;
-        parse_state(pane, &rows).ok_or(PaneStateError::Missing(pane))
+        parse_state(pane, &rows).ok_or(PaneOpError::Missing(pane))
     }
 
     /// `pane`'s state; for a pane just dead, waits (3 s at most) for tmux to learn how its
     /// program ended, which tmux 3.3a records after the dead flag (seen over 1 s under load).
-    pub async fn read_settled(&self, pane: PaneId) -> Result<PaneState, PaneStateError> {
+    pub async fn read_settled(&self, pane: PaneId) -> Result<PaneState, PaneOpError> {
         let mut state = self.read(pane).await?;
         for _ in 0..30 {
             if !state.dead || state.dead_status.is_some() {

@@ -3,13 +3,12 @@
 //!
 //! The gateway asks this about the pane it runs in, to refuse a kill that would take it down.
 //! This module owns the command lines and the `-F` rows they print; callers get a
-//! [`Placement`] and a [`PlacementError`] that says what happened, not what to tell anyone
+//! [`Placement`] and an [`OpError`] that says what happened, not what to tell anyone
 //! about it.
 
 use super::format::{row_format, split_row};
-use super::{
-    Caller, EngineError, PaneId, QuoteError, SessionId, TmuxCommand, TmuxServer, WindowId,
-};
+use super::op_error::OpError;
+use super::{Caller, PaneId, QuoteError, SessionId, TmuxCommand, TmuxServer, WindowId};
 
 /// `-F` fields of a pane's row in the listing of every pane.
 const PLACE_FIELDS: [&str; 3] = ["pane_id", "window_id", "session_id"];
@@ -19,15 +18,6 @@ const PLACE_FIELDS: [&str; 3] = ["pane_id", "window_id", "session_id"];
 pub struct Placement {
     pub windows: Vec<WindowId>,
     pub sessions: Vec<SessionId>,
-}
-
-/// Why the server could not say where a pane is.
-#[derive(Debug, thiserror::Error)]
-pub enum PlacementError {
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-    #[error(transparent)]
-    Quote(#[from] QuoteError),
 }
 
 fn socket_command() -> Result<TmuxCommand, QuoteError> {
@@ -74,7 +64,7 @@ impl TmuxPlacement {
     }
 
     /// The path of the socket the server listens on, as it reports it (if it printed one).
-    pub async fn socket_path(&self) -> Result<Option<String>, PlacementError> {
+    pub async fn socket_path(&self) -> Result<Option<String>, OpError> {
         let lines = self.server.run(&self.caller, socket_command()?).await?;
         Ok(lines
             .first()
@@ -82,7 +72,7 @@ impl TmuxPlacement {
     }
 
     /// Every window and session `pane` is linked into (none when it is not on the server).
-    pub async fn of(&self, pane: PaneId) -> Result<Placement, PlacementError> {
+    pub async fn of(&self, pane: PaneId) -> Result<Placement, OpError> {
         let rows = self.server.run(&self.caller, list_command()?).await?;
         Ok(parse_placement(pane, &rows))
     }

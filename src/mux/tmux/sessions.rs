@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use super::command::escape_format;
 use super::format::{row_format, split_row};
+use super::op_error::{OpError, wraps_op_error};
 use super::ops;
 use super::spawn::TERM_MARKER_PREFIX;
 use super::start::{argv_value, run_starting_server};
@@ -64,22 +65,19 @@ pub struct Session {
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
     #[error(transparent)]
-    Engine(#[from] EngineError),
-    #[error(transparent)]
-    Quote(#[from] QuoteError),
+    Op(#[from] OpError),
     /// tmux refused a name that another session holds; its message.
     #[error("tmux: {0}")]
     NameInUse(String),
     /// tmux refused one of the listing commands; its message.
     #[error("tmux refused to list sessions: {0}")]
     ListRefused(String),
-    /// A batch ended without an answer for each of its commands.
-    #[error("tmux did not answer for every command")]
-    Unanswered,
     /// The session was not created: tmux's (or the starting subprocess's) message.
     #[error("could not create the session: {0}")]
     NotCreated(String),
 }
+
+wraps_op_error!(SessionError);
 
 /// The command that lists every session of the server, one row each (see [`parse_sessions`]).
 pub fn list_command() -> Result<TmuxCommand, QuoteError> {
@@ -261,7 +259,7 @@ impl TmuxSessions {
             [CommandOutcome::Failed(message), ..] | [_, CommandOutcome::Failed(message)] => {
                 return Err(SessionError::ListRefused(message.clone()));
             }
-            _ => return Err(SessionError::Unanswered),
+            _ => return Err(OpError::Unanswered.into()),
         };
         let attached = foreign_clients_by_session(clients);
         Ok(parse_sessions(sessions)

@@ -3,13 +3,12 @@
 //! The cursor logic (marks, anchors, finding rows again after tmux trimmed its history) is
 //! pure, in [`super::ops::since`]; this module owns the command lines that feed it. Each read
 //! asks for the pane's state and its rows on the same line, so no output can slip in between
-//! them. Callers get a [`SinceRead`] and a [`SinceError`] that says what happened, not what to
+//! them. Callers get a [`SinceRead`] and a [`PaneOpError`] that says what happened, not what to
 //! tell anyone about it.
 
+use super::op_error::PaneOpError;
 use super::ops::since::{PaneRows, parse_state, state_command};
-use super::{
-    BatchMode, Caller, CommandOutcome, EngineError, PaneId, QuoteError, TmuxCommand, TmuxServer,
-};
+use super::{BatchMode, Caller, CommandOutcome, PaneId, QuoteError, TmuxCommand, TmuxServer};
 
 /// A pane's state and the rows read with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,18 +17,6 @@ pub struct SinceRead {
     /// The rows from the line asked for to the bottom of the screen (none when only the state
     /// was asked for, or tmux refused the capture).
     pub rows: Vec<Vec<u8>>,
-}
-
-/// Why a pane could not be read.
-#[derive(Debug, thiserror::Error)]
-pub enum SinceError {
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-    #[error(transparent)]
-    Quote(#[from] QuoteError),
-    /// tmux did not report the pane's state: the pane is not there.
-    #[error("pane {0} not found")]
-    PaneMissing(PaneId),
 }
 
 /// The state, then the rows from `start_line` (a `capture-pane -S` line: negative lines are
@@ -50,13 +37,13 @@ fn read_commands(pane: PaneId, start_line: Option<i64>) -> Result<Vec<TmuxComman
 }
 
 /// The answers to [`read_commands`] for `pane`.
-fn parse_read(pane: PaneId, outcomes: Vec<CommandOutcome>) -> Result<SinceRead, SinceError> {
+fn parse_read(pane: PaneId, outcomes: Vec<CommandOutcome>) -> Result<SinceRead, PaneOpError> {
     let mut outcomes = outcomes.into_iter();
     let state = match outcomes.next() {
         Some(CommandOutcome::Ok(lines)) => lines.first().and_then(|line| parse_state(pane, line)),
         _ => None,
     }
-    .ok_or(SinceError::PaneMissing(pane))?;
+    .ok_or(PaneOpError::Missing(pane))?;
     let rows = match outcomes.next() {
         Some(CommandOutcome::Ok(rows)) => rows,
         _ => Vec::new(),
@@ -83,7 +70,7 @@ impl TmuxSince {
         &self,
         pane: PaneId,
         start_line: Option<i64>,
-    ) -> Result<SinceRead, SinceError> {
+    ) -> Result<SinceRead, PaneOpError> {
         let outcomes = self
             .server
             .run_batch(
@@ -153,7 +140,7 @@ mod tests {
         ] {
             assert!(matches!(
                 parse_read(PaneId(5), outcomes),
-                Err(SinceError::PaneMissing(PaneId(5)))
+                Err(PaneOpError::Missing(PaneId(5)))
             ));
         }
     }

@@ -2,7 +2,7 @@
 //! resizing, laying out, moving and killing them.
 //!
 //! This module owns the command lines and the `-F` rows they print; callers get [`Window`]
-//! values and a [`WindowError`] that says what happened, not what to tell anyone about it.
+//! values and an [`OpError`] that says what happened, not what to tell anyone about it.
 //! Who may see a window is the caller's business: rows come back unfiltered, each with its
 //! session's creation time so that the caller can tell which session it is.
 //!
@@ -11,10 +11,11 @@
 //! can run in between.
 
 use super::format::{flag, row_format, split_row};
+use super::op_error::{OpError, first_failure, listed_after_change};
 use super::ops;
 use super::{
-    BatchMode, Caller, CommandBuilder, CommandOutcome, EngineError, QuoteError, SessionId,
-    TmuxCommand, TmuxServer, WindowId,
+    BatchMode, Caller, CommandBuilder, CommandOutcome, QuoteError, SessionId, TmuxCommand,
+    TmuxServer, WindowId,
 };
 
 /// `-F` fields of a window row; the window name (free text) last.
@@ -60,24 +61,6 @@ pub struct Window {
     pub active_pane_id: String,
     /// tmux's layout string.
     pub layout: String,
-}
-
-/// Why a window operation failed.
-#[derive(Debug, thiserror::Error)]
-pub enum WindowError {
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-    #[error(transparent)]
-    Quote(#[from] QuoteError),
-    /// tmux refused the change; its message.
-    #[error("tmux refused the command: {0}")]
-    Refused(String),
-    /// A line ended without an answer for each of its commands.
-    #[error("tmux did not answer for every command")]
-    Unanswered,
-    /// tmux created the window but printed no row for it.
-    #[error("tmux did not report the new window")]
-    NotReported,
 }
 
 /// Parses one row printed with [`WINDOW_FIELDS`]. A row without its session's creation time
@@ -229,7 +212,7 @@ impl TmuxWindows {
     }
 
     /// The windows of one session (a tmux target, `$N`), or of every session.
-    pub async fn list(&self, session: Option<&str>) -> Result<Vec<Window>, WindowError> {
+    pub async fn list(&self, session: Option<&str>) -> Result<Vec<Window>, OpError> {
         let rows = self
             .server
             .run(&self.caller, list_command(session)?)
@@ -242,18 +225,18 @@ impl TmuxWindows {
         &self,
         window: &NewWindow,
         launch: Option<&[String]>,
-    ) -> Result<Window, WindowError> {
+    ) -> Result<Window, OpError> {
         let rows = self
             .server
             .run(&self.caller, window.command(launch)?)
             .await?;
         rows.iter()
             .find_map(|row| parse_window_row(row))
-            .ok_or(WindowError::NotReported)
+            .ok_or(OpError::Unanswered)
     }
 
     /// Kills `window` of `session`; whether that session ended with it (it was its last).
-    pub async fn kill(&self, window: WindowId, session: SessionId) -> Result<bool, WindowError> {
+    pub async fn kill(&self, window: WindowId, session: SessionId) -> Result<bool, OpError> {
         let kill = TmuxCommand::new("kill-window").target(window).build()?;
         let still_there = TmuxCommand::new("has-session").target(session).build()?;
         let outcomes = self
@@ -265,11 +248,11 @@ impl TmuxWindows {
                 None,
             )
             .await?;
-        match outcomes.as_slice() {
-            [CommandOutcome::Ok(_), session] => Ok(!matches!(session, CommandOutcome::Ok(_))),
-            [CommandOutcome::Failed(message), ..] => Err(WindowError::Refused(message.clone())),
-            _ => Err(WindowError::Unanswered),
-        }
+        let [kill, session] = outcomes.as_slice() else {
+            return Err(OpError::Unanswered);
+        };
+        first_failure(std::slice::from_ref(kill))?;
+        Ok(!matches!(session, CommandOutcome::Ok(_)))
     }
 
     /// Renames `window` (tmux then stops naming it after its program); `session`'s windows
@@ -279,7 +262,7 @@ impl TmuxWindows {
         window: WindowId,
         session: SessionId,
         name: &str,
-    ) -> Result<Vec<Window>, WindowError> {
+    ) -> Result<Vec<Window>, OpError> {
         let rename = TmuxCommand::new("rename-window")
             .target(window)
             .end_of_options()
@@ -292,7 +275,7 @@ impl TmuxWindows {
         &self,
         selection: Selection,
         session: SessionId,
-    ) -> Result<Vec<Window>, WindowError> {
+    ) -> Result<Vec<Window>, OpError> {
         self.change(selection.command(session), session).await
     }
 
@@ -304,7 +287,7 @@ impl TmuxWindows {
         session: SessionId,
         width: Option<u32>,
         height: Option<u32>,
-    ) -> Result<Vec<Window>, WindowError> {
+    ) -> Result<Vec<Window>, OpError> {
         let mut resize = TmuxCommand::new("resize-window").target(window);
         if let Some(width) = width {
             resize = resize.opt("-x", width.to_string());
@@ -322,7 +305,7 @@ impl TmuxWindows {
         window: WindowId,
         session: SessionId,
         layout: &str,
-    ) -> Result<Vec<Window>, WindowError> {
+    ) -> Result<Vec<Window>, OpError> {
         let select = TmuxCommand::new("select-layout")
             .target(window)
             .end_of_options()
@@ -338,7 +321,7 @@ impl TmuxWindows {
         place: Place,
         session: SessionId,
         select: bool,
-    ) -> Result<Vec<Window>, WindowError> {
+    ) -> Result<Vec<Window>, OpError> {
         let mut command = TmuxCommand::new("move-window");
         if !select {
             command = command.flag("-d");
@@ -361,7 +344,7 @@ impl TmuxWindows {
         &self,
         command: CommandBuilder,
         session: SessionId,
-    ) -> Result<Vec<Window>, WindowError> {
+    ) -> Result<Vec<Window>, OpError> {
         let list = list_command(Some(&session.to_string()))?;
         let outcomes = self
             .server
@@ -372,11 +355,7 @@ impl TmuxWindows {
                 None,
             )
             .await?;
-        match outcomes.as_slice() {
-            [CommandOutcome::Ok(_), CommandOutcome::Ok(rows)] => Ok(parse_windows(rows)),
-            [CommandOutcome::Failed(message), ..] => Err(WindowError::Refused(message.clone())),
-            _ => Err(WindowError::Unanswered),
-        }
+        Ok(parse_windows(listed_after_change(&outcomes)?))
     }
 }
 

@@ -153,6 +153,15 @@ mod tests {
             escape_sequences: true,
         };
         assert_eq!(line(all), "capture-pane -p -J -e -S '-' -E '-3' -t '%5'");
+        let screen_to_bottom = CaptureRange {
+            start: Some(LineBound::Line(0)),
+            end: Some(LineBound::Edge),
+            ..CaptureRange::visible()
+        };
+        assert_eq!(
+            line(screen_to_bottom),
+            "capture-pane -p -S '0' -E '-' -t '%5'"
+        );
     }
 
     #[test]
