@@ -72,11 +72,12 @@ pub struct Pattern {
 enum Matcher {
     /// A regular expression, or literal text with non-ASCII characters matched in any case.
     Regex(Regex),
-    /// Literal text, case as given.
-    Exact(Finder<'static>),
+    /// Literal text, case as given. Boxed, as below: a searcher is a few hundred bytes, and a
+    /// pattern is moved around in the states of waits.
+    Exact(Box<Finder<'static>>),
     /// ASCII literal text in any case: its lowercase, searched for in ASCII-lowercased text.
     AnyCase {
-        lowercase: Finder<'static>,
+        lowercase: Box<Finder<'static>>,
         /// The pattern has a `k` or an `s`, which Unicode case folding also maps from
         /// characters outside ASCII.
         folds_from_unicode: bool,
@@ -178,12 +179,12 @@ pub fn compile(
                 return Err(PatternError::TooLong { list, index });
             }
             let matcher = if !options.regex && options.match_case {
-                Matcher::Exact(Finder::new(source.as_bytes()).into_owned())
+                Matcher::Exact(Box::new(Finder::new(source.as_bytes()).into_owned()))
             } else if !options.regex && source.is_ascii() {
                 let lowercase = source.to_ascii_lowercase();
                 Matcher::AnyCase {
                     folds_from_unicode: lowercase.contains(['k', 's']),
-                    lowercase: Finder::new(lowercase.as_bytes()).into_owned(),
+                    lowercase: Box::new(Finder::new(lowercase.as_bytes()).into_owned()),
                     unicode: OnceLock::new(),
                 }
             } else {
