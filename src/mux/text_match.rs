@@ -3,8 +3,15 @@
 //! A wait has success patterns and stop patterns (failure markers such as `error`). Both are
 //! literal text unless the caller asks for regular expressions, and case-insensitive unless the
 //! caller asks for case. Patterns are compiled once per wait with bounded size, so a client
-//! cannot make the gateway build a huge automaton; matching is the `regex` crate's, linear in
-//! the text.
+//! cannot make the gateway build a huge automaton; matching is linear in the text.
+//!
+//! Literal text is matched by a substring search, not a regex (in any case: when it is ASCII,
+//! as nearly every pattern an agent sends is): thousands of waits can be in flight at once, and
+//! a case-insensitive literal compiled to a regex costs about 15 KB (21 KB once searched), a
+//! substring searcher a few dozen bytes. Any case is matched on ASCII-lowercased text, which
+//! gives what the regex's Unicode case folding gives for an ASCII pattern, except that `k` and
+//! `s` also match the Kelvin sign and the long s: text holding those is matched by the regex
+//! after all, built only then.
 //!
 //! Stop patterns win: when a batch of new lines holds both a stop and a success match, the wait
 //! reports the stop, because a failure that scrolled by must not be hidden by a success marker
@@ -12,6 +19,10 @@
 //!
 //! Pure: no I/O.
 
+use std::cell::OnceCell;
+use std::sync::OnceLock;
+
+use memchr::memmem::Finder;
 use regex::{Regex, RegexBuilder};
 
 /// Most patterns in one list.
@@ -52,10 +63,32 @@ pub enum PatternError {
 #[derive(Debug, Clone)]
 pub struct Pattern {
     source: String,
-    regex: Regex,
+    matcher: Matcher,
     /// A match can never span two lines (literal text without a newline).
     within_line: bool,
 }
+
+#[derive(Debug, Clone)]
+enum Matcher {
+    /// A regular expression, or literal text with non-ASCII characters matched in any case.
+    Regex(Regex),
+    /// Literal text, case as given. Boxed, as below: a searcher is a few hundred bytes, and a
+    /// pattern is moved around in the states of waits.
+    Exact(Box<Finder<'static>>),
+    /// ASCII literal text in any case: its lowercase, searched for in ASCII-lowercased text.
+    AnyCase {
+        lowercase: Box<Finder<'static>>,
+        /// The pattern has a `k` or an `s`, which Unicode case folding also maps from
+        /// characters outside ASCII.
+        folds_from_unicode: bool,
+        /// Built on first need: the pattern folds from Unicode and the text has such a character.
+        unicode: OnceLock<Option<Regex>>,
+    },
+}
+
+/// Characters outside ASCII that Unicode simple case folding maps to ASCII letters (checked
+/// over every code point against the `regex` crate): the Kelvin sign and the long s.
+const FOLDS_TO_ASCII: [&str; 2] = ["\u{212A}", "\u{17F}"];
 
 impl Pattern {
     /// The pattern as the client gave it.
@@ -64,8 +97,63 @@ impl Pattern {
     }
 
     pub fn is_match(&self, line: &str) -> bool {
-        self.regex.is_match(line)
+        self.find(&Haystack::new(line)).is_some()
     }
+
+    /// Where the first match starts, in bytes.
+    fn find(&self, haystack: &Haystack<'_>) -> Option<usize> {
+        match &self.matcher {
+            Matcher::Regex(regex) => regex.find(haystack.text).map(|m| m.start()),
+            Matcher::Exact(finder) => finder.find(haystack.text.as_bytes()),
+            Matcher::AnyCase {
+                lowercase,
+                folds_from_unicode,
+                unicode,
+            } => {
+                if *folds_from_unicode && haystack.has_unicode_folds() {
+                    let built = unicode
+                        .get_or_init(|| build_regex(&regex::escape(&self.source), false).ok());
+                    if let Some(regex) = built {
+                        return regex.find(haystack.text).map(|m| m.start());
+                    }
+                }
+                lowercase.find(haystack.lowercase().as_bytes())
+            }
+        }
+    }
+}
+
+/// Text to search, with its ASCII lowercase made once for all the patterns that need it.
+struct Haystack<'a> {
+    text: &'a str,
+    lowercase: OnceCell<String>,
+}
+
+impl<'a> Haystack<'a> {
+    fn new(text: &'a str) -> Self {
+        Self {
+            text,
+            lowercase: OnceCell::new(),
+        }
+    }
+
+    /// Same length and byte offsets as the text: only ASCII letters change.
+    fn lowercase(&self) -> &str {
+        self.lowercase
+            .get_or_init(|| self.text.to_ascii_lowercase())
+    }
+
+    fn has_unicode_folds(&self) -> bool {
+        FOLDS_TO_ASCII.iter().any(|c| self.text.contains(c))
+    }
+}
+
+fn build_regex(expression: &str, match_case: bool) -> Result<Regex, regex::Error> {
+    RegexBuilder::new(expression)
+        .case_insensitive(!match_case)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(REGEX_SIZE_LIMIT)
+        .build()
 }
 
 /// Compiles a client's pattern list; `list` names it in errors (`"patterns"`, `"stop"`).
@@ -90,25 +178,34 @@ pub fn compile(
             if source.len() > MAX_PATTERN_LEN {
                 return Err(PatternError::TooLong { list, index });
             }
-            let expression = if options.regex {
-                source.clone()
+            let matcher = if !options.regex && options.match_case {
+                Matcher::Exact(Box::new(Finder::new(source.as_bytes()).into_owned()))
+            } else if !options.regex && source.is_ascii() {
+                let lowercase = source.to_ascii_lowercase();
+                Matcher::AnyCase {
+                    folds_from_unicode: lowercase.contains(['k', 's']),
+                    lowercase: Box::new(Finder::new(lowercase.as_bytes()).into_owned()),
+                    unicode: OnceLock::new(),
+                }
             } else {
-                regex::escape(source)
-            };
-            let regex = RegexBuilder::new(&expression)
-                .case_insensitive(!options.match_case)
-                .size_limit(REGEX_SIZE_LIMIT)
-                .dfa_size_limit(REGEX_SIZE_LIMIT)
-                .build()
-                .map_err(|e| PatternError::Invalid {
-                    list,
-                    index,
-                    pattern: source.chars().take(64).collect(),
-                    reason: first_line(&e.to_string()),
+                let expression = if options.regex {
+                    source.clone()
+                } else {
+                    regex::escape(source)
+                };
+                let regex = build_regex(&expression, options.match_case).map_err(|e| {
+                    PatternError::Invalid {
+                        list,
+                        index,
+                        pattern: source.chars().take(64).collect(),
+                        reason: first_line(&e.to_string()),
+                    }
                 })?;
+                Matcher::Regex(regex)
+            };
             Ok(Pattern {
                 source: source.clone(),
-                regex,
+                matcher,
                 within_line: !options.regex && !source.contains('\n'),
             })
         })
@@ -167,9 +264,11 @@ impl WaitMatcher {
             // One search per pattern over all the lines instead of one per line: the same
             // answer, since no match can cross a line end, at a fraction of the calls.
             let joined = JoinedLines::new(lines);
+            // Lowercased at most once for both lists.
+            let haystack = Haystack::new(&joined.text);
             return joined
-                .find(&self.stop, HitKind::Stop)
-                .or_else(|| joined.find(patterns, HitKind::Pattern));
+                .find(&haystack, &self.stop, HitKind::Stop)
+                .or_else(|| joined.find(&haystack, patterns, HitKind::Pattern));
         }
         find(&self.stop, lines.clone(), HitKind::Stop)
             .or_else(|| find(patterns, lines, HitKind::Pattern))
@@ -207,14 +306,14 @@ impl JoinedLines {
     }
 
     /// The earliest line any of `patterns` matches (the first such pattern on it). Only for
-    /// patterns that never match across a line end.
-    fn find(&self, patterns: &[Pattern], kind: HitKind) -> Option<Hit> {
+    /// patterns that never match across a line end; `haystack` is this text.
+    fn find(&self, haystack: &Haystack<'_>, patterns: &[Pattern], kind: HitKind) -> Option<Hit> {
         let mut best: Option<(usize, usize)> = None;
         for (index, pattern) in patterns.iter().enumerate() {
-            let Some(found) = pattern.regex.find(&self.text) else {
+            let Some(found) = pattern.find(haystack) else {
                 continue;
             };
-            let line = self.starts.partition_point(|s| *s <= found.start()) - 1;
+            let line = self.starts.partition_point(|s| *s <= found) - 1;
             if best.is_none_or(|(l, _)| line < l) {
                 best = Some((line, index));
             }
@@ -278,6 +377,21 @@ mod tests {
         .unwrap();
         assert!(cased[0].is_match("Done."));
         assert!(!cased[0].is_match("done."));
+    }
+
+    #[test]
+    fn any_case_literals_fold_as_unicode_does() {
+        let p = compile("patterns", &strings(&["ok", "Test", "done"]), literal()).unwrap();
+        // The Kelvin sign folds to k, the long s to s: as with the regex these replaced.
+        assert!(p[0].is_match("O\u{212A}!"));
+        assert!(p[1].is_match("te\u{17F}t"));
+        assert!(!p[2].is_match("d\u{212A}ne"));
+        assert!(p[2].is_match("DONE \u{212A}"));
+        let non_ascii = compile("patterns", &strings(&["ÉTÉ"]), literal()).unwrap();
+        assert!(non_ascii[0].is_match("un été"));
+        // The longest pattern still builds its Unicode fallback.
+        let long = compile("patterns", &["k".repeat(MAX_PATTERN_LEN)], literal()).unwrap();
+        assert!(long[0].is_match(&"\u{212A}".repeat(MAX_PATTERN_LEN)));
     }
 
     #[test]
@@ -352,6 +466,22 @@ mod tests {
         use proptest::prelude::*;
 
         proptest! {
+            #[test]
+            fn literals_match_where_the_escaped_regex_matches(
+                line in "[kKsSaA. \u{212A}\u{17F}éÉ]{0,12}",
+                pattern in "[kKsSaA. \u{212A}\u{17F}éÉ]{1,4}",
+                match_case in any::<bool>(),
+            ) {
+                let options = PatternOptions { regex: false, match_case };
+                let compiled = compile("patterns", std::slice::from_ref(&pattern), options).unwrap();
+                let regex = build_regex(&regex::escape(&pattern), match_case).unwrap();
+                let haystack = Haystack::new(&line);
+                prop_assert_eq!(
+                    compiled[0].find(&haystack),
+                    regex.find(&line).map(|m| m.start())
+                );
+            }
+
             #[test]
             fn joined_search_finds_what_line_by_line_search_finds(
                 lines in prop::collection::vec("[abAB \\n.é]{0,12}", 0..12),
