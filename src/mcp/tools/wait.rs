@@ -99,6 +99,27 @@ pub struct TextWaitRequest {
 }
 
 impl TextWaitRequest {
+    /// The wait a `wait_for_text` call asks for, starting at `since` and ignoring the echo of
+    /// `echo` (on Zellij, both come from a Zellij position instead, so they are none here).
+    pub(crate) fn from_input(
+        input: WaitForTextInput,
+        since: Option<OutputPosition>,
+        echo: Vec<String>,
+    ) -> Self {
+        Self {
+            target: input.target,
+            patterns: input.patterns,
+            stop: input.stop,
+            options: PatternOptions {
+                regex: input.regex,
+                match_case: input.match_case,
+            },
+            since,
+            echo,
+            include_screen: input.include_screen,
+        }
+    }
+
     /// Every typed line whose echo the wait ignores.
     fn typed(&self) -> Vec<String> {
         let since = self.since.iter().flat_map(|p| p.typed.iter().cloned());
@@ -622,18 +643,7 @@ impl McpServer {
             })
             .transpose()?;
         let budget = tmux.wait_budget(input.timeout, DEFAULT_TEXT_TIMEOUT)?;
-        let request = TextWaitRequest {
-            target: input.target,
-            patterns: input.patterns,
-            stop: input.stop,
-            options: PatternOptions {
-                regex: input.regex,
-                match_case: input.match_case,
-            },
-            since,
-            echo,
-            include_screen: input.include_screen,
-        };
+        let request = TextWaitRequest::from_input(input, since, echo);
         let work = wait_for_text(
             &tmux,
             &request,

@@ -32,7 +32,7 @@ use crate::mux::echo::EchoFilter;
 use crate::mux::lines::truncation_marker;
 use crate::mux::pane_io::{PaneIo, ScreenScope};
 use crate::mux::screen_mark::ScreenMark;
-use crate::mux::text_match::{HitKind, PatternOptions, WaitMatcher};
+use crate::mux::text_match::{HitKind, WaitMatcher};
 use crate::mux::tmux::ops::capture::LineBound;
 use crate::mux::zellij::backend::{
     CommandResult, InputStep, NewLinesEnd, RunInPaneOptions, RunOptions,
@@ -330,24 +330,14 @@ impl McpServer {
             .as_deref()
             .map(|text| zellij_since(text, z.server_name(), session.as_str(), &pane.to_string()))
             .transpose()?;
-        let request = TextWaitRequest {
-            target: input.target,
-            patterns: input.patterns,
-            stop: input.stop,
-            options: PatternOptions {
-                regex: input.regex,
-                match_case: input.match_case,
-            },
-            since: None,
-            echo: Vec::new(),
-            include_screen: input.include_screen,
-        };
-        let matcher = request.matcher()?;
-        let budget = z.wait_budget(input.timeout, DEFAULT_TEXT_TIMEOUT)?;
+        let include_screen = input.include_screen;
+        let timeout = input.timeout;
+        let matcher = TextWaitRequest::from_input(input, None, Vec::new()).matcher()?;
+        let budget = z.wait_budget(timeout, DEFAULT_TEXT_TIMEOUT)?;
         let typed = since.as_ref().map(|p| p.typed.clone()).unwrap_or_default();
         // Text on the screen counts when it is new since a blank screen.
         let whole_screen = ScreenMark::of(&[]);
-        let mark = if input.include_screen {
+        let mark = if include_screen {
             Some(&whole_screen)
         } else {
             since.as_ref().map(|p| &p.mark)
