@@ -127,6 +127,7 @@ impl Pattern {
 struct Haystack<'a> {
     text: &'a str,
     lowercase: OnceCell<String>,
+    unicode_folds: OnceCell<bool>,
 }
 
 impl<'a> Haystack<'a> {
@@ -134,6 +135,7 @@ impl<'a> Haystack<'a> {
         Self {
             text,
             lowercase: OnceCell::new(),
+            unicode_folds: OnceCell::new(),
         }
     }
 
@@ -143,8 +145,12 @@ impl<'a> Haystack<'a> {
             .get_or_init(|| self.text.to_ascii_lowercase())
     }
 
+    /// Whether the text holds a character in [`FOLDS_TO_ASCII`]; scanned once for all the
+    /// patterns of a check.
     fn has_unicode_folds(&self) -> bool {
-        FOLDS_TO_ASCII.iter().any(|c| self.text.contains(c))
+        *self
+            .unicode_folds
+            .get_or_init(|| FOLDS_TO_ASCII.iter().any(|c| self.text.contains(c)))
     }
 }
 
