@@ -1,10 +1,11 @@
-//! Zellij terminal I/O tools: batches of text, keys and pastes, waits for text, and commands
-//! run with their output and exit status; and the Zellij halves of `capture_pane` and
-//! `send_keys`.
+//! Zellij terminal I/O tools: batches of text, keys and pastes, and commands run with their
+//! output and exit status; and the Zellij halves of `capture_pane`, `send_keys` and
+//! `wait_for_text`.
 //!
-//! Everything targets a pane by id and never moves anyone's focus. Typing, keys, reads and
-//! waits go through the backend-neutral [`PaneIo`] trait; waits are woken by Zellij's pane
-//! events (no polling, no sleeps) and reads come from stdout (no temp files).
+//! Everything targets a pane by id and never moves anyone's focus. Reads go through the
+//! backend-neutral [`PaneIo`] trait and come from stdout (no temp files); `wait_for_text` runs
+//! on `ZellijBackend::wait_for_new_lines`, woken by Zellij's pane events (no polling, no
+//! sleeps).
 
 use std::path::PathBuf;
 use std::time::Duration;
