@@ -36,6 +36,7 @@ pub struct TermSize {
 pub struct PtyClient {
     child: Child,
     drain: JoinHandle<()>,
+    output: Arc<Notify>,
 }
 
 impl PtyClient {
@@ -96,7 +97,11 @@ impl PtyClient {
 
         let output = Arc::new(Notify::new());
         let drain = tokio::spawn(drain(master, output.clone()));
-        let mut client = Self { child, drain };
+        let mut client = Self {
+            child,
+            drain,
+            output: output.clone(),
+        };
 
         loop {
             // notify_one stores a permit, so output that arrived before this await is not lost.
@@ -127,6 +132,17 @@ impl PtyClient {
                 });
             }
         }
+    }
+
+    /// Waits until the client writes to its terminal again (the server rendered to it), or
+    /// until `deadline`; false at the deadline or once the client is gone.
+    pub async fn next_render(&self, deadline: Instant) -> bool {
+        if self.drain.is_finished() {
+            return false;
+        }
+        tokio::time::timeout_at(deadline, self.output.notified())
+            .await
+            .is_ok()
     }
 
     /// The client's process id.

@@ -5,6 +5,8 @@
 use std::ffi::OsString;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use super::Inner;
 use super::checks::{args, mark_fullscreen};
 use super::types::ReadScope;
@@ -106,6 +108,37 @@ impl Inner {
             self.spec.call_timeout,
         )
         .await
+    }
+
+    /// Gives every tab of `session` the headless size, through a sizing client kept attached
+    /// until the tabs report that size.
+    ///
+    /// The server lists a client before it resizes the session's tabs to it: detaching in
+    /// between leaves the session at Zellij's 50×50. The resize ends in a render to the
+    /// client, so the tabs are looked at after each render, not on a timer.
+    pub(super) async fn size_session(&self, session: &SessionName) -> Result<()> {
+        let size = self.spec.headless_size;
+        let client = self.attach_sizing_client(session).await?;
+        let deadline = Instant::now() + self.spec.call_timeout;
+        let sized = |tab: &Tab| {
+            tab.display_area_columns == usize::from(size.cols)
+                && tab.display_area_rows == usize::from(size.rows)
+        };
+        let result = loop {
+            match self.tabs(session).await {
+                Ok(tabs) if tabs.iter().all(sized) => break Ok(()),
+                Ok(_) => {}
+                Err(e) => break Err(e),
+            }
+            if !client.next_render(deadline).await {
+                break Err(ZellijError::Timeout {
+                    what: format!("sizing session {session} to {}×{}", size.cols, size.rows),
+                    after: self.spec.call_timeout,
+                });
+            }
+        };
+        client.detach().await;
+        result
     }
 
     pub(super) fn forget(&self, session: &SessionName) {

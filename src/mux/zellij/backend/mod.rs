@@ -160,11 +160,8 @@ impl ZellijBackend {
                 });
             }
             // Best effort: without it the session works, at Zellij's 50×50.
-            match inner.attach_sizing_client(&s).await {
-                Ok(sizing) => sizing.detach().await,
-                Err(e) => {
-                    tracing::warn!(session = %s, error = %e, "could not size the new session")
-                }
+            if let Err(e) = inner.size_session(&s).await {
+                tracing::warn!(session = %s, error = %e, "could not size the new session");
             }
             Ok(())
         })
