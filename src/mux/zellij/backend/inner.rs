@@ -15,8 +15,8 @@ use crate::mux::zellij::cli::{CliOutput, describe_status, first_lines};
 use crate::mux::zellij::error::{Result, ZellijError};
 use crate::mux::zellij::ids::{PaneId, SessionName, TabId};
 use crate::mux::zellij::listing::{
-    Client, Pane, SessionEntry, Tab, parse_clients, parse_new_tab_id, parse_panes, parse_sessions,
-    parse_tabs,
+    Client, Pane, SessionEntry, Tab, parse_clients, parse_new_pane_id, parse_new_tab_id,
+    parse_panes, parse_sessions, parse_tabs,
 };
 use crate::mux::zellij::queue::SessionQueue;
 use crate::mux::zellij::watch::normalize;
@@ -97,6 +97,34 @@ impl Inner {
             return Ok(None);
         }
         Ok(Some(tab))
+    }
+
+    /// Runs an action that opens one pane (`new-pane`, `edit`) and returns that pane.
+    ///
+    /// Zellij now and then prints nothing for a pane it did open, as it does for tabs (see
+    /// `create_tab`). Running the action again would open a second pane; instead the one
+    /// terminal pane that was not listed before is it. None new means nothing was opened, and
+    /// two or more (a human opened one meanwhile) cannot be told apart: both are errors.
+    pub(super) async fn create_pane(
+        &self,
+        session: &SessionName,
+        label: &'static str,
+        argv: Vec<OsString>,
+    ) -> Result<Pane> {
+        let before: Vec<PaneId> = self.panes(session).await?.iter().map(|p| p.id).collect();
+        let out = self.act(session, label, argv).await?;
+        let unparsed = match parse_new_pane_id(label, &out) {
+            Ok(id) => return self.pane(session, id).await,
+            Err(error) => error,
+        };
+        let panes = self.panes(session).await?;
+        let mut new = panes
+            .into_iter()
+            .filter(|p| p.id.is_terminal() && !before.contains(&p.id));
+        match (new.next(), new.next()) {
+            (Some(pane), None) => Ok(pane),
+            _ => Err(unparsed.into()),
+        }
     }
 
     /// A client of the headless size attached through a pty (see `new_tab`).

@@ -38,7 +38,7 @@ use super::cli::{ZellijCli, describe_status, first_lines, is_session_probe_failu
 use super::error::{Result, ZellijError};
 use super::ids::{PaneId, SessionName, TabId};
 use super::keys::Key;
-use super::listing::{Client, Pane, SessionEntry, Tab, parse_new_pane_id};
+use super::listing::{Client, Pane, SessionEntry, Tab};
 use super::marker::{MarkedRun, ShellKind};
 use super::queue::SessionQueue;
 use super::watch::{FallbackPolling, PANE_CLOSED, PaneView, PaneWatch, WatchRegistry};
@@ -435,9 +435,7 @@ impl ZellijBackend {
             let tab = inner.tab_or_first(&s, opts.tab).await?;
             argv.push(format!("--tab-id={}", tab.id).into());
             push_command(&mut argv, &command)?;
-            let out = inner.act(&s, "action new-pane", argv).await?;
-            let id = parse_new_pane_id("action new-pane", &out)?;
-            inner.pane(&s, id).await
+            inner.create_pane(&s, "action new-pane", argv).await
         })
         .await
     }
@@ -473,9 +471,7 @@ impl ZellijBackend {
             argv.push(format!("--tab-id={}", tab.id).into());
             argv.push("--".into());
             argv.push(file.into_os_string());
-            let out = inner.act(&s, "action edit", argv).await?;
-            let id = parse_new_pane_id("action edit", &out)?;
-            inner.pane(&s, id).await
+            inner.create_pane(&s, "action edit", argv).await
         })
         .await
     }
