@@ -25,7 +25,9 @@ pub const WAITING_TOOLS: &[&str] = &[
     "run_command",
     "wait_for_channel",
     "pane_batch",
+    "send_keys_batch",
     "zellij_run_command",
+    "zellij_run_in_pane",
 ];
 
 /// The heartbeat of one call.
@@ -126,5 +128,30 @@ impl Heartbeat {
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::WAITING_TOOLS;
+
+    /// A tool that takes a `timeout` may wait that long, so it gets a heartbeat; one that does
+    /// not never waits long enough to need one.
+    #[test]
+    fn the_waiting_tools_are_the_tools_that_take_a_timeout() {
+        let mut with_timeout: Vec<String> = crate::mcp::catalog::tools()
+            .into_iter()
+            .filter(|tool| {
+                tool.input_schema
+                    .get("properties")
+                    .and_then(|p| p.get("timeout"))
+                    .is_some()
+            })
+            .map(|tool| tool.name.to_string())
+            .collect();
+        with_timeout.sort();
+        let mut waiting: Vec<&str> = WAITING_TOOLS.to_vec();
+        waiting.sort();
+        assert_eq!(with_timeout, waiting);
     }
 }
