@@ -177,6 +177,52 @@ struct Watched {
 }
 
 impl Watched {
+    /// Starts watching `pane`: its output stream (kept until `deadline`), its settled state
+    /// and the newest command record the wait counts from.
+    async fn start(
+        tmux: &TmuxAccess<'_>,
+        pane: PaneId,
+        rules: &WaitRules,
+        started: Instant,
+        deadline: Instant,
+    ) -> Result<Self, ToolError> {
+        let stream = keep(tmux, pane, deadline).await?;
+        let feed = match &rules.pattern {
+            Some(pattern) => Feed::Lines(
+                Box::new(LineReader::new(stream.subscribe())),
+                pattern.clone(),
+            ),
+            None => Feed::Bytes(stream.subscribe()),
+        };
+        let state = read_settled_state(tmux, pane).await?;
+        let baseline = match rules.since.as_ref().and_then(|since| since.get(&pane)) {
+            // The same recording: records after the one seen are news.
+            Some(seen) if seen.recording == unix_ms(stream.since()) => {
+                Some((seen.id, seen.running))
+            }
+            // A recording started since (the last one lapsed): every record of it is news.
+            Some(_) => Some((0, false)),
+            None => stream
+                .with_ledger(|ledger| ledger.records().next_back().map(|r| (r.id, !r.finished()))),
+        };
+        let ended = state.dead.then_some(StreamEnd::PaneExited {
+            status: state.dead_status,
+        });
+        Ok(Self {
+            pane,
+            stream,
+            feed,
+            matched: None,
+            state,
+            baseline,
+            command_ended: None,
+            ended,
+            proc_at: started,
+            proc_pause: Duration::from_millis(250),
+            reached: None,
+        })
+    }
+
     /// Checks the pane at `now`; `None`, or the time it could next reach the state without
     /// printing anything.
     fn check(
@@ -353,63 +399,62 @@ async fn wait_for_state(
     cancel: &CancellationToken,
 ) -> Result<WaitForStateOutput, ToolError> {
     let started = Instant::now();
-    let idle = input.idle_ms.map_or(DEFAULT_IDLE, Duration::from_millis);
-    let pattern = text_pattern(input)?;
-    if input.condition == StateCondition::WaitingForInput && tmux.workspace.is_some() {
-        return Err(ToolError::invalid_arguments(
-            "waiting_for_input needs /proc evidence, which a workspace's panes do not give the gateway",
-            "wait for idle, command_finished or exited instead",
-        ));
-    }
-    let since = match (&input.since, input.condition) {
-        (None, _) => None,
-        (Some(cursor), StateCondition::CommandFinished) => Some(parse_cursor(cursor)?),
-        (Some(_), _) => {
-            return Err(ToolError::invalid_arguments(
-                "since is only for condition command_finished",
-                "leave since out, or wait for command_finished",
-            ));
-        }
-    };
+    let rules = WaitRules::from_input(tmux, input)?;
     let panes = panes_of(tmux, input.targets.as_deref()).await?;
     let mut watched = Vec::with_capacity(panes.len());
     for pane in panes {
-        let stream = keep(tmux, pane, deadline).await?;
-        let feed = match &pattern {
-            Some(pattern) => Feed::Lines(
-                Box::new(LineReader::new(stream.subscribe())),
-                pattern.clone(),
-            ),
-            None => Feed::Bytes(stream.subscribe()),
-        };
-        let state = read_settled_state(tmux, pane).await?;
-        let baseline = match since.as_ref().and_then(|since| since.get(&pane)) {
-            // The same recording: records after the one seen are news.
-            Some(seen) if seen.recording == unix_ms(stream.since()) => {
-                Some((seen.id, seen.running))
-            }
-            // A recording started since (the last one lapsed): every record of it is news.
-            Some(_) => Some((0, false)),
-            None => stream
-                .with_ledger(|ledger| ledger.records().next_back().map(|r| (r.id, !r.finished()))),
-        };
-        let ended = state.dead.then_some(StreamEnd::PaneExited {
-            status: state.dead_status,
-        });
-        watched.push(Watched {
-            pane,
-            stream,
-            feed,
-            matched: None,
-            state,
-            baseline,
-            command_ended: None,
-            ended,
-            proc_at: started,
-            proc_pause: Duration::from_millis(250),
-            reached: None,
-        });
+        watched.push(Watched::start(tmux, pane, &rules, started, deadline).await?);
     }
+    let order = watch(tmux, input, &rules, &mut watched, started, deadline, cancel).await?;
+    Ok(answer(input, &watched, &order, started))
+}
+
+/// What a wait looks for, checked before any pane is touched.
+struct WaitRules {
+    idle: Duration,
+    pattern: Option<Pattern>,
+    since: Option<std::collections::HashMap<PaneId, Seen>>,
+}
+
+impl WaitRules {
+    fn from_input(tmux: &TmuxAccess<'_>, input: &WaitForStateInput) -> Result<Self, ToolError> {
+        let pattern = text_pattern(input)?;
+        if input.condition == StateCondition::WaitingForInput && tmux.workspace.is_some() {
+            return Err(ToolError::invalid_arguments(
+                "waiting_for_input needs /proc evidence, which a workspace's panes do not give the gateway",
+                "wait for idle, command_finished or exited instead",
+            ));
+        }
+        let since = match (&input.since, input.condition) {
+            (None, _) => None,
+            (Some(cursor), StateCondition::CommandFinished) => Some(parse_cursor(cursor)?),
+            (Some(_), _) => {
+                return Err(ToolError::invalid_arguments(
+                    "since is only for condition command_finished",
+                    "leave since out, or wait for command_finished",
+                ));
+            }
+        };
+        Ok(Self {
+            idle: input.idle_ms.map_or(DEFAULT_IDLE, Duration::from_millis),
+            pattern,
+            since,
+        })
+    }
+}
+
+/// Checks every pane not yet there, then sleeps until one prints, ends or may reach the
+/// state by time alone, until the quorum is met or `deadline`. Returns the indices of the
+/// panes that reached the state, in the order they did.
+async fn watch(
+    tmux: &TmuxAccess<'_>,
+    input: &WaitForStateInput,
+    rules: &WaitRules,
+    watched: &mut [Watched],
+    started: Instant,
+    deadline: Instant,
+    cancel: &CancellationToken,
+) -> Result<Vec<usize>, ToolError> {
     let mut order = Vec::new();
     loop {
         let now = Instant::now();
@@ -419,7 +464,7 @@ async fn wait_for_state(
             if w.reached.is_some() {
                 continue;
             }
-            if let Some(at) = w.check(tmux, input.condition, idle, started, now) {
+            if let Some(at) = w.check(tmux, input.condition, rules.idle, started, now) {
                 wake = wake.min(at);
             }
             if w.reached.is_some() {
@@ -434,30 +479,9 @@ async fn wait_for_state(
             Quorum::All => order.len() == watched.len(),
         };
         if done || now >= deadline {
-            break;
+            return Ok(order);
         }
-        let mut pending: Vec<_> = watched
-            .iter_mut()
-            .enumerate()
-            .filter(|(_, w)| w.reached.is_none() && w.ended.is_none())
-            .map(|(index, w)| Box::pin(async move { (index, w.feed.next().await) }))
-            .collect();
-        // `select_all` refuses an empty list: with every stream ended, only time can help.
-        let output = async {
-            if pending.is_empty() {
-                std::future::pending().await
-            } else {
-                select_all(pending.iter_mut()).await.0
-            }
-        };
-        let woke = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return Err(cancelled()),
-            () = tokio::time::sleep_until(wake) => None,
-            next = output => Some(next),
-        };
-        drop(pending);
-        if let Some((index, next)) = woke {
+        if let Some((index, next)) = next_event(watched, wake, cancel).await? {
             let w = &mut watched[index];
             match next {
                 Ok(matched) => {
@@ -468,11 +492,49 @@ async fn wait_for_state(
             }
         }
     }
+}
+
+/// The next pane to print or end, or `None` at `wake`.
+async fn next_event(
+    watched: &mut [Watched],
+    wake: Instant,
+    cancel: &CancellationToken,
+) -> Result<Option<(usize, Result<Option<String>, StreamEnd>)>, ToolError> {
+    let mut pending: Vec<_> = watched
+        .iter_mut()
+        .enumerate()
+        .filter(|(_, w)| w.reached.is_none() && w.ended.is_none())
+        .map(|(index, w)| Box::pin(async move { (index, w.feed.next().await) }))
+        .collect();
+    // `select_all` refuses an empty list: with every stream ended, only time can help.
+    let output = async {
+        if pending.is_empty() {
+            std::future::pending().await
+        } else {
+            select_all(pending.iter_mut()).await.0
+        }
+    };
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => Err(cancelled()),
+        () = tokio::time::sleep_until(wake) => Ok(None),
+        next = output => Ok(Some(next)),
+    }
+}
+
+/// The answer: the panes that reached the state in order, those still pending, and for
+/// `command_finished` the cursor of the next wait.
+fn answer(
+    input: &WaitForStateInput,
+    watched: &[Watched],
+    order: &[usize],
+    started: Instant,
+) -> WaitForStateOutput {
     let reached: Vec<StateReached> = order
         .iter()
         .filter_map(|&index| watched[index].reached.clone())
         .collect();
-    Ok(WaitForStateOutput {
+    WaitForStateOutput {
         outcome: if reached.is_empty()
             || (input.mode == Quorum::All && reached.len() < watched.len())
         {
@@ -494,7 +556,7 @@ async fn wait_for_state(
                     .map(|w| Seen::at(w.pane, &w.stream, w.baseline)),
             )
         }),
-    })
+    }
 }
 
 /// One pane's entry in a `command_finished` cursor: which recording of the pane (its start,
