@@ -30,6 +30,7 @@ use super::input::{PasteTextInput, SendKeysInput, Strings, TextEncoding, input_p
 use super::pane::CapturePaneInput;
 use super::since::CaptureSinceInput;
 use super::wait::WaitForTextInput;
+use crate::limits::Limits;
 use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, parse_target};
 use crate::mcp::call::CallContext;
@@ -37,7 +38,7 @@ use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::pane_ops::{position_commands, position_of};
 use crate::mcp::position::OutputPosition;
 use crate::mux::tmux::ops::input::InputPlan;
-use crate::mux::tmux::{BatchMode, CommandOutcome, OutputSubscription, PaneId};
+use crate::mux::tmux::{BatchMode, CommandOutcome, OutputSubscription, PaneId, TmuxCommand};
 
 /// Batches of at most this many operations send no progress notifications.
 const QUIET_BATCH: usize = 3;
@@ -220,30 +221,15 @@ pub async fn send_keys_batch(
             }
         }
     }
-
-    // One batch for everything that may run. Before the first input into each pane, the same
-    // write reads where its output stands (as send_keys does), so no output falls in between.
-    let mut commands = Vec::new();
-    let mut spans = Vec::new();
-    let mut marks: Vec<(PaneId, usize)> = Vec::new();
-    for Planned { index, plan, .. } in &plans {
-        // The reads belong to the operation they precede: a failure there is its failure.
-        let first = commands.len();
-        if !marks.iter().any(|(pane, _)| *pane == plan.pane()) {
-            marks.push((plan.pane(), first));
-            commands.extend(position_commands(plan.pane())?);
-        }
-        commands.extend(plan.commands().iter().cloned());
-        spans.push((*index, plan.pane(), first, commands.len() - first));
-    }
+    let batch = OneBatch::of(&plans)?;
     let mode = match on_error {
         OnError::Stop => BatchMode::StopOnError,
         OnError::Continue => BatchMode::Independent,
     };
-    let outcomes = if commands.is_empty() {
+    let outcomes = if batch.commands.is_empty() {
         Vec::new()
     } else {
-        match tmux.run_batch(commands, mode, Some(deadline)).await {
+        match tmux.run_batch(batch.commands, mode, Some(deadline)).await {
             Ok(outcomes) => outcomes,
             Err(error) if error.kind == ToolErrorKind::Timeout => {
                 Vec::new() // Every sent operation is reported as timed out below.
@@ -251,50 +237,11 @@ pub async fn send_keys_batch(
             Err(error) => return Err(error),
         }
     };
-    for (index, pane, first, count) in spans {
-        let settled = outcomes.get(first..first + count);
-        let result = match settled {
-            None => failure(
-                index,
-                pane.to_string(),
-                &ToolError::new(
-                    ToolErrorKind::Timeout,
-                    "the batch timed out before this operation completed",
-                    "check the pane with capture_pane before sending it again",
-                ),
-                started,
-            ),
-            Some(outcomes) => match outcomes.iter().find_map(|o| match o {
-                CommandOutcome::Ok(_) => None,
-                CommandOutcome::Failed(message) => Some(Some(message.clone())),
-                CommandOutcome::NotRun => Some(None),
-            }) {
-                None => OpResult {
-                    index,
-                    pane_id: pane.to_string(),
-                    success: true,
-                    error: None,
-                    suggestion: None,
-                    elapsed_ms: elapsed_ms(started),
-                },
-                Some(Some(message)) => {
-                    if on_error == OnError::Stop && stopped_at.is_none_or(|s| index < s) {
-                        stopped_at = Some(index);
-                    }
-                    failure(
-                        index,
-                        pane.to_string(),
-                        &ToolError::new(
-                            ToolErrorKind::Conflict,
-                            format!("tmux refused the input: {message}"),
-                            "call list_panes to check the pane",
-                        ),
-                        started,
-                    )
-                }
-                Some(None) => not_run(index, pane.to_string(), started),
-            },
-        };
+    for (index, pane, first, count) in batch.spans {
+        let (result, refused) = settle(index, pane, outcomes.get(first..first + count), started);
+        if refused && on_error == OnError::Stop && stopped_at.is_none_or(|s| index < s) {
+            stopped_at = Some(index);
+        }
         results[index] = Some(result);
     }
     let results: Vec<OpResult> = results
@@ -303,9 +250,111 @@ pub async fn send_keys_batch(
         .map(|(index, result)| result.unwrap_or_else(|| not_run(index, String::new(), started)))
         .collect();
     let succeeded = results.iter().filter(|r| r.success).count();
-    let output_positions = marks
-        .into_iter()
-        .filter_map(|(pane, first)| {
+    Ok(SendKeysBatchOutput {
+        failed: results.len() - succeeded,
+        succeeded,
+        stopped_at,
+        results,
+        output_positions: output_positions(tmux, &plans, &batch.marks, &outcomes),
+    })
+}
+
+/// Every planned operation as one tmux batch. Before the first input into each pane, the same
+/// write reads where its output stands (as send_keys does), so no output falls in between.
+struct OneBatch {
+    commands: Vec<TmuxCommand>,
+    /// (operation index, pane, first command, command count) of each operation.
+    spans: Vec<(usize, PaneId, usize, usize)>,
+    /// (pane, first command) of each pane's position read.
+    marks: Vec<(PaneId, usize)>,
+}
+
+impl OneBatch {
+    fn of(plans: &[Planned]) -> Result<Self, ToolError> {
+        let mut batch = Self {
+            commands: Vec::new(),
+            spans: Vec::new(),
+            marks: Vec::new(),
+        };
+        for Planned { index, plan, .. } in plans {
+            // The reads belong to the operation they precede: a failure there is its failure.
+            let first = batch.commands.len();
+            if !batch.marks.iter().any(|(pane, _)| *pane == plan.pane()) {
+                batch.marks.push((plan.pane(), first));
+                batch.commands.extend(position_commands(plan.pane())?);
+            }
+            batch.commands.extend(plan.commands().iter().cloned());
+            batch
+                .spans
+                .push((*index, plan.pane(), first, batch.commands.len() - first));
+        }
+        Ok(batch)
+    }
+}
+
+/// The result of one operation from the outcomes of its commands (`None`: the batch timed out
+/// before they completed), and whether tmux refused one of them.
+fn settle(
+    index: usize,
+    pane: PaneId,
+    outcomes: Option<&[CommandOutcome]>,
+    started: Instant,
+) -> (OpResult, bool) {
+    let Some(outcomes) = outcomes else {
+        let timed_out = failure(
+            index,
+            pane.to_string(),
+            &ToolError::new(
+                ToolErrorKind::Timeout,
+                "the batch timed out before this operation completed",
+                "check the pane with capture_pane before sending it again",
+            ),
+            started,
+        );
+        return (timed_out, false);
+    };
+    let result = match outcomes.iter().find_map(|o| match o {
+        CommandOutcome::Ok(_) => None,
+        CommandOutcome::Failed(message) => Some(Some(message.clone())),
+        CommandOutcome::NotRun => Some(None),
+    }) {
+        None => OpResult {
+            index,
+            pane_id: pane.to_string(),
+            success: true,
+            error: None,
+            suggestion: None,
+            elapsed_ms: elapsed_ms(started),
+        },
+        Some(Some(message)) => {
+            let refused = failure(
+                index,
+                pane.to_string(),
+                &ToolError::new(
+                    ToolErrorKind::Conflict,
+                    format!("tmux refused the input: {message}"),
+                    "call list_panes to check the pane",
+                ),
+                started,
+            );
+            return (refused, true);
+        }
+        Some(None) => not_run(index, pane.to_string(), started),
+    };
+    (result, false)
+}
+
+/// Each pane's `output_position` after the batch, read by its mark, with the text typed into
+/// it (for the echo filter of a wait given that position).
+fn output_positions(
+    tmux: &TmuxAccess<'_>,
+    plans: &[Planned],
+    marks: &[(PaneId, usize)],
+    outcomes: &[CommandOutcome],
+) -> BTreeMap<String, String> {
+    marks
+        .iter()
+        .filter_map(|&(pane, first)| {
             let cursor = position_of(tmux, pane, outcomes.get(first..first + 2)?)?;
             let typed: Vec<&str> = plans
                 .iter()
@@ -315,14 +364,7 @@ pub async fn send_keys_batch(
             let position = OutputPosition::new(cursor, &typed.join("\n"));
             Some((pane.to_string(), position.encode()))
         })
-        .collect();
-    Ok(SendKeysBatchOutput {
-        failed: results.len() - succeeded,
-        succeeded,
-        stopped_at,
-        results,
-        output_positions,
-    })
+        .collect()
 }
 
 fn failure(index: usize, pane_id: String, error: &ToolError, started: Instant) -> OpResult {
@@ -583,33 +625,8 @@ impl McpServer {
     ) -> Result<Json<SendKeysBatchOutput>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let ops = input.operations.0;
-        if ops.is_empty() {
-            return Err(ToolError::invalid_arguments(
-                "operations is empty",
-                "pass at least one operation",
-            ));
-        }
-        tmux.limits
-            .check_batch_size(call.sub(), ops.len())
-            .map_err(|e| {
-                ToolError::new(
-                    ToolErrorKind::InvalidArguments,
-                    e.to_string(),
-                    "split the operations over several calls",
-                )
-            })?;
-        let timeout = match input.timeout {
-            None => self.state().config.engine.command_timeout(),
-            Some(secs) if secs > 0.0 && secs <= MAX_TIMEOUT_SECS => Duration::from_secs_f64(secs),
-            Some(secs) => {
-                return Err(ToolError::invalid_arguments(
-                    format!(
-                        "timeout must be more than 0 and at most {MAX_TIMEOUT_SECS} s, got {secs}"
-                    ),
-                    "pass a timeout in seconds, or omit it",
-                ));
-            }
-        };
+        check_batch_size(tmux.limits, &call, ops.len())?;
+        let timeout = batch_timeout(input.timeout, self.state().config.engine.command_timeout())?;
         let deadline = Instant::now() + timeout;
         let output = send_keys_batch(&tmux, &ops, input.on_error, deadline).await?;
         if let Some(token) = meta.get_progress_token()
@@ -650,35 +667,10 @@ impl McpServer {
         Parameters(input): Parameters<PaneBatchInput>,
     ) -> Result<Json<PaneBatchOutput>, ToolError> {
         let ops = input.operations.0;
-        if ops.is_empty() {
-            return Err(ToolError::invalid_arguments(
-                "operations is empty",
-                "pass at least one operation",
-            ));
-        }
-        self.state()
-            .limits
-            .check_batch_size(call.sub(), ops.len())
-            .map_err(|e| {
-                ToolError::invalid_arguments(
-                    e.to_string(),
-                    "split the operations over several calls",
-                )
-            })?;
+        check_batch_size(&self.state().limits, &call, ops.len())?;
         // Checked before anything runs: the server, and that the caller may use it.
         self.tmux_access(&call, input.server.as_deref()).await?;
-        let timeout = match input.timeout {
-            None => DEFAULT_PANE_BATCH_TIMEOUT,
-            Some(secs) if secs > 0.0 && secs <= MAX_TIMEOUT_SECS => Duration::from_secs_f64(secs),
-            Some(secs) => {
-                return Err(ToolError::invalid_arguments(
-                    format!(
-                        "timeout must be more than 0 and at most {MAX_TIMEOUT_SECS} s, got {secs}"
-                    ),
-                    "pass a timeout in seconds, or omit it",
-                ));
-            }
-        };
+        let timeout = batch_timeout(input.timeout, DEFAULT_PANE_BATCH_TIMEOUT)?;
         let started = Instant::now();
         let deadline = started + timeout;
         // Waits watch their pane from the start of the batch, so that they see the output of
@@ -690,73 +682,26 @@ impl McpServer {
                 _ => None,
             });
         }
-        let total = ops.len();
         let names: Vec<&'static str> = ops.iter().map(PaneOp::name).collect();
-        let mut results = Vec::with_capacity(total);
+        let mut results = Vec::with_capacity(ops.len());
         let mut stopped_at = None;
         // (pane, text) of every input operation that ran, for the waits after it.
         let mut typed: Vec<(String, String)> = Vec::new();
-        for ((index, mut op), subscription) in ops.into_iter().enumerate().zip(subscriptions) {
+        for ((index, op), subscription) in ops.into_iter().enumerate().zip(subscriptions) {
             let name = op.name();
-            let server = op.server_mut();
-            let outcome = if server
-                .as_ref()
-                .is_some_and(|s| Some(s) != input.server.as_ref())
-            {
-                Err(ToolError::invalid_arguments(
-                    format!("operations[{index}]: server is set on the batch, not on an operation"),
-                    "move `server` to the batch",
-                ))
-            } else {
-                server.clone_from(&input.server);
-                let remaining = deadline.saturating_duration_since(Instant::now());
-                let text = op.typed_text();
-                match tokio::time::timeout(
-                    remaining,
-                    self.run_pane_op(&call, op, remaining, &cancel, subscription, &typed),
-                )
-                .await
-                {
-                    Ok(outcome) => {
-                        if let (Ok(result), Some(text)) = (&outcome, text)
-                            && let Some(pane) = result["pane_id"].as_str()
-                        {
-                            typed.push((pane.to_owned(), text));
-                        }
-                        outcome
-                    }
-                    Err(_) => Err(ToolError::new(
-                        ToolErrorKind::Timeout,
-                        "the batch timed out during this operation",
-                        "give the batch a longer timeout, or split it",
-                    )),
-                }
+            let run = BatchStep {
+                index,
+                batch_server: &input.server,
+                deadline,
+                cancel: &cancel,
+                subscription,
             };
-            let failed = outcome.is_err();
-            let cancelled = matches!(&outcome, Err(e) if e.kind == ToolErrorKind::Cancelled);
-            results.push(match outcome {
-                Ok(result) => PaneOpResult {
-                    index,
-                    op: name.to_owned(),
-                    success: true,
-                    result: Some(result),
-                    error: None,
-                    suggestion: None,
-                    elapsed_ms: elapsed_ms(started),
-                },
-                Err(error) => PaneOpResult {
-                    index,
-                    op: name.to_owned(),
-                    success: false,
-                    result: None,
-                    error: Some(error.message),
-                    suggestion: Some(error.suggestion),
-                    elapsed_ms: elapsed_ms(started),
-                },
-            });
-            if cancelled {
+            let outcome = self.run_batch_step(&call, op, run, &mut typed).await;
+            if matches!(&outcome, Err(e) if e.kind == ToolErrorKind::Cancelled) {
                 return Err(super::watch::cancelled());
             }
+            let failed = outcome.is_err();
+            results.push(PaneOpResult::ended(index, name, outcome, started));
             if failed && input.on_error == OnError::Stop {
                 stopped_at = Some(index);
                 break;
@@ -764,15 +709,7 @@ impl McpServer {
         }
         let ran = results.len();
         for (index, name) in names.iter().enumerate().skip(ran) {
-            results.push(PaneOpResult {
-                index,
-                op: (*name).to_owned(),
-                success: false,
-                result: None,
-                error: Some("not run: an earlier operation failed (on_error: stop)".to_owned()),
-                suggestion: Some("fix the failed operation and send the rest again".to_owned()),
-                elapsed_ms: elapsed_ms(started),
-            });
+            results.push(PaneOpResult::not_run(index, name, started));
         }
         let succeeded = results.iter().filter(|r| r.success).count();
         Ok(Json(PaneBatchOutput {
@@ -781,5 +718,120 @@ impl McpServer {
             stopped_at,
             results,
         }))
+    }
+}
+
+/// Where one operation of a `pane_batch` runs.
+struct BatchStep<'a> {
+    index: usize,
+    batch_server: &'a Option<String>,
+    deadline: Instant,
+    cancel: &'a CancellationToken,
+    subscription: Option<OutputSubscription>,
+}
+
+impl McpServer {
+    /// Runs one operation of a `pane_batch` on the batch's server, within what is left of the
+    /// batch's time; notes the text an input operation typed for the waits after it.
+    async fn run_batch_step(
+        &self,
+        call: &CallContext,
+        mut op: PaneOp,
+        step: BatchStep<'_>,
+        typed: &mut Vec<(String, String)>,
+    ) -> Result<serde_json::Value, ToolError> {
+        let server = op.server_mut();
+        if server
+            .as_ref()
+            .is_some_and(|s| Some(s) != step.batch_server.as_ref())
+        {
+            return Err(ToolError::invalid_arguments(
+                format!(
+                    "operations[{}]: server is set on the batch, not on an operation",
+                    step.index
+                ),
+                "move `server` to the batch",
+            ));
+        }
+        server.clone_from(step.batch_server);
+        let remaining = step.deadline.saturating_duration_since(Instant::now());
+        let text = op.typed_text();
+        let run = self.run_pane_op(call, op, remaining, step.cancel, step.subscription, typed);
+        let Ok(outcome) = tokio::time::timeout(remaining, run).await else {
+            return Err(ToolError::new(
+                ToolErrorKind::Timeout,
+                "the batch timed out during this operation",
+                "give the batch a longer timeout, or split it",
+            ));
+        };
+        if let (Ok(result), Some(text)) = (&outcome, text)
+            && let Some(pane) = result["pane_id"].as_str()
+        {
+            typed.push((pane.to_owned(), text));
+        }
+        outcome
+    }
+}
+
+/// A batch must hold at least one operation and at most the caller's `max_batch_ops`.
+fn check_batch_size(limits: &Limits, call: &CallContext, ops: usize) -> Result<(), ToolError> {
+    if ops == 0 {
+        return Err(ToolError::invalid_arguments(
+            "operations is empty",
+            "pass at least one operation",
+        ));
+    }
+    limits.check_batch_size(call.sub(), ops).map_err(|e| {
+        ToolError::invalid_arguments(e.to_string(), "split the operations over several calls")
+    })
+}
+
+/// A batch's `timeout` in seconds: `default` when none is given; more than 0 and at most
+/// [`MAX_TIMEOUT_SECS`].
+fn batch_timeout(timeout: Option<f64>, default: Duration) -> Result<Duration, ToolError> {
+    match timeout {
+        None => Ok(default),
+        Some(secs) if secs > 0.0 && secs <= MAX_TIMEOUT_SECS => Ok(Duration::from_secs_f64(secs)),
+        Some(secs) => Err(ToolError::invalid_arguments(
+            format!("timeout must be more than 0 and at most {MAX_TIMEOUT_SECS} s, got {secs}"),
+            "pass a timeout in seconds, or omit it",
+        )),
+    }
+}
+
+impl PaneOpResult {
+    /// The result of an operation that ran.
+    fn ended(
+        index: usize,
+        op: &str,
+        outcome: Result<serde_json::Value, ToolError>,
+        started: Instant,
+    ) -> Self {
+        let (result, error, suggestion) = match outcome {
+            Ok(result) => (Some(result), None, None),
+            Err(error) => (None, Some(error.message), Some(error.suggestion)),
+        };
+        Self {
+            index,
+            op: op.to_owned(),
+            success: result.is_some(),
+            result,
+            error,
+            suggestion,
+            elapsed_ms: elapsed_ms(started),
+        }
+    }
+
+    /// An operation left out after an earlier one failed (`on_error: stop`).
+    fn not_run(index: usize, op: &str, started: Instant) -> Self {
+        Self {
+            index,
+            op: op.to_owned(),
+            success: false,
+            result: None,
+            error: Some("not run: an earlier operation failed (on_error: stop)".to_owned()),
+            suggestion: Some("fix the failed operation and send the rest again".to_owned()),
+            elapsed_ms: elapsed_ms(started),
+        }
     }
 }

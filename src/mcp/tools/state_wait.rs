@@ -262,20 +262,7 @@ impl Watched {
                 None
             }
             StateCondition::CommandFinished => {
-                let baseline = self.baseline;
-                let finished = self.stream.with_ledger(|ledger| {
-                    ledger
-                        .records()
-                        .find(|r| {
-                            r.finished()
-                                && match baseline {
-                                    Some((id, running)) => r.id > id || (running && r.id == id),
-                                    None => true,
-                                }
-                        })
-                        .map(|r| (r.id, r.ended, r.exit_status, r.command.clone()))
-                });
-                if let Some((id, ended, status, command)) = finished {
+                if let Some((id, ended, status, command)) = self.first_finished_news() {
                     self.baseline = Some((id, false));
                     self.command_ended = ended;
                     self.reached = Some(reached(status, command));
@@ -306,6 +293,31 @@ impl Watched {
                 Some(self.proc_at)
             }
         }
+    }
+
+    /// The first finished command record after the baseline: its id, end, exit status and
+    /// command.
+    fn first_finished_news(
+        &self,
+    ) -> Option<(
+        u64,
+        Option<std::time::SystemTime>,
+        Option<i32>,
+        Option<String>,
+    )> {
+        let baseline = self.baseline;
+        self.stream.with_ledger(|ledger| {
+            ledger
+                .records()
+                .find(|r| {
+                    r.finished()
+                        && match baseline {
+                            Some((id, running)) => r.id > id || (running && r.id == id),
+                            None => true,
+                        }
+                })
+                .map(|r| (r.id, r.ended, r.exit_status, r.command.clone()))
+        })
     }
 
     /// New output: a quiet pane's `/proc` checks start over.
