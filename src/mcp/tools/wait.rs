@@ -416,60 +416,135 @@ pub async fn wait_for_text(
     };
     let mut reader = LineReader::new(subscription);
     let state = by_deadline(tmux, deadline, read_state(tmux, pane)).await?;
-    let typed = request.typed();
-    let mut watch = TextWatch::new(matcher, EchoFilter::new(&typed));
-    let finish = |watch: &TextWatch, outcome: WaitOutcome, decision: Option<Decision>| {
-        let (matched_line, matched_pattern) = match &decision {
-            Some(Decision::Hit(hit)) => (
-                Some(hit.line.clone()),
-                Some(watch.matcher.source(hit).to_owned()),
-            ),
-            Some(Decision::AnyOutput(line)) => (Some(line.clone()), None),
+    let mut watch = TextWatch::new(matcher, EchoFilter::new(&request.typed()));
+    let end = if state.dead {
+        WaitEnd::outcome(WaitOutcome::PaneExited)
+    } else {
+        let caught_up = if state.alternate_on {
+            // The stream only reports switches; start from what the pane shows now.
+            reader.assume_alternate_screen().await;
+            watch.alternate_screen = true;
+            None
+        } else {
+            since_hit(tmux, pane, request, &mut watch, deadline).await?
+        };
+        let before = match caught_up {
+            Some(decision) => Some(decision),
+            None => screen_hit(tmux, pane, request, &watch, deadline).await?,
+        };
+        match before {
+            Some(decision) => WaitEnd::decided(decision),
+            None => follow(tmux, pane, &mut reader, &mut watch, deadline, cancel).await?,
+        }
+    };
+    Ok(end.answer(&watch, pane, started, effective_timeout))
+}
+
+/// How a wait ended: its outcome, the decision that ended it (if one did) and the exit status
+/// of a pane that exited.
+struct WaitEnd {
+    outcome: WaitOutcome,
+    decision: Option<Decision>,
+    exit_status: Option<i32>,
+}
+
+impl WaitEnd {
+    fn outcome(outcome: WaitOutcome) -> Self {
+        Self {
+            outcome,
+            decision: None,
+            exit_status: None,
+        }
+    }
+
+    fn decided(decision: Decision) -> Self {
+        Self {
+            outcome: decision.outcome(),
+            decision: Some(decision),
+            exit_status: None,
+        }
+    }
+
+    fn answer(
+        self,
+        watch: &TextWatch,
+        pane: PaneId,
+        started: Instant,
+        effective_timeout: f64,
+    ) -> WaitForTextOutput {
+        let (matched_line, matched_pattern) = match self.decision {
+            Some(Decision::Hit(hit)) => {
+                let pattern = watch.matcher.source(&hit).to_owned();
+                (Some(hit.line), Some(pattern))
+            }
+            Some(Decision::AnyOutput(line)) => (Some(line), None),
             None => (None, None),
         };
         WaitForTextOutput {
             pane_id: pane.to_string(),
-            outcome,
-            found: outcome == WaitOutcome::Matched,
+            outcome: self.outcome,
+            found: self.outcome == WaitOutcome::Matched,
             matched_line,
             matched_pattern,
             tail: watch.tail(),
             saw_new_output: watch.saw_output,
             alternate_screen: watch.alternate_screen,
             resynced: watch.resynced,
-            pane_exit_status: None,
+            pane_exit_status: self.exit_status,
             elapsed_ms: elapsed_ms(started),
             effective_timeout,
         }
+    }
+}
+
+/// With `since`: the rows printed between that position and the subscription. The stream may
+/// hold some of them again, which can only repeat a match; each source has its own echo
+/// filter, since the echo may be in either.
+async fn since_hit(
+    tmux: &TmuxAccess<'_>,
+    pane: PaneId,
+    request: &TextWaitRequest,
+    watch: &mut TextWatch,
+    deadline: Instant,
+) -> Result<Option<Decision>, ToolError> {
+    let Some(since) = &request.since else {
+        return Ok(None);
     };
-    if state.dead {
-        return Ok(finish(&watch, WaitOutcome::PaneExited, None));
+    let rows = by_deadline(tmux, deadline, rows_since(tmux, pane, since)).await?;
+    let stream_echo = std::mem::replace(&mut watch.echo, EchoFilter::new(&request.typed()));
+    let decision = watch.catch_up(&rows);
+    watch.echo = stream_echo;
+    Ok(decision)
+}
+
+/// With `include_screen`: a match in what the pane shows now. Read after subscribing: what
+/// the screen lacks, the stream has.
+async fn screen_hit(
+    tmux: &TmuxAccess<'_>,
+    pane: PaneId,
+    request: &TextWaitRequest,
+    watch: &TextWatch,
+    deadline: Instant,
+) -> Result<Option<Decision>, ToolError> {
+    if !request.include_screen {
+        return Ok(None);
     }
-    if state.alternate_on {
-        // The stream only reports switches; start from what the pane shows now.
-        reader.assume_alternate_screen().await;
-        watch.alternate_screen = true;
-    } else if let Some(since) = &request.since {
-        // Output between `since` and the subscription: the rows printed since the position.
-        // The stream may hold some of them again, which can only repeat a match; each source
-        // has its own echo filter, since the echo may be in either.
-        let rows = by_deadline(tmux, deadline, rows_since(tmux, pane, since)).await?;
-        let stream_echo = std::mem::replace(&mut watch.echo, EchoFilter::new(&typed));
-        let decision = watch.catch_up(&rows);
-        watch.echo = stream_echo;
-        if let Some(decision) = decision {
-            let outcome = decision.outcome();
-            return Ok(finish(&watch, outcome, Some(decision)));
-        }
-    }
-    if request.include_screen {
-        // Read after subscribing: what the screen lacks, the stream has.
-        let screen = by_deadline(tmux, deadline, visible_lines(tmux, pane)).await?;
-        if let Some(hit) = watch.matcher.check(screen.iter().map(String::as_str)) {
-            let decision = Decision::Hit(hit);
-            return Ok(finish(&watch, decision.outcome(), Some(decision)));
-        }
-    }
+    let screen = by_deadline(tmux, deadline, visible_lines(tmux, pane)).await?;
+    Ok(watch
+        .matcher
+        .check(screen.iter().map(String::as_str))
+        .map(Decision::Hit))
+}
+
+/// Follows the pane's output until a line decides the wait, the pane ends, or `deadline`.
+async fn follow(
+    tmux: &TmuxAccess<'_>,
+    pane: PaneId,
+    reader: &mut LineReader,
+    watch: &mut TextWatch,
+    deadline: Instant,
+    cancel: &CancellationToken,
+) -> Result<WaitEnd, ToolError> {
     loop {
         let next = tokio::select! {
             biased;
@@ -478,30 +553,24 @@ pub async fn wait_for_text(
             next = reader.next() => Some(next),
         };
         let batch = match next {
-            None => {
-                let outcome = if watch.alternate_screen {
-                    WaitOutcome::AlternateScreen
-                } else {
-                    WaitOutcome::Timeout
-                };
-                return Ok(finish(&watch, outcome, None));
+            None if watch.alternate_screen => {
+                return Ok(WaitEnd::outcome(WaitOutcome::AlternateScreen));
             }
+            None => return Ok(WaitEnd::outcome(WaitOutcome::Timeout)),
             Some(Ok(batch)) => batch,
             Some(Err(end)) => {
-                let status = stream_end(tmux.server_name(), pane, end)?;
-                let mut output = finish(&watch, WaitOutcome::PaneExited, None);
-                output.pane_exit_status = status;
-                return Ok(output);
+                let mut ended = WaitEnd::outcome(WaitOutcome::PaneExited);
+                ended.exit_status = stream_end(tmux.server_name(), pane, end)?;
+                return Ok(ended);
             }
         };
-        let mut decision = check_in_slices(&mut watch, &batch).await;
+        let mut decision = check_in_slices(watch, &batch).await;
         if decision.is_none() && watch.needs_resync {
             let screen = visible_lines(tmux, pane).await?;
             decision = watch.resync(&screen);
         }
         if let Some(decision) = decision {
-            let outcome = decision.outcome();
-            return Ok(finish(&watch, outcome, Some(decision)));
+            return Ok(WaitEnd::decided(decision));
         }
     }
 }
