@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::pane::LineArg;
 use crate::limits::output::{self, Carried};
 use crate::mcp::McpServer;
-use crate::mcp::access::parse_target;
+use crate::mcp::access::{TmuxAccess, parse_target};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{PaneRow, PaneScope, not_found, pane_rows, quote_error};
@@ -150,49 +150,16 @@ impl McpServer {
             join_wrapped: true,
             escape_sequences: false,
         };
-
-        let mut matched: Vec<PaneMatch> = Vec::new();
-        for chunk in rows.chunks(CAPTURES_PER_BATCH) {
-            let commands = chunk
-                .iter()
-                .map(|row| range.command(row.pane).map_err(quote_error))
-                .collect::<Result<Vec<_>, _>>()?;
-            let outcomes = tmux
-                .run_batch(commands, BatchMode::Independent, None)
-                .await?;
-            for (row, outcome) in chunk.iter().zip(outcomes) {
-                // A pane that closed since the listing simply has no matches.
-                if let CommandOutcome::Ok(lines) = outcome
-                    && let Some(found) =
-                        match_pane(row, &lines, &matcher, input.max_matched_lines_per_pane)
-                {
-                    matched.push(found);
-                }
-            }
-        }
-
+        let matched = search(
+            &tmux,
+            &rows,
+            &range,
+            &matcher,
+            input.max_matched_lines_per_pane,
+        )
+        .await?;
         let total = matched.len();
-        let budget = tmux
-            .call
-            .output
-            .remaining(tmux.limits.max_output_bytes(tmux.call.sub()));
-        let mut used = 0;
-        let mut page = Vec::new();
-        for found in matched.into_iter().skip(input.offset).take(input.limit) {
-            // The lines as sent (twice, escaped), their separators, and the match's fields.
-            let size: usize = found
-                .matched_lines
-                .iter()
-                .map(|l| output::cost(l, Carried::InToolResult) + 8)
-                .sum::<usize>()
-                + 400;
-            if !page.is_empty() && used + size > budget {
-                break;
-            }
-            used += size;
-            page.push(found);
-        }
-        tmux.call.output.charge(used);
+        let page = page_within_budget(&tmux, matched, input.offset, input.limit);
         let next = input.offset + page.len();
         let truncated = next < total;
         Ok(Json(SearchPanesOutput {
@@ -206,6 +173,67 @@ impl McpServer {
             matches: page,
         }))
     }
+}
+
+/// The panes of `rows` with lines `matcher` finds in `range`, captured a batch at a time.
+async fn search(
+    tmux: &TmuxAccess<'_>,
+    rows: &[PaneRow],
+    range: &CaptureRange,
+    matcher: &Regex,
+    max_lines_per_pane: usize,
+) -> Result<Vec<PaneMatch>, ToolError> {
+    let mut matched = Vec::new();
+    for chunk in rows.chunks(CAPTURES_PER_BATCH) {
+        let commands = chunk
+            .iter()
+            .map(|row| range.command(row.pane).map_err(quote_error))
+            .collect::<Result<Vec<_>, _>>()?;
+        let outcomes = tmux
+            .run_batch(commands, BatchMode::Independent, None)
+            .await?;
+        for (row, outcome) in chunk.iter().zip(outcomes) {
+            // A pane that closed since the listing simply has no matches.
+            if let CommandOutcome::Ok(lines) = outcome
+                && let Some(found) = match_pane(row, &lines, matcher, max_lines_per_pane)
+            {
+                matched.push(found);
+            }
+        }
+    }
+    Ok(matched)
+}
+
+/// The page `offset`, `limit` of `matched`, cut short where the call's output budget ends
+/// (never empty), and charged to it.
+fn page_within_budget(
+    tmux: &TmuxAccess<'_>,
+    matched: Vec<PaneMatch>,
+    offset: usize,
+    limit: usize,
+) -> Vec<PaneMatch> {
+    let budget = tmux
+        .call
+        .output
+        .remaining(tmux.limits.max_output_bytes(tmux.call.sub()));
+    let mut used = 0;
+    let mut page = Vec::new();
+    for found in matched.into_iter().skip(offset).take(limit) {
+        // The lines as sent (twice, escaped), their separators, and the match's fields.
+        let size: usize = found
+            .matched_lines
+            .iter()
+            .map(|l| output::cost(l, Carried::InToolResult) + 8)
+            .sum::<usize>()
+            + 400;
+        if !page.is_empty() && used + size > budget {
+            break;
+        }
+        used += size;
+        page.push(found);
+    }
+    tmux.call.output.charge(used);
+    page
 }
 
 fn build_matcher(pattern: &str, regex: bool, match_case: bool) -> Result<Regex, ToolError> {
