@@ -294,6 +294,19 @@ impl Prompter<'_> {
             }
             boxed
         };
+        self.press_enter_until_taken(ready, boxed, &tail, delivery)
+            .await
+    }
+
+    /// Presses Enter (twice where an extra one is harmless) until the program shows it took
+    /// the pasted input.
+    async fn press_enter_until_taken(
+        &mut self,
+        ready: Ready,
+        boxed: bool,
+        tail: &str,
+        mut delivery: Delivery,
+    ) -> Result<Delivery, ToolError> {
         // A second Enter only where an empty input ignores it: a shell prompt, an agent CLI
         // (its hook reported) or a bordered input box. A program reading lines would take it as
         // an empty line (an answer to `input()`, say).
@@ -321,7 +334,7 @@ impl Prompter<'_> {
             } else if reaction == Reaction::Busy {
                 Some("busy_output")
             } else {
-                (!self.shows(&tail).await?.0).then_some("input_cleared")
+                (!self.shows(tail).await?.0).then_some("input_cleared")
             };
             if let Some(evidence) = evidence {
                 delivery.outcome = "submitted";
