@@ -33,6 +33,7 @@ use crate::mcp::access::{TmuxAccess, not_found, parse_target};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{PaneScope, pane_rows};
+use crate::mux::ledger::CommandRecord;
 use crate::mux::text_match::{Pattern, PatternOptions, compile};
 use crate::mux::tmux::output::PaneStream;
 use crate::mux::tmux::pane_state::PaneState;
@@ -262,10 +263,10 @@ impl Watched {
                 None
             }
             StateCondition::CommandFinished => {
-                if let Some((id, ended, status, command)) = self.first_finished_news() {
-                    self.baseline = Some((id, false));
-                    self.command_ended = ended;
-                    self.reached = Some(reached(status, command));
+                if let Some(record) = self.first_finished_news() {
+                    self.baseline = Some((record.id, false));
+                    self.command_ended = record.ended;
+                    self.reached = Some(reached(record.exit_status, record.command));
                 }
                 None
             }
@@ -295,16 +296,8 @@ impl Watched {
         }
     }
 
-    /// The first finished command record after the baseline: its id, end, exit status and
-    /// command.
-    fn first_finished_news(
-        &self,
-    ) -> Option<(
-        u64,
-        Option<std::time::SystemTime>,
-        Option<i32>,
-        Option<String>,
-    )> {
+    /// The first finished command record after the baseline.
+    fn first_finished_news(&self) -> Option<CommandRecord> {
         let baseline = self.baseline;
         self.stream.with_ledger(|ledger| {
             ledger
@@ -316,7 +309,7 @@ impl Watched {
                             None => true,
                         }
                 })
-                .map(|r| (r.id, r.ended, r.exit_status, r.command.clone()))
+                .cloned()
         })
     }
 
