@@ -34,7 +34,7 @@ use crate::mcp::{McpServer, McpState};
 use crate::mux::tmux::TmuxEngine;
 use crate::mux::zellij::servers::ZellijServers;
 use crate::recordings::Recorder;
-use crate::secret_entry::SecretDesk;
+use crate::secret_entry::{PaneDestination, SecretDesk};
 use crate::telemetry::exposition::MetricsEndpoint;
 use crate::telemetry::{Metrics, MetricsTokenError};
 use crate::view::link::ViewKey;
@@ -120,64 +120,11 @@ impl Gateway {
             config.engine.settings(),
             &engine_shutdown,
         );
-        if let Some(warning) = config.shared_server_warning() {
-            tracing::warn!("{warning}");
-        }
-        for (path, mode) in readable_by_others(&config.secret_paths()) {
-            tracing::warn!(
-                file = %path.display(),
-                mode = format!("{mode:o}"),
-                "a file holding keys, configuration or the audit log is readable by other users; chmod 600 it"
-            );
-        }
-        let state_dir = open_state_dir(&config)?;
-        let owners = Arc::new(match &state_dir {
-            Some(dir) => SessionOwners::open(&dir.join(OWNERS_FILE))
-                .map_err(|e| GatewayError::State(e.to_string()))?,
-            None => SessionOwners::in_memory(),
-        });
-        let workspaces = match (&state_dir, config.workspaces.enabled) {
-            (Some(dir), true) => Some(
-                Workspaces::open(
-                    &config.workspaces,
-                    dir,
-                    &config.secret_paths(),
-                    Arc::new(config.engine.settings()),
-                    engine_shutdown.clone(),
-                )
-                .await?,
-            ),
-            _ => None,
-        };
-        let view_key = view_key(state_dir.as_deref())?;
-        let approval_policy = Arc::new(approval_policy(&config)?);
-        let approvals = ApprovalDesk::default();
-        let secrets = SecretDesk::default();
-        let recorder = match config
-            .recordings
-            .settings(state_dir.as_deref())
-            .map_err(GatewayError::Recordings)?
-        {
-            Some(settings) => Recorder::new(settings, shutdown.begin().child_token()),
-            None => Recorder::disabled(),
-        };
+        warn_about_setup(&config);
+        let stores = Stores::open(&config, &shutdown, &engine_shutdown).await?;
         let mut metrics = Metrics::new();
         let resource = Arc::new(ProtectedResource::new(&config.auth, mcp_url)?);
-        let mut authenticator = Authenticator::new(&config.auth, &config.clients, &resource)?
-            .with_default_client(&config.clients_default, config.auth.algorithm)?
-            .with_failure_throttle(config.http.auth_failures_per_minute)
-            .with_reject_hook(metrics.reject_hook());
-        if workspaces.is_some() {
-            authenticator = authenticator.with_own_server(workspace::SERVER_NAME);
-        }
-        #[cfg(feature = "conformance")]
-        let authenticator = match mode {
-            Mode::Production => authenticator,
-            Mode::Conformance => {
-                authenticator.without_authentication(crate::conformance::principal())
-            }
-        };
-        let authenticator = Arc::new(authenticator);
+        let authenticator = authenticator(mode, &config, &resource, &metrics, &stores)?;
         let limits = Arc::new(
             Limits::new(
                 &config.limits,
@@ -188,94 +135,43 @@ impl Gateway {
             )
             .with_hook(metrics.limit_hook()),
         );
-        let audit = Arc::new(AuditLog::open(&config.audit, state_dir.as_deref())?);
-        metrics.collect_approvals(approvals.clone());
-        metrics.collect_secrets(secrets.clone());
+        let desks = Desks {
+            policy: Arc::new(approval_policy(&config)?),
+            approvals: ApprovalDesk::default(),
+            secrets: SecretDesk::default(),
+        };
+        metrics.collect_approvals(desks.approvals.clone());
+        metrics.collect_secrets(desks.secrets.clone());
         metrics.collect_from(
             engine.clone(),
-            workspaces.clone(),
-            audit.clone(),
+            stores.workspaces.clone(),
+            stores.audit.clone(),
             limits.clone(),
         );
         let metrics = Arc::new(metrics);
-        let endpoint = if config.metrics.enabled {
-            let token = config.metrics.bearer_token()?;
-            Some(Arc::new(MetricsEndpoint::new(
-                metrics.clone(),
-                token.as_ref(),
-            )))
-        } else {
-            None
+        let security = Security {
+            authenticator,
+            resource,
+            limits,
+            sessions: Arc::new(
+                SessionBindings::new(SESSION_BINDINGS_CAPACITY, config.http.session_idle() * 2)
+                    .with_max_per_sub(config.http.max_sessions_per_client),
+            ),
         };
         let tls = match &config.http.tls {
             Some(tls) => Some(Arc::new(CertStore::load(tls)?)),
             None => None,
         };
-        let sessions = Arc::new(
-            SessionBindings::new(SESSION_BINDINGS_CAPACITY, config.http.session_idle() * 2)
-                .with_max_per_sub(config.http.max_sessions_per_client),
-        );
-        let mcp = McpServer::new(McpState {
+        let audit = stores.audit.clone();
+        let parts = Parts {
             config: config.clone(),
-            tmux: engine.clone(),
-            zellij: ZellijServers::new(config.zellij.servers.iter().map(|(name, server)| {
-                (
-                    name.to_string(),
-                    server.session.clone(),
-                    config.zellij.spec(server),
-                )
-            })),
-            limits: limits.clone(),
-            audit: audit.clone(),
-            self_location: SelfLocation::from_env(
-                std::env::var("TMUX").ok().as_deref(),
-                std::env::var("TMUX_PANE").ok().as_deref(),
-            ),
+            engine: engine.clone(),
+            stores,
+            desks,
             metrics: metrics.clone(),
-            owners,
-            workspaces: workspaces.clone(),
-            shutdown: shutdown.begin().child_token(),
-            agent_reports: Default::default(),
-            approval_policy: approval_policy.clone(),
-            approvals: approvals.clone(),
-            secrets: secrets.clone(),
-            recorder,
-            view_key: view_key.clone(),
-        });
-        let deps = HttpDeps {
-            http: config.http.clone(),
-            mcp,
-            readiness: Arc::new(EngineReadiness::new(engine.clone(), &config.tmux.servers)),
-            security: Security {
-                authenticator,
-                resource,
-                limits,
-                sessions,
-            },
-            telemetry: HttpTelemetry {
-                metrics: metrics.clone(),
-                endpoint,
-            },
             shutdown: shutdown.clone(),
-            approvals: http::approvals::ApprovalsApi {
-                desk: approvals.clone(),
-                policy: approval_policy,
-            },
-            secrets: http::secret::SecretApi {
-                desk: secrets,
-                audit: audit.clone(),
-            },
-            view: config.view.enabled.then(|| http::view::ViewApi {
-                key: view_key,
-                tmux: engine.clone(),
-                workspaces: workspaces.clone(),
-                stop: shutdown.streams_token(),
-                viewers: crate::view::viewers::Viewers::new(
-                    config.view.max_viewers as usize,
-                    config.view.max_viewers_per_link as usize,
-                ),
-            }),
         };
+        let deps = parts.http_deps(security)?;
         let app = match mode {
             Mode::Production => http::router(deps),
             #[cfg(feature = "conformance")]
@@ -336,6 +232,196 @@ impl Gateway {
             tracing::error!(%error, "flushing the audit log failed");
         }
     }
+}
+
+/// What the gateway keeps on disk or for its whole life, opened once before anything serves.
+struct Stores {
+    owners: Arc<SessionOwners>,
+    workspaces: Option<Workspaces>,
+    view_key: ViewKey,
+    recorder: Recorder,
+    audit: Arc<AuditLog>,
+}
+
+impl Stores {
+    async fn open(
+        config: &Config,
+        shutdown: &Shutdown,
+        engine_shutdown: &CancellationToken,
+    ) -> Result<Self, GatewayError> {
+        let state_dir = open_state_dir(config)?;
+        let owners = Arc::new(match &state_dir {
+            Some(dir) => SessionOwners::open(&dir.join(OWNERS_FILE))
+                .map_err(|e| GatewayError::State(e.to_string()))?,
+            None => SessionOwners::in_memory(),
+        });
+        let workspaces = match (&state_dir, config.workspaces.enabled) {
+            (Some(dir), true) => Some(
+                Workspaces::open(
+                    &config.workspaces,
+                    dir,
+                    &config.secret_paths(),
+                    Arc::new(config.engine.settings()),
+                    engine_shutdown.clone(),
+                )
+                .await?,
+            ),
+            _ => None,
+        };
+        let recorder = match config
+            .recordings
+            .settings(state_dir.as_deref())
+            .map_err(GatewayError::Recordings)?
+        {
+            Some(settings) => Recorder::new(settings, shutdown.begin().child_token()),
+            None => Recorder::disabled(),
+        };
+        Ok(Self {
+            view_key: view_key(state_dir.as_deref())?,
+            audit: Arc::new(AuditLog::open(&config.audit, state_dir.as_deref())?),
+            owners,
+            workspaces,
+            recorder,
+        })
+    }
+}
+
+/// Where humans stay in charge: the approval rules and the desks where approvals and secrets
+/// wait for a person.
+struct Desks {
+    policy: Arc<ApprovalPolicy>,
+    approvals: ApprovalDesk,
+    secrets: SecretDesk<PaneDestination>,
+}
+
+/// Every part the handlers share, made once; [`Parts::http_deps`] hands each handler its share.
+struct Parts {
+    config: Arc<Config>,
+    engine: TmuxEngine,
+    stores: Stores,
+    desks: Desks,
+    metrics: Arc<Metrics>,
+    shutdown: Shutdown,
+}
+
+impl Parts {
+    fn http_deps(self, security: Security) -> Result<HttpDeps, GatewayError> {
+        let config = &self.config;
+        let endpoint = if config.metrics.enabled {
+            let token = config.metrics.bearer_token()?;
+            Some(Arc::new(MetricsEndpoint::new(
+                self.metrics.clone(),
+                token.as_ref(),
+            )))
+        } else {
+            None
+        };
+        Ok(HttpDeps {
+            http: config.http.clone(),
+            readiness: Arc::new(EngineReadiness::new(
+                self.engine.clone(),
+                &config.tmux.servers,
+            )),
+            telemetry: HttpTelemetry {
+                metrics: self.metrics.clone(),
+                endpoint,
+            },
+            shutdown: self.shutdown.clone(),
+            approvals: http::approvals::ApprovalsApi {
+                desk: self.desks.approvals.clone(),
+                policy: self.desks.policy.clone(),
+            },
+            secrets: http::secret::SecretApi {
+                desk: self.desks.secrets.clone(),
+                audit: self.stores.audit.clone(),
+            },
+            view: config.view.enabled.then(|| http::view::ViewApi {
+                key: self.stores.view_key.clone(),
+                tmux: self.engine.clone(),
+                workspaces: self.stores.workspaces.clone(),
+                stop: self.shutdown.streams_token(),
+                viewers: crate::view::viewers::Viewers::new(
+                    config.view.max_viewers as usize,
+                    config.view.max_viewers_per_link as usize,
+                ),
+            }),
+            mcp: self.mcp_server(&security.limits),
+            security,
+        })
+    }
+
+    fn mcp_server(self, limits: &Arc<Limits>) -> McpServer {
+        let config = self.config;
+        McpServer::new(McpState {
+            zellij: ZellijServers::new(config.zellij.servers.iter().map(|(name, server)| {
+                (
+                    name.to_string(),
+                    server.session.clone(),
+                    config.zellij.spec(server),
+                )
+            })),
+            tmux: self.engine,
+            limits: limits.clone(),
+            audit: self.stores.audit,
+            self_location: SelfLocation::from_env(
+                std::env::var("TMUX").ok().as_deref(),
+                std::env::var("TMUX_PANE").ok().as_deref(),
+            ),
+            metrics: self.metrics,
+            owners: self.stores.owners,
+            workspaces: self.stores.workspaces,
+            shutdown: self.shutdown.begin().child_token(),
+            agent_reports: Default::default(),
+            approval_policy: self.desks.policy,
+            approvals: self.desks.approvals,
+            secrets: self.desks.secrets,
+            recorder: self.stores.recorder,
+            view_key: self.stores.view_key,
+            config,
+        })
+    }
+}
+
+/// Warns of a setup that works but exposes something: a tmux server shared with humans, or a
+/// file holding secrets that other users may read.
+fn warn_about_setup(config: &Config) {
+    if let Some(warning) = config.shared_server_warning() {
+        tracing::warn!("{warning}");
+    }
+    for (path, mode) in readable_by_others(&config.secret_paths()) {
+        tracing::warn!(
+            file = %path.display(),
+            mode = format!("{mode:o}"),
+            "a file holding keys, configuration or the audit log is readable by other users; chmod 600 it"
+        );
+    }
+}
+
+/// The authenticator: the configured clients, the failure throttle, and in workspace mode
+/// each client's own server; no authentication in conformance mode.
+fn authenticator(
+    mode: Mode,
+    config: &Config,
+    resource: &ProtectedResource,
+    metrics: &Metrics,
+    stores: &Stores,
+) -> Result<Arc<Authenticator>, GatewayError> {
+    let mut authenticator = Authenticator::new(&config.auth, &config.clients, resource)?
+        .with_default_client(&config.clients_default, config.auth.algorithm)?
+        .with_failure_throttle(config.http.auth_failures_per_minute)
+        .with_reject_hook(metrics.reject_hook());
+    if stores.workspaces.is_some() {
+        authenticator = authenticator.with_own_server(workspace::SERVER_NAME);
+    }
+    #[cfg(feature = "conformance")]
+    let authenticator = match mode {
+        Mode::Production => authenticator,
+        Mode::Conformance => authenticator.without_authentication(crate::conformance::principal()),
+    };
+    // Without the conformance feature, production is the only mode.
+    #[cfg(not(feature = "conformance"))]
+    let Mode::Production = mode;
+    Ok(Arc::new(authenticator))
 }
 
 /// The `[approvals]` policy, its tool names checked against the catalog (a misspelt one would
