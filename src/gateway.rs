@@ -125,16 +125,7 @@ impl Gateway {
         let mut metrics = Metrics::new();
         let resource = Arc::new(ProtectedResource::new(&config.auth, mcp_url)?);
         let authenticator = authenticator(mode, &config, &resource, &metrics, &stores)?;
-        let limits = Arc::new(
-            Limits::new(
-                &config.limits,
-                config
-                    .clients
-                    .iter()
-                    .map(|(sub, client)| (sub, &client.limits)),
-            )
-            .with_hook(metrics.limit_hook()),
-        );
+        let limits = limits(&config, &metrics);
         let desks = Desks {
             policy: Arc::new(approval_policy(&config)?),
             approvals: ApprovalDesk::default(),
@@ -380,6 +371,15 @@ impl Parts {
             config,
         })
     }
+}
+
+/// The request limits: the defaults and each configured client's own.
+fn limits(config: &Config, metrics: &Metrics) -> Arc<Limits> {
+    let per_client = config
+        .clients
+        .iter()
+        .map(|(sub, client)| (sub, &client.limits));
+    Arc::new(Limits::new(&config.limits, per_client).with_hook(metrics.limit_hook()))
 }
 
 /// Warns of a setup that works but exposes something: a tmux server shared with humans, or a
