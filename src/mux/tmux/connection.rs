@@ -285,31 +285,7 @@ impl Connection {
                 Some(sink.clone()),
             ),
         };
-        let mut command = tmux_command(&options.tmux_bin, &options.endpoint);
-        command.stdin(std::process::Stdio::piped());
-        match options.create {
-            Some(new) => {
-                command
-                    .args([
-                        "-N",
-                        "-C",
-                        "new-session",
-                        "-E",
-                        "-f",
-                        &flags,
-                        "-s",
-                        new.name,
-                    ])
-                    .arg("--")
-                    .args(new.argv);
-            }
-            None => {
-                command.args(["-N", "-C", "attach-session", "-E", "-f", &flags]);
-                if let Some(session) = options.session {
-                    command.arg("-t").arg(session.to_string());
-                }
-            }
-        }
+        let mut command = control_command(options, &flags);
         let mut child = command.spawn().map_err(|e| ConnectError::Spawn {
             bin: options.tmux_bin.display().to_string(),
             error: e.to_string(),
@@ -497,6 +473,28 @@ fn classify_refusal(stderr: &[u8], closed: Option<CloseReason>, socket: String) 
     }
 }
 
+/// The `tmux -C` command line of a control client with `flags`: attach to the chosen
+/// session, or create the session and attach to it in one command.
+fn control_command(options: &ConnectOptions, flags: &str) -> tokio::process::Command {
+    let mut command = tmux_command(&options.tmux_bin, &options.endpoint);
+    command.stdin(std::process::Stdio::piped());
+    match options.create {
+        Some(new) => {
+            command
+                .args(["-N", "-C", "new-session", "-E", "-f", flags, "-s", new.name])
+                .arg("--")
+                .args(new.argv);
+        }
+        None => {
+            command.args(["-N", "-C", "attach-session", "-E", "-f", flags]);
+            if let Some(session) = options.session {
+                command.arg("-t").arg(session.to_string());
+            }
+        }
+    }
+    command
+}
+
 /// The attached session, or why the client ended before attaching.
 type Handshake = oneshot::Sender<Result<(SessionId, Vec<u8>), CloseReason>>;
 
@@ -538,12 +536,7 @@ async fn read_loop(
             }
             Event::Block(block) if block.is_ours() => complete_front(&shared, block),
             Event::Block(block) if handshake.is_some() && !block.ok => {
-                let message: Vec<String> = block
-                    .body
-                    .iter()
-                    .map(|l| String::from_utf8_lossy(l).into_owned())
-                    .collect();
-                attach_error = Some(message.join(" "));
+                attach_error = Some(block_text(&block));
             }
             Event::Block(_) => {} // the attach command's block, or a hook's
             Event::Output { pane, data, .. } => {
@@ -581,21 +574,35 @@ async fn read_loop(
             attach_error.map_or_else(|| reason.clone(), CloseReason::AttachFailed)
         ));
     }
-    let unstarted = {
-        let mut pending = shared.lock();
-        shared.alive.store(false, Ordering::Release);
-        let mut unstarted = Vec::new();
-        for entry in pending.drain(..) {
-            if entry.begun {
-                let _ = entry.request.reply.send(Err(LineError::Lost));
-            } else {
-                unstarted.push(entry.request);
-            }
-        }
-        unstarted
-    };
+    let unstarted = close_pending(&shared);
     shared.progress.notify_one();
     let _ = events.send(ConnEvent::Closed { reason, unstarted });
+}
+
+/// Marks the connection dead; a request tmux began is lost with it, and the requests it never
+/// began are returned to be sent again on the next connection.
+fn close_pending(shared: &Shared) -> Vec<LineRequest> {
+    let mut pending = shared.lock();
+    shared.alive.store(false, Ordering::Release);
+    let mut unstarted = Vec::new();
+    for entry in pending.drain(..) {
+        if entry.begun {
+            let _ = entry.request.reply.send(Err(LineError::Lost));
+        } else {
+            unstarted.push(entry.request);
+        }
+    }
+    unstarted
+}
+
+/// A block's lines joined by spaces, for an error message.
+fn block_text(block: &Block) -> String {
+    let lines: Vec<String> = block
+        .body
+        .iter()
+        .map(|l| String::from_utf8_lossy(l).into_owned())
+        .collect();
+    lines.join(" ")
 }
 
 fn complete_front(shared: &Shared, block: Block) {
