@@ -227,6 +227,13 @@ async fn check_zellij_server(
 }
 
 async fn check_server(report: &mut Report, name: &ServerName, server: &TmuxServer) {
+    if server_is_running(report, name, server).await {
+        check_clients(report, name, server).await;
+    }
+}
+
+/// Whether the server runs (reported either way; absent is fine when allowed).
+async fn server_is_running(report: &mut Report, name: &ServerName, server: &TmuxServer) -> bool {
     let subject = format!("server {name}");
     match tmux_cli::probe_server(&server.socket, PROBE_TIMEOUT).await {
         ServerProbe::Running { sessions } => report.push(
@@ -240,7 +247,7 @@ async fn check_server(report: &mut Report, name: &ServerName, server: &TmuxServe
                 &subject,
                 format!("not running on {} (allowed absent)", server.socket),
             );
-            return;
+            return false;
         }
         ServerProbe::Absent => {
             report.push(
@@ -251,7 +258,7 @@ async fn check_server(report: &mut Report, name: &ServerName, server: &TmuxServe
                     server.socket
                 ),
             );
-            return;
+            return false;
         }
         ServerProbe::Unreachable(reason) => {
             report.push(
@@ -259,9 +266,14 @@ async fn check_server(report: &mut Report, name: &ServerName, server: &TmuxServe
                 &subject,
                 format!("cannot be reached on {}: {reason}", server.socket),
             );
-            return;
+            return false;
         }
     }
+    true
+}
+
+/// The muxgate control clients attached to the server: live, stale or unknown.
+async fn check_clients(report: &mut Report, name: &ServerName, server: &TmuxServer) {
     let subject = format!("clients {name}");
     let listing = match tmux_cli::run(
         &server.socket,

@@ -1,6 +1,7 @@
 //! ARCHITECTURE.md stays true to the tree: every file or folder it names in backticks exists.
 //! And tmux command lines and row parsing stay in `src/mux/tmux/`: a file of `src/mcp/` that
-//! builds one fails.
+//! builds one fails. And no function in `src/` runs over [`LONGEST_FUNCTION`] lines unless a
+//! `// Long on purpose: …` comment above it says why.
 //!
 //! For the document, a name counts when it ends in a file extension the repo uses
 //! (`monitor.rs`, `deploy/k8s.yaml`) or in `/` (`src/mcp/`); it matches a path of the repo that
@@ -169,4 +170,96 @@ fn a_command_line_or_row_parse_would_be_caught() {
     assert!(!builds_commands_or_parses_rows(
         "let rows = split_rows_of(x);"
     ));
+}
+
+/// The most lines a function of `src/` may span, signature to closing brace.
+const LONGEST_FUNCTION: usize = 80;
+
+/// The functions of `source` longer than [`LONGEST_FUNCTION`] lines that give no reason, as
+/// `name (lines)`. A function's extent is its signature line to the first line holding only
+/// its closing brace at the signature's indentation (as `rustfmt` lays them out); a signature
+/// without a body (a trait's) has none. Unit tests (from `mod tests` on) are left out.
+fn long_functions(source: &str) -> Vec<String> {
+    let signature = regex::Regex::new(
+        r"^(\s*)(?:pub(?:\([^)]*\))? )?(?:const )?(?:async )?(?:unsafe )?fn (\w+)",
+    )
+    .expect("valid regex");
+    let lines: Vec<&str> = source.lines().collect();
+    let tests_from = lines
+        .iter()
+        .position(|line| line.trim_start().starts_with("mod tests"))
+        .unwrap_or(lines.len());
+    let mut long = Vec::new();
+    for (at, line) in lines[..tests_from].iter().enumerate() {
+        let Some(found) = signature.captures(line) else {
+            continue;
+        };
+        let closing = format!("{}}}", &found[1]);
+        let Some(body) = lines[at..tests_from]
+            .iter()
+            .position(|l| l.trim_end().ends_with('{') || l.trim_end().ends_with(';'))
+        else {
+            continue;
+        };
+        if lines[at + body].trim_end().ends_with(';') {
+            continue;
+        }
+        let Some(end) = lines[at..tests_from].iter().position(|l| *l == closing) else {
+            continue;
+        };
+        let reasoned = lines[..at]
+            .iter()
+            .rev()
+            .take_while(|l| {
+                let l = l.trim_start();
+                l.starts_with("//") || l.starts_with("#[")
+            })
+            .any(|l| l.contains("// Long on purpose:"));
+        if end + 1 > LONGEST_FUNCTION && !reasoned {
+            long.push(format!("{} ({} lines)", &found[2], end + 1));
+        }
+    }
+    long
+}
+
+/// A long function is one a reader must hold in their head at once: split it into named
+/// steps, or say in a comment why it is better whole.
+#[test]
+fn no_function_in_src_is_long_without_a_reason() {
+    let sources: Vec<String> = repo_paths()
+        .into_iter()
+        .filter(|path| path.starts_with("src/") && path.ends_with(".rs"))
+        .collect();
+    assert!(sources.len() > 100, "only {} files found", sources.len());
+    let mut long = Vec::new();
+    for path in &sources {
+        let source = std::fs::read_to_string(Path::new(ROOT).join(path)).expect("read source");
+        long.extend(
+            long_functions(&source)
+                .into_iter()
+                .map(|f| format!("{path}: {f}")),
+        );
+    }
+    assert!(
+        long.is_empty(),
+        "functions over {LONGEST_FUNCTION} lines without a `// Long on purpose:` reason: {long:?}"
+    );
+}
+
+#[test]
+fn a_long_function_would_be_caught() {
+    let body = "    step();\n".repeat(LONGEST_FUNCTION);
+    let long = format!("impl X {{\n    pub async fn run(&self) {{\n{body}    }}\n}}\n");
+    assert_eq!(long_functions(&long), ["run (82 lines)"]);
+    let reasoned =
+        format!("/// Runs.\n// Long on purpose: one table.\n#[inline]\nfn run() {{\n{body}}}\n");
+    assert!(long_functions(&reasoned).is_empty());
+    let short = "fn run() {\n    step();\n}\n";
+    assert!(long_functions(short).is_empty());
+    // A trait's method without a body ends at its `;`, whatever follows.
+    let declared = format!("trait T {{\n    fn run(&self);\n{body}    }}\n}}\n");
+    assert!(long_functions(&declared).is_empty());
+    // Unit tests are left out.
+    let in_tests = format!("mod tests {{\n    fn run() {{\n{body}    }}\n}}\n");
+    assert!(long_functions(&in_tests).is_empty());
 }

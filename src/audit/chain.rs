@@ -509,18 +509,26 @@ pub fn verify(path: &Path, key: &AuditKey, head: Option<Anchor<'_>>) -> io::Resu
         report.first_problem = Some(ChainProblem::WrongKey);
     }
     if let Some(head) = head {
-        if report.last_seq < head.seq {
-            report.record(ChainProblem::CutTail {
-                head_seq: head.seq,
-                last_seq: report.last_seq,
-            });
-        } else if head_link.as_deref() != Some(head.link) {
-            report.record(ChainProblem::HeadMismatch { seq: head.seq });
-        } else {
-            report.anchored_seq = Some(head.seq);
-        }
+        report.anchor(head, head_link.as_deref());
     }
     Ok(report)
+}
+
+impl VerifyReport {
+    /// Checks the chain's end against the head file: the file must reach the head's record,
+    /// and that record must carry the head's link.
+    fn anchor(&mut self, head: Anchor<'_>, head_link: Option<&str>) {
+        if self.last_seq < head.seq {
+            self.record(ChainProblem::CutTail {
+                head_seq: head.seq,
+                last_seq: self.last_seq,
+            });
+        } else if head_link != Some(head.link) {
+            self.record(ChainProblem::HeadMismatch { seq: head.seq });
+        } else {
+            self.anchored_seq = Some(head.seq);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -399,6 +399,7 @@ impl EngineCollector {
 }
 
 impl Collector for EngineCollector {
+    // Long on purpose: one metric family after another, in the order `/metrics` shows them.
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
         let groups = self.groups();
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);

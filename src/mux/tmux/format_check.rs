@@ -620,6 +620,7 @@ impl Checker<'_> {
     }
 
     /// `format_build_modifiers`, step for step, over the content `[start, end)`.
+    // Long on purpose: it follows tmux's `format_build_modifiers` step for step, to be read beside it.
     fn modifiers(&self, start: usize, end: usize) -> Result<Modifiers, FormatError> {
         let mut list = Vec::new();
         let mut cp = start;
@@ -806,6 +807,7 @@ impl Checker<'_> {
     }
 
     /// Checks one modifier and its arguments.
+    // Long on purpose: one arm per tmux modifier, a table to be read against tmux's list.
     fn modifier(&self, m: &Modifier) -> Result<(), FormatError> {
         let arg = |i: usize| -> &[u8] {
             m.args
