@@ -19,6 +19,30 @@ const MAX_NAME_LEN: usize = 256;
 /// Longest layout string accepted for a new tab.
 pub(super) const MAX_LAYOUT_LEN: usize = 64 << 10;
 
+/// What a listing taken after a creation holds that the one before did not.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Created<T> {
+    Nothing,
+    One(T),
+    /// More than one: someone else created one meanwhile, and which is ours cannot be told.
+    Several,
+}
+
+/// The items of `now` whose id is not in `before`, for a creation whose id Zellij did not
+/// print: running it again would create a second one.
+pub(super) fn created<T, I: PartialEq>(
+    before: &[I],
+    now: impl IntoIterator<Item = T>,
+    id: impl Fn(&T) -> I,
+) -> Created<T> {
+    let mut new = now.into_iter().filter(|item| !before.contains(&id(item)));
+    match (new.next(), new.next()) {
+        (None, _) => Created::Nothing,
+        (Some(item), None) => Created::One(item),
+        (Some(_), Some(_)) => Created::Several,
+    }
+}
+
 /// The pane `run_command` started: by the marker id in its command line, else by title.
 pub(super) fn is_run_pane(pane: &Pane, run: &MarkedRun, title: &str) -> bool {
     let by_command = pane
@@ -127,6 +151,16 @@ pub(super) fn parse_version(stdout: &str) -> Option<String> {
 mod tests {
     use super::*;
     use crate::mux::zellij::listing::{parse_panes, parse_tabs};
+
+    #[test]
+    fn a_creation_is_the_one_new_item() {
+        let id = |n: &u32| *n;
+        assert_eq!(created(&[1, 2], [1, 2, 3], id), Created::One(3));
+        assert_eq!(created(&[1, 2], [1, 2], id), Created::Nothing);
+        assert_eq!(created(&[1, 2], [2], id), Created::Nothing);
+        assert_eq!(created(&[1], [1, 4, 5], id), Created::Several);
+        assert_eq!(created(&[], [7], id), Created::One(7));
+    }
 
     #[test]
     fn versions() {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::Inner;
-use super::checks::{args, mark_fullscreen};
+use super::checks::{Created, args, created, mark_fullscreen};
 use super::types::ReadScope;
 use crate::mux::zellij::attach::PtyClient;
 use crate::mux::zellij::cli::{CliOutput, describe_status, first_lines};
@@ -63,25 +63,22 @@ impl Inner {
             None
         };
         let before: Vec<TabId> = self.tabs(session).await?.iter().map(|t| t.id).collect();
-        let created = self.act(session, "action new-tab", argv).await;
+        let printed = self.act(session, "action new-tab", argv).await;
         if let Some(client) = sizing {
             client.detach().await;
         }
-        let created = created?;
+        let printed = printed?;
         let tabs = self.tabs(session).await?;
         // Zellij sometimes prints nothing (or another action's output) for a tab it did create:
         // then the one tab that was not there before is it, and creating another would make
         // two. No new tab at all is a creation that did not happen (retried by the caller).
-        let tab = match parse_new_tab_id(&created) {
+        let tab = match parse_new_tab_id(&printed) {
             Ok(id) => tabs.into_iter().find(|t| t.id == id),
-            Err(error) => {
-                let mut new = tabs.into_iter().filter(|t| !before.contains(&t.id));
-                match (new.next(), new.next()) {
-                    (Some(tab), None) => Some(tab),
-                    (None, _) => None,
-                    (Some(_), Some(_)) => return Err(error.into()),
-                }
-            }
+            Err(error) => match created(&before, tabs, |t: &Tab| t.id) {
+                Created::One(tab) => Some(tab),
+                Created::Nothing => None,
+                Created::Several => return Err(error.into()),
+            },
         };
         let Some(tab) = tab else {
             return Ok(None);
@@ -117,13 +114,10 @@ impl Inner {
             Ok(id) => return self.pane(session, id).await,
             Err(error) => error,
         };
-        let panes = self.panes(session).await?;
-        let mut new = panes
-            .into_iter()
-            .filter(|p| p.id.is_terminal() && !before.contains(&p.id));
-        match (new.next(), new.next()) {
-            (Some(pane), None) => Ok(pane),
-            _ => Err(unparsed.into()),
+        let terminals = self.panes(session).await?.into_iter();
+        match created(&before, terminals.filter(|p| p.id.is_terminal()), |p| p.id) {
+            Created::One(pane) => Ok(pane),
+            Created::Nothing | Created::Several => Err(unparsed.into()),
         }
     }
 
