@@ -122,21 +122,24 @@ impl Gateway {
         );
         warn_about_setup(&config);
         let stores = Stores::open(&config, &shutdown, &engine_shutdown).await?;
-        let mut metrics = Metrics::new();
-        let resource = Arc::new(ProtectedResource::new(&config.auth, mcp_url)?);
-        let authenticator = authenticator(mode, &config, &resource, &metrics, &stores)?;
-        let limits = limits(&config, &metrics);
         let desks = Desks {
             policy: Arc::new(approval_policy(&config)?),
             approvals: ApprovalDesk::default(),
             secrets: SecretDesk::default(),
         };
+        let mut metrics = Metrics::new();
+        let resource = Arc::new(ProtectedResource::new(&config.auth, mcp_url)?);
+        let authenticator = authenticator(mode, &config, &resource, &metrics, &stores)?;
+        let limits = limits(&config, &metrics);
+        // Opened after the approval and auth checks: a gateway refused for those leaves no
+        // audit file behind.
+        let audit = Arc::new(AuditLog::open(&config.audit, stores.state_dir.as_deref())?);
         metrics.collect_approvals(desks.approvals.clone());
         metrics.collect_secrets(desks.secrets.clone());
         metrics.collect_from(
             engine.clone(),
             stores.workspaces.clone(),
-            stores.audit.clone(),
+            audit.clone(),
             limits.clone(),
         );
         let metrics = Arc::new(metrics);
@@ -153,10 +156,10 @@ impl Gateway {
             Some(tls) => Some(Arc::new(CertStore::load(tls)?)),
             None => None,
         };
-        let audit = stores.audit.clone();
         let parts = Parts {
             config: config.clone(),
             engine: engine.clone(),
+            audit: audit.clone(),
             stores,
             desks,
             metrics: metrics.clone(),
@@ -227,11 +230,11 @@ impl Gateway {
 
 /// What the gateway keeps on disk or for its whole life, opened once before anything serves.
 struct Stores {
+    state_dir: Option<PathBuf>,
     owners: Arc<SessionOwners>,
     workspaces: Option<Workspaces>,
     view_key: ViewKey,
     recorder: Recorder,
-    audit: Arc<AuditLog>,
 }
 
 impl Stores {
@@ -269,7 +272,7 @@ impl Stores {
         };
         Ok(Self {
             view_key: view_key(state_dir.as_deref())?,
-            audit: Arc::new(AuditLog::open(&config.audit, state_dir.as_deref())?),
+            state_dir,
             owners,
             workspaces,
             recorder,
@@ -289,6 +292,7 @@ struct Desks {
 struct Parts {
     config: Arc<Config>,
     engine: TmuxEngine,
+    audit: Arc<AuditLog>,
     stores: Stores,
     desks: Desks,
     metrics: Arc<Metrics>,
@@ -324,7 +328,7 @@ impl Parts {
             },
             secrets: http::secret::SecretApi {
                 desk: self.desks.secrets.clone(),
-                audit: self.stores.audit.clone(),
+                audit: self.audit.clone(),
             },
             view: config.view.enabled.then(|| http::view::ViewApi {
                 key: self.stores.view_key.clone(),
@@ -353,7 +357,7 @@ impl Parts {
             })),
             tmux: self.engine,
             limits: limits.clone(),
-            audit: self.stores.audit,
+            audit: self.audit,
             self_location: SelfLocation::from_env(
                 std::env::var("TMUX").ok().as_deref(),
                 std::env::var("TMUX_PANE").ok().as_deref(),
