@@ -122,11 +122,7 @@ impl Gateway {
         );
         warn_about_setup(&config);
         let stores = Stores::open(&config, &shutdown, &engine_shutdown).await?;
-        let desks = Desks {
-            policy: Arc::new(approval_policy(&config)?),
-            approvals: ApprovalDesk::default(),
-            secrets: SecretDesk::default(),
-        };
+        let desks = Desks::new(&config)?;
         let mut metrics = Metrics::new();
         let resource = Arc::new(ProtectedResource::new(&config.auth, mcp_url)?);
         let authenticator = authenticator(mode, &config, &resource, &metrics, &stores)?;
@@ -286,6 +282,16 @@ struct Desks {
     policy: Arc<ApprovalPolicy>,
     approvals: ApprovalDesk,
     secrets: SecretDesk<PaneDestination>,
+}
+
+impl Desks {
+    fn new(config: &Config) -> Result<Self, GatewayError> {
+        Ok(Self {
+            policy: Arc::new(approval_policy(config)?),
+            approvals: ApprovalDesk::default(),
+            secrets: SecretDesk::default(),
+        })
+    }
 }
 
 /// Every part the handlers share, made once; [`Parts::http_deps`] hands each handler its share.
