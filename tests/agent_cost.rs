@@ -97,6 +97,11 @@ async fn the_default_listing_is_small_and_capable_and_the_full_one_fits() {
         assert!(names.iter().any(|n| n == everyday), "{everyday} not listed");
     }
 
+    let (bytes, names) = list(&gateway, &token(&gateway, "agent", None)).await;
+    eprintln!(
+        "default tools/list with a Zellij server: {bytes} bytes, {} tools",
+        names.len()
+    );
     let (bytes, names) = list(&gateway, &token(&gateway, "agent", Some(&["all"]))).await;
     eprintln!("full tools/list: {bytes} bytes, {} tools", names.len());
     assert!(bytes <= FULL_BUDGET, "full listing is {bytes} bytes");
@@ -111,7 +116,7 @@ async fn tools_of_a_backend_without_a_server_are_not_listed() {
 
     let both = spawn_gateway(config(WITH_ZELLIJ)).await;
     let (_, names) = list(&both, &token(&both, "agent", None)).await;
-    assert!(names.iter().any(|n| n == "zellij_list_panes"), "{names:?}");
+    assert!(names.iter().any(|n| n == "zellij_list_tabs"), "{names:?}");
 }
 
 #[tokio::test]

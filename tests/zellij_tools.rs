@@ -197,28 +197,63 @@ async fn discovery_tools_and_access_rules() {
                 "reachability": "running", "default_session": s})
         ]
     );
-    let sessions = ok(&client, "zellij_list_sessions", json!({"server": "z"})).await;
+    let sessions = ok(&client, "list_sessions", json!({"server": "z"})).await;
     assert_eq!(ids(&sessions, "sessions", "name"), [s]);
     assert_eq!(sessions["sessions"][0]["exited"], false);
+    let glob = format!("{}*", &s[..3]);
+    let matched = ok(
+        &client,
+        "list_sessions",
+        json!({"server": "z", "filters": {"name": glob}}),
+    )
+    .await;
+    assert_eq!(ids(&matched, "sessions", "name"), [s]);
+    let unmatched = ok(
+        &client,
+        "list_sessions",
+        json!({"server": "z", "filters": {"name": "nothing-*"}}),
+    )
+    .await;
+    assert_eq!(unmatched["sessions"], json!([]));
+    // Zellij sessions carry no owner tag: none is the caller's.
+    let yours = ok(
+        &client,
+        "list_sessions",
+        json!({"server": "z", "filters": {"created_by_you": true}}),
+    )
+    .await;
+    assert_eq!(yours["sessions"], json!([]));
+    for (args, refused) in [
+        (
+            json!({"server": "z", "filters": {"attached": true}}),
+            "attached filter is tmux-only",
+        ),
+        (
+            json!({"server": "z", "fields": ["name"]}),
+            "fields is tmux-only",
+        ),
+    ] {
+        err_kind(&client, "list_sessions", args, "invalid_arguments", refused).await;
+    }
 
     let tabs = ok(&client, "zellij_list_tabs", json!({})).await;
     assert_eq!(tabs["session"], s);
     assert_eq!(ids(&tabs, "tabs", "tab_id"), ["0"]);
     assert_eq!(tabs["tabs"][0]["columns"], 160, "sized by muxgate: {tabs}");
 
-    let panes = ok(&client, "zellij_list_panes", json!({"session": s})).await;
+    let panes = ok(&client, "list_panes", json!({"server": "z", "target": s})).await;
+    assert_eq!(panes["session"], s);
     assert_eq!(ids(&panes, "panes", "pane_id"), ["terminal_0"]);
-    let with_plugins = ok(
+    let plugins = ok(
         &client,
-        "zellij_list_panes",
-        json!({"include_plugins": true, "tab": "0"}),
+        "list_panes",
+        json!({"server": "z", "filters": {"plugin": true, "tab_id": 0}}),
     )
     .await;
+    let plugin_ids = ids(&plugins, "panes", "pane_id");
     assert!(
-        ids(&with_plugins, "panes", "pane_id")
-            .iter()
-            .any(|p| p.starts_with("plugin_")),
-        "{with_plugins}"
+        !plugin_ids.is_empty() && plugin_ids.iter().all(|p| p.starts_with("plugin_")),
+        "{plugins}"
     );
     let clients = ok(&client, "zellij_list_clients", json!({})).await;
     assert_eq!(clients["clients"], json!([]));
@@ -257,25 +292,40 @@ async fn discovery_tools_and_access_rules() {
         "no session nosuch",
     )
     .await;
-    err_kind(
+    let none = ok(
         &client,
-        "zellij_list_panes",
-        json!({"tab": "7"}),
-        "not_found",
-        "no tab 7",
+        "list_panes",
+        json!({"server": "z", "filters": {"tab_id": 7}}),
     )
     .await;
+    assert_eq!(none["panes"], json!([]));
     err_kind(
         &client,
-        "zellij_list_panes",
-        json!({"tab": "first"}),
+        "list_panes",
+        json!({"server": "z", "filters": {"tab": "0"}}),
         "invalid_arguments",
-        "invalid tab id",
+        "unknown filter field \"tab\"",
     )
     .await;
     err_kind(
         &client,
-        "zellij_list_sessions",
+        "list_panes",
+        json!({"server": "z", "fields": ["title"]}),
+        "invalid_arguments",
+        "fields is tmux-only",
+    )
+    .await;
+    err_kind(
+        &client,
+        "list_panes",
+        json!({"server": "z", "target": "nosuch"}),
+        "not_found",
+        "no session nosuch",
+    )
+    .await;
+    err_kind(
+        &client,
+        "zellij_list_tabs",
         json!({"server": "default"}),
         "not_found",
         "no Zellij server named \"default\"",
@@ -291,7 +341,7 @@ async fn discovery_tools_and_access_rules() {
         false,
     );
     let bob = legacy(&gateway, &limited).await;
-    let seen = ok(&bob, "zellij_list_sessions", json!({})).await;
+    let seen = ok(&bob, "list_sessions", json!({"server": "z"})).await;
     assert_eq!(seen["sessions"], json!([]));
     let hidden = err(&bob, "zellij_list_tabs", json!({})).await;
     let missing = err(&client, "zellij_list_tabs", json!({"session": "other-1"})).await;
@@ -411,7 +461,12 @@ async fn tabs_are_made_in_the_background_and_focus_moves_only_when_asked() {
     )
     .await;
     let bg_tab = bg["tab"]["tab_id"].to_string();
-    let panes = ok(&client, "zellij_list_panes", json!({"tab": bg_tab})).await;
+    let panes = ok(
+        &client,
+        "list_panes",
+        json!({"server": "z", "filters": {"tab_id": bg["tab"]["tab_id"]}}),
+    )
+    .await;
     let bg_pane = panes["panes"][0]["pane_id"].as_str().unwrap().to_owned();
     let seen = ok(
         &client,
@@ -536,25 +591,43 @@ async fn panes_are_managed_by_id() {
                "include_screen": true, "timeout": 15}),
     )
     .await;
-    let closed = ok(&client, "zellij_close_pane", json!({"pane": editor_pane})).await;
+    let closed = ok(
+        &client,
+        "kill_pane",
+        json!({"server": "z", "target": editor_pane}),
+    )
+    .await;
     assert_eq!(closed["tab_closed"], false);
 
-    let closed = ok(&client, "zellij_close_pane", json!({"pane": pane})).await;
-    assert_eq!(closed["closed_pane_id"], pane.as_str());
-    let panes = ok(&client, "zellij_list_panes", json!({})).await;
+    let closed = ok(
+        &client,
+        "kill_pane",
+        json!({"server": "z", "target": format!("{session}:{pane}")}),
+    )
+    .await;
+    assert_eq!(closed["pane_id"], pane.as_str());
+    assert_eq!(closed["session"], session.as_str());
+    let panes = ok(&client, "list_panes", json!({"server": "z"})).await;
     assert_eq!(ids(&panes, "panes", "pane_id"), ["terminal_0"]);
     err_kind(
         &client,
-        "zellij_close_pane",
-        json!({"pane": "terminal_0"}),
+        "kill_pane",
+        json!({"server": "z", "target": "terminal_0"}),
         "conflict",
         "last pane",
+    )
+    .await;
+    err_kind(
+        &client,
+        "kill_pane",
+        json!({"server": "z", "target": "terminal_99"}),
+        "not_found",
+        "no pane terminal_99",
     )
     .await;
 
     // Zellij accepts bad targets silently; muxgate reports them.
     for (tool, extra) in [
-        ("zellij_close_pane", json!({})),
         ("zellij_rename_pane", json!({"name": "x"})),
         ("zellij_resize_pane", json!({"mode": "increase"})),
         ("zellij_toggle_fullscreen", json!({})),
@@ -582,8 +655,8 @@ async fn panes_are_managed_by_id() {
     .await;
     err_kind(
         &client,
-        "zellij_close_pane",
-        json!({"pane": "%1"}),
+        "kill_pane",
+        json!({"server": "z", "target": "%1"}),
         "invalid_arguments",
         "invalid pane id",
     )
@@ -797,13 +870,59 @@ async fn terminal_io_and_the_user_workflows() {
     // Run in the user's shell: only this command's output, and its exit status.
     let ran = ok(
         &client,
-        "zellij_run_in_pane",
-        json!({"pane": "terminal_0", "command": "echo in-shell; (exit 3)"}),
+        "run_command",
+        json!({"server": "z", "target": "terminal_0", "command": "echo in-shell; (exit 3)"}),
     )
     .await;
     assert_eq!(ran["exit_status"], 3, "{ran}");
-    assert_eq!(ran["output"], "in-shell");
-    assert_eq!(ran["pane_closed"], false);
+    assert_eq!(ran["output"], "in-shell\n");
+    assert_eq!(ran["timed_out"], false);
+    assert_eq!(ran["started"], true);
+    assert_eq!(ran["session"], session.as_str());
+    assert_eq!(ran["effective_timeout"], 30.0);
+    let cut = ok(
+        &client,
+        "run_command",
+        json!({"server": "z", "target": "terminal_0", "command": "seq 1 9", "max_lines": 2}),
+    )
+    .await;
+    assert_eq!(
+        cut["output"], "[... 7 lines truncated ...]\n8\n9\n",
+        "{cut}"
+    );
+    assert_eq!(cut["output_truncated"], true);
+    assert_eq!(cut["truncated_lines"], 7);
+    // A timeout is an answer, as on tmux: no status, what it printed, the command still runs.
+    let slow = ok(
+        &client,
+        "run_command",
+        json!({"server": "z", "target": "terminal_0", "command": "echo begun; sleep 30",
+               "timeout": 3}),
+    )
+    .await;
+    assert_eq!(slow["timed_out"], true, "{slow}");
+    assert_eq!(slow["exit_status"], Value::Null);
+    assert_eq!(slow["started"], true);
+    assert!(
+        slow["output"].as_str().unwrap().starts_with("begun"),
+        "{slow}"
+    );
+    ok(
+        &client,
+        "send_keys",
+        json!({"server": "z", "target": "terminal_0", "keys": ["C-c"], "enter": false}),
+    )
+    .await;
+    let after = ok(
+        &client,
+        "run_command",
+        json!({"server": "z", "target": "terminal_0", "command": "echo again"}),
+    )
+    .await;
+    assert_eq!(
+        (&after["exit_status"], &after["output"]),
+        (&json!(0), &json!("again\n"))
+    );
 
     // A one-off command in a hidden pane: output and status, pane gone, nothing left behind.
     let one_off = ok(
@@ -815,7 +934,7 @@ async fn terminal_io_and_the_user_workflows() {
     assert_eq!(one_off["exit_status"], 5, "{one_off}");
     assert_eq!(one_off["output"], "one-off\nto-stderr");
     assert_eq!(one_off["pane_closed"], true);
-    let panes = ok(&client, "zellij_list_panes", json!({})).await;
+    let panes = ok(&client, "list_panes", json!({"server": "z"})).await;
     assert_eq!(ids(&panes, "panes", "pane_id"), ["terminal_0"]);
     let kept = ok(
         &client,
@@ -833,7 +952,7 @@ async fn terminal_io_and_the_user_workflows() {
             .ends_with("26\n27\n28\n29\n30")
     );
     let kept_pane = kept["pane_id"].as_str().unwrap().to_owned();
-    let panes = ok(&client, "zellij_list_panes", json!({})).await;
+    let panes = ok(&client, "list_panes", json!({"server": "z"})).await;
     let held = panes["panes"]
         .as_array()
         .unwrap()
@@ -842,7 +961,12 @@ async fn terminal_io_and_the_user_workflows() {
         .expect("kept pane listed");
     assert_eq!(held["exited"], true);
     assert_eq!(held["exit_status"], 0);
-    ok(&client, "zellij_close_pane", json!({"pane": kept_pane})).await;
+    ok(
+        &client,
+        "kill_pane",
+        json!({"server": "z", "target": kept_pane}),
+    )
+    .await;
 
     // Workflow: a dev-server tab created in the background; read its output from here.
     let server = ok(
@@ -851,8 +975,12 @@ async fn terminal_io_and_the_user_workflows() {
         json!({"name": "server", "command": ["sh", "-c", "for i in 1 2 3; do echo served $i; done; exec sleep 600"]}),
     )
     .await;
-    let server_tab = server["tab"]["tab_id"].to_string();
-    let panes = ok(&client, "zellij_list_panes", json!({"tab": server_tab})).await;
+    let panes = ok(
+        &client,
+        "list_panes",
+        json!({"server": "z", "filters": {"tab_id": server["tab"]["tab_id"]}}),
+    )
+    .await;
     let server_pane = panes["panes"][0]["pane_id"].as_str().unwrap().to_owned();
     ok(
         &client,
@@ -902,16 +1030,16 @@ async fn terminal_io_and_the_user_workflows() {
     .await;
     err_kind(
         &client,
-        "zellij_run_in_pane",
-        json!({"pane": "terminal_99", "command": "true"}),
+        "run_command",
+        json!({"server": "z", "target": "terminal_99", "command": "true"}),
         "not_found",
         "no pane terminal_99",
     )
     .await;
     let panes = ok(
         &client,
-        "zellij_list_panes",
-        json!({"include_plugins": true}),
+        "list_panes",
+        json!({"server": "z", "filters": {"plugin": true}}),
     )
     .await;
     let plugin = ids(&panes, "panes", "pane_id")
@@ -1076,7 +1204,7 @@ async fn servers_are_chosen_by_name_under_the_same_access_rules() {
     .await;
     ok(&client, "zellij_list_tabs", json!({"server": "z"})).await;
     // A server whose socket dir holds no session: nothing listed, named sessions missing.
-    let none = ok(&client, "zellij_list_sessions", json!({"server": "empty"})).await;
+    let none = ok(&client, "list_sessions", json!({"server": "empty"})).await;
     assert_eq!(none["sessions"], json!([]));
     err_kind(
         &client,
@@ -1088,8 +1216,8 @@ async fn servers_are_chosen_by_name_under_the_same_access_rules() {
     .await;
     err_kind(
         &client,
-        "zellij_list_panes",
-        json!({"server": "empty", "session": s}),
+        "list_panes",
+        json!({"server": "empty", "target": s}),
         "not_found",
         "no session",
     )
@@ -1109,7 +1237,7 @@ async fn servers_are_chosen_by_name_under_the_same_access_rules() {
     assert_eq!(read["server"], "z");
     err_kind(
         &only_z,
-        "zellij_list_sessions",
+        "zellij_list_tabs",
         json!({"server": "empty"}),
         "not_found",
         "no Zellij server named",
@@ -1151,7 +1279,7 @@ async fn servers_are_chosen_by_name_under_the_same_access_rules() {
 
     // Zellij sessions have no owner: in own_sessions mode only an explicit grant shows one.
     let own = legacy(&gateway, &limited_token(&gateway, "olga", None, None, true)).await;
-    let seen = ok(&own, "zellij_list_sessions", json!({"server": "z"})).await;
+    let seen = ok(&own, "list_sessions", json!({"server": "z"})).await;
     assert_eq!(seen["sessions"], json!([]));
     err_kind(
         &own,
@@ -1166,7 +1294,7 @@ async fn servers_are_chosen_by_name_under_the_same_access_rules() {
         &limited_token(&gateway, "olga", None, Some(&[s]), true),
     )
     .await;
-    let seen = ok(&granted, "zellij_list_sessions", json!({"server": "z"})).await;
+    let seen = ok(&granted, "list_sessions", json!({"server": "z"})).await;
     assert_eq!(ids(&seen, "sessions", "name"), [s]);
     ok(
         &granted,

@@ -17,18 +17,37 @@ pub enum Backend {
 }
 
 /// The tools both backends serve, under one name and one set of arguments.
-pub const SHARED_TOOLS: &[&str] = &["list_servers", "capture_pane", "send_keys", "wait_for_text"];
+pub const SHARED_TOOLS: &[&str] = &[
+    "list_servers",
+    "list_sessions",
+    "list_panes",
+    "capture_pane",
+    "send_keys",
+    "wait_for_text",
+    "run_command",
+    "kill_pane",
+];
 
 /// What differs between the backends in the shared tools, and why (docs/tools.md).
 pub const DIFFERENCES: &str = "## Tools both backends serve\n\n\
-`list_servers`, `capture_pane`, `send_keys` and `wait_for_text` serve tmux and Zellij servers alike: the server a call names \
+`list_servers`, `list_sessions`, `list_panes`, `capture_pane`, `send_keys`, `wait_for_text`, \
+`run_command` and `kill_pane` serve tmux and Zellij servers alike: the server a call names \
 (`server`) picks the backend, and without it the tmux server is used (the Zellij one when you \
-may use no tmux server). What differs, and why:\n\n\
-- `capture_pane`: a Zellij `target` is `terminal_N` (in the server's default session) or \
-`SESSION:terminal_N`, and the answer names the pane's `session`. Zellij reads a pane whole, so \
-`start` is 0 (the screen) or `\"-\"` (with the scrollback) and `end` stays at the bottom; it \
-gives plain text with wrapped lines joined, so `escape_sequences` is refused. Refused options \
-are errors, never silently ignored.\n\
+may use no tmux server). A Zellij pane `target` is `terminal_N` (in the server's default \
+session) or `SESSION:terminal_N`, and answers name the pane's `session`. Options one backend \
+cannot honour are errors, never silently ignored. What differs, and why:\n\n\
+- `list_sessions`: a Zellij row is the session's `name`, `created_ago` and `exited` (a \
+session kept for resurrection, which takes no actions). Zellij tags no owner and counts no \
+clients per session, so `created_by_you` is false for all, and `attached` and `fields` are \
+refused.\n\
+- `list_panes`: `target` is a session name (default: the server's). A Zellij row is the \
+pane's `pane_id`, `tab_id`, `tab_name`, `title`, `focused`, `floating`, `fullscreen`, \
+`plugin`, `exited`, `exit_status`, `rows`, `columns`, `command` and `cwd`; `filters` match \
+these (one tab: `{\"tab_id\": 2}`), plugin panes (tab bar, status bar) are left out unless a \
+filter names `plugin`, and `fields` is refused.\n\
+- `capture_pane`: Zellij reads a pane whole, so `start` is 0 (the screen) or `\"-\"` (with \
+the scrollback) and `end` stays at the bottom; it gives plain text with wrapped lines joined, \
+so `escape_sequences` is refused.\n\
 - `send_keys`: the same key names on both (tmux's: `C-c`, `M-x`, `Escape`, `BSpace`…; \
 Zellij is sent its own spelling of each), and text typed exactly. Zellij has no keypad keys \
 and types only UTF-8 text, so `KP0` or base64 bytes that are not UTF-8 are refused. Its \
@@ -37,11 +56,19 @@ and types only UTF-8 text, so `KP0` or base64 bytes that are not UTF-8 are refus
 Zellij streams screens, not output, so new output is what a screen shows below where the \
 screen stood at the call (or at `since`); output that scrolls past between two screens is \
 not seen, and `alternate_screen`, `resynced` and `pane_exit_status` stay unset.\n\
+- `run_command`: the same arguments, default (30 s) and answer, `timed_out` included. Zellij \
+reports no foreground process or output stream, so the command is typed between printed \
+markers (`shell` fish or, for any other shell, sh quoting) without checking that the shell \
+is idle at its prompt; a run that never began shows as `started: false` after the timeout. \
+Its output is read from the screen and scrollback: lines that left the scrollback are cut \
+(`output_truncated`), and `output_lost` and `pane_exited` stay false.\n\
+- `kill_pane`: a Zellij pane's tab closes with its last pane (`tab_id`, `tab_closed`); the \
+session's last pane is refused, where tmux would end the session.\n\
 - `list_servers`: each server has a `backend`. A Zellij server has no process apart from its \
 sessions, so it is `running` while a session lives and `no_sessions` otherwise, never \
 `not_running`; it also names its `default_session`.\n\n\
 Every other act still has one tool per backend: the tmux tools, and the `zellij_*` tools (tabs, \
-not windows; pane ids `terminal_N`).\n";
+not windows).\n";
 
 impl Backend {
     /// The backends that serve `tool`.

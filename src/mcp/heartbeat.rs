@@ -27,7 +27,6 @@ pub const WAITING_TOOLS: &[&str] = &[
     "pane_batch",
     "send_keys_batch",
     "zellij_run_command",
-    "zellij_run_in_pane",
 ];
 
 /// The heartbeat of one call.

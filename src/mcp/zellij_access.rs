@@ -111,7 +111,7 @@ impl ZellijAccess<'_> {
             Some(name) => SessionName::new(name).map_err(|e| {
                 ToolError::invalid_arguments(
                     e.to_string(),
-                    "call zellij_list_sessions and pass a name from its result",
+                    "call list_sessions and pass a name from its result",
                 )
             })?,
             None => self.server.default_session().cloned().ok_or_else(|| {
@@ -120,7 +120,7 @@ impl ZellijAccess<'_> {
                         "Zellij server {:?} has no default session: pass `session`",
                         self.server_name()
                     ),
-                    "call zellij_list_sessions and pass a session name",
+                    "call list_sessions and pass a session name",
                 )
             })?,
         };
@@ -166,7 +166,7 @@ pub fn parse_pane(text: &str) -> Result<PaneId, ToolError> {
         .map_err(|e: crate::mux::zellij::ids::InvalidId| {
             ToolError::invalid_arguments(
                 e.to_string(),
-                "call zellij_list_panes and pass a pane id from its result",
+                "call list_panes and pass a pane id from its result",
             )
         })
 }
@@ -212,11 +212,11 @@ fn classify(server: &str, error: &ZellijError) -> (ToolErrorKind, String) {
         ),
         E::NoSuchSession { .. } => (
             ToolErrorKind::NotFound,
-            "call zellij_list_sessions to see the sessions you may use".to_owned(),
+            "call list_sessions to see the sessions you may use".to_owned(),
         ),
         E::NoSuchPane { .. } => (
             ToolErrorKind::NotFound,
-            "call zellij_list_panes to see valid pane ids".to_owned(),
+            "call list_panes to see valid pane ids".to_owned(),
         ),
         E::NoSuchTab { .. } => (
             ToolErrorKind::NotFound,
@@ -228,7 +228,7 @@ fn classify(server: &str, error: &ZellijError) -> (ToolErrorKind, String) {
         ),
         E::WrongPaneKind { .. } => (
             ToolErrorKind::Conflict,
-            "call zellij_list_panes and pick a terminal pane (terminal_N) whose shell is running"
+            "call list_panes and pick a terminal pane (terminal_N) whose shell is running"
                 .to_owned(),
         ),
         E::WouldEndSession { .. } => (
@@ -238,13 +238,13 @@ fn classify(server: &str, error: &ZellijError) -> (ToolErrorKind, String) {
         ),
         E::CommandFailed { .. } | E::NoEffect { .. } | E::WatchEnded { .. } => (
             ToolErrorKind::Conflict,
-            "check the session's state (zellij_list_panes / zellij_list_tabs) before retrying"
+            "check the session's state (list_panes / zellij_list_tabs) before retrying"
                 .to_owned(),
         ),
         E::Timeout { .. } => (
             ToolErrorKind::Timeout,
             "the message says what is still running: read it (capture_pane), interrupt it \
-             (send_keys [\"C-c\"]) or close it (zellij_close_pane), or retry with a longer \
+             (send_keys [\"C-c\"]) or close it (kill_pane), or retry with a longer \
              timeout"
                 .to_owned(),
         ),
@@ -277,7 +277,7 @@ mod tests {
         let err = parse_pane("%3").unwrap_err();
         assert_eq!(err.kind, ToolErrorKind::InvalidArguments);
         assert!(err.message.contains("%3"), "{}", err.message);
-        assert!(err.suggestion.contains("zellij_list_panes"));
+        assert!(err.suggestion.contains("list_panes"));
         assert_eq!(parse_tab("4").unwrap(), TabId(4));
         assert!(
             parse_tab("@4")

@@ -201,7 +201,9 @@ fn fits_the_terminal(text: String, flavor: ShellFlavor) -> Result<String, Comman
     Ok(text)
 }
 
-fn check_command(command: &str) -> Result<(), CommandError> {
+/// Whether `command` may be typed into a shell: not empty, at most [`MAX_COMMAND_BYTES`], and
+/// no control character but newline (a typed control character acts as a key).
+pub fn check_command(command: &str) -> Result<(), CommandError> {
     if command.trim().is_empty() {
         return Err(CommandError::Empty);
     }
@@ -221,12 +223,12 @@ fn check_command(command: &str) -> Result<(), CommandError> {
 }
 
 /// POSIX single quotes: nothing inside is special; `'` is written `'\''`.
-fn posix_quote(text: &str) -> String {
+pub fn posix_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
 /// fish single quotes: `\\` and `\'` are the only escapes.
-fn fish_quote(text: &str) -> String {
+pub fn fish_quote(text: &str) -> String {
     format!("'{}'", text.replace('\\', r"\\").replace('\'', r"\'"))
 }
 

@@ -47,6 +47,25 @@ pub fn input_schema(schema: &mut Map<String, Value>) {
     inline_single_use_definitions(schema);
 }
 
+/// Where an argument's description says how Zellij reads it: the rest of the description,
+/// which a gateway without a Zellij server leaves out.
+const ZELLIJ_NOTE: &str = " Zellij: ";
+
+/// Drops the Zellij notes (`… Zellij: …` to the end) from a tool's argument descriptions:
+/// a gateway serving no Zellij server lists the shared tools as tmux tools.
+pub fn without_zellij_notes(schema: &mut Map<String, Value>) {
+    let Some(Value::Object(properties)) = schema.get_mut("properties") else {
+        return;
+    };
+    for property in properties.values_mut() {
+        if let Some(Value::String(text)) = property.get_mut("description")
+            && let Some(at) = text.find(ZELLIJ_NOTE)
+        {
+            text.truncate(at);
+        }
+    }
+}
+
 /// A definition used once costs its name twice and a `$ref` for nothing: it goes where it is
 /// used. Definitions used more than once (or by other definitions) stay shared.
 fn inline_single_use_definitions(schema: &mut Map<String, Value>) {

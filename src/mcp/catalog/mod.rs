@@ -58,7 +58,8 @@ fn advertise_max_batch_ops(router: &mut ToolRouter<McpServer>, max: u32) {
 }
 
 /// The tools `tools/list` may show, each with its toolset: those whose backend has a server,
-/// as sent (annotations without the hints MCP's defaults already give).
+/// as sent (annotations without the hints MCP's defaults already give; without a Zellij
+/// server, arguments without their Zellij notes).
 pub(crate) fn listable(
     router: &ToolRouter<McpServer>,
     backends: &[Backend],
@@ -70,6 +71,9 @@ pub(crate) fn listable(
             let toolset = toolset::of(&tool.name)?;
             if let Some(hints) = tool.annotations.as_mut() {
                 compact::annotations(hints);
+            }
+            if !backends.contains(&Backend::Zellij) {
+                compact::without_zellij_notes(Arc::make_mut(&mut tool.input_schema));
             }
             Backend::serving(&tool.name)
                 .iter()
@@ -244,6 +248,28 @@ mod tests {
         let tmux = names(&[Backend::Tmux]);
         assert!(tmux.iter().any(|n| n == "capture_pane"));
         assert!(!tmux.iter().any(|n| n.starts_with("zellij_")), "{tmux:?}");
+    }
+
+    #[test]
+    fn zellij_notes_are_listed_only_with_a_zellij_server() {
+        let target_of = |backends: &[Backend]| -> String {
+            let listed = listable(&router(50), backends);
+            let (run, _) = listed
+                .iter()
+                .find(|(tool, _)| tool.name == "run_command")
+                .expect("run_command listed");
+            run.input_schema["properties"]["target"]["description"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let both = target_of(&[Backend::Tmux, Backend::Zellij]);
+        assert!(both.ends_with("Zellij: `[SESSION:]terminal_N`."), "{both}");
+        let tmux = target_of(&[Backend::Tmux]);
+        assert!(
+            tmux.starts_with("Shell pane `%N`") && tmux.ends_with("active pane."),
+            "{tmux}"
+        );
     }
 
     #[test]

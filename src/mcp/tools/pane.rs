@@ -93,6 +93,7 @@ pub struct ListPanesInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Only this session (`$N`, name), window `@N` or pane's window `%N`; default: all.
+    /// Zellij: a session name (default: the server's session).
     #[serde(default)]
     pub target: Option<String>,
     /// Match output fields, e.g. `{"current_command": "vim", "title__icontains": "build"}`.
@@ -104,8 +105,8 @@ pub struct ListPanesInput {
     )]
     pub filters: Option<BTreeMap<String, Value>>,
     /// Fields wanted, e.g. `["window_index", "pid"]` (`id` always); `["all"]`: every field.
-    /// Default: id, session_name, size, command, path; flags when set. State as get_pane_state
-    /// says it (waiting_for_input, idle_for_ms, at_prompt, agent_state…) only on request.
+    /// Default: id, session_name, size, command, path; flags when set. State (waiting_for_input,
+    /// idle_for_ms, at_prompt, agent_state…) only on request.
     #[serde(default)]
     pub fields: Option<Vec<String>>,
 }
@@ -113,6 +114,9 @@ pub struct ListPanesInput {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ListPanesOutput {
     pub server: String,
+    /// Zellij: the session listed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     /// Matching panes, in tmux's order (session, window, pane index), with the fields asked for.
     #[schemars(with = "Vec<ListedPane>")]
     pub panes: Vec<serde_json::Map<String, Value>>,
@@ -437,9 +441,9 @@ pub struct FindPaneByPositionInput {
 impl McpServer {
     #[tool(
         name = "list_panes",
-        description = "List tmux panes with their ids, sizes, programs and state.\n\n\
+        description = "List panes with their ids, sizes, programs and state.\n\n\
             Metadata only (`fields` for more): to search screen text use search_panes, to read it \
-            capture_pane. Use the `id` (`%N`) as `target` in other pane tools.",
+            capture_pane. Pass its `id` (`%N`) as other tools' `target`.",
         annotations(
             title = "List panes",
             read_only_hint = true,
@@ -453,6 +457,9 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<ListPanesInput>,
     ) -> Result<Json<ListPanesOutput>, ToolError> {
+        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
+            return self.list_zellij_panes(&call, input).await.map(Json);
+        }
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let filters = match &input.filters {
             Some(filters) => Filters::parse(filters, &LISTED_PANE_FIELDS, "list_panes")?,
@@ -482,6 +489,7 @@ impl McpServer {
         }
         Ok(Json(ListPanesOutput {
             server: tmux.server_name().to_owned(),
+            session: None,
             panes,
         }))
     }

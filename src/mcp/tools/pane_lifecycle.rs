@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::mcp::McpServer;
 use crate::mcp::access::{PANES_HINT, TmuxAccess, list_hint, parse_target};
+use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{
@@ -155,7 +156,7 @@ pub struct SplitWindowInput {
 pub struct PaneIdInput {
     #[serde(default)]
     pub server: Option<String>,
-    /// Pane id (`%N`) only.
+    /// Pane id (`%N`) only. Zellij: `[SESSION:]terminal_N`.
     pub target: String,
 }
 
@@ -163,6 +164,19 @@ pub struct PaneIdInput {
 pub struct PaneActionOutput {
     pub server: String,
     pub pane_id: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct KillPaneOutput {
+    pub server: String,
+    pub pane_id: String,
+    /// Zellij: the pane's session, its tab, and whether the tab closed with its last pane.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tab_id: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tab_closed: Option<bool>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -355,7 +369,10 @@ impl McpServer {
         &self,
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<PaneIdInput>,
-    ) -> Result<Json<PaneActionOutput>, ToolError> {
+    ) -> Result<Json<KillPaneOutput>, ToolError> {
+        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
+            return self.close_zellij_pane(&call, input).await.map(Json);
+        }
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let pane = exact_pane(&input.target, "kill_window or kill_session")?;
         let pane = tmux.resolve(&Target::Pane(pane)).await?.pane_id;
@@ -365,9 +382,12 @@ impl McpServer {
             .kill(pane)
             .await
             .map_err(|e| op_error(&tmux, e, &target, list_hint(&target)))?;
-        Ok(Json(PaneActionOutput {
+        Ok(Json(KillPaneOutput {
             server: tmux.server_name().to_owned(),
             pane_id: pane.to_string(),
+            session: None,
+            tab_id: None,
+            tab_closed: None,
         }))
     }
 

@@ -30,6 +30,7 @@ use super::wait::stream_end;
 use super::watch::{cancelled, elapsed_ms, keep};
 use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, engine_error};
+use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mux::foreground::parse_stat;
@@ -77,7 +78,7 @@ impl From<ShellName> for ShellFlavor {
 pub struct RunCommandInput {
     #[serde(default)]
     pub server: Option<String>,
-    /// Shell pane `%N`; a window or session: its active pane.
+    /// Shell pane `%N`; a window or session: its active pane. Zellij: `[SESSION:]terminal_N`.
     pub target: String,
     /// The command as typed (multi-line ok; no tabs or control characters); at most 16 KiB.
     pub command: String,
@@ -95,6 +96,9 @@ pub struct RunCommandInput {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct RunCommandOutput {
     pub pane_id: String,
+    /// Zellij: the pane's session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     /// The shell flavour the command was typed for: bash, zsh, sh or fish.
     pub shell: String,
     /// The command's exit status; null when it timed out (or ended unseen).
@@ -186,6 +190,7 @@ pub async fn run_command(
     let (output, cut_bytes) = tmux.cap_output(&text.text);
     Ok(RunCommandOutput {
         pane_id: pane.to_string(),
+        session: None,
         shell: flavor.as_str().to_owned(),
         exit_status: ended.exit_status.or(pane_exit.flatten()),
         timed_out,
@@ -393,11 +398,10 @@ impl McpServer {
     #[tool(
         name = "run_command",
         description = "Run a shell command in a pane and return its output and exit status.\n\n\
-            Needs a shell (bash, zsh, sh/dash, fish) idle at its prompt; the command is typed \
-            there visibly. `output` is only what it printed. Under \
-            bash/zsh/sh it runs in a subshell: `cd`, variables and `exit` do not persist (use \
-            send_keys). On timeout: `timed_out: true`, output so far; the command keeps running \
-            (read on: get_command_output; stop: send_keys C-c).",
+            Needs a shell idle at its prompt; the command is typed there visibly and `output` is \
+            only what it printed. Under bash/zsh/sh it runs in a subshell: `cd`, variables and \
+            `exit` do not persist (use send_keys). On timeout: `timed_out: true`, output so far; \
+            it keeps running (read on: get_command_output; stop: send_keys C-c).",
         annotations(
             title = "Run a shell command",
             read_only_hint = false,
@@ -412,7 +416,6 @@ impl McpServer {
         cancel: CancellationToken,
         Parameters(input): Parameters<RunCommandInput>,
     ) -> Result<Json<RunCommandOutput>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let max_lines = input.max_lines.unwrap_or(DEFAULT_MAX_LINES);
         if !(1..=MAX_MAX_LINES).contains(&max_lines) {
             return Err(ToolError::invalid_arguments(
@@ -420,6 +423,11 @@ impl McpServer {
                 "pass a smaller max_lines, or read more with capture_since",
             ));
         }
+        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
+            let work = self.run_zellij_command(&call, &cancel, input, max_lines);
+            return work.await.map(Json);
+        }
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let budget = tmux.wait_budget(input.timeout, DEFAULT_RUN_TIMEOUT)?;
         let request = RunRequest {
             target: input.target,

@@ -26,6 +26,7 @@ use crate::auth::owners::SessionKey;
 use crate::auth::pattern::NamePattern;
 use crate::mcp::McpServer;
 use crate::mcp::access::{SESSIONS_HINT, TmuxAccess, engine_error, parse_target};
+use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::fields::RowShape;
@@ -437,7 +438,7 @@ fn creation_failed(message: &str) -> ToolError {
 impl McpServer {
     #[tool(
         name = "list_sessions",
-        description = "List the tmux sessions you may see, optionally filtered.\n\n\
+        description = "List the sessions you may see, optionally filtered.\n\n\
             Returns each session's id (`$N`), name, window count, attached clients and active pane \
             (`fields` for more).",
         annotations(
@@ -453,6 +454,9 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<ListSessionsInput>,
     ) -> Result<Json<ListSessionsOutput>, ToolError> {
+        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
+            return self.list_zellij_sessions(&call, input).await.map(Json);
+        }
         let matcher = SessionMatcher::new(input.filters.as_ref())?;
         let selection = SESSION_SHAPE.select(input.fields.as_deref(), "list_sessions")?;
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;

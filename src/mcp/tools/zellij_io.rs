@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use super::pane::{CapturePaneInput, CapturePaneOutput};
+use super::run::{DEFAULT_RUN_TIMEOUT, RunCommandInput, RunCommandOutput, ShellName};
 use super::wait::{
     DEFAULT_TEXT_TIMEOUT, TextWaitRequest, WaitForTextInput, WaitForTextOutput, WaitOutcome,
     tail_of,
@@ -38,6 +39,7 @@ use crate::mux::tmux::ops::capture::LineBound;
 use crate::mux::zellij::backend::{
     CommandResult, InputStep, NewLinesEnd, RunInPaneOptions, RunOptions,
 };
+use crate::mux::zellij::marker::ShellKind;
 use crate::mux::zellij::panes::parse_keys;
 
 /// Default `max_lines` of reads and command output (as the tmux tools).
@@ -115,26 +117,6 @@ pub struct ZellijRunCommandInput {
 
 fn yes() -> bool {
     true
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ZellijRunInPaneInput {
-    #[serde(default)]
-    pub server: Option<String>,
-    /// Session; omit for the default.
-    #[serde(default)]
-    pub session: Option<String>,
-    /// Pane `terminal_N` running a shell.
-    pub pane: String,
-    /// One command line for that shell (bash, zsh, sh or fish), without a trailing newline.
-    pub command: String,
-    /// Seconds (default 60, capped by your max_wait_seconds).
-    #[serde(default)]
-    pub timeout: Option<f64>,
-    /// Most lines returned, the last kept (default 500).
-    #[serde(default)]
-    pub max_lines: Option<usize>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -278,6 +260,68 @@ impl McpServer {
             truncated_lines: shaped.truncated_lines,
             dropped_bytes: shaped.dropped_bytes,
             text: shaped.text,
+        })
+    }
+
+    /// `run_command` on a Zellij server: the same arguments, defaults and answer as on tmux.
+    /// The command is typed into the pane's shell between per-call markers
+    /// ([`crate::mux::zellij::marker`]); on timeout it keeps running and the answer says so.
+    pub(crate) async fn run_zellij_command(
+        &self,
+        call: &CallContext,
+        cancel: &CancellationToken,
+        input: RunCommandInput,
+        max_lines: u32,
+    ) -> Result<RunCommandOutput, ToolError> {
+        let z = self.zellij_access(call, input.server.as_deref()).await?;
+        let (session, pane) = parse_target(&input.target)?;
+        let session = z.session(session)?;
+        let budget = z.wait_budget(input.timeout, DEFAULT_RUN_TIMEOUT)?;
+        let opts = RunInPaneOptions {
+            shell: input.shell.map(|name| match name {
+                ShellName::Fish => ShellKind::Fish,
+                ShellName::Bash | ShellName::Zsh | ShellName::Sh => ShellKind::Posix,
+            }),
+            timeout: budget.effective,
+        };
+        let run = self
+            .zellij_wait(cancel, async {
+                z.backend
+                    .run_in_pane(&session, pane, &input.command, opts)
+                    .await
+                    .map_err(|e| z.error(e))
+            })
+            .await?;
+        // Lines as the tmux answer counts them: a final newline ends the last line.
+        let output = run.output.trim_end_matches('\n');
+        let lines: Vec<String> = match output {
+            "" => Vec::new(),
+            text => text.split('\n').map(str::to_owned).collect(),
+        };
+        let mut shaped = Shaped::new(&z, &lines, max_lines as usize);
+        if !output.is_empty() && run.output.ends_with('\n') {
+            shaped.text.push('\n');
+        }
+        Ok(RunCommandOutput {
+            pane_id: pane.to_string(),
+            session: Some(session.to_string()),
+            shell: match run.shell {
+                ShellKind::Posix => "sh",
+                ShellKind::Fish => "fish",
+            }
+            .to_owned(),
+            exit_status: run.exit_status,
+            timed_out: run.exit_status.is_none(),
+            started: run.started,
+            output_truncated: shaped.truncated() || run.truncated,
+            truncated_lines: shaped.truncated_lines as u64,
+            truncated_bytes: shaped.dropped_bytes as u64,
+            output: shaped.text,
+            // Lines that left the scrollback are cut, not lost on the way to the gateway.
+            output_lost: false,
+            pane_exited: false,
+            elapsed_ms: u64::try_from(run.elapsed.as_millis()).unwrap_or(u64::MAX),
+            effective_timeout: budget.effective_secs(),
         })
     }
 
@@ -549,45 +593,6 @@ impl McpServer {
             .zellij_wait(&cancel, async {
                 z.backend
                     .run_command(&session, &input.command, opts)
-                    .await
-                    .map_err(|e| z.error(e))
-            })
-            .await?;
-        let max_lines = input.max_lines.unwrap_or(DEFAULT_MAX_LINES);
-        Ok(Json(run_output(&z, session.as_str(), result, max_lines)))
-    }
-
-    #[tool(
-        name = "zellij_run_in_pane",
-        description = "Run a command in the interactive shell of an existing Zellij pane and return its output and exit status.\n\n\
-            Typed into the shell between markers; returns only its output. Viewers see it run. On \
-            timeout it keeps running (interrupt: send_keys [\"C-c\"]).",
-        annotations(
-            title = "Run command in Zellij pane",
-            read_only_hint = false,
-            destructive_hint = false,
-            idempotent_hint = false,
-            open_world_hint = true
-        )
-    )]
-    async fn zellij_run_in_pane(
-        &self,
-        Extension(call): Extension<CallContext>,
-        cancel: CancellationToken,
-        Parameters(input): Parameters<ZellijRunInPaneInput>,
-    ) -> Result<Json<ZellijRunOutput>, ToolError> {
-        let z = self.zellij_access(&call, input.server.as_deref()).await?;
-        let session = z.session(input.session.as_deref())?;
-        let pane = parse_pane(&input.pane)?;
-        let budget = z.wait_budget(input.timeout, DEFAULT_RUN)?;
-        let opts = RunInPaneOptions {
-            shell: None,
-            timeout: budget.effective,
-        };
-        let result = self
-            .zellij_wait(&cancel, async {
-                z.backend
-                    .run_in_pane(&session, pane, &input.command, opts)
                     .await
                     .map_err(|e| z.error(e))
             })

@@ -5,27 +5,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::mux::zellij::listing::{Client, Pane, SessionEntry, Tab};
-
-/// One Zellij session.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct ZellijSessionInfo {
-    pub name: String,
-    /// Age as Zellij prints it (`"1s"`, `"2h 3m"`).
-    pub created_ago: String,
-    /// An exited session kept for resurrection: it runs nothing and takes no actions.
-    pub exited: bool,
-}
-
-impl From<SessionEntry> for ZellijSessionInfo {
-    fn from(s: SessionEntry) -> Self {
-        Self {
-            name: s.name.to_string(),
-            created_ago: s.created_ago,
-            exited: s.exited,
-        }
-    }
-}
+use crate::mux::zellij::listing::{Client, Pane, Tab};
 
 /// One tab of a Zellij session.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -63,6 +43,24 @@ impl From<Tab> for ZellijTabInfo {
         }
     }
 }
+
+/// The fields of a [`ZellijPaneInfo`] row, for `list_panes` filters.
+pub const ZELLIJ_PANE_FIELDS: &[&str] = &[
+    "pane_id",
+    "tab_id",
+    "tab_name",
+    "title",
+    "focused",
+    "floating",
+    "fullscreen",
+    "plugin",
+    "exited",
+    "exit_status",
+    "rows",
+    "columns",
+    "command",
+    "cwd",
+];
 
 /// One pane of a Zellij session.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -130,5 +128,41 @@ impl From<Client> for ZellijClientInfo {
             focused_pane: c.focused_pane.map(|p| p.to_string()),
             running_command: c.running_command,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pane_fields_are_the_rows_fields() {
+        let row = serde_json::to_value(ZellijPaneInfo {
+            pane_id: "terminal_1".into(),
+            tab_id: 0,
+            tab_name: "Tab #1".into(),
+            title: "bash".into(),
+            focused: true,
+            floating: false,
+            fullscreen: false,
+            plugin: false,
+            exited: false,
+            exit_status: None,
+            rows: 24,
+            columns: 80,
+            command: None,
+            cwd: None,
+        })
+        .unwrap();
+        let mut keys: Vec<&str> = row
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        keys.sort_unstable();
+        let mut fields = ZELLIJ_PANE_FIELDS.to_vec();
+        fields.sort_unstable();
+        assert_eq!(keys, fields);
     }
 }

@@ -10,11 +10,12 @@ use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::pane_lifecycle::{KillPaneOutput, PaneIdInput};
 use super::zellij_objects::ZellijPaneInfo;
 use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
-use crate::mcp::zellij_access::{parse_pane, parse_tab};
+use crate::mcp::zellij_access::{parse_pane, parse_tab, parse_target};
 use crate::mux::zellij::backend::{EditOptions, NewPaneOptions, ResizeMode, Side, SplitDirection};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -68,17 +69,6 @@ pub struct ZellijPaneTargetInput {
     pub session: Option<String>,
     /// Pane `terminal_N` or `plugin_N`.
     pub pane: String,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ZellijClosePaneOutput {
-    pub server: String,
-    pub session: String,
-    pub closed_pane_id: String,
-    /// The tab it was in.
-    pub tab_id: u32,
-    /// It was the tab's last pane, so the tab closed too.
-    pub tab_closed: bool,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -150,6 +140,33 @@ pub struct ZellijEditFileInput {
     pub focus: bool,
 }
 
+impl McpServer {
+    /// `kill_pane` on a Zellij server: closes the pane (`terminal_N` or `SESSION:terminal_N`)
+    /// and its process. A tab left empty closes (`tab_closed`); the session's last pane is
+    /// refused, as Zellij would end the session.
+    pub(crate) async fn close_zellij_pane(
+        &self,
+        call: &CallContext,
+        input: PaneIdInput,
+    ) -> Result<KillPaneOutput, ToolError> {
+        let z = self.zellij_access(call, input.server.as_deref()).await?;
+        let (session, pane) = parse_target(&input.target)?;
+        let session = z.session(session)?;
+        let closed = z
+            .backend
+            .close_pane(&session, pane)
+            .await
+            .map_err(|e| z.error(e))?;
+        Ok(KillPaneOutput {
+            server: z.server_name().to_owned(),
+            pane_id: closed.pane.to_string(),
+            session: Some(session.to_string()),
+            tab_id: Some(closed.tab.0),
+            tab_closed: Some(closed.tab_closed),
+        })
+    }
+}
+
 #[tool_router(router = zellij_pane_tools, vis = "pub(crate)")]
 impl McpServer {
     #[tool(
@@ -190,41 +207,6 @@ impl McpServer {
             server: z.server_name().to_owned(),
             session: session.to_string(),
             pane: pane.into(),
-        }))
-    }
-
-    #[tool(
-        name = "zellij_close_pane",
-        description = "Close a Zellij pane by id, killing the process running in it.\n\n\
-            If it was its tab's last pane the tab closes too (`tab_closed`); the session's last \
-            pane is refused.",
-        annotations(
-            title = "Close Zellij pane",
-            read_only_hint = false,
-            destructive_hint = true,
-            idempotent_hint = false,
-            open_world_hint = false
-        )
-    )]
-    async fn zellij_close_pane(
-        &self,
-        Extension(call): Extension<CallContext>,
-        Parameters(input): Parameters<ZellijPaneTargetInput>,
-    ) -> Result<Json<ZellijClosePaneOutput>, ToolError> {
-        let z = self.zellij_access(&call, input.server.as_deref()).await?;
-        let session = z.session(input.session.as_deref())?;
-        let pane = parse_pane(&input.pane)?;
-        let closed = z
-            .backend
-            .close_pane(&session, pane)
-            .await
-            .map_err(|e| z.error(e))?;
-        Ok(Json(ZellijClosePaneOutput {
-            server: z.server_name().to_owned(),
-            session: session.to_string(),
-            closed_pane_id: closed.pane.to_string(),
-            tab_id: closed.tab.0,
-            tab_closed: closed.tab_closed,
         }))
     }
 

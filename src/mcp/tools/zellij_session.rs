@@ -7,26 +7,17 @@ use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
-use super::zellij_objects::{ZellijClientInfo, ZellijPaneInfo, ZellijSessionInfo, ZellijTabInfo};
+use super::pane::{ListPanesInput, ListPanesOutput};
+use super::session::{ListSessionsInput, ListSessionsOutput};
+use super::support::name_filter;
+use super::zellij_objects::ZELLIJ_PANE_FIELDS;
+use super::zellij_objects::{ZellijClientInfo, ZellijPaneInfo, ZellijTabInfo};
 use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
-use crate::mcp::error::ToolError;
-use crate::mcp::zellij_access::parse_tab;
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ZellijServerInput {
-    #[serde(default)]
-    pub server: Option<String>,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ZellijListSessionsOutput {
-    pub server: String,
-    /// Sessions you may see, live and exited.
-    pub sessions: Vec<ZellijSessionInfo>,
-}
+use crate::mcp::error::{ToolError, ToolErrorKind};
+use crate::mcp::filter::Filters;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -44,29 +35,6 @@ pub struct ZellijListTabsOutput {
     pub session: String,
     /// By position.
     pub tabs: Vec<ZellijTabInfo>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ZellijListPanesInput {
-    #[serde(default)]
-    pub server: Option<String>,
-    /// Session; omit for the default.
-    #[serde(default)]
-    pub session: Option<String>,
-    /// Only panes of this tab (its id from zellij_list_tabs).
-    #[serde(default)]
-    pub tab: Option<String>,
-    /// Also list plugin panes (tab bar, status bar, helpers).
-    #[serde(default)]
-    pub include_plugins: bool,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ZellijListPanesOutput {
-    pub server: String,
-    pub session: String,
-    pub panes: Vec<ZellijPaneInfo>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -87,41 +55,110 @@ pub struct ZellijDumpLayoutOutput {
     pub truncated_bytes: usize,
 }
 
-#[tool_router(router = zellij_session_tools, vis = "pub(crate)")]
 impl McpServer {
-    #[tool(
-        name = "zellij_list_sessions",
-        description = "List the Zellij sessions of a server that you may see.\n\n\
-            Includes exited sessions (`exited: true`), which take no actions.",
-        annotations(
-            title = "List Zellij sessions",
-            read_only_hint = true,
-            destructive_hint = false,
-            idempotent_hint = true,
-            open_world_hint = false
-        )
-    )]
-    async fn zellij_list_sessions(
+    /// `list_sessions` on a Zellij server: each session you may see as its name, age and
+    /// whether it exited. The `name` filter applies as on tmux; Zellij sessions carry no
+    /// owner tag (`created_by_you` is false for all) and no per-session client count, so
+    /// `attached` and `fields` are refused rather than ignored.
+    pub(crate) async fn list_zellij_sessions(
         &self,
-        Extension(call): Extension<CallContext>,
-        Parameters(input): Parameters<ZellijServerInput>,
-    ) -> Result<Json<ZellijListSessionsOutput>, ToolError> {
-        let z = self.zellij_access(&call, input.server.as_deref()).await?;
+        call: &CallContext,
+        input: ListSessionsInput,
+    ) -> Result<ListSessionsOutput, ToolError> {
+        if input.fields.is_some() {
+            return Err(ToolError::invalid_arguments(
+                "fields is tmux-only: a Zellij session's row is always its name, created_ago \
+                 and exited",
+                "omit fields for a Zellij server",
+            ));
+        }
+        let filters = input.filters.as_ref();
+        if filters.is_some_and(|f| f.attached.is_some()) {
+            return Err(ToolError::invalid_arguments(
+                "the attached filter is tmux-only: Zellij lists no clients per session",
+                "omit it, and see a session's clients with zellij_list_clients",
+            ));
+        }
+        let name = name_filter(filters.and_then(|f| f.name.as_deref()))?;
+        let only_yours = filters.and_then(|f| f.created_by_you) == Some(true);
+        let z = self.zellij_access(call, input.server.as_deref()).await?;
         let sessions = z
             .backend
             .list_sessions()
             .await
             .map_err(|e| z.error(e))?
             .into_iter()
-            .filter(|s| z.can_see(&s.name))
-            .map(ZellijSessionInfo::from)
+            .filter(|s| z.can_see(&s.name) && !only_yours)
+            .filter(|s| name.as_ref().is_none_or(|p| p.matches(s.name.as_str())))
+            .map(|s| {
+                Map::from_iter([
+                    ("name".to_owned(), Value::from(s.name.to_string())),
+                    ("created_ago".to_owned(), Value::from(s.created_ago)),
+                    ("exited".to_owned(), Value::from(s.exited)),
+                ])
+            })
             .collect();
-        Ok(Json(ZellijListSessionsOutput {
+        Ok(ListSessionsOutput {
             server: z.server_name().to_owned(),
             sessions,
-        }))
+        })
     }
 
+    /// `list_panes` on a Zellij server: the panes of one session (`target`, default the
+    /// server's), as Zellij describes them. `filters` match those rows' fields (a tab:
+    /// `{"tab_id": 2}`); plugin panes (tab bar, status bar) are left out unless a filter names
+    /// `plugin`. `fields` is refused: a Zellij row is always whole.
+    pub(crate) async fn list_zellij_panes(
+        &self,
+        call: &CallContext,
+        input: ListPanesInput,
+    ) -> Result<ListPanesOutput, ToolError> {
+        if input.fields.is_some() {
+            return Err(ToolError::invalid_arguments(
+                "fields is tmux-only: a Zellij pane's row is always whole",
+                "omit fields for a Zellij server",
+            ));
+        }
+        let filters = match &input.filters {
+            Some(filters) => Filters::parse(filters, ZELLIJ_PANE_FIELDS, "list_panes")?,
+            None => Filters::default(),
+        };
+        let with_plugins = input
+            .filters
+            .as_ref()
+            .is_some_and(|f| f.keys().any(|k| k.split("__").next() == Some("plugin")));
+        let z = self.zellij_access(call, input.server.as_deref()).await?;
+        let session = z.session(input.target.as_deref())?;
+        let panes = z
+            .backend
+            .list_panes(&session)
+            .await
+            .map_err(|e| z.error(e))?
+            .into_iter()
+            .filter(|p| with_plugins || p.is_user_terminal())
+            .map(|p| match serde_json::to_value(ZellijPaneInfo::from(p)) {
+                Ok(Value::Object(row)) => Ok(row),
+                _ => Err(ToolError::new(
+                    ToolErrorKind::Internal,
+                    "a Zellij pane did not make a row",
+                    "report this to the operator",
+                )),
+            })
+            .filter(|row| match row {
+                Ok(row) => filters.matches(row),
+                Err(_) => true,
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(ListPanesOutput {
+            server: z.server_name().to_owned(),
+            session: Some(session.to_string()),
+            panes,
+        })
+    }
+}
+
+#[tool_router(router = zellij_session_tools, vis = "pub(crate)")]
+impl McpServer {
     #[tool(
         name = "zellij_list_tabs",
         description = "List the tabs of a Zellij session with their stable ids, names and sizes.\n\n\
@@ -153,61 +190,6 @@ impl McpServer {
             server: z.server_name().to_owned(),
             session: session.to_string(),
             tabs,
-        }))
-    }
-
-    #[tool(
-        name = "zellij_list_panes",
-        description = "List the panes of a Zellij session (or of one tab) with ids, titles, commands, sizes and state.\n\n\
-            Pane tools take `pane_id` (`terminal_N`). State: focused (per tab), floating, \
-            fullscreen, command exit status.",
-        annotations(
-            title = "List Zellij panes",
-            read_only_hint = true,
-            destructive_hint = false,
-            idempotent_hint = true,
-            open_world_hint = false
-        )
-    )]
-    async fn zellij_list_panes(
-        &self,
-        Extension(call): Extension<CallContext>,
-        Parameters(input): Parameters<ZellijListPanesInput>,
-    ) -> Result<Json<ZellijListPanesOutput>, ToolError> {
-        let z = self.zellij_access(&call, input.server.as_deref()).await?;
-        let session = z.session(input.session.as_deref())?;
-        let tab = input.tab.as_deref().map(parse_tab).transpose()?;
-        let panes = match tab {
-            // The tab listing checks that the tab exists.
-            Some(tab) => {
-                let (panes, tabs) = tokio::try_join!(
-                    z.backend.list_panes(&session),
-                    z.backend.list_tabs(&session)
-                )
-                .map_err(|e| z.error(e))?;
-                if !tabs.iter().any(|t| t.id == tab) {
-                    return Err(z.error(crate::mux::zellij::error::ZellijError::NoSuchTab {
-                        session,
-                        tab,
-                    }));
-                }
-                panes.into_iter().filter(|p| p.tab_id == tab).collect()
-            }
-            None => z
-                .backend
-                .list_panes(&session)
-                .await
-                .map_err(|e| z.error(e))?,
-        };
-        let panes = panes
-            .into_iter()
-            .filter(|p| input.include_plugins || p.is_user_terminal())
-            .map(ZellijPaneInfo::from)
-            .collect();
-        Ok(Json(ZellijListPanesOutput {
-            server: z.server_name().to_owned(),
-            session: session.to_string(),
-            panes,
         }))
     }
 
@@ -248,7 +230,7 @@ impl McpServer {
     #[tool(
         name = "zellij_dump_layout",
         description = "Return the live layout of a Zellij session as KDL (tabs, panes, splits, commands, cwd).\n\n\
-            `focus=true` marks the focused tab and panes. Has no ids (see zellij_list_panes).",
+            `focus=true` marks the focused tab and panes. Has no ids (see list_panes).",
         annotations(
             title = "Dump Zellij layout",
             read_only_hint = true,

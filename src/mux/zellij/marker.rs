@@ -17,6 +17,8 @@
 //!
 //! Pure functions only: no process is started here.
 
+use crate::mux::shell_run::{CommandError, check_command, fish_quote, posix_quote};
+
 /// How the interactive shell of a pane quotes and reports exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -38,17 +40,6 @@ impl ShellKind {
             _ => Self::Posix,
         }
     }
-}
-
-/// Why a command cannot be typed into a shell.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CommandTextError {
-    #[error("the command is empty")]
-    Empty,
-    #[error(
-        "the command contains control character U+{0:04X}; typed into a shell it would act as a key (use printf escapes instead)"
-    )]
-    ControlCharacter(u32),
 }
 
 /// One marked run, identified by a fresh id.
@@ -89,8 +80,8 @@ impl MarkedRun {
     }
 
     /// The text to type into an interactive shell, Enter included.
-    pub fn typed_line(&self, command: &str, shell: ShellKind) -> Result<String, CommandTextError> {
-        check_command_text(command)?;
+    pub fn typed_line(&self, command: &str, shell: ShellKind) -> Result<String, CommandError> {
+        check_command(command)?;
         let id = &self.id;
         // Leading space: shells with HISTCONTROL=ignorespace keep it out of the history.
         let line = match shell {
@@ -109,9 +100,9 @@ impl MarkedRun {
     /// The argv of a command pane that runs `command` with `/bin/sh` and then prints the end
     /// marker. The pane shows only the command's output and the marker. The command runs in a
     /// subshell so that an `exit` in it still reaches the marker.
-    pub fn pane_argv(&self, command: &str) -> Result<Vec<String>, CommandTextError> {
+    pub fn pane_argv(&self, command: &str) -> Result<Vec<String>, CommandError> {
         if command.trim().is_empty() {
-            return Err(CommandTextError::Empty);
+            return Err(CommandError::Empty);
         }
         Ok(vec![
             "/bin/sh".to_owned(),
@@ -169,26 +160,14 @@ impl MarkedRun {
             truncated,
         })
     }
-}
 
-fn check_command_text(command: &str) -> Result<(), CommandTextError> {
-    if command.trim().is_empty() {
-        return Err(CommandTextError::Empty);
+    /// What an unfinished run printed so far: the rows below its start marker, when the start
+    /// marker is among `lines` (the shell began the command); `None` otherwise.
+    pub fn output_so_far(&self, lines: &[String]) -> Option<String> {
+        let start_marker = self.start_marker();
+        let start = lines.iter().rposition(|l| l.trim_end() == start_marker)?;
+        Some(lines[start + 1..].join("\n"))
     }
-    match command.chars().find(|c| c.is_control() && *c != '\n') {
-        Some(c) => Err(CommandTextError::ControlCharacter(c as u32)),
-        None => Ok(()),
-    }
-}
-
-/// `'…'` with each `'` written as `'\''`.
-fn posix_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
-/// Fish single quotes: only `\\` and `\'` are escapes.
-fn fish_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\\', r"\\").replace('\'', r"\'"))
 }
 
 #[cfg(test)]
@@ -239,21 +218,21 @@ mod tests {
         let run = MarkedRun::with_id(1);
         assert_eq!(
             run.typed_line("  ", ShellKind::Posix),
-            Err(CommandTextError::Empty)
+            Err(CommandError::Empty)
         );
         assert_eq!(
             run.typed_line("a\tb", ShellKind::Posix),
-            Err(CommandTextError::ControlCharacter(9))
+            Err(CommandError::ControlCharacter { offset: 1, code: 9 })
         );
         assert_eq!(
             run.typed_line("a\u{3}", ShellKind::Posix),
-            Err(CommandTextError::ControlCharacter(3))
+            Err(CommandError::ControlCharacter { offset: 1, code: 3 })
         );
         assert!(
             run.typed_line("for i in 1 2\ndo echo $i; done", ShellKind::Posix)
                 .is_ok()
         );
-        assert_eq!(run.pane_argv(""), Err(CommandTextError::Empty));
+        assert_eq!(run.pane_argv(""), Err(CommandError::Empty));
     }
 
     #[test]
@@ -313,5 +292,18 @@ mod tests {
         assert_eq!(ShellKind::detect(Some("-fish")), ShellKind::Fish);
         assert_eq!(ShellKind::detect(Some("bash")), ShellKind::Posix);
         assert_eq!(ShellKind::detect(None), ShellKind::Posix);
+    }
+
+    #[test]
+    fn an_unfinished_run_shows_what_it_printed_since_it_began() {
+        let run = MarkedRun::with_id(9);
+        let typed = run.typed_line("sleep 30", ShellKind::Posix).unwrap();
+        // Typed but not begun: only the echo of the typed line, which holds no marker.
+        assert_eq!(run.output_so_far(&lines(&format!("$ {typed}"))), None);
+        let begun = lines("$ printf …\n__MGS_00000009__\nstep 1\nstep 2");
+        assert_eq!(run.output_so_far(&begun).as_deref(), Some("step 1\nstep 2"));
+        let silent = lines("__MGS_00000009__");
+        assert_eq!(run.output_so_far(&silent).as_deref(), Some(""));
+        assert_eq!(run.output_so_far(&lines("__MGS_00000008__\nother")), None);
     }
 }

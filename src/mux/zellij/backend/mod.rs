@@ -32,8 +32,9 @@ mod types;
 
 pub use types::{
     ClosedPane, CommandResult, CreateSessionOptions, EditOptions, FocusedPane, InputStep,
-    NewLinesEnd, NewLinesWait, NewPaneOptions, NewTabOptions, PaneText, ReadScope, ResizeMode,
-    RunInPaneOptions, RunOptions, Side, SplitDirection, TextMatch, TextPattern, ZellijServerSpec,
+    NewLinesEnd, NewLinesWait, NewPaneOptions, NewTabOptions, PaneRun, PaneText, ReadScope,
+    ResizeMode, RunInPaneOptions, RunOptions, Side, SplitDirection, TextMatch, TextPattern,
+    ZellijServerSpec,
 };
 
 use super::cli::{ZellijCli, describe_status, first_lines};
@@ -874,14 +875,16 @@ impl ZellijBackend {
     /// output (only that command's). The pane keeps its shell; focus does not change.
     ///
     /// The typed line prints per-call markers (see `marker`); completion is seen on the pane's
-    /// events and the output is cut from the scrollback between the markers.
+    /// events and the output is cut from the scrollback between the markers. When the timeout
+    /// passes first, the command keeps running and the answer has no exit status: it says
+    /// whether the shell began the command, and what it printed so far.
     pub async fn run_in_pane(
         &self,
         session: &SessionName,
         pane: PaneId,
         command: &str,
         opts: RunInPaneOptions,
-    ) -> Result<CommandResult> {
+    ) -> Result<PaneRun> {
         let started = Instant::now();
         let deadline = started + opts.timeout;
         let target = self.pane(session, pane).await?;
@@ -909,35 +912,46 @@ impl ZellijBackend {
 
         let (watch, first) = self.ready_watch(session, pane, deadline).await?;
         self.write_chars(session, pane, &line).await?;
-        let done = watch
+        let finished = watch
             .wait_for(first.seq, deadline, "the command to finish", |lines| {
                 run.find_end(lines)
             })
-            .await
-            .map_err(|e| match e {
-                ZellijError::Timeout { .. } => ZellijError::Timeout {
-                    what: format!("command in pane {pane} of session {session} (still running)"),
-                    after: opts.timeout,
-                },
-                other => other,
-            })?;
+            .await;
         let full = self.read_pane(session, pane, ReadScope::Full).await?;
-        let result = run
-            .extract(&full.lines, true)
-            .or_else(|| run.extract(&done.view.lines, true))
-            .ok_or_else(|| ZellijError::NoEffect {
-                session: session.clone(),
-                what: "show the command's end marker",
-                detail: "the screen was cleared after the command finished".to_owned(),
-            })?;
-        Ok(CommandResult {
+        let mut answer = PaneRun {
             pane,
-            exit_status: result.exit_status,
-            output: result.output,
-            truncated: result.truncated,
-            pane_closed: false,
-            elapsed: started.elapsed(),
-        })
+            shell,
+            exit_status: None,
+            started: false,
+            output: String::new(),
+            truncated: false,
+            elapsed: Duration::ZERO,
+        };
+        match finished {
+            Ok(done) => {
+                let result = run
+                    .extract(&full.lines, true)
+                    .or_else(|| run.extract(&done.view.lines, true))
+                    .ok_or_else(|| ZellijError::NoEffect {
+                        session: session.clone(),
+                        what: "show the command's end marker",
+                        detail: "the screen was cleared after the command finished".to_owned(),
+                    })?;
+                answer.exit_status = Some(result.exit_status);
+                answer.started = true;
+                answer.output = result.output;
+                answer.truncated = result.truncated;
+            }
+            Err(ZellijError::Timeout { .. }) => {
+                if let Some(so_far) = run.output_so_far(&full.lines) {
+                    answer.started = true;
+                    answer.output = so_far;
+                }
+            }
+            Err(other) => return Err(other),
+        }
+        answer.elapsed = started.elapsed();
+        Ok(answer)
     }
 
     /// The shared watch of a pane, with its first snapshot received.

@@ -229,6 +229,25 @@ impl Default for RunInPaneOptions {
     }
 }
 
+/// A command typed into a pane's shell ([`ZellijBackend::run_in_pane`]): finished, or still
+/// running when the timeout passed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaneRun {
+    pub pane: PaneId,
+    /// How the command was typed: for a POSIX shell or for fish.
+    pub shell: ShellKind,
+    /// `None`: the timeout passed first and the command is still running.
+    pub exit_status: Option<i32>,
+    /// The shell began the command (its start marker was seen). False after a timeout means
+    /// the typed line was never run: the pane was likely not at a prompt.
+    pub started: bool,
+    /// The command's output only (so far, after a timeout), as the terminal shows it.
+    pub output: String,
+    /// The start of the output had left the scrollback; `output` is its tail.
+    pub truncated: bool,
+    pub elapsed: Duration,
+}
+
 /// A finished command.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CommandResult {
