@@ -301,6 +301,20 @@ async fn run_command_in_a_hidden_pane_returns_status_and_output() {
     assert!(matches!(err, ZellijError::NoSuchTab { .. }), "{err}");
 }
 
+/// The pane the session's one attached client has focused, once Zellij reports one: a client
+/// is listed before its focus is, so reading at once can see none.
+async fn settled_focus(h: &Harness, s: &SessionName) -> PaneId {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let clients = h.backend.list_clients(s).await.unwrap();
+        if let Some(pane) = clients.first().and_then(|c| c.focused_pane) {
+            return pane;
+        }
+        assert!(Instant::now() < deadline, "no focus reported: {clients:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_command_does_not_disturb_an_attached_client() {
     let Some(h) = Harness::new().await else {
@@ -313,7 +327,7 @@ async fn run_command_does_not_disturb_an_attached_client() {
         .await
         .unwrap();
     let client = h.attach_client(&s).await;
-    let focused_before = h.backend.list_clients(&s).await.unwrap()[0].focused_pane;
+    let focused_before = settled_focus(&h, &s).await;
     let result = h
         .backend
         .run_command(
@@ -328,7 +342,7 @@ async fn run_command_does_not_disturb_an_attached_client() {
         .unwrap();
     assert_eq!(result.output, "in-background\n");
     let clients = h.backend.list_clients(&s).await.unwrap();
-    assert_eq!(clients[0].focused_pane, focused_before);
+    assert_eq!(clients[0].focused_pane, Some(focused_before), "{clients:?}");
     let tabs = h.backend.list_tabs(&s).await.unwrap();
     assert!(tabs[0].active && !tabs[1].active, "{tabs:?}");
     client.detach().await;
