@@ -15,6 +15,7 @@ use common::calls::token;
 use common::tmux::TestTmux;
 use common::tools::{call_err, call_ok, client};
 use common::{TestGateway, config_with_server, spawn_gateway};
+use muxgate::mux::tmux::PaneId;
 use muxgate::view::link::{ViewGrant, ViewKey, sign};
 use serde_json::json;
 
@@ -118,6 +119,21 @@ fn view_key(gateway: &TestGateway) -> ViewKey {
     muxgate::view::key::load(dir)
         .expect("read the view key")
         .expect("the gateway wrote a view key")
+}
+
+/// A signed link to `pane` of the test server's session `work`, valid for ten minutes.
+fn link_for(key: &ViewKey, tmux: &TestTmux, pane: PaneId) -> String {
+    let ten_minutes = Duration::from_secs(600);
+    sign(
+        key,
+        &ViewGrant::new(
+            "work",
+            pane,
+            tmux.server_pid(),
+            SystemTime::now(),
+            ten_minutes,
+        ),
+    )
 }
 
 async fn get(url: &str) -> reqwest::Response {
@@ -240,41 +256,14 @@ async fn forged_expired_and_foreign_links_are_refused_alike() {
     let key = view_key(&gateway);
     let pane = tmux.pane_id("main");
     let now = SystemTime::now();
-    let good = sign(
-        &key,
-        &ViewGrant::new(
-            "work",
-            pane,
-            tmux.server_pid(),
-            now,
-            Duration::from_secs(600),
-        ),
-    );
-    let forged = sign(
-        &ViewKey::new([9; 32]),
-        &ViewGrant::new(
-            "work",
-            pane,
-            tmux.server_pid(),
-            now,
-            Duration::from_secs(600),
-        ),
-    );
+    let good = link_for(&key, &tmux, pane);
+    let forged = link_for(&ViewKey::new([9; 32]), &tmux, pane);
     let expired = sign(
         &key,
         &ViewGrant::new("work", pane, tmux.server_pid(), now, Duration::ZERO),
     );
     // Another pane's payload under this pane's signature.
-    let other = sign(
-        &key,
-        &ViewGrant::new(
-            "work",
-            muxgate::mux::tmux::PaneId(pane.0 + 1),
-            tmux.server_pid(),
-            now,
-            Duration::from_secs(600),
-        ),
-    );
+    let other = link_for(&key, &tmux, PaneId(pane.0 + 1));
     let spliced = format!(
         "{}.{}",
         other.split_once('.').unwrap().0,
@@ -305,16 +294,7 @@ async fn forged_expired_and_foreign_links_are_refused_alike() {
     assert_eq!(bodies.len(), 1, "the refusals differ: {bodies:?}");
 
     // Signed, but for a pane or server that is not there: 404, as vague.
-    let gone = sign(
-        &key,
-        &ViewGrant::new(
-            "work",
-            muxgate::mux::tmux::PaneId(9999),
-            tmux.server_pid(),
-            now,
-            Duration::from_secs(600),
-        ),
-    );
+    let gone = link_for(&key, &tmux, PaneId(9999));
     let response = get(&format!("{}/view/events?t={gone}", gateway.base)).await;
     assert_eq!(response.status(), 404);
     let elsewhere = sign(
@@ -474,16 +454,7 @@ async fn view_update_latency() {
     let gateway = gateway(&tmux).await;
     let key = view_key(&gateway);
     let pane = tmux.pane_id("main");
-    let link = sign(
-        &key,
-        &ViewGrant::new(
-            "work",
-            pane,
-            tmux.server_pid(),
-            SystemTime::now(),
-            Duration::from_secs(600),
-        ),
-    );
+    let link = link_for(&key, &tmux, pane);
     let mut events = EventStream::open(&format!("{}/view/events?t={link}", gateway.base)).await;
     events
         .next(Duration::from_secs(5))
@@ -536,27 +507,8 @@ async fn links_never_reach_the_log() {
         .expect("read the view key")
         .expect("serve wrote a view key");
     let pane = tmux.pane_id("main");
-    let now = SystemTime::now();
-    let good = sign(
-        &key,
-        &ViewGrant::new(
-            "work",
-            pane,
-            tmux.server_pid(),
-            now,
-            Duration::from_secs(600),
-        ),
-    );
-    let forged = sign(
-        &ViewKey::new([3; 32]),
-        &ViewGrant::new(
-            "work",
-            pane,
-            tmux.server_pid(),
-            now,
-            Duration::from_secs(600),
-        ),
-    );
+    let good = link_for(&key, &tmux, pane);
+    let forged = link_for(&ViewKey::new([3; 32]), &tmux, pane);
     assert_eq!(
         get(&format!("{}/view?t={good}", serve.base)).await.status(),
         200
@@ -592,16 +544,7 @@ async fn a_resized_pane_is_shown_at_its_new_size() {
     let gateway = gateway(&tmux).await;
     let key = view_key(&gateway);
     let pane = tmux.pane_id("main");
-    let link = sign(
-        &key,
-        &ViewGrant::new(
-            "work",
-            pane,
-            tmux.server_pid(),
-            SystemTime::now(),
-            Duration::from_secs(600),
-        ),
-    );
+    let link = link_for(&key, &tmux, pane);
     let mut events = EventStream::open(&format!("{}/view/events?t={link}", gateway.base)).await;
     let first = events.next(Duration::from_secs(5)).await.expect("a screen");
     assert_eq!(first.data.split('\n').count(), 40, "the pane's 40 rows");
