@@ -535,11 +535,19 @@ async fn panes_are_managed_by_id() {
     assert_eq!(right["pane"]["focused"], false, "no focus by default");
     let renamed = ok(
         &client,
-        "zellij_rename_pane",
-        json!({"pane": pane, "name": "logs"}),
+        "set_pane_title",
+        json!({"server": "z", "target": pane, "title": "logs"}),
     )
     .await;
-    assert_eq!(renamed["pane"]["title"], "logs");
+    assert_eq!(renamed["title"], "logs");
+    assert_eq!(renamed["pane_id"], pane.as_str());
+    let listed = ok(
+        &client,
+        "list_panes",
+        json!({"server": "z", "filters": {"pane_id": pane}}),
+    )
+    .await;
+    assert_eq!(listed["panes"][0]["title"], "logs", "{listed}");
 
     let before = right["pane"]["columns"].as_u64().unwrap();
     let grown = ok(
@@ -628,7 +636,6 @@ async fn panes_are_managed_by_id() {
 
     // Zellij accepts bad targets silently; muxgate reports them.
     for (tool, extra) in [
-        ("zellij_rename_pane", json!({"name": "x"})),
         ("zellij_resize_pane", json!({"mode": "increase"})),
         ("zellij_toggle_fullscreen", json!({})),
         ("zellij_focus_pane", json!({})),
@@ -637,6 +644,14 @@ async fn panes_are_managed_by_id() {
         args["pane"] = json!("terminal_99");
         err_kind(&client, tool, args, "not_found", "no pane terminal_99").await;
     }
+    err_kind(
+        &client,
+        "set_pane_title",
+        json!({"server": "z", "target": "terminal_99", "title": "x"}),
+        "not_found",
+        "no pane terminal_99",
+    )
+    .await;
     err_kind(
         &client,
         "zellij_new_pane",
@@ -822,50 +837,96 @@ async fn terminal_io_and_the_user_workflows() {
             .contains("SLEEP_2"),
         "the sleep ran to its end: {screen}"
     );
-    err_kind(
-        &client,
-        "zellij_send_keys_batch",
-        json!({"pane": "terminal_0", "steps": [{"keys": ["Hyper x"]}]}),
-        "invalid_arguments",
-        "invalid key",
-    )
-    .await;
-
-    // A batch of text, keys and a paste as one job.
+    // Text, a paste and a key, then a wait: one pane_batch. The wait counts what the pane
+    // printed since before the batch's first input, not the echo of what it typed.
     let batch = ok(
         &client,
-        "zellij_send_keys_batch",
-        json!({"pane": "terminal_0", "steps": [
-            {"text": "echo BATCH_"},
-            {"paste": "$((20+22))"},
-            {"keys": ["Enter"]}
+        "pane_batch",
+        json!({"server": "z", "operations": [
+            {"op": "send_keys", "target": "terminal_0", "keys": "echo BATCH_", "enter": false},
+            {"op": "paste_text", "target": "terminal_0", "text": "$((20+22))"},
+            {"op": "send_keys", "target": "terminal_0", "keys": ["Enter"], "enter": false},
+            {"op": "wait_for_text", "target": "terminal_0", "patterns": ["^BATCH_42$"],
+             "regex": true, "timeout": 10},
+            {"op": "capture_since", "target": "terminal_0"}
+        ], "on_error": "continue"}),
+    )
+    .await;
+    assert_eq!(batch["succeeded"], 4, "{batch}");
+    let results = batch["results"].as_array().unwrap();
+    assert_eq!(results[1]["result"]["session"], session.as_str(), "{batch}");
+    assert_eq!(results[3]["result"]["outcome"], "matched", "{batch}");
+    assert_eq!(results[3]["result"]["matched_line"], "BATCH_42", "{batch}");
+    assert!(
+        results[4]["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("capture_since is tmux-only"),
+        "{batch}"
+    );
+    // The echo alone never ends such a wait: the batch typed BATCH_ROW but printed nothing.
+    let echo_only = ok(
+        &client,
+        "pane_batch",
+        json!({"server": "z", "operations": [
+            {"op": "send_keys", "target": "terminal_0", "keys": "# BATCH_ROW", "enter": false},
+            {"op": "wait_for_text", "target": "terminal_0", "patterns": ["BATCH_ROW"],
+             "timeout": 1.5}
         ]}),
     )
     .await;
-    assert_eq!(batch["steps"], 3);
+    assert_eq!(
+        echo_only["results"][1]["result"]["outcome"], "timeout",
+        "{echo_only}"
+    );
+    ok(
+        &client,
+        "send_keys",
+        json!({"server": "z", "target": "terminal_0", "keys": ["C-c"], "enter": false}),
+    )
+    .await;
+
+    // send_keys_batch: every operation checked first; then each delivered in order.
+    let refused = ok(
+        &client,
+        "send_keys_batch",
+        json!({"server": "z", "operations": [
+            {"target": "terminal_0", "keys": "echo SKB_1"},
+            {"target": "terminal_0", "keys": ["KP0"]},
+            {"target": "terminal_0", "keys": "echo SKB_3"}
+        ]}),
+    )
+    .await;
+    assert_eq!(refused["stopped_at"], 1, "{refused}");
+    assert_eq!(refused["succeeded"], 1, "{refused}");
+    assert!(
+        refused["results"][1]["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Zellij has no key"),
+        "{refused}"
+    );
+    let position = refused["output_positions"]["terminal_0"].as_str().unwrap();
     ok(
         &client,
         "wait_for_text",
-        json!({"server": "z", "target": "terminal_0", "patterns": ["^BATCH_42$"], "regex": true,
-               "include_screen": true}),
+        json!({"server": "z", "target": "terminal_0", "patterns": ["^SKB_1$"], "regex": true,
+               "since": position, "timeout": 10}),
     )
     .await;
-    err_kind(
+    let screen = ok(
         &client,
-        "zellij_send_keys_batch",
-        json!({"pane": "terminal_0", "steps": [{"text": "a", "keys": ["b"]}]}),
-        "invalid_arguments",
-        "steps[0] must have exactly one",
+        "capture_pane",
+        json!({"server": "z", "target": "terminal_0"}),
     )
     .await;
-    err_kind(
-        &client,
-        "zellij_send_keys_batch",
-        json!({"pane": "terminal_0", "steps": [{"text": "a"}, {"keys": ["Ctrl"]}]}),
-        "invalid_arguments",
-        "steps[1]",
-    )
-    .await;
+    assert!(
+        !screen["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("SKB_3"),
+        "an operation after the refused one was sent: {screen}"
+    );
 
     // Run in the user's shell: only this command's output, and its exit status.
     let ran = ok(
@@ -1111,8 +1172,11 @@ async fn calls_are_audited_without_what_was_typed() {
     .await;
     ok(
         &client,
-        "zellij_send_keys_batch",
-        json!({"pane": "terminal_0", "steps": [{"paste": "PASTED-SECRET-2"}, {"keys": ["Ctrl c"]}]}),
+        "pane_batch",
+        json!({"server": "z", "operations": [
+            {"op": "paste_text", "target": "terminal_0", "text": "PASTED-SECRET-2"},
+            {"op": "send_keys", "target": "terminal_0", "keys": ["C-c"], "enter": false}
+        ]}),
     )
     .await;
     ok(

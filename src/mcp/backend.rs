@@ -23,15 +23,20 @@ pub const SHARED_TOOLS: &[&str] = &[
     "list_panes",
     "capture_pane",
     "send_keys",
+    "paste_text",
+    "send_keys_batch",
+    "pane_batch",
     "wait_for_text",
     "run_command",
+    "set_pane_title",
     "kill_pane",
 ];
 
 /// What differs between the backends in the shared tools, and why (docs/tools.md).
 pub const DIFFERENCES: &str = "## Tools both backends serve\n\n\
-`list_servers`, `list_sessions`, `list_panes`, `capture_pane`, `send_keys`, `wait_for_text`, \
-`run_command` and `kill_pane` serve tmux and Zellij servers alike: the server a call names \
+`list_servers`, `list_sessions`, `list_panes`, `capture_pane`, `send_keys`, `paste_text`, \
+`send_keys_batch`, `pane_batch`, `wait_for_text`, `run_command`, `set_pane_title` and \
+`kill_pane` serve tmux and Zellij servers alike: the server a call names \
 (`server`) picks the backend, and without it the tmux server is used (the Zellij one when you \
 may use no tmux server). A Zellij pane `target` is `terminal_N` (in the server's default \
 session) or `SESSION:terminal_N`, and answers name the pane's `session`. Options one backend \
@@ -52,6 +57,14 @@ so `escape_sequences` is refused.\n\
 Zellij is sent its own spelling of each), and text typed exactly. Zellij has no keypad keys \
 and types only UTF-8 text, so `KP0` or base64 bytes that are not UTF-8 are refused. Its \
 `output_position` is a mark of the screen before the input, for `wait_for_text`'s `since`.\n\
+- `paste_text`: Zellij pastes UTF-8 text only; `bracket` sends it as Zellij's bracketed paste, \
+`bracket: false` types it. Its `output_position` is a screen mark, as `send_keys`' is.\n\
+- `send_keys_batch`: all operations are checked first, as on tmux, but Zellij takes no single \
+write for several panes, so they are delivered one after the other, each as `send_keys` \
+delivers it.\n\
+- `pane_batch`: `capture_since` is tmux-only (Zellij streams screens, not rows). A wait \
+without `since` counts what its pane showed after the batch's first input into it (a mark of \
+the screen before that input), where tmux watches the pane from the batch's start.\n\
 - `wait_for_text`: the same arguments, defaults (8 s, case ignored), outcomes and echo rule. \
 Zellij streams screens, not output, so new output is what a screen shows below where the \
 screen stood at the call (or at `since`); output that scrolls past between two screens is \

@@ -153,8 +153,9 @@ struct Inner {
 
 impl McpServer {
     pub fn new(state: McpState) -> Self {
-        let tools = catalog::router(state.config.limits.max_batch_ops.get());
-        let listable = catalog::listable(&tools, &state.backends());
+        let backends = state.backends();
+        let tools = catalog::router(state.config.limits.max_batch_ops.get(), &backends);
+        let listable = catalog::listable(&tools, &backends);
         Self {
             inner: Arc::new(Inner {
                 state,

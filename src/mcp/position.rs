@@ -137,6 +137,14 @@ impl ZellijPosition {
         }
     }
 
+    /// The same position, before `typed` instead.
+    pub fn with_typed(self, typed: &str) -> Self {
+        Self {
+            typed: typed_lines(typed),
+            ..self
+        }
+    }
+
     pub fn encode(&self) -> String {
         // Serializing strings and numbers cannot fail.
         let json = serde_json::to_vec(self).unwrap_or_default();

@@ -66,6 +66,20 @@ pub fn without_zellij_notes(schema: &mut Map<String, Value>) {
     }
 }
 
+/// Drops the answer fields only a Zellij server fills (their description starts with
+/// `Zellij:`) from a tool's output schema, before compaction removes the descriptions.
+pub fn without_zellij_fields(schema: &mut Map<String, Value>) {
+    let Some(Value::Object(properties)) = schema.get_mut("properties") else {
+        return;
+    };
+    properties.retain(|_, property| {
+        !property
+            .get("description")
+            .and_then(Value::as_str)
+            .is_some_and(|text| text.starts_with(ZELLIJ_NOTE.trim_start()))
+    });
+}
+
 /// A definition used once costs its name twice and a `$ref` for nothing: it goes where it is
 /// used. Definitions used more than once (or by other definitions) stay shared.
 fn inline_single_use_definitions(schema: &mut Map<String, Value>) {

@@ -23,16 +23,26 @@ pub use tier::tier_of;
 
 use super::{McpServer, tools};
 
-/// Every tool the gateway serves, with the schemas `tools/list` sends: compacted, and batch
-/// sizes bounded by `max_batch_ops`.
-pub(crate) fn router(max_batch_ops: u32) -> ToolRouter<McpServer> {
+/// Every tool the gateway serves, with the schemas `tools/list` sends: compacted, batch sizes
+/// bounded by `max_batch_ops`, and, without a Zellij server among `backends`, without the
+/// Zellij notes of arguments and the Zellij-only answer fields.
+pub(crate) fn router(max_batch_ops: u32, backends: &[Backend]) -> ToolRouter<McpServer> {
+    let zellij = backends.contains(&Backend::Zellij);
     let mut router = tools::router();
     advertise_max_batch_ops(&mut router, max_batch_ops);
     for route in router.map.values_mut() {
         let tool = &mut route.attr;
-        compact::input_schema(Arc::make_mut(&mut tool.input_schema));
+        let input = Arc::make_mut(&mut tool.input_schema);
+        if !zellij {
+            compact::without_zellij_notes(input);
+        }
+        compact::input_schema(input);
         if let Some(output) = tool.output_schema.as_mut() {
-            compact::output_schema(Arc::make_mut(output));
+            let output = Arc::make_mut(output);
+            if !zellij {
+                compact::without_zellij_fields(output);
+            }
+            compact::output_schema(output);
         }
     }
     router
@@ -58,8 +68,7 @@ fn advertise_max_batch_ops(router: &mut ToolRouter<McpServer>, max: u32) {
 }
 
 /// The tools `tools/list` may show, each with its toolset: those whose backend has a server,
-/// as sent (annotations without the hints MCP's defaults already give; without a Zellij
-/// server, arguments without their Zellij notes).
+/// as sent (annotations without the hints MCP's defaults already give).
 pub(crate) fn listable(
     router: &ToolRouter<McpServer>,
     backends: &[Backend],
@@ -72,9 +81,6 @@ pub(crate) fn listable(
             if let Some(hints) = tool.annotations.as_mut() {
                 compact::annotations(hints);
             }
-            if !backends.contains(&Backend::Zellij) {
-                compact::without_zellij_notes(Arc::make_mut(&mut tool.input_schema));
-            }
             Backend::serving(&tool.name)
                 .iter()
                 .any(|b| backends.contains(b))
@@ -85,7 +91,8 @@ pub(crate) fn listable(
 
 /// Every tool, sorted by name, as listed.
 pub fn tools() -> Vec<Tool> {
-    router(crate::limits::LimitsConfig::default().max_batch_ops.get()).list_all()
+    let max_batch_ops = crate::limits::LimitsConfig::default().max_batch_ops.get();
+    router(max_batch_ops, &[Backend::Tmux, Backend::Zellij]).list_all()
 }
 
 /// The catalog as a Markdown document: one table row per tool.
@@ -217,7 +224,8 @@ mod tests {
 
     #[test]
     fn listed_annotations_put_every_tool_in_its_tier() {
-        let listed = listable(&router(50), &[Backend::Tmux, Backend::Zellij]);
+        let both = [Backend::Tmux, Backend::Zellij];
+        let listed = listable(&router(50, &both), &both);
         let full = tools();
         assert_eq!(listed.len(), full.len());
         for ((sent, _), tool) in listed.iter().zip(&full) {
@@ -234,7 +242,7 @@ mod tests {
     #[test]
     fn a_backend_alone_lists_its_own_tools_and_the_shared_ones() {
         let names = |backends: &[Backend]| -> Vec<String> {
-            listable(&router(50), backends)
+            listable(&router(50, backends), backends)
                 .into_iter()
                 .map(|(tool, _)| tool.name.to_string())
                 .collect()
@@ -251,9 +259,9 @@ mod tests {
     }
 
     #[test]
-    fn zellij_notes_are_listed_only_with_a_zellij_server() {
+    fn zellij_notes_and_answer_fields_are_listed_only_with_a_zellij_server() {
         let target_of = |backends: &[Backend]| -> String {
-            let listed = listable(&router(50), backends);
+            let listed = listable(&router(50, backends), backends);
             let (run, _) = listed
                 .iter()
                 .find(|(tool, _)| tool.name == "run_command")
@@ -270,6 +278,23 @@ mod tests {
             tmux.starts_with("Shell pane `%N`") && tmux.ends_with("active pane."),
             "{tmux}"
         );
+        let answer_fields = |backends: &[Backend]| -> Vec<String> {
+            let listed = listable(&router(50, backends), backends);
+            let (kill, _) = listed
+                .iter()
+                .find(|(tool, _)| tool.name == "kill_pane")
+                .expect("kill_pane listed");
+            let output = kill.output_schema.as_ref().expect("an output schema");
+            output["properties"]
+                .as_object()
+                .map(|p| p.keys().cloned().collect())
+                .unwrap_or_default()
+        };
+        assert_eq!(
+            answer_fields(&[Backend::Tmux, Backend::Zellij]),
+            ["server", "pane_id", "session", "tab_id", "tab_closed"]
+        );
+        assert_eq!(answer_fields(&[Backend::Tmux]), ["server", "pane_id"]);
     }
 
     #[test]

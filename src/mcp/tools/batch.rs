@@ -26,17 +26,20 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::input::{PasteTextInput, SendKeysInput, Strings, TextEncoding, input_plan, typed_text};
+use super::input::{
+    PasteTextInput, SendKeysInput, Strings, TextEncoding, input_plan, typed_text, zellij_input,
+};
 use super::pane::CapturePaneInput;
 use super::since::CaptureSinceInput;
 use super::wait::WaitForTextInput;
 use crate::limits::Limits;
 use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, parse_target};
+use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::pane_ops::{position_commands, position_of};
-use crate::mcp::position::OutputPosition;
+use crate::mcp::position::{OutputPosition, ZellijPosition};
 use crate::mux::tmux::ops::input::InputPlan;
 use crate::mux::tmux::{BatchMode, CommandOutcome, OutputSubscription, PaneId, TmuxCommand};
 
@@ -77,23 +80,32 @@ pub enum OnError {
     Continue,
 }
 
-/// The operations, each deserialized on its own so that an error names its index.
+/// The operations of a `send_keys_batch`.
 #[derive(Debug, Clone)]
 pub struct KeysOps(pub Vec<KeysOp>);
 
 impl<'de> Deserialize<'de> for KeysOps {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let values = Vec::<serde_json::Value>::deserialize(deserializer)?;
-        values
-            .into_iter()
-            .enumerate()
-            .map(|(index, value)| {
-                serde_json::from_value(value)
-                    .map_err(|e| de::Error::custom(format!("operations[{index}]: {e}")))
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map(KeysOps)
+        each_indexed(deserializer).map(KeysOps)
     }
+}
+
+/// A batch's operations, each deserialized on its own so that an error names its index
+/// (`operations[2]: unknown field …`) instead of the whole array.
+fn each_indexed<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: de::DeserializeOwned,
+{
+    let values = Vec::<serde_json::Value>::deserialize(deserializer)?;
+    values
+        .into_iter()
+        .enumerate()
+        .map(|(index, value)| {
+            serde_json::from_value(value)
+                .map_err(|e| de::Error::custom(format!("operations[{index}]: {e}")))
+        })
+        .collect()
 }
 
 impl JsonSchema for KeysOps {
@@ -172,16 +184,23 @@ struct Planned {
     typed: Option<String>,
 }
 
+impl KeysOp {
+    /// The operation as the arguments of one `send_keys`.
+    fn as_send_keys(&self) -> SendKeysInput {
+        SendKeysInput {
+            server: None,
+            target: self.target.clone(),
+            keys: self.keys.clone(),
+            literal: self.literal,
+            enter: self.enter,
+            encoding: self.encoding,
+        }
+    }
+}
+
 /// Validates one operation into an input plan.
 async fn prepare(tmux: &TmuxAccess<'_>, index: usize, op: &KeysOp) -> Prepared {
-    let as_single = SendKeysInput {
-        server: None,
-        target: op.target.clone(),
-        keys: op.keys.clone(),
-        literal: op.literal,
-        enter: op.enter,
-        encoding: op.encoding,
-    };
+    let as_single = op.as_send_keys();
     let planned = async {
         let target = parse_target(&op.target)?;
         let pane = tmux.pane_of(&target).await?;
@@ -259,6 +278,96 @@ pub async fn send_keys_batch(
     })
 }
 
+/// Where and how a `send_keys_batch` on a Zellij server runs.
+struct ZellijKeysBatch<'a> {
+    server: Option<&'a str>,
+    on_error: OnError,
+    deadline: Instant,
+}
+
+impl McpServer {
+    /// `send_keys_batch` on a Zellij server: every operation is checked first, then each is
+    /// delivered in order as `send_keys` delivers it (Zellij takes no one write for several
+    /// panes). `output_positions` holds, per pane, where it stood before the batch's first
+    /// input into it, with all the batch typed there as the echo not to count.
+    async fn send_zellij_keys_batch(
+        &self,
+        call: &CallContext,
+        ops: &[KeysOp],
+        batch: ZellijKeysBatch<'_>,
+    ) -> Result<SendKeysBatchOutput, ToolError> {
+        let started = Instant::now();
+        let stop = batch.on_error == OnError::Stop;
+        let mut results: Vec<Option<OpResult>> = vec![None; ops.len()];
+        let mut stopped_at = None;
+        // Validate in order; under `stop`, nothing after the first invalid operation is sent.
+        let mut ready = Vec::new();
+        for (index, op) in ops.iter().enumerate() {
+            match zellij_input(&op.as_send_keys()) {
+                Ok(input) => ready.push((index, input)),
+                Err(error) => {
+                    results[index] = Some(failure(index, String::new(), &error, started));
+                    if stop {
+                        stopped_at = Some(index);
+                        break;
+                    }
+                }
+            }
+        }
+        let mut positions: BTreeMap<String, (ZellijPosition, String)> = BTreeMap::new();
+        for (index, (steps, typed)) in ready {
+            if stop && stopped_at.is_some_and(|at| at < index) {
+                break;
+            }
+            let remaining = batch.deadline.saturating_duration_since(Instant::now());
+            let send =
+                self.send_zellij_input(call, batch.server, &ops[index].target, steps, &typed);
+            let sent = tokio::time::timeout(remaining, send)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(ToolError::new(
+                        ToolErrorKind::Timeout,
+                        "the batch timed out before this operation completed",
+                        "check the pane with capture_pane before sending it again",
+                    ))
+                });
+            results[index] = Some(match sent {
+                Ok(position) => {
+                    let pane = position.pane.clone();
+                    let (_, echo) = positions
+                        .entry(pane.clone())
+                        .or_insert_with(|| (position, String::new()));
+                    echo.push_str(&typed);
+                    echo.push('\n');
+                    delivered(index, pane, started)
+                }
+                Err(error) => {
+                    if stop {
+                        stopped_at = Some(index);
+                    }
+                    failure(index, String::new(), &error, started)
+                }
+            });
+        }
+        let results: Vec<OpResult> = results
+            .into_iter()
+            .enumerate()
+            .map(|(index, result)| result.unwrap_or_else(|| not_run(index, String::new(), started)))
+            .collect();
+        let succeeded = results.iter().filter(|r| r.success).count();
+        Ok(SendKeysBatchOutput {
+            failed: results.len() - succeeded,
+            succeeded,
+            stopped_at,
+            results,
+            output_positions: positions
+                .into_iter()
+                .map(|(pane, (position, echo))| (pane, position.with_typed(&echo).encode()))
+                .collect(),
+        })
+    }
+}
+
 /// Every planned operation as one tmux batch. Before the first input into each pane, the same
 /// write reads where its output stands (as send_keys does), so no output falls in between.
 struct OneBatch {
@@ -318,14 +427,7 @@ fn settle(
         CommandOutcome::Failed(message) => Some(Some(message.clone())),
         CommandOutcome::NotRun => Some(None),
     }) {
-        None => OpResult {
-            index,
-            pane_id: pane.to_string(),
-            success: true,
-            error: None,
-            suggestion: None,
-            elapsed_ms: elapsed_ms(started),
-        },
+        None => delivered(index, pane.to_string(), started),
         Some(Some(message)) => {
             let refused = failure(
                 index,
@@ -365,6 +467,17 @@ fn output_positions(
             Some((pane.to_string(), position.encode()))
         })
         .collect()
+}
+
+fn delivered(index: usize, pane_id: String, started: Instant) -> OpResult {
+    OpResult {
+        index,
+        pane_id,
+        success: true,
+        error: None,
+        suggestion: None,
+        elapsed_ms: elapsed_ms(started),
+    }
 }
 
 fn failure(index: usize, pane_id: String, error: &ToolError, started: Instant) -> OpResult {
@@ -437,6 +550,16 @@ impl PaneOp {
     }
 
     /// The operation's own `server`, which must be absent or the batch's.
+    fn server(&self) -> Option<&str> {
+        match self {
+            PaneOp::SendKeys(i) => i.server.as_deref(),
+            PaneOp::PasteText(i) => i.server.as_deref(),
+            PaneOp::WaitForText(i) => i.server.as_deref(),
+            PaneOp::CapturePane(i) => i.server.as_deref(),
+            PaneOp::CaptureSince(i) => i.server.as_deref(),
+        }
+    }
+
     fn server_mut(&mut self) -> &mut Option<String> {
         match self {
             PaneOp::SendKeys(i) => &mut i.server,
@@ -448,22 +571,13 @@ impl PaneOp {
     }
 }
 
-/// The operations of a `pane_batch`, each deserialized on its own so an error names its index.
+/// The operations of a `pane_batch`.
 #[derive(Debug)]
 pub struct PaneOps(pub Vec<PaneOp>);
 
 impl<'de> Deserialize<'de> for PaneOps {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let values = Vec::<serde_json::Value>::deserialize(deserializer)?;
-        values
-            .into_iter()
-            .enumerate()
-            .map(|(index, value)| {
-                serde_json::from_value(value)
-                    .map_err(|e| de::Error::custom(format!("operations[{index}]: {e}")))
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map(PaneOps)
+        each_indexed(deserializer).map(PaneOps)
     }
 }
 
@@ -551,9 +665,10 @@ impl McpServer {
         remaining: Duration,
         cancel: &CancellationToken,
         subscription: Option<OutputSubscription>,
-        typed: &[(String, String)],
+        typed: &[Typed],
     ) -> Result<serde_json::Value, ToolError> {
         let ext = || Extension(call.clone());
+        let zellij = self.backend_of(call, op.server()) == Backend::Zellij;
         match op {
             PaneOp::SendKeys(input) => to_value(self.send_keys(ext(), Parameters(input)).await?.0),
             PaneOp::PasteText(input) => {
@@ -562,12 +677,18 @@ impl McpServer {
             PaneOp::WaitForText(mut input) => {
                 let left = remaining.as_secs_f64();
                 input.timeout = Some(input.timeout.map_or(left, |t| t.min(left)));
+                if zellij {
+                    if input.since.is_none() {
+                        input.since = zellij_batch_since(typed, &input.target)?;
+                    }
+                    return to_value(self.wait_for_zellij_text(call, cancel, input).await?);
+                }
                 // The echo of what the batch typed into this pane before the wait is not output.
                 let pane = subscription.as_ref().map(|s| s.pane().to_string());
                 let echo = typed
                     .iter()
-                    .filter(|(into, _)| Some(into) == pane.as_ref() || *into == input.target)
-                    .map(|(_, text)| text.clone())
+                    .filter(|t| Some(&t.pane) == pane.as_ref() || t.pane == input.target)
+                    .map(|t| t.text.clone())
                     .collect();
                 to_value(
                     self.wait_for_text_from(call, cancel, input, subscription, echo)
@@ -577,6 +698,10 @@ impl McpServer {
             PaneOp::CapturePane(input) => {
                 to_value(self.capture_pane(ext(), Parameters(input)).await?.0)
             }
+            PaneOp::CaptureSince(_) if zellij => Err(ToolError::invalid_arguments(
+                "capture_since is tmux-only: Zellij streams screens, not rows",
+                "on a Zellij server use capture_pane, or wait_for_text",
+            )),
             PaneOp::CaptureSince(input) => {
                 to_value(self.capture_since(ext(), Parameters(input)).await?.0)
             }
@@ -623,12 +748,22 @@ impl McpServer {
         peer: Peer<RoleServer>,
         Parameters(input): Parameters<SendKeysBatchInput>,
     ) -> Result<Json<SendKeysBatchOutput>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let ops = input.operations.0;
-        check_batch_size(tmux.limits, &call, ops.len())?;
+        check_batch_size(&self.state().limits, &call, ops.len())?;
         let timeout = batch_timeout(input.timeout, self.state().config.engine.command_timeout())?;
         let deadline = Instant::now() + timeout;
-        let output = send_keys_batch(&tmux, &ops, input.on_error, deadline).await?;
+        let server = input.server.as_deref();
+        let output = if self.backend_of(&call, server) == Backend::Zellij {
+            let batch = ZellijKeysBatch {
+                server,
+                on_error: input.on_error,
+                deadline,
+            };
+            self.send_zellij_keys_batch(&call, &ops, batch).await?
+        } else {
+            let tmux = self.tmux_access(&call, server).await?;
+            send_keys_batch(&tmux, &ops, input.on_error, deadline).await?
+        };
         if let Some(token) = meta.get_progress_token()
             && ops.len() > QUIET_BATCH
         {
@@ -669,24 +804,31 @@ impl McpServer {
         let ops = input.operations.0;
         check_batch_size(&self.state().limits, &call, ops.len())?;
         // Checked before anything runs: the server, and that the caller may use it.
-        self.tmux_access(&call, input.server.as_deref()).await?;
+        let zellij = self.backend_of(&call, input.server.as_deref()) == Backend::Zellij;
+        if zellij {
+            self.zellij_access(&call, input.server.as_deref()).await?;
+        } else {
+            self.tmux_access(&call, input.server.as_deref()).await?;
+        }
         let timeout = batch_timeout(input.timeout, DEFAULT_PANE_BATCH_TIMEOUT)?;
         let started = Instant::now();
         let deadline = started + timeout;
-        // Waits watch their pane from the start of the batch, so that they see the output of
-        // the operations before them.
+        // tmux waits watch their pane from the start of the batch, so that they see the output
+        // of the operations before them (Zellij waits: see `zellij_batch_since`).
         let mut subscriptions = Vec::with_capacity(ops.len());
         for op in &ops {
             subscriptions.push(match op {
-                PaneOp::WaitForText(wait) => self.subscribe_early(&call, wait, deadline).await,
+                PaneOp::WaitForText(wait) if !zellij => {
+                    self.subscribe_early(&call, wait, deadline).await
+                }
                 _ => None,
             });
         }
         let names: Vec<&'static str> = ops.iter().map(PaneOp::name).collect();
         let mut results = Vec::with_capacity(ops.len());
         let mut stopped_at = None;
-        // (pane, text) of every input operation that ran, for the waits after it.
-        let mut typed: Vec<(String, String)> = Vec::new();
+        // Every input operation that ran, for the waits after it.
+        let mut typed: Vec<Typed> = Vec::new();
         for ((index, op), subscription) in ops.into_iter().enumerate().zip(subscriptions) {
             let name = op.name();
             let run = BatchStep {
@@ -738,7 +880,7 @@ impl McpServer {
         call: &CallContext,
         mut op: PaneOp,
         step: BatchStep<'_>,
-        typed: &mut Vec<(String, String)>,
+        typed: &mut Vec<Typed>,
     ) -> Result<serde_json::Value, ToolError> {
         let server = op.server_mut();
         if server
@@ -767,10 +909,57 @@ impl McpServer {
         if let (Ok(result), Some(text)) = (&outcome, text)
             && let Some(pane) = result["pane_id"].as_str()
         {
-            typed.push((pane.to_owned(), text));
+            typed.push(Typed {
+                pane: pane.to_owned(),
+                session: result["session"].as_str().map(str::to_owned),
+                text,
+                position: result["output_position"].as_str().map(str::to_owned),
+            });
         }
         outcome
     }
+}
+
+/// Input a `pane_batch` operation delivered, for the waits after it.
+struct Typed {
+    /// The pane it went to, as its answer names it (`%N`, `terminal_N`), and (Zellij) its
+    /// session.
+    pane: String,
+    session: Option<String>,
+    text: String,
+    /// Its `output_position`: where the pane stood just before the input.
+    position: Option<String>,
+}
+
+impl Typed {
+    /// Whether this input went to the pane a later operation names as `target`.
+    fn went_to(&self, target: &str) -> bool {
+        self.pane == target
+            || self.session.as_ref().is_some_and(|s| {
+                target.strip_prefix(s.as_str()) == Some(&format!(":{}", self.pane))
+            })
+    }
+}
+
+/// The `since` of a Zellij wait in a batch that gives none: where its pane stood before the
+/// batch's first input into it, with everything the batch typed there as the echo not to
+/// count. A tmux wait gets the same from a subscription taken at the start of the batch;
+/// Zellij streams screens, so a mark of the screen stands in for it. `None` when the batch
+/// typed nothing into the pane: the wait then counts output from its own start.
+fn zellij_batch_since(typed: &[Typed], target: &str) -> Result<Option<String>, ToolError> {
+    let into: Vec<&Typed> = typed.iter().filter(|t| t.went_to(target)).collect();
+    let Some(first) = into.iter().find_map(|t| t.position.as_deref()) else {
+        return Ok(None);
+    };
+    let position = ZellijPosition::decode(first).map_err(|e| {
+        ToolError::new(
+            ToolErrorKind::Internal,
+            format!("an input's output_position did not decode: {e}"),
+            "report this to the operator",
+        )
+    })?;
+    let echo: Vec<&str> = into.iter().map(|t| t.text.as_str()).collect();
+    Ok(Some(position.with_typed(&echo.join("\n")).encode()))
 }
 
 /// A batch must hold at least one operation and at most the caller's `max_batch_ops`.

@@ -138,7 +138,7 @@ pub struct SendKeysOutput {
 pub struct PasteTextInput {
     #[serde(default)]
     pub server: Option<String>,
-    /// Pane `%N`; a window or session: its active pane.
+    /// Pane `%N`; a window or session: its active pane. Zellij: `[SESSION:]terminal_N`.
     pub target: String,
     /// The text, pasted exactly (newlines kept).
     pub text: String,
@@ -153,6 +153,9 @@ pub struct PasteTextInput {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct PasteTextOutput {
     pub server: String,
+    /// Zellij: the pane's session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     pub pane_id: String,
     /// Bytes pasted.
     pub bytes: usize,
@@ -239,8 +242,6 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<PasteTextInput>,
     ) -> Result<Json<PasteTextOutput>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let target = parse_target(&input.target)?;
         let text = decode_text(&input.text, input.encoding, "text")?;
         if text.is_empty() {
             return Err(ToolError::invalid_arguments(
@@ -248,10 +249,16 @@ impl McpServer {
                 "pass the text to paste",
             ));
         }
+        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
+            return self.paste_zellij_text(&call, &input, text).await.map(Json);
+        }
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
+        let target = parse_target(&input.target)?;
         let pane = tmux.pane_of(&target).await?;
         let delivered = pane_ops::paste_text(&tmux, pane, &text, input.bracket).await?;
         Ok(Json(PasteTextOutput {
             server: tmux.server_name().to_owned(),
+            session: None,
             pane_id: pane.to_string(),
             bytes: delivered.text_bytes,
             bracket: input.bracket,
@@ -411,6 +418,12 @@ impl KeysRequest {
 }
 
 /// The bytes of a text argument in the given encoding.
+/// `send_keys` arguments as Zellij input steps, and the text they type (for the echo filter).
+pub(crate) fn zellij_input(input: &SendKeysInput) -> Result<(Vec<InputStep>, String), ToolError> {
+    let request = KeysRequest::parse(input)?;
+    Ok((request.zellij_steps(input.enter)?, request.typed()))
+}
+
 fn decode_text(text: &str, encoding: TextEncoding, field: &str) -> Result<Vec<u8>, ToolError> {
     let bytes = match encoding {
         TextEncoding::Utf8 => text.as_bytes().to_vec(),

@@ -170,11 +170,13 @@ pub struct PaneActionOutput {
 pub struct KillPaneOutput {
     pub server: String,
     pub pane_id: String,
-    /// Zellij: the pane's session, its tab, and whether the tab closed with its last pane.
+    /// Zellij: the pane's session.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
+    /// Zellij: the tab it was in.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tab_id: Option<u32>,
+    /// Zellij: the tab closed with its last pane.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tab_closed: Option<bool>,
 }
@@ -282,7 +284,7 @@ pub struct SwapPaneOutput {
 pub struct SetPaneTitleInput {
     #[serde(default)]
     pub server: Option<String>,
-    /// Pane `%N`; a window or session: its active pane.
+    /// Pane `%N`; a window or session: its active pane. Zellij: `[SESSION:]terminal_N`.
     pub target: String,
     /// Up to 256 chars, no control chars.
     pub title: String,
@@ -291,6 +293,9 @@ pub struct SetPaneTitleInput {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct SetPaneTitleOutput {
     pub server: String,
+    /// Zellij: the pane's session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     pub pane_id: String,
     pub title: String,
 }
@@ -616,8 +621,6 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<SetPaneTitleInput>,
     ) -> Result<Json<SetPaneTitleOutput>, ToolError> {
-        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let target = parse_target(&input.target)?;
         if input.title.chars().count() > MAX_TITLE_LEN || input.title.chars().any(char::is_control)
         {
             return Err(ToolError::invalid_arguments(
@@ -627,6 +630,11 @@ impl McpServer {
                 "pass a short, plain title",
             ));
         }
+        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
+            return self.set_zellij_pane_title(&call, input).await.map(Json);
+        }
+        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
+        let target = parse_target(&input.target)?;
         let pane = tmux.pane_of(&target).await?;
         tmux.pane_lifecycle()
             .set_title(pane, &input.title)
@@ -634,6 +642,7 @@ impl McpServer {
             .map_err(|e| op_error(&tmux, e, &target, list_hint(&target)))?;
         Ok(Json(SetPaneTitleOutput {
             server: tmux.server_name().to_owned(),
+            session: None,
             pane_id: pane.to_string(),
             title: input.title,
         }))

@@ -17,6 +17,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+use super::input::{PasteTextInput, PasteTextOutput};
 use super::pane::{CapturePaneInput, CapturePaneOutput};
 use super::run::{DEFAULT_RUN_TIMEOUT, RunCommandInput, RunCommandOutput, ShellName};
 use super::wait::{
@@ -29,7 +30,7 @@ use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::check_max_lines;
 use crate::mcp::position::ZellijPosition;
-use crate::mcp::zellij_access::{ZellijAccess, parse_pane, parse_tab, parse_target};
+use crate::mcp::zellij_access::{ZellijAccess, parse_tab, parse_target};
 use crate::mux::echo::EchoFilter;
 use crate::mux::lines::truncation_marker;
 use crate::mux::pane_io::{PaneIo, ScreenScope};
@@ -40,50 +41,11 @@ use crate::mux::zellij::backend::{
     CommandResult, InputStep, NewLinesEnd, RunInPaneOptions, RunOptions,
 };
 use crate::mux::zellij::marker::ShellKind;
-use crate::mux::zellij::panes::parse_keys;
 
 /// Default `max_lines` of reads and command output (as the tmux tools).
 const DEFAULT_MAX_LINES: usize = 500;
 /// Default timeout of the run tools.
 const DEFAULT_RUN: Duration = Duration::from_secs(60);
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ZellijInputOutput {
-    pub server: String,
-    pub session: String,
-    pub pane_id: String,
-    /// Steps delivered (1 for single-input tools).
-    pub steps: usize,
-}
-
-/// One step of a batch: exactly one of `text`, `keys`, `paste`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ZellijBatchStep {
-    /// Text typed exactly (`\n` presses Enter).
-    #[serde(default)]
-    pub text: Option<String>,
-    /// Keys pressed in order (Zellij spelling, e.g. `"Ctrl c"`, `"Enter"`).
-    #[serde(default)]
-    pub keys: Option<Vec<String>>,
-    /// Text sent as one bracketed paste (not typed keys).
-    #[serde(default)]
-    pub paste: Option<String>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ZellijSendKeysBatchInput {
-    #[serde(default)]
-    pub server: Option<String>,
-    /// Session; omit for the default.
-    #[serde(default)]
-    pub session: Option<String>,
-    /// Pane `terminal_N`.
-    pub pane: String,
-    /// The inputs, delivered in order.
-    pub steps: Vec<ZellijBatchStep>,
-}
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -325,6 +287,45 @@ impl McpServer {
         })
     }
 
+    /// `paste_text` on a Zellij server: one bracketed paste (`bracket`), or the text typed.
+    /// Zellij types only UTF-8 text, so other bytes are refused.
+    pub(crate) async fn paste_zellij_text(
+        &self,
+        call: &CallContext,
+        input: &PasteTextInput,
+        text: Vec<u8>,
+    ) -> Result<PasteTextOutput, ToolError> {
+        let text = String::from_utf8(text).map_err(|_| {
+            ToolError::invalid_arguments(
+                "text is not UTF-8: Zellij pastes only UTF-8 text",
+                "paste UTF-8 text into a Zellij pane",
+            )
+        })?;
+        let bytes = text.len();
+        let step = if input.bracket {
+            InputStep::Paste(text.clone())
+        } else {
+            InputStep::Text(text.clone())
+        };
+        let position = self
+            .send_zellij_input(
+                call,
+                input.server.as_deref(),
+                &input.target,
+                vec![step],
+                &text,
+            )
+            .await?;
+        Ok(PasteTextOutput {
+            output_position: Some(position.encode()),
+            server: position.server,
+            session: Some(position.session),
+            pane_id: position.pane,
+            bytes,
+            bracket: input.bracket,
+        })
+    }
+
     /// Input for a Zellij pane from a tool both backends serve (`send_keys`), delivered in
     /// one batch, after a mark of the pane's screen is taken. Returns where it went and the
     /// `output_position` (the mark and the `typed` text) for `wait_for_text`'s `since`.
@@ -501,64 +502,6 @@ fn decide(
 #[tool_router(router = zellij_io_tools, vis = "pub(crate)")]
 impl McpServer {
     #[tool(
-        name = "zellij_send_keys_batch",
-        description = "Send text, keys and pastes to one Zellij terminal pane in one call.\n\n\
-            Steps run back to back, all validated first. A failing step stops the batch; earlier \
-            ones were delivered.",
-        annotations(
-            title = "Send input batch to Zellij pane",
-            read_only_hint = false,
-            destructive_hint = false,
-            idempotent_hint = false,
-            open_world_hint = true
-        )
-    )]
-    async fn zellij_send_keys_batch(
-        &self,
-        Extension(call): Extension<CallContext>,
-        Parameters(input): Parameters<ZellijSendKeysBatchInput>,
-    ) -> Result<Json<ZellijInputOutput>, ToolError> {
-        let z = self.zellij_access(&call, input.server.as_deref()).await?;
-        let session = z.session(input.session.as_deref())?;
-        let pane = parse_pane(&input.pane)?;
-        z.limits
-            .check_batch_size(call.sub(), input.steps.len())
-            .map_err(|e| {
-                ToolError::invalid_arguments(e.to_string(), "split the steps over several calls")
-            })?;
-        let steps = input
-            .steps
-            .into_iter()
-            .enumerate()
-            .map(|(i, step)| match (step.text, step.keys, step.paste) {
-                (Some(text), None, None) => Ok(InputStep::Text(text)),
-                (None, Some(keys), None) => parse_keys(&keys).map(InputStep::Keys).map_err(|e| {
-                    ToolError::invalid_arguments(
-                        format!("steps[{i}]: {e}"),
-                        "use key names like \"Ctrl c\", \"Enter\", \"Esc\", \"F5\"",
-                    )
-                }),
-                (None, None, Some(paste)) => Ok(InputStep::Paste(paste)),
-                _ => Err(ToolError::invalid_arguments(
-                    format!("steps[{i}] must have exactly one of text, keys, paste"),
-                    "split it into one step per kind of input",
-                )),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let count = steps.len();
-        z.backend
-            .input_batch(&session, pane, steps)
-            .await
-            .map_err(|e| z.error(e))?;
-        Ok(Json(ZellijInputOutput {
-            server: z.server_name().to_owned(),
-            session: session.to_string(),
-            pane_id: pane.to_string(),
-            steps: count,
-        }))
-    }
-
-    #[tool(
         name = "zellij_run_command",
         description = "Run a one-off shell command in a new Zellij pane and return its output and exit status.\n\n\
             The pane floats hidden unless `floating` is false (no view changes) and closes at exit \
@@ -599,20 +542,5 @@ impl McpServer {
             .await?;
         let max_lines = input.max_lines.unwrap_or(DEFAULT_MAX_LINES);
         Ok(Json(run_output(&z, session.as_str(), result, max_lines)))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn batch_steps_take_exactly_one_kind() {
-        let step: ZellijBatchStep =
-            serde_json::from_value(serde_json::json!({"keys": ["Ctrl c"]})).unwrap();
-        assert!(step.keys.is_some() && step.text.is_none());
-        let err =
-            serde_json::from_value::<ZellijBatchStep>(serde_json::json!({"txt": "a"})).unwrap_err();
-        assert!(err.to_string().contains("unknown field `txt`"), "{err}");
     }
 }

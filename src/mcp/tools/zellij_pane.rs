@@ -10,7 +10,7 @@ use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::pane_lifecycle::{KillPaneOutput, PaneIdInput};
+use super::pane_lifecycle::{KillPaneOutput, PaneIdInput, SetPaneTitleInput, SetPaneTitleOutput};
 use super::zellij_objects::ZellijPaneInfo;
 use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
@@ -69,20 +69,6 @@ pub struct ZellijPaneTargetInput {
     pub session: Option<String>,
     /// Pane `terminal_N` or `plugin_N`.
     pub pane: String,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ZellijRenamePaneInput {
-    #[serde(default)]
-    pub server: Option<String>,
-    /// Session; omit for the default.
-    #[serde(default)]
-    pub session: Option<String>,
-    /// Pane `terminal_N`.
-    pub pane: String,
-    /// The new title (at most 256 bytes).
-    pub name: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -165,6 +151,28 @@ impl McpServer {
             tab_closed: Some(closed.tab_closed),
         })
     }
+
+    /// `set_pane_title` on a Zellij server: renames the pane without focusing it.
+    pub(crate) async fn set_zellij_pane_title(
+        &self,
+        call: &CallContext,
+        input: SetPaneTitleInput,
+    ) -> Result<SetPaneTitleOutput, ToolError> {
+        let z = self.zellij_access(call, input.server.as_deref()).await?;
+        let (session, pane) = parse_target(&input.target)?;
+        let session = z.session(session)?;
+        let pane = z
+            .backend
+            .rename_pane(&session, pane, &input.title)
+            .await
+            .map_err(|e| z.error(e))?;
+        Ok(SetPaneTitleOutput {
+            server: z.server_name().to_owned(),
+            session: Some(session.to_string()),
+            pane_id: pane.id.to_string(),
+            title: input.title,
+        })
+    }
 }
 
 #[tool_router(router = zellij_pane_tools, vis = "pub(crate)")]
@@ -201,37 +209,6 @@ impl McpServer {
         let pane = z
             .backend
             .new_pane(&session, opts)
-            .await
-            .map_err(|e| z.error(e))?;
-        Ok(Json(ZellijPaneOutput {
-            server: z.server_name().to_owned(),
-            session: session.to_string(),
-            pane: pane.into(),
-        }))
-    }
-
-    #[tool(
-        name = "zellij_rename_pane",
-        description = "Set the title of a Zellij pane by id, without focusing it.",
-        annotations(
-            title = "Rename Zellij pane",
-            read_only_hint = false,
-            destructive_hint = false,
-            idempotent_hint = true,
-            open_world_hint = false
-        )
-    )]
-    async fn zellij_rename_pane(
-        &self,
-        Extension(call): Extension<CallContext>,
-        Parameters(input): Parameters<ZellijRenamePaneInput>,
-    ) -> Result<Json<ZellijPaneOutput>, ToolError> {
-        let z = self.zellij_access(&call, input.server.as_deref()).await?;
-        let session = z.session(input.session.as_deref())?;
-        let pane = parse_pane(&input.pane)?;
-        let pane = z
-            .backend
-            .rename_pane(&session, pane, &input.name)
             .await
             .map_err(|e| z.error(e))?;
         Ok(Json(ZellijPaneOutput {
