@@ -658,20 +658,8 @@ impl ZellijBackend {
         if text.is_empty() {
             return Err(invalid("text", "nothing to write"));
         }
-        let text = text.to_owned();
-        self.queued(session, "write_chars", move |inner, s| async move {
-            inner.require_terminal(&s, pane).await?;
-            let id = pane.to_string();
-            inner
-                .act(
-                    &s,
-                    "action write-chars",
-                    args(["write-chars", "--pane-id", &id, "--", &text]),
-                )
-                .await
-                .map(drop)
-        })
-        .await
+        let input = InputStep::Text(text.to_owned());
+        self.pane_input(session, pane, "write_chars", input).await
     }
 
     /// Sends raw bytes to a terminal pane (e.g. `[3]` for Ctrl-C).
@@ -700,20 +688,8 @@ impl ZellijBackend {
         if text.is_empty() {
             return Err(invalid("text", "nothing to paste"));
         }
-        let text = text.to_owned();
-        self.queued(session, "paste", move |inner, s| async move {
-            inner.require_terminal(&s, pane).await?;
-            let id = pane.to_string();
-            inner
-                .act(
-                    &s,
-                    "action paste",
-                    args(["paste", "--pane-id", &id, "--", &text]),
-                )
-                .await
-                .map(drop)
-        })
-        .await
+        let input = InputStep::Paste(text.to_owned());
+        self.pane_input(session, pane, "paste", input).await
     }
 
     /// Sends keys such as `Ctrl c`, `Enter`, `Alt Shift b` to a terminal pane, in order.
@@ -721,13 +697,22 @@ impl ZellijBackend {
         if keys.is_empty() {
             return Err(invalid("keys", "no keys given"));
         }
-        let keys: Vec<String> = keys.iter().map(|k| k.as_str().to_owned()).collect();
-        self.queued(session, "send_keys", move |inner, s| async move {
+        let input = InputStep::Keys(keys.to_vec());
+        self.pane_input(session, pane, "send_keys", input).await
+    }
+
+    /// One input for a terminal pane, as one job on the session's queue.
+    async fn pane_input(
+        &self,
+        session: &SessionName,
+        pane: PaneId,
+        job: &'static str,
+        input: InputStep,
+    ) -> Result<()> {
+        self.queued(session, job, move |inner, s| async move {
             inner.require_terminal(&s, pane).await?;
-            let id = pane.to_string();
-            let mut argv = args(["send-keys", "--pane-id", &id, "--"]);
-            argv.extend(keys.into_iter().map(OsString::from));
-            inner.act(&s, "action send-keys", argv).await.map(drop)
+            let (label, argv) = input.action(pane);
+            inner.act(&s, label, argv).await.map(drop)
         })
         .await
     }
@@ -755,23 +740,8 @@ impl ZellijBackend {
         }
         self.queued(session, "input_batch", move |inner, s| async move {
             inner.require_terminal(&s, pane).await?;
-            let id = pane.to_string();
             for (step, input) in steps.into_iter().enumerate() {
-                let (label, argv) = match input {
-                    InputStep::Text(text) => (
-                        "action write-chars",
-                        args(["write-chars", "--pane-id", &id, "--", &text]),
-                    ),
-                    InputStep::Paste(text) => (
-                        "action paste",
-                        args(["paste", "--pane-id", &id, "--", &text]),
-                    ),
-                    InputStep::Keys(keys) => {
-                        let mut argv = args(["send-keys", "--pane-id", &id, "--"]);
-                        argv.extend(keys.iter().map(|k| OsString::from(k.as_str())));
-                        ("action send-keys", argv)
-                    }
-                };
+                let (label, argv) = input.action(pane);
                 inner
                     .act(&s, label, argv)
                     .await

@@ -1,12 +1,13 @@
 //! What callers pass to the Zellij backend and what they get back.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use regex::Regex;
 use serde::Serialize;
 
-use super::checks::invalid;
+use super::checks::{args, invalid};
 use crate::mux::zellij::attach::TermSize;
 use crate::mux::zellij::cli::ZellijEnv;
 use crate::mux::zellij::error::Result;
@@ -184,6 +185,29 @@ pub enum InputStep {
     Paste(String),
 }
 
+impl InputStep {
+    /// The `zellij action` that delivers this input to `pane`: its label for errors, and its
+    /// arguments (the text or keys after `--`, so none is read as an option).
+    pub(super) fn action(&self, pane: PaneId) -> (&'static str, Vec<OsString>) {
+        let id = pane.to_string();
+        match self {
+            InputStep::Text(text) => (
+                "action write-chars",
+                args(["write-chars", "--pane-id", &id, "--", text]),
+            ),
+            InputStep::Paste(text) => (
+                "action paste",
+                args(["paste", "--pane-id", &id, "--", text]),
+            ),
+            InputStep::Keys(keys) => {
+                let mut argv = args(["send-keys", "--pane-id", &id, "--"]);
+                argv.extend(keys.iter().map(|k| OsString::from(k.as_str())));
+                ("action send-keys", argv)
+            }
+        }
+    }
+}
+
 /// Options of [`ZellijBackend::run_command`].
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -324,6 +348,38 @@ pub(super) fn as_millis<S: serde::Serializer>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_input_is_one_action_with_its_text_after_the_separator() {
+        let pane = PaneId::Terminal(3);
+        let argv = |step: InputStep| {
+            let (label, argv) = step.action(pane);
+            let argv: Vec<String> = argv
+                .into_iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            (label, argv)
+        };
+        assert_eq!(
+            argv(InputStep::Text("--help".into())),
+            (
+                "action write-chars",
+                vec!["write-chars", "--pane-id", "terminal_3", "--", "--help"]
+                    .into_iter()
+                    .map(String::from)
+                    .collect()
+            )
+        );
+        let (label, paste) = argv(InputStep::Paste("a\nb".into()));
+        assert_eq!(
+            (label, paste[0].as_str(), paste[4].as_str()),
+            ("action paste", "paste", "a\nb")
+        );
+        let keys = vec![Key::parse("Ctrl c").unwrap(), Key::parse("Enter").unwrap()];
+        let (label, sent) = argv(InputStep::Keys(keys));
+        assert_eq!(label, "action send-keys");
+        assert_eq!(sent[3..], ["--", "Ctrl c", "Enter"]);
+    }
 
     #[test]
     fn patterns() {
