@@ -1022,6 +1022,41 @@ async fn terminal_io_and_the_user_workflows() {
         .expect("kept pane listed");
     assert_eq!(held["exited"], true);
     assert_eq!(held["exit_status"], 0);
+    let state = ok(
+        &client,
+        "get_pane_state",
+        json!({"server": "z", "target": kept_pane}),
+    )
+    .await;
+    assert_eq!(
+        (&state["dead"], &state["dead_status"]),
+        (&json!(true), &json!(0)),
+        "{state}"
+    );
+    let shell = ok(
+        &client,
+        "get_pane_state",
+        json!({"server": "z", "target": format!("{session}:terminal_0")}),
+    )
+    .await;
+    assert_eq!(shell["dead"], false, "{shell}");
+    assert_eq!(shell["session"], session.as_str());
+    assert!(
+        !shell["current_command"]
+            .as_str()
+            .unwrap_or_default()
+            .is_empty(),
+        "{shell}"
+    );
+    // What Zellij does not report is left out, never guessed.
+    for unknown in [
+        "waiting_for_input",
+        "idle_for_ms",
+        "at_prompt",
+        "alternate_screen",
+    ] {
+        assert!(shell.get(unknown).is_none(), "{unknown}: {shell}");
+    }
     ok(
         &client,
         "kill_pane",

@@ -27,6 +27,7 @@ pub const SHARED_TOOLS: &[&str] = &[
     "send_keys_batch",
     "pane_batch",
     "wait_for_text",
+    "get_pane_state",
     "run_command",
     "set_pane_title",
     "kill_pane",
@@ -35,8 +36,8 @@ pub const SHARED_TOOLS: &[&str] = &[
 /// What differs between the backends in the shared tools, and why (docs/tools.md).
 pub const DIFFERENCES: &str = "## Tools both backends serve\n\n\
 `list_servers`, `list_sessions`, `list_panes`, `capture_pane`, `send_keys`, `paste_text`, \
-`send_keys_batch`, `pane_batch`, `wait_for_text`, `run_command`, `set_pane_title` and \
-`kill_pane` serve tmux and Zellij servers alike: the server a call names \
+`send_keys_batch`, `pane_batch`, `wait_for_text`, `get_pane_state`, `run_command`, \
+`set_pane_title` and `kill_pane` serve tmux and Zellij servers alike: the server a call names \
 (`server`) picks the backend, and without it the tmux server is used (the Zellij one when you \
 may use no tmux server). A Zellij pane `target` is `terminal_N` (in the server's default \
 session) or `SESSION:terminal_N`, and answers name the pane's `session`. Options one backend \
@@ -69,6 +70,10 @@ the screen before that input), where tmux watches the pane from the batch's star
 Zellij streams screens, not output, so new output is what a screen shows below where the \
 screen stood at the call (or at `since`); output that scrolls past between two screens is \
 not seen, and `alternate_screen`, `resynced` and `pane_exit_status` stay unset.\n\
+- `get_pane_state`: Zellij reports a pane's program and command line and whether its command \
+exited (`dead`, `dead_status`), nothing of the foreground process, the pane's output times, \
+prompt, modes or screen, and no agent hook reports on Zellij panes: those fields are left \
+out, as for any field without evidence.\n\
 - `run_command`: the same arguments, default (30 s) and answer, `timed_out` included. Zellij \
 reports no foreground process or output stream, so the command is typed between printed \
 markers (`shell` fish or, for any other shell, sh quoting) without checking that the shell \

@@ -18,6 +18,7 @@ use tokio::time::Instant;
 
 use super::watch::{KEEP_WAIT, keep, unix_ms};
 use crate::mcp::McpServer;
+use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mux::agent_report::PaneInstance;
@@ -28,14 +29,17 @@ use crate::mux::foreground::Blocked;
 pub struct GetPaneStateInput {
     #[serde(default)]
     pub server: Option<String>,
-    /// Pane `%N`; a window or session: its active pane.
+    /// Pane `%N`; a window or session: its active pane. Zellij: `[SESSION:]terminal_N`.
     pub target: String,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct PaneStateOutput {
     pub pane_id: String,
-    /// The foreground program as tmux names it.
+    /// Zellij: the pane's session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// The foreground program as tmux names it (Zellij: the program Zellij reports).
     pub current_command: String,
     pub foreground_pid: Option<u32>,
     pub foreground_command_line: Option<String>,
@@ -48,11 +52,11 @@ pub struct PaneStateOutput {
     /// Since the pane last printed anything; absent if it printed nothing since recording began.
     pub idle_for_ms: Option<u64>,
     /// Unix ms; output before it is not known.
-    pub recording_since_ms: u64,
+    pub recording_since_ms: Option<u64>,
     /// From the shell's OSC 133 marks; absent without them.
     pub at_prompt: Option<bool>,
-    pub alternate_screen: bool,
-    pub in_mode: bool,
+    pub alternate_screen: Option<bool>,
+    pub in_mode: Option<bool>,
     pub dead: bool,
     pub dead_status: Option<i32>,
     /// What the agent's hook last reported (report_agent_state), and how long ago.
@@ -93,6 +97,9 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<GetPaneStateInput>,
     ) -> Result<Json<PaneStateOutput>, ToolError> {
+        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
+            return self.zellij_pane_state(&call, input).await.map(Json);
+        }
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let pane = tmux.pane_named(&input.target).await?;
         let stream = keep(&tmux, pane, Instant::now() + KEEP_WAIT).await?;
@@ -110,6 +117,7 @@ impl McpServer {
         );
         Ok(Json(PaneStateOutput {
             pane_id: pane.to_string(),
+            session: None,
             current_command: state.current_command,
             foreground_pid: process.as_ref().map(|p| p.pid),
             foreground_command_line: process.as_ref().map(|p| p.command_line.clone()),
@@ -118,10 +126,10 @@ impl McpServer {
             idle_for_ms: stream
                 .quiet_for()
                 .map(|quiet| u64::try_from(quiet.as_millis()).unwrap_or(u64::MAX)),
-            recording_since_ms: unix_ms(stream.since()),
+            recording_since_ms: Some(unix_ms(stream.since())),
             at_prompt,
-            alternate_screen: state.alternate_on,
-            in_mode: state.in_mode,
+            alternate_screen: Some(state.alternate_on),
+            in_mode: Some(state.in_mode),
             dead: state.dead,
             dead_status: state.dead_status.filter(|_| state.dead),
             agent_state: report.as_ref().map(|r| r.state.as_str()),

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use super::pane::{ListPanesInput, ListPanesOutput};
 use super::session::{ListSessionsInput, ListSessionsOutput};
+use super::state::{GetPaneStateInput, PaneStateOutput};
 use super::support::name_filter;
 use super::zellij_objects::ZELLIJ_PANE_FIELDS;
 use super::zellij_objects::{ZellijClientInfo, ZellijPaneInfo, ZellijTabInfo};
@@ -18,6 +19,8 @@ use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::filter::Filters;
+use crate::mcp::zellij_access::parse_target;
+use crate::mux::zellij::marker::program_name;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -101,6 +104,49 @@ impl McpServer {
         Ok(ListSessionsOutput {
             server: z.server_name().to_owned(),
             sessions,
+        })
+    }
+
+    /// `get_pane_state` on a Zellij server: what Zellij reports of the pane, its program and
+    /// command line, and whether its command exited with which status. Zellij says nothing of
+    /// the foreground process's state, the pane's output times, modes or screens, and no
+    /// agent hook reports on Zellij panes, so those fields are left out, never guessed.
+    pub(crate) async fn zellij_pane_state(
+        &self,
+        call: &CallContext,
+        input: GetPaneStateInput,
+    ) -> Result<PaneStateOutput, ToolError> {
+        let z = self.zellij_access(call, input.server.as_deref()).await?;
+        let (session, pane) = parse_target(&input.target)?;
+        let session = z.session(session)?;
+        let pane = z
+            .backend
+            .pane(&session, pane)
+            .await
+            .map_err(|e| z.error(e))?;
+        let command_line = pane.running_command.or(pane.terminal_command);
+        Ok(PaneStateOutput {
+            pane_id: pane.id.to_string(),
+            session: Some(session.to_string()),
+            current_command: command_line
+                .as_deref()
+                .map(program_name)
+                .unwrap_or_default()
+                .to_owned(),
+            foreground_pid: None,
+            foreground_command_line: command_line,
+            waiting_for_input: None,
+            blocked_in: None,
+            idle_for_ms: None,
+            recording_since_ms: None,
+            at_prompt: None,
+            alternate_screen: None,
+            in_mode: None,
+            dead: pane.exited,
+            dead_status: pane.exit_status.filter(|_| pane.exited),
+            agent_state: None,
+            agent: None,
+            agent_reported_ms_ago: None,
         })
     }
 

@@ -32,14 +32,22 @@ pub enum ShellKind {
 impl ShellKind {
     /// Guesses from the command Zellij reports for a pane (`bash`, `/usr/bin/fish -l`…).
     pub fn detect(running_command: Option<&str>) -> Self {
-        let program = running_command
-            .and_then(|c| c.split_whitespace().next())
-            .map(|p| p.rsplit('/').next().unwrap_or(p).trim_start_matches('-'));
-        match program {
+        match running_command.map(program_name) {
             Some("fish") => Self::Fish,
             _ => Self::Posix,
         }
     }
+}
+
+/// The program a command line runs, as a name: `/usr/bin/fish -l` → `fish`, a login shell's
+/// `-bash` → `bash`.
+pub fn program_name(command_line: &str) -> &str {
+    let program = command_line.split_whitespace().next().unwrap_or_default();
+    program
+        .rsplit('/')
+        .next()
+        .unwrap_or(program)
+        .trim_start_matches('-')
 }
 
 /// One marked run, identified by a fresh id.
@@ -292,6 +300,8 @@ mod tests {
         assert_eq!(ShellKind::detect(Some("-fish")), ShellKind::Fish);
         assert_eq!(ShellKind::detect(Some("bash")), ShellKind::Posix);
         assert_eq!(ShellKind::detect(None), ShellKind::Posix);
+        assert_eq!(program_name("/usr/bin/python3 -m http.server"), "python3");
+        assert_eq!(program_name(""), "");
     }
 
     #[test]
