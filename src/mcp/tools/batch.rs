@@ -171,6 +171,31 @@ pub struct SendKeysBatchOutput {
     pub output_positions: BTreeMap<String, String>,
 }
 
+impl SendKeysBatchOutput {
+    /// The answer from each operation's result (`None`: not run, after an earlier failure
+    /// under `on_error: stop`).
+    fn of(
+        results: Vec<Option<OpResult>>,
+        stopped_at: Option<usize>,
+        output_positions: BTreeMap<String, String>,
+        started: Instant,
+    ) -> Self {
+        let results: Vec<OpResult> = results
+            .into_iter()
+            .enumerate()
+            .map(|(index, result)| result.unwrap_or_else(|| not_run(index, String::new(), started)))
+            .collect();
+        let succeeded = results.iter().filter(|r| r.success).count();
+        Self {
+            failed: results.len() - succeeded,
+            succeeded,
+            stopped_at,
+            results,
+            output_positions,
+        }
+    }
+}
+
 /// An operation after validation: its plan and the text it types (for the echo filter of
 /// its pane's output position), or why it cannot run.
 enum Prepared {
@@ -263,19 +288,10 @@ pub async fn send_keys_batch(
         }
         results[index] = Some(result);
     }
-    let results: Vec<OpResult> = results
-        .into_iter()
-        .enumerate()
-        .map(|(index, result)| result.unwrap_or_else(|| not_run(index, String::new(), started)))
-        .collect();
-    let succeeded = results.iter().filter(|r| r.success).count();
-    Ok(SendKeysBatchOutput {
-        failed: results.len() - succeeded,
-        succeeded,
-        stopped_at,
-        results,
-        output_positions: output_positions(tmux, &plans, &batch.marks, &outcomes),
-    })
+    let positions = output_positions(tmux, &plans, &batch.marks, &outcomes);
+    Ok(SendKeysBatchOutput::of(
+        results, stopped_at, positions, started,
+    ))
 }
 
 /// Where and how a `send_keys_batch` on a Zellij server runs.
@@ -349,22 +365,13 @@ impl McpServer {
                 }
             });
         }
-        let results: Vec<OpResult> = results
+        let positions = positions
             .into_iter()
-            .enumerate()
-            .map(|(index, result)| result.unwrap_or_else(|| not_run(index, String::new(), started)))
+            .map(|(pane, (position, echo))| (pane, position.with_typed(&echo).encode()))
             .collect();
-        let succeeded = results.iter().filter(|r| r.success).count();
-        Ok(SendKeysBatchOutput {
-            failed: results.len() - succeeded,
-            succeeded,
-            stopped_at,
-            results,
-            output_positions: positions
-                .into_iter()
-                .map(|(pane, (position, echo))| (pane, position.with_typed(&echo).encode()))
-                .collect(),
-        })
+        Ok(SendKeysBatchOutput::of(
+            results, stopped_at, positions, started,
+        ))
     }
 }
 
