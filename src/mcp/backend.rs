@@ -85,8 +85,10 @@ session's last pane is refused, where tmux would end the session.\n\
 - `list_servers`: each server has a `backend`. A Zellij server has no process apart from its \
 sessions, so it is `running` while a session lives and `no_sessions` otherwise, never \
 `not_running`; it also names its `default_session`.\n\n\
-Every other act still has one tool per backend: the tmux tools, and the `zellij_*` tools (tabs, \
-not windows).\n";
+Every other tool serves one backend. The tmux ones include those built on tmux's output \
+stream and command ledger (`wait_for_state`, `capture_since`, `list_commands`, \
+`get_command_output`, `send_prompt`, `search_panes`, `snapshot_pane`); the `zellij_*` ones act \
+on tabs (not windows), floating panes and Zellij's own layout, focus and one-off runs.\n";
 
 impl Backend {
     /// The backends that serve `tool`.
