@@ -886,6 +886,32 @@ async fn terminal_io_and_the_user_workflows() {
     )
     .await;
 
+    // paste_text without bracket types the text; bytes that are not UTF-8 are refused.
+    let typed = ok(
+        &client,
+        "pane_batch",
+        json!({"server": "z", "operations": [
+            {"op": "paste_text", "target": "terminal_0", "text": "echo TYPED_$((1+1))",
+             "bracket": false},
+            {"op": "send_keys", "target": "terminal_0", "keys": ["Enter"], "enter": false},
+            {"op": "wait_for_text", "target": "terminal_0", "patterns": ["^TYPED_2$"],
+             "regex": true, "timeout": 10}
+        ]}),
+    )
+    .await;
+    assert_eq!(
+        typed["results"][2]["result"]["outcome"], "matched",
+        "{typed}"
+    );
+    err_kind(
+        &client,
+        "paste_text",
+        json!({"server": "z", "target": "terminal_0", "text": "/w==", "encoding": "base64"}),
+        "invalid_arguments",
+        "not UTF-8",
+    )
+    .await;
+
     // send_keys_batch: every operation checked first; then each delivered in order.
     let refused = ok(
         &client,
