@@ -104,6 +104,13 @@ impl ZellijAccess<'_> {
         )
     }
 
+    /// The session and pane a shared tool's `target` names (`terminal_N` in the configured
+    /// session, or `SESSION:terminal_N`), under the same session rules as [`Self::session`].
+    pub fn pane_target(&self, target: &str) -> Result<(SessionName, PaneId), ToolError> {
+        let (session, pane) = parse_target(target)?;
+        Ok((self.session(session)?, pane))
+    }
+
     /// The session a call acts on: `given`, else the server's configured session. A session the
     /// caller may not see reads like a missing one. Existence is checked by each operation.
     pub fn session(&self, given: Option<&str>) -> Result<SessionName, ToolError> {

@@ -332,7 +332,8 @@ impl McpServer {
         }
         let mut positions: BTreeMap<String, (ZellijPosition, String)> = BTreeMap::new();
         for (index, (steps, typed)) in ready {
-            if stop && stopped_at.is_some_and(|at| at < index) {
+            // Under `stop`, the operations before the one that failed still go.
+            if stopped_at.is_some_and(|at| at < index) {
                 break;
             }
             let remaining = batch.deadline.saturating_duration_since(Instant::now());

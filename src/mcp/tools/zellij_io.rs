@@ -30,11 +30,12 @@ use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::check_max_lines;
 use crate::mcp::position::ZellijPosition;
-use crate::mcp::zellij_access::{ZellijAccess, parse_tab, parse_target};
+use crate::mcp::zellij_access::{ZellijAccess, parse_tab};
 use crate::mux::echo::EchoFilter;
 use crate::mux::lines::truncation_marker;
 use crate::mux::pane_io::{PaneIo, ScreenScope};
 use crate::mux::screen_mark::ScreenMark;
+use crate::mux::shell_run::RunCapture;
 use crate::mux::text_match::{HitKind, WaitMatcher};
 use crate::mux::tmux::ops::capture::LineBound;
 use crate::mux::zellij::backend::{
@@ -202,8 +203,7 @@ impl McpServer {
         input: CapturePaneInput,
     ) -> Result<CapturePaneOutput, ToolError> {
         let z = self.zellij_access(call, input.server.as_deref()).await?;
-        let (session, pane) = parse_target(&input.target)?;
-        let session = z.session(session)?;
+        let (session, pane) = z.pane_target(&input.target)?;
         let scope = zellij_scope(&input)?;
         let max_lines = check_max_lines(input.max_lines)?;
         let lines = z
@@ -236,8 +236,7 @@ impl McpServer {
         max_lines: u32,
     ) -> Result<RunCommandOutput, ToolError> {
         let z = self.zellij_access(call, input.server.as_deref()).await?;
-        let (session, pane) = parse_target(&input.target)?;
-        let session = z.session(session)?;
+        let (session, pane) = z.pane_target(&input.target)?;
         let budget = z.wait_budget(input.timeout, DEFAULT_RUN_TIMEOUT)?;
         let opts = RunInPaneOptions {
             shell: input.shell.map(|name| match name {
@@ -254,16 +253,9 @@ impl McpServer {
                     .map_err(|e| z.error(e))
             })
             .await?;
-        // Lines as the tmux answer counts them: a final newline ends the last line.
-        let output = run.output.trim_end_matches('\n');
-        let lines: Vec<String> = match output {
-            "" => Vec::new(),
-            text => text.split('\n').map(str::to_owned).collect(),
-        };
-        let mut shaped = Shaped::new(&z, &lines, max_lines as usize);
-        if !output.is_empty() && run.output.ends_with('\n') {
-            shaped.text.push('\n');
-        }
+        // Cut to `max_lines` as the tmux half cuts its output, then to the caller's byte cap.
+        let text = RunCapture::text_of(run.output.as_bytes(), 0, max_lines as usize);
+        let (output, cut_bytes) = z.cap_output(&text.text);
         Ok(RunCommandOutput {
             pane_id: pane.to_string(),
             session: Some(session.to_string()),
@@ -275,10 +267,10 @@ impl McpServer {
             exit_status: run.exit_status,
             timed_out: run.exit_status.is_none(),
             started: run.started,
-            output_truncated: shaped.truncated() || run.truncated,
-            truncated_lines: shaped.truncated_lines as u64,
-            truncated_bytes: shaped.dropped_bytes as u64,
-            output: shaped.text,
+            output_truncated: text.dropped_lines > 0 || cut_bytes > 0 || run.truncated,
+            truncated_lines: text.dropped_lines,
+            truncated_bytes: cut_bytes as u64,
+            output,
             // Lines that left the scrollback are cut, not lost on the way to the gateway.
             output_lost: false,
             pane_exited: false,
@@ -338,8 +330,7 @@ impl McpServer {
         typed: &str,
     ) -> Result<ZellijPosition, ToolError> {
         let z = self.zellij_access(call, server).await?;
-        let (session, pane) = parse_target(target)?;
-        let session = z.session(session)?;
+        let (session, pane) = z.pane_target(target)?;
         let mark = z
             .backend
             .screen_mark(&session, pane)
@@ -369,8 +360,7 @@ impl McpServer {
         input: WaitForTextInput,
     ) -> Result<WaitForTextOutput, ToolError> {
         let z = self.zellij_access(call, input.server.as_deref()).await?;
-        let (session, pane) = parse_target(&input.target)?;
-        let session = z.session(session)?;
+        let (session, pane) = z.pane_target(&input.target)?;
         let since = input
             .since
             .as_deref()

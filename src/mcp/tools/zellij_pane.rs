@@ -15,7 +15,7 @@ use super::zellij_objects::ZellijPaneInfo;
 use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
-use crate::mcp::zellij_access::{parse_pane, parse_tab, parse_target};
+use crate::mcp::zellij_access::{parse_pane, parse_tab};
 use crate::mux::zellij::backend::{EditOptions, NewPaneOptions, ResizeMode, Side, SplitDirection};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -136,8 +136,7 @@ impl McpServer {
         input: PaneIdInput,
     ) -> Result<KillPaneOutput, ToolError> {
         let z = self.zellij_access(call, input.server.as_deref()).await?;
-        let (session, pane) = parse_target(&input.target)?;
-        let session = z.session(session)?;
+        let (session, pane) = z.pane_target(&input.target)?;
         let closed = z
             .backend
             .close_pane(&session, pane)
@@ -159,8 +158,7 @@ impl McpServer {
         input: SetPaneTitleInput,
     ) -> Result<SetPaneTitleOutput, ToolError> {
         let z = self.zellij_access(call, input.server.as_deref()).await?;
-        let (session, pane) = parse_target(&input.target)?;
-        let session = z.session(session)?;
+        let (session, pane) = z.pane_target(&input.target)?;
         let pane = z
             .backend
             .rename_pane(&session, pane, &input.title)

@@ -19,7 +19,6 @@ use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::filter::Filters;
-use crate::mcp::zellij_access::parse_target;
 use crate::mux::zellij::marker::program_name;
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -117,8 +116,7 @@ impl McpServer {
         input: GetPaneStateInput,
     ) -> Result<PaneStateOutput, ToolError> {
         let z = self.zellij_access(call, input.server.as_deref()).await?;
-        let (session, pane) = parse_target(&input.target)?;
-        let session = z.session(session)?;
+        let (session, pane) = z.pane_target(&input.target)?;
         let pane = z
             .backend
             .pane(&session, pane)
