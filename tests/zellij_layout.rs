@@ -6,7 +6,7 @@ mod zellij_common;
 use std::time::Duration;
 
 use muxgate::mux::zellij::backend::{
-    EditOptions, NewPaneOptions, NewTabOptions, ResizeMode, Side, SplitDirection, TextPattern,
+    EditOptions, NewPaneOptions, NewTabOptions, SplitDirection, TextPattern,
 };
 use muxgate::mux::zellij::error::ZellijError;
 use muxgate::mux::zellij::ids::{PaneId, SessionName, TabId};
@@ -172,23 +172,40 @@ async fn panes_are_created_renamed_resized_and_closed() {
         .unwrap();
     assert_eq!(renamed.title, "-renamed");
 
-    let before = h.backend.pane(&s, right.id).await.unwrap().geometry.columns;
+    let before = h
+        .backend
+        .pane(&s, right.id)
+        .await
+        .unwrap()
+        .geometry
+        .content_columns;
     let grown = h
         .backend
-        .resize_pane(&s, right.id, ResizeMode::Increase, Some(Side::Left))
+        .resize_pane(&s, right.id, Some(before + 1), None)
         .await
         .unwrap();
     assert!(
-        grown.geometry.columns > before,
+        grown.geometry.content_columns > before,
         "{before} -> {:?}",
         grown.geometry
     );
 
-    let full = h.backend.toggle_fullscreen(&s, right.id).await.unwrap();
+    let full = h.backend.set_fullscreen(&s, right.id, true).await.unwrap();
     assert!(full.is_fullscreen);
     assert!(h.backend.list_tabs(&s).await.unwrap()[0].is_fullscreen_active);
-    let back = h.backend.toggle_fullscreen(&s, right.id).await.unwrap();
+    let first = h
+        .backend
+        .set_fullscreen(&s, PaneId::Terminal(0), true)
+        .await
+        .unwrap();
+    assert!(first.is_fullscreen, "another pane's fullscreen ends first");
+    let back = h
+        .backend
+        .set_fullscreen(&s, PaneId::Terminal(0), false)
+        .await
+        .unwrap();
     assert!(!back.is_fullscreen);
+    assert!(!h.backend.list_tabs(&s).await.unwrap()[0].is_fullscreen_active);
 
     let floating = h
         .backend

@@ -549,37 +549,88 @@ async fn panes_are_managed_by_id() {
     .await;
     assert_eq!(listed["panes"][0]["title"], "logs", "{listed}");
 
+    // resize_pane steps toward a size in Zellij's steps, and stops where a border cannot move.
     let before = right["pane"]["columns"].as_u64().unwrap();
+    let rows = right["pane"]["rows"].as_u64().unwrap();
+    let wanted = before + 12;
     let grown = ok(
         &client,
-        "zellij_resize_pane",
-        json!({"pane": pane, "mode": "increase", "side": "left"}),
+        "resize_pane",
+        json!({"server": "z", "target": pane, "width": wanted}),
     )
     .await;
+    let columns = grown["columns"].as_u64().unwrap();
+    assert!(columns >= wanted, "{before} -> {grown}");
     assert!(
-        grown["pane"]["columns"].as_u64().unwrap() > before,
-        "{before} -> {grown}"
+        columns < wanted + 40,
+        "stopped at the first step past it: {grown}"
+    );
+    assert_eq!(grown["session"], session.as_str());
+    let shrunk = ok(
+        &client,
+        "resize_pane",
+        json!({"server": "z", "target": pane, "width": before}),
+    )
+    .await;
+    assert!(shrunk["columns"].as_u64().unwrap() <= before, "{shrunk}");
+    let full_height = ok(
+        &client,
+        "resize_pane",
+        json!({"server": "z", "target": pane, "height": 3}),
+    )
+    .await;
+    assert_eq!(
+        full_height["rows"].as_u64().unwrap(),
+        rows,
+        "no border above or below it can move: {full_height}"
     );
     err_kind(
         &client,
-        "zellij_resize_pane",
-        json!({"pane": pane, "mode": "bigger"}),
+        "resize_pane",
+        json!({"server": "z", "target": pane, "width": 80, "zoom": true}),
         "invalid_arguments",
-        "unknown variant `bigger`",
+        "not both",
     )
     .await;
 
-    let full = ok(&client, "zellij_toggle_fullscreen", json!({"pane": pane})).await;
-    assert_eq!(full["pane"]["fullscreen"], true, "{full}");
-    let tiled = ok(&client, "zellij_toggle_fullscreen", json!({"pane": pane})).await;
-    assert_eq!(tiled["pane"]["fullscreen"], false, "{tiled}");
+    // zoom is fullscreen, and asking twice leaves it so.
+    for _ in 0..2 {
+        let full = ok(
+            &client,
+            "resize_pane",
+            json!({"server": "z", "target": pane, "zoom": true}),
+        )
+        .await;
+        assert_eq!(full["fullscreen"], true, "{full}");
+    }
+    let tiled = ok(
+        &client,
+        "resize_pane",
+        json!({"server": "z", "target": pane, "zoom": false}),
+    )
+    .await;
+    assert_eq!(tiled["fullscreen"], false, "{tiled}");
 
-    // The focus tool moves an attached human to the pane.
+    // select_pane moves an attached human to the pane.
     let human = h.attach_client(&session).await;
-    let focused = ok(&client, "zellij_focus_pane", json!({"pane": pane})).await;
+    let focused = ok(
+        &client,
+        "select_pane",
+        json!({"server": "z", "target": pane}),
+    )
+    .await;
     assert_eq!(focused["clients"], 1);
     assert_eq!(focused["clients_focused"], 1, "{focused}");
+    assert_eq!(focused["active_pane"]["pane_id"], pane.as_str());
     human.detach().await;
+    err_kind(
+        &client,
+        "select_pane",
+        json!({"server": "z", "target": pane, "direction": "left"}),
+        "invalid_arguments",
+        "direction is tmux-only",
+    )
+    .await;
 
     // A command pane and the editor.
     let file = h.env.home.as_ref().unwrap().join("notes.txt");
@@ -636,12 +687,13 @@ async fn panes_are_managed_by_id() {
 
     // Zellij accepts bad targets silently; muxgate reports them.
     for (tool, extra) in [
-        ("zellij_resize_pane", json!({"mode": "increase"})),
-        ("zellij_toggle_fullscreen", json!({})),
-        ("zellij_focus_pane", json!({})),
+        ("resize_pane", json!({"width": 50})),
+        ("resize_pane", json!({"zoom": true})),
+        ("select_pane", json!({})),
     ] {
         let mut args = extra;
-        args["pane"] = json!("terminal_99");
+        args["server"] = json!("z");
+        args["target"] = json!("terminal_99");
         err_kind(&client, tool, args, "not_found", "no pane terminal_99").await;
     }
     err_kind(

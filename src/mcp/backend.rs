@@ -30,6 +30,8 @@ pub const SHARED_TOOLS: &[&str] = &[
     "get_pane_state",
     "run_command",
     "set_pane_title",
+    "resize_pane",
+    "select_pane",
     "kill_pane",
 ];
 
@@ -37,9 +39,9 @@ pub const SHARED_TOOLS: &[&str] = &[
 pub const DIFFERENCES: &str = "## Tools both backends serve\n\n\
 `list_servers`, `list_sessions`, `list_panes`, `capture_pane`, `send_keys`, `paste_text`, \
 `send_keys_batch`, `pane_batch`, `wait_for_text`, `get_pane_state`, `run_command`, \
-`set_pane_title` and `kill_pane` serve tmux and Zellij servers alike: the server a call names \
-(`server`) picks the backend, and without it the tmux server is used (the Zellij one when you \
-may use no tmux server). A Zellij pane `target` is `terminal_N` (in the server's default \
+`set_pane_title`, `resize_pane`, `select_pane` and `kill_pane` serve tmux and Zellij servers \
+alike: the server a call names (`server`) picks the backend, and without it the tmux server \
+is used (the Zellij one when you may use no tmux server). A Zellij pane `target` is `terminal_N` (in the server's default \
 session) or `SESSION:terminal_N`, and answers name the pane's `session`. Options one backend \
 cannot honour are errors, never silently ignored. What differs, and why:\n\n\
 - `list_sessions`: a Zellij row is the session's `name`, `created_ago` and `exited` (a \
@@ -80,6 +82,14 @@ markers (`shell` fish or, for any other shell, sh quoting) without checking that
 is idle at its prompt; a run that never began shows as `started: false` after the timeout. \
 Its output is read from the screen and scrollback: lines that left the scrollback are cut \
 (`output_truncated`), and `output_lost` and `pane_exited` stay false.\n\
+- `resize_pane`: `zoom` is Zellij's fullscreen within the pane's tab. Zellij resizes a pane \
+by a step of its own (a share of the tab), not to a number of cells, so `width` and `height` \
+are approached step by step: the pane stops at the first step that reaches or passes the \
+size, or where it can grow or shrink no further; the answer says where it stopped \
+(`columns`, `rows`). A Zellij answer is the pane's `list_panes` row and its `session`.\n\
+- `select_pane`: shows the pane to every attached human (its tab, and the pane focused \
+there) and answers how many clients there are (`clients`) and now focus it \
+(`clients_focused`). Zellij focuses a pane by id only, so `direction` is refused.\n\
 - `kill_pane`: a Zellij pane's tab closes with its last pane (`tab_id`, `tab_closed`); the \
 session's last pane is refused, where tmux would end the session.\n\
 - `list_servers`: each server has a `backend`. A Zellij server has no process apart from its \
@@ -88,7 +98,7 @@ sessions, so it is `running` while a session lives and `no_sessions` otherwise, 
 Every other tool serves one backend. The tmux ones include those built on tmux's output \
 stream and command ledger (`wait_for_state`, `capture_since`, `list_commands`, \
 `get_command_output`, `send_prompt`, `search_panes`, `snapshot_pane`); the `zellij_*` ones act \
-on tabs (not windows), floating panes and Zellij's own layout, focus and one-off runs.\n";
+on tabs (not windows), floating panes, Zellij's own layout and one-off runs.\n";
 
 impl Backend {
     /// The backends that serve `tool`.

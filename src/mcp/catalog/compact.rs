@@ -48,8 +48,9 @@ pub fn input_schema(schema: &mut Map<String, Value>) {
 }
 
 /// Where an argument's description says how Zellij reads it: the rest of the description,
-/// which a gateway without a Zellij server leaves out.
-const ZELLIJ_NOTE: &str = " Zellij: ";
+/// which a gateway without a Zellij server leaves out. It follows a space or, when the doc
+/// comment put it on a line of its own, a line break.
+const ZELLIJ_NOTE: &str = "Zellij: ";
 
 /// Drops the Zellij notes (`… Zellij: …` to the end) from a tool's argument descriptions:
 /// a gateway serving no Zellij server lists the shared tools as tmux tools.
@@ -59,9 +60,13 @@ pub fn without_zellij_notes(schema: &mut Map<String, Value>) {
     };
     for property in properties.values_mut() {
         if let Some(Value::String(text)) = property.get_mut("description")
-            && let Some(at) = text.find(ZELLIJ_NOTE)
+            && let Some(at) = text
+                .match_indices(ZELLIJ_NOTE)
+                .map(|(at, _)| at)
+                .find(|&at| text[..at].ends_with(char::is_whitespace))
         {
             text.truncate(at);
+            text.truncate(text.trim_end().len());
         }
     }
 }
@@ -76,7 +81,7 @@ pub fn without_zellij_fields(schema: &mut Map<String, Value>) {
         !property
             .get("description")
             .and_then(Value::as_str)
-            .is_some_and(|text| text.starts_with(ZELLIJ_NOTE.trim_start()))
+            .is_some_and(|text| text.starts_with(ZELLIJ_NOTE.trim_end()))
     });
 }
 

@@ -278,6 +278,12 @@ mod tests {
             tmux.starts_with("Shell pane `%N`") && tmux.ends_with("active pane."),
             "{tmux}"
         );
+        // A note on a line of its own in the doc comment goes too.
+        let tmux_only = listable(&router(50, &[Backend::Tmux]), &[Backend::Tmux]);
+        for (tool, _) in &tmux_only {
+            let arguments = serde_json::to_string(&tool.input_schema).unwrap_or_default();
+            assert!(!arguments.contains("Zellij"), "{}: {arguments}", tool.name);
+        }
         let answer_fields = |backends: &[Backend]| -> Vec<String> {
             let listed = listable(&router(50, backends), backends);
             let (kill, _) = listed

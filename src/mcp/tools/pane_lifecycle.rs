@@ -25,6 +25,7 @@ use crate::mcp::pane_ops::{
     PaneInfo, PaneRow, PaneScope, not_found, op_error, pane_info, pane_rows,
 };
 use crate::mcp::self_guard::Kill;
+use crate::mcp::tools::zellij_objects::ZellijPaneInfo;
 use crate::mux::tmux::PaneId;
 use crate::mux::tmux::pane_lifecycle::{PaneSelection, Spawn, Split, SplitSide, SplitSize};
 use crate::mux::tmux::target::Target;
@@ -228,6 +229,7 @@ pub struct SelectPaneInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N` to make active; with `direction`, the pane (or window `@N`) to start from.
+    /// Zellij: `[SESSION:]terminal_N`.
     pub target: String,
     /// Instead of `target`: up/down/left/right of it, last (previously active), or next/previous
     /// after the active pane (wrapping).
@@ -240,7 +242,41 @@ pub struct SelectPaneOutput {
     pub server: String,
     /// The window's active pane afterwards (unchanged when there was no pane in that
     /// direction).
-    pub active_pane: PaneInfo,
+    pub active_pane: AnsweredPane,
+    /// Zellij: the clients attached to the session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clients: Option<usize>,
+    /// Zellij: the clients that now have the pane focused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clients_focused: Option<usize>,
+}
+
+/// A pane as `resize_pane` and `select_pane` answer it: a tmux row, or a Zellij one with its
+/// session. The rows' fields differ (docs/tools.md); the schema is the tmux row's, whose
+/// fields are all optional, as `list_panes` lists either kind.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum AnsweredPane {
+    Tmux(PaneInfo),
+    Zellij {
+        session: String,
+        #[serde(flatten)]
+        pane: ZellijPaneInfo,
+    },
+}
+
+impl JsonSchema for AnsweredPane {
+    fn schema_name() -> Cow<'static, str> {
+        PaneInfo::schema_name()
+    }
+
+    fn schema_id() -> Cow<'static, str> {
+        PaneInfo::schema_id()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        PaneInfo::json_schema(generator)
+    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -248,7 +284,7 @@ pub struct SelectPaneOutput {
 pub struct ResizePaneInput {
     #[serde(default)]
     pub server: Option<String>,
-    /// Pane `%N`; a window or session: its active pane.
+    /// Pane `%N`; a window or session: its active pane. Zellij: `[SESSION:]terminal_N`.
     pub target: String,
     /// Width in cells.
     #[serde(default)]
@@ -259,6 +295,43 @@ pub struct ResizePaneInput {
     /// true zooms the pane to fill its window, false unzooms; not with width/height.
     #[serde(default)]
     pub zoom: Option<bool>,
+}
+
+/// What a `resize_pane` call changes, checked before either backend is asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PaneResize {
+    Zoom(bool),
+    Cells {
+        width: Option<u32>,
+        height: Option<u32>,
+    },
+}
+
+impl PaneResize {
+    pub fn of(input: &ResizePaneInput) -> Result<Self, ToolError> {
+        let sizes = input.width.is_some() || input.height.is_some();
+        match (input.zoom, sizes) {
+            (Some(_), true) => Err(ToolError::invalid_arguments(
+                "pass either zoom or width/height, not both",
+                "call resize_pane twice: once to unzoom, once to resize",
+            )),
+            (None, false) => Err(ToolError::invalid_arguments(
+                "nothing to do: pass width and/or height, or zoom",
+                "e.g. {\"width\": 80} or {\"zoom\": true}",
+            )),
+            (Some(zoom), false) => Ok(PaneResize::Zoom(zoom)),
+            (None, true) if input.width == Some(0) || input.height == Some(0) => {
+                Err(ToolError::invalid_arguments(
+                    "width and height must be at least 1",
+                    "pass sizes in cells",
+                ))
+            }
+            (None, true) => Ok(PaneResize::Cells {
+                width: input.width,
+                height: input.height,
+            }),
+        }
+    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -452,6 +525,9 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<SelectPaneInput>,
     ) -> Result<Json<SelectPaneOutput>, ToolError> {
+        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
+            return self.focus_zellij_pane(&call, input).await.map(Json);
+        }
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = parse_target(&input.target)?;
         let window = pane_rows(&tmux, &PaneScope::Of(target.clone())).await?;
@@ -501,7 +577,9 @@ impl McpServer {
             .info;
         Ok(Json(SelectPaneOutput {
             server: tmux.server_name().to_owned(),
-            active_pane,
+            active_pane: AnsweredPane::Tmux(active_pane),
+            clients: None,
+            clients_focused: None,
         }))
     }
 
@@ -522,44 +600,31 @@ impl McpServer {
         &self,
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<ResizePaneInput>,
-    ) -> Result<Json<PaneInfo>, ToolError> {
+    ) -> Result<Json<AnsweredPane>, ToolError> {
+        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
+            return self.resize_zellij_pane(&call, input).await.map(Json);
+        }
+        let change = PaneResize::of(&input)?;
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let target = parse_target(&input.target)?;
-        let sizes = input.width.is_some() || input.height.is_some();
         let lifecycle = tmux.pane_lifecycle();
-        let resized = match (input.zoom, sizes) {
-            (Some(_), true) => {
-                return Err(ToolError::invalid_arguments(
-                    "pass either zoom or width/height, not both",
-                    "call resize_pane twice: once to unzoom, once to resize",
-                ));
-            }
-            (None, false) => {
-                return Err(ToolError::invalid_arguments(
-                    "nothing to do: pass width and/or height, or zoom",
-                    "e.g. {\"width\": 80} or {\"zoom\": true}",
-                ));
-            }
-            (Some(zoom), false) => {
+        let resized = match change {
+            PaneResize::Zoom(zoom) => {
                 let current = pane_info(&tmux, &target).await?;
                 if current.info.zoomed == zoom {
-                    return Ok(Json(current.info));
+                    return Ok(Json(AnsweredPane::Tmux(current.info)));
                 }
                 lifecycle.toggle_zoom(current.pane).await
             }
-            (None, true) => {
-                if input.width == Some(0) || input.height == Some(0) {
-                    return Err(ToolError::invalid_arguments(
-                        "width and height must be at least 1",
-                        "pass sizes in cells",
-                    ));
-                }
+            PaneResize::Cells { width, height } => {
                 let pane = tmux.pane_of(&target).await?;
-                lifecycle.resize(pane, input.width, input.height).await
+                lifecycle.resize(pane, width, height).await
             }
         };
         resized.map_err(|e| op_error(&tmux, e, &target, list_hint(&target)))?;
-        Ok(Json(pane_info(&tmux, &target).await?.info))
+        Ok(Json(AnsweredPane::Tmux(
+            pane_info(&tmux, &target).await?.info,
+        )))
     }
 
     #[tool(

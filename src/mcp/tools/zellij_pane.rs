@@ -1,6 +1,7 @@
-//! Zellij pane tools: open (a shell, a command, or a file in the user's editor), close, rename,
-//! resize, fullscreen, and the explicit focus tool. Panes are targeted by id (`terminal_N`);
-//! nobody's focus moves unless the tool is `zellij_focus_pane` or the call sets `focus: true`.
+//! Zellij pane tools: open a shell, a command, or a file in the user's editor; and the Zellij
+//! halves of `kill_pane`, `set_pane_title`, `resize_pane` and `select_pane`. Panes are
+//! targeted by id (`terminal_N`); nobody's focus moves unless the tool is `select_pane` or the
+//! call sets `focus: true`.
 
 use std::path::PathBuf;
 
@@ -10,13 +11,16 @@ use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::pane_lifecycle::{KillPaneOutput, PaneIdInput, SetPaneTitleInput, SetPaneTitleOutput};
+use super::pane_lifecycle::{
+    AnsweredPane, KillPaneOutput, PaneIdInput, PaneResize, ResizePaneInput, SelectPaneInput,
+    SelectPaneOutput, SetPaneTitleInput, SetPaneTitleOutput,
+};
 use super::zellij_objects::ZellijPaneInfo;
 use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
-use crate::mcp::zellij_access::{parse_pane, parse_tab};
-use crate::mux::zellij::backend::{EditOptions, NewPaneOptions, ResizeMode, Side, SplitDirection};
+use crate::mcp::zellij_access::parse_tab;
+use crate::mux::zellij::backend::{EditOptions, NewPaneOptions, SplitDirection};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -57,46 +61,6 @@ pub struct ZellijPaneOutput {
     pub server: String,
     pub session: String,
     pub pane: ZellijPaneInfo,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ZellijPaneTargetInput {
-    #[serde(default)]
-    pub server: Option<String>,
-    /// Session; omit for the default.
-    #[serde(default)]
-    pub session: Option<String>,
-    /// Pane `terminal_N` or `plugin_N`.
-    pub pane: String,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ZellijResizePaneInput {
-    #[serde(default)]
-    pub server: Option<String>,
-    /// Session; omit for the default.
-    #[serde(default)]
-    pub session: Option<String>,
-    /// Pane `terminal_N`.
-    pub pane: String,
-    /// `increase` or `decrease`.
-    pub mode: ResizeMode,
-    /// Side to move: `left`, `right`, `up`, `down`; default: where Zellij finds room.
-    #[serde(default)]
-    pub side: Option<Side>,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ZellijFocusPaneOutput {
-    pub server: String,
-    pub session: String,
-    pub pane: ZellijPaneInfo,
-    /// Clients attached to the session.
-    pub clients: usize,
-    /// Clients that now have the pane focused.
-    pub clients_focused: usize,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -148,6 +112,63 @@ impl McpServer {
             session: Some(session.to_string()),
             tab_id: Some(closed.tab.0),
             tab_closed: Some(closed.tab_closed),
+        })
+    }
+
+    /// `resize_pane` on a Zellij server: `zoom` is fullscreen within the pane's tab; `width`
+    /// and `height` are reached in Zellij's own steps (see [`crate::mux::zellij::backend`]).
+    pub(crate) async fn resize_zellij_pane(
+        &self,
+        call: &CallContext,
+        input: ResizePaneInput,
+    ) -> Result<AnsweredPane, ToolError> {
+        let change = PaneResize::of(&input)?;
+        let z = self.zellij_access(call, input.server.as_deref()).await?;
+        let (session, pane) = z.pane_target(&input.target)?;
+        let resized = match change {
+            PaneResize::Zoom(zoom) => z.backend.set_fullscreen(&session, pane, zoom).await,
+            PaneResize::Cells { width, height } => {
+                let cells = |n: Option<u32>| n.map(|n| n as usize);
+                z.backend
+                    .resize_pane(&session, pane, cells(width), cells(height))
+                    .await
+            }
+        };
+        let pane = resized.map_err(|e| z.error(e))?;
+        Ok(AnsweredPane::Zellij {
+            session: session.to_string(),
+            pane: pane.into(),
+        })
+    }
+
+    /// `select_pane` on a Zellij server: shows the pane to every attached client (its tab, and
+    /// the pane focused there). Zellij moves focus by pane only, so `direction` is refused.
+    pub(crate) async fn focus_zellij_pane(
+        &self,
+        call: &CallContext,
+        input: SelectPaneInput,
+    ) -> Result<SelectPaneOutput, ToolError> {
+        if input.direction.is_some() {
+            return Err(ToolError::invalid_arguments(
+                "direction is tmux-only: Zellij focuses a pane by its id",
+                "call list_panes and pass the pane's id as target, without direction",
+            ));
+        }
+        let z = self.zellij_access(call, input.server.as_deref()).await?;
+        let (session, pane) = z.pane_target(&input.target)?;
+        let focused = z
+            .backend
+            .focus_pane(&session, pane)
+            .await
+            .map_err(|e| z.error(e))?;
+        Ok(SelectPaneOutput {
+            server: z.server_name().to_owned(),
+            active_pane: AnsweredPane::Zellij {
+                session: session.to_string(),
+                pane: focused.pane.into(),
+            },
+            clients: Some(focused.clients),
+            clients_focused: Some(focused.clients_focused),
         })
     }
 
@@ -213,106 +234,6 @@ impl McpServer {
             server: z.server_name().to_owned(),
             session: session.to_string(),
             pane: pane.into(),
-        }))
-    }
-
-    #[tool(
-        name = "zellij_resize_pane",
-        description = "Grow or shrink a Zellij pane by one step, by id, without focusing it.\n\n\
-            A pane that cannot grow (alone in its tab, or fullscreen) keeps its size: check \
-            `rows`/`columns`.",
-        annotations(
-            title = "Resize Zellij pane",
-            read_only_hint = false,
-            destructive_hint = false,
-            idempotent_hint = false,
-            open_world_hint = false
-        )
-    )]
-    async fn zellij_resize_pane(
-        &self,
-        Extension(call): Extension<CallContext>,
-        Parameters(input): Parameters<ZellijResizePaneInput>,
-    ) -> Result<Json<ZellijPaneOutput>, ToolError> {
-        let z = self.zellij_access(&call, input.server.as_deref()).await?;
-        let session = z.session(input.session.as_deref())?;
-        let pane = parse_pane(&input.pane)?;
-        let pane = z
-            .backend
-            .resize_pane(&session, pane, input.mode, input.side)
-            .await
-            .map_err(|e| z.error(e))?;
-        Ok(Json(ZellijPaneOutput {
-            server: z.server_name().to_owned(),
-            session: session.to_string(),
-            pane: pane.into(),
-        }))
-    }
-
-    #[tool(
-        name = "zellij_toggle_fullscreen",
-        description = "Toggle fullscreen of a Zellij pane within its tab, by id.\n\n\
-            Zellij also focuses it for viewers of that tab; no tab switch. Returns the pane.",
-        annotations(
-            title = "Toggle Zellij fullscreen",
-            read_only_hint = false,
-            destructive_hint = false,
-            idempotent_hint = false,
-            open_world_hint = false
-        )
-    )]
-    async fn zellij_toggle_fullscreen(
-        &self,
-        Extension(call): Extension<CallContext>,
-        Parameters(input): Parameters<ZellijPaneTargetInput>,
-    ) -> Result<Json<ZellijPaneOutput>, ToolError> {
-        let z = self.zellij_access(&call, input.server.as_deref()).await?;
-        let session = z.session(input.session.as_deref())?;
-        let pane = parse_pane(&input.pane)?;
-        let pane = z
-            .backend
-            .toggle_fullscreen(&session, pane)
-            .await
-            .map_err(|e| z.error(e))?;
-        Ok(Json(ZellijPaneOutput {
-            server: z.server_name().to_owned(),
-            session: session.to_string(),
-            pane: pane.into(),
-        }))
-    }
-
-    #[tool(
-        name = "zellij_focus_pane",
-        description = "Focus tool: show a Zellij pane to every attached human (switch to its tab and focus it).\n\n\
-            Only when the user asks to see it: other tools work on any pane by id. Returns \
-            `clients_focused`.",
-        annotations(
-            title = "Focus Zellij pane",
-            read_only_hint = false,
-            destructive_hint = false,
-            idempotent_hint = true,
-            open_world_hint = false
-        )
-    )]
-    async fn zellij_focus_pane(
-        &self,
-        Extension(call): Extension<CallContext>,
-        Parameters(input): Parameters<ZellijPaneTargetInput>,
-    ) -> Result<Json<ZellijFocusPaneOutput>, ToolError> {
-        let z = self.zellij_access(&call, input.server.as_deref()).await?;
-        let session = z.session(input.session.as_deref())?;
-        let pane = parse_pane(&input.pane)?;
-        let focused = z
-            .backend
-            .focus_pane(&session, pane)
-            .await
-            .map_err(|e| z.error(e))?;
-        Ok(Json(ZellijFocusPaneOutput {
-            server: z.server_name().to_owned(),
-            session: session.to_string(),
-            pane: focused.pane.into(),
-            clients: focused.clients,
-            clients_focused: focused.clients_focused,
         }))
     }
 

@@ -9,6 +9,7 @@ use tokio::time::Instant;
 
 use super::Inner;
 use super::checks::{Created, args, created, mark_fullscreen};
+use super::resize::{Axis, SizeSteps};
 use super::types::ReadScope;
 use crate::mux::zellij::attach::PtyClient;
 use crate::mux::zellij::cli::{CliOutput, describe_status, first_lines};
@@ -352,6 +353,53 @@ impl Inner {
             });
         }
         Ok(found)
+    }
+
+    /// A pane with its fullscreen state, which only the tab listing tells.
+    pub(super) async fn fullscreen_pane(
+        &self,
+        session: &SessionName,
+        pane: PaneId,
+    ) -> Result<Pane> {
+        self.panes_with_fullscreen(session)
+            .await?
+            .into_iter()
+            .find(|p| p.id == pane)
+            .ok_or_else(|| ZellijError::NoSuchPane {
+                session: session.clone(),
+                pane,
+            })
+    }
+
+    /// Flips a pane's fullscreen within its tab; a flip while another pane of the tab is
+    /// fullscreen ends that one's.
+    pub(super) async fn flip_fullscreen(&self, session: &SessionName, pane: PaneId) -> Result<()> {
+        let id = pane.to_string();
+        self.act(
+            session,
+            "action toggle-fullscreen",
+            args(["toggle-fullscreen", "--pane-id", &id]),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Resizes one dimension of a pane step by step toward `target` cells, as
+    /// [`SizeSteps`] chooses.
+    pub(super) async fn step_toward(
+        &self,
+        session: &SessionName,
+        pane: PaneId,
+        axis: Axis,
+        target: usize,
+    ) -> Result<()> {
+        let current = axis.of(&self.pane(session, pane).await?);
+        let mut steps = SizeSteps::new(axis, current, target);
+        while let Some((side, argv)) = steps.next(pane) {
+            self.act(session, "action resize", argv).await?;
+            steps.record(side, axis.of(&self.pane(session, pane).await?));
+        }
+        Ok(())
     }
 
     pub(super) async fn tab(&self, session: &SessionName, tab: TabId) -> Result<Tab> {

@@ -28,13 +28,13 @@ use tokio::time::Instant;
 mod checks;
 mod inner;
 mod one_off_run;
+mod resize;
 mod types;
 
 pub use types::{
     ClosedPane, CommandResult, CreateSessionOptions, EditOptions, FocusedPane, InputStep,
     NewLinesEnd, NewLinesWait, NewPaneOptions, NewTabOptions, PaneRun, PaneText, ReadScope,
-    ResizeMode, RunInPaneOptions, RunOptions, Side, SplitDirection, TextMatch, TextPattern,
-    ZellijServerSpec,
+    RunInPaneOptions, RunOptions, SplitDirection, TextMatch, TextPattern, ZellijServerSpec,
 };
 
 use super::cli::{ZellijCli, describe_status, first_lines};
@@ -51,6 +51,7 @@ use checks::{
     MAX_LAYOUT_LEN, args, check_dir, check_name, invalid, opt_path, parse_version, push_command,
     with_timeout,
 };
+use resize::{Axis, fullscreen_flips};
 
 /// A Zellij server muxgate drives. Cheap to clone; clones share queues and watches.
 #[derive(Clone)]
@@ -543,61 +544,50 @@ impl ZellijBackend {
         .await
     }
 
-    /// Grows or shrinks a pane on one side (or where Zellij finds room); focus does not change.
+    /// Brings a pane toward `columns` × `rows` cells (either may be left as is); focus does not
+    /// change. Zellij resizes in steps of its own, so each dimension stops at the first step
+    /// that reaches or passes its size, or where neither of its borders can move (a pane
+    /// cannot outgrow its tab). A fullscreen tab leaves fullscreen first, as the layout below
+    /// is what changes.
     pub async fn resize_pane(
         &self,
         session: &SessionName,
         pane: PaneId,
-        mode: ResizeMode,
-        side: Option<Side>,
+        columns: Option<usize>,
+        rows: Option<usize>,
     ) -> Result<Pane> {
         self.queued(session, "resize_pane", move |inner, s| async move {
-            inner.pane(&s, pane).await?;
-            let id = pane.to_string();
-            let mut argv = args([
-                "resize",
-                "--pane-id",
-                &id,
-                match mode {
-                    ResizeMode::Increase => "increase",
-                    ResizeMode::Decrease => "decrease",
-                },
-            ]);
-            if let Some(side) = side {
-                argv.push(
-                    match side {
-                        Side::Left => "left",
-                        Side::Right => "right",
-                        Side::Up => "up",
-                        Side::Down => "down",
-                    }
-                    .into(),
-                );
+            let found = inner.pane(&s, pane).await?;
+            if inner.tab(&s, found.tab_id).await?.is_fullscreen_active {
+                inner.flip_fullscreen(&s, pane).await?;
             }
-            inner.act(&s, "action resize", argv).await?;
+            for (axis, target) in [(Axis::Columns, columns), (Axis::Rows, rows)] {
+                if let Some(target) = target {
+                    inner.step_toward(&s, pane, axis, target).await?;
+                }
+            }
             inner.pane(&s, pane).await
         })
         .await
     }
 
-    /// Toggles fullscreen of a pane within its tab (what a client viewing that tab sees).
-    /// Zellij also focuses a pane it makes fullscreen, for every client on that tab.
-    pub async fn toggle_fullscreen(&self, session: &SessionName, pane: PaneId) -> Result<Pane> {
-        self.queued(session, "toggle_fullscreen", move |inner, s| async move {
-            inner.pane(&s, pane).await?;
-            let id = pane.to_string();
-            inner
-                .act(
-                    &s,
-                    "action toggle-fullscreen",
-                    args(["toggle-fullscreen", "--pane-id", &id]),
-                )
-                .await?;
-            let panes = inner.panes_with_fullscreen(&s).await?;
-            panes
-                .into_iter()
-                .find(|p| p.id == pane)
-                .ok_or(ZellijError::NoSuchPane { session: s, pane })
+    /// Makes a pane fullscreen within its tab, or tiled again (what a client viewing that tab
+    /// sees); a pane already so is left alone. Zellij also focuses a pane it makes
+    /// fullscreen, for every client on that tab.
+    pub async fn set_fullscreen(
+        &self,
+        session: &SessionName,
+        pane: PaneId,
+        fullscreen: bool,
+    ) -> Result<Pane> {
+        self.queued(session, "set_fullscreen", move |inner, s| async move {
+            let found = inner.fullscreen_pane(&s, pane).await?;
+            let tab = inner.tab(&s, found.tab_id).await?;
+            let flips = fullscreen_flips(fullscreen, found.is_fullscreen, tab.is_fullscreen_active);
+            for _ in 0..flips {
+                inner.flip_fullscreen(&s, pane).await?;
+            }
+            inner.fullscreen_pane(&s, pane).await
         })
         .await
     }
@@ -625,17 +615,10 @@ impl ZellijBackend {
             if target.is_floating {
                 inner.set_floating(&s, tab.id, true).await?;
             } else {
-                let id = pane.to_string();
                 // Off (if another pane is fullscreen), then on (focuses) and off again.
                 let toggles = if tab.is_fullscreen_active { 3 } else { 2 };
                 for _ in 0..toggles {
-                    inner
-                        .act(
-                            &s,
-                            "action toggle-fullscreen",
-                            args(["toggle-fullscreen", "--pane-id", &id]),
-                        )
-                        .await?;
+                    inner.flip_fullscreen(&s, pane).await?;
                 }
             }
             let clients = inner.clients(&s).await?;

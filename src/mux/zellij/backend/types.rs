@@ -115,28 +115,6 @@ pub struct EditOptions {
     pub focus: bool,
 }
 
-/// Grow or shrink.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum ResizeMode {
-    Increase,
-    Decrease,
-}
-
-/// A side of a pane.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum Side {
-    Left,
-    Right,
-    Up,
-    Down,
-}
-
 /// Visible part only, or the scrollback too.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
