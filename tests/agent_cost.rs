@@ -116,7 +116,10 @@ async fn tools_of_a_backend_without_a_server_are_not_listed() {
 
     let both = spawn_gateway(config(WITH_ZELLIJ)).await;
     let (_, names) = list(&both, &token(&both, "agent", None)).await;
-    assert!(names.iter().any(|n| n == "zellij_list_tabs"), "{names:?}");
+    assert!(
+        names.iter().any(|n| n == "zellij_list_clients"),
+        "{names:?}"
+    );
 }
 
 #[tokio::test]

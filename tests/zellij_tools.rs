@@ -167,7 +167,7 @@ fn zellij_servers(list: &Value) -> Vec<Value> {
 }
 
 fn tab<'a>(tabs: &'a Value, id: &str) -> &'a Value {
-    tabs["tabs"]
+    tabs["windows"]
         .as_array()
         .unwrap()
         .iter()
@@ -236,10 +236,13 @@ async fn discovery_tools_and_access_rules() {
         err_kind(&client, "list_sessions", args, "invalid_arguments", refused).await;
     }
 
-    let tabs = ok(&client, "zellij_list_tabs", json!({})).await;
+    let tabs = ok(&client, "list_windows", json!({"server": "z"})).await;
     assert_eq!(tabs["session"], s);
-    assert_eq!(ids(&tabs, "tabs", "tab_id"), ["0"]);
-    assert_eq!(tabs["tabs"][0]["columns"], 160, "sized by muxgate: {tabs}");
+    assert_eq!(ids(&tabs, "windows", "tab_id"), ["0"]);
+    assert_eq!(
+        tabs["windows"][0]["columns"], 160,
+        "sized by muxgate: {tabs}"
+    );
 
     let panes = ok(&client, "list_panes", json!({"server": "z", "target": s})).await;
     assert_eq!(panes["session"], s);
@@ -265,21 +268,21 @@ async fn discovery_tools_and_access_rules() {
     assert_eq!(layout["truncated_bytes"], 0);
 
     // Validation: unknown fields, malformed and missing targets, unknown servers.
-    let e = err(&client, "zellij_list_tabs", json!({"sesion": s})).await;
+    let e = err(&client, "list_windows", json!({"server": "z", "sesion": s})).await;
     assert_eq!(e["kind"], "invalid_arguments");
     assert!(e["message"].as_str().unwrap().contains("sesion"), "{e}");
     err_kind(
         &client,
-        "zellij_list_tabs",
-        json!({"session": "a b"}),
+        "list_windows",
+        json!({"server": "z", "target": "a b"}),
         "invalid_arguments",
         "invalid session name",
     )
     .await;
     err_kind(
         &client,
-        "zellij_list_tabs",
-        json!({"session": "nosuch"}),
+        "list_windows",
+        json!({"server": "z", "target": "nosuch"}),
         "not_found",
         "no session nosuch",
     )
@@ -325,7 +328,7 @@ async fn discovery_tools_and_access_rules() {
     .await;
     err_kind(
         &client,
-        "zellij_list_tabs",
+        "zellij_list_clients",
         json!({"server": "default"}),
         "not_found",
         "no Zellij server named \"default\"",
@@ -343,8 +346,13 @@ async fn discovery_tools_and_access_rules() {
     let bob = legacy(&gateway, &limited).await;
     let seen = ok(&bob, "list_sessions", json!({"server": "z"})).await;
     assert_eq!(seen["sessions"], json!([]));
-    let hidden = err(&bob, "zellij_list_tabs", json!({})).await;
-    let missing = err(&client, "zellij_list_tabs", json!({"session": "other-1"})).await;
+    let hidden = err(&bob, "list_windows", json!({"server": "z"})).await;
+    let missing = err(
+        &client,
+        "list_windows",
+        json!({"server": "z", "target": "other-1"}),
+    )
+    .await;
     assert_eq!(hidden["kind"], "not_found");
     assert_eq!(
         hidden["message"].as_str().unwrap().replace(s, "X"),
@@ -387,24 +395,25 @@ async fn tabs_are_made_in_the_background_and_focus_moves_only_when_asked() {
     };
     // A human attached to the session, looking at tab 0.
     let human = h.attach_client(&session).await;
-    let tabs = ok(&client, "zellij_list_tabs", json!({})).await;
+    let tabs = ok(&client, "list_windows", json!({"server": "z"})).await;
     assert_eq!(tab(&tabs, "0")["active"], true, "{tabs}");
 
     let created = ok(&client, "zellij_new_tab", json!({"name": "build"})).await;
     let build = created["tab"]["tab_id"].to_string();
     assert_eq!(created["tab"]["name"], "build");
-    let tabs = ok(&client, "zellij_list_tabs", json!({})).await;
+    let tabs = ok(&client, "list_windows", json!({"server": "z"})).await;
     assert_eq!(tab(&tabs, "0")["active"], true, "the human stays: {tabs}");
     assert_eq!(tab(&tabs, &build)["active"], false, "{tabs}");
 
     let renamed = ok(
         &client,
-        "zellij_rename_tab",
-        json!({"tab": build, "name": "build & test"}),
+        "rename_window",
+        json!({"server": "z", "target": build, "new_name": "build & test"}),
     )
     .await;
-    assert_eq!(renamed["tab"]["name"], "build & test");
-    let tabs = ok(&client, "zellij_list_tabs", json!({})).await;
+    assert_eq!(renamed["window"]["name"], "build & test");
+    assert_eq!(renamed["window"]["session"], session.as_str());
+    let tabs = ok(&client, "list_windows", json!({"server": "z"})).await;
     assert_eq!(tab(&tabs, "0")["active"], true, "rename keeps the view");
 
     // Floating panes of the background tab: shown, hidden, flipped.
@@ -428,7 +437,7 @@ async fn tabs_are_made_in_the_background_and_focus_moves_only_when_asked() {
     )
     .await;
     assert_eq!(flipped["tab"]["floating_panes_visible"], false);
-    let tabs = ok(&client, "zellij_list_tabs", json!({})).await;
+    let tabs = ok(&client, "list_windows", json!({"server": "z"})).await;
     assert_eq!(tab(&tabs, "0")["active"], true, "{tabs}");
 
     // A tab created with focus takes the human there; go_to_tab takes them back.
@@ -439,18 +448,53 @@ async fn tabs_are_made_in_the_background_and_focus_moves_only_when_asked() {
     )
     .await;
     let shown_id = focused["tab"]["tab_id"].to_string();
-    let tabs = ok(&client, "zellij_list_tabs", json!({})).await;
+    let tabs = ok(&client, "list_windows", json!({"server": "z"})).await;
     assert_eq!(tab(&tabs, &shown_id)["active"], true, "{tabs}");
     assert_eq!(tab(&tabs, "0")["active"], false, "{tabs}");
-    let back = ok(&client, "zellij_go_to_tab", json!({"tab": "0"})).await;
-    assert_eq!(back["tab"]["active"], true, "{back}");
+    let back = ok(
+        &client,
+        "select_window",
+        json!({"server": "z", "target": format!("{session}:0")}),
+    )
+    .await;
+    assert_eq!(back["window"]["active"], true, "{back}");
+    err_kind(
+        &client,
+        "select_window",
+        json!({"server": "z", "target": "0", "step": "next"}),
+        "invalid_arguments",
+        "step and index are tmux-only",
+    )
+    .await;
 
     // Closing a background tab leaves the human where they are.
-    let closed = ok(&client, "zellij_close_tab", json!({"tab": build})).await;
-    assert_eq!(closed["closed_tab_id"].to_string(), build);
-    assert!(!ids(&closed, "tabs", "tab_id").contains(&build));
-    let tabs = ok(&client, "zellij_list_tabs", json!({})).await;
+    let closed = ok(
+        &client,
+        "kill_window",
+        json!({"server": "z", "target": build}),
+    )
+    .await;
+    assert_eq!(closed["id"], build.as_str());
+    assert_eq!(closed["session_id"], session.as_str());
+    assert_eq!(closed["session_closed"], false);
+    let tabs = ok(&client, "list_windows", json!({"server": "z"})).await;
+    assert!(!ids(&tabs, "windows", "tab_id").contains(&build));
     assert_eq!(tab(&tabs, "0")["active"], true, "{tabs}");
+    let current = ok(
+        &client,
+        "list_windows",
+        json!({"server": "z", "filters": {"active": true}}),
+    )
+    .await;
+    assert_eq!(ids(&current, "windows", "tab_id"), ["0"], "{current}");
+    err_kind(
+        &client,
+        "list_windows",
+        json!({"server": "z", "fields": ["name"]}),
+        "invalid_arguments",
+        "fields is tmux-only",
+    )
+    .await;
 
     // A background tab's output is read while the human looks at another tab (Zellij renders
     // only what clients see; the wait then reads the screen, see the watch module).
@@ -476,36 +520,62 @@ async fn tabs_are_made_in_the_background_and_focus_moves_only_when_asked() {
     )
     .await;
     assert_eq!(seen["matched_line"], "bg-ready", "{seen}");
-    let tabs = ok(&client, "zellij_list_tabs", json!({})).await;
+    let tabs = ok(&client, "list_windows", json!({"server": "z"})).await;
     assert_eq!(tab(&tabs, "0")["active"], true, "{tabs}");
     assert_eq!(tab(&tabs, &bg_tab)["active"], false, "{tabs}");
-    ok(&client, "zellij_close_tab", json!({"tab": bg_tab})).await;
+    ok(
+        &client,
+        "kill_window",
+        json!({"server": "z", "target": bg_tab}),
+    )
+    .await;
 
-    for tool in [
-        "zellij_rename_tab",
-        "zellij_close_tab",
-        "zellij_go_to_tab",
-        "zellij_toggle_floating_panes",
+    for (tool, args) in [
+        (
+            "rename_window",
+            json!({"server": "z", "target": build, "new_name": "x"}),
+        ),
+        ("kill_window", json!({"server": "z", "target": build})),
+        ("select_window", json!({"server": "z", "target": build})),
+        ("zellij_toggle_floating_panes", json!({"tab": build})),
     ] {
-        let mut args = json!({"tab": build});
-        if tool == "zellij_rename_tab" {
-            args["name"] = json!("x");
-        }
         err_kind(&client, tool, args, "not_found", "no tab").await;
     }
     err_kind(
         &client,
-        "zellij_rename_tab",
-        json!({"tab": "0", "name": "a\nb"}),
+        "rename_window",
+        json!({"server": "z", "target": "0", "new_name": "a\nb"}),
         "invalid_arguments",
         "control characters",
     )
     .await;
-    ok(&client, "zellij_close_tab", json!({"tab": shown_id})).await;
     err_kind(
         &client,
-        "zellij_close_tab",
-        json!({"tab": "0"}),
+        "kill_window",
+        json!({"server": "z", "target": "@0"}),
+        "invalid_arguments",
+        "tab id",
+    )
+    .await;
+    // A tool only tmux serves says so when it is pointed at a Zellij server.
+    err_kind(
+        &client,
+        "get_window_info",
+        json!({"server": "z", "target": "0"}),
+        "invalid_arguments",
+        "\"z\" is a Zellij server, and this tool serves tmux only",
+    )
+    .await;
+    ok(
+        &client,
+        "kill_window",
+        json!({"server": "z", "target": shown_id}),
+    )
+    .await;
+    err_kind(
+        &client,
+        "kill_window",
+        json!({"server": "z", "target": "0"}),
         "conflict",
         "last tab",
     )
@@ -1373,19 +1443,19 @@ async fn servers_are_chosen_by_name_under_the_same_access_rules() {
     assert_eq!(zellij[0]["reachability"], "no_sessions", "{servers}");
     err_kind(
         &client,
-        "zellij_list_tabs",
+        "zellij_list_clients",
         json!({}),
         "invalid_arguments",
         "several Zellij servers",
     )
     .await;
-    ok(&client, "zellij_list_tabs", json!({"server": "z"})).await;
+    ok(&client, "zellij_list_clients", json!({"server": "z"})).await;
     // A server whose socket dir holds no session: nothing listed, named sessions missing.
     let none = ok(&client, "list_sessions", json!({"server": "empty"})).await;
     assert_eq!(none["sessions"], json!([]));
     err_kind(
         &client,
-        "zellij_list_tabs",
+        "zellij_list_clients",
         json!({"server": "empty"}),
         "invalid_arguments",
         "no default session",
@@ -1408,13 +1478,13 @@ async fn servers_are_chosen_by_name_under_the_same_access_rules() {
     .await;
     let servers = ok(&only_z, "list_servers", json!({})).await;
     assert_eq!(ids(&servers, "servers", "name"), ["z"]);
-    ok(&only_z, "zellij_list_tabs", json!({})).await;
+    ok(&only_z, "zellij_list_clients", json!({})).await;
     // With no tmux server to use, a shared tool without `server` reaches the Zellij one.
     let read = ok(&only_z, "capture_pane", json!({"target": "terminal_0"})).await;
     assert_eq!(read["server"], "z");
     err_kind(
         &only_z,
-        "zellij_list_tabs",
+        "zellij_list_clients",
         json!({"server": "empty"}),
         "not_found",
         "no Zellij server named",
@@ -1427,7 +1497,7 @@ async fn servers_are_chosen_by_name_under_the_same_access_rules() {
     .await;
     err_kind(
         &tmux_only,
-        "zellij_list_tabs",
+        "zellij_list_clients",
         json!({}),
         "unavailable",
         "no Zellij server you may use",

@@ -135,6 +135,16 @@ impl McpServer {
             )
         };
         if !visible.contains(&name) {
+            if self.backend_of(call, Some(name)) == Backend::Zellij {
+                return Err(ToolError::invalid_arguments(
+                    format!(
+                        "{:?} is a Zellij server, and this tool serves tmux only",
+                        excerpt(name)
+                    ),
+                    "on Zellij use the tools both backends serve or the zellij_* tools \
+                     (docs/tools.md says which)",
+                ));
+            }
             return Err(unknown());
         }
         let (server, workspace, scope) = match &state.workspaces {

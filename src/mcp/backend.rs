@@ -5,7 +5,9 @@
 //! `server` argument and the name picks the backend (`McpServer::backend_of`). Acts only one
 //! backend has keep their own tools: the `zellij_*` tools, and the rest of the tmux ones.
 
-use schemars::JsonSchema;
+use std::borrow::Cow;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Serialize;
 
 /// A multiplexer.
@@ -14,6 +16,34 @@ use serde::Serialize;
 pub enum Backend {
     Tmux,
     Zellij,
+}
+
+/// A row in the answer of a tool both backends serve: the tmux row `T`, or the Zellij row `Z`
+/// with its session. The rows' fields differ (see [`DIFFERENCES`]); the schema is the tmux
+/// row's, whose fields listings already treat as optional, so a Zellij row fits it too.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum Row<T, Z> {
+    Tmux(T),
+    Zellij {
+        session: String,
+        #[serde(flatten)]
+        row: Z,
+    },
+}
+
+impl<T: JsonSchema, Z> JsonSchema for Row<T, Z> {
+    fn schema_name() -> Cow<'static, str> {
+        T::schema_name()
+    }
+
+    fn schema_id() -> Cow<'static, str> {
+        T::schema_id()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        T::json_schema(generator)
+    }
 }
 
 /// The tools both backends serve, under one name and one set of arguments.
@@ -33,16 +63,23 @@ pub const SHARED_TOOLS: &[&str] = &[
     "resize_pane",
     "select_pane",
     "kill_pane",
+    "list_windows",
+    "rename_window",
+    "select_window",
+    "kill_window",
 ];
 
 /// What differs between the backends in the shared tools, and why (docs/tools.md).
 pub const DIFFERENCES: &str = "## Tools both backends serve\n\n\
 `list_servers`, `list_sessions`, `list_panes`, `capture_pane`, `send_keys`, `paste_text`, \
 `send_keys_batch`, `pane_batch`, `wait_for_text`, `get_pane_state`, `run_command`, \
-`set_pane_title`, `resize_pane`, `select_pane` and `kill_pane` serve tmux and Zellij servers \
-alike: the server a call names (`server`) picks the backend, and without it the tmux server \
-is used (the Zellij one when you may use no tmux server). A Zellij pane `target` is `terminal_N` (in the server's default \
-session) or `SESSION:terminal_N`, and answers name the pane's `session`. Options one backend \
+`set_pane_title`, `resize_pane`, `select_pane`, `kill_pane`, `list_windows`, \
+`rename_window`, `select_window` and `kill_window` serve tmux and Zellij servers alike: the \
+server a call names (`server`) picks the backend, and without it the tmux server is used (the \
+Zellij one when you may use no tmux server). A Zellij pane `target` is `terminal_N` (in the \
+server's default session) or `SESSION:terminal_N`; a Zellij server's windows are its tabs, \
+and a window `target` is a tab's stable `tab_id` `N` (not its position) or `SESSION:N`. \
+Answers name the pane's or tab's `session`. Options one backend \
 cannot honour are errors, never silently ignored. What differs, and why:\n\n\
 - `list_sessions`: a Zellij row is the session's `name`, `created_ago` and `exited` (a \
 session kept for resurrection, which takes no actions). Zellij tags no owner and counts no \
@@ -92,13 +129,25 @@ there) and answers how many clients there are (`clients`) and now focus it \
 (`clients_focused`). Zellij focuses a pane by id only, so `direction` is refused.\n\
 - `kill_pane`: a Zellij pane's tab closes with its last pane (`tab_id`, `tab_closed`); the \
 session's last pane is refused, where tmux would end the session.\n\
+- `list_windows`: `target` is a session name (default: the server's). A Zellij row is the \
+tab's `tab_id`, `position`, `name`, `active` (in an attached human's view), \
+`fullscreen_active`, `floating_panes_visible`, `rows`, `columns`, `tiled_panes` and \
+`floating_panes`; `filters` (`name`, `active`) match as for tmux, and `fields` is refused.\n\
+- `rename_window`: Zellij takes a tab name of up to 256 bytes, `#` included. A Zellij answer \
+is the tab's `list_windows` row and its `session`, as for `select_window`.\n\
+- `select_window`: switches every attached human to the tab. Zellij switches by tab id only, \
+so `step` and `index` are refused.\n\
+- `kill_window`: the tab's panes and their programs end; the session's last tab is refused \
+(`session_closed` is always false), where tmux would end the session. `id` is the tab id and \
+`session_id` the session's name.\n\
 - `list_servers`: each server has a `backend`. A Zellij server has no process apart from its \
 sessions, so it is `running` while a session lives and `no_sessions` otherwise, never \
 `not_running`; it also names its `default_session`.\n\n\
 Every other tool serves one backend. The tmux ones include those built on tmux's output \
 stream and command ledger (`wait_for_state`, `capture_since`, `list_commands`, \
-`get_command_output`, `send_prompt`, `search_panes`, `snapshot_pane`); the `zellij_*` ones act \
-on tabs (not windows), floating panes, Zellij's own layout and one-off runs.\n";
+`get_command_output`, `send_prompt`, `search_panes`, `snapshot_pane`); the `zellij_*` ones \
+create tabs and panes (Zellij splits no given pane), show floating panes, list clients, dump \
+the layout, open the editor and run one-off commands.\n";
 
 impl Backend {
     /// The backends that serve `tool`.
@@ -121,6 +170,10 @@ mod tests {
     fn a_tool_is_served_by_its_backends() {
         assert_eq!(
             Backend::serving("capture_pane"),
+            [Backend::Tmux, Backend::Zellij]
+        );
+        assert_eq!(
+            Backend::serving("list_windows"),
             [Backend::Tmux, Backend::Zellij]
         );
         assert_eq!(Backend::serving("zellij_new_tab"), [Backend::Zellij]);

@@ -76,11 +76,16 @@ impl RowShape {
         row: &impl Serialize,
         selection: &Selection,
     ) -> Result<Map<String, Value>, ToolError> {
-        match serde_json::to_value(row) {
-            Ok(Value::Object(row)) => Ok(self.project(row, selection)),
-            Ok(other) => Err(internal(format!("a row serialized as {other}"))),
-            Err(error) => Err(internal(error.to_string())),
-        }
+        object(row).map(|row| self.project(row, selection))
+    }
+}
+
+/// A typed row as the JSON object a listing sends.
+pub fn object(row: &impl Serialize) -> Result<Map<String, Value>, ToolError> {
+    match serde_json::to_value(row) {
+        Ok(Value::Object(row)) => Ok(row),
+        Ok(other) => Err(internal(format!("a row serialized as {other}"))),
+        Err(error) => Err(internal(error.to_string())),
     }
 }
 

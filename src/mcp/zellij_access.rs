@@ -111,6 +111,13 @@ impl ZellijAccess<'_> {
         Ok((self.session(session)?, pane))
     }
 
+    /// The session and tab a shared window tool's `target` names (`N` in the configured
+    /// session, or `SESSION:N`), under the same session rules as [`Self::session`].
+    pub fn tab_target(&self, target: &str) -> Result<(SessionName, TabId), ToolError> {
+        let (session, tab) = parse_tab_target(target)?;
+        Ok((self.session(session)?, tab))
+    }
+
     /// The session a call acts on: `given`, else the server's configured session. A session the
     /// caller may not see reads like a missing one. Existence is checked by each operation.
     pub fn session(&self, given: Option<&str>) -> Result<SessionName, ToolError> {
@@ -187,15 +194,24 @@ pub fn parse_target(text: &str) -> Result<(Option<&str>, PaneId), ToolError> {
     }
 }
 
-/// Parses a tab id argument (the stable id from zellij_list_tabs, not the position).
+/// Parses a tab id argument (a tab's stable `tab_id` from list_windows, not its position).
 pub fn parse_tab(text: &str) -> Result<TabId, ToolError> {
     text.parse()
         .map_err(|e: crate::mux::zellij::ids::InvalidId| {
             ToolError::invalid_arguments(
                 e.to_string(),
-                "call zellij_list_tabs and pass a tab id from its result",
+                "call list_windows and pass a tab_id from its result",
             )
         })
+}
+
+/// Parses the window `target` of a tool both backends serve, on Zellij a tab: `N` (its
+/// `tab_id`) in the server's default session, or `SESSION:N`.
+pub fn parse_tab_target(text: &str) -> Result<(Option<&str>, TabId), ToolError> {
+    match text.rsplit_once(':') {
+        Some((session, tab)) => Ok((Some(session), parse_tab(tab)?)),
+        None => Ok((None, parse_tab(text)?)),
+    }
 }
 
 /// Turns a backend failure into an error a model can act on.
@@ -227,7 +243,7 @@ fn classify(server: &str, error: &ZellijError) -> (ToolErrorKind, String) {
         ),
         E::NoSuchTab { .. } => (
             ToolErrorKind::NotFound,
-            "call zellij_list_tabs to see valid tab ids (ids, not positions)".to_owned(),
+            "call list_windows to see valid tab ids (ids, not positions)".to_owned(),
         ),
         E::SessionExists { .. } => (
             ToolErrorKind::Conflict,
@@ -245,7 +261,7 @@ fn classify(server: &str, error: &ZellijError) -> (ToolErrorKind, String) {
         ),
         E::CommandFailed { .. } | E::NoEffect { .. } | E::WatchEnded { .. } => (
             ToolErrorKind::Conflict,
-            "check the session's state (list_panes / zellij_list_tabs) before retrying"
+            "check the session's state (list_panes / list_windows) before retrying"
                 .to_owned(),
         ),
         E::Timeout { .. } => (
@@ -286,11 +302,14 @@ mod tests {
         assert!(err.message.contains("%3"), "{}", err.message);
         assert!(err.suggestion.contains("list_panes"));
         assert_eq!(parse_tab("4").unwrap(), TabId(4));
+        assert_eq!(parse_tab_target("4").unwrap(), (None, TabId(4)));
+        assert_eq!(parse_tab_target("w:1:7").unwrap(), (Some("w:1"), TabId(7)));
+        assert!(parse_tab_target("work:@2").is_err());
         assert!(
             parse_tab("@4")
                 .unwrap_err()
                 .suggestion
-                .contains("zellij_list_tabs")
+                .contains("list_windows")
         );
     }
 

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::mcp::McpServer;
 use crate::mcp::access::{PANES_HINT, TmuxAccess, list_hint, parse_target};
-use crate::mcp::backend::Backend;
+use crate::mcp::backend::{Backend, Row};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{
@@ -251,33 +251,8 @@ pub struct SelectPaneOutput {
     pub clients_focused: Option<usize>,
 }
 
-/// A pane as `resize_pane` and `select_pane` answer it: a tmux row, or a Zellij one with its
-/// session. The rows' fields differ (docs/tools.md); the schema is the tmux row's, whose
-/// fields are all optional, as `list_panes` lists either kind.
-#[derive(Debug, Serialize)]
-#[serde(untagged)]
-pub enum AnsweredPane {
-    Tmux(PaneInfo),
-    Zellij {
-        session: String,
-        #[serde(flatten)]
-        pane: ZellijPaneInfo,
-    },
-}
-
-impl JsonSchema for AnsweredPane {
-    fn schema_name() -> Cow<'static, str> {
-        PaneInfo::schema_name()
-    }
-
-    fn schema_id() -> Cow<'static, str> {
-        PaneInfo::schema_id()
-    }
-
-    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        PaneInfo::json_schema(generator)
-    }
-}
+/// A pane as `resize_pane` and `select_pane` answer it.
+pub type AnsweredPane = Row<PaneInfo, ZellijPaneInfo>;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

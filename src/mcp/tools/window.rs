@@ -2,6 +2,8 @@
 //! and kill.
 //!
 //! Windows are always targeted by id (`@N`); a session target picks where a new window goes.
+//! `list_windows`, `rename_window`, `select_window` and `kill_window` also serve Zellij
+//! servers, whose tabs are their windows (the Zellij halves are in `zellij_tab`).
 //! Only `select_window` (and `create_window`/`move_window` with `select: true`) changes which
 //! window humans attached to a session are looking at; `resize_window` changes the size they
 //! see. Everything else leaves their view alone.
@@ -19,10 +21,12 @@ use super::support::{
     build_error, check_window_name, name_filter, validate_environment, validate_start_directory,
     validate_window_size, window_only,
 };
+use super::zellij_objects::ZellijTabInfo;
 use crate::auth::owners::SessionKey;
 use crate::auth::pattern::NamePattern;
 use crate::mcp::McpServer;
 use crate::mcp::access::{SESSIONS_HINT, TmuxAccess, WINDOWS_HINT, engine_error, parse_target};
+use crate::mcp::backend::{Backend, Row};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::fields::RowShape;
@@ -166,13 +170,13 @@ pub struct WindowFilters {
     pub active: Option<bool>,
 }
 
-struct WindowMatcher {
+pub(crate) struct WindowMatcher {
     name: Option<NamePattern>,
     active: Option<bool>,
 }
 
 impl WindowMatcher {
-    fn new(filters: Option<&WindowFilters>) -> Result<Self, ToolError> {
+    pub(crate) fn new(filters: Option<&WindowFilters>) -> Result<Self, ToolError> {
         Ok(Self {
             name: name_filter(filters.and_then(|f| f.name.as_deref()))?,
             active: filters.and_then(|f| f.active),
@@ -180,8 +184,13 @@ impl WindowMatcher {
     }
 
     fn matches(&self, window: &WindowInfo) -> bool {
-        self.name.as_ref().is_none_or(|p| p.matches(&window.name))
-            && self.active.is_none_or(|a| a == window.active)
+        self.matches_named(&window.name, window.active)
+    }
+
+    /// Whether a window (or Zellij tab) of this name and current-ness matches.
+    pub(crate) fn matches_named(&self, name: &str, active: bool) -> bool {
+        self.name.as_ref().is_none_or(|p| p.matches(name))
+            && self.active.is_none_or(|a| a == active)
     }
 }
 
@@ -190,7 +199,8 @@ impl WindowMatcher {
 pub struct ListWindowsInput {
     #[serde(default)]
     pub server: Option<String>,
-    /// Only this session's windows (`$N` or exact name); default: all you may see.
+    /// Only this session's windows (`$N` or exact name); default: all you may see. Zellij: a
+    /// session name (default: the server's session); its tabs are listed.
     #[serde(default)]
     pub target: Option<String>,
     /// Only windows matching every given field.
@@ -207,6 +217,9 @@ pub struct ListWindowsInput {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ListWindowsOutput {
     pub server: String,
+    /// Zellij: the session listed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     /// Windows by session, then index, with the fields asked for. A window linked into
     /// several sessions appears once per session.
     #[schemars(with = "Vec<WindowInfo>")]
@@ -255,7 +268,19 @@ pub struct GetWindowInfoInput {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct WindowOutput {
     pub server: String,
-    pub window: WindowInfo,
+    pub window: AnsweredWindow,
+}
+
+/// A window as the window tools answer it: a tmux window, or a Zellij tab.
+pub type AnsweredWindow = Row<WindowInfo, ZellijTabInfo>;
+
+impl WindowOutput {
+    fn tmux(tmux: &TmuxAccess<'_>, window: WindowInfo) -> Self {
+        Self {
+            server: tmux.server_name().to_owned(),
+            window: Row::Tmux(window),
+        }
+    }
 }
 
 /// Where a new or moved window goes relative to a target window.
@@ -307,7 +332,7 @@ pub struct CreateWindowInput {
 pub struct KillWindowInput {
     #[serde(default)]
     pub server: Option<String>,
-    /// Window id (`@N`) only.
+    /// Window id (`@N`) only. Zellij: a tab, `[SESSION:]N` (its `tab_id`).
     pub target: String,
 }
 
@@ -316,7 +341,7 @@ pub struct KillWindowOutput {
     pub server: String,
     /// Id of the killed window.
     pub id: String,
-    /// The session it was in.
+    /// The session it was in (Zellij: its name).
     pub session_id: String,
     /// Whether that session ended because this was its last window.
     pub session_closed: bool,
@@ -327,7 +352,7 @@ pub struct KillWindowOutput {
 pub struct RenameWindowInput {
     #[serde(default)]
     pub server: Option<String>,
-    /// Window id (`@N`).
+    /// Window id (`@N`). Zellij: a tab, `[SESSION:]N` (its `tab_id`).
     pub target: String,
     /// 1-64 chars, no `#` or control chars.
     pub new_name: String,
@@ -347,7 +372,8 @@ pub enum WindowStep {
 pub struct SelectWindowInput {
     #[serde(default)]
     pub server: Option<String>,
-    /// Window `@N`, or a session (`$N` or exact name) with `step` or `index`.
+    /// Window `@N`, or a session (`$N` or exact name) with `step` or `index`. Zellij: a tab,
+    /// `[SESSION:]N` (its `tab_id`).
     pub target: String,
     /// With a session target: next/previous by index (wrapping), or last (previously current).
     #[serde(default)]
@@ -518,7 +544,7 @@ impl SelectHow {
 impl McpServer {
     #[tool(
         name = "list_windows",
-        description = "List the tmux windows you may see, of one session or all.\n\n\
+        description = "List the windows you may see, of one session or all.\n\n\
             Returns each window's id (`@N`), index, name, session, pane count, size, active pane; \
             `active` (the session's current window), `zoomed` when set.",
         annotations(
@@ -534,6 +560,9 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<ListWindowsInput>,
     ) -> Result<Json<ListWindowsOutput>, ToolError> {
+        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
+            return self.list_zellij_tabs(&call, input).await.map(Json);
+        }
         let matcher = WindowMatcher::new(input.filters.as_ref())?;
         let target = input.target.as_deref().map(parse_target).transpose()?;
         let session = match &target {
@@ -568,6 +597,7 @@ impl McpServer {
         }
         Ok(Json(ListWindowsOutput {
             server: tmux.server_name().to_owned(),
+            session: None,
             windows: windows
                 .iter()
                 .filter(|w| matcher.matches(w))
@@ -605,10 +635,7 @@ impl McpServer {
             .ok_or_else(|| {
                 ToolError::not_found(format!("no window {window} on this server"), WINDOWS_HINT)
             })?;
-        Ok(Json(WindowOutput {
-            server: tmux.server_name().to_owned(),
-            window,
-        }))
+        Ok(Json(WindowOutput::tmux(&tmux, window)))
     }
 
     #[tool(
@@ -664,15 +691,12 @@ impl McpServer {
                 )
             })?
             .into();
-        Ok(Json(WindowOutput {
-            server: tmux.server_name().to_owned(),
-            window,
-        }))
+        Ok(Json(WindowOutput::tmux(&tmux, window)))
     }
 
     #[tool(
         name = "kill_window",
-        description = "Kill a tmux window: its panes and their programs end.\n\n\
+        description = "Kill a window: its panes and their programs end.\n\n\
             Irreversible. Its session ends too if it was the last window (`session_closed`). \
             Refused for muxgate's own window. For one pane use kill_pane.",
         annotations(
@@ -688,6 +712,9 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<KillWindowInput>,
     ) -> Result<Json<KillWindowOutput>, ToolError> {
+        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
+            return self.close_zellij_tab(&call, input).await.map(Json);
+        }
         let target = parse_target(&input.target)?;
         let window = window_only(&target, "kill_window")?;
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
@@ -720,7 +747,7 @@ impl McpServer {
 
     #[tool(
         name = "rename_window",
-        description = "Rename a tmux window.\n\n\
+        description = "Rename a window.\n\n\
             tmux then stops naming it after its program. Humans see the new name; the id stays.",
         annotations(
             title = "Rename window",
@@ -735,6 +762,9 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<RenameWindowInput>,
     ) -> Result<Json<WindowOutput>, ToolError> {
+        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
+            return self.rename_zellij_tab(&call, input).await.map(Json);
+        }
         let target = parse_target(&input.target)?;
         let window = window_only(&target, "rename_window")?;
         check_window_name(&input.new_name, "new_name")?;
@@ -745,10 +775,7 @@ impl McpServer {
             .rename(window, resolved.session_id, &input.new_name)
             .await;
         let window = window_after(&tmux, renamed, resolved.session_id, window)?;
-        Ok(Json(WindowOutput {
-            server: tmux.server_name().to_owned(),
-            window,
-        }))
+        Ok(Json(WindowOutput::tmux(&tmux, window)))
     }
 
     #[tool(
@@ -769,6 +796,9 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<SelectWindowInput>,
     ) -> Result<Json<WindowOutput>, ToolError> {
+        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
+            return self.show_zellij_tab(&call, input).await.map(Json);
+        }
         let target = parse_target(&input.target)?;
         let how = SelectHow::new(&target, input.step, input.index)?;
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
@@ -811,10 +841,7 @@ impl McpServer {
             .ok_or_else(|| {
                 ToolError::new(ToolErrorKind::Internal, not_reported.0, not_reported.1)
             })?;
-        Ok(Json(WindowOutput {
-            server: tmux.server_name().to_owned(),
-            window,
-        }))
+        Ok(Json(WindowOutput::tmux(&tmux, window)))
     }
 
     #[tool(
@@ -852,10 +879,7 @@ impl McpServer {
             .resize(window, resolved.session_id, input.width, input.height)
             .await;
         let window = window_after(&tmux, resized, resolved.session_id, window)?;
-        Ok(Json(WindowOutput {
-            server: tmux.server_name().to_owned(),
-            window,
-        }))
+        Ok(Json(WindowOutput::tmux(&tmux, window)))
     }
 
     #[tool(
@@ -893,10 +917,7 @@ impl McpServer {
                 ),
                 false => e,
             })?;
-        Ok(Json(WindowOutput {
-            server: tmux.server_name().to_owned(),
-            window,
-        }))
+        Ok(Json(WindowOutput::tmux(&tmux, window)))
     }
 
     #[tool(
@@ -934,10 +955,7 @@ impl McpServer {
             .move_to(window, place.place, place.session, input.select)
             .await;
         let window = window_after(&tmux, moved, place.session, window)?;
-        Ok(Json(WindowOutput {
-            server: tmux.server_name().to_owned(),
-            window,
-        }))
+        Ok(Json(WindowOutput::tmux(&tmux, window)))
     }
 }
 

@@ -58,7 +58,7 @@ pub struct ZellijRunCommandInput {
     pub session: Option<String>,
     /// A `/bin/sh` command line, e.g. `cargo test 2>&1 | tail -5`.
     pub command: String,
-    /// Tab id (zellij_list_tabs); default: the first tab.
+    /// Tab id (list_windows' `tab_id`); default: the first tab.
     #[serde(default)]
     pub tab: Option<String>,
     /// Absolute working directory.

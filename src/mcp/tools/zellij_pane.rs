@@ -30,7 +30,7 @@ pub struct ZellijNewPaneInput {
     /// Session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
-    /// Tab id (zellij_list_tabs); default: the first tab.
+    /// Tab id (list_windows' `tab_id`); default: the first tab.
     #[serde(default)]
     pub tab: Option<String>,
     /// Pane title (at most 256 bytes).
@@ -76,7 +76,7 @@ pub struct ZellijEditFileInput {
     /// Line to put the cursor on (1-based).
     #[serde(default)]
     pub line: Option<usize>,
-    /// Tab id (zellij_list_tabs); default: the first tab.
+    /// Tab id (list_windows' `tab_id`); default: the first tab.
     #[serde(default)]
     pub tab: Option<String>,
     /// Open the editor in a floating pane.
@@ -137,7 +137,7 @@ impl McpServer {
         let pane = resized.map_err(|e| z.error(e))?;
         Ok(AnsweredPane::Zellij {
             session: session.to_string(),
-            pane: pane.into(),
+            row: pane.into(),
         })
     }
 
@@ -165,7 +165,7 @@ impl McpServer {
             server: z.server_name().to_owned(),
             active_pane: AnsweredPane::Zellij {
                 session: session.to_string(),
-                pane: focused.pane.into(),
+                row: focused.pane.into(),
             },
             clients: Some(focused.clients),
             clients_focused: Some(focused.clients_focused),

@@ -1,6 +1,6 @@
-//! Read-only Zellij tools that show the workspace before acting: sessions, tabs, panes,
-//! attached clients and the live layout (list_servers names the Zellij servers too). None
-//! changes anything or moves focus.
+//! Read-only Zellij tools that show the workspace before acting: the Zellij halves of
+//! `list_sessions`, `list_panes` and `get_pane_state`, and the attached clients and the live
+//! layout (list_servers names the Zellij servers too). None changes anything or moves focus.
 
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
@@ -14,10 +14,11 @@ use super::session::{ListSessionsInput, ListSessionsOutput};
 use super::state::{GetPaneStateInput, PaneStateOutput};
 use super::support::name_filter;
 use super::zellij_objects::ZELLIJ_PANE_FIELDS;
-use super::zellij_objects::{ZellijClientInfo, ZellijPaneInfo, ZellijTabInfo};
+use super::zellij_objects::{ZellijClientInfo, ZellijPaneInfo};
 use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
-use crate::mcp::error::{ToolError, ToolErrorKind};
+use crate::mcp::error::ToolError;
+use crate::mcp::fields::object;
 use crate::mcp::filter::Filters;
 use crate::mux::zellij::marker::program_name;
 
@@ -29,14 +30,6 @@ pub struct ZellijSessionInput {
     /// Session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ZellijListTabsOutput {
-    pub server: String,
-    pub session: String,
-    /// By position.
-    pub tabs: Vec<ZellijTabInfo>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -180,14 +173,7 @@ impl McpServer {
             .map_err(|e| z.error(e))?
             .into_iter()
             .filter(|p| with_plugins || p.is_user_terminal())
-            .map(|p| match serde_json::to_value(ZellijPaneInfo::from(p)) {
-                Ok(Value::Object(row)) => Ok(row),
-                _ => Err(ToolError::new(
-                    ToolErrorKind::Internal,
-                    "a Zellij pane did not make a row",
-                    "report this to the operator",
-                )),
-            })
+            .map(|p| object(&ZellijPaneInfo::from(p)))
             .filter(|row| match row {
                 Ok(row) => filters.matches(row),
                 Err(_) => true,
@@ -203,40 +189,6 @@ impl McpServer {
 
 #[tool_router(router = zellij_session_tools, vis = "pub(crate)")]
 impl McpServer {
-    #[tool(
-        name = "zellij_list_tabs",
-        description = "List the tabs of a Zellij session with their stable ids, names and sizes.\n\n\
-            Tab tools take `tab_id` (not the position). `active`: in an attached human's view.",
-        annotations(
-            title = "List Zellij tabs",
-            read_only_hint = true,
-            destructive_hint = false,
-            idempotent_hint = true,
-            open_world_hint = false
-        )
-    )]
-    async fn zellij_list_tabs(
-        &self,
-        Extension(call): Extension<CallContext>,
-        Parameters(input): Parameters<ZellijSessionInput>,
-    ) -> Result<Json<ZellijListTabsOutput>, ToolError> {
-        let z = self.zellij_access(&call, input.server.as_deref()).await?;
-        let session = z.session(input.session.as_deref())?;
-        let tabs = z
-            .backend
-            .list_tabs(&session)
-            .await
-            .map_err(|e| z.error(e))?
-            .into_iter()
-            .map(ZellijTabInfo::from)
-            .collect();
-        Ok(Json(ZellijListTabsOutput {
-            server: z.server_name().to_owned(),
-            session: session.to_string(),
-            tabs,
-        }))
-    }
-
     #[tool(
         name = "zellij_list_clients",
         description = "List the clients (humans' terminals) attached to a Zellij session and the pane each has focused.\n\n\

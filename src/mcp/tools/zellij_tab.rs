@@ -1,6 +1,7 @@
-//! Zellij tab tools: create, rename, close, switch to, and show/hide floating panes. Tabs are
-//! targeted by their stable id; only `zellij_go_to_tab` (and `focus: true` on
-//! `zellij_new_tab`) moves a human's view.
+//! Zellij tabs, which are the windows of a Zellij server: the Zellij halves of `list_windows`,
+//! `rename_window`, `select_window` and `kill_window`, and the Zellij tools that create a tab
+//! and show/hide its floating panes. Tabs are targeted by their stable id; only
+//! `select_window` (and `focus: true` on `zellij_new_tab`) moves a human's view.
 
 use std::path::PathBuf;
 
@@ -10,12 +11,19 @@ use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::window::{
+    AnsweredWindow, KillWindowInput, KillWindowOutput, ListWindowsInput, ListWindowsOutput,
+    RenameWindowInput, SelectWindowInput, WindowMatcher, WindowOutput,
+};
 use super::zellij_objects::ZellijTabInfo;
 use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
-use crate::mcp::zellij_access::parse_tab;
+use crate::mcp::fields::object;
+use crate::mcp::zellij_access::{ZellijAccess, parse_tab};
 use crate::mux::zellij::backend::NewTabOptions;
+use crate::mux::zellij::ids::SessionName;
+use crate::mux::zellij::listing::Tab;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -51,53 +59,123 @@ pub struct ZellijTabOutput {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ZellijRenameTabInput {
-    #[serde(default)]
-    pub server: Option<String>,
-    /// Session; omit for the default.
-    #[serde(default)]
-    pub session: Option<String>,
-    /// Tab id (zellij_list_tabs), not its position.
-    pub tab: String,
-    /// The new name (at most 256 bytes).
-    pub name: String,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ZellijTabTargetInput {
-    #[serde(default)]
-    pub server: Option<String>,
-    /// Session; omit for the default.
-    #[serde(default)]
-    pub session: Option<String>,
-    /// Tab id (zellij_list_tabs), not its position.
-    pub tab: String,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ZellijCloseTabOutput {
-    pub server: String,
-    pub session: String,
-    /// The closed tab's id.
-    pub closed_tab_id: u32,
-    /// Tabs left, by position.
-    pub tabs: Vec<ZellijTabInfo>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct ZellijFloatingInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Session; omit for the default.
     #[serde(default)]
     pub session: Option<String>,
-    /// Tab id (zellij_list_tabs), not its position.
+    /// Tab id (list_windows' `tab_id`), not its position.
     pub tab: String,
     /// `true` shows, `false` hides the tab's floating panes; omitted: toggle.
     #[serde(default)]
     pub visible: Option<bool>,
+}
+
+impl McpServer {
+    /// `list_windows` on a Zellij server: the tabs of one session (`target`, default the
+    /// server's), by position, filtered by name and `active` as windows are.
+    pub(crate) async fn list_zellij_tabs(
+        &self,
+        call: &CallContext,
+        input: ListWindowsInput,
+    ) -> Result<ListWindowsOutput, ToolError> {
+        if input.fields.is_some() {
+            return Err(ToolError::invalid_arguments(
+                "fields is tmux-only: a Zellij tab's row is always whole",
+                "omit fields for a Zellij server",
+            ));
+        }
+        let matcher = WindowMatcher::new(input.filters.as_ref())?;
+        let z = self.zellij_access(call, input.server.as_deref()).await?;
+        let session = z.session(input.target.as_deref())?;
+        let tabs = z
+            .backend
+            .list_tabs(&session)
+            .await
+            .map_err(|e| z.error(e))?;
+        let windows = tabs
+            .into_iter()
+            .filter(|t| matcher.matches_named(&t.name, t.active))
+            .map(|t| object(&ZellijTabInfo::from(t)))
+            .collect::<Result<_, _>>()?;
+        Ok(ListWindowsOutput {
+            server: z.server_name().to_owned(),
+            session: Some(session.to_string()),
+            windows,
+        })
+    }
+
+    /// `rename_window` on a Zellij server: renames a tab without focusing it.
+    pub(crate) async fn rename_zellij_tab(
+        &self,
+        call: &CallContext,
+        input: RenameWindowInput,
+    ) -> Result<WindowOutput, ToolError> {
+        let z = self.zellij_access(call, input.server.as_deref()).await?;
+        let (session, tab) = z.tab_target(&input.target)?;
+        let tab = z
+            .backend
+            .rename_tab(&session, tab, &input.new_name)
+            .await
+            .map_err(|e| z.error(e))?;
+        Ok(tab_output(&z, &session, tab))
+    }
+
+    /// `select_window` on a Zellij server: switches every attached client to a tab. Zellij
+    /// switches by tab only, so `step` and `index` are refused.
+    pub(crate) async fn show_zellij_tab(
+        &self,
+        call: &CallContext,
+        input: SelectWindowInput,
+    ) -> Result<WindowOutput, ToolError> {
+        if input.step.is_some() || input.index.is_some() {
+            return Err(ToolError::invalid_arguments(
+                "step and index are tmux-only: a Zellij tab is selected by its id",
+                "call list_windows and pass the tab's tab_id as target",
+            ));
+        }
+        let z = self.zellij_access(call, input.server.as_deref()).await?;
+        let (session, tab) = z.tab_target(&input.target)?;
+        let tab = z
+            .backend
+            .go_to_tab(&session, tab)
+            .await
+            .map_err(|e| z.error(e))?;
+        Ok(tab_output(&z, &session, tab))
+    }
+
+    /// `kill_window` on a Zellij server: closes a tab and every pane in it. The session's last
+    /// tab is refused, as closing it would end the session.
+    pub(crate) async fn close_zellij_tab(
+        &self,
+        call: &CallContext,
+        input: KillWindowInput,
+    ) -> Result<KillWindowOutput, ToolError> {
+        let z = self.zellij_access(call, input.server.as_deref()).await?;
+        let (session, tab) = z.tab_target(&input.target)?;
+        z.backend
+            .close_tab(&session, tab)
+            .await
+            .map_err(|e| z.error(e))?;
+        Ok(KillWindowOutput {
+            server: z.server_name().to_owned(),
+            id: tab.to_string(),
+            session_id: session.to_string(),
+            session_closed: false,
+        })
+    }
+}
+
+/// A tab as a window tool answers it.
+fn tab_output(z: &ZellijAccess<'_>, session: &SessionName, tab: Tab) -> WindowOutput {
+    WindowOutput {
+        server: z.server_name().to_owned(),
+        window: AnsweredWindow::Zellij {
+            session: session.to_string(),
+            row: tab.into(),
+        },
+    }
 }
 
 #[tool_router(router = zellij_tab_tools, vis = "pub(crate)")]
@@ -105,7 +183,7 @@ impl McpServer {
     #[tool(
         name = "zellij_new_tab",
         description = "Create a tab in a Zellij session, in the background unless `focus` is true.\n\n\
-            `focus: true` switches every attached client to it (no zellij_go_to_tab needed). \
+            `focus: true` switches every attached client to it (no select_window needed). \
             Returns the tab with its stable `tab_id`.",
         annotations(
             title = "New Zellij tab",
@@ -132,108 +210,6 @@ impl McpServer {
         let tab = z
             .backend
             .new_tab(&session, opts)
-            .await
-            .map_err(|e| z.error(e))?;
-        Ok(Json(ZellijTabOutput {
-            server: z.server_name().to_owned(),
-            session: session.to_string(),
-            tab: tab.into(),
-        }))
-    }
-
-    #[tool(
-        name = "zellij_rename_tab",
-        description = "Rename a Zellij tab by id, without focusing it.",
-        annotations(
-            title = "Rename Zellij tab",
-            read_only_hint = false,
-            destructive_hint = false,
-            idempotent_hint = true,
-            open_world_hint = false
-        )
-    )]
-    async fn zellij_rename_tab(
-        &self,
-        Extension(call): Extension<CallContext>,
-        Parameters(input): Parameters<ZellijRenameTabInput>,
-    ) -> Result<Json<ZellijTabOutput>, ToolError> {
-        let z = self.zellij_access(&call, input.server.as_deref()).await?;
-        let session = z.session(input.session.as_deref())?;
-        let tab = parse_tab(&input.tab)?;
-        let tab = z
-            .backend
-            .rename_tab(&session, tab, &input.name)
-            .await
-            .map_err(|e| z.error(e))?;
-        Ok(Json(ZellijTabOutput {
-            server: z.server_name().to_owned(),
-            session: session.to_string(),
-            tab: tab.into(),
-        }))
-    }
-
-    #[tool(
-        name = "zellij_close_tab",
-        description = "Close a Zellij tab by id, killing all its panes and their processes.\n\n\
-            Its viewers move to a neighbouring tab; the session's last tab is refused. Returns the \
-            tabs left.",
-        annotations(
-            title = "Close Zellij tab",
-            read_only_hint = false,
-            destructive_hint = true,
-            idempotent_hint = false,
-            open_world_hint = false
-        )
-    )]
-    async fn zellij_close_tab(
-        &self,
-        Extension(call): Extension<CallContext>,
-        Parameters(input): Parameters<ZellijTabTargetInput>,
-    ) -> Result<Json<ZellijCloseTabOutput>, ToolError> {
-        let z = self.zellij_access(&call, input.server.as_deref()).await?;
-        let session = z.session(input.session.as_deref())?;
-        let tab = parse_tab(&input.tab)?;
-        z.backend
-            .close_tab(&session, tab)
-            .await
-            .map_err(|e| z.error(e))?;
-        let tabs = z
-            .backend
-            .list_tabs(&session)
-            .await
-            .map_err(|e| z.error(e))?;
-        Ok(Json(ZellijCloseTabOutput {
-            server: z.server_name().to_owned(),
-            session: session.to_string(),
-            closed_tab_id: tab.0,
-            tabs: tabs.into_iter().map(ZellijTabInfo::from).collect(),
-        }))
-    }
-
-    #[tool(
-        name = "zellij_go_to_tab",
-        description = "Focus tool: switch every attached human's view to a Zellij tab.\n\n\
-            Only when the user asks to see the tab: other tools work on any tab by id. No effect \
-            with nobody attached.",
-        annotations(
-            title = "Go to Zellij tab",
-            read_only_hint = false,
-            destructive_hint = false,
-            idempotent_hint = true,
-            open_world_hint = false
-        )
-    )]
-    async fn zellij_go_to_tab(
-        &self,
-        Extension(call): Extension<CallContext>,
-        Parameters(input): Parameters<ZellijTabTargetInput>,
-    ) -> Result<Json<ZellijTabOutput>, ToolError> {
-        let z = self.zellij_access(&call, input.server.as_deref()).await?;
-        let session = z.session(input.session.as_deref())?;
-        let tab = parse_tab(&input.tab)?;
-        let tab = z
-            .backend
-            .go_to_tab(&session, tab)
             .await
             .map_err(|e| z.error(e))?;
         Ok(Json(ZellijTabOutput {
