@@ -288,6 +288,16 @@ async fn create_window_stays_in_the_background_unless_selected() {
             "invalid_arguments",
             "1X",
         ),
+        (
+            json!({"target": "main", "layout": "layout { pane; }"}),
+            "invalid_arguments",
+            "layout is Zellij-only",
+        ),
+        (
+            json!({"target": "main", "shell": ""}),
+            "invalid_arguments",
+            "shell is empty",
+        ),
     ] {
         err_kind(&client, "create_window", args, kind, needle).await;
     }
@@ -296,6 +306,22 @@ async fn create_window_stays_in_the_background_unless_selected() {
         5,
         "a refused call created a window"
     );
+
+    // A window running a command instead of the shell.
+    let running = ok(
+        &client,
+        "create_window",
+        json!({"target": "main", "shell": "echo from-the-shell-arg; exec sleep 60"}),
+    )
+    .await;
+    let pane = running["window"]["active_pane_id"].as_str().unwrap();
+    let seen = ok(
+        &client,
+        "wait_for_text",
+        json!({"target": pane, "patterns": ["from-the-shell-arg"], "include_screen": true}),
+    )
+    .await;
+    assert_eq!(seen["matched_line"], "from-the-shell-arg", "{seen}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

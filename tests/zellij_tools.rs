@@ -372,7 +372,12 @@ async fn discovery_tools_and_access_rules() {
         &token(&gateway, "dave", &["mux:read"], None, false),
     )
     .await;
-    let e = err(&read_only, "zellij_new_tab", json!({})).await;
+    let e = err(
+        &read_only,
+        "create_window",
+        json!({"server": "z", "target": s}),
+    )
+    .await;
     assert_eq!(e["kind"], "forbidden", "{e}");
     ok(
         &read_only,
@@ -398,9 +403,31 @@ async fn tabs_are_made_in_the_background_and_focus_moves_only_when_asked() {
     let tabs = ok(&client, "list_windows", json!({"server": "z"})).await;
     assert_eq!(tab(&tabs, "0")["active"], true, "{tabs}");
 
-    let created = ok(&client, "zellij_new_tab", json!({"name": "build"})).await;
-    let build = created["tab"]["tab_id"].to_string();
-    assert_eq!(created["tab"]["name"], "build");
+    let created = ok(
+        &client,
+        "create_window",
+        json!({"server": "z", "target": session, "name": "build"}),
+    )
+    .await;
+    let build = created["window"]["tab_id"].to_string();
+    assert_eq!(created["window"]["name"], "build");
+    assert_eq!(created["window"]["session"], session.as_str());
+    for (args, refused) in [
+        (
+            json!({"position": "after"}),
+            "position and environment are tmux-only",
+        ),
+        (
+            json!({"environment": {"A": "b"}}),
+            "position and environment are tmux-only",
+        ),
+        (json!({"shell": " "}), "shell is empty"),
+    ] {
+        let mut args = args;
+        args["server"] = json!("z");
+        args["target"] = json!(session);
+        err_kind(&client, "create_window", args, "invalid_arguments", refused).await;
+    }
     let tabs = ok(&client, "list_windows", json!({"server": "z"})).await;
     assert_eq!(tab(&tabs, "0")["active"], true, "the human stays: {tabs}");
     assert_eq!(tab(&tabs, &build)["active"], false, "{tabs}");
@@ -443,11 +470,11 @@ async fn tabs_are_made_in_the_background_and_focus_moves_only_when_asked() {
     // A tab created with focus takes the human there; go_to_tab takes them back.
     let focused = ok(
         &client,
-        "zellij_new_tab",
-        json!({"name": "shown", "focus": true}),
+        "create_window",
+        json!({"server": "z", "target": session, "name": "shown", "select": true}),
     )
     .await;
-    let shown_id = focused["tab"]["tab_id"].to_string();
+    let shown_id = focused["window"]["tab_id"].to_string();
     let tabs = ok(&client, "list_windows", json!({"server": "z"})).await;
     assert_eq!(tab(&tabs, &shown_id)["active"], true, "{tabs}");
     assert_eq!(tab(&tabs, "0")["active"], false, "{tabs}");
@@ -500,15 +527,16 @@ async fn tabs_are_made_in_the_background_and_focus_moves_only_when_asked() {
     // only what clients see; the wait then reads the screen, see the watch module).
     let bg = ok(
         &client,
-        "zellij_new_tab",
-        json!({"name": "bg", "command": ["sh", "-c", "sleep 0.3; echo bg-ready; exec sleep 600"]}),
+        "create_window",
+        json!({"server": "z", "target": session, "name": "bg",
+               "shell": "sleep 0.3; echo bg-ready; exec sleep 600"}),
     )
     .await;
-    let bg_tab = bg["tab"]["tab_id"].to_string();
+    let bg_tab = bg["window"]["tab_id"].to_string();
     let panes = ok(
         &client,
         "list_panes",
-        json!({"server": "z", "filters": {"tab_id": bg["tab"]["tab_id"]}}),
+        json!({"server": "z", "filters": {"tab_id": bg["window"]["tab_id"]}}),
     )
     .await;
     let bg_pane = panes["panes"][0]["pane_id"].as_str().unwrap().to_owned();
@@ -1215,14 +1243,15 @@ async fn terminal_io_and_the_user_workflows() {
     // Workflow: a dev-server tab created in the background; read its output from here.
     let server = ok(
         &client,
-        "zellij_new_tab",
-        json!({"name": "server", "command": ["sh", "-c", "for i in 1 2 3; do echo served $i; done; exec sleep 600"]}),
+        "create_window",
+        json!({"server": "z", "target": session, "name": "server",
+               "shell": "for i in 1 2 3; do echo served $i; done; exec sleep 600"}),
     )
     .await;
     let panes = ok(
         &client,
         "list_panes",
-        json!({"server": "z", "filters": {"tab_id": server["tab"]["tab_id"]}}),
+        json!({"server": "z", "filters": {"tab_id": server["window"]["tab_id"]}}),
     )
     .await;
     let server_pane = panes["panes"][0]["pane_id"].as_str().unwrap().to_owned();

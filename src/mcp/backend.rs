@@ -64,6 +64,7 @@ pub const SHARED_TOOLS: &[&str] = &[
     "select_pane",
     "kill_pane",
     "list_windows",
+    "create_window",
     "rename_window",
     "select_window",
     "kill_window",
@@ -74,7 +75,7 @@ pub const DIFFERENCES: &str = "## Tools both backends serve\n\n\
 `list_servers`, `list_sessions`, `list_panes`, `capture_pane`, `send_keys`, `paste_text`, \
 `send_keys_batch`, `pane_batch`, `wait_for_text`, `get_pane_state`, `run_command`, \
 `set_pane_title`, `resize_pane`, `select_pane`, `kill_pane`, `list_windows`, \
-`rename_window`, `select_window` and `kill_window` serve tmux and Zellij servers alike: the \
+`create_window`, `rename_window`, `select_window` and `kill_window` serve tmux and Zellij servers alike: the \
 server a call names (`server`) picks the backend, and without it the tmux server is used (the \
 Zellij one when you may use no tmux server). A Zellij pane `target` is `terminal_N` (in the \
 server's default session) or `SESSION:terminal_N`; a Zellij server's windows are its tabs, \
@@ -133,6 +134,11 @@ session's last pane is refused, where tmux would end the session.\n\
 tab's `tab_id`, `position`, `name`, `active` (in an attached human's view), \
 `fullscreen_active`, `floating_panes_visible`, `rows`, `columns`, `tiled_panes` and \
 `floating_panes`; `filters` (`name`, `active`) match as for tmux, and `fields` is refused.\n\
+- `create_window`: `target` is a session name, and the tab goes last (`position` is \
+refused); Zellij sets no pane environment, so `environment` is refused. `shell` runs as a \
+command pane, held after the command exits where a tmux window closes. `layout` (a KDL \
+layout) is Zellij's alone. The answer is the tab's `list_windows` row with no pane id: \
+`list_panes` with `{\"tab_id\": N}` finds its panes.\n\
 - `rename_window`: Zellij takes a tab name of up to 256 bytes, `#` included. A Zellij answer \
 is the tab's `list_windows` row and its `session`, as for `select_window`.\n\
 - `select_window`: switches every attached human to the tab. Zellij switches by tab id only, \
@@ -146,8 +152,8 @@ sessions, so it is `running` while a session lives and `no_sessions` otherwise, 
 Every other tool serves one backend. The tmux ones include those built on tmux's output \
 stream and command ledger (`wait_for_state`, `capture_since`, `list_commands`, \
 `get_command_output`, `send_prompt`, `search_panes`, `snapshot_pane`); the `zellij_*` ones \
-create tabs and panes (Zellij splits no given pane), show floating panes, list clients, dump \
-the layout, open the editor and run one-off commands.\n";
+open panes (Zellij splits no given pane), show floating panes, list clients, dump the \
+layout, open the editor and run one-off commands.\n";
 
 impl Backend {
     /// The backends that serve `tool`.
@@ -176,7 +182,7 @@ mod tests {
             Backend::serving("list_windows"),
             [Backend::Tmux, Backend::Zellij]
         );
-        assert_eq!(Backend::serving("zellij_new_tab"), [Backend::Zellij]);
+        assert_eq!(Backend::serving("zellij_new_pane"), [Backend::Zellij]);
         assert_eq!(Backend::serving("split_window"), [Backend::Tmux]);
     }
 }

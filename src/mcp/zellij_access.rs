@@ -256,7 +256,7 @@ fn classify(server: &str, error: &ZellijError) -> (ToolErrorKind, String) {
         ),
         E::WouldEndSession { .. } => (
             ToolErrorKind::Conflict,
-            "open another tab or pane first (zellij_new_tab / zellij_new_pane) if you need this one gone"
+            "open another tab or pane first (create_window / zellij_new_pane) if you need this one gone"
                 .to_owned(),
         ),
         E::CommandFailed { .. } | E::NoEffect { .. } | E::WatchEnded { .. } => (

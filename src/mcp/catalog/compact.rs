@@ -48,22 +48,27 @@ pub fn input_schema(schema: &mut Map<String, Value>) {
 }
 
 /// Where an argument's description says how Zellij reads it: the rest of the description,
-/// which a gateway without a Zellij server leaves out. It follows a space or, when the doc
-/// comment put it on a line of its own, a line break.
-const ZELLIJ_NOTE: &str = "Zellij: ";
+/// which a gateway without a Zellij server leaves out. Whitespace stands on both sides of it,
+/// a space or a line break, as the doc comment wrapped its lines.
+const ZELLIJ_NOTE: &str = "Zellij:";
 
-/// Drops the Zellij notes (`… Zellij: …` to the end) from a tool's argument descriptions:
-/// a gateway serving no Zellij server lists the shared tools as tmux tools.
+/// Drops the Zellij notes (`… Zellij: …` to the end) from a tool's argument descriptions,
+/// and the arguments only Zellij takes (their description starts with `Zellij:`): a gateway
+/// serving no Zellij server lists the shared tools as tmux tools.
 pub fn without_zellij_notes(schema: &mut Map<String, Value>) {
     let Some(Value::Object(properties)) = schema.get_mut("properties") else {
         return;
     };
+    properties.retain(|_, property| !is_zellij_only(property));
     for property in properties.values_mut() {
         if let Some(Value::String(text)) = property.get_mut("description")
             && let Some(at) = text
                 .match_indices(ZELLIJ_NOTE)
                 .map(|(at, _)| at)
-                .find(|&at| text[..at].ends_with(char::is_whitespace))
+                .find(|&at| {
+                    text[..at].ends_with(char::is_whitespace)
+                        && text[at + ZELLIJ_NOTE.len()..].starts_with(char::is_whitespace)
+                })
         {
             text.truncate(at);
             text.truncate(text.trim_end().len());
@@ -77,12 +82,15 @@ pub fn without_zellij_fields(schema: &mut Map<String, Value>) {
     let Some(Value::Object(properties)) = schema.get_mut("properties") else {
         return;
     };
-    properties.retain(|_, property| {
-        !property
-            .get("description")
-            .and_then(Value::as_str)
-            .is_some_and(|text| text.starts_with(ZELLIJ_NOTE.trim_end()))
-    });
+    properties.retain(|_, property| !is_zellij_only(property));
+}
+
+/// Whether an argument or answer field is Zellij's alone: its description starts `Zellij:`.
+fn is_zellij_only(property: &Value) -> bool {
+    property
+        .get("description")
+        .and_then(Value::as_str)
+        .is_some_and(|text| text.starts_with(ZELLIJ_NOTE))
 }
 
 /// A definition used once costs its name twice and a `$ref` for nothing: it goes where it is

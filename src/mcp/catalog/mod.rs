@@ -251,7 +251,7 @@ mod tests {
         for shared in crate::mcp::backend::SHARED_TOOLS {
             assert!(zellij.iter().any(|n| n == shared), "{shared}: {zellij:?}");
         }
-        assert!(zellij.iter().any(|n| n == "zellij_new_tab"));
+        assert!(zellij.iter().any(|n| n == "zellij_new_pane"));
         assert!(!zellij.iter().any(|n| n == "split_window"), "{zellij:?}");
         let tmux = names(&[Backend::Tmux]);
         assert!(tmux.iter().any(|n| n == "capture_pane"));

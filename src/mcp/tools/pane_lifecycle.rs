@@ -16,6 +16,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
 
+use super::support::check_shell;
 use crate::mcp::McpServer;
 use crate::mcp::access::{PANES_HINT, TmuxAccess, list_hint, parse_target};
 use crate::mcp::backend::{Backend, Row};
@@ -758,12 +759,7 @@ fn check_spawn(
             "pass a path starting with /",
         ));
     }
-    if shell.as_ref().is_some_and(|s| s.trim().is_empty()) {
-        return Err(ToolError::invalid_arguments(
-            "shell is empty",
-            "omit shell for the default shell, or pass a command",
-        ));
-    }
+    check_shell(shell.as_deref())?;
     let environment = environment.map(env_assignments).transpose()?;
     Ok(Spawn {
         start_directory,

@@ -199,6 +199,17 @@ pub(crate) fn validate_environment(
     Ok(environment.into_iter().collect())
 }
 
+/// A `shell` argument, when given, must name a command.
+pub fn check_shell(shell: Option<&str>) -> Result<(), ToolError> {
+    if shell.is_some_and(|s| s.trim().is_empty()) {
+        return Err(ToolError::invalid_arguments(
+            "shell is empty",
+            "omit shell for the default shell, or pass a command",
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

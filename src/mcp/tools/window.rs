@@ -2,8 +2,8 @@
 //! and kill.
 //!
 //! Windows are always targeted by id (`@N`); a session target picks where a new window goes.
-//! `list_windows`, `rename_window`, `select_window` and `kill_window` also serve Zellij
-//! servers, whose tabs are their windows (the Zellij halves are in `zellij_tab`).
+//! `list_windows`, `create_window`, `rename_window`, `select_window` and `kill_window` also
+//! serve Zellij servers, whose tabs are their windows (the Zellij halves are in `zellij_tab`).
 //! Only `select_window` (and `create_window`/`move_window` with `select: true`) changes which
 //! window humans attached to a session are looking at; `resize_window` changes the size they
 //! see. Everything else leaves their view alone.
@@ -18,8 +18,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::support::{
-    build_error, check_window_name, name_filter, validate_environment, validate_start_directory,
-    validate_window_size, window_only,
+    build_error, check_shell, check_window_name, name_filter, validate_environment,
+    validate_start_directory, validate_window_size, window_only,
 };
 use super::zellij_objects::ZellijTabInfo;
 use crate::auth::owners::SessionKey;
@@ -306,10 +306,18 @@ pub struct CreateWindowInput {
     #[serde(default)]
     pub server: Option<String>,
     /// A session (`$N` or exact name; next free index), or a window `@N` with `position`.
+    /// Zellij: a session name; the tab goes last.
     pub target: String,
     /// With a window target: `before` or `after` it.
     #[serde(default)]
     pub position: Option<Position>,
+    /// Command run instead of the shell (`sh -c`); the window ends with it. Zellij: the pane is
+    /// held after it exits.
+    #[serde(default)]
+    pub shell: Option<String>,
+    /// Zellij: a KDL layout for the tab, e.g. `layout { pane split_direction="vertical" { pane; pane; } }`.
+    #[serde(default)]
+    pub layout: Option<String>,
     /// Window name (1-64 chars, no `#` or control chars); default: its program's.
     #[serde(default)]
     pub name: Option<String>,
@@ -640,8 +648,8 @@ impl McpServer {
 
     #[tool(
         name = "create_window",
-        description = "Create a tmux window running the default shell, without switching to it.\n\n\
-            Attached humans keep their current window unless `select: true`. Returns the window: \
+        description = "Create a window (default shell, or `shell`) without switching to it.\n\n\
+            Humans keep their current window unless `select: true`. Returns the window: \
             its id (`@N`) and `active_pane_id`, where to send input next.",
         annotations(
             title = "Create window",
@@ -656,6 +664,16 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<CreateWindowInput>,
     ) -> Result<Json<WindowOutput>, ToolError> {
+        check_shell(input.shell.as_deref())?;
+        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
+            return self.create_zellij_tab(&call, input).await.map(Json);
+        }
+        if input.layout.is_some() {
+            return Err(ToolError::invalid_arguments(
+                "layout is Zellij-only: a tmux window is laid out with select_layout",
+                "omit layout, then call split_window and select_layout",
+            ));
+        }
         let target = parse_target(&input.target)?;
         if let Some(name) = &input.name {
             check_window_name(name, "name")?;
@@ -673,8 +691,13 @@ impl McpServer {
             environment,
             select: input.select,
         };
-        let integration = self.state().config.tmux.shell_integration;
-        let launch = tmux.integrated_shell(integration).await;
+        let launch = match input.shell {
+            Some(shell) => Some(vec![shell]),
+            None => {
+                let integration = self.state().config.tmux.shell_integration;
+                tmux.integrated_shell(integration).await
+            }
+        };
         let window = tmux
             .windows()
             .create(&new_window, launch.as_deref())

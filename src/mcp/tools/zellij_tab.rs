@@ -1,7 +1,7 @@
 //! Zellij tabs, which are the windows of a Zellij server: the Zellij halves of `list_windows`,
-//! `rename_window`, `select_window` and `kill_window`, and the Zellij tools that create a tab
-//! and show/hide its floating panes. Tabs are targeted by their stable id; only
-//! `select_window` (and `focus: true` on `zellij_new_tab`) moves a human's view.
+//! `create_window`, `rename_window`, `select_window` and `kill_window`, and the Zellij tool
+//! that shows/hides a tab's floating panes. Tabs are targeted by their stable id; only
+//! `select_window` (and `select: true` on `create_window`) moves a human's view.
 
 use std::path::PathBuf;
 
@@ -12,8 +12,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::window::{
-    AnsweredWindow, KillWindowInput, KillWindowOutput, ListWindowsInput, ListWindowsOutput,
-    RenameWindowInput, SelectWindowInput, WindowMatcher, WindowOutput,
+    AnsweredWindow, CreateWindowInput, KillWindowInput, KillWindowOutput, ListWindowsInput,
+    ListWindowsOutput, RenameWindowInput, SelectWindowInput, WindowMatcher, WindowOutput,
 };
 use super::zellij_objects::ZellijTabInfo;
 use crate::mcp::McpServer;
@@ -24,31 +24,6 @@ use crate::mcp::zellij_access::{ZellijAccess, parse_tab};
 use crate::mux::zellij::backend::NewTabOptions;
 use crate::mux::zellij::ids::SessionName;
 use crate::mux::zellij::listing::Tab;
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ZellijNewTabInput {
-    #[serde(default)]
-    pub server: Option<String>,
-    /// Session; omit for the default.
-    #[serde(default)]
-    pub session: Option<String>,
-    /// Tab name (at most 256 bytes). Default: Zellij's `Tab #N`.
-    #[serde(default)]
-    pub name: Option<String>,
-    /// Absolute working directory of the tab's panes.
-    #[serde(default)]
-    pub cwd: Option<String>,
-    /// A KDL layout for the tab, e.g. `layout { pane split_direction="vertical" { pane; pane; } }`.
-    #[serde(default)]
-    pub layout: Option<String>,
-    /// Program and args to run in the tab's pane instead of a shell.
-    #[serde(default)]
-    pub command: Vec<String>,
-    /// Switch attached clients to the new tab.
-    #[serde(default)]
-    pub focus: bool,
-}
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ZellijTabOutput {
@@ -104,6 +79,42 @@ impl McpServer {
             session: Some(session.to_string()),
             windows,
         })
+    }
+
+    /// `create_window` on a Zellij server: a tab at the end of the session (`target`), in
+    /// the background unless `select`; `shell` runs as a command pane (`sh -c`), `layout` lays
+    /// the tab out. Zellij places tabs last and sets no pane environment, so `position` and
+    /// `environment` are refused.
+    pub(crate) async fn create_zellij_tab(
+        &self,
+        call: &CallContext,
+        input: CreateWindowInput,
+    ) -> Result<WindowOutput, ToolError> {
+        if input.position.is_some() || input.environment.is_some() {
+            return Err(ToolError::invalid_arguments(
+                "position and environment are tmux-only: a Zellij tab goes last and its panes \
+                 inherit the session's environment",
+                "omit position and environment for a Zellij server",
+            ));
+        }
+        let z = self.zellij_access(call, input.server.as_deref()).await?;
+        let session = z.session(Some(&input.target))?;
+        let opts = NewTabOptions {
+            name: input.name,
+            cwd: input.start_directory.map(PathBuf::from),
+            layout: input.layout,
+            command: input
+                .shell
+                .map(|shell| vec!["sh".to_owned(), "-c".to_owned(), shell])
+                .unwrap_or_default(),
+            focus: input.select,
+        };
+        let tab = z
+            .backend
+            .new_tab(&session, opts)
+            .await
+            .map_err(|e| z.error(e))?;
+        Ok(tab_output(&z, &session, tab))
     }
 
     /// `rename_window` on a Zellij server: renames a tab without focusing it.
@@ -180,45 +191,6 @@ fn tab_output(z: &ZellijAccess<'_>, session: &SessionName, tab: Tab) -> WindowOu
 
 #[tool_router(router = zellij_tab_tools, vis = "pub(crate)")]
 impl McpServer {
-    #[tool(
-        name = "zellij_new_tab",
-        description = "Create a tab in a Zellij session, in the background unless `focus` is true.\n\n\
-            `focus: true` switches every attached client to it (no select_window needed). \
-            Returns the tab with its stable `tab_id`.",
-        annotations(
-            title = "New Zellij tab",
-            read_only_hint = false,
-            destructive_hint = false,
-            idempotent_hint = false,
-            open_world_hint = true
-        )
-    )]
-    async fn zellij_new_tab(
-        &self,
-        Extension(call): Extension<CallContext>,
-        Parameters(input): Parameters<ZellijNewTabInput>,
-    ) -> Result<Json<ZellijTabOutput>, ToolError> {
-        let z = self.zellij_access(&call, input.server.as_deref()).await?;
-        let session = z.session(input.session.as_deref())?;
-        let opts = NewTabOptions {
-            name: input.name,
-            cwd: input.cwd.map(PathBuf::from),
-            layout: input.layout,
-            command: input.command,
-            focus: input.focus,
-        };
-        let tab = z
-            .backend
-            .new_tab(&session, opts)
-            .await
-            .map_err(|e| z.error(e))?;
-        Ok(Json(ZellijTabOutput {
-            server: z.server_name().to_owned(),
-            session: session.to_string(),
-            tab: tab.into(),
-        }))
-    }
-
     #[tool(
         name = "zellij_toggle_floating_panes",
         description = "Show or hide the floating panes of a Zellij tab.\n\n\
