@@ -239,6 +239,7 @@ async fn discovery_tools_and_access_rules() {
     let tabs = ok(&client, "list_windows", json!({"server": "z"})).await;
     assert_eq!(tabs["session"], s);
     assert_eq!(ids(&tabs, "windows", "tab_id"), ["0"]);
+    assert_eq!(tabs["windows"][0]["active_pane_id"], "terminal_0", "{tabs}");
     assert_eq!(
         tabs["windows"][0]["columns"], 160,
         "sized by muxgate: {tabs}"
@@ -540,6 +541,7 @@ async fn tabs_are_made_in_the_background_and_focus_moves_only_when_asked() {
     )
     .await;
     let bg_pane = panes["panes"][0]["pane_id"].as_str().unwrap().to_owned();
+    assert_eq!(bg["window"]["active_pane_id"], bg_pane.as_str(), "{bg}");
     let seen = ok(
         &client,
         "wait_for_text",

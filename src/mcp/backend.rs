@@ -132,13 +132,13 @@ there) and answers how many clients there are (`clients`) and now focus it \
 session's last pane is refused, where tmux would end the session.\n\
 - `list_windows`: `target` is a session name (default: the server's). A Zellij row is the \
 tab's `tab_id`, `position`, `name`, `active` (in an attached human's view), \
-`fullscreen_active`, `floating_panes_visible`, `rows`, `columns`, `tiled_panes` and \
-`floating_panes`; `filters` (`name`, `active`) match as for tmux, and `fields` is refused.\n\
+`fullscreen_active`, `floating_panes_visible`, `rows`, `columns`, `tiled_panes`, \
+`floating_panes` and `active_pane_id` (its focused tiled terminal pane); `filters` (`name`, `active`) match as for tmux, and `fields` is refused.\n\
 - `create_window`: `target` is a session name, and the tab goes last (`position` is \
 refused); Zellij sets no pane environment, so `environment` is refused. `shell` runs as a \
 command pane, held after the command exits where a tmux window closes. `layout` (a KDL \
-layout) is Zellij's alone. The answer is the tab's `list_windows` row with no pane id: \
-`list_panes` with `{\"tab_id\": N}` finds its panes.\n\
+layout) is Zellij's alone. The answer is the tab's `list_windows` row, whose \
+`active_pane_id` is where to send input.\n\
 - `rename_window`: Zellij takes a tab name of up to 256 bytes, `#` included. A Zellij answer \
 is the tab's `list_windows` row and its `session`, as for `select_window`.\n\
 - `select_window`: switches every attached human to the tab. Zellij switches by tab id only, \

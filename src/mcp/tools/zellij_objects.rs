@@ -5,6 +5,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use crate::mux::zellij::ids::{PaneId, TabId};
 use crate::mux::zellij::listing::{Client, Pane, Tab};
 
 /// One tab of a Zellij session.
@@ -25,11 +26,15 @@ pub struct ZellijTabInfo {
     pub columns: usize,
     pub tiled_panes: usize,
     pub floating_panes: usize,
+    /// Its focused tiled terminal pane (`terminal_N`): where to send input next.
+    pub active_pane_id: Option<String>,
 }
 
-impl From<Tab> for ZellijTabInfo {
-    fn from(t: Tab) -> Self {
+impl ZellijTabInfo {
+    /// A tab's row; `panes` are its session's (see [`active_pane`]).
+    pub fn of(t: Tab, panes: &[Pane]) -> Self {
         Self {
+            active_pane_id: active_pane(t.id, panes).map(|p| p.to_string()),
             tab_id: t.id.0,
             position: t.position,
             name: t.name,
@@ -42,6 +47,17 @@ impl From<Tab> for ZellijTabInfo {
             floating_panes: t.selectable_floating_panes_count,
         }
     }
+}
+
+/// The pane of a tab that input goes to when no pane is named, as tmux's active pane: its
+/// focused tiled terminal pane, else its first tiled terminal pane (with no client attached,
+/// Zellij keeps a tab's last focus).
+fn active_pane(tab: TabId, panes: &[Pane]) -> Option<PaneId> {
+    let mut tiled = panes
+        .iter()
+        .filter(|p| p.tab_id == tab && !p.is_floating && p.is_user_terminal());
+    let first = tiled.clone().next().map(|p| p.id);
+    tiled.find(|p| p.is_focused).map(|p| p.id).or(first)
 }
 
 /// The fields of a [`ZellijPaneInfo`] row, for `list_panes` filters.
@@ -164,5 +180,26 @@ mod tests {
         let mut fields = ZELLIJ_PANE_FIELDS.to_vec();
         fields.sort_unstable();
         assert_eq!(keys, fields);
+    }
+
+    #[test]
+    fn a_tabs_active_pane_is_its_focused_tiled_terminal() {
+        let panes = crate::mux::zellij::listing::parse_panes(
+            r#"[{"id":0,"is_plugin":true,"is_focused":true,"tab_id":0},
+                {"id":1,"is_plugin":false,"is_focused":false,"tab_id":0},
+                {"id":2,"is_plugin":false,"is_focused":true,"tab_id":0},
+                {"id":3,"is_plugin":false,"is_focused":true,"is_floating":true,"tab_id":0},
+                {"id":4,"is_plugin":false,"is_focused":false,"tab_id":1},
+                {"id":5,"is_plugin":false,"is_focused":true,"is_floating":true,"tab_id":1},
+                {"id":6,"is_plugin":true,"tab_id":2}]"#,
+        )
+        .unwrap();
+        assert_eq!(active_pane(TabId(0), &panes), Some(PaneId::Terminal(2)));
+        assert_eq!(
+            active_pane(TabId(1), &panes),
+            Some(PaneId::Terminal(4)),
+            "no tiled pane focused: the first tiled one"
+        );
+        assert_eq!(active_pane(TabId(2), &panes), None, "plugins only");
     }
 }

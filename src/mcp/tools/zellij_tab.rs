@@ -69,10 +69,15 @@ impl McpServer {
             .list_tabs(&session)
             .await
             .map_err(|e| z.error(e))?;
+        let panes = z
+            .backend
+            .list_panes(&session)
+            .await
+            .map_err(|e| z.error(e))?;
         let windows = tabs
             .into_iter()
             .filter(|t| matcher.matches_named(&t.name, t.active))
-            .map(|t| object(&ZellijTabInfo::from(t)))
+            .map(|t| object(&ZellijTabInfo::of(t, &panes)))
             .collect::<Result<_, _>>()?;
         Ok(ListWindowsOutput {
             server: z.server_name().to_owned(),
@@ -114,7 +119,7 @@ impl McpServer {
             .new_tab(&session, opts)
             .await
             .map_err(|e| z.error(e))?;
-        Ok(tab_output(&z, &session, tab))
+        tab_output(&z, &session, tab).await
     }
 
     /// `rename_window` on a Zellij server: renames a tab without focusing it.
@@ -130,7 +135,7 @@ impl McpServer {
             .rename_tab(&session, tab, &input.new_name)
             .await
             .map_err(|e| z.error(e))?;
-        Ok(tab_output(&z, &session, tab))
+        tab_output(&z, &session, tab).await
     }
 
     /// `select_window` on a Zellij server: switches every attached client to a tab. Zellij
@@ -153,7 +158,7 @@ impl McpServer {
             .go_to_tab(&session, tab)
             .await
             .map_err(|e| z.error(e))?;
-        Ok(tab_output(&z, &session, tab))
+        tab_output(&z, &session, tab).await
     }
 
     /// `kill_window` on a Zellij server: closes a tab and every pane in it. The session's last
@@ -179,14 +184,32 @@ impl McpServer {
 }
 
 /// A tab as a window tool answers it.
-fn tab_output(z: &ZellijAccess<'_>, session: &SessionName, tab: Tab) -> WindowOutput {
-    WindowOutput {
+async fn tab_output(
+    z: &ZellijAccess<'_>,
+    session: &SessionName,
+    tab: Tab,
+) -> Result<WindowOutput, ToolError> {
+    Ok(WindowOutput {
         server: z.server_name().to_owned(),
         window: AnsweredWindow::Zellij {
             session: session.to_string(),
-            row: tab.into(),
+            row: tab_row(z, session, tab).await?,
         },
-    }
+    })
+}
+
+/// A tab's row, with its active pane from a listing of its session's panes.
+async fn tab_row(
+    z: &ZellijAccess<'_>,
+    session: &SessionName,
+    tab: Tab,
+) -> Result<ZellijTabInfo, ToolError> {
+    let panes = z
+        .backend
+        .list_panes(session)
+        .await
+        .map_err(|e| z.error(e))?;
+    Ok(ZellijTabInfo::of(tab, &panes))
 }
 
 #[tool_router(router = zellij_tab_tools, vis = "pub(crate)")]
@@ -224,7 +247,7 @@ impl McpServer {
         Ok(Json(ZellijTabOutput {
             server: z.server_name().to_owned(),
             session: session.to_string(),
-            tab: tab.into(),
+            tab: tab_row(&z, &session, tab).await?,
         }))
     }
 }
