@@ -710,6 +710,24 @@ async fn panes_are_managed_by_id() {
     )
     .await;
     assert_eq!(tiled["fullscreen"], false, "{tiled}");
+    // Resizing a pane of a fullscreen tab leaves fullscreen first, as tmux unzooms.
+    ok(
+        &client,
+        "resize_pane",
+        json!({"server": "z", "target": pane, "zoom": true}),
+    )
+    .await;
+    let unzoomed = ok(
+        &client,
+        "resize_pane",
+        json!({"server": "z", "target": pane, "width": wanted}),
+    )
+    .await;
+    assert_eq!(unzoomed["fullscreen"], false, "{unzoomed}");
+    assert!(
+        unzoomed["columns"].as_u64().unwrap() >= wanted,
+        "{unzoomed}"
+    );
 
     // select_pane moves an attached human to the pane.
     let human = h.attach_client(&session).await;
@@ -1532,6 +1550,15 @@ async fn servers_are_chosen_by_name_under_the_same_access_rules() {
         json!({}),
         "unavailable",
         "no Zellij server you may use",
+    )
+    .await;
+    // A Zellij server the caller may not use is not named as one to a tmux-only tool either.
+    err_kind(
+        &tmux_only,
+        "get_window_info",
+        json!({"server": "z", "target": "0"}),
+        "not_found",
+        "no tmux server named \"z\"",
     )
     .await;
     // A Zellij server the caller may not use reads as a name that exists nowhere.

@@ -294,14 +294,6 @@ impl Inner {
         Ok(parse_panes(&json)?)
     }
 
-    /// Panes with `is_fullscreen` derived from the tabs (see [`mark_fullscreen`]).
-    pub(super) async fn panes_with_fullscreen(&self, session: &SessionName) -> Result<Vec<Pane>> {
-        let mut panes = self.panes(session).await?;
-        let tabs = self.tabs(session).await?;
-        mark_fullscreen(&mut panes, &tabs);
-        Ok(panes)
-    }
-
     pub(super) async fn tabs(&self, session: &SessionName) -> Result<Vec<Tab>> {
         let json = self
             .listing(
@@ -329,14 +321,7 @@ impl Inner {
     }
 
     pub(super) async fn pane(&self, session: &SessionName, pane: PaneId) -> Result<Pane> {
-        self.panes(session)
-            .await?
-            .into_iter()
-            .find(|p| p.id == pane)
-            .ok_or_else(|| ZellijError::NoSuchPane {
-                session: session.clone(),
-                pane,
-            })
+        find_pane(self.panes(session).await?, session, pane)
     }
 
     pub(super) async fn require_terminal(
@@ -355,20 +340,19 @@ impl Inner {
         Ok(found)
     }
 
-    /// A pane with its fullscreen state, which only the tab listing tells.
-    pub(super) async fn fullscreen_pane(
+    /// A pane, with its fullscreen state derived from the tabs (see [`mark_fullscreen`]), and
+    /// its tab, from one listing of each.
+    pub(super) async fn pane_and_tab(
         &self,
         session: &SessionName,
         pane: PaneId,
-    ) -> Result<Pane> {
-        self.panes_with_fullscreen(session)
-            .await?
-            .into_iter()
-            .find(|p| p.id == pane)
-            .ok_or_else(|| ZellijError::NoSuchPane {
-                session: session.clone(),
-                pane,
-            })
+    ) -> Result<(Pane, Tab)> {
+        let mut panes = self.panes(session).await?;
+        let tabs = self.tabs(session).await?;
+        mark_fullscreen(&mut panes, &tabs);
+        let pane = find_pane(panes, session, pane)?;
+        let tab = find_tab(tabs, session, pane.tab_id)?;
+        Ok((pane, tab))
     }
 
     /// Flips a pane's fullscreen within its tab; a flip while another pane of the tab is
@@ -403,14 +387,7 @@ impl Inner {
     }
 
     pub(super) async fn tab(&self, session: &SessionName, tab: TabId) -> Result<Tab> {
-        self.tabs(session)
-            .await?
-            .into_iter()
-            .find(|t| t.id == tab)
-            .ok_or_else(|| ZellijError::NoSuchTab {
-                session: session.clone(),
-                tab,
-            })
+        find_tab(self.tabs(session).await?, session, tab)
     }
 
     pub(super) async fn tab_or_first(
@@ -477,4 +454,25 @@ impl Inner {
         }
         Ok(normalize(out.lines().map(str::to_owned).collect()))
     }
+}
+
+/// Pane `pane` of a listing of `session`, or the error that names it missing.
+fn find_pane(panes: Vec<Pane>, session: &SessionName, pane: PaneId) -> Result<Pane> {
+    panes
+        .into_iter()
+        .find(|p| p.id == pane)
+        .ok_or_else(|| ZellijError::NoSuchPane {
+            session: session.clone(),
+            pane,
+        })
+}
+
+/// Tab `tab` of a listing of `session`, or the error that names it missing.
+fn find_tab(tabs: Vec<Tab>, session: &SessionName, tab: TabId) -> Result<Tab> {
+    tabs.into_iter()
+        .find(|t| t.id == tab)
+        .ok_or_else(|| ZellijError::NoSuchTab {
+            session: session.clone(),
+            tab,
+        })
 }

@@ -557,8 +557,8 @@ impl ZellijBackend {
         rows: Option<usize>,
     ) -> Result<Pane> {
         self.queued(session, "resize_pane", move |inner, s| async move {
-            let found = inner.pane(&s, pane).await?;
-            if inner.tab(&s, found.tab_id).await?.is_fullscreen_active {
+            let (_, tab) = inner.pane_and_tab(&s, pane).await?;
+            if tab.is_fullscreen_active {
                 inner.flip_fullscreen(&s, pane).await?;
             }
             for (axis, target) in [(Axis::Columns, columns), (Axis::Rows, rows)] {
@@ -566,7 +566,7 @@ impl ZellijBackend {
                     inner.step_toward(&s, pane, axis, target).await?;
                 }
             }
-            inner.pane(&s, pane).await
+            inner.pane_and_tab(&s, pane).await.map(|(pane, _)| pane)
         })
         .await
     }
@@ -581,13 +581,12 @@ impl ZellijBackend {
         fullscreen: bool,
     ) -> Result<Pane> {
         self.queued(session, "set_fullscreen", move |inner, s| async move {
-            let found = inner.fullscreen_pane(&s, pane).await?;
-            let tab = inner.tab(&s, found.tab_id).await?;
+            let (found, tab) = inner.pane_and_tab(&s, pane).await?;
             let flips = fullscreen_flips(fullscreen, found.is_fullscreen, tab.is_fullscreen_active);
             for _ in 0..flips {
                 inner.flip_fullscreen(&s, pane).await?;
             }
-            inner.fullscreen_pane(&s, pane).await
+            inner.pane_and_tab(&s, pane).await.map(|(pane, _)| pane)
         })
         .await
     }
