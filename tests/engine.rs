@@ -90,7 +90,8 @@ async fn batches_run_independently_or_stop_at_the_first_error_of_a_line() {
     assert!(matches!(&outcomes[1], CommandOutcome::Failed(_)));
     assert_eq!(outcomes[2], CommandOutcome::NotRun);
 
-    // Lines of two: a failure stops its own line only, and every outcome keeps its place.
+    // Lines of two, one and two: a failure stops its own line only, and every outcome keeps its
+    // place.
     let paired = vec![
         bad(),
         display("skipped"),
@@ -99,7 +100,7 @@ async fn batches_run_independently_or_stop_at_the_first_error_of_a_line() {
         display("five"),
     ];
     let outcomes = server
-        .run_batch(&caller(), paired, BatchMode::Lines(2), None)
+        .run_batch(&caller(), paired, BatchMode::Lines(vec![2, 1, 2]), None)
         .await
         .unwrap();
     assert_eq!(outcomes.len(), 5);

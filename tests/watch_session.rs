@@ -264,6 +264,82 @@ async fn idle_windows_are_unlinked_and_the_watch_session_ends_with_the_last() {
     assert_eq!(linked(), 1);
 }
 
+/// An owner session takes one switch of the worker's client while the watch session lives
+/// (`watch_session::links`): its second window, and a window linked again after going idle, cost
+/// a link alone, and bare ids of both still resolve to the owner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_is_switched_to_once_while_the_watch_session_lives() {
+    let tmux = TestTmux::start();
+    tmux.session_running("agent", "sleep 1000");
+    let first_pane = tmux.pane_id("agent");
+    let second_pane = tmux.ok(&[
+        "new-window",
+        "-d",
+        "-P",
+        "-F",
+        "#{pane_id}",
+        "-t",
+        "agent:",
+        "sleep 1000",
+    ]);
+    let second_pane: PaneId = second_pane.trim().parse().unwrap();
+    let (server, _shutdown) = server_for(&tmux);
+    // Keeps the watch session running throughout.
+    let _main = watch(&server, tmux.pane_id("main")).await;
+    // The worker counts a line once written, which may be after its reply wakes the caller.
+    let sent = || async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        server
+            .worker()
+            .stats()
+            .commands_sent
+            .load(std::sync::atomic::Ordering::Relaxed)
+    };
+
+    let before = sent().await;
+    let first = watch(&server, first_pane).await;
+    let first_cost = sent().await - before;
+    let before = sent().await;
+    let _second = watch(&server, second_pane).await;
+    let second_cost = sent().await - before;
+    assert_eq!(
+        first_cost,
+        second_cost + 1,
+        "the first window's link carries the one switch ({first_cost} commands, then {second_cost})"
+    );
+    let resolves_to = |pane: PaneId| {
+        tmux.ok(&[
+            "display-message",
+            "-p",
+            "-t",
+            &pane.to_string(),
+            "#{session_name}",
+        ])
+        .trim()
+        .to_owned()
+    };
+    assert_eq!(resolves_to(first_pane), "agent");
+    assert_eq!(resolves_to(second_pane), "agent");
+
+    // Unlinked when idle, then linked again: no switch.
+    drop(first);
+    let linked = || tmux.ok(&["list-windows", "-t", "=_muxgate", "-F", "#{window_id}"]);
+    let window = tmux.ok(&[
+        "display-message",
+        "-p",
+        "-t",
+        &first_pane.to_string(),
+        "#{window_id}",
+    ]);
+    assert!(wait_until(Duration::from_secs(3), || !linked().contains(window.trim())).await);
+    let before = sent().await;
+    let _again = watch(&server, first_pane).await;
+    let again_cost = sent().await - before;
+    assert_eq!(again_cost, second_cost);
+    assert!(linked().contains(window.trim()));
+    assert_eq!(resolves_to(first_pane), "agent");
+}
+
 /// While a wait watches a pane (so the watch session exists), no tool shows the watch session:
 /// not in a listing, an answer, a resource or a count, and a target naming it is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

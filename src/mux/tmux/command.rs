@@ -60,6 +60,22 @@ pub fn chain_line(commands: &[TmuxCommand]) -> Vec<u8> {
     line
 }
 
+/// Splits `commands` into lines of `lengths` commands each, in order; a length of zero makes no
+/// line, and commands beyond the lengths' sum go on one line each.
+pub fn chunk_lines<'a>(commands: &'a [TmuxCommand], lengths: &[usize]) -> Vec<&'a [TmuxCommand]> {
+    let mut lines = Vec::with_capacity(lengths.len());
+    let mut rest = commands;
+    for &length in lengths {
+        let (line, after) = rest.split_at(length.min(rest.len()));
+        if !line.is_empty() {
+            lines.push(line);
+        }
+        rest = after;
+    }
+    lines.extend(rest.chunks(1));
+    lines
+}
+
 /// Debug output shows the command name and length only: arguments may be keystrokes or secrets.
 impl fmt::Debug for TmuxCommand {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -158,6 +174,34 @@ pub fn escape_format(value: &[u8]) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn lines_take_their_lengths_in_order() {
+        let commands: Vec<TmuxCommand> = (0..6)
+            .map(|i| {
+                TmuxCommand::new("select-pane")
+                    .opt("-t", format!("%{i}"))
+                    .build()
+                    .unwrap()
+            })
+            .collect();
+        let shape = |lengths: &[usize]| -> Vec<usize> {
+            chunk_lines(&commands, lengths)
+                .iter()
+                .map(|l| l.len())
+                .collect()
+        };
+        assert_eq!(shape(&[2, 1, 2, 1]), [2, 1, 2, 1]);
+        assert_eq!(
+            shape(&[2, 0, 3]),
+            [2, 3, 1],
+            "no empty line; the rest one by one"
+        );
+        assert_eq!(shape(&[4, 4]), [4, 2], "the last line takes what is left");
+        assert_eq!(shape(&[]), [1, 1, 1, 1, 1, 1]);
+        let first = chunk_lines(&commands, &[1, 2]);
+        assert_eq!(first[1][0].text(), "select-pane -t '%1'");
+    }
+
     use super::super::ids::PaneId;
     use super::*;
 

@@ -81,6 +81,12 @@ struct Watch {
     linked: HashMap<WindowId, Linked>,
     /// Windows the hub stopped counting to make room, for the monitor to unlink.
     released: Vec<WindowId>,
+    /// Owners the worker's client has switched to while this session lives, so more recently
+    /// active than it (`watch_session::links`).
+    switched: HashSet<SessionId>,
+    /// The worker's connection count when `switched` was taken: a new connection attaches to a
+    /// session of tmux's choosing, perhaps this one, which would make it the most recent again.
+    switched_on: u64,
 }
 
 /// Why a window is linked: its own session (counted against the caps) and the caller whose
@@ -94,6 +100,16 @@ struct Linked {
 impl Watch {
     fn running(&self) -> bool {
         !self.ended.is_cancelled()
+    }
+
+    /// The owners known to be more recent than this session, with the worker's connection
+    /// count now; forgotten when the worker has connected again since they were switched to.
+    fn switched(&mut self, connects: u64) -> &HashSet<SessionId> {
+        if self.switched_on != connects {
+            self.switched.clear();
+            self.switched_on = connects;
+        }
+        &self.switched
     }
 
     /// Sessions watched or `planned`, and how many of them `caller` opened.
@@ -390,7 +406,7 @@ impl OutputHub {
         if planned.is_empty() {
             return;
         }
-        let mut outcomes = self.run_links(watch, &planned).await;
+        let mut outcomes = self.link_into(watch, &planned).await;
         if outcomes.iter().any(|o| {
             o.as_ref()
                 .is_err_and(|e| !matches!(e, EngineError::Command(_)))
@@ -517,44 +533,92 @@ impl OutputHub {
         Some(watch_session::listed(&rows))
     }
 
-    /// Runs the links of `windows` into `watch`; one outcome per window, in order.
-    async fn run_links(
+    /// Links `windows` into the running `watch`, switching only to owners not switched to
+    /// before while it lives: one outcome per window, in order.
+    async fn link_into(
         &self,
         watch: SessionId,
         windows: &[(WindowId, Linked)],
     ) -> Vec<Result<(), EngineError>> {
+        let connects = self.worker_connects();
+        let switched = self
+            .inner
+            .lock_watch()
+            .as_mut()
+            .filter(|w| w.session == watch)
+            .map(|w| w.switched(connects).clone())
+            .unwrap_or_default();
+        let (outcomes, newly_switched) = self.run_links(watch, windows, &switched).await;
+        if let Some(w) = self
+            .inner
+            .lock_watch()
+            .as_mut()
+            .filter(|w| w.session == watch && w.switched_on == connects)
+        {
+            w.switched.extend(newly_switched);
+        }
+        outcomes
+    }
+
+    /// Runs the links of `windows` into `watch`, switching to owners not in `switched`: one
+    /// outcome per window, in order, and the owners switched to.
+    async fn run_links(
+        &self,
+        watch: SessionId,
+        windows: &[(WindowId, Linked)],
+        switched: &HashSet<SessionId>,
+    ) -> (Vec<Result<(), EngineError>>, Vec<SessionId>) {
         let places: Vec<(WindowId, SessionId)> =
             windows.iter().map(|(w, l)| (*w, l.session)).collect();
-        let outcomes = match watch_session::links(watch, &places) {
-            Ok(commands) => {
-                self.inner
-                    .worker
-                    .run_batch(
-                        &Caller::new(MONITOR_CALLER),
-                        commands,
-                        BatchMode::Lines(watch_session::LINK_LINE),
-                        None,
-                    )
-                    .await
-            }
-            Err(e) => Err(e.into()),
+        let lines = match watch_session::links(watch, &places, switched) {
+            Ok(lines) => lines,
+            Err(e) => return (vec![Err(e.into()); windows.len()], Vec::new()),
+        };
+        let lengths = lines.iter().map(|line| line.commands.len()).collect();
+        let commands = lines
+            .iter()
+            .flat_map(|line| line.commands.iter().cloned())
+            .collect();
+        let outcomes = self
+            .inner
+            .worker
+            .run_batch(
+                &Caller::new(MONITOR_CALLER),
+                commands,
+                BatchMode::Lines(lengths),
+                None,
+            )
+            .await;
+        let mut outcomes = match outcomes {
+            Ok(outcomes) => outcomes.into_iter(),
+            Err(e) => return (vec![Err(e); windows.len()], Vec::new()),
         };
         let lost = || EngineError::ConnectionLost {
             server: self.inner.server.to_string(),
         };
-        match outcomes {
-            Ok(outcomes) => {
-                let mut links = outcomes.into_iter().step_by(watch_session::LINK_LINE);
-                (0..windows.len())
-                    .map(|_| match links.next() {
-                        Some(CommandOutcome::Ok(_)) => Ok(()),
-                        Some(CommandOutcome::Failed(message)) => Err(EngineError::Command(message)),
-                        Some(CommandOutcome::NotRun) | None => Err(lost()),
-                    })
-                    .collect()
-            }
-            Err(e) => vec![Err(e); windows.len()],
-        }
+        let mut newly_switched = Vec::new();
+        let linked = lines
+            .iter()
+            .map(|line| {
+                let link = outcomes.next();
+                if let Some(owner) = line.switches
+                    && matches!(outcomes.next(), Some(CommandOutcome::Ok(_)))
+                {
+                    newly_switched.push(owner);
+                }
+                match link {
+                    Some(CommandOutcome::Ok(_)) => Ok(()),
+                    Some(CommandOutcome::Failed(message)) => Err(EngineError::Command(message)),
+                    Some(CommandOutcome::NotRun) | None => Err(lost()),
+                }
+            })
+            .collect();
+        (linked, newly_switched)
+    }
+
+    /// How many times the worker has connected to tmux.
+    fn worker_connects(&self) -> u64 {
+        self.inner.worker.stats().connects.load(Ordering::Relaxed)
     }
 
     /// Refuses a new watched session beyond the server's cap or the caller's share, after
@@ -668,8 +732,9 @@ impl OutputHub {
             session: place.session,
             opener: caller.id().into(),
         };
-        let linked = self
-            .run_links(watch, &[(place.window, first.clone())])
+        let connects = self.worker_connects();
+        let (linked, switched) = self
+            .run_links(watch, &[(place.window, first.clone())], &HashSet::new())
             .await;
         if let Some(Err(e)) = linked.into_iter().next() {
             let kill = TmuxCommand::new("kill-session").target(watch).build()?;
@@ -684,6 +749,8 @@ impl OutputHub {
             gone: CancellationToken::new(),
             linked: HashMap::from([(place.window, first)]),
             released: Vec::new(),
+            switched: switched.into_iter().collect(),
+            switched_on: connects,
         });
         self.inner.stats.connects.fetch_add(1, Ordering::Relaxed);
         self.inner
@@ -1199,7 +1266,7 @@ impl WatchMonitor {
                 opener: MONITOR_CALLER.into(),
             };
             let outcome = OutputHub { inner: hub.clone() }
-                .run_links(self.watch, &[(place.window, linked.clone())])
+                .link_into(self.watch, &[(place.window, linked.clone())])
                 .await;
             if !matches!(outcome.first(), Some(Ok(()))) {
                 return;

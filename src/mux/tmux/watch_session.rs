@@ -20,7 +20,8 @@
 //!   server still exits with its last real session;
 //! - tmux resolves a bare pane or window id to the most recently active session holding it:
 //!   linking a window also makes its own session more recent than the watch session (the
-//!   worker's client switches to it), so such targets keep resolving as before.
+//!   worker's client switches to it, once per session while the watch session lives), so such
+//!   targets keep resolving as before.
 //!
 //! Pure: command lines and row parsing; [`super::monitor`] runs them.
 
@@ -86,37 +87,51 @@ pub fn parse_place(rows: &[Vec<u8>], pane: PaneId) -> Option<(WindowId, SessionI
     (id == pane).then(|| (window, session, parts.next().unwrap_or("").to_owned()))
 }
 
-/// Links each `(window, owner)` into the watch session `watch` without selecting it, each
-/// followed by a switch of the issuing client (the worker's) to the window's owner, which makes
-/// the owner more recently active than the watch session (tmux resolves a bare `%N` or `@N` to
-/// the most recently active session holding it). Two commands per window, to be run as one
-/// `;`-chained line each, so that no other command runs between a link and its switch: command
-/// `2 * i` is the link of `windows[i]`; its switch may fail (an owner that ended meanwhile)
-/// without harm.
+/// One window's line of [`links`]: its link, then perhaps a switch of the issuing client.
+#[derive(Debug)]
+pub struct LinkLine {
+    /// The link first; the switch, if any, second.
+    pub commands: Vec<TmuxCommand>,
+    /// The owner this line switches the client to.
+    pub switches: Option<SessionId>,
+}
+
+/// Links each `(window, owner)` into the watch session `watch` without selecting it, one line
+/// per window, so that no other command runs between a link and its switch.
+///
+/// tmux resolves a bare `%N` or `@N` to the most recently active session holding it, and the
+/// watch session is more recent than every session that existed when it started. A switch of
+/// the issuing client (the worker's) to the owner makes the owner more recent; nothing but an
+/// attach to the watch session makes the watch session more recent again, so an owner needs
+/// one switch for the watch session's whole life. The first window of each owner not in
+/// `switched` carries it. A switch may fail (an owner that ended meanwhile) without harm.
 pub fn links(
     watch: SessionId,
     windows: &[(WindowId, SessionId)],
-) -> Result<Vec<TmuxCommand>, QuoteError> {
-    let mut commands = Vec::with_capacity(windows.len() * 2);
+    switched: &HashSet<SessionId>,
+) -> Result<Vec<LinkLine>, QuoteError> {
+    let mut planned = HashSet::new();
+    let mut lines = Vec::with_capacity(windows.len());
     for (window, owner) in windows {
-        commands.push(
+        let mut commands = vec![
             TmuxCommand::new("link-window")
                 .flag("-d")
                 .opt("-s", window.to_string())
                 .opt("-t", format!("{watch}:"))
                 .build()?,
-        );
-        commands.push(
-            TmuxCommand::new("switch-client")
-                .opt("-t", owner.to_string())
-                .build()?,
-        );
+        ];
+        let switches = (!switched.contains(owner) && planned.insert(*owner)).then_some(*owner);
+        if let Some(owner) = switches {
+            commands.push(
+                TmuxCommand::new("switch-client")
+                    .opt("-t", owner.to_string())
+                    .build()?,
+            );
+        }
+        lines.push(LinkLine { commands, switches });
     }
-    Ok(commands)
+    Ok(lines)
 }
-
-/// Commands per window in [`links`].
-pub const LINK_LINE: usize = 2;
 
 /// Unlinks `window` from the watch session; a window linked nowhere else (its session is gone)
 /// is killed (`-k`), as it would have been with its session.
@@ -227,27 +242,43 @@ mod tests {
             placeholder(SessionId(9)).unwrap().text(),
             "display-message -p -t '$9:' '#{window_id}'"
         );
-        let lines: Vec<String> = links(
-            SessionId(9),
-            &[
-                (WindowId(4), SessionId(2)),
-                (WindowId(5), SessionId(3)),
-                (WindowId(6), SessionId(2)),
-            ],
-        )
-        .unwrap()
-        .iter()
-        .map(|c| c.text())
-        .collect();
+        let windows = [
+            (WindowId(4), SessionId(2)),
+            (WindowId(5), SessionId(3)),
+            (WindowId(6), SessionId(2)),
+            (WindowId(7), SessionId(5)),
+        ];
+        let text = |switched: &[u32]| -> Vec<String> {
+            let switched = switched.iter().map(|s| SessionId(*s)).collect();
+            links(SessionId(9), &windows, &switched)
+                .unwrap()
+                .iter()
+                .map(|line| {
+                    let text: Vec<String> = line.commands.iter().map(|c| c.text()).collect();
+                    let switch = line.switches.map(|s| format!("switch-client -t '{s}'"));
+                    assert_eq!(text.get(1), switch.as_ref(), "`switches` names the switch");
+                    text.join(" ; ")
+                })
+                .collect()
+        };
+        // One switch per owner, on its first window.
         assert_eq!(
-            lines,
+            text(&[]),
+            [
+                "link-window -d -s '@4' -t '$9:' ; switch-client -t '$2'",
+                "link-window -d -s '@5' -t '$9:' ; switch-client -t '$3'",
+                "link-window -d -s '@6' -t '$9:'",
+                "link-window -d -s '@7' -t '$9:' ; switch-client -t '$5'",
+            ]
+        );
+        // None for an owner switched to before.
+        assert_eq!(
+            text(&[2, 5]),
             [
                 "link-window -d -s '@4' -t '$9:'",
-                "switch-client -t '$2'",
-                "link-window -d -s '@5' -t '$9:'",
-                "switch-client -t '$3'",
+                "link-window -d -s '@5' -t '$9:' ; switch-client -t '$3'",
                 "link-window -d -s '@6' -t '$9:'",
-                "switch-client -t '$2'",
+                "link-window -d -s '@7' -t '$9:'",
             ]
         );
         assert_eq!(

@@ -25,7 +25,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
-use super::command::{TmuxCommand, chain_line};
+use super::command::{TmuxCommand, chain_line, chunk_lines};
 use super::connection::{
     ConnEvent, ConnectError, ConnectOptions, Connection, LineError, LineRequest, LineResult,
     NotSent, OutputMode,
@@ -87,15 +87,16 @@ impl Caller {
 }
 
 /// How the commands of a batch relate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BatchMode {
     /// Each command on its own line: all run, whatever the others do.
     Independent,
     /// One `;`-chained line: tmux stops at the first failure and runs nothing after it.
     StopOnError,
-    /// `;`-chained lines of this many commands each (the last may be shorter): within a line
-    /// tmux stops at the first failure, and nothing of another caller runs inside a line.
-    Lines(usize),
+    /// `;`-chained lines of these many commands each, in order (commands beyond their sum go
+    /// on one line each): within a line tmux stops at the first failure, and nothing of another
+    /// caller runs inside a line.
+    Lines(Vec<usize>),
 }
 
 /// What became of one command of a batch.
@@ -296,7 +297,7 @@ impl WorkerHandle {
             Some(bytes) => (line.with_reply_limit(bytes), rx),
             None => (line, rx),
         };
-        let (lines, receivers): (Vec<_>, Vec<_>) = match mode {
+        let (lines, receivers): (Vec<_>, Vec<_>) = match &mode {
             BatchMode::Independent => commands
                 .iter()
                 .map(|c| {
@@ -308,8 +309,8 @@ impl WorkerHandle {
                 let (line, rx) = limited(LineRequest::new(chain_line(&commands), count));
                 (vec![line], vec![(rx, count)])
             }
-            BatchMode::Lines(per_line) => commands
-                .chunks(per_line.max(1))
+            BatchMode::Lines(lengths) => chunk_lines(&commands, lengths)
+                .into_iter()
                 .map(|chunk| {
                     let (line, rx) = limited(LineRequest::new(chain_line(chunk), chunk.len()));
                     (line, (rx, chunk.len()))
