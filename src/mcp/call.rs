@@ -13,6 +13,7 @@
 //! denied call is a model's mistake it can read and correct, not a transport failure.
 
 use std::future::Future;
+use std::pin::Pin;
 
 use rmcp::RoleServer;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, Tool};
@@ -223,18 +224,21 @@ impl McpState {
     /// ```ignore
     /// let outcome = self.state().until_shutdown(wait_for_match(stream, deadline)).await?;
     /// ```
-    pub async fn until_shutdown<T>(
-        &self,
-        work: impl Future<Output = Result<T, ToolError>>,
-    ) -> Result<T, ToolError> {
-        until_cancelled(&self.shutdown, work).await
+    ///
+    /// `work` is boxed once here: a future passed by value through an `async fn` is stored in
+    /// that fn's own future too, and a waiting call holds all of it for as long as it waits.
+    pub fn until_shutdown<'a, T: 'a>(
+        &'a self,
+        work: impl Future<Output = Result<T, ToolError>> + 'a,
+    ) -> impl Future<Output = Result<T, ToolError>> + 'a {
+        until_cancelled(&self.shutdown, Box::pin(work))
     }
 }
 
 /// `work`, or the shutdown error once `shutdown` is cancelled.
 async fn until_cancelled<T>(
     shutdown: &CancellationToken,
-    work: impl Future<Output = Result<T, ToolError>>,
+    work: Pin<Box<impl Future<Output = Result<T, ToolError>>>>,
 ) -> Result<T, ToolError> {
     tokio::select! {
         biased;
@@ -296,12 +300,16 @@ mod tests {
     #[tokio::test]
     async fn waits_end_with_a_clear_error_when_shutdown_begins() {
         let shutdown = CancellationToken::new();
-        let quick = until_cancelled(&shutdown, async { Ok::<_, ToolError>(7) }).await;
+        let quick = until_cancelled(&shutdown, Box::pin(async { Ok::<_, ToolError>(7) })).await;
         assert_eq!(quick.unwrap(), 7);
         let wait = tokio::spawn({
             let shutdown = shutdown.clone();
             async move {
-                until_cancelled(&shutdown, std::future::pending::<Result<(), ToolError>>()).await
+                until_cancelled(
+                    &shutdown,
+                    Box::pin(std::future::pending::<Result<(), ToolError>>()),
+                )
+                .await
             }
         });
         shutdown.cancel();
