@@ -352,9 +352,9 @@ impl OutputHub {
     /// Links `place`'s window into the watch session, starting the session if none runs.
     ///
     /// Requests queue and one task links them in batches, each batch one job of the worker (its
-    /// lines pipelined, each window's link and switch on one line, so no other command runs
-    /// between them): a storm of first subscribers costs one job per batch, not a round trip
-    /// each. The task, not this call, runs the batch, so a subscriber that gives up (its
+    /// lines pipelined, each window's link and its switch, if any, on one line, so no other
+    /// command runs between them): a storm of first subscribers costs one job per batch, not a
+    /// round trip each. The task, not this call, runs the batch, so a subscriber that gives up (its
     /// deadline) leaves the others' links and the hub's record of them whole.
     async fn link(&self, caller: &Caller, place: Place) -> Result<(), EngineError> {
         let (done, result) = oneshot::channel();
