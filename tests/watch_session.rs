@@ -333,10 +333,37 @@ async fn an_owner_is_switched_to_once_while_the_watch_session_lives() {
     ]);
     assert!(wait_until(Duration::from_secs(3), || !linked().contains(window.trim())).await);
     let before = sent().await;
-    let _again = watch(&server, first_pane).await;
+    let again = watch(&server, first_pane).await;
     let again_cost = sent().await - before;
     assert_eq!(again_cost, second_cost);
     assert!(linked().contains(window.trim()));
+    assert_eq!(resolves_to(first_pane), "agent");
+
+    // The worker connects again (its client detached; it connects for its next command): a new
+    // connection attaches where tmux chooses, so the owner is switched to once more.
+    let connects = || {
+        server
+            .worker()
+            .stats()
+            .connects
+            .load(std::sync::atomic::Ordering::Relaxed)
+    };
+    let connected = connects();
+    let clients = tmux.ok(&["list-clients", "-F", "#{client_name} #{session_name}"]);
+    let worker = clients
+        .lines()
+        .find(|line| !line.ends_with(" _muxgate"))
+        .and_then(|line| line.split(' ').next())
+        .expect("the worker's client")
+        .to_owned();
+    tmux.ok(&["detach-client", "-t", &worker]);
+    drop(again);
+    assert!(wait_until(Duration::from_secs(3), || !linked().contains(window.trim())).await);
+    let before = sent().await;
+    let _after_reconnect = watch(&server, first_pane).await;
+    let cost_after_reconnect = sent().await - before;
+    assert!(connects() > connected, "the worker did not connect again");
+    assert_eq!(cost_after_reconnect, first_cost);
     assert_eq!(resolves_to(first_pane), "agent");
 }
 
