@@ -1216,6 +1216,11 @@ impl WatchMonitor {
         if live.is_empty() {
             return;
         }
+        // Read before the pane list: a window linked after it may be missing from the list.
+        let linked: HashSet<WindowId> = match self.hub.lock_watch().as_ref() {
+            Some(w) if w.session == self.watch => w.linked.keys().copied().collect(),
+            _ => return,
+        };
         let Ok(command) = TmuxCommand::new("list-panes")
             .flag("-s")
             .target(self.watch)
@@ -1227,16 +1232,12 @@ impl WatchMonitor {
         let Some(rows) = self.ask(&command).await else {
             return;
         };
-        let present: HashMap<PaneId, WindowId> = watch_session::pane_windows(&rows);
-        let mut missing = Vec::new();
-        for (pane, window) in live {
-            match present.get(&pane) {
-                Some(now) if *now != window => self.hub.router.moved(pane, *now),
-                Some(_) => {}
-                None => missing.push(pane),
-            }
+        let present = watch_session::pane_windows(&rows);
+        let found = watch_session::departures(&live, &present, &linked);
+        for (pane, window) in found.moved {
+            self.hub.router.moved(pane, window);
         }
-        for pane in missing {
+        for pane in found.missing {
             match self.place_of(pane).await {
                 Some(place) => self.link_moved(pane, place).await,
                 None => self

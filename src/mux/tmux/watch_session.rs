@@ -200,6 +200,38 @@ pub fn pane_windows(rows: &[Vec<u8>]) -> HashMap<PaneId, WindowId> {
         .collect()
 }
 
+/// What became of the watched panes (`live`: each pane and the window its stream is routed
+/// to) by the watch session's pane list (`present`, read by [`pane_windows`]).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Departures {
+    /// Panes still in the watch session, in another of its windows than their route says.
+    pub moved: Vec<(PaneId, WindowId)>,
+    /// Panes that left the watch session's windows: moved to a window not linked, or gone.
+    pub missing: Vec<PaneId>,
+}
+
+/// Sorts the watched panes into [`Departures`]. A pane can only have left a window that was
+/// linked (`linked`) before `present` was read: one whose window is still being linked is its
+/// subscriber's to link. Looking such a pane up would cost tmux a search of every session per
+/// pane, and while thousands of links are in flight that kept tmux busy long after they were
+/// done.
+pub fn departures(
+    live: &[(PaneId, WindowId)],
+    present: &HashMap<PaneId, WindowId>,
+    linked: &HashSet<WindowId>,
+) -> Departures {
+    let mut found = Departures::default();
+    for &(pane, window) in live {
+        match present.get(&pane) {
+            Some(now) if *now != window => found.moved.push((pane, *now)),
+            Some(_) => {}
+            None if linked.contains(&window) => found.missing.push(pane),
+            None => {}
+        }
+    }
+    found
+}
+
 /// Lists the terminal names of the clients attached to an existing watch session (the name is
 /// taken: is it stale?). The target names the session's current window (`=name:`): a bare
 /// `=name` is not read as a session by every command.
@@ -318,6 +350,29 @@ mod tests {
         );
         assert!(only_watch_left(&[b"_muxgate".to_vec()]));
         assert!(!only_watch_left(&[b"_muxgate".to_vec(), b"work".to_vec()]));
+    }
+
+    #[test]
+    fn only_panes_of_linked_windows_can_have_left() {
+        let present = pane_windows(&[b"%1 @1".to_vec(), b"%2 @9".to_vec()]);
+        let live = [
+            (PaneId(1), WindowId(1)), // where it was
+            (PaneId(2), WindowId(2)), // moved into another linked window
+            (PaneId(3), WindowId(3)), // its window linked, the pane not there: moved away or gone
+            (PaneId(4), WindowId(4)), // its window still being linked
+        ];
+        let linked = HashSet::from([WindowId(1), WindowId(2), WindowId(3), WindowId(9)]);
+        assert_eq!(
+            departures(&live, &present, &linked),
+            Departures {
+                moved: vec![(PaneId(2), WindowId(9))],
+                missing: vec![PaneId(3)],
+            }
+        );
+        assert_eq!(
+            departures(&live, &HashMap::new(), &HashSet::new()),
+            Departures::default()
+        );
     }
 
     #[test]
