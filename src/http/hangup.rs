@@ -4,10 +4,10 @@
 //! SSE stream of the `POST` that carried it. When the client closes that connection before the
 //! answer (a timeout, a crash, a Ctrl-C), the stream is dropped but the handler keeps running:
 //! a 60 s `wait_for_text` would hold its wait slot, output subscription and connection for
-//! nothing. [`CancelOnHangup`] wraps the session manager: when a request's stream is dropped
-//! before it carried the request's response, it delivers `notifications/cancelled` for that
-//! request to the session, exactly as if the client had sent it. Tools already end their work
-//! on cancellation.
+//! nothing. The gateway's session manager ([`super::sessions`]) hands out each request's stream
+//! as an [`UntilAnswered`]: when it is dropped before it carried the request's response, it
+//! delivers `notifications/cancelled` for that request to the session, exactly as if the
+//! client had sent it. Tools already end their work on cancellation.
 //!
 //! Stateless (2026-07-28) requests are not routed through a session; rmcp cancels those itself
 //! when their connection closes.
@@ -19,25 +19,12 @@ use std::task::{Context, Poll};
 use futures::Stream;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::{
-    EventStore, RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
+    ServerSseMessage, SessionId, SessionManager,
 };
 use serde_json::{Value, json};
 
-/// A session manager that cancels a request whose client hung up (see the module docs).
-pub struct CancelOnHangup<M> {
-    inner: Arc<M>,
-}
-
-impl<M> CancelOnHangup<M> {
-    pub fn new(inner: M) -> Self {
-        Self {
-            inner: Arc::new(inner),
-        }
-    }
-}
-
 /// The JSON-RPC id of a client request, when `message` is one.
-fn request_id(message: &ClientJsonRpcMessage) -> Option<Value> {
+pub fn request_id(message: &ClientJsonRpcMessage) -> Option<Value> {
     match message {
         ClientJsonRpcMessage::Request(request) => serde_json::to_value(&request.id).ok(),
         _ => None,
@@ -68,10 +55,22 @@ fn cancellation(id: &Value) -> Option<ClientJsonRpcMessage> {
 }
 
 /// A request's response stream that cancels the request when dropped unanswered.
-struct UntilAnswered<S, M: SessionManager> {
+pub struct UntilAnswered<S, M: SessionManager> {
     inner: Pin<Box<S>>,
     /// Cleared once the response went out.
     pending: Option<(Arc<M>, SessionId, Value)>,
+}
+
+impl<S, M: SessionManager> UntilAnswered<S, M> {
+    /// The stream that carries the answer to the request `request` (its [`request_id`]) in
+    /// session `session` of `manager`. Without a request (the client sent a notification or a
+    /// response) there is nothing to cancel.
+    pub fn new(stream: S, request: Option<Value>, manager: &Arc<M>, session: &SessionId) -> Self {
+        Self {
+            inner: Box::pin(stream),
+            pending: request.map(|id| (manager.clone(), session.clone(), id)),
+        }
+    }
 }
 
 impl<S, M> Stream for UntilAnswered<S, M>
@@ -115,78 +114,6 @@ impl<S, M: SessionManager> Drop for UntilAnswered<S, M> {
             // The session may be gone already; then there is nothing left to cancel.
             let _ = manager.accept_message(&session, notification).await;
         });
-    }
-}
-
-impl<M: SessionManager> SessionManager for CancelOnHangup<M> {
-    type Error = M::Error;
-    type Transport = M::Transport;
-
-    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
-        self.inner.create_session().await
-    }
-
-    async fn initialize_session(
-        &self,
-        id: &SessionId,
-        message: ClientJsonRpcMessage,
-    ) -> Result<ServerJsonRpcMessage, Self::Error> {
-        self.inner.initialize_session(id, message).await
-    }
-
-    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
-        self.inner.has_session(id).await
-    }
-
-    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
-        self.inner.close_session(id).await
-    }
-
-    async fn create_stream(
-        &self,
-        id: &SessionId,
-        message: ClientJsonRpcMessage,
-    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        let request = request_id(&message);
-        let stream = self.inner.create_stream(id, message).await?;
-        Ok(UntilAnswered {
-            inner: Box::pin(stream),
-            pending: request.map(|rid| (self.inner.clone(), id.clone(), rid)),
-        })
-    }
-
-    async fn accept_message(
-        &self,
-        id: &SessionId,
-        message: ClientJsonRpcMessage,
-    ) -> Result<(), Self::Error> {
-        self.inner.accept_message(id, message).await
-    }
-
-    async fn create_standalone_stream(
-        &self,
-        id: &SessionId,
-    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.inner.create_standalone_stream(id).await
-    }
-
-    async fn resume(
-        &self,
-        id: &SessionId,
-        last_event_id: String,
-    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.inner.resume(id, last_event_id).await
-    }
-
-    async fn restore_session(
-        &self,
-        id: SessionId,
-    ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
-        self.inner.restore_session(id).await
-    }
-
-    fn event_store(&self) -> Option<Arc<dyn EventStore>> {
-        self.inner.event_store()
     }
 }
 

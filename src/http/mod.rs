@@ -22,7 +22,8 @@
 //! `initialize` and `tools/call`) → per-client request rate ([`crate::limits::limit_requests`]:
 //! a refused `tools/call` is answered as its `isError` result, anything else 429) → MCP session
 //! ↔ `sub` binding ([`crate::auth::bind_sessions`]) → DELETE answered 204 ([`session_end`]) →
-//! body size limit → rmcp, whose sessions cancel a request whose client hung up ([`hangup`]).
+//! body size limit → rmcp, with the gateway's session manager ([`sessions`]: counted sessions,
+//! and a request cancelled when its client hangs up, [`hangup`]).
 //!
 //! [`serve`] runs the router on plain TCP or, with `[http.tls]`, on TLS ([`tls`]), every
 //! connection without Nagle's delay ([`tcp`]), and carries out the shutdown sequence
@@ -38,6 +39,7 @@ pub mod hangup;
 pub mod health;
 pub mod secret;
 pub mod session_end;
+pub mod sessions;
 pub mod shutdown;
 pub mod tcp;
 pub mod tls;
@@ -71,10 +73,9 @@ use crate::limits::Limits;
 use crate::mcp::McpServer;
 use crate::telemetry::Metrics;
 use crate::telemetry::exposition::MetricsEndpoint;
-use crate::telemetry::sessions::CountingSessions;
 use guard::Allowlist;
-use hangup::CancelOnHangup;
 use health::ReadinessProbe;
+use sessions::McpSessions;
 use shutdown::Shutdown;
 
 /// Everything the router is built from. `H` is the MCP handler: [`McpServer`], or in
@@ -257,10 +258,10 @@ fn mcp_service<H: ServerHandler + Clone>(
     mcp: H,
     metrics: &Metrics,
     shutdown: &Shutdown,
-) -> StreamableHttpService<H, CancelOnHangup<CountingSessions>> {
+) -> StreamableHttpService<H, McpSessions> {
     let mut local = LocalSessionManager::default();
     local.session_config.keep_alive = Some(http.session_idle());
-    let sessions = CountingSessions::new(local, metrics.sessions_gauge());
+    let sessions = McpSessions::new(local, metrics.sessions_gauge());
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(true)
         // The guard layer checks Host and Origin before authentication; one matcher only.
@@ -272,11 +273,7 @@ fn mcp_service<H: ServerHandler + Clone>(
         // client asked for no progress.
         .with_sse_keep_alive(Some(http.progress_interval()))
         .with_cancellation_token(shutdown.streams_token());
-    StreamableHttpService::new(
-        move || Ok(mcp.clone()),
-        Arc::new(CancelOnHangup::new(sessions)),
-        config,
-    )
+    StreamableHttpService::new(move || Ok(mcp.clone()), Arc::new(sessions), config)
 }
 
 impl Connected<IncomingStream<'_, tcp::NoDelayListener>> for PeerAddr {

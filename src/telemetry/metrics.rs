@@ -254,7 +254,7 @@ impl Metrics {
         })
     }
 
-    /// The active-session gauge, kept by [`super::sessions::CountingSessions`].
+    /// The active-session gauge, kept by [`super::sessions::Counted`].
     pub fn sessions_gauge(&self) -> Gauge {
         self.sessions.clone()
     }

@@ -9,7 +9,7 @@
 //! - [`mcp`]: one span, one histogram observation and one log line per MCP request, with the
 //!   OpenTelemetry MCP semantic-convention names and the client's W3C trace context taken from
 //!   `params._meta`;
-//! - [`sessions`]: the MCP session manager wrapper that keeps the active-session gauge;
+//! - [`sessions`]: an MCP session's transport, counted by the active-session gauge while it lives;
 //! - [`subscriber`]: the process's `tracing` subscriber: text or JSON logs on stderr and, when
 //!   `[otel] endpoint` is set, an OTLP/HTTP span exporter.
 //!
