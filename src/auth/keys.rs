@@ -362,21 +362,38 @@ fn jwk_fits(algorithm: JwtAlgorithm, jwk: &Jwk) -> bool {
 
 #[cfg(test)]
 pub(crate) mod test_keys {
-    //! Paths of the checked-in test key pairs.
+    //! The checked-in test key pairs, and configs that name them.
     use std::path::PathBuf;
+
+    use crate::auth::config::{AuthConfig, JwtAlgorithm, PublicKeyConfig};
 
     pub fn path(name: &str) -> PathBuf {
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/keys")
             .join(name)
     }
+
+    /// A config of `algorithm` whose public keys are the test key `files`, each with its kid.
+    pub fn asym(algorithm: JwtAlgorithm, files: &[(&str, Option<&str>)]) -> AuthConfig {
+        AuthConfig {
+            algorithm,
+            public_keys: files
+                .iter()
+                .map(|(f, kid)| PublicKeyConfig {
+                    file: path(f),
+                    kid: kid.map(str::to_owned),
+                })
+                .collect(),
+            ..AuthConfig::default()
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::test_keys::path;
+    use super::test_keys::{asym, path};
     use super::*;
-    use crate::auth::config::{PublicKeyConfig, SecretString};
+    use crate::auth::config::SecretString;
 
     /// A secret as `muxgate token` would generate it.
     const RANDOM_LOOKING: &str = "Xk3v9Qz1Lr7Tw2Hn8Bc5Mp0Jd4Fs6GaE";
@@ -409,20 +426,6 @@ mod tests {
                 None,
                 "{random:?} was refused"
             );
-        }
-    }
-
-    fn asym(algorithm: JwtAlgorithm, files: &[(&str, Option<&str>)]) -> AuthConfig {
-        AuthConfig {
-            algorithm,
-            public_keys: files
-                .iter()
-                .map(|(f, kid)| PublicKeyConfig {
-                    file: path(f),
-                    kid: kid.map(str::to_owned),
-                })
-                .collect(),
-            ..AuthConfig::default()
         }
     }
 

@@ -481,8 +481,8 @@ pub(crate) mod test_support {
 mod tests {
     use super::test_support::*;
     use super::*;
-    use crate::auth::config::{JwtAlgorithm, PublicKeyConfig};
-    use crate::auth::keys::test_keys::path;
+    use crate::auth::config::JwtAlgorithm;
+    use crate::auth::keys::test_keys::{asym, path};
     use jsonwebtoken::Algorithm;
     use serde_json::json;
 
@@ -491,18 +491,7 @@ mod tests {
     }
 
     fn verifier(alg: JwtAlgorithm, keys: &[(&str, Option<&str>)]) -> TokenVerifier {
-        TokenVerifier::from_config(&AuthConfig {
-            algorithm: alg,
-            public_keys: keys
-                .iter()
-                .map(|(f, kid)| PublicKeyConfig {
-                    file: path(f),
-                    kid: kid.map(str::to_owned),
-                })
-                .collect(),
-            ..AuthConfig::default()
-        })
-        .unwrap()
+        TokenVerifier::from_config(&asym(alg, keys)).unwrap()
     }
 
     fn with(

@@ -33,6 +33,12 @@ const SERVER_ARG: ArgSpec = ArgSpec {
     required: false,
 };
 
+const PANE_ARG: ArgSpec = ArgSpec {
+    name: "pane_id",
+    description: "The pane (%N)",
+    required: true,
+};
+
 const PROMPTS: [PromptSpec; 4] = [
     PromptSpec {
         name: "run_and_wait",
@@ -56,14 +62,7 @@ const PROMPTS: [PromptSpec; 4] = [
         name: "diagnose_failing_pane",
         title: "Diagnose a failing pane",
         description: "Find out why the program in a pane failed or hangs, without disturbing it.",
-        arguments: &[
-            ArgSpec {
-                name: "pane_id",
-                description: "The pane (%N)",
-                required: true,
-            },
-            SERVER_ARG,
-        ],
+        arguments: &[PANE_ARG, SERVER_ARG],
     },
     PromptSpec {
         name: "build_dev_workspace",
@@ -87,14 +86,7 @@ const PROMPTS: [PromptSpec; 4] = [
         name: "interrupt_gracefully",
         title: "Interrupt a program gracefully",
         description: "Stop the program running in a pane, escalating only as far as needed.",
-        arguments: &[
-            ArgSpec {
-                name: "pane_id",
-                description: "The pane (%N)",
-                required: true,
-            },
-            SERVER_ARG,
-        ],
+        arguments: &[PANE_ARG, SERVER_ARG],
     },
 ];
 
