@@ -337,6 +337,26 @@ mod tests {
             ))
     }
 
+    /// Sends one request through the binding layer.
+    async fn send(
+        app: &Router,
+        method: Method,
+        sub: Option<&str>,
+        session: Option<&str>,
+    ) -> Response {
+        app.clone()
+            .oneshot(req(method, sub, session))
+            .await
+            .unwrap()
+    }
+
+    fn session_id(created: &Response) -> String {
+        created.headers()[&MCP_SESSION_ID]
+            .to_str()
+            .unwrap()
+            .to_owned()
+    }
+
     fn req(method: Method, sub: Option<&str>, session: Option<&str>) -> Request {
         let mut r = Request::builder().method(method).uri("/mcp");
         if let Some(s) = session {
@@ -353,47 +373,24 @@ mod tests {
     async fn hijacked_session_is_refused_like_an_unknown_one() {
         let bindings = Arc::new(SessionBindings::default());
         let app = app(Arc::clone(&bindings));
-        let created = app
-            .clone()
-            .oneshot(req(Method::POST, Some("alice"), None))
-            .await
-            .unwrap();
-        let id = created.headers()[&MCP_SESSION_ID]
-            .to_str()
-            .unwrap()
-            .to_owned();
+        let created = send(&app, Method::POST, Some("alice"), None).await;
+        let id = session_id(&created);
         assert_eq!(bindings.check(&id, "alice"), Ok(()));
 
-        let own = app
-            .clone()
-            .oneshot(req(Method::POST, Some("alice"), Some(&id)))
-            .await
-            .unwrap();
+        let own = send(&app, Method::POST, Some("alice"), Some(&id)).await;
         assert_eq!(own.status(), StatusCode::OK);
 
-        let stolen = app
-            .clone()
-            .oneshot(req(Method::POST, Some("mallory"), Some(&id)))
-            .await
-            .unwrap();
+        let stolen = send(&app, Method::POST, Some("mallory"), Some(&id)).await;
         assert_eq!(stolen.status(), StatusCode::NOT_FOUND);
         let body = axum::body::to_bytes(stolen.into_body(), 1024)
             .await
             .unwrap();
         assert!(String::from_utf8_lossy(&body).contains("session_not_found"));
         // The victim's session still works.
-        let own = app
-            .clone()
-            .oneshot(req(Method::POST, Some("alice"), Some(&id)))
-            .await
-            .unwrap();
+        let own = send(&app, Method::POST, Some("alice"), Some(&id)).await;
         assert_eq!(own.status(), StatusCode::OK);
 
-        let made_up = app
-            .clone()
-            .oneshot(req(Method::POST, Some("alice"), Some("sess-999")))
-            .await
-            .unwrap();
+        let made_up = send(&app, Method::POST, Some("alice"), Some("sess-999")).await;
         assert_eq!(made_up.status(), StatusCode::NOT_FOUND);
     }
 
@@ -401,29 +398,14 @@ mod tests {
     async fn delete_and_downstream_404_forget_the_binding() {
         let bindings = Arc::new(SessionBindings::default());
         let app = app(Arc::clone(&bindings));
-        let created = app
-            .clone()
-            .oneshot(req(Method::POST, Some("alice"), None))
-            .await
-            .unwrap();
-        let id = created.headers()[&MCP_SESSION_ID]
-            .to_str()
-            .unwrap()
-            .to_owned();
-        let deleted = app
-            .clone()
-            .oneshot(req(Method::DELETE, Some("alice"), Some(&id)))
-            .await
-            .unwrap();
+        let created = send(&app, Method::POST, Some("alice"), None).await;
+        let id = session_id(&created);
+        let deleted = send(&app, Method::DELETE, Some("alice"), Some(&id)).await;
         assert_eq!(deleted.status(), StatusCode::ACCEPTED);
         assert!(bindings.is_empty());
 
         bindings.bind("sess-gone", "alice");
-        let gone = app
-            .clone()
-            .oneshot(req(Method::POST, Some("alice"), Some("sess-gone")))
-            .await
-            .unwrap();
+        let gone = send(&app, Method::POST, Some("alice"), Some("sess-gone")).await;
         assert_eq!(gone.status(), StatusCode::NOT_FOUND);
         assert!(bindings.is_empty());
     }
