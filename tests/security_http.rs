@@ -161,7 +161,7 @@ async fn start() -> Running {
     let audit_path = dir.path().join("audit.jsonl");
     let secret = auth::generate_secret();
     let auth_cfg = AuthConfig::hs256(secret);
-    let mut clients: BTreeMap<String, ClientPolicyConfig> = BTreeMap::new();
+    let mut clients: BTreeMap<String, ClientPolicyConfig<LimitOverrides>> = BTreeMap::new();
     clients.insert(
         "flood".into(),
         toml::from_str("[limits]\nrequests_per_second = 1\nrequest_burst = 3").unwrap(),

@@ -74,9 +74,9 @@ impl std::fmt::Debug for Authenticator {
 
 impl Authenticator {
     /// Builds the authenticator from `[auth]` and the `[clients.*]` table.
-    pub fn new<'a, K: AsRef<str>>(
+    pub fn new<'a, K: AsRef<str>, L: 'a>(
         auth: &AuthConfig,
-        clients: impl IntoIterator<Item = (K, &'a ClientPolicyConfig)>,
+        clients: impl IntoIterator<Item = (K, &'a ClientPolicyConfig<L>)>,
         resource: &ProtectedResource,
     ) -> Result<Self, AuthConfigError> {
         let verifier = TokenVerifier::from_config(auth)?;
@@ -275,7 +275,10 @@ impl Authenticator {
     }
 }
 
-fn compile_client(sub: &str, cfg: &ClientPolicyConfig) -> Result<ClientPolicy, AuthConfigError> {
+fn compile_client<L>(
+    sub: &str,
+    cfg: &ClientPolicyConfig<L>,
+) -> Result<ClientPolicy, AuthConfigError> {
     let field = |name: &str| format!("clients.{sub}.{name}");
     if !valid_sub(sub) {
         return Err(AuthConfigError::Invalid {
@@ -431,6 +434,7 @@ mod tests {
     use axum::Router;
     use axum::body::Body;
     use axum::routing::post;
+    use serde::de::IgnoredAny;
     use serde_json::json;
     use std::collections::BTreeMap;
     use std::sync::Mutex;
@@ -440,11 +444,11 @@ mod tests {
         ProtectedResource::new(&AuthConfig::default(), "http://127.0.0.1:8080/mcp").unwrap()
     }
 
-    fn authenticator(clients: &BTreeMap<String, ClientPolicyConfig>) -> Authenticator {
+    fn authenticator(clients: &BTreeMap<String, ClientPolicyConfig<IgnoredAny>>) -> Authenticator {
         Authenticator::new(&AuthConfig::hs256(SECRET), clients, &resource()).unwrap()
     }
 
-    fn client(toml_text: &str) -> ClientPolicyConfig {
+    fn client(toml_text: &str) -> ClientPolicyConfig<IgnoredAny> {
         toml::from_str(toml_text).unwrap()
     }
 

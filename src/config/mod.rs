@@ -35,7 +35,7 @@ use self::allowlist::{HostPattern, OriginPattern};
 use crate::approvals::{ApprovalPolicy, ApprovalsConfig};
 use crate::audit::AuditConfig;
 use crate::auth::{AuthConfig, ClientPolicyConfig, DefaultClientConfig};
-use crate::limits::LimitsConfig;
+use crate::limits::{LimitOverrides, LimitsConfig};
 use crate::mux::tmux::EngineSettings;
 pub use crate::mux::tmux::TmuxSocket;
 use crate::mux::zellij::backend::ZellijServerSpec;
@@ -63,7 +63,7 @@ pub struct Config {
     pub auth: AuthConfig,
     /// Per-client policy and limits, by the token's `sub`.
     #[serde(default)]
-    pub clients: BTreeMap<String, ClientPolicyConfig>,
+    pub clients: BTreeMap<String, ClientPolicyConfig<LimitOverrides>>,
     /// The policy of a `sub` without an entry in `clients`.
     #[serde(default)]
     pub clients_default: DefaultClientConfig,
@@ -1223,6 +1223,19 @@ mod tests {
         assert!(message.contains("at least 16384"), "{message}");
         let (key, _, _) = invalid("[clients.bot.limits]\nmax_output_bytes = 100\n", &[]);
         assert_eq!(key, "clients.bot.limits.max_output_bytes");
+    }
+
+    #[test]
+    fn a_clients_limits_are_read_as_limit_overrides() {
+        let config = Config::from_toml_str(
+            "[clients.bot]\nscopes = [\"mux:read\"]\n[clients.bot.limits]\ntool_calls_per_second = 5\n",
+        )
+        .unwrap();
+        let bot = &config.clients["bot"];
+        assert_eq!(bot.limits.tool_calls_per_second.map(|n| n.get()), Some(5));
+        assert_eq!(bot.limits.max_output_bytes, None);
+        let (key, _, _) = invalid("[clients.bot.limits]\ntool_calls = 5\n", &[]);
+        assert_eq!(key, "clients.bot.limits.tool_calls");
     }
 
     #[test]
