@@ -280,8 +280,14 @@ impl TmuxAccess<'_> {
         TmuxChannels::new(
             self.server.clone(),
             self.caller.clone(),
-            super::tools::channel::channel_owner(self).map(str::to_owned),
+            self.channel_owner().map(str::to_owned),
         )
+    }
+
+    /// Whose `wait-for` channels they are on this server: the caller's on a shared server,
+    /// nobody's (the tenant's) in a workspace.
+    pub fn channel_owner(&self) -> Option<&str> {
+        self.workspace.is_none().then(|| self.call.sub())
     }
 
     /// Copy mode in the server's panes, acted on as this caller.

@@ -80,12 +80,6 @@ async fn server_identity(tmux: &TmuxAccess<'_>) -> Result<Option<String>, ToolEr
         .map_err(|e| engine_error(tmux.server_name(), e, "call list_servers"))
 }
 
-/// Whose channels they are on this server: the caller's on a shared server, nobody's (the
-/// tenant's) in a workspace.
-pub(crate) fn channel_owner<'a>(tmux: &'a TmuxAccess<'_>) -> Option<&'a str> {
-    tmux.workspace.is_none().then(|| tmux.call.sub())
-}
-
 fn channel_name(name: &str) -> Result<ChannelName, ToolError> {
     ChannelName::parse(name).map_err(|e| {
         ToolError::invalid_arguments(

@@ -246,7 +246,7 @@ impl McpServer {
             version: None,
             started: None,
             sessions: 0,
-            channel_prefix: ChannelName::prefix(super::channel::channel_owner(&tmux)),
+            channel_prefix: ChannelName::prefix(tmux.channel_owner()),
         };
         let described = match described {
             Ok(described) => described,

@@ -122,10 +122,13 @@ pub enum ZellijError {
     },
 }
 
+/// The reason of a [`ZellijError::WatchEnded`] when the pane closed.
+pub const PANE_CLOSED: &str = "the pane closed";
+
 impl ZellijError {
     /// Whether a wait ended because its pane closed.
     pub fn is_pane_closed(&self) -> bool {
-        matches!(self, Self::WatchEnded { reason, .. } if reason == super::watch::PANE_CLOSED)
+        matches!(self, Self::WatchEnded { reason, .. } if reason == PANE_CLOSED)
     }
 }
 

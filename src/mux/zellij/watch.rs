@@ -28,12 +28,9 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::cli::{ZellijCli, first_lines, is_session_probe_failure};
-use super::error::{Result, ZellijError};
+use super::error::{PANE_CLOSED, Result, ZellijError};
 use super::events::{PaneEvent, parse_event};
 use super::ids::{PaneId, SessionName};
-
-/// The reason of a [`ZellijError::WatchEnded`] when the pane closed.
-pub const PANE_CLOSED: &str = "the pane closed";
 
 /// Snapshots kept per pane for late waiters.
 const HISTORY: usize = 32;

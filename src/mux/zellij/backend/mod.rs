@@ -38,13 +38,13 @@ pub use types::{
 };
 
 use super::cli::{ZellijCli, describe_status, first_lines};
-use super::error::{Result, ZellijError};
+use super::error::{PANE_CLOSED, Result, ZellijError};
 use super::ids::{PaneId, SessionName, TabId};
 use super::keys::Key;
 use super::listing::{Client, Pane, SessionEntry, Tab};
 use super::marker::{MarkedRun, ShellKind};
 use super::queue::SessionQueue;
-use super::watch::{FallbackPolling, PANE_CLOSED, PaneView, PaneWatch, WatchRegistry};
+use super::watch::{FallbackPolling, PaneView, PaneWatch, WatchRegistry};
 use crate::mux::screen_mark::ScreenMark;
 
 use checks::{
