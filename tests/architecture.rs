@@ -1,7 +1,8 @@
 //! ARCHITECTURE.md stays true to the tree: every file or folder it names in backticks exists.
 //! And tmux command lines and row parsing stay in `src/mux/tmux/`: a file of `src/mcp/` that
 //! builds one fails. And no function in `src/` runs over [`LONGEST_FUNCTION`] lines unless a
-//! `// Long on purpose: …` comment above it says why.
+//! `// Long on purpose: …` comment above it says why. And no files of `src/` import each other
+//! in a circle.
 //!
 //! For the document, a name counts when it ends in a file extension the repo uses
 //! (`monitor.rs`, `deploy/k8s.yaml`) or in `/` (`src/mcp/`); it matches a path of the repo that
@@ -262,4 +263,218 @@ fn a_long_function_would_be_caught() {
     // Unit tests are left out.
     let in_tests = format!("mod tests {{\n    fn run() {{\n{body}    }}\n}}\n");
     assert!(long_functions(&in_tests).is_empty());
+}
+
+/// The module of a library file: `src/mcp/tools/channel.rs` is `mcp::tools::channel`,
+/// `src/mcp/mod.rs` is `mcp`, `src/lib.rs` the crate root.
+fn module_of(path: &str) -> Vec<String> {
+    let inner = path.trim_start_matches("src/").trim_end_matches(".rs");
+    let mut parts: Vec<String> = inner.split('/').map(str::to_owned).collect();
+    if matches!(parts.last().map(String::as_str), Some("mod" | "lib")) {
+        parts.pop();
+    }
+    parts
+}
+
+/// The paths `source` names from `crate::`, `super::` or `self::`, `use` groups expanded
+/// (`crate::a::{b, c::d}` is `crate::a::b` and `crate::a::c::d`). Comments, and unit tests
+/// (from the first `#[cfg(test)]` on), are left out.
+fn paths_named_in(source: &str) -> Vec<String> {
+    let code: String = source
+        .lines()
+        .take_while(|line| line.trim() != "#[cfg(test)]")
+        .map(|line| line.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let start = regex::Regex::new(r"\b(?:crate|super|self)(?:::[A-Za-z_]\w*)*(?:::\{)?")
+        .expect("valid regex");
+    let mut paths = Vec::new();
+    let mut from = 0;
+    while let Some(found) = start.find_at(&code, from) {
+        let text = found.as_str();
+        from = found.end();
+        match text.strip_suffix("::{") {
+            Some(prefix) => {
+                let inner = &code[found.end()..];
+                let close = closing_brace(inner).unwrap_or(inner.len());
+                paths.extend(expand_group(prefix, &inner[..close]));
+                from = found.end() + close;
+            }
+            None => paths.push(text.to_owned()),
+        }
+    }
+    paths
+}
+
+/// Where the brace group that `text` is inside of closes.
+fn closing_brace(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    for (at, c) in text.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => return Some(at),
+            '}' => depth -= 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The paths of a `use` group's items under `prefix`.
+fn expand_group(prefix: &str, group: &str) -> Vec<String> {
+    let mut items = Vec::new();
+    let (mut depth, mut begin) = (0usize, 0);
+    for (at, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                items.push(&group[begin..at]);
+                begin = at + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&group[begin..]);
+    let mut paths = Vec::new();
+    for item in items.into_iter().map(str::trim).filter(|i| !i.is_empty()) {
+        if let Some((head, rest)) = item.split_once("::{") {
+            let inner = rest.strip_suffix('}').unwrap_or(rest);
+            paths.extend(expand_group(&format!("{prefix}::{head}"), inner));
+        } else {
+            let name = item.split_whitespace().next().unwrap_or(item);
+            match name {
+                "self" | "*" => paths.push(prefix.to_owned()),
+                _ => paths.push(format!("{prefix}::{name}")),
+            }
+        }
+    }
+    paths
+}
+
+/// The files each file of `files` (path, source) takes names from, among `files`. A module's
+/// own ancestors (`mod.rs`, `lib.rs` above it) are left out: they are the namespaces its names
+/// are published through, and naming them makes no circle of code.
+fn imports(files: &[(String, String)]) -> Vec<Vec<usize>> {
+    let index: std::collections::HashMap<Vec<String>, usize> = files
+        .iter()
+        .enumerate()
+        .map(|(i, (path, _))| (module_of(path), i))
+        .collect();
+    files
+        .iter()
+        .map(|(path, source)| {
+            let module = module_of(path);
+            let mut targets: Vec<usize> = paths_named_in(source)
+                .iter()
+                .filter_map(|named| {
+                    let mut base = match named.split("::").next()? {
+                        "crate" => Vec::new(),
+                        _ => module.clone(),
+                    };
+                    let mut rest = Vec::new();
+                    for (at, segment) in named.split("::").enumerate() {
+                        match segment {
+                            "super" => {
+                                base.pop();
+                            }
+                            "crate" | "self" if at == 0 => {}
+                            _ => rest.push(segment.to_owned()),
+                        }
+                    }
+                    base.extend(rest);
+                    (0..=base.len())
+                        .rev()
+                        .find_map(|len| index.get(&base[..len]).copied())
+                })
+                .filter(|&target| !module.starts_with(&module_of(&files[target].0)))
+                .collect();
+            targets.sort_unstable();
+            targets.dedup();
+            targets
+        })
+        .collect()
+}
+
+/// The import circles among `files` (path, source): each a set of files, sorted, every one of
+/// which takes names, directly or not, from every other.
+fn import_circles(files: &[(String, String)]) -> Vec<Vec<String>> {
+    let edges = imports(files);
+    let reach: Vec<Vec<bool>> = (0..files.len())
+        .map(|from| {
+            let mut seen = vec![false; files.len()];
+            let mut stack = edges[from].clone();
+            while let Some(next) = stack.pop() {
+                if !std::mem::replace(&mut seen[next], true) {
+                    stack.extend(&edges[next]);
+                }
+            }
+            seen
+        })
+        .collect();
+    let mut circles: Vec<Vec<String>> = Vec::new();
+    for (file, reached) in reach.iter().enumerate() {
+        let mut circle: Vec<String> = (0..files.len())
+            .filter(|&other| reached[other] && reach[other][file])
+            .map(|other| files[other].0.clone())
+            .collect();
+        circle.sort();
+        if circle.len() > 1 && !circles.contains(&circle) {
+            circles.push(circle);
+        }
+    }
+    circles
+}
+
+/// Files that take names from each other can be understood, tested and changed only together:
+/// a circle means one of them holds something that belongs lower down.
+#[test]
+fn no_files_of_src_import_each_other_in_a_circle() {
+    let files: Vec<(String, String)> = repo_paths()
+        .into_iter()
+        .filter(|path| path.starts_with("src/") && path.ends_with(".rs") && path != "src/main.rs")
+        .map(|path| {
+            let source = std::fs::read_to_string(Path::new(ROOT).join(&path)).expect("read source");
+            (path, source)
+        })
+        .collect();
+    assert!(files.len() > 100, "only {} files found", files.len());
+    let edges: usize = imports(&files).iter().map(Vec::len).sum();
+    assert!(edges > 300, "only {edges} imports found");
+    let circles = import_circles(&files);
+    assert!(
+        circles.is_empty(),
+        "files that import each other, directly or through others: {circles:?}"
+    );
+}
+
+#[test]
+fn an_import_circle_would_be_caught() {
+    let file = |path: &str, source: &str| (path.to_owned(), source.to_owned());
+    let circle = [
+        file("src/a/mod.rs", "pub mod b;\npub mod c;\nuse self::b::B;\n"),
+        file("src/a/b.rs", "use super::{c::{C, D as E}, A};\n"),
+        file(
+            "src/a/c.rs",
+            "// use super::b::B;\nfn f() { crate::d::run(); }\n",
+        ),
+        file(
+            "src/d.rs",
+            "use crate::a::b::B;\n#[cfg(test)]\nmod tests { use crate::a::c::C; }\n",
+        ),
+    ];
+    assert_eq!(
+        import_circles(&circle),
+        [vec!["src/a/b.rs", "src/a/c.rs", "src/d.rs"]]
+    );
+    // Children naming their own `mod.rs`, and comments and unit tests, make none.
+    let none = [
+        file("src/a/mod.rs", "mod b;\nuse self::b::B;\n"),
+        file("src/a/b.rs", "use super::A;\n// use crate::c::C;\n"),
+        file(
+            "src/c.rs",
+            "use crate::a::b::B;\n#[cfg(test)]\nmod tests { use crate::c::X; }\n",
+        ),
+    ];
+    assert!(import_circles(&none).is_empty());
 }
