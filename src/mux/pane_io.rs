@@ -33,6 +33,16 @@ pub enum ScreenScope {
     Full,
 }
 
+/// One end of a range of a pane's lines, numbered as tmux numbers them (Zellij reads a pane
+/// whole, so only the screen, `Line(0)`, and the edges make sense there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineBound {
+    /// A line number: 0 is the top visible line, negative lines are history.
+    Line(i64),
+    /// The start of the history (as a range's start) or the bottom of the screen (as its end).
+    Edge,
+}
+
 /// What a wait looks for, one screen line at a time.
 #[derive(Debug, Clone)]
 pub enum ScreenPattern {

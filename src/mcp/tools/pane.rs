@@ -31,8 +31,9 @@ use crate::mcp::pane_ops::{
 };
 use crate::mcp::tools::watch::foreground_of;
 use crate::mux::agent_report::{AgentReports, PaneInstance};
+use crate::mux::pane_io::LineBound;
 use crate::mux::tmux::display::{expand_command, parse_snapshot, snapshot_command};
-use crate::mux::tmux::ops::capture::{CaptureRange, DEFAULT_MAX_LINES, LineBound};
+use crate::mux::tmux::ops::capture::{CaptureRange, DEFAULT_MAX_LINES};
 use crate::mux::tmux::target::Target;
 use crate::mux::tmux::{BatchMode, CommandOutcome, EngineError};
 

@@ -33,11 +33,10 @@ use crate::mcp::position::ZellijPosition;
 use crate::mcp::zellij_access::{ZellijAccess, parse_tab};
 use crate::mux::echo::EchoFilter;
 use crate::mux::lines::truncation_marker;
-use crate::mux::pane_io::{PaneIo, ScreenScope};
+use crate::mux::pane_io::{LineBound, PaneIo, ScreenScope};
 use crate::mux::screen_mark::ScreenMark;
 use crate::mux::shell_run::RunCapture;
 use crate::mux::text_match::{HitKind, WaitMatcher};
-use crate::mux::tmux::ops::capture::LineBound;
 use crate::mux::zellij::backend::{
     CommandResult, InputStep, NewLinesEnd, RunInPaneOptions, RunOptions,
 };

@@ -8,13 +8,15 @@
 use std::time::Duration;
 
 use super::format::{flag, row_format, split_row};
-use super::ops::capture::{CaptureRange, LineBound, shape_capture};
+use super::ops::capture::{CaptureRange, shape_capture};
 use super::ops::input::{InputError, InputPlan};
 use super::ops::keys::{KeyError, KeyName};
 use super::{
     BatchMode, Caller, CommandOutcome, EngineError, PaneId, StreamEnd, TmuxCommand, TmuxServer,
 };
-use crate::mux::pane_io::{PaneIo, PaneSummary, ScreenMatch, ScreenPattern, ScreenScope};
+use crate::mux::pane_io::{
+    LineBound, PaneIo, PaneSummary, ScreenMatch, ScreenPattern, ScreenScope,
+};
 
 /// `-F` fields of a pane row; the title (free text) last.
 const PANE_FIELDS: [&str; 8] = [

@@ -15,25 +15,16 @@ use super::super::command::TmuxCommand;
 use super::super::ids::PaneId;
 use super::super::quote::QuoteError;
 use crate::mux::lines::truncation_marker;
+use crate::mux::pane_io::LineBound;
 
 /// Default `max_lines` of captures (as the reference server).
 pub const DEFAULT_MAX_LINES: usize = 500;
 
-/// One end of a captured range.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LineBound {
-    /// A line number: 0 is the top visible line, negative lines are history.
-    Line(i64),
-    /// The start of the history (as `start`) or the bottom of the screen (as `end`).
-    Edge,
-}
-
-impl LineBound {
-    fn to_arg(self) -> String {
-        match self {
-            LineBound::Line(n) => n.to_string(),
-            LineBound::Edge => "-".to_owned(),
-        }
+/// A bound as `capture-pane -S`/`-E` takes it: the line number, or `-` for the edge.
+fn bound_arg(bound: LineBound) -> String {
+    match bound {
+        LineBound::Line(n) => n.to_string(),
+        LineBound::Edge => "-".to_owned(),
     }
 }
 
@@ -66,10 +57,10 @@ impl CaptureRange {
             command = command.flag("-e");
         }
         if let Some(start) = self.start {
-            command = command.opt("-S", start.to_arg());
+            command = command.opt("-S", bound_arg(start));
         }
         if let Some(end) = self.end {
-            command = command.opt("-E", end.to_arg());
+            command = command.opt("-E", bound_arg(end));
         }
         command.target(pane).build()
     }
