@@ -151,6 +151,9 @@ struct HubInner {
     changing: tokio::sync::Mutex<()>,
     /// Windows waiting to be linked, taken in batches by one task ([`OutputHub::drain_links`]).
     pending_links: Mutex<Vec<LinkRequest>>,
+    /// Windows with a link request queued or in a batch being linked, and how many requests
+    /// each: the monitor leaves their panes to the link (see [`watch_session::departures`]).
+    requested: Mutex<HashMap<WindowId, usize>>,
     /// Whether that task runs.
     linking: AtomicBool,
     stats: Arc<OutputStats>,
@@ -178,6 +181,25 @@ impl HubInner {
     fn lock_pending(&self) -> std::sync::MutexGuard<'_, Vec<LinkRequest>> {
         // Only pushed to and drained: a poisoned lock is consistent.
         self.pending_links.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn lock_requested(&self) -> std::sync::MutexGuard<'_, HashMap<WindowId, usize>> {
+        // Single map operations only: a poisoned lock is consistent.
+        self.requested.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Counts a link request for `window` in (`true`) or out.
+    fn count_request(&self, window: WindowId, added: bool) {
+        let mut requested = self.lock_requested();
+        let count = requested.entry(window).or_default();
+        if added {
+            *count += 1;
+        } else {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                requested.remove(&window);
+            }
+        }
     }
 
     /// The running watch session, if `window` is linked into it.
@@ -214,6 +236,7 @@ impl OutputHub {
                 watch: Mutex::new(None),
                 changing: tokio::sync::Mutex::new(()),
                 pending_links: Mutex::new(Vec::new()),
+                requested: Mutex::new(HashMap::new()),
                 linking: AtomicBool::new(false),
                 stats: Arc::new(OutputStats::default()),
             }),
@@ -358,6 +381,7 @@ impl OutputHub {
     /// deadline) leaves the others' links and the hub's record of them whole.
     async fn link(&self, caller: &Caller, place: Place) -> Result<(), EngineError> {
         let (done, result) = oneshot::channel();
+        self.inner.count_request(place.window, true);
         self.inner.lock_pending().push(LinkRequest {
             caller: caller.clone(),
             place,
@@ -390,8 +414,13 @@ impl OutputHub {
                 }
                 continue;
             }
+            let windows: Vec<WindowId> = batch.iter().map(|r| r.place.window).collect();
             let _changing = self.inner.changing.lock().await;
             self.link_batch(batch).await;
+            // Recorded as linked by now, or failed: the monitor may look their panes up.
+            for window in windows {
+                self.inner.count_request(window, false);
+            }
         }
     }
 
@@ -925,6 +954,8 @@ enum MonitorWake {
 
 /// How long after a structural notification the monitor looks (more may follow at once).
 const STRUCTURE_CHECK_DELAY: Duration = Duration::from_millis(20);
+/// How long after a check that left panes to their links the monitor looks again.
+const LINKING_RECHECK_DELAY: Duration = Duration::from_millis(250);
 
 impl WatchMonitor {
     async fn run(mut self) {
@@ -1216,7 +1247,9 @@ impl WatchMonitor {
         if live.is_empty() {
             return;
         }
-        // Read before the pane list: a window linked after it may be missing from the list.
+        // Read before the pane list, the requests first: a window whose link is recorded
+        // between the two reads is in both, and one linked after the list is in neither.
+        let requested: HashSet<WindowId> = self.hub.lock_requested().keys().copied().collect();
         let linked: HashSet<WindowId> = match self.hub.lock_watch().as_ref() {
             Some(w) if w.session == self.watch => w.linked.keys().copied().collect(),
             _ => return,
@@ -1233,7 +1266,13 @@ impl WatchMonitor {
             return;
         };
         let present = watch_session::pane_windows(&rows);
-        let found = watch_session::departures(&live, &present, &linked);
+        let found = watch_session::departures(&live, &present, &linked, &requested);
+        if found.left_to_links > 0 {
+            // Looked at again once their links are recorded: a pane that moved or ended while
+            // its window was being linked sends no further notification.
+            self.check_at
+                .get_or_insert_with(|| Instant::now() + LINKING_RECHECK_DELAY);
+        }
         for (pane, window) in found.moved {
             self.hub.router.moved(pane, window);
         }

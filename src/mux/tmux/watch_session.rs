@@ -206,27 +206,33 @@ pub fn pane_windows(rows: &[Vec<u8>]) -> HashMap<PaneId, WindowId> {
 pub struct Departures {
     /// Panes still in the watch session, in another of its windows than their route says.
     pub moved: Vec<(PaneId, WindowId)>,
-    /// Panes that left the watch session's windows: moved to a window not linked, or gone.
+    /// Panes that left the watch session's windows, or whose window is not there and not being
+    /// linked: moved to a window not linked, or gone, to be looked up.
     pub missing: Vec<PaneId>,
+    /// Panes not in the list whose window is being linked: left to the link for now.
+    pub left_to_links: usize,
 }
 
-/// Sorts the watched panes into [`Departures`]. A pane can only have left a window that was
-/// linked (`linked`) before `present` was read: one whose window is still being linked is its
-/// subscriber's to link. Looking such a pane up would cost tmux a search of every session per
-/// pane, and while thousands of links are in flight that kept tmux busy long after they were
-/// done.
+/// Sorts the watched panes into [`Departures`]. A pane missing from the list whose window has
+/// a link request (`requested`) and is not yet `linked` is its subscriber's to link: looking
+/// it up would cost tmux a round trip per pane, and while thousands of links are in flight
+/// that kept tmux busy long after they were done. Every other missing pane is looked up, so
+/// one whose window was unlinked under its stream is found and linked again.
 pub fn departures(
     live: &[(PaneId, WindowId)],
     present: &HashMap<PaneId, WindowId>,
     linked: &HashSet<WindowId>,
+    requested: &HashSet<WindowId>,
 ) -> Departures {
     let mut found = Departures::default();
     for &(pane, window) in live {
         match present.get(&pane) {
             Some(now) if *now != window => found.moved.push((pane, *now)),
             Some(_) => {}
-            None if linked.contains(&window) => found.missing.push(pane),
-            None => {}
+            None if requested.contains(&window) && !linked.contains(&window) => {
+                found.left_to_links += 1;
+            }
+            None => found.missing.push(pane),
         }
     }
     found
@@ -353,24 +359,29 @@ mod tests {
     }
 
     #[test]
-    fn only_panes_of_linked_windows_can_have_left() {
+    fn panes_of_windows_being_linked_are_left_to_their_links() {
         let present = pane_windows(&[b"%1 @1".to_vec(), b"%2 @9".to_vec()]);
         let live = [
             (PaneId(1), WindowId(1)), // where it was
             (PaneId(2), WindowId(2)), // moved into another linked window
             (PaneId(3), WindowId(3)), // its window linked, the pane not there: moved away or gone
             (PaneId(4), WindowId(4)), // its window still being linked
+            (PaneId(5), WindowId(5)), // its window neither linked nor being linked (unlinked)
+            (PaneId(6), WindowId(6)), // a link recorded between the reads: in both sets
         ];
-        let linked = HashSet::from([WindowId(1), WindowId(2), WindowId(3), WindowId(9)]);
+        let linked = HashSet::from([1, 2, 3, 6, 9].map(WindowId));
+        let requested = HashSet::from([4, 6].map(WindowId));
         assert_eq!(
-            departures(&live, &present, &linked),
+            departures(&live, &present, &linked, &requested),
             Departures {
                 moved: vec![(PaneId(2), WindowId(9))],
-                missing: vec![PaneId(3)],
+                missing: vec![PaneId(3), PaneId(5), PaneId(6)],
+                left_to_links: 1,
             }
         );
+        let none = HashSet::new();
         assert_eq!(
-            departures(&live, &HashMap::new(), &HashSet::new()),
+            departures(&[], &HashMap::new(), &none, &none),
             Departures::default()
         );
     }
