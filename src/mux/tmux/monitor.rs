@@ -795,6 +795,7 @@ impl OutputHub {
             dying: HashMap::new(),
             idle_since: HashMap::new(),
             check_at: None,
+            follow_at: None,
             empty_since: None,
         };
         tokio::spawn(monitor.run());
@@ -920,6 +921,8 @@ struct WatchMonitor {
     /// When to look for orphaned windows and vanished or moved panes (set by a structural
     /// notification; a burst of them costs one look).
     check_at: Option<Instant>,
+    /// When to look again for panes left to their links (the pane list alone).
+    follow_at: Option<Instant>,
     /// Since when no window has been linked.
     empty_since: Option<Instant>,
 }
@@ -949,6 +952,7 @@ enum MonitorWake {
     IdleCheck,
     DyingExpired,
     StructureCheck,
+    FollowCheck,
     Shutdown,
 }
 
@@ -976,6 +980,7 @@ impl WatchMonitor {
                 _ = idle_check.tick() => MonitorWake::IdleCheck,
                 () = sleep_until(dying_deadline) => MonitorWake::DyingExpired,
                 () = sleep_until(self.check_at) => MonitorWake::StructureCheck,
+                () = sleep_until(self.follow_at) => MonitorWake::FollowCheck,
             };
             match wake {
                 MonitorWake::Shutdown => {
@@ -1008,6 +1013,10 @@ impl WatchMonitor {
                     if self.only_watch_left().await {
                         break StreamEnd::SessionClosed;
                     }
+                }
+                MonitorWake::FollowCheck => {
+                    self.follow_at = None;
+                    self.follow_panes().await;
                 }
                 MonitorWake::Event(Some(ConnEvent::Pause(pane))) => self.resume(pane).await,
                 MonitorWake::Event(Some(ConnEvent::Continue(_))) => {}
@@ -1270,7 +1279,7 @@ impl WatchMonitor {
         if found.left_to_links > 0 {
             // Looked at again once their links are recorded: a pane that moved or ended while
             // its window was being linked sends no further notification.
-            self.check_at
+            self.follow_at
                 .get_or_insert_with(|| Instant::now() + LINKING_RECHECK_DELAY);
         }
         for (pane, window) in found.moved {
