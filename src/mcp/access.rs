@@ -10,12 +10,9 @@
 //! Not here: the scope check (tiers) and rate limits, which [`super::call`] applies to every
 //! call before a tool runs.
 
-use std::time::Duration;
-
 use crate::auth::owners::{OwnerScope, SessionKey, SessionOwners};
 use crate::auth::{SessionRef, can_see_session, check_server, check_session};
 use crate::limits::Limits;
-use crate::limits::output::Carried;
 use crate::mux::lines::excerpt;
 use crate::mux::tmux::buffers::TmuxBuffers;
 use crate::mux::tmux::channel::TmuxChannels;
@@ -42,7 +39,7 @@ use crate::workspace::{self, WorkspaceError, WorkspaceLimits, WorkspaceName, Wor
 
 use super::McpServer;
 use super::backend::Backend;
-use super::budget::{WaitBudget, cap_output};
+use super::budget::CallBudget;
 use super::call::CallContext;
 use super::error::{ToolError, ToolErrorKind};
 
@@ -441,29 +438,9 @@ impl TmuxAccess<'_> {
         self.pane_of(&parse_target(target)?).await
     }
 
-    /// Caps text for a tool result to what is left of the call's output budget, keeping the
-    /// tail. Returns the text and how many bytes were cut.
-    pub fn cap_output(&self, text: &str) -> (String, usize) {
-        self.cap(text, Carried::InToolResult)
-    }
-
-    /// Caps a resource's text the same way (a resource carries it once).
-    pub fn cap_resource_text(&self, text: &str) -> String {
-        self.cap(text, Carried::InResource).0
-    }
-
-    fn cap(&self, text: &str, carried: Carried) -> (String, usize) {
-        cap_output(self.limits, self.call, text, carried)
-    }
-
-    /// Takes one of the caller's wait slots and clamps the timeout (seconds; `default` when
-    /// absent) to its `max_wait_seconds`.
-    pub fn wait_budget(
-        &self,
-        requested: Option<f64>,
-        default: Duration,
-    ) -> Result<WaitBudget, ToolError> {
-        WaitBudget::take(self.limits, self.call, requested, default)
+    /// What the caller may still spend in this call (waits, answer text).
+    pub fn budget(&self) -> CallBudget<'_> {
+        CallBudget::new(self.limits, self.call)
     }
 }
 

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::McpState;
-use super::budget::WaitBudget;
+use super::budget::CallBudget;
 use super::call::CallContext;
 use super::error::{ToolError, ToolErrorKind};
 use super::heartbeat::Heartbeat;
@@ -107,7 +107,7 @@ pub async fn hold_if_needed(
         ));
     }
     let timeout = Duration::from_secs(state.config.approvals.timeout_secs);
-    let budget = WaitBudget::take(&state.limits, caller, None, timeout)?;
+    let budget = CallBudget::new(&state.limits, caller).wait(None, timeout)?;
     let ticket = state.approvals.hold(HeldCall {
         sub: caller.sub().to_owned(),
         tool: request.name.to_string(),

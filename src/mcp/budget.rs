@@ -25,29 +25,37 @@ pub struct WaitBudget {
     _permit: WaitPermit,
 }
 
-impl WaitBudget {
-    /// Takes a wait slot and clamps `requested` (seconds; `default` when absent).
-    pub fn take(
-        limits: &Limits,
-        call: &CallContext,
-        requested: Option<f64>,
-        default: Duration,
-    ) -> Result<Self, ToolError> {
+/// What one caller may spend in one call: a wait slot and its clamped timeout, and the room
+/// left in its answers. Each backend's access hands out the same one.
+#[derive(Clone, Copy)]
+pub struct CallBudget<'a> {
+    limits: &'a Limits,
+    call: &'a CallContext,
+}
+
+impl<'a> CallBudget<'a> {
+    pub fn new(limits: &'a Limits, call: &'a CallContext) -> Self {
+        Self { limits, call }
+    }
+
+    /// Takes one of the caller's wait slots and clamps the timeout (seconds; `default` when
+    /// absent) to its `max_wait_seconds`.
+    pub fn wait(&self, requested: Option<f64>, default: Duration) -> Result<WaitBudget, ToolError> {
         let requested = match requested {
             None => default,
             Some(secs) => parse_timeout(secs)?,
         };
-        let sub = call.sub();
-        let permit = limits.acquire_wait(sub).map_err(|e| {
+        let sub = self.call.sub();
+        let permit = self.limits.acquire_wait(sub).map_err(|e| {
             ToolError::new(
                 ToolErrorKind::Busy,
                 e.to_string(),
                 "wait for one of your running waits to finish, or cancel it",
             )
         })?;
-        let effective = limits.clamp_wait(sub, requested).effective;
+        let effective = self.limits.clamp_wait(sub, requested).effective;
         let started = Instant::now();
-        Ok(Self {
+        Ok(WaitBudget {
             started,
             deadline: started + effective,
             effective,
@@ -55,6 +63,26 @@ impl WaitBudget {
         })
     }
 
+    /// Caps text for a tool result to what is left of the call's output budget, keeping the
+    /// tail. Returns the text and how many bytes were cut.
+    pub fn cap_output(&self, text: &str) -> (String, usize) {
+        self.cap(text, Carried::InToolResult)
+    }
+
+    /// Caps a resource's text the same way (a resource carries it once).
+    pub fn cap_resource_text(&self, text: &str) -> String {
+        self.cap(text, Carried::InResource).0
+    }
+
+    fn cap(&self, text: &str, carried: Carried) -> (String, usize) {
+        let capped = self
+            .limits
+            .clamp_output(self.call.sub(), text, &self.call.output, carried);
+        (capped.text.to_owned(), capped.dropped_bytes)
+    }
+}
+
+impl WaitBudget {
     /// The effective timeout in seconds, as reported to clients.
     pub fn effective_secs(&self) -> f64 {
         self.effective.as_secs_f64()
@@ -71,18 +99,6 @@ pub fn parse_timeout(secs: f64) -> Result<Duration, ToolError> {
     }
     // Far beyond any limit; the budget clamps it anyway.
     Ok(Duration::from_secs_f64(secs.min(86_400.0)))
-}
-
-/// Caps text to what is left of the call's output budget, keeping the tail. Returns the text
-/// and how many bytes were cut.
-pub fn cap_output(
-    limits: &Limits,
-    call: &CallContext,
-    text: &str,
-    carried: Carried,
-) -> (String, usize) {
-    let capped = limits.clamp_output(call.sub(), text, &call.output, carried);
-    (capped.text.to_owned(), capped.dropped_bytes)
 }
 
 #[cfg(test)]

@@ -430,7 +430,7 @@ pub fn shape_and_cap(
     max_lines: usize,
 ) -> PaneCapture {
     let mut captured = shape_capture(lines, max_lines, range.join_wrapped);
-    let (text, dropped_bytes) = tmux.cap_output(&captured.text);
+    let (text, dropped_bytes) = tmux.budget().cap_output(&captured.text);
     captured.text = text;
     PaneCapture {
         captured,

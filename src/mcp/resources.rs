@@ -511,7 +511,7 @@ async fn pane_text(tmux: &TmuxAccess<'_>, pane: PaneId) -> Result<String, ToolEr
         lines.pop();
     }
     let (text, _) = keep_tail(&lines, CONTENT_MAX_LINES);
-    Ok(tmux.cap_resource_text(&text))
+    Ok(tmux.budget().cap_resource_text(&text))
 }
 
 /// The resources of one server the caller may read (one round trip; none if it is down).

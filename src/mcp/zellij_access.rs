@@ -10,11 +10,8 @@
 //! Not here: the scope check (tiers) and rate limits, which [`super::call`] applies to every
 //! call before a tool runs; the backend itself ([`crate::mux::zellij`]).
 
-use std::time::Duration;
-
 use crate::auth::{SessionRef, can_see_session, check_server};
 use crate::limits::Limits;
-use crate::limits::output::Carried;
 use crate::mux::lines::excerpt;
 use crate::mux::zellij::backend::ZellijBackend;
 use crate::mux::zellij::error::ZellijError;
@@ -23,7 +20,7 @@ use crate::mux::zellij::panes::ZellijPanes;
 use crate::mux::zellij::servers::ZellijServer;
 
 use super::McpServer;
-use super::budget::{WaitBudget, cap_output};
+use super::budget::CallBudget;
 use super::call::CallContext;
 use super::error::{ToolError, ToolErrorKind};
 
@@ -157,20 +154,9 @@ impl ZellijAccess<'_> {
         zellij_error(self.server_name(), error)
     }
 
-    /// Caps text for a tool result to what is left of the call's output budget, keeping the
-    /// tail. Returns the text and how many bytes were cut.
-    pub fn cap_output(&self, text: &str) -> (String, usize) {
-        cap_output(self.limits, self.call, text, Carried::InToolResult)
-    }
-
-    /// Takes one of the caller's wait slots and clamps the timeout (seconds; `default` when
-    /// absent) to its `max_wait_seconds`.
-    pub fn wait_budget(
-        &self,
-        requested: Option<f64>,
-        default: Duration,
-    ) -> Result<WaitBudget, ToolError> {
-        WaitBudget::take(self.limits, self.call, requested, default)
+    /// What the caller may still spend in this call (waits, answer text).
+    pub fn budget(&self) -> CallBudget<'_> {
+        CallBudget::new(self.limits, self.call)
     }
 }
 

@@ -254,7 +254,7 @@ impl McpServer {
             }
             TextEncoding::Utf8 => {
                 let (text, cut) = tail_lines(&String::from_utf8_lossy(&bytes), max_lines);
-                let (text, dropped) = tmux.cap_output(&text);
+                let (text, dropped) = tmux.budget().cap_output(&text);
                 (text, cut || dropped > 0)
             }
         };

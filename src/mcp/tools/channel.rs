@@ -113,7 +113,7 @@ impl McpServer {
     ) -> Result<Json<WaitForChannelOutput>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let channel = channel_name(&input.channel)?;
-        let budget = tmux.wait_budget(input.timeout, DEFAULT_CHANNEL_TIMEOUT)?;
+        let budget = tmux.budget().wait(input.timeout, DEFAULT_CHANNEL_TIMEOUT)?;
         let settings = self.state().config.engine.settings();
         let started = Instant::now();
         let server_before = server_identity(&tmux).await?;

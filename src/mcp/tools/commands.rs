@@ -234,7 +234,7 @@ impl McpServer {
             .map(String::into_bytes)
             .collect();
         let shaped = shape_capture(&lines, max_lines, false);
-        let (output, truncated_bytes) = tmux.cap_output(&shaped.text);
+        let (output, truncated_bytes) = tmux.budget().cap_output(&shaped.text);
         Ok(Json(GetCommandOutputOutput {
             pane_id: pane.to_string(),
             id: record.id,

@@ -669,7 +669,7 @@ impl McpServer {
             .map(|l| String::from_utf8_lossy(l))
             .collect::<Vec<_>>()
             .join("\n");
-        let (output, dropped_bytes) = tmux.cap_output(&text);
+        let (output, dropped_bytes) = tmux.budget().cap_output(&text);
         Ok(Json(DisplayMessageOutput {
             server: tmux.server_name().to_owned(),
             pane_id: pane.to_string(),

@@ -399,7 +399,7 @@ impl McpServer {
         }
         let quiet = input.quiet_ms.map_or(DEFAULT_QUIET, Duration::from_millis);
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let budget = tmux.wait_budget(input.timeout, DEFAULT_TIMEOUT)?;
+        let budget = tmux.budget().wait(input.timeout, DEFAULT_TIMEOUT)?;
         let work = async {
             let started = Instant::now();
             let pane = tmux.pane_named(&input.target).await?;

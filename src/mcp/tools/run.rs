@@ -187,7 +187,7 @@ pub async fn run_command(
     }
     let ended = reader.end(&stream);
     let text = ended.text;
-    let (output, cut_bytes) = tmux.cap_output(&text.text);
+    let (output, cut_bytes) = tmux.budget().cap_output(&text.text);
     Ok(RunCommandOutput {
         pane_id: pane.to_string(),
         session: None,
@@ -428,7 +428,7 @@ impl McpServer {
             return work.await.map(Json);
         }
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let budget = tmux.wait_budget(input.timeout, DEFAULT_RUN_TIMEOUT)?;
+        let budget = tmux.budget().wait(input.timeout, DEFAULT_RUN_TIMEOUT)?;
         let request = RunRequest {
             target: input.target,
             command: input.command,

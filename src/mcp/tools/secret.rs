@@ -219,7 +219,7 @@ async fn wait_for_typing(
     delivered: tokio::sync::oneshot::Receiver<()>,
     cancel: &CancellationToken,
 ) -> Result<(), ToolError> {
-    let budget = tmux.wait_budget(None, ttl)?;
+    let budget = tmux.budget().wait(None, ttl)?;
     tokio::select! {
         typed = delivered => typed.map_err(|_| {
             ToolError::new(

@@ -203,7 +203,7 @@ fn answer(
         Some(None) => (visible_index, true),
     };
     let shaped = shape_capture(&rows[start..cursor_index], request.max_lines, false);
-    let (lines, truncated_bytes) = tmux.cap_output(&shaped.text);
+    let (lines, truncated_bytes) = tmux.budget().cap_output(&shaped.text);
     let partial_line = rows
         .get(cursor_index)
         .map(|row| String::from_utf8_lossy(row).trim_end().to_owned())

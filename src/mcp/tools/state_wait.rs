@@ -669,7 +669,7 @@ impl McpServer {
             ));
         }
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let budget = tmux.wait_budget(input.timeout, DEFAULT_TIMEOUT)?;
+        let budget = tmux.budget().wait(input.timeout, DEFAULT_TIMEOUT)?;
         let work = wait_for_state(&tmux, &input, budget.deadline, &cancel);
         self.state().until_shutdown(work).await.map(Json)
     }

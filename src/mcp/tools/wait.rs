@@ -711,7 +711,7 @@ impl McpServer {
                 Ok(position)
             })
             .transpose()?;
-        let budget = tmux.wait_budget(input.timeout, DEFAULT_TEXT_TIMEOUT)?;
+        let budget = tmux.budget().wait(input.timeout, DEFAULT_TEXT_TIMEOUT)?;
         let request = TextWaitRequest::from_input(input, since, echo);
         let work = wait_for_text(
             &tmux,

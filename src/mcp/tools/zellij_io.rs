@@ -124,7 +124,7 @@ impl Shaped {
             text.push('\n');
         }
         text.push_str(&lines[cut..].join("\n"));
-        let (text, dropped_bytes) = z.cap_output(&text);
+        let (text, dropped_bytes) = z.budget().cap_output(&text);
         Self {
             text,
             lines: lines.len() - cut,
@@ -236,7 +236,7 @@ impl McpServer {
     ) -> Result<RunCommandOutput, ToolError> {
         let z = self.zellij_access(call, input.server.as_deref()).await?;
         let (session, pane) = z.pane_target(&input.target)?;
-        let budget = z.wait_budget(input.timeout, DEFAULT_RUN_TIMEOUT)?;
+        let budget = z.budget().wait(input.timeout, DEFAULT_RUN_TIMEOUT)?;
         let opts = RunInPaneOptions {
             shell: input.shell.map(|name| match name {
                 ShellName::Fish => ShellKind::Fish,
@@ -254,7 +254,7 @@ impl McpServer {
             .await?;
         // Cut to `max_lines` as the tmux half cuts its output, then to the caller's byte cap.
         let text = RunCapture::text_of(run.output.as_bytes(), 0, max_lines as usize);
-        let (output, cut_bytes) = z.cap_output(&text.text);
+        let (output, cut_bytes) = z.budget().cap_output(&text.text);
         Ok(RunCommandOutput {
             pane_id: pane.to_string(),
             session: Some(session.to_string()),
@@ -368,7 +368,7 @@ impl McpServer {
         let include_screen = input.include_screen;
         let timeout = input.timeout;
         let matcher = TextWaitRequest::from_input(input, None, Vec::new()).matcher()?;
-        let budget = z.wait_budget(timeout, DEFAULT_TEXT_TIMEOUT)?;
+        let budget = z.budget().wait(timeout, DEFAULT_TEXT_TIMEOUT)?;
         let typed = since.as_ref().map(|p| p.typed.clone()).unwrap_or_default();
         // Text on the screen counts when it is new since a blank screen.
         let whole_screen = ScreenMark::of(&[]);
@@ -512,7 +512,7 @@ impl McpServer {
         let z = self.zellij_access(&call, input.server.as_deref()).await?;
         let session = z.session(input.session.as_deref())?;
         let tab = input.tab.as_deref().map(parse_tab).transpose()?;
-        let budget = z.wait_budget(input.timeout, DEFAULT_RUN)?;
+        let budget = z.budget().wait(input.timeout, DEFAULT_RUN)?;
         let opts = RunOptions {
             tab,
             cwd: input.cwd.map(PathBuf::from),

@@ -247,7 +247,7 @@ impl McpServer {
             .dump_layout(&session)
             .await
             .map_err(|e| z.error(e))?;
-        let (layout, truncated_bytes) = z.cap_output(&layout);
+        let (layout, truncated_bytes) = z.budget().cap_output(&layout);
         Ok(Json(ZellijDumpLayoutOutput {
             server: z.server_name().to_owned(),
             session: session.to_string(),
