@@ -28,18 +28,19 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::McpServer;
-use super::access::{PANES_HINT, TmuxAccess, parse_target};
+use super::access::{PANES_HINT, TmuxAccess};
 use super::call::{self, CallContext};
 use super::error::{ToolError, ToolErrorKind};
 use super::pane_ops::{
     PaneInfo, PaneScope, list_panes_command, pane_info, pane_rows, visible_rows,
 };
 use super::tools::session::{SessionDetail, SessionInfo, find_session, list_session_rows};
-use super::tools::window::{WindowInfo, list_window_rows};
+use super::tools::window::list_window_rows;
 use crate::audit::{CallStart, Outcome};
 use crate::auth::Tier;
 use crate::mux::tmux::ops::capture::CaptureRange;
 use crate::mux::tmux::target::{SessionSel, Target};
+use crate::mux::tmux::windows::Window;
 use crate::mux::tmux::{BatchMode, CommandOutcome, PaneId};
 
 /// The URI scheme.
@@ -311,13 +312,13 @@ fn rpc_error(error: ToolError, uri: &str) -> ErrorData {
 struct WindowsContent {
     server: String,
     session: SessionInfo,
-    windows: Vec<WindowInfo>,
+    windows: Vec<Window>,
 }
 
 #[derive(Serialize)]
 struct WindowContent {
     server: String,
-    window: WindowInfo,
+    window: Window,
     panes: Vec<PaneSummary>,
 }
 
@@ -429,7 +430,7 @@ impl McpServer {
             }),
             ResourceUri::Session { session, .. } => {
                 let session = find_session(&tmux, &Target::Session(session.clone())).await?;
-                let windows = list_window_rows(&tmux, Some(&session.id)).await?;
+                let windows = list_window_rows(&tmux, Some(session.session.id)).await?;
                 to_json(&SessionDetail {
                     server,
                     session,
@@ -438,7 +439,7 @@ impl McpServer {
             }
             ResourceUri::Windows { session, .. } => {
                 let session = find_session(&tmux, &Target::Session(session.clone())).await?;
-                let windows = list_window_rows(&tmux, Some(&session.id)).await?;
+                let windows = list_window_rows(&tmux, Some(session.session.id)).await?;
                 to_json(&WindowsContent {
                     server,
                     session,
@@ -447,18 +448,20 @@ impl McpServer {
             }
             ResourceUri::Window { session, index, .. } => {
                 let session = find_session(&tmux, &Target::Session(session.clone())).await?;
-                let window = list_window_rows(&tmux, Some(&session.id))
+                let window = list_window_rows(&tmux, Some(session.session.id))
                     .await?
                     .into_iter()
                     .find(|w| w.index == *index)
                     .ok_or_else(|| {
                         ToolError::not_found(
-                            format!("session {} has no window at index {index}", session.name),
+                            format!(
+                                "session {} has no window at index {index}",
+                                session.session.name
+                            ),
                             "read the session's windows resource",
                         )
                     })?;
-                let window_id = parse_target(&window.id)?;
-                let panes = pane_rows(&tmux, &PaneScope::Of(window_id))
+                let panes = pane_rows(&tmux, &PaneScope::Of(Target::Window(window.id)))
                     .await?
                     .into_iter()
                     .map(|row| PaneSummary::from(row.info))
@@ -540,8 +543,8 @@ async fn server_resources(tmux: &TmuxAccess<'_>) -> Vec<Resource> {
         for session in super::tools::session::visible_sessions(tmux, sessions) {
             resources.push(
                 Resource::new(
-                    session_uri(server, &session.name),
-                    format!("{server}: session {}", session.name),
+                    session_uri(server, &session.session.name),
+                    format!("{server}: session {}", session.session.name),
                 )
                 .with_mime_type("application/json"),
             );

@@ -20,7 +20,7 @@ use super::support::{
     build_error, check_window_name, name_filter, op_failure, session_only, validate_environment,
     validate_start_directory, validate_window_size,
 };
-use super::window::{WindowInfo, list_window_rows};
+use super::window::list_window_rows;
 use crate::auth::can_name_session;
 use crate::auth::owners::SessionKey;
 use crate::auth::pattern::NamePattern;
@@ -34,6 +34,7 @@ use crate::mcp::self_guard::Kill;
 use crate::mux::lines::excerpt;
 use crate::mux::tmux::sessions::{self, NewSession, Session, SessionError};
 use crate::mux::tmux::target::{SessionName, SessionSel, Target};
+use crate::mux::tmux::windows::Window;
 use crate::mux::tmux::{EngineError, SessionId, TmuxCommand};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -84,10 +85,12 @@ impl SessionMatcher {
     }
 
     fn matches(&self, session: &SessionInfo) -> bool {
-        self.name.as_ref().is_none_or(|p| p.matches(&session.name))
+        self.name
+            .as_ref()
+            .is_none_or(|p| p.matches(&session.session.name))
             && self
                 .attached
-                .is_none_or(|a| a == (session.attached_clients > 0))
+                .is_none_or(|a| a == (session.session.attached_clients > 0))
             && self
                 .created_by_you
                 .is_none_or(|c| c == session.created_by_you)
@@ -120,50 +123,21 @@ pub(crate) const SESSION_SHAPE: RowShape = RowShape {
     when_set: &["created_by_you"],
 };
 
-/// One tmux session.
+/// One tmux session, as the caller sees it.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct SessionInfo {
-    /// Session id (`$N`): the stable way to target it.
-    pub id: String,
-    pub name: String,
-    /// Number of windows.
-    pub windows: u32,
-    /// Number of clients (humans or programs) attached to it, not counting the gateway's own
-    /// connections.
-    pub attached_clients: u32,
-    /// Creation time, seconds since the Unix epoch.
-    pub created: u64,
-    /// Last activity in any of its panes, seconds since the Unix epoch.
-    pub last_activity: u64,
-    /// Its current window (`@N`).
-    pub active_window_id: String,
-    /// The active pane of its current window (`%N`).
-    pub active_pane_id: String,
+    #[serde(flatten)]
+    pub session: Session,
     /// Whether it was created through this gateway by you.
     pub created_by_you: bool,
 }
 
 impl SessionInfo {
-    /// A session as the caller sees it.
-    fn seen(session: Session, created_by_you: bool) -> Self {
-        Self {
-            id: session.id.to_string(),
-            name: session.name,
-            windows: session.windows,
-            attached_clients: session.attached_clients,
-            created: session.created,
-            last_activity: session.last_activity,
-            active_window_id: session.active_window_id,
-            active_pane_id: session.active_pane_id,
-            created_by_you,
-        }
-    }
-
     /// The session as the ownership table knows it.
     pub(crate) fn key(&self) -> SessionKey {
         SessionKey {
-            id: self.id.clone(),
-            created: self.created,
+            id: self.session.id.to_string(),
+            created: self.session.created,
         }
     }
 }
@@ -186,16 +160,19 @@ pub(crate) fn visible_sessions(tmux: &TmuxAccess<'_>, rows: &[Vec<u8>]) -> Vec<S
 pub(crate) fn visible(tmux: &TmuxAccess<'_>, sessions: Vec<Session>) -> Vec<SessionInfo> {
     let sessions: Vec<SessionInfo> = sessions
         .into_iter()
-        .map(|session| SessionInfo::seen(session, false))
+        .map(|session| SessionInfo {
+            session,
+            created_by_you: false,
+        })
         .collect();
     let live: Vec<SessionKey> = sessions.iter().map(SessionInfo::key).collect();
     tmux.owners.retain(&tmux.scope, &live);
     sessions
         .into_iter()
-        .filter(|session| tmux.can_see(&session.name, &session.key()))
-        .map(|session| SessionInfo {
-            created_by_you: tmux.created_by_caller(&session.key(), &session.name),
-            ..session
+        .filter(|info| tmux.can_see(&info.session.name, &info.key()))
+        .map(|info| SessionInfo {
+            created_by_you: tmux.created_by_caller(&info.key(), &info.session.name),
+            ..info
         })
         .collect()
 }
@@ -243,8 +220,8 @@ pub(crate) async fn find_session(
         .await?
         .into_iter()
         .find(|s| match &wanted {
-            SessionSel::Id(id) => s.id == id.to_string(),
-            SessionSel::Name(name) => s.name == name.as_str(),
+            SessionSel::Id(id) => s.session.id == *id,
+            SessionSel::Name(name) => s.session.name == name.as_str(),
         })
         .ok_or_else(|| {
             ToolError::not_found(format!("no session {wanted} on this server"), SESSIONS_HINT)
@@ -265,7 +242,7 @@ pub struct SessionDetail {
     pub server: String,
     pub session: SessionInfo,
     /// Its windows in index order.
-    pub windows: Vec<WindowInfo>,
+    pub windows: Vec<Window>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -410,7 +387,7 @@ async fn check_session_limit(tmux: &TmuxAccess<'_>, limit: u32) -> Result<(), To
 async fn name_taken(tmux: &TmuxAccess<'_>, name: &str) -> ToolError {
     let visible = list_session_rows(tmux)
         .await
-        .is_ok_and(|sessions| sessions.iter().any(|s| s.name == name));
+        .is_ok_and(|sessions| sessions.iter().any(|s| s.session.name == name));
     if visible {
         ToolError::new(
             ToolErrorKind::Conflict,
@@ -492,7 +469,7 @@ impl McpServer {
         let target = parse_target(&input.target)?;
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let session = find_session(&tmux, &target).await?;
-        let windows = list_window_rows(&tmux, Some(&session.id)).await?;
+        let windows = list_window_rows(&tmux, Some(session.session.id)).await?;
         Ok(Json(SessionDetail {
             server: tmux.server_name().to_owned(),
             session,
@@ -549,7 +526,10 @@ impl McpServer {
         if created.started_server {
             integrate_first_shell(&tmux, created.session.id, integration).await;
         }
-        let session = SessionInfo::seen(created.session, true);
+        let session = SessionInfo {
+            session: created.session,
+            created_by_you: true,
+        };
         let started_server = created.started_server;
         tmux.owners.record(&tmux.scope, &session.key(), call.sub());
         Ok(Json(CreateSessionOutput {
@@ -663,14 +643,16 @@ mod tests {
     #[test]
     fn filters_combine() {
         let session = |name: &str, attached, mine| SessionInfo {
-            id: "$0".into(),
-            name: name.into(),
-            windows: 1,
-            attached_clients: attached,
-            created: 0,
-            last_activity: 0,
-            active_window_id: "@0".into(),
-            active_pane_id: "%0".into(),
+            session: Session {
+                id: SessionId(0),
+                name: name.into(),
+                windows: 1,
+                attached_clients: attached,
+                created: 0,
+                last_activity: 0,
+                active_window_id: "@0".into(),
+                active_pane_id: "%0".into(),
+            },
             created_by_you: mine,
         };
         let all = SessionMatcher::new(None).unwrap();

@@ -37,51 +37,6 @@ use crate::mux::tmux::target::{SessionSel, Target};
 use crate::mux::tmux::windows::{NewWindow, Place, Selection, Side, Window};
 use crate::mux::tmux::{SessionId, WindowId};
 
-/// One tmux window (as linked into one session).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
-pub struct WindowInfo {
-    /// Window id (`@N`): the stable way to target it.
-    pub id: String,
-    /// Its position in the session's window list.
-    pub index: u32,
-    pub name: String,
-    /// The session it is listed in (`$N`).
-    pub session_id: String,
-    pub session_name: String,
-    /// Whether it is the session's current window (what attached humans see).
-    pub active: bool,
-    /// Number of panes.
-    pub panes: u32,
-    /// Size in character cells.
-    pub width: u32,
-    pub height: u32,
-    /// Whether a pane is zoomed to fill it.
-    pub zoomed: bool,
-    /// Its active pane (`%N`).
-    pub active_pane_id: String,
-    /// tmux's layout string (usable with select_layout).
-    pub layout: String,
-}
-
-impl From<Window> for WindowInfo {
-    fn from(window: Window) -> Self {
-        Self {
-            id: window.id.to_string(),
-            index: window.index,
-            name: window.name,
-            session_id: window.session_id,
-            session_name: window.session_name,
-            active: window.active,
-            panes: window.panes,
-            width: window.width,
-            height: window.height,
-            zoomed: window.zoomed,
-            active_pane_id: window.active_pane_id,
-            layout: window.layout,
-        }
-    }
-}
-
 /// The windows the caller may see: those of sessions its session ACL allows.
 fn visible(tmux: &TmuxAccess<'_>, windows: Vec<Window>) -> impl Iterator<Item = Window> {
     windows.into_iter().filter(|window| {
@@ -96,14 +51,14 @@ fn visible(tmux: &TmuxAccess<'_>, windows: Vec<Window>) -> impl Iterator<Item = 
 /// The windows the caller may see: of one session (by id, `$N`), or of every session.
 pub(crate) async fn list_window_rows(
     tmux: &TmuxAccess<'_>,
-    session_id: Option<&str>,
-) -> Result<Vec<WindowInfo>, ToolError> {
+    session_id: Option<SessionId>,
+) -> Result<Vec<Window>, ToolError> {
     let windows = tmux
         .windows()
-        .list(session_id)
+        .list(session_id.map(|id| id.to_string()).as_deref())
         .await
         .map_err(|e| window_error(tmux, e, SESSIONS_HINT, UNANSWERED))?;
-    Ok(visible(tmux, windows).map(WindowInfo::from).collect())
+    Ok(visible(tmux, windows).collect())
 }
 
 /// The error for a line that ended without an answer for every command.
@@ -134,11 +89,10 @@ fn window_after(
     changed: Result<Vec<Window>, OpError>,
     session: SessionId,
     window: WindowId,
-) -> Result<WindowInfo, ToolError> {
+) -> Result<Window, ToolError> {
     let windows = changed.map_err(|e| window_error(tmux, e, "call list_panes", UNANSWERED))?;
     visible(tmux, windows)
         .find(|w| w.id == window)
-        .map(WindowInfo::from)
         .ok_or_else(|| {
             ToolError::not_found(
                 format!("window {window} is no longer in session {session}"),
@@ -183,7 +137,7 @@ impl WindowMatcher {
         })
     }
 
-    fn matches(&self, window: &WindowInfo) -> bool {
+    fn matches(&self, window: &Window) -> bool {
         self.matches_named(&window.name, window.active)
     }
 
@@ -222,7 +176,7 @@ pub struct ListWindowsOutput {
     pub session: Option<String>,
     /// Windows by session, then index, with the fields asked for. A window linked into
     /// several sessions appears once per session.
-    #[schemars(with = "Vec<WindowInfo>")]
+    #[schemars(with = "Vec<Window>")]
     pub windows: Vec<Map<String, Value>>,
 }
 
@@ -258,7 +212,7 @@ pub(crate) const WINDOW_SHAPE: RowShape = RowShape {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct GetWindowInfoInput {
+pub struct GetWindowInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Window `@N`; a pane `%N` means its window, a session its current window.
@@ -272,10 +226,10 @@ pub struct WindowOutput {
 }
 
 /// A window as the window tools answer it: a tmux window, or a Zellij tab.
-pub type AnsweredWindow = Row<WindowInfo, ZellijTabInfo>;
+pub type AnsweredWindow = Row<Window, ZellijTabInfo>;
 
 impl WindowOutput {
-    fn tmux(tmux: &TmuxAccess<'_>, window: WindowInfo) -> Self {
+    fn tmux(tmux: &TmuxAccess<'_>, window: Window) -> Self {
         Self {
             server: tmux.server_name().to_owned(),
             window: Row::Tmux(window),
@@ -585,7 +539,7 @@ impl McpServer {
         };
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let selection = WINDOW_SHAPE.select(input.fields.as_deref(), "list_windows")?;
-        let windows: Vec<WindowInfo> = list_window_rows(&tmux, None)
+        let windows: Vec<Window> = list_window_rows(&tmux, None)
             .await?
             .into_iter()
             .filter(|w| match &session {
@@ -628,13 +582,13 @@ impl McpServer {
     async fn get_window_info(
         &self,
         Extension(call): Extension<CallContext>,
-        Parameters(input): Parameters<GetWindowInfoInput>,
+        Parameters(input): Parameters<GetWindowInput>,
     ) -> Result<Json<WindowOutput>, ToolError> {
         let target = parse_target(&input.target)?;
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let window = match &target {
-            Target::Window(id) => id.to_string(),
-            other => tmux.resolve(other).await?.window_id.to_string(),
+            Target::Window(id) => *id,
+            other => tmux.resolve(other).await?.window_id,
         };
         let window = list_window_rows(&tmux, None)
             .await?
@@ -858,12 +812,9 @@ impl McpServer {
             .select(selection, session)
             .await
             .map_err(|e| window_error(&tmux, e, "call list_panes", not_reported))?;
-        let window = visible(&tmux, windows)
-            .find(|w| w.active)
-            .map(WindowInfo::from)
-            .ok_or_else(|| {
-                ToolError::new(ToolErrorKind::Internal, not_reported.0, not_reported.1)
-            })?;
+        let window = visible(&tmux, windows).find(|w| w.active).ok_or_else(|| {
+            ToolError::new(ToolErrorKind::Internal, not_reported.0, not_reported.1)
+        })?;
         Ok(Json(WindowOutput::tmux(&tmux, window)))
     }
 
@@ -988,17 +939,18 @@ mod tests {
 
     #[test]
     fn the_default_view_names_fields_of_the_row() {
-        crate::mcp::fields::assert_shape_covers::<WindowInfo>(&WINDOW_SHAPE);
+        crate::mcp::fields::assert_shape_covers::<Window>(&WINDOW_SHAPE);
     }
 
     #[test]
     fn filters_apply() {
-        let w = WindowInfo {
-            id: "@3".into(),
+        let w = Window {
+            id: WindowId(3),
             index: 2,
             name: "my editor|x".into(),
             session_id: "$1".into(),
             session_name: "main".into(),
+            session_created: 0,
             active: true,
             panes: 2,
             width: 80,
@@ -1013,11 +965,11 @@ mod tests {
         };
         let m = WindowMatcher::new(Some(&filters)).unwrap();
         assert!(m.matches(&w));
-        assert!(!m.matches(&WindowInfo {
+        assert!(!m.matches(&Window {
             active: false,
             ..w.clone()
         }));
-        assert!(!m.matches(&WindowInfo {
+        assert!(!m.matches(&Window {
             name: "shell".into(),
             ..w
         }));

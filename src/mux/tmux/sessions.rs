@@ -40,9 +40,10 @@ const CLIENT_FIELDS: [&str; 2] = ["session_id", "client_termname"];
 /// How long [`TmuxSessions::create`] waits for the engine to reach a server it just started.
 const ENGINE_WARMUP: Duration = Duration::from_secs(3);
 
-/// One tmux session, as a session row reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One tmux session, as a session row reports it (and as tools answer it).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Session {
+    /// Session id (`$N`): the stable way to target it.
     pub id: SessionId,
     pub name: String,
     /// Number of windows.

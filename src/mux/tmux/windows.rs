@@ -37,8 +37,9 @@ const WINDOW_FIELDS: [&str; 13] = [
 
 /// One tmux window, as linked into one session (a window linked into several sessions has a
 /// row in each).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Window {
+    /// Window id (`@N`): the stable way to target it.
     pub id: WindowId,
     /// Its position in the session's window list.
     pub index: u32,
@@ -46,7 +47,9 @@ pub struct Window {
     /// The session it is listed in (`$N`).
     pub session_id: String,
     pub session_name: String,
-    /// That session's creation time, seconds since the Unix epoch.
+    /// That session's creation time, seconds since the Unix epoch (for the ownership check;
+    /// not answered).
+    #[serde(skip)]
     pub session_created: u64,
     /// Whether it is the session's current window.
     pub active: bool,
@@ -59,7 +62,7 @@ pub struct Window {
     pub zoomed: bool,
     /// Its active pane (`%N`).
     pub active_pane_id: String,
-    /// tmux's layout string.
+    /// tmux's layout string (usable with select_layout).
     pub layout: String,
 }
 
