@@ -158,13 +158,33 @@ pub struct OpResult {
     pub elapsed_ms: u64,
 }
 
+/// A batch's answer: each operation's result, in order, and how many succeeded and failed.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct SendKeysBatchOutput {
-    pub results: Vec<OpResult>,
+pub struct BatchResults<R> {
+    pub results: Vec<R>,
     pub succeeded: usize,
     pub failed: usize,
     /// Index of the operation that stopped the batch (`on_error: stop`), if one did.
     pub stopped_at: Option<usize>,
+}
+
+impl<R> BatchResults<R> {
+    /// Counts `results` by whether `success` holds for each.
+    fn tally(results: Vec<R>, stopped_at: Option<usize>, success: impl Fn(&R) -> bool) -> Self {
+        let succeeded = results.iter().filter(|r| success(r)).count();
+        Self {
+            failed: results.len() - succeeded,
+            succeeded,
+            stopped_at,
+            results,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SendKeysBatchOutput {
+    #[serde(flatten)]
+    pub batch: BatchResults<OpResult>,
     /// Per pane typed into: its `output_position` before the batch's input (wait_for_text
     /// `since`).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -185,12 +205,8 @@ impl SendKeysBatchOutput {
             .enumerate()
             .map(|(index, result)| result.unwrap_or_else(|| not_run(index, String::new(), started)))
             .collect();
-        let succeeded = results.iter().filter(|r| r.success).count();
         Self {
-            failed: results.len() - succeeded,
-            succeeded,
-            stopped_at,
-            results,
+            batch: BatchResults::tally(results, stopped_at, |r| r.success),
             output_positions,
         }
     }
@@ -647,14 +663,7 @@ pub struct PaneOpResult {
     pub elapsed_ms: u64,
 }
 
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct PaneBatchOutput {
-    pub results: Vec<PaneOpResult>,
-    pub succeeded: usize,
-    pub failed: usize,
-    /// Index of the operation that stopped the batch (`on_error: stop`), if one did.
-    pub stopped_at: Option<usize>,
-}
+pub type PaneBatchOutput = BatchResults<PaneOpResult>;
 
 /// `pane_batch`'s timeout when the client gives none.
 const DEFAULT_PANE_BATCH_TIMEOUT: Duration = Duration::from_secs(60);
@@ -776,7 +785,7 @@ impl McpServer {
             && ops.len() > QUIET_BATCH
         {
             let total = ops.len() as f64;
-            for result in &output.results {
+            for result in &output.batch.results {
                 let outcome = if result.success { "done" } else { "failed" };
                 let param =
                     ProgressNotificationParam::new(token.clone(), (result.index + 1) as f64)
@@ -861,13 +870,9 @@ impl McpServer {
         for (index, name) in names.iter().enumerate().skip(ran) {
             results.push(PaneOpResult::not_run(index, name, started));
         }
-        let succeeded = results.iter().filter(|r| r.success).count();
-        Ok(Json(PaneBatchOutput {
-            failed: results.len() - succeeded,
-            succeeded,
-            stopped_at,
-            results,
-        }))
+        Ok(Json(BatchResults::tally(results, stopped_at, |r| {
+            r.success
+        })))
     }
 }
 
