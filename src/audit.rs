@@ -100,11 +100,13 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::utc::Utc;
+
 pub use chain::{ChainProblem, GENESIS, VerifyReport, verify};
 use chain::{ChainWriter, OpenError};
 pub use head::{Head, HeadError, HeadMismatch};
 pub use key::{AuditKey, KeyError};
-use record::{Entry, rfc3339_millis};
+use record::Entry;
 use writer::{Ack, Command, Counters, Pending, WriterTask};
 
 /// How long [`AuditLog::flush`], [`AuditLog::close`] and a fail-closed [`AuditLog::start`] wait
@@ -285,7 +287,7 @@ impl Inner {
     /// Offers a record to the queue without waiting; a record that does not fit is counted.
     fn offer(&self, entry: Entry, ack: Option<Ack>) -> Result<(), AuditError> {
         let pending = Box::new(Pending {
-            time: rfc3339_millis(SystemTime::now()),
+            time: Utc::from(SystemTime::now()).rfc3339_millis(),
             entry,
         });
         match self.tx.try_send(Command::Record { pending, ack }) {

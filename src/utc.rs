@@ -33,6 +33,27 @@ impl From<SystemTime> for Utc {
     }
 }
 
+impl Utc {
+    /// `YYYY-MM-DDTHH:MM:SS.mmmZ` (RFC 3339).
+    pub fn rfc3339_millis(&self) -> String {
+        self.written(["-", ":", "."])
+    }
+
+    /// `YYYYMMDDTHHMMSSmmmZ`: without separators that sort wrongly or a file name cannot hold.
+    pub fn basic(&self) -> String {
+        self.written(["", "", ""])
+    }
+
+    /// The time with `date` between the parts of the date, `time` between those of the time
+    /// of day, and `fraction` before the milliseconds.
+    fn written(&self, [date, time, fraction]: [&str; 3]) -> String {
+        format!(
+            "{:04}{date}{:02}{date}{:02}T{:02}{time}{:02}{time}{:02}{fraction}{:03}Z",
+            self.year, self.month, self.day, self.hour, self.minute, self.second, self.millis
+        )
+    }
+}
+
 /// Days since 1970-01-01 → (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
 fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
@@ -64,5 +85,26 @@ mod tests {
         assert_eq!((century.year, century.month, century.day), (2100, 3, 1));
         let before = Utc::from(UNIX_EPOCH - Duration::from_secs(5));
         assert_eq!((before.year, before.month, before.day), (1970, 1, 1));
+    }
+
+    #[test]
+    fn written_with_and_without_separators() {
+        let at = |s: u64, ms: u64| {
+            Utc::from(UNIX_EPOCH + Duration::from_secs(s) + Duration::from_millis(ms))
+        };
+        assert_eq!(at(0, 0).rfc3339_millis(), "1970-01-01T00:00:00.000Z");
+        assert_eq!(
+            at(951_782_400, 5).rfc3339_millis(),
+            "2000-02-29T00:00:00.005Z"
+        );
+        assert_eq!(
+            at(1_700_000_000, 999).rfc3339_millis(),
+            "2023-11-14T22:13:20.999Z"
+        );
+        assert_eq!(
+            at(4_107_542_399, 0).rfc3339_millis(),
+            "2100-02-28T23:59:59.000Z"
+        );
+        assert_eq!(at(1_700_000_000, 12).basic(), "20231114T221320012Z");
     }
 }

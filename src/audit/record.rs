@@ -2,13 +2,10 @@
 //! (`seq`, `time`, the entry's fields; [`super::chain`] appends the `link`). The format is
 //! described in the module docs of [`super`].
 
-use std::time::SystemTime;
-
 use serde::Serialize;
 use serde_json::Value;
 
 use super::Outcome;
-use crate::utc::Utc;
 
 #[derive(Debug, Clone, Copy, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -92,31 +89,4 @@ pub(super) fn render(seq: u64, time: &str, entry: &Entry) -> Vec<u8> {
     // Serializing plain strings, numbers and `Value`s cannot fail; an empty object would still
     // be a (malformed, hence visible) line.
     serde_json::to_vec(&Line { seq, time, entry }).unwrap_or_else(|_| b"{}".to_vec())
-}
-
-/// `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC).
-pub(super) fn rfc3339_millis(t: SystemTime) -> String {
-    let u = Utc::from(t);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-        u.year, u.month, u.day, u.hour, u.minute, u.second, u.millis
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use std::time::{Duration, UNIX_EPOCH};
-
-    use super::rfc3339_millis;
-
-    #[test]
-    fn timestamps() {
-        let at = |s: u64, ms: u64| {
-            rfc3339_millis(UNIX_EPOCH + Duration::from_secs(s) + Duration::from_millis(ms))
-        };
-        assert_eq!(at(0, 0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(at(951_782_400, 5), "2000-02-29T00:00:00.005Z");
-        assert_eq!(at(1_700_000_000, 999), "2023-11-14T22:13:20.999Z");
-        assert_eq!(at(4_107_542_399, 0), "2100-02-28T23:59:59.000Z");
-    }
 }

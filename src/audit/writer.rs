@@ -14,7 +14,8 @@ use tokio::sync::{mpsc, oneshot};
 use super::chain::ChainWriter;
 use super::head::Head;
 use super::key::AuditKey;
-use super::record::{CheckpointReason, Entry, render, rfc3339_millis};
+use super::record::{CheckpointReason, Entry, render};
+use crate::utc::Utc;
 
 #[derive(Debug)]
 pub(super) struct Pending {
@@ -181,7 +182,7 @@ impl WriterTask {
     }
 
     fn write_checkpoint(&mut self, reason: CheckpointReason) -> std::io::Result<()> {
-        let time = rfc3339_millis(SystemTime::now());
+        let time = Utc::from(SystemTime::now()).rfc3339_millis();
         let entry = Entry::Checkpoint {
             reason,
             count: self.writer.seq(),
@@ -205,7 +206,7 @@ impl WriterTask {
     fn report_drops(&mut self) {
         let count = self.unreported_drops.swap(0, Ordering::Relaxed);
         if count > 0 {
-            let time = rfc3339_millis(SystemTime::now());
+            let time = Utc::from(SystemTime::now()).rfc3339_millis();
             let _ = self.write(&time, &Entry::Dropped { count });
         }
     }

@@ -63,7 +63,12 @@ impl Store {
             .recursive(true)
             .mode(0o700)
             .create(&self.dir)?;
-        let stem = format!("{}-p{}-{}", safe_name(server), pane.0, stamp(now));
+        let stem = format!(
+            "{}-p{}-{}",
+            safe_name(server),
+            pane.0,
+            Utc::from(now).basic()
+        );
         for attempt in 0..100u32 {
             let name = match attempt {
                 0 => format!("{stem}.{EXTENSION}"),
@@ -202,15 +207,6 @@ fn safe_name(name: &str) -> String {
             }
         })
         .collect()
-}
-
-/// `YYYYMMDDTHHMMSS.mmmZ` without separators that sort wrongly: `20261127T211500123Z`.
-fn stamp(now: SystemTime) -> String {
-    let u = Utc::from(now);
-    format!(
-        "{:04}{:02}{:02}T{:02}{:02}{:02}{:03}Z",
-        u.year, u.month, u.day, u.hour, u.minute, u.second, u.millis
-    )
 }
 
 #[cfg(test)]

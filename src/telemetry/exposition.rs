@@ -149,22 +149,17 @@ muxgate_mcp_sessions_active 2
 odd 1
 # EOF
 ";
-        let expected = "\
-# HELP muxgate_tool_calls_total Tool calls.
-# TYPE muxgate_tool_calls_total counter
-muxgate_tool_calls_total{tool=\"list_servers\",outcome=\"ok\"} 3
-# HELP mcp_server_operation_duration_seconds Durations.
-# TYPE mcp_server_operation_duration_seconds histogram
-mcp_server_operation_duration_seconds_sum 0.5
-mcp_server_operation_duration_seconds_count 1
-mcp_server_operation_duration_seconds_bucket{le=\"+Inf\"} 1
-# HELP muxgate_mcp_sessions_active Sessions.
-# TYPE muxgate_mcp_sessions_active gauge
-muxgate_mcp_sessions_active 2
-# HELP odd Something untyped.
-# TYPE odd untyped
-odd 1
-";
+        // What changes, and nothing else: a counter family's name gets `_total`, `unknown`
+        // is spelled `untyped`, and the `# UNIT` and `# EOF` lines go.
+        let expected = openmetrics
+            .replace("muxgate_tool_calls Tool", "muxgate_tool_calls_total Tool")
+            .replace(
+                "muxgate_tool_calls counter",
+                "muxgate_tool_calls_total counter",
+            )
+            .replace("odd unknown", "odd untyped")
+            .replace("# UNIT mcp_server_operation_duration_seconds seconds\n", "")
+            .replace("# EOF\n", "");
         assert_eq!(to_prometheus_text(openmetrics), expected);
     }
 
