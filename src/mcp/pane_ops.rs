@@ -31,45 +31,8 @@ use crate::mux::tmux::{BatchMode, CommandOutcome, EngineError, PaneId, QuoteErro
 /// One tmux pane, as listings and pane tools report it.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct PaneInfo {
-    /// Pane id (`%N`): the stable way to target it.
-    pub id: String,
-    /// Position of the pane in its window (0-based).
-    pub index: u32,
-    pub session_id: String,
-    pub session_name: String,
-    pub window_id: String,
-    pub window_index: u32,
-    pub window_name: String,
-    /// Whether it is the active pane of its window.
-    pub active: bool,
-    /// Whether its window is the current window of the session.
-    pub window_active: bool,
-    /// Whether its window is zoomed (one pane fills it).
-    pub zoomed: bool,
-    /// Size in cells.
-    pub width: u32,
-    pub height: u32,
-    /// Offset of the pane's top-left cell inside the window.
-    pub left: u32,
-    pub top: u32,
-    /// Process id of the program started in the pane (usually a shell).
-    pub pid: u32,
-    /// The foreground program's name, as tmux reports it.
-    pub current_command: String,
-    /// The foreground program's working directory.
-    pub current_path: String,
-    /// Title set by the program (or set_pane_title).
-    pub title: String,
-    /// The terminal device of the pane.
-    pub tty: String,
-    /// Whether the program exited and the pane stayed (remain-on-exit).
-    pub dead: bool,
-    /// The exit status of a dead pane's program, when known.
-    pub dead_status: Option<i32>,
-    /// Whether the pane shows a mode (copy mode, a chooser) instead of its program.
-    pub in_mode: bool,
-    /// The mode's name (`copy-mode`, `view-mode`…), empty when not in a mode.
-    pub mode: String,
+    #[serde(flatten)]
+    pub record: PaneRecord,
     /// Whether its session was created through this gateway by you.
     pub created_by_you: bool,
 }
@@ -128,10 +91,7 @@ pub const PANE_INFO_FIELDS: [&str; 24] = [
 #[derive(Debug, Clone)]
 pub struct PaneRow {
     pub info: PaneInfo,
-    pub pane: PaneId,
     pub session: SessionKey,
-    /// The tmux server's pid.
-    pub server_pid: u32,
 }
 
 impl PaneRow {
@@ -144,49 +104,35 @@ impl PaneRow {
     /// The row as the caller sees it: `None` when its session is hidden from the caller, else
     /// with `created_by_you` set.
     pub fn for_caller(mut self, tmux: &TmuxAccess<'_>) -> Option<Self> {
-        if !tmux.can_see(&self.info.session_name, &self.session) {
+        let name = &self.info.record.session_name;
+        if !tmux.can_see(name, &self.session) {
             return None;
         }
-        self.info.created_by_you = tmux.created_by_caller(&self.session, &self.info.session_name);
+        self.info.created_by_you = tmux.created_by_caller(&self.session, name);
         Some(self)
+    }
+
+    pub fn pane(&self) -> PaneId {
+        self.info.record.pane
+    }
+
+    /// The tmux server's pid.
+    pub fn server_pid(&self) -> u32 {
+        self.info.record.server_pid
     }
 }
 
 impl From<PaneRecord> for PaneRow {
-    fn from(row: PaneRecord) -> Self {
+    fn from(record: PaneRecord) -> Self {
         Self {
+            session: SessionKey {
+                id: record.session_id.clone(),
+                created: record.session_created,
+            },
             info: PaneInfo {
-                id: row.pane.to_string(),
-                index: row.index,
-                session_id: row.session_id.clone(),
-                session_name: row.session_name,
-                window_id: row.window_id,
-                window_index: row.window_index,
-                window_name: row.window_name,
-                active: row.active,
-                window_active: row.window_active,
-                zoomed: row.zoomed,
-                width: row.width,
-                height: row.height,
-                left: row.left,
-                top: row.top,
-                pid: row.pid,
-                current_command: row.current_command,
-                current_path: row.current_path,
-                title: row.title,
-                tty: row.tty,
-                dead: row.dead,
-                dead_status: row.dead_status,
-                in_mode: row.in_mode,
-                mode: row.mode,
+                record,
                 created_by_you: false,
             },
-            pane: row.pane,
-            session: SessionKey {
-                id: row.session_id,
-                created: row.session_created,
-            },
-            server_pid: row.server_pid,
         }
     }
 }
@@ -242,9 +188,9 @@ pub fn visible_rows(tmux: &TmuxAccess<'_>, lines: &[Vec<u8>]) -> Vec<PaneRow> {
 pub async fn pane_info(tmux: &TmuxAccess<'_>, target: &Target) -> Result<PaneRow, ToolError> {
     let rows = pane_rows(tmux, &PaneScope::Of(target.clone())).await?;
     let found = rows.into_iter().find(|row| match target {
-        Target::Pane(pane) => row.pane == *pane,
-        Target::Window(_) => row.info.active,
-        Target::Session(_) => row.info.window_active && row.info.active,
+        Target::Pane(pane) => row.pane() == *pane,
+        Target::Window(_) => row.info.record.active,
+        Target::Session(_) => row.info.record.window_active && row.info.record.active,
     });
     found.ok_or_else(|| not_found(target))
 }
@@ -512,7 +458,7 @@ mod tests {
     fn parses_pane_rows() {
         let line = crate::mux::tmux::pane_row::sample_row();
         let parsed = PaneRow::parse(&line).unwrap();
-        assert_eq!((parsed.pane, parsed.server_pid), (PaneId(3), 777));
+        assert_eq!((parsed.pane(), parsed.server_pid()), (PaneId(3), 777));
         assert_eq!(
             parsed.session,
             SessionKey {
@@ -520,14 +466,17 @@ mod tests {
                 created: 1_700_000_000
             }
         );
-        let info = parsed.info;
+        assert!(
+            !parsed.info.created_by_you,
+            "only the ownership table can say"
+        );
+        let info = parsed.info.record;
         assert_eq!(
             (info.index, info.window_index, info.width, info.left),
             (1, 4, 80, 40)
         );
         assert!(info.active && !info.window_active && info.zoomed && info.dead && info.in_mode);
         assert_eq!(info.dead_status, Some(2));
-        assert!(!info.created_by_you, "only the ownership table can say");
         assert_eq!(info.current_path, "/home/u/a|b");
         assert_eq!(
             (info.session_name.as_str(), info.title.as_str()),

@@ -267,19 +267,19 @@ pub struct PaneSummary {
 impl From<PaneInfo> for PaneSummary {
     fn from(info: PaneInfo) -> Self {
         Self {
-            id: info.id,
-            index: info.index,
-            window_id: info.window_id,
-            session_id: info.session_id,
-            session_name: info.session_name,
-            active: info.active,
-            width: info.width,
-            height: info.height,
-            pid: info.pid,
-            dead: info.dead,
-            current_command: info.current_command,
-            current_path: info.current_path,
-            title: info.title,
+            id: info.record.pane.to_string(),
+            index: info.record.index,
+            window_id: info.record.window_id,
+            session_id: info.record.session_id,
+            session_name: info.record.session_name,
+            active: info.record.active,
+            width: info.record.width,
+            height: info.record.height,
+            pid: info.record.pid,
+            dead: info.record.dead,
+            current_command: info.record.current_command,
+            current_path: info.record.current_path,
+            title: info.record.title,
         }
     }
 }
@@ -552,13 +552,16 @@ async fn server_resources(tmux: &TmuxAccess<'_>) -> Vec<Resource> {
         for pane in visible_rows(tmux, panes).into_iter().map(|row| row.info) {
             resources.push(
                 Resource::new(
-                    format!("{}/content", pane_uri(server, &pane.id)),
+                    format!(
+                        "{}/content",
+                        pane_uri(server, &pane.record.pane.to_string())
+                    ),
                     format!(
                         "{server}: pane {} ({}, {})",
-                        pane.id, pane.session_name, pane.current_command
+                        pane.record.pane, pane.record.session_name, pane.record.current_command
                     ),
                 )
-                .with_description(format!("Visible text of pane {}", pane.id))
+                .with_description(format!("Visible text of pane {}", pane.record.pane))
                 .with_mime_type("text/plain"),
             );
         }

@@ -32,7 +32,7 @@ use crate::mcp::pane_ops::{
 use crate::mcp::tools::watch::foreground_of;
 use crate::mux::agent_report::{AgentReports, PaneInstance};
 use crate::mux::pane_io::LineBound;
-use crate::mux::tmux::display::{expand_command, parse_snapshot, snapshot_command};
+use crate::mux::tmux::display::{PaneSnapshot, expand_command, parse_snapshot, snapshot_command};
 use crate::mux::tmux::ops::capture::{CaptureRange, DEFAULT_MAX_LINES};
 use crate::mux::tmux::target::Target;
 use crate::mux::tmux::{BatchMode, CommandOutcome, EngineError};
@@ -181,12 +181,12 @@ impl ListedPane {
         if !with_state {
             return listed;
         }
-        let info = &listed.info;
-        if let Some(fg) = foreground_of(tmux, row.server_pid, info.pid, &info.tty, info.dead) {
+        let pane = &listed.info.record;
+        if let Some(fg) = foreground_of(tmux, pane.server_pid, pane.pid, &pane.tty, pane.dead) {
             listed.waiting_for_input = fg.waiting_for_input();
             listed.foreground_command_line = Some(fg.command_line);
         }
-        if let Some(stream) = tmux.server.recording(row.pane) {
+        if let Some(stream) = tmux.server.recording(pane.pane) {
             listed.idle_for_ms = stream
                 .quiet_for()
                 .map(|quiet| u64::try_from(quiet.as_millis()).unwrap_or(u64::MAX));
@@ -194,9 +194,9 @@ impl ListedPane {
                 stream.with_ledger(|ledger| ledger.shell_integrated().then(|| ledger.at_prompt()));
         }
         let instance = PaneInstance {
-            server: row.server_pid,
-            pane: row.pane,
-            program: listed.info.pid,
+            server: pane.server_pid,
+            pane: pane.pane,
+            program: pane.pid,
         };
         listed.agent_state = reports
             .latest(tmux.server_name(), instance)
@@ -307,40 +307,8 @@ const SNAPSHOT_SHAPE: RowShape = RowShape {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct SnapshotPaneOutput {
     pub server: String,
-    pub pane_id: String,
-    pub window_id: String,
-    pub session_id: String,
-    /// Cursor column and row inside the visible screen (0-based).
-    pub cursor_x: u32,
-    pub cursor_y: u32,
-    /// Size in cells.
-    pub width: u32,
-    pub height: u32,
-    /// Whether the pane shows a mode (copy mode…) instead of its program, and which.
-    pub in_mode: bool,
-    pub mode: String,
-    /// Lines scrolled back in copy mode (0 when not scrolled or not in copy mode).
-    pub scroll_position: u32,
-    /// Lines of scrollback history, and the most the pane keeps.
-    pub history_size: u32,
-    pub history_limit: u32,
-    /// Whether the program switched to the alternate screen (full-screen programs: editors,
-    /// pagers, top).
-    pub alternate_screen: bool,
-    /// Process id of the program started in the pane, and the foreground program's name
-    /// and working directory.
-    pub pid: u32,
-    pub current_command: String,
-    pub current_path: String,
-    /// Whether the program exited and the pane stayed, and its exit status if known.
-    pub dead: bool,
-    pub dead_status: Option<i32>,
-    pub title: String,
-    /// Which window edges the pane touches.
-    pub at_top: bool,
-    pub at_bottom: bool,
-    pub at_left: bool,
-    pub at_right: bool,
+    #[serde(flatten)]
+    pub pane: PaneSnapshot,
     /// The visible text, trailing blank lines removed.
     pub content: String,
     /// Lines in `content`.
@@ -558,29 +526,7 @@ impl McpServer {
         let capture = shape_and_cap(&tmux, &lines, &range, max_lines);
         let snapshot = SnapshotPaneOutput {
             server: tmux.server_name().to_owned(),
-            pane_id: row.pane_id,
-            window_id: row.window_id,
-            session_id: row.session_id,
-            cursor_x: row.cursor_x,
-            cursor_y: row.cursor_y,
-            width: row.width,
-            height: row.height,
-            in_mode: row.in_mode,
-            scroll_position: row.scroll_position,
-            history_size: row.history_size,
-            history_limit: row.history_limit,
-            alternate_screen: row.alternate_on,
-            pid: row.pid,
-            dead: row.dead,
-            dead_status: row.dead_status,
-            at_top: row.at_top,
-            at_bottom: row.at_bottom,
-            at_left: row.at_left,
-            at_right: row.at_right,
-            mode: row.mode,
-            title: row.title,
-            current_command: row.current_command,
-            current_path: row.current_path,
+            pane: row,
             truncated: capture.truncated(),
             content_lines: capture.captured.lines,
             truncated_lines: capture.captured.truncated_lines,
@@ -702,7 +648,7 @@ impl McpServer {
         let window: Vec<PaneInfo> = match &target {
             Target::Session(_) => rows
                 .into_iter()
-                .filter(|r| r.info.window_active)
+                .filter(|r| r.info.record.window_active)
                 .map(|r| r.info)
                 .collect(),
             _ => rows.into_iter().map(|r| r.info).collect(),
@@ -737,18 +683,18 @@ fn to_value(info: &impl Serialize) -> Result<Value, ToolError> {
 
 /// The pane of one window that touches the given corner.
 fn corner_pane(panes: Vec<PaneInfo>, corner: Corner) -> Option<PaneInfo> {
-    let right = panes.iter().map(|p| p.left + p.width).max()?;
-    let bottom = panes.iter().map(|p| p.top + p.height).max()?;
-    let left = panes.iter().map(|p| p.left).min()?;
-    let top = panes.iter().map(|p| p.top).min()?;
+    let right = panes.iter().map(|p| p.record.left + p.record.width).max()?;
+    let bottom = panes.iter().map(|p| p.record.top + p.record.height).max()?;
+    let left = panes.iter().map(|p| p.record.left).min()?;
+    let top = panes.iter().map(|p| p.record.top).min()?;
     panes.into_iter().find(|p| {
         let horizontal = match corner {
-            Corner::TopLeft | Corner::BottomLeft => p.left == left,
-            Corner::TopRight | Corner::BottomRight => p.left + p.width == right,
+            Corner::TopLeft | Corner::BottomLeft => p.record.left == left,
+            Corner::TopRight | Corner::BottomRight => p.record.left + p.record.width == right,
         };
         let vertical = match corner {
-            Corner::TopLeft | Corner::TopRight => p.top == top,
-            Corner::BottomLeft | Corner::BottomRight => p.top + p.height == bottom,
+            Corner::TopLeft | Corner::TopRight => p.record.top == top,
+            Corner::BottomLeft | Corner::BottomRight => p.record.top + p.record.height == bottom,
         };
         horizontal && vertical
     })
@@ -763,31 +709,15 @@ mod tests {
         crate::mcp::fields::assert_shape_covers::<SnapshotPaneOutput>(&SNAPSHOT_SHAPE);
     }
 
-    fn pane(id: &str, left: u32, top: u32, width: u32, height: u32) -> PaneInfo {
+    fn pane(id: u32, left: u32, top: u32, width: u32, height: u32) -> PaneInfo {
+        let mut record = crate::mux::tmux::pane_row::PaneRecord::parse(
+            &crate::mux::tmux::pane_row::sample_row(),
+        )
+        .unwrap();
+        record.pane = crate::mux::tmux::PaneId(id);
+        (record.left, record.top, record.width, record.height) = (left, top, width, height);
         PaneInfo {
-            id: id.into(),
-            index: 0,
-            session_id: "$0".into(),
-            session_name: "s".into(),
-            window_id: "@0".into(),
-            window_index: 0,
-            window_name: "w".into(),
-            active: false,
-            window_active: true,
-            zoomed: false,
-            width,
-            height,
-            left,
-            top,
-            pid: 1,
-            current_command: String::new(),
-            current_path: String::new(),
-            title: String::new(),
-            tty: String::new(),
-            dead: false,
-            dead_status: None,
-            in_mode: false,
-            mode: String::new(),
+            record,
             created_by_you: false,
         }
     }
@@ -796,15 +726,15 @@ mod tests {
     fn corners_of_a_three_pane_window() {
         // Left half %1; right half split into %2 (top) and %3 (bottom).
         let panes = vec![
-            pane("%1", 0, 0, 40, 24),
-            pane("%2", 41, 0, 39, 12),
-            pane("%3", 41, 13, 39, 11),
+            pane(1, 0, 0, 40, 24),
+            pane(2, 41, 0, 39, 12),
+            pane(3, 41, 13, 39, 11),
         ];
-        let at = |c| corner_pane(panes.clone(), c).map(|p| p.id);
-        assert_eq!(at(Corner::TopLeft).as_deref(), Some("%1"));
-        assert_eq!(at(Corner::BottomLeft).as_deref(), Some("%1"));
-        assert_eq!(at(Corner::TopRight).as_deref(), Some("%2"));
-        assert_eq!(at(Corner::BottomRight).as_deref(), Some("%3"));
+        let at = |c| corner_pane(panes.clone(), c).map(|p| p.record.pane.0);
+        assert_eq!(at(Corner::TopLeft), Some(1));
+        assert_eq!(at(Corner::BottomLeft), Some(1));
+        assert_eq!(at(Corner::TopRight), Some(2));
+        assert_eq!(at(Corner::BottomRight), Some(3));
         assert!(corner_pane(Vec::new(), Corner::TopLeft).is_none());
     }
 

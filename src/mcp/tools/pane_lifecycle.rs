@@ -510,18 +510,18 @@ impl McpServer {
         let origin = window
             .iter()
             .find(|r| match &target {
-                Target::Pane(pane) => r.pane == *pane,
-                Target::Window(_) => r.info.active,
-                Target::Session(_) => r.info.window_active && r.info.active,
+                Target::Pane(pane) => r.pane() == *pane,
+                Target::Window(_) => r.info.record.active,
+                Target::Session(_) => r.info.record.window_active && r.info.record.active,
             })
             .ok_or_else(|| not_found(&target))?;
-        let window_id = origin.info.window_id.clone();
+        let window_id = origin.info.record.window_id.clone();
         let mut siblings: Vec<&PaneRow> = window
             .iter()
-            .filter(|r| r.info.window_id == window_id)
+            .filter(|r| r.info.record.window_id == window_id)
             .collect();
-        siblings.sort_by_key(|r| r.info.index);
-        let from = origin.pane;
+        siblings.sort_by_key(|r| r.info.record.index);
+        let from = origin.pane();
         let selection = match input.direction {
             None => PaneSelection::Pane(from),
             Some(SelectDirection::Up) => PaneSelection::Above(from),
@@ -530,14 +530,17 @@ impl McpServer {
             Some(SelectDirection::Right) => PaneSelection::RightOf(from),
             Some(SelectDirection::Last) => PaneSelection::LastIn(from),
             Some(step @ (SelectDirection::Next | SelectDirection::Previous)) => {
-                let active = siblings.iter().position(|r| r.info.active).unwrap_or(0);
+                let active = siblings
+                    .iter()
+                    .position(|r| r.info.record.active)
+                    .unwrap_or(0);
                 let n = siblings.len();
                 let next = if step == SelectDirection::Next {
                     (active + 1) % n
                 } else {
                     (active + n - 1) % n
                 };
-                PaneSelection::Pane(siblings[next].pane)
+                PaneSelection::Pane(siblings[next].pane())
             }
         };
         let rows = tmux
@@ -548,7 +551,7 @@ impl McpServer {
         let active_pane = rows
             .into_iter()
             .filter_map(|row| PaneRow::from(row).for_caller(&tmux))
-            .find(|r| r.info.active)
+            .find(|r| r.info.record.active)
             .ok_or_else(|| not_found(&target))?
             .info;
         Ok(Json(SelectPaneOutput {
@@ -587,10 +590,10 @@ impl McpServer {
         let resized = match change {
             PaneResize::Zoom(zoom) => {
                 let current = pane_info(&tmux, &target).await?;
-                if current.info.zoomed == zoom {
+                if current.info.record.zoomed == zoom {
                     return Ok(Json(AnsweredPane::Tmux(current.info)));
                 }
-                lifecycle.toggle_zoom(current.pane).await
+                lifecycle.toggle_zoom(current.pane()).await
             }
             PaneResize::Cells { width, height } => {
                 let pane = tmux.pane_of(&target).await?;

@@ -142,8 +142,8 @@ impl McpServer {
         {
             return Err(not_found(target));
         }
-        rows.sort_by_key(|r| r.pane);
-        rows.dedup_by_key(|r| r.pane);
+        rows.sort_by_key(|r| r.pane());
+        rows.dedup_by_key(|r| r.pane());
         let range = CaptureRange {
             start: input.start.map(|s| s.0),
             end: input.end.map(|e| e.0),
@@ -187,7 +187,7 @@ async fn search(
     for chunk in rows.chunks(CAPTURES_PER_BATCH) {
         let commands = chunk
             .iter()
-            .map(|row| range.command(row.pane).map_err(quote_error))
+            .map(|row| range.command(row.pane()).map_err(quote_error))
             .collect::<Result<Vec<_>, _>>()?;
         let outcomes = tmux
             .run_batch(commands, BatchMode::Independent, None)
@@ -285,11 +285,11 @@ fn match_pane(
     let count = hits.len();
     let kept = hits[count.saturating_sub(per_pane)..].to_vec();
     Some(PaneMatch {
-        pane_id: row.info.id.clone(),
-        session_id: row.info.session_id.clone(),
-        session_name: row.info.session_name.clone(),
-        window_id: row.info.window_id.clone(),
-        window_name: row.info.window_name.clone(),
+        pane_id: row.info.record.pane.to_string(),
+        session_id: row.info.record.session_id.clone(),
+        session_name: row.info.record.session_name.clone(),
+        window_id: row.info.record.window_id.clone(),
+        window_name: row.info.record.window_name.clone(),
         lines_truncated: kept.len() < count,
         matched_line_count: count,
         matched_lines: kept,

@@ -332,7 +332,7 @@ async fn panes_of(
             pane_rows(tmux, &PaneScope::All)
                 .await?
                 .iter()
-                .map(|r| r.pane),
+                .map(|r| r.pane()),
         ),
         Some(targets) => {
             for target in targets {
@@ -343,7 +343,7 @@ async fn panes_of(
                         if rows.is_empty() {
                             return Err(not_found(&group));
                         }
-                        panes.extend(rows.iter().map(|r| r.pane));
+                        panes.extend(rows.iter().map(|r| r.pane()));
                     }
                 }
             }

@@ -36,33 +36,44 @@ const SNAPSHOT_FIELDS: [&str; 23] = [
     "pane_current_path",
 ];
 
-/// A pane's state as a snapshot reports it, besides its text.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// A pane's state as a snapshot reports it, besides its text (and as `snapshot_pane` answers
+/// it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct PaneSnapshot {
     pub pane_id: String,
     pub window_id: String,
     pub session_id: String,
+    /// Cursor column and row inside the visible screen (0-based).
     pub cursor_x: u32,
     pub cursor_y: u32,
+    /// Size in cells.
     pub width: u32,
     pub height: u32,
+    /// Whether the pane shows a mode (copy mode…) instead of its program, and which.
     pub in_mode: bool,
+    pub mode: String,
+    /// Lines scrolled back in copy mode (0 when not scrolled or not in copy mode).
     pub scroll_position: u32,
+    /// Lines of scrollback history, and the most the pane keeps.
     pub history_size: u32,
     pub history_limit: u32,
-    pub alternate_on: bool,
+    /// Whether the program switched to the alternate screen (full-screen programs: editors,
+    /// pagers, top); tmux's `alternate_on`.
+    pub alternate_screen: bool,
+    /// Process id of the program started in the pane, and the foreground program's name
+    /// and working directory.
     pub pid: u32,
+    pub current_command: String,
+    pub current_path: String,
+    /// Whether the program exited and the pane stayed, and its exit status if known.
     pub dead: bool,
-    /// How its program ended, once dead.
     pub dead_status: Option<i32>,
+    pub title: String,
+    /// Which window edges the pane touches.
     pub at_top: bool,
     pub at_bottom: bool,
     pub at_left: bool,
     pub at_right: bool,
-    pub mode: String,
-    pub title: String,
-    pub current_command: String,
-    pub current_path: String,
 }
 
 /// The command that prints `pane`'s snapshot row (see [`parse_snapshot`]).
@@ -96,7 +107,7 @@ pub fn parse_snapshot(pane: PaneId, lines: &[Vec<u8>]) -> Option<PaneSnapshot> {
         scroll_position: number(8),
         history_size: number(9),
         history_limit: number(10),
-        alternate_on: flag(&f[11]),
+        alternate_screen: flag(&f[11]),
         pid: number(12),
         dead,
         dead_status: if dead { f[14].parse().ok() } else { None },
@@ -179,7 +190,7 @@ mod tests {
                 scroll_position: 5,
                 history_size: 100,
                 history_limit: 2000,
-                alternate_on: false,
+                alternate_screen: false,
                 pid: 42,
                 dead: true,
                 dead_status: Some(7),

@@ -39,47 +39,56 @@ const PANE_FIELDS: [&str; 25] = [
     "pane_current_path",
 ];
 
-/// One pane as its row reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One pane as its row reports it (and, with whose session it is, as tools answer it).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct PaneRecord {
+    /// Pane id (`%N`): the stable way to target it.
+    #[serde(rename = "id")]
     pub pane: PaneId,
     /// Position of the pane in its window (0-based).
     pub index: u32,
     pub session_id: String,
-    /// Its session's creation time, seconds since the Unix epoch (with the id, what names a
-    /// session across a server's restarts).
-    pub session_created: u64,
     pub session_name: String,
     pub window_id: String,
     pub window_index: u32,
     pub window_name: String,
-    /// The active pane of its window.
+    /// Whether it is the active pane of its window.
     pub active: bool,
-    /// Its window is the current window of its session.
+    /// Whether its window is the current window of the session.
     pub window_active: bool,
-    /// Its window is zoomed.
+    /// Whether its window is zoomed (one pane fills it).
     pub zoomed: bool,
+    /// Size in cells.
     pub width: u32,
     pub height: u32,
-    /// Offset of its top-left cell inside the window.
+    /// Offset of the pane's top-left cell inside the window.
     pub left: u32,
     pub top: u32,
-    /// The program started in it.
+    /// Process id of the program started in the pane (usually a shell).
     pub pid: u32,
-    /// The tmux server's pid.
-    pub server_pid: u32,
-    /// Its program exited and it stayed (`remain-on-exit`).
+    /// The foreground program's name, as tmux reports it.
+    pub current_command: String,
+    /// The foreground program's working directory.
+    pub current_path: String,
+    /// Title set by the program (or set_pane_title).
+    pub title: String,
+    /// The terminal device of the pane.
+    pub tty: String,
+    /// Whether the program exited and the pane stayed (remain-on-exit).
     pub dead: bool,
     /// The exit status of a dead pane's program, when known.
     pub dead_status: Option<i32>,
-    /// It shows a mode (copy mode, a chooser) instead of its program.
+    /// Whether the pane shows a mode (copy mode, a chooser) instead of its program.
     pub in_mode: bool,
-    /// The mode's name, empty when none.
+    /// The mode's name (`copy-mode`, `view-mode`…), empty when not in a mode.
     pub mode: String,
-    pub tty: String,
-    pub title: String,
-    pub current_command: String,
-    pub current_path: String,
+    /// Its session's creation time, seconds since the Unix epoch (with the id, what names a
+    /// session across a server's restarts; for the ownership check, not answered).
+    #[serde(skip)]
+    pub session_created: u64,
+    /// The tmux server's pid (with `pid`, names the pane's program across time; not answered).
+    #[serde(skip)]
+    pub server_pid: u32,
 }
 
 impl PaneRecord {
