@@ -27,7 +27,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::input::{
-    PasteTextInput, SendKeysInput, Strings, TextEncoding, input_plan, typed_text, zellij_input,
+    Keystrokes, PasteTextInput, SendKeysInput, TextEncoding, input_plan, typed_text, zellij_input,
 };
 use super::pane::CapturePaneInput;
 use super::since::CaptureSinceInput;
@@ -48,27 +48,14 @@ const QUIET_BATCH: usize = 3;
 /// Longest `timeout` a client may give, in seconds.
 const MAX_TIMEOUT_SECS: f64 = 300.0;
 
-fn yes() -> bool {
-    true
-}
-
 /// One operation of a batch.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KeysOp {
     /// Pane `%N`; a window or session: its active pane.
     pub target: String,
-    /// As in send_keys: key names ("C-c", "Enter") are pressed, other strings typed exactly.
-    pub keys: Strings,
-    /// Type every string as text, even key names.
-    #[serde(default)]
-    pub literal: bool,
-    /// Press Enter afterwards.
-    #[serde(default = "yes")]
-    pub enter: bool,
-    /// "base64" (with `literal: true`) for bytes that are not UTF-8.
-    #[serde(default)]
-    pub encoding: TextEncoding,
+    #[serde(flatten)]
+    pub keystrokes: Keystrokes,
 }
 
 /// What to do after an operation fails.
@@ -225,33 +212,18 @@ struct Planned {
     typed: Option<String>,
 }
 
-impl KeysOp {
-    /// The operation as the arguments of one `send_keys`.
-    fn as_send_keys(&self) -> SendKeysInput {
-        SendKeysInput {
-            server: None,
-            target: self.target.clone(),
-            keys: self.keys.clone(),
-            literal: self.literal,
-            enter: self.enter,
-            encoding: self.encoding,
-        }
-    }
-}
-
 /// Validates one operation into an input plan.
 async fn prepare(tmux: &TmuxAccess<'_>, index: usize, op: &KeysOp) -> Prepared {
-    let as_single = op.as_send_keys();
     let planned = async {
         let target = parse_target(&op.target)?;
         let pane = tmux.pane_of(&target).await?;
-        input_plan(&as_single, pane)
+        input_plan(&op.keystrokes, pane)
     };
     match planned.await {
         Ok(plan) => Prepared::Ready(Planned {
             index,
             plan,
-            typed: typed_text(&as_single),
+            typed: typed_text(&op.keystrokes),
         }),
         Err(error) => Prepared::Invalid(error),
     }
@@ -335,7 +307,7 @@ impl McpServer {
         // Validate in order; under `stop`, nothing after the first invalid operation is sent.
         let mut ready = Vec::new();
         for (index, op) in ops.iter().enumerate() {
-            match zellij_input(&op.as_send_keys()) {
+            match zellij_input(&op.keystrokes) {
                 Ok(input) => ready.push((index, input)),
                 Err(error) => {
                     results[index] = Some(failure(index, String::new(), &error, started));
@@ -565,7 +537,7 @@ impl PaneOp {
     /// The text an input operation types (key names left out), as the pane would echo it.
     fn typed_text(&self) -> Option<String> {
         match self {
-            PaneOp::SendKeys(input) => super::input::typed_text(input),
+            PaneOp::SendKeys(input) => super::input::typed_text(&input.keystrokes),
             PaneOp::PasteText(input) => {
                 (input.encoding == TextEncoding::Utf8).then(|| input.text.clone())
             }

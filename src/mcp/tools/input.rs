@@ -101,6 +101,13 @@ pub struct SendKeysInput {
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane. Zellij: `[SESSION:]terminal_N`.
     pub target: String,
+    #[serde(flatten)]
+    pub keystrokes: Keystrokes,
+}
+
+/// What `send_keys` (and each operation of `send_keys_batch`) presses and types.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct Keystrokes {
     /// Sent in order: a string that is a key name (Enter, C-c, M-x, Up, Tab, BSpace, F5…) is
     /// pressed, any other string is typed exactly; literal: true types everything. E.g. "ls -la",
     /// ["C-c"], ["git status", "Enter"].
@@ -186,17 +193,18 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<SendKeysInput>,
     ) -> Result<Json<SendKeysOutput>, ToolError> {
-        let request = KeysRequest::parse(&input)?;
+        let request = KeysRequest::parse(&input.keystrokes)?;
+        let enter = input.keystrokes.enter;
         if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
-            let steps = request.zellij_steps(input.enter)?;
+            let steps = request.zellij_steps(enter)?;
             let typed = request.typed();
             let position = self
                 .send_zellij_input(&call, input.server.as_deref(), &input.target, steps, &typed)
                 .await?;
             return Ok(Json(SendKeysOutput {
-                keys_pressed: request.keys_pressed(input.enter),
+                keys_pressed: request.keys_pressed(enter),
                 text_bytes: typed.len(),
-                enter: input.enter,
+                enter,
                 output_position: Some(position.encode()),
                 server: position.server,
                 session: Some(position.session),
@@ -210,14 +218,14 @@ impl McpServer {
             text_bytes,
             keys,
             position,
-        } = pane_ops::deliver(&tmux, request.plan(pane, input.enter)?).await?;
+        } = pane_ops::deliver(&tmux, request.plan(pane, enter)?).await?;
         Ok(Json(SendKeysOutput {
             server: tmux.server_name().to_owned(),
             session: None,
             pane_id: pane.to_string(),
             keys_pressed: keys,
             text_bytes,
-            enter: input.enter,
+            enter,
             output_position: position
                 .map(|cursor| OutputPosition::new(cursor, &request.typed()).encode()),
         }))
@@ -271,7 +279,7 @@ impl McpServer {
 
 /// The text a `send_keys` call types (key names left out), as the pane would echo it; `None`
 /// for input that is not valid.
-pub fn typed_text(input: &SendKeysInput) -> Option<String> {
+pub fn typed_text(input: &Keystrokes) -> Option<String> {
     KeysRequest::parse(input)
         .ok()
         .map(|request| request.typed())
@@ -279,7 +287,7 @@ pub fn typed_text(input: &SendKeysInput) -> Option<String> {
 
 /// The input a `send_keys` call (or one operation of a batch) asks for, validated and planned
 /// for `pane`.
-pub fn input_plan(input: &SendKeysInput, pane: PaneId) -> Result<InputPlan, ToolError> {
+pub fn input_plan(input: &Keystrokes, pane: PaneId) -> Result<InputPlan, ToolError> {
     KeysRequest::parse(input)?.plan(pane, input.enter)
 }
 
@@ -308,7 +316,7 @@ impl KeysRequest {
     /// tmux's rule, without tmux's mangling: a string that is a key name is pressed, any other
     /// string is typed as text (`send-keys -l`, so a leading `-`, a trailing `;`, `#{` and
     /// quotes arrive as sent). With `literal` every string is text.
-    fn parse(input: &SendKeysInput) -> Result<Self, ToolError> {
+    fn parse(input: &Keystrokes) -> Result<Self, ToolError> {
         if input.encoding != TextEncoding::Utf8 && !input.literal {
             return Err(ToolError::invalid_arguments(
                 "encoding \"base64\" needs literal: true (base64 strings are text, never key names)",
@@ -419,7 +427,7 @@ impl KeysRequest {
 
 /// The bytes of a text argument in the given encoding.
 /// `send_keys` arguments as Zellij input steps, and the text they type (for the echo filter).
-pub(crate) fn zellij_input(input: &SendKeysInput) -> Result<(Vec<InputStep>, String), ToolError> {
+pub(crate) fn zellij_input(input: &Keystrokes) -> Result<(Vec<InputStep>, String), ToolError> {
     let request = KeysRequest::parse(input)?;
     Ok((request.zellij_steps(input.enter)?, request.typed()))
 }
@@ -455,8 +463,10 @@ mod tests {
     use super::*;
     use crate::mcp::error::ToolErrorKind;
 
-    fn input(value: serde_json::Value) -> SendKeysInput {
-        serde_json::from_value(value).unwrap()
+    fn input(value: serde_json::Value) -> Keystrokes {
+        serde_json::from_value::<SendKeysInput>(value)
+            .unwrap()
+            .keystrokes
     }
 
     fn key(name: &str) -> Piece {
