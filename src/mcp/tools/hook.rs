@@ -8,7 +8,9 @@ use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::option::{OptionScope, ScopeTarget, is_hook_name, option_error, scope_target};
+use super::option::{
+    OptionScope, OptionTargetArgs, ScopeTarget, is_hook_name, option_error, scope_target,
+};
 use crate::mcp::McpServer;
 use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
@@ -19,31 +21,15 @@ use crate::mux::tmux::options::Hook;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShowHooksInput {
-    #[serde(default)]
-    pub server: Option<String>,
-    /// session (client, session and alert events), window or pane.
-    pub scope: OptionScope,
-    /// Session `$N`/name, window `@N` or pane `%N`; not with `global`.
-    #[serde(default)]
-    pub target: Option<String>,
-    /// Read the global hooks instead.
-    #[serde(default)]
-    pub global: bool,
+    #[serde(flatten)]
+    pub at: OptionTargetArgs,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShowHookInput {
-    #[serde(default)]
-    pub server: Option<String>,
-    /// session, window or pane.
-    pub scope: OptionScope,
-    /// Session `$N`/name, window `@N` or pane `%N`; not with `global`.
-    #[serde(default)]
-    pub target: Option<String>,
-    /// Read the global hook instead.
-    #[serde(default)]
-    pub global: bool,
+    #[serde(flatten)]
+    pub at: OptionTargetArgs,
     /// e.g. `after-new-window`, `pane-exited`, `session-created`.
     pub hook_name: String,
 }
@@ -80,13 +66,13 @@ impl From<Hook> for HookEntry {
     }
 }
 
-fn hook_scope(scope: OptionScope) -> Result<OptionScope, ToolError> {
+fn check_hook_scope(scope: OptionScope) -> Result<(), ToolError> {
     match scope {
         OptionScope::Server => Err(ToolError::invalid_arguments(
             "hooks belong to sessions, windows or panes (or their global defaults), not the server",
             "use scope session with global: true for server-wide events",
         )),
-        other => Ok(other),
+        _ => Ok(()),
     }
 }
 
@@ -108,8 +94,8 @@ impl McpServer {
     #[tool(
         name = "show_hooks",
         description = "List tmux hooks that have commands (session, window, pane or global).\n\n\
-            Hooks run commands on events and may explain surprising behaviour. Returns name, index \
-            and command of each.",
+            Hooks run commands on events and may explain surprising behaviour; client, session \
+            and alert events are session hooks. Returns name, index and command of each.",
         annotations(
             title = "Show hooks",
             read_only_hint = true,
@@ -123,17 +109,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<ShowHooksInput>,
     ) -> Result<Json<ShowHooksOutput>, ToolError> {
-        let scope = hook_scope(input.scope)?;
-        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let place = scope_target(&tmux, scope, input.global, input.target.as_deref()).await?;
-        let hooks = read_hooks(&tmux, &place, None).await?;
-        Ok(Json(ShowHooksOutput {
-            server: tmux.server_name().to_owned(),
-            scope: place.scope,
-            target: place.target,
-            global: place.global,
-            hooks,
-        }))
+        self.hooks_at(&call, &input.at, None).await.map(Json)
     }
 
     #[tool(
@@ -153,7 +129,6 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<ShowHookInput>,
     ) -> Result<Json<ShowHooksOutput>, ToolError> {
-        let scope = hook_scope(input.scope)?;
         let valid_name = is_hook_name(&input.hook_name)
             && !input.hook_name.contains('[')
             && input
@@ -166,20 +141,32 @@ impl McpServer {
                 "call show_hooks, or use a name like after-new-window, pane-exited or session-created",
             ));
         }
-        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let place = scope_target(&tmux, scope, input.global, input.target.as_deref()).await?;
-        let hooks = read_hooks(&tmux, &place, Some(&input.hook_name))
-            .await?
-            .into_iter()
-            .filter(|h| h.name == input.hook_name)
-            .collect();
-        Ok(Json(ShowHooksOutput {
+        self.hooks_at(&call, &input.at, Some(&input.hook_name))
+            .await
+            .map(Json)
+    }
+}
+
+impl McpServer {
+    /// The hooks at `at` that have commands; with `name`, only that hook's.
+    async fn hooks_at(
+        &self,
+        call: &CallContext,
+        at: &OptionTargetArgs,
+        name: Option<&str>,
+    ) -> Result<ShowHooksOutput, ToolError> {
+        check_hook_scope(at.scope)?;
+        let tmux = self.tmux_access(call, at.server.as_deref()).await?;
+        let place = scope_target(&tmux, at).await?;
+        let mut hooks = read_hooks(&tmux, &place, name).await?;
+        hooks.retain(|hook| name.is_none_or(|name| hook.name == name));
+        Ok(ShowHooksOutput {
             server: tmux.server_name().to_owned(),
             scope: place.scope,
             target: place.target,
             global: place.global,
             hooks,
-        }))
+        })
     }
 }
 
@@ -189,7 +176,7 @@ mod tests {
 
     #[test]
     fn hooks_belong_to_sessions_windows_and_panes() {
-        assert!(hook_scope(OptionScope::Server).is_err());
-        assert_eq!(hook_scope(OptionScope::Pane).unwrap(), OptionScope::Pane);
+        assert!(check_hook_scope(OptionScope::Server).is_err());
+        assert!(check_hook_scope(OptionScope::Pane).is_ok());
     }
 }

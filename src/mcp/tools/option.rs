@@ -79,11 +79,10 @@ impl ScopeTarget {
 /// Resolves `scope` + `global` + `target` into the object the command acts on.
 pub(crate) async fn scope_target(
     tmux: &TmuxAccess<'_>,
-    scope: OptionScope,
-    global: bool,
-    target: Option<&str>,
+    at: &OptionTargetArgs,
 ) -> Result<ScopeTarget, ToolError> {
-    match (scope, global, target) {
+    let scope = at.scope;
+    match (scope, at.global, at.target.as_deref()) {
         (OptionScope::Server, false, None) => Ok(ScopeTarget {
             scope,
             global: false,
@@ -240,18 +239,28 @@ fn environment_error(tmux: &TmuxAccess<'_>, error: OpError) -> ToolError {
     op_failure(tmux.server_name(), error, "call list_sessions")
 }
 
+/// Where an option or hook is: the server, a scope and its object, or the scope's global
+/// value. Every option and hook tool takes these arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ShowOptionInput {
+pub struct OptionTargetArgs {
     #[serde(default)]
     pub server: Option<String>,
     pub scope: OptionScope,
     /// Session `$N`/name, window `@N` or pane `%N`; not with `global` or scope server.
     #[serde(default)]
     pub target: Option<String>,
-    /// Read the global default instead.
+    /// The global default instead (what objects without their own value inherit).
     #[serde(default)]
     pub global: bool,
+}
+
+// `deny_unknown_fields` on the outer struct still refuses a misspelled argument: serde checks
+// what the flattened place left over.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShowOptionInput {
+    #[serde(flatten)]
+    pub at: OptionTargetArgs,
     /// e.g. `status`, `mode-keys`, `remain-on-exit`, or a user option `@name`.
     pub option: String,
 }
@@ -272,15 +281,8 @@ pub struct ShowOptionOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetOptionInput {
-    #[serde(default)]
-    pub server: Option<String>,
-    pub scope: OptionScope,
-    /// Session `$N`/name, window `@N` or pane `%N`; not with `global` or scope server.
-    #[serde(default)]
-    pub target: Option<String>,
-    /// Set the global default (for objects without their own value).
-    #[serde(default)]
-    pub global: bool,
+    #[serde(flatten)]
+    pub at: OptionTargetArgs,
     /// e.g. `status`, `mode-keys`, `remain-on-exit`, or a user option `@name`.
     pub option: String,
     /// The new value (no `#(`); give `value` or `unset: true`.
@@ -426,8 +428,8 @@ impl McpServer {
         Parameters(input): Parameters<ShowOptionInput>,
     ) -> Result<Json<ShowOptionOutput>, ToolError> {
         check_option_name(&input.option)?;
-        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let place = scope_target(&tmux, input.scope, input.global, input.target.as_deref()).await?;
+        let tmux = self.tmux_access(&call, input.at.server.as_deref()).await?;
+        let place = scope_target(&tmux, &input.at).await?;
         let value = tmux
             .options()
             .show(&place.place(), &input.option)
@@ -491,8 +493,8 @@ impl McpServer {
             (Some(value), false) => check_tmux_format(value, "value")?,
             _ => {}
         }
-        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let place = scope_target(&tmux, input.scope, input.global, input.target.as_deref()).await?;
+        let tmux = self.tmux_access(&call, input.at.server.as_deref()).await?;
+        let place = scope_target(&tmux, &input.at).await?;
         if place.is_shared() {
             require_every_session(&tmux, "a server or global option")?;
         }
@@ -609,6 +611,36 @@ impl McpServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_shared_place_arguments_are_listed_and_misspellings_still_refused() {
+        let args = |extra: (&str, serde_json::Value)| {
+            let mut args = serde_json::json!({"scope": "session", "option": "status"});
+            args[extra.0] = extra.1;
+            serde_json::from_value::<SetOptionInput>(args)
+        };
+        let input = args(("global", true.into())).unwrap();
+        assert!(input.at.global && input.at.scope == OptionScope::Session);
+        let error = args(("gloabl", true.into())).unwrap_err().to_string();
+        assert!(error.contains("unknown field `gloabl`"), "{error}");
+
+        let tool = crate::mcp::catalog::tools()
+            .into_iter()
+            .find(|tool| tool.name == "set_option")
+            .unwrap();
+        let properties = tool.input_schema["properties"].as_object().unwrap();
+        let names: Vec<&str> = properties.keys().map(String::as_str).collect();
+        for name in [
+            "server", "scope", "target", "global", "option", "value", "unset",
+        ] {
+            assert!(names.contains(&name), "{name} not in {names:?}");
+        }
+        assert_eq!(tool.input_schema["additionalProperties"], false);
+        assert_eq!(
+            tool.input_schema["required"],
+            serde_json::json!(["scope", "option"])
+        );
+    }
 
     #[test]
     fn option_names() {
