@@ -25,12 +25,13 @@ use super::wait::{
     tail_of,
 };
 use super::watch::cancelled;
+use super::zellij_pane::PaneSpot;
 use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::check_max_lines;
 use crate::mcp::position::ZellijPosition;
-use crate::mcp::zellij_access::{ZellijAccess, parse_tab};
+use crate::mcp::zellij_access::ZellijAccess;
 use crate::mux::echo::EchoFilter;
 use crate::mux::lines::truncation_marker;
 use crate::mux::pane_io::{LineBound, PaneIo, ScreenScope};
@@ -50,16 +51,10 @@ const DEFAULT_RUN: Duration = Duration::from_secs(60);
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijRunCommandInput {
-    #[serde(default)]
-    pub server: Option<String>,
-    /// Session; omit for the default.
-    #[serde(default)]
-    pub session: Option<String>,
+    #[serde(flatten)]
+    pub spot: PaneSpot,
     /// A `/bin/sh` command line, e.g. `cargo test 2>&1 | tail -5`.
     pub command: String,
-    /// Tab id (list_windows' `tab_id`); default: the first tab.
-    #[serde(default)]
-    pub tab: Option<String>,
     /// Absolute working directory.
     #[serde(default)]
     pub cwd: Option<String>,
@@ -509,9 +504,7 @@ impl McpServer {
         cancel: CancellationToken,
         Parameters(input): Parameters<ZellijRunCommandInput>,
     ) -> Result<Json<ZellijRunOutput>, ToolError> {
-        let z = self.zellij_access(&call, input.server.as_deref()).await?;
-        let session = z.session(input.session.as_deref())?;
-        let tab = input.tab.as_deref().map(parse_tab).transpose()?;
+        let (z, session, tab) = input.spot.open(self, &call).await?;
         let budget = z.budget().wait(input.timeout, DEFAULT_RUN)?;
         let opts = RunOptions {
             tab,

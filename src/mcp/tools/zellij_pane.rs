@@ -19,12 +19,13 @@ use super::zellij_objects::ZellijPaneInfo;
 use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
-use crate::mcp::zellij_access::parse_tab;
+use crate::mcp::zellij_access::{ZellijAccess, parse_tab};
 use crate::mux::zellij::backend::{EditOptions, NewPaneOptions, SplitDirection};
+use crate::mux::zellij::ids::{SessionName, TabId};
 
+/// Where a tool opens a Zellij pane: the server, the session and the tab.
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ZellijNewPaneInput {
+pub struct PaneSpot {
     #[serde(default)]
     pub server: Option<String>,
     /// Session; omit for the default.
@@ -33,6 +34,29 @@ pub struct ZellijNewPaneInput {
     /// Tab id (list_windows' `tab_id`); default: the first tab.
     #[serde(default)]
     pub tab: Option<String>,
+}
+
+impl PaneSpot {
+    /// The caller's access to the server, and the session and tab, checked.
+    pub(crate) async fn open<'a>(
+        &self,
+        mcp: &'a McpServer,
+        call: &'a CallContext,
+    ) -> Result<(ZellijAccess<'a>, SessionName, Option<TabId>), ToolError> {
+        let z = mcp.zellij_access(call, self.server.as_deref()).await?;
+        let session = z.session(self.session.as_deref())?;
+        let tab = self.tab.as_deref().map(parse_tab).transpose()?;
+        Ok((z, session, tab))
+    }
+}
+
+// `deny_unknown_fields` still refuses a misspelled argument: serde checks what the flattened
+// spot left over.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ZellijNewPaneInput {
+    #[serde(flatten)]
+    pub spot: PaneSpot,
     /// Pane title (at most 256 bytes).
     #[serde(default)]
     pub name: Option<String>,
@@ -66,19 +90,13 @@ pub struct ZellijPaneOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ZellijEditFileInput {
-    #[serde(default)]
-    pub server: Option<String>,
-    /// Session; omit for the default.
-    #[serde(default)]
-    pub session: Option<String>,
+    #[serde(flatten)]
+    pub spot: PaneSpot,
     /// The file to open; relative paths are resolved against `cwd`.
     pub file: String,
     /// Line to put the cursor on (1-based).
     #[serde(default)]
     pub line: Option<usize>,
-    /// Tab id (list_windows' `tab_id`); default: the first tab.
-    #[serde(default)]
-    pub tab: Option<String>,
     /// Open the editor in a floating pane.
     #[serde(default)]
     pub floating: bool,
@@ -213,10 +231,9 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<ZellijNewPaneInput>,
     ) -> Result<Json<ZellijPaneOutput>, ToolError> {
-        let z = self.zellij_access(&call, input.server.as_deref()).await?;
-        let session = z.session(input.session.as_deref())?;
+        let (z, session, tab) = input.spot.open(self, &call).await?;
         let opts = NewPaneOptions {
-            tab: input.tab.as_deref().map(parse_tab).transpose()?,
+            tab,
             name: input.name,
             cwd: input.cwd.map(PathBuf::from),
             command: input.command,
@@ -255,10 +272,9 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<ZellijEditFileInput>,
     ) -> Result<Json<ZellijPaneOutput>, ToolError> {
-        let z = self.zellij_access(&call, input.server.as_deref()).await?;
-        let session = z.session(input.session.as_deref())?;
+        let (z, session, tab) = input.spot.open(self, &call).await?;
         let opts = EditOptions {
-            tab: input.tab.as_deref().map(parse_tab).transpose()?,
+            tab,
             line: input.line,
             floating: input.floating,
             cwd: input.cwd.map(PathBuf::from),
