@@ -55,9 +55,6 @@ pub struct ZellijRunCommandInput {
     pub spot: PaneSpot,
     /// A `/bin/sh` command line, e.g. `cargo test 2>&1 | tail -5`.
     pub command: String,
-    /// Absolute working directory.
-    #[serde(default)]
-    pub cwd: Option<String>,
     /// Run in a hidden floating pane; false: a tiled pane humans see in the layout.
     #[serde(default = "yes")]
     pub floating: bool,
@@ -508,7 +505,7 @@ impl McpServer {
         let budget = z.budget().wait(input.timeout, DEFAULT_RUN)?;
         let opts = RunOptions {
             tab,
-            cwd: input.cwd.map(PathBuf::from),
+            cwd: input.spot.cwd.map(PathBuf::from),
             name: None,
             floating: input.floating,
             keep_pane: input.keep_pane,

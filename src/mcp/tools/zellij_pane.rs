@@ -23,7 +23,8 @@ use crate::mcp::zellij_access::{ZellijAccess, parse_tab};
 use crate::mux::zellij::backend::{EditOptions, NewPaneOptions, SplitDirection};
 use crate::mux::zellij::ids::{SessionName, TabId};
 
-/// Where a tool opens a Zellij pane: the server, the session and the tab.
+/// Where a tool opens a Zellij pane: the server, the session, the tab and the working
+/// directory.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct PaneSpot {
     #[serde(default)]
@@ -34,6 +35,9 @@ pub struct PaneSpot {
     /// Tab id (list_windows' `tab_id`); default: the first tab.
     #[serde(default)]
     pub tab: Option<String>,
+    /// Absolute working directory.
+    #[serde(default)]
+    pub cwd: Option<String>,
 }
 
 impl PaneSpot {
@@ -60,9 +64,6 @@ pub struct ZellijNewPaneInput {
     /// Pane title (at most 256 bytes).
     #[serde(default)]
     pub name: Option<String>,
-    /// Absolute working directory.
-    #[serde(default)]
-    pub cwd: Option<String>,
     /// Program and args instead of a shell (e.g. `["make", "test"]`); held after it exits.
     #[serde(default)]
     pub command: Vec<String>,
@@ -92,7 +93,7 @@ pub struct ZellijPaneOutput {
 pub struct ZellijEditFileInput {
     #[serde(flatten)]
     pub spot: PaneSpot,
-    /// The file to open; relative paths are resolved against `cwd`.
+    /// The file to open; relative paths are resolved against `cwd` (the editor's).
     pub file: String,
     /// Line to put the cursor on (1-based).
     #[serde(default)]
@@ -100,9 +101,6 @@ pub struct ZellijEditFileInput {
     /// Open the editor in a floating pane.
     #[serde(default)]
     pub floating: bool,
-    /// Absolute working directory of the editor.
-    #[serde(default)]
-    pub cwd: Option<String>,
     /// Focus the editor pane (moves attached humans' view).
     #[serde(default)]
     pub focus: bool,
@@ -235,7 +233,7 @@ impl McpServer {
         let opts = NewPaneOptions {
             tab,
             name: input.name,
-            cwd: input.cwd.map(PathBuf::from),
+            cwd: input.spot.cwd.map(PathBuf::from),
             command: input.command,
             floating: input.floating,
             direction: input.direction,
@@ -277,7 +275,7 @@ impl McpServer {
             tab,
             line: input.line,
             floating: input.floating,
-            cwd: input.cwd.map(PathBuf::from),
+            cwd: input.spot.cwd.map(PathBuf::from),
             focus: input.focus,
         };
         let pane = z
