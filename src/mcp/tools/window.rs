@@ -666,8 +666,7 @@ impl McpServer {
                         "call list_windows to find it",
                     ),
                 )
-            })?
-            .into();
+            })?;
         Ok(Json(WindowOutput::tmux(&tmux, window)))
     }
 
