@@ -6,54 +6,69 @@
 //! (see [`super::error::normalize_argument_error`]).
 //!
 //! Some clients send a dict-valued argument as a JSON-encoded string (`"{\"A\": \"1\"}"`
-//! instead of `{"A": "1"}`). Dict fields accept both with:
+//! instead of `{"A": "1"}`). A dict field's type is [`ObjectArg`], which accepts both:
 //!
 //! ```
 //! use std::collections::BTreeMap;
+//! use muxgate::mcp::args::ObjectArg;
 //! #[derive(serde::Deserialize, schemars::JsonSchema)]
 //! #[serde(deny_unknown_fields)]
 //! struct CreateSessionInput {
-//!     #[serde(default, deserialize_with = "muxgate::mcp::args::option_object_or_json_string")]
-//!     environment: Option<BTreeMap<String, String>>,
+//!     #[serde(default)]
+//!     environment: Option<ObjectArg<BTreeMap<String, String>>>,
 //! }
 //! ```
 //!
 //! The schema still advertises the object form; the string form is tolerance, not API.
 
+use std::borrow::Cow;
+use std::ops::Deref;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-/// Deserializes `T` from its JSON form or from a string holding that JSON.
-pub fn object_or_json_string<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: DeserializeOwned,
-{
-    let value = Value::deserialize(deserializer)?;
-    from_value_or_json_string(value).map_err(D::Error::custom)
-}
+/// A dict-valued argument `T`: given as a JSON object, or as a string holding that JSON.
+/// An explicit `null` for an `Option<ObjectArg<T>>` is `None`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ObjectArg<T>(pub T);
 
-/// Like [`object_or_json_string`] for an optional field (use with `#[serde(default)]`).
-/// An explicit `null` is `None`.
-pub fn option_object_or_json_string<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: DeserializeOwned,
-{
-    match Value::deserialize(deserializer)? {
-        Value::Null => Ok(None),
-        value => from_value_or_json_string(value)
-            .map(Some)
-            .map_err(D::Error::custom),
+impl<T> Deref for ObjectArg<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
     }
 }
 
-fn from_value_or_json_string<T: DeserializeOwned>(value: Value) -> Result<T, String> {
-    match value {
-        Value::String(text) => serde_json::from_str(&text)
-            .map_err(|e| format!("a string given for this object must contain JSON: {e}")),
-        value => serde_json::from_value(value).map_err(|e| e.to_string()),
+impl<'de, T: DeserializeOwned> Deserialize<'de> for ObjectArg<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let parsed = match Value::deserialize(deserializer)? {
+            Value::String(text) => serde_json::from_str(&text)
+                .map_err(|e| format!("a string given for this object must contain JSON: {e}")),
+            value => serde_json::from_value(value).map_err(|e| e.to_string()),
+        };
+        parsed.map(Self).map_err(D::Error::custom)
+    }
+}
+
+/// The schema is `T`'s: the object form.
+impl<T: JsonSchema> JsonSchema for ObjectArg<T> {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        T::schema_name()
+    }
+
+    fn schema_id() -> Cow<'static, str> {
+        T::schema_id()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        T::json_schema(generator)
     }
 }
 
@@ -61,7 +76,6 @@ fn from_value_or_json_string<T: DeserializeOwned>(value: Value) -> Result<T, Str
 mod tests {
     use std::collections::BTreeMap;
 
-    use serde::Deserialize;
     use serde_json::json;
 
     use super::*;
@@ -69,10 +83,9 @@ mod tests {
     #[derive(Debug, Deserialize, PartialEq)]
     #[serde(deny_unknown_fields)]
     struct Input {
-        #[serde(deserialize_with = "object_or_json_string")]
-        env: BTreeMap<String, String>,
-        #[serde(default, deserialize_with = "option_object_or_json_string")]
-        filters: Option<BTreeMap<String, u32>>,
+        env: ObjectArg<BTreeMap<String, String>>,
+        #[serde(default)]
+        filters: Option<ObjectArg<BTreeMap<String, u32>>>,
     }
 
     fn parse(value: serde_json::Value) -> Result<Input, String> {
@@ -82,8 +95,8 @@ mod tests {
     #[test]
     fn dicts_arrive_as_objects_or_json_strings() {
         let expected = Input {
-            env: BTreeMap::from([("A".into(), "1".into())]),
-            filters: Some(BTreeMap::from([("n".into(), 2)])),
+            env: ObjectArg(BTreeMap::from([("A".into(), "1".into())])),
+            filters: Some(ObjectArg(BTreeMap::from([("n".into(), 2)]))),
         };
         assert_eq!(
             parse(json!({"env": {"A": "1"}, "filters": {"n": 2}})),
@@ -92,7 +105,7 @@ mod tests {
         let from_strings = parse(json!({"env": "{\"A\": \"1\"}", "filters": "{\"n\": 2}"}));
         assert_eq!(
             from_strings.unwrap().filters,
-            Some(BTreeMap::from([("n".into(), 2)]))
+            Some(ObjectArg(BTreeMap::from([("n".into(), 2)])))
         );
     }
 

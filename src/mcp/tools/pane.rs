@@ -20,6 +20,7 @@ use serde_json::{Map, Value};
 use super::support::check_tmux_format;
 use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, parse_target};
+use crate::mcp::args::ObjectArg;
 use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
@@ -100,11 +101,8 @@ pub struct ListPanesInput {
     /// Match output fields, e.g. `{"current_command": "vim", "title__icontains": "build"}`.
     /// Key suffixes: __[i]exact, __[i]contains, __[i]startswith, __[i]endswith, __[i]regex,
     /// __in, __nin, __gt, __gte, __lt, __lte.
-    #[serde(
-        default,
-        deserialize_with = "crate::mcp::args::option_object_or_json_string"
-    )]
-    pub filters: Option<BTreeMap<String, Value>>,
+    #[serde(default)]
+    pub filters: Option<ObjectArg<BTreeMap<String, Value>>>,
     /// Fields wanted, e.g. `["window_index", "pid"]` (`id` always); `["all"]`: every field.
     /// Default: id, session_name, size, command, path; flags when set. State (waiting_for_input,
     /// idle_for_ms, at_prompt, agent_state…) only on request.
@@ -213,7 +211,12 @@ fn wants_state(input: &ListPanesInput) -> bool {
         .iter()
         .flatten()
         .any(|f| f == "all" || named(f))
-        || input.filters.iter().flatten().any(|(key, _)| named(key))
+        || input
+            .filters
+            .as_deref()
+            .into_iter()
+            .flatten()
+            .any(|(key, _)| named(key))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

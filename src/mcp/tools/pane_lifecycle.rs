@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use super::support::check_shell;
 use crate::mcp::McpServer;
 use crate::mcp::access::{PANES_HINT, TmuxAccess, list_hint, parse_target};
+use crate::mcp::args::ObjectArg;
 use crate::mcp::backend::{Backend, Row};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
@@ -143,11 +144,8 @@ pub struct SplitWindowInput {
     #[serde(default)]
     pub shell: Option<String>,
     /// Environment variables for its program, e.g. {"RUST_LOG": "debug"}.
-    #[serde(
-        default,
-        deserialize_with = "crate::mcp::args::option_object_or_json_string"
-    )]
-    pub environment: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    pub environment: Option<ObjectArg<BTreeMap<String, String>>>,
     /// Make the new pane active (moves a watching human's focus).
     #[serde(default)]
     pub select: bool,
@@ -200,11 +198,8 @@ pub struct RespawnPaneInput {
     #[serde(default)]
     pub start_directory: Option<String>,
     /// Environment variables for the new program.
-    #[serde(
-        default,
-        deserialize_with = "crate::mcp::args::option_object_or_json_string"
-    )]
-    pub environment: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    pub environment: Option<ObjectArg<BTreeMap<String, String>>>,
 }
 
 fn yes() -> bool {
@@ -374,7 +369,7 @@ impl McpServer {
         let spawn = check_spawn(
             input.start_directory,
             input.shell,
-            input.environment.as_ref(),
+            input.environment.as_deref(),
         )?;
         let pane = tmux.pane_of(&target).await?;
         let launch = match spawn.shell {
@@ -468,7 +463,7 @@ impl McpServer {
         let spawn = check_spawn(
             input.start_directory,
             input.shell,
-            input.environment.as_ref(),
+            input.environment.as_deref(),
         )?;
         let pane = tmux.resolve(&Target::Pane(pane)).await?.pane_id;
         self.refuse_self_kill(&tmux, Kill::Pane(pane)).await?;

@@ -26,6 +26,7 @@ use crate::auth::owners::SessionKey;
 use crate::auth::pattern::NamePattern;
 use crate::mcp::McpServer;
 use crate::mcp::access::{SESSIONS_HINT, TmuxAccess, engine_error, parse_target};
+use crate::mcp::args::ObjectArg;
 use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
@@ -43,11 +44,8 @@ pub struct ListSessionsInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Only sessions matching every given field.
-    #[serde(
-        default,
-        deserialize_with = "crate::mcp::args::option_object_or_json_string"
-    )]
-    pub filters: Option<SessionFilters>,
+    #[serde(default)]
+    pub filters: Option<ObjectArg<SessionFilters>>,
     /// Fields wanted, e.g. `["name", "created"]` (`id` always); `["all"]`: every field.
     #[serde(default)]
     pub fields: Option<Vec<String>>,
@@ -265,11 +263,8 @@ pub struct CreateSessionInput {
     #[serde(default)]
     pub height: Option<u32>,
     /// Environment variables for its panes (`NAME: value`).
-    #[serde(
-        default,
-        deserialize_with = "crate::mcp::args::option_object_or_json_string"
-    )]
-    pub environment: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    pub environment: Option<ObjectArg<BTreeMap<String, String>>>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -338,7 +333,7 @@ fn new_session(input: CreateSessionInput, call: &CallContext) -> Result<NewSessi
     }
     validate_window_size(input.width, "width")?;
     validate_window_size(input.height, "height")?;
-    let environment = validate_environment(input.environment.unwrap_or_default())?;
+    let environment = validate_environment(input.environment.unwrap_or_default().0)?;
     Ok(NewSession {
         name,
         window_name: input.window_name,
@@ -434,7 +429,7 @@ impl McpServer {
         if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
             return self.list_zellij_sessions(&call, input).await.map(Json);
         }
-        let matcher = SessionMatcher::new(input.filters.as_ref())?;
+        let matcher = SessionMatcher::new(input.filters.as_deref())?;
         let selection = SESSION_SHAPE.select(input.fields.as_deref(), "list_sessions")?;
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let sessions = list_session_rows(&tmux)
@@ -678,7 +673,7 @@ mod tests {
             start_directory: Some("/".into()),
             width: Some(100),
             height: None,
-            environment: Some(BTreeMap::from([("A".into(), "1;".into())])),
+            environment: Some(ObjectArg(BTreeMap::from([("A".into(), "1;".into())]))),
         };
         let spec = new_session(input, &call()).unwrap();
         assert_eq!(spec.name.as_str(), "build");
@@ -735,7 +730,7 @@ mod tests {
         let env = BTreeMap::from([("1BAD".into(), "x".into())]);
         assert!(
             err(CreateSessionInput {
-                environment: Some(env),
+                environment: Some(ObjectArg(env)),
                 ..base()
             })
             .message

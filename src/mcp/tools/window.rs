@@ -26,6 +26,7 @@ use crate::auth::owners::SessionKey;
 use crate::auth::pattern::NamePattern;
 use crate::mcp::McpServer;
 use crate::mcp::access::{SESSIONS_HINT, TmuxAccess, WINDOWS_HINT, engine_error, parse_target};
+use crate::mcp::args::ObjectArg;
 use crate::mcp::backend::{Backend, Row};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
@@ -158,11 +159,8 @@ pub struct ListWindowsInput {
     #[serde(default)]
     pub target: Option<String>,
     /// Only windows matching every given field.
-    #[serde(
-        default,
-        deserialize_with = "crate::mcp::args::option_object_or_json_string"
-    )]
-    pub filters: Option<WindowFilters>,
+    #[serde(default)]
+    pub filters: Option<ObjectArg<WindowFilters>>,
     /// Fields wanted, e.g. `["name", "layout"]` (`id` always); `["all"]`: every field.
     #[serde(default)]
     pub fields: Option<Vec<String>>,
@@ -279,11 +277,8 @@ pub struct CreateWindowInput {
     #[serde(default)]
     pub start_directory: Option<String>,
     /// Environment variables for its pane (`NAME: value`).
-    #[serde(
-        default,
-        deserialize_with = "crate::mcp::args::option_object_or_json_string"
-    )]
-    pub environment: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    pub environment: Option<ObjectArg<BTreeMap<String, String>>>,
     /// Make it the session's current window (changes what attached humans see).
     #[serde(default)]
     pub select: bool,
@@ -525,7 +520,7 @@ impl McpServer {
         if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
             return self.list_zellij_tabs(&call, input).await.map(Json);
         }
-        let matcher = WindowMatcher::new(input.filters.as_ref())?;
+        let matcher = WindowMatcher::new(input.filters.as_deref())?;
         let target = input.target.as_deref().map(parse_target).transpose()?;
         let session = match &target {
             None => None,
@@ -635,7 +630,7 @@ impl McpServer {
         if let Some(dir) = &input.start_directory {
             validate_start_directory(dir)?;
         }
-        let environment = validate_environment(input.environment.unwrap_or_default())?;
+        let environment = validate_environment(input.environment.unwrap_or_default().0)?;
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let place = placement(&tmux, &target, input.position, "target").await?;
         let new_window = NewWindow {

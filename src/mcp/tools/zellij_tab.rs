@@ -61,7 +61,7 @@ impl McpServer {
                 "omit fields for a Zellij server",
             ));
         }
-        let matcher = WindowMatcher::new(input.filters.as_ref())?;
+        let matcher = WindowMatcher::new(input.filters.as_deref())?;
         let z = self.zellij_access(call, input.server.as_deref()).await?;
         let session = z.session(input.target.as_deref())?;
         let tabs = z
