@@ -291,14 +291,16 @@ async fn pane_state_says_waiting_for_input_only_on_evidence() {
         "{prompt}"
     );
 
-    // A sleeping command is busy, not waiting; the shell is not at its prompt.
+    // A sleeping command is busy, not waiting; the shell is not at its prompt (its mark comes
+    // with its output, which can trail the process table by a few milliseconds).
     type_line(&tmux, &pane, "sleep 30");
     let busy = state_until(&client, &pane, |s| {
-        s["foreground_command_line"] == "sleep 30" && s["blocked_in"] == "sleep"
+        s["foreground_command_line"] == "sleep 30"
+            && s["blocked_in"] == "sleep"
+            && s["at_prompt"] == false
     })
     .await;
     assert_eq!(busy["waiting_for_input"], false, "{busy}");
-    assert_eq!(busy["at_prompt"], false, "{busy}");
     tokio::time::sleep(Duration::from_millis(300)).await;
     let quiet = call_ok(&client, "get_pane_state", json!({"target": pane})).await;
     assert!(quiet["idle_for_ms"].as_u64().unwrap() >= 300, "{quiet}");
@@ -306,11 +308,12 @@ async fn pane_state_says_waiting_for_input_only_on_evidence() {
 
     // A program reading its input (not a shell) waits too.
     type_line(&tmux, &pane, "python3 -c 'input()'");
-    let python = state_until(&client, &pane, |s| {
-        s["foreground_command_line"] == "python3 -c input()" && s["waiting_for_input"] == true
+    state_until(&client, &pane, |s| {
+        s["foreground_command_line"] == "python3 -c input()"
+            && s["waiting_for_input"] == true
+            && s["at_prompt"] == false
     })
     .await;
-    assert_eq!(python["at_prompt"], false, "{python}");
     type_line(&tmux, &pane, "");
 
     // A program computing is running: on a CPU, not waiting (at the lowest priority, so that

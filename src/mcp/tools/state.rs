@@ -53,7 +53,8 @@ pub struct PaneStateOutput {
     pub idle_for_ms: Option<u64>,
     /// Unix ms; output before it is not known.
     pub recording_since_ms: Option<u64>,
-    /// From the shell's OSC 133 marks; absent without them.
+    /// From the shell's OSC 133 marks; absent without them. The marks arrive with the pane's
+    /// output, which can trail the process table (`foreground_*`) by a few milliseconds.
     pub at_prompt: Option<bool>,
     pub alternate_screen: Option<bool>,
     pub in_mode: Option<bool>,
