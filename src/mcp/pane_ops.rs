@@ -112,13 +112,9 @@ impl PaneRow {
         Some(self)
     }
 
+    /// The pane's id.
     pub fn pane(&self) -> PaneId {
         self.info.record.pane
-    }
-
-    /// The tmux server's pid.
-    pub fn server_pid(&self) -> u32 {
-        self.info.record.server_pid
     }
 }
 
@@ -458,7 +454,10 @@ mod tests {
     fn parses_pane_rows() {
         let line = crate::mux::tmux::pane_row::sample_row();
         let parsed = PaneRow::parse(&line).unwrap();
-        assert_eq!((parsed.pane(), parsed.server_pid()), (PaneId(3), 777));
+        assert_eq!(
+            (parsed.pane(), parsed.info.record.server_pid),
+            (PaneId(3), 777)
+        );
         assert_eq!(
             parsed.session,
             SessionKey {
