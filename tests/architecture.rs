@@ -2,7 +2,8 @@
 //! And tmux command lines and row parsing stay in `src/mux/tmux/`: a file of `src/mcp/` that
 //! builds one fails. And no function in `src/` runs over [`LONGEST_FUNCTION`] lines unless a
 //! `// Long on purpose: …` comment above it says why. And no files of `src/` import each other
-//! in a circle.
+//! in a circle. And every tool both backends serve reaches its backend through the one
+//! `SharedTool` contract.
 //!
 //! For the document, a name counts when it ends in a file extension the repo uses
 //! (`monitor.rs`, `deploy/k8s.yaml`) or in `/` (`src/mcp/`); it matches a path of the repo that
@@ -171,6 +172,84 @@ fn a_command_line_or_row_parse_would_be_caught() {
     assert!(!builds_commands_or_parses_rows(
         "let rows = split_rows_of(x);"
     ));
+}
+
+/// The body of the function a `#[tool(name = "<tool>", …)]` attribute in `source` marks: from
+/// the function's opening brace to its closing one.
+fn tool_body<'a>(source: &'a str, tool: &str) -> Option<&'a str> {
+    let attribute = source.find(&format!("name = \"{tool}\""))?;
+    let signature = attribute + source[attribute..].find("async fn ")?;
+    let open = signature + source[signature..].find(") -> ")?;
+    let open = open + source[open..].find('{')? + 1;
+    let close = open + closing_brace(&source[open..])?;
+    Some(&source[open..close])
+}
+
+/// Whether a tool's body hands the call to `McpServer::serve` (the `SharedTool` contract)
+/// rather than picking a backend itself.
+fn serves_through_the_contract(body: &str) -> bool {
+    body.contains(".serve(") && !body.contains("backend_of(")
+}
+
+/// Every tool both backends serve reaches its backend through one contract
+/// (`src/mcp/shared_tool.rs`): the tool checks its arguments and calls `serve`, and the tmux
+/// and Zellij halves are the two methods of one `SharedTool` impl. `list_servers` lists both
+/// backends at once and `pane_batch` runs each operation through that operation's tool.
+#[test]
+fn every_shared_tool_reaches_its_backend_through_serve() {
+    let tools: Vec<(String, String)> = repo_paths()
+        .into_iter()
+        .filter(|path| path.starts_with("src/mcp/tools/") && path.ends_with(".rs"))
+        .map(|path| {
+            let source = std::fs::read_to_string(Path::new(ROOT).join(&path)).expect("read");
+            (path, source)
+        })
+        .collect();
+    let mut checked = 0;
+    let mut dispatching = Vec::new();
+    for tool in muxgate::mcp::backend::SHARED_TOOLS {
+        if ["list_servers", "pane_batch"].contains(tool) {
+            continue;
+        }
+        let body = tools
+            .iter()
+            .find_map(|(_, source)| tool_body(source, tool))
+            .unwrap_or_else(|| panic!("no #[tool] named {tool} in src/mcp/tools/"));
+        checked += 1;
+        if !serves_through_the_contract(body) {
+            dispatching.push(*tool);
+        }
+    }
+    assert_eq!(checked, muxgate::mcp::backend::SHARED_TOOLS.len() - 2);
+    assert!(
+        dispatching.is_empty(),
+        "{dispatching:?} pick their backend themselves: implement SharedTool for the call and \
+         call self.serve"
+    );
+}
+
+#[test]
+fn a_shared_tool_picking_its_backend_would_be_caught() {
+    let source = r#"
+        #[tool(name = "kill_pane", description = "Kill.")]
+        async fn kill_pane(&self, input: In) -> Result<Json<Out>, ToolError> {
+            if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
+                return self.close_zellij_pane(&call, input).await.map(Json);
+            }
+            Ok(Json(kill(input).await?))
+        }
+        #[tool(name = "resize_pane", description = "Resize.")]
+        async fn resize_pane(&self, input: In) -> Result<Json<Out>, ToolError> {
+            let change = check(&input)?;
+            self.serve(&call, ResizePane { input, change }).await.map(Json)
+        }
+    "#;
+    let kill = tool_body(source, "kill_pane").expect("kill_pane found");
+    assert!(kill.contains("close_zellij_pane") && !kill.contains("fn resize_pane"));
+    assert!(!serves_through_the_contract(kill));
+    let resize = tool_body(source, "resize_pane").expect("resize_pane found");
+    assert!(serves_through_the_contract(resize));
+    assert_eq!(tool_body(source, "select_pane"), None);
 }
 
 /// The most lines a function of `src/` may span, signature to closing brace.

@@ -15,6 +15,7 @@
 //! - [`access`]: how a tool reaches tmux for a caller (server choice, target ACL, errors);
 //! - [`zellij_access`]: the same for the `zellij_*` tools (server, session, ACL, errors, waits);
 //! - [`self_guard`]: destructive tools never take down the tmux object the gateway runs in;
+//! - [`shared_tool`]: the contract of a tool both backends serve, and how a call reaches its half;
 //! - [`error`]: [`ToolError`], the `isError` result a model can act on;
 //! - [`args`]: helpers for tool input structs;
 //! - [`filter`]: Django-style filters applied to listing rows;
@@ -47,6 +48,7 @@ pub mod recording;
 pub mod render;
 pub mod resources;
 pub mod self_guard;
+pub mod shared_tool;
 pub mod tools;
 pub mod zellij_access;
 

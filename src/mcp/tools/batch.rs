@@ -40,6 +40,8 @@ use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::pane_ops::{position_commands, position_of};
 use crate::mcp::position::{OutputPosition, ZellijPosition};
+use crate::mcp::shared_tool::{Reply, SharedTool};
+use crate::mcp::zellij_access::ZellijAccess;
 use crate::mux::tmux::ops::input::InputPlan;
 use crate::mux::tmux::{BatchMode, CommandOutcome, OutputSubscription, PaneId, TmuxCommand};
 
@@ -282,86 +284,101 @@ pub async fn send_keys_batch(
     ))
 }
 
-/// Where and how a `send_keys_batch` on a Zellij server runs.
-struct ZellijKeysBatch<'a> {
+/// `send_keys_batch`'s call: its operations (as many as the caller may send) and when the
+/// batch must end.
+struct KeysBatch<'a> {
     server: Option<&'a str>,
+    ops: &'a [KeysOp],
     on_error: OnError,
     deadline: Instant,
 }
 
-impl McpServer {
-    /// `send_keys_batch` on a Zellij server: every operation is checked first, then each is
-    /// delivered in order as `send_keys` delivers it (Zellij takes no one write for several
-    /// panes). `output_positions` holds, per pane, where it stood before the batch's first
-    /// input into it, with all the batch typed there as the echo not to count.
-    async fn send_zellij_keys_batch(
-        &self,
-        call: &CallContext,
-        ops: &[KeysOp],
-        batch: ZellijKeysBatch<'_>,
-    ) -> Result<SendKeysBatchOutput, ToolError> {
-        let started = Instant::now();
-        let stop = batch.on_error == OnError::Stop;
-        let mut results: Vec<Option<OpResult>> = vec![None; ops.len()];
-        let mut stopped_at = None;
-        // Validate in order; under `stop`, nothing after the first invalid operation is sent.
-        let mut ready = Vec::new();
-        for (index, op) in ops.iter().enumerate() {
-            match zellij_input(&op.keystrokes) {
-                Ok(input) => ready.push((index, input)),
-                Err(error) => {
-                    results[index] = Some(failure(index, String::new(), &error, started));
-                    if stop {
-                        stopped_at = Some(index);
-                        break;
-                    }
-                }
-            }
-        }
-        let mut positions: BTreeMap<String, (ZellijPosition, String)> = BTreeMap::new();
-        for (index, (steps, typed)) in ready {
-            // Under `stop`, the operations before the one that failed still go.
-            if stopped_at.is_some_and(|at| at < index) {
-                break;
-            }
-            let remaining = batch.deadline.saturating_duration_since(Instant::now());
-            let send =
-                self.send_zellij_input(call, batch.server, &ops[index].target, steps, &typed);
-            let sent = tokio::time::timeout(remaining, send)
-                .await
-                .unwrap_or_else(|_| {
-                    Err(ToolError::new(
-                        ToolErrorKind::Timeout,
-                        "the batch timed out before this operation completed",
-                        "check the pane with capture_pane before sending it again",
-                    ))
-                });
-            results[index] = Some(match sent {
-                Ok(position) => {
-                    let pane = position.pane.clone();
-                    let (_, echo) = positions
-                        .entry(pane.clone())
-                        .or_insert_with(|| (position, String::new()));
-                    echo.push_str(&typed);
-                    echo.push('\n');
-                    delivered(index, pane, started)
-                }
-                Err(error) => {
-                    if stop {
-                        stopped_at = Some(index);
-                    }
-                    failure(index, String::new(), &error, started)
-                }
-            });
-        }
-        let positions = positions
-            .into_iter()
-            .map(|(pane, (position, echo))| (pane, position.with_typed(&echo).encode()))
-            .collect();
-        Ok(SendKeysBatchOutput::of(
-            results, stopped_at, positions, started,
-        ))
+impl SharedTool for KeysBatch<'_> {
+    type Answer = SendKeysBatchOutput;
+
+    fn server(&self) -> Option<&str> {
+        self.server
     }
+
+    async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
+        send_keys_batch(&tmux, self.ops, self.on_error, self.deadline).await
+    }
+
+    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
+        send_zellij_keys_batch(&z, self.ops, self.on_error, self.deadline).await
+    }
+}
+
+/// `send_keys_batch` on a Zellij server: every operation is checked first, then each is
+/// delivered in order as `send_keys` delivers it (Zellij takes no one write for several
+/// panes). `output_positions` holds, per pane, where it stood before the batch's first
+/// input into it, with all the batch typed there as the echo not to count.
+async fn send_zellij_keys_batch(
+    z: &ZellijAccess<'_>,
+    ops: &[KeysOp],
+    on_error: OnError,
+    deadline: Instant,
+) -> Result<SendKeysBatchOutput, ToolError> {
+    let started = Instant::now();
+    let stop = on_error == OnError::Stop;
+    let mut results: Vec<Option<OpResult>> = vec![None; ops.len()];
+    let mut stopped_at = None;
+    // Validate in order; under `stop`, nothing after the first invalid operation is sent.
+    let mut ready = Vec::new();
+    for (index, op) in ops.iter().enumerate() {
+        match zellij_input(&op.keystrokes) {
+            Ok(input) => ready.push((index, input)),
+            Err(error) => {
+                results[index] = Some(failure(index, String::new(), &error, started));
+                if stop {
+                    stopped_at = Some(index);
+                    break;
+                }
+            }
+        }
+    }
+    let mut positions: BTreeMap<String, (ZellijPosition, String)> = BTreeMap::new();
+    for (index, (steps, typed)) in ready {
+        // Under `stop`, the operations before the one that failed still go.
+        if stopped_at.is_some_and(|at| at < index) {
+            break;
+        }
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let send = z.send_input(&ops[index].target, steps, &typed);
+        let sent = tokio::time::timeout(remaining, send)
+            .await
+            .unwrap_or_else(|_| {
+                Err(ToolError::new(
+                    ToolErrorKind::Timeout,
+                    "the batch timed out before this operation completed",
+                    "check the pane with capture_pane before sending it again",
+                ))
+            });
+        results[index] = Some(match sent {
+            Ok(position) => {
+                let pane = position.pane.clone();
+                let (_, echo) = positions
+                    .entry(pane.clone())
+                    .or_insert_with(|| (position, String::new()));
+                echo.push_str(&typed);
+                echo.push('\n');
+                delivered(index, pane, started)
+            }
+            Err(error) => {
+                if stop {
+                    stopped_at = Some(index);
+                }
+                failure(index, String::new(), &error, started)
+            }
+        });
+    }
+    let positions = positions
+        .into_iter()
+        .map(|(pane, (position, echo))| (pane, position.with_typed(&echo).encode()))
+        .collect();
+    Ok(SendKeysBatchOutput::of(
+        results, stopped_at, positions, started,
+    ))
 }
 
 /// Every planned operation as one tmux batch. Before the first input into each pane, the same
@@ -670,7 +687,8 @@ impl McpServer {
                     if input.since.is_none() {
                         input.since = zellij_batch_since(typed, &input.target)?;
                     }
-                    return to_value(self.wait_for_zellij_text(call, cancel, input).await?);
+                    let z = self.zellij_access(call, input.server.as_deref()).await?;
+                    return to_value(self.wait_for_zellij_text(&z, cancel, input).await?);
                 }
                 // The echo of what the batch typed into this pane before the wait is not output.
                 let pane = subscription.as_ref().map(|s| s.pane().to_string());
@@ -679,8 +697,9 @@ impl McpServer {
                     .filter(|t| Some(&t.pane) == pane.as_ref() || t.pane == input.target)
                     .map(|t| t.text.clone())
                     .collect();
+                let tmux = self.tmux_access(call, input.server.as_deref()).await?;
                 to_value(
-                    self.wait_for_text_from(call, cancel, input, subscription, echo)
+                    self.wait_for_text_from(&tmux, cancel, input, subscription, echo)
                         .await?,
                 )
             }
@@ -741,18 +760,13 @@ impl McpServer {
         check_batch_size(&self.state().limits, &call, ops.len())?;
         let timeout = batch_timeout(input.timeout, self.state().config.engine.command_timeout())?;
         let deadline = Instant::now() + timeout;
-        let server = input.server.as_deref();
-        let output = if self.backend_of(&call, server) == Backend::Zellij {
-            let batch = ZellijKeysBatch {
-                server,
-                on_error: input.on_error,
-                deadline,
-            };
-            self.send_zellij_keys_batch(&call, &ops, batch).await?
-        } else {
-            let tmux = self.tmux_access(&call, server).await?;
-            send_keys_batch(&tmux, &ops, input.on_error, deadline).await?
+        let batch = KeysBatch {
+            server: input.server.as_deref(),
+            ops: &ops,
+            on_error: input.on_error,
+            deadline,
         };
+        let output = self.serve(&call, batch).await?;
         if let Some(token) = meta.get_progress_token()
             && ops.len() > QUIET_BATCH
         {

@@ -18,12 +18,13 @@ use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
 use crate::mcp::McpServer;
-use crate::mcp::access::parse_target;
-use crate::mcp::backend::Backend;
+use crate::mcp::access::{TmuxAccess, parse_target};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{self, Delivered};
 use crate::mcp::position::OutputPosition;
+use crate::mcp::shared_tool::{Reply, SharedTool};
+use crate::mcp::zellij_access::ZellijAccess;
 use crate::mux::tmux::PaneId;
 use crate::mux::tmux::ops::buffer::transient_buffer_name;
 use crate::mux::tmux::ops::input::InputPlan;
@@ -194,41 +195,9 @@ impl McpServer {
         Parameters(input): Parameters<SendKeysInput>,
     ) -> Result<Json<SendKeysOutput>, ToolError> {
         let request = KeysRequest::parse(&input.keystrokes)?;
-        let enter = input.keystrokes.enter;
-        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
-            let steps = request.zellij_steps(enter)?;
-            let typed = request.typed();
-            let position = self
-                .send_zellij_input(&call, input.server.as_deref(), &input.target, steps, &typed)
-                .await?;
-            return Ok(Json(SendKeysOutput {
-                keys_pressed: request.keys_pressed(enter),
-                text_bytes: typed.len(),
-                enter,
-                output_position: Some(position.encode()),
-                server: position.server,
-                session: Some(position.session),
-                pane_id: position.pane,
-            }));
-        }
-        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let target = parse_target(&input.target)?;
-        let pane = tmux.pane_of(&target).await?;
-        let Delivered {
-            text_bytes,
-            keys,
-            position,
-        } = pane_ops::deliver(&tmux, request.plan(pane, enter)?).await?;
-        Ok(Json(SendKeysOutput {
-            server: tmux.server_name().to_owned(),
-            session: None,
-            pane_id: pane.to_string(),
-            keys_pressed: keys,
-            text_bytes,
-            enter,
-            output_position: position
-                .map(|cursor| OutputPosition::new(cursor, &request.typed()).encode()),
-        }))
+        self.serve(&call, SendKeys { input, request })
+            .await
+            .map(Json)
     }
 
     #[tool(
@@ -257,23 +226,94 @@ impl McpServer {
                 "pass the text to paste",
             ));
         }
-        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
-            return self.paste_zellij_text(&call, &input, text).await.map(Json);
-        }
-        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let target = parse_target(&input.target)?;
+        self.serve(&call, PasteText { input, text }).await.map(Json)
+    }
+}
+
+/// `send_keys`'s call: its input and the keystrokes it asks for, checked.
+struct SendKeys {
+    input: SendKeysInput,
+    request: KeysRequest,
+}
+
+impl SharedTool for SendKeys {
+    type Answer = SendKeysOutput;
+
+    fn server(&self) -> Option<&str> {
+        self.input.server.as_deref()
+    }
+
+    async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
+        let enter = self.input.keystrokes.enter;
+        let target = parse_target(&self.input.target)?;
         let pane = tmux.pane_of(&target).await?;
-        let delivered = pane_ops::paste_text(&tmux, pane, &text, input.bracket).await?;
-        Ok(Json(PasteTextOutput {
+        let Delivered {
+            text_bytes,
+            keys,
+            position,
+        } = pane_ops::deliver(&tmux, self.request.plan(pane, enter)?).await?;
+        Ok(SendKeysOutput {
+            server: tmux.server_name().to_owned(),
+            session: None,
+            pane_id: pane.to_string(),
+            keys_pressed: keys,
+            text_bytes,
+            enter,
+            output_position: position
+                .map(|cursor| OutputPosition::new(cursor, &self.request.typed()).encode()),
+        })
+    }
+
+    /// Each key in Zellij's own spelling; the position is a mark of the screen before the
+    /// input.
+    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
+        let enter = self.input.keystrokes.enter;
+        let steps = self.request.zellij_steps(enter)?;
+        let typed = self.request.typed();
+        let position = z.send_input(&self.input.target, steps, &typed).await?;
+        Ok(SendKeysOutput {
+            keys_pressed: self.request.keys_pressed(enter),
+            text_bytes: typed.len(),
+            enter,
+            output_position: Some(position.encode()),
+            server: position.server,
+            session: Some(position.session),
+            pane_id: position.pane,
+        })
+    }
+}
+
+/// `paste_text`'s call: its input and the text it pastes, decoded.
+struct PasteText {
+    input: PasteTextInput,
+    text: Vec<u8>,
+}
+
+impl SharedTool for PasteText {
+    type Answer = PasteTextOutput;
+
+    fn server(&self) -> Option<&str> {
+        self.input.server.as_deref()
+    }
+
+    async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
+        let target = parse_target(&self.input.target)?;
+        let pane = tmux.pane_of(&target).await?;
+        let delivered = pane_ops::paste_text(&tmux, pane, &self.text, self.input.bracket).await?;
+        Ok(PasteTextOutput {
             server: tmux.server_name().to_owned(),
             session: None,
             pane_id: pane.to_string(),
             bytes: delivered.text_bytes,
-            bracket: input.bracket,
+            bracket: self.input.bracket,
             output_position: delivered.position.map(|cursor| {
-                OutputPosition::new(cursor, &String::from_utf8_lossy(&text)).encode()
+                OutputPosition::new(cursor, &String::from_utf8_lossy(&self.text)).encode()
             }),
-        }))
+        })
+    }
+
+    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
+        z.paste_text(&self.input, self.text).await
     }
 }
 

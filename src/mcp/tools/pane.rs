@@ -21,7 +21,6 @@ use super::support::check_tmux_format;
 use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, parse_target};
 use crate::mcp::args::ObjectArg;
-use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::fields::RowShape;
@@ -30,7 +29,9 @@ use crate::mcp::pane_ops::{
     PANE_INFO_FIELDS, PANE_SHAPE, PaneInfo, PaneRow, PaneScope, check_max_lines, not_found,
     pane_info, pane_rows, quote_error, shape_and_cap,
 };
+use crate::mcp::shared_tool::{Reply, SharedTool};
 use crate::mcp::tools::watch::foreground_of;
+use crate::mcp::zellij_access::ZellijAccess;
 use crate::mux::agent_report::{AgentReports, PaneInstance};
 use crate::mux::pane_io::LineBound;
 use crate::mux::tmux::display::{PaneSnapshot, expand_command, parse_snapshot, snapshot_command};
@@ -429,41 +430,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<ListPanesInput>,
     ) -> Result<Json<ListPanesOutput>, ToolError> {
-        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
-            return self.list_zellij_panes(&call, input).await.map(Json);
-        }
-        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let filters = match &input.filters {
-            Some(filters) => Filters::parse(filters, &LISTED_PANE_FIELDS, "list_panes")?,
-            None => Filters::default(),
-        };
-        let selection = LISTED_PANE_SHAPE.select(input.fields.as_deref(), "list_panes")?;
-        let with_state = wants_state(&input);
-        let scope = match input.target.as_deref() {
-            Some(target) => PaneScope::Of(parse_target(target)?),
-            None => PaneScope::All,
-        };
-        let rows = pane_rows(&tmux, &scope).await?;
-        if let PaneScope::Of(target) = &scope
-            && rows.is_empty()
-        {
-            return Err(not_found(target));
-        }
-        let mut panes = Vec::with_capacity(rows.len());
-        let reports = &self.state().agent_reports;
-        for row in rows {
-            let row = to_value(&ListedPane::new(&tmux, row, reports, with_state))?;
-            if let Value::Object(row) = row
-                && (filters.is_empty() || filters.matches(&row))
-            {
-                panes.push(LISTED_PANE_SHAPE.project(row, &selection));
-            }
-        }
-        Ok(Json(ListPanesOutput {
-            server: tmux.server_name().to_owned(),
-            session: None,
-            panes,
-        }))
+        self.serve(&call, input).await.map(Json)
     }
 
     #[tool(
@@ -559,31 +526,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<CapturePaneInput>,
     ) -> Result<Json<CapturePaneOutput>, ToolError> {
-        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
-            return self.capture_zellij_pane(&call, input).await.map(Json);
-        }
-        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let target = parse_target(&input.target)?;
-        let max_lines = check_max_lines(input.max_lines)?;
-        let pane = tmux.pane_of(&target).await?;
-        let range = CaptureRange {
-            start: input.start.map(|s| s.0),
-            end: input.end.map(|e| e.0),
-            join_wrapped: input.join_wrapped,
-            escape_sequences: input.escape_sequences,
-        };
-        let capture = crate::mcp::pane_ops::capture_pane(&tmux, pane, &range, max_lines).await?;
-        Ok(Json(CapturePaneOutput {
-            server: tmux.server_name().to_owned(),
-            session: None,
-            pane_id: pane.to_string(),
-            truncated: capture.truncated(),
-            lines: capture.captured.lines,
-            total_lines: capture.captured.total_lines,
-            truncated_lines: capture.captured.truncated_lines,
-            dropped_bytes: capture.dropped_bytes,
-            text: capture.captured.text,
-        }))
+        self.serve(&call, input).await.map(Json)
     }
 
     #[tool(
@@ -659,6 +602,88 @@ impl McpServer {
         corner_pane(window, input.corner)
             .map(Json)
             .ok_or_else(|| not_found(&target))
+    }
+}
+
+impl SharedTool for ListPanesInput {
+    type Answer = ListPanesOutput;
+
+    fn server(&self) -> Option<&str> {
+        self.server.as_deref()
+    }
+
+    async fn on_tmux(self, gateway: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
+        let filters = match &self.filters {
+            Some(filters) => Filters::parse(filters, &LISTED_PANE_FIELDS, "list_panes")?,
+            None => Filters::default(),
+        };
+        let selection = LISTED_PANE_SHAPE.select(self.fields.as_deref(), "list_panes")?;
+        let with_state = wants_state(&self);
+        let scope = match self.target.as_deref() {
+            Some(target) => PaneScope::Of(parse_target(target)?),
+            None => PaneScope::All,
+        };
+        let rows = pane_rows(&tmux, &scope).await?;
+        if let PaneScope::Of(target) = &scope
+            && rows.is_empty()
+        {
+            return Err(not_found(target));
+        }
+        let mut panes = Vec::with_capacity(rows.len());
+        let reports = &gateway.state().agent_reports;
+        for row in rows {
+            let row = to_value(&ListedPane::new(&tmux, row, reports, with_state))?;
+            if let Value::Object(row) = row
+                && (filters.is_empty() || filters.matches(&row))
+            {
+                panes.push(LISTED_PANE_SHAPE.project(row, &selection));
+            }
+        }
+        Ok(ListPanesOutput {
+            server: tmux.server_name().to_owned(),
+            session: None,
+            panes,
+        })
+    }
+
+    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
+        z.list_panes(self).await
+    }
+}
+
+impl SharedTool for CapturePaneInput {
+    type Answer = CapturePaneOutput;
+
+    fn server(&self) -> Option<&str> {
+        self.server.as_deref()
+    }
+
+    async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
+        let target = parse_target(&self.target)?;
+        let max_lines = check_max_lines(self.max_lines)?;
+        let pane = tmux.pane_of(&target).await?;
+        let range = CaptureRange {
+            start: self.start.map(|s| s.0),
+            end: self.end.map(|e| e.0),
+            join_wrapped: self.join_wrapped,
+            escape_sequences: self.escape_sequences,
+        };
+        let capture = crate::mcp::pane_ops::capture_pane(&tmux, pane, &range, max_lines).await?;
+        Ok(CapturePaneOutput {
+            server: tmux.server_name().to_owned(),
+            session: None,
+            pane_id: pane.to_string(),
+            truncated: capture.truncated(),
+            lines: capture.captured.lines,
+            total_lines: capture.captured.total_lines,
+            truncated_lines: capture.captured.truncated_lines,
+            dropped_bytes: capture.dropped_bytes,
+            text: capture.captured.text,
+        })
+    }
+
+    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
+        z.capture_pane(self).await
     }
 }
 

@@ -20,14 +20,16 @@ use super::support::check_shell;
 use crate::mcp::McpServer;
 use crate::mcp::access::{PANES_HINT, TmuxAccess, list_hint, parse_target};
 use crate::mcp::args::ObjectArg;
-use crate::mcp::backend::{Backend, Row};
+use crate::mcp::backend::Row;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{
     PaneInfo, PaneRow, PaneScope, not_found, op_error, pane_info, pane_rows,
 };
 use crate::mcp::self_guard::Kill;
+use crate::mcp::shared_tool::{Reply, SharedTool};
 use crate::mcp::tools::zellij_objects::ZellijPaneInfo;
+use crate::mcp::zellij_access::ZellijAccess;
 use crate::mux::tmux::PaneId;
 use crate::mux::tmux::pane_lifecycle::{PaneSelection, Spawn, Split, SplitSide, SplitSize};
 use crate::mux::tmux::target::Target;
@@ -419,25 +421,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<PaneIdInput>,
     ) -> Result<Json<KillPaneOutput>, ToolError> {
-        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
-            return self.close_zellij_pane(&call, input).await.map(Json);
-        }
-        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let pane = exact_pane(&input.target, "kill_window or kill_session")?;
-        let pane = tmux.resolve(&Target::Pane(pane)).await?.pane_id;
-        self.refuse_self_kill(&tmux, Kill::Pane(pane)).await?;
-        let target = Target::Pane(pane);
-        tmux.pane_lifecycle()
-            .kill(pane)
-            .await
-            .map_err(|e| op_error(&tmux, e, &target, list_hint(&target)))?;
-        Ok(Json(KillPaneOutput {
-            server: tmux.server_name().to_owned(),
-            pane_id: pane.to_string(),
-            session: None,
-            tab_id: None,
-            tab_closed: None,
-        }))
+        self.serve(&call, input).await.map(Json)
     }
 
     #[tool(
@@ -496,65 +480,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<SelectPaneInput>,
     ) -> Result<Json<SelectPaneOutput>, ToolError> {
-        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
-            return self.focus_zellij_pane(&call, input).await.map(Json);
-        }
-        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let target = parse_target(&input.target)?;
-        let window = pane_rows(&tmux, &PaneScope::Of(target.clone())).await?;
-        let origin = window
-            .iter()
-            .find(|r| match &target {
-                Target::Pane(pane) => r.pane() == *pane,
-                Target::Window(_) => r.info.record.active,
-                Target::Session(_) => r.info.record.window_active && r.info.record.active,
-            })
-            .ok_or_else(|| not_found(&target))?;
-        let window_id = origin.info.record.window_id.clone();
-        let mut siblings: Vec<&PaneRow> = window
-            .iter()
-            .filter(|r| r.info.record.window_id == window_id)
-            .collect();
-        siblings.sort_by_key(|r| r.info.record.index);
-        let from = origin.pane();
-        let selection = match input.direction {
-            None => PaneSelection::Pane(from),
-            Some(SelectDirection::Up) => PaneSelection::Above(from),
-            Some(SelectDirection::Down) => PaneSelection::Below(from),
-            Some(SelectDirection::Left) => PaneSelection::LeftOf(from),
-            Some(SelectDirection::Right) => PaneSelection::RightOf(from),
-            Some(SelectDirection::Last) => PaneSelection::LastIn(from),
-            Some(step @ (SelectDirection::Next | SelectDirection::Previous)) => {
-                let active = siblings
-                    .iter()
-                    .position(|r| r.info.record.active)
-                    .unwrap_or(0);
-                let n = siblings.len();
-                let next = if step == SelectDirection::Next {
-                    (active + 1) % n
-                } else {
-                    (active + n - 1) % n
-                };
-                PaneSelection::Pane(siblings[next].pane())
-            }
-        };
-        let rows = tmux
-            .pane_lifecycle()
-            .select(selection, from)
-            .await
-            .map_err(|e| op_error(&tmux, e, &target, "call list_panes"))?;
-        let active_pane = rows
-            .into_iter()
-            .filter_map(|row| PaneRow::from(row).for_caller(&tmux))
-            .find(|r| r.info.record.active)
-            .ok_or_else(|| not_found(&target))?
-            .info;
-        Ok(Json(SelectPaneOutput {
-            server: tmux.server_name().to_owned(),
-            active_pane: AnsweredPane::Tmux(active_pane),
-            clients: None,
-            clients_focused: None,
-        }))
+        self.serve(&call, input).await.map(Json)
     }
 
     #[tool(
@@ -575,30 +501,10 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<ResizePaneInput>,
     ) -> Result<Json<AnsweredPane>, ToolError> {
-        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
-            return self.resize_zellij_pane(&call, input).await.map(Json);
-        }
         let change = PaneResize::of(&input)?;
-        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let target = parse_target(&input.target)?;
-        let lifecycle = tmux.pane_lifecycle();
-        let resized = match change {
-            PaneResize::Zoom(zoom) => {
-                let current = pane_info(&tmux, &target).await?;
-                if current.info.record.zoomed == zoom {
-                    return Ok(Json(AnsweredPane::Tmux(current.info)));
-                }
-                lifecycle.toggle_zoom(current.pane()).await
-            }
-            PaneResize::Cells { width, height } => {
-                let pane = tmux.pane_of(&target).await?;
-                lifecycle.resize(pane, width, height).await
-            }
-        };
-        resized.map_err(|e| op_error(&tmux, e, &target, list_hint(&target)))?;
-        Ok(Json(AnsweredPane::Tmux(
-            pane_info(&tmux, &target).await?.info,
-        )))
+        self.serve(&call, ResizePane { input, change })
+            .await
+            .map(Json)
     }
 
     #[tool(
@@ -669,22 +575,7 @@ impl McpServer {
                 "pass a short, plain title",
             ));
         }
-        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
-            return self.set_zellij_pane_title(&call, input).await.map(Json);
-        }
-        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let target = parse_target(&input.target)?;
-        let pane = tmux.pane_of(&target).await?;
-        tmux.pane_lifecycle()
-            .set_title(pane, &input.title)
-            .await
-            .map_err(|e| op_error(&tmux, e, &target, list_hint(&target)))?;
-        Ok(Json(SetPaneTitleOutput {
-            server: tmux.server_name().to_owned(),
-            session: None,
-            pane_id: pane.to_string(),
-            title: input.title,
-        }))
+        self.serve(&call, input).await.map(Json)
     }
 
     #[tool(
@@ -716,6 +607,235 @@ impl McpServer {
             server: tmux.server_name().to_owned(),
             pane_id: pane.to_string(),
         }))
+    }
+}
+
+impl SharedTool for PaneIdInput {
+    type Answer = KillPaneOutput;
+
+    fn server(&self) -> Option<&str> {
+        self.server.as_deref()
+    }
+
+    async fn on_tmux(self, gateway: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
+        let pane = exact_pane(&self.target, "kill_window or kill_session")?;
+        let pane = tmux.resolve(&Target::Pane(pane)).await?.pane_id;
+        gateway.refuse_self_kill(&tmux, Kill::Pane(pane)).await?;
+        let target = Target::Pane(pane);
+        tmux.pane_lifecycle()
+            .kill(pane)
+            .await
+            .map_err(|e| op_error(&tmux, e, &target, list_hint(&target)))?;
+        Ok(KillPaneOutput {
+            server: tmux.server_name().to_owned(),
+            pane_id: pane.to_string(),
+            session: None,
+            tab_id: None,
+            tab_closed: None,
+        })
+    }
+
+    /// A tab left empty closes (`tab_closed`); the session's last pane is refused, as Zellij
+    /// would end the session.
+    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
+        let (session, pane) = z.pane_target(&self.target)?;
+        let closed = z
+            .backend
+            .close_pane(&session, pane)
+            .await
+            .map_err(|e| z.error(e))?;
+        Ok(KillPaneOutput {
+            server: z.server_name().to_owned(),
+            pane_id: closed.pane.to_string(),
+            session: Some(session.to_string()),
+            tab_id: Some(closed.tab.0),
+            tab_closed: Some(closed.tab_closed),
+        })
+    }
+}
+
+impl SharedTool for SelectPaneInput {
+    type Answer = SelectPaneOutput;
+
+    fn server(&self) -> Option<&str> {
+        self.server.as_deref()
+    }
+
+    async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
+        let target = parse_target(&self.target)?;
+        let window = pane_rows(&tmux, &PaneScope::Of(target.clone())).await?;
+        let origin = window
+            .iter()
+            .find(|r| match &target {
+                Target::Pane(pane) => r.pane() == *pane,
+                Target::Window(_) => r.info.record.active,
+                Target::Session(_) => r.info.record.window_active && r.info.record.active,
+            })
+            .ok_or_else(|| not_found(&target))?;
+        let window_id = origin.info.record.window_id.clone();
+        let mut siblings: Vec<&PaneRow> = window
+            .iter()
+            .filter(|r| r.info.record.window_id == window_id)
+            .collect();
+        siblings.sort_by_key(|r| r.info.record.index);
+        let from = origin.pane();
+        let selection = match self.direction {
+            None => PaneSelection::Pane(from),
+            Some(SelectDirection::Up) => PaneSelection::Above(from),
+            Some(SelectDirection::Down) => PaneSelection::Below(from),
+            Some(SelectDirection::Left) => PaneSelection::LeftOf(from),
+            Some(SelectDirection::Right) => PaneSelection::RightOf(from),
+            Some(SelectDirection::Last) => PaneSelection::LastIn(from),
+            Some(step @ (SelectDirection::Next | SelectDirection::Previous)) => {
+                let active = siblings
+                    .iter()
+                    .position(|r| r.info.record.active)
+                    .unwrap_or(0);
+                let n = siblings.len();
+                let next = if step == SelectDirection::Next {
+                    (active + 1) % n
+                } else {
+                    (active + n - 1) % n
+                };
+                PaneSelection::Pane(siblings[next].pane())
+            }
+        };
+        let rows = tmux
+            .pane_lifecycle()
+            .select(selection, from)
+            .await
+            .map_err(|e| op_error(&tmux, e, &target, "call list_panes"))?;
+        let active_pane = rows
+            .into_iter()
+            .filter_map(|row| PaneRow::from(row).for_caller(&tmux))
+            .find(|r| r.info.record.active)
+            .ok_or_else(|| not_found(&target))?
+            .info;
+        Ok(SelectPaneOutput {
+            server: tmux.server_name().to_owned(),
+            active_pane: AnsweredPane::Tmux(active_pane),
+            clients: None,
+            clients_focused: None,
+        })
+    }
+
+    /// Shows the pane to every attached client (its tab, and the pane focused there). Zellij
+    /// moves focus by pane only, so `direction` is refused.
+    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
+        if self.direction.is_some() {
+            return Err(ToolError::invalid_arguments(
+                "direction is tmux-only: Zellij focuses a pane by its id",
+                "call list_panes and pass the pane's id as target, without direction",
+            ));
+        }
+        let (session, pane) = z.pane_target(&self.target)?;
+        let focused = z
+            .backend
+            .focus_pane(&session, pane)
+            .await
+            .map_err(|e| z.error(e))?;
+        Ok(SelectPaneOutput {
+            server: z.server_name().to_owned(),
+            active_pane: AnsweredPane::Zellij {
+                session: session.to_string(),
+                row: focused.pane.into(),
+            },
+            clients: Some(focused.clients),
+            clients_focused: Some(focused.clients_focused),
+        })
+    }
+}
+
+/// `resize_pane`'s call: its input and the change it asks for, checked.
+struct ResizePane {
+    input: ResizePaneInput,
+    change: PaneResize,
+}
+
+impl SharedTool for ResizePane {
+    type Answer = AnsweredPane;
+
+    fn server(&self) -> Option<&str> {
+        self.input.server.as_deref()
+    }
+
+    async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
+        let target = parse_target(&self.input.target)?;
+        let lifecycle = tmux.pane_lifecycle();
+        let resized = match self.change {
+            PaneResize::Zoom(zoom) => {
+                let current = pane_info(&tmux, &target).await?;
+                if current.info.record.zoomed == zoom {
+                    return Ok(AnsweredPane::Tmux(current.info));
+                }
+                lifecycle.toggle_zoom(current.pane()).await
+            }
+            PaneResize::Cells { width, height } => {
+                let pane = tmux.pane_of(&target).await?;
+                lifecycle.resize(pane, width, height).await
+            }
+        };
+        resized.map_err(|e| op_error(&tmux, e, &target, list_hint(&target)))?;
+        Ok(AnsweredPane::Tmux(pane_info(&tmux, &target).await?.info))
+    }
+
+    /// `zoom` is fullscreen within the pane's tab; `width` and `height` are reached in Zellij's
+    /// own steps (see [`crate::mux::zellij::backend`]).
+    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
+        let (session, pane) = z.pane_target(&self.input.target)?;
+        let resized = match self.change {
+            PaneResize::Zoom(zoom) => z.backend.set_fullscreen(&session, pane, zoom).await,
+            PaneResize::Cells { width, height } => {
+                let cells = |n: Option<u32>| n.map(|n| n as usize);
+                z.backend
+                    .resize_pane(&session, pane, cells(width), cells(height))
+                    .await
+            }
+        };
+        let pane = resized.map_err(|e| z.error(e))?;
+        Ok(AnsweredPane::Zellij {
+            session: session.to_string(),
+            row: pane.into(),
+        })
+    }
+}
+
+impl SharedTool for SetPaneTitleInput {
+    type Answer = SetPaneTitleOutput;
+
+    fn server(&self) -> Option<&str> {
+        self.server.as_deref()
+    }
+
+    async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
+        let target = parse_target(&self.target)?;
+        let pane = tmux.pane_of(&target).await?;
+        tmux.pane_lifecycle()
+            .set_title(pane, &self.title)
+            .await
+            .map_err(|e| op_error(&tmux, e, &target, list_hint(&target)))?;
+        Ok(SetPaneTitleOutput {
+            server: tmux.server_name().to_owned(),
+            session: None,
+            pane_id: pane.to_string(),
+            title: self.title,
+        })
+    }
+
+    /// Renames the pane without focusing it.
+    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
+        let (session, pane) = z.pane_target(&self.target)?;
+        let pane = z
+            .backend
+            .rename_pane(&session, pane, &self.title)
+            .await
+            .map_err(|e| z.error(e))?;
+        Ok(SetPaneTitleOutput {
+            server: z.server_name().to_owned(),
+            session: Some(session.to_string()),
+            pane_id: pane.id.to_string(),
+            title: self.title,
+        })
     }
 }
 

@@ -30,9 +30,10 @@ use super::wait::stream_end;
 use super::watch::{cancelled, elapsed_ms, keep};
 use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, engine_error};
-use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
+use crate::mcp::shared_tool::{Reply, SharedTool};
+use crate::mcp::zellij_access::ZellijAccess;
 use crate::mux::foreground::parse_stat;
 use crate::mux::ledger::CommandRecord;
 use crate::mux::lines::excerpt;
@@ -423,26 +424,57 @@ impl McpServer {
                 "pass a smaller max_lines, or read more with capture_since",
             ));
         }
-        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
-            let work = self.run_zellij_command(&call, &cancel, input, max_lines);
-            return work.await.map(Json);
-        }
-        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let budget = tmux.budget().wait(input.timeout, DEFAULT_RUN_TIMEOUT)?;
+        self.serve(
+            &call,
+            RunCommand {
+                input,
+                max_lines,
+                cancel,
+            },
+        )
+        .await
+        .map(Json)
+    }
+}
+
+/// `run_command`'s call: its input, its output cap (checked) and the client's cancellation.
+struct RunCommand {
+    input: RunCommandInput,
+    max_lines: u32,
+    cancel: CancellationToken,
+}
+
+impl SharedTool for RunCommand {
+    type Answer = RunCommandOutput;
+
+    fn server(&self) -> Option<&str> {
+        self.input.server.as_deref()
+    }
+
+    async fn on_tmux(self, gateway: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
+        let budget = tmux
+            .budget()
+            .wait(self.input.timeout, DEFAULT_RUN_TIMEOUT)?;
         let request = RunRequest {
-            target: input.target,
-            command: input.command,
-            max_lines,
-            shell: input.shell.map(ShellFlavor::from),
+            target: self.input.target,
+            command: self.input.command,
+            max_lines: self.max_lines,
+            shell: self.input.shell.map(ShellFlavor::from),
         };
         let work = run_command(
             &tmux,
             &request,
             budget.deadline,
             budget.effective_secs(),
-            &cancel,
+            &self.cancel,
         );
-        self.state().until_shutdown(work).await.map(Json)
+        gateway.state().until_shutdown(work).await
+    }
+
+    async fn on_zellij(self, gateway: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
+        gateway
+            .run_zellij_command(&z, &self.cancel, self.input, self.max_lines)
+            .await
     }
 }
 

@@ -27,11 +27,12 @@ use crate::auth::pattern::NamePattern;
 use crate::mcp::McpServer;
 use crate::mcp::access::{SESSIONS_HINT, TmuxAccess, engine_error, parse_target};
 use crate::mcp::args::ObjectArg;
-use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::fields::RowShape;
 use crate::mcp::self_guard::Kill;
+use crate::mcp::shared_tool::{Reply, SharedTool};
+use crate::mcp::zellij_access::ZellijAccess;
 use crate::mux::lines::excerpt;
 use crate::mux::tmux::sessions::{self, NewSession, Session, SessionError};
 use crate::mux::tmux::target::{SessionName, SessionSel, Target};
@@ -426,22 +427,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<ListSessionsInput>,
     ) -> Result<Json<ListSessionsOutput>, ToolError> {
-        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
-            return self.list_zellij_sessions(&call, input).await.map(Json);
-        }
-        let matcher = SessionMatcher::new(input.filters.as_deref())?;
-        let selection = SESSION_SHAPE.select(input.fields.as_deref(), "list_sessions")?;
-        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let sessions = list_session_rows(&tmux)
-            .await?
-            .iter()
-            .filter(|s| matcher.matches(s))
-            .map(|s| SESSION_SHAPE.shape(s, &selection))
-            .collect::<Result<_, _>>()?;
-        Ok(Json(ListSessionsOutput {
-            server: tmux.server_name().to_owned(),
-            sessions,
-        }))
+        self.serve(&call, input).await.map(Json)
     }
 
     #[tool(
@@ -614,6 +600,33 @@ impl McpServer {
             old_name: resolved.session_name,
             new_name: new_name.to_string(),
         }))
+    }
+}
+
+impl SharedTool for ListSessionsInput {
+    type Answer = ListSessionsOutput;
+
+    fn server(&self) -> Option<&str> {
+        self.server.as_deref()
+    }
+
+    async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
+        let matcher = SessionMatcher::new(self.filters.as_deref())?;
+        let selection = SESSION_SHAPE.select(self.fields.as_deref(), "list_sessions")?;
+        let sessions = list_session_rows(&tmux)
+            .await?
+            .iter()
+            .filter(|s| matcher.matches(s))
+            .map(|s| SESSION_SHAPE.shape(s, &selection))
+            .collect::<Result<_, _>>()?;
+        Ok(ListSessionsOutput {
+            server: tmux.server_name().to_owned(),
+            sessions,
+        })
+    }
+
+    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
+        z.list_sessions(self).await
     }
 }
 

@@ -18,9 +18,11 @@ use tokio::time::Instant;
 
 use super::watch::{KEEP_WAIT, keep, unix_ms};
 use crate::mcp::McpServer;
-use crate::mcp::backend::Backend;
+use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
+use crate::mcp::shared_tool::{Reply, SharedTool};
+use crate::mcp::zellij_access::ZellijAccess;
 use crate::mux::agent_report::PaneInstance;
 use crate::mux::foreground::Blocked;
 
@@ -98,17 +100,25 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<GetPaneStateInput>,
     ) -> Result<Json<PaneStateOutput>, ToolError> {
-        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
-            return self.zellij_pane_state(&call, input).await.map(Json);
-        }
-        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let pane = tmux.pane_named(&input.target).await?;
+        self.serve(&call, input).await.map(Json)
+    }
+}
+
+impl SharedTool for GetPaneStateInput {
+    type Answer = PaneStateOutput;
+
+    fn server(&self) -> Option<&str> {
+        self.server.as_deref()
+    }
+
+    async fn on_tmux(self, gateway: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
+        let pane = tmux.pane_named(&self.target).await?;
         let stream = keep(&tmux, pane, Instant::now() + KEEP_WAIT).await?;
         let state = read_settled_state(&tmux, pane).await?;
         let process = foreground_of_state(&tmux, &state);
         let at_prompt =
             stream.with_ledger(|ledger| ledger.shell_integrated().then(|| ledger.at_prompt()));
-        let report = self.state().agent_reports.latest(
+        let report = gateway.state().agent_reports.latest(
             tmux.server_name(),
             PaneInstance {
                 server: state.server_pid,
@@ -116,7 +126,7 @@ impl McpServer {
                 program: state.pane_pid,
             },
         );
-        Ok(Json(PaneStateOutput {
+        Ok(PaneStateOutput {
             pane_id: pane.to_string(),
             session: None,
             current_command: state.current_command,
@@ -138,6 +148,10 @@ impl McpServer {
                 .as_ref()
                 .map(|r| u64::try_from(r.at.elapsed().as_millis()).unwrap_or(u64::MAX)),
             agent: report.and_then(|r| r.agent),
-        }))
+        })
+    }
+
+    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
+        z.pane_state(self).await
     }
 }

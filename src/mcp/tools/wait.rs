@@ -36,10 +36,11 @@ use super::since::{SinceRequest, capture_since};
 use super::watch::{by_deadline, cancelled, elapsed_ms, missing_pane, subscribe};
 use crate::mcp::McpServer;
 use crate::mcp::access::{PANES_HINT, TmuxAccess};
-use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::position::OutputPosition;
+use crate::mcp::shared_tool::{Reply, SharedTool};
+use crate::mcp::zellij_access::ZellijAccess;
 use crate::mux::echo::EchoFilter;
 use crate::mux::text_match::{self, HitKind, PatternOptions, WaitMatcher};
 use crate::mux::tmux::ops::capture::CaptureRange;
@@ -668,30 +669,49 @@ impl McpServer {
         cancel: CancellationToken,
         Parameters(input): Parameters<WaitForTextInput>,
     ) -> Result<Json<WaitForTextOutput>, ToolError> {
-        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
-            return self
-                .wait_for_zellij_text(&call, &cancel, input)
-                .await
-                .map(Json);
-        }
-        self.wait_for_text_from(&call, &cancel, input, None, Vec::new())
+        self.serve(&call, WaitForText { input, cancel })
             .await
             .map(Json)
     }
 }
 
+/// `wait_for_text`'s call: its input and the client's cancellation.
+struct WaitForText {
+    input: WaitForTextInput,
+    cancel: CancellationToken,
+}
+
+impl SharedTool for WaitForText {
+    type Answer = WaitForTextOutput;
+
+    fn server(&self) -> Option<&str> {
+        self.input.server.as_deref()
+    }
+
+    async fn on_tmux(self, gateway: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
+        gateway
+            .wait_for_text_from(&tmux, &self.cancel, self.input, None, Vec::new())
+            .await
+    }
+
+    async fn on_zellij(self, gateway: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
+        gateway
+            .wait_for_zellij_text(&z, &self.cancel, self.input)
+            .await
+    }
+}
+
 impl McpServer {
-    /// `wait_for_text` for `call`, optionally on a subscription taken earlier (see
+    /// `wait_for_text` on a tmux server, optionally on a subscription taken earlier (see
     /// [`wait_for_text`]).
     pub(crate) async fn wait_for_text_from(
         &self,
-        call: &CallContext,
+        tmux: &TmuxAccess<'_>,
         cancel: &CancellationToken,
         input: WaitForTextInput,
         subscription: Option<OutputSubscription>,
         echo: Vec<String>,
     ) -> Result<WaitForTextOutput, ToolError> {
-        let tmux = self.tmux_access(call, input.server.as_deref()).await?;
         let since = input
             .since
             .as_deref()
@@ -714,7 +734,7 @@ impl McpServer {
         let budget = tmux.budget().wait(input.timeout, DEFAULT_TEXT_TIMEOUT)?;
         let request = TextWaitRequest::from_input(input, since, echo);
         let work = wait_for_text(
-            &tmux,
+            tmux,
             &request,
             budget.deadline,
             budget.effective_secs(),

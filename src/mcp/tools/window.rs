@@ -27,11 +27,13 @@ use crate::auth::pattern::NamePattern;
 use crate::mcp::McpServer;
 use crate::mcp::access::{SESSIONS_HINT, TmuxAccess, WINDOWS_HINT, engine_error, parse_target};
 use crate::mcp::args::ObjectArg;
-use crate::mcp::backend::{Backend, Row};
+use crate::mcp::backend::Row;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::fields::RowShape;
 use crate::mcp::self_guard::Kill;
+use crate::mcp::shared_tool::{Reply, SharedTool};
+use crate::mcp::zellij_access::ZellijAccess;
 use crate::mux::lines::excerpt;
 use crate::mux::tmux::op_error::OpError;
 use crate::mux::tmux::target::{SessionSel, Target};
@@ -517,50 +519,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<ListWindowsInput>,
     ) -> Result<Json<ListWindowsOutput>, ToolError> {
-        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
-            return self.list_zellij_tabs(&call, input).await.map(Json);
-        }
-        let matcher = WindowMatcher::new(input.filters.as_deref())?;
-        let target = input.target.as_deref().map(parse_target).transpose()?;
-        let session = match &target {
-            None => None,
-            Some(Target::Session(session)) => Some(session.clone()),
-            Some(other) => {
-                return Err(ToolError::invalid_arguments(
-                    format!("target must be a session, not the {} {other}", other.kind()),
-                    "pass a session id ($N) or name, or omit target for every session",
-                ));
-            }
-        };
-        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let selection = WINDOW_SHAPE.select(input.fields.as_deref(), "list_windows")?;
-        let windows: Vec<Window> = list_window_rows(&tmux, None)
-            .await?
-            .into_iter()
-            .filter(|w| match &session {
-                None => true,
-                Some(SessionSel::Id(id)) => w.session_id == id.to_string(),
-                Some(SessionSel::Name(name)) => w.session_name == name.as_str(),
-            })
-            .collect();
-        if let Some(session) = &session
-            && windows.is_empty()
-        {
-            // Every session has a window: none means no such (visible) session.
-            return Err(ToolError::not_found(
-                format!("no session {session} on this server"),
-                SESSIONS_HINT,
-            ));
-        }
-        Ok(Json(ListWindowsOutput {
-            server: tmux.server_name().to_owned(),
-            session: None,
-            windows: windows
-                .iter()
-                .filter(|w| matcher.matches(w))
-                .map(|w| WINDOW_SHAPE.shape(w, &selection))
-                .collect::<Result<_, _>>()?,
-        }))
+        self.serve(&call, input).await.map(Json)
     }
 
     #[tool(
@@ -614,55 +573,7 @@ impl McpServer {
         Parameters(input): Parameters<CreateWindowInput>,
     ) -> Result<Json<WindowOutput>, ToolError> {
         check_shell(input.shell.as_deref())?;
-        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
-            return self.create_zellij_tab(&call, input).await.map(Json);
-        }
-        if input.layout.is_some() {
-            return Err(ToolError::invalid_arguments(
-                "layout is Zellij-only: a tmux window is laid out with select_layout",
-                "omit layout, then call split_window and select_layout",
-            ));
-        }
-        let target = parse_target(&input.target)?;
-        if let Some(name) = &input.name {
-            check_window_name(name, "name")?;
-        }
-        if let Some(dir) = &input.start_directory {
-            validate_start_directory(dir)?;
-        }
-        let environment = validate_environment(input.environment.unwrap_or_default().0)?;
-        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let place = placement(&tmux, &target, input.position, "target").await?;
-        let new_window = NewWindow {
-            place: place.place,
-            name: input.name,
-            start_directory: input.start_directory,
-            environment,
-            select: input.select,
-        };
-        let launch = match input.shell {
-            Some(shell) => Some(vec![shell]),
-            None => {
-                let integration = self.state().config.tmux.shell_integration;
-                tmux.integrated_shell(integration).await
-            }
-        };
-        let window = tmux
-            .windows()
-            .create(&new_window, launch.as_deref())
-            .await
-            .map_err(|e| {
-                window_error(
-                    &tmux,
-                    e,
-                    "call list_windows to see valid targets",
-                    (
-                        "tmux did not report the new window",
-                        "call list_windows to find it",
-                    ),
-                )
-            })?;
-        Ok(Json(WindowOutput::tmux(&tmux, window)))
+        self.serve(&call, input).await.map(Json)
     }
 
     #[tool(
@@ -683,37 +594,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<KillWindowInput>,
     ) -> Result<Json<KillWindowOutput>, ToolError> {
-        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
-            return self.close_zellij_tab(&call, input).await.map(Json);
-        }
-        let target = parse_target(&input.target)?;
-        let window = window_only(&target, "kill_window")?;
-        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let resolved = tmux.resolve(&target).await?;
-        if let Some(me) = &self.state().self_location {
-            me.check(&tmux, Kill::Window(window)).await?;
-        }
-        let session_closed = tmux
-            .windows()
-            .kill(window, resolved.session_id)
-            .await
-            .map_err(|e| {
-                window_error(
-                    &tmux,
-                    e,
-                    "call list_panes",
-                    (
-                        "tmux did not answer for every command",
-                        "call list_windows to check whether the window is gone",
-                    ),
-                )
-            })?;
-        Ok(Json(KillWindowOutput {
-            server: tmux.server_name().to_owned(),
-            id: window.to_string(),
-            session_id: resolved.session_id.to_string(),
-            session_closed,
-        }))
+        self.serve(&call, input).await.map(Json)
     }
 
     #[tool(
@@ -733,20 +614,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<RenameWindowInput>,
     ) -> Result<Json<WindowOutput>, ToolError> {
-        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
-            return self.rename_zellij_tab(&call, input).await.map(Json);
-        }
-        let target = parse_target(&input.target)?;
-        let window = window_only(&target, "rename_window")?;
-        check_window_name(&input.new_name, "new_name")?;
-        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let resolved = tmux.resolve(&target).await?;
-        let renamed = tmux
-            .windows()
-            .rename(window, resolved.session_id, &input.new_name)
-            .await;
-        let window = window_after(&tmux, renamed, resolved.session_id, window)?;
-        Ok(Json(WindowOutput::tmux(&tmux, window)))
+        self.serve(&call, input).await.map(Json)
     }
 
     #[tool(
@@ -767,49 +635,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<SelectWindowInput>,
     ) -> Result<Json<WindowOutput>, ToolError> {
-        if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
-            return self.show_zellij_tab(&call, input).await.map(Json);
-        }
-        let target = parse_target(&input.target)?;
-        let how = SelectHow::new(&target, input.step, input.index)?;
-        let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let resolved = tmux.resolve(&target).await?;
-        let session = resolved.session_id;
-        let selection = match how {
-            SelectHow::Window(window) => Selection::Window(window),
-            SelectHow::Step(WindowStep::Next) => Selection::Next,
-            SelectHow::Step(WindowStep::Previous) => Selection::Previous,
-            SelectHow::Step(WindowStep::Last) => Selection::Last,
-            SelectHow::Index(index) => {
-                let windows = tmux
-                    .windows()
-                    .list(Some(&session.to_string()))
-                    .await
-                    .map_err(|e| window_error(&tmux, e, SESSIONS_HINT, UNANSWERED))?;
-                let window = visible(&tmux, windows)
-                    .find(|w| w.index == index)
-                    .ok_or_else(|| {
-                        ToolError::not_found(
-                            format!("session {target} has no window at index {index}"),
-                            "call list_windows to see the session's windows",
-                        )
-                    })?;
-                Selection::Window(window.id)
-            }
-        };
-        let not_reported = (
-            "tmux did not report the session's current window",
-            "call list_windows",
-        );
-        let windows = tmux
-            .windows()
-            .select(selection, session)
-            .await
-            .map_err(|e| window_error(&tmux, e, "call list_panes", not_reported))?;
-        let window = visible(&tmux, windows).find(|w| w.active).ok_or_else(|| {
-            ToolError::new(ToolErrorKind::Internal, not_reported.0, not_reported.1)
-        })?;
-        Ok(Json(WindowOutput::tmux(&tmux, window)))
+        self.serve(&call, input).await.map(Json)
     }
 
     #[tool(
@@ -924,6 +750,242 @@ impl McpServer {
             .await;
         let window = window_after(&tmux, moved, place.session, window)?;
         Ok(Json(WindowOutput::tmux(&tmux, window)))
+    }
+}
+
+impl SharedTool for ListWindowsInput {
+    type Answer = ListWindowsOutput;
+
+    fn server(&self) -> Option<&str> {
+        self.server.as_deref()
+    }
+
+    async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
+        let matcher = WindowMatcher::new(self.filters.as_deref())?;
+        let target = self.target.as_deref().map(parse_target).transpose()?;
+        let session = match &target {
+            None => None,
+            Some(Target::Session(session)) => Some(session.clone()),
+            Some(other) => {
+                return Err(ToolError::invalid_arguments(
+                    format!("target must be a session, not the {} {other}", other.kind()),
+                    "pass a session id ($N) or name, or omit target for every session",
+                ));
+            }
+        };
+        let selection = WINDOW_SHAPE.select(self.fields.as_deref(), "list_windows")?;
+        let windows: Vec<Window> = list_window_rows(&tmux, None)
+            .await?
+            .into_iter()
+            .filter(|w| match &session {
+                None => true,
+                Some(SessionSel::Id(id)) => w.session_id == id.to_string(),
+                Some(SessionSel::Name(name)) => w.session_name == name.as_str(),
+            })
+            .collect();
+        if let Some(session) = &session
+            && windows.is_empty()
+        {
+            // Every session has a window: none means no such (visible) session.
+            return Err(ToolError::not_found(
+                format!("no session {session} on this server"),
+                SESSIONS_HINT,
+            ));
+        }
+        Ok(ListWindowsOutput {
+            server: tmux.server_name().to_owned(),
+            session: None,
+            windows: windows
+                .iter()
+                .filter(|w| matcher.matches(w))
+                .map(|w| WINDOW_SHAPE.shape(w, &selection))
+                .collect::<Result<_, _>>()?,
+        })
+    }
+
+    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
+        z.list_tabs(self).await
+    }
+}
+
+impl SharedTool for CreateWindowInput {
+    type Answer = WindowOutput;
+
+    fn server(&self) -> Option<&str> {
+        self.server.as_deref()
+    }
+
+    async fn on_tmux(self, gateway: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
+        if self.layout.is_some() {
+            return Err(ToolError::invalid_arguments(
+                "layout is Zellij-only: a tmux window is laid out with select_layout",
+                "omit layout, then call split_window and select_layout",
+            ));
+        }
+        let target = parse_target(&self.target)?;
+        if let Some(name) = &self.name {
+            check_window_name(name, "name")?;
+        }
+        if let Some(dir) = &self.start_directory {
+            validate_start_directory(dir)?;
+        }
+        let environment = validate_environment(self.environment.unwrap_or_default().0)?;
+        let place = placement(&tmux, &target, self.position, "target").await?;
+        let new_window = NewWindow {
+            place: place.place,
+            name: self.name,
+            start_directory: self.start_directory,
+            environment,
+            select: self.select,
+        };
+        let launch = match self.shell {
+            Some(shell) => Some(vec![shell]),
+            None => {
+                let integration = gateway.state().config.tmux.shell_integration;
+                tmux.integrated_shell(integration).await
+            }
+        };
+        let window = tmux
+            .windows()
+            .create(&new_window, launch.as_deref())
+            .await
+            .map_err(|e| {
+                window_error(
+                    &tmux,
+                    e,
+                    "call list_windows to see valid targets",
+                    (
+                        "tmux did not report the new window",
+                        "call list_windows to find it",
+                    ),
+                )
+            })?;
+        Ok(WindowOutput::tmux(&tmux, window))
+    }
+
+    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
+        z.create_tab(self).await
+    }
+}
+
+impl SharedTool for KillWindowInput {
+    type Answer = KillWindowOutput;
+
+    fn server(&self) -> Option<&str> {
+        self.server.as_deref()
+    }
+
+    async fn on_tmux(self, gateway: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
+        let target = parse_target(&self.target)?;
+        let window = window_only(&target, "kill_window")?;
+        let resolved = tmux.resolve(&target).await?;
+        if let Some(me) = &gateway.state().self_location {
+            me.check(&tmux, Kill::Window(window)).await?;
+        }
+        let session_closed = tmux
+            .windows()
+            .kill(window, resolved.session_id)
+            .await
+            .map_err(|e| {
+                window_error(
+                    &tmux,
+                    e,
+                    "call list_panes",
+                    (
+                        "tmux did not answer for every command",
+                        "call list_windows to check whether the window is gone",
+                    ),
+                )
+            })?;
+        Ok(KillWindowOutput {
+            server: tmux.server_name().to_owned(),
+            id: window.to_string(),
+            session_id: resolved.session_id.to_string(),
+            session_closed,
+        })
+    }
+
+    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
+        z.close_tab(self).await
+    }
+}
+
+impl SharedTool for RenameWindowInput {
+    type Answer = WindowOutput;
+
+    fn server(&self) -> Option<&str> {
+        self.server.as_deref()
+    }
+
+    async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
+        let target = parse_target(&self.target)?;
+        let window = window_only(&target, "rename_window")?;
+        check_window_name(&self.new_name, "new_name")?;
+        let resolved = tmux.resolve(&target).await?;
+        let renamed = tmux
+            .windows()
+            .rename(window, resolved.session_id, &self.new_name)
+            .await;
+        let window = window_after(&tmux, renamed, resolved.session_id, window)?;
+        Ok(WindowOutput::tmux(&tmux, window))
+    }
+
+    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
+        z.rename_tab(self).await
+    }
+}
+
+impl SharedTool for SelectWindowInput {
+    type Answer = WindowOutput;
+
+    fn server(&self) -> Option<&str> {
+        self.server.as_deref()
+    }
+
+    async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
+        let target = parse_target(&self.target)?;
+        let how = SelectHow::new(&target, self.step, self.index)?;
+        let resolved = tmux.resolve(&target).await?;
+        let session = resolved.session_id;
+        let selection = match how {
+            SelectHow::Window(window) => Selection::Window(window),
+            SelectHow::Step(WindowStep::Next) => Selection::Next,
+            SelectHow::Step(WindowStep::Previous) => Selection::Previous,
+            SelectHow::Step(WindowStep::Last) => Selection::Last,
+            SelectHow::Index(index) => {
+                let windows = tmux
+                    .windows()
+                    .list(Some(&session.to_string()))
+                    .await
+                    .map_err(|e| window_error(&tmux, e, SESSIONS_HINT, UNANSWERED))?;
+                let window = visible(&tmux, windows)
+                    .find(|w| w.index == index)
+                    .ok_or_else(|| {
+                        ToolError::not_found(
+                            format!("session {target} has no window at index {index}"),
+                            "call list_windows to see the session's windows",
+                        )
+                    })?;
+                Selection::Window(window.id)
+            }
+        };
+        let not_reported = (
+            "tmux did not report the session's current window",
+            "call list_windows",
+        );
+        let windows = tmux
+            .windows()
+            .select(selection, session)
+            .await
+            .map_err(|e| window_error(&tmux, e, "call list_panes", not_reported))?;
+        let window = visible(&tmux, windows).find(|w| w.active).ok_or_else(|| {
+            ToolError::new(ToolErrorKind::Internal, not_reported.0, not_reported.1)
+        })?;
+        Ok(WindowOutput::tmux(&tmux, window))
+    }
+
+    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
+        z.show_tab(self).await
     }
 }
 

@@ -184,27 +184,25 @@ fn run_output(
     }
 }
 
-impl McpServer {
+impl ZellijAccess<'_> {
     /// `capture_pane` on a Zellij server: the visible screen, or (`start: "-"`) the scrollback
     /// too. Zellij reads whole screens only and always joins wrapped lines, so the tmux-only
     /// range and escape-sequence options are refused rather than ignored.
-    pub(crate) async fn capture_zellij_pane(
+    pub(crate) async fn capture_pane(
         &self,
-        call: &CallContext,
         input: CapturePaneInput,
     ) -> Result<CapturePaneOutput, ToolError> {
-        let z = self.zellij_access(call, input.server.as_deref()).await?;
-        let (session, pane) = z.pane_target(&input.target)?;
+        let (session, pane) = self.pane_target(&input.target)?;
         let scope = zellij_scope(&input)?;
         let max_lines = check_max_lines(input.max_lines)?;
-        let lines = z
+        let lines = self
             .panes(&session)
             .read_screen(&pane, scope)
             .await
-            .map_err(|e| z.error(e))?;
-        let shaped = Shaped::new(&z, &lines, max_lines);
+            .map_err(|e| self.error(e))?;
+        let shaped = Shaped::new(self, &lines, max_lines);
         Ok(CapturePaneOutput {
-            server: z.server_name().to_owned(),
+            server: self.server_name().to_owned(),
             session: Some(session.to_string()),
             pane_id: pane.to_string(),
             truncated: shaped.truncated(),
@@ -216,17 +214,76 @@ impl McpServer {
         })
     }
 
+    /// `paste_text` on a Zellij server: one bracketed paste (`bracket`), or the text typed.
+    /// Zellij types only UTF-8 text, so other bytes are refused.
+    pub(crate) async fn paste_text(
+        &self,
+        input: &PasteTextInput,
+        text: Vec<u8>,
+    ) -> Result<PasteTextOutput, ToolError> {
+        let text = String::from_utf8(text).map_err(|_| {
+            ToolError::invalid_arguments(
+                "text is not UTF-8: Zellij pastes only UTF-8 text",
+                "paste UTF-8 text into a Zellij pane",
+            )
+        })?;
+        let bytes = text.len();
+        let step = if input.bracket {
+            InputStep::Paste(text.clone())
+        } else {
+            InputStep::Text(text.clone())
+        };
+        let position = self.send_input(&input.target, vec![step], &text).await?;
+        Ok(PasteTextOutput {
+            output_position: Some(position.encode()),
+            server: position.server,
+            session: Some(position.session),
+            pane_id: position.pane,
+            bytes,
+            bracket: input.bracket,
+        })
+    }
+
+    /// Input for a Zellij pane from a tool both backends serve (`send_keys`), delivered in
+    /// one batch, after a mark of the pane's screen is taken. Returns where it went and the
+    /// `output_position` (the mark and the `typed` text) for `wait_for_text`'s `since`.
+    pub(crate) async fn send_input(
+        &self,
+        target: &str,
+        steps: Vec<InputStep>,
+        typed: &str,
+    ) -> Result<ZellijPosition, ToolError> {
+        let (session, pane) = self.pane_target(target)?;
+        let mark = self
+            .backend
+            .screen_mark(&session, pane)
+            .await
+            .map_err(|e| self.error(e))?;
+        self.backend
+            .input_batch(&session, pane, steps)
+            .await
+            .map_err(|e| self.error(e))?;
+        Ok(ZellijPosition::new(
+            self.server_name(),
+            session.as_str(),
+            &pane.to_string(),
+            mark,
+            typed,
+        ))
+    }
+}
+
+impl McpServer {
     /// `run_command` on a Zellij server: the same arguments, defaults and answer as on tmux.
     /// The command is typed into the pane's shell between per-call markers
     /// ([`crate::mux::zellij::marker`]); on timeout it keeps running and the answer says so.
     pub(crate) async fn run_zellij_command(
         &self,
-        call: &CallContext,
+        z: &ZellijAccess<'_>,
         cancel: &CancellationToken,
         input: RunCommandInput,
         max_lines: u32,
     ) -> Result<RunCommandOutput, ToolError> {
-        let z = self.zellij_access(call, input.server.as_deref()).await?;
         let (session, pane) = z.pane_target(&input.target)?;
         let budget = z.budget().wait(input.timeout, DEFAULT_RUN_TIMEOUT)?;
         let opts = RunInPaneOptions {
@@ -270,87 +327,16 @@ impl McpServer {
         })
     }
 
-    /// `paste_text` on a Zellij server: one bracketed paste (`bracket`), or the text typed.
-    /// Zellij types only UTF-8 text, so other bytes are refused.
-    pub(crate) async fn paste_zellij_text(
-        &self,
-        call: &CallContext,
-        input: &PasteTextInput,
-        text: Vec<u8>,
-    ) -> Result<PasteTextOutput, ToolError> {
-        let text = String::from_utf8(text).map_err(|_| {
-            ToolError::invalid_arguments(
-                "text is not UTF-8: Zellij pastes only UTF-8 text",
-                "paste UTF-8 text into a Zellij pane",
-            )
-        })?;
-        let bytes = text.len();
-        let step = if input.bracket {
-            InputStep::Paste(text.clone())
-        } else {
-            InputStep::Text(text.clone())
-        };
-        let position = self
-            .send_zellij_input(
-                call,
-                input.server.as_deref(),
-                &input.target,
-                vec![step],
-                &text,
-            )
-            .await?;
-        Ok(PasteTextOutput {
-            output_position: Some(position.encode()),
-            server: position.server,
-            session: Some(position.session),
-            pane_id: position.pane,
-            bytes,
-            bracket: input.bracket,
-        })
-    }
-
-    /// Input for a Zellij pane from a tool both backends serve (`send_keys`), delivered in
-    /// one batch, after a mark of the pane's screen is taken. Returns where it went and the
-    /// `output_position` (the mark and the `typed` text) for `wait_for_text`'s `since`.
-    pub(crate) async fn send_zellij_input(
-        &self,
-        call: &CallContext,
-        server: Option<&str>,
-        target: &str,
-        steps: Vec<InputStep>,
-        typed: &str,
-    ) -> Result<ZellijPosition, ToolError> {
-        let z = self.zellij_access(call, server).await?;
-        let (session, pane) = z.pane_target(target)?;
-        let mark = z
-            .backend
-            .screen_mark(&session, pane)
-            .await
-            .map_err(|e| z.error(e))?;
-        z.backend
-            .input_batch(&session, pane, steps)
-            .await
-            .map_err(|e| z.error(e))?;
-        Ok(ZellijPosition::new(
-            z.server_name(),
-            session.as_str(),
-            &pane.to_string(),
-            mark,
-            typed,
-        ))
-    }
-
     /// `wait_for_text` on a Zellij server: the same arguments, defaults and outcomes as on
     /// tmux. Zellij streams screens, not output, so "new output" is what each screen shows
     /// below where the screen stood when the wait began (or at `since`, a `send_keys`
     /// position); see [`crate::mux::screen_mark`].
     pub(crate) async fn wait_for_zellij_text(
         &self,
-        call: &CallContext,
+        z: &ZellijAccess<'_>,
         cancel: &CancellationToken,
         input: WaitForTextInput,
     ) -> Result<WaitForTextOutput, ToolError> {
-        let z = self.zellij_access(call, input.server.as_deref()).await?;
         let (session, pane) = z.pane_target(&input.target)?;
         let since = input
             .since

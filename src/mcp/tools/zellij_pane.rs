@@ -1,7 +1,7 @@
-//! Zellij pane tools: open a shell, a command, or a file in the user's editor; and the Zellij
-//! halves of `kill_pane`, `set_pane_title`, `resize_pane` and `select_pane`. Panes are
-//! targeted by id (`terminal_N`); nobody's focus moves unless the tool is `select_pane` or the
-//! call sets `focus: true`.
+//! Zellij pane tools: open a shell, a command, or a file in the user's editor. Nobody's focus
+//! moves unless the call sets `focus: true`. The Zellij halves of the pane tools both backends
+//! serve (`kill_pane`, `set_pane_title`, `resize_pane`, `select_pane`) are beside their tmux
+//! halves, in [`super::pane_lifecycle`].
 
 use std::path::PathBuf;
 
@@ -11,10 +11,6 @@ use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::pane_lifecycle::{
-    AnsweredPane, KillPaneOutput, PaneIdInput, PaneResize, ResizePaneInput, SelectPaneInput,
-    SelectPaneOutput, SetPaneTitleInput, SetPaneTitleOutput,
-};
 use super::zellij_objects::ZellijPaneInfo;
 use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
@@ -104,110 +100,6 @@ pub struct ZellijEditFileInput {
     /// Focus the editor pane (moves attached humans' view).
     #[serde(default)]
     pub focus: bool,
-}
-
-impl McpServer {
-    /// `kill_pane` on a Zellij server: closes the pane (`terminal_N` or `SESSION:terminal_N`)
-    /// and its process. A tab left empty closes (`tab_closed`); the session's last pane is
-    /// refused, as Zellij would end the session.
-    pub(crate) async fn close_zellij_pane(
-        &self,
-        call: &CallContext,
-        input: PaneIdInput,
-    ) -> Result<KillPaneOutput, ToolError> {
-        let z = self.zellij_access(call, input.server.as_deref()).await?;
-        let (session, pane) = z.pane_target(&input.target)?;
-        let closed = z
-            .backend
-            .close_pane(&session, pane)
-            .await
-            .map_err(|e| z.error(e))?;
-        Ok(KillPaneOutput {
-            server: z.server_name().to_owned(),
-            pane_id: closed.pane.to_string(),
-            session: Some(session.to_string()),
-            tab_id: Some(closed.tab.0),
-            tab_closed: Some(closed.tab_closed),
-        })
-    }
-
-    /// `resize_pane` on a Zellij server: `zoom` is fullscreen within the pane's tab; `width`
-    /// and `height` are reached in Zellij's own steps (see [`crate::mux::zellij::backend`]).
-    pub(crate) async fn resize_zellij_pane(
-        &self,
-        call: &CallContext,
-        input: ResizePaneInput,
-    ) -> Result<AnsweredPane, ToolError> {
-        let change = PaneResize::of(&input)?;
-        let z = self.zellij_access(call, input.server.as_deref()).await?;
-        let (session, pane) = z.pane_target(&input.target)?;
-        let resized = match change {
-            PaneResize::Zoom(zoom) => z.backend.set_fullscreen(&session, pane, zoom).await,
-            PaneResize::Cells { width, height } => {
-                let cells = |n: Option<u32>| n.map(|n| n as usize);
-                z.backend
-                    .resize_pane(&session, pane, cells(width), cells(height))
-                    .await
-            }
-        };
-        let pane = resized.map_err(|e| z.error(e))?;
-        Ok(AnsweredPane::Zellij {
-            session: session.to_string(),
-            row: pane.into(),
-        })
-    }
-
-    /// `select_pane` on a Zellij server: shows the pane to every attached client (its tab, and
-    /// the pane focused there). Zellij moves focus by pane only, so `direction` is refused.
-    pub(crate) async fn focus_zellij_pane(
-        &self,
-        call: &CallContext,
-        input: SelectPaneInput,
-    ) -> Result<SelectPaneOutput, ToolError> {
-        if input.direction.is_some() {
-            return Err(ToolError::invalid_arguments(
-                "direction is tmux-only: Zellij focuses a pane by its id",
-                "call list_panes and pass the pane's id as target, without direction",
-            ));
-        }
-        let z = self.zellij_access(call, input.server.as_deref()).await?;
-        let (session, pane) = z.pane_target(&input.target)?;
-        let focused = z
-            .backend
-            .focus_pane(&session, pane)
-            .await
-            .map_err(|e| z.error(e))?;
-        Ok(SelectPaneOutput {
-            server: z.server_name().to_owned(),
-            active_pane: AnsweredPane::Zellij {
-                session: session.to_string(),
-                row: focused.pane.into(),
-            },
-            clients: Some(focused.clients),
-            clients_focused: Some(focused.clients_focused),
-        })
-    }
-
-    /// `set_pane_title` on a Zellij server: renames the pane without focusing it.
-    pub(crate) async fn set_zellij_pane_title(
-        &self,
-        call: &CallContext,
-        input: SetPaneTitleInput,
-    ) -> Result<SetPaneTitleOutput, ToolError> {
-        let z = self.zellij_access(call, input.server.as_deref()).await?;
-        let (session, pane) = z.pane_target(&input.target)?;
-        let pane = z
-            .backend
-            .rename_pane(&session, pane, &input.title)
-            .await
-            .map_err(|e| z.error(e))?;
-        Ok(SetPaneTitleOutput {
-            server: z.server_name().to_owned(),
-            session: Some(session.to_string()),
-            pane_id: pane.id.to_string(),
-            title: input.title,
-        })
-    }
 }
 
 #[tool_router(router = zellij_pane_tools, vis = "pub(crate)")]

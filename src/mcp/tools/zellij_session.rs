@@ -20,6 +20,7 @@ use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::fields::object;
 use crate::mcp::filter::Filters;
+use crate::mcp::zellij_access::ZellijAccess;
 use crate::mux::zellij::marker::program_name;
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -50,14 +51,13 @@ pub struct ZellijDumpLayoutOutput {
     pub truncated_bytes: usize,
 }
 
-impl McpServer {
+impl ZellijAccess<'_> {
     /// `list_sessions` on a Zellij server: each session you may see as its name, age and
     /// whether it exited. The `name` filter applies as on tmux; Zellij sessions carry no
     /// owner tag (`created_by_you` is false for all) and no per-session client count, so
     /// `attached` and `fields` are refused rather than ignored.
-    pub(crate) async fn list_zellij_sessions(
+    pub(crate) async fn list_sessions(
         &self,
-        call: &CallContext,
         input: ListSessionsInput,
     ) -> Result<ListSessionsOutput, ToolError> {
         if input.fields.is_some() {
@@ -76,14 +76,13 @@ impl McpServer {
         }
         let name = name_filter(filters.and_then(|f| f.name.as_deref()))?;
         let only_yours = filters.and_then(|f| f.created_by_you) == Some(true);
-        let z = self.zellij_access(call, input.server.as_deref()).await?;
-        let sessions = z
+        let sessions = self
             .backend
             .list_sessions()
             .await
-            .map_err(|e| z.error(e))?
+            .map_err(|e| self.error(e))?
             .into_iter()
-            .filter(|s| z.can_see(&s.name) && !only_yours)
+            .filter(|s| self.can_see(&s.name) && !only_yours)
             .filter(|s| name.as_ref().is_none_or(|p| p.matches(s.name.as_str())))
             .map(|s| {
                 Map::from_iter([
@@ -94,7 +93,7 @@ impl McpServer {
             })
             .collect();
         Ok(ListSessionsOutput {
-            server: z.server_name().to_owned(),
+            server: self.server_name().to_owned(),
             sessions,
         })
     }
@@ -103,18 +102,16 @@ impl McpServer {
     /// command line, and whether its command exited with which status. Zellij says nothing of
     /// the foreground process's state, the pane's output times, modes or screens, and no
     /// agent hook reports on Zellij panes, so those fields are left out, never guessed.
-    pub(crate) async fn zellij_pane_state(
+    pub(crate) async fn pane_state(
         &self,
-        call: &CallContext,
         input: GetPaneStateInput,
     ) -> Result<PaneStateOutput, ToolError> {
-        let z = self.zellij_access(call, input.server.as_deref()).await?;
-        let (session, pane) = z.pane_target(&input.target)?;
-        let pane = z
+        let (session, pane) = self.pane_target(&input.target)?;
+        let pane = self
             .backend
             .pane(&session, pane)
             .await
-            .map_err(|e| z.error(e))?;
+            .map_err(|e| self.error(e))?;
         let command_line = pane.running_command.or(pane.terminal_command);
         Ok(PaneStateOutput {
             pane_id: pane.id.to_string(),
@@ -145,9 +142,8 @@ impl McpServer {
     /// server's), as Zellij describes them. `filters` match those rows' fields (a tab:
     /// `{"tab_id": 2}`); plugin panes (tab bar, status bar) are left out unless a filter names
     /// `plugin`. `fields` is refused: a Zellij row is always whole.
-    pub(crate) async fn list_zellij_panes(
+    pub(crate) async fn list_panes(
         &self,
-        call: &CallContext,
         input: ListPanesInput,
     ) -> Result<ListPanesOutput, ToolError> {
         if input.fields.is_some() {
@@ -164,13 +160,12 @@ impl McpServer {
             .filters
             .as_ref()
             .is_some_and(|f| f.keys().any(|k| k.split("__").next() == Some("plugin")));
-        let z = self.zellij_access(call, input.server.as_deref()).await?;
-        let session = z.session(input.target.as_deref())?;
-        let panes = z
+        let session = self.session(input.target.as_deref())?;
+        let panes = self
             .backend
             .list_panes(&session)
             .await
-            .map_err(|e| z.error(e))?
+            .map_err(|e| self.error(e))?
             .into_iter()
             .filter(|p| with_plugins || p.is_user_terminal())
             .map(|p| object(&ZellijPaneInfo::from(p)))
@@ -180,7 +175,7 @@ impl McpServer {
             })
             .collect::<Result<_, _>>()?;
         Ok(ListPanesOutput {
-            server: z.server_name().to_owned(),
+            server: self.server_name().to_owned(),
             session: Some(session.to_string()),
             panes,
         })

@@ -47,12 +47,11 @@ pub struct ZellijFloatingInput {
     pub visible: Option<bool>,
 }
 
-impl McpServer {
+impl ZellijAccess<'_> {
     /// `list_windows` on a Zellij server: the tabs of one session (`target`, default the
     /// server's), by position, filtered by name and `active` as windows are.
-    pub(crate) async fn list_zellij_tabs(
+    pub(crate) async fn list_tabs(
         &self,
-        call: &CallContext,
         input: ListWindowsInput,
     ) -> Result<ListWindowsOutput, ToolError> {
         if input.fields.is_some() {
@@ -62,25 +61,24 @@ impl McpServer {
             ));
         }
         let matcher = WindowMatcher::new(input.filters.as_deref())?;
-        let z = self.zellij_access(call, input.server.as_deref()).await?;
-        let session = z.session(input.target.as_deref())?;
-        let tabs = z
+        let session = self.session(input.target.as_deref())?;
+        let tabs = self
             .backend
             .list_tabs(&session)
             .await
-            .map_err(|e| z.error(e))?;
-        let panes = z
+            .map_err(|e| self.error(e))?;
+        let panes = self
             .backend
             .list_panes(&session)
             .await
-            .map_err(|e| z.error(e))?;
+            .map_err(|e| self.error(e))?;
         let windows = tabs
             .into_iter()
             .filter(|t| matcher.matches_named(&t.name, t.active))
             .map(|t| object(&ZellijTabInfo::of(t, &panes)))
             .collect::<Result<_, _>>()?;
         Ok(ListWindowsOutput {
-            server: z.server_name().to_owned(),
+            server: self.server_name().to_owned(),
             session: Some(session.to_string()),
             windows,
         })
@@ -90,9 +88,8 @@ impl McpServer {
     /// the background unless `select`; `shell` runs as a command pane (`sh -c`), `layout` lays
     /// the tab out. Zellij places tabs last and sets no pane environment, so `position` and
     /// `environment` are refused.
-    pub(crate) async fn create_zellij_tab(
+    pub(crate) async fn create_tab(
         &self,
-        call: &CallContext,
         input: CreateWindowInput,
     ) -> Result<WindowOutput, ToolError> {
         if input.position.is_some() || input.environment.is_some() {
@@ -102,8 +99,7 @@ impl McpServer {
                 "omit position and environment for a Zellij server",
             ));
         }
-        let z = self.zellij_access(call, input.server.as_deref()).await?;
-        let session = z.session(Some(&input.target))?;
+        let session = self.session(Some(&input.target))?;
         let opts = NewTabOptions {
             name: input.name,
             cwd: input.start_directory.map(PathBuf::from),
@@ -114,35 +110,32 @@ impl McpServer {
                 .unwrap_or_default(),
             focus: input.select,
         };
-        let tab = z
+        let tab = self
             .backend
             .new_tab(&session, opts)
             .await
-            .map_err(|e| z.error(e))?;
-        tab_output(&z, &session, tab).await
+            .map_err(|e| self.error(e))?;
+        tab_output(self, &session, tab).await
     }
 
     /// `rename_window` on a Zellij server: renames a tab without focusing it.
-    pub(crate) async fn rename_zellij_tab(
+    pub(crate) async fn rename_tab(
         &self,
-        call: &CallContext,
         input: RenameWindowInput,
     ) -> Result<WindowOutput, ToolError> {
-        let z = self.zellij_access(call, input.server.as_deref()).await?;
-        let (session, tab) = z.tab_target(&input.target)?;
-        let tab = z
+        let (session, tab) = self.tab_target(&input.target)?;
+        let tab = self
             .backend
             .rename_tab(&session, tab, &input.new_name)
             .await
-            .map_err(|e| z.error(e))?;
-        tab_output(&z, &session, tab).await
+            .map_err(|e| self.error(e))?;
+        tab_output(self, &session, tab).await
     }
 
     /// `select_window` on a Zellij server: switches every attached client to a tab. Zellij
     /// switches by tab only, so `step` and `index` are refused.
-    pub(crate) async fn show_zellij_tab(
+    pub(crate) async fn show_tab(
         &self,
-        call: &CallContext,
         input: SelectWindowInput,
     ) -> Result<WindowOutput, ToolError> {
         if input.step.is_some() || input.index.is_some() {
@@ -151,31 +144,28 @@ impl McpServer {
                 "call list_windows and pass the tab's tab_id as target",
             ));
         }
-        let z = self.zellij_access(call, input.server.as_deref()).await?;
-        let (session, tab) = z.tab_target(&input.target)?;
-        let tab = z
+        let (session, tab) = self.tab_target(&input.target)?;
+        let tab = self
             .backend
             .go_to_tab(&session, tab)
             .await
-            .map_err(|e| z.error(e))?;
-        tab_output(&z, &session, tab).await
+            .map_err(|e| self.error(e))?;
+        tab_output(self, &session, tab).await
     }
 
     /// `kill_window` on a Zellij server: closes a tab and every pane in it. The session's last
     /// tab is refused, as closing it would end the session.
-    pub(crate) async fn close_zellij_tab(
+    pub(crate) async fn close_tab(
         &self,
-        call: &CallContext,
         input: KillWindowInput,
     ) -> Result<KillWindowOutput, ToolError> {
-        let z = self.zellij_access(call, input.server.as_deref()).await?;
-        let (session, tab) = z.tab_target(&input.target)?;
-        z.backend
+        let (session, tab) = self.tab_target(&input.target)?;
+        self.backend
             .close_tab(&session, tab)
             .await
-            .map_err(|e| z.error(e))?;
+            .map_err(|e| self.error(e))?;
         Ok(KillWindowOutput {
-            server: z.server_name().to_owned(),
+            server: self.server_name().to_owned(),
             id: tab.to_string(),
             session_id: session.to_string(),
             session_closed: false,

@@ -1,0 +1,65 @@
+//! The contract of a tool both backends serve ([`super::backend::SHARED_TOOLS`]): one trait,
+//! [`SharedTool`], with a tmux half and a Zellij half that take the same arguments and give
+//! the same answer type, and [`McpServer::serve`], which opens the server the call names and
+//! runs the matching half.
+//!
+//! A shared tool then reads the same way on every file: check what both backends check (the
+//! tool's rules, stated once), then `serve`. Each half is handed the access it needs, already
+//! checked against the caller's grants: a [`TmuxAccess`] or a [`ZellijAccess`]. The compiler
+//! holds both halves to one answer; the tests in `tests/zellij_tools.rs` and the tmux tool
+//! tests hold them to the semantics `docs/tools.md` states.
+//!
+//! Not here: which server a name picks ([`McpServer::backend_of`]), and the acts only one
+//! backend has, whose tools call their backend's access directly.
+
+use std::future::Future;
+
+use super::McpServer;
+use super::access::TmuxAccess;
+use super::backend::Backend;
+use super::call::CallContext;
+use super::error::ToolError;
+use super::zellij_access::ZellijAccess;
+
+/// One call of a tool both backends serve: its arguments (checked as far as both backends
+/// check them) and its two halves.
+pub(crate) trait SharedTool: Send + Sync + Sized {
+    /// The tool's answer, one type for both backends.
+    type Answer;
+
+    /// The `server` the call names, if it names one.
+    fn server(&self) -> Option<&str>;
+
+    /// The call on a tmux server.
+    fn on_tmux(
+        self,
+        gateway: &McpServer,
+        tmux: TmuxAccess<'_>,
+    ) -> impl Future<Output = Result<Self::Answer, ToolError>> + Send;
+
+    /// The call on a Zellij server.
+    fn on_zellij(
+        self,
+        gateway: &McpServer,
+        zellij: ZellijAccess<'_>,
+    ) -> impl Future<Output = Result<Self::Answer, ToolError>> + Send;
+}
+
+/// What a half of `T` gives: its answer, or the error for the model.
+pub(crate) type Reply<T> = Result<<T as SharedTool>::Answer, ToolError>;
+
+impl McpServer {
+    /// Runs `tool` on the backend its `server` names for this caller.
+    pub(crate) async fn serve<T: SharedTool>(&self, call: &CallContext, tool: T) -> Reply<T> {
+        match self.backend_of(call, tool.server()) {
+            Backend::Tmux => {
+                let tmux = self.tmux_access(call, tool.server()).await?;
+                tool.on_tmux(self, tmux).await
+            }
+            Backend::Zellij => {
+                let zellij = self.zellij_access(call, tool.server()).await?;
+                tool.on_zellij(self, zellij).await
+            }
+        }
+    }
+}
