@@ -175,68 +175,111 @@ fn a_command_line_or_row_parse_would_be_caught() {
 }
 
 /// The body of the function a `#[tool(name = "<tool>", …)]` attribute in `source` marks: from
-/// the function's opening brace to its closing one.
+/// the function's opening brace to its closing one. The name must be the attribute's own (not
+/// a string elsewhere), and the function the one before the next `#[tool(`.
 fn tool_body<'a>(source: &'a str, tool: &str) -> Option<&'a str> {
-    let attribute = source.find(&format!("name = \"{tool}\""))?;
-    let signature = attribute + source[attribute..].find("async fn ")?;
-    let open = signature + source[signature..].find(") -> ")?;
-    let open = open + source[open..].find('{')? + 1;
-    let close = open + closing_brace(&source[open..])?;
-    Some(&source[open..close])
+    let name = format!("name = \"{tool}\",");
+    let mut rest = source;
+    while let Some(at) = rest.find("#[tool(") {
+        let attribute = &rest[at..];
+        let next = attribute[1..]
+            .find("#[tool(")
+            .map_or(attribute.len(), |n| n + 1);
+        let item = &attribute[..next];
+        let attribute_end = item.find(")]\n")?;
+        if item[..attribute_end].contains(&name) {
+            let signature = item.find("async fn ")?;
+            let open = signature + item[signature..].find(") -> ")?;
+            let open = open + item[open..].find('{')? + 1;
+            let close = open + closing_brace(&item[open..])?;
+            return Some(&item[open..close]);
+        }
+        rest = &attribute[next..];
+    }
+    None
 }
 
 /// Whether a tool's body hands the call to `McpServer::serve` (the `SharedTool` contract)
-/// rather than picking a backend itself.
+/// rather than picking a backend or opening one itself.
 fn serves_through_the_contract(body: &str) -> bool {
-    body.contains(".serve(") && !body.contains("backend_of(")
+    body.contains(".serve(") && !body.contains("backend_of(") && !body.contains("_access(")
+}
+
+/// The Rust sources under `dir` (a path of the repo ending in `/`), with their text.
+fn sources_under(dir: &str) -> Vec<(String, String)> {
+    repo_paths()
+        .into_iter()
+        .filter(|path| path.starts_with(dir) && path.ends_with(".rs"))
+        .map(|path| {
+            let source = std::fs::read_to_string(Path::new(ROOT).join(&path)).expect("read");
+            (path, source)
+        })
+        .collect()
 }
 
 /// Every tool both backends serve reaches its backend through one contract
 /// (`src/mcp/shared_tool.rs`): the tool checks its arguments and calls `serve`, and the tmux
 /// and Zellij halves are the two methods of one `SharedTool` impl. `list_servers` lists both
-/// backends at once and `pane_batch` runs each operation through that operation's tool.
+/// backends at once and `pane_batch` runs each operation through that operation's tool; they
+/// and the contract itself are the only places that ask which backend a server is.
 #[test]
 fn every_shared_tool_reaches_its_backend_through_serve() {
-    let tools: Vec<(String, String)> = repo_paths()
-        .into_iter()
-        .filter(|path| path.starts_with("src/mcp/tools/") && path.ends_with(".rs"))
-        .map(|path| {
-            let source = std::fs::read_to_string(Path::new(ROOT).join(&path)).expect("read");
-            (path, source)
-        })
-        .collect();
-    let mut checked = 0;
+    let tools = sources_under("src/mcp/tools/");
     let mut dispatching = Vec::new();
     for tool in muxgate::mcp::backend::SHARED_TOOLS {
         if ["list_servers", "pane_batch"].contains(tool) {
             continue;
         }
-        let body = tools
+        let bodies: Vec<&str> = tools
             .iter()
-            .find_map(|(_, source)| tool_body(source, tool))
-            .unwrap_or_else(|| panic!("no #[tool] named {tool} in src/mcp/tools/"));
-        checked += 1;
-        if !serves_through_the_contract(body) {
+            .filter_map(|(_, source)| tool_body(source, tool))
+            .collect();
+        assert_eq!(
+            bodies.len(),
+            1,
+            "{tool}: one #[tool] of that name in src/mcp/tools/"
+        );
+        if !serves_through_the_contract(bodies[0]) {
             dispatching.push(*tool);
         }
     }
-    assert_eq!(checked, muxgate::mcp::backend::SHARED_TOOLS.len() - 2);
     assert!(
         dispatching.is_empty(),
-        "{dispatching:?} pick their backend themselves: implement SharedTool for the call and \
-         call self.serve"
+        "{dispatching:?} pick or open their backend themselves: implement SharedTool for the \
+         call and call self.serve"
+    );
+    let mut asking: Vec<String> = sources_under("src/")
+        .into_iter()
+        .filter(|(_, source)| source.contains("backend_of("))
+        .map(|(path, _)| path)
+        .collect();
+    asking.sort_unstable();
+    assert_eq!(
+        asking,
+        [
+            "src/mcp/access.rs",
+            "src/mcp/shared_tool.rs",
+            "src/mcp/tools/batch.rs"
+        ],
+        "only the contract, the access rules and pane_batch ask which backend a server is"
     );
 }
 
 #[test]
 fn a_shared_tool_picking_its_backend_would_be_caught() {
     let source = r#"
+        /// Mentions name = "kill_pane", in a doc.
         #[tool(name = "kill_pane", description = "Kill.")]
         async fn kill_pane(&self, input: In) -> Result<Json<Out>, ToolError> {
             if self.backend_of(&call, input.server.as_deref()) == Backend::Zellij {
                 return self.close_zellij_pane(&call, input).await.map(Json);
             }
             Ok(Json(kill(input).await?))
+        }
+        #[tool(name = "select_pane", description = "Select.")]
+        async fn select_pane(&self, input: In) -> Result<Json<Out>, ToolError> {
+            let z = self.zellij_access(&call, None).await?;
+            self.serve(&call, input).await.map(Json)
         }
         #[tool(name = "resize_pane", description = "Resize.")]
         async fn resize_pane(&self, input: In) -> Result<Json<Out>, ToolError> {
@@ -245,11 +288,13 @@ fn a_shared_tool_picking_its_backend_would_be_caught() {
         }
     "#;
     let kill = tool_body(source, "kill_pane").expect("kill_pane found");
-    assert!(kill.contains("close_zellij_pane") && !kill.contains("fn resize_pane"));
+    assert!(kill.contains("close_zellij_pane") && !kill.contains("fn select_pane"));
     assert!(!serves_through_the_contract(kill));
+    let select = tool_body(source, "select_pane").expect("select_pane found");
+    assert!(!serves_through_the_contract(select));
     let resize = tool_body(source, "resize_pane").expect("resize_pane found");
     assert!(serves_through_the_contract(resize));
-    assert_eq!(tool_body(source, "select_pane"), None);
+    assert_eq!(tool_body(source, "kill_window"), None);
 }
 
 /// The most lines a function of `src/` may span, signature to closing brace.

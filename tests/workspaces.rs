@@ -314,6 +314,45 @@ async fn workspace_limits_refuse_clearly() {
 
 /// `muxgate workspace list|stop|delete` beside a running gateway: a stopped workspace starts
 /// afresh on its tenant's next call; a deleted one loses its files too.
+/// A call both backends serve checks its arguments before it opens the server: bad input
+/// starts no workspace, and is refused as bad input, not as a server that could not start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_starts_no_workspace() {
+    if !common::needs::sandbox("bad_input_starts_no_workspace") {
+        return;
+    }
+    let state = WorkspaceState::new();
+    let gateway =
+        spawn_gateway(state.config(muxgate::config::Config::from_toml_str("").unwrap())).await;
+    let alice = client_with(&gateway, &mint_for(&gateway, "alice", None)).await;
+    let bad = [
+        ("kill_window", json!({"target": "%1"})),
+        ("rename_window", json!({"target": "@1", "new_name": "a#b"})),
+        (
+            "create_window",
+            json!({"target": "work", "layout": "layout { pane; }"}),
+        ),
+        ("list_windows", json!({"target": "%1"})),
+        ("list_sessions", json!({"fields": ["no_such_field"]})),
+        ("list_panes", json!({"filters": {"no_such_field": 1}})),
+        ("kill_pane", json!({"target": "@1"})),
+    ];
+    for (tool, args) in bad {
+        let error = call_err(&alice, tool, args).await;
+        assert_eq!(error["kind"], "invalid_arguments", "{tool}: {error}");
+    }
+    assert_eq!(
+        state.sandbox_pid("alice"),
+        None,
+        "bad input started the workspace"
+    );
+    call_ok(&alice, "list_sessions", json!({})).await;
+    assert!(
+        state.sandbox_pid("alice").is_some(),
+        "a good call starts it"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operator_lists_stops_and_deletes_workspaces() {
     if !common::needs::sandbox("the_operator_lists_stops_and_deletes_workspaces") {

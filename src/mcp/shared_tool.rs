@@ -4,7 +4,8 @@
 //! runs the matching half.
 //!
 //! A shared tool then reads the same way on every file: check what both backends check (the
-//! tool's rules, stated once), then `serve`. Each half is handed the access it needs, already
+//! tool's rules, stated once), then `serve`, which runs the call's own checks for the backend
+//! ([`SharedTool::check`]) before it opens anything. Each half is handed the access it needs, already
 //! checked against the caller's grants: a [`TmuxAccess`] or a [`ZellijAccess`]. The compiler
 //! holds both halves to one answer; the tests in `tests/zellij_tools.rs` and the tmux tool
 //! tests hold them to the semantics `docs/tools.md` states.
@@ -30,6 +31,13 @@ pub(crate) trait SharedTool: Send + Sync + Sized {
     /// The `server` the call names, if it names one.
     fn server(&self) -> Option<&str>;
 
+    /// What the `backend` half refuses in these arguments without asking a server. It runs
+    /// before the access opens, so bad input starts nothing (a caller's workspace) and is
+    /// refused the same way whatever state the server is in. The halves may parse again.
+    fn check(&self, _backend: Backend) -> Result<(), ToolError> {
+        Ok(())
+    }
+
     /// The call on a tmux server.
     fn on_tmux(
         self,
@@ -51,7 +59,9 @@ pub(crate) type Reply<T> = Result<<T as SharedTool>::Answer, ToolError>;
 impl McpServer {
     /// Runs `tool` on the backend its `server` names for this caller.
     pub(crate) async fn serve<T: SharedTool>(&self, call: &CallContext, tool: T) -> Reply<T> {
-        match self.backend_of(call, tool.server()) {
+        let backend = self.backend_of(call, tool.server());
+        tool.check(backend)?;
+        match backend {
             Backend::Tmux => {
                 let tmux = self.tmux_access(call, tool.server()).await?;
                 tool.on_tmux(self, tmux).await

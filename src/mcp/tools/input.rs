@@ -1,7 +1,8 @@
 //! Tools that type into panes: `send_keys` (key names, or literal text) and `paste_text`.
 //!
 //! Both deliver exactly what the client sent, in one tmux write per call (see
-//! [`crate::mux::tmux::ops::input`] for how each kind of byte gets there). Text that is not
+//! [`crate::mux::tmux::ops::input`] for how each kind of byte gets there); on a Zellij server,
+//! in one input batch after a mark of the screen ([`crate::mcp::shared_tool`] picks the half). Text that is not
 //! valid UTF-8 cannot travel in a JSON string; clients send it base64-encoded with
 //! `encoding: "base64"`.
 //!
@@ -19,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, parse_target};
+use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{self, Delivered};
@@ -243,6 +245,17 @@ impl SharedTool for SendKeys {
         self.input.server.as_deref()
     }
 
+    /// Zellij has no keypad keys and types only UTF-8 text.
+    fn check(&self, backend: Backend) -> Result<(), ToolError> {
+        match backend {
+            Backend::Tmux => parse_target(&self.input.target).map(drop),
+            Backend::Zellij => self
+                .request
+                .zellij_steps(self.input.keystrokes.enter)
+                .map(drop),
+        }
+    }
+
     async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
         let enter = self.input.keystrokes.enter;
         let target = parse_target(&self.input.target)?;
@@ -283,6 +296,14 @@ impl SharedTool for SendKeys {
     }
 }
 
+/// The refusal of a paste that is not UTF-8 for a Zellij pane.
+pub(crate) fn not_utf8_for_zellij() -> ToolError {
+    ToolError::invalid_arguments(
+        "text is not UTF-8: Zellij pastes only UTF-8 text",
+        "paste UTF-8 text into a Zellij pane",
+    )
+}
+
 /// `paste_text`'s call: its input and the text it pastes, decoded.
 struct PasteText {
     input: PasteTextInput,
@@ -294,6 +315,15 @@ impl SharedTool for PasteText {
 
     fn server(&self) -> Option<&str> {
         self.input.server.as_deref()
+    }
+
+    fn check(&self, backend: Backend) -> Result<(), ToolError> {
+        match backend {
+            Backend::Tmux => parse_target(&self.input.target).map(drop),
+            Backend::Zellij => std::str::from_utf8(&self.text)
+                .map(drop)
+                .map_err(|_| not_utf8_for_zellij()),
+        }
     }
 
     async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {

@@ -18,9 +18,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::support::check_tmux_format;
+use super::zellij_objects::ZELLIJ_PANE_FIELDS;
 use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, parse_target};
 use crate::mcp::args::ObjectArg;
+use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::fields::RowShape;
@@ -610,6 +612,29 @@ impl SharedTool for ListPanesInput {
 
     fn server(&self) -> Option<&str> {
         self.server.as_deref()
+    }
+
+    fn check(&self, backend: Backend) -> Result<(), ToolError> {
+        let fields = match backend {
+            Backend::Tmux => {
+                LISTED_PANE_SHAPE.select(self.fields.as_deref(), "list_panes")?;
+                if let Some(target) = &self.target {
+                    parse_target(target)?;
+                }
+                &LISTED_PANE_FIELDS[..]
+            }
+            Backend::Zellij if self.fields.is_some() => {
+                return Err(ToolError::invalid_arguments(
+                    "fields is tmux-only: a Zellij pane's row is always whole",
+                    "omit fields for a Zellij server",
+                ));
+            }
+            Backend::Zellij => ZELLIJ_PANE_FIELDS,
+        };
+        if let Some(filters) = &self.filters {
+            Filters::parse(filters, fields, "list_panes")?;
+        }
+        Ok(())
     }
 
     async fn on_tmux(self, gateway: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {

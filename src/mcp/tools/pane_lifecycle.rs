@@ -4,7 +4,9 @@
 //! (and split_window with `select`); kill_pane and respawn_pane refuse the pane the gateway
 //! itself runs in ([`crate::mcp::self_guard`]). The commands are
 //! [`crate::mux::tmux::pane_lifecycle`]'s; these tools check arguments and access, call it and
-//! shape the answer.
+//! shape the answer. `kill_pane`, `select_pane`, `resize_pane` and `set_pane_title` serve
+//! Zellij servers too: their Zellij halves are here, beside the tmux ones, in each call's
+//! [`SharedTool`] impl, and call [`crate::mux::zellij::backend`] the same way.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -20,7 +22,7 @@ use super::support::check_shell;
 use crate::mcp::McpServer;
 use crate::mcp::access::{PANES_HINT, TmuxAccess, list_hint, parse_target};
 use crate::mcp::args::ObjectArg;
-use crate::mcp::backend::Row;
+use crate::mcp::backend::{Backend, Row};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{
@@ -617,6 +619,13 @@ impl SharedTool for PaneIdInput {
         self.server.as_deref()
     }
 
+    fn check(&self, backend: Backend) -> Result<(), ToolError> {
+        if backend == Backend::Tmux {
+            exact_pane(&self.target, "kill_window or kill_session")?;
+        }
+        Ok(())
+    }
+
     async fn on_tmux(self, gateway: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
         let pane = exact_pane(&self.target, "kill_window or kill_session")?;
         let pane = tmux.resolve(&Target::Pane(pane)).await?.pane_id;
@@ -659,6 +668,23 @@ impl SharedTool for SelectPaneInput {
 
     fn server(&self) -> Option<&str> {
         self.server.as_deref()
+    }
+
+    /// Zellij moves focus by pane only, so `direction` is refused there.
+    fn check(&self, backend: Backend) -> Result<(), ToolError> {
+        match backend {
+            Backend::Tmux => {
+                parse_target(&self.target)?;
+            }
+            Backend::Zellij if self.direction.is_some() => {
+                return Err(ToolError::invalid_arguments(
+                    "direction is tmux-only: Zellij focuses a pane by its id",
+                    "call list_panes and pass the pane's id as target, without direction",
+                ));
+            }
+            Backend::Zellij => {}
+        }
+        Ok(())
     }
 
     async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
@@ -719,15 +745,8 @@ impl SharedTool for SelectPaneInput {
         })
     }
 
-    /// Shows the pane to every attached client (its tab, and the pane focused there). Zellij
-    /// moves focus by pane only, so `direction` is refused.
+    /// Shows the pane to every attached client (its tab, and the pane focused there).
     async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
-        if self.direction.is_some() {
-            return Err(ToolError::invalid_arguments(
-                "direction is tmux-only: Zellij focuses a pane by its id",
-                "call list_panes and pass the pane's id as target, without direction",
-            ));
-        }
         let (session, pane) = z.pane_target(&self.target)?;
         let focused = z
             .backend

@@ -27,6 +27,7 @@ use crate::auth::pattern::NamePattern;
 use crate::mcp::McpServer;
 use crate::mcp::access::{SESSIONS_HINT, TmuxAccess, engine_error, parse_target};
 use crate::mcp::args::ObjectArg;
+use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::fields::RowShape;
@@ -608,6 +609,34 @@ impl SharedTool for ListSessionsInput {
 
     fn server(&self) -> Option<&str> {
         self.server.as_deref()
+    }
+
+    /// On Zellij: sessions carry no per-session client count, and a row is always whole.
+    fn check(&self, backend: Backend) -> Result<(), ToolError> {
+        match backend {
+            Backend::Tmux => {
+                SessionMatcher::new(self.filters.as_deref())?;
+                SESSION_SHAPE.select(self.fields.as_deref(), "list_sessions")?;
+            }
+            Backend::Zellij => {
+                if self.fields.is_some() {
+                    return Err(ToolError::invalid_arguments(
+                        "fields is tmux-only: a Zellij session's row is always its name, \
+                         created_ago and exited",
+                        "omit fields for a Zellij server",
+                    ));
+                }
+                let filters = self.filters.as_ref();
+                if filters.is_some_and(|f| f.attached.is_some()) {
+                    return Err(ToolError::invalid_arguments(
+                        "the attached filter is tmux-only: Zellij lists no clients per session",
+                        "omit it, and see a session's clients with zellij_list_clients",
+                    ));
+                }
+                name_filter(filters.and_then(|f| f.name.as_deref()))?;
+            }
+        }
+        Ok(())
     }
 
     async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {

@@ -27,7 +27,7 @@ use crate::auth::pattern::NamePattern;
 use crate::mcp::McpServer;
 use crate::mcp::access::{SESSIONS_HINT, TmuxAccess, WINDOWS_HINT, engine_error, parse_target};
 use crate::mcp::args::ObjectArg;
-use crate::mcp::backend::Row;
+use crate::mcp::backend::{Backend, Row};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::fields::RowShape;
@@ -753,6 +753,20 @@ impl McpServer {
     }
 }
 
+impl ListWindowsInput {
+    /// The tmux session `target` names, if it names one (it must be a session).
+    fn tmux_session(&self) -> Result<Option<SessionSel>, ToolError> {
+        match self.target.as_deref().map(parse_target).transpose()? {
+            None => Ok(None),
+            Some(Target::Session(session)) => Ok(Some(session)),
+            Some(other) => Err(ToolError::invalid_arguments(
+                format!("target must be a session, not the {} {other}", other.kind()),
+                "pass a session id ($N) or name, or omit target for every session",
+            )),
+        }
+    }
+}
+
 impl SharedTool for ListWindowsInput {
     type Answer = ListWindowsOutput;
 
@@ -760,19 +774,27 @@ impl SharedTool for ListWindowsInput {
         self.server.as_deref()
     }
 
-    async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
-        let matcher = WindowMatcher::new(self.filters.as_deref())?;
-        let target = self.target.as_deref().map(parse_target).transpose()?;
-        let session = match &target {
-            None => None,
-            Some(Target::Session(session)) => Some(session.clone()),
-            Some(other) => {
+    fn check(&self, backend: Backend) -> Result<(), ToolError> {
+        WindowMatcher::new(self.filters.as_deref())?;
+        match backend {
+            Backend::Tmux => {
+                self.tmux_session()?;
+                WINDOW_SHAPE.select(self.fields.as_deref(), "list_windows")?;
+            }
+            Backend::Zellij if self.fields.is_some() => {
                 return Err(ToolError::invalid_arguments(
-                    format!("target must be a session, not the {} {other}", other.kind()),
-                    "pass a session id ($N) or name, or omit target for every session",
+                    "fields is tmux-only: a Zellij tab's row is always whole",
+                    "omit fields for a Zellij server",
                 ));
             }
-        };
+            Backend::Zellij => {}
+        }
+        Ok(())
+    }
+
+    async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
+        let matcher = WindowMatcher::new(self.filters.as_deref())?;
+        let session = self.tmux_session()?;
         let selection = WINDOW_SHAPE.select(self.fields.as_deref(), "list_windows")?;
         let windows: Vec<Window> = list_window_rows(&tmux, None)
             .await?
@@ -815,20 +837,39 @@ impl SharedTool for CreateWindowInput {
         self.server.as_deref()
     }
 
+    fn check(&self, backend: Backend) -> Result<(), ToolError> {
+        match backend {
+            Backend::Tmux => {
+                if self.layout.is_some() {
+                    return Err(ToolError::invalid_arguments(
+                        "layout is Zellij-only: a tmux window is laid out with select_layout",
+                        "omit layout, then call split_window and select_layout",
+                    ));
+                }
+                parse_target(&self.target)?;
+                if let Some(name) = &self.name {
+                    check_window_name(name, "name")?;
+                }
+                if let Some(dir) = &self.start_directory {
+                    validate_start_directory(dir)?;
+                }
+                validate_environment(self.environment.clone().unwrap_or_default().0)?;
+            }
+            Backend::Zellij => {
+                if self.position.is_some() || self.environment.is_some() {
+                    return Err(ToolError::invalid_arguments(
+                        "position and environment are tmux-only: a Zellij tab goes last and its \
+                         panes inherit the session's environment",
+                        "omit position and environment for a Zellij server",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     async fn on_tmux(self, gateway: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
-        if self.layout.is_some() {
-            return Err(ToolError::invalid_arguments(
-                "layout is Zellij-only: a tmux window is laid out with select_layout",
-                "omit layout, then call split_window and select_layout",
-            ));
-        }
         let target = parse_target(&self.target)?;
-        if let Some(name) = &self.name {
-            check_window_name(name, "name")?;
-        }
-        if let Some(dir) = &self.start_directory {
-            validate_start_directory(dir)?;
-        }
         let environment = validate_environment(self.environment.unwrap_or_default().0)?;
         let place = placement(&tmux, &target, self.position, "target").await?;
         let new_window = NewWindow {
@@ -875,6 +916,13 @@ impl SharedTool for KillWindowInput {
         self.server.as_deref()
     }
 
+    fn check(&self, backend: Backend) -> Result<(), ToolError> {
+        if backend == Backend::Tmux {
+            window_only(&parse_target(&self.target)?, "kill_window")?;
+        }
+        Ok(())
+    }
+
     async fn on_tmux(self, gateway: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
         let target = parse_target(&self.target)?;
         let window = window_only(&target, "kill_window")?;
@@ -917,10 +965,17 @@ impl SharedTool for RenameWindowInput {
         self.server.as_deref()
     }
 
+    fn check(&self, backend: Backend) -> Result<(), ToolError> {
+        if backend == Backend::Tmux {
+            window_only(&parse_target(&self.target)?, "rename_window")?;
+            check_window_name(&self.new_name, "new_name")?;
+        }
+        Ok(())
+    }
+
     async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
         let target = parse_target(&self.target)?;
         let window = window_only(&target, "rename_window")?;
-        check_window_name(&self.new_name, "new_name")?;
         let resolved = tmux.resolve(&target).await?;
         let renamed = tmux
             .windows()
@@ -940,6 +995,22 @@ impl SharedTool for SelectWindowInput {
 
     fn server(&self) -> Option<&str> {
         self.server.as_deref()
+    }
+
+    fn check(&self, backend: Backend) -> Result<(), ToolError> {
+        match backend {
+            Backend::Tmux => {
+                SelectHow::new(&parse_target(&self.target)?, self.step, self.index)?;
+            }
+            Backend::Zellij if self.step.is_some() || self.index.is_some() => {
+                return Err(ToolError::invalid_arguments(
+                    "step and index are tmux-only: a Zellij tab is selected by its id",
+                    "call list_windows and pass the tab's tab_id as target",
+                ));
+            }
+            Backend::Zellij => {}
+        }
+        Ok(())
     }
 
     async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {

@@ -1,6 +1,7 @@
 //! Zellij terminal I/O tools: batches of text, keys and pastes, and commands run with their
-//! output and exit status; and the Zellij halves of `capture_pane`, `send_keys` and
-//! `wait_for_text`.
+//! output and exit status; and the Zellij halves of `capture_pane`, `paste_text`,
+//! `wait_for_text` and `run_command`, with the input step (`ZellijAccess::send_input`) that
+//! `send_keys`, `paste_text` and `send_keys_batch` deliver through.
 //!
 //! Everything targets a pane by id and never moves anyone's focus. Reads go through the
 //! backend-neutral [`PaneIo`] trait and come from stdout (no temp files); `wait_for_text` runs
@@ -17,7 +18,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use super::input::{PasteTextInput, PasteTextOutput};
+use super::input::{PasteTextInput, PasteTextOutput, not_utf8_for_zellij};
 use super::pane::{CapturePaneInput, CapturePaneOutput};
 use super::run::{DEFAULT_RUN_TIMEOUT, RunCommandInput, RunCommandOutput, ShellName};
 use super::wait::{
@@ -221,12 +222,7 @@ impl ZellijAccess<'_> {
         input: &PasteTextInput,
         text: Vec<u8>,
     ) -> Result<PasteTextOutput, ToolError> {
-        let text = String::from_utf8(text).map_err(|_| {
-            ToolError::invalid_arguments(
-                "text is not UTF-8: Zellij pastes only UTF-8 text",
-                "paste UTF-8 text into a Zellij pane",
-            )
-        })?;
+        let text = String::from_utf8(text).map_err(|_| not_utf8_for_zellij())?;
         let bytes = text.len();
         let step = if input.bracket {
             InputStep::Paste(text.clone())

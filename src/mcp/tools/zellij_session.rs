@@ -60,20 +60,7 @@ impl ZellijAccess<'_> {
         &self,
         input: ListSessionsInput,
     ) -> Result<ListSessionsOutput, ToolError> {
-        if input.fields.is_some() {
-            return Err(ToolError::invalid_arguments(
-                "fields is tmux-only: a Zellij session's row is always its name, created_ago \
-                 and exited",
-                "omit fields for a Zellij server",
-            ));
-        }
         let filters = input.filters.as_ref();
-        if filters.is_some_and(|f| f.attached.is_some()) {
-            return Err(ToolError::invalid_arguments(
-                "the attached filter is tmux-only: Zellij lists no clients per session",
-                "omit it, and see a session's clients with zellij_list_clients",
-            ));
-        }
         let name = name_filter(filters.and_then(|f| f.name.as_deref()))?;
         let only_yours = filters.and_then(|f| f.created_by_you) == Some(true);
         let sessions = self
@@ -146,12 +133,6 @@ impl ZellijAccess<'_> {
         &self,
         input: ListPanesInput,
     ) -> Result<ListPanesOutput, ToolError> {
-        if input.fields.is_some() {
-            return Err(ToolError::invalid_arguments(
-                "fields is tmux-only: a Zellij pane's row is always whole",
-                "omit fields for a Zellij server",
-            ));
-        }
         let filters = match &input.filters {
             Some(filters) => Filters::parse(filters, ZELLIJ_PANE_FIELDS, "list_panes")?,
             None => Filters::default(),

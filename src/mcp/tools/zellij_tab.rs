@@ -54,12 +54,6 @@ impl ZellijAccess<'_> {
         &self,
         input: ListWindowsInput,
     ) -> Result<ListWindowsOutput, ToolError> {
-        if input.fields.is_some() {
-            return Err(ToolError::invalid_arguments(
-                "fields is tmux-only: a Zellij tab's row is always whole",
-                "omit fields for a Zellij server",
-            ));
-        }
         let matcher = WindowMatcher::new(input.filters.as_deref())?;
         let session = self.session(input.target.as_deref())?;
         let tabs = self
@@ -92,13 +86,6 @@ impl ZellijAccess<'_> {
         &self,
         input: CreateWindowInput,
     ) -> Result<WindowOutput, ToolError> {
-        if input.position.is_some() || input.environment.is_some() {
-            return Err(ToolError::invalid_arguments(
-                "position and environment are tmux-only: a Zellij tab goes last and its panes \
-                 inherit the session's environment",
-                "omit position and environment for a Zellij server",
-            ));
-        }
         let session = self.session(Some(&input.target))?;
         let opts = NewTabOptions {
             name: input.name,
@@ -138,12 +125,6 @@ impl ZellijAccess<'_> {
         &self,
         input: SelectWindowInput,
     ) -> Result<WindowOutput, ToolError> {
-        if input.step.is_some() || input.index.is_some() {
-            return Err(ToolError::invalid_arguments(
-                "step and index are tmux-only: a Zellij tab is selected by its id",
-                "call list_windows and pass the tab's tab_id as target",
-            ));
-        }
         let (session, tab) = self.tab_target(&input.target)?;
         let tab = self
             .backend
