@@ -7,7 +7,9 @@
 //!
 //! Too long for the test suite: ignored, run by `scripts/soak` (see README, Testing).
 //! Environment: `SOAK_MINUTES` (default 30), `SOAK_AGENTS` (default 32), `SOAK_REPORT` (a file
-//! to write the Markdown report to).
+//! to write the Markdown report to), `SOAK_HISTORY_LIMIT` (the agents' panes' tmux
+//! `history-limit`; default tmux's 2,000 lines: a smaller one tells whether the latency creeps
+//! with the scrollback).
 
 mod common;
 
@@ -267,6 +269,9 @@ async fn soak() {
     let duration = Duration::from_secs(minutes * 60);
 
     let tmux = TestTmux::start();
+    if let Ok(lines) = std::env::var("SOAK_HISTORY_LIMIT") {
+        tmux.ok(&["set-option", "-g", "history-limit", &lines]);
+    }
     let dir = tempfile::tempdir().expect("tempdir");
     let config =
         common::serve::write_config(dir.path(), "work", &tmux.socket, "[log]\nlevel = 'warn'\n");
