@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::{Notify, mpsc, oneshot};
 
@@ -181,6 +181,11 @@ pub enum CloseReason {
     Eof,
     /// Reading stdout failed.
     ReadError(String),
+    /// The client's output broke a bound no tmux output reaches (a line too long outside a
+    /// reply, more notifications waiting than [`MAX_QUEUED_EVENTS`]): someone who can write
+    /// into the pipe — a tenant's pane, through its own server's `/proc/<pid>/fd` — is feeding
+    /// it. The connection is dropped rather than read further.
+    Flooded(&'static str),
 }
 
 impl CloseReason {
@@ -188,7 +193,9 @@ impl CloseReason {
     pub fn server_gone(&self) -> bool {
         match self {
             CloseReason::Exit(Some(reason)) => reason.contains("server exited"),
-            CloseReason::Exit(None) | CloseReason::AttachFailed(_) => false,
+            CloseReason::Exit(None) | CloseReason::AttachFailed(_) | CloseReason::Flooded(_) => {
+                false
+            }
             CloseReason::Eof | CloseReason::ReadError(_) => true,
         }
     }
@@ -202,6 +209,7 @@ impl std::fmt::Display for CloseReason {
             CloseReason::AttachFailed(message) => write!(f, "tmux: {message}"),
             CloseReason::Eof => f.write_str("the tmux client exited"),
             CloseReason::ReadError(e) => write!(f, "reading from tmux failed: {e}"),
+            CloseReason::Flooded(what) => write!(f, "dropped: {what}"),
         }
     }
 }
@@ -263,7 +271,7 @@ impl ProgressNotifier {
 pub struct Connection {
     stdin: Option<ChildStdin>,
     shared: Arc<Shared>,
-    events: mpsc::UnboundedReceiver<ConnEvent>,
+    events: mpsc::Receiver<ConnEvent>,
     session: SessionId,
     session_name: Vec<u8>,
     child: Child,
@@ -309,7 +317,7 @@ impl Connection {
             alive: AtomicBool::new(true),
             progress: Notify::new(),
         });
-        let (events_tx, events) = mpsc::unbounded_channel();
+        let (events_tx, events) = mpsc::channel(MAX_QUEUED_EVENTS);
         let (handshake_tx, handshake_rx) = oneshot::channel();
         let reader = tokio::spawn(read_loop(
             stdout,
@@ -498,77 +506,64 @@ fn control_command(options: &ConnectOptions, flags: &str) -> tokio::process::Com
 /// The attached session, or why the client ended before attaching.
 type Handshake = oneshot::Sender<Result<(SessionId, Vec<u8>), CloseReason>>;
 
+/// Most notifications waiting for the connection's owner. The owner takes them as they come
+/// (the monitor may wait on tmux between two); a queue this long is a flood, not tmux.
+pub const MAX_QUEUED_EVENTS: usize = 16 * 1024;
+
 async fn read_loop(
     stdout: ChildStdout,
     shared: Arc<Shared>,
-    events: mpsc::UnboundedSender<ConnEvent>,
+    events: mpsc::Sender<ConnEvent>,
     sink: Option<Arc<dyn OutputSink>>,
     handshake: Handshake,
 ) {
-    let mut reader = BufReader::with_capacity(256 * 1024, stdout);
-    let mut parser = Parser::new();
-    let mut line = Vec::with_capacity(16 * 1024);
+    let mut lines = Lines {
+        reader: BufReader::with_capacity(256 * 1024, stdout),
+        parser: Parser::new(),
+        line: Vec::with_capacity(16 * 1024),
+    };
     let mut handshake = Some(handshake);
     // The attach command's own error, if it fails before the client is attached (tmux
     // reports it in a block, then `%exit`).
     let mut attach_error = None;
     let reason = loop {
-        line.clear();
-        match reader.read_until(b'\n', &mut line).await {
-            Ok(0) => break CloseReason::Eof,
-            Ok(_) => {}
-            Err(e) => break CloseReason::ReadError(e.to_string()),
-        }
-        if line.last() == Some(&b'\n') {
-            line.pop();
-        }
-        let Some(event) = parser.feed(&line) else {
-            continue;
+        let event = match lines.next_event().await {
+            Ok(event) => event,
+            Err(reason) => break reason,
         };
-        match event {
-            Event::Begin { flags, .. } => {
-                if flags & 1 == 1
-                    && let Some(front) = shared.lock().front_mut()
-                {
-                    front.begun = true;
-                    parser.limit_open_block(front.request.reply_limit);
+        let event = match dispatch(event, &shared, &mut lines.parser, sink.as_deref()) {
+            Dispatched::Done => continue,
+            Dispatched::Exit(reason) => break reason,
+            Dispatched::BlockFailed(text) => {
+                if handshake.is_some() {
+                    attach_error = Some(text);
                 }
+                continue;
             }
-            Event::Block(block) if block.is_ours() => complete_front(&shared, block),
-            Event::Block(block) if handshake.is_some() && !block.ok => {
-                attach_error = Some(block_text(&block));
-            }
-            Event::Block(_) => {} // the attach command's block, or a hook's
-            Event::Output { pane, data, .. } => {
-                if let Some(sink) = &sink {
-                    sink.output(pane, &data);
-                }
-            }
-            Event::SessionChanged { session, name } => match handshake.take() {
+            Dispatched::Attached { session, name } => match handshake.take() {
                 Some(tx) => {
                     let _ = tx.send(Ok((session, name)));
+                    continue;
                 }
-                None => {
-                    let _ = events.send(ConnEvent::SessionChanged { session, name });
-                }
+                None => ConnEvent::SessionChanged { session, name },
             },
-            Event::Pause(pane) => {
-                let _ = events.send(ConnEvent::Pause(pane));
-            }
-            Event::Continue(pane) => {
-                let _ = events.send(ConnEvent::Continue(pane));
-            }
-            Event::Notification { name, args } => {
-                let _ = events.send(ConnEvent::Notification { name, args });
-            }
-            Event::Exit { reason } => {
-                break CloseReason::Exit(reason.map(|r| String::from_utf8_lossy(&r).into_owned()));
-            }
-            Event::Stray(text) => {
-                tracing::debug!(len = text.len(), "stray line from tmux");
+            Dispatched::Owner(event) => event,
+        };
+        // The reader never waits on the owner (tmux would stop reading the panes' programs),
+        // so a full queue ends the connection instead.
+        match events.try_send(event) {
+            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                break CloseReason::Flooded("more notifications than the connection reads");
             }
         }
     };
+    if let CloseReason::Flooded(what) = &reason {
+        tracing::warn!(
+            reason = what,
+            "a tmux control client's output broke its bounds; dropping the connection"
+        );
+    }
     if let Some(tx) = handshake.take() {
         let _ = tx.send(Err(
             attach_error.map_or_else(|| reason.clone(), CloseReason::AttachFailed)
@@ -576,7 +571,171 @@ async fn read_loop(
     }
     let unstarted = close_pending(&shared);
     shared.progress.notify_one();
-    let _ = events.send(ConnEvent::Closed { reason, unstarted });
+    // The last event: waiting for room is fine here, the connection reads nothing more.
+    let _ = events.send(ConnEvent::Closed { reason, unstarted }).await;
+}
+
+/// What the reader did with one event, and what is left to do.
+enum Dispatched {
+    /// Handled: a reply matched, output handed on.
+    Done,
+    /// A block that is not ours failed (the attach's own, before the client is attached).
+    BlockFailed(String),
+    /// The client is attached to this session now.
+    Attached { session: SessionId, name: Vec<u8> },
+    /// For the connection's owner.
+    Owner(ConnEvent),
+    /// tmux is closing the client.
+    Exit(CloseReason),
+}
+
+/// Handles what is the reader's own to handle in `event` (replies, output).
+fn dispatch(
+    event: Event,
+    shared: &Shared,
+    parser: &mut Parser,
+    sink: Option<&dyn OutputSink>,
+) -> Dispatched {
+    match event {
+        Event::Begin { flags, .. } => {
+            if flags & 1 == 1
+                && let Some(front) = shared.lock().front_mut()
+            {
+                front.begun = true;
+                parser.limit_open_block(front.request.reply_limit);
+            }
+            Dispatched::Done
+        }
+        Event::Block(block) if block.is_ours() => {
+            complete_front(shared, block);
+            Dispatched::Done
+        }
+        // The attach command's block, or a hook's.
+        Event::Block(block) if !block.ok => Dispatched::BlockFailed(block_text(&block)),
+        Event::Block(_) => Dispatched::Done,
+        Event::Output { pane, data, .. } => {
+            if let Some(sink) = sink {
+                sink.output(pane, &data);
+            }
+            Dispatched::Done
+        }
+        Event::SessionChanged { session, name } => Dispatched::Attached { session, name },
+        Event::Pause(pane) => Dispatched::Owner(ConnEvent::Pause(pane)),
+        Event::Continue(pane) => Dispatched::Owner(ConnEvent::Continue(pane)),
+        Event::Notification { name, args } => {
+            Dispatched::Owner(ConnEvent::Notification { name, args })
+        }
+        Event::Exit { reason } => Dispatched::Exit(CloseReason::Exit(
+            reason.map(|r| String::from_utf8_lossy(&r).into_owned()),
+        )),
+        Event::Stray(text) => {
+            tracing::debug!(len = text.len(), "stray line from tmux");
+            Dispatched::Done
+        }
+    }
+}
+
+/// The client's standard output as events: bounded lines through the parser.
+struct Lines {
+    reader: BufReader<ChildStdout>,
+    parser: Parser,
+    line: Vec<u8>,
+}
+
+impl Lines {
+    /// The next event, or why the connection ends.
+    async fn next_event(&mut self) -> Result<Event, CloseReason> {
+        let read_failed = |e: std::io::Error| CloseReason::ReadError(e.to_string());
+        loop {
+            let limit = self.parser.line_limit();
+            match read_line_within(&mut self.reader, &mut self.line, limit).await {
+                Ok(LineRead::Eof) => return Err(CloseReason::Eof),
+                Ok(LineRead::Whole) => {}
+                Ok(LineRead::Cut) if self.parser.in_block() => {
+                    // A reply line longer than the reply may be: its block is oversized, and
+                    // the rest of the line is read and dropped to stay in step.
+                    self.parser.cut_line();
+                    if !skip_line(&mut self.reader).await.map_err(read_failed)? {
+                        return Err(CloseReason::Eof);
+                    }
+                    continue;
+                }
+                Ok(LineRead::Cut) => {
+                    return Err(CloseReason::Flooded("a line longer than tmux writes"));
+                }
+                Err(e) => return Err(read_failed(e)),
+            }
+            if let Some(event) = self.parser.feed(&self.line) {
+                return Ok(event);
+            }
+        }
+    }
+}
+
+/// How a bounded line read ended.
+#[derive(Debug, PartialEq, Eq)]
+enum LineRead {
+    /// A whole line (or the unterminated rest before EOF) is in the buffer, without its `\n`.
+    Whole,
+    /// The line is longer than the limit: the buffer holds its start, the rest is unread.
+    Cut,
+    /// Nothing more to read.
+    Eof,
+}
+
+/// Reads one line into `line` (cleared first, `\n` dropped), keeping at most `limit` bytes:
+/// a longer line is [`LineRead::Cut`] as soon as it passes the limit, so whoever writes into
+/// the pipe cannot make the reader hold more.
+async fn read_line_within<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    line: &mut Vec<u8>,
+    limit: usize,
+) -> std::io::Result<LineRead> {
+    line.clear();
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(if line.is_empty() {
+                LineRead::Eof
+            } else {
+                LineRead::Whole
+            });
+        }
+        let newline = memchr::memchr(b'\n', available);
+        let chunk = &available[..newline.unwrap_or(available.len())];
+        if line.len() + chunk.len() > limit {
+            let room = limit - line.len();
+            line.extend_from_slice(&chunk[..room]);
+            reader.consume(room);
+            return Ok(LineRead::Cut);
+        }
+        line.extend_from_slice(chunk);
+        let used = chunk.len() + usize::from(newline.is_some());
+        reader.consume(used);
+        if newline.is_some() {
+            return Ok(LineRead::Whole);
+        }
+    }
+}
+
+/// Reads and drops the rest of a line; `false` at EOF.
+async fn skip_line<R: AsyncBufRead + Unpin>(reader: &mut R) -> std::io::Result<bool> {
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(false);
+        }
+        match memchr::memchr(b'\n', available) {
+            Some(at) => {
+                reader.consume(at + 1);
+                return Ok(true);
+            }
+            None => {
+                let len = available.len();
+                reader.consume(len);
+            }
+        }
+    }
 }
 
 /// Marks the connection dead; a request tmux began is lost with it, and the requests it never
@@ -626,5 +785,66 @@ fn complete_front(shared: &Shared, block: Block) {
     if let Some(entry) = finished {
         let _ = entry.request.reply.send(Ok(entry.blocks));
         shared.progress.notify_one();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn lines(input: &[u8], limit: usize) -> Vec<(LineRead, Vec<u8>)> {
+        // A tiny buffer, so lines arrive in several pieces as they do from a pipe.
+        let mut reader = BufReader::with_capacity(3, input);
+        let mut line = Vec::new();
+        let mut read = Vec::new();
+        loop {
+            let outcome = read_line_within(&mut reader, &mut line, limit)
+                .await
+                .unwrap();
+            if outcome == LineRead::Eof {
+                return read;
+            }
+            let cut = outcome == LineRead::Cut;
+            read.push((outcome, line.clone()));
+            if cut {
+                skip_line(&mut reader).await.unwrap();
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn lines_are_read_whole_within_the_limit_and_cut_beyond_it() {
+        let read = lines(b"ab\n0123456789\n\nlast", 4).await;
+        assert_eq!(
+            read,
+            vec![
+                (LineRead::Whole, b"ab".to_vec()),
+                (LineRead::Cut, b"0123".to_vec()),
+                (LineRead::Whole, Vec::new()),
+                (LineRead::Whole, b"last".to_vec()),
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_line_exactly_at_the_limit_is_whole() {
+        let read = lines(b"abcd\nabcde\n", 4).await;
+        assert_eq!(read[0], (LineRead::Whole, b"abcd".to_vec()));
+        assert_eq!(read[1], (LineRead::Cut, b"abcd".to_vec()));
+        assert_eq!(read.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn an_endless_line_is_cut_without_being_read_to_its_end() {
+        // 8 MiB without a newline: the reader stops after the limit and keeps no more.
+        let input = vec![b'a'; 8 << 20];
+        let mut reader = BufReader::with_capacity(64 * 1024, &input[..]);
+        let mut line = Vec::new();
+        let outcome = read_line_within(&mut reader, &mut line, 1 << 20)
+            .await
+            .unwrap();
+        assert_eq!(outcome, LineRead::Cut);
+        assert_eq!(line.len(), 1 << 20);
+        assert!(line.capacity() < 4 << 20, "{}", line.capacity());
     }
 }

@@ -70,10 +70,23 @@ pub enum Event {
     Stray(Vec<u8>),
 }
 
-/// Longest body a reply may have unless a smaller limit is set for it: beyond it the body is
-/// dropped and the block marked oversized, so a misbehaving server cannot grow memory without
-/// limit.
+/// Longest body a reply to one of our commands may have unless a smaller limit is set for it:
+/// beyond it the body is dropped and the block marked oversized, so a misbehaving server cannot
+/// grow memory without limit.
 pub const MAX_BLOCK_BYTES: usize = 64 * 1024 * 1024;
+
+/// Longest line accepted outside a reply block. tmux writes a pane's output in pieces of a few
+/// KiB (a byte is at most four when escaped) and its notifications are short, so a longer line
+/// is not tmux's: whoever can write into the client's pipe (a tenant's pane can, through its own
+/// server's `/proc/<pid>/fd`) must not make the reader keep it.
+pub const MAX_LINE_BYTES: usize = 1024 * 1024;
+
+/// Body kept of a block that answers no command of ours (the attach's, a hook's): such a body
+/// is never read, only kept in step with.
+const UNCLAIMED_BLOCK_BYTES: usize = 64 * 1024;
+
+/// Room always left for a block's terminator line, however full its body.
+const TERMINATOR_BYTES: usize = 256;
 
 /// Incremental parser state: whether a block is open, and its body so far.
 #[derive(Debug, Default)]
@@ -99,6 +112,25 @@ impl Parser {
     /// Whether a reply block is open (its terminator not seen yet).
     pub fn in_block(&self) -> bool {
         self.open.is_some()
+    }
+
+    /// How long the next line may be: what the open block may still keep (and room for its
+    /// terminator), or [`MAX_LINE_BYTES`] outside a block. A longer line is not fed whole:
+    /// inside a block, report it with [`Parser::cut_line`]; outside, it is not tmux's.
+    pub fn line_limit(&self) -> usize {
+        match &self.open {
+            Some(open) => open.limit.saturating_sub(open.bytes).max(TERMINATOR_BYTES),
+            None => MAX_LINE_BYTES,
+        }
+    }
+
+    /// A body line of the open block was longer than [`Parser::line_limit`] and was read and
+    /// thrown away: the block is oversized.
+    pub fn cut_line(&mut self) {
+        if let Some(open) = &mut self.open {
+            open.oversized = true;
+            open.body = Vec::new();
+        }
     }
 
     /// Caps the body of the open block at `limit` bytes: a longer body is read to its end and
@@ -146,7 +178,7 @@ impl Parser {
                 flags,
                 body: Vec::new(),
                 bytes: 0,
-                limit: MAX_BLOCK_BYTES,
+                limit: UNCLAIMED_BLOCK_BYTES,
                 oversized: false,
             });
             return Event::Begin { number, flags };
