@@ -180,7 +180,10 @@ impl ViewApi {
             Some(_) => None,
             None => self.tmux.server(&grant.server).cloned(),
         };
-        let server = server.ok_or(Refused::Gone)?;
+        // A restarted workspace is another server process, whose panes reuse the ids.
+        let server = server
+            .filter(|server| server.instance().epoch == grant.epoch)
+            .ok_or(Refused::Gone)?;
         let pane = grant.pane_id().ok_or(Refused::Gone)?;
         Ok((grant, server, pane))
     }

@@ -32,8 +32,8 @@ use crate::mux::tmux::typing::TmuxTyping;
 use crate::mux::tmux::watch_session::is_watch_session;
 use crate::mux::tmux::windows::TmuxWindows;
 use crate::mux::tmux::{
-    BatchMode, Caller, CommandOutcome, ConnectError, EngineError, PaneId, QueueScope, SessionId,
-    TmuxCommand, TmuxServer, WindowId,
+    BatchMode, Caller, CommandOutcome, ConnectError, EngineError, PaneId, QueueScope,
+    ServerInstance, SessionId, TmuxCommand, TmuxServer, WindowId,
 };
 use crate::workspace::{self, WorkspaceError, WorkspaceLimits, WorkspaceName, Workspaces};
 
@@ -195,6 +195,11 @@ impl TmuxAccess<'_> {
     /// The configured server name.
     pub fn server_name(&self) -> &str {
         self.server.name()
+    }
+
+    /// Which server process the call reaches (see [`ServerInstance`]).
+    pub fn instance(&self) -> ServerInstance {
+        self.server.instance()
     }
 
     /// Runs one command; a tmux error becomes a [`ToolError`] (not-found errors suggest

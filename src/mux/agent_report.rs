@@ -2,16 +2,19 @@
 //! `Stop` and `UserPromptSubmit`, Codex's `notify`…) report "working", "waiting for input" or
 //! "idle" for the pane they run in, and the latest report per pane is kept here.
 //!
-//! A report names the pane's program instance (the tmux server's pid and the pane's pid), so a
-//! report outlives neither a respawn nor a server restart that reuses the pane id. The store
-//! is bounded: past [`MAX_PANES`] panes the oldest report is dropped.
+//! A report names the server instance ([`ServerInstance`]: which of the gateway's servers, and
+//! which process of it) and the pane's program instance (the tmux server's pid and the pane's
+//! pid), so a report reaches no other tenant's workspace (each is a server named `workspace`,
+//! whose panes have the same ids and pids in their sandboxes) and outlives neither a respawn
+//! nor a server restart that reuses the pane id. The store is bounded: past [`MAX_PANES`]
+//! panes the oldest report is dropped.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use tokio::time::Instant;
 
-use super::tmux::PaneId;
+use super::tmux::{PaneId, ServerInstance};
 
 /// Most panes with a kept report.
 pub const MAX_PANES: usize = 4096;
@@ -57,17 +60,17 @@ pub struct AgentReport {
     pub at: Instant,
 }
 
-/// The latest report per pane, per server name.
+/// The latest report per pane, per server instance.
 #[derive(Debug, Default)]
 pub struct AgentReports {
-    reports: Mutex<HashMap<(String, PaneInstance), AgentReport>>,
+    reports: Mutex<HashMap<(ServerInstance, PaneInstance), AgentReport>>,
 }
 
 impl AgentReports {
     /// Keeps `report` as the latest for `pane` of server `server`.
-    pub fn record(&self, server: &str, pane: PaneInstance, report: AgentReport) {
+    pub fn record(&self, server: &ServerInstance, pane: PaneInstance, report: AgentReport) {
         let mut reports = self.lock();
-        let key = (server.to_owned(), pane);
+        let key = (server.clone(), pane);
         if !reports.contains_key(&key)
             && reports.len() >= MAX_PANES
             && let Some(oldest) = reports
@@ -81,11 +84,13 @@ impl AgentReports {
     }
 
     /// The latest report for `pane` of server `server`, if its program instance made one.
-    pub fn latest(&self, server: &str, pane: PaneInstance) -> Option<AgentReport> {
-        self.lock().get(&(server.to_owned(), pane)).cloned()
+    pub fn latest(&self, server: &ServerInstance, pane: PaneInstance) -> Option<AgentReport> {
+        self.lock().get(&(server.clone(), pane)).cloned()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, PaneInstance), AgentReport>> {
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<(ServerInstance, PaneInstance), AgentReport>> {
         // A panic while holding the lock leaves a map that is still whole.
         self.reports
             .lock()
@@ -96,6 +101,13 @@ impl AgentReports {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn server(key: &str, epoch: u64) -> ServerInstance {
+        ServerInstance {
+            key: key.into(),
+            epoch,
+        }
+    }
 
     fn instance(pane: u32, program: u32) -> PaneInstance {
         PaneInstance {
@@ -120,13 +132,40 @@ mod tests {
     #[test]
     fn the_latest_report_of_the_same_program_counts() {
         let reports = AgentReports::default();
-        reports.record("main", instance(3, 100), report(AgentState::Working));
-        reports.record("main", instance(3, 100), report(AgentState::Idle));
-        let latest = reports.latest("main", instance(3, 100)).unwrap();
+        reports.record(
+            &server("main", 0),
+            instance(3, 100),
+            report(AgentState::Working),
+        );
+        reports.record(
+            &server("main", 0),
+            instance(3, 100),
+            report(AgentState::Idle),
+        );
+        let latest = reports
+            .latest(&server("main", 0), instance(3, 100))
+            .unwrap();
         assert_eq!(latest.state, AgentState::Idle);
         // A respawned pane, another server with the same pane id: no report.
-        assert_eq!(reports.latest("main", instance(3, 101)), None);
-        assert_eq!(reports.latest("other", instance(3, 100)), None);
+        assert_eq!(reports.latest(&server("main", 0), instance(3, 101)), None);
+        assert_eq!(reports.latest(&server("other", 0), instance(3, 100)), None);
+    }
+
+    #[test]
+    fn workspaces_and_their_restarts_do_not_share_reports() {
+        // Every workspace's server is `workspace`, with pid 2 and panes from %0 in its sandbox.
+        let reports = AgentReports::default();
+        let alice = server("workspace:alice", 7);
+        reports.record(&alice, instance(0, 3), report(AgentState::WaitingForInput));
+        assert!(reports.latest(&alice, instance(0, 3)).is_some());
+        assert_eq!(
+            reports.latest(&server("workspace:bob", 7), instance(0, 3)),
+            None
+        );
+        assert_eq!(
+            reports.latest(&server("workspace:alice", 8), instance(0, 3)),
+            None
+        );
     }
 
     #[test]
@@ -135,11 +174,15 @@ mod tests {
         let start = Instant::now();
         for pane in 0..=u32::try_from(MAX_PANES).unwrap() {
             let at = start + std::time::Duration::from_millis(u64::from(pane));
-            reports.record("main", instance(pane, 1), report_at(AgentState::Idle, at));
+            reports.record(
+                &server("main", 0),
+                instance(pane, 1),
+                report_at(AgentState::Idle, at),
+            );
         }
         assert_eq!(reports.lock().len(), MAX_PANES);
-        assert_eq!(reports.latest("main", instance(0, 1)), None);
-        assert!(reports.latest("main", instance(1, 1)).is_some());
+        assert_eq!(reports.latest(&server("main", 0), instance(0, 1)), None);
+        assert!(reports.latest(&server("main", 0), instance(1, 1)).is_some());
     }
 
     #[test]

@@ -24,11 +24,13 @@ pub struct PaneDestination {
     pub bound: Option<PaneIdentity>,
 }
 
-/// Which program a pane ran: the tmux server and the pane's own process. A pane number
-/// (`%N`) is reused when tmux restarts, and a pane can be respawned with another program; a
-/// secret asked for one of them must not reach the other.
+/// Which program a pane ran: the tmux server (its pid, and the process the gateway knows
+/// behind it: a workspace's server has the same pid after a restart) and the pane's own
+/// process. A pane number (`%N`) is reused when tmux restarts, and a pane can be respawned
+/// with another program; a secret asked for one of them must not reach the other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PaneIdentity {
+    server_epoch: u64,
     server_pid: u32,
     pane_pid: u32,
 }
@@ -78,6 +80,7 @@ impl PaneDestination {
             .filter(|t| !t.dead)
             .ok_or(DeliverError::Gone(self.pane))?;
         let identity = PaneIdentity {
+            server_epoch: self.panes.instance().epoch,
             server_pid: terminal.server_pid,
             pane_pid: terminal.pane_pid,
         };

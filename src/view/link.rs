@@ -65,6 +65,11 @@ pub struct ViewGrant {
     /// start again when a server restarts, and `%3` of the next one is another pane.
     #[serde(rename = "k")]
     pub server_pid: u32,
+    /// Which process of the workspace's server held the pane (its sandbox's start): inside a
+    /// sandbox the server's pid is always the same, and a restarted workspace numbers its
+    /// panes from `%0` again. 0 for a configured server.
+    #[serde(rename = "n", default, skip_serializing_if = "is_zero")]
+    pub epoch: u64,
     /// The pane, `%N`.
     #[serde(rename = "p")]
     pub pane: String,
@@ -86,15 +91,18 @@ impl ViewGrant {
             server: server.to_owned(),
             workspace: None,
             server_pid,
+            epoch: 0,
             pane: pane.to_string(),
             expires: unix_secs(now).saturating_add(ttl.as_secs()),
         }
     }
 
-    /// The same grant, for a pane of workspace `name`'s server.
-    pub fn in_workspace(self, name: &str) -> Self {
+    /// The same grant, for a pane of workspace `name`'s server while the process started at
+    /// `epoch` serves it.
+    pub fn in_workspace(self, name: &str, epoch: u64) -> Self {
         Self {
             workspace: Some(name.to_owned()),
+            epoch,
             ..self
         }
     }
@@ -169,6 +177,10 @@ fn unix_secs(time: SystemTime) -> u64 {
         .unwrap_or(0)
 }
 
+fn is_zero(value: &u64) -> bool {
+    *value == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,10 +242,14 @@ mod tests {
     fn a_workspace_grant_names_its_workspace_and_server_process() {
         let key = ViewKey::new([7; 32]);
         let now = SystemTime::now();
-        let granted = grant(3, now).in_workspace("team-a");
+        let granted = grant(3, now).in_workspace("team-a", 987_654);
         let verified = verify(&key, &sign(&key, &granted), now).unwrap();
         assert_eq!(verified.workspace.as_deref(), Some("team-a"));
         assert_eq!(verified.server_pid, 4242);
+        assert_eq!(verified.epoch, 987_654);
+        // A configured server's grant carries no epoch.
+        let plain = verify(&key, &sign(&key, &grant(3, now)), now).unwrap();
+        assert_eq!(plain.epoch, 0);
         // A link of the earlier form, without the server's process, is not accepted.
         let old = br#"{"s":"work","p":"%3","e":99999999999}"#;
         let mut mac = key.mac();

@@ -6,9 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::launch;
 use super::layout::{Layout, WorkspaceMeta};
 use super::name::WorkspaceName;
+use super::{cgroup, disk, launch};
 
 /// How long `stop` waits for a killed sandbox to be gone.
 const STOP_TIMEOUT: Duration = Duration::from_secs(5);
@@ -46,28 +46,50 @@ pub fn list(state_dir: &Path) -> std::io::Result<Vec<WorkspaceStatus>> {
         .collect())
 }
 
-/// Stops the sandbox of `name` (every program in it ends); its files stay. Returns whether it
-/// was running.
+/// Stops the sandbox of `name` (every program in it ends); its files stay, its home's file
+/// system is unmounted and its memory cgroup removed. Returns whether it was running.
 pub async fn stop(state_dir: &Path, name: &str) -> Result<bool, AdminError> {
     let dir = find(state_dir, name)?;
-    let Some(process) = launch::running(&dir) else {
-        return Ok(false);
+    let was_running = match launch::running(&dir) {
+        Some(process) if launch::kill(process, STOP_TIMEOUT).await => true,
+        Some(_) => return Err(AdminError::StillRunning(name.to_owned())),
+        None => false,
     };
-    if launch::kill(process, STOP_TIMEOUT).await {
-        Ok(true)
-    } else {
-        Err(AdminError::StillRunning(name.to_owned()))
-    }
+    disk::detach(&Layout::dirs(&dir).home).await?;
+    cgroup::remove(&dir)?;
+    Ok(was_running)
 }
 
-/// Stops `name` and deletes its directory (home, temporary files, record).
+/// Stops `name` and deletes its directory (home, record), whatever modes its tenant left on
+/// the files there.
 pub async fn delete(state_dir: &Path, name: &str) -> Result<(), AdminError> {
     stop(state_dir, name).await?;
     let dir = find(state_dir, name)?;
-    tokio::task::spawn_blocking(move || std::fs::remove_dir_all(dir))
+    tokio::task::spawn_blocking(move || remove_tree(&dir))
         .await
         .map_err(|e| std::io::Error::other(e.to_string()))??;
     Ok(())
+}
+
+/// Removes `dir` and everything in it. A tenant may have left directories it made unreadable
+/// (`chmod 000`), which a gateway without root cannot list: each directory is made the
+/// owner's to enter first. Links are removed, never followed. A failure names the path.
+fn remove_tree(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let named = |path: &Path, e: std::io::Error| {
+        std::io::Error::new(e.kind(), format!("cannot remove {}: {e}", path.display()))
+    };
+    let meta = std::fs::symlink_metadata(dir).map_err(|e| named(dir, e))?;
+    if !meta.is_dir() {
+        return std::fs::remove_file(dir).map_err(|e| named(dir, e));
+    }
+    // Best effort: a directory of another user's stays as it is, and its listing says why.
+    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+    for entry in std::fs::read_dir(dir).map_err(|e| named(dir, e))? {
+        let entry = entry.map_err(|e| named(dir, e))?;
+        remove_tree(&entry.path())?;
+    }
+    std::fs::remove_dir(dir).map_err(|e| named(dir, e))
 }
 
 fn layout(state_dir: &Path) -> Layout {
@@ -82,5 +104,32 @@ fn find(state_dir: &Path, name: &str) -> Result<PathBuf, AdminError> {
     match super::layout::read_meta(&dir) {
         Ok(meta) if meta.name == name => Ok(dir),
         _ => Err(unknown()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_tree_with_locked_directories_and_links_is_removed_without_following_links() {
+        let base = tempfile::tempdir().unwrap();
+        let outside = base.path().join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        std::fs::write(outside.join("keep"), "k").unwrap();
+        let tree = base.path().join("tree");
+        let locked = tree.join("home/locked/deeper");
+        std::fs::create_dir_all(&locked).unwrap();
+        std::fs::write(locked.join("file"), "x").unwrap();
+        std::os::unix::fs::symlink(&outside, tree.join("home/link")).unwrap();
+        for dir in [tree.join("home/locked/deeper"), tree.join("home/locked")] {
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o000)).unwrap();
+        }
+        remove_tree(&tree).unwrap();
+        assert!(!tree.exists());
+        assert!(outside.join("keep").exists(), "a link was followed");
+        let missing = remove_tree(&tree).unwrap_err();
+        assert!(missing.to_string().contains("tree"), "{missing}");
     }
 }

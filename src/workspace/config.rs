@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use super::sandbox::{Network, ProcessLimits};
+use super::sandbox::{MountSizes, Network, OWN_MOUNTS, ProcessLimits};
 
 /// `[workspaces]` (keys documented in `config/default.toml`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -33,10 +33,20 @@ pub struct WorkspaceLimits {
     pub sessions: u32,
     /// Processes and threads at once.
     pub processes: u64,
+    /// Memory of the whole workspace (its processes, `/tmp` and `/dev/shm`), in bytes: a
+    /// memory cgroup of its own, where the gateway can make one.
+    pub memory_bytes: u64,
     /// Address space per process, in bytes.
     pub memory_per_process_bytes: u64,
     /// Open files per process.
     pub open_files: u64,
+    /// Size of the home's file system, in bytes, reserved on disk when the workspace is
+    /// created (where the gateway can mount one: as root).
+    pub home_bytes: u64,
+    /// Size of `/tmp`, in bytes (a memory file system).
+    pub tmp_bytes: u64,
+    /// Size of `/dev/shm`, in bytes (a memory file system).
+    pub shm_bytes: u64,
 }
 
 impl WorkspaceLimits {
@@ -46,6 +56,14 @@ impl WorkspaceLimits {
             processes: self.processes,
             memory_per_process: self.memory_per_process_bytes,
             open_files: self.open_files,
+        }
+    }
+
+    /// The sizes of the sandbox's memory file systems.
+    pub fn mount_sizes(&self) -> MountSizes {
+        MountSizes {
+            tmp: self.tmp_bytes,
+            shm: self.shm_bytes,
         }
     }
 }
@@ -64,6 +82,28 @@ impl WorkspacesConfig {
             return Err((
                 "expose",
                 format!("`{}` must be an absolute path", path.display()),
+            ));
+        }
+        if let Some((path, own)) = self.expose.iter().find_map(|path| {
+            OWN_MOUNTS
+                .iter()
+                .filter(|own| **own != "/tmp")
+                .find(|own| path.starts_with(own) || std::path::Path::new(own).starts_with(path))
+                .map(|own| (path, own))
+        }) {
+            return Err((
+                "expose",
+                format!(
+                    "`{}` would be hidden by (or hide) the workspace's own `{own}`: show a \
+                     directory elsewhere",
+                    path.display()
+                ),
+            ));
+        }
+        if self.expose.iter().any(|path| path.as_os_str() == "/tmp") {
+            return Err((
+                "expose",
+                "`/tmp` would replace the workspace's own `/tmp`: show a directory below it".into(),
             ));
         }
         if self.uid_base == 0 {

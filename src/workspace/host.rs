@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use super::sandbox::{HostView, Network, SandboxSpec, WorkspaceDirs, workspace_sandbox};
+use super::sandbox::{
+    HostView, MountSizes, Network, SandboxSpec, WorkspaceDirs, workspace_sandbox,
+};
 
 /// Host directories every workspace sees read-only, when they exist.
 const SYSTEM_DIRS: &[&str] = &["/usr", "/etc"];
@@ -31,6 +33,12 @@ pub enum HostError {
     MissingBwrap(String),
     #[error("`{0}` not found on PATH (workspaces run it inside their sandbox)")]
     MissingBinary(String),
+    #[error(
+        "the gateway's secret {} would be visible in every workspace: it lies in {}, which workspaces are shown (workspaces.expose, or /etc and /usr) and no mask can hide it there; move it, or show less",
+        secret.display(),
+        root.display()
+    )]
+    SecretShown { secret: PathBuf, root: PathBuf },
     #[error(
         "bubblewrap cannot create a sandbox here: {0}. It needs unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0) and, in a container, a seccomp and AppArmor profile that allow them (see README: Workspaces in a container)"
     )]
@@ -60,7 +68,7 @@ impl Host {
         let prlimit = which(Path::new("prlimit"))
             .ok_or_else(|| HostError::MissingBinary("prlimit".into()))?;
         let disable_userns = supports_disable_userns(&bwrap).await;
-        let view = host_view(expose, secrets, &tmux_bin);
+        let view = host_view(expose, secrets, &tmux_bin)?;
         let host = Self {
             spec: SandboxSpec {
                 bwrap,
@@ -77,18 +85,23 @@ impl Host {
 
     /// Starts `true` in a workspace's sandbox, with throwaway directories.
     async fn try_sandbox(&self) -> Result<(), HostError> {
-        let scratch = Scratch::create().map_err(|e| HostError::SandboxRefused(e.to_string()))?;
+        let scratch = Scratch::create("muxgate-sandbox-probe")
+            .map_err(|e| HostError::SandboxRefused(e.to_string()))?;
         let dirs = WorkspaceDirs {
-            home: scratch.0.join("home"),
-            tmp: scratch.0.join("tmp"),
-            run: scratch.0.join("run"),
+            home: scratch.path().join("home"),
+            run: scratch.path().join("run"),
         };
-        for dir in [&dirs.home, &dirs.tmp, &dirs.run] {
+        for dir in [&dirs.home, &dirs.run] {
             std::fs::create_dir(dir).map_err(|e| HostError::SandboxRefused(e.to_string()))?;
         }
         let mut command = tokio::process::Command::new(&self.spec.bwrap);
         command
-            .args(workspace_sandbox(&self.spec, &self.view, &dirs))
+            .args(workspace_sandbox(
+                &self.spec,
+                &self.view,
+                &dirs,
+                MountSizes { tmp: 0, shm: 0 },
+            ))
             .arg("true")
             .env_clear()
             .stdin(Stdio::null())
@@ -110,22 +123,23 @@ impl Host {
     }
 }
 
-/// A private directory for the test sandbox, removed when dropped.
-struct Scratch(PathBuf);
+/// A private directory for a throwaway check, removed when dropped.
+pub(super) struct Scratch(PathBuf);
 
 impl Scratch {
-    fn create() -> std::io::Result<Self> {
+    pub(super) fn create(prefix: &str) -> std::io::Result<Self> {
         use std::os::unix::fs::DirBuilderExt;
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.subsec_nanos())
             .unwrap_or_default();
-        let dir = std::env::temp_dir().join(format!(
-            "muxgate-sandbox-probe-{}-{nanos}",
-            std::process::id()
-        ));
+        let dir = std::env::temp_dir().join(format!("{prefix}-{}-{nanos}", std::process::id()));
         std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
         Ok(Self(dir))
+    }
+
+    pub(super) fn path(&self) -> &Path {
+        &self.0
     }
 }
 
@@ -152,15 +166,25 @@ async fn supports_disable_userns(bwrap: &Path) -> bool {
 /// The read-only view: system directories and links, `expose`, the tmux binary when it lives
 /// elsewhere, and `secrets` masked where the view would show them (a secret's directory is
 /// masked whole unless it is one of the view's roots, since keys tend to sit together).
-fn host_view(expose: &[PathBuf], secrets: &[PathBuf], tmux_bin: &Path) -> HostView {
+///
+/// A secret is judged by where it really is: made absolute against the working directory
+/// (`--config muxgate.toml` run from a shown directory) and with the symbolic links of its path
+/// resolved. One the view would show and no mask can hide (a shown directory inside it, or a
+/// file not yet made in a shown directory) refuses the start.
+fn host_view(
+    expose: &[PathBuf],
+    secrets: &[PathBuf],
+    tmux_bin: &Path,
+) -> Result<HostView, HostError> {
     let mut view = HostView::default();
-    for dir in SYSTEM_DIRS
-        .iter()
-        .map(Path::new)
-        .chain(expose.iter().map(PathBuf::as_path))
-    {
-        if dir.is_dir() && !view.read_only.iter().any(|d| d == dir) {
+    for dir in SYSTEM_DIRS.iter().map(Path::new) {
+        if dir.is_dir() {
             view.read_only.push(dir.to_owned());
+        }
+    }
+    for dir in expose {
+        if dir.is_dir() && !view.read_only.contains(dir) && !view.exposed.contains(dir) {
+            view.exposed.push(dir.to_owned());
         }
     }
     for link in SYSTEM_LINKS.iter().map(Path::new) {
@@ -174,22 +198,55 @@ fn host_view(expose: &[PathBuf], secrets: &[PathBuf], tmux_bin: &Path) -> HostVi
             _ => {}
         }
     }
-    if !view.read_only.iter().any(|dir| tmux_bin.starts_with(dir)) {
+    let shown: Vec<PathBuf> = view
+        .read_only
+        .iter()
+        .chain(&view.exposed)
+        .cloned()
+        .collect();
+    if !shown.iter().any(|dir| tmux_bin.starts_with(dir)) {
         view.extra_binary = Some(tmux_bin.to_owned());
     }
-    for secret in secrets {
-        let Some(root) = view.read_only.iter().find(|dir| secret.starts_with(dir)) else {
+    for secret in secrets.iter().map(|path| resolve(path)) {
+        let shown_error = |root: &Path| HostError::SecretShown {
+            secret: secret.clone(),
+            root: root.to_owned(),
+        };
+        if let Some(root) = shown.iter().find(|dir| dir.starts_with(&secret)) {
+            return Err(shown_error(root));
+        }
+        let Some(root) = shown.iter().find(|dir| secret.starts_with(dir)) else {
             continue;
         };
         let parent = secret.parent().filter(|p| p != root && p.starts_with(root));
         match parent {
             Some(dir) if dir.is_dir() => push_unique(&mut view.masked_dirs, dir),
-            _ if secret.is_dir() && secret != root => push_unique(&mut view.masked_dirs, secret),
-            _ if secret.is_file() => push_unique(&mut view.masked_files, secret),
-            _ => {}
+            _ if secret.is_dir() => push_unique(&mut view.masked_dirs, &secret),
+            _ if secret.is_file() => push_unique(&mut view.masked_files, &secret),
+            _ => return Err(shown_error(root)),
         }
     }
-    view
+    Ok(view)
+}
+
+/// `path` as a sandbox would reach it: absolute (against the working directory), with the
+/// symbolic links and `..` of its existing part resolved and the rest appended.
+fn resolve(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let mut existing = absolute.as_path();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(existing) {
+            return rest.iter().rev().fold(real, |path, name| path.join(name));
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                existing = parent;
+            }
+            _ => return absolute,
+        }
+    }
 }
 
 fn push_unique(list: &mut Vec<PathBuf>, path: &Path) {
@@ -223,12 +280,13 @@ mod tests {
     #[test]
     fn secrets_are_masked_with_their_directory() {
         let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("etc");
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let root = base.join("etc");
         let keys = root.join("muxgate");
         std::fs::create_dir_all(&keys).unwrap();
         std::fs::write(keys.join("secret"), "k").unwrap();
         std::fs::write(root.join("loose.toml"), "k").unwrap();
-        let outside = dir.path().join("elsewhere.key");
+        let outside = base.join("elsewhere.key");
         std::fs::write(&outside, "k").unwrap();
         let view = host_view(
             std::slice::from_ref(&root),
@@ -238,16 +296,68 @@ mod tests {
                 outside.clone(),
             ],
             Path::new("/usr/bin/tmux"),
-        );
-        assert!(view.read_only.contains(&root));
+        )
+        .unwrap();
+        assert!(view.exposed.contains(&root));
+        assert!(!view.read_only.contains(&root));
         assert_eq!(view.masked_dirs, vec![keys]);
         assert_eq!(view.masked_files, vec![root.join("loose.toml")]);
         assert!(view.extra_binary.is_none());
     }
 
     #[test]
+    fn a_secret_is_judged_where_it_really_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let shown = base.join("shown");
+        std::fs::create_dir(&shown).unwrap();
+        std::fs::write(shown.join("muxgate.toml"), "k").unwrap();
+        // Reached through a link from outside, and with `..` in the way.
+        std::os::unix::fs::symlink(&shown, base.join("link")).unwrap();
+        let view = host_view(
+            std::slice::from_ref(&shown),
+            &[base.join("link/../link/muxgate.toml")],
+            Path::new("/usr/bin/tmux"),
+        )
+        .unwrap();
+        assert_eq!(view.masked_files, vec![shown.join("muxgate.toml")]);
+        // A relative path is the working directory's (the package root, for unit tests).
+        let manifest = std::fs::canonicalize("Cargo.toml").unwrap();
+        assert_eq!(resolve(Path::new("./src/../Cargo.toml")), manifest);
+        assert_eq!(
+            resolve(Path::new("no-such-dir/x.key")),
+            std::fs::canonicalize(".")
+                .unwrap()
+                .join("no-such-dir/x.key")
+        );
+    }
+
+    #[test]
+    fn a_secret_no_mask_can_hide_refuses_the_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let shown = base.join("shown");
+        std::fs::create_dir_all(shown.join("data")).unwrap();
+        for secret in [
+            shown.clone(),             // the shown directory is the secret
+            base.clone(),              // ... or inside it
+            shown.join("audit.jsonl"), // a file not made yet, right in it
+        ] {
+            let refused = host_view(
+                std::slice::from_ref(&shown),
+                std::slice::from_ref(&secret),
+                Path::new("/usr/bin/tmux"),
+            );
+            assert!(
+                matches!(&refused, Err(HostError::SecretShown { .. })),
+                "{secret:?}: {refused:?}"
+            );
+        }
+    }
+
+    #[test]
     fn a_tmux_outside_the_view_is_bound_alone() {
-        let view = host_view(&[], &[], Path::new("/opt/tmux-3.7/bin/tmux"));
+        let view = host_view(&[], &[], Path::new("/opt/tmux-3.7/bin/tmux")).unwrap();
         assert_eq!(
             view.extra_binary,
             Some(PathBuf::from("/opt/tmux-3.7/bin/tmux"))

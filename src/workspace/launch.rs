@@ -5,27 +5,54 @@
 //! finds it through `server.pid` in the workspace's directory, which records the process id
 //! *and* its start time (a recycled pid is not mistaken for it). While the gateway runs it
 //! also reaps the process when it exits.
+//!
+//! What the sandbox inherits is chosen, not left over: before it runs anything it joins its
+//! memory cgroup ([`super::cgroup`]), takes the workspace's user, gets a session keyring of
+//! its own (the gateway's, which a service manager or container runtime gives it, would be
+//! shared by every workspace) and marks every descriptor but its standard ones close-on-exec
+//! (a descriptor the gateway inherited without that flag would reach every tenant). Its
+//! standard error is a pipe the gateway reads only while the sandbox starts, at most
+//! [`START_OUTPUT_BYTES`], and then closes: tmux's server keeps that descriptor, and a tenant
+//! reaches it through `/proc`, so it must lead nowhere the gateway keeps reading or storing.
 
 use std::fs;
 use std::io;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
+use tokio::io::AsyncReadExt;
+
+use super::cgroup::Membership;
 use super::host::Host;
 use super::layout::Layout;
-use super::sandbox::{ProcessLimits, server_command, server_env};
+use super::sandbox::{MountSizes, ProcessLimits, WorkspaceDirs, server_command, server_env};
 use crate::mux::tmux::RunAs;
-use crate::mux::tmux::spawn::become_user;
+use crate::mux::tmux::spawn::{become_user, mark_inherited_fds_cloexec};
 use crate::state::write_private;
 
 /// The file recording the sandbox process, in the workspace's directory.
 const PID_FILE: &str = "server.pid";
-/// The sandbox's standard output and error, in the workspace's directory.
-const LOG_FILE: &str = "server.log";
 /// The socket, in the workspace's `run` directory.
 const SOCKET_FILE: &str = "tmux.sock";
+/// Most bytes of the sandbox's standard error read while it starts (the rest is not read).
+const START_OUTPUT_BYTES: usize = 64 * 1024;
+/// How long an error message quoted from the sandbox may be, in characters.
+const QUOTED_CHARS: usize = 300;
+
+/// `keyctl(2)` operation: join a new anonymous session keyring.
+const KEYCTL_JOIN_SESSION_KEYRING: libc::c_long = 1;
+
+/// How one sandbox is started.
+#[derive(Debug)]
+pub struct Plan {
+    /// The user it runs as, when workspaces have uids of their own.
+    pub run_as: Option<RunAs>,
+    pub limits: ProcessLimits,
+    pub sizes: MountSizes,
+    /// The memory cgroup it joins, when there is one.
+    pub cgroup: Option<Membership>,
+}
 
 /// A running process, recognisable after a pid is reused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +62,8 @@ pub struct ProcessId {
     pub start_time: u64,
 }
 
-/// Why a sandbox did not start.
+/// Why a sandbox did not start. What the sandbox printed is quoted escaped: a tenant's files
+/// (its home's tmux configuration) may put any bytes there.
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
     #[error("could not start the sandbox: {0}")]
@@ -61,41 +89,15 @@ pub fn running(dir: &Path) -> Option<ProcessId> {
 pub async fn start(
     host: &Host,
     dir: &Path,
-    run_as: Option<RunAs>,
-    limits: &ProcessLimits,
+    plan: Plan,
     timeout: Duration,
 ) -> Result<ProcessId, LaunchError> {
     let dirs = Layout::dirs(dir);
-    let log = fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(dir.join(LOG_FILE))
-        .map_err(LaunchError::Spawn)?;
     let socket = dirs.run.join(SOCKET_FILE);
-    let mut command = tokio::process::Command::new(&host.spec.bwrap);
-    command
-        .args(server_command(&host.spec, &host.view, &dirs, limits))
-        .env_clear()
-        .envs(server_env(std::env::var_os("TZ").as_deref()))
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().map_err(LaunchError::Spawn)?)
-        .stderr(log)
-        .kill_on_drop(false);
-    // SAFETY: the closure runs in the forked child before exec and only makes system calls
-    // that are async-signal-safe (setsid, setgroups, setgid, setuid); it does not allocate.
-    unsafe {
-        command.pre_exec(move || {
-            if libc::setsid() < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            match run_as {
-                Some(run_as) => become_user(run_as),
-                None => Ok(()),
-            }
-        });
-    }
-    let mut child = command.spawn().map_err(LaunchError::Spawn)?;
+    let mut child = sandbox_process(host, &dirs, plan)
+        .spawn()
+        .map_err(LaunchError::Spawn)?;
+    let mut output = StartOutput::new(child.stderr.take());
     let pid = child
         .id()
         .and_then(|pid| i32::try_from(pid).ok())
@@ -115,22 +117,73 @@ pub async fn start(
             break;
         }
         if let Ok(Some(status)) = child.try_wait() {
+            output.drain(Duration::from_millis(100)).await;
             return Err(LaunchError::Exited(format!(
                 "{status}: {}",
-                log_tail(&dir.join(LOG_FILE))
+                output.last_line()
             )));
         }
         if tokio::time::Instant::now() >= deadline {
             let _ = child.start_kill();
             return Err(LaunchError::Timeout(timeout));
         }
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        output.read_for(Duration::from_millis(5)).await;
     }
+    // From here on nothing the sandbox writes there reaches the gateway.
+    drop(output);
     // Reaped here while the gateway runs; after a gateway restart its new parent reaps it.
     tokio::spawn(async move {
         let _ = child.wait().await;
     });
     Ok(id)
+}
+
+/// The sandbox's process, set up to inherit only what it is given.
+fn sandbox_process(host: &Host, dirs: &WorkspaceDirs, plan: Plan) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(&host.spec.bwrap);
+    command
+        .args(server_command(
+            &host.spec,
+            &host.view,
+            dirs,
+            plan.sizes,
+            &plan.limits,
+        ))
+        .env_clear()
+        .envs(server_env(std::env::var_os("TZ").as_deref()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(false);
+    let Plan { run_as, cgroup, .. } = plan;
+    // SAFETY: the closure runs in the forked child before exec and only makes system calls
+    // that are async-signal-safe (setsid, open/write/close, setgroups, setgid, setuid,
+    // keyctl, close_range or fcntl); it does not allocate.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::setsid() < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // Joined while still privileged: cgroup.procs is root's.
+            if let Some(cgroup) = &cgroup {
+                cgroup.join()?;
+            }
+            if let Some(run_as) = run_as {
+                become_user(run_as)?;
+            }
+            // As the workspace's user, so that the keyring is that user's.
+            if libc::syscall(
+                libc::SYS_keyctl,
+                KEYCTL_JOIN_SESSION_KEYRING,
+                std::ptr::null::<libc::c_char>(),
+            ) < 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+            mark_inherited_fds_cloexec()
+        });
+    }
+    command
 }
 
 /// Kills the sandbox `id` and everything in it (its init is killed, which ends its pid
@@ -181,22 +234,91 @@ fn is_socket(path: &Path) -> bool {
     fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket())
 }
 
-/// The last line the sandbox wrote, for an error message.
-fn log_tail(path: &Path) -> String {
-    let text = fs::read(path).unwrap_or_default();
-    let text = String::from_utf8_lossy(&text);
-    text.lines()
+/// What the sandbox writes on its standard error while it starts: bwrap's and tmux's
+/// complaints, read up to [`START_OUTPUT_BYTES`] and kept for an error message.
+struct StartOutput {
+    pipe: Option<tokio::process::ChildStderr>,
+    kept: Vec<u8>,
+}
+
+impl StartOutput {
+    fn new(pipe: Option<tokio::process::ChildStderr>) -> Self {
+        Self {
+            pipe,
+            kept: Vec::new(),
+        }
+    }
+
+    /// Reads what arrives within `wait` (or just waits, once the pipe is done).
+    async fn read_for(&mut self, wait: Duration) {
+        let Some(pipe) = self.pipe.as_mut() else {
+            tokio::time::sleep(wait).await;
+            return;
+        };
+        let room = START_OUTPUT_BYTES.saturating_sub(self.kept.len());
+        let mut buf = vec![0; room.min(8192)];
+        match tokio::time::timeout(wait, pipe.read(&mut buf)).await {
+            Err(_) => {}
+            Ok(Ok(n)) if n > 0 => {
+                self.kept.extend_from_slice(&buf[..n]);
+                if self.kept.len() >= START_OUTPUT_BYTES {
+                    self.pipe = None;
+                }
+            }
+            // End of file, an error, or a full budget: no more reading.
+            Ok(_) => self.pipe = None,
+        }
+    }
+
+    /// Reads what is left after the sandbox exited, for at most `wait`.
+    async fn drain(&mut self, wait: Duration) {
+        let deadline = tokio::time::Instant::now() + wait;
+        while self.pipe.is_some() && tokio::time::Instant::now() < deadline {
+            self.read_for(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// The last line written, escaped, for an error message.
+    fn last_line(&self) -> String {
+        quote(&self.kept)
+    }
+}
+
+/// The last non-blank line of `bytes`, at most [`QUOTED_CHARS`] characters, with control
+/// characters and invalid UTF-8 escaped: what a sandbox printed may come from a tenant's
+/// files, and must not reach a log or a terminal as escape sequences.
+fn quote(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let line = text
+        .split(['\n', '\r'])
         .rev()
         .find(|l| !l.trim().is_empty())
-        .unwrap_or("(no output)")
-        .chars()
-        .take(300)
-        .collect()
+        .unwrap_or("(no output)");
+    let mut quoted = String::with_capacity(line.len().min(QUOTED_CHARS));
+    for c in line.chars().take(QUOTED_CHARS) {
+        if c.is_control() {
+            quoted.extend(c.escape_default());
+        } else {
+            quoted.push(c);
+        }
+    }
+    quoted
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sandbox_output_is_quoted_by_its_last_line_escaped_and_cut() {
+        assert_eq!(
+            quote(b"bwrap: first\nbwrap: Can't mount: No such file\n\n"),
+            "bwrap: Can't mount: No such file"
+        );
+        assert_eq!(quote(b""), "(no output)");
+        assert_eq!(quote(b"a\x1b[2Jb\0c\xff"), "a\\u{1b}[2Jb\\u{0}c\u{fffd}");
+        assert_eq!(quote(&[b'x'; 1000]).len(), QUOTED_CHARS);
+    }
 
     #[test]
     fn start_time_is_read_after_the_command_name() {

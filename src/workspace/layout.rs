@@ -3,11 +3,14 @@
 //!
 //! ```text
 //! <state>/workspaces/                 the gateway's (0700; 0711 when workspaces have own uids)
-//! <state>/workspaces/<dir>/           the gateway's: meta.json, server.pid, server.log (0600)
+//! <state>/workspaces/<dir>/           the gateway's: meta.json, server.pid, cgroup (0600) and
+//!                                     home.img, the home's file system (see super::disk)
 //! <state>/workspaces/<dir>/home       the workspace's home, `/workspace` inside  (0700, its uid)
-//! <state>/workspaces/<dir>/tmp        its `/tmp`                                 (0700, its uid)
 //! <state>/workspaces/<dir>/run        its tmux socket directory                  (0700, its uid)
 //! ```
+//!
+//! (A workspace's `/tmp` and `/dev/shm` are memory file systems of the sandbox's own; nothing
+//! of them is on disk.)
 //!
 //! When the gateway runs as root, every workspace gets a uid of its own (`uid_base` and up,
 //! recorded in `meta.json`), and the gateway's directories are `0711` so that a workspace's
@@ -24,6 +27,9 @@ use super::name::WorkspaceName;
 use super::sandbox::WorkspaceDirs;
 use crate::mux::tmux::RunAs;
 use crate::state::write_private;
+
+/// The workspace's record, in its directory.
+pub const META_FILE: &str = "meta.json";
 
 /// A workspace's record, written when it is created.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -81,7 +87,6 @@ impl Layout {
     pub fn dirs(dir: &Path) -> WorkspaceDirs {
         WorkspaceDirs {
             home: dir.join("home"),
-            tmp: dir.join("tmp"),
             run: dir.join("run"),
         }
     }
@@ -148,10 +153,14 @@ impl Layout {
             return Err(OpenError::TooMany(max));
         }
         let run_as = if self.own_uids {
-            let used: Vec<u32> = existing
+            // This gateway's workspaces, and whatever else runs on the host or has an account
+            // (another gateway's workspaces, given the same `uid_base`, would otherwise share
+            // uids with these: a tenant of one could signal and read the other's).
+            let mut used: Vec<u32> = existing
                 .iter()
                 .filter_map(|(_, m)| m.run_as.map(|r| r.uid))
                 .collect();
+            used.extend(uids_in_use(Path::new("/proc"), Path::new("/etc/passwd")));
             let uid = free_uid(&used, uid_base, max).ok_or(OpenError::TooMany(max))?;
             Some(RunAsRecord { uid, gid: uid })
         } else {
@@ -174,10 +183,10 @@ impl Layout {
             })?;
         fs::set_permissions(&dir, fs::Permissions::from_mode(self.gateway_dir_mode()))?;
         let dirs = Self::dirs(&dir);
-        for sub in [&dirs.home, &dirs.tmp, &dirs.run] {
+        for sub in [&dirs.home, &dirs.run] {
             make_private_dir(sub, run_as)?;
         }
-        write_private(&dir.join("meta.json"), &serde_json::to_vec_pretty(&meta)?)?;
+        write_private(&dir.join(META_FILE), &serde_json::to_vec_pretty(&meta)?)?;
         Ok((dir, meta))
     }
 }
@@ -197,6 +206,27 @@ impl From<serde_json::Error> for OpenError {
     }
 }
 
+/// The real uids of the processes in `proc_root` and the accounts in `passwd`.
+fn uids_in_use(proc_root: &Path, passwd: &Path) -> Vec<u32> {
+    let mut uids: Vec<u32> = fs::read_to_string(passwd)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| line.split(':').nth(2)?.parse().ok())
+        .collect();
+    let processes = fs::read_dir(proc_root).into_iter().flatten().flatten();
+    for process in processes {
+        let Ok(status) = fs::read_to_string(process.path().join("status")) else {
+            continue;
+        };
+        let uid: Option<u32> = status
+            .lines()
+            .find_map(|line| line.strip_prefix("Uid:"))
+            .and_then(|ids| ids.split_whitespace().next()?.parse().ok());
+        uids.extend(uid);
+    }
+    uids
+}
+
 /// The lowest of `base .. base + max` not in `used`.
 fn free_uid(used: &[u32], base: u32, max: u32) -> Option<u32> {
     (0..max)
@@ -206,7 +236,7 @@ fn free_uid(used: &[u32], base: u32, max: u32) -> Option<u32> {
 
 /// Reads `dir/meta.json`.
 pub fn read_meta(dir: &Path) -> io::Result<WorkspaceMeta> {
-    let text = fs::read(dir.join("meta.json"))?;
+    let text = fs::read(dir.join(META_FILE))?;
     serde_json::from_slice(&text).map_err(io::Error::other)
 }
 
@@ -239,7 +269,7 @@ mod tests {
         let (dir, meta) = layout.open(&name("alice"), 600_000, 8, 7).unwrap();
         assert_eq!(dir, state.path().join("workspaces/alice"));
         assert_eq!(meta.run_as, None);
-        for sub in ["home", "tmp", "run"] {
+        for sub in ["home", "run"] {
             let mode = fs::metadata(dir.join(sub)).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o700, "{sub}");
         }
@@ -260,6 +290,32 @@ mod tests {
         assert_eq!(free_uid(&[600_000, 600_001], 600_000, 2), None);
         assert_eq!(free_uid(&[], u32::MAX, 4), Some(u32::MAX));
         assert_eq!(free_uid(&[u32::MAX], u32::MAX, 4), None);
+    }
+
+    #[test]
+    fn uids_of_processes_and_accounts_count_as_used() {
+        let root = tempfile::tempdir().unwrap();
+        for (pid, uid) in [("1", 0), ("4242", 600_001)] {
+            let dir = root.path().join(pid);
+            fs::create_dir(&dir).unwrap();
+            fs::write(
+                dir.join("status"),
+                format!("Name:\tbash\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\n"),
+            )
+            .unwrap();
+        }
+        fs::create_dir(root.path().join("self-less")).unwrap();
+        let passwd = root.path().join("passwd");
+        fs::write(
+            &passwd,
+            "root:x:0:0::/root:/bin/sh\nci:x:600000:600000::/:/bin/sh\n",
+        )
+        .unwrap();
+        let mut used = uids_in_use(root.path(), &passwd);
+        used.sort_unstable();
+        used.dedup();
+        assert_eq!(used, [0, 600_000, 600_001]);
+        assert_eq!(free_uid(&used, 600_000, 4), Some(600_002));
     }
 
     #[test]

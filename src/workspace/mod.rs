@@ -13,6 +13,8 @@
 //! - [`host`]: the binaries, the host view with the gateway's secrets masked, and the proof
 //!   that sandboxes can start here;
 //! - [`layout`]: the state directory: each workspace's directories, owners and record;
+//! - [`disk`]: a home of a fixed size (an ext4 image, loop-mounted);
+//! - [`cgroup`]: the whole workspace's memory, bounded (a memory cgroup);
 //! - [`launch`]: a sandbox as a process (start, recognise after a restart, kill);
 //! - [`admin`]: `muxgate workspace list|stop|delete`;
 //! - [`config`]: the `[workspaces]` section.
@@ -23,7 +25,9 @@
 //! files: see [`crate::mux::tmux::spawn`]).
 
 pub mod admin;
+pub mod cgroup;
 pub mod config;
+pub mod disk;
 pub mod host;
 pub mod launch;
 pub mod layout;
@@ -38,9 +42,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokio_util::sync::CancellationToken;
 
+use cgroup::{Membership, MemoryCgroups};
 pub use config::{WorkspaceLimits, WorkspacesConfig};
+use disk::{Home, HomeDisks};
 use host::{Host, HostError};
-use launch::LaunchError;
+use launch::{LaunchError, Plan};
 use layout::{Layout, OpenError};
 pub use name::WorkspaceName;
 
@@ -63,6 +69,10 @@ pub enum WorkspaceError {
     Io(#[from] std::io::Error),
     #[error("the workspace's sandbox: {0}")]
     Launch(#[from] LaunchError),
+    #[error(
+        "workspace homes cannot be given their size here: {0}. Set workspaces.limits.home_bytes = 0 to run homes as plain directories (a tenant can then fill the disk the state directory is on)"
+    )]
+    Disks(String),
 }
 
 impl From<OpenError> for WorkspaceError {
@@ -96,6 +106,10 @@ pub struct Workspaces {
 struct Inner {
     host: Host,
     layout: Layout,
+    /// Sized homes, when the gateway can mount them.
+    disks: Option<HomeDisks>,
+    /// Memory cgroups, when the gateway can make them.
+    cgroups: Option<MemoryCgroups>,
     config: WorkspacesConfig,
     settings: Arc<EngineSettings>,
     shutdown: CancellationToken,
@@ -110,6 +124,8 @@ struct Slot {
     dir: PathBuf,
     run_as: Option<RunAs>,
     server: TmuxServer,
+    /// Ends the server's worker and output tasks when the slot is replaced.
+    retire: CancellationToken,
     /// Held while the sandbox is checked and, if needed, started.
     starting: tokio::sync::Mutex<()>,
     /// Whether this gateway has seen its sandbox running (started it or found it).
@@ -138,10 +154,43 @@ impl Workspaces {
         .await?;
         let layout = Layout::new(state_dir, own_uids());
         layout.prepare()?;
+        let limits = &config.limits;
+        let disks = match HomeDisks::probe() {
+            _ if limits.home_bytes == 0 => None,
+            Ok(disks) => {
+                disks
+                    .prove(limits.home_bytes.min(disk::MIN_HOME_BYTES))
+                    .await
+                    .map_err(|e| WorkspaceError::Disks(e.to_string()))?;
+                Some(disks)
+            }
+            // As root, sized homes are expected to work: a missing tool is a broken install.
+            Err(why) if own_uids() => return Err(WorkspaceError::Disks(why)),
+            Err(why) => {
+                tracing::warn!(
+                    reason = %why,
+                    "workspace homes have no size bound (workspaces.limits.home_bytes): a tenant can fill the disk the state directory is on"
+                );
+                None
+            }
+        };
+        let cgroups = match MemoryCgroups::probe(&cgroup_group(state_dir)) {
+            _ if limits.memory_bytes == 0 => None,
+            Ok(cgroups) => Some(cgroups),
+            Err(why) => {
+                tracing::warn!(
+                    reason = %why,
+                    "a workspace's memory is bounded per process only (workspaces.limits.memory_bytes needs a memory cgroup the gateway can make)"
+                );
+                None
+            }
+        };
         Ok(Self {
             inner: Arc::new(Inner {
                 host,
                 layout,
+                disks,
+                cgroups,
                 config: config.clone(),
                 settings,
                 shutdown,
@@ -165,12 +214,19 @@ impl Workspaces {
     pub async fn server(&self, name: &WorkspaceName) -> Result<TmuxServer, WorkspaceError> {
         let slot = self.slot(name).await?;
         let _starting = slot.starting.lock().await;
-        if launch::running(&slot.dir).is_none() {
-            self.start_sandbox(name, &slot).await?;
-            self.reach(&slot.server).await;
-        } else if !slot.seen.swap(true, Ordering::Relaxed) {
-            tracing::info!(workspace = %name, "workspace found running");
-            self.inner.stats.found.fetch_add(1, Ordering::Relaxed);
+        match launch::running(&slot.dir) {
+            None => {
+                let process = self.start_sandbox(name, &slot).await?;
+                slot.server.set_epoch(process.start_time);
+                self.reach(&slot.server).await;
+            }
+            Some(process) => {
+                slot.server.set_epoch(process.start_time);
+                if !slot.seen.swap(true, Ordering::Relaxed) {
+                    tracing::info!(workspace = %name, "workspace found running");
+                    self.inner.stats.found.fetch_add(1, Ordering::Relaxed);
+                }
+            }
         }
         slot.seen.store(true, Ordering::Relaxed);
         Ok(slot.server.clone())
@@ -179,7 +235,9 @@ impl Workspaces {
     /// The tmux server of workspace `name` if its sandbox is running now; never starts one.
     pub fn running_server(&self, name: &WorkspaceName) -> Option<TmuxServer> {
         let slot = self.lock_slots().get(name).cloned()?;
-        launch::running(&slot.dir).map(|_| slot.server.clone())
+        let process = launch::running(&slot.dir)?;
+        slot.server.set_epoch(process.start_time);
+        Some(slot.server.clone())
     }
 
     /// The servers of the workspaces served since the gateway started (for metrics).
@@ -198,17 +256,16 @@ impl Workspaces {
             .count()
     }
 
-    async fn start_sandbox(&self, name: &WorkspaceName, slot: &Slot) -> Result<(), WorkspaceError> {
+    async fn start_sandbox(
+        &self,
+        name: &WorkspaceName,
+        slot: &Slot,
+    ) -> Result<launch::ProcessId, WorkspaceError> {
         let inner = &self.inner;
         let began = Instant::now();
-        let started = launch::start(
-            &inner.host,
-            &slot.dir,
-            slot.run_as,
-            &inner.config.limits.process_limits(),
-            inner.config.start_timeout(),
-        )
-        .await;
+        let plan = self.prepare(name, slot).await?;
+        let started =
+            launch::start(&inner.host, &slot.dir, plan, inner.config.start_timeout()).await;
         match started {
             Ok(process) => {
                 let micros = u64::try_from(began.elapsed().as_micros()).unwrap_or(u64::MAX);
@@ -218,7 +275,7 @@ impl Workspaces {
                     .start_micros
                     .fetch_add(micros, Ordering::Relaxed);
                 tracing::info!(workspace = %name, pid = process.pid, ms = micros / 1000, "workspace started");
-                Ok(())
+                Ok(process)
             }
             Err(error) => {
                 inner.stats.failed.fetch_add(1, Ordering::Relaxed);
@@ -226,6 +283,36 @@ impl Workspaces {
                 Err(error.into())
             }
         }
+    }
+
+    /// Makes ready what a sandbox needs before it starts: its home's file system and its
+    /// memory cgroup.
+    async fn prepare(&self, name: &WorkspaceName, slot: &Slot) -> Result<Plan, WorkspaceError> {
+        let inner = &self.inner;
+        let limits = &inner.config.limits;
+        if let (Some(disks), Some(owner)) = (&inner.disks, slot.run_as) {
+            let home = Layout::dirs(&slot.dir).home;
+            let attached = disks
+                .attach(&slot.dir, &home, limits.home_bytes, owner)
+                .await?;
+            if attached == Home::Unsized {
+                tracing::warn!(workspace = %name, "this workspace's home predates sized homes and has no size bound; delete the workspace to give it one");
+            }
+        }
+        let cgroup = match &inner.cgroups {
+            Some(cgroups) => {
+                let path = cgroups.prepare(&dir_name(&slot.dir), limits.memory_bytes)?;
+                cgroup::record(&slot.dir, &path)?;
+                Some(Membership::of(&path)?)
+            }
+            None => None,
+        };
+        Ok(Plan {
+            run_as: slot.run_as,
+            limits: limits.process_limits(),
+            sizes: limits.mount_sizes(),
+            cgroup,
+        })
     }
 
     /// Waits (at most the start timeout) until the server's worker reaches the sandbox just
@@ -253,14 +340,17 @@ impl Workspaces {
         }
     }
 
+    /// The slot of `name`, made (with the workspace's directories and record) if this
+    /// gateway has none, or if the operator deleted the workspace since (`muxgate workspace
+    /// delete` beside a running gateway): its next call then gets a new one.
     async fn slot(&self, name: &WorkspaceName) -> Result<Arc<Slot>, WorkspaceError> {
-        if let Some(slot) = self.lock_slots().get(name) {
-            return Ok(slot.clone());
+        if let Some(slot) = self.current_slot(name) {
+            return Ok(slot);
         }
         let inner = &self.inner;
         let _opening = inner.opening.lock().await;
-        if let Some(slot) = self.lock_slots().get(name) {
-            return Ok(slot.clone());
+        if let Some(slot) = self.current_slot(name) {
+            return Ok(slot);
         }
         let layout = inner.layout.clone();
         let (uid_base, max) = (inner.config.uid_base, inner.config.max_workspaces);
@@ -283,21 +373,33 @@ impl Workspaces {
             socket: TmuxSocket::Path(sandbox::INSIDE_SOCKET.into()),
             wrapper: Some(Arc::new(wrapper)),
         };
+        let retire = inner.shutdown.child_token();
         let server = TmuxServer::start(
             SERVER_NAME,
             endpoint,
             inner.settings.clone(),
-            inner.shutdown.clone(),
-        );
+            retire.clone(),
+        )
+        .keyed(&format!("{SERVER_NAME}:{name}"));
         let slot = Arc::new(Slot {
             dir,
             run_as,
             server,
+            retire,
             starting: tokio::sync::Mutex::new(()),
             seen: AtomicBool::new(false),
         });
-        self.lock_slots().insert(name.clone(), slot.clone());
+        if let Some(old) = self.lock_slots().insert(name.clone(), slot.clone()) {
+            old.retire.cancel();
+        }
         Ok(slot)
+    }
+
+    /// The slot of `name`, unless there is none or its workspace was deleted.
+    fn current_slot(&self, name: &WorkspaceName) -> Option<Arc<Slot>> {
+        let slot = self.lock_slots().get(name).cloned()?;
+        // One `stat` per call: the record is only ever removed with the whole workspace.
+        slot.dir.join(layout::META_FILE).exists().then_some(slot)
     }
 
     fn lock_slots(&self) -> std::sync::MutexGuard<'_, HashMap<WorkspaceName, Arc<Slot>>> {
@@ -314,6 +416,21 @@ impl Workspaces {
 pub fn own_uids() -> bool {
     // SAFETY: geteuid(2) cannot fail.
     unsafe { libc::geteuid() == 0 }
+}
+
+/// The name of the cgroup holding this gateway's workspaces: one per state directory, so that
+/// two gateways on one host keep theirs apart.
+fn cgroup_group(state_dir: &Path) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(state_dir.as_os_str().as_encoded_bytes());
+    format!("muxgate-{}", hex::encode(&digest[..6]))
+}
+
+/// The last component of a workspace's directory (its name on disk).
+fn dir_name(dir: &Path) -> String {
+    dir.file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 fn unix_now() -> u64 {

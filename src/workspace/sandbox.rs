@@ -6,11 +6,13 @@
 //! - **the workspace** ([`server_command`]): the tenant's tmux server and everything its panes
 //!   run. New user, PID, IPC, UTS and cgroup namespaces (and network, unless the host's is
 //!   shared); a file system of the host's system directories read-only (with the gateway's
-//!   secrets masked), a fresh `/proc` and `/dev`, and three directories of the workspace's own
-//!   writable: its home (`/workspace`), `/tmp`, and the socket directory (`/run/muxgate`). It
-//!   is its own session leader and does not die with the gateway: a gateway restart finds it
-//!   running. Resource limits are set by `prlimit` *inside* the new user namespace, so the
-//!   process limit counts only the workspace's own processes.
+//!   secrets masked), a fresh `/proc` and `/dev`, and what is the workspace's own, writable:
+//!   its home (`/workspace`), the socket directory (`/run/muxgate`), and `/tmp` and `/dev/shm`
+//!   as memory file systems of a fixed size. The host directories it is shown (`expose`) are
+//!   mounted after those, so one under `/tmp` is seen too. It is its own session leader and
+//!   does not die with the gateway: a gateway restart finds it running. Resource limits are
+//!   set by `prlimit` *inside* the new user namespace, so the process limit counts only the
+//!   workspace's own processes.
 //! - **a client jail** ([`client_wrapper`]): every tmux client process the gateway starts for a
 //!   workspace (its control connections, `wait-for` clients, one-shot commands). A tenant can
 //!   make such a client open files for reading and writing (a command alias turns the
@@ -28,17 +30,25 @@ pub const INSIDE_RUN: &str = "/run/muxgate";
 /// The tmux socket inside both sandboxes.
 pub const INSIDE_SOCKET: &str = "/run/muxgate/tmux.sock";
 
+/// Where a workspace's own mounts are, inside: a host directory shown there would be hidden
+/// by them (or, for `/tmp`, mounted over them).
+pub const OWN_MOUNTS: &[&str] = &["/proc", "/dev", "/tmp", INSIDE_HOME, INSIDE_RUN];
+
 /// What the host shows inside a workspace, read-only.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HostView {
-    /// Directories bound at the same path (`/usr`, `/etc`, configured extras).
+    /// System directories bound at the same path (`/usr`, `/etc`).
     pub read_only: Vec<PathBuf>,
+    /// Configured host directories (`workspaces.expose`), bound at the same path after the
+    /// workspace's own mounts.
+    pub exposed: Vec<PathBuf>,
     /// Top-level symbolic links reproduced as they are on the host (`/bin` → `usr/bin` on a
     /// merged-/usr system): `(link, target)`.
     pub symlinks: Vec<(PathBuf, PathBuf)>,
-    /// Directories inside `read_only` shown empty (they hold the gateway's secrets).
+    /// Directories inside `read_only` or `exposed` shown empty (they hold the gateway's
+    /// secrets).
     pub masked_dirs: Vec<PathBuf>,
-    /// Files inside `read_only` shown empty.
+    /// Files inside `read_only` or `exposed` shown empty.
     pub masked_files: Vec<PathBuf>,
     /// A tmux binary outside every `read_only` directory, bound at its own path.
     pub extra_binary: Option<PathBuf>,
@@ -49,10 +59,18 @@ pub struct HostView {
 pub struct WorkspaceDirs {
     /// Its home, `/workspace` inside.
     pub home: PathBuf,
-    /// Its `/tmp`.
-    pub tmp: PathBuf,
     /// Its socket directory, `/run/muxgate` inside.
     pub run: PathBuf,
+}
+
+/// Sizes of a workspace's memory file systems, in bytes (0: the kernel's default, half the
+/// machine's memory).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MountSizes {
+    /// `/tmp`.
+    pub tmp: u64,
+    /// `/dev/shm`.
+    pub shm: u64,
 }
 
 /// Whether a workspace shares the host's network.
@@ -99,9 +117,10 @@ pub fn server_command(
     spec: &SandboxSpec,
     host: &HostView,
     dirs: &WorkspaceDirs,
+    sizes: MountSizes,
     limits: &ProcessLimits,
 ) -> Vec<OsString> {
-    let mut args = Args(workspace_sandbox(spec, host, dirs));
+    let mut args = Args(workspace_sandbox(spec, host, dirs, sizes));
     args.value(&spec.prlimit);
     for (name, value) in [
         ("nproc", limits.processes),
@@ -124,6 +143,7 @@ pub fn workspace_sandbox(
     spec: &SandboxSpec,
     host: &HostView,
     dirs: &WorkspaceDirs,
+    sizes: MountSizes,
 ) -> Vec<OsString> {
     let mut args = Args::default();
     args.flags(&[
@@ -141,6 +161,17 @@ pub fn workspace_sandbox(
         args.flag("--disable-userns");
     }
     host_view(&mut args, host);
+    args.pair("--proc", "/proc");
+    args.pair("--dev", "/dev");
+    args.sized_tmpfs(sizes.shm, "/dev/shm");
+    args.sized_tmpfs(sizes.tmp, "/tmp");
+    args.triple("--bind", &dirs.home, INSIDE_HOME);
+    args.triple("--bind", &dirs.run, INSIDE_RUN);
+    // After the workspace's own mounts, so that a directory shown under /tmp is not hidden by
+    // them; then the masks, over whatever they cover.
+    for dir in &host.exposed {
+        args.triple("--ro-bind", dir, dir);
+    }
     for dir in &host.masked_dirs {
         args.pair("--tmpfs", dir);
         args.pair("--remount-ro", dir);
@@ -148,12 +179,6 @@ pub fn workspace_sandbox(
     for file in &host.masked_files {
         args.triple("--ro-bind", "/dev/null", file);
     }
-    args.pair("--proc", "/proc");
-    args.pair("--dev", "/dev");
-    args.pair("--tmpfs", "/dev/shm");
-    args.triple("--bind", &dirs.tmp, "/tmp");
-    args.triple("--bind", &dirs.home, INSIDE_HOME);
-    args.triple("--bind", &dirs.run, INSIDE_RUN);
     args.pair("--chdir", INSIDE_HOME);
     args.pair("--cap-drop", "ALL");
     args.flag("--");
@@ -251,6 +276,14 @@ impl Args {
         self.0.push(value.into());
     }
 
+    /// A memory file system at `path`, of `bytes` unless 0.
+    fn sized_tmpfs(&mut self, bytes: u64, path: &str) {
+        if bytes > 0 {
+            self.pair("--size", bytes.to_string());
+        }
+        self.pair("--tmpfs", path);
+    }
+
     fn pair(&mut self, flag: &str, value: impl AsRef<std::ffi::OsStr>) {
         self.flag(flag);
         self.value(value.as_ref());
@@ -284,6 +317,7 @@ mod tests {
     fn host() -> HostView {
         HostView {
             read_only: vec!["/usr".into(), "/etc".into()],
+            exposed: vec!["/srv/data".into(), "/tmp/shared".into()],
             symlinks: vec![("/bin".into(), "usr/bin".into())],
             masked_dirs: vec!["/etc/muxgate".into()],
             masked_files: vec!["/etc/muxgate.toml".into()],
@@ -294,7 +328,6 @@ mod tests {
     fn dirs() -> WorkspaceDirs {
         WorkspaceDirs {
             home: "/state/ws/alice/home".into(),
-            tmp: "/state/ws/alice/tmp".into(),
             run: "/state/ws/alice/run".into(),
         }
     }
@@ -319,7 +352,11 @@ mod tests {
             memory_per_process: 1 << 30,
             open_files: 0,
         };
-        let args = server_command(&spec(Network::None), &host(), &dirs(), &limits);
+        let sizes = MountSizes {
+            tmp: 1 << 20,
+            shm: 0,
+        };
+        let args = server_command(&spec(Network::None), &host(), &dirs(), sizes, &limits);
         let line = text(&args);
         for flag in [
             "--unshare-user",
@@ -338,12 +375,22 @@ mod tests {
             ["--ro-bind", "/etc", "/etc"],
             ["--symlink", "usr/bin", "/bin"],
             ["--bind", "/state/ws/alice/home", "/workspace"],
-            ["--bind", "/state/ws/alice/tmp", "/tmp"],
+            ["--size", "1048576", "--tmpfs"],
             ["--bind", "/state/ws/alice/run", "/run/muxgate"],
             ["--ro-bind", "/dev/null", "/etc/muxgate.toml"],
         ] {
             assert!(find(&args, &bind).is_some(), "{bind:?} missing: {line}");
         }
+        // /tmp is a memory file system of the size given; /dev/shm (size 0) the default one.
+        assert!(find(&args, &["--size", "1048576", "--tmpfs", "/tmp"]).is_some());
+        let shm = find(&args, &["--tmpfs", "/dev/shm"]).unwrap();
+        assert_ne!(args[shm - 2], "--size", "{line}");
+        // Exposed directories come after the workspace's own mounts (one under /tmp would be
+        // hidden otherwise), and masks after every bind they may cover.
+        let tmp = find(&args, &["--tmpfs", "/tmp"]).unwrap();
+        let shared = find(&args, &["--ro-bind", "/tmp/shared", "/tmp/shared"]).unwrap();
+        let data = find(&args, &["--ro-bind", "/srv/data", "/srv/data"]).unwrap();
+        assert!(shared > tmp && data > tmp, "{line}");
         // Masks come after the binds they cover.
         let etc = find(&args, &["--ro-bind", "/etc", "/etc"]).unwrap();
         let mask = find(
@@ -351,7 +398,7 @@ mod tests {
             &["--tmpfs", "/etc/muxgate", "--remount-ro", "/etc/muxgate"],
         )
         .unwrap();
-        assert!(mask > etc);
+        assert!(mask > etc && mask > shared && mask > data);
         // Only the workspace's own directories are writable.
         let writable: Vec<_> = args
             .iter()
@@ -359,7 +406,7 @@ mod tests {
             .filter(|(_, a)| *a == "--bind")
             .map(|(i, _)| args[i + 1].clone())
             .collect();
-        assert_eq!(writable.len(), 3);
+        assert_eq!(writable.len(), 2);
         assert!(
             writable
                 .iter()
@@ -377,7 +424,8 @@ mod tests {
             memory_per_process: 0,
             open_files: 0,
         };
-        let args = server_command(&spec(Network::Host), &host(), &dirs(), &limits);
+        let sizes = MountSizes { tmp: 0, shm: 0 };
+        let args = server_command(&spec(Network::Host), &host(), &dirs(), sizes, &limits);
         assert!(!args.iter().any(|a| a == "--unshare-net"));
         assert!(
             text(&args)

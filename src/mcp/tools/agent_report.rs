@@ -89,7 +89,7 @@ impl McpServer {
             program: state.pane_pid,
         };
         self.state().agent_reports.record(
-            tmux.server_name(),
+            &tmux.instance(),
             instance,
             AgentReport {
                 state: input.state,

@@ -200,7 +200,7 @@ impl ListedPane {
             program: pane.pid,
         };
         listed.agent_state = reports
-            .latest(tmux.server_name(), instance)
+            .latest(&tmux.instance(), instance)
             .map(|report| report.state.as_str());
         listed
     }

@@ -188,7 +188,7 @@ impl Prompter<'_> {
             if now >= look_at || now >= deadline {
                 let foreground = foreground_of_state(self.tmux, state);
                 let idle_since = self.stream.idle_since();
-                let report = self.reports.latest(self.tmux.server_name(), instance);
+                let report = self.reports.latest(&self.tmux.instance(), instance);
                 let agent = prompt::agent_says(report.as_ref(), idle_since, now);
                 let not_ready = match prompt::readiness(
                     foreground.as_ref(),

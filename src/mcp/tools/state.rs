@@ -119,7 +119,7 @@ impl SharedTool for GetPaneStateInput {
         let at_prompt =
             stream.with_ledger(|ledger| ledger.shell_integrated().then(|| ledger.at_prompt()));
         let report = gateway.state().agent_reports.latest(
-            tmux.server_name(),
+            &tmux.instance(),
             PaneInstance {
                 server: state.server_pid,
                 pane,

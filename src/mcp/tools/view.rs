@@ -91,7 +91,7 @@ impl McpServer {
             ttl,
         );
         let grant = match tmux.workspace {
-            Some(_) => grant.in_workspace(&call.principal.workspace),
+            Some(_) => grant.in_workspace(&call.principal.workspace, tmux.instance().epoch),
             None => grant,
         };
         let token = sign(&state.view_key, &grant);

@@ -197,6 +197,10 @@ impl EngineError {
 #[derive(Clone)]
 pub struct TmuxServer {
     name: Arc<str>,
+    /// Unique among the servers of this gateway (see [`ServerInstance`]).
+    key: Arc<str>,
+    /// Which process serves it now (see [`TmuxServer::set_epoch`]).
+    epoch: Arc<std::sync::atomic::AtomicU64>,
     endpoint: TmuxEndpoint,
     worker: WorkerHandle,
     output: OutputHub,
@@ -217,6 +221,8 @@ impl TmuxServer {
         let output = OutputHub::new(name, endpoint.clone(), settings, worker.clone(), shutdown);
         Self {
             name: name.into(),
+            key: name.into(),
+            epoch: Arc::default(),
             endpoint,
             worker,
             output,
@@ -226,6 +232,29 @@ impl TmuxServer {
 
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// This server under `key` instead of its name, for servers that share a name (every
+    /// workspace's is `workspace`; its key names the workspace).
+    pub fn keyed(mut self, key: &str) -> Self {
+        self.key = key.into();
+        self
+    }
+
+    /// Which server process this is, for what the gateway keeps about its panes.
+    pub fn instance(&self) -> ServerInstance {
+        ServerInstance {
+            key: self.key.clone(),
+            epoch: self.epoch.load(std::sync::atomic::Ordering::Relaxed),
+        }
+    }
+
+    /// Marks that another process serves this server from now on (a workspace's sandbox
+    /// started, or found after a restart), by something that tells the processes apart (its
+    /// start time): what the gateway kept about the panes of the one before no longer applies.
+    pub fn set_epoch(&self, epoch: u64) {
+        self.epoch
+            .store(epoch, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub fn endpoint(&self) -> &TmuxEndpoint {
@@ -293,6 +322,18 @@ impl TmuxServer {
     ) -> Result<Arc<output::PaneStream>, EngineError> {
         self.output.keep(caller, pane, deadline, LEDGER_KEEP).await
     }
+}
+
+/// One tmux server process as the gateway tells them apart. A pane id (`%3`) and the pids tmux
+/// reports say which pane of *a* server: a workspace's server always has pid 2 in its sandbox
+/// and numbers panes from `%0` again after a restart, and every workspace's server is named
+/// `workspace`. Reports, links and secrets bound to a pane are bound to this as well.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ServerInstance {
+    /// The server's key: its configured name, or its workspace's.
+    pub key: Arc<str>,
+    /// The process behind it (0 for a configured server, whose pid tells its processes apart).
+    pub epoch: u64,
 }
 
 /// How long a pane's ledger keeps recording after the last call that read it or ran a command

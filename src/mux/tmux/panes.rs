@@ -90,6 +90,11 @@ impl TmuxPanes {
         Self { server, caller }
     }
 
+    /// Which server process these panes belong to now.
+    pub fn instance(&self) -> super::ServerInstance {
+        self.server.instance()
+    }
+
     /// The configured name of the server.
     pub fn server_name(&self) -> &str {
         self.server.name()

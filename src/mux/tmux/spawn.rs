@@ -223,8 +223,8 @@ pub fn tmux_command(tmux_bin: &Path, endpoint: &TmuxEndpoint) -> tokio::process:
     // SAFETY: `getpid` is async-signal-safe and runs in the parent here.
     let parent = unsafe { libc::getpid() };
     // SAFETY: the closure runs in the forked child before exec and only calls setgroups(2),
-    // setgid(2), setuid(2), prctl(2) and getppid(2), which are async-signal-safe; it touches no
-    // memory shared with the parent.
+    // setgid(2), setuid(2), prctl(2), getppid(2) and close_range(2) or fcntl(2), which are
+    // async-signal-safe; it touches no memory shared with the parent.
     unsafe {
         command.pre_exec(move || {
             // Credentials first: changing them clears the parent-death signal.
@@ -239,10 +239,47 @@ pub fn tmux_command(tmux_bin: &Path, endpoint: &TmuxEndpoint) -> tokio::process:
             if libc::getppid() != parent {
                 return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
             }
-            Ok(())
+            mark_inherited_fds_cloexec()
         });
     }
     command
+}
+
+/// Marks every descriptor above standard error close-on-exec, so that a child gets only its
+/// standard streams: a descriptor the gateway inherited without the flag (from a service
+/// manager, a container runtime, a test harness) would otherwise reach every program it
+/// starts, and through a workspace's tmux server every tenant. For `pre_exec` closures: only
+/// async-signal-safe calls, no allocation.
+pub fn mark_inherited_fds_cloexec() -> std::io::Result<()> {
+    // SAFETY: close_range(2) with the CLOEXEC flag closes nothing and touches no memory.
+    let marked = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if marked == 0 {
+        return Ok(());
+    }
+    // Kernels before 5.11: one descriptor at a time, up to the open-files limit.
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit(2) writes into the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let top = libc::c_int::try_from(limit.rlim_cur.min(1 << 20)).unwrap_or(1 << 20);
+    for fd in 3..top {
+        // SAFETY: fcntl(2) on a descriptor number; an unused one fails with EBADF, ignored.
+        unsafe {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
+    }
+    Ok(())
 }
 
 /// Drops every supplementary group and switches to `run_as`. For `pre_exec` closures: only
