@@ -19,10 +19,36 @@ pub struct ServeProcess {
     pub log_path: PathBuf,
 }
 
+/// How a [`ServeProcess`] is started beyond its config, log and environment: the circumstances
+/// a service manager or container runtime gives a real gateway.
+#[derive(Default)]
+pub struct ServeOptions {
+    /// The working directory (a relative `--config` is read from it).
+    pub cwd: Option<PathBuf>,
+    /// The user and group it runs as (the test runs as root).
+    pub run_as: Option<(u32, u32)>,
+    /// Starts it in a session keyring of its own, named so (systemd services and container
+    /// runtimes give their processes one).
+    pub session_keyring: Option<&'static std::ffi::CStr>,
+    /// A descriptor it inherits at this number, without close-on-exec (as from a parent that
+    /// did not set the flag).
+    pub inherited_fd: Option<(std::os::fd::OwnedFd, i32)>,
+}
+
 impl ServeProcess {
     /// Starts the process with `envs` added and waits for its banner. Its default state
     /// directory is beside the log (`XDG_STATE_HOME`), not the user's.
     pub async fn start(config: &Path, log_path: &Path, envs: &[(&str, &str)]) -> Self {
+        Self::start_with(config, log_path, envs, ServeOptions::default()).await
+    }
+
+    /// [`Self::start`] in the circumstances `options` describe.
+    pub async fn start_with(
+        config: &Path,
+        log_path: &Path,
+        envs: &[(&str, &str)],
+        options: ServeOptions,
+    ) -> Self {
         let log = std::fs::File::create(log_path).expect("create the log file");
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_muxgate"));
         command
@@ -41,7 +67,47 @@ impl ServeProcess {
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log))
             .kill_on_drop(true);
+        if let Some(cwd) = &options.cwd {
+            command.current_dir(cwd);
+        }
+        let ServeOptions {
+            run_as,
+            session_keyring,
+            inherited_fd,
+            ..
+        } = options;
+        let inherited = inherited_fd.as_ref().map(|(fd, at)| {
+            use std::os::fd::AsRawFd;
+            (fd.as_raw_fd(), *at)
+        });
+        // SAFETY: the closure runs in the forked child before exec and makes only
+        // async-signal-safe system calls (dup2, setgroups, setgid, setuid, keyctl).
+        unsafe {
+            command.pre_exec(move || {
+                if let Some((fd, at)) = inherited {
+                    // dup2 leaves the new descriptor without close-on-exec.
+                    if libc::dup2(fd, at) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                if let Some((uid, gid)) = run_as
+                    && (libc::setgroups(0, std::ptr::null()) != 0
+                        || libc::setgid(gid) != 0
+                        || libc::setuid(uid) != 0)
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if let Some(name) = session_keyring {
+                    // KEYCTL_JOIN_SESSION_KEYRING
+                    if libc::syscall(libc::SYS_keyctl, 1, name.as_ptr()) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
         let mut child = command.spawn().expect("spawn muxgate serve");
+        drop(inherited_fd);
         let pid = child.id().expect("running") as libc::pid_t;
         let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
         let mcp_url = tokio::time::timeout(Duration::from_secs(30), async {

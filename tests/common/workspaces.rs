@@ -7,6 +7,9 @@ use std::time::Duration;
 use muxgate::config::Config;
 use muxgate::workspace::admin;
 
+/// The size of a test workspace's home.
+pub const HOME_BYTES: u64 = 64 << 20;
+
 /// A state directory; every workspace sandbox started in it is killed on drop.
 pub struct WorkspaceState {
     pub dir: tempfile::TempDir,
@@ -23,11 +26,13 @@ impl WorkspaceState {
         self.dir.path()
     }
 
-    /// `config` in workspace mode with this state directory.
+    /// `config` in workspace mode with this state directory, and homes of [`HOME_BYTES`] (a
+    /// home is reserved on disk whole, where the gateway can mount it).
     pub fn config(&self, config: Config) -> Config {
         let mut config = super::relaxed(config);
         config.state.dir = Some(self.path().to_owned());
         config.workspaces.enabled = true;
+        config.workspaces.limits.home_bytes = HOME_BYTES;
         config
     }
 
@@ -45,21 +50,32 @@ impl WorkspaceState {
             .and_then(|w| w.pid)
     }
 
-    /// Runs `tmux args` on workspace `name`'s server from the host, as its user: the test's own
+    /// Runs `tmux args` on workspace `name`'s server from the host, as its user (the
+    /// gateway's, `gateway_uid`, when workspaces have no uids of their own): the test's own
     /// look inside, not the gateway's.
-    pub fn tmux(&self, name: &str, args: &[&str]) -> std::process::Output {
+    pub fn tmux(
+        &self,
+        name: &str,
+        gateway_uid: Option<u32>,
+        args: &[&str],
+    ) -> std::process::Output {
         let workspace = admin::list(self.path())
             .expect("workspaces")
             .into_iter()
             .find(|w| w.meta.name == name)
             .expect("the workspace exists");
         let socket = workspace.dir.join("run/tmux.sock");
-        let mut command = match workspace.meta.run_as {
-            Some(user) => {
+        let user = workspace
+            .meta
+            .run_as
+            .map(|user| (user.uid, user.gid))
+            .or(gateway_uid.map(|uid| (uid, uid)));
+        let mut command = match user {
+            Some((uid, gid)) => {
                 let mut command = std::process::Command::new("setpriv");
                 command.args([
-                    format!("--reuid={}", user.uid),
-                    format!("--regid={}", user.gid),
+                    format!("--reuid={uid}"),
+                    format!("--regid={gid}"),
                     "--clear-groups".into(),
                     "tmux".into(),
                 ]);
@@ -90,10 +106,31 @@ impl WorkspaceState {
 
 impl Drop for WorkspaceState {
     fn drop(&mut self) {
-        for workspace in admin::list(self.path()).unwrap_or_default() {
+        let workspaces = admin::list(self.path()).unwrap_or_default();
+        for workspace in &workspaces {
             if let Some(pid) = workspace.pid {
                 kill_tree(pid);
             }
+        }
+        // A sized home is a mount of the host's, and a memory cgroup outlives its processes:
+        // neither may outlive the test.
+        for workspace in &workspaces {
+            if let Some(pid) = workspace.pid {
+                let deadline = std::time::Instant::now() + Duration::from_secs(5);
+                while Path::new(&format!("/proc/{pid}")).exists()
+                    && std::time::Instant::now() < deadline
+                {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+            let home = workspace.dir.join("home");
+            if muxgate::workspace::disk::is_mounted(&home).unwrap_or(false) {
+                let _ = std::process::Command::new("umount")
+                    .arg("-l")
+                    .arg(&home)
+                    .status();
+            }
+            let _ = muxgate::workspace::cgroup::remove(&workspace.dir);
         }
     }
 }
