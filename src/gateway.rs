@@ -11,7 +11,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use std::os::unix::fs::DirBuilderExt;
@@ -25,6 +24,7 @@ use crate::auth::{
 };
 use crate::config::Config;
 use crate::http::health::EngineReadiness;
+use crate::http::listen::Listeners;
 use crate::http::shutdown::Shutdown;
 use crate::http::tls::{self, CertStore, TlsError};
 use crate::http::{self, HttpDeps, HttpTelemetry, Security};
@@ -181,10 +181,10 @@ impl Gateway {
         })
     }
 
-    /// Serves on `listener` (HTTPS with `[http.tls]`) until the shutdown token is cancelled,
+    /// Serves on `listeners` (HTTPS with `[http.tls]`) until the shutdown token is cancelled,
     /// then runs the whole shutdown sequence: in-flight calls finish within the grace period,
     /// MCP streams close, tmux control clients detach and the audit log is flushed.
-    pub async fn serve(self, listener: TcpListener) -> io::Result<()> {
+    pub async fn serve(self, listeners: impl Into<Listeners>) -> io::Result<()> {
         let tls = match &self.tls {
             Some(store) => {
                 let config = store.server_config().map_err(io::Error::other)?;
@@ -194,7 +194,7 @@ impl Gateway {
             None => None,
         };
         let served = http::serve(
-            listener,
+            listeners.into(),
             self.app.clone(),
             tls,
             &self.shutdown,

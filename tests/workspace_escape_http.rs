@@ -1,15 +1,18 @@
 //! A hostile tenant in workspace mode at the gateway's front door: what its token's claims can
-//! reach (a configured server, another tenant's workspace). Each runs against a real gateway
-//! over real HTTP with real sandboxes.
+//! reach (a configured server, another tenant's workspace), and what it can take from the
+//! network it shares with the host (`network = "host"`: the gateway's other loopback address).
+//! Each runs against a real gateway over real HTTP with real sandboxes.
 
 mod common;
 
+use std::path::Path;
 use std::time::Duration;
 
+use common::serve::ServeProcess;
 use common::tmux::TestTmux;
-use common::tools::{call_err, call_ok, client_with};
+use common::tools::{Client, call_err, call_ok, client_with};
 use common::workspaces::WorkspaceState;
-use common::{RawMcp, spawn_gateway};
+use common::{RawMcp, TEST_SECRET, spawn_gateway};
 use muxgate::auth::{MintRequest, TokenMinter};
 use muxgate::config::Config;
 use serde_json::{Value, json};
@@ -190,4 +193,126 @@ async fn a_workspace_claim_names_only_a_configured_team() {
     let dave = client_with(&gateway, &mint(config, "dave", None, Some("dave"))).await;
     let seen = call_ok(&dave, "list_sessions", json!({})).await;
     assert_eq!(session_names(&seen), Vec::<&str>::new(), "{seen}");
+}
+
+/// `run_command` in `pane`, and its output.
+async fn run(client: &Client, pane: &str, command: &str) -> String {
+    let ran = call_ok(
+        client,
+        "run_command",
+        json!({"target": pane, "command": command, "timeout": 60}),
+    )
+    .await;
+    ran["output"].as_str().expect("output").to_owned()
+}
+
+/// Whether this host has an IPv6 loopback address to bind (without one, nothing can listen on
+/// `[::1]` and no client reaches it: there is nothing to squat).
+fn host_has_ipv6_loopback() -> bool {
+    std::net::TcpListener::bind("[::1]:0").is_ok()
+}
+
+/// With `network = "host"` a tenant shares the host's network. The gateway listens on
+/// 127.0.0.1; a client that says `localhost` may well try `[::1]` first. A tenant that could
+/// listen there on the gateway's port would receive that client's requests, bearer token
+/// included. So the gateway holds the other loopback address too: from inside its pane the
+/// tenant cannot bind it (alone or through the IPv6 wildcard), and a client that reaches the
+/// gateway over `[::1]` is answered by the gateway.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_network_tenant_cannot_listen_on_the_gateways_other_loopback_address() {
+    let test = "a_host_network_tenant_cannot_listen_on_the_gateways_other_loopback_address";
+    if !common::needs::sandbox(test) || !common::needs::program("python3", "python3", test) {
+        return;
+    }
+    if !host_has_ipv6_loopback() {
+        eprintln!("skipping {test}: this host has no IPv6 loopback address to squat");
+        return;
+    }
+    let state = WorkspaceState::new();
+    let config_path = state.path().join("muxgate.toml");
+    std::fs::write(
+        &config_path,
+        format!(
+            "[state]\ndir = '{state}'\n\
+             [workspaces]\nenabled = true\nnetwork = 'host'\n\
+             [auth]\nsecret = '{TEST_SECRET}'\n\
+             [audit]\npath = '{state}/audit.jsonl'\n\
+             [limits]\nrequests_per_second = 1000\nrequest_burst = 1000\n\
+             tool_calls_per_second = 1000\ntool_call_burst = 1000\n",
+            state = state.path().display(),
+        ),
+    )
+    .expect("write the config");
+    let log = state.path().join("serve.log");
+    let gateway = ServeProcess::start(&config_path, &log, &[]).await;
+    let config = Config::load(Some(Path::new(&config_path)), std::iter::empty())
+        .expect("the config loads")
+        .config;
+    let port: u16 = gateway
+        .base
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("the gateway's port");
+    let tenant = client_with_url(&gateway.mcp_url, &mint(&config, "mallory", None, None)).await;
+    let created = call_ok(&tenant, "create_session", json!({"name": "m-1"})).await;
+    let pane = created["session"]["active_pane_id"]
+        .as_str()
+        .expect("a pane")
+        .to_owned();
+    let squat = |address: &str, v6_only: u8| {
+        format!(
+            "python3 -c \"import socket; s = socket.socket(socket.AF_INET6); \
+             s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, {v6_only}); \
+             s.bind(('{address}', {port})); s.listen(); print('LISTENING')\" 2>&1 | tail -n 1"
+        )
+    };
+    for (address, v6_only) in [("::1", 1), ("::", 1), ("::", 0)] {
+        let output = run(&tenant, &pane, &squat(address, v6_only)).await;
+        assert!(
+            !output.contains("LISTENING") && output.contains("Address already in use"),
+            "the tenant listens on [{address}]:{port} (v6only {v6_only}): {output}"
+        );
+    }
+    // Sanity: the tenant does share the host's network (it can listen on another port).
+    let output = run(
+        &tenant,
+        &pane,
+        "python3 -c \"import socket; s = socket.socket(socket.AF_INET6); \
+         s.bind(('::1', 0)); s.listen(); print('LISTENING')\"",
+    )
+    .await;
+    assert!(output.contains("LISTENING"), "{output}");
+
+    // A client that reaches the gateway over [::1] is answered by the gateway itself.
+    let over_v6 = format!("http://[::1]:{port}/mcp");
+    let client = client_with_url(&over_v6, &mint(&config, "mallory", None, None)).await;
+    let seen = call_ok(&client, "list_sessions", json!({})).await;
+    assert_eq!(session_names(&seen), ["m-1"], "{seen}");
+
+    // The shipped default's server stays beside the workspaces here: serve says so.
+    assert!(
+        gateway
+            .log()
+            .contains("configured tmux server(s) default beside workspaces"),
+        "{}",
+        gateway.log()
+    );
+}
+
+/// An MCP client of the gateway at `url`.
+async fn client_with_url(url: &str, token: &str) -> Client {
+    use rmcp::ServiceExt;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url).auth_header(token),
+    );
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        rmcp::model::ClientConfig::default().serve(transport),
+    )
+    .await
+    .expect("connected within 30 s")
+    .expect("MCP client connects")
 }
