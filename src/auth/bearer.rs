@@ -300,26 +300,29 @@ impl Authenticator {
         unauthorized(reason, &self.metadata_url)
     }
 
-    /// A request from `peer`: its principal, or why it is refused. A failure counts against
-    /// the source's budget; a throttled request is reported to the hook here.
+    /// A request from `peer`: its principal, or why it is refused. The token is verified
+    /// first, whatever the source's record: a token that verifies is admitted even from a
+    /// throttled source, since the clients behind one address (a proxy, a host) share its
+    /// record. A failure from a throttled source is answered 429 (and reported to the hook
+    /// here); any other failure counts against the source's budget.
     fn admit(&self, peer: Option<PeerAddr>, headers: &HeaderMap) -> Result<Principal, Refusal> {
+        let reason = match self.authenticate(headers) {
+            Ok(principal) => return Ok(principal),
+            Err(reason) => reason,
+        };
         let source = peer.map(|PeerAddr(addr)| addr.ip());
-        let throttle = self.throttle.as_ref().zip(source);
-        if let Some((throttle, source)) = throttle
-            && let Some(wait) = throttle.check(source)
-        {
+        let Some((throttle, source)) = self.throttle.as_ref().zip(source) else {
+            return Err(Refusal::Unauthenticated(reason));
+        };
+        if let Some(wait) = throttle.check(source) {
             if let Some(hook) = &self.on_reject {
                 hook(RejectReason::Throttled);
             }
             tracing::debug!(%source, "request refused: too many failed authentications");
             return Err(Refusal::Throttled(wait));
         }
-        self.authenticate(headers).map_err(|reason| {
-            if let Some((throttle, source)) = throttle {
-                throttle.fail(source);
-            }
-            Refusal::Unauthenticated(reason)
-        })
+        throttle.fail(source);
+        Err(Refusal::Unauthenticated(reason))
     }
 }
 
@@ -943,6 +946,34 @@ scopes = ['mux:read']",
             .unwrap_err()
             .to_string();
         assert!(err.contains("workspaces.teams"), "{err}");
+    }
+
+    /// Clients behind one address share its failure record: the bad tokens of one of them
+    /// must not turn away another's good token.
+    #[test]
+    fn a_throttled_source_is_still_admitted_with_a_token_that_verifies() {
+        let throttled = Arc::new(Mutex::new(0));
+        let seen = Arc::clone(&throttled);
+        let auth = authenticator(&BTreeMap::new())
+            .with_failure_throttle(2)
+            .with_reject_hook(Arc::new(move |reason| {
+                if reason == RejectReason::Throttled {
+                    *seen.lock().unwrap() += 1;
+                }
+            }));
+        let peer = Some(PeerAddr("192.0.2.7:4000".parse().unwrap()));
+        let bad = bearer("not-a-jwt");
+        let good = bearer(&hs256(&good_claims(), SECRET));
+        for _ in 0..3 {
+            assert!(matches!(
+                auth.admit(peer, &bad),
+                Err(Refusal::Unauthenticated(RejectReason::MalformedToken))
+            ));
+        }
+        assert!(matches!(auth.admit(peer, &bad), Err(Refusal::Throttled(_))));
+        assert!(auth.admit(peer, &good).is_ok());
+        assert!(matches!(auth.admit(peer, &bad), Err(Refusal::Throttled(_))));
+        assert_eq!(*throttled.lock().unwrap(), 2);
     }
 
     fn bearer(token: &str) -> HeaderMap {

@@ -65,8 +65,8 @@ pub enum RejectReason {
     /// In workspace mode, a `workspace` claim naming neither the token's own `sub` nor a team
     /// `[workspaces] teams` lists (a claim may not move a client into another's workspace).
     WorkspaceNotAllowed,
-    /// The source address failed to authenticate too often lately (answered 429, see
-    /// [`super::throttle`]); the request's token was not looked at.
+    /// The source address failed to authenticate too often lately, and this request's token
+    /// did not verify either (answered 429, see [`super::throttle`]).
     Throttled,
 }
 
