@@ -5,6 +5,9 @@
 //!
 //! On the embedded default (HS256 without a configured secret) it generates a secret for this
 //! process and prints a ready bearer token and client snippet, so a newcomer can connect at once.
+//!
+//! It listens on `http.bind`, and with workspaces that share the host's network also on the
+//! other loopback address of that port ([`crate::http::listen`]).
 
 use std::net::IpAddr;
 use std::num::NonZeroU32;
