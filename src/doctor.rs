@@ -3,8 +3,9 @@
 //! Checks: tmux is installed (and its version); every configured server is running or allowed
 //! to be absent; no stale muxgate control clients are attached; every configured Zellij server's
 //! binary runs and its default session is live; in workspace mode, that sandboxes start here
-//! (bubblewrap, user namespaces) and how many workspaces there are; without it, whether
-//! clients that can type share a configured server. A muxgate control client is
+//! (bubblewrap, user namespaces), how many workspaces there are, and whether configured
+//! servers remain beside them (they run unsandboxed); without it, whether clients that can
+//! type share a configured server. A muxgate control client is
 //! recognized by its terminal name `muxgate-<owner pid>` (the engine sets `TERM` so); it is
 //! stale when that owner is no longer its parent process, i.e. the gateway that spawned it is
 //! gone. Stale clients throttle output and can wedge `kill-server`, so doctor reports them with
@@ -124,7 +125,11 @@ pub async fn run(config: &Config) -> Report {
     }
     if config.workspaces.enabled {
         check_workspaces(&mut report, config).await;
-    } else if let Some(warning) = config.shared_server_warning() {
+    }
+    let warning = config
+        .shared_server_warning()
+        .or_else(|| config.servers_beside_workspaces_warning());
+    if let Some(warning) = warning {
         report.push(Outcome::Warn, "isolation", warning);
     }
     report

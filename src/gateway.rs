@@ -11,7 +11,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use std::os::unix::fs::DirBuilderExt;
@@ -25,6 +24,7 @@ use crate::auth::{
 };
 use crate::config::Config;
 use crate::http::health::EngineReadiness;
+use crate::http::listen::Listeners;
 use crate::http::shutdown::Shutdown;
 use crate::http::tls::{self, CertStore, TlsError};
 use crate::http::{self, HttpDeps, HttpTelemetry, Security};
@@ -181,10 +181,10 @@ impl Gateway {
         })
     }
 
-    /// Serves on `listener` (HTTPS with `[http.tls]`) until the shutdown token is cancelled,
+    /// Serves on `listeners` (HTTPS with `[http.tls]`) until the shutdown token is cancelled,
     /// then runs the whole shutdown sequence: in-flight calls finish within the grace period,
     /// MCP streams close, tmux control clients detach and the audit log is flushed.
-    pub async fn serve(self, listener: TcpListener) -> io::Result<()> {
+    pub async fn serve(self, listeners: impl Into<Listeners>) -> io::Result<()> {
         let tls = match &self.tls {
             Some(store) => {
                 let config = store.server_config().map_err(io::Error::other)?;
@@ -194,7 +194,7 @@ impl Gateway {
             None => None,
         };
         let served = http::serve(
-            listener,
+            listeners.into(),
             self.app.clone(),
             tls,
             &self.shutdown,
@@ -392,10 +392,13 @@ fn limits(config: &Config, metrics: &Metrics) -> Arc<Limits> {
     Arc::new(Limits::new(&config.limits, per_client).with_hook(metrics.limit_hook()))
 }
 
-/// Warns of a setup that works but exposes something: a tmux server shared with humans, or a
-/// file holding secrets that other users may read.
+/// Warns of a setup that works but exposes something: a tmux server shared with humans,
+/// configured servers beside workspaces, or a file holding secrets that other users may read.
 fn warn_about_setup(config: &Config) {
     if let Some(warning) = config.shared_server_warning() {
+        tracing::warn!("{warning}");
+    }
+    if let Some(warning) = config.servers_beside_workspaces_warning() {
         tracing::warn!("{warning}");
     }
     for (path, mode) in readable_by_others(&config.secret_paths()) {
@@ -408,7 +411,8 @@ fn warn_about_setup(config: &Config) {
 }
 
 /// The authenticator: the configured clients, the failure throttle, and in workspace mode
-/// each client's own server; no authentication in conformance mode.
+/// each client's own server and the teams a claim may name; no authentication in conformance
+/// mode.
 fn authenticator(
     mode: Mode,
     config: &Config,
@@ -421,7 +425,8 @@ fn authenticator(
         .with_failure_throttle(config.http.auth_failures_per_minute)
         .with_reject_hook(metrics.reject_hook());
     if stores.workspaces.is_some() {
-        authenticator = authenticator.with_own_server(workspace::SERVER_NAME);
+        authenticator =
+            authenticator.with_workspaces(workspace::SERVER_NAME, &config.workspaces.teams)?;
     }
     #[cfg(feature = "conformance")]
     let authenticator = match mode {

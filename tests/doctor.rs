@@ -176,9 +176,21 @@ async fn doctor_checks_workspaces_and_warns_about_shared_servers() {
             .any(|c| c.subject == "workspaces" && c.detail.starts_with("0 in")),
         "{text}"
     );
+    // The configured server stays beside the workspaces, unsandboxed: doctor says so, until
+    // the configuration lists none.
+    let isolation = report.checks.iter().find(|c| c.subject == "isolation");
+    assert!(
+        isolation.is_some_and(|c| c.outcome == Outcome::Warn
+            && c.detail
+                .starts_with("configured tmux server(s) default beside workspaces")),
+        "{text}"
+    );
+    config.tmux.servers.clear();
+    let report = doctor::run(&config).await;
     assert!(
         !report.checks.iter().any(|c| c.subject == "isolation"),
-        "{text}"
+        "{}",
+        report.render()
     );
 
     config.workspaces.bwrap = "/nonexistent/bwrap".into();

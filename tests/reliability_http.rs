@@ -321,7 +321,7 @@ async fn initialize_from(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_source_that_keeps_failing_to_authenticate_is_throttled_and_others_are_not() {
+async fn a_source_that_keeps_failing_to_authenticate_is_throttled_and_valid_tokens_are_not() {
     let tmux = TestTmux::start();
     let mut config = config_with_server("work", &tmux.socket, false);
     config.http.auth_failures_per_minute = 5;
@@ -333,7 +333,7 @@ async fn a_source_that_keeps_failing_to_authenticate_is_throttled_and_others_are
         let (status, _) = initialize_from(&gateway, "127.0.0.1", forged).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "attempt {attempt}");
     }
-    // From now on the source gets 429 with Retry-After, even with a valid token.
+    // From now on the source's bad tokens get 429 with Retry-After…
     let (status, retry) = initialize_from(&gateway, "127.0.0.1", forged).await;
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
     let retry: u64 = retry.expect("Retry-After").parse().expect("whole seconds");
@@ -341,12 +341,12 @@ async fn a_source_that_keeps_failing_to_authenticate_is_throttled_and_others_are
         (1..=12).contains(&retry),
         "one failure back in 12 s: {retry}"
     );
+    // …while a valid token from the same address (another tenant behind the same proxy or
+    // host) is served, and does not lift the block for the bad ones.
     let (status, _) = initialize_from(&gateway, "127.0.0.1", &gateway.token).await;
-    assert_eq!(
-        status,
-        StatusCode::TOO_MANY_REQUESTS,
-        "not even a valid token"
-    );
+    assert_eq!(status, StatusCode::OK, "a valid token is turned away");
+    let (status, _) = initialize_from(&gateway, "127.0.0.1", forged).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
 
     // Another address is not affected: it is served, and its own failures are its own.
     let (status, _) = initialize_from(&gateway, "127.0.0.2", &gateway.token).await;
@@ -367,4 +367,12 @@ async fn a_source_that_keeps_failing_to_authenticate_is_throttled_and_others_are
         .find(|l| l.starts_with("muxgate_auth_failures_total{reason=\"throttled\"}"))
         .unwrap_or_else(|| panic!("a throttled count in:\n{metrics}"));
     assert!(throttled.ends_with(" 2"), "{throttled}");
+    let bad_signatures = metrics
+        .lines()
+        .find(|l| l.starts_with("muxgate_auth_failures_total{reason=\"bad_signature\"}"))
+        .unwrap_or_else(|| panic!("a bad_signature count in:\n{metrics}"));
+    assert!(
+        bad_signatures.ends_with(" 7"),
+        "the throttled ones are not counted twice: {bad_signatures}"
+    );
 }

@@ -146,15 +146,17 @@ fn names(listing: &serde_json::Value) -> Vec<String> {
 }
 
 /// A team shares one workspace, named by the config (which a token's claim cannot override)
-/// or by the claim when the config names none.
+/// or by the claim when the config names none and lists the team in `[workspaces] teams`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_team_shares_a_workspace_by_config_or_claim() {
     if !common::needs::sandbox("a_team_shares_a_workspace_by_config_or_claim") {
         return;
     }
     let state = WorkspaceState::new();
-    let config =
-        muxgate::config::Config::from_toml_str("[clients.bob]\nworkspace = 'team'\n").unwrap();
+    let config = muxgate::config::Config::from_toml_str(
+        "[workspaces]\nteams = ['team']\n[clients.bob]\nworkspace = 'team'\n",
+    )
+    .unwrap();
     let gateway = spawn_gateway(state.config(config)).await;
     let bob = client_with(&gateway, &mint_for(&gateway, "bob", Some("elsewhere"))).await;
     let carol = client_with(&gateway, &mint_for(&gateway, "carol", Some("team"))).await;

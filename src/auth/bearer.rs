@@ -39,6 +39,16 @@ struct ClientPolicy {
     toolsets: Option<Toolsets>,
 }
 
+/// Workspace mode, as authentication sees it.
+#[derive(Debug, Clone)]
+struct WorkspaceMode {
+    /// The name under which every client sees its own workspace's server.
+    server: &'static str,
+    /// `[workspaces] teams`: the workspaces a token's `workspace` claim may name besides its
+    /// own `sub`.
+    teams: Vec<NamePattern>,
+}
+
 /// Verifies requests and builds their [`Principal`].
 pub struct Authenticator {
     verifier: TokenVerifier,
@@ -55,8 +65,8 @@ pub struct Authenticator {
     on_reject: Option<RejectHook>,
     /// Failed authentications per source address (none: not counted).
     throttle: Option<FailureThrottle>,
-    /// In workspace mode: the name of every client's own server.
-    own_server: Option<&'static str>,
+    /// In workspace mode: what the configuration lets claims choose.
+    workspaces: Option<WorkspaceMode>,
     /// Conformance mode only: every request is this principal, no token checked.
     #[cfg(feature = "conformance")]
     anonymous: Option<Principal>,
@@ -108,7 +118,7 @@ impl Authenticator {
             metadata_url: resource.metadata_url().to_owned(),
             on_reject: None,
             throttle: None,
-            own_server: None,
+            workspaces: None,
             #[cfg(feature = "conformance")]
             anonymous: None,
         })
@@ -137,11 +147,21 @@ impl Authenticator {
         Ok(self)
     }
 
-    /// Workspace mode: every principal sees its own server as `name`, and configured servers
-    /// only when granted explicitly.
-    pub fn with_own_server(mut self, name: &'static str) -> Self {
-        self.own_server = Some(name);
-        self
+    /// Workspace mode: every principal sees its own workspace's server as `server`, and a
+    /// configured server only when its configuration grants it; a `workspace` claim may name
+    /// the token's own `sub` or a workspace that matches one of `teams` (`[workspaces] teams`).
+    pub fn with_workspaces(
+        mut self,
+        server: &'static str,
+        teams: &[String],
+    ) -> Result<Self, AuthConfigError> {
+        let teams =
+            compile_patterns(teams).map_err(|(pattern, error)| AuthConfigError::Invalid {
+                field: "workspaces.teams".into(),
+                reason: format!("`{pattern}`: {error}"),
+            })?;
+        self.workspaces = Some(WorkspaceMode { server, teams });
+        Ok(self)
     }
 
     /// Refuses sources with more than `per_minute` failed authentications a minute (0: no
@@ -170,15 +190,38 @@ impl Authenticator {
         }
         let token = bearer_token(headers)?;
         let verified = self.verifier.verify(token)?;
-        if !self.unlisted_allowed && !self.clients.contains_key(&verified.sub) {
+        let listed = self.clients.get(&verified.sub);
+        if !self.unlisted_allowed && listed.is_none() {
             return Err(RejectReason::UnknownClient);
+        }
+        if !self.workspace_claim_allowed(&verified, listed) {
+            return Err(RejectReason::WorkspaceNotAllowed);
         }
         Ok(self.principal_for(verified))
     }
 
+    /// In workspace mode, whether the token's `workspace` claim, where it decides (the client's
+    /// configuration names no workspace), chooses what the configuration allows: the token's
+    /// own `sub`, or a team `[workspaces] teams` matches. Anything else would move the client
+    /// into another tenant's workspace.
+    fn workspace_claim_allowed(
+        &self,
+        token: &VerifiedToken,
+        listed: Option<&ClientPolicy>,
+    ) -> bool {
+        let (Some(mode), Some(claimed)) = (&self.workspaces, &token.workspace) else {
+            return true;
+        };
+        listed.is_some_and(|c| c.workspace.is_some())
+            || *claimed == token.sub
+            || mode.teams.iter().any(|team| team.matches(claimed))
+    }
+
     /// Merges a verified token with its client's configuration ("both must allow"). The
     /// configuration (the sub's entry, else `[clients_default]`) is the authority: the
-    /// token's claims narrow it and never widen it. Without either, the claims decide.
+    /// token's claims narrow it and never widen it. Without either, the claims decide, except
+    /// for configured servers in workspace mode: they run outside every sandbox, so only the
+    /// configuration grants them and a `servers` claim only narrows.
     pub fn principal_for(&self, token: VerifiedToken) -> Principal {
         let listed = self.clients.get(&token.sub);
         let client = listed.or(self.default_client.as_ref());
@@ -190,36 +233,41 @@ impl Authenticator {
             Some(_) => self.reserved.get(&token.sub).cloned().unwrap_or_default(),
             None => self.reserved_all.clone(),
         };
+        let own_server = self.workspaces.as_ref().map(|mode| mode.server);
         let mut acl = TargetAcl {
             own_sessions: token.own_sessions || client.is_some_and(|c| c.own_sessions),
-            own_server: self.own_server,
+            own_server,
             reserved,
             ..TargetAcl::default()
         };
-        for (allow, configured, claimed) in [
+        let claims_decide = client.is_none();
+        for (allow, configured, claimed, claim_grants) in [
             (
                 &mut acl.servers,
                 client.and_then(|c| c.servers.clone()),
                 token.servers,
+                claims_decide && own_server.is_none(),
             ),
             (
                 &mut acl.sessions,
                 client.and_then(|c| c.sessions.clone()),
                 token.sessions,
+                claims_decide,
             ),
         ] {
             if let Some(list) = configured {
                 allow.restrict(list);
             }
             if let Some(list) = claimed {
-                match client {
-                    Some(_) => allow.narrow(list),
-                    None => allow.restrict(list),
+                if claim_grants {
+                    allow.restrict(list);
+                } else {
+                    allow.narrow(list);
                 }
             }
         }
-        // A configured workspace wins over the claim: a claim may not move a client into
-        // another team's workspace.
+        // A configured workspace wins over the claim; where the claim decides, `authenticate`
+        // has checked that the configuration allows it.
         let workspace = listed
             .and_then(|c| c.workspace.clone())
             .or(token.workspace)
@@ -252,26 +300,29 @@ impl Authenticator {
         unauthorized(reason, &self.metadata_url)
     }
 
-    /// A request from `peer`: its principal, or why it is refused. A failure counts against
-    /// the source's budget; a throttled request is reported to the hook here.
+    /// A request from `peer`: its principal, or why it is refused. The token is verified
+    /// first, whatever the source's record: a token that verifies is admitted even from a
+    /// throttled source, since the clients behind one address (a proxy, a host) share its
+    /// record. A failure from a throttled source is answered 429 (and reported to the hook
+    /// here); any other failure counts against the source's budget.
     fn admit(&self, peer: Option<PeerAddr>, headers: &HeaderMap) -> Result<Principal, Refusal> {
+        let reason = match self.authenticate(headers) {
+            Ok(principal) => return Ok(principal),
+            Err(reason) => reason,
+        };
         let source = peer.map(|PeerAddr(addr)| addr.ip());
-        let throttle = self.throttle.as_ref().zip(source);
-        if let Some((throttle, source)) = throttle
-            && let Some(wait) = throttle.check(source)
-        {
+        let Some((throttle, source)) = self.throttle.as_ref().zip(source) else {
+            return Err(Refusal::Unauthenticated(reason));
+        };
+        if let Some(wait) = throttle.check(source) {
             if let Some(hook) = &self.on_reject {
                 hook(RejectReason::Throttled);
             }
             tracing::debug!(%source, "request refused: too many failed authentications");
             return Err(Refusal::Throttled(wait));
         }
-        self.authenticate(headers).map_err(|reason| {
-            if let Some((throttle, source)) = throttle {
-                throttle.fail(source);
-            }
-            Refusal::Unauthenticated(reason)
-        })
+        throttle.fail(source);
+        Err(Refusal::Unauthenticated(reason))
     }
 }
 
@@ -800,6 +851,129 @@ scopes = ['mux:read']",
         check("bot", r#"sessions = [""]"#, "clients.bot.sessions");
         check("bot", r#"servers = ["a\nb"]"#, "clients.bot.servers");
         check("", "", "valid `sub`");
+    }
+
+    /// Workspace mode: configured servers run outside every sandbox, so a `servers` claim
+    /// (here of an unlisted sub, where claims otherwise decide) grants none of them; only the
+    /// configuration does, and the claim still narrows it.
+    #[test]
+    fn in_workspace_mode_only_the_configuration_grants_configured_servers() {
+        use crate::auth::can_see_server;
+        let mut clients = BTreeMap::new();
+        clients.insert("ops".to_owned(), client("servers = ['default']"));
+        let auth = authenticator(&clients)
+            .with_workspaces("workspace", &[])
+            .unwrap();
+        let token = |sub: &str, servers: Option<&[&str]>| {
+            let mut claims = good_claims();
+            claims["sub"] = json!(sub);
+            if let Some(servers) = servers {
+                claims["muxgate"] = json!({ "servers": servers });
+            }
+            bearer(&hs256(&claims, SECRET))
+        };
+        for claim in [&["default"][..], &["def*"], &["*"]] {
+            let p = auth.authenticate(&token("mallory", Some(claim))).unwrap();
+            assert!(can_see_server(&p, "workspace"));
+            assert!(!can_see_server(&p, "default"), "claim {claim:?}");
+        }
+        let p = auth.authenticate(&token("ops", None)).unwrap();
+        assert!(can_see_server(&p, "default"));
+        let p = auth.authenticate(&token("ops", Some(&["other"]))).unwrap();
+        assert!(!can_see_server(&p, "default"), "the claim narrows");
+        // `[clients_default] servers` is configuration too.
+        let granting: DefaultClientConfig = toml::from_str("servers = ['default']").unwrap();
+        let auth = authenticator(&clients)
+            .with_workspaces("workspace", &[])
+            .unwrap()
+            .with_default_client(&granting, JwtAlgorithm::HS256)
+            .unwrap();
+        let p = auth
+            .authenticate(&token("mallory", Some(&["default"])))
+            .unwrap();
+        assert!(can_see_server(&p, "default"));
+        // Without workspaces, an unlisted sub's claim still decides (every client runs as the
+        // servers' user there anyway; see `Config::shared_server_warning`).
+        let p = authenticator(&clients)
+            .authenticate(&token("mallory", Some(&["def*"])))
+            .unwrap();
+        assert!(can_see_server(&p, "default") && !can_see_server(&p, "build"));
+    }
+
+    #[test]
+    fn a_workspace_claim_names_only_its_own_sub_or_a_listed_team() {
+        let mut clients = BTreeMap::new();
+        clients.insert("bob".to_owned(), client("workspace = 'team-a'"));
+        clients.insert("carol".to_owned(), client("scopes = ['mux:read']"));
+        let teams = ["team-*".to_owned()];
+        let auth = authenticator(&clients)
+            .with_workspaces("workspace", &teams)
+            .unwrap();
+        let claim = |sub: &str, workspace: &str| {
+            let mut claims = good_claims();
+            claims["sub"] = json!(sub);
+            claims["muxgate"] = json!({ "workspace": workspace });
+            auth.authenticate(&bearer(&hs256(&claims, SECRET)))
+                .map(|p| p.workspace)
+        };
+        assert_eq!(claim("dave", "team-b"), Ok("team-b".to_owned()));
+        assert_eq!(claim("dave", "dave"), Ok("dave".to_owned()));
+        assert_eq!(
+            claim("dave", "alice"),
+            Err(RejectReason::WorkspaceNotAllowed)
+        );
+        assert_eq!(
+            claim("dave", "team"),
+            Err(RejectReason::WorkspaceNotAllowed)
+        );
+        // A listed client without a configured workspace is held to the same rule.
+        assert_eq!(
+            claim("carol", "bob"),
+            Err(RejectReason::WorkspaceNotAllowed)
+        );
+        // A configured workspace wins; the claim decides nothing there.
+        assert_eq!(claim("bob", "elsewhere"), Ok("team-a".to_owned()));
+        // Without workspaces the claim means nothing and is not checked.
+        let mut claims = good_claims();
+        claims["muxgate"] = json!({ "workspace": "bob" });
+        assert!(
+            authenticator(&clients)
+                .authenticate(&bearer(&hs256(&claims, SECRET)))
+                .is_ok()
+        );
+        let err = authenticator(&clients)
+            .with_workspaces("workspace", &["".to_owned()])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("workspaces.teams"), "{err}");
+    }
+
+    /// Clients behind one address share its failure record: the bad tokens of one of them
+    /// must not turn away another's good token.
+    #[test]
+    fn a_throttled_source_is_still_admitted_with_a_token_that_verifies() {
+        let throttled = Arc::new(Mutex::new(0));
+        let seen = Arc::clone(&throttled);
+        let auth = authenticator(&BTreeMap::new())
+            .with_failure_throttle(2)
+            .with_reject_hook(Arc::new(move |reason| {
+                if reason == RejectReason::Throttled {
+                    *seen.lock().unwrap() += 1;
+                }
+            }));
+        let peer = Some(PeerAddr("192.0.2.7:4000".parse().unwrap()));
+        let bad = bearer("not-a-jwt");
+        let good = bearer(&hs256(&good_claims(), SECRET));
+        for _ in 0..3 {
+            assert!(matches!(
+                auth.admit(peer, &bad),
+                Err(Refusal::Unauthenticated(RejectReason::MalformedToken))
+            ));
+        }
+        assert!(matches!(auth.admit(peer, &bad), Err(Refusal::Throttled(_))));
+        assert!(auth.admit(peer, &good).is_ok());
+        assert!(matches!(auth.admit(peer, &bad), Err(Refusal::Throttled(_))));
+        assert_eq!(*throttled.lock().unwrap(), 2);
     }
 
     fn bearer(token: &str) -> HeaderMap {

@@ -180,7 +180,8 @@ pub struct ClientPolicyConfig<L> {
     #[serde(default)]
     pub own_sessions: bool,
     /// The workspace (team) this client works in, in workspace mode; default: its own,
-    /// named by its `sub`.
+    /// named by its `sub`. It wins over the token's `workspace` claim and, unlike the claim,
+    /// needs no `[workspaces] teams` entry.
     #[serde(default)]
     pub workspace: Option<String>,
     /// The toolsets this client is shown (see [`super::Toolsets`]); a token's claim wins.

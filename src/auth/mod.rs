@@ -27,10 +27,11 @@
 //! | `exp` past / `nbf` future (beyond leeway) | 401, `invalid_token`, `expired` / `not_yet_valid` |
 //! | wrong or missing `iss` / `aud` | 401, `invalid_token`, `bad_issuer` / `bad_audience` |
 //! | bad `sub`, `exp`, `scope` or `muxgate` claim | 401, `invalid_token`, `bad_claims` |
+//! | workspace mode: a `workspace` claim naming neither the token's `sub` nor a team `[workspaces] teams` matches | 401, `invalid_token`, `workspace_not_allowed` |
 //! | tool above the token's tier | `isError` result: `permission denied: this tool is mutating and needs scope `mux:write`; the token grants mux:read` |
 //! | server / session outside the ACL | `isError` result worded as not found (`unknown server …`, `session … not found`) |
 //! | MCP session of another client | 404 `{"error":"session_not_found"}` (logged with both subs) |
-//! | more than `http.auth_failures_per_minute` failures from one address | 429 + `Retry-After`, `reason: throttled` (token not looked at) |
+//! | a token that does not verify, from an address past `http.auth_failures_per_minute` failures | 429 + `Retry-After`, `reason: throttled` (a token that verifies still passes) |
 //! | limits | see [`crate::limits`]: 429 + `Retry-After` for requests, `isError` naming the limit for budgets |
 //!
 //! Every 401 body is `{"error", "reason", "message"}`; `reason` is [`RejectReason::as_str`].

@@ -4,8 +4,9 @@
 //!
 //! [`NameAllowList`] stacks pattern lists from several sources (token claims, client config); a
 //! name is allowed only if every source allows it. Only an *authoritative* source can grant a
-//! name explicitly: the client's configuration when the client has one, else its token. A
-//! token's claim under a configuration only narrows it.
+//! name explicitly: the client's configuration when the client has one, else its token (but
+//! never a token's server patterns in workspace mode). A token's claim under a configuration
+//! only narrows it.
 
 use std::fmt;
 

@@ -8,8 +8,9 @@
 //!   whose text is [`Denied`]'s message naming the missing scope (not HTTP 403: the HTTP layer
 //!   does not parse JSON-RPC, and the listing already hides what a client cannot call).
 //! - **Servers.** In workspace mode, the principal's own workspace always, and a configured
-//!   server when the server patterns grant it explicitly; otherwise a configured server when
-//!   the server patterns allow its name.
+//!   server when the server patterns grant it explicitly, which only the configuration does
+//!   there (a configured server runs outside every sandbox; a token's `servers` claim only
+//!   narrows); otherwise a configured server when the server patterns allow its name.
 //! - **Sessions.** A session is visible if its server is, and:
 //!   - the principal created it (through the gateway); or
 //!   - another client created it, and the principal's access is unlimited (no session
@@ -131,7 +132,8 @@ pub fn can_call(principal: &Principal, tool_tier: Tier) -> Result<(), Denied> {
 
 /// Whether the principal may see and use the server `server`: its own workspace always (in
 /// workspace mode); a configured server when the server patterns allow it — explicitly in
-/// workspace mode, since a configured server is shared with everyone granted it.
+/// workspace mode (by the configuration: see [`super::Authenticator::principal_for`]), since
+/// a configured server is shared with everyone granted it and runs outside every sandbox.
 pub fn can_see_server(principal: &Principal, server: &str) -> bool {
     match principal.acl.own_server {
         Some(own) => server == own || principal.acl.servers.grants_explicitly(server),

@@ -116,7 +116,8 @@ pub struct Principal {
     /// Target restrictions from claims and client config.
     pub acl: TargetAcl,
     /// The workspace the principal works in, in workspace mode: `[clients.<sub>] workspace`,
-    /// else the token's `workspace` claim, else its `sub`.
+    /// else the token's `workspace` claim (its `sub` or a team `[workspaces] teams` matches),
+    /// else its `sub`.
     pub workspace: String,
     /// The tool families `tools/list` shows this principal.
     pub toolsets: Toolsets,

@@ -1,11 +1,21 @@
 //! Throttling sources that fail to authenticate.
 //!
-//! Every other limit is per client, and a request without a valid token has no client: without
-//! this, anyone could make the gateway verify tokens as fast as they can send them. Failed
+//! Every other limit is per client, and a request without a valid token has no client. Failed
 //! authentications are counted per source address (GCRA, governor; `http.auth_failures_per_minute`
-//! with that many in a burst); a source over its budget gets `429` with `Retry-After` before its
-//! next token is even looked at. Sources behind one proxy share a budget: put the limit high
-//! enough for them, or terminate untrusted traffic before the gateway.
+//! with that many in a burst); once a source is over its budget, each of its requests whose
+//! token does not verify gets `429` with `Retry-After` and is not counted again, until the
+//! budget allows one more failure.
+//!
+//! A token that verifies is admitted whatever its source's record (see
+//! [`super::Authenticator`]'s `admit`): the clients behind one address (a proxy, a host whose
+//! tenants share it) share that record, and one of them sending bad tokens must not lock the
+//! others out. What that costs: every request of a throttled source still has its token
+//! verified, one signature check on at most [`super::token::MAX_TOKEN_BYTES`] (an HMAC for
+//! HS256; an RSA, ECDSA or Ed25519 verification with public keys), the same work as a request
+//! from a source that is not throttled, so the throttle no longer saves verification work.
+//! What it still does: a throttled source's bad token goes no further than that check, its
+//! answer no longer says which check failed (one `429` for every reason), and the bookkeeping
+//! stays bounded (one limiter cell and one deadline per source, idle ones swept).
 //!
 //! The source is the connection's peer address ([`PeerAddr`], set by [`crate::http::serve`]);
 //! a request without one (an in-process router in tests) is not throttled.
@@ -55,7 +65,8 @@ impl FailureThrottle {
         }
     }
 
-    /// How long `source` must wait before it may try again, when it spent its failures.
+    /// How long `source` must wait before a failure of it counts again, when it spent its
+    /// failures.
     pub fn check(&self, source: IpAddr) -> Option<Duration> {
         let now = Instant::now();
         let mut blocked = lock(&self.blocked);

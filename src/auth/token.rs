@@ -62,14 +62,17 @@ pub enum RejectReason {
     BadClaims,
     /// A `sub` with no `[clients.<sub>]` entry, where unlisted clients are refused.
     UnknownClient,
-    /// The source address failed to authenticate too often lately (answered 429, see
-    /// [`super::throttle`]); the request's token was not looked at.
+    /// In workspace mode, a `workspace` claim naming neither the token's own `sub` nor a team
+    /// `[workspaces] teams` lists (a claim may not move a client into another's workspace).
+    WorkspaceNotAllowed,
+    /// The source address failed to authenticate too often lately, and this request's token
+    /// did not verify either (answered 429, see [`super::throttle`]).
     Throttled,
 }
 
 impl RejectReason {
     /// Every reason, for pre-registering metric labels.
-    pub const ALL: [Self; 13] = [
+    pub const ALL: [Self; 14] = [
         Self::Missing,
         Self::MalformedHeader,
         Self::MalformedToken,
@@ -82,6 +85,7 @@ impl RejectReason {
         Self::BadAudience,
         Self::BadClaims,
         Self::UnknownClient,
+        Self::WorkspaceNotAllowed,
         Self::Throttled,
     ];
 
@@ -100,6 +104,7 @@ impl RejectReason {
             Self::BadAudience => "bad_audience",
             Self::BadClaims => "bad_claims",
             Self::UnknownClient => "unknown_client",
+            Self::WorkspaceNotAllowed => "workspace_not_allowed",
             Self::Throttled => "throttled",
         }
     }
@@ -119,6 +124,10 @@ impl RejectReason {
             Self::BadAudience => "the token's audience (aud) does not include this resource",
             Self::BadClaims => "the token's claims are missing or malformed",
             Self::UnknownClient => "this gateway does not know the token's client (sub)",
+            Self::WorkspaceNotAllowed => {
+                "the token's workspace claim names neither its own sub nor a team listed in \
+                 workspaces.teams"
+            }
             Self::Throttled => {
                 "too many failed authentications from this address; retry after Retry-After seconds"
             }

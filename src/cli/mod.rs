@@ -219,7 +219,10 @@ pub struct TokenArgs {
     /// Lifetime, e.g. 30m, 24h, 7d.
     #[arg(long, default_value = "24h")]
     pub ttl: String,
-    /// Comma-separated server-name patterns the token is limited to.
+    /// Comma-separated server-name patterns the token is limited to. They narrow what the
+    /// configuration grants (`[clients.<sub>] servers`, else `[clients_default]`) and never
+    /// widen it; only for a sub that neither configures do they alone decide. In workspace mode
+    /// they grant no configured server: only the configuration does.
     #[arg(long)]
     pub servers: Option<String>,
     /// Comma-separated session-name patterns the token is limited to.

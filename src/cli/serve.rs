@@ -5,6 +5,9 @@
 //!
 //! On the embedded default (HS256 without a configured secret) it generates a secret for this
 //! process and prints a ready bearer token and client snippet, so a newcomer can connect at once.
+//!
+//! It listens on `http.bind`, and with workspaces that share the host's network also on the
+//! other loopback address of that port ([`crate::http::listen`]).
 
 use std::net::IpAddr;
 use std::num::NonZeroU32;
@@ -12,7 +15,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::ServeArgs;
@@ -21,9 +23,10 @@ use crate::auth::{AuthConfig, JwtAlgorithm, generate_secret, local_secret};
 use crate::config::allowlist::HostPattern;
 use crate::config::{self, Config};
 use crate::gateway::{Gateway, Mode, mint_full_access};
-use crate::http::shutdown;
+use crate::http::{listen, shutdown};
 use crate::limits::LimitsConfig;
 use crate::telemetry::subscriber;
+use crate::workspace::sandbox::Network;
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut loaded = Config::load(args.config.config.as_deref(), config::process_env()?)?;
@@ -58,10 +61,8 @@ async fn serve(mut config: Config, mode: Mode) -> anyhow::Result<()> {
 
     let shutdown = CancellationToken::new();
     shutdown::cancel_on_signal(shutdown.clone()).context("cannot install signal handlers")?;
-    let listener = TcpListener::bind(config.http.bind)
-        .await
-        .with_context(|| format!("cannot listen on {}", config.http.bind))?;
-    let local_addr = listener.local_addr()?;
+    let listeners = listen::bind(config.http.bind, holds_every_loopback(&config)).await?;
+    let local_addr = listeners.local_addr()?;
     let mcp_url = super::local_url(local_addr, config.http.tls.is_some(), "/mcp");
 
     let gateway = Gateway::build_in(mode, config.clone(), &mcp_url, shutdown.clone()).await?;
@@ -81,11 +82,19 @@ async fn serve(mut config: Config, mode: Mode) -> anyhow::Result<()> {
         tracing::warn!("{CONFORMANCE_WARNING}");
     }
     print!("{}", banner.render());
-    tracing::info!(%local_addr, tls = config.http.tls.is_some(), "listening");
+    let addresses = listeners.addresses()?;
+    tracing::info!(%local_addr, ?addresses, tls = config.http.tls.is_some(), "listening");
 
-    gateway.serve(listener).await?;
+    gateway.serve(listeners).await?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Whether the gateway holds the other loopback address on its port too: workspaces sharing
+/// the host's network could otherwise listen there and receive the requests of clients that
+/// try it first (see [`listen`]).
+fn holds_every_loopback(config: &Config) -> bool {
+    config.workspaces.enabled && config.workspaces.network == Network::Host
 }
 
 #[cfg(feature = "conformance")]

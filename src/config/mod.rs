@@ -525,6 +525,54 @@ impl Config {
         ))
     }
 
+    /// With workspaces: a warning when configured servers remain beside them (the embedded
+    /// default keeps `default`). They run outside every sandbox, so whoever the configuration
+    /// grants one to runs code there unsandboxed; the warning names who that is now.
+    pub fn servers_beside_workspaces_warning(&self) -> Option<String> {
+        use crate::auth::pattern::NamePattern;
+        if !self.workspaces.enabled {
+            return None;
+        }
+        let tmux: Vec<&str> = self.tmux.servers.keys().map(|n| n.as_str()).collect();
+        let zellij: Vec<&str> = self.zellij.servers.keys().map(|n| n.as_str()).collect();
+        let mut kinds = Vec::new();
+        if !tmux.is_empty() {
+            kinds.push(format!("tmux server(s) {}", tmux.join(", ")));
+        }
+        if !zellij.is_empty() {
+            kinds.push(format!("Zellij server(s) {}", zellij.join(", ")));
+        }
+        if kinds.is_empty() {
+            return None;
+        }
+        let grants_one = |patterns: &Option<Vec<String>>| {
+            patterns.iter().flatten().any(|pattern| {
+                NamePattern::new(pattern)
+                    .is_ok_and(|p| tmux.iter().chain(&zellij).any(|name| p.matches(name)))
+            })
+        };
+        let mut granted: Vec<&str> = self
+            .clients
+            .iter()
+            .filter(|(_, client)| grants_one(&client.servers))
+            .map(|(sub, _)| sub.as_str())
+            .collect();
+        if grants_one(&self.clients_default.servers) {
+            granted.push("[clients_default]");
+        }
+        let granted = match granted.as_slice() {
+            [] => "no client now".to_owned(),
+            subs => subs.join(", "),
+        };
+        Some(format!(
+            "configured {} beside workspaces: they run outside every sandbox, as their own \
+             Unix user, and a client the configuration grants one to ([clients.<sub>] servers, \
+             [clients_default] servers) runs code there unsandboxed (granted to: {granted}); \
+             an empty [tmux.servers] table in the config file serves workspaces only",
+            kinds.join(" and ")
+        ))
+    }
+
     /// The embedded default, without file or environment.
     pub fn embedded_default() -> Config {
         // The embedded document is part of the binary and a unit test loads it.
@@ -632,10 +680,11 @@ impl Config {
             http.progress_interval_secs,
         )?;
 
-        if self.tmux.servers.is_empty() {
+        if self.tmux.servers.is_empty() && !self.workspaces.enabled {
             return Err(Violation::at(
                 &["tmux", "servers"],
-                "no tmux server configured; add a [tmux.servers.<name>] table",
+                "no tmux server configured; add a [tmux.servers.<name>] table, or enable \
+                 [workspaces]",
             ));
         }
         let mut seen: BTreeMap<&TmuxSocket, &ServerName> = BTreeMap::new();
@@ -985,6 +1034,35 @@ mod tests {
         let mut isolated = writers;
         isolated.workspaces.enabled = true;
         assert_eq!(isolated.shared_server_warning(), None);
+    }
+
+    #[test]
+    fn servers_beside_workspaces_are_warned_about() {
+        let mut config = Config::embedded_default();
+        assert_eq!(config.servers_beside_workspaces_warning(), None);
+        config.workspaces.enabled = true;
+        let warning = config.servers_beside_workspaces_warning().unwrap();
+        assert!(
+            warning.starts_with("configured tmux server(s) default beside workspaces"),
+            "{warning}"
+        );
+        assert!(warning.contains("(granted to: no client now)"), "{warning}");
+        let granted = Config::from_toml_str(
+            "[workspaces]\nenabled = true\n[clients.ops]\nservers = ['def*']\n\
+             [clients.other]\nservers = ['build']\n[clients_default]\nservers = ['*']\n",
+        )
+        .unwrap();
+        let warning = granted.servers_beside_workspaces_warning().unwrap();
+        assert!(
+            warning.contains("(granted to: ops, [clients_default])"),
+            "{warning}"
+        );
+        let only = Config::from_toml_str("[workspaces]\nenabled = true\n[tmux.servers]\n").unwrap();
+        assert!(only.tmux.servers.is_empty());
+        assert_eq!(only.servers_beside_workspaces_warning(), None);
+        let (key, message, _) = invalid("[tmux.servers]\n", &[]);
+        assert_eq!(key, "tmux.servers");
+        assert!(message.contains("enable [workspaces]"), "{message}");
     }
 
     #[test]

@@ -26,8 +26,9 @@
 //! and a request cancelled when its client hangs up, [`hangup`]).
 //!
 //! [`serve`] runs the router on plain TCP or, with `[http.tls]`, on TLS ([`tls`]), every
-//! connection without Nagle's delay ([`tcp`]), and carries out the shutdown sequence
-//! ([`shutdown`]).
+//! connection without Nagle's delay ([`tcp`]), on every socket [`listen`] bound (the
+//! configured address, and with host-network workspaces the other loopback address too), and
+//! carries out the shutdown sequence ([`shutdown`]).
 //!
 //! The router is built from explicit [`HttpDeps`], so tests and later layers construct it the
 //! same way `muxgate serve` does.
@@ -37,6 +38,7 @@ pub mod body;
 pub mod guard;
 pub mod hangup;
 pub mod health;
+pub mod listen;
 pub mod secret;
 pub mod session_end;
 pub mod sessions;
@@ -61,7 +63,6 @@ use rmcp::ServerHandler;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rustls::ServerConfig;
-use tokio::net::TcpListener;
 use tower::ServiceBuilder;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::trace::TraceLayer;
@@ -75,6 +76,7 @@ use crate::telemetry::Metrics;
 use crate::telemetry::exposition::MetricsEndpoint;
 use guard::Allowlist;
 use health::ReadinessProbe;
+use listen::Listeners;
 use sessions::McpSessions;
 use shutdown::Shutdown;
 
@@ -305,11 +307,11 @@ pub const APPROVAL_BODY_LIMIT: usize = 4096;
 /// How long connections may take to close once MCP streams have been closed.
 const STREAMS_CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Serves `app` on `listener` (over TLS with `tls`) until shutdown begins, then runs the
+/// Serves `app` on `listeners` (over TLS with `tls`) until shutdown begins, then runs the
 /// shutdown sequence: in-flight requests get up to `grace`, then MCP streams are closed and
 /// the remaining connections get [`STREAMS_CLOSE_TIMEOUT`].
 pub async fn serve(
-    listener: TcpListener,
+    listeners: Listeners,
     app: Router,
     tls: Option<Arc<ServerConfig>>,
     shutdown: &Shutdown,
@@ -319,7 +321,7 @@ pub async fn serve(
     let mut server: Pin<Box<dyn Future<Output = io::Result<()>> + Send>> = match tls {
         None => Box::pin(
             axum::serve(
-                tcp::NoDelayListener::new(listener),
+                tcp::NoDelayListener::new(listeners),
                 app.into_make_service_with_connect_info::<PeerAddr>(),
             )
             .with_graceful_shutdown(stop_accepting)
@@ -327,7 +329,7 @@ pub async fn serve(
         ),
         Some(config) => Box::pin(
             axum::serve(
-                tls::TlsListener::new(listener, config)?,
+                tls::TlsListener::new(listeners, config)?,
                 app.into_make_service_with_connect_info::<PeerAddr>(),
             )
             .with_graceful_shutdown(stop_accepting)

@@ -11,14 +11,16 @@ use std::io;
 use std::net::SocketAddr;
 
 use axum::serve::Listener;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
-/// A TCP listener whose connections have `TCP_NODELAY` set.
-pub struct NoDelayListener(TcpListener);
+use super::listen::Listeners;
+
+/// TCP listeners whose connections have `TCP_NODELAY` set.
+pub struct NoDelayListener(Listeners);
 
 impl NoDelayListener {
-    pub fn new(listener: TcpListener) -> Self {
-        Self(listener)
+    pub fn new(listeners: Listeners) -> Self {
+        Self(listeners)
     }
 }
 
@@ -28,13 +30,13 @@ impl Listener for NoDelayListener {
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
         // axum's accept retries failed accepts with a back-off; only the option is added here.
-        let (stream, peer) = Listener::accept(&mut self.0).await;
+        let (stream, peer) = self.0.accept().await;
         send_at_once(&stream);
         (stream, peer)
     }
 
     fn local_addr(&self) -> io::Result<Self::Addr> {
-        Listener::local_addr(&self.0)
+        self.0.local_addr()
     }
 }
 
@@ -49,10 +51,11 @@ pub fn send_at_once(stream: &TcpStream) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::net::TcpListener;
 
     #[tokio::test]
     async fn accepted_connections_send_at_once() -> io::Result<()> {
-        let mut listener = NoDelayListener::new(TcpListener::bind("127.0.0.1:0").await?);
+        let mut listener = NoDelayListener::new(TcpListener::bind("127.0.0.1:0").await?.into());
         let address = listener.local_addr()?;
         let _client = TcpStream::connect(address).await?;
         let (accepted, _) = listener.accept().await;

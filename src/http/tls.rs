@@ -7,9 +7,10 @@
 //! volume). A replacement that does not load (unreadable, not PEM, key not matching the
 //! certificate) is logged and ignored: the gateway keeps serving the previous one.
 //!
-//! [`TlsListener`] is an axum listener: a task accepts TCP connections and runs each handshake
-//! in its own task (bounded by [`HANDSHAKE_TIMEOUT`]), so one slow client cannot hold up the
-//! others; finished handshakes are handed to axum, which serves them like plain connections.
+//! [`TlsListener`] is an axum listener: a task per listening socket accepts TCP connections and
+//! runs each handshake in its own task (bounded by [`HANDSHAKE_TIMEOUT`]), so one slow client
+//! cannot hold up the others; finished handshakes are handed to axum, which serves them like
+//! plain connections.
 
 use std::io;
 use std::net::SocketAddr;
@@ -32,6 +33,7 @@ use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 use tokio_util::sync::CancellationToken;
 
+use super::listen::Listeners;
 use crate::config::TlsConfig;
 
 /// Longest a client may take to complete the TLS handshake.
@@ -225,22 +227,28 @@ pub fn watch(store: Arc<CertStore>, shutdown: CancellationToken) -> io::Result<J
     }))
 }
 
-/// An axum listener that hands out TLS connections whose handshake has completed.
+/// An axum listener that hands out TLS connections whose handshake has completed, from every
+/// socket of [`Listeners`] (an accept loop each).
 pub struct TlsListener {
     local_addr: SocketAddr,
     ready: mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
-    acceptor: JoinHandle<()>,
+    acceptors: Vec<JoinHandle<()>>,
 }
 
 impl TlsListener {
-    pub fn new(listener: TcpListener, config: Arc<ServerConfig>) -> io::Result<Self> {
-        let local_addr = listener.local_addr()?;
+    pub fn new(listeners: Listeners, config: Arc<ServerConfig>) -> io::Result<Self> {
+        let local_addr = listeners.local_addr()?;
         let (tx, ready) = mpsc::channel(64);
-        let acceptor = tokio::spawn(accept_loop(listener, TlsAcceptor::from(config), tx));
+        let acceptor = TlsAcceptor::from(config);
+        let acceptors = listeners
+            .into_sockets()
+            .into_iter()
+            .map(|socket| tokio::spawn(accept_loop(socket, acceptor.clone(), tx.clone())))
+            .collect();
         Ok(Self {
             local_addr,
             ready,
-            acceptor,
+            acceptors,
         })
     }
 }
@@ -248,7 +256,9 @@ impl TlsListener {
 impl Drop for TlsListener {
     fn drop(&mut self) {
         // axum drops the listener when it stops accepting (shutdown): stop with it.
-        self.acceptor.abort();
+        for acceptor in &self.acceptors {
+            acceptor.abort();
+        }
     }
 }
 

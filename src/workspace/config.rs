@@ -17,6 +17,9 @@ pub struct WorkspacesConfig {
     /// Host directories shown read-only inside every workspace, besides `/usr` and `/etc`.
     #[serde(default)]
     pub expose: Vec<PathBuf>,
+    /// Name patterns of the team workspaces a token's `workspace` claim may name.
+    #[serde(default)]
+    pub teams: Vec<String>,
     /// First uid of workspaces when the gateway runs as root.
     pub uid_base: u32,
     pub max_workspaces: u32,
@@ -105,6 +108,9 @@ impl WorkspacesConfig {
                 "expose",
                 "`/tmp` would replace the workspace's own `/tmp`: show a directory below it".into(),
             ));
+        }
+        if let Err((pattern, error)) = crate::auth::pattern::compile_patterns(&self.teams) {
+            return Err(("teams", format!("`{pattern}`: {error}")));
         }
         if self.uid_base == 0 {
             return Err(("uid_base", "must not be 0 (root)".into()));
