@@ -172,6 +172,7 @@ async fn check_workspaces(report: &mut Report, config: &Config) {
         }
         Err(error) => report.push(Outcome::Fail, "sandbox", error.to_string()),
     }
+    check_workspace_bounds(report, config, &state).await;
     match crate::workspace::admin::list(&state) {
         Ok(workspaces) => {
             let running = workspaces.iter().filter(|w| w.pid.is_some()).count();
@@ -190,6 +191,78 @@ async fn check_workspaces(report: &mut Report, config: &Config) {
             "workspaces",
             format!("cannot read {}: {error}", state.display()),
         ),
+    }
+}
+
+/// What the gateway will do when it starts workspaces from `state`: whether their uids can
+/// reach their directories (a failure: no workspace would start), and whether homes get their
+/// size and workspaces their memory bound (warnings: they run without, and a tenant can fill
+/// the disk or the memory those would hold).
+async fn check_workspace_bounds(report: &mut Report, config: &Config, state: &std::path::Path) {
+    use crate::workspace::{cgroup, disk, layout};
+    let own_uids = crate::workspace::own_uids();
+    match layout::Layout::new(state, own_uids).unreachable_parent() {
+        Some(dir) => report.push(
+            Outcome::Fail,
+            "state",
+            format!(
+                "workspaces run as uids of their own and cannot pass through {} to {}: choose \
+                 a state directory every user may pass through, or `chmod o+x {}`",
+                dir.display(),
+                state.display(),
+                dir.display()
+            ),
+        ),
+        None => report.push(
+            Outcome::Ok,
+            "state",
+            format!("{} is reachable by every workspace", state.display()),
+        ),
+    }
+    let limits = &config.workspaces.limits;
+    if limits.home_bytes > 0 {
+        let homes = match disk::HomeDisks::probe() {
+            Ok(disks) => disks
+                .prove(disk::MIN_HOME_BYTES)
+                .await
+                .map_err(|e| e.to_string()),
+            Err(why) => Err(why),
+        };
+        match homes {
+            Ok(()) => report.push(
+                Outcome::Ok,
+                "homes",
+                format!(
+                    "each workspace's home is a file system of {} bytes",
+                    limits.home_bytes
+                ),
+            ),
+            Err(why) => report.push(
+                Outcome::Warn,
+                "homes",
+                format!(
+                    "homes have no size bound ({why}): a tenant can fill the disk {} is on",
+                    state.display()
+                ),
+            ),
+        }
+    }
+    if limits.memory_bytes > 0 {
+        match cgroup::MemoryCgroups::probe(&crate::workspace::cgroup_group(state)) {
+            Ok(_) => report.push(
+                Outcome::Ok,
+                "memory",
+                format!(
+                    "each workspace's memory is bounded as a whole ({} bytes)",
+                    limits.memory_bytes
+                ),
+            ),
+            Err(why) => report.push(
+                Outcome::Warn,
+                "memory",
+                format!("memory is bounded per process only: no memory cgroup ({why})"),
+            ),
+        }
     }
 }
 

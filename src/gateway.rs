@@ -13,8 +13,6 @@ use std::time::Duration;
 use axum::Router;
 use tokio_util::sync::CancellationToken;
 
-use std::os::unix::fs::DirBuilderExt;
-
 use crate::approvals::{ApprovalDesk, ApprovalPolicy};
 use crate::audit::{AuditError, AuditLog};
 use crate::auth::owners::SessionOwners;
@@ -487,10 +485,7 @@ fn open_state_dir(config: &Config) -> Result<Option<PathBuf>, GatewayError> {
             return Ok(None);
         }
     };
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dir)
+    crate::state::create_state_dir(&dir)
         .map_err(|e| GatewayError::State(format!("{}: {e}", dir.display())))?;
     Ok(Some(dir))
 }

@@ -37,6 +37,34 @@ impl StateConfig {
     }
 }
 
+/// Creates the state directory `dir` (`0700`) if missing, and the directories above it that are
+/// missing too. Those are made `0700` as well, except when the gateway runs as root: they are
+/// then `0711`, so that workspaces, which run as uids of their own, can pass through them to
+/// their own directories (never list them).
+pub fn create_state_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    // SAFETY: geteuid(2) cannot fail.
+    let parents = if unsafe { libc::geteuid() } == 0 {
+        0o711
+    } else {
+        0o700
+    };
+    let missing: Vec<&Path> = dir.ancestors().take_while(|d| !d.exists()).collect();
+    for (i, path) in missing.iter().rev().enumerate() {
+        let mode = if i + 1 == missing.len() {
+            0o700
+        } else {
+            parents
+        };
+        match std::fs::DirBuilder::new().mode(mode).create(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// Writes a file only the gateway's user can read (`0600`), replacing it atomically: a reader
 /// (or a crash) never sees half of it.
 pub fn write_private(path: &Path, contents: &[u8]) -> io::Result<()> {
@@ -58,6 +86,25 @@ pub fn write_private(path: &Path, contents: &[u8]) -> io::Result<()> {
 mod tests {
     use super::*;
     use std::ffi::OsString;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_state_directory_is_private_and_its_new_parents_passable_as_root() {
+        let base = tempfile::tempdir().unwrap();
+        let dir = base.path().join("a/b/muxgate");
+        create_state_dir(&dir).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o700);
+        // SAFETY: geteuid(2) cannot fail.
+        let parents = if unsafe { libc::geteuid() } == 0 {
+            0o711
+        } else {
+            0o700
+        };
+        assert_eq!(mode(&base.path().join("a")), parents);
+        assert_eq!(mode(&base.path().join("a/b")), parents);
+        create_state_dir(&dir).unwrap();
+    }
 
     fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
         let vars: Vec<(String, String)> = vars

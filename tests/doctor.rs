@@ -207,3 +207,49 @@ async fn doctor_checks_workspaces_and_warns_about_shared_servers() {
         sandbox.detail
     );
 }
+
+/// As root, workspaces run as uids of their own and their sandbox is set up as that uid from
+/// the state directory: doctor fails a state directory they cannot pass through to (every
+/// workspace would fail to start), and says whether homes and memory get their bounds. As a
+/// normal user the same directory is fine (workspaces run as that user).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_checks_that_workspaces_can_reach_the_state_directory() {
+    if !common::needs::sandbox("doctor_checks_that_workspaces_can_reach_the_state_directory") {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let base = tempfile::tempdir().unwrap();
+    let locked = base.path().join("locked");
+    std::fs::create_dir(&locked).unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let mut config = muxgate::config::Config::from_toml_str("").unwrap();
+    config.state.dir = Some(locked.join("state"));
+    config.workspaces.enabled = true;
+    // SAFETY: geteuid(2) cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let report = doctor::run(&config).await;
+    let text = report.render();
+    let check = |subject: &str| {
+        report
+            .checks
+            .iter()
+            .find(|c| c.subject == subject)
+            .unwrap_or_else(|| panic!("no {subject} check: {text}"))
+    };
+    let state = check("state");
+    if root {
+        assert_eq!(state.outcome, Outcome::Fail, "{text}");
+        assert!(
+            state.detail.contains(&locked.display().to_string()),
+            "{text}"
+        );
+        assert_eq!(check("homes").outcome, Outcome::Ok, "{text}");
+    } else {
+        assert_eq!(state.outcome, Outcome::Ok, "{text}");
+        assert_eq!(check("homes").outcome, Outcome::Warn, "{text}");
+    }
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o711)).unwrap();
+    let report = doctor::run(&config).await;
+    let state = report.checks.iter().find(|c| c.subject == "state").unwrap();
+    assert_eq!(state.outcome, Outcome::Ok, "{}", report.render());
+}

@@ -447,3 +447,80 @@ async fn serve_refuses_workspace_mode_without_a_sandbox() {
     );
     assert!(!String::from_utf8_lossy(&output.stdout).contains("ready"));
 }
+
+/// Workspaces start wherever the gateway can run them. As root (workspaces run as uids of
+/// their own) a state directory they cannot pass through to is refused at start, naming the
+/// directory in the way; the directories the gateway makes itself (a missing
+/// `XDG_STATE_HOME`) are passable, and there a workspace starts. As a normal user the locked
+/// directory is no obstacle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workspaces_start_wherever_the_state_directory_is() {
+    if !common::needs::sandbox("workspaces_start_wherever_the_state_directory_is") {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let base = tempfile::tempdir().unwrap();
+    let locked = base.path().join("locked");
+    std::fs::create_dir(&locked).unwrap();
+    std::fs::set_permissions(base.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o700)).unwrap();
+    // The gateway makes the missing `xdg` and `xdg/muxgate` itself.
+    let xdg = locked.join("xdg");
+    let config = base.path().join("muxgate.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[workspaces]\nenabled = true\n[workspaces.limits]\nhome_bytes = {}\n\
+             [auth]\nsecret = '{}'\n",
+            common::workspaces::HOME_BYTES,
+            common::TEST_SECRET
+        ),
+    )
+    .unwrap();
+    let serve = |xdg: std::path::PathBuf| {
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_muxgate"))
+            .args(["serve", "--bind", "127.0.0.1:0", "--config"])
+            .arg(&config)
+            .env("XDG_STATE_HOME", xdg)
+            .env_remove("TMUX")
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output()
+    };
+    // SAFETY: geteuid(2) cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        let output = tokio::time::timeout(std::time::Duration::from_secs(30), serve(xdg.clone()))
+            .await
+            .expect("serve exits")
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{stderr}");
+        assert!(
+            stderr.contains(&format!("cannot pass through {}", locked.display())),
+            "{stderr}"
+        );
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let log = base.path().join("serve.log");
+    let gateway = common::serve::ServeProcess::start(
+        &config,
+        &log,
+        &[("XDG_STATE_HOME", &xdg.display().to_string())],
+    )
+    .await;
+    let workspaces = WorkspaceState::at(&xdg.join("muxgate"));
+    let client =
+        common::tools::client_at(&gateway.mcp_url, &common::tools::full_token("alice")).await;
+    let created = call_ok(&client, "create_session", json!({"name": "one"})).await;
+    assert!(
+        created["session"]["active_pane_id"].is_string(),
+        "{created}"
+    );
+    // SAFETY: geteuid(2) cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        let mode = std::fs::metadata(&xdg).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o711, "a parent the gateway made must be passable");
+    }
+    drop(client);
+    workspaces.stop_all().await;
+}

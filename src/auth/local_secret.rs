@@ -7,7 +7,6 @@
 //! secret mints with it. Deleting the file revokes every token signed with it.
 
 use std::io;
-use std::os::unix::fs::DirBuilderExt as _;
 use std::path::{Path, PathBuf};
 
 use super::mint::generate_secret;
@@ -34,15 +33,12 @@ pub fn load(state_dir: &Path) -> io::Result<Option<String>> {
 }
 
 /// The secret in `state_dir`, generated and written first if there is none (the directory is
-/// created `0700` if missing).
+/// created if missing: [`crate::state::create_state_dir`]).
 pub fn load_or_create(state_dir: &Path) -> io::Result<String> {
     if let Some(secret) = load(state_dir)? {
         return Ok(secret);
     }
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(state_dir)?;
+    crate::state::create_state_dir(state_dir)?;
     let secret = generate_secret();
     crate::state::write_private(&path(state_dir), format!("{secret}\n").as_bytes())?;
     Ok(secret)

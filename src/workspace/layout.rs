@@ -110,6 +110,22 @@ impl Layout {
         fs::set_permissions(&self.root, fs::Permissions::from_mode(mode))
     }
 
+    /// As root, the first directory above the workspaces directory that workspaces cannot pass
+    /// through: they run as uids of their own, and their sandbox is set up as that uid, from
+    /// their directories here. `None` when every one can be passed (or workspaces run as the
+    /// gateway's own uid).
+    pub fn unreachable_parent(&self) -> Option<PathBuf> {
+        if !self.own_uids {
+            return None;
+        }
+        // The state directory itself is made passable by `prepare`.
+        let above_state = self.root.parent()?.parent()?;
+        above_state
+            .ancestors()
+            .find(|dir| fs::metadata(dir).is_ok_and(|meta| meta.permissions().mode() & 0o001 == 0))
+            .map(Path::to_owned)
+    }
+
     /// The records of every workspace on disk, with their directories.
     pub fn list(&self) -> io::Result<Vec<(PathBuf, WorkspaceMeta)>> {
         let entries = match fs::read_dir(&self.root) {
@@ -290,6 +306,23 @@ mod tests {
         assert_eq!(free_uid(&[600_000, 600_001], 600_000, 2), None);
         assert_eq!(free_uid(&[], u32::MAX, 4), Some(u32::MAX));
         assert_eq!(free_uid(&[u32::MAX], u32::MAX, 4), None);
+    }
+
+    #[test]
+    fn a_parent_other_uids_cannot_pass_is_found() {
+        let base = tempfile::tempdir().unwrap();
+        let locked = base.path().join("locked");
+        fs::create_dir_all(locked.join("inner/state")).unwrap();
+        fs::set_permissions(base.path(), fs::Permissions::from_mode(0o755)).unwrap();
+        fs::set_permissions(&locked, fs::Permissions::from_mode(0o700)).unwrap();
+        let state = locked.join("inner/state");
+        assert_eq!(
+            Layout::new(&state, true).unreachable_parent(),
+            Some(locked.clone())
+        );
+        assert_eq!(Layout::new(&state, false).unreachable_parent(), None);
+        fs::set_permissions(&locked, fs::Permissions::from_mode(0o711)).unwrap();
+        assert_eq!(Layout::new(&state, true).unreachable_parent(), None);
     }
 
     #[test]

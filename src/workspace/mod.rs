@@ -70,6 +70,13 @@ pub enum WorkspaceError {
     #[error("the workspace's sandbox: {0}")]
     Launch(#[from] LaunchError),
     #[error(
+        "workspaces run as uids of their own and cannot pass through {} to the state directory {}: choose a state directory every user may pass through (state.dir = \"/var/lib/muxgate\", say), or allow it with `chmod o+x {}`",
+        dir.display(),
+        state.display(),
+        dir.display()
+    )]
+    Unreachable { dir: PathBuf, state: PathBuf },
+    #[error(
         "workspace homes cannot be given their size here: {0}. Set workspaces.limits.home_bytes = 0 to run homes as plain directories (a tenant can then fill the disk the state directory is on)"
     )]
     Disks(String),
@@ -153,6 +160,12 @@ impl Workspaces {
         )
         .await?;
         let layout = Layout::new(state_dir, own_uids());
+        if let Some(dir) = layout.unreachable_parent() {
+            return Err(WorkspaceError::Unreachable {
+                dir,
+                state: state_dir.to_owned(),
+            });
+        }
         layout.prepare()?;
         let limits = &config.limits;
         let disks = match HomeDisks::probe() {
@@ -420,7 +433,7 @@ pub fn own_uids() -> bool {
 
 /// The name of the cgroup holding this gateway's workspaces: one per state directory, so that
 /// two gateways on one host keep theirs apart.
-fn cgroup_group(state_dir: &Path) -> String {
+pub(crate) fn cgroup_group(state_dir: &Path) -> String {
     use sha2::Digest as _;
     let digest = sha2::Sha256::digest(state_dir.as_os_str().as_encoded_bytes());
     format!("muxgate-{}", hex::encode(&digest[..6]))

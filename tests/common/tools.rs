@@ -80,6 +80,40 @@ pub async fn client_with(gateway: &TestGateway, token: &str) -> Client {
         .expect("MCP client connects")
 }
 
+/// A connected client of the gateway at `url` (a [`super::serve::ServeProcess`]), with `token`.
+pub async fn client_at(url: &str, token: &str) -> Client {
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_config(
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url)
+            .auth_header(token),
+    );
+    ClientConfig::default()
+        .serve(transport)
+        .await
+        .expect("MCP client connects")
+}
+
+/// A token with every tool scope for `sub`, signed with [`super::TEST_SECRET`] (what a
+/// gateway whose config names that secret accepts).
+pub fn full_token(sub: &str) -> String {
+    let mut auth = muxgate::config::Config::from_toml_str("")
+        .expect("the default")
+        .auth;
+    auth.secret = Some(muxgate::auth::config::SecretString::new(super::TEST_SECRET));
+    muxgate::auth::TokenMinter::from_config(&auth)
+        .expect("minter")
+        .mint(&muxgate::auth::MintRequest {
+            sub: sub.to_owned(),
+            scopes: vec!["mux:read".into(), "mux:write".into(), "mux:admin".into()],
+            ttl: Duration::from_secs(600),
+            servers: None,
+            sessions: None,
+            own_sessions: false,
+            workspace: None,
+            toolsets: None,
+        })
+        .expect("a token")
+}
+
 /// A token for `sub` with `scopes`, limited to sessions matching `sessions`.
 pub fn session_limited_token(
     gateway: &TestGateway,

@@ -12,18 +12,29 @@ pub const HOME_BYTES: u64 = 64 << 20;
 
 /// A state directory; every workspace sandbox started in it is killed on drop.
 pub struct WorkspaceState {
-    pub dir: tempfile::TempDir,
+    dir: PathBuf,
+    _temp: Option<tempfile::TempDir>,
 }
 
 impl WorkspaceState {
     pub fn new() -> Self {
+        let temp = tempfile::tempdir().expect("a state directory");
         Self {
-            dir: tempfile::tempdir().expect("a state directory"),
+            dir: temp.path().to_owned(),
+            _temp: Some(temp),
+        }
+    }
+
+    /// The state directory `dir`, made elsewhere: its workspaces are cleaned up all the same.
+    pub fn at(dir: &Path) -> Self {
+        Self {
+            dir: dir.to_owned(),
+            _temp: None,
         }
     }
 
     pub fn path(&self) -> &Path {
-        self.dir.path()
+        &self.dir
     }
 
     /// `config` in workspace mode with this state directory, and homes of [`HOME_BYTES`] (a
