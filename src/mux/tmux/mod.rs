@@ -17,6 +17,7 @@
 //! - [`claims`]: which panes a programmatic run currently owns;
 //! - [`start`]: starting a server that is not running (the one subprocess a tool may need);
 //! - [`target`], [`format`]: validated targets as clients name them, and listing rows (pure);
+//!   [`target_path`]: tmux's `SESSION:WINDOW.PANE` resolved to an id exactly (pure);
 //! - [`format_check`]: the grammar of the tmux formats a client may have tmux expand (pure);
 //! - [`ops`]: operations (keys, input, captures, buffers, pipes) as commands and parsers (pure);
 //! - [`panes`]: the backend-neutral pane operations ([`crate::mux::pane_io::PaneIo`]) for tmux;
@@ -69,6 +70,7 @@ pub mod spawn;
 pub mod stale;
 pub mod start;
 pub mod target;
+pub mod target_path;
 pub mod typing;
 pub mod watch_session;
 pub mod windows;
