@@ -159,7 +159,7 @@ async fn paste_buffer_is_exact_and_keeps_the_buffer() {
     )
     .await;
     for bad in [
-        json!({"logical_name": "all", "target": "main:0"}),
+        json!({"logical_name": "all", "target": "main:{last}"}),
         json!({"logical_name": "all"}),
         json!({"logical_name": "a b", "target": pane}),
         json!({"logical_name": "all", "target": pane, "bogus": 1}),

@@ -349,7 +349,7 @@ async fn bad_input_is_refused_and_changes_nothing() {
         json!({"target": pane, "keys": ["a"], "encoding": "latin1"}),
         json!({"target": pane, "keys": ["a"], "bogus": 1}),
         json!({"keys": ["a"]}),
-        json!({"target": "main:0", "keys": ["a"]}),
+        json!({"target": "main:{last}", "keys": ["a"]}),
         json!({"target": pane}),
     ] {
         fails(&client, "send_keys", bad, "invalid_arguments").await;

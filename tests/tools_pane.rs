@@ -87,12 +87,12 @@ async fn assert_target_validation(client: &Client, tool: &str, base: Value) {
     let err = fails(
         client,
         tool,
-        with("target", json!("main:1")),
+        with("target", json!("main:{last}")),
         "invalid_arguments",
     )
     .await;
     assert!(
-        err["message"].as_str().unwrap().contains("main:1"),
+        err["message"].as_str().unwrap().contains("main:{last}"),
         "{tool}: {err}"
     );
     let mut missing = base.clone();
@@ -547,7 +547,7 @@ async fn captures_snapshots_formats_and_searches() {
         json!({"pattern": ""}),
         json!({"pattern": "(", "regex": true}),
         json!({"pattern": "x", "limit": 0}),
-        json!({"pattern": "x", "target": "a:b"}),
+        json!({"pattern": "x", "target": "a:{last}"}),
         json!({"pattern": "x", "bogus": true}),
     ] {
         fails(&client, "search_panes", bad, "invalid_arguments").await;

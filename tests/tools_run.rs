@@ -409,9 +409,9 @@ async fn run_command_refuses_what_it_cannot_run() {
             "%999",
         ),
         (
-            json!({"target": "a:b", "command": "x"}),
+            json!({"target": "a:{last}", "command": "x"}),
             "invalid_arguments",
-            "a:b",
+            "a:{last}",
         ),
         (
             json!({"target": sleeper, "command": "x"}),

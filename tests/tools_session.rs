@@ -232,9 +232,9 @@ async fn get_session_info_by_name_id_or_contained_pane_and_hidden_is_missing() {
     err_kind(
         &client,
         "get_session_info",
-        json!({"target": "main:1"}),
+        json!({"target": "main:{last}"}),
         "invalid_arguments",
-        "main:1",
+        "main:{last}",
     )
     .await;
     err_kind(

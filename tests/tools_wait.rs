@@ -262,7 +262,11 @@ async fn wait_for_text_refuses_bad_input() {
     );
 
     for (args, kind, needle) in [
-        (json!({"target": "main:1"}), "invalid_arguments", "main:1"),
+        (
+            json!({"target": "main:{last}"}),
+            "invalid_arguments",
+            "main:{last}",
+        ),
         (json!({"target": "%999"}), "not_found", "%999"),
         (
             json!({"target": pane, "patterns": []}),

@@ -3,9 +3,11 @@
 //! errors a model can act on.
 //!
 //! Every tmux tool goes through a [`TmuxAccess`]: [`McpServer::tmux_access`] picks the server
-//! (by the `server` argument, subject to the caller's server ACL), and
-//! [`TmuxAccess::resolve`] / [`TmuxAccess::authorize`] check a target against the caller's
-//! session ACL. Objects a caller may not see are reported exactly like missing ones.
+//! (by the `server` argument, subject to the caller's server ACL), [`TmuxAccess::target`] turns
+//! a client's target argument into one tmux is given (a path `SESSION:WINDOW.PANE` resolved to
+//! the id it names, in a session the caller may see), and [`TmuxAccess::resolve`] /
+//! [`TmuxAccess::authorize`] check a target against the caller's session ACL. Objects a caller
+//! may not see are reported exactly like missing ones.
 //!
 //! Not here: the scope check (tiers) and rate limits, which [`super::call`] applies to every
 //! call before a tool runs.
@@ -27,7 +29,8 @@ use crate::mux::tmux::placement::TmuxPlacement;
 use crate::mux::tmux::server::TmuxServerOps;
 use crate::mux::tmux::sessions::TmuxSessions;
 use crate::mux::tmux::since::TmuxSince;
-use crate::mux::tmux::target::{Target, TargetError};
+use crate::mux::tmux::target::{ClientTarget, Target, TargetError, TargetPath};
+use crate::mux::tmux::target_path::{PathError, SessionLayout, path_command, resolve_path};
 use crate::mux::tmux::typing::TmuxTyping;
 use crate::mux::tmux::watch_session::is_watch_session;
 use crate::mux::tmux::windows::TmuxWindows;
@@ -438,9 +441,78 @@ impl TmuxAccess<'_> {
         }
     }
 
-    /// [`Self::pane_of`] for a client's target argument, parsed first.
+    /// [`Self::pane_of`] for a client's target argument (see [`Self::target`]).
     pub async fn pane_named(&self, target: &str) -> Result<PaneId, ToolError> {
-        self.pane_of(&parse_target(target)?).await
+        self.pane_of(&self.target(target).await?).await
+    }
+
+    /// A client's target argument as tmux is given it: an id or session name as it is, a path
+    /// `SESSION:WINDOW[.PANE]` as the id it names (one command listing the session's panes).
+    /// A path's session the caller may not see is reported like a missing one, and only then
+    /// are its windows or panes named in errors.
+    pub async fn target(&self, text: &str) -> Result<Target, ToolError> {
+        match ClientTarget::parse(text).map_err(|e| target_error(&e))? {
+            ClientTarget::Direct(target) => Ok(target),
+            ClientTarget::Path(path) => self.resolve_path(&path).await,
+        }
+    }
+
+    async fn resolve_path(&self, path: &TargetPath) -> Result<Target, ToolError> {
+        let command = path_command(path)
+            .map_err(|e| ToolError::invalid_arguments(e.to_string(), "remove NUL bytes"))?;
+        let rows = match self.run(command, SESSIONS_HINT).await {
+            Ok(rows) => rows,
+            Err(e) if e.kind == ToolErrorKind::NotFound => return Err(self.no_session(path).await),
+            Err(e) => return Err(e),
+        };
+        let Some(layout) = SessionLayout::parse(&rows) else {
+            return Err(self.no_session(path).await);
+        };
+        let visible = layout.session_created.parse().is_ok_and(|created| {
+            let key = SessionKey {
+                id: layout.session_id.clone(),
+                created,
+            };
+            self.can_see(&layout.session_name, &key)
+        });
+        if !visible {
+            return Err(self.no_session(path).await);
+        }
+        resolve_path(path, &layout).map_err(|e| path_error(&e))
+    }
+
+    /// The error for a path whose session is missing or hidden (they read the same), naming
+    /// the sessions the caller may see.
+    async fn no_session(&self, path: &TargetPath) -> ToolError {
+        let mut names: Vec<String> = match self.sessions().list().await {
+            Ok(sessions) => sessions
+                .into_iter()
+                .filter(|s| {
+                    let key = SessionKey {
+                        id: s.id.to_string(),
+                        created: s.created,
+                    };
+                    self.can_see(&s.name, &key)
+                })
+                .map(|s| format!("{:?} ({})", excerpt(&s.name), s.id))
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        let more = names.len().saturating_sub(MAX_SESSIONS_NAMED);
+        names.truncate(MAX_SESSIONS_NAMED);
+        let listed = match (names.is_empty(), more) {
+            (true, _) => "none".to_owned(),
+            (false, 0) => names.join(", "),
+            (false, more) => format!("{} and {more} more", names.join(", ")),
+        };
+        ToolError::not_found(
+            format!(
+                "target {:?}: no session {} on this server; sessions you may see: {listed}",
+                excerpt(&path.to_string()),
+                path.session
+            ),
+            SESSIONS_HINT,
+        )
     }
 
     /// What the caller may still spend in this call (waits, answer text).
@@ -449,9 +521,36 @@ impl TmuxAccess<'_> {
     }
 }
 
-/// Parses a client's target argument.
-pub fn parse_target(text: &str) -> Result<Target, ToolError> {
-    Target::parse(text).map_err(|e| target_error(&e))
+/// Sessions named, at most, when a path's session is missing.
+const MAX_SESSIONS_NAMED: usize = 12;
+
+/// Checks a client's target argument is one [`TmuxAccess::target`] accepts (no tmux command),
+/// for checks made before a server is reached.
+pub fn check_target(text: &str) -> Result<(), ToolError> {
+    ClientTarget::parse(text)
+        .map(drop)
+        .map_err(|e| target_error(&e))
+}
+
+/// The target a check made before a server is reached can judge: the one written, for an id or
+/// a session name; `None` for a path, whose kind only resolving it tells.
+pub fn checked_target(text: &str) -> Result<Option<Target>, ToolError> {
+    match ClientTarget::parse(text).map_err(|e| target_error(&e))? {
+        ClientTarget::Direct(target) => Ok(Some(target)),
+        ClientTarget::Path(_) => Ok(None),
+    }
+}
+
+/// A path that names no single object, as an error naming the candidates.
+fn path_error(error: &PathError) -> ToolError {
+    if error.is_ambiguous() {
+        ToolError::invalid_arguments(error.to_string(), "pass one of the ids named above")
+    } else {
+        ToolError::not_found(
+            error.to_string(),
+            "pass an id named above, or call list_panes for the session",
+        )
+    }
 }
 
 /// The tool error for a malformed target.
@@ -612,9 +711,10 @@ mod tests {
 
     #[test]
     fn malformed_targets_name_the_input() {
-        let err = parse_target("main:1").unwrap_err();
+        let err = check_target("main:{last}").unwrap_err();
         assert_eq!(err.kind, ToolErrorKind::InvalidArguments);
-        assert!(err.message.contains("main:1"), "{}", err.message);
-        assert!(parse_target("%4").is_ok());
+        assert!(err.message.contains("main:{last}"), "{}", err.message);
+        assert!(check_target("%4").is_ok());
+        assert!(check_target("main:1.0").is_ok());
     }
 }

@@ -5,7 +5,8 @@
 //!
 //! A call costs nothing here unless the recorder [`concerns`](Recorder::concerns) its client:
 //! a rule may match it, or some pane is recorded now. Then each target is resolved (one tmux
-//! command, as the caller and under its ACL; a `%N` already recorded needs none). A target
+//! command, as the caller and under its ACL, and one more for a path `SESSION:WINDOW.PANE`; a
+//! `%N` already recorded needs none). A target
 //! that cannot be resolved is left to the tool, which reports it. When a rule applies but its
 //! recording cannot start (the recorder is full, the pane does not answer in time), the call
 //! is refused: it never runs unrecorded.
@@ -17,14 +18,15 @@ use rmcp::model::CallToolRequestParams;
 use serde_json::Value;
 
 use super::McpServer;
-use super::access::{TmuxAccess, parse_target};
+use super::access::TmuxAccess;
 use super::call::{CallContext, targets_of};
 use super::catalog::toolset;
 use super::error::{ToolError, ToolErrorKind};
 use crate::audit::OpenCall;
 use crate::auth::Toolset;
+use crate::mux::lines::excerpt;
 use crate::mux::tmux::PaneId;
-use crate::mux::tmux::target::Target;
+use crate::mux::tmux::target::{ClientTarget, Target};
 use crate::recordings::{RecordError, Recorder, RecordingRef};
 
 /// Distinct targets of one call looked at, at most (a batch may name many panes); a call with
@@ -90,10 +92,11 @@ impl McpServer {
         let key = server_key(&access);
         let mut noted = HashSet::new();
         for text in &targets {
-            let Ok(target) = parse_target(text) else {
+            let Ok(target) = ClientTarget::parse(text) else {
                 continue;
             };
-            let Some((pane, at)) = recording_of(recorder, &access, &key, &target).await? else {
+            let Some((pane, at)) = recording_of(recorder, &access, &key, text, &target).await?
+            else {
                 continue;
             };
             if noted.insert(pane) {
@@ -111,19 +114,21 @@ async fn recording_of(
     recorder: &Recorder,
     access: &TmuxAccess<'_>,
     key: &str,
-    target: &Target,
+    text: &str,
+    target: &ClientTarget,
 ) -> Result<Option<(PaneId, RecordingRef)>, ToolError> {
     let sub = access.call.sub();
     let ruled = recorder.may_record_for(sub);
     // A recording begun on request may still be one a rule wants: then it is resolved, so
     // that the rule takes it over (and `record_pane` can no longer stop it).
-    if let Target::Pane(pane) = target
+    if let ClientTarget::Direct(Target::Pane(pane)) = target
         && let Some(at) = recorder.now(key, *pane)
         && (!ruled || recorder.by_rule(key, *pane))
     {
         return Ok(Some((*pane, at)));
     }
-    let resolved = match tokio::time::timeout(RESOLVE_TIMEOUT, access.resolve(target)).await {
+    let resolve = async { access.resolve(&access.target(text).await?).await };
+    let resolved = match tokio::time::timeout(RESOLVE_TIMEOUT, resolve).await {
         Ok(Ok(resolved)) => resolved,
         // A target that does not resolve is left to the tool, which reports it.
         Ok(Err(_)) => return Ok(None),
@@ -132,7 +137,8 @@ async fn recording_of(
                 ToolErrorKind::Unavailable,
                 format!(
                     "cannot tell within {RESOLVE_TIMEOUT:?} whether a recording rule applies \
-                     to {target}; the call was not run"
+                     to {:?}; the call was not run",
+                    excerpt(text)
                 ),
                 "retry later",
             ));

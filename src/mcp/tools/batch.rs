@@ -34,7 +34,7 @@ use super::since::CaptureSinceInput;
 use super::wait::WaitForTextInput;
 use crate::limits::Limits;
 use crate::mcp::McpServer;
-use crate::mcp::access::{TmuxAccess, parse_target};
+use crate::mcp::access::TmuxAccess;
 use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
@@ -217,7 +217,7 @@ struct Planned {
 /// Validates one operation into an input plan.
 async fn prepare(tmux: &TmuxAccess<'_>, index: usize, op: &KeysOp) -> Prepared {
     let planned = async {
-        let target = parse_target(&op.target)?;
+        let target = tmux.target(&op.target).await?;
         let pane = tmux.pane_of(&target).await?;
         input_plan(&op.keystrokes, pane)
     };

@@ -21,7 +21,7 @@ use super::input::TextEncoding;
 use super::pane::default_max_lines;
 use super::support::op_failure;
 use crate::mcp::McpServer;
-use crate::mcp::access::{TmuxAccess, engine_error, list_hint, parse_target};
+use crate::mcp::access::{TmuxAccess, engine_error, list_hint};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::pane_ops::{check_max_lines, quote_error};
@@ -200,7 +200,7 @@ impl McpServer {
     ) -> Result<Json<PasteBufferOutput>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let name = logical(&input.logical_name)?;
-        let target = parse_target(&input.target)?;
+        let target = tmux.target(&input.target).await?;
         let pane = tmux.pane_of(&target).await?;
         tmux.buffers()
             .paste(&name, pane, input.bracket)

@@ -10,7 +10,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::mcp::McpServer;
-use crate::mcp::access::parse_target;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::op_error;
@@ -71,7 +70,7 @@ impl McpServer {
         Parameters(input): Parameters<EnterCopyModeInput>,
     ) -> Result<Json<CopyModeOutput>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let target = parse_target(&input.target)?;
+        let target = tmux.target(&input.target).await?;
         if input.scroll_up > MAX_SCROLL {
             return Err(ToolError::invalid_arguments(
                 format!("scroll_up is larger than {MAX_SCROLL}"),
@@ -105,7 +104,7 @@ impl McpServer {
         Parameters(input): Parameters<ExitCopyModeInput>,
     ) -> Result<Json<CopyModeOutput>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let target = parse_target(&input.target)?;
+        let target = tmux.target(&input.target).await?;
         let pane = tmux.pane_of(&target).await?;
         let state = tmux
             .copy_mode()

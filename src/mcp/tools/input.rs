@@ -19,7 +19,7 @@ use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
 use crate::mcp::McpServer;
-use crate::mcp::access::{TmuxAccess, parse_target};
+use crate::mcp::access::{TmuxAccess, check_target};
 use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
@@ -248,7 +248,7 @@ impl SharedTool for SendKeys {
     /// Zellij has no keypad keys and types only UTF-8 text.
     fn check(&self, backend: Backend) -> Result<(), ToolError> {
         match backend {
-            Backend::Tmux => parse_target(&self.input.target).map(drop),
+            Backend::Tmux => check_target(&self.input.target),
             Backend::Zellij => self
                 .request
                 .zellij_steps(self.input.keystrokes.enter)
@@ -258,7 +258,7 @@ impl SharedTool for SendKeys {
 
     async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
         let enter = self.input.keystrokes.enter;
-        let target = parse_target(&self.input.target)?;
+        let target = tmux.target(&self.input.target).await?;
         let pane = tmux.pane_of(&target).await?;
         let Delivered {
             text_bytes,
@@ -319,7 +319,7 @@ impl SharedTool for PasteText {
 
     fn check(&self, backend: Backend) -> Result<(), ToolError> {
         match backend {
-            Backend::Tmux => parse_target(&self.input.target).map(drop),
+            Backend::Tmux => check_target(&self.input.target),
             Backend::Zellij => std::str::from_utf8(&self.text)
                 .map(drop)
                 .map_err(|_| not_utf8_for_zellij()),
@@ -327,7 +327,7 @@ impl SharedTool for PasteText {
     }
 
     async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
-        let target = parse_target(&self.input.target)?;
+        let target = tmux.target(&self.input.target).await?;
         let pane = tmux.pane_of(&target).await?;
         let delivered = pane_ops::paste_text(&tmux, pane, &self.text, self.input.bracket).await?;
         Ok(PasteTextOutput {

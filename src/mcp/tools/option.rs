@@ -21,7 +21,7 @@ use super::support::{
     build_error, check_tmux_format, is_env_name, op_failure, require_every_session,
 };
 use crate::mcp::McpServer;
-use crate::mcp::access::{TmuxAccess, engine_error, parse_target};
+use crate::mcp::access::{TmuxAccess, engine_error};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mux::lines::excerpt;
@@ -109,7 +109,7 @@ pub(crate) async fn scope_target(
             "pass a session ($N or name), window (@N) or pane (%N) id from the list tools",
         )),
         (_, false, Some(text)) => {
-            let target = parse_target(text)?;
+            let target = tmux.target(text).await?;
             let resolved = tmux.resolve(&target).await?;
             let id = match scope {
                 OptionScope::Session => resolved.session_id.to_string(),
@@ -387,7 +387,7 @@ async fn environment_target(
             "pass the session's id ($N) or name",
         )),
         (EnvironmentScope::Session, Some(text)) => {
-            let resolved = tmux.resolve(&parse_target(text)?).await?;
+            let resolved = tmux.resolve(&tmux.target(text).await?).await?;
             Ok(Some(resolved.session_id.to_string()))
         }
     }

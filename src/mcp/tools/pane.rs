@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 use super::support::check_tmux_format;
 use super::zellij_objects::ZELLIJ_PANE_FIELDS;
 use crate::mcp::McpServer;
-use crate::mcp::access::{TmuxAccess, parse_target};
+use crate::mcp::access::{TmuxAccess, check_target};
 use crate::mcp::args::ObjectArg;
 use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
@@ -454,7 +454,7 @@ impl McpServer {
         Parameters(input): Parameters<PaneTargetInput>,
     ) -> Result<Json<PaneInfo>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let target = parse_target(&input.target)?;
+        let target = tmux.target(&input.target).await?;
         Ok(Json(pane_info(&tmux, &target).await?.info))
     }
 
@@ -477,7 +477,7 @@ impl McpServer {
         Parameters(input): Parameters<SnapshotPaneInput>,
     ) -> Result<Json<SnapshotPaneView>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let target = parse_target(&input.target)?;
+        let target = tmux.target(&input.target).await?;
         let max_lines = check_max_lines(input.max_lines)?;
         let selection = SNAPSHOT_SHAPE.select(input.fields.as_deref(), "snapshot_pane")?;
         let pane = tmux.pane_of(&target).await?;
@@ -551,7 +551,7 @@ impl McpServer {
         Parameters(input): Parameters<DisplayMessageInput>,
     ) -> Result<Json<DisplayMessageOutput>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let target = parse_target(&input.target)?;
+        let target = tmux.target(&input.target).await?;
         check_tmux_format(&input.format_string, "format_string")?;
         // Always resolved: tmux 3.3's display-message expands for another pane when the target
         // does not exist, instead of failing.
@@ -591,7 +591,7 @@ impl McpServer {
         Parameters(input): Parameters<FindPaneByPositionInput>,
     ) -> Result<Json<PaneInfo>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let target = parse_target(&input.target)?;
+        let target = tmux.target(&input.target).await?;
         let rows = pane_rows(&tmux, &PaneScope::Of(target.clone())).await?;
         let window: Vec<PaneInfo> = match &target {
             Target::Session(_) => rows
@@ -619,7 +619,7 @@ impl SharedTool for ListPanesInput {
             Backend::Tmux => {
                 LISTED_PANE_SHAPE.select(self.fields.as_deref(), "list_panes")?;
                 if let Some(target) = &self.target {
-                    parse_target(target)?;
+                    check_target(target)?;
                 }
                 &LISTED_PANE_FIELDS[..]
             }
@@ -645,7 +645,7 @@ impl SharedTool for ListPanesInput {
         let selection = LISTED_PANE_SHAPE.select(self.fields.as_deref(), "list_panes")?;
         let with_state = wants_state(&self);
         let scope = match self.target.as_deref() {
-            Some(target) => PaneScope::Of(parse_target(target)?),
+            Some(target) => PaneScope::Of(tmux.target(target).await?),
             None => PaneScope::All,
         };
         let rows = pane_rows(&tmux, &scope).await?;
@@ -684,7 +684,7 @@ impl SharedTool for CapturePaneInput {
     }
 
     async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
-        let target = parse_target(&self.target)?;
+        let target = tmux.target(&self.target).await?;
         let max_lines = check_max_lines(self.max_lines)?;
         let pane = tmux.pane_of(&target).await?;
         let range = CaptureRange {

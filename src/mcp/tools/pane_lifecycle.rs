@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::support::check_shell;
 use crate::mcp::McpServer;
-use crate::mcp::access::{PANES_HINT, TmuxAccess, list_hint, parse_target};
+use crate::mcp::access::{PANES_HINT, TmuxAccess, check_target, checked_target, list_hint};
 use crate::mcp::args::ObjectArg;
 use crate::mcp::backend::{Backend, Row};
 use crate::mcp::call::CallContext;
@@ -369,7 +369,7 @@ impl McpServer {
         Parameters(input): Parameters<SplitWindowInput>,
     ) -> Result<Json<PaneInfo>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let target = parse_target(&input.target)?;
+        let target = tmux.target(&input.target).await?;
         let spawn = check_spawn(
             input.start_directory,
             input.shell,
@@ -445,7 +445,7 @@ impl McpServer {
         Parameters(input): Parameters<RespawnPaneInput>,
     ) -> Result<Json<PaneActionOutput>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let pane = exact_pane(&input.target, "list_panes")?;
+        let pane = exact_pane(&tmux, &input.target, "list_panes").await?;
         let spawn = check_spawn(
             input.start_directory,
             input.shell,
@@ -527,8 +527,8 @@ impl McpServer {
         Parameters(input): Parameters<SwapPaneInput>,
     ) -> Result<Json<SwapPaneOutput>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let source = exact_pane(&input.source, "list_panes")?;
-        let target = exact_pane(&input.target, "list_panes")?;
+        let source = exact_pane(&tmux, &input.source, "list_panes").await?;
+        let target = exact_pane(&tmux, &input.target, "list_panes").await?;
         if source == target {
             return Err(ToolError::invalid_arguments(
                 "source and target are the same pane",
@@ -599,7 +599,7 @@ impl McpServer {
         Parameters(input): Parameters<super::pane::PaneTargetInput>,
     ) -> Result<Json<PaneActionOutput>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let target = parse_target(&input.target)?;
+        let target = tmux.target(&input.target).await?;
         let pane = tmux.pane_of(&target).await?;
         tmux.pane_lifecycle()
             .clear(pane)
@@ -620,14 +620,16 @@ impl SharedTool for PaneIdInput {
     }
 
     fn check(&self, backend: Backend) -> Result<(), ToolError> {
-        if backend == Backend::Tmux {
-            exact_pane(&self.target, "kill_window or kill_session")?;
+        if backend == Backend::Tmux
+            && let Some(target) = checked_target(&self.target)?
+        {
+            pane_only(&target, "kill_window or kill_session")?;
         }
         Ok(())
     }
 
     async fn on_tmux(self, gateway: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
-        let pane = exact_pane(&self.target, "kill_window or kill_session")?;
+        let pane = exact_pane(&tmux, &self.target, "kill_window or kill_session").await?;
         let pane = tmux.resolve(&Target::Pane(pane)).await?.pane_id;
         gateway.refuse_self_kill(&tmux, Kill::Pane(pane)).await?;
         let target = Target::Pane(pane);
@@ -673,9 +675,7 @@ impl SharedTool for SelectPaneInput {
     /// Zellij moves focus by pane only, so `direction` is refused there.
     fn check(&self, backend: Backend) -> Result<(), ToolError> {
         match backend {
-            Backend::Tmux => {
-                parse_target(&self.target)?;
-            }
+            Backend::Tmux => check_target(&self.target)?,
             Backend::Zellij if self.direction.is_some() => {
                 return Err(ToolError::invalid_arguments(
                     "direction is tmux-only: Zellij focuses a pane by its id",
@@ -688,7 +688,7 @@ impl SharedTool for SelectPaneInput {
     }
 
     async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
-        let target = parse_target(&self.target)?;
+        let target = tmux.target(&self.target).await?;
         let window = pane_rows(&tmux, &PaneScope::Of(target.clone())).await?;
         let origin = window
             .iter()
@@ -779,7 +779,7 @@ impl SharedTool for ResizePane {
     }
 
     async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
-        let target = parse_target(&self.input.target)?;
+        let target = tmux.target(&self.input.target).await?;
         let lifecycle = tmux.pane_lifecycle();
         let resized = match self.change {
             PaneResize::Zoom(zoom) => {
@@ -827,7 +827,7 @@ impl SharedTool for SetPaneTitleInput {
     }
 
     async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
-        let target = parse_target(&self.target)?;
+        let target = tmux.target(&self.target).await?;
         let pane = tmux.pane_of(&target).await?;
         tmux.pane_lifecycle()
             .set_title(pane, &self.title)
@@ -868,10 +868,16 @@ impl McpServer {
     }
 }
 
-/// A target that must be a pane id.
-fn exact_pane(text: &str, instead: &str) -> Result<PaneId, ToolError> {
-    match parse_target(text)? {
-        Target::Pane(pane) => Ok(pane),
+/// The pane a client's target names, for a tool that takes nothing else: a pane id, or a path
+/// to one pane (`SESSION:WINDOW.PANE`).
+async fn exact_pane(tmux: &TmuxAccess<'_>, text: &str, instead: &str) -> Result<PaneId, ToolError> {
+    pane_only(&tmux.target(text).await?, instead)
+}
+
+/// A target that must be a pane.
+fn pane_only(target: &Target, instead: &str) -> Result<PaneId, ToolError> {
+    match target {
+        Target::Pane(pane) => Ok(*pane),
         other => Err(ToolError::invalid_arguments(
             format!(
                 "this tool needs a pane id (%N), not {} {other}",
@@ -990,9 +996,10 @@ mod tests {
 
     #[test]
     fn pane_only_targets() {
-        assert_eq!(exact_pane("%4", "x").unwrap(), PaneId(4));
-        let err = exact_pane("@1", "kill_window").unwrap_err();
+        let target = |text: &str| Target::parse(text).unwrap();
+        assert_eq!(pane_only(&target("%4"), "x").unwrap(), PaneId(4));
+        let err = pane_only(&target("@1"), "kill_window").unwrap_err();
         assert!(err.message.contains("window @1") && err.suggestion.contains("kill_window"));
-        assert!(exact_pane("bad:1", "x").is_err());
+        assert!(pane_only(&target("main"), "x").is_err());
     }
 }

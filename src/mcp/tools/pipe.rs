@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::mcp::McpServer;
-use crate::mcp::access::{list_hint, parse_target};
+use crate::mcp::access::list_hint;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::quote_error;
@@ -56,7 +56,7 @@ impl McpServer {
         Parameters(input): Parameters<PipePaneInput>,
     ) -> Result<Json<PipePaneOutput>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let target = parse_target(&input.target)?;
+        let target = tmux.target(&input.target).await?;
         let path = input
             .output_path
             .as_deref()

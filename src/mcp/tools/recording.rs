@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::mcp::McpServer;
-use crate::mcp::access::{engine_error, parse_target};
+use crate::mcp::access::engine_error;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::recording::server_key;
@@ -69,7 +69,7 @@ impl McpServer {
             return Err(disabled());
         }
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let target = parse_target(&input.target)?;
+        let target = tmux.target(&input.target).await?;
         let resolved = tmux.resolve(&target).await?;
         let pane = resolved.pane_id;
         let key = server_key(&tmux);

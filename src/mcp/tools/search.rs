@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::pane::LineArg;
 use crate::limits::output::{self, Carried};
 use crate::mcp::McpServer;
-use crate::mcp::access::{TmuxAccess, parse_target};
+use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{PaneRow, PaneScope, not_found, pane_rows, quote_error};
@@ -133,7 +133,7 @@ impl McpServer {
             ));
         }
         let scope = match input.target.as_deref() {
-            Some(target) => PaneScope::Of(parse_target(target)?),
+            Some(target) => PaneScope::Of(tmux.target(target).await?),
             None => PaneScope::All,
         };
         let mut rows = pane_rows(&tmux, &scope).await?;

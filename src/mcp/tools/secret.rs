@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::mcp::McpServer;
-use crate::mcp::access::{TmuxAccess, parse_target};
+use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::links;
@@ -93,7 +93,7 @@ impl McpServer {
         let ttl = links::within_token(ttl_of(input.expires_in_seconds)?, &call.principal)?;
         let base = links::base(&self.state().config.http, &parts)?;
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let pane = tmux.pane_of(&parse_target(&input.target)?).await?;
+        let pane = tmux.pane_of(&tmux.target(&input.target).await?).await?;
         let destination = PaneDestination {
             panes: TmuxPanes::new(tmux.server.clone(), tmux.caller.clone()),
             pane,

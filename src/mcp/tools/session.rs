@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::support::{
-    build_error, check_window_name, name_filter, op_failure, session_only, validate_environment,
+    build_error, check_window_name, name_filter, op_failure, session_target, validate_environment,
     validate_start_directory, validate_window_size,
 };
 use super::window::list_window_rows;
@@ -25,7 +25,7 @@ use crate::auth::can_name_session;
 use crate::auth::owners::SessionKey;
 use crate::auth::pattern::NamePattern;
 use crate::mcp::McpServer;
-use crate::mcp::access::{SESSIONS_HINT, TmuxAccess, engine_error, parse_target};
+use crate::mcp::access::{SESSIONS_HINT, TmuxAccess, check_target, engine_error};
 use crate::mcp::args::ObjectArg;
 use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
@@ -448,8 +448,9 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<GetSessionInfoInput>,
     ) -> Result<Json<SessionDetail>, ToolError> {
-        let target = parse_target(&input.target)?;
+        check_target(&input.target)?;
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
+        let target = tmux.target(&input.target).await?;
         let session = find_session(&tmux, &target).await?;
         let windows = list_window_rows(&tmux, Some(session.session.id)).await?;
         Ok(Json(SessionDetail {
@@ -539,8 +540,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<KillSessionInput>,
     ) -> Result<Json<KillSessionOutput>, ToolError> {
-        let target = parse_target(&input.target)?;
-        let session = session_only(&target, "kill_session")?;
+        let session = session_target(&input.target, "kill_session")?;
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let resolved = tmux.resolve(&Target::Session(session)).await?;
         if let Some(me) = &self.state().self_location {
@@ -574,8 +574,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<RenameSessionInput>,
     ) -> Result<Json<RenameSessionOutput>, ToolError> {
-        let target = parse_target(&input.target)?;
-        let session = session_only(&target, "rename_session")?;
+        let session = session_target(&input.target, "rename_session")?;
         let new_name = SessionName::parse(&input.new_name).map_err(|e| {
             ToolError::invalid_arguments(e.to_string(), "choose a name like build-1 or ci_test")
         })?;

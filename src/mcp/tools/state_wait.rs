@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::watch::{cancelled, keep, unix_ms};
 use crate::mcp::McpServer;
-use crate::mcp::access::{TmuxAccess, not_found, parse_target};
+use crate::mcp::access::{TmuxAccess, not_found};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{PaneScope, pane_rows};
@@ -336,8 +336,8 @@ async fn panes_of(
         ),
         Some(targets) => {
             for target in targets {
-                match parse_target(target)? {
-                    Target::Pane(_) => panes.push(tmux.pane_named(target).await?),
+                match tmux.target(target).await? {
+                    Target::Pane(pane) => panes.push(tmux.pane_of(&Target::Pane(pane)).await?),
                     group => {
                         let rows = pane_rows(tmux, &PaneScope::Of(group.clone())).await?;
                         if rows.is_empty() {

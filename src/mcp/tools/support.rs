@@ -5,7 +5,7 @@
 //! Pure apart from [`TmuxAccess`] reads; no tool logic lives here.
 
 use crate::auth::pattern::NamePattern;
-use crate::mcp::access::{TmuxAccess, engine_error};
+use crate::mcp::access::{TmuxAccess, checked_target, engine_error};
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mux::lines::excerpt;
 pub(crate) use crate::mux::tmux::environment::is_env_name;
@@ -50,6 +50,21 @@ pub(crate) fn session_only(target: &Target, tool: &str) -> Result<SessionSel, To
                 other.kind()
             ),
             "call list_sessions and pass the session's id",
+        )),
+    }
+}
+
+/// [`session_only`] for a client's target argument: a path (`SESSION:WINDOW`) never names a
+/// session, so it is refused without asking tmux.
+pub(crate) fn session_target(text: &str, tool: &str) -> Result<SessionSel, ToolError> {
+    match checked_target(text)? {
+        Some(target) => session_only(&target, tool),
+        None => Err(ToolError::invalid_arguments(
+            format!(
+                "{tool} takes a session id ($N) or session name, not the window or pane {:?}",
+                excerpt(text)
+            ),
+            "pass the session's name (the part before the colon) or its id",
         )),
     }
 }

@@ -11,7 +11,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::mcp::McpServer;
-use crate::mcp::access::parse_target;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::links;
@@ -75,7 +74,10 @@ impl McpServer {
         let ttl = links::within_token(ttl, &call.principal)?;
         let base = links::base(&state.config.http, &parts)?;
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let pane = tmux.resolve(&parse_target(&input.target)?).await?.pane_id;
+        let pane = tmux
+            .resolve(&tmux.target(&input.target).await?)
+            .await?
+            .pane_id;
         let terminal = TmuxPanes::new(tmux.server.clone(), tmux.caller.clone())
             .terminal(pane)
             .await

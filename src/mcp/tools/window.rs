@@ -25,7 +25,10 @@ use super::zellij_objects::ZellijTabInfo;
 use crate::auth::owners::SessionKey;
 use crate::auth::pattern::NamePattern;
 use crate::mcp::McpServer;
-use crate::mcp::access::{SESSIONS_HINT, TmuxAccess, WINDOWS_HINT, engine_error, parse_target};
+use crate::mcp::access::{
+    SESSIONS_HINT, TmuxAccess, WINDOWS_HINT, check_target, checked_target, engine_error,
+    target_error,
+};
 use crate::mcp::args::ObjectArg;
 use crate::mcp::backend::{Backend, Row};
 use crate::mcp::call::CallContext;
@@ -36,7 +39,7 @@ use crate::mcp::shared_tool::{Reply, SharedTool};
 use crate::mcp::zellij_access::ZellijAccess;
 use crate::mux::lines::excerpt;
 use crate::mux::tmux::op_error::OpError;
-use crate::mux::tmux::target::{SessionSel, Target};
+use crate::mux::tmux::target::{ClientTarget, SessionSel, Target};
 use crate::mux::tmux::windows::{NewWindow, Place, Selection, Side, Window};
 use crate::mux::tmux::{SessionId, WindowId};
 
@@ -538,8 +541,9 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<GetWindowInput>,
     ) -> Result<Json<WindowOutput>, ToolError> {
-        let target = parse_target(&input.target)?;
+        check_target(&input.target)?;
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
+        let target = tmux.target(&input.target).await?;
         let window = match &target {
             Target::Window(id) => *id,
             other => tmux.resolve(other).await?.window_id,
@@ -656,8 +660,9 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<ResizeWindowInput>,
     ) -> Result<Json<WindowOutput>, ToolError> {
-        let target = parse_target(&input.target)?;
-        let window = window_only(&target, "resize_window")?;
+        if let Some(target) = checked_target(&input.target)? {
+            window_only(&target, "resize_window")?;
+        }
         if input.width.is_none() && input.height.is_none() {
             return Err(ToolError::invalid_arguments(
                 "pass width, height or both",
@@ -667,6 +672,8 @@ impl McpServer {
         validate_window_size(input.width, "width")?;
         validate_window_size(input.height, "height")?;
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
+        let target = tmux.target(&input.target).await?;
+        let window = window_only(&target, "resize_window")?;
         let resolved = tmux.resolve(&target).await?;
         let resized = tmux
             .windows()
@@ -694,10 +701,13 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<SelectLayoutInput>,
     ) -> Result<Json<WindowOutput>, ToolError> {
-        let target = parse_target(&input.target)?;
-        let window = window_only(&target, "select_layout")?;
+        if let Some(target) = checked_target(&input.target)? {
+            window_only(&target, "select_layout")?;
+        }
         check_layout(&input.layout)?;
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
+        let target = tmux.target(&input.target).await?;
+        let window = window_only(&target, "select_layout")?;
         let resolved = tmux.resolve(&target).await?;
         let laid_out = tmux
             .windows()
@@ -732,10 +742,14 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<MoveWindowInput>,
     ) -> Result<Json<WindowOutput>, ToolError> {
-        let target = parse_target(&input.target)?;
-        let window = window_only(&target, "move_window")?;
-        let destination = parse_target(&input.destination)?;
+        if let Some(target) = checked_target(&input.target)? {
+            window_only(&target, "move_window")?;
+        }
+        check_target(&input.destination)?;
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
+        let target = tmux.target(&input.target).await?;
+        let window = window_only(&target, "move_window")?;
+        let destination = tmux.target(&input.destination).await?;
         tmux.resolve(&target).await?;
         let place = placement(&tmux, &destination, input.position, "destination").await?;
         if destination == Target::Window(window) {
@@ -756,11 +770,12 @@ impl McpServer {
 impl ListWindowsInput {
     /// The tmux session `target` names, if it names one (it must be a session).
     fn tmux_session(&self) -> Result<Option<SessionSel>, ToolError> {
-        match self.target.as_deref().map(parse_target).transpose()? {
+        let target = self.target.as_deref().map(ClientTarget::parse).transpose();
+        match target.map_err(|e| target_error(&e))? {
             None => Ok(None),
-            Some(Target::Session(session)) => Ok(Some(session)),
+            Some(ClientTarget::Direct(Target::Session(session))) => Ok(Some(session)),
             Some(other) => Err(ToolError::invalid_arguments(
-                format!("target must be a session, not the {} {other}", other.kind()),
+                format!("target must be a session, not {other}"),
                 "pass a session id ($N) or name, or omit target for every session",
             )),
         }
@@ -846,7 +861,7 @@ impl SharedTool for CreateWindowInput {
                         "omit layout, then call split_window and select_layout",
                     ));
                 }
-                parse_target(&self.target)?;
+                check_target(&self.target)?;
                 if let Some(name) = &self.name {
                     check_window_name(name, "name")?;
                 }
@@ -869,7 +884,7 @@ impl SharedTool for CreateWindowInput {
     }
 
     async fn on_tmux(self, gateway: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
-        let target = parse_target(&self.target)?;
+        let target = tmux.target(&self.target).await?;
         let environment = validate_environment(self.environment.unwrap_or_default().0)?;
         let place = placement(&tmux, &target, self.position, "target").await?;
         let new_window = NewWindow {
@@ -917,14 +932,16 @@ impl SharedTool for KillWindowInput {
     }
 
     fn check(&self, backend: Backend) -> Result<(), ToolError> {
-        if backend == Backend::Tmux {
-            window_only(&parse_target(&self.target)?, "kill_window")?;
+        if backend == Backend::Tmux
+            && let Some(target) = checked_target(&self.target)?
+        {
+            window_only(&target, "kill_window")?;
         }
         Ok(())
     }
 
     async fn on_tmux(self, gateway: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
-        let target = parse_target(&self.target)?;
+        let target = tmux.target(&self.target).await?;
         let window = window_only(&target, "kill_window")?;
         let resolved = tmux.resolve(&target).await?;
         if let Some(me) = &gateway.state().self_location {
@@ -967,14 +984,16 @@ impl SharedTool for RenameWindowInput {
 
     fn check(&self, backend: Backend) -> Result<(), ToolError> {
         if backend == Backend::Tmux {
-            window_only(&parse_target(&self.target)?, "rename_window")?;
+            if let Some(target) = checked_target(&self.target)? {
+                window_only(&target, "rename_window")?;
+            }
             check_window_name(&self.new_name, "new_name")?;
         }
         Ok(())
     }
 
     async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
-        let target = parse_target(&self.target)?;
+        let target = tmux.target(&self.target).await?;
         let window = window_only(&target, "rename_window")?;
         let resolved = tmux.resolve(&target).await?;
         let renamed = tmux
@@ -1000,7 +1019,9 @@ impl SharedTool for SelectWindowInput {
     fn check(&self, backend: Backend) -> Result<(), ToolError> {
         match backend {
             Backend::Tmux => {
-                SelectHow::new(&parse_target(&self.target)?, self.step, self.index)?;
+                if let Some(target) = checked_target(&self.target)? {
+                    SelectHow::new(&target, self.step, self.index)?;
+                }
             }
             Backend::Zellij if self.step.is_some() || self.index.is_some() => {
                 return Err(ToolError::invalid_arguments(
@@ -1014,7 +1035,7 @@ impl SharedTool for SelectWindowInput {
     }
 
     async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
-        let target = parse_target(&self.target)?;
+        let target = tmux.target(&self.target).await?;
         let how = SelectHow::new(&target, self.step, self.index)?;
         let resolved = tmux.resolve(&target).await?;
         let session = resolved.session_id;
