@@ -91,7 +91,9 @@ pub const INSTRUCTIONS: &str = "muxgate drives the tmux servers of one host on y
 Start with list_servers: it names the servers this gateway may drive, and other tools select \
 one by that name (`server`; omit it when there is only one). A Zellij server (backend zellij) is read \
 with capture_pane too; its other acts have zellij_* tools (tabs, not windows; panes terminal_N). Tool failures you can fix come back as results with isError set, a message and \
-a one-line suggestion; follow the suggestion instead of retrying the same call.";
+a one-line suggestion; follow the suggestion instead of retrying the same call. A tmux `target` is \
+an id (`%N` pane, `@N` window, `$N` session), a session name, or `SESSION:WINDOW.PANE` / \
+`SESSION:WINDOW` (indexes, or an exact window name), matched exactly; answers name ids.";
 
 /// What tool handlers can reach. Shared by every MCP session.
 pub struct McpState {

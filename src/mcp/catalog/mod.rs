@@ -104,6 +104,10 @@ pub fn render_markdown(tools: &[Tool]) -> String {
          reversibly; destructive tools may destroy state or work.\n\n\
          Toolsets: the families `tools/list` shows a client (default: inspect, run, manage, \
          zellij); a tool outside them stays callable when the client's scopes allow it.\n\n\
+         Targets: a tmux `target` is an id (`%N` pane, `@N` window, `$N` session), a session \
+         name, or `SESSION:WINDOW.PANE` / `SESSION:WINDOW` with indexes (WINDOW may be an exact \
+         window name), resolved by the gateway to ids exactly (no prefixes or patterns, nothing \
+         relative to a client) under the same access rules; answers name ids.\n\n\
          | Tool | Toolset | Tier | Annotations | Description |\n\
          |---|---|---|---|---|\n",
     );
