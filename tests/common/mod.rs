@@ -1,5 +1,6 @@
 //! Helpers shared by the integration tests: a real gateway on a loopback port, private tmux
-//! servers that are killed when dropped ([`tmux`]), and raw MCP-over-HTTP requests.
+//! servers that are killed when dropped ([`tmux`]), and raw MCP-over-HTTP requests. Including
+//! this module also gives the test process an environment of its own ([`isolation`]).
 //!
 //! Each test binary uses a subset of these helpers.
 #![allow(dead_code)]
@@ -7,6 +8,7 @@
 pub mod browser;
 pub mod calls;
 pub mod human;
+pub mod isolation;
 pub mod mcp_client;
 pub mod needs;
 pub mod probe;
