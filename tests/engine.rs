@@ -223,14 +223,9 @@ async fn send_keys_literal_delivers_exactly_the_text_sent() {
     cases.push(random_bytes(&mut seed, 20_000, true));
     let expected: Vec<u8> = cases.concat();
 
-    // A pane that records its input raw: no echo, no line editing, no signals.
-    let record = format!(
-        "stty raw -echo; head -c {} > {}",
-        expected.len(),
-        out.display()
-    );
-    tmux.ok(&["respawn-pane", "-k", "-t", "main", &record]);
-    std::thread::sleep(Duration::from_millis(300));
+    // A pane that records its input raw (no echo, no line editing, no signals), once it says
+    // its terminal is set up.
+    tmux.record_input("main", &out, expected.len(), false).await;
     let pane = tmux.pane_id("main");
 
     let commands = cases

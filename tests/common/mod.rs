@@ -202,6 +202,23 @@ pub async fn wait_until(timeout: Duration, mut condition: impl FnMut() -> bool) 
     }
 }
 
+/// Like [`wait_until`], for a condition that has to be awaited (a scrape of `/metrics`, a call).
+pub async fn wait_until_async<F: Future<Output = bool>>(
+    timeout: Duration,
+    mut condition: impl FnMut() -> F,
+) -> bool {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if condition().await {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// A raw MCP-over-HTTP client for tests that check the wire (headers, status codes).
 pub struct RawMcp {
     pub http: reqwest::Client,
