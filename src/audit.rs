@@ -7,6 +7,7 @@
 //! # key_file = "/etc/muxgate/audit.key"       # default <state dir>/audit.key, generated
 //! # head_file = "/var/lib/muxgate/audit.head" # default <state dir>/audit.head
 //! queue_capacity = 4096                         # records waiting for the writer
+//! backlog_capacity = 16384                      # lines held while the disk refuses them
 //! max_string_chars = 200                        # cap on echoed argument strings
 //! checkpoint_interval_secs = 60                 # checkpoint after records, at most this late
 //! fail_closed = false                           # refuse calls whose start cannot be written
@@ -39,7 +40,9 @@
 //!   (`[recordings]`): `{"kind":"recording","call":"3f9c0a1b-12","server":"default",
 //!   "pane":"%3","file":"default-p3-20261127T211500123Z.cast","at_secs":12.345,…}`, the file in
 //!   the recordings directory and the second in it when the call ran;
-//! - `dropped`: `{"kind":"dropped","count":N}`, records lost to a full queue (see below);
+//! - `dropped`: `{"kind":"dropped","count":N,"reason":"queue_full"|"write_failed"}`, records
+//!   the gateway lost: the queue to the writer was full, or the disk refused writes until the
+//!   backlog was full (see below). Logs written before reasons were recorded have none;
 //! - `checkpoint`: `{"kind":"checkpoint","reason":"interval"|"close","count":41,"head":"…"}`,
 //!   written [`AuditConfig::checkpoint_interval_secs`] after the first record that followed the
 //!   previous checkpoint, and when the log closes: the log then held `count` records ending
@@ -64,7 +67,8 @@
 //! - without the key: nothing; it says the chain cannot be verified, and fails;
 //! - with the key: every edited, inserted, reordered or forged line, by line number, and
 //!   deleted lines by the gap in `seq` they leave; but not lines cut off the end, which leave
-//!   a valid shorter chain;
+//!   a valid shorter chain. Every `dropped` record (its line, count and reason) and the total
+//!   lost: such a log is intact but incomplete, and the command fails on it too;
 //! - with the head file as well: a log cut back to before the last checkpoint (up to all of
 //!   it), or replaced by another chain. Still unseen: records written after the last
 //!   checkpoint (at most one interval of them, or what a crash left) cut off, and a log and
@@ -76,12 +80,21 @@
 //!
 //! [`AuditLog::start`] offers the start record to a bounded queue and returns at once; if the
 //! queue is full the record is dropped and counted, and the writer thread writes a `dropped`
-//! line as soon as it runs again, so every gap is visible in the chain. With
+//! line as soon as it runs again, so every gap is visible in the chain. The writer seals each
+//! record into a backlog and writes the backlog once per batch; lines the disk refuses (full,
+//! failing) stay there, in order, and are written again with the next batch and on a timer
+//! (see [`writer`]). A partly written line is cut off the file again. Only when
+//! [`AuditConfig::backlog_capacity`] lines wait are newer records dropped, counted, and
+//! reported by a `dropped` record (`write_failed`) before any later record. With
 //! `fail_closed = true` it instead waits until the writer has handed the record to the OS (the
 //! writer batches, so concurrent calls share one write), and a full queue or a failed write
-//! refuses the call. End records never wait. [`AuditLog::flush`] and [`AuditLog::close`] (call
-//! it on shutdown; it writes the closing checkpoint) wait for the writer, with a timeout.
+//! refuses the call; a refused start that is held in the backlog is still written later,
+//! followed by the call's `end` (`unavailable`). End records never wait. [`AuditLog::flush`]
+//! and [`AuditLog::close`] (call it on shutdown; it writes the closing checkpoint) wait for the
+//! writer, with a timeout. Lines still held when the log closes on a disk that refuses them
+//! are lost: the writer logs how many, as an error.
 
+mod backlog;
 pub mod chain;
 pub mod head;
 pub mod key;
@@ -102,12 +115,12 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::utc::Utc;
 
-pub use chain::{ChainProblem, GENESIS, VerifyReport, verify};
+pub use chain::{ChainProblem, GENESIS, Gap, VerifyReport, verify};
 use chain::{ChainWriter, OpenError};
 pub use head::{Head, HeadError, HeadMismatch};
 pub use key::{AuditKey, KeyError};
 use record::Entry;
-use writer::{Ack, Command, Counters, Pending, WriterTask};
+use writer::{Ack, Command, Counters, Done, Pending, WriterTask};
 
 /// How long [`AuditLog::flush`], [`AuditLog::close`] and a fail-closed [`AuditLog::start`] wait
 /// for the writer.
@@ -132,6 +145,9 @@ pub struct AuditConfig {
     pub head_file: Option<PathBuf>,
     /// Records that may wait for the writer before new ones are dropped (and counted).
     pub queue_capacity: usize,
+    /// Lines the writer holds while the disk refuses them (written again later, in order)
+    /// before new records are dropped (and counted in a `dropped` record).
+    pub backlog_capacity: usize,
     /// Longest echoed argument string, in characters.
     pub max_string_chars: usize,
     /// Longest time between a record and the checkpoint that covers it.
@@ -147,6 +163,7 @@ impl Default for AuditConfig {
             key_file: None,
             head_file: None,
             queue_capacity: 4096,
+            backlog_capacity: 16384,
             max_string_chars: 200,
             checkpoint_interval_secs: 60,
             fail_closed: false,
@@ -208,12 +225,15 @@ pub struct CallStart<'a> {
 /// A snapshot of the audit counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct AuditStats {
-    /// Lines written (calls, drop notices, checkpoints).
+    /// Lines that reached the OS (calls, drop notices, checkpoints).
     pub written: u64,
-    /// Records dropped because the queue was full or the log closed.
+    /// Records dropped because the queue or the backlog was full, or left unwritten when the
+    /// log closed.
     pub dropped: u64,
-    /// Lines (or head files) that could not be written.
+    /// Failed attempts to write lines (or the head file).
     pub write_errors: u64,
+    /// Lines sealed and waiting for the disk now (it refused them).
+    pub backlog: u64,
 }
 
 /// Why the audit log could not be opened, or a record not written.
@@ -256,6 +276,9 @@ pub enum AuditError {
     /// `queue_capacity` is zero.
     #[error("audit.queue_capacity must be at least 1")]
     ZeroCapacity,
+    /// `backlog_capacity` is zero.
+    #[error("audit.backlog_capacity must be at least 1")]
+    ZeroBacklog,
     /// `checkpoint_interval_secs` is zero.
     #[error("audit.checkpoint_interval_secs must be at least 1")]
     ZeroCheckpointInterval,
@@ -447,6 +470,9 @@ impl AuditLog {
         if cfg.queue_capacity == 0 {
             return Err(AuditError::ZeroCapacity);
         }
+        if cfg.backlog_capacity == 0 {
+            return Err(AuditError::ZeroBacklog);
+        }
         if cfg.checkpoint_interval_secs == 0 {
             return Err(AuditError::ZeroCheckpointInterval);
         }
@@ -486,6 +512,9 @@ impl AuditLog {
             head_path,
             interval: Duration::from_secs(cfg.checkpoint_interval_secs),
             checkpoint_due: None,
+            backlog_capacity: cfg.backlog_capacity,
+            lost: writer::Lost::default(),
+            retry: writer::Retry::default(),
         };
         std::thread::Builder::new()
             .name("muxgate-audit".into())
@@ -576,16 +605,23 @@ impl AuditLog {
         }
         let error = match tokio::time::timeout(WRITER_TIMEOUT, written).await {
             Ok(Ok(Ok(()))) => return Ok(open),
-            Ok(Ok(Err(why))) => AuditError::Writer(why),
+            Ok(Ok(Err(refused))) => {
+                if !refused.kept {
+                    // Dropped and counted: there is no start for an end to follow.
+                    open.ended = true;
+                }
+                AuditError::Writer(refused.why)
+            }
             Ok(Err(_)) => AuditError::Writer("the writer has stopped".into()),
             Err(_) => AuditError::Timeout,
         };
-        // The start record may still reach the file later; say how the call ended.
+        // The start record waits in the backlog (or may still reach the file after a timeout):
+        // say how the call ended.
         open.end(Outcome::Error, Some("unavailable"));
         Err(error)
     }
 
-    async fn round_trip(&self, make: impl FnOnce(Ack) -> Command) -> Result<(), AuditError> {
+    async fn round_trip(&self, make: impl FnOnce(Done) -> Command) -> Result<(), AuditError> {
         let Some(inner) = &self.inner else {
             return Ok(());
         };
@@ -625,6 +661,7 @@ impl AuditLog {
             written: inner.counters.written.load(Ordering::Relaxed),
             dropped: inner.counters.dropped.load(Ordering::Relaxed),
             write_errors: inner.counters.write_errors.load(Ordering::Relaxed),
+            backlog: inner.counters.backlog.load(Ordering::Relaxed),
         }
     }
 }
@@ -707,6 +744,7 @@ mod tests {
     fn config_parses_and_refuses_unknown_keys() {
         let cfg: AuditConfig = toml::from_str(r#"path = "/tmp/x.jsonl""#).unwrap();
         assert_eq!(cfg.queue_capacity, 4096);
+        assert_eq!(cfg.backlog_capacity, 16384);
         assert_eq!(cfg.checkpoint_interval_secs, 60);
         assert!(!cfg.fail_closed);
         assert_eq!(
@@ -765,6 +803,221 @@ mod tests {
         assert!(report.is_intact(), "{report}");
         assert_eq!(report.anchored_seq, Some(5));
         assert_eq!(log.stats().written, 5);
+    }
+
+    /// A full disk for the writer: its descriptor is pointed at `/dev/full`, where the kernel
+    /// refuses every write with ENOSPC, until [`FullDisk::free`] puts the file back.
+    struct FullDisk {
+        fd: std::os::fd::RawFd,
+        file: std::os::fd::OwnedFd,
+    }
+
+    impl FullDisk {
+        /// The writer's descriptor of `log`, found in `/proc/self/fd`.
+        fn fill(log: &Path) -> Self {
+            use std::os::fd::{AsRawFd, FromRawFd};
+            let log = log.canonicalize().unwrap();
+            let fd = std::fs::read_dir("/proc/self/fd")
+                .unwrap()
+                .filter_map(Result::ok)
+                .find(|entry| std::fs::read_link(entry.path()).ok().as_deref() == Some(&log))
+                .and_then(|entry| entry.file_name().to_str()?.parse().ok())
+                .expect("the writer holds the log open");
+            // SAFETY: dup(2) of an open descriptor; the new one is owned here.
+            let file = unsafe { std::os::fd::OwnedFd::from_raw_fd(libc::dup(fd)) };
+            let full = std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap();
+            // SAFETY: dup2(2) replaces the writer's descriptor in one step; it stays open.
+            assert_eq!(unsafe { libc::dup2(full.as_raw_fd(), fd) }, fd);
+            Self { fd, file }
+        }
+
+        fn free(self) {
+            use std::os::fd::AsRawFd;
+            // SAFETY: as in `fill`, back to the log's own open file.
+            assert_eq!(
+                unsafe { libc::dup2(self.file.as_raw_fd(), self.fd) },
+                self.fd
+            );
+        }
+    }
+
+    /// Polls `done` every 10 ms for at most 10 s.
+    async fn until(what: &str, mut done: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !done() {
+            assert!(Instant::now() < deadline, "{what}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// `n` calls, each a start and an end record.
+    async fn calls(log: &AuditLog, n: usize) {
+        let args = json!({});
+        for _ in 0..n {
+            log.start(call(&args, &[]))
+                .await
+                .unwrap()
+                .end(Outcome::Ok, None);
+        }
+    }
+
+    /// Records the disk refuses are held, counted in the backlog gauge, and written in order
+    /// once it takes them again, by the retry timer alone (no new record arrives).
+    #[tokio::test]
+    async fn records_the_disk_refuses_are_held_and_written_later() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::open(&config(dir.path(), 64), Some(dir.path())).unwrap();
+        calls(&log, 1).await;
+        log.flush().await.unwrap();
+        let full = FullDisk::fill(&path);
+        calls(&log, 5).await;
+        let err = log.flush().await.unwrap_err();
+        assert!(err.to_string().contains("No space left"), "{err}");
+        let stats = log.stats();
+        assert_eq!((stats.backlog, stats.dropped), (10, 0), "{stats:?}");
+        assert!(stats.write_errors > 0);
+        assert_eq!(kinds(&path).len(), 2, "nothing more reached the file");
+
+        full.free();
+        until("the retry timer writes the backlog", || {
+            log.stats().backlog == 0
+        })
+        .await;
+        let lines = read_lines(&path);
+        assert_eq!(lines.len(), 12);
+        for (i, line) in lines.iter().enumerate() {
+            assert_eq!(line["seq"], i + 1, "in order");
+        }
+        assert_eq!(log.stats().written, 12);
+        log.close().await.unwrap();
+        let report = verify_in(dir.path());
+        assert!(report.is_complete(), "{report}");
+    }
+
+    /// Once the backlog is full, newer records are dropped and counted; when the disk takes
+    /// writes again, a `dropped` record with their number comes before anything else.
+    #[tokio::test]
+    async fn a_full_backlog_drops_records_and_records_the_gap_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let cfg = AuditConfig {
+            backlog_capacity: 4,
+            ..config(dir.path(), 64)
+        };
+        let log = AuditLog::open(&cfg, Some(dir.path())).unwrap();
+        calls(&log, 1).await;
+        log.flush().await.unwrap();
+        let full = FullDisk::fill(&path);
+        calls(&log, 5).await;
+        until("the writer drops what the backlog cannot hold", || {
+            log.stats().dropped == 6
+        })
+        .await;
+        assert_eq!(log.stats().backlog, 4);
+        full.free();
+        until("the retry timer writes the backlog", || {
+            log.stats().backlog == 0
+        })
+        .await;
+        calls(&log, 1).await;
+        log.close().await.unwrap();
+        assert_eq!(
+            kinds(&path),
+            [
+                "start",
+                "end",
+                "start",
+                "end",
+                "start",
+                "end",
+                "dropped",
+                "start",
+                "end",
+                "checkpoint"
+            ]
+        );
+        let lines = read_lines(&path);
+        assert_eq!(lines[6]["count"], 6);
+        assert_eq!(lines[6]["reason"], "write_failed");
+        let report = verify_in(dir.path());
+        assert!(report.is_intact(), "{report}");
+        assert!(!report.is_complete());
+        assert_eq!(report.lost, 6);
+        assert_eq!(
+            report.gaps,
+            [Gap {
+                line: 7,
+                count: 6,
+                reason: "write_failed".into()
+            }]
+        );
+        assert!(
+            report
+                .to_string()
+                .starts_with("INCOMPLETE: 6 record(s) lost in 1 gap(s)")
+        );
+    }
+
+    /// With `fail_closed`, a start the disk refuses is refused, yet its record is held and
+    /// written later with the call's end, once each; a start that does not fit the backlog
+    /// either is dropped without an end, and the gap is recorded.
+    #[tokio::test]
+    async fn fail_closed_refuses_while_the_disk_is_full_and_loses_nothing_silently() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let cfg = AuditConfig {
+            fail_closed: true,
+            backlog_capacity: 4,
+            ..config(dir.path(), 64)
+        };
+        let log = AuditLog::open(&cfg, Some(dir.path())).unwrap();
+        let full = FullDisk::fill(&path);
+        let args = json!({});
+        for _ in 0..2 {
+            let err = log.start(call(&args, &[])).await.unwrap_err();
+            assert!(err.to_string().contains("No space left"), "{err}");
+        }
+        let err = log.start(call(&args, &[])).await.unwrap_err();
+        assert!(err.to_string().contains("backlog_capacity"), "{err}");
+        assert_eq!(log.stats().backlog, 4);
+        full.free();
+        until("the retry timer writes the backlog", || {
+            log.stats().backlog == 0
+        })
+        .await;
+        log.start(call(&args, &[]))
+            .await
+            .unwrap()
+            .end(Outcome::Ok, None);
+        log.close().await.unwrap();
+        let lines = read_lines(&path);
+        assert_eq!(
+            kinds(&path),
+            [
+                "start",
+                "end",
+                "start",
+                "end",
+                "dropped",
+                "start",
+                "end",
+                "checkpoint"
+            ]
+        );
+        for (start, end) in [(0, 1), (2, 3)] {
+            assert_eq!(lines[start]["call"], lines[end]["call"]);
+            assert_eq!(lines[end]["outcome"], "error");
+            assert_eq!(lines[end]["error_kind"], "unavailable");
+        }
+        assert_eq!(lines[4]["count"], 1);
+        assert_eq!(lines[6]["outcome"], "ok");
+        let report = verify_in(dir.path());
+        assert!(report.is_intact(), "{report}");
+        assert_eq!(report.lost, 1);
     }
 
     #[tokio::test]
@@ -849,9 +1102,18 @@ mod tests {
         log.flush().await.unwrap();
         assert_eq!(kinds(&path), ["dropped", "start", "start"]);
         assert_eq!(read_lines(&path)[0]["count"], 8);
+        assert_eq!(read_lines(&path)[0]["reason"], "queue_full");
         std::mem::forget(open);
         log.close().await.unwrap();
-        assert!(verify_in(dir.path()).is_intact());
+        let report = verify_in(dir.path());
+        assert!(report.is_intact(), "{report}");
+        assert!(!report.is_complete());
+        assert_eq!(report.lost, 8);
+        assert_eq!(report.gaps.len(), 1);
+        assert_eq!(
+            report.gaps[0].to_string(),
+            "line 1: 8 record(s) lost (queue_full: the queue to the writer was full)"
+        );
     }
 
     #[tokio::test]
@@ -1034,6 +1296,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let err = AuditLog::open(&config(dir.path(), 0), Some(dir.path())).unwrap_err();
         assert!(matches!(err, AuditError::ZeroCapacity));
+        let cfg = AuditConfig {
+            backlog_capacity: 0,
+            ..config(dir.path(), 1)
+        };
+        let err = AuditLog::open(&cfg, Some(dir.path())).unwrap_err();
+        assert!(matches!(err, AuditError::ZeroBacklog));
         let cfg = AuditConfig {
             checkpoint_interval_secs: 0,
             ..config(dir.path(), 1)

@@ -6,11 +6,17 @@
 //!   refused before it runs, while a gateway without it keeps serving;
 //! - a string sent in a boolean or number field is not echoed into the log;
 //! - `muxgate audit verify` (the real binary) passes the log, and names an edited line, a cut
-//!   end (with the head file), a missing and a wrong key.
+//!   end (with the head file), a missing and a wrong key;
+//! - on a real disk that fills up (a small tmpfs) and is freed again, no record is lost
+//!   silently: with a large enough backlog every call's start and end are in the log, and with
+//!   a small one `muxgate audit verify` reports exactly how many were lost, and fails.
 
 mod common;
 
-use std::path::Path;
+use std::ffi::{OsStr, OsString};
+use std::io::{BufRead as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::time::Duration;
 
 use common::serve::ServeProcess;
@@ -407,4 +413,319 @@ async fn audit_verify_names_edited_lines_and_cut_ends() {
     ]);
     assert!(!ok, "{said}");
     assert!(said.contains("no line verifies with this key"), "{said}");
+}
+
+/// A small tmpfs on `dir`, mounted in a user and mount namespace of its own (so the test needs
+/// no privilege, and runs as root the same way), kept by a holder process that is killed on
+/// drop. Programs run inside it through [`SmallDisk::enter`]; the test reaches its files
+/// through `/proc/<holder>/root`, which shows that namespace's view.
+struct SmallDisk {
+    holder: std::process::Child,
+    dir: PathBuf,
+}
+
+impl SmallDisk {
+    fn mount(dir: &Path, size: &str) -> Self {
+        std::fs::create_dir_all(dir).unwrap();
+        let mut holder = std::process::Command::new("unshare")
+            .args(["--user", "--map-root-user", "--mount", "sh", "-c"])
+            .arg(r#"mount -t tmpfs -o size="$1" tmpfs "$2" && echo mounted && exec sleep 600"#)
+            .args([OsStr::new("sh"), OsStr::new(size), dir.as_os_str()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run unshare");
+        // The shell either says so or exits (and the read ends).
+        let mut said = String::new();
+        let _ = std::io::BufReader::new(holder.stdout.take().expect("stdout")).read_line(&mut said);
+        if said.trim() != "mounted" {
+            let out = holder.wait_with_output().expect("wait for unshare");
+            panic!(
+                "cannot mount a tmpfs in a user namespace: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Self {
+            holder,
+            dir: dir.to_owned(),
+        }
+    }
+
+    /// `path`, inside the mount, as the test reaches it.
+    fn outside(&self, path: &Path) -> PathBuf {
+        Path::new(&format!("/proc/{}/root", self.holder.id()))
+            .join(path.strip_prefix("/").expect("an absolute path"))
+    }
+
+    /// The command that runs what follows it inside the namespace.
+    fn enter(&self) -> Vec<OsString> {
+        ["nsenter", "--target", &self.holder.id().to_string()]
+            .into_iter()
+            .chain(["--user", "--mount", "--preserve-credentials", "--"])
+            .map(OsString::from)
+            .collect()
+    }
+
+    /// Writes a filler file until the disk refuses even one more byte; returns its path.
+    fn fill(&self) -> PathBuf {
+        let path = self.outside(&self.dir.join("filler"));
+        let mut file = std::fs::File::create(&path).unwrap();
+        let chunk = vec![0u8; 64 * 1024];
+        for size in [chunk.len(), 4096, 1] {
+            loop {
+                match file.write(&chunk[..size]) {
+                    Ok(n) => assert!(n > 0, "a zero-length write"),
+                    Err(e) => {
+                        assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
+                        break;
+                    }
+                }
+            }
+        }
+        path
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = self.holder.kill();
+        let _ = self.holder.wait();
+    }
+}
+
+/// One sample of the gateway's `/metrics`; 0 when absent.
+fn sample(text: &str, name: &str) -> u64 {
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+        .map_or(0, |value| {
+            value.trim().parse::<f64>().expect("a number") as u64
+        })
+}
+
+/// The audit log's counters: written, dropped, held in the backlog.
+async fn audit_counters(gateway: &ServeProcess) -> (u64, u64, u64) {
+    let text = reqwest::get(format!("{}/metrics", gateway.base))
+        .await
+        .expect("GET /metrics")
+        .text()
+        .await
+        .expect("the metrics");
+    (
+        sample(&text, "muxgate_audit_records_written_total"),
+        sample(&text, "muxgate_audit_records_dropped_total"),
+        sample(&text, "muxgate_audit_backlog"),
+    )
+}
+
+/// Polls the audit counters (at most 10 s) until `done` holds; panics with `what` otherwise.
+async fn until_counters(
+    gateway: &ServeProcess,
+    what: &str,
+    mut done: impl FnMut((u64, u64, u64)) -> bool,
+) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let counters = audit_counters(gateway).await;
+        if done(counters) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}; (written, dropped, backlog) = {counters:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Calls made before the disk fills, while it is full, and after it is freed.
+const BEFORE: u64 = 5;
+const WHILE_FULL: u64 = 100;
+const AFTER: u64 = 20;
+
+/// What a gateway whose audit log and state directory are on a disk that fills up did.
+struct FullDiskRun {
+    /// Its log's records.
+    records: Vec<Value>,
+    /// `muxgate_audit_records_dropped_total` before it stopped.
+    dropped: u64,
+    /// `muxgate audit verify`: success, and what it said.
+    verified: (bool, String),
+}
+
+impl FullDiskRun {
+    /// The start and end records of the `list_servers` calls.
+    fn call_records(&self) -> (Vec<&Value>, Vec<&Value>) {
+        let calls = |kind: &str| {
+            self.records
+                .iter()
+                .filter(|r| r["kind"] == kind && (kind == "end" || r["tool"] == "list_servers"))
+                .collect::<Vec<_>>()
+        };
+        (calls("start"), calls("end"))
+    }
+}
+
+/// Runs a real `muxgate serve` with its audit log and state directory on a 1 MiB tmpfs and
+/// `audit_extra` in `[audit]`: [`BEFORE`] calls, then the disk is filled, [`WHILE_FULL`] calls
+/// (waiting until the gateway has accounted for every record they made: written, held or
+/// dropped), the filler removed, [`AFTER`] calls, a clean stop (SIGTERM), and `muxgate audit
+/// verify` on what is left. `None` where `unshare` or `nsenter` is missing.
+async fn run_on_a_disk_that_fills(audit_extra: &str) -> Option<FullDiskRun> {
+    let what = "the full-disk audit test";
+    if !common::needs::program("unshare", "util-linux", what)
+        || !common::needs::program("nsenter", "util-linux", what)
+    {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let disk = SmallDisk::mount(&dir.path().join("disk"), "1m");
+    let log = dir.path().join("disk/audit.jsonl");
+    let state = dir.path().join("disk/state");
+    let config = dir.path().join("muxgate.toml");
+    let many = "requests_per_second = 100000\nrequest_burst = 100000\n\
+                tool_calls_per_second = 100000\ntool_call_burst = 100000\n";
+    std::fs::write(
+        &config,
+        format!(
+            "[tmux.servers.work]\nsocket_name = '{socket}'\nallow_absent = true\n\
+             [auth]\nsecret = '{secret}'\n\
+             [audit]\npath = '{log}'\ncheckpoint_interval_secs = 3600\n{audit_extra}\n\
+             [state]\ndir = '{state}'\n[limits]\n{many}",
+            socket = common::tmux::unique_socket_name(),
+            secret = common::TEST_SECRET,
+            log = log.display(),
+            state = state.display(),
+        ),
+    )
+    .unwrap();
+    let enter = disk.enter();
+    let enter: Vec<&OsStr> = enter.iter().map(OsString::as_os_str).collect();
+    let serve_log = dir.path().join("serve.log");
+    let mut gateway = ServeProcess::start_through(&enter, &config, &serve_log, &[]).await;
+    let mcp = raw_client(&gateway, &config).await;
+    let mut id = 0;
+    let mut list_servers = async |n: u64| {
+        for _ in 0..n {
+            id += 1;
+            let answer = mcp
+                .request(&json!({
+                    "jsonrpc": "2.0", "id": id, "method": "tools/call",
+                    "params": {"name": "list_servers", "arguments": {}}
+                }))
+                .await;
+            assert_eq!(answer["result"]["isError"], false, "{answer}");
+        }
+    };
+
+    list_servers(BEFORE).await;
+    until_counters(&gateway, "the first calls' records are written", |c| {
+        c.0 == 2 * BEFORE
+    })
+    .await;
+    let filler = disk.fill();
+    list_servers(WHILE_FULL).await;
+    until_counters(
+        &gateway,
+        "every record made while the disk was full is written, held or counted as dropped",
+        |(written, dropped, backlog)| written - 2 * BEFORE + dropped + backlog == 2 * WHILE_FULL,
+    )
+    .await;
+    std::fs::remove_file(filler).unwrap();
+    list_servers(AFTER).await;
+    let (_, dropped, _) = audit_counters(&gateway).await;
+    gateway.signal(libc::SIGTERM);
+    assert!(
+        gateway.wait(Duration::from_secs(15)).await.success(),
+        "{}",
+        gateway.log()
+    );
+
+    let outside_state = disk.outside(&state);
+    let verified = verify_cli(
+        &[
+            "--key".as_ref(),
+            outside_state.join("audit.key").as_os_str(),
+            "--head".as_ref(),
+            outside_state.join("audit.head").as_os_str(),
+            disk.outside(&log).as_os_str(),
+        ],
+        &outside_state,
+    );
+    Some(FullDiskRun {
+        records: records(&disk.outside(&log)),
+        dropped,
+        verified,
+    })
+}
+
+/// With a backlog larger than what the calls made while the disk was full, every call's start
+/// and end record is in the log once the disk is freed, in one verified chain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_loses_no_record() {
+    let Some(run) = run_on_a_disk_that_fills("").await else {
+        return;
+    };
+    let (starts, ends) = run.call_records();
+    let calls = BEFORE + WHILE_FULL + AFTER;
+    assert_eq!(starts.len() as u64, calls, "every call's start record");
+    for start in &starts {
+        let ended = ends
+            .iter()
+            .filter(|end| end["call"] == start["call"])
+            .count();
+        assert_eq!(ended, 1, "one end record for {start}");
+    }
+    assert_eq!(ends.len() as u64, calls);
+    assert_eq!(run.dropped, 0);
+    assert!(run.records.iter().all(|r| r["kind"] != "dropped"));
+    let (ok, said) = run.verified;
+    assert!(ok, "{said}");
+    assert!(said.starts_with("ok: "), "{said}");
+    assert!(
+        said.contains("ends with the checkpoint written when it was closed"),
+        "{said}"
+    );
+}
+
+/// With a backlog smaller than what the calls made while the disk was full, the records that
+/// did not fit are lost, and the log says exactly how many: `muxgate audit verify` reports the
+/// gap and fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_with_a_small_backlog_leaves_a_reported_gap() {
+    let Some(run) = run_on_a_disk_that_fills("backlog_capacity = 50").await else {
+        return;
+    };
+    let (starts, ends) = run.call_records();
+    let made = 2 * (BEFORE + WHILE_FULL + AFTER);
+    let lost = made - (starts.len() + ends.len()) as u64;
+    assert!(lost >= 2 * WHILE_FULL - 50 - 20, "{lost} lost");
+    assert_eq!(run.dropped, lost, "the metric counts every lost record");
+    let gaps: Vec<&Value> = run
+        .records
+        .iter()
+        .filter(|r| r["kind"] == "dropped")
+        .collect();
+    assert_eq!(gaps.len(), 1, "{gaps:?}");
+    assert_eq!(gaps[0]["count"], lost);
+    assert_eq!(gaps[0]["reason"], "write_failed");
+    let (ok, said) = run.verified;
+    assert!(!ok, "a log with a gap fails verification: {said}");
+    assert!(
+        said.starts_with(&format!("INCOMPLETE: {lost} record(s) lost in 1 gap(s)")),
+        "{said}"
+    );
+    let line = run
+        .records
+        .iter()
+        .position(|r| r["kind"] == "dropped")
+        .map(|i| i + 1)
+        .unwrap();
+    assert!(
+        said.contains(&format!(
+            "gap: line {line}: {lost} record(s) lost (write_failed: the disk refused writes"
+        )),
+        "{said}"
+    );
 }

@@ -19,7 +19,7 @@
 //! it reopens such a file.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -27,6 +27,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
+use super::backlog::Backlog;
 use super::key::AuditKey;
 
 /// The link before the first line of a chain.
@@ -60,6 +61,7 @@ pub(crate) struct Unsealed {
     pub seq: u64,
     pub kind: Option<String>,
     pub reason: Option<String>,
+    pub count: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -69,6 +71,8 @@ struct Fields {
     kind: Option<String>,
     #[serde(default)]
     reason: Option<String>,
+    #[serde(default)]
+    count: Option<u64>,
 }
 
 /// Splits a line sealed with `field` into body and link; `None` unless it ends exactly with
@@ -93,6 +97,7 @@ pub(crate) fn unseal(line: &[u8], field: &str) -> Option<Unsealed> {
         seq: fields.seq,
         kind: fields.kind,
         reason: fields.reason,
+        count: fields.count,
     })
 }
 
@@ -127,12 +132,26 @@ pub enum OpenError {
 
 /// Appends sealed lines to an audit file, holding an exclusive lock on it so that two
 /// processes cannot interleave two chains.
+///
+/// Sealing and writing are apart: [`ChainWriter::seal`] gives a line its `seq` and link and puts
+/// it in the [`Backlog`]; [`ChainWriter::write_backlog`] hands the backlog to the OS, in order.
+/// A line the OS refuses stays in the backlog for the next attempt, and a line the OS took only
+/// part of is cut back off the file (the writer holds the lock and knows where its last whole
+/// line ends), so the file never keeps a torn line and the chain on disk never skips one.
 pub(crate) struct ChainWriter {
     path: PathBuf,
-    out: BufWriter<File>,
+    file: File,
     key: Arc<AuditKey>,
+    /// `seq` and link of the last line sealed (on disk or in the backlog).
     seq: u64,
     prev: String,
+    backlog: Backlog,
+    /// Where the last whole line in the file ends.
+    end: u64,
+    /// `seq` of the last line in the file.
+    written_seq: u64,
+    /// A fragment could not be cut back: the file may run past `end` until it is.
+    torn: bool,
 }
 
 impl ChainWriter {
@@ -179,12 +198,17 @@ impl ChainWriter {
         if !tail.terminated {
             file.write_all(b"\n")?;
         }
+        let end = file.seek(SeekFrom::End(0))?;
         Ok(Self {
             path: path.to_owned(),
-            out: BufWriter::new(file),
+            file,
             key,
             seq,
             prev,
+            backlog: Backlog::default(),
+            end,
+            written_seq: seq,
+            torn: false,
         })
     }
 
@@ -193,48 +217,95 @@ impl ChainWriter {
         &self.path
     }
 
-    /// `seq` of the last line written.
+    /// `seq` of the last line sealed.
     pub fn seq(&self) -> u64 {
         self.seq
     }
 
-    /// Link of the last line written ([`GENESIS`] for an empty file).
+    /// Link of the last line sealed ([`GENESIS`] for an empty file).
     pub fn head(&self) -> &str {
         &self.prev
     }
 
-    /// Appends one line whose body (a JSON object without the link) is `render(seq)`; the
-    /// chain advances only if the line was handed to the buffer.
-    pub fn append(&mut self, render: impl FnOnce(u64) -> Vec<u8>) -> io::Result<()> {
+    /// `seq` of the last line in the file.
+    pub fn written_seq(&self) -> u64 {
+        self.written_seq
+    }
+
+    /// Lines sealed but not yet in the file.
+    pub fn backlog_len(&self) -> usize {
+        self.backlog.len()
+    }
+
+    /// Seals one line whose body (a JSON object without the link) is `render(seq)` and puts it
+    /// in the backlog; returns its `seq`. Nothing is written yet.
+    pub fn seal(&mut self, render: impl FnOnce(u64) -> Vec<u8>) -> u64 {
         let seq = self.seq + 1;
         let (mut line, link) = seal(&self.key, "link", &self.prev, &render(seq));
         line.push(b'\n');
-        self.out.write_all(&line)?;
+        self.backlog.push(&line);
         self.seq = seq;
         self.prev = link;
-        Ok(())
+        seq
     }
 
-    /// Pushes buffered lines to the OS.
-    pub fn flush(&mut self) -> io::Result<()> {
-        self.out.flush()
+    /// Hands the backlog to the OS, in order, until it is empty or the OS refuses. Returns how
+    /// many lines reached the file, and the error that stopped it. Lines not written stay in
+    /// the backlog; a part of a line that was written is cut off the file again.
+    pub fn write_backlog(&mut self) -> (u64, io::Result<()>) {
+        if self.torn {
+            if let Err(e) = self.file.set_len(self.end) {
+                return (0, Err(e));
+            }
+            self.torn = false;
+        }
+        let mut written = 0;
+        while !self.backlog.is_empty() {
+            let error = match self.file.write(self.backlog.unsent()) {
+                Ok(0) => io::Error::from(io::ErrorKind::WriteZero),
+                Ok(n) => {
+                    let (lines, bytes) = self.backlog.advance(n);
+                    self.end += bytes;
+                    self.written_seq += lines;
+                    written += lines;
+                    continue;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => e,
+            };
+            self.cut_back();
+            return (written, Err(error));
+        }
+        (written, Ok(()))
     }
 
-    /// Flushes and asks the OS to persist the data.
+    /// Removes the part of a line that a stopped write left at the end of the file. If even
+    /// that fails, the next write tries again first.
+    fn cut_back(&mut self) {
+        if self.backlog.sent() == 0 {
+            return;
+        }
+        self.backlog.unsend();
+        if let Err(error) = self.file.set_len(self.end) {
+            tracing::warn!(path = %self.path.display(), %error, "cutting back a partly written audit line failed; trying again before the next write");
+            self.torn = true;
+        }
+    }
+
+    /// Asks the OS to persist what was written.
     pub fn sync(&mut self) -> io::Result<()> {
-        self.out.flush()?;
-        self.out.get_ref().sync_data()
+        self.file.sync_data()
     }
 
-    /// The file, to read (nothing is buffered before the first append).
+    /// The file, to read.
     pub fn file_mut(&mut self) -> &mut File {
-        self.out.get_mut()
+        &mut self.file
     }
 
-    /// The file's length: after [`ChainWriter::sync`], where the last line written ends (the
-    /// writer holds the only lock, and appends only).
-    pub fn end_offset(&self) -> io::Result<u64> {
-        Ok(self.out.get_ref().metadata()?.len())
+    /// Where the last whole line in the file ends (the writer holds the only lock, and
+    /// appends only).
+    pub fn end_offset(&self) -> u64 {
+        self.end
     }
 }
 
@@ -375,6 +446,34 @@ pub struct CheckpointSeen {
     pub reason: String,
 }
 
+/// Records the writer could not keep, as a verified `dropped` record says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gap {
+    /// The `dropped` record's line.
+    pub line: u64,
+    /// Records lost.
+    pub count: u64,
+    /// `queue_full` (the writer fell behind) or `write_failed` (the disk refused writes until
+    /// the backlog was full). A `dropped` record written before reasons were recorded has none
+    /// and counts as `queue_full`, its only cause then.
+    pub reason: String,
+}
+
+impl std::fmt::Display for Gap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let why = match self.reason.as_str() {
+            "queue_full" => "the queue to the writer was full",
+            "write_failed" => "the disk refused writes until the backlog was full",
+            other => other,
+        };
+        write!(
+            f,
+            "line {}: {} record(s) lost ({}: {why})",
+            self.line, self.count, self.reason
+        )
+    }
+}
+
 /// What [`verify`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VerifyReport {
@@ -396,12 +495,22 @@ pub struct VerifyReport {
     pub first_problem: Option<ChainProblem>,
     /// How many problems were found in total.
     pub problems: u64,
+    /// Every verified `dropped` record: records the gateway lost, and said so in the chain.
+    pub gaps: Vec<Gap>,
+    /// Records lost in all gaps.
+    pub lost: u64,
 }
 
 impl VerifyReport {
     /// Whether the chain (and the head file, if given) shows no problem.
     pub fn is_intact(&self) -> bool {
         self.problems == 0
+    }
+
+    /// Whether the chain is intact and the gateway lost no record: a log with a `dropped`
+    /// record is intact (the gap is sealed) but not complete.
+    pub fn is_complete(&self) -> bool {
+        self.is_intact() && self.lost == 0
     }
 
     fn record(&mut self, problem: ChainProblem) {
@@ -413,6 +522,16 @@ impl VerifyReport {
 impl std::fmt::Display for VerifyReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.first_problem {
+            None if self.lost > 0 => write!(
+                f,
+                "INCOMPLETE: {} record(s) lost in {} gap(s) the gateway recorded; {} records \
+                 verified, last seq {}, head {}",
+                self.lost,
+                self.gaps.len(),
+                self.verified,
+                self.last_seq,
+                self.head
+            ),
             None => write!(
                 f,
                 "ok: {} records verified, last seq {}, head {}",
@@ -448,6 +567,8 @@ pub fn verify(path: &Path, key: &AuditKey, head: Option<Anchor<'_>>) -> io::Resu
         anchored_seq: None,
         first_problem: None,
         problems: 0,
+        gaps: Vec::new(),
+        lost: 0,
     };
     // The link of the record the head file names, once met.
     let mut head_link: Option<String> = None;
@@ -486,6 +607,18 @@ pub fn verify(path: &Path, key: &AuditKey, head: Option<Anchor<'_>>) -> io::Resu
                 }
             } else {
                 ChainProblem::Altered { line }
+            });
+        }
+        if linked && rec.kind.as_deref() == Some("dropped") {
+            let count = rec.count.unwrap_or(0);
+            report.lost += count;
+            report.gaps.push(Gap {
+                line,
+                count,
+                reason: rec
+                    .reason
+                    .clone()
+                    .unwrap_or_else(|| "queue_full".to_owned()),
             });
         }
         if linked && rec.kind.as_deref() == Some("checkpoint") {
@@ -541,8 +674,8 @@ mod tests {
     }
 
     fn append(w: &mut ChainWriter, kind: &str, i: u64) {
-        w.append(|seq| format!(r#"{{"seq":{seq},"kind":"{kind}","n":{i}}}"#).into_bytes())
-            .unwrap();
+        w.seal(|seq| format!(r#"{{"seq":{seq},"kind":"{kind}","n":{i}}}"#).into_bytes());
+        w.write_backlog().1.unwrap();
     }
 
     fn write_chain(path: &Path, n: u64) {
@@ -892,11 +1025,11 @@ mod tests {
         let mut w = ChainWriter::open(&path, key()).unwrap();
         append(&mut w, "start", 0);
         let big = "x".repeat(300_000);
-        w.append(|seq| format!(r#"{{"seq":{seq},"pad":"{big}"}}"#).into_bytes())
-            .unwrap();
+        w.seal(|seq| format!(r#"{{"seq":{seq},"pad":"{big}"}}"#).into_bytes());
+        w.write_backlog().1.unwrap();
         w.sync().unwrap();
         let head = w.head().to_owned();
-        let end = w.end_offset().unwrap();
+        let end = w.end_offset();
         drop(w);
         let mut w = ChainWriter::open(&path, key()).unwrap();
         assert_eq!((w.seq(), w.head()), (2, head.as_str()));

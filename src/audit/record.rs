@@ -14,6 +14,16 @@ pub(super) enum CheckpointReason {
     Close,
 }
 
+/// Why records were dropped (see [`super::writer`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum DropReason {
+    /// The queue to the writer was full: the writer fell behind.
+    QueueFull,
+    /// The disk refused writes for so long that the backlog filled up.
+    WriteFailed,
+}
+
 #[derive(Debug, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub(super) enum Entry {
@@ -66,9 +76,8 @@ pub(super) enum Entry {
         /// Seconds into the file when the call ran (the time of its events).
         at_secs: f64,
     },
-    Dropped {
-        count: u64,
-    },
+    /// Records that were never sealed, and why: the gap they leave is in the chain.
+    Dropped { count: u64, reason: DropReason },
     Checkpoint {
         reason: CheckpointReason,
         count: u64,

@@ -1,5 +1,7 @@
 //! `muxgate audit verify FILE [--key FILE] [--head FILE]`: checks an audit log's keyed chain
-//! with [`crate::audit::verify`], and its end against the head file.
+//! with [`crate::audit::verify`], and its end against the head file, and lists every gap the
+//! gateway recorded (`dropped` records). It exits non-zero on any problem and on any lost
+//! record: a complete log and one with gaps must not look alike to a script.
 //!
 //! The key and head file default to the configuration's (`audit.key_file`, `audit.head_file`,
 //! else `audit.key` and `audit.head` in the state directory). Without the key nothing can be
@@ -50,10 +52,13 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let report = verify(&args.file, &key, head.as_ref().map(Head::anchor))
         .with_context(|| format!("cannot read {}", args.file.display()))?;
     println!("{report}");
+    for gap in &report.gaps {
+        println!("gap: {gap}");
+    }
     for note in notes(&report, head_path.as_deref(), head.is_some()) {
         println!("note: {note}");
     }
-    Ok(if report.is_intact() {
+    Ok(if report.is_complete() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

@@ -236,8 +236,9 @@ pub struct TokenArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {
-    /// Check an audit file's keyed chain (and its end against the head file); exits non-zero
-    /// on a broken or missing link, a cut end, or without the key.
+    /// Check an audit file's keyed chain (and its end against the head file) and list the
+    /// records the gateway lost; exits non-zero on a broken or missing link, a cut end, any lost
+    /// record, or without the key.
     Verify(VerifyArgs),
 }
 

@@ -23,9 +23,26 @@ impl ServeProcess {
     /// Starts the process with `envs` added and waits for its banner. Its default state
     /// directory is beside the log (`XDG_STATE_HOME`), not the user's.
     pub async fn start(config: &Path, log_path: &Path, envs: &[(&str, &str)]) -> Self {
+        Self::start_through(&[], config, log_path, envs).await
+    }
+
+    /// [`ServeProcess::start`] through `wrapper`, a command that ends by exec'ing the one it is
+    /// given (`nsenter …`), so that the process's pid is the gateway's.
+    pub async fn start_through(
+        wrapper: &[&std::ffi::OsStr],
+        config: &Path,
+        log_path: &Path,
+        envs: &[(&str, &str)],
+    ) -> Self {
         let log = std::fs::File::create(log_path).expect("create the log file");
-        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_muxgate"));
+        let muxgate = std::ffi::OsStr::new(env!("CARGO_BIN_EXE_muxgate"));
+        let (program, before) = match wrapper.split_first() {
+            Some((program, args)) => (*program, [args, &[muxgate]].concat()),
+            None => (muxgate, Vec::new()),
+        };
+        let mut command = tokio::process::Command::new(program);
         command
+            .args(before)
             .arg("serve")
             .arg("--config")
             .arg(config)
