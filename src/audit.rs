@@ -96,10 +96,12 @@
 
 mod backlog;
 pub mod chain;
+pub mod files;
 pub mod head;
 pub mod key;
 mod record;
 pub mod redact;
+pub mod verify;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -115,11 +117,12 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::utc::Utc;
 
-pub use chain::{ChainProblem, GENESIS, Gap, VerifyReport, verify};
+pub use chain::GENESIS;
 use chain::{ChainWriter, OpenError};
-pub use head::{Head, HeadError, HeadMismatch};
+pub use head::{Head, HeadError, HeadMismatch, HeadRefusal};
 pub use key::{AuditKey, KeyError};
 use record::Entry;
+pub use verify::{ChainProblem, Gap, VerifyReport, verify, verify_files};
 use writer::{Ack, Command, Counters, Done, Pending, WriterTask};
 
 /// How long [`AuditLog::flush`], [`AuditLog::close`] and a fail-closed [`AuditLog::start`] wait
@@ -128,8 +131,6 @@ pub const WRITER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The key file's name in the state directory.
 pub const KEY_FILE: &str = "audit.key";
-/// The head file's name in the state directory.
-pub const HEAD_FILE: &str = "audit.head";
 
 /// `[audit]`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -140,8 +141,8 @@ pub struct AuditConfig {
     /// The key the chain and digests are made with; default `<state dir>/audit.key`. Generated
     /// when missing while the log has no records.
     pub key_file: Option<PathBuf>,
-    /// Where the head of the chain is kept at each checkpoint; default
-    /// `<state dir>/audit.head`.
+    /// Where the head of the chain is kept at each checkpoint; default: one per log in the
+    /// state directory ([`files::default_head`]).
     pub head_file: Option<PathBuf>,
     /// Records that may wait for the writer before new ones are dropped (and counted).
     pub queue_capacity: usize,
@@ -154,6 +155,10 @@ pub struct AuditConfig {
     pub checkpoint_interval_secs: u64,
     /// Refuse a call whose start record cannot be written (queue full, write failed).
     pub fail_closed: bool,
+    /// Rotate the live file once it holds this many bytes (0: never).
+    pub rotate_bytes: u64,
+    /// Rotate the live file once its first record is this many seconds old (0: never).
+    pub rotate_secs: u64,
 }
 
 impl Default for AuditConfig {
@@ -167,6 +172,8 @@ impl Default for AuditConfig {
             max_string_chars: 200,
             checkpoint_interval_secs: 60,
             fail_closed: false,
+            rotate_bytes: 0,
+            rotate_secs: 0,
         }
     }
 }
@@ -179,11 +186,22 @@ impl AuditConfig {
             .or_else(|| state_dir.map(|dir| dir.join(KEY_FILE)))
     }
 
-    /// The head file: `head_file`, else `audit.head` in `state_dir`.
+    /// The head file: `head_file`, else the log's own in `state_dir`.
     pub fn head_path(&self, state_dir: Option<&Path>) -> Option<PathBuf> {
-        self.head_file
-            .clone()
-            .or_else(|| state_dir.map(|dir| dir.join(HEAD_FILE)))
+        match (&self.head_file, state_dir, &self.path) {
+            (Some(head), _, _) => Some(head.clone()),
+            (None, Some(dir), Some(log)) => Some(files::default_head(dir, log)),
+            _ => None,
+        }
+    }
+
+    /// Where head files were kept before each log had its own: read when the log's own is
+    /// missing and `head_file` is not set.
+    pub fn legacy_head_path(&self, state_dir: Option<&Path>) -> Option<PathBuf> {
+        match (&self.head_file, state_dir) {
+            (None, Some(dir)) => Some(dir.join(files::LEGACY_HEAD_FILE)),
+            _ => None,
+        }
     }
 }
 
@@ -270,9 +288,10 @@ pub enum AuditError {
     /// The head file cannot be read or does not verify.
     #[error(transparent)]
     Head(#[from] HeadError),
-    /// The log does not hold what the head file names.
+    /// The head file does not vouch for the log: it was cut or replaced, or the head file
+    /// seals another log.
     #[error(transparent)]
-    HeadMismatch(#[from] Box<HeadMismatch>),
+    HeadRefused(#[from] HeadRefusal),
     /// `queue_capacity` is zero.
     #[error("audit.queue_capacity must be at least 1")]
     ZeroCapacity,
@@ -484,17 +503,37 @@ impl AuditLog {
             source,
         };
         let mut writer = ChainWriter::open(path, Arc::clone(&key)).map_err(open_error)?;
-        match &head_path {
-            Some(head_path) => {
-                if let Some(head) = Head::load(head_path, &key)? {
-                    head.check_log(head_path, writer.file_mut())?;
-                }
+        let first = chain::first_record(writer.file_mut()).map_err(|e| open_error(e.into()))?;
+        let legacy_head = match &head_path {
+            Some(head_path) => check_head(cfg, state_dir, head_path, path, &key, first.as_ref())?,
+            None => {
+                tracing::warn!(
+                    "audit: no state directory and no audit.head_file: a log cut at its end \
+                     cannot be detected"
+                );
+                None
             }
-            None => tracing::warn!(
-                "audit: no state directory and no audit.head_file: a log cut at its end cannot \
-                 be detected"
-            ),
-        }
+        };
+        // A new live file after a rotation continues the chain of the file rotated out last.
+        let previous = if writer.is_empty() {
+            files::rotated_files(path)
+                .map_err(|e| open_error(e.into()))?
+                .pop()
+        } else {
+            None
+        };
+        let continued = match previous {
+            Some(previous) => {
+                let (seq, link) = chain::last_record(&previous, &key).map_err(open_error)?;
+                writer.continue_after(seq, &link);
+                Some(record::Entry::Continued {
+                    previous_file: files::name_of(&previous),
+                    previous_seq: seq,
+                    previous_link: link,
+                })
+            }
+            None => None,
+        };
         // The writer's own clock, for checkpoints: a current-thread runtime on its thread.
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()
@@ -504,6 +543,11 @@ impl AuditLog {
         let unreported_drops = Arc::new(AtomicU64::new(0));
         let counters = Arc::new(Counters::default());
         let task = WriterTask {
+            log: path.clone(),
+            file_first: first.map(|record| record.link),
+            file_started: None,
+            rotation: writer::Rotation::new(cfg.rotate_bytes, cfg.rotate_secs),
+            legacy_head,
             writer,
             rx,
             unreported_drops: Arc::clone(&unreported_drops),
@@ -523,7 +567,7 @@ impl AuditLog {
                     // Test seam: hold the writer until the test has filled the queue.
                     let _ = gate.recv();
                 }
-                runtime.block_on(task.run());
+                runtime.block_on(task.run(continued));
             })
             .map_err(|e| open_error(e.into()))?;
         let mut instance = [0u8; 4];
@@ -666,6 +710,36 @@ impl AuditLog {
     }
 }
 
+/// Checks the log against its head file (the log's own, else one written before each log had
+/// its own). Returns that older head file when it vouched for this log: the writer replaces it
+/// by the log's own once it saved that.
+fn check_head(
+    cfg: &AuditConfig,
+    state_dir: Option<&Path>,
+    head_path: &Path,
+    log: &Path,
+    key: &AuditKey,
+    first: Option<&chain::Unsealed>,
+) -> Result<Option<PathBuf>, AuditError> {
+    let first = first.map(|record| record.link.as_str());
+    if let Some(head) = Head::load(head_path, key)? {
+        head.check(head_path, log, first)?;
+        return Ok(None);
+    }
+    let Some(legacy) = cfg.legacy_head_path(state_dir) else {
+        return Ok(None);
+    };
+    match Head::load(&legacy, key)? {
+        // Written for another log (by a gateway configured with this head_file): not ours.
+        Some(head) if head.log.is_some() => Ok(None),
+        Some(head) => {
+            head.check(&legacy, log, first)?;
+            Ok(Some(legacy))
+        }
+        None => Ok(None),
+    }
+}
+
 /// The key, generated if it is missing and the log has no records yet. A log with records and
 /// no key is not continued: a new key would make its past unverifiable.
 fn load_or_create_key(key_path: &Path, log: &Path) -> Result<AuditKey, AuditError> {
@@ -728,10 +802,15 @@ mod tests {
             .collect()
     }
 
+    /// The head file of the log in `dir`.
+    fn head_file(dir: &Path) -> PathBuf {
+        files::default_head(dir, &dir.join("audit.jsonl"))
+    }
+
     /// Verifies with the key and head file in `dir`.
     fn verify_in(dir: &Path) -> VerifyReport {
         let key = AuditKey::load(&dir.join(KEY_FILE)).unwrap();
-        let head = Head::load(&dir.join(HEAD_FILE), &key).unwrap();
+        let head = Head::load(&head_file(dir), &key).unwrap();
         verify(
             &dir.join("audit.jsonl"),
             &key,
@@ -950,6 +1029,7 @@ mod tests {
         assert_eq!(
             report.gaps,
             [Gap {
+                file: None,
                 line: 7,
                 count: 6,
                 reason: "write_failed".into()
@@ -1053,7 +1133,7 @@ mod tests {
             .end(Outcome::Ok, None);
         log.flush().await.unwrap();
         assert_eq!(kinds(&path), ["start", "end"]);
-        assert!(!dir.path().join(HEAD_FILE).exists());
+        assert!(!head_file(dir.path()).exists());
 
         tokio::time::sleep(Duration::from_millis(1500)).await;
         let lines = read_lines(&path);
@@ -1062,9 +1142,7 @@ mod tests {
         assert_eq!(lines[2]["count"], 2);
         assert_eq!(lines[2]["head"], lines[1]["link"]);
         let key = AuditKey::load(&dir.path().join(KEY_FILE)).unwrap();
-        let head = Head::load(&dir.path().join(HEAD_FILE), &key)
-            .unwrap()
-            .unwrap();
+        let head = Head::load(&head_file(dir.path()), &key).unwrap().unwrap();
         assert_eq!(
             (head.seq, head.link.as_str()),
             (3, lines[2]["link"].as_str().unwrap())
@@ -1079,9 +1157,7 @@ mod tests {
         let lines = read_lines(&path);
         assert_eq!(lines[3]["kind"], "checkpoint");
         assert_eq!(lines[3]["reason"], "close");
-        let head = Head::load(&dir.path().join(HEAD_FILE), &key)
-            .unwrap()
-            .unwrap();
+        let head = Head::load(&head_file(dir.path()), &key).unwrap().unwrap();
         assert_eq!(head.seq, 4);
     }
 
@@ -1284,11 +1360,410 @@ mod tests {
         let kept: Vec<&str> = text.lines().take(4).collect();
         std::fs::write(&path, kept.join("\n") + "\n").unwrap();
         let err = AuditLog::open(&cfg, Some(dir.path())).unwrap_err();
-        assert!(matches!(err, AuditError::HeadMismatch(_)), "{err}");
+        assert!(
+            matches!(err, AuditError::HeadRefused(HeadRefusal::Mismatch(_))),
+            "{err}"
+        );
         assert!(err.to_string().contains("cut or replaced"), "{err}");
 
         std::fs::write(&path, "").unwrap();
         assert!(AuditLog::open(&cfg, Some(dir.path())).is_err());
+    }
+
+    /// Gateways that share a state directory but write different logs (or one whose
+    /// `audit.path` changed) each keep a head file of their own: neither takes the other's
+    /// for a cut log.
+    #[tokio::test]
+    async fn logs_that_share_a_state_directory_each_have_their_own_head_file() {
+        let state = tempfile::tempdir().unwrap();
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let cfg = |dir: &Path| AuditConfig {
+            path: Some(dir.join("audit.jsonl")),
+            ..AuditConfig::default()
+        };
+        for dir in [a.path(), b.path(), a.path(), b.path()] {
+            let log = AuditLog::open(&cfg(dir), Some(state.path())).unwrap();
+            calls(&log, 1).await;
+            log.close().await.unwrap();
+        }
+        let key = AuditKey::load(&state.path().join(KEY_FILE)).unwrap();
+        let heads: Vec<PathBuf> = [a.path(), b.path()]
+            .iter()
+            .map(|dir| cfg(dir).head_path(Some(state.path())).unwrap())
+            .collect();
+        assert_ne!(heads[0], heads[1]);
+        for (dir, head) in [a.path(), b.path()].iter().zip(&heads) {
+            let head = Head::load(head, &key).unwrap().unwrap();
+            assert_eq!(head.log.as_deref(), Some(dir.join("audit.jsonl").as_path()));
+            let report = verify(&dir.join("audit.jsonl"), &key, Some(head.anchor())).unwrap();
+            assert!(report.is_complete(), "{report}");
+            assert_eq!(report.anchored_seq, Some(6));
+        }
+    }
+
+    /// A head file that names another log (one `head_file` configured for two logs) is neither
+    /// used nor overwritten; the same log moved to another path is still recognised by its
+    /// first record; another chain put in its place is a replaced log.
+    #[tokio::test]
+    async fn a_head_file_names_the_log_it_seals() {
+        let dir = tempfile::tempdir().unwrap();
+        let head = dir.path().join("shared.head");
+        let cfg = |log: PathBuf| AuditConfig {
+            path: Some(log),
+            head_file: Some(head.clone()),
+            ..AuditConfig::default()
+        };
+        let a = dir.path().join("a.jsonl");
+        let log = AuditLog::open(&cfg(a.clone()), Some(dir.path())).unwrap();
+        calls(&log, 2).await;
+        log.close().await.unwrap();
+        let sealed = std::fs::read(&head).unwrap();
+
+        let err = AuditLog::open(&cfg(dir.path().join("b.jsonl")), Some(dir.path())).unwrap_err();
+        assert!(
+            matches!(err, AuditError::HeadRefused(HeadRefusal::AnotherLog { .. })),
+            "{err}"
+        );
+        assert!(err.to_string().contains("seals another audit log"), "{err}");
+        assert_eq!(std::fs::read(&head).unwrap(), sealed, "left as it was");
+
+        let moved = dir.path().join("moved");
+        std::fs::create_dir(&moved).unwrap();
+        let a_moved = moved.join("a.jsonl");
+        std::fs::rename(&a, &a_moved).unwrap();
+        let log = AuditLog::open(&cfg(a_moved.clone()), Some(dir.path())).unwrap();
+        calls(&log, 1).await;
+        log.close().await.unwrap();
+        let key = AuditKey::load(&dir.path().join(KEY_FILE)).unwrap();
+        let loaded = Head::load(&head, &key).unwrap().unwrap();
+        assert_eq!(loaded.log.as_deref(), Some(a_moved.as_path()));
+        let report = verify(&a_moved, &key, Some(loaded.anchor())).unwrap();
+        assert!(report.is_complete(), "{report}");
+        assert_eq!(report.anchored_seq, Some(report.last_seq));
+
+        // Another chain (same key) in its place.
+        let other = dir.path().join("other.jsonl");
+        let log = AuditLog::open(
+            &AuditConfig {
+                path: Some(other.clone()),
+                ..AuditConfig::default()
+            },
+            Some(dir.path()),
+        )
+        .unwrap();
+        calls(&log, 5).await;
+        log.close().await.unwrap();
+        std::fs::copy(&other, &a_moved).unwrap();
+        let err = AuditLog::open(&cfg(a_moved), Some(dir.path())).unwrap_err();
+        assert!(
+            matches!(err, AuditError::HeadRefused(HeadRefusal::Mismatch(_))),
+            "{err}"
+        );
+        assert!(err.to_string().contains("another file"), "{err}");
+    }
+
+    /// The files an earlier version left (see `tests/fixtures/audit-v1`): its log, its key, and
+    /// its head file `audit.head`, which names no log.
+    fn earlier_version(state: &Path) {
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/audit-v1");
+        for name in ["audit.jsonl", "audit.head", "audit.key"] {
+            std::fs::copy(fixture.join(name), state.join(name)).unwrap();
+        }
+    }
+
+    /// A log and head file written by an earlier version open and verify; the log then gets
+    /// its own head file and the old one goes. An old head file that does not match is refused
+    /// as before, with the hint that it may be another log's.
+    #[tokio::test]
+    async fn a_log_and_head_file_of_an_earlier_version_still_open() {
+        let dir = tempfile::tempdir().unwrap();
+        earlier_version(dir.path());
+        let legacy = dir.path().join("audit.head");
+        let key = AuditKey::load(&dir.path().join(KEY_FILE)).unwrap();
+        let old = Head::load(&legacy, &key).unwrap().unwrap();
+        assert_eq!(old.log, None);
+        let path = dir.path().join("audit.jsonl");
+        assert!(
+            verify(&path, &key, Some(old.anchor()))
+                .unwrap()
+                .is_complete()
+        );
+
+        let log = AuditLog::open(&config(dir.path(), 8), Some(dir.path())).unwrap();
+        calls(&log, 1).await;
+        log.close().await.unwrap();
+        assert!(!legacy.exists(), "replaced by the log's own head file");
+        let report = verify_in(dir.path());
+        assert!(report.is_complete(), "{report}");
+        assert_eq!(report.anchored_seq, Some(report.last_seq));
+        assert!(report.last_seq > old.seq);
+
+        let dir = tempfile::tempdir().unwrap();
+        earlier_version(dir.path());
+        let path = dir.path().join("audit.jsonl");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let kept: Vec<&str> = text.lines().take(2).collect();
+        std::fs::write(&path, kept.join("\n") + "\n").unwrap();
+        let err = AuditLog::open(&config(dir.path(), 8), Some(dir.path())).unwrap_err();
+        assert!(err.to_string().contains("cut or replaced"), "{err}");
+        assert!(err.to_string().contains("move it aside instead"), "{err}");
+    }
+
+    /// A `dropped` record of an earlier version has no reason: it counts as a full queue.
+    #[test]
+    fn a_dropped_record_without_a_reason_is_a_full_queue() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let key = Arc::new(AuditKey::from_secret(&[5; 32]));
+        let mut writer = ChainWriter::open(&path, Arc::clone(&key)).unwrap();
+        writer.seal(|seq| {
+            format!(r#"{{"seq":{seq},"time":"t","kind":"dropped","count":3}}"#).into_bytes()
+        });
+        writer.write_backlog().1.unwrap();
+        let report = verify(&path, &key, None).unwrap();
+        assert!(report.is_intact() && !report.is_complete(), "{report}");
+        assert_eq!(report.gaps[0].reason, "queue_full");
+        assert_eq!(report.lost, 3);
+    }
+
+    /// A log rotated by size: the files, in order.
+    async fn rotated_log(dir: &Path) -> Vec<PathBuf> {
+        let cfg = AuditConfig {
+            rotate_bytes: 1500,
+            ..config(dir, 64)
+        };
+        let log = AuditLog::open(&cfg, Some(dir)).unwrap();
+        for _ in 0..8 {
+            calls(&log, 2).await;
+            log.flush().await.unwrap();
+        }
+        log.close().await.unwrap();
+        files::log_files(&dir.join("audit.jsonl")).unwrap()
+    }
+
+    fn file_lines(path: &Path) -> Vec<Value> {
+        read_lines(path)
+    }
+
+    /// Rotation by size: each full file ends with a `rotate` checkpoint, the next begins with a
+    /// `continued` record naming it and its last record, and the files verify as one chain,
+    /// anchored by the head file, also after a restart.
+    #[tokio::test]
+    async fn the_log_rotates_by_size_and_its_files_verify_as_one_chain() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = rotated_log(dir.path()).await;
+        assert!(files.len() >= 4, "{files:?}");
+        let live = dir.path().join("audit.jsonl");
+        assert_eq!(files.last(), Some(&live));
+        for pair in files.windows(2) {
+            let before = file_lines(&pair[0]);
+            let last = before.last().unwrap();
+            assert_eq!(last["kind"], "checkpoint");
+            assert_eq!(last["reason"], "rotate");
+            assert!(std::fs::metadata(&pair[0]).unwrap().len() >= 1500);
+            let first = &file_lines(&pair[1])[0];
+            assert_eq!(first["kind"], "continued");
+            assert_eq!(first["previous_file"], files::name_of(&pair[0]).as_str());
+            assert_eq!(first["previous_seq"], last["seq"]);
+            assert_eq!(first["previous_link"], last["link"]);
+            assert_eq!(first["seq"], last["seq"].as_u64().unwrap() + 1);
+        }
+        let key = AuditKey::load(&dir.path().join(KEY_FILE)).unwrap();
+        let head = Head::load(&head_file(dir.path()), &key).unwrap().unwrap();
+        let report = verify_files(&files, &key, Some(head.anchor())).unwrap();
+        assert!(report.is_complete(), "{report}");
+        assert_eq!(report.files, files.len() as u64);
+        assert_eq!(report.anchored_seq, Some(report.last_seq));
+        assert_eq!(report.verified, report.last_seq);
+        assert!(
+            report
+                .to_string()
+                .contains(&format!("in {} files", files.len()))
+        );
+
+        let log = AuditLog::open(&config(dir.path(), 8), Some(dir.path())).unwrap();
+        calls(&log, 1).await;
+        log.close().await.unwrap();
+        let files = files::log_files(&live).unwrap();
+        let head = Head::load(&head_file(dir.path()), &key).unwrap().unwrap();
+        let report = verify_files(&files, &key, Some(head.anchor())).unwrap();
+        assert!(report.is_complete(), "{report}");
+        assert_eq!(report.anchored_seq, Some(report.last_seq));
+    }
+
+    /// A missing, reordered, edited or foreign file breaks the chain where it is, naming it;
+    /// older files archived away leave a set that still verifies, and says where it starts.
+    #[tokio::test]
+    async fn a_missing_reordered_or_edited_file_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = rotated_log(dir.path()).await;
+        let key = AuditKey::load(&dir.path().join(KEY_FILE)).unwrap();
+        let check = |files: &[PathBuf]| verify_files(files, &key, None).unwrap();
+        let name = |i: usize| files::name_of(&files[i]);
+
+        let mut missing = files.clone();
+        missing.remove(1);
+        let report = check(&missing);
+        assert!(
+            matches!(&report.first_problem, Some(ChainProblem::FilesMissing { file, after, .. })
+                if *file == name(2) && *after == name(0)),
+            "{report}"
+        );
+        assert!(
+            report.to_string().contains("a file of the log is missing"),
+            "{report}"
+        );
+
+        let mut reordered = files.clone();
+        reordered.swap(1, 2);
+        let report = check(&reordered);
+        assert_eq!(report.problems, 3, "{report}");
+        assert!(
+            report.file_problems.iter().any(|p| matches!(p,
+                ChainProblem::OutOfOrder { file, after, .. } if *file == name(1) && *after == name(2))),
+            "{:?}",
+            report.file_problems
+        );
+        let out_of_order = report
+            .file_problems
+            .iter()
+            .map(ToString::to_string)
+            .find(|p| p.contains("out of order"))
+            .unwrap();
+        assert!(
+            out_of_order.starts_with(&format!("{} continues record", name(1))),
+            "{out_of_order}"
+        );
+        let later_first = check(&[files[2].clone(), files[0].clone()]);
+        assert!(
+            matches!(&later_first.first_problem, Some(ChainProblem::NotContinued { file, .. }) if *file == name(0)),
+            "{later_first}"
+        );
+
+        let edited = dir.path().join("edited");
+        std::fs::create_dir(&edited).unwrap();
+        let mut copies = Vec::new();
+        for file in &files {
+            let copy = edited.join(file.file_name().unwrap());
+            std::fs::copy(file, &copy).unwrap();
+            copies.push(copy);
+        }
+        let text = std::fs::read_to_string(&copies[1]).unwrap();
+        std::fs::write(
+            &copies[1],
+            text.replacen(r#""sub":"alice""#, r#""sub":"mallory""#, 1),
+        )
+        .unwrap();
+        let report = check(&copies);
+        assert!(
+            matches!(report.first_problem, Some(ChainProblem::Altered { .. })),
+            "{report}"
+        );
+        assert_eq!(report.first_problem_file.as_deref(), Some(name(1).as_str()));
+        assert!(
+            report
+                .to_string()
+                .starts_with(&format!("BROKEN: {}: line ", name(1))),
+            "{report}"
+        );
+
+        let archived = check(&files[2..]);
+        assert!(archived.is_complete(), "{archived}");
+        let starts = archived.starts_after.unwrap();
+        assert_eq!(starts.file, name(1));
+    }
+
+    /// Rotation by age: once the live file's first record is `rotate_secs` old, the file is
+    /// rotated at the next batch.
+    #[tokio::test]
+    async fn the_log_rotates_by_age() {
+        let dir = tempfile::tempdir().unwrap();
+        let live = dir.path().join("audit.jsonl");
+        let cfg = AuditConfig {
+            rotate_secs: 1,
+            ..config(dir.path(), 64)
+        };
+        let log = AuditLog::open(&cfg, Some(dir.path())).unwrap();
+        calls(&log, 1).await;
+        log.flush().await.unwrap();
+        assert!(files::rotated_files(&live).unwrap().is_empty());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while files::rotated_files(&live).unwrap().is_empty() {
+            assert!(Instant::now() < deadline, "never rotated");
+            calls(&log, 1).await;
+            log.flush().await.unwrap();
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        log.close().await.unwrap();
+        let rotated = files::rotated_files(&live).unwrap();
+        let lines = file_lines(&rotated[0]);
+        let (first, last) = (&lines[0], lines.last().unwrap());
+        assert_eq!(last["reason"], "rotate");
+        let ms = |v: &Value| {
+            let t = v["time"].as_str().unwrap();
+            let secs: f64 = t[17..23].parse().unwrap();
+            let mins: f64 = t[14..16].parse().unwrap();
+            mins * 60.0 + secs
+        };
+        let age = (ms(last) - ms(first)).rem_euclid(3600.0);
+        assert!(age >= 1.0, "rotated after {age} s");
+        let report = verify_files(
+            &files::log_files(&live).unwrap(),
+            &log_key(dir.path()),
+            None,
+        )
+        .unwrap();
+        assert!(report.is_complete(), "{report}");
+    }
+
+    fn log_key(dir: &Path) -> AuditKey {
+        AuditKey::load(&dir.join(KEY_FILE)).unwrap()
+    }
+
+    /// A rotation cut short by a crash is picked up: the head file names the rotated file's
+    /// name before the rename, and the gateway continues from whichever file holds the record.
+    #[tokio::test]
+    async fn a_rotation_cut_short_by_a_crash_is_completed() {
+        let dir = tempfile::tempdir().unwrap();
+        let live = dir.path().join("audit.jsonl");
+        let log = AuditLog::open(&config(dir.path(), 8), Some(dir.path())).unwrap();
+        calls(&log, 2).await;
+        log.close().await.unwrap();
+        let key = log_key(dir.path());
+        let head_path = head_file(dir.path());
+        let head = Head::load(&head_path, &key).unwrap().unwrap();
+        let rotated = files::rotated_name(&live, std::time::SystemTime::now());
+        let naming_rotated = Head {
+            file: Some(files::name_of(&rotated)),
+            ..head
+        };
+        naming_rotated.save(&head_path, &key).unwrap();
+
+        // Before the rename: the live file still holds the record.
+        let log = AuditLog::open(&config(dir.path(), 8), Some(dir.path())).unwrap();
+        log.close().await.unwrap();
+        let head = Head::load(&head_path, &key).unwrap().unwrap();
+        Head {
+            file: Some(files::name_of(&rotated)),
+            ..head
+        }
+        .save(&head_path, &key)
+        .unwrap();
+
+        // After it, before a new live file: the gateway makes one that continues the chain.
+        std::fs::rename(&live, &rotated).unwrap();
+        let log = AuditLog::open(&config(dir.path(), 8), Some(dir.path())).unwrap();
+        calls(&log, 1).await;
+        log.close().await.unwrap();
+        let first = &file_lines(&live)[0];
+        assert_eq!(first["kind"], "continued");
+        assert_eq!(first["previous_file"], files::name_of(&rotated).as_str());
+        let files = files::log_files(&live).unwrap();
+        assert_eq!(files, [rotated, live]);
+        let head = Head::load(&head_path, &key).unwrap().unwrap();
+        let report = verify_files(&files, &key, Some(head.anchor())).unwrap();
+        assert!(report.is_complete(), "{report}");
+        assert_eq!(report.anchored_seq, Some(report.last_seq));
     }
 
     #[test]

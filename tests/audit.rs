@@ -9,7 +9,12 @@
 //!   end (with the head file), a missing and a wrong key;
 //! - on a real disk that fills up (a small tmpfs) and is freed again, no record is lost
 //!   silently: with a large enough backlog every call's start and end are in the log, and with
-//!   a small one `muxgate audit verify` reports exactly how many were lost, and fails.
+//!   a small one `muxgate audit verify` reports exactly how many were lost, and fails;
+//! - two gateways that share a state directory but write different logs both start and stop,
+//!   again and again, each log anchored by its own head file;
+//! - a log the gateway rotated verifies as one set through `muxgate audit verify` (the
+//!   configured log, a directory, files in order), which names a missing, reordered or edited
+//!   file; a log and head file of an earlier version verify as they are.
 
 mod common;
 
@@ -23,6 +28,7 @@ use common::serve::ServeProcess;
 use common::tmux::TestTmux;
 use common::tools::{call, call_err, call_ok, client, wait_for_screen};
 use common::{RawMcp, config_with_server, spawn_gateway, wait_until};
+use muxgate::audit::files::default_head;
 use muxgate::audit::{AuditKey, Head, verify};
 use serde_json::{Value, json};
 
@@ -106,7 +112,7 @@ async fn a_call_leaves_a_start_and_an_end_record() {
     assert_eq!(records.last().unwrap()["reason"], "close");
 
     let key = AuditKey::load(&state.join("audit.key")).unwrap();
-    let head = Head::load(&state.join("audit.head"), &key).unwrap();
+    let head = Head::load(&default_head(&state, &log), &key).unwrap();
     let report = verify(&log, &key, head.as_ref().map(muxgate::audit::Head::anchor)).unwrap();
     assert!(report.is_intact(), "{report}");
     assert_eq!(report.anchored_seq, Some(report.last_seq));
@@ -648,7 +654,7 @@ async fn run_on_a_disk_that_fills(audit_extra: &str) -> Option<FullDiskRun> {
             "--key".as_ref(),
             outside_state.join("audit.key").as_os_str(),
             "--head".as_ref(),
-            outside_state.join("audit.head").as_os_str(),
+            disk.outside(&default_head(&state, &log)).as_os_str(),
             disk.outside(&log).as_os_str(),
         ],
         &outside_state,
@@ -726,6 +732,192 @@ async fn a_full_disk_with_a_small_backlog_leaves_a_reported_gap() {
         said.contains(&format!(
             "gap: line {line}: {lost} record(s) lost (write_failed: the disk refused writes"
         )),
+        "{said}"
+    );
+}
+
+/// Writes `dir/<name>.toml`: a gateway with an absent tmux server, the test secret, its audit
+/// log at `log` with `audit_extra` in `[audit]`, and its state in `state`.
+fn audit_config(dir: &Path, name: &str, log: &Path, state: &Path, audit_extra: &str) -> PathBuf {
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(
+        &path,
+        format!(
+            "[tmux.servers.work]\nsocket_name = '{socket}'\nallow_absent = true\n\
+             [auth]\nsecret = '{secret}'\n\
+             [audit]\npath = '{log}'\n{audit_extra}\n\
+             [state]\ndir = '{state}'\n\
+             [limits]\ntool_calls_per_second = 10000\ntool_call_burst = 10000\n\
+             requests_per_second = 10000\nrequest_burst = 10000\n",
+            socket = common::tmux::unique_socket_name(),
+            secret = common::TEST_SECRET,
+            log = log.display(),
+            state = state.display(),
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// Starts `muxgate serve` with `config`, makes `calls` `list_servers` calls and stops it with
+/// SIGTERM, which must end it cleanly.
+async fn serve_and_call(config: &Path, serve_log: &Path, calls: u64) {
+    let mut gateway = ServeProcess::start(config, serve_log, &[]).await;
+    let mcp = raw_client(&gateway, config).await;
+    for id in 1..=calls {
+        let answer = mcp
+            .request(&json!({
+                "jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "list_servers", "arguments": {}}
+            }))
+            .await;
+        assert_eq!(answer["result"]["isError"], false, "{answer}");
+    }
+    gateway.signal(libc::SIGTERM);
+    assert!(
+        gateway.wait(Duration::from_secs(15)).await.success(),
+        "{}",
+        gateway.log()
+    );
+}
+
+fn os(args: &[&Path]) -> Vec<OsString> {
+    args.iter().map(|a| a.as_os_str().to_owned()).collect()
+}
+
+fn verify_with(config: &Path, files: &[&Path], state: &Path) -> (bool, String) {
+    let mut args = os(&[Path::new("--config"), config]);
+    args.extend(os(files));
+    let args: Vec<&OsStr> = args.iter().map(OsString::as_os_str).collect();
+    verify_cli(&args, state)
+}
+
+/// Two gateways that share a state directory but write different audit logs: each starts
+/// (again), and each log verifies against its own head file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gateways_sharing_a_state_directory_keep_their_own_head_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let logs = [dir.path().join("a.jsonl"), dir.path().join("b.jsonl")];
+    let configs = [
+        audit_config(dir.path(), "a", &logs[0], &state, ""),
+        audit_config(dir.path(), "b", &logs[1], &state, ""),
+    ];
+    for (round, which) in [0, 1, 0, 1].into_iter().enumerate() {
+        let serve_log = dir.path().join(format!("serve-{round}.log"));
+        serve_and_call(&configs[which], &serve_log, 2).await;
+    }
+    for (config, log) in configs.iter().zip(&logs) {
+        let (ok, said) = verify_with(config, &[log], &state);
+        assert!(ok, "{said}");
+        assert!(
+            said.contains("the head file anchors the log up to record 10; 0 record(s)"),
+            "{said}"
+        );
+    }
+}
+
+/// A log rotated by size verifies as one set: the configured log (no file given), its
+/// directory, or its files in order; a set with a file missing, two files swapped or a line
+/// edited in a rotated file does not, and the command names the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotated_log_verifies_as_a_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let log = logs.join("audit.jsonl");
+    let state = dir.path().join("state");
+    let config = audit_config(dir.path(), "muxgate", &log, &state, "rotate_bytes = 3000");
+    let mut gateway = ServeProcess::start(&config, &dir.path().join("serve.log"), &[]).await;
+    let mcp = raw_client(&gateway, &config).await;
+    let mut id = 0;
+    // Each round writes more than 3000 bytes; the writer rotates once it has written them.
+    for round in 0..4 {
+        for _ in 0..8 {
+            id += 1;
+            let answer = mcp
+                .request(&json!({
+                    "jsonrpc": "2.0", "id": id, "method": "tools/call",
+                    "params": {"name": "list_servers", "arguments": {}}
+                }))
+                .await;
+            assert_eq!(answer["result"]["isError"], false, "{answer}");
+        }
+        let rotated = wait_until(Duration::from_secs(10), || {
+            muxgate::audit::files::rotated_files(&log).is_ok_and(|f| f.len() > round)
+        })
+        .await;
+        assert!(rotated, "round {round} was not rotated:\n{}", gateway.log());
+    }
+    gateway.signal(libc::SIGTERM);
+    assert!(gateway.wait(Duration::from_secs(15)).await.success());
+    let files = muxgate::audit::files::log_files(&log).unwrap();
+    assert!(files.len() >= 5, "{files:?}");
+    let n = files.len();
+
+    for given in [vec![], vec![logs.as_path()]] {
+        let (ok, said) = verify_with(&config, &given, &state);
+        assert!(ok, "{said}");
+        assert!(said.starts_with("ok: "), "{said}");
+        assert!(
+            said.contains(&format!(" in {n} files, last seq ")),
+            "{said}"
+        );
+        assert!(said.contains("the head file anchors the log"), "{said}");
+    }
+    let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let (ok, said) = verify_with(&config, &paths, &state);
+    assert!(ok, "{said}");
+
+    let missing: Vec<&Path> = [&paths[..1], &paths[2..]].concat();
+    let (ok, said) = verify_with(&config, &missing, &state);
+    assert!(!ok, "{said}");
+    assert!(said.contains("a file of the log is missing"), "{said}");
+
+    let mut swapped = paths.clone();
+    swapped.swap(1, 2);
+    let (ok, said) = verify_with(&config, &swapped, &state);
+    assert!(!ok, "{said}");
+    assert!(said.contains("the files are out of order"), "{said}");
+
+    let name = |i: usize| files[i].file_name().unwrap().to_string_lossy().into_owned();
+    let text = std::fs::read_to_string(&files[1]).unwrap();
+    assert!(text.contains(r#""sub":"killer""#), "{text}");
+    std::fs::write(
+        &files[1],
+        text.replacen(r#""sub":"killer""#, r#""sub":"nobody""#, 1),
+    )
+    .unwrap();
+    let (ok, said) = verify_with(&config, &[], &state);
+    assert!(!ok, "{said}");
+    assert!(
+        said.starts_with(&format!("BROKEN: {}: line ", name(1))),
+        "{said}"
+    );
+}
+
+/// A log and head file as an earlier version wrote them (`tests/fixtures/audit-v1`; its head
+/// file is `audit.head` in the state directory and names no log) verify as they are.
+#[test]
+fn a_log_of_an_earlier_version_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/audit-v1");
+    let log = dir.path().join("audit.jsonl");
+    std::fs::copy(fixture.join("audit.jsonl"), &log).unwrap();
+    for name in ["audit.head", "audit.key"] {
+        std::fs::copy(fixture.join(name), state.join(name)).unwrap();
+    }
+    let config = audit_config(dir.path(), "muxgate", &log, &state, "");
+    let (ok, said) = verify_with(&config, &[&log], &state);
+    assert!(ok, "{said}");
+    assert!(
+        said.starts_with("ok: 7 records verified, last seq 7"),
+        "{said}"
+    );
+    assert!(
+        said.contains("the head file anchors the log up to record 7"),
         "{said}"
     );
 }

@@ -12,6 +12,8 @@ use super::Outcome;
 pub(super) enum CheckpointReason {
     Interval,
     Close,
+    /// The last record of a file that was then rotated (see [`super::files`]).
+    Rotate,
 }
 
 /// Why records were dropped (see [`super::writer`]).
@@ -82,6 +84,13 @@ pub(super) enum Entry {
         reason: CheckpointReason,
         count: u64,
         head: String,
+    },
+    /// The first record of a file that continues the chain of another (after a rotation): the
+    /// file before it, and its last record, which this record's link chains to.
+    Continued {
+        previous_file: String,
+        previous_seq: u64,
+        previous_link: String,
     },
 }
 

@@ -10,8 +10,15 @@
 //! `audit.backlog_capacity` lines are newer records dropped: they are not sealed, only counted,
 //! like records that found the queue full, and before any later record a `dropped` record with
 //! each count and its reason is sealed, so every gap is part of the verified chain.
+//!
+//! With `audit.rotate_bytes` or `audit.rotate_secs` it also rotates the live file (see
+//! [`super::files`]) once everything sealed is written: a `rotate` checkpoint ends the file, the
+//! head file names the file's new name before the rename (so a crash in between leaves a head
+//! file that still vouches for it), and a new live file begins with a `continued` record. If
+//! the new file cannot be made, writing goes on in the renamed file and the rotation is tried
+//! again a checkpoint interval later.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
@@ -20,6 +27,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::chain::ChainWriter;
+use super::files::{name_of, rotated_name};
 use super::head::Head;
 use super::key::AuditKey;
 use super::record::{CheckpointReason, DropReason, Entry, render};
@@ -103,7 +111,40 @@ pub(super) struct Retry {
     last_error: String,
 }
 
+/// When the live file is rotated, and how far a rotation got.
+#[derive(Debug)]
+pub(super) struct Rotation {
+    /// Rotate at this size (0: never).
+    bytes: u64,
+    /// Rotate once the file's first record is this old (0: never).
+    secs: u64,
+    /// The file was renamed, but no new live file could be made yet.
+    moved: bool,
+    /// A failed rotation is not tried again before this.
+    not_before: Option<Instant>,
+}
+
+impl Rotation {
+    pub(super) fn new(bytes: u64, secs: u64) -> Self {
+        Self {
+            bytes,
+            secs,
+            moved: false,
+            not_before: None,
+        }
+    }
+}
+
 pub(super) struct WriterTask {
+    /// The live file's path.
+    pub(super) log: PathBuf,
+    /// The link of the first record of the file being written: which file it is.
+    pub(super) file_first: Option<String>,
+    /// The time of that record (none: read from the file when needed).
+    pub(super) file_started: Option<String>,
+    pub(super) rotation: Rotation,
+    /// A head file written before each log had its own, replaced once the log's own is saved.
+    pub(super) legacy_head: Option<PathBuf>,
     pub(super) writer: ChainWriter,
     pub(super) rx: mpsc::Receiver<Command>,
     pub(super) unreported_drops: Arc<AtomicU64>,
@@ -127,9 +168,16 @@ const BATCH: usize = 256;
 type Acks = Vec<(Ack, Option<u64>)>;
 
 impl WriterTask {
-    pub(super) async fn run(mut self) {
+    /// Runs until the log is closed; `first` is the record a new live file begins with (the
+    /// `continued` record after a rotation).
+    pub(super) async fn run(mut self, first: Option<Entry>) {
         let mut batch = Vec::with_capacity(BATCH);
         let mut acks: Acks = Vec::new();
+        if let Some(entry) = first {
+            let time = Utc::from(SystemTime::now()).rfc3339_millis();
+            self.seal(&time, &entry);
+            self.settle(&mut acks);
+        }
         loop {
             let next = match self.next_timer() {
                 Some(due) => match tokio::time::timeout_at(due, self.rx.recv()).await {
@@ -176,6 +224,7 @@ impl WriterTask {
                 }
             }
             self.settle(&mut acks);
+            self.rotate_if_due();
         }
     }
 
@@ -198,6 +247,7 @@ impl WriterTask {
         if self.checkpoint_due.is_some_and(|due| due <= now) {
             let _ = self.checkpoint(CheckpointReason::Interval);
         }
+        self.rotate_if_due();
     }
 
     /// Seals a record; a fail-closed one waits in `acks` for the write that ends the batch.
@@ -316,14 +366,16 @@ impl WriterTask {
     /// again an interval later.
     fn checkpoint(&mut self, reason: CheckpointReason) -> Result<(), String> {
         self.checkpoint_due = None;
-        let result = self.write_checkpoint(reason);
+        let file = name_of(self.writer.path());
+        let result = self.write_checkpoint(reason, &file);
         if result.is_err() {
             self.checkpoint_due = Some(Instant::now() + self.interval);
         }
         result
     }
 
-    fn write_checkpoint(&mut self, reason: CheckpointReason) -> Result<(), String> {
+    /// Writes a checkpoint and saves the head file naming `file` as the one that holds it.
+    fn write_checkpoint(&mut self, reason: CheckpointReason, file: &str) -> Result<(), String> {
         // A checkpoint vouches for every record before it: those must be in the file first.
         self.drain()?;
         let time = Utc::from(SystemTime::now()).rfc3339_millis();
@@ -334,23 +386,124 @@ impl WriterTask {
         };
         self.writer.seal(|seq| render(seq, &time, &entry));
         self.write_backlog()?;
+        self.sync()?;
+        self.save_head(file, time)
+    }
+
+    fn sync(&mut self) -> Result<(), String> {
         self.writer.sync().map_err(|e| {
             self.write_failed(&e);
             e.to_string()
+        })
+    }
+
+    /// Replaces the head file: the last record written, in `file`. Then the head file of an
+    /// earlier version, if this log still had one, is no longer needed.
+    fn save_head(&mut self, file: &str, time: String) -> Result<(), String> {
+        let Some(path) = &self.head_path else {
+            return Ok(());
+        };
+        let head = Head {
+            seq: self.writer.seq(),
+            link: self.writer.head().to_owned(),
+            offset: self.writer.end_offset(),
+            time,
+            log: Some(std::path::absolute(&self.log).unwrap_or_else(|_| self.log.clone())),
+            file: Some(file.to_owned()),
+            first: self.file_first.clone(),
+        };
+        head.save(path, &self.key).map_err(|e| {
+            self.write_failed(&e);
+            e.to_string()
         })?;
-        if let Some(path) = &self.head_path {
-            let head = Head {
-                seq: self.writer.seq(),
-                link: self.writer.head().to_owned(),
-                offset: self.writer.end_offset(),
-                time,
-            };
-            head.save(path, &self.key).map_err(|e| {
-                self.write_failed(&e);
-                e.to_string()
-            })?;
+        if let Some(legacy) = self.legacy_head.take()
+            && let Err(error) = std::fs::remove_file(&legacy)
+            && error.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(path = %legacy.display(), %error, "removing the replaced audit head file failed");
         }
         Ok(())
+    }
+
+    /// Rotates the live file when it is due and everything sealed is written.
+    fn rotate_if_due(&mut self) {
+        if self.writer.backlog_len() > 0
+            || self.rotation.not_before.is_some_and(|t| Instant::now() < t)
+            || !(self.rotation.moved || self.rotation_due())
+        {
+            return;
+        }
+        if let Err(error) = self.rotate() {
+            tracing::error!(path = %self.log.display(), %error, "rotating the audit log failed; trying again later");
+            self.rotation.not_before = Some(Instant::now() + self.interval);
+        }
+    }
+
+    /// Whether the live file is as large or as old as the configuration allows.
+    fn rotation_due(&mut self) -> bool {
+        let Rotation { bytes, secs, .. } = self.rotation;
+        if bytes > 0 && self.writer.end_offset() >= bytes {
+            return true;
+        }
+        if secs == 0 || self.writer.end_offset() == 0 {
+            return false;
+        }
+        if self.file_started.is_none() {
+            self.file_started = super::chain::first_record(self.writer.file_mut())
+                .ok()
+                .flatten()
+                .and_then(|record| record.time);
+        }
+        let cutoff = SystemTime::now()
+            .checked_sub(Duration::from_secs(secs))
+            .map(|t| Utc::from(t).rfc3339_millis());
+        // Both are RFC 3339 UTC times of one width: they compare as strings.
+        matches!((&self.file_started, cutoff), (Some(started), Some(cutoff)) if *started <= cutoff)
+    }
+
+    /// Ends the live file with a `rotate` checkpoint, renames it, and starts a new live file
+    /// with a `continued` record.
+    fn rotate(&mut self) -> Result<(), String> {
+        if !self.rotation.moved {
+            let rotated = rotated_name(&self.log, SystemTime::now());
+            let live = name_of(&self.log);
+            // The head names the new name first: a crash after the rename leaves a head file
+            // that vouches for the renamed file (and before it, the live file still holds it).
+            self.write_checkpoint(CheckpointReason::Rotate, &name_of(&rotated))?;
+            if let Err(error) = std::fs::rename(&self.log, &rotated) {
+                let time = Utc::from(SystemTime::now()).rfc3339_millis();
+                let _ = self.save_head(&live, time);
+                return Err(format!("renaming to {}: {error}", rotated.display()));
+            }
+            sync_dir(&self.log);
+            self.writer.moved_to(&rotated);
+            self.rotation.moved = true;
+        }
+        let mut next = ChainWriter::open(&self.log, Arc::clone(&self.key))
+            .map_err(|e| format!("opening a new {}: {e}", self.log.display()))?;
+        if !next.is_empty() {
+            return Err(format!(
+                "{} appeared while the log was rotated; it is not continued",
+                self.log.display()
+            ));
+        }
+        next.continue_after(self.writer.seq(), self.writer.head());
+        let entry = Entry::Continued {
+            previous_file: name_of(self.writer.path()),
+            previous_seq: self.writer.seq(),
+            previous_link: self.writer.head().to_owned(),
+        };
+        let rotated = std::mem::replace(&mut self.writer, next);
+        tracing::info!(rotated = %rotated.path().display(), seq = rotated.seq(), "audit log rotated");
+        drop(rotated);
+        self.rotation.moved = false;
+        self.file_first = None;
+        self.file_started = None;
+        let time = Utc::from(SystemTime::now()).rfc3339_millis();
+        self.seal(&time, &entry);
+        self.write_backlog()?;
+        self.sync()?;
+        self.save_head(&name_of(&self.log), time)
     }
 
     fn backlog_full(&self) -> bool {
@@ -380,6 +533,10 @@ impl WriterTask {
     /// Seals a record into the backlog; a checkpoint is due an interval later.
     fn seal(&mut self, time: &str, entry: &Entry) -> u64 {
         let seq = self.writer.seal(|seq| render(seq, time, entry));
+        if self.file_first.is_none() {
+            self.file_first = Some(self.writer.head().to_owned());
+            self.file_started = Some(time.to_owned());
+        }
         self.counters
             .backlog
             .store(self.writer.backlog_len() as u64, Ordering::Relaxed);
@@ -464,5 +621,17 @@ impl WriterTask {
         if n.is_power_of_two() {
             tracing::error!(path = %self.writer.path().display(), %error, failures = n, "audit write failed");
         }
+    }
+}
+
+/// Makes a rename in the directory of `path` durable; a failure only weakens durability, and is
+/// logged.
+fn sync_dir(path: &Path) {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    if let Err(error) = std::fs::File::open(dir).and_then(|d| d.sync_all()) {
+        tracing::warn!(dir = %dir.display(), %error, "syncing the audit log's directory failed");
     }
 }
