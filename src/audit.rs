@@ -119,7 +119,7 @@ use crate::utc::Utc;
 
 pub use chain::GENESIS;
 use chain::{ChainWriter, OpenError};
-pub use head::{Head, HeadError, HeadMismatch, HeadRefusal};
+pub use head::{Head, HeadError, HeadMismatch, Sealing};
 pub use key::{AuditKey, KeyError};
 use record::Entry;
 pub use verify::{ChainProblem, Gap, VerifyReport, verify, verify_files};
@@ -288,10 +288,9 @@ pub enum AuditError {
     /// The head file cannot be read or does not verify.
     #[error(transparent)]
     Head(#[from] HeadError),
-    /// The head file does not vouch for the log: it was cut or replaced, or the head file
-    /// seals another log.
+    /// The log does not hold what its head file names: it was cut or replaced.
     #[error(transparent)]
-    HeadRefused(#[from] HeadRefusal),
+    HeadMismatch(#[from] Box<HeadMismatch>),
     /// `queue_capacity` is zero.
     #[error("audit.queue_capacity must be at least 1")]
     ZeroCapacity,
@@ -504,14 +503,14 @@ impl AuditLog {
         };
         let mut writer = ChainWriter::open(path, Arc::clone(&key)).map_err(open_error)?;
         let first = chain::first_record(writer.file_mut()).map_err(|e| open_error(e.into()))?;
-        let legacy_head = match &head_path {
+        let head_check = match &head_path {
             Some(head_path) => check_head(cfg, state_dir, head_path, path, &key, first.as_ref())?,
             None => {
                 tracing::warn!(
                     "audit: no state directory and no audit.head_file: a log cut at its end \
                      cannot be detected"
                 );
-                None
+                HeadCheck::default()
             }
         };
         // A new live file after a rotation continues the chain of the file rotated out last.
@@ -522,18 +521,18 @@ impl AuditLog {
         } else {
             None
         };
-        let continued = match previous {
-            Some(previous) => {
-                let (seq, link) = chain::last_record(&previous, &key).map_err(open_error)?;
-                writer.continue_after(seq, &link);
-                Some(record::Entry::Continued {
-                    previous_file: files::name_of(&previous),
-                    previous_seq: seq,
-                    previous_link: link,
-                })
-            }
-            None => None,
-        };
+        // The records this start begins with: a file's `continued` record comes first.
+        let mut opening = Vec::new();
+        if let Some(previous) = previous {
+            let (seq, link) = chain::last_record(&previous, &key).map_err(open_error)?;
+            writer.continue_after(seq, &link);
+            opening.push(record::Entry::Continued {
+                previous_file: files::name_of(&previous),
+                previous_seq: seq,
+                previous_link: link,
+            });
+        }
+        opening.extend(head_check.reset);
         // The writer's own clock, for checkpoints: a current-thread runtime on its thread.
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()
@@ -547,7 +546,7 @@ impl AuditLog {
             file_first: first.map(|record| record.link),
             file_started: None,
             rotation: writer::Rotation::new(cfg.rotate_bytes, cfg.rotate_secs),
-            legacy_head,
+            legacy_head: head_check.legacy,
             writer,
             rx,
             unreported_drops: Arc::clone(&unreported_drops),
@@ -567,7 +566,7 @@ impl AuditLog {
                     // Test seam: hold the writer until the test has filled the queue.
                     let _ = gate.recv();
                 }
-                runtime.block_on(task.run(continued));
+                runtime.block_on(task.run(opening));
             })
             .map_err(|e| open_error(e.into()))?;
         let mut instance = [0u8; 4];
@@ -710,9 +709,18 @@ impl AuditLog {
     }
 }
 
+/// What [`check_head`] found beyond a log its head file vouches for.
+#[derive(Default)]
+struct HeadCheck {
+    /// A head file of an earlier version that vouched for this log: the writer replaces it by
+    /// the log's own once it saved that.
+    legacy: Option<PathBuf>,
+    /// The head file sealed another log: the record that says so.
+    reset: Option<record::Entry>,
+}
+
 /// Checks the log against its head file (the log's own, else one written before each log had
-/// its own). Returns that older head file when it vouched for this log: the writer replaces it
-/// by the log's own once it saved that.
+/// its own). A head file that seals another log is not a cut one: the log starts, and says why.
 fn check_head(
     cfg: &AuditConfig,
     state_dir: Option<&Path>,
@@ -720,23 +728,42 @@ fn check_head(
     log: &Path,
     key: &AuditKey,
     first: Option<&chain::Unsealed>,
-) -> Result<Option<PathBuf>, AuditError> {
+) -> Result<HeadCheck, AuditError> {
     let first = first.map(|record| record.link.as_str());
     if let Some(head) = Head::load(head_path, key)? {
-        head.check(head_path, log, first)?;
-        return Ok(None);
+        return match head.check(head_path, log, first)? {
+            Sealing::ThisLog => Ok(HeadCheck::default()),
+            Sealing::AnotherLog(sealed) => {
+                tracing::warn!(
+                    head_file = %head_path.display(),
+                    sealed = %sealed.display(),
+                    log = %log.display(),
+                    "audit: the head file seals another log (audit.path changed, or two logs                      share audit.head_file): it says nothing about this log, which it seals                      from now on; a head_reset record says so in the log"
+                );
+                Ok(HeadCheck {
+                    legacy: None,
+                    reset: Some(record::Entry::HeadReset {
+                        head_file: head_path.display().to_string(),
+                        sealed_log: sealed.display().to_string(),
+                    }),
+                })
+            }
+        };
     }
     let Some(legacy) = cfg.legacy_head_path(state_dir) else {
-        return Ok(None);
+        return Ok(HeadCheck::default());
     };
     match Head::load(&legacy, key)? {
         // Written for another log (by a gateway configured with this head_file): not ours.
-        Some(head) if head.log.is_some() => Ok(None),
+        Some(head) if head.log.is_some() => Ok(HeadCheck::default()),
         Some(head) => {
             head.check(&legacy, log, first)?;
-            Ok(Some(legacy))
+            Ok(HeadCheck {
+                legacy: Some(legacy),
+                reset: None,
+            })
         }
-        None => Ok(None),
+        None => Ok(HeadCheck::default()),
     }
 }
 
@@ -1360,10 +1387,7 @@ mod tests {
         let kept: Vec<&str> = text.lines().take(4).collect();
         std::fs::write(&path, kept.join("\n") + "\n").unwrap();
         let err = AuditLog::open(&cfg, Some(dir.path())).unwrap_err();
-        assert!(
-            matches!(err, AuditError::HeadRefused(HeadRefusal::Mismatch(_))),
-            "{err}"
-        );
+        assert!(matches!(err, AuditError::HeadMismatch(_)), "{err}");
         assert!(err.to_string().contains("cut or replaced"), "{err}");
 
         std::fs::write(&path, "").unwrap();
@@ -1401,9 +1425,10 @@ mod tests {
         }
     }
 
-    /// A head file that names another log (one `head_file` configured for two logs) is neither
-    /// used nor overwritten; the same log moved to another path is still recognised by its
-    /// first record; another chain put in its place is a replaced log.
+    /// A head file that names another log (`audit.path` changed, one `head_file` for two logs)
+    /// is no alarm: the log starts with a `head_reset` record naming the other log, and the head
+    /// file seals it from then on; the same log moved to another path is still recognised by
+    /// its first record; another chain put in its place is a replaced log.
     #[tokio::test]
     async fn a_head_file_names_the_log_it_seals() {
         let dir = tempfile::tempdir().unwrap();
@@ -1417,15 +1442,30 @@ mod tests {
         let log = AuditLog::open(&cfg(a.clone()), Some(dir.path())).unwrap();
         calls(&log, 2).await;
         log.close().await.unwrap();
-        let sealed = std::fs::read(&head).unwrap();
 
-        let err = AuditLog::open(&cfg(dir.path().join("b.jsonl")), Some(dir.path())).unwrap_err();
-        assert!(
-            matches!(err, AuditError::HeadRefused(HeadRefusal::AnotherLog { .. })),
-            "{err}"
+        // Another log with this head file (audit.path changed): it starts, and says why.
+        let b = dir.path().join("b.jsonl");
+        let log = AuditLog::open(&cfg(b.clone()), Some(dir.path())).unwrap();
+        calls(&log, 1).await;
+        log.close().await.unwrap();
+        let lines = read_lines(&b);
+        assert_eq!(lines[0]["kind"], "head_reset");
+        assert_eq!(lines[0]["head_file"], head.display().to_string());
+        assert_eq!(lines[0]["sealed_log"], a.display().to_string());
+        let key = AuditKey::load(&dir.path().join(KEY_FILE)).unwrap();
+        let loaded = Head::load(&head, &key).unwrap().unwrap();
+        assert_eq!(loaded.log.as_deref(), Some(b.as_path()));
+        let report = verify(&b, &key, Some(loaded.anchor())).unwrap();
+        assert!(report.is_complete(), "{report}");
+        // Back to the first log: the same again, the other way round.
+        let log = AuditLog::open(&cfg(a.clone()), Some(dir.path())).unwrap();
+        log.close().await.unwrap();
+        let lines = read_lines(&a);
+        assert_eq!(lines[lines.len() - 2]["kind"], "head_reset");
+        assert_eq!(
+            lines[lines.len() - 2]["sealed_log"],
+            b.display().to_string()
         );
-        assert!(err.to_string().contains("seals another audit log"), "{err}");
-        assert_eq!(std::fs::read(&head).unwrap(), sealed, "left as it was");
 
         let moved = dir.path().join("moved");
         std::fs::create_dir(&moved).unwrap();
@@ -1434,7 +1474,11 @@ mod tests {
         let log = AuditLog::open(&cfg(a_moved.clone()), Some(dir.path())).unwrap();
         calls(&log, 1).await;
         log.close().await.unwrap();
-        let key = AuditKey::load(&dir.path().join(KEY_FILE)).unwrap();
+        let resets = read_lines(&a_moved)
+            .iter()
+            .filter(|l| l["kind"] == "head_reset")
+            .count();
+        assert_eq!(resets, 1, "a moved log is the same log, not another one");
         let loaded = Head::load(&head, &key).unwrap().unwrap();
         assert_eq!(loaded.log.as_deref(), Some(a_moved.as_path()));
         let report = verify(&a_moved, &key, Some(loaded.anchor())).unwrap();
@@ -1455,10 +1499,7 @@ mod tests {
         log.close().await.unwrap();
         std::fs::copy(&other, &a_moved).unwrap();
         let err = AuditLog::open(&cfg(a_moved), Some(dir.path())).unwrap_err();
-        assert!(
-            matches!(err, AuditError::HeadRefused(HeadRefusal::Mismatch(_))),
-            "{err}"
-        );
+        assert!(matches!(err, AuditError::HeadMismatch(_)), "{err}");
         assert!(err.to_string().contains("another file"), "{err}");
     }
 

@@ -12,6 +12,8 @@
 //!   a small one `muxgate audit verify` reports exactly how many were lost, and fails;
 //! - two gateways that share a state directory but write different logs both start and stop,
 //!   again and again, each log anchored by its own head file;
+//! - a gateway whose `audit.path` changed starts on the new log; with one `audit.head_file`
+//!   for both, the new log begins with a `head_reset` record naming the old one;
 //! - a log the gateway rotated verifies as one set through `muxgate audit verify` (the
 //!   configured log, a directory, files in order), which names a missing, reordered or edited
 //!   file; a log and head file of an earlier version verify as they are.
@@ -920,4 +922,53 @@ fn a_log_of_an_earlier_version_verifies() {
         said.contains("the head file anchors the log up to record 7"),
         "{said}"
     );
+}
+
+/// A gateway whose `audit.path` changed starts on the new log, whether the head file is the
+/// default (each log has its own) or set in `audit.head_file` (it sealed the old log: the new
+/// log begins with a `head_reset` record naming it); both logs verify against their head file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_audit_path_starts_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let logs = [
+        dir.path().join("a.jsonl"),
+        dir.path().join("b.jsonl"),
+        dir.path().join("c.jsonl"),
+    ];
+    let configs = [
+        audit_config(dir.path(), "a", &logs[0], &state, ""),
+        audit_config(dir.path(), "b", &logs[1], &state, ""),
+    ];
+    serve_and_call(&configs[0], &dir.path().join("serve-a.log"), 1).await;
+    serve_and_call(&configs[1], &dir.path().join("serve-b.log"), 1).await;
+    assert_eq!(
+        records(&logs[1])[0]["kind"],
+        "start",
+        "its own head file: nothing to say"
+    );
+    for (config, log) in configs.iter().zip(&logs) {
+        let (ok, said) = verify_with(config, &[log], &state);
+        assert!(ok, "{said}");
+    }
+
+    // One head_file for the old log and the new one.
+    let head = dir.path().join("muxgate.head");
+    let extra = format!("head_file = '{}'", head.display());
+    let with_head = [
+        audit_config(dir.path(), "a-head", &logs[0], &state, &extra),
+        audit_config(dir.path(), "c-head", &logs[2], &state, &extra),
+    ];
+    serve_and_call(&with_head[0], &dir.path().join("serve-a2.log"), 1).await;
+    let serve_log = dir.path().join("serve-c.log");
+    serve_and_call(&with_head[1], &serve_log, 1).await;
+    let first = &records(&logs[2])[0];
+    assert_eq!(first["kind"], "head_reset", "{first}");
+    assert_eq!(first["head_file"], head.display().to_string());
+    assert_eq!(first["sealed_log"], logs[0].display().to_string());
+    let said = std::fs::read_to_string(&serve_log).unwrap();
+    assert!(said.contains("the head file seals another log"), "{said}");
+    let (ok, said) = verify_with(&with_head[1], &[&logs[2]], &state);
+    assert!(ok, "{said}");
+    assert!(said.contains("the head file anchors the log"), "{said}");
 }

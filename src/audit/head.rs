@@ -14,8 +14,10 @@
 //! to); and `first`, the link of that file's first record, which tells that file apart from any
 //! other (a log moved to another path is still recognised by it). Each log has its own head
 //! file by default ([`super::files::default_head`]), so logs that share a state directory never
-//! share one; a head file that names another log (`audit.head_file` set to the same file for two
-//! logs) is neither trusted nor overwritten: the gateway refuses to start and says so. Head files
+//! share one. A head file that names another log (`audit.path` changed while `audit.head_file`
+//! stayed, or one `audit.head_file` set for two logs) says nothing about this log: the gateway
+//! starts, warns, seals a `head_reset` record naming the other log as the first record of this
+//! start, and the head file seals this log from then on. Head files
 //! written before heads named their log (`audit.head` in the state directory) are still read,
 //! and replaced by the log's own head file once they verified.
 //!
@@ -105,26 +107,14 @@ pub struct HeadMismatch {
     hint: &'static str,
 }
 
-/// Why a head file cannot vouch for a log.
-#[derive(Debug, thiserror::Error)]
-pub enum HeadRefusal {
-    /// The log does not hold what it names.
-    #[error(transparent)]
-    Mismatch(Box<HeadMismatch>),
-    /// It seals another log.
-    #[error(
-        "the head file {head} seals another audit log ({sealed}), not {log}: it is neither used \
-         nor overwritten; give each log its own head file (by default each has one; set \
-         audit.head_file only to a file no other log uses)"
-    )]
-    AnotherLog {
-        /// The head file.
-        head: PathBuf,
-        /// The log it names.
-        sealed: PathBuf,
-        /// The log being opened.
-        log: PathBuf,
-    },
+/// Whose head file it is, as [`Head::check`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sealing {
+    /// It seals this log, and the log holds what it names.
+    ThisLog,
+    /// It seals another log, at this path: it says nothing about this one (`audit.path`
+    /// changed, or `audit.head_file` is set to the same file for two logs).
+    AnotherLog(PathBuf),
 }
 
 /// The hint a mismatch of a head file that names no log gets: it may be another log's.
@@ -176,13 +166,14 @@ impl Head {
 
     /// Checks that this head file seals the log whose live file is `live` (its first record's
     /// link `live_first`), and that the file it names still holds the named record where it
-    /// was written. A head file that names no log is taken to be this log's, as before.
+    /// was written. A head file that names no log is taken to be this log's, as before; one
+    /// that names another log is not checked.
     pub(crate) fn check(
         &self,
         head_path: &Path,
         live: &Path,
         live_first: Option<&str>,
-    ) -> Result<(), HeadRefusal> {
+    ) -> Result<Sealing, Box<HeadMismatch>> {
         let live_abs = std::path::absolute(live).unwrap_or_else(|_| live.to_owned());
         let live_name = name_of(live);
         let named = self.file.clone().unwrap_or_else(|| live_name.clone());
@@ -194,11 +185,7 @@ impl Head {
                 && self.first.is_some()
                 && self.first.as_deref() == live_first;
             if !moved {
-                return Err(HeadRefusal::AnotherLog {
-                    head: head_path.to_owned(),
-                    sealed: sealed.clone(),
-                    log: live_abs,
-                });
+                return Ok(Sealing::AnotherLog(sealed.clone()));
             }
         }
         let file = live.with_file_name(&named);
@@ -208,7 +195,7 @@ impl Head {
             // rename did not happen, so the live file holds the record.
             result = self.check_file(head_path, live);
         }
-        result.map_err(HeadRefusal::Mismatch)
+        result.map(|()| Sealing::ThisLog)
     }
 
     /// Checks that the file at `path` holds the named record where it was written.

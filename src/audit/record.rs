@@ -92,6 +92,14 @@ pub(super) enum Entry {
         previous_seq: u64,
         previous_link: String,
     },
+    /// The gateway started with a head file that sealed another log (see [`super::head`]): it
+    /// vouched for nothing here, and seals this log from now on.
+    HeadReset {
+        /// The head file.
+        head_file: String,
+        /// The log it sealed until now.
+        sealed_log: String,
+    },
 }
 
 #[derive(Serialize)]

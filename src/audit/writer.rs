@@ -168,15 +168,23 @@ const BATCH: usize = 256;
 type Acks = Vec<(Ack, Option<u64>)>;
 
 impl WriterTask {
-    /// Runs until the log is closed; `first` is the record a new live file begins with (the
-    /// `continued` record after a rotation).
-    pub(super) async fn run(mut self, first: Option<Entry>) {
+    /// Runs until the log is closed; `opening` are the records this start begins with (the
+    /// `continued` record of a new live file after a rotation, a `head_reset` record).
+    pub(super) async fn run(mut self, opening: Vec<Entry>) {
         let mut batch = Vec::with_capacity(BATCH);
         let mut acks: Acks = Vec::new();
-        if let Some(entry) = first {
+        if !opening.is_empty() {
             let time = Utc::from(SystemTime::now()).rfc3339_millis();
-            self.seal(&time, &entry);
+            for entry in &opening {
+                self.seal(&time, entry);
+            }
             self.settle(&mut acks);
+            // The head file may name another file or log until this is saved: save it now,
+            // not a checkpoint interval later. A failure is logged, and the next checkpoint
+            // saves it.
+            if self.writer.backlog_len() == 0 && self.sync().is_ok() {
+                let _ = self.save_head(&name_of(&self.log), time);
+            }
         }
         loop {
             let next = match self.next_timer() {
