@@ -43,11 +43,17 @@
 //! - `dropped`: `{"kind":"dropped","count":N,"reason":"queue_full"|"write_failed"}`, records
 //!   the gateway lost: the queue to the writer was full, or the disk refused writes until the
 //!   backlog was full (see below). Logs written before reasons were recorded have none;
-//! - `checkpoint`: `{"kind":"checkpoint","reason":"interval"|"close","count":41,"head":"…"}`,
-//!   written [`AuditConfig::checkpoint_interval_secs`] after the first record that followed the
-//!   previous checkpoint, and when the log closes: the log then held `count` records ending
-//!   with link `head`. After writing one the writer syncs the file and replaces the head file
-//!   (see [`head`]), which is what lets `muxgate audit verify --head` see a cut tail.
+//! - `checkpoint`: `{"kind":"checkpoint","reason":"interval"|"close"|"rotate","count":41,
+//!   "head":"…"}`, written [`AuditConfig::checkpoint_interval_secs`] after the first record that
+//!   followed the previous checkpoint, when the log closes, and as the last record of a file
+//!   before it is rotated: the log then held `count` records ending with link `head`. After
+//!   writing one the writer syncs the file and replaces the head file (see [`head`]), which is
+//!   what lets `muxgate audit verify --head` see a cut tail;
+//! - `continued`: `{"kind":"continued","previous_file":"audit.jsonl.20261127T211500123Z",
+//!   "previous_seq":41,"previous_link":"…"}`, the first record of a file after a rotation (see
+//!   [`files`]); its link chains to `previous_link`;
+//! - `head_reset`: `{"kind":"head_reset","head_file":"…","sealed_log":"…"}`, the first record
+//!   of a start whose head file sealed another log (see [`head`]).
 //!
 //! # Key
 //!
@@ -62,7 +68,8 @@
 //!
 //! # Verifying
 //!
-//! `muxgate audit verify FILE [--key FILE] [--head FILE]` ([`verify`]) shows:
+//! `muxgate audit verify [FILE|DIR]... [--key FILE] [--head FILE]` ([`verify_files`]: the
+//! files of a rotated log as one chain, see [`verify`](mod@verify)) shows:
 //!
 //! - without the key: nothing; it says the chain cannot be verified, and fails;
 //! - with the key: every edited, inserted, reordered or forged line, by line number, and
