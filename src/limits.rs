@@ -659,7 +659,8 @@ pub fn refused_tool_call(exceeded: &LimitExceeded, call: &ToolCallRequest) -> Re
 
 /// axum middleware: `from_fn_with_state(Arc<Limits>, limit_requests)`, inside (after)
 /// [`crate::auth::require_bearer`] and the JSON-RPC body check: a refused `tools/call` gets
-/// [`refused_tool_call`], any other request 429 ([`too_many_requests`]).
+/// [`refused_tool_call`], any other request 429 ([`too_many_requests`]); a DELETE (a client
+/// ending its session) is neither counted nor refused.
 pub async fn limit_requests<C>(
     State(limits): State<Arc<Limits<C>>>,
     req: Request,
@@ -674,6 +675,11 @@ where
         );
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     };
+    // Ending a session is never refused: a client refused its DELETE would leave the session
+    // behind, counted against its cap, exactly when it is trying to go away.
+    if req.method() == http::Method::DELETE {
+        return next.run(req).await;
+    }
     match limits.check_request(&principal.sub) {
         Ok(()) => next.run(req).await,
         Err(exceeded) => match req.extensions().get::<ToolCallRequest>() {
