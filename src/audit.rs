@@ -492,15 +492,7 @@ impl AuditLog {
         let Some(path) = &cfg.path else {
             return Ok(Self::disabled());
         };
-        if cfg.queue_capacity == 0 {
-            return Err(AuditError::ZeroCapacity);
-        }
-        if cfg.backlog_capacity == 0 {
-            return Err(AuditError::ZeroBacklog);
-        }
-        if cfg.checkpoint_interval_secs == 0 {
-            return Err(AuditError::ZeroCheckpointInterval);
-        }
+        check_sizes(cfg)?;
         let key_path = cfg.key_path(state_dir).ok_or(AuditError::NoKeyFile)?;
         let key = Arc::new(load_or_create_key(&key_path, path)?);
         let head_path = cfg.head_path(state_dir);
@@ -520,25 +512,7 @@ impl AuditLog {
                 HeadCheck::default()
             }
         };
-        // A new live file after a rotation continues the chain of the file rotated out last.
-        let previous = if writer.is_empty() {
-            files::rotated_files(path)
-                .map_err(|e| open_error(e.into()))?
-                .pop()
-        } else {
-            None
-        };
-        // The records this start begins with: a file's `continued` record comes first.
-        let mut opening = Vec::new();
-        if let Some(previous) = previous {
-            let (seq, link) = chain::last_record(&previous, &key).map_err(open_error)?;
-            writer.continue_after(seq, &link);
-            opening.push(record::Entry::Continued {
-                previous_file: files::name_of(&previous),
-                previous_seq: seq,
-                previous_link: link,
-            });
-        }
+        let mut opening = continue_rotated_chain(&mut writer, path, &key).map_err(open_error)?;
         opening.extend(head_check.reset);
         // The writer's own clock, for checkpoints: a current-thread runtime on its thread.
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -566,16 +540,7 @@ impl AuditLog {
             lost: writer::Lost::default(),
             retry: writer::Retry::default(),
         };
-        std::thread::Builder::new()
-            .name("muxgate-audit".into())
-            .spawn(move || {
-                if let Some(gate) = gate {
-                    // Test seam: hold the writer until the test has filled the queue.
-                    let _ = gate.recv();
-                }
-                runtime.block_on(task.run(opening));
-            })
-            .map_err(|e| open_error(e.into()))?;
+        spawn_writer(runtime, task, opening, gate).map_err(|e| open_error(e.into()))?;
         let mut instance = [0u8; 4];
         rand::rng().fill_bytes(&mut instance);
         Ok(Self {
@@ -792,6 +757,62 @@ fn load_or_create_key(key_path: &Path, log: &Path) -> Result<AuditKey, AuditErro
         }
         loaded => Ok(loaded?),
     }
+}
+
+/// Runs the writer task on a thread of its own, `opening` its first records.
+fn spawn_writer(
+    runtime: tokio::runtime::Runtime,
+    task: WriterTask,
+    opening: Vec<record::Entry>,
+    gate: Option<std::sync::mpsc::Receiver<()>>,
+) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("muxgate-audit".into())
+        .spawn(move || {
+            if let Some(gate) = gate {
+                // Test seam: hold the writer until the test has filled the queue.
+                let _ = gate.recv();
+            }
+            runtime.block_on(task.run(opening));
+        })
+        .map(drop)
+}
+
+/// Refuses sizes of zero in `[audit]` (a queue, backlog or checkpoint interval of nothing).
+fn check_sizes(cfg: &AuditConfig) -> Result<(), AuditError> {
+    if cfg.queue_capacity == 0 {
+        return Err(AuditError::ZeroCapacity);
+    }
+    if cfg.backlog_capacity == 0 {
+        return Err(AuditError::ZeroBacklog);
+    }
+    if cfg.checkpoint_interval_secs == 0 {
+        return Err(AuditError::ZeroCheckpointInterval);
+    }
+    Ok(())
+}
+
+/// A new live file after a rotation continues the chain of the file rotated out last: the
+/// writer is set to follow that file's last record, and the `continued` record that opens the
+/// file is returned (nothing for a file that already has records).
+fn continue_rotated_chain(
+    writer: &mut ChainWriter,
+    path: &Path,
+    key: &AuditKey,
+) -> Result<Vec<record::Entry>, OpenError> {
+    if !writer.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Some(previous) = files::rotated_files(path)?.pop() else {
+        return Ok(Vec::new());
+    };
+    let (seq, link) = chain::last_record(&previous, key)?;
+    writer.continue_after(seq, &link);
+    Ok(vec![record::Entry::Continued {
+        previous_file: files::name_of(&previous),
+        previous_seq: seq,
+        previous_link: link,
+    }])
 }
 
 #[cfg(test)]
