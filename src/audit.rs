@@ -7,6 +7,7 @@
 //! # key_file = "/etc/muxgate/audit.key"       # default <state dir>/audit.key, generated
 //! # head_file = "/var/lib/muxgate/audit.head" # default <state dir>/audit.head
 //! queue_capacity = 4096                         # records waiting for the writer
+//! backlog_capacity = 16384                      # lines held while the disk refuses them
 //! max_string_chars = 200                        # cap on echoed argument strings
 //! checkpoint_interval_secs = 60                 # checkpoint after records, at most this late
 //! fail_closed = false                           # refuse calls whose start cannot be written
@@ -39,12 +40,20 @@
 //!   (`[recordings]`): `{"kind":"recording","call":"3f9c0a1b-12","server":"default",
 //!   "pane":"%3","file":"default-p3-20261127T211500123Z.cast","at_secs":12.345,…}`, the file in
 //!   the recordings directory and the second in it when the call ran;
-//! - `dropped`: `{"kind":"dropped","count":N}`, records lost to a full queue (see below);
-//! - `checkpoint`: `{"kind":"checkpoint","reason":"interval"|"close","count":41,"head":"…"}`,
-//!   written [`AuditConfig::checkpoint_interval_secs`] after the first record that followed the
-//!   previous checkpoint, and when the log closes: the log then held `count` records ending
-//!   with link `head`. After writing one the writer syncs the file and replaces the head file
-//!   (see [`head`]), which is what lets `muxgate audit verify --head` see a cut tail.
+//! - `dropped`: `{"kind":"dropped","count":N,"reason":"queue_full"|"write_failed"}`, records
+//!   the gateway lost: the queue to the writer was full, or the disk refused writes until the
+//!   backlog was full (see below). Logs written before reasons were recorded have none;
+//! - `checkpoint`: `{"kind":"checkpoint","reason":"interval"|"close"|"rotate","count":41,
+//!   "head":"…"}`, written [`AuditConfig::checkpoint_interval_secs`] after the first record that
+//!   followed the previous checkpoint, when the log closes, and as the last record of a file
+//!   before it is rotated: the log then held `count` records ending with link `head`. After
+//!   writing one the writer syncs the file and replaces the head file (see [`head`]), which is
+//!   what lets `muxgate audit verify --head` see a cut tail;
+//! - `continued`: `{"kind":"continued","previous_file":"audit.jsonl.20261127T211500123Z",
+//!   "previous_seq":41,"previous_link":"…"}`, the first record of a file after a rotation (see
+//!   [`files`]); its link chains to `previous_link`;
+//! - `head_reset`: `{"kind":"head_reset","head_file":"…","sealed_log":"…"}`, the first record
+//!   of a start whose head file sealed another log (see [`head`]).
 //!
 //! # Key
 //!
@@ -59,12 +68,14 @@
 //!
 //! # Verifying
 //!
-//! `muxgate audit verify FILE [--key FILE] [--head FILE]` ([`verify`]) shows:
+//! `muxgate audit verify [FILE|DIR]... [--key FILE] [--head FILE]` ([`verify_files`]: the
+//! files of a rotated log as one chain, see [`verify`](mod@verify)) shows:
 //!
 //! - without the key: nothing; it says the chain cannot be verified, and fails;
 //! - with the key: every edited, inserted, reordered or forged line, by line number, and
 //!   deleted lines by the gap in `seq` they leave; but not lines cut off the end, which leave
-//!   a valid shorter chain;
+//!   a valid shorter chain. Every `dropped` record (its line, count and reason) and the total
+//!   lost: such a log is intact but incomplete, and the command fails on it too;
 //! - with the head file as well: a log cut back to before the last checkpoint (up to all of
 //!   it), or replaced by another chain. Still unseen: records written after the last
 //!   checkpoint (at most one interval of them, or what a crash left) cut off, and a log and
@@ -76,17 +87,28 @@
 //!
 //! [`AuditLog::start`] offers the start record to a bounded queue and returns at once; if the
 //! queue is full the record is dropped and counted, and the writer thread writes a `dropped`
-//! line as soon as it runs again, so every gap is visible in the chain. With
+//! line as soon as it runs again, so every gap is visible in the chain. The writer seals each
+//! record into a backlog and writes the backlog once per batch; lines the disk refuses (full,
+//! failing) stay there, in order, and are written again with the next batch and on a timer
+//! (see [`writer`]). A partly written line is cut off the file again. Only when
+//! [`AuditConfig::backlog_capacity`] lines wait are newer records dropped, counted, and
+//! reported by a `dropped` record (`write_failed`) before any later record. With
 //! `fail_closed = true` it instead waits until the writer has handed the record to the OS (the
 //! writer batches, so concurrent calls share one write), and a full queue or a failed write
-//! refuses the call. End records never wait. [`AuditLog::flush`] and [`AuditLog::close`] (call
-//! it on shutdown; it writes the closing checkpoint) wait for the writer, with a timeout.
+//! refuses the call; a refused start that is held in the backlog is still written later,
+//! followed by the call's `end` (`unavailable`). End records never wait. [`AuditLog::flush`]
+//! and [`AuditLog::close`] (call it on shutdown; it writes the closing checkpoint) wait for the
+//! writer, with a timeout. Lines still held when the log closes on a disk that refuses them
+//! are lost: the writer logs how many, as an error.
 
+mod backlog;
 pub mod chain;
+pub mod files;
 pub mod head;
 pub mod key;
 mod record;
 pub mod redact;
+pub mod verify;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -102,12 +124,13 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::utc::Utc;
 
-pub use chain::{ChainProblem, GENESIS, VerifyReport, verify};
+pub use chain::GENESIS;
 use chain::{ChainWriter, OpenError};
-pub use head::{Head, HeadError, HeadMismatch};
+pub use head::{Head, HeadError, HeadMismatch, Sealing};
 pub use key::{AuditKey, KeyError};
 use record::Entry;
-use writer::{Ack, Command, Counters, Pending, WriterTask};
+pub use verify::{ChainProblem, Gap, VerifyReport, verify, verify_files};
+use writer::{Ack, Command, Counters, Done, Pending, WriterTask};
 
 /// How long [`AuditLog::flush`], [`AuditLog::close`] and a fail-closed [`AuditLog::start`] wait
 /// for the writer.
@@ -115,8 +138,6 @@ pub const WRITER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The key file's name in the state directory.
 pub const KEY_FILE: &str = "audit.key";
-/// The head file's name in the state directory.
-pub const HEAD_FILE: &str = "audit.head";
 
 /// `[audit]`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -127,17 +148,24 @@ pub struct AuditConfig {
     /// The key the chain and digests are made with; default `<state dir>/audit.key`. Generated
     /// when missing while the log has no records.
     pub key_file: Option<PathBuf>,
-    /// Where the head of the chain is kept at each checkpoint; default
-    /// `<state dir>/audit.head`.
+    /// Where the head of the chain is kept at each checkpoint; default: one per log in the
+    /// state directory ([`files::default_head`]).
     pub head_file: Option<PathBuf>,
     /// Records that may wait for the writer before new ones are dropped (and counted).
     pub queue_capacity: usize,
+    /// Lines the writer holds while the disk refuses them (written again later, in order)
+    /// before new records are dropped (and counted in a `dropped` record).
+    pub backlog_capacity: usize,
     /// Longest echoed argument string, in characters.
     pub max_string_chars: usize,
     /// Longest time between a record and the checkpoint that covers it.
     pub checkpoint_interval_secs: u64,
     /// Refuse a call whose start record cannot be written (queue full, write failed).
     pub fail_closed: bool,
+    /// Rotate the live file once it holds this many bytes (0: never).
+    pub rotate_bytes: u64,
+    /// Rotate the live file once its first record is this many seconds old (0: never).
+    pub rotate_secs: u64,
 }
 
 impl Default for AuditConfig {
@@ -147,9 +175,12 @@ impl Default for AuditConfig {
             key_file: None,
             head_file: None,
             queue_capacity: 4096,
+            backlog_capacity: 16384,
             max_string_chars: 200,
             checkpoint_interval_secs: 60,
             fail_closed: false,
+            rotate_bytes: 0,
+            rotate_secs: 0,
         }
     }
 }
@@ -162,11 +193,22 @@ impl AuditConfig {
             .or_else(|| state_dir.map(|dir| dir.join(KEY_FILE)))
     }
 
-    /// The head file: `head_file`, else `audit.head` in `state_dir`.
+    /// The head file: `head_file`, else the log's own in `state_dir`.
     pub fn head_path(&self, state_dir: Option<&Path>) -> Option<PathBuf> {
-        self.head_file
-            .clone()
-            .or_else(|| state_dir.map(|dir| dir.join(HEAD_FILE)))
+        match (&self.head_file, state_dir, &self.path) {
+            (Some(head), _, _) => Some(head.clone()),
+            (None, Some(dir), Some(log)) => Some(files::default_head(dir, log)),
+            _ => None,
+        }
+    }
+
+    /// Where head files were kept before each log had its own: read when the log's own is
+    /// missing and `head_file` is not set.
+    pub fn legacy_head_path(&self, state_dir: Option<&Path>) -> Option<PathBuf> {
+        match (&self.head_file, state_dir) {
+            (None, Some(dir)) => Some(dir.join(files::LEGACY_HEAD_FILE)),
+            _ => None,
+        }
     }
 }
 
@@ -208,12 +250,15 @@ pub struct CallStart<'a> {
 /// A snapshot of the audit counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct AuditStats {
-    /// Lines written (calls, drop notices, checkpoints).
+    /// Lines that reached the OS (calls, drop notices, checkpoints).
     pub written: u64,
-    /// Records dropped because the queue was full or the log closed.
+    /// Records dropped because the queue or the backlog was full, or left unwritten when the
+    /// log closed.
     pub dropped: u64,
-    /// Lines (or head files) that could not be written.
+    /// Failed attempts to write lines (or the head file).
     pub write_errors: u64,
+    /// Lines sealed and waiting for the disk now (it refused them).
+    pub backlog: u64,
 }
 
 /// Why the audit log could not be opened, or a record not written.
@@ -250,12 +295,15 @@ pub enum AuditError {
     /// The head file cannot be read or does not verify.
     #[error(transparent)]
     Head(#[from] HeadError),
-    /// The log does not hold what the head file names.
+    /// The log does not hold what its head file names: it was cut or replaced.
     #[error(transparent)]
     HeadMismatch(#[from] Box<HeadMismatch>),
     /// `queue_capacity` is zero.
     #[error("audit.queue_capacity must be at least 1")]
     ZeroCapacity,
+    /// `backlog_capacity` is zero.
+    #[error("audit.backlog_capacity must be at least 1")]
+    ZeroBacklog,
     /// `checkpoint_interval_secs` is zero.
     #[error("audit.checkpoint_interval_secs must be at least 1")]
     ZeroCheckpointInterval,
@@ -444,12 +492,7 @@ impl AuditLog {
         let Some(path) = &cfg.path else {
             return Ok(Self::disabled());
         };
-        if cfg.queue_capacity == 0 {
-            return Err(AuditError::ZeroCapacity);
-        }
-        if cfg.checkpoint_interval_secs == 0 {
-            return Err(AuditError::ZeroCheckpointInterval);
-        }
+        check_sizes(cfg)?;
         let key_path = cfg.key_path(state_dir).ok_or(AuditError::NoKeyFile)?;
         let key = Arc::new(load_or_create_key(&key_path, path)?);
         let head_path = cfg.head_path(state_dir);
@@ -458,17 +501,19 @@ impl AuditLog {
             source,
         };
         let mut writer = ChainWriter::open(path, Arc::clone(&key)).map_err(open_error)?;
-        match &head_path {
-            Some(head_path) => {
-                if let Some(head) = Head::load(head_path, &key)? {
-                    head.check_log(head_path, writer.file_mut())?;
-                }
+        let first = chain::first_record(writer.file_mut()).map_err(|e| open_error(e.into()))?;
+        let head_check = match &head_path {
+            Some(head_path) => check_head(cfg, state_dir, head_path, path, &key, first.as_ref())?,
+            None => {
+                tracing::warn!(
+                    "audit: no state directory and no audit.head_file: a log cut at its end \
+                     cannot be detected"
+                );
+                HeadCheck::default()
             }
-            None => tracing::warn!(
-                "audit: no state directory and no audit.head_file: a log cut at its end cannot \
-                 be detected"
-            ),
-        }
+        };
+        let mut opening = continue_rotated_chain(&mut writer, path, &key).map_err(open_error)?;
+        opening.extend(head_check.reset);
         // The writer's own clock, for checkpoints: a current-thread runtime on its thread.
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()
@@ -478,6 +523,11 @@ impl AuditLog {
         let unreported_drops = Arc::new(AtomicU64::new(0));
         let counters = Arc::new(Counters::default());
         let task = WriterTask {
+            log: path.clone(),
+            file_first: first.map(|record| record.link),
+            file_started: None,
+            rotation: writer::Rotation::new(cfg.rotate_bytes, cfg.rotate_secs),
+            legacy_head: head_check.legacy,
             writer,
             rx,
             unreported_drops: Arc::clone(&unreported_drops),
@@ -486,17 +536,11 @@ impl AuditLog {
             head_path,
             interval: Duration::from_secs(cfg.checkpoint_interval_secs),
             checkpoint_due: None,
+            backlog_capacity: cfg.backlog_capacity,
+            lost: writer::Lost::default(),
+            retry: writer::Retry::default(),
         };
-        std::thread::Builder::new()
-            .name("muxgate-audit".into())
-            .spawn(move || {
-                if let Some(gate) = gate {
-                    // Test seam: hold the writer until the test has filled the queue.
-                    let _ = gate.recv();
-                }
-                runtime.block_on(task.run());
-            })
-            .map_err(|e| open_error(e.into()))?;
+        spawn_writer(runtime, task, opening, gate).map_err(|e| open_error(e.into()))?;
         let mut instance = [0u8; 4];
         rand::rng().fill_bytes(&mut instance);
         Ok(Self {
@@ -576,16 +620,23 @@ impl AuditLog {
         }
         let error = match tokio::time::timeout(WRITER_TIMEOUT, written).await {
             Ok(Ok(Ok(()))) => return Ok(open),
-            Ok(Ok(Err(why))) => AuditError::Writer(why),
+            Ok(Ok(Err(refused))) => {
+                if !refused.kept {
+                    // Dropped and counted: there is no start for an end to follow.
+                    open.ended = true;
+                }
+                AuditError::Writer(refused.why)
+            }
             Ok(Err(_)) => AuditError::Writer("the writer has stopped".into()),
             Err(_) => AuditError::Timeout,
         };
-        // The start record may still reach the file later; say how the call ended.
+        // The start record waits in the backlog (or may still reach the file after a timeout):
+        // say how the call ended.
         open.end(Outcome::Error, Some("unavailable"));
         Err(error)
     }
 
-    async fn round_trip(&self, make: impl FnOnce(Ack) -> Command) -> Result<(), AuditError> {
+    async fn round_trip(&self, make: impl FnOnce(Done) -> Command) -> Result<(), AuditError> {
         let Some(inner) = &self.inner else {
             return Ok(());
         };
@@ -625,7 +676,66 @@ impl AuditLog {
             written: inner.counters.written.load(Ordering::Relaxed),
             dropped: inner.counters.dropped.load(Ordering::Relaxed),
             write_errors: inner.counters.write_errors.load(Ordering::Relaxed),
+            backlog: inner.counters.backlog.load(Ordering::Relaxed),
         }
+    }
+}
+
+/// What [`check_head`] found beyond a log its head file vouches for.
+#[derive(Default)]
+struct HeadCheck {
+    /// A head file of an earlier version that vouched for this log: the writer replaces it by
+    /// the log's own once it saved that.
+    legacy: Option<PathBuf>,
+    /// The head file sealed another log: the record that says so.
+    reset: Option<record::Entry>,
+}
+
+/// Checks the log against its head file (the log's own, else one written before each log had
+/// its own). A head file that seals another log is not a cut one: the log starts, and says why.
+fn check_head(
+    cfg: &AuditConfig,
+    state_dir: Option<&Path>,
+    head_path: &Path,
+    log: &Path,
+    key: &AuditKey,
+    first: Option<&chain::Unsealed>,
+) -> Result<HeadCheck, AuditError> {
+    let first = first.map(|record| record.link.as_str());
+    if let Some(head) = Head::load(head_path, key)? {
+        return match head.check(head_path, log, first)? {
+            Sealing::ThisLog => Ok(HeadCheck::default()),
+            Sealing::AnotherLog(sealed) => {
+                tracing::warn!(
+                    head_file = %head_path.display(),
+                    sealed = %sealed.display(),
+                    log = %log.display(),
+                    "audit: the head file seals another log (audit.path changed, or two logs                      share audit.head_file): it says nothing about this log, which it seals                      from now on; a head_reset record says so in the log"
+                );
+                Ok(HeadCheck {
+                    legacy: None,
+                    reset: Some(record::Entry::HeadReset {
+                        head_file: head_path.display().to_string(),
+                        sealed_log: sealed.display().to_string(),
+                    }),
+                })
+            }
+        };
+    }
+    let Some(legacy) = cfg.legacy_head_path(state_dir) else {
+        return Ok(HeadCheck::default());
+    };
+    match Head::load(&legacy, key)? {
+        // Written for another log (by a gateway configured with this head_file): not ours.
+        Some(head) if head.log.is_some() => Ok(HeadCheck::default()),
+        Some(head) => {
+            head.check(&legacy, log, first)?;
+            Ok(HeadCheck {
+                legacy: Some(legacy),
+                reset: None,
+            })
+        }
+        None => Ok(HeadCheck::default()),
     }
 }
 
@@ -647,6 +757,62 @@ fn load_or_create_key(key_path: &Path, log: &Path) -> Result<AuditKey, AuditErro
         }
         loaded => Ok(loaded?),
     }
+}
+
+/// Runs the writer task on a thread of its own, `opening` its first records.
+fn spawn_writer(
+    runtime: tokio::runtime::Runtime,
+    task: WriterTask,
+    opening: Vec<record::Entry>,
+    gate: Option<std::sync::mpsc::Receiver<()>>,
+) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("muxgate-audit".into())
+        .spawn(move || {
+            if let Some(gate) = gate {
+                // Test seam: hold the writer until the test has filled the queue.
+                let _ = gate.recv();
+            }
+            runtime.block_on(task.run(opening));
+        })
+        .map(drop)
+}
+
+/// Refuses sizes of zero in `[audit]` (a queue, backlog or checkpoint interval of nothing).
+fn check_sizes(cfg: &AuditConfig) -> Result<(), AuditError> {
+    if cfg.queue_capacity == 0 {
+        return Err(AuditError::ZeroCapacity);
+    }
+    if cfg.backlog_capacity == 0 {
+        return Err(AuditError::ZeroBacklog);
+    }
+    if cfg.checkpoint_interval_secs == 0 {
+        return Err(AuditError::ZeroCheckpointInterval);
+    }
+    Ok(())
+}
+
+/// A new live file after a rotation continues the chain of the file rotated out last: the
+/// writer is set to follow that file's last record, and the `continued` record that opens the
+/// file is returned (nothing for a file that already has records).
+fn continue_rotated_chain(
+    writer: &mut ChainWriter,
+    path: &Path,
+    key: &AuditKey,
+) -> Result<Vec<record::Entry>, OpenError> {
+    if !writer.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Some(previous) = files::rotated_files(path)?.pop() else {
+        return Ok(Vec::new());
+    };
+    let (seq, link) = chain::last_record(&previous, key)?;
+    writer.continue_after(seq, &link);
+    Ok(vec![record::Entry::Continued {
+        previous_file: files::name_of(&previous),
+        previous_seq: seq,
+        previous_link: link,
+    }])
 }
 
 #[cfg(test)]
@@ -691,10 +857,15 @@ mod tests {
             .collect()
     }
 
+    /// The head file of the log in `dir`.
+    fn head_file(dir: &Path) -> PathBuf {
+        files::default_head(dir, &dir.join("audit.jsonl"))
+    }
+
     /// Verifies with the key and head file in `dir`.
     fn verify_in(dir: &Path) -> VerifyReport {
         let key = AuditKey::load(&dir.join(KEY_FILE)).unwrap();
-        let head = Head::load(&dir.join(HEAD_FILE), &key).unwrap();
+        let head = Head::load(&head_file(dir), &key).unwrap();
         verify(
             &dir.join("audit.jsonl"),
             &key,
@@ -707,6 +878,7 @@ mod tests {
     fn config_parses_and_refuses_unknown_keys() {
         let cfg: AuditConfig = toml::from_str(r#"path = "/tmp/x.jsonl""#).unwrap();
         assert_eq!(cfg.queue_capacity, 4096);
+        assert_eq!(cfg.backlog_capacity, 16384);
         assert_eq!(cfg.checkpoint_interval_secs, 60);
         assert!(!cfg.fail_closed);
         assert_eq!(
@@ -767,6 +939,222 @@ mod tests {
         assert_eq!(log.stats().written, 5);
     }
 
+    /// A full disk for the writer: its descriptor is pointed at `/dev/full`, where the kernel
+    /// refuses every write with ENOSPC, until [`FullDisk::free`] puts the file back.
+    struct FullDisk {
+        fd: std::os::fd::RawFd,
+        file: std::os::fd::OwnedFd,
+    }
+
+    impl FullDisk {
+        /// The writer's descriptor of `log`, found in `/proc/self/fd`.
+        fn fill(log: &Path) -> Self {
+            use std::os::fd::{AsRawFd, FromRawFd};
+            let log = log.canonicalize().unwrap();
+            let fd = std::fs::read_dir("/proc/self/fd")
+                .unwrap()
+                .filter_map(Result::ok)
+                .find(|entry| std::fs::read_link(entry.path()).ok().as_deref() == Some(&log))
+                .and_then(|entry| entry.file_name().to_str()?.parse().ok())
+                .expect("the writer holds the log open");
+            // SAFETY: dup(2) of an open descriptor; the new one is owned here.
+            let file = unsafe { std::os::fd::OwnedFd::from_raw_fd(libc::dup(fd)) };
+            let full = std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap();
+            // SAFETY: dup2(2) replaces the writer's descriptor in one step; it stays open.
+            assert_eq!(unsafe { libc::dup2(full.as_raw_fd(), fd) }, fd);
+            Self { fd, file }
+        }
+
+        fn free(self) {
+            use std::os::fd::AsRawFd;
+            // SAFETY: as in `fill`, back to the log's own open file.
+            assert_eq!(
+                unsafe { libc::dup2(self.file.as_raw_fd(), self.fd) },
+                self.fd
+            );
+        }
+    }
+
+    /// Polls `done` every 10 ms for at most 10 s.
+    async fn until(what: &str, mut done: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !done() {
+            assert!(Instant::now() < deadline, "{what}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// `n` calls, each a start and an end record.
+    async fn calls(log: &AuditLog, n: usize) {
+        let args = json!({});
+        for _ in 0..n {
+            log.start(call(&args, &[]))
+                .await
+                .unwrap()
+                .end(Outcome::Ok, None);
+        }
+    }
+
+    /// Records the disk refuses are held, counted in the backlog gauge, and written in order
+    /// once it takes them again, by the retry timer alone (no new record arrives).
+    #[tokio::test]
+    async fn records_the_disk_refuses_are_held_and_written_later() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::open(&config(dir.path(), 64), Some(dir.path())).unwrap();
+        calls(&log, 1).await;
+        log.flush().await.unwrap();
+        let full = FullDisk::fill(&path);
+        calls(&log, 5).await;
+        let err = log.flush().await.unwrap_err();
+        assert!(err.to_string().contains("No space left"), "{err}");
+        let stats = log.stats();
+        assert_eq!((stats.backlog, stats.dropped), (10, 0), "{stats:?}");
+        assert!(stats.write_errors > 0);
+        assert_eq!(kinds(&path).len(), 2, "nothing more reached the file");
+
+        full.free();
+        until("the retry timer writes the backlog", || {
+            log.stats().backlog == 0
+        })
+        .await;
+        let lines = read_lines(&path);
+        assert_eq!(lines.len(), 12);
+        for (i, line) in lines.iter().enumerate() {
+            assert_eq!(line["seq"], i + 1, "in order");
+        }
+        assert_eq!(log.stats().written, 12);
+        log.close().await.unwrap();
+        let report = verify_in(dir.path());
+        assert!(report.is_complete(), "{report}");
+    }
+
+    /// Once the backlog is full, newer records are dropped and counted; when the disk takes
+    /// writes again, a `dropped` record with their number comes before anything else.
+    #[tokio::test]
+    async fn a_full_backlog_drops_records_and_records_the_gap_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let cfg = AuditConfig {
+            backlog_capacity: 4,
+            ..config(dir.path(), 64)
+        };
+        let log = AuditLog::open(&cfg, Some(dir.path())).unwrap();
+        calls(&log, 1).await;
+        log.flush().await.unwrap();
+        let full = FullDisk::fill(&path);
+        calls(&log, 5).await;
+        until("the writer drops what the backlog cannot hold", || {
+            log.stats().dropped == 6
+        })
+        .await;
+        assert_eq!(log.stats().backlog, 4);
+        full.free();
+        until("the retry timer writes the backlog", || {
+            log.stats().backlog == 0
+        })
+        .await;
+        calls(&log, 1).await;
+        log.close().await.unwrap();
+        assert_eq!(
+            kinds(&path),
+            [
+                "start",
+                "end",
+                "start",
+                "end",
+                "start",
+                "end",
+                "dropped",
+                "start",
+                "end",
+                "checkpoint"
+            ]
+        );
+        let lines = read_lines(&path);
+        assert_eq!(lines[6]["count"], 6);
+        assert_eq!(lines[6]["reason"], "write_failed");
+        let report = verify_in(dir.path());
+        assert!(report.is_intact(), "{report}");
+        assert!(!report.is_complete());
+        assert_eq!(report.lost, 6);
+        assert_eq!(
+            report.gaps,
+            [Gap {
+                file: None,
+                line: 7,
+                count: 6,
+                reason: "write_failed".into()
+            }]
+        );
+        assert!(
+            report
+                .to_string()
+                .starts_with("INCOMPLETE: 6 record(s) lost in 1 gap(s)")
+        );
+    }
+
+    /// With `fail_closed`, a start the disk refuses is refused, yet its record is held and
+    /// written later with the call's end, once each; a start that does not fit the backlog
+    /// either is dropped without an end, and the gap is recorded.
+    #[tokio::test]
+    async fn fail_closed_refuses_while_the_disk_is_full_and_loses_nothing_silently() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let cfg = AuditConfig {
+            fail_closed: true,
+            backlog_capacity: 4,
+            ..config(dir.path(), 64)
+        };
+        let log = AuditLog::open(&cfg, Some(dir.path())).unwrap();
+        let full = FullDisk::fill(&path);
+        let args = json!({});
+        for _ in 0..2 {
+            let err = log.start(call(&args, &[])).await.unwrap_err();
+            assert!(err.to_string().contains("No space left"), "{err}");
+        }
+        let err = log.start(call(&args, &[])).await.unwrap_err();
+        assert!(err.to_string().contains("backlog_capacity"), "{err}");
+        assert_eq!(log.stats().backlog, 4);
+        full.free();
+        until("the retry timer writes the backlog", || {
+            log.stats().backlog == 0
+        })
+        .await;
+        log.start(call(&args, &[]))
+            .await
+            .unwrap()
+            .end(Outcome::Ok, None);
+        log.close().await.unwrap();
+        let lines = read_lines(&path);
+        assert_eq!(
+            kinds(&path),
+            [
+                "start",
+                "end",
+                "start",
+                "end",
+                "dropped",
+                "start",
+                "end",
+                "checkpoint"
+            ]
+        );
+        for (start, end) in [(0, 1), (2, 3)] {
+            assert_eq!(lines[start]["call"], lines[end]["call"]);
+            assert_eq!(lines[end]["outcome"], "error");
+            assert_eq!(lines[end]["error_kind"], "unavailable");
+        }
+        assert_eq!(lines[4]["count"], 1);
+        assert_eq!(lines[6]["outcome"], "ok");
+        let report = verify_in(dir.path());
+        assert!(report.is_intact(), "{report}");
+        assert_eq!(report.lost, 1);
+    }
+
     #[tokio::test]
     async fn a_call_dropped_without_its_end_is_recorded_as_cancelled() {
         let dir = tempfile::tempdir().unwrap();
@@ -800,7 +1188,7 @@ mod tests {
             .end(Outcome::Ok, None);
         log.flush().await.unwrap();
         assert_eq!(kinds(&path), ["start", "end"]);
-        assert!(!dir.path().join(HEAD_FILE).exists());
+        assert!(!head_file(dir.path()).exists());
 
         tokio::time::sleep(Duration::from_millis(1500)).await;
         let lines = read_lines(&path);
@@ -809,9 +1197,7 @@ mod tests {
         assert_eq!(lines[2]["count"], 2);
         assert_eq!(lines[2]["head"], lines[1]["link"]);
         let key = AuditKey::load(&dir.path().join(KEY_FILE)).unwrap();
-        let head = Head::load(&dir.path().join(HEAD_FILE), &key)
-            .unwrap()
-            .unwrap();
+        let head = Head::load(&head_file(dir.path()), &key).unwrap().unwrap();
         assert_eq!(
             (head.seq, head.link.as_str()),
             (3, lines[2]["link"].as_str().unwrap())
@@ -826,9 +1212,7 @@ mod tests {
         let lines = read_lines(&path);
         assert_eq!(lines[3]["kind"], "checkpoint");
         assert_eq!(lines[3]["reason"], "close");
-        let head = Head::load(&dir.path().join(HEAD_FILE), &key)
-            .unwrap()
-            .unwrap();
+        let head = Head::load(&head_file(dir.path()), &key).unwrap().unwrap();
         assert_eq!(head.seq, 4);
     }
 
@@ -849,9 +1233,18 @@ mod tests {
         log.flush().await.unwrap();
         assert_eq!(kinds(&path), ["dropped", "start", "start"]);
         assert_eq!(read_lines(&path)[0]["count"], 8);
+        assert_eq!(read_lines(&path)[0]["reason"], "queue_full");
         std::mem::forget(open);
         log.close().await.unwrap();
-        assert!(verify_in(dir.path()).is_intact());
+        let report = verify_in(dir.path());
+        assert!(report.is_intact(), "{report}");
+        assert!(!report.is_complete());
+        assert_eq!(report.lost, 8);
+        assert_eq!(report.gaps.len(), 1);
+        assert_eq!(
+            report.gaps[0].to_string(),
+            "line 1: 8 record(s) lost (queue_full: the queue to the writer was full)"
+        );
     }
 
     #[tokio::test]
@@ -1029,11 +1422,430 @@ mod tests {
         assert!(AuditLog::open(&cfg, Some(dir.path())).is_err());
     }
 
+    /// Gateways that share a state directory but write different logs (or one whose
+    /// `audit.path` changed) each keep a head file of their own: neither takes the other's
+    /// for a cut log.
+    #[tokio::test]
+    async fn logs_that_share_a_state_directory_each_have_their_own_head_file() {
+        let state = tempfile::tempdir().unwrap();
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let cfg = |dir: &Path| AuditConfig {
+            path: Some(dir.join("audit.jsonl")),
+            ..AuditConfig::default()
+        };
+        for dir in [a.path(), b.path(), a.path(), b.path()] {
+            let log = AuditLog::open(&cfg(dir), Some(state.path())).unwrap();
+            calls(&log, 1).await;
+            log.close().await.unwrap();
+        }
+        let key = AuditKey::load(&state.path().join(KEY_FILE)).unwrap();
+        let heads: Vec<PathBuf> = [a.path(), b.path()]
+            .iter()
+            .map(|dir| cfg(dir).head_path(Some(state.path())).unwrap())
+            .collect();
+        assert_ne!(heads[0], heads[1]);
+        for (dir, head) in [a.path(), b.path()].iter().zip(&heads) {
+            let head = Head::load(head, &key).unwrap().unwrap();
+            assert_eq!(head.log.as_deref(), Some(dir.join("audit.jsonl").as_path()));
+            let report = verify(&dir.join("audit.jsonl"), &key, Some(head.anchor())).unwrap();
+            assert!(report.is_complete(), "{report}");
+            assert_eq!(report.anchored_seq, Some(6));
+        }
+    }
+
+    /// A head file that names another log (`audit.path` changed, one `head_file` for two logs)
+    /// is no alarm: the log starts with a `head_reset` record naming the other log, and the head
+    /// file seals it from then on; the same log moved to another path is still recognised by
+    /// its first record; another chain put in its place is a replaced log.
+    #[tokio::test]
+    async fn a_head_file_names_the_log_it_seals() {
+        let dir = tempfile::tempdir().unwrap();
+        let head = dir.path().join("shared.head");
+        let cfg = |log: PathBuf| AuditConfig {
+            path: Some(log),
+            head_file: Some(head.clone()),
+            ..AuditConfig::default()
+        };
+        let a = dir.path().join("a.jsonl");
+        let log = AuditLog::open(&cfg(a.clone()), Some(dir.path())).unwrap();
+        calls(&log, 2).await;
+        log.close().await.unwrap();
+
+        // Another log with this head file (audit.path changed): it starts, and says why.
+        let b = dir.path().join("b.jsonl");
+        let log = AuditLog::open(&cfg(b.clone()), Some(dir.path())).unwrap();
+        calls(&log, 1).await;
+        log.close().await.unwrap();
+        let lines = read_lines(&b);
+        assert_eq!(lines[0]["kind"], "head_reset");
+        assert_eq!(lines[0]["head_file"], head.display().to_string());
+        assert_eq!(lines[0]["sealed_log"], a.display().to_string());
+        let key = AuditKey::load(&dir.path().join(KEY_FILE)).unwrap();
+        let loaded = Head::load(&head, &key).unwrap().unwrap();
+        assert_eq!(loaded.log.as_deref(), Some(b.as_path()));
+        let report = verify(&b, &key, Some(loaded.anchor())).unwrap();
+        assert!(report.is_complete(), "{report}");
+        // Back to the first log: the same again, the other way round.
+        let log = AuditLog::open(&cfg(a.clone()), Some(dir.path())).unwrap();
+        log.close().await.unwrap();
+        let lines = read_lines(&a);
+        assert_eq!(lines[lines.len() - 2]["kind"], "head_reset");
+        assert_eq!(
+            lines[lines.len() - 2]["sealed_log"],
+            b.display().to_string()
+        );
+
+        let moved = dir.path().join("moved");
+        std::fs::create_dir(&moved).unwrap();
+        let a_moved = moved.join("a.jsonl");
+        std::fs::rename(&a, &a_moved).unwrap();
+        let log = AuditLog::open(&cfg(a_moved.clone()), Some(dir.path())).unwrap();
+        calls(&log, 1).await;
+        log.close().await.unwrap();
+        let resets = read_lines(&a_moved)
+            .iter()
+            .filter(|l| l["kind"] == "head_reset")
+            .count();
+        assert_eq!(resets, 1, "a moved log is the same log, not another one");
+        let loaded = Head::load(&head, &key).unwrap().unwrap();
+        assert_eq!(loaded.log.as_deref(), Some(a_moved.as_path()));
+        let report = verify(&a_moved, &key, Some(loaded.anchor())).unwrap();
+        assert!(report.is_complete(), "{report}");
+        assert_eq!(report.anchored_seq, Some(report.last_seq));
+
+        // Another chain (same key) in its place.
+        let other = dir.path().join("other.jsonl");
+        let log = AuditLog::open(
+            &AuditConfig {
+                path: Some(other.clone()),
+                ..AuditConfig::default()
+            },
+            Some(dir.path()),
+        )
+        .unwrap();
+        calls(&log, 5).await;
+        log.close().await.unwrap();
+        std::fs::copy(&other, &a_moved).unwrap();
+        let err = AuditLog::open(&cfg(a_moved), Some(dir.path())).unwrap_err();
+        assert!(matches!(err, AuditError::HeadMismatch(_)), "{err}");
+        assert!(err.to_string().contains("another file"), "{err}");
+    }
+
+    /// The files an earlier version left (see `tests/fixtures/audit-v1`): its log, its key, and
+    /// its head file `audit.head`, which names no log.
+    fn earlier_version(state: &Path) {
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/audit-v1");
+        for name in ["audit.jsonl", "audit.head", "audit.key"] {
+            std::fs::copy(fixture.join(name), state.join(name)).unwrap();
+        }
+    }
+
+    /// A log and head file written by an earlier version open and verify; the log then gets
+    /// its own head file and the old one goes. An old head file that does not match is refused
+    /// as before, with the hint that it may be another log's.
+    #[tokio::test]
+    async fn a_log_and_head_file_of_an_earlier_version_still_open() {
+        let dir = tempfile::tempdir().unwrap();
+        earlier_version(dir.path());
+        let legacy = dir.path().join("audit.head");
+        let key = AuditKey::load(&dir.path().join(KEY_FILE)).unwrap();
+        let old = Head::load(&legacy, &key).unwrap().unwrap();
+        assert_eq!(old.log, None);
+        let path = dir.path().join("audit.jsonl");
+        assert!(
+            verify(&path, &key, Some(old.anchor()))
+                .unwrap()
+                .is_complete()
+        );
+
+        let log = AuditLog::open(&config(dir.path(), 8), Some(dir.path())).unwrap();
+        calls(&log, 1).await;
+        log.close().await.unwrap();
+        assert!(!legacy.exists(), "replaced by the log's own head file");
+        let report = verify_in(dir.path());
+        assert!(report.is_complete(), "{report}");
+        assert_eq!(report.anchored_seq, Some(report.last_seq));
+        assert!(report.last_seq > old.seq);
+
+        let dir = tempfile::tempdir().unwrap();
+        earlier_version(dir.path());
+        let path = dir.path().join("audit.jsonl");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let kept: Vec<&str> = text.lines().take(2).collect();
+        std::fs::write(&path, kept.join("\n") + "\n").unwrap();
+        let err = AuditLog::open(&config(dir.path(), 8), Some(dir.path())).unwrap_err();
+        assert!(err.to_string().contains("cut or replaced"), "{err}");
+        assert!(err.to_string().contains("move it aside instead"), "{err}");
+    }
+
+    /// A `dropped` record of an earlier version has no reason: it counts as a full queue.
+    #[test]
+    fn a_dropped_record_without_a_reason_is_a_full_queue() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let key = Arc::new(AuditKey::from_secret(&[5; 32]));
+        let mut writer = ChainWriter::open(&path, Arc::clone(&key)).unwrap();
+        writer.seal(|seq| {
+            format!(r#"{{"seq":{seq},"time":"t","kind":"dropped","count":3}}"#).into_bytes()
+        });
+        writer.write_backlog().1.unwrap();
+        let report = verify(&path, &key, None).unwrap();
+        assert!(report.is_intact() && !report.is_complete(), "{report}");
+        assert_eq!(report.gaps[0].reason, "queue_full");
+        assert_eq!(report.lost, 3);
+    }
+
+    /// A log rotated by size: the files, in order.
+    async fn rotated_log(dir: &Path) -> Vec<PathBuf> {
+        let cfg = AuditConfig {
+            rotate_bytes: 1500,
+            ..config(dir, 64)
+        };
+        let log = AuditLog::open(&cfg, Some(dir)).unwrap();
+        for _ in 0..8 {
+            calls(&log, 2).await;
+            log.flush().await.unwrap();
+        }
+        log.close().await.unwrap();
+        files::log_files(&dir.join("audit.jsonl")).unwrap()
+    }
+
+    fn file_lines(path: &Path) -> Vec<Value> {
+        read_lines(path)
+    }
+
+    /// Rotation by size: each full file ends with a `rotate` checkpoint, the next begins with a
+    /// `continued` record naming it and its last record, and the files verify as one chain,
+    /// anchored by the head file, also after a restart.
+    #[tokio::test]
+    async fn the_log_rotates_by_size_and_its_files_verify_as_one_chain() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = rotated_log(dir.path()).await;
+        assert!(files.len() >= 4, "{files:?}");
+        let live = dir.path().join("audit.jsonl");
+        assert_eq!(files.last(), Some(&live));
+        for pair in files.windows(2) {
+            let before = file_lines(&pair[0]);
+            let last = before.last().unwrap();
+            assert_eq!(last["kind"], "checkpoint");
+            assert_eq!(last["reason"], "rotate");
+            assert!(std::fs::metadata(&pair[0]).unwrap().len() >= 1500);
+            let first = &file_lines(&pair[1])[0];
+            assert_eq!(first["kind"], "continued");
+            assert_eq!(first["previous_file"], files::name_of(&pair[0]).as_str());
+            assert_eq!(first["previous_seq"], last["seq"]);
+            assert_eq!(first["previous_link"], last["link"]);
+            assert_eq!(first["seq"], last["seq"].as_u64().unwrap() + 1);
+        }
+        let key = AuditKey::load(&dir.path().join(KEY_FILE)).unwrap();
+        let head = Head::load(&head_file(dir.path()), &key).unwrap().unwrap();
+        let report = verify_files(&files, &key, Some(head.anchor())).unwrap();
+        assert!(report.is_complete(), "{report}");
+        assert_eq!(report.files, files.len() as u64);
+        assert_eq!(report.anchored_seq, Some(report.last_seq));
+        assert_eq!(report.verified, report.last_seq);
+        assert!(
+            report
+                .to_string()
+                .contains(&format!("in {} files", files.len()))
+        );
+
+        let log = AuditLog::open(&config(dir.path(), 8), Some(dir.path())).unwrap();
+        calls(&log, 1).await;
+        log.close().await.unwrap();
+        let files = files::log_files(&live).unwrap();
+        let head = Head::load(&head_file(dir.path()), &key).unwrap().unwrap();
+        let report = verify_files(&files, &key, Some(head.anchor())).unwrap();
+        assert!(report.is_complete(), "{report}");
+        assert_eq!(report.anchored_seq, Some(report.last_seq));
+    }
+
+    /// A missing, reordered, edited or foreign file breaks the chain where it is, naming it;
+    /// older files archived away leave a set that still verifies, and says where it starts.
+    #[tokio::test]
+    async fn a_missing_reordered_or_edited_file_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = rotated_log(dir.path()).await;
+        let key = AuditKey::load(&dir.path().join(KEY_FILE)).unwrap();
+        let check = |files: &[PathBuf]| verify_files(files, &key, None).unwrap();
+        let name = |i: usize| files::name_of(&files[i]);
+
+        let mut missing = files.clone();
+        missing.remove(1);
+        let report = check(&missing);
+        assert!(
+            matches!(&report.first_problem, Some(ChainProblem::FilesMissing { file, after, .. })
+                if *file == name(2) && *after == name(0)),
+            "{report}"
+        );
+        assert!(
+            report.to_string().contains("a file of the log is missing"),
+            "{report}"
+        );
+
+        let mut reordered = files.clone();
+        reordered.swap(1, 2);
+        let report = check(&reordered);
+        assert_eq!(report.problems, 3, "{report}");
+        assert!(
+            report.file_problems.iter().any(|p| matches!(p,
+                ChainProblem::OutOfOrder { file, after, .. } if *file == name(1) && *after == name(2))),
+            "{:?}",
+            report.file_problems
+        );
+        let out_of_order = report
+            .file_problems
+            .iter()
+            .map(ToString::to_string)
+            .find(|p| p.contains("out of order"))
+            .unwrap();
+        assert!(
+            out_of_order.starts_with(&format!("{} continues record", name(1))),
+            "{out_of_order}"
+        );
+        let later_first = check(&[files[2].clone(), files[0].clone()]);
+        assert!(
+            matches!(&later_first.first_problem, Some(ChainProblem::NotContinued { file, .. }) if *file == name(0)),
+            "{later_first}"
+        );
+
+        let edited = dir.path().join("edited");
+        std::fs::create_dir(&edited).unwrap();
+        let mut copies = Vec::new();
+        for file in &files {
+            let copy = edited.join(file.file_name().unwrap());
+            std::fs::copy(file, &copy).unwrap();
+            copies.push(copy);
+        }
+        let text = std::fs::read_to_string(&copies[1]).unwrap();
+        std::fs::write(
+            &copies[1],
+            text.replacen(r#""sub":"alice""#, r#""sub":"mallory""#, 1),
+        )
+        .unwrap();
+        let report = check(&copies);
+        assert!(
+            matches!(report.first_problem, Some(ChainProblem::Altered { .. })),
+            "{report}"
+        );
+        assert_eq!(report.first_problem_file.as_deref(), Some(name(1).as_str()));
+        assert!(
+            report
+                .to_string()
+                .starts_with(&format!("BROKEN: {}: line ", name(1))),
+            "{report}"
+        );
+
+        let archived = check(&files[2..]);
+        assert!(archived.is_complete(), "{archived}");
+        let starts = archived.starts_after.unwrap();
+        assert_eq!(starts.file, name(1));
+    }
+
+    /// Rotation by age: once the live file's first record is `rotate_secs` old, the file is
+    /// rotated at the next batch.
+    #[tokio::test]
+    async fn the_log_rotates_by_age() {
+        let dir = tempfile::tempdir().unwrap();
+        let live = dir.path().join("audit.jsonl");
+        let cfg = AuditConfig {
+            rotate_secs: 1,
+            ..config(dir.path(), 64)
+        };
+        let log = AuditLog::open(&cfg, Some(dir.path())).unwrap();
+        calls(&log, 1).await;
+        log.flush().await.unwrap();
+        assert!(files::rotated_files(&live).unwrap().is_empty());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while files::rotated_files(&live).unwrap().is_empty() {
+            assert!(Instant::now() < deadline, "never rotated");
+            calls(&log, 1).await;
+            log.flush().await.unwrap();
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        log.close().await.unwrap();
+        let rotated = files::rotated_files(&live).unwrap();
+        let lines = file_lines(&rotated[0]);
+        let (first, last) = (&lines[0], lines.last().unwrap());
+        assert_eq!(last["reason"], "rotate");
+        let ms = |v: &Value| {
+            let t = v["time"].as_str().unwrap();
+            let secs: f64 = t[17..23].parse().unwrap();
+            let mins: f64 = t[14..16].parse().unwrap();
+            mins * 60.0 + secs
+        };
+        let age = (ms(last) - ms(first)).rem_euclid(3600.0);
+        assert!(age >= 1.0, "rotated after {age} s");
+        let report = verify_files(
+            &files::log_files(&live).unwrap(),
+            &log_key(dir.path()),
+            None,
+        )
+        .unwrap();
+        assert!(report.is_complete(), "{report}");
+    }
+
+    fn log_key(dir: &Path) -> AuditKey {
+        AuditKey::load(&dir.join(KEY_FILE)).unwrap()
+    }
+
+    /// A rotation cut short by a crash is picked up: the head file names the rotated file's
+    /// name before the rename, and the gateway continues from whichever file holds the record.
+    #[tokio::test]
+    async fn a_rotation_cut_short_by_a_crash_is_completed() {
+        let dir = tempfile::tempdir().unwrap();
+        let live = dir.path().join("audit.jsonl");
+        let log = AuditLog::open(&config(dir.path(), 8), Some(dir.path())).unwrap();
+        calls(&log, 2).await;
+        log.close().await.unwrap();
+        let key = log_key(dir.path());
+        let head_path = head_file(dir.path());
+        let head = Head::load(&head_path, &key).unwrap().unwrap();
+        let rotated = files::rotated_name(&live, std::time::SystemTime::now());
+        let naming_rotated = Head {
+            file: Some(files::name_of(&rotated)),
+            ..head
+        };
+        naming_rotated.save(&head_path, &key).unwrap();
+
+        // Before the rename: the live file still holds the record.
+        let log = AuditLog::open(&config(dir.path(), 8), Some(dir.path())).unwrap();
+        log.close().await.unwrap();
+        let head = Head::load(&head_path, &key).unwrap().unwrap();
+        Head {
+            file: Some(files::name_of(&rotated)),
+            ..head
+        }
+        .save(&head_path, &key)
+        .unwrap();
+
+        // After it, before a new live file: the gateway makes one that continues the chain.
+        std::fs::rename(&live, &rotated).unwrap();
+        let log = AuditLog::open(&config(dir.path(), 8), Some(dir.path())).unwrap();
+        calls(&log, 1).await;
+        log.close().await.unwrap();
+        let first = &file_lines(&live)[0];
+        assert_eq!(first["kind"], "continued");
+        assert_eq!(first["previous_file"], files::name_of(&rotated).as_str());
+        let files = files::log_files(&live).unwrap();
+        assert_eq!(files, [rotated, live]);
+        let head = Head::load(&head_path, &key).unwrap().unwrap();
+        let report = verify_files(&files, &key, Some(head.anchor())).unwrap();
+        assert!(report.is_complete(), "{report}");
+        assert_eq!(report.anchored_seq, Some(report.last_seq));
+    }
+
     #[test]
     fn zero_capacity_and_interval_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let err = AuditLog::open(&config(dir.path(), 0), Some(dir.path())).unwrap_err();
         assert!(matches!(err, AuditError::ZeroCapacity));
+        let cfg = AuditConfig {
+            backlog_capacity: 0,
+            ..config(dir.path(), 1)
+        };
+        let err = AuditLog::open(&cfg, Some(dir.path())).unwrap_err();
+        assert!(matches!(err, AuditError::ZeroBacklog));
         let cfg = AuditConfig {
             checkpoint_interval_secs: 0,
             ..config(dir.path(), 1)

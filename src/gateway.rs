@@ -243,6 +243,7 @@ impl Stores {
                 .map_err(|e| GatewayError::State(e.to_string()))?,
             None => SessionOwners::in_memory(),
         });
+        tokio::spawn(Arc::clone(&owners).retry_failed_saves(engine_shutdown.clone()));
         let workspaces = match (&state_dir, config.workspaces.enabled) {
             (Some(dir), true) => Some(
                 Workspaces::open(

@@ -249,9 +249,9 @@ impl fmt::Display for LimitExceeded {
         match self.limit {
             Limit::Requests | Limit::ToolCalls => write!(
                 f,
-                "rate limit `{name}` exceeded ({} per second for this client); retry in {} s",
+                "rate limit `{name}` exceeded ({} per second for this client); retry in {} ms",
                 self.allowed,
-                self.retry_after_secs().unwrap_or(1)
+                self.retry_after_ms().unwrap_or(1000)
             ),
             Limit::BatchSize => write!(
                 f,
@@ -640,29 +640,27 @@ pub fn too_many_requests(exceeded: &LimitExceeded) -> Response {
 pub struct ToolCallRequest {
     /// The JSON-RPC id to answer.
     pub id: serde_json::Value,
+    /// The protocol version the call speaks (its answer's shape depends on it).
+    pub version: rmcp::model::ProtocolVersion,
 }
 
 /// The answer to a `tools/call` refused by the request rate: its JSON-RPC result, `isError`,
 /// with the text a tool's own errors have (`error (busy): …`, see `mcp::error`) naming the
 /// limit and when to retry.
-pub fn refused_tool_call(exceeded: &LimitExceeded, id: &serde_json::Value) -> Response {
+pub fn refused_tool_call(exceeded: &LimitExceeded, call: &ToolCallRequest) -> Response {
     let retry_ms = exceeded.retry_after_ms().unwrap_or(1000);
     let text = format!(
         "error (busy): {exceeded}\nsuggestion: retry after {retry_ms} ms (retry_after_ms: \
          {retry_ms}); send fewer requests, and batch operations into one call where a batch \
          tool exists"
     );
-    Json(serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "result": {"content": [{"type": "text", "text": text}], "isError": true},
-    }))
-    .into_response()
+    crate::http::answer::tool_result(&call.id, text, &call.version)
 }
 
 /// axum middleware: `from_fn_with_state(Arc<Limits>, limit_requests)`, inside (after)
 /// [`crate::auth::require_bearer`] and the JSON-RPC body check: a refused `tools/call` gets
-/// [`refused_tool_call`], any other request 429 ([`too_many_requests`]).
+/// [`refused_tool_call`], any other request 429 ([`too_many_requests`]); a DELETE (a client
+/// ending its session) is neither counted nor refused.
 pub async fn limit_requests<C>(
     State(limits): State<Arc<Limits<C>>>,
     req: Request,
@@ -677,10 +675,15 @@ where
         );
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     };
+    // Ending a session is never refused: a client refused its DELETE would leave the session
+    // behind, counted against its cap, exactly when it is trying to go away.
+    if req.method() == http::Method::DELETE {
+        return next.run(req).await;
+    }
     match limits.check_request(&principal.sub) {
         Ok(()) => next.run(req).await,
         Err(exceeded) => match req.extensions().get::<ToolCallRequest>() {
-            Some(call) => refused_tool_call(&exceeded, &call.id),
+            Some(call) => refused_tool_call(&exceeded, call),
             None => too_many_requests(&exceeded),
         },
     }
@@ -801,7 +804,7 @@ mod tests {
         assert_eq!(err.retry_after, Some(Duration::from_secs(1)));
         assert_eq!(
             err.to_string(),
-            "rate limit `tool_calls_per_second` exceeded (1 per second for this client); retry in 1 s"
+            "rate limit `tool_calls_per_second` exceeded (1 per second for this client); retry in 1000 ms"
         );
         for _ in 0..3 {
             assert_eq!(limits.check_tool_call("fast"), Ok(()));

@@ -473,14 +473,13 @@ async fn a_cancelled_call_cannot_be_approved_and_nothing_is_held_unseen() {
         let mcp = mcp.clone();
         async move { common::response_message(mcp.post(&body).send().await.unwrap()).await }
     });
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    if held.is_finished() {
-        panic!("{:?}", held.await);
-    }
     let id = the_waiting_call(&base, &erin).await["id"]
         .as_str()
         .unwrap()
         .to_owned();
+    if held.is_finished() {
+        panic!("{:?}", held.await);
+    }
     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": 9, "reason": "changed my mind"}});
     let status = mcp.post(&cancel).send().await.unwrap().status();
@@ -496,7 +495,20 @@ async fn a_cancelled_call_cannot_be_approved_and_nothing_is_held_unseen() {
     assert!(gone, "the cancelled call left the desk");
     let (status, _) = decide(&base, &erin, &id, json!({"decision": "approve"})).await;
     assert_eq!(status, 404, "a cancelled call cannot be approved");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A call the rules let through, in the same session and pane after the refused approval,
+    // is typed; the cancelled one is not typed before it (nor with it).
+    let fence = json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": {
+        "name": "send_keys",
+        "arguments": {"target": pane, "keys": "echo fence-$((1+2))", "literal": true, "enter": true},
+    }});
+    let typed = mcp.request(&fence).await;
+    assert_eq!(typed["result"]["isError"], false, "{typed}");
+    assert!(
+        wait_until(Duration::from_secs(10), || screen(&tmux, &pane)
+            .contains("fence-3"))
+        .await,
+        "the call after it was typed"
+    );
     assert!(!screen(&tmux, &pane).contains("CANCELLED"), "nothing ran");
     held.abort();
 

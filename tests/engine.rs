@@ -223,14 +223,9 @@ async fn send_keys_literal_delivers_exactly_the_text_sent() {
     cases.push(random_bytes(&mut seed, 20_000, true));
     let expected: Vec<u8> = cases.concat();
 
-    // A pane that records its input raw: no echo, no line editing, no signals.
-    let record = format!(
-        "stty raw -echo; head -c {} > {}",
-        expected.len(),
-        out.display()
-    );
-    tmux.ok(&["respawn-pane", "-k", "-t", "main", &record]);
-    std::thread::sleep(Duration::from_millis(300));
+    // A pane that records its input raw (no echo, no line editing, no signals), once it says
+    // its terminal is set up.
+    tmux.record_input("main", &out, expected.len(), false).await;
     let pane = tmux.pane_id("main");
 
     let commands = cases
@@ -309,13 +304,19 @@ async fn every_call_returns_when_the_server_is_killed_mid_burst() {
         ),
         other => panic!("expected Unavailable, got {other:?}"),
     }
-    // ...and succeed again as soon as a server is back.
+    // ...and succeed again once a server is back (after the reconnect backoff: until then they
+    // still fail fast).
     tmux.start_again();
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let lines = server
-        .run(&caller(), display("#{session_name}"))
-        .await
-        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let lines = loop {
+        match server.run(&caller(), display("#{session_name}")).await {
+            Ok(lines) => break lines,
+            Err(EngineError::Unavailable { .. }) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            other => panic!("the server is back: {other:?}"),
+        }
+    };
     assert_eq!(lines, vec![b"main".to_vec()]);
 }
 
@@ -829,6 +830,8 @@ async fn subscribers_queued_behind_the_attach_are_linked_in_one_job() {
     }
     let attach = SlowAttach::begin(&tmux).await;
     let (server, first) = (attach.server.clone(), attach.first);
+    let jobs = || server.worker().stats().latency.snapshot().count;
+    let found_none = jobs();
 
     let mut queued = Vec::new();
     for i in 0..QUEUED {
@@ -842,9 +845,14 @@ async fn subscribers_queued_behind_the_attach_are_linked_in_one_job() {
         .subscribe(&caller(), tmux.pane_id(&format!("s{QUEUED}")), within(300))
         .await;
     assert!(matches!(gave_up, Err(EngineError::Timeout { .. })));
-    // Each has found its pane (a command each) and waits for its link.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let jobs = || server.worker().stats().latency.snapshot().count;
+    // Each has found its pane (a command each, the one that gave up too) and waits for its link.
+    let found = found_none + QUEUED as u64 + 1;
+    assert!(
+        wait_until(Duration::from_secs(10), || jobs() >= found).await,
+        "{} of {} panes found",
+        jobs() - found_none,
+        QUEUED + 1
+    );
     let before = jobs();
 
     let mut subscriptions = vec![first.await.unwrap().unwrap()];

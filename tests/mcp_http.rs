@@ -578,7 +578,7 @@ async fn sessions_belong_to_their_client_and_are_capped_per_client() {
 
 /// A `tools/call` refused by the HTTP request rate is answered as that call's result
 /// (`isError`, the limit named, `retry_after_ms`), which SDKs hand to the model; other
-/// requests beyond the rate still get 429 with `Retry-After`.
+/// requests beyond the rate still get 429 with `Retry-After`, but never a DELETE.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_call_over_the_request_rate_is_a_tool_result_that_says_when_to_retry() {
     let mut config = two_server_config();
@@ -629,4 +629,15 @@ async fn a_tool_call_over_the_request_rate_is_a_tool_result_that_says_when_to_re
         .unwrap();
     assert_eq!(ping.status(), 429, "a request that is not a tool call");
     assert!(ping.headers().contains_key("retry-after"));
+
+    // Ending the session is never refused, however fast the client went.
+    let session = mcp.session_id.clone().expect("a session id");
+    let mut end = reqwest::Client::new()
+        .delete(&mcp.url)
+        .header("mcp-session-id", &session);
+    if let Some(token) = &mcp.bearer {
+        end = end.bearer_auth(token);
+    }
+    let ended = end.send().await.unwrap();
+    assert_eq!(ended.status(), 204, "DELETE while over the request rate");
 }

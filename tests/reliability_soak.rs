@@ -105,8 +105,10 @@ struct Shared {
     latencies: Mutex<Latencies>,
     failures: AtomicU64,
     calls: AtomicU64,
-    /// Waits that saw their command's output (the others timed out).
+    /// Waits that saw their command's output.
     matched: AtomicU64,
+    /// Waits that returned without it (a timeout, or any other outcome): each one fails the run.
+    missed: AtomicU64,
 }
 
 impl Agent {
@@ -143,23 +145,35 @@ impl Agent {
     async fn turn(&mut self, shared: &Shared) {
         self.step += 1;
         let (pane, step) = (self.pane.clone(), self.step);
-        self.call(
-            shared,
-            "send_keys",
-            // The pause lets the wait below subscribe before the output comes.
-            json!({"target": pane, "keys": format!("sleep 0.3; echo step-{step}-$((6*7))"),
-                   "literal": true}),
-        )
-        .await;
+        let sent = self
+            .call(
+                shared,
+                "send_keys",
+                json!({"target": pane, "keys": format!("echo step-{step}-$((6*7))"),
+                       "literal": true}),
+            )
+            .await;
+        // The wait starts from the position the input was sent at, so output that came before
+        // the wait subscribed is seen too.
+        let since = sent.as_ref().and_then(|s| s["output_position"].as_str());
         let waited = self
             .call(
                 shared,
                 "wait_for_text",
-                json!({"target": pane, "patterns": [format!("step-{step}-42")], "timeout": 10}),
+                json!({"target": pane, "patterns": [format!("step-{step}-42")], "since": since,
+                       "timeout": 10}),
             )
             .await;
-        if waited.is_some_and(|w| w["outcome"] == "matched") {
-            shared.matched.fetch_add(1, Ordering::Relaxed);
+        match waited {
+            Some(w) if w["outcome"] == "matched" => {
+                shared.matched.fetch_add(1, Ordering::Relaxed);
+            }
+            Some(w) => {
+                shared.missed.fetch_add(1, Ordering::Relaxed);
+                eprintln!("step {step} in {pane}: the wait missed its output: {w}");
+            }
+            // A failed call (send or wait) is counted as a failure already.
+            None => {}
         }
         self.call(shared, "capture_pane", json!({"target": pane}))
             .await;
@@ -320,6 +334,7 @@ async fn soak() {
         failures: AtomicU64::new(0),
         calls: AtomicU64::new(0),
         matched: AtomicU64::new(0),
+        missed: AtomicU64::new(0),
     });
     let mut tasks = Vec::new();
     for mut agent in workers {
@@ -367,12 +382,13 @@ fn report(shared: &Shared, samples: &[Sample], minutes: u64, agents: usize) -> S
     let latencies = shared.latencies.lock().expect("not poisoned");
     let mut out = format!(
         "Soak: {agents} agents, {minutes} min, {} calls, {} failed, {} waits matched their \
-         command's output.\n\n\
+         command's output, {} missed it.\n\n\
          | minute | calls | p50 | p99 | RSS KiB | threads | fds | tmux clients | MCP sessions | waits | output conns |\n\
          |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         shared.calls.load(Ordering::Relaxed),
         shared.failures.load(Ordering::Relaxed),
         shared.matched.load(Ordering::Relaxed),
+        shared.missed.load(Ordering::Relaxed),
     );
     for (minute, calls) in latencies.by_minute.iter().enumerate() {
         if calls.is_empty() {
@@ -463,4 +479,13 @@ fn check(shared: &Shared, samples: &[Sample], minutes: usize) {
         "p99 of the last full minute is {ratio:.2}x minute 2's"
     );
     assert_eq!(shared.failures.load(Ordering::Relaxed), 0, "calls failed");
+    assert_eq!(
+        shared.missed.load(Ordering::Relaxed),
+        0,
+        "waits that did not see their command's output"
+    );
+    assert!(
+        shared.matched.load(Ordering::Relaxed) > 0,
+        "no wait saw its output"
+    );
 }

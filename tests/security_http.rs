@@ -551,7 +551,8 @@ async fn security_layers_over_real_http() {
     );
     assert!(starts.values().all(|l| l["mcp_session"].is_string()));
     let key = AuditKey::load(&gw._dir.path().join("audit.key")).unwrap();
-    let head = Head::load(&gw._dir.path().join("audit.head"), &key).unwrap();
+    let head_file = muxgate::audit::files::default_head(gw._dir.path(), &gw.audit_path);
+    let head = Head::load(&head_file, &key).unwrap();
     assert!(head.is_some(), "closing the log wrote its head");
     let report = verify(
         &gw.audit_path,

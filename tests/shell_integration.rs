@@ -7,7 +7,6 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use common::tmux::{TestTmux, unique_socket_name};
 use common::tools::{Client, call_ok, call_until, client, type_line};
@@ -343,7 +342,8 @@ async fn panes_start_plain_when_integration_is_off_or_a_default_command_is_set()
 }
 
 /// A server `create_session` starts reads its configuration as it starts: its first shell is
-/// replaced by the integrated one as soon as the default shell is known.
+/// replaced by the integrated one as soon as the default shell is known. The gateway hands the
+/// server its own `SHELL`, which the tests set to bash (`common::isolation`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_session_of_a_server_the_gateway_starts_is_integrated() {
     let socket = unique_socket_name();
@@ -366,15 +366,44 @@ async fn the_first_session_of_a_server_the_gateway_starts_is_integrated() {
         .trim()
         .into();
     let shell = tmux.ok(&["display-message", "-p", "#{default-shell}"]);
+    assert_eq!(shell.trim(), common::isolation::LOGIN_SHELL);
+    assert!(IntegratedShell::of(shell.trim()).is_some(), "{shell}");
     let pane = first_pane(&tmux, "first");
     at_its_prompt(&client, &pane).await;
     type_line(&tmux, &pane, "true");
-    let integrated = IntegratedShell::of(shell.trim()).is_some();
-    let listed = if integrated {
-        finished(&client, &pane, 1).await
-    } else {
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        call_ok(&client, "list_commands", json!({"target": pane})).await
-    };
-    assert_eq!(listed["shell_integration"], integrated, "{shell}: {listed}");
+    let listed = finished(&client, &pane, 1).await;
+    assert_eq!(listed["shell_integration"], true, "{shell}: {listed}");
+}
+
+/// The shells the tests start live in the tests' own home, never the developer's: the tmux
+/// servers get it, and so do the shells in their panes (bash here, as the gateway's servers
+/// start it), with none of the variables that name another startup file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tests_start_their_shells_in_a_home_of_their_own() {
+    let home = std::env::var_os("HOME").expect("a HOME");
+    assert_ne!(
+        Some(&home),
+        common::isolation::user_home().as_ref(),
+        "the developer's home"
+    );
+    let home = Path::new(&home);
+    assert!(home.join(".zshrc").is_file(), "{}", home.display());
+
+    let tmux = TestTmux::start();
+    let server = tmux.ok(&["show-environment", "-g", "HOME"]);
+    assert_eq!(server.trim(), format!("HOME={}", home.display()));
+    let pane = tmux
+        .split_running("main", common::isolation::LOGIN_SHELL)
+        .to_string();
+    type_line(
+        &tmux,
+        &pane,
+        "echo \"home=$HOME rc=${ENV-}${BASH_ENV-}${ZDOTDIR-} shell=$SHELL\" | tr = :",
+    );
+    let seen = format!(
+        "home:{} rc: shell:{}",
+        home.display(),
+        common::isolation::LOGIN_SHELL
+    );
+    common::tools::wait_for_screen(&tmux, &pane, &seen).await;
 }

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use common::serve::ServeProcess;
 use common::tmux::{StoppedServer, TestTmux};
-use common::{RawMcp, TEST_SECRET};
+use common::{RawMcp, TEST_SECRET, wait_until_async};
 use serde_json::{Value, json};
 
 fn write_config(dir: &Path, tmux: &TestTmux, grace_secs: u64) -> std::path::PathBuf {
@@ -59,6 +59,27 @@ fn list_sessions(id: u64) -> Value {
         "jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": {"name": "list_sessions", "arguments": {"server": "work"}}
     })
+}
+
+/// The tmux commands the gateway has written to `work`'s command connection (`/metrics`).
+async fn commands_sent(gateway: &ServeProcess) -> f64 {
+    common::probe::metric(
+        &gateway.base,
+        "muxgate_tmux_commands_total{server=\"work\"}",
+    )
+    .await
+}
+
+/// Until the gateway has written a command to the stopped tmux server after `before` were: a
+/// call that sent it cannot end before the server resumes.
+async fn until_sent_after(gateway: &ServeProcess, before: f64) {
+    assert!(
+        wait_until_async(Duration::from_secs(30), || async {
+            commands_sent(gateway).await > before
+        })
+        .await,
+        "the call never reached tmux"
+    );
 }
 
 /// A second handle on the same session (RawMcp is not `Clone`).
@@ -106,20 +127,27 @@ async fn sigterm_lets_in_flight_calls_finish_then_flushes_and_detaches() {
     });
 
     // A call in flight: its tmux server is stopped under it.
+    let before = commands_sent(&gateway).await;
     let stopped = StoppedServer::new(&tmux);
     let in_flight = {
         let mcp = same_session(&mcp);
         tokio::spawn(async move { mcp.request(&list_sessions(2)).await })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    until_sent_after(&gateway, before).await;
     assert!(!in_flight.is_finished());
 
-    let sigterm_at = Instant::now();
-    gateway.signal(libc::SIGTERM);
-    tokio::time::sleep(Duration::from_millis(500)).await;
     let addr = gateway.base.trim_start_matches("http://").to_owned();
     assert!(
-        tokio::net::TcpStream::connect(&addr).await.is_err(),
+        tokio::net::TcpStream::connect(&addr).await.is_ok(),
+        "the listener accepts before the shutdown"
+    );
+    let sigterm_at = Instant::now();
+    gateway.signal(libc::SIGTERM);
+    assert!(
+        wait_until_async(Duration::from_secs(5), || async {
+            tokio::net::TcpStream::connect(&addr).await.is_err()
+        })
+        .await,
         "the listener stops accepting once shutdown begins"
     );
     assert!(!in_flight.is_finished(), "the call is still running");
@@ -225,12 +253,13 @@ async fn a_call_that_outlives_the_grace_period_is_cut_off_in_time() {
     let (mcp, _) = client(&gateway, &config).await;
     mcp.request(&list_sessions(1)).await;
 
+    let before = commands_sent(&gateway).await;
     let _stopped = StoppedServer::new(&tmux);
     let stuck = {
         let mcp = same_session(&mcp);
         tokio::spawn(async move { mcp.post(&list_sessions(2)).send().await })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    until_sent_after(&gateway, before).await;
     let sigterm_at = Instant::now();
     gateway.signal(libc::SIGTERM);
     let status = gateway.wait(Duration::from_secs(20)).await;
@@ -272,7 +301,13 @@ async fn sigterm_ends_a_running_wait_with_a_clear_result() {
             .await
         })
     };
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        wait_until_async(Duration::from_secs(30), || async {
+            common::probe::metric(&gateway.base, "muxgate_waits_active").await == 1.0
+        })
+        .await,
+        "the wait never started"
+    );
     assert!(!waiting.is_finished(), "the wait is running");
 
     let sigterm_at = Instant::now();

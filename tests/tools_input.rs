@@ -193,7 +193,11 @@ async fn pastes_are_bracketed_when_the_program_asks() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("bracketed");
     let expected = b"\x1b[200~line 1\nline 2\x1b[201~plain\n".to_vec();
-    let pane = tmux.record_input("main", &out, expected.len(), true).await;
+    // A last paste after the refused one: anything the refused one typed would come before it.
+    let fence = b"\x1b[200~fence\x1b[201~".to_vec();
+    let pane = tmux
+        .record_input("main", &out, expected.len() + fence.len(), true)
+        .await;
     ok(
         &client,
         "paste_text",
@@ -206,11 +210,6 @@ async fn pastes_are_bracketed_when_the_program_asks() {
         json!({"target": pane, "text": "plain\n", "bracket": false}),
     )
     .await;
-    let got = wait_for_file(&out, Duration::from_secs(10), |d| d.len() >= expected.len()).await;
-    assert_eq!(
-        String::from_utf8_lossy(&got),
-        String::from_utf8_lossy(&expected)
-    );
     // Text that would end the paste early (and be typed as commands) is refused; nothing of
     // it reaches the program.
     let refused = fails(
@@ -224,11 +223,19 @@ async fn pastes_are_bracketed_when_the_program_asks() {
         refused["message"].as_str().unwrap().contains("201~"),
         "{refused}"
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    ok(
+        &client,
+        "paste_text",
+        json!({"target": pane, "text": "fence"}),
+    )
+    .await;
+    // The recorder writes what it read once it has all of it.
+    let all = [expected, fence].concat();
+    let got = wait_for_file(&out, Duration::from_secs(10), |d| d.len() >= all.len()).await;
     assert_eq!(
-        std::fs::read(&out).unwrap(),
-        expected,
-        "nothing more was typed"
+        String::from_utf8_lossy(&got),
+        String::from_utf8_lossy(&all),
+        "the pastes, and nothing of the refused one"
     );
 }
 

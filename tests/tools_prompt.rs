@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::tmux::TestTmux;
-use common::tools::{Client, call_err, call_ok, client, screen, wait_for_screen};
+use common::tools::{Client, call_err, call_ok, client, screen, type_line, wait_for_screen};
 use common::{config_with_server, spawn_gateway};
 use serde_json::{Value, json};
 
@@ -360,7 +360,9 @@ async fn an_agents_own_hook_reports_what_proc_cannot_tell() {
     assert_eq!(answer["ready_by"], "agent_report", "{answer}");
     assert_eq!(answer["enter_presses"], 1, "{answer}");
     wait_for_screen(&tmux, &pane, "got 16").await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A line typed after it is read next: a second Enter would have been read before it.
+    type_line(&tmux, &pane, "ab");
+    wait_for_screen(&tmux, &pane, "got 3").await;
     assert!(!screen(&tmux, &pane).contains("got 1\n"), "a second Enter");
     // It printed since: the report no longer says it waits, and quiet is not long enough.
     let stale = call_ok(

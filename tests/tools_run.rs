@@ -145,11 +145,15 @@ async fn run_command_reads_stdin_and_reports_interrupts() {
     assert_eq!(read["exit_status"], 0, "{read}");
     assert_eq!(read["output"], "some input\ngot:some input\n");
 
-    // C-c from another call interrupts it: 130.
-    let sleeping = run(&client, &pane, "sleep 30; echo not-reached");
+    // C-c from another call interrupts it: 130. It is sent once the command line runs (before,
+    // C-c would only cancel the line being read).
+    let sleeping = run(
+        &client,
+        &pane,
+        "echo sleep-$((1+1)); sleep 30; echo not-reached",
+    );
     let interrupt = async {
-        wait_for_screen(&tmux, &pane, "sleep 30").await;
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        wait_for_screen(&tmux, &pane, "sleep-2\n").await;
         call_ok(
             &client,
             "send_keys",
@@ -286,16 +290,19 @@ async fn concurrent_runs_in_two_panes_do_not_mix() {
     );
 
     // Two runs in one pane: the second is refused while the first owns the pane.
-    let (first, second) = tokio::join!(run(&client, &a, "sleep 1; echo one"), async {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        call_err(
+    // The first waits for a line the test types once the second has been refused.
+    let (first, second) = tokio::join!(run(&client, &a, "read _; echo one"), async {
+        wait_for_screen(&tmux, &a, "read _; echo one").await;
+        let refused = call_err(
             &client,
             "run_command",
             json!({"target": a, "command": "echo two"}),
         )
-        .await
+        .await;
+        common::tools::type_line(&tmux, &a, "go");
+        refused
     });
-    assert_eq!(first["output"], "one\n");
+    assert_eq!(first["output"], "go\none\n", "{first}");
     assert_eq!(second["kind"], "conflict", "{second}");
 }
 

@@ -329,6 +329,7 @@ async fn escape_suite(privilege: Privilege) {
             run_as: owner.map(|uid| (uid, uid)),
             session_keyring: Some(GATEWAY_KEYRING),
             inherited_fd: Some((inherited.into(), INHERITED_FD)),
+            ..ServeOptions::default()
         },
     )
     .await;

@@ -1608,3 +1608,33 @@ async fn servers_are_chosen_by_name_under_the_same_access_rules() {
     )
     .await;
 }
+
+/// `zellij_run_command` answers an exit status only with the output printed before it, every
+/// time: Zellij can report a command's exit before its screen shows all the command printed,
+/// and an answer read then had the status without the output (seen once in five agent loops).
+/// Fifty runs in a row, each answer whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_off_command_is_answered_with_its_whole_output_every_time() {
+    let Some(Setup {
+        h: _h,
+        session: _,
+        gateway: _gateway,
+        client,
+    }) = setup().await
+    else {
+        return;
+    };
+    for run in 0..50 {
+        let answer = ok(
+            &client,
+            "zellij_run_command",
+            json!({"command": format!("printf 'ZOUT%s\\n' {run}; printf 'tail-%s\\n' {run}; exit 3")}),
+        )
+        .await;
+        assert_eq!(
+            (&answer["exit_status"], &answer["output"]),
+            (&json!(3), &json!(format!("ZOUT{run}\ntail-{run}"))),
+            "run {run}: {answer}"
+        );
+    }
+}

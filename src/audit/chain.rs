@@ -1,4 +1,5 @@
-//! The audit file's keyed chain: sealing lines as they are appended, and verifying a file.
+//! The audit file's keyed chain: sealing lines as they are appended (verifying them is
+//! [`super::verify`]'s).
 //!
 //! Every line is one JSON object whose first field is `seq` (1, 2, 3, … across restarts) and
 //! whose last field is `"link":"<64 hex>"`. The link is HMAC-SHA256 (the chain key, see
@@ -19,7 +20,7 @@
 //! it reopens such a file.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -27,6 +28,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
+use super::backlog::Backlog;
 use super::key::AuditKey;
 
 /// The link before the first line of a chain.
@@ -60,6 +62,18 @@ pub(crate) struct Unsealed {
     pub seq: u64,
     pub kind: Option<String>,
     pub reason: Option<String>,
+    pub count: Option<u64>,
+    pub time: Option<String>,
+    /// What a `continued` record names.
+    pub continued: Option<Continued>,
+}
+
+/// The file a `continued` record continues, and that file's last record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Continued {
+    pub file: String,
+    pub seq: u64,
+    pub link: String,
 }
 
 #[derive(Deserialize)]
@@ -69,6 +83,16 @@ struct Fields {
     kind: Option<String>,
     #[serde(default)]
     reason: Option<String>,
+    #[serde(default)]
+    count: Option<u64>,
+    #[serde(default)]
+    time: Option<String>,
+    #[serde(default)]
+    previous_file: Option<String>,
+    #[serde(default)]
+    previous_seq: Option<u64>,
+    #[serde(default)]
+    previous_link: Option<String>,
 }
 
 /// Splits a line sealed with `field` into body and link; `None` unless it ends exactly with
@@ -87,17 +111,31 @@ pub(crate) fn unseal(line: &[u8], field: &str) -> Option<Unsealed> {
     let mut body = open.to_vec();
     body.push(b'}');
     let fields: Fields = serde_json::from_slice(&body).ok()?;
+    let continued = match (
+        fields.kind.as_deref(),
+        fields.previous_file,
+        fields.previous_seq,
+        fields.previous_link,
+    ) {
+        (Some("continued"), Some(file), Some(seq), Some(link)) => {
+            Some(Continued { file, seq, link })
+        }
+        _ => None,
+    };
     Some(Unsealed {
         body,
         link: String::from_utf8(link.to_vec()).ok()?,
         seq: fields.seq,
         kind: fields.kind,
         reason: fields.reason,
+        count: fields.count,
+        time: fields.time,
+        continued,
     })
 }
 
 /// A record line of the log, unsealed.
-fn record(line: &[u8]) -> Option<Unsealed> {
+pub(crate) fn record(line: &[u8]) -> Option<Unsealed> {
     unseal(line, "link")
 }
 
@@ -127,12 +165,26 @@ pub enum OpenError {
 
 /// Appends sealed lines to an audit file, holding an exclusive lock on it so that two
 /// processes cannot interleave two chains.
+///
+/// Sealing and writing are apart: [`ChainWriter::seal`] gives a line its `seq` and link and puts
+/// it in the [`Backlog`]; [`ChainWriter::write_backlog`] hands the backlog to the OS, in order.
+/// A line the OS refuses stays in the backlog for the next attempt, and a line the OS took only
+/// part of is cut back off the file (the writer holds the lock and knows where its last whole
+/// line ends), so the file never keeps a torn line and the chain on disk never skips one.
 pub(crate) struct ChainWriter {
     path: PathBuf,
-    out: BufWriter<File>,
+    file: File,
     key: Arc<AuditKey>,
+    /// `seq` and link of the last line sealed (on disk or in the backlog).
     seq: u64,
     prev: String,
+    backlog: Backlog,
+    /// Where the last whole line in the file ends.
+    end: u64,
+    /// `seq` of the last line in the file.
+    written_seq: u64,
+    /// A fragment could not be cut back: the file may run past `end` until it is.
+    torn: bool,
 }
 
 impl ChainWriter {
@@ -161,30 +213,21 @@ impl ChainWriter {
             .into());
         }
         let tail = read_tail(&mut file)?;
-        let (seq, prev) = match tail.last {
-            None if tail.empty => (0, GENESIS.to_owned()),
-            None => return Err(OpenError::NoRecord),
-            Some(last) => {
-                let before = match tail.before {
-                    Some(before) => before.link,
-                    None if tail.reached_start => GENESIS.to_owned(),
-                    None => return Err(OpenError::NoRecord),
-                };
-                if !key.check_link(&before, &last.body, &last.link) {
-                    return Err(OpenError::TailUnverified { seq: last.seq });
-                }
-                (last.seq, last.link)
-            }
-        };
+        let (seq, prev) = tail.verified_end(&key)?;
         if !tail.terminated {
             file.write_all(b"\n")?;
         }
+        let end = file.seek(SeekFrom::End(0))?;
         Ok(Self {
             path: path.to_owned(),
-            out: BufWriter::new(file),
+            file,
             key,
             seq,
             prev,
+            backlog: Backlog::default(),
+            end,
+            written_seq: seq,
+            torn: false,
         })
     }
 
@@ -193,49 +236,130 @@ impl ChainWriter {
         &self.path
     }
 
-    /// `seq` of the last line written.
+    /// `seq` of the last line sealed.
     pub fn seq(&self) -> u64 {
         self.seq
     }
 
-    /// Link of the last line written ([`GENESIS`] for an empty file).
+    /// Link of the last line sealed ([`GENESIS`] for an empty file).
     pub fn head(&self) -> &str {
         &self.prev
     }
 
-    /// Appends one line whose body (a JSON object without the link) is `render(seq)`; the
-    /// chain advances only if the line was handed to the buffer.
-    pub fn append(&mut self, render: impl FnOnce(u64) -> Vec<u8>) -> io::Result<()> {
+    /// Makes an empty file's chain continue after record `seq` with link `link` (of the file
+    /// it was rotated from); its first record is then sealed with that link.
+    pub fn continue_after(&mut self, seq: u64, link: &str) {
+        if self.seq == 0 && self.end == 0 && self.backlog.is_empty() {
+            self.seq = seq;
+            self.written_seq = seq;
+            self.prev = link.to_owned();
+        }
+    }
+
+    /// Whether nothing was ever written to or sealed for this file.
+    pub fn is_empty(&self) -> bool {
+        self.end == 0 && self.backlog.is_empty()
+    }
+
+    /// The file was renamed to `path` (it is held open, so writing goes on).
+    pub fn moved_to(&mut self, path: &Path) {
+        path.clone_into(&mut self.path);
+    }
+
+    /// `seq` of the last line in the file.
+    pub fn written_seq(&self) -> u64 {
+        self.written_seq
+    }
+
+    /// Lines sealed but not yet in the file.
+    pub fn backlog_len(&self) -> usize {
+        self.backlog.len()
+    }
+
+    /// Seals one line whose body (a JSON object without the link) is `render(seq)` and puts it
+    /// in the backlog; returns its `seq`. Nothing is written yet.
+    pub fn seal(&mut self, render: impl FnOnce(u64) -> Vec<u8>) -> u64 {
         let seq = self.seq + 1;
         let (mut line, link) = seal(&self.key, "link", &self.prev, &render(seq));
         line.push(b'\n');
-        self.out.write_all(&line)?;
+        self.backlog.push(&line);
         self.seq = seq;
         self.prev = link;
-        Ok(())
+        seq
     }
 
-    /// Pushes buffered lines to the OS.
-    pub fn flush(&mut self) -> io::Result<()> {
-        self.out.flush()
+    /// Hands the backlog to the OS, in order, until it is empty or the OS refuses. Returns how
+    /// many lines reached the file, and the error that stopped it. Lines not written stay in
+    /// the backlog; a part of a line that was written is cut off the file again.
+    pub fn write_backlog(&mut self) -> (u64, io::Result<()>) {
+        if self.torn {
+            if let Err(e) = self.file.set_len(self.end) {
+                return (0, Err(e));
+            }
+            self.torn = false;
+        }
+        let mut written = 0;
+        while !self.backlog.is_empty() {
+            let error = match self.file.write(self.backlog.unsent()) {
+                Ok(0) => io::Error::from(io::ErrorKind::WriteZero),
+                Ok(n) => {
+                    let (lines, bytes) = self.backlog.advance(n);
+                    self.end += bytes;
+                    self.written_seq += lines;
+                    written += lines;
+                    continue;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => e,
+            };
+            self.cut_back();
+            return (written, Err(error));
+        }
+        (written, Ok(()))
     }
 
-    /// Flushes and asks the OS to persist the data.
+    /// Removes the part of a line that a stopped write left at the end of the file. If even
+    /// that fails, the next write tries again first.
+    fn cut_back(&mut self) {
+        if self.backlog.sent() == 0 {
+            return;
+        }
+        self.backlog.unsend();
+        if let Err(error) = self.file.set_len(self.end) {
+            tracing::warn!(path = %self.path.display(), %error, "cutting back a partly written audit line failed; trying again before the next write");
+            self.torn = true;
+        }
+    }
+
+    /// Asks the OS to persist what was written.
     pub fn sync(&mut self) -> io::Result<()> {
-        self.out.flush()?;
-        self.out.get_ref().sync_data()
+        self.file.sync_data()
     }
 
-    /// The file, to read (nothing is buffered before the first append).
+    /// The file, to read.
     pub fn file_mut(&mut self) -> &mut File {
-        self.out.get_mut()
+        &mut self.file
     }
 
-    /// The file's length: after [`ChainWriter::sync`], where the last line written ends (the
-    /// writer holds the only lock, and appends only).
-    pub fn end_offset(&self) -> io::Result<u64> {
-        Ok(self.out.get_ref().metadata()?.len())
+    /// Where the last whole line in the file ends (the writer holds the only lock, and
+    /// appends only).
+    pub fn end_offset(&self) -> u64 {
+        self.end
     }
+}
+
+/// The `seq` and link of the last record of the file at `path`, checked with `key` (as the
+/// writer checks the end of a file before it continues it); `(0, GENESIS)` for an empty file.
+pub(crate) fn last_record(path: &Path, key: &AuditKey) -> Result<(u64, String), OpenError> {
+    read_tail(&mut File::open(path)?)?.verified_end(key)
+}
+
+/// The first sealed record of `file`, if its first line is one.
+pub(crate) fn first_record(file: &mut File) -> io::Result<Option<Unsealed>> {
+    file.seek(SeekFrom::Start(0))?;
+    let mut line = Vec::new();
+    BufReader::new(Read::by_ref(file).take(MAX_TAIL_SCAN)).read_until(b'\n', &mut line)?;
+    Ok(record(line.strip_suffix(b"\n").unwrap_or(&line)))
 }
 
 /// The end of a file, as the writer needs it to continue the chain.
@@ -250,6 +374,30 @@ struct Tail {
     reached_start: bool,
     /// The file ends with a newline (or is empty).
     terminated: bool,
+}
+
+impl Tail {
+    /// The last record's `seq` and link, once its link verified against the record before it
+    /// (or the link a `continued` first record names); `(0, GENESIS)` for an empty file.
+    fn verified_end(&self, key: &AuditKey) -> Result<(u64, String), OpenError> {
+        let Some(last) = &self.last else {
+            return if self.empty {
+                Ok((0, GENESIS.to_owned()))
+            } else {
+                Err(OpenError::NoRecord)
+            };
+        };
+        let before = match (&self.before, &last.continued) {
+            (Some(before), _) => before.link.clone(),
+            (None, Some(from)) if self.reached_start => from.link.clone(),
+            (None, None) if self.reached_start => GENESIS.to_owned(),
+            (None, _) => return Err(OpenError::NoRecord),
+        };
+        if !key.check_link(&before, &last.body, &last.link) {
+            return Err(OpenError::TailUnverified { seq: last.seq });
+        }
+        Ok((last.seq, last.link.clone()))
+    }
 }
 
 /// The last two sealed records of a file, reading backwards in growing windows (lines that are
@@ -311,229 +459,10 @@ pub(crate) fn line_ending_at(file: &mut File, end: u64) -> io::Result<Option<Vec
     }
 }
 
-/// A defect found by [`verify`]. Line numbers start at 1.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ChainProblem {
-    /// The line is not a sealed JSON record.
-    #[error("line {line} is not a sealed audit record")]
-    Malformed {
-        /// The line.
-        line: u64,
-    },
-    /// The line's link does not match its content and the link before it.
-    #[error("line {line} does not match the chain: it was altered, moved or forged")]
-    Altered {
-        /// The line.
-        line: u64,
-    },
-    /// Records are missing before this line (deleted).
-    #[error("records {expected_seq}..{} are missing before line {line}", found_seq - 1)]
-    Missing {
-        /// The first line after the gap.
-        line: u64,
-        /// The `seq` that should have come next.
-        expected_seq: u64,
-        /// The `seq` found instead.
-        found_seq: u64,
-    },
-    /// Not one line verifies.
-    #[error(
-        "no line verifies with this key: it is not the key that wrote this log, or every line \
-         was rewritten"
-    )]
-    WrongKey,
-    /// The log ends before the record the head file names.
-    #[error(
-        "the log ends at record {last_seq}, but the head file says record {head_seq} was \
-         written: records were cut off the end"
-    )]
-    CutTail {
-        /// `seq` in the head file.
-        head_seq: u64,
-        /// `seq` of the log's last record.
-        last_seq: u64,
-    },
-    /// The log's record with the head file's `seq` is not the one the head file names.
-    #[error(
-        "record {seq} is not the one the head file names: the log was rewritten or replaced \
-         from there on"
-    )]
-    HeadMismatch {
-        /// `seq` in the head file.
-        seq: u64,
-    },
-}
-
-/// The last checkpoint [`verify`] saw.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CheckpointSeen {
-    /// Its line.
-    pub line: u64,
-    /// Its `seq`.
-    pub seq: u64,
-    /// Its `reason` (`interval`, `close`).
-    pub reason: String,
-}
-
-/// What [`verify`] found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VerifyReport {
-    /// Lines read.
-    pub lines: u64,
-    /// Lines whose link verified.
-    pub verified: u64,
-    /// `seq` of the last sealed line (0 if none).
-    pub last_seq: u64,
-    /// Link of the last sealed line ([`GENESIS`] for an empty file).
-    pub head: String,
-    /// The last verified checkpoint record.
-    pub last_checkpoint: Option<CheckpointSeen>,
-    /// Sealed records after the last checkpoint.
-    pub after_checkpoint: u64,
-    /// The `seq` the head file anchors, when one was given.
-    pub anchored_seq: Option<u64>,
-    /// The first problem, if any.
-    pub first_problem: Option<ChainProblem>,
-    /// How many problems were found in total.
-    pub problems: u64,
-}
-
-impl VerifyReport {
-    /// Whether the chain (and the head file, if given) shows no problem.
-    pub fn is_intact(&self) -> bool {
-        self.problems == 0
-    }
-
-    fn record(&mut self, problem: ChainProblem) {
-        self.problems += 1;
-        self.first_problem.get_or_insert(problem);
-    }
-}
-
-impl std::fmt::Display for VerifyReport {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.first_problem {
-            None => write!(
-                f,
-                "ok: {} records verified, last seq {}, head {}",
-                self.verified, self.last_seq, self.head
-            ),
-            Some(problem) => write!(
-                f,
-                "BROKEN: {problem} ({} problem(s) in {} lines; {} verified)",
-                self.problems, self.lines, self.verified
-            ),
-        }
-    }
-}
-
-/// The record a log must still hold: the checkpoint the head file names ([`super::head`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Anchor<'a> {
-    pub seq: u64,
-    pub link: &'a str,
-}
-
-/// Checks an audit file's chain with `key`, and its end against `head` (from the head file)
-/// when given. Reports the first broken link by line number.
-pub fn verify(path: &Path, key: &AuditKey, head: Option<Anchor<'_>>) -> io::Result<VerifyReport> {
-    let mut reader = BufReader::new(File::open(path)?);
-    let mut report = VerifyReport {
-        lines: 0,
-        verified: 0,
-        last_seq: 0,
-        head: GENESIS.to_owned(),
-        last_checkpoint: None,
-        after_checkpoint: 0,
-        anchored_seq: None,
-        first_problem: None,
-        problems: 0,
-    };
-    // The link of the record the head file names, once met.
-    let mut head_link: Option<String> = None;
-    let mut sealed: u64 = 0;
-    // The line before was not a sealed record: a broken link here is explained by it (a crash
-    // cut it short and the writer linked past it, or it replaced a record).
-    let mut after_malformed = false;
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        if reader.read_until(b'\n', &mut buf)? == 0 {
-            break;
-        }
-        if buf.last() == Some(&b'\n') {
-            buf.pop();
-        }
-        report.lines += 1;
-        let line = report.lines;
-        let Some(rec) = record(&buf) else {
-            report.record(ChainProblem::Malformed { line });
-            after_malformed = true;
-            continue;
-        };
-        sealed += 1;
-        let expected_seq = report.last_seq + 1;
-        let linked = key.check_link(&report.head, &rec.body, &rec.link);
-        if linked {
-            after_malformed = false;
-            report.verified += 1;
-        } else if !std::mem::take(&mut after_malformed) {
-            report.record(if rec.seq > expected_seq {
-                ChainProblem::Missing {
-                    line,
-                    expected_seq,
-                    found_seq: rec.seq,
-                }
-            } else {
-                ChainProblem::Altered { line }
-            });
-        }
-        if linked && rec.kind.as_deref() == Some("checkpoint") {
-            report.last_checkpoint = Some(CheckpointSeen {
-                line,
-                seq: rec.seq,
-                reason: rec.reason.unwrap_or_default(),
-            });
-            report.after_checkpoint = 0;
-        } else {
-            report.after_checkpoint += 1;
-        }
-        if head.is_some_and(|h| h.seq == rec.seq) && head_link.is_none() {
-            head_link = Some(rec.link.clone());
-        }
-        report.last_seq = rec.seq;
-        report.head = rec.link;
-    }
-    if sealed > 0 && report.verified == 0 {
-        // Every sealed line failed: name the likelier cause instead of line 1.
-        report.first_problem = Some(ChainProblem::WrongKey);
-    }
-    if let Some(head) = head {
-        report.anchor(head, head_link.as_deref());
-    }
-    Ok(report)
-}
-
-impl VerifyReport {
-    /// Checks the chain's end against the head file: the file must reach the head's record,
-    /// and that record must carry the head's link.
-    fn anchor(&mut self, head: Anchor<'_>, head_link: Option<&str>) {
-        if self.last_seq < head.seq {
-            self.record(ChainProblem::CutTail {
-                head_seq: head.seq,
-                last_seq: self.last_seq,
-            });
-        } else if head_link != Some(head.link) {
-            self.record(ChainProblem::HeadMismatch { seq: head.seq });
-        } else {
-            self.anchored_seq = Some(head.seq);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::audit::verify::{Anchor, ChainProblem, VerifyReport, verify};
     use sha2::{Digest as _, Sha256};
 
     fn key() -> Arc<AuditKey> {
@@ -541,8 +470,8 @@ mod tests {
     }
 
     fn append(w: &mut ChainWriter, kind: &str, i: u64) {
-        w.append(|seq| format!(r#"{{"seq":{seq},"kind":"{kind}","n":{i}}}"#).into_bytes())
-            .unwrap();
+        w.seal(|seq| format!(r#"{{"seq":{seq},"kind":"{kind}","n":{i}}}"#).into_bytes());
+        w.write_backlog().1.unwrap();
     }
 
     fn write_chain(path: &Path, n: u64) {
@@ -892,11 +821,11 @@ mod tests {
         let mut w = ChainWriter::open(&path, key()).unwrap();
         append(&mut w, "start", 0);
         let big = "x".repeat(300_000);
-        w.append(|seq| format!(r#"{{"seq":{seq},"pad":"{big}"}}"#).into_bytes())
-            .unwrap();
+        w.seal(|seq| format!(r#"{{"seq":{seq},"pad":"{big}"}}"#).into_bytes());
+        w.write_backlog().1.unwrap();
         w.sync().unwrap();
         let head = w.head().to_owned();
-        let end = w.end_offset().unwrap();
+        let end = w.end_offset();
         drop(w);
         let mut w = ChainWriter::open(&path, key()).unwrap();
         assert_eq!((w.seq(), w.head()), (2, head.as_str()));

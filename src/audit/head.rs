@@ -1,12 +1,25 @@
 //! The head file: where the chain ended at the last checkpoint, kept outside the log.
 //!
 //! A log cut at its end is still a valid chain, so the writer also records its head elsewhere:
-//! after every checkpoint record is written and synced, `audit.head` (in the state directory,
-//! or `audit.head_file`) is replaced atomically with
-//! `{"seq":12,"link":"<the checkpoint's link>","offset":<bytes up to its end>,"time":"…","mac":"…"}`,
+//! after every checkpoint record is written and synced (and after the first record of a file
+//! started by a rotation), the log's head file is replaced atomically with
+//! `{"seq":12,"link":"<the record's link>","offset":<bytes up to its end>,"time":"…",
+//! "log":"/var/log/muxgate/audit.jsonl","file":"audit.jsonl","first":"<link>","mac":"…"}`,
 //! sealed like a log line (HMAC with the chain key, over a fixed label instead of a previous
-//! link). It names the checkpoint line; records written after it are not anchored until the
-//! next checkpoint.
+//! link). It names that record; records written after it are not anchored until the next
+//! checkpoint.
+//!
+//! The head file names the log it seals: `log`, the live file's absolute path; `file`, the
+//! file in that directory holding the record (the live file, or the file it was just rotated
+//! to); and `first`, the link of that file's first record, which tells that file apart from any
+//! other (a log moved to another path is still recognised by it). Each log has its own head
+//! file by default ([`super::files::default_head`]), so logs that share a state directory never
+//! share one. A head file that names another log (`audit.path` changed while `audit.head_file`
+//! stayed, or one `audit.head_file` set for two logs) says nothing about this log: the gateway
+//! starts, warns, seals a `head_reset` record naming the other log as the first record of this
+//! start, and the head file seals this log from then on. Head files
+//! written before heads named their log (`audit.head` in the state directory) are still read,
+//! and replaced by the log's own head file once they verified.
 //!
 //! The writer checks the head file when it opens the log, and refuses to continue a log that no
 //! longer holds the named record at its offset (cut, truncated, replaced), since its next
@@ -23,8 +36,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::chain::{Anchor, line_ending_at, seal, unseal};
+use super::chain::{first_record, line_ending_at, seal, unseal};
+use super::files::name_of;
 use super::key::AuditKey;
+use super::verify::Anchor;
 
 /// What the head file's seal covers instead of a previous link.
 const HEAD_LABEL: &str = "muxgate audit head v1";
@@ -41,6 +56,17 @@ pub struct Head {
     pub offset: u64,
     /// When it was written.
     pub time: String,
+    /// The absolute path of the live log this head file seals (none in head files written
+    /// before heads named their log).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<PathBuf>,
+    /// The file, in the log's directory, that holds the record: the live file or a file
+    /// rotated out of it (none: the live file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// The link of that file's first record: which file it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first: Option<String>,
 }
 
 /// Why a head file cannot be used.
@@ -68,16 +94,33 @@ pub enum HeadError {
 /// Why the log does not hold what the head file names.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "the head file {head} says record {seq} ends at byte {offset} of the log, but {found}: the \
+    "the head file {head} says record {seq} ends at byte {offset} of {file}, but {found}: the \
      log was cut or replaced; run `muxgate audit verify`, and to start a new log move both the \
-     log and the head file aside"
+     log and the head file aside{hint}"
 )]
 pub struct HeadMismatch {
     head: PathBuf,
     seq: u64,
     offset: u64,
+    file: String,
     found: String,
+    hint: &'static str,
 }
+
+/// Whose head file it is, as [`Head::check`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sealing {
+    /// It seals this log, and the log holds what it names.
+    ThisLog,
+    /// It seals another log, at this path: it says nothing about this one (`audit.path`
+    /// changed, or `audit.head_file` is set to the same file for two logs).
+    AnotherLog(PathBuf),
+}
+
+/// The hint a mismatch of a head file that names no log gets: it may be another log's.
+pub(crate) const LEGACY_HINT: &str = ". This head file was written before head files named \
+     their log: if it belongs to another log that shares this state directory, move it aside \
+     instead";
 
 impl Head {
     /// The record the log must still hold, for [`super::chain::verify`].
@@ -121,20 +164,67 @@ impl Head {
         crate::state::write_private(path, &line)
     }
 
-    /// Checks that `log` still holds the named record where it was written.
-    pub(crate) fn check_log(
+    /// Checks that this head file seals the log whose live file is `live` (its first record's
+    /// link `live_first`), and that the file it names still holds the named record where it
+    /// was written. A head file that names no log is taken to be this log's, as before; one
+    /// that names another log is not checked.
+    pub(crate) fn check(
         &self,
         head_path: &Path,
-        log: &mut File,
-    ) -> Result<(), Box<HeadMismatch>> {
+        live: &Path,
+        live_first: Option<&str>,
+    ) -> Result<Sealing, Box<HeadMismatch>> {
+        let live_abs = std::path::absolute(live).unwrap_or_else(|_| live.to_owned());
+        let live_name = name_of(live);
+        let named = self.file.clone().unwrap_or_else(|| live_name.clone());
+        if let Some(sealed) = &self.log
+            && *sealed != live_abs
+        {
+            // The same live file at a new path is still this log: its first record says so.
+            let moved = named == name_of(sealed)
+                && self.first.is_some()
+                && self.first.as_deref() == live_first;
+            if !moved {
+                return Ok(Sealing::AnotherLog(sealed.clone()));
+            }
+        }
+        let file = live.with_file_name(&named);
+        let mut result = self.check_file(head_path, &file);
+        if result.is_err() && named != live_name && !file.exists() {
+            // The head names the file a rotation was about to rename the live file to; the
+            // rename did not happen, so the live file holds the record.
+            result = self.check_file(head_path, live);
+        }
+        result.map(|()| Sealing::ThisLog)
+    }
+
+    /// Checks that the file at `path` holds the named record where it was written.
+    fn check_file(&self, head_path: &Path, path: &Path) -> Result<(), Box<HeadMismatch>> {
+        let file = name_of(path);
         let mismatch = |found: String| {
             Box::new(HeadMismatch {
                 head: head_path.to_owned(),
                 seq: self.seq,
                 offset: self.offset,
+                file: file.clone(),
                 found,
+                hint: if self.log.is_none() { LEGACY_HINT } else { "" },
             })
         };
+        let mut log = match File::open(path) {
+            Ok(log) => log,
+            Err(e) => return Err(mismatch(format!("it cannot be opened ({e})"))),
+        };
+        let log = &mut log;
+        if let Some(first) = &self.first {
+            let found =
+                first_record(log).map_err(|e| mismatch(format!("it cannot be read ({e})")))?;
+            if found.is_some_and(|r| r.link != *first) {
+                return Err(mismatch(
+                    "its first record is not the one the head file names (another file)".into(),
+                ));
+            }
+        }
         let len = log
             .metadata()
             .map_err(|e| mismatch(format!("its length cannot be read ({e})")))?
@@ -165,6 +255,9 @@ mod tests {
             link: "ab".repeat(32),
             offset: 100,
             time: "2026-01-01T00:00:00.000Z".into(),
+            log: Some("/var/log/muxgate/audit.jsonl".into()),
+            file: Some("audit.jsonl".into()),
+            first: Some("cd".repeat(32)),
         }
     }
 
@@ -185,6 +278,15 @@ mod tests {
             Head::load(&path, &other),
             Err(HeadError::Unsealed { .. })
         ));
+        // A head file written before heads named their log still loads.
+        let legacy = br#"{"seq":3,"link":"ab","offset":100,"time":"t"}"#;
+        let (mut line, _) = seal(&key, "mac", HEAD_LABEL, legacy);
+        line.push(b'\n');
+        let old = dir.path().join("audit.head.old");
+        std::fs::write(&old, line).unwrap();
+        let loaded = Head::load(&old, &key).unwrap().unwrap();
+        assert_eq!((loaded.seq, loaded.log, loaded.file), (3, None, None));
+
         // Rolling the head back by hand (an earlier seq) breaks its seal.
         let text = std::fs::read_to_string(&path).unwrap();
         std::fs::write(&path, text.replace(r#""seq":3"#, r#""seq":2"#)).unwrap();

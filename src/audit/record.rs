@@ -12,6 +12,18 @@ use super::Outcome;
 pub(super) enum CheckpointReason {
     Interval,
     Close,
+    /// The last record of a file that was then rotated (see [`super::files`]).
+    Rotate,
+}
+
+/// Why records were dropped (see [`super::writer`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum DropReason {
+    /// The queue to the writer was full: the writer fell behind.
+    QueueFull,
+    /// The disk refused writes for so long that the backlog filled up.
+    WriteFailed,
 }
 
 #[derive(Debug, Serialize)]
@@ -66,13 +78,27 @@ pub(super) enum Entry {
         /// Seconds into the file when the call ran (the time of its events).
         at_secs: f64,
     },
-    Dropped {
-        count: u64,
-    },
+    /// Records that were never sealed, and why: the gap they leave is in the chain.
+    Dropped { count: u64, reason: DropReason },
     Checkpoint {
         reason: CheckpointReason,
         count: u64,
         head: String,
+    },
+    /// The first record of a file that continues the chain of another (after a rotation): the
+    /// file before it, and its last record, which this record's link chains to.
+    Continued {
+        previous_file: String,
+        previous_seq: u64,
+        previous_link: String,
+    },
+    /// The gateway started with a head file that sealed another log (see [`super::head`]): it
+    /// vouched for nothing here, and seals this log from now on.
+    HeadReset {
+        /// The head file.
+        head_file: String,
+        /// The log it sealed until now.
+        sealed_log: String,
     },
 }
 

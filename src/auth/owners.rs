@@ -6,6 +6,8 @@
 //! id *and* creation time (ids restart at `$0` when a server restarts; a new `$0` created in
 //! another second is another session), and saved to `owners.json` in the state directory
 //! (`0600`, replaced atomically) whenever it changes, so that it survives a gateway restart.
+//! A save that fails (a full disk) is logged once and tried again with the next change and,
+//! through [`SessionOwners::retry_failed_saves`], every [`SAVE_RETRY`] until one works.
 //!
 //! A session being created is claimed by name first ([`SessionOwners::claim_name`]): until its id
 //! is known, a session of that name in that scope counts as the creator's, so no listing ever
@@ -14,9 +16,13 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
 use crate::state::write_private;
 
@@ -61,6 +67,9 @@ impl SessionKey {
     }
 }
 
+/// How often a failed save is tried again while no change comes to try it.
+pub const SAVE_RETRY: Duration = Duration::from_secs(1);
+
 /// The ownership table.
 #[derive(Debug)]
 pub struct SessionOwners {
@@ -69,6 +78,10 @@ pub struct SessionOwners {
     table: Mutex<Table>,
     /// Sessions being created: (scope, name) → owner.
     pending: Mutex<BTreeMap<(String, String), String>>,
+    /// The last save failed: the file is older than the table.
+    unsaved: AtomicBool,
+    /// Wakes [`SessionOwners::retry_failed_saves`] when a save fails.
+    failed: Notify,
 }
 
 impl SessionOwners {
@@ -78,6 +91,8 @@ impl SessionOwners {
             file: None,
             table: Mutex::new(Table::default()),
             pending: Mutex::new(BTreeMap::new()),
+            unsaved: AtomicBool::new(false),
+            failed: Notify::new(),
         }
     }
 
@@ -93,6 +108,8 @@ impl SessionOwners {
             file: Some(file.to_owned()),
             table: Mutex::new(table),
             pending: Mutex::new(BTreeMap::new()),
+            unsaved: AtomicBool::new(false),
+            failed: Notify::new(),
         })
     }
 
@@ -153,8 +170,44 @@ impl SessionOwners {
         let saved = serde_json::to_vec(table)
             .map_err(io::Error::other)
             .and_then(|bytes| write_private(file, &bytes));
-        if let Err(error) = saved {
-            tracing::error!(%error, file = %file.display(), "saving session owners failed");
+        match saved {
+            Ok(()) => {
+                if self.unsaved.swap(false, Ordering::Relaxed) {
+                    tracing::info!(file = %file.display(), "session owners saved again");
+                }
+            }
+            // Logged when saves start failing, not once per change.
+            Err(error) => {
+                if !self.unsaved.swap(true, Ordering::Relaxed) {
+                    tracing::error!(
+                        %error,
+                        file = %file.display(),
+                        "saving session owners failed; trying again with each change and every \
+                         second until it works"
+                    );
+                    self.failed.notify_one();
+                }
+            }
+        }
+    }
+
+    /// Saves the table again every [`SAVE_RETRY`] while the last save failed, until `stop`.
+    pub async fn retry_failed_saves(self: Arc<Self>, stop: CancellationToken) {
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = self.failed.notified() => {}
+            }
+            while self.unsaved.load(Ordering::Relaxed) {
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(SAVE_RETRY) => {}
+                }
+                let table = lock(&self.table);
+                if self.unsaved.load(Ordering::Relaxed) {
+                    self.save(&table);
+                }
+            }
         }
     }
 }
@@ -182,6 +235,36 @@ pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A save that fails is not forgotten: with no further change, the retry saves the table
+    /// once saving works again.
+    #[tokio::test]
+    async fn a_failed_save_is_tried_again_until_it_works() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("owners.json");
+        let owners = Arc::new(SessionOwners::open(&file).unwrap());
+        let stop = CancellationToken::new();
+        tokio::spawn(Arc::clone(&owners).retry_failed_saves(stop.clone()));
+        // The save goes through `owners.tmp`; a directory there makes every save fail.
+        let blocker = file.with_extension("tmp");
+        std::fs::create_dir(&blocker).unwrap();
+        let build = OwnerScope::configured("build");
+        owners.record(&build, &key("$1", 7), "alice");
+        assert!(!file.exists());
+        std::fs::remove_dir(&blocker).unwrap();
+        let deadline = std::time::Instant::now() + 10 * SAVE_RETRY;
+        let saved = || {
+            SessionOwners::open(&file)
+                .ok()?
+                .owner(&build, &key("$1", 7), "x")
+        };
+        while saved().is_none() {
+            assert!(std::time::Instant::now() < deadline, "never saved again");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(saved().as_deref(), Some("alice"));
+        stop.cancel();
+    }
 
     fn key(id: &str, created: u64) -> SessionKey {
         SessionKey {

@@ -239,8 +239,9 @@ pub struct TokenArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {
-    /// Check an audit file's keyed chain (and its end against the head file); exits non-zero
-    /// on a broken or missing link, a cut end, or without the key.
+    /// Check an audit file's keyed chain (and its end against the head file) and list the
+    /// records the gateway lost; exits non-zero on a broken or missing link, a cut end, any lost
+    /// record, or without the key.
     Verify(VerifyArgs),
 }
 
@@ -248,13 +249,14 @@ pub enum AuditCommand {
 pub struct VerifyArgs {
     #[command(flatten)]
     pub config: ConfigArg,
-    /// The audit file (JSON lines).
-    pub file: PathBuf,
+    /// The audit files (JSON lines), in the order they were written, or a directory holding a
+    /// log's files; default: the configured log and the files rotated out of it.
+    pub files: Vec<PathBuf>,
     /// The audit key; default: audit.key_file, else audit.key in the state directory.
     #[arg(long, value_name = "FILE")]
     pub key: Option<PathBuf>,
-    /// The head file; default: audit.head_file, else audit.head in the state directory (when
-    /// it is absent, records cut off the end cannot be detected).
+    /// The head file; default: audit.head_file, else the log's own in the state directory
+    /// (when it is absent, records cut off the end cannot be detected).
     #[arg(long, value_name = "FILE")]
     pub head: Option<PathBuf>,
 }

@@ -46,18 +46,23 @@ impl BodyFault {
 
 impl IntoResponse for BodyFault {
     fn into_response(self) -> Response {
-        let body = json!({
-            "jsonrpc": "2.0",
-            "id": self.id,
-            "error": {"code": self.code, "message": self.message},
-        });
-        (StatusCode::BAD_REQUEST, axum::Json(body)).into_response()
+        super::answer::error(StatusCode::BAD_REQUEST, &self.id, self.code, self.message)
     }
 }
 
+/// A request or notification that passed the check.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checked {
+    pub method: String,
+    /// Null for a notification.
+    pub id: Value,
+    /// Its params (an object, or none).
+    pub params: Option<serde_json::Map<String, Value>>,
+}
+
 /// Checks that `bytes` are one JSON-RPC 2.0 message (request, notification or response);
-/// returns the method of a request or notification, with its id (null for a notification).
-pub fn check_message(bytes: &[u8]) -> Result<Option<(String, Value)>, BodyFault> {
+/// returns a request or notification (a response passes as `None`).
+pub fn check_message(bytes: &[u8]) -> Result<Option<Checked>, BodyFault> {
     let value: Value = serde_json::from_slice(bytes)
         .map_err(|e| BodyFault::new(PARSE_ERROR, format!("parse error: {e}"), Value::Null))?;
     let Value::Object(message) = value else {
@@ -80,10 +85,16 @@ pub fn check_message(bytes: &[u8]) -> Result<Option<(String, Value)>, BodyFault>
             id,
         ));
     }
+    let checked = |method: &String, params: Option<&serde_json::Map<String, Value>>| Checked {
+        method: method.clone(),
+        id: id.clone(),
+        params: params.cloned(),
+    };
     match message.get("method") {
         Some(Value::String(method)) => match message.get("params") {
-            None | Some(Value::Null | Value::Object(_)) if method != "tools/call" => {
-                Ok(Some((method.clone(), id)))
+            None | Some(Value::Null) if method != "tools/call" => Ok(Some(checked(method, None))),
+            Some(Value::Object(params)) if method != "tools/call" => {
+                Ok(Some(checked(method, Some(params))))
             }
             None | Some(Value::Null) => Err(BodyFault::new(
                 INVALID_PARAMS,
@@ -91,7 +102,7 @@ pub fn check_message(bytes: &[u8]) -> Result<Option<(String, Value)>, BodyFault>
                 id,
             )),
             Some(Value::Object(params)) => {
-                check_tool_call(params, id.clone()).map(|()| Some((method.clone(), id)))
+                check_tool_call(params, id.clone()).map(|()| Some(checked(method, Some(params))))
             }
             Some(_) => Err(BodyFault::new(
                 INVALID_PARAMS,
@@ -182,13 +193,15 @@ pub async fn check_jsonrpc_body(
     let mut parts = parts;
     match check_message(&bytes) {
         Err(fault) => return fault.into_response(),
-        Ok(Some((method, _))) if method == "initialize" => {
+        Ok(Some(request)) if request.method == "initialize" => {
             parts.extensions.insert(crate::auth::OpensSession);
         }
-        Ok(Some((method, id))) if method == "tools/call" => {
-            parts
-                .extensions
-                .insert(crate::limits::ToolCallRequest { id });
+        Ok(Some(request)) if request.method == "tools/call" => {
+            let version = super::answer::request_version(request.params.as_ref(), &parts.headers);
+            parts.extensions.insert(crate::limits::ToolCallRequest {
+                id: request.id,
+                version,
+            });
         }
         Ok(_) => {}
     }

@@ -33,6 +33,7 @@
 //! The router is built from explicit [`HttpDeps`], so tests and later layers construct it the
 //! same way `muxgate serve` does.
 
+pub mod answer;
 pub mod approvals;
 pub mod body;
 pub mod guard;

@@ -21,6 +21,7 @@
 //! | `muxgate_auth_failures_total` | counter | `reason` |
 //! | `muxgate_limit_hits_total` | counter | `limit` |
 //! | `muxgate_audit_records_written_total`, `_dropped_total`, `muxgate_audit_write_errors_total` | counter | |
+//! | `muxgate_audit_backlog` | gauge | |
 //! | `muxgate_tmux_commands_total` | counter | `server` |
 //! | `muxgate_tmux_command_duration_seconds` | histogram | `server` |
 //! | `muxgate_tmux_queue_depth` | gauge | `server` |
@@ -612,23 +613,30 @@ impl Collector for AuditCollector {
         encode_single(
             &mut encoder,
             "muxgate_audit_records_written",
-            "Audit lines written (calls and drop notices).",
+            "Audit lines that reached the OS (calls, drop notices, checkpoints).",
             MetricType::Counter,
             stats.written,
         )?;
         encode_single(
             &mut encoder,
             "muxgate_audit_records_dropped",
-            "Audit records dropped because the writer fell behind or was closed.",
+            "Audit records dropped: the writer fell behind, its backlog was full, or it closed.",
             MetricType::Counter,
             stats.dropped,
         )?;
         encode_single(
             &mut encoder,
             "muxgate_audit_write_errors",
-            "Audit lines that could not be written.",
+            "Failed attempts to write audit lines or the audit head file.",
             MetricType::Counter,
             stats.write_errors,
+        )?;
+        encode_single(
+            &mut encoder,
+            "muxgate_audit_backlog",
+            "Audit lines held because the disk refused them, to be written again.",
+            MetricType::Gauge,
+            stats.backlog,
         )
     }
 }

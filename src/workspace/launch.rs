@@ -178,7 +178,15 @@ fn sandbox_process(host: &Host, dirs: &WorkspaceDirs, plan: Plan) -> tokio::proc
                 std::ptr::null::<libc::c_char>(),
             ) < 0
             {
-                return Err(io::Error::last_os_error());
+                let error = io::Error::last_os_error();
+                // A container runtime's seccomp profile refuses keyring calls to the gateway
+                // and so to everything the sandbox runs: no keyring to share, none to make.
+                if !matches!(
+                    error.raw_os_error(),
+                    Some(libc::ENOSYS | libc::EPERM | libc::EACCES)
+                ) {
+                    return Err(error);
+                }
             }
             mark_inherited_fds_cloexec()
         });

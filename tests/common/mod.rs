@@ -1,5 +1,6 @@
 //! Helpers shared by the integration tests: a real gateway on a loopback port, private tmux
-//! servers that are killed when dropped ([`tmux`]), and raw MCP-over-HTTP requests.
+//! servers that are killed when dropped ([`tmux`]), and raw MCP-over-HTTP requests. Including
+//! this module also gives the test process an environment of its own ([`isolation`]).
 //!
 //! Each test binary uses a subset of these helpers.
 #![allow(dead_code)]
@@ -7,6 +8,7 @@
 pub mod browser;
 pub mod calls;
 pub mod human;
+pub mod isolation;
 pub mod mcp_client;
 pub mod needs;
 pub mod probe;
@@ -191,6 +193,23 @@ pub async fn wait_until(timeout: Duration, mut condition: impl FnMut() -> bool) 
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         if condition() {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Like [`wait_until`], for a condition that has to be awaited (a scrape of `/metrics`, a call).
+pub async fn wait_until_async<F: Future<Output = bool>>(
+    timeout: Duration,
+    mut condition: impl FnMut() -> F,
+) -> bool {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if condition().await {
             return true;
         }
         if tokio::time::Instant::now() >= deadline {

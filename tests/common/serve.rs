@@ -33,6 +33,9 @@ pub struct ServeOptions {
     /// A descriptor it inherits at this number, without close-on-exec (as from a parent that
     /// did not set the flag).
     pub inherited_fd: Option<(std::os::fd::OwnedFd, i32)>,
+    /// A command it is started through, one that ends by exec'ing the one it is given
+    /// (`nsenter …`), so that the process's pid is the gateway's.
+    pub wrapper: Vec<std::ffi::OsString>,
 }
 
 impl ServeProcess {
@@ -40,6 +43,21 @@ impl ServeProcess {
     /// directory is beside the log (`XDG_STATE_HOME`), not the user's.
     pub async fn start(config: &Path, log_path: &Path, envs: &[(&str, &str)]) -> Self {
         Self::start_with(config, log_path, envs, ServeOptions::default()).await
+    }
+
+    /// [`ServeProcess::start`] through `wrapper`, a command that ends by exec'ing the one it is
+    /// given (`nsenter …`), so that the process's pid is the gateway's.
+    pub async fn start_through(
+        wrapper: &[&std::ffi::OsStr],
+        config: &Path,
+        log_path: &Path,
+        envs: &[(&str, &str)],
+    ) -> Self {
+        let options = ServeOptions {
+            wrapper: wrapper.iter().map(|arg| arg.to_os_string()).collect(),
+            ..ServeOptions::default()
+        };
+        Self::start_with(config, log_path, envs, options).await
     }
 
     /// [`Self::start`] in the circumstances `options` describe.
@@ -50,8 +68,14 @@ impl ServeProcess {
         options: ServeOptions,
     ) -> Self {
         let log = std::fs::File::create(log_path).expect("create the log file");
-        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_muxgate"));
+        let muxgate = std::ffi::OsStr::new(env!("CARGO_BIN_EXE_muxgate"));
+        let (program, before) = match options.wrapper.split_first() {
+            Some((program, args)) => (program.as_os_str(), [args, &[muxgate.into()]].concat()),
+            None => (muxgate, Vec::new()),
+        };
+        let mut command = tokio::process::Command::new(program);
         command
+            .args(before)
             .arg("serve")
             .arg("--config")
             .arg(config)

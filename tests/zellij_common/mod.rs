@@ -4,10 +4,17 @@
 //!
 //! Finding the binary: `MUXGATE_ZELLIJ_BIN`, else `zellij` on `PATH`, else
 //! `$ZELLIJ_INSTALL_ROOT/bin`, `$CARGO_HOME/bin`, `$HOME/.cargo/bin` (where
-//! `scripts/install-zellij` puts it). Under `CI=true` a missing binary fails the test;
+//! `scripts/install-zellij` puts it; the developer's `HOME`, not the one the tests run with:
+//! see [`isolation`]). Under `CI=true` a missing binary fails the test;
 //! otherwise the test is skipped with a printed reason.
 
 #![allow(dead_code)] // each test binary uses a different part of the harness
+
+// The test process's own environment, as for the tests that include `common`. A test that
+// includes both gets it twice; the second copy finds it done and does nothing.
+#[allow(clippy::duplicate_mod)]
+#[path = "../common/isolation.rs"]
+mod isolation;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -41,7 +48,7 @@ pub fn zellij_binary() -> Option<PathBuf> {
             candidates.push(Path::new(&root).join("bin/zellij"));
         }
     }
-    if let Some(home) = std::env::var_os("HOME") {
+    if let Some(home) = isolation::user_home() {
         candidates.push(Path::new(&home).join(".cargo/bin/zellij"));
     }
     let found = candidates.into_iter().find(|c| {

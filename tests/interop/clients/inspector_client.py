@@ -198,8 +198,12 @@ class Workflow:
 def expired_token_401():
     code, out, err = run("tools/list", token=EXPIRED)
     assert code != 0, f"an expired token was accepted: {out}"
-    # The CLI reports a 401 as `auth_required`, with muxgate's body.
-    assert "auth_required" in err and "expired" in err, err[-500:]
+    # The CLI ends with a JSON envelope; it exits 3 with `auth_required` for a 401 or a 403 only,
+    # and names the status when the error carries it. The message is muxgate's body.
+    envelope = json.loads(err.strip().splitlines()[-1])["error"]
+    assert code == 3 and envelope["code"] == "auth_required", f"exit {code}: {envelope}"
+    assert envelope.get("status", 401) == 401, envelope
+    assert "expired" in envelope["message"], envelope
 
 
 

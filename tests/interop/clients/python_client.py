@@ -1,7 +1,10 @@
 """The interop workflow driven by the official Python MCP SDK (2.x in `auto` or `legacy` mode,
 or 1.x), against a running muxgate.
 
-Usage: python python_client.py auto|legacy|v1
+Usage: python python_client.py auto|legacy|v1 [limits]
+
+With `limits`, runs the limit steps instead (see LIMIT_STEPS below), against a gateway whose
+request rate is small.
 
 Environment (set by tests/interop/run): INTEROP_URL, INTEROP_TOKEN, INTEROP_EXPIRED_TOKEN,
 INTEROP_METRICS_URL, INTEROP_CLIENT (a label, used in tmux session names).
@@ -31,13 +34,29 @@ else:
 
 
 @asynccontextmanager
-async def connect(token):
-    """An initialized session, whichever SDK generation is installed."""
+async def connect(token, statuses=None):
+    """An initialized session, whichever SDK generation is installed. With `statuses`, the HTTP
+    status of every response the client receives is appended to it."""
     headers = {"Authorization": f"Bearer {token}"}
+    hooks = {}
+    if statuses is not None:
+
+        async def record(response):
+            statuses.append(response.status_code)
+
+        hooks = {"response": [record]}
     if V1:
         from mcp.client.streamable_http import streamablehttp_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
 
-        async with streamablehttp_client(URL, headers=headers) as (read, write, _):
+        def client_with_hooks(**kwargs):
+            client = create_mcp_http_client(**kwargs)
+            client.event_hooks = hooks
+            return client
+
+        async with streamablehttp_client(
+            URL, headers=headers, httpx_client_factory=client_with_hooks
+        ) as (read, write, _):
             async with mcp.ClientSession(read, write) as session:
                 await session.initialize()
                 yield Session(session)
@@ -45,7 +64,7 @@ async def connect(token):
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
-        async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+        async with httpx2.AsyncClient(headers=headers, timeout=60, event_hooks=hooks) as http:
             async with mcp.Client(
                 streamable_http_client(URL, http_client=http), mode=MODE
             ) as client:
@@ -241,15 +260,65 @@ class Workflow:
 
 
 async def expired_token_401():
+    # The SDKs report a refused request in their own ways (an HTTP error in an exception group, a
+    # JSON-RPC error standing in for the status): the status itself is read off the wire.
+    statuses = []
     try:
-        async with connect(EXPIRED) as session:
-            await session.tool_names()
-    except BaseException as error:  # the SDKs wrap HTTP errors in exception groups
-        text = "".join(traceback.format_exception(error))
-        assert "401" in text, text[-2000:]
+        with anyio.fail_after(30):
+            async with connect(EXPIRED, statuses) as session:
+                await session.tool_names()
+    except BaseException as error:  # noqa: BLE001 - whatever the SDK raises for the refusal
+        if isinstance(error, (KeyboardInterrupt, SystemExit)):
+            raise
+        assert statuses and statuses[0] == 401, (
+            f"HTTP statuses {statuses}; "
+            + "".join(traceback.format_exception(error))[-1500:]
+        )
         return
-    raise AssertionError("an expired token was accepted")
+    raise AssertionError(f"an expired token was accepted (HTTP statuses {statuses})")
 
+
+# Calls in the limit step: the agent loop that lost its session when a refusal lacked the
+# 2026-07-28 `resultType`.
+LIMIT_LOOP = 150
+
+
+async def request_rate_refusal_read(session):
+    """An agent loop of `list_sessions` calls, faster than the request rate allows: each refusal
+    arrives as an `isError` result naming `retry_after_ms`, the session survives it, and the
+    call after waiting that long succeeds."""
+    refused = 0
+    retried_ok = 0
+    # The limit that refused the call before, when the loop waited as told.
+    waited_for = None
+    for n in range(LIMIT_LOOP):
+        is_error, value = await session.call("list_sessions", {})
+        text = value if isinstance(value, str) else json.dumps(value)
+        if not is_error:
+            retried_ok += waited_for is not None
+            waited_for = None
+            continue
+        assert "error (busy)" in text and "retry_after_ms: " in text, f"call {n}: {text[:300]}"
+        limit = text.split("`")[1]
+        # The request rate and the tool-call rate are separate limits: waiting for one says
+        # nothing about the other, but the one waited for must admit the call.
+        assert limit != waited_for, f"call {n}, after waiting as `{limit}` said, was refused by it again: {text}"
+        refused += 1
+        retry_ms = int(text.split("retry_after_ms: ")[1].split(")")[0])
+        await anyio.sleep(retry_ms / 1000 + 0.02)
+        waited_for = limit
+    # A loop the limit never refused shows nothing.
+    assert refused >= 3, f"only {refused} of {LIMIT_LOOP} calls were refused: the limit did not trip"
+    assert retried_ok >= refused // 2, f"{refused} refused, {retried_ok} retried calls succeeded"
+
+
+LIMIT_STEPS = [request_rate_refusal_read]
+
+
+async def main_limits():
+    async with connect(TOKEN) as session:
+        for run in LIMIT_STEPS:
+            await step(run.__name__, lambda run=run: run(session))
 
 
 async def step(name, run):
@@ -276,4 +345,4 @@ async def main():
     await step("expired_token_401", expired_token_401)
 
 
-anyio.run(main)
+anyio.run(main_limits if sys.argv[2:] == ["limits"] else main)

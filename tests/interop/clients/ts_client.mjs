@@ -8,7 +8,10 @@
 // (see workflow.md); the runner counts the lines.
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import {
+  StreamableHTTPClientTransport,
+  StreamableHTTPError,
+} from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
 
 const env = (name) => {
@@ -220,7 +223,9 @@ async function expired_token_401() {
   try {
     client = await connect(EXPIRED);
   } catch (error) {
-    assert(String(error).includes("401") || error.code === 401, String(error));
+    // The transport's error carries the response's HTTP status.
+    assert(error instanceof StreamableHTTPError, `not an HTTP error: ${error}`);
+    assert(error.code === 401, `HTTP status ${error.code}: ${error}`);
     return;
   }
   await client.close();

@@ -18,12 +18,12 @@ use crate::mux::zellij::ids::{SessionName, TabId};
 use crate::mux::zellij::listing::Pane;
 use crate::mux::zellij::marker::MarkedRun;
 
-/// Pauses between reads of a finished one-off command's screen until it settles.
-const ONE_OFF_REREADS: [Duration; 3] = [
-    Duration::from_millis(20),
-    Duration::from_millis(40),
-    Duration::from_millis(80),
-];
+/// How long after its command exited a pane's screen may take to show the end marker (the
+/// wrapper prints it after everything the command printed).
+const SCREEN_DEADLINE: Duration = Duration::from_secs(3);
+/// The first pause between two reads of that screen; each next one doubles, up to the last.
+const FIRST_REREAD: Duration = Duration::from_millis(10);
+const LONGEST_REREAD: Duration = Duration::from_millis(200);
 
 /// What `run_command` found after the blocking call returned.
 enum Collected {
@@ -165,18 +165,19 @@ async fn collect(
         return Ok(Collected::Running(pane));
     }
     // Zellij can report the exit before its screen of the pane holds all that the command
-    // printed (seen under load: nothing, or 29 of 30 lines): the screen is read until two
-    // reads agree on some text, briefly.
+    // printed (seen under load: nothing, or 29 of 30 lines, or all but the last line). The
+    // end marker comes after all of it, so the screen is read until it shows the marker;
+    // two reads that agree prove nothing (both may lack the end).
+    let deadline = Instant::now() + SCREEN_DEADLINE;
+    let mut pause = FIRST_REREAD;
     let mut lines = inner.dump(s, pane.id, ReadScope::Full).await?;
-    for pause in ONE_OFF_REREADS {
+    while run.extract(&lines, false).is_none() && Instant::now() < deadline {
         tokio::time::sleep(pause).await;
-        let again = inner.dump(s, pane.id, ReadScope::Full).await?;
-        let settled = again == lines && again.iter().any(|line| !line.trim().is_empty());
-        lines = again;
-        if settled {
-            break;
-        }
+        pause = (pause * 2).min(LONGEST_REREAD);
+        lines = inner.dump(s, pane.id, ReadScope::Full).await?;
     }
+    // A pane whose output never showed whole is kept, for the caller to read.
+    let keep = keep || run.extract(&lines, false).is_none();
     if !keep {
         let id = pane.id.to_string();
         inner
@@ -212,21 +213,29 @@ fn answer(
             },
             Ok(out),
         ) => {
-            let extracted = run.extract(&lines, false);
-            let exit_status = extracted
-                .as_ref()
-                .map(|r| r.exit_status)
-                .or(pane.exit_status)
-                .or(out.status.code())
-                .unwrap_or(-1);
-            let output = match extracted {
-                Some(r) => r.output,
-                None => lines.join("\n"),
+            // An exit status is answered only with the output that came before it.
+            let Some(extracted) = run.extract(&lines, false) else {
+                let status = pane
+                    .exit_status
+                    .or(out.status.code())
+                    .map_or_else(|| "an unknown status".to_owned(), |s| format!("status {s}"));
+                return Err(ZellijError::NoEffect {
+                    session: session.clone(),
+                    what: "show the command's whole output",
+                    detail: format!(
+                        "the command in pane {} exited with {status}, but the end of its output \
+                         did not reach the pane's screen within {} s (it exited without \
+                         returning to the wrapper, or Zellij is overloaded); the pane is kept: \
+                         read it with capture_pane",
+                        pane.id,
+                        SCREEN_DEADLINE.as_secs()
+                    ),
+                });
             };
             Ok(CommandResult {
                 pane: pane.id,
-                exit_status,
-                output,
+                exit_status: extracted.exit_status,
+                output: extracted.output,
                 truncated: false,
                 pane_closed: closed,
                 elapsed: Duration::ZERO,
@@ -254,5 +263,64 @@ fn answer(
             status: describe_status(out.status),
             stderr: first_lines(&out.stderr),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::ExitStatus;
+
+    use super::*;
+    use crate::mux::zellij::listing::parse_panes;
+
+    /// A command pane whose command exited with status 3 (Zellij's own report).
+    fn exited_pane() -> Pane {
+        let json = r#"[{"id":7,"is_plugin":false,"is_focused":true,"is_fullscreen":false,"is_floating":false,"is_suppressed":false,"title":"job","exited":true,"exit_status":3,"is_held":true,"pane_x":0,"pane_content_x":0,"pane_y":0,"pane_content_y":0,"pane_rows":10,"pane_content_rows":10,"pane_columns":40,"pane_content_columns":40,"cursor_coordinates_in_pane":null,"terminal_command":"muxgate-run","plugin_url":null,"is_selectable":true,"tab_id":0,"tab_position":0,"tab_name":"t"}]"#;
+        parse_panes(json).unwrap().remove(0)
+    }
+
+    fn answer_for(lines: &[&str]) -> Result<CommandResult> {
+        let run = MarkedRun::with_id(1);
+        let collected = Collected::Done {
+            pane: exited_pane(),
+            lines: lines.iter().map(|l| (*l).to_owned()).collect(),
+            closed: false,
+        };
+        let waited = Ok(CliOutput {
+            status: ExitStatus::from_raw(3 << 8),
+            stdout: String::new(),
+            stderr: String::new(),
+        });
+        answer(
+            &SessionName::new("s").unwrap(),
+            &run,
+            collected,
+            waited,
+            Duration::from_secs(1),
+        )
+    }
+
+    #[test]
+    fn an_exit_status_comes_with_the_output_before_the_end_marker() {
+        let result = answer_for(&["ZOUT42", "tail", "", "__MGE_00000001_3__"]).unwrap();
+        assert_eq!(
+            (result.exit_status, result.output.as_str()),
+            (3, "ZOUT42\ntail\n")
+        );
+    }
+
+    /// A screen read before the output reached it: Zellij already says "exited with 3", but an
+    /// answer of status 3 with this screen's text would drop what the command printed.
+    #[test]
+    fn a_screen_without_the_end_marker_is_no_answer() {
+        for screen in [&[][..], &[""][..], &["ZOUT42"][..]] {
+            let err = answer_for(screen).unwrap_err();
+            let text = err.to_string();
+            assert!(
+                matches!(err, ZellijError::NoEffect { .. }) && text.contains("status 3"),
+                "{screen:?}: {text}"
+            );
+        }
     }
 }
