@@ -20,7 +20,6 @@ use std::time::Duration;
 use common::serve::{ServeOptions, ServeProcess};
 use common::tools::{Client, call_ok};
 use common::workspaces::WorkspaceState;
-use muxgate::auth::{MintRequest, TokenMinter};
 use muxgate::config::Config;
 use rmcp::ServiceExt;
 use rmcp::model::ClientConfig;
@@ -170,19 +169,7 @@ async fn client(url: &str, token: &str) -> Client {
 }
 
 fn mint(config: &Config, sub: &str) -> String {
-    TokenMinter::from_config(&config.auth)
-        .unwrap()
-        .mint(&MintRequest {
-            sub: sub.into(),
-            scopes: vec!["mux:read".into(), "mux:write".into(), "mux:admin".into()],
-            ttl: Duration::from_secs(600),
-            servers: None,
-            sessions: None,
-            own_sessions: false,
-            workspace: None,
-            toolsets: None,
-        })
-        .unwrap()
+    muxgate::gateway::mint_full_access(config, sub, Duration::from_secs(600)).unwrap()
 }
 
 async fn run(client: &Client, pane: &str, command: &str) -> Value {

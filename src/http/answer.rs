@@ -19,21 +19,19 @@ const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
 
 /// The protocol version a request speaks, read as rmcp reads it: the request's own `_meta`
 /// field, else its `MCP-Protocol-Version` header, else 2025-03-26 (a request with neither).
-pub fn request_version(
-    params: Option<&Map<String, Value>>,
-    headers: &HeaderMap,
-) -> ProtocolVersion {
-    let from_meta = params
-        .and_then(|p| p.get("_meta"))
-        .and_then(|meta| meta.get(META_PROTOCOL_VERSION))
-        .and_then(Value::as_str);
+pub fn request_version(meta_version: Option<&str>, headers: &HeaderMap) -> ProtocolVersion {
     let from_header = headers
         .get(PROTOCOL_VERSION_HEADER)
         .and_then(|v| v.to_str().ok());
-    from_meta
+    meta_version
         .or(from_header)
         .and_then(|v| serde_json::from_value(Value::String(v.to_owned())).ok())
         .unwrap_or(ProtocolVersion::V_2025_03_26)
+}
+
+/// The protocol version a request's params name in their `_meta`, if any.
+pub fn meta_version(params: &Map<String, Value>) -> Option<&str> {
+    params.get("_meta")?.get(META_PROTOCOL_VERSION)?.as_str()
 }
 
 /// A `tools/call` answered with an error result holding `text` (the model reads it), shaped
@@ -95,8 +93,9 @@ mod tests {
             ProtocolVersion::V_2025_11_25
         );
         let params = json!({"name": "t", "_meta": {META_PROTOCOL_VERSION: "2026-07-28"}});
+        let meta = params.as_object().and_then(meta_version);
         assert_eq!(
-            request_version(params.as_object(), &headers),
+            request_version(meta, &headers),
             ProtocolVersion::V_2026_07_28
         );
     }

@@ -56,8 +56,8 @@ pub struct Checked {
     pub method: String,
     /// Null for a notification.
     pub id: Value,
-    /// Its params (an object, or none).
-    pub params: Option<serde_json::Map<String, Value>>,
+    /// The protocol version its params' `_meta` names (2026-07-28 requests carry one).
+    pub meta_version: Option<String>,
 }
 
 /// Checks that `bytes` are one JSON-RPC 2.0 message (request, notification or response);
@@ -88,7 +88,9 @@ pub fn check_message(bytes: &[u8]) -> Result<Option<Checked>, BodyFault> {
     let checked = |method: &String, params: Option<&serde_json::Map<String, Value>>| Checked {
         method: method.clone(),
         id: id.clone(),
-        params: params.cloned(),
+        meta_version: params
+            .and_then(super::answer::meta_version)
+            .map(str::to_owned),
     };
     match message.get("method") {
         Some(Value::String(method)) => match message.get("params") {
@@ -197,7 +199,8 @@ pub async fn check_jsonrpc_body(
             parts.extensions.insert(crate::auth::OpensSession);
         }
         Ok(Some(request)) if request.method == "tools/call" => {
-            let version = super::answer::request_version(request.params.as_ref(), &parts.headers);
+            let version =
+                super::answer::request_version(request.meta_version.as_deref(), &parts.headers);
             parts.extensions.insert(crate::limits::ToolCallRequest {
                 id: request.id,
                 version,

@@ -95,23 +95,9 @@ pub async fn client_at(url: &str, token: &str) -> Client {
 /// A token with every tool scope for `sub`, signed with [`super::TEST_SECRET`] (what a
 /// gateway whose config names that secret accepts).
 pub fn full_token(sub: &str) -> String {
-    let mut auth = muxgate::config::Config::from_toml_str("")
-        .expect("the default")
-        .auth;
-    auth.secret = Some(muxgate::auth::config::SecretString::new(super::TEST_SECRET));
-    muxgate::auth::TokenMinter::from_config(&auth)
-        .expect("minter")
-        .mint(&muxgate::auth::MintRequest {
-            sub: sub.to_owned(),
-            scopes: vec!["mux:read".into(), "mux:write".into(), "mux:admin".into()],
-            ttl: Duration::from_secs(600),
-            servers: None,
-            sessions: None,
-            own_sessions: false,
-            workspace: None,
-            toolsets: None,
-        })
-        .expect("a token")
+    let mut config = muxgate::config::Config::from_toml_str("").expect("the default");
+    config.auth.secret = Some(muxgate::auth::config::SecretString::new(super::TEST_SECRET));
+    muxgate::gateway::mint_full_access(&config, sub, Duration::from_secs(600)).expect("a token")
 }
 
 /// A token for `sub` with `scopes`, limited to sessions matching `sessions`.
