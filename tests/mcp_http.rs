@@ -190,10 +190,7 @@ async fn raw_session_lifecycle_initialize_list_call_delete() {
     let init = mcp.initialize().await;
     assert_eq!(init["result"]["protocolVersion"], LEGACY_VERSION);
     assert_eq!(init["result"]["serverInfo"]["name"], "muxgate");
-    assert_eq!(
-        init["result"]["capabilities"],
-        json!({"prompts": {}, "resources": {}, "tools": {}})
-    );
+    assert_eq!(init["result"]["capabilities"], declared_capabilities());
     let session = mcp.session_id.clone().expect("session id");
     assert!(session.len() >= 16, "session id looks too short: {session}");
 
@@ -324,6 +321,14 @@ async fn raw_session_streams_carry_resumption_ids() {
     );
 }
 
+/// What the gateway declares at `initialize` and `server/discover`, in both eras.
+fn declared_capabilities() -> Value {
+    json!({
+        "prompts": {}, "resources": {}, "tools": {},
+        "extensions": {"io.modelcontextprotocol/skills": {}}
+    })
+}
+
 #[tokio::test]
 async fn raw_stateless_discover_and_call_need_no_session() {
     let gateway = spawn_gateway(two_server_config()).await;
@@ -345,11 +350,7 @@ async fn raw_stateless_discover_and_call_need_no_session() {
     let versions = result["supportedVersions"].as_array().expect("versions");
     assert!(versions.contains(&json!(STATELESS_VERSION)), "{result}");
     assert!(versions.contains(&json!(LEGACY_VERSION)), "{result}");
-    assert_eq!(
-        result["capabilities"],
-        json!({"prompts": {}, "resources": {}, "tools": {}}),
-        "{result}"
-    );
+    assert_eq!(result["capabilities"], declared_capabilities(), "{result}");
 
     let response = mcp
         .post(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",

@@ -2,7 +2,8 @@
 //!
 //! Each command is a thin function over library modules: `serve` ([`serve`]) assembles config,
 //! MCP handler and router; `check-config` loads and summarizes a file; `doctor` runs
-//! [`crate::doctor`]; `tools` prints [`crate::mcp::catalog`]; `token` mints with
+//! [`crate::doctor`]; `tools` prints [`crate::mcp::catalog`]; `skill` prints the SKILL.md of
+//! [`crate::mcp::skill`]; `token` mints with
 //! [`crate::auth::TokenMinter`]; `audit verify` ([`audit`]) checks [`crate::audit`] files; `healthcheck`
 //! ([`healthcheck`]) asks a running gateway's `/healthz` (the container's HEALTHCHECK);
 //! `approvals` ([`approvals`]) lists the calls held for approval and decides them. The last two
@@ -56,6 +57,9 @@ pub enum Command {
     Doctor(ConfigArg),
     /// Print the tool catalog (name, tier, annotations, summary) as Markdown.
     Tools,
+    /// Print the skill that teaches an agent the gateway (a SKILL.md, as the gateway serves it
+    /// at skill://muxgate/SKILL.md); save it as muxgate/SKILL.md in an agent's skills folder.
+    Skill,
     /// Mint a bearer token signed with the configured key.
     Token(TokenArgs),
     /// Audit log tools.
@@ -332,6 +336,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Tools => {
             print!("{}", catalog::render_markdown(&catalog::tools()));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Skill => {
+            print!("{}", crate::mcp::skill::SKILL_MD);
             Ok(ExitCode::SUCCESS)
         }
         Command::Token(args) => {

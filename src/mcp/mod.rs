@@ -2,12 +2,15 @@
 //!
 //! [`McpServer`] is rmcp's `ServerHandler`. The HTTP layer builds one per MCP session (or per
 //! request for stateless clients) by cloning a prototype, so it is a cheap handle around shared
-//! state. It declares only the capabilities it serves (tools, resources, prompts) and refuses
-//! the other methods (completion), which rmcp would otherwise answer with empty results.
+//! state. It declares only the capabilities it serves (tools, resources, prompts, and the
+//! Skills extension) and refuses the other methods (completion), which rmcp would otherwise
+//! answer with empty results.
 //!
 //! - [`tools`]: the tool groups and the combined router;
 //! - [`resources`]: the `tmux://` resources, read through the same access rules as tools;
 //! - [`prompts`]: recipes naming the tools to call for common jobs;
+//! - [`skill`]: the SKILL.md that teaches an agent the gateway (Skills extension, resource,
+//!   prompt);
 //! - [`approval`]: calls the `[approvals]` policy holds until a human decides;
 //! - [`recording`]: the recordings a call's panes get by rule, named in its audit record;
 //! - [`call`]: what happens around every call (scope check, rate limit, audit, metrics) and
@@ -49,6 +52,7 @@ pub mod render;
 pub mod resources;
 pub mod self_guard;
 pub mod shared_tool;
+pub(crate) mod skill;
 pub mod tools;
 pub mod zellij_access;
 
@@ -58,10 +62,11 @@ use rmcp::handler::server::tool::{ToolCallContext, ToolRouter};
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestMethod,
     CompleteRequestParams, CompleteResult, DiscoverResult, GetPromptRequestParams,
-    GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ResultType, ServerCapabilities, ServerConfig, Tool,
+    GetPromptResponse, GetSkillRequestParams, GetSkillResult, Implementation,
+    InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListSkillsResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ResultType,
+    SKILLS_EXTENSION_ID, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -379,7 +384,8 @@ impl ServerHandler for McpServer {
         let answer = async {
             let caller = authenticated(&context)?;
             let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
-            let result = self.list_resources_for(&caller, cursor).await?;
+            let with_skill = !negotiated_skills(&context);
+            let result = self.list_resources_for(&caller, cursor, with_skill).await?;
             Ok(with_cache_hints(&context, result, |r, ttl, scope| {
                 r.ttl_ms = ttl;
                 r.cache_scope = scope;
@@ -427,7 +433,11 @@ impl ServerHandler for McpServer {
         let observer = self.observe("prompts/list", None, &context);
         let answer = async {
             authenticated(&context)?;
-            Ok(ListPromptsResult::with_all_items(prompts::list()))
+            let mut list = prompts::list();
+            if !negotiated_skills(&context) {
+                list.push(skill::prompt());
+            }
+            Ok(ListPromptsResult::with_all_items(list))
         };
         observer.run(answer, |_| false).await
     }
@@ -440,7 +450,47 @@ impl ServerHandler for McpServer {
         let observer = self.observe("prompts/get", None, &context);
         let answer = async {
             authenticated(&context)?;
+            let no_arguments = request.arguments.as_ref().is_none_or(|a| a.is_empty());
+            if request.name == skill::PROMPT_NAME && no_arguments {
+                return Ok(skill::get_prompt().into());
+            }
             Ok(prompts::get(&request.name, request.arguments.as_ref())?.into())
+        };
+        observer.run(answer, |_| false).await
+    }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, ErrorData> {
+        let observer = self.observe("skills/list", None, &context);
+        let answer = async {
+            authenticated(&context)?;
+            Ok(ListSkillsResult::with_all_items(vec![skill::entry()]))
+        };
+        observer.run(answer, |_| false).await
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, ErrorData> {
+        let observer = self.observe("skills/get", None, &context);
+        let answer = async {
+            authenticated(&context)?;
+            if request.uri != skill::URI {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "no skill is served at {:?}; this gateway serves {}",
+                        request.uri.chars().take(64).collect::<String>(),
+                        skill::URI
+                    ),
+                    None,
+                ));
+            }
+            Ok(GetSkillResult::new(skill::entry()))
         };
         observer.run(answer, |_| false).await
     }
@@ -482,13 +532,26 @@ fn with_cache_hints<T>(
     result
 }
 
-/// What muxgate declares at `initialize` and `server/discover`: tools, resources and prompts.
+/// Whether the client declared the Skills extension (at `initialize`, or in this request's
+/// `_meta`): then the skill reaches it through `skills/list`, and is not listed again as a plain
+/// resource and a prompt.
+fn negotiated_skills(context: &RequestContext<RoleServer>) -> bool {
+    context.client_capabilities().is_some_and(|capabilities| {
+        capabilities
+            .extensions
+            .is_some_and(|extensions| extensions.contains_key(SKILLS_EXTENSION_ID))
+    })
+}
+
+/// What muxgate declares at `initialize` and `server/discover`: tools, resources, prompts and
+/// the Skills extension (which rides on resources).
 pub fn server_config() -> ServerConfig {
     ServerConfig::new(
         ServerCapabilities::builder()
             .enable_prompts()
             .enable_resources()
             .enable_tools()
+            .enable_skills()
             .build(),
     )
     .with_server_info(

@@ -14,7 +14,9 @@
 //! too). Reading needs the read-only tier and counts against the tool-call rate; objects the
 //! caller may not see are "not found" (-32002), exactly like missing ones. `resources/list`
 //! returns, per visible server, its session list, each visible session and each visible pane's
-//! content; the templates cover the rest.
+//! content; the templates cover the rest. The skill (`skill://muxgate/SKILL.md`, see
+//! [`super::skill`]) is read here too, and listed first for clients that did not negotiate the
+//! Skills extension.
 //!
 //! Not here: what the objects are (the session and window tools own their row formats, reused
 //! here).
@@ -34,6 +36,7 @@ use super::error::{ToolError, ToolErrorKind};
 use super::pane_ops::{
     PaneInfo, PaneScope, list_panes_command, pane_info, pane_rows, visible_rows,
 };
+use super::skill;
 use super::tools::session::{SessionDetail, SessionInfo, find_session, list_session_rows};
 use super::tools::window::list_window_rows;
 use crate::audit::{CallStart, Outcome};
@@ -329,11 +332,13 @@ struct PaneMetadata {
 }
 
 impl McpServer {
-    /// `resources/list`: what the caller may read, one page at a time.
+    /// `resources/list`: what the caller may read, one page at a time; the skill first when
+    /// `with_skill` (the client reads it as a plain resource).
     pub(crate) async fn list_resources_for(
         &self,
         call: &CallContext,
         cursor: Option<&str>,
+        with_skill: bool,
     ) -> Result<ListResourcesResult, ErrorData> {
         let offset = match cursor {
             None => 0,
@@ -341,15 +346,14 @@ impl McpServer {
                 .parse::<usize>()
                 .map_err(|_| ErrorData::invalid_params("invalid cursor", None))?,
         };
-        if crate::auth::can_call(&call.principal, Tier::ReadOnly).is_err() {
-            return Ok(ListResourcesResult::with_all_items(Vec::new()));
-        }
-        let mut resources = Vec::new();
-        for name in self.visible_servers(call) {
-            let Ok(tmux) = self.tmux_access(call, Some(name)).await else {
-                continue;
-            };
-            resources.extend(server_resources(&tmux).await);
+        let mut resources: Vec<Resource> = with_skill.then(skill::resource).into_iter().collect();
+        if crate::auth::can_call(&call.principal, Tier::ReadOnly).is_ok() {
+            for name in self.visible_servers(call) {
+                let Ok(tmux) = self.tmux_access(call, Some(name)).await else {
+                    continue;
+                };
+                resources.extend(server_resources(&tmux).await);
+            }
         }
         let page: Vec<Resource> = resources
             .iter()
@@ -369,12 +373,16 @@ impl McpServer {
         ListResourceTemplatesResult::with_all_items(templates())
     }
 
-    /// `resources/read`: checks tier and rate like a read-only tool call, reads, audits.
+    /// `resources/read`: checks tier and rate like a read-only tool call, reads, audits. The
+    /// skill is static text, read by any client without either.
     pub(crate) async fn read_resource_for(
         &self,
         call: &CallContext,
         uri: &str,
     ) -> Result<ReadResourceResult, ErrorData> {
+        if uri == skill::URI {
+            return Ok(skill::read());
+        }
         let state = self.state();
         let parsed = ResourceUri::parse(uri);
         let targets = [short(uri)];

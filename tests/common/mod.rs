@@ -243,8 +243,8 @@ impl RawMcp {
     }
 
     /// A POST with the headers Streamable HTTP requires, plus session and version if known.
-    /// At [`STATELESS_VERSION`] it also sends the `Mcp-Method` (and for `tools/call`,
-    /// `Mcp-Name`) headers that version requires.
+    /// At [`STATELESS_VERSION`] it also sends the `Mcp-Method` (and for requests naming a
+    /// tool, prompt or resource, `Mcp-Name`) headers that version requires.
     pub fn post(&self, body: &Value) -> reqwest::RequestBuilder {
         let mut request = self
             .http
@@ -264,7 +264,9 @@ impl RawMcp {
                 && let Some(method) = body["method"].as_str()
             {
                 request = request.header("mcp-method", method);
-                if let Some(name) = body["params"]["name"].as_str() {
+                // The name a request acts on: a tool's or prompt's name, a resource's URI.
+                let params = &body["params"];
+                if let Some(name) = params["name"].as_str().or(params["uri"].as_str()) {
                     request = request.header("mcp-name", name);
                 }
             }
