@@ -11,7 +11,8 @@
 //! (rmcp refuses those with 415).
 //!
 //! It does not know methods or their schemas (that is rmcp's and the tools' job) beyond the
-//! shape of `tools/call`'s params.
+//! shape of `tools/call`'s params. What it read ([`Checked`]) rides on in the request's
+//! extensions for the layers after it.
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -58,6 +59,9 @@ pub struct Checked {
     pub id: Value,
     /// The protocol version its params' `_meta` names (2026-07-28 requests carry one).
     pub meta_version: Option<String>,
+    /// What it acts on, when its params name it: `name` (a tool, a prompt) or `uri` (a
+    /// resource).
+    pub target: Option<String>,
 }
 
 /// Checks that `bytes` are one JSON-RPC 2.0 message (request, notification or response);
@@ -90,6 +94,10 @@ pub fn check_message(bytes: &[u8]) -> Result<Option<Checked>, BodyFault> {
         id: id.clone(),
         meta_version: params
             .and_then(super::answer::meta_version)
+            .map(str::to_owned),
+        target: params
+            .and_then(|p| p.get("name").or_else(|| p.get("uri")))
+            .and_then(Value::as_str)
             .map(str::to_owned),
     };
     match message.get("method") {
@@ -195,18 +203,21 @@ pub async fn check_jsonrpc_body(
     let mut parts = parts;
     match check_message(&bytes) {
         Err(fault) => return fault.into_response(),
-        Ok(Some(request)) if request.method == "initialize" => {
-            parts.extensions.insert(crate::auth::OpensSession);
+        Ok(Some(request)) => {
+            if request.method == "initialize" {
+                parts.extensions.insert(crate::auth::OpensSession);
+            }
+            if request.method == "tools/call" {
+                let version =
+                    super::answer::request_version(request.meta_version.as_deref(), &parts.headers);
+                parts.extensions.insert(crate::limits::ToolCallRequest {
+                    id: request.id.clone(),
+                    version,
+                });
+            }
+            parts.extensions.insert(request);
         }
-        Ok(Some(request)) if request.method == "tools/call" => {
-            let version =
-                super::answer::request_version(request.meta_version.as_deref(), &parts.headers);
-            parts.extensions.insert(crate::limits::ToolCallRequest {
-                id: request.id,
-                version,
-            });
-        }
-        Ok(_) => {}
+        Ok(None) => {}
     }
     next.run(Request::from_parts(parts, Body::from(bytes)))
         .await

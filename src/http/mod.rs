@@ -19,7 +19,9 @@
 //! first: trace → in-flight tracking for graceful shutdown ([`shutdown::track_in_flight`]) →
 //! Host/Origin [`guard`] → JWT bearer auth ([`crate::auth::require_bearer`], puts the
 //! `Principal` in the request) → JSON-RPC body check with the body size limit ([`body`]; marks
-//! `initialize` and `tools/call`) → per-client request rate ([`crate::limits::limit_requests`]:
+//! `initialize` and `tools/call`) → negotiation quirks answered in JSON-RPC ([`negotiate`]: an
+//! unknown version header at `initialize` dropped; a missing header, session or `Accept` type
+//! refused naming what to send) → per-client request rate ([`crate::limits::limit_requests`]:
 //! a refused `tools/call` is answered as its `isError` result, anything else 429) → MCP session
 //! ↔ `sub` binding ([`crate::auth::bind_sessions`]) → DELETE answered 204 ([`session_end`]) →
 //! body size limit → rmcp, with the gateway's session manager ([`sessions`]: counted sessions,
@@ -40,6 +42,7 @@ pub mod guard;
 pub mod hangup;
 pub mod health;
 pub mod listen;
+pub mod negotiate;
 pub mod secret;
 pub mod session_end;
 pub mod sessions;
@@ -172,6 +175,7 @@ pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
                     http.max_body_bytes,
                     body::check_jsonrpc_body,
                 ))
+                .layer(axum::middleware::from_fn(negotiate::answer_quirks))
                 .layer(from_fn_with_state(
                     security.limits,
                     crate::limits::limit_requests,
