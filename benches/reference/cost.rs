@@ -49,6 +49,17 @@ impl Era {
     }
 }
 
+/// The goal for a call's round trip, as a multiple of a `/healthz` round trip on the same
+/// connection; `ping` has none (it is the floor the others are read against).
+pub fn ratio_goal(label: &str) -> Option<f64> {
+    match label {
+        "list_servers" => Some(2.0),
+        "send_keys" | "capture_pane" => Some(3.0),
+        "list_panes (20 panes)" => Some(4.0),
+        _ => None,
+    }
+}
+
 /// The result for one call in one era.
 pub struct CallCost {
     pub label: &'static str,

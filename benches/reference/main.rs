@@ -200,8 +200,9 @@ async fn run(options: Options) -> Result<()> {
         println!(
             "# muxgate
 
-{}; load average at start: {}
+{}; {}; load average at start: {}
 ",
+            provenance(),
             tmux_version(),
             load_average()
         );
@@ -214,7 +215,8 @@ async fn run(options: Options) -> Result<()> {
     );
     let reference = Reference::install(&venv)?;
     println!(
-        "# muxgate vs {REFERENCE_PACKAGE} {REFERENCE_VERSION}\n\n{} rounds; {}; load average at start: {}\n",
+        "# muxgate vs {REFERENCE_PACKAGE} {REFERENCE_VERSION}\n\n{}; {} rounds; {}; load average at start: {}\n",
+        provenance(),
         options.rounds,
         tmux_version(),
         load_average()
@@ -343,6 +345,9 @@ async fn agent_awareness(options: &Options) -> Result<()> {
     Ok(())
 }
 
+/// The goal for the gateway's CPU time per call.
+const CPU_PER_CALL_GOAL_US: f64 = 100.0;
+
 /// Case 7: the gateway's own cost per call.
 async fn per_call_cost(options: &Options) -> Result<()> {
     eprintln!("cost per call");
@@ -354,17 +359,23 @@ async fn per_call_cost(options: &Options) -> Result<()> {
         costs.healthz_cpu_us
     );
     println!(
-        "| call | protocol | call | /healthz | call ÷ /healthz | gateway CPU per call |\n|---|---|--:|--:|--:|--:|"
+        "| call | protocol | call | /healthz | call ÷ /healthz (goal) | gateway CPU per call (goal ≤ {CPU_PER_CALL_GOAL_US:.0} µs) |\n|---|---|--:|--:|--:|--:|"
     );
     for c in &costs.calls {
+        let ratio = c.call_us / c.healthz_us;
+        let ratio_goal = match cost::ratio_goal(c.label) {
+            Some(goal) => format!(" (≤ {goal:.0}×, {})", met(ratio <= goal)),
+            None => String::new(),
+        };
         println!(
-            "| {} | {} | {} | {} | {:.1}× | {:.0} µs |",
+            "| {} | {} | {} | {} | **{:.2}×**{ratio_goal} | {:.0} µs ({}) |",
             c.label,
             c.era.name(),
             latency(c.call_us),
             latency(c.healthz_us),
-            c.call_us / c.healthz_us,
-            c.gateway_cpu_us
+            ratio,
+            c.gateway_cpu_us,
+            met(c.gateway_cpu_us <= CPU_PER_CALL_GOAL_US)
         );
     }
     println!();
@@ -779,6 +790,29 @@ fn tmux_version() -> String {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
         .unwrap_or_else(|_| "tmux (unknown version)".to_owned())
+}
+
+/// When and from what the numbers come: the UTC date and the commit (with `+changes` when the
+/// tree differs from it), so a table pasted into BENCHMARKS.md says what it describes.
+fn provenance() -> String {
+    let run = |program: &str, args: &[&str]| {
+        std::process::Command::new(program)
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+    };
+    let date = run("date", &["-u", "+%Y-%m-%d"]).unwrap_or_else(|| "date unknown".to_owned());
+    let commit = run("git", &["rev-parse", "--short=12", "HEAD"])
+        .unwrap_or_else(|| "commit unknown".to_owned());
+    let changed = run("git", &["status", "--porcelain", "--untracked-files=no"])
+        .is_some_and(|s| !s.is_empty());
+    format!(
+        "measured {date} at commit {commit}{}",
+        if changed { "+changes" } else { "" }
+    )
 }
 
 fn load_average() -> String {
