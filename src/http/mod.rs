@@ -222,6 +222,8 @@ fn approval_routes(
     Router::new()
         .route("/approvals", get(approvals::list))
         .route("/approvals/{id}", post(approvals::decide))
+        .route("/approvals/secrets", get(approvals::secrets))
+        .route("/approvals/secrets/{id}", post(approvals::secret_link))
         .with_state(approvals)
         .layer(
             ServiceBuilder::new()
