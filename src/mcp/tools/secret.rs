@@ -86,7 +86,7 @@ impl McpServer {
     #[tool(
         name = "request_secret_input",
         description = "Ask a human to type a secret (password, token) into a pane via a \
-            one-time link; neither you nor the result see the link or the secret.\n\n\
+            one-time link; you never see the link or the secret.\n\n\
             Call it once the program asking (sudo, ssh, read -s) waits: a pane that would show \
             it is refused.",
         output_schema = schema_for_output::<RequestSecretOutput>(),
