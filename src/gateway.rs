@@ -330,6 +330,8 @@ impl Parts {
             approvals: http::approvals::ApprovalsApi {
                 desk: self.desks.approvals.clone(),
                 policy: self.desks.policy.clone(),
+                secrets: self.desks.secrets.clone(),
+                http: Arc::new(config.http.clone()),
             },
             secrets: http::secret::SecretApi {
                 desk: self.desks.secrets.clone(),

@@ -13,12 +13,15 @@ use std::time::Duration;
 use common::tmux::TestTmux;
 use common::tools::{call, call_ok, client, type_line, wait_for_screen};
 use common::{TestGateway, config_with_server, spawn_gateway, tool_error};
+use rmcp::model::ProtocolVersion;
 use rmcp::model::{
-    CallToolRequestParams, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
-    ElicitationCapability, UrlElicitationCapability,
+    CallToolRequestParams, CallToolResponse, ClientConfig, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationCapability, UrlElicitationCapability,
 };
-use rmcp::service::RequestContext;
-use rmcp::{ClientHandler, ErrorData, Peer, RoleClient, ServiceExt};
+use rmcp::service::{RequestContext, RunningService, Service};
+use rmcp::{
+    ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData, RoleClient, ServiceExt,
+};
 use serde_json::{Value, json};
 
 const SECRET: &str = "hunter2 s3cret";
@@ -77,13 +80,19 @@ async fn bash_pane(tmux: &TestTmux) -> String {
     pane
 }
 
-/// Asks for a secret until the pane is ready for one (its program reads with echo off).
-async fn request_when_ready(agent: &Peer<RoleClient>, args: Value) -> Value {
+/// Asks for a secret until the pane is ready for one (its program reads with echo off), as an
+/// agent whose client answers the gateway's input requests (2026-07-28) with its handler.
+async fn request_when_ready<S: Service<RoleClient>>(
+    agent: &RunningService<RoleClient, S>,
+    args: Value,
+) -> Value {
     for _ in 0..100 {
         let request = CallToolRequestParams::new("request_secret_input")
             .with_arguments(args.as_object().expect("arguments").clone());
         let result = agent.call_tool(request).await.expect("tools/call");
         if result.is_error != Some(true) {
+            // Nothing the model reads (text, structured content, `_meta`) holds the link.
+            assert_no_link(&serde_json::to_value(&result).expect("a result"));
             return result.structured_content.expect("structured content");
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -179,12 +188,10 @@ async fn a_secret_typed_at_its_link_reaches_the_pane_and_nothing_else() {
 
     type_line(&tmux, &pane, &read_secret());
     let answer = request_when_ready(&agent, args.clone()).await;
-    assert_eq!(answer["status"], "link", "{answer}");
+    assert_eq!(answer["status"], "pending", "{answer}");
     assert_eq!(answer["expires_in_seconds"], 300);
-    let url = answer["url"]
-        .as_str()
-        .expect("a link for the human")
-        .to_owned();
+    assert_no_link(&answer);
+    let url = approver_link(&gateway, &answer).await;
     assert!(
         url.starts_with(&format!("{}/secret?t=", gateway.base)),
         "{url}"
@@ -324,7 +331,7 @@ async fn a_neighbouring_pane_sees_no_secret_and_a_respawned_pane_gets_none() {
     let attacker = tmux.split_running("s", "bash --norc --noprofile");
     type_line(&tmux, &pane, &read_secret());
     let answer = request_when_ready(&agent, json!({"target": pane, "label": "pw"})).await;
-    let token = token_of(answer["url"].as_str().expect("a link"));
+    let token = token_of(&approver_link(&gateway, &answer).await);
     type_line(&tmux, &attacker.to_string(), &watch);
     let watching = common::wait_until(Duration::from_secs(10), || {
         std::fs::metadata(&loot_file).is_ok_and(|m| m.len() > 0)
@@ -353,7 +360,7 @@ async fn a_neighbouring_pane_sees_no_secret_and_a_respawned_pane_gets_none() {
     wait_for_screen(&tmux, &pane, "ready$").await;
     type_line(&tmux, &pane, &read_secret());
     let answer = request_when_ready(&agent, json!({"target": pane, "label": "pw"})).await;
-    let token = token_of(answer["url"].as_str().expect("a link"));
+    let token = token_of(&approver_link(&gateway, &answer).await);
     tmux.ok(&[
         "respawn-pane",
         "-k",
@@ -460,6 +467,30 @@ impl User {
     }
 }
 
+impl User {
+    /// The same user at a 2026-07-28 client (`server/discover`, stateless).
+    async fn discover(
+        gateway: &TestGateway,
+        accepts: bool,
+    ) -> (Self, rmcp::service::RunningService<RoleClient, Self>) {
+        let user = User {
+            accepts,
+            shown: Arc::default(),
+        };
+        let agent = user
+            .clone()
+            .serve_with_lifecycle(
+                gateway.transport(),
+                ClientLifecycleMode::Discover {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                },
+            )
+            .await
+            .expect("MCP client discovers");
+        (user, agent)
+    }
+}
+
 impl ClientHandler for User {
     async fn create_elicitation(
         &self,
@@ -504,10 +535,7 @@ async fn url_elicitation_offers_the_link_to_the_user_not_the_model() {
     let (user, agent) = User::connect(&gateway, true).await;
     let answer = request_when_ready(&agent, json!({"target": pane, "label": "pw"})).await;
     assert_eq!(answer["status"], "typed", "{answer}");
-    assert!(
-        answer.get("url").is_none(),
-        "the model gets no link: {answer}"
-    );
+    assert_no_link(&answer);
     assert_eq!(user.shown.lock().unwrap().len(), 1);
     wait_for_screen(&tmux, &pane, &format!("MATCHED {}", SECRET.len())).await;
 
@@ -521,6 +549,253 @@ async fn url_elicitation_offers_the_link_to_the_user_not_the_model() {
         404,
         "a declined link is withdrawn"
     );
+}
+
+/// Asserts that nothing a model could read in a result (its text, its structured content, its
+/// `_meta`) holds a secret entry link or its token.
+fn assert_no_link(result: &Value) {
+    let text = result.to_string();
+    assert!(
+        !text.contains("/secret?") && !text.contains("?t="),
+        "the result hands the model a link: {result}"
+    );
+}
+
+/// The link an approver (`alice`, a token with `mux:approve` alone) takes for the request
+/// `answer` names.
+async fn approver_link(gateway: &TestGateway, answer: &Value) -> String {
+    let approver = gateway.mint("alice", &["mux:approve"]);
+    let id = answer["request_id"].as_str().expect("a request id");
+    link_from_approvers(gateway, &approver, id).await
+}
+
+/// What an approver (a token with `mux:approve` alone) gets from the gateway's pending secret
+/// requests: the listing, then a link for request `id`.
+async fn link_from_approvers(gateway: &TestGateway, approver: &str, id: &str) -> String {
+    let http = reqwest::Client::new();
+    let listing: Value = http
+        .get(format!("{}/approvals/secrets", gateway.base))
+        .bearer_auth(approver)
+        .send()
+        .await
+        .expect("GET /approvals/secrets")
+        .json()
+        .await
+        .expect("a JSON listing");
+    assert!(
+        listing["pending"]
+            .as_array()
+            .is_some_and(|p| p.iter().any(|r| r["id"] == id)),
+        "{id} is not listed: {listing}"
+    );
+    assert_no_link(&listing);
+    let issued: Value = http
+        .post(format!("{}/approvals/secrets/{id}", gateway.base))
+        .bearer_auth(approver)
+        .send()
+        .await
+        .expect("POST /approvals/secrets/{id}")
+        .json()
+        .await
+        .expect("a JSON answer");
+    issued["url"].as_str().expect("a link").to_owned()
+}
+
+/// `muxgate approvals secrets` and `secret-link` as the approver `token`: the request is listed
+/// (no link), `own` (an approver under the agent's identity) is refused its link, and the
+/// approver gets one.
+fn link_from_cli(gateway: &TestGateway, token: &str, own: &str, id: &str) -> String {
+    let url = format!("{}/approvals", gateway.base);
+    let cli = |token: &str, args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_muxgate"))
+            .arg("approvals")
+            .args(args)
+            .args(["--url", &url])
+            .env("MUXGATE_APPROVER_TOKEN", token)
+            .output()
+            .expect("run muxgate approvals");
+        let text = String::from_utf8_lossy(&output.stdout).into_owned()
+            + &String::from_utf8_lossy(&output.stderr);
+        (output.status.success(), text)
+    };
+    let (ok, listed) = cli(token, &["secrets"]);
+    assert!(ok && listed.starts_with("id "), "{listed}");
+    assert!(listed.contains(id) && listed.contains("pw"), "{listed}");
+    assert!(!listed.contains("/secret?"), "{listed}");
+    let (ok, refused) = cli(own, &["secret-link", id]);
+    assert!(!ok && refused.contains("403"), "{refused}");
+    assert!(refused.contains("own identity"), "{refused}");
+    let (ok, issued) = cli(token, &["secret-link", id]);
+    assert!(ok, "{issued}");
+    issued
+        .lines()
+        .next()
+        .filter(|line| line.starts_with(&format!("{}/secret?t=", gateway.base)))
+        .unwrap_or_else(|| panic!("no link printed: {issued}"))
+        .to_owned()
+}
+
+/// A 2026-07-28 client that supports URL elicitation is asked with an `InputRequiredResult`
+/// (`inputRequests`, URL mode): its handler gets the link, the user types the secret there, and
+/// the retried call's result says it was typed, with no link in it. A user who declines gets
+/// the link withdrawn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_client_is_asked_with_input_requests_and_its_result_holds_no_link() {
+    let tmux = TestTmux::start();
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = gateway_with_audit(&tmux, &dir.path().join("audit.jsonl")).await;
+    let pane = bash_pane(&tmux).await;
+    type_line(&tmux, &pane, &read_secret());
+
+    let (user, agent) = User::discover(&gateway, true).await;
+    let answer = request_when_ready(&agent, json!({"target": pane, "label": "pw"})).await;
+    assert_no_link(&answer);
+    assert_eq!(answer["status"], "typed", "{answer}");
+    assert_eq!(
+        user.shown.lock().unwrap().len(),
+        1,
+        "the user was shown one link"
+    );
+    wait_for_screen(&tmux, &pane, &format!("MATCHED {}", SECRET.len())).await;
+
+    type_line(&tmux, &pane, &read_secret());
+    let (declining, agent) = User::discover(&gateway, false).await;
+    let answer = request_when_ready(&agent, json!({"target": pane, "label": "pw"})).await;
+    assert_no_link(&answer);
+    assert_eq!(answer["status"], "declined", "{answer}");
+    let shown = declining.shown.lock().unwrap()[0].clone();
+    assert_eq!(
+        get_page(&shown).await.0,
+        404,
+        "a declined link is withdrawn"
+    );
+}
+
+/// A 2026-07-28 client that declares URL elicitation but answers without the user's response
+/// (it retries with the request state alone, as a client that could not show the link would):
+/// the round before held the link for the client only, and the result holds none; the request
+/// waits for an approver instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_client_that_does_not_answer_the_input_request_gets_the_fallback() {
+    let tmux = TestTmux::start();
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = gateway_with_audit(&tmux, &dir.path().join("audit.jsonl")).await;
+    let pane = bash_pane(&tmux).await;
+    type_line(&tmux, &pane, &read_secret());
+    let (user, agent) = User::discover(&gateway, true).await;
+    let args = json!({"target": pane, "label": "pw"});
+    let mut first = None;
+    for _ in 0..100 {
+        let request = CallToolRequestParams::new("request_secret_input")
+            .with_arguments(args.as_object().expect("arguments").clone());
+        match agent.call_tool_once(request).await.expect("tools/call") {
+            CallToolResponse::InputRequired(input) => {
+                first = Some(input);
+                break;
+            }
+            CallToolResponse::Complete(result) => {
+                assert_eq!(result.is_error, Some(true), "{result:?}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            other => panic!("unexpected answer {other:?}"),
+        }
+    }
+    let first = first.expect("the pane became ready and the client was asked");
+    let asked = serde_json::to_value(&first).unwrap();
+    let requests = asked["inputRequests"].as_object().expect("input requests");
+    assert_eq!(requests.len(), 1, "{asked}");
+    let (_, request) = requests.iter().next().unwrap();
+    assert_eq!(request["method"], "elicitation/create", "{asked}");
+    assert_eq!(request["params"]["mode"], "url", "{asked}");
+    let url = request["params"]["url"]
+        .as_str()
+        .expect("the link, for the client");
+    assert!(
+        url.starts_with(&format!("{}/secret?t=", gateway.base)),
+        "{url}"
+    );
+    assert!(user.shown.lock().unwrap().is_empty(), "asked once, by hand");
+
+    let state = first.request_state.clone().expect("a request state");
+    let retry = CallToolRequestParams::new("request_secret_input")
+        .with_arguments(args.as_object().expect("arguments").clone());
+    let mut retry = retry;
+    retry.request_state = Some(state);
+    let CallToolResponse::Complete(result) = agent.call_tool_once(retry).await.expect("retry")
+    else {
+        panic!("the retry without answers was asked again");
+    };
+    let answer = serde_json::to_value(&result).unwrap();
+    assert_no_link(&answer);
+    let structured = result.structured_content.expect("structured content");
+    assert_eq!(structured["status"], "pending", "{structured}");
+    assert_eq!(structured["pane_id"], json!(pane), "{structured}");
+    let link = approver_link(&gateway, &structured).await;
+    let typed = post_secret_until(&gateway.base, &token_of(&link), 200).await;
+    assert_eq!(typed.0, 200, "{}", typed.1);
+    wait_for_screen(&tmux, &pane, &format!("MATCHED {}", SECRET.len())).await;
+}
+
+/// A client that cannot show a link to its user (no URL elicitation), in either era, gets no
+/// link either: the result says a human must take the request at the gateway. The agent's own
+/// token cannot list it; an approver can, and types the secret through the link the gateway
+/// gives them. Nobody is handed a link for their own request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_url_elicitation_the_link_goes_to_an_approver_never_to_the_model() {
+    let tmux = TestTmux::start();
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = gateway_with_audit(&tmux, &dir.path().join("audit.jsonl")).await;
+    let alice = gateway.mint("alice", &["mux:approve"]);
+    let itself = gateway.mint("test", &["mux:approve"]);
+    let http = reqwest::Client::new();
+    for era in [common::LEGACY_VERSION, common::STATELESS_VERSION] {
+        let pane = tmux.session_running(era, "env PS1='ready$ ' bash --norc --noprofile");
+        wait_for_screen(&tmux, &pane, "ready$").await;
+        let agent = if era == common::LEGACY_VERSION {
+            common::calls::legacy(&gateway, &gateway.token).await
+        } else {
+            common::calls::stateless(&gateway, &gateway.token).await
+        };
+        type_line(&tmux, &pane, &read_secret());
+        let answer = request_when_ready(&agent, json!({"target": pane, "label": "pw"})).await;
+        assert_no_link(&answer);
+        assert_eq!(answer["status"], "pending", "{era}: {answer}");
+        let next = answer["next_step"].as_str().unwrap_or_default();
+        assert!(
+            next.contains("muxgate approvals secrets") && next.contains("/approvals/secrets"),
+            "{era}: the result names the human's way to the request: {answer}"
+        );
+        let id = answer["request_id"]
+            .as_str()
+            .expect("a request id")
+            .to_owned();
+
+        // The agent's own token lists nothing; an approver for their own request gets no link.
+        let listed = http
+            .get(format!("{}/approvals/secrets", gateway.base))
+            .bearer_auth(&gateway.token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(listed.status().as_u16(), 403, "{era}");
+        let own = http
+            .post(format!("{}/approvals/secrets/{id}", gateway.base))
+            .bearer_auth(&itself)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(own.status().as_u16(), 403, "{era}");
+
+        // One era's approver asks over HTTP, the other's with `muxgate approvals`.
+        let url = if era == common::LEGACY_VERSION {
+            link_from_approvers(&gateway, &alice, &id).await
+        } else {
+            tokio::task::block_in_place(|| link_from_cli(&gateway, &alice, &itself, &id))
+        };
+        let typed = post_secret_until(&gateway.base, &token_of(&url), 200).await;
+        assert_eq!(typed.0, 200, "{era}: {}", typed.1);
+        wait_for_screen(&tmux, &pane, &format!("MATCHED {}", SECRET.len())).await;
+    }
 }
 
 /// The form as a human uses it: headless Chromium (Debian's package) opens the link, the
@@ -538,7 +813,7 @@ async fn a_human_types_the_secret_in_a_real_browser() {
     let pane = bash_pane(&tmux).await;
     type_line(&tmux, &pane, &read_secret());
     let answer = request_when_ready(&agent, json!({"target": pane, "label": "pw"})).await;
-    let url = answer["url"].as_str().expect("a link").to_owned();
+    let url = approver_link(&gateway, &answer).await;
 
     let browser = common::browser::Browser::start(&url).await;
     let mut page = browser.page(&url).await;

@@ -1,5 +1,6 @@
-//! `muxgate approvals list|approve ID|deny ID [--reason TEXT]`: the person's side of calls held
-//! at the gateway.
+//! `muxgate approvals list|approve ID|deny ID [--reason TEXT]|secrets|secret-link ID`: the
+//! person's side of calls held at the gateway, and of secret entry requests whose client could
+//! not show their link.
 //!
 //! A call matching an approval rule waits at the gateway until someone whose token has scope
 //! `mux:approve` decides it. This command asks the gateway's `/approvals` API with
@@ -53,6 +54,34 @@ pub fn run(command: &ApprovalsCommand) -> anyhow::Result<()> {
                 body["reason"] = reason.as_str().into();
             }
             decide(gateway, id, body)?;
+        }
+        ApprovalsCommand::Secrets { gateway, json } => {
+            let api = Api::new(gateway)?;
+            let path = format!("{}/secrets", api.target.path.trim_end_matches('/'));
+            let body = api.call("GET", &path, None, Action::List)?;
+            if *json {
+                serde_json::from_slice::<serde_json::Value>(&body)
+                    .context("the gateway's answer is not JSON")?;
+                println!("{}", String::from_utf8_lossy(&body).trim_end());
+            } else {
+                let listing: SecretListing = serde_json::from_slice(&body)
+                    .context("the gateway's answer is not a list of secret requests")?;
+                print!("{}", render_secrets(&listing.pending));
+            }
+        }
+        ApprovalsCommand::SecretLink { id, gateway } => {
+            check_id(id)?;
+            let api = Api::new(gateway)?;
+            let path = format!("{}/secrets/{id}", api.target.path.trim_end_matches('/'));
+            let body = api.call("POST", &path, Some(b"{}"), Action::SecretLink)?;
+            let issued: Issued = serde_json::from_slice(&body)
+                .context("the gateway's answer is not a link (id, url, expires_in_seconds)")?;
+            println!(
+                "{}\n(one-time link to secret request {}; expires in {})",
+                printable(&issued.url),
+                printable(&issued.id),
+                super::human(Duration::from_secs(issued.expires_in_seconds))
+            );
         }
     }
     Ok(())
@@ -110,6 +139,7 @@ struct Api {
 enum Action {
     List,
     Decide,
+    SecretLink,
 }
 
 impl Api {
@@ -207,7 +237,15 @@ fn refusal(status: u16, body: &[u8], action: Action) -> String {
             "the token needs scope mux:approve, and cannot decide calls made under its own \
              identity",
         ),
+        (403, Action::SecretLink) => Some(
+            "the token needs scope mux:approve, and cannot take a secret request made under its \
+             own identity",
+        ),
         (404, Action::List) => Some("check --url: no approvals API answered there"),
+        (404, Action::SecretLink) => Some(
+            "list again with `muxgate approvals secrets`: the secret may have been typed already \
+             or the request expired",
+        ),
         (404, Action::Decide) => Some(
             "list again with `muxgate approvals list`: the call may have been decided already or \
              expired",
@@ -238,6 +276,51 @@ struct Pending {
     args: serde_json::Value,
     waiting_ms: u64,
     expires_in_ms: u64,
+}
+
+#[derive(Debug, Deserialize)]
+struct SecretListing {
+    pending: Vec<HeldSecret>,
+}
+
+/// A secret entry request waiting for an approver, as `GET /approvals/secrets` describes it.
+#[derive(Debug, Deserialize)]
+struct HeldSecret {
+    id: String,
+    /// The client (token subject) that asked.
+    sub: String,
+    /// What the human is asked for, in the agent's words.
+    label: String,
+    /// Where the secret goes (`server:%3`).
+    place: String,
+    expires_in_secs: u64,
+}
+
+/// A link to a secret entry request.
+#[derive(Debug, Deserialize)]
+struct Issued {
+    id: String,
+    url: String,
+    expires_in_seconds: u64,
+}
+
+/// The waiting secret requests as aligned text, the label last.
+fn render_secrets(pending: &[HeldSecret]) -> String {
+    if pending.is_empty() {
+        return "no secret requests are waiting\n".into();
+    }
+    let header = ["id", "client", "pane", "expires in", "label"].map(String::from);
+    let rows = pending.iter().map(|request| {
+        [
+            printable(&request.id),
+            printable(&request.sub),
+            printable(&request.place),
+            super::human(Duration::from_secs(request.expires_in_secs)),
+            printable(&request.label),
+        ]
+    });
+    let table: Vec<[String; 5]> = std::iter::once(header).chain(rows).collect();
+    aligned(&table)
 }
 
 /// The answer to a decision.
@@ -276,14 +359,19 @@ fn render(pending: &[Pending]) -> String {
         ]
     });
     let table: Vec<[String; 7]> = std::iter::once(header).chain(rows).collect();
-    let mut widths = [0; 7];
-    for row in &table {
+    aligned(&table)
+}
+
+/// Rows as columns padded to their widest cell.
+fn aligned<const N: usize>(table: &[[String; N]]) -> String {
+    let mut widths = [0; N];
+    for row in table {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
         }
     }
     let mut out = String::new();
-    for row in &table {
+    for row in table {
         let mut line = String::new();
         for (cell, width) in row.iter().zip(widths) {
             line.push_str(&format!("{cell:width$}  "));
@@ -346,6 +434,21 @@ mod tests {
              b2    a        send_keys    keys       2m      0s          {\"keys\":\"\\u001b[2K\\nok\\u{202e}\"}\n"
         );
         assert_eq!(render(&[]), "no calls are waiting for approval\n");
+    }
+
+    #[test]
+    fn the_secret_requests_render_as_a_table() {
+        let listing: SecretListing = serde_json::from_str(
+            r#"{"pending":[{"id":"s-3","sub":"agent-1","label":"sudo on \u001b[2Kbuild",
+                "place":"work:%3","expires_in_secs":290}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            render_secrets(&listing.pending),
+            "id   client   pane     expires in  label\n\
+             s-3  agent-1  work:%3  4m          sudo on \\u{1b}[2Kbuild\n"
+        );
+        assert_eq!(render_secrets(&[]), "no secret requests are waiting\n");
     }
 
     #[test]

@@ -71,7 +71,8 @@ pub enum Command {
     /// Ask a running gateway's /healthz; exit 0 when it answers 200 (for container probes).
     Healthcheck(HealthcheckArgs),
     /// Calls held at a running gateway until a person approves them: list them, approve or
-    /// deny one (with a token of scope mux:approve, best given in MUXGATE_APPROVER_TOKEN).
+    /// deny one; and secret entry requests waiting for a person: list them, take one's link
+    /// (with a token of scope mux:approve, best given in MUXGATE_APPROVER_TOKEN).
     #[command(subcommand)]
     Approvals(ApprovalsCommand),
     /// Recorded panes (asciinema v2 casts): list the files, export a time range of one.
@@ -158,6 +159,23 @@ pub enum ApprovalsCommand {
         /// Why; sent with the decision.
         #[arg(long, value_name = "TEXT")]
         reason: Option<String>,
+        #[command(flatten)]
+        gateway: ApproverArgs,
+    },
+    /// The secret entry requests waiting for an approver (their client could not show the
+    /// link to its user): id, client, where the secret goes, time left, label.
+    Secrets {
+        #[command(flatten)]
+        gateway: ApproverArgs,
+        /// Print the gateway's JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a fresh one-time link to a waiting secret entry request, to open in a browser and
+    /// type the secret at (not for a request made under the token's own identity).
+    SecretLink {
+        /// The request's id, as `secrets` shows it.
+        id: String,
         #[command(flatten)]
         gateway: ApproverArgs,
     },

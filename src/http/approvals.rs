@@ -3,12 +3,17 @@
 //!
 //! - `GET /approvals` → `{"pending": [PendingApproval…]}`, longest-waiting first;
 //! - `POST /approvals/{id}` with `{"decision": "approve"}` or `{"decision": "deny", "reason":
-//!   "…"}` → `{"id", "decision": "approved"|"denied", "by"}`.
+//!   "…"}` → `{"id", "decision": "approved"|"denied", "by"}`;
+//! - `GET /approvals/secrets` → `{"pending": [HeldRequest…]}`: the secret entry requests whose
+//!   link reached no client's user (what each is for, never its link), soonest to expire first;
+//! - `POST /approvals/secrets/{id}` → `{"id", "url", "expires_in_seconds"}`: a fresh one-time
+//!   link to that request, for the approver to open and type the secret at (the link is built
+//!   like the agent's would be: `http.public_url`, else this request's scheme and `Host`).
 //!
 //! Behind the same Host/Origin guard and bearer authentication as `/mcp`. Refusals are JSON
 //! `{"error", "message"}`: 403 without the scope, with a tool scope besides, for a `sub` not
-//! among `approvals.approvers` or for one's own call, 404 for an id that
-//! waits no more (decided, timed out, cancelled), 400 for a body that is not a decision, 413
+//! among `approvals.approvers` or for one's own call or secret request, 404 for an id
+//! that waits no more (decided, timed out, cancelled; typed, expired), 400 for a body that is not a decision, 413
 //! for one over 4 KiB.
 
 use axum::Json;
@@ -24,12 +29,17 @@ use std::sync::Arc;
 
 use crate::approvals::{ApprovalDesk, ApprovalPolicy, DecideError, Decision};
 use crate::auth::{Principal, SCOPE_APPROVE};
+use crate::config::HttpConfig;
+use crate::secret_entry::{IssueError, PaneDestination, SecretDesk};
 
-/// What the approval routes reach: the desk, and the policy that says who may decide.
-#[derive(Debug, Clone)]
+/// What the approval routes reach: the desks, the policy that says who may decide, and where
+/// links point.
+#[derive(Clone)]
 pub struct ApprovalsApi {
     pub desk: ApprovalDesk,
     pub policy: Arc<ApprovalPolicy>,
+    pub secrets: SecretDesk<PaneDestination>,
+    pub http: Arc<HttpConfig>,
 }
 
 /// Longest reason an approver may give (it reaches the agent, not the audit log).
@@ -107,6 +117,47 @@ pub async fn decide(
         }
         Err(error @ DecideError::OwnCall(_)) => {
             refusal(StatusCode::FORBIDDEN, "own_call", &error.to_string())
+        }
+    }
+}
+
+/// `GET /approvals/secrets`.
+pub async fn secrets(State(api): State<ApprovalsApi>, principal: Extension<Principal>) -> Response {
+    if let Some(refused) = not_an_approver(&api.policy, &principal) {
+        return refused;
+    }
+    Json(json!({ "pending": api.secrets.held() })).into_response()
+}
+
+/// `POST /approvals/secrets/{id}`.
+pub async fn secret_link(
+    State(api): State<ApprovalsApi>,
+    principal: Extension<Principal>,
+    Path(id): Path<String>,
+    parts: axum::http::request::Parts,
+) -> Response {
+    if let Some(refused) = not_an_approver(&api.policy, &principal) {
+        return refused;
+    }
+    let base = match crate::mcp::links::base(&api.http, &parts) {
+        Ok(base) => base,
+        Err(error) => {
+            let message = format!("{} ({})", error.message, error.suggestion);
+            return refusal(StatusCode::SERVICE_UNAVAILABLE, "unavailable", &message);
+        }
+    };
+    match api.secrets.issue(&id, &principal.sub) {
+        Ok((link, left)) => Json(json!({
+            "id": link.id,
+            "url": format!("{base}/secret?t={}", link.token),
+            "expires_in_seconds": left.as_secs(),
+        }))
+        .into_response(),
+        Err(error @ IssueError::NotFound(_)) => {
+            refusal(StatusCode::NOT_FOUND, "not_found", &error.to_string())
+        }
+        Err(error @ IssueError::OwnRequest(_)) => {
+            refusal(StatusCode::FORBIDDEN, "own_request", &error.to_string())
         }
     }
 }

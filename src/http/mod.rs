@@ -8,8 +8,9 @@
 //! - `/metrics`: Prometheus exposition ([`crate::telemetry::exposition`]), unless
 //!   `metrics.enabled` is false.
 //! - `/.well-known/oauth-protected-resource[/mcp]`: RFC 9728 metadata (public).
-//! - `/approvals`: calls held for a human, and their decisions ([`approvals`]; bearer
-//!   authentication and the `mux:approve` scope).
+//! - `/approvals`: calls held for a human, and their decisions; `/approvals/secrets`: secret
+//!   entry requests whose client could not show their link, and a fresh link to one
+//!   ([`approvals`]; bearer authentication and the `mux:approve` scope).
 //! - `/secret`: the page behind a secret entry link ([`secret`]; the link's one-time token is
 //!   the credential).
 //! - `/view`, `/view/events`: the live view of a pane behind a signed, expiring link
@@ -226,6 +227,8 @@ fn approval_routes(
     Router::new()
         .route("/approvals", get(approvals::list))
         .route("/approvals/{id}", post(approvals::decide))
+        .route("/approvals/secrets", get(approvals::secrets))
+        .route("/approvals/secrets/{id}", post(approvals::secret_link))
         .with_state(approvals)
         .layer(
             ServiceBuilder::new()

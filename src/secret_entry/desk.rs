@@ -5,7 +5,13 @@
 //! gateway's memory or answers can be turned back into a working link once it was handed out.
 //! Looking at a request (the form page) does not spend it; [`SecretDesk::take`] does, once.
 //! Whoever waits for the delivery (a call that offered the link by URL elicitation) hears of it
-//! through the receiver [`SecretDesk::open`] returns.
+//! through the receiver [`SecretDesk::open`] returns; a call that offered it in an
+//! `InputRequiredResult` and ends before the client answers leaves that receiver
+//! [parked](SecretDesk::park) for the retry that carries the answer.
+//!
+//! A request whose link reached no client's user is [held for the
+//! approvers](SecretDesk::hand_to_approvers): they see it listed and are given a fresh link on
+//! asking ([`SecretDesk::issue`]), never for a request made under their own identity.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -65,10 +71,53 @@ struct Pending<T> {
     request: OpenRequest<T>,
     deadline: Instant,
     waiter: Option<Delivered>,
+    /// Its link reached no client's user: the approvers may take it.
+    for_approvers: bool,
+}
+
+/// A request held for the approvers, as they see it listed: what it is for, never its link.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct HeldRequest {
+    pub id: String,
+    /// The client (token subject) that asked.
+    pub sub: String,
+    pub label: String,
+    /// Where the secret goes (`build:%3`).
+    pub place: String,
+    pub expires_in_secs: u64,
+}
+
+/// Why no link was issued for a request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IssueError {
+    #[error("no secret request {0} is waiting for an approver (typed, expired or withdrawn)")]
+    NotFound(String),
+    #[error("secret request {0} was made under your own identity; another approver must take it")]
+    OwnRequest(String),
+}
+
+/// A call's wait for a delivery, kept between the rounds of a multi-round call.
+struct Parked {
+    client: String,
+    place: String,
+    deadline: Instant,
+    delivered: oneshot::Receiver<()>,
+}
+
+/// A parked wait, taken back by the round that goes on with it.
+#[derive(Debug)]
+pub struct Unparked {
+    /// Where the secret goes (`build:%3`).
+    pub place: String,
+    /// How long the request has left.
+    pub left: Duration,
+    /// Told when the secret was typed (closed unanswered when the request ends otherwise).
+    pub delivered: oneshot::Receiver<()>,
 }
 
 struct Inner<T> {
     by_token: HashMap<[u8; 32], Pending<T>>,
+    parked: HashMap<String, Parked>,
     next_id: u64,
     counts: SecretCounts,
 }
@@ -105,6 +154,7 @@ impl<T> Default for SecretDesk<T> {
         Self {
             inner: Arc::new(Mutex::new(Inner {
                 by_token: HashMap::new(),
+                parked: HashMap::new(),
                 next_id: 1,
                 counts: SecretCounts::default(),
             })),
@@ -155,6 +205,7 @@ impl<T: Clone> SecretDesk<T> {
                 request,
                 deadline: now + new.ttl,
                 waiter: Some(sender),
+                for_approvers: false,
             },
         );
         Ok((Link { id, token }, receiver))
@@ -179,6 +230,114 @@ impl<T: Clone> SecretDesk<T> {
     pub fn revoke(&self, id: &str) {
         let mut inner = self.lock();
         inner.by_token.retain(|_, p| p.request.id != id);
+        inner.parked.remove(id);
+    }
+
+    /// Holds request `id` for the approvers: its link reached no client's user.
+    pub fn hand_to_approvers(&self, id: &str) {
+        let mut inner = self.lock();
+        for pending in inner.by_token.values_mut() {
+            if pending.request.id == id {
+                pending.for_approvers = true;
+            }
+        }
+    }
+
+    /// The open requests held for the approvers, soonest to expire first.
+    pub fn held(&self) -> Vec<HeldRequest> {
+        let now = Instant::now();
+        let inner = self.lock();
+        let mut held: Vec<(Instant, HeldRequest)> = inner
+            .by_token
+            .values()
+            .filter(|p| p.for_approvers && p.deadline > now)
+            .map(|p| {
+                let request = &p.request;
+                let left = p.deadline.saturating_duration_since(now);
+                let held = HeldRequest {
+                    id: request.id.clone(),
+                    sub: request.client.clone(),
+                    label: request.label.clone(),
+                    place: request.place.clone(),
+                    expires_in_secs: left.as_secs(),
+                };
+                (p.deadline, held)
+            })
+            .collect();
+        held.sort_by_key(|(deadline, _)| *deadline);
+        held.into_iter().map(|(_, held)| held).collect()
+    }
+
+    /// A fresh link to request `id` for approver `by`, and how long it has left. The desk kept
+    /// only the old token's digest, so the old link stops working; it had reached nobody.
+    pub fn issue(&self, id: &str, by: &str) -> Result<(Link, Duration), IssueError> {
+        let mut inner = self.lock();
+        let now = Instant::now();
+        let key = inner
+            .by_token
+            .iter()
+            .find(|(_, p)| p.request.id == id && p.for_approvers && p.deadline > now)
+            .map(|(key, p)| (*key, p.request.client == by));
+        let key = match key {
+            None => return Err(IssueError::NotFound(id.to_owned())),
+            Some((_, true)) => return Err(IssueError::OwnRequest(id.to_owned())),
+            Some((key, false)) => key,
+        };
+        let Some(pending) = inner.by_token.remove(&key) else {
+            return Err(IssueError::NotFound(id.to_owned()));
+        };
+        let token = URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>());
+        let left = pending.deadline.saturating_duration_since(now);
+        inner.by_token.insert(digest(&token), pending);
+        let link = Link {
+            id: id.to_owned(),
+            token,
+        };
+        Ok((link, left))
+    }
+
+    /// Keeps the wait for request `id`'s delivery until the retry of the call that made it
+    /// takes it back, or `ttl` passes.
+    pub fn park(&self, id: &str, ttl: Duration, delivered: oneshot::Receiver<()>) {
+        let mut inner = self.lock();
+        let now = Instant::now();
+        inner.parked.retain(|_, p| p.deadline > now);
+        let Some(request) = inner
+            .by_token
+            .values()
+            .map(|p| &p.request)
+            .find(|r| r.id == id)
+        else {
+            // Gone already (expired or withdrawn): its retry finds nothing to wait for.
+            return;
+        };
+        let parked = Parked {
+            client: request.client.clone(),
+            place: request.place.clone(),
+            deadline: now + ttl,
+            delivered,
+        };
+        inner.parked.insert(id.to_owned(), parked);
+    }
+
+    /// Takes back the wait parked for request `id`, if `client` parked it and it has not
+    /// expired.
+    pub fn unpark(&self, id: &str, client: &str) -> Option<Unparked> {
+        let mut inner = self.lock();
+        let now = Instant::now();
+        let mine = inner
+            .parked
+            .get(id)
+            .is_some_and(|p| p.client == client && p.deadline > now);
+        if !mine {
+            return None;
+        }
+        let parked = inner.parked.remove(id)?;
+        Some(Unparked {
+            place: parked.place,
+            left: parked.deadline.saturating_duration_since(now),
+            delivered: parked.delivered,
+        })
     }
 
     /// Counts a secret typed.
@@ -264,6 +423,54 @@ mod tests {
         desk.revoke(&link.id);
         assert!(desk.take(&link.token).is_none());
         assert!(waiter.try_recv().is_err());
+    }
+
+    #[test]
+    fn only_a_held_request_is_listed_and_another_client_gets_its_new_link() {
+        let desk = SecretDesk::default();
+        let (offered, _) = desk.open(request("agent", 60_000)).unwrap();
+        let (held, _) = desk.open(request("agent", 60_000)).unwrap();
+        desk.hand_to_approvers(&held.id);
+        let listed = desk.held();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(
+            (listed[0].id.as_str(), listed[0].sub.as_str()),
+            (held.id.as_str(), "agent")
+        );
+        assert!(!format!("{listed:?}").contains(&held.token));
+
+        assert_eq!(
+            desk.issue(&offered.id, "alice").unwrap_err(),
+            IssueError::NotFound(offered.id.clone())
+        );
+        assert_eq!(
+            desk.issue(&held.id, "agent").unwrap_err(),
+            IssueError::OwnRequest(held.id.clone())
+        );
+        let (link, left) = desk.issue(&held.id, "alice").unwrap();
+        assert_eq!(link.id, held.id);
+        assert!(left > Duration::from_secs(50));
+        assert!(
+            desk.find(&held.token).is_none(),
+            "the old link stops working"
+        );
+        assert!(desk.take(&link.token).is_some());
+        assert!(desk.held().is_empty());
+    }
+
+    #[test]
+    fn a_parked_wait_goes_back_to_its_client_only_and_hears_the_delivery() {
+        let desk = SecretDesk::default();
+        let (link, delivered) = desk.open(request("agent", 60_000)).unwrap();
+        desk.park(&link.id, Duration::from_secs(60), delivered);
+        assert!(desk.unpark(&link.id, "other").is_none());
+        let (_, waiter) = desk.take(&link.token).unwrap();
+        waiter.unwrap().send(()).unwrap();
+        let mut unparked = desk.unpark(&link.id, "agent").unwrap();
+        assert!(unparked.left > Duration::from_secs(50));
+        assert_eq!(unparked.place, "work:%1");
+        assert_eq!(unparked.delivered.try_recv(), Ok(()));
+        assert!(desk.unpark(&link.id, "agent").is_none(), "taken once");
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //! one-time link, and the model never sees it.
 //!
 //! The `request_secret_input` tool ([`crate::mcp::tools::secret`]) opens a request on the
-//! [`SecretDesk`] and answers with a link (offered to the user by URL elicitation where the
-//! client supports it); the human opens it (`GET /secret?t=…`, [`crate::http::secret`]), types
+//! [`SecretDesk`] and offers its link to the client's user by URL elicitation, or, where the
+//! client cannot show it, holds the request for the approvers (`/approvals/secrets`,
+//! [`crate::http::approvals`]); never to the model. The human opens it (`GET /secret?t=…`, [`crate::http::secret`]), types
 //! the secret, and the gateway types it into the pane. What was typed reaches no answer, log,
 //! metric or audit record: the audit log gets its length.
 //!
@@ -18,4 +19,6 @@ pub mod exposure;
 pub mod page;
 
 pub use deliver::{DeliverError, PaneDestination, Receiver};
-pub use desk::{Link, NewRequest, OpenRequest, SecretCounts, SecretDesk, TooManyOpen};
+pub use desk::{
+    HeldRequest, IssueError, Link, NewRequest, OpenRequest, SecretCounts, SecretDesk, TooManyOpen,
+};

@@ -92,6 +92,14 @@ pub const EXAMPLES: &[Example] = &[
  "truncated_lines": 0, "truncated_bytes": 0, "output_lost": false, "pane_exited": false,
  "elapsed_ms": 41, "effective_timeout": 20.0}"#,
     },
+    Example {
+        tool: "request_secret_input",
+        title: "A client that cannot show its user a link: no link anywhere in the answer; an approver takes the request at the gateway",
+        arguments: r#"{"target": "%3", "label": "sudo password on build-1"}"#,
+        answer: r#"{"server": "default", "pane_id": "%3", "request_id": "s-1", "status": "pending",
+ "expires_in_seconds": 300,
+ "next_step": "Your client cannot show the link to its user, so it was not given to you: request s-1 waits at the gateway for 300 s for an approver (a human with a mux:approve token), who lists it with `muxgate approvals secrets` (GET /approvals/secrets), takes its link with `muxgate approvals secret-link s-1` and types the secret there. Tell your human that request s-1 (%3) waits for them; then wait for the pane's program to go on (wait_for_text or wait_for_idle)."}"#,
+    },
 ];
 
 /// The examples as Markdown, after the table.

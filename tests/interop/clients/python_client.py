@@ -1,10 +1,11 @@
 """The interop workflow driven by the official Python MCP SDK (2.x in `auto` or `legacy` mode,
 or 1.x), against a running muxgate.
 
-Usage: python python_client.py auto|legacy|v1 [limits]
+Usage: python python_client.py auto|legacy|v1 [limits|secrets]
 
 With `limits`, runs the limit steps instead (see LIMIT_STEPS below), against a gateway whose
-request rate is small.
+request rate is small. With `secrets`, runs the secret entry steps (SECRET_STEPS): the link
+reaches the client's elicitation handler and never the tool result.
 
 Environment (set by tests/interop/run): INTEROP_URL, INTEROP_TOKEN, INTEROP_EXPIRED_TOKEN,
 INTEROP_METRICS_URL, INTEROP_CLIENT (a label, used in tmux session names).
@@ -13,11 +14,15 @@ Prints one `PASS <step>` or `FAIL <step>: <why>` line per step of the shared wor
 (see ../workflow.md; shared parts in workflow.py) and exits 0; the runner counts the lines.
 """
 
+import hashlib
 import json
 import os
 import sys
 import time
 import traceback
+import urllib.error
+import urllib.parse
+import urllib.request
 from contextlib import asynccontextmanager
 
 import anyio
@@ -29,14 +34,17 @@ V1 = MODE == "v1"
 
 if V1:
     from mcp.shared.exceptions import McpError as JsonRpcError
+    from mcp.types import ElicitResult
 else:
     from mcp import MCPError as JsonRpcError
+    from mcp_types import ElicitResult
 
 
 @asynccontextmanager
-async def connect(token, statuses=None):
+async def connect(token, statuses=None, elicitation=None):
     """An initialized session, whichever SDK generation is installed. With `statuses`, the HTTP
-    status of every response the client receives is appended to it."""
+    status of every response the client receives is appended to it; with `elicitation`, the
+    client declares elicitation (form and URL) and hands requests to that callback."""
     headers = {"Authorization": f"Bearer {token}"}
     hooks = {}
     if statuses is not None:
@@ -57,7 +65,7 @@ async def connect(token, statuses=None):
         async with streamablehttp_client(
             URL, headers=headers, httpx_client_factory=client_with_hooks
         ) as (read, write, _):
-            async with mcp.ClientSession(read, write) as session:
+            async with mcp.ClientSession(read, write, elicitation_callback=elicitation) as session:
                 await session.initialize()
                 yield Session(session)
     else:
@@ -66,7 +74,9 @@ async def connect(token, statuses=None):
 
         async with httpx2.AsyncClient(headers=headers, timeout=60, event_hooks=hooks) as http:
             async with mcp.Client(
-                streamable_http_client(URL, http_client=http), mode=MODE
+                streamable_http_client(URL, http_client=http),
+                mode=MODE,
+                elicitation_callback=elicitation,
             ) as client:
                 yield Session(client)
 
@@ -278,6 +288,134 @@ async def expired_token_401():
     raise AssertionError(f"an expired token was accepted (HTTP statuses {statuses})")
 
 
+# Secret entry. The pane's program reads a line with echo off and says whether it was SECRET,
+# without the secret on its command line.
+SECRET = "hunter2 s3cret"
+READ_SECRET = (
+    "read -rs X; [ \"$(printf %s \"$X\" | sha256sum | cut -d' ' -f1)\" = "
+    + hashlib.sha256(SECRET.encode()).hexdigest()
+    + ' ] && echo "MATCHED ${#X}" || echo "DIFFERENT ${#X}"'
+)
+BASE = URL.removesuffix("/mcp")
+
+
+def post_secret(link):
+    """Types SECRET at `link`'s form, as the human's browser would (the pane may still be
+    settling: a refusal is tried again)."""
+    token = link.split("?t=", 1)[1]
+    body = urllib.parse.urlencode({"t": token, "secret": SECRET}).encode()
+    request = urllib.request.Request(
+        f"{BASE}/secret",
+        data=body,
+        headers={"Content-Type": "application/x-www-form-urlencoded", "Origin": BASE},
+    )
+    status = None
+    for _ in range(100):
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return
+        except urllib.error.HTTPError as error:
+            status = error.code
+            if error.code != 409:
+                break
+        time.sleep(0.05)
+    raise AssertionError(f"the secret form answered {status}")
+
+
+class User:
+    """A user at the client: shown each URL elicitation, types the secret there, then says yes."""
+
+    def __init__(self):
+        self.shown = []
+
+    async def __call__(self, context, params):
+        url = getattr(params, "url", None)
+        if url is None:
+            return ElicitResult(action="decline")
+        self.shown.append(url)
+        await anyio.to_thread.run_sync(post_secret, url)
+        return ElicitResult(action="accept")
+
+
+async def secret_pane(session, tag):
+    """A fresh session whose shell waits in `read -s`: (session name, pane)."""
+    name = f"{LABEL}-{tag}-{os.getpid()}"
+    created = await session.ok("create_session", {"name": name, "width": 120, "height": 20})
+    pane = created["session"]["active_pane_id"]
+    await session.ok("run_command", {"target": pane, "command": "true", "timeout": 20})
+    await session.ok(
+        "send_keys", {"target": pane, "keys": READ_SECRET, "literal": True, "enter": True}
+    )
+    return name, pane
+
+
+async def request_secret(session, pane):
+    """Asks for the secret once the pane's program reads it: the structured answer, and the
+    whole result as the model would be given it (JSON)."""
+    args = {"target": pane, "label": "interop password", "expires_in_seconds": 120}
+    for _ in range(100):
+        result = await session.inner.call_tool("request_secret_input", args)
+        dumped = result.model_dump_json(by_alias=True)
+        if not (result.isError if V1 else result.is_error):
+            structured = result.structuredContent if V1 else result.structured_content
+            return structured, dumped
+        assert "conflict" in dumped, dumped[:500]
+        await anyio.sleep(0.05)
+    raise AssertionError("the pane never became ready for a secret")
+
+
+def assert_no_link(dumped):
+    assert "/secret?" not in dumped and "?t=" not in dumped, f"the result holds a link: {dumped}"
+
+
+async def secret_link_to_handler():
+    """The client's elicitation handler receives the link (2026-07-28: in the tool call's
+    `inputRequests`; 2025-11-25: an `elicitation/create` request), the user types the secret
+    there, and the tool result says it was typed, with no link in it."""
+    user = User()
+    async with connect(TOKEN, elicitation=user) as session:
+        if not V1:
+            expected = "2026-07-28" if MODE == "auto" else "2025-11-25"
+            version = session.inner.protocol_version
+            assert version == expected, f"negotiated {version}, expected {expected}"
+        name, pane = await secret_pane(session, "secret")
+        answer, dumped = await request_secret(session, pane)
+        assert len(user.shown) == 1, f"the handler was shown {user.shown}"
+        link = user.shown[0]
+        assert link.startswith(f"{BASE}/secret?t="), link
+        assert_no_link(dumped)
+        assert link.split("?t=", 1)[1] not in dumped, dumped
+        assert answer["status"] == "typed", answer
+        seen = await session.ok(
+            "wait_for_text",
+            {"target": pane, "patterns": [f"MATCHED {len(SECRET)}"], "include_screen": True,
+             "timeout": 20},
+        )
+        assert seen["outcome"] == "matched", seen
+        await session.ok("kill_session", {"target": name})
+
+
+async def secret_fallback_without_handler():
+    """A client without an elicitation handler gets no link either: the result says the
+    request waits for an approver at the gateway, with its id."""
+    async with connect(TOKEN) as session:
+        name, pane = await secret_pane(session, "fallback")
+        answer, dumped = await request_secret(session, pane)
+        assert_no_link(dumped)
+        assert answer["status"] == "pending", answer
+        assert answer["request_id"] in answer["next_step"], answer
+        assert "muxgate approvals secrets" in answer["next_step"], answer
+        await session.ok("kill_session", {"target": name})
+
+
+SECRET_STEPS = [secret_link_to_handler, secret_fallback_without_handler]
+
+
+async def main_secrets():
+    for run in SECRET_STEPS:
+        await step(run.__name__, run)
+
+
 # Calls in the limit step: the agent loop that lost its session when a refusal lacked the
 # 2026-07-28 `resultType`.
 LIMIT_LOOP = 150
@@ -328,6 +466,9 @@ async def step(name, run):
         print(f"PASS {name}", flush=True)
         return True
     except Exception as error:  # noqa: BLE001 - every failure is reported, none stops the run
+        # A task group's failure says only how many failed: report the first itself.
+        while isinstance(error, BaseExceptionGroup) and error.exceptions:
+            error = error.exceptions[0]
         detail = str(error) or type(error).__name__
         print(f"FAIL {name}: {detail[:500]}", flush=True)
         return False
@@ -345,4 +486,5 @@ async def main():
     await step("expired_token_401", expired_token_401)
 
 
-anyio.run(main_limits if sys.argv[2:] == ["limits"] else main)
+MAINS = {("limits",): main_limits, ("secrets",): main_secrets}
+anyio.run(MAINS.get(tuple(sys.argv[2:]), main))
