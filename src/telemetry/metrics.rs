@@ -99,6 +99,29 @@ struct LimitLabels {
     limit: &'static str,
 }
 
+/// The MCP session metrics: the open-session gauge and the eviction counter.
+fn register_sessions(registry: &mut Registry) -> (Gauge, Family<EvictionLabels, Counter>) {
+    let sessions = Gauge::default();
+    registry.register(
+        "muxgate_mcp_sessions_active",
+        "MCP sessions open now (2025-era clients; stateless requests have none)",
+        sessions.clone(),
+    );
+    let evictions = Family::<EvictionLabels, Counter>::default();
+    for reason in Eviction::ALL {
+        let _ = evictions.get_or_create(&EvictionLabels {
+            reason: reason.as_str(),
+        });
+    }
+    registry.register(
+        "muxgate_mcp_sessions_evicted",
+        "Idle MCP sessions the gateway closed: to make room for a new session of the same \
+         client (cap) or after http.session_idle_secs (idle)",
+        evictions.clone(),
+    );
+    (sessions, evictions)
+}
+
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 
 fn operation_histogram() -> Histogram {
@@ -188,24 +211,7 @@ impl Metrics {
             "Requests or calls refused or clamped by a per-client limit, by limit",
             limit_hits.clone(),
         );
-        let sessions = Gauge::default();
-        registry.register(
-            "muxgate_mcp_sessions_active",
-            "MCP sessions open now (2025-era clients; stateless requests have none)",
-            sessions.clone(),
-        );
-        let evictions = Family::<EvictionLabels, Counter>::default();
-        for reason in Eviction::ALL {
-            let _ = evictions.get_or_create(&EvictionLabels {
-                reason: reason.as_str(),
-            });
-        }
-        registry.register(
-            "muxgate_mcp_sessions_evicted",
-            "Idle MCP sessions the gateway closed: to make room for a new session of the same \
-             client (cap) or after http.session_idle_secs (idle)",
-            evictions.clone(),
-        );
+        let (sessions, evictions) = register_sessions(&mut registry);
         Self {
             registry,
             tool_calls,
