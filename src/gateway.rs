@@ -23,6 +23,7 @@ use crate::auth::{
 use crate::config::Config;
 use crate::http::health::EngineReadiness;
 use crate::http::listen::Listeners;
+use crate::http::sessions::McpSessions;
 use crate::http::shutdown::Shutdown;
 use crate::http::tls::{self, CertStore, TlsError};
 use crate::http::{self, HttpDeps, HttpTelemetry, Security};
@@ -136,15 +137,14 @@ impl Gateway {
             audit.clone(),
             limits.clone(),
         );
+        let (sessions, mcp_sessions) = sessions(&config, &metrics, &shutdown);
         let metrics = Arc::new(metrics);
         let security = Security {
             authenticator,
             resource,
             limits,
-            sessions: Arc::new(
-                SessionBindings::new(SESSION_BINDINGS_CAPACITY, config.http.session_idle() * 2)
-                    .with_max_per_sub(config.http.max_sessions_per_client),
-            ),
+            sessions,
+            mcp_sessions,
         };
         let tls = match &config.http.tls {
             Some(tls) => Some(Arc::new(CertStore::load(tls)?)),
@@ -391,6 +391,27 @@ fn limits(config: &Config, metrics: &Metrics) -> Arc<Limits> {
         .iter()
         .map(|(sub, client)| (sub, &client.limits));
     Arc::new(Limits::new(&config.limits, per_client).with_hook(metrics.limit_hook()))
+}
+
+/// The session table and rmcp's sessions, which it closes when it evicts them; their idle
+/// sessions are recycled until shutdown begins.
+fn sessions(
+    config: &Config,
+    metrics: &Metrics,
+    shutdown: &Shutdown,
+) -> (Arc<SessionBindings>, Arc<McpSessions>) {
+    let mcp_sessions = Arc::new(McpSessions::new(metrics.sessions_gauge()));
+    let bindings = Arc::new(
+        SessionBindings::new(SESSION_BINDINGS_CAPACITY, config.http.session_idle())
+            .with_max_per_sub(config.http.max_sessions_per_client)
+            .with_recycling(mcp_sessions.clone(), metrics.eviction_hook()),
+    );
+    tokio::spawn(http::sessions::recycle(
+        bindings.clone(),
+        mcp_sessions.clone(),
+        shutdown.begin().child_token(),
+    ));
+    (bindings, mcp_sessions)
 }
 
 /// Warns of a setup that works but exposes something: a tmux server shared with humans,

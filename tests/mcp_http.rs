@@ -488,93 +488,198 @@ async fn shutdown_ends_open_sessions_and_the_server() {
 
 /// Session binding through the real router and a real rmcp session: another client's token on
 /// a session id gets 404 for POST, GET and DELETE, and the session keeps working for its owner.
-/// And a client may hold at most `http.max_sessions_per_client` sessions.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sessions_belong_to_their_client_and_are_capped_per_client() {
-    let mut config = two_server_config();
-    config.http.max_sessions_per_client = 2;
-    let gateway = spawn_gateway(config).await;
+async fn sessions_belong_to_their_client() {
+    let gateway = spawn_gateway(two_server_config()).await;
     let mut alice = RawMcp::new(&gateway.mcp_url);
     alice.bearer = Some(gateway.mint("alice", &["mux:read"]));
     alice.initialize().await;
-    let session = alice.session_id.clone().unwrap();
 
     let mut intruder = RawMcp::new(&gateway.mcp_url);
     intruder.bearer = Some(gateway.mint("bob", &["mux:admin"]));
-    intruder.session_id = Some(session.clone());
+    intruder.session_id = alice.session_id.clone();
     intruder.protocol_version = Some(LEGACY_VERSION.into());
-    let list = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"});
-    let post = intruder.post(&list).send().await.unwrap();
+    let post = intruder.post(&list_tools()).send().await.unwrap();
     assert_eq!(post.status(), reqwest::StatusCode::NOT_FOUND);
-    let with_session = |request: reqwest::RequestBuilder| {
-        request
-            .header("mcp-session-id", &session)
-            .header("mcp-protocol-version", LEGACY_VERSION)
-            .bearer_auth(intruder.bearer.as_deref().unwrap())
-    };
-    let get = with_session(
-        intruder
-            .http
-            .get(&gateway.mcp_url)
-            .header("accept", "text/event-stream"),
-    )
-    .send()
-    .await
-    .unwrap();
+    let get = intruder.stream().send().await.unwrap();
     assert_eq!(get.status(), reqwest::StatusCode::NOT_FOUND);
-    let delete = with_session(intruder.http.delete(&gateway.mcp_url))
-        .send()
-        .await
-        .unwrap();
+    let delete = intruder.delete().send().await.unwrap();
     assert_eq!(delete.status(), reqwest::StatusCode::NOT_FOUND);
-    let answer = alice.request(&list).await;
+    let answer = alice.request(&list_tools()).await;
     assert!(
         answer["result"]["tools"].is_array(),
         "the owner's session lives: {answer}"
     );
+}
 
-    // The cap: a second session is fine, a third is refused before rmcp makes it.
-    let mut second = RawMcp::new(&gateway.mcp_url);
-    second.bearer = alice.bearer.clone();
-    second.initialize().await;
-    let third = RawMcp {
-        session_id: None,
-        protocol_version: None,
-        ..RawMcp::new(&gateway.mcp_url)
-    };
-    let init = json!({
-        "jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": LEGACY_VERSION, "capabilities": {},
-                   "clientInfo": {"name": "third", "version": "0"}}
-    });
-    let refused = third
-        .post(&init)
-        .bearer_auth(alice.bearer.as_deref().unwrap())
+fn list_tools() -> Value {
+    json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"})
+}
+
+/// A raw client of `sub`, its session opened.
+async fn session_of(gateway: &TestGateway, sub: &str) -> RawMcp {
+    let mut mcp = RawMcp::new(&gateway.mcp_url);
+    mcp.bearer = Some(gateway.mint(sub, &["mux:read", "mux:write"]));
+    mcp.initialize().await;
+    mcp
+}
+
+/// What a request naming `mcp`'s session is answered (a `tools/list`).
+async fn status_of(mcp: &RawMcp) -> reqwest::StatusCode {
+    mcp.post(&list_tools()).send().await.expect("POST").status()
+}
+
+/// The sample of `/metrics` whose line starts with `series`.
+async fn metric(gateway: &TestGateway, series: &str) -> Option<f64> {
+    let text = reqwest::get(format!("{}/metrics", gateway.base))
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()?;
+    text.lines()
+        .find(|line| line.starts_with(series))?
+        .rsplit(' ')
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// A client at `http.max_sessions_per_client` whose sessions are idle opens another: its least
+/// recently used session is closed to make room (the next request naming it gets 404, so the
+/// client starts over), its others keep working, and another client's sessions, even older
+/// ones, are never touched. Ending a session frees its place too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_cap_a_new_session_evicts_the_clients_least_recently_used_idle_one() {
+    let mut config = two_server_config();
+    config.http.max_sessions_per_client = 2;
+    let gateway = spawn_gateway(config).await;
+    let bob = session_of(&gateway, "bob").await;
+    let oldest = session_of(&gateway, "alice").await;
+    let used = session_of(&gateway, "alice").await;
+    used.request(&list_tools()).await;
+    let newest = session_of(&gateway, "alice").await;
+
+    assert_eq!(status_of(&oldest).await, reqwest::StatusCode::NOT_FOUND);
+    assert_eq!(status_of(&used).await, reqwest::StatusCode::OK);
+    assert_eq!(status_of(&newest).await, reqwest::StatusCode::OK);
+    assert_eq!(status_of(&bob).await, reqwest::StatusCode::OK, "bob's");
+    let evicted = r#"muxgate_mcp_sessions_evicted_total{reason="cap"}"#;
+    assert_eq!(metric(&gateway, evicted).await, Some(1.0));
+    // Really closed in rmcp, not only forgotten: 3 sessions remain of 4 opened.
+    assert!(
+        common::wait_until_async(Duration::from_secs(10), || async {
+            metric(&gateway, "muxgate_mcp_sessions_active").await == Some(3.0)
+        })
+        .await,
+        "the evicted session still counted as open"
+    );
+
+    let ended = used.delete().send().await.expect("DELETE");
+    assert_eq!(ended.status(), reqwest::StatusCode::NO_CONTENT);
+    session_of(&gateway, "alice").await;
+    assert_eq!(status_of(&newest).await, reqwest::StatusCode::OK);
+    assert_eq!(
+        metric(&gateway, evicted).await,
+        Some(1.0),
+        "DELETE made room"
+    );
+}
+
+/// When every session of a client is busy (here one with a wait in flight, one with its GET
+/// stream open), another `initialize` is refused with 429 and `Retry-After`, and nothing is
+/// closed; once a wait ends its session is idle again and makes room.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_every_session_is_busy_a_new_one_is_refused_with_retry_after() {
+    let tmux = common::tmux::TestTmux::start();
+    let mut config = config_with_server("work", &tmux.socket, false);
+    config.http.max_sessions_per_client = 2;
+    let gateway = spawn_gateway(config).await;
+    let pane = tmux.pane_id("main").to_string();
+    let waiting = session_of(&gateway, "alice").await;
+    let wait = waiting
+        .post(
+            &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+            "name": "wait_for_text",
+            "arguments": {"target": pane, "patterns": ["never-printed"], "timeout": 60}}}),
+        )
         .send()
         .await
-        .unwrap();
+        .expect("POST wait_for_text");
+    assert_eq!(wait.status(), reqwest::StatusCode::OK);
+    let listening = session_of(&gateway, "alice").await;
+    let stream = listening.stream().send().await.expect("GET stream");
+    assert_eq!(stream.status(), reqwest::StatusCode::OK);
+
+    let mut third = RawMcp::new(&gateway.mcp_url);
+    third.bearer = waiting.bearer.clone();
+    let refused = third.post(&initialize_body()).send().await.expect("POST");
     assert_eq!(refused.status(), reqwest::StatusCode::TOO_MANY_REQUESTS);
-    let body: Value = refused.json().await.unwrap();
+    let retry_after = refused.headers().get("retry-after").cloned();
+    let retry: u64 = retry_after
+        .and_then(|v| v.to_str().ok()?.parse().ok())
+        .expect("a Retry-After in seconds");
+    assert!((1..=60).contains(&retry), "{retry}");
+    let body: Value = refused.json().await.expect("JSON");
     assert_eq!(body["error"], "too_many_sessions", "{body}");
-    // Requests on existing sessions and other clients are not affected.
-    second.request(&list).await;
-    let mut bob = RawMcp::new(&gateway.mcp_url);
-    bob.bearer = intruder.bearer.clone();
-    bob.initialize().await;
-    // Ending a session frees its place.
-    let ended = second
-        .http
-        .delete(&gateway.mcp_url)
-        .header("mcp-session-id", second.session_id.as_deref().unwrap())
-        .header("mcp-protocol-version", LEGACY_VERSION)
-        .bearer_auth(second.bearer.as_deref().unwrap())
-        .send()
-        .await
-        .unwrap();
-    assert!(ended.status().is_success(), "{}", ended.status());
-    let mut again = RawMcp::new(&gateway.mcp_url);
-    again.bearer = alice.bearer.clone();
-    again.initialize().await;
+    let evicted = r#"muxgate_mcp_sessions_evicted_total{reason="cap"}"#;
+    assert_eq!(metric(&gateway, evicted).await, Some(0.0));
+    // Another client is not affected.
+    session_of(&gateway, "bob").await;
+
+    // The waiting client hangs up: its wait ends, its session is idle and makes room.
+    drop(wait);
+    assert!(
+        common::wait_until_async(Duration::from_secs(15), || async {
+            third
+                .post(&initialize_body())
+                .send()
+                .await
+                .expect("POST")
+                .status()
+                == reqwest::StatusCode::OK
+        })
+        .await,
+        "the session whose wait ended never made room"
+    );
+    assert_eq!(status_of(&waiting).await, reqwest::StatusCode::NOT_FOUND);
+    assert_eq!(status_of(&listening).await, reqwest::StatusCode::OK);
+    drop(stream);
+}
+
+fn initialize_body() -> Value {
+    json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": LEGACY_VERSION, "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "0"}}})
+}
+
+/// A session idle for `http.session_idle_secs` is closed (counted, and the next request naming
+/// it gets 404); one with its GET stream open is busy, however long, and stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_idle_past_the_idle_time_are_closed_and_busy_ones_stay() {
+    let mut config = two_server_config();
+    config.http.session_idle_secs = 1;
+    let gateway = spawn_gateway(config).await;
+    let idle = session_of(&gateway, "alice").await;
+    let listening = session_of(&gateway, "alice").await;
+    let stream = listening.stream().send().await.expect("GET stream");
+    assert_eq!(stream.status(), reqwest::StatusCode::OK);
+
+    let evicted = r#"muxgate_mcp_sessions_evicted_total{reason="idle"}"#;
+    assert!(
+        common::wait_until_async(Duration::from_secs(15), || async {
+            metric(&gateway, evicted).await == Some(1.0)
+                && metric(&gateway, "muxgate_mcp_sessions_active").await == Some(1.0)
+        })
+        .await,
+        "the idle session was never closed"
+    );
+    assert_eq!(status_of(&idle).await, reqwest::StatusCode::NOT_FOUND);
+    // Twice the idle time later, the listened-to session still answers.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(status_of(&listening).await, reqwest::StatusCode::OK);
+    assert_eq!(metric(&gateway, evicted).await, Some(1.0));
+    drop(stream);
 }
 
 /// A `tools/call` refused by the HTTP request rate is answered as that call's result

@@ -18,7 +18,9 @@
 //! 6. workspace mode: 64 tenants × 4 sessions with waits (see [`workspaces`]);
 //! 7. the gateway's own cost per call against a `/healthz` round trip (see [`cost`]);
 //! 8. agent awareness: `wait_for_state` wake-up and idle cost, `send_prompt` deliveries to an
-//!    agent-CLI stand-in at random moments (see [`agents`]).
+//!    agent-CLI stand-in at random moments (see [`agents`]);
+//! 9. sessions that recycle: one client opening 200 sessions in a row without `DELETE`, the
+//!    gateway's RSS after 20, 100 and 200 (see [`recycle`]).
 //!
 //! ```text
 //! cargo bench --bench reference                          # full run, about 10 minutes
@@ -27,6 +29,7 @@
 //! cargo bench --bench reference -- --only workspaces --workspaces 64   # needs bubblewrap
 //! cargo bench --bench reference -- --only cost           # per-call cost vs /healthz
 //! cargo bench --bench reference -- --only agents         # state waits and send_prompt
+//! cargo bench --bench reference -- --only recycle        # 200 sessions never ended
 //! cargo bench --bench reference -- --quick               # smoke run
 //! cargo test --bench reference                           # the same smoke run
 //! ```
@@ -39,6 +42,7 @@ mod cost;
 mod fixture;
 mod procfs;
 mod raw;
+mod recycle;
 mod scale;
 mod servers;
 mod stats;
@@ -53,7 +57,7 @@ use fixture::BenchTmux;
 use servers::{Flavor, Muxgate, REFERENCE_PACKAGE, REFERENCE_VERSION, Reference};
 use stats::{cpu_ms, latency, median, mib, quantile, rate, ratio};
 
-const GROUPS: [&str; 10] = [
+const GROUPS: [&str; 11] = [
     "latency",
     "batch",
     "wake",
@@ -64,6 +68,7 @@ const GROUPS: [&str; 10] = [
     "workspaces",
     "cost",
     "agents",
+    "recycle",
 ];
 
 /// The groups that run the reference server (the others measure muxgate alone).
@@ -88,6 +93,7 @@ struct Options {
     state_wakes: usize,
     state_idle_secs: f64,
     prompts: usize,
+    recycle_sessions: usize,
     groups: BTreeSet<String>,
 }
 
@@ -111,6 +117,7 @@ impl Options {
             state_wakes: 20,
             state_idle_secs: 20.0,
             prompts: 200,
+            recycle_sessions: 200,
             groups: GROUPS.iter().map(|g| (*g).to_owned()).collect(),
         };
         let mut benchmarking = false;
@@ -172,6 +179,7 @@ impl Options {
         self.state_wakes = 3;
         self.state_idle_secs = 5.0;
         self.prompts = 8;
+        self.recycle_sessions = 40;
     }
 
     fn runs(&self, group: &str) -> bool {
@@ -251,7 +259,69 @@ async fn alone(options: &Options) -> Result<()> {
     if options.runs("agents") {
         agent_awareness(options).await?;
     }
+    if options.runs("recycle") {
+        recycling(options).await?;
+    }
     println!("load average at end: {}", load_average());
+    Ok(())
+}
+
+/// RSS may grow by at most this share from the early point to the last session.
+const RECYCLE_GROWTH_GOAL: f64 = 0.10;
+
+/// Case 9: sessions that recycle.
+async fn recycling(options: &Options) -> Result<()> {
+    let (sessions, rounds) = (options.recycle_sessions, options.rounds);
+    eprintln!("recycle: {sessions} sessions × {rounds} rounds");
+    let results = recycle::recycle(sessions, rounds).await?;
+    let early = recycle::EARLY;
+    println!(
+        "## muxgate: sessions that recycle\n\n{rounds} rounds, each on a fresh gateway with the default `http.max_sessions_per_client` (32): one client opens {sessions} sessions in a row (`initialize`, `notifications/initialized`, one `list_servers` call, each session on a connection of its own) and never ends one. RSS from `/proc` once the open-session gauge shows the evicted sessions closed; medians of the rounds.\n"
+    );
+    let all =
+        |f: &dyn Fn(&recycle::RecycleRound) -> f64| -> Vec<f64> { results.iter().map(f).collect() };
+    let ok = results.iter().filter(|r| r.initialized == sessions).count();
+    let early_kib = median(&all(&|r| r.rss_early_kib as f64));
+    let end_kib = median(&all(&|r| r.rss_end_kib as f64));
+    let growth = median(&all(&|r| {
+        (r.rss_end_kib as f64 - r.rss_early_kib as f64) / r.rss_early_kib.max(1) as f64
+    }));
+    let inits: Vec<f64> = results
+        .iter()
+        .flat_map(|r| r.initialize_us.clone())
+        .collect();
+    println!("| measure | value |\n|---|--:|");
+    println!("| rounds in which every `initialize` was answered 200 | {ok} of {rounds} |");
+    println!(
+        "| sessions open at the end / evicted | {:.0} / {:.0} |",
+        median(&all(&|r| r.open_at_end)),
+        median(&all(&|r| r.evicted))
+    );
+    println!(
+        "| gateway RSS after {early} sessions | {} |",
+        mib(early_kib)
+    );
+    println!(
+        "| gateway RSS after {} sessions | {} |",
+        sessions / 2,
+        mib(median(&all(&|r| r.rss_half_kib as f64)))
+    );
+    println!(
+        "| gateway RSS after {sessions} sessions | {} |",
+        mib(end_kib)
+    );
+    println!(
+        "| `initialize` round trip, median / p90 | {} / {} |",
+        latency(median(&inits)),
+        latency(quantile(&inits, 0.9))
+    );
+    let met = ok == rounds && growth <= RECYCLE_GROWTH_GOAL;
+    println!(
+        "\nGoal: every `initialize` answered 200 and RSS after {sessions} at most {:.0} % above RSS after {early}. Value: {ok} of {rounds} rounds all 200, RSS {:+.1} % (median of per-round growth). **{}**.\n",
+        RECYCLE_GROWTH_GOAL * 100.0,
+        growth * 100.0,
+        if met { "met" } else { "missed" }
+    );
     Ok(())
 }
 

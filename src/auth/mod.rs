@@ -77,6 +77,8 @@ pub use policy::{
 pub use principal::{
     Principal, SCOPE_ADMIN, SCOPE_APPROVE, SCOPE_READ, SCOPE_WRITE, TargetAcl, Tier,
 };
-pub use session::{OpensSession, SessionBindings, bind_sessions};
+pub use session::{
+    CloseSessions, Eviction, EvictionHook, OpensSession, SessionBindings, bind_sessions,
+};
 pub use token::{RejectReason, TokenVerifier};
 pub use toolset::{Toolset, Toolsets, UnknownToolset};

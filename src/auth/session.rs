@@ -1,4 +1,4 @@
-//! Binding MCP sessions to the client that opened them.
+//! Binding MCP sessions to the client that opened them, and recycling a client's idle ones.
 //!
 //! rmcp serves any request that presents a valid `Mcp-Session-Id`, whoever sends it. This
 //! module remembers which `sub` each session was created for and refuses it to anyone else.
@@ -6,33 +6,64 @@
 //! - a request without the header passes; if the response creates a session (it carries
 //!   `Mcp-Session-Id`), the session is bound to the caller;
 //! - a request with the header passes only if the session is bound to the caller. A session
-//!   bound to someone else, or not bound at all (never issued here, or forgotten), is answered
-//!   `404 session_not_found`, exactly like an unknown session, so ids cannot be probed. A
-//!   foreign session is logged at `warn` with both subs (never a token);
+//!   bound to someone else, or not bound at all (never issued here, ended, or evicted), is
+//!   answered `404 session_not_found`, exactly like an unknown session, so ids cannot be probed
+//!   and a client whose session was evicted starts a new one, as the spec asks. A foreign
+//!   session is logged at `warn` with both subs (never a token);
 //! - a successful `DELETE`, or a 404 from downstream, forgets the binding.
 //!
-//! Bindings idle longer than the configured time are forgotten (rmcp's own sessions expire
-//! after 5 idle minutes by default, so a longer idle time never strands a live session), and
-//! the table is capped: when full, the least recently used binding goes.
+//! **Busy and idle.** A session is *busy* while at least one HTTP request naming it is being
+//! answered: from the moment this layer admits the request until its response body has been
+//! sent in full, or dropped because the client went away. A tool call in flight keeps the SSE
+//! stream of its `POST` open until its answer, and a `GET` stream stays open for as long as the
+//! client listens on it, so both keep their session busy. Otherwise the session is *idle*; its
+//! idle time runs from the end of its last request (or from its creation).
 //!
-//! One client may hold at most `max_per_sub` sessions: an `initialize` (marked [`OpensSession`]
-//! by the body check in front of this layer) beyond that is refused with `429` before rmcp
-//! creates anything, so no token can pile up sessions.
+//! **Recycling.** One client may hold at most `max_per_sub` sessions. An `initialize` (marked
+//! [`OpensSession`] by the body check in front of this layer) that would pass that number
+//! evicts the client's own least recently used idle sessions to make room; only when every
+//! session of the client is busy is it refused, `429 too_many_sessions` with `Retry-After`,
+//! before rmcp creates anything. A session idle for `idle_ttl` is evicted too
+//! ([`SessionBindings::evict_idle`], run periodically, and at once when a request presents it).
+//! Evicting forgets the binding first (from then on the id is answered 404) and then closes the
+//! session in rmcp ([`CloseSessions`]), which frees it; being idle, it has no request to cancel
+//! and no stream to end. A busy session is never evicted, and one client's `initialize` never
+//! evicts another client's session. Each eviction is logged (`info`, the session id and the
+//! client's sub) and counted ([`EvictionHook`]).
+//!
+//! The table as a whole holds at most `capacity` sessions, a bound far above any realistic
+//! number of clients times their cap: only there does an `initialize` evict the least recently
+//! used idle session of any client (refused, like above, when none is idle).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use axum::Json;
+use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use http::header::RETRY_AFTER;
 use http::{HeaderName, Method, StatusCode};
+use http_body::{Frame, SizeHint};
 
 use super::principal::Principal;
 
 /// The MCP session header (Streamable HTTP).
 pub static MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+
+/// What a client refused for having only busy sessions is told to wait: a busy session frees
+/// up when its request ends, which no one can predict (a wait may take minutes).
+pub const BUSY_RETRY_AFTER: Duration = Duration::from_secs(5);
+
+/// How long closing one evicted session in rmcp may take; an idle session's worker answers at
+/// once, so this only bounds a stuck one.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Why a session was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -46,122 +77,309 @@ pub enum SessionRefused {
         /// The client the session belongs to.
         owner: String,
     },
+    /// Idle past the idle time: evicted now, to be closed by the caller.
+    #[error("session idle too long")]
+    Expired,
 }
 
 /// Request extension: this request is an `initialize`, which opens an MCP session.
 #[derive(Debug, Clone, Copy)]
 pub struct OpensSession;
 
+/// Why a session was evicted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Eviction {
+    /// Room for a new session of the same client (or, at the table's capacity, of any).
+    Cap,
+    /// Idle for the idle time.
+    Idle,
+}
+
+impl Eviction {
+    pub const ALL: [Eviction; 2] = [Eviction::Cap, Eviction::Idle];
+
+    /// The metric label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Eviction::Cap => "cap",
+            Eviction::Idle => "idle",
+        }
+    }
+}
+
+/// Called once per evicted session (the metrics count them).
+pub type EvictionHook = Arc<dyn Fn(Eviction) + Send + Sync>;
+
+/// Ends MCP sessions where they live (rmcp's session manager); see `crate::http::sessions`.
+pub trait CloseSessions: Send + Sync {
+    /// Closes session `id`, freeing it and ending its streams; an unknown id is no error.
+    fn close(&self, id: String) -> BoxFuture<'static, ()>;
+}
+
+/// Sessions taken out of the table, each with its client, to be closed.
+pub type Evicted = Vec<(String, Arc<str>)>;
+
+/// Every session of a client is busy: no room for another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AllBusy;
+
 #[derive(Debug)]
 struct Binding {
     sub: Arc<str>,
-    last_seen: Instant,
+    last_used: Instant,
+    /// Requests naming the session whose answers are still being sent.
+    in_flight: usize,
 }
 
-/// MCP session id → `sub`.
-#[derive(Debug)]
+impl Binding {
+    fn idle_for(&self, now: Instant) -> Option<Duration> {
+        (self.in_flight == 0).then(|| now.saturating_duration_since(self.last_used))
+    }
+}
+
+#[derive(Debug, Default)]
+struct Table {
+    sessions: HashMap<String, Binding>,
+    /// Admitted `initialize` requests whose session is not bound yet, by client: they hold a
+    /// place, so that concurrent ones cannot pass the cap together.
+    opening: HashMap<Arc<str>, usize>,
+}
+
+impl Table {
+    fn held_by(&self, sub: &str) -> usize {
+        let bound = self.sessions.values().filter(|b| &*b.sub == sub).count();
+        bound + self.opening.get(sub).copied().unwrap_or(0)
+    }
+
+    fn held(&self) -> usize {
+        self.sessions.len() + self.opening.values().sum::<usize>()
+    }
+
+    /// The idle sessions (of `sub`, when given), least recently used first.
+    fn idle_by_age(&self, sub: Option<&str>) -> Vec<&str> {
+        let mut idle: Vec<(&String, &Binding)> = self
+            .sessions
+            .iter()
+            .filter(|(_, b)| b.in_flight == 0 && sub.is_none_or(|s| &*b.sub == s))
+            .collect();
+        idle.sort_by_key(|(_, b)| b.last_used);
+        idle.into_iter().map(|(id, _)| id.as_str()).collect()
+    }
+}
+
+/// MCP session id → `sub`, with each session's use; see the module docs.
 pub struct SessionBindings {
-    bindings: Mutex<HashMap<String, Binding>>,
+    table: Mutex<Table>,
     capacity: usize,
     idle_ttl: Duration,
     max_per_sub: usize,
+    closer: Option<Arc<dyn CloseSessions>>,
+    on_evict: Option<EvictionHook>,
+}
+
+impl std::fmt::Debug for SessionBindings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionBindings")
+            .field("capacity", &self.capacity)
+            .field("idle_ttl", &self.idle_ttl)
+            .field("max_per_sub", &self.max_per_sub)
+            .finish_non_exhaustive()
+    }
 }
 
 impl SessionBindings {
     /// Default capacity: far above any realistic number of live sessions.
     pub const DEFAULT_CAPACITY: usize = 100_000;
-    /// Default idle time before a binding is forgotten.
-    pub const DEFAULT_IDLE_TTL: Duration = Duration::from_secs(3600);
+    /// Default idle time before a session is evicted (`http.session_idle_secs`).
+    pub const DEFAULT_IDLE_TTL: Duration = Duration::from_secs(1800);
 
-    /// A table of at most `capacity` (at least 1) bindings, each forgotten after `idle_ttl`
-    /// without use.
+    /// A table of at most `capacity` (at least 1) sessions, each evicted after `idle_ttl`
+    /// idle. Without [`Self::with_recycling`] an evicted session is only forgotten.
     pub fn new(capacity: usize, idle_ttl: Duration) -> Self {
         Self {
-            bindings: Mutex::new(HashMap::new()),
+            table: Mutex::new(Table::default()),
             capacity: capacity.max(1),
             idle_ttl,
             max_per_sub: usize::MAX,
+            closer: None,
+            on_evict: None,
         }
     }
 
-    /// At most `max` live sessions per client.
+    /// At most `max` (at least 1) sessions per client.
     pub fn with_max_per_sub(mut self, max: usize) -> Self {
-        self.max_per_sub = max;
+        self.max_per_sub = max.max(1);
         self
     }
 
-    /// Live (not idle-expired) sessions of `sub`.
-    pub fn live_for(&self, sub: &str) -> usize {
-        let now = Instant::now();
-        self.lock()
-            .values()
-            .filter(|b| &*b.sub == sub && now.duration_since(b.last_seen) < self.idle_ttl)
-            .count()
+    /// Evicted sessions are closed with `closer` and reported to `hook`.
+    pub fn with_recycling(mut self, closer: Arc<dyn CloseSessions>, hook: EvictionHook) -> Self {
+        self.closer = Some(closer);
+        self.on_evict = Some(hook);
+        self
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Binding>> {
-        // A panic while holding this lock cannot leave the map inconsistent (every update is
-        // a single insert/remove), so a poisoned lock is still usable.
-        self.bindings.lock().unwrap_or_else(|e| e.into_inner())
+    /// How often [`Self::evict_idle`] should run: a session outlives its idle time by at most
+    /// a quarter of it, or a minute.
+    pub fn sweep_period(&self) -> Duration {
+        (self.idle_ttl / 4).clamp(Duration::from_millis(10), Duration::from_secs(60))
     }
 
-    /// Binds `session_id` to `sub` (replacing any earlier binding of that id).
-    pub fn bind(&self, session_id: &str, sub: &str) {
-        let now = Instant::now();
-        let mut map = self.lock();
-        if map.len() >= self.capacity && !map.contains_key(session_id) {
-            map.retain(|_, b| now.duration_since(b.last_seen) < self.idle_ttl);
-            if map.len() >= self.capacity
-                && let Some(oldest) = map
-                    .iter()
-                    .min_by_key(|(_, b)| b.last_seen)
-                    .map(|(id, _)| id.clone())
-            {
-                map.remove(&oldest);
+    fn lock(&self) -> MutexGuard<'_, Table> {
+        // A panic while holding this lock cannot leave the table inconsistent (every update is
+        // a single insert, remove or counter step), so a poisoned lock is still usable.
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Makes room for a new session of `sub`: evicts (removes and returns, with their subs)
+    /// its least recently used idle sessions while it holds `max_per_sub`, and at the table's
+    /// capacity the least recently used idle sessions of anyone. Evicts nothing when there is
+    /// not enough idle to make room. The returned [`Opening`] holds the new session's place
+    /// until it is bound or dropped.
+    pub fn admit(self: &Arc<Self>, sub: &str) -> Result<(Opening, Evicted), AllBusy> {
+        let mut table = self.lock();
+        let over_cap = (table.held_by(sub) + 1).saturating_sub(self.max_per_sub);
+        let mut victims: Vec<String> = Vec::new();
+        if over_cap > 0 {
+            let idle = table.idle_by_age(Some(sub));
+            victims.extend(idle.into_iter().take(over_cap).map(str::to_owned));
+            if victims.len() < over_cap {
+                return Err(AllBusy);
             }
         }
-        map.insert(
+        let over_capacity = (table.held() + 1 - victims.len()).saturating_sub(self.capacity);
+        if over_capacity > 0 {
+            let more: Vec<String> = table
+                .idle_by_age(None)
+                .into_iter()
+                .filter(|id| !victims.iter().any(|v| v == id))
+                .take(over_capacity)
+                .map(str::to_owned)
+                .collect();
+            if more.len() < over_capacity {
+                return Err(AllBusy);
+            }
+            victims.extend(more);
+        }
+        let evicted = victims
+            .into_iter()
+            .filter_map(|id| table.sessions.remove(&id).map(|b| (id, b.sub)))
+            .collect();
+        let sub: Arc<str> = Arc::from(sub);
+        *table.opening.entry(Arc::clone(&sub)).or_insert(0) += 1;
+        let opening = Opening {
+            bindings: Arc::clone(self),
+            sub,
+        };
+        Ok((opening, evicted))
+    }
+
+    /// Binds `session_id` to `sub` (replacing any earlier binding of that id), idle from now.
+    pub fn bind(&self, session_id: &str, sub: &str) {
+        self.lock().sessions.insert(
             session_id.to_owned(),
             Binding {
                 sub: Arc::from(sub),
-                last_seen: now,
+                last_used: Instant::now(),
+                in_flight: 0,
             },
         );
     }
 
-    /// Whether `sub` may use `session_id`; refreshes the binding when it may.
-    pub fn check(&self, session_id: &str, sub: &str) -> Result<(), SessionRefused> {
+    /// Whether `sub` may use `session_id`; when it may, the session is busy until the returned
+    /// [`InUse`] is dropped. A session found idle past the idle time is evicted here
+    /// ([`SessionRefused::Expired`]; the caller closes it).
+    pub fn begin(self: &Arc<Self>, session_id: &str, sub: &str) -> Result<InUse, SessionRefused> {
         let now = Instant::now();
-        let mut map = self.lock();
-        let Some(binding) = map.get_mut(session_id) else {
+        let mut table = self.lock();
+        let Some(binding) = table.sessions.get_mut(session_id) else {
             return Err(SessionRefused::Unknown);
         };
-        if now.duration_since(binding.last_seen) >= self.idle_ttl {
-            map.remove(session_id);
-            return Err(SessionRefused::Unknown);
-        }
         if &*binding.sub != sub {
             return Err(SessionRefused::OtherClient {
                 owner: binding.sub.to_string(),
             });
         }
-        binding.last_seen = now;
-        Ok(())
+        if binding
+            .idle_for(now)
+            .is_some_and(|idle| idle >= self.idle_ttl)
+        {
+            table.sessions.remove(session_id);
+            return Err(SessionRefused::Expired);
+        }
+        binding.in_flight += 1;
+        binding.last_used = now;
+        Ok(InUse {
+            bindings: Arc::clone(self),
+            session_id: session_id.to_owned(),
+        })
+    }
+
+    /// Whether `sub` may use `session_id` (without using it).
+    pub fn check(&self, session_id: &str, sub: &str) -> Result<(), SessionRefused> {
+        match self.lock().sessions.get(session_id) {
+            None => Err(SessionRefused::Unknown),
+            Some(b) if &*b.sub != sub => Err(SessionRefused::OtherClient {
+                owner: b.sub.to_string(),
+            }),
+            Some(_) => Ok(()),
+        }
     }
 
     /// Forgets a binding.
     pub fn unbind(&self, session_id: &str) {
-        self.lock().remove(session_id);
+        self.lock().sessions.remove(session_id);
     }
 
-    /// Number of bindings held.
+    /// Whether `session_id` is bound to anyone.
+    pub fn is_bound(&self, session_id: &str) -> bool {
+        self.lock().sessions.contains_key(session_id)
+    }
+
+    /// Sessions held now, bound or being opened.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().held()
     }
 
-    /// Whether no binding is held.
+    /// Whether no session is held.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Evicts every session idle for the idle time, and closes them.
+    pub async fn evict_idle(&self) {
+        let now = Instant::now();
+        let mut expired = Vec::new();
+        self.lock().sessions.retain(|id, b| {
+            let keep = b.idle_for(now).is_none_or(|idle| idle < self.idle_ttl);
+            if !keep {
+                expired.push((id.clone(), b.sub.clone()));
+            }
+            keep
+        });
+        self.close_evicted(expired, Eviction::Idle).await;
+    }
+
+    /// Logs, counts and closes sessions already taken out of the table.
+    pub async fn close_evicted(&self, evicted: Evicted, why: Eviction) {
+        for (id, sub) in evicted {
+            tracing::info!(
+                mcp_session = %id,
+                client = %sub,
+                reason = why.as_str(),
+                "idle MCP session evicted"
+            );
+            if let Some(hook) = &self.on_evict {
+                hook(why);
+            }
+            if let Some(closer) = &self.closer
+                && tokio::time::timeout(CLOSE_TIMEOUT, closer.close(id.clone()))
+                    .await
+                    .is_err()
+            {
+                tracing::warn!(mcp_session = %id, "closing an evicted MCP session timed out");
+            }
+        }
     }
 }
 
@@ -171,14 +389,80 @@ impl Default for SessionBindings {
     }
 }
 
+/// The place of a session being opened ([`SessionBindings::admit`]), given back on drop.
+pub struct Opening {
+    bindings: Arc<SessionBindings>,
+    sub: Arc<str>,
+}
+
+impl Drop for Opening {
+    fn drop(&mut self) {
+        let mut table = self.bindings.lock();
+        if let Some(count) = table.opening.get_mut(&self.sub) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                table.opening.remove(&self.sub);
+            }
+        }
+    }
+}
+
+/// A request being answered in a session ([`SessionBindings::begin`]): the session is busy
+/// until this is dropped, and its idle time starts then.
+pub struct InUse {
+    bindings: Arc<SessionBindings>,
+    session_id: String,
+}
+
+impl Drop for InUse {
+    fn drop(&mut self) {
+        if let Some(binding) = self.bindings.lock().sessions.get_mut(&self.session_id) {
+            binding.in_flight = binding.in_flight.saturating_sub(1);
+            binding.last_used = Instant::now();
+        }
+    }
+}
+
+/// A response body that keeps its session busy until it has been sent in full or dropped.
+struct WhileAnswered {
+    inner: Body,
+    in_use: Option<InUse>,
+}
+
+impl http_body::Body for WhileAnswered {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if let Poll::Ready(None) = polled {
+            self.in_use = None;
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
 fn too_many_sessions(max: usize) -> Response {
     (
         StatusCode::TOO_MANY_REQUESTS,
+        [(RETRY_AFTER, BUSY_RETRY_AFTER.as_secs().to_string())],
         Json(serde_json::json!({
             "error": "too_many_sessions",
             "message": format!(
-                "this client already has {max} MCP sessions open (http.max_sessions_per_client); \
-                 end one (DELETE) or reuse it"
+                "all {max} MCP sessions of this client are busy (a request in flight or a \
+                 stream open; http.max_sessions_per_client); retry after Retry-After seconds, \
+                 or end one (DELETE)"
             ),
         })),
     )
@@ -210,54 +494,87 @@ pub async fn bind_sessions(
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     };
     let sub = principal.sub.clone();
-    let presented = match req.headers().get(&MCP_SESSION_ID) {
-        None => None,
-        Some(value) => match value.to_str() {
-            Ok(id) => Some(id.to_owned()),
-            Err(_) => return session_not_found(),
-        },
-    };
-    if presented.is_none()
-        && req.extensions().get::<OpensSession>().is_some()
-        && bindings.live_for(&sub) >= bindings.max_per_sub
-    {
-        return too_many_sessions(bindings.max_per_sub);
-    }
-    if let Some(id) = &presented {
-        match bindings.check(id, &sub) {
-            Ok(()) => {}
-            Err(SessionRefused::Unknown) => return session_not_found(),
-            Err(SessionRefused::OtherClient { owner }) => {
-                tracing::warn!(
-                    mcp_session = %id,
-                    owner = %owner,
-                    presented_by = %sub,
-                    "MCP session presented by another client; refused"
-                );
-                return session_not_found();
-            }
+    match req.headers().get(&MCP_SESSION_ID).map(|v| v.to_str()) {
+        None => open_session(&bindings, &sub, req, next).await,
+        Some(Ok(id)) => {
+            let id = id.to_owned();
+            in_session(&bindings, &id, &sub, req, next).await
         }
+        Some(Err(_)) => session_not_found(),
     }
+}
+
+/// A request without a session: an `initialize` is admitted (evicting idle sessions of the
+/// caller if need be) or refused; the session a response creates is bound to the caller.
+async fn open_session(
+    bindings: &Arc<SessionBindings>,
+    sub: &str,
+    req: Request,
+    next: Next,
+) -> Response {
+    let opening = if req.extensions().get::<OpensSession>().is_some() {
+        match bindings.admit(sub) {
+            Ok((opening, evicted)) => {
+                bindings.close_evicted(evicted, Eviction::Cap).await;
+                Some(opening)
+            }
+            Err(AllBusy) => return too_many_sessions(bindings.max_per_sub),
+        }
+    } else {
+        None
+    };
+    let response = next.run(req).await;
+    if let Some(id) = response
+        .headers()
+        .get(&MCP_SESSION_ID)
+        .and_then(|v| v.to_str().ok())
+    {
+        bindings.bind(id, sub);
+    }
+    // Given back only now that the session (if any) counts as bound.
+    drop(opening);
+    response
+}
+
+/// A request naming session `id`: served only for the session's own client, which is busy
+/// until the answer has been sent.
+async fn in_session(
+    bindings: &Arc<SessionBindings>,
+    id: &str,
+    sub: &str,
+    req: Request,
+    next: Next,
+) -> Response {
+    let in_use = match bindings.begin(id, sub) {
+        Ok(in_use) => in_use,
+        Err(SessionRefused::Unknown) => return session_not_found(),
+        Err(SessionRefused::Expired) => {
+            let evicted = vec![(id.to_owned(), Arc::from(sub))];
+            bindings.close_evicted(evicted, Eviction::Idle).await;
+            return session_not_found();
+        }
+        Err(SessionRefused::OtherClient { owner }) => {
+            tracing::warn!(
+                mcp_session = %id,
+                owner = %owner,
+                presented_by = %sub,
+                "MCP session presented by another client; refused"
+            );
+            return session_not_found();
+        }
+    };
     let is_delete = req.method() == Method::DELETE;
     let response = next.run(req).await;
-    match &presented {
-        None => {
-            if let Some(id) = response
-                .headers()
-                .get(&MCP_SESSION_ID)
-                .and_then(|v| v.to_str().ok())
-            {
-                bindings.bind(id, &sub);
-            }
-        }
-        Some(id) => {
-            let ended = is_delete && response.status().is_success();
-            if ended || response.status() == StatusCode::NOT_FOUND {
-                bindings.unbind(id);
-            }
-        }
+    let ended = is_delete && response.status().is_success();
+    if ended || response.status() == StatusCode::NOT_FOUND {
+        bindings.unbind(id);
     }
-    response
+    response.map(|inner| {
+        Body::new(WhileAnswered {
+            inner,
+            in_use: Some(in_use),
+        })
+    })
 }
 
 #[cfg(test)]
@@ -286,27 +603,78 @@ mod tests {
         assert!(b.is_empty());
     }
 
-    #[test]
-    fn idle_bindings_expire() {
-        let b = SessionBindings::new(10, Duration::ZERO);
+    fn ids(evicted: &[(String, Arc<str>)]) -> Vec<&str> {
+        evicted.iter().map(|(id, _)| id.as_str()).collect()
+    }
+
+    #[tokio::test]
+    async fn idle_sessions_expire_but_busy_ones_do_not() {
+        let b = Arc::new(SessionBindings::new(10, Duration::ZERO));
         b.bind("s1", "alice");
-        assert_eq!(b.check("s1", "alice"), Err(SessionRefused::Unknown));
+        assert_eq!(b.begin("s1", "alice").err(), Some(SessionRefused::Expired));
         assert!(b.is_empty());
+
+        let b = Arc::new(SessionBindings::new(10, Duration::from_millis(1)));
+        b.bind("busy", "alice");
+        b.bind("idle", "alice");
+        let in_use = b.begin("busy", "alice").unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+        b.evict_idle().await;
+        assert!(b.is_bound("busy") && !b.is_bound("idle"));
+        drop(in_use);
+        // Idle from the end of its last request, not from its start.
+        assert!(b.is_bound("busy"));
     }
 
     #[test]
-    fn capacity_evicts_the_least_recently_used() {
-        let b = SessionBindings::new(2, Duration::from_secs(3600));
+    fn the_cap_evicts_the_clients_least_recently_used_idle_session() {
+        let b = Arc::new(SessionBindings::new(100, Duration::from_secs(3600)).with_max_per_sub(2));
+        b.bind("a1", "alice");
+        std::thread::sleep(Duration::from_millis(2));
+        b.bind("a2", "alice");
+        b.bind("b1", "bob");
+        std::thread::sleep(Duration::from_millis(2));
+        drop(b.begin("a1", "alice").unwrap());
+        let (opening, evicted) = b.admit("alice").unwrap();
+        assert_eq!(ids(&evicted), ["a2"], "a1 was used since");
+        // The place is held until bound: another initialize must evict again.
+        let (_second, evicted) = b.admit("alice").unwrap();
+        assert_eq!(ids(&evicted), ["a1"]);
+        b.bind("a3", "alice");
+        drop(opening);
+        assert!(
+            b.is_bound("b1"),
+            "another client's session is never evicted"
+        );
+    }
+
+    #[test]
+    fn when_every_session_is_busy_nothing_is_evicted() {
+        let b = Arc::new(SessionBindings::new(100, Duration::from_secs(3600)).with_max_per_sub(2));
+        b.bind("a1", "alice");
+        b.bind("a2", "alice");
+        b.bind("b1", "bob");
+        let _busy = (
+            b.begin("a1", "alice").unwrap(),
+            b.begin("a2", "alice").unwrap(),
+        );
+        assert!(matches!(b.admit("alice"), Err(AllBusy)));
+        assert!(b.is_bound("a1") && b.is_bound("a2") && b.is_bound("b1"));
+        assert!(b.admit("bob").is_ok());
+    }
+
+    #[test]
+    fn at_capacity_the_least_recently_used_idle_session_of_anyone_goes() {
+        let b = Arc::new(SessionBindings::new(2, Duration::from_secs(3600)));
         b.bind("s1", "a");
         std::thread::sleep(Duration::from_millis(2));
         b.bind("s2", "b");
         std::thread::sleep(Duration::from_millis(2));
-        assert_eq!(b.check("s1", "a"), Ok(()));
-        b.bind("s3", "c");
-        assert_eq!(b.len(), 2);
-        assert_eq!(b.check("s2", "b"), Err(SessionRefused::Unknown));
-        assert_eq!(b.check("s1", "a"), Ok(()));
-        assert_eq!(b.check("s3", "c"), Ok(()));
+        drop(b.begin("s1", "a").unwrap());
+        let (_opening, evicted) = b.admit("c").unwrap();
+        assert_eq!(ids(&evicted), ["s2"]);
+        let _busy = b.begin("s1", "a").unwrap();
+        assert!(matches!(b.admit("c"), Err(AllBusy)), "s1 is busy");
     }
 
     /// A stand-in for the MCP service: `initialize` (no session header) creates a session,

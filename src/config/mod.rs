@@ -153,8 +153,10 @@ pub struct HttpConfig {
     pub allowed_hosts: Vec<HostPattern>,
     pub allowed_origins: Vec<OriginPattern>,
     pub max_body_bytes: usize,
+    /// An MCP session idle this long is closed (busy and idle: [`crate::auth::session`]).
     pub session_idle_secs: u64,
-    /// Most MCP sessions one client (`sub`) may have open.
+    /// Most MCP sessions one client (`sub`) may have open; at the cap a new one evicts the
+    /// client's least recently used idle session.
     pub max_sessions_per_client: usize,
     /// Most failed authentications a minute from one source address (0: no limit).
     pub auth_failures_per_minute: u32,

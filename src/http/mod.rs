@@ -24,9 +24,10 @@
 //! unknown version header at `initialize` dropped; a missing header, session or `Accept` type
 //! refused naming what to send) → per-client request rate ([`crate::limits::limit_requests`]:
 //! a refused `tools/call` is answered as its `isError` result, anything else 429) → MCP session
-//! ↔ `sub` binding ([`crate::auth::bind_sessions`]) → DELETE answered 204 ([`session_end`]) →
-//! body size limit → rmcp, with the gateway's session manager ([`sessions`]: counted sessions,
-//! and a request cancelled when its client hangs up, [`hangup`]).
+//! ↔ `sub` binding, which also recycles a client's idle sessions ([`crate::auth::bind_sessions`])
+//! → DELETE answered 204 ([`session_end`]) → body size limit → rmcp, with the gateway's
+//! session manager ([`sessions`]: counted sessions, closed when evicted, and a request
+//! cancelled when its client hangs up, [`hangup`]).
 //!
 //! [`serve`] runs the router on plain TCP or, with `[http.tls]`, on TLS ([`tls`]), every
 //! connection without Nagle's delay ([`tcp`]), on every socket [`listen`] bound (the
@@ -65,7 +66,6 @@ use axum::middleware::from_fn_with_state;
 use axum::routing::{get, post};
 use axum::serve::IncomingStream;
 use rmcp::ServerHandler;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rustls::ServerConfig;
 use tower::ServiceBuilder;
@@ -135,6 +135,8 @@ pub struct Security {
     pub resource: Arc<ProtectedResource>,
     pub limits: Arc<Limits>,
     pub sessions: Arc<SessionBindings>,
+    /// rmcp's sessions, which the binding layer closes when it evicts them.
+    pub mcp_sessions: Arc<McpSessions>,
 }
 
 /// The gateway's router.
@@ -158,7 +160,7 @@ pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
     let mcp_routes = Router::new()
         .route_service(
             "/mcp",
-            mcp_service(&http, mcp, &telemetry.metrics, &shutdown),
+            mcp_service(&http, mcp, security.mcp_sessions, &shutdown),
         )
         .layer(
             ServiceBuilder::new()
@@ -266,12 +268,9 @@ fn secret_routes(secrets: secret::SecretApi, allowlist: Arc<Allowlist>) -> Route
 fn mcp_service<H: ServerHandler + Clone>(
     http: &HttpConfig,
     mcp: H,
-    metrics: &Metrics,
+    sessions: Arc<McpSessions>,
     shutdown: &Shutdown,
 ) -> StreamableHttpService<H, McpSessions> {
-    let mut local = LocalSessionManager::default();
-    local.session_config.keep_alive = Some(http.session_idle());
-    let sessions = McpSessions::new(local, metrics.sessions_gauge());
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(true)
         // The guard layer checks Host and Origin before authentication; one matcher only.
@@ -283,7 +282,7 @@ fn mcp_service<H: ServerHandler + Clone>(
         // client asked for no progress.
         .with_sse_keep_alive(Some(http.progress_interval()))
         .with_cancellation_token(shutdown.streams_token());
-    StreamableHttpService::new(move || Ok(mcp.clone()), Arc::new(sessions), config)
+    StreamableHttpService::new(move || Ok(mcp.clone()), sessions, config)
 }
 
 impl Connected<IncomingStream<'_, tcp::NoDelayListener>> for PeerAddr {

@@ -2,7 +2,7 @@
 //!
 //! Two kinds of sources:
 //! - **recorded** here, on the request path: tool calls, MCP operation durations, HTTP requests,
-//!   authentication failures, limit hits, active MCP sessions;
+//!   authentication failures, limit hits, active and evicted MCP sessions;
 //! - **collected** at scrape time from counters other modules already keep: the tmux engine
 //!   (`WorkerStats`, `OutputStats`, queue depth, command latency), the audit log's counters and
 //!   the running waits. Collectors read atomics; a scrape never waits on tmux.
@@ -16,6 +16,7 @@
 //! | `muxgate_tool_calls_total` | counter | `tool`, `outcome` (ok, error, denied, limited, cancelled) |
 //! | `mcp_server_operation_duration_seconds` | histogram | `mcp_method_name`, `gen_ai_tool_name`, `error_type` |
 //! | `muxgate_mcp_sessions_active` | gauge | |
+//! | `muxgate_mcp_sessions_evicted_total` | counter | `reason` (cap, idle) |
 //! | `muxgate_waits_active` | gauge | |
 //! | `muxgate_http_requests_total` | counter | `route`, `status` |
 //! | `muxgate_auth_failures_total` | counter | `reason` |
@@ -51,8 +52,8 @@ use prometheus_client::registry::{Registry, Unit};
 
 use crate::approvals::ApprovalDesk;
 use crate::audit::{AuditLog, Outcome};
-use crate::auth::RejectHook;
 use crate::auth::token::RejectReason;
+use crate::auth::{Eviction, EvictionHook, RejectHook};
 use crate::limits::{Limit, LimitHook, Limits};
 use crate::mux::tmux::{LatencySnapshot, TmuxEngine, TmuxServer};
 use crate::secret_entry::{PaneDestination, SecretDesk};
@@ -89,8 +90,36 @@ struct ReasonLabels {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct EvictionLabels {
+    reason: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct LimitLabels {
     limit: &'static str,
+}
+
+/// The MCP session metrics: the open-session gauge and the eviction counter.
+fn register_sessions(registry: &mut Registry) -> (Gauge, Family<EvictionLabels, Counter>) {
+    let sessions = Gauge::default();
+    registry.register(
+        "muxgate_mcp_sessions_active",
+        "MCP sessions open now (2025-era clients; stateless requests have none)",
+        sessions.clone(),
+    );
+    let evictions = Family::<EvictionLabels, Counter>::default();
+    for reason in Eviction::ALL {
+        let _ = evictions.get_or_create(&EvictionLabels {
+            reason: reason.as_str(),
+        });
+    }
+    registry.register(
+        "muxgate_mcp_sessions_evicted",
+        "Idle MCP sessions the gateway closed: to make room for a new session of the same \
+         client (cap) or after http.session_idle_secs (idle)",
+        evictions.clone(),
+    );
+    (sessions, evictions)
 }
 
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
@@ -109,6 +138,7 @@ pub struct Metrics {
     auth_failures: Family<ReasonLabels, Counter>,
     limit_hits: Family<LimitLabels, Counter>,
     sessions: Gauge,
+    evictions: Family<EvictionLabels, Counter>,
 }
 
 impl fmt::Debug for Metrics {
@@ -181,12 +211,7 @@ impl Metrics {
             "Requests or calls refused or clamped by a per-client limit, by limit",
             limit_hits.clone(),
         );
-        let sessions = Gauge::default();
-        registry.register(
-            "muxgate_mcp_sessions_active",
-            "MCP sessions open now (2025-era clients; stateless requests have none)",
-            sessions.clone(),
-        );
+        let (sessions, evictions) = register_sessions(&mut registry);
         Self {
             registry,
             tool_calls,
@@ -195,6 +220,7 @@ impl Metrics {
             auth_failures,
             limit_hits,
             sessions,
+            evictions,
         }
     }
 
@@ -250,6 +276,18 @@ impl Metrics {
             family
                 .get_or_create(&LimitLabels {
                     limit: limit.as_str(),
+                })
+                .inc();
+        })
+    }
+
+    /// The hook the session table calls for every session it evicts.
+    pub fn eviction_hook(&self) -> EvictionHook {
+        let family = self.evictions.clone();
+        Arc::new(move |why: Eviction| {
+            family
+                .get_or_create(&EvictionLabels {
+                    reason: why.as_str(),
                 })
                 .inc();
         })

@@ -1,8 +1,8 @@
 //! Counting open MCP sessions: [`Counted`] wraps a session's transport.
 //!
 //! A session is counted from its creation until its transport is dropped, which happens
-//! however it ends: `DELETE`, idle timeout, or shutdown. rmcp keeps no such count itself (an
-//! idle-closed session stays in its map until the client comes back). The gateway's session
+//! however it ends: `DELETE`, eviction by the gateway (idle, or to make room for another
+//! session of its client), or shutdown. rmcp keeps no such count itself. The gateway's session
 //! manager (`crate::http::sessions`) wraps every transport it creates or restores.
 
 use prometheus_client::metrics::gauge::Gauge;

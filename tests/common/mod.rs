@@ -274,6 +274,31 @@ impl RawMcp {
         request
     }
 
+    /// A GET for the session's standalone SSE stream.
+    pub fn stream(&self) -> reqwest::RequestBuilder {
+        self.with_session(self.http.get(&self.url))
+            .header("accept", "text/event-stream")
+    }
+
+    /// A DELETE ending the session.
+    pub fn delete(&self) -> reqwest::RequestBuilder {
+        self.with_session(self.http.delete(&self.url))
+    }
+
+    /// `request` with the session id, protocol version and token, where known.
+    fn with_session(&self, mut request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        if let Some(session) = &self.session_id {
+            request = request.header("mcp-session-id", session);
+        }
+        if let Some(version) = &self.protocol_version {
+            request = request.header("mcp-protocol-version", version);
+        }
+        if let Some(token) = &self.bearer {
+            request = request.bearer_auth(token);
+        }
+        request
+    }
+
     /// POSTs a JSON-RPC request and returns its response message (from JSON or SSE).
     pub async fn request(&self, body: &Value) -> Value {
         let response = self.post(body).send().await.expect("POST /mcp");
