@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::tmux::TestTmux;
-use common::tools::{call, client, screen};
+use common::tools::{call, client, screen, wait_for_screen};
 use common::{config_with_server, spawn_gateway, wait_until};
 use muxgate::config::Config;
 use serde_json::{Value, json};
@@ -116,6 +116,8 @@ async fn a_held_call_runs_only_once_a_human_approves_it() {
         harmless.meta.is_none(),
         "not held, nothing to say: {harmless:?}"
     );
+    // What a call that runs types shows on the screen.
+    wait_for_screen(&tmux, &pane, "echo harmless").await;
 
     let risky = json!({"target": pane, "keys": " && rm -rf /tmp/muxgate-never", "literal": true, "enter": false});
     let held = tokio::spawn({
@@ -135,7 +137,16 @@ async fn a_held_call_runs_only_once_a_human_approves_it() {
         metric(&gateway.base, "muxgate_approvals_pending ").await,
         Some(1.0)
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A call made after the held one runs and shows: had the held call been typed, it would
+    // show by now too.
+    let later = call(
+        &agent,
+        "send_keys",
+        json!({"target": pane, "keys": " #later", "literal": true, "enter": false}),
+    )
+    .await;
+    assert_eq!(later.is_error, Some(false), "{later:?}");
+    wait_for_screen(&tmux, &pane, "#later").await;
     assert!(!held.is_finished(), "the call waits for a decision");
     assert!(
         !screen(&tmux, &pane).contains("rm -rf"),
@@ -295,7 +306,7 @@ async fn denials_timeouts_and_who_may_decide() {
     let raw = tokio::spawn(async move { common::call_with_progress(&mcp, 7, &body).await });
     let waiting = the_waiting_call(&base, &bob).await;
     let id = waiting["id"].as_str().unwrap().to_owned();
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Decided at once: the id still reaches the client before the answer.
     decide(&base, &bob, &id, json!({"decision": "deny"})).await;
     let (progress, response) = raw.await.unwrap();
     let first = progress.first().expect("a progress notification");

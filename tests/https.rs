@@ -127,6 +127,7 @@ fn tls_config(dir: &Path, watch_interval_secs: u64) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn https_serves_health_and_mcp_and_picks_up_a_replaced_certificate() {
+    let logs = common::logs::captured("muxgate::http::tls=info");
     let dir = tempfile::tempdir().unwrap();
     let first = generate();
     install(&first, dir.path());
@@ -204,9 +205,20 @@ async fn https_serves_health_and_mcp_and_picks_up_a_replaced_certificate() {
             .is_err()
     );
 
-    // A broken replacement is refused; the last good certificate stays.
-    std::fs::write(dir.path().join("tls.crt"), "not a certificate").unwrap();
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // A broken replacement is refused (the watcher says so); the last good certificate stays.
+    let broken = dir.path().join("tls.crt");
+    std::fs::write(&broken, "not a certificate").unwrap();
+    let broken = broken.display().to_string();
+    let refused = || {
+        common::logs::text(&logs)
+            .lines()
+            .any(|line| line.contains("TLS certificate not reloaded") && line.contains(&broken))
+    };
+    assert!(
+        common::wait_until(Duration::from_secs(10), refused).await,
+        "the watcher never looked at the broken certificate:\n{}",
+        common::logs::text(&logs)
+    );
     let (_, presented) = connect(gateway.addr, &[&second]).await;
     assert_eq!(presented, second.der);
 }

@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::tmux::TestTmux;
-use common::tools::{call, call_err, call_ok, client_with};
+use common::tools::{call, call_err, call_ok, client_with, wait_for_screen};
 use common::{config_with_server, spawn_gateway, wait_until};
 use muxgate::config::Config;
 use serde_json::{Value, json};
@@ -526,7 +526,15 @@ async fn a_rule_call_is_refused_when_its_recording_cannot_start() {
         refused["message"].as_str().unwrap().contains("ci-builds"),
         "{refused}"
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A later call that no rule records runs in the same pane and shows: had the refused
+    // call been typed, it would show by now too.
+    call_ok(
+        &alice,
+        "send_keys",
+        type_keys(&second, "echo LATER-$((3+4))"),
+    )
+    .await;
+    wait_for_screen(&tmux, &second, "LATER-7").await;
     assert!(
         !tmux
             .ok(&["capture-pane", "-p", "-t", &second])

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use common::calls::{Client, legacy};
 use common::probe::metric;
 use common::tmux::TestTmux;
-use common::tools::{call, call_ok, client, type_line};
+use common::tools::{call, call_ok, client, type_line, wait_for_screen};
 use common::{
     STATELESS_VERSION, TestGateway, config_with_server, response_message, spawn_gateway,
     stateless_meta, wait_until,
@@ -77,13 +77,21 @@ async fn tmux_server_killed_under_32_agents() {
     }
 
     let stop = Arc::new(AtomicBool::new(false));
+    let down_at: Arc<OnceLock<Instant>> = Arc::new(OnceLock::new());
     let back_at: Arc<OnceLock<Instant>> = Arc::new(OnceLock::new());
-    let recovered = Arc::new(AtomicUsize::new(0));
+    // Agents with a call that succeeded, one that failed after the kill, one that succeeded
+    // after the restart.
+    let (served, saw_down, recovered) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+    );
     let mut agents = Vec::new();
     for (agent, client) in clients.into_iter().enumerate() {
-        let (stop, back_at, recovered) = (stop.clone(), back_at.clone(), recovered.clone());
+        let (stop, down_at, back_at) = (stop.clone(), down_at.clone(), back_at.clone());
+        let (served, saw_down, recovered) = (served.clone(), saw_down.clone(), recovered.clone());
         agents.push(tokio::spawn(async move {
-            let (mut ok, mut failed, mut is_back) = (0usize, 0usize, false);
+            let (mut ok, mut failed, mut is_back, mut was_down) = (0usize, 0usize, false, false);
             let mut turn = 0;
             while !stop.load(Ordering::Relaxed) {
                 let (name, args) = agent_call(agent, turn);
@@ -91,19 +99,32 @@ async fn tmux_server_killed_under_32_agents() {
                 let started = Instant::now();
                 if returns_in_time(&client, name, args).await {
                     ok += 1;
+                    if ok == 1 {
+                        served.fetch_add(1, Ordering::Relaxed);
+                    }
                     if !is_back && back_at.get().is_some_and(|at| started > *at) {
                         is_back = true;
                         recovered.fetch_add(1, Ordering::Relaxed);
                     }
                 } else {
                     failed += 1;
+                    if !was_down && down_at.get().is_some_and(|at| started > *at) {
+                        was_down = true;
+                        saw_down.fetch_add(1, Ordering::Relaxed);
+                    }
                 }
             }
             (ok, failed, client)
         }));
     }
 
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        wait_until(Duration::from_secs(30), || served.load(Ordering::Relaxed)
+            == AGENTS)
+        .await,
+        "only {} of {AGENTS} agents were served before the kill",
+        served.load(Ordering::Relaxed)
+    );
     let server = gateway.engine.server("work").expect("configured").clone();
     let sent_before_kill = server
         .worker()
@@ -111,8 +132,13 @@ async fn tmux_server_killed_under_32_agents() {
         .commands_sent
         .load(Ordering::Relaxed);
     // The tmux helpers block; keep the runtime's other thread serving the gateway meanwhile.
+    down_at.set(Instant::now()).expect("set once");
     tokio::task::block_in_place(|| tmux.kill_server());
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Down until every agent has had a call fail.
+    let all_down = wait_until(Duration::from_secs(30), || {
+        saw_down.load(Ordering::Relaxed) == AGENTS
+    })
+    .await;
     tokio::task::block_in_place(|| tmux.start_again());
     back_at.set(Instant::now()).expect("set once");
 
@@ -136,6 +162,11 @@ async fn tmux_server_killed_under_32_agents() {
     );
     assert!(sent_before_kill > 0, "no call reached tmux before the kill");
     assert!(totals.1 > 0, "no call failed while the server was down");
+    assert!(
+        all_down,
+        "only {} of {AGENTS} agents had a call fail while the server was down",
+        saw_down.load(Ordering::Relaxed)
+    );
     assert!(all_back, "not every agent's calls succeeded again");
 
     // The gateway is up for everyone, old clients and new.
@@ -272,7 +303,8 @@ async fn killed_sessions_leak_no_connection_and_no_output() {
                     assert_eq!(tmux.muxgate_clients().len(), baseline);
                     assert_eq!(server.output().watched_windows(), 2);
                     type_line(&tmux, &pane, &format!("echo LE''AK-{round}"));
-                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    // Printed (the command line shows LE''AK) before its session goes.
+                    wait_for_screen(&tmux, &pane, &format!("LEAK-{round}")).await;
                     tmux.ok(&["kill-session", "-t", &name]);
                 },
             );

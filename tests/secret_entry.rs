@@ -341,8 +341,14 @@ async fn a_neighbouring_pane_sees_no_secret_and_a_respawned_pane_gets_none() {
     let typed = post_secret_until(&gateway.base, &token, 200).await;
     assert_eq!(typed.0, 200, "{}", typed.1);
     wait_for_screen(&tmux, &pane, &format!("MATCHED {}", SECRET.len())).await;
-    // One more round after the secret arrived, then stop.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // One more round after the secret arrived (the watcher copied the pane's answer), then
+    // stop.
+    let matched = format!("MATCHED {}", SECRET.len());
+    let another_round = common::wait_until(Duration::from_secs(10), || {
+        String::from_utf8_lossy(&std::fs::read(&loot_file).unwrap_or_default()).contains(&matched)
+    })
+    .await;
+    assert!(another_round, "the watcher never saw the pane's answer");
     std::fs::write(&stop, "").unwrap();
     wait_for_screen(&tmux, &attacker.to_string(), "WATCHED").await;
     let seen = std::fs::read(&loot_file).expect("the watcher's notes");

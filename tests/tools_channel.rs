@@ -70,7 +70,10 @@ async fn channels_wake_waiters_and_time_out_cleanly() {
             json!({"channel": "never", "timeout": 1})
         ),
         async {
-            tokio::time::sleep(Duration::from_millis(200)).await;
+            assert!(
+                wait_until(Duration::from_secs(10), || waiting_clients(&tmux) == 1).await,
+                "the wait never started"
+            );
             call_ok(&client, "list_sessions", json!({})).await
         }
     );

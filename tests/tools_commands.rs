@@ -9,10 +9,10 @@ use std::time::Duration;
 use common::probe::metric;
 use common::tmux::TestTmux;
 use common::tools::{
-    Client, call_err, call_ok, call_until, client, client_with, session_limited_token, type_line,
-    wait_for_screen,
+    Client, call_err, call_ok, call_until, client, client_with, screen, session_limited_token,
+    type_line, wait_for_screen,
 };
-use common::{config_with_server, spawn_gateway};
+use common::{config_with_server, spawn_gateway, wait_until, wait_until_async};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
@@ -219,6 +219,37 @@ async fn state_until(client: &Client, pane: &str, done: impl Fn(&Value) -> bool)
     call_until(client, "get_pane_state", pane, done).await
 }
 
+/// Whether a wait (wait_for_state, wait_for_text …) is running in `gateway` now.
+async fn a_wait_runs(gateway: &common::TestGateway) -> bool {
+    metric(&gateway.base, "muxgate_waits_active").await >= 1.0
+}
+
+/// Makes the shell in `pane` loop until the file `gate` exists (printing `tick-N` every
+/// 100 ms if `ticking`), then run `then`; returns once the loop runs.
+async fn run_behind_gate(
+    client: &Client,
+    tmux: &TestTmux,
+    pane: &str,
+    gate: &std::path::Path,
+    ticking: bool,
+    then: &str,
+) {
+    let (tick, sleep) = if ticking {
+        ("i=$((i+1)); echo tick-$i; ", "sleep 0.1")
+    } else {
+        ("", "sleep 0.05")
+    };
+    type_line(
+        tmux,
+        pane,
+        &format!(
+            "i=0; while [ ! -e {} ]; do {tick}{sleep}; done; {then}",
+            gate.display()
+        ),
+    );
+    state_until(client, pane, |s| s["foreground_command_line"] == sleep).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_output_keeps_its_exact_tail_within_the_ring_and_the_answer_budget() {
     const RING: usize = 64 * 1024;
@@ -301,9 +332,12 @@ async fn pane_state_says_waiting_for_input_only_on_evidence() {
     })
     .await;
     assert_eq!(busy["waiting_for_input"], false, "{busy}");
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let quiet = call_ok(&client, "get_pane_state", json!({"target": pane})).await;
-    assert!(quiet["idle_for_ms"].as_u64().unwrap() >= 300, "{quiet}");
+    // While it sleeps, the pane's quiet time grows.
+    let quiet = state_until(&client, &pane, |s| {
+        s["idle_for_ms"].as_u64().is_some_and(|ms| ms >= 300)
+    })
+    .await;
+    assert_eq!(quiet["foreground_command_line"], "sleep 30", "{quiet}");
     tmux.ok(&["send-keys", "-t", &pane, "C-c"]);
 
     // A program reading its input (not a shell) waits too.
@@ -355,8 +389,9 @@ async fn wait_for_state_reports_panes_as_they_get_there() {
     }
     commands_until(&client, &slow, |c| finished(c, 1)).await;
 
-    // Every pane, in the order they finish.
-    type_line(&tmux, &slow, "sleep 1; false");
+    // Every pane, in the order they finish (the slow one 2.7 s later, a margin no loaded
+    // machine's typing and call take).
+    type_line(&tmux, &slow, "sleep 3; false");
     type_line(&tmux, &fast, "sleep 0.3");
     let all = call_ok(
         &client,
@@ -370,7 +405,7 @@ async fn wait_for_state_reports_panes_as_they_get_there() {
     assert_eq!(reached[0]["exit_status"], 0);
     assert_eq!(reached[1]["pane_id"], slow.as_str());
     assert_eq!(reached[1]["exit_status"], 1);
-    assert_eq!(reached[1]["command"], "sleep 1; false");
+    assert_eq!(reached[1]["command"], "sleep 3; false");
     assert!(reached[1]["after_ms"].as_u64().unwrap() >= 600, "{all}");
     assert_eq!(all["pending"], json!([]));
 
@@ -387,38 +422,74 @@ async fn wait_for_state_reports_panes_as_they_get_there() {
     assert_eq!(any["pending"], json!([slow]), "{any}");
     tmux.ok(&["send-keys", "-t", &slow, "C-c"]);
 
-    // Quiet for a while: only once the output stopped.
-    type_line(&tmux, &fast, "for i in 1 2 3; do echo $i; sleep 0.2; done");
-    let idle = call_ok(
-        &client,
-        "wait_for_state",
-        json!({"targets": [fast], "condition": "idle", "idle_ms": 400, "timeout": 10}),
-    )
-    .await;
+    // Quiet for a while: only once the output stopped. It prints on after the wait started
+    // (a tick is seen), so the quiet that ends the wait starts after it did.
+    let gates = tempfile::tempdir().expect("temp dir");
+    let gate = gates.path().join("idle");
+    run_behind_gate(&client, &tmux, &fast, &gate, true, "true").await;
+    let stop_printing = async {
+        assert!(wait_until_async(Duration::from_secs(10), || a_wait_runs(&gateway)).await);
+        // The last tick shown (the typed line's `tick-$i` has no number).
+        let last_tick = || {
+            screen(&tmux, &fast)
+                .split("tick-")
+                .filter_map(|rest| {
+                    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                    digits.parse::<u64>().ok()
+                })
+                .max()
+                .unwrap_or(0)
+        };
+        let before = last_tick();
+        assert!(
+            wait_until(Duration::from_secs(10), || last_tick() > before).await,
+            "no tick after the wait started"
+        );
+        std::fs::write(&gate, b"").expect("open the gate");
+    };
+    let (idle, ()) = tokio::join!(
+        call_ok(
+            &client,
+            "wait_for_state",
+            json!({"targets": [fast], "condition": "idle", "idle_ms": 400, "timeout": 20}),
+        ),
+        stop_printing
+    );
     assert_eq!(idle["outcome"], "reached", "{idle}");
-    assert!(idle["waited_ms"].as_u64().unwrap() >= 700, "{idle}");
+    assert!(idle["waited_ms"].as_u64().unwrap() >= 400, "{idle}");
 
     // Waiting for input: a shell back at its prompt after a command (bash waits in pselect)…
-    type_line(&tmux, &fast, "sleep 0.5");
-    let prompt = call_ok(
-        &client,
-        "wait_for_state",
-        json!({"targets": [fast], "condition": "waiting_for_input", "timeout": 10}),
-    )
-    .await;
+    // The command ends only once the wait is running and has seen the pane busy.
+    let until_released = |gate: std::path::PathBuf| {
+        let (client, gateway, fast) = (&client, &gateway, &fast);
+        async move {
+            assert!(wait_until_async(Duration::from_secs(10), || a_wait_runs(gateway)).await);
+            let busy = call_ok(client, "get_pane_state", json!({"target": fast})).await;
+            assert_eq!(busy["waiting_for_input"], false, "{busy}");
+            assert!(
+                a_wait_runs(gateway).await,
+                "the wait ended while the pane was busy"
+            );
+            std::fs::write(&gate, b"").expect("open the gate");
+        }
+    };
+    let waiting_for_input = || {
+        call_ok(
+            &client,
+            "wait_for_state",
+            json!({"targets": [fast], "condition": "waiting_for_input", "timeout": 20}),
+        )
+    };
+    let gate = gates.path().join("prompt");
+    run_behind_gate(&client, &tmux, &fast, &gate, false, "true").await;
+    let (prompt, ()) = tokio::join!(waiting_for_input(), until_released(gate));
     assert_eq!(prompt["outcome"], "reached", "{prompt}");
-    assert!(prompt["waited_ms"].as_u64().unwrap() >= 400, "{prompt}");
 
     // … and a program that reads its terminal after a while.
-    type_line(&tmux, &fast, "sleep 0.5; python3 -c 'input()'");
-    let input = call_ok(
-        &client,
-        "wait_for_state",
-        json!({"targets": [fast], "condition": "waiting_for_input", "timeout": 10}),
-    )
-    .await;
+    let gate = gates.path().join("input");
+    run_behind_gate(&client, &tmux, &fast, &gate, false, "python3 -c 'input()'").await;
+    let (input, ()) = tokio::join!(waiting_for_input(), until_released(gate));
     assert_eq!(input["outcome"], "reached", "{input}");
-    assert!(input["waited_ms"].as_u64().unwrap() >= 400, "{input}");
     let state = call_ok(&client, "get_pane_state", json!({"target": fast})).await;
     assert_eq!(
         state["foreground_command_line"], "python3 -c input()",
@@ -440,7 +511,11 @@ async fn wait_for_state_reports_panes_as_they_get_there() {
     // stream, which waits for tmux to learn it).
     tmux.ok(&["set-option", "-t", &slow, "-p", "remain-on-exit", "on"]);
     let exiting = async {
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        let waiting = wait_until_async(Duration::from_secs(10), || async {
+            metric(&gateway.base, "muxgate_waits_active").await >= 1.0
+        })
+        .await;
+        assert!(waiting, "the wait never started");
         type_line(&tmux, &slow, "exit 4");
     };
     let waiting = call_ok(
@@ -544,8 +619,9 @@ async fn a_fleet_of_32_panes_is_reported_in_the_order_they_finish() {
         let secs = ends_ms[k] as f64 / 1000.0;
         let command = format!(
             "while [ ! -e {} ]; do sleep 0.05; done; printf '\\033]133;C\\007'; sleep {secs}; \
-             printf '\\033]133;D;{k}\\007'; sleep 60",
-            go.display()
+             printf '\\033]133;D;{k}\\007'; touch {}/ended-{k}; sleep 60",
+            go.display(),
+            dir.path().display()
         );
         let pane = if i % 8 == 0 {
             let created = tmux.ok(&[
@@ -608,10 +684,24 @@ async fn a_fleet_of_32_panes_is_reported_in_the_order_they_finish() {
             order.push(pane);
         }
         since = Some(answer["cursor"].as_str().expect("cursor").to_owned());
-        // Now and then the agent takes its time before it waits again: longer than two gaps,
-        // so at least two commands end meanwhile and the next wait must tell both.
+        // Now and then the agent takes its time before it waits again: until two more
+        // commands have ended, so the next wait must tell both.
         if waits % 3 == 0 {
-            tokio::time::sleep(Duration::from_millis(1000)).await;
+            let ended = || {
+                std::fs::read_dir(dir.path())
+                    .expect("read the fleet's directory")
+                    .filter(|entry| {
+                        entry
+                            .as_ref()
+                            .is_ok_and(|e| e.file_name().to_string_lossy().starts_with("ended-"))
+                    })
+                    .count()
+            };
+            let two_more = (order.len() + 2).min(PANES);
+            assert!(
+                wait_until(Duration::from_secs(30), || ended() >= two_more).await,
+                "seed {seed}: the fleet stopped ending"
+            );
         }
     }
     panes.sort_by_key(|(k, _)| *k);

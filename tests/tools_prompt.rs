@@ -10,8 +10,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::tmux::TestTmux;
-use common::tools::{Client, call_err, call_ok, client, screen, type_line, wait_for_screen};
-use common::{config_with_server, spawn_gateway};
+use common::tools::{
+    Client, call_err, call_ok, call_until, client, screen, type_line, wait_for_screen,
+};
+use common::{config_with_server, spawn_gateway, wait_until};
 use serde_json::{Value, json};
 
 const AGENT_CLI: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/programs/agent_cli.py");
@@ -72,6 +74,23 @@ async fn send_prompt(client: &Client, pane: &str, text: &str) -> Value {
     .await
 }
 
+/// The rows of the agent stand-in's input box on `screen`, without the border.
+fn input_box(screen: &str) -> Vec<String> {
+    screen
+        .lines()
+        .skip_while(|line| !line.starts_with('╭'))
+        .skip(1)
+        .take_while(|line| !line.starts_with('╰'))
+        .map(|line| {
+            line.trim_end()
+                .trim_start_matches('│')
+                .trim_end_matches('│')
+                .trim()
+                .to_owned()
+        })
+        .collect()
+}
+
 fn assert_submitted(answer: &Value) {
     assert_eq!(answer["outcome"], "submitted", "{answer}");
     assert!(answer["enter_presses"].as_u64().unwrap() >= 1, "{answer}");
@@ -92,9 +111,12 @@ async fn an_agent_cli_takes_each_prompt_once_whether_starting_busy_or_idle() {
     // While it thinks about the first (input is discarded after thinking): multi-line.
     let busy = send_prompt(&client, &pane, "second line one\nsecond line two\n").await;
     assert_submitted(&busy);
-    // Idle.
+    // Idle: back in its read loop.
     wait_for_screen(&tmux, &pane, "done: second").await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    call_until(&client, "get_pane_state", &pane, |s| {
+        s["blocked_in"] == "poll"
+    })
+    .await;
     let idle = send_prompt(&client, &pane, "third").await;
     assert_submitted(&idle);
     wait_for_screen(&tmux, &pane, "done: third").await;
@@ -125,7 +147,12 @@ async fn an_agent_cli_takes_each_prompt_once_whether_starting_busy_or_idle() {
         &pane,
         "Enter",
     ]);
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // The Enter is seen, as a newline under the text in the box: nothing was submitted.
+    let held = wait_until(Duration::from_secs(10), || {
+        input_box(&screen(&tmux, &pane)) == ["> burst", ""]
+    })
+    .await;
+    assert!(held, "{}", screen(&tmux, &pane));
     assert_eq!(prompts(&log).len(), 3, "{}", screen(&tmux, &pane));
     // send_prompt on top submits what the box holds with it, once.
     assert_submitted(&send_prompt(&client, &pane, "fourth").await);
@@ -322,7 +349,11 @@ async fn an_agents_own_hook_reports_what_proc_cannot_tell() {
         "agent",
         "python3 -c 'import os, select\nwhile True:\n    select.select([0], [], [])\n    print(\"got\", len(os.read(0, 4096)))'",
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // In its select: /proc shows a poll, which does not say whether it waits for input.
+    call_until(&client, "get_pane_state", &pane, |s| {
+        s["blocked_in"] == "poll"
+    })
+    .await;
     let writer = common::tools::session_limited_token(
         &gateway,
         "hook",

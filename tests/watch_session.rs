@@ -286,9 +286,8 @@ async fn an_owner_is_switched_to_once_while_the_watch_session_lives() {
     let (server, _shutdown) = server_for(&tmux);
     // Keeps the watch session running throughout.
     let _main = watch(&server, tmux.pane_id("main")).await;
-    // The worker counts a line once written, which may be after its reply wakes the caller.
+    // The worker counts a line before writing it, so before its reply wakes the caller.
     let sent = || async {
-        tokio::time::sleep(Duration::from_millis(200)).await;
         server
             .worker()
             .stats()
@@ -444,8 +443,24 @@ async fn a_watched_pane_moved_to_a_new_window_is_still_watched() {
     let (server, _shutdown) = server_for(&tmux);
     let mut sub = watch(&server, pane).await;
     tmux.ok(&["break-pane", "-d", "-s", &pane.to_string()]);
-    // Let the monitor see the layout change and link the new window.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Once the monitor has seen the layout change, the new window is linked.
+    let window = tmux.ok(&[
+        "display-message",
+        "-p",
+        "-t",
+        &pane.to_string(),
+        "#{window_id}",
+    ]);
+    let linked = || tmux.ok(&["list-windows", "-t", "=_muxgate", "-F", "#{window_id}"]);
+    assert!(
+        wait_until(Duration::from_secs(10), || linked()
+            .lines()
+            .any(|w| w == window.trim()))
+        .await,
+        "the new window {} was never linked: {}",
+        window.trim(),
+        linked()
+    );
     tmux.ok(&[
         "send-keys",
         "-t",

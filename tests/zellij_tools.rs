@@ -104,7 +104,28 @@ async fn shared_wait_rules(client: &Client) {
         }
     };
     let fast = typed("echo FAST_$((1+1))").await;
-    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    // Printed (the typed line shows FAST_$((1+1))) before the wait starts.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let screen = ok(
+            client,
+            "capture_pane",
+            json!({"server": "z", "target": "terminal_0"}),
+        )
+        .await;
+        if screen["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("FAST_2")
+        {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "FAST_2 never showed: {screen}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     let caught = wait(json!({"patterns": ["FAST_2"], "since": fast})).await;
     assert_eq!(caught["matched_line"], "FAST_2", "{caught}");
     let slow = typed("sleep 1; echo ECHOED_LATE").await;

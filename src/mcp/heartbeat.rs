@@ -100,33 +100,51 @@ impl Heartbeat {
         })
     }
 
-    /// Runs `call`, beating until it ends (or is dropped).
+    /// Runs `call`, beating until it ends (or is dropped). A first notification due at once
+    /// is sent before `call` is polled, so it reaches the client ahead of the call's answer
+    /// however soon the call ends (a human may decide a held call before a spawned task would
+    /// have run).
     pub async fn around<F: Future>(self, call: F) -> F::Output {
-        let _beating = AbortOnDropHandle::new(tokio::spawn(self.beat()));
+        let start = Instant::now();
+        if self.first.is_zero() && !self.notify(start).await {
+            return call.await;
+        }
+        let _beating = AbortOnDropHandle::new(tokio::spawn(self.beat(start)));
         call.await
     }
 
-    async fn beat(self) {
-        let start = Instant::now();
-        let mut ticks = tokio::time::interval_at(start + self.first, self.interval);
+    /// The notifications after the first: `first` after `start` (or one interval, when the
+    /// first went at once), then every `interval`.
+    async fn beat(self, start: Instant) {
+        let first = if self.first.is_zero() {
+            self.interval
+        } else {
+            self.first
+        };
+        let mut ticks = tokio::time::interval_at(start + first, self.interval);
         loop {
             ticks.tick().await;
-            let waited = start.elapsed();
-            let left = self.limit.saturating_sub(waited);
-            let param =
-                ProgressNotificationParam::new(self.token.clone(), waited.as_secs_f64().floor())
-                    .with_total(self.limit.as_secs_f64().ceil())
-                    .with_message(format!(
-                        "{}: still waiting after {} s, at most {} s left",
-                        self.what,
-                        waited.as_secs(),
-                        left.as_secs()
-                    ));
-            // A client that went away just misses its progress; the call ends on its own.
-            if self.peer.notify_progress(param).await.is_err() {
+            if !self.notify(start).await {
                 return;
             }
         }
+    }
+
+    /// Sends one notification; false when the client went away (it just misses its
+    /// progress; the call ends on its own).
+    async fn notify(&self, start: Instant) -> bool {
+        let waited = start.elapsed();
+        let left = self.limit.saturating_sub(waited);
+        let param =
+            ProgressNotificationParam::new(self.token.clone(), waited.as_secs_f64().floor())
+                .with_total(self.limit.as_secs_f64().ceil())
+                .with_message(format!(
+                    "{}: still waiting after {} s, at most {} s left",
+                    self.what,
+                    waited.as_secs(),
+                    left.as_secs()
+                ));
+        self.peer.notify_progress(param).await.is_ok()
     }
 }
 

@@ -9,6 +9,7 @@ pub mod browser;
 pub mod calls;
 pub mod human;
 pub mod isolation;
+pub mod logs;
 pub mod mcp_client;
 pub mod needs;
 pub mod probe;

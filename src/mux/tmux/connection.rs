@@ -369,6 +369,17 @@ impl Connection {
         requests: Vec<LineRequest>,
         write_timeout: Duration,
     ) -> Result<(), Vec<LineRequest>> {
+        self.submit_then(requests, write_timeout, || ()).await
+    }
+
+    /// [`Self::submit`], calling `queued` once the requests are taken and before they are
+    /// written: before any of their replies can be read.
+    pub async fn submit_then(
+        &mut self,
+        requests: Vec<LineRequest>,
+        write_timeout: Duration,
+        queued: impl FnOnce(),
+    ) -> Result<(), Vec<LineRequest>> {
         let Some(stdin) = self.stdin.as_mut() else {
             return Err(requests);
         };
@@ -391,6 +402,7 @@ impl Connection {
                 });
             }
         }
+        queued();
         let written = tokio::time::timeout(write_timeout, stdin.write_all(&buf)).await;
         self.write_buf = buf;
         if !matches!(written, Ok(Ok(()))) {

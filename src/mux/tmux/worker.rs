@@ -616,17 +616,23 @@ impl Worker {
         };
         let commands: usize = lines.iter().map(LineRequest::commands).sum();
         let count = lines.len();
-        match conn.submit(lines, self.settings.command_timeout).await {
-            Ok(()) => {
-                self.stats
-                    .commands_sent
-                    .fetch_add(commands as u64, Ordering::Relaxed);
-                self.stats
-                    .lines_written
-                    .fetch_add(count as u64, Ordering::Relaxed);
-            }
-            // The connection ended before the write: keep the lines for the next one.
-            Err(lines) => self.retry.extend(lines),
+        let stats = &self.stats;
+        // Counted as they are handed over, before they are written: a caller woken by a reply
+        // already sees its commands counted.
+        let counted = || {
+            stats
+                .commands_sent
+                .fetch_add(commands as u64, Ordering::Relaxed);
+            stats
+                .lines_written
+                .fetch_add(count as u64, Ordering::Relaxed);
+        };
+        // The connection ended before the write: keep the lines for the next one.
+        if let Err(lines) = conn
+            .submit_then(lines, self.settings.command_timeout, counted)
+            .await
+        {
+            self.retry.extend(lines);
         }
     }
 
