@@ -574,18 +574,19 @@ async fn waiting_on_state_sends_tmux_nothing() {
             )
         };
         // The first call starts recording; later ones cost the same set-up, however long
-        // they then wait.
-        wait(0.1).await;
+        // they then wait. Each wait's timeout also bounds its set-up, so even the short ones
+        // leave a loaded machine a second for it.
+        wait(1.0).await;
         let before = commands().await;
-        assert_eq!(wait(0.2).await["outcome"], "timeout");
+        assert_eq!(wait(1.0).await["outcome"], "timeout");
         let short = commands().await - before;
         let before = commands().await;
-        assert_eq!(wait(1.5).await["outcome"], "timeout");
+        assert_eq!(wait(3.0).await["outcome"], "timeout");
         let long = commands().await - before;
         assert!(short > 0.0, "{condition}: the set-up asks tmux something");
         assert_eq!(
             short, long,
-            "{condition}: waiting 1.3 s longer sent tmux commands"
+            "{condition}: waiting 2 s longer sent tmux commands"
         );
     }
 }
