@@ -30,6 +30,7 @@
 //! cargo bench --bench reference -- --only cost           # per-call cost vs /healthz
 //! cargo bench --bench reference -- --only agents         # state waits and send_prompt
 //! cargo bench --bench reference -- --only recycle        # 200 sessions never ended
+//! cargo bench --bench reference -- --only recycle --recycle 2000   # or as many as asked
 //! cargo bench --bench reference -- --quick               # smoke run
 //! cargo test --bench reference                           # the same smoke run
 //! ```
@@ -131,6 +132,9 @@ impl Options {
                 "--workspaces" => {
                     options.workspaces = positive(args.next(), "--workspaces")?;
                 }
+                "--recycle" => {
+                    options.recycle_sessions = positive(args.next(), "--recycle")?;
+                }
                 "--sessions" => {
                     let list = args
                         .next()
@@ -151,7 +155,7 @@ impl Options {
                     }
                 }
                 other => bail!(
-                    "unknown option {other:?} (known: --rounds N, --only GROUP,GROUP…, --sessions N,N…, --workspaces N, --quick)"
+                    "unknown option {other:?} (known: --rounds N, --only GROUP,GROUP…, --sessions N,N…, --workspaces N, --recycle N, --quick)"
                 ),
             }
         }
