@@ -515,6 +515,9 @@ async def step(name, run):
             print(f"PASS {name}", flush=True)
         return True
     except Exception as error:  # noqa: BLE001 - every failure is reported, none stops the run
+        # The SDKs' task groups wrap what failed inside them: report that.
+        while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+            error = error.exceptions[0]
         detail = str(error) or type(error).__name__
         print(f"FAIL {name}: {detail[:500]}", flush=True)
         return False
