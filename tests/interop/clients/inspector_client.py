@@ -1,10 +1,11 @@
 """The interop workflow driven by the MCP Inspector CLI (one CLI process per request), against a
 running muxgate. Standard library only.
 
-Usage: python3 inspector_client.py PATH_TO_MCP_INSPECTOR
+Usage: python3 inspector_client.py PATH_TO_MCP_INSPECTOR [limits]
 
 Environment (set by tests/interop/run): INTEROP_URL, INTEROP_TOKEN, INTEROP_EXPIRED_TOKEN,
-INTEROP_METRICS_URL, INTEROP_CLIENT.
+INTEROP_METRICS_URL, INTEROP_CLIENT; with `limits`, the limit steps' tokens
+(INTEROP_LIMIT_TOKEN_*), INTEROP_SESSIONS_URL and INTEROP_MAX_SESSIONS.
 
 Prints `PASS <step>`, `FAIL <step>: <why>` or, for what the CLI cannot express,
 `SKIP <step>: <why>` lines (see ../workflow.md; shared parts in workflow.py); the runner counts them.
@@ -12,13 +13,31 @@ Prints `PASS <step>`, `FAIL <step>: <why>` or, for what the CLI cannot express,
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 
-from workflow import EXPIRED, FLOOD, LABEL, LAST_LINE, STEPS, TOKEN, URL, waits_active
+from workflow import (
+    EXPIRED,
+    FLOOD,
+    LABEL,
+    LAST_LINE,
+    LIMIT_STEPS,
+    MAX_SESSIONS,
+    SESSIONS_URL,
+    SMALL_FLOOD,
+    SMALL_FLOOD_DONE,
+    STEPS,
+    TOKEN,
+    URL,
+    limit_token,
+    refusal_of,
+    waits_active,
+)
 
 INSPECTOR = sys.argv[1]
 # The CLI keeps a catalog of servers and client settings; keep them out of the user's home.
@@ -27,9 +46,9 @@ ENV = dict(os.environ, MCP_CATALOG_PATH=os.path.join(HOME, "mcp.json"),
            MCP_CLIENT_CONFIG_PATH=os.path.join(HOME, "client.json"))
 
 
-def command(method, token=TOKEN, tool=None, args=None):
+def command(method, token=TOKEN, tool=None, args=None, url=URL):
     argv = [
-        INSPECTOR, "--cli", URL, "--transport", "http",
+        INSPECTOR, "--cli", url, "--transport", "http",
         "--header", f"Authorization: Bearer {token}", "--stored-auth-only",
         "--format", "json", "-q", "--method", method,
     ]
@@ -38,10 +57,10 @@ def command(method, token=TOKEN, tool=None, args=None):
     return argv
 
 
-def run(method, token=TOKEN, tool=None, args=None, timeout=60):
+def run(method, token=TOKEN, tool=None, args=None, timeout=60, url=URL):
     """(exit code, stdout, stderr) of one CLI request."""
     done = subprocess.run(
-        command(method, token, tool, args), capture_output=True, text=True, timeout=timeout,
+        command(method, token, tool, args, url), capture_output=True, text=True, timeout=timeout,
         env=ENV,
     )
     return done.returncode, done.stdout, done.stderr
@@ -207,6 +226,215 @@ def expired_token_401():
 
 
 
+# The limit steps (../workflow.md, "Limits"): each CLI invocation is a new process, connection
+# and MCP session; a refusal is read from what the CLI prints, and a new invocation after the
+# wait it names must succeed.
+
+
+class Invocation:
+    """One CLI request running in the background; its CallToolResult, when it printed one,
+    goes to a file of its own (the CLI exits 5 on an isError result; --output still has it)."""
+
+    count = 0
+
+    def __init__(self, method, token, tool=None, args=None, url=URL):
+        Invocation.count += 1
+        self.output = os.path.join(HOME, f"call-{Invocation.count}.json")
+        self.process = subprocess.Popen(
+            command(method, token, tool, args, url) + ["--output", self.output],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
+        )
+
+    def finish(self, timeout=60):
+        """(exit code, the CallToolResult or None, stderr)."""
+        _, err = self.process.communicate(timeout=timeout)
+        result = None
+        if os.path.exists(self.output) and os.path.getsize(self.output):
+            with open(self.output) as f:
+                result = json.load(f)
+            result = result.get("result", result)
+        return self.process.returncode, result, err
+
+
+def invoke(tool, args, token, url=URL):
+    return Invocation("tools/call", token, tool, args, url).finish()
+
+
+def result_text(result):
+    return " ".join(c.get("text", "") for c in result.get("content", []))
+
+
+def succeeded(outcome, what):
+    code, result, err = outcome
+    assert code == 0 and result is not None and not result.get("isError"), (
+        f"{what}: exit {code}: {(result_text(result) if result else err.strip())[-500:]}"
+    )
+    return result["structuredContent"]
+
+
+def refusal_in(outcome):
+    """The refusal an invocation printed, as (limit, wait in ms, text); None if it succeeded.
+    A refused tools/call is an isError result (exit 5); a refused request before it (the
+    handshake) a 429 the CLI reports with the server's Retry-After."""
+    code, result, err = outcome
+    if code == 0:
+        return None
+    if result is not None and result.get("isError"):
+        text = result_text(result)
+        assert code == 5 and text.startswith("error (busy)"), f"exit {code}: {text[:300]}"
+        limit, retry_ms = refusal_of(text)
+        return limit, retry_ms, text
+    envelope = json.loads(err.strip().splitlines()[-1])["error"]
+    if envelope.get("code") == "tool_not_found":
+        # Before a call the CLI lists the tools; when the request rate refused a request of
+        # its own before that (its tools/list, or the part of the handshake it does not wait
+        # on), it finds no tools and reports the called one missing: nothing to read.
+        return UNREAD, None, envelope["message"]
+    assert envelope.get("status") == 429 or "(HTTP 429)" in envelope["message"], (
+        f"exit {code}: {envelope}"
+    )
+    wait_ms = retry_after_ms(envelope)
+    assert wait_ms is not None, f"a 429 without the server's Retry-After: {envelope}"
+    # muxgate's body, which the CLI passes on, names the limit.
+    limit = re.search(r'"limit":"(\w+)"', envelope["message"])
+    return limit.group(1) if limit else None, wait_ms, envelope["message"]
+
+
+def retry_after_ms(envelope):
+    """The wait a refused handshake's 429 asked for, in ms: the CLI names the Retry-After of a
+    refused request ("retry after 1s"); for a refused notification it passes on muxgate's body,
+    which carries the same number as `retry_after_seconds`."""
+    message = envelope["message"]
+    said = re.search(r"retry after (\d+)(ms|s)\b", message)
+    if said:
+        return int(said.group(1)) * (1 if said.group(2) == "ms" else 1000)
+    body = re.search(r'"retry_after_seconds":(\d+)', message)
+    return int(body.group(1)) * 1000 if body else None
+
+
+# A refusal the CLI reported as something else (see refusal_in).
+UNREAD = "unread"
+
+
+def refused_then_retried(tool, args, token, limit, parallel):
+    """Runs `parallel` invocations at once until one is refused in a way the CLI prints (at
+    most 10 rounds), checks every refusal names `limit` (a refused call in its result, a
+    refused handshake in its 429), waits as the longest refusal says, and returns a new
+    invocation's result. Only the request rate can refuse the requests the CLI makes before
+    the call, whose refusal it may not print: such an invocation counts for nothing, and the
+    round is waited out."""
+    for _ in range(10):
+        outcomes = [Invocation("tools/call", token, tool, args) for _ in range(parallel)]
+        refusals = [r for r in (refusal_in(o.finish()) for o in outcomes) if r is not None]
+        unread = [r for r in refusals if r[0] == UNREAD]
+        assert not unread or limit == "requests_per_second", unread[0][2][:300]
+        refusals = [r for r in refusals if r[0] != UNREAD]
+        if not refusals:
+            time.sleep(1 if unread else 0)
+            continue
+        for name, wait_ms, text in refusals:
+            assert name == limit, f"refused by another limit: {text[:300]}"
+            assert wait_ms is not None, f"no retry_after_ms: {text[:300]}"
+        time.sleep(max(wait_ms for _, wait_ms, _ in refusals) / 1000 + 0.02)
+        return succeeded(invoke(tool, args, token), "the invocation after the wait")
+    raise AssertionError(f"10 rounds of {parallel} invocations at once, none refused")
+
+
+class Limits:
+    def request_rate_refusal_read(self):
+        # An invocation is three requests or more (initialize, initialized, the call): five at
+        # once outrun 10 a second with bursts of 5.
+        refused_then_retried("list_sessions", {}, TOKEN, "requests_per_second", parallel=5)
+
+    def tool_call_rate_refusal_read(self):
+        refused_then_retried("list_sessions", {}, limit_token("tool_calls"),
+                             "tool_calls_per_second", parallel=4)
+
+    def concurrent_waits_refusal_read(self):
+        token = limit_token("waits")
+        with tmux_session(token, "waits") as pane:
+            second = {"target": pane, "patterns": ["^released-42$"], "regex": True,
+                      "include_screen": True, "timeout": 10}
+            first = Invocation("tools/call", token, "wait_for_text",
+                               {"target": pane, "patterns": ["released-42"], "timeout": 30})
+            Workflow.until_waits(1)
+            refusal = refusal_in(invoke("wait_for_text", second, token))
+            assert refusal is not None, "a second wait ran beside the first"
+            limit, retry_ms, text = refusal
+            assert limit == "max_concurrent_waits", text[:300]
+            assert "finish" in text, f"no hint to let a wait finish: {text[:300]}"
+            succeeded(invoke("send_keys", {"target": pane, "keys": "echo released-$((40+2))",
+                                           "literal": True, "enter": True}, token), "send_keys")
+            found = succeeded(first.finish(), "the first wait")
+            assert found["outcome"] == "matched", found
+            if retry_ms is not None:
+                time.sleep(retry_ms / 1000)
+            found = succeeded(invoke("wait_for_text", second, token), "the retried wait")
+            assert found["outcome"] == "matched", found
+
+    def output_budget_refusal_read(self):
+        token = limit_token("output")
+        with tmux_session(token, "output") as pane:
+            succeeded(invoke("send_keys", {"target": pane, "keys": SMALL_FLOOD, "literal": True,
+                                           "enter": True}, token), "send_keys")
+            succeeded(invoke("wait_for_text", {"target": pane, "regex": True, "timeout": 30,
+                                               "patterns": [f"^{SMALL_FLOOD_DONE}$"]}, token),
+                      "wait_for_text")
+            code, result, err = invoke(
+                "capture_pane", {"target": pane, "start": "-", "max_lines": 100000}, token
+            )
+            assert code == 5 and result is not None and result.get("isError"), (
+                f"a 300 KB capture: exit {code}: {err.strip()[-300:]}"
+            )
+            text = result_text(result)
+            assert "output budget" in text or "max_output_bytes" in text, text[:300]
+            assert "ask for less" in text, f"no hint to ask for less: {text[:300]}"
+            captured = succeeded(
+                invoke("capture_pane", {"target": pane, "start": -30, "max_lines": 20}, token),
+                "the smaller capture",
+            )
+            assert SMALL_FLOOD_DONE in captured["text"].split("\n"), captured["text"][-500:]
+
+    def sessions_per_client_cap(self):
+        # Every invocation opens an MCP session; whether the CLI ends it (DELETE) as it exits
+        # or leaves it open, after max_sessions_per_client + 3 invocations the next succeeds.
+        token = limit_token("sessions")
+        refused = []
+        for _ in range(MAX_SESSIONS + 3):
+            code, out, err = run("tools/list", token=token, url=SESSIONS_URL)
+            if code != 0:
+                envelope = json.loads(err.strip().splitlines()[-1])["error"]
+                assert envelope.get("status") == 429, envelope
+                refused.append(envelope["message"])
+        code, result, err = invoke("list_sessions", {}, token, url=SESSIONS_URL)
+        if code != 0:
+            envelope = json.loads(err.strip().splitlines()[-1])["error"]
+            wait_ms = retry_after_ms(envelope)
+            assert wait_ms is not None, (
+                f"after {MAX_SESSIONS + 3} invocations ({len(refused)} refused), a new one was "
+                f"refused with HTTP {envelope.get('status')} without Retry-After, though the "
+                f"sessions it counts are idle: {envelope['message'][:300]}"
+            )
+            time.sleep(wait_ms / 1000)
+            code, result, err = invoke("list_sessions", {}, token, url=SESSIONS_URL)
+        succeeded((code, result, err), "the invocation after the others")
+
+
+@contextmanager
+def tmux_session(token, kind):
+    """A tmux session of the step's own; yields its pane, then kills it."""
+    name = f"{LABEL}-{kind}-{os.getpid()}"
+    created = succeeded(invoke("create_session", {"name": name, "width": 120, "height": 40},
+                               token), "create_session")
+    pane = created["session"]["active_pane_id"]
+    try:
+        succeeded(invoke("run_command", {"target": pane, "command": "true", "timeout": 20},
+                         token), "run_command")
+        yield pane
+    finally:
+        succeeded(invoke("kill_session", {"target": name}, token), "kill_session")
+
+
 def step(name, action):
     try:
         if action() != "skipped":
@@ -216,6 +444,12 @@ def step(name, action):
         print(f"FAIL {name}: {str(error)[:500] or type(error).__name__}", flush=True)
         return False
 
+
+if sys.argv[2:] == ["limits"]:
+    limits = Limits()
+    for name in LIMIT_STEPS:
+        step(name, getattr(limits, name))
+    sys.exit(0)
 
 flow = Workflow()
 for index, name in enumerate(STEPS):

@@ -3,12 +3,13 @@ or 1.x), against a running muxgate.
 
 Usage: python python_client.py auto|legacy|v1 [limits|secrets]
 
-With `limits`, runs the limit steps instead (see LIMIT_STEPS below), against a gateway whose
-request rate is small. With `secrets`, runs the secret entry steps (SECRET_STEPS): the link
+With `limits`, runs the limit steps instead (LIMIT_STEPS in workflow.py), against a gateway
+whose limits trip. With `secrets`, runs the secret entry steps (SECRET_STEPS): the link
 reaches the client's elicitation handler and never the tool result.
 
 Environment (set by tests/interop/run): INTEROP_URL, INTEROP_TOKEN, INTEROP_EXPIRED_TOKEN,
-INTEROP_METRICS_URL, INTEROP_CLIENT (a label, used in tmux session names).
+INTEROP_METRICS_URL, INTEROP_CLIENT (a label, used in tmux session names); with `limits`, the
+limit steps' tokens (INTEROP_LIMIT_TOKEN_*), INTEROP_SESSIONS_URL and INTEROP_MAX_SESSIONS.
 
 Prints one `PASS <step>` or `FAIL <step>: <why>` line per step of the shared workflow
 (see ../workflow.md; shared parts in workflow.py) and exits 0; the runner counts the lines.
@@ -27,7 +28,23 @@ from contextlib import asynccontextmanager
 
 import anyio
 import mcp
-from workflow import EXPIRED, FLOOD, LABEL, LAST_LINE, STEPS, TOKEN, URL, waits_active
+from workflow import (
+    EXPIRED,
+    FLOOD,
+    LABEL,
+    LAST_LINE,
+    LIMIT_STEPS,
+    MAX_SESSIONS,
+    SESSIONS_URL,
+    SMALL_FLOOD,
+    SMALL_FLOOD_DONE,
+    STEPS,
+    TOKEN,
+    URL,
+    limit_token,
+    refusal_of,
+    waits_active,
+)
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "auto"
 V1 = MODE == "v1"
@@ -41,16 +58,21 @@ else:
 
 
 @asynccontextmanager
-async def connect(token, statuses=None, elicitation=None):
-    """An initialized session, whichever SDK generation is installed. With `statuses`, the HTTP
-    status of every response the client receives is appended to it; with `elicitation`, the
-    client declares elicitation (form and URL) and hands requests to that callback."""
+async def connect(token, responses=None, url=URL, terminate=True, elicitation=None):
+    """An initialized session, whichever SDK generation is installed. With `responses`, the
+    HTTP status, headers and (for an error) body of every response the client receives are
+    appended to it. With `terminate` false, the session is left open at the gateway (no
+    DELETE) when the client closes. With `elicitation`, the client declares elicitation (form
+    and URL) and hands requests to that callback."""
     headers = {"Authorization": f"Bearer {token}"}
     hooks = {}
-    if statuses is not None:
+    if responses is not None:
 
         async def record(response):
-            statuses.append(response.status_code)
+            body = ""
+            if response.status_code >= 400:
+                body = (await response.aread()).decode(errors="replace")
+            responses.append((response.status_code, dict(response.headers), body))
 
         hooks = {"response": [record]}
     if V1:
@@ -63,7 +85,8 @@ async def connect(token, statuses=None, elicitation=None):
             return client
 
         async with streamablehttp_client(
-            URL, headers=headers, httpx_client_factory=client_with_hooks
+            url, headers=headers, httpx_client_factory=client_with_hooks,
+            terminate_on_close=terminate,
         ) as (read, write, _):
             async with mcp.ClientSession(read, write, elicitation_callback=elicitation) as session:
                 await session.initialize()
@@ -74,7 +97,7 @@ async def connect(token, statuses=None, elicitation=None):
 
         async with httpx2.AsyncClient(headers=headers, timeout=60, event_hooks=hooks) as http:
             async with mcp.Client(
-                streamable_http_client(URL, http_client=http),
+                streamable_http_client(url, http_client=http, terminate_on_close=terminate),
                 mode=MODE,
                 elicitation_callback=elicitation,
             ) as client:
@@ -280,12 +303,12 @@ async def expired_token_401():
     except BaseException as error:  # noqa: BLE001 - whatever the SDK raises for the refusal
         if isinstance(error, (KeyboardInterrupt, SystemExit)):
             raise
-        assert statuses and statuses[0] == 401, (
-            f"HTTP statuses {statuses}; "
+        assert statuses and statuses[0][0] == 401, (
+            f"HTTP statuses {[r[0] for r in statuses]}; "
             + "".join(traceback.format_exception(error))[-1500:]
         )
         return
-    raise AssertionError(f"an expired token was accepted (HTTP statuses {statuses})")
+    raise AssertionError(f"an expired token was accepted (HTTP statuses {[r[0] for r in statuses]})")
 
 
 # Secret entry. The pane's program reads a line with echo off and says whether it was SECRET,
@@ -437,12 +460,11 @@ async def request_rate_refusal_read(session):
             waited_for = None
             continue
         assert "error (busy)" in text and "retry_after_ms: " in text, f"call {n}: {text[:300]}"
-        limit = text.split("`")[1]
+        limit, retry_ms = refusal_of(text)
         # The request rate and the tool-call rate are separate limits: waiting for one says
         # nothing about the other, but the one waited for must admit the call.
         assert limit != waited_for, f"call {n}, after waiting as `{limit}` said, was refused by it again: {text}"
         refused += 1
-        retry_ms = int(text.split("retry_after_ms: ")[1].split(")")[0])
         await anyio.sleep(retry_ms / 1000 + 0.02)
         waited_for = limit
     # A loop the limit never refused shows nothing.
@@ -450,24 +472,188 @@ async def request_rate_refusal_read(session):
     assert retried_ok >= refused // 2, f"{refused} refused, {retried_ok} retried calls succeeded"
 
 
-LIMIT_STEPS = [request_rate_refusal_read]
+async def read_refusal(session, name, args, limit):
+    """Calls `name` until the gateway refuses it, which must be an `error (busy)` result naming
+    `limit`; returns the refusal's text. At most 40 calls."""
+    for n in range(40):
+        is_error, value = await session.call(name, args)
+        text = value if isinstance(value, str) else json.dumps(value)
+        if is_error:
+            assert text.startswith("error (busy)"), f"call {n}: {text[:300]}"
+            assert refusal_of(text)[0] == limit, f"call {n} was refused by another limit: {text[:300]}"
+            return text
+    raise AssertionError(f"40 calls of {name} in a row, none refused by `{limit}`")
+
+
+async def tool_call_rate_refusal_read(_):
+    """A client whose tool-call rate (2 a second) trips long before its request rate: a loop
+    of calls reads each refusal naming `tool_calls_per_second` and its `retry_after_ms`, and
+    the call after waiting that long succeeds, three times over, in one session."""
+    async with connect(limit_token("tool_calls")) as session:
+        for _ in range(3):
+            text = await read_refusal(session, "list_sessions", {}, "tool_calls_per_second")
+            retry_ms = refusal_of(text)[1]
+            assert retry_ms is not None, f"no retry_after_ms: {text[:300]}"
+            await anyio.sleep(retry_ms / 1000 + 0.02)
+            await session.ok("list_sessions", {})
+
+
+async def concurrent_waits_refusal_read(_):
+    """With one wait allowed at a time: a second wait while one runs is refused `busy`, naming
+    `max_concurrent_waits` and saying to let the running one finish; once the first wait ends
+    (its text typed into the pane) the same second call succeeds."""
+    async with connect(limit_token("waits")) as session:
+        name = f"{LABEL}-waits-{os.getpid()}"
+        created = await session.ok("create_session", {"name": name, "width": 120, "height": 40})
+        pane = created["session"]["active_pane_id"]
+        try:
+            await session.ok("run_command", {"target": pane, "command": "true", "timeout": 20})
+            second = {"target": pane, "patterns": ["^released-42$"], "regex": True,
+                      "include_screen": True, "timeout": 10}
+            results = {}
+
+            async def first_wait():
+                results["first"] = await session.ok(
+                    "wait_for_text", {"target": pane, "patterns": ["released-42"], "timeout": 30}
+                )
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(first_wait)
+                deadline = time.monotonic() + 20
+                while waits_active() < 1:
+                    assert time.monotonic() < deadline, "the first wait never started"
+                    await anyio.sleep(0.05)
+                is_error, value = await session.call("wait_for_text", second)
+                text = value if isinstance(value, str) else json.dumps(value)
+                assert is_error, f"a second wait ran beside the first: {text[:300]}"
+                assert text.startswith("error (busy)"), text[:300]
+                limit, retry_ms = refusal_of(text)
+                assert limit == "max_concurrent_waits", text[:300]
+                assert "finish" in text, f"no hint to let a wait finish: {text[:300]}"
+                await session.ok(
+                    "send_keys",
+                    {"target": pane, "keys": "echo released-$((40+2))", "literal": True,
+                     "enter": True},
+                )
+            assert results["first"]["outcome"] == "matched", results["first"]
+            if retry_ms is not None:
+                await anyio.sleep(retry_ms / 1000)
+            found = await session.ok("wait_for_text", second)
+            assert found["outcome"] == "matched", found
+        finally:
+            await session.ok("kill_session", {"target": name})
+
+
+async def output_budget_refusal_read(_):
+    """With a 16 KiB output budget: a whole-scrollback capture of a pane holding 300 KB is
+    refused, the error naming the output budget and telling to ask for less; the capture of
+    the last lines (a smaller range, few `max_lines`) then succeeds."""
+    async with connect(limit_token("output")) as session:
+        name = f"{LABEL}-output-{os.getpid()}"
+        created = await session.ok("create_session", {"name": name, "width": 120, "height": 40})
+        pane = created["session"]["active_pane_id"]
+        try:
+            await session.ok("run_command", {"target": pane, "command": "true", "timeout": 20})
+            await session.ok(
+                "send_keys", {"target": pane, "keys": SMALL_FLOOD, "literal": True, "enter": True}
+            )
+            await session.ok(
+                "wait_for_text",
+                {"target": pane, "patterns": [f"^{SMALL_FLOOD_DONE}$"], "regex": True,
+                 "timeout": 30},
+            )
+            is_error, value = await session.call(
+                "capture_pane", {"target": pane, "start": "-", "max_lines": 100000}
+            )
+            text = value if isinstance(value, str) else json.dumps(value)
+            assert is_error, f"a 300 KB capture came back whole: {text[:300]}"
+            assert "output budget" in text or "max_output_bytes" in text, text[:300]
+            assert "ask for less" in text, f"no hint to ask for less: {text[:300]}"
+            captured = await session.ok(
+                "capture_pane", {"target": pane, "start": -30, "max_lines": 20}
+            )
+            assert SMALL_FLOOD_DONE in captured["text"].split("\n"), captured["text"][-500:]
+        finally:
+            await session.ok("kill_session", {"target": name})
+
+
+async def sessions_per_client_cap(_):
+    """An agent that opens MCP session after MCP session and never ends one (no DELETE):
+    after max_sessions_per_client + 3 of them, a new session and a call on it succeed (a 429
+    naming Retry-After is waited out once), and no refusal on the way crashes the client."""
+    token = limit_token("sessions")
+    sessions = []  # the Mcp-Session-Id of each session opened
+    refusals = []  # (HTTP status, body) of each session the gateway would not open
+
+    async def open_one(call):
+        responses = []
+        try:
+            with anyio.fail_after(20):
+                async with connect(token, responses, url=SESSIONS_URL, terminate=False) as s:
+                    sessions.append(
+                        next((r[1].get("mcp-session-id") for r in responses
+                              if r[1].get("mcp-session-id")), None)
+                    )
+                    if call:
+                        await s.ok("list_sessions", {})
+                    else:
+                        await s.tool_names()
+                return True
+        except Exception as error:  # noqa: BLE001 - how the SDK reports a refused initialize
+            refused = [r for r in responses if r[0] >= 400]
+            assert refused, f"opening a session failed without a refusal: {error!r}"[:500]
+            refusals.append(refused[0])
+            return None
+
+    for _ in range(MAX_SESSIONS + 3):
+        await open_one(call=False)
+    if sessions and sessions[0] is None:
+        # The 2026-07-28 protocol has no MCP sessions: nothing to cap.
+        assert not refusals, refusals
+        return "skipped: the 2026-07-28 protocol opens no MCP sessions"
+    assert len(set(sessions)) == len(sessions), f"a session id came back twice: {sessions}"
+    opened = await open_one(call=True)
+    if opened is None:
+        status, headers, body = refusals[-1]
+        retry = headers.get("retry-after")
+        assert status == 429 and retry is not None, (
+            f"after {len(sessions)} sessions left open ({len(refusals) - 1} refused), a new one "
+            f"was refused with HTTP {status} without Retry-After, though the sessions it counts "
+            f"are idle: {body[:300]}"
+        )
+        await anyio.sleep(float(retry))
+        opened = await open_one(call=True)
+        assert opened is not None, f"refused again after Retry-After: {refusals[-1]}"
+
+
+LIMIT_STEP_RUNS = [
+    request_rate_refusal_read,
+    tool_call_rate_refusal_read,
+    concurrent_waits_refusal_read,
+    output_budget_refusal_read,
+    sessions_per_client_cap,
+]
+assert [run.__name__ for run in LIMIT_STEP_RUNS] == LIMIT_STEPS
 
 
 async def main_limits():
     async with connect(TOKEN) as session:
-        for run in LIMIT_STEPS:
+        for run in LIMIT_STEP_RUNS:
             await step(run.__name__, lambda run=run: run(session))
 
 
 async def step(name, run):
     try:
         with anyio.fail_after(60):
-            await run()
-        print(f"PASS {name}", flush=True)
+            outcome = await run()
+        if isinstance(outcome, str) and outcome.startswith("skipped: "):
+            print(f"SKIP {name}: {outcome.removeprefix('skipped: ')}", flush=True)
+        else:
+            print(f"PASS {name}", flush=True)
         return True
     except Exception as error:  # noqa: BLE001 - every failure is reported, none stops the run
-        # A task group's failure says only how many failed: report the first itself.
-        while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        # The SDKs' task groups wrap what failed inside them: report that.
+        while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
             error = error.exceptions[0]
         detail = str(error) or type(error).__name__
         print(f"FAIL {name}: {detail[:500]}", flush=True)

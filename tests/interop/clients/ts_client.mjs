@@ -1,11 +1,12 @@
 // The interop workflow driven by the official TypeScript MCP SDK, against a running muxgate.
 //
-// Usage: node ts_client.mjs   (with NODE_PATH at the SDK's node_modules)
+// Usage: node ts_client.mjs [limits]   (a copy inside the npm prefix, next to the SDK)
 // Environment (set by tests/interop/run): INTEROP_URL, INTEROP_TOKEN, INTEROP_EXPIRED_TOKEN,
-// INTEROP_METRICS_URL, INTEROP_CLIENT.
+// INTEROP_METRICS_URL, INTEROP_CLIENT; with `limits`, the limit steps' tokens
+// (INTEROP_LIMIT_TOKEN_*), INTEROP_SESSIONS_URL and INTEROP_MAX_SESSIONS.
 //
-// Prints one `PASS <step>` or `FAIL <step>: <why>` line per step of the shared workflow
-// (see workflow.md); the runner counts the lines.
+// Prints one `PASS <step>` or `FAIL <step>: <why>` line per step of the shared workflow, or
+// with `limits` of its limit steps (see workflow.md); the runner counts the lines.
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import {
@@ -28,6 +29,11 @@ const LABEL = env("INTEROP_CLIENT");
 // As workflow.py: 1.2 MB into a pane whose server keeps 30 000 lines of history.
 const FLOOD = "seq -f '%0100g' 1 12000";
 const LAST_LINE = "12000".padStart(100, "0");
+// As workflow.py: more than the output step's budget and the tmux reply it may receive.
+const SMALL_FLOOD = "seq -f '%0100g' 1 3000; echo flood-$((6*7))-done";
+const SMALL_FLOOD_DONE = "flood-42-done";
+const SESSIONS_URL = process.env.INTEROP_SESSIONS_URL;
+const MAX_SESSIONS = Number(process.env.INTEROP_MAX_SESSIONS ?? 0);
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -35,11 +41,19 @@ function assert(condition, message) {
   if (!condition) throw new Error(message);
 }
 
-async function connect(token) {
+// With `responses`, the status and headers of every HTTP response the transport receives are
+// pushed to it.
+async function connect(token, { url = URL_, responses } = {}) {
   const client = new Client({ name: "muxgate-interop", version: "1.0.0" });
-  const transport = new StreamableHTTPClientTransport(new URL(URL_), {
-    requestInit: { headers: { Authorization: `Bearer ${token}` } },
-  });
+  const options = { requestInit: { headers: { Authorization: `Bearer ${token}` } } };
+  if (responses) {
+    options.fetch = async (...args) => {
+      const response = await fetch(...args);
+      responses.push({ status: response.status, headers: response.headers });
+      return response;
+    };
+  }
+  const transport = new StreamableHTTPClientTransport(new URL(url), options);
   await client.connect(transport);
   return client;
 }
@@ -263,6 +277,204 @@ async function step(name, run) {
   } finally {
     clearTimeout(timer);
   }
+}
+
+// The limit steps (workflow.md, "Limits"), against the limits gateway.
+const LIMIT_LOOP = 150;
+const text = (value) => (typeof value === "string" ? value : JSON.stringify(value));
+const limitToken = (kind) => env(`INTEROP_LIMIT_TOKEN_${kind.toUpperCase()}`);
+
+// [limit, retry_after_ms] of a refusal's text; either is null when absent.
+function refusalOf(t) {
+  const parts = t.split("`");
+  const retry = /retry_after_ms: (\d+)/.exec(t);
+  return [parts.length >= 3 ? parts[1] : null, retry ? Number(retry[1]) : null];
+}
+
+// Calls `name` until the gateway refuses it, with an `error (busy)` result naming `limit`.
+async function readRefusal(client, name, args, limit) {
+  for (let n = 0; n < 40; n++) {
+    const { isError, value } = await call(client, name, args);
+    if (!isError) continue;
+    const t = text(value);
+    assert(t.startsWith("error (busy)"), `call ${n}: ${t.slice(0, 300)}`);
+    assert(refusalOf(t)[0] === limit, `call ${n} was refused by another limit: ${t.slice(0, 300)}`);
+    return t;
+  }
+  throw new Error(`40 calls of ${name} in a row, none refused by \`${limit}\``);
+}
+
+// A tmux session of the client's own for a step; `work(pane)`, then the session is killed.
+async function withPane(client, kind, work) {
+  const name = `${LABEL}-${kind}-${process.pid}`;
+  const created = await ok(client, "create_session", { name, width: 120, height: 40 });
+  const pane = created.session.active_pane_id;
+  try {
+    await ok(client, "run_command", { target: pane, command: "true", timeout: 20 });
+    await work(pane);
+  } finally {
+    await ok(client, "kill_session", { target: name });
+  }
+}
+
+const LimitSteps = {
+  // An agent loop faster than the request rate: every refusal is an isError result naming
+  // retry_after_ms, and the call after waiting that long is admitted by the limit waited for.
+  async request_rate_refusal_read(client) {
+    let refused = 0;
+    let retriedOk = 0;
+    let waitedFor = null;
+    for (let n = 0; n < LIMIT_LOOP; n++) {
+      const { isError, value } = await call(client, "list_sessions", {});
+      const t = text(value);
+      if (!isError) {
+        if (waitedFor !== null) retriedOk++;
+        waitedFor = null;
+        continue;
+      }
+      assert(t.includes("error (busy)") && t.includes("retry_after_ms: "), `call ${n}: ${t.slice(0, 300)}`);
+      const [limit, retryMs] = refusalOf(t);
+      assert(limit !== waitedFor, `call ${n}, after waiting as \`${limit}\` said, was refused by it again: ${t}`);
+      refused++;
+      await sleep(retryMs + 20);
+      waitedFor = limit;
+    }
+    assert(refused >= 3, `only ${refused} of ${LIMIT_LOOP} calls were refused: the limit did not trip`);
+    assert(retriedOk >= Math.floor(refused / 2), `${refused} refused, ${retriedOk} retried calls succeeded`);
+  },
+
+  // Tool calls at 2 a second, requests unlimited: each refusal names tool_calls_per_second
+  // and retry_after_ms, and the call after that wait succeeds, three times in one session.
+  async tool_call_rate_refusal_read() {
+    const client = await connect(limitToken("tool_calls"));
+    try {
+      for (let i = 0; i < 3; i++) {
+        const t = await readRefusal(client, "list_sessions", {}, "tool_calls_per_second");
+        const retryMs = refusalOf(t)[1];
+        assert(retryMs !== null, `no retry_after_ms: ${t.slice(0, 300)}`);
+        await sleep(retryMs + 20);
+        await ok(client, "list_sessions", {});
+      }
+    } finally {
+      await client.close();
+    }
+  },
+
+  // One wait at a time: a second wait beside a running one is refused busy, naming
+  // max_concurrent_waits; once the first ends (its text typed), the same call succeeds.
+  async concurrent_waits_refusal_read() {
+    const client = await connect(limitToken("waits"));
+    try {
+      await withPane(client, "waits", async (pane) => {
+        const second = {
+          target: pane, patterns: ["^released-42$"], regex: true, include_screen: true, timeout: 10,
+        };
+        const first = ok(client, "wait_for_text", { target: pane, patterns: ["released-42"], timeout: 30 });
+        const deadline = Date.now() + 20_000;
+        while ((await waitsActive()) < 1) {
+          assert(Date.now() < deadline, "the first wait never started");
+          await sleep(50);
+        }
+        const { isError, value } = await call(client, "wait_for_text", second);
+        const t = text(value);
+        assert(isError, `a second wait ran beside the first: ${t.slice(0, 300)}`);
+        assert(t.startsWith("error (busy)"), t.slice(0, 300));
+        const [limit, retryMs] = refusalOf(t);
+        assert(limit === "max_concurrent_waits", t.slice(0, 300));
+        assert(t.includes("finish"), `no hint to let a wait finish: ${t.slice(0, 300)}`);
+        await ok(client, "send_keys", {
+          target: pane, keys: "echo released-$((40+2))", literal: true, enter: true,
+        });
+        const done = await first;
+        assert(done.outcome === "matched", JSON.stringify(done));
+        if (retryMs !== null) await sleep(retryMs);
+        const found = await ok(client, "wait_for_text", second);
+        assert(found.outcome === "matched", JSON.stringify(found));
+      });
+    } finally {
+      await client.close();
+    }
+  },
+
+  // A 16 KiB output budget: a whole-scrollback capture of 300 KB is refused, naming the budget
+  // and telling to ask for less; the capture of the last lines then succeeds.
+  async output_budget_refusal_read() {
+    const client = await connect(limitToken("output"));
+    try {
+      await withPane(client, "output", async (pane) => {
+        await ok(client, "send_keys", { target: pane, keys: SMALL_FLOOD, literal: true, enter: true });
+        await ok(client, "wait_for_text", {
+          target: pane, patterns: [`^${SMALL_FLOOD_DONE}$`], regex: true, timeout: 30,
+        });
+        const { isError, value } = await call(client, "capture_pane", {
+          target: pane, start: "-", max_lines: 100000,
+        });
+        const t = text(value);
+        assert(isError, `a 300 KB capture came back whole: ${t.slice(0, 300)}`);
+        assert(t.includes("output budget") || t.includes("max_output_bytes"), t.slice(0, 300));
+        assert(t.includes("ask for less"), `no hint to ask for less: ${t.slice(0, 300)}`);
+        const captured = await ok(client, "capture_pane", { target: pane, start: -30, max_lines: 20 });
+        assert(captured.text.split("\n").includes(SMALL_FLOOD_DONE), captured.text.slice(-500));
+      });
+    } finally {
+      await client.close();
+    }
+  },
+
+  // Session after session left open (the SDK's close() sends no DELETE): after
+  // max_sessions_per_client + 3 of them, a new session and a call on it succeed (a 429 with
+  // Retry-After is waited out once), and no refusal on the way throws past the step.
+  async sessions_per_client_cap() {
+    const token = limitToken("sessions");
+    const sessions = [];
+    const refusals = [];
+    const openOne = async (withCall) => {
+      const responses = [];
+      let client;
+      try {
+        client = await connect(token, { url: SESSIONS_URL, responses });
+        sessions.push(client.transport.sessionId ?? null);
+        if (withCall) await ok(client, "list_sessions", {});
+        else await client.listTools();
+        return true;
+      } catch (error) {
+        const refused = responses.find((r) => r.status >= 400);
+        assert(refused, `opening a session failed without a refusal: ${error}`);
+        refusals.push({ ...refused, message: String(error?.message ?? error) });
+        return false;
+      } finally {
+        await client?.close();
+      }
+    };
+    for (let i = 0; i < MAX_SESSIONS + 3; i++) await openOne(false);
+    assert(new Set(sessions).size === sessions.length, `a session id came back twice: ${sessions}`);
+    assert(sessions.every((id) => id), `a session without an id: ${sessions}`);
+    if (!(await openOne(true))) {
+      const { status, headers, message } = refusals[refusals.length - 1];
+      const retry = headers.get("retry-after");
+      assert(status === 429 && retry !== null,
+        `after ${sessions.length} sessions left open (${refusals.length - 1} refused), a new one was ` +
+        `refused with HTTP ${status} without Retry-After, though the sessions it counts are idle: ` +
+        `${message.slice(0, 300)}`);
+      await sleep(Number(retry) * 1000);
+      assert(await openOne(true), `refused again after Retry-After: ${refusals[refusals.length - 1].message}`);
+    }
+  },
+};
+
+const LIMIT_STEPS = [
+  "request_rate_refusal_read",
+  "tool_call_rate_refusal_read",
+  "concurrent_waits_refusal_read",
+  "output_budget_refusal_read",
+  "sessions_per_client_cap",
+];
+
+if (process.argv[2] === "limits") {
+  const client = await connect(TOKEN);
+  for (const name of LIMIT_STEPS) await step(name, () => LimitSteps[name](client));
+  await client.close();
+  process.exit(0);
 }
 
 const client = await connect(TOKEN);

@@ -3,6 +3,7 @@ environment the runner sets, and the gateway's own count of waits in flight. Sta
 only (the Inspector client runs on the system Python)."""
 
 import os
+import re
 import urllib.request
 
 URL = os.environ["INTEROP_URL"]
@@ -31,6 +32,41 @@ STEPS = [
 # into a pane; the runner's tmux server keeps 30 000 lines of history.
 FLOOD = "seq -f '%0100g' 1 12000"
 LAST_LINE = "%0100d" % 12000
+
+
+# The limit steps (see ../workflow.md, "Limits"), in order, run against the limits gateway with
+# `limits` as the client's last argument. Each but the first uses its own token, whose `sub`
+# the gateway's config gives that one small limit (and request rates no loop reaches).
+LIMIT_STEPS = [
+    "request_rate_refusal_read",
+    "tool_call_rate_refusal_read",
+    "concurrent_waits_refusal_read",
+    "output_budget_refusal_read",
+    "sessions_per_client_cap",
+]
+
+
+def limit_token(kind):
+    """The token for the limit step `kind` (tool_calls, waits, output, sessions)."""
+    return os.environ[f"INTEROP_LIMIT_TOKEN_{kind.upper()}"]
+
+
+# The sessions step's own gateway, and its `http.max_sessions_per_client`.
+SESSIONS_URL = os.environ.get("INTEROP_SESSIONS_URL", "")
+MAX_SESSIONS = int(os.environ.get("INTEROP_MAX_SESSIONS", "0"))
+
+# More than the output step's 16 KiB budget, and than the 64 KiB tmux reply it may receive: 3000
+# lines of 101 bytes, then a line the step waits for.
+SMALL_FLOOD = "seq -f '%0100g' 1 3000; echo flood-$((6*7))-done"
+SMALL_FLOOD_DONE = "flood-42-done"
+
+
+def refusal_of(text):
+    """(limit, retry_after_ms) of a refusal's text: the limit is the first name in backticks
+    (None when there is none), retry_after_ms None when the refusal gives no time."""
+    limit = text.split("`")[1] if text.count("`") >= 2 else None
+    retry = re.search(r"retry_after_ms: (\d+)", text)
+    return limit, int(retry.group(1)) if retry else None
 
 
 def waits_active():
