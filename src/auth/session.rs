@@ -36,23 +36,19 @@
 //! used idle session of any client (refused, like above, when none is idle).
 
 use std::collections::HashMap;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use axum::Json;
-use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use bytes::Bytes;
 use futures::future::BoxFuture;
 use http::header::RETRY_AFTER;
 use http::{HeaderName, Method, StatusCode};
-use http_body::{Frame, SizeHint};
 
 use super::principal::Principal;
+use crate::http::held_body::HeldBody;
 
 /// The MCP session header (Streamable HTTP).
 pub static MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -423,36 +419,6 @@ impl Drop for InUse {
     }
 }
 
-/// A response body that keeps its session busy until it has been sent in full or dropped.
-struct WhileAnswered {
-    inner: Body,
-    in_use: Option<InUse>,
-}
-
-impl http_body::Body for WhileAnswered {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        let polled = Pin::new(&mut self.inner).poll_frame(cx);
-        if let Poll::Ready(None) = polled {
-            self.in_use = None;
-        }
-        polled
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
-    }
-}
-
 fn too_many_sessions(max: usize) -> Response {
     (
         StatusCode::TOO_MANY_REQUESTS,
@@ -569,12 +535,8 @@ async fn in_session(
     if ended || response.status() == StatusCode::NOT_FOUND {
         bindings.unbind(id);
     }
-    response.map(|inner| {
-        Body::new(WhileAnswered {
-            inner,
-            in_use: Some(in_use),
-        })
-    })
+    // The session stays busy until its answer has been sent in full or dropped.
+    HeldBody::wrap(response, in_use)
 }
 
 #[cfg(test)]

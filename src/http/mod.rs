@@ -43,6 +43,7 @@ pub mod body;
 pub mod guard;
 pub mod hangup;
 pub mod health;
+pub(crate) mod held_body;
 pub mod listen;
 pub mod negotiate;
 pub mod secret;

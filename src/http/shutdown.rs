@@ -13,18 +13,13 @@
 //! Closing rmcp's streams first would cut in-flight calls off, hence the order.
 
 use std::io;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
-use bytes::Bytes;
 use http::Method;
-use http_body::{Frame, SizeHint};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -127,38 +122,7 @@ pub async fn track_in_flight(
         return next.run(request).await;
     }
     let guard = shutdown.enter();
-    next.run(request).await.map(|body| {
-        Body::new(TrackedBody {
-            body,
-            _guard: guard,
-        })
-    })
-}
-
-/// A response body that holds its request's in-flight slot until dropped.
-struct TrackedBody {
-    body: Body,
-    _guard: InFlightGuard,
-}
-
-impl http_body::Body for TrackedBody {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        Pin::new(&mut self.body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
-    }
+    super::held_body::HeldBody::wrap(next.run(request).await, guard)
 }
 
 #[cfg(test)]
