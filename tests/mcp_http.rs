@@ -529,20 +529,9 @@ async fn status_of(mcp: &RawMcp) -> reqwest::StatusCode {
     mcp.post(&list_tools()).send().await.expect("POST").status()
 }
 
-/// The sample of `/metrics` whose line starts with `series`.
+/// The sample `series` (labels included) of the gateway's `/metrics`.
 async fn metric(gateway: &TestGateway, series: &str) -> Option<f64> {
-    let text = reqwest::get(format!("{}/metrics", gateway.base))
-        .await
-        .ok()?
-        .text()
-        .await
-        .ok()?;
-    text.lines()
-        .find(|line| line.starts_with(series))?
-        .rsplit(' ')
-        .next()?
-        .parse()
-        .ok()
+    common::probe::metric_sample(&gateway.base, series).await
 }
 
 /// A client at `http.max_sessions_per_client` whose sessions are idle opens another: its least

@@ -5,13 +5,18 @@
 /// `muxgate_tmux_control_connections{server="work",connection="output"}`) in a scrape of
 /// `base`/metrics; 0 when absent.
 pub async fn metric(base: &str, name: &str) -> f64 {
+    metric_sample(base, name).await.unwrap_or(0.0)
+}
+
+/// The value of the sample `name` in a scrape of `base`/metrics; `None` when absent.
+pub async fn metric_sample(base: &str, name: &str) -> Option<f64> {
     let text = reqwest::get(format!("{base}/metrics"))
         .await
         .expect("GET /metrics")
         .text()
         .await
         .expect("metrics body");
-    sample(&text, name).unwrap_or(0.0)
+    sample(&text, name)
 }
 
 /// The value of the sample `name` in an exposition text.
