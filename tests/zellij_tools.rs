@@ -1630,10 +1630,11 @@ async fn servers_are_chosen_by_name_under_the_same_access_rules() {
     .await;
 }
 
-/// `zellij_run_command` answers an exit status only with the output printed before it, every
-/// time: Zellij can report a command's exit before its screen shows all the command printed,
-/// and an answer read then had the status without the output (seen once in five agent loops).
-/// Fifty runs in a row, each answer whole.
+/// `zellij_run_command` answers an exit status only with the output printed before it, in
+/// order, every time: Zellij can report a command's exit before its screen shows all the
+/// command printed (an answer read then had the status without the output), and it can apply
+/// the first bytes a new pane prints after later ones (an answer had its two lines swapped).
+/// Fifty runs in a row, each answer whole and in order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_one_off_command_is_answered_with_its_whole_output_every_time() {
     let Some(Setup {
