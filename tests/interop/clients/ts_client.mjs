@@ -1,19 +1,22 @@
 // The interop workflow driven by the official TypeScript MCP SDK, against a running muxgate.
 //
-// Usage: node ts_client.mjs [limits]   (a copy inside the npm prefix, next to the SDK)
+// Usage: node ts_client.mjs [limits|secrets]   (a copy inside the npm prefix, next to the SDK)
 // Environment (set by tests/interop/run): INTEROP_URL, INTEROP_TOKEN, INTEROP_EXPIRED_TOKEN,
 // INTEROP_METRICS_URL, INTEROP_CLIENT; with `limits`, the limit steps' tokens
 // (INTEROP_LIMIT_TOKEN_*), INTEROP_SESSIONS_URL and INTEROP_MAX_SESSIONS.
 //
-// Prints one `PASS <step>` or `FAIL <step>: <why>` line per step of the shared workflow, or
-// with `limits` of its limit steps (see workflow.md); the runner counts the lines.
+// Prints one `PASS <step>` or `FAIL <step>: <why>` line per step of the shared workflow, with
+// `limits` of its limit steps, with `secrets` of the secret entry steps (the link reaches the
+// client's elicitation handler and never the tool result; see workflow.md); the runner counts
+// the lines.
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import {
   StreamableHTTPClientTransport,
   StreamableHTTPError,
 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ElicitRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { createHash } from "node:crypto";
 
 const env = (name) => {
   const value = process.env[name];
@@ -42,9 +45,16 @@ function assert(condition, message) {
 }
 
 // With `responses`, the status and headers of every HTTP response the transport receives are
-// pushed to it.
-async function connect(token, { url = URL_, responses } = {}) {
-  const client = new Client({ name: "muxgate-interop", version: "1.0.0" });
+// pushed to it. With `elicitation`, the client declares elicitation (form and URL mode) and
+// hands `elicitation/create` requests' params to that callback.
+async function connect(token, { url = URL_, responses, elicitation } = {}) {
+  const client = new Client(
+    { name: "muxgate-interop", version: "1.0.0" },
+    elicitation ? { capabilities: { elicitation: { form: {}, url: {} } } } : undefined,
+  );
+  if (elicitation) {
+    client.setRequestHandler(ElicitRequestSchema, (request) => elicitation(request.params));
+  }
   const options = { requestInit: { headers: { Authorization: `Bearer ${token}` } } };
   if (responses) {
     options.fetch = async (...args) => {
@@ -470,10 +480,141 @@ const LIMIT_STEPS = [
   "sessions_per_client_cap",
 ];
 
+// Secret entry (workflow.md, after the workflow), as python_client.py's `secrets` steps. The
+// pane's program reads a line with echo off and says whether it was SECRET, without the secret
+// on its command line.
+const SECRET = "hunter2 s3cret";
+const READ_SECRET =
+  "read -rs X; [ \"$(printf %s \"$X\" | sha256sum | cut -d' ' -f1)\" = " +
+  createHash("sha256").update(SECRET).digest("hex") +
+  ' ] && echo "MATCHED ${#X}" || echo "DIFFERENT ${#X}"';
+const BASE = URL_.replace(/\/mcp$/, "");
+
+// Types SECRET at `link`'s form, as the human's browser would (the pane may still be settling:
+// a refusal is tried again).
+async function postSecret(link) {
+  const token = link.split("?t=").slice(1).join("?t=");
+  const body = new URLSearchParams({ t: token, secret: SECRET }).toString();
+  let status = null;
+  for (let n = 0; n < 100; n++) {
+    const response = await fetch(`${BASE}/secret`, {
+      method: "POST",
+      body,
+      headers: { "Content-Type": "application/x-www-form-urlencoded", Origin: BASE },
+      signal: AbortSignal.timeout(10_000),
+    });
+    await response.arrayBuffer();
+    if (response.ok) return;
+    status = response.status;
+    if (status !== 409) break;
+    await sleep(50);
+  }
+  throw new Error(`the secret form answered ${status}`);
+}
+
+// A user at the client: shown each URL elicitation, types the secret there, then says yes.
+class User {
+  constructor() {
+    this.shown = [];
+  }
+
+  handler() {
+    return async (params) => {
+      if (params.mode !== "url" || !params.url) return { action: "decline" };
+      this.shown.push(params.url);
+      await postSecret(params.url);
+      return { action: "accept" };
+    };
+  }
+}
+
+// A fresh session whose shell waits in `read -s`: [session name, pane].
+async function secretPane(client, tag) {
+  const name = `${LABEL}-${tag}-${process.pid}`;
+  const created = await ok(client, "create_session", { name, width: 120, height: 20 });
+  const pane = created.session.active_pane_id;
+  await ok(client, "run_command", { target: pane, command: "true", timeout: 20 });
+  await ok(client, "send_keys", { target: pane, keys: READ_SECRET, literal: true, enter: true });
+  return [name, pane];
+}
+
+// Asks for the secret once the pane's program reads it: the structured answer, and the whole
+// result as the model would be given it (JSON).
+async function requestSecret(client, pane) {
+  const args = { target: pane, label: "interop password", expires_in_seconds: 120 };
+  for (let n = 0; n < 100; n++) {
+    const result = await client.callTool({ name: "request_secret_input", arguments: args }, undefined, {
+      timeout: 60_000,
+    });
+    const dumped = JSON.stringify(result);
+    if (result.isError !== true) return [result.structuredContent, dumped];
+    assert(dumped.includes("conflict"), dumped.slice(0, 500));
+    await sleep(50);
+  }
+  throw new Error("the pane never became ready for a secret");
+}
+
+function assertNoLink(dumped) {
+  assert(!dumped.includes("/secret?") && !dumped.includes("?t="), `the result holds a link: ${dumped}`);
+}
+
+const SecretSteps = {
+  // The client's elicitation handler receives the link (2025-11-25: an `elicitation/create`
+  // request), the user types the secret there, and the tool result says it was typed, with no
+  // link in it.
+  async secret_link_to_handler() {
+    const user = new User();
+    const client = await connect(TOKEN, { elicitation: user.handler() });
+    try {
+      const version = client.transport.protocolVersion;
+      assert(version === "2025-11-25", `negotiated ${version}, expected 2025-11-25`);
+      const [name, pane] = await secretPane(client, "secret");
+      const [answer, dumped] = await requestSecret(client, pane);
+      assert(user.shown.length === 1, `the handler was shown ${JSON.stringify(user.shown)}`);
+      const link = user.shown[0];
+      assert(link.startsWith(`${BASE}/secret?t=`), link);
+      assertNoLink(dumped);
+      assert(!dumped.includes(link.split("?t=").slice(1).join("?t=")), dumped);
+      assert(answer?.status === "typed", JSON.stringify(answer));
+      const seen = await ok(client, "wait_for_text", {
+        target: pane, patterns: [`MATCHED ${SECRET.length}`], include_screen: true, timeout: 20,
+      });
+      assert(seen.outcome === "matched", JSON.stringify(seen));
+      await ok(client, "kill_session", { target: name });
+    } finally {
+      await client.close();
+    }
+  },
+
+  // A client without an elicitation handler gets no link either: the result says the request
+  // waits for an approver at the gateway, with its id.
+  async secret_fallback_without_handler() {
+    const client = await connect(TOKEN);
+    try {
+      const [name, pane] = await secretPane(client, "fallback");
+      const [answer, dumped] = await requestSecret(client, pane);
+      assertNoLink(dumped);
+      assert(answer?.status === "pending", JSON.stringify(answer));
+      assert(answer.next_step.includes(answer.request_id), JSON.stringify(answer));
+      assert(answer.next_step.includes("muxgate approvals secrets"), JSON.stringify(answer));
+      await ok(client, "kill_session", { target: name });
+    } finally {
+      await client.close();
+    }
+  },
+};
+
+const SECRET_STEPS = ["secret_link_to_handler", "secret_fallback_without_handler"];
+
 if (process.argv[2] === "limits") {
   const client = await connect(TOKEN);
   for (const name of LIMIT_STEPS) await step(name, () => LimitSteps[name](client));
   await client.close();
+  process.exit(0);
+}
+
+if (process.argv[2] === "secrets") {
+  for (const name of SECRET_STEPS) await step(name, () => SecretSteps[name]());
   process.exit(0);
 }
 
