@@ -675,6 +675,45 @@ async fn an_answer_too_large_for_the_budget_is_an_error_naming_it() {
     assert!(text.contains("ask for less"), "{text}");
 }
 
+/// A tmux reply larger than the budget lets the gateway read (here 200 KB of scrollback against
+/// 16 KiB) is the caller's to shrink: an `invalid_arguments` error naming `max_output_bytes`
+/// and saying how to ask for less, never "tmux refused the command"; the smaller range works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_too_large_to_read_names_the_budget_and_how_to_ask_for_less() {
+    let tmux = TestTmux::start();
+    let pane = format(&tmux, "main", "#{pane_id}");
+    tmux.ok(&[
+        "send-keys",
+        "-t",
+        &pane,
+        "seq -f '%0100g' 1 3000; echo flood-$((6*7))-done",
+        "Enter",
+    ]);
+    wait_for_text(&tmux, &pane, "flood-42-done").await;
+    let gateway = spawn_gateway(small_budget_gateway_config(&tmux)).await;
+    let (_, whole) = call_measured(
+        &gateway,
+        "capture_pane",
+        json!({"target": pane, "start": "-", "max_lines": 20}),
+    )
+    .await;
+    assert_eq!(whole["isError"], true, "{whole}");
+    let text = whole["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("error (invalid_arguments): "), "{text}");
+    assert!(text.contains("`max_output_bytes`"), "{text}");
+    assert!(text.contains("ask for less"), "{text}");
+    assert!(!text.contains("refused"), "{text}");
+    let (_, tail) = call_measured(
+        &gateway,
+        "capture_pane",
+        json!({"target": pane, "start": -30, "max_lines": 20}),
+    )
+    .await;
+    assert_eq!(tail["isError"], false, "{tail}");
+    let text = tail["structuredContent"]["text"].as_str().unwrap();
+    assert!(text.lines().any(|l| l == "flood-42-done"), "{text}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hidden_panes_look_like_missing_ones() {
     let tmux = TestTmux::start();

@@ -34,6 +34,7 @@ use crate::mux::tmux::target_path::{PathError, SessionLayout, path_command, reso
 use crate::mux::tmux::typing::TmuxTyping;
 use crate::mux::tmux::watch_session::is_watch_session;
 use crate::mux::tmux::windows::TmuxWindows;
+use crate::mux::tmux::worker::REPLY_OVER_BUDGET;
 use crate::mux::tmux::{
     BatchMode, Caller, CommandOutcome, ConnectError, EngineError, PaneId, QueueScope,
     ServerInstance, SessionId, TmuxCommand, TmuxServer, WindowId,
@@ -601,6 +602,14 @@ pub fn engine_error(server: &str, error: EngineError, list_hint: &str) -> ToolEr
         EngineError::Command(message) if is_missing_target(&message) => {
             ToolError::not_found(format!("tmux: {message}"), list_hint.to_owned())
         }
+        // Not tmux's refusal: the gateway did not read a reply larger than the caller's budget.
+        EngineError::Command(message) if message == REPLY_OVER_BUDGET => ToolError::new(
+            ToolErrorKind::InvalidArguments,
+            "tmux's reply was larger than your output budget (`max_output_bytes`) lets the \
+             gateway read, so it was not read",
+            "ask for less: a later `start` (e.g. -50) or a smaller range, or fewer objects; \
+             `max_lines` trims only what was read",
+        ),
         EngineError::Command(message) => ToolError::new(
             ToolErrorKind::Conflict,
             format!("tmux refused the command: {message}"),
@@ -707,6 +716,28 @@ mod tests {
         );
         assert_eq!(err.kind, ToolErrorKind::Unavailable);
         assert!(err.suggestion.contains("create_session"));
+    }
+
+    /// A reply the gateway would not read is the caller's to shrink, not tmux's refusal.
+    #[test]
+    fn a_reply_over_the_budget_names_the_budget_and_how_to_ask_for_less() {
+        let err = engine_error(
+            "default",
+            EngineError::Command(REPLY_OVER_BUDGET.into()),
+            PANES_HINT,
+        );
+        assert_eq!(err.kind, ToolErrorKind::InvalidArguments);
+        assert!(
+            err.message.contains("`max_output_bytes`"),
+            "{}",
+            err.message
+        );
+        assert!(!err.message.contains("refused"), "{}", err.message);
+        assert!(
+            err.suggestion.starts_with("ask for less"),
+            "{}",
+            err.suggestion
+        );
     }
 
     #[test]

@@ -404,11 +404,13 @@ impl WorkerHandle {
     }
 }
 
+/// The message of a command whose reply was longer than its caller may receive: the reply was
+/// thrown away unread (see `Block::oversized`).
+pub const REPLY_OVER_BUDGET: &str = "the reply was larger than your output budget allows";
+
 fn block_outcome(block: Block) -> CommandOutcome {
     if block.oversized {
-        return CommandOutcome::Failed(
-            "the reply was larger than your output budget allows: ask for less (a smaller range, fewer objects)".into(),
-        );
+        return CommandOutcome::Failed(REPLY_OVER_BUDGET.into());
     }
     if block.ok {
         CommandOutcome::Ok(block.body)
