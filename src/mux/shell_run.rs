@@ -365,16 +365,22 @@ impl RunCapture {
     }
 
     /// Records that output was lost before the bytes fed next: `bytes` is how much, when known.
+    ///
+    /// Before the start marker the loss is marked too: the bytes after it are kept as output
+    /// in case the marker was among the lost ones (they are dropped, mark and all, if the
+    /// marker still comes), and each later loss among them must show where it fell.
     pub fn lost_output(&mut self, bytes: Option<u64>) {
         if self.phase == Phase::Done {
             return;
         }
+        // Bytes kept after an earlier loss are output; before the start otherwise, the held
+        // bytes are the tail of what preceded it (perhaps half the marker): not output.
+        let kept_as_output = self.phase == Phase::Output || self.lost;
         self.lost = true;
         let carry = std::mem::take(&mut self.carry);
-        if self.phase == Phase::BeforeStart {
-            return;
+        if kept_as_output {
+            self.output(&carry);
         }
-        self.output(&carry);
         if self.assembler.has_partial() {
             let partial = self.assembler.partial();
             self.push_line(partial);
@@ -686,7 +692,10 @@ mod tests {
         assert_eq!(capture.exit_status(), Some(2));
         let text = capture.text();
         assert!(text.lost);
-        assert_eq!(text.text, "tail of output\n");
+        assert_eq!(
+            text.text,
+            "[... output lost: tmux dropped some ...]\ntail of output\n"
+        );
         // When the start marker does arrive after a loss, what came before it is dropped.
         let mut capture = RunCapture::new(&m, 100);
         capture.lost_output(None);
@@ -696,6 +705,27 @@ mod tests {
         data.extend_from_slice(&end("0"));
         assert_eq!(capture.feed(&data), Some(0));
         assert_eq!(capture.text().text, "real\n");
+    }
+
+    /// A run whose start marker was lost, then more output: every loss shows where it fell,
+    /// and no line is joined across one.
+    #[test]
+    fn each_loss_after_a_lost_start_is_marked_where_it_fell() {
+        let m = markers();
+        let mut capture = RunCapture::new(&m, 100);
+        capture.lost_output(Some(900));
+        assert_eq!(capture.feed(b"1\r\n1212\r\n12"), None);
+        capture.lost_output(Some(700));
+        let mut data = b"34\r\n1300\r\n".to_vec();
+        data.extend_from_slice(&end("0"));
+        assert_eq!(capture.feed(&data), Some(0));
+        let text = capture.text();
+        assert!(text.lost && !capture.started());
+        assert_eq!(
+            text.text,
+            "[... output lost: 900 bytes ...]\n1\n1212\n12\n\
+             [... output lost: 700 bytes ...]\n34\n1300\n"
+        );
     }
 
     #[test]
