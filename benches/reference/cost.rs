@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::fixture::{BenchTmux, Layout};
 use crate::procfs;
-use crate::servers::Muxgate;
+use crate::servers::{Muxgate, session_id};
 use crate::stats::{median, micros};
 
 const SESSION_VERSION: &str = "2025-06-18";
@@ -117,13 +117,7 @@ impl RawClient {
                     "clientInfo": {"name": "cost-bench", "version": "0"}}}),
                 )
                 .await?;
-            let session = response
-                .headers()
-                .get("mcp-session-id")
-                .context("a session id")?
-                .to_str()
-                .context("an ASCII session id")?
-                .to_owned();
+            let session = session_id(&response)?;
             response.bytes().await.context("initialize's answer")?;
             client.session = Some(session);
             client

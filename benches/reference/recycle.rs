@@ -16,7 +16,7 @@ use serde_json::json;
 
 use crate::fixture::BenchTmux;
 use crate::procfs;
-use crate::servers::Muxgate;
+use crate::servers::{Muxgate, session_id};
 use crate::stats::micros;
 
 const VERSION: &str = "2025-06-18";
@@ -133,13 +133,7 @@ async fn open_and_leave(mcp_url: &str, token: &str) -> Result<f64> {
         "initialize answered {}",
         response.status()
     );
-    let session = response
-        .headers()
-        .get("mcp-session-id")
-        .context("a session id")?
-        .to_str()
-        .context("an ASCII session id")?
-        .to_owned();
+    let session = session_id(&response)?;
     response.bytes().await.context("initialize's answer")?;
     let took = micros(started.elapsed());
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});

@@ -478,6 +478,17 @@ impl Reference {
     }
 }
 
+/// The `Mcp-Session-Id` an `initialize` answer opened.
+pub fn session_id(response: &reqwest::Response) -> Result<String> {
+    Ok(response
+        .headers()
+        .get("mcp-session-id")
+        .context("a session id")?
+        .to_str()
+        .context("an ASCII session id")?
+        .to_owned())
+}
+
 /// Where the reference is installed: `$MUXGATE_BENCH_VENV`, else a cache directory in the
 /// user's home (never inside the repository).
 pub fn default_venv() -> Result<PathBuf> {
