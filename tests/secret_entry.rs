@@ -529,16 +529,41 @@ impl ClientHandler for User {
     }
 }
 
+/// A gateway with an audit log, and a bash pane whose program waits to read a secret.
+struct Reading {
+    tmux: TestTmux,
+    dir: tempfile::TempDir,
+    gateway: TestGateway,
+    pane: String,
+}
+
+impl Reading {
+    async fn start() -> Self {
+        let tmux = TestTmux::start();
+        let dir = tempfile::tempdir().unwrap();
+        let gateway = gateway_with_audit(&tmux, &dir.path().join("audit.jsonl")).await;
+        let pane = bash_pane(&tmux).await;
+        type_line(&tmux, &pane, &read_secret());
+        Self {
+            tmux,
+            dir,
+            gateway,
+            pane,
+        }
+    }
+}
+
 /// Where the client supports URL elicitation, the link goes to the user and the call waits for
 /// the secret: the model sees neither the link nor the secret. A user who declines gets the
 /// link withdrawn.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn url_elicitation_offers_the_link_to_the_user_not_the_model() {
-    let tmux = TestTmux::start();
-    let dir = tempfile::tempdir().unwrap();
-    let gateway = gateway_with_audit(&tmux, &dir.path().join("audit.jsonl")).await;
-    let pane = bash_pane(&tmux).await;
-    type_line(&tmux, &pane, &read_secret());
+    let Reading {
+        tmux,
+        dir: _dir,
+        gateway,
+        pane,
+    } = Reading::start().await;
 
     let (user, agent) = User::connect(&gateway, true).await;
     let answer = request_when_ready(&agent, json!({"target": pane, "label": "pw"})).await;
@@ -649,11 +674,12 @@ fn link_from_cli(gateway: &TestGateway, token: &str, own: &str, id: &str) -> Str
 /// the link withdrawn.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_2026_client_is_asked_with_input_requests_and_its_result_holds_no_link() {
-    let tmux = TestTmux::start();
-    let dir = tempfile::tempdir().unwrap();
-    let gateway = gateway_with_audit(&tmux, &dir.path().join("audit.jsonl")).await;
-    let pane = bash_pane(&tmux).await;
-    type_line(&tmux, &pane, &read_secret());
+    let Reading {
+        tmux,
+        dir: _dir,
+        gateway,
+        pane,
+    } = Reading::start().await;
 
     let (user, agent) = User::discover(&gateway, true).await;
     let answer = request_when_ready(&agent, json!({"target": pane, "label": "pw"})).await;
@@ -685,11 +711,12 @@ async fn a_2026_client_is_asked_with_input_requests_and_its_result_holds_no_link
 /// waits for an approver instead.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_2026_client_that_does_not_answer_the_input_request_gets_the_fallback() {
-    let tmux = TestTmux::start();
-    let dir = tempfile::tempdir().unwrap();
-    let gateway = gateway_with_audit(&tmux, &dir.path().join("audit.jsonl")).await;
-    let pane = bash_pane(&tmux).await;
-    type_line(&tmux, &pane, &read_secret());
+    let Reading {
+        tmux,
+        dir: _dir,
+        gateway,
+        pane,
+    } = Reading::start().await;
     let (user, agent) = User::discover(&gateway, true).await;
     let args = json!({"target": pane, "label": "pw"});
     let mut first = None;
@@ -814,12 +841,13 @@ async fn a_human_types_the_secret_in_a_real_browser() {
     if !common::needs::program("chromium", "chromium", "the secret form's browser test") {
         return;
     }
-    let tmux = TestTmux::start();
-    let dir = tempfile::tempdir().unwrap();
-    let gateway = gateway_with_audit(&tmux, &dir.path().join("audit.jsonl")).await;
+    let Reading {
+        tmux,
+        dir: _dir,
+        gateway,
+        pane,
+    } = Reading::start().await;
     let agent = client(&gateway).await;
-    let pane = bash_pane(&tmux).await;
-    type_line(&tmux, &pane, &read_secret());
     let answer = request_when_ready(&agent, json!({"target": pane, "label": "pw"})).await;
     let url = approver_link(&gateway, &answer).await;
 
