@@ -599,22 +599,7 @@ pub fn not_found(target: &Target) -> ToolError {
 /// Turns an engine failure into an error a model can act on.
 pub fn engine_error(server: &str, error: EngineError, list_hint: &str) -> ToolError {
     match error {
-        EngineError::Command(message) if is_missing_target(&message) => {
-            ToolError::not_found(format!("tmux: {message}"), list_hint.to_owned())
-        }
-        // Not tmux's refusal: the gateway did not read a reply larger than the caller's budget.
-        EngineError::Command(message) if message == REPLY_OVER_BUDGET => ToolError::new(
-            ToolErrorKind::InvalidArguments,
-            "tmux's reply was larger than your output budget (`max_output_bytes`) lets the \
-             gateway read, so it was not read",
-            "ask for less: a later `start` (e.g. -50) or a smaller range, or fewer objects; \
-             `max_lines` trims only what was read",
-        ),
-        EngineError::Command(message) => ToolError::new(
-            ToolErrorKind::Conflict,
-            format!("tmux refused the command: {message}"),
-            "check the arguments against the tool description; list the target's state first",
-        ),
+        EngineError::Command(message) => command_error(message, list_hint),
         EngineError::Unavailable {
             cause: ConnectError::NoServer { .. } | ConnectError::NoSessions { .. },
             ..
@@ -684,6 +669,28 @@ pub fn engine_error(server: &str, error: EngineError, list_hint: &str) -> ToolEr
             "reconnect in a moment",
         ),
     }
+}
+
+/// tmux refused a command, or the gateway declined to read its reply.
+fn command_error(message: String, list_hint: &str) -> ToolError {
+    if is_missing_target(&message) {
+        return ToolError::not_found(format!("tmux: {message}"), list_hint.to_owned());
+    }
+    // Not tmux's refusal: the gateway did not read a reply larger than the caller's budget.
+    if message == REPLY_OVER_BUDGET {
+        return ToolError::new(
+            ToolErrorKind::InvalidArguments,
+            "tmux's reply was larger than your output budget (`max_output_bytes`) lets the \
+             gateway read, so it was not read",
+            "ask for less: a later `start` (e.g. -50) or a smaller range, or fewer objects; \
+             `max_lines` trims only what was read",
+        );
+    }
+    ToolError::new(
+        ToolErrorKind::Conflict,
+        format!("tmux refused the command: {message}"),
+        "check the arguments against the tool description; list the target's state first",
+    )
 }
 
 /// tmux's wording for a target that does not exist.
