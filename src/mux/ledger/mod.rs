@@ -83,7 +83,8 @@ pub struct Ledger {
     cwd: Option<String>,
     /// Command lines of `run_command` runs, by run id, until their start marker arrives.
     named_runs: VecDeque<(String, String)>,
-    /// A prompt mark (`A` or `B`) was seen: the shell itself is integrated.
+    /// A prompt mark (`A` or `B`) or a command mark of the shell's own was seen: the shell
+    /// itself is integrated.
     integrated: bool,
     /// The id the next record will get, and the command line it will carry.
     next_name: Option<(u64, String)>,
@@ -123,8 +124,8 @@ impl Ledger {
         self.cwd.as_deref()
     }
 
-    /// Whether the shell marks its prompts (OSC 133 `A`/`B`): then every command it runs is
-    /// recorded, not only `run_command`'s.
+    /// Whether the shell marks its prompts or commands (OSC 133 `A`/`B`, or a `C` without a
+    /// run id): then every command it runs is recorded, not only `run_command`'s.
     pub fn shell_integrated(&self) -> bool {
         self.integrated
     }
@@ -248,6 +249,9 @@ impl Ledger {
             output_to: None,
             run,
         });
+        // A `C` of the shell's own (no run id) shows it marks its commands, as much as an `A`
+        // does: recording may have begun after the prompt was drawn.
+        self.integrated |= self.records.back().is_some_and(|r| r.run.is_none());
         self.next_id += 1;
         self.phase = ShellPhase::Running;
     }
@@ -390,6 +394,16 @@ mod tests {
             ledger.record(id).and_then(|r| r.command.as_deref()),
             Some("ls")
         );
+    }
+
+    #[test]
+    fn a_shell_marked_command_seen_before_any_prompt_shows_integration() {
+        let (ledger, _) = ledger_of(&[b"true\r\n\x1b]133;C\x07", b"\x1b]133;D;0\x07"]);
+        let r = ledger.records().next().cloned();
+        assert_eq!(r.as_ref().and_then(|r| r.command.as_deref()), Some("true"));
+        assert_eq!(r.and_then(|r| r.exit_status), Some(0));
+        assert!(ledger.shell_integrated());
+        assert!(!ledger.at_prompt());
     }
 
     #[test]
