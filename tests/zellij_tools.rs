@@ -1019,7 +1019,8 @@ async fn terminal_io_and_the_user_workflows() {
     }
     assert!(
         interrupted,
-        "Ctrl c never brought the prompt back; the pane shows {screen}"
+        "Ctrl c never brought the prompt back; the pane shows {screen}\n{}",
+        zellij_common::pane_processes(&session)
     );
     assert!(
         !screen["text"]

@@ -181,3 +181,56 @@ impl Drop for Harness {
         }
     }
 }
+
+/// What a failed terminal check needs to be understood: every process of `session` (found by
+/// the `ZELLIJ_SESSION_NAME` Zellij gives its panes) with its process group, the terminal's
+/// foreground group, state and ignored/blocked signals, and each terminal's modes.
+pub fn pane_processes(session: &SessionName) -> String {
+    let wanted = format!("ZELLIJ_SESSION_NAME={}", session.as_str());
+    let mut out = String::new();
+    let mut ttys = std::collections::BTreeSet::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return "no /proc".to_owned();
+    };
+    for entry in dir.flatten() {
+        let proc = entry.path();
+        let Ok(environ) = std::fs::read(proc.join("environ")) else {
+            continue;
+        };
+        if !environ.split(|b| *b == 0).any(|v| v == wanted.as_bytes()) {
+            continue;
+        }
+        let stat = std::fs::read_to_string(proc.join("stat")).unwrap_or_default();
+        let status = std::fs::read_to_string(proc.join("status")).unwrap_or_default();
+        let masks: Vec<&str> = status
+            .lines()
+            .filter(|l| l.starts_with("SigIgn") || l.starts_with("SigBlk"))
+            .collect();
+        let cmdline = std::fs::read(proc.join("cmdline")).unwrap_or_default();
+        // stat: pid (comm) state ppid pgrp session tty_nr tpgid ...
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "pid {} [{}] state/ppid/pgrp/sid/tty/tpgid {:?} {masks:?}\n",
+            entry.file_name().to_string_lossy(),
+            String::from_utf8_lossy(&cmdline).replace('\0', " "),
+            fields.get(..6).unwrap_or_default(),
+        ));
+        if let Ok(tty) = std::fs::read_link(proc.join("fd/0"))
+            && tty.starts_with("/dev/pts")
+        {
+            ttys.insert(tty);
+        }
+    }
+    for tty in ttys {
+        let modes = Command::new("stty").arg("-a").arg("-F").arg(&tty).output();
+        let modes = modes.map_or_else(
+            |e| e.to_string(),
+            |o| String::from_utf8_lossy(&o.stdout).into_owned(),
+        );
+        out.push_str(&format!("{}: {modes}\n", tty.display()));
+    }
+    out
+}
