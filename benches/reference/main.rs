@@ -808,7 +808,74 @@ async fn sessions(options: &Options, reference: &Reference) -> Result<()> {
         "\nFor comparison, one {REFERENCE_PACKAGE} process (stdio: one per agent) after a few calls: RSS {}.\n",
         mib(ref_rss as f64)
     );
+    print_scale_goals(&s);
     Ok(())
+}
+
+/// The scale goals, judged at the largest step against step 0 (the same gateway before any
+/// wait): goal, value, met or missed.
+fn print_scale_goals(s: &scale::IdleSessions) {
+    let (Some(before), Some(at)) = (s.steps.first(), s.steps.last()) else {
+        return;
+    };
+    let p99 = |step: &scale::IdleStep| quantile(&step.trickle, 0.99);
+    let p50_wake = |step: &scale::IdleStep| quantile(&step.wakes, 0.5);
+    let capture_ratio = p99(at) / p99(before);
+    let wake_ratio = p50_wake(at) / p50_wake(before);
+    let pss_mb = at.gateway_and_helpers_pss_kib as f64 * 1024.0 / 1e6;
+    let cpu = at.tmux_server_idle_cpu_ms_per_s;
+    let attached = at.settled_from_last.as_secs_f64();
+    println!("Against the goals, at {} sessions:\n", at.sessions);
+    println!("| goal | value | verdict |\n|---|---|---|");
+    let rows = [
+        (
+            "tmux does not crash".to_owned(),
+            format!("{} sessions watched, server alive", at.sessions),
+            true,
+        ),
+        (
+            "tmux server CPU while idle ≤ 50 ms/s (5 % of a core)".to_owned(),
+            format!("{cpu:.0} ms/s"),
+            cpu <= 50.0,
+        ),
+        (
+            "capture_pane p99 ≤ 3× its p99 with nothing watched".to_owned(),
+            format!(
+                "{} ÷ {} = {capture_ratio:.1}×",
+                latency(p99(at)),
+                latency(p99(before))
+            ),
+            capture_ratio <= 3.0,
+        ),
+        (
+            "wake-up p50 unchanged (≤ 1.5× with nothing watched)".to_owned(),
+            format!(
+                "{} against {} = {wake_ratio:.2}×",
+                latency(p50_wake(at)),
+                latency(p50_wake(before))
+            ),
+            wake_ratio <= 1.5,
+        ),
+        (
+            "every wait watched within 10 s of its call".to_owned(),
+            format!("{attached:.1} s after the last wait started"),
+            attached <= 10.0,
+        ),
+        (
+            "gateway and helpers ≤ 300 MB PSS".to_owned(),
+            format!(
+                "{pss_mb:.0} MB, {:.0} KiB per waiting agent",
+                (at.gateway_and_helpers_pss_kib
+                    .saturating_sub(before.gateway_and_helpers_pss_kib)) as f64
+                    / at.sessions.max(1) as f64
+            ),
+            pss_mb <= 300.0,
+        ),
+    ];
+    for (goal, value, ok) in rows {
+        println!("| {goal} | {value} | **{}** |", met(ok));
+    }
+    println!();
 }
 
 /// Case 5: muxgate's send_keys rate against the bare control client's.
