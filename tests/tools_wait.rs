@@ -194,9 +194,19 @@ async fn wait_for_text_reports_exits_and_full_screen_programs() {
     assert_eq!(exited["outcome"], "pane_exited", "{exited}");
     // tmux 3.3a now and then never records a dead pane's status; muxgate reports what it has.
     let known = tmux.ok(&["display-message", "-p", "-t", &kept, "#{pane_dead_status}"]);
-    match known.trim().parse::<i64>() {
-        Ok(status) => assert_eq!(exited["pane_exit_status"], status, "{exited}"),
-        Err(_) => assert!(exited["pane_exit_status"].is_null(), "{exited}"),
+    // A wait on a pane already dead answers at once, with how its program ended.
+    let again = call_ok(
+        &client,
+        "wait_for_text",
+        json!({"target": kept, "patterns": ["never"], "timeout": 60}),
+    )
+    .await;
+    for answer in [&exited, &again] {
+        assert_eq!(answer["outcome"], "pane_exited", "{answer}");
+        match known.trim().parse::<i64>() {
+            Ok(status) => assert_eq!(answer["pane_exit_status"], status, "{answer}"),
+            Err(_) => assert!(answer["pane_exit_status"].is_null(), "{answer}"),
+        }
     }
 
     // A pane that closes.

@@ -19,7 +19,7 @@
 //!
 //! On a Zellij server the same tool runs through [`McpServer::wait_for_zellij_text`].
 
-use crate::mcp::tools::watch::read_state;
+use crate::mcp::tools::watch::{read_settled_state, read_state};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
@@ -419,7 +419,18 @@ pub async fn wait_for_text(
     let state = by_deadline(tmux, deadline, read_state(tmux, pane)).await?;
     let mut watch = TextWatch::new(matcher, EchoFilter::new(&request.typed()));
     let end = if state.dead {
-        WaitEnd::outcome(WaitOutcome::PaneExited)
+        // Dead before the wait began: tmux records how the program ended after the dead flag.
+        let status = match state.dead_status {
+            Some(status) => Some(status),
+            None => {
+                by_deadline(tmux, deadline, read_settled_state(tmux, pane))
+                    .await?
+                    .dead_status
+            }
+        };
+        let mut ended = WaitEnd::outcome(WaitOutcome::PaneExited);
+        ended.exit_status = status;
+        ended
     } else {
         let caught_up = if state.alternate_on {
             // The stream only reports switches; start from what the pane shows now.
