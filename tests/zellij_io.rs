@@ -84,6 +84,50 @@ async fn write_then_read_viewport_and_scrollback() {
     assert!(matches!(err, ZellijError::NoSuchPane { .. }), "{err}");
 }
 
+/// A gateway started the way scripts often start services (`nohup muxgate serve &` ignores
+/// SIGHUP, SIGINT and SIGQUIT) must not hand those to the panes of a Zellij server it starts:
+/// there Ctrl-C would interrupt nothing. This test process ignores them, as such a gateway
+/// would (the other tests of this binary then start their sessions so too), and a command run
+/// in the pane finds each at its default.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pane_inherits_no_signal_its_starter_ignored() {
+    let signals = [libc::SIGHUP, libc::SIGINT, libc::SIGQUIT];
+    for signal in signals {
+        // SAFETY: setting a signal's disposition to SIG_IGN touches no memory.
+        unsafe {
+            libc::signal(signal, libc::SIG_IGN);
+        }
+    }
+    let Some(h) = Harness::new().await else {
+        return;
+    };
+    let s = h.session().await;
+    shell_ready(&h, &s).await;
+    let result = h
+        .backend
+        .run_in_pane(
+            &s,
+            SHELL,
+            "grep SigIgn /proc/self/status",
+            RunInPaneOptions::default(),
+        )
+        .await
+        .unwrap();
+    let mask = result
+        .output
+        .trim()
+        .strip_prefix("SigIgn:")
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        .unwrap_or_else(|| panic!("no mask in {:?}", result.output));
+    for signal in signals {
+        assert_eq!(
+            mask & (1 << (signal - 1)),
+            0,
+            "signal {signal} is ignored in the pane: {mask:#x}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_starting_with_a_dash_is_typed_literally() {
     let Some(h) = Harness::new().await else {

@@ -10,6 +10,7 @@
 //! CLIs report about themselves through their hooks.
 
 pub mod agent_report;
+pub(crate) mod child_process;
 pub mod echo;
 pub mod foreground;
 pub mod ledger;

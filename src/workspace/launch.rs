@@ -27,8 +27,9 @@ use super::cgroup::Membership;
 use super::host::Host;
 use super::layout::Layout;
 use super::sandbox::{MountSizes, ProcessLimits, WorkspaceDirs, server_command, server_env};
+use crate::mux::child_process::mark_inherited_fds_cloexec;
 use crate::mux::tmux::RunAs;
-use crate::mux::tmux::spawn::{become_user, mark_inherited_fds_cloexec};
+use crate::mux::tmux::spawn::become_user;
 use crate::state::write_private;
 
 /// The file recording the sandbox process, in the workspace's directory.

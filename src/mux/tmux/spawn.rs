@@ -29,6 +29,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 
+use crate::mux::child_process;
+
 /// Which tmux server to talk to: tmux's own notion of a socket. (Ordered so that a config
 /// naming one socket twice can be found.)
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -239,47 +241,10 @@ pub fn tmux_command(tmux_bin: &Path, endpoint: &TmuxEndpoint) -> tokio::process:
             if libc::getppid() != parent {
                 return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
             }
-            mark_inherited_fds_cloexec()
+            child_process::mark_inherited_fds_cloexec()
         });
     }
     command
-}
-
-/// Marks every descriptor above standard error close-on-exec, so that a child gets only its
-/// standard streams: a descriptor the gateway inherited without the flag (from a service
-/// manager, a container runtime, a test harness) would otherwise reach every program it
-/// starts, and through a workspace's tmux server every tenant. For `pre_exec` closures: only
-/// async-signal-safe calls, no allocation.
-pub fn mark_inherited_fds_cloexec() -> std::io::Result<()> {
-    // SAFETY: close_range(2) with the CLOEXEC flag closes nothing and touches no memory.
-    let marked = unsafe {
-        libc::syscall(
-            libc::SYS_close_range,
-            3u32,
-            u32::MAX,
-            libc::CLOSE_RANGE_CLOEXEC,
-        )
-    };
-    if marked == 0 {
-        return Ok(());
-    }
-    // Kernels before 5.11: one descriptor at a time, up to the open-files limit.
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit(2) writes into the struct it is given.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    let top = libc::c_int::try_from(limit.rlim_cur.min(1 << 20)).unwrap_or(1 << 20);
-    for fd in 3..top {
-        // SAFETY: fcntl(2) on a descriptor number; an unused one fails with EBADF, ignored.
-        unsafe {
-            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
-        }
-    }
-    Ok(())
 }
 
 /// Drops every supplementary group and switches to `run_as`. For `pre_exec` closures: only

@@ -22,6 +22,7 @@ use tokio::process::{Child, Command};
 
 use super::error::{Result, ZellijError};
 use super::ids::SessionName;
+use crate::mux::child_process;
 
 /// Variables a process inside a Zellij pane inherits and the CLI would obey.
 const INHERITED_ZELLIJ_VARS: [&str; 3] = ["ZELLIJ", "ZELLIJ_SESSION_NAME", "ZELLIJ_PANE_ID"];
@@ -129,6 +130,16 @@ impl ZellijCli {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        // A command that starts a session starts the Zellij server, and every pane inherits
+        // its signal dispositions: none ignored, or Ctrl-C interrupts nothing there.
+        // SAFETY: the closure makes only async-signal-safe calls (signal, close_range or
+        // fcntl, getrlimit) and allocates nothing.
+        unsafe {
+            cmd.pre_exec(|| {
+                child_process::restore_default_signals()?;
+                child_process::mark_inherited_fds_cloexec()
+            });
+        }
         set_parent_death_signal(&mut cmd);
         cmd
     }

@@ -1,0 +1,105 @@
+//! What the gateway sets up in the forked child of a program it starts, before exec: none of
+//! the gateway's inherited descriptors (every program), and the default disposition of every
+//! signal (Zellij's, whose server passes its own on to its panes).
+//!
+//! Both close holes the gateway's own start can open. A descriptor inherited without
+//! close-on-exec (from a service manager, a container runtime, a test harness) would reach
+//! every program started, and through a multiplexer server every tenant. A signal ignored by
+//! whoever started the gateway (`nohup` ignores `SIGHUP`; a non-interactive shell's `cmd &`
+//! ignores `SIGINT` and `SIGQUIT`) stays ignored across exec: a Zellij server started so
+//! hands it to every pane, and Ctrl-C then interrupts nothing. (tmux resets its panes' signals
+//! itself.) Every function here is for `pre_exec` closures: only async-signal-safe calls, no
+//! allocation.
+
+/// Marks every descriptor above standard error close-on-exec, so that a child gets only its
+/// standard streams: a descriptor the gateway inherited without the flag (from a service
+/// manager, a container runtime, a test harness) would otherwise reach every program it
+/// starts, and through a workspace's tmux server every tenant. For `pre_exec` closures: only
+/// async-signal-safe calls, no allocation.
+pub(crate) fn mark_inherited_fds_cloexec() -> std::io::Result<()> {
+    // SAFETY: close_range(2) with the CLOEXEC flag closes nothing and touches no memory.
+    let marked = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if marked == 0 {
+        return Ok(());
+    }
+    // Kernels before 5.11: one descriptor at a time, up to the open-files limit.
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit(2) writes into the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let top = libc::c_int::try_from(limit.rlim_cur.min(1 << 20)).unwrap_or(1 << 20);
+    for fd in 3..top {
+        // SAFETY: fcntl(2) on a descriptor number; an unused one fails with EBADF, ignored.
+        unsafe {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
+    }
+    Ok(())
+}
+
+/// Sets every catchable signal's disposition to the default, so an ignored one is not
+/// inherited across exec (the signal mask is reset by the standard library's spawn).
+pub(crate) fn restore_default_signals() -> std::io::Result<()> {
+    for signal in 1..libc::SIGRTMAX() {
+        if signal == libc::SIGKILL || signal == libc::SIGSTOP {
+            continue;
+        }
+        // SAFETY: signal(2) with SIG_DFL is async-signal-safe and touches no memory; numbers
+        // the kernel does not accept (glibc's reserved real-time ones) fail, ignored.
+        unsafe {
+            libc::signal(signal, libc::SIG_DFL);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::CommandExt as _;
+
+    use super::*;
+
+    /// The ignored signals of a child, from its `/proc/self/status` (`SigIgn`, hex mask).
+    fn ignored_in_child(setup: bool) -> u64 {
+        let mut command = std::process::Command::new("sh");
+        command.args(["-c", "grep SigIgn /proc/self/status"]);
+        // SAFETY: signal(2) calls only, as in the gateway's own pre_exec closures.
+        unsafe {
+            command.pre_exec(move || {
+                libc::signal(libc::SIGINT, libc::SIG_IGN);
+                libc::signal(libc::SIGQUIT, libc::SIG_IGN);
+                if setup {
+                    restore_default_signals()?;
+                }
+                Ok(())
+            });
+        }
+        let output = command.output().expect("run sh");
+        let text = String::from_utf8_lossy(&output.stdout);
+        let hex = text.trim().trim_start_matches("SigIgn:").trim();
+        u64::from_str_radix(hex, 16).expect("a hex mask")
+    }
+
+    #[test]
+    fn signals_ignored_by_whoever_started_the_gateway_are_not_passed_on() {
+        let bit = |signal: libc::c_int| 1u64 << (signal - 1);
+        let both = bit(libc::SIGINT) | bit(libc::SIGQUIT);
+        assert_eq!(
+            ignored_in_child(false) & both,
+            both,
+            "the check sees an ignore"
+        );
+        assert_eq!(ignored_in_child(true) & both, 0);
+    }
+}
