@@ -223,8 +223,11 @@ async fn a_watch_session_left_by_a_dead_gateway_is_removed_by_the_next() {
     );
     assert!(sessions(&tmux).contains("_muxgate"));
 
+    // The next gateway's command client attaches to the most recent session, the stale one,
+    // and must leave it before killing it: tmux crashed killing a session under it.
     let (next, _next_shutdown) = server_for(&tmux);
     let _watched = watch(&next, tmux.pane_id("main")).await;
+    assert!(server_running(&tmux), "the tmux server crashed");
     let watching = tmux.ok(&["list-clients", "-t", "_muxgate", "-F", "#{client_pid}"]);
     assert_eq!(watching.lines().count(), 1, "{watching}");
     tmux.ok(&["kill-session", "-t", "agent"]);

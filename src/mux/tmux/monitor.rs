@@ -806,8 +806,9 @@ impl OutputHub {
     /// exists without its client: another client attaching without a target could otherwise
     /// pick it), with the placeholder window's id. A watch session left by a muxgate that died
     /// (no client attached; its windows whose own session has ended live on in it until now)
-    /// is killed first; one with a client is another gateway's, and this one does not fight
-    /// it.
+    /// is killed first, after this gateway's command client leaves it (tmux attaches a client
+    /// that names no session to the most recent one); one with a client is another gateway's,
+    /// and this one does not fight it.
     async fn connect(&self, caller: &Caller) -> Result<(Connection, WindowId), EngineError> {
         match self.connect_once().await {
             Err(EngineError::Unavailable {
@@ -819,11 +820,18 @@ impl OutputHub {
                     .worker
                     .run(caller, watch_session::clients()?)
                     .await?;
-                if !watch_session::is_stale(&rows, &term_marker()) {
+                let ours = term_marker();
+                if !watch_session::is_stale(&rows, &ours) {
                     return Err(self.inner.unavailable(format!(
                         "another client is attached to this server's {} session (a second gateway?)",
                         watch_session::WATCH_SESSION
                     )));
+                }
+                if watch_session::ours_attached(&rows, &ours) {
+                    self.inner
+                        .worker
+                        .run(caller, watch_session::leave()?)
+                        .await?;
                 }
                 self.inner
                     .worker

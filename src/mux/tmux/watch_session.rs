@@ -256,6 +256,20 @@ pub fn is_stale(rows: &[Vec<u8>], ours: &str) -> bool {
         .all(|row| row.trim_ascii().is_empty() || row.trim_ascii() == ours.as_bytes())
 }
 
+/// Whether a [`clients`] answer shows this gateway's own command client (`ours`) attached to
+/// the watch session: tmux attaches a client that names no session to the most recent one.
+pub fn ours_attached(rows: &[Vec<u8>], ours: &str) -> bool {
+    rows.iter().any(|row| row.trim_ascii() == ours.as_bytes())
+}
+
+/// Moves the client that runs it (this gateway's command client) to the next session, off a
+/// stale watch session about to be killed: tmux (3.3a and 3.5a, measured) can crash when a
+/// session is killed under an attached control client, writing a notification to the client
+/// while it exits.
+pub fn leave() -> Result<TmuxCommand, QuoteError> {
+    TmuxCommand::new("switch-client").flag("-n").build()
+}
+
 /// Kills a stale watch session (left by a muxgate that is gone).
 pub fn kill_stale() -> Result<TmuxCommand, QuoteError> {
     TmuxCommand::new("kill-session")
@@ -398,6 +412,9 @@ mod tests {
             "muxgate-7"
         ));
         assert!(!is_stale(&[b"xterm".to_vec()], "muxgate-7"));
+        assert!(ours_attached(&[b"muxgate-7".to_vec()], "muxgate-7"));
+        assert!(!ours_attached(&[b"muxgate-8".to_vec()], "muxgate-7"));
+        assert!(!ours_attached(&[], "muxgate-7"));
         assert_eq!(
             clients().unwrap().text(),
             "list-clients -t '=_muxgate:' -F '#{client_termname}'"
