@@ -830,8 +830,12 @@ fn print_scale_goals(s: &scale::IdleSessions) {
     let rows = [
         (
             "tmux does not crash".to_owned(),
-            format!("{} sessions watched, server alive", at.sessions),
-            true,
+            format!(
+                "{} sessions watched; tmux server RSS at the last step {}",
+                at.sessions,
+                mib(at.tmux_server_rss_kib as f64)
+            ),
+            at.tmux_server_rss_kib > 0,
         ),
         (
             "tmux server CPU while idle ≤ 50 ms/s (5 % of a core)".to_owned(),

@@ -286,19 +286,7 @@ fn with_decoded(args: &mut Value) {
                 let decoded: Vec<(String, Value)> = ENCODED_FIELDS
                     .iter()
                     .filter_map(|field| {
-                        let shown = match map.get(*field)? {
-                            Value::String(text) => Value::String(decoded_text(text)),
-                            Value::Array(items) => Value::Array(
-                                items
-                                    .iter()
-                                    .map(|item| match item {
-                                        Value::String(text) => Value::String(decoded_text(text)),
-                                        other => other.clone(),
-                                    })
-                                    .collect(),
-                            ),
-                            _ => return None,
-                        };
+                        let shown = decoded_value(map.get(*field)?)?;
                         Some((format!("{field}_decoded"), shown))
                     })
                     .collect();
@@ -308,6 +296,20 @@ fn with_decoded(args: &mut Value) {
         }
         Value::Array(items) => items.iter_mut().for_each(with_decoded),
         Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
+    }
+}
+
+/// An input field's value as a human reads it: a string decoded, an array's strings each.
+fn decoded_value(value: &Value) -> Option<Value> {
+    match value {
+        Value::String(text) => Some(Value::String(decoded_text(text))),
+        Value::Array(items) => Some(Value::Array(
+            items
+                .iter()
+                .map(|item| decoded_value(item).unwrap_or_else(|| item.clone()))
+                .collect(),
+        )),
+        _ => None,
     }
 }
 

@@ -235,6 +235,9 @@ impl Ledger {
                 .filter(|text| !text.is_empty()),
             _ => None,
         });
+        // A `C` of the shell's own (no run id) shows it marks its commands, as much as an `A`
+        // does: recording may have begun after the prompt was drawn.
+        self.integrated |= run.is_none();
         if self.records.len() == self.capacity {
             self.records.pop_front();
         }
@@ -249,9 +252,6 @@ impl Ledger {
             output_to: None,
             run,
         });
-        // A `C` of the shell's own (no run id) shows it marks its commands, as much as an `A`
-        // does: recording may have begun after the prompt was drawn.
-        self.integrated |= self.records.back().is_some_and(|r| r.run.is_none());
         self.next_id += 1;
         self.phase = ShellPhase::Running;
     }
