@@ -74,15 +74,19 @@ async fn initialize_after_a_successful_discover_opens_a_session() {
         "{discover}"
     );
 
-    // The same client then initializes, as some do: a 2025-era session opens and serves.
-    let mut mcp = gateway.raw();
-    let init = mcp.initialize().await;
-    assert_eq!(init["result"]["protocolVersion"], LEGACY_VERSION, "{init}");
-    let call = mcp
-        .request(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+    // The client then initializes, as some do: a 2025-era session opens and serves. Some
+    // send the handshake without a version header (Claude Code), some still with the header of
+    // the era they discovered in (the Python SDK's `initialize()` after its discover).
+    let fresh = gateway.raw();
+    for mut client in [fresh, mcp] {
+        let init = client.initialize().await;
+        assert_eq!(init["result"]["protocolVersion"], LEGACY_VERSION, "{init}");
+        let call = client
+            .request(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
             "params": {"name": "list_servers", "arguments": {}}}))
-        .await;
-    assert_eq!(call["result"]["isError"], false, "{call}");
+            .await;
+        assert_eq!(call["result"]["isError"], false, "{call}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

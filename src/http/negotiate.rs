@@ -4,11 +4,14 @@
 //! 2025-era session opens as usual), some name a protocol version newer than any this gateway
 //! knows, some leave out a header. Each gets the most useful answer the protocol allows:
 //!
-//! - `initialize` with an `MCP-Protocol-Version` header naming an unknown version: the header
-//!   is dropped and the body's `protocolVersion` negotiates as usual (the header names a
-//!   version already agreed on, and at `initialize` none is yet). A 2026-07-28-style request
-//!   at an unknown version is rmcp's to answer: its `-32022` error lists the versions it
-//!   supports, and the client retries with one.
+//! - `initialize` with an `MCP-Protocol-Version` header naming an unknown version, or a
+//!   version of the per-request era (2026-07-28 on, which has no `initialize`: a client that
+//!   discovered at it and now opens a session, as the Python SDK's `initialize()` after its
+//!   discover does): the header is dropped and the body's `protocolVersion` negotiates as
+//!   usual (the header names a version already agreed on, and at `initialize` none is yet).
+//!   A session-era header that contradicts the body stays rmcp's to refuse.
+//! - A 2026-07-28-style request at an unknown version is rmcp's to answer: its `-32022` error
+//!   lists the versions it supports, and the client retries with one.
 //! - A request at 2026-07-28 or later without `Mcp-Method`, or without the `Mcp-Name` its
 //!   method needs: the protocol requires the refusal (`400`, `-32020`); the answer names the
 //!   header and the value to send.
@@ -76,17 +79,16 @@ pub(crate) fn quirk(request: &Checked, headers: &HeaderMap) -> Option<Quirk> {
         });
     }
     let version = header_text(headers, PROTOCOL_VERSION_HEADER);
+    let per_request = version.is_some_and(|v| v >= ProtocolVersion::STANDARD_HEADERS.as_str());
     if request.method == "initialize" {
         let known = |v: &str| {
             ProtocolVersion::KNOWN_VERSIONS
                 .iter()
                 .any(|k| k.as_str() == v)
         };
-        return version
-            .is_some_and(|v| !known(v))
+        return (per_request || version.is_some_and(|v| !known(v)))
             .then_some(Quirk::DropVersionHeader);
     }
-    let per_request = version.is_some_and(|v| v >= ProtocolVersion::STANDARD_HEADERS.as_str());
     if per_request {
         return missing_standard_header(request, headers);
     }
@@ -235,8 +237,12 @@ mod tests {
         let future = headers(&[("accept", BOTH), ("mcp-protocol-version", "2031-01-01")]);
         let init = request("initialize", None, None);
         assert_eq!(quirk(&init, &future), Some(Quirk::DropVersionHeader));
-        let known = headers(&[("accept", BOTH), ("mcp-protocol-version", "2026-07-28")]);
-        assert_eq!(quirk(&init, &known), None);
+        // The per-request era has no `initialize`: its header names the era the client
+        // discovered in, not the session it opens now.
+        let discovered = headers(&[("accept", BOTH), ("mcp-protocol-version", "2026-07-28")]);
+        assert_eq!(quirk(&init, &discovered), Some(Quirk::DropVersionHeader));
+        let session_era = headers(&[("accept", BOTH), ("mcp-protocol-version", "2025-06-18")]);
+        assert_eq!(quirk(&init, &session_era), None);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 """The interop workflow driven by the MCP Inspector CLI (one CLI process per request), against a
 running muxgate. Standard library only.
 
-Usage: python3 inspector_client.py PATH_TO_MCP_INSPECTOR [limits]
+Usage: python3 inspector_client.py PATH_TO_MCP_INSPECTOR [limits|quirks]
 
 Environment (set by tests/interop/run): INTEROP_URL, INTEROP_TOKEN, INTEROP_EXPIRED_TOKEN,
 INTEROP_METRICS_URL, INTEROP_CLIENT; with `limits`, the limit steps' tokens
@@ -28,6 +28,7 @@ from workflow import (
     LAST_LINE,
     LIMIT_STEPS,
     MAX_SESSIONS,
+    QUIRK_STEPS,
     SESSIONS_URL,
     SMALL_FLOOD,
     SMALL_FLOOD_DONE,
@@ -444,6 +445,13 @@ def step(name, action):
         print(f"FAIL {name}: {str(error)[:500] or type(error).__name__}", flush=True)
         return False
 
+
+if sys.argv[2:] == ["quirks"]:
+    # Each quirk is a request the CLI cannot be made to send: it proposes its own protocol
+    # version, always opens with `initialize`, and speaks 2025-11-25 only.
+    for name in QUIRK_STEPS:
+        print(f"SKIP {name}: the CLI sends only its own handshake at its own version", flush=True)
+    sys.exit(0)
 
 if sys.argv[2:] == ["limits"]:
     limits = Limits()

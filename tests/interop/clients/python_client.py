@@ -1,11 +1,12 @@
 """The interop workflow driven by the official Python MCP SDK (2.x in `auto` or `legacy` mode,
 or 1.x), against a running muxgate.
 
-Usage: python python_client.py auto|legacy|v1 [limits|secrets]
+Usage: python python_client.py auto|legacy|v1 [limits|secrets|quirks]
 
 With `limits`, runs the limit steps instead (LIMIT_STEPS in workflow.py), against a gateway
 whose limits trip. With `secrets`, runs the secret entry steps (SECRET_STEPS): the link
-reaches the client's elicitation handler and never the tool result.
+reaches the client's elicitation handler and never the tool result. With `quirks`, the quirk
+steps (QUIRK_STEPS): requests other clients send, made through this SDK's transport.
 
 Environment (set by tests/interop/run): INTEROP_URL, INTEROP_TOKEN, INTEROP_EXPIRED_TOKEN,
 INTEROP_METRICS_URL, INTEROP_CLIENT (a label, used in tmux session names); with `limits`, the
@@ -31,10 +32,13 @@ import mcp
 from workflow import (
     EXPIRED,
     FLOOD,
+    FUTURE_VERSION,
+    KNOWN_VERSIONS,
     LABEL,
     LAST_LINE,
     LIMIT_STEPS,
     MAX_SESSIONS,
+    QUIRK_STEPS,
     SESSIONS_URL,
     SMALL_FLOOD,
     SMALL_FLOOD_DONE,
@@ -58,12 +62,15 @@ else:
 
 
 @asynccontextmanager
-async def connect(token, responses=None, url=URL, terminate=True, elicitation=None):
+async def connect(token, responses=None, url=URL, terminate=True, elicitation=None,
+                  on_request=None, mode=MODE, before_initialize=None):
     """An initialized session, whichever SDK generation is installed. With `responses`, the
     HTTP status, headers and (for an error) body of every response the client receives are
     appended to it. With `terminate` false, the session is left open at the gateway (no
     DELETE) when the client closes. With `elicitation`, the client declares elicitation (form
-    and URL) and hands requests to that callback."""
+    and URL) and hands requests to that callback. `on_request` sees (and may change) every HTTP
+    request before it is sent; `mode` overrides the 2.x negotiation mode; `before_initialize`
+    (1.x) is awaited with the raw session before its handshake."""
     headers = {"Authorization": f"Bearer {token}"}
     hooks = {}
     if responses is not None:
@@ -74,7 +81,9 @@ async def connect(token, responses=None, url=URL, terminate=True, elicitation=No
                 body = (await response.aread()).decode(errors="replace")
             responses.append((response.status_code, dict(response.headers), body))
 
-        hooks = {"response": [record]}
+        hooks["response"] = [record]
+    if on_request is not None:
+        hooks["request"] = [on_request]
     if V1:
         from mcp.client.streamable_http import streamablehttp_client
         from mcp.shared._httpx_utils import create_mcp_http_client
@@ -89,6 +98,8 @@ async def connect(token, responses=None, url=URL, terminate=True, elicitation=No
             terminate_on_close=terminate,
         ) as (read, write, _):
             async with mcp.ClientSession(read, write, elicitation_callback=elicitation) as session:
+                if before_initialize is not None:
+                    await before_initialize(session)
                 await session.initialize()
                 yield Session(session)
     else:
@@ -98,7 +109,7 @@ async def connect(token, responses=None, url=URL, terminate=True, elicitation=No
         async with httpx2.AsyncClient(headers=headers, timeout=60, event_hooks=hooks) as http:
             async with mcp.Client(
                 streamable_http_client(url, http_client=http, terminate_on_close=terminate),
-                mode=MODE,
+                mode=mode,
                 elicitation_callback=elicitation,
             ) as client:
                 yield Session(client)
@@ -642,6 +653,138 @@ async def main_limits():
             await step(run.__name__, lambda run=run: run(session))
 
 
+# Quirks: requests clients in the wild send, made through this SDK's own transport (an HTTP
+# request hook) or by pinning the version it proposes.
+
+
+def json_body(request):
+    """The JSON-RPC message an HTTP request carries, or {} (a GET, a DELETE)."""
+    try:
+        return json.loads(request.content or b"{}")
+    except (ValueError, RuntimeError):
+        return {}
+
+
+def proposing(version):
+    """Makes this SDK propose `version` in its handshake; returns how to undo it."""
+    if V1:
+        import mcp.types as module
+        name = "LATEST_PROTOCOL_VERSION"
+    elif MODE == "auto":
+        import mcp.client._probe as module
+        name = "LATEST_MODERN_VERSION"
+    else:
+        import mcp.client.session as module
+        name = "LATEST_HANDSHAKE_VERSION"
+    saved = getattr(module, name)
+    setattr(module, name, version)
+    return lambda: setattr(module, name, saved)
+
+
+async def future_version_negotiated():
+    """A client from the future: its handshake (`initialize`, or in 2026-07-28 its
+    `server/discover`) proposes a version the gateway does not know. The gateway answers with
+    one it speaks (or the list of them, which the SDK retries with); the client's calls then
+    carry that version and are served."""
+    sent = []  # (method, version in the header or the initialize params)
+
+    async def note(request):
+        body = json_body(request)
+        version = request.headers.get("mcp-protocol-version")
+        if body.get("method") == "initialize":
+            version = body["params"]["protocolVersion"]
+        sent.append((body.get("method"), version))
+
+    undo = proposing(FUTURE_VERSION)
+    try:
+        async with connect(TOKEN, on_request=note) as session:
+            servers = await session.ok("list_servers", {})
+    finally:
+        undo()
+    handshake = [v for m, v in sent if m in ("initialize", "server/discover")]
+    calls = [v for m, v in sent if m == "tools/call"]
+    assert handshake and handshake[0] == FUTURE_VERSION, f"the handshake proposed {handshake}"
+    assert calls and all(v in KNOWN_VERSIONS for v in calls), f"calls carried {calls}"
+    assert "servers" in json.dumps(servers), servers
+
+
+async def initialize_after_discover():
+    """A client that sends `initialize` after a successful `server/discover` (Claude Code
+    does): the discover is answered, the handshake opens a 2025-11-25 session, and a call on
+    it is served."""
+    responses = []
+    discovered = {}
+    if V1:
+        from mcp import types
+
+        async def stamp(request):
+            if json_body(request).get("method") == "server/discover":
+                request.headers["mcp-protocol-version"] = "2026-07-28"
+                request.headers["mcp-method"] = "server/discover"
+
+        async def discover(session):
+            meta = {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": {"name": LABEL, "version": "1"},
+                "io.modelcontextprotocol/clientCapabilities": {},
+            }
+            request = types.Request[dict, str](method="server/discover", params={"_meta": meta})
+            result = await session.send_request(request, types.Result)
+            discovered.update(result.model_extra or {})
+
+        async with connect(TOKEN, responses, on_request=stamp, before_initialize=discover) as s:
+            listed = await s.ok("list_servers", {})
+    else:
+        async with connect(TOKEN, responses, mode="auto") as s:
+            discovered.update(await s.inner.session.send_discover("2026-07-28"))
+            result = await s.inner.session.initialize()
+            assert result.protocol_version == "2025-11-25", result.protocol_version
+            listed = await s.ok("list_servers", {})
+    assert "2026-07-28" in json.dumps(discovered), f"discover answered {discovered}"[:300]
+    assert any(r[1].get("mcp-session-id") for r in responses), "no session was opened"
+    assert "servers" in json.dumps(listed), listed
+
+
+async def missing_name_header_named():
+    """A 2026-07-28 `tools/call` without its `Mcp-Name` header: refused (HTTP 400) with a
+    JSON-RPC error that names the header and value to send; the client survives (SDK 2.3 sends
+    the call again, whole, by itself) and its next call is served."""
+    if MODE != "auto":
+        return "skipped: 2025-11-25 has no Mcp-Name header"
+    strip = {"armed": True}
+    responses = []
+
+    async def drop_name(request):
+        if strip["armed"] and json_body(request).get("method") == "tools/call":
+            strip["armed"] = False
+            del request.headers["mcp-name"]
+
+    async with connect(TOKEN, responses, on_request=drop_name) as session:
+        try:
+            await session.call("list_servers", {})
+        except JsonRpcError as error:
+            assert "`Mcp-Name: list_servers`" in str(error), str(error)[:300]
+        assert not strip["armed"], "no tools/call was sent"
+        refusals = [(status, body) for status, _, body in responses if status >= 400]
+        assert len(refusals) == 1, f"refusals: {refusals}"[:500]
+        status, body = refusals[0]
+        assert status == 400 and "`Mcp-Name: list_servers`" in body, f"{status} {body[:300]}"
+        await session.ok("list_servers", {})
+
+
+QUIRK_STEP_RUNS = [
+    future_version_negotiated,
+    initialize_after_discover,
+    missing_name_header_named,
+]
+assert [run.__name__ for run in QUIRK_STEP_RUNS] == QUIRK_STEPS
+
+
+async def main_quirks():
+    for run in QUIRK_STEP_RUNS:
+        await step(run.__name__, run)
+
+
 async def step(name, run):
     try:
         with anyio.fail_after(60):
@@ -672,5 +815,5 @@ async def main():
     await step("expired_token_401", expired_token_401)
 
 
-MAINS = {("limits",): main_limits, ("secrets",): main_secrets}
+MAINS = {("limits",): main_limits, ("secrets",): main_secrets, ("quirks",): main_quirks}
 anyio.run(MAINS.get(tuple(sys.argv[2:]), main))

@@ -1,6 +1,6 @@
 // The interop workflow driven by the official TypeScript MCP SDK, against a running muxgate.
 //
-// Usage: node ts_client.mjs [limits|secrets]   (a copy inside the npm prefix, next to the SDK)
+// Usage: node ts_client.mjs [limits|secrets|quirks]   (a copy inside the npm prefix, next to the SDK)
 // Environment (set by tests/interop/run): INTEROP_URL, INTEROP_TOKEN, INTEROP_EXPIRED_TOKEN,
 // INTEROP_METRICS_URL, INTEROP_CLIENT; with `limits`, the limit steps' tokens
 // (INTEROP_LIMIT_TOKEN_*), INTEROP_SESSIONS_URL and INTEROP_MAX_SESSIONS.
@@ -46,8 +46,9 @@ function assert(condition, message) {
 
 // With `responses`, the status and headers of every HTTP response the transport receives are
 // pushed to it. With `elicitation`, the client declares elicitation (form and URL mode) and
-// hands `elicitation/create` requests' params to that callback.
-async function connect(token, { url = URL_, responses, elicitation } = {}) {
+// hands `elicitation/create` requests' params to that callback. `send` is the transport's
+// fetch (the quirk steps change requests on their way out).
+async function connect(token, { url = URL_, responses, elicitation, send = fetch } = {}) {
   const client = new Client(
     { name: "muxgate-interop", version: "1.0.0" },
     elicitation ? { capabilities: { elicitation: { form: {}, url: {} } } } : undefined,
@@ -55,10 +56,10 @@ async function connect(token, { url = URL_, responses, elicitation } = {}) {
   if (elicitation) {
     client.setRequestHandler(ElicitRequestSchema, (request) => elicitation(request.params));
   }
-  const options = { requestInit: { headers: { Authorization: `Bearer ${token}` } } };
+  const options = { requestInit: { headers: { Authorization: `Bearer ${token}` } }, fetch: send };
   if (responses) {
     options.fetch = async (...args) => {
-      const response = await fetch(...args);
+      const response = await send(...args);
       responses.push({ status: response.status, headers: response.headers });
       return response;
     };
@@ -273,13 +274,17 @@ const STEPS = [
 async function step(name, run) {
   let timer;
   try {
-    await Promise.race([
+    const outcome = await Promise.race([
       run(),
       new Promise((_, reject) => {
         timer = setTimeout(() => reject(new Error("step took over 60 s")), 60_000);
       }),
     ]);
-    console.log(`PASS ${name}`);
+    if (typeof outcome === "string" && outcome.startsWith("skipped: ")) {
+      console.log(`SKIP ${name}: ${outcome.slice("skipped: ".length)}`);
+    } else {
+      console.log(`PASS ${name}`);
+    }
     return true;
   } catch (error) {
     console.log(`FAIL ${name}: ${String(error?.message ?? error).slice(0, 500)}`);
@@ -604,12 +609,98 @@ const SecretSteps = {
   },
 };
 
+// The quirk steps (workflow.md, "Quirks"): requests other clients send, made by the fetch this
+// SDK's transport sends through. This SDK speaks 2025-11-25 and proposes it in `initialize`.
+const FUTURE_VERSION = "2099-01-01";
+const KNOWN_VERSIONS = ["2025-11-25", "2026-07-28"];
+const bodyOf = (init) => {
+  try {
+    return JSON.parse(init?.body ?? "{}");
+  } catch {
+    return {};
+  }
+};
+
+const QuirkSteps = {
+  // Its `initialize` proposes a version from the future: the gateway answers with one it
+  // speaks, the SDK accepts it, and calls carrying it are served.
+  async future_version_negotiated() {
+    const sent = [];
+    const send = (url, init) => {
+      const body = bodyOf(init);
+      if (body.method === "initialize") {
+        body.params.protocolVersion = FUTURE_VERSION;
+        init = { ...init, body: JSON.stringify(body) };
+        sent.push(["initialize", FUTURE_VERSION]);
+      } else if (body.method === "tools/call") {
+        sent.push(["tools/call", new Headers(init.headers).get("mcp-protocol-version")]);
+      }
+      return fetch(url, init);
+    };
+    const client = await connect(TOKEN, { send });
+    try {
+      const servers = await ok(client, "list_servers", {});
+      assert(text(servers).includes("servers"), text(servers));
+    } finally {
+      await client.close();
+    }
+    const calls = sent.filter(([m]) => m === "tools/call").map(([, v]) => v);
+    assert(sent[0]?.[1] === FUTURE_VERSION, `the handshake sent ${JSON.stringify(sent)}`);
+    assert(calls.length && calls.every((v) => KNOWN_VERSIONS.includes(v)), `calls carried ${calls}`);
+  },
+
+  // A `server/discover` first, on the same fetch and headers, then the SDK's own
+  // `initialize` (Claude Code does this): the discover is answered, the session opens and
+  // serves a call.
+  async initialize_after_discover() {
+    let discovered = null;
+    const send = async (url, init) => {
+      if (discovered === null && bodyOf(init).method === "initialize") {
+        const headers = new Headers(init.headers);
+        headers.set("mcp-protocol-version", "2026-07-28");
+        headers.set("mcp-method", "server/discover");
+        const meta = {
+          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+          "io.modelcontextprotocol/clientInfo": { name: LABEL, version: "1" },
+          "io.modelcontextprotocol/clientCapabilities": {},
+        };
+        const answer = await fetch(url, {
+          method: "POST",
+          headers,
+          body: JSON.stringify({ jsonrpc: "2.0", id: 0, method: "server/discover", params: { _meta: meta } }),
+        });
+        discovered = `${answer.status} ${await answer.text()}`;
+      }
+      return fetch(url, init);
+    };
+    const responses = [];
+    const client = await connect(TOKEN, { send, responses });
+    try {
+      await ok(client, "list_servers", {});
+    } finally {
+      await client.close();
+    }
+    assert(discovered?.startsWith("200") && discovered.includes("2026-07-28"), `discover: ${discovered}`);
+    assert(responses.some((r) => r.headers.get("mcp-session-id")), "no session was opened");
+  },
+
+  async missing_name_header_named() {
+    return "skipped: 2025-11-25 has no Mcp-Name header";
+  },
+};
+const QUIRK_STEPS = Object.keys(QuirkSteps);
+
 const SECRET_STEPS = ["secret_link_to_handler", "secret_fallback_without_handler"];
 
 if (process.argv[2] === "limits") {
   const client = await connect(TOKEN);
   for (const name of LIMIT_STEPS) await step(name, () => LimitSteps[name](client));
   await client.close();
+  process.exit(0);
+}
+
+if (process.argv[2] === "quirks") {
+  for (const name of QUIRK_STEPS) await step(name, () => QuirkSteps[name]());
   process.exit(0);
 }
 

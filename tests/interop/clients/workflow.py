@@ -76,3 +76,17 @@ def waits_active():
             if line.startswith("muxgate_waits_active"):
                 return float(line.split()[-1])
     raise AssertionError("muxgate_waits_active missing from /metrics")
+
+
+# The quirk steps (see ../workflow.md, "Quirks"), in order, with `quirks` as the client's last
+# argument: what clients in the wild send that no SDK sends by default, made with the client's
+# own transport.
+QUIRK_STEPS = [
+    "future_version_negotiated",
+    "initialize_after_discover",
+    "missing_name_header_named",
+]
+
+# A protocol version no gateway knows yet, and the ones muxgate speaks.
+FUTURE_VERSION = "2099-01-01"
+KNOWN_VERSIONS = ("2025-11-25", "2026-07-28")
