@@ -8,7 +8,7 @@ fn main() -> ExitCode {
     match muxgate::cli::run(muxgate::cli::Cli::parse()) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("muxgate: {err:#}");
+            eprintln!("muxgate: {}", muxgate::cli::error_text(&err));
             ExitCode::FAILURE
         }
     }

@@ -562,9 +562,42 @@ fn init_logging(default_filter: &str) {
         .init();
 }
 
+/// The text of an error and its causes, as one line: `outer: cause: cause`, leaving out a cause
+/// whose text the line already holds (an error that names its cause in its own message, as
+/// `workspaces: {0}` does, would otherwise print it twice).
+pub fn error_text(error: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in error.chain() {
+        let part = cause.to_string();
+        if text.contains(&part) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_that_names_its_cause_prints_it_once() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("workspaces: {0}")]
+        struct Outer(#[from] std::io::Error);
+        let inner = std::io::Error::other("cannot pass through /srv");
+        let error = anyhow::Error::new(Outer(inner)).context("serve");
+        assert_eq!(
+            error_text(&error),
+            "serve: workspaces: cannot pass through /srv"
+        );
+        let plain = anyhow::anyhow!("root cause").context("reading the config");
+        assert_eq!(error_text(&plain), "reading the config: root cause");
+    }
 
     #[test]
     fn unspecified_addresses_make_loopback_urls() {

@@ -186,12 +186,15 @@ async fn workspace_server(workspaces: &Workspaces, name: &str) -> Result<TmuxSer
             "this gateway has no room for another workspace",
             "ask the operator to delete unused workspaces or raise workspaces.max_workspaces",
         ),
-        // The details (paths, sandbox messages) are in the gateway's log, not for clients.
-        _ => ToolError::new(
-            ToolErrorKind::Unavailable,
-            "your workspace could not be started",
-            "retry in a few seconds; if it persists the operator must check the gateway's log",
-        ),
+        // The details (paths, sandbox messages) go to the gateway's log, not to clients.
+        error => {
+            tracing::warn!(workspace = %name, %error, "a workspace could not be started");
+            ToolError::new(
+                ToolErrorKind::Unavailable,
+                "your workspace could not be started",
+                "retry in a few seconds; if it persists the operator must check the gateway's log",
+            )
+        }
     })
 }
 
