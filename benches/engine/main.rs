@@ -30,6 +30,9 @@ mod fixture;
 mod recording;
 mod report;
 mod workload;
+// The date, commit and load of a run, printed by both benchmarks.
+#[path = "../shared/provenance.rs"]
+mod provenance;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -112,6 +115,11 @@ impl Options {
 
 fn main() -> Result<()> {
     let options = Options::parse(std::env::args().skip(1))?;
+    println!(
+        "{}; load average at start: {}\n",
+        provenance::provenance(),
+        provenance::load_average()
+    );
     if options.recording || options.smoke {
         let tmux = BenchTmux::start()?;
         let runtime = Runtime::new().context("start the tokio runtime")?;

@@ -48,6 +48,9 @@ mod scale;
 mod servers;
 mod stats;
 mod workspaces;
+// The date, commit and load of a run, printed by both benchmarks.
+#[path = "../shared/provenance.rs"]
+mod provenance;
 
 use std::collections::BTreeSet;
 
@@ -55,6 +58,7 @@ use anyhow::{Context, Result, bail};
 
 use cases::{LATENCY_CASES, Paired};
 use fixture::BenchTmux;
+use provenance::{load_average, provenance};
 use servers::{Flavor, Muxgate, REFERENCE_PACKAGE, REFERENCE_VERSION, Reference};
 use stats::{cpu_ms, latency, median, mib, quantile, rate, ratio};
 
@@ -935,33 +939,4 @@ fn tmux_version() -> String {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
         .unwrap_or_else(|_| "tmux (unknown version)".to_owned())
-}
-
-/// When and from what the numbers come: the UTC date and the commit (with `+changes` when the
-/// tree differs from it), so a table pasted into BENCHMARKS.md says what it describes.
-fn provenance() -> String {
-    let run = |program: &str, args: &[&str]| {
-        std::process::Command::new(program)
-            .args(args)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-    };
-    let date = run("date", &["-u", "+%Y-%m-%d"]).unwrap_or_else(|| "date unknown".to_owned());
-    let commit = run("git", &["rev-parse", "--short=12", "HEAD"])
-        .unwrap_or_else(|| "commit unknown".to_owned());
-    let changed = run("git", &["status", "--porcelain", "--untracked-files=no"])
-        .is_some_and(|s| !s.is_empty());
-    format!(
-        "measured {date} at commit {commit}{}",
-        if changed { "+changes" } else { "" }
-    )
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_default()
 }

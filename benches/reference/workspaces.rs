@@ -45,7 +45,10 @@ pub async fn workspaces(count: usize, sessions: usize, secs: f64) -> Result<Work
     let gateway = Muxgate::start_with(
         tmux.socket(),
         None,
-        "\n[state]\ndir = \"{dir}/state\"\n[workspaces]\nenabled = true\n",
+        // Homes of 64 MiB: as root each home is an image reserved on disk, and 64 of the
+        // default 2 GiB would need 128 GiB free.
+        "\n[state]\ndir = \"{dir}/state\"\n[workspaces]\nenabled = true\n\
+         [workspaces.limits]\nhome_bytes = 67108864\n",
     )
     .await?;
     let result = run(&gateway, count, sessions, secs).await;
