@@ -90,6 +90,25 @@ async fn initialize_after_a_successful_discover_opens_a_session() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_initialize_of_the_per_request_era_is_a_removed_method() {
+    let tmux = TestTmux::start();
+    let gateway = gateway(&tmux).await;
+    // A 2026-07-28 request of the method that era removed (no handshake in its params): 404,
+    // method not found, as the protocol requires. A handshake under the same header opens a
+    // session (the test above).
+    let headers = [
+        ACCEPT,
+        ("mcp-protocol-version", STATELESS_VERSION),
+        ("mcp-method", "initialize"),
+    ];
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "initialize",
+        "params": {"_meta": stateless_meta()}});
+    let (status, id, code, message) = error_of(post(&gateway, &headers, &body).await).await;
+    assert_eq!((status, code), (StatusCode::NOT_FOUND, -32601), "{message}");
+    assert_eq!(id, 9);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_future_version_negotiates_down_or_lists_what_is_supported() {
     let tmux = TestTmux::start();
     let gateway = gateway(&tmux).await;

@@ -62,6 +62,9 @@ pub struct Checked {
     /// What it acts on, when its params name it: `name` (a tool, a prompt) or `uri` (a
     /// resource).
     pub target: Option<String>,
+    /// It proposes a protocol version in `params.protocolVersion`: an `initialize` handshake
+    /// of the session era (a 2026-07-28-style request of that method carries none).
+    pub handshake: bool,
 }
 
 /// Checks that `bytes` are one JSON-RPC 2.0 message (request, notification or response);
@@ -99,6 +102,9 @@ pub fn check_message(bytes: &[u8]) -> Result<Option<Checked>, BodyFault> {
             .and_then(|p| p.get("name").or_else(|| p.get("uri")))
             .and_then(Value::as_str)
             .map(str::to_owned),
+        handshake: params
+            .and_then(|p| p.get("protocolVersion"))
+            .is_some_and(Value::is_string),
     };
     match message.get("method") {
         Some(Value::String(method)) => match message.get("params") {

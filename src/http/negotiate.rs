@@ -5,11 +5,13 @@
 //! knows, some leave out a header. Each gets the most useful answer the protocol allows:
 //!
 //! - `initialize` with an `MCP-Protocol-Version` header naming an unknown version, or a
-//!   version of the per-request era (2026-07-28 on, which has no `initialize`: a client that
-//!   discovered at it and now opens a session, as the Python SDK's `initialize()` after its
-//!   discover does): the header is dropped and the body's `protocolVersion` negotiates as
-//!   usual (the header names a version already agreed on, and at `initialize` none is yet).
-//!   A session-era header that contradicts the body stays rmcp's to refuse.
+//!   handshake (a `protocolVersion` in its params) under a version of the per-request era
+//!   (2026-07-28 on, which has no `initialize`: a client that discovered at it and now opens a
+//!   session, as the Python SDK's `initialize()` after its discover does): the header is
+//!   dropped and the body's `protocolVersion` negotiates as usual (the header names a version
+//!   already agreed on, and at `initialize` none is yet). An `initialize` of the per-request
+//!   era without a handshake is that era's removed method, rmcp's to answer 404 (-32601); a
+//!   session-era header that contradicts the body stays rmcp's to refuse.
 //! - A 2026-07-28-style request at an unknown version is rmcp's to answer: its `-32022` error
 //!   lists the versions it supports, and the client retries with one.
 //! - A request at 2026-07-28 or later without `Mcp-Method`, or without the `Mcp-Name` its
@@ -86,7 +88,7 @@ pub(crate) fn quirk(request: &Checked, headers: &HeaderMap) -> Option<Quirk> {
                 .iter()
                 .any(|k| k.as_str() == v)
         };
-        return (per_request || version.is_some_and(|v| !known(v)))
+        return ((per_request && request.handshake) || version.is_some_and(|v| !known(v)))
             .then_some(Quirk::DropVersionHeader);
     }
     if per_request {
@@ -183,6 +185,7 @@ mod tests {
             id: json!(7),
             meta_version: meta_version.map(str::to_owned),
             target: target.map(str::to_owned),
+            handshake: method == "initialize" && meta_version.is_none(),
         }
     }
 
@@ -237,10 +240,16 @@ mod tests {
         let future = headers(&[("accept", BOTH), ("mcp-protocol-version", "2031-01-01")]);
         let init = request("initialize", None, None);
         assert_eq!(quirk(&init, &future), Some(Quirk::DropVersionHeader));
-        // The per-request era has no `initialize`: its header names the era the client
-        // discovered in, not the session it opens now.
+        // The per-request era has no `initialize`: over a handshake its header names the era
+        // the client discovered in, not the session it opens now.
         let discovered = headers(&[("accept", BOTH), ("mcp-protocol-version", "2026-07-28")]);
         assert_eq!(quirk(&init, &discovered), Some(Quirk::DropVersionHeader));
+        // Without a handshake it is that era's removed method: rmcp answers 404.
+        let removed = Checked {
+            handshake: false,
+            ..request("initialize", Some("2026-07-28"), None)
+        };
+        assert_eq!(quirk(&removed, &discovered), None);
         let session_era = headers(&[("accept", BOTH), ("mcp-protocol-version", "2025-06-18")]);
         assert_eq!(quirk(&init, &session_era), None);
     }
