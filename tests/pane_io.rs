@@ -7,12 +7,12 @@ mod zellij_common;
 use std::time::Duration;
 
 use common::tmux::TestTmux;
-use muxgate::mux::pane_io::{PaneIo, ScreenPattern, ScreenScope};
+use muxgate::mux::pane_io::{PaneIo, ScreenScope};
 use muxgate::mux::tmux::panes::TmuxPanes;
 use muxgate::mux::tmux::{Caller, EngineSettings, PaneId as TmuxPaneId, TmuxEngine, TmuxSocket};
 use muxgate::mux::zellij::ids::PaneId as ZellijPaneId;
 use muxgate::mux::zellij::panes::ZellijPanes;
-use regex::Regex;
+use muxgate_mux::text_match::Pattern;
 use tokio_util::sync::CancellationToken;
 use zellij_common::Harness;
 
@@ -25,7 +25,7 @@ async fn scenario<B: PaneIo>(io: &B, pane: B::PaneId, enter: &str) {
         .unwrap_or_else(|| panic!("{}: {pane} not listed", io.backend()));
     assert!(me.rows > 0 && me.columns > 0 && !me.exited);
 
-    let prompt = ScreenPattern::Regex(Regex::new(r"[$#] ?$").unwrap());
+    let prompt = Pattern::regex(r"[$#] ?$").unwrap();
     io.wait_for_screen(&pane, &prompt, Duration::from_secs(15))
         .await
         .expect("prompt");
@@ -38,7 +38,7 @@ async fn scenario<B: PaneIo>(io: &B, pane: B::PaneId, enter: &str) {
     let seen = io
         .wait_for_screen(
             &pane,
-            &ScreenPattern::Regex(Regex::new("^PANE_IO_42$").unwrap()),
+            &Pattern::regex("^PANE_IO_42$").unwrap(),
             Duration::from_secs(10),
         )
         .await
@@ -61,7 +61,7 @@ async fn scenario<B: PaneIo>(io: &B, pane: B::PaneId, enter: &str) {
     let missing = io
         .wait_for_screen(
             &pane,
-            &ScreenPattern::Literal("NEVER_ON_SCREEN".into()),
+            &Pattern::literal("NEVER_ON_SCREEN").unwrap(),
             Duration::from_millis(300),
         )
         .await;

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use common::tmux::{TestTmux, unique_socket_name};
 use common::tools::{Client, call_ok, call_until, client, type_line};
 use common::{config_with_server, spawn_gateway};
-use muxgate::mux::shell_integration::IntegratedShell;
+use muxgate_mux::shell_integration;
 use serde_json::{Value, json};
 
 /// A shell, where its startup file lives under `$HOME`, and what that file says.
@@ -367,7 +367,7 @@ async fn the_first_session_of_a_server_the_gateway_starts_is_integrated() {
         .into();
     let shell = tmux.ok(&["display-message", "-p", "#{default-shell}"]);
     assert_eq!(shell.trim(), common::isolation::LOGIN_SHELL);
-    assert!(IntegratedShell::of(shell.trim()).is_some(), "{shell}");
+    assert!(shell_integration::launch(shell.trim()).is_some(), "{shell}");
     let pane = first_pane(&tmux, "first");
     at_its_prompt(&client, &pane).await;
     type_line(&tmux, &pane, "true");

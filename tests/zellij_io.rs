@@ -6,11 +6,12 @@ mod zellij_common;
 use std::time::{Duration, Instant};
 
 use muxgate::mux::zellij::backend::{
-    NewPaneOptions, NewTabOptions, ReadScope, RunInPaneOptions, RunOptions, TextPattern,
+    NewPaneOptions, NewTabOptions, ReadScope, RunInPaneOptions, RunOptions,
 };
 use muxgate::mux::zellij::error::ZellijError;
 use muxgate::mux::zellij::ids::{PaneId, SessionName, TabId};
 use muxgate::mux::zellij::keys::Key;
+use muxgate_mux::text_match::Pattern;
 use zellij_common::Harness;
 
 const SHELL: PaneId = PaneId::Terminal(0);
@@ -21,7 +22,7 @@ async fn shell_ready(h: &Harness, s: &SessionName) {
         .wait_for_text(
             s,
             SHELL,
-            &TextPattern::regex(r"[$#] ?$").unwrap(),
+            &Pattern::regex(r"[$#] ?$").unwrap(),
             Duration::from_secs(10),
         )
         .await
@@ -43,7 +44,7 @@ async fn write_then_read_viewport_and_scrollback() {
         .wait_for_text(
             &s,
             SHELL,
-            &TextPattern::literal("row_200").unwrap(),
+            &Pattern::literal("row_200").unwrap(),
             Duration::from_secs(10),
         )
         .await
@@ -142,7 +143,7 @@ async fn text_starting_with_a_dash_is_typed_literally() {
         .wait_for_text(
             &s,
             SHELL,
-            &TextPattern::literal("--help -x 'pasted'").unwrap(),
+            &Pattern::literal("--help -x 'pasted'").unwrap(),
             Duration::from_secs(10),
         )
         .await
@@ -399,7 +400,7 @@ async fn wait_for_text_wakes_on_output() {
     };
     let s = h.session().await;
     shell_ready(&h, &s).await;
-    let pattern = TextPattern::regex(r"^DONE_\d+$").unwrap();
+    let pattern = Pattern::regex(r"^DONE_\d+$").unwrap();
     let waiter = {
         let backend = h.backend.clone();
         let s = s.clone();
@@ -432,7 +433,7 @@ async fn wait_for_text_wakes_on_output() {
         .wait_for_text(
             &s,
             SHELL,
-            &TextPattern::literal("never printed").unwrap(),
+            &Pattern::literal("never printed").unwrap(),
             Duration::from_millis(200),
         )
         .await
@@ -463,7 +464,7 @@ async fn wait_for_text_wakes_on_output() {
                 .wait_for_text(
                     &s,
                     pane.id,
-                    &TextPattern::literal("x").unwrap(),
+                    &Pattern::literal("x").unwrap(),
                     Duration::from_secs(10),
                 )
                 .await

@@ -7,10 +7,9 @@ mod zellij_common;
 
 use std::time::{Duration, Instant};
 
-use muxgate::mux::zellij::backend::{
-    NewTabOptions, ReadScope, RunInPaneOptions, RunOptions, TextPattern,
-};
+use muxgate::mux::zellij::backend::{NewTabOptions, ReadScope, RunInPaneOptions, RunOptions};
 use muxgate::mux::zellij::ids::{PaneId, SessionName};
+use muxgate_mux::text_match::Pattern;
 use zellij_common::Harness;
 
 const SHELL: PaneId = PaneId::Terminal(0);
@@ -50,7 +49,7 @@ where
 async fn wake_latency(h: &Harness, s: &SessionName, pane: PaneId, n: usize) -> Samples {
     let mut samples = Vec::new();
     for i in 0..n {
-        let pattern = TextPattern::regex(&format!("^WAKE_{}$", i + 1000)).unwrap();
+        let pattern = Pattern::regex(&format!("^WAKE_{}$", i + 1000)).unwrap();
         let backend = h.backend.clone();
         let (s2, ready_tx) = (s.clone(), tokio::sync::oneshot::channel::<()>());
         let (ready_tx, ready_rx) = ready_tx;
@@ -95,7 +94,7 @@ async fn latency_report() {
         .wait_for_text(
             &s,
             SHELL,
-            &TextPattern::regex(r"[$#]$").unwrap(),
+            &Pattern::regex(r"[$#]$").unwrap(),
             Duration::from_secs(10),
         )
         .await

@@ -5,11 +5,10 @@ mod zellij_common;
 
 use std::time::Duration;
 
-use muxgate::mux::zellij::backend::{
-    EditOptions, NewPaneOptions, NewTabOptions, SplitDirection, TextPattern,
-};
+use muxgate::mux::zellij::backend::{EditOptions, NewPaneOptions, NewTabOptions, SplitDirection};
 use muxgate::mux::zellij::error::ZellijError;
 use muxgate::mux::zellij::ids::{PaneId, SessionName, TabId};
+use muxgate_mux::text_match::Pattern;
 use zellij_common::Harness;
 
 /// The tab the (single) attached client looks at.
@@ -366,7 +365,7 @@ async fn edit_file_opens_the_editor_without_focus() {
         .wait_for_text(
             &s,
             pane.id,
-            &TextPattern::literal("second line").unwrap(),
+            &Pattern::literal("second line").unwrap(),
             Duration::from_secs(10),
         )
         .await

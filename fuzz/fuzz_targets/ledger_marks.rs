@@ -6,8 +6,8 @@
 use std::time::SystemTime;
 
 use libfuzzer_sys::fuzz_target;
-use muxgate::mux::ledger::Ledger;
-use muxgate::mux::ledger::marks::MarkScanner;
+use muxgate_mux::ledger::Ledger;
+use muxgate_mux::ledger::marks::MarkScanner;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&cut, stream)) = data.split_first() else {

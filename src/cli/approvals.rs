@@ -17,12 +17,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
+use muxgate_mux::lines::excerpt;
 use rustls::ClientConfig;
 use serde::Deserialize;
 
 use super::http_client::{Request, Response, Target, parse_url, send, verifying_tls};
 use super::{ApprovalsCommand, ApproverArgs};
-use crate::mux::lines::excerpt;
 
 const USER_AGENT: &str = "muxgate-approvals";
 

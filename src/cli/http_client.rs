@@ -455,7 +455,7 @@ pub fn decode_chunked(data: &[u8]) -> Result<Vec<u8>, ChunkedError> {
         let (line, after) = split_line(rest).ok_or(ChunkedError::Truncated)?;
         rest = after;
         let size = chunk_size(line).ok_or_else(|| {
-            ChunkedError::BadSize(crate::mux::lines::excerpt(&String::from_utf8_lossy(line)))
+            ChunkedError::BadSize(muxgate_mux::lines::excerpt(&String::from_utf8_lossy(line)))
         })?;
         if size == 0 {
             // Trailer fields, up to the empty line.

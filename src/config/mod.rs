@@ -191,7 +191,7 @@ impl HttpConfig {
 #[serde(deny_unknown_fields)]
 pub struct TmuxConfig {
     /// Shells the gateway starts (bash, zsh, fish) mark their prompts and commands for the
-    /// command ledger; see [`crate::mux::shell_integration`].
+    /// command ledger; see [`muxgate_mux::shell_integration`].
     pub shell_integration: bool,
     /// By name, in name order.
     pub servers: BTreeMap<ServerName, TmuxServer>,

@@ -12,10 +12,11 @@
 //! Not here: the scope check (tiers) and rate limits, which [`super::call`] applies to every
 //! call before a tool runs.
 
+use muxgate_mux::lines::excerpt;
+
 use crate::auth::owners::{OwnerScope, SessionKey, SessionOwners};
 use crate::auth::{SessionRef, can_see_session, check_server, check_session};
 use crate::limits::Limits;
-use crate::mux::lines::excerpt;
 use crate::mux::tmux::buffers::TmuxBuffers;
 use crate::mux::tmux::channel::TmuxChannels;
 use crate::mux::tmux::copy_mode::TmuxCopyMode;

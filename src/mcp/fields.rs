@@ -6,7 +6,7 @@
 //! known); `fields` asks for exactly the fields named (`["all"]`: every field). A row's id is
 //! always there, so an answer can always be acted on.
 
-use crate::mux::lines::excerpt;
+use muxgate_mux::lines::excerpt;
 use serde::Serialize;
 use serde_json::{Map, Value};
 

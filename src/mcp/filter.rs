@@ -11,9 +11,9 @@
 //! runs, naming the valid fields. Filtering happens in the gateway after the one listing
 //! command, so it never adds tmux commands.
 
-use crate::mux::lines::excerpt;
 use std::collections::BTreeMap;
 
+use muxgate_mux::lines::excerpt;
 use regex::{Regex, RegexBuilder};
 use serde_json::Value;
 

@@ -8,9 +8,9 @@
 //! the call may take, and `message` what it waits for and how long at most is left. A call
 //! that ends sooner sends nothing; one without a token is left alone.
 
-use crate::mux::lines::excerpt;
 use std::time::Duration;
 
+use muxgate_mux::lines::excerpt;
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::{Peer, RoleServer};
 use serde_json::Value;

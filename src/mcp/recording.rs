@@ -14,6 +14,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
+use muxgate_mux::lines::excerpt;
 use rmcp::model::CallToolRequestParams;
 use serde_json::Value;
 
@@ -24,7 +25,6 @@ use super::catalog::toolset;
 use super::error::{ToolError, ToolErrorKind};
 use crate::audit::OpenCall;
 use crate::auth::Toolset;
-use crate::mux::lines::excerpt;
 use crate::mux::tmux::PaneId;
 use crate::mux::tmux::target::{ClientTarget, Target};
 use crate::recordings::{RecordError, Recorder, RecordingRef};

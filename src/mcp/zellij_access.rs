@@ -10,9 +10,10 @@
 //! Not here: the scope check (tiers) and rate limits, which [`super::call`] applies to every
 //! call before a tool runs; the backend itself ([`crate::mux::zellij`]).
 
+use muxgate_mux::lines::excerpt;
+
 use crate::auth::{SessionRef, can_see_session, check_server};
 use crate::limits::Limits;
-use crate::mux::lines::excerpt;
 use crate::mux::zellij::backend::ZellijBackend;
 use crate::mux::zellij::error::ZellijError;
 use crate::mux::zellij::ids::{PaneId, SessionName, TabId};

@@ -7,7 +7,7 @@
 //! - typing literal text into a pane;
 //! - pressing keys, named in the backend's own key syntax (tmux `C-c`, Zellij `Ctrl c`);
 //! - reading a pane's screen, visible part or with its scrollback ([`ScreenScope`]);
-//! - waiting, without polling, until a line on a pane's screen matches ([`ScreenPattern`]):
+//! - waiting, without polling, until a line on a pane's screen matches a [`Pattern`]:
 //!   woken by the backend's output events (tmux control-mode `%output`, Zellij `subscribe`).
 //!
 //! What it does not cover, because the backends differ too much to share a shape: creating,
@@ -22,7 +22,7 @@ use std::fmt::Display;
 use std::future::Future;
 use std::time::Duration;
 
-use regex::Regex;
+use muxgate_mux::text_match::Pattern;
 
 /// How much of a pane's text to read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,25 +41,6 @@ pub enum LineBound {
     Line(i64),
     /// The start of the history (as a range's start) or the bottom of the screen (as its end).
     Edge,
-}
-
-/// What a wait looks for, one screen line at a time.
-#[derive(Debug, Clone)]
-pub enum ScreenPattern {
-    /// A substring (case-sensitive).
-    Literal(String),
-    /// A regular expression (Rust `regex` syntax).
-    Regex(Regex),
-}
-
-impl ScreenPattern {
-    /// The index of the first line that matches.
-    pub fn find(&self, lines: &[String]) -> Option<usize> {
-        lines.iter().position(|line| match self {
-            Self::Literal(text) => line.contains(text.as_str()),
-            Self::Regex(re) => re.is_match(line),
-        })
-    }
 }
 
 /// A terminal pane, as both backends can describe it.
@@ -130,22 +111,7 @@ pub trait PaneIo: Send + Sync {
     fn wait_for_screen(
         &self,
         pane: &Self::PaneId,
-        pattern: &ScreenPattern,
+        pattern: &Pattern,
         timeout: Duration,
     ) -> impl Future<Output = Result<ScreenMatch, Self::Error>> + Send;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn patterns_find_the_first_matching_line() {
-        let lines = vec!["$ make".to_owned(), "build ok in 3s".to_owned()];
-        assert_eq!(ScreenPattern::Literal("ok".into()).find(&lines), Some(1));
-        assert_eq!(ScreenPattern::Literal("OK".into()).find(&lines), None);
-        let re = ScreenPattern::Regex(Regex::new(r"in \d+s$").unwrap());
-        assert_eq!(re.find(&lines), Some(1));
-        assert_eq!(ScreenPattern::Literal("$".into()).find(&lines), Some(0));
-    }
 }

@@ -19,10 +19,10 @@
 
 use std::time::Duration;
 
+use muxgate_mux::foreground::{Blocked, Foreground};
 use tokio::time::Instant;
 
 use super::agent_report::{AgentReport, AgentState};
-use super::foreground::{Blocked, Foreground};
 
 /// Why a program was judged ready for input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

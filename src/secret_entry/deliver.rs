@@ -2,8 +2,9 @@
 
 use std::path::Path;
 
+use muxgate_mux::foreground;
+
 use super::exposure::{self, Unsafe};
-use crate::mux::foreground;
 use crate::mux::tmux::PaneId;
 use crate::mux::tmux::panes::{TmuxPaneError, TmuxPanes};
 use crate::mux::tty_modes;

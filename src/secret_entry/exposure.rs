@@ -8,7 +8,7 @@
 //! - the terminal's modes ([`crate::mux::tty_modes`]): a terminal that echoes shows every key; one
 //!   out of canonical mode belongs to a line editor (a shell's prompt, a REPL, an editor) that
 //!   draws every key itself;
-//! - what runs in the foreground ([`crate::mux::foreground`]): a shell waiting at its own prompt
+//! - what runs in the foreground ([`muxgate_mux::foreground`]): a shell waiting at its own prompt
 //!   draws the line and keeps it in its history; a program running, sleeping or waiting for a
 //!   child is not reading, so the keys would wait for whatever reads next (a shell between two
 //!   commands even discards them when it sets the terminal up again).
@@ -21,8 +21,9 @@
 
 use std::fmt;
 
-use crate::mux::foreground::{Blocked, Foreground};
-use crate::mux::shell_run::ShellFlavor;
+use muxgate_mux::foreground::{Blocked, Foreground};
+use muxgate_mux::shell::Shell;
+
 use crate::mux::tmux::panes::PaneTerminal;
 use crate::mux::tty_modes::TermModes;
 
@@ -94,7 +95,7 @@ pub fn judge(
     if let Some(foreground) = foreground
         && foreground.blocked == Blocked::Polling
         && foreground.is_pane_program
-        && ShellFlavor::detect(&foreground.pane_program).is_some()
+        && Shell::detect(&foreground.pane_program).is_some()
     {
         return Err(Unsafe::ShellPrompt);
     }

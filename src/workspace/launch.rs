@@ -21,13 +21,13 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
+use muxgate_mux::child_process::mark_inherited_fds_cloexec;
 use tokio::io::AsyncReadExt;
 
 use super::cgroup::Membership;
 use super::host::Host;
 use super::layout::Layout;
 use super::sandbox::{MountSizes, ProcessLimits, WorkspaceDirs, server_command, server_env};
-use crate::mux::child_process::mark_inherited_fds_cloexec;
 use crate::mux::tmux::RunAs;
 use crate::mux::tmux::spawn::become_user;
 use crate::state::write_private;

@@ -11,6 +11,7 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use muxgate_mux::lines::truncation_marker;
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::{tool, tool_router};
@@ -25,7 +26,6 @@ use crate::mcp::access::{TmuxAccess, engine_error, list_hint};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::pane_ops::{check_max_lines, quote_error};
-use crate::mux::lines::truncation_marker;
 use crate::mux::tmux::buffers::BufferError;
 use crate::mux::tmux::op_error::OpError;
 use crate::mux::tmux::ops::buffer::LogicalBufferName;

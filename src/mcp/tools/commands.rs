@@ -1,5 +1,5 @@
 //! `list_commands` and `get_command_output`: a pane's commands as records, read from the
-//! command ledger its output stream keeps ([`crate::mux::ledger`]).
+//! command ledger its output stream keeps ([`muxgate_mux::ledger`]).
 //!
 //! A pane's ledger records while its stream is kept: from the first call on the pane that keeps
 //! it (these, `get_pane_state`, `wait_for_state`, `run_command`) until
@@ -9,6 +9,8 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use muxgate_mux::ledger::CommandRecord;
+use muxgate_mux::lines::LineAssembler;
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::{tool, tool_router};
@@ -21,8 +23,6 @@ use crate::mcp::McpServer;
 use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
-use crate::mux::ledger::CommandRecord;
-use crate::mux::lines::LineAssembler;
 use crate::mux::tmux::ops::capture::{DEFAULT_MAX_LINES, shape_capture};
 use crate::mux::tmux::output::PaneStream;
 

@@ -2,6 +2,7 @@
 //! exited…). Setting hooks is deliberately not offered: a hook keeps running commands after
 //! the call and the caller are gone (see [`super::option`], which refuses them too).
 
+use muxgate_mux::lines::excerpt;
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::{tool, tool_router};
@@ -15,7 +16,6 @@ use crate::mcp::McpServer;
 use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
-use crate::mux::lines::excerpt;
 use crate::mux::tmux::options::Hook;
 
 #[derive(Debug, Deserialize, JsonSchema)]

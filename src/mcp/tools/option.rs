@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 
+use muxgate_mux::lines::excerpt;
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::{tool, tool_router};
@@ -24,7 +25,6 @@ use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, engine_error};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
-use crate::mux::lines::excerpt;
 use crate::mux::tmux::environment::Environment;
 use crate::mux::tmux::op_error::OpError;
 use crate::mux::tmux::options::{OptionError, OptionLevel, OptionPlace};

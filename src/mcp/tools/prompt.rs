@@ -13,7 +13,6 @@
 //!    the text at its cursor. Without evidence, Enter is pressed once more (an empty input box
 //!    ignores it) and checked again.
 
-use crate::mcp::tools::watch::{foreground_of_state, read_state};
 use std::time::Duration;
 
 use rmcp::handler::server::common::Extension;
@@ -31,6 +30,7 @@ use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops;
 use crate::mcp::position::OutputPosition;
+use crate::mcp::tools::watch::{foreground_of_state, read_state};
 use crate::mux::agent_report::{AgentReports, PaneInstance};
 use crate::mux::prompt::{self, Ready};
 use crate::mux::tmux::ops::input::InputPlan;

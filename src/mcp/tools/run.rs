@@ -1,6 +1,6 @@
 //! `run_command`: type a command into a shell pane and return its output and exit status.
 //!
-//! How the command is typed, delimited and read back is [`crate::mux::shell_run`]: a wrapper
+//! How the command is typed, delimited and read back is [`muxgate_mux::shell_run`]: a wrapper
 //! line between two invisible OSC 133 markers with a per-call id, read from the pane's output
 //! stream. A shell that marks its own commands and that the pane's command ledger saw at its
 //! prompt gets only the command (in the same subshell): the ledger's next record is the run,
@@ -15,9 +15,13 @@
 //! screen, and no other run owns it. A caller who knows better (a shell behind `ssh`, a
 //! wrapper) names the shell with `shell`, which skips the detection and the foreground check.
 
-use crate::mcp::tools::watch::read_state;
 use std::time::Duration;
 
+use muxgate_mux::foreground::parse_stat;
+use muxgate_mux::ledger::CommandRecord;
+use muxgate_mux::lines::excerpt;
+use muxgate_mux::shell::Shell;
+use muxgate_mux::shell_run::{CommandError, RunCapture, RunMarkers, RunText, unmarked_typed_text};
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::{tool, tool_router};
@@ -33,13 +37,8 @@ use crate::mcp::access::{TmuxAccess, engine_error};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::shared_tool::{Reply, SharedTool};
+use crate::mcp::tools::watch::read_state;
 use crate::mcp::zellij_access::ZellijAccess;
-use crate::mux::foreground::parse_stat;
-use crate::mux::ledger::CommandRecord;
-use crate::mux::lines::excerpt;
-use crate::mux::shell_run::{
-    CommandError, RunCapture, RunMarkers, RunText, ShellFlavor, unmarked_typed_text,
-};
 use crate::mux::tmux::PaneId;
 use crate::mux::tmux::op_error::OpError;
 use crate::mux::tmux::output::{OutputChunk, PaneStream};
@@ -51,28 +50,6 @@ pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_MAX_LINES: u32 = 500;
 /// Most output lines a client may ask for.
 pub const MAX_MAX_LINES: u32 = 10_000;
-
-/// A shell, as a client names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ShellName {
-    Bash,
-    Zsh,
-    /// Any POSIX shell without its own line editor: dash, sh, ash, ksh.
-    Sh,
-    Fish,
-}
-
-impl From<ShellName> for ShellFlavor {
-    fn from(name: ShellName) -> Self {
-        match name {
-            ShellName::Bash => Self::Bash,
-            ShellName::Zsh => Self::Zsh,
-            ShellName::Sh => Self::Sh,
-            ShellName::Fish => Self::Fish,
-        }
-    }
-}
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -91,7 +68,7 @@ pub struct RunCommandInput {
     pub max_lines: Option<u32>,
     /// The shell if undetectable (e.g. via ssh); skips the idle-at-prompt check.
     #[serde(default)]
-    pub shell: Option<ShellName>,
+    pub shell: Option<Shell>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -134,7 +111,7 @@ pub struct RunRequest {
     pub target: String,
     pub command: String,
     pub max_lines: u32,
-    pub shell: Option<ShellFlavor>,
+    pub shell: Option<Shell>,
 }
 
 /// Runs a command in a shell pane until `deadline`. The caller holds the wait budget.
@@ -231,7 +208,7 @@ impl RunReader {
         pane: PaneId,
         stream: &PaneStream,
         request: &RunRequest,
-        flavor: ShellFlavor,
+        flavor: Shell,
     ) -> Result<Self, ToolError> {
         let command = &request.command;
         let max_lines = request.max_lines as usize;
@@ -301,7 +278,7 @@ impl RunReader {
 
 /// The pane's shell flavour, if the pane is a shell idle at its prompt (or the caller named
 /// the shell).
-fn ready_shell(state: &PaneState, forced: Option<ShellFlavor>) -> Result<ShellFlavor, ToolError> {
+fn ready_shell(state: &PaneState, forced: Option<Shell>) -> Result<Shell, ToolError> {
     let pane = state.pane;
     if state.dead {
         return Err(ToolError::new(
@@ -330,7 +307,7 @@ fn ready_shell(state: &PaneState, forced: Option<ShellFlavor>) -> Result<ShellFl
     if let Some(flavor) = forced {
         return Ok(flavor);
     }
-    let Some(flavor) = ShellFlavor::detect(&state.current_command) else {
+    let Some(flavor) = Shell::detect(&state.current_command) else {
         return Err(ToolError::new(
             ToolErrorKind::Conflict,
             format!(
@@ -459,7 +436,7 @@ impl SharedTool for RunCommand {
             target: self.input.target,
             command: self.input.command,
             max_lines: self.max_lines,
-            shell: self.input.shell.map(ShellFlavor::from),
+            shell: self.input.shell,
         };
         let work = run_command(
             &tmux,
@@ -505,8 +482,8 @@ mod tests {
         // Our own pid stands in for the shell; `cargo test` has no terminal, so the foreground
         // check reads tpgid -1 or another group: only a forced shell passes it.
         assert_eq!(
-            ready_shell(&state("python3"), Some(ShellFlavor::Bash)).unwrap(),
-            ShellFlavor::Bash
+            ready_shell(&state("python3"), Some(Shell::Bash)).unwrap(),
+            Shell::Bash
         );
         let err = ready_shell(&state("python3"), None).unwrap_err();
         assert_eq!(err.kind, ToolErrorKind::Conflict);
@@ -516,7 +493,7 @@ mod tests {
             ..state("bash")
         };
         assert!(
-            ready_shell(&copy_mode, Some(ShellFlavor::Bash))
+            ready_shell(&copy_mode, Some(Shell::Bash))
                 .unwrap_err()
                 .message
                 .contains("copy")

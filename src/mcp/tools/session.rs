@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 
+use muxgate_mux::lines::excerpt;
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::{tool, tool_router};
@@ -34,7 +35,6 @@ use crate::mcp::fields::RowShape;
 use crate::mcp::self_guard::Kill;
 use crate::mcp::shared_tool::{Reply, SharedTool};
 use crate::mcp::zellij_access::ZellijAccess;
-use crate::mux::lines::excerpt;
 use crate::mux::tmux::sessions::{self, NewSession, Session, SessionError};
 use crate::mux::tmux::target::{SessionName, SessionSel, Target};
 use crate::mux::tmux::windows::Window;

@@ -4,11 +4,12 @@
 //! One tmux command reads the pane's flags; the pane's output stream (kept recording, as for
 //! the ledger) gives the time of its last byte and, with shell integration, whether the shell
 //! is at its prompt; `/proc` gives the foreground process and whether it is blocked reading the
-//! terminal ([`crate::mux::foreground`]); the agent's own hooks, what it says it is doing
+//! terminal ([`muxgate_mux::foreground`]); the agent's own hooks, what it says it is doing
 //! (`report_agent_state`). In a workspace the pane's pids belong to the sandbox's pid
 //! namespace, so `/proc` is not read there and the process fields are left out.
 
 use crate::mcp::tools::watch::{foreground_of_state, read_settled_state};
+use muxgate_mux::foreground::Blocked;
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::{tool, tool_router};
@@ -24,7 +25,6 @@ use crate::mcp::error::ToolError;
 use crate::mcp::shared_tool::{Reply, SharedTool};
 use crate::mcp::zellij_access::ZellijAccess;
 use crate::mux::agent_report::PaneInstance;
-use crate::mux::foreground::Blocked;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -8,17 +8,18 @@
 //! Each pane's stream is kept (as for the ledger) and subscribed; the wait sleeps until a pane
 //! prints, ends, or reaches the time its state could next change (an idle threshold), and asks
 //! tmux nothing meanwhile. "Waiting for input" needs `/proc` evidence
-//! ([`crate::mux::foreground`]), read only once a pane has been quiet for a moment and then
+//! ([`muxgate_mux::foreground`]), read only once a pane has been quiet for a moment and then
 //! less and less often while it stays quiet (every read that says "not waiting" doubles the
 //! pause, up to 2 s); new output starts that over. Text is matched in each pane's new lines as
 //! `wait_for_text` matches it (literal, any case), decoded once per pane for every wait on it
 //! ([`LineReader`]).
 
-use crate::mcp::tools::watch::{foreground_of_state, read_settled_state};
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::select_all;
+use muxgate_mux::ledger::CommandRecord;
+use muxgate_mux::text_match::{Pattern, PatternOptions, compile};
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::{tool, tool_router};
@@ -33,8 +34,7 @@ use crate::mcp::access::{TmuxAccess, not_found};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{PaneScope, pane_rows};
-use crate::mux::ledger::CommandRecord;
-use crate::mux::text_match::{Pattern, PatternOptions, compile};
+use crate::mcp::tools::watch::{foreground_of_state, read_settled_state};
 use crate::mux::tmux::output::PaneStream;
 use crate::mux::tmux::pane_state::PaneState;
 use crate::mux::tmux::target::Target;

@@ -4,10 +4,11 @@
 //!
 //! Pure apart from [`TmuxAccess`] reads; no tool logic lives here.
 
+use muxgate_mux::lines::excerpt;
+
 use crate::auth::pattern::NamePattern;
 use crate::mcp::access::{TmuxAccess, checked_target, engine_error};
 use crate::mcp::error::{ToolError, ToolErrorKind};
-use crate::mux::lines::excerpt;
 pub(crate) use crate::mux::tmux::environment::is_env_name;
 use crate::mux::tmux::format_check::check_format;
 use crate::mux::tmux::op_error::OpError;

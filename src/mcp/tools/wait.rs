@@ -12,18 +12,19 @@
 //! only with `include_screen` (the visible screen, read once after subscribing, is matched
 //! first), or when the wait is given `since` (an input tool's `output_position`): then the rows
 //! printed since that position are matched first, and the echo of the typed input is taken out
-//! of the lines before matching ([`crate::mux::echo`]). When output was lost (tmux dropped some
+//! of the lines before matching ([`muxgate_mux::echo`]). When output was lost (tmux dropped some
 //! under flow control, or the gateway fell behind), the pane's visible screen is captured once
 //! and matched, since the lost part may have held the text; that capture may include lines
 //! older than the wait.
 //!
 //! On a Zellij server the same tool runs through [`McpServer::wait_for_zellij_text`].
 
-use crate::mcp::tools::watch::{read_settled_state, read_state};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
+use muxgate_mux::echo::EchoFilter;
+use muxgate_mux::text_match::{self, HitKind, PatternOptions, WaitMatcher};
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::{tool, tool_router};
@@ -40,9 +41,8 @@ use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::position::OutputPosition;
 use crate::mcp::shared_tool::{Reply, SharedTool};
+use crate::mcp::tools::watch::{read_settled_state, read_state};
 use crate::mcp::zellij_access::ZellijAccess;
-use crate::mux::echo::EchoFilter;
-use crate::mux::text_match::{self, HitKind, PatternOptions, WaitMatcher};
 use crate::mux::tmux::ops::capture::CaptureRange;
 use crate::mux::tmux::{LineBatch, LineReader, OutputSubscription, PaneId, StreamEnd};
 
@@ -759,7 +759,7 @@ impl McpServer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mux::lines::LineAssembler;
+    use muxgate_mux::lines::LineAssembler;
 
     fn watch(patterns: Option<&[&str]>, stop: &[&str]) -> TextWatch {
         let request = TextWaitRequest {

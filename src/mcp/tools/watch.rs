@@ -8,12 +8,12 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use muxgate_mux::foreground::{self, Foreground};
 use tokio::time::Instant;
 
 use super::support::op_failure;
 use crate::mcp::access::{PANES_HINT, TmuxAccess, engine_error};
 use crate::mcp::error::{ToolError, ToolErrorKind};
-use crate::mux::foreground::{self, Foreground};
 use crate::mux::tmux::op_error::{OpError, PaneOpError};
 use crate::mux::tmux::output::PaneStream;
 use crate::mux::tmux::pane_state::PaneState;

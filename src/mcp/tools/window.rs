@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 
+use muxgate_mux::lines::excerpt;
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::{tool, tool_router};
@@ -37,7 +38,6 @@ use crate::mcp::fields::RowShape;
 use crate::mcp::self_guard::Kill;
 use crate::mcp::shared_tool::{Reply, SharedTool};
 use crate::mcp::zellij_access::ZellijAccess;
-use crate::mux::lines::excerpt;
 use crate::mux::tmux::op_error::OpError;
 use crate::mux::tmux::target::{ClientTarget, SessionSel, Target};
 use crate::mux::tmux::windows::{NewWindow, Place, Selection, Side, Window};

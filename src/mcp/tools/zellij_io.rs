@@ -11,6 +11,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use muxgate_mux::echo::EchoFilter;
+use muxgate_mux::lines::truncation_marker;
+use muxgate_mux::screen_mark::ScreenMark;
+use muxgate_mux::shell_run::RunCapture;
+use muxgate_mux::text_match::{HitKind, WaitMatcher};
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::{tool, tool_router};
@@ -20,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::input::{PasteTextInput, PasteTextOutput, not_utf8_for_zellij};
 use super::pane::{CapturePaneInput, CapturePaneOutput};
-use super::run::{DEFAULT_RUN_TIMEOUT, RunCommandInput, RunCommandOutput, ShellName};
+use super::run::{DEFAULT_RUN_TIMEOUT, RunCommandInput, RunCommandOutput};
 use super::wait::{
     DEFAULT_TEXT_TIMEOUT, TextWaitRequest, WaitForTextInput, WaitForTextOutput, WaitOutcome,
     tail_of,
@@ -33,16 +38,10 @@ use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::check_max_lines;
 use crate::mcp::position::ZellijPosition;
 use crate::mcp::zellij_access::ZellijAccess;
-use crate::mux::echo::EchoFilter;
-use crate::mux::lines::truncation_marker;
 use crate::mux::pane_io::{LineBound, PaneIo, ScreenScope};
-use crate::mux::screen_mark::ScreenMark;
-use crate::mux::shell_run::RunCapture;
-use crate::mux::text_match::{HitKind, WaitMatcher};
 use crate::mux::zellij::backend::{
     CommandResult, InputStep, NewLinesEnd, RunInPaneOptions, RunOptions,
 };
-use crate::mux::zellij::marker::ShellKind;
 
 /// Default `max_lines` of reads and command output (as the tmux tools).
 const DEFAULT_MAX_LINES: usize = 500;
@@ -272,7 +271,7 @@ impl ZellijAccess<'_> {
 impl McpServer {
     /// `run_command` on a Zellij server: the same arguments, defaults and answer as on tmux.
     /// The command is typed into the pane's shell between per-call markers
-    /// ([`crate::mux::zellij::marker`]); on timeout it keeps running and the answer says so.
+    /// ([`muxgate_mux::shell_run::screen`]); on timeout it keeps running and the answer says so.
     pub(crate) async fn run_zellij_command(
         &self,
         z: &ZellijAccess<'_>,
@@ -283,10 +282,7 @@ impl McpServer {
         let (session, pane) = z.pane_target(&input.target)?;
         let budget = z.budget().wait(input.timeout, DEFAULT_RUN_TIMEOUT)?;
         let opts = RunInPaneOptions {
-            shell: input.shell.map(|name| match name {
-                ShellName::Fish => ShellKind::Fish,
-                ShellName::Bash | ShellName::Zsh | ShellName::Sh => ShellKind::Posix,
-            }),
+            shell: input.shell,
             timeout: budget.effective,
         };
         let run = self
@@ -303,11 +299,8 @@ impl McpServer {
         Ok(RunCommandOutput {
             pane_id: pane.to_string(),
             session: Some(session.to_string()),
-            shell: match run.shell {
-                ShellKind::Posix => "sh",
-                ShellKind::Fish => "fish",
-            }
-            .to_owned(),
+            // How the command was typed: for a POSIX shell or for fish.
+            shell: if run.shell.is_fish() { "fish" } else { "sh" }.to_owned(),
             exit_status: run.exit_status,
             timed_out: run.exit_status.is_none(),
             started: run.started,
@@ -326,7 +319,7 @@ impl McpServer {
     /// `wait_for_text` on a Zellij server: the same arguments, defaults and outcomes as on
     /// tmux. Zellij streams screens, not output, so "new output" is what each screen shows
     /// below where the screen stood when the wait began (or at `since`, a `send_keys`
-    /// position); see [`crate::mux::screen_mark`].
+    /// position); see [`muxgate_mux::screen_mark`].
     pub(crate) async fn wait_for_zellij_text(
         &self,
         z: &ZellijAccess<'_>,

@@ -2,6 +2,7 @@
 //! `list_sessions`, `list_panes` and `get_pane_state`, and the attached clients and the live
 //! layout (list_servers names the Zellij servers too). None changes anything or moves focus.
 
+use muxgate_mux::shell_run::screen::program_name;
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::{tool, tool_router};
@@ -21,7 +22,6 @@ use crate::mcp::error::ToolError;
 use crate::mcp::fields::object;
 use crate::mcp::filter::Filters;
 use crate::mcp::zellij_access::ZellijAccess;
-use crate::mux::zellij::marker::program_name;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -18,13 +18,13 @@ use std::ops::Range;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::SystemTime;
 
+use muxgate_mux::ledger::Ledger;
+use muxgate_mux::ledger::marks::MarkScanner;
+use muxgate_mux::lines::LineAssembler;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::ids::PaneId;
-use crate::mux::ledger::Ledger;
-use crate::mux::ledger::marks::MarkScanner;
-use crate::mux::lines::LineAssembler;
 
 /// Commands a pane's ledger keeps.
 const LEDGER_RECORDS: usize = 100;

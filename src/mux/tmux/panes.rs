@@ -7,6 +7,8 @@
 
 use std::time::Duration;
 
+use muxgate_mux::text_match::Pattern;
+
 use super::format::{flag, row_format, split_row};
 use super::ops::capture::{CaptureRange, shape_capture};
 use super::ops::input::{InputError, InputPlan};
@@ -14,9 +16,7 @@ use super::ops::keys::{KeyError, KeyName};
 use super::{
     BatchMode, Caller, CommandOutcome, EngineError, PaneId, StreamEnd, TmuxCommand, TmuxServer,
 };
-use crate::mux::pane_io::{
-    LineBound, PaneIo, PaneSummary, ScreenMatch, ScreenPattern, ScreenScope,
-};
+use crate::mux::pane_io::{LineBound, PaneIo, PaneSummary, ScreenMatch, ScreenScope};
 
 /// `-F` fields of a pane row; the title (free text) last.
 const PANE_FIELDS: [&str; 8] = [
@@ -244,14 +244,14 @@ impl PaneIo for TmuxPanes {
     async fn wait_for_screen(
         &self,
         pane: &PaneId,
-        pattern: &ScreenPattern,
+        pattern: &Pattern,
         timeout: Duration,
     ) -> Result<ScreenMatch, TmuxPaneError> {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut output = self.server.subscribe(&self.caller, *pane, deadline).await?;
         loop {
             let screen = self.read_screen(pane, ScreenScope::Visible).await?;
-            if let Some(line_index) = pattern.find(&screen) {
+            if let Some(line_index) = pattern.first_match(&screen) {
                 return Ok(ScreenMatch {
                     line: screen[line_index].clone(),
                     line_index,
@@ -268,7 +268,7 @@ impl PaneIo for TmuxPanes {
                 Ok(Err(reason)) => {
                     // The last output may have been drawn after the previous check.
                     let screen = self.read_screen(pane, ScreenScope::Visible).await?;
-                    return match pattern.find(&screen) {
+                    return match pattern.first_match(&screen) {
                         Some(line_index) => Ok(ScreenMatch {
                             line: screen[line_index].clone(),
                             line_index,

@@ -20,8 +20,9 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use muxgate_mux::lines::{LineAssembler, LineSink};
+
 use super::output::{OutputSubscription, PaneStream, ReadCursor, StreamEnd};
-use crate::mux::lines::{LineAssembler, LineSink};
 
 /// Bytes decoded between two yields to the runtime: a waiter catching up on a whole ring
 /// must not hold a runtime thread from every other request.

@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 
-use crate::mux::child_process;
+use muxgate_mux::child_process;
 
 /// Which tmux server to talk to: tmux's own notion of a socket. (Ordered so that a config
 /// naming one socket twice can be found.)

@@ -12,8 +12,9 @@
 //! Pure: parsing and rendering only; which session a target belongs to is asked of tmux by
 //! the tool layer.
 
-use crate::mux::lines::excerpt;
 use std::fmt;
+
+use muxgate_mux::lines::excerpt;
 
 use super::ids::{PaneId, SessionId, WindowId};
 

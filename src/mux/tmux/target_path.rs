@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::mux::lines::excerpt;
+use muxgate_mux::lines::excerpt;
 
 use super::format::{row_format, split_row};
 use super::ids::parse_decimal;

@@ -17,12 +17,12 @@ use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
+use muxgate_mux::child_process;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, Command};
 
 use super::error::{Result, ZellijError};
 use super::ids::SessionName;
-use crate::mux::child_process;
 
 /// Variables a process inside a Zellij pane inherits and the CLI would obey.
 const INHERITED_ZELLIJ_VARS: [&str; 3] = ["ZELLIJ", "ZELLIJ_SESSION_NAME", "ZELLIJ_PANE_ID"];

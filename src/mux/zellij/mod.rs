@@ -2,8 +2,8 @@
 //!
 //! Layers, from the process up:
 //! - [`ids`]: validated session names, pane ids (`terminal_N` / `plugin_N`) and tab ids;
-//! - [`listing`], [`events`], [`marker`]: pure parsing of CLI output, subscribe events and
-//!   command-completion markers;
+//! - [`listing`], [`events`]: pure parsing of CLI output and subscribe events (the
+//!   command-completion markers are `muxgate_mux::shell_run::screen`);
 //! - [`keys`]: key names for `send-keys`, validated;
 //! - [`cli`]: runs `zellij` subprocesses with an explicit environment and a timeout;
 //! - [`attach`]: a client attached through a pty muxgate owns (sizes tabs of headless sessions);
@@ -23,7 +23,6 @@ pub mod events;
 pub mod ids;
 pub mod keys;
 pub mod listing;
-pub mod marker;
 pub mod panes;
 pub mod queue;
 pub mod servers;

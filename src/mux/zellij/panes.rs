@@ -3,11 +3,13 @@
 
 use std::time::Duration;
 
-use super::backend::{ReadScope, TextPattern, ZellijBackend};
+use muxgate_mux::text_match::Pattern;
+
+use super::backend::{ReadScope, ZellijBackend};
 use super::error::ZellijError;
 use super::ids::{PaneId, SessionName};
 use super::keys::Key;
-use crate::mux::pane_io::{PaneIo, PaneSummary, ScreenMatch, ScreenPattern, ScreenScope};
+use crate::mux::pane_io::{PaneIo, PaneSummary, ScreenMatch, ScreenScope};
 
 /// The panes of one Zellij session.
 #[derive(Clone)]
@@ -39,15 +41,6 @@ impl From<ScreenScope> for ReadScope {
         match scope {
             ScreenScope::Visible => ReadScope::Viewport,
             ScreenScope::Full => ReadScope::Full,
-        }
-    }
-}
-
-impl From<&ScreenPattern> for TextPattern {
-    fn from(pattern: &ScreenPattern) -> Self {
-        match pattern {
-            ScreenPattern::Literal(text) => TextPattern::Literal(text.clone()),
-            ScreenPattern::Regex(re) => TextPattern::Regex(re.clone()),
         }
     }
 }
@@ -102,12 +95,12 @@ impl PaneIo for ZellijPanes {
     async fn wait_for_screen(
         &self,
         pane: &PaneId,
-        pattern: &ScreenPattern,
+        pattern: &Pattern,
         timeout: Duration,
     ) -> Result<ScreenMatch, ZellijError> {
         let found = self
             .backend
-            .wait_for_text(&self.session, *pane, &pattern.into(), timeout)
+            .wait_for_text(&self.session, *pane, pattern, timeout)
             .await?;
         Ok(ScreenMatch {
             line: found.line,

@@ -11,10 +11,11 @@
 //!
 //! Pure: builds the command and shapes its output; runs nothing.
 
+use muxgate_mux::lines::truncation_marker;
+
 use super::super::command::TmuxCommand;
 use super::super::ids::PaneId;
 use super::super::quote::QuoteError;
-use crate::mux::lines::truncation_marker;
 use crate::mux::pane_io::LineBound;
 
 /// Default `max_lines` of captures (as the reference server).

@@ -1,13 +1,14 @@
 //! What a tmux server starts in a new pane, and the argv that starts its default shell with
-//! shell integration ([`shell_integration`](crate::mux::shell_integration)) instead.
+//! shell integration ([`shell_integration`](muxgate_mux::shell_integration)) instead.
 //!
 //! tmux runs `default-command` when it is set and `default-shell` (as a login shell) when it
 //! is not. Only the second is replaced: a `default-command` is the user's choice of what a pane
 //! runs, kept as it is.
 
+use muxgate_mux::shell_integration;
+
 use super::super::format::{row_format, split_row};
 use super::super::{CommandBuilder, TmuxCommand};
-use crate::mux::shell_integration;
 
 const FIELDS: [&str; 2] = ["default-command", "default-shell"];
 

@@ -5,9 +5,10 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 
+use muxgate_mux::shell_run::screen::MarkedRun;
+
 use crate::mux::zellij::error::{Result, ZellijError};
 use crate::mux::zellij::listing::{Pane, Tab};
-use crate::mux::zellij::marker::MarkedRun;
 
 /// The oldest Zellij release with the CLI surface this backend uses (`--pane-id`, `--tab-id`,
 /// `list-panes --json`, `subscribe`).

@@ -23,6 +23,9 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use muxgate_mux::screen_mark::ScreenMark;
+use muxgate_mux::shell_run::screen::{MarkedRun, shell_of};
+use muxgate_mux::text_match::Pattern;
 use tokio::time::Instant;
 
 mod checks;
@@ -34,7 +37,7 @@ mod types;
 pub use types::{
     ClosedPane, CommandResult, CreateSessionOptions, EditOptions, FocusedPane, InputStep,
     NewLinesEnd, NewLinesWait, NewPaneOptions, NewTabOptions, PaneRun, PaneText, ReadScope,
-    RunInPaneOptions, RunOptions, SplitDirection, TextMatch, TextPattern, ZellijServerSpec,
+    RunInPaneOptions, RunOptions, SplitDirection, TextMatch, ZellijServerSpec,
 };
 
 use super::cli::{ZellijCli, describe_status, first_lines};
@@ -42,10 +45,8 @@ use super::error::{PANE_CLOSED, Result, ZellijError};
 use super::ids::{PaneId, SessionName, TabId};
 use super::keys::Key;
 use super::listing::{Client, Pane, SessionEntry, Tab};
-use super::marker::{MarkedRun, ShellKind};
 use super::queue::SessionQueue;
 use super::watch::{FallbackPolling, PaneView, PaneWatch, WatchRegistry};
-use crate::mux::screen_mark::ScreenMark;
 
 use checks::{
     MAX_LAYOUT_LEN, args, check_dir, check_name, invalid, opt_path, parse_version, push_command,
@@ -760,7 +761,7 @@ impl ZellijBackend {
         &self,
         session: &SessionName,
         pane: PaneId,
-        pattern: &TextPattern,
+        pattern: &Pattern,
         timeout: Duration,
     ) -> Result<TextMatch> {
         let started = Instant::now();
@@ -768,7 +769,7 @@ impl ZellijBackend {
         self.pane(session, pane).await?;
         let (watch, _) = self.ready_watch(session, pane, deadline).await?;
         let found = watch
-            .wait_for(0, deadline, "the text", |lines| pattern.find(lines))
+            .wait_for(0, deadline, "the text", |lines| pattern.first_match(lines))
             .await
             .map_err(|e| with_timeout(e, timeout))?;
         let viewport: Vec<String> = found.view.lines.as_ref().clone();
@@ -856,7 +857,7 @@ impl ZellijBackend {
         }
         let shell = opts
             .shell
-            .unwrap_or_else(|| ShellKind::detect(target.running_command.as_deref()));
+            .unwrap_or_else(|| shell_of(target.running_command.as_deref()));
         let run = MarkedRun::random();
         let line = run
             .typed_line(command, shell)

@@ -7,6 +7,7 @@
 use std::ffi::OsString;
 use std::time::Duration;
 
+use muxgate_mux::shell_run::screen::MarkedRun;
 use tokio::time::Instant;
 
 use super::checks::{args, check_dir, check_name, invalid, is_run_pane, opt_path};
@@ -16,7 +17,6 @@ use crate::mux::zellij::cli::{CliOutput, describe_status, first_lines, is_sessio
 use crate::mux::zellij::error::{Result, ZellijError};
 use crate::mux::zellij::ids::{SessionName, TabId};
 use crate::mux::zellij::listing::Pane;
-use crate::mux::zellij::marker::MarkedRun;
 
 /// How long after its command exited a pane's screen may take to show the end marker (the
 /// wrapper prints it after everything the command printed).

@@ -4,17 +4,15 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use regex::Regex;
+use muxgate_mux::shell::Shell;
 use serde::Serialize;
 
-use super::checks::{args, invalid};
+use super::checks::args;
 use crate::mux::zellij::attach::TermSize;
 use crate::mux::zellij::cli::ZellijEnv;
-use crate::mux::zellij::error::Result;
 use crate::mux::zellij::ids::{PaneId, TabId};
 use crate::mux::zellij::keys::Key;
 use crate::mux::zellij::listing::Pane;
-use crate::mux::zellij::marker::ShellKind;
 
 /// How muxgate drives one Zellij server (socket dir + environment).
 #[derive(Debug, Clone)]
@@ -218,7 +216,7 @@ impl Default for RunOptions {
 #[derive(Debug, Clone)]
 pub struct RunInPaneOptions {
     /// The pane's shell; detected from the pane's running command when not given.
-    pub shell: Option<ShellKind>,
+    pub shell: Option<Shell>,
     pub timeout: Duration,
 }
 
@@ -236,8 +234,8 @@ impl Default for RunInPaneOptions {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PaneRun {
     pub pane: PaneId,
-    /// How the command was typed: for a POSIX shell or for fish.
-    pub shell: ShellKind,
+    /// The shell it was typed for (detected from the pane, or as the caller named it).
+    pub shell: Shell,
     /// `None`: the timeout passed first and the command is still running.
     pub exit_status: Option<i32>,
     /// The shell began the command (its start marker was seen). False after a timeout means
@@ -263,41 +261,6 @@ pub struct CommandResult {
     pub pane_closed: bool,
     #[serde(serialize_with = "as_millis")]
     pub elapsed: Duration,
-}
-
-/// What [`ZellijBackend::wait_for_text`] looks for, line by line.
-#[derive(Debug, Clone)]
-pub enum TextPattern {
-    Literal(String),
-    Regex(Regex),
-}
-
-impl TextPattern {
-    /// A literal substring.
-    pub fn literal(text: impl Into<String>) -> Result<Self> {
-        let text = text.into();
-        if text.is_empty() {
-            return Err(invalid("pattern", "the text to wait for is empty"));
-        }
-        Ok(Self::Literal(text))
-    }
-
-    /// A regular expression (Rust `regex` syntax), size-limited.
-    pub fn regex(pattern: &str) -> Result<Self> {
-        regex::RegexBuilder::new(pattern)
-            .size_limit(1 << 20)
-            .build()
-            .map(Self::Regex)
-            .map_err(|e| invalid("pattern", e.to_string()))
-    }
-
-    /// Index of the first line that matches.
-    pub(super) fn find(&self, lines: &[String]) -> Option<usize> {
-        lines.iter().position(|line| match self {
-            Self::Literal(text) => line.contains(text.as_str()),
-            Self::Regex(re) => re.is_match(line),
-        })
-    }
 }
 
 /// A satisfied [`ZellijBackend::wait_for_text`].
@@ -357,19 +320,6 @@ mod tests {
         let (label, sent) = argv(InputStep::Keys(keys));
         assert_eq!(label, "action send-keys");
         assert_eq!(sent[3..], ["--", "Ctrl c", "Enter"]);
-    }
-
-    #[test]
-    fn patterns() {
-        let lines = vec!["a".to_owned(), "build ok in 3s".to_owned()];
-        assert_eq!(TextPattern::literal("ok").unwrap().find(&lines), Some(1));
-        assert_eq!(
-            TextPattern::regex(r"in \d+s$").unwrap().find(&lines),
-            Some(1)
-        );
-        assert_eq!(TextPattern::literal("zzz").unwrap().find(&lines), None);
-        assert!(TextPattern::literal("").is_err());
-        assert!(TextPattern::regex("(").is_err());
     }
 }
 

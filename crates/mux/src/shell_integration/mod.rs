@@ -1,6 +1,6 @@
 //! Shell integration for the shells the gateway starts: how to start bash, zsh or fish so that
 //! they mark prompts and commands (OSC 133) and their working directory (OSC 7) for the
-//! [`ledger`](super::ledger), without touching the user's files.
+//! [`ledger`](crate::ledger), without touching the user's files.
 //!
 //! [`launch`] turns the path of a pane's default shell into the argv that starts it integrated,
 //! given to tmux as several arguments (so tmux executes it directly: no shell parses it). The
@@ -24,6 +24,8 @@
 //! Any other shell (sh, dash, ksh…) starts as before, unmarked; `run_command` marks its own
 //! runs there. Pure: no I/O.
 
+use crate::shell::Shell;
+
 /// The bash script, read as `--rcfile`.
 const BASH: &str = include_str!("muxgate.bash");
 /// The zsh script, written as the `.zshenv` of a temporary `ZDOTDIR`.
@@ -37,36 +39,17 @@ const BASH_BOOT: &str = r#"exec "$0" --rcfile <(printf '%s' "$1") -i"#;
 /// login shell with that directory as `ZDOTDIR`; without the directory, zsh starts plain.
 const ZSH_BOOT: &str = r#"d=$(mktemp -d "${TMPDIR:-/tmp}/muxgate-zsh.XXXXXXXX") && print -r -- "$1" > "$d/.zshenv" && export MUXGATE_ZDOTDIR="${ZDOTDIR-}" MUXGATE_ZDOTDIR_SET="${ZDOTDIR+1}" ZDOTDIR="$d"; exec "$0" -l"#;
 
-/// The shells with an integration script.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IntegratedShell {
-    Bash,
-    Zsh,
-    Fish,
-}
-
-impl IntegratedShell {
-    /// The shell at `path` (`/bin/bash`, `/usr/bin/zsh`…), when it has a script.
-    pub fn of(path: &str) -> Option<Self> {
-        match path.rsplit('/').next()? {
-            "bash" => Some(Self::Bash),
-            "zsh" => Some(Self::Zsh),
-            "fish" => Some(Self::Fish),
-            _ => None,
-        }
-    }
-}
-
 /// The argv that starts the shell at `shell` (an absolute path) integrated, or `None` when
 /// there is no script for it.
 pub fn launch(shell: &str) -> Option<Vec<String>> {
     if !shell.starts_with('/') {
         return None;
     }
-    let argv: &[&str] = match IntegratedShell::of(shell)? {
-        IntegratedShell::Bash => &[shell, "-c", BASH_BOOT, shell, BASH],
-        IntegratedShell::Zsh => &[shell, "-f", "-c", ZSH_BOOT, shell, ZSH],
-        IntegratedShell::Fish => &[shell, "-l", "-C", FISH],
+    let argv: &[&str] = match Shell::named(shell.rsplit('/').next()?)? {
+        Shell::Bash => &[shell, "-c", BASH_BOOT, shell, BASH],
+        Shell::Zsh => &[shell, "-f", "-c", ZSH_BOOT, shell, ZSH],
+        Shell::Fish => &[shell, "-l", "-C", FISH],
+        Shell::Sh => return None,
     };
     Some(argv.iter().map(|s| (*s).to_owned()).collect())
 }

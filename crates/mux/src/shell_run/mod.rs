@@ -32,11 +32,17 @@
 //! [`RunCapture`] consumes the pane's output stream in chunks cut anywhere and keeps a bounded
 //! tail of the output lines (via [`LineAssembler`]) until the end marker arrives.
 //!
+//! The same runs on a backend that shows rendered screens instead of a stream use visible
+//! markers: [`screen`].
+//!
 //! Pure: no I/O.
+
+pub mod screen;
 
 use std::collections::VecDeque;
 
-use super::lines::LineAssembler;
+use crate::lines::LineAssembler;
+use crate::shell::Shell;
 
 /// Longest command accepted, in bytes.
 pub const MAX_COMMAND_BYTES: usize = 16 * 1024;
@@ -45,42 +51,6 @@ pub const MAX_COMMAND_BYTES: usize = 16 * 1024;
 /// terminal drops characters beyond 4095 on one line. Shells with their own line editor
 /// (bash, zsh, fish) have no such limit.
 pub const COOKED_LINE_MAX: usize = 4000;
-
-/// The family of the shell running in a pane: how to type into it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ShellFlavor {
-    Bash,
-    Zsh,
-    /// A POSIX shell without its own line editor (dash, sh, ash, ksh…).
-    Sh,
-    Fish,
-}
-
-impl ShellFlavor {
-    /// The flavour of a pane's foreground program as tmux names it (`#{pane_current_command}`:
-    /// `bash`, `-zsh`, `/usr/bin/fish`), or `None` when it is not a known shell.
-    pub fn detect(process: &str) -> Option<Self> {
-        let name = process.trim();
-        let name = name.rsplit('/').next().unwrap_or(name);
-        let name = name.trim_start_matches('-');
-        match name {
-            "bash" => Some(Self::Bash),
-            "zsh" => Some(Self::Zsh),
-            "sh" | "dash" | "ash" | "ksh" | "mksh" | "posh" => Some(Self::Sh),
-            "fish" => Some(Self::Fish),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Bash => "bash",
-            Self::Zsh => "zsh",
-            Self::Sh => "sh",
-            Self::Fish => "fish",
-        }
-    }
-}
 
 /// Why a command cannot be typed into a shell.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -151,16 +121,16 @@ impl RunMarkers {
     }
 
     /// The text to type (without the final Enter) to run `command` in a `flavor` shell.
-    pub fn typed_text(&self, command: &str, flavor: ShellFlavor) -> Result<String, CommandError> {
+    pub fn typed_text(&self, command: &str, flavor: Shell) -> Result<String, CommandError> {
         check_command(command)?;
         let id = &self.id;
         let text = match flavor {
-            ShellFlavor::Bash | ShellFlavor::Zsh | ShellFlavor::Sh => format!(
+            Shell::Bash | Shell::Zsh | Shell::Sh => format!(
                 " (trap 'exit 130' INT; printf '\\033]133;C;muxgate=%s\\007' {id}; eval {}); \
                  printf '\\033]133;D;%s;muxgate=%s\\007' \"$?\" {id}",
                 posix_quote(command)
             ),
-            ShellFlavor::Fish => format!(
+            Shell::Fish => format!(
                 " begin; printf '\\033]133;C;muxgate=%s\\007' {id}; eval {}; end; \
                  printf '\\033]133;D;%s;muxgate=%s\\007' $status {id}",
                 fish_quote(command)
@@ -174,20 +144,20 @@ impl RunMarkers {
 /// its own commands (OSC 133, read by the ledger): the same subshell (POSIX shells) or block
 /// (fish) as [`RunMarkers::typed_text`], without the markers. A C-c that ends the command
 /// still ends it with the shell's own end mark (status 130).
-pub fn unmarked_typed_text(command: &str, flavor: ShellFlavor) -> Result<String, CommandError> {
+pub fn unmarked_typed_text(command: &str, flavor: Shell) -> Result<String, CommandError> {
     check_command(command)?;
     let text = match flavor {
-        ShellFlavor::Bash | ShellFlavor::Zsh | ShellFlavor::Sh => {
+        Shell::Bash | Shell::Zsh | Shell::Sh => {
             format!(" (eval {})", posix_quote(command))
         }
-        ShellFlavor::Fish => format!(" begin; eval {}; end", fish_quote(command)),
+        Shell::Fish => format!(" begin; eval {}; end", fish_quote(command)),
     };
     fits_the_terminal(text, flavor)
 }
 
 /// `text`, unless a shell reading in cooked mode would receive a line of it cut short.
-fn fits_the_terminal(text: String, flavor: ShellFlavor) -> Result<String, CommandError> {
-    if flavor == ShellFlavor::Sh
+fn fits_the_terminal(text: String, flavor: Shell) -> Result<String, CommandError> {
+    if flavor == Shell::Sh
         && let Some((index, line)) = text
             .split('\n')
             .enumerate()
@@ -492,15 +462,15 @@ mod tests {
     #[test]
     fn an_unmarked_run_keeps_the_subshell() {
         assert_eq!(
-            unmarked_typed_text("echo 'hi'", ShellFlavor::Bash).unwrap(),
+            unmarked_typed_text("echo 'hi'", Shell::Bash).unwrap(),
             r#" (eval 'echo '\''hi'\''')"#
         );
         assert_eq!(
-            unmarked_typed_text(r"echo \'", ShellFlavor::Fish).unwrap(),
+            unmarked_typed_text(r"echo \'", Shell::Fish).unwrap(),
             r" begin; eval 'echo \\\''; end"
         );
         assert_eq!(
-            unmarked_typed_text(" ", ShellFlavor::Zsh),
+            unmarked_typed_text(" ", Shell::Zsh),
             Err(CommandError::Empty)
         );
     }
@@ -527,29 +497,15 @@ mod tests {
     }
 
     #[test]
-    fn detects_shells_from_tmux_names() {
-        assert_eq!(ShellFlavor::detect("bash"), Some(ShellFlavor::Bash));
-        assert_eq!(ShellFlavor::detect("-zsh"), Some(ShellFlavor::Zsh));
-        assert_eq!(
-            ShellFlavor::detect("/usr/bin/fish"),
-            Some(ShellFlavor::Fish)
-        );
-        assert_eq!(ShellFlavor::detect("dash"), Some(ShellFlavor::Sh));
-        assert_eq!(ShellFlavor::detect("sh"), Some(ShellFlavor::Sh));
-        assert_eq!(ShellFlavor::detect("vim"), None);
-        assert_eq!(ShellFlavor::detect(""), None);
-    }
-
-    #[test]
     fn typed_text_per_flavor() {
         let m = markers();
-        let posix = m.typed_text("echo 'hi'", ShellFlavor::Bash).unwrap();
+        let posix = m.typed_text("echo 'hi'", Shell::Bash).unwrap();
         assert_eq!(
             posix,
             " (trap 'exit 130' INT; printf '\\033]133;C;muxgate=%s\\007' 000000000000feed; \
              eval 'echo '\\''hi'\\'''); printf '\\033]133;D;%s;muxgate=%s\\007' \"$?\" 000000000000feed"
         );
-        let fish = m.typed_text(r"echo 'a\b'", ShellFlavor::Fish).unwrap();
+        let fish = m.typed_text(r"echo 'a\b'", Shell::Fish).unwrap();
         assert!(fish.contains(r"eval 'echo \'a\\b\''; end;"), "{fish}");
         assert!(fish.contains("$status 000000000000feed"));
     }
@@ -557,7 +513,7 @@ mod tests {
     #[test]
     fn the_echo_of_the_typed_text_never_matches() {
         let m = markers();
-        for flavor in [ShellFlavor::Bash, ShellFlavor::Fish] {
+        for flavor in [Shell::Bash, Shell::Fish] {
             let typed = m.typed_text("printf done", flavor).unwrap();
             let mut capture = RunCapture::new(&m, 100);
             assert_eq!(capture.feed(typed.as_bytes()), None);
@@ -568,28 +524,25 @@ mod tests {
     #[test]
     fn bad_commands_are_refused() {
         let m = markers();
+        assert_eq!(m.typed_text(" \n ", Shell::Bash), Err(CommandError::Empty));
         assert_eq!(
-            m.typed_text(" \n ", ShellFlavor::Bash),
-            Err(CommandError::Empty)
-        );
-        assert_eq!(
-            m.typed_text("a\tb", ShellFlavor::Bash),
+            m.typed_text("a\tb", Shell::Bash),
             Err(CommandError::ControlCharacter { offset: 1, code: 9 })
         );
         assert_eq!(
-            m.typed_text(&"x".repeat(MAX_COMMAND_BYTES + 1), ShellFlavor::Bash),
+            m.typed_text(&"x".repeat(MAX_COMMAND_BYTES + 1), Shell::Bash),
             Err(CommandError::TooLong {
                 len: MAX_COMMAND_BYTES + 1
             })
         );
         let long_line = "y".repeat(COOKED_LINE_MAX);
-        assert!(m.typed_text(&long_line, ShellFlavor::Bash).is_ok());
+        assert!(m.typed_text(&long_line, Shell::Bash).is_ok());
         assert!(matches!(
-            m.typed_text(&long_line, ShellFlavor::Sh),
+            m.typed_text(&long_line, Shell::Sh),
             Err(CommandError::LineTooLong { line: 1, .. })
         ));
         let split = format!("{}\n{}", "y".repeat(3000), "z".repeat(3000));
-        assert!(m.typed_text(&split, ShellFlavor::Sh).is_ok());
+        assert!(m.typed_text(&split, Shell::Sh).is_ok());
     }
 
     #[test]

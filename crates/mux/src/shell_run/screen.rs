@@ -1,7 +1,9 @@
-//! Completion markers for running a command and getting its exit status and output.
+//! The run markers for a backend that shows screens, not an output stream: visible text.
 //!
-//! Zellij's pane events carry no exit status, so the command is wrapped to print markers that a
-//! watcher recognises:
+//! A backend that hands over rendered screens (Zellij: its pane events and screen dumps carry
+//! no exit status, and no escape sequence survives rendering) cannot see the invisible OSC
+//! markers of the stream protocol ([`super`]), so the command is wrapped to print markers a
+//! watcher recognises on the screen:
 //!
 //! ```text
 //! __MGS_<id>__            before the command (only when typed into an interactive shell)
@@ -17,26 +19,16 @@
 //!
 //! Pure functions only: no process is started here.
 
-use crate::mux::shell_run::{CommandError, check_command, fish_quote, posix_quote};
+use super::{CommandError, check_command, fish_quote, posix_quote};
+use crate::shell::Shell;
 
-/// How the interactive shell of a pane quotes and reports exit status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ShellKind {
-    /// sh, bash, zsh, dash, ksh: `'…'` quoting, `$?`.
-    Posix,
-    /// fish: `\'` inside quotes, `$status`.
-    Fish,
-}
-
-impl ShellKind {
-    /// Guesses from the command Zellij reports for a pane (`bash`, `/usr/bin/fish -l`…).
-    pub fn detect(running_command: Option<&str>) -> Self {
-        match running_command.map(program_name) {
-            Some("fish") => Self::Fish,
-            _ => Self::Posix,
-        }
-    }
+/// The shell of a pane, from the command line the backend reports for it (`bash`, `/usr/bin/fish -l`…);
+/// a POSIX shell when it names none.
+pub fn shell_of(running_command: Option<&str>) -> Shell {
+    running_command
+        .map(program_name)
+        .and_then(Shell::detect)
+        .unwrap_or(Shell::Sh)
 }
 
 /// The program a command line runs, as a name: `/usr/bin/fish -l` → `fish`, a login shell's
@@ -88,19 +80,20 @@ impl MarkedRun {
     }
 
     /// The text to type into an interactive shell, Enter included.
-    pub fn typed_line(&self, command: &str, shell: ShellKind) -> Result<String, CommandError> {
+    pub fn typed_line(&self, command: &str, shell: Shell) -> Result<String, CommandError> {
         check_command(command)?;
         let id = &self.id;
         // Leading space: shells with HISTCONTROL=ignorespace keep it out of the history.
-        let line = match shell {
-            ShellKind::Posix => format!(
-                " printf '__MGS_%s__\\n' {id}; eval {}; printf '\\n__MGE_%s_%d__\\n' {id} \"$?\"\n",
-                posix_quote(command)
-            ),
-            ShellKind::Fish => format!(
+        let line = if shell.is_fish() {
+            format!(
                 " printf '__MGS_%s__\\n' {id}; eval {}; printf '\\n__MGE_%s_%d__\\n' {id} $status\n",
                 fish_quote(command)
-            ),
+            )
+        } else {
+            format!(
+                " printf '__MGS_%s__\\n' {id}; eval {}; printf '\\n__MGE_%s_%d__\\n' {id} \"$?\"\n",
+                posix_quote(command)
+            )
         };
         Ok(line)
     }
@@ -200,7 +193,7 @@ mod tests {
     #[test]
     fn typed_line_never_contains_its_own_markers() {
         let run = MarkedRun::with_id(0xabc);
-        let line = run.typed_line("echo hi", ShellKind::Posix).unwrap();
+        let line = run.typed_line("echo hi", Shell::Sh).unwrap();
         assert_eq!(
             line,
             " printf '__MGS_%s__\\n' 00000abc; eval 'echo hi'; printf '\\n__MGE_%s_%d__\\n' 00000abc \"$?\"\n"
@@ -223,11 +216,9 @@ mod tests {
     #[test]
     fn quoting_survives_hostile_commands() {
         let run = MarkedRun::with_id(1);
-        let line = run
-            .typed_line("echo 'a'\"b\"$x\\", ShellKind::Posix)
-            .unwrap();
+        let line = run.typed_line("echo 'a'\"b\"$x\\", Shell::Sh).unwrap();
         assert!(line.contains(r#"eval 'echo '\''a'\''"b"$x\'"#), "{line}");
-        let fish = run.typed_line(r"echo 'a'\", ShellKind::Fish).unwrap();
+        let fish = run.typed_line(r"echo 'a'\", Shell::Fish).unwrap();
         assert!(fish.contains(r"eval 'echo \'a\'\\'"), "{fish}");
         assert!(fish.contains("$status"));
     }
@@ -235,20 +226,17 @@ mod tests {
     #[test]
     fn control_characters_and_empty_commands_are_refused() {
         let run = MarkedRun::with_id(1);
+        assert_eq!(run.typed_line("  ", Shell::Sh), Err(CommandError::Empty));
         assert_eq!(
-            run.typed_line("  ", ShellKind::Posix),
-            Err(CommandError::Empty)
-        );
-        assert_eq!(
-            run.typed_line("a\tb", ShellKind::Posix),
+            run.typed_line("a\tb", Shell::Sh),
             Err(CommandError::ControlCharacter { offset: 1, code: 9 })
         );
         assert_eq!(
-            run.typed_line("a\u{3}", ShellKind::Posix),
+            run.typed_line("a\u{3}", Shell::Sh),
             Err(CommandError::ControlCharacter { offset: 1, code: 3 })
         );
         assert!(
-            run.typed_line("for i in 1 2\ndo echo $i; done", ShellKind::Posix)
+            run.typed_line("for i in 1 2\ndo echo $i; done", Shell::Sh)
                 .is_ok()
         );
         assert_eq!(run.pane_argv(""), Err(CommandError::Empty));
@@ -328,10 +316,11 @@ mod tests {
 
     #[test]
     fn shell_detection() {
-        assert_eq!(ShellKind::detect(Some("/usr/bin/fish -l")), ShellKind::Fish);
-        assert_eq!(ShellKind::detect(Some("-fish")), ShellKind::Fish);
-        assert_eq!(ShellKind::detect(Some("bash")), ShellKind::Posix);
-        assert_eq!(ShellKind::detect(None), ShellKind::Posix);
+        assert_eq!(shell_of(Some("/usr/bin/fish -l")), Shell::Fish);
+        assert_eq!(shell_of(Some("-fish")), Shell::Fish);
+        assert_eq!(shell_of(Some("bash")), Shell::Bash);
+        assert_eq!(shell_of(Some("python3 -m http.server")), Shell::Sh);
+        assert_eq!(shell_of(None), Shell::Sh);
         assert_eq!(program_name("/usr/bin/python3 -m http.server"), "python3");
         assert_eq!(program_name(""), "");
     }
@@ -339,7 +328,7 @@ mod tests {
     #[test]
     fn an_unfinished_run_shows_what_it_printed_since_it_began() {
         let run = MarkedRun::with_id(9);
-        let typed = run.typed_line("sleep 30", ShellKind::Posix).unwrap();
+        let typed = run.typed_line("sleep 30", Shell::Sh).unwrap();
         // Typed but not begun: only the echo of the typed line, which holds no marker.
         assert_eq!(run.output_so_far(&lines(&format!("$ {typed}"))), None);
         let begun = lines("$ printf …\n__MGS_00000009__\nstep 1\nstep 2");

@@ -15,7 +15,7 @@
 //!
 //! `ST` is `ESC \` or BEL. Of C's and D's parameters two are read: `cmdline_url=` (the command
 //! line, percent-encoded, as kitty's integration sends it and muxgate's own does) and
-//! `muxgate=` (the id of a `run_command` run, see [`crate::mux::shell_run`]).
+//! `muxgate=` (the id of a `run_command` run, see [`crate::shell_run`]).
 //!
 //! [`MarkScanner`] finds them in output cut anywhere, with the absolute stream offsets where
 //! each sequence starts and ends. It keeps at most [`MAX_PAYLOAD`] bytes of one sequence and

@@ -16,7 +16,7 @@
 /// manager, a container runtime, a test harness) would otherwise reach every program it
 /// starts, and through a workspace's tmux server every tenant. For `pre_exec` closures: only
 /// async-signal-safe calls, no allocation.
-pub(crate) fn mark_inherited_fds_cloexec() -> std::io::Result<()> {
+pub fn mark_inherited_fds_cloexec() -> std::io::Result<()> {
     // SAFETY: close_range(2) with the CLOEXEC flag closes nothing and touches no memory.
     let marked = unsafe {
         libc::syscall(
@@ -50,7 +50,7 @@ pub(crate) fn mark_inherited_fds_cloexec() -> std::io::Result<()> {
 
 /// Sets every catchable signal's disposition to the default, so an ignored one is not
 /// inherited across exec (the signal mask is reset by the standard library's spawn).
-pub(crate) fn restore_default_signals() -> std::io::Result<()> {
+pub fn restore_default_signals() -> std::io::Result<()> {
     for signal in 1..libc::SIGRTMAX() {
         if signal == libc::SIGKILL || signal == libc::SIGSTOP {
             continue;

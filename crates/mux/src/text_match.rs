@@ -91,6 +91,29 @@ enum Matcher {
 const FOLDS_TO_ASCII: [&str; 2] = ["\u{212A}", "\u{17F}"];
 
 impl Pattern {
+    /// Literal text, case as given.
+    pub fn literal(text: &str) -> Result<Self, PatternError> {
+        let options = PatternOptions {
+            regex: false,
+            match_case: true,
+        };
+        compile_one("pattern", 0, text, options)
+    }
+
+    /// A regular expression (Rust `regex` syntax), case as given, size-limited.
+    pub fn regex(expression: &str) -> Result<Self, PatternError> {
+        let options = PatternOptions {
+            regex: true,
+            match_case: true,
+        };
+        compile_one("pattern", 0, expression, options)
+    }
+
+    /// The index of the first of `lines` it matches.
+    pub fn first_match(&self, lines: &[String]) -> Option<usize> {
+        lines.iter().position(|line| self.is_match(line))
+    }
+
     /// The pattern as the client gave it.
     pub fn source(&self) -> &str {
         &self.source
@@ -177,45 +200,52 @@ pub fn compile(
     patterns
         .iter()
         .enumerate()
-        .map(|(index, source)| {
-            if source.is_empty() {
-                return Err(PatternError::Empty { list, index });
-            }
-            if source.len() > MAX_PATTERN_LEN {
-                return Err(PatternError::TooLong { list, index });
-            }
-            let matcher = if !options.regex && options.match_case {
-                Matcher::Exact(Box::new(Finder::new(source.as_bytes()).into_owned()))
-            } else if !options.regex && source.is_ascii() {
-                let lowercase = source.to_ascii_lowercase();
-                Matcher::AnyCase {
-                    folds_from_unicode: lowercase.contains(['k', 's']),
-                    lowercase: Box::new(Finder::new(lowercase.as_bytes()).into_owned()),
-                    unicode: OnceLock::new(),
-                }
-            } else {
-                let expression = if options.regex {
-                    source.clone()
-                } else {
-                    regex::escape(source)
-                };
-                let regex = build_regex(&expression, options.match_case).map_err(|e| {
-                    PatternError::Invalid {
-                        list,
-                        index,
-                        pattern: source.chars().take(64).collect(),
-                        reason: first_line(&e.to_string()),
-                    }
-                })?;
-                Matcher::Regex(regex)
-            };
-            Ok(Pattern {
-                source: source.clone(),
-                matcher,
-                within_line: !options.regex && !source.contains('\n'),
-            })
-        })
+        .map(|(index, source)| compile_one(list, index, source, options))
         .collect()
+}
+
+/// One pattern of a list: `list` and `index` name it in errors.
+fn compile_one(
+    list: &'static str,
+    index: usize,
+    source: &str,
+    options: PatternOptions,
+) -> Result<Pattern, PatternError> {
+    if source.is_empty() {
+        return Err(PatternError::Empty { list, index });
+    }
+    if source.len() > MAX_PATTERN_LEN {
+        return Err(PatternError::TooLong { list, index });
+    }
+    let matcher = if !options.regex && options.match_case {
+        Matcher::Exact(Box::new(Finder::new(source.as_bytes()).into_owned()))
+    } else if !options.regex && source.is_ascii() {
+        let lowercase = source.to_ascii_lowercase();
+        Matcher::AnyCase {
+            folds_from_unicode: lowercase.contains(['k', 's']),
+            lowercase: Box::new(Finder::new(lowercase.as_bytes()).into_owned()),
+            unicode: OnceLock::new(),
+        }
+    } else {
+        let expression = if options.regex {
+            source.to_owned()
+        } else {
+            regex::escape(source)
+        };
+        let regex =
+            build_regex(&expression, options.match_case).map_err(|e| PatternError::Invalid {
+                list,
+                index,
+                pattern: source.chars().take(64).collect(),
+                reason: first_line(&e.to_string()),
+            })?;
+        Matcher::Regex(regex)
+    };
+    Ok(Pattern {
+        source: source.to_owned(),
+        matcher,
+        within_line: !options.regex && !source.contains('\n'),
+    })
 }
 
 fn first_line(text: &str) -> String {
@@ -365,6 +395,28 @@ mod tests {
 
     fn literal() -> PatternOptions {
         PatternOptions::default()
+    }
+
+    #[test]
+    fn one_pattern_finds_the_first_matching_line_case_as_given() {
+        let lines = strings(&["$ make", "build ok in 3s"]);
+        assert_eq!(Pattern::literal("ok").unwrap().first_match(&lines), Some(1));
+        assert_eq!(Pattern::literal("OK").unwrap().first_match(&lines), None);
+        assert_eq!(Pattern::literal("$").unwrap().first_match(&lines), Some(0));
+        let regex = Pattern::regex(r"in \d+s$").unwrap();
+        assert_eq!(regex.first_match(&lines), Some(1));
+        assert_eq!(
+            Pattern::literal("").unwrap_err(),
+            PatternError::Empty {
+                list: "pattern",
+                index: 0
+            }
+        );
+        assert!(matches!(
+            Pattern::regex("("),
+            Err(PatternError::Invalid { .. })
+        ));
+        assert!(Pattern::literal(&"x".repeat(MAX_PATTERN_LEN + 1)).is_err());
     }
 
     #[test]

@@ -23,7 +23,7 @@
 
 use std::path::Path;
 
-use super::shell_run::ShellFlavor;
+use crate::shell::Shell;
 
 /// The foreground process of a pane's terminal.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,7 +42,7 @@ impl Foreground {
     /// `Some(true)` with evidence, `Some(false)` when it is plainly doing something else,
     /// `None` when it cannot be told.
     pub fn waiting_for_input(&self) -> Option<bool> {
-        let idle_shell = self.is_pane_program && ShellFlavor::detect(&self.pane_program).is_some();
+        let idle_shell = self.is_pane_program && Shell::detect(&self.pane_program).is_some();
         match self.blocked {
             Blocked::ReadingTerminal => Some(true),
             Blocked::Polling if idle_shell => Some(true),
