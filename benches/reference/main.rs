@@ -291,8 +291,11 @@ async fn recycling(options: &Options) -> Result<()> {
     let ok = results.iter().filter(|r| r.initialized == sessions).count();
     let early_kib = median(&all(&|r| r.rss_early_kib as f64));
     let end_kib = median(&all(&|r| r.rss_end_kib as f64));
+    // Against the halfway point, not the early one: past the cap both hold the same open
+    // sessions, so what grows between them grows with the sessions seen (from the early point
+    // the open sessions themselves grow, from 20 to the cap).
     let growth = median(&all(&|r| {
-        (r.rss_end_kib as f64 - r.rss_early_kib as f64) / r.rss_early_kib.max(1) as f64
+        (r.rss_end_kib as f64 - r.rss_half_kib as f64) / r.rss_half_kib.max(1) as f64
     }));
     let inits: Vec<f64> = results
         .iter()
@@ -325,11 +328,18 @@ async fn recycling(options: &Options) -> Result<()> {
     );
     let met = ok == rounds && growth <= RECYCLE_GROWTH_GOAL;
     println!(
-        "\nGoal: every `initialize` answered 200 and RSS after {sessions} at most {:.0} % above RSS after {early}. Value: {ok} of {rounds} rounds all 200, RSS {:+.1} % (median of per-round growth). **{}**.\n",
+        "\nGoal: every `initialize` answered 200, and RSS after {sessions} sessions at most {:.0} % above RSS after {} (both past the cap of 32 open sessions: memory that does not grow with the sessions seen). Value: {ok} of {rounds} rounds all 200, RSS {:+.1} % (median of per-round growth). **{}**.\n",
         RECYCLE_GROWTH_GOAL * 100.0,
+        sessions / 2,
         growth * 100.0,
         if met { "met" } else { "missed" }
     );
+    if sessions / 2 <= 32 {
+        println!(
+            "(A smoke run: after {} sessions the cap is not reached yet, so the goal compares different numbers of open sessions.)\n",
+            sessions / 2
+        );
+    }
     Ok(())
 }
 
