@@ -12,6 +12,7 @@
 //! Not here: the scope check (tiers) and rate limits, which [`super::call`] applies to every
 //! call before a tool runs.
 
+use muxgate_mux::host::{Host, LocalHost, SandboxHost};
 use muxgate_mux::lines::excerpt;
 
 use crate::auth::owners::{OwnerScope, SessionKey, SessionOwners};
@@ -203,6 +204,15 @@ impl TmuxAccess<'_> {
     /// The configured server name.
     pub fn server_name(&self) -> &str {
         self.server.name()
+    }
+
+    /// The machine the server's panes run on: a workspace's sandbox, or the gateway's own.
+    pub fn host(&self) -> &'static dyn Host {
+        if self.workspace.is_some() {
+            &SandboxHost
+        } else {
+            &LocalHost
+        }
     }
 
     /// Which server process the call reaches (see [`ServerInstance`]).

@@ -1,13 +1,10 @@
 //! Typing a secret into the pane it was asked for, unless it would show or go astray.
 
-use std::path::Path;
-
-use muxgate_mux::foreground;
+use muxgate_mux::host::Host;
 
 use super::exposure::{self, Unsafe};
 use crate::mux::tmux::PaneId;
 use crate::mux::tmux::panes::{TmuxPaneError, TmuxPanes};
-use crate::mux::tty_modes;
 
 /// Where a request's secret goes and how.
 #[derive(Clone)]
@@ -17,9 +14,10 @@ pub struct PaneDestination {
     pub pane: PaneId,
     /// Press Enter after the secret.
     pub enter: bool,
-    /// The gateway can read the pane's terminal and processes (not a workspace's: those live
-    /// in the sandbox's own pid namespace and `/dev/pts`).
-    pub local: bool,
+    /// The machine the pane runs on, which tells its terminal's modes and its processes (a
+    /// workspace's tells nothing: those live in the sandbox's own pid namespace and
+    /// `/dev/pts`).
+    pub host: &'static dyn Host,
     /// The pane's program when the secret was asked for ([`Self::bind`]); a secret goes to
     /// that program only.
     pub bound: Option<PaneIdentity>,
@@ -88,16 +86,10 @@ impl PaneDestination {
         if self.bound.is_some_and(|bound| bound != identity) {
             return Err(DeliverError::Gone(self.pane));
         }
-        let (modes, foreground) = if self.local {
-            // Terminal attributes and `/proc` are read from the kernel, never from a disk.
-            let tty = Path::new(&terminal.tty);
-            (
-                tty_modes::modes(tty),
-                foreground::of_pane(terminal.server_pid, terminal.pane_pid, &terminal.tty),
-            )
-        } else {
-            (None, None)
-        };
+        let modes = self.host.term_modes(&terminal.tty);
+        let foreground =
+            self.host
+                .foreground(terminal.server_pid, terminal.pane_pid, &terminal.tty);
         exposure::judge(&terminal, modes, foreground.as_ref()).map_err(DeliverError::Unsafe)?;
         Ok(Receiver {
             program: foreground.map(|f| f.command_line),

@@ -5,7 +5,7 @@
 //! - tmux's view of the pane ([`PaneTerminal`]): in copy mode the keys would drive copy mode; with
 //!   input off they go nowhere; with `synchronize-panes` tmux types them into every pane of the
 //!   window too;
-//! - the terminal's modes ([`crate::mux::tty_modes`]): a terminal that echoes shows every key; one
+//! - the terminal's modes ([`muxgate_mux::tty_modes`]): a terminal that echoes shows every key; one
 //!   out of canonical mode belongs to a line editor (a shell's prompt, a REPL, an editor) that
 //!   draws every key itself;
 //! - what runs in the foreground ([`muxgate_mux::foreground`]): a shell waiting at its own prompt
@@ -23,9 +23,9 @@ use std::fmt;
 
 use muxgate_mux::foreground::{Blocked, Foreground};
 use muxgate_mux::shell::Shell;
+use muxgate_mux::tty_modes::TermModes;
 
 use crate::mux::tmux::panes::PaneTerminal;
-use crate::mux::tty_modes::TermModes;
 
 /// Why a secret is not typed now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,15 +9,19 @@
 //!   reading its output and exit status back between two markers.
 //! - [`shell_integration`]: starting bash, zsh and fish so that they mark their prompts and
 //!   commands; [`ledger`]: a pane's commands read back from those marks.
-//! - [`foreground`]: what runs in a pane's terminal and whether it waits for input.
+//! - [`foreground`]: what runs in a pane's terminal and whether it waits for input;
+//!   [`tty_modes`]: whether a terminal echoes and reads lines; [`host`]: the machine a
+//!   multiplexer's panes run on, which answers both (the gateway's own, or a sandbox).
 //! - [`child_process`]: what every program the gateway starts gets set up before exec.
 //!
-//! Everything here but [`foreground`] (which reads `/proc`) and [`child_process`] (called in a
-//! forked child) is pure: no I/O, no clock.
+//! Everything here but [`foreground`] and [`tty_modes`] (which read `/proc` and terminals,
+//! through [`host`]) and [`child_process`] (called in a forked child) is pure: no I/O, no
+//! clock.
 
 pub mod child_process;
 pub mod echo;
 pub mod foreground;
+pub mod host;
 pub mod ledger;
 pub mod lines;
 pub mod screen_mark;
@@ -25,3 +29,4 @@ pub mod shell;
 pub mod shell_integration;
 pub mod shell_run;
 pub mod text_match;
+pub mod tty_modes;

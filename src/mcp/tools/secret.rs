@@ -160,7 +160,7 @@ impl McpServer {
             panes: TmuxPanes::new(tmux.server.clone(), tmux.caller.clone()),
             pane,
             enter: input.enter,
-            local: tmux.workspace.is_none(),
+            host: tmux.host(),
             bound: None,
         };
         let (destination, _) = destination.bind().await.map_err(refused)?;

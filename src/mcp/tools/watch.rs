@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use muxgate_mux::foreground::{self, Foreground};
+use muxgate_mux::foreground::Foreground;
 use tokio::time::Instant;
 
 use super::support::op_failure;
@@ -62,8 +62,8 @@ fn state_error(tmux: &TmuxAccess<'_>, error: PaneOpError) -> ToolError {
     }
 }
 
-/// A pane's foreground process from `/proc`, where the gateway may read it: not for a
-/// workspace's panes (their pids belong to the sandbox's pid namespace), not for a dead pane.
+/// A pane's foreground process, as the host its server runs on tells it (a workspace's tells
+/// nothing: its pids belong to the sandbox's pid namespace); none for a dead pane.
 pub fn foreground_of(
     tmux: &TmuxAccess<'_>,
     server_pid: u32,
@@ -71,10 +71,10 @@ pub fn foreground_of(
     tty: &str,
     dead: bool,
 ) -> Option<Foreground> {
-    if tmux.workspace.is_some() || dead {
+    if dead {
         return None;
     }
-    foreground::of_pane(server_pid, pane_pid, tty)
+    tmux.host().foreground(server_pid, pane_pid, tty)
 }
 
 /// The error for a pane that does not exist (any more).

@@ -4,7 +4,7 @@
 //! Programs that ask for a secret (`sudo`, `ssh`, `passwd`, `getpass(3)`, `read -s`) turn echo
 //! off and keep canonical mode: they read a line the terminal does not show. Line editors
 //! (a shell's prompt, a REPL, an editor) turn both off and draw every key themselves, so echo
-//! off alone does not mean "not shown" (see [`crate::secret_entry::exposure`]).
+//! off alone does not mean "not shown" (the gateway's secret entry judges both).
 
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
