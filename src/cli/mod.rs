@@ -563,13 +563,13 @@ fn init_logging(default_filter: &str) {
 }
 
 /// The text of an error and its causes, as one line: `outer: cause: cause`, leaving out a cause
-/// whose text the line already holds (an error that names its cause in its own message, as
+/// the line already ends with (an error that names its cause at the end of its own message, as
 /// `workspaces: {0}` does, would otherwise print it twice).
 pub fn error_text(error: &anyhow::Error) -> String {
     let mut text = String::new();
     for cause in error.chain() {
         let part = cause.to_string();
-        if text.contains(&part) {
+        if text.ends_with(&part) {
             continue;
         }
         if !text.is_empty() {
@@ -597,6 +597,9 @@ mod tests {
         );
         let plain = anyhow::anyhow!("root cause").context("reading the config");
         assert_eq!(error_text(&plain), "reading the config: root cause");
+        // A cause whose words happen to stand earlier in the line is still its own part.
+        let earlier = anyhow::anyhow!("denied").context("denied.toml cannot be read");
+        assert_eq!(error_text(&earlier), "denied.toml cannot be read: denied");
     }
 
     #[test]
