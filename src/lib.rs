@@ -8,7 +8,8 @@
 //! - [`mcp`]: the MCP server handler, tool groups, tool errors and the tool catalog;
 //! - [`audit`]: the redacted, hash-chained audit log;
 //! - [`recordings`]: panes' output as asciinema `.cast` files, by policy or on request;
-//! - [`mux`]: backend-neutral multiplexer types and, under [`mux::tmux`], the control-mode engine;
+//! - [`mux`]: the Zellij backend, and what agent programs in panes report (the tmux engine is
+//!   the `muxgate_tmux` crate, what both backends share the `muxgate_mux` crate);
 //! - [`telemetry`]: metrics (`/metrics`), OpenTelemetry traces, structured logs;
 //! - [`secret_entry`]: one-time links a human types a secret into a pane through;
 //! - [`state`]: the state directory (session owners, workspaces);

@@ -1,6 +1,7 @@
 //! ARCHITECTURE.md stays true to the tree: every file or folder it names in backticks exists.
-//! And tmux command lines and row parsing stay in `src/mux/tmux/`: a file of `src/mcp/` that
-//! builds one fails. And no function in `src/` or `crates/` runs over [`LONGEST_FUNCTION`] lines unless a
+//! (That tmux command lines and rows stay in the tmux crate is the compiler's to keep:
+//! `TmuxCommand::new`, `row_format` and `split_row` are private to `crates/tmux/`.) And no
+//! function in `src/` or `crates/` runs over [`LONGEST_FUNCTION`] lines unless a
 //! `// Long on purpose: …` comment above it says why. And no files of `src/` import each other
 //! in a circle. And every tool both backends serve reaches its backend through the one
 //! `SharedTool` contract.
@@ -118,60 +119,6 @@ fn a_renamed_file_would_be_caught() {
         named_paths("guard   src/http/guard.rs, allowlist.rs `/etc/muxgate/config.toml` ~/x.toml"),
         ["allowlist.rs", "src/http/guard.rs"]
     );
-}
-
-/// Whether Rust source builds a tmux command line (`TmuxCommand::…`) or parses a tmux row
-/// (the `-F` helpers `row_format`, `split_row`).
-fn builds_commands_or_parses_rows(source: &str) -> bool {
-    let row_helper = regex::Regex::new(r"\b(row_format|split_row)\b").expect("valid regex");
-    source.contains("TmuxCommand::") || row_helper.is_match(source)
-}
-
-/// The typed operations in `src/mux/tmux/` (sessions, windows, panes…) own the tmux command
-/// lines and the rows they print; the tools in `src/mcp/` call them and build neither.
-#[test]
-fn no_file_in_src_mcp_builds_tmux_commands_or_parses_rows() {
-    let mcp_sources: Vec<String> = repo_paths()
-        .into_iter()
-        .filter(|path| path.starts_with("src/mcp/") && path.ends_with(".rs"))
-        .collect();
-    assert!(
-        mcp_sources.len() > 20,
-        "only {} files found",
-        mcp_sources.len()
-    );
-    let mut building = Vec::new();
-    for path in &mcp_sources {
-        let source = std::fs::read_to_string(Path::new(ROOT).join(path)).expect("read source");
-        if builds_commands_or_parses_rows(&source) {
-            building.push(path.as_str());
-        }
-    }
-    building.sort_unstable();
-    assert!(
-        building.is_empty(),
-        "{building:?} build tmux command lines or parse tmux rows: call the typed operations \
-         of src/mux/tmux/ instead (or add one there)"
-    );
-}
-
-#[test]
-fn a_command_line_or_row_parse_would_be_caught() {
-    assert!(builds_commands_or_parses_rows(
-        r#"let c = TmuxCommand::new("kill-pane");"#
-    ));
-    assert!(builds_commands_or_parses_rows(
-        "let f = split_row(line, 3)?;"
-    ));
-    assert!(builds_commands_or_parses_rows(
-        "use crate::mux::tmux::format::row_format;"
-    ));
-    assert!(!builds_commands_or_parses_rows(
-        "fn list_command() -> Result<TmuxCommand, QuoteError>"
-    ));
-    assert!(!builds_commands_or_parses_rows(
-        "let rows = split_rows_of(x);"
-    ));
 }
 
 /// The body of the function a `#[tool(name = "<tool>", …)]` attribute in `source` marks: from

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use common::tmux::TestTmux;
 use common::wait_until;
-use muxgate::mux::tmux::{
+use muxgate_tmux::{
     BatchMode, Caller, CommandOutcome, ConnectError, EngineError, EngineSettings,
     OutputSubscription, PaneId, StreamEnd, TmuxCommand, TmuxServer,
 };
@@ -27,7 +27,7 @@ fn server_for(tmux: &TestTmux, settings: EngineSettings) -> (TmuxServer, Cancell
 }
 
 fn display(format: &'static str) -> TmuxCommand {
-    TmuxCommand::new("display-message")
+    TmuxCommand::for_test("display-message")
         .flag("-p")
         .trusted_format(format)
         .build()
@@ -48,7 +48,7 @@ async fn runs_commands_and_reports_tmux_errors() {
         .unwrap();
     assert_eq!(lines, vec![b"main".to_vec()]);
 
-    let bad = TmuxCommand::new("send-keys")
+    let bad = TmuxCommand::for_test("send-keys")
         .target(PaneId(999))
         .arg("x")
         .build()
@@ -66,7 +66,7 @@ async fn batches_run_independently_or_stop_at_the_first_error_of_a_line() {
     let tmux = TestTmux::start();
     let (server, _shutdown) = server_for(&tmux, settings());
     let bad = || {
-        TmuxCommand::new("send-keys")
+        TmuxCommand::for_test("send-keys")
             .target(PaneId(999))
             .arg("x")
             .build()
@@ -180,13 +180,13 @@ async fn set_buffer_receives_exactly_the_bytes_sent() {
         .flat_map(|(i, data)| {
             let path = dir.path().join(format!("b{i}"));
             [
-                TmuxCommand::new("set-buffer")
+                TmuxCommand::for_test("set-buffer")
                     .opt("-b", format!("t{i}"))
                     .end_of_options()
                     .arg(data)
                     .build()
                     .unwrap(),
-                TmuxCommand::new("save-buffer")
+                TmuxCommand::for_test("save-buffer")
                     .opt("-b", format!("t{i}"))
                     .arg(path.as_os_str().as_encoded_bytes())
                     .build()
@@ -231,7 +231,7 @@ async fn send_keys_literal_delivers_exactly_the_text_sent() {
     let commands = cases
         .iter()
         .map(|data| {
-            TmuxCommand::new("send-keys")
+            TmuxCommand::for_test("send-keys")
                 .target(pane)
                 .flag("-l")
                 .end_of_options()
@@ -334,7 +334,7 @@ async fn commands_survive_the_attached_session_being_killed() {
     )
     .unwrap();
     // Kill the session the command connection sits in, and keep working in the same breath.
-    let kill = TmuxCommand::new("kill-session")
+    let kill = TmuxCommand::for_test("kill-session")
         .opt("-t", &attached)
         .build()
         .unwrap();
@@ -362,7 +362,7 @@ async fn commands_survive_the_attached_session_being_killed() {
 /// Every command appends a letter to one tmux buffer, so the buffer records the exact order in
 /// which tmux ran them.
 fn mark(letter: &str) -> TmuxCommand {
-    TmuxCommand::new("set-buffer")
+    TmuxCommand::for_test("set-buffer")
         .flag("-a")
         .opt("-b", "order")
         .arg(letter)
@@ -381,7 +381,7 @@ async fn flood_commands_before_victim(
     let depth = settings.pipeline_depth;
     let (server, _shutdown) = server_for(&tmux, settings);
     server.run(&caller(), mark(".")).await.unwrap();
-    let hold = TmuxCommand::new("run-shell")
+    let hold = TmuxCommand::for_test("run-shell")
         .arg("sleep 0.5")
         .build()
         .unwrap();
@@ -512,7 +512,7 @@ async fn a_command_tmux_never_answers_times_out_and_the_engine_recovers() {
         },
     );
     // `wait-for` on the command connection blocks every later command on that connection.
-    let block = TmuxCommand::new("wait-for")
+    let block = TmuxCommand::for_test("wait-for")
         .arg("never-signalled")
         .build()
         .unwrap();
@@ -547,7 +547,7 @@ async fn output_streams_deliver_new_output_and_end_when_the_program_exits() {
         .unwrap();
 
     let type_line = |text: &str| {
-        TmuxCommand::new("send-keys")
+        TmuxCommand::for_test("send-keys")
             .target(pane)
             .flag("-l")
             .end_of_options()
@@ -967,7 +967,7 @@ async fn a_reply_over_the_callers_budget_is_dropped_and_the_connection_stays_in_
     let tmux = TestTmux::start();
     let (server, _shutdown) = server_for(&tmux, settings());
     let small = Caller::new("small").with_reply_budget(1_000);
-    let long = TmuxCommand::new("display-message")
+    let long = TmuxCommand::for_test("display-message")
         .flag("-p")
         .arg("x".repeat(5_000))
         .build()

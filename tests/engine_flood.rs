@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::tmux::{TestTmux, wait_for_file};
-use muxgate::mux::tmux::{Caller, EngineSettings, PaneId, TmuxServer, TmuxSocket};
+use muxgate_tmux::{Caller, EngineSettings, PaneId, TmuxServer, TmuxSocket};
 use tokio_util::sync::CancellationToken;
 
 const FLOOD_BYTES: u64 = 50 * 1024 * 1024;

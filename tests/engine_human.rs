@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use common::tmux::TestTmux;
 use common::wait_until;
-use muxgate::mux::tmux::{
+use muxgate_tmux::{
     BatchMode, Caller, EngineSettings, PaneId, TmuxCommand, TmuxServer, TmuxSocket, WindowId,
 };
 use tokio_util::sync::CancellationToken;
@@ -131,25 +131,28 @@ fn an_attached_human_keeps_window_size_and_environment() {
             .await
             .unwrap();
         let commands = vec![
-            TmuxCommand::new("capture-pane")
+            TmuxCommand::for_test("capture-pane")
                 .flag("-p")
                 .target(pane)
                 .build()
                 .unwrap(),
-            TmuxCommand::new("display-message")
+            TmuxCommand::for_test("display-message")
                 .flag("-p")
                 .target(first_window)
                 .trusted_format("#{window_width}")
                 .build()
                 .unwrap(),
-            TmuxCommand::new("send-keys")
+            TmuxCommand::for_test("send-keys")
                 .target(pane)
                 .flag("-l")
                 .end_of_options()
                 .arg("echo hi\r")
                 .build()
                 .unwrap(),
-            TmuxCommand::new("list-panes").flag("-a").build().unwrap(),
+            TmuxCommand::for_test("list-panes")
+                .flag("-a")
+                .build()
+                .unwrap(),
         ];
         for _ in 0..20 {
             server

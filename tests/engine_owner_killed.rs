@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::tmux::TestTmux;
 use common::wait_until;
-use muxgate::mux::tmux::{Caller, EngineSettings, PaneId, TmuxServer, TmuxSocket};
+use muxgate_tmux::{Caller, EngineSettings, PaneId, TmuxServer, TmuxSocket};
 use tokio_util::sync::CancellationToken;
 
 const OWNER_SOCKET: &str = "MUXGATE_TEST_OWNER_SOCKET";

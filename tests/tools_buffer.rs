@@ -11,7 +11,7 @@ use base64::engine::general_purpose::STANDARD;
 use common::mcp_client::{connect, connect_with, fails, ok};
 use common::tmux::{TestTmux, wait_for_file};
 use common::{config_with_server, spawn_gateway};
-use muxgate::mux::tmux::ops::buffer::LogicalBufferName;
+use muxgate_tmux::ops::buffer::LogicalBufferName;
 use serde_json::json;
 
 /// The tmux name of `logical` for client `sub`.

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use common::tmux::{StoppedServer, TestTmux};
 use common::tools::{call, call_err, call_ok, client, type_line, wait_for_screen};
 use common::{config_with_server, spawn_gateway, wait_until, wait_until_async};
-use muxgate::mux::tmux::TmuxServer;
+use muxgate_tmux::TmuxServer;
 use serde_json::json;
 
 /// Runs `action` once `server` has `count` live output subscriptions (the wait under test is

@@ -15,8 +15,8 @@ use common::calls::token;
 use common::tmux::TestTmux;
 use common::tools::{call_err, call_ok, client};
 use common::{TestGateway, config_with_server, spawn_gateway};
-use muxgate::mux::tmux::PaneId;
 use muxgate::view::link::{ViewGrant, ViewKey, sign};
+use muxgate_tmux::PaneId;
 use serde_json::json;
 
 /// One Server-Sent Event.

@@ -13,9 +13,7 @@ use common::human::Human;
 use common::tmux::TestTmux;
 use common::tools::{call, call_err, call_ok, client};
 use common::{config_with_server, spawn_gateway, wait_until};
-use muxgate::mux::tmux::{
-    Caller, EngineSettings, OutputSubscription, PaneId, StreamEnd, TmuxServer,
-};
+use muxgate_tmux::{Caller, EngineSettings, OutputSubscription, PaneId, StreamEnd, TmuxServer};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

@@ -10,7 +10,7 @@ use crate::workload::Op;
 pub const DEPTHS: [usize; 5] = [1, 4, 8, 16, 64];
 /// Commands per `run_batch` call.
 pub const BATCH_SIZE: usize = 50;
-/// Concurrent engine callers (each its own [`muxgate::mux::tmux::Caller`]).
+/// Concurrent engine callers (each its own [`muxgate_tmux::Caller`]).
 pub const CALLERS: usize = 64;
 /// Engine commands per case and round: a multiple of [`BATCH_SIZE`] and [`CALLERS`].
 pub const ENGINE_OPS: usize = 3200;

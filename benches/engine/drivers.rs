@@ -7,7 +7,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
-use muxgate::mux::tmux::{BatchMode, Caller, CommandOutcome, TmuxServer};
+use muxgate_tmux::{BatchMode, Caller, CommandOutcome, TmuxServer};
 use tokio::task::JoinSet;
 
 use crate::fixture::tmux_command;

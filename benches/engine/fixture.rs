@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
-use muxgate::mux::tmux::PaneId;
+use muxgate_tmux::PaneId;
 use tempfile::NamedTempFile;
 
 pub const SCREEN_COLS: usize = 120;
@@ -148,7 +148,7 @@ impl BenchTmux {
 
     /// The pids of this process's control clients (they carry a `TERM` marker with our pid).
     pub fn control_client_pids(&self) -> Result<Vec<u32>> {
-        let marker = muxgate::mux::tmux::spawn::term_marker();
+        let marker = muxgate_tmux::spawn::term_marker();
         let clients = self.run_ok(&["list-clients", "-F", "#{client_pid} #{client_termname}"])?;
         clients
             .lines()

@@ -39,7 +39,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use muxgate::mux::tmux::{Caller, EngineSettings, TmuxServer, TmuxSocket};
+use muxgate_tmux::{Caller, EngineSettings, TmuxServer, TmuxSocket};
 use tokio::runtime::Runtime;
 use tokio_util::sync::CancellationToken;
 

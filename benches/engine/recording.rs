@@ -13,11 +13,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
-use muxgate::mux::tmux::output::OutputChunk;
-use muxgate::mux::tmux::{Caller, EngineSettings, PaneId, TmuxServer, TmuxSocket};
 use muxgate::recordings::store::Store;
 use muxgate::recordings::writer::{CastWriter, Subject};
 use muxgate::recordings::{Recorder, RecordingPolicy, RecordingsSettings, Stopped};
+use muxgate_tmux::output::OutputChunk;
+use muxgate_tmux::{Caller, EngineSettings, PaneId, TmuxServer, TmuxSocket};
 use tokio::runtime::Runtime;
 use tokio_util::sync::CancellationToken;
 
@@ -209,12 +209,12 @@ async fn flood(
     // Computed by the shell, so the typed command's echo does not contain it.
     let mark = format!("FLOOD-END-{}", run + 1000);
     let command = format!("clear; cat '{path}'; echo FLOOD-END-$(({run}+1000))");
-    let keys = muxgate::mux::tmux::TmuxCommand::new("send-keys")
+    let keys = muxgate_tmux::TmuxCommand::for_test("send-keys")
         .opt("-t", pane.to_string())
         .flag("-l")
         .arg(&command)
         .build()?;
-    let enter = muxgate::mux::tmux::TmuxCommand::new("send-keys")
+    let enter = muxgate_tmux::TmuxCommand::for_test("send-keys")
         .opt("-t", pane.to_string())
         .arg("Enter")
         .build()?;

@@ -3,7 +3,7 @@
 //! (so a benchmark of failing commands cannot pass unnoticed).
 
 use anyhow::{Result, ensure};
-use muxgate::mux::tmux::TmuxCommand;
+use muxgate_tmux::TmuxCommand;
 
 use crate::fixture::{BenchTmux, SCREEN_ROWS};
 
@@ -46,14 +46,14 @@ impl Workload {
         let (argv, command) = match op {
             Op::DisplayMessage => (
                 argv(&["display-message", "-p", "#{pane_id}"]),
-                TmuxCommand::new("display-message")
+                TmuxCommand::for_test("display-message")
                     .flag("-p")
                     .trusted_format("#{pane_id}")
                     .build()?,
             ),
             Op::SendKeys => (
                 argv(&["send-keys", "-t", &typing.to_string(), "-l", "--", "x"]),
-                TmuxCommand::new("send-keys")
+                TmuxCommand::for_test("send-keys")
                     .target(typing)
                     .flag("-l")
                     .end_of_options()
@@ -62,7 +62,7 @@ impl Workload {
             ),
             Op::CapturePane => (
                 argv(&["capture-pane", "-p", "-t", &screen.to_string()]),
-                TmuxCommand::new("capture-pane")
+                TmuxCommand::for_test("capture-pane")
                     .flag("-p")
                     .target(screen)
                     .build()?,

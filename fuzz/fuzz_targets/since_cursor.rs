@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use muxgate::mux::tmux::ops::since::{SinceCursor, locate};
+use muxgate_tmux::ops::since::{SinceCursor, locate};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

@@ -456,7 +456,7 @@ fn view_link(args: &ViewLinkArgs) -> anyhow::Result<String> {
                 args.server
             )
         })?;
-    let pane: crate::mux::tmux::PaneId = args.target.parse()?;
+    let pane: muxgate_tmux::PaneId = args.target.parse()?;
     let ttl = config
         .view
         .link_ttl(args.minutes)

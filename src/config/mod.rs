@@ -36,8 +36,6 @@ use crate::approvals::{ApprovalPolicy, ApprovalsConfig};
 use crate::audit::AuditConfig;
 use crate::auth::{AuthConfig, ClientPolicyConfig, DefaultClientConfig};
 use crate::limits::{LimitOverrides, LimitsConfig};
-use crate::mux::tmux::EngineSettings;
-pub use crate::mux::tmux::TmuxSocket;
 use crate::mux::zellij::backend::ZellijServerSpec;
 use crate::mux::zellij::cli::ZellijEnv;
 use crate::mux::zellij::ids::SessionName as ZellijSessionName;
@@ -48,6 +46,8 @@ use crate::telemetry::{LogConfig, MetricsConfig, OtelConfig};
 use crate::workspace::WorkspacesConfig;
 pub use layers::{EnvError, Origin};
 use layers::{KeyPath, Layered, display_path};
+use muxgate_tmux::EngineSettings;
+pub use muxgate_tmux::TmuxSocket;
 
 /// The embedded default configuration document.
 pub const DEFAULT_TOML: &str = include_str!("../../config/default.toml");

@@ -21,7 +21,8 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use crate::config::{ServerName, TmuxServer};
-use crate::mux::tmux::{BatchMode, Caller, ConnectError, EngineError, TmuxCommand, TmuxEngine};
+use muxgate_tmux::server::TmuxServerOps;
+use muxgate_tmux::{Caller, ConnectError, EngineError, TmuxEngine};
 
 /// A boxed, sendable future (what [`ReadinessProbe::check`] returns).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -160,23 +161,9 @@ impl ReadinessProbe for EngineReadiness {
             let probes = self.engine.servers().map(|server| {
                 let caller = caller.clone();
                 async move {
-                    let probe = TmuxCommand::new("display-message")
-                        .flag("-p")
-                        .trusted_format("ok")
-                        .build();
-                    let deadline = tokio::time::Instant::now() + READINESS_TIMEOUT;
-                    let result = match probe {
-                        Ok(command) => server
-                            .run_batch(
-                                &caller,
-                                vec![command],
-                                BatchMode::Independent,
-                                Some(deadline),
-                            )
-                            .await
-                            .map(|_| ()),
-                        Err(e) => Err(EngineError::from(e)),
-                    };
+                    let result = TmuxServerOps::new(server.clone(), caller)
+                        .probe(READINESS_TIMEOUT)
+                        .await;
                     let status = match result {
                         Ok(()) => ServerStatus::Ready,
                         Err(EngineError::Unavailable {

@@ -36,15 +36,17 @@ use tower::ServiceBuilder;
 use tower_http::trace::TraceLayer;
 
 use super::guard::{self, Allowlist};
-use crate::mux::tmux::output::OutputChunk;
-use crate::mux::tmux::{
-    BatchMode, Caller, CommandOutcome, OutputSubscription, PaneId, StreamEnd, TmuxCommand,
-    TmuxEngine, TmuxServer,
-};
 use crate::view::link::{self, ViewGrant, ViewKey};
 use crate::view::viewers::{Full, ViewerSlot, Viewers};
 use crate::view::{page, render};
 use crate::workspace::{self, WorkspaceName, Workspaces};
+use muxgate_tmux::ops::capture::CaptureRange;
+use muxgate_tmux::output::OutputChunk;
+use muxgate_tmux::pane_shape::PaneShape;
+use muxgate_tmux::{
+    BatchMode, Caller, CommandOutcome, OutputSubscription, PaneId, StreamEnd, TmuxCommand,
+    TmuxEngine, TmuxServer,
+};
 
 /// At most one screen per this interval: a flood costs the viewer twenty renders a second.
 pub const COALESCE: Duration = Duration::from_millis(50);
@@ -305,7 +307,7 @@ impl Feed {
     /// the view instead.
     async fn seed(&mut self, deadline: Instant) -> Result<(), String> {
         let commands = vec![
-            shape_command(self.pane).map_err(|e| e.to_string())?,
+            PaneShape::command(self.pane).map_err(|e| e.to_string())?,
             capture_command(self.pane).map_err(|e| e.to_string())?,
         ];
         let outcomes = self
@@ -328,7 +330,7 @@ impl Feed {
         if shape.server_pid != self.server_pid {
             return Err("the tmux server restarted since the link was made".into());
         }
-        if let Some(why) = shape.too_large() {
+        if let Some(why) = too_large(&shape) {
             self.end = Some(why);
             return Ok(());
         }
@@ -349,7 +351,7 @@ impl Feed {
         }
         self.shape_read = Instant::now();
         let deadline = Instant::now() + OPEN_TIMEOUT;
-        let Ok(command) = shape_command(self.pane) else {
+        let Ok(command) = PaneShape::command(self.pane) else {
             return;
         };
         let Ok(rows) = self.server.run(&self.caller, command).await else {
@@ -439,72 +441,25 @@ impl Feed {
     }
 }
 
-/// The pane's size and cursor, as tmux reports them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct PaneShape {
-    /// The tmux server's process.
-    server_pid: u32,
-    cols: NonZeroU16,
-    rows: NonZeroU16,
-    cursor_x: u16,
-    cursor_y: u16,
-    cursor_visible: bool,
-}
-
-/// What [`shape_command`] prints.
-const SHAPE_FORMAT: &str =
-    "#{pid} #{pane_width} #{pane_height} #{cursor_x} #{cursor_y} #{cursor_flag}";
-
-impl PaneShape {
-    fn parse(line: &[u8]) -> Option<Self> {
-        let text = std::str::from_utf8(line).ok()?;
-        let mut fields = text.split(' ');
-        let server_pid = fields.next()?.parse::<u32>().ok()?;
-        let mut next = || fields.next()?.parse::<u16>().ok();
-        let cols = NonZeroU16::new(next()?)?;
-        let rows = NonZeroU16::new(next()?)?;
-        let cursor_x = next()?;
-        let cursor_y = next()?;
-        let cursor_visible = next()? != 0;
-        Some(Self {
-            server_pid,
-            cols,
-            rows,
-            cursor_x,
-            cursor_y,
-            cursor_visible,
-        })
-    }
-
-    /// Why the view does not show a pane of this size, if it is larger than
-    /// [`MAX_COLS`] × [`MAX_ROWS`].
-    fn too_large(&self) -> Option<String> {
-        let (cols, rows) = (self.cols.get(), self.rows.get());
-        (cols > MAX_COLS || rows > MAX_ROWS).then(|| {
-            format!(
-                "the pane is {cols}x{rows}; the live view shows panes of at most \
-                 {MAX_COLS}x{MAX_ROWS} (resize it and open the link again)"
-            )
-        })
-    }
-}
-
-/// The pane's size and cursor ([`PaneShape`]).
-fn shape_command(pane: PaneId) -> Result<TmuxCommand, crate::mux::tmux::QuoteError> {
-    TmuxCommand::new("display-message")
-        .flag("-p")
-        .target(pane)
-        .arg(SHAPE_FORMAT)
-        .build()
+/// Why the view does not show a pane of `shape`'s size, if it is larger than
+/// [`MAX_COLS`] × [`MAX_ROWS`].
+fn too_large(shape: &PaneShape) -> Option<String> {
+    let (cols, rows) = (shape.cols.get(), shape.rows.get());
+    (cols > MAX_COLS || rows > MAX_ROWS).then(|| {
+        format!(
+            "the pane is {cols}x{rows}; the live view shows panes of at most \
+             {MAX_COLS}x{MAX_ROWS} (resize it and open the link again)"
+        )
+    })
 }
 
 /// The pane's visible screen with colours and attributes as escapes.
-fn capture_command(pane: PaneId) -> Result<TmuxCommand, crate::mux::tmux::QuoteError> {
-    TmuxCommand::new("capture-pane")
-        .flag("-p")
-        .flag("-e")
-        .target(pane)
-        .build()
+fn capture_command(pane: PaneId) -> Result<TmuxCommand, muxgate_tmux::QuoteError> {
+    CaptureRange {
+        escape_sequences: true,
+        ..CaptureRange::visible()
+    }
+    .command(pane)
 }
 
 /// What to feed a fresh emulator so that it shows `rows` (as `capture-pane -e` printed them)
@@ -534,37 +489,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_pane_shape_is_read_strictly() {
-        let shape = PaneShape::parse(b"77 80 24 3 5 1").unwrap();
-        assert_eq!(shape.server_pid, 77);
-        assert_eq!((shape.cols.get(), shape.rows.get()), (80, 24));
-        assert_eq!(
-            (shape.cursor_x, shape.cursor_y, shape.cursor_visible),
-            (3, 5, true)
-        );
-        for bad in [
-            &b""[..],
-            b"77 80 24",
-            b"77 0 24 0 0 1",
-            b"77 80 24 x 0 1",
-            b"80 24 3 5 1",
-            b"\xff",
-        ] {
-            assert_eq!(PaneShape::parse(bad), None);
-        }
-    }
-
-    #[test]
     fn a_pane_larger_than_the_bound_is_not_shown() {
         let fits = PaneShape::parse(b"77 500 300 0 0 1").unwrap();
-        assert_eq!(fits.too_large(), None);
+        assert_eq!(too_large(&fits), None);
         for huge in [
             &b"77 501 24 0 0 1"[..],
             b"77 80 301 0 0 1",
             b"77 10000 10000 0 0 1",
         ] {
             let shape = PaneShape::parse(huge).unwrap();
-            let why = shape.too_large().unwrap();
+            let why = too_large(&shape).unwrap();
             assert!(why.contains("at most 500x300"), "{why}");
         }
     }

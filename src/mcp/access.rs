@@ -18,30 +18,30 @@ use muxgate_mux::lines::excerpt;
 use crate::auth::owners::{OwnerScope, SessionKey, SessionOwners};
 use crate::auth::{SessionRef, can_see_session, check_server, check_session};
 use crate::limits::Limits;
-use crate::mux::tmux::buffers::TmuxBuffers;
-use crate::mux::tmux::channel::TmuxChannels;
-use crate::mux::tmux::copy_mode::TmuxCopyMode;
-use crate::mux::tmux::environment::TmuxEnvironment;
-use crate::mux::tmux::locate::{locate_command, locate_everywhere_command, parse_locations};
-use crate::mux::tmux::ops;
-use crate::mux::tmux::options::TmuxOptions;
-use crate::mux::tmux::pane_lifecycle::TmuxPaneLifecycle;
-use crate::mux::tmux::pane_state::TmuxPaneStates;
-use crate::mux::tmux::placement::TmuxPlacement;
-use crate::mux::tmux::server::TmuxServerOps;
-use crate::mux::tmux::sessions::TmuxSessions;
-use crate::mux::tmux::since::TmuxSince;
-use crate::mux::tmux::target::{ClientTarget, Target, TargetError, TargetPath};
-use crate::mux::tmux::target_path::{PathError, SessionLayout, path_command, resolve_path};
-use crate::mux::tmux::typing::TmuxTyping;
-use crate::mux::tmux::watch_session::is_watch_session;
-use crate::mux::tmux::windows::TmuxWindows;
-use crate::mux::tmux::worker::REPLY_OVER_BUDGET;
-use crate::mux::tmux::{
+use crate::workspace::{self, WorkspaceError, WorkspaceLimits, WorkspaceName, Workspaces};
+use muxgate_tmux::buffers::TmuxBuffers;
+use muxgate_tmux::channel::TmuxChannels;
+use muxgate_tmux::copy_mode::TmuxCopyMode;
+use muxgate_tmux::environment::TmuxEnvironment;
+use muxgate_tmux::locate::{locate_command, locate_everywhere_command, parse_locations};
+use muxgate_tmux::ops;
+use muxgate_tmux::options::TmuxOptions;
+use muxgate_tmux::pane_lifecycle::TmuxPaneLifecycle;
+use muxgate_tmux::pane_state::TmuxPaneStates;
+use muxgate_tmux::placement::TmuxPlacement;
+use muxgate_tmux::server::TmuxServerOps;
+use muxgate_tmux::sessions::TmuxSessions;
+use muxgate_tmux::since::TmuxSince;
+use muxgate_tmux::target::{ClientTarget, Target, TargetError, TargetPath};
+use muxgate_tmux::target_path::{PathError, SessionLayout, path_command, resolve_path};
+use muxgate_tmux::typing::TmuxTyping;
+use muxgate_tmux::watch_session::is_watch_session;
+use muxgate_tmux::windows::TmuxWindows;
+use muxgate_tmux::worker::REPLY_OVER_BUDGET;
+use muxgate_tmux::{
     BatchMode, Caller, CommandOutcome, ConnectError, EngineError, PaneId, QueueScope,
     ServerInstance, SessionId, TmuxCommand, TmuxServer, WindowId,
 };
-use crate::workspace::{self, WorkspaceError, WorkspaceLimits, WorkspaceName, Workspaces};
 
 use super::McpServer;
 use super::backend::Backend;

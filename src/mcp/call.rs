@@ -27,7 +27,7 @@ use crate::audit::{AuditError, CallStart, OpenCall, Outcome};
 use crate::auth::{Principal, Tier, can_call};
 use crate::limits::Limits;
 use crate::limits::output::{self, OutputBudget};
-use crate::mux::tmux::Caller;
+use muxgate_tmux::Caller;
 
 /// The caller of one request, as the tools see it (inserted into the request's extensions, so
 /// a tool takes it with rmcp's `Extension<CallContext>` extractor).

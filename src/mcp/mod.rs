@@ -77,7 +77,6 @@ use crate::audit::{AuditLog, Outcome};
 use crate::auth::owners::SessionOwners;
 use crate::config::Config;
 use crate::limits::Limits;
-use crate::mux::tmux::TmuxEngine;
 use crate::mux::zellij::servers::ZellijServers;
 use crate::recordings::Recorder;
 use crate::secret_entry::{PaneDestination, SecretDesk};
@@ -87,6 +86,7 @@ use crate::workspace::Workspaces;
 pub use call::CallContext;
 pub use error::{ToolError, ToolErrorKind};
 use heartbeat::Heartbeat;
+use muxgate_tmux::TmuxEngine;
 
 /// The name muxgate reports in `serverInfo`.
 pub const SERVER_NAME: &str = "muxgate";

@@ -3,7 +3,7 @@
 //!
 //! The `#[tool]` functions stay thin wrappers around these, and other tools reuse them (batches
 //! that send, wait and capture in one call). The commands themselves are built by the pure
-//! [`crate::mux::tmux::ops`] modules; this layer runs them as the caller, checks the caller's
+//! [`muxgate_tmux::ops`] modules; this layer runs them as the caller, checks the caller's
 //! session ACL, and turns failures into [`ToolError`]s.
 //!
 //! Functions taking a [`PaneId`] expect a pane the caller may act on: get it from
@@ -17,16 +17,16 @@ use super::access::{TmuxAccess, engine_error, list_hint, missing_as_not_found};
 use super::error::{ToolError, ToolErrorKind};
 use super::fields::RowShape;
 use crate::auth::owners::SessionKey;
-use crate::mux::pane_io::LineBound;
-use crate::mux::tmux::buffers::delete_command;
-use crate::mux::tmux::op_error::OpError;
-use crate::mux::tmux::ops::buffer::transient_buffer_name;
-use crate::mux::tmux::ops::capture::{CaptureRange, CapturedText, shape_capture};
-use crate::mux::tmux::ops::input::{InputError, InputPlan};
-use crate::mux::tmux::ops::since::{SinceCursor, cursor_at, parse_state, state_command};
-use crate::mux::tmux::pane_row::{self, PaneRecord};
-use crate::mux::tmux::target::Target;
-use crate::mux::tmux::{BatchMode, CommandOutcome, EngineError, PaneId, QuoteError, TmuxCommand};
+use muxgate_mux::pane_io::LineBound;
+use muxgate_tmux::buffers::delete_command;
+use muxgate_tmux::op_error::OpError;
+use muxgate_tmux::ops::buffer::transient_buffer_name;
+use muxgate_tmux::ops::capture::{CaptureRange, CapturedText, shape_capture};
+use muxgate_tmux::ops::input::{InputError, InputPlan};
+use muxgate_tmux::ops::since::{SinceCursor, cursor_at, parse_state, state_command};
+use muxgate_tmux::pane_row::{self, PaneRecord};
+use muxgate_tmux::target::Target;
+use muxgate_tmux::{BatchMode, CommandOutcome, EngineError, PaneId, QuoteError, TmuxCommand};
 
 /// One tmux pane, as listings and pane tools report it.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -447,12 +447,12 @@ mod tests {
     }
 
     fn row(fields: &[&str]) -> Vec<u8> {
-        crate::mux::tmux::format::encode_row(fields)
+        muxgate_tmux::format::encode_row(fields)
     }
 
     #[test]
     fn parses_pane_rows() {
-        let line = crate::mux::tmux::pane_row::sample_row();
+        let line = muxgate_tmux::pane_row::sample_row();
         let parsed = PaneRow::parse(&line).unwrap();
         assert_eq!(
             (parsed.pane(), parsed.info.record.server_pid),

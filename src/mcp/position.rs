@@ -14,7 +14,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use muxgate_mux::screen_mark::ScreenMark;
 use serde::{Deserialize, Serialize};
 
-use crate::mux::tmux::ops::since::SinceCursor;
+use muxgate_tmux::ops::since::SinceCursor;
 
 /// Typed lines a position remembers (the last ones), and the bytes kept of each (its start):
 /// enough for a command line, bounded for a paste.

@@ -25,9 +25,9 @@ use super::catalog::toolset;
 use super::error::{ToolError, ToolErrorKind};
 use crate::audit::OpenCall;
 use crate::auth::Toolset;
-use crate::mux::tmux::PaneId;
-use crate::mux::tmux::target::{ClientTarget, Target};
 use crate::recordings::{RecordError, Recorder, RecordingRef};
+use muxgate_tmux::PaneId;
+use muxgate_tmux::target::{ClientTarget, Target};
 
 /// Distinct targets of one call looked at, at most (a batch may name many panes); a call with
 /// more that a rule may record is refused.

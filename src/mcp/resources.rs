@@ -41,10 +41,10 @@ use super::tools::session::{SessionDetail, SessionInfo, find_session, list_sessi
 use super::tools::window::list_window_rows;
 use crate::audit::{CallStart, Outcome};
 use crate::auth::Tier;
-use crate::mux::tmux::ops::capture::CaptureRange;
-use crate::mux::tmux::target::{SessionSel, Target};
-use crate::mux::tmux::windows::Window;
-use crate::mux::tmux::{BatchMode, CommandOutcome, PaneId};
+use muxgate_tmux::ops::capture::CaptureRange;
+use muxgate_tmux::target::{SessionSel, Target};
+use muxgate_tmux::windows::Window;
+use muxgate_tmux::{BatchMode, CommandOutcome, PaneId};
 
 /// The URI scheme.
 pub const SCHEME: &str = "tmux://";
@@ -580,8 +580,8 @@ async fn server_resources(tmux: &TmuxAccess<'_>) -> Vec<Resource> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mux::tmux::SessionId;
-    use crate::mux::tmux::target::SessionName;
+    use muxgate_tmux::SessionId;
+    use muxgate_tmux::target::SessionName;
 
     #[test]
     fn uris_parse() {

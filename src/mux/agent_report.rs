@@ -14,7 +14,7 @@ use std::sync::Mutex;
 
 use tokio::time::Instant;
 
-use super::tmux::{PaneId, ServerInstance};
+use muxgate_tmux::{PaneId, ServerInstance};
 
 /// Most panes with a kept report.
 pub const MAX_PANES: usize = 4096;

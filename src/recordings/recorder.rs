@@ -15,7 +15,8 @@ use super::RecordingsSettings;
 use super::policy::RecordingPolicy;
 use super::store::Store;
 use super::writer::{CastWriter, CurrentFile, Subject};
-use crate::mux::tmux::{Caller, EngineError, OutputSubscription, PaneId, TmuxCommand, TmuxServer};
+use muxgate_tmux::pane_shape::PaneShape;
+use muxgate_tmux::{Caller, EngineError, OutputSubscription, PaneId, TmuxServer};
 
 /// The engine's name for the recorder as a caller (its own queue share and watch share).
 const CALLER: &str = "muxgate-recordings";
@@ -297,23 +298,13 @@ async fn pane_size(
     caller: &Caller,
     pane: PaneId,
 ) -> Result<(u16, u16), RecordError> {
-    let command = TmuxCommand::new("display-message")
-        .flag("-p")
-        .opt("-t", pane.to_string())
-        .arg("#{pane_width} #{pane_height}")
-        .build()
-        .map_err(EngineError::from)?;
+    let command = PaneShape::command(pane).map_err(EngineError::from)?;
     let rows = server.run(caller, command).await?;
-    let line = rows
+    // A size tmux does not give is not worth refusing the recording for.
+    Ok(rows
         .first()
-        .map(|row| String::from_utf8_lossy(row).into_owned())
-        .unwrap_or_default();
-    let mut numbers = line.split(' ').map(|n| n.trim().parse::<u16>().ok());
-    match (numbers.next().flatten(), numbers.next().flatten()) {
-        (Some(width), Some(height)) => Ok((width, height)),
-        // A size tmux does not give is not worth refusing the recording for.
-        _ => Ok((80, 24)),
-    }
+        .and_then(|row| PaneShape::parse(row))
+        .map_or((80, 24), |shape| (shape.cols.get(), shape.rows.get())))
 }
 
 /// The recording task: the pane's output into the writer, one batch at a time.

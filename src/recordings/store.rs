@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::mux::tmux::PaneId;
 use crate::utc::Utc;
+use muxgate_tmux::PaneId;
 
 /// The extension of recordings; nothing else in the directory is listed or deleted.
 pub const EXTENSION: &str = "cast";

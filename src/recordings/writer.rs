@@ -11,8 +11,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::cast::{EventKind, Header, Utf8Decoder, event_line};
 use super::store::Store;
-use crate::mux::tmux::PaneId;
-use crate::mux::tmux::output::OutputChunk;
+use muxgate_tmux::PaneId;
+use muxgate_tmux::output::OutputChunk;
 
 /// The smallest `max_file_bytes`: a header and the largest event always fit in a file.
 pub const MIN_FILE_BYTES: u64 = 4096;

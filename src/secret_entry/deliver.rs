@@ -3,8 +3,8 @@
 use muxgate_mux::host::Host;
 
 use super::exposure::{self, Unsafe};
-use crate::mux::tmux::PaneId;
-use crate::mux::tmux::panes::{TmuxPaneError, TmuxPanes};
+use muxgate_tmux::PaneId;
+use muxgate_tmux::panes::{TmuxPaneError, TmuxPanes};
 
 /// Where a request's secret goes and how.
 #[derive(Clone)]

@@ -55,9 +55,9 @@ use crate::audit::{AuditLog, Outcome};
 use crate::auth::token::RejectReason;
 use crate::auth::{Eviction, EvictionHook, RejectHook};
 use crate::limits::{Limit, LimitHook, Limits};
-use crate::mux::tmux::{LatencySnapshot, TmuxEngine, TmuxServer};
 use crate::secret_entry::{PaneDestination, SecretDesk};
 use crate::workspace::Workspaces;
+use muxgate_tmux::{LatencySnapshot, TmuxEngine, TmuxServer};
 
 /// Bucket bounds of `mcp_server_operation_duration_seconds`, as the OpenTelemetry MCP semantic
 /// conventions recommend.

@@ -62,8 +62,8 @@ mod tests {
     use std::time::{Duration, SystemTime};
 
     use super::*;
-    use crate::mux::tmux::PaneId;
     use crate::view::link::{ViewGrant, sign, verify};
+    use muxgate_tmux::PaneId;
 
     #[test]
     fn the_key_is_written_once_owner_only_and_read_again() {

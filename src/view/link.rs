@@ -16,7 +16,7 @@ use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
-use crate::mux::tmux::PaneId;
+use muxgate_tmux::PaneId;
 
 type HmacSha256 = Hmac<Sha256>;
 

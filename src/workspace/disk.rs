@@ -18,7 +18,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use super::host::{Scratch, which};
-use crate::mux::tmux::RunAs;
+use muxgate_tmux::RunAs;
 
 /// The image file, in the workspace's directory.
 pub const IMAGE_FILE: &str = "home.img";

@@ -28,9 +28,9 @@ use super::cgroup::Membership;
 use super::host::Host;
 use super::layout::Layout;
 use super::sandbox::{MountSizes, ProcessLimits, WorkspaceDirs, server_command, server_env};
-use crate::mux::tmux::RunAs;
-use crate::mux::tmux::spawn::become_user;
 use crate::state::write_private;
+use muxgate_tmux::RunAs;
+use muxgate_tmux::spawn::become_user;
 
 /// The file recording the sandbox process, in the workspace's directory.
 const PID_FILE: &str = "server.pid";

@@ -25,8 +25,8 @@ use serde::{Deserialize, Serialize};
 
 use super::name::WorkspaceName;
 use super::sandbox::WorkspaceDirs;
-use crate::mux::tmux::RunAs;
 use crate::state::write_private;
+use muxgate_tmux::RunAs;
 
 /// The workspace's record, in its directory.
 pub const META_FILE: &str = "meta.json";

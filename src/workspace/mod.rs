@@ -22,7 +22,7 @@
 //! [`Workspaces`] holds the running ones: each gets its own [`TmuxServer`] (its own worker, so
 //! a busy or stuck workspace delays no other), whose every tmux client process runs in a jail
 //! of its own as the workspace's user (a tmux server can make its clients read and write
-//! files: see [`crate::mux::tmux::spawn`]).
+//! files: see [`muxgate_tmux::spawn`]).
 
 pub mod admin;
 pub mod cgroup;
@@ -50,9 +50,10 @@ use launch::{LaunchError, Plan};
 use layout::{Layout, OpenError};
 pub use name::WorkspaceName;
 
-use crate::mux::tmux::{
-    Caller, ClientWrapper, ConnectError, EngineError, EngineSettings, RunAs, TmuxCommand,
-    TmuxEndpoint, TmuxServer, TmuxSocket,
+use muxgate_tmux::server::TmuxServerOps;
+use muxgate_tmux::{
+    Caller, ClientWrapper, ConnectError, EngineError, EngineSettings, RunAs, TmuxEndpoint,
+    TmuxServer, TmuxSocket,
 };
 
 /// The server name a client sees for its workspace.
@@ -332,17 +333,10 @@ impl Workspaces {
     /// started: it may still hold a failure from before (a stopped sandbox), which it repeats
     /// for its reconnect backoff.
     async fn reach(&self, server: &TmuxServer) {
-        let caller = Caller::new(SERVER_NAME);
+        let server = TmuxServerOps::new(server.clone(), Caller::new(SERVER_NAME));
         let deadline = tokio::time::Instant::now() + self.inner.config.start_timeout();
-        while tokio::time::Instant::now() < deadline {
-            let Ok(probe) = TmuxCommand::new("display-message")
-                .flag("-p")
-                .arg("ok")
-                .build()
-            else {
-                return;
-            };
-            match server.run(&caller, probe).await {
+        while let Some(left) = deadline.checked_duration_since(tokio::time::Instant::now()) {
+            match server.probe(left).await {
                 Err(EngineError::Unavailable {
                     cause: ConnectError::NoSessions { .. },
                     ..

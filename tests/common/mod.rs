@@ -28,7 +28,7 @@ use muxgate::auth::config::SecretString;
 use muxgate::auth::{MintRequest, TokenMinter};
 use muxgate::config::Config;
 use muxgate::gateway::{Gateway, mint_full_access};
-use muxgate::mux::tmux::TmuxEngine;
+use muxgate_tmux::TmuxEngine;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};

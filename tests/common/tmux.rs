@@ -89,7 +89,7 @@ impl TestTmux {
     }
 
     /// The id of the first pane of `target`.
-    pub fn pane_id(&self, target: &str) -> muxgate::mux::tmux::PaneId {
+    pub fn pane_id(&self, target: &str) -> muxgate_tmux::PaneId {
         self.ok(&["display-message", "-p", "-t", target, "#{pane_id}"])
             .trim()
             .parse()
@@ -97,7 +97,7 @@ impl TestTmux {
     }
 
     /// Splits `target`'s pane (the new pane in the background) and returns the new pane's id.
-    pub fn split(&self, target: &str) -> muxgate::mux::tmux::PaneId {
+    pub fn split(&self, target: &str) -> muxgate_tmux::PaneId {
         self.ok(&["split-window", "-d", "-P", "-F", "#{pane_id}", "-t", target])
             .trim()
             .parse()
@@ -127,7 +127,7 @@ impl TestTmux {
 
     /// Splits `target`'s window with a new pane running `command` (through the default
     /// shell) and returns the new pane; focus stays.
-    pub fn split_running(&self, target: &str, command: &str) -> muxgate::mux::tmux::PaneId {
+    pub fn split_running(&self, target: &str, command: &str) -> muxgate_tmux::PaneId {
         self.ok(&[
             "split-window",
             "-d",
@@ -224,15 +224,15 @@ impl TestTmux {
 /// An engine for `tmux`'s server with `settings`, and the token that shuts it down.
 pub fn engine_for(
     tmux: &TestTmux,
-    settings: muxgate::mux::tmux::EngineSettings,
+    settings: muxgate_tmux::EngineSettings,
 ) -> (
-    muxgate::mux::tmux::TmuxServer,
+    muxgate_tmux::TmuxServer,
     tokio_util::sync::CancellationToken,
 ) {
     let shutdown = tokio_util::sync::CancellationToken::new();
-    let server = muxgate::mux::tmux::TmuxServer::start(
+    let server = muxgate_tmux::TmuxServer::start(
         "test",
-        muxgate::mux::tmux::TmuxSocket::Name(tmux.socket.clone()),
+        muxgate_tmux::TmuxSocket::Name(tmux.socket.clone()),
         std::sync::Arc::new(settings),
         shutdown.clone(),
     );

@@ -13,6 +13,7 @@
 //!   [`tty_modes`]: whether a terminal echoes and reads lines; [`host`]: the machine a
 //!   multiplexer's panes run on, which answers both (the gateway's own, or a sandbox).
 //! - [`child_process`]: what every program the gateway starts gets set up before exec.
+//! - [`pane_io`]: the pane-level operations every multiplexer backend offers, as one trait.
 //!
 //! Everything here but [`foreground`] and [`tty_modes`] (which read `/proc` and terminals,
 //! through [`host`]) and [`child_process`] (called in a forked child) is pure: no I/O, no
@@ -24,6 +25,7 @@ pub mod foreground;
 pub mod host;
 pub mod ledger;
 pub mod lines;
+pub mod pane_io;
 pub mod screen_mark;
 pub mod shell;
 pub mod shell_integration;

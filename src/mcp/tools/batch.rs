@@ -42,8 +42,8 @@ use crate::mcp::pane_ops::{position_commands, position_of};
 use crate::mcp::position::{OutputPosition, ZellijPosition};
 use crate::mcp::shared_tool::{Reply, SharedTool};
 use crate::mcp::zellij_access::ZellijAccess;
-use crate::mux::tmux::ops::input::InputPlan;
-use crate::mux::tmux::{BatchMode, CommandOutcome, OutputSubscription, PaneId, TmuxCommand};
+use muxgate_tmux::ops::input::InputPlan;
+use muxgate_tmux::{BatchMode, CommandOutcome, OutputSubscription, PaneId, TmuxCommand};
 
 /// Batches of at most this many operations send no progress notifications.
 const QUIET_BATCH: usize = 3;

@@ -2,7 +2,7 @@
 //!
 //! A client names its buffers with a logical name (`[A-Za-z0-9_.-]{1,64}`); the tmux buffer
 //! is `muxgate_<tag>_<logical>`, where the tag is derived from the client's identity
-//! ([`crate::mux::tmux::ops::buffer`]). A client therefore reaches only buffers it loaded
+//! ([`muxgate_tmux::ops::buffer`]). A client therefore reaches only buffers it loaded
 //! itself: never a human's, never another client's.
 //!
 //! There is deliberately no `list_buffers`: tmux's buffer list holds the human's copy-mode
@@ -26,9 +26,9 @@ use crate::mcp::access::{TmuxAccess, engine_error, list_hint};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::pane_ops::{check_max_lines, quote_error};
-use crate::mux::tmux::buffers::BufferError;
-use crate::mux::tmux::op_error::OpError;
-use crate::mux::tmux::ops::buffer::LogicalBufferName;
+use muxgate_tmux::buffers::BufferError;
+use muxgate_tmux::op_error::OpError;
+use muxgate_tmux::ops::buffer::LogicalBufferName;
 
 /// Most bytes one buffer may hold when loaded through the gateway.
 pub const MAX_BUFFER_BYTES: usize = 1 << 20;

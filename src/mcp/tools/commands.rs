@@ -3,7 +3,7 @@
 //!
 //! A pane's ledger records while its stream is kept: from the first call on the pane that keeps
 //! it (these, `get_pane_state`, `wait_for_state`, `run_command`) until
-//! [`crate::mux::tmux::LEDGER_KEEP`] after the last. Reading it asks tmux nothing once recording
+//! [`muxgate_tmux::LEDGER_KEEP`] after the last. Reading it asks tmux nothing once recording
 //! runs.
 
 use std::sync::Arc;
@@ -23,8 +23,8 @@ use crate::mcp::McpServer;
 use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
-use crate::mux::tmux::ops::capture::{DEFAULT_MAX_LINES, shape_capture};
-use crate::mux::tmux::output::PaneStream;
+use muxgate_tmux::ops::capture::{DEFAULT_MAX_LINES, shape_capture};
+use muxgate_tmux::output::PaneStream;
 
 /// Records listed by default, and at most.
 const DEFAULT_LIMIT: usize = 20;
@@ -111,7 +111,7 @@ pub struct GetCommandOutputOutput {
 async fn recorded(
     tmux: &TmuxAccess<'_>,
     target: &str,
-) -> Result<(crate::mux::tmux::PaneId, Arc<PaneStream>), ToolError> {
+) -> Result<(muxgate_tmux::PaneId, Arc<PaneStream>), ToolError> {
     let pane = tmux.pane_named(target).await?;
     let stream = keep(tmux, pane, Instant::now() + KEEP_WAIT).await?;
     Ok((pane, stream))

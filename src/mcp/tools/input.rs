@@ -1,7 +1,7 @@
 //! Tools that type into panes: `send_keys` (key names, or literal text) and `paste_text`.
 //!
 //! Both deliver exactly what the client sent, in one tmux write per call (see
-//! [`crate::mux::tmux::ops::input`] for how each kind of byte gets there); on a Zellij server,
+//! [`muxgate_tmux::ops::input`] for how each kind of byte gets there); on a Zellij server,
 //! in one input batch after a mark of the screen ([`crate::mcp::shared_tool`] picks the half). Text that is not
 //! valid UTF-8 cannot travel in a JSON string; clients send it base64-encoded with
 //! `encoding: "base64"`.
@@ -27,12 +27,12 @@ use crate::mcp::pane_ops::{self, Delivered};
 use crate::mcp::position::OutputPosition;
 use crate::mcp::shared_tool::{Reply, SharedTool};
 use crate::mcp::zellij_access::ZellijAccess;
-use crate::mux::tmux::PaneId;
-use crate::mux::tmux::ops::buffer::transient_buffer_name;
-use crate::mux::tmux::ops::input::InputPlan;
-use crate::mux::tmux::ops::keys::{KEY_EXAMPLES, KeyName};
 use crate::mux::zellij::backend::InputStep;
 use crate::mux::zellij::keys::{Key as ZellijKey, from_tmux_name};
+use muxgate_tmux::PaneId;
+use muxgate_tmux::ops::buffer::transient_buffer_name;
+use muxgate_tmux::ops::input::InputPlan;
+use muxgate_tmux::ops::keys::{KEY_EXAMPLES, KeyName};
 
 /// Most key names in one call.
 pub const MAX_KEYS: usize = 1000;

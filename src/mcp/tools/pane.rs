@@ -35,11 +35,11 @@ use crate::mcp::shared_tool::{Reply, SharedTool};
 use crate::mcp::tools::watch::foreground_of;
 use crate::mcp::zellij_access::ZellijAccess;
 use crate::mux::agent_report::{AgentReports, PaneInstance};
-use crate::mux::pane_io::LineBound;
-use crate::mux::tmux::display::{PaneSnapshot, expand_command, parse_snapshot, snapshot_command};
-use crate::mux::tmux::ops::capture::{CaptureRange, DEFAULT_MAX_LINES};
-use crate::mux::tmux::target::Target;
-use crate::mux::tmux::{BatchMode, CommandOutcome, EngineError};
+use muxgate_mux::pane_io::LineBound;
+use muxgate_tmux::display::{PaneSnapshot, expand_command, parse_snapshot, snapshot_command};
+use muxgate_tmux::ops::capture::{CaptureRange, DEFAULT_MAX_LINES};
+use muxgate_tmux::target::Target;
+use muxgate_tmux::{BatchMode, CommandOutcome, EngineError};
 
 pub(crate) fn default_max_lines() -> usize {
     DEFAULT_MAX_LINES
@@ -764,11 +764,10 @@ mod tests {
     }
 
     fn pane(id: u32, left: u32, top: u32, width: u32, height: u32) -> PaneInfo {
-        let mut record = crate::mux::tmux::pane_row::PaneRecord::parse(
-            &crate::mux::tmux::pane_row::sample_row(),
-        )
-        .unwrap();
-        record.pane = crate::mux::tmux::PaneId(id);
+        let mut record =
+            muxgate_tmux::pane_row::PaneRecord::parse(&muxgate_tmux::pane_row::sample_row())
+                .unwrap();
+        record.pane = muxgate_tmux::PaneId(id);
         (record.left, record.top, record.width, record.height) = (left, top, width, height);
         PaneInfo {
             record,

@@ -11,7 +11,7 @@ use crate::mcp::access::list_hint;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::quote_error;
-use crate::mux::tmux::ops::pipe::{PipePath, pipe_pane_command};
+use muxgate_tmux::ops::pipe::{PipePath, pipe_pane_command};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -33,11 +33,11 @@ use crate::mcp::position::OutputPosition;
 use crate::mcp::tools::watch::{foreground_of_state, read_state};
 use crate::mux::agent_report::{AgentReports, PaneInstance};
 use crate::mux::prompt::{self, Ready};
-use crate::mux::tmux::ops::input::InputPlan;
-use crate::mux::tmux::ops::keys::KeyName;
-use crate::mux::tmux::output::PaneStream;
-use crate::mux::tmux::pane_state::PaneState;
-use crate::mux::tmux::{OutputSubscription, PaneId};
+use muxgate_tmux::ops::input::InputPlan;
+use muxgate_tmux::ops::keys::KeyName;
+use muxgate_tmux::output::PaneStream;
+use muxgate_tmux::pane_state::PaneState;
+use muxgate_tmux::{OutputSubscription, PaneId};
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 const DEFAULT_QUIET: Duration = Duration::from_millis(500);

@@ -39,10 +39,10 @@ use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::shared_tool::{Reply, SharedTool};
 use crate::mcp::tools::watch::read_state;
 use crate::mcp::zellij_access::ZellijAccess;
-use crate::mux::tmux::PaneId;
-use crate::mux::tmux::op_error::OpError;
-use crate::mux::tmux::output::{OutputChunk, PaneStream};
-use crate::mux::tmux::pane_state::PaneState;
+use muxgate_tmux::PaneId;
+use muxgate_tmux::op_error::OpError;
+use muxgate_tmux::output::{OutputChunk, PaneStream};
+use muxgate_tmux::pane_state::PaneState;
 
 /// `run_command`'s timeout when the client gives none.
 pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(30);

@@ -20,8 +20,8 @@ use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{PaneRow, PaneScope, not_found, pane_rows, quote_error};
-use crate::mux::tmux::ops::capture::CaptureRange;
-use crate::mux::tmux::{BatchMode, CommandOutcome};
+use muxgate_tmux::ops::capture::CaptureRange;
+use muxgate_tmux::{BatchMode, CommandOutcome};
 
 /// Longest pattern accepted, and the compiled-size ceiling of its regex.
 const MAX_PATTERN_LEN: usize = 1024;

@@ -36,8 +36,8 @@ use crate::mcp::budget::CallBudget;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::links;
-use crate::mux::tmux::panes::TmuxPanes;
 use crate::secret_entry::{DeliverError, NewRequest, PaneDestination};
+use muxgate_tmux::panes::TmuxPanes;
 
 /// How long a link works unless asked otherwise, and at most.
 const DEFAULT_TTL: Duration = Duration::from_secs(300);

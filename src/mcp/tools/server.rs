@@ -18,8 +18,8 @@ use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::self_guard::Kill;
-use crate::mux::tmux::channel::ChannelName;
-use crate::mux::tmux::{ConnectError, EngineError};
+use muxgate_tmux::channel::ChannelName;
+use muxgate_tmux::{ConnectError, EngineError};
 
 /// How long list_servers waits for any one server.
 const PROBE_DEADLINE: Duration = Duration::from_secs(1);

@@ -35,10 +35,10 @@ use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{PaneScope, pane_rows};
 use crate::mcp::tools::watch::{foreground_of_state, read_settled_state};
-use crate::mux::tmux::output::PaneStream;
-use crate::mux::tmux::pane_state::PaneState;
-use crate::mux::tmux::target::Target;
-use crate::mux::tmux::{LineReader, OutputSubscription, PaneId, StreamEnd};
+use muxgate_tmux::output::PaneStream;
+use muxgate_tmux::pane_state::PaneState;
+use muxgate_tmux::target::Target;
+use muxgate_tmux::{LineReader, OutputSubscription, PaneId, StreamEnd};
 
 /// Quiet this long before `/proc` is first read for `waiting_for_input`.
 const QUIET_BEFORE_PROC: Duration = Duration::from_millis(100);

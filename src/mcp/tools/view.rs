@@ -14,8 +14,8 @@ use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::links;
-use crate::mux::tmux::panes::TmuxPanes;
 use crate::view::link::{ViewGrant, sign};
+use muxgate_tmux::panes::TmuxPanes;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -4,7 +4,7 @@
 //! while the pane is quiet the gateway sends tmux nothing and uses no CPU. Each wake-up takes
 //! every line completed since the last one (a flood costs one check per batch, not per byte).
 //! The pane's bytes become visible lines once for all its waits
-//! ([`crate::mux::tmux::shared_lines`]; escape sequences removed, carriage returns applied),
+//! ([`muxgate_tmux::shared_lines`]; escape sequences removed, carriage returns applied),
 //! and each wait checks stop patterns first, then success patterns, against its new complete
 //! lines and the line still being written (prompts have no newline).
 //!
@@ -43,8 +43,8 @@ use crate::mcp::position::OutputPosition;
 use crate::mcp::shared_tool::{Reply, SharedTool};
 use crate::mcp::tools::watch::{read_settled_state, read_state};
 use crate::mcp::zellij_access::ZellijAccess;
-use crate::mux::tmux::ops::capture::CaptureRange;
-use crate::mux::tmux::{LineBatch, LineReader, OutputSubscription, PaneId, StreamEnd};
+use muxgate_tmux::ops::capture::CaptureRange;
+use muxgate_tmux::{LineBatch, LineReader, OutputSubscription, PaneId, StreamEnd};
 
 /// Lines kept for a result's `tail`.
 const TAIL_LINES: usize = 20;

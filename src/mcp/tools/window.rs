@@ -38,10 +38,10 @@ use crate::mcp::fields::RowShape;
 use crate::mcp::self_guard::Kill;
 use crate::mcp::shared_tool::{Reply, SharedTool};
 use crate::mcp::zellij_access::ZellijAccess;
-use crate::mux::tmux::op_error::OpError;
-use crate::mux::tmux::target::{ClientTarget, SessionSel, Target};
-use crate::mux::tmux::windows::{NewWindow, Place, Selection, Side, Window};
-use crate::mux::tmux::{SessionId, WindowId};
+use muxgate_tmux::op_error::OpError;
+use muxgate_tmux::target::{ClientTarget, SessionSel, Target};
+use muxgate_tmux::windows::{NewWindow, Place, Selection, Side, Window};
+use muxgate_tmux::{SessionId, WindowId};
 
 /// The windows the caller may see: those of sessions its session ACL allows.
 fn visible(tmux: &TmuxAccess<'_>, windows: Vec<Window>) -> impl Iterator<Item = Window> {

@@ -38,10 +38,10 @@ use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::check_max_lines;
 use crate::mcp::position::ZellijPosition;
 use crate::mcp::zellij_access::ZellijAccess;
-use crate::mux::pane_io::{LineBound, PaneIo, ScreenScope};
 use crate::mux::zellij::backend::{
     CommandResult, InputStep, NewLinesEnd, RunInPaneOptions, RunOptions,
 };
+use muxgate_mux::pane_io::{LineBound, PaneIo, ScreenScope};
 
 /// Default `max_lines` of reads and command output (as the tmux tools).
 const DEFAULT_MAX_LINES: usize = 500;

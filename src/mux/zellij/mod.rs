@@ -11,7 +11,7 @@
 //! - [`watch`]: live pane views from `zellij subscribe`, shared by waiters;
 //! - [`backend`]: the API the tools use, [`backend::ZellijBackend`], with [`error::ZellijError`];
 //! - [`servers`]: the configured servers by name, each backend opened on first use;
-//! - [`panes`]: the backend-neutral pane operations ([`crate::mux::pane_io::PaneIo`]) for one session.
+//! - [`panes`]: the backend-neutral pane operations ([`muxgate_mux::pane_io::PaneIo`]) for one session.
 //!
 //! Not here: MCP tool definitions, policy, limits and audit (they wrap this API).
 

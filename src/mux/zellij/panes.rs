@@ -9,7 +9,7 @@ use super::backend::{ReadScope, ZellijBackend};
 use super::error::ZellijError;
 use super::ids::{PaneId, SessionName};
 use super::keys::Key;
-use crate::mux::pane_io::{PaneIo, PaneSummary, ScreenMatch, ScreenScope};
+use muxgate_mux::pane_io::{PaneIo, PaneSummary, ScreenMatch, ScreenScope};
 
 /// The panes of one Zellij session.
 #[derive(Clone)]

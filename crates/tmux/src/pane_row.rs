@@ -135,8 +135,8 @@ impl PaneRecord {
 
 /// A full pane row as tmux prints it: a dead, zoomed pane in copy mode whose path holds the
 /// field separator (for the tests of this row and of the answers built from it).
-#[cfg(test)]
-pub(crate) fn sample_row() -> Vec<u8> {
+#[cfg(any(test, feature = "test-util"))]
+pub fn sample_row() -> Vec<u8> {
     super::format::encode_row(&[
         "%3",
         "1",
@@ -185,9 +185,9 @@ pub fn list_command(scope: Option<&Target>) -> Result<TmuxCommand, QuoteError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mux::tmux::format::encode_row;
-    use crate::mux::tmux::target::SessionSel;
-    use crate::mux::tmux::{SessionId, WindowId};
+    use crate::format::encode_row;
+    use crate::target::SessionSel;
+    use crate::{SessionId, WindowId};
 
     #[test]
     fn listings_cover_the_server_a_session_or_a_window() {

@@ -16,7 +16,7 @@ use muxgate_mux::lines::truncation_marker;
 use super::super::command::TmuxCommand;
 use super::super::ids::PaneId;
 use super::super::quote::QuoteError;
-use crate::mux::pane_io::LineBound;
+use muxgate_mux::pane_io::LineBound;
 
 /// Default `max_lines` of captures (as the reference server).
 pub const DEFAULT_MAX_LINES: usize = 500;

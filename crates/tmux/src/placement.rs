@@ -81,7 +81,7 @@ impl TmuxPlacement {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mux::tmux::format::encode_row;
+    use crate::format::encode_row;
 
     #[test]
     fn command_lines() {

@@ -117,7 +117,7 @@ impl TmuxCopyMode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mux::tmux::format::encode_row;
+    use crate::format::encode_row;
 
     fn lines(commands: Vec<TmuxCommand>) -> Vec<String> {
         commands.iter().map(TmuxCommand::text).collect()

@@ -15,7 +15,7 @@
 const FIELD_SEP: char = '|';
 
 /// `#{q:a}|#{q:b}|…` for the given tmux format variables.
-pub fn row_format(fields: &[&str]) -> String {
+pub(crate) fn row_format(fields: &[&str]) -> String {
     let mut out = String::new();
     for (i, field) in fields.iter().enumerate() {
         if i > 0 {
@@ -30,7 +30,7 @@ pub fn row_format(fields: &[&str]) -> String {
 
 /// Splits a row of [`row_format`] into exactly its `n` fields, undoing tmux's escapes; `None`
 /// when it does not hold `n`. Bytes that are not UTF-8 are replaced, as names are text.
-pub fn split_row(line: &[u8], n: usize) -> Option<Vec<String>> {
+pub(crate) fn split_row(line: &[u8], n: usize) -> Option<Vec<String>> {
     let mut fields = Vec::with_capacity(n);
     let mut field = Vec::new();
     let mut at = 0;
@@ -83,7 +83,7 @@ fn unescape(rest: &[u8]) -> (u8, usize) {
 }
 
 /// A row as tmux prints it for [`row_format`] (tests build rows with it).
-#[cfg(test)]
+#[cfg(any(test, feature = "test-util"))]
 pub fn encode_row(fields: &[&str]) -> Vec<u8> {
     let mut out = Vec::new();
     for (i, field) in fields.iter().enumerate() {

@@ -365,7 +365,7 @@ impl TmuxWindows {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mux::tmux::format::encode_row;
+    use crate::format::encode_row;
 
     #[test]
     fn rows_parse_with_the_name_last() {

@@ -139,7 +139,7 @@ impl TmuxServerOps {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mux::tmux::format::encode_row;
+    use crate::format::encode_row;
 
     #[test]
     fn commands_ask_for_the_fields() {

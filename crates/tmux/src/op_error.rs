@@ -38,14 +38,14 @@ pub enum PaneOpError {
 /// case, so that `?` takes either straight into it.
 macro_rules! wraps_op_error {
     ($name:ident) => {
-        impl From<$crate::mux::tmux::EngineError> for $name {
-            fn from(error: $crate::mux::tmux::EngineError) -> Self {
+        impl From<$crate::EngineError> for $name {
+            fn from(error: $crate::EngineError) -> Self {
                 Self::Op(error.into())
             }
         }
 
-        impl From<$crate::mux::tmux::QuoteError> for $name {
-            fn from(error: $crate::mux::tmux::QuoteError) -> Self {
+        impl From<$crate::QuoteError> for $name {
+            fn from(error: $crate::QuoteError) -> Self {
                 Self::Op(error.into())
             }
         }

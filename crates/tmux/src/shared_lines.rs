@@ -356,7 +356,7 @@ impl LineReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mux::tmux::PaneId;
+    use crate::PaneId;
 
     fn texts(batch: &LineBatch) -> Vec<&str> {
         batch.lines.iter().map(|l| &**l).collect()

@@ -18,14 +18,22 @@ pub struct TmuxCommand {
 }
 
 impl TmuxCommand {
-    /// Starts building a command; `name` is a tmux command such as `"send-keys"`.
+    /// Starts building a command; `name` is a tmux command such as `"send-keys"`. Only this
+    /// crate's typed operations build commands: no other crate can write a command line.
     #[allow(clippy::new_ret_no_self)]
-    pub fn new(name: &'static str) -> CommandBuilder {
+    pub(crate) fn new(name: &'static str) -> CommandBuilder {
         debug_assert!(name.bytes().all(|b| b.is_ascii_lowercase() || b == b'-'));
         CommandBuilder {
             line: name.as_bytes().to_vec(),
             error: None,
         }
+    }
+
+    /// Starts building any command, for tests and benchmarks that drive the engine with raw
+    /// command lines (cargo feature `test-util`, which only dev-dependencies enable).
+    #[cfg(feature = "test-util")]
+    pub fn for_test(name: &'static str) -> CommandBuilder {
+        Self::new(name)
     }
 
     /// The command's bytes, without a trailing newline.

@@ -1,8 +1,8 @@
 //! The pane-level operations every multiplexer backend offers, as one trait: [`PaneIo`].
 //!
 //! Code that only needs "a pane to type into and read from" is written once against this
-//! trait and runs on tmux ([`crate::mux::tmux::panes::TmuxPanes`]) and on Zellij
-//! ([`crate::mux::zellij::panes::ZellijPanes`]) alike. What it covers:
+//! trait and runs on tmux (`muxgate_tmux::panes::TmuxPanes`) and on Zellij
+//! (`muxgate::mux::zellij::panes::ZellijPanes`) alike. What it covers:
 //! - listing the terminal panes in scope, with backend-neutral facts ([`PaneSummary`]);
 //! - typing literal text into a pane;
 //! - pressing keys, named in the backend's own key syntax (tmux `C-c`, Zellij `Ctrl c`);
@@ -22,7 +22,7 @@ use std::fmt::Display;
 use std::future::Future;
 use std::time::Duration;
 
-use muxgate_mux::text_match::Pattern;
+use crate::text_match::Pattern;
 
 /// How much of a pane's text to read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

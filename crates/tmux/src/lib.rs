@@ -20,13 +20,14 @@
 //!   [`target_path`]: tmux's `SESSION:WINDOW.PANE` resolved to an id exactly (pure);
 //! - [`format_check`]: the grammar of the tmux formats a client may have tmux expand (pure);
 //! - [`ops`]: operations (keys, input, captures, buffers, pipes) as commands and parsers (pure);
-//! - [`panes`]: the backend-neutral pane operations ([`crate::mux::pane_io::PaneIo`]) for tmux;
+//! - [`panes`]: the backend-neutral pane operations ([`muxgate_mux::pane_io::PaneIo`]) for tmux;
 //! - [`sessions`], [`windows`], [`pane_lifecycle`]: typed session, window and pane-changing
 //!   operations (their command lines and rows), for the tools that act on them; [`pane_row`]:
 //!   the full row of a pane they and the pane listings read;
 //! - [`copy_mode`], [`since`], [`placement`]: entering and leaving copy mode, a pane's state and
 //!   rows read together for `capture_since`, and which windows and sessions hold a pane (the
 //!   gateway asks about its own);
+//! - [`pane_shape`]: a pane's size and cursor, for the live view and recordings;
 //! - [`pane_state`]: a pane's state in one row, read by the tools that wait on a pane, run
 //!   commands in it or report on it; [`typing`]: a line and its Enter typed in one write.
 //! - [`op_error`]: the error the typed operations share, and a batch's answers read into it;
@@ -56,6 +57,7 @@ pub mod options;
 pub mod output;
 pub mod pane_lifecycle;
 pub mod pane_row;
+pub mod pane_shape;
 pub mod pane_state;
 pub mod panes;
 pub mod placement;

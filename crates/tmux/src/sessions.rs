@@ -425,7 +425,7 @@ async fn nobody_listens(endpoint: &TmuxEndpoint) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mux::tmux::format::encode_row;
+    use crate::format::encode_row;
 
     fn row(fields: &[&str]) -> Vec<u8> {
         encode_row(fields)

@@ -47,7 +47,7 @@ pub fn with_launch(mut command: CommandBuilder, argv: &[String]) -> CommandBuild
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mux::tmux::format::encode_row;
+    use crate::format::encode_row;
 
     fn row(command: &str, shell: &str) -> Vec<Vec<u8>> {
         vec![encode_row(&[command, shell])]

@@ -16,7 +16,7 @@ use super::ops::keys::{KeyError, KeyName};
 use super::{
     BatchMode, Caller, CommandOutcome, EngineError, PaneId, StreamEnd, TmuxCommand, TmuxServer,
 };
-use crate::mux::pane_io::{LineBound, PaneIo, PaneSummary, ScreenMatch, ScreenScope};
+use muxgate_mux::pane_io::{LineBound, PaneIo, PaneSummary, ScreenMatch, ScreenScope};
 
 /// `-F` fields of a pane row; the title (free text) last.
 const PANE_FIELDS: [&str; 8] = [
@@ -289,7 +289,7 @@ impl PaneIo for TmuxPanes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mux::tmux::format::encode_row;
+    use crate::format::encode_row;
 
     #[test]
     fn pane_rows() {
