@@ -11,7 +11,7 @@
 //! gone. Stale clients throttle output and can wedge `kill-server`, so doctor reports them with
 //! the command that removes them. Doctor only reads; it changes nothing.
 //!
-//! Recognising muxgate's clients is shared with the engine ([`muxgate_tmux::stale`]); the
+//! Recognising muxgate's clients is shared with the engine ([`muxgate_tmux::client::stale`]); the
 //! checks run one-shot tmux commands through [`crate::tmux_cli`].
 
 use std::fmt::{self, Write as _};
@@ -20,7 +20,7 @@ use crate::config::{Config, ServerName, TmuxServer};
 use crate::mux::zellij::backend::ZellijBackend;
 use crate::tmux_cli::{self, PROBE_TIMEOUT, ServerProbe};
 use crate::workspace::host::Host;
-use muxgate_tmux::stale::{self, ControlClientState};
+use muxgate_tmux::client::stale::{self, ControlClientState};
 
 /// The outcome of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,8 +16,8 @@ use std::time::Duration;
 use tokio::process::Command;
 
 use crate::config::TmuxSocket;
-use muxgate_tmux::connection::is_absent_message;
-use muxgate_tmux::watch_session::is_watch_session;
+use muxgate_tmux::client::connection::is_absent_message;
+use muxgate_tmux::output::watch_session::is_watch_session;
 
 /// How long one diagnostic tmux command may take.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(3);

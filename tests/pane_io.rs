@@ -11,7 +11,7 @@ use muxgate::mux::zellij::ids::PaneId as ZellijPaneId;
 use muxgate::mux::zellij::panes::ZellijPanes;
 use muxgate_mux::pane_io::{PaneIo, ScreenScope};
 use muxgate_mux::text_match::Pattern;
-use muxgate_tmux::panes::TmuxPanes;
+use muxgate_tmux::typed::panes::TmuxPanes;
 use muxgate_tmux::{Caller, EngineSettings, PaneId as TmuxPaneId, TmuxEngine, TmuxSocket};
 use tokio_util::sync::CancellationToken;
 use zellij_common::Harness;

@@ -148,7 +148,7 @@ impl BenchTmux {
 
     /// The pids of this process's control clients (they carry a `TERM` marker with our pid).
     pub fn control_client_pids(&self) -> Result<Vec<u32>> {
-        let marker = muxgate_tmux::spawn::term_marker();
+        let marker = muxgate_tmux::client::spawn::term_marker();
         let clients = self.run_ok(&["list-clients", "-F", "#{client_pid} #{client_termname}"])?;
         clients
             .lines()

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use muxgate_tmux::protocol::{Event, Parser};
+use muxgate_tmux::wire::protocol::{Event, Parser};
 
 fuzz_target!(|data: &[u8]| {
     let mut parser = Parser::new();

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use muxgate_tmux::format_check::{MAX_FORMAT_BYTES, check_format};
+use muxgate_tmux::wire::format_check::{MAX_FORMAT_BYTES, check_format};
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);

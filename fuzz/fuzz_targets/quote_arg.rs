@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use muxgate_tmux::quote::{QuoteError, quote_arg, unquote};
+use muxgate_tmux::wire::quote::{QuoteError, quote_arg, unquote};
 
 fuzz_target!(|data: &[u8]| {
     let mut out = Vec::new();

@@ -21,7 +21,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use crate::config::{ServerName, TmuxServer};
-use muxgate_tmux::server::TmuxServerOps;
+use muxgate_tmux::typed::server::TmuxServerOps;
 use muxgate_tmux::{Caller, ConnectError, EngineError, TmuxEngine};
 
 /// A boxed, sendable future (what [`ReadinessProbe::check`] returns).

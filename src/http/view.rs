@@ -41,8 +41,8 @@ use crate::view::viewers::{Full, ViewerSlot, Viewers};
 use crate::view::{page, render};
 use crate::workspace::{self, WorkspaceName, Workspaces};
 use muxgate_tmux::ops::capture::CaptureRange;
+use muxgate_tmux::ops::pane_shape::PaneShape;
 use muxgate_tmux::output::OutputChunk;
-use muxgate_tmux::pane_shape::PaneShape;
 use muxgate_tmux::{
     BatchMode, Caller, CommandOutcome, OutputSubscription, PaneId, StreamEnd, TmuxCommand,
     TmuxEngine, TmuxServer,

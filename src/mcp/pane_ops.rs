@@ -18,14 +18,14 @@ use super::error::{ToolError, ToolErrorKind};
 use super::fields::RowShape;
 use crate::auth::owners::SessionKey;
 use muxgate_mux::pane_io::LineBound;
-use muxgate_tmux::buffers::delete_command;
-use muxgate_tmux::op_error::OpError;
 use muxgate_tmux::ops::buffer::transient_buffer_name;
 use muxgate_tmux::ops::capture::{CaptureRange, CapturedText, shape_capture};
 use muxgate_tmux::ops::input::{InputError, InputPlan};
+use muxgate_tmux::ops::pane_row::{self, PaneRecord};
 use muxgate_tmux::ops::since::{SinceCursor, cursor_at, parse_state, state_command};
-use muxgate_tmux::pane_row::{self, PaneRecord};
-use muxgate_tmux::target::Target;
+use muxgate_tmux::typed::buffers::delete_command;
+use muxgate_tmux::typed::op_error::OpError;
+use muxgate_tmux::wire::target::Target;
 use muxgate_tmux::{BatchMode, CommandOutcome, EngineError, PaneId, QuoteError, TmuxCommand};
 
 /// One tmux pane, as listings and pane tools report it.
@@ -447,12 +447,12 @@ mod tests {
     }
 
     fn row(fields: &[&str]) -> Vec<u8> {
-        muxgate_tmux::format::encode_row(fields)
+        muxgate_tmux::wire::format::encode_row(fields)
     }
 
     #[test]
     fn parses_pane_rows() {
-        let line = muxgate_tmux::pane_row::sample_row();
+        let line = muxgate_tmux::ops::pane_row::sample_row();
         let parsed = PaneRow::parse(&line).unwrap();
         assert_eq!(
             (parsed.pane(), parsed.info.record.server_pid),

@@ -10,7 +10,7 @@ use rmcp::ErrorData;
 use rmcp::model::{GetPromptResult, JsonObject, Prompt, PromptArgument, PromptMessage, Role};
 use serde_json::Value;
 
-use muxgate_tmux::target::{SessionName, Target};
+use muxgate_tmux::wire::target::{SessionName, Target};
 
 /// One argument of a prompt.
 struct ArgSpec {

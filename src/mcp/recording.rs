@@ -27,7 +27,7 @@ use crate::audit::OpenCall;
 use crate::auth::Toolset;
 use crate::recordings::{RecordError, Recorder, RecordingRef};
 use muxgate_tmux::PaneId;
-use muxgate_tmux::target::{ClientTarget, Target};
+use muxgate_tmux::wire::target::{ClientTarget, Target};
 
 /// Distinct targets of one call looked at, at most (a batch may name many panes); a call with
 /// more that a rule may record is refused.

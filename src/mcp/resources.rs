@@ -42,8 +42,8 @@ use super::tools::window::list_window_rows;
 use crate::audit::{CallStart, Outcome};
 use crate::auth::Tier;
 use muxgate_tmux::ops::capture::CaptureRange;
-use muxgate_tmux::target::{SessionSel, Target};
-use muxgate_tmux::windows::Window;
+use muxgate_tmux::typed::windows::Window;
+use muxgate_tmux::wire::target::{SessionSel, Target};
 use muxgate_tmux::{BatchMode, CommandOutcome, PaneId};
 
 /// The URI scheme.
@@ -581,7 +581,7 @@ async fn server_resources(tmux: &TmuxAccess<'_>) -> Vec<Resource> {
 mod tests {
     use super::*;
     use muxgate_tmux::SessionId;
-    use muxgate_tmux::target::SessionName;
+    use muxgate_tmux::wire::target::SessionName;
 
     #[test]
     fn uris_parse() {

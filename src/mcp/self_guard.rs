@@ -8,15 +8,15 @@
 //! kill that would take it down. If our socket cannot be resolved we assume the worst.
 //!
 //! [`SelfLocation::refusal`] is the pure decision; [`SelfLocation::check`] does the two
-//! lookups ([`muxgate_tmux::placement`]) through the caller's [`TmuxAccess`].
+//! lookups ([`muxgate_tmux::typed::placement`]) through the caller's [`TmuxAccess`].
 
 use std::path::{Path, PathBuf};
 
 use super::access::TmuxAccess;
 use super::error::{ToolError, ToolErrorKind};
 use super::tools::support::op_failure;
-use muxgate_tmux::op_error::OpError;
-use muxgate_tmux::placement::Placement;
+use muxgate_tmux::typed::op_error::OpError;
+use muxgate_tmux::typed::placement::Placement;
 use muxgate_tmux::{PaneId, SessionId, WindowId};
 
 /// Where this gateway process runs, if inside tmux.

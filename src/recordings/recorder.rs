@@ -15,7 +15,7 @@ use super::RecordingsSettings;
 use super::policy::RecordingPolicy;
 use super::store::Store;
 use super::writer::{CastWriter, CurrentFile, Subject};
-use muxgate_tmux::pane_shape::PaneShape;
+use muxgate_tmux::ops::pane_shape::PaneShape;
 use muxgate_tmux::{Caller, EngineError, OutputSubscription, PaneId, TmuxServer};
 
 /// The engine's name for the recorder as a caller (its own queue share and watch share).

@@ -4,7 +4,7 @@ use muxgate_mux::host::Host;
 
 use super::exposure::{self, Unsafe};
 use muxgate_tmux::PaneId;
-use muxgate_tmux::panes::{TmuxPaneError, TmuxPanes};
+use muxgate_tmux::typed::panes::{TmuxPaneError, TmuxPanes};
 
 /// Where a request's secret goes and how.
 #[derive(Clone)]

@@ -25,7 +25,7 @@ use muxgate_mux::foreground::{Blocked, Foreground};
 use muxgate_mux::shell::Shell;
 use muxgate_mux::tty_modes::TermModes;
 
-use muxgate_tmux::panes::PaneTerminal;
+use muxgate_tmux::typed::panes::PaneTerminal;
 
 /// Why a secret is not typed now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -30,7 +30,7 @@ use super::layout::Layout;
 use super::sandbox::{MountSizes, ProcessLimits, WorkspaceDirs, server_command, server_env};
 use crate::state::write_private;
 use muxgate_tmux::RunAs;
-use muxgate_tmux::spawn::become_user;
+use muxgate_tmux::client::spawn::become_user;
 
 /// The file recording the sandbox process, in the workspace's directory.
 const PID_FILE: &str = "server.pid";

@@ -22,7 +22,7 @@
 //! [`Workspaces`] holds the running ones: each gets its own [`TmuxServer`] (its own worker, so
 //! a busy or stuck workspace delays no other), whose every tmux client process runs in a jail
 //! of its own as the workspace's user (a tmux server can make its clients read and write
-//! files: see [`muxgate_tmux::spawn`]).
+//! files: see [`muxgate_tmux::client::spawn`]).
 
 pub mod admin;
 pub mod cgroup;
@@ -50,7 +50,7 @@ use launch::{LaunchError, Plan};
 use layout::{Layout, OpenError};
 pub use name::WorkspaceName;
 
-use muxgate_tmux::server::TmuxServerOps;
+use muxgate_tmux::typed::server::TmuxServerOps;
 use muxgate_tmux::{
     Caller, ClientWrapper, ConnectError, EngineError, EngineSettings, RunAs, TmuxEndpoint,
     TmuxServer, TmuxSocket,

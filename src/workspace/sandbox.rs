@@ -16,7 +16,7 @@
 //! - **a client jail** ([`client_wrapper`]): every tmux client process the gateway starts for a
 //!   workspace (its control connections, `wait-for` clients, one-shot commands). A tenant can
 //!   make such a client open files for reading and writing (a command alias turns the
-//!   gateway's command into `load-buffer`/`save-buffer`; see [`muxgate_tmux::spawn`]); in
+//!   gateway's command into `load-buffer`/`save-buffer`; see [`muxgate_tmux::client::spawn`]); in
 //!   the jail there is nothing to read and nowhere to write that matters: `/usr` read-only, an empty `/tmp`, the socket directory read-only, no
 //!   network, no `/proc`, and it dies with the gateway.
 

@@ -1,7 +1,7 @@
 //! The pane-level operations every multiplexer backend offers, as one trait: [`PaneIo`].
 //!
 //! Code that only needs "a pane to type into and read from" is written once against this
-//! trait and runs on tmux (`muxgate_tmux::panes::TmuxPanes`) and on Zellij
+//! trait and runs on tmux (`muxgate_tmux::typed::panes::TmuxPanes`) and on Zellij
 //! (`muxgate::mux::zellij::panes::ZellijPanes`) alike. What it covers:
 //! - listing the terminal panes in scope, with backend-neutral facts ([`PaneSummary`]);
 //! - typing literal text into a pane;

@@ -26,9 +26,9 @@ use crate::mcp::access::{TmuxAccess, engine_error, list_hint};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::pane_ops::{check_max_lines, quote_error};
-use muxgate_tmux::buffers::BufferError;
-use muxgate_tmux::op_error::OpError;
 use muxgate_tmux::ops::buffer::LogicalBufferName;
+use muxgate_tmux::typed::buffers::BufferError;
+use muxgate_tmux::typed::op_error::OpError;
 
 /// Most bytes one buffer may hold when loaded through the gateway.
 pub const MAX_BUFFER_BYTES: usize = 1 << 20;

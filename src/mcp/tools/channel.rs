@@ -1,7 +1,7 @@
 //! `wait_for_channel` and `signal_channel`: tmux `wait-for` channels, for a script in a pane to
 //! tell an agent it is done (`tmux wait-for -S NAME`) without any output to match.
 //!
-//! Each wait runs on its own short-lived tmux client ([`muxgate_tmux::channel`]), so no
+//! Each wait runs on its own short-lived tmux client ([`muxgate_tmux::client::channel`]), so no
 //! command of anyone else queues behind it; it ends on the signal, the timeout, cancellation or
 //! shutdown, and the client is killed whichever comes first.
 
@@ -21,8 +21,8 @@ use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, engine_error};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
-use muxgate_tmux::channel::{ChannelName, ChannelWaitError};
-use muxgate_tmux::op_error::OpError;
+use muxgate_tmux::client::channel::{ChannelName, ChannelWaitError};
+use muxgate_tmux::typed::op_error::OpError;
 
 /// `wait_for_channel`'s timeout when the client gives none.
 const DEFAULT_CHANNEL_TIMEOUT: Duration = Duration::from_secs(30);

@@ -13,7 +13,7 @@ use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::op_error;
-use muxgate_tmux::copy_mode::ModeState;
+use muxgate_tmux::typed::copy_mode::ModeState;
 
 /// Most lines one call scrolls.
 const MAX_SCROLL: u32 = 100_000;

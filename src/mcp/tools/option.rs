@@ -25,9 +25,9 @@ use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, engine_error};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
-use muxgate_tmux::environment::Environment;
-use muxgate_tmux::op_error::OpError;
-use muxgate_tmux::options::{OptionError, OptionLevel, OptionPlace};
+use muxgate_tmux::typed::environment::Environment;
+use muxgate_tmux::typed::op_error::OpError;
+use muxgate_tmux::typed::options::{OptionError, OptionLevel, OptionPlace};
 
 /// Which objects an option (or hook) belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]

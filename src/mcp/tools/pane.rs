@@ -36,9 +36,9 @@ use crate::mcp::tools::watch::foreground_of;
 use crate::mcp::zellij_access::ZellijAccess;
 use crate::mux::agent_report::{AgentReports, PaneInstance};
 use muxgate_mux::pane_io::LineBound;
-use muxgate_tmux::display::{PaneSnapshot, expand_command, parse_snapshot, snapshot_command};
 use muxgate_tmux::ops::capture::{CaptureRange, DEFAULT_MAX_LINES};
-use muxgate_tmux::target::Target;
+use muxgate_tmux::ops::display::{PaneSnapshot, expand_command, parse_snapshot, snapshot_command};
+use muxgate_tmux::wire::target::Target;
 use muxgate_tmux::{BatchMode, CommandOutcome, EngineError};
 
 pub(crate) fn default_max_lines() -> usize {
@@ -764,9 +764,10 @@ mod tests {
     }
 
     fn pane(id: u32, left: u32, top: u32, width: u32, height: u32) -> PaneInfo {
-        let mut record =
-            muxgate_tmux::pane_row::PaneRecord::parse(&muxgate_tmux::pane_row::sample_row())
-                .unwrap();
+        let mut record = muxgate_tmux::ops::pane_row::PaneRecord::parse(
+            &muxgate_tmux::ops::pane_row::sample_row(),
+        )
+        .unwrap();
         record.pane = muxgate_tmux::PaneId(id);
         (record.left, record.top, record.width, record.height) = (left, top, width, height);
         PaneInfo {

@@ -3,7 +3,7 @@
 //! Each description says what changes in a human's view. Focus moves only in select_pane
 //! (and split_window with `select`); kill_pane and respawn_pane refuse the pane the gateway
 //! itself runs in ([`crate::mcp::self_guard`]). The commands are
-//! [`muxgate_tmux::pane_lifecycle`]'s; these tools check arguments and access, call it and
+//! [`muxgate_tmux::typed::pane_lifecycle`]'s; these tools check arguments and access, call it and
 //! shape the answer. `kill_pane`, `select_pane`, `resize_pane` and `set_pane_title` serve
 //! Zellij servers too: their Zellij halves are here, beside the tmux ones, in each call's
 //! [`SharedTool`] impl, and call [`crate::mux::zellij::backend`] the same way.
@@ -33,8 +33,8 @@ use crate::mcp::shared_tool::{Reply, SharedTool};
 use crate::mcp::tools::zellij_objects::ZellijPaneInfo;
 use crate::mcp::zellij_access::ZellijAccess;
 use muxgate_tmux::PaneId;
-use muxgate_tmux::pane_lifecycle::{PaneSelection, Spawn, Split, SplitSide, SplitSize};
-use muxgate_tmux::target::Target;
+use muxgate_tmux::typed::pane_lifecycle::{PaneSelection, Spawn, Split, SplitSide, SplitSize};
+use muxgate_tmux::wire::target::Target;
 
 /// Longest pane title accepted.
 const MAX_TITLE_LEN: usize = 256;

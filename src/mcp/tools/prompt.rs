@@ -36,7 +36,7 @@ use crate::mux::prompt::{self, Ready};
 use muxgate_tmux::ops::input::InputPlan;
 use muxgate_tmux::ops::keys::KeyName;
 use muxgate_tmux::output::PaneStream;
-use muxgate_tmux::pane_state::PaneState;
+use muxgate_tmux::typed::pane_state::PaneState;
 use muxgate_tmux::{OutputSubscription, PaneId};
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);

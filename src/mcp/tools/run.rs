@@ -40,9 +40,9 @@ use crate::mcp::shared_tool::{Reply, SharedTool};
 use crate::mcp::tools::watch::read_state;
 use crate::mcp::zellij_access::ZellijAccess;
 use muxgate_tmux::PaneId;
-use muxgate_tmux::op_error::OpError;
 use muxgate_tmux::output::{OutputChunk, PaneStream};
-use muxgate_tmux::pane_state::PaneState;
+use muxgate_tmux::typed::op_error::OpError;
+use muxgate_tmux::typed::pane_state::PaneState;
 
 /// `run_command`'s timeout when the client gives none.
 pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(30);

@@ -37,7 +37,7 @@ use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::links;
 use crate::secret_entry::{DeliverError, NewRequest, PaneDestination};
-use muxgate_tmux::panes::TmuxPanes;
+use muxgate_tmux::typed::panes::TmuxPanes;
 
 /// How long a link works unless asked otherwise, and at most.
 const DEFAULT_TTL: Duration = Duration::from_secs(300);

@@ -18,7 +18,7 @@ use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::self_guard::Kill;
-use muxgate_tmux::channel::ChannelName;
+use muxgate_tmux::client::channel::ChannelName;
 use muxgate_tmux::{ConnectError, EngineError};
 
 /// How long list_servers waits for any one server.

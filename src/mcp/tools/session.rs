@@ -5,7 +5,7 @@
 //! name is claimed before tmux creates the session, so no moment exists in which it is shown
 //! unowned. When no tmux server runs, the control-mode engine cannot attach; `create_session`
 //! then starts the server with one subprocess and waits until the engine reaches it (see
-//! [`muxgate_tmux::sessions`], which runs every tmux command of these tools).
+//! [`muxgate_tmux::typed::sessions`], which runs every tmux command of these tools).
 
 use std::collections::BTreeMap;
 
@@ -35,9 +35,9 @@ use crate::mcp::fields::RowShape;
 use crate::mcp::self_guard::Kill;
 use crate::mcp::shared_tool::{Reply, SharedTool};
 use crate::mcp::zellij_access::ZellijAccess;
-use muxgate_tmux::sessions::{self, NewSession, Session, SessionError};
-use muxgate_tmux::target::{SessionName, SessionSel, Target};
-use muxgate_tmux::windows::Window;
+use muxgate_tmux::typed::sessions::{self, NewSession, Session, SessionError};
+use muxgate_tmux::typed::windows::Window;
+use muxgate_tmux::wire::target::{SessionName, SessionSel, Target};
 use muxgate_tmux::{EngineError, SessionId, TmuxCommand};
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -1,7 +1,7 @@
 //! `capture_since`: the rows a pane printed since the caller last looked.
 //!
 //! The cursor logic (marks, anchors, finding rows again after tmux trimmed its history) is
-//! [`muxgate_tmux::ops::since`]; the reads it needs are [`muxgate_tmux::since`], each
+//! [`muxgate_tmux::ops::since`]; the reads it needs are [`muxgate_tmux::typed::since`], each
 //! the pane's state and its rows together, so no output can slip in between them. This module
 //! checks the cursor against the pane and shapes the answer.
 
@@ -17,9 +17,9 @@ use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use muxgate_tmux::PaneId;
-use muxgate_tmux::op_error::{OpError, PaneOpError};
 use muxgate_tmux::ops::capture::{DEFAULT_MAX_LINES, shape_capture};
 use muxgate_tmux::ops::since::{PaneRows, SinceCursor, cursor_at, locate};
+use muxgate_tmux::typed::op_error::{OpError, PaneOpError};
 
 /// Most rows a client may ask for at once.
 const MAX_MAX_LINES: usize = 10_000;

@@ -36,8 +36,8 @@ use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{PaneScope, pane_rows};
 use crate::mcp::tools::watch::{foreground_of_state, read_settled_state};
 use muxgate_tmux::output::PaneStream;
-use muxgate_tmux::pane_state::PaneState;
-use muxgate_tmux::target::Target;
+use muxgate_tmux::typed::pane_state::PaneState;
+use muxgate_tmux::wire::target::Target;
 use muxgate_tmux::{LineReader, OutputSubscription, PaneId, StreamEnd};
 
 /// Quiet this long before `/proc` is first read for `waiting_for_input`.

@@ -9,10 +9,10 @@ use muxgate_mux::lines::excerpt;
 use crate::auth::pattern::NamePattern;
 use crate::mcp::access::{TmuxAccess, checked_target, engine_error};
 use crate::mcp::error::{ToolError, ToolErrorKind};
-pub(crate) use muxgate_tmux::environment::is_env_name;
-use muxgate_tmux::format_check::check_format;
-use muxgate_tmux::op_error::OpError;
-use muxgate_tmux::target::{SessionSel, Target};
+pub(crate) use muxgate_tmux::typed::environment::is_env_name;
+use muxgate_tmux::typed::op_error::OpError;
+use muxgate_tmux::wire::format_check::check_format;
+use muxgate_tmux::wire::target::{SessionSel, Target};
 use muxgate_tmux::{EngineError, QuoteError, WindowId};
 
 /// A value that cannot go on a command line (a NUL byte), as an error the model can fix.
@@ -122,7 +122,7 @@ pub(crate) const MAX_WINDOW_NAME_CHARS: usize = 64;
 /// characters, no control characters, and no `#`, which tmux would expand as a format in
 /// window names.
 /// Checks client text that tmux will expand as a format (`field` names the argument) against
-/// the safe grammar ([`muxgate_tmux::format_check`]).
+/// the safe grammar ([`muxgate_tmux::wire::format_check`]).
 pub(crate) fn check_tmux_format(text: &str, field: &str) -> Result<(), ToolError> {
     check_format(text).map_err(|error| {
         ToolError::invalid_arguments(

@@ -15,7 +15,7 @@ use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::links;
 use crate::view::link::{ViewGrant, sign};
-use muxgate_tmux::panes::TmuxPanes;
+use muxgate_tmux::typed::panes::TmuxPanes;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

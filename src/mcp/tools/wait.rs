@@ -4,7 +4,7 @@
 //! while the pane is quiet the gateway sends tmux nothing and uses no CPU. Each wake-up takes
 //! every line completed since the last one (a flood costs one check per batch, not per byte).
 //! The pane's bytes become visible lines once for all its waits
-//! ([`muxgate_tmux::shared_lines`]; escape sequences removed, carriage returns applied),
+//! ([`muxgate_tmux::output::shared_lines`]; escape sequences removed, carriage returns applied),
 //! and each wait checks stop patterns first, then success patterns, against its new complete
 //! lines and the line still being written (prompts have no newline).
 //!

@@ -1,5 +1,5 @@
 //! What the tools that wait on a pane share: which pane a target means, the pane's state (read
-//! through [`muxgate_tmux::pane_state`]), the wait budget (a concurrent-wait slot and a
+//! through [`muxgate_tmux::typed::pane_state`]), the wait budget (a concurrent-wait slot and a
 //! clamped timeout), and the error a cancelled wait ends with.
 //!
 //! Waiting itself never asks tmux anything: it sleeps on the pane's output subscription (see
@@ -14,15 +14,15 @@ use tokio::time::Instant;
 use super::support::op_failure;
 use crate::mcp::access::{PANES_HINT, TmuxAccess, engine_error};
 use crate::mcp::error::{ToolError, ToolErrorKind};
-use muxgate_tmux::op_error::{OpError, PaneOpError};
 use muxgate_tmux::output::PaneStream;
-use muxgate_tmux::pane_state::PaneState;
+use muxgate_tmux::typed::op_error::{OpError, PaneOpError};
+use muxgate_tmux::typed::pane_state::PaneState;
 use muxgate_tmux::{EngineError, OutputSubscription, PaneId};
 
-// The MCP edge of [`muxgate_tmux::pane_state`]: the typed read, with its errors as the
+// The MCP edge of [`muxgate_tmux::typed::pane_state`]: the typed read, with its errors as the
 // wait tools report them.
 /// Reads `pane`'s state; for a pane just dead, waits a little for tmux to learn how its
-/// program ended (see [`muxgate_tmux::pane_state::TmuxPaneStates::read_settled`]).
+/// program ended (see [`muxgate_tmux::typed::pane_state::TmuxPaneStates::read_settled`]).
 pub async fn read_settled_state(
     tmux: &TmuxAccess<'_>,
     pane: PaneId,

@@ -38,9 +38,9 @@ use crate::mcp::fields::RowShape;
 use crate::mcp::self_guard::Kill;
 use crate::mcp::shared_tool::{Reply, SharedTool};
 use crate::mcp::zellij_access::ZellijAccess;
-use muxgate_tmux::op_error::OpError;
-use muxgate_tmux::target::{ClientTarget, SessionSel, Target};
-use muxgate_tmux::windows::{NewWindow, Place, Selection, Side, Window};
+use muxgate_tmux::typed::op_error::OpError;
+use muxgate_tmux::typed::windows::{NewWindow, Place, Selection, Side, Window};
+use muxgate_tmux::wire::target::{ClientTarget, SessionSel, Target};
 use muxgate_tmux::{SessionId, WindowId};
 
 /// The windows the caller may see: those of sessions its session ACL allows.

@@ -44,7 +44,11 @@ impl LogicalBufferName {
 
     /// The tmux buffer name for this logical name, owned by `owner` (a client identity).
     pub fn tmux_name(&self, owner: &str) -> String {
-        format!("{BUFFER_PREFIX}{}_{}", super::client_tag(owner), self.0)
+        format!(
+            "{BUFFER_PREFIX}{}_{}",
+            crate::ops::client_tag(owner),
+            self.0
+        )
     }
 }
 

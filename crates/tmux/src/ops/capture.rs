@@ -13,9 +13,9 @@
 
 use muxgate_mux::lines::truncation_marker;
 
-use super::super::command::TmuxCommand;
-use super::super::ids::PaneId;
-use super::super::quote::QuoteError;
+use crate::wire::command::TmuxCommand;
+use crate::wire::ids::PaneId;
+use crate::wire::quote::QuoteError;
 use muxgate_mux::pane_io::LineBound;
 
 /// Default `max_lines` of captures (as the reference server).

@@ -3,7 +3,7 @@
 //! An [`InputPlan`] collects the steps for one pane and turns them into commands meant to run
 //! as ONE `;`-chained line (one write, nothing after a failure). How each kind of input gets
 //! there byte for byte:
-//! - key names: one `send-keys -t %N -- <key>…` (names validated by [`super::keys`]);
+//! - key names: one `send-keys -t %N -- <key>…` (names validated by [`crate::ops::keys`]);
 //! - literal text that is valid UTF-8: `send-keys -t %N -l -- <text>`; control bytes arrive
 //!   unchanged (quoting writes them as octal escapes);
 //! - literal text that is not valid UTF-8: `send-keys -l` turns text into keys one UTF-8
@@ -15,14 +15,14 @@
 //! - pastes: the transient-buffer route with `-p` (bracketed paste markers when the program in
 //!   the pane asked for them) and `-r` (no newline translation).
 //!
-//! Transient buffers are named by the caller (see [`super::buffer::transient_buffer_name`]) and
+//! Transient buffers are named by the caller (see [`crate::ops::buffer::transient_buffer_name`]) and
 //! listed in the plan, so that whoever runs it can delete the ones a failed line left behind.
 //! Pure: builds commands, runs nothing.
 
-use super::super::command::TmuxCommand;
-use super::super::ids::PaneId;
-use super::super::quote::QuoteError;
-use super::keys::KeyName;
+use crate::ops::keys::KeyName;
+use crate::wire::command::TmuxCommand;
+use crate::wire::ids::PaneId;
+use crate::wire::quote::QuoteError;
 
 /// What ends a bracketed paste: text after it inside the paste reaches the program as if
 /// typed (a shell runs it).

@@ -1,6 +1,6 @@
 //! tmux operations as commands and parsers, shared by every tool that needs them.
 //!
-//! Each submodule turns one kind of operation into [`TmuxCommand`](super::TmuxCommand)s and
+//! Each submodule turns one kind of operation into [`TmuxCommand`](crate::TmuxCommand)s and
 //! turns tmux's answer back into data, without running anything: the MCP tools (and batches
 //! of them) run the commands through the engine. Pure, so each is unit-tested on its own.
 //!
@@ -10,10 +10,23 @@
 //! - [`buffer`]: names of the paste buffers muxgate owns, and reading one back exactly;
 //! - [`pipe`]: `pipe-pane` to a file, quoted for the shell and for tmux's expansions;
 //! - [`since`]: `capture_since` cursors and finding the rows after one;
-//! - [`shell`]: the server's default shell, started with shell integration.
+//! - [`shell`]: the server's default shell, started with shell integration;
+//! - [`display`]: `display-message` in a pane's context (the snapshot row, a client's format);
+//! - [`locate`]: where a client's target is (session, window, pane), for access checks;
+//! - [`pane_row`]: the full row of a pane that listings read; [`pane_shape`]: its size and
+//!   cursor, for the live view and recordings.
 
 pub mod buffer;
 pub mod capture;
+pub mod display;
+pub mod input;
+pub mod keys;
+pub mod locate;
+pub mod pane_row;
+pub mod pane_shape;
+pub mod pipe;
+pub mod shell;
+pub mod since;
 
 use sha2::{Digest, Sha256};
 
@@ -24,8 +37,3 @@ pub fn client_tag(client: &str) -> String {
     tag.truncate(16);
     tag
 }
-pub mod input;
-pub mod keys;
-pub mod pipe;
-pub mod shell;
-pub mod since;

@@ -8,9 +8,9 @@
 //!
 //! Pure: builds commands; runs nothing.
 
-use super::super::command::TmuxCommand;
-use super::super::ids::PaneId;
-use super::super::quote::QuoteError;
+use crate::wire::command::TmuxCommand;
+use crate::wire::ids::PaneId;
+use crate::wire::quote::QuoteError;
 
 /// Longest path accepted (tmux expands the command into an 8 KiB buffer).
 pub const MAX_PIPE_PATH_LEN: usize = 1024;

@@ -1,5 +1,5 @@
 //! What a tmux server starts in a new pane, and the argv that starts its default shell with
-//! shell integration ([`shell_integration`](muxgate_mux::shell_integration)) instead.
+//! shell integration ([`muxgate_mux::shell_integration`]) instead.
 //!
 //! tmux runs `default-command` when it is set and `default-shell` (as a login shell) when it
 //! is not. Only the second is replaced: a `default-command` is the user's choice of what a pane
@@ -7,8 +7,8 @@
 
 use muxgate_mux::shell_integration;
 
-use super::super::format::{row_format, split_row};
-use super::super::{CommandBuilder, TmuxCommand};
+use crate::wire::format::{row_format, split_row};
+use crate::{CommandBuilder, TmuxCommand};
 
 const FIELDS: [&str; 2] = ["default-command", "default-shell"];
 
@@ -47,7 +47,7 @@ pub fn with_launch(mut command: CommandBuilder, argv: &[String]) -> CommandBuild
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::encode_row;
+    use crate::wire::format::encode_row;
 
     fn row(command: &str, shell: &str) -> Vec<Vec<u8>> {
         vec![encode_row(&[command, shell])]

@@ -20,9 +20,9 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::super::command::TmuxCommand;
-use super::super::ids::PaneId;
-use super::super::quote::QuoteError;
+use crate::wire::command::TmuxCommand;
+use crate::wire::ids::PaneId;
+use crate::wire::quote::QuoteError;
 
 /// Prefix of every cursor this version writes.
 const CURSOR_PREFIX: &str = "mgc1.";

@@ -1,0 +1,185 @@
+//! Which stream each pane's output goes to: the routes from pane ids to [`PaneStream`]s that the
+//! watch connection's reader task feeds, with the window each pane was linked
+//! through and the keeps that hold streams open without a subscriber.
+//!
+//! A route holds its stream weakly: a stream lives while a subscriber (or a keep) holds it, and
+//! a route whose stream is gone is forgotten at the next sweep.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+
+use tokio::time::Instant;
+
+use crate::output::{PaneStream, StreamEnd};
+use crate::wire::ids::{PaneId, WindowId};
+
+/// Which stream each pane's output goes to.
+#[derive(Default)]
+pub(super) struct Router {
+    routes: Mutex<HashMap<PaneId, Route>>,
+}
+
+struct Route {
+    /// The pane's window, as linked into the watch session.
+    window: WindowId,
+    stream: Weak<PaneStream>,
+    /// The stream held open until then, so its pane's ledger keeps recording with no
+    /// subscriber (see [`OutputHub::keep`]).
+    kept: Option<(Arc<PaneStream>, Instant)>,
+}
+
+impl Route {
+    /// Whether a subscriber (not only a keep) holds the stream.
+    fn subscribed(&self) -> bool {
+        self.stream.strong_count() > usize::from(self.kept.is_some())
+    }
+}
+
+impl Router {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PaneId, Route>> {
+        // Each update is a single insert, remove or field write, so a poisoned map is still
+        // consistent.
+        self.routes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(super) fn stream(&self, pane: PaneId) -> Option<Arc<PaneStream>> {
+        self.lock().get(&pane)?.stream.upgrade()
+    }
+
+    /// The live, open stream for `pane` and its window, if some subscriber still holds one.
+    pub(super) fn live(&self, pane: PaneId) -> Option<(WindowId, Arc<PaneStream>)> {
+        let routes = self.lock();
+        let route = routes.get(&pane)?;
+        let stream = route.stream.upgrade()?;
+        (!stream.is_closed()).then_some((route.window, stream))
+    }
+
+    /// Routes `stream`'s pane to it, unless a live, open stream already has the pane: then that
+    /// one stays, and is returned, so that subscribers who raced to subscribe to one pane share
+    /// one stream (a replaced stream would never see output).
+    pub(super) fn insert_or_existing(
+        &self,
+        window: WindowId,
+        stream: Arc<PaneStream>,
+    ) -> Arc<PaneStream> {
+        let mut routes = self.lock();
+        if let Some(existing) = routes
+            .get(&stream.pane())
+            .and_then(|r| r.stream.upgrade())
+            .filter(|s| !s.is_closed())
+        {
+            return existing;
+        }
+        routes.insert(
+            stream.pane(),
+            Route {
+                window,
+                stream: Arc::downgrade(&stream),
+                kept: None,
+            },
+        );
+        stream
+    }
+
+    /// Records that `pane` now lives in `window` (it was moved).
+    pub(super) fn moved(&self, pane: PaneId, window: WindowId) {
+        if let Some(route) = self.lock().get_mut(&pane) {
+            route.window = window;
+        }
+    }
+
+    /// Holds `stream` open until `until` (or later, if it already was), while it is its
+    /// pane's routed stream.
+    pub(super) fn keep(&self, stream: &Arc<PaneStream>, until: Instant) {
+        let mut routes = self.lock();
+        let Some(route) = routes.get_mut(&stream.pane()) else {
+            return;
+        };
+        if !route
+            .stream
+            .upgrade()
+            .is_some_and(|s| Arc::ptr_eq(&s, stream))
+        {
+            return;
+        }
+        let until = match &route.kept {
+            Some((_, kept)) => until.max(*kept),
+            None => until,
+        };
+        route.kept = Some((stream.clone(), until));
+    }
+
+    /// Lets go of kept streams whose time is up or whose pane's output ended.
+    pub(super) fn expire_kept(&self, now: Instant) {
+        for route in self.lock().values_mut() {
+            if route
+                .kept
+                .as_ref()
+                .is_some_and(|(stream, until)| *until <= now || stream.is_closed())
+            {
+                route.kept = None;
+            }
+        }
+    }
+
+    /// Windows with a live stream, each with `None` when a subscriber holds one of them, or
+    /// the latest time keeps hold them until when only keeps do.
+    pub(super) fn live_windows(&self) -> HashMap<WindowId, Option<Instant>> {
+        let mut routes = self.lock();
+        routes.retain(|_, r| r.stream.strong_count() > 0);
+        let mut windows: HashMap<WindowId, Option<Instant>> = HashMap::new();
+        for route in routes.values() {
+            let kept_until = match (&route.kept, route.subscribed()) {
+                (Some((_, until)), false) => Some(*until),
+                _ => None,
+            };
+            windows
+                .entry(route.window)
+                .and_modify(|held| {
+                    *held = match (*held, kept_until) {
+                        (Some(a), Some(b)) => Some(a.max(b)),
+                        _ => None,
+                    }
+                })
+                .or_insert(kept_until);
+        }
+        windows
+    }
+
+    /// Live subscriptions across all panes (each holds its pane's stream; a kept stream's own
+    /// hold is not one).
+    pub(super) fn subscriptions(&self) -> usize {
+        self.lock()
+            .values()
+            .map(|r| r.stream.strong_count() - usize::from(r.kept.is_some()))
+            .sum()
+    }
+
+    /// Panes with a live stream, and their windows.
+    pub(super) fn live_panes(&self) -> Vec<(PaneId, WindowId)> {
+        let mut routes = self.lock();
+        routes.retain(|_, r| r.stream.strong_count() > 0);
+        routes.iter().map(|(p, r)| (*p, r.window)).collect()
+    }
+
+    /// Ends and forgets the streams for which `which` holds.
+    pub(super) fn close_where(&self, reason: &StreamEnd, which: impl Fn(PaneId, WindowId) -> bool) {
+        let closed: Vec<_> = {
+            let mut routes = self.lock();
+            let panes: Vec<_> = routes
+                .iter()
+                .filter(|(p, r)| which(**p, r.window))
+                .map(|(p, _)| *p)
+                .collect();
+            panes
+                .into_iter()
+                .filter_map(|p| routes.remove(&p))
+                .collect()
+        };
+        for route in closed {
+            if let Some(stream) = route.stream.upgrade() {
+                stream.close(reason.clone());
+            }
+        }
+    }
+}

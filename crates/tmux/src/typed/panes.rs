@@ -1,0 +1,319 @@
+//! [`PaneIo`] for one tmux server, as one caller: the backend-neutral pane operations built
+//! from the engine's commands ([`crate::ops`]) and output streams ([`crate::output`]).
+//!
+//! Waiting subscribes to the pane's output first, then checks the screen, and checks again
+//! only when new output arrived: no polling, and nothing written between the check and the
+//! subscription can be missed.
+
+use std::time::Duration;
+
+use muxgate_mux::text_match::Pattern;
+
+use crate::ops::capture::{CaptureRange, shape_capture};
+use crate::ops::input::{InputError, InputPlan};
+use crate::ops::keys::{KeyError, KeyName};
+use crate::wire::format::{flag, row_format, split_row};
+use crate::{
+    BatchMode, Caller, CommandOutcome, EngineError, PaneId, StreamEnd, TmuxCommand, TmuxServer,
+};
+use muxgate_mux::pane_io::{LineBound, PaneIo, PaneSummary, ScreenMatch, ScreenScope};
+
+/// `-F` fields of a pane row; the title (free text) last.
+const PANE_FIELDS: [&str; 8] = [
+    "pane_id",
+    "window_id",
+    "pane_dead",
+    "pane_height",
+    "pane_width",
+    "pane_current_command",
+    "pane_current_path",
+    "pane_title",
+];
+
+/// `-F` fields of a pane's terminal row.
+const TERMINAL_FIELDS: [&str; 8] = [
+    "pane_id",
+    "pane_pid",
+    "pane_tty",
+    "pid",
+    "pane_dead",
+    "pane_in_mode",
+    "pane_input_off",
+    "synchronize-panes",
+];
+
+/// A pane's terminal and the processes around it, as tmux reports them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaneTerminal {
+    /// The pane's program (its terminal's session leader).
+    pub pane_pid: u32,
+    /// Its terminal device (`/dev/pts/3`).
+    pub tty: String,
+    /// The tmux server's pid.
+    pub server_pid: u32,
+    /// The pane's program has exited (`remain-on-exit`).
+    pub dead: bool,
+    /// In copy mode (or another mode): keys drive the mode, not the program.
+    pub in_mode: bool,
+    /// Input disabled (`select-pane -d`).
+    pub input_off: bool,
+    /// Its window's `synchronize-panes` is on: keys go to every pane of the window.
+    pub synchronized: bool,
+}
+
+/// Why a pane operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TmuxPaneError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error(transparent)]
+    Input(#[from] InputError),
+    #[error(transparent)]
+    Key(#[from] KeyError),
+    #[error("tmux refused the command: {0}")]
+    Refused(String),
+    #[error("no line matched in pane {pane} within {} ms", after.as_millis())]
+    Timeout { pane: PaneId, after: Duration },
+    #[error("pane {pane} gives no more output ({reason}) and no line matched")]
+    Ended { pane: PaneId, reason: StreamEnd },
+}
+
+/// The panes of one tmux server, acted on as `caller` (the engine's fairness key).
+#[derive(Clone)]
+pub struct TmuxPanes {
+    server: TmuxServer,
+    caller: Caller,
+}
+
+impl TmuxPanes {
+    pub fn new(server: TmuxServer, caller: Caller) -> Self {
+        Self { server, caller }
+    }
+
+    /// Which server process these panes belong to now.
+    pub fn instance(&self) -> crate::ServerInstance {
+        self.server.instance()
+    }
+
+    /// The configured name of the server.
+    pub fn server_name(&self) -> &str {
+        self.server.name()
+    }
+
+    async fn run(&self, command: TmuxCommand) -> Result<Vec<Vec<u8>>, TmuxPaneError> {
+        Ok(self.server.run(&self.caller, command).await?)
+    }
+
+    /// `pane`'s terminal; `None` when the pane does not exist.
+    pub async fn terminal(&self, pane: PaneId) -> Result<Option<PaneTerminal>, TmuxPaneError> {
+        let command = TmuxCommand::new("list-panes")
+            .target(pane)
+            .opt("-F", row_format(&TERMINAL_FIELDS))
+            .build()
+            .map_err(EngineError::from)?;
+        match self.server.run(&self.caller, command).await {
+            Ok(rows) => Ok(parse_terminal_row(&rows, pane)),
+            // tmux refuses a target that names no pane.
+            Err(EngineError::Command(_)) => Ok(None),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Types `text` exactly, then presses Enter if `enter`, in one write.
+    pub async fn type_text(
+        &self,
+        pane: PaneId,
+        text: &str,
+        enter: bool,
+    ) -> Result<(), TmuxPaneError> {
+        let mut plan = InputPlan::new(pane);
+        // `&str` is UTF-8, so no transient buffer is ever named.
+        plan.literal(text.as_bytes(), String::new)?;
+        if enter {
+            plan.keys(&[KeyName::enter()])?;
+        }
+        self.deliver(plan).await
+    }
+
+    /// Runs the commands of an input plan as one `;`-chained line.
+    async fn deliver(&self, plan: InputPlan) -> Result<(), TmuxPaneError> {
+        let outcomes = self
+            .server
+            .run_batch(
+                &self.caller,
+                plan.into_commands(),
+                BatchMode::StopOnError,
+                None,
+            )
+            .await?;
+        match outcomes.into_iter().find_map(|o| match o {
+            CommandOutcome::Failed(message) => Some(message),
+            _ => None,
+        }) {
+            Some(message) => Err(TmuxPaneError::Refused(message)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The row of `pane` among rows printed with [`TERMINAL_FIELDS`].
+fn parse_terminal_row(rows: &[Vec<u8>], pane: PaneId) -> Option<PaneTerminal> {
+    rows.iter().find_map(|row| {
+        let f = split_row(row, TERMINAL_FIELDS.len())?;
+        (f[0].parse::<PaneId>().ok()? == pane).then_some(())?;
+        Some(PaneTerminal {
+            pane_pid: f[1].parse().ok()?,
+            tty: f[2].clone(),
+            server_pid: f[3].parse().ok()?,
+            dead: flag(&f[4]),
+            in_mode: flag(&f[5]),
+            input_off: flag(&f[6]),
+            synchronized: flag(&f[7]),
+        })
+    })
+}
+
+/// A pane row printed with [`PANE_FIELDS`].
+fn parse_pane_row(row: &[u8]) -> Option<PaneSummary<PaneId>> {
+    let f = split_row(row, PANE_FIELDS.len())?;
+    let known = |s: &String| (!s.is_empty()).then(|| s.clone());
+    Some(PaneSummary {
+        id: f[0].parse().ok()?,
+        container: f[1].clone(),
+        exited: flag(&f[2]),
+        rows: f[3].parse().ok()?,
+        columns: f[4].parse().ok()?,
+        command: known(&f[5]),
+        cwd: known(&f[6]),
+        title: f[7].clone(),
+    })
+}
+
+impl PaneIo for TmuxPanes {
+    type PaneId = PaneId;
+    type Error = TmuxPaneError;
+
+    fn backend(&self) -> &'static str {
+        "tmux"
+    }
+
+    async fn list_panes(&self) -> Result<Vec<PaneSummary<PaneId>>, TmuxPaneError> {
+        let command = TmuxCommand::new("list-panes")
+            .flag("-a")
+            .opt("-F", row_format(&PANE_FIELDS))
+            .build()
+            .map_err(EngineError::from)?;
+        let rows = self.run(command).await?;
+        Ok(rows.iter().filter_map(|r| parse_pane_row(r)).collect())
+    }
+
+    async fn send_text(&self, pane: &PaneId, text: &str) -> Result<(), TmuxPaneError> {
+        self.type_text(*pane, text, false).await
+    }
+
+    async fn send_keys(&self, pane: &PaneId, keys: &[String]) -> Result<(), TmuxPaneError> {
+        let keys = keys
+            .iter()
+            .map(|k| KeyName::parse(k))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut plan = InputPlan::new(*pane);
+        plan.keys(&keys)?;
+        self.deliver(plan).await
+    }
+
+    async fn read_screen(
+        &self,
+        pane: &PaneId,
+        scope: ScreenScope,
+    ) -> Result<Vec<String>, TmuxPaneError> {
+        let range = CaptureRange {
+            start: (scope == ScreenScope::Full).then_some(LineBound::Edge),
+            join_wrapped: true,
+            ..CaptureRange::default()
+        };
+        let raw = self
+            .run(range.command(*pane).map_err(EngineError::from)?)
+            .await?;
+        let shaped = shape_capture(&raw, usize::MAX, true);
+        if shaped.lines == 0 {
+            return Ok(Vec::new());
+        }
+        Ok(shaped.text.split('\n').map(str::to_owned).collect())
+    }
+
+    async fn wait_for_screen(
+        &self,
+        pane: &PaneId,
+        pattern: &Pattern,
+        timeout: Duration,
+    ) -> Result<ScreenMatch, TmuxPaneError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut output = self.server.subscribe(&self.caller, *pane, deadline).await?;
+        loop {
+            let screen = self.read_screen(pane, ScreenScope::Visible).await?;
+            if let Some(line_index) = pattern.first_match(&screen) {
+                return Ok(ScreenMatch {
+                    line: screen[line_index].clone(),
+                    line_index,
+                    screen,
+                });
+            }
+            match tokio::time::timeout_at(deadline, output.next()).await {
+                Err(_) => {
+                    return Err(TmuxPaneError::Timeout {
+                        pane: *pane,
+                        after: timeout,
+                    });
+                }
+                Ok(Err(reason)) => {
+                    // The last output may have been drawn after the previous check.
+                    let screen = self.read_screen(pane, ScreenScope::Visible).await?;
+                    return match pattern.first_match(&screen) {
+                        Some(line_index) => Ok(ScreenMatch {
+                            line: screen[line_index].clone(),
+                            line_index,
+                            screen,
+                        }),
+                        None => Err(TmuxPaneError::Ended {
+                            pane: *pane,
+                            reason,
+                        }),
+                    };
+                }
+                Ok(Ok(_)) => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::format::encode_row;
+
+    #[test]
+    fn pane_rows() {
+        let row = encode_row(&[
+            "%3",
+            "@1",
+            "0",
+            "24",
+            "80",
+            "bash",
+            "/srv",
+            "title|with sep",
+        ]);
+        let pane = parse_pane_row(&row).unwrap();
+        assert_eq!(pane.id, PaneId(3));
+        assert_eq!(pane.container, "@1");
+        assert!(!pane.exited);
+        assert_eq!((pane.rows, pane.columns), (24, 80));
+        assert_eq!(pane.command.as_deref(), Some("bash"));
+        assert_eq!(pane.title, "title|with sep");
+        let dead = encode_row(&["%4", "@1", "1", "24", "80", "", "", ""]);
+        let pane = parse_pane_row(&dead).unwrap();
+        assert!(pane.exited);
+        assert_eq!(pane.command, None);
+        assert!(parse_pane_row(b"%5").is_none());
+    }
+}
