@@ -7,19 +7,19 @@ use crate::cpu::CpuTimes;
 use crate::workload::Op;
 
 /// `pipeline_depth` values compared with concurrent callers.
-pub const DEPTHS: [usize; 5] = [1, 4, 8, 16, 64];
+pub(crate) const DEPTHS: [usize; 5] = [1, 4, 8, 16, 64];
 /// Commands per `run_batch` call.
-pub const BATCH_SIZE: usize = 50;
+pub(crate) const BATCH_SIZE: usize = 50;
 /// Concurrent engine callers (each its own [`muxgate_tmux::Caller`]).
-pub const CALLERS: usize = 64;
+pub(crate) const CALLERS: usize = 64;
 /// Engine commands per case and round: a multiple of [`BATCH_SIZE`] and [`CALLERS`].
-pub const ENGINE_OPS: usize = 3200;
+pub(crate) const ENGINE_OPS: usize = 3200;
 /// Subprocesses per case and round (a subprocess costs milliseconds).
-pub const SUBPROCESS_OPS: usize = 200;
+pub(crate) const SUBPROCESS_OPS: usize = 200;
 
 /// How the commands reach tmux.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Driver {
+pub(crate) enum Driver {
     /// One subprocess at a time.
     SubprocessSequential,
     /// Several subprocesses at a time (2 × cores).
@@ -40,7 +40,7 @@ pub enum Driver {
 }
 
 impl Driver {
-    pub fn is_subprocess(self) -> bool {
+    pub(crate) fn is_subprocess(self) -> bool {
         matches!(
             self,
             Driver::SubprocessSequential | Driver::SubprocessConcurrent
@@ -50,14 +50,14 @@ impl Driver {
 
 /// One command through one driver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Case {
+pub(crate) struct Case {
     pub op: Op,
     pub driver: Driver,
 }
 
 /// Every case, in the order a round runs them: subprocess and engine cases of one command
 /// side by side, so that both see the same background load.
-pub fn all_cases() -> Vec<Case> {
+pub(crate) fn all_cases() -> Vec<Case> {
     let mut drivers = vec![
         Driver::SubprocessSequential,
         Driver::RawSequential,
@@ -75,7 +75,7 @@ pub fn all_cases() -> Vec<Case> {
 }
 
 /// What one case measured in one round.
-pub struct Sample {
+pub(crate) struct Sample {
     /// Wall time of all the case's operations.
     pub elapsed: Duration,
     /// Latencies of the probing caller, if the case has one.
@@ -93,7 +93,7 @@ impl From<Duration> for Sample {
 
 /// A case's samples over all rounds.
 #[derive(Debug, Clone)]
-pub struct Measured {
+pub(crate) struct Measured {
     pub case: Case,
     /// Wall time per operation in each round, in µs, in round order.
     pub per_op_us: Vec<f64>,
@@ -106,7 +106,7 @@ pub struct Measured {
 }
 
 impl Measured {
-    pub fn new(case: Case) -> Self {
+    pub(crate) fn new(case: Case) -> Self {
         Self {
             case,
             per_op_us: Vec::new(),
@@ -116,7 +116,7 @@ impl Measured {
         }
     }
 
-    pub fn record(&mut self, ops: usize, sample: &Sample, cpu: CpuTimes) {
+    pub(crate) fn record(&mut self, ops: usize, sample: &Sample, cpu: CpuTimes) {
         self.per_op_us
             .push(sample.elapsed.as_secs_f64() * 1e6 / ops as f64);
         self.probe_us.extend(
@@ -130,28 +130,28 @@ impl Measured {
         self.ops += ops;
     }
 
-    pub fn median_us(&self) -> f64 {
+    pub(crate) fn median_us(&self) -> f64 {
         median(&self.per_op_us)
     }
 
-    pub fn ops_per_sec(&self) -> f64 {
+    pub(crate) fn ops_per_sec(&self) -> f64 {
         1e6 / self.median_us()
     }
 
-    pub fn server_cpu_us(&self) -> f64 {
+    pub(crate) fn server_cpu_us(&self) -> f64 {
         self.cpu.server.as_secs_f64() * 1e6 / self.ops as f64
     }
 
-    pub fn caller_cpu_us(&self) -> f64 {
+    pub(crate) fn caller_cpu_us(&self) -> f64 {
         self.cpu.caller.as_secs_f64() * 1e6 / self.ops as f64
     }
 
     /// The probe latency below which `fraction` of the probes fell.
-    pub fn probe_quantile_us(&self, fraction: f64) -> f64 {
+    pub(crate) fn probe_quantile_us(&self, fraction: f64) -> f64 {
         quantile(&self.probe_us, fraction)
     }
 
-    pub fn range_us(&self) -> (f64, f64) {
+    pub(crate) fn range_us(&self) -> (f64, f64) {
         let min = self.per_op_us.iter().copied().fold(f64::INFINITY, f64::min);
         let max = self.per_op_us.iter().copied().fold(0.0, f64::max);
         (min, max)
@@ -160,7 +160,7 @@ impl Measured {
 
 /// How many times slower `slow` is than `fast`: the median of the per-round ratios, so that
 /// each ratio compares two measurements taken seconds apart under the same load.
-pub fn paired_ratio(slow: &Measured, fast: &Measured) -> f64 {
+pub(crate) fn paired_ratio(slow: &Measured, fast: &Measured) -> f64 {
     let ratios: Vec<f64> = slow
         .per_op_us
         .iter()
@@ -170,12 +170,12 @@ pub fn paired_ratio(slow: &Measured, fast: &Measured) -> f64 {
     median(&ratios)
 }
 
-pub fn median(values: &[f64]) -> f64 {
+pub(crate) fn median(values: &[f64]) -> f64 {
     quantile(values, 0.5)
 }
 
 /// The `fraction` quantile, interpolating between the two nearest values.
-pub fn quantile(values: &[f64], fraction: f64) -> f64 {
+pub(crate) fn quantile(values: &[f64], fraction: f64) -> f64 {
     if values.is_empty() {
         return f64::NAN;
     }

@@ -14,7 +14,7 @@ use anyhow::{Context, Result, ensure};
 
 /// CPU time used so far.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct CpuTimes {
+pub(crate) struct CpuTimes {
     pub server: Duration,
     pub caller: Duration,
 }
@@ -31,14 +31,14 @@ impl Sub for CpuTimes {
 }
 
 /// Reads [`CpuTimes`] for one tmux server and this process's control clients.
-pub struct CpuMeter {
+pub(crate) struct CpuMeter {
     server_pid: u32,
     control_clients: Vec<u32>,
     tick: Duration,
 }
 
 impl CpuMeter {
-    pub fn new(server_pid: u32, control_clients: Vec<u32>) -> Result<Self> {
+    pub(crate) fn new(server_pid: u32, control_clients: Vec<u32>) -> Result<Self> {
         // SAFETY: sysconf has no preconditions.
         let ticks_per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
         ensure!(ticks_per_second > 0, "sysconf(_SC_CLK_TCK) failed");
@@ -51,7 +51,7 @@ impl CpuMeter {
         Ok(meter)
     }
 
-    pub fn read(&self) -> Result<CpuTimes> {
+    pub(crate) fn read(&self) -> Result<CpuTimes> {
         let mut caller = rusage(libc::RUSAGE_SELF)? + rusage(libc::RUSAGE_CHILDREN)?;
         for &pid in &self.control_clients {
             caller += process_cpu(pid, self.tick)?;

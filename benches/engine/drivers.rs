@@ -30,7 +30,11 @@ fn run_subprocess(socket: &str, workload: &Workload) -> Result<()> {
 }
 
 /// `ops` subprocesses, each started after the previous one exited.
-pub fn subprocess_sequential(socket: &str, workload: &Workload, ops: usize) -> Result<Duration> {
+pub(crate) fn subprocess_sequential(
+    socket: &str,
+    workload: &Workload,
+    ops: usize,
+) -> Result<Duration> {
     let start = Instant::now();
     for _ in 0..ops {
         run_subprocess(socket, workload)?;
@@ -40,7 +44,7 @@ pub fn subprocess_sequential(socket: &str, workload: &Workload, ops: usize) -> R
 
 /// `ops` subprocesses, `processes` of them running at any time (each of `processes` threads
 /// runs its share one after the other).
-pub fn subprocess_concurrent(
+pub(crate) fn subprocess_concurrent(
     socket: &str,
     workload: &Workload,
     ops: usize,
@@ -66,7 +70,7 @@ pub fn subprocess_concurrent(
 }
 
 /// `ops` engine calls, each awaited before the next is made.
-pub async fn engine_sequential(
+pub(crate) async fn engine_sequential(
     server: &TmuxServer,
     workload: &Workload,
     ops: usize,
@@ -82,7 +86,7 @@ pub async fn engine_sequential(
 
 /// `ops` commands as [`BatchMode::Independent`] batches of `size`, one batch at a time: every
 /// batch is written in one write and its replies are read back to back.
-pub async fn engine_batches(
+pub(crate) async fn engine_batches(
     server: &TmuxServer,
     workload: &Workload,
     ops: usize,
@@ -114,7 +118,7 @@ pub async fn engine_batches(
 /// a time: up to `callers.len()` commands in flight. Distinct callers are many agents sharing
 /// one server; one caller repeated is one agent with a backlog. How many of those commands tmux
 /// sees at once is the engine's `pipeline_depth`.
-pub async fn engine_concurrent(
+pub(crate) async fn engine_concurrent(
     server: &TmuxServer,
     workload: &Workload,
     ops: usize,
@@ -146,7 +150,7 @@ pub async fn engine_concurrent(
 
 /// Fairness: while `hog` runs `ops` commands from many tasks at once (a backlog), another
 /// caller runs `probe` one at a time. Returns the hog's wall time and each probe's latency.
-pub async fn engine_probe_under_load(
+pub(crate) async fn engine_probe_under_load(
     server: &TmuxServer,
     workload: &Workload,
     ops: usize,
@@ -244,7 +248,7 @@ fn read_replies(stdout: &mut impl BufRead, line: &mut Vec<u8>, count: usize) -> 
 }
 
 /// `ops` commands through a bare control client, each written after the previous reply.
-pub fn raw_sequential(socket: &str, workload: &Workload, ops: usize) -> Result<Duration> {
+pub(crate) fn raw_sequential(socket: &str, workload: &Workload, ops: usize) -> Result<Duration> {
     let mut client = RawControlClient::attach(socket)?;
     let mut line = workload.command.as_bytes().to_vec();
     line.push(b'\n');
@@ -258,7 +262,7 @@ pub fn raw_sequential(socket: &str, workload: &Workload, ops: usize) -> Result<D
 
 /// `ops` commands through a bare control client, all written at once by one thread while
 /// another reads the replies.
-pub fn raw_pipelined(socket: &str, workload: &Workload, ops: usize) -> Result<Duration> {
+pub(crate) fn raw_pipelined(socket: &str, workload: &Workload, ops: usize) -> Result<Duration> {
     let mut client = RawControlClient::attach(socket)?;
     let RawControlClient {
         stdin,

@@ -15,11 +15,11 @@ use anyhow::{Context, Result, bail, ensure};
 use muxgate_tmux::PaneId;
 use tempfile::NamedTempFile;
 
-pub const SCREEN_COLS: usize = 120;
-pub const SCREEN_ROWS: usize = 40;
+pub(crate) const SCREEN_COLS: usize = 120;
+pub(crate) const SCREEN_ROWS: usize = 40;
 
 /// A `tmux -L <socket>` command with the environment of a tool started outside tmux.
-pub fn tmux_command(socket: &str) -> Command {
+pub(crate) fn tmux_command(socket: &str) -> Command {
     let mut command = Command::new("tmux");
     command
         .args(["-L", socket])
@@ -49,7 +49,7 @@ impl Drop for ServerGuard {
 }
 
 /// The benchmark's private tmux server.
-pub struct BenchTmux {
+pub(crate) struct BenchTmux {
     guard: ServerGuard,
     server_pid: u32,
     typing_pane: PaneId,
@@ -60,7 +60,7 @@ pub struct BenchTmux {
 
 impl BenchTmux {
     /// Starts the server with its two sessions and waits until the screen pane is full.
-    pub fn start() -> Result<Self> {
+    pub(crate) fn start() -> Result<Self> {
         let socket = format!("muxgate-bench-{}", std::process::id());
         let screen_file = write_screen_text()?;
         run_ok(
@@ -123,31 +123,31 @@ impl BenchTmux {
         Ok(tmux)
     }
 
-    pub fn socket(&self) -> &str {
+    pub(crate) fn socket(&self) -> &str {
         &self.guard.socket
     }
 
-    pub fn server_pid(&self) -> u32 {
+    pub(crate) fn server_pid(&self) -> u32 {
         self.server_pid
     }
 
     /// The pane that consumes `send-keys` input.
-    pub fn typing_pane(&self) -> PaneId {
+    pub(crate) fn typing_pane(&self) -> PaneId {
         self.typing_pane
     }
 
     /// The pane with a full screen of text.
-    pub fn screen_pane(&self) -> PaneId {
+    pub(crate) fn screen_pane(&self) -> PaneId {
         self.screen_pane
     }
 
     /// Runs a tmux command through a subprocess (setup only) and returns its stdout.
-    pub fn run_ok(&self, args: &[&str]) -> Result<String> {
+    pub(crate) fn run_ok(&self, args: &[&str]) -> Result<String> {
         run_ok(self.socket(), args)
     }
 
     /// The pids of this process's control clients (they carry a `TERM` marker with our pid).
-    pub fn control_client_pids(&self) -> Result<Vec<u32>> {
+    pub(crate) fn control_client_pids(&self) -> Result<Vec<u32>> {
         let marker = muxgate_tmux::client::spawn::term_marker();
         let clients = self.run_ok(&["list-clients", "-F", "#{client_pid} #{client_termname}"])?;
         clients

@@ -27,7 +27,7 @@ use crate::fixture::BenchTmux;
 const MB: f64 = 1024.0 * 1024.0;
 
 /// How the recording measurement runs.
-pub struct RecordingOptions {
+pub(crate) struct RecordingOptions {
     pub rounds: usize,
     pub megabytes: usize,
 }
@@ -42,7 +42,11 @@ struct Round {
 }
 
 /// Runs the measurement and returns its Markdown section.
-pub fn run(tmux: &BenchTmux, runtime: &Runtime, options: &RecordingOptions) -> Result<String> {
+pub(crate) fn run(
+    tmux: &BenchTmux,
+    runtime: &Runtime,
+    options: &RecordingOptions,
+) -> Result<String> {
     let output = terminal_output(options.megabytes);
     let mut file = tempfile::NamedTempFile::new().context("a temporary file")?;
     file.write_all(&output)?;

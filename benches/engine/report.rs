@@ -12,7 +12,7 @@ const SEQUENTIAL_GOAL: f64 = 25.0;
 const PIPELINED_GOAL: f64 = 80.0;
 
 /// What the run was.
-pub struct RunInfo {
+pub(crate) struct RunInfo {
     pub tmux_version: String,
     pub cores: usize,
     pub rounds: usize,
@@ -22,13 +22,13 @@ pub struct RunInfo {
     pub default_depth: usize,
 }
 
-pub struct Report<'a> {
+pub(crate) struct Report<'a> {
     pub info: RunInfo,
     pub measured: &'a [Measured],
 }
 
 impl Report<'_> {
-    pub fn markdown(&self) -> String {
+    pub(crate) fn markdown(&self) -> String {
         let mut out = String::new();
         self.write_header(&mut out);
         self.write_costs(&mut out);

@@ -9,7 +9,7 @@ use crate::fixture::{BenchTmux, SCREEN_ROWS};
 
 /// Which command is measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
+pub(crate) enum Op {
     /// `display-message -p '#{pane_id}'`: the cheapest query.
     DisplayMessage,
     /// `send-keys -t <pane> -l -- x` into a pane that consumes its input.
@@ -19,9 +19,9 @@ pub enum Op {
 }
 
 impl Op {
-    pub const ALL: [Op; 3] = [Op::DisplayMessage, Op::SendKeys, Op::CapturePane];
+    pub(crate) const ALL: [Op; 3] = [Op::DisplayMessage, Op::SendKeys, Op::CapturePane];
 
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Op::DisplayMessage => "display-message",
             Op::SendKeys => "send-keys",
@@ -32,7 +32,7 @@ impl Op {
 
 /// One command ready to run many times.
 #[derive(Clone)]
-pub struct Workload {
+pub(crate) struct Workload {
     pub op: Op,
     /// Arguments after `tmux -L <socket>`.
     pub argv: Vec<String>,
@@ -40,7 +40,7 @@ pub struct Workload {
 }
 
 impl Workload {
-    pub fn new(op: Op, tmux: &BenchTmux) -> Result<Self> {
+    pub(crate) fn new(op: Op, tmux: &BenchTmux) -> Result<Self> {
         let typing = tmux.typing_pane();
         let screen = tmux.screen_pane();
         let (argv, command) = match op {
@@ -72,7 +72,7 @@ impl Workload {
     }
 
     /// Checks one reply, given as its output lines.
-    pub fn check<L: AsRef<[u8]>>(&self, lines: &[L]) -> Result<()> {
+    pub(crate) fn check<L: AsRef<[u8]>>(&self, lines: &[L]) -> Result<()> {
         match self.op {
             Op::DisplayMessage => ensure!(
                 lines.len() == 1 && lines[0].as_ref().starts_with(b"%"),
@@ -95,7 +95,7 @@ impl Workload {
 }
 
 /// The lines of a subprocess's stdout (none when it printed nothing).
-pub fn stdout_lines(stdout: &[u8]) -> Vec<&[u8]> {
+pub(crate) fn stdout_lines(stdout: &[u8]) -> Vec<&[u8]> {
     if stdout.is_empty() {
         return Vec::new();
     }

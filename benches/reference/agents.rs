@@ -29,17 +29,17 @@ const AGENT_CLI: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/programs/age
 const WAIT_SETTLE: Duration = Duration::from_millis(400);
 /// From the calls to the start of the measured window: every wait set up.
 const IDLE_SETTLE: Duration = Duration::from_secs(3);
-pub const IDLE_WAITS: usize = 100;
+pub(crate) const IDLE_WAITS: usize = 100;
 const WAITS_PER_SESSION: usize = 10;
 
 /// Wake-up samples (µs) of both kinds of wait.
-pub struct Wake {
+pub(crate) struct Wake {
     pub state: Vec<f64>,
     pub text: Vec<f64>,
 }
 
 /// `n` wake-ups of each kind, alternating, on one pane running `cat <fifo>`.
-pub async fn wake(n: usize) -> Result<Wake> {
+pub(crate) async fn wake(n: usize) -> Result<Wake> {
     let tmux = BenchTmux::start("agents-wake", None)?;
     let files = tempfile::tempdir().context("create a temporary directory")?;
     let fifo = files.path().join("wake.fifo");
@@ -100,7 +100,7 @@ async fn event(writer: &mut std::fs::File, bytes: &[u8]) -> Result<Instant> {
 }
 
 /// What 100 idle waits of one kind cost over the measured window.
-pub struct IdleCost {
+pub(crate) struct IdleCost {
     pub label: &'static str,
     pub wall: Duration,
     pub tmux_commands: f64,
@@ -160,7 +160,7 @@ impl IdleKind {
 
 /// 100 idle waits of each kind, one kind after the other, each on a fresh tmux server and
 /// gateway: 10 sessions of 10 panes, one agent per pane.
-pub async fn idle(secs: f64) -> Result<Vec<IdleCost>> {
+pub(crate) async fn idle(secs: f64) -> Result<Vec<IdleCost>> {
     let mut costs = Vec::new();
     for kind in IdleKind::ALL {
         costs.push(idle_kind(kind, secs).await?);
@@ -252,7 +252,7 @@ async fn idle_kind(kind: IdleKind, secs: f64) -> Result<IdleCost> {
 }
 
 /// How `send_prompt` did over many deliveries.
-pub struct Prompts {
+pub(crate) struct Prompts {
     pub deliveries: usize,
     /// Answered `submitted` and logged by the program exactly once.
     pub exactly_once: usize,
@@ -278,7 +278,7 @@ pub struct Prompts {
 /// `total` prompts to `panes` agent-CLI stand-ins, each agent sending its share one after the
 /// other at random moments: a random pause (0–1.5 s) before each, and one delivery in six
 /// right after restarting the program (so it lands during start-up).
-pub async fn prompts(total: usize, panes: usize) -> Result<Prompts> {
+pub(crate) async fn prompts(total: usize, panes: usize) -> Result<Prompts> {
     let tmux = BenchTmux::start("agents-prompts", None)?;
     let files = tempfile::tempdir().context("create a temporary directory")?;
     let gateway = Muxgate::start(tmux.socket(), None).await?;
@@ -392,7 +392,7 @@ impl XorShift {
 }
 
 /// Round trips of calls held for approval, and of the same call not held (µs).
-pub struct Approvals {
+pub(crate) struct Approvals {
     /// From the approver's POST leaving to the agent's answer arriving.
     pub decided_to_answer: Vec<f64>,
     /// From the call to the approver seeing it in `GET /approvals`.
@@ -404,7 +404,7 @@ pub struct Approvals {
 /// `n` `send_keys` calls held by an `[approvals]` rule, each approved by another client over
 /// HTTP as soon as it is listed (polled every millisecond), alternating with the same call not
 /// held.
-pub async fn approvals(n: usize) -> Result<Approvals> {
+pub(crate) async fn approvals(n: usize) -> Result<Approvals> {
     let tmux = BenchTmux::start("agents-approvals", None)?;
     let pane = tmux.new_session("held", &["cat"])?;
     let rule =

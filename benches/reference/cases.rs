@@ -21,7 +21,7 @@ use crate::servers::{Agent, Call, Flavor, Muxgate, Reference};
 use crate::stats::{median, micros};
 
 /// One server under test with its own tmux server and sessions.
-pub struct Side {
+pub(crate) struct Side {
     pub agent: Agent,
     pub layout: Layout,
     /// Killed with the side.
@@ -30,14 +30,14 @@ pub struct Side {
 
 /// Per-round medians of one case, in µs, and the per-round ratios reference ÷ muxgate.
 #[derive(Default)]
-pub struct Paired {
+pub(crate) struct Paired {
     pub muxgate: Vec<f64>,
     pub reference: Vec<f64>,
     pub ratios: Vec<f64>,
 }
 
 impl Paired {
-    pub fn push(&mut self, muxgate: f64, reference: f64) {
+    pub(crate) fn push(&mut self, muxgate: f64, reference: f64) {
         self.muxgate.push(muxgate);
         self.reference.push(reference);
         self.ratios.push(reference / muxgate);
@@ -45,7 +45,7 @@ impl Paired {
 }
 
 /// The per-call cases, by name, in report order.
-pub const LATENCY_CASES: [&str; 5] = [
+pub(crate) const LATENCY_CASES: [&str; 5] = [
     "send_keys",
     "capture_pane",
     "snapshot_pane",
@@ -133,7 +133,7 @@ async fn latency_side(side: &Side, n: usize) -> Result<Vec<f64>> {
 
 /// One round of the per-call cases: `n` calls of each on each side (which side goes first
 /// alternates by round).
-pub async fn latency_round(
+pub(crate) async fn latency_round(
     muxgate: &Side,
     reference: &Side,
     n: usize,
@@ -154,10 +154,10 @@ pub async fn latency_round(
 }
 
 /// Operations in the batch case.
-pub const BATCH_OPS: usize = 50;
+pub(crate) const BATCH_OPS: usize = 50;
 
 /// What one round of the batch case measured on one side, in µs.
-pub struct BatchTimes {
+pub(crate) struct BatchTimes {
     pub batch: f64,
     pub singles: f64,
 }
@@ -191,7 +191,7 @@ async fn batch_side(side: &Side) -> Result<BatchTimes> {
 }
 
 /// One round of the batch case on both sides.
-pub async fn batch_round(
+pub(crate) async fn batch_round(
     muxgate: &Side,
     reference: &Side,
     round: usize,
@@ -241,7 +241,7 @@ async fn wake_side(side: &mut Side, n: usize, round: usize) -> Result<Vec<f64>> 
 }
 
 /// One round of the wake case: `n` waits on each side.
-pub async fn wake_round(
+pub(crate) async fn wake_round(
     muxgate: &mut Side,
     reference: &mut Side,
     n: usize,
@@ -260,11 +260,11 @@ pub async fn wake_round(
 }
 
 /// Agents in the idle-wait case.
-pub const IDLE_AGENTS: usize = 10;
+pub(crate) const IDLE_AGENTS: usize = 10;
 
 /// What idle waits cost on one side, over a window of the waits.
 #[derive(Default)]
-pub struct WindowCost {
+pub(crate) struct WindowCost {
     pub wall: Duration,
     pub tmux_server_cpu: Duration,
     /// The server under test and its helpers (the gateway with its control clients, or the
@@ -275,20 +275,20 @@ pub struct WindowCost {
 }
 
 impl WindowCost {
-    pub fn spawned(&self) -> usize {
+    pub(crate) fn spawned(&self) -> usize {
         self.spawns.values().sum()
     }
 }
 
 /// The idle waits from the calls to their return, and the steady state: from
 /// [`IDLE_SETTLE`] after the calls (every wait set up) to their return.
-pub struct IdleCost {
+pub(crate) struct IdleCost {
     pub whole: WindowCost,
     pub steady: WindowCost,
 }
 
 /// When every idle wait is surely set up.
-pub const IDLE_SETTLE: Duration = Duration::from_secs(2);
+pub(crate) const IDLE_SETTLE: Duration = Duration::from_secs(2);
 
 /// A reading of the counters at one instant.
 struct Reading {
@@ -301,7 +301,7 @@ struct Reading {
 /// [`IDLE_AGENTS`] agents (separate MCP sessions, each on its own tmux session with a quiet
 /// pane) each wait `secs` for text that never comes. A fresh tmux server and fresh server
 /// processes, started with the spawn counter's `tmux` first on `PATH`.
-pub async fn idle_waits(
+pub(crate) async fn idle_waits(
     flavor: Flavor,
     reference: &Reference,
     secs: f64,
@@ -412,7 +412,7 @@ fn count_commands(lines: &[String], socket: &str) -> BTreeMap<String, usize> {
 }
 
 /// Starts a side: a fresh tmux server with the standard layout and one agent of `flavor`.
-pub async fn start_side(
+pub(crate) async fn start_side(
     flavor: Flavor,
     gateway: Option<&Muxgate>,
     reference: &Reference,

@@ -33,7 +33,7 @@ struct Case {
 
 /// How the client speaks MCP.
 #[derive(Clone, Copy)]
-pub enum Era {
+pub(crate) enum Era {
     /// `initialize`, then every request in the session (`Mcp-Session-Id`).
     Session,
     /// No session: each request carries its protocol version in `_meta` and headers.
@@ -41,7 +41,7 @@ pub enum Era {
 }
 
 impl Era {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Era::Session => "session (2025-06-18)",
             Era::Stateless => "stateless (2026-07-28)",
@@ -51,7 +51,7 @@ impl Era {
 
 /// The goal for a call's round trip, as a multiple of a `/healthz` round trip on the same
 /// connection; `ping` has none (it is the floor the others are read against).
-pub fn ratio_goal(label: &str) -> Option<f64> {
+pub(crate) fn ratio_goal(label: &str) -> Option<f64> {
     match label {
         "list_servers" => Some(2.0),
         "send_keys" | "capture_pane" => Some(3.0),
@@ -61,7 +61,7 @@ pub fn ratio_goal(label: &str) -> Option<f64> {
 }
 
 /// The result for one call in one era.
-pub struct CallCost {
+pub(crate) struct CallCost {
     pub label: &'static str,
     pub era: Era,
     /// Median round trip of the call, µs.
@@ -73,7 +73,7 @@ pub struct CallCost {
 }
 
 /// The whole run: every call, and what a `/healthz` alone costs the gateway.
-pub struct Costs {
+pub(crate) struct Costs {
     pub calls: Vec<CallCost>,
     pub healthz_cpu_us: f64,
 }
@@ -227,7 +227,7 @@ const CPU_CALLS_PER_ROUND_TRIP_CALL: usize = 3;
 
 /// Measures each case in each era `calls` times (after a warm-up), alternating with
 /// `/healthz`, then its gateway CPU over more calls alone.
-pub async fn per_call_cost(calls: usize) -> Result<Costs> {
+pub(crate) async fn per_call_cost(calls: usize) -> Result<Costs> {
     let tmux = BenchTmux::start("cost", None)?;
     let layout = Layout::create(&tmux)?;
     let gateway = Muxgate::start(tmux.socket(), None).await?;

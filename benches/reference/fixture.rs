@@ -21,12 +21,12 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 use tempfile::TempDir;
 
-pub const SCREEN_COLS: usize = 120;
-pub const SCREEN_ROWS: usize = 40;
-pub const GRID_PANES: usize = 20;
+pub(crate) const SCREEN_COLS: usize = 120;
+pub(crate) const SCREEN_ROWS: usize = 40;
+pub(crate) const GRID_PANES: usize = 20;
 
 /// A `tmux -L <socket>` command with the environment of a tool started outside tmux.
-pub fn tmux_command(socket: &str) -> Command {
+pub(crate) fn tmux_command(socket: &str) -> Command {
     let mut command = Command::new("tmux");
     command
         .args(["-L", socket])
@@ -37,7 +37,7 @@ pub fn tmux_command(socket: &str) -> Command {
 }
 
 /// One private tmux server.
-pub struct BenchTmux {
+pub(crate) struct BenchTmux {
     socket: String,
     socket_path: PathBuf,
     server_pid: u32,
@@ -47,7 +47,7 @@ impl BenchTmux {
     /// Starts a server on a socket unique to this process and `label`, with one session
     /// `base`. `path` replaces `PATH` for the server and every pane (the spawn counter puts its
     /// `tmux` first on it).
-    pub fn start(label: &str, path: Option<&OsString>) -> Result<Self> {
+    pub(crate) fn start(label: &str, path: Option<&OsString>) -> Result<Self> {
         let socket = format!("muxgate-vs-ref-{}-{label}", std::process::id());
         let mut command = tmux_command(&socket);
         if let Some(path) = path {
@@ -79,16 +79,16 @@ impl BenchTmux {
         Ok(tmux)
     }
 
-    pub fn socket(&self) -> &str {
+    pub(crate) fn socket(&self) -> &str {
         &self.socket
     }
 
-    pub fn server_pid(&self) -> u32 {
+    pub(crate) fn server_pid(&self) -> u32 {
         self.server_pid
     }
 
     /// Runs a tmux command through a subprocess (setup only) and returns its stdout.
-    pub fn run_ok(&self, args: &[&str]) -> Result<String> {
+    pub(crate) fn run_ok(&self, args: &[&str]) -> Result<String> {
         let output = tmux_command(&self.socket)
             .args(args)
             .output()
@@ -102,7 +102,7 @@ impl BenchTmux {
     }
 
     /// Expands `format` for `target`, trimmed.
-    pub fn display(&self, target: &str, format: &str) -> Result<String> {
+    pub(crate) fn display(&self, target: &str, format: &str) -> Result<String> {
         Ok(self
             .run_ok(&["display-message", "-p", "-t", target, format])?
             .trim()
@@ -110,7 +110,7 @@ impl BenchTmux {
     }
 
     /// Creates a detached 120x40 session running `command` and returns its pane id.
-    pub fn new_session(&self, name: &str, command: &[&str]) -> Result<String> {
+    pub(crate) fn new_session(&self, name: &str, command: &[&str]) -> Result<String> {
         let mut args = vec![
             "new-session",
             "-d",
@@ -129,7 +129,12 @@ impl BenchTmux {
     }
 
     /// Waits until `pane` shows `needle` (setup only).
-    pub fn wait_for_screen(&self, pane: &str, needle: &str, timeout: Duration) -> Result<()> {
+    pub(crate) fn wait_for_screen(
+        &self,
+        pane: &str,
+        needle: &str,
+        timeout: Duration,
+    ) -> Result<()> {
         let deadline = Instant::now() + timeout;
         loop {
             let screen = self.run_ok(&["capture-pane", "-p", "-t", pane])?;
@@ -156,7 +161,7 @@ impl Drop for BenchTmux {
 }
 
 /// The panes of the standard sessions on one server.
-pub struct Layout {
+pub(crate) struct Layout {
     pub sink: String,
     pub screen: String,
     pub shell: String,
@@ -170,7 +175,7 @@ pub struct Layout {
 
 impl Layout {
     /// Creates the standard sessions on `tmux` and waits until they are ready.
-    pub fn create(tmux: &BenchTmux) -> Result<Self> {
+    pub(crate) fn create(tmux: &BenchTmux) -> Result<Self> {
         let files = tempfile::tempdir().context("create a temporary directory")?;
         let screen_file = files.path().join("screen.txt");
         std::fs::write(&screen_file, screen_text()).context("write the screen text")?;
@@ -226,17 +231,17 @@ impl Layout {
     }
 
     /// Makes `line` appear in the `wake` pane.
-    pub fn print_in_wake_pane(&mut self, line: &str) -> Result<()> {
+    pub(crate) fn print_in_wake_pane(&mut self, line: &str) -> Result<()> {
         writeln!(self.wake_writer, "{line}").context("write to the wake FIFO")
     }
 }
 
-pub fn path_str(path: &Path) -> Result<&str> {
+pub(crate) fn path_str(path: &Path) -> Result<&str> {
     path.to_str()
         .context("the temporary directory's path is not UTF-8")
 }
 
-pub fn mkfifo(path: &Path) -> Result<()> {
+pub(crate) fn mkfifo(path: &Path) -> Result<()> {
     let status = Command::new("mkfifo")
         .arg(path)
         .status()
@@ -247,7 +252,7 @@ pub fn mkfifo(path: &Path) -> Result<()> {
 
 /// Opens the FIFO for writing in a thread, so that a reader that never comes is an error
 /// rather than a hang.
-pub fn open_fifo_writer(path: &Path, timeout: Duration) -> Result<File> {
+pub(crate) fn open_fifo_writer(path: &Path, timeout: Duration) -> Result<File> {
     let path = path.to_owned();
     let (sender, receiver) = std::sync::mpsc::channel();
     std::thread::spawn(move || {

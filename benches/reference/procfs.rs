@@ -11,7 +11,7 @@ use anyhow::{Context, Result, ensure};
 use tempfile::TempDir;
 
 /// The length of a clock tick (`utime` and `stime` are counted in them).
-pub fn clock_tick() -> Duration {
+pub(crate) fn clock_tick() -> Duration {
     // SAFETY: sysconf has no preconditions.
     let ticks_per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     // Linux always reports a positive tick rate; 100 is its value on every common build.
@@ -41,14 +41,14 @@ fn stat_field(fields: &[String], n: usize) -> Result<u64> {
 }
 
 /// `utime + stime` of a process.
-pub fn cpu_time(pid: u32) -> Result<Duration> {
+pub(crate) fn cpu_time(pid: u32) -> Result<Duration> {
     let fields = stat_fields(pid)?;
     let ticks = stat_field(&fields, 14)? + stat_field(&fields, 15)?;
     Ok(clock_tick() * u32::try_from(ticks).context("CPU ticks overflow")?)
 }
 
 /// `utime + stime + cutime + cstime`: a process and the children it has waited for.
-pub fn cpu_time_with_children(pid: u32) -> Result<Duration> {
+pub(crate) fn cpu_time_with_children(pid: u32) -> Result<Duration> {
     let fields = stat_fields(pid)?;
     let ticks = stat_field(&fields, 14)?
         + stat_field(&fields, 15)?
@@ -58,7 +58,7 @@ pub fn cpu_time_with_children(pid: u32) -> Result<Duration> {
 }
 
 /// Resident memory of a process, in KiB (`VmRSS`).
-pub fn rss_kib(pid: u32) -> Result<u64> {
+pub(crate) fn rss_kib(pid: u32) -> Result<u64> {
     let path = format!("/proc/{pid}/status");
     let status = std::fs::read_to_string(&path).with_context(|| format!("read {path}"))?;
     status
@@ -69,7 +69,7 @@ pub fn rss_kib(pid: u32) -> Result<u64> {
 }
 
 /// The live children of `parent` (scanning `/proc`).
-pub fn children(parent: u32) -> Vec<u32> {
+pub(crate) fn children(parent: u32) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -86,7 +86,7 @@ pub fn children(parent: u32) -> Vec<u32> {
 
 /// Proportional set size of a process in KiB (`Pss` of `smaps_rollup`): shared pages divided
 /// among the processes sharing them, so sums over many processes do not overstate.
-pub fn pss_kib(pid: u32) -> Result<u64> {
+pub(crate) fn pss_kib(pid: u32) -> Result<u64> {
     let path = format!("/proc/{pid}/smaps_rollup");
     let text = std::fs::read_to_string(&path).with_context(|| format!("read {path}"))?;
     text.lines()
@@ -96,7 +96,7 @@ pub fn pss_kib(pid: u32) -> Result<u64> {
 }
 
 /// Every live descendant of `root` (children, their children, …).
-pub fn descendants(root: u32) -> Vec<u32> {
+pub(crate) fn descendants(root: u32) -> Vec<u32> {
     let mut found = Vec::new();
     let mut frontier = vec![root];
     while let Some(pid) = frontier.pop() {
@@ -109,14 +109,14 @@ pub fn descendants(root: u32) -> Vec<u32> {
 }
 
 /// The command name of a process (`/proc/<pid>/comm`).
-pub fn comm(pid: u32) -> String {
+pub(crate) fn comm(pid: u32) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/comm"))
         .map(|c| c.trim().to_owned())
         .unwrap_or_default()
 }
 
 /// This process's CPU time (`getrusage(RUSAGE_SELF)`).
-pub fn self_cpu_time() -> Duration {
+pub(crate) fn self_cpu_time() -> Duration {
     // SAFETY: an all-zero rusage is a valid value, and getrusage only writes into it.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: `usage` is a valid, writable rusage.
@@ -134,7 +134,7 @@ fn timeval(tv: libc::timeval) -> Duration {
 
 /// A directory holding a `tmux` script that appends a line to a log and then runs the real
 /// tmux. Put first on `PATH`, it counts every tmux process started by whoever uses that `PATH`.
-pub struct SpawnCounter {
+pub(crate) struct SpawnCounter {
     /// Holds the wrapper and its log; removed with the counter.
     _dir: TempDir,
     log: PathBuf,
@@ -142,7 +142,7 @@ pub struct SpawnCounter {
 }
 
 impl SpawnCounter {
-    pub fn new() -> Result<Self> {
+    pub(crate) fn new() -> Result<Self> {
         let real = which_tmux()?;
         let dir = tempfile::tempdir().context("create a temporary directory")?;
         let log = dir.path().join("spawns.log");
@@ -174,12 +174,12 @@ impl SpawnCounter {
     }
 
     /// `PATH` with the wrapper first.
-    pub fn path(&self) -> &OsString {
+    pub(crate) fn path(&self) -> &OsString {
         &self.path
     }
 
     /// tmux processes started so far, with their arguments.
-    pub fn spawns(&self) -> Result<Vec<String>> {
+    pub(crate) fn spawns(&self) -> Result<Vec<String>> {
         Ok(std::fs::read_to_string(&self.log)
             .context("read the spawn log")?
             .lines()

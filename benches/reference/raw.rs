@@ -12,7 +12,7 @@ use crate::fixture::tmux_command;
 
 /// Sends `ops` copies of `command` through a fresh control client, pipelined, and returns the
 /// time from the first write to the last reply.
-pub fn pipelined(socket: &str, command: &str, ops: usize) -> Result<Duration> {
+pub(crate) fn pipelined(socket: &str, command: &str, ops: usize) -> Result<Duration> {
     let mut child = tmux_command(socket)
         .args(["-C", "attach-session", "-f", "no-output"])
         .stdin(Stdio::piped())

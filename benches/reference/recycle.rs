@@ -25,13 +25,13 @@ const VERSION: &str = "2025-06-18";
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The early point RSS is compared against.
-pub const EARLY: usize = 20;
+pub(crate) const EARLY: usize = 20;
 
 /// The gateway's default `http.max_sessions_per_client`.
 const CAP: usize = 32;
 
 /// One round on a fresh gateway.
-pub struct RecycleRound {
+pub(crate) struct RecycleRound {
     /// `initialize` requests answered 200, of all sent.
     pub initialized: usize,
     pub rss_early_kib: u64,
@@ -47,7 +47,7 @@ pub struct RecycleRound {
 }
 
 /// `rounds` rounds of `sessions` sessions opened in a row by one client.
-pub async fn recycle(sessions: usize, rounds: usize) -> Result<Vec<RecycleRound>> {
+pub(crate) async fn recycle(sessions: usize, rounds: usize) -> Result<Vec<RecycleRound>> {
     ensure!(sessions > EARLY, "more than {EARLY} sessions are needed");
     let tmux = BenchTmux::start("recycle", None)?;
     let mut results = Vec::with_capacity(rounds);

@@ -34,7 +34,7 @@ struct AgentLog {
     errors: usize,
 }
 
-pub struct BusyResult {
+pub(crate) struct BusyResult {
     pub agents: usize,
     pub wall: Duration,
     pub calls: usize,
@@ -154,7 +154,7 @@ async fn timed(agent: &Agent, call: &Call<'_>, log: &mut AgentLog, kind: Kind) {
 /// `agents` agents (separate MCP sessions with tokens of their own, separate tmux sessions
 /// each with a bash pane) run [`agent_loop`] for `secs`; the gateway's RSS, CPU and control
 /// clients and the tmux server's CPU are sampled from `/proc`.
-pub async fn busy_agents(agents: usize, secs: f64) -> Result<BusyResult> {
+pub(crate) async fn busy_agents(agents: usize, secs: f64) -> Result<BusyResult> {
     let tmux = BenchTmux::start("busy", None)?;
     let mut panes = Vec::new();
     for i in 0..agents {
@@ -227,7 +227,7 @@ pub async fn busy_agents(agents: usize, secs: f64) -> Result<BusyResult> {
     Ok(result)
 }
 
-pub struct IdleStep {
+pub(crate) struct IdleStep {
     /// Sessions watched (0: the same gateway before any wait, for comparison).
     pub sessions: usize,
     pub gateway_rss_kib: u64,
@@ -248,20 +248,20 @@ pub struct IdleStep {
     pub wakes: Vec<f64>,
 }
 
-pub struct IdleSessions {
+pub(crate) struct IdleSessions {
     pub baseline_rss_kib: u64,
     pub steps: Vec<IdleStep>,
 }
 
 /// Wake-ups measured per step.
-pub const WAKES: usize = 10;
+pub(crate) const WAKES: usize = 10;
 
 /// Grows to each of `steps` sessions (tmux session with a quiet pane, MCP session with a
 /// token of its own, one `wait_for_text` in flight that never matches), then measures the
 /// tmux server's idle CPU, memory, a trickle of `capture_pane` calls (one every 20 ms, round
 /// robin) for a few seconds, and the wake-up of a wait on one more pane. A step of 0 sessions
 /// first gives the same measures with nothing watched.
-pub async fn idle_sessions(steps: &[usize]) -> Result<IdleSessions> {
+pub(crate) async fn idle_sessions(steps: &[usize]) -> Result<IdleSessions> {
     let tmux = BenchTmux::start("idle-sessions", None)?;
     let most = steps.iter().copied().max().unwrap_or(0);
     let mut panes: Vec<String> = Vec::new();
@@ -408,7 +408,7 @@ pub async fn idle_sessions(steps: &[usize]) -> Result<IdleSessions> {
 }
 
 /// RSS of one reference server process after a few calls (one per stdio agent).
-pub async fn reference_process_rss(reference: &Reference) -> Result<u64> {
+pub(crate) async fn reference_process_rss(reference: &Reference) -> Result<u64> {
     let tmux = BenchTmux::start("ref-rss", None)?;
     let agent = reference.agent(tmux.socket(), None).await?;
     for _ in 0..3 {
@@ -425,7 +425,7 @@ pub async fn reference_process_rss(reference: &Reference) -> Result<u64> {
     Ok(rss)
 }
 
-pub struct CeilingRound {
+pub(crate) struct CeilingRound {
     /// Bare control client, all commands written at once: commands per second.
     pub raw_rate: f64,
     /// muxgate `send_keys` calls per second from the concurrent agents.
@@ -438,7 +438,7 @@ pub struct CeilingRound {
 /// `rounds` rounds of: `raw_ops` `send-keys -l x` commands through a bare control client
 /// pipelined, then `agents` concurrent agents calling `send_keys` (literal `x`, no Enter) for
 /// `secs`, on the same pane of the same tmux server.
-pub async fn send_keys_ceiling(
+pub(crate) async fn send_keys_ceiling(
     agents: usize,
     secs: f64,
     raw_ops: usize,

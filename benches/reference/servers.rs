@@ -26,19 +26,19 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 /// The reference version the numbers in BENCHMARKS.md were measured against.
-pub const REFERENCE_PACKAGE: &str = "libtmux-mcp";
-pub const REFERENCE_VERSION: &str = "0.1.0a22";
+pub(crate) const REFERENCE_PACKAGE: &str = "libtmux-mcp";
+pub(crate) const REFERENCE_VERSION: &str = "0.1.0a22";
 
-pub type McpClient = RunningService<rmcp::RoleClient, ClientConfig>;
+pub(crate) type McpClient = RunningService<rmcp::RoleClient, ClientConfig>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flavor {
+pub(crate) enum Flavor {
     Muxgate,
     Reference,
 }
 
 impl Flavor {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Flavor::Muxgate => "muxgate",
             Flavor::Reference => "libtmux-mcp",
@@ -47,7 +47,7 @@ impl Flavor {
 }
 
 /// One operation, in terms both servers understand.
-pub enum Call<'a> {
+pub(crate) enum Call<'a> {
     /// Text typed literally, then Enter if `enter`.
     SendKeys {
         pane: &'a str,
@@ -85,7 +85,7 @@ pub enum Call<'a> {
 
 impl Call<'_> {
     /// The tool name and arguments for `flavor`.
-    pub fn request(&self, flavor: Flavor) -> (&'static str, Value) {
+    pub(crate) fn request(&self, flavor: Flavor) -> (&'static str, Value) {
         let pane_key = match flavor {
             Flavor::Muxgate => "target",
             Flavor::Reference => "pane_id",
@@ -151,7 +151,7 @@ impl Call<'_> {
 }
 
 /// One agent: an MCP session with one of the servers.
-pub struct Agent {
+pub(crate) struct Agent {
     pub flavor: Flavor,
     client: McpClient,
     /// The reference's server process (stdio), killed with the agent.
@@ -161,13 +161,13 @@ pub struct Agent {
 impl Agent {
     /// Calls the tool for `call` and returns its structured result (or `null`); a tool error
     /// is an error here, so a failing call can never pass for a fast one.
-    pub async fn call(&self, call: &Call<'_>) -> Result<Value> {
+    pub(crate) async fn call(&self, call: &Call<'_>) -> Result<Value> {
         let (name, args) = call.request(self.flavor);
         self.call_tool(name, args).await
     }
 
     /// Calls tool `name` with `args` (a JSON object) as [`Self::call`] does.
-    pub async fn call_tool(&self, name: &'static str, args: Value) -> Result<Value> {
+    pub(crate) async fn call_tool(&self, name: &'static str, args: Value) -> Result<Value> {
         let Value::Object(args) = args else {
             bail!("{name}: arguments must be an object")
         };
@@ -187,12 +187,12 @@ impl Agent {
     }
 
     /// The reference's server process id (muxgate agents share the gateway's).
-    pub fn process_id(&self) -> Option<u32> {
+    pub(crate) fn process_id(&self) -> Option<u32> {
         self.process.as_ref().and_then(Child::id)
     }
 
     /// Ends the session (and the reference's process).
-    pub async fn close(mut self) {
+    pub(crate) async fn close(mut self) {
         let _ = self.client.cancel().await;
         if let Some(process) = &mut self.process {
             let _ = process.kill().await;
@@ -201,7 +201,7 @@ impl Agent {
 }
 
 /// A running `muxgate serve` with its own config; killed on drop.
-pub struct Muxgate {
+pub(crate) struct Muxgate {
     child: Child,
     pid: u32,
     mcp_url: String,
@@ -215,13 +215,17 @@ impl Muxgate {
     /// Starts the gateway on a loopback port, driving the tmux server on `socket`. Rate limits
     /// are lifted (this measures speed, not limits); everything else keeps its default.
     /// `path` replaces `PATH` for the gateway (the spawn counter's wrapper).
-    pub async fn start(socket: &str, path: Option<&OsString>) -> Result<Self> {
+    pub(crate) async fn start(socket: &str, path: Option<&OsString>) -> Result<Self> {
         Self::start_with(socket, path, "").await
     }
 
     /// [`Self::start`] with `extra` TOML appended to the config; `{dir}` in it becomes the
     /// gateway's own temporary directory.
-    pub async fn start_with(socket: &str, path: Option<&OsString>, extra: &str) -> Result<Self> {
+    pub(crate) async fn start_with(
+        socket: &str,
+        path: Option<&OsString>,
+        extra: &str,
+    ) -> Result<Self> {
         let dir = tempfile::tempdir().context("create a temporary directory")?;
         let secret = muxgate::auth::generate_secret();
         let config_text = format!(
@@ -302,22 +306,22 @@ level = "warn"
         })
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.pid
     }
 
     /// The gateway's temporary directory (its config, log, and state when configured there).
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         self._dir.path()
     }
 
     /// The MCP endpoint's URL.
-    pub fn mcp_url(&self) -> &str {
+    pub(crate) fn mcp_url(&self) -> &str {
         &self.mcp_url
     }
 
     /// A new MCP session for agent `n`, with a token of its own (`sub` = `agent-<n>`).
-    pub async fn agent(&self, n: usize) -> Result<Agent> {
+    pub(crate) async fn agent(&self, n: usize) -> Result<Agent> {
         let token = self.token(n)?;
         let transport = StreamableHttpClientTransport::from_config(
             StreamableHttpClientTransportConfig::with_uri(self.mcp_url.as_str()).auth_header(token),
@@ -334,7 +338,7 @@ level = "warn"
     }
 
     /// A token with every tool scope for agent `n` (`sub` = `agent-<n>`).
-    pub fn token(&self, n: usize) -> Result<String> {
+    pub(crate) fn token(&self, n: usize) -> Result<String> {
         self.mint(
             &format!("agent-{n}"),
             &["mux:read", "mux:write", "mux:admin"],
@@ -342,7 +346,7 @@ level = "warn"
     }
 
     /// A token of a human approver (`sub` = `approver`, scope `mux:approve` alone).
-    pub fn approver_token(&self) -> Result<String> {
+    pub(crate) fn approver_token(&self) -> Result<String> {
         self.mint("approver", &[muxgate::auth::SCOPE_APPROVE])
     }
 
@@ -362,7 +366,7 @@ level = "warn"
     }
 
     /// The sum of a metric's samples (all label sets) from `/metrics`.
-    pub async fn metric(&self, name: &str) -> Result<f64> {
+    pub(crate) async fn metric(&self, name: &str) -> Result<f64> {
         let text = self
             .http
             .get(&self.metrics_url)
@@ -383,13 +387,13 @@ level = "warn"
     }
 
     /// Stops the gateway.
-    pub async fn stop(mut self) {
+    pub(crate) async fn stop(mut self) {
         let _ = self.child.kill().await;
     }
 }
 
 /// The reference server installed in a virtualenv.
-pub struct Reference {
+pub(crate) struct Reference {
     executable: PathBuf,
 }
 
@@ -397,7 +401,7 @@ impl Reference {
     /// Installs [`REFERENCE_PACKAGE`] == [`REFERENCE_VERSION`] into the virtualenv at `venv`
     /// (created with `python3 -m venv` when missing; pip does nothing when it is already
     /// there).
-    pub fn install(venv: &Path) -> Result<Self> {
+    pub(crate) fn install(venv: &Path) -> Result<Self> {
         let python = venv.join("bin/python");
         if !python.is_file() {
             eprintln!("creating a virtualenv at {}", venv.display());
@@ -439,7 +443,7 @@ impl Reference {
 
     /// Starts a server process driving the tmux server on `socket` (every tool enabled) and
     /// connects to it over stdio. `path` replaces `PATH` (the spawn counter's wrapper).
-    pub async fn agent(&self, socket: &str, path: Option<&OsString>) -> Result<Agent> {
+    pub(crate) async fn agent(&self, socket: &str, path: Option<&OsString>) -> Result<Agent> {
         let mut command = Command::new(&self.executable);
         command
             .env_remove("TMUX")
@@ -479,7 +483,7 @@ impl Reference {
 }
 
 /// The `Mcp-Session-Id` an `initialize` answer opened.
-pub fn session_id(response: &reqwest::Response) -> Result<String> {
+pub(crate) fn session_id(response: &reqwest::Response) -> Result<String> {
     Ok(response
         .headers()
         .get("mcp-session-id")
@@ -491,7 +495,7 @@ pub fn session_id(response: &reqwest::Response) -> Result<String> {
 
 /// Where the reference is installed: `$MUXGATE_BENCH_VENV`, else a cache directory in the
 /// user's home (never inside the repository).
-pub fn default_venv() -> Result<PathBuf> {
+pub(crate) fn default_venv() -> Result<PathBuf> {
     if let Some(venv) = std::env::var_os("MUXGATE_BENCH_VENV") {
         return Ok(PathBuf::from(venv));
     }

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 /// The value at quantile `q` (0..=1, nearest rank) of `values`; 0 for none.
-pub fn quantile(values: &[f64], q: f64) -> f64 {
+pub(crate) fn quantile(values: &[f64], q: f64) -> f64 {
     if values.is_empty() {
         return 0.0;
     }
@@ -13,16 +13,16 @@ pub fn quantile(values: &[f64], q: f64) -> f64 {
     sorted[rank.min(sorted.len() - 1)]
 }
 
-pub fn median(values: &[f64]) -> f64 {
+pub(crate) fn median(values: &[f64]) -> f64 {
     quantile(values, 0.5)
 }
 
-pub fn micros(duration: Duration) -> f64 {
+pub(crate) fn micros(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1e6
 }
 
 /// A latency in µs, ms or s with three significant digits.
-pub fn latency(us: f64) -> String {
+pub(crate) fn latency(us: f64) -> String {
     if us < 1_000.0 {
         format!("{} µs", sig3(us))
     } else if us < 1_000_000.0 {
@@ -33,7 +33,7 @@ pub fn latency(us: f64) -> String {
 }
 
 /// A ratio, e.g. `41×` or `3.2×`.
-pub fn ratio(value: f64) -> String {
+pub(crate) fn ratio(value: f64) -> String {
     if !value.is_finite() {
         return "∞".to_owned();
     }
@@ -41,7 +41,7 @@ pub fn ratio(value: f64) -> String {
 }
 
 /// A rate per second, e.g. `12.3 k/s`.
-pub fn rate(per_second: f64) -> String {
+pub(crate) fn rate(per_second: f64) -> String {
     if per_second >= 1_000.0 {
         format!("{} k/s", sig3(per_second / 1_000.0))
     } else {
@@ -70,16 +70,16 @@ fn sig3_int(value: f64) -> String {
 }
 
 /// The clock tick in seconds (CPU times are counted in them).
-pub fn tick_secs() -> f64 {
+pub(crate) fn tick_secs() -> f64 {
     crate::procfs::clock_tick().as_secs_f64()
 }
 
 /// A CPU time in ms.
-pub fn cpu_ms(duration: Duration) -> String {
+pub(crate) fn cpu_ms(duration: Duration) -> String {
     format!("{} ms", duration.as_millis())
 }
 
 /// KiB as MiB with one decimal.
-pub fn mib(kib: f64) -> String {
+pub(crate) fn mib(kib: f64) -> String {
     format!("{:.1} MiB", kib / 1024.0)
 }

@@ -19,7 +19,7 @@ use crate::procfs;
 use crate::servers::{Agent, Call, Muxgate};
 use crate::stats::micros;
 
-pub struct WorkspaceScale {
+pub(crate) struct WorkspaceScale {
     pub workspaces: usize,
     /// The first call of each tenant (its sandbox started, then its first session), µs.
     pub first_calls: Vec<f64>,
@@ -40,7 +40,7 @@ pub struct WorkspaceScale {
     pub quiet_flood: Vec<f64>,
 }
 
-pub async fn workspaces(count: usize, sessions: usize, secs: f64) -> Result<WorkspaceScale> {
+pub(crate) async fn workspaces(count: usize, sessions: usize, secs: f64) -> Result<WorkspaceScale> {
     let tmux = BenchTmux::start("workspaces", None)?;
     let gateway = Muxgate::start_with(
         tmux.socket(),

@@ -2,7 +2,7 @@
 
 /// When and from what the numbers come: the UTC date and the commit (with `+changes` when the
 /// tree differs from it), so a table pasted into BENCHMARKS.md says what it describes.
-pub fn provenance() -> String {
+pub(crate) fn provenance() -> String {
     let run = |program: &str, args: &[&str]| {
         std::process::Command::new(program)
             .args(args)
@@ -24,7 +24,7 @@ pub fn provenance() -> String {
 }
 
 /// The load average over 1, 5 and 15 minutes.
-pub fn load_average() -> String {
+pub(crate) fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_default()

@@ -191,7 +191,7 @@ impl ChainWriter {
     /// Opens (creating with mode 0600) and locks the file, checks that its last record is
     /// sealed with `key`, and continues its chain. A last line cut short by a crash is
     /// terminated and skipped, so `verify` shows it.
-    pub fn open(path: &Path, key: Arc<AuditKey>) -> Result<Self, OpenError> {
+    pub(crate) fn open(path: &Path, key: Arc<AuditKey>) -> Result<Self, OpenError> {
         let mut file = OpenOptions::new()
             .read(true)
             .append(true)
@@ -232,23 +232,23 @@ impl ChainWriter {
     }
 
     /// The file being written.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// `seq` of the last line sealed.
-    pub fn seq(&self) -> u64 {
+    pub(crate) fn seq(&self) -> u64 {
         self.seq
     }
 
     /// Link of the last line sealed ([`GENESIS`] for an empty file).
-    pub fn head(&self) -> &str {
+    pub(crate) fn head(&self) -> &str {
         &self.prev
     }
 
     /// Makes an empty file's chain continue after record `seq` with link `link` (of the file
     /// it was rotated from); its first record is then sealed with that link.
-    pub fn continue_after(&mut self, seq: u64, link: &str) {
+    pub(crate) fn continue_after(&mut self, seq: u64, link: &str) {
         if self.seq == 0 && self.end == 0 && self.backlog.is_empty() {
             self.seq = seq;
             self.written_seq = seq;
@@ -257,28 +257,28 @@ impl ChainWriter {
     }
 
     /// Whether nothing was ever written to or sealed for this file.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.end == 0 && self.backlog.is_empty()
     }
 
     /// The file was renamed to `path` (it is held open, so writing goes on).
-    pub fn moved_to(&mut self, path: &Path) {
+    pub(crate) fn moved_to(&mut self, path: &Path) {
         path.clone_into(&mut self.path);
     }
 
     /// `seq` of the last line in the file.
-    pub fn written_seq(&self) -> u64 {
+    pub(crate) fn written_seq(&self) -> u64 {
         self.written_seq
     }
 
     /// Lines sealed but not yet in the file.
-    pub fn backlog_len(&self) -> usize {
+    pub(crate) fn backlog_len(&self) -> usize {
         self.backlog.len()
     }
 
     /// Seals one line whose body (a JSON object without the link) is `render(seq)` and puts it
     /// in the backlog; returns its `seq`. Nothing is written yet.
-    pub fn seal(&mut self, render: impl FnOnce(u64) -> Vec<u8>) -> u64 {
+    pub(crate) fn seal(&mut self, render: impl FnOnce(u64) -> Vec<u8>) -> u64 {
         let seq = self.seq + 1;
         let (mut line, link) = seal(&self.key, "link", &self.prev, &render(seq));
         line.push(b'\n');
@@ -291,7 +291,7 @@ impl ChainWriter {
     /// Hands the backlog to the OS, in order, until it is empty or the OS refuses. Returns how
     /// many lines reached the file, and the error that stopped it. Lines not written stay in
     /// the backlog; a part of a line that was written is cut off the file again.
-    pub fn write_backlog(&mut self) -> (u64, io::Result<()>) {
+    pub(crate) fn write_backlog(&mut self) -> (u64, io::Result<()>) {
         if self.torn {
             if let Err(e) = self.file.set_len(self.end) {
                 return (0, Err(e));
@@ -332,18 +332,18 @@ impl ChainWriter {
     }
 
     /// Asks the OS to persist what was written.
-    pub fn sync(&mut self) -> io::Result<()> {
+    pub(crate) fn sync(&mut self) -> io::Result<()> {
         self.file.sync_data()
     }
 
     /// The file, to read.
-    pub fn file_mut(&mut self) -> &mut File {
+    pub(crate) fn file_mut(&mut self) -> &mut File {
         &mut self.file
     }
 
     /// Where the last whole line in the file ends (the writer holds the only lock, and
     /// appends only).
-    pub fn end_offset(&self) -> u64 {
+    pub(crate) fn end_offset(&self) -> u64 {
         self.end
     }
 }

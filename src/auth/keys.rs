@@ -12,7 +12,7 @@ use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, KeyAlgorithm, P
 use super::config::{AuthConfig, AuthConfigError, JwtAlgorithm};
 
 /// Shortest HS256 secret accepted, in bytes.
-pub const MIN_SECRET_BYTES: usize = 32;
+pub(super) const MIN_SECRET_BYTES: usize = 32;
 /// Smallest RSA modulus accepted, in bytes (2048 bits).
 const MIN_RSA_MODULUS_BYTES: usize = 256;
 
@@ -34,7 +34,7 @@ pub(crate) struct KeySet {
 
 impl KeySet {
     /// Whether any key carries a `kid` (then tokens must name a known one).
-    pub fn has_kids(&self) -> bool {
+    pub(crate) fn has_kids(&self) -> bool {
         self.keys.iter().any(|k| k.kid.is_some())
     }
 }
@@ -102,7 +102,7 @@ const PLACEHOLDER_WORDS: &[&str] = &[
 /// Why `secret` is obviously not random, if it is: a placeholder's words, few distinct bytes,
 /// a short unit repeated, or little entropy per byte (random base64 has about 5.5 bits, hex
 /// 3.9, an English phrase about 4, `aaaa…` none).
-pub fn not_random(secret: &[u8]) -> Option<&'static str> {
+pub(super) fn not_random(secret: &[u8]) -> Option<&'static str> {
     let lower = secret.to_ascii_lowercase();
     if PLACEHOLDER_WORDS
         .iter()
@@ -367,14 +367,14 @@ pub(crate) mod test_keys {
 
     use crate::auth::config::{AuthConfig, JwtAlgorithm, PublicKeyConfig};
 
-    pub fn path(name: &str) -> PathBuf {
+    pub(crate) fn path(name: &str) -> PathBuf {
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/keys")
             .join(name)
     }
 
     /// A config of `algorithm` whose public keys are the test key `files`, each with its kid.
-    pub fn asym(algorithm: JwtAlgorithm, files: &[(&str, Option<&str>)]) -> AuthConfig {
+    pub(crate) fn asym(algorithm: JwtAlgorithm, files: &[(&str, Option<&str>)]) -> AuthConfig {
         AuthConfig {
             algorithm,
             public_keys: files

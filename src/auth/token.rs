@@ -426,14 +426,14 @@ pub(crate) mod test_support {
     use crate::auth::keys::test_keys::path;
     use jsonwebtoken::{EncodingKey, Header};
 
-    pub const SECRET: &str = "t8Rq2Vx5Kz9Wm3Pb7Lc1Nf4Hd6Js0Gy-test";
+    pub(crate) const SECRET: &str = "t8Rq2Vx5Kz9Wm3Pb7Lc1Nf4Hd6Js0Gy-test";
 
-    pub fn now() -> u64 {
+    pub(crate) fn now() -> u64 {
         jsonwebtoken::get_current_timestamp()
     }
 
     /// Claims that pass with [`AuthConfig::hs256`] defaults.
-    pub fn good_claims() -> serde_json::Value {
+    pub(crate) fn good_claims() -> serde_json::Value {
         serde_json::json!({
             "sub": "alice",
             "iss": "muxgate",
@@ -444,7 +444,7 @@ pub(crate) mod test_support {
         })
     }
 
-    pub fn hs256(claims: &serde_json::Value, secret: &str) -> String {
+    pub(crate) fn hs256(claims: &serde_json::Value, secret: &str) -> String {
         jsonwebtoken::encode(
             &Header::new(jsonwebtoken::Algorithm::HS256),
             claims,
@@ -453,7 +453,7 @@ pub(crate) mod test_support {
         .unwrap()
     }
 
-    pub fn private_key(alg: jsonwebtoken::Algorithm, file: &str) -> EncodingKey {
+    pub(crate) fn private_key(alg: jsonwebtoken::Algorithm, file: &str) -> EncodingKey {
         let pem = std::fs::read(path(file)).unwrap();
         match alg {
             jsonwebtoken::Algorithm::RS256 => EncodingKey::from_rsa_pem(&pem),
@@ -464,7 +464,7 @@ pub(crate) mod test_support {
         .unwrap()
     }
 
-    pub fn signed(
+    pub(crate) fn signed(
         alg: jsonwebtoken::Algorithm,
         file: &str,
         kid: Option<&str>,
@@ -476,7 +476,11 @@ pub(crate) mod test_support {
     }
 
     /// A token with a hand-written header and an arbitrary signature segment.
-    pub fn raw(header: &serde_json::Value, claims: &serde_json::Value, signature: &str) -> String {
+    pub(crate) fn raw(
+        header: &serde_json::Value,
+        claims: &serde_json::Value,
+        signature: &str,
+    ) -> String {
         format!(
             "{}.{}.{}",
             URL_SAFE_NO_PAD.encode(header.to_string()),

@@ -26,7 +26,7 @@ use super::{ApprovalsCommand, ApproverArgs};
 
 const USER_AGENT: &str = "muxgate-approvals";
 
-pub fn run(command: &ApprovalsCommand) -> anyhow::Result<()> {
+pub(super) fn run(command: &ApprovalsCommand) -> anyhow::Result<()> {
     match command {
         ApprovalsCommand::List { gateway, json } => {
             let api = Api::new(gateway)?;

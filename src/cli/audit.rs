@@ -25,7 +25,7 @@ use crate::config::{self, Config};
 /// The log's file name when a directory is given and no `audit.path` names one.
 const DEFAULT_LOG_NAME: &str = "audit.jsonl";
 
-pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let defaults = defaults(args)?;
     let Some(key_path) = &defaults.key else {
         println!(

@@ -19,7 +19,7 @@ use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
 use super::HealthcheckArgs;
 use super::http_client::{Request, parse_url, provider, send};
 
-pub fn run(args: &HealthcheckArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(args: &HealthcheckArgs) -> anyhow::Result<ExitCode> {
     let url = super::url_or_configured(args.url.as_deref(), &args.config, "/healthz")?;
     let timeout = Duration::from_secs(args.timeout.max(1));
     let status = get_status(&url, timeout).with_context(|| format!("GET {url}"))?;

@@ -24,21 +24,21 @@ use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
 
 /// Largest body read, as sent (chunk framing included): the gateway's answers are small, and a
 /// wrong URL must not fill memory.
-pub const MAX_BODY: usize = 1024 * 1024;
+pub(super) const MAX_BODY: usize = 1024 * 1024;
 
 /// Largest status line and headers read.
 const MAX_HEAD: usize = 64 * 1024;
 
 /// A parsed `http[s]://host[:port]/path`.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Target {
+pub(super) struct Target {
     pub tls: bool,
     pub host: String,
     pub port: u16,
     pub path: String,
 }
 
-pub fn parse_url(url: &str) -> anyhow::Result<Target> {
+pub(super) fn parse_url(url: &str) -> anyhow::Result<Target> {
     let (tls, rest) = if let Some(rest) = url.strip_prefix("http://") {
         (false, rest)
     } else if let Some(rest) = url.strip_prefix("https://") {
@@ -80,7 +80,7 @@ fn default_port(tls: bool) -> u16 {
 }
 
 /// What to send; `Host`, `Connection: close` and (with a body) `Content-Length` are added.
-pub struct Request<'a> {
+pub(super) struct Request<'a> {
     pub method: &'a str,
     pub path: &'a str,
     pub headers: &'a [(&'a str, &'a str)],
@@ -89,7 +89,7 @@ pub struct Request<'a> {
 
 /// The whole answer.
 #[derive(Debug)]
-pub struct Response {
+pub(super) struct Response {
     pub status: u16,
     /// Names as sent; look them up with [`Response::header`].
     pub headers: Vec<(String, String)>,
@@ -98,7 +98,7 @@ pub struct Response {
 
 impl Response {
     /// The first value of a header, its name compared without case.
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(super) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
@@ -107,13 +107,13 @@ impl Response {
 }
 
 /// The ring provider: the only one muxgate builds with.
-pub fn provider() -> Arc<CryptoProvider> {
+pub(super) fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
 /// A TLS configuration that trusts only the certificates in `ca_file` (PEM: the gateway's own
 /// certificate when self-signed, or the CA that issued it), and checks the server's name.
-pub fn verifying_tls(ca_file: &Path) -> anyhow::Result<Arc<ClientConfig>> {
+pub(super) fn verifying_tls(ca_file: &Path) -> anyhow::Result<Arc<ClientConfig>> {
     let pem =
         std::fs::read(ca_file).with_context(|| format!("cannot read {}", ca_file.display()))?;
     let mut roots = RootCertStore::empty();
@@ -137,7 +137,7 @@ pub fn verifying_tls(ca_file: &Path) -> anyhow::Result<Arc<ClientConfig>> {
 
 /// Sends one request and reads the whole answer. `tls` is required for an `https` target.
 /// Connecting, and then the exchange, each take at most `timeout`.
-pub fn send(
+pub(super) fn send(
     target: &Target,
     tls: Option<Arc<ClientConfig>>,
     request: &Request,
@@ -437,7 +437,7 @@ fn framing(response: &Response) -> anyhow::Result<Framing> {
 
 /// Why a chunked body could not be decoded.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ChunkedError {
+pub(super) enum ChunkedError {
     #[error("the chunked body ends early")]
     Truncated,
     #[error("bad chunk size line {0:?} in the chunked body")]
@@ -448,7 +448,7 @@ pub enum ChunkedError {
 
 /// Decodes a `Transfer-Encoding: chunked` body (RFC 9112 §7.1): chunk extensions and trailers
 /// are skipped; anything after the final empty line is ignored. Lines may end in CRLF or LF.
-pub fn decode_chunked(data: &[u8]) -> Result<Vec<u8>, ChunkedError> {
+pub(super) fn decode_chunked(data: &[u8]) -> Result<Vec<u8>, ChunkedError> {
     let mut body = Vec::new();
     let mut rest = data;
     loop {

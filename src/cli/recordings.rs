@@ -12,7 +12,7 @@ use crate::config::{self, Config};
 use crate::recordings::cast::Cast;
 use crate::recordings::store;
 
-pub fn run(command: &RecordingsCommand) -> anyhow::Result<()> {
+pub(super) fn run(command: &RecordingsCommand) -> anyhow::Result<()> {
     match command {
         RecordingsCommand::List { config, dir } => {
             let dir = directory(config.config.as_deref(), dir.as_deref())?;

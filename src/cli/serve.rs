@@ -28,7 +28,7 @@ use crate::limits::LimitsConfig;
 use crate::telemetry::subscriber;
 use crate::workspace::sandbox::Network;
 
-pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+pub(super) fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut loaded = Config::load(args.config.config.as_deref(), config::process_env()?)?;
     if let Some(bind) = args.bind {
         loaded.config.http.bind = bind;

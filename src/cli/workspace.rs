@@ -10,7 +10,7 @@ use super::WorkspaceCommand;
 use crate::config::Config;
 use crate::workspace::admin::{self, WorkspaceStatus};
 
-pub async fn run(config: &Config, command: &WorkspaceCommand) -> anyhow::Result<()> {
+pub(super) async fn run(config: &Config, command: &WorkspaceCommand) -> anyhow::Result<()> {
     let state = config
         .state
         .resolve(|var| std::env::var_os(var))

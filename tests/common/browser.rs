@@ -15,7 +15,7 @@ type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// A headless Chromium, killed on drop.
-pub struct Browser {
+pub(crate) struct Browser {
     _child: tokio::process::Child,
     _profile: tempfile::TempDir,
     /// The DevTools HTTP endpoint, `http://127.0.0.1:PORT`.
@@ -24,7 +24,7 @@ pub struct Browser {
 
 impl Browser {
     /// Starts a headless Chromium showing `url`.
-    pub async fn start(url: &str) -> Self {
+    pub(crate) async fn start(url: &str) -> Self {
         let profile = tempfile::tempdir().expect("a profile directory");
         let mut child = tokio::process::Command::new("chromium")
             .args([
@@ -68,7 +68,7 @@ impl Browser {
     }
 
     /// The DevTools connection of the page that shows `url`.
-    pub async fn page(&self, url: &str) -> Page {
+    pub(crate) async fn page(&self, url: &str) -> Page {
         let deadline = Instant::now() + Duration::from_secs(15);
         loop {
             let targets: Value = reqwest::get(format!("{}/json/list", self.devtools))
@@ -98,14 +98,14 @@ impl Browser {
 }
 
 /// One page's DevTools socket.
-pub struct Page {
+pub(crate) struct Page {
     socket: Socket,
     next_id: u64,
 }
 
 impl Page {
     /// Sends a DevTools command and returns its result.
-    pub async fn command(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) async fn command(&mut self, method: &str, params: Value) -> Value {
         match self.try_command(method, params).await {
             Ok(result) => result,
             Err(error) => panic!("{method}: {error}"),
@@ -113,7 +113,11 @@ impl Page {
     }
 
     /// Sends a DevTools command: its result, or the error it got.
-    pub async fn try_command(&mut self, method: &str, params: Value) -> Result<Value, Value> {
+    pub(crate) async fn try_command(
+        &mut self,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, Value> {
         let id = self.next_id;
         self.next_id += 1;
         let request = json!({"id": id, "method": method, "params": params});
@@ -143,7 +147,7 @@ impl Page {
 
     /// Waits until the page has loaded and its script put the first screen up (the page may
     /// still be replacing `about:blank` when the socket opens, which evaluation errors say).
-    pub async fn wait_live(&mut self) {
+    pub(crate) async fn wait_live(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let status = self
@@ -162,7 +166,7 @@ impl Page {
     }
 
     /// Evaluates `expression` in the page and returns its value.
-    pub async fn eval(&mut self, expression: &str) -> Value {
+    pub(crate) async fn eval(&mut self, expression: &str) -> Value {
         let result = self
             .command(
                 "Runtime.evaluate",
@@ -173,7 +177,7 @@ impl Page {
     }
 
     /// The text of the page's screen.
-    pub async fn screen_text(&mut self) -> String {
+    pub(crate) async fn screen_text(&mut self) -> String {
         self.eval("document.getElementById('screen').textContent")
             .await
             .as_str()
@@ -183,7 +187,11 @@ impl Page {
 
     /// Polls the screen's text until it holds `needle`; how long that took, or `None` after
     /// `timeout`.
-    pub async fn wait_for_text(&mut self, needle: &str, timeout: Duration) -> Option<Duration> {
+    pub(crate) async fn wait_for_text(
+        &mut self,
+        needle: &str,
+        timeout: Duration,
+    ) -> Option<Duration> {
         let started = Instant::now();
         while started.elapsed() < timeout {
             if self.screen_text().await.contains(needle) {
@@ -195,7 +203,7 @@ impl Page {
     }
 
     /// A PNG screenshot of the page, written to `path`.
-    pub async fn screenshot(&mut self, path: &Path) {
+    pub(crate) async fn screenshot(&mut self, path: &Path) {
         let shot = self
             .command("Page.captureScreenshot", json!({"format": "png"}))
             .await;

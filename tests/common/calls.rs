@@ -11,10 +11,10 @@ use serde_json::Value;
 
 use super::TestGateway;
 
-pub type Client = RunningService<RoleClient, ClientConfig>;
+pub(crate) type Client = RunningService<RoleClient, ClientConfig>;
 
 /// A 2025-11-25 client with an MCP session, authenticated with `token`.
-pub async fn legacy(gateway: &TestGateway, token: &str) -> Client {
+pub(crate) async fn legacy(gateway: &TestGateway, token: &str) -> Client {
     ClientConfig::default()
         .serve(gateway.transport_with(token))
         .await
@@ -22,7 +22,7 @@ pub async fn legacy(gateway: &TestGateway, token: &str) -> Client {
 }
 
 /// A 2026-07-28 client (stateless, `server/discover`), authenticated with `token`.
-pub async fn stateless(gateway: &TestGateway, token: &str) -> Client {
+pub(crate) async fn stateless(gateway: &TestGateway, token: &str) -> Client {
     ClientConfig::default()
         .serve_with_lifecycle(
             gateway.transport_with(token),
@@ -35,7 +35,7 @@ pub async fn stateless(gateway: &TestGateway, token: &str) -> Client {
 }
 
 /// Calls a tool; `args` must be a JSON object.
-pub async fn call(client: &Client, name: &str, args: Value) -> CallToolResult {
+pub(crate) async fn call(client: &Client, name: &str, args: Value) -> CallToolResult {
     let arguments = args.as_object().expect("arguments are an object").clone();
     client
         .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(arguments))
@@ -44,7 +44,7 @@ pub async fn call(client: &Client, name: &str, args: Value) -> CallToolResult {
 }
 
 /// Calls a tool that must succeed; returns its structured content.
-pub async fn ok(client: &Client, name: &str, args: Value) -> Value {
+pub(crate) async fn ok(client: &Client, name: &str, args: Value) -> Value {
     let result = call(client, name, args.clone()).await;
     assert_eq!(
         result.is_error,
@@ -58,7 +58,7 @@ pub async fn ok(client: &Client, name: &str, args: Value) -> Value {
 }
 
 /// Calls a tool that must fail; returns its error (kind, message, suggestion).
-pub async fn err(client: &Client, name: &str, args: Value) -> Value {
+pub(crate) async fn err(client: &Client, name: &str, args: Value) -> Value {
     let result = call(client, name, args.clone()).await;
     assert_eq!(
         result.is_error,
@@ -75,7 +75,7 @@ pub async fn err(client: &Client, name: &str, args: Value) -> Value {
 }
 
 /// Asserts an error of `kind` whose message contains `needle`.
-pub async fn err_kind(client: &Client, name: &str, args: Value, kind: &str, needle: &str) {
+pub(crate) async fn err_kind(client: &Client, name: &str, args: Value, kind: &str, needle: &str) {
     let error = err(client, name, args.clone()).await;
     assert_eq!(error["kind"], kind, "{name} {args}: {error}");
     assert!(
@@ -89,7 +89,7 @@ pub async fn err_kind(client: &Client, name: &str, args: Value, kind: &str, need
 
 /// A token for `sub` with `scopes`, limited to sessions matching `sessions` (if given) and,
 /// with `own_sessions`, to the sessions it creates.
-pub fn token(
+pub(crate) fn token(
     gateway: &TestGateway,
     sub: &str,
     scopes: &[&str],
@@ -112,7 +112,7 @@ pub fn token(
 }
 
 /// Every scope, limited to sessions matching `sessions`.
-pub fn admin_limited_to(gateway: &TestGateway, sub: &str, sessions: &[&str]) -> String {
+pub(crate) fn admin_limited_to(gateway: &TestGateway, sub: &str, sessions: &[&str]) -> String {
     token(
         gateway,
         sub,

@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 use super::tmux::TestTmux;
 
 /// A pty pair sized `cols`x`rows`; returns (master, slave).
-pub fn open_pty(cols: u16, rows: u16) -> (OwnedFd, OwnedFd) {
+pub(crate) fn open_pty(cols: u16, rows: u16) -> (OwnedFd, OwnedFd) {
     let mut master = 0;
     let mut slave = 0;
     let size = libc::winsize {
@@ -32,13 +32,13 @@ pub fn open_pty(cols: u16, rows: u16) -> (OwnedFd, OwnedFd) {
 }
 
 /// An attached `tmux attach -t session` on a pty (TERM xterm-256color); killed on drop.
-pub struct Human {
+pub(crate) struct Human {
     child: Child,
 }
 
 impl Human {
     /// Attaches to `session` on a `cols`x`rows` terminal; the terminal's output is drained.
-    pub fn attach(tmux: &TestTmux, session: &str, cols: u16, rows: u16) -> Self {
+    pub(crate) fn attach(tmux: &TestTmux, session: &str, cols: u16, rows: u16) -> Self {
         let (master, slave) = open_pty(cols, rows);
         let child = Command::new("tmux")
             .args(["-L", &tmux.socket, "attach-session", "-t", session])
@@ -67,7 +67,7 @@ impl Drop for Human {
 
 /// What the human sees: their client's size, session and current window, every window's size
 /// and active flag, and the session environment.
-pub fn human_view(tmux: &TestTmux, session: &str) -> (String, String, String) {
+pub(crate) fn human_view(tmux: &TestTmux, session: &str) -> (String, String, String) {
     let clients = tmux.ok(&[
         "list-clients",
         "-F",
@@ -87,7 +87,7 @@ pub fn human_view(tmux: &TestTmux, session: &str) -> (String, String, String) {
 }
 
 /// Whether a human client is attached.
-pub fn human_attached(tmux: &TestTmux) -> bool {
+pub(crate) fn human_attached(tmux: &TestTmux) -> bool {
     tmux.ok(&["list-clients", "-F", "#{client_termname}"])
         .contains("xterm")
 }

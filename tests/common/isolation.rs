@@ -22,11 +22,11 @@ use std::path::PathBuf;
 /// Where the developer's own `HOME` is kept for the few tests that look for a program
 /// installed below it (`~/.cargo/bin/zellij`); also marks the environment as already isolated
 /// (in a test binary that includes this module twice, and in a child test process).
-pub const USER_HOME_VAR: &str = "TESTS_USER_HOME";
+pub(crate) const USER_HOME_VAR: &str = "TESTS_USER_HOME";
 
 /// The shell tmux and Zellij start when a test names none: always installed where the suite
 /// runs, and integrated by the gateway (tests/shell_integration.rs relies on that).
-pub const LOGIN_SHELL: &str = "/bin/bash";
+pub(crate) const LOGIN_SHELL: &str = "/bin/bash";
 
 /// The startup files the isolated home holds, and why.
 const HOME_FILES: &[(&str, &str)] = &[
@@ -108,6 +108,6 @@ extern "C" fn remove_home() {
 
 /// The developer's `HOME` the tests were started with, to find programs installed below it;
 /// never a home for anything the tests start.
-pub fn user_home() -> Option<OsString> {
+pub(crate) fn user_home() -> Option<OsString> {
     std::env::var_os(USER_HOME_VAR).filter(|home| !home.is_empty())
 }

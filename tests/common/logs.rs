@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// Everything logged in this test process through `filter` (an `EnvFilter` directive, e.g.
 /// `muxgate::http::tls=info`), as plain text. The first call installs the process's
 /// subscriber; later calls, whatever their filter, share it.
-pub fn captured(filter: &str) -> Arc<Mutex<Vec<u8>>> {
+pub(crate) fn captured(filter: &str) -> Arc<Mutex<Vec<u8>>> {
     static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
     LOGS.get_or_init(|| {
         let logs = Arc::new(Mutex::new(Vec::new()));
@@ -23,7 +23,7 @@ pub fn captured(filter: &str) -> Arc<Mutex<Vec<u8>>> {
 }
 
 /// The text captured so far.
-pub fn text(logs: &Mutex<Vec<u8>>) -> String {
+pub(crate) fn text(logs: &Mutex<Vec<u8>>) -> String {
     String::from_utf8_lossy(&logs.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
 }
 

@@ -7,10 +7,10 @@ use serde_json::Value;
 
 use super::TestGateway;
 
-pub type Client = RunningService<rmcp::RoleClient, ClientConfig>;
+pub(crate) type Client = RunningService<rmcp::RoleClient, ClientConfig>;
 
 /// A client with the gateway's full-access token.
-pub async fn connect(gateway: &TestGateway) -> Client {
+pub(crate) async fn connect(gateway: &TestGateway) -> Client {
     ClientConfig::default()
         .serve(gateway.transport())
         .await
@@ -18,7 +18,7 @@ pub async fn connect(gateway: &TestGateway) -> Client {
 }
 
 /// A client with `token`.
-pub async fn connect_with(gateway: &TestGateway, token: &str) -> Client {
+pub(crate) async fn connect_with(gateway: &TestGateway, token: &str) -> Client {
     ClientConfig::default()
         .serve(gateway.transport_with(token))
         .await
@@ -26,7 +26,7 @@ pub async fn connect_with(gateway: &TestGateway, token: &str) -> Client {
 }
 
 /// Calls a tool; `args` must be a JSON object.
-pub async fn call(client: &Client, name: &str, args: Value) -> CallToolResult {
+pub(crate) async fn call(client: &Client, name: &str, args: Value) -> CallToolResult {
     let args = args.as_object().expect("arguments are an object").clone();
     client
         .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(args))
@@ -35,7 +35,7 @@ pub async fn call(client: &Client, name: &str, args: Value) -> CallToolResult {
 }
 
 /// Calls a tool that must succeed; returns its structured content.
-pub async fn ok(client: &Client, name: &str, args: Value) -> Value {
+pub(crate) async fn ok(client: &Client, name: &str, args: Value) -> Value {
     let result = call(client, name, args.clone()).await;
     assert_eq!(
         result.is_error,
@@ -50,7 +50,7 @@ pub async fn ok(client: &Client, name: &str, args: Value) -> Value {
 
 /// Calls a tool that must fail with `kind`; returns the error object (kind, message,
 /// suggestion).
-pub async fn fails(client: &Client, name: &str, args: Value, kind: &str) -> Value {
+pub(crate) async fn fails(client: &Client, name: &str, args: Value, kind: &str) -> Value {
     let result = call(client, name, args.clone()).await;
     assert_eq!(
         result.is_error,

@@ -5,20 +5,20 @@
 //! Each test binary uses a subset of these helpers.
 #![allow(dead_code)]
 
-pub mod browser;
-pub mod calls;
-pub mod human;
-pub mod isolation;
-pub mod logs;
-pub mod mcp_client;
-pub mod needs;
-pub mod probe;
-pub mod pty;
-pub mod serve;
-pub mod sockets;
-pub mod tmux;
-pub mod tools;
-pub mod workspaces;
+pub(crate) mod browser;
+pub(crate) mod calls;
+pub(crate) mod human;
+pub(crate) mod isolation;
+pub(crate) mod logs;
+pub(crate) mod mcp_client;
+pub(crate) mod needs;
+pub(crate) mod probe;
+pub(crate) mod pty;
+pub(crate) mod serve;
+pub(crate) mod sockets;
+pub(crate) mod tmux;
+pub(crate) mod tools;
+pub(crate) mod workspaces;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -37,7 +37,7 @@ use tokio_util::sync::CancellationToken;
 
 /// The `{kind, message, suggestion}` of a failed tool call, parsed from its text
 /// (`error (<kind>): <message>\nsuggestion: <suggestion>`); panics on any other result.
-pub fn tool_error(result: &rmcp::model::CallToolResult) -> Value {
+pub(crate) fn tool_error(result: &rmcp::model::CallToolResult) -> Value {
     assert_eq!(result.is_error, Some(true), "expected an error: {result:?}");
     assert_eq!(
         result.structured_content, None,
@@ -55,14 +55,14 @@ pub fn tool_error(result: &rmcp::model::CallToolResult) -> Value {
 }
 
 /// The protocol versions the tests speak.
-pub const LEGACY_VERSION: &str = "2025-11-25";
-pub const STATELESS_VERSION: &str = "2026-07-28";
+pub(crate) const LEGACY_VERSION: &str = "2025-11-25";
+pub(crate) const STATELESS_VERSION: &str = "2026-07-28";
 
 /// The HS256 secret test gateways sign and verify with.
-pub const TEST_SECRET: &str = "muxgate-test-secret-0123456789abcdef0123456789";
+pub(crate) const TEST_SECRET: &str = "muxgate-test-secret-0123456789abcdef0123456789";
 
 /// A gateway serving on `127.0.0.1:<free port>` inside the test process.
-pub struct TestGateway {
+pub(crate) struct TestGateway {
     pub addr: SocketAddr,
     /// `http://127.0.0.1:<port>`
     pub base: String,
@@ -81,7 +81,7 @@ pub struct TestGateway {
 
 impl TestGateway {
     /// Cancels the gateway and waits for its server task to end (at most `timeout`).
-    pub async fn stop(mut self, timeout: Duration) -> std::io::Result<()> {
+    pub(crate) async fn stop(mut self, timeout: Duration) -> std::io::Result<()> {
         self.shutdown.cancel();
         let task = self.task.take().expect("task present until stopped");
         tokio::time::timeout(timeout, task)
@@ -91,7 +91,7 @@ impl TestGateway {
     }
 
     /// A token for `sub` with `scopes`, signed with the gateway's key.
-    pub fn mint(&self, sub: &str, scopes: &[&str]) -> String {
+    pub(crate) fn mint(&self, sub: &str, scopes: &[&str]) -> String {
         TokenMinter::from_config(&self.config.auth)
             .expect("minter")
             .mint(&MintRequest {
@@ -108,19 +108,22 @@ impl TestGateway {
     }
 
     /// rmcp's client transport, authenticated with `token`.
-    pub fn transport_with(&self, token: &str) -> StreamableHttpClientTransport<reqwest::Client> {
+    pub(crate) fn transport_with(
+        &self,
+        token: &str,
+    ) -> StreamableHttpClientTransport<reqwest::Client> {
         StreamableHttpClientTransport::from_config(
             StreamableHttpClientTransportConfig::with_uri(self.mcp_url.as_str()).auth_header(token),
         )
     }
 
     /// rmcp's client transport with the full-access test token.
-    pub fn transport(&self) -> StreamableHttpClientTransport<reqwest::Client> {
+    pub(crate) fn transport(&self) -> StreamableHttpClientTransport<reqwest::Client> {
         self.transport_with(&self.token)
     }
 
     /// A raw MCP client carrying the full-access test token.
-    pub fn raw(&self) -> RawMcp {
+    pub(crate) fn raw(&self) -> RawMcp {
         let mut raw = RawMcp::new(&self.mcp_url);
         raw.bearer = Some(self.token.clone());
         raw
@@ -136,7 +139,7 @@ impl Drop for TestGateway {
 /// Starts a gateway for `config` (its `http.bind` is ignored; without an auth secret it gets
 /// [`TEST_SECRET`], without a state directory a fresh one) exactly as `muxgate serve`
 /// assembles one.
-pub async fn spawn_gateway(mut config: Config) -> TestGateway {
+pub(crate) async fn spawn_gateway(mut config: Config) -> TestGateway {
     if config.auth.secret.is_none() && config.auth.secret_file.is_none() {
         config.auth.secret = Some(SecretString::new(TEST_SECRET));
     }
@@ -175,7 +178,7 @@ pub async fn spawn_gateway(mut config: Config) -> TestGateway {
 }
 
 /// A config whose rate limits do not get in the way of tests that make many calls quickly.
-pub fn relaxed(mut config: Config) -> Config {
+pub(crate) fn relaxed(mut config: Config) -> Config {
     let many = std::num::NonZeroU32::new(100_000).expect("non-zero");
     config.limits.requests_per_second = many;
     config.limits.request_burst = many;
@@ -185,12 +188,12 @@ pub fn relaxed(mut config: Config) -> Config {
 }
 
 /// A generous deadline for subscribing to a pane's output in engine tests.
-pub fn subscribe_deadline() -> tokio::time::Instant {
+pub(crate) fn subscribe_deadline() -> tokio::time::Instant {
     tokio::time::Instant::now() + Duration::from_secs(30)
 }
 
 /// Polls `condition` every 20 ms until it holds or `timeout` passes.
-pub async fn wait_until(timeout: Duration, mut condition: impl FnMut() -> bool) -> bool {
+pub(crate) async fn wait_until(timeout: Duration, mut condition: impl FnMut() -> bool) -> bool {
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         if condition() {
@@ -204,7 +207,7 @@ pub async fn wait_until(timeout: Duration, mut condition: impl FnMut() -> bool) 
 }
 
 /// Like [`wait_until`], for a condition that has to be awaited (a scrape of `/metrics`, a call).
-pub async fn wait_until_async<F: Future<Output = bool>>(
+pub(crate) async fn wait_until_async<F: Future<Output = bool>>(
     timeout: Duration,
     mut condition: impl FnMut() -> F,
 ) -> bool {
@@ -221,7 +224,7 @@ pub async fn wait_until_async<F: Future<Output = bool>>(
 }
 
 /// A raw MCP-over-HTTP client for tests that check the wire (headers, status codes).
-pub struct RawMcp {
+pub(crate) struct RawMcp {
     pub http: reqwest::Client,
     pub url: String,
     /// Sent as `Mcp-Session-Id` when set.
@@ -233,7 +236,7 @@ pub struct RawMcp {
 }
 
 impl RawMcp {
-    pub fn new(url: &str) -> Self {
+    pub(crate) fn new(url: &str) -> Self {
         Self {
             http: reqwest::Client::new(),
             url: url.to_owned(),
@@ -246,7 +249,7 @@ impl RawMcp {
     /// A POST with the headers Streamable HTTP requires, plus session and version if known.
     /// At [`STATELESS_VERSION`] it also sends the `Mcp-Method` (and for requests naming a
     /// tool, prompt or resource, `Mcp-Name`) headers that version requires.
-    pub fn post(&self, body: &Value) -> reqwest::RequestBuilder {
+    pub(crate) fn post(&self, body: &Value) -> reqwest::RequestBuilder {
         let mut request = self
             .http
             .post(&self.url)
@@ -276,13 +279,13 @@ impl RawMcp {
     }
 
     /// A GET for the session's standalone SSE stream.
-    pub fn stream(&self) -> reqwest::RequestBuilder {
+    pub(crate) fn stream(&self) -> reqwest::RequestBuilder {
         self.with_session(self.http.get(&self.url))
             .header("accept", "text/event-stream")
     }
 
     /// A DELETE ending the session.
-    pub fn delete(&self) -> reqwest::RequestBuilder {
+    pub(crate) fn delete(&self) -> reqwest::RequestBuilder {
         self.with_session(self.http.delete(&self.url))
     }
 
@@ -301,7 +304,7 @@ impl RawMcp {
     }
 
     /// POSTs a JSON-RPC request and returns its response message (from JSON or SSE).
-    pub async fn request(&self, body: &Value) -> Value {
+    pub(crate) async fn request(&self, body: &Value) -> Value {
         let response = self.post(body).send().await.expect("POST /mcp");
         assert!(
             response.status().is_success(),
@@ -312,7 +315,7 @@ impl RawMcp {
     }
 
     /// `initialize` + `notifications/initialized` at [`LEGACY_VERSION`]; keeps the session id.
-    pub async fn initialize(&mut self) -> Value {
+    pub(crate) async fn initialize(&mut self) -> Value {
         let response = self
             .post(&json!({
                 "jsonrpc": "2.0", "id": 0, "method": "initialize",
@@ -348,7 +351,7 @@ impl RawMcp {
 }
 
 /// The `_meta` a 2026-07-28 request carries in place of a session.
-pub fn stateless_meta() -> Value {
+pub(crate) fn stateless_meta() -> Value {
     json!({
         "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
         "io.modelcontextprotocol/clientInfo": {"name": "raw-test", "version": "0"},
@@ -358,7 +361,7 @@ pub fn stateless_meta() -> Value {
 
 /// The JSON-RPC response in an HTTP response body, whether sent as JSON or as SSE events
 /// (the first event whose data is a message with an `id` and a result or error).
-pub async fn response_message(response: reqwest::Response) -> Value {
+pub(crate) async fn response_message(response: reqwest::Response) -> Value {
     let is_sse = response
         .headers()
         .get("content-type")
@@ -392,14 +395,14 @@ pub async fn response_message(response: reqwest::Response) -> Value {
 
 /// One server-sent event.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SseEvent {
+pub(crate) struct SseEvent {
     pub id: Option<String>,
     pub data: String,
 }
 
 /// Posts the request `body` (JSON-RPC id `id`) and reads its SSE answer whole: returns the
 /// `notifications/progress` messages it carried and the response with that id.
-pub async fn call_with_progress(mcp: &RawMcp, id: u64, body: &Value) -> (Vec<Value>, Value) {
+pub(crate) async fn call_with_progress(mcp: &RawMcp, id: u64, body: &Value) -> (Vec<Value>, Value) {
     let text = mcp
         .post(body)
         .header("accept", "application/json, text/event-stream")
@@ -426,7 +429,7 @@ pub async fn call_with_progress(mcp: &RawMcp, id: u64, body: &Value) -> (Vec<Val
 }
 
 /// Parses the complete events in an SSE text (an unterminated last event is left out).
-pub fn sse_events(text: &str) -> Vec<SseEvent> {
+pub(crate) fn sse_events(text: &str) -> Vec<SseEvent> {
     let normalized = text.replace("\r\n", "\n");
     let mut blocks: Vec<&str> = normalized.split("\n\n").collect();
     blocks.pop();
@@ -453,7 +456,7 @@ pub fn sse_events(text: &str) -> Vec<SseEvent> {
 }
 
 /// The tools a client with the default toolsets is shown by a gateway with tmux servers only.
-pub fn default_listing() -> Vec<String> {
+pub(crate) fn default_listing() -> Vec<String> {
     let shown = muxgate::auth::Toolsets::default();
     muxgate::mcp::catalog::tools()
         .into_iter()
@@ -467,7 +470,7 @@ pub fn default_listing() -> Vec<String> {
 
 /// A config with one server on `socket_name`, merged over the embedded default, with
 /// [`relaxed`] rate limits.
-pub fn config_with_server(name: &str, socket_name: &str, allow_absent: bool) -> Config {
+pub(crate) fn config_with_server(name: &str, socket_name: &str, allow_absent: bool) -> Config {
     relaxed(
         Config::from_toml_str(&format!(
             "[tmux.servers.{name}]\nsocket_name = '{socket_name}'\nallow_absent = {allow_absent}\n"

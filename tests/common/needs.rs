@@ -6,7 +6,7 @@ use std::path::Path;
 
 /// Whether `program` is on `PATH`; if not, says which Debian `package` provides it and
 /// (outside CI) that `what` is skipped.
-pub fn program(program: &str, package: &str, what: &str) -> bool {
+pub(crate) fn program(program: &str, package: &str, what: &str) -> bool {
     let found = std::env::var_os("PATH").is_some_and(|path| {
         std::env::split_paths(&path).any(|dir| is_executable(&dir.join(program)))
     });
@@ -20,7 +20,7 @@ pub fn program(program: &str, package: &str, what: &str) -> bool {
 }
 
 /// Whether workspace sandboxes can run here (bubblewrap is installed); see [`program`].
-pub fn sandbox(what: &str) -> bool {
+pub(crate) fn sandbox(what: &str) -> bool {
     program("bwrap", "bubblewrap", what)
 }
 

@@ -4,12 +4,12 @@
 /// The value of the sample `name` (exactly, labels included, e.g.
 /// `muxgate_tmux_control_connections{server="work",connection="output"}`) in a scrape of
 /// `base`/metrics; 0 when absent.
-pub async fn metric(base: &str, name: &str) -> f64 {
+pub(crate) async fn metric(base: &str, name: &str) -> f64 {
     metric_sample(base, name).await.unwrap_or(0.0)
 }
 
 /// The value of the sample `name` in a scrape of `base`/metrics; `None` when absent.
-pub async fn metric_sample(base: &str, name: &str) -> Option<f64> {
+pub(crate) async fn metric_sample(base: &str, name: &str) -> Option<f64> {
     let text = reqwest::get(format!("{base}/metrics"))
         .await
         .expect("GET /metrics")
@@ -20,7 +20,7 @@ pub async fn metric_sample(base: &str, name: &str) -> Option<f64> {
 }
 
 /// The value of the sample `name` in an exposition text.
-pub fn sample(text: &str, name: &str) -> Option<f64> {
+pub(crate) fn sample(text: &str, name: &str) -> Option<f64> {
     text.lines().filter(|l| !l.starts_with('#')).find_map(|l| {
         let (key, value) = l.rsplit_once(' ')?;
         (key == name).then(|| value.parse().ok()).flatten()
@@ -28,7 +28,7 @@ pub fn sample(text: &str, name: &str) -> Option<f64> {
 }
 
 /// A field of `/proc/<pid>/status` in its own unit (kB for memory), e.g. `VmRSS`, `Threads`.
-pub fn status_field(pid: &str, field: &str) -> u64 {
+pub(crate) fn status_field(pid: &str, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read status");
     status
         .lines()
@@ -38,12 +38,12 @@ pub fn status_field(pid: &str, field: &str) -> u64 {
 }
 
 /// Resident memory of this process, in KiB.
-pub fn own_rss_kib() -> u64 {
+pub(crate) fn own_rss_kib() -> u64 {
     status_field("self", "VmRSS")
 }
 
 /// Open file descriptors of this process.
-pub fn own_fds() -> usize {
+pub(crate) fn own_fds() -> usize {
     std::fs::read_dir("/proc/self/fd")
         .expect("read fds")
         .count()

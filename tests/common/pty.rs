@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use super::tmux::TestTmux;
 
 /// A pty pair sized `cols`x`rows`; returns (master, slave).
-pub fn open_pty(cols: u16, rows: u16) -> (OwnedFd, OwnedFd) {
+pub(crate) fn open_pty(cols: u16, rows: u16) -> (OwnedFd, OwnedFd) {
     let mut master = 0;
     let mut slave = 0;
     let size = libc::winsize {
@@ -33,7 +33,7 @@ pub fn open_pty(cols: u16, rows: u16) -> (OwnedFd, OwnedFd) {
 }
 
 /// An attached `tmux attach-session -t main` with TERM xterm-256color.
-pub struct Human(Child);
+pub(crate) struct Human(Child);
 
 impl Drop for Human {
     fn drop(&mut self) {
@@ -43,7 +43,7 @@ impl Drop for Human {
 }
 
 /// Attaches a human-like client to session `main` of `tmux` on a `cols`x`rows` terminal.
-pub fn attach_human(tmux: &TestTmux, cols: u16, rows: u16) -> Human {
+pub(crate) fn attach_human(tmux: &TestTmux, cols: u16, rows: u16) -> Human {
     let (master, slave) = open_pty(cols, rows);
     let child = Command::new("tmux")
         .args(["-L", &tmux.socket, "attach-session", "-t", "main"])

@@ -9,7 +9,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Child;
 
 /// A running `muxgate serve --config FILE --bind 127.0.0.1:0`; killed on drop if still running.
-pub struct ServeProcess {
+pub(crate) struct ServeProcess {
     child: Child,
     pub pid: libc::pid_t,
     /// `http://127.0.0.1:<port>` (or `https://…`).
@@ -22,7 +22,7 @@ pub struct ServeProcess {
 /// How a [`ServeProcess`] is started beyond its config, log and environment: the circumstances
 /// a service manager or container runtime gives a real gateway.
 #[derive(Default)]
-pub struct ServeOptions {
+pub(crate) struct ServeOptions {
     /// The working directory (a relative `--config` is read from it).
     pub cwd: Option<PathBuf>,
     /// The user and group it runs as (the test runs as root).
@@ -41,13 +41,13 @@ pub struct ServeOptions {
 impl ServeProcess {
     /// Starts the process with `envs` added and waits for its banner. Its default state
     /// directory is beside the log (`XDG_STATE_HOME`), not the user's.
-    pub async fn start(config: &Path, log_path: &Path, envs: &[(&str, &str)]) -> Self {
+    pub(crate) async fn start(config: &Path, log_path: &Path, envs: &[(&str, &str)]) -> Self {
         Self::start_with(config, log_path, envs, ServeOptions::default()).await
     }
 
     /// [`ServeProcess::start`] through `wrapper`, a command that ends by exec'ing the one it is
     /// given (`nsenter …`), so that the process's pid is the gateway's.
-    pub async fn start_through(
+    pub(crate) async fn start_through(
         wrapper: &[&std::ffi::OsStr],
         config: &Path,
         log_path: &Path,
@@ -61,7 +61,7 @@ impl ServeProcess {
     }
 
     /// [`Self::start`] in the circumstances `options` describe.
-    pub async fn start_with(
+    pub(crate) async fn start_with(
         config: &Path,
         log_path: &Path,
         envs: &[(&str, &str)],
@@ -159,13 +159,13 @@ impl ServeProcess {
     }
 
     /// Sends `signal` to the process.
-    pub fn signal(&self, signal: libc::c_int) {
+    pub(crate) fn signal(&self, signal: libc::c_int) {
         // SAFETY: kill(2) on the pid of a child we spawned and have not reaped yet.
         assert_eq!(unsafe { libc::kill(self.pid, signal) }, 0, "kill({signal})");
     }
 
     /// Waits for the process to exit, at most `timeout`.
-    pub async fn wait(&mut self, timeout: Duration) -> ExitStatus {
+    pub(crate) async fn wait(&mut self, timeout: Duration) -> ExitStatus {
         tokio::time::timeout(timeout, self.child.wait())
             .await
             .unwrap_or_else(|_| panic!("muxgate serve still running after {timeout:?}"))
@@ -173,14 +173,14 @@ impl ServeProcess {
     }
 
     /// The log written so far.
-    pub fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log_path).unwrap_or_default()
     }
 }
 
 /// Writes `dir/muxgate.toml` for a [`ServeProcess`]: tmux server `server` on `socket`, the test
 /// secret, an audit log at `dir/audit.jsonl`, then `extra` (more TOML).
-pub fn write_config(dir: &Path, server: &str, socket: &str, extra: &str) -> PathBuf {
+pub(crate) fn write_config(dir: &Path, server: &str, socket: &str, extra: &str) -> PathBuf {
     let path = dir.join("muxgate.toml");
     let text = format!(
         "[tmux.servers.{server}]\nsocket_name = '{socket}'\n\

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 /// Whether the gateway's end of the connection whose local end is `client` sends at once
 /// (TCP_NODELAY). Waits up to 5 s for the gateway to accept it and set it.
-pub async fn gateway_end_sends_at_once(client: SocketAddr) -> bool {
+pub(crate) async fn gateway_end_sends_at_once(client: SocketAddr) -> bool {
     // Accepting a connection and setting its option are two system calls: a look between them
     // sees the kernel's default, so the answer is the last one seen before the deadline.
     let deadline = Instant::now() + Duration::from_secs(5);

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 static NEXT_SOCKET: AtomicUsize = AtomicUsize::new(0);
 
 /// A unique socket name for this test process; nothing runs on it until started.
-pub fn unique_socket_name() -> String {
+pub(crate) fn unique_socket_name() -> String {
     format!(
         "muxgate-test-{}-{}",
         std::process::id(),
@@ -18,14 +18,14 @@ pub fn unique_socket_name() -> String {
 }
 
 /// A tmux server on a private socket with one session `main`, killed on drop.
-pub struct TestTmux {
+pub(crate) struct TestTmux {
     pub socket: String,
     pub socket_path: PathBuf,
 }
 
 impl TestTmux {
     /// Starts a server (no tmux.conf read) with a detached 120x40 session `main` running `sh`.
-    pub fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let mut server = Self {
             socket: unique_socket_name(),
             socket_path: PathBuf::new(),
@@ -39,7 +39,7 @@ impl TestTmux {
     }
 
     /// (Re)starts the server after it was killed, with the same socket name.
-    pub fn start_again(&self) {
+    pub(crate) fn start_again(&self) {
         self.ok(&[
             "-f",
             "/dev/null",
@@ -57,13 +57,13 @@ impl TestTmux {
     }
 
     /// The server's process id (`#{pid}`).
-    pub fn server_pid(&self) -> u32 {
+    pub(crate) fn server_pid(&self) -> u32 {
         let pid = self.ok(&["display-message", "-p", "#{pid}"]);
         pid.trim().parse().expect("tmux prints its pid")
     }
 
     /// `tmux -L <socket>` with a clean environment for tmux.
-    pub fn command(&self) -> Command {
+    pub(crate) fn command(&self) -> Command {
         let mut command = Command::new("tmux");
         command
             .args(["-L", &self.socket])
@@ -73,12 +73,12 @@ impl TestTmux {
     }
 
     /// Runs a tmux command on this server through a subprocess (test-side checks only).
-    pub fn tmux(&self, args: &[&str]) -> Output {
+    pub(crate) fn tmux(&self, args: &[&str]) -> Output {
         self.command().args(args).output().expect("run tmux")
     }
 
     /// Like [`Self::tmux`], asserting success; returns stdout.
-    pub fn ok(&self, args: &[&str]) -> String {
+    pub(crate) fn ok(&self, args: &[&str]) -> String {
         let out = self.tmux(args);
         assert!(
             out.status.success(),
@@ -89,7 +89,7 @@ impl TestTmux {
     }
 
     /// The id of the first pane of `target`.
-    pub fn pane_id(&self, target: &str) -> muxgate_tmux::PaneId {
+    pub(crate) fn pane_id(&self, target: &str) -> muxgate_tmux::PaneId {
         self.ok(&["display-message", "-p", "-t", target, "#{pane_id}"])
             .trim()
             .parse()
@@ -97,7 +97,7 @@ impl TestTmux {
     }
 
     /// Splits `target`'s pane (the new pane in the background) and returns the new pane's id.
-    pub fn split(&self, target: &str) -> muxgate_tmux::PaneId {
+    pub(crate) fn split(&self, target: &str) -> muxgate_tmux::PaneId {
         self.ok(&["split-window", "-d", "-P", "-F", "#{pane_id}", "-t", target])
             .trim()
             .parse()
@@ -106,7 +106,7 @@ impl TestTmux {
 
     /// Starts a detached 100×30 session `name` running `command` (through the default shell)
     /// and returns its pane's id (`%N`).
-    pub fn session_running(&self, name: &str, command: &str) -> String {
+    pub(crate) fn session_running(&self, name: &str, command: &str) -> String {
         self.ok(&[
             "new-session",
             "-d",
@@ -127,7 +127,7 @@ impl TestTmux {
 
     /// Splits `target`'s window with a new pane running `command` (through the default
     /// shell) and returns the new pane; focus stays.
-    pub fn split_running(&self, target: &str, command: &str) -> muxgate_tmux::PaneId {
+    pub(crate) fn split_running(&self, target: &str, command: &str) -> muxgate_tmux::PaneId {
         self.ok(&[
             "split-window",
             "-d",
@@ -146,7 +146,7 @@ impl TestTmux {
     /// Makes pane `target` record the next `len` bytes of its input into `out`, raw (no echo,
     /// no line editing, no signals), and returns the pane's id once it is ready. With
     /// `bracketed` the recorder first asks for bracketed paste.
-    pub async fn record_input(
+    pub(crate) async fn record_input(
         &self,
         target: &str,
         out: &Path,
@@ -179,7 +179,7 @@ impl TestTmux {
     }
 
     /// The muxgate control clients attached right now (`pid term` lines).
-    pub fn muxgate_clients(&self) -> Vec<String> {
+    pub(crate) fn muxgate_clients(&self) -> Vec<String> {
         let out = self.tmux(&["list-clients", "-F", "#{client_pid} #{client_termname}"]);
         String::from_utf8_lossy(&out.stdout)
             .lines()
@@ -190,7 +190,7 @@ impl TestTmux {
 
     /// Attaches a control-mode client whose terminal name is `term`; the child is killed when
     /// the returned guard drops.
-    pub fn attach_control_client(&self, term: &str) -> ChildGuard {
+    pub(crate) fn attach_control_client(&self, term: &str) -> ChildGuard {
         let child = self
             .command()
             .args(["-C", "attach-session", "-t", "main"])
@@ -205,7 +205,7 @@ impl TestTmux {
 
     /// Kills the server and waits until it has really exited (tmux exits asynchronously, and a
     /// client connecting meanwhile sees "server exited unexpectedly").
-    pub fn kill_server(&self) {
+    pub(crate) fn kill_server(&self) {
         let _ = self.tmux(&["kill-server"]);
         let deadline = Instant::now() + Duration::from_secs(5);
         while Instant::now() < deadline {
@@ -222,7 +222,7 @@ impl TestTmux {
 }
 
 /// An engine for `tmux`'s server with `settings`, and the token that shuts it down.
-pub fn engine_for(
+pub(crate) fn engine_for(
     tmux: &TestTmux,
     settings: muxgate_tmux::EngineSettings,
 ) -> (
@@ -248,10 +248,10 @@ impl Drop for TestTmux {
 
 /// A tmux server's process stopped (SIGSTOP) until dropped, then let continue: calls on it
 /// stay in flight, as on a server that stopped answering.
-pub struct StoppedServer(libc::pid_t);
+pub(crate) struct StoppedServer(libc::pid_t);
 
 impl StoppedServer {
-    pub fn new(tmux: &TestTmux) -> Self {
+    pub(crate) fn new(tmux: &TestTmux) -> Self {
         let pid: libc::pid_t = tmux
             .ok(&["display-message", "-p", "#{pid}"])
             .trim()
@@ -271,10 +271,10 @@ impl Drop for StoppedServer {
 }
 
 /// A child process killed and reaped on drop.
-pub struct ChildGuard(pub Child);
+pub(crate) struct ChildGuard(pub Child);
 
 impl ChildGuard {
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.0.id()
     }
 }
@@ -287,7 +287,7 @@ impl Drop for ChildGuard {
 }
 
 /// Waits until `path` holds content satisfying `done`, and returns it.
-pub async fn wait_for_file(
+pub(crate) async fn wait_for_file(
     path: &Path,
     timeout: Duration,
     done: impl Fn(&[u8]) -> bool,

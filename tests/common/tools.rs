@@ -9,10 +9,10 @@ use serde_json::Value;
 
 use super::TestGateway;
 
-pub type Client = RunningService<rmcp::RoleClient, ClientConfig>;
+pub(crate) type Client = RunningService<rmcp::RoleClient, ClientConfig>;
 
 /// A connected client with the gateway's full-access token.
-pub async fn client(gateway: &TestGateway) -> Client {
+pub(crate) async fn client(gateway: &TestGateway) -> Client {
     ClientConfig::default()
         .serve(gateway.transport())
         .await
@@ -20,7 +20,7 @@ pub async fn client(gateway: &TestGateway) -> Client {
 }
 
 /// Calls `name` with `args` (a JSON object).
-pub async fn call(client: &Client, name: &str, args: Value) -> CallToolResult {
+pub(crate) async fn call(client: &Client, name: &str, args: Value) -> CallToolResult {
     client
         .call_tool(
             CallToolRequestParams::new(name.to_owned())
@@ -31,40 +31,40 @@ pub async fn call(client: &Client, name: &str, args: Value) -> CallToolResult {
 }
 
 /// The structured result of a successful call (panics with the result otherwise).
-pub fn ok(result: CallToolResult) -> Value {
+pub(crate) fn ok(result: CallToolResult) -> Value {
     assert_eq!(result.is_error, Some(false), "expected success: {result:?}");
     result.structured_content.expect("structured content")
 }
 
 /// The error (kind, message, suggestion) of a failed call (panics with the result otherwise).
-pub fn err(result: CallToolResult) -> Value {
+pub(crate) fn err(result: CallToolResult) -> Value {
     super::tool_error(&result)
 }
 
 /// Calls a tool and returns its structured success.
-pub async fn call_ok(client: &Client, name: &str, args: Value) -> Value {
+pub(crate) async fn call_ok(client: &Client, name: &str, args: Value) -> Value {
     ok(call(client, name, args).await)
 }
 
 /// Calls a tool and returns its error object.
-pub async fn call_err(client: &Client, name: &str, args: Value) -> Value {
+pub(crate) async fn call_err(client: &Client, name: &str, args: Value) -> Value {
     err(call(client, name, args).await)
 }
 
 /// Types `text` and Enter into `pane` with a tmux subprocess (the test's own hands, not the
 /// gateway's).
-pub fn type_line(tmux: &super::tmux::TestTmux, pane: &str, text: &str) {
+pub(crate) fn type_line(tmux: &super::tmux::TestTmux, pane: &str, text: &str) {
     tmux.ok(&["send-keys", "-t", pane, "-l", "--", text]);
     tmux.ok(&["send-keys", "-t", pane, "Enter"]);
 }
 
 /// The visible screen of `pane`.
-pub fn screen(tmux: &super::tmux::TestTmux, pane: &str) -> String {
+pub(crate) fn screen(tmux: &super::tmux::TestTmux, pane: &str) -> String {
     tmux.ok(&["capture-pane", "-p", "-t", pane])
 }
 
 /// Waits (polling the screen, test side only) until `pane` shows `needle`.
-pub async fn wait_for_screen(tmux: &super::tmux::TestTmux, pane: &str, needle: &str) {
+pub(crate) async fn wait_for_screen(tmux: &super::tmux::TestTmux, pane: &str, needle: &str) {
     let found = super::wait_until(Duration::from_secs(10), || {
         screen(tmux, pane).contains(needle)
     })
@@ -73,7 +73,7 @@ pub async fn wait_for_screen(tmux: &super::tmux::TestTmux, pane: &str, needle: &
 }
 
 /// A connected client with `token`.
-pub async fn client_with(gateway: &TestGateway, token: &str) -> Client {
+pub(crate) async fn client_with(gateway: &TestGateway, token: &str) -> Client {
     ClientConfig::default()
         .serve(gateway.transport_with(token))
         .await
@@ -81,7 +81,7 @@ pub async fn client_with(gateway: &TestGateway, token: &str) -> Client {
 }
 
 /// A connected client of the gateway at `url` (a [`super::serve::ServeProcess`]), with `token`.
-pub async fn client_at(url: &str, token: &str) -> Client {
+pub(crate) async fn client_at(url: &str, token: &str) -> Client {
     let transport = rmcp::transport::StreamableHttpClientTransport::from_config(
         rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url)
             .auth_header(token),
@@ -94,14 +94,14 @@ pub async fn client_at(url: &str, token: &str) -> Client {
 
 /// A token with every tool scope for `sub`, signed with [`super::TEST_SECRET`] (what a
 /// gateway whose config names that secret accepts).
-pub fn full_token(sub: &str) -> String {
+pub(crate) fn full_token(sub: &str) -> String {
     let mut config = muxgate::config::Config::from_toml_str("").expect("the default");
     config.auth.secret = Some(muxgate::auth::config::SecretString::new(super::TEST_SECRET));
     muxgate::gateway::mint_full_access(&config, sub, Duration::from_secs(600)).expect("a token")
 }
 
 /// A token for `sub` with `scopes`, limited to sessions matching `sessions`.
-pub fn session_limited_token(
+pub(crate) fn session_limited_token(
     gateway: &TestGateway,
     sub: &str,
     scopes: &[&str],
@@ -123,7 +123,7 @@ pub fn session_limited_token(
 }
 
 /// Calls `tool` on `pane` until `done` holds for its answer (10 s at most).
-pub async fn call_until(
+pub(crate) async fn call_until(
     client: &Client,
     tool: &str,
     pane: &str,

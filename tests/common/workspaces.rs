@@ -8,16 +8,16 @@ use muxgate::config::Config;
 use muxgate::workspace::admin;
 
 /// The size of a test workspace's home.
-pub const HOME_BYTES: u64 = 64 << 20;
+pub(crate) const HOME_BYTES: u64 = 64 << 20;
 
 /// A state directory; every workspace sandbox started in it is killed on drop.
-pub struct WorkspaceState {
+pub(crate) struct WorkspaceState {
     dir: PathBuf,
     _temp: Option<tempfile::TempDir>,
 }
 
 impl WorkspaceState {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let temp = tempfile::tempdir().expect("a state directory");
         Self {
             dir: temp.path().to_owned(),
@@ -26,20 +26,20 @@ impl WorkspaceState {
     }
 
     /// The state directory `dir`, made elsewhere: its workspaces are cleaned up all the same.
-    pub fn at(dir: &Path) -> Self {
+    pub(crate) fn at(dir: &Path) -> Self {
         Self {
             dir: dir.to_owned(),
             _temp: None,
         }
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.dir
     }
 
     /// `config` in workspace mode with this state directory, and homes of [`HOME_BYTES`] (a
     /// home is reserved on disk whole, where the gateway can mount it).
-    pub fn config(&self, config: Config) -> Config {
+    pub(crate) fn config(&self, config: Config) -> Config {
         let mut config = super::relaxed(config);
         config.state.dir = Some(self.path().to_owned());
         config.workspaces.enabled = true;
@@ -48,12 +48,12 @@ impl WorkspaceState {
     }
 
     /// The host directory of workspace `name`'s home (as `/workspace` inside).
-    pub fn home(&self, name: &str) -> PathBuf {
+    pub(crate) fn home(&self, name: &str) -> PathBuf {
         self.path().join("workspaces").join(name).join("home")
     }
 
     /// The pid of workspace `name`'s sandbox, when it runs.
-    pub fn sandbox_pid(&self, name: &str) -> Option<i32> {
+    pub(crate) fn sandbox_pid(&self, name: &str) -> Option<i32> {
         admin::list(self.path())
             .ok()?
             .into_iter()
@@ -64,7 +64,7 @@ impl WorkspaceState {
     /// Runs `tmux args` on workspace `name`'s server from the host, as its user (the
     /// gateway's, `gateway_uid`, when workspaces have no uids of their own): the test's own
     /// look inside, not the gateway's.
-    pub fn tmux(
+    pub(crate) fn tmux(
         &self,
         name: &str,
         gateway_uid: Option<u32>,
@@ -104,7 +104,7 @@ impl WorkspaceState {
     }
 
     /// Stops every workspace (as `muxgate workspace stop` does).
-    pub async fn stop_all(&self) {
+    pub(crate) async fn stop_all(&self) {
         for workspace in admin::list(self.path()).unwrap_or_default() {
             let _ = tokio::time::timeout(
                 Duration::from_secs(10),

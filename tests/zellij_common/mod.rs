@@ -35,7 +35,7 @@ scrollback_editor "tail -f"
 "#;
 
 /// The `zellij` binary for tests, or `None` (after printing why) when absent outside CI.
-pub fn zellij_binary() -> Option<PathBuf> {
+pub(crate) fn zellij_binary() -> Option<PathBuf> {
     let mut candidates: Vec<PathBuf> = Vec::new();
     if let Some(bin) = std::env::var_os("MUXGATE_ZELLIJ_BIN") {
         candidates.push(bin.into());
@@ -72,7 +72,7 @@ static COUNTER: AtomicUsize = AtomicUsize::new(0);
 
 /// A private Zellij environment and the sessions created in it; everything is killed and
 /// deleted on drop.
-pub struct Harness {
+pub(crate) struct Harness {
     pub backend: ZellijBackend,
     pub env: ZellijEnv,
     sessions: std::sync::Mutex<Vec<SessionName>>,
@@ -81,7 +81,7 @@ pub struct Harness {
 }
 
 impl Harness {
-    pub async fn new() -> Option<Self> {
+    pub(crate) async fn new() -> Option<Self> {
         let binary = zellij_binary()?;
         // Short prefix: the socket path (dir + contract_version_1/ + session) must stay under
         // 108 bytes.
@@ -116,13 +116,13 @@ impl Harness {
     }
 
     /// A fresh session name, unique across tests and processes.
-    pub fn name(&self) -> SessionName {
+    pub(crate) fn name(&self) -> SessionName {
         let n = COUNTER.fetch_add(1, Ordering::SeqCst);
         SessionName::new(format!("t{}-{n}", std::process::id())).unwrap()
     }
 
     /// Creates a headless session that the harness kills at the end.
-    pub async fn session(&self) -> SessionName {
+    pub(crate) async fn session(&self) -> SessionName {
         let name = self.name();
         self.track(&name);
         self.backend
@@ -133,16 +133,16 @@ impl Harness {
     }
 
     /// Registers a session created by the test itself for cleanup.
-    pub fn track(&self, name: &SessionName) {
+    pub(crate) fn track(&self, name: &SessionName) {
         self.sessions.lock().unwrap().push(name.clone());
     }
 
-    pub fn cli(&self) -> ZellijCli {
+    pub(crate) fn cli(&self) -> ZellijCli {
         ZellijCli::new(self.env.clone())
     }
 
     /// A client attached through a pty, standing in for a human's terminal.
-    pub async fn attach_client(&self, session: &SessionName) -> PtyClient {
+    pub(crate) async fn attach_client(&self, session: &SessionName) -> PtyClient {
         PtyClient::attach(
             &self.cli(),
             session,
@@ -157,7 +157,7 @@ impl Harness {
     }
 
     /// Runs a raw `zellij` command in the private environment (cleanup, checks).
-    pub fn zellij(&self, args: &[&str]) -> std::process::Output {
+    pub(crate) fn zellij(&self, args: &[&str]) -> std::process::Output {
         let mut cmd = Command::new(&self.env.binary);
         cmd.args(args)
             .env_remove("ZELLIJ")
@@ -185,7 +185,7 @@ impl Drop for Harness {
 /// What a failed terminal check needs to be understood: every process of `session` (found by
 /// the `ZELLIJ_SESSION_NAME` Zellij gives its panes) with its process group, the terminal's
 /// foreground group, state and ignored/blocked signals, and each terminal's modes.
-pub fn pane_processes(session: &SessionName) -> String {
+pub(crate) fn pane_processes(session: &SessionName) -> String {
     let wanted = format!("ZELLIJ_SESSION_NAME={}", session.as_str());
     let mut out = String::new();
     let mut ttys = std::collections::BTreeSet::new();

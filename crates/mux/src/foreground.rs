@@ -76,10 +76,10 @@ pub enum Blocked {
 /// The system calls the decision needs, by number, for this architecture.
 #[cfg(target_arch = "x86_64")]
 mod nr {
-    pub const READ: &[i64] = &[0, 19]; // read, readv
-    pub const POLL: &[i64] = &[7, 23, 232, 270, 271, 281, 441]; // poll, select, epoll_wait, pselect6, ppoll, epoll_pwait, epoll_pwait2
-    pub const SLEEP: &[i64] = &[34, 35, 130, 230]; // pause, nanosleep, rt_sigsuspend, clock_nanosleep
-    pub const WAIT: &[i64] = &[61, 247]; // wait4, waitid
+    pub(super) const READ: &[i64] = &[0, 19]; // read, readv
+    pub(super) const POLL: &[i64] = &[7, 23, 232, 270, 271, 281, 441]; // poll, select, epoll_wait, pselect6, ppoll, epoll_pwait, epoll_pwait2
+    pub(super) const SLEEP: &[i64] = &[34, 35, 130, 230]; // pause, nanosleep, rt_sigsuspend, clock_nanosleep
+    pub(super) const WAIT: &[i64] = &[61, 247]; // wait4, waitid
 }
 #[cfg(target_arch = "aarch64")]
 mod nr {

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 /// Leaves out the hints that say what MCP's defaults say (not read-only, destructive, not
 /// idempotent, open world) and those that mean nothing for a read-only tool (destructive,
 /// idempotent): a client reads the same tool, for fewer bytes.
-pub fn annotations(hints: &mut ToolAnnotations) {
+pub(crate) fn annotations(hints: &mut ToolAnnotations) {
     if hints.read_only_hint == Some(true) {
         hints.destructive_hint = None;
         hints.idempotent_hint = None;
@@ -33,7 +33,7 @@ pub fn annotations(hints: &mut ToolAnnotations) {
 }
 
 /// Compacts a tool's input schema in place.
-pub fn input_schema(schema: &mut Map<String, Value>) {
+pub(crate) fn input_schema(schema: &mut Map<String, Value>) {
     schema.remove("$schema");
     each_schema(schema, &mut compact_input_object);
     // A shared definition is described where it is used (each argument says what it is for).
@@ -55,7 +55,7 @@ const ZELLIJ_NOTE: &str = "Zellij:";
 /// Drops the Zellij notes (`… Zellij: …` to the end) from a tool's argument descriptions,
 /// and the arguments only Zellij takes (their description starts with `Zellij:`): a gateway
 /// serving no Zellij server lists the shared tools as tmux tools.
-pub fn without_zellij_notes(schema: &mut Map<String, Value>) {
+pub(crate) fn without_zellij_notes(schema: &mut Map<String, Value>) {
     let Some(Value::Object(properties)) = schema.get_mut("properties") else {
         return;
     };
@@ -78,7 +78,7 @@ pub fn without_zellij_notes(schema: &mut Map<String, Value>) {
 
 /// Drops the answer fields only a Zellij server fills (their description starts with
 /// `Zellij:`) from a tool's output schema, before compaction removes the descriptions.
-pub fn without_zellij_fields(schema: &mut Map<String, Value>) {
+pub(crate) fn without_zellij_fields(schema: &mut Map<String, Value>) {
     let Some(Value::Object(properties)) = schema.get_mut("properties") else {
         return;
     };
@@ -159,7 +159,7 @@ fn replace_refs(object: &mut Map<String, Value>, inline: &Map<String, Value>) {
 }
 
 /// Keeps a schema's structure and types only: what an output schema needs to validate.
-pub fn structure_only(schema: &mut Map<String, Value>) {
+pub(crate) fn structure_only(schema: &mut Map<String, Value>) {
     schema.remove("$schema");
     each_schema(schema, &mut |object| {
         for keyword in [
@@ -180,7 +180,7 @@ pub fn structure_only(schema: &mut Map<String, Value>) {
 /// and `mcp::fields`), so a field's presence is the answer's to say. For the same reason no
 /// field is ever `null`, and fields lose their `null` type (items of a list keep theirs: a list
 /// keeps its nulls). Below the top, `"type": "object"` goes where `properties` already says it.
-pub fn output_schema(schema: &mut Map<String, Value>) {
+pub(crate) fn output_schema(schema: &mut Map<String, Value>) {
     structure_only(schema);
     each_schema(schema, &mut |object| {
         object.remove("required");

@@ -3,7 +3,7 @@
 //! an argument or an answer field the tool does not have.
 
 /// One call and the answer it got.
-pub struct Example {
+pub(super) struct Example {
     pub tool: &'static str,
     /// What the example shows.
     pub title: &'static str,
@@ -14,7 +14,7 @@ pub struct Example {
 }
 
 /// The examples, in the order the document shows them.
-pub const EXAMPLES: &[Example] = &[
+pub(super) const EXAMPLES: &[Example] = &[
     Example {
         tool: "list_commands",
         title: "What a shell ran, with exit status and working directory",
@@ -103,7 +103,7 @@ pub const EXAMPLES: &[Example] = &[
 ];
 
 /// The examples as Markdown, after the table.
-pub fn render() -> String {
+pub(super) fn render() -> String {
     let mut out = String::from("\n## Examples\n");
     for example in EXAMPLES {
         out.push_str(&format!(

@@ -62,12 +62,12 @@ pub(crate) struct ScopeTarget {
 
 impl ScopeTarget {
     /// Whether a change here reaches beyond one object (server-wide or global).
-    pub fn is_shared(&self) -> bool {
+    pub(crate) fn is_shared(&self) -> bool {
         self.target.is_none()
     }
 
     /// The place for the typed option operations.
-    pub fn place(&self) -> OptionPlace {
+    pub(crate) fn place(&self) -> OptionPlace {
         OptionPlace {
             level: self.scope.level(),
             global: self.global,

@@ -216,7 +216,7 @@ pub(crate) fn validate_environment(
 }
 
 /// A `shell` argument, when given, must name a command.
-pub fn check_shell(shell: Option<&str>) -> Result<(), ToolError> {
+pub(crate) fn check_shell(shell: Option<&str>) -> Result<(), ToolError> {
     if shell.is_some_and(|s| s.trim().is_empty()) {
         return Err(ToolError::invalid_arguments(
             "shell is empty",

@@ -61,7 +61,7 @@ fn active_pane(tab: TabId, panes: &[Pane]) -> Option<PaneId> {
 }
 
 /// The fields of a [`ZellijPaneInfo`] row, for `list_panes` filters.
-pub const ZELLIJ_PANE_FIELDS: &[&str] = &[
+pub(super) const ZELLIJ_PANE_FIELDS: &[&str] = &[
     "pane_id",
     "tab_id",
     "tab_name",

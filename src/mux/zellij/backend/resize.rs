@@ -32,7 +32,7 @@ pub(super) enum Axis {
 
 impl Axis {
     /// This dimension of a pane's text area, in cells.
-    pub fn of(self, pane: &Pane) -> usize {
+    pub(super) fn of(self, pane: &Pane) -> usize {
         match self {
             Axis::Columns => pane.geometry.content_columns,
             Axis::Rows => pane.geometry.content_rows,
@@ -67,7 +67,7 @@ pub(super) struct SizeSteps {
 
 impl SizeSteps {
     /// The steps from `current` to `target` along `axis`.
-    pub fn new(axis: Axis, current: usize, target: usize) -> Self {
+    pub(super) fn new(axis: Axis, current: usize, target: usize) -> Self {
         let mode = if target > current {
             ResizeMode::Increase
         } else {
@@ -92,7 +92,7 @@ impl SizeSteps {
 
     /// The argv of the next step of `pane`, and the side it moves (for [`Self::record`]);
     /// `None` when the steps are over.
-    pub fn next(&self, pane: PaneId) -> Option<(usize, Vec<OsString>)> {
+    pub(super) fn next(&self, pane: PaneId) -> Option<(usize, Vec<OsString>)> {
         if self.reached() || self.steps >= MAX_STEPS {
             return None;
         }
@@ -109,7 +109,7 @@ impl SizeSteps {
     }
 
     /// Records the size a step on `side` left the pane at.
-    pub fn record(&mut self, side: usize, size: usize) {
+    pub(super) fn record(&mut self, side: usize, size: usize) {
         let closer = match self.mode {
             ResizeMode::Increase => size > self.size,
             ResizeMode::Decrease => size < self.size,
