@@ -85,6 +85,8 @@ async fn a_call_leaves_a_start_and_an_end_record() {
         json!({"target": pane, "keys": "echo AUDIT-TYPED-SECRET", "literal": true, "enter": false}),
     )
     .await;
+    // A tool's own error: its kind reaches the end record as data.
+    call_err(&client, "capture_pane", json!({"target": "%9999"})).await;
     drop(client);
     gateway.stop(Duration::from_secs(10)).await.unwrap();
 
@@ -105,6 +107,13 @@ async fn a_call_leaves_a_start_and_an_end_record() {
     assert_eq!(end["outcome"], "ok");
     assert!(end["duration_ms"].is_u64(), "{end}");
     assert_eq!(end["error_kind"], Value::Null);
+    let missing = records
+        .iter()
+        .find(|r| r["kind"] == "start" && r["tool"] == "capture_pane")
+        .expect("the capture_pane start record");
+    let missing_end = end_of(&records, missing).expect("its end record");
+    assert_eq!(missing_end["outcome"], "error", "{missing_end}");
+    assert_eq!(missing_end["error_kind"], "not_found", "{missing_end}");
     assert!(
         start["seq"].as_u64() < end["seq"].as_u64(),
         "the start comes first"

@@ -702,12 +702,8 @@ async fn a_tool_call_over_the_request_rate_is_a_tool_result_that_says_when_to_re
     let refused = refused.expect("the burst runs out within 8 calls");
     let result: rmcp::model::CallToolResult =
         serde_json::from_value(refused["result"].clone()).unwrap();
-    assert_eq!(
-        muxgate::mcp::error::kind_of_result(&result),
-        Some(muxgate::mcp::error::ToolErrorKind::Busy),
-        "{refused}"
-    );
     let text = result.content[0].as_text().unwrap().text.clone();
+    assert!(text.starts_with("error (busy): "), "{refused}");
     assert!(text.contains("`requests_per_second`"), "{text}");
     let retry_ms: u64 = text
         .split("retry_after_ms: ")

@@ -22,7 +22,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::McpState;
-use super::error::{self, ToolError, ToolErrorKind};
+use super::error::{ToolError, ToolErrorKind};
 use crate::audit::{AuditError, CallStart, OpenCall, Outcome};
 use crate::auth::{Principal, Tier, can_call};
 use crate::limits::Limits;
@@ -83,7 +83,7 @@ const REPLY_BUDGET_FACTOR: usize = 4;
 
 /// Checks a call before it runs: the tool's tier against the caller's scopes, then the
 /// caller's tool-call rate. `Err` is the result to return instead of running the tool.
-pub fn admit(call: &CallContext, tier: Tier, limits: &Limits) -> Result<(), (ToolError, Outcome)> {
+pub(crate) fn admit(call: &CallContext, tier: Tier, limits: &Limits) -> Result<(), Refusal> {
     if let Err(denied) = can_call(&call.principal, tier) {
         let suggestion = match denied.missing_scope() {
             Some(scope) => format!(
@@ -91,15 +91,15 @@ pub fn admit(call: &CallContext, tier: Tier, limits: &Limits) -> Result<(), (Too
             ),
             None => "use a tool from tools/list".to_owned(),
         };
-        return Err((
-            ToolError::new(ToolErrorKind::Forbidden, denied.to_string(), suggestion),
-            Outcome::Denied,
-        ));
+        return Err(Refusal {
+            error: ToolError::new(ToolErrorKind::Forbidden, denied.to_string(), suggestion),
+            outcome: Outcome::Denied,
+        });
     }
     if let Err(exceeded) = limits.check_tool_call(call.sub()) {
         let retry_ms = exceeded.retry_after_ms().unwrap_or(1000);
-        return Err((
-            ToolError::new(
+        return Err(Refusal {
+            error: ToolError::new(
                 ToolErrorKind::Busy,
                 exceeded.to_string(),
                 format!(
@@ -107,8 +107,8 @@ pub fn admit(call: &CallContext, tier: Tier, limits: &Limits) -> Result<(), (Too
                      into one call where a batch tool exists"
                 ),
             ),
-            Outcome::Limited,
-        ));
+            outcome: Outcome::Limited,
+        });
     }
     Ok(())
 }
@@ -150,12 +150,12 @@ pub fn visible(principal: &Principal, tool: &Tool) -> bool {
 /// return instead of running it: with `audit.fail_closed`, a call whose start record cannot be
 /// written does not run. `tool` is the catalog entry (unknown tools are refused before this);
 /// its input schema decides which argument values the record may echo.
-pub async fn begin(
-    state: &McpState,
+pub(crate) async fn begin<'a>(
+    state: &'a McpState,
     call: &CallContext,
-    request: &CallToolRequestParams,
+    request: &'a CallToolRequestParams,
     tool: &Tool,
-) -> Result<OpenCall, ToolError> {
+) -> Result<RunningCall<'a>, ToolError> {
     let args = request.arguments.clone().map_or(Value::Null, Value::Object);
     let targets = targets_of(&args);
     let started = state
@@ -170,12 +170,19 @@ pub async fn begin(
             schema: Some(&tool.input_schema),
         })
         .await;
-    started.map_err(|error| {
-        state
-            .metrics
-            .record_tool_call(&request.name, Outcome::Error);
-        audit_unavailable(&error)
-    })
+    match started {
+        Ok(audit) => Ok(RunningCall {
+            state,
+            tool: &request.name,
+            audit,
+        }),
+        Err(error) => {
+            state
+                .metrics
+                .record_tool_call(&request.name, Outcome::Error);
+            Err(audit_unavailable(&error))
+        }
+    }
 }
 
 /// The error a call gets when `audit.fail_closed` is set and its start record cannot be
@@ -191,28 +198,75 @@ pub fn audit_unavailable(error: &AuditError) -> ToolError {
     )
 }
 
-/// Writes the end record of a call and counts it.
-pub fn finish(
-    state: &McpState,
-    open: OpenCall,
-    tool: &str,
-    response: Result<&CallToolResponse, Outcome>,
-) {
-    let (outcome, error_kind) = match response {
-        Err(outcome) => (outcome, None),
-        Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => (
-            Outcome::Error,
-            error::kind_of_result(result).map(ToolErrorKind::as_str),
-        ),
-        Ok(_) => (Outcome::Ok, None),
-    };
-    let outcome_kind = match outcome {
-        Outcome::Denied => Some("missing_scope"),
-        Outcome::Limited => Some("limited"),
-        _ => error_kind,
-    };
-    state.metrics.record_tool_call(tool, outcome);
-    open.end(outcome, outcome_kind);
+/// A call refused before its tool ran, and how its end record and metric count it.
+#[derive(Debug)]
+pub(crate) struct Refusal {
+    pub(crate) error: ToolError,
+    /// [`Outcome::Denied`] (a scope), [`Outcome::Limited`] (a rate), or [`Outcome::Error`] (a
+    /// human or a rule said no, or a recording could not start).
+    pub(crate) outcome: Outcome,
+}
+
+impl Refusal {
+    /// The kind its end record names: the scope or the limit, else the error's kind.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self.outcome {
+            Outcome::Denied => "missing_scope",
+            Outcome::Limited => "limited",
+            _ => self.error.kind.as_str(),
+        }
+    }
+}
+
+impl From<ToolError> for Refusal {
+    fn from(error: ToolError) -> Self {
+        Self {
+            error,
+            outcome: Outcome::Error,
+        }
+    }
+}
+
+/// A tool call between its start record and its end: each way out ends it once, counting it
+/// and writing its end record. Dropped before that (the client went away, or cancelled), the
+/// audit log records it as cancelled.
+pub(crate) struct RunningCall<'a> {
+    state: &'a McpState,
+    tool: &'a str,
+    audit: OpenCall,
+}
+
+impl RunningCall<'_> {
+    /// The call's audit record, for the records written while it runs (a hold, a recording).
+    pub(crate) fn audit(&self) -> &OpenCall {
+        &self.audit
+    }
+
+    /// Ends a call refused before its tool ran; gives the answer the caller gets.
+    pub(crate) fn refused(self, refusal: Refusal) -> CallToolResponse {
+        self.end(refusal.outcome, Some(refusal.kind()));
+        refusal.error.into_result().into()
+    }
+
+    /// Ends a call its tool answered; `error` is the kind of an `isError` answer.
+    pub(crate) fn answered(self, response: &CallToolResponse, error: Option<ToolErrorKind>) {
+        match response {
+            CallToolResponse::Complete(result) if result.is_error == Some(true) => {
+                self.end(Outcome::Error, error.map(ToolErrorKind::as_str));
+            }
+            _ => self.end(Outcome::Ok, None),
+        }
+    }
+
+    /// Ends a call that failed as a JSON-RPC error.
+    pub(crate) fn failed(self) {
+        self.end(Outcome::Error, None);
+    }
+
+    fn end(self, outcome: Outcome, kind: Option<&str>) {
+        self.state.metrics.record_tool_call(self.tool, outcome);
+        self.audit.end(outcome, kind);
+    }
 }
 
 impl McpState {

@@ -1,13 +1,16 @@
 //! Tool errors a model can act on.
 //!
 //! A tool returns `Result<Json<T>, ToolError>`. A [`ToolError`] becomes an MCP tool result with
-//! `isError: true`: a text block the model reads (message and a one-line suggestion of what to do
-//! instead) and `structuredContent.error` with the same fields plus a machine-readable
-//! [`ToolErrorKind`].
+//! `isError: true`: one text block the model reads, `error (<kind>): <message>` and a one-line
+//! suggestion of what to do instead. The kind also travels as data to the call's end record
+//! and metric ([`noting_kinds`]), never read back out of the text.
 //!
 //! Not for protocol failures: a request that cannot be routed at all (unknown tool, broken
 //! JSON-RPC) stays a JSON-RPC error (`rmcp::ErrorData`), which clients usually hide from the
 //! model.
+
+use std::cell::Cell;
+use std::future::Future;
 
 use rmcp::ErrorData;
 use rmcp::handler::server::tool::IntoCallToolResult;
@@ -41,18 +44,6 @@ pub enum ToolErrorKind {
 }
 
 impl ToolErrorKind {
-    pub const ALL: [ToolErrorKind; 9] = [
-        Self::InvalidArguments,
-        Self::NotFound,
-        Self::Forbidden,
-        Self::Conflict,
-        Self::Busy,
-        Self::Timeout,
-        Self::Unavailable,
-        Self::Cancelled,
-        Self::Internal,
-    ];
-
     pub fn as_str(self) -> &'static str {
         match self {
             Self::InvalidArguments => "invalid_arguments",
@@ -104,8 +95,11 @@ impl ToolError {
     ///
     /// No `structuredContent`: clients validate it against the tool's `outputSchema`, which
     /// describes success (the TypeScript SDK turns a mismatch into a JSON-RPC error and the
-    /// model never sees the message). The kind stays machine-readable in the text's prefix.
+    /// model never sees the message). The kind stays machine-readable in the text's prefix,
+    /// and is noted for the call's end record ([`noting_kinds`]).
     pub fn into_result(self) -> CallToolResult {
+        // Outside a call's scope (an answer written before rmcp) there is nothing to note.
+        let _ = LAST_KIND.try_with(|last| last.set(Some(self.kind)));
         let text = format!(
             "{ERROR_PREFIX}{}): {}\nsuggestion: {}",
             self.kind.as_str(),
@@ -119,11 +113,20 @@ impl ToolError {
 /// How the text of every [`ToolError`] result begins, before its kind.
 const ERROR_PREFIX: &str = "error (";
 
-/// The kind of an `isError` result built by [`ToolError::into_result`], read from its text.
-pub fn kind_of_result(result: &CallToolResult) -> Option<ToolErrorKind> {
-    let text = &result.content.first()?.as_text()?.text;
-    let (kind, _) = text.strip_prefix(ERROR_PREFIX)?.split_once("): ")?;
-    ToolErrorKind::ALL.into_iter().find(|k| k.as_str() == kind)
+tokio::task_local! {
+    /// The kind of the last [`ToolError`] this call turned into a result.
+    static LAST_KIND: Cell<Option<ToolErrorKind>>;
+}
+
+/// Runs `call`, noting the kind of every [`ToolError`] it turns into a result; gives its
+/// output and the last kind noted (the kind of an `isError` answer, which is built last).
+pub(crate) async fn noting_kinds<F: Future>(call: F) -> (F::Output, Option<ToolErrorKind>) {
+    LAST_KIND
+        .scope(Cell::new(None), async move {
+            let output = call.await;
+            (output, LAST_KIND.with(Cell::get))
+        })
+        .await
 }
 
 impl IntoCallToolResult for ToolError {
@@ -182,15 +185,26 @@ mod tests {
             "error (not_found): no tmux server named `x`\nsuggestion: call list_servers for valid names"
         );
         assert_eq!(result.structured_content, None);
-        assert_eq!(kind_of_result(&result), Some(ToolErrorKind::NotFound));
     }
 
-    #[test]
-    fn kinds_are_read_back_only_from_tool_errors() {
-        let echoed = CallToolResult::error(vec![ContentBlock::text("error (made-up): x")]);
-        assert_eq!(kind_of_result(&echoed), None);
-        let plain = CallToolResult::error(vec![ContentBlock::text("boom")]);
-        assert_eq!(kind_of_result(&plain), None);
+    #[tokio::test]
+    async fn a_call_notes_the_kind_of_its_last_error_as_data() {
+        let (result, kind) = noting_kinds(async {
+            let _inner = ToolError::not_found("a", "b").into_result();
+            tokio::task::yield_now().await;
+            ToolError::new(ToolErrorKind::Busy, "c", "d").into_result()
+        })
+        .await;
+        assert_eq!(kind, Some(ToolErrorKind::Busy));
+        assert_eq!(result.is_error, Some(true));
+        // Text that merely looks like an error notes nothing.
+        let (_, kind) = noting_kinds(async {
+            CallToolResult::error(vec![ContentBlock::text("error (not_found): x")])
+        })
+        .await;
+        assert_eq!(kind, None);
+        // Outside a call, turning an error into a result notes nothing and does not fail.
+        let _ = ToolError::not_found("a", "b").into_result();
     }
 
     #[test]

@@ -73,7 +73,8 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio_util::sync::CancellationToken;
 
 use crate::approvals::{ApprovalDesk, ApprovalPolicy};
-use crate::audit::{AuditLog, Outcome};
+use crate::audit::AuditLog;
+use crate::auth::Tier;
 use crate::auth::owners::SessionOwners;
 use crate::config::Config;
 use crate::limits::Limits;
@@ -198,6 +199,9 @@ impl McpServer {
         RequestObserver::start(&self.state().metrics, method, tool, context, who)
     }
 
+    /// A tool call, in stages: begin (the start record), clear (scope and rate, a human's
+    /// approval where a rule holds the call, the recordings rules start), run the tool, end
+    /// (the end record and metric, written by [`call::RunningCall`] on every way out).
     async fn run_call_tool(
         &self,
         request: CallToolRequestParams,
@@ -212,40 +216,71 @@ impl McpServer {
                 .call(ToolCallContext::new(self, request, context))
                 .await;
         };
+        let tier = catalog::tier::tier_of(tool);
         let state = self.state();
-        let open = match call::begin(state, &caller, &request, tool).await {
-            Ok(open) => open,
+        let running = match call::begin(state, &caller, &request, tool).await {
+            Ok(running) => running,
             Err(refused) => return Ok(refused.into_result().into()),
         };
-        if let Err((error, outcome)) =
-            call::admit(&caller, catalog::tier::tier_of(tool), &state.limits)
+        let approved = match self
+            .clear(&running, &caller, &request, tier, &context)
+            .await
         {
-            call::finish(state, open, &request.name, Err(outcome));
-            return Ok(error.into_result().into());
+            Ok(approved) => approved,
+            Err(refusal) => return Ok(running.refused(refusal)),
+        };
+        context.extensions.insert(caller.clone());
+        let (outcome, error) = error::noting_kinds(self.run_tool(&caller, &request, context)).await;
+        match outcome {
+            Ok(mut response) => {
+                if let Some(approved) = approved {
+                    approved.annotate(&mut response);
+                }
+                running.answered(&response, error);
+                Ok(response)
+            }
+            Err(protocol) => {
+                running.failed();
+                Err(protocol)
+            }
         }
+    }
+
+    /// Whether a begun call may run: the caller's scopes and rate, then a human's approval
+    /// where a rule holds the call, then the recordings the rules start. `Ok` carries the
+    /// approval to note on the answer.
+    async fn clear(
+        &self,
+        running: &call::RunningCall<'_>,
+        caller: &CallContext,
+        request: &CallToolRequestParams,
+        tier: Tier,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Option<approval::Approved>, call::Refusal> {
+        let state = self.state();
+        call::admit(caller, tier, &state.limits)?;
         let held = approval::HeldRequest {
             token: context.meta.get_progress_token(),
             peer: context.peer.clone(),
             cancelled: context.ct.clone(),
         };
-        let tier = catalog::tier::tier_of(tool);
         // Boxed, as is the recordings check below: they are over before the tool runs, and
         // inline they would size this future for the whole of a long call.
-        let hold = approval::hold_if_needed(state, &caller, &request, tier, &open, held);
-        let approved = match Box::pin(hold).await {
-            Ok(approved) => approved,
-            Err(refused) => {
-                let response = refused.into_result().into();
-                call::finish(state, open, &request.name, Ok(&response));
-                return Ok(response);
-            }
-        };
-        if let Err(refused) = Box::pin(self.note_recordings(&caller, &request, &open)).await {
-            let response = refused.into_result().into();
-            call::finish(state, open, &request.name, Ok(&response));
-            return Ok(response);
-        }
-        context.extensions.insert(caller.clone());
+        let hold = approval::hold_if_needed(state, caller, request, tier, running.audit(), held);
+        let approved = Box::pin(hold).await?;
+        Box::pin(self.note_recordings(caller, request, running.audit())).await?;
+        Ok(approved)
+    }
+
+    /// Runs the tool (with progress notifications while it takes long) and shapes its answer:
+    /// rmcp's argument errors in the tool-error form, rendering, the caller's output budget.
+    async fn run_tool(
+        &self,
+        caller: &CallContext,
+        request: &CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let state = self.state();
         let heartbeat = Heartbeat::for_call(
             &request.name,
             request.arguments.as_ref(),
@@ -254,29 +289,17 @@ impl McpServer {
             state.config.http.progress_interval(),
             state.limits.max_wait(caller.sub()),
         );
-        let call = ToolCallContext::new(self, request.clone(), context);
-        let running = self.inner.tools.call(call);
-        let outcome = match heartbeat {
+        let running = self
+            .inner
+            .tools
+            .call(ToolCallContext::new(self, request.clone(), context));
+        let response = match heartbeat {
             Some(heartbeat) => heartbeat.around(running).await,
             None => running.await,
-        };
-        let response = match outcome {
-            Ok(response) => {
-                let mut response = error::normalize_argument_error(response);
-                render::shape(&mut response);
-                response
-            }
-            Err(protocol) => {
-                call::finish(state, open, &request.name, Err(Outcome::Error));
-                return Err(protocol);
-            }
-        };
-        let mut response = call::within_output_budget(response, &caller, &state.limits);
-        if let Some(approved) = approved {
-            approved.annotate(&mut response);
-        }
-        call::finish(state, open, &request.name, Ok(&response));
-        Ok(response)
+        }?;
+        let mut response = error::normalize_argument_error(response);
+        render::shape(&mut response);
+        Ok(call::within_output_budget(response, caller, &state.limits))
     }
 
     async fn run_list_tools(

@@ -31,7 +31,7 @@ use serde_json::json;
 
 use super::McpServer;
 use super::access::{PANES_HINT, TmuxAccess};
-use super::call::{self, CallContext};
+use super::call::{self, CallContext, Refusal};
 use super::error::{ToolError, ToolErrorKind};
 use super::pane_ops::{
     PaneInfo, PaneScope, list_panes_command, pane_info, pane_rows, visible_rows,
@@ -400,27 +400,23 @@ impl McpServer {
             .await
             .map_err(|error| rpc_error(call::audit_unavailable(&error), uri))?;
         let result = match call::admit(call, Tier::ReadOnly, &state.limits) {
-            Err((error, outcome)) => Err((error, outcome)),
+            Err(refusal) => Err(refusal),
             Ok(()) => match &parsed {
-                Err(e) => Err((
-                    ToolError::invalid_arguments(e.to_string(), "use a URI from resources/list"),
-                    Outcome::Error,
-                )),
+                Err(e) => Err(Refusal::from(ToolError::invalid_arguments(
+                    e.to_string(),
+                    "use a URI from resources/list",
+                ))),
                 Ok(parsed) => self
                     .read_parsed(call, uri, parsed)
                     .await
-                    .map_err(|e| (e, Outcome::Error)),
+                    .map_err(Refusal::from),
             },
         };
         open.end(
-            result.as_ref().map_or_else(|(_, o)| *o, |_| Outcome::Ok),
-            result.as_ref().err().map(|(e, outcome)| match outcome {
-                Outcome::Denied => "missing_scope",
-                Outcome::Limited => "limited",
-                _ => e.kind.as_str(),
-            }),
+            result.as_ref().map_or_else(|r| r.outcome, |_| Outcome::Ok),
+            result.as_ref().err().map(Refusal::kind),
         );
-        result.map_err(|(error, _)| rpc_error(error, uri))
+        result.map_err(|refusal| rpc_error(refusal.error, uri))
     }
 
     async fn read_parsed(

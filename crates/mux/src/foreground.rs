@@ -28,6 +28,7 @@ use crate::shell::Shell;
 /// The foreground process of a pane's terminal.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Foreground {
+    /// The process's id.
     pub pid: u32,
     /// It is the pane's program itself (no other job in the foreground).
     pub is_pane_program: bool,
@@ -35,6 +36,7 @@ pub struct Foreground {
     pub pane_program: String,
     /// Its command line, arguments joined with spaces.
     pub command_line: String,
+    /// Whether it waits for input, and how.
     pub blocked: Blocked,
 }
 
@@ -99,10 +101,13 @@ mod nr {
 /// A process's place as `/proc/<pid>/syscall` prints it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Syscall {
+    /// Running or runnable, in no system call.
     Running,
     /// Blocked in system call `nr` with first argument `arg0`.
     In {
+        /// The system call's number.
         nr: i64,
+        /// Its first argument (the file descriptor of a `read`).
         arg0: u64,
     },
     /// Blocked, not in a system call.
@@ -150,7 +155,9 @@ impl Blocked {
 /// The fields of `/proc/<pid>/stat` used here.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stat {
+    /// The process's name (`comm`).
     pub name: String,
+    /// Its parent's pid.
     pub ppid: u32,
     /// The process group.
     pub pgrp: u32,

@@ -91,6 +91,7 @@ impl Default for LineAssembler {
 }
 
 impl LineAssembler {
+    /// An assembler cutting lines at the default length.
     pub fn new() -> Self {
         Self::with_max_line_chars(MAX_LINE_CHARS)
     }

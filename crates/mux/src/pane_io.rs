@@ -46,15 +46,19 @@ pub enum LineBound {
 /// A terminal pane, as both backends can describe it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PaneSummary<P> {
+    /// Its id in the backend (`%N`, `terminal_N`).
     pub id: P,
     /// What holds it: the tmux window id (`@N`) or the Zellij tab id (`N`).
     pub container: String,
+    /// Its title.
     pub title: String,
     /// The program running in it, when the backend knows.
     pub command: Option<String>,
     /// Its working directory, when the backend knows.
     pub cwd: Option<String>,
+    /// Its height in cells.
     pub rows: usize,
+    /// Its width in cells.
     pub columns: usize,
     /// Its program exited and the pane stayed (tmux `remain-on-exit`, Zellij held panes).
     pub exited: bool,
@@ -65,6 +69,7 @@ pub struct PaneSummary<P> {
 pub struct ScreenMatch {
     /// The first matching line and its index in `screen`.
     pub line: String,
+    /// The index of `line` in `screen`.
     pub line_index: usize,
     /// The visible lines in which it was found.
     pub screen: Vec<String>,

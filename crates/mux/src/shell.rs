@@ -13,10 +13,13 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Shell {
+    /// GNU bash.
     Bash,
+    /// zsh.
     Zsh,
     /// Any POSIX shell without its own line editor: dash, sh, ash, ksh.
     Sh,
+    /// fish.
     Fish,
 }
 
@@ -41,6 +44,7 @@ impl Shell {
         Self::named(name.trim_start_matches('-'))
     }
 
+    /// The shell's name in lowercase, as clients write it.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Bash => "bash",

@@ -45,16 +45,39 @@ pub struct PatternOptions {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PatternError {
     #[error("{list}: pattern {index} is empty")]
-    Empty { list: &'static str, index: usize },
-    #[error("{list}: at most {MAX_PATTERNS} patterns are allowed, got {count}")]
-    TooMany { list: &'static str, count: usize },
-    #[error("{list}: pattern {index} is longer than {MAX_PATTERN_LEN} bytes")]
-    TooLong { list: &'static str, index: usize },
-    #[error("{list}: pattern {index} ({pattern:?}) is not a valid regular expression: {reason}")]
-    Invalid {
+    /// An empty pattern.
+    Empty {
+        /// The list's argument name.
         list: &'static str,
+        /// The pattern's index in it.
         index: usize,
+    },
+    #[error("{list}: at most {MAX_PATTERNS} patterns are allowed, got {count}")]
+    /// More than [`MAX_PATTERNS`] patterns.
+    TooMany {
+        /// The list's argument name.
+        list: &'static str,
+        /// How many it holds.
+        count: usize,
+    },
+    #[error("{list}: pattern {index} is longer than {MAX_PATTERN_LEN} bytes")]
+    /// A pattern longer than [`MAX_PATTERN_LEN`] bytes.
+    TooLong {
+        /// The list's argument name.
+        list: &'static str,
+        /// The pattern's index in it.
+        index: usize,
+    },
+    #[error("{list}: pattern {index} ({pattern:?}) is not a valid regular expression: {reason}")]
+    /// A regular expression that does not compile.
+    Invalid {
+        /// The list's argument name.
+        list: &'static str,
+        /// The pattern's index in it.
+        index: usize,
+        /// The pattern, cut to 64 characters.
         pattern: String,
+        /// What the regex compiler said.
         reason: String,
     },
 }
@@ -119,6 +142,7 @@ impl Pattern {
         &self.source
     }
 
+    /// Whether `line` holds a match.
     pub fn is_match(&self, line: &str) -> bool {
         self.find(&Haystack::new(line)).is_some()
     }
@@ -268,13 +292,16 @@ pub struct WaitMatcher {
 /// A line that decided a wait.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hit {
+    /// Which list the matching pattern is in.
     pub kind: HitKind,
     /// Index of the pattern in its list.
     pub index: usize,
+    /// The line that matched.
     pub line: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which list of a wait a pattern is in.
 pub enum HitKind {
     /// A success pattern matched.
     Pattern,
@@ -283,6 +310,7 @@ pub enum HitKind {
 }
 
 impl WaitMatcher {
+    /// A matcher for `patterns` (`None`: any new output matches) and `stop`.
     pub fn new(patterns: Option<Vec<Pattern>>, stop: Vec<Pattern>) -> Self {
         Self { patterns, stop }
     }

@@ -35,6 +35,7 @@ pub struct Mark {
     pub start: u64,
     /// Absolute offset just past its terminator.
     pub end: u64,
+    /// Which mark it is.
     pub kind: MarkKind,
 }
 
@@ -54,7 +55,9 @@ pub enum MarkKind {
     },
     /// `133;D`: the command ended.
     CommandEnd {
+        /// The exit status the shell reported, if any.
         status: Option<i32>,
+        /// The `run_command` run this marks (`muxgate=`).
         run: Option<String>,
     },
     /// OSC 7: the shell's working directory.
@@ -90,6 +93,7 @@ impl Default for MarkScanner {
 }
 
 impl MarkScanner {
+    /// A scanner at the start of a stream.
     pub fn new() -> Self {
         Self {
             state: State::Ground,

@@ -43,8 +43,11 @@ pub struct CommandRecord {
     pub command: Option<String>,
     /// The shell's working directory when the command started (from OSC 7).
     pub cwd: Option<String>,
+    /// When it started (its `133;C` mark).
     pub started: SystemTime,
+    /// When it ended (its `133;D` mark), once it has.
     pub ended: Option<SystemTime>,
+    /// Its exit status, when the shell reported one.
     pub exit_status: Option<i32>,
     /// Stream offset of its first output byte.
     pub output_from: u64,
@@ -55,6 +58,7 @@ pub struct CommandRecord {
 }
 
 impl CommandRecord {
+    /// Whether the command has ended.
     pub fn finished(&self) -> bool {
         self.ended.is_some()
     }
@@ -110,6 +114,7 @@ impl Ledger {
         self.records.iter()
     }
 
+    /// The record with `id`, if the ledger still keeps it.
     pub fn record(&self, id: u64) -> Option<&CommandRecord> {
         self.records.iter().find(|r| r.id == id)
     }

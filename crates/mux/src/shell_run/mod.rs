@@ -55,18 +55,35 @@ pub const COOKED_LINE_MAX: usize = 4000;
 /// Why a command cannot be typed into a shell.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CommandError {
+    /// Nothing to type.
     #[error("the command is empty")]
     Empty,
     #[error("the command is {len} bytes long; at most {MAX_COMMAND_BYTES} are accepted")]
-    TooLong { len: usize },
+    /// Longer than [`MAX_COMMAND_BYTES`].
+    TooLong {
+        /// Its length in bytes.
+        len: usize,
+    },
     #[error(
         "the command contains the control character U+{code:04X} at byte {offset}; typed into a shell it would act as a key (a tab, for example, triggers completion): write it with printf escapes or $'...' instead"
     )]
-    ControlCharacter { offset: usize, code: u32 },
+    /// A control character, which the terminal would take as a key.
+    ControlCharacter {
+        /// Where it is, in bytes.
+        offset: usize,
+        /// Its code point.
+        code: u32,
+    },
     #[error(
         "line {line} of the typed command is {len} bytes long; this shell reads from the terminal line by line and the terminal drops characters beyond {COOKED_LINE_MAX} on one line: split the command into shorter lines"
     )]
-    LineTooLong { line: usize, len: usize },
+    /// A line longer than the terminal keeps in canonical mode.
+    LineTooLong {
+        /// The line's number, from 1.
+        line: usize,
+        /// Its length in bytes.
+        len: usize,
+    },
 }
 
 /// The markers of one run, identified by a fresh random id.
@@ -95,6 +112,7 @@ impl RunMarkers {
         }
     }
 
+    /// The run's id, as its markers carry it.
     pub fn id(&self) -> &str {
         &self.id
     }

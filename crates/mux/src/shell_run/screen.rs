@@ -51,6 +51,7 @@ pub struct MarkedRun {
 /// What a finished run produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunOutput {
+    /// The command's exit status.
     pub exit_status: i32,
     /// The command's output as the terminal shows it (rows joined with `\n`).
     pub output: String,
@@ -71,6 +72,7 @@ impl MarkedRun {
         }
     }
 
+    /// The run's id, as its markers carry it.
     pub fn id(&self) -> &str {
         &self.id
     }
