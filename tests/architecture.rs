@@ -1,4 +1,5 @@
-//! ARCHITECTURE.md stays true to the tree: every file or folder it names in backticks exists.
+//! ARCHITECTURE.md and the pages of `docs/internals/` stay true to the tree: every file or
+//! folder they name in backticks exists.
 //! (That tmux command lines and rows stay in the tmux crate is the compiler's to keep:
 //! `TmuxCommand::new`, `row_format` and `split_row` are private to `crates/tmux/`.) And no
 //! function in `src/` or `crates/` runs over [`LONGEST_FUNCTION`] lines unless a
@@ -83,19 +84,32 @@ fn exists(paths: &[String], named: &str) -> bool {
 
 #[test]
 fn every_file_architecture_md_names_exists() {
-    let text = std::fs::read_to_string(Path::new(ROOT).join("ARCHITECTURE.md"))
-        .expect("read ARCHITECTURE.md");
     let paths = repo_paths();
-    let named = named_paths(&text);
-    assert!(named.len() > 50, "only {} paths found", named.len());
-    let missing: Vec<&str> = named
-        .into_iter()
-        .filter(|name| !WRITTEN_AT_RUN_TIME.contains(name) && !exists(&paths, name))
+    let internals: Vec<&String> = paths
+        .iter()
+        .filter(|path| path.starts_with("docs/internals/") && path.ends_with(".md"))
         .collect();
     assert!(
-        missing.is_empty(),
-        "ARCHITECTURE.md names files that do not exist: {missing:?}"
+        internals.len() >= 5,
+        "only {} internals pages",
+        internals.len()
     );
+    let mut checked = 0;
+    for document in std::iter::once("ARCHITECTURE.md").chain(internals.iter().map(|p| p.as_str())) {
+        let text = std::fs::read_to_string(Path::new(ROOT).join(document))
+            .unwrap_or_else(|e| panic!("read {document}: {e}"));
+        let named = named_paths(&text);
+        checked += named.len();
+        let missing: Vec<&str> = named
+            .into_iter()
+            .filter(|name| !WRITTEN_AT_RUN_TIME.contains(name) && !exists(&paths, name))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "{document} names files that do not exist: {missing:?}"
+        );
+    }
+    assert!(checked > 150, "only {checked} paths found");
 }
 
 #[test]
