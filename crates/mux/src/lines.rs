@@ -386,6 +386,42 @@ fn trimmed(line: &[char]) -> String {
     line.iter().collect()
 }
 
+/// Lines kept for a result's `tail`.
+pub const TAIL_LINES: usize = 20;
+/// Bytes kept for a result's `tail`.
+pub const TAIL_BYTES: usize = 2000;
+
+/// The last lines of new output a wait answers with: at most [`TAIL_LINES`] lines and
+/// [`TAIL_BYTES`] bytes.
+pub fn tail_of(mut lines: Vec<String>) -> Vec<String> {
+    let start = lines.len().saturating_sub(TAIL_LINES);
+    cap_tail(lines.split_off(start), TAIL_BYTES)
+}
+
+/// Keeps the last lines whose total length fits `budget` bytes (the oldest kept line may be
+/// cut at its start).
+fn cap_tail(lines: Vec<String>, budget: usize) -> Vec<String> {
+    let mut kept = Vec::new();
+    let mut left = budget;
+    for line in lines.into_iter().rev() {
+        if line.len() <= left {
+            left -= line.len();
+            kept.push(line);
+            continue;
+        }
+        if left > 0 {
+            let mut start = line.len() - left;
+            while !line.is_char_boundary(start) {
+                start += 1;
+            }
+            kept.push(line[start..].to_owned());
+        }
+        break;
+    }
+    kept.reverse();
+    kept
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -553,5 +589,11 @@ mod tests {
                 prop_assert_eq!(fast.line, slow.line);
             }
         }
+    }
+
+    #[test]
+    fn tail_cap_cuts_on_char_boundaries() {
+        let capped = cap_tail(vec!["ééé".into(), "ab".into()], 5);
+        assert_eq!(capped, ["é", "ab"]);
     }
 }

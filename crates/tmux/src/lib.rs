@@ -11,6 +11,7 @@
 //!   latency, `wait-for` channels, stale clients of a gone gateway, starting a server;
 //! - [`output`]: per-pane output streams, fed by the output connections ([`output::monitor`])
 //!   attached to the watch session, and the text lines every wait on a pane shares;
+//! - [`follow`]: the follow-up algorithms on a pane's output (following it for text);
 //! - [`ops`]: operations as commands and the parsers of their answers (pure);
 //! - [`typed`]: the typed operations on one server, as one caller (sessions, windows, panes,
 //!   buffers, options, copy mode, a pane's state…), and `PaneIo` for tmux ([`typed::panes`]).
@@ -22,6 +23,7 @@
 pub mod client;
 mod engine;
 mod error;
+pub mod follow;
 pub mod ops;
 pub mod output;
 mod settings;

@@ -19,7 +19,6 @@
 //!
 //! On a Zellij server the same tool runs through [`McpServer::wait_for_zellij_text`].
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,13 +42,10 @@ use crate::mcp::position::OutputPosition;
 use crate::mcp::shared_tool::{Reply, SharedTool};
 use crate::mcp::tools::watch::{read_settled_state, read_state};
 use crate::mcp::zellij_access::ZellijAccess;
+use muxgate_tmux::follow::text::{Decision, Followed, RowsSince, TextWatch, follow};
 use muxgate_tmux::ops::capture::CaptureRange;
-use muxgate_tmux::{LineBatch, LineReader, OutputSubscription, PaneId, StreamEnd};
+use muxgate_tmux::{LineReader, OutputSubscription, PaneId, StreamEnd};
 
-/// Lines kept for a result's `tail`.
-const TAIL_LINES: usize = 20;
-/// Bytes kept for a result's `tail`.
-const TAIL_BYTES: usize = 2000;
 /// `wait_for_text`'s timeout when the client gives none.
 pub const DEFAULT_TEXT_TIMEOUT: Duration = Duration::from_secs(8);
 
@@ -196,31 +192,6 @@ pub struct WaitForTextOutput {
     pub effective_timeout: f64,
 }
 
-/// What one wake-up of a text wait decided.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Decision {
-    Hit(text_match::Hit),
-    AnyOutput(String),
-}
-
-impl Decision {
-    fn outcome(&self) -> WaitOutcome {
-        match self {
-            Decision::Hit(hit) if hit.kind == HitKind::Stop => WaitOutcome::Stopped,
-            Decision::Hit(_) => WaitOutcome::Matched,
-            Decision::AnyOutput(_) => WaitOutcome::AnyOutput,
-        }
-    }
-}
-
-/// The rows a pane printed since `since`, as `capture_since` reads them: complete rows, then
-/// the one being written.
-struct RowsSince {
-    lines: Vec<Arc<str>>,
-    partial: Option<String>,
-    missed: bool,
-}
-
 async fn rows_since(
     tmux: &TmuxAccess<'_>,
     pane: PaneId,
@@ -258,143 +229,6 @@ async fn rows_since(
 
 /// Most rows read back from a `since` position (the newest are kept).
 const CATCH_UP_ROWS: usize = 2000;
-
-/// The pure part of a text wait: matching decoded lines, the tail.
-struct TextWatch {
-    matcher: WaitMatcher,
-    /// Takes the echo of typed input out of the lines before they are matched.
-    echo: EchoFilter,
-    tail: VecDeque<Arc<str>>,
-    /// The line being written, as of the last new output.
-    partial: Option<String>,
-    alternate_screen: bool,
-    saw_output: bool,
-    /// Output was lost since the last check: the screen must be matched once.
-    needs_resync: bool,
-    resynced: bool,
-}
-
-impl TextWatch {
-    fn new(matcher: WaitMatcher, echo: EchoFilter) -> Self {
-        Self {
-            matcher,
-            echo,
-            tail: VecDeque::new(),
-            partial: None,
-            alternate_screen: false,
-            saw_output: false,
-            needs_resync: false,
-            resynced: false,
-        }
-    }
-
-    /// Notes what a wake-up says beyond its lines.
-    fn begin(&mut self, batch: &LineBatch) {
-        self.needs_resync |= batch.lost;
-        self.alternate_screen = batch.alternate_screen;
-        if batch.new_output {
-            self.saw_output = true;
-            self.partial.clone_from(&batch.partial);
-        }
-    }
-
-    /// Matches new complete `lines`, then the line being written (`partial`).
-    fn check(&mut self, lines: &[Arc<str>], partial: Option<&str>) -> Option<Decision> {
-        let decision = self.decide(lines, partial);
-        // Only the last lines can be in the tail.
-        let kept = lines.len().saturating_sub(TAIL_LINES);
-        self.tail.extend(lines[kept..].iter().cloned());
-        let surplus = self.tail.len().saturating_sub(TAIL_LINES);
-        self.tail.drain(..surplus);
-        decision
-    }
-
-    fn decide(&mut self, lines: &[Arc<str>], partial: Option<&str>) -> Option<Decision> {
-        if !self.echo.is_done() {
-            let lines: Vec<Arc<str>> = lines
-                .iter()
-                .map(|line| Arc::from(self.echo.strip(line, true)))
-                .collect();
-            let partial = partial.map(|line| self.echo.strip(line, false));
-            return self.decide_plain(&lines, partial.as_deref());
-        }
-        self.decide_plain(lines, partial)
-    }
-
-    fn decide_plain(&self, lines: &[Arc<str>], partial: Option<&str>) -> Option<Decision> {
-        let candidates = lines.iter().map(|l| &**l).chain(partial);
-        if self.matcher.any_output() {
-            if let Some(hit) = self.matcher.check(candidates.clone()) {
-                return Some(Decision::Hit(hit));
-            }
-            return candidates
-                .into_iter()
-                .find(|l| !l.is_empty())
-                .map(|l| Decision::AnyOutput(l.to_owned()));
-        }
-        if self.alternate_screen {
-            return None;
-        }
-        self.matcher.check(candidates).map(Decision::Hit)
-    }
-
-    /// Matches the rows printed between a `since` position and the start of the wait.
-    fn catch_up(&mut self, rows: &RowsSince) -> Option<Decision> {
-        self.resynced |= rows.missed;
-        if !rows.lines.is_empty() || rows.partial.is_some() {
-            self.saw_output = true;
-            self.partial.clone_from(&rows.partial);
-        }
-        self.check(&rows.lines, rows.partial.as_deref())
-    }
-
-    /// Matches the visible screen once, after output was lost.
-    fn resync(&mut self, screen: &[String]) -> Option<Decision> {
-        self.needs_resync = false;
-        self.resynced = true;
-        self.matcher
-            .check(screen.iter().map(String::as_str))
-            .map(Decision::Hit)
-    }
-
-    /// The tail for the result: the last lines (and the line being written), capped in bytes.
-    fn tail(&self) -> Vec<String> {
-        let mut lines: Vec<String> = self.tail.iter().map(|l| l.to_string()).collect();
-        lines.extend(self.partial.clone());
-        tail_of(lines)
-    }
-}
-
-/// The last lines of new output a wait answers with: at most [`TAIL_LINES`] lines and
-/// [`TAIL_BYTES`] bytes.
-pub(crate) fn tail_of(mut lines: Vec<String>) -> Vec<String> {
-    let start = lines.len().saturating_sub(TAIL_LINES);
-    cap_tail(lines.split_off(start), TAIL_BYTES)
-}
-
-/// Keeps the last lines whose total length fits `budget` bytes (the oldest kept line may be
-/// cut at its start).
-fn cap_tail(lines: Vec<String>, budget: usize) -> Vec<String> {
-    let mut kept = Vec::new();
-    let mut left = budget;
-    for line in lines.into_iter().rev() {
-        if line.len() <= left {
-            left -= line.len();
-            kept.push(line);
-            continue;
-        }
-        if left > 0 {
-            let mut start = line.len() - left;
-            while !line.is_char_boundary(start) {
-                start += 1;
-            }
-            kept.push(line[start..].to_owned());
-        }
-        break;
-    }
-    kept.reverse();
-    kept
-}
 
 /// Waits for text in a pane until `deadline`. The caller holds the wait budget. With
 /// `subscription` (taken earlier on the same pane, e.g. at the start of a batch), output since
@@ -435,7 +269,7 @@ pub async fn wait_for_text(
         let caught_up = if state.alternate_on {
             // The stream only reports switches; start from what the pane shows now.
             reader.assume_alternate_screen().await;
-            watch.alternate_screen = true;
+            watch.assume_alternate_screen();
             None
         } else {
             since_hit(tmux, pane, request, &mut watch, deadline).await?
@@ -446,7 +280,11 @@ pub async fn wait_for_text(
         };
         match before {
             Some(decision) => WaitEnd::decided(decision),
-            None => follow(tmux, pane, &mut reader, &mut watch, deadline, cancel).await?,
+            None => {
+                let screen = || visible_lines(tmux, pane);
+                let followed = follow(&mut reader, &mut watch, deadline, cancel, screen).await?;
+                WaitEnd::followed(tmux.server_name(), pane, followed)?
+            }
         }
     };
     Ok(end.answer(&watch, pane, started, effective_timeout))
@@ -470,11 +308,32 @@ impl WaitEnd {
     }
 
     fn decided(decision: Decision) -> Self {
+        let outcome = match &decision {
+            Decision::Hit(hit) if hit.kind == HitKind::Stop => WaitOutcome::Stopped,
+            Decision::Hit(_) => WaitOutcome::Matched,
+            Decision::AnyOutput(_) => WaitOutcome::AnyOutput,
+        };
         Self {
-            outcome: decision.outcome(),
+            outcome,
             decision: Some(decision),
             exit_status: None,
         }
+    }
+
+    /// How a wait that followed the pane's output ended; an error when the client cancelled
+    /// or the server or its connection went away.
+    fn followed(server: &str, pane: PaneId, followed: Followed) -> Result<Self, ToolError> {
+        Ok(match followed {
+            Followed::Decided(decision) => Self::decided(decision),
+            Followed::Timeout => Self::outcome(WaitOutcome::Timeout),
+            Followed::AlternateScreen => Self::outcome(WaitOutcome::AlternateScreen),
+            Followed::Cancelled => return Err(cancelled()),
+            Followed::Ended(end) => {
+                let mut ended = Self::outcome(WaitOutcome::PaneExited);
+                ended.exit_status = stream_end(server, pane, end)?;
+                ended
+            }
+        })
     }
 
     fn answer(
@@ -486,7 +345,7 @@ impl WaitEnd {
     ) -> WaitForTextOutput {
         let (matched_line, matched_pattern) = match self.decision {
             Some(Decision::Hit(hit)) => {
-                let pattern = watch.matcher.source(&hit).to_owned();
+                let pattern = watch.matcher().source(&hit).to_owned();
                 (Some(hit.line), Some(pattern))
             }
             Some(Decision::AnyOutput(line)) => (Some(line), None),
@@ -499,9 +358,9 @@ impl WaitEnd {
             matched_line,
             matched_pattern,
             tail: watch.tail(),
-            saw_new_output: watch.saw_output,
-            alternate_screen: watch.alternate_screen,
-            resynced: watch.resynced,
+            saw_new_output: watch.saw_output(),
+            alternate_screen: watch.alternate_screen(),
+            resynced: watch.resynced(),
             pane_exit_status: self.exit_status,
             elapsed_ms: elapsed_ms(started),
             effective_timeout,
@@ -523,10 +382,7 @@ async fn since_hit(
         return Ok(None);
     };
     let rows = by_deadline(tmux, deadline, rows_since(tmux, pane, since)).await?;
-    let stream_echo = std::mem::replace(&mut watch.echo, EchoFilter::new(&request.typed()));
-    let decision = watch.catch_up(&rows);
-    watch.echo = stream_echo;
-    Ok(decision)
+    Ok(watch.catch_up(&rows, EchoFilter::new(&request.typed())))
 }
 
 /// With `include_screen`: a match in what the pane shows now. Read after subscribing: what
@@ -543,77 +399,9 @@ async fn screen_hit(
     }
     let screen = by_deadline(tmux, deadline, visible_lines(tmux, pane)).await?;
     Ok(watch
-        .matcher
+        .matcher()
         .check(screen.iter().map(String::as_str))
         .map(Decision::Hit))
-}
-
-/// Follows the pane's output until a line decides the wait, the pane ends, or `deadline`.
-async fn follow(
-    tmux: &TmuxAccess<'_>,
-    pane: PaneId,
-    reader: &mut LineReader,
-    watch: &mut TextWatch,
-    deadline: Instant,
-    cancel: &CancellationToken,
-) -> Result<WaitEnd, ToolError> {
-    loop {
-        let next = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return Err(cancelled()),
-            () = tokio::time::sleep_until(deadline) => None,
-            next = reader.next() => Some(next),
-        };
-        let batch = match next {
-            None if watch.alternate_screen => {
-                return Ok(WaitEnd::outcome(WaitOutcome::AlternateScreen));
-            }
-            None => return Ok(WaitEnd::outcome(WaitOutcome::Timeout)),
-            Some(Ok(batch)) => batch,
-            Some(Err(end)) => {
-                let mut ended = WaitEnd::outcome(WaitOutcome::PaneExited);
-                ended.exit_status = stream_end(tmux.server_name(), pane, end)?;
-                return Ok(ended);
-            }
-        };
-        let mut decision = check_in_slices(watch, &batch).await;
-        if decision.is_none() && watch.needs_resync {
-            let screen = visible_lines(tmux, pane).await?;
-            decision = watch.resync(&screen);
-        }
-        if let Some(decision) = decision {
-            return Ok(WaitEnd::decided(decision));
-        }
-    }
-}
-
-/// Lines a wait matches between two yields to the runtime. Under a flood a waiter that fell
-/// behind takes up to a whole log (about 1 MiB of text) at once; ten of them matching that in
-/// one go kept the runtime's threads from every other request for tens of milliseconds.
-const CHECK_SLICE: usize = 256;
-
-/// Matches `batch` in [`CHECK_SLICE`] pieces, yielding between them; stops at the first
-/// decision.
-async fn check_in_slices(watch: &mut TextWatch, batch: &LineBatch) -> Option<Decision> {
-    watch.begin(batch);
-    let mut rest = &batch.lines[..];
-    loop {
-        let (piece, after) = rest.split_at(rest.len().min(CHECK_SLICE));
-        // The line being written goes with the last piece.
-        let partial = if after.is_empty() {
-            batch.partial.as_deref()
-        } else {
-            None
-        };
-        if let Some(decision) = watch.check(piece, partial) {
-            return Some(decision);
-        }
-        if after.is_empty() {
-            return None;
-        }
-        rest = after;
-        tokio::task::yield_now().await;
-    }
 }
 
 /// What the end of a pane's stream means for a wait: the pane's exit status (the pane is
@@ -759,142 +547,6 @@ impl McpServer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use muxgate_mux::lines::LineAssembler;
-
-    fn watch(patterns: Option<&[&str]>, stop: &[&str]) -> TextWatch {
-        let request = TextWaitRequest {
-            target: "%0".into(),
-            patterns: patterns.map(|p| p.iter().map(|s| (*s).to_owned()).collect()),
-            stop: stop.iter().map(|s| (*s).to_owned()).collect(),
-            options: PatternOptions::default(),
-            since: None,
-            echo: Vec::new(),
-            include_screen: false,
-        };
-        TextWatch::new(request.matcher().unwrap(), EchoFilter::default())
-    }
-
-    /// One wake-up's worth of lines, matched in one go.
-    fn feed(w: &mut TextWatch, batch: LineBatch) -> Option<Decision> {
-        w.begin(&batch);
-        w.check(&batch.lines, batch.partial.as_deref())
-    }
-
-    /// Decodes test output into the batches a wait receives.
-    #[derive(Default)]
-    struct Decoder(LineAssembler);
-
-    impl Decoder {
-        fn batch(&mut self, data: &[u8]) -> LineBatch {
-            let mut lines: Vec<String> = Vec::new();
-            self.0.feed(data, &mut lines);
-            LineBatch {
-                lines: lines.into_iter().map(Arc::from).collect(),
-                partial: self.0.has_partial().then(|| self.0.partial()),
-                lost: false,
-                new_output: !data.is_empty(),
-                alternate_screen: self.0.alternate_screen(),
-            }
-        }
-    }
-
-    fn hit_line(decision: Option<Decision>) -> (HitKind, String) {
-        match decision {
-            Some(Decision::Hit(hit)) => (hit.kind, hit.line),
-            other => panic!("expected a hit, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn matches_complete_and_partial_lines() {
-        let mut d = Decoder::default();
-        let mut w = watch(Some(&["ready"]), &[]);
-        assert_eq!(feed(&mut w, d.batch(b"starting\r\nalmost re")), None);
-        assert_eq!(
-            hit_line(feed(&mut w, d.batch(b"ady now"))),
-            (HitKind::Pattern, "almost ready now".into())
-        );
-        assert_eq!(w.tail(), ["starting", "almost ready now"]);
-    }
-
-    #[test]
-    fn matches_visible_text_not_escapes() {
-        let mut d = Decoder::default();
-        let mut w = watch(Some(&["build ok"]), &[]);
-        assert_eq!(feed(&mut w, d.batch(b"\x1b[32mbuild\x1b[0m o")), None);
-        assert_eq!(
-            hit_line(feed(&mut w, d.batch(b"k\r\n"))),
-            (HitKind::Pattern, "build ok".into())
-        );
-    }
-
-    #[test]
-    fn stop_patterns_win_within_one_wake() {
-        let mut d = Decoder::default();
-        let mut w = watch(Some(&["done"]), &["error"]);
-        assert_eq!(
-            hit_line(feed(&mut w, d.batch(b"error: x\r\ndone\r\n"))),
-            (HitKind::Stop, "error: x".into())
-        );
-    }
-
-    #[test]
-    fn any_output_needs_visible_text() {
-        let mut d = Decoder::default();
-        let mut w = watch(None, &[]);
-        assert_eq!(feed(&mut w, d.batch(b"\x1b[?2004h\r\n")), None);
-        assert!(w.saw_output);
-        assert_eq!(
-            feed(&mut w, d.batch(b"$ ")),
-            Some(Decision::AnyOutput("$".into()))
-        );
-    }
-
-    #[test]
-    fn nothing_matches_on_the_alternate_screen() {
-        let mut d = Decoder::default();
-        let mut w = watch(Some(&["ready"]), &[]);
-        assert_eq!(feed(&mut w, d.batch(b"\x1b[?1049hready\r\n")), None);
-        assert!(w.alternate_screen);
-        assert_eq!(
-            hit_line(feed(&mut w, d.batch(b"\x1b[?1049lready again\r\n"))).1,
-            "ready again"
-        );
-    }
-
-    #[test]
-    fn lost_output_asks_for_one_resync() {
-        let mut d = Decoder::default();
-        let mut w = watch(Some(&["ready"]), &[]);
-        let mut lost = d.batch(b"tail of a flood");
-        lost.lost = true;
-        assert_eq!(feed(&mut w, lost), None);
-        assert!(w.needs_resync);
-        let screen = vec!["server ready".to_owned(), "$".to_owned()];
-        assert_eq!(hit_line(w.resync(&screen)).1, "server ready");
-        assert!(!w.needs_resync && w.resynced);
-    }
-
-    #[test]
-    fn the_tail_is_bounded() {
-        let mut d = Decoder::default();
-        let mut w = watch(Some(&["never"]), &[]);
-        let mut data = Vec::new();
-        for i in 0..30 {
-            data.extend_from_slice(format!("line {i} {}\r\n", "x".repeat(150)).as_bytes());
-        }
-        assert_eq!(feed(&mut w, d.batch(&data)), None);
-        let tail = w.tail();
-        assert!(tail.len() <= TAIL_LINES);
-        assert!(tail.iter().map(String::len).sum::<usize>() <= TAIL_BYTES);
-        assert!(tail.last().unwrap().starts_with("line 29"));
-    }
-
-    #[test]
-    fn tail_cap_cuts_on_char_boundaries() {
-        let capped = cap_tail(vec!["ééé".into(), "ab".into()], 5);
-        assert_eq!(capped, ["é", "ab"]);
-    }
 
     #[test]
     fn bad_pattern_lists_are_invalid_arguments() {

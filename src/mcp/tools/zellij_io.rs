@@ -28,7 +28,6 @@ use super::pane::{CapturePaneInput, CapturePaneOutput};
 use super::run::{DEFAULT_RUN_TIMEOUT, RunCommandInput, RunCommandOutput};
 use super::wait::{
     DEFAULT_TEXT_TIMEOUT, TextWaitRequest, WaitForTextInput, WaitForTextOutput, WaitOutcome,
-    tail_of,
 };
 use super::watch::cancelled;
 use super::zellij_pane::PaneSpot;
@@ -41,6 +40,7 @@ use crate::mcp::zellij_access::ZellijAccess;
 use crate::mux::zellij::backend::{
     CommandResult, InputStep, NewLinesEnd, RunInPaneOptions, RunOptions,
 };
+use muxgate_mux::lines::tail_of;
 use muxgate_mux::pane_io::{LineBound, PaneIo, ScreenScope};
 
 /// Default `max_lines` of reads and command output (as the tmux tools).
