@@ -36,7 +36,7 @@ const STATIC_TOOLS: [(&str, &str); 6] = [
 ];
 
 /// The tool that reports progress (its behaviour needs the peer, see the server).
-pub const PROGRESS_TOOL: &str = "test_tool_with_progress";
+pub(super) const PROGRESS_TOOL: &str = "test_tool_with_progress";
 /// The tool whose input schema uses JSON Schema 2020-12 keywords clients must keep.
 const SCHEMA_TOOL: &str = "json_schema_2020_12_tool";
 /// The tool with a parameter mirrored in an `Mcp-Param-Region` header (SEP-2243), which the
@@ -44,7 +44,7 @@ const SCHEMA_TOOL: &str = "json_schema_2020_12_tool";
 const HEADER_TOOL: &str = "test_custom_headers";
 
 /// Every fixture tool, for `tools/list`.
-pub fn tools() -> Vec<Tool> {
+pub(super) fn tools() -> Vec<Tool> {
     let empty = || Arc::new(object(json!({"type": "object", "properties": {}})));
     let mut tools: Vec<Tool> = STATIC_TOOLS
         .iter()
@@ -73,13 +73,16 @@ pub fn tools() -> Vec<Tool> {
 }
 
 /// Whether `name` is a fixture tool.
-pub fn is_tool(name: &str) -> bool {
+pub(super) fn is_tool(name: &str) -> bool {
     [PROGRESS_TOOL, SCHEMA_TOOL, HEADER_TOOL].contains(&name)
         || STATIC_TOOLS.iter().any(|(n, _)| *n == name)
 }
 
 /// The result of a fixture tool other than [`PROGRESS_TOOL`].
-pub fn call(name: &str, arguments: Option<&JsonObject>) -> Result<CallToolResult, ErrorData> {
+pub(super) fn call(
+    name: &str,
+    arguments: Option<&JsonObject>,
+) -> Result<CallToolResult, ErrorData> {
     let content = match name {
         "test_simple_text" => json!([
             {"type": "text", "text": "This is a simple text response for testing."}
@@ -160,7 +163,7 @@ fn schema_2020_12() -> Value {
 }
 
 /// Every fixture prompt, for `prompts/list`.
-pub fn prompts() -> Vec<Prompt> {
+pub(super) fn prompts() -> Vec<Prompt> {
     let argument = |name: &str, description: &str| {
         PromptArgument::new(name)
             .with_description(description)
@@ -197,12 +200,15 @@ pub fn prompts() -> Vec<Prompt> {
 }
 
 /// Whether `name` is a fixture prompt.
-pub fn is_prompt(name: &str) -> bool {
+pub(super) fn is_prompt(name: &str) -> bool {
     prompts().iter().any(|p| p.name == name)
 }
 
 /// A fixture prompt's messages.
-pub fn prompt(name: &str, arguments: Option<&JsonObject>) -> Result<GetPromptResult, ErrorData> {
+pub(super) fn prompt(
+    name: &str,
+    arguments: Option<&JsonObject>,
+) -> Result<GetPromptResult, ErrorData> {
     let arg = |key: &str| -> Result<String, ErrorData> {
         arguments
             .and_then(|a| a.get(key))
@@ -247,7 +253,7 @@ pub fn prompt(name: &str, arguments: Option<&JsonObject>) -> Result<GetPromptRes
 }
 
 /// Every fixed fixture resource, for `resources/list`.
-pub fn resources() -> Vec<Resource> {
+pub(super) fn resources() -> Vec<Resource> {
     vec![
         Resource::new("test://static-text", "static-text")
             .with_description("A static text resource for testing")
@@ -259,7 +265,7 @@ pub fn resources() -> Vec<Resource> {
 }
 
 /// The fixture resource template, for `resources/templates/list`.
-pub fn templates() -> Vec<ResourceTemplate> {
+pub(super) fn templates() -> Vec<ResourceTemplate> {
     vec![
         ResourceTemplate::new("test://template/{id}/data", "template")
             .with_description("A resource template with parameter substitution")
@@ -268,7 +274,7 @@ pub fn templates() -> Vec<ResourceTemplate> {
 }
 
 /// A fixture resource's contents; `None` when no fixture has that URI.
-pub fn read(uri: &str) -> Option<Result<ReadResourceResult, ErrorData>> {
+pub(super) fn read(uri: &str) -> Option<Result<ReadResourceResult, ErrorData>> {
     let contents = match uri {
         "test://static-text" => json!({
             "uri": uri,
