@@ -17,10 +17,10 @@
 use std::fmt::{self, Write as _};
 
 use crate::config::{Config, ServerName, TmuxServer};
-use crate::mux::zellij::backend::ZellijBackend;
 use crate::tmux_cli::{self, PROBE_TIMEOUT, ServerProbe};
 use crate::workspace::host::Host;
 use muxgate_tmux::client::stale::{self, ControlClientState};
+use muxgate_zellij::backend::ZellijBackend;
 
 /// The outcome of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

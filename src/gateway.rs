@@ -30,7 +30,6 @@ use crate::http::{self, HttpDeps, HttpTelemetry, Security};
 use crate::limits::Limits;
 use crate::mcp::self_guard::SelfLocation;
 use crate::mcp::{McpServer, McpState};
-use crate::mux::zellij::servers::ZellijServers;
 use crate::recordings::Recorder;
 use crate::secret_entry::{PaneDestination, SecretDesk};
 use crate::telemetry::exposition::MetricsEndpoint;
@@ -38,6 +37,7 @@ use crate::telemetry::{Metrics, MetricsTokenError};
 use crate::view::link::ViewKey;
 use crate::workspace::{self, WorkspaceError, Workspaces};
 use muxgate_tmux::TmuxEngine;
+use muxgate_zellij::servers::ZellijServers;
 
 /// Why a gateway could not be assembled.
 #[derive(Debug, thiserror::Error)]

@@ -552,6 +552,7 @@ fn no_files_of_a_crate_import_each_other_in_a_circle() {
         ("", 100, 300),
         ("crates/mux/", 15, 5),
         ("crates/tmux/", 40, 100),
+        ("crates/zellij/", 15, 30),
     ] {
         let files: Vec<(String, String)> = repo_paths()
             .into_iter()

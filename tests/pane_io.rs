@@ -7,12 +7,12 @@ mod zellij_common;
 use std::time::Duration;
 
 use common::tmux::TestTmux;
-use muxgate::mux::zellij::ids::PaneId as ZellijPaneId;
-use muxgate::mux::zellij::panes::ZellijPanes;
 use muxgate_mux::pane_io::{PaneIo, ScreenScope};
 use muxgate_mux::text_match::Pattern;
 use muxgate_tmux::typed::panes::TmuxPanes;
 use muxgate_tmux::{Caller, EngineSettings, PaneId as TmuxPaneId, TmuxEngine, TmuxSocket};
+use muxgate_zellij::ids::PaneId as ZellijPaneId;
+use muxgate_zellij::panes::ZellijPanes;
 use tokio_util::sync::CancellationToken;
 use zellij_common::Harness;
 

@@ -5,13 +5,13 @@ mod zellij_common;
 
 use std::time::{Duration, Instant};
 
-use muxgate::mux::zellij::backend::{
+use muxgate_mux::text_match::Pattern;
+use muxgate_zellij::backend::{
     NewPaneOptions, NewTabOptions, ReadScope, RunInPaneOptions, RunOptions,
 };
-use muxgate::mux::zellij::error::ZellijError;
-use muxgate::mux::zellij::ids::{PaneId, SessionName, TabId};
-use muxgate::mux::zellij::keys::Key;
-use muxgate_mux::text_match::Pattern;
+use muxgate_zellij::error::ZellijError;
+use muxgate_zellij::ids::{PaneId, SessionName, TabId};
+use muxgate_zellij::keys::Key;
 use zellij_common::Harness;
 
 const SHELL: PaneId = PaneId::Terminal(0);

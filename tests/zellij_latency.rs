@@ -7,9 +7,9 @@ mod zellij_common;
 
 use std::time::{Duration, Instant};
 
-use muxgate::mux::zellij::backend::{NewTabOptions, ReadScope, RunInPaneOptions, RunOptions};
-use muxgate::mux::zellij::ids::{PaneId, SessionName};
 use muxgate_mux::text_match::Pattern;
+use muxgate_zellij::backend::{NewTabOptions, ReadScope, RunInPaneOptions, RunOptions};
+use muxgate_zellij::ids::{PaneId, SessionName};
 use zellij_common::Harness;
 
 const SHELL: PaneId = PaneId::Terminal(0);

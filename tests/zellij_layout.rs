@@ -5,10 +5,10 @@ mod zellij_common;
 
 use std::time::Duration;
 
-use muxgate::mux::zellij::backend::{EditOptions, NewPaneOptions, NewTabOptions, SplitDirection};
-use muxgate::mux::zellij::error::ZellijError;
-use muxgate::mux::zellij::ids::{PaneId, SessionName, TabId};
 use muxgate_mux::text_match::Pattern;
+use muxgate_zellij::backend::{EditOptions, NewPaneOptions, NewTabOptions, SplitDirection};
+use muxgate_zellij::error::ZellijError;
+use muxgate_zellij::ids::{PaneId, SessionName, TabId};
 use zellij_common::Harness;
 
 /// The tab the (single) attached client looks at.

@@ -2,9 +2,9 @@
 
 mod zellij_common;
 
-use muxgate::mux::zellij::backend::CreateSessionOptions;
-use muxgate::mux::zellij::error::ZellijError;
-use muxgate::mux::zellij::ids::{PaneId, SessionName, TabId};
+use muxgate_zellij::backend::CreateSessionOptions;
+use muxgate_zellij::error::ZellijError;
+use muxgate_zellij::ids::{PaneId, SessionName, TabId};
 use zellij_common::Harness;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

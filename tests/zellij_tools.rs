@@ -10,7 +10,7 @@ mod zellij_common;
 use common::calls::{Client, err, err_kind, legacy, ok, token};
 use common::{TestGateway, relaxed, spawn_gateway};
 use muxgate::config::Config;
-use muxgate::mux::zellij::ids::SessionName;
+use muxgate_zellij::ids::SessionName;
 use serde_json::{Value, json};
 use zellij_common::Harness;
 

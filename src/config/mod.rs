@@ -36,9 +36,6 @@ use crate::approvals::{ApprovalPolicy, ApprovalsConfig};
 use crate::audit::AuditConfig;
 use crate::auth::{AuthConfig, ClientPolicyConfig, DefaultClientConfig};
 use crate::limits::{LimitOverrides, LimitsConfig};
-use crate::mux::zellij::backend::ZellijServerSpec;
-use crate::mux::zellij::cli::ZellijEnv;
-use crate::mux::zellij::ids::SessionName as ZellijSessionName;
 use crate::recordings::writer::MIN_FILE_BYTES;
 use crate::recordings::{RecordingPolicy, RecordingsConfig};
 use crate::state::StateConfig;
@@ -48,6 +45,9 @@ pub use layers::{EnvError, Origin};
 use layers::{KeyPath, Layered, display_path};
 use muxgate_tmux::EngineSettings;
 pub use muxgate_tmux::TmuxSocket;
+use muxgate_zellij::backend::ZellijServerSpec;
+use muxgate_zellij::cli::ZellijEnv;
+use muxgate_zellij::ids::SessionName as ZellijSessionName;
 
 /// The embedded default configuration document.
 pub const DEFAULT_TOML: &str = include_str!("../../config/default.toml");

@@ -78,7 +78,6 @@ use crate::auth::Tier;
 use crate::auth::owners::SessionOwners;
 use crate::config::Config;
 use crate::limits::Limits;
-use crate::mux::zellij::servers::ZellijServers;
 use crate::recordings::Recorder;
 use crate::secret_entry::{PaneDestination, SecretDesk};
 use crate::telemetry::Metrics;
@@ -88,6 +87,7 @@ pub use call::CallContext;
 pub use error::{ToolError, ToolErrorKind};
 use heartbeat::Heartbeat;
 use muxgate_tmux::TmuxEngine;
+use muxgate_zellij::servers::ZellijServers;
 
 /// The name muxgate reports in `serverInfo`.
 pub const SERVER_NAME: &str = "muxgate";

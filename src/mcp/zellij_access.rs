@@ -8,17 +8,17 @@
 //! like a missing one.
 //!
 //! Not here: the scope check (tiers) and rate limits, which [`super::call`] applies to every
-//! call before a tool runs; the backend itself ([`crate::mux::zellij`]).
+//! call before a tool runs; the backend itself ([`muxgate_zellij`]).
 
 use muxgate_mux::lines::excerpt;
 
 use crate::auth::{SessionRef, can_see_session, check_server};
 use crate::limits::Limits;
-use crate::mux::zellij::backend::ZellijBackend;
-use crate::mux::zellij::error::ZellijError;
-use crate::mux::zellij::ids::{PaneId, SessionName, TabId};
-use crate::mux::zellij::panes::ZellijPanes;
-use crate::mux::zellij::servers::ZellijServer;
+use muxgate_zellij::backend::ZellijBackend;
+use muxgate_zellij::error::ZellijError;
+use muxgate_zellij::ids::{PaneId, SessionName, TabId};
+use muxgate_zellij::panes::ZellijPanes;
+use muxgate_zellij::servers::ZellijServer;
 
 use super::McpServer;
 use super::budget::CallBudget;
@@ -163,13 +163,12 @@ impl ZellijAccess<'_> {
 
 /// Parses a pane id argument (`terminal_N`, `plugin_N`, or `N` for `terminal_N`).
 pub fn parse_pane(text: &str) -> Result<PaneId, ToolError> {
-    text.parse()
-        .map_err(|e: crate::mux::zellij::ids::InvalidId| {
-            ToolError::invalid_arguments(
-                e.to_string(),
-                "call list_panes and pass a pane id from its result",
-            )
-        })
+    text.parse().map_err(|e: muxgate_zellij::ids::InvalidId| {
+        ToolError::invalid_arguments(
+            e.to_string(),
+            "call list_panes and pass a pane id from its result",
+        )
+    })
 }
 
 /// Parses the `target` of a tool both backends serve: `terminal_N` (or `N`) in the server's
@@ -183,13 +182,12 @@ pub fn parse_target(text: &str) -> Result<(Option<&str>, PaneId), ToolError> {
 
 /// Parses a tab id argument (a tab's stable `tab_id` from list_windows, not its position).
 pub fn parse_tab(text: &str) -> Result<TabId, ToolError> {
-    text.parse()
-        .map_err(|e: crate::mux::zellij::ids::InvalidId| {
-            ToolError::invalid_arguments(
-                e.to_string(),
-                "call list_windows and pass a tab_id from its result",
-            )
-        })
+    text.parse().map_err(|e: muxgate_zellij::ids::InvalidId| {
+        ToolError::invalid_arguments(
+            e.to_string(),
+            "call list_windows and pass a tab_id from its result",
+        )
+    })
 }
 
 /// Parses the window `target` of a tool both backends serve, on Zellij a tab: `N` (its

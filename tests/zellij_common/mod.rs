@@ -21,10 +21,10 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use muxgate::mux::zellij::attach::{PtyClient, TermSize};
-use muxgate::mux::zellij::backend::{CreateSessionOptions, ZellijBackend, ZellijServerSpec};
-use muxgate::mux::zellij::cli::{ZellijCli, ZellijEnv};
-use muxgate::mux::zellij::ids::SessionName;
+use muxgate_zellij::attach::{PtyClient, TermSize};
+use muxgate_zellij::backend::{CreateSessionOptions, ZellijBackend, ZellijServerSpec};
+use muxgate_zellij::cli::{ZellijCli, ZellijEnv};
+use muxgate_zellij::ids::SessionName;
 
 const CONFIG: &str = r#"show_startup_tips false
 show_release_notes false
@@ -138,7 +138,7 @@ impl Harness {
     }
 
     pub(crate) fn cli(&self) -> ZellijCli {
-        ZellijCli::new(self.env.clone())
+        ZellijCli::for_test(self.env.clone())
     }
 
     /// A client attached through a pty, standing in for a human's terminal.

@@ -27,12 +27,12 @@ use crate::mcp::pane_ops::{self, Delivered};
 use crate::mcp::position::OutputPosition;
 use crate::mcp::shared_tool::{Reply, SharedTool};
 use crate::mcp::zellij_access::ZellijAccess;
-use crate::mux::zellij::backend::InputStep;
-use crate::mux::zellij::keys::{Key as ZellijKey, from_tmux_name};
 use muxgate_tmux::PaneId;
 use muxgate_tmux::ops::buffer::transient_buffer_name;
 use muxgate_tmux::ops::input::InputPlan;
 use muxgate_tmux::ops::keys::{KEY_EXAMPLES, KeyName};
+use muxgate_zellij::backend::InputStep;
+use muxgate_zellij::keys::{Key as ZellijKey, from_tmux_name};
 
 /// Most key names in one call.
 pub const MAX_KEYS: usize = 1000;

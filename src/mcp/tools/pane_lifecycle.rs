@@ -6,7 +6,7 @@
 //! [`muxgate_tmux::typed::pane_lifecycle`]'s; these tools check arguments and access, call it and
 //! shape the answer. `kill_pane`, `select_pane`, `resize_pane` and `set_pane_title` serve
 //! Zellij servers too: their Zellij halves are here, beside the tmux ones, in each call's
-//! [`SharedTool`] impl, and call [`crate::mux::zellij::backend`] the same way.
+//! [`SharedTool`] impl, and call [`muxgate_zellij::backend`] the same way.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -799,7 +799,7 @@ impl SharedTool for ResizePane {
     }
 
     /// `zoom` is fullscreen within the pane's tab; `width` and `height` are reached in Zellij's
-    /// own steps (see [`crate::mux::zellij::backend`]).
+    /// own steps (see [`muxgate_zellij::backend`]).
     async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
         let (session, pane) = z.pane_target(&self.input.target)?;
         let resized = match self.change {

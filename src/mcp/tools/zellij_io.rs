@@ -37,11 +37,11 @@ use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::check_max_lines;
 use crate::mcp::position::ZellijPosition;
 use crate::mcp::zellij_access::ZellijAccess;
-use crate::mux::zellij::backend::{
-    CommandResult, InputStep, NewLinesEnd, RunInPaneOptions, RunOptions,
-};
 use muxgate_mux::lines::tail_of;
 use muxgate_mux::pane_io::{LineBound, PaneIo, ScreenScope};
+use muxgate_zellij::backend::{
+    CommandResult, InputStep, NewLinesEnd, RunInPaneOptions, RunOptions,
+};
 
 /// Default `max_lines` of reads and command output (as the tmux tools).
 const DEFAULT_MAX_LINES: usize = 500;

@@ -5,8 +5,8 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::mux::zellij::ids::{PaneId, TabId};
-use crate::mux::zellij::listing::{Client, Pane, Tab};
+use muxgate_zellij::ids::{PaneId, TabId};
+use muxgate_zellij::listing::{Client, Pane, Tab};
 
 /// One tab of a Zellij session.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -184,7 +184,7 @@ mod tests {
 
     #[test]
     fn a_tabs_active_pane_is_its_focused_tiled_terminal() {
-        let panes = crate::mux::zellij::listing::parse_panes(
+        let panes = muxgate_zellij::listing::parse_panes(
             r#"[{"id":0,"is_plugin":true,"is_focused":true,"tab_id":0},
                 {"id":1,"is_plugin":false,"is_focused":false,"tab_id":0},
                 {"id":2,"is_plugin":false,"is_focused":true,"tab_id":0},

@@ -16,8 +16,8 @@ use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::zellij_access::{ZellijAccess, parse_tab};
-use crate::mux::zellij::backend::{EditOptions, NewPaneOptions, SplitDirection};
-use crate::mux::zellij::ids::{SessionName, TabId};
+use muxgate_zellij::backend::{EditOptions, NewPaneOptions, SplitDirection};
+use muxgate_zellij::ids::{SessionName, TabId};
 
 /// Where a tool opens a Zellij pane: the server, the session, the tab and the working
 /// directory.

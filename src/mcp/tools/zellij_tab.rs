@@ -21,9 +21,9 @@ use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::fields::object;
 use crate::mcp::zellij_access::{ZellijAccess, parse_tab};
-use crate::mux::zellij::backend::NewTabOptions;
-use crate::mux::zellij::ids::SessionName;
-use crate::mux::zellij::listing::Tab;
+use muxgate_zellij::backend::NewTabOptions;
+use muxgate_zellij::ids::SessionName;
+use muxgate_zellij::listing::Tab;
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ZellijTabOutput {

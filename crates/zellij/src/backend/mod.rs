@@ -7,7 +7,7 @@
 //! exists and returns [`ZellijError::NoSuchPane`] / [`ZellijError::NoSuchTab`] /
 //! [`ZellijError::NoSuchSession`] otherwise.
 //!
-//! All steps of one operation run as one job on the session's queue ([`SessionQueue`]), so
+//! All steps of one operation run as one job on the session's queue (`SessionQueue`), so
 //! concurrent callers never interleave actions on a session. Waiting for output
 //! ([`ZellijBackend::wait_for_text`], the completion of [`ZellijBackend::run_in_pane`] and
 //! [`ZellijBackend::run_command`]) happens outside the queue.

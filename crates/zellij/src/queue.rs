@@ -22,7 +22,7 @@ type Job = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
 
 /// The serialized queue of one session. Cloning shares the queue.
 #[derive(Clone)]
-pub struct SessionQueue {
+pub(crate) struct SessionQueue {
     session: SessionName,
     tx: mpsc::Sender<Job>,
     capacity: usize,
@@ -32,7 +32,7 @@ pub struct SessionQueue {
 impl SessionQueue {
     /// Starts the worker task. It ends when the last clone of the queue is dropped.
     /// `queue_wait` bounds how long an operation may wait for its turn.
-    pub fn start(session: SessionName, capacity: usize, queue_wait: Duration) -> Self {
+    pub(crate) fn start(session: SessionName, capacity: usize, queue_wait: Duration) -> Self {
         let capacity = capacity.max(1);
         let (tx, mut rx) = mpsc::channel::<Job>(capacity);
         tokio::spawn(async move {
@@ -50,7 +50,8 @@ impl SessionQueue {
     }
 
     /// Operations waiting to start (the running one is not counted).
-    pub fn depth(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn depth(&self) -> usize {
         self.capacity - self.tx.capacity()
     }
 
@@ -60,7 +61,7 @@ impl SessionQueue {
     /// If the caller stops waiting (cancelled or out of time) before `op` starts, `op` is
     /// skipped. Once started it runs to the end or to its timeout, so an action is never cut
     /// off half-way by a caller going away.
-    pub async fn run<T, F>(&self, what: &str, timeout: Duration, op: F) -> Result<T>
+    pub(crate) async fn run<T, F>(&self, what: &str, timeout: Duration, op: F) -> Result<T>
     where
         F: Future<Output = Result<T>> + Send + 'static,
         T: Send + 'static,

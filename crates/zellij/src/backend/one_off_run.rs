@@ -13,10 +13,10 @@ use tokio::time::Instant;
 use super::checks::{args, check_dir, check_name, invalid, is_run_pane, opt_path};
 use super::types::{CommandResult, ReadScope, RunOptions};
 use super::{Inner, ZellijBackend};
-use crate::mux::zellij::cli::{CliOutput, describe_status, first_lines, is_session_probe_failure};
-use crate::mux::zellij::error::{Result, ZellijError};
-use crate::mux::zellij::ids::{SessionName, TabId};
-use crate::mux::zellij::listing::Pane;
+use crate::cli::{CliOutput, describe_status, first_lines, is_session_probe_failure};
+use crate::error::{Result, ZellijError};
+use crate::ids::{SessionName, TabId};
+use crate::listing::Pane;
 
 /// How long after its command exited a pane's screen may take to show the end marker (the
 /// wrapper prints it after everything the command printed).
@@ -272,7 +272,7 @@ mod tests {
     use std::process::ExitStatus;
 
     use super::*;
-    use crate::mux::zellij::listing::parse_panes;
+    use crate::listing::parse_panes;
 
     /// A command pane whose command exited with status 3 (Zellij's own report).
     fn exited_pane() -> Pane {

@@ -2,13 +2,13 @@
 //!
 //! Layers, from the process up:
 //! - [`ids`]: validated session names, pane ids (`terminal_N` / `plugin_N`) and tab ids;
-//! - [`listing`], [`events`]: pure parsing of CLI output and subscribe events (the
+//! - [`listing`], `events`: pure parsing of CLI output and subscribe events (the
 //!   command-completion markers are `muxgate_mux::shell_run::screen`);
 //! - [`keys`]: key names for `send-keys`, validated;
 //! - [`cli`]: runs `zellij` subprocesses with an explicit environment and a timeout;
 //! - [`attach`]: a client attached through a pty muxgate owns (sizes tabs of headless sessions);
-//! - [`queue`]: one serialized operation queue per session;
-//! - [`watch`]: live pane views from `zellij subscribe`, shared by waiters;
+//! - `queue`: one serialized operation queue per session;
+//! - `watch`: live pane views from `zellij subscribe`, shared by waiters;
 //! - [`backend`]: the API the tools use, [`backend::ZellijBackend`], with [`error::ZellijError`];
 //! - [`servers`]: the configured servers by name, each backend opened on first use;
 //! - [`panes`]: the backend-neutral pane operations ([`muxgate_mux::pane_io::PaneIo`]) for one session.
@@ -19,11 +19,11 @@ pub mod attach;
 pub mod backend;
 pub mod cli;
 pub mod error;
-pub mod events;
+pub(crate) mod events;
 pub mod ids;
 pub mod keys;
 pub mod listing;
 pub mod panes;
-pub mod queue;
+pub(crate) mod queue;
 pub mod servers;
-pub mod watch;
+pub(crate) mod watch;

@@ -6,7 +6,7 @@
 //! version) on the first call that needs it, so a gateway starts even where `zellij` is not
 //! installed; a failed open is tried again by the next call.
 //!
-//! Not here: access rules (which caller may use which server), see `crate::mcp`.
+//! Not here: access rules (which caller may use which server): the gateway's MCP layer.
 
 use std::collections::BTreeMap;
 

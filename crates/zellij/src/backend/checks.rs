@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use muxgate_mux::shell_run::screen::MarkedRun;
 
-use crate::mux::zellij::error::{Result, ZellijError};
-use crate::mux::zellij::listing::{Pane, Tab};
+use crate::error::{Result, ZellijError};
+use crate::listing::{Pane, Tab};
 
 /// The oldest Zellij release with the CLI surface this backend uses (`--pane-id`, `--tab-id`,
 /// `list-panes --json`, `subscribe`).
@@ -151,7 +151,7 @@ pub(super) fn parse_version(stdout: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mux::zellij::listing::{parse_panes, parse_tabs};
+    use crate::listing::{parse_panes, parse_tabs};
 
     #[test]
     fn a_creation_is_the_one_new_item() {

@@ -92,8 +92,16 @@ pub struct ZellijCli {
 }
 
 impl ZellijCli {
-    pub fn new(env: ZellijEnv) -> Self {
+    /// Only this crate runs `zellij`: a raw argument list is the crate's to write.
+    pub(crate) fn new(env: ZellijEnv) -> Self {
         Self { env }
+    }
+
+    /// A client for tests and benchmarks, which drive a session directly; only with the
+    /// crate's `test-util` feature, which only dev-dependencies enable.
+    #[cfg(feature = "test-util")]
+    pub fn for_test(env: ZellijEnv) -> Self {
+        Self::new(env)
     }
 
     /// A `zellij` command with the isolation rules applied and no arguments yet.

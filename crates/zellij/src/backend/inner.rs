@@ -11,16 +11,16 @@ use super::Inner;
 use super::checks::{Created, args, created, mark_fullscreen};
 use super::resize::{Axis, SizeSteps};
 use super::types::ReadScope;
-use crate::mux::zellij::attach::PtyClient;
-use crate::mux::zellij::cli::{CliOutput, describe_status, first_lines};
-use crate::mux::zellij::error::{Result, ZellijError};
-use crate::mux::zellij::ids::{PaneId, SessionName, TabId};
-use crate::mux::zellij::listing::{
+use crate::attach::PtyClient;
+use crate::cli::{CliOutput, describe_status, first_lines};
+use crate::error::{Result, ZellijError};
+use crate::ids::{PaneId, SessionName, TabId};
+use crate::listing::{
     Client, Pane, SessionEntry, Tab, parse_clients, parse_new_pane_id, parse_new_tab_id,
     parse_panes, parse_sessions, parse_tabs,
 };
-use crate::mux::zellij::queue::SessionQueue;
-use crate::mux::zellij::watch::normalize;
+use crate::queue::SessionQueue;
+use crate::watch::normalize;
 
 /// How many times a listing that is empty or malformed is asked again (see [`Inner::listing`]).
 const LISTING_RETRIES: u32 = 3;

@@ -7,8 +7,8 @@
 
 use std::ffi::OsString;
 
-use crate::mux::zellij::ids::PaneId;
-use crate::mux::zellij::listing::Pane;
+use crate::ids::PaneId;
+use crate::listing::Pane;
 
 use super::checks::args;
 

@@ -10,7 +10,7 @@ use super::ids::PaneId;
 
 /// One event of a subscription.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PaneEvent {
+pub(crate) enum PaneEvent {
     /// The pane's viewport after a render.
     Update {
         pane: PaneId,
@@ -28,7 +28,7 @@ pub enum PaneEvent {
 /// A line that is not a known event.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unexpected subscribe event {line:?}: {detail}")]
-pub struct EventParseError {
+pub(crate) struct EventParseError {
     pub line: String,
     pub detail: String,
 }
@@ -50,7 +50,7 @@ enum RawEvent {
 }
 
 /// Parses one NDJSON line.
-pub fn parse_event(line: &str) -> Result<PaneEvent, EventParseError> {
+pub(crate) fn parse_event(line: &str) -> Result<PaneEvent, EventParseError> {
     let fail = |detail: String| EventParseError {
         line: line.chars().take(200).collect(),
         detail,

@@ -37,13 +37,11 @@ const HISTORY: usize = 32;
 
 /// One viewport snapshot.
 #[derive(Debug, Clone)]
-pub struct PaneView {
+pub(crate) struct PaneView {
     /// Increases by one per snapshot of this watch.
     pub seq: u64,
     /// Visible lines, top to bottom, trailing blank lines removed.
     pub lines: Arc<Vec<String>>,
-    /// When the snapshot arrived.
-    pub at: Instant,
 }
 
 /// Why a watch stopped.
@@ -70,7 +68,6 @@ impl State {
         self.recent.push_back(PaneView {
             seq: self.next_seq,
             lines: Arc::new(lines),
-            at: Instant::now(),
         });
         self.next_seq += 1;
     }
@@ -96,7 +93,7 @@ impl Drop for Inner {
 
 /// Reading the viewport directly while a client is attached (see the module docs).
 #[derive(Debug, Clone)]
-pub struct FallbackPolling {
+pub(crate) struct FallbackPolling {
     pub cli: ZellijCli,
     /// Interval between viewport reads while a client is attached.
     pub poll_interval: Duration,
@@ -108,13 +105,13 @@ pub struct FallbackPolling {
 
 /// A shared live view of one pane. Clones share the same `subscribe` child.
 #[derive(Clone)]
-pub struct PaneWatch {
+pub(crate) struct PaneWatch {
     inner: Arc<Inner>,
 }
 
 /// A wait that was satisfied.
 #[derive(Debug, Clone)]
-pub struct Matched<T> {
+pub(crate) struct Matched<T> {
     pub value: T,
     /// The snapshot that satisfied it.
     pub view: PaneView,
@@ -125,7 +122,7 @@ pub struct Matched<T> {
 impl PaneWatch {
     /// Starts `zellij subscribe` for `pane`, and the fallback reader if given. Use
     /// [`PaneWatch::ready`] before relying on it.
-    pub fn start(
+    pub(crate) fn start(
         cli: &ZellijCli,
         session: &SessionName,
         pane: PaneId,
@@ -177,12 +174,12 @@ impl PaneWatch {
     }
 
     /// The newest snapshot, if any arrived yet.
-    pub fn latest(&self) -> Option<PaneView> {
+    pub(crate) fn latest(&self) -> Option<PaneView> {
         self.inner.state.borrow().recent.back().cloned()
     }
 
     /// Waits for the first snapshot: from then on every render of the pane is seen.
-    pub async fn ready(&self, timeout: Duration) -> Result<PaneView> {
+    pub(crate) async fn ready(&self, timeout: Duration) -> Result<PaneView> {
         let deadline = Instant::now() + timeout;
         self.wait_for(0, deadline, "first pane snapshot", |_| Some(()))
             .await
@@ -191,7 +188,7 @@ impl PaneWatch {
 
     /// Waits until `check` accepts a snapshot numbered `from_seq` or later, examining every
     /// snapshot still in the history in order, then each new one as it arrives.
-    pub async fn wait_for<T>(
+    pub(crate) async fn wait_for<T>(
         &self,
         from_seq: u64,
         deadline: Instant,
@@ -381,7 +378,7 @@ async fn read_events(
 
 /// Trailing spaces (Zellij pads rows to the pane width while a client is attached) and
 /// trailing blank lines removed, so snapshots compare equal across sources.
-pub fn normalize(mut lines: Vec<String>) -> Vec<String> {
+pub(crate) fn normalize(mut lines: Vec<String>) -> Vec<String> {
     for line in &mut lines {
         let len = line.trim_end().len();
         line.truncate(len);
@@ -461,13 +458,13 @@ type WatchKey = (SessionName, PaneId);
 
 /// Shares one [`PaneWatch`] per pane among concurrent waiters.
 #[derive(Default)]
-pub struct WatchRegistry {
+pub(crate) struct WatchRegistry {
     watches: Mutex<HashMap<WatchKey, Weak<Inner>>>,
 }
 
 impl WatchRegistry {
     /// The live watch of `pane`, starting one if none runs.
-    pub fn get_or_start(
+    pub(crate) fn get_or_start(
         &self,
         cli: &ZellijCli,
         session: &SessionName,
@@ -490,7 +487,7 @@ impl WatchRegistry {
     }
 
     /// Live watches (for metrics and tests).
-    pub fn active(&self) -> usize {
+    pub(crate) fn active(&self) -> usize {
         let map = self.watches.lock().unwrap_or_else(|e| e.into_inner());
         map.values().filter(|w| w.strong_count() > 0).count()
     }
@@ -618,7 +615,7 @@ mod tests {
         .unwrap();
         std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .unwrap();
-        let cli = ZellijCli::new(crate::mux::zellij::cli::ZellijEnv::new(&script));
+        let cli = ZellijCli::new(crate::cli::ZellijEnv::new(&script));
         let session = SessionName::new("s").unwrap();
         let watch = PaneWatch::start(&cli, &session, PaneId::Terminal(1), None).unwrap();
         let deadline = Instant::now() + Duration::from_secs(5);

@@ -1,7 +1,7 @@
 //! Errors of the Zellij backend, worded so that a model can act on them.
 //!
 //! Each message names the target and what is wrong with it, in terms of Zellij alone: which call
-//! to make next is the tool layer's to say (`crate::mcp::zellij_access` adds a suggestion per
+//! to make next is the tool layer's to say (the gateway's Zellij access adds a suggestion per
 //! kind), so the backend knows nothing of MCP tools.
 
 use std::path::PathBuf;

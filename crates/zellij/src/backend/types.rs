@@ -8,11 +8,13 @@ use muxgate_mux::shell::Shell;
 use serde::Serialize;
 
 use super::checks::args;
-use crate::mux::zellij::attach::TermSize;
-use crate::mux::zellij::cli::ZellijEnv;
-use crate::mux::zellij::ids::{PaneId, TabId};
-use crate::mux::zellij::keys::Key;
-use crate::mux::zellij::listing::Pane;
+use crate::attach::TermSize;
+use crate::cli::ZellijEnv;
+use crate::ids::{PaneId, TabId};
+use crate::keys::Key;
+use crate::listing::Pane;
+#[cfg(doc)]
+use crate::{backend::ZellijBackend, error::ZellijError};
 
 /// How muxgate drives one Zellij server (socket dir + environment).
 #[derive(Debug, Clone)]
