@@ -290,8 +290,8 @@ async fn create_window_stays_in_the_background_unless_selected() {
         ),
         (
             json!({"target": "main", "layout": "layout { pane; }"}),
-            "invalid_arguments",
-            "layout is Zellij-only",
+            "unsupported",
+            "tmux does not offer layout",
         ),
         (
             json!({"target": "main", "shell": ""}),

@@ -247,14 +247,14 @@ async fn discovery_tools_and_access_rules() {
     for (args, refused) in [
         (
             json!({"server": "z", "filters": {"attached": true}}),
-            "attached filter is tmux-only",
+            "Zellij does not offer the attached filter",
         ),
         (
             json!({"server": "z", "fields": ["name"]}),
-            "fields is tmux-only",
+            "Zellij does not offer fields",
         ),
     ] {
-        err_kind(&client, "list_sessions", args, "invalid_arguments", refused).await;
+        err_kind(&client, "list_sessions", args, "unsupported", refused).await;
     }
 
     let tabs = ok(&client, "list_windows", json!({"server": "z"})).await;
@@ -336,8 +336,8 @@ async fn discovery_tools_and_access_rules() {
         &client,
         "list_panes",
         json!({"server": "z", "fields": ["title"]}),
-        "invalid_arguments",
-        "fields is tmux-only",
+        "unsupported",
+        "Zellij does not offer fields",
     )
     .await;
     err_kind(
@@ -434,21 +434,23 @@ async fn tabs_are_made_in_the_background_and_focus_moves_only_when_asked() {
     let build = created["window"]["tab_id"].to_string();
     assert_eq!(created["window"]["name"], "build");
     assert_eq!(created["window"]["session"], session.as_str());
-    for (args, refused) in [
+    for (args, kind, refused) in [
         (
             json!({"position": "after"}),
-            "position and environment are tmux-only",
+            "unsupported",
+            "Zellij does not offer position and environment",
         ),
         (
             json!({"environment": {"A": "b"}}),
-            "position and environment are tmux-only",
+            "unsupported",
+            "Zellij does not offer position and environment",
         ),
-        (json!({"shell": " "}), "shell is empty"),
+        (json!({"shell": " "}), "invalid_arguments", "shell is empty"),
     ] {
         let mut args = args;
         args["server"] = json!("z");
         args["target"] = json!(session);
-        err_kind(&client, "create_window", args, "invalid_arguments", refused).await;
+        err_kind(&client, "create_window", args, kind, refused).await;
     }
     let tabs = ok(&client, "list_windows", json!({"server": "z"})).await;
     assert_eq!(tab(&tabs, "0")["active"], true, "the human stays: {tabs}");
@@ -511,8 +513,8 @@ async fn tabs_are_made_in_the_background_and_focus_moves_only_when_asked() {
         &client,
         "select_window",
         json!({"server": "z", "target": "0", "step": "next"}),
-        "invalid_arguments",
-        "step and index are tmux-only",
+        "unsupported",
+        "Zellij does not offer step and index",
     )
     .await;
 
@@ -540,8 +542,8 @@ async fn tabs_are_made_in_the_background_and_focus_moves_only_when_asked() {
         &client,
         "list_windows",
         json!({"server": "z", "fields": ["name"]}),
-        "invalid_arguments",
-        "fields is tmux-only",
+        "unsupported",
+        "Zellij does not offer fields",
     )
     .await;
 
@@ -766,8 +768,8 @@ async fn panes_are_managed_by_id() {
         &client,
         "select_pane",
         json!({"server": "z", "target": pane, "direction": "left"}),
-        "invalid_arguments",
-        "direction is tmux-only",
+        "unsupported",
+        "Zellij does not offer direction",
     )
     .await;
 
@@ -934,15 +936,21 @@ async fn terminal_io_and_the_user_workflows() {
     assert!(tail["text"].as_str().unwrap().starts_with("[... "));
     // What only tmux can do is refused, not ignored.
     for (options, says) in [
-        (json!({"start": -5}), "start must be 0"),
-        (json!({"end": 3}), "end must be omitted"),
-        (json!({"escape_sequences": true}), "tmux-only"),
+        (
+            json!({"start": -5}),
+            "Zellij does not offer a start other than 0",
+        ),
+        (json!({"end": 3}), "an end other than"),
+        (
+            json!({"escape_sequences": true}),
+            "Zellij does not offer escape_sequences",
+        ),
     ] {
         let mut args = json!({"server": "z", "target": "terminal_0"});
         args.as_object_mut()
             .unwrap()
             .extend(options.as_object().unwrap().clone());
-        err_kind(&client, "capture_pane", args, "invalid_arguments", says).await;
+        err_kind(&client, "capture_pane", args, "unsupported", says).await;
     }
 
     // send_keys types into a Zellij pane with tmux's key names: text, then Enter.
@@ -968,7 +976,10 @@ async fn terminal_io_and_the_user_workflows() {
     assert_eq!(seen["outcome"], "matched", "{seen}");
     shared_wait_rules(&client).await;
     for (keys, says) in [
-        (json!({"keys": ["KP0"]}), "Zellij has no key"),
+        (
+            json!({"keys": ["KP0"]}),
+            "Zellij does not offer the key \"KP0\"",
+        ),
         (
             json!({"keys": "/w==", "literal": true, "encoding": "base64"}),
             "not UTF-8",
@@ -978,7 +989,7 @@ async fn terminal_io_and_the_user_workflows() {
         args.as_object_mut()
             .unwrap()
             .extend(keys.as_object().unwrap().clone());
-        err_kind(&client, "send_keys", args, "invalid_arguments", says).await;
+        err_kind(&client, "send_keys", args, "unsupported", says).await;
     }
 
     // Keys: interrupt a running program.
@@ -1053,7 +1064,7 @@ async fn terminal_io_and_the_user_workflows() {
         results[4]["error"]
             .as_str()
             .unwrap_or_default()
-            .contains("capture_since is tmux-only"),
+            .contains("Zellij does not offer capture_since"),
         "{batch}"
     );
     // The echo alone never ends such a wait: the batch typed BATCH_ROW but printed nothing.
@@ -1099,7 +1110,7 @@ async fn terminal_io_and_the_user_workflows() {
         &client,
         "paste_text",
         json!({"server": "z", "target": "terminal_0", "text": "/w==", "encoding": "base64"}),
-        "invalid_arguments",
+        "unsupported",
         "not UTF-8",
     )
     .await;
@@ -1121,7 +1132,7 @@ async fn terminal_io_and_the_user_workflows() {
         refused["results"][1]["error"]
             .as_str()
             .unwrap_or_default()
-            .contains("Zellij has no key"),
+            .contains("Zellij does not offer the key \"KP0\""),
         "{refused}"
     );
     let position = refused["output_positions"]["terminal_0"].as_str().unwrap();

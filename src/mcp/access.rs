@@ -12,6 +12,7 @@
 //! Not here: the scope check (tiers) and rate limits, which [`super::call`] applies to every
 //! call before a tool runs.
 
+use muxgate_mux::error::{BackendError, ErrorKind};
 use muxgate_mux::host::{Host, LocalHost, SandboxHost};
 use muxgate_mux::lines::excerpt;
 
@@ -20,7 +21,6 @@ use crate::auth::{SessionRef, can_see_session, check_server, check_session};
 use crate::limits::Limits;
 use crate::workspace::{self, WorkspaceError, WorkspaceLimits, WorkspaceName, Workspaces};
 use muxgate_tmux::client::channel::TmuxChannels;
-use muxgate_tmux::client::worker::REPLY_OVER_BUDGET;
 use muxgate_tmux::ops;
 use muxgate_tmux::ops::locate::{locate_command, locate_everywhere_command, parse_locations};
 use muxgate_tmux::output::watch_session::is_watch_session;
@@ -610,37 +610,34 @@ pub fn not_found(target: &Target) -> ToolError {
     )
 }
 
-/// Turns an engine failure into an error a model can act on.
+/// Turns an engine failure into an error a model can act on: its kind as the engine names it,
+/// a message naming the server, and what to do next.
 pub fn engine_error(server: &str, error: EngineError, list_hint: &str) -> ToolError {
-    match error {
-        EngineError::Command(message) => command_error(message, list_hint),
+    let kind = error.kind();
+    let (message, suggestion) = match error {
+        EngineError::Command(message) => command_error(kind, message, list_hint),
         EngineError::Unavailable {
             cause: ConnectError::NoServer { .. } | ConnectError::NoSessions { .. },
             ..
-        } => ToolError::new(
-            ToolErrorKind::Unavailable,
+        } => (
             format!("no tmux server is running for {server:?}"),
             "call create_session to start one, or ask the operator to start it",
         ),
-        EngineError::Unavailable { cause, .. } => ToolError::new(
-            ToolErrorKind::Unavailable,
+        EngineError::Unavailable { cause, .. } => (
             format!("tmux server {server:?} cannot be reached: {cause}"),
             "retry in a few seconds; if it persists the operator must check the server",
         ),
-        EngineError::ConnectionLost { .. } => ToolError::new(
-            ToolErrorKind::Unavailable,
+        EngineError::ConnectionLost { .. } => (
             format!(
                 "the connection to tmux server {server:?} closed while the command ran; it may or may not have taken effect"
             ),
             "check the target's state (e.g. list_panes) before retrying",
         ),
-        EngineError::Timeout { .. } => ToolError::new(
-            ToolErrorKind::Timeout,
+        EngineError::Timeout { .. } => (
             format!("tmux server {server:?} did not answer in time"),
             "retry shortly; the server may be overloaded",
         ),
-        EngineError::QueueFull { scope, .. } => ToolError::new(
-            ToolErrorKind::Busy,
+        EngineError::QueueFull { scope, .. } => (
             match scope {
                 QueueScope::Caller => {
                     format!("you have too many commands queued on tmux server {server:?}")
@@ -653,8 +650,7 @@ pub fn engine_error(server: &str, error: EngineError, list_hint: &str) -> ToolEr
             limit,
             scope: QueueScope::Server,
             ..
-        } => ToolError::new(
-            ToolErrorKind::Busy,
+        } => (
             format!(
                 "tmux server {server:?} already has {limit} sessions being watched by waits, \
                  the most this gateway keeps (one tmux control client each)"
@@ -665,58 +661,49 @@ pub fn engine_error(server: &str, error: EngineError, list_hint: &str) -> ToolEr
             limit,
             scope: QueueScope::Caller,
             ..
-        } => ToolError::new(
-            ToolErrorKind::Busy,
+        } => (
             format!(
                 "your waits already watch {limit} sessions on tmux server {server:?}, your \
                  share (limits.max_watched_sessions)"
             ),
             "let some of your waits end, or wait on a pane of a session you already watch",
         ),
-        EngineError::Quote(e) => ToolError::invalid_arguments(
+        EngineError::Quote(e) => (
             e.to_string(),
             "remove NUL bytes from the text (send them as the key C-@ if needed)",
         ),
-        EngineError::ShuttingDown => ToolError::new(
-            ToolErrorKind::Unavailable,
-            "the gateway is shutting down",
+        EngineError::ShuttingDown => (
+            "the gateway is shutting down".to_owned(),
             "reconnect in a moment",
         ),
-    }
+    };
+    ToolError::new(kind.into(), message, suggestion)
 }
 
-/// tmux refused a command, or the gateway declined to read its reply.
-fn command_error(message: String, list_hint: &str) -> ToolError {
-    if is_missing_target(&message) {
-        return ToolError::not_found(format!("tmux: {message}"), list_hint.to_owned());
-    }
-    // Not tmux's refusal: the gateway did not read a reply larger than the caller's budget.
-    if message == REPLY_OVER_BUDGET {
-        return ToolError::new(
-            ToolErrorKind::InvalidArguments,
+/// The message and suggestion for a command tmux refused, or whose reply the engine declined
+/// to read, by the `kind` the engine gave it.
+fn command_error(kind: ErrorKind, message: String, list_hint: &str) -> (String, &str) {
+    match kind {
+        ErrorKind::NotFound => (format!("tmux: {message}"), list_hint),
+        // Not tmux's refusal: the gateway did not read a reply larger than the caller's budget.
+        ErrorKind::InvalidInput => (
             "tmux's reply was larger than your output budget (`max_output_bytes`) lets the \
-             gateway read, so it was not read",
+             gateway read, so it was not read"
+                .to_owned(),
             "ask for less: a later `start` (e.g. -50) or a smaller range, or fewer objects; \
              `max_lines` trims only what was read",
-        );
+        ),
+        _ => (
+            format!("tmux refused the command: {message}"),
+            "check the arguments against the tool description; list the target's state first",
+        ),
     }
-    ToolError::new(
-        ToolErrorKind::Conflict,
-        format!("tmux refused the command: {message}"),
-        "check the arguments against the tool description; list the target's state first",
-    )
-}
-
-/// tmux's wording for a target that does not exist.
-fn is_missing_target(message: &str) -> bool {
-    ["can't find", "no such", "not found"]
-        .iter()
-        .any(|needle| message.contains(needle))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use muxgate_tmux::client::worker::REPLY_OVER_BUDGET;
 
     #[test]
     fn missing_targets_suggest_the_list_tool() {

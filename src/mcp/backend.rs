@@ -82,7 +82,7 @@ Zellij one when you may use no tmux server). A Zellij pane `target` is `terminal
 server's default session) or `SESSION:terminal_N`; a Zellij server's windows are its tabs, \
 and a window `target` is a tab's stable `tab_id` `N` (not its position) or `SESSION:N`. \
 Answers name the pane's or tab's `session`. Options one backend \
-cannot honour are errors, never silently ignored. What differs, and why:\n\n\
+cannot honour are `unsupported` errors, never silently ignored. What differs, and why:\n\n\
 - `list_sessions`: a Zellij row is the session's `name`, `created_ago` and `exited` (a \
 session kept for resurrection, which takes no actions). Zellij tags no owner and counts no \
 clients per session, so `created_by_you` is false for all, and `attached` and `fields` are \

@@ -12,6 +12,7 @@
 use std::cell::Cell;
 use std::future::Future;
 
+use muxgate_mux::error::{ErrorKind, Unsupported};
 use rmcp::ErrorData;
 use rmcp::handler::server::tool::IntoCallToolResult;
 use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock};
@@ -37,6 +38,9 @@ pub enum ToolErrorKind {
     /// The multiplexer cannot be reached (or, with `audit.fail_closed`, the audit log cannot be
     /// written).
     Unavailable,
+    /// The backend the call reaches does not offer this act or option at all (another backend
+    /// may): no other value and no retry makes it work there.
+    Unsupported,
     /// The client cancelled the call (a wait stopped early; the client does not read this).
     Cancelled,
     /// A fault inside the gateway.
@@ -53,8 +57,26 @@ impl ToolErrorKind {
             Self::Busy => "busy",
             Self::Timeout => "timeout",
             Self::Unavailable => "unavailable",
+            Self::Unsupported => "unsupported",
             Self::Cancelled => "cancelled",
             Self::Internal => "internal",
+        }
+    }
+}
+
+/// A backend's kind of failure, as the model reads it: the one place the backends' kinds meet
+/// the gateway's.
+impl From<ErrorKind> for ToolErrorKind {
+    fn from(kind: ErrorKind) -> Self {
+        match kind {
+            ErrorKind::InvalidInput => Self::InvalidArguments,
+            ErrorKind::NotFound => Self::NotFound,
+            ErrorKind::Conflict => Self::Conflict,
+            ErrorKind::Busy => Self::Busy,
+            ErrorKind::Timeout => Self::Timeout,
+            ErrorKind::Unavailable => Self::Unavailable,
+            ErrorKind::Unsupported => Self::Unsupported,
+            ErrorKind::Internal => Self::Internal,
         }
     }
 }
@@ -89,6 +111,12 @@ impl ToolError {
 
     pub fn not_found(message: impl Into<String>, suggestion: impl Into<String>) -> Self {
         Self::new(ToolErrorKind::NotFound, message, suggestion)
+    }
+
+    /// A backend's refusal of an act or option it does not offer; `suggestion` says what to do
+    /// instead.
+    pub fn unsupported(refusal: Unsupported, suggestion: impl Into<String>) -> Self {
+        Self::new(ToolErrorKind::Unsupported, refusal.to_string(), suggestion)
     }
 
     /// The MCP result: `isError` and the text `error (<kind>): <message>\nsuggestion: <…>`.

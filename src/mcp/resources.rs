@@ -305,7 +305,9 @@ fn rpc_error(error: ToolError, uri: &str) -> ErrorData {
     let data = Some(json!({ "uri": uri }));
     match error.kind {
         ToolErrorKind::NotFound => ErrorData::resource_not_found(message, data),
-        ToolErrorKind::InvalidArguments => ErrorData::invalid_params(message, data),
+        ToolErrorKind::InvalidArguments | ToolErrorKind::Unsupported => {
+            ErrorData::invalid_params(message, data)
+        }
         ToolErrorKind::Forbidden | ToolErrorKind::Busy => ErrorData::invalid_request(message, data),
         _ => ErrorData::internal_error(message, data),
     }

@@ -10,6 +10,7 @@
 //! Not here: the scope check (tiers) and rate limits, which [`super::call`] applies to every
 //! call before a tool runs; the backend itself ([`muxgate_zellij`]).
 
+use muxgate_mux::error::BackendError;
 use muxgate_mux::lines::excerpt;
 
 use crate::auth::{SessionRef, can_see_session, check_server};
@@ -199,79 +200,58 @@ pub fn parse_tab_target(text: &str) -> Result<(Option<&str>, TabId), ToolError> 
     }
 }
 
-/// Turns a backend failure into an error a model can act on.
+/// Turns a backend failure into an error a model can act on: its kind as the backend names
+/// it, its message, and what to do next.
 pub fn zellij_error(server: &str, error: ZellijError) -> ToolError {
-    let (kind, suggestion) = classify(server, &error);
-    ToolError::new(kind, error.to_string(), suggestion)
+    ToolError::new(
+        error.kind().into(),
+        error.to_string(),
+        suggestion(server, &error),
+    )
 }
 
-/// The error kind and the suggestion for a backend failure.
-fn classify(server: &str, error: &ZellijError) -> (ToolErrorKind, String) {
+/// What to do about a backend failure.
+fn suggestion(server: &str, error: &ZellijError) -> String {
     use ZellijError as E;
     match error {
-        E::BatchStep { source, .. } => classify(server, source),
-        E::NotInstalled { .. } | E::UnsupportedVersion { .. } => (
-            ToolErrorKind::Unavailable,
-            "ask the operator to install zellij 0.44 or newer (scripts/install-zellij)".to_owned(),
-        ),
-        E::InvalidId(_) | E::InvalidArgument { .. } => (
-            ToolErrorKind::InvalidArguments,
-            "fix the named argument as the message says and call again".to_owned(),
-        ),
-        E::NoSuchSession { .. } => (
-            ToolErrorKind::NotFound,
-            "call list_sessions to see the sessions you may use".to_owned(),
-        ),
-        E::NoSuchPane { .. } => (
-            ToolErrorKind::NotFound,
-            "call list_panes to see valid pane ids".to_owned(),
-        ),
-        E::NoSuchTab { .. } => (
-            ToolErrorKind::NotFound,
-            "call list_windows to see valid tab ids (ids, not positions)".to_owned(),
-        ),
-        E::SessionExists { .. } => (
-            ToolErrorKind::Conflict,
-            "pick another session name".to_owned(),
-        ),
-        E::WrongPaneKind { .. } => (
-            ToolErrorKind::Conflict,
+        E::BatchStep { source, .. } => suggestion(server, source),
+        E::NotInstalled { .. } | E::UnsupportedVersion { .. } => {
+            "ask the operator to install zellij 0.44 or newer (scripts/install-zellij)".to_owned()
+        }
+        E::InvalidId(_) | E::InvalidArgument { .. } => {
+            "fix the named argument as the message says and call again".to_owned()
+        }
+        E::NoSuchSession { .. } => "call list_sessions to see the sessions you may use".to_owned(),
+        E::NoSuchPane { .. } => "call list_panes to see valid pane ids".to_owned(),
+        E::NoSuchTab { .. } => {
+            "call list_windows to see valid tab ids (ids, not positions)".to_owned()
+        }
+        E::SessionExists { .. } => "pick another session name".to_owned(),
+        E::WrongPaneKind { .. } => {
             "call list_panes and pick a terminal pane (terminal_N) whose shell is running"
-                .to_owned(),
-        ),
-        E::WouldEndSession { .. } => (
-            ToolErrorKind::Conflict,
+                .to_owned()
+        }
+        E::WouldEndSession { .. } => {
             "open another tab or pane first (create_window / zellij_new_pane) if you need this one gone"
-                .to_owned(),
-        ),
-        E::CommandFailed { .. } | E::NoEffect { .. } | E::WatchEnded { .. } => (
-            ToolErrorKind::Conflict,
-            "check the session's state (list_panes / list_windows) before retrying"
-                .to_owned(),
-        ),
-        E::Timeout { .. } => (
-            ToolErrorKind::Timeout,
-            "the message says what is still running: read it (capture_pane), interrupt it \
-             (send_keys [\"C-c\"]) or close it (kill_pane), or retry with a longer \
+                .to_owned()
+        }
+        E::CommandFailed { .. } | E::NoEffect { .. } | E::WatchEnded { .. } => {
+            "check the session's state (list_panes / list_windows) before retrying".to_owned()
+        }
+        E::Timeout { .. } => "the message says what is still running: read it (capture_pane), \
+             interrupt it (send_keys [\"C-c\"]) or close it (kill_pane), or retry with a longer \
              timeout"
-                .to_owned(),
-        ),
-        E::Busy { .. } => (
-            ToolErrorKind::Busy,
-            "wait for your other calls on this session to finish, then retry".to_owned(),
-        ),
-        E::OutputTooLarge { .. } => (
-            ToolErrorKind::Conflict,
-            "read the visible part only (scope \"visible\"), or clear the scrollback".to_owned(),
-        ),
-        E::Parse(_) => (
-            ToolErrorKind::Internal,
-            "retry once; if it persists the Zellij version may not be supported".to_owned(),
-        ),
-        E::Io { .. } => (
-            ToolErrorKind::Unavailable,
-            format!("Zellij server {server:?} could not be reached; retry shortly"),
-        ),
+            .to_owned(),
+        E::Busy { .. } => {
+            "wait for your other calls on this session to finish, then retry".to_owned()
+        }
+        E::OutputTooLarge { .. } => {
+            "read the visible part only (scope \"visible\"), or clear the scrollback".to_owned()
+        }
+        E::Parse(_) => {
+            "retry once; if it persists the Zellij version may not be supported".to_owned()
+        }
+        E::Io { .. } => format!("Zellij server {server:?} could not be reached; retry shortly"),
     }
 }
 

@@ -13,7 +13,9 @@
 //!   [`tty_modes`]: whether a terminal echoes and reads lines; [`host`]: the machine a
 //!   multiplexer's panes run on, which answers both (the gateway's own, or a sandbox).
 //! - [`child_process`]: what every program the gateway starts gets set up before exec.
-//! - [`pane_io`]: the pane-level operations every multiplexer backend offers, as one trait.
+//! - [`pane_io`]: the pane-level operations every multiplexer backend offers, as one trait;
+//!   [`error`]: what went wrong in a backend, as kinds the same for every backend, and what a
+//!   backend does not offer ([`error::Unsupported`]).
 //!
 //! Everything here but [`foreground`] and [`tty_modes`] (which read `/proc` and terminals,
 //! through [`host`]) and [`child_process`] (called in a forked child) is pure: no I/O, no
@@ -21,6 +23,7 @@
 
 pub mod child_process;
 pub mod echo;
+pub mod error;
 pub mod foreground;
 pub mod host;
 pub mod ledger;

@@ -22,6 +22,7 @@ use std::fmt::Display;
 use std::future::Future;
 use std::time::Duration;
 
+use crate::error::BackendError;
 use crate::text_match::Pattern;
 
 /// How much of a pane's text to read.
@@ -79,8 +80,8 @@ pub struct ScreenMatch {
 pub trait PaneIo: Send + Sync {
     /// The backend's pane id (`%N`, `terminal_N`).
     type PaneId: Clone + Display + Send + Sync + 'static;
-    /// The backend's error; its message names the pane and what to call next.
-    type Error: std::error::Error + Send + Sync + 'static;
+    /// The backend's error: its message names the pane, its kind says what the caller can do.
+    type Error: BackendError;
 
     /// The backend's name (`tmux`, `zellij`).
     fn backend(&self) -> &'static str;

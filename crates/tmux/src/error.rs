@@ -2,7 +2,10 @@
 
 use std::time::Duration;
 
+use muxgate_mux::error::{BackendError, ErrorKind};
+
 use crate::client::connection::ConnectError;
+use crate::client::worker::REPLY_OVER_BUDGET;
 use crate::wire::quote::QuoteError;
 
 /// Which queue was full.
@@ -43,8 +46,8 @@ pub enum EngineError {
 }
 
 impl EngineError {
-    /// A short, stable name of the variant (for metrics and trace attributes).
-    pub fn kind(&self) -> &'static str {
+    /// A short, stable name of the variant (for trace attributes).
+    pub fn label(&self) -> &'static str {
         match self {
             Self::Unavailable { .. } => "unavailable",
             Self::ConnectionLost { .. } => "connection_lost",
@@ -55,5 +58,49 @@ impl EngineError {
             Self::Quote(_) => "quote",
             Self::ShuttingDown => "shutting_down",
         }
+    }
+}
+
+impl BackendError for EngineError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            Self::Command(message) if is_missing_target(message) => ErrorKind::NotFound,
+            // Not tmux's refusal: the engine did not read a reply over the caller's budget.
+            Self::Command(message) if message == REPLY_OVER_BUDGET => ErrorKind::InvalidInput,
+            Self::Command(_) => ErrorKind::Conflict,
+            Self::Quote(_) => ErrorKind::InvalidInput,
+            Self::Unavailable { .. } | Self::ConnectionLost { .. } | Self::ShuttingDown => {
+                ErrorKind::Unavailable
+            }
+            Self::Timeout { .. } => ErrorKind::Timeout,
+            Self::QueueFull { .. } | Self::TooManyWatched { .. } => ErrorKind::Busy,
+        }
+    }
+}
+
+/// tmux's wording for a target that does not exist.
+fn is_missing_target(message: &str) -> bool {
+    ["can't find", "no such", "not found"]
+        .iter()
+        .any(|needle| message.contains(needle))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tmux_s_refusals_are_told_apart_by_its_wording() {
+        let kind = |message: &str| EngineError::Command(message.to_owned()).kind();
+        assert_eq!(kind("can't find pane: %99"), ErrorKind::NotFound);
+        assert_eq!(kind("no such session: work"), ErrorKind::NotFound);
+        assert_eq!(kind(REPLY_OVER_BUDGET), ErrorKind::InvalidInput);
+        assert_eq!(kind("size missing"), ErrorKind::Conflict);
+        let busy = EngineError::QueueFull {
+            server: "default".into(),
+            scope: QueueScope::Caller,
+        };
+        assert_eq!(busy.kind(), ErrorKind::Busy);
+        assert_eq!(EngineError::ShuttingDown.kind(), ErrorKind::Unavailable);
     }
 }

@@ -14,7 +14,8 @@
 //! - [`follow`]: the follow-up algorithms on a pane's output (following it for text);
 //! - [`ops`]: operations as commands and the parsers of their answers (pure);
 //! - [`typed`]: the typed operations on one server, as one caller (sessions, windows, panes,
-//!   buffers, options, copy mode, a pane's state…), and `PaneIo` for tmux ([`typed::panes`]).
+//!   buffers, options, copy mode, a pane's state…), and `PaneIo` for tmux ([`typed::panes`]);
+//! - [`unsupported`]: what tmux does not offer that a shared tool can ask for, as data.
 //!
 //! [`TmuxServer`] ties one server's worker, output hub and run claims together; [`TmuxEngine`]
 //! holds the configured servers by name; [`EngineError`] is why a command did not run, and
@@ -28,6 +29,7 @@ pub mod ops;
 pub mod output;
 mod settings;
 pub mod typed;
+pub mod unsupported;
 pub mod wire;
 
 pub use client::connection::ConnectError;

@@ -7,6 +7,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use muxgate_mux::error::{BackendError, ErrorKind};
+
 use super::ids::{InvalidId, PaneId, SessionName, TabId};
 use super::listing::ParseError;
 
@@ -134,3 +136,30 @@ impl ZellijError {
 
 /// Result alias of the Zellij backend.
 pub type Result<T, E = ZellijError> = std::result::Result<T, E>;
+
+impl BackendError for ZellijError {
+    fn kind(&self) -> ErrorKind {
+        use ZellijError as E;
+        match self {
+            E::BatchStep { source, .. } => source.kind(),
+            // An operator's matter (install or upgrade zellij), not the caller's.
+            E::NotInstalled { .. } | E::UnsupportedVersion { .. } | E::Io { .. } => {
+                ErrorKind::Unavailable
+            }
+            E::InvalidId(_) | E::InvalidArgument { .. } => ErrorKind::InvalidInput,
+            E::NoSuchSession { .. } | E::NoSuchPane { .. } | E::NoSuchTab { .. } => {
+                ErrorKind::NotFound
+            }
+            E::SessionExists { .. }
+            | E::WrongPaneKind { .. }
+            | E::WouldEndSession { .. }
+            | E::CommandFailed { .. }
+            | E::NoEffect { .. }
+            | E::WatchEnded { .. }
+            | E::OutputTooLarge { .. } => ErrorKind::Conflict,
+            E::Timeout { .. } => ErrorKind::Timeout,
+            E::Busy { .. } => ErrorKind::Busy,
+            E::Parse(_) => ErrorKind::Internal,
+        }
+    }
+}

@@ -6,6 +6,10 @@
 
 use std::fmt;
 
+use muxgate_mux::error::Unsupported;
+
+use crate::unsupported;
+
 /// Named keys Zellij accepts (matched case-insensitively), besides single characters.
 const NAMED_KEYS: &[&str] = &[
     "PageDown",
@@ -109,8 +113,12 @@ impl fmt::Display for Key {
 
 /// The Zellij key for a key named in tmux's spelling (`C-c`, `^d`, `M-x`, `S-Up`, `Escape`,
 /// `BSpace`, `PPage`, `BTab`, `F5`, `y`), so that a tool both backends serve takes one key
-/// syntax. `None` when Zellij has no such key (tmux's keypad keys) or the name is not a key.
-pub fn from_tmux_name(name: &str) -> Option<Key> {
+/// syntax. Refused when Zellij has no such key (tmux's keypad keys) or the name is not a key.
+pub fn from_tmux_name(name: &str) -> Result<Key, Unsupported> {
+    modifiers_and_key(name).ok_or_else(|| unsupported::key(name))
+}
+
+fn modifiers_and_key(name: &str) -> Option<Key> {
     let mut words: Vec<&str> = Vec::new();
     let mut rest = name;
     if let Some(after) = rest.strip_prefix('^')
@@ -181,11 +189,15 @@ mod tests {
             ("y", "y"),
             ("-", "-"),
         ] {
-            assert_eq!(zellij(tmux).as_deref(), Some(expected), "{tmux}");
+            assert_eq!(zellij(tmux).as_deref(), Ok(expected), "{tmux}");
         }
         for none in ["KP0", "KPEnter", "X-c", "C-", "", "ls -la"] {
-            assert_eq!(zellij(none), None, "{none}");
+            assert_eq!(zellij(none), Err(unsupported::key(none)), "{none}");
         }
+        assert_eq!(
+            unsupported::key("KP0").to_string(),
+            "Zellij does not offer the key \"KP0\": it has no such key (no keypad keys)"
+        );
     }
 
     #[test]

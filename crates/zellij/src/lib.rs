@@ -11,6 +11,7 @@
 //! - `watch`: live pane views from `zellij subscribe`, shared by waiters;
 //! - [`backend`]: the API the tools use, [`backend::ZellijBackend`], with [`error::ZellijError`];
 //! - [`servers`]: the configured servers by name, each backend opened on first use;
+//! - [`unsupported`]: what Zellij does not offer that a shared tool can ask for, as data;
 //! - [`panes`]: the backend-neutral pane operations ([`muxgate_mux::pane_io::PaneIo`]) for one session.
 //!
 //! Not here: MCP tool definitions, policy, limits and audit (they wrap this API).
@@ -26,4 +27,5 @@ pub mod listing;
 pub mod panes;
 pub(crate) mod queue;
 pub mod servers;
+pub mod unsupported;
 pub(crate) mod watch;

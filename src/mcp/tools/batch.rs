@@ -44,6 +44,7 @@ use crate::mcp::shared_tool::{Reply, SharedTool};
 use crate::mcp::zellij_access::ZellijAccess;
 use muxgate_tmux::ops::input::InputPlan;
 use muxgate_tmux::{BatchMode, CommandOutcome, OutputSubscription, PaneId, TmuxCommand};
+use muxgate_zellij::unsupported;
 
 /// Batches of at most this many operations send no progress notifications.
 const QUIET_BATCH: usize = 3;
@@ -706,8 +707,8 @@ impl McpServer {
             PaneOp::CapturePane(input) => {
                 to_value(self.capture_pane(ext(), Parameters(input)).await?.0)
             }
-            PaneOp::CaptureSince(_) if zellij => Err(ToolError::invalid_arguments(
-                "capture_since is tmux-only: Zellij streams screens, not rows",
+            PaneOp::CaptureSince(_) if zellij => Err(ToolError::unsupported(
+                unsupported::CAPTURE_SINCE,
                 "on a Zellij server use capture_pane, or wait_for_text",
             )),
             PaneOp::CaptureSince(input) => {

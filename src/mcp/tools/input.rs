@@ -33,6 +33,7 @@ use muxgate_tmux::ops::input::InputPlan;
 use muxgate_tmux::ops::keys::{KEY_EXAMPLES, KeyName};
 use muxgate_zellij::backend::InputStep;
 use muxgate_zellij::keys::{Key as ZellijKey, from_tmux_name};
+use muxgate_zellij::unsupported;
 
 /// Most key names in one call.
 pub const MAX_KEYS: usize = 1000;
@@ -298,10 +299,7 @@ impl SharedTool for SendKeys {
 
 /// The refusal of a paste that is not UTF-8 for a Zellij pane.
 pub(crate) fn not_utf8_for_zellij() -> ToolError {
-    ToolError::invalid_arguments(
-        "text is not UTF-8: Zellij pastes only UTF-8 text",
-        "paste UTF-8 text into a Zellij pane",
-    )
+    ToolError::unsupported(unsupported::NOT_UTF8, "paste UTF-8 text into a Zellij pane")
 }
 
 /// `paste_text`'s call: its input and the text it pastes, decoded.
@@ -363,11 +361,8 @@ pub fn input_plan(input: &Keystrokes, pane: PaneId) -> Result<InputPlan, ToolErr
 
 /// The Zellij key for a tmux key name, or why there is none.
 fn zellij_key(key: &KeyName) -> Result<ZellijKey, ToolError> {
-    from_tmux_name(key.as_str()).ok_or_else(|| {
-        ToolError::invalid_arguments(
-            format!("Zellij has no key {:?}", key.as_str()),
-            "keypad keys are tmux-only; send the character or another key name",
-        )
+    from_tmux_name(key.as_str()).map_err(|refusal| {
+        ToolError::unsupported(refusal, "send the character or another key name")
     })
 }
 
@@ -459,9 +454,9 @@ impl KeysRequest {
                 Piece::Key(key) => InputStep::Keys(vec![zellij_key(key)?]),
                 Piece::Text(text) => {
                     InputStep::Text(String::from_utf8(text.clone()).map_err(|_| {
-                        ToolError::invalid_arguments(
-                            "a Zellij pane is typed text, and these bytes are not UTF-8",
-                            "send UTF-8 text to a Zellij pane (base64 bytes are tmux-only)",
+                        ToolError::unsupported(
+                            unsupported::NOT_UTF8,
+                            "send UTF-8 text to a Zellij pane (base64 bytes only to tmux)",
                         )
                     })?)
                 }
@@ -561,7 +556,10 @@ mod tests {
             r#"[Text("ls"), Keys([Key("Ctrl c"), Key("Up"), Key("Enter")])]"#
         );
         let keypad = steps(json!({"target": "t", "keys": ["KP0"]})).unwrap_err();
-        assert!(keypad.contains("Zellij has no key \"KP0\""), "{keypad}");
+        assert!(
+            keypad.contains("Zellij does not offer the key \"KP0\""),
+            "{keypad}"
+        );
         let bytes = json!({"target": "t", "keys": "/w==", "literal": true, "encoding": "base64"});
         assert!(steps(bytes).unwrap_err().contains("not UTF-8"));
     }

@@ -40,6 +40,7 @@ use muxgate_tmux::ops::capture::{CaptureRange, DEFAULT_MAX_LINES};
 use muxgate_tmux::ops::display::{PaneSnapshot, expand_command, parse_snapshot, snapshot_command};
 use muxgate_tmux::wire::target::Target;
 use muxgate_tmux::{BatchMode, CommandOutcome, EngineError};
+use muxgate_zellij::unsupported;
 
 pub(crate) fn default_max_lines() -> usize {
     DEFAULT_MAX_LINES
@@ -625,8 +626,8 @@ impl SharedTool for ListPanesInput {
                 &LISTED_PANE_FIELDS[..]
             }
             Backend::Zellij if self.fields.is_some() => {
-                return Err(ToolError::invalid_arguments(
-                    "fields is tmux-only: a Zellij pane's row is always whole",
+                return Err(ToolError::unsupported(
+                    unsupported::FIELDS,
                     "omit fields for a Zellij server",
                 ));
             }

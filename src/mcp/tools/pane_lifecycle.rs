@@ -35,6 +35,7 @@ use crate::mcp::zellij_access::ZellijAccess;
 use muxgate_tmux::PaneId;
 use muxgate_tmux::typed::pane_lifecycle::{PaneSelection, Spawn, Split, SplitSide, SplitSize};
 use muxgate_tmux::wire::target::Target;
+use muxgate_zellij::unsupported;
 
 /// Longest pane title accepted.
 const MAX_TITLE_LEN: usize = 256;
@@ -677,8 +678,8 @@ impl SharedTool for SelectPaneInput {
         match backend {
             Backend::Tmux => check_target(&self.target)?,
             Backend::Zellij if self.direction.is_some() => {
-                return Err(ToolError::invalid_arguments(
-                    "direction is tmux-only: Zellij focuses a pane by its id",
+                return Err(ToolError::unsupported(
+                    unsupported::DIRECTION,
                     "call list_panes and pass the pane's id as target, without direction",
                 ));
             }

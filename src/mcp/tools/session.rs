@@ -39,6 +39,7 @@ use muxgate_tmux::typed::sessions::{self, NewSession, Session, SessionError};
 use muxgate_tmux::typed::windows::Window;
 use muxgate_tmux::wire::target::{SessionName, SessionSel, Target};
 use muxgate_tmux::{EngineError, SessionId, TmuxCommand};
+use muxgate_zellij::unsupported;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -619,16 +620,16 @@ impl SharedTool for ListSessionsInput {
             }
             Backend::Zellij => {
                 if self.fields.is_some() {
-                    return Err(ToolError::invalid_arguments(
-                        "fields is tmux-only: a Zellij session's row is always its name, \
-                         created_ago and exited",
-                        "omit fields for a Zellij server",
+                    return Err(ToolError::unsupported(
+                        unsupported::FIELDS,
+                        "omit fields for a Zellij server: its row is always the session's \
+                         name, created_ago and exited",
                     ));
                 }
                 let filters = self.filters.as_ref();
                 if filters.is_some_and(|f| f.attached.is_some()) {
-                    return Err(ToolError::invalid_arguments(
-                        "the attached filter is tmux-only: Zellij lists no clients per session",
+                    return Err(ToolError::unsupported(
+                        unsupported::ATTACHED_FILTER,
                         "omit it, and see a session's clients with zellij_list_clients",
                     ));
                 }

@@ -42,6 +42,7 @@ use muxgate_tmux::typed::op_error::OpError;
 use muxgate_tmux::typed::windows::{NewWindow, Place, Selection, Side, Window};
 use muxgate_tmux::wire::target::{ClientTarget, SessionSel, Target};
 use muxgate_tmux::{SessionId, WindowId};
+use muxgate_zellij::unsupported;
 
 /// The windows the caller may see: those of sessions its session ACL allows.
 fn visible(tmux: &TmuxAccess<'_>, windows: Vec<Window>) -> impl Iterator<Item = Window> {
@@ -797,8 +798,8 @@ impl SharedTool for ListWindowsInput {
                 WINDOW_SHAPE.select(self.fields.as_deref(), "list_windows")?;
             }
             Backend::Zellij if self.fields.is_some() => {
-                return Err(ToolError::invalid_arguments(
-                    "fields is tmux-only: a Zellij tab's row is always whole",
+                return Err(ToolError::unsupported(
+                    unsupported::FIELDS,
                     "omit fields for a Zellij server",
                 ));
             }
@@ -856,8 +857,8 @@ impl SharedTool for CreateWindowInput {
         match backend {
             Backend::Tmux => {
                 if self.layout.is_some() {
-                    return Err(ToolError::invalid_arguments(
-                        "layout is Zellij-only: a tmux window is laid out with select_layout",
+                    return Err(ToolError::unsupported(
+                        muxgate_tmux::unsupported::LAYOUT,
                         "omit layout, then call split_window and select_layout",
                     ));
                 }
@@ -872,9 +873,8 @@ impl SharedTool for CreateWindowInput {
             }
             Backend::Zellij => {
                 if self.position.is_some() || self.environment.is_some() {
-                    return Err(ToolError::invalid_arguments(
-                        "position and environment are tmux-only: a Zellij tab goes last and its \
-                         panes inherit the session's environment",
+                    return Err(ToolError::unsupported(
+                        unsupported::POSITION_AND_ENVIRONMENT,
                         "omit position and environment for a Zellij server",
                     ));
                 }
@@ -1024,8 +1024,8 @@ impl SharedTool for SelectWindowInput {
                 }
             }
             Backend::Zellij if self.step.is_some() || self.index.is_some() => {
-                return Err(ToolError::invalid_arguments(
-                    "step and index are tmux-only: a Zellij tab is selected by its id",
+                return Err(ToolError::unsupported(
+                    unsupported::STEP_AND_INDEX,
                     "call list_windows and pass the tab's tab_id as target",
                 ));
             }

@@ -42,6 +42,7 @@ use muxgate_mux::pane_io::{LineBound, PaneIo, ScreenScope};
 use muxgate_zellij::backend::{
     CommandResult, InputStep, NewLinesEnd, RunInPaneOptions, RunOptions,
 };
+use muxgate_zellij::unsupported;
 
 /// Default `max_lines` of reads and command output (as the tmux tools).
 const DEFAULT_MAX_LINES: usize = 500;
@@ -134,22 +135,22 @@ impl Shaped {
 /// or the scrollback and the screen (`start: "-"`); `end` is the screen's bottom either way.
 fn zellij_scope(input: &CapturePaneInput) -> Result<ScreenScope, ToolError> {
     if input.escape_sequences {
-        return Err(ToolError::invalid_arguments(
-            "escape_sequences is tmux-only: Zellij reads a pane as plain text",
+        return Err(ToolError::unsupported(
+            unsupported::ESCAPE_SEQUENCES,
             "omit escape_sequences for a Zellij pane",
         ));
     }
     if !matches!(input.end.map(|e| e.0), None | Some(LineBound::Edge)) {
-        return Err(ToolError::invalid_arguments(
-            "a Zellij pane is read to its last line: end must be omitted or \"-\"",
+        return Err(ToolError::unsupported(
+            unsupported::CAPTURE_END,
             "omit end, and cut the answer with max_lines",
         ));
     }
     match input.start.map(|s| s.0) {
         None | Some(LineBound::Line(0)) => Ok(ScreenScope::Visible),
         Some(LineBound::Edge) => Ok(ScreenScope::Full),
-        Some(LineBound::Line(_)) => Err(ToolError::invalid_arguments(
-            "a Zellij pane is read whole: start must be 0 (the screen) or \"-\" (with scrollback)",
+        Some(LineBound::Line(_)) => Err(ToolError::unsupported(
+            unsupported::CAPTURE_START,
             "pass start \"-\" and cut the answer with max_lines",
         )),
     }

@@ -356,7 +356,7 @@ impl WorkerHandle {
             .await;
         self.stats.latency.observe(started.elapsed());
         if let Err(error) = &result {
-            span.record("error.type", error.kind());
+            span.record("error.type", error.label());
         }
         result
     }

@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use muxgate_mux::error::{BackendError, ErrorKind};
 use muxgate_mux::text_match::Pattern;
 
 use crate::ops::capture::{CaptureRange, shape_capture};
@@ -76,6 +77,17 @@ pub enum TmuxPaneError {
     Timeout { pane: PaneId, after: Duration },
     #[error("pane {pane} gives no more output ({reason}) and no line matched")]
     Ended { pane: PaneId, reason: StreamEnd },
+}
+
+impl BackendError for TmuxPaneError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            Self::Engine(error) => error.kind(),
+            Self::Input(_) | Self::Key(_) => ErrorKind::InvalidInput,
+            Self::Refused(_) | Self::Ended { .. } => ErrorKind::Conflict,
+            Self::Timeout { .. } => ErrorKind::Timeout,
+        }
+    }
 }
 
 /// The panes of one tmux server, acted on as `caller` (the engine's fairness key).
