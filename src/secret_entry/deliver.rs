@@ -86,10 +86,11 @@ impl PaneDestination {
         if self.bound.is_some_and(|bound| bound != identity) {
             return Err(DeliverError::Gone(self.pane));
         }
-        let modes = self.host.term_modes(&terminal.tty);
-        let foreground =
-            self.host
-                .foreground(terminal.server_pid, terminal.pane_pid, &terminal.tty);
+        let modes = self.host.term_modes(&terminal.tty).await;
+        let foreground = self
+            .host
+            .foreground(terminal.server_pid, terminal.pane_pid, &terminal.tty)
+            .await;
         exposure::judge(&terminal, modes, foreground.as_ref()).map_err(DeliverError::Unsafe)?;
         Ok(Receiver {
             program: foreground.map(|f| f.command_line),

@@ -171,7 +171,12 @@ const LISTED_PANE_SHAPE: RowShape = RowShape {
 
 impl ListedPane {
     /// `row` with its state when `with_state`, else without.
-    fn new(tmux: &TmuxAccess<'_>, row: PaneRow, reports: &AgentReports, with_state: bool) -> Self {
+    async fn new(
+        tmux: &TmuxAccess<'_>,
+        row: PaneRow,
+        reports: &AgentReports,
+        with_state: bool,
+    ) -> Self {
         let mut listed = Self {
             waiting_for_input: None,
             foreground_command_line: None,
@@ -184,7 +189,8 @@ impl ListedPane {
             return listed;
         }
         let pane = &listed.info.record;
-        if let Some(fg) = foreground_of(tmux, pane.server_pid, pane.pid, &pane.tty, pane.dead) {
+        if let Some(fg) = foreground_of(tmux, pane.server_pid, pane.pid, &pane.tty, pane.dead).await
+        {
             listed.waiting_for_input = fg.waiting_for_input();
             listed.foreground_command_line = Some(fg.command_line);
         }
@@ -659,7 +665,7 @@ impl SharedTool for ListPanesInput {
         let mut panes = Vec::with_capacity(rows.len());
         let reports = &gateway.state().agent_reports;
         for row in rows {
-            let row = to_value(&ListedPane::new(&tmux, row, reports, with_state))?;
+            let row = to_value(&ListedPane::new(&tmux, row, reports, with_state).await)?;
             if let Value::Object(row) = row
                 && (filters.is_empty() || filters.matches(&row))
             {

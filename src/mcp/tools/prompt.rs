@@ -186,7 +186,7 @@ impl Prompter<'_> {
         loop {
             let now = Instant::now();
             if now >= look_at || now >= deadline {
-                let foreground = foreground_of_state(self.tmux, state);
+                let foreground = foreground_of_state(self.tmux, state).await;
                 let idle_since = self.stream.idle_since();
                 let report = self.reports.latest(&self.tmux.instance(), instance);
                 let agent = prompt::agent_says(report.as_ref(), idle_since, now);

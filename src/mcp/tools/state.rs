@@ -115,7 +115,7 @@ impl SharedTool for GetPaneStateInput {
         let pane = tmux.pane_named(&self.target).await?;
         let stream = keep(&tmux, pane, Instant::now() + KEEP_WAIT).await?;
         let state = read_settled_state(&tmux, pane).await?;
-        let process = foreground_of_state(&tmux, &state);
+        let process = foreground_of_state(&tmux, &state).await;
         let at_prompt =
             stream.with_ledger(|ledger| ledger.shell_integrated().then(|| ledger.at_prompt()));
         let report = gateway.state().agent_reports.latest(

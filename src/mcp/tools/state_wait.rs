@@ -226,7 +226,7 @@ impl Watched {
 
     /// Checks the pane at `now`; `None`, or the time it could next reach the state without
     /// printing anything.
-    fn check(
+    async fn check(
         &mut self,
         tmux: &TmuxAccess<'_>,
         condition: StateCondition,
@@ -283,8 +283,9 @@ impl Watched {
                 if at > now {
                     return Some(at);
                 }
-                let waiting =
-                    foreground_of_state(tmux, &self.state).and_then(|fg| fg.waiting_for_input());
+                let waiting = foreground_of_state(tmux, &self.state)
+                    .await
+                    .and_then(|fg| fg.waiting_for_input());
                 if waiting == Some(true) {
                     self.reached = Some(reached(None, None));
                     return None;
@@ -469,7 +470,10 @@ async fn watch(
             if w.reached.is_some() {
                 continue;
             }
-            if let Some(at) = w.check(tmux, input.condition, rules.idle, started, now) {
+            if let Some(at) = w
+                .check(tmux, input.condition, rules.idle, started, now)
+                .await
+            {
                 wake = wake.min(at);
             }
             if w.reached.is_some() {

@@ -42,7 +42,7 @@ pub async fn read_state(tmux: &TmuxAccess<'_>, pane: PaneId) -> Result<PaneState
 }
 
 /// The foreground process of the pane `state` describes; see [`foreground_of`].
-pub fn foreground_of_state(tmux: &TmuxAccess<'_>, state: &PaneState) -> Option<Foreground> {
+pub async fn foreground_of_state(tmux: &TmuxAccess<'_>, state: &PaneState) -> Option<Foreground> {
     foreground_of(
         tmux,
         state.server_pid,
@@ -50,6 +50,7 @@ pub fn foreground_of_state(tmux: &TmuxAccess<'_>, state: &PaneState) -> Option<F
         &state.tty,
         state.dead,
     )
+    .await
 }
 
 fn state_error(tmux: &TmuxAccess<'_>, error: PaneOpError) -> ToolError {
@@ -64,7 +65,7 @@ fn state_error(tmux: &TmuxAccess<'_>, error: PaneOpError) -> ToolError {
 
 /// A pane's foreground process, as the host its server runs on tells it (a workspace's tells
 /// nothing: its pids belong to the sandbox's pid namespace); none for a dead pane.
-pub fn foreground_of(
+pub async fn foreground_of(
     tmux: &TmuxAccess<'_>,
     server_pid: u32,
     pane_pid: u32,
@@ -74,7 +75,7 @@ pub fn foreground_of(
     if dead {
         return None;
     }
-    tmux.host().foreground(server_pid, pane_pid, tty)
+    tmux.host().foreground(server_pid, pane_pid, tty).await
 }
 
 /// The error for a pane that does not exist (any more).
