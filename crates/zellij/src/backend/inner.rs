@@ -259,7 +259,10 @@ impl Inner {
     /// after a session started), and once `list-clients` with another action's output (`2`, a
     /// tab id) instead of its table; so a reply that does not start as `looks_right` says is
     /// asked again, after 25, 50 and 100 ms: at most 175 ms more before the last reply goes to
-    /// its parser, which says what is wrong with it.
+    /// its parser, which says what is wrong with it. A listing that fails without a word is
+    /// asked again the same way: seen under load as `list-panes` exiting with the status of a
+    /// command another client was running (`run --block-until-exit`), the same mix-up of
+    /// clients. A listing changes nothing, so asking again is safe.
     pub(super) async fn listing<const N: usize>(
         &self,
         session: &SessionName,
@@ -270,8 +273,16 @@ impl Inner {
         let mut pause = Duration::from_millis(25);
         let mut out = String::new();
         for retry in 0..=LISTING_RETRIES {
-            out = self.act(session, label, args(argv)).await?;
-            if looks_right(out.trim_start()) {
+            let reply = self
+                .cli
+                .action(session, label, args(argv), self.spec.call_timeout)
+                .await?;
+            let ask_again = reply.stderr.trim().is_empty() && retry < LISTING_RETRIES;
+            if !reply.status.success() && !ask_again {
+                return Err(self.failure(session, label, reply).await);
+            }
+            out = reply.stdout;
+            if reply.status.success() && looks_right(out.trim_start()) {
                 return Ok(out);
             }
             if retry < LISTING_RETRIES {
