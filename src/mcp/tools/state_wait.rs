@@ -5,20 +5,13 @@
 //! The set: panes by id, every pane of a session or window, or (no targets) every pane the
 //! caller may see, at most [`MAX_TARGETS`].
 //!
-//! Each pane's stream is kept (as for the ledger) and subscribed; the wait sleeps until a pane
-//! prints, ends, or reaches the time its state could next change (an idle threshold), and asks
-//! tmux nothing meanwhile. "Waiting for input" needs `/proc` evidence
-//! ([`muxgate_mux::foreground`]), read only once a pane has been quiet for a moment and then
-//! less and less often while it stays quiet (every read that says "not waiting" doubles the
-//! pause, up to 2 s); new output starts that over. Text is matched in each pane's new lines as
-//! `wait_for_text` matches it (literal, any case), decoded once per pane for every wait on it
-//! ([`LineReader`]).
+//! The following itself (sleeping until a pane prints, ends or may reach the state by time
+//! alone; the host's evidence for "waiting for input", asked less and less often) is
+//! `muxgate_tmux::follow::state`. Here: the arguments, which panes, the baseline a
+//! `command_finished` wait counts from (its cursor), and the answer.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::select_all;
-use muxgate_mux::ledger::CommandRecord;
 use muxgate_mux::text_match::{Pattern, PatternOptions, compile};
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
@@ -34,16 +27,12 @@ use crate::mcp::access::{TmuxAccess, not_found};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{PaneScope, pane_rows};
-use crate::mcp::tools::watch::{foreground_of_state, read_settled_state};
+use crate::mcp::tools::watch::read_settled_state;
+use muxgate_tmux::PaneId;
+use muxgate_tmux::follow::state::{self, Condition, Span, Watched};
 use muxgate_tmux::output::PaneStream;
-use muxgate_tmux::typed::pane_state::PaneState;
 use muxgate_tmux::wire::target::Target;
-use muxgate_tmux::{LineReader, OutputSubscription, PaneId, StreamEnd};
 
-/// Quiet this long before `/proc` is first read for `waiting_for_input`.
-const QUIET_BEFORE_PROC: Duration = Duration::from_millis(100);
-/// The longest pause between `/proc` reads of a pane that stays quiet and not waiting.
-const MAX_PROC_PAUSE: Duration = Duration::from_secs(2);
 const DEFAULT_IDLE: Duration = Duration::from_secs(2);
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Most panes one wait watches.
@@ -127,198 +116,32 @@ pub struct WaitForStateOutput {
     pub cursor: Option<String>,
 }
 
-/// How a watched pane's output reaches the wait.
-enum Feed {
-    /// As bytes: only that it printed matters.
-    Bytes(OutputSubscription),
-    /// As lines, for a text condition.
-    Lines(Box<LineReader>, Pattern),
-}
-
-impl Feed {
-    /// Waits for the pane's next output; `Ok(Some(line))` when it printed a line matching the
-    /// pattern (never on the alternate screen).
-    async fn next(&mut self) -> Result<Option<String>, StreamEnd> {
-        match self {
-            Self::Bytes(subscription) => subscription.next().await.map(|_| None),
-            Self::Lines(reader, pattern) => {
-                let batch = reader.next().await?;
-                if batch.alternate_screen {
-                    // A full-screen program's drawing is no text lines (as for wait_for_text).
-                    return Ok(None);
-                }
-                let lines = batch.lines.iter().map(|line| &**line);
-                let matched = lines
-                    .chain(batch.partial.as_deref())
-                    .find(|line| pattern.is_match(line));
-                Ok(matched.map(str::to_owned))
-            }
-        }
-    }
-}
-
-/// One watched pane.
-struct Watched {
+/// Starts watching `pane`: its output stream (kept until `deadline`), its settled state and
+/// the newest command record the wait counts from.
+async fn watch_pane(
+    tmux: &TmuxAccess<'_>,
     pane: PaneId,
-    stream: Arc<PaneStream>,
-    feed: Feed,
-    /// A line matching the text condition, once one was printed.
-    matched: Option<String>,
-    state: PaneState,
-    /// The newest record when the wait began (or the `since` cursor says), and whether it was
-    /// still running then: a record after it, or it once finished, is news.
-    baseline: Option<(u64, bool)>,
-    /// When the command it reached the state with ended (command_finished).
-    command_ended: Option<std::time::SystemTime>,
-    ended: Option<StreamEnd>,
-    /// When `/proc` may be read next, and the pause after that.
-    proc_at: Instant,
-    proc_pause: Duration,
-    reached: Option<StateReached>,
-}
-
-impl Watched {
-    /// Starts watching `pane`: its output stream (kept until `deadline`), its settled state
-    /// and the newest command record the wait counts from.
-    async fn start(
-        tmux: &TmuxAccess<'_>,
-        pane: PaneId,
-        rules: &WaitRules,
-        started: Instant,
-        deadline: Instant,
-    ) -> Result<Self, ToolError> {
-        let stream = keep(tmux, pane, deadline).await?;
-        let feed = match &rules.pattern {
-            Some(pattern) => Feed::Lines(
-                Box::new(LineReader::new(stream.subscribe())),
-                pattern.clone(),
-            ),
-            None => Feed::Bytes(stream.subscribe()),
-        };
-        let state = read_settled_state(tmux, pane).await?;
-        let baseline = match rules.since.as_ref().and_then(|since| since.get(&pane)) {
-            // The same recording: records after the one seen are news.
-            Some(seen) if seen.recording == unix_ms(stream.since()) => {
-                Some((seen.id, seen.running))
-            }
-            // A recording started since (the last one lapsed): every record of it is news.
-            Some(_) => Some((0, false)),
-            None => stream
-                .with_ledger(|ledger| ledger.records().next_back().map(|r| (r.id, !r.finished()))),
-        };
-        let ended = state.dead.then_some(StreamEnd::PaneExited {
-            status: state.dead_status,
-        });
-        Ok(Self {
-            pane,
-            stream,
-            feed,
-            matched: None,
-            state,
-            baseline,
-            command_ended: None,
-            ended,
-            proc_at: started,
-            proc_pause: Duration::from_millis(250),
-            reached: None,
-        })
-    }
-
-    /// Checks the pane at `now`; `None`, or the time it could next reach the state without
-    /// printing anything.
-    async fn check(
-        &mut self,
-        tmux: &TmuxAccess<'_>,
-        condition: StateCondition,
-        idle: Duration,
-        started: Instant,
-        now: Instant,
-    ) -> Option<Instant> {
-        let reached = |exit_status, command| StateReached {
-            pane_id: self.pane.to_string(),
-            after_ms: u64::try_from(now.duration_since(started).as_millis()).unwrap_or(u64::MAX),
-            exit_status,
-            command,
-            line: None,
-        };
-        match condition {
-            StateCondition::Text => {
-                if let Some(line) = self.matched.take() {
-                    self.reached = Some(StateReached {
-                        line: Some(line),
-                        ..reached(None, None)
-                    });
-                }
-                None
-            }
-            StateCondition::Exited => {
-                let status = match &self.ended {
-                    Some(StreamEnd::PaneExited { status }) => Some(*status),
-                    Some(StreamEnd::PaneClosed) => Some(None),
-                    _ => None,
-                };
-                if let Some(status) = status {
-                    self.reached = Some(reached(status, None));
-                }
-                None
-            }
-            StateCondition::CommandFinished => {
-                if let Some(record) = self.first_finished_news() {
-                    self.baseline = Some((record.id, false));
-                    self.command_ended = record.ended;
-                    self.reached = Some(reached(record.exit_status, record.command));
-                }
-                None
-            }
-            StateCondition::Idle => {
-                let at = self.stream.idle_since() + idle;
-                if at <= now {
-                    self.reached = Some(reached(None, None));
-                    return None;
-                }
-                Some(at)
-            }
-            StateCondition::WaitingForInput => {
-                let at = (self.stream.idle_since() + QUIET_BEFORE_PROC).max(self.proc_at);
-                if at > now {
-                    return Some(at);
-                }
-                let waiting = foreground_of_state(tmux, &self.state)
-                    .await
-                    .and_then(|fg| fg.waiting_for_input());
-                if waiting == Some(true) {
-                    self.reached = Some(reached(None, None));
-                    return None;
-                }
-                self.proc_at = now + self.proc_pause;
-                self.proc_pause = (self.proc_pause * 2).min(MAX_PROC_PAUSE);
-                Some(self.proc_at)
-            }
+    rules: &WaitRules,
+    deadline: Instant,
+) -> Result<Watched, ToolError> {
+    let stream = keep(tmux, pane, deadline).await?;
+    let state = read_settled_state(tmux, pane).await?;
+    let baseline = match rules.since.as_ref().and_then(|since| since.get(&pane)) {
+        // The same recording: records after the one seen are news.
+        Some(seen) if seen.recording == unix_ms(stream.since()) => Some((seen.id, seen.running)),
+        // A recording started since (the last one lapsed): every record of it is news.
+        Some(_) => Some((0, false)),
+        None => {
+            stream.with_ledger(|ledger| ledger.records().next_back().map(|r| (r.id, !r.finished())))
         }
-    }
-
-    /// The first finished command record after the baseline.
-    fn first_finished_news(&self) -> Option<CommandRecord> {
-        let baseline = self.baseline;
-        self.stream.with_ledger(|ledger| {
-            ledger
-                .records()
-                .find(|r| {
-                    r.finished()
-                        && match baseline {
-                            Some((id, running)) => r.id > id || (running && r.id == id),
-                            None => true,
-                        }
-                })
-                .cloned()
-        })
-    }
-
-    /// New output: a quiet pane's `/proc` checks start over.
-    fn printed(&mut self) {
-        self.proc_at = Instant::now();
-        self.proc_pause = Duration::from_millis(250);
-    }
+    };
+    Ok(Watched::new(
+        pane,
+        stream,
+        rules.pattern.clone(),
+        state,
+        baseline,
+    ))
 }
 
 /// The panes `targets` name, each once, in order: a pane itself, every pane of a session or
@@ -409,15 +232,26 @@ async fn wait_for_state(
     let panes = panes_of(tmux, input.targets.as_deref()).await?;
     let mut watched = Vec::with_capacity(panes.len());
     for pane in panes {
-        watched.push(Watched::start(tmux, pane, &rules, started, deadline).await?);
+        watched.push(watch_pane(tmux, pane, &rules, deadline).await?);
     }
-    let order = watch(tmux, input, &rules, &mut watched, started, deadline, cancel).await?;
+    let quorum = match input.mode {
+        Quorum::Any => state::Quorum::Any,
+        Quorum::All => state::Quorum::All,
+    };
+    let span = Span {
+        started,
+        deadline,
+        cancel,
+    };
+    let order = state::follow(tmux.host(), rules.condition, quorum, &mut watched, span)
+        .await
+        .map_err(|state::Cancelled| cancelled())?;
     Ok(answer(input, &watched, &order, started))
 }
 
 /// What a wait looks for, checked before any pane is touched.
 struct WaitRules {
-    idle: Duration,
+    condition: Condition,
     pattern: Option<Pattern>,
     since: Option<std::collections::HashMap<PaneId, Seen>>,
 }
@@ -441,93 +275,20 @@ impl WaitRules {
                 ));
             }
         };
+        let condition = match input.condition {
+            StateCondition::Idle => {
+                Condition::Idle(input.idle_ms.map_or(DEFAULT_IDLE, Duration::from_millis))
+            }
+            StateCondition::WaitingForInput => Condition::WaitingForInput,
+            StateCondition::CommandFinished => Condition::CommandFinished,
+            StateCondition::Exited => Condition::Exited,
+            StateCondition::Text => Condition::Text,
+        };
         Ok(Self {
-            idle: input.idle_ms.map_or(DEFAULT_IDLE, Duration::from_millis),
+            condition,
             pattern,
             since,
         })
-    }
-}
-
-/// Checks every pane not yet there, then sleeps until one prints, ends or may reach the
-/// state by time alone, until the quorum is met or `deadline`. Returns the indices of the
-/// panes that reached the state, in the order they did.
-async fn watch(
-    tmux: &TmuxAccess<'_>,
-    input: &WaitForStateInput,
-    rules: &WaitRules,
-    watched: &mut [Watched],
-    started: Instant,
-    deadline: Instant,
-    cancel: &CancellationToken,
-) -> Result<Vec<usize>, ToolError> {
-    let mut order = Vec::new();
-    loop {
-        let now = Instant::now();
-        let mut wake = deadline;
-        let before = order.len();
-        for (index, w) in watched.iter_mut().enumerate() {
-            if w.reached.is_some() {
-                continue;
-            }
-            if let Some(at) = w
-                .check(tmux, input.condition, rules.idle, started, now)
-                .await
-            {
-                wake = wake.min(at);
-            }
-            if w.reached.is_some() {
-                order.push(index);
-            }
-        }
-        // Commands found ended in one look (before the wait began, or at once) are told in the
-        // order they ended.
-        order[before..].sort_by_key(|&index| watched[index].command_ended);
-        let done = match input.mode {
-            Quorum::Any => !order.is_empty(),
-            Quorum::All => order.len() == watched.len(),
-        };
-        if done || now >= deadline {
-            return Ok(order);
-        }
-        if let Some((index, next)) = next_event(watched, wake, cancel).await? {
-            let w = &mut watched[index];
-            match next {
-                Ok(matched) => {
-                    w.printed();
-                    w.matched = w.matched.take().or(matched);
-                }
-                Err(end) => w.ended = Some(end),
-            }
-        }
-    }
-}
-
-/// The next pane to print or end, or `None` at `wake`.
-async fn next_event(
-    watched: &mut [Watched],
-    wake: Instant,
-    cancel: &CancellationToken,
-) -> Result<Option<(usize, Result<Option<String>, StreamEnd>)>, ToolError> {
-    let mut pending: Vec<_> = watched
-        .iter_mut()
-        .enumerate()
-        .filter(|(_, w)| w.reached.is_none() && w.ended.is_none())
-        .map(|(index, w)| Box::pin(async move { (index, w.feed.next().await) }))
-        .collect();
-    // `select_all` refuses an empty list: with every stream ended, only time can help.
-    let output = async {
-        if pending.is_empty() {
-            std::future::pending().await
-        } else {
-            select_all(pending.iter_mut()).await.0
-        }
-    };
-    tokio::select! {
-        biased;
-        () = cancel.cancelled() => Err(cancelled()),
-        () = tokio::time::sleep_until(wake) => Ok(None),
-        next = output => Ok(Some(next)),
     }
 }
 
@@ -541,7 +302,16 @@ fn answer(
 ) -> WaitForStateOutput {
     let reached: Vec<StateReached> = order
         .iter()
-        .filter_map(|&index| watched[index].reached.clone())
+        .filter_map(|&index| {
+            let w = &watched[index];
+            w.reached().map(|reached| StateReached {
+                pane_id: w.pane().to_string(),
+                after_ms: u64::try_from(reached.after.as_millis()).unwrap_or(u64::MAX),
+                exit_status: reached.exit_status,
+                command: reached.command.clone(),
+                line: reached.line.clone(),
+            })
+        })
         .collect();
     WaitForStateOutput {
         outcome: if reached.is_empty()
@@ -553,8 +323,8 @@ fn answer(
         },
         pending: watched
             .iter()
-            .filter(|w| w.reached.is_none())
-            .map(|w| w.pane.to_string())
+            .filter(|w| w.reached().is_none())
+            .map(|w| w.pane().to_string())
             .collect(),
         reached,
         waited_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
@@ -562,7 +332,7 @@ fn answer(
             encode_cursor(
                 watched
                     .iter()
-                    .map(|w| Seen::at(w.pane, &w.stream, w.baseline)),
+                    .map(|w| Seen::at(w.pane(), w.stream(), w.baseline())),
             )
         }),
     }
