@@ -10,14 +10,15 @@
 //!
 //! Before typing, the pane must be a shell waiting at its prompt: its foreground program is a
 //! known shell (`#{pane_current_command}`), it is the pane's own process (the terminal's
-//! foreground process group is the shell's, read from `/proc`, so a command still running from
-//! an earlier call is not typed into), the pane is not in copy mode, not on the alternate
+//! foreground job is the shell, as the server's `Host` tells it, so a command still running
+//! from an earlier call is not typed into; a host that cannot tell, such as a workspace's
+//! sandbox, skips this check), the pane is not in copy mode, not on the alternate
 //! screen, and no other run owns it. A caller who knows better (a shell behind `ssh`, a
 //! wrapper) names the shell with `shell`, which skips the detection and the foreground check.
 
 use std::time::Duration;
 
-use muxgate_mux::foreground::parse_stat;
+use muxgate_mux::foreground::Foreground;
 use muxgate_mux::ledger::CommandRecord;
 use muxgate_mux::lines::excerpt;
 use muxgate_mux::shell::Shell;
@@ -37,7 +38,7 @@ use crate::mcp::access::{TmuxAccess, engine_error};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::shared_tool::{Reply, SharedTool};
-use crate::mcp::tools::watch::read_state;
+use crate::mcp::tools::watch::{foreground_of_state, read_state};
 use crate::mcp::zellij_access::ZellijAccess;
 use muxgate_tmux::PaneId;
 use muxgate_tmux::output::{OutputChunk, PaneStream};
@@ -136,7 +137,11 @@ pub async fn run_command(
     let stream = keep(tmux, pane, deadline).await?;
     let mut subscription = stream.subscribe();
     let state = read_state(tmux, pane).await?;
-    let flavor = ready_shell(&state, request.shell)?;
+    let foreground = match request.shell {
+        None => foreground_of_state(tmux, &state).await,
+        Some(_) => None,
+    };
+    let flavor = ready_shell(&state, request.shell, foreground.as_ref())?;
     let mut reader = RunReader::start(tmux, pane, &stream, request, flavor).await?;
     let mut pane_exit = None;
     let mut timed_out = false;
@@ -277,8 +282,12 @@ impl RunReader {
 }
 
 /// The pane's shell flavour, if the pane is a shell idle at its prompt (or the caller named
-/// the shell).
-fn ready_shell(state: &PaneState, forced: Option<Shell>) -> Result<Shell, ToolError> {
+/// the shell); `foreground` is what the host tells of the terminal's foreground job, if it can.
+fn ready_shell(
+    state: &PaneState,
+    forced: Option<Shell>,
+    foreground: Option<&Foreground>,
+) -> Result<Shell, ToolError> {
     let pane = state.pane;
     if state.dead {
         return Err(ToolError::new(
@@ -317,37 +326,20 @@ fn ready_shell(state: &PaneState, forced: Option<Shell>) -> Result<Shell, ToolEr
             "if it is a shell, pass `shell`; to type into the program, use send_keys",
         ));
     };
-    if let Some(foreground) = foreground_process(state.pane_pid)
-        && foreground.pgrp != state.pane_pid
+    if let Some(foreground) = foreground
+        && !foreground.is_pane_program
     {
         return Err(ToolError::new(
             ToolErrorKind::Conflict,
             format!(
-                "{pane} is busy: {:?} (process group {}) is running in the foreground, not the shell",
-                excerpt(&foreground.name),
-                foreground.pgrp
+                "{pane} is busy: {:?} (process {}) is running in the foreground, not the shell",
+                excerpt(&foreground.command_line),
+                foreground.pid
             ),
             "wait for it (wait_for_text), interrupt it (send_keys C-c), or pass `shell` if the pane runs a nested shell",
         ));
     }
     Ok(flavor)
-}
-
-/// The foreground process group of a process's terminal and the name of its leader.
-struct Foreground {
-    pgrp: u32,
-    name: String,
-}
-
-/// Reads the foreground process group of `pid`'s terminal from `/proc` (`tpgid`). `None` when
-/// it cannot be read (another pid namespace, another host): then the check is skipped.
-fn foreground_process(pid: u32) -> Option<Foreground> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let tpgid = parse_stat(&stat)?.tpgid;
-    let name = std::fs::read_to_string(format!("/proc/{tpgid}/comm"))
-        .map(|n| n.trim().to_owned())
-        .unwrap_or_else(|_| "?".to_owned());
-    Some(Foreground { pgrp: tpgid, name })
 }
 
 /// Types `text` and Enter into `pane` in one write.
@@ -459,11 +451,13 @@ impl SharedTool for RunCommand {
 mod tests {
     use super::*;
 
+    use muxgate_mux::foreground::Blocked;
+
     fn state(command: &str) -> PaneState {
         PaneState {
             pane: PaneId(1),
             server_pid: 1,
-            pane_pid: std::process::id(),
+            pane_pid: 7,
             dead: false,
             in_mode: false,
             alternate_on: false,
@@ -477,15 +471,40 @@ mod tests {
         }
     }
 
+    /// The terminal's foreground job as a host tells it: the shell itself, or a command.
+    fn foreground(is_pane_program: bool) -> Foreground {
+        Foreground {
+            pid: 4242,
+            is_pane_program,
+            pane_program: "bash".into(),
+            command_line: if is_pane_program { "bash" } else { "sleep 60" }.into(),
+            blocked: Blocked::Sleeping,
+        }
+    }
+
     #[test]
     fn only_shells_idle_at_a_prompt() {
-        // Our own pid stands in for the shell; `cargo test` has no terminal, so the foreground
-        // check reads tpgid -1 or another group: only a forced shell passes it.
+        let at_prompt = foreground(true);
+        let busy = foreground(false);
         assert_eq!(
-            ready_shell(&state("python3"), Some(Shell::Bash)).unwrap(),
+            ready_shell(&state("bash"), None, Some(&at_prompt)).unwrap(),
             Shell::Bash
         );
-        let err = ready_shell(&state("python3"), None).unwrap_err();
+        // A host that cannot tell (a workspace's sandbox) leaves the foreground check out.
+        assert_eq!(ready_shell(&state("zsh"), None, None).unwrap(), Shell::Zsh);
+        let err = ready_shell(&state("bash"), None, Some(&busy)).unwrap_err();
+        assert_eq!(err.kind, ToolErrorKind::Conflict);
+        assert!(
+            err.message.contains("\"sleep 60\" (process 4242)"),
+            "{}",
+            err.message
+        );
+        // A named shell skips detection (its caller reads no foreground for it).
+        assert_eq!(
+            ready_shell(&state("python3"), Some(Shell::Bash), None).unwrap(),
+            Shell::Bash
+        );
+        let err = ready_shell(&state("python3"), None, Some(&at_prompt)).unwrap_err();
         assert_eq!(err.kind, ToolErrorKind::Conflict);
         assert!(err.message.contains("python3"), "{}", err.message);
         let copy_mode = PaneState {
@@ -493,7 +512,7 @@ mod tests {
             ..state("bash")
         };
         assert!(
-            ready_shell(&copy_mode, Some(Shell::Bash))
+            ready_shell(&copy_mode, Some(Shell::Bash), None)
                 .unwrap_err()
                 .message
                 .contains("copy")
@@ -503,7 +522,7 @@ mod tests {
             ..state("bash")
         };
         assert!(
-            ready_shell(&dead, None)
+            ready_shell(&dead, None, None)
                 .unwrap_err()
                 .message
                 .contains("exited")
@@ -513,7 +532,7 @@ mod tests {
             ..state("vim")
         };
         assert!(
-            ready_shell(&full_screen, None)
+            ready_shell(&full_screen, None, None)
                 .unwrap_err()
                 .message
                 .contains("full-screen")
