@@ -1,12 +1,10 @@
 //! `run_command`: type a command into a shell pane and return its output and exit status.
 //!
-//! How the command is typed, delimited and read back is [`muxgate_mux::shell_run`]: a wrapper
-//! line between two invisible OSC 133 markers with a per-call id, read from the pane's output
-//! stream. A shell that marks its own commands and that the pane's command ledger saw at its
-//! prompt gets only the command (in the same subshell): the ledger's next record is the run,
-//! named before it is typed, and its end mark carries the status ([`RunReader`]). No tmux
+//! Typing the command and following it until it ends is `muxgate_tmux::follow::run` (between
+//! markers, or as the ledger's next record where the shell marks its own commands). No tmux
 //! client runs in the pane, and nothing polls: the call subscribes to the pane's output before
-//! typing and sleeps until the run ends, the timeout or cancellation.
+//! typing and sleeps until the run ends, the timeout or cancellation. Here: the arguments,
+//! whether the pane is ready, and the answer.
 //!
 //! Before typing, the pane must be a shell waiting at its prompt: its foreground program is a
 //! known shell (`#{pane_current_command}`), it is the pane's own process (the terminal's
@@ -19,10 +17,8 @@
 use std::time::Duration;
 
 use muxgate_mux::foreground::Foreground;
-use muxgate_mux::ledger::CommandRecord;
 use muxgate_mux::lines::excerpt;
 use muxgate_mux::shell::Shell;
-use muxgate_mux::shell_run::{CommandError, RunCapture, RunMarkers, RunText, unmarked_typed_text};
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::{tool, tool_router};
@@ -41,7 +37,8 @@ use crate::mcp::shared_tool::{Reply, SharedTool};
 use crate::mcp::tools::watch::{foreground_of_state, read_state};
 use crate::mcp::zellij_access::ZellijAccess;
 use muxgate_tmux::PaneId;
-use muxgate_tmux::output::{OutputChunk, PaneStream};
+use muxgate_tmux::follow::Cancelled;
+use muxgate_tmux::follow::run::{self, RunReader, StartError, Stopped};
 use muxgate_tmux::typed::op_error::OpError;
 use muxgate_tmux::typed::pane_state::PaneState;
 
@@ -142,32 +139,25 @@ pub async fn run_command(
         Some(_) => None,
     };
     let flavor = ready_shell(&state, request.shell, foreground.as_ref())?;
-    let mut reader = RunReader::start(tmux, pane, &stream, request, flavor).await?;
-    let mut pane_exit = None;
-    let mut timed_out = false;
-    loop {
-        let next = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return Err(cancelled()),
-            () = tokio::time::sleep_until(deadline) => None,
-            next = subscription.next() => Some(next),
-        };
-        match next {
-            None => {
-                timed_out = true;
-                break;
-            }
-            Some(Ok(chunk)) => {
-                if reader.read(&stream, &chunk) {
-                    break;
-                }
-            }
-            Some(Err(end)) => {
-                pane_exit = Some(stream_end(tmux.server_name(), pane, end)?);
-                break;
-            }
-        }
-    }
+    let max_lines = request.max_lines as usize;
+    let mut reader = RunReader::start(
+        &tmux.typing(),
+        pane,
+        &stream,
+        &request.command,
+        max_lines,
+        flavor,
+    )
+    .await
+    .map_err(|e| start_error(tmux, pane, e))?;
+    let stopped = run::follow(&stream, &mut subscription, &mut reader, deadline, cancel)
+        .await
+        .map_err(|Cancelled| cancelled())?;
+    let timed_out = stopped == Stopped::TimedOut;
+    let pane_exit = match stopped {
+        Stopped::StreamEnded(end) => Some(stream_end(tmux.server_name(), pane, end)?),
+        Stopped::Ended | Stopped::TimedOut => None,
+    };
     let ended = reader.end(&stream);
     let text = ended.text;
     let (output, cut_bytes) = tmux.budget().cap_output(&text.text);
@@ -187,98 +177,6 @@ pub async fn run_command(
         elapsed_ms: elapsed_ms(started),
         effective_timeout,
     })
-}
-
-/// How a run's output and end are read.
-enum RunReader {
-    /// From its own markers, typed around the command (a shell that does not mark its
-    /// commands, or was not seen at its prompt).
-    Marked(Box<RunCapture>),
-    /// From the shell's own marks, as the ledger's record `id` (a shell the ledger saw at its
-    /// prompt): nothing but the command, in its subshell, is typed.
-    Recorded { id: u64, max_lines: usize },
-}
-
-/// What a run came to.
-struct RunEnd {
-    text: RunText,
-    exit_status: Option<i32>,
-    started: bool,
-}
-
-impl RunReader {
-    /// Types the request's command into `pane` the way the pane's ledger allows.
-    async fn start(
-        tmux: &TmuxAccess<'_>,
-        pane: PaneId,
-        stream: &PaneStream,
-        request: &RunRequest,
-        flavor: Shell,
-    ) -> Result<Self, ToolError> {
-        let command = &request.command;
-        let max_lines = request.max_lines as usize;
-        let bad_command =
-            |e: CommandError| ToolError::invalid_arguments(e.to_string(), "fix the command text");
-        if stream.with_ledger(|ledger| ledger.shell_integrated() && ledger.at_prompt()) {
-            let typed = unmarked_typed_text(command, flavor).map_err(bad_command)?;
-            let id = stream.name_next(command);
-            if let Err(error) = type_line(tmux, pane, &typed).await {
-                stream.forget_name(id);
-                return Err(error);
-            }
-            return Ok(Self::Recorded { id, max_lines });
-        }
-        let markers = RunMarkers::random();
-        let typed = markers.typed_text(command, flavor).map_err(bad_command)?;
-        stream.name_run(markers.id(), command);
-        type_line(tmux, pane, &typed).await?;
-        Ok(Self::Marked(Box::new(RunCapture::new(&markers, max_lines))))
-    }
-
-    /// Reads one chunk of the pane's output; true once the run has ended.
-    fn read(&mut self, stream: &PaneStream, chunk: &OutputChunk) -> bool {
-        match self {
-            Self::Marked(capture) => {
-                if chunk.missed_bytes > 0 {
-                    capture.lost_output(Some(chunk.missed_bytes));
-                } else if chunk.gap {
-                    capture.lost_output(None);
-                }
-                capture.feed(&chunk.data).is_some()
-            }
-            Self::Recorded { id, .. } => {
-                stream.with_ledger(|ledger| ledger.record(*id).is_some_and(CommandRecord::finished))
-            }
-        }
-    }
-
-    /// The run's output (its last `max_lines` lines) and status, so far.
-    fn end(self, stream: &PaneStream) -> RunEnd {
-        match self {
-            Self::Marked(capture) => RunEnd {
-                text: capture.text(),
-                exit_status: capture.exit_status(),
-                started: capture.started(),
-            },
-            Self::Recorded { id, max_lines } => {
-                let Some(record) = stream.with_ledger(|ledger| ledger.record(id).cloned()) else {
-                    stream.forget_name(id);
-                    return RunEnd {
-                        text: RunCapture::text_of(&[], 0, max_lines),
-                        exit_status: None,
-                        started: false,
-                    };
-                };
-                let to = record.output_to.unwrap_or_else(|| stream.end_offset());
-                let (output, lost) = stream.bytes(record.output_from..to);
-                RunEnd {
-                    text: RunCapture::text_of(&output, lost, max_lines),
-                    exit_status: record.exit_status,
-                    started: true,
-                }
-            }
-        }
-    }
 }
 
 /// The pane's shell flavour, if the pane is a shell idle at its prompt (or the caller named
@@ -342,25 +240,29 @@ fn ready_shell(
     Ok(flavor)
 }
 
-/// Types `text` and Enter into `pane` in one write.
-async fn type_line(tmux: &TmuxAccess<'_>, pane: PaneId, text: &str) -> Result<(), ToolError> {
-    tmux.typing()
-        .type_line(pane, text)
-        .await
-        .map_err(|e| match e {
-            OpError::Engine(e) => engine_error(tmux.server_name(), e, "call list_panes"),
-            OpError::Quote(e) => ToolError::invalid_arguments(e.to_string(), "remove NUL bytes"),
-            OpError::Refused(message) => ToolError::new(
-                ToolErrorKind::Conflict,
-                format!("tmux refused to type into {pane}: {message}"),
-                "call list_panes to check the pane",
-            ),
-            OpError::Unanswered => ToolError::new(
-                ToolErrorKind::Unavailable,
-                format!("typing into {pane} did not complete"),
-                "check the pane with capture_pane before retrying",
-            ),
-        })
+/// The error for a run that could not be typed into `pane`.
+fn start_error(tmux: &TmuxAccess<'_>, pane: PaneId, error: StartError) -> ToolError {
+    match error {
+        StartError::Command(e) => {
+            ToolError::invalid_arguments(e.to_string(), "fix the command text")
+        }
+        StartError::Typing(OpError::Engine(e)) => {
+            engine_error(tmux.server_name(), e, "call list_panes")
+        }
+        StartError::Typing(OpError::Quote(e)) => {
+            ToolError::invalid_arguments(e.to_string(), "remove NUL bytes")
+        }
+        StartError::Typing(OpError::Refused(message)) => ToolError::new(
+            ToolErrorKind::Conflict,
+            format!("tmux refused to type into {pane}: {message}"),
+            "call list_panes to check the pane",
+        ),
+        StartError::Typing(OpError::Unanswered) => ToolError::new(
+            ToolErrorKind::Unavailable,
+            format!("typing into {pane} did not complete"),
+            "check the pane with capture_pane before retrying",
+        ),
+    }
 }
 
 #[tool_router(router = run_tools, vis = "pub(crate)")]

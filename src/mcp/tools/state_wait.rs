@@ -29,6 +29,7 @@ use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{PaneScope, pane_rows};
 use crate::mcp::tools::watch::read_settled_state;
 use muxgate_tmux::PaneId;
+use muxgate_tmux::follow::Cancelled;
 use muxgate_tmux::follow::state::{self, Condition, Span, Watched};
 use muxgate_tmux::output::PaneStream;
 use muxgate_tmux::wire::target::Target;
@@ -245,7 +246,7 @@ async fn wait_for_state(
     };
     let order = state::follow(tmux.host(), rules.condition, quorum, &mut watched, span)
         .await
-        .map_err(|state::Cancelled| cancelled())?;
+        .map_err(|Cancelled| cancelled())?;
     Ok(answer(input, &watched, &order, started))
 }
 

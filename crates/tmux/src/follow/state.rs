@@ -22,6 +22,7 @@ use muxgate_mux::text_match::Pattern;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::Cancelled;
 use crate::output::PaneStream;
 use crate::typed::pane_state::PaneState;
 use crate::{LineReader, OutputSubscription, PaneId, StreamEnd};
@@ -276,10 +277,6 @@ impl Watched {
         self.proc_pause = FIRST_PROC_PAUSE;
     }
 }
-
-/// The caller cancelled the wait.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Cancelled;
 
 /// The wait's bounds: when it began (a pane's [`Reached::after`] counts from there), when it
 /// ends, and the caller's cancellation.
