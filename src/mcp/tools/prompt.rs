@@ -33,6 +33,8 @@ use crate::mcp::position::OutputPosition;
 use crate::mcp::tools::watch::{foreground_of_state, read_state};
 use crate::mux::agent_report::{AgentReports, PaneInstance};
 use crate::mux::prompt::{self, Ready};
+use muxgate_tmux::follow::Cancelled;
+use muxgate_tmux::follow::reaction::{Reaction, Timing, react};
 use muxgate_tmux::ops::input::InputPlan;
 use muxgate_tmux::ops::keys::KeyName;
 use muxgate_tmux::output::PaneStream;
@@ -84,52 +86,6 @@ pub struct SendPromptOutput {
     pub waited_ms: u64,
     /// Pass as wait_for_text `since`.
     pub output_position: Option<String>,
-}
-
-/// How output after an input went: nothing, a burst that ended, a flow that did not, the end.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Reaction {
-    Silent,
-    Settled,
-    Busy,
-    Ended,
-}
-
-/// Reads a pane's output after an input: up to `within` for it to start, then until it is quiet
-/// for `quiet` or has flowed for `busy_after` without a pause (so at most `within + busy_after`).
-/// Returns how it went and the bytes read.
-async fn react(
-    output: &mut OutputSubscription,
-    within: Duration,
-    quiet: Duration,
-    busy_after: Duration,
-    cancel: &CancellationToken,
-) -> Result<(Reaction, Vec<u8>), ToolError> {
-    let mut bytes = Vec::new();
-    let mut first: Option<Instant> = None;
-    let mut wake = Instant::now() + within;
-    loop {
-        let next = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return Err(cancelled()),
-            () = tokio::time::sleep_until(wake) => None,
-            next = output.next() => Some(next),
-        };
-        match next {
-            None if first.is_none() => return Ok((Reaction::Silent, bytes)),
-            None => return Ok((Reaction::Settled, bytes)),
-            Some(Err(_)) => return Ok((Reaction::Ended, bytes)),
-            Some(Ok(chunk)) => {
-                bytes.extend_from_slice(&chunk.data);
-                let now = Instant::now();
-                let began = *first.get_or_insert(now);
-                if now.duration_since(began) >= busy_after {
-                    return Ok((Reaction::Busy, bytes));
-                }
-                wake = now + quiet;
-            }
-        }
-    }
 }
 
 /// The result of a delivery, before the pane and timing are added.
@@ -273,14 +229,14 @@ impl Prompter<'_> {
                 .position
                 .map(|cursor| OutputPosition::new(cursor, text).encode()),
         };
-        let (echo, _) = react(
-            &mut self.output,
-            ECHO_WITHIN,
-            ECHO_QUIET,
-            ECHO_WITHIN,
-            self.cancel,
-        )
-        .await?;
+        let echo_timing = Timing {
+            within: ECHO_WITHIN,
+            quiet: ECHO_QUIET,
+            busy_after: ECHO_WITHIN,
+        };
+        let (echo, _) = react(&mut self.output, echo_timing, self.cancel)
+            .await
+            .map_err(|Cancelled| cancelled())?;
         if echo == Reaction::Ended {
             delivery.evidence = "pane_exited";
             return Ok(delivery);
@@ -318,14 +274,14 @@ impl Prompter<'_> {
         for _ in 0..presses {
             self.press_enter().await?;
             delivery.enter_presses += 1;
-            let (reaction, bytes) = react(
-                &mut self.output,
-                REACTION_WITHIN,
-                REACTION_QUIET,
-                BUSY_AFTER,
-                self.cancel,
-            )
-            .await?;
+            let timing = Timing {
+                within: REACTION_WITHIN,
+                quiet: REACTION_QUIET,
+                busy_after: BUSY_AFTER,
+            };
+            let (reaction, bytes) = react(&mut self.output, timing, self.cancel)
+                .await
+                .map_err(|Cancelled| cancelled())?;
             let evidence = if reaction == Reaction::Ended {
                 delivery.evidence = "pane_exited";
                 return Ok(delivery);
