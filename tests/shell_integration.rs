@@ -407,3 +407,43 @@ async fn the_tests_start_their_shells_in_a_home_of_their_own() {
     );
     common::tools::wait_for_screen(&tmux, &pane, &seen).await;
 }
+
+/// A shell still running its startup file holds its terminal: the commands the file runs are
+/// in the shell's own process group (no job control yet), and what is typed waits for the
+/// shell. `run_command` then types and answers; it does not call the shell busy. (A `~/.bashrc`
+/// that runs `pyenv rehash` at startup was refused once.) The file waits until the test has
+/// asked, so the check runs while the file is running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shell_still_running_its_startup_file_takes_a_run() {
+    let tmux = TestTmux::start();
+    tmux.ok(&["set-option", "-g", "default-command", ""]);
+    tmux.ok(&["set-option", "-g", "default-shell", BASH.path]);
+    let home = tempfile::tempdir().expect("a home directory");
+    let go = home.path().join("go");
+    std::fs::write(
+        home.path().join(BASH.rc_file),
+        "while [ ! -e \"$HOME/go\" ]; do sleep 0.1; done\n",
+    )
+    .expect("the startup file");
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+    call_ok(
+        &client,
+        "create_session",
+        json!({"name": "s", "start_directory": "/", "environment": {"HOME": home.path()}}),
+    )
+    .await;
+    let pane = first_pane(&tmux, "s");
+    let run = call_ok(
+        &client,
+        "run_command",
+        json!({"target": pane, "command": "echo after-$((20+1))", "timeout": 20}),
+    );
+    let release = async {
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        std::fs::write(&go, "").expect("the go file");
+    };
+    let (run, ()) = tokio::join!(run, release);
+    assert_eq!(run["output"], "after-21\n", "{run}");
+    assert_eq!(run["exit_status"], 0, "{run}");
+}

@@ -186,6 +186,7 @@ mod tests {
 
     fn fg(blocked: Blocked, is_pane_program: bool, program: &str) -> Foreground {
         Foreground {
+            group: 42,
             pid: 42,
             is_pane_program,
             pane_program: program.to_owned(),

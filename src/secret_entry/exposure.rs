@@ -143,6 +143,7 @@ mod tests {
 
     fn foreground(program: &str, own: bool, blocked: Blocked) -> Foreground {
         Foreground {
+            group: 7,
             pid: 7,
             is_pane_program: own,
             pane_program: program.into(),

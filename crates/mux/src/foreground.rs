@@ -28,6 +28,9 @@ use crate::shell::Shell;
 /// The foreground process of a pane's terminal.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Foreground {
+    /// The terminal's foreground process group: the pane's program's own (`pane_pid`) while
+    /// no job of its runs in the foreground, even while it waits for a child of its group.
+    pub group: u32,
     /// The process's id.
     pub pid: u32,
     /// It is the pane's program itself (no other job in the foreground).
@@ -232,6 +235,7 @@ pub fn read(proc_root: &Path, server_pid: u32, pane_pid: u32, tty: &str) -> Opti
         .map(|raw| command_line(&raw))
         .unwrap_or_default();
     Some(Foreground {
+        group,
         pid,
         is_pane_program: pid == pane_pid,
         pane_program,
@@ -294,6 +298,7 @@ mod tests {
         assert_eq!(child, Blocked::WaitingForChild);
         assert_eq!(Blocked::classify(None, |_| true), Blocked::Unknown);
         let fg = |blocked, is_pane_program, program: &str| Foreground {
+            group: 1,
             pid: 1,
             is_pane_program,
             pane_program: program.into(),
@@ -408,6 +413,34 @@ mod tests {
         std::fs::write(task.join("children"), "31 32").unwrap();
         let fg = read(root.path(), 10, 20, "/dev/pts/7").unwrap();
         assert_eq!(fg.pid, 30);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn a_shell_running_its_startup_file_still_holds_its_terminal() {
+        // Before job control, a shell's startup file runs its commands in the shell's own
+        // group: the terminal's group is the shell's (20) while the shell waits for its child
+        // 21 (`pyenv rehash`), which is then the process described.
+        let root = fake_proc("running\n", "/dev/pts/7");
+        let at = |pid: u32| root.path().join(pid.to_string());
+        std::fs::write(at(20).join("stat"), "20 (bash) S 10 20 20 34823 20 0").unwrap();
+        std::fs::create_dir_all(at(20).join("fd")).unwrap();
+        std::fs::write(
+            at(20).join("syscall"),
+            "61 0xffffffffffffffff 0x7ffd 0x2 0x0 0x0 0x0 0x7ffc\n",
+        )
+        .unwrap();
+        let task = at(20).join("task").join("20");
+        std::fs::create_dir_all(&task).unwrap();
+        std::fs::write(task.join("children"), "21").unwrap();
+        std::fs::create_dir_all(at(21).join("fd")).unwrap();
+        std::fs::write(at(21).join("stat"), "21 (bash) S 20 20 20 34823 20 0").unwrap();
+        std::fs::write(at(21).join("cmdline"), b"bash\0pyenv-rehash\0").unwrap();
+        std::fs::write(at(21).join("syscall"), "running\n").unwrap();
+        let fg = read(root.path(), 10, 20, "/dev/pts/7").unwrap();
+        assert_eq!((fg.group, fg.pid), (20, 21));
+        assert!(!fg.is_pane_program, "the job described is the child");
+        assert_eq!(fg.command_line, "bash pyenv-rehash");
     }
 
     #[test]

@@ -224,8 +224,10 @@ fn ready_shell(
             "if it is a shell, pass `shell`; to type into the program, use send_keys",
         ));
     };
+    // The shell's own group holding the terminal is enough: while it still runs its startup
+    // file it waits for children of that group, and what is typed waits for it.
     if let Some(foreground) = foreground
-        && !foreground.is_pane_program
+        && foreground.group != state.pane_pid
     {
         return Err(ToolError::new(
             ToolErrorKind::Conflict,
@@ -373,9 +375,10 @@ mod tests {
         }
     }
 
-    /// The terminal's foreground job as a host tells it: the shell itself, or a command.
+    /// The terminal's foreground job as a host tells it: the shell's own group, or a command's.
     fn foreground(is_pane_program: bool) -> Foreground {
         Foreground {
+            group: if is_pane_program { 7 } else { 4242 },
             pid: 4242,
             is_pane_program,
             pane_program: "bash".into(),
@@ -390,6 +393,18 @@ mod tests {
         let busy = foreground(false);
         assert_eq!(
             ready_shell(&state("bash"), None, Some(&at_prompt)).unwrap(),
+            Shell::Bash
+        );
+        // A shell still running its startup file waits for a child of its own group: the
+        // terminal is still the shell's, and what is typed waits for it.
+        let startup = Foreground {
+            group: 7,
+            pid: 21,
+            command_line: "bash pyenv-rehash".into(),
+            ..foreground(false)
+        };
+        assert_eq!(
+            ready_shell(&state("bash"), None, Some(&startup)).unwrap(),
             Shell::Bash
         );
         // A host that cannot tell (a workspace's sandbox) leaves the foreground check out.

@@ -402,6 +402,7 @@ mod tests {
                 Blocked::Running
             };
             Box::pin(std::future::ready(Some(Foreground {
+                group: 2,
                 pid: 2,
                 is_pane_program: false,
                 pane_program: "bash".into(),
