@@ -28,7 +28,9 @@ use super::listing::parse_clients;
 /// A terminal size in character cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TermSize {
+    /// Lines.
     pub rows: u16,
+    /// Columns.
     pub cols: u16,
 }
 

@@ -65,8 +65,11 @@ impl ZellijEnv {
 /// What a finished CLI call produced.
 #[derive(Debug)]
 pub struct CliOutput {
+    /// How the process ended.
     pub status: ExitStatus,
+    /// What it printed on its standard output.
     pub stdout: String,
+    /// What it printed on its standard error.
     pub stderr: String,
 }
 

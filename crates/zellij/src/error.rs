@@ -20,13 +20,18 @@ pub enum ZellijError {
         "cannot run zellij at {binary}: {source} (install it with scripts/install-zellij or set the binary path in the config)"
     )]
     NotInstalled {
+        /// The binary the configuration names.
         binary: PathBuf,
+        /// Why it could not be started.
         source: std::io::Error,
     },
 
     /// The binary ran but is older than the oldest supported release.
     #[error("zellij {found} is too old; muxgate needs zellij 0.44 or newer")]
-    UnsupportedVersion { found: String },
+    UnsupportedVersion {
+        /// The version it reported.
+        found: String,
+    },
 
     /// A client-supplied identifier was malformed.
     #[error(transparent)]
@@ -34,25 +39,53 @@ pub enum ZellijError {
 
     /// A client-supplied argument was refused before anything ran.
     #[error("invalid {what}: {reason}")]
-    InvalidArgument { what: &'static str, reason: String },
+    InvalidArgument {
+        /// The argument, as the caller names it.
+        what: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
 
+    /// The session does not exist (or exited).
     #[error("no session {session}")]
-    NoSuchSession { session: SessionName },
+    NoSuchSession {
+        /// The session named.
+        session: SessionName,
+    },
 
+    /// A session of that name already exists.
     #[error("session {session} already exists")]
-    SessionExists { session: SessionName },
+    SessionExists {
+        /// The name asked for.
+        session: SessionName,
+    },
 
+    /// The pane is not in the session.
     #[error("no pane {pane} in session {session}")]
-    NoSuchPane { session: SessionName, pane: PaneId },
+    NoSuchPane {
+        /// The session looked in.
+        session: SessionName,
+        /// The pane named.
+        pane: PaneId,
+    },
 
+    /// The tab is not in the session.
     #[error("no tab {tab} in session {session}")]
-    NoSuchTab { session: SessionName, tab: TabId },
+    NoSuchTab {
+        /// The session looked in.
+        session: SessionName,
+        /// The tab named.
+        tab: TabId,
+    },
 
     /// The operation does not apply to this kind of pane (e.g. typing into a plugin pane).
     #[error("pane {pane} in session {session} {reason}")]
     WrongPaneKind {
+        /// The pane's session.
         session: SessionName,
+        /// The pane.
         pane: PaneId,
+        /// What the pane is, as the rest of a sentence ("is a plugin pane").
         reason: &'static str,
     },
 
@@ -61,42 +94,60 @@ pub enum ZellijError {
         "refusing to close the last {what} of session {session}: that would end the session (kill the session instead)"
     )]
     WouldEndSession {
+        /// The session.
         session: SessionName,
+        /// What was to close (`tab`, `pane`).
         what: &'static str,
     },
 
     /// A `zellij` process exited unsuccessfully.
     #[error("`zellij {command}` failed (exit {status}): {stderr}")]
     CommandFailed {
+        /// The command (`action list-panes`).
         command: String,
+        /// How it exited (`3`, `signal 9`).
         status: String,
+        /// The first lines of what it printed on its standard error.
         stderr: String,
     },
 
     /// Zellij accepted an action but the session does not show its effect.
     #[error("zellij did not {what} in session {session}: {detail}")]
     NoEffect {
+        /// The session.
         session: SessionName,
+        /// What did not happen, as a verb phrase ("show the command's whole output").
         what: &'static str,
+        /// What the session shows instead.
         detail: String,
     },
 
     /// A step did not finish in time. Nothing is left running on muxgate's side.
     #[error("{what} timed out after {} ms", after.as_millis())]
-    Timeout { what: String, after: Duration },
+    Timeout {
+        /// The step.
+        what: String,
+        /// How long it was given.
+        after: Duration,
+    },
 
     /// Too many operations are waiting for this session.
     #[error("session {session} is busy ({capacity} operations queued); retry shortly")]
     Busy {
+        /// The session.
         session: SessionName,
+        /// How many operations its queue holds.
         capacity: usize,
     },
 
     /// A stream of pane events ended before the wait was satisfied.
     #[error("watching pane {pane} in session {session} ended: {reason}")]
     WatchEnded {
+        /// The pane's session.
         session: SessionName,
+        /// The pane watched.
         pane: PaneId,
+        /// Why it ended ([`PANE_CLOSED`] when the pane closed).
         reason: String,
     },
 
@@ -105,21 +156,31 @@ pub enum ZellijError {
         "step {step} of the batch failed ({step} earlier steps were delivered, none after): {source}"
     )]
     BatchStep {
+        /// The failed step's index, from 0 (also the number of steps delivered).
         step: usize,
+        /// Why it failed.
         source: Box<ZellijError>,
     },
 
     /// Output larger than the configured cap.
     #[error("output of `zellij {command}` exceeds {limit} bytes")]
-    OutputTooLarge { command: String, limit: usize },
+    OutputTooLarge {
+        /// The command.
+        command: String,
+        /// The cap, in bytes.
+        limit: usize,
+    },
 
+    /// Zellij's answer could not be read.
     #[error(transparent)]
     Parse(#[from] ParseError),
 
     /// An I/O error talking to a `zellij` child process.
     #[error("I/O error with `zellij {command}`: {source}")]
     Io {
+        /// The command.
         command: String,
+        /// The error.
         source: std::io::Error,
     },
 }

@@ -58,7 +58,9 @@ pub struct Key(String);
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid key {given:?}: {reason}")]
 pub struct InvalidKey {
+    /// The key name as given.
     pub given: String,
+    /// What is wrong with it.
     pub reason: String,
 }
 
@@ -100,6 +102,7 @@ impl Key {
         Ok(Self(out))
     }
 
+    /// The key as Zellij spells it (`Ctrl c`).
     pub fn as_str(&self) -> &str {
         &self.0
     }

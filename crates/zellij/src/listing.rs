@@ -31,6 +31,7 @@ impl ParseError {
 /// A session as listed by `zellij ls -n`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SessionEntry {
+    /// The session's name.
     pub name: SessionName,
     /// Age as Zellij prints it (`"1s"`, `"2h 3m"`), for display only.
     pub created_ago: String,
@@ -41,28 +42,43 @@ pub struct SessionEntry {
 /// Position and size of a pane, in cells, with and without its frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct PaneGeometry {
+    /// Column of the pane's left edge, frame included.
     pub x: usize,
+    /// Row of the pane's top edge, frame included.
     pub y: usize,
+    /// Height in rows, frame included.
     pub rows: usize,
+    /// Width in columns, frame included.
     pub columns: usize,
+    /// Column of the content's left edge (inside the frame).
     pub content_x: usize,
+    /// Row of the content's top edge (inside the frame).
     pub content_y: usize,
+    /// Height of the content in rows (frame excluded).
     pub content_rows: usize,
+    /// Width of the content in columns (frame excluded).
     pub content_columns: usize,
 }
 
 /// One pane of a session (`list-panes --json --all`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Pane {
+    /// The pane's id (`terminal_N` or `plugin_N`).
     pub id: PaneId,
+    /// Stable id of the pane's tab.
     pub tab_id: TabId,
+    /// Position of the pane's tab, from 0.
     pub tab_position: usize,
+    /// Name of the pane's tab.
     pub tab_name: String,
+    /// The pane's title as Zellij shows it.
     pub title: String,
     /// Focused within its layer (tiled or floating) of its tab. Focus is per client; with no
     /// client attached this is the tab's last focus.
     pub is_focused: bool,
+    /// A floating pane (false: tiled).
     pub is_floating: bool,
+    /// The pane fills its tab as the fullscreen pane.
     pub is_fullscreen: bool,
     /// Hidden panes that still run (for example Zellij's own helper plugins).
     pub is_suppressed: bool,
@@ -70,9 +86,11 @@ pub struct Pane {
     pub is_selectable: bool,
     /// The command of a command pane exited (the pane is then usually held).
     pub exited: bool,
+    /// Exit status of the exited command, when Zellij reports one.
     pub exit_status: Option<i32>,
     /// A command pane whose command exited and that waits to be re-run or closed.
     pub is_held: bool,
+    /// Position and size of the pane, in cells.
     pub geometry: PaneGeometry,
     /// Cursor `(column, row)` inside the pane, when visible.
     pub cursor: Option<(usize, usize)>,
@@ -80,7 +98,9 @@ pub struct Pane {
     pub terminal_command: Option<String>,
     /// The foreground command Zellij detected in a terminal pane.
     pub running_command: Option<String>,
+    /// Working directory of the pane's process, when Zellij reports it.
     pub cwd: Option<String>,
+    /// Where a plugin pane's plugin was loaded from (`zellij:link`, `file:…`).
     pub plugin_url: Option<String>,
 }
 
@@ -94,31 +114,46 @@ impl Pane {
 /// One tab of a session (`list-tabs --json --all`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Tab {
+    /// The tab's stable id.
     pub id: TabId,
+    /// Position among the session's tabs, from 0 (changes when tabs before it close).
     pub position: usize,
+    /// The tab's name.
     pub name: String,
     /// Whether a client has this tab in view; false for every tab when no client is attached.
     pub active: bool,
+    /// One pane fills the tab (fullscreen).
     pub is_fullscreen_active: bool,
+    /// Input to the tab goes to all its panes (sync mode).
     pub is_sync_panes_active: bool,
+    /// The tab's floating panes are shown.
     pub are_floating_panes_visible: bool,
+    /// Rows of the area the tab's panes share, UI bars excluded.
     pub viewport_rows: usize,
+    /// Columns of the area the tab's panes share, UI bars excluded.
     pub viewport_columns: usize,
+    /// Rows of the tab's whole display area, UI bars included.
     pub display_area_rows: usize,
+    /// Columns of the tab's whole display area, UI bars included.
     pub display_area_columns: usize,
+    /// Number of selectable (not UI bar) tiled panes in the tab.
     pub selectable_tiled_panes_count: usize,
+    /// Number of selectable floating panes in the tab.
     pub selectable_floating_panes_count: usize,
     /// Client ids that have this tab focused, other than the one asking.
     pub other_focused_clients: Vec<u32>,
+    /// Name of the tab's active swap layout, if any.
     pub active_swap_layout_name: Option<String>,
 }
 
 /// A client attached to a session (`list-clients`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Client {
+    /// Zellij's id of the client (the `CLIENT_ID` column).
     pub id: u32,
     /// The pane this client has focused, if Zellij reported one.
     pub focused_pane: Option<PaneId>,
+    /// The command Zellij lists for the client's focused pane (`N/A` when none).
     pub running_command: String,
 }
 

@@ -19,6 +19,7 @@ pub struct ZellijPanes {
 }
 
 impl ZellijPanes {
+    /// The panes of `session`, reached through `backend`.
     pub fn new(backend: ZellijBackend, session: SessionName) -> Self {
         Self { backend, session }
     }

@@ -50,6 +50,7 @@ impl ZellijServers {
         Self { servers }
     }
 
+    /// The server configured as `name`.
     pub fn get(&self, name: &str) -> Option<&ZellijServer> {
         self.servers.get(name).map(|s| &**s)
     }
@@ -61,6 +62,7 @@ impl ZellijServers {
 }
 
 impl ZellijServer {
+    /// Its configured name.
     pub fn name(&self) -> &str {
         &self.name
     }

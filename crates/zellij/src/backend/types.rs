@@ -19,6 +19,7 @@ use crate::{backend::ZellijBackend, error::ZellijError};
 /// How muxgate drives one Zellij server (socket dir + environment).
 #[derive(Debug, Clone)]
 pub struct ZellijServerSpec {
+    /// How the `zellij` CLI is run: its binary, socket dir and environment.
     pub env: ZellijEnv,
     /// Timeout of one `zellij` CLI call.
     pub call_timeout: Duration,
@@ -65,6 +66,7 @@ pub struct CreateSessionOptions {
 /// Options of [`ZellijBackend::new_tab`].
 #[derive(Debug, Clone, Default)]
 pub struct NewTabOptions {
+    /// Name of the new tab.
     pub name: Option<String>,
     /// Absolute working directory of the tab's panes.
     pub cwd: Option<PathBuf>,
@@ -77,6 +79,8 @@ pub struct NewTabOptions {
 }
 
 /// Where a tiled pane opens relative to the pane it splits.
+// No variant docs: they would become schema text in every tools/list.
+#[allow(missing_docs)]
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
 )]
@@ -91,10 +95,13 @@ pub enum SplitDirection {
 pub struct NewPaneOptions {
     /// The tab to open the pane in (default: the first tab).
     pub tab: Option<TabId>,
+    /// Title of the new pane.
     pub name: Option<String>,
+    /// Absolute working directory of the pane.
     pub cwd: Option<PathBuf>,
     /// A command (argv) to run instead of a shell; the pane is then a command pane.
     pub command: Vec<String>,
+    /// Open a floating pane instead of a tiled one.
     pub floating: bool,
     /// Split direction for a tiled pane (default: where Zellij finds room).
     pub direction: Option<SplitDirection>,
@@ -107,15 +114,21 @@ pub struct NewPaneOptions {
 /// Options of [`ZellijBackend::edit_file`].
 #[derive(Debug, Clone, Default)]
 pub struct EditOptions {
+    /// The tab to open the editor pane in (default: the first tab).
     pub tab: Option<TabId>,
+    /// Line number to open the file at.
     pub line: Option<usize>,
+    /// Open the editor in a floating pane instead of a tiled one.
     pub floating: bool,
+    /// Absolute working directory of the editor pane.
     pub cwd: Option<PathBuf>,
     /// Focus the editor pane. Default: no client's focus changes.
     pub focus: bool,
 }
 
 /// Visible part only, or the scrollback too.
+// No variant docs: they would become schema text in every tools/list.
+#[allow(missing_docs)]
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
 )]
@@ -128,14 +141,18 @@ pub enum ReadScope {
 /// Text of a pane, as `dump-screen` gives it: lines wrapped by the terminal are joined.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PaneText {
+    /// The pane that was read.
     pub pane: PaneId,
+    /// Which part was read: the viewport or the whole scrollback.
     pub scope: ReadScope,
+    /// The text, one entry per line.
     pub lines: Vec<String>,
 }
 
 /// The result of [`ZellijBackend::focus_pane`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FocusedPane {
+    /// The pane as listed after the focus change.
     pub pane: Pane,
     /// Clients attached to the session.
     pub clients: usize,
@@ -146,7 +163,9 @@ pub struct FocusedPane {
 /// The result of closing a pane.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ClosedPane {
+    /// The closed pane.
     pub pane: PaneId,
+    /// The tab the pane was in.
     pub tab: TabId,
     /// The pane was the last one of its tab, so the tab closed too.
     pub tab_closed: bool,
@@ -191,6 +210,7 @@ impl InputStep {
 pub struct RunOptions {
     /// Tab that hosts the command pane (default: the first tab).
     pub tab: Option<TabId>,
+    /// Absolute working directory of the command.
     pub cwd: Option<PathBuf>,
     /// Pane title (default `muxgate-run-<id>`).
     pub name: Option<String>,
@@ -198,6 +218,7 @@ pub struct RunOptions {
     pub floating: bool,
     /// Keep the pane after the command exited (default: closed).
     pub keep_pane: bool,
+    /// Longest wait for the command to exit (default 60 s); on timeout it keeps running.
     pub timeout: Duration,
 }
 
@@ -219,6 +240,7 @@ impl Default for RunOptions {
 pub struct RunInPaneOptions {
     /// The pane's shell; detected from the pane's running command when not given.
     pub shell: Option<Shell>,
+    /// Longest wait for the command to finish (default 60 s); past it, no exit status.
     pub timeout: Duration,
 }
 
@@ -235,6 +257,7 @@ impl Default for RunInPaneOptions {
 /// running when the timeout passed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PaneRun {
+    /// The pane the command was typed into.
     pub pane: PaneId,
     /// The shell it was typed for (detected from the pane, or as the caller named it).
     pub shell: Shell,
@@ -247,6 +270,7 @@ pub struct PaneRun {
     pub output: String,
     /// The start of the output had left the scrollback; `output` is its tail.
     pub truncated: bool,
+    /// Time from the call to the answer.
     pub elapsed: Duration,
 }
 
@@ -255,12 +279,15 @@ pub struct PaneRun {
 pub struct CommandResult {
     /// The pane it ran in (closed afterwards for [`ZellijBackend::run_command`] unless kept).
     pub pane: PaneId,
+    /// The command's exit status.
     pub exit_status: i32,
     /// The command's output only, as the terminal shows it.
     pub output: String,
     /// The start of the output had left the scrollback; `output` is its tail.
     pub truncated: bool,
+    /// The pane was closed after the command finished (false when `keep_pane` was set).
     pub pane_closed: bool,
+    /// Time from the call to the answer; serialized in milliseconds.
     #[serde(serialize_with = "as_millis")]
     pub elapsed: Duration,
 }
@@ -268,12 +295,15 @@ pub struct CommandResult {
 /// A satisfied [`ZellijBackend::wait_for_text`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TextMatch {
+    /// The pane that was watched.
     pub pane: PaneId,
     /// The first matching line and its index in `viewport`.
     pub line: String,
+    /// Index of `line` in `viewport`, from 0.
     pub line_index: usize,
     /// The viewport in which the text was found.
     pub viewport: Vec<String>,
+    /// Time spent waiting; serialized in milliseconds.
     #[serde(serialize_with = "as_millis")]
     pub waited: Duration,
     /// Screen snapshots that went by unexamined because the waiter fell behind; text shown
@@ -339,6 +369,7 @@ pub enum NewLinesEnd<T> {
 /// A finished wait for new lines.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewLinesWait<T> {
+    /// How the wait ended.
     pub end: NewLinesEnd<T>,
     /// The new lines of the last screen examined (empty when none was).
     pub lines: Vec<String>,
