@@ -55,6 +55,7 @@ impl TmuxServer {
         }
     }
 
+    /// The configured server name.
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -82,14 +83,17 @@ impl TmuxServer {
             .store(epoch, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// How the server is reached.
     pub fn endpoint(&self) -> &TmuxEndpoint {
         &self.endpoint
     }
 
+    /// The server's command worker.
     pub fn worker(&self) -> &WorkerHandle {
         &self.worker
     }
 
+    /// The server's output hub.
     pub fn output(&self) -> &OutputHub {
         &self.output
     }
@@ -190,10 +194,12 @@ impl TmuxEngine {
         Self { servers }
     }
 
+    /// The server configured as `name`.
     pub fn server(&self, name: &str) -> Option<&TmuxServer> {
         self.servers.get(name)
     }
 
+    /// Every configured server, in name order.
     pub fn servers(&self) -> impl Iterator<Item = &TmuxServer> {
         self.servers.values()
     }

@@ -20,27 +20,57 @@ pub enum QueueScope {
 /// Why the engine could not run a command.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum EngineError {
+    /// No connection to the server could be made.
     #[error("tmux server {server:?} is not available: {cause}")]
-    Unavailable { server: String, cause: ConnectError },
+    Unavailable {
+        /// The server's configured name.
+        server: String,
+        /// Why no connection could be made.
+        cause: ConnectError,
+    },
+    /// The connection closed after tmux started the command: it may or may not have run.
     #[error(
         "the connection to tmux server {server:?} closed while the command was running; it may or may not have run"
     )]
-    ConnectionLost { server: String },
+    ConnectionLost {
+        /// The server's configured name.
+        server: String,
+    },
+    /// The server did not answer before the caller's deadline.
     #[error("tmux server {server:?} did not answer in time")]
-    Timeout { server: String, after: Duration },
+    Timeout {
+        /// The server's configured name.
+        server: String,
+        /// How long the caller waited.
+        after: Duration,
+    },
+    /// The server's command queue, or the caller's share of it, is full.
     #[error("tmux server {server:?} is busy: {} queue is full, retry shortly", match .scope { QueueScope::Server => "its", QueueScope::Caller => "your share of its" })]
-    QueueFull { server: String, scope: QueueScope },
+    QueueFull {
+        /// The server's configured name.
+        server: String,
+        /// Which queue is full.
+        scope: QueueScope,
+    },
+    /// Watching one more session would pass the server's cap on watched sessions or the
+    /// caller's share of it.
     #[error("tmux server {server:?} already has {limit} watched sessions ({})", match .scope { QueueScope::Server => "engine.max_watched_sessions", QueueScope::Caller => "your limits.max_watched_sessions" })]
     TooManyWatched {
+        /// The server's configured name.
         server: String,
+        /// The cap that was reached, in sessions.
         limit: usize,
         /// Whether the server's cap or the caller's share of it is full.
         scope: QueueScope,
     },
+    /// tmux refused the command (`%error`), or its reply was larger than the caller's budget
+    /// ([`REPLY_OVER_BUDGET`]); the message.
     #[error("tmux: {0}")]
     Command(String),
+    /// An argument could not be put on a tmux command line.
     #[error(transparent)]
     Quote(#[from] QuoteError),
+    /// The engine is shutting down.
     #[error("muxgate is shutting down")]
     ShuttingDown,
 }

@@ -31,15 +31,19 @@ pub struct ChannelName(String);
 /// Why a channel name was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ChannelNameError {
+    /// The name is empty.
     #[error("a channel name must not be empty")]
     Empty,
+    /// The name is longer than 128 bytes.
     #[error("a channel name has at most {MAX_CHANNEL_LEN} characters")]
     TooLong,
+    /// The name holds a character outside `A-Z a-z 0-9 _ . : -`; the first such.
     #[error("a channel name may contain only letters, digits and _ . : - (found {0:?})")]
     BadCharacter(char),
 }
 
 impl ChannelName {
+    /// Checks `name` and takes it as a channel name.
     pub fn parse(name: &str) -> Result<Self, ChannelNameError> {
         if name.is_empty() {
             return Err(ChannelNameError::Empty);
@@ -56,6 +60,7 @@ impl ChannelName {
         Ok(Self(name.to_owned()))
     }
 
+    /// The name as the client gave it (tmux knows it by [`Self::in_tmux`]).
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -81,8 +86,11 @@ impl ChannelName {
 /// Why a channel wait ended without a signal.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ChannelWaitError {
+    /// The `tmux wait-for` client could not be started; the OS error.
     #[error("could not start tmux ({0})")]
     Spawn(String),
+    /// The `tmux wait-for` client exited with an error (it could not reach its server); tmux's
+    /// message, or its exit status when tmux said nothing.
     #[error("the tmux server went away during the wait: {0}")]
     ServerGone(String),
 }
@@ -108,6 +116,8 @@ pub struct TmuxChannels {
 }
 
 impl TmuxChannels {
+    /// The channels of `owner` (`None`: the server has one tenant) on `server`, signalled as
+    /// `caller`.
     pub fn new(server: TmuxServer, caller: Caller, owner: Option<String>) -> Self {
         Self {
             server,

@@ -53,7 +53,9 @@ pub enum OutputMode {
     /// Output of every pane in the attached session goes to `sink`; tmux discards a pane's
     /// output older than `pause_after_secs` and sends `%pause` instead of buffering without bound.
     On {
+        /// The `pause-after` age, in seconds.
         pause_after_secs: u32,
+        /// Where the output goes.
         sink: Arc<dyn OutputSink>,
     },
 }
@@ -61,13 +63,16 @@ pub enum OutputMode {
 /// What to connect to and how.
 #[derive(Clone)]
 pub struct ConnectOptions {
+    /// The tmux binary to run.
     pub tmux_bin: PathBuf,
+    /// The server to connect to.
     pub endpoint: TmuxEndpoint,
     /// The session to attach to; `None` lets tmux pick one (fine for a `no-output` client).
     pub session: Option<SessionId>,
     /// Instead of attaching, create this session and attach to it in the same command, so that
     /// it is never without its client (see [`NewSession`]).
     pub create: Option<NewSession>,
+    /// Whether the client receives pane output.
     pub output: OutputMode,
     /// How long the child may take to attach.
     pub timeout: Duration,
@@ -77,23 +82,46 @@ pub struct ConnectOptions {
 /// first window runs (executed without a shell).
 #[derive(Debug, Clone, Copy)]
 pub struct NewSession {
+    /// The session's name (`new-session -s`).
     pub name: &'static str,
+    /// The program its first window runs and that program's arguments.
     pub argv: &'static [&'static str],
 }
 
 /// Why a connection could not be made.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ConnectError {
+    /// No tmux server listens on the socket.
     #[error("no tmux server is running on {socket}")]
-    NoServer { socket: String },
+    NoServer {
+        /// The server's socket, described for a message (e.g. `socket name "work"`).
+        socket: String,
+    },
+    /// The server runs without any session to attach to.
     #[error("the tmux server on {socket} has no sessions")]
-    NoSessions { socket: String },
+    NoSessions {
+        /// The server's socket, described for a message.
+        socket: String,
+    },
+    /// The server went away before the client was attached.
     #[error("the tmux server on {socket} exited while muxgate was connecting")]
-    ServerExited { socket: String },
+    ServerExited {
+        /// The server's socket, described for a message.
+        socket: String,
+    },
+    /// The client was not attached within the connect timeout (held here).
     #[error("tmux did not attach within {0:?}")]
     Timeout(Duration),
+    /// The tmux client process could not be started.
     #[error("could not start {bin}: {error}")]
-    Spawn { bin: String, error: String },
+    Spawn {
+        /// The tmux binary.
+        bin: String,
+        /// Why it could not be started.
+        error: String,
+    },
+    /// tmux refused the client, or the client ended before attaching; tmux's message, or what
+    /// ended it.
     #[error("tmux refused the control client: {0}")]
     Refused(String),
 }
@@ -217,19 +245,29 @@ impl std::fmt::Display for CloseReason {
 /// Everything but replies and output that the reader reports to the connection's owner.
 #[derive(Debug)]
 pub enum ConnEvent {
+    /// Any other notification, e.g. `%window-close @3`.
     Notification {
+        /// Its name, without the `%` (e.g. `window-close`).
         name: String,
+        /// The rest of its line, as tmux wrote it.
         args: Vec<u8>,
     },
+    /// The client was switched to another session after it attached (`%session-changed`).
     SessionChanged {
+        /// The session's id (`$N`).
         session: SessionId,
+        /// The session's name, as tmux wrote it.
         name: Vec<u8>,
     },
+    /// tmux dropped this pane's pending output and stopped sending it (`%pause`).
     Pause(PaneId),
+    /// Output for this pane resumed (`%continue`).
     Continue(PaneId),
     /// The connection is gone; `unstarted` lines were never run and may be sent again.
     Closed {
+        /// Why it ended.
         reason: CloseReason,
+        /// The lines tmux never started, in the order they were written.
         unstarted: Vec<LineRequest>,
     },
 }
@@ -262,6 +300,7 @@ impl Shared {
 pub struct ProgressNotifier(Arc<Shared>);
 
 impl ProgressNotifier {
+    /// Waits until a pending line has been answered or the connection has ended.
     pub async fn notified(&self) {
         self.0.progress.notified().await;
     }

@@ -25,11 +25,14 @@ pub struct LatencySnapshot {
     /// `(upper bound in seconds, observations in this bucket only)`, ending with
     /// `f64::INFINITY`.
     pub buckets: Vec<(f64, u64)>,
+    /// Observations in all buckets.
     pub count: u64,
+    /// The sum of all observed values, in seconds.
     pub sum_seconds: f64,
 }
 
 impl LatencyHistogram {
+    /// Counts one observation of `elapsed`.
     pub fn observe(&self, elapsed: Duration) {
         let seconds = elapsed.as_secs_f64();
         let slot = LATENCY_BUCKETS
@@ -41,6 +44,7 @@ impl LatencyHistogram {
         self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
     }
 
+    /// The counts as they are now.
     pub fn snapshot(&self) -> LatencySnapshot {
         let buckets: Vec<(f64, u64)> = self
             .counts

@@ -86,7 +86,9 @@ impl std::fmt::Display for TmuxSocket {
 /// A user and group a child process runs as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RunAs {
+    /// The user id.
     pub uid: u32,
+    /// The group id (every supplementary group is dropped).
     pub gid: u32,
 }
 
@@ -95,8 +97,11 @@ pub struct RunAs {
 /// and the socket is the path as seen inside the wrapper.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ClientWrapper {
+    /// The wrapper program (e.g. `bwrap`).
     pub program: PathBuf,
+    /// Its arguments, before the tmux command line.
     pub args: Vec<OsString>,
+    /// The user client processes run as; `None`: muxgate's own.
     pub run_as: Option<RunAs>,
 }
 
@@ -104,7 +109,10 @@ pub struct ClientWrapper {
 /// in (none for a server of the gateway's own trust domain).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TmuxEndpoint {
+    /// The server's socket, as seen inside the wrapper when there is one.
     pub socket: TmuxSocket,
+    /// The wrapper client processes start through; `None` for a server of the gateway's own
+    /// trust domain.
     pub wrapper: Option<Arc<ClientWrapper>>,
 }
 

@@ -16,7 +16,9 @@ pub const CLIENT_FORMAT: &str = "#{client_pid} #{client_termname}";
 /// One attached client as tmux lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientInfo {
+    /// The client's process id (`#{client_pid}`).
     pub pid: u32,
+    /// Its terminal name (`#{client_termname}`); empty when it has none.
     pub term: String,
 }
 
@@ -38,18 +40,24 @@ pub fn parse_clients<L: AsRef<[u8]>>(lines: impl IntoIterator<Item = L>) -> Vec<
 /// A muxgate control client attached to a tmux server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MuxgateClient {
+    /// The client's process id.
     pub pid: u32,
     /// The gateway process that spawned it (from its terminal name).
     pub owner_pid: u32,
+    /// Whether its owner still has it.
     pub state: ControlClientState,
 }
 
+/// Whether a muxgate control client still belongs to the gateway that spawned it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ControlClientState {
     /// Its owner is still its parent.
     Live,
     /// Its owner is gone: the parent is another process (typically 1 after reparenting).
-    Stale { parent: u32 },
+    Stale {
+        /// The process id of its parent now.
+        parent: u32,
+    },
     /// Its process is not visible here (another PID namespace), so its parent cannot be read.
     Unknown,
 }

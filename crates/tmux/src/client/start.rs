@@ -24,8 +24,15 @@ use crate::client::spawn::{TmuxEndpoint, tmux_command};
 /// Why the server could not be started.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StartError {
+    /// tmux could not be started.
     #[error("cannot run {bin}: {error}")]
-    Spawn { bin: String, error: String },
+    Spawn {
+        /// The tmux binary.
+        bin: String,
+        /// Why it could not be started.
+        error: String,
+    },
+    /// tmux did not finish within the timeout (held here).
     #[error("tmux did not finish within {0:?}")]
     Timeout(Duration),
     /// tmux ran and refused; its message.

@@ -46,6 +46,7 @@ pub struct Caller {
 }
 
 impl Caller {
+    /// The caller `id`, with no limits of its own: only the engine's apply.
     pub fn new(id: impl Into<Arc<str>>) -> Self {
         Self {
             id: id.into(),
@@ -82,6 +83,7 @@ impl Caller {
         self
     }
 
+    /// The caller's id.
     pub fn id(&self) -> &str {
         &self.id
     }
@@ -114,11 +116,18 @@ pub enum CommandOutcome {
 /// Counters an operator can read (exported as metrics).
 #[derive(Debug, Default)]
 pub struct WorkerStats {
+    /// Commands handed to the command connection to write.
     pub commands_sent: AtomicU64,
+    /// Lines handed to the command connection to write (a `;`-chained line holds several
+    /// commands).
     pub lines_written: AtomicU64,
+    /// Command connections opened.
     pub connects: AtomicU64,
+    /// Attempts to open the command connection that failed.
     pub connect_failures: AtomicU64,
+    /// Command connections that ended while the worker ran.
     pub connections_lost: AtomicU64,
+    /// Command connections killed because tmux stopped answering.
     pub stalls: AtomicU64,
     /// Whether the command connection is open right now.
     pub connected: AtomicBool,
@@ -252,6 +261,7 @@ impl WorkerHandle {
         &self.server
     }
 
+    /// The worker's counters.
     pub fn stats(&self) -> &WorkerStats {
         &self.stats
     }
@@ -351,7 +361,7 @@ impl WorkerHandle {
         };
         let started = Instant::now();
         let result = self
-            .collect_replies(receivers, deadline, count)
+            .collect_replies(receivers, started, deadline, count)
             .instrument(span.clone())
             .await;
         self.stats.latency.observe(started.elapsed());
@@ -366,6 +376,7 @@ impl WorkerHandle {
     async fn collect_replies(
         &self,
         receivers: Vec<(oneshot::Receiver<LineResult>, usize)>,
+        started: Instant,
         deadline: tokio::time::Instant,
         count: usize,
     ) -> Result<Vec<CommandOutcome>, EngineError> {
@@ -377,9 +388,7 @@ impl WorkerHandle {
                     .await
                     .map_err(|_| EngineError::Timeout {
                         server: self.server.to_string(),
-                        after: deadline
-                            .into_std()
-                            .saturating_duration_since(Instant::now()),
+                        after: started.elapsed(),
                     })?;
             let blocks = match result {
                 Ok(Ok(blocks)) => blocks,

@@ -26,6 +26,7 @@ pub const MAX_LOGICAL_LEN: usize = 64;
 pub struct LogicalBufferName(String);
 
 impl LogicalBufferName {
+    /// `name` as a logical name, if it is 1–64 of `A-Z a-z 0-9 _ . -`.
     pub fn parse(name: &str) -> Result<Self, BufferNameError> {
         let valid = (1..=MAX_LOGICAL_LEN).contains(&name.len())
             && name
@@ -38,6 +39,7 @@ impl LogicalBufferName {
         }
     }
 
+    /// The logical name, as the client gave it.
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -81,6 +81,7 @@ pub struct CapturedText {
 }
 
 impl CapturedText {
+    /// Whether lines were cut from the top.
     pub fn truncated(&self) -> bool {
         self.truncated_lines > 0
     }

@@ -38,6 +38,8 @@ const SNAPSHOT_FIELDS: [&str; 23] = [
 
 /// A pane's state as a snapshot reports it, besides its text (and as `snapshot_pane` answers
 /// it).
+// No more field docs: each would be schema text in every tools/list.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct PaneSnapshot {
     pub pane_id: String,

@@ -31,14 +31,23 @@ const PASTE_END: &[u8] = b"\x1b[201~";
 /// Why input cannot be turned into commands.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InputError {
+    /// The text of a bracketed paste holds a NUL byte.
     #[error(
         "a bracketed paste cannot carry NUL bytes (offset {offset}); paste with bracket false, or send NUL as the key C-@"
     )]
-    NulInBracketedPaste { offset: usize },
+    NulInBracketedPaste {
+        /// Byte offset of the first NUL in the text.
+        offset: usize,
+    },
+    /// The text of a bracketed paste holds the end marker `ESC [201~`.
     #[error(
         "the text contains the bracketed-paste end marker ESC [201~ (offset {offset}): the program would take what follows it as typed input, not pasted text; remove it, or paste with bracket false"
     )]
-    PasteEndInBracketedPaste { offset: usize },
+    PasteEndInBracketedPaste {
+        /// Byte offset of the first marker in the text.
+        offset: usize,
+    },
+    /// An argument cannot be put on a tmux command line.
     #[error(transparent)]
     Quote(#[from] QuoteError),
 }
@@ -55,6 +64,7 @@ pub struct InputPlan {
 }
 
 impl InputPlan {
+    /// An empty plan for input to `pane`.
     pub fn new(pane: PaneId) -> Self {
         Self {
             pane,
@@ -65,6 +75,7 @@ impl InputPlan {
         }
     }
 
+    /// The pane the input is for.
     pub fn pane(&self) -> PaneId {
         self.pane
     }
@@ -171,6 +182,7 @@ impl InputPlan {
         Ok(())
     }
 
+    /// Whether the plan holds no command.
     pub fn is_empty(&self) -> bool {
         self.commands.is_empty()
     }
@@ -195,6 +207,7 @@ impl InputPlan {
         self.keys
     }
 
+    /// The commands, in order, taken out of the plan.
     pub fn into_commands(self) -> Vec<TmuxCommand> {
         self.commands
     }

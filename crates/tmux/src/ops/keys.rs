@@ -47,6 +47,8 @@ const CTRL_KEEPS: &[u8] = b"!#()+,-.0123456789:;<=>'\r\t\x7f`/";
 pub struct KeyName(String);
 
 impl KeyName {
+    /// `name` as a key name, if tmux resolves it to exactly one key and it is at most
+    /// [`MAX_KEY_NAME_LEN`] bytes.
     pub fn parse(name: &str) -> Result<Self, KeyError> {
         if name.is_empty() {
             return Err(KeyError::Empty);
@@ -58,6 +60,7 @@ impl KeyName {
         }
     }
 
+    /// The key name, as given.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -82,8 +85,10 @@ impl fmt::Display for KeyName {
 /// Why a key name was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KeyError {
+    /// The name is empty.
     #[error("an empty key name is not a key; valid names look like: {KEY_EXAMPLES}")]
     Empty,
+    /// tmux does not resolve the name to one key; its first 40 characters.
     #[error("{0:?} is not a tmux key name; valid names look like: {KEY_EXAMPLES}")]
     Unknown(String),
 }

@@ -36,6 +36,7 @@ pub struct PaneLocation {
     pub pane_id: String,
     /// Whether the pane is its window's active one.
     pub pane_active: bool,
+    /// The session's name.
     pub session_name: String,
 }
 

@@ -40,6 +40,8 @@ const PANE_FIELDS: [&str; 25] = [
 ];
 
 /// One pane as its row reports it (and, with whose session it is, as tools answer it).
+// No more field docs: each would be schema text in every tools/list.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct PaneRecord {
     /// Pane id (`%N`): the stable way to target it.

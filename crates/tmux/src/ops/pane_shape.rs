@@ -18,10 +18,15 @@ const FORMAT: &str = "#{pid} #{pane_width} #{pane_height} #{cursor_x} #{cursor_y
 pub struct PaneShape {
     /// The tmux server's process.
     pub server_pid: u32,
+    /// Width in cells.
     pub cols: NonZeroU16,
+    /// Height in cells.
     pub rows: NonZeroU16,
+    /// Cursor column inside the visible screen (0-based).
     pub cursor_x: u16,
+    /// Cursor row inside the visible screen (0-based).
     pub cursor_y: u16,
+    /// Whether the cursor is shown (tmux's `cursor_flag`).
     pub cursor_visible: bool,
 }
 

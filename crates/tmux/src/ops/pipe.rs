@@ -20,6 +20,8 @@ pub const MAX_PIPE_PATH_LEN: usize = 1024;
 pub struct PipePath(String);
 
 impl PipePath {
+    /// `path` if it is absolute, names no directory (no trailing `/`), holds no control
+    /// character and is at most [`MAX_PIPE_PATH_LEN`] bytes.
     pub fn parse(path: &str) -> Result<Self, PipePathError> {
         if !path.starts_with('/') {
             return Err(PipePathError::NotAbsolute);
@@ -36,6 +38,7 @@ impl PipePath {
         Ok(Self(path.to_owned()))
     }
 
+    /// The path, as given.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -44,12 +47,16 @@ impl PipePath {
 /// Why a pipe path was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PipePathError {
+    /// The path does not start with `/`.
     #[error("output_path must be an absolute path (starting with /)")]
     NotAbsolute,
+    /// The path is longer than [`MAX_PIPE_PATH_LEN`] bytes.
     #[error("output_path is longer than {MAX_PIPE_PATH_LEN} bytes")]
     TooLong,
+    /// The path holds a control character.
     #[error("output_path must not contain control characters (newlines, tabs, escapes)")]
     ControlCharacter,
+    /// The path ends with `/`.
     #[error("output_path names a directory; name a file")]
     Directory,
 }

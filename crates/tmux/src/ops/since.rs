@@ -50,11 +50,13 @@ pub struct SinceCursor {
     /// Hash of the rows just above `mark` (hex), and how many rows it covers.
     #[serde(rename = "a")]
     pub anchor: String,
+    /// How many rows the anchor covers (at most [`ANCHOR_ROWS`]).
     #[serde(rename = "n")]
     pub anchor_rows: u8,
     /// Hash (hex) of the first `prefix_len` bytes of the mark row, as it was then.
     #[serde(rename = "ph")]
     pub prefix: String,
+    /// How many bytes of the mark row the prefix hash covers.
     #[serde(rename = "pl")]
     pub prefix_len: u16,
 }
@@ -62,6 +64,7 @@ pub struct SinceCursor {
 /// Why a cursor string was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CursorError {
+    /// The string is not a cursor this version wrote; what is wrong with it.
     #[error("not a capture_since cursor ({0})")]
     Malformed(&'static str),
 }
@@ -97,6 +100,7 @@ impl SinceCursor {
         Ok(cursor)
     }
 
+    /// The pane (`%N`) the cursor reads.
     pub fn pane_id(&self) -> PaneId {
         PaneId(self.pane)
     }
@@ -109,10 +113,15 @@ fn is_hash(text: &str) -> bool {
 /// What `capture_since` needs to know about a pane, read in the same batch as its rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PaneRows {
+    /// Process id of the program started in the pane.
     pub pane_pid: u32,
+    /// Lines of scrollback history.
     pub history_size: u64,
+    /// The most lines of history the pane keeps.
     pub history_limit: u64,
+    /// The cursor's row inside the visible screen (0-based).
     pub cursor_y: u64,
+    /// Whether the program switched to the alternate screen.
     pub alternate_on: bool,
 }
 

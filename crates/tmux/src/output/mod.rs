@@ -44,7 +44,10 @@ const MAX_TYPED_BYTES: u64 = 4096;
 pub enum StreamEnd {
     /// The pane's program exited and the pane stayed (remain-on-exit); its exit status if known.
     #[error("the program in the pane exited{}", status_suffix(*.status))]
-    PaneExited { status: Option<i32> },
+    PaneExited {
+        /// The program's exit status, if known.
+        status: Option<i32>,
+    },
     /// The pane no longer exists.
     #[error("the pane was closed")]
     PaneClosed,
@@ -147,6 +150,7 @@ impl PaneStream {
         })
     }
 
+    /// The pane whose output this is.
     pub fn pane(&self) -> PaneId {
         self.pane
     }
@@ -396,6 +400,7 @@ pub(super) struct ReadCursor {
 /// New output since the subscriber's last read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OutputChunk {
+    /// The new bytes, as the pane's program wrote them.
     pub data: Vec<u8>,
     /// Bytes the subscriber fell behind by (overwritten in the ring before it read them).
     pub missed_bytes: u64,
@@ -405,6 +410,7 @@ pub struct OutputChunk {
 }
 
 impl OutputChunk {
+    /// Whether nothing happened: no bytes, none missed, no gap.
     pub fn is_empty(&self) -> bool {
         self.data.is_empty() && self.missed_bytes == 0 && !self.gap
     }
@@ -419,6 +425,7 @@ pub struct OutputSubscription {
 }
 
 impl OutputSubscription {
+    /// The pane subscribed to.
     pub fn pane(&self) -> PaneId {
         self.stream.pane
     }

@@ -48,9 +48,13 @@ const DEAD_SUBSCRIPTION: &str = "muxgate_dead";
 /// Counters an operator can read (exported as metrics).
 #[derive(Debug, Default)]
 pub struct OutputStats {
+    /// Bytes of pane output received, decoded, whether a stream wanted them or not.
     pub bytes_read: AtomicU64,
+    /// `%pause`s received: times tmux dropped a pane's output it could not deliver in time.
     pub pauses: AtomicU64,
+    /// Output connections open now.
     pub connections_open: AtomicI64,
+    /// Output connections opened.
     pub connects: AtomicU64,
 }
 
@@ -218,6 +222,9 @@ impl HubInner {
 }
 
 impl OutputHub {
+    /// The output side of the server `server` at `endpoint`, sending its commands through
+    /// `worker`; its output connection closes when `shutdown` fires. Nothing connects until a
+    /// pane is first subscribed to or kept.
     pub fn new(
         server: &str,
         endpoint: TmuxEndpoint,
@@ -243,6 +250,7 @@ impl OutputHub {
         }
     }
 
+    /// The hub's counters.
     pub fn stats(&self) -> &OutputStats {
         &self.inner.stats
     }

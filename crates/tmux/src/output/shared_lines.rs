@@ -178,6 +178,7 @@ impl LineLog {
 /// What a reader got from one read: the lines completed since its last read, oldest first.
 #[derive(Debug, Default)]
 pub struct LineBatch {
+    /// The visible text of each completed line, oldest first.
     pub lines: Vec<Arc<str>>,
     /// The line being written, when new output arrived and it has visible text.
     pub partial: Option<String>,

@@ -117,6 +117,7 @@ pub struct TmuxBuffers {
 }
 
 impl TmuxBuffers {
+    /// The buffers `owner` (a client identity) owns on `server`, acted on as `caller`.
     pub fn new(server: TmuxServer, caller: Caller, owner: String) -> Self {
         Self {
             server,

@@ -43,6 +43,7 @@ impl PaneClaims {
         lock(&self.panes).len()
     }
 
+    /// Whether no pane is claimed.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -87,6 +87,7 @@ pub struct TmuxCopyMode {
 }
 
 impl TmuxCopyMode {
+    /// Copy mode in the panes of `server`, acted on as `caller`.
     pub fn new(server: TmuxServer, caller: Caller) -> Self {
         Self { server, caller }
     }

@@ -96,6 +96,7 @@ pub struct TmuxEnvironment {
 }
 
 impl TmuxEnvironment {
+    /// The environments of `server`, acted on as `caller`.
     pub fn new(server: TmuxServer, caller: Caller) -> Self {
         Self { server, caller }
     }

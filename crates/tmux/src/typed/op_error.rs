@@ -11,6 +11,7 @@ use crate::{CommandOutcome, EngineError, PaneId, QuoteError};
 /// Why a typed operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum OpError {
+    /// The engine could not run the line.
     #[error(transparent)]
     Engine(#[from] EngineError),
     /// An argument cannot be a tmux argument (it holds a NUL byte).
@@ -27,6 +28,7 @@ pub enum OpError {
 /// Why an operation on one pane failed: as any operation, or the pane is not there.
 #[derive(Debug, thiserror::Error)]
 pub enum PaneOpError {
+    /// As any operation.
     #[error(transparent)]
     Op(#[from] OpError),
     /// tmux reported nothing for the pane: it is not there (any more).

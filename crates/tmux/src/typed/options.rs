@@ -12,9 +12,13 @@ use crate::{Caller, CommandBuilder, EngineError, QuoteError, TmuxCommand, TmuxSe
 /// Which objects an option (or hook) belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OptionLevel {
+    /// The server (`-s`).
     Server,
+    /// A session (no flag: tmux's default level).
     Session,
+    /// A window (`-w`).
     Window,
+    /// A pane (`-p`).
     Pane,
 }
 
@@ -33,6 +37,7 @@ impl OptionLevel {
 /// Where an option command applies: already resolved to one object, or a default.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OptionPlace {
+    /// Which objects the option belongs to.
     pub level: OptionLevel,
     /// `-g`: the global default of the level.
     pub global: bool,
@@ -59,6 +64,7 @@ impl OptionPlace {
 /// Why an option operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum OptionError {
+    /// As any operation.
     #[error(transparent)]
     Op(OpError),
     /// tmux does not know the option at this level; the engine's error, as tmux put it.
@@ -167,6 +173,7 @@ pub struct TmuxOptions {
 }
 
 impl TmuxOptions {
+    /// The options and hooks of `server`, acted on as `caller`.
     pub fn new(server: TmuxServer, caller: Caller) -> Self {
         Self { server, caller }
     }

@@ -41,15 +41,20 @@ impl Spawn {
 /// Where a split puts the new pane, relative to the split one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SplitSide {
+    /// Above the split pane.
     Above,
+    /// Below the split pane.
     Below,
+    /// Left of the split pane.
     Left,
+    /// Right of the split pane.
     Right,
 }
 
 /// The size of a new pane.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SplitSize {
+    /// A number of cells.
     Cells(u32),
     /// A percentage of the split pane.
     Percent(u32),
@@ -67,10 +72,13 @@ impl SplitSize {
 /// A split: values already checked by the caller.
 #[derive(Debug, Clone)]
 pub struct Split {
+    /// The pane to split (`%N`).
     pub pane: PaneId,
+    /// Where the new pane goes.
     pub side: SplitSide,
     /// Default: half of the split pane.
     pub size: Option<SplitSize>,
+    /// How the new pane's program starts.
     pub spawn: Spawn,
     /// Make the new pane active.
     pub select: bool,
@@ -112,8 +120,11 @@ pub enum PaneSelection {
     Pane(PaneId),
     /// The pane above this one (tmux picks; none there leaves the active pane).
     Above(PaneId),
+    /// The pane below this one.
     Below(PaneId),
+    /// The pane left of this one.
     LeftOf(PaneId),
+    /// The pane right of this one.
     RightOf(PaneId),
     /// The pane active before the current one, in this pane's window.
     LastIn(PaneId),
@@ -141,6 +152,7 @@ pub struct TmuxPaneLifecycle {
 }
 
 impl TmuxPaneLifecycle {
+    /// The panes of `server`, changed as `caller`.
     pub fn new(server: TmuxServer, caller: Caller) -> Self {
         Self { server, caller }
     }

@@ -15,19 +15,25 @@ use crate::{Caller, PaneId, QuoteError, TmuxCommand, TmuxServer};
 /// A pane's state, read in one command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PaneState {
+    /// The pane (`%N`).
     pub pane: PaneId,
     /// The tmux server's pid: together with the pane id, names the pane across time.
     pub server_pid: u32,
     /// The pid of the pane's program (changes when the pane is respawned).
     pub pane_pid: u32,
+    /// Whether the program exited and the pane stayed.
     pub dead: bool,
+    /// Whether the pane shows a mode (copy mode…) instead of its program.
     pub in_mode: bool,
+    /// Whether the program switched to the alternate screen.
     pub alternate_on: bool,
     /// Lines in the pane's history (scrolled off the top of the screen).
     pub history_size: u64,
+    /// The most lines of history the pane keeps.
     pub history_limit: u64,
     /// The cursor's row on the screen, from 0.
     pub cursor_y: u64,
+    /// The pane's height in cells.
     pub height: u64,
     /// How the pane's program ended, once dead.
     pub dead_status: Option<i32>,
@@ -97,6 +103,7 @@ pub struct TmuxPaneStates {
 }
 
 impl TmuxPaneStates {
+    /// The panes of `server`, read as `caller`.
     pub fn new(server: TmuxServer, caller: Caller) -> Self {
         Self { server, caller }
     }

@@ -65,18 +65,34 @@ pub struct PaneTerminal {
 /// Why a pane operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum TmuxPaneError {
+    /// The engine could not run the command.
     #[error(transparent)]
     Engine(#[from] EngineError),
+    /// The input cannot be turned into commands.
     #[error(transparent)]
     Input(#[from] InputError),
+    /// A key name was refused.
     #[error(transparent)]
     Key(#[from] KeyError),
+    /// tmux refused a command; its message.
     #[error("tmux refused the command: {0}")]
     Refused(String),
+    /// No line matched before the wait timed out.
     #[error("no line matched in pane {pane} within {} ms", after.as_millis())]
-    Timeout { pane: PaneId, after: Duration },
+    Timeout {
+        /// The pane watched.
+        pane: PaneId,
+        /// How long the wait lasted.
+        after: Duration,
+    },
+    /// The pane's output ended and no line matched.
     #[error("pane {pane} gives no more output ({reason}) and no line matched")]
-    Ended { pane: PaneId, reason: StreamEnd },
+    Ended {
+        /// The pane watched.
+        pane: PaneId,
+        /// Why its output ended.
+        reason: StreamEnd,
+    },
 }
 
 impl BackendError for TmuxPaneError {
@@ -98,6 +114,7 @@ pub struct TmuxPanes {
 }
 
 impl TmuxPanes {
+    /// The panes of `server`, acted on as `caller`.
     pub fn new(server: TmuxServer, caller: Caller) -> Self {
         Self { server, caller }
     }

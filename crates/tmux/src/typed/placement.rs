@@ -16,7 +16,9 @@ const PLACE_FIELDS: [&str; 3] = ["pane_id", "window_id", "session_id"];
 /// Where a pane sits on a server: every (window, session) it is linked into.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Placement {
+    /// The window of each link (`@N`; repeated for a window linked into several sessions).
     pub windows: Vec<WindowId>,
+    /// The session of each link (`$N`).
     pub sessions: Vec<SessionId>,
 }
 
@@ -59,6 +61,7 @@ pub struct TmuxPlacement {
 }
 
 impl TmuxPlacement {
+    /// Where panes sit on `server`, asked as `caller`.
     pub fn new(server: TmuxServer, caller: Caller) -> Self {
         Self { server, caller }
     }

@@ -77,6 +77,7 @@ pub struct TmuxServerOps {
 }
 
 impl TmuxServerOps {
+    /// `server` as a whole, acted on as `caller`.
     pub fn new(server: TmuxServer, caller: Caller) -> Self {
         Self { server, caller }
     }

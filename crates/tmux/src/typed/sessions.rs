@@ -41,6 +41,8 @@ const CLIENT_FIELDS: [&str; 2] = ["session_id", "client_termname"];
 const ENGINE_WARMUP: Duration = Duration::from_secs(3);
 
 /// One tmux session, as a session row reports it (and as tools answer it).
+// No more field docs: each would be schema text in every tools/list.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Session {
     /// Session id (`$N`): the stable way to target it.
@@ -65,6 +67,7 @@ pub struct Session {
 /// Why a session operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
+    /// As any operation.
     #[error(transparent)]
     Op(#[from] OpError),
     /// tmux refused a name that another session holds; its message.
@@ -127,12 +130,15 @@ fn foreign_clients_by_session(rows: &[Vec<u8>]) -> BTreeMap<String, u32> {
 /// A session to create: values already checked by the caller.
 #[derive(Debug, Clone)]
 pub struct NewSession {
+    /// The session's name.
     pub name: SessionName,
     /// Its first window's name.
     pub window_name: Option<String>,
     /// Its first pane's directory (taken literally, never as a format).
     pub start_directory: Option<String>,
+    /// Width in cells (`-x`).
     pub width: Option<u32>,
+    /// Height in cells (`-y`).
     pub height: Option<u32>,
     /// `NAME`, `value` pairs for its panes.
     pub environment: Vec<(String, String)>,
@@ -205,6 +211,7 @@ impl NewSession {
 /// A session [`TmuxSessions::create`] made.
 #[derive(Debug, Clone)]
 pub struct Created {
+    /// The new session, as its row reports it.
     pub session: Session,
     /// No server was running: this creation started it (its first shell is tmux's default,
     /// see [`TmuxSessions::respawn_first_pane`]).
@@ -219,6 +226,7 @@ pub struct TmuxSessions {
 }
 
 impl TmuxSessions {
+    /// The sessions of `server`, acted on as `caller`.
     pub fn new(server: TmuxServer, caller: Caller) -> Self {
         Self { server, caller }
     }

@@ -13,6 +13,7 @@ use crate::{BatchMode, Caller, CommandOutcome, PaneId, QuoteError, TmuxCommand, 
 /// A pane's state and the rows read with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SinceRead {
+    /// The pane's state, read first.
     pub state: PaneRows,
     /// The rows from the line asked for to the bottom of the screen (none when only the state
     /// was asked for, or tmux refused the capture).
@@ -60,6 +61,7 @@ pub struct TmuxSince {
 }
 
 impl TmuxSince {
+    /// The panes of `server`, read for `capture_since` as `caller`.
     pub fn new(server: TmuxServer, caller: Caller) -> Self {
         Self { server, caller }
     }

@@ -32,6 +32,7 @@ pub struct TmuxTyping {
 }
 
 impl TmuxTyping {
+    /// Typing into the panes of `server`, as `caller`.
     pub fn new(server: TmuxServer, caller: Caller) -> Self {
         Self { server, caller }
     }

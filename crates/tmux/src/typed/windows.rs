@@ -37,6 +37,8 @@ const WINDOW_FIELDS: [&str; 13] = [
 
 /// One tmux window, as linked into one session (a window linked into several sessions has a
 /// row in each).
+// No more field docs: each would be schema text in every tools/list.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Window {
     /// Window id (`@N`): the stable way to target it.
@@ -106,7 +108,9 @@ fn list_command(session: Option<&str>) -> Result<TmuxCommand, QuoteError> {
 /// Which side of a window another one goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
+    /// Before the window (`-b`).
     Before,
+    /// After the window (`-a`).
     After,
 }
 
@@ -141,7 +145,9 @@ impl Place {
 /// A window to create: values already checked by the caller.
 #[derive(Debug, Clone)]
 pub struct NewWindow {
+    /// Where it goes.
     pub place: Place,
+    /// Its name (default: tmux names it after its program).
     pub name: Option<String>,
     /// Its pane's directory (taken literally, never as a format).
     pub start_directory: Option<String>,
@@ -210,6 +216,7 @@ pub struct TmuxWindows {
 }
 
 impl TmuxWindows {
+    /// The windows of `server`, acted on as `caller`.
     pub fn new(server: TmuxServer, caller: Caller) -> Self {
         Self { server, caller }
     }

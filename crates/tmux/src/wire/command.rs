@@ -160,6 +160,7 @@ impl CommandBuilder {
         self.arg(format)
     }
 
+    /// The command, or the first quoting error (a NUL byte in a value).
     pub fn build(self) -> Result<TmuxCommand, QuoteError> {
         match self.error {
             Some(e) => Err(e),

@@ -122,115 +122,224 @@ const SHOWN_CHARS: usize = 40;
 /// it starts in the checked text.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FormatError {
+    /// The format is longer than [`MAX_FORMAT_BYTES`].
     #[error("the format is {len} bytes long; at most {max} are allowed")]
-    TooLong { len: usize, max: usize },
+    TooLong {
+        /// The format's length, in bytes.
+        len: usize,
+        /// The most bytes allowed ([`MAX_FORMAT_BYTES`]).
+        max: usize,
+    },
+    /// A NUL byte.
     #[error(
         "the NUL byte at byte {offset} is not allowed: tmux would stop reading the format there"
     )]
-    Nul { offset: usize },
+    Nul {
+        /// Byte offset of the first NUL.
+        offset: usize,
+    },
+    /// `#(`, a shell command (refused even as `##(`).
     #[error(
         "`#(` at byte {offset} is not allowed: tmux runs the text up to `)` as a shell command (refused even as `##(`, whose output `#(` a later expansion would run)"
     )]
-    ShellCommand { offset: usize },
+    ShellCommand {
+        /// Byte offset of the `#(`.
+        offset: usize,
+    },
+    /// A `%` right after a `#`, which strftime could turn into `#(` or `#{`.
     #[error(
         "the `%` at byte {offset} follows a `#`: tmux passes the format through strftime before parsing it, which could turn `#%…` into `#(` or `#{{`"
     )]
-    PercentAfterHash { offset: usize },
+    PercentAfterHash {
+        /// Byte offset of the `%`.
+        offset: usize,
+    },
+    /// A strftime conversion with flags or a width (`%-H`, `%10H`).
     #[error(
         "the `%` at byte {offset} starts a strftime conversion with flags or a width, which tmux expands before parsing the format; write `%%` for a literal `%`"
     )]
-    StrftimeFlags { offset: usize },
+    StrftimeFlags {
+        /// Byte offset of the `%`.
+        offset: usize,
+    },
+    /// A `%` other than `%%` inside `#{…}`.
     #[error(
         "the `%` at byte {offset} is inside `#{{…}}`: tmux passes the format through strftime before parsing it, and a conversion's output (`12:34`) would change the expression; write `%%` there (`%%H` in a `t/f/…/` time format)"
     )]
-    StrftimeInExpression { offset: usize },
+    StrftimeInExpression {
+        /// Byte offset of the `%`.
+        offset: usize,
+    },
+    /// A `#` that ends the format.
     #[error(
         "the `#` at byte {offset} ends the format: tmux 3.3a reads past the end of the string there; write `##` for a literal `#`"
     )]
-    TrailingHash { offset: usize },
+    TrailingHash {
+        /// Byte offset of the `#`.
+        offset: usize,
+    },
+    /// A `#{` without its matching `}`.
     #[error("the `#{{` at byte {offset} is never closed by a matching `}}`")]
-    Unbalanced { offset: usize },
+    Unbalanced {
+        /// Byte offset of the `#{`.
+        offset: usize,
+    },
+    /// `#{…}` nested more than [`MAX_DEPTH`] levels deep.
     #[error("the `#{{` at byte {offset} is nested more than {max} levels deep")]
-    TooDeep { offset: usize, max: usize },
+    TooDeep {
+        /// Byte offset of the first `#{` one level too deep.
+        offset: usize,
+        /// The most levels allowed ([`MAX_DEPTH`]).
+        max: usize,
+    },
+    /// More than [`MAX_EXPRESSIONS`] expressions and `#S`-style aliases.
     #[error(
         "the expression at byte {offset} is one too many: at most {max} `#{{…}}` expressions and `#S`-style aliases are allowed"
     )]
-    TooManyExpressions { offset: usize, max: usize },
+    TooManyExpressions {
+        /// Byte offset of the first expression or alias over the limit.
+        offset: usize,
+        /// The most allowed ([`MAX_EXPRESSIONS`]).
+        max: usize,
+    },
+    /// A modifier the grammar refuses (`s`, `m/r`, `C`, `N`, `E`, `T`, `S`, `W`, `P`).
     #[error("the `{modifier}` modifier at byte {offset} is not allowed: {reason}")]
     RefusedModifier {
+        /// Byte offset of the modifier.
         offset: usize,
+        /// The modifier as the message names it (`s/…/`, `C/r`, `m/r`).
         modifier: String,
+        /// Why it is refused.
         reason: &'static str,
     },
+    /// A `NAME:` that tmux did not take for a modifier list (`L`, `R`, `!`, …).
     #[error("`{modifier}` at byte {offset} is not a modifier muxgate accepts: {reason}")]
     UnknownModifier {
+        /// Byte offset of the expression's content.
         offset: usize,
+        /// The name as written (at most 40 characters, control characters escaped).
         modifier: String,
+        /// Why it is not accepted, or which modifiers are.
         reason: &'static str,
     },
+    /// An accepted modifier with arguments it does not take.
     #[error("the `{modifier}` modifier at byte {offset} {problem}")]
     BadModifier {
+        /// Byte offset of the modifier.
         offset: usize,
+        /// The modifier's name (`t`, `=`, `e`, …).
         modifier: String,
+        /// What is wrong, as the rest of a sentence ("needs a literal whole number").
         problem: &'static str,
     },
+    /// A trim or pad width, or an `e` precision, over its limit.
     #[error(
         "the `{modifier}` modifier at byte {offset} asks for {width}; at most {max} is allowed"
     )]
     WidthTooLarge {
+        /// Byte offset of the modifier.
         offset: usize,
+        /// The modifier's name (`=`, `p`, `e`).
         modifier: String,
+        /// The number as written (at most 40 characters).
         width: String,
+        /// The largest allowed ([`MAX_WIDTH`] or [`MAX_PRECISION`]).
         max: u32,
     },
+    /// Two modifiers that each decide how the body is read (`l a c m e` and the comparisons).
     #[error(
         "the `{modifier}` modifier at byte {offset} cannot be combined with `{first}`: tmux would ignore one of them"
     )]
     ConflictingModifiers {
+        /// Byte offset of the second one.
         offset: usize,
+        /// The second one's name.
         modifier: String,
+        /// The first one's name.
         first: String,
     },
+    /// A modifier given twice in one list.
     #[error("the `{modifier}` modifier at byte {offset} is given twice")]
-    DuplicateModifier { offset: usize, modifier: String },
+    DuplicateModifier {
+        /// Byte offset of its second occurrence.
+        offset: usize,
+        /// The modifier's name.
+        modifier: String,
+    },
+    /// A modifier list not closed by `:`.
     #[error(
         "the modifier list at byte {offset} is not closed by `:`: tmux would expand its arguments and then read the whole expression as one variable name"
     )]
-    UnclosedModifiers { offset: usize },
+    UnclosedModifiers {
+        /// Byte offset of the list's first modifier.
+        offset: usize,
+    },
+    /// A modifier list that ends with `;`.
     #[error(
         "the modifier list at byte {offset} ends with `;`: tmux 3.3a reads past the end of the expression there"
     )]
-    TrailingSemicolon { offset: usize },
+    TrailingSemicolon {
+        /// Byte offset of the `;`.
+        offset: usize,
+    },
+    /// An `m` pattern with more than [`MAX_MATCH_STARS`] `*`.
     #[error(
         "the pattern of the `m` modifier at byte {offset} has {stars} `*`; at most {max} are allowed, as fnmatch can backtrack on each"
     )]
     TooManyStars {
+        /// Byte offset of the `m` modifier.
         offset: usize,
+        /// How many `*` the pattern has.
         stars: usize,
+        /// The most allowed ([`MAX_MATCH_STARS`]).
         max: usize,
     },
+    /// An `m` pattern with a `#` other than the `##`, `#,`, `#}` and `#:` escapes.
     #[error(
         "the pattern of the `m` modifier at byte {offset} must be plain text (only `##`, `#,`, `#}}` and `#:` escapes): an expanded pattern could come from a pane title"
     )]
-    PatternNotPlain { offset: usize },
+    PatternNotPlain {
+        /// Byte offset of the `m` modifier.
+        offset: usize,
+    },
+    /// A construct of the wrong shape (a conditional's branches, a pair's arguments, a name).
     #[error("the {construct} at byte {offset} {problem}")]
     Syntax {
+        /// Byte offset of the construct (the `?`, the modifier, the name).
         offset: usize,
+        /// The construct ("conditional `#{?…}`", "comparison", "variable name", …).
         construct: &'static str,
+        /// What is wrong, as the rest of a sentence ("is empty").
         problem: &'static str,
     },
+    /// A name with characters other than `[A-Za-z0-9_@-]`.
     #[error("`{text}` at byte {offset} is not a variable name (letters, digits, `_`, `-`, `@`)")]
-    NotAVariable { offset: usize, text: String },
+    NotAVariable {
+        /// Byte offset of the name.
+        offset: usize,
+        /// The text as written (at most 40 characters, control characters escaped).
+        text: String,
+    },
+    /// A variable the grammar refuses (`socket_path`, `client_*`, `server_*`, …).
     #[error("the variable `{name}` at byte {offset} is not allowed: {reason}")]
     RefusedVariable {
+        /// Byte offset of the name.
         offset: usize,
+        /// The variable's name (at most 40 characters).
         name: String,
+        /// Why it is refused.
         reason: &'static str,
     },
+    /// A well-formed name outside the allow-list.
     #[error(
         "the variable `{name}` at byte {offset} is not one muxgate allows (pane_*, window_*, session_*, @options, tmux option names, …)"
     )]
-    UnknownVariable { offset: usize, name: String },
+    UnknownVariable {
+        /// Byte offset of the name.
+        offset: usize,
+        /// The variable's name (at most 40 characters).
+        name: String,
+    },
 }
 
 /// Checks that tmux may expand `text` as a format: `Ok` only for the grammar in the module docs.

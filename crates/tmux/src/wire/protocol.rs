@@ -46,14 +46,21 @@ impl Block {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
     /// A reply block began. Sent so that a connection knows which command tmux has started.
-    Begin { number: u64, flags: u32 },
+    Begin {
+        /// The server-wide command number tmux gave the block.
+        number: u64,
+        /// 1 for commands this client wrote, 0 for the attach and hook-run commands.
+        flags: u32,
+    },
     /// A reply block ended.
     Block(Block),
     /// Pane output, decoded to the bytes the program wrote.
     Output {
+        /// The pane (`%N`) the output is from.
         pane: PaneId,
         /// Milliseconds the data waited in tmux (only with `pause-after`; 0 otherwise).
         age_ms: u64,
+        /// The bytes, octal escapes decoded.
         data: Vec<u8>,
     },
     /// tmux discarded this pane's pending output and stopped sending it (`pause-after`).
@@ -61,11 +68,24 @@ pub enum Event {
     /// Output for the pane resumed.
     Continue(PaneId),
     /// The client is now attached to this session.
-    SessionChanged { session: SessionId, name: Vec<u8> },
+    SessionChanged {
+        /// The session's id (`$N`).
+        session: SessionId,
+        /// The session's name, raw.
+        name: Vec<u8>,
+    },
     /// The client is going away; nothing follows but EOF.
-    Exit { reason: Option<Vec<u8>> },
+    Exit {
+        /// The reason tmux gave, raw; `None` when it gave none.
+        reason: Option<Vec<u8>>,
+    },
     /// Any other notification, e.g. `window-close` with args `@3`.
-    Notification { name: String, args: Vec<u8> },
+    Notification {
+        /// The notification's name, without its `%` (`window-close`).
+        name: String,
+        /// The rest of the line after the name, raw (empty when none).
+        args: Vec<u8>,
+    },
     /// A line outside any block that is not a notification.
     Stray(Vec<u8>),
 }
@@ -105,6 +125,7 @@ struct OpenBlock {
 }
 
 impl Parser {
+    /// A parser with no block open.
     pub fn new() -> Self {
         Self::default()
     }
@@ -283,12 +304,16 @@ fn parse_extended_output(args: &[u8]) -> Option<Event> {
 /// for session-level subscriptions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubscriptionChange<'a> {
+    /// The subscription's name, raw.
     pub name: &'a [u8],
+    /// The pane (`%N`); `None` when the field is not a pane id (`-` for session-level ones).
     pub pane: Option<PaneId>,
+    /// What the subscribed format expanded to, raw: everything after ` : `.
     pub value: &'a [u8],
 }
 
 impl<'a> SubscriptionChange<'a> {
+    /// Reads the notification's args; `None` when a field or the ` : ` separator is missing.
     pub fn parse(args: &'a [u8]) -> Option<Self> {
         let sep = memchr::memmem::find(args, b" : ")?;
         let mut fields = args[..sep].split(|&b| b == b' ');

@@ -20,10 +20,14 @@
 /// Why an argument cannot be put on a tmux command line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum QuoteError {
+    /// The argument holds a NUL byte.
     #[error(
         "the text contains a NUL byte at offset {offset}, which tmux cannot receive in an argument"
     )]
-    Nul { offset: usize },
+    Nul {
+        /// Byte offset of the first NUL.
+        offset: usize,
+    },
 }
 
 /// Appends `arg` to `out` as one tmux argument that parses back to exactly `arg`.

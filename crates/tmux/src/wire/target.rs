@@ -27,6 +27,7 @@ pub const MAX_NAME_LEN: usize = 64;
 pub struct SessionName(String);
 
 impl SessionName {
+    /// Validates a session name; the watch session's name is refused as reserved.
     pub fn parse(name: &str) -> Result<Self, TargetError> {
         let valid = (1..=MAX_NAME_LEN).contains(&name.len())
             && name
@@ -41,6 +42,7 @@ impl SessionName {
         }
     }
 
+    /// The name.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -55,7 +57,9 @@ impl fmt::Display for SessionName {
 /// A session, by id or exact name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum SessionSel {
+    /// A session id, `$N`.
     Id(SessionId),
+    /// An exact session name.
     Name(SessionName),
 }
 
@@ -81,8 +85,11 @@ impl fmt::Display for SessionSel {
 /// Any object a tool can act on.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Target {
+    /// A pane, `%N`.
     Pane(PaneId),
+    /// A window, `@N`.
     Window(WindowId),
+    /// A session, by id or exact name.
     Session(SessionSel),
 }
 
@@ -142,7 +149,9 @@ pub const MAX_PATH_TAIL_CHARS: usize = 76;
 /// a path the gateway resolves to an id before any command is built.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ClientTarget {
+    /// An id or an exact session name, given to tmux as it is.
     Direct(Target),
+    /// A `SESSION:WINDOW[.PANE]` path, resolved to an id by the gateway.
     Path(TargetPath),
 }
 
@@ -176,6 +185,7 @@ impl fmt::Display for ClientTarget {
 /// ([`Self::readings`]), and resolving it says which one names an object.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TargetPath {
+    /// The session before the colon, by id or exact name.
     pub session: SessionSel,
     tail: String,
 }
@@ -184,7 +194,9 @@ pub struct TargetPath {
 /// pane index in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PathReading<'a> {
+    /// The window: an index or an exact window name.
     pub window: &'a str,
+    /// The pane index in it, if this reading has one.
     pub pane: Option<u32>,
 }
 
@@ -260,32 +272,39 @@ fn is_tmux_token(part: &str) -> bool {
         || matches!(part, "!" | "^" | "$")
 }
 
-/// Why a target string was refused. Messages quote (escaped) at most 40 characters of the
+/// Why a target string was refused. Messages quote (escaped) at most 64 characters of the
 /// input, so a hostile target cannot make an error message large.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TargetError {
+    /// Not an id, a session name or a path.
     #[error(
         "target {0:?} is not valid: use a pane id like %3, a window id like @1, a session id like $0, a session name, or SESSION:WINDOW.PANE"
     )]
     Unrecognized(String),
+    /// One of tmux's relative or special forms (`{last}`, `:1`, `1.0`, …).
     #[error(
         "target {0:?} is relative (tmux reads it against a client's current session or window, which the gateway does not use): write SESSION:WINDOW.PANE with indexes, or an id"
     )]
     Relative(String),
+    /// A path whose part before the colon is not a session id or name.
     #[error(
         "target {0:?}: the part before the first colon must be a session id ($N) or a session name of A-Z a-z 0-9 _ - (tmux makes no session names with '.' or ':')"
     )]
     BadPathSession(String),
+    /// A path whose text after the colon is too long or holds control characters.
     #[error(
         "target {0:?}: WINDOW must be an index or an exact window name (at most 64 characters, no control characters)"
     )]
     BadWindow(String),
+    /// A sigil (`%`, `@`, `$`) not followed by a valid id.
     #[error(
         "target {0:?} is not a valid id: ids are a sigil (% pane, @ window, $ session) and digits"
     )]
     BadId(String),
+    /// A session name that is not 1–64 of `A-Z a-z 0-9 _ -`.
     #[error("session name {0:?} is not valid: use 1-64 characters from A-Z a-z 0-9 _ -")]
     BadSessionName(String),
+    /// The name of muxgate's watch session.
     #[error("session name {0:?} is reserved: muxgate's watch session has it")]
     ReservedSessionName(String),
 }

@@ -48,8 +48,11 @@ pub fn path_command(path: &TargetPath) -> Result<TmuxCommand, QuoteError> {
 /// One window of the session and its panes, as the rows report them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PathWindow {
+    /// The window's id, `@N`.
     pub id: WindowId,
+    /// The window's index in the session.
     pub index: u32,
+    /// The window's name.
     pub name: String,
     /// Pane index and id, in index order.
     pub panes: Vec<(u32, PaneId)>,
@@ -62,6 +65,7 @@ pub struct SessionLayout {
     pub session_id: String,
     /// The session's creation time, as printed.
     pub session_created: String,
+    /// The session's name.
     pub session_name: String,
     /// In index order.
     pub windows: Vec<PathWindow>,
@@ -142,21 +146,33 @@ pub enum PathError {
         "session {session} has no window {window:?} (an index or an exact name); its windows: {windows}"
     )]
     NoWindow {
+        /// The session's name (cut after 64 characters).
         session: String,
+        /// What follows the path's colon, as written (cut after 64 characters).
         window: String,
+        /// The session's windows, for the message (`1 "logs" (@4)`, …; `none` when empty).
         windows: String,
     },
     /// The window is there, without a pane at that index.
     #[error("window {window} of session {session} has no pane {pane}; its panes: {panes}")]
     NoPane {
+        /// The session's name (cut after 64 characters).
         session: String,
+        /// The window, as the message labels it (`1 "logs" (@4)`).
         window: String,
+        /// The pane index asked for.
         pane: u32,
+        /// The window's panes, for the message (`0 (%3)`, …; `none` when empty).
         panes: String,
     },
     /// The path names several objects.
     #[error("{path:?} names more than one object: {candidates}")]
-    Ambiguous { path: String, candidates: String },
+    Ambiguous {
+        /// The path, as written (cut after 64 characters).
+        path: String,
+        /// The objects it names, for the message.
+        candidates: String,
+    },
 }
 
 impl PathError {

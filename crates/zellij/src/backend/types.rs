@@ -79,7 +79,7 @@ pub struct NewTabOptions {
 }
 
 /// Where a tiled pane opens relative to the pane it splits.
-// No variant docs: they would become schema text in every tools/list.
+// No variant docs: each would be schema text in every tools/list.
 #[allow(missing_docs)]
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
@@ -127,7 +127,7 @@ pub struct EditOptions {
 }
 
 /// Visible part only, or the scrollback too.
-// No variant docs: they would become schema text in every tools/list.
+// No variant docs: each would be schema text in every tools/list.
 #[allow(missing_docs)]
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
