@@ -411,8 +411,9 @@ async fn the_tests_start_their_shells_in_a_home_of_their_own() {
 /// A shell still running its startup file holds its terminal: the commands the file runs are
 /// in the shell's own process group (no job control yet), and what is typed waits for the
 /// shell. `run_command` then types and answers; it does not call the shell busy. (A `~/.bashrc`
-/// that runs `pyenv rehash` at startup was refused once.) The file waits until the test has
-/// asked, so the check runs while the file is running.
+/// that runs `pyenv rehash` at startup was refused once.) The file waits until the run's line
+/// shows on the screen (the terminal echoes it while the shell is busy), so the check ran
+/// while the file was running, however slow the machine.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shell_still_running_its_startup_file_takes_a_run() {
     let tmux = TestTmux::start();
@@ -440,7 +441,7 @@ async fn a_shell_still_running_its_startup_file_takes_a_run() {
         json!({"target": pane, "command": "echo after-$((20+1))", "timeout": 20}),
     );
     let release = async {
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        common::tools::wait_for_screen(&tmux, &pane, "after-$((20+1))").await;
         std::fs::write(&go, "").expect("the go file");
     };
     let (run, ()) = tokio::join!(run, release);
