@@ -41,16 +41,9 @@ pub async fn read_state(tmux: &TmuxAccess<'_>, pane: PaneId) -> Result<PaneState
         .map_err(|e| state_error(tmux, e))
 }
 
-/// The foreground process of the pane `state` describes; see [`foreground_of`].
+/// The foreground process of the pane `state` describes, as the host of its server tells it.
 pub async fn foreground_of_state(tmux: &TmuxAccess<'_>, state: &PaneState) -> Option<Foreground> {
-    foreground_of(
-        tmux,
-        state.server_pid,
-        state.pane_pid,
-        &state.tty,
-        state.dead,
-    )
-    .await
+    state.foreground(tmux.host()).await
 }
 
 fn state_error(tmux: &TmuxAccess<'_>, error: PaneOpError) -> ToolError {

@@ -245,13 +245,8 @@ impl Watched {
     /// Whether the host says the pane's foreground program reads the terminal (a dead pane
     /// has none).
     async fn waiting_for_input(&self, host: &dyn Host) -> Option<bool> {
-        let state = &self.state;
-        if state.dead {
-            return None;
-        }
-        host.foreground(state.server_pid, state.pane_pid, &state.tty)
-            .await
-            .and_then(|fg| fg.waiting_for_input())
+        let foreground = self.state.foreground(host).await;
+        foreground.and_then(|fg| fg.waiting_for_input())
     }
 
     /// The first finished command record after the baseline.

@@ -8,6 +8,9 @@
 
 use std::time::Duration;
 
+use muxgate_mux::foreground::Foreground;
+use muxgate_mux::host::Host;
+
 use crate::typed::op_error::PaneOpError;
 use crate::wire::format::{flag, row_format, split_row};
 use crate::{Caller, PaneId, QuoteError, TmuxCommand, TmuxServer};
@@ -41,6 +44,18 @@ pub struct PaneState {
     pub tty: String,
     /// The foreground program, as tmux names it (`bash`, `vim`).
     pub current_command: String,
+}
+
+impl PaneState {
+    /// The pane's foreground process, as `host` (the machine the pane runs on) tells it; none
+    /// for a dead pane.
+    pub async fn foreground(&self, host: &dyn Host) -> Option<Foreground> {
+        if self.dead {
+            return None;
+        }
+        host.foreground(self.server_pid, self.pane_pid, &self.tty)
+            .await
+    }
 }
 
 /// `-F` fields of the state row; free text last.
