@@ -14,6 +14,10 @@ use tokio_util::sync::CancellationToken;
 use super::Cancelled;
 use crate::OutputSubscription;
 
+/// The most of a reaction's bytes kept: a program flooding its pane is still read (its flow
+/// is what shows it busy), but only its first bytes are held for the caller to judge.
+pub const MAX_REACTION_BYTES: usize = 64 * 1024;
+
 /// How the output after an input went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reaction {
@@ -38,7 +42,8 @@ pub struct Timing {
     pub busy_after: Duration,
 }
 
-/// Reads `output` after an input as `timing` says; returns how it went and the bytes read.
+/// Reads `output` after an input as `timing` says; returns how it went and the first
+/// [`MAX_REACTION_BYTES`] bytes read.
 pub async fn react(
     output: &mut OutputSubscription,
     timing: Timing,
@@ -59,7 +64,8 @@ pub async fn react(
             None => return Ok((Reaction::Settled, bytes)),
             Some(Err(_)) => return Ok((Reaction::Ended, bytes)),
             Some(Ok(chunk)) => {
-                bytes.extend_from_slice(&chunk.data);
+                let room = MAX_REACTION_BYTES.saturating_sub(bytes.len());
+                bytes.extend_from_slice(&chunk.data[..chunk.data.len().min(room)]);
                 let now = Instant::now();
                 let began = *first.get_or_insert(now);
                 if now.duration_since(began) >= timing.busy_after {
@@ -88,7 +94,7 @@ mod tests {
         chunks: &'static [(u64, &'static [u8])],
         end: bool,
     ) -> (Reaction, Vec<u8>) {
-        let stream = PaneStream::new(PaneId(1), 4096);
+        let stream = PaneStream::new(PaneId(1), 1 << 20);
         let mut output = stream.subscribe();
         tokio::spawn(async move {
             for (pause, bytes) in chunks {
@@ -120,6 +126,14 @@ mod tests {
             reaction_to(&[(100, b"bye")], true).await,
             (Reaction::Ended, b"bye".to_vec())
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_flood_is_read_but_only_its_first_bytes_are_kept() {
+        const FLOOD: [(u64, &[u8]); 4] = [(100, &[b'x'; 40_000]); 4];
+        let (reaction, bytes) = reaction_to(&FLOOD, false).await;
+        assert_eq!(reaction, Reaction::Settled);
+        assert_eq!(bytes.len(), MAX_REACTION_BYTES);
     }
 
     #[tokio::test(start_paused = true)]
