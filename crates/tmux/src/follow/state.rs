@@ -449,18 +449,35 @@ mod tests {
         }
     }
 
+    /// Follows `panes` for at most `within`, not cancelled.
+    async fn follow_for(
+        host: &StandIn,
+        condition: Condition,
+        quorum: Quorum,
+        panes: &mut [Watched],
+        within: Duration,
+    ) -> Result<Vec<usize>, Cancelled> {
+        let cancel = CancellationToken::new();
+        follow(host, condition, quorum, panes, span(&cancel, within)).await
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_line_with_the_text_ends_the_wait_and_is_told() {
         let (stream, w) = watched(1, Some("ready"));
         let mut panes = [w];
-        let cancel = CancellationToken::new();
         let printer = tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(300)).await;
             stream.push(b"booting\r\nserver READY on :80\r\n");
         });
         let host = StandIn::default();
-        let span = span(&cancel, Duration::from_secs(5));
-        let order = follow(&host, Condition::Text, Quorum::Any, &mut panes, span).await;
+        let order = follow_for(
+            &host,
+            Condition::Text,
+            Quorum::Any,
+            &mut panes,
+            Duration::from_secs(5),
+        )
+        .await;
         printer.await.expect("the printer");
         assert_eq!(order, Ok(vec![0]));
         let reached = panes[0].reached().expect("reached");
@@ -473,7 +490,6 @@ mod tests {
         let (first, a) = watched(1, None);
         let (second, b) = watched(2, None);
         let mut panes = [a, b];
-        let cancel = CancellationToken::new();
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(200)).await;
             second.close(StreamEnd::PaneExited { status: Some(3) });
@@ -481,8 +497,14 @@ mod tests {
             first.close(StreamEnd::PaneClosed);
         });
         let host = StandIn::default();
-        let span = span(&cancel, Duration::from_secs(5));
-        let order = follow(&host, Condition::Exited, Quorum::All, &mut panes, span).await;
+        let order = follow_for(
+            &host,
+            Condition::Exited,
+            Quorum::All,
+            &mut panes,
+            Duration::from_secs(5),
+        )
+        .await;
         assert_eq!(order, Ok(vec![1, 0]));
         assert_eq!(panes[1].reached().and_then(|r| r.exit_status), Some(3));
         assert_eq!(panes[0].reached().map(|r| r.exit_status), Some(None));
@@ -492,15 +514,13 @@ mod tests {
     async fn a_quiet_pane_is_asked_about_less_and_less_often() {
         let (_stream, w) = watched(1, None);
         let mut panes = [w];
-        let cancel = CancellationToken::new();
         let host = StandIn::default();
-        let span = span(&cancel, Duration::from_secs(10));
-        let order = follow(
+        let order = follow_for(
             &host,
             Condition::WaitingForInput,
             Quorum::Any,
             &mut panes,
-            span,
+            Duration::from_secs(10),
         )
         .await;
         // Ten quiet seconds: asked at 0.1 s, then after pauses of 0.25, 0.5 and 1 s, then every
@@ -513,16 +533,14 @@ mod tests {
     async fn a_pane_that_reads_its_terminal_is_waiting_for_input() {
         let (_stream, w) = watched(1, None);
         let mut panes = [w];
-        let cancel = CancellationToken::new();
         let host = StandIn::default();
         host.waiting.store(true, Ordering::SeqCst);
-        let span = span(&cancel, Duration::from_secs(10));
-        let order = follow(
+        let order = follow_for(
             &host,
             Condition::WaitingForInput,
             Quorum::Any,
             &mut panes,
-            span,
+            Duration::from_secs(10),
         )
         .await;
         assert_eq!(order, Ok(vec![0]));
@@ -537,15 +555,14 @@ mod tests {
     async fn idle_is_reached_by_time_alone_and_output_starts_it_over() {
         let (stream, w) = watched(1, None);
         let mut panes = [w];
-        let cancel = CancellationToken::new();
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(700)).await;
             stream.push(b"tick\r\n");
         });
         let host = StandIn::default();
-        let span = span(&cancel, Duration::from_secs(10));
         let idle = Condition::Idle(Duration::from_secs(1));
-        let order = follow(&host, idle, Quorum::Any, &mut panes, span).await;
+        let within = Duration::from_secs(10);
+        let order = follow_for(&host, idle, Quorum::Any, &mut panes, within).await;
         assert_eq!(order, Ok(vec![0]));
         assert_eq!(
             panes[0].reached().map(|r| r.after),
