@@ -40,7 +40,7 @@ use crate::view::link::{self, ViewGrant, ViewKey};
 use crate::view::viewers::{Full, ViewerSlot, Viewers};
 use crate::view::{page, render};
 use crate::workspace::{self, WorkspaceName, Workspaces};
-use muxgate_tmux::ops::capture::CaptureRange;
+use muxgate_mux::multiplexer::CaptureRange;
 use muxgate_tmux::ops::pane_shape::PaneShape;
 use muxgate_tmux::output::OutputChunk;
 use muxgate_tmux::{
@@ -455,11 +455,11 @@ fn too_large(shape: &PaneShape) -> Option<String> {
 
 /// The pane's visible screen with colours and attributes as escapes.
 fn capture_command(pane: PaneId) -> Result<TmuxCommand, muxgate_tmux::QuoteError> {
-    CaptureRange {
+    let range = CaptureRange {
         escape_sequences: true,
         ..CaptureRange::visible()
-    }
-    .command(pane)
+    };
+    muxgate_tmux::ops::capture::capture_command(&range, pane)
 }
 
 /// What to feed a fresh emulator so that it shows `rows` (as `capture-pane -e` printed them)

@@ -576,6 +576,20 @@ pub fn target_error(error: &TargetError) -> ToolError {
     )
 }
 
+/// A target that must be a pane; `instead` names the tools for a window or a session.
+pub fn pane_only(target: &Target, instead: &str) -> Result<PaneId, ToolError> {
+    match target {
+        Target::Pane(pane) => Ok(*pane),
+        other => Err(ToolError::invalid_arguments(
+            format!(
+                "this tool needs a pane id (%N), not {} {other}",
+                other.kind()
+            ),
+            format!("call list_panes for pane ids, or use {instead}"),
+        )),
+    }
+}
+
 /// The list tool that shows valid targets of this kind.
 pub fn list_hint(target: &Target) -> &'static str {
     match target {

@@ -44,6 +44,7 @@ pub mod fields;
 pub mod filter;
 pub mod heartbeat;
 pub mod links;
+pub(crate) mod pane_access;
 pub mod pane_ops;
 pub mod position;
 pub mod prompts;

@@ -17,9 +17,10 @@ use super::access::{TmuxAccess, engine_error, list_hint, missing_as_not_found};
 use super::error::{ToolError, ToolErrorKind};
 use super::fields::RowShape;
 use crate::auth::owners::SessionKey;
-use muxgate_mux::pane_io::LineBound;
+use muxgate_mux::multiplexer::LineBound;
+use muxgate_mux::multiplexer::{CaptureRange, CapturedText};
 use muxgate_tmux::ops::buffer::transient_buffer_name;
-use muxgate_tmux::ops::capture::{CaptureRange, CapturedText, shape_capture};
+use muxgate_tmux::ops::capture::{capture_command, shape_capture};
 use muxgate_tmux::ops::input::{InputError, InputPlan};
 use muxgate_tmux::ops::pane_row::{self, PaneRecord};
 use muxgate_tmux::ops::since::{SinceCursor, cursor_at, parse_state, state_command};
@@ -253,12 +254,14 @@ pub(crate) fn position_commands(pane: PaneId) -> Result<Vec<TmuxCommand>, ToolEr
         |e: QuoteError| ToolError::new(ToolErrorKind::Internal, e.to_string(), "report this");
     Ok(vec![
         state_command(pane).map_err(internal)?,
-        CaptureRange {
-            start: Some(LineBound::Line(0)),
-            end: Some(LineBound::Edge),
-            ..CaptureRange::visible()
-        }
-        .command(pane)
+        capture_command(
+            &CaptureRange {
+                start: Some(LineBound::Line(0)),
+                end: Some(LineBound::Edge),
+                ..CaptureRange::visible()
+            },
+            pane,
+        )
         .map_err(internal)?,
     ])
 }
@@ -350,21 +353,8 @@ impl PaneCapture {
     }
 }
 
-/// Captures `range` of `pane`, keeps the last `max_lines` lines, then applies the caller's
-/// byte budget (keeping the tail). One tmux command.
-pub async fn capture_pane(
-    tmux: &TmuxAccess<'_>,
-    pane: PaneId,
-    range: &CaptureRange,
-    max_lines: usize,
-) -> Result<PaneCapture, ToolError> {
-    let command = range.command(pane).map_err(quote_error)?;
-    let lines = tmux.run(command, list_hint(&Target::Pane(pane))).await?;
-    Ok(shape_and_cap(tmux, &lines, range, max_lines))
-}
-
-/// Shapes raw `capture-pane` lines as [`capture_pane`] does (for callers that ran the command
-/// in a batch of their own).
+/// Shapes raw `capture-pane` lines as `capture_pane` does (for callers that ran the command
+/// in a batch of their own), then applies the caller's byte budget (keeping the tail).
 pub fn shape_and_cap(
     tmux: &TmuxAccess<'_>,
     lines: &[Vec<u8>],

@@ -41,7 +41,8 @@ use super::tools::session::{SessionDetail, SessionInfo, find_session, list_sessi
 use super::tools::window::list_window_rows;
 use crate::audit::{CallStart, Outcome};
 use crate::auth::Tier;
-use muxgate_tmux::ops::capture::CaptureRange;
+use muxgate_mux::multiplexer::CaptureRange;
+use muxgate_tmux::ops::capture::capture_command;
 use muxgate_tmux::typed::windows::Window;
 use muxgate_tmux::wire::target::{SessionSel, Target};
 use muxgate_tmux::{BatchMode, CommandOutcome, PaneId};
@@ -508,8 +509,7 @@ async fn pane_text(tmux: &TmuxAccess<'_>, pane: PaneId) -> Result<String, ToolEr
         join_wrapped: true,
         ..CaptureRange::visible()
     };
-    let capture = visible_joined
-        .command(pane)
+    let capture = capture_command(&visible_joined, pane)
         .map_err(|e| ToolError::new(ToolErrorKind::Internal, e.to_string(), ""))?;
     let lines = tmux.run(capture, PANES_HINT).await?;
     let mut lines: Vec<String> = lines

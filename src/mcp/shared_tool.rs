@@ -10,6 +10,10 @@
 //! holds both halves to one answer; the tests in `tests/zellij_tools.rs` and the tmux tool
 //! tests hold them to the semantics `docs/tools.md` states.
 //!
+//! A tool whose act every backend's [`Multiplexer`](muxgate_mux::multiplexer::Multiplexer)
+//! offers is written once instead: [`MuxTool`], one body against a [`PaneAccess`], which
+//! serves as both halves.
+//!
 //! Not here: which server a name picks ([`McpServer::backend_of`]), and the acts only one
 //! backend has, whose tools call their backend's access directly.
 
@@ -20,6 +24,7 @@ use super::access::TmuxAccess;
 use super::backend::Backend;
 use super::call::CallContext;
 use super::error::ToolError;
+use super::pane_access::PaneAccess;
 use super::zellij_access::ZellijAccess;
 
 /// One call of a tool both backends serve: its arguments (checked as far as both backends
@@ -51,6 +56,56 @@ pub(crate) trait SharedTool: Send + Sync + Sized {
         gateway: &McpServer,
         zellij: ZellijAccess<'_>,
     ) -> impl Future<Output = Result<Self::Answer, ToolError>> + Send;
+}
+
+/// A tool both backends serve with one body: its arguments, what it refuses without asking a
+/// server, and its act, written against any backend's [`PaneAccess`].
+pub(crate) trait MuxTool: Send + Sync + Sized {
+    /// The tool's answer.
+    type Answer;
+
+    /// The `server` the call names, if it names one.
+    fn server(&self) -> Option<&str>;
+
+    /// As [`SharedTool::check`].
+    fn check(&self, _backend: Backend) -> Result<(), ToolError> {
+        Ok(())
+    }
+
+    /// The call, on the server `access` opened.
+    fn act<A: PaneAccess>(
+        self,
+        gateway: &McpServer,
+        access: A,
+    ) -> impl Future<Output = Result<Self::Answer, ToolError>> + Send;
+}
+
+impl<T: MuxTool> SharedTool for T {
+    type Answer = T::Answer;
+
+    fn server(&self) -> Option<&str> {
+        MuxTool::server(self)
+    }
+
+    fn check(&self, backend: Backend) -> Result<(), ToolError> {
+        MuxTool::check(self, backend)
+    }
+
+    fn on_tmux(
+        self,
+        gateway: &McpServer,
+        tmux: TmuxAccess<'_>,
+    ) -> impl Future<Output = Result<Self::Answer, ToolError>> + Send {
+        self.act(gateway, tmux)
+    }
+
+    fn on_zellij(
+        self,
+        gateway: &McpServer,
+        zellij: ZellijAccess<'_>,
+    ) -> impl Future<Output = Result<Self::Answer, ToolError>> + Send {
+        self.act(gateway, zellij)
+    }
 }
 
 /// What a half of `T` gives: its answer, or the error for the model.

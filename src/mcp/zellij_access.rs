@@ -218,6 +218,7 @@ fn suggestion(server: &str, error: &ZellijError) -> String {
         E::NotInstalled { .. } | E::UnsupportedVersion { .. } => {
             "ask the operator to install zellij 0.44 or newer (scripts/install-zellij)".to_owned()
         }
+        E::Unsupported(_) => "omit the option for a Zellij server, or use a tmux server".to_owned(),
         E::InvalidId(_) | E::InvalidArgument { .. } => {
             "fix the named argument as the message says and call again".to_owned()
         }

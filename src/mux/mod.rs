@@ -2,7 +2,7 @@
 //!
 //! The tmux control-mode engine is the `muxgate_tmux` crate; what does not depend on a
 //! multiplexer (lines, patterns, shells, run markers, shell integration, the command ledger,
-//! the host a pane runs on, and `PaneIo`, the pane-level trait both backends implement) is the
+//! the host a pane runs on, and `Multiplexer`, the pane-level trait both backends implement) is the
 //! `muxgate_mux` crate; the Zellij backend is the `muxgate_zellij` crate. Here: [`prompt`]
 //! when a program is ready for a prompt and whether it took one; [`agent_report`] what agent
 //! CLIs report about themselves through their hooks.

@@ -13,7 +13,7 @@
 //!   [`tty_modes`]: whether a terminal echoes and reads lines; [`host`]: the machine a
 //!   multiplexer's panes run on, which answers both (the gateway's own, or a sandbox).
 //! - [`child_process`]: what every program the gateway starts gets set up before exec.
-//! - [`pane_io`]: the pane-level operations every multiplexer backend offers, as one trait;
+//! - [`multiplexer`]: the pane-level operations every multiplexer backend offers, as one trait;
 //!   [`error`]: what went wrong in a backend, as kinds the same for every backend, and what a
 //!   backend does not offer ([`error::Unsupported`]).
 //!
@@ -28,7 +28,7 @@ pub mod foreground;
 pub mod host;
 pub mod ledger;
 pub mod lines;
-pub mod pane_io;
+pub mod multiplexer;
 pub mod screen_mark;
 pub mod shell;
 pub mod shell_integration;

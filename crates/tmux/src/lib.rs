@@ -14,7 +14,7 @@
 //! - [`follow`]: the follow-up algorithms on a pane's output (following it for text);
 //! - [`ops`]: operations as commands and the parsers of their answers (pure);
 //! - [`typed`]: the typed operations on one server, as one caller (sessions, windows, panes,
-//!   buffers, options, copy mode, a pane's state…), and `PaneIo` for tmux ([`typed::panes`]);
+//!   buffers, options, copy mode, a pane's state…), and `Multiplexer` for tmux ([`typed::panes`]);
 //! - [`unsupported`]: what tmux does not offer that a shared tool can ask for, as data.
 //!
 //! [`TmuxServer`] ties one server's worker, output hub and run claims together; [`TmuxEngine`]

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use muxgate_mux::error::{BackendError, ErrorKind};
+use muxgate_mux::error::{BackendError, ErrorKind, Unsupported};
 
 use super::ids::{InvalidId, PaneId, SessionName, TabId};
 use super::listing::ParseError;
@@ -36,6 +36,10 @@ pub enum ZellijError {
     /// A client-supplied identifier was malformed.
     #[error(transparent)]
     InvalidId(#[from] InvalidId),
+
+    /// An act or option Zellij does not offer was asked for.
+    #[error(transparent)]
+    Unsupported(#[from] Unsupported),
 
     /// A client-supplied argument was refused before anything ran.
     #[error("invalid {what}: {reason}")]
@@ -207,6 +211,7 @@ impl BackendError for ZellijError {
             E::NotInstalled { .. } | E::UnsupportedVersion { .. } | E::Io { .. } => {
                 ErrorKind::Unavailable
             }
+            E::Unsupported(_) => ErrorKind::Unsupported,
             E::InvalidId(_) | E::InvalidArgument { .. } => ErrorKind::InvalidInput,
             E::NoSuchSession { .. } | E::NoSuchPane { .. } | E::NoSuchTab { .. } => {
                 ErrorKind::NotFound

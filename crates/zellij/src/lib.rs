@@ -12,7 +12,7 @@
 //! - [`backend`]: the API the tools use, [`backend::ZellijBackend`], with [`error::ZellijError`];
 //! - [`servers`]: the configured servers by name, each backend opened on first use;
 //! - [`unsupported`]: what Zellij does not offer that a shared tool can ask for, as data;
-//! - [`panes`]: the backend-neutral pane operations ([`muxgate_mux::pane_io::PaneIo`]) for one session.
+//! - [`panes`]: the backend-neutral pane operations ([`muxgate_mux::multiplexer::Multiplexer`]) for one session.
 //!
 //! Not here: MCP tool definitions, policy, limits and audit (they wrap this API).
 

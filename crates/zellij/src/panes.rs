@@ -1,4 +1,4 @@
-//! [`PaneIo`] for one Zellij session: the backend-neutral pane operations on
+//! [`Multiplexer`] for one Zellij session: the backend-neutral pane operations on
 //! [`ZellijBackend`]. Every call goes through the session's queue like any other backend call.
 
 use std::time::Duration;
@@ -9,7 +9,13 @@ use super::backend::{ReadScope, ZellijBackend};
 use super::error::ZellijError;
 use super::ids::{PaneId, SessionName};
 use super::keys::Key;
-use muxgate_mux::pane_io::{PaneIo, PaneSummary, ScreenMatch, ScreenScope};
+use muxgate_mux::error::Unsupported;
+use muxgate_mux::multiplexer::{
+    CaptureRange, CapturedText, ClosedHolder, LineBound, Multiplexer, PaneSummary, ScreenMatch,
+    ScreenScope,
+};
+
+use crate::unsupported;
 
 /// The panes of one Zellij session.
 #[derive(Clone)]
@@ -37,6 +43,23 @@ pub fn parse_keys(keys: &[String]) -> Result<Vec<Key>, ZellijError> {
         .collect()
 }
 
+/// What part of a pane a capture of `range` reads. Zellij reads a pane whole, as plain text
+/// with wrapped lines joined: the screen (`start` absent or 0) or the scrollback and the screen
+/// (`start` at the edge), to the last line; any other range, and escape sequences, it refuses.
+pub fn capture_scope(range: &CaptureRange) -> Result<ScreenScope, Unsupported> {
+    if range.escape_sequences {
+        return Err(unsupported::ESCAPE_SEQUENCES);
+    }
+    if !matches!(range.end, None | Some(LineBound::Edge)) {
+        return Err(unsupported::CAPTURE_END);
+    }
+    match range.start {
+        None | Some(LineBound::Line(0)) => Ok(ScreenScope::Visible),
+        Some(LineBound::Edge) => Ok(ScreenScope::Full),
+        Some(LineBound::Line(_)) => Err(unsupported::CAPTURE_START),
+    }
+}
+
 impl From<ScreenScope> for ReadScope {
     fn from(scope: ScreenScope) -> Self {
         match scope {
@@ -46,7 +69,7 @@ impl From<ScreenScope> for ReadScope {
     }
 }
 
-impl PaneIo for ZellijPanes {
+impl Multiplexer for ZellijPanes {
     type PaneId = PaneId;
     type Error = ZellijError;
 
@@ -70,6 +93,34 @@ impl PaneIo for ZellijPanes {
                 exited: p.exited,
             })
             .collect())
+    }
+
+    async fn capture(
+        &self,
+        pane: &PaneId,
+        range: &CaptureRange,
+        max_lines: usize,
+    ) -> Result<CapturedText, ZellijError> {
+        let lines = self.read_screen(pane, capture_scope(range)?).await?;
+        Ok(CapturedText::tail(&lines, max_lines))
+    }
+
+    /// Renames the pane without focusing it.
+    async fn set_title(&self, pane: &PaneId, title: &str) -> Result<(), ZellijError> {
+        self.backend
+            .rename_pane(&self.session, *pane, title)
+            .await
+            .map(drop)
+    }
+
+    /// A tab closes with its last pane; the session's last pane is refused
+    /// ([`ZellijError::WouldEndSession`]), as closing it would end the session.
+    async fn kill_pane(&self, pane: &PaneId) -> Result<Option<ClosedHolder>, ZellijError> {
+        let closed = self.backend.close_pane(&self.session, *pane).await?;
+        Ok(Some(ClosedHolder {
+            id: closed.tab.0,
+            closed: closed.tab_closed,
+        }))
     }
 
     async fn send_text(&self, pane: &PaneId, text: &str) -> Result<(), ZellijError> {
@@ -108,5 +159,43 @@ impl PaneIo for ZellijPanes {
             line_index: found.line_index,
             screen: found.viewport,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn range(start: Option<LineBound>, end: Option<LineBound>) -> CaptureRange {
+        CaptureRange {
+            start,
+            end,
+            ..CaptureRange::visible()
+        }
+    }
+
+    #[test]
+    fn a_capture_reads_the_screen_or_the_whole_pane() {
+        assert_eq!(capture_scope(&range(None, None)), Ok(ScreenScope::Visible));
+        let screen = range(Some(LineBound::Line(0)), Some(LineBound::Edge));
+        assert_eq!(capture_scope(&screen), Ok(ScreenScope::Visible));
+        let whole = range(Some(LineBound::Edge), None);
+        assert_eq!(capture_scope(&whole), Ok(ScreenScope::Full));
+    }
+
+    #[test]
+    fn a_capture_zellij_cannot_read_is_refused_as_unsupported() {
+        let from_history = range(Some(LineBound::Line(-20)), None);
+        assert_eq!(
+            capture_scope(&from_history),
+            Err(unsupported::CAPTURE_START)
+        );
+        let above_bottom = range(None, Some(LineBound::Line(5)));
+        assert_eq!(capture_scope(&above_bottom), Err(unsupported::CAPTURE_END));
+        let coloured = CaptureRange {
+            escape_sequences: true,
+            ..CaptureRange::visible()
+        };
+        assert_eq!(capture_scope(&coloured), Err(unsupported::ESCAPE_SEQUENCES));
     }
 }

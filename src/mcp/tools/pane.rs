@@ -27,19 +27,22 @@ use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::fields::RowShape;
 use crate::mcp::filter::Filters;
+use crate::mcp::pane_access::PaneAccess;
 use crate::mcp::pane_ops::{
     PANE_INFO_FIELDS, PANE_SHAPE, PaneInfo, PaneRow, PaneScope, check_max_lines, not_found,
     pane_info, pane_rows, quote_error, shape_and_cap,
 };
-use crate::mcp::shared_tool::{Reply, SharedTool};
+use crate::mcp::shared_tool::{MuxTool, Reply, SharedTool};
 use crate::mcp::tools::watch::foreground_of;
 use crate::mcp::zellij_access::ZellijAccess;
 use crate::mux::agent_report::{AgentReports, PaneInstance};
-use muxgate_mux::pane_io::LineBound;
-use muxgate_tmux::ops::capture::{CaptureRange, DEFAULT_MAX_LINES};
+use muxgate_mux::error::Unsupported;
+use muxgate_mux::multiplexer::{CaptureRange, LineBound, Multiplexer};
+use muxgate_tmux::ops::capture::{DEFAULT_MAX_LINES, capture_command};
 use muxgate_tmux::ops::display::{PaneSnapshot, expand_command, parse_snapshot, snapshot_command};
 use muxgate_tmux::wire::target::Target;
 use muxgate_tmux::{BatchMode, CommandOutcome, EngineError};
+use muxgate_zellij::panes::capture_scope;
 use muxgate_zellij::unsupported;
 
 pub(crate) fn default_max_lines() -> usize {
@@ -493,7 +496,7 @@ impl McpServer {
         // The capture comes first: it fails for a missing pane, where display-message would
         // (tmux 3.3) quietly expand the format for some other pane.
         let commands = vec![
-            range.command(pane).map_err(quote_error)?,
+            capture_command(&range, pane).map_err(quote_error)?,
             snapshot_command(pane).map_err(quote_error)?,
         ];
         let mut outcomes = tmux
@@ -684,39 +687,63 @@ impl SharedTool for ListPanesInput {
     }
 }
 
-impl SharedTool for CapturePaneInput {
+impl CapturePaneInput {
+    fn range(&self) -> CaptureRange {
+        CaptureRange {
+            start: self.start.map(|s| s.0),
+            end: self.end.map(|e| e.0),
+            join_wrapped: self.join_wrapped,
+            escape_sequences: self.escape_sequences,
+        }
+    }
+}
+
+/// A range Zellij cannot read ([`capture_scope`]), refused with what to ask for instead.
+fn zellij_capture_refusal(refusal: Unsupported) -> ToolError {
+    let instead = if refusal == unsupported::ESCAPE_SEQUENCES {
+        "omit escape_sequences for a Zellij pane"
+    } else if refusal == unsupported::CAPTURE_END {
+        "omit end, and cut the answer with max_lines"
+    } else {
+        "pass start \"-\" and cut the answer with max_lines"
+    };
+    ToolError::unsupported(refusal, instead)
+}
+
+impl MuxTool for CapturePaneInput {
     type Answer = CapturePaneOutput;
 
     fn server(&self) -> Option<&str> {
         self.server.as_deref()
     }
 
-    async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
-        let target = tmux.target(&self.target).await?;
-        let max_lines = check_max_lines(self.max_lines)?;
-        let pane = tmux.pane_of(&target).await?;
-        let range = CaptureRange {
-            start: self.start.map(|s| s.0),
-            end: self.end.map(|e| e.0),
-            join_wrapped: self.join_wrapped,
-            escape_sequences: self.escape_sequences,
-        };
-        let capture = crate::mcp::pane_ops::capture_pane(&tmux, pane, &range, max_lines).await?;
-        Ok(CapturePaneOutput {
-            server: tmux.server_name().to_owned(),
-            session: None,
-            pane_id: pane.to_string(),
-            truncated: capture.truncated(),
-            lines: capture.captured.lines,
-            total_lines: capture.captured.total_lines,
-            truncated_lines: capture.captured.truncated_lines,
-            dropped_bytes: capture.dropped_bytes,
-            text: capture.captured.text,
-        })
+    fn check(&self, backend: Backend) -> Result<(), ToolError> {
+        check_max_lines(self.max_lines)?;
+        if backend == Backend::Zellij {
+            capture_scope(&self.range()).map_err(zellij_capture_refusal)?;
+        }
+        Ok(())
     }
 
-    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
-        z.capture_pane(self).await
+    async fn act<A: PaneAccess>(self, _: &McpServer, access: A) -> Reply<Self> {
+        let scoped = access.pane(&self.target).await?;
+        let captured = scoped
+            .mux
+            .capture(&scoped.pane, &self.range(), self.max_lines)
+            .await
+            .map_err(|e| access.error(&scoped, e))?;
+        let (text, dropped_bytes) = access.budget().cap_output(&captured.text);
+        Ok(CapturePaneOutput {
+            server: access.server_name().to_owned(),
+            session: scoped.session,
+            pane_id: scoped.pane.to_string(),
+            truncated: captured.truncated() || dropped_bytes > 0,
+            lines: captured.lines,
+            total_lines: captured.total_lines,
+            truncated_lines: captured.truncated_lines,
+            dropped_bytes,
+            text,
+        })
     }
 }
 

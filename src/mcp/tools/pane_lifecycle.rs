@@ -20,18 +20,22 @@ use serde::{Deserialize, Serialize};
 
 use super::support::check_shell;
 use crate::mcp::McpServer;
-use crate::mcp::access::{PANES_HINT, TmuxAccess, check_target, checked_target, list_hint};
+use crate::mcp::access::{
+    PANES_HINT, TmuxAccess, check_target, checked_target, list_hint, pane_only,
+};
 use crate::mcp::args::ObjectArg;
 use crate::mcp::backend::{Backend, Row};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
+use crate::mcp::pane_access::PaneAccess;
 use crate::mcp::pane_ops::{
     PaneInfo, PaneRow, PaneScope, not_found, op_error, pane_info, pane_rows,
 };
 use crate::mcp::self_guard::Kill;
-use crate::mcp::shared_tool::{Reply, SharedTool};
+use crate::mcp::shared_tool::{MuxTool, Reply, SharedTool};
 use crate::mcp::tools::zellij_objects::ZellijPaneInfo;
 use crate::mcp::zellij_access::ZellijAccess;
+use muxgate_mux::multiplexer::Multiplexer;
 use muxgate_tmux::PaneId;
 use muxgate_tmux::typed::pane_lifecycle::{PaneSelection, Spawn, Split, SplitSide, SplitSize};
 use muxgate_tmux::wire::target::Target;
@@ -613,7 +617,10 @@ impl McpServer {
     }
 }
 
-impl SharedTool for PaneIdInput {
+/// What `kill_pane` names for a window or a session.
+const KILL_INSTEAD: &str = "kill_window or kill_session";
+
+impl MuxTool for PaneIdInput {
     type Answer = KillPaneOutput;
 
     fn server(&self) -> Option<&str> {
@@ -624,44 +631,27 @@ impl SharedTool for PaneIdInput {
         if backend == Backend::Tmux
             && let Some(target) = checked_target(&self.target)?
         {
-            pane_only(&target, "kill_window or kill_session")?;
+            pane_only(&target, KILL_INSTEAD)?;
         }
         Ok(())
     }
 
-    async fn on_tmux(self, gateway: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
-        let pane = exact_pane(&tmux, &self.target, "kill_window or kill_session").await?;
-        let pane = tmux.resolve(&Target::Pane(pane)).await?.pane_id;
-        gateway.refuse_self_kill(&tmux, Kill::Pane(pane)).await?;
-        let target = Target::Pane(pane);
-        tmux.pane_lifecycle()
-            .kill(pane)
+    /// On Zellij a tab left empty closes (`tab_closed`), and the session's last pane is
+    /// refused, as closing it would end the session.
+    async fn act<A: PaneAccess>(self, gateway: &McpServer, access: A) -> Reply<Self> {
+        let scoped = access.exact_pane(&self.target, KILL_INSTEAD).await?;
+        access.may_kill(gateway, &scoped).await?;
+        let holder = scoped
+            .mux
+            .kill_pane(&scoped.pane)
             .await
-            .map_err(|e| op_error(&tmux, e, &target, list_hint(&target)))?;
+            .map_err(|e| access.error(&scoped, e))?;
         Ok(KillPaneOutput {
-            server: tmux.server_name().to_owned(),
-            pane_id: pane.to_string(),
-            session: None,
-            tab_id: None,
-            tab_closed: None,
-        })
-    }
-
-    /// A tab left empty closes (`tab_closed`); the session's last pane is refused, as Zellij
-    /// would end the session.
-    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
-        let (session, pane) = z.pane_target(&self.target)?;
-        let closed = z
-            .backend
-            .close_pane(&session, pane)
-            .await
-            .map_err(|e| z.error(e))?;
-        Ok(KillPaneOutput {
-            server: z.server_name().to_owned(),
-            pane_id: closed.pane.to_string(),
-            session: Some(session.to_string()),
-            tab_id: Some(closed.tab.0),
-            tab_closed: Some(closed.tab_closed),
+            server: access.server_name().to_owned(),
+            pane_id: scoped.pane.to_string(),
+            session: scoped.session,
+            tab_id: holder.map(|h| h.id),
+            tab_closed: holder.map(|h| h.closed),
         })
     }
 }
@@ -820,40 +810,24 @@ impl SharedTool for ResizePane {
     }
 }
 
-impl SharedTool for SetPaneTitleInput {
+impl MuxTool for SetPaneTitleInput {
     type Answer = SetPaneTitleOutput;
 
     fn server(&self) -> Option<&str> {
         self.server.as_deref()
     }
 
-    async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
-        let target = tmux.target(&self.target).await?;
-        let pane = tmux.pane_of(&target).await?;
-        tmux.pane_lifecycle()
-            .set_title(pane, &self.title)
+    async fn act<A: PaneAccess>(self, _: &McpServer, access: A) -> Reply<Self> {
+        let scoped = access.pane(&self.target).await?;
+        scoped
+            .mux
+            .set_title(&scoped.pane, &self.title)
             .await
-            .map_err(|e| op_error(&tmux, e, &target, list_hint(&target)))?;
+            .map_err(|e| access.error(&scoped, e))?;
         Ok(SetPaneTitleOutput {
-            server: tmux.server_name().to_owned(),
-            session: None,
-            pane_id: pane.to_string(),
-            title: self.title,
-        })
-    }
-
-    /// Renames the pane without focusing it.
-    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
-        let (session, pane) = z.pane_target(&self.target)?;
-        let pane = z
-            .backend
-            .rename_pane(&session, pane, &self.title)
-            .await
-            .map_err(|e| z.error(e))?;
-        Ok(SetPaneTitleOutput {
-            server: z.server_name().to_owned(),
-            session: Some(session.to_string()),
-            pane_id: pane.id.to_string(),
+            server: access.server_name().to_owned(),
+            session: scoped.session,
+            pane_id: scoped.pane.to_string(),
             title: self.title,
         })
     }
@@ -861,7 +835,11 @@ impl SharedTool for SetPaneTitleInput {
 
 impl McpServer {
     /// Self-protection: refuses `kill` when it would take down the gateway's own pane.
-    async fn refuse_self_kill(&self, tmux: &TmuxAccess<'_>, kill: Kill) -> Result<(), ToolError> {
+    pub(crate) async fn refuse_self_kill(
+        &self,
+        tmux: &TmuxAccess<'_>,
+        kill: Kill,
+    ) -> Result<(), ToolError> {
         match &self.state().self_location {
             Some(me) => me.check(tmux, kill).await,
             None => Ok(()),
@@ -873,20 +851,6 @@ impl McpServer {
 /// to one pane (`SESSION:WINDOW.PANE`).
 async fn exact_pane(tmux: &TmuxAccess<'_>, text: &str, instead: &str) -> Result<PaneId, ToolError> {
     pane_only(&tmux.target(text).await?, instead)
-}
-
-/// A target that must be a pane.
-fn pane_only(target: &Target, instead: &str) -> Result<PaneId, ToolError> {
-    match target {
-        Target::Pane(pane) => Ok(*pane),
-        other => Err(ToolError::invalid_arguments(
-            format!(
-                "this tool needs a pane id (%N), not {} {other}",
-                other.kind()
-            ),
-            format!("call list_panes for pane ids, or use {instead}"),
-        )),
-    }
 }
 
 /// Checks how a new program starts (split_window, respawn_pane).

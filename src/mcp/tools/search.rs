@@ -20,7 +20,8 @@ use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{PaneRow, PaneScope, not_found, pane_rows, quote_error};
-use muxgate_tmux::ops::capture::CaptureRange;
+use muxgate_mux::multiplexer::CaptureRange;
+use muxgate_tmux::ops::capture::capture_command;
 use muxgate_tmux::{BatchMode, CommandOutcome};
 
 /// Longest pattern accepted, and the compiled-size ceiling of its regex.
@@ -187,7 +188,7 @@ async fn search(
     for chunk in rows.chunks(CAPTURES_PER_BATCH) {
         let commands = chunk
             .iter()
-            .map(|row| range.command(row.pane()).map_err(quote_error))
+            .map(|row| capture_command(range, row.pane()).map_err(quote_error))
             .collect::<Result<Vec<_>, _>>()?;
         let outcomes = tmux
             .run_batch(commands, BatchMode::Independent, None)

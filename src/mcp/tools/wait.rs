@@ -42,8 +42,9 @@ use crate::mcp::position::OutputPosition;
 use crate::mcp::shared_tool::{Reply, SharedTool};
 use crate::mcp::tools::watch::{read_settled_state, read_state};
 use crate::mcp::zellij_access::ZellijAccess;
+use muxgate_mux::multiplexer::CaptureRange;
 use muxgate_tmux::follow::text::{Decision, Followed, RowsSince, TextWatch, follow};
-use muxgate_tmux::ops::capture::CaptureRange;
+use muxgate_tmux::ops::capture::capture_command;
 use muxgate_tmux::{LineReader, OutputSubscription, PaneId, StreamEnd};
 
 /// `wait_for_text`'s timeout when the client gives none.
@@ -429,8 +430,7 @@ async fn visible_lines(tmux: &TmuxAccess<'_>, pane: PaneId) -> Result<Vec<String
         join_wrapped: true,
         ..CaptureRange::visible()
     };
-    let command = range
-        .command(pane)
+    let command = capture_command(&range, pane)
         .map_err(|e| ToolError::new(ToolErrorKind::Internal, e.to_string(), "report this"))?;
     let rows = tmux.run(command, PANES_HINT).await.map_err(|e| {
         if e.kind == ToolErrorKind::NotFound {

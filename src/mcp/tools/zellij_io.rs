@@ -1,18 +1,17 @@
 //! Zellij terminal I/O tools: batches of text, keys and pastes, and commands run with their
-//! output and exit status; and the Zellij halves of `capture_pane`, `paste_text`,
-//! `wait_for_text` and `run_command`, with the input step (`ZellijAccess::send_input`) that
-//! `send_keys`, `paste_text` and `send_keys_batch` deliver through.
+//! output and exit status; and the Zellij halves of `paste_text`, `wait_for_text` and
+//! `run_command`, with the input step (`ZellijAccess::send_input`) that `send_keys`,
+//! `paste_text` and `send_keys_batch` deliver through.
 //!
-//! Everything targets a pane by id and never moves anyone's focus. Reads go through the
-//! backend-neutral [`PaneIo`] trait and come from stdout (no temp files); `wait_for_text` runs
-//! on `ZellijBackend::wait_for_new_lines`, woken by Zellij's pane events (no polling, no
-//! sleeps).
+//! Everything targets a pane by id and never moves anyone's focus. Output comes from stdout
+//! (no temp files); `wait_for_text` runs on `ZellijBackend::wait_for_new_lines`, woken by
+//! Zellij's pane events (no polling, no sleeps).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use muxgate_mux::echo::EchoFilter;
-use muxgate_mux::lines::truncation_marker;
+use muxgate_mux::multiplexer::CapturedText;
 use muxgate_mux::screen_mark::ScreenMark;
 use muxgate_mux::shell_run::RunCapture;
 use muxgate_mux::text_match::{HitKind, WaitMatcher};
@@ -24,7 +23,6 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use super::input::{PasteTextInput, PasteTextOutput, not_utf8_for_zellij};
-use super::pane::{CapturePaneInput, CapturePaneOutput};
 use super::run::{DEFAULT_RUN_TIMEOUT, RunCommandInput, RunCommandOutput};
 use super::wait::{
     DEFAULT_TEXT_TIMEOUT, TextWaitRequest, WaitForTextInput, WaitForTextOutput, WaitOutcome,
@@ -34,15 +32,12 @@ use super::zellij_pane::PaneSpot;
 use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
-use crate::mcp::pane_ops::check_max_lines;
 use crate::mcp::position::ZellijPosition;
 use crate::mcp::zellij_access::ZellijAccess;
 use muxgate_mux::lines::tail_of;
-use muxgate_mux::pane_io::{LineBound, PaneIo, ScreenScope};
 use muxgate_zellij::backend::{
     CommandResult, InputStep, NewLinesEnd, RunInPaneOptions, RunOptions,
 };
-use muxgate_zellij::unsupported;
 
 /// Default `max_lines` of reads and command output (as the tmux tools).
 const DEFAULT_MAX_LINES: usize = 500;
@@ -95,67 +90,6 @@ pub struct ZellijRunOutput {
     pub elapsed_ms: u64,
 }
 
-/// Lines shaped for an answer: the last `max_lines` behind a marker line, then the caller's
-/// byte cap.
-struct Shaped {
-    text: String,
-    /// Lines kept (the marker not counted).
-    lines: usize,
-    /// Lines cut from the start by `max_lines`.
-    truncated_lines: usize,
-    /// Bytes cut from the front by the caller's output budget.
-    dropped_bytes: usize,
-}
-
-impl Shaped {
-    fn new(z: &ZellijAccess<'_>, lines: &[String], max_lines: usize) -> Self {
-        let keep = max_lines.max(1);
-        let cut = lines.len().saturating_sub(keep);
-        let mut text = String::new();
-        if cut > 0 {
-            text.push_str(&truncation_marker(cut));
-            text.push('\n');
-        }
-        text.push_str(&lines[cut..].join("\n"));
-        let (text, dropped_bytes) = z.budget().cap_output(&text);
-        Self {
-            text,
-            lines: lines.len() - cut,
-            truncated_lines: cut,
-            dropped_bytes,
-        }
-    }
-
-    fn truncated(&self) -> bool {
-        self.truncated_lines > 0 || self.dropped_bytes > 0
-    }
-}
-
-/// What part of a Zellij pane a `capture_pane` call reads: the screen (`start` absent or 0),
-/// or the scrollback and the screen (`start: "-"`); `end` is the screen's bottom either way.
-fn zellij_scope(input: &CapturePaneInput) -> Result<ScreenScope, ToolError> {
-    if input.escape_sequences {
-        return Err(ToolError::unsupported(
-            unsupported::ESCAPE_SEQUENCES,
-            "omit escape_sequences for a Zellij pane",
-        ));
-    }
-    if !matches!(input.end.map(|e| e.0), None | Some(LineBound::Edge)) {
-        return Err(ToolError::unsupported(
-            unsupported::CAPTURE_END,
-            "omit end, and cut the answer with max_lines",
-        ));
-    }
-    match input.start.map(|s| s.0) {
-        None | Some(LineBound::Line(0)) => Ok(ScreenScope::Visible),
-        Some(LineBound::Edge) => Ok(ScreenScope::Full),
-        Some(LineBound::Line(_)) => Err(ToolError::unsupported(
-            unsupported::CAPTURE_START,
-            "pass start \"-\" and cut the answer with max_lines",
-        )),
-    }
-}
-
 /// A run's result as the tool returns it.
 fn run_output(
     z: &ZellijAccess<'_>,
@@ -170,14 +104,15 @@ fn run_output(
     } else {
         output.split('\n').map(str::to_owned).collect()
     };
-    let shaped = Shaped::new(z, &lines, max_lines);
+    let shaped = CapturedText::tail(&lines, max_lines);
+    let (text, dropped_bytes) = z.budget().cap_output(&shaped.text);
     ZellijRunOutput {
         server: z.server_name().to_owned(),
         session: session.to_owned(),
         pane_id: result.pane.to_string(),
         exit_status: result.exit_status,
-        truncated: shaped.truncated() || result.truncated,
-        output: shaped.text,
+        truncated: shaped.truncated() || dropped_bytes > 0 || result.truncated,
+        output: text,
         lines: shaped.lines,
         total_lines: lines.len(),
         pane_closed: result.pane_closed,
@@ -186,35 +121,6 @@ fn run_output(
 }
 
 impl ZellijAccess<'_> {
-    /// `capture_pane` on a Zellij server: the visible screen, or (`start: "-"`) the scrollback
-    /// too. Zellij reads whole screens only and always joins wrapped lines, so the tmux-only
-    /// range and escape-sequence options are refused rather than ignored.
-    pub(crate) async fn capture_pane(
-        &self,
-        input: CapturePaneInput,
-    ) -> Result<CapturePaneOutput, ToolError> {
-        let (session, pane) = self.pane_target(&input.target)?;
-        let scope = zellij_scope(&input)?;
-        let max_lines = check_max_lines(input.max_lines)?;
-        let lines = self
-            .panes(&session)
-            .read_screen(&pane, scope)
-            .await
-            .map_err(|e| self.error(e))?;
-        let shaped = Shaped::new(self, &lines, max_lines);
-        Ok(CapturePaneOutput {
-            server: self.server_name().to_owned(),
-            session: Some(session.to_string()),
-            pane_id: pane.to_string(),
-            truncated: shaped.truncated(),
-            lines: shaped.lines,
-            total_lines: lines.len(),
-            truncated_lines: shaped.truncated_lines,
-            dropped_bytes: shaped.dropped_bytes,
-            text: shaped.text,
-        })
-    }
-
     /// `paste_text` on a Zellij server: one bracketed paste (`bracket`), or the text typed.
     /// Zellij types only UTF-8 text, so other bytes are refused.
     pub(crate) async fn paste_text(

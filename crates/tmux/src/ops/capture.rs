@@ -11,12 +11,10 @@
 //!
 //! Pure: builds the command and shapes its output; runs nothing.
 
-use muxgate_mux::lines::truncation_marker;
-
 use crate::wire::command::TmuxCommand;
 use crate::wire::ids::PaneId;
 use crate::wire::quote::QuoteError;
-use muxgate_mux::pane_io::LineBound;
+use muxgate_mux::multiplexer::{CaptureRange, CapturedText, LineBound};
 
 /// Default `max_lines` of captures (as the reference server).
 pub const DEFAULT_MAX_LINES: usize = 500;
@@ -29,62 +27,22 @@ fn bound_arg(bound: LineBound) -> String {
     }
 }
 
-/// What to capture.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CaptureRange {
-    /// First line (default: the top of the visible screen).
-    pub start: Option<LineBound>,
-    /// Last line (default: the bottom of the visible screen).
-    pub end: Option<LineBound>,
-    /// Join lines the terminal wrapped into one line each.
-    pub join_wrapped: bool,
-    /// Keep colours and attributes as escape sequences.
-    pub escape_sequences: bool,
-}
-
-impl CaptureRange {
-    /// The visible screen, plain text.
-    pub fn visible() -> Self {
-        Self::default()
+/// `capture-pane -p` for `pane` with `range`.
+pub fn capture_command(range: &CaptureRange, pane: PaneId) -> Result<TmuxCommand, QuoteError> {
+    let mut command = TmuxCommand::new("capture-pane").flag("-p");
+    if range.join_wrapped {
+        command = command.flag("-J");
     }
-
-    /// `capture-pane -p` for `pane` with this range.
-    pub fn command(&self, pane: PaneId) -> Result<TmuxCommand, QuoteError> {
-        let mut command = TmuxCommand::new("capture-pane").flag("-p");
-        if self.join_wrapped {
-            command = command.flag("-J");
-        }
-        if self.escape_sequences {
-            command = command.flag("-e");
-        }
-        if let Some(start) = self.start {
-            command = command.opt("-S", bound_arg(start));
-        }
-        if let Some(end) = self.end {
-            command = command.opt("-E", bound_arg(end));
-        }
-        command.target(pane).build()
+    if range.escape_sequences {
+        command = command.flag("-e");
     }
-}
-
-/// Captured text, shaped for a response.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CapturedText {
-    /// The kept lines joined with `\n`, behind a marker line when lines were cut.
-    pub text: String,
-    /// Lines kept (the marker not counted).
-    pub lines: usize,
-    /// Lines the capture had after dropping trailing blank lines.
-    pub total_lines: usize,
-    /// Lines cut from the top to respect `max_lines`.
-    pub truncated_lines: usize,
-}
-
-impl CapturedText {
-    /// Whether lines were cut from the top.
-    pub fn truncated(&self) -> bool {
-        self.truncated_lines > 0
+    if let Some(start) = range.start {
+        command = command.opt("-S", bound_arg(start));
     }
+    if let Some(end) = range.end {
+        command = command.opt("-E", bound_arg(end));
+    }
+    command.target(pane).build()
 }
 
 /// Shapes `capture-pane` output: drops trailing blank lines (and, with `trim_line_ends`, the
@@ -104,22 +62,7 @@ pub fn shape_capture(raw: &[Vec<u8>], max_lines: usize, trim_line_ends: bool) ->
     while lines.last().is_some_and(|l| l.trim().is_empty()) {
         lines.pop();
     }
-    let total_lines = lines.len();
-    let keep = max_lines.max(1);
-    let truncated_lines = total_lines.saturating_sub(keep);
-    let kept = &lines[truncated_lines..];
-    let mut text = String::new();
-    if truncated_lines > 0 {
-        text.push_str(&truncation_marker(truncated_lines));
-        text.push('\n');
-    }
-    text.push_str(&kept.join("\n"));
-    CapturedText {
-        text,
-        lines: kept.len(),
-        total_lines,
-        truncated_lines,
-    }
+    CapturedText::tail(&lines, max_lines)
 }
 
 #[cfg(test)]
@@ -132,7 +75,7 @@ mod tests {
 
     #[test]
     fn builds_capture_commands() {
-        let line = |range: CaptureRange| range.command(PaneId(5)).unwrap().text();
+        let line = |range: CaptureRange| capture_command(&range, PaneId(5)).unwrap().text();
         assert_eq!(line(CaptureRange::visible()), "capture-pane -p -t '%5'");
         let joined = CaptureRange {
             join_wrapped: true,

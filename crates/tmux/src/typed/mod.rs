@@ -5,7 +5,7 @@
 //! - [`server`]: the server as a whole (probe, describe, identity, kill);
 //! - [`sessions`], [`windows`], [`pane_lifecycle`]: listing and changing sessions, windows and
 //!   panes; [`placement`]: which windows and sessions hold a pane;
-//! - [`panes`]: `PaneIo` for tmux, the pane operations both backends share;
+//! - [`panes`]: `Multiplexer` for tmux, the pane operations both backends share;
 //! - [`pane_state`]: a pane's state in one row; [`typing`]: a line and its Enter in one write;
 //! - [`since`]: a pane's state and rows read together for `capture_since`;
 //! - [`buffers`], [`copy_mode`], [`environment`], [`options`]: paste buffers, copy mode, the

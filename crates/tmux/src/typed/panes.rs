@@ -1,4 +1,4 @@
-//! [`PaneIo`] for one tmux server, as one caller: the backend-neutral pane operations built
+//! [`Multiplexer`] for one tmux server, as one caller: the backend-neutral pane operations built
 //! from the engine's commands ([`crate::ops`]) and output streams ([`crate::output`]).
 //!
 //! Waiting subscribes to the pane's output first, then checks the screen, and checks again
@@ -10,14 +10,19 @@ use std::time::Duration;
 use muxgate_mux::error::{BackendError, ErrorKind};
 use muxgate_mux::text_match::Pattern;
 
-use crate::ops::capture::{CaptureRange, shape_capture};
+use crate::ops::capture::{capture_command, shape_capture};
 use crate::ops::input::{InputError, InputPlan};
 use crate::ops::keys::{KeyError, KeyName};
+use crate::typed::op_error::OpError;
+use crate::typed::pane_lifecycle::TmuxPaneLifecycle;
 use crate::wire::format::{flag, row_format, split_row};
 use crate::{
     BatchMode, Caller, CommandOutcome, EngineError, PaneId, StreamEnd, TmuxCommand, TmuxServer,
 };
-use muxgate_mux::pane_io::{LineBound, PaneIo, PaneSummary, ScreenMatch, ScreenScope};
+use muxgate_mux::multiplexer::{
+    CaptureRange, CapturedText, ClosedHolder, LineBound, Multiplexer, PaneSummary, ScreenMatch,
+    ScreenScope,
+};
 
 /// `-F` fields of a pane row; the title (free text) last.
 const PANE_FIELDS: [&str; 8] = [
@@ -77,6 +82,9 @@ pub enum TmuxPaneError {
     /// tmux refused a command; its message.
     #[error("tmux refused the command: {0}")]
     Refused(String),
+    /// tmux did not answer for the command: the pane is not there (any more).
+    #[error("tmux did not answer for every command")]
+    Unanswered,
     /// No line matched before the wait timed out.
     #[error("no line matched in pane {pane} within {} ms", after.as_millis())]
     Timeout {
@@ -101,7 +109,19 @@ impl BackendError for TmuxPaneError {
             Self::Engine(error) => error.kind(),
             Self::Input(_) | Self::Key(_) => ErrorKind::InvalidInput,
             Self::Refused(_) | Self::Ended { .. } => ErrorKind::Conflict,
+            Self::Unanswered => ErrorKind::NotFound,
             Self::Timeout { .. } => ErrorKind::Timeout,
+        }
+    }
+}
+
+impl From<OpError> for TmuxPaneError {
+    fn from(error: OpError) -> Self {
+        match error {
+            OpError::Engine(error) => Self::Engine(error),
+            OpError::Quote(error) => Self::Engine(error.into()),
+            OpError::Refused(message) => Self::Refused(message),
+            OpError::Unanswered => Self::Unanswered,
         }
     }
 }
@@ -127,6 +147,10 @@ impl TmuxPanes {
     /// The configured name of the server.
     pub fn server_name(&self) -> &str {
         self.server.name()
+    }
+
+    fn lifecycle(&self) -> TmuxPaneLifecycle {
+        TmuxPaneLifecycle::new(self.server.clone(), self.caller.clone())
     }
 
     async fn run(&self, command: TmuxCommand) -> Result<Vec<Vec<u8>>, TmuxPaneError> {
@@ -218,12 +242,34 @@ fn parse_pane_row(row: &[u8]) -> Option<PaneSummary<PaneId>> {
     })
 }
 
-impl PaneIo for TmuxPanes {
+impl Multiplexer for TmuxPanes {
     type PaneId = PaneId;
     type Error = TmuxPaneError;
 
     fn backend(&self) -> &'static str {
         "tmux"
+    }
+
+    async fn capture(
+        &self,
+        pane: &PaneId,
+        range: &CaptureRange,
+        max_lines: usize,
+    ) -> Result<CapturedText, TmuxPaneError> {
+        let command = capture_command(range, *pane).map_err(EngineError::from)?;
+        let raw = self.run(command).await?;
+        Ok(shape_capture(&raw, max_lines, range.join_wrapped))
+    }
+
+    async fn set_title(&self, pane: &PaneId, title: &str) -> Result<(), TmuxPaneError> {
+        Ok(self.lifecycle().set_title(*pane, title).await?)
+    }
+
+    /// tmux closes the window with its last pane, and the session with its last window; what
+    /// closed is not reported.
+    async fn kill_pane(&self, pane: &PaneId) -> Result<Option<ClosedHolder>, TmuxPaneError> {
+        self.lifecycle().kill(*pane).await?;
+        Ok(None)
     }
 
     async fn list_panes(&self) -> Result<Vec<PaneSummary<PaneId>>, TmuxPaneError> {
@@ -261,7 +307,7 @@ impl PaneIo for TmuxPanes {
             ..CaptureRange::default()
         };
         let raw = self
-            .run(range.command(*pane).map_err(EngineError::from)?)
+            .run(capture_command(&range, *pane).map_err(EngineError::from)?)
             .await?;
         let shaped = shape_capture(&raw, usize::MAX, true);
         if shaped.lines == 0 {

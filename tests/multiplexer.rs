@@ -1,4 +1,4 @@
-//! The backend-neutral `PaneIo` trait: one scenario, written once against the trait, run on a
+//! The backend-neutral `Multiplexer` trait: one scenario, written once against the trait, run on a
 //! real tmux server and on a real headless Zellij session.
 
 mod common;
@@ -7,7 +7,7 @@ mod zellij_common;
 use std::time::Duration;
 
 use common::tmux::TestTmux;
-use muxgate_mux::pane_io::{PaneIo, ScreenScope};
+use muxgate_mux::multiplexer::{Multiplexer, ScreenScope};
 use muxgate_mux::text_match::Pattern;
 use muxgate_tmux::typed::panes::TmuxPanes;
 use muxgate_tmux::{Caller, EngineSettings, PaneId as TmuxPaneId, TmuxEngine, TmuxSocket};
@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use zellij_common::Harness;
 
 /// Types a command, presses Enter, waits for its output, reads it back; checks the failures.
-async fn scenario<B: PaneIo>(io: &B, pane: B::PaneId, enter: &str) {
+async fn scenario<B: Multiplexer>(io: &B, pane: B::PaneId, enter: &str) {
     let listed = io.list_panes().await.expect("list panes");
     let me = listed
         .iter()
