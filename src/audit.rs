@@ -102,13 +102,13 @@
 //! are lost: the writer logs how many, as an error.
 
 mod backlog;
-pub mod chain;
+pub(crate) mod chain;
 pub mod files;
-pub mod head;
-pub mod key;
+pub(crate) mod head;
+pub(crate) mod key;
 mod record;
-pub mod redact;
-pub mod verify;
+pub(crate) mod redact;
+pub(crate) mod verify;
 mod writer;
 
 use std::path::{Path, PathBuf};

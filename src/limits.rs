@@ -59,7 +59,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::auth::Principal;
 
-pub mod output;
+pub(crate) mod output;
 
 use output::{Carried, OutputBudget};
 

@@ -41,7 +41,7 @@ impl StateConfig {
 /// missing too. Those are made `0700` as well, except when the gateway runs as root: they are
 /// then `0711`, so that workspaces, which run as uids of their own, can pass through them to
 /// their own directories (never list them).
-pub fn create_state_dir(dir: &Path) -> io::Result<()> {
+pub(crate) fn create_state_dir(dir: &Path) -> io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     // SAFETY: geteuid(2) cannot fail.
     let parents = if unsafe { libc::geteuid() } == 0 {
@@ -67,7 +67,7 @@ pub fn create_state_dir(dir: &Path) -> io::Result<()> {
 
 /// Writes a file only the gateway's user can read (`0600`), replacing it atomically: a reader
 /// (or a crash) never sees half of it.
-pub fn write_private(path: &Path, contents: &[u8]) -> io::Result<()> {
+pub(crate) fn write_private(path: &Path, contents: &[u8]) -> io::Result<()> {
     let temp = path.with_extension("tmp");
     {
         let mut file = std::fs::OpenOptions::new()

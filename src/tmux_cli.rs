@@ -20,11 +20,11 @@ use muxgate_tmux::client::connection::is_absent_message;
 use muxgate_tmux::output::watch_session::is_watch_session;
 
 /// How long one diagnostic tmux command may take.
-pub const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Why a tmux command did not give an answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CliError {
+pub(crate) enum CliError {
     #[error("cannot run tmux: {0}")]
     Spawn(String),
     #[error("tmux did not answer within {0:?}")]
@@ -35,7 +35,7 @@ pub enum CliError {
 }
 
 /// Runs `tmux <socket args> <args>` and returns its stdout.
-pub async fn run(
+pub(crate) async fn run(
     socket: &TmuxSocket,
     args: &[&str],
     timeout: Duration,
@@ -67,14 +67,14 @@ pub async fn run(
 
 /// The tmux found on `PATH`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TmuxBinary {
+pub(crate) struct TmuxBinary {
     pub path: PathBuf,
     /// `tmux -V` output, e.g. `tmux 3.3a`.
     pub version: String,
 }
 
 /// Finds tmux on `PATH` and asks its version.
-pub async fn find_tmux() -> Result<TmuxBinary, CliError> {
+pub(crate) async fn find_tmux() -> Result<TmuxBinary, CliError> {
     let path_var = std::env::var_os("PATH").unwrap_or_default();
     let path = find_in_path(&path_var, "tmux")
         .ok_or_else(|| CliError::Spawn("tmux is not on PATH".into()))?;
@@ -99,7 +99,7 @@ fn is_executable(path: &Path) -> bool {
 
 /// What a probe found at a socket.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ServerProbe {
+pub(crate) enum ServerProbe {
     Running {
         sessions: usize,
     },
@@ -109,7 +109,7 @@ pub enum ServerProbe {
 }
 
 /// Asks the server at `socket` for its sessions (the gateway's watch session not counted).
-pub async fn probe_server(socket: &TmuxSocket, timeout: Duration) -> ServerProbe {
+pub(crate) async fn probe_server(socket: &TmuxSocket, timeout: Duration) -> ServerProbe {
     match run(socket, &["list-sessions", "-F", "#{session_name}"], timeout).await {
         Ok(out) => ServerProbe::Running {
             sessions: out

@@ -5,7 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A point in time in UTC, to the millisecond. Times before 1970 read as 1970-01-01.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Utc {
+pub(crate) struct Utc {
     pub year: i64,
     pub month: u32,
     pub day: u32,
@@ -35,12 +35,12 @@ impl From<SystemTime> for Utc {
 
 impl Utc {
     /// `YYYY-MM-DDTHH:MM:SS.mmmZ` (RFC 3339).
-    pub fn rfc3339_millis(&self) -> String {
+    pub(crate) fn rfc3339_millis(&self) -> String {
         self.written(["-", ":", "."])
     }
 
     /// `YYYYMMDDTHHMMSSmmmZ`: without separators that sort wrongly or a file name cannot hold.
-    pub fn basic(&self) -> String {
+    pub(crate) fn basic(&self) -> String {
         self.written(["", "", ""])
     }
 

@@ -9,8 +9,8 @@
 //! or with `muxgate approvals`. An MCP elicitation is not used for this: its answer comes from
 //! the client, which may be the agent itself.
 
-pub mod desk;
-pub mod policy;
+pub(crate) mod desk;
+pub(crate) mod policy;
 
 pub use desk::{ApprovalDesk, DecideError, Decision, HeldCall, PendingApproval, Ticket, Verdict};
 pub use policy::{ApprovalPolicy, ApprovalsConfig, CallFacts};

@@ -18,10 +18,10 @@ use sha2::Sha256;
 type HmacSha256 = Hmac<Sha256>;
 
 /// Bytes of a generated key, and the fewest a key file may hold.
-pub const KEY_BYTES: usize = 32;
+pub(crate) const KEY_BYTES: usize = 32;
 
 /// Hex digits of a digest's `mac`.
-pub const DIGEST_HEX: usize = 12;
+pub(crate) const DIGEST_HEX: usize = 12;
 
 /// Why the key could not be read or created.
 #[derive(Debug, thiserror::Error)]

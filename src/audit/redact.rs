@@ -23,7 +23,7 @@ use serde_json::{Map, Value, json};
 use super::key::AuditKey;
 
 /// Fields whose values are recorded only as length + keyed digest.
-pub const DIGEST_FIELDS: &[&str] = &[
+pub(crate) const DIGEST_FIELDS: &[&str] = &[
     "keys",
     "text",
     "command",
@@ -47,10 +47,10 @@ pub const DIGEST_FIELDS: &[&str] = &[
 ];
 
 /// Fields holding nested arguments, redacted recursively.
-pub const NESTED_FIELDS: &[&str] = &["operations", "arguments", "steps", "ops", "filters"];
+pub(crate) const NESTED_FIELDS: &[&str] = &["operations", "arguments", "steps", "ops", "filters"];
 
 /// Fields whose values are kept (identifiers and knobs) when they are what the schema expects.
-pub const ECHO_FIELDS: &[&str] = &[
+pub(crate) const ECHO_FIELDS: &[&str] = &[
     "server",
     "socket_name",
     "target",
@@ -144,7 +144,7 @@ const MAX_KEY_CHARS: usize = 64;
 const MAX_REFS: usize = 8;
 
 /// The shape of a value, without any of its content.
-pub fn shape(value: &Value) -> Value {
+pub(crate) fn shape(value: &Value) -> Value {
     match value {
         Value::Null => Value::Null,
         Value::Bool(_) => json!({ "shape": "bool" }),
@@ -156,7 +156,7 @@ pub fn shape(value: &Value) -> Value {
 }
 
 /// `s` cut to `max_chars` characters, with a note of how many were cut.
-pub fn cap_chars(s: &str, max_chars: usize) -> String {
+pub(crate) fn cap_chars(s: &str, max_chars: usize) -> String {
     let total = s.chars().count();
     if total <= max_chars {
         return s.to_owned();
@@ -167,7 +167,7 @@ pub fn cap_chars(s: &str, max_chars: usize) -> String {
 
 /// Redacts tool arguments for the audit log. `schema` is the tool's input schema (`None`:
 /// nothing is echoed); `max_chars` caps echoed strings.
-pub fn redact_args(
+pub(crate) fn redact_args(
     args: &Value,
     schema: Option<&Map<String, Value>>,
     key: &AuditKey,

@@ -388,7 +388,7 @@ fn compile_client<L>(
 
 /// The bearer credential of a request: exactly one `Authorization` header, scheme `Bearer`
 /// (any case), one token.
-pub fn bearer_token(headers: &HeaderMap) -> Result<&str, RejectReason> {
+pub(crate) fn bearer_token(headers: &HeaderMap) -> Result<&str, RejectReason> {
     let mut values = headers.get_all(AUTHORIZATION).iter();
     let value = values.next().ok_or(RejectReason::Missing)?;
     if values.next().is_some() {
@@ -405,7 +405,7 @@ pub fn bearer_token(headers: &HeaderMap) -> Result<&str, RejectReason> {
 
 /// A 401 with `WWW-Authenticate: Bearer …resource_metadata="…"` and a JSON body
 /// `{"error", "reason", "message"}`.
-pub fn unauthorized(reason: RejectReason, metadata_url: &str) -> Response {
+pub(crate) fn unauthorized(reason: RejectReason, metadata_url: &str) -> Response {
     let mut challenge = String::from("Bearer ");
     if let Some(error) = reason.oauth_error() {
         challenge.push_str(&format!(

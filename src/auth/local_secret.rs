@@ -12,15 +12,15 @@ use std::path::{Path, PathBuf};
 use super::mint::generate_secret;
 
 /// The file's name in the state directory.
-pub const FILE: &str = "local.secret";
+pub(crate) const FILE: &str = "local.secret";
 
 /// The secret file in `state_dir`.
-pub fn path(state_dir: &Path) -> PathBuf {
+pub(crate) fn path(state_dir: &Path) -> PathBuf {
     state_dir.join(FILE)
 }
 
 /// The secret in `state_dir`, if one was written.
-pub fn load(state_dir: &Path) -> io::Result<Option<String>> {
+pub(crate) fn load(state_dir: &Path) -> io::Result<Option<String>> {
     match std::fs::read_to_string(path(state_dir)) {
         Ok(text) if !text.trim().is_empty() => Ok(Some(text.trim().to_owned())),
         Ok(_) => Err(io::Error::new(
@@ -34,7 +34,7 @@ pub fn load(state_dir: &Path) -> io::Result<Option<String>> {
 
 /// The secret in `state_dir`, generated and written first if there is none (the directory is
 /// created if missing: [`crate::state::create_state_dir`]).
-pub fn load_or_create(state_dir: &Path) -> io::Result<String> {
+pub(crate) fn load_or_create(state_dir: &Path) -> io::Result<String> {
     if let Some(secret) = load(state_dir)? {
         return Ok(secret);
     }

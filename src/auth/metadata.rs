@@ -16,7 +16,7 @@ use super::config::{AuthConfig, AuthConfigError};
 use super::principal::KNOWN_SCOPES;
 
 /// Well-known path prefix of the metadata document.
-pub const WELL_KNOWN_PATH: &str = "/.well-known/oauth-protected-resource";
+pub(crate) const WELL_KNOWN_PATH: &str = "/.well-known/oauth-protected-resource";
 
 /// The protected resource (the MCP endpoint) as advertised to clients.
 #[derive(Debug, Clone)]
@@ -128,7 +128,7 @@ impl ProtectedResource {
 }
 
 /// Handler answering the metadata document.
-pub async fn protected_resource_metadata(
+pub(crate) async fn protected_resource_metadata(
     State(resource): State<Arc<ProtectedResource>>,
 ) -> Json<ResourceMetadata> {
     Json(resource.metadata())

@@ -24,7 +24,7 @@ use super::token::{MuxgateClaim, TokenVerifier, valid_sub};
 use super::toolset::Toolsets;
 
 /// Longest lifetime a minted token may have.
-pub const MAX_TTL: Duration = Duration::from_secs(366 * 24 * 3600);
+pub(crate) const MAX_TTL: Duration = Duration::from_secs(366 * 24 * 3600);
 
 /// A token to mint.
 #[derive(Debug, Clone, PartialEq, Eq)]

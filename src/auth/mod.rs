@@ -49,20 +49,20 @@
 //! let app = mcp.merge(resource.router());
 //! ```
 
-pub mod bearer;
+pub(crate) mod bearer;
 pub mod config;
 mod keys;
-pub mod local_secret;
-pub mod metadata;
-pub mod mint;
-pub mod owners;
-pub mod pattern;
-pub mod policy;
-pub mod principal;
-pub mod session;
-pub mod throttle;
-pub mod token;
-pub mod toolset;
+pub(crate) mod local_secret;
+pub(crate) mod metadata;
+pub(crate) mod mint;
+pub(crate) mod owners;
+pub(crate) mod pattern;
+pub(crate) mod policy;
+pub(crate) mod principal;
+pub(crate) mod session;
+pub(crate) mod throttle;
+pub(crate) mod token;
+pub(crate) mod toolset;
 
 pub use bearer::{Authenticator, RejectHook, require_bearer};
 pub use config::{

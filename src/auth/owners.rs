@@ -68,7 +68,7 @@ impl SessionKey {
 }
 
 /// How often a failed save is tried again while no change comes to try it.
-pub const SAVE_RETRY: Duration = Duration::from_secs(1);
+pub(crate) const SAVE_RETRY: Duration = Duration::from_secs(1);
 
 /// The ownership table.
 #[derive(Debug)]

@@ -11,7 +11,7 @@
 use std::fmt;
 
 /// Longest accepted pattern, in characters.
-pub const MAX_PATTERN_CHARS: usize = 128;
+pub(crate) const MAX_PATTERN_CHARS: usize = 128;
 
 /// One compiled pattern.
 #[derive(Clone, PartialEq, Eq)]
@@ -94,7 +94,9 @@ impl fmt::Display for NamePattern {
 }
 
 /// Compiles a list of patterns, naming the first bad one.
-pub fn compile_patterns(patterns: &[String]) -> Result<Vec<NamePattern>, (String, PatternError)> {
+pub(crate) fn compile_patterns(
+    patterns: &[String],
+) -> Result<Vec<NamePattern>, (String, PatternError)> {
     patterns
         .iter()
         .map(|p| NamePattern::new(p).map_err(|e| (p.clone(), e)))

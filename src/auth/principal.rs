@@ -32,7 +32,7 @@ pub const SCOPE_ADMIN: &str = "mux:admin";
 /// Scope of a human who approves or denies held calls (`/approvals`); it grants no tool.
 pub const SCOPE_APPROVE: &str = "mux:approve";
 /// Every scope the gateway understands: the tiers' lowest first, then the approver's.
-pub const KNOWN_SCOPES: [&str; 4] = [SCOPE_READ, SCOPE_WRITE, SCOPE_ADMIN, SCOPE_APPROVE];
+pub(crate) const KNOWN_SCOPES: [&str; 4] = [SCOPE_READ, SCOPE_WRITE, SCOPE_ADMIN, SCOPE_APPROVE];
 
 /// How much a tool can change; tools declare one, principals hold one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -82,7 +82,7 @@ impl fmt::Display for Tier {
 }
 
 /// The highest tier a set of scopes grants.
-pub fn tier_of<'a>(scopes: impl IntoIterator<Item = &'a str>) -> Option<Tier> {
+pub(crate) fn tier_of<'a>(scopes: impl IntoIterator<Item = &'a str>) -> Option<Tier> {
     scopes.into_iter().filter_map(Tier::from_scope).max()
 }
 

@@ -51,11 +51,11 @@ use super::principal::Principal;
 use crate::http::held_body::HeldBody;
 
 /// The MCP session header (Streamable HTTP).
-pub static MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+pub(crate) static MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 
 /// What a client refused for having only busy sessions is told to wait: a busy session frees
 /// up when its request ends, which no one can predict (a wait may take minutes).
-pub const BUSY_RETRY_AFTER: Duration = Duration::from_secs(5);
+pub(crate) const BUSY_RETRY_AFTER: Duration = Duration::from_secs(5);
 
 /// How long closing one evicted session in rmcp may take; an idle session's worker answers at
 /// once, so this only bounds a stuck one.
@@ -113,7 +113,7 @@ pub trait CloseSessions: Send + Sync {
 }
 
 /// Sessions taken out of the table, each with its client, to be closed.
-pub type Evicted = Vec<(String, Arc<str>)>;
+pub(crate) type Evicted = Vec<(String, Arc<str>)>;
 
 /// Every session of a client is busy: no room for another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

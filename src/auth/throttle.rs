@@ -34,13 +34,13 @@ use super::owners::lock;
 
 /// The peer address of a request's connection (axum `ConnectInfo`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PeerAddr(pub SocketAddr);
+pub(crate) struct PeerAddr(pub SocketAddr);
 
 /// How many failures between sweeps of idle sources.
 const SWEEP_EVERY: u64 = 1024;
 
 /// Failed authentications per source address.
-pub struct FailureThrottle {
+pub(crate) struct FailureThrottle {
     limiter: DefaultKeyedRateLimiter<IpAddr>,
     clock: DefaultClock,
     /// Sources over their budget, and until when.
@@ -56,7 +56,7 @@ impl std::fmt::Debug for FailureThrottle {
 
 impl FailureThrottle {
     /// At most `per_minute` failures a minute per source, all of them in a burst.
-    pub fn new(per_minute: NonZeroU32) -> Self {
+    pub(crate) fn new(per_minute: NonZeroU32) -> Self {
         Self {
             limiter: RateLimiter::keyed(Quota::per_minute(per_minute)),
             clock: DefaultClock::default(),
@@ -67,7 +67,7 @@ impl FailureThrottle {
 
     /// How long `source` must wait before a failure of it counts again, when it spent its
     /// failures.
-    pub fn check(&self, source: IpAddr) -> Option<Duration> {
+    pub(crate) fn check(&self, source: IpAddr) -> Option<Duration> {
         let now = Instant::now();
         let mut blocked = lock(&self.blocked);
         match blocked.get(&source) {
@@ -82,7 +82,7 @@ impl FailureThrottle {
 
     /// Counts a failed authentication from `source`; the failure beyond its budget blocks it
     /// until the budget allows one more.
-    pub fn fail(&self, source: IpAddr) {
+    pub(crate) fn fail(&self, source: IpAddr) {
         if let Err(not_until) = self.limiter.check_key(&source) {
             let wait = not_until.wait_time_from(self.clock.now());
             lock(&self.blocked).insert(source, Instant::now() + wait);

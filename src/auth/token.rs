@@ -27,13 +27,11 @@ use super::pattern::{NamePattern, compile_patterns};
 use super::toolset::Toolsets;
 
 /// Longest token accepted, in bytes; real tokens are far smaller.
-pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
+pub(crate) const MAX_TOKEN_BYTES: usize = 8 * 1024;
 /// Longest `sub` accepted, in characters.
-pub const MAX_SUB_CHARS: usize = 256;
+pub(crate) const MAX_SUB_CHARS: usize = 256;
 /// Most scopes read from one token.
 const MAX_SCOPES: usize = 64;
-/// Name of the gateway's private claim.
-pub const MUXGATE_CLAIM: &str = "muxgate";
 
 /// Why a request was not authenticated. Each reason has a stable name for metrics and logs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -217,7 +215,7 @@ struct Claims {
 }
 
 /// Whether a `sub` is acceptable: it ends up in logs, audit lines and tmux option values.
-pub fn valid_sub(sub: &str) -> bool {
+pub(crate) fn valid_sub(sub: &str) -> bool {
     let chars = sub.chars().count();
     (1..=MAX_SUB_CHARS).contains(&chars) && !sub.chars().any(char::is_control)
 }

@@ -17,18 +17,19 @@ use std::path::PathBuf;
 use toml::{Table, Value};
 
 /// Prefix of every environment variable muxgate reads.
-pub const ENV_PREFIX: &str = "MUXGATE_";
+pub(crate) const ENV_PREFIX: &str = "MUXGATE_";
 
 /// Separator between key segments in an override variable (`MUXGATE_HTTP__BIND`).
-pub const ENV_KEY_SEPARATOR: &str = "__";
+pub(crate) const ENV_KEY_SEPARATOR: &str = "__";
 
 /// `MUXGATE_*` variables that are read elsewhere and are not config overrides.
-pub const NON_OVERRIDE_VARS: &[&str] = &["MUXGATE_CONFIG", "MUXGATE_LOG", "MUXGATE_APPROVER_TOKEN"];
+pub(crate) const NON_OVERRIDE_VARS: &[&str] =
+    &["MUXGATE_CONFIG", "MUXGATE_LOG", "MUXGATE_APPROVER_TOKEN"];
 
 /// Tables whose entries are a collection of named items rather than settings: a file that
 /// defines such a table replaces the default's entries instead of merging into them (a file
 /// listing tmux servers must not inherit the default server).
-pub const REPLACED_TABLES: &[&str] = &["tmux.servers", "zellij.servers", "clients"];
+pub(crate) const REPLACED_TABLES: &[&str] = &["tmux.servers", "zellij.servers", "clients"];
 
 /// Where a configuration value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,10 +53,10 @@ impl fmt::Display for Origin {
 }
 
 /// A dotted key path such as `tmux.servers.build.socket_name`.
-pub type KeyPath = Vec<String>;
+pub(crate) type KeyPath = Vec<String>;
 
 /// Renders a key path the way the operator writes it (`http.allowed_hosts[0]`).
-pub fn display_path(path: &[String]) -> String {
+pub(crate) fn display_path(path: &[String]) -> String {
     let mut text = String::new();
     for segment in path {
         if !text.is_empty() && !segment.starts_with('[') {
@@ -68,7 +69,7 @@ pub fn display_path(path: &[String]) -> String {
 
 /// An override taken from one environment variable.
 #[derive(Debug, Clone, PartialEq)]
-pub struct EnvOverride {
+pub(crate) struct EnvOverride {
     /// The variable's name, for error messages and the load report.
     pub var: String,
     /// Key segments, lowercased (matched case-insensitively against existing keys on apply).
@@ -90,7 +91,7 @@ pub struct EnvError {
 /// A variable is an override when its name is `MUXGATE_` followed by key segments separated by
 /// `__`. Other `MUXGATE_*` names are refused unless listed in [`NON_OVERRIDE_VARS`], so that a
 /// typo such as `MUXGATE_HTTP_BIND` is reported instead of silently ignored.
-pub fn env_overrides(
+pub(crate) fn env_overrides(
     vars: impl IntoIterator<Item = (String, String)>,
 ) -> Result<Vec<EnvOverride>, EnvError> {
     let mut overrides = Vec::new();
@@ -132,7 +133,7 @@ pub fn env_overrides(
 
 /// Parses an environment value as a TOML value (`8080`, `true`, `["a", "b"]`, `"quoted"`),
 /// falling back to the raw text as a string (`0.0.0.0:8080`, `/run/tmux.sock`).
-pub fn parse_env_value(raw: &str) -> Value {
+pub(crate) fn parse_env_value(raw: &str) -> Value {
     // Parse as the right-hand side of a one-key document; anything that smuggles in more keys
     // or fails to parse is taken literally.
     match toml::from_str::<Table>(&format!("value = {raw}")) {
@@ -145,7 +146,7 @@ pub fn parse_env_value(raw: &str) -> Value {
 
 /// The merged tree plus what is needed to say where a key came from.
 #[derive(Debug, Clone)]
-pub struct Layered {
+pub(crate) struct Layered {
     pub tree: Table,
     /// The operator's file, when one was given.
     pub file: Option<(PathBuf, Table)>,
@@ -155,7 +156,7 @@ pub struct Layered {
 
 impl Layered {
     /// Builds the tree: `default`, then `file` merged over it, then `overrides`.
-    pub fn build(
+    pub(crate) fn build(
         default: Table,
         file: Option<(PathBuf, Table)>,
         overrides: &[EnvOverride],
@@ -180,7 +181,7 @@ impl Layered {
     ///
     /// An override that set this key, a key inside it, or a table around it wins; otherwise
     /// the file if it defines the key; otherwise the embedded default.
-    pub fn origin_of(&self, path: &[String]) -> Origin {
+    pub(crate) fn origin_of(&self, path: &[String]) -> Origin {
         let related = |set: &KeyPath| set.starts_with(path) || path.starts_with(set);
         if let Some((_, var)) = self.applied_env.iter().rev().find(|(set, _)| related(set)) {
             return Origin::Env(var.clone());

@@ -19,7 +19,7 @@
 //! their sections from a shared [`Config`].
 
 pub mod allowlist;
-pub mod layers;
+pub(crate) mod layers;
 
 use std::borrow::Borrow;
 use std::collections::BTreeMap;

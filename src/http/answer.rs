@@ -19,7 +19,7 @@ const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
 
 /// The protocol version a request speaks, read as rmcp reads it: the request's own `_meta`
 /// field, else its `MCP-Protocol-Version` header, else 2025-03-26 (a request with neither).
-pub fn request_version(meta_version: Option<&str>, headers: &HeaderMap) -> ProtocolVersion {
+pub(crate) fn request_version(meta_version: Option<&str>, headers: &HeaderMap) -> ProtocolVersion {
     let from_header = headers
         .get(PROTOCOL_VERSION_HEADER)
         .and_then(|v| v.to_str().ok());
@@ -30,13 +30,13 @@ pub fn request_version(meta_version: Option<&str>, headers: &HeaderMap) -> Proto
 }
 
 /// The protocol version a request's params name in their `_meta`, if any.
-pub fn meta_version(params: &Map<String, Value>) -> Option<&str> {
+pub(crate) fn meta_version(params: &Map<String, Value>) -> Option<&str> {
     params.get("_meta")?.get(META_PROTOCOL_VERSION)?.as_str()
 }
 
 /// A `tools/call` answered with an error result holding `text` (the model reads it), shaped
 /// for `version`.
-pub fn tool_result(id: &Value, text: String, version: &ProtocolVersion) -> Response {
+pub(crate) fn tool_result(id: &Value, text: String, version: &ProtocolVersion) -> Response {
     let mut result =
         ServerResult::CallToolResult(CallToolResult::error(vec![ContentBlock::text(text)]));
     if *version < ProtocolVersion::V_2026_07_28 {
@@ -60,7 +60,7 @@ const INTERNAL_ERROR: i64 = -32603;
 
 /// A JSON-RPC error answering `id` (null when the request's id is unknown) with HTTP `status`.
 /// Error objects have one shape in every protocol version.
-pub fn error(status: StatusCode, id: &Value, code: i64, message: String) -> Response {
+pub(crate) fn error(status: StatusCode, id: &Value, code: i64, message: String) -> Response {
     let body = json!({
         "jsonrpc": "2.0",
         "id": id,

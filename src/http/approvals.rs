@@ -46,7 +46,10 @@ pub struct ApprovalsApi {
 const MAX_REASON_CHARS: usize = 500;
 
 /// `GET /approvals`.
-pub async fn list(State(api): State<ApprovalsApi>, principal: Extension<Principal>) -> Response {
+pub(crate) async fn list(
+    State(api): State<ApprovalsApi>,
+    principal: Extension<Principal>,
+) -> Response {
     if let Some(refused) = not_an_approver(&api.policy, &principal) {
         return refused;
     }
@@ -54,7 +57,7 @@ pub async fn list(State(api): State<ApprovalsApi>, principal: Extension<Principa
 }
 
 /// `POST /approvals/{id}`.
-pub async fn decide(
+pub(crate) async fn decide(
     State(api): State<ApprovalsApi>,
     principal: Extension<Principal>,
     Path(id): Path<String>,
@@ -122,7 +125,10 @@ pub async fn decide(
 }
 
 /// `GET /approvals/secrets`.
-pub async fn secrets(State(api): State<ApprovalsApi>, principal: Extension<Principal>) -> Response {
+pub(crate) async fn secrets(
+    State(api): State<ApprovalsApi>,
+    principal: Extension<Principal>,
+) -> Response {
     if let Some(refused) = not_an_approver(&api.policy, &principal) {
         return refused;
     }
@@ -130,7 +136,7 @@ pub async fn secrets(State(api): State<ApprovalsApi>, principal: Extension<Princ
 }
 
 /// `POST /approvals/secrets/{id}`.
-pub async fn secret_link(
+pub(crate) async fn secret_link(
     State(api): State<ApprovalsApi>,
     principal: Extension<Principal>,
     Path(id): Path<String>,

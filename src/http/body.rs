@@ -29,7 +29,7 @@ const INVALID_PARAMS: i64 = -32602;
 
 /// Why a body is refused: a JSON-RPC error code and message, and the request id when known.
 #[derive(Debug, Clone, PartialEq)]
-pub struct BodyFault {
+pub(crate) struct BodyFault {
     pub code: i64,
     pub message: String,
     pub id: Value,
@@ -53,7 +53,7 @@ impl IntoResponse for BodyFault {
 
 /// A request or notification that passed the check.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Checked {
+pub(crate) struct Checked {
     pub method: String,
     /// Null for a notification.
     pub id: Value,
@@ -69,7 +69,7 @@ pub struct Checked {
 
 /// Checks that `bytes` are one JSON-RPC 2.0 message (request, notification or response);
 /// returns a request or notification (a response passes as `None`).
-pub fn check_message(bytes: &[u8]) -> Result<Option<Checked>, BodyFault> {
+pub(crate) fn check_message(bytes: &[u8]) -> Result<Option<Checked>, BodyFault> {
     let value: Value = serde_json::from_slice(bytes)
         .map_err(|e| BodyFault::new(PARSE_ERROR, format!("parse error: {e}"), Value::Null))?;
     let Value::Object(message) = value else {
@@ -177,7 +177,7 @@ fn too_large(limit: usize) -> Response {
 
 /// Middleware (state: `http.max_body_bytes`): reads a JSON `POST` body within the limit and
 /// refuses what is not one JSON-RPC message; passes everything else through.
-pub async fn check_jsonrpc_body(
+pub(crate) async fn check_jsonrpc_body(
     State(limit): State<usize>,
     request: Request,
     next: Next,

@@ -19,14 +19,14 @@ use crate::config::allowlist::{
 
 /// The accepted `Host` and `Origin` values.
 #[derive(Debug, Clone)]
-pub struct Allowlist {
+pub(crate) struct Allowlist {
     pub hosts: Vec<HostPattern>,
     pub origins: Vec<OriginPattern>,
 }
 
 /// Why a request was refused, as the HTTP answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rejection {
+pub(crate) struct Rejection {
     pub status: StatusCode,
     pub message: String,
 }
@@ -45,7 +45,7 @@ impl IntoResponse for Rejection {
 
 impl Allowlist {
     /// Checks a request's `Host` (or HTTP/2 `:authority`) and, when present, its `Origin`.
-    pub fn check(&self, headers: &HeaderMap, uri: &Uri) -> Result<(), Rejection> {
+    pub(crate) fn check(&self, headers: &HeaderMap, uri: &Uri) -> Result<(), Rejection> {
         let host_value = match headers.get(header::HOST) {
             Some(value) => value
                 .to_str()
@@ -95,7 +95,7 @@ fn bad_request(message: &str) -> Rejection {
 }
 
 /// axum middleware applying [`Allowlist::check`].
-pub async fn enforce(
+pub(crate) async fn enforce(
     State(allowlist): State<Arc<Allowlist>>,
     request: Request,
     next: Next,

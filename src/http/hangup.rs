@@ -24,7 +24,7 @@ use rmcp::transport::streamable_http_server::session::{
 use serde_json::{Value, json};
 
 /// The JSON-RPC id of a client request, when `message` is one.
-pub fn request_id(message: &ClientJsonRpcMessage) -> Option<Value> {
+pub(crate) fn request_id(message: &ClientJsonRpcMessage) -> Option<Value> {
     match message {
         ClientJsonRpcMessage::Request(request) => serde_json::to_value(&request.id).ok(),
         _ => None,
@@ -55,7 +55,7 @@ fn cancellation(id: &Value) -> Option<ClientJsonRpcMessage> {
 }
 
 /// A request's response stream that cancels the request when dropped unanswered.
-pub struct UntilAnswered<S, M: SessionManager> {
+pub(crate) struct UntilAnswered<S, M: SessionManager> {
     inner: Pin<Box<S>>,
     /// Cleared once the response went out.
     pending: Option<(Arc<M>, SessionId, Value)>,
@@ -65,7 +65,12 @@ impl<S, M: SessionManager> UntilAnswered<S, M> {
     /// The stream that carries the answer to the request `request` (its [`request_id`]) in
     /// session `session` of `manager`. Without a request (the client sent a notification or a
     /// response) there is nothing to cancel.
-    pub fn new(stream: S, request: Option<Value>, manager: &Arc<M>, session: &SessionId) -> Self {
+    pub(crate) fn new(
+        stream: S,
+        request: Option<Value>,
+        manager: &Arc<M>,
+        session: &SessionId,
+    ) -> Self {
         Self {
             inner: Box::pin(stream),
             pending: request.map(|id| (manager.clone(), session.clone(), id)),

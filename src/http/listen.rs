@@ -29,7 +29,7 @@ const RANDOM_PORT_TRIES: usize = 8;
 
 /// Why the gateway cannot listen.
 #[derive(Debug, thiserror::Error)]
-pub enum ListenError {
+pub(crate) enum ListenError {
     /// The configured address.
     #[error("cannot listen on {address}: {source}")]
     Bind {
@@ -109,7 +109,10 @@ impl From<TcpListener> for Listeners {
 
 /// Listens on `address`; with `other_loopback`, also on the other family's address that
 /// reaches this host on the same port (see the module docs).
-pub async fn bind(address: SocketAddr, other_loopback: bool) -> Result<Listeners, ListenError> {
+pub(crate) async fn bind(
+    address: SocketAddr,
+    other_loopback: bool,
+) -> Result<Listeners, ListenError> {
     let tries = if other_loopback && address.port() == 0 {
         RANDOM_PORT_TRIES
     } else {

@@ -37,22 +37,22 @@
 //! The router is built from explicit [`HttpDeps`], so tests and later layers construct it the
 //! same way `muxgate serve` does.
 
-pub mod answer;
-pub mod approvals;
-pub mod body;
-pub mod guard;
-pub mod hangup;
+pub(crate) mod answer;
+pub(crate) mod approvals;
+pub(crate) mod body;
+pub(crate) mod guard;
+pub(crate) mod hangup;
 pub mod health;
 pub(crate) mod held_body;
-pub mod listen;
-pub mod negotiate;
-pub mod secret;
-pub mod session_end;
-pub mod sessions;
-pub mod shutdown;
-pub mod tcp;
+pub(crate) mod listen;
+pub(crate) mod negotiate;
+pub(crate) mod secret;
+pub(crate) mod session_end;
+pub(crate) mod sessions;
+pub(crate) mod shutdown;
+pub(crate) mod tcp;
 pub mod tls;
-pub mod view;
+pub(crate) mod view;
 
 use std::future::{Future, IntoFuture};
 use std::io;

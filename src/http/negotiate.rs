@@ -154,7 +154,7 @@ fn echo(text: &str) -> String {
 
 /// Middleware: answers the quirks [`quirk`] finds in a checked JSON-RPC request; passes
 /// everything else (and every request the body check did not read) through.
-pub async fn answer_quirks(mut request: Request, next: Next) -> Response {
+pub(crate) async fn answer_quirks(mut request: Request, next: Next) -> Response {
     let Some(checked) = request.extensions().get::<Checked>() else {
         return next.run(request).await;
     };

@@ -36,20 +36,20 @@ pub struct SecretApi {
 
 /// `GET /secret`'s query.
 #[derive(Deserialize)]
-pub struct LinkQuery {
+pub(crate) struct LinkQuery {
     #[serde(default)]
     t: Option<String>,
 }
 
 /// The form as posted. No `Debug`: nothing may print the secret.
 #[derive(Deserialize)]
-pub struct Submitted {
+pub(crate) struct Submitted {
     t: String,
     secret: String,
 }
 
 /// `GET /secret?t=…`.
-pub async fn show(State(api): State<SecretApi>, Query(query): Query<LinkQuery>) -> Response {
+pub(crate) async fn show(State(api): State<SecretApi>, Query(query): Query<LinkQuery>) -> Response {
     let Some(token) = query.t.filter(|t| !t.is_empty()) else {
         return refusal(
             StatusCode::BAD_REQUEST,
@@ -81,7 +81,7 @@ pub async fn show(State(api): State<SecretApi>, Query(query): Query<LinkQuery>) 
 }
 
 /// `POST /secret`.
-pub async fn submit(State(api): State<SecretApi>, Form(form): Form<Submitted>) -> Response {
+pub(crate) async fn submit(State(api): State<SecretApi>, Form(form): Form<Submitted>) -> Response {
     let Some(request) = api.desk.find(&form.t) else {
         return invalid_link();
     };

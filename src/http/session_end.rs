@@ -11,7 +11,7 @@ use axum::response::Response;
 use http::{Method, StatusCode};
 
 /// axum middleware for `/mcp`: a successful DELETE becomes 204.
-pub async fn no_content_on_delete(req: Request, next: Next) -> Response {
+pub(crate) async fn no_content_on_delete(req: Request, next: Next) -> Response {
     let delete = req.method() == Method::DELETE;
     let mut response = next.run(req).await;
     if delete && response.status() == StatusCode::ACCEPTED {

@@ -35,7 +35,7 @@ use crate::telemetry::sessions::Counted;
 /// How long a session rmcp holds may stay bound to no client before it is closed: far longer
 /// than an `initialize` takes between rmcp creating the session and the binding layer seeing
 /// its id.
-pub const ORPHAN_GRACE: Duration = Duration::from_secs(60);
+pub(crate) const ORPHAN_GRACE: Duration = Duration::from_secs(60);
 
 /// rmcp's in-memory sessions, counted, whose requests end when their client hangs up.
 pub struct McpSessions {
@@ -97,7 +97,7 @@ impl CloseSessions for McpSessions {
 
 /// Until `stop`: every [`SessionBindings::sweep_period`], evicts the sessions idle for the
 /// idle time and closes those bound to no client.
-pub async fn recycle(
+pub(crate) async fn recycle(
     bindings: Arc<SessionBindings>,
     sessions: Arc<McpSessions>,
     stop: CancellationToken,

@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 /// Cancels `token` on the first SIGTERM or SIGINT. The task ends early if the token is
 /// cancelled by something else.
-pub fn cancel_on_signal(token: CancellationToken) -> io::Result<JoinHandle<()>> {
+pub(crate) fn cancel_on_signal(token: CancellationToken) -> io::Result<JoinHandle<()>> {
     let mut terminate = signal(SignalKind::terminate())?;
     let mut interrupt = signal(SignalKind::interrupt())?;
     Ok(tokio::spawn(async move {
@@ -113,7 +113,7 @@ impl Drop for InFlightGuard {
 /// Middleware on `/mcp`: counts a request as in flight until its response body is done.
 /// `GET` (the long-lived standalone SSE stream of a session) is not counted: it carries no
 /// call to wait for, and it ends when the streams are closed.
-pub async fn track_in_flight(
+pub(crate) async fn track_in_flight(
     State(shutdown): State<Shutdown>,
     request: Request,
     next: Next,

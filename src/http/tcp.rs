@@ -16,10 +16,10 @@ use tokio::net::TcpStream;
 use super::listen::Listeners;
 
 /// TCP listeners whose connections have `TCP_NODELAY` set.
-pub struct NoDelayListener(Listeners);
+pub(crate) struct NoDelayListener(Listeners);
 
 impl NoDelayListener {
-    pub fn new(listeners: Listeners) -> Self {
+    pub(crate) fn new(listeners: Listeners) -> Self {
         Self(listeners)
     }
 }
@@ -42,7 +42,7 @@ impl Listener for NoDelayListener {
 
 /// Turns Nagle's algorithm off for `stream`. A failure only costs latency, so it is logged and
 /// the connection served anyway.
-pub fn send_at_once(stream: &TcpStream) {
+pub(crate) fn send_at_once(stream: &TcpStream) {
     if let Err(error) = stream.set_nodelay(true) {
         tracing::debug!(%error, "could not set TCP_NODELAY on a connection");
     }

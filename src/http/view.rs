@@ -49,7 +49,7 @@ use muxgate_tmux::{
 };
 
 /// At most one screen per this interval: a flood costs the viewer twenty renders a second.
-pub const COALESCE: Duration = Duration::from_millis(50);
+pub(crate) const COALESCE: Duration = Duration::from_millis(50);
 /// A comment this often keeps a quiet stream open through proxies.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// How long opening the pane's output stream and reading its screen may take.
@@ -84,7 +84,7 @@ pub struct ViewApi {
 }
 
 /// `/view…`, behind the Host/Origin guard.
-pub fn routes(api: ViewApi, allowlist: Arc<Allowlist>) -> Router {
+pub(crate) fn routes(api: ViewApi, allowlist: Arc<Allowlist>) -> Router {
     Router::new()
         .route("/view", get(page_handler))
         .route("/view/events", get(events))
@@ -99,7 +99,7 @@ pub fn routes(api: ViewApi, allowlist: Arc<Allowlist>) -> Router {
 }
 
 #[derive(Debug, Deserialize)]
-pub struct LinkQuery {
+pub(crate) struct LinkQuery {
     #[serde(default)]
     t: Option<String>,
 }

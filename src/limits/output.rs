@@ -20,10 +20,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde::Serialize;
 
 /// Bytes of every answer kept for what is not capped text: keys, ids, numbers, the envelope.
-pub const RESERVE: usize = 4096;
+pub(crate) const RESERVE: usize = 4096;
 
 /// The smallest `max_output_bytes` accepted: the reserve and room for some text.
-pub const MIN_MAX_OUTPUT_BYTES: u32 = 16 * 1024;
+pub(crate) const MIN_MAX_OUTPUT_BYTES: u32 = 16 * 1024;
 
 /// How text travels in an answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +35,7 @@ pub enum Carried {
 }
 
 /// What `text` costs in an answer, in bytes.
-pub fn cost(text: &str, carried: Carried) -> usize {
+pub(crate) fn cost(text: &str, carried: Carried) -> usize {
     text.chars().map(|c| char_cost(c, carried)).sum()
 }
 
@@ -53,7 +53,7 @@ fn char_cost(c: char, carried: Carried) -> usize {
 }
 
 /// Where the longest tail of `text` that costs at most `budget` starts (a char boundary).
-pub fn tail_start(text: &str, budget: usize, carried: Carried) -> usize {
+pub(crate) fn tail_start(text: &str, budget: usize, carried: Carried) -> usize {
     let mut spent = 0;
     for (index, c) in text.char_indices().rev() {
         spent += char_cost(c, carried);
@@ -100,15 +100,15 @@ impl OutputBudget {
 
 /// Bytes around a result on the wire: the JSON-RPC envelope (`jsonrpc`, `id`, `result`) and
 /// the SSE framing (`id:`, `data:`).
-pub const ENVELOPE: usize = 256;
+pub(crate) const ENVELOPE: usize = 256;
 
 /// How many bytes the message answering with `result` takes, at most.
-pub fn answer_len(result: &impl Serialize) -> usize {
+pub(crate) fn answer_len(result: &impl Serialize) -> usize {
     encoded_len(result) + ENVELOPE
 }
 
 /// The length of `value` serialized as JSON, without building the text.
-pub fn encoded_len(value: &impl Serialize) -> usize {
+pub(crate) fn encoded_len(value: &impl Serialize) -> usize {
     let mut counter = ByteCounter(0);
     // Writing to a counter cannot fail; a value that cannot be serialized counts what was
     // written before it failed (rmcp fails on it the same way when it sends it).

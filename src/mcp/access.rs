@@ -541,7 +541,7 @@ const MAX_SESSIONS_NAMED: usize = 12;
 
 /// Checks a client's target argument is one [`TmuxAccess::target`] accepts (no tmux command),
 /// for checks made before a server is reached.
-pub fn check_target(text: &str) -> Result<(), ToolError> {
+pub(crate) fn check_target(text: &str) -> Result<(), ToolError> {
     ClientTarget::parse(text)
         .map(drop)
         .map_err(|e| target_error(&e))
@@ -549,7 +549,7 @@ pub fn check_target(text: &str) -> Result<(), ToolError> {
 
 /// The target a check made before a server is reached can judge: the one written, for an id or
 /// a session name; `None` for a path, whose kind only resolving it tells.
-pub fn checked_target(text: &str) -> Result<Option<Target>, ToolError> {
+pub(crate) fn checked_target(text: &str) -> Result<Option<Target>, ToolError> {
     match ClientTarget::parse(text).map_err(|e| target_error(&e))? {
         ClientTarget::Direct(target) => Ok(Some(target)),
         ClientTarget::Path(_) => Ok(None),
@@ -569,7 +569,7 @@ fn path_error(error: &PathError) -> ToolError {
 }
 
 /// The tool error for a malformed target.
-pub fn target_error(error: &TargetError) -> ToolError {
+pub(crate) fn target_error(error: &TargetError) -> ToolError {
     ToolError::invalid_arguments(
         error.to_string(),
         "call list_panes (or list_sessions / list_windows) and pass an id from its result",
@@ -577,7 +577,7 @@ pub fn target_error(error: &TargetError) -> ToolError {
 }
 
 /// A target that must be a pane; `instead` names the tools for a window or a session.
-pub fn pane_only(target: &Target, instead: &str) -> Result<PaneId, ToolError> {
+pub(crate) fn pane_only(target: &Target, instead: &str) -> Result<PaneId, ToolError> {
     match target {
         Target::Pane(pane) => Ok(*pane),
         other => Err(ToolError::invalid_arguments(
@@ -591,7 +591,7 @@ pub fn pane_only(target: &Target, instead: &str) -> Result<PaneId, ToolError> {
 }
 
 /// The list tool that shows valid targets of this kind.
-pub fn list_hint(target: &Target) -> &'static str {
+pub(crate) fn list_hint(target: &Target) -> &'static str {
     match target {
         Target::Pane(_) => PANES_HINT,
         Target::Window(_) => WINDOWS_HINT,
@@ -600,14 +600,14 @@ pub fn list_hint(target: &Target) -> &'static str {
 }
 
 /// What to do about a pane that is not there.
-pub const PANES_HINT: &str = "call list_panes to see valid pane ids";
+pub(crate) const PANES_HINT: &str = "call list_panes to see valid pane ids";
 /// What to do about a window that is not there.
-pub const WINDOWS_HINT: &str = "call list_windows to see valid window ids";
+pub(crate) const WINDOWS_HINT: &str = "call list_windows to see valid window ids";
 /// What to do about a session that is not there.
-pub const SESSIONS_HINT: &str = "call list_sessions to see valid sessions";
+pub(crate) const SESSIONS_HINT: &str = "call list_sessions to see valid sessions";
 
 /// A not-found error from tmux, reworded as [`not_found`] for `target` (other errors pass).
-pub fn missing_as_not_found(error: ToolError, target: &Target) -> ToolError {
+pub(crate) fn missing_as_not_found(error: ToolError, target: &Target) -> ToolError {
     if error.kind == ToolErrorKind::NotFound {
         not_found(target)
     } else {
@@ -617,7 +617,7 @@ pub fn missing_as_not_found(error: ToolError, target: &Target) -> ToolError {
 
 /// The error for a target that does not exist or that the caller may not see (they read
 /// the same).
-pub fn not_found(target: &Target) -> ToolError {
+pub(crate) fn not_found(target: &Target) -> ToolError {
     ToolError::not_found(
         format!("no {} {target} on this server", target.kind()),
         list_hint(target),
@@ -626,7 +626,7 @@ pub fn not_found(target: &Target) -> ToolError {
 
 /// Turns an engine failure into an error a model can act on: its kind as the engine names it,
 /// a message naming the server, and what to do next.
-pub fn engine_error(server: &str, error: EngineError, list_hint: &str) -> ToolError {
+pub(crate) fn engine_error(server: &str, error: EngineError, list_hint: &str) -> ToolError {
     let kind = error.kind();
     let (message, suggestion) = match error {
         EngineError::Command(message) => command_error(kind, message, list_hint),

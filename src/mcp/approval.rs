@@ -26,11 +26,11 @@ use crate::audit::OpenCall;
 use crate::auth::Tier;
 
 /// The `_meta` key of an approved call's result.
-pub const META_KEY: &str = "muxgate/approval";
+pub(crate) const META_KEY: &str = "muxgate/approval";
 
 /// The request a held call belongs to: where progress goes (when the client asked for it)
 /// and the token its cancellation (or its client hanging up) cancels.
-pub struct HeldRequest {
+pub(crate) struct HeldRequest {
     pub token: Option<ProgressToken>,
     pub peer: Peer<RoleServer>,
     pub cancelled: CancellationToken,
@@ -42,7 +42,7 @@ const MAX_HELD_ARGS_BYTES: usize = 64 * 1024;
 
 /// A call an approver let through.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Approved {
+pub(crate) struct Approved {
     pub id: String,
     pub rule: String,
     pub by: String,
@@ -51,7 +51,7 @@ pub struct Approved {
 
 impl Approved {
     /// Tells the caller, in the result's `_meta`, who approved the call and under which rule.
-    pub fn annotate(&self, response: &mut CallToolResponse) {
+    pub(crate) fn annotate(&self, response: &mut CallToolResponse) {
         let CallToolResponse::Complete(result) = response else {
             return;
         };
@@ -73,7 +73,7 @@ impl Approved {
 
 /// Holds the call if a rule says so. `Ok(None)`: no rule holds it; `Ok(Some)`: approved, run
 /// it; `Err`: denied, timed out, refused a wait slot or cut short by shutdown — answer with it.
-pub async fn hold_if_needed(
+pub(crate) async fn hold_if_needed(
     state: &McpState,
     caller: &CallContext,
     request: &CallToolRequestParams,

@@ -32,7 +32,7 @@ use serde_json::Value;
 /// A dict-valued argument `T`: given as a JSON object, or as a string holding that JSON.
 /// An explicit `null` for an `Option<ObjectArg<T>>` is `None`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ObjectArg<T>(pub T);
+pub(crate) struct ObjectArg<T>(pub T);
 
 impl<T> Deref for ObjectArg<T> {
     type Target = T;

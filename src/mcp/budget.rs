@@ -90,7 +90,7 @@ impl WaitBudget {
 }
 
 /// A client's timeout in seconds: positive and finite.
-pub fn parse_timeout(secs: f64) -> Result<Duration, ToolError> {
+pub(crate) fn parse_timeout(secs: f64) -> Result<Duration, ToolError> {
     if !secs.is_finite() || secs <= 0.0 {
         return Err(ToolError::invalid_arguments(
             format!("timeout must be a positive number of seconds, got {secs}"),

@@ -116,7 +116,7 @@ pub(crate) fn admit(call: &CallContext, tier: Tier, limits: &Limits) -> Result<(
 /// A tool's answer, or in its place an error when the message would be larger than the
 /// caller's `max_output_bytes` (its text was capped; its other fields, or many of them, made
 /// it too large).
-pub fn within_output_budget(
+pub(crate) fn within_output_budget(
     response: CallToolResponse,
     call: &CallContext,
     limits: &Limits,
@@ -142,7 +142,7 @@ pub fn within_output_budget(
 }
 
 /// Whether `principal` may see `tool` in `tools/list` (the same rule as calling it).
-pub fn visible(principal: &Principal, tool: &Tool) -> bool {
+pub(crate) fn visible(principal: &Principal, tool: &Tool) -> bool {
     can_call(principal, super::catalog::tier::tier_of(tool)).is_ok()
 }
 
@@ -187,7 +187,7 @@ pub(crate) async fn begin<'a>(
 
 /// The error a call gets when `audit.fail_closed` is set and its start record cannot be
 /// written.
-pub fn audit_unavailable(error: &AuditError) -> ToolError {
+pub(crate) fn audit_unavailable(error: &AuditError) -> ToolError {
     ToolError::new(
         ToolErrorKind::Unavailable,
         format!(
@@ -302,7 +302,7 @@ async fn until_cancelled<T>(
 }
 
 /// The result of a wait cut short by shutdown.
-pub fn shutting_down() -> ToolError {
+pub(crate) fn shutting_down() -> ToolError {
     ToolError::new(
         ToolErrorKind::Unavailable,
         "muxgate is shutting down; the wait was cancelled before it finished",

@@ -169,7 +169,7 @@ const RMCP_ARGUMENT_ERROR_PREFIX: &str = "failed to deserialize parameters: ";
 
 /// Rewrites rmcp's plain-text argument errors into the [`ToolError`] shape, so every tool error
 /// a client sees has the same structure. Other results pass through unchanged.
-pub fn normalize_argument_error(response: CallToolResponse) -> CallToolResponse {
+pub(crate) fn normalize_argument_error(response: CallToolResponse) -> CallToolResponse {
     let CallToolResponse::Complete(result) = &response else {
         return response;
     };

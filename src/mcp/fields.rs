@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use super::error::{ToolError, ToolErrorKind};
 
 /// The default view of a listing's rows (or of one answer, such as a snapshot).
-pub struct RowShape {
+pub(crate) struct RowShape {
     /// In every view, whatever was asked: the id, and what says where the row comes from.
     pub always: &'static [&'static str],
     /// Every field a row has, in order.
@@ -26,7 +26,7 @@ pub struct RowShape {
 
 /// The fields one call asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Selection {
+pub(crate) enum Selection {
     /// The shape's default view.
     Default,
     /// Every field.
@@ -37,7 +37,11 @@ pub enum Selection {
 
 impl RowShape {
     /// Parses a call's `fields` argument; an unknown field is refused, naming the known ones.
-    pub fn select(&self, fields: Option<&[String]>, tool: &str) -> Result<Selection, ToolError> {
+    pub(crate) fn select(
+        &self,
+        fields: Option<&[String]>,
+        tool: &str,
+    ) -> Result<Selection, ToolError> {
         let Some(fields) = fields else {
             return Ok(Selection::Default);
         };
@@ -54,7 +58,11 @@ impl RowShape {
     }
 
     /// The row with the selected fields only.
-    pub fn project(&self, row: Map<String, Value>, selection: &Selection) -> Map<String, Value> {
+    pub(crate) fn project(
+        &self,
+        row: Map<String, Value>,
+        selection: &Selection,
+    ) -> Map<String, Value> {
         row.into_iter()
             .filter(|(key, value)| {
                 self.always.contains(&key.as_str())
@@ -71,7 +79,7 @@ impl RowShape {
     }
 
     /// [`Self::project`] of a typed row, serialized first.
-    pub fn shape(
+    pub(crate) fn shape(
         &self,
         row: &impl Serialize,
         selection: &Selection,
@@ -81,7 +89,7 @@ impl RowShape {
 }
 
 /// A typed row as the JSON object a listing sends.
-pub fn object(row: &impl Serialize) -> Result<Map<String, Value>, ToolError> {
+pub(crate) fn object(row: &impl Serialize) -> Result<Map<String, Value>, ToolError> {
     match serde_json::to_value(row) {
         Ok(Value::Object(row)) => Ok(row),
         Ok(other) => Err(internal(format!("a row serialized as {other}"))),
@@ -92,7 +100,7 @@ pub fn object(row: &impl Serialize) -> Result<Map<String, Value>, ToolError> {
 /// Test support: `shape` names exactly the fields `T` serializes (its schema's properties),
 /// so a field added to a row cannot be left out of its shape.
 #[cfg(test)]
-pub fn assert_shape_covers<T: schemars::JsonSchema>(shape: &RowShape) {
+pub(crate) fn assert_shape_covers<T: schemars::JsonSchema>(shape: &RowShape) {
     let schema = schemars::schema_for!(T);
     let mut properties: Vec<&str> = schema
         .get("properties")

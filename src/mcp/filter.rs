@@ -44,7 +44,7 @@ const OPERATORS: [&str; 16] = [
 
 /// Parsed filters, ready to test rows.
 #[derive(Debug, Default)]
-pub struct Filters {
+pub(crate) struct Filters {
     conditions: Vec<Condition>,
 }
 
@@ -67,7 +67,7 @@ enum Test {
 
 impl Filters {
     /// Parses `filters` against the field names of the listing's rows.
-    pub fn parse(
+    pub(crate) fn parse(
         filters: &BTreeMap<String, Value>,
         fields: &[&str],
         list_tool: &str,
@@ -107,12 +107,12 @@ impl Filters {
         Ok(Self { conditions })
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.conditions.is_empty()
     }
 
     /// Whether a row (an output object) passes every condition.
-    pub fn matches(&self, row: &serde_json::Map<String, Value>) -> bool {
+    pub(crate) fn matches(&self, row: &serde_json::Map<String, Value>) -> bool {
         self.conditions.iter().all(|c| {
             let value = row.get(&c.field).map(text_of).unwrap_or_default();
             c.test.matches(&value)

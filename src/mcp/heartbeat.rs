@@ -18,7 +18,7 @@ use tokio::time::Instant;
 use tokio_util::task::AbortOnDropHandle;
 
 /// Tools that wait for something that may take long.
-pub const WAITING_TOOLS: &[&str] = &[
+pub(crate) const WAITING_TOOLS: &[&str] = &[
     "wait_for_text",
     "wait_for_state",
     "send_prompt",
@@ -30,7 +30,7 @@ pub const WAITING_TOOLS: &[&str] = &[
 ];
 
 /// The heartbeat of one call.
-pub struct Heartbeat {
+pub(crate) struct Heartbeat {
     peer: Peer<RoleServer>,
     token: ProgressToken,
     interval: Duration,
@@ -46,7 +46,7 @@ pub struct Heartbeat {
 impl Heartbeat {
     /// The heartbeat for a call of `tool` with `args`, if it is a waiting tool and the client
     /// asked for progress.
-    pub fn for_call(
+    pub(crate) fn for_call(
         tool: &str,
         args: Option<&serde_json::Map<String, Value>>,
         token: Option<ProgressToken>,
@@ -83,7 +83,7 @@ impl Heartbeat {
     /// The heartbeat of a call held for approval, if the client asked for progress: the first
     /// notification at once (so the client can tell the human which id to decide), then one
     /// every `interval` until `limit`.
-    pub fn for_approval(
+    pub(crate) fn for_approval(
         what: String,
         token: Option<ProgressToken>,
         peer: Peer<RoleServer>,
@@ -104,7 +104,7 @@ impl Heartbeat {
     /// is sent before `call` is polled, so it reaches the client ahead of the call's answer
     /// however soon the call ends (a human may decide a held call before a spawned task would
     /// have run).
-    pub async fn around<F: Future>(self, call: F) -> F::Output {
+    pub(crate) async fn around<F: Future>(self, call: F) -> F::Output {
         let start = Instant::now();
         if self.first.is_zero() && !self.notify(start).await {
             return call.await;

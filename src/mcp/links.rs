@@ -14,7 +14,7 @@ use super::error::{ToolError, ToolErrorKind};
 /// Where `allowed_hosts` has `*`, the Host is whatever the agent sent, so a link built from it
 /// could send a human's browser, and the secret typed there, to a host of the agent's choosing:
 /// such a gateway must name its `public_url`.
-pub fn base(http: &HttpConfig, request: &http::request::Parts) -> Result<String, ToolError> {
+pub(crate) fn base(http: &HttpConfig, request: &http::request::Parts) -> Result<String, ToolError> {
     if let Some(public) = &http.public_url {
         return Ok(public.join(""));
     }
@@ -43,7 +43,7 @@ pub fn base(http: &HttpConfig, request: &http::request::Parts) -> Result<String,
 
 /// A link's lifetime, cut to end when the token of the client that asks for it does: a link
 /// must not outlive the authority it was made with.
-pub fn within_token(ttl: Duration, principal: &Principal) -> Result<Duration, ToolError> {
+pub(crate) fn within_token(ttl: Duration, principal: &Principal) -> Result<Duration, ToolError> {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()

@@ -32,30 +32,30 @@
 //! Not here: transport and authentication (see [`crate::http`], [`crate::auth`]: the HTTP layers
 //! put the caller's `Principal` into every request), the multiplexer itself ([`crate::mux`]).
 
-pub mod access;
-pub mod approval;
-pub mod args;
+pub(crate) mod access;
+pub(crate) mod approval;
+pub(crate) mod args;
 pub mod backend;
-pub mod budget;
-pub mod call;
+pub(crate) mod budget;
+pub(crate) mod call;
 pub mod catalog;
-pub mod error;
-pub mod fields;
-pub mod filter;
-pub mod heartbeat;
-pub mod links;
+pub(crate) mod error;
+pub(crate) mod fields;
+pub(crate) mod filter;
+pub(crate) mod heartbeat;
+pub(crate) mod links;
 pub(crate) mod pane_access;
-pub mod pane_ops;
-pub mod position;
-pub mod prompts;
-pub mod recording;
-pub mod render;
-pub mod resources;
-pub mod self_guard;
-pub mod shared_tool;
+pub(crate) mod pane_ops;
+pub(crate) mod position;
+pub(crate) mod prompts;
+pub(crate) mod recording;
+pub(crate) mod render;
+pub(crate) mod resources;
+pub(crate) mod self_guard;
+pub(crate) mod shared_tool;
 pub(crate) mod skill;
-pub mod tools;
-pub mod zellij_access;
+pub(crate) mod tools;
+pub(crate) mod zellij_access;
 
 use std::sync::Arc;
 

@@ -12,7 +12,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-pub use super::access::not_found;
+pub(crate) use super::access::not_found;
 use super::access::{TmuxAccess, engine_error, list_hint, missing_as_not_found};
 use super::error::{ToolError, ToolErrorKind};
 use super::fields::RowShape;
@@ -31,7 +31,7 @@ use muxgate_tmux::{BatchMode, CommandOutcome, EngineError, PaneId, QuoteError, T
 
 /// One tmux pane, as listings and pane tools report it.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct PaneInfo {
+pub(crate) struct PaneInfo {
     #[serde(flatten)]
     pub record: PaneRecord,
     /// Whether its session was created through this gateway by you.
@@ -40,7 +40,7 @@ pub struct PaneInfo {
 
 /// What a `list_panes` row shows by default: its id and session, its size, what runs in it and
 /// where, and its flags when they are set (window and pane positions on request).
-pub const PANE_SHAPE: RowShape = RowShape {
+pub(crate) const PANE_SHAPE: RowShape = RowShape {
     always: &["id"],
     all: &PANE_INFO_FIELDS,
     default: &[
@@ -61,7 +61,7 @@ pub const PANE_SHAPE: RowShape = RowShape {
 };
 
 /// Field names of [`PaneInfo`], for filters.
-pub const PANE_INFO_FIELDS: [&str; 24] = [
+pub(crate) const PANE_INFO_FIELDS: [&str; 24] = [
     "id",
     "index",
     "session_id",
@@ -90,7 +90,7 @@ pub const PANE_INFO_FIELDS: [&str; 24] = [
 
 /// A pane row with its session as the ownership table knows it (for the ACL check).
 #[derive(Debug, Clone)]
-pub struct PaneRow {
+pub(crate) struct PaneRow {
     pub info: PaneInfo,
     pub session: SessionKey,
 }
@@ -98,13 +98,13 @@ pub struct PaneRow {
 impl PaneRow {
     /// Parses one row of a pane listing ([`PaneRecord::parse`]; `created_by_you` false: see
     /// [`Self::for_caller`]).
-    pub fn parse(line: &[u8]) -> Option<Self> {
+    pub(crate) fn parse(line: &[u8]) -> Option<Self> {
         PaneRecord::parse(line).map(Self::from)
     }
 
     /// The row as the caller sees it: `None` when its session is hidden from the caller, else
     /// with `created_by_you` set.
-    pub fn for_caller(mut self, tmux: &TmuxAccess<'_>) -> Option<Self> {
+    pub(crate) fn for_caller(mut self, tmux: &TmuxAccess<'_>) -> Option<Self> {
         let name = &self.info.record.session_name;
         if !tmux.can_see(name, &self.session) {
             return None;
@@ -114,7 +114,7 @@ impl PaneRow {
     }
 
     /// The pane's id.
-    pub fn pane(&self) -> PaneId {
+    pub(crate) fn pane(&self) -> PaneId {
         self.info.record.pane
     }
 }
@@ -136,7 +136,7 @@ impl From<PaneRecord> for PaneRow {
 
 /// Which panes a listing covers.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PaneScope {
+pub(crate) enum PaneScope {
     /// Every pane of the server.
     All,
     /// The panes of a session (`$N` / name), of a window (`@N`), or of the window holding a
@@ -145,7 +145,7 @@ pub enum PaneScope {
 }
 
 /// Lists the panes of `scope` that the caller may see, with one tmux command.
-pub async fn pane_rows(
+pub(crate) async fn pane_rows(
     tmux: &TmuxAccess<'_>,
     scope: &PaneScope,
 ) -> Result<Vec<PaneRow>, ToolError> {
@@ -164,7 +164,7 @@ pub async fn pane_rows(
 }
 
 /// The `list-panes` command for `scope` (see [`pane_row::list_command`]).
-pub fn list_panes_command(scope: &PaneScope) -> Result<TmuxCommand, ToolError> {
+pub(crate) fn list_panes_command(scope: &PaneScope) -> Result<TmuxCommand, ToolError> {
     let target = match scope {
         PaneScope::All => None,
         PaneScope::Of(target) => Some(target),
@@ -173,7 +173,7 @@ pub fn list_panes_command(scope: &PaneScope) -> Result<TmuxCommand, ToolError> {
 }
 
 /// The rows of a [`list_panes_command`] answer that the caller may see.
-pub fn visible_rows(tmux: &TmuxAccess<'_>, lines: &[Vec<u8>]) -> Vec<PaneRow> {
+pub(crate) fn visible_rows(tmux: &TmuxAccess<'_>, lines: &[Vec<u8>]) -> Vec<PaneRow> {
     lines
         .iter()
         .filter_map(|line| PaneRow::parse(line)?.for_caller(tmux))
@@ -182,7 +182,10 @@ pub fn visible_rows(tmux: &TmuxAccess<'_>, lines: &[Vec<u8>]) -> Vec<PaneRow> {
 
 /// The pane `target` designates — the pane itself, a window's active pane, or the active pane
 /// of a session's current window — with its details, if the caller may see it (one command).
-pub async fn pane_info(tmux: &TmuxAccess<'_>, target: &Target) -> Result<PaneRow, ToolError> {
+pub(crate) async fn pane_info(
+    tmux: &TmuxAccess<'_>,
+    target: &Target,
+) -> Result<PaneRow, ToolError> {
     let rows = pane_rows(tmux, &PaneScope::Of(target.clone())).await?;
     let found = rows.into_iter().find(|row| match target {
         Target::Pane(pane) => row.pane() == *pane,
@@ -194,7 +197,7 @@ pub async fn pane_info(tmux: &TmuxAccess<'_>, target: &Target) -> Result<PaneRow
 
 /// What was delivered to a pane.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Delivered {
+pub(crate) struct Delivered {
     pub text_bytes: usize,
     pub keys: usize,
     /// Where the pane's output stood just before the input (a `capture_since` cursor at the
@@ -207,7 +210,10 @@ pub struct Delivered {
 ///
 /// The same write first reads the pane's state and visible rows, so the returned position is
 /// exactly where the pane stood when the input arrived: no output can fall between the two.
-pub async fn deliver(tmux: &TmuxAccess<'_>, plan: InputPlan) -> Result<Delivered, ToolError> {
+pub(crate) async fn deliver(
+    tmux: &TmuxAccess<'_>,
+    plan: InputPlan,
+) -> Result<Delivered, ToolError> {
     let mut delivered = Delivered {
         text_bytes: plan.text_bytes(),
         keys: plan.key_count(),
@@ -290,7 +296,7 @@ pub(crate) fn position_of(
 
 /// A pane's visible screen as text rows (from its top) and the cursor's row, in one write;
 /// `None` when tmux does not describe the pane.
-pub async fn visible_screen(
+pub(crate) async fn visible_screen(
     tmux: &TmuxAccess<'_>,
     pane: PaneId,
 ) -> Result<Option<(usize, Vec<String>)>, ToolError> {
@@ -327,7 +333,7 @@ async fn delete_buffers(tmux: &TmuxAccess<'_>, names: &[String]) {
 
 /// Pastes `text` into `pane` through a transient buffer (bracketed if `bracket` and the
 /// program asked for it); one write, and the buffer is gone afterwards.
-pub async fn paste_text(
+pub(crate) async fn paste_text(
     tmux: &TmuxAccess<'_>,
     pane: PaneId,
     text: &[u8],
@@ -341,21 +347,21 @@ pub async fn paste_text(
 
 /// Text captured from a pane, shaped and capped for a response.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PaneCapture {
+pub(crate) struct PaneCapture {
     pub captured: CapturedText,
     /// Bytes cut from the front by the caller's output budget (after the line cap).
     pub dropped_bytes: usize,
 }
 
 impl PaneCapture {
-    pub fn truncated(&self) -> bool {
+    pub(crate) fn truncated(&self) -> bool {
         self.captured.truncated() || self.dropped_bytes > 0
     }
 }
 
 /// Shapes raw `capture-pane` lines as `capture_pane` does (for callers that ran the command
 /// in a batch of their own), then applies the caller's byte budget (keeping the tail).
-pub fn shape_and_cap(
+pub(crate) fn shape_and_cap(
     tmux: &TmuxAccess<'_>,
     lines: &[Vec<u8>],
     range: &CaptureRange,
@@ -371,7 +377,7 @@ pub fn shape_and_cap(
 }
 
 /// Refuses `max_lines` of 0.
-pub fn check_max_lines(max_lines: usize) -> Result<usize, ToolError> {
+pub(crate) fn check_max_lines(max_lines: usize) -> Result<usize, ToolError> {
     if max_lines == 0 {
         return Err(ToolError::invalid_arguments(
             "max_lines must be at least 1",
@@ -382,7 +388,7 @@ pub fn check_max_lines(max_lines: usize) -> Result<usize, ToolError> {
 }
 
 /// A quoting failure (a NUL byte in an argument) as a tool error.
-pub fn quote_error(error: QuoteError) -> ToolError {
+pub(crate) fn quote_error(error: QuoteError) -> ToolError {
     ToolError::invalid_arguments(
         error.to_string(),
         "remove NUL bytes (send them with send_keys as the key C-@)",
@@ -392,7 +398,7 @@ pub fn quote_error(error: QuoteError) -> ToolError {
 /// A typed operation on `target` that failed, as an error for the model: engine failures
 /// suggest `engine_hint`; a command tmux refused reads as any refusal for `target`, and one it
 /// did not run (or a row it did not print) as `target` not found.
-pub fn op_error(
+pub(crate) fn op_error(
     tmux: &TmuxAccess<'_>,
     error: OpError,
     target: &Target,
@@ -411,7 +417,7 @@ pub fn op_error(
 }
 
 /// An input plan that cannot be built, as a tool error that says how to fix the input.
-pub fn input_error(error: InputError) -> ToolError {
+pub(crate) fn input_error(error: InputError) -> ToolError {
     match error {
         InputError::Quote(e) => quote_error(e),
         InputError::PasteEndInBracketedPaste { .. } => ToolError::new(

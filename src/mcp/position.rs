@@ -23,7 +23,7 @@ const MAX_TYPED_LINE_BYTES: usize = 256;
 
 /// A pane's output position before some input, and what was typed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OutputPosition {
+pub(crate) struct OutputPosition {
     pub cursor: SinceCursor,
     pub typed: Vec<String>,
 }
@@ -37,14 +37,14 @@ struct Wire {
 
 impl OutputPosition {
     /// A position at `cursor`, before `typed`.
-    pub fn new(cursor: SinceCursor, typed: &str) -> Self {
+    pub(crate) fn new(cursor: SinceCursor, typed: &str) -> Self {
         Self {
             cursor,
             typed: typed_lines(typed),
         }
     }
 
-    pub fn encode(&self) -> String {
+    pub(crate) fn encode(&self) -> String {
         let wire = Wire {
             c: self.cursor.encode(),
             t: self.typed.clone(),
@@ -55,7 +55,7 @@ impl OutputPosition {
     }
 
     /// Decodes an `output_position`, or a plain `capture_since` cursor (nothing typed).
-    pub fn decode(text: &str) -> Result<Self, String> {
+    pub(crate) fn decode(text: &str) -> Result<Self, String> {
         if text.starts_with(ZELLIJ_PREFIX) {
             return Err("it was made on a Zellij server".to_owned());
         }
@@ -112,7 +112,7 @@ const ZELLIJ_PREFIX: &str = "z.";
 
 /// A Zellij pane's screen just before some input, and what was typed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ZellijPosition {
+pub(crate) struct ZellijPosition {
     #[serde(rename = "v")]
     pub server: String,
     #[serde(rename = "s")]
@@ -127,7 +127,13 @@ pub struct ZellijPosition {
 
 impl ZellijPosition {
     /// A position of `pane` at `mark`, before `typed`.
-    pub fn new(server: &str, session: &str, pane: &str, mark: ScreenMark, typed: &str) -> Self {
+    pub(crate) fn new(
+        server: &str,
+        session: &str,
+        pane: &str,
+        mark: ScreenMark,
+        typed: &str,
+    ) -> Self {
         Self {
             server: server.to_owned(),
             session: session.to_owned(),
@@ -138,20 +144,20 @@ impl ZellijPosition {
     }
 
     /// The same position, before `typed` instead.
-    pub fn with_typed(self, typed: &str) -> Self {
+    pub(crate) fn with_typed(self, typed: &str) -> Self {
         Self {
             typed: typed_lines(typed),
             ..self
         }
     }
 
-    pub fn encode(&self) -> String {
+    pub(crate) fn encode(&self) -> String {
         // Serializing strings and numbers cannot fail.
         let json = serde_json::to_vec(self).unwrap_or_default();
         format!("{ZELLIJ_PREFIX}{}", URL_SAFE_NO_PAD.encode(json))
     }
 
-    pub fn decode(text: &str) -> Result<Self, String> {
+    pub(crate) fn decode(text: &str) -> Result<Self, String> {
         let Some(body) = text.strip_prefix(ZELLIJ_PREFIX) else {
             return Err("it was made on a tmux server".to_owned());
         };

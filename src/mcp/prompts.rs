@@ -91,7 +91,7 @@ const PROMPTS: [PromptSpec; 4] = [
 ];
 
 /// Every prompt, for `prompts/list`.
-pub fn list() -> Vec<Prompt> {
+pub(crate) fn list() -> Vec<Prompt> {
     PROMPTS
         .iter()
         .map(|spec| {
@@ -198,7 +198,10 @@ fn check_value(name: &str, value: &str) -> Result<(), ErrorData> {
 }
 
 /// `prompts/get`: the recipe with the arguments filled in.
-pub fn get(name: &str, arguments: Option<&JsonObject>) -> Result<GetPromptResult, ErrorData> {
+pub(crate) fn get(
+    name: &str,
+    arguments: Option<&JsonObject>,
+) -> Result<GetPromptResult, ErrorData> {
     let spec = PROMPTS.iter().find(|p| p.name == name).ok_or_else(|| {
         ErrorData::invalid_params(
             format!(

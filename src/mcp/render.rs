@@ -31,7 +31,7 @@ use serde_json::{Map, Value};
 
 /// Shapes a successful structured answer: nulls dropped, and its text rendered from it in place
 /// of the JSON copy. Errors and answers without structured content are left as they are.
-pub fn shape(response: &mut CallToolResponse) {
+pub(crate) fn shape(response: &mut CallToolResponse) {
     let CallToolResponse::Complete(result) = response else {
         return;
     };
@@ -46,7 +46,7 @@ pub fn shape(response: &mut CallToolResponse) {
 }
 
 /// The text rendering of a structured answer.
-pub fn render(value: &Value) -> String {
+pub(crate) fn render(value: &Value) -> String {
     let mut out = String::new();
     match value {
         Value::Object(object) => render_object(&mut out, object),
@@ -60,7 +60,7 @@ pub fn render(value: &Value) -> String {
 
 /// Removes every `null` member of every object, recursively (array elements stay: a position
 /// in a list carries meaning).
-pub fn drop_nulls(value: &mut Value) {
+pub(crate) fn drop_nulls(value: &mut Value) {
     match value {
         Value::Object(object) => {
             object.retain(|_, member| !member.is_null());

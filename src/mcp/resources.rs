@@ -48,17 +48,17 @@ use muxgate_tmux::wire::target::{SessionSel, Target};
 use muxgate_tmux::{BatchMode, CommandOutcome, PaneId};
 
 /// The URI scheme.
-pub const SCHEME: &str = "tmux://";
+pub(crate) const SCHEME: &str = "tmux://";
 
 /// Lines of pane content kept (the tail), like capture tools' default.
-pub const CONTENT_MAX_LINES: usize = 500;
+pub(crate) const CONTENT_MAX_LINES: usize = 500;
 
 /// Resources per `resources/list` page.
 const PAGE_SIZE: usize = 200;
 
 /// A parsed resource URI.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ResourceUri {
+pub(crate) enum ResourceUri {
     Sessions {
         server: String,
     },
@@ -90,11 +90,11 @@ pub enum ResourceUri {
 #[error(
     "{0}; resource URIs look like tmux://<server>/sessions[/<session>[/windows[/<index>]]] or tmux://<server>/panes/<pane id>[/content]"
 )]
-pub struct UriError(String);
+pub(crate) struct UriError(String);
 
 impl ResourceUri {
     /// Parses a `tmux://` URI (pure).
-    pub fn parse(uri: &str) -> Result<Self, UriError> {
+    pub(crate) fn parse(uri: &str) -> Result<Self, UriError> {
         let rest = uri
             .strip_prefix(SCHEME)
             .ok_or_else(|| UriError("not a tmux:// URI".into()))?;
@@ -143,7 +143,7 @@ impl ResourceUri {
         }
     }
 
-    pub fn server(&self) -> &str {
+    pub(crate) fn server(&self) -> &str {
         match self {
             Self::Sessions { server }
             | Self::Session { server, .. }
@@ -207,7 +207,7 @@ fn pane_uri(server: &str, pane: &str) -> String {
 }
 
 /// The resource templates (static).
-pub fn templates() -> Vec<ResourceTemplate> {
+pub(crate) fn templates() -> Vec<ResourceTemplate> {
     let json = "application/json";
     vec![
         ResourceTemplate::new("tmux://{server}/sessions", "sessions")
@@ -247,7 +247,7 @@ pub fn templates() -> Vec<ResourceTemplate> {
 
 /// One pane, as the pane resources show it.
 #[derive(Debug, Clone, Serialize)]
-pub struct PaneSummary {
+pub(crate) struct PaneSummary {
     /// Pane id (`%N`).
     pub id: String,
     /// Its index in the window.
@@ -289,7 +289,7 @@ impl From<PaneInfo> for PaneSummary {
 }
 
 /// Keeps the last `max` lines, with a marker line saying how many were dropped.
-pub fn keep_tail(lines: &[String], max: usize) -> (String, usize) {
+pub(crate) fn keep_tail(lines: &[String], max: usize) -> (String, usize) {
     if lines.len() <= max {
         return (lines.join("\n"), 0);
     }

@@ -27,7 +27,7 @@ use super::call::CallContext;
 use super::error::{ToolError, ToolErrorKind};
 
 /// One call's access to one configured Zellij server.
-pub struct ZellijAccess<'a> {
+pub(crate) struct ZellijAccess<'a> {
     pub server: &'a ZellijServer,
     pub backend: &'a ZellijBackend,
     pub call: &'a CallContext,
@@ -87,12 +87,12 @@ impl McpServer {
 }
 
 impl ZellijAccess<'_> {
-    pub fn server_name(&self) -> &str {
+    pub(crate) fn server_name(&self) -> &str {
         self.server.name()
     }
 
     /// Whether the caller may see a session (for filtering listings).
-    pub fn can_see(&self, session: &SessionName) -> bool {
+    pub(crate) fn can_see(&self, session: &SessionName) -> bool {
         can_see_session(
             &self.call.principal,
             self.server_name(),
@@ -105,21 +105,21 @@ impl ZellijAccess<'_> {
 
     /// The session and pane a shared tool's `target` names (`terminal_N` in the configured
     /// session, or `SESSION:terminal_N`), under the same session rules as [`Self::session`].
-    pub fn pane_target(&self, target: &str) -> Result<(SessionName, PaneId), ToolError> {
+    pub(crate) fn pane_target(&self, target: &str) -> Result<(SessionName, PaneId), ToolError> {
         let (session, pane) = parse_target(target)?;
         Ok((self.session(session)?, pane))
     }
 
     /// The session and tab a shared window tool's `target` names (`N` in the configured
     /// session, or `SESSION:N`), under the same session rules as [`Self::session`].
-    pub fn tab_target(&self, target: &str) -> Result<(SessionName, TabId), ToolError> {
+    pub(crate) fn tab_target(&self, target: &str) -> Result<(SessionName, TabId), ToolError> {
         let (session, tab) = parse_tab_target(target)?;
         Ok((self.session(session)?, tab))
     }
 
     /// The session a call acts on: `given`, else the server's configured session. A session the
     /// caller may not see reads like a missing one. Existence is checked by each operation.
-    pub fn session(&self, given: Option<&str>) -> Result<SessionName, ToolError> {
+    pub(crate) fn session(&self, given: Option<&str>) -> Result<SessionName, ToolError> {
         let session = match given {
             Some(name) => SessionName::new(name).map_err(|e| {
                 ToolError::invalid_arguments(
@@ -147,23 +147,23 @@ impl ZellijAccess<'_> {
     }
 
     /// The backend-neutral pane operations on `session`.
-    pub fn panes(&self, session: &SessionName) -> ZellijPanes {
+    pub(crate) fn panes(&self, session: &SessionName) -> ZellijPanes {
         ZellijPanes::new(self.backend.clone(), session.clone())
     }
 
     /// Maps a backend failure for this server.
-    pub fn error(&self, error: ZellijError) -> ToolError {
+    pub(crate) fn error(&self, error: ZellijError) -> ToolError {
         zellij_error(self.server_name(), error)
     }
 
     /// What the caller may still spend in this call (waits, answer text).
-    pub fn budget(&self) -> CallBudget<'_> {
+    pub(crate) fn budget(&self) -> CallBudget<'_> {
         CallBudget::new(self.limits, self.call)
     }
 }
 
 /// Parses a pane id argument (`terminal_N`, `plugin_N`, or `N` for `terminal_N`).
-pub fn parse_pane(text: &str) -> Result<PaneId, ToolError> {
+pub(crate) fn parse_pane(text: &str) -> Result<PaneId, ToolError> {
     text.parse().map_err(|e: muxgate_zellij::ids::InvalidId| {
         ToolError::invalid_arguments(
             e.to_string(),
@@ -174,7 +174,7 @@ pub fn parse_pane(text: &str) -> Result<PaneId, ToolError> {
 
 /// Parses the `target` of a tool both backends serve: `terminal_N` (or `N`) in the server's
 /// default session, or `SESSION:terminal_N`. Returns the session, when named, and the pane.
-pub fn parse_target(text: &str) -> Result<(Option<&str>, PaneId), ToolError> {
+pub(crate) fn parse_target(text: &str) -> Result<(Option<&str>, PaneId), ToolError> {
     match text.rsplit_once(':') {
         Some((session, pane)) => Ok((Some(session), parse_pane(pane)?)),
         None => Ok((None, parse_pane(text)?)),
@@ -182,7 +182,7 @@ pub fn parse_target(text: &str) -> Result<(Option<&str>, PaneId), ToolError> {
 }
 
 /// Parses a tab id argument (a tab's stable `tab_id` from list_windows, not its position).
-pub fn parse_tab(text: &str) -> Result<TabId, ToolError> {
+pub(crate) fn parse_tab(text: &str) -> Result<TabId, ToolError> {
     text.parse().map_err(|e: muxgate_zellij::ids::InvalidId| {
         ToolError::invalid_arguments(
             e.to_string(),
@@ -193,7 +193,7 @@ pub fn parse_tab(text: &str) -> Result<TabId, ToolError> {
 
 /// Parses the window `target` of a tool both backends serve, on Zellij a tab: `N` (its
 /// `tab_id`) in the server's default session, or `SESSION:N`.
-pub fn parse_tab_target(text: &str) -> Result<(Option<&str>, TabId), ToolError> {
+pub(crate) fn parse_tab_target(text: &str) -> Result<(Option<&str>, TabId), ToolError> {
     match text.rsplit_once(':') {
         Some((session, tab)) => Ok((Some(session), parse_tab(tab)?)),
         None => Ok((None, parse_tab(text)?)),
@@ -202,7 +202,7 @@ pub fn parse_tab_target(text: &str) -> Result<(Option<&str>, TabId), ToolError> 
 
 /// Turns a backend failure into an error a model can act on: its kind as the backend names
 /// it, its message, and what to do next.
-pub fn zellij_error(server: &str, error: ZellijError) -> ToolError {
+pub(crate) fn zellij_error(server: &str, error: ZellijError) -> ToolError {
     ToolError::new(
         error.kind().into(),
         error.to_string(),

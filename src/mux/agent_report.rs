@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use muxgate_tmux::{PaneId, ServerInstance};
 
 /// Most panes with a kept report.
-pub const MAX_PANES: usize = 4096;
+pub(crate) const MAX_PANES: usize = 4096;
 
 /// What an agent says it is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]

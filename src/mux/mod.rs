@@ -7,5 +7,5 @@
 //! when a program is ready for a prompt and whether it took one; [`agent_report`] what agent
 //! CLIs report about themselves through their hooks.
 
-pub mod agent_report;
-pub mod prompt;
+pub(crate) mod agent_report;
+pub(crate) mod prompt;

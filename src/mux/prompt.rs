@@ -26,7 +26,7 @@ use super::agent_report::{AgentReport, AgentState};
 
 /// Why a program was judged ready for input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ready {
+pub(crate) enum Ready {
     /// Blocked in `read` on its terminal.
     ReadingTerminal,
     /// A shell with no job running, waiting for its next command line.
@@ -39,7 +39,7 @@ pub enum Ready {
 
 /// Why a program was judged not ready.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NotReady {
+pub(crate) enum NotReady {
     /// `/proc` shows it running, sleeping or waiting for a child.
     Busy,
     /// Its hook reported it working.
@@ -49,7 +49,7 @@ pub enum NotReady {
 }
 
 impl NotReady {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             NotReady::Busy => "busy",
             NotReady::AgentWorking => "agent_working",
@@ -59,7 +59,7 @@ impl NotReady {
 }
 
 impl Ready {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Ready::ReadingTerminal => "read_terminal",
             Ready::ShellPrompt => "shell_prompt",
@@ -70,7 +70,7 @@ impl Ready {
 
     /// Whether the program reads whole lines, so that a newline echoed after Enter shows the
     /// line was taken.
-    pub fn reads_lines(self) -> bool {
+    pub(crate) fn reads_lines(self) -> bool {
         matches!(self, Ready::ReadingTerminal | Ready::ShellPrompt)
     }
 }
@@ -78,7 +78,7 @@ impl Ready {
 /// Whether the pane's program is ready for input: `foreground` is what `/proc` says (`None`
 /// where it cannot be read), `agent` what its hook says ([`agent_says`]), `quiet_for` how long
 /// the pane has printed nothing.
-pub fn readiness(
+pub(crate) fn readiness(
     foreground: Option<&Foreground>,
     agent: Option<AgentState>,
     quiet_for: Duration,
@@ -100,12 +100,12 @@ pub fn readiness(
 
 /// How long a pane may stay quiet, after its agent reported "working", before the report is no
 /// longer believed (an agent interrupted by its user may never report again).
-pub const WORKING_EXPIRES: std::time::Duration = std::time::Duration::from_secs(60);
+pub(crate) const WORKING_EXPIRES: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// What an agent's latest hook report says at `now`: waiting or idle only while the pane has
 /// printed nothing since (`idle_since`: its last output); working until it reports otherwise,
 /// or until the pane has been quiet for [`WORKING_EXPIRES`] since the report and its output.
-pub fn agent_says(
+pub(crate) fn agent_says(
     report: Option<&AgentReport>,
     idle_since: Instant,
     now: Instant,
@@ -122,7 +122,7 @@ pub fn agent_says(
 /// The text a prompt ends with, as a screen would show it: the last visible characters of its
 /// last non-blank line, without whitespace or box-drawing characters (a bordered input box
 /// wraps long lines between borders). `None` for a prompt with nothing visible.
-pub fn visible_tail(text: &str) -> Option<String> {
+pub(crate) fn visible_tail(text: &str) -> Option<String> {
     const TAIL_CHARS: usize = 8;
     let kept: Vec<char> = text
         .lines()
@@ -138,7 +138,7 @@ pub fn visible_tail(text: &str) -> Option<String> {
 /// is the visible screen, `cursor_y` the cursor's row): on the cursor's row or the row above;
 /// when the cursor is on an empty row of an input box (an Enter taken as a newline there), on
 /// the two rows above it. Rows are joined, so a tail wrapped over two rows is found too.
-pub fn still_in_input(rows: &[String], cursor_y: usize, tail: &str) -> bool {
+pub(crate) fn still_in_input(rows: &[String], cursor_y: usize, tail: &str) -> bool {
     let squeezed = |y: usize| rows.get(y).map(|row| squeeze(row)).unwrap_or_default();
     let new_box_row = squeezed(cursor_y).is_empty() && in_input_box(rows, cursor_y);
     let from = if new_box_row { 2 } else { 1 };
@@ -150,7 +150,7 @@ pub fn still_in_input(rows: &[String], cursor_y: usize, tail: &str) -> bool {
 
 /// Whether the cursor's row is inside a bordered input box (it begins with a box-drawing
 /// character or `|`): there an Enter on an empty input does nothing, so a second one is safe.
-pub fn in_input_box(rows: &[String], cursor_y: usize) -> bool {
+pub(crate) fn in_input_box(rows: &[String], cursor_y: usize) -> bool {
     rows.get(cursor_y)
         .and_then(|row| row.trim_start().chars().next())
         .is_some_and(is_border)
@@ -169,13 +169,13 @@ fn squeeze(text: &str) -> String {
 
 /// Whether output printed after an Enter shows a line-reading program took the line: the
 /// newline it echoes (a bare carriage return is also what redraws print, so it is not enough).
-pub fn line_taken(output: &[u8]) -> bool {
+pub(crate) fn line_taken(output: &[u8]) -> bool {
     output.contains(&b'\n')
 }
 
 /// A prompt as it is pasted: trailing newlines dropped (the Enter that submits it is pressed
 /// separately); `None` when nothing visible is left.
-pub fn prompt_text(text: &str) -> Option<&str> {
+pub(crate) fn prompt_text(text: &str) -> Option<&str> {
     let text = text.trim_end_matches(['\n', '\r']);
     visible_tail(text).map(|_| text)
 }

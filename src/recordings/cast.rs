@@ -18,7 +18,7 @@ use serde_json::Value;
 
 /// What the header of a cast says about it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Header {
+pub(crate) struct Header {
     pub version: u8,
     pub width: u16,
     pub height: u16,
@@ -29,7 +29,7 @@ pub struct Header {
 }
 
 impl Header {
-    pub fn new(width: u16, height: u16, timestamp: u64, title: Option<String>) -> Self {
+    pub(crate) fn new(width: u16, height: u16, timestamp: u64, title: Option<String>) -> Self {
         Self {
             version: 2,
             width: width.max(1),
@@ -40,7 +40,7 @@ impl Header {
     }
 
     /// The header line, newline included.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         // A struct of numbers and strings always serializes.
         let mut line = serde_json::to_string(self).unwrap_or_default();
         line.push('\n');
@@ -50,7 +50,7 @@ impl Header {
 
 /// The kinds of event a recording writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventKind {
+pub(crate) enum EventKind {
     /// Output the pane's program wrote.
     Output,
     /// A marker: a gap, the recording's end, a note for whoever replays it.
@@ -67,7 +67,7 @@ impl EventKind {
 }
 
 /// One event line, newline included: `[secs, "o", "text"]`, time rounded to microseconds.
-pub fn event_line(secs: f64, kind: EventKind, text: &str) -> String {
+pub(crate) fn event_line(secs: f64, kind: EventKind, text: &str) -> String {
     let secs = (secs.max(0.0) * 1e6).round() / 1e6;
     // `[f64, &str, &str]` always serializes (a non-finite time was clamped above; NaN is not
     // above 0.0, so `max` made it 0).
@@ -79,17 +79,17 @@ pub fn event_line(secs: f64, kind: EventKind, text: &str) -> String {
 /// Turns a byte stream cut anywhere into text: complete characters now, an incomplete one at
 /// the end kept for the next chunk, invalid bytes as U+FFFD.
 #[derive(Debug, Default)]
-pub struct Utf8Decoder {
+pub(crate) struct Utf8Decoder {
     pending: Vec<u8>,
 }
 
 impl Utf8Decoder {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// The text of `bytes` after what was kept from the chunk before.
-    pub fn decode(&mut self, bytes: &[u8]) -> String {
+    pub(crate) fn decode(&mut self, bytes: &[u8]) -> String {
         let mut input = std::mem::take(&mut self.pending);
         input.extend_from_slice(bytes);
         let mut out = String::with_capacity(input.len());
@@ -123,7 +123,7 @@ impl Utf8Decoder {
 
     /// What is left: an incomplete character that will never be completed (a gap or the end
     /// came), as U+FFFD, or nothing.
-    pub fn flush(&mut self) -> String {
+    pub(crate) fn flush(&mut self) -> String {
         if std::mem::take(&mut self.pending).is_empty() {
             String::new()
         } else {
@@ -134,7 +134,7 @@ impl Utf8Decoder {
 
 /// One event of a cast read back.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Event {
+pub(crate) struct Event {
     pub secs: f64,
     pub code: String,
     pub data: String,
@@ -142,14 +142,14 @@ pub struct Event {
 
 /// A cast read back: its header object as written (other fields kept) and its events.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Cast {
+pub(crate) struct Cast {
     pub header: serde_json::Map<String, Value>,
     pub events: Vec<Event>,
 }
 
 /// Why a file is not a valid asciinema v2 cast.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CastError {
+pub(crate) enum CastError {
     #[error("line 1: the header is not a JSON object with \"version\": 2")]
     Header,
     #[error("line {0}: not an event `[seconds, \"code\", \"text\"]`")]
@@ -161,7 +161,7 @@ pub enum CastError {
 impl Cast {
     /// Reads a cast, checking every line: a header with version 2, then events whose times
     /// never decrease. Blank lines are skipped.
-    pub fn parse(text: &str) -> Result<Self, CastError> {
+    pub(crate) fn parse(text: &str) -> Result<Self, CastError> {
         let mut lines = text
             .lines()
             .enumerate()
@@ -193,7 +193,7 @@ impl Cast {
     /// counted from `from`, the header's timestamp moved by as many whole seconds (its unit).
     /// A player starts it from a blank screen, so what was already shown at `from` is not
     /// there: pick `from` at a quiet moment (a prompt) for a readable cut.
-    pub fn cut(&self, from: f64, to: f64) -> Cast {
+    pub(crate) fn cut(&self, from: f64, to: f64) -> Cast {
         let from = from.max(0.0);
         let mut header = self.header.clone();
         if let Some(start) = header.get("timestamp").and_then(Value::as_u64) {
@@ -225,7 +225,7 @@ impl Cast {
     }
 
     /// The cast as a file's text.
-    pub fn to_text(&self) -> String {
+    pub(crate) fn to_text(&self) -> String {
         let mut text = serde_json::to_string(&self.header).unwrap_or_default();
         text.push('\n');
         for event in &self.events {
@@ -239,7 +239,8 @@ impl Cast {
     }
 
     /// The seconds of the last event (0 without events).
-    pub fn duration(&self) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn duration(&self) -> f64 {
         self.events.last().map_or(0.0, |event| event.secs)
     }
 }

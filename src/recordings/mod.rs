@@ -12,9 +12,9 @@
 //! Where they are used: the MCP layer asks the recorder before each tmux call
 //! ([`crate::mcp::recording`]); `muxgate recordings list|export` reads the directory.
 
-pub mod cast;
-pub mod policy;
-pub mod recorder;
+pub(crate) mod cast;
+pub(crate) mod policy;
+pub(crate) mod recorder;
 pub mod store;
 pub mod writer;
 

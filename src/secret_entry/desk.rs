@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::oneshot;
 
 /// Most requests one client may have open at once.
-pub const MAX_OPEN_PER_CLIENT: usize = 16;
+pub(crate) const MAX_OPEN_PER_CLIENT: usize = 16;
 
 /// What a new request asks for.
 #[derive(Debug, Clone)]
@@ -65,7 +65,7 @@ pub struct TooManyOpen;
 
 /// Told to whoever waits on a request when its secret was typed (a request that expires or
 /// is revoked drops its sender instead).
-pub type Delivered = oneshot::Sender<()>;
+pub(crate) type Delivered = oneshot::Sender<()>;
 
 struct Pending<T> {
     request: OpenRequest<T>,

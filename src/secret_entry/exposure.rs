@@ -75,7 +75,7 @@ impl fmt::Display for Unsafe {
 }
 
 /// `Err` when a secret typed now would show or go astray; see the module docs.
-pub fn judge(
+pub(crate) fn judge(
     pane: &PaneTerminal,
     modes: Option<TermModes>,
     foreground: Option<&Foreground>,

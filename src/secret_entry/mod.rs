@@ -13,12 +13,10 @@
 //! - [`exposure`]: whether a secret typed now would show or go astray (pure);
 //! - [`deliver`]: typing it, after that check.
 
-pub mod deliver;
-pub mod desk;
-pub mod exposure;
-pub mod page;
+pub(crate) mod deliver;
+pub(crate) mod desk;
+pub(crate) mod exposure;
+pub(crate) mod page;
 
-pub use deliver::{DeliverError, PaneDestination, Receiver};
-pub use desk::{
-    HeldRequest, IssueError, Link, NewRequest, OpenRequest, SecretCounts, SecretDesk, TooManyOpen,
-};
+pub(crate) use deliver::{DeliverError, PaneDestination, Receiver};
+pub(crate) use desk::{IssueError, NewRequest, OpenRequest, SecretDesk};

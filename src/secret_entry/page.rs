@@ -7,13 +7,13 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Longest secret, in bytes.
-pub const MAX_SECRET_BYTES: usize = 4096;
+pub(crate) const MAX_SECRET_BYTES: usize = 4096;
 
 /// Response headers of every page: no script, no framing, no caching, no referrer to other
 /// sites (the link is in the page's address), and the form may post only to the gateway itself.
 /// `same-origin`, not `no-referrer`: under `no-referrer` browsers send `Origin: null` with the
 /// form's post, which the Host/Origin guard refuses; the page loads nothing from elsewhere.
-pub const HEADERS: [(&str, &str); 5] = [
+pub(crate) const HEADERS: [(&str, &str); 5] = [
     (
         "content-security-policy",
         "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; \
@@ -27,7 +27,7 @@ pub const HEADERS: [(&str, &str); 5] = [
 
 /// Why a typed secret is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SecretError {
+pub(crate) enum SecretError {
     #[error("nothing was typed")]
     Empty,
     #[error("the secret is {0} bytes; at most {MAX_SECRET_BYTES} are accepted")]
@@ -38,7 +38,7 @@ pub enum SecretError {
 }
 
 /// Checks what the human typed: it is typed into the pane as it is.
-pub fn check_secret(secret: &str) -> Result<(), SecretError> {
+pub(crate) fn check_secret(secret: &str) -> Result<(), SecretError> {
     if secret.is_empty() {
         return Err(SecretError::Empty);
     }
@@ -53,7 +53,7 @@ pub fn check_secret(secret: &str) -> Result<(), SecretError> {
 
 /// What the form shows about the request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FormFacts<'a> {
+pub(crate) struct FormFacts<'a> {
     pub label: &'a str,
     pub client: &'a str,
     pub place: &'a str,
@@ -66,7 +66,7 @@ pub struct FormFacts<'a> {
 
 /// Who would receive a secret typed now, as the form says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Receiving<'a> {
+pub(crate) enum Receiving<'a> {
     /// This command line.
     Program(&'a str),
     /// A program the gateway cannot see (a workspace's pane).
@@ -77,7 +77,7 @@ pub enum Receiving<'a> {
 
 /// The form: the request, a password field, and the token in a hidden field (the form posts
 /// to `secret`, relative, so the page works behind a proxy's path prefix).
-pub fn form(facts: &FormFacts<'_>, token: &str, problem: Option<&str>) -> String {
+pub(crate) fn form(facts: &FormFacts<'_>, token: &str, problem: Option<&str>) -> String {
     let expires = facts
         .expires_at
         .duration_since(UNIX_EPOCH)
@@ -128,7 +128,7 @@ pub fn form(facts: &FormFacts<'_>, token: &str, problem: Option<&str>) -> String
 }
 
 /// The page after the secret was typed.
-pub fn delivered() -> String {
+pub(crate) fn delivered() -> String {
     page(
         "Secret typed",
         "<h1>Typed into the pane</h1><p>The link is spent. You can close this page.</p>",
@@ -136,7 +136,7 @@ pub fn delivered() -> String {
 }
 
 /// A page saying why nothing was typed.
-pub fn refused(title: &str, why: &str) -> String {
+pub(crate) fn refused(title: &str, why: &str) -> String {
     page(
         title,
         &format!(

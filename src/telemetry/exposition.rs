@@ -55,7 +55,10 @@ impl MetricsEndpoint {
 }
 
 /// The `/metrics` handler.
-pub async fn serve(State(endpoint): State<Arc<MetricsEndpoint>>, headers: HeaderMap) -> Response {
+pub(crate) async fn serve(
+    State(endpoint): State<Arc<MetricsEndpoint>>,
+    headers: HeaderMap,
+) -> Response {
     if !endpoint.authorized(&headers) {
         return (
             StatusCode::UNAUTHORIZED,
@@ -86,7 +89,7 @@ pub async fn serve(State(endpoint): State<Arc<MetricsEndpoint>>, headers: Header
 /// Counter families are named without `_total` in OpenMetrics metadata and with it in the
 /// Prometheus format; `# UNIT` and `# EOF` have no Prometheus equivalent; `unknown` is
 /// `untyped`. Samples are the same in both.
-pub fn to_prometheus_text(openmetrics: &str) -> String {
+pub(crate) fn to_prometheus_text(openmetrics: &str) -> String {
     let counters: HashSet<&str> = openmetrics
         .lines()
         .filter_map(|line| line.strip_prefix("# TYPE "))

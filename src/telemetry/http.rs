@@ -12,7 +12,7 @@ use axum::response::Response;
 use super::Metrics;
 
 /// The middleware: counts each response once its head is ready.
-pub async fn count_requests(
+pub(crate) async fn count_requests(
     State(metrics): State<Arc<Metrics>>,
     request: Request,
     next: Next,
@@ -24,7 +24,7 @@ pub async fn count_requests(
 }
 
 /// The `route` label of a request path.
-pub fn route_of(path: &str) -> &'static str {
+pub(crate) fn route_of(path: &str) -> &'static str {
     const PROTECTED_RESOURCE: &str = "/.well-known/oauth-protected-resource";
     match path {
         "/mcp" => "/mcp",

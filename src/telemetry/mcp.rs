@@ -41,7 +41,7 @@ const MAX_TOOL_ATTRIBUTE: usize = 64;
 
 /// The tool a `tools/call` names.
 #[derive(Debug, Clone, Copy)]
-pub struct ToolName<'a> {
+pub(crate) struct ToolName<'a> {
     pub name: &'a str,
     /// Whether the catalog has it: only known names become metric labels.
     pub known: bool,
@@ -49,7 +49,7 @@ pub struct ToolName<'a> {
 
 /// One MCP request being observed. Start it before handing the request context to the
 /// handler, then [`run`](Self::run) the handler's future inside it.
-pub struct RequestObserver {
+pub(crate) struct RequestObserver {
     metrics: Arc<Metrics>,
     span: tracing::Span,
     method: &'static str,
@@ -62,13 +62,13 @@ pub struct RequestObserver {
 
 /// Who sent a request, when it was authenticated: its token's `sub` and its MCP session.
 #[derive(Debug, Default)]
-pub struct Requester {
+pub(crate) struct Requester {
     pub sub: Option<String>,
     pub mcp_session: Option<String>,
 }
 
 impl RequestObserver {
-    pub fn start(
+    pub(crate) fn start(
         metrics: &Arc<Metrics>,
         method: &'static str,
         tool: Option<ToolName<'_>>,
@@ -127,7 +127,7 @@ impl RequestObserver {
 
     /// Runs the handler inside the span, then records its duration and outcome.
     /// `tool_error` tells whether a successful answer is a tool-level failure.
-    pub async fn run<T>(
+    pub(crate) async fn run<T>(
         self,
         work: impl Future<Output = Result<T, ErrorData>>,
         tool_error: impl FnOnce(&T) -> bool,
@@ -164,13 +164,13 @@ impl RequestObserver {
 }
 
 /// Whether a `tools/call` answer is an `isError` result.
-pub fn is_tool_error(response: &CallToolResponse) -> bool {
+pub(crate) fn is_tool_error(response: &CallToolResponse) -> bool {
     matches!(response, CallToolResponse::Complete(result) if result.is_error == Some(true))
 }
 
 /// The client's trace context: from `_meta` (MCP's carrier), else from the HTTP headers.
 /// `None` when neither holds a valid `traceparent`.
-pub fn remote_parent(
+pub(crate) fn remote_parent(
     meta: &MetaObject,
     headers: Option<&HeaderMap>,
 ) -> Option<opentelemetry::Context> {

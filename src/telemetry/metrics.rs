@@ -61,7 +61,7 @@ use muxgate_tmux::{LatencySnapshot, TmuxEngine, TmuxServer};
 
 /// Bucket bounds of `mcp_server_operation_duration_seconds`, as the OpenTelemetry MCP semantic
 /// conventions recommend.
-pub const OPERATION_BUCKETS: [f64; 14] = [
+pub(crate) const OPERATION_BUCKETS: [f64; 14] = [
     0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
 ];
 

@@ -17,19 +17,19 @@
 //! `WorkerStats`/`OutputStats`, the audit log's counters, the limits' wait permits); this module
 //! only reads them.
 
-pub mod exposition;
-pub mod http;
-pub mod mcp;
-pub mod metrics;
-pub mod sessions;
-pub mod subscriber;
+pub(crate) mod exposition;
+pub(crate) mod http;
+pub(crate) mod mcp;
+pub(crate) mod metrics;
+pub(crate) mod sessions;
+pub(crate) mod subscriber;
 
 use std::path::PathBuf;
 
 use serde::Deserialize;
 
 use crate::auth::config::SecretString;
-pub use metrics::Metrics;
+pub(crate) use metrics::Metrics;
 
 /// `[log]`: the log lines on stderr.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

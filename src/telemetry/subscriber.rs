@@ -24,11 +24,11 @@ use tracing_subscriber::{EnvFilter, Layer as _, Registry};
 use super::{LogConfig, LogFormat, OtelConfig};
 
 /// The environment variable that overrides `[log] level`.
-pub const LOG_ENV: &str = "MUXGATE_LOG";
+pub(crate) const LOG_ENV: &str = "MUXGATE_LOG";
 
 /// Why the subscriber could not be installed.
 #[derive(Debug, thiserror::Error)]
-pub enum TelemetryError {
+pub(crate) enum TelemetryError {
     #[error("log level {level:?}: {message}")]
     Filter { level: String, message: String },
     #[error("otel: {0}")]
@@ -39,14 +39,14 @@ pub enum TelemetryError {
 
 /// Keeps the span exporter alive; flush it with [`Self::shutdown`].
 #[must_use = "dropping the guard without shutdown loses the spans not yet exported"]
-pub struct TelemetryGuard {
+pub(crate) struct TelemetryGuard {
     provider: Option<SdkTracerProvider>,
 }
 
 impl TelemetryGuard {
     /// Exports the spans still queued and stops the exporter. Blocks; call it outside the
     /// async runtime.
-    pub fn shutdown(self) {
+    pub(crate) fn shutdown(self) {
         if let Some(provider) = self.provider
             && let Err(error) = provider.shutdown()
         {
@@ -70,7 +70,7 @@ fn quiet_rmcp(directives: &str) -> String {
 }
 
 /// Installs the global subscriber for `serve`.
-pub fn init(log: &LogConfig, otel: &OtelConfig) -> Result<TelemetryGuard, TelemetryError> {
+pub(crate) fn init(log: &LogConfig, otel: &OtelConfig) -> Result<TelemetryGuard, TelemetryError> {
     let directives = std::env::var(LOG_ENV).unwrap_or_else(|_| log.level.clone());
     let filter =
         EnvFilter::try_new(quiet_rmcp(&directives)).map_err(|e| TelemetryError::Filter {
@@ -130,7 +130,7 @@ fn tracer_provider(
 }
 
 /// `<endpoint>/v1/traces`, the OTLP/HTTP path for spans.
-pub fn traces_url(endpoint: &str) -> String {
+pub(crate) fn traces_url(endpoint: &str) -> String {
     format!("{}/v1/traces", endpoint.trim_end_matches('/'))
 }
 

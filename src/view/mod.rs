@@ -12,9 +12,9 @@
 
 pub mod key;
 pub mod link;
-pub mod page;
-pub mod render;
-pub mod viewers;
+pub(crate) mod page;
+pub(crate) mod render;
+pub(crate) mod viewers;
 
 use std::time::Duration;
 

@@ -14,7 +14,7 @@ use http::HeaderValue;
 use http::header::{self, HeaderMap, HeaderName};
 
 /// `/view`'s HTML.
-pub const HTML: &str = r#"<!doctype html>
+pub(crate) const HTML: &str = r#"<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -39,7 +39,7 @@ pub const HTML: &str = r#"<!doctype html>
 "#;
 
 /// `/view/app.css`.
-pub const CSS: &str = r#"body { background: #101010; color: #d0d0d0; font-family: sans-serif; margin: 1em; }
+pub(crate) const CSS: &str = r#"body { background: #101010; color: #d0d0d0; font-family: sans-serif; margin: 1em; }
 header { margin-bottom: .5em; }
 #status { color: #8a8a8a; margin-left: 1em; }
 #status.ended { color: #ff6060; }
@@ -59,7 +59,7 @@ header { margin-bottom: .5em; }
 "#;
 
 /// `/view/app.js`.
-pub const JS: &str = r#""use strict";
+pub(crate) const JS: &str = r#""use strict";
 (function () {
   const token = new URLSearchParams(window.location.search).get("t") || "";
   const screen = document.getElementById("screen");
@@ -140,13 +140,13 @@ pub const JS: &str = r#""use strict";
 "#;
 
 /// The Content Security Policy of every view response.
-pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src-elem 'self'; \
+pub(crate) const CSP: &str = "default-src 'none'; script-src 'self'; style-src-elem 'self'; \
      style-src-attr 'unsafe-inline'; connect-src 'self'; base-uri 'none'; form-action 'none'; \
      frame-ancestors 'none'";
 
 /// The headers every view response carries: no framing, no caching, no referrer (the page's
 /// address holds the token), and the CSP.
-pub fn security_headers(headers: &mut HeaderMap) {
+pub(crate) fn security_headers(headers: &mut HeaderMap) {
     let set = |headers: &mut HeaderMap, name: HeaderName, value: &'static str| {
         headers.insert(name, HeaderValue::from_static(value));
     };

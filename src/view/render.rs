@@ -71,7 +71,7 @@ const DEFAULT_BG: (u8, u8, u8) = (0x10, 0x10, 0x10);
 
 /// The screen as HTML rows separated by `\n`, for a `<pre>`: every row and every cell, so the
 /// page shows the pane at its size.
-pub fn screen_html(screen: &Screen) -> String {
+pub(crate) fn screen_html(screen: &Screen) -> String {
     let (rows, cols) = screen.size();
     let (rows, cols) = (rows.get(), cols.get());
     let (cursor_row, cursor_col) = screen.cursor_position();
@@ -133,7 +133,7 @@ fn push_runs(cells: &[(Look, &str)], out: &mut String) {
 }
 
 /// HTML-escapes `text` (element content and quoted attribute values alike).
-pub fn escape_into(text: &str, out: &mut String) {
+pub(crate) fn escape_into(text: &str, out: &mut String) {
     for c in text.chars() {
         match c {
             '<' => out.push_str("&lt;"),

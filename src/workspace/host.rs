@@ -47,14 +47,14 @@ pub enum HostError {
 
 /// The host, as the sandboxes use it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Host {
+pub(crate) struct Host {
     pub spec: SandboxSpec,
     pub view: HostView,
 }
 
 impl Host {
     /// Resolves the binaries, builds the view (hiding `secrets`), and proves a sandbox starts.
-    pub async fn probe(
+    pub(crate) async fn probe(
         bwrap: &Path,
         tmux_bin: &Path,
         network: Network,
@@ -256,7 +256,7 @@ fn push_unique(list: &mut Vec<PathBuf>, path: &Path) {
 }
 
 /// `program` as an absolute path: itself if it has a slash, else the first match on `PATH`.
-pub fn which(program: &Path) -> Option<PathBuf> {
+pub(crate) fn which(program: &Path) -> Option<PathBuf> {
     if program.components().count() > 1 || program.is_absolute() {
         let path = std::fs::canonicalize(program).ok()?;
         return is_executable(&path).then_some(path);

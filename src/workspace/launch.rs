@@ -46,7 +46,7 @@ const KEYCTL_JOIN_SESSION_KEYRING: libc::c_long = 1;
 
 /// How one sandbox is started.
 #[derive(Debug)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// The user it runs as, when workspaces have uids of their own.
     pub run_as: Option<RunAs>,
     pub limits: ProcessLimits,
@@ -57,7 +57,7 @@ pub struct Plan {
 
 /// A running process, recognisable after a pid is reused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProcessId {
+pub(crate) struct ProcessId {
     pub pid: i32,
     /// Clock ticks after boot (`/proc/<pid>/stat` field 22).
     pub start_time: u64,
@@ -76,7 +76,7 @@ pub enum LaunchError {
 }
 
 /// The sandbox process of the workspace in `dir`, if it runs.
-pub fn running(dir: &Path) -> Option<ProcessId> {
+pub(crate) fn running(dir: &Path) -> Option<ProcessId> {
     let text = fs::read_to_string(dir.join(PID_FILE)).ok()?;
     let (pid, start) = text.trim().split_once(' ')?;
     let recorded = ProcessId {
@@ -87,7 +87,7 @@ pub fn running(dir: &Path) -> Option<ProcessId> {
 }
 
 /// Starts the sandbox of the workspace in `dir` and waits until its tmux server listens.
-pub async fn start(
+pub(crate) async fn start(
     host: &Host,
     dir: &Path,
     plan: Plan,
@@ -197,7 +197,7 @@ fn sandbox_process(host: &Host, dirs: &WorkspaceDirs, plan: Plan) -> tokio::proc
 
 /// Kills the sandbox `id` and everything in it (its init is killed, which ends its pid
 /// namespace), then waits up to `timeout` for it to be gone.
-pub async fn kill(id: ProcessId, timeout: Duration) -> bool {
+pub(crate) async fn kill(id: ProcessId, timeout: Duration) -> bool {
     for target in children(id.pid).into_iter().chain([id.pid]) {
         // SAFETY: kill(2) with a pid we just read from /proc and a valid signal.
         unsafe {

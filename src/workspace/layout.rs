@@ -29,7 +29,7 @@ use crate::state::write_private;
 use muxgate_tmux::RunAs;
 
 /// The workspace's record, in its directory.
-pub const META_FILE: &str = "meta.json";
+pub(crate) const META_FILE: &str = "meta.json";
 
 /// A workspace's record, written when it is created.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,31 +60,27 @@ impl From<RunAsRecord> for RunAs {
 
 /// The workspaces directory of a state directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Layout {
+pub(crate) struct Layout {
     root: PathBuf,
     /// Whether workspaces run as uids of their own (the gateway is root).
     own_uids: bool,
 }
 
 impl Layout {
-    pub fn new(state_dir: &Path, own_uids: bool) -> Self {
+    pub(crate) fn new(state_dir: &Path, own_uids: bool) -> Self {
         Self {
             root: state_dir.join("workspaces"),
             own_uids,
         }
     }
 
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
     /// The directory of `name`.
-    pub fn dir(&self, name: &WorkspaceName) -> PathBuf {
+    pub(crate) fn dir(&self, name: &WorkspaceName) -> PathBuf {
         self.root.join(name.dir_name())
     }
 
     /// The sandbox directories of the workspace in `dir`.
-    pub fn dirs(dir: &Path) -> WorkspaceDirs {
+    pub(crate) fn dirs(dir: &Path) -> WorkspaceDirs {
         WorkspaceDirs {
             home: dir.join("home"),
             run: dir.join("run"),
@@ -98,7 +94,7 @@ impl Layout {
 
     /// Creates the workspaces directory (and the state directory above it) if missing, and
     /// sets their modes.
-    pub fn prepare(&self) -> io::Result<()> {
+    pub(crate) fn prepare(&self) -> io::Result<()> {
         let mode = self.gateway_dir_mode();
         fs::DirBuilder::new()
             .recursive(true)
@@ -114,7 +110,7 @@ impl Layout {
     /// through: they run as uids of their own, and their sandbox is set up as that uid, from
     /// their directories here. `None` when every one can be passed (or workspaces run as the
     /// gateway's own uid).
-    pub fn unreachable_parent(&self) -> Option<PathBuf> {
+    pub(crate) fn unreachable_parent(&self) -> Option<PathBuf> {
         if !self.own_uids {
             return None;
         }
@@ -127,7 +123,7 @@ impl Layout {
     }
 
     /// The records of every workspace on disk, with their directories.
-    pub fn list(&self) -> io::Result<Vec<(PathBuf, WorkspaceMeta)>> {
+    pub(crate) fn list(&self) -> io::Result<Vec<(PathBuf, WorkspaceMeta)>> {
         let entries = match fs::read_dir(&self.root) {
             Ok(entries) => entries,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -147,7 +143,7 @@ impl Layout {
     /// Creates the workspace's directories (its record with a free uid from `uid_base` when
     /// workspaces have their own, at most `max` workspaces), or reads the record of an
     /// existing one.
-    pub fn open(
+    pub(crate) fn open(
         &self,
         name: &WorkspaceName,
         uid_base: u32,
@@ -251,7 +247,7 @@ fn free_uid(used: &[u32], base: u32, max: u32) -> Option<u32> {
 }
 
 /// Reads `dir/meta.json`.
-pub fn read_meta(dir: &Path) -> io::Result<WorkspaceMeta> {
+pub(crate) fn read_meta(dir: &Path) -> io::Result<WorkspaceMeta> {
     let text = fs::read(dir.join(META_FILE))?;
     serde_json::from_slice(&text).map_err(io::Error::other)
 }

@@ -26,13 +26,13 @@
 
 pub mod admin;
 pub mod cgroup;
-pub mod config;
+pub(crate) mod config;
 pub mod disk;
-pub mod host;
-pub mod launch;
-pub mod layout;
-pub mod name;
-pub mod sandbox;
+pub(crate) mod host;
+pub(crate) mod launch;
+pub(crate) mod layout;
+pub(crate) mod name;
+pub(crate) mod sandbox;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -12,7 +12,7 @@ use std::fmt;
 use sha2::{Digest, Sha256};
 
 /// Longest workspace name, in characters (as long as a `sub`).
-pub const MAX_NAME_CHARS: usize = 256;
+pub(crate) const MAX_NAME_CHARS: usize = 256;
 
 /// A valid workspace name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]

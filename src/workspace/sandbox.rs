@@ -24,19 +24,19 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// The workspace's home inside its sandbox (also the panes' starting directory).
-pub const INSIDE_HOME: &str = "/workspace";
+pub(crate) const INSIDE_HOME: &str = "/workspace";
 /// The socket directory inside both sandboxes.
-pub const INSIDE_RUN: &str = "/run/muxgate";
+pub(crate) const INSIDE_RUN: &str = "/run/muxgate";
 /// The tmux socket inside both sandboxes.
-pub const INSIDE_SOCKET: &str = "/run/muxgate/tmux.sock";
+pub(crate) const INSIDE_SOCKET: &str = "/run/muxgate/tmux.sock";
 
 /// Where a workspace's own mounts are, inside: a host directory shown there would be hidden
 /// by them (or, for `/tmp`, mounted over them).
-pub const OWN_MOUNTS: &[&str] = &["/proc", "/dev", "/tmp", INSIDE_HOME, INSIDE_RUN];
+pub(crate) const OWN_MOUNTS: &[&str] = &["/proc", "/dev", "/tmp", INSIDE_HOME, INSIDE_RUN];
 
 /// What the host shows inside a workspace, read-only.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct HostView {
+pub(crate) struct HostView {
     /// System directories bound at the same path (`/usr`, `/etc`).
     pub read_only: Vec<PathBuf>,
     /// Configured host directories (`workspaces.expose`), bound at the same path after the
@@ -56,7 +56,7 @@ pub struct HostView {
 
 /// The host directories of one workspace.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WorkspaceDirs {
+pub(crate) struct WorkspaceDirs {
     /// Its home, `/workspace` inside.
     pub home: PathBuf,
     /// Its socket directory, `/run/muxgate` inside.
@@ -98,7 +98,7 @@ pub struct ProcessLimits {
 
 /// The fixed parts of every sandbox command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SandboxSpec {
+pub(crate) struct SandboxSpec {
     /// The `bwrap` binary.
     pub bwrap: PathBuf,
     /// Whether this `bwrap` knows `--disable-userns` (0.8.0 and newer): a sandboxed process
@@ -113,7 +113,7 @@ pub struct SandboxSpec {
 
 /// The `bwrap` arguments (after the program) that start a workspace's tmux server in its
 /// sandbox, in the foreground (`tmux -D`: the sandbox lives as long as the server).
-pub fn server_command(
+pub(crate) fn server_command(
     spec: &SandboxSpec,
     host: &HostView,
     dirs: &WorkspaceDirs,
@@ -139,7 +139,7 @@ pub fn server_command(
 
 /// The `bwrap` arguments of a workspace's sandbox, ending in `--`: the command it runs follows.
 /// (The gateway's start-up check runs `true` in the same sandbox.)
-pub fn workspace_sandbox(
+pub(crate) fn workspace_sandbox(
     spec: &SandboxSpec,
     host: &HostView,
     dirs: &WorkspaceDirs,
@@ -187,7 +187,7 @@ pub fn workspace_sandbox(
 
 /// The `bwrap` arguments (after the program, ending in `--`) of the jail a workspace's tmux
 /// client processes run in; the tmux command line follows them.
-pub fn client_wrapper(spec: &SandboxSpec, host: &HostView, run_dir: &Path) -> Vec<OsString> {
+pub(crate) fn client_wrapper(spec: &SandboxSpec, host: &HostView, run_dir: &Path) -> Vec<OsString> {
     let mut args = Args::default();
     args.flags(&[
         "--unshare-all",
@@ -225,7 +225,7 @@ pub fn client_wrapper(spec: &SandboxSpec, host: &HostView, run_dir: &Path) -> Ve
 
 /// The environment a workspace's tmux server starts with (its panes inherit it): a login
 /// shell's basics and nothing of the gateway's. `tz` is the host's `TZ`, when set.
-pub fn server_env(tz: Option<&std::ffi::OsStr>) -> Vec<(OsString, OsString)> {
+pub(crate) fn server_env(tz: Option<&std::ffi::OsStr>) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = [
         ("HOME", INSIDE_HOME),
         ("USER", "workspace"),

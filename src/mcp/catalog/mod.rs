@@ -9,7 +9,7 @@
 
 pub(crate) mod compact;
 mod examples;
-pub mod tier;
+pub(crate) mod tier;
 pub mod toolset;
 
 use std::sync::Arc;

@@ -24,7 +24,7 @@ const MAX_AGENT_NAME: usize = 64;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ReportAgentStateInput {
+pub(crate) struct ReportAgentStateInput {
     #[serde(default)]
     pub server: Option<String>,
     /// The agent's pane `%N` (in a hook: `$TMUX_PANE`).
@@ -36,7 +36,7 @@ pub struct ReportAgentStateInput {
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct ReportAgentStateOutput {
+pub(crate) struct ReportAgentStateOutput {
     pub pane_id: String,
     pub state: &'static str,
 }

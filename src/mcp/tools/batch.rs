@@ -54,7 +54,7 @@ const MAX_TIMEOUT_SECS: f64 = 300.0;
 /// One operation of a batch.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct KeysOp {
+pub(crate) struct KeysOp {
     /// Pane `%N`; a window or session: its active pane.
     pub target: String,
     #[serde(flatten)]
@@ -64,7 +64,7 @@ pub struct KeysOp {
 /// What to do after an operation fails.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum OnError {
+pub(crate) enum OnError {
     #[default]
     Stop,
     Continue,
@@ -72,7 +72,7 @@ pub enum OnError {
 
 /// The operations of a `send_keys_batch`.
 #[derive(Debug, Clone)]
-pub struct KeysOps(pub Vec<KeysOp>);
+pub(crate) struct KeysOps(pub Vec<KeysOp>);
 
 impl<'de> Deserialize<'de> for KeysOps {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -119,7 +119,7 @@ impl JsonSchema for KeysOps {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SendKeysBatchInput {
+pub(crate) struct SendKeysBatchInput {
     #[serde(default)]
     pub server: Option<String>,
     /// send_keys arguments (without `server`) per operation, run in order.
@@ -134,7 +134,7 @@ pub struct SendKeysBatchInput {
 
 /// The result of one operation.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct OpResult {
+pub(crate) struct OpResult {
     pub index: usize,
     /// The pane the input went to (empty when the target was not valid).
     pub pane_id: String,
@@ -150,7 +150,7 @@ pub struct OpResult {
 
 /// A batch's answer: each operation's result, in order, and how many succeeded and failed.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct BatchResults<R> {
+pub(crate) struct BatchResults<R> {
     pub results: Vec<R>,
     pub succeeded: usize,
     pub failed: usize,
@@ -172,7 +172,7 @@ impl<R> BatchResults<R> {
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct SendKeysBatchOutput {
+pub(crate) struct SendKeysBatchOutput {
     #[serde(flatten)]
     pub batch: BatchResults<OpResult>,
     /// Per pane typed into: its `output_position` before the batch's input (wait_for_text
@@ -233,7 +233,7 @@ async fn prepare(tmux: &TmuxAccess<'_>, index: usize, op: &KeysOp) -> Prepared {
 }
 
 /// Runs a batch.
-pub async fn send_keys_batch(
+pub(crate) async fn send_keys_batch(
     tmux: &TmuxAccess<'_>,
     ops: &[KeysOp],
     on_error: OnError,
@@ -524,7 +524,7 @@ fn elapsed_ms(started: Instant) -> u64 {
 /// without `server`, which the batch gives).
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(tag = "op", rename_all = "snake_case")]
-pub enum PaneOp {
+pub(crate) enum PaneOp {
     SendKeys(SendKeysInput),
     PasteText(PasteTextInput),
     WaitForText(WaitForTextInput),
@@ -587,7 +587,7 @@ impl PaneOp {
 
 /// The operations of a `pane_batch`.
 #[derive(Debug)]
-pub struct PaneOps(pub Vec<PaneOp>);
+pub(crate) struct PaneOps(pub Vec<PaneOp>);
 
 impl<'de> Deserialize<'de> for PaneOps {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -622,7 +622,7 @@ impl JsonSchema for PaneOps {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct PaneBatchInput {
+pub(crate) struct PaneBatchInput {
     /// Server name (list_servers) for every operation; omit if only one.
     #[serde(default)]
     pub server: Option<String>,
@@ -638,7 +638,7 @@ pub struct PaneBatchInput {
 
 /// The result of one `pane_batch` operation.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct PaneOpResult {
+pub(crate) struct PaneOpResult {
     pub index: usize,
     pub op: String,
     pub success: bool,
@@ -653,7 +653,7 @@ pub struct PaneOpResult {
     pub elapsed_ms: u64,
 }
 
-pub type PaneBatchOutput = BatchResults<PaneOpResult>;
+pub(crate) type PaneBatchOutput = BatchResults<PaneOpResult>;
 
 /// `pane_batch`'s timeout when the client gives none.
 const DEFAULT_PANE_BATCH_TIMEOUT: Duration = Duration::from_secs(60);

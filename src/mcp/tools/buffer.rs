@@ -31,7 +31,7 @@ use muxgate_tmux::typed::buffers::BufferError;
 use muxgate_tmux::typed::op_error::OpError;
 
 /// Most bytes one buffer may hold when loaded through the gateway.
-pub const MAX_BUFFER_BYTES: usize = 1 << 20;
+pub(crate) const MAX_BUFFER_BYTES: usize = 1 << 20;
 
 fn yes() -> bool {
     true
@@ -39,7 +39,7 @@ fn yes() -> bool {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct LoadBufferInput {
+pub(crate) struct LoadBufferInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Your name for it: 1-64 of A-Z a-z 0-9 _ . -
@@ -52,7 +52,7 @@ pub struct LoadBufferInput {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct LoadBufferOutput {
+pub(crate) struct LoadBufferOutput {
     pub server: String,
     pub logical_name: String,
     /// Bytes stored.
@@ -61,7 +61,7 @@ pub struct LoadBufferOutput {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct PasteBufferInput {
+pub(crate) struct PasteBufferInput {
     #[serde(default)]
     pub server: Option<String>,
     /// A buffer you loaded with load_buffer.
@@ -74,7 +74,7 @@ pub struct PasteBufferInput {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct PasteBufferOutput {
+pub(crate) struct PasteBufferOutput {
     pub server: String,
     pub logical_name: String,
     pub pane_id: String,
@@ -82,7 +82,7 @@ pub struct PasteBufferOutput {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ShowBufferInput {
+pub(crate) struct ShowBufferInput {
     #[serde(default)]
     pub server: Option<String>,
     /// A buffer you loaded with load_buffer.
@@ -96,7 +96,7 @@ pub struct ShowBufferInput {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ShowBufferOutput {
+pub(crate) struct ShowBufferOutput {
     pub server: String,
     pub logical_name: String,
     /// The content (text, or base64 with encoding base64).
@@ -110,7 +110,7 @@ pub struct ShowBufferOutput {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct DeleteBufferInput {
+pub(crate) struct DeleteBufferInput {
     #[serde(default)]
     pub server: Option<String>,
     /// A buffer you loaded with load_buffer.
@@ -118,7 +118,7 @@ pub struct DeleteBufferInput {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct DeleteBufferOutput {
+pub(crate) struct DeleteBufferOutput {
     pub server: String,
     pub logical_name: String,
     /// false when there was no such buffer (nothing to delete).

@@ -29,7 +29,7 @@ const DEFAULT_CHANNEL_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ChannelInput {
+pub(crate) struct ChannelInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Channel name: 1-128 of letters, digits and `_ . : -`.
@@ -38,7 +38,7 @@ pub struct ChannelInput {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct WaitForChannelInput {
+pub(crate) struct WaitForChannelInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Channel name: 1-128 of letters, digits and `_ . : -`.
@@ -49,7 +49,7 @@ pub struct WaitForChannelInput {
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct WaitForChannelOutput {
+pub(crate) struct WaitForChannelOutput {
     pub channel: String,
     /// The channel's name in tmux: what a script in a pane signals (`tmux wait-for -S …`).
     /// On a server shared with other clients it carries your client's tag, so no other client
@@ -64,7 +64,7 @@ pub struct WaitForChannelOutput {
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct SignalChannelOutput {
+pub(crate) struct SignalChannelOutput {
     pub channel: String,
     /// The channel's name in tmux (see wait_for_channel).
     pub tmux_channel: String,

@@ -34,7 +34,7 @@ const MAX_MAX_LINES: usize = 10_000;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ListCommandsInput {
+pub(crate) struct ListCommandsInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane.
@@ -46,7 +46,7 @@ pub struct ListCommandsInput {
 
 /// One command the pane's shell ran.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct CommandInfo {
+pub(crate) struct CommandInfo {
     /// Pass to get_command_output.
     pub id: u64,
     /// As sent by the shell or run_command, else as echoed when typed.
@@ -63,7 +63,7 @@ pub struct CommandInfo {
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct ListCommandsOutput {
+pub(crate) struct ListCommandsOutput {
     pub pane_id: String,
     /// Unix ms; commands before it are not known.
     pub recording_since_ms: u64,
@@ -77,7 +77,7 @@ pub struct ListCommandsOutput {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct GetCommandOutputInput {
+pub(crate) struct GetCommandOutputInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane.
@@ -91,7 +91,7 @@ pub struct GetCommandOutputInput {
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct GetCommandOutputOutput {
+pub(crate) struct GetCommandOutputOutput {
     pub pane_id: String,
     pub id: u64,
     pub command: Option<String>,

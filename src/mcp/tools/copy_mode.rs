@@ -20,7 +20,7 @@ const MAX_SCROLL: u32 = 100_000;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct EnterCopyModeInput {
+pub(crate) struct EnterCopyModeInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane.
@@ -32,7 +32,7 @@ pub struct EnterCopyModeInput {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ExitCopyModeInput {
+pub(crate) struct ExitCopyModeInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane.
@@ -40,7 +40,7 @@ pub struct ExitCopyModeInput {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct CopyModeOutput {
+pub(crate) struct CopyModeOutput {
     pub server: String,
     pub pane_id: String,
     /// Whether the pane is in a mode afterwards, which one, and how far it is scrolled back.

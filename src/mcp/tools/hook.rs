@@ -20,14 +20,14 @@ use muxgate_tmux::typed::options::Hook;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ShowHooksInput {
+pub(crate) struct ShowHooksInput {
     #[serde(flatten)]
     pub at: OptionTargetArgs,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ShowHookInput {
+pub(crate) struct ShowHookInput {
     #[serde(flatten)]
     pub at: OptionTargetArgs,
     /// e.g. `after-new-window`, `pane-exited`, `session-created`.
@@ -36,7 +36,7 @@ pub struct ShowHookInput {
 
 /// One command attached to a hook.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
-pub struct HookEntry {
+pub(crate) struct HookEntry {
     /// Hook name, e.g. `after-new-window`.
     pub name: String,
     /// Position in the hook's command list.
@@ -46,7 +46,7 @@ pub struct HookEntry {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ShowHooksOutput {
+pub(crate) struct ShowHooksOutput {
     pub server: String,
     pub scope: OptionScope,
     /// The object read (`$N`, `@N` or `%N`); absent for global hooks.

@@ -36,14 +36,14 @@ use muxgate_zellij::keys::{Key as ZellijKey, from_tmux_name};
 use muxgate_zellij::unsupported;
 
 /// Most key names in one call.
-pub const MAX_KEYS: usize = 1000;
+pub(crate) const MAX_KEYS: usize = 1000;
 /// Most bytes of text in one call.
-pub const MAX_TEXT_BYTES: usize = 1 << 20;
+pub(crate) const MAX_TEXT_BYTES: usize = 1 << 20;
 
 /// How text arrives in a JSON string.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum TextEncoding {
+pub(crate) enum TextEncoding {
     #[default]
     Utf8,
     Base64,
@@ -52,7 +52,7 @@ pub enum TextEncoding {
 /// One string or a list of strings.
 #[derive(Debug, Clone, PartialEq, Eq, JsonSchema)]
 #[schemars(untagged)]
-pub enum Strings {
+pub(crate) enum Strings {
     One(String),
     Many(Vec<String>),
 }
@@ -100,7 +100,7 @@ fn yes() -> bool {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SendKeysInput {
+pub(crate) struct SendKeysInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane. Zellij: `[SESSION:]terminal_N`.
@@ -111,7 +111,7 @@ pub struct SendKeysInput {
 
 /// What `send_keys` (and each operation of `send_keys_batch`) presses and types.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
-pub struct Keystrokes {
+pub(crate) struct Keystrokes {
     /// Sent in order: a string that is a key name (Enter, C-c, M-x, Up, Tab, BSpace, F5…) is
     /// pressed, any other string is typed exactly; literal: true types everything. E.g. "ls -la",
     /// ["C-c"], ["git status", "Enter"].
@@ -128,7 +128,7 @@ pub struct Keystrokes {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct SendKeysOutput {
+pub(crate) struct SendKeysOutput {
     pub server: String,
     /// Zellij: the pane's session.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -146,7 +146,7 @@ pub struct SendKeysOutput {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct PasteTextInput {
+pub(crate) struct PasteTextInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane. Zellij: `[SESSION:]terminal_N`.
@@ -162,7 +162,7 @@ pub struct PasteTextInput {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct PasteTextOutput {
+pub(crate) struct PasteTextOutput {
     pub server: String,
     /// Zellij: the pane's session.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -347,7 +347,7 @@ impl SharedTool for PasteText {
 
 /// The text a `send_keys` call types (key names left out), as the pane would echo it; `None`
 /// for input that is not valid.
-pub fn typed_text(input: &Keystrokes) -> Option<String> {
+pub(crate) fn typed_text(input: &Keystrokes) -> Option<String> {
     KeysRequest::parse(input)
         .ok()
         .map(|request| request.typed())
@@ -355,7 +355,7 @@ pub fn typed_text(input: &Keystrokes) -> Option<String> {
 
 /// The input a `send_keys` call (or one operation of a batch) asks for, validated and planned
 /// for `pane`.
-pub fn input_plan(input: &Keystrokes, pane: PaneId) -> Result<InputPlan, ToolError> {
+pub(crate) fn input_plan(input: &Keystrokes, pane: PaneId) -> Result<InputPlan, ToolError> {
     KeysRequest::parse(input)?.plan(pane, input.enter)
 }
 

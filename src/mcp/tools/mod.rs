@@ -6,38 +6,38 @@
 //! output `Result<Json<T>, ToolError>`, all four annotation hints set explicitly, and a
 //! description whose first line is a one-line summary (it is what `muxgate tools` prints).
 
-pub mod agent_report;
-pub mod batch;
-pub mod buffer;
-pub mod channel;
-pub mod commands;
-pub mod copy_mode;
-pub mod hook;
-pub mod input;
-pub mod option;
-pub mod pane;
-pub mod pane_lifecycle;
-pub mod pipe;
-pub mod prompt;
-pub mod recording;
-pub mod run;
-pub mod search;
-pub mod secret;
-pub mod server;
-pub mod session;
-pub mod since;
-pub mod state;
-pub mod state_wait;
+pub(crate) mod agent_report;
+pub(crate) mod batch;
+pub(crate) mod buffer;
+pub(crate) mod channel;
+pub(crate) mod commands;
+pub(crate) mod copy_mode;
+pub(crate) mod hook;
+pub(crate) mod input;
+pub(crate) mod option;
+pub(crate) mod pane;
+pub(crate) mod pane_lifecycle;
+pub(crate) mod pipe;
+pub(crate) mod prompt;
+pub(crate) mod recording;
+pub(crate) mod run;
+pub(crate) mod search;
+pub(crate) mod secret;
+pub(crate) mod server;
+pub(crate) mod session;
+pub(crate) mod since;
+pub(crate) mod state;
+pub(crate) mod state_wait;
 pub(crate) mod support;
-pub mod view;
-pub mod wait;
-pub mod watch;
-pub mod window;
-pub mod zellij_io;
+pub(crate) mod view;
+pub(crate) mod wait;
+pub(crate) mod watch;
+pub(crate) mod window;
+pub(crate) mod zellij_io;
 mod zellij_objects;
-pub mod zellij_pane;
-pub mod zellij_session;
-pub mod zellij_tab;
+pub(crate) mod zellij_pane;
+pub(crate) mod zellij_session;
+pub(crate) mod zellij_tab;
 
 use rmcp::handler::server::tool::ToolRouter;
 

@@ -32,7 +32,7 @@ use muxgate_tmux::typed::options::{OptionError, OptionLevel, OptionPlace};
 /// Which objects an option (or hook) belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum OptionScope {
+pub(crate) enum OptionScope {
     Server,
     Session,
     Window,
@@ -242,7 +242,7 @@ fn environment_error(tmux: &TmuxAccess<'_>, error: OpError) -> ToolError {
 /// Where an option or hook is: the server, a scope and its object, or the scope's global
 /// value. Every option and hook tool takes these arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct OptionTargetArgs {
+pub(crate) struct OptionTargetArgs {
     #[serde(default)]
     pub server: Option<String>,
     pub scope: OptionScope,
@@ -258,7 +258,7 @@ pub struct OptionTargetArgs {
 // what the flattened place left over.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ShowOptionInput {
+pub(crate) struct ShowOptionInput {
     #[serde(flatten)]
     pub at: OptionTargetArgs,
     /// e.g. `status`, `mode-keys`, `remain-on-exit`, or a user option `@name`.
@@ -266,7 +266,7 @@ pub struct ShowOptionInput {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ShowOptionOutput {
+pub(crate) struct ShowOptionOutput {
     pub server: String,
     pub scope: OptionScope,
     /// The object read (`$N`, `@N` or `%N`); absent for server and global options.
@@ -280,7 +280,7 @@ pub struct ShowOptionOutput {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SetOptionInput {
+pub(crate) struct SetOptionInput {
     #[serde(flatten)]
     pub at: OptionTargetArgs,
     /// e.g. `status`, `mode-keys`, `remain-on-exit`, or a user option `@name`.
@@ -294,7 +294,7 @@ pub struct SetOptionInput {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct SetOptionOutput {
+pub(crate) struct SetOptionOutput {
     pub server: String,
     pub scope: OptionScope,
     pub target: Option<String>,
@@ -307,14 +307,14 @@ pub struct SetOptionOutput {
 /// Which environment: the server's global one or a session's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum EnvironmentScope {
+pub(crate) enum EnvironmentScope {
     Global,
     Session,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ShowEnvironmentInput {
+pub(crate) struct ShowEnvironmentInput {
     #[serde(default)]
     pub server: Option<String>,
     /// global, or session (overrides global for its new panes).
@@ -328,7 +328,7 @@ pub struct ShowEnvironmentInput {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ShowEnvironmentOutput {
+pub(crate) struct ShowEnvironmentOutput {
     pub server: String,
     pub scope: EnvironmentScope,
     /// The session read (`$N`); absent for the global environment.
@@ -342,7 +342,7 @@ pub struct ShowEnvironmentOutput {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SetEnvironmentInput {
+pub(crate) struct SetEnvironmentInput {
     #[serde(default)]
     pub server: Option<String>,
     /// global, or session (overrides global for its new panes).
@@ -361,7 +361,7 @@ pub struct SetEnvironmentInput {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct SetEnvironmentOutput {
+pub(crate) struct SetEnvironmentOutput {
     pub server: String,
     pub scope: EnvironmentScope,
     pub target: Option<String>,

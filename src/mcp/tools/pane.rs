@@ -51,7 +51,7 @@ pub(crate) fn default_max_lines() -> usize {
 
 /// A line bound as clients send it: a line number, or `"-"` for the edge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LineArg(pub LineBound);
+pub(crate) struct LineArg(pub LineBound);
 
 impl<'de> Deserialize<'de> for LineArg {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -98,7 +98,7 @@ impl JsonSchema for LineArg {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ListPanesInput {
+pub(crate) struct ListPanesInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Only this session (`$N`, name), window `@N` or pane's window `%N`; default: all.
@@ -118,7 +118,7 @@ pub struct ListPanesInput {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ListPanesOutput {
+pub(crate) struct ListPanesOutput {
     pub server: String,
     /// Zellij: the session listed.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -132,7 +132,7 @@ pub struct ListPanesOutput {
 /// state as `get_pane_state` says it — from `/proc` (outside workspaces), from its output stream
 /// if that is recording already (a listing starts none), and from its agent's hook.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ListedPane {
+pub(crate) struct ListedPane {
     #[serde(flatten)]
     info: PaneInfo,
     waiting_for_input: Option<bool>,
@@ -234,7 +234,7 @@ fn wants_state(input: &ListPanesInput) -> bool {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct PaneTargetInput {
+pub(crate) struct PaneTargetInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane.
@@ -243,7 +243,7 @@ pub struct PaneTargetInput {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SnapshotPaneInput {
+pub(crate) struct SnapshotPaneInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane.
@@ -259,7 +259,7 @@ pub struct SnapshotPaneInput {
 /// `snapshot_pane`'s answer with the fields asked for.
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(transparent)]
-pub struct SnapshotPaneView(#[schemars(with = "SnapshotPaneOutput")] Map<String, Value>);
+pub(crate) struct SnapshotPaneView(#[schemars(with = "SnapshotPaneOutput")] Map<String, Value>);
 
 /// What a snapshot shows by default: what the pane shows and runs, where the cursor is, and
 /// whatever is unusual about it (ids of its window and session, history, pid, title and edges
@@ -321,7 +321,7 @@ const SNAPSHOT_SHAPE: RowShape = RowShape {
 };
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct SnapshotPaneOutput {
+pub(crate) struct SnapshotPaneOutput {
     pub server: String,
     #[serde(flatten)]
     pub pane: PaneSnapshot,
@@ -337,7 +337,7 @@ pub struct SnapshotPaneOutput {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct CapturePaneInput {
+pub(crate) struct CapturePaneInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane. Zellij: `[SESSION:]terminal_N`.
@@ -360,7 +360,7 @@ pub struct CapturePaneInput {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct CapturePaneOutput {
+pub(crate) struct CapturePaneOutput {
     pub server: String,
     /// Zellij: the pane's session.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -381,7 +381,7 @@ pub struct CapturePaneOutput {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct DisplayMessageInput {
+pub(crate) struct DisplayMessageInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane.
@@ -392,7 +392,7 @@ pub struct DisplayMessageInput {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct DisplayMessageOutput {
+pub(crate) struct DisplayMessageOutput {
     pub server: String,
     pub pane_id: String,
     /// The expanded format.
@@ -404,7 +404,7 @@ pub struct DisplayMessageOutput {
 /// A window corner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum Corner {
+pub(crate) enum Corner {
     TopLeft,
     TopRight,
     BottomLeft,
@@ -413,7 +413,7 @@ pub enum Corner {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct FindPaneByPositionInput {
+pub(crate) struct FindPaneByPositionInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Window `@N`; a pane `%N` or session (`$N`, name) means its (current) window.

@@ -50,7 +50,7 @@ const MAX_ENV_VARS: usize = 64;
 /// Where the new pane goes, relative to the split one.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum SplitDirection {
+pub(crate) enum SplitDirection {
     Above,
     #[default]
     Below,
@@ -135,7 +135,7 @@ impl JsonSchema for PaneSize {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SplitWindowInput {
+pub(crate) struct SplitWindowInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N` to split; a window or session means its active pane.
@@ -162,7 +162,7 @@ pub struct SplitWindowInput {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct PaneIdInput {
+pub(crate) struct PaneIdInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Pane id (`%N`) only. Zellij: `[SESSION:]terminal_N`.
@@ -170,13 +170,13 @@ pub struct PaneIdInput {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct PaneActionOutput {
+pub(crate) struct PaneActionOutput {
     pub server: String,
     pub pane_id: String,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct KillPaneOutput {
+pub(crate) struct KillPaneOutput {
     pub server: String,
     pub pane_id: String,
     /// Zellij: the pane's session.
@@ -192,7 +192,7 @@ pub struct KillPaneOutput {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RespawnPaneInput {
+pub(crate) struct RespawnPaneInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Pane id (`%N`) only.
@@ -218,7 +218,7 @@ fn yes() -> bool {
 /// Which pane select_pane makes active.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum SelectDirection {
+pub(crate) enum SelectDirection {
     Up,
     Down,
     Left,
@@ -230,7 +230,7 @@ pub enum SelectDirection {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SelectPaneInput {
+pub(crate) struct SelectPaneInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N` to make active; with `direction`, the pane (or window `@N`) to start from.
@@ -243,7 +243,7 @@ pub struct SelectPaneInput {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct SelectPaneOutput {
+pub(crate) struct SelectPaneOutput {
     pub server: String,
     /// The window's active pane afterwards (unchanged when there was no pane in that
     /// direction).
@@ -257,11 +257,11 @@ pub struct SelectPaneOutput {
 }
 
 /// A pane as `resize_pane` and `select_pane` answer it.
-pub type AnsweredPane = Row<PaneInfo, ZellijPaneInfo>;
+pub(crate) type AnsweredPane = Row<PaneInfo, ZellijPaneInfo>;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ResizePaneInput {
+pub(crate) struct ResizePaneInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane. Zellij: `[SESSION:]terminal_N`.
@@ -279,7 +279,7 @@ pub struct ResizePaneInput {
 
 /// What a `resize_pane` call changes, checked before either backend is asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PaneResize {
+pub(crate) enum PaneResize {
     Zoom(bool),
     Cells {
         width: Option<u32>,
@@ -288,7 +288,7 @@ pub enum PaneResize {
 }
 
 impl PaneResize {
-    pub fn of(input: &ResizePaneInput) -> Result<Self, ToolError> {
+    pub(crate) fn of(input: &ResizePaneInput) -> Result<Self, ToolError> {
         let sizes = input.width.is_some() || input.height.is_some();
         match (input.zoom, sizes) {
             (Some(_), true) => Err(ToolError::invalid_arguments(
@@ -316,7 +316,7 @@ impl PaneResize {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SwapPaneInput {
+pub(crate) struct SwapPaneInput {
     #[serde(default)]
     pub server: Option<String>,
     /// One pane (`%N`).
@@ -326,7 +326,7 @@ pub struct SwapPaneInput {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct SwapPaneOutput {
+pub(crate) struct SwapPaneOutput {
     pub server: String,
     pub source: PaneInfo,
     pub target: PaneInfo,
@@ -334,7 +334,7 @@ pub struct SwapPaneOutput {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SetPaneTitleInput {
+pub(crate) struct SetPaneTitleInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane. Zellij: `[SESSION:]terminal_N`.
@@ -344,7 +344,7 @@ pub struct SetPaneTitleInput {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct SetPaneTitleOutput {
+pub(crate) struct SetPaneTitleOutput {
     pub server: String,
     /// Zellij: the pane's session.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -15,7 +15,7 @@ use muxgate_tmux::ops::pipe::{PipePath, pipe_pane_command};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct PipePaneInput {
+pub(crate) struct PipePaneInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane.
@@ -26,7 +26,7 @@ pub struct PipePaneInput {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct PipePaneOutput {
+pub(crate) struct PipePaneOutput {
     pub server: String,
     pub pane_id: String,
     /// Whether output is being piped afterwards.

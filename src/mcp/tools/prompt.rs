@@ -57,7 +57,7 @@ const BUSY_AFTER: Duration = Duration::from_millis(600);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SendPromptInput {
+pub(crate) struct SendPromptInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane.
@@ -73,7 +73,7 @@ pub struct SendPromptInput {
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct SendPromptOutput {
+pub(crate) struct SendPromptOutput {
     pub pane_id: String,
     /// submitted; not_ready (nothing typed); not_submitted.
     pub outcome: &'static str,

@@ -21,7 +21,7 @@ fn yes() -> bool {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RecordPaneInput {
+pub(crate) struct RecordPaneInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Pane (`%N`), or window/session (their active pane).
@@ -32,7 +32,7 @@ pub struct RecordPaneInput {
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct RecordPaneOutput {
+pub(crate) struct RecordPaneOutput {
     pub pane: String,
     /// Whether the pane is recorded now.
     pub recording: bool,

@@ -43,15 +43,15 @@ use muxgate_tmux::typed::op_error::OpError;
 use muxgate_tmux::typed::pane_state::PaneState;
 
 /// `run_command`'s timeout when the client gives none.
-pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(30);
 /// Output lines kept when the client gives no `max_lines`.
-pub const DEFAULT_MAX_LINES: u32 = 500;
+pub(crate) const DEFAULT_MAX_LINES: u32 = 500;
 /// Most output lines a client may ask for.
-pub const MAX_MAX_LINES: u32 = 10_000;
+pub(crate) const MAX_MAX_LINES: u32 = 10_000;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RunCommandInput {
+pub(crate) struct RunCommandInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Shell pane `%N`; a window or session: its active pane. Zellij: `[SESSION:]terminal_N`.
@@ -70,7 +70,7 @@ pub struct RunCommandInput {
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct RunCommandOutput {
+pub(crate) struct RunCommandOutput {
     pub pane_id: String,
     /// Zellij: the pane's session.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -105,7 +105,7 @@ pub struct RunCommandOutput {
 
 /// A run, whoever asked for it.
 #[derive(Debug, Clone)]
-pub struct RunRequest {
+pub(crate) struct RunRequest {
     pub target: String,
     pub command: String,
     pub max_lines: u32,
@@ -113,7 +113,7 @@ pub struct RunRequest {
 }
 
 /// Runs a command in a shell pane until `deadline`. The caller holds the wait budget.
-pub async fn run_command(
+pub(crate) async fn run_command(
     tmux: &TmuxAccess<'_>,
     request: &RunRequest,
     deadline: Instant,

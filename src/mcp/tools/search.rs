@@ -42,7 +42,7 @@ fn default_limit() -> usize {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SearchPanesInput {
+pub(crate) struct SearchPanesInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Text to find (literal unless `regex`).
@@ -74,7 +74,7 @@ pub struct SearchPanesInput {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct SearchPanesOutput {
+pub(crate) struct SearchPanesOutput {
     pub server: String,
     /// Matching panes on this page, ordered by pane id.
     pub matches: Vec<PaneMatch>,
@@ -91,7 +91,7 @@ pub struct SearchPanesOutput {
 
 /// The matches in one pane.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct PaneMatch {
+pub(crate) struct PaneMatch {
     pub pane_id: String,
     pub session_id: String,
     pub session_name: String,

@@ -53,7 +53,7 @@ fn yes() -> bool {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RequestSecretInput {
+pub(crate) struct RequestSecretInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane.
@@ -69,7 +69,7 @@ pub struct RequestSecretInput {
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct RequestSecretOutput {
+pub(crate) struct RequestSecretOutput {
     pub server: String,
     pub pane_id: String,
     pub request_id: String,

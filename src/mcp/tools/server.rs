@@ -30,16 +30,16 @@ const EXIT_WAIT: Duration = Duration::from_secs(3);
 /// `list_servers` takes no arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ListServersInput {}
+pub(crate) struct ListServersInput {}
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ListServersOutput {
+pub(crate) struct ListServersOutput {
     /// Servers you may use: tmux, then Zellij, each in name order.
     pub servers: Vec<ServerSummary>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ServerSummary {
+pub(crate) struct ServerSummary {
     /// The value to pass as `server` to other tools.
     pub name: String,
     pub backend: Backend,
@@ -57,7 +57,7 @@ pub struct ServerSummary {
 /// Whose server it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum ServerKind {
+pub(crate) enum ServerKind {
     /// Your own workspace: a sandboxed tmux server only you (and your team) use.
     Workspace,
     /// A server the operator configured, shared by every client allowed to use it.
@@ -67,7 +67,7 @@ pub enum ServerKind {
 /// The state of a server when it was asked.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum Reachability {
+pub(crate) enum Reachability {
     /// It answered.
     Running,
     /// No server runs on the socket (create_session starts one).
@@ -97,13 +97,13 @@ impl Reachability {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ServerInput {
+pub(crate) struct ServerInput {
     #[serde(default)]
     pub server: Option<String>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ServerInfo {
+pub(crate) struct ServerInfo {
     pub server: String,
     /// Whether a tmux server answered.
     pub alive: bool,
@@ -122,7 +122,7 @@ pub struct ServerInfo {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct KillServerOutput {
+pub(crate) struct KillServerOutput {
     pub server: String,
     /// The server exited (a server still running after the kill is an error instead).
     pub killed: bool,

@@ -43,7 +43,7 @@ use muxgate_zellij::unsupported;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ListSessionsInput {
+pub(crate) struct ListSessionsInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Only sessions matching every given field.
@@ -57,7 +57,7 @@ pub struct ListSessionsInput {
 /// Conditions on sessions; every given field must hold.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SessionFilters {
+pub(crate) struct SessionFilters {
     /// Exact name or glob (`*`, `?`), e.g. `build-*`; case-sensitive.
     #[serde(default)]
     pub name: Option<String>,
@@ -99,7 +99,7 @@ impl SessionMatcher {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ListSessionsOutput {
+pub(crate) struct ListSessionsOutput {
     pub server: String,
     /// The sessions, with the fields asked for.
     #[schemars(with = "Vec<SessionInfo>")]
@@ -126,7 +126,7 @@ pub(crate) const SESSION_SHAPE: RowShape = RowShape {
 
 /// One tmux session, as the caller sees it.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct SessionInfo {
+pub(crate) struct SessionInfo {
     #[serde(flatten)]
     pub session: Session,
     /// Whether it was created through this gateway by you.
@@ -231,7 +231,7 @@ pub(crate) async fn find_session(
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct GetSessionInfoInput {
+pub(crate) struct GetSessionInfoInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Session `$N` or exact name; a window `@N` or pane `%N` means its session.
@@ -239,7 +239,7 @@ pub struct GetSessionInfoInput {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct SessionDetail {
+pub(crate) struct SessionDetail {
     pub server: String,
     pub session: SessionInfo,
     /// Its windows in index order.
@@ -248,7 +248,7 @@ pub struct SessionDetail {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct CreateSessionInput {
+pub(crate) struct CreateSessionInput {
     #[serde(default)]
     pub server: Option<String>,
     /// 1-64 of A-Z a-z 0-9 _ -; unused and allowed by your access.
@@ -271,7 +271,7 @@ pub struct CreateSessionInput {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct CreateSessionOutput {
+pub(crate) struct CreateSessionOutput {
     pub server: String,
     pub session: SessionInfo,
     /// Whether no tmux server was running and this call started it.
@@ -280,7 +280,7 @@ pub struct CreateSessionOutput {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct KillSessionInput {
+pub(crate) struct KillSessionInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Session `$N` or exact name (not a window or pane).
@@ -288,7 +288,7 @@ pub struct KillSessionInput {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct KillSessionOutput {
+pub(crate) struct KillSessionOutput {
     pub server: String,
     /// Id of the killed session.
     pub id: String,
@@ -298,7 +298,7 @@ pub struct KillSessionOutput {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RenameSessionInput {
+pub(crate) struct RenameSessionInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Session `$N` or exact name.
@@ -308,7 +308,7 @@ pub struct RenameSessionInput {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct RenameSessionOutput {
+pub(crate) struct RenameSessionOutput {
     pub server: String,
     /// Session id (unchanged by the rename).
     pub id: String,

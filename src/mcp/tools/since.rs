@@ -26,7 +26,7 @@ const MAX_MAX_LINES: usize = 10_000;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct CaptureSinceInput {
+pub(crate) struct CaptureSinceInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane. Optional with `cursor`.
@@ -41,7 +41,7 @@ pub struct CaptureSinceInput {
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct CaptureSinceOutput {
+pub(crate) struct CaptureSinceOutput {
     pub pane_id: String,
     /// The complete rows that appeared since the cursor, oldest first, joined with `\n` (rows as
     /// the terminal shows them: a long line wrapped by the terminal is several rows).
@@ -64,14 +64,14 @@ pub struct CaptureSinceOutput {
 
 /// A `capture_since` call, whoever makes it.
 #[derive(Debug, Clone)]
-pub struct SinceRequest {
+pub(crate) struct SinceRequest {
     pub target: Option<String>,
     pub cursor: Option<String>,
     pub max_lines: usize,
 }
 
 /// Reads the rows `pane` printed since `request.cursor`.
-pub async fn capture_since(
+pub(crate) async fn capture_since(
     tmux: &TmuxAccess<'_>,
     request: &SinceRequest,
 ) -> Result<CaptureSinceOutput, ToolError> {

@@ -28,7 +28,7 @@ use crate::mux::agent_report::PaneInstance;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct GetPaneStateInput {
+pub(crate) struct GetPaneStateInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane. Zellij: `[SESSION:]terminal_N`.
@@ -36,7 +36,7 @@ pub struct GetPaneStateInput {
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct PaneStateOutput {
+pub(crate) struct PaneStateOutput {
     pub pane_id: String,
     /// Zellij: the pane's session.
     #[serde(skip_serializing_if = "Option::is_none")]

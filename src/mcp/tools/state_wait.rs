@@ -45,7 +45,7 @@ const MAX_TARGETS: usize = 64;
 /// no doc comments: the schema would repeat them per value.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum StateCondition {
+pub(crate) enum StateCondition {
     Idle,
     WaitingForInput,
     CommandFinished,
@@ -56,7 +56,7 @@ pub enum StateCondition {
 /// Whether the first pane to reach the state ends the wait, or the last.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum Quorum {
+pub(crate) enum Quorum {
     #[default]
     Any,
     All,
@@ -64,7 +64,7 @@ pub enum Quorum {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct WaitForStateInput {
+pub(crate) struct WaitForStateInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Panes `%N`, sessions or windows `@N` (all their panes); absent: every pane you may see.
@@ -92,7 +92,7 @@ pub struct WaitForStateInput {
 
 /// One pane that reached the state.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct StateReached {
+pub(crate) struct StateReached {
     pub pane_id: String,
     /// When, from the start of the wait.
     pub after_ms: u64,
@@ -105,7 +105,7 @@ pub struct StateReached {
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct WaitForStateOutput {
+pub(crate) struct WaitForStateOutput {
     /// reached, or timeout.
     pub outcome: &'static str,
     /// In the order they got there.

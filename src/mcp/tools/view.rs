@@ -19,7 +19,7 @@ use muxgate_tmux::typed::panes::TmuxPanes;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ViewLinkInput {
+pub(crate) struct ViewLinkInput {
     #[serde(default)]
     pub server: Option<String>,
     /// The pane `%N`, or a window or session (its active pane now).
@@ -31,7 +31,7 @@ pub struct ViewLinkInput {
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct ViewLinkOutput {
+pub(crate) struct ViewLinkOutput {
     pub pane_id: String,
     /// The page. Its query is the credential: share it only with who may watch.
     pub url: String,

@@ -48,11 +48,11 @@ use muxgate_tmux::ops::capture::capture_command;
 use muxgate_tmux::{LineReader, OutputSubscription, PaneId, StreamEnd};
 
 /// `wait_for_text`'s timeout when the client gives none.
-pub const DEFAULT_TEXT_TIMEOUT: Duration = Duration::from_secs(8);
+pub(crate) const DEFAULT_TEXT_TIMEOUT: Duration = Duration::from_secs(8);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct WaitForTextInput {
+pub(crate) struct WaitForTextInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Pane `%N`; a window or session: its active pane.
@@ -83,7 +83,7 @@ pub struct WaitForTextInput {
 
 /// A text wait, whoever asked for it (the tool or a batch operation).
 #[derive(Debug, Clone)]
-pub struct TextWaitRequest {
+pub(crate) struct TextWaitRequest {
     pub target: String,
     pub patterns: Option<Vec<String>>,
     pub stop: Vec<String>,
@@ -152,7 +152,7 @@ impl TextWaitRequest {
 /// How a wait ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum WaitOutcome {
+pub(crate) enum WaitOutcome {
     /// A pattern matched (`matched_line`, `matched_pattern`).
     Matched,
     /// `patterns` was null and new output appeared (`matched_line` is its first line).
@@ -169,7 +169,7 @@ pub enum WaitOutcome {
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct WaitForTextOutput {
+pub(crate) struct WaitForTextOutput {
     pub pane_id: String,
     pub outcome: WaitOutcome,
     /// Whether the wait ended with a pattern match (`matched`).
@@ -234,7 +234,7 @@ const CATCH_UP_ROWS: usize = 2000;
 /// Waits for text in a pane until `deadline`. The caller holds the wait budget. With
 /// `subscription` (taken earlier on the same pane, e.g. at the start of a batch), output since
 /// that subscription counts as new.
-pub async fn wait_for_text(
+pub(crate) async fn wait_for_text(
     tmux: &TmuxAccess<'_>,
     request: &TextWaitRequest,
     deadline: Instant,
@@ -407,7 +407,11 @@ async fn screen_hit(
 
 /// What the end of a pane's stream means for a wait: the pane's exit status (the pane is
 /// gone or dead), or an error when the server or the connection went away.
-pub fn stream_end(server: &str, pane: PaneId, end: StreamEnd) -> Result<Option<i32>, ToolError> {
+pub(crate) fn stream_end(
+    server: &str,
+    pane: PaneId,
+    end: StreamEnd,
+) -> Result<Option<i32>, ToolError> {
     match end {
         StreamEnd::PaneExited { status } => Ok(status),
         StreamEnd::PaneClosed | StreamEnd::SessionClosed => Ok(None),

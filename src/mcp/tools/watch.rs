@@ -23,7 +23,7 @@ use muxgate_tmux::{EngineError, OutputSubscription, PaneId};
 // wait tools report them.
 /// Reads `pane`'s state; for a pane just dead, waits a little for tmux to learn how its
 /// program ended (see [`muxgate_tmux::typed::pane_state::TmuxPaneStates::read_settled`]).
-pub async fn read_settled_state(
+pub(crate) async fn read_settled_state(
     tmux: &TmuxAccess<'_>,
     pane: PaneId,
 ) -> Result<PaneState, ToolError> {
@@ -34,7 +34,10 @@ pub async fn read_settled_state(
 }
 
 /// Reads `pane`'s state.
-pub async fn read_state(tmux: &TmuxAccess<'_>, pane: PaneId) -> Result<PaneState, ToolError> {
+pub(crate) async fn read_state(
+    tmux: &TmuxAccess<'_>,
+    pane: PaneId,
+) -> Result<PaneState, ToolError> {
     tmux.pane_states()
         .read(pane)
         .await
@@ -42,7 +45,10 @@ pub async fn read_state(tmux: &TmuxAccess<'_>, pane: PaneId) -> Result<PaneState
 }
 
 /// The foreground process of the pane `state` describes, as the host of its server tells it.
-pub async fn foreground_of_state(tmux: &TmuxAccess<'_>, state: &PaneState) -> Option<Foreground> {
+pub(crate) async fn foreground_of_state(
+    tmux: &TmuxAccess<'_>,
+    state: &PaneState,
+) -> Option<Foreground> {
     state.foreground(tmux.host()).await
 }
 
@@ -58,7 +64,7 @@ fn state_error(tmux: &TmuxAccess<'_>, error: PaneOpError) -> ToolError {
 
 /// A pane's foreground process, as the host its server runs on tells it (a workspace's tells
 /// nothing: its pids belong to the sandbox's pid namespace); none for a dead pane.
-pub async fn foreground_of(
+pub(crate) async fn foreground_of(
     tmux: &TmuxAccess<'_>,
     server_pid: u32,
     pane_pid: u32,
@@ -72,13 +78,13 @@ pub async fn foreground_of(
 }
 
 /// The error for a pane that does not exist (any more).
-pub fn missing_pane(pane: PaneId) -> ToolError {
+pub(crate) fn missing_pane(pane: PaneId) -> ToolError {
     ToolError::not_found(format!("no pane {pane} on this server"), PANES_HINT)
 }
 
 /// Subscribes to `pane`'s output from now on, giving up at `deadline` (the first wait on a
 /// session waits for its output connection to attach).
-pub async fn subscribe(
+pub(crate) async fn subscribe(
     tmux: &TmuxAccess<'_>,
     pane: PaneId,
     deadline: Instant,
@@ -91,16 +97,16 @@ pub async fn subscribe(
 
 /// How long starting to record a pane may wait for its output connection, for calls that read
 /// a pane's state rather than wait on it.
-pub const KEEP_WAIT: Duration = Duration::from_secs(10);
+pub(crate) const KEEP_WAIT: Duration = Duration::from_secs(10);
 
 /// A time as Unix milliseconds (0 before the epoch).
-pub fn unix_ms(at: SystemTime) -> u64 {
+pub(crate) fn unix_ms(at: SystemTime) -> u64 {
     at.duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// Keeps `pane`'s command ledger recording (starting it if needed) and returns its stream.
-pub async fn keep(
+pub(crate) async fn keep(
     tmux: &TmuxAccess<'_>,
     pane: PaneId,
     deadline: Instant,
@@ -114,7 +120,7 @@ pub async fn keep(
 /// Runs one of a wait's tmux steps (resolving its target, reading the pane's state), giving up
 /// at the wait's own deadline with the same error as a subscription that could not begin in
 /// time.
-pub async fn by_deadline<T>(
+pub(crate) async fn by_deadline<T>(
     tmux: &TmuxAccess<'_>,
     deadline: Instant,
     step: impl Future<Output = Result<T, ToolError>>,
@@ -132,7 +138,7 @@ pub async fn by_deadline<T>(
 }
 
 /// What a wait ends with when the client cancelled the call (the client no longer reads it).
-pub fn cancelled() -> ToolError {
+pub(crate) fn cancelled() -> ToolError {
     ToolError::new(
         ToolErrorKind::Cancelled,
         "the call was cancelled by the client",
@@ -141,6 +147,6 @@ pub fn cancelled() -> ToolError {
 }
 
 /// Milliseconds since `started`, for results.
-pub fn elapsed_ms(started: Instant) -> u64 {
+pub(crate) fn elapsed_ms(started: Instant) -> u64 {
     u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
 }

@@ -122,7 +122,7 @@ fn refused(message: &str) -> ToolError {
 /// Conditions on windows; every given field must hold.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct WindowFilters {
+pub(crate) struct WindowFilters {
     /// Exact name or glob (`*`, `?`); case-sensitive.
     #[serde(default)]
     pub name: Option<String>,
@@ -157,7 +157,7 @@ impl WindowMatcher {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ListWindowsInput {
+pub(crate) struct ListWindowsInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Only this session's windows (`$N` or exact name); default: all you may see. Zellij: a
@@ -173,7 +173,7 @@ pub struct ListWindowsInput {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ListWindowsOutput {
+pub(crate) struct ListWindowsOutput {
     pub server: String,
     /// Zellij: the session listed.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -216,7 +216,7 @@ pub(crate) const WINDOW_SHAPE: RowShape = RowShape {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct GetWindowInput {
+pub(crate) struct GetWindowInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Window `@N`; a pane `%N` means its window, a session its current window.
@@ -224,13 +224,13 @@ pub struct GetWindowInput {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct WindowOutput {
+pub(crate) struct WindowOutput {
     pub server: String,
     pub window: AnsweredWindow,
 }
 
 /// A window as the window tools answer it: a tmux window, or a Zellij tab.
-pub type AnsweredWindow = Row<Window, ZellijTabInfo>;
+pub(crate) type AnsweredWindow = Row<Window, ZellijTabInfo>;
 
 impl WindowOutput {
     fn tmux(tmux: &TmuxAccess<'_>, window: Window) -> Self {
@@ -260,7 +260,7 @@ impl From<Position> for Side {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct CreateWindowInput {
+pub(crate) struct CreateWindowInput {
     #[serde(default)]
     pub server: Option<String>,
     /// A session (`$N` or exact name; next free index), or a window `@N` with `position`.
@@ -292,7 +292,7 @@ pub struct CreateWindowInput {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct KillWindowInput {
+pub(crate) struct KillWindowInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Window id (`@N`) only. Zellij: a tab, `[SESSION:]N` (its `tab_id`).
@@ -300,7 +300,7 @@ pub struct KillWindowInput {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct KillWindowOutput {
+pub(crate) struct KillWindowOutput {
     pub server: String,
     /// Id of the killed window.
     pub id: String,
@@ -312,7 +312,7 @@ pub struct KillWindowOutput {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RenameWindowInput {
+pub(crate) struct RenameWindowInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Window id (`@N`). Zellij: a tab, `[SESSION:]N` (its `tab_id`).
@@ -324,7 +324,7 @@ pub struct RenameWindowInput {
 /// Which window to select relative to the session's current one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum WindowStep {
+pub(crate) enum WindowStep {
     Next,
     Previous,
     Last,
@@ -332,7 +332,7 @@ pub enum WindowStep {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SelectWindowInput {
+pub(crate) struct SelectWindowInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Window `@N`, or a session (`$N` or exact name) with `step` or `index`. Zellij: a tab,
@@ -348,7 +348,7 @@ pub struct SelectWindowInput {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ResizeWindowInput {
+pub(crate) struct ResizeWindowInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Window id (`@N`).
@@ -374,7 +374,7 @@ const NAMED_LAYOUTS: [&str; 7] = [
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SelectLayoutInput {
+pub(crate) struct SelectLayoutInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Window id (`@N`).
@@ -386,7 +386,7 @@ pub struct SelectLayoutInput {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct MoveWindowInput {
+pub(crate) struct MoveWindowInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Window id (`@N`).

@@ -46,7 +46,7 @@ const DEFAULT_RUN: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ZellijRunCommandInput {
+pub(crate) struct ZellijRunCommandInput {
     #[serde(flatten)]
     pub spot: PaneSpot,
     /// A `/bin/sh` command line, e.g. `cargo test 2>&1 | tail -5`.
@@ -70,7 +70,7 @@ fn yes() -> bool {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ZellijRunOutput {
+pub(crate) struct ZellijRunOutput {
     pub server: String,
     pub session: String,
     /// The pane the command ran in.

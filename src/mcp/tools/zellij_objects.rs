@@ -10,7 +10,7 @@ use muxgate_zellij::listing::{Client, Pane, Tab};
 
 /// One tab of a Zellij session.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct ZellijTabInfo {
+pub(crate) struct ZellijTabInfo {
     /// Stable tab id (never reused in the session): pass it as `tab`.
     pub tab_id: u32,
     /// 0-based position in the tab bar (changes when tabs before it close).
@@ -32,7 +32,7 @@ pub struct ZellijTabInfo {
 
 impl ZellijTabInfo {
     /// A tab's row; `panes` are its session's (see [`active_pane`]).
-    pub fn of(t: Tab, panes: &[Pane]) -> Self {
+    pub(crate) fn of(t: Tab, panes: &[Pane]) -> Self {
         Self {
             active_pane_id: active_pane(t.id, panes).map(|p| p.to_string()),
             tab_id: t.id.0,
@@ -80,7 +80,7 @@ pub(super) const ZELLIJ_PANE_FIELDS: &[&str] = &[
 
 /// One pane of a Zellij session.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct ZellijPaneInfo {
+pub(crate) struct ZellijPaneInfo {
     /// `terminal_N` (a shell or command) or `plugin_N`: pass it as `pane`.
     pub pane_id: String,
     /// The tab that holds it (stable id) and that tab's name.
@@ -129,7 +129,7 @@ impl From<Pane> for ZellijPaneInfo {
 
 /// A client (a human's terminal) attached to a Zellij session.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct ZellijClientInfo {
+pub(crate) struct ZellijClientInfo {
     pub client_id: u32,
     /// The pane this client has focused, when Zellij reports one.
     pub focused_pane: Option<String>,

@@ -22,7 +22,7 @@ use muxgate_zellij::ids::{SessionName, TabId};
 /// Where a tool opens a Zellij pane: the server, the session, the tab and the working
 /// directory.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct PaneSpot {
+pub(crate) struct PaneSpot {
     #[serde(default)]
     pub server: Option<String>,
     /// Session; omit for the default.
@@ -54,7 +54,7 @@ impl PaneSpot {
 // spot left over.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ZellijNewPaneInput {
+pub(crate) struct ZellijNewPaneInput {
     #[serde(flatten)]
     pub spot: PaneSpot,
     /// Pane title (at most 256 bytes).
@@ -78,7 +78,7 @@ pub struct ZellijNewPaneInput {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ZellijPaneOutput {
+pub(crate) struct ZellijPaneOutput {
     pub server: String,
     pub session: String,
     pub pane: ZellijPaneInfo,
@@ -86,7 +86,7 @@ pub struct ZellijPaneOutput {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ZellijEditFileInput {
+pub(crate) struct ZellijEditFileInput {
     #[serde(flatten)]
     pub spot: PaneSpot,
     /// The file to open; relative paths are resolved against `cwd` (the editor's).

@@ -25,7 +25,7 @@ use crate::mcp::zellij_access::ZellijAccess;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ZellijSessionInput {
+pub(crate) struct ZellijSessionInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Session; omit for the default.
@@ -34,7 +34,7 @@ pub struct ZellijSessionInput {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ZellijListClientsOutput {
+pub(crate) struct ZellijListClientsOutput {
     pub server: String,
     pub session: String,
     /// Attached clients (humans' terminals); empty when nobody is attached.
@@ -42,7 +42,7 @@ pub struct ZellijListClientsOutput {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ZellijDumpLayoutOutput {
+pub(crate) struct ZellijDumpLayoutOutput {
     pub server: String,
     pub session: String,
     /// The live layout in Zellij's KDL layout format.

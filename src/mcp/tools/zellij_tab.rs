@@ -26,7 +26,7 @@ use muxgate_zellij::ids::SessionName;
 use muxgate_zellij::listing::Tab;
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ZellijTabOutput {
+pub(crate) struct ZellijTabOutput {
     pub server: String,
     pub session: String,
     pub tab: ZellijTabInfo,
@@ -34,7 +34,7 @@ pub struct ZellijTabOutput {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ZellijFloatingInput {
+pub(crate) struct ZellijFloatingInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Session; omit for the default.
