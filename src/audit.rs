@@ -355,12 +355,17 @@ impl Inner {
 /// A secret entry request's record; see [`AuditLog::secret`].
 #[derive(Debug, Clone, Copy)]
 pub struct SecretRecord<'a> {
+    /// The request's id.
     pub request: &'a str,
+    /// The client that asked for the secret.
     pub sub: &'a str,
+    /// The server of the pane.
     pub server: &'a str,
+    /// The pane the secret goes to.
     pub pane: &'a str,
     /// `requested`, `typed` or `refused`.
     pub event: &'static str,
+    /// How many bytes were typed (never the bytes themselves).
     pub bytes: Option<usize>,
 }
 

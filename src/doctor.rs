@@ -25,8 +25,11 @@ use muxgate_zellij::backend::ZellijBackend;
 /// The outcome of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
+    /// It holds.
     Ok,
+    /// It holds, with a caveat the detail names.
     Warn,
+    /// It does not hold: the gateway will not work as configured.
     Fail,
 }
 
@@ -43,15 +46,18 @@ impl fmt::Display for Outcome {
 /// One line of the report.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Check {
+    /// How it came out.
     pub outcome: Outcome,
     /// What was checked, e.g. `server default`.
     pub subject: String,
+    /// What was found, or what to do about it.
     pub detail: String,
 }
 
 /// Everything doctor found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Report {
+    /// The checks, in the order they ran.
     pub checks: Vec<Check>,
 }
 

@@ -42,20 +42,28 @@ use muxgate_zellij::servers::ZellijServers;
 /// Why a gateway could not be assembled.
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
+    /// The `[auth]` section cannot be used.
     #[error("auth: {0}")]
     Auth(#[from] AuthConfigError),
+    /// The audit log cannot be opened.
     #[error("audit: {0}")]
     Audit(#[from] AuditError),
+    /// The certificate or key of `[http.tls]` cannot be loaded.
     #[error("http.tls: {0}")]
     Tls(#[from] TlsError),
+    /// The metrics endpoint's token cannot be read.
     #[error(transparent)]
     MetricsToken(#[from] MetricsTokenError),
+    /// The state directory cannot be used.
     #[error("state: {0}")]
     State(String),
+    /// Workspace mode cannot start.
     #[error("workspaces: {0}")]
     Workspace(#[from] WorkspaceError),
+    /// The recordings directory cannot be used.
     #[error("{0}")]
     Recordings(String),
+    /// The `[approvals]` section is invalid.
     #[error("approvals: {0}")]
     Approvals(String),
 }
@@ -73,9 +81,13 @@ pub enum Mode {
 
 /// A gateway ready to serve: its router and the parts that need an orderly shutdown.
 pub struct Gateway {
+    /// The HTTP router: MCP, health, metrics and the human-facing pages.
     pub app: Router,
+    /// The tmux servers' engine, closed on shutdown.
     pub engine: TmuxEngine,
+    /// The audit log, flushed on shutdown.
     pub audit: Arc<AuditLog>,
+    /// The metrics `/metrics` exposes.
     pub metrics: Arc<Metrics>,
     config: Arc<Config>,
     shutdown: Shutdown,

@@ -8,8 +8,9 @@
 //! - [`mcp`]: the MCP server handler, tool groups, tool errors and the tool catalog;
 //! - [`audit`]: the redacted, hash-chained audit log;
 //! - [`recordings`]: panes' output as asciinema `.cast` files, by policy or on request;
-//! - [`mux`]: the Zellij backend, and what agent programs in panes report (the tmux engine is
-//!   the `muxgate_tmux` crate, what both backends share the `muxgate_mux` crate);
+//! - [`mux`]: what the programs in panes report and when they take a prompt (the tmux engine is
+//!   the `muxgate_tmux` crate, the Zellij backend `muxgate_zellij`, what both share
+//!   `muxgate_mux`);
 //! - [`telemetry`]: metrics (`/metrics`), OpenTelemetry traces, structured logs;
 //! - [`secret_entry`]: one-time links a human types a secret into a pane through;
 //! - [`state`]: the state directory (session owners, workspaces);
@@ -20,6 +21,9 @@
 //! - [`utc`]: calendar timestamps the gateway writes itself;
 //! - [`cli`]: the `muxgate` commands; [`doctor`] and [`tmux_cli`]: host diagnostics with one-shot
 //!   tmux commands.
+//!
+//! Everything is `pub(crate)` unless the binary, a test, a bench or a fuzz target needs it
+//! (the `unreachable_pub` lint keeps it so), and what is public is documented (`missing_docs`).
 
 pub mod approvals;
 pub mod audit;

@@ -44,43 +44,68 @@ struct Waiting {
 /// A call to hold, as the approver will see it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct HeldCall {
+    /// The caller's `sub`.
     pub sub: String,
+    /// The tool it calls.
     pub tool: String,
+    /// The server its `server` argument names, if it names one.
     pub server: Option<String>,
+    /// The approval rule that held it.
     pub rule: String,
     /// The arguments the call will run with; past 8 KiB, their first 8 KiB as text.
     pub args: Value,
     /// The call's id in the audit log (empty when the log is off).
     pub audit_call: String,
     #[serde(skip)]
+    /// When it times out unless decided.
     pub deadline: Instant,
 }
 
 /// One waiting call, as `GET /approvals` lists it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PendingApproval {
+    /// The id an approver decides it by.
     pub id: String,
     #[serde(flatten)]
+    /// The call.
     pub call: HeldCall,
+    /// How long it has waited, in milliseconds.
     pub waiting_ms: u64,
+    /// How long until it times out, in milliseconds.
     pub expires_in_ms: u64,
 }
 
 /// An approver's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
+    /// Whether the call may run.
     pub approve: bool,
     /// The approver's `sub`.
     pub by: String,
+    /// Why, as the approver wrote it (shown to the caller on a denial).
     pub reason: Option<String>,
 }
 
 /// How a held call ends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
-    Approved { by: String },
-    Denied { by: String, reason: Option<String> },
-    TimedOut { after: Duration },
+    /// An approver let it run.
+    Approved {
+        /// The approver's `sub`.
+        by: String,
+    },
+    /// An approver refused it.
+    Denied {
+        /// The approver's `sub`.
+        by: String,
+        /// Why, if the approver said.
+        reason: Option<String>,
+    },
+    /// No one decided in time.
+    TimedOut {
+        /// How long it was held.
+        after: Duration,
+    },
 }
 
 impl Verdict {
@@ -106,8 +131,10 @@ impl Verdict {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecideError {
     #[error("no call waits for approval under id {0:?}: it was decided, timed out or cancelled")]
+    /// No call waits under this id.
     NotFound(String),
     #[error("{0:?} made this call and cannot approve or deny it; another approver must")]
+    /// The approver made the call itself.
     OwnCall(String),
 }
 
@@ -183,6 +210,7 @@ impl ApprovalDesk {
         Ok(())
     }
 
+    /// The calls waiting now, and the decisions so far.
     pub fn stats(&self) -> DeskStats {
         DeskStats {
             waiting: self.lock().len() as u64,

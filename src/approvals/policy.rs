@@ -38,6 +38,7 @@ pub struct ApprovalsConfig {
     #[serde(default)]
     pub approvers: Vec<String>,
     #[serde(default)]
+    /// The rules, in order: a call the first matching rule names is held.
     pub rules: Vec<RuleConfig>,
 }
 
@@ -94,9 +95,13 @@ struct Rule {
 /// A call as the policy sees it.
 #[derive(Debug, Clone, Copy)]
 pub struct CallFacts<'a> {
+    /// The tool called.
     pub tool: &'a str,
+    /// The tool's tier.
     pub tier: Tier,
+    /// The caller's `sub`.
     pub sub: &'a str,
+    /// The call's arguments.
     pub args: &'a Value,
 }
 

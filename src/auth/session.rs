@@ -92,6 +92,7 @@ pub enum Eviction {
 }
 
 impl Eviction {
+    /// Every reason, for metrics that list each.
     pub const ALL: [Eviction; 2] = [Eviction::Cap, Eviction::Idle];
 
     /// The metric label.

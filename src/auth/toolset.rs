@@ -58,6 +58,7 @@ impl Toolset {
         Toolset::Zellij,
     ];
 
+    /// Its name in tokens and the configuration.
     pub fn name(self) -> &'static str {
         match self {
             Toolset::Inspect => "inspect",
@@ -94,6 +95,7 @@ impl Toolsets {
         Self::from_iter(Toolset::ALL)
     }
 
+    /// Whether `toolset` is in the set.
     pub fn contains(self, toolset: Toolset) -> bool {
         self.0 & toolset.bit() != 0
     }

@@ -36,14 +36,16 @@ use crate::mcp::catalog;
 pub use check_config::summary as config_summary;
 pub use serve::{ReadyBanner, client_snippet};
 
-/// Streamable-HTTP MCP gateway that lets AI agents drive tmux.
+/// The `muxgate` command line (its `--help` summary is the package description).
 #[derive(Debug, Parser)]
 #[command(name = "muxgate", version, about)]
 pub struct Cli {
+    /// The command to run.
     #[command(subcommand)]
     pub command: Command,
 }
 
+/// The commands of `muxgate`.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve MCP over HTTP at /mcp (plus /healthz and /readyz).
@@ -83,10 +85,12 @@ pub enum Command {
     ViewLink(ViewLinkArgs),
 }
 
+/// `muxgate recordings`: list the recorded casts, or export a time range of one.
 #[derive(Debug, Subcommand)]
 pub enum RecordingsCommand {
     /// The recordings: file name and size in bytes, by name (server, pane, start time).
     List {
+        /// The configuration, for the default recordings directory.
         #[command(flatten)]
         config: ConfigArg,
         /// The recordings directory; default: recordings.dir, else recordings in the state
@@ -97,6 +101,7 @@ pub enum RecordingsCommand {
     /// Write the events from --from to --to seconds of a cast as a cast of their own (times
     /// counted from --from; the header's timestamp moved with them).
     Export {
+        /// The configuration, for the default recordings directory.
         #[command(flatten)]
         config: ConfigArg,
         /// The recordings directory, where a bare FILE name is looked up.
@@ -116,8 +121,11 @@ pub enum RecordingsCommand {
     },
 }
 
+/// `muxgate view-link`: the pane, the link's lifetime and its base URL.
 #[derive(Debug, Args)]
 pub struct ViewLinkArgs {
+    /// The configuration: the tmux servers, `[view]`, `http.bind` for the default base URL, and
+    /// the state directory holding the view key.
     #[command(flatten)]
     pub config: ConfigArg,
     /// The configured tmux server's name.
@@ -135,10 +143,12 @@ pub struct ViewLinkArgs {
     pub base_url: Option<String>,
 }
 
+/// `muxgate approvals`: the calls and secret entry requests held at a running gateway.
 #[derive(Debug, Subcommand)]
 pub enum ApprovalsCommand {
     /// The calls waiting: id, client, tool, rule, time waited, time left, summary.
     List {
+        /// The gateway to ask and the approver's token.
         #[command(flatten)]
         gateway: ApproverArgs,
         /// Print the gateway's JSON instead of a table.
@@ -149,6 +159,7 @@ pub enum ApprovalsCommand {
     Approve {
         /// The call's id, as `list` shows it.
         id: String,
+        /// The gateway to ask and the approver's token.
         #[command(flatten)]
         gateway: ApproverArgs,
     },
@@ -159,12 +170,14 @@ pub enum ApprovalsCommand {
         /// Why; sent with the decision.
         #[arg(long, value_name = "TEXT")]
         reason: Option<String>,
+        /// The gateway to ask and the approver's token.
         #[command(flatten)]
         gateway: ApproverArgs,
     },
     /// The secret entry requests waiting for an approver (their client could not show the
     /// link to its user): id, client, where the secret goes, time left, label.
     Secrets {
+        /// The gateway to ask and the approver's token.
         #[command(flatten)]
         gateway: ApproverArgs,
         /// Print the gateway's JSON instead of a table.
@@ -176,6 +189,7 @@ pub enum ApprovalsCommand {
     SecretLink {
         /// The request's id, as `secrets` shows it.
         id: String,
+        /// The gateway to ask and the approver's token.
         #[command(flatten)]
         gateway: ApproverArgs,
     },
@@ -184,6 +198,7 @@ pub enum ApprovalsCommand {
 /// Where the approvals API is and how to be let in.
 #[derive(Debug, Args)]
 pub struct ApproverArgs {
+    /// The configuration, for the default URL (its `http.bind` port and `[http.tls]`).
     #[command(flatten)]
     pub config: ConfigArg,
     /// The approvals URL; default: /approvals on the configured http.bind port, over loopback
@@ -214,8 +229,10 @@ fn secret(text: &str) -> Result<SecretString, std::convert::Infallible> {
     Ok(SecretString::new(text))
 }
 
+/// `muxgate healthcheck`: where to ask and how long to wait.
 #[derive(Debug, Args)]
 pub struct HealthcheckArgs {
+    /// The configuration, for the default URL (its `http.bind` port and `[http.tls]`).
     #[command(flatten)]
     pub config: ConfigArg,
     /// The URL to ask; default: /healthz on the configured http.bind port, over loopback
@@ -227,8 +244,11 @@ pub struct HealthcheckArgs {
     pub timeout: u64,
 }
 
+/// `muxgate token`: the claims and lifetime of the token to mint.
 #[derive(Debug, Args)]
 pub struct TokenArgs {
+    /// The configuration holding the signing key (`[auth]`; without a secret there, the local
+    /// secret in the state directory).
     #[command(flatten)]
     pub config: ConfigArg,
     /// The client's identity (`sub`), also the key of its `[clients.<sub>]` policy.
@@ -259,6 +279,7 @@ pub struct TokenArgs {
     pub toolsets: Option<String>,
 }
 
+/// The commands of `muxgate audit`.
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {
     /// Check an audit file's keyed chain (and its end against the head file) and list the
@@ -267,8 +288,10 @@ pub enum AuditCommand {
     Verify(VerifyArgs),
 }
 
+/// `muxgate audit verify`: the files to check, and the key and head file to check them with.
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
+    /// The configuration, for the default log, key and head file (`[audit]`, `[state]`).
     #[command(flatten)]
     pub config: ConfigArg,
     /// The audit files (JSON lines), in the order they were written, or a directory holding a
@@ -283,14 +306,18 @@ pub struct VerifyArgs {
     pub head: Option<PathBuf>,
 }
 
+/// `muxgate workspace`: the configuration and what to do.
 #[derive(Debug, Args)]
 pub struct WorkspaceArgs {
+    /// The configuration: `[workspaces]` and the state directory.
     #[command(flatten)]
     pub config: ConfigArg,
+    /// What to do.
     #[command(subcommand)]
     pub command: WorkspaceCommand,
 }
 
+/// The commands of `muxgate workspace`.
 #[derive(Debug, Subcommand)]
 pub enum WorkspaceCommand {
     /// Every workspace: name, running or stopped, its uid, when it was created.
@@ -307,6 +334,7 @@ pub enum WorkspaceCommand {
     },
 }
 
+/// `--config FILE` (or `MUXGATE_CONFIG`): the configuration a command loads.
 #[derive(Debug, Args)]
 pub struct ConfigArg {
     /// TOML config file merged over the embedded default.
@@ -314,8 +342,10 @@ pub struct ConfigArg {
     pub config: Option<PathBuf>,
 }
 
+/// `muxgate serve`: the configuration and listen address.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
+    /// The configuration to serve.
     #[command(flatten)]
     pub config: ConfigArg,
     /// Listen address; overrides http.bind.

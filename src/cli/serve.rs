@@ -196,12 +196,18 @@ fn warn_if_unreachable_by_host(config: &Config) {
 /// What `serve` prints once it listens: the endpoint and a client configuration to paste.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadyBanner {
+    /// The `/mcp` URL a local client uses (over loopback when bound to an unspecified address).
     pub mcp_url: String,
+    /// A full-access token (`sub` `local`, valid 30 days), printed only when the gateway signs with
+    /// its local secret (HS256 without a configured secret); `None` otherwise.
     pub bearer_token: Option<String>,
+    /// The names of the configured tmux servers.
     pub servers: Vec<String>,
 }
 
 impl ReadyBanner {
+    /// The banner as printed: version, endpoint, tmux servers, the token if any, and an
+    /// `mcpServers` client configuration.
     pub fn render(&self) -> String {
         let mut out = format!(
             "muxgate {} ready\n  MCP endpoint: {}\n  tmux servers: {}\n",

@@ -22,7 +22,12 @@ pub enum HostPattern {
     /// `*`: any host (Host checking disabled).
     Any,
     /// A host name or IP address, optionally with one port.
-    Exact { host: String, port: Option<u16> },
+    Exact {
+        /// The name or address, lowercased; an IPv6 address without brackets.
+        host: String,
+        /// The one port accepted; `None`: any port.
+        port: Option<u16>,
+    },
 }
 
 /// An accepted `Origin` header value.
@@ -34,8 +39,11 @@ pub enum OriginPattern {
     Null,
     /// A scheme, host and port (or any port).
     Tuple {
+        /// The scheme, lowercased.
         scheme: String,
+        /// The name or address, lowercased; an IPv6 address without brackets.
         host: String,
+        /// The port: as written, `:*` for any, or without one the scheme's default.
         port: PortPattern,
     },
 }
@@ -43,17 +51,24 @@ pub enum OriginPattern {
 /// The port part of an origin pattern.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PortPattern {
+    /// `:*`: any port.
     Any,
+    /// This port only.
     Exact(u16),
 }
 
 /// A request's `Origin` value, normalized for comparison.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RequestOrigin {
+    /// `null`: an opaque origin.
     Null,
+    /// A scheme, host and port.
     Tuple {
+        /// The scheme, lowercased.
         scheme: String,
+        /// The name or address, lowercased; an IPv6 address without brackets.
         host: String,
+        /// The port as sent, else the scheme's default (80 for `http`, 443 for `https`).
         port: u16,
     },
 }
@@ -64,6 +79,8 @@ pub enum RequestOrigin {
 pub struct AllowlistError(String);
 
 impl HostPattern {
+    /// Parses one `http.allowed_hosts` entry: `*`, `name`, `name:port`, `[v6]` or `[v6]:port`
+    /// (a bare IPv6 address, `::1`, is taken as `[::1]`).
     pub fn parse(text: &str) -> Result<Self, AllowlistError> {
         if text == "*" {
             return Ok(Self::Any);
@@ -86,6 +103,8 @@ impl HostPattern {
 }
 
 impl OriginPattern {
+    /// Parses one `http.allowed_origins` entry: `*`, `null`, `scheme://host`,
+    /// `scheme://host:port` or `scheme://host:*` (a scheme other than http or https needs a port).
     pub fn parse(text: &str) -> Result<Self, AllowlistError> {
         let invalid = |why: &str| AllowlistError(format!("invalid origin pattern `{text}`: {why}"));
         match text {
@@ -110,6 +129,7 @@ impl OriginPattern {
         Ok(Self::Tuple { scheme, host, port })
     }
 
+    /// Whether a request with `origin` (normalized, see [`parse_origin_header`]) is accepted.
     pub fn matches(&self, origin: &RequestOrigin) -> bool {
         match (self, origin) {
             (Self::Any, _) => true,

@@ -78,11 +78,14 @@ pub(crate) struct EnvOverride {
     pub value: Value,
 }
 
-/// A variable in the `MUXGATE_` namespace that is neither an override nor a known variable.
+/// A `MUXGATE_` variable that cannot be read: neither an override nor a known variable, a key
+/// with an empty segment, or a value that is not UTF-8.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{var}: {message}")]
 pub struct EnvError {
+    /// The variable's name.
     pub var: String,
+    /// What is wrong with it.
     pub message: String,
 }
 

@@ -56,10 +56,15 @@ pub const DEFAULT_TOML: &str = include_str!("../../config/default.toml");
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
+    /// `[http]`: the listener and what it accepts.
     pub http: HttpConfig,
+    /// `[tmux]`: the tmux servers clients may drive, and shell integration.
     pub tmux: TmuxConfig,
+    /// `[engine]`: tunables of the tmux control-mode engine.
     pub engine: EngineConfig,
+    /// `[zellij]`: the Zellij servers clients may drive (none by default) and how `zellij` runs.
     pub zellij: ZellijConfig,
+    /// `[auth]`: how bearer tokens (JWTs) are verified, and signed by `muxgate token`.
     pub auth: AuthConfig,
     /// Per-client policy and limits, by the token's `sub`.
     #[serde(default)]
@@ -67,12 +72,19 @@ pub struct Config {
     /// The policy of a `sub` without an entry in `clients`.
     #[serde(default)]
     pub clients_default: DefaultClientConfig,
+    /// `[limits]`: per-client rates and caps; `[clients.<sub>.limits]` overrides them.
     pub limits: LimitsConfig,
+    /// `[audit]`: the keyed (HMAC-chained) log of tool calls; off while `audit.path` is unset.
     pub audit: AuditConfig,
+    /// `[log]`: format and filter of the log lines on stderr.
     pub log: LogConfig,
+    /// `[metrics]`: Prometheus metrics at `GET /metrics` (on by default).
     pub metrics: MetricsConfig,
+    /// `[otel]`: OpenTelemetry trace export over OTLP/HTTP; off while `otel.endpoint` is unset.
     pub otel: OtelConfig,
+    /// `[state]`: where the gateway keeps what must outlive a restart.
     pub state: StateConfig,
+    /// `[workspaces]`: a sandboxed tmux server per tenant (off by default).
     pub workspaces: WorkspacesConfig,
     /// Calls a human must approve (none by default).
     #[serde(default)]
@@ -106,6 +118,7 @@ fn default_watch_interval_secs() -> u64 {
 }
 
 impl TlsConfig {
+    /// [`Self::watch_interval_secs`] as a [`Duration`].
     pub fn watch_interval(&self) -> Duration {
         Duration::from_secs(self.watch_interval_secs)
     }
@@ -149,9 +162,16 @@ impl TryFrom<String> for PublicUrl {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HttpConfig {
+    /// Address and port to listen on (default `127.0.0.1:8767`: local clients only); `muxgate
+    /// serve --bind` overrides it.
     pub bind: SocketAddr,
+    /// `Host` header values accepted (DNS-rebinding protection); not empty, `*` accepts any.
+    /// Default: `localhost`, `127.0.0.1`, `::1`.
     pub allowed_hosts: Vec<HostPattern>,
+    /// `Origin` header values accepted (a request without `Origin` is not checked). Default:
+    /// `http` and `https` on any port of `localhost`, `127.0.0.1` and `[::1]`.
     pub allowed_origins: Vec<OriginPattern>,
+    /// Largest request body accepted on `/mcp`, in bytes (default 4 MiB); larger ones get 413.
     pub max_body_bytes: usize,
     /// An MCP session idle this long is closed (busy and idle: [`crate::auth::session`]).
     pub session_idle_secs: u64,
@@ -162,6 +182,8 @@ pub struct HttpConfig {
     pub auth_failures_per_minute: u32,
     /// How often a waiting call tells a client that asked for progress that it still runs.
     pub progress_interval_secs: u64,
+    /// Seconds in-flight requests get to finish after SIGTERM or SIGINT before MCP sessions and
+    /// streams are closed (default 10).
     pub shutdown_grace_secs: u64,
     /// Where humans' browsers reach the gateway, for the links it hands out (secret entry);
     /// default: the scheme and `Host` of the request that asks for the link.
@@ -173,14 +195,17 @@ pub struct HttpConfig {
 }
 
 impl HttpConfig {
+    /// [`Self::session_idle_secs`] as a [`Duration`].
     pub fn session_idle(&self) -> Duration {
         Duration::from_secs(self.session_idle_secs)
     }
 
+    /// [`Self::shutdown_grace_secs`] as a [`Duration`].
     pub fn shutdown_grace(&self) -> Duration {
         Duration::from_secs(self.shutdown_grace_secs)
     }
 
+    /// [`Self::progress_interval_secs`] as a [`Duration`].
     pub fn progress_interval(&self) -> Duration {
         Duration::from_secs(self.progress_interval_secs)
     }
@@ -201,6 +226,8 @@ pub struct TmuxConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "RawTmuxServer")]
 pub struct TmuxServer {
+    /// The server's socket: `socket_name` (`tmux -L`), `socket_path` (`tmux -S`, absolute), or
+    /// neither for the user's default socket.
     pub socket: TmuxSocket,
     /// `/readyz` stays ready while this server is not running.
     pub allow_absent: bool,
@@ -260,6 +287,8 @@ pub struct ServerName(String);
 pub struct InvalidServerName(pub String);
 
 impl ServerName {
+    /// `name` as a server name; an error unless it is 1-64 characters from
+    /// `A-Z a-z 0-9 _ . -`.
     pub fn parse(name: &str) -> Result<Self, InvalidServerName> {
         if is_safe_name(name) {
             Ok(Self(name.to_owned()))
@@ -268,6 +297,7 @@ impl ServerName {
         }
     }
 
+    /// The name as configured.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -424,12 +454,25 @@ impl ZellijConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EngineConfig {
+    /// The tmux binary, looked up on `PATH` unless it is a path (default `tmux`).
     pub tmux_bin: PathBuf,
+    /// Milliseconds one tmux command (or one batch) may take before its caller gets a timeout
+    /// error (default 10000).
     pub command_timeout_ms: u64,
+    /// Commands queued per tmux server, across all clients, before callers get a "busy" error
+    /// (default 8192).
     pub queue_capacity: usize,
+    /// Commands written to tmux before waiting for replies, per server (default 8); small keeps
+    /// clients fair.
     pub pipeline_depth: usize,
+    /// Bytes of recent output kept per watched pane for waits and incremental reads (default
+    /// 1 MiB).
     pub output_ring_bytes: usize,
+    /// Seconds a watched window may go without a watcher before it stops being watched
+    /// (default 30).
     pub output_idle_close_secs: u64,
+    /// tmux drops a pane's output that is this many seconds behind instead of buffering it
+    /// (default 5); the gap is reported to waiters.
     pub pause_after_secs: u32,
     /// Formerly `max_output_connections`, when each watched session had its own connection.
     #[serde(alias = "max_output_connections")]
@@ -437,10 +480,12 @@ pub struct EngineConfig {
 }
 
 impl EngineConfig {
+    /// [`Self::command_timeout_ms`] as a [`Duration`].
     pub fn command_timeout(&self) -> Duration {
         Duration::from_millis(self.command_timeout_ms)
     }
 
+    /// [`Self::output_idle_close_secs`] as a [`Duration`].
     pub fn output_idle_close(&self) -> Duration {
         Duration::from_secs(self.output_idle_close_secs)
     }
@@ -464,20 +509,33 @@ impl EngineConfig {
 /// Why a configuration was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// The config file could not be read.
     #[error("cannot read config file {}: {source}", path.display())]
     Read {
+        /// The file.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
+    /// A document (the file, or the embedded default) is not valid TOML.
     #[error("{origin}: {message}")]
-    Syntax { origin: Origin, message: String },
+    Syntax {
+        /// The document that failed to parse.
+        origin: Origin,
+        /// The TOML parser's message, with the line and column.
+        message: String,
+    },
     /// A key with a bad value, an unknown key, or a rule between keys that does not hold.
     #[error("{key}: {message} (set in {origin})")]
     Invalid {
+        /// The key's full path (`http.allowed_hosts[0]`).
         key: String,
+        /// What is wrong (e.g. `must be at least 1`).
         message: String,
+        /// Where the value was set: the file, an environment variable, or the embedded default.
         origin: Origin,
     },
+    /// A `MUXGATE_*` environment variable that is not a usable override.
     #[error(transparent)]
     Env(#[from] EnvError),
 }
@@ -485,6 +543,7 @@ pub enum ConfigError {
 /// A loaded configuration and what it was built from.
 #[derive(Debug, Clone)]
 pub struct LoadedConfig {
+    /// The merged and validated configuration.
     pub config: Config,
     /// The operator's file, if any (else only the embedded default was used).
     pub file: Option<PathBuf>,
@@ -677,6 +736,10 @@ impl Config {
         }
         positive(&["http", "max_body_bytes"], http.max_body_bytes as u64)?;
         positive(&["http", "session_idle_secs"], http.session_idle_secs)?;
+        positive(
+            &["http", "max_sessions_per_client"],
+            http.max_sessions_per_client as u64,
+        )?;
         positive(
             &["http", "progress_interval_secs"],
             http.progress_interval_secs,
@@ -1335,6 +1398,20 @@ mod tests {
         assert!(message.contains("tmux.servers.a"), "{message}");
         let (key, _, _) = invalid("[tmux.servers.a]\n[tmux.servers.b]\n", &[]);
         assert_eq!(key, "tmux.servers.b");
+    }
+
+    #[test]
+    fn http_counts_are_checked() {
+        for key in [
+            "max_body_bytes",
+            "session_idle_secs",
+            "max_sessions_per_client",
+            "progress_interval_secs",
+        ] {
+            let (path, message, _) = invalid(&format!("[http]\n{key} = 0\n"), &[]);
+            assert_eq!(path, format!("http.{key}"));
+            assert_eq!(message, "must be at least 1");
+        }
     }
 
     #[test]

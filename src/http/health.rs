@@ -35,6 +35,7 @@ pub const READINESS_TIMEOUT: Duration = Duration::from_secs(5);
 /// Implemented for closures returning a future, which suits tests:
 /// `Arc::new(|| async { vec![] })`.
 pub trait ReadinessProbe: Send + Sync + 'static {
+    /// The state of every configured tmux server.
     fn check(&self) -> BoxFuture<'_, Vec<ServerReadiness>>;
 }
 
@@ -51,22 +52,28 @@ where
 /// One server's state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ServerReadiness {
+    /// The configured server's name.
     pub name: String,
     /// Configured `allow_absent`: an absent server does not make the gateway unready.
     pub allow_absent: bool,
+    /// Whether it answers; serialized flat (`status`, and `reason` when unreachable).
     #[serde(flatten)]
     pub status: ServerStatus,
 }
 
+/// A server's state, serialized as `status`: `ready`, `absent` or `unreachable`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum ServerStatus {
     /// The server answers.
     Ready,
-    /// No server is running on the socket.
+    /// No server is running on the socket, or it runs without a session.
     Absent,
     /// The server could not be asked (permissions, timeout, unexpected error).
-    Unreachable { reason: String },
+    Unreachable {
+        /// The error, for the log (the `/readyz` body leaves it out).
+        reason: String,
+    },
 }
 
 impl ServerReadiness {
@@ -83,6 +90,7 @@ impl ServerReadiness {
 /// The `/readyz` body: no server names, no reasons.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Readiness {
+    /// Whether every server is ready, or absent with `allow_absent`.
     pub ready: bool,
     /// `ready` or `not_ready`.
     pub status: &'static str,
@@ -109,10 +117,13 @@ impl Readiness {
     }
 }
 
+/// `GET /healthz`: 200 with `{"status": "ok"}` whenever the process answers.
 pub async fn healthz() -> Response {
     Json(serde_json::json!({ "status": "ok" })).into_response()
 }
 
+/// `GET /readyz`: 200 when [`Readiness::ready`], else 503; also 503 when the probe does not
+/// answer within [`READINESS_TIMEOUT`].
 pub async fn readyz(State(probe): State<Arc<dyn ReadinessProbe>>) -> Response {
     match tokio::time::timeout(READINESS_TIMEOUT, probe.check()).await {
         Ok(servers) => {
@@ -143,6 +154,7 @@ pub struct EngineReadiness {
 }
 
 impl EngineReadiness {
+    /// Probes the servers of `engine`, each with its `allow_absent` from `servers`.
     pub fn new(engine: TmuxEngine, servers: &BTreeMap<ServerName, TmuxServer>) -> Self {
         Self {
             engine,

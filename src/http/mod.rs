@@ -89,11 +89,16 @@ use shutdown::Shutdown;
 /// Everything the router is built from. `H` is the MCP handler: [`McpServer`], or in
 /// conformance mode the same wrapped with the suite's fixtures.
 pub struct HttpDeps<H = McpServer> {
+    /// `[http]`: the `Host` and `Origin` allowlists, the body limit and the SSE keep-alive
+    /// interval of `/mcp`.
     pub http: HttpConfig,
     /// Prototype MCP handler, cloned for every session or stateless request.
     pub mcp: H,
+    /// Asked by `/readyz` for the state of every tmux server.
     pub readiness: Arc<dyn ReadinessProbe>,
+    /// The state of the authentication, rate limit and session layers.
     pub security: Security,
+    /// The request metrics and `/metrics`.
     pub telemetry: HttpTelemetry,
     /// The shutdown sequence: in-flight tracking, and rmcp's sessions and streams end with it.
     pub shutdown: Shutdown,
@@ -125,6 +130,7 @@ impl<H> HttpDeps<H> {
 
 /// What the router reports to.
 pub struct HttpTelemetry {
+    /// Where every route's requests are counted, by status.
     pub metrics: Arc<Metrics>,
     /// `/metrics`; `None` when `metrics.enabled` is false.
     pub endpoint: Option<Arc<MetricsEndpoint>>,
@@ -132,9 +138,13 @@ pub struct HttpTelemetry {
 
 /// The per-request security layers' state.
 pub struct Security {
+    /// Verifies the bearer tokens on `/mcp` and `/approvals`.
     pub authenticator: Arc<Authenticator>,
+    /// The RFC 9728 metadata served at `/.well-known/oauth-protected-resource`.
     pub resource: Arc<ProtectedResource>,
+    /// Per-client limits; the router applies their request rate to `/mcp`.
     pub limits: Arc<Limits>,
+    /// Which client (`sub`) each MCP session belongs to, and each session's use.
     pub sessions: Arc<SessionBindings>,
     /// rmcp's sessions, which the binding layer closes when it evicts them.
     pub mcp_sessions: Arc<McpSessions>,

@@ -42,20 +42,47 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Why a certificate and key could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
+    /// A file could not be read.
     #[error("cannot read {}: {source}", path.display())]
-    Read { path: PathBuf, source: io::Error },
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: io::Error,
+    },
+    /// The certificate file holds no PEM certificate.
     #[error("{}: no PEM certificate found", path.display())]
-    NoCertificate { path: PathBuf },
+    NoCertificate {
+        /// The certificate file.
+        path: PathBuf,
+    },
+    /// The certificate file holds a PEM section that does not parse.
     #[error("{}: not a PEM certificate chain: {message}", path.display())]
-    BadCertificate { path: PathBuf, message: String },
-    #[error("{}: no usable PEM private key: {message}", path.display())]
-    BadKey { path: PathBuf, message: String },
-    #[error("the key in {} does not match the certificate in {}: {message}", key.display(), cert.display())]
-    Mismatch {
-        cert: PathBuf,
-        key: PathBuf,
+    BadCertificate {
+        /// The certificate file.
+        path: PathBuf,
+        /// The PEM parser's message.
         message: String,
     },
+    /// The key file holds no private key, or one the ring provider cannot load.
+    #[error("{}: no usable PEM private key: {message}", path.display())]
+    BadKey {
+        /// The key file.
+        path: PathBuf,
+        /// The parser's or the provider's message.
+        message: String,
+    },
+    /// The key does not match the public key of the leaf certificate.
+    #[error("the key in {} does not match the certificate in {}: {message}", key.display(), cert.display())]
+    Mismatch {
+        /// The certificate file.
+        cert: PathBuf,
+        /// The key file.
+        key: PathBuf,
+        /// rustls's message.
+        message: String,
+    },
+    /// rustls refused the server configuration (its message).
     #[error("TLS setup: {0}")]
     Setup(String),
 }
@@ -236,6 +263,8 @@ pub struct TlsListener {
 }
 
 impl TlsListener {
+    /// Starts an accept loop on every socket of `listeners`; each connection's handshake, with
+    /// `config`, runs in a task of its own, bounded by [`HANDSHAKE_TIMEOUT`].
     pub fn new(listeners: Listeners, config: Arc<ServerConfig>) -> io::Result<Self> {
         let local_addr = listeners.local_addr()?;
         let (tx, ready) = mpsc::channel(64);

@@ -6,18 +6,8 @@
 //! (see [`super::error::normalize_argument_error`]).
 //!
 //! Some clients send a dict-valued argument as a JSON-encoded string (`"{\"A\": \"1\"}"`
-//! instead of `{"A": "1"}`). A dict field's type is [`ObjectArg`], which accepts both:
-//!
-//! ```
-//! use std::collections::BTreeMap;
-//! use muxgate::mcp::args::ObjectArg;
-//! #[derive(serde::Deserialize, schemars::JsonSchema)]
-//! #[serde(deny_unknown_fields)]
-//! struct CreateSessionInput {
-//!     #[serde(default)]
-//!     environment: Option<ObjectArg<BTreeMap<String, String>>>,
-//! }
-//! ```
+//! instead of `{"A": "1"}`). A dict field's type is [`ObjectArg`], which accepts both
+//! (`environment: Option<ObjectArg<BTreeMap<String, String>>>`; its tests show both forms).
 //!
 //! The schema still advertises the object form; the string form is tolerance, not API.
 

@@ -15,7 +15,9 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Backend {
+    /// tmux, driven in control mode.
     Tmux,
+    /// Zellij, driven through its CLI.
     Zellij,
 }
 
@@ -25,9 +27,13 @@ pub enum Backend {
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
 pub enum Row<T, Z> {
+    /// A tmux row.
     Tmux(T),
+    /// A Zellij row.
     Zellij {
+        /// The session it is in (Zellij ids count per session).
         session: String,
+        /// The row.
         #[serde(flatten)]
         row: Z,
     },

@@ -33,6 +33,7 @@ use muxgate_tmux::Caller;
 /// a tool takes it with rmcp's `Extension<CallContext>` extractor).
 #[derive(Debug, Clone)]
 pub struct CallContext {
+    /// Who calls, and what its token and the configuration grant it.
     pub principal: Principal,
     /// The MCP session, for clients of protocol versions that have sessions.
     pub mcp_session: Option<String>,
@@ -73,6 +74,7 @@ impl CallContext {
             )
     }
 
+    /// The caller's `sub`.
     pub fn sub(&self) -> &str {
         &self.principal.sub
     }

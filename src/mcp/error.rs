@@ -48,6 +48,7 @@ pub enum ToolErrorKind {
 }
 
 impl ToolErrorKind {
+    /// Its name in the text the model reads (`error (<kind>): …`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::InvalidArguments => "invalid_arguments",
@@ -85,6 +86,7 @@ impl From<ErrorKind> for ToolErrorKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema, thiserror::Error)]
 #[error("{kind:?}: {message}")]
 pub struct ToolError {
+    /// What kind of failure, and so what the model can do about it.
     pub kind: ToolErrorKind,
     /// What went wrong, naming the offending argument or target.
     pub message: String,
@@ -93,6 +95,7 @@ pub struct ToolError {
 }
 
 impl ToolError {
+    /// An error of `kind`.
     pub fn new(
         kind: ToolErrorKind,
         message: impl Into<String>,
@@ -105,10 +108,12 @@ impl ToolError {
         }
     }
 
+    /// Bad input: the message names the argument.
     pub fn invalid_arguments(message: impl Into<String>, suggestion: impl Into<String>) -> Self {
         Self::new(ToolErrorKind::InvalidArguments, message, suggestion)
     }
 
+    /// A target that does not exist, or that the caller may not see (they read the same).
     pub fn not_found(message: impl Into<String>, suggestion: impl Into<String>) -> Self {
         Self::new(ToolErrorKind::NotFound, message, suggestion)
     }

@@ -104,14 +104,19 @@ an id (`%N` pane, `@N` window, `$N` session), a session name, or `SESSION:WINDOW
 
 /// What tool handlers can reach. Shared by every MCP session.
 pub struct McpState {
+    /// The configuration the gateway started with.
     pub config: Arc<Config>,
+    /// The configured tmux servers (and, in workspace mode, the tenants' ones).
     pub tmux: TmuxEngine,
     /// The configured Zellij servers (the `zellij_*` tools).
     pub zellij: ZellijServers,
+    /// Each client's rate limits and budgets.
     pub limits: Arc<Limits>,
+    /// The audit log every call writes to.
     pub audit: Arc<AuditLog>,
     /// Where the gateway itself runs, when inside tmux (see [`self_guard`]).
     pub self_location: Option<self_guard::SelfLocation>,
+    /// The metrics `/metrics` exposes.
     pub metrics: Arc<Metrics>,
     /// Who created which session (gateway state, saved in the state directory).
     pub owners: Arc<SessionOwners>,
@@ -124,6 +129,7 @@ pub struct McpState {
     pub agent_reports: crate::mux::agent_report::AgentReports,
     /// Which calls wait for a human (`[approvals]`), and the desk where they wait.
     pub approval_policy: Arc<ApprovalPolicy>,
+    /// The calls held for a human's decision.
     pub approvals: ApprovalDesk,
     /// Open secret entry requests (`request_secret_input`, typed through `/secret`).
     pub secrets: SecretDesk<PaneDestination>,
@@ -163,6 +169,7 @@ struct Inner {
 }
 
 impl McpServer {
+    /// The handler over `state`, with the tools of the backends it has servers for.
     pub fn new(state: McpState) -> Self {
         let backends = state.backends();
         let tools = catalog::router(state.config.limits.max_batch_ops.get(), &backends);
@@ -176,6 +183,7 @@ impl McpServer {
         }
     }
 
+    /// What tool handlers can reach.
     pub fn state(&self) -> &McpState {
         &self.inner.state
     }

@@ -48,6 +48,7 @@ pub struct RecordingsConfig {
     #[serde(default = "default_max_panes")]
     pub max_panes: usize,
     #[serde(default)]
+    /// Which panes are recorded without being asked (none by default).
     pub rules: Vec<RecordingRuleConfig>,
 }
 
@@ -112,9 +113,14 @@ impl RecordingsConfig {
 /// `[recordings]` resolved: the directory found, the rules compiled.
 #[derive(Debug, Clone)]
 pub struct RecordingsSettings {
+    /// Where the casts are written.
     pub dir: PathBuf,
+    /// Largest file, in bytes; a recording goes on in a new file past it.
     pub max_file_bytes: u64,
+    /// Most bytes of all files; the oldest finished files are deleted past it.
     pub max_total_bytes: u64,
+    /// Most panes recorded at once.
     pub max_panes: usize,
+    /// Which panes the rules record.
     pub policy: RecordingPolicy,
 }

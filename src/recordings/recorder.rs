@@ -30,7 +30,9 @@ const START_TIMEOUT: Duration = Duration::from_secs(5);
 /// Where in a recording a moment is: the file and the seconds into it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordingRef {
+    /// The cast file's name.
     pub file: String,
+    /// Seconds into the file.
     pub at_secs: f64,
 }
 
@@ -48,19 +50,25 @@ pub enum Stopped {
 /// Why a recording could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
+    /// Recordings are off.
     #[error("recordings are off (recordings.enabled = false)")]
     Disabled,
+    /// As many panes as `max_panes` are recorded already.
     #[error("{0} panes are recorded already (recordings.max_panes)")]
     TooMany(usize),
+    /// Half of `max_panes` run on request already; the rest is kept for the rules.
     #[error(
         "{0} recordings started on request run already, the most there may be (half of \
          recordings.max_panes: the rest is kept for the rules)"
     )]
     TooManyRequested(usize),
+    /// The pane's server could not be reached.
     #[error("cannot reach the pane: {0}")]
     Engine(#[from] EngineError),
+    /// The file could not be written.
     #[error("cannot write the recording: {0}")]
     Io(#[from] std::io::Error),
+    /// The pane's output stream did not start in time.
     #[error("the pane did not answer within {START_TIMEOUT:?}")]
     Timeout,
 }
@@ -119,6 +127,7 @@ impl Recorder {
         Self { inner: None }
     }
 
+    /// Whether recordings are on.
     pub fn is_enabled(&self) -> bool {
         self.inner.is_some()
     }

@@ -24,8 +24,11 @@ pub const EXTENSION: &str = "cast";
 /// One recording file, as listed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listed {
+    /// Its file name.
     pub name: String,
+    /// Its size in bytes.
     pub bytes: u64,
+    /// When it was last written.
     pub modified: SystemTime,
 }
 
@@ -39,6 +42,7 @@ pub struct Store {
 }
 
 impl Store {
+    /// The recordings in `dir`, capped at `max_total_bytes` together.
     pub fn new(dir: PathBuf, max_total_bytes: u64) -> Self {
         Self {
             dir,
@@ -47,6 +51,7 @@ impl Store {
         }
     }
 
+    /// The directory.
     pub fn dir(&self) -> &Path {
         &self.dir
     }

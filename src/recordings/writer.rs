@@ -25,6 +25,7 @@ const MAX_EVENT_TEXT: usize = 64 * 1024;
 /// The file a recording writes now: what an audit record names.
 #[derive(Debug, Clone)]
 pub struct CurrentFile {
+    /// Its file name.
     pub name: String,
     /// Time 0 of its events.
     pub started: Instant,
@@ -42,11 +43,15 @@ impl CurrentFile {
 pub struct Subject {
     /// The server as file names show it.
     pub server: String,
+    /// The pane recorded.
     pub pane: PaneId,
+    /// The pane's width in cells, for the header.
     pub width: u16,
+    /// The pane's height in cells, for the header.
     pub height: u16,
     /// The header's title (who or what asked for the recording).
     pub title: String,
+    /// Largest file, in bytes, before the recording goes on in a new one.
     pub max_file_bytes: u64,
 }
 

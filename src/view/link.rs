@@ -30,6 +30,7 @@ const MAX_TOKEN_CHARS: usize = 2048;
 pub struct ViewKey([u8; 32]);
 
 impl ViewKey {
+    /// A key of these 32 bytes.
     pub fn new(bytes: [u8; 32]) -> Self {
         Self(bytes)
     }
@@ -122,10 +123,13 @@ impl ViewGrant {
 /// them it is would tell a forger how far they got.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LinkError {
+    /// It is not a view token.
     #[error("the token is malformed")]
     Malformed,
+    /// It was not signed with this gateway's key.
     #[error("the signature does not match")]
     BadSignature,
+    /// Its time is past.
     #[error("the link has expired")]
     Expired,
 }

@@ -16,7 +16,9 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 /// One workspace as the operator sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkspaceStatus {
+    /// What the workspace records of itself: its name, the user it runs as, when it was made.
     pub meta: WorkspaceMeta,
+    /// Its directory under the state directory.
     pub dir: PathBuf,
     /// The sandbox's process id, when it runs.
     pub pid: Option<i32>,
@@ -25,10 +27,13 @@ pub struct WorkspaceStatus {
 /// Why an operation on a workspace failed.
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
+    /// No workspace has this name.
     #[error("no workspace named {0:?} (see `muxgate workspace list`)")]
     Unknown(String),
+    /// Its sandbox did not stop in time.
     #[error("the sandbox of {0:?} did not stop within {STOP_TIMEOUT:?}")]
     StillRunning(String),
+    /// Its files could not be read or removed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }

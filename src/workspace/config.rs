@@ -10,9 +10,11 @@ use super::sandbox::{MountSizes, Network, OWN_MOUNTS, ProcessLimits};
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkspacesConfig {
+    /// Workspace mode is on: each tenant's panes run in a sandboxed tmux server of its own.
     pub enabled: bool,
     /// The bubblewrap binary.
     pub bwrap: PathBuf,
+    /// The network a workspace sees: none (a loopback of its own) or the host's.
     pub network: Network,
     /// Host directories shown read-only inside every workspace, besides `/usr` and `/etc`.
     #[serde(default)]
@@ -22,9 +24,11 @@ pub struct WorkspacesConfig {
     pub teams: Vec<String>,
     /// First uid of workspaces when the gateway runs as root.
     pub uid_base: u32,
+    /// Most workspaces this gateway creates (one uid each).
     pub max_workspaces: u32,
     /// How long a workspace's sandbox may take to start.
     pub start_timeout_ms: u64,
+    /// What each workspace may use: sessions, processes, memory, open files, home size.
     pub limits: WorkspaceLimits,
 }
 
@@ -72,6 +76,7 @@ impl WorkspaceLimits {
 }
 
 impl WorkspacesConfig {
+    /// `start_timeout_ms` as a duration.
     pub fn start_timeout(&self) -> std::time::Duration {
         std::time::Duration::from_millis(self.start_timeout_ms)
     }

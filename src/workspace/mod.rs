@@ -62,21 +62,32 @@ pub const SERVER_NAME: &str = "workspace";
 /// Why a workspace is not available.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
+    /// The host lacks what sandboxes need.
     #[error("workspaces cannot run on this host: {0}")]
     Host(#[from] HostError),
+    /// As many workspaces as `max_workspaces` exist already.
     #[error("this gateway already has {0} workspaces (workspaces.max_workspaces)")]
     TooMany(u32),
+    /// Its files could not be read or written.
     #[error("the workspace's files: {0}")]
     Io(#[from] std::io::Error),
+    /// Its sandbox could not start.
     #[error("the workspace's sandbox: {0}")]
     Launch(#[from] LaunchError),
+    /// Workspace users cannot reach the state directory.
     #[error(
         "workspaces run as uids of their own and cannot pass through {} to the state directory {}: choose a state directory every user may pass through (state.dir = \"/var/lib/muxgate\", say), or allow it with `chmod o+x {}`",
         dir.display(),
         state.display(),
         dir.display()
     )]
-    Unreachable { dir: PathBuf, state: PathBuf },
+    Unreachable {
+        /// The directory they cannot pass through.
+        dir: PathBuf,
+        /// The state directory.
+        state: PathBuf,
+    },
+    /// Homes of a fixed size cannot be made here.
     #[error(
         "workspace homes cannot be given their size here: {0}. Set workspaces.limits.home_bytes = 0 to run homes as plain directories (a tenant can then fill the disk the state directory is on)"
     )]
@@ -220,6 +231,7 @@ impl Workspaces {
         &self.inner.config.limits
     }
 
+    /// What workspaces did so far, for metrics.
     pub fn stats(&self) -> &WorkspaceStats {
         &self.inner.stats
     }

@@ -24,6 +24,7 @@ pub struct WorkspaceName(String);
 pub struct InvalidWorkspaceName;
 
 impl WorkspaceName {
+    /// A name of 1 to 256 characters without control characters.
     pub fn parse(name: &str) -> Result<Self, InvalidWorkspaceName> {
         let chars = name.chars().count();
         if (1..=MAX_NAME_CHARS).contains(&chars) && !name.chars().any(char::is_control) {
@@ -33,6 +34,7 @@ impl WorkspaceName {
         }
     }
 
+    /// The name.
     pub fn as_str(&self) -> &str {
         &self.0
     }
