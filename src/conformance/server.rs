@@ -26,6 +26,7 @@ pub struct ConformanceServer {
 }
 
 impl ConformanceServer {
+    /// muxgate's handler `inner`, with the fixtures added.
     pub fn new(inner: McpServer) -> Self {
         Self { inner }
     }

@@ -10,7 +10,9 @@
 //! [`TlsListener`] is an axum listener: a task per listening socket accepts TCP connections and
 //! runs each handshake in its own task (bounded by [`HANDSHAKE_TIMEOUT`]), so one slow client
 //! cannot hold up the others; finished handshakes are handed to axum, which serves them like
-//! plain connections.
+//! plain connections. At most [`MAX_HANDSHAKES`] run at once (further connections wait in the
+//! kernel's backlog), so clients that open connections and never finish a handshake cost a
+//! bounded number of tasks; and they end with the listener, so a shutdown leaves none running.
 
 use std::io;
 use std::net::SocketAddr;
@@ -27,8 +29,8 @@ use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::signal::unix::{SignalKind, signal};
-use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
+use tokio::sync::{Semaphore, mpsc};
+use tokio::task::{JoinHandle, JoinSet};
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 use tokio_util::sync::CancellationToken;
@@ -38,6 +40,9 @@ use crate::config::TlsConfig;
 
 /// Longest a client may take to complete the TLS handshake.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Most TLS handshakes in progress at once, over every listening socket.
+pub const MAX_HANDSHAKES: usize = 256;
 
 /// Why a certificate and key could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -264,15 +269,25 @@ pub struct TlsListener {
 
 impl TlsListener {
     /// Starts an accept loop on every socket of `listeners`; each connection's handshake, with
-    /// `config`, runs in a task of its own, bounded by [`HANDSHAKE_TIMEOUT`].
+    /// `config`, runs in a task of its own, bounded by [`HANDSHAKE_TIMEOUT`], at most
+    /// [`MAX_HANDSHAKES`] at once.
     pub fn new(listeners: Listeners, config: Arc<ServerConfig>) -> io::Result<Self> {
         let local_addr = listeners.local_addr()?;
         let (tx, ready) = mpsc::channel(64);
         let acceptor = TlsAcceptor::from(config);
+        let handshakes = Arc::new(Semaphore::new(MAX_HANDSHAKES));
         let acceptors = listeners
             .into_sockets()
             .into_iter()
-            .map(|socket| tokio::spawn(accept_loop(socket, acceptor.clone(), tx.clone())))
+            .map(|socket| {
+                let handshakes = Arc::clone(&handshakes);
+                tokio::spawn(accept_loop(
+                    socket,
+                    acceptor.clone(),
+                    tx.clone(),
+                    handshakes,
+                ))
+            })
             .collect();
         Ok(Self {
             local_addr,
@@ -284,7 +299,8 @@ impl TlsListener {
 
 impl Drop for TlsListener {
     fn drop(&mut self) {
-        // axum drops the listener when it stops accepting (shutdown): stop with it.
+        // axum drops the listener when it stops accepting (shutdown): stop with it, and with the
+        // loops the handshakes they run.
         for acceptor in &self.acceptors {
             acceptor.abort();
         }
@@ -308,12 +324,22 @@ impl axum::serve::Listener for TlsListener {
     }
 }
 
+/// Accepts connections on `listener` and hands each to `ready` once its handshake is done.
+/// A connection is accepted only with a permit of `handshakes`, held until its handshake ends;
+/// the handshakes run in tasks the loop owns, so they end when it is aborted.
 async fn accept_loop(
     listener: TcpListener,
     acceptor: TlsAcceptor,
     ready: mpsc::Sender<(TlsStream<TcpStream>, SocketAddr)>,
+    handshakes: Arc<Semaphore>,
 ) {
+    let mut running = JoinSet::new();
     loop {
+        while running.try_join_next().is_some() {}
+        // The semaphore is never closed; should it be, accept nothing more.
+        let Ok(permit) = Arc::clone(&handshakes).acquire_owned().await else {
+            return;
+        };
         let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
             Err(error) => {
@@ -326,8 +352,10 @@ async fn accept_loop(
         super::tcp::send_at_once(&stream);
         let acceptor = acceptor.clone();
         let ready = ready.clone();
-        tokio::spawn(async move {
-            match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+        running.spawn(async move {
+            let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await;
+            drop(permit);
+            match handshake {
                 Ok(Ok(tls)) => {
                     let _ = ready.send((tls, peer)).await;
                 }
@@ -335,5 +363,80 @@ async fn accept_loop(
                 Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rustls::pki_types::{PrivatePkcs8KeyDer, ServerName};
+    use tokio::io::AsyncReadExt as _;
+    use tokio_rustls::TlsConnector;
+
+    use super::*;
+
+    /// A server config with a fresh self-signed certificate, and a client that trusts it.
+    fn configs() -> (Arc<ServerConfig>, Arc<rustls::ClientConfig>) {
+        let certified =
+            rcgen::generate_simple_self_signed(vec!["localhost".into()]).expect("a certificate");
+        let cert = certified.cert.der().clone();
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
+            certified.signing_key.serialize_der(),
+        ));
+        let server = ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .expect("TLS versions")
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.clone()], key)
+            .expect("a server config");
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(cert).expect("a trusted root");
+        let client = rustls::ClientConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .expect("TLS versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        (Arc::new(server), Arc::new(client))
+    }
+
+    #[tokio::test]
+    async fn handshakes_in_progress_are_capped_and_end_with_the_listener() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("its address");
+        let (server, client) = configs();
+        let (tx, mut ready) = mpsc::channel(4);
+        let cap = Arc::new(Semaphore::new(2));
+        let accepting = tokio::spawn(accept_loop(listener, TlsAcceptor::from(server), tx, cap));
+
+        // Two clients connect and never say hello: they hold both permits.
+        let mut first = TcpStream::connect(addr).await.expect("connect");
+        let silent = TcpStream::connect(addr).await.expect("connect");
+        let connector = TlsConnector::from(client);
+        let third = tokio::spawn(async move {
+            let tcp = TcpStream::connect(addr).await?;
+            let name = ServerName::try_from("localhost").expect("a server name");
+            connector.connect(name, tcp).await
+        });
+        // The third client's handshake waits while both permits are held…
+        let early = tokio::time::timeout(Duration::from_secs(1), ready.recv()).await;
+        assert!(early.is_err(), "a handshake ran past the cap");
+        // …and runs once one of the silent clients leaves.
+        drop(silent);
+        let served = tokio::time::timeout(Duration::from_secs(5), ready.recv())
+            .await
+            .expect("the handshake ran once a permit was free");
+        assert!(served.is_some());
+        third
+            .await
+            .expect("the client task")
+            .expect("the client's handshake");
+
+        // Stopping the listener ends the handshake still waiting on the first client at once,
+        // not after HANDSHAKE_TIMEOUT: the server closes its connection.
+        accepting.abort();
+        let mut byte = [0u8; 1];
+        let read = tokio::time::timeout(Duration::from_secs(5), first.read(&mut byte))
+            .await
+            .expect("closed before the handshake timeout");
+        assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
     }
 }
