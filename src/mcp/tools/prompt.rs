@@ -46,14 +46,20 @@ const DEFAULT_QUIET: Duration = Duration::from_millis(500);
 /// The first and the longest pause between `/proc` reads of a program that is plainly busy.
 const BUSY_PAUSE: Duration = Duration::from_millis(50);
 const MAX_BUSY_PAUSE: Duration = Duration::from_millis(500);
-/// After the paste: how long its echo may take to start, and the quiet that ends it.
-const ECHO_WITHIN: Duration = Duration::from_secs(2);
-const ECHO_QUIET: Duration = Duration::from_millis(100);
+/// After the paste: how long its echo may take to start, the quiet that ends it, and (as long
+/// again as its start) how long it may flow before it counts as busy.
+const ECHO: Timing = Timing {
+    within: Duration::from_secs(2),
+    quiet: Duration::from_millis(100),
+    busy_after: Duration::from_secs(2),
+};
 /// After Enter: how long a reaction may take to start, the quiet that ends it, and how long
 /// output must keep coming (no quiet) to show the program busy with the prompt.
-const REACTION_WITHIN: Duration = Duration::from_millis(1500);
-const REACTION_QUIET: Duration = Duration::from_millis(150);
-const BUSY_AFTER: Duration = Duration::from_millis(600);
+const REACTION: Timing = Timing {
+    within: Duration::from_millis(1500),
+    quiet: Duration::from_millis(150),
+    busy_after: Duration::from_millis(600),
+};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -229,12 +235,7 @@ impl Prompter<'_> {
                 .position
                 .map(|cursor| OutputPosition::new(cursor, text).encode()),
         };
-        let echo_timing = Timing {
-            within: ECHO_WITHIN,
-            quiet: ECHO_QUIET,
-            busy_after: ECHO_WITHIN,
-        };
-        let (echo, _) = react(&mut self.output, echo_timing, self.cancel)
+        let (echo, _) = react(&mut self.output, ECHO, self.cancel)
             .await
             .map_err(|Cancelled| cancelled())?;
         if echo == Reaction::Ended {
@@ -274,12 +275,7 @@ impl Prompter<'_> {
         for _ in 0..presses {
             self.press_enter().await?;
             delivery.enter_presses += 1;
-            let timing = Timing {
-                within: REACTION_WITHIN,
-                quiet: REACTION_QUIET,
-                busy_after: BUSY_AFTER,
-            };
-            let (reaction, bytes) = react(&mut self.output, timing, self.cancel)
+            let (reaction, bytes) = react(&mut self.output, REACTION, self.cancel)
                 .await
                 .map_err(|Cancelled| cancelled())?;
             let evidence = if reaction == Reaction::Ended {
@@ -309,7 +305,8 @@ impl Prompter<'_> {
 
 /// The most that pasting, waiting for the echo and checking two Enters can take.
 const SUBMIT_TIME: Duration = Duration::from_millis(
-    (ECHO_WITHIN.as_millis() + 2 * (REACTION_WITHIN.as_millis() + BUSY_AFTER.as_millis())) as u64,
+    (ECHO.within.as_millis() + 2 * (REACTION.within.as_millis() + REACTION.busy_after.as_millis()))
+        as u64,
 );
 
 /// When waiting for readiness ends, for a call ending at `deadline` after `timeout`: early
