@@ -53,6 +53,35 @@ async fn setup_with(extra: &str) -> Option<Setup> {
     })
 }
 
+/// What Zellij cannot read is refused before its server is opened: with a `zellij` binary that
+/// does not exist, a capture Zellij could read fails to reach the server (`unavailable`), while
+/// one it cannot read is `unsupported`, as on a working server. Needs no Zellij.
+#[tokio::test]
+async fn a_capture_zellij_cannot_read_is_refused_before_the_server_is_opened() {
+    let config = relaxed(
+        Config::from_toml_str(&format!(
+            "[tmux.servers.default]\nsocket_name = '{}'\nallow_absent = true\n\
+             [zellij]\nbinary = '/nonexistent/zellij'\n[zellij.servers.z]\nsession = 's'\n",
+            common::tmux::unique_socket_name()
+        ))
+        .expect("config"),
+    );
+    let gateway = spawn_gateway(config).await;
+    let client = legacy(&gateway, &gateway.token).await;
+    let pane = json!({"server": "z", "target": "terminal_0"});
+    err_kind(&client, "capture_pane", pane.clone(), "unavailable", "zellij").await;
+    let mut coloured = pane;
+    coloured["escape_sequences"] = json!(true);
+    err_kind(
+        &client,
+        "capture_pane",
+        coloured,
+        "unsupported",
+        "Zellij does not offer escape_sequences",
+    )
+    .await;
+}
+
 /// `wait_for_text` on Zellij keeps tmux's rules: only output after the call (or `since`)
 /// counts unless `include_screen`, case is ignored unless `match_case`, `stop` patterns end it
 /// as `stopped`, a null `patterns` waits for any output, and the echo of typed input does not
