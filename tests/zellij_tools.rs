@@ -69,7 +69,14 @@ async fn a_capture_zellij_cannot_read_is_refused_before_the_server_is_opened() {
     let gateway = spawn_gateway(config).await;
     let client = legacy(&gateway, &gateway.token).await;
     let pane = json!({"server": "z", "target": "terminal_0"});
-    err_kind(&client, "capture_pane", pane.clone(), "unavailable", "zellij").await;
+    err_kind(
+        &client,
+        "capture_pane",
+        pane.clone(),
+        "unavailable",
+        "zellij",
+    )
+    .await;
     let mut coloured = pane;
     coloured["escape_sequences"] = json!(true);
     err_kind(
