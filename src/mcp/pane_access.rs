@@ -11,16 +11,24 @@ use std::future::Future;
 use muxgate_mux::error::BackendError;
 use muxgate_mux::multiplexer::Multiplexer;
 use muxgate_tmux::EngineError;
+use muxgate_tmux::ops::pane_row::PaneRecord;
 use muxgate_tmux::typed::panes::{TmuxPaneError, TmuxPanes};
 use muxgate_tmux::wire::target::Target;
+use muxgate_zellij::listing::Pane;
 use muxgate_zellij::panes::ZellijPanes;
 
 use super::McpServer;
 use super::access::{PANES_HINT, TmuxAccess, engine_error, list_hint, not_found, pane_only};
+use super::backend::Row;
 use super::budget::CallBudget;
 use super::error::ToolError;
+use super::pane_ops::{PaneInfo, PaneRow};
 use super::self_guard::Kill;
+use super::tools::zellij_objects::ZellijPaneInfo;
 use super::zellij_access::ZellijAccess;
+
+/// A pane as the tools that change one answer it: the backend's row, shaped for the caller.
+pub(crate) type AnsweredPane = Row<PaneInfo, ZellijPaneInfo>;
 
 /// A pane the caller may act on, and the backend that acts on it.
 pub(crate) struct Scoped<M: Multiplexer> {
@@ -67,6 +75,14 @@ pub(crate) trait PaneAccess: Send + Sync {
         gateway: &McpServer,
         pane: &Scoped<Self::Mux>,
     ) -> impl Future<Output = Result<(), ToolError>> + Send;
+
+    /// `row`, the backend's row for `pane` after an act, as the caller is shown it; a row
+    /// the caller may not see reads as the pane not found.
+    fn answered(
+        &self,
+        pane: &Scoped<Self::Mux>,
+        row: <Self::Mux as Multiplexer>::PaneRow,
+    ) -> Result<AnsweredPane, ToolError>;
 
     /// A failed act on `pane`, as an error for the model.
     fn error(
@@ -122,6 +138,18 @@ impl PaneAccess for TmuxAccess<'_> {
         gateway.refuse_self_kill(self, Kill::Pane(pane.pane)).await
     }
 
+    /// With `created_by_you` as the ownership table says.
+    fn answered(
+        &self,
+        pane: &Scoped<TmuxPanes>,
+        row: PaneRecord,
+    ) -> Result<AnsweredPane, ToolError> {
+        match PaneRow::from(row).for_caller(self) {
+            Some(row) => Ok(AnsweredPane::Tmux(row.info)),
+            None => Err(not_found(&Target::Pane(pane.pane))),
+        }
+    }
+
     /// Worded as every tmux tool words the engine's failures; a command tmux refused reads as
     /// any refusal for the pane, one it did not answer as the pane not found.
     fn error(&self, pane: &Scoped<TmuxPanes>, error: TmuxPaneError) -> ToolError {
@@ -168,6 +196,14 @@ impl PaneAccess for ZellijAccess<'_> {
     /// refuse here.
     async fn may_kill(&self, _: &McpServer, _: &Scoped<ZellijPanes>) -> Result<(), ToolError> {
         Ok(())
+    }
+
+    /// The row and the session it is in (Zellij ids count per session).
+    fn answered(&self, pane: &Scoped<ZellijPanes>, row: Pane) -> Result<AnsweredPane, ToolError> {
+        Ok(AnsweredPane::Zellij {
+            session: pane.mux.session().to_string(),
+            row: row.into(),
+        })
     }
 
     fn error(

@@ -10,7 +10,10 @@
 //!   range of its lines shaped for an answer ([`CaptureRange`], [`CapturedText`]);
 //! - waiting, without polling, until a line on a pane's screen matches a [`Pattern`]:
 //!   woken by the backend's output events (tmux control-mode `%output`, Zellij `subscribe`);
-//! - titling a pane, and closing it ([`ClosedHolder`]: what became of its window or tab).
+//! - titling a pane, resizing or zooming it ([`PaneResize`]), focusing it or a neighbour
+//!   ([`FocusMove`], [`Focused`]) and closing it ([`ClosedHolder`]: what became of its window
+//!   or tab). Acts that change a pane answer with the backend's own row for it
+//!   ([`Multiplexer::PaneRow`]), which the gateway shapes into its answer.
 //!
 //! What a backend cannot do of these it refuses as data: its error's kind is
 //! [`crate::error::ErrorKind::Unsupported`], carrying an [`crate::error::Unsupported`].
@@ -18,7 +21,8 @@
 //! ownership tags, commands run with their exit status and copy mode are not here yet: their
 //! tools still keep one half per backend in the gateway.
 //!
-//! Every operation targets a pane by its id and leaves every human's focus where it was.
+//! Every operation targets a pane by its id and, but for [`Multiplexer::focus`], leaves every
+//! human's focus where it was.
 
 use std::fmt::Display;
 use std::future::Future;
@@ -150,10 +154,59 @@ pub struct ClosedHolder {
     pub closed: bool,
 }
 
+/// A change to a pane's size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PaneResize {
+    /// Fill its window (tmux zoom, Zellij fullscreen within the tab), or stop filling it.
+    Zoom(bool),
+    /// A size in cells; an absent side stays as it is.
+    Cells {
+        /// Columns.
+        width: Option<u32>,
+        /// Rows.
+        height: Option<u32>,
+    },
+}
+
+/// Which pane to focus, seen from a pane of a window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FocusMove {
+    /// That pane.
+    Here,
+    /// The pane above it (none there leaves the focus where it is).
+    Up,
+    /// The pane below it.
+    Down,
+    /// The pane left of it.
+    Left,
+    /// The pane right of it.
+    Right,
+    /// The pane focused before the current one in its window.
+    Last,
+    /// The pane after the window's focused one, in the window's order (wrapping).
+    Next,
+    /// The pane before the window's focused one (wrapping).
+    Previous,
+}
+
+/// A pane focused by [`Multiplexer::focus`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Focused<R> {
+    /// The window's focused pane afterwards.
+    pub pane: R,
+    /// The clients attached, where the backend counts them (Zellij).
+    pub clients: Option<usize>,
+    /// The clients that now show the pane, where the backend counts them (Zellij).
+    pub clients_focused: Option<usize>,
+}
+
 /// The panes of one backend's scope (a tmux server, a Zellij session), acted on as one caller.
 pub trait Multiplexer: Send + Sync {
     /// The backend's pane id (`%N`, `terminal_N`).
     type PaneId: Clone + Display + Send + Sync + 'static;
+    /// The backend's own row for a pane, as its listings show it: what an act that changes a
+    /// pane answers with.
+    type PaneRow: Send;
     /// The backend's error: its message names the pane, its kind says what the caller can do.
     type Error: BackendError;
 
@@ -209,6 +262,22 @@ pub trait Multiplexer: Send + Sync {
         pane: &Self::PaneId,
         title: &str,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// Resizes or zooms the pane; answers its row afterwards. Zooming a pane already zoomed
+    /// changes nothing.
+    fn resize(
+        &self,
+        pane: &Self::PaneId,
+        change: PaneResize,
+    ) -> impl Future<Output = Result<Self::PaneRow, Self::Error>> + Send;
+
+    /// Focuses the pane `towards` names from `pane`, in its window, for every human watching;
+    /// answers the window's focused pane afterwards.
+    fn focus(
+        &self,
+        pane: &Self::PaneId,
+        towards: FocusMove,
+    ) -> impl Future<Output = Result<Focused<Self::PaneRow>, Self::Error>> + Send;
 
     /// Closes the pane, ending its program; says what became of its window or tab where the
     /// backend reports it.

@@ -9,10 +9,11 @@ use super::backend::{ReadScope, ZellijBackend};
 use super::error::ZellijError;
 use super::ids::{PaneId, SessionName};
 use super::keys::Key;
+use super::listing::Pane;
 use muxgate_mux::error::Unsupported;
 use muxgate_mux::multiplexer::{
-    CaptureRange, CapturedText, ClosedHolder, LineBound, Multiplexer, PaneSummary, ScreenMatch,
-    ScreenScope,
+    CaptureRange, CapturedText, ClosedHolder, FocusMove, Focused, LineBound, Multiplexer,
+    PaneResize, PaneSummary, ScreenMatch, ScreenScope,
 };
 
 use crate::unsupported;
@@ -28,6 +29,11 @@ impl ZellijPanes {
     /// The panes of `session`, reached through `backend`.
     pub fn new(backend: ZellijBackend, session: SessionName) -> Self {
         Self { backend, session }
+    }
+
+    /// The session the panes are in.
+    pub fn session(&self) -> &SessionName {
+        &self.session
     }
 }
 
@@ -71,6 +77,7 @@ impl From<ScreenScope> for ReadScope {
 
 impl Multiplexer for ZellijPanes {
     type PaneId = PaneId;
+    type PaneRow = Pane;
     type Error = ZellijError;
 
     fn backend(&self) -> &'static str {
@@ -111,6 +118,38 @@ impl Multiplexer for ZellijPanes {
             .rename_pane(&self.session, *pane, title)
             .await
             .map(drop)
+    }
+
+    /// `Zoom` is fullscreen within the pane's tab; cells are reached in Zellij's own steps
+    /// ([`ZellijBackend::resize_pane`]).
+    async fn resize(&self, pane: &PaneId, change: PaneResize) -> Result<Pane, ZellijError> {
+        match change {
+            PaneResize::Zoom(zoom) => {
+                self.backend
+                    .set_fullscreen(&self.session, *pane, zoom)
+                    .await
+            }
+            PaneResize::Cells { width, height } => {
+                let cells = |n: Option<u32>| n.map(|n| n as usize);
+                self.backend
+                    .resize_pane(&self.session, *pane, cells(width), cells(height))
+                    .await
+            }
+        }
+    }
+
+    /// Shows the pane to every attached client (its tab, and the pane focused there). Zellij
+    /// focuses a pane by its id only, so any move to a neighbour is refused.
+    async fn focus(&self, pane: &PaneId, towards: FocusMove) -> Result<Focused<Pane>, ZellijError> {
+        if towards != FocusMove::Here {
+            return Err(ZellijError::Unsupported(unsupported::DIRECTION));
+        }
+        let focused = self.backend.focus_pane(&self.session, *pane).await?;
+        Ok(Focused {
+            pane: focused.pane,
+            clients: Some(focused.clients),
+            clients_focused: Some(focused.clients_focused),
+        })
     }
 
     /// A tab closes with its last pane; the session's last pane is refused

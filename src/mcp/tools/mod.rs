@@ -34,7 +34,7 @@ pub(crate) mod wait;
 pub(crate) mod watch;
 pub(crate) mod window;
 pub(crate) mod zellij_io;
-mod zellij_objects;
+pub(crate) mod zellij_objects;
 pub(crate) mod zellij_pane;
 pub(crate) mod zellij_session;
 pub(crate) mod zellij_tab;

@@ -24,20 +24,16 @@ use crate::mcp::access::{
     PANES_HINT, TmuxAccess, check_target, checked_target, list_hint, pane_only,
 };
 use crate::mcp::args::ObjectArg;
-use crate::mcp::backend::{Backend, Row};
+use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
-use crate::mcp::pane_access::PaneAccess;
-use crate::mcp::pane_ops::{
-    PaneInfo, PaneRow, PaneScope, not_found, op_error, pane_info, pane_rows,
-};
+use crate::mcp::pane_access::{AnsweredPane, PaneAccess};
+use crate::mcp::pane_ops::{PaneInfo, PaneRow, not_found, op_error, pane_info};
 use crate::mcp::self_guard::Kill;
-use crate::mcp::shared_tool::{MuxTool, Reply, SharedTool};
-use crate::mcp::tools::zellij_objects::ZellijPaneInfo;
-use crate::mcp::zellij_access::ZellijAccess;
-use muxgate_mux::multiplexer::Multiplexer;
+use crate::mcp::shared_tool::{MuxTool, Reply};
+use muxgate_mux::multiplexer::{FocusMove, Multiplexer, PaneResize};
 use muxgate_tmux::PaneId;
-use muxgate_tmux::typed::pane_lifecycle::{PaneSelection, Spawn, Split, SplitSide, SplitSize};
+use muxgate_tmux::typed::pane_lifecycle::{Spawn, Split, SplitSide, SplitSize};
 use muxgate_tmux::wire::target::Target;
 use muxgate_zellij::unsupported;
 
@@ -228,6 +224,20 @@ pub(crate) enum SelectDirection {
     Previous,
 }
 
+impl From<SelectDirection> for FocusMove {
+    fn from(direction: SelectDirection) -> Self {
+        match direction {
+            SelectDirection::Up => FocusMove::Up,
+            SelectDirection::Down => FocusMove::Down,
+            SelectDirection::Left => FocusMove::Left,
+            SelectDirection::Right => FocusMove::Right,
+            SelectDirection::Last => FocusMove::Last,
+            SelectDirection::Next => FocusMove::Next,
+            SelectDirection::Previous => FocusMove::Previous,
+        }
+    }
+}
+
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct SelectPaneInput {
@@ -256,9 +266,6 @@ pub(crate) struct SelectPaneOutput {
     pub clients_focused: Option<usize>,
 }
 
-/// A pane as `resize_pane` and `select_pane` answer it.
-pub(crate) type AnsweredPane = Row<PaneInfo, ZellijPaneInfo>;
-
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ResizePaneInput {
@@ -278,39 +285,28 @@ pub(crate) struct ResizePaneInput {
 }
 
 /// What a `resize_pane` call changes, checked before either backend is asked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum PaneResize {
-    Zoom(bool),
-    Cells {
-        width: Option<u32>,
-        height: Option<u32>,
-    },
-}
-
-impl PaneResize {
-    pub(crate) fn of(input: &ResizePaneInput) -> Result<Self, ToolError> {
-        let sizes = input.width.is_some() || input.height.is_some();
-        match (input.zoom, sizes) {
-            (Some(_), true) => Err(ToolError::invalid_arguments(
-                "pass either zoom or width/height, not both",
-                "call resize_pane twice: once to unzoom, once to resize",
-            )),
-            (None, false) => Err(ToolError::invalid_arguments(
-                "nothing to do: pass width and/or height, or zoom",
-                "e.g. {\"width\": 80} or {\"zoom\": true}",
-            )),
-            (Some(zoom), false) => Ok(PaneResize::Zoom(zoom)),
-            (None, true) if input.width == Some(0) || input.height == Some(0) => {
-                Err(ToolError::invalid_arguments(
-                    "width and height must be at least 1",
-                    "pass sizes in cells",
-                ))
-            }
-            (None, true) => Ok(PaneResize::Cells {
-                width: input.width,
-                height: input.height,
-            }),
+fn resize_of(input: &ResizePaneInput) -> Result<PaneResize, ToolError> {
+    let sizes = input.width.is_some() || input.height.is_some();
+    match (input.zoom, sizes) {
+        (Some(_), true) => Err(ToolError::invalid_arguments(
+            "pass either zoom or width/height, not both",
+            "call resize_pane twice: once to unzoom, once to resize",
+        )),
+        (None, false) => Err(ToolError::invalid_arguments(
+            "nothing to do: pass width and/or height, or zoom",
+            "e.g. {\"width\": 80} or {\"zoom\": true}",
+        )),
+        (Some(zoom), false) => Ok(PaneResize::Zoom(zoom)),
+        (None, true) if input.width == Some(0) || input.height == Some(0) => {
+            Err(ToolError::invalid_arguments(
+                "width and height must be at least 1",
+                "pass sizes in cells",
+            ))
         }
+        (None, true) => Ok(PaneResize::Cells {
+            width: input.width,
+            height: input.height,
+        }),
     }
 }
 
@@ -508,7 +504,7 @@ impl McpServer {
         Extension(call): Extension<CallContext>,
         Parameters(input): Parameters<ResizePaneInput>,
     ) -> Result<Json<AnsweredPane>, ToolError> {
-        let change = PaneResize::of(&input)?;
+        let change = resize_of(&input)?;
         self.serve(&call, ResizePane { input, change })
             .await
             .map(Json)
@@ -656,7 +652,7 @@ impl MuxTool for PaneIdInput {
     }
 }
 
-impl SharedTool for SelectPaneInput {
+impl MuxTool for SelectPaneInput {
     type Answer = SelectPaneOutput;
 
     fn server(&self) -> Option<&str> {
@@ -678,80 +674,21 @@ impl SharedTool for SelectPaneInput {
         Ok(())
     }
 
-    async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
-        let target = tmux.target(&self.target).await?;
-        let window = pane_rows(&tmux, &PaneScope::Of(target.clone())).await?;
-        let origin = window
-            .iter()
-            .find(|r| match &target {
-                Target::Pane(pane) => r.pane() == *pane,
-                Target::Window(_) => r.info.record.active,
-                Target::Session(_) => r.info.record.window_active && r.info.record.active,
-            })
-            .ok_or_else(|| not_found(&target))?;
-        let window_id = origin.info.record.window_id.clone();
-        let mut siblings: Vec<&PaneRow> = window
-            .iter()
-            .filter(|r| r.info.record.window_id == window_id)
-            .collect();
-        siblings.sort_by_key(|r| r.info.record.index);
-        let from = origin.pane();
-        let selection = match self.direction {
-            None => PaneSelection::Pane(from),
-            Some(SelectDirection::Up) => PaneSelection::Above(from),
-            Some(SelectDirection::Down) => PaneSelection::Below(from),
-            Some(SelectDirection::Left) => PaneSelection::LeftOf(from),
-            Some(SelectDirection::Right) => PaneSelection::RightOf(from),
-            Some(SelectDirection::Last) => PaneSelection::LastIn(from),
-            Some(step @ (SelectDirection::Next | SelectDirection::Previous)) => {
-                let active = siblings
-                    .iter()
-                    .position(|r| r.info.record.active)
-                    .unwrap_or(0);
-                let n = siblings.len();
-                let next = if step == SelectDirection::Next {
-                    (active + 1) % n
-                } else {
-                    (active + n - 1) % n
-                };
-                PaneSelection::Pane(siblings[next].pane())
-            }
-        };
-        let rows = tmux
-            .pane_lifecycle()
-            .select(selection, from)
+    /// On tmux a window or session target starts from its active pane; on Zellij the pane is
+    /// shown to every attached human (its tab, and the pane focused there).
+    async fn act<A: PaneAccess>(self, _: &McpServer, access: A) -> Reply<Self> {
+        let scoped = access.pane(&self.target).await?;
+        let towards = self.direction.map_or(FocusMove::Here, FocusMove::from);
+        let focused = scoped
+            .mux
+            .focus(&scoped.pane, towards)
             .await
-            .map_err(|e| op_error(&tmux, e, &target, "call list_panes"))?;
-        let active_pane = rows
-            .into_iter()
-            .filter_map(|row| PaneRow::from(row).for_caller(&tmux))
-            .find(|r| r.info.record.active)
-            .ok_or_else(|| not_found(&target))?
-            .info;
+            .map_err(|e| access.error(&scoped, e))?;
         Ok(SelectPaneOutput {
-            server: tmux.server_name().to_owned(),
-            active_pane: AnsweredPane::Tmux(active_pane),
-            clients: None,
-            clients_focused: None,
-        })
-    }
-
-    /// Shows the pane to every attached client (its tab, and the pane focused there).
-    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
-        let (session, pane) = z.pane_target(&self.target)?;
-        let focused = z
-            .backend
-            .focus_pane(&session, pane)
-            .await
-            .map_err(|e| z.error(e))?;
-        Ok(SelectPaneOutput {
-            server: z.server_name().to_owned(),
-            active_pane: AnsweredPane::Zellij {
-                session: session.to_string(),
-                row: focused.pane.into(),
-            },
-            clients: Some(focused.clients),
-            clients_focused: Some(focused.clients_focused),
+            server: access.server_name().to_owned(),
+            active_pane: access.answered(&scoped, focused.pane)?,
+            clients: focused.clients,
+            clients_focused: focused.clients_focused,
         })
     }
 }
@@ -762,51 +699,23 @@ struct ResizePane {
     change: PaneResize,
 }
 
-impl SharedTool for ResizePane {
+impl MuxTool for ResizePane {
     type Answer = AnsweredPane;
 
     fn server(&self) -> Option<&str> {
         self.input.server.as_deref()
     }
 
-    async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
-        let target = tmux.target(&self.input.target).await?;
-        let lifecycle = tmux.pane_lifecycle();
-        let resized = match self.change {
-            PaneResize::Zoom(zoom) => {
-                let current = pane_info(&tmux, &target).await?;
-                if current.info.record.zoomed == zoom {
-                    return Ok(AnsweredPane::Tmux(current.info));
-                }
-                lifecycle.toggle_zoom(current.pane()).await
-            }
-            PaneResize::Cells { width, height } => {
-                let pane = tmux.pane_of(&target).await?;
-                lifecycle.resize(pane, width, height).await
-            }
-        };
-        resized.map_err(|e| op_error(&tmux, e, &target, list_hint(&target)))?;
-        Ok(AnsweredPane::Tmux(pane_info(&tmux, &target).await?.info))
-    }
-
-    /// `zoom` is fullscreen within the pane's tab; `width` and `height` are reached in Zellij's
-    /// own steps (see [`muxgate_zellij::backend`]).
-    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
-        let (session, pane) = z.pane_target(&self.input.target)?;
-        let resized = match self.change {
-            PaneResize::Zoom(zoom) => z.backend.set_fullscreen(&session, pane, zoom).await,
-            PaneResize::Cells { width, height } => {
-                let cells = |n: Option<u32>| n.map(|n| n as usize);
-                z.backend
-                    .resize_pane(&session, pane, cells(width), cells(height))
-                    .await
-            }
-        };
-        let pane = resized.map_err(|e| z.error(e))?;
-        Ok(AnsweredPane::Zellij {
-            session: session.to_string(),
-            row: pane.into(),
-        })
+    /// On Zellij `zoom` is fullscreen within the pane's tab, and `width` and `height` are
+    /// reached in Zellij's own steps (see [`muxgate_zellij::backend`]).
+    async fn act<A: PaneAccess>(self, _: &McpServer, access: A) -> Reply<Self> {
+        let scoped = access.pane(&self.input.target).await?;
+        let row = scoped
+            .mux
+            .resize(&scoped.pane, self.change)
+            .await
+            .map_err(|e| access.error(&scoped, e))?;
+        access.answered(&scoped, row)
     }
 }
 

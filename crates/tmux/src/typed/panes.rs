@@ -13,15 +13,17 @@ use muxgate_mux::text_match::Pattern;
 use crate::ops::capture::{capture_command, shape_capture};
 use crate::ops::input::{InputError, InputPlan};
 use crate::ops::keys::{KeyError, KeyName};
+use crate::ops::pane_row::{PaneRecord, list_command};
 use crate::typed::op_error::OpError;
-use crate::typed::pane_lifecycle::TmuxPaneLifecycle;
+use crate::typed::pane_lifecycle::{PaneSelection, TmuxPaneLifecycle};
 use crate::wire::format::{flag, row_format, split_row};
+use crate::wire::target::Target;
 use crate::{
     BatchMode, Caller, CommandOutcome, EngineError, PaneId, StreamEnd, TmuxCommand, TmuxServer,
 };
 use muxgate_mux::multiplexer::{
-    CaptureRange, CapturedText, ClosedHolder, LineBound, Multiplexer, PaneSummary, ScreenMatch,
-    ScreenScope,
+    CaptureRange, CapturedText, ClosedHolder, FocusMove, Focused, LineBound, Multiplexer,
+    PaneResize, PaneSummary, ScreenMatch, ScreenScope,
 };
 
 /// `-F` fields of a pane row; the title (free text) last.
@@ -172,6 +174,26 @@ impl TmuxPanes {
         }
     }
 
+    /// The rows of the panes in `pane`'s window; a pane that is gone reads as unanswered.
+    async fn window_rows(&self, pane: PaneId) -> Result<Vec<PaneRecord>, TmuxPaneError> {
+        let command = list_command(Some(&Target::Pane(pane))).map_err(EngineError::from)?;
+        match self.server.run(&self.caller, command).await {
+            Ok(rows) => Ok(rows.iter().filter_map(|r| PaneRecord::parse(r)).collect()),
+            // tmux refuses a target that names no pane.
+            Err(EngineError::Command(_)) => Err(TmuxPaneError::Unanswered),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// `pane`'s row.
+    async fn row(&self, pane: PaneId) -> Result<PaneRecord, TmuxPaneError> {
+        self.window_rows(pane)
+            .await?
+            .into_iter()
+            .find(|r| r.pane == pane)
+            .ok_or(TmuxPaneError::Unanswered)
+    }
+
     /// Types `text` exactly, then presses Enter if `enter`, in one write.
     pub async fn type_text(
         &self,
@@ -226,6 +248,20 @@ fn parse_terminal_row(rows: &[Vec<u8>], pane: PaneId) -> Option<PaneTerminal> {
     })
 }
 
+/// The pane after (`forward`) or before the active one among `window`'s panes, in the window's
+/// order, wrapping; the first pane when none is active.
+fn cycle(window: &[PaneRecord], forward: bool) -> Option<PaneId> {
+    let mut panes: Vec<&PaneRecord> = window.iter().collect();
+    panes.sort_by_key(|r| r.index);
+    let n = panes.len();
+    if n == 0 {
+        return None;
+    }
+    let active = panes.iter().position(|r| r.active).unwrap_or(0);
+    let next = if forward { active + 1 } else { active + n - 1 };
+    Some(panes[next % n].pane)
+}
+
 /// A pane row printed with [`PANE_FIELDS`].
 fn parse_pane_row(row: &[u8]) -> Option<PaneSummary<PaneId>> {
     let f = split_row(row, PANE_FIELDS.len())?;
@@ -244,6 +280,7 @@ fn parse_pane_row(row: &[u8]) -> Option<PaneSummary<PaneId>> {
 
 impl Multiplexer for TmuxPanes {
     type PaneId = PaneId;
+    type PaneRow = PaneRecord;
     type Error = TmuxPaneError;
 
     fn backend(&self) -> &'static str {
@@ -263,6 +300,52 @@ impl Multiplexer for TmuxPanes {
 
     async fn set_title(&self, pane: &PaneId, title: &str) -> Result<(), TmuxPaneError> {
         Ok(self.lifecycle().set_title(*pane, title).await?)
+    }
+
+    /// A zoom fills the pane's window (tmux toggles, so the pane is read first); a size in
+    /// cells unzooms the window.
+    async fn resize(&self, pane: &PaneId, change: PaneResize) -> Result<PaneRecord, TmuxPaneError> {
+        let lifecycle = self.lifecycle();
+        match change {
+            PaneResize::Zoom(zoom) => {
+                let current = self.row(*pane).await?;
+                if current.zoomed == zoom {
+                    return Ok(current);
+                }
+                lifecycle.toggle_zoom(*pane).await?;
+            }
+            PaneResize::Cells { width, height } => lifecycle.resize(*pane, width, height).await?,
+        }
+        self.row(*pane).await
+    }
+
+    /// Selects the pane and lists its window on the same line; tmux counts no clients.
+    async fn focus(
+        &self,
+        pane: &PaneId,
+        towards: FocusMove,
+    ) -> Result<Focused<PaneRecord>, TmuxPaneError> {
+        let from = *pane;
+        let selection = match towards {
+            FocusMove::Here => PaneSelection::Pane(from),
+            FocusMove::Up => PaneSelection::Above(from),
+            FocusMove::Down => PaneSelection::Below(from),
+            FocusMove::Left => PaneSelection::LeftOf(from),
+            FocusMove::Right => PaneSelection::RightOf(from),
+            FocusMove::Last => PaneSelection::LastIn(from),
+            FocusMove::Next | FocusMove::Previous => {
+                let window = self.window_rows(from).await?;
+                let forward = towards == FocusMove::Next;
+                PaneSelection::Pane(cycle(&window, forward).ok_or(TmuxPaneError::Unanswered)?)
+            }
+        };
+        let rows = self.lifecycle().select(selection, from).await?;
+        let active = rows.into_iter().find(|r| r.active);
+        Ok(Focused {
+            pane: active.ok_or(TmuxPaneError::Unanswered)?,
+            clients: None,
+            clients_focused: None,
+        })
     }
 
     /// tmux closes the window with its last pane, and the session with its last window; what
@@ -364,7 +447,41 @@ impl Multiplexer for TmuxPanes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::pane_row::sample_row;
     use crate::wire::format::encode_row;
+
+    /// Panes of one window: `(id, index, active)`.
+    fn window(panes: &[(u32, u32, bool)]) -> Vec<PaneRecord> {
+        let sample = PaneRecord::parse(&sample_row()).unwrap();
+        panes
+            .iter()
+            .map(|&(id, index, active)| PaneRecord {
+                pane: PaneId(id),
+                index,
+                active,
+                ..sample.clone()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn next_and_previous_cycle_from_the_active_pane_in_window_order() {
+        let panes = window(&[(7, 2, false), (5, 0, false), (6, 1, true)]);
+        assert_eq!(cycle(&panes, true), Some(PaneId(7)));
+        assert_eq!(cycle(&panes, false), Some(PaneId(5)));
+        let last_active = window(&[(5, 0, false), (7, 2, true)]);
+        assert_eq!(cycle(&last_active, true), Some(PaneId(5)));
+        let first_active = window(&[(5, 0, true), (7, 2, false)]);
+        assert_eq!(cycle(&first_active, false), Some(PaneId(7)));
+    }
+
+    #[test]
+    fn a_window_without_an_active_pane_cycles_from_its_first() {
+        let panes = window(&[(5, 0, false), (6, 1, false)]);
+        assert_eq!(cycle(&panes, true), Some(PaneId(6)));
+        assert_eq!(cycle(&window(&[(5, 0, false)]), true), Some(PaneId(5)));
+        assert_eq!(cycle(&[], true), None);
+    }
 
     #[test]
     fn pane_rows() {
