@@ -2,7 +2,7 @@
 //! metrics, the MCP handler and the router — the one place `muxgate serve` and the integration
 //! tests share — and running it until it has shut down cleanly ([`Gateway::serve`]).
 //!
-//! Not here: binding the listener and installing signal handlers (see [`crate::cli::serve`]);
+//! Not here: binding the listener and installing signal handlers (the `serve` command of [`crate::cli`]);
 //! the HTTP serving and shutdown sequence itself ([`crate::http::serve`]).
 
 use std::io;

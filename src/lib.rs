@@ -16,7 +16,7 @@
 //! - [`state`]: the state directory (session owners, workspaces);
 //! - [`workspace`]: a sandboxed tmux server per tenant (workspace mode);
 //! - [`gateway`]: assembling all of the above from a config;
-//! - [`conformance`] (cargo feature `conformance`, tests only): auth off, loopback only, and the
+//! - `conformance` (cargo feature `conformance`, tests only): auth off, loopback only, and the
 //!   MCP conformance suite's fixtures;
 //! - [`utc`]: calendar timestamps the gateway writes itself;
 //! - [`cli`]: the `muxgate` commands; [`doctor`] and [`tmux_cli`]: host diagnostics with one-shot

@@ -1,5 +1,5 @@
 //! The audit file's keyed chain: sealing lines as they are appended (verifying them is
-//! [`super::verify`]'s).
+//! [`mod@super::verify`]'s).
 //!
 //! Every line is one JSON object whose first field is `seq` (1, 2, 3, … across restarts) and
 //! whose last field is `"link":"<64 hex>"`. The link is HMAC-SHA256 (the chain key, see

@@ -123,7 +123,7 @@ pub(crate) const LEGACY_HINT: &str = ". This head file was written before head f
      instead";
 
 impl Head {
-    /// The record the log must still hold, for [`super::chain::verify`].
+    /// The record the log must still hold, for [`super::verify::verify`].
     pub fn anchor(&self) -> Anchor<'_> {
         Anchor {
             seq: self.seq,

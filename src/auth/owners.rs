@@ -57,7 +57,7 @@ pub struct SessionKey {
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct Table {
-    /// Scope → "<id> <created>" → owner `sub`.
+    /// Scope → `"<id> <created>"` → owner `sub`.
     scopes: BTreeMap<String, BTreeMap<String, String>>,
 }
 

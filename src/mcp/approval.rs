@@ -1,5 +1,5 @@
 //! Holding a call for a human: after its scope and rate checks, a call the `[approvals]`
-//! policy matches waits on the [`ApprovalDesk`] until an approver decides, its deadline passes
+//! policy matches waits on the [`crate::approvals::ApprovalDesk`] until an approver decides, its deadline passes
 //! (a denial) or its client cancels it.
 //!
 //! The wait is a wait like any other: it takes one of the caller's wait slots and lasts at

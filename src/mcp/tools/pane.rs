@@ -108,6 +108,8 @@ pub(crate) struct ListPanesInput {
     /// Match output fields, e.g. `{"current_command": "vim", "title__icontains": "build"}`.
     /// Key suffixes: __[i]exact, __[i]contains, __[i]startswith, __[i]endswith, __[i]regex,
     /// __in, __nin, __gt, __gte, __lt, __lte.
+    // This text is the argument's description in the tool listing, which shows `[i]` as is.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[serde(default)]
     pub filters: Option<ObjectArg<BTreeMap<String, Value>>>,
     /// Fields wanted, e.g. `["window_index", "pid"]` (`id` always); `["all"]`: every field.

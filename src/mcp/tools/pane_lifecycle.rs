@@ -5,8 +5,8 @@
 //! itself runs in ([`crate::mcp::self_guard`]). The commands are
 //! [`muxgate_tmux::typed::pane_lifecycle`]'s; these tools check arguments and access, call it and
 //! shape the answer. `kill_pane`, `select_pane`, `resize_pane` and `set_pane_title` serve
-//! Zellij servers too: their Zellij halves are here, beside the tmux ones, in each call's
-//! [`SharedTool`] impl, and call [`muxgate_zellij::backend`] the same way.
+//! Zellij servers too: each is one body ([`MuxTool`]) written against the backend's
+//! [`Multiplexer`], which acts on the pane and answers the backend's own row for it.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
