@@ -35,7 +35,7 @@ use muxgate_tmux::typed::server::TmuxServerOps;
 use muxgate_tmux::typed::sessions::TmuxSessions;
 use muxgate_tmux::typed::since::TmuxSince;
 use muxgate_tmux::typed::typing::TmuxTyping;
-use muxgate_tmux::typed::windows::TmuxWindows;
+use muxgate_tmux::typed::windows::{TmuxWindows, Window};
 use muxgate_tmux::wire::target::{ClientTarget, Target, TargetError, TargetPath};
 use muxgate_tmux::wire::target_path::{PathError, SessionLayout, path_command, resolve_path};
 use muxgate_tmux::{
@@ -261,6 +261,15 @@ impl TmuxAccess<'_> {
     /// Whether the caller created `session` (named `name`) through the gateway.
     pub fn created_by_caller(&self, session: &SessionKey, name: &str) -> bool {
         self.owner(session, name).as_deref() == Some(self.call.sub())
+    }
+
+    /// Whether the caller may see `window`: its session's ACL allows it.
+    pub(crate) fn can_see_window(&self, window: &Window) -> bool {
+        let session = SessionKey {
+            id: window.session_id.clone(),
+            created: window.session_created,
+        };
+        self.can_see(&window.session_name, &session)
     }
 
     /// Whether the caller may see a session (for filtering listings).
@@ -586,6 +595,20 @@ pub(crate) fn pane_only(target: &Target, instead: &str) -> Result<PaneId, ToolEr
                 other.kind()
             ),
             format!("call list_panes for pane ids, or use {instead}"),
+        )),
+    }
+}
+
+/// The window a tool that acts on one window was given (`@N` only).
+pub(crate) fn window_only(target: &Target, tool: &str) -> Result<WindowId, ToolError> {
+    match target {
+        Target::Window(window) => Ok(*window),
+        other => Err(ToolError::invalid_arguments(
+            format!(
+                "{tool} takes a window id (@N), not the {} {other}",
+                other.kind()
+            ),
+            "call list_windows and pass the window's id",
         )),
     }
 }

@@ -1,6 +1,7 @@
 //! What a tool body written once for both backends needs from the server a call names:
 //! [`PaneAccess`], implemented by the tmux and the Zellij access, which hands out a pane the
-//! caller may act on together with the backend's [`Multiplexer`] that acts on it ([`Scoped`]).
+//! caller may act on together with the backend's [`Multiplexer`] that acts on it ([`Scoped`]),
+//! or a window (a Zellij tab) the same way ([`ScopedWindow`]).
 //!
 //! The caller's grants are checked here, before any act: a target the caller may not see reads
 //! like a missing one. What the act does is the backend's ([`Multiplexer`]); what the answer
@@ -13,22 +14,30 @@ use muxgate_mux::multiplexer::Multiplexer;
 use muxgate_tmux::EngineError;
 use muxgate_tmux::ops::pane_row::PaneRecord;
 use muxgate_tmux::typed::panes::{TmuxPaneError, TmuxPanes};
+use muxgate_tmux::typed::windows::{LocatedWindow, Window};
 use muxgate_tmux::wire::target::Target;
-use muxgate_zellij::listing::Pane;
+use muxgate_zellij::error::ZellijError;
+use muxgate_zellij::listing::{Pane, TabRow};
 use muxgate_zellij::panes::ZellijPanes;
 
 use super::McpServer;
-use super::access::{PANES_HINT, TmuxAccess, engine_error, list_hint, not_found, pane_only};
+use super::access::{
+    PANES_HINT, TmuxAccess, WINDOWS_HINT, engine_error, list_hint, not_found, pane_only,
+    window_only,
+};
 use super::backend::Row;
 use super::budget::CallBudget;
-use super::error::ToolError;
+use super::error::{ToolError, ToolErrorKind};
 use super::pane_ops::{PaneInfo, PaneRow};
 use super::self_guard::Kill;
-use super::tools::zellij_objects::ZellijPaneInfo;
+use super::tools::zellij_objects::{ZellijPaneInfo, ZellijTabInfo};
 use super::zellij_access::ZellijAccess;
 
 /// A pane as the tools that change one answer it: the backend's row, shaped for the caller.
 pub(crate) type AnsweredPane = Row<PaneInfo, ZellijPaneInfo>;
+
+/// A window as the window tools answer it: a tmux window, or a Zellij tab.
+pub(crate) type AnsweredWindow = Row<Window, ZellijTabInfo>;
 
 /// A pane the caller may act on, and the backend that acts on it.
 pub(crate) struct Scoped<M: Multiplexer> {
@@ -41,6 +50,25 @@ pub(crate) struct Scoped<M: Multiplexer> {
     pub session: Option<String>,
     /// Where to find valid targets, should the act find none.
     pub hint: &'static str,
+}
+
+/// A window (a Zellij tab) the caller may act on, and the backend that acts on it.
+pub(crate) struct ScopedWindow<M: Multiplexer> {
+    /// The windows of the window's scope, as the caller.
+    pub mux: M,
+    /// The window.
+    pub window: M::WindowId,
+    /// Its session as answers name it: tmux's id (`$N`), Zellij's name.
+    pub session: String,
+}
+
+/// What a window tool's target must name on tmux; a Zellij target always names a tab.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum WindowNamed<'a> {
+    /// A window (`@N`, or a path to one); the tool named in the refusal of anything else.
+    Window(&'a str),
+    /// A session, for a move from its current window; the tool named in a refusal.
+    Session(&'a str),
 }
 
 /// One call's access to the server it names, whichever backend serves it.
@@ -83,6 +111,30 @@ pub(crate) trait PaneAccess: Send + Sync {
         pane: &Scoped<Self::Mux>,
         row: <Self::Mux as Multiplexer>::PaneRow,
     ) -> Result<AnsweredPane, ToolError>;
+
+    /// The window `target` names as `named` says, if the caller may act on it.
+    fn window(
+        &self,
+        target: &str,
+        named: WindowNamed<'_>,
+    ) -> impl Future<Output = Result<ScopedWindow<Self::Mux>, ToolError>> + Send;
+
+    /// Refuses to close `window` when the gateway itself runs in it.
+    fn may_kill_window(
+        &self,
+        gateway: &McpServer,
+        window: &ScopedWindow<Self::Mux>,
+    ) -> impl Future<Output = Result<(), ToolError>> + Send;
+
+    /// `row`, the backend's row for `window` after an act, as the caller is shown it.
+    fn answered_window(
+        &self,
+        window: &ScopedWindow<Self::Mux>,
+        row: <Self::Mux as Multiplexer>::WindowRow,
+    ) -> Result<AnsweredWindow, ToolError>;
+
+    /// A failed act on a window, as an error for the model.
+    fn window_error(&self, error: <Self::Mux as Multiplexer>::Error) -> ToolError;
 
     /// A failed act on `pane`, as an error for the model.
     fn error(
@@ -150,6 +202,78 @@ impl PaneAccess for TmuxAccess<'_> {
         }
     }
 
+    /// A session target names its current window; the window is located in the session the
+    /// target was resolved through.
+    async fn window(
+        &self,
+        target: &str,
+        named: WindowNamed<'_>,
+    ) -> Result<ScopedWindow<TmuxPanes>, ToolError> {
+        let target = self.target(target).await?;
+        let window = match named {
+            WindowNamed::Window(tool) => Some(window_only(&target, tool)?),
+            WindowNamed::Session(_) if matches!(target, Target::Session(_)) => None,
+            WindowNamed::Session(tool) => {
+                return Err(ToolError::invalid_arguments(
+                    format!(
+                        "{tool} with step or index takes a session, not the {} {target}",
+                        target.kind()
+                    ),
+                    "pass the session's name or id ($N), or pass only a window id",
+                ));
+            }
+        };
+        let resolved = self.resolve(&target).await?;
+        Ok(ScopedWindow {
+            mux: TmuxPanes::new(self.server.clone(), self.caller.clone()),
+            window: LocatedWindow {
+                window: window.unwrap_or(resolved.window_id),
+                session: resolved.session_id,
+            },
+            session: resolved.session_id.to_string(),
+        })
+    }
+
+    async fn may_kill_window(
+        &self,
+        gateway: &McpServer,
+        window: &ScopedWindow<TmuxPanes>,
+    ) -> Result<(), ToolError> {
+        let kill = Kill::Window(window.window.window);
+        gateway.refuse_self_kill(self, kill).await
+    }
+
+    /// A window of a session the caller may not see reads as not found.
+    fn answered_window(
+        &self,
+        _: &ScopedWindow<TmuxPanes>,
+        row: Window,
+    ) -> Result<AnsweredWindow, ToolError> {
+        if self.can_see_window(&row) {
+            Ok(AnsweredWindow::Tmux(row))
+        } else {
+            Err(not_found(&Target::Window(row.id)))
+        }
+    }
+
+    /// As every window tool words tmux's refusals; a change tmux did not answer for is the
+    /// gateway's fault, not the caller's.
+    fn window_error(&self, error: TmuxPaneError) -> ToolError {
+        let server = TmuxAccess::server_name(self);
+        match error {
+            TmuxPaneError::Engine(error) => engine_error(server, error, WINDOWS_HINT),
+            TmuxPaneError::Refused(message) => {
+                engine_error(server, EngineError::Command(message), WINDOWS_HINT)
+            }
+            TmuxPaneError::Unanswered => ToolError::new(
+                ToolErrorKind::Internal,
+                "tmux did not answer for every command",
+                "call list_windows to check the window's state",
+            ),
+            other => ToolError::new(other.kind().into(), other.to_string(), WINDOWS_HINT),
+        }
+    }
+
     /// Worded as every tmux tool words the engine's failures; a command tmux refused reads as
     /// any refusal for the pane, one it did not answer as the pane not found.
     fn error(&self, pane: &Scoped<TmuxPanes>, error: TmuxPaneError) -> ToolError {
@@ -198,6 +322,45 @@ impl PaneAccess for ZellijAccess<'_> {
         Ok(())
     }
 
+    /// A tab id `N` in the server's default session, or `SESSION:N`.
+    async fn window(
+        &self,
+        target: &str,
+        _: WindowNamed<'_>,
+    ) -> Result<ScopedWindow<ZellijPanes>, ToolError> {
+        let (session, tab) = self.tab_target(target)?;
+        Ok(ScopedWindow {
+            mux: self.panes(&session),
+            window: tab,
+            session: session.to_string(),
+        })
+    }
+
+    /// As for a pane ([`PaneAccess::may_kill`]): nothing to refuse.
+    async fn may_kill_window(
+        &self,
+        _: &McpServer,
+        _: &ScopedWindow<ZellijPanes>,
+    ) -> Result<(), ToolError> {
+        Ok(())
+    }
+
+    /// The tab's row and its session (Zellij ids count per session).
+    fn answered_window(
+        &self,
+        window: &ScopedWindow<ZellijPanes>,
+        row: TabRow,
+    ) -> Result<AnsweredWindow, ToolError> {
+        Ok(AnsweredWindow::Zellij {
+            session: window.session.clone(),
+            row: row.into(),
+        })
+    }
+
+    fn window_error(&self, error: ZellijError) -> ToolError {
+        ZellijAccess::error(self, error)
+    }
+
     /// The row and the session it is in (Zellij ids count per session).
     fn answered(&self, pane: &Scoped<ZellijPanes>, row: Pane) -> Result<AnsweredPane, ToolError> {
         Ok(AnsweredPane::Zellij {
@@ -206,11 +369,7 @@ impl PaneAccess for ZellijAccess<'_> {
         })
     }
 
-    fn error(
-        &self,
-        _: &Scoped<ZellijPanes>,
-        error: muxgate_zellij::error::ZellijError,
-    ) -> ToolError {
+    fn error(&self, _: &Scoped<ZellijPanes>, error: ZellijError) -> ToolError {
         ZellijAccess::error(self, error)
     }
 }

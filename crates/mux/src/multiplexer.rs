@@ -13,11 +13,13 @@
 //! - titling a pane, resizing or zooming it ([`PaneResize`]), focusing it or a neighbour
 //!   ([`FocusMove`], [`Focused`]) and closing it ([`ClosedHolder`]: what became of its window
 //!   or tab). Acts that change a pane answer with the backend's own row for it
-//!   ([`Multiplexer::PaneRow`]), which the gateway shapes into its answer.
+//!   ([`Multiplexer::PaneRow`]), which the gateway shapes into its answer;
+//! - renaming a window (a Zellij tab), making it or a neighbour current ([`WindowMove`]) and
+//!   closing it; these answer the backend's own row for the window ([`Multiplexer::WindowRow`]).
 //!
 //! What a backend cannot do of these it refuses as data: its error's kind is
 //! [`crate::error::ErrorKind::Unsupported`], carrying an [`crate::error::Unsupported`].
-//! Creating and arranging panes (tmux windows vs Zellij tabs, floating panes), sessions and
+//! Creating and listing windows and panes (tmux windows vs Zellij tabs, floating panes), sessions and
 //! ownership tags, commands run with their exit status and copy mode are not here yet: their
 //! tools still keep one half per backend in the gateway.
 //!
@@ -189,6 +191,21 @@ pub enum FocusMove {
     Previous,
 }
 
+/// Which window to make current, seen from a window of a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowMove {
+    /// That window.
+    Here,
+    /// The next in the session, by index (wrapping).
+    Next,
+    /// The previous in the session, by index (wrapping).
+    Previous,
+    /// The one current before the session's current one.
+    Last,
+    /// The session's window at this index.
+    Index(u32),
+}
+
 /// A pane focused by [`Multiplexer::focus`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Focused<R> {
@@ -200,13 +217,18 @@ pub struct Focused<R> {
     pub clients_focused: Option<usize>,
 }
 
-/// The panes of one backend's scope (a tmux server, a Zellij session), acted on as one caller.
+/// The panes and windows of one backend's scope (a tmux server, a Zellij session), acted on as
+/// one caller.
 pub trait Multiplexer: Send + Sync {
     /// The backend's pane id (`%N`, `terminal_N`).
     type PaneId: Clone + Display + Send + Sync + 'static;
     /// The backend's own row for a pane, as its listings show it: what an act that changes a
     /// pane answers with.
     type PaneRow: Send;
+    /// The backend's id of a window (a tmux window in its session, a Zellij tab id).
+    type WindowId: Clone + Display + Send + Sync + 'static;
+    /// The backend's own row for a window, as its listings show it.
+    type WindowRow: Send;
     /// The backend's error: its message names the pane, its kind says what the caller can do.
     type Error: BackendError;
 
@@ -278,6 +300,27 @@ pub trait Multiplexer: Send + Sync {
         pane: &Self::PaneId,
         towards: FocusMove,
     ) -> impl Future<Output = Result<Focused<Self::PaneRow>, Self::Error>> + Send;
+
+    /// Renames the window; answers its row afterwards.
+    fn rename_window(
+        &self,
+        window: &Self::WindowId,
+        name: &str,
+    ) -> impl Future<Output = Result<Self::WindowRow, Self::Error>> + Send;
+
+    /// Makes the window `towards` names, from `window`, its session's current one for every
+    /// human watching; answers that window's row.
+    fn select_window(
+        &self,
+        window: &Self::WindowId,
+        towards: WindowMove,
+    ) -> impl Future<Output = Result<Self::WindowRow, Self::Error>> + Send;
+
+    /// Closes the window and every pane in it; whether its session ended with it.
+    fn kill_window(
+        &self,
+        window: &Self::WindowId,
+    ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
 
     /// Closes the pane, ending its program; says what became of its window or tab where the
     /// backend reports it.

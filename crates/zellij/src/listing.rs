@@ -213,6 +213,37 @@ struct RawPane {
     pane_cwd: Option<String>,
 }
 
+/// A tab together with the pane input goes to when no pane is named (see [`active_pane`]): a
+/// window as the tools answer it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TabRow {
+    /// The tab.
+    pub tab: Tab,
+    /// Its active pane.
+    pub active_pane: Option<PaneId>,
+}
+
+impl TabRow {
+    /// `tab`'s row; `panes` are its session's.
+    pub fn new(tab: Tab, panes: &[Pane]) -> Self {
+        Self {
+            active_pane: active_pane(tab.id, panes),
+            tab,
+        }
+    }
+}
+
+/// The pane of a tab that input goes to when no pane is named, as tmux's active pane: its
+/// focused tiled terminal pane, else its first tiled terminal pane (with no client attached,
+/// Zellij keeps a tab's last focus).
+pub fn active_pane(tab: TabId, panes: &[Pane]) -> Option<PaneId> {
+    let mut tiled = panes
+        .iter()
+        .filter(|p| p.tab_id == tab && !p.is_floating && p.is_user_terminal());
+    let first = tiled.clone().next().map(|p| p.id);
+    tiled.find(|p| p.is_focused).map(|p| p.id).or(first)
+}
+
 fn default_true() -> bool {
     true
 }
@@ -499,5 +530,26 @@ mod tests {
             Ok(PaneId::Terminal(4))
         );
         assert!(parse_new_pane_id("run", "oops").is_err());
+    }
+
+    #[test]
+    fn a_tabs_active_pane_is_its_focused_tiled_terminal() {
+        let panes = parse_panes(
+            r#"[{"id":0,"is_plugin":true,"is_focused":true,"tab_id":0},
+                {"id":1,"is_plugin":false,"is_focused":false,"tab_id":0},
+                {"id":2,"is_plugin":false,"is_focused":true,"tab_id":0},
+                {"id":3,"is_plugin":false,"is_focused":true,"is_floating":true,"tab_id":0},
+                {"id":4,"is_plugin":false,"is_focused":false,"tab_id":1},
+                {"id":5,"is_plugin":false,"is_focused":true,"is_floating":true,"tab_id":1},
+                {"id":6,"is_plugin":true,"tab_id":2}]"#,
+        )
+        .unwrap();
+        assert_eq!(active_pane(TabId(0), &panes), Some(PaneId::Terminal(2)));
+        assert_eq!(
+            active_pane(TabId(1), &panes),
+            Some(PaneId::Terminal(4)),
+            "no tiled pane focused: the first tiled one"
+        );
+        assert_eq!(active_pane(TabId(2), &panes), None, "plugins only");
     }
 }

@@ -7,13 +7,13 @@ use muxgate_mux::text_match::Pattern;
 
 use super::backend::{ReadScope, ZellijBackend};
 use super::error::ZellijError;
-use super::ids::{PaneId, SessionName};
+use super::ids::{PaneId, SessionName, TabId};
 use super::keys::Key;
-use super::listing::Pane;
+use super::listing::{Pane, Tab, TabRow};
 use muxgate_mux::error::Unsupported;
 use muxgate_mux::multiplexer::{
     CaptureRange, CapturedText, ClosedHolder, FocusMove, Focused, LineBound, Multiplexer,
-    PaneResize, PaneSummary, ScreenMatch, ScreenScope,
+    PaneResize, PaneSummary, ScreenMatch, ScreenScope, WindowMove,
 };
 
 use crate::unsupported;
@@ -29,6 +29,12 @@ impl ZellijPanes {
     /// The panes of `session`, reached through `backend`.
     pub fn new(backend: ZellijBackend, session: SessionName) -> Self {
         Self { backend, session }
+    }
+
+    /// `tab`'s row, with its active pane from a listing of the session's panes.
+    async fn tab_row(&self, tab: Tab) -> Result<TabRow, ZellijError> {
+        let panes = self.backend.list_panes(&self.session).await?;
+        Ok(TabRow::new(tab, &panes))
     }
 
     /// The session the panes are in.
@@ -78,6 +84,8 @@ impl From<ScreenScope> for ReadScope {
 impl Multiplexer for ZellijPanes {
     type PaneId = PaneId;
     type PaneRow = Pane;
+    type WindowId = TabId;
+    type WindowRow = TabRow;
     type Error = ZellijError;
 
     fn backend(&self) -> &'static str {
@@ -150,6 +158,28 @@ impl Multiplexer for ZellijPanes {
             clients: Some(focused.clients),
             clients_focused: Some(focused.clients_focused),
         })
+    }
+
+    async fn rename_window(&self, tab: &TabId, name: &str) -> Result<TabRow, ZellijError> {
+        let tab = self.backend.rename_tab(&self.session, *tab, name).await?;
+        self.tab_row(tab).await
+    }
+
+    /// Switches every attached client to the tab. Zellij switches by tab id only, so a move
+    /// to a neighbour or an index is refused.
+    async fn select_window(&self, tab: &TabId, towards: WindowMove) -> Result<TabRow, ZellijError> {
+        if towards != WindowMove::Here {
+            return Err(ZellijError::Unsupported(unsupported::STEP_AND_INDEX));
+        }
+        let tab = self.backend.go_to_tab(&self.session, *tab).await?;
+        self.tab_row(tab).await
+    }
+
+    /// The session's last tab is refused ([`ZellijError::WouldEndSession`]), so the session
+    /// never ends with it.
+    async fn kill_window(&self, tab: &TabId) -> Result<bool, ZellijError> {
+        self.backend.close_tab(&self.session, *tab).await?;
+        Ok(false)
     }
 
     /// A tab closes with its last pane; the session's last pane is refused

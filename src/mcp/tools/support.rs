@@ -13,7 +13,7 @@ pub(crate) use muxgate_tmux::typed::environment::is_env_name;
 use muxgate_tmux::typed::op_error::OpError;
 use muxgate_tmux::wire::format_check::check_format;
 use muxgate_tmux::wire::target::{SessionSel, Target};
-use muxgate_tmux::{EngineError, QuoteError, WindowId};
+use muxgate_tmux::{EngineError, QuoteError};
 
 /// A value that cannot go on a command line (a NUL byte), as an error the model can fix.
 pub(crate) fn build_error(error: QuoteError) -> ToolError {
@@ -66,20 +66,6 @@ pub(crate) fn session_target(text: &str, tool: &str) -> Result<SessionSel, ToolE
                 excerpt(text)
             ),
             "pass the session's name (the part before the colon) or its id",
-        )),
-    }
-}
-
-/// The window a tool that acts on one window was given (`@N` only).
-pub(crate) fn window_only(target: &Target, tool: &str) -> Result<WindowId, ToolError> {
-    match target {
-        Target::Window(window) => Ok(*window),
-        other => Err(ToolError::invalid_arguments(
-            format!(
-                "{tool} takes a window id (@N), not the {} {other}",
-                other.kind()
-            ),
-            "call list_windows and pass the window's id",
         )),
     }
 }
@@ -229,7 +215,8 @@ pub(crate) fn check_shell(shell: Option<&str>) -> Result<(), ToolError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use muxgate_tmux::PaneId;
+    use crate::mcp::access::window_only;
+    use muxgate_tmux::{PaneId, WindowId};
 
     #[test]
     fn narrows_targets_by_kind() {

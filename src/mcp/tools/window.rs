@@ -20,39 +20,34 @@ use serde_json::{Map, Value};
 
 use super::support::{
     build_error, check_shell, check_window_name, name_filter, validate_environment,
-    validate_start_directory, validate_window_size, window_only,
+    validate_start_directory, validate_window_size,
 };
-use super::zellij_objects::ZellijTabInfo;
-use crate::auth::owners::SessionKey;
 use crate::auth::pattern::NamePattern;
 use crate::mcp::McpServer;
 use crate::mcp::access::{
     SESSIONS_HINT, TmuxAccess, WINDOWS_HINT, check_target, checked_target, engine_error,
-    target_error,
+    target_error, window_only,
 };
 use crate::mcp::args::ObjectArg;
 use crate::mcp::backend::{Backend, Row};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::fields::RowShape;
-use crate::mcp::self_guard::Kill;
-use crate::mcp::shared_tool::{Reply, SharedTool};
+use crate::mcp::pane_access::{AnsweredWindow, PaneAccess, WindowNamed};
+use crate::mcp::shared_tool::{MuxTool, Reply, SharedTool};
 use crate::mcp::zellij_access::ZellijAccess;
+use muxgate_mux::multiplexer::{Multiplexer, WindowMove};
 use muxgate_tmux::typed::op_error::OpError;
-use muxgate_tmux::typed::windows::{NewWindow, Place, Selection, Side, Window};
+use muxgate_tmux::typed::windows::{NewWindow, Place, Side, Window};
 use muxgate_tmux::wire::target::{ClientTarget, SessionSel, Target};
 use muxgate_tmux::{SessionId, WindowId};
 use muxgate_zellij::unsupported;
 
 /// The windows the caller may see: those of sessions its session ACL allows.
 fn visible(tmux: &TmuxAccess<'_>, windows: Vec<Window>) -> impl Iterator<Item = Window> {
-    windows.into_iter().filter(|window| {
-        let session = SessionKey {
-            id: window.session_id.clone(),
-            created: window.session_created,
-        };
-        tmux.can_see(&window.session_name, &session)
-    })
+    windows
+        .into_iter()
+        .filter(|window| tmux.can_see_window(window))
 }
 
 /// The windows the caller may see: of one session (by id, `$N`), or of every session.
@@ -228,9 +223,6 @@ pub(crate) struct WindowOutput {
     pub server: String,
     pub window: AnsweredWindow,
 }
-
-/// A window as the window tools answer it: a tmux window, or a Zellij tab.
-pub(crate) type AnsweredWindow = Row<Window, ZellijTabInfo>;
 
 impl WindowOutput {
     fn tmux(tmux: &TmuxAccess<'_>, window: Window) -> Self {
@@ -465,41 +457,54 @@ async fn placement(
     }
 }
 
-/// What `select_window` was asked to select.
-#[derive(Debug)]
-enum SelectHow {
-    Window(WindowId),
-    Step(WindowStep),
-    Index(u32),
+impl From<WindowStep> for WindowMove {
+    fn from(step: WindowStep) -> Self {
+        match step {
+            WindowStep::Next => WindowMove::Next,
+            WindowStep::Previous => WindowMove::Previous,
+            WindowStep::Last => WindowMove::Last,
+        }
+    }
 }
 
-impl SelectHow {
-    fn new(
-        target: &Target,
-        step: Option<WindowStep>,
-        index: Option<u32>,
-    ) -> Result<Self, ToolError> {
-        match (target, step, index) {
-            (Target::Window(window), None, None) => Ok(Self::Window(*window)),
-            (Target::Session(_), Some(step), None) => Ok(Self::Step(step)),
-            (Target::Session(_), None, Some(index)) => Ok(Self::Index(index)),
-            (Target::Window(_), _, _) => Err(ToolError::invalid_arguments(
-                "step and index go with a session target, not a window id",
-                "pass only the window id, or pass its session with step or index",
-            )),
-            (Target::Session(_), None, None) => Err(ToolError::invalid_arguments(
-                "with a session target, pass step (next, previous, last) or index",
-                "or pass a window id (@N) from list_windows",
-            )),
-            (Target::Session(_), Some(_), Some(_)) => Err(ToolError::invalid_arguments(
-                "pass either step or index, not both",
-                "remove one of them",
-            )),
-            (Target::Pane(_), _, _) => Err(ToolError::invalid_arguments(
-                "select_window takes a window id (@N) or a session, not a pane",
-                "to make a pane active call select_pane",
-            )),
+impl SelectWindowInput {
+    /// The move `step` or `index` asks for; without either, the target window itself.
+    fn towards(&self) -> WindowMove {
+        match (self.step, self.index) {
+            (Some(step), _) => step.into(),
+            (None, Some(index)) => WindowMove::Index(index),
+            (None, None) => WindowMove::Here,
         }
+    }
+}
+
+/// What `select_window` selects on tmux, where a window target takes neither `step` nor
+/// `index` and a session target takes one of them.
+fn select_move(
+    target: &Target,
+    step: Option<WindowStep>,
+    index: Option<u32>,
+) -> Result<WindowMove, ToolError> {
+    match (target, step, index) {
+        (Target::Window(_), None, None) => Ok(WindowMove::Here),
+        (Target::Session(_), Some(step), None) => Ok(step.into()),
+        (Target::Session(_), None, Some(index)) => Ok(WindowMove::Index(index)),
+        (Target::Window(_), _, _) => Err(ToolError::invalid_arguments(
+            "step and index go with a session target, not a window id",
+            "pass only the window id, or pass its session with step or index",
+        )),
+        (Target::Session(_), None, None) => Err(ToolError::invalid_arguments(
+            "with a session target, pass step (next, previous, last) or index",
+            "or pass a window id (@N) from list_windows",
+        )),
+        (Target::Session(_), Some(_), Some(_)) => Err(ToolError::invalid_arguments(
+            "pass either step or index, not both",
+            "remove one of them",
+        )),
+        (Target::Pane(_), _, _) => Err(ToolError::invalid_arguments(
+            "select_window takes a window id (@N) or a session, not a pane",
+            "to make a pane active call select_pane",
+        )),
     }
 }
 
@@ -924,7 +929,7 @@ impl SharedTool for CreateWindowInput {
     }
 }
 
-impl SharedTool for KillWindowInput {
+impl MuxTool for KillWindowInput {
     type Answer = KillWindowOutput;
 
     fn server(&self) -> Option<&str> {
@@ -940,42 +945,26 @@ impl SharedTool for KillWindowInput {
         Ok(())
     }
 
-    async fn on_tmux(self, gateway: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
-        let target = tmux.target(&self.target).await?;
-        let window = window_only(&target, "kill_window")?;
-        let resolved = tmux.resolve(&target).await?;
-        if let Some(me) = &gateway.state().self_location {
-            me.check(&tmux, Kill::Window(window)).await?;
-        }
-        let session_closed = tmux
-            .windows()
-            .kill(window, resolved.session_id)
+    /// On Zellij the session's last tab is refused, as closing it would end the session.
+    async fn act<A: PaneAccess>(self, gateway: &McpServer, access: A) -> Reply<Self> {
+        let named = WindowNamed::Window("kill_window");
+        let scoped = access.window(&self.target, named).await?;
+        access.may_kill_window(gateway, &scoped).await?;
+        let session_closed = scoped
+            .mux
+            .kill_window(&scoped.window)
             .await
-            .map_err(|e| {
-                window_error(
-                    &tmux,
-                    e,
-                    "call list_panes",
-                    (
-                        "tmux did not answer for every command",
-                        "call list_windows to check whether the window is gone",
-                    ),
-                )
-            })?;
+            .map_err(|e| access.window_error(e))?;
         Ok(KillWindowOutput {
-            server: tmux.server_name().to_owned(),
-            id: window.to_string(),
-            session_id: resolved.session_id.to_string(),
+            server: access.server_name().to_owned(),
+            id: scoped.window.to_string(),
+            session_id: scoped.session,
             session_closed,
         })
     }
-
-    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
-        z.close_tab(self).await
-    }
 }
 
-impl SharedTool for RenameWindowInput {
+impl MuxTool for RenameWindowInput {
     type Answer = WindowOutput;
 
     fn server(&self) -> Option<&str> {
@@ -992,24 +981,22 @@ impl SharedTool for RenameWindowInput {
         Ok(())
     }
 
-    async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
-        let target = tmux.target(&self.target).await?;
-        let window = window_only(&target, "rename_window")?;
-        let resolved = tmux.resolve(&target).await?;
-        let renamed = tmux
-            .windows()
-            .rename(window, resolved.session_id, &self.new_name)
-            .await;
-        let window = window_after(&tmux, renamed, resolved.session_id, window)?;
-        Ok(WindowOutput::tmux(&tmux, window))
-    }
-
-    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
-        z.rename_tab(self).await
+    async fn act<A: PaneAccess>(self, _: &McpServer, access: A) -> Reply<Self> {
+        let named = WindowNamed::Window("rename_window");
+        let scoped = access.window(&self.target, named).await?;
+        let row = scoped
+            .mux
+            .rename_window(&scoped.window, &self.new_name)
+            .await
+            .map_err(|e| access.window_error(e))?;
+        Ok(WindowOutput {
+            server: access.server_name().to_owned(),
+            window: access.answered_window(&scoped, row)?,
+        })
     }
 }
 
-impl SharedTool for SelectWindowInput {
+impl MuxTool for SelectWindowInput {
     type Answer = WindowOutput;
 
     fn server(&self) -> Option<&str> {
@@ -1020,7 +1007,7 @@ impl SharedTool for SelectWindowInput {
         match backend {
             Backend::Tmux => {
                 if let Some(target) = checked_target(&self.target)? {
-                    SelectHow::new(&target, self.step, self.index)?;
+                    select_move(&target, self.step, self.index)?;
                 }
             }
             Backend::Zellij if self.step.is_some() || self.index.is_some() => {
@@ -1034,50 +1021,24 @@ impl SharedTool for SelectWindowInput {
         Ok(())
     }
 
-    async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
-        let target = tmux.target(&self.target).await?;
-        let how = SelectHow::new(&target, self.step, self.index)?;
-        let resolved = tmux.resolve(&target).await?;
-        let session = resolved.session_id;
-        let selection = match how {
-            SelectHow::Window(window) => Selection::Window(window),
-            SelectHow::Step(WindowStep::Next) => Selection::Next,
-            SelectHow::Step(WindowStep::Previous) => Selection::Previous,
-            SelectHow::Step(WindowStep::Last) => Selection::Last,
-            SelectHow::Index(index) => {
-                let windows = tmux
-                    .windows()
-                    .list(Some(&session.to_string()))
-                    .await
-                    .map_err(|e| window_error(&tmux, e, SESSIONS_HINT, UNANSWERED))?;
-                let window = visible(&tmux, windows)
-                    .find(|w| w.index == index)
-                    .ok_or_else(|| {
-                        ToolError::not_found(
-                            format!("session {target} has no window at index {index}"),
-                            "call list_windows to see the session's windows",
-                        )
-                    })?;
-                Selection::Window(window.id)
-            }
+    /// On tmux a move (`step`, `index`) starts from the session's current window; on Zellij
+    /// every attached human is switched to the tab.
+    async fn act<A: PaneAccess>(self, _: &McpServer, access: A) -> Reply<Self> {
+        let towards = self.towards();
+        let named = match towards {
+            WindowMove::Here => WindowNamed::Window("select_window"),
+            _ => WindowNamed::Session("select_window"),
         };
-        let not_reported = (
-            "tmux did not report the session's current window",
-            "call list_windows",
-        );
-        let windows = tmux
-            .windows()
-            .select(selection, session)
+        let scoped = access.window(&self.target, named).await?;
+        let row = scoped
+            .mux
+            .select_window(&scoped.window, towards)
             .await
-            .map_err(|e| window_error(&tmux, e, "call list_panes", not_reported))?;
-        let window = visible(&tmux, windows).find(|w| w.active).ok_or_else(|| {
-            ToolError::new(ToolErrorKind::Internal, not_reported.0, not_reported.1)
-        })?;
-        Ok(WindowOutput::tmux(&tmux, window))
-    }
-
-    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
-        z.show_tab(self).await
+            .map_err(|e| access.window_error(e))?;
+        Ok(WindowOutput {
+            server: access.server_name().to_owned(),
+            window: access.answered_window(&scoped, row)?,
+        })
     }
 }
 
@@ -1144,17 +1105,17 @@ mod tests {
         assert_eq!(Side::from(Position::Before), Side::Before);
         assert_eq!(Side::from(Position::After), Side::After);
         assert!(matches!(
-            SelectHow::new(&Target::parse("@4").unwrap(), None, None),
-            Ok(SelectHow::Window(WindowId(4)))
+            select_move(&Target::parse("@4").unwrap(), None, None),
+            Ok(WindowMove::Here)
         ));
         let session = Target::parse("main").unwrap();
         assert!(matches!(
-            SelectHow::new(&session, Some(WindowStep::Next), None),
-            Ok(SelectHow::Step(WindowStep::Next))
+            select_move(&session, Some(WindowStep::Next), None),
+            Ok(WindowMove::Next)
         ));
         assert!(matches!(
-            SelectHow::new(&session, None, Some(2)),
-            Ok(SelectHow::Index(2))
+            select_move(&session, None, Some(2)),
+            Ok(WindowMove::Index(2))
         ));
         for (target, step, index) in [
             ("@4", Some(WindowStep::Last), None),
@@ -1164,7 +1125,7 @@ mod tests {
             ("%1", None, None),
         ] {
             let target = Target::parse(target).unwrap();
-            assert!(SelectHow::new(&target, step, index).is_err(), "{target:?}");
+            assert!(select_move(&target, step, index).is_err(), "{target:?}");
         }
     }
 }

@@ -5,8 +5,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use muxgate_zellij::ids::{PaneId, TabId};
-use muxgate_zellij::listing::{Client, Pane, Tab};
+use muxgate_zellij::listing::{Client, Pane, Tab, TabRow};
 
 /// One tab of a Zellij session.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -31,10 +30,17 @@ pub(crate) struct ZellijTabInfo {
 }
 
 impl ZellijTabInfo {
-    /// A tab's row; `panes` are its session's (see [`active_pane`]).
+    /// A tab's row; `panes` are its session's (see [`muxgate_zellij::listing::active_pane`]).
     pub(crate) fn of(t: Tab, panes: &[Pane]) -> Self {
+        TabRow::new(t, panes).into()
+    }
+}
+
+impl From<TabRow> for ZellijTabInfo {
+    fn from(row: TabRow) -> Self {
+        let t = row.tab;
         Self {
-            active_pane_id: active_pane(t.id, panes).map(|p| p.to_string()),
+            active_pane_id: row.active_pane.map(|p| p.to_string()),
             tab_id: t.id.0,
             position: t.position,
             name: t.name,
@@ -47,17 +53,6 @@ impl ZellijTabInfo {
             floating_panes: t.selectable_floating_panes_count,
         }
     }
-}
-
-/// The pane of a tab that input goes to when no pane is named, as tmux's active pane: its
-/// focused tiled terminal pane, else its first tiled terminal pane (with no client attached,
-/// Zellij keeps a tab's last focus).
-fn active_pane(tab: TabId, panes: &[Pane]) -> Option<PaneId> {
-    let mut tiled = panes
-        .iter()
-        .filter(|p| p.tab_id == tab && !p.is_floating && p.is_user_terminal());
-    let first = tiled.clone().next().map(|p| p.id);
-    tiled.find(|p| p.is_focused).map(|p| p.id).or(first)
 }
 
 /// The fields of a [`ZellijPaneInfo`] row, for `list_panes` filters.
@@ -180,26 +175,5 @@ mod tests {
         let mut fields = ZELLIJ_PANE_FIELDS.to_vec();
         fields.sort_unstable();
         assert_eq!(keys, fields);
-    }
-
-    #[test]
-    fn a_tabs_active_pane_is_its_focused_tiled_terminal() {
-        let panes = muxgate_zellij::listing::parse_panes(
-            r#"[{"id":0,"is_plugin":true,"is_focused":true,"tab_id":0},
-                {"id":1,"is_plugin":false,"is_focused":false,"tab_id":0},
-                {"id":2,"is_plugin":false,"is_focused":true,"tab_id":0},
-                {"id":3,"is_plugin":false,"is_focused":true,"is_floating":true,"tab_id":0},
-                {"id":4,"is_plugin":false,"is_focused":false,"tab_id":1},
-                {"id":5,"is_plugin":false,"is_focused":true,"is_floating":true,"tab_id":1},
-                {"id":6,"is_plugin":true,"tab_id":2}]"#,
-        )
-        .unwrap();
-        assert_eq!(active_pane(TabId(0), &panes), Some(PaneId::Terminal(2)));
-        assert_eq!(
-            active_pane(TabId(1), &panes),
-            Some(PaneId::Terminal(4)),
-            "no tiled pane focused: the first tiled one"
-        );
-        assert_eq!(active_pane(TabId(2), &panes), None, "plugins only");
     }
 }

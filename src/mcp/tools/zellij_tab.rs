@@ -1,6 +1,6 @@
-//! Zellij tabs, which are the windows of a Zellij server: the Zellij halves of `list_windows`,
-//! `create_window`, `rename_window`, `select_window` and `kill_window`, and the Zellij tool
-//! that shows/hides a tab's floating panes. Tabs are targeted by their stable id; only
+//! Zellij tabs, which are the windows of a Zellij server: the Zellij halves of `list_windows`
+//! and `create_window` (`rename_window`, `select_window` and `kill_window` are one body each, on
+//! the backend's `Multiplexer`), and the Zellij tool that shows/hides a tab's floating panes. Tabs are targeted by their stable id; only
 //! `select_window` (and `select: true` on `create_window`) moves a human's view.
 
 use std::path::PathBuf;
@@ -12,14 +12,14 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::window::{
-    AnsweredWindow, CreateWindowInput, KillWindowInput, KillWindowOutput, ListWindowsInput,
-    ListWindowsOutput, RenameWindowInput, SelectWindowInput, WindowMatcher, WindowOutput,
+    CreateWindowInput, ListWindowsInput, ListWindowsOutput, WindowMatcher, WindowOutput,
 };
 use super::zellij_objects::ZellijTabInfo;
 use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::fields::object;
+use crate::mcp::pane_access::AnsweredWindow;
 use crate::mcp::zellij_access::{ZellijAccess, parse_tab};
 use muxgate_zellij::backend::NewTabOptions;
 use muxgate_zellij::ids::SessionName;
@@ -103,54 +103,6 @@ impl ZellijAccess<'_> {
             .await
             .map_err(|e| self.error(e))?;
         tab_output(self, &session, tab).await
-    }
-
-    /// `rename_window` on a Zellij server: renames a tab without focusing it.
-    pub(crate) async fn rename_tab(
-        &self,
-        input: RenameWindowInput,
-    ) -> Result<WindowOutput, ToolError> {
-        let (session, tab) = self.tab_target(&input.target)?;
-        let tab = self
-            .backend
-            .rename_tab(&session, tab, &input.new_name)
-            .await
-            .map_err(|e| self.error(e))?;
-        tab_output(self, &session, tab).await
-    }
-
-    /// `select_window` on a Zellij server: switches every attached client to a tab. Zellij
-    /// switches by tab only, so `step` and `index` are refused.
-    pub(crate) async fn show_tab(
-        &self,
-        input: SelectWindowInput,
-    ) -> Result<WindowOutput, ToolError> {
-        let (session, tab) = self.tab_target(&input.target)?;
-        let tab = self
-            .backend
-            .go_to_tab(&session, tab)
-            .await
-            .map_err(|e| self.error(e))?;
-        tab_output(self, &session, tab).await
-    }
-
-    /// `kill_window` on a Zellij server: closes a tab and every pane in it. The session's last
-    /// tab is refused, as closing it would end the session.
-    pub(crate) async fn close_tab(
-        &self,
-        input: KillWindowInput,
-    ) -> Result<KillWindowOutput, ToolError> {
-        let (session, tab) = self.tab_target(&input.target)?;
-        self.backend
-            .close_tab(&session, tab)
-            .await
-            .map_err(|e| self.error(e))?;
-        Ok(KillWindowOutput {
-            server: self.server_name().to_owned(),
-            id: tab.to_string(),
-            session_id: session.to_string(),
-            session_closed: false,
-        })
     }
 }
 

@@ -1,5 +1,6 @@
-//! [`Multiplexer`] for one tmux server, as one caller: the backend-neutral pane operations built
-//! from the engine's commands ([`crate::ops`]) and output streams ([`crate::output`]).
+//! [`Multiplexer`] for one tmux server, as one caller: the backend-neutral pane and window
+//! operations built from the engine's commands ([`crate::ops`], [`crate::typed`]) and output
+//! streams ([`crate::output`]).
 //!
 //! Waiting subscribes to the pane's output first, then checks the screen, and checks again
 //! only when new output arrived: no polling, and nothing written between the check and the
@@ -16,14 +17,16 @@ use crate::ops::keys::{KeyError, KeyName};
 use crate::ops::pane_row::{PaneRecord, list_command};
 use crate::typed::op_error::OpError;
 use crate::typed::pane_lifecycle::{PaneSelection, TmuxPaneLifecycle};
+use crate::typed::windows::{LocatedWindow, Selection, TmuxWindows, Window};
 use crate::wire::format::{flag, row_format, split_row};
 use crate::wire::target::Target;
 use crate::{
-    BatchMode, Caller, CommandOutcome, EngineError, PaneId, StreamEnd, TmuxCommand, TmuxServer,
+    BatchMode, Caller, CommandOutcome, EngineError, PaneId, SessionId, StreamEnd, TmuxCommand,
+    TmuxServer, WindowId,
 };
 use muxgate_mux::multiplexer::{
     CaptureRange, CapturedText, ClosedHolder, FocusMove, Focused, LineBound, Multiplexer,
-    PaneResize, PaneSummary, ScreenMatch, ScreenScope,
+    PaneResize, PaneSummary, ScreenMatch, ScreenScope, WindowMove,
 };
 
 /// `-F` fields of a pane row; the title (free text) last.
@@ -87,6 +90,22 @@ pub enum TmuxPaneError {
     /// tmux did not answer for the command: the pane is not there (any more).
     #[error("tmux did not answer for every command")]
     Unanswered,
+    /// The window was not among its session's windows listed right after the change.
+    #[error("window {window} is no longer in session {session}")]
+    WindowGone {
+        /// The window changed.
+        window: WindowId,
+        /// The session it was named through.
+        session: SessionId,
+    },
+    /// No window of the session has the index asked for.
+    #[error("session {session} has no window at index {index}")]
+    NoWindowAt {
+        /// The session.
+        session: SessionId,
+        /// The index asked for.
+        index: u32,
+    },
     /// No line matched before the wait timed out.
     #[error("no line matched in pane {pane} within {} ms", after.as_millis())]
     Timeout {
@@ -111,7 +130,9 @@ impl BackendError for TmuxPaneError {
             Self::Engine(error) => error.kind(),
             Self::Input(_) | Self::Key(_) => ErrorKind::InvalidInput,
             Self::Refused(_) | Self::Ended { .. } => ErrorKind::Conflict,
-            Self::Unanswered => ErrorKind::NotFound,
+            Self::Unanswered | Self::WindowGone { .. } | Self::NoWindowAt { .. } => {
+                ErrorKind::NotFound
+            }
             Self::Timeout { .. } => ErrorKind::Timeout,
         }
     }
@@ -128,7 +149,7 @@ impl From<OpError> for TmuxPaneError {
     }
 }
 
-/// The panes of one tmux server, acted on as `caller` (the engine's fairness key).
+/// The panes and windows of one tmux server, acted on as `caller` (the engine's fairness key).
 #[derive(Clone)]
 pub struct TmuxPanes {
     server: TmuxServer,
@@ -153,6 +174,10 @@ impl TmuxPanes {
 
     fn lifecycle(&self) -> TmuxPaneLifecycle {
         TmuxPaneLifecycle::new(self.server.clone(), self.caller.clone())
+    }
+
+    fn windows(&self) -> TmuxWindows {
+        TmuxWindows::new(self.server.clone(), self.caller.clone())
     }
 
     async fn run(&self, command: TmuxCommand) -> Result<Vec<Vec<u8>>, TmuxPaneError> {
@@ -281,6 +306,8 @@ fn parse_pane_row(row: &[u8]) -> Option<PaneSummary<PaneId>> {
 impl Multiplexer for TmuxPanes {
     type PaneId = PaneId;
     type PaneRow = PaneRecord;
+    type WindowId = LocatedWindow;
+    type WindowRow = Window;
     type Error = TmuxPaneError;
 
     fn backend(&self) -> &'static str {
@@ -346,6 +373,53 @@ impl Multiplexer for TmuxPanes {
             clients: None,
             clients_focused: None,
         })
+    }
+
+    async fn rename_window(
+        &self,
+        window: &LocatedWindow,
+        name: &str,
+    ) -> Result<Window, TmuxPaneError> {
+        let windows = self
+            .windows()
+            .rename(window.window, window.session, name)
+            .await?;
+        windows
+            .into_iter()
+            .find(|w| w.id == window.window)
+            .ok_or(TmuxPaneError::WindowGone {
+                window: window.window,
+                session: window.session,
+            })
+    }
+
+    /// Moves go by index within the window's session, as tmux's `next-window`,
+    /// `previous-window` and `last-window` do.
+    async fn select_window(
+        &self,
+        window: &LocatedWindow,
+        towards: WindowMove,
+    ) -> Result<Window, TmuxPaneError> {
+        let session = window.session;
+        let selection = match towards {
+            WindowMove::Here => Selection::Window(window.window),
+            WindowMove::Next => Selection::Next,
+            WindowMove::Previous => Selection::Previous,
+            WindowMove::Last => Selection::Last,
+            WindowMove::Index(index) => {
+                let windows = self.windows().list(Some(&session.to_string())).await?;
+                let at = windows.iter().find(|w| w.index == index);
+                Selection::Window(at.ok_or(TmuxPaneError::NoWindowAt { session, index })?.id)
+            }
+        };
+        let windows = self.windows().select(selection, session).await?;
+        let current = windows.into_iter().find(|w| w.active);
+        current.ok_or(TmuxPaneError::Unanswered)
+    }
+
+    /// The session ends with its last window.
+    async fn kill_window(&self, window: &LocatedWindow) -> Result<bool, TmuxPaneError> {
+        Ok(self.windows().kill(window.window, window.session).await?)
     }
 
     /// tmux closes the window with its last pane, and the session with its last window; what

@@ -35,6 +35,23 @@ const WINDOW_FIELDS: [&str; 13] = [
     "window_name",
 ];
 
+/// A window in the session it was named through (a window may be linked into several): what
+/// an act on one window of a session needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LocatedWindow {
+    /// The window.
+    pub window: WindowId,
+    /// Its session.
+    pub session: SessionId,
+}
+
+impl std::fmt::Display for LocatedWindow {
+    /// The window's id (`@N`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.window.fmt(f)
+    }
+}
+
 /// One tmux window, as linked into one session (a window linked into several sessions has a
 /// row in each).
 // No more field docs: each would be schema text in every tools/list.
