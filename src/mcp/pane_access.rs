@@ -11,11 +11,11 @@ use std::future::Future;
 
 use muxgate_mux::error::BackendError;
 use muxgate_mux::multiplexer::Multiplexer;
-use muxgate_tmux::EngineError;
 use muxgate_tmux::ops::pane_row::PaneRecord;
 use muxgate_tmux::typed::panes::{TmuxPaneError, TmuxPanes};
 use muxgate_tmux::typed::windows::{LocatedWindow, Window};
 use muxgate_tmux::wire::target::Target;
+use muxgate_tmux::{EngineError, PaneId};
 use muxgate_zellij::error::ZellijError;
 use muxgate_zellij::listing::{Pane, TabRow};
 use muxgate_zellij::panes::ZellijPanes;
@@ -28,7 +28,7 @@ use super::access::{
 use super::backend::Row;
 use super::budget::CallBudget;
 use super::error::{ToolError, ToolErrorKind};
-use super::pane_ops::{PaneInfo, PaneRow};
+use super::pane_ops::{PaneInfo, PaneRow, input_error};
 use super::self_guard::Kill;
 use super::tools::zellij_objects::{ZellijPaneInfo, ZellijTabInfo};
 use super::zellij_access::ZellijAccess;
@@ -145,12 +145,33 @@ pub(crate) trait PaneAccess: Send + Sync {
 }
 
 impl TmuxAccess<'_> {
-    fn scoped(&self, pane: muxgate_tmux::PaneId, hint: &'static str) -> Scoped<TmuxPanes> {
+    /// The server's panes and windows, acted on as the caller.
+    pub(crate) fn panes(&self) -> TmuxPanes {
+        TmuxPanes::new(self.server.clone(), self.caller.clone())
+    }
+
+    fn scoped(&self, pane: PaneId, hint: &'static str) -> Scoped<TmuxPanes> {
         Scoped {
-            mux: TmuxPanes::new(self.server.clone(), self.caller.clone()),
+            mux: self.panes(),
             pane,
             session: None,
             hint,
+        }
+    }
+
+    /// A failed act on `pane`, worded as every tmux tool words the engine's failures: a
+    /// command tmux refused reads as any refusal (suggesting `hint`), one it did not answer
+    /// as the pane not found, input that cannot be sent says how to fix it.
+    pub(crate) fn pane_error(&self, pane: PaneId, hint: &str, error: TmuxPaneError) -> ToolError {
+        let server = TmuxAccess::server_name(self);
+        match error {
+            TmuxPaneError::Engine(error) => engine_error(server, error, hint),
+            TmuxPaneError::Refused(message) => {
+                engine_error(server, EngineError::Command(message), hint)
+            }
+            TmuxPaneError::Unanswered => not_found(&Target::Pane(pane)),
+            TmuxPaneError::Input(error) => input_error(error),
+            other => ToolError::new(other.kind().into(), other.to_string(), hint),
         }
     }
 }
@@ -225,7 +246,7 @@ impl PaneAccess for TmuxAccess<'_> {
         };
         let resolved = self.resolve(&target).await?;
         Ok(ScopedWindow {
-            mux: TmuxPanes::new(self.server.clone(), self.caller.clone()),
+            mux: self.panes(),
             window: LocatedWindow {
                 window: window.unwrap_or(resolved.window_id),
                 session: resolved.session_id,
@@ -274,18 +295,9 @@ impl PaneAccess for TmuxAccess<'_> {
         }
     }
 
-    /// Worded as every tmux tool words the engine's failures; a command tmux refused reads as
-    /// any refusal for the pane, one it did not answer as the pane not found.
+    /// As [`TmuxAccess::pane_error`].
     fn error(&self, pane: &Scoped<TmuxPanes>, error: TmuxPaneError) -> ToolError {
-        let server = TmuxAccess::server_name(self);
-        match error {
-            TmuxPaneError::Engine(error) => engine_error(server, error, pane.hint),
-            TmuxPaneError::Refused(message) => {
-                engine_error(server, EngineError::Command(message), pane.hint)
-            }
-            TmuxPaneError::Unanswered => not_found(&Target::Pane(pane.pane)),
-            other => ToolError::new(other.kind().into(), other.to_string(), pane.hint),
-        }
+        self.pane_error(pane.pane, pane.hint, error)
     }
 }
 

@@ -13,21 +13,18 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 pub(crate) use super::access::not_found;
-use super::access::{TmuxAccess, engine_error, list_hint, missing_as_not_found};
+use super::access::{PANES_HINT, TmuxAccess, engine_error, list_hint, missing_as_not_found};
 use super::error::{ToolError, ToolErrorKind};
 use super::fields::RowShape;
 use crate::auth::owners::SessionKey;
-use muxgate_mux::multiplexer::LineBound;
 use muxgate_mux::multiplexer::{CaptureRange, CapturedText};
-use muxgate_tmux::ops::buffer::transient_buffer_name;
-use muxgate_tmux::ops::capture::{capture_command, shape_capture};
+use muxgate_tmux::ops::capture::shape_capture;
 use muxgate_tmux::ops::input::{InputError, InputPlan};
 use muxgate_tmux::ops::pane_row::{self, PaneRecord};
-use muxgate_tmux::ops::since::{SinceCursor, cursor_at, parse_state, state_command};
-use muxgate_tmux::typed::buffers::delete_command;
 use muxgate_tmux::typed::op_error::OpError;
+use muxgate_tmux::typed::panes::Delivered;
 use muxgate_tmux::wire::target::Target;
-use muxgate_tmux::{BatchMode, CommandOutcome, EngineError, PaneId, QuoteError, TmuxCommand};
+use muxgate_tmux::{EngineError, PaneId, QuoteError, TmuxCommand};
 
 /// One tmux pane, as listings and pane tools report it.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -195,154 +192,26 @@ pub(crate) async fn pane_info(
     found.ok_or_else(|| not_found(target))
 }
 
-/// What was delivered to a pane.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Delivered {
-    pub text_bytes: usize,
-    pub keys: usize,
-    /// Where the pane's output stood just before the input (a `capture_since` cursor at the
-    /// terminal cursor's row); `None` on the alternate screen, which keeps no rows to follow.
-    pub position: Option<SinceCursor>,
-}
-
-/// Runs an [`InputPlan`] as one chained line (one write; nothing runs after a failure). If
-/// the line fails, transient buffers it may have left are deleted before returning the error.
-///
-/// The same write first reads the pane's state and visible rows, so the returned position is
-/// exactly where the pane stood when the input arrived: no output can fall between the two.
+/// Runs an [`InputPlan`] in one write, after a reading of where the pane's output stood
+/// ([`TmuxPanes::deliver_marked`]).
 pub(crate) async fn deliver(
     tmux: &TmuxAccess<'_>,
     plan: InputPlan,
 ) -> Result<Delivered, ToolError> {
-    let mut delivered = Delivered {
-        text_bytes: plan.text_bytes(),
-        keys: plan.key_count(),
-        position: None,
-    };
-    if plan.is_empty() {
-        return Ok(delivered);
-    }
     let pane = plan.pane();
-    let buffers = plan.transient_buffers().to_vec();
-    let mut commands = position_commands(pane)?;
-    let marks = commands.len();
-    commands.extend(plan.into_commands());
-    let outcomes = tmux.run_batch(commands, BatchMode::StopOnError, None).await;
-    let failure = match outcomes {
-        Ok(outcomes) => {
-            delivered.position = position_of(tmux, pane, &outcomes[..marks.min(outcomes.len())]);
-            outcomes.into_iter().find_map(|o| match o {
-                CommandOutcome::Failed(message) => Some(message),
-                _ => None,
-            })
-        }
-        Err(error) => {
-            delete_buffers(tmux, &buffers).await;
-            return Err(error);
-        }
-    };
-    match failure {
-        None => Ok(delivered),
-        Some(message) => {
-            delete_buffers(tmux, &buffers).await;
-            Err(engine_error(
-                tmux.server_name(),
-                EngineError::Command(message),
-                list_hint(&Target::Pane(pane)),
-            ))
-        }
-    }
+    let delivered = tmux.panes().deliver_marked(plan).await;
+    delivered.map_err(|e| tmux.pane_error(pane, PANES_HINT, e))
 }
 
-/// The commands that read where a pane's output stands: its state and visible rows.
-pub(crate) fn position_commands(pane: PaneId) -> Result<Vec<TmuxCommand>, ToolError> {
-    let internal =
-        |e: QuoteError| ToolError::new(ToolErrorKind::Internal, e.to_string(), "report this");
-    Ok(vec![
-        state_command(pane).map_err(internal)?,
-        capture_command(
-            &CaptureRange {
-                start: Some(LineBound::Line(0)),
-                end: Some(LineBound::Edge),
-                ..CaptureRange::visible()
-            },
-            pane,
-        )
-        .map_err(internal)?,
-    ])
-}
-
-/// The position the outcomes of [`position_commands`] describe.
-pub(crate) fn position_of(
-    tmux: &TmuxAccess<'_>,
-    pane: PaneId,
-    outcomes: &[CommandOutcome],
-) -> Option<SinceCursor> {
-    let [CommandOutcome::Ok(state), CommandOutcome::Ok(rows)] = outcomes else {
-        return None;
-    };
-    let state = parse_state(pane, state.first()?)?;
-    if state.alternate_on {
-        return None;
-    }
-    Some(cursor_at(
-        tmux.server_name(),
-        pane,
-        &state,
-        rows,
-        state.history_size,
-    ))
-}
-
-/// A pane's visible screen as text rows (from its top) and the cursor's row, in one write;
-/// `None` when tmux does not describe the pane.
-pub(crate) async fn visible_screen(
-    tmux: &TmuxAccess<'_>,
-    pane: PaneId,
-) -> Result<Option<(usize, Vec<String>)>, ToolError> {
-    let outcomes = tmux
-        .run_batch(position_commands(pane)?, BatchMode::StopOnError, None)
-        .await?;
-    let [CommandOutcome::Ok(state), CommandOutcome::Ok(rows)] = &outcomes[..] else {
-        return Ok(None);
-    };
-    let Some(state) = state.first().and_then(|row| parse_state(pane, row)) else {
-        return Ok(None);
-    };
-    let rows = rows
-        .iter()
-        .map(|row| String::from_utf8_lossy(row).into_owned())
-        .collect();
-    Ok(Some((
-        usize::try_from(state.cursor_y).unwrap_or(usize::MAX),
-        rows,
-    )))
-}
-
-/// Best-effort removal of transient buffers after a failed delivery (a buffer already consumed
-/// by `paste-buffer -d` just reports an error, which is ignored).
-async fn delete_buffers(tmux: &TmuxAccess<'_>, names: &[String]) {
-    let commands: Vec<TmuxCommand> = names
-        .iter()
-        .filter_map(|name| delete_command(name).ok())
-        .collect();
-    if !commands.is_empty() {
-        let _ = tmux.run_batch(commands, BatchMode::Independent, None).await;
-    }
-}
-
-/// Pastes `text` into `pane` through a transient buffer (bracketed if `bracket` and the
-/// program asked for it); one write, and the buffer is gone afterwards.
+/// Pastes `text` into `pane` through a transient buffer ([`TmuxPanes::paste`]).
 pub(crate) async fn paste_text(
     tmux: &TmuxAccess<'_>,
     pane: PaneId,
     text: &[u8],
     bracket: bool,
 ) -> Result<Delivered, ToolError> {
-    let mut plan = InputPlan::new(pane);
-    plan.paste(text, bracket, transient_buffer_name)
-        .map_err(input_error)?;
-    deliver(tmux, plan).await
+    let pasted = tmux.panes().paste(pane, text, bracket).await;
+    pasted.map_err(|e| tmux.pane_error(pane, PANES_HINT, e))
 }
 
 /// Text captured from a pane, shaped and capped for a response.

@@ -38,11 +38,11 @@ use crate::mcp::access::TmuxAccess;
 use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
-use crate::mcp::pane_ops::{position_commands, position_of};
 use crate::mcp::position::{OutputPosition, ZellijPosition};
 use crate::mcp::shared_tool::{Reply, SharedTool};
 use crate::mcp::zellij_access::ZellijAccess;
 use muxgate_tmux::ops::input::InputPlan;
+use muxgate_tmux::typed::panes::{position_commands, position_of};
 use muxgate_tmux::{BatchMode, CommandOutcome, OutputSubscription, PaneId, TmuxCommand};
 use muxgate_zellij::unsupported;
 
@@ -404,7 +404,11 @@ impl OneBatch {
             let first = batch.commands.len();
             if !batch.marks.iter().any(|(pane, _)| *pane == plan.pane()) {
                 batch.marks.push((plan.pane(), first));
-                batch.commands.extend(position_commands(plan.pane())?);
+                // Commands naming a pane id only: quoting them cannot fail.
+                let reading = position_commands(plan.pane()).map_err(|e| {
+                    ToolError::new(ToolErrorKind::Internal, e.to_string(), "report this")
+                })?;
+                batch.commands.extend(reading);
             }
             batch.commands.extend(plan.commands().iter().cloned());
             batch
@@ -471,7 +475,7 @@ fn output_positions(
     marks
         .iter()
         .filter_map(|&(pane, first)| {
-            let cursor = position_of(tmux, pane, outcomes.get(first..first + 2)?)?;
+            let cursor = position_of(tmux.server_name(), pane, outcomes.get(first..first + 2)?)?;
             let typed: Vec<&str> = plans
                 .iter()
                 .filter(|planned| planned.plan.pane() == pane)

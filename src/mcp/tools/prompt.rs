@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::watch::{cancelled, elapsed_ms, keep};
 use crate::mcp::McpServer;
-use crate::mcp::access::TmuxAccess;
+use crate::mcp::access::{PANES_HINT, TmuxAccess};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops;
@@ -192,14 +192,14 @@ impl Prompter<'_> {
     /// Whether the prompt's text still ends at the pane's cursor, and whether the cursor is in
     /// a bordered input box.
     async fn shows(&self, tail: &str) -> Result<(bool, bool), ToolError> {
-        Ok(pane_ops::visible_screen(self.tmux, self.pane)
-            .await?
-            .map_or((false, false), |(cursor_y, rows)| {
-                (
-                    prompt::still_in_input(&rows, cursor_y, tail),
-                    prompt::in_input_box(&rows, cursor_y),
-                )
-            }))
+        let screen = self.tmux.panes().visible_screen(self.pane).await;
+        let screen = screen.map_err(|e| self.tmux.pane_error(self.pane, PANES_HINT, e))?;
+        Ok(screen.map_or((false, false), |screen| {
+            (
+                prompt::still_in_input(&screen.rows, screen.cursor_row, tail),
+                prompt::in_input_box(&screen.rows, screen.cursor_row),
+            )
+        }))
     }
 
     /// Presses Enter; what the pane printed before it is left out of what follows.

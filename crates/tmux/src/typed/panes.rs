@@ -6,6 +6,8 @@
 //! only when new output arrived: no polling, and nothing written between the check and the
 //! subscription can be missed.
 
+mod delivery;
+
 use std::time::Duration;
 
 use muxgate_mux::error::{BackendError, ErrorKind};
@@ -20,10 +22,12 @@ use crate::typed::pane_lifecycle::{PaneSelection, TmuxPaneLifecycle};
 use crate::typed::windows::{LocatedWindow, Selection, TmuxWindows, Window};
 use crate::wire::format::{flag, row_format, split_row};
 use crate::wire::target::Target;
+
 use crate::{
     BatchMode, Caller, CommandOutcome, EngineError, PaneId, SessionId, StreamEnd, TmuxCommand,
     TmuxServer, WindowId,
 };
+pub use delivery::{Delivered, VisibleScreen, position_commands, position_of};
 use muxgate_mux::multiplexer::{
     CaptureRange, CapturedText, ClosedHolder, FocusMove, Focused, LineBound, Multiplexer,
     PaneResize, PaneSummary, ScreenMatch, ScreenScope, WindowMove,
