@@ -11,7 +11,9 @@ use std::future::Future;
 
 use muxgate_mux::error::BackendError;
 use muxgate_mux::multiplexer::Multiplexer;
+use muxgate_mux::screen_mark::ScreenMark;
 use muxgate_tmux::ops::pane_row::PaneRecord;
+use muxgate_tmux::ops::since::SinceCursor;
 use muxgate_tmux::typed::panes::{TmuxPaneError, TmuxPanes};
 use muxgate_tmux::typed::windows::{LocatedWindow, Window};
 use muxgate_tmux::wire::target::Target;
@@ -29,6 +31,7 @@ use super::backend::Row;
 use super::budget::CallBudget;
 use super::error::{ToolError, ToolErrorKind};
 use super::pane_ops::{PaneInfo, PaneRow, input_error};
+use super::position::{OutputPosition, ZellijPosition};
 use super::self_guard::Kill;
 use super::tools::zellij_objects::{ZellijPaneInfo, ZellijTabInfo};
 use super::zellij_access::ZellijAccess;
@@ -135,6 +138,15 @@ pub(crate) trait PaneAccess: Send + Sync {
 
     /// A failed act on a window, as an error for the model.
     fn window_error(&self, error: <Self::Mux as Multiplexer>::Error) -> ToolError;
+
+    /// The `output_position` an input tool answers: where `pane`'s output stood before the
+    /// input (`mark`), and the text the input typed (for the echo filter of a later wait).
+    fn output_position(
+        &self,
+        pane: &Scoped<Self::Mux>,
+        mark: <Self::Mux as Multiplexer>::InputMark,
+        typed: &str,
+    ) -> String;
 
     /// A failed act on `pane`, as an error for the model.
     fn error(
@@ -295,6 +307,11 @@ impl PaneAccess for TmuxAccess<'_> {
         }
     }
 
+    /// A row cursor of the pane's output stream, for `capture_since` and `wait_for_text`.
+    fn output_position(&self, _: &Scoped<TmuxPanes>, mark: SinceCursor, typed: &str) -> String {
+        OutputPosition::new(mark, typed).encode()
+    }
+
     /// As [`TmuxAccess::pane_error`].
     fn error(&self, pane: &Scoped<TmuxPanes>, error: TmuxPaneError) -> ToolError {
         self.pane_error(pane.pane, pane.hint, error)
@@ -379,6 +396,13 @@ impl PaneAccess for ZellijAccess<'_> {
             session: pane.mux.session().to_string(),
             row: row.into(),
         })
+    }
+
+    /// A mark of the pane's screen, for `wait_for_text`'s `since`.
+    fn output_position(&self, pane: &Scoped<ZellijPanes>, mark: ScreenMark, typed: &str) -> String {
+        let session = pane.mux.session().as_str();
+        let pane_id = pane.pane.to_string();
+        ZellijPosition::new(self.server_name(), session, &pane_id, mark, typed).encode()
     }
 
     fn error(&self, _: &Scoped<ZellijPanes>, error: ZellijError) -> ToolError {

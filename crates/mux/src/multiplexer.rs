@@ -6,6 +6,9 @@
 //! - listing the terminal panes in scope, with backend-neutral facts ([`PaneSummary`]);
 //! - typing literal text into a pane, and pressing keys named in the backend's own key syntax
 //!   (tmux `C-c`, Zellij `Ctrl c`);
+//! - delivering the tools' input ([`InputPiece`]: keys in the one key vocabulary the tools
+//!   take, text, pastes) after reading where the pane's output stood
+//!   ([`Multiplexer::InputMark`], what a later follow of the output starts from);
 //! - reading a pane's screen, visible part or with its scrollback ([`ScreenScope`]), and a
 //!   range of its lines shaped for an answer ([`CaptureRange`], [`CapturedText`]);
 //! - waiting, without polling, until a line on a pane's screen matches a [`Pattern`]:
@@ -206,6 +209,23 @@ pub enum WindowMove {
     Index(u32),
 }
 
+/// One piece of a tool's input for a pane, delivered in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputPiece {
+    /// A key named in tmux's spelling (`C-c`, `Enter`, `BSpace`, `F5`): the one key vocabulary
+    /// the tools take; each backend presses its own equivalent, or refuses a key it lacks.
+    Key(String),
+    /// Bytes typed exactly.
+    Text(Vec<u8>),
+    /// Text pasted as one paste, bracketed when `bracket` (and the program asked for it).
+    Paste {
+        /// The text.
+        text: Vec<u8>,
+        /// Bracketed paste: shells and editors take multi-line text whole.
+        bracket: bool,
+    },
+}
+
 /// A pane focused by [`Multiplexer::focus`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Focused<R> {
@@ -225,6 +245,9 @@ pub trait Multiplexer: Send + Sync {
     /// The backend's own row for a pane, as its listings show it: what an act that changes a
     /// pane answers with.
     type PaneRow: Send;
+    /// Where a pane's output stood just before an input: what a later follow of the output
+    /// starts from (a tmux row cursor, a mark of a Zellij screen).
+    type InputMark: Send;
     /// The backend's id of a window (a tmux window in its session, a Zellij tab id).
     type WindowId: Clone + Display + Send + Sync + 'static;
     /// The backend's own row for a window, as its listings show it.
@@ -253,6 +276,15 @@ pub trait Multiplexer: Send + Sync {
         pane: &Self::PaneId,
         keys: &[String],
     ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// Delivers `input` in order (in one write where the backend has one), after reading where
+    /// the pane's output stood; the mark is `None` where the backend keeps nothing to follow
+    /// (tmux's alternate screen).
+    fn deliver(
+        &self,
+        pane: &Self::PaneId,
+        input: &[InputPiece],
+    ) -> impl Future<Output = Result<Option<Self::InputMark>, Self::Error>> + Send;
 
     /// The pane's text, one entry per line, trailing blank lines dropped.
     fn read_screen(

@@ -3,17 +3,18 @@
 
 use std::time::Duration;
 
+use muxgate_mux::screen_mark::ScreenMark;
 use muxgate_mux::text_match::Pattern;
 
-use super::backend::{ReadScope, ZellijBackend};
+use super::backend::{InputStep, ReadScope, ZellijBackend};
 use super::error::ZellijError;
 use super::ids::{PaneId, SessionName, TabId};
-use super::keys::Key;
+use super::keys::{Key, from_tmux_name};
 use super::listing::{Pane, Tab, TabRow};
 use muxgate_mux::error::Unsupported;
 use muxgate_mux::multiplexer::{
-    CaptureRange, CapturedText, ClosedHolder, FocusMove, Focused, LineBound, Multiplexer,
-    PaneResize, PaneSummary, ScreenMatch, ScreenScope, WindowMove,
+    CaptureRange, CapturedText, ClosedHolder, FocusMove, Focused, InputPiece, LineBound,
+    Multiplexer, PaneResize, PaneSummary, ScreenMatch, ScreenScope, WindowMove,
 };
 
 use crate::unsupported;
@@ -55,6 +56,33 @@ pub fn parse_keys(keys: &[String]) -> Result<Vec<Key>, ZellijError> {
         .collect()
 }
 
+/// The Zellij steps that deliver `input`: tmux key names become Zellij keys (`C-c` is
+/// `Ctrl c`; adjacent keys are one step), text is typed as it is, a paste is bracketed or
+/// typed. Zellij has no keypad keys and types only UTF-8 text: those are refused.
+pub fn input_steps(input: &[InputPiece]) -> Result<Vec<InputStep>, Unsupported> {
+    let utf8 = |text: &[u8]| String::from_utf8(text.to_vec()).map_err(|_| unsupported::NOT_UTF8);
+    let mut steps: Vec<InputStep> = Vec::new();
+    for piece in input {
+        let step = match piece {
+            InputPiece::Key(name) => InputStep::Keys(vec![from_tmux_name(name)?]),
+            InputPiece::Text(text) => InputStep::Text(utf8(text)?),
+            InputPiece::Paste {
+                text,
+                bracket: true,
+            } => InputStep::Paste(utf8(text)?),
+            InputPiece::Paste {
+                text,
+                bracket: false,
+            } => InputStep::Text(utf8(text)?),
+        };
+        match (steps.last_mut(), step) {
+            (Some(InputStep::Keys(before)), InputStep::Keys(more)) => before.extend(more),
+            (_, step) => steps.push(step),
+        }
+    }
+    Ok(steps)
+}
+
 /// What part of a pane a capture of `range` reads. Zellij reads a pane whole, as plain text
 /// with wrapped lines joined: the screen (`start` absent or 0) or the scrollback and the screen
 /// (`start` at the edge), to the last line; any other range, and escape sequences, it refuses.
@@ -84,6 +112,7 @@ impl From<ScreenScope> for ReadScope {
 impl Multiplexer for ZellijPanes {
     type PaneId = PaneId;
     type PaneRow = Pane;
+    type InputMark = ScreenMark;
     type WindowId = TabId;
     type WindowRow = TabRow;
     type Error = ZellijError;
@@ -201,6 +230,21 @@ impl Multiplexer for ZellijPanes {
         self.backend.send_keys(&self.session, *pane, &keys).await
     }
 
+    /// Steps in one queued batch ([`ZellijBackend::input_batch`]) after a mark of the screen;
+    /// input Zellij cannot deliver ([`input_steps`]) is refused before anything is read.
+    async fn deliver(
+        &self,
+        pane: &PaneId,
+        input: &[InputPiece],
+    ) -> Result<Option<ScreenMark>, ZellijError> {
+        let steps = input_steps(input)?;
+        let mark = self.backend.screen_mark(&self.session, *pane).await?;
+        self.backend
+            .input_batch(&self.session, *pane, steps)
+            .await?;
+        Ok(Some(mark))
+    }
+
     async fn read_screen(
         &self,
         pane: &PaneId,
@@ -241,6 +285,43 @@ mod tests {
             end,
             ..CaptureRange::visible()
         }
+    }
+
+    #[test]
+    fn tool_input_becomes_zellij_steps_in_order() {
+        let key = |name: &str| from_tmux_name(name).unwrap();
+        let input = [
+            InputPiece::Key("C-c".into()),
+            InputPiece::Key("Enter".into()),
+            InputPiece::Text(b"ls".to_vec()),
+            InputPiece::Paste {
+                text: b"a\nb".to_vec(),
+                bracket: true,
+            },
+            InputPiece::Paste {
+                text: b"c".to_vec(),
+                bracket: false,
+            },
+            InputPiece::Key("Enter".into()),
+        ];
+        assert_eq!(
+            input_steps(&input).unwrap(),
+            vec![
+                InputStep::Keys(vec![key("C-c"), key("Enter")]),
+                InputStep::Text("ls".into()),
+                InputStep::Paste("a\nb".into()),
+                InputStep::Text("c".into()),
+                InputStep::Keys(vec![key("Enter")]),
+            ]
+        );
+    }
+
+    #[test]
+    fn input_zellij_cannot_deliver_is_refused_as_unsupported() {
+        let keypad = input_steps(&[InputPiece::Key("KP0".into())]).unwrap_err();
+        assert_eq!(keypad, unsupported::key("KP0"));
+        let bytes = input_steps(&[InputPiece::Text(vec![0xff, 0xfe])]);
+        assert_eq!(bytes, Err(unsupported::NOT_UTF8));
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! Tools that type into panes: `send_keys` (key names, or literal text) and `paste_text`.
 //!
-//! Both deliver exactly what the client sent, in one tmux write per call (see
-//! [`muxgate_tmux::ops::input`] for how each kind of byte gets there); on a Zellij server,
-//! in one input batch after a mark of the screen ([`crate::mcp::shared_tool`] picks the half). Text that is not
+//! Both deliver exactly what the client sent, in one body for both backends
+//! ([`crate::mcp::shared_tool::MuxTool`]) on the backend's `Multiplexer::deliver`: in one tmux
+//! write per call (see [`muxgate_tmux::ops::input`] for how each kind of byte gets there), or
+//! in one Zellij input batch after a mark of the screen. Text that is not
 //! valid UTF-8 cannot travel in a JSON string; clients send it base64-encoded with
 //! `encoding: "base64"`.
 //!
@@ -19,21 +20,20 @@ use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
 use crate::mcp::McpServer;
-use crate::mcp::access::{TmuxAccess, check_target};
+use crate::mcp::access::check_target;
 use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
+use crate::mcp::pane_access::PaneAccess;
 use crate::mcp::pane_ops;
-use crate::mcp::position::OutputPosition;
-use crate::mcp::shared_tool::{Reply, SharedTool};
-use crate::mcp::zellij_access::ZellijAccess;
+use crate::mcp::shared_tool::{MuxTool, Reply};
+use muxgate_mux::multiplexer::{InputPiece, Multiplexer};
 use muxgate_tmux::PaneId;
-use muxgate_tmux::ops::buffer::transient_buffer_name;
 use muxgate_tmux::ops::input::InputPlan;
 use muxgate_tmux::ops::keys::{KEY_EXAMPLES, KeyName};
-use muxgate_tmux::typed::panes::Delivered;
+use muxgate_tmux::typed::panes::{TmuxPaneError, input_plan as input_plan_of};
 use muxgate_zellij::backend::InputStep;
-use muxgate_zellij::keys::{Key as ZellijKey, from_tmux_name};
+use muxgate_zellij::panes::input_steps;
 use muxgate_zellij::unsupported;
 
 /// Most key names in one call.
@@ -240,7 +240,7 @@ struct SendKeys {
     request: KeysRequest,
 }
 
-impl SharedTool for SendKeys {
+impl MuxTool for SendKeys {
     type Answer = SendKeysOutput;
 
     fn server(&self) -> Option<&str> {
@@ -258,42 +258,25 @@ impl SharedTool for SendKeys {
         }
     }
 
-    async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
+    /// On Zellij each key is pressed in Zellij's own spelling, and the position is a mark of
+    /// the screen before the input.
+    async fn act<A: PaneAccess>(self, _: &McpServer, access: A) -> Reply<Self> {
         let enter = self.input.keystrokes.enter;
-        let target = tmux.target(&self.input.target).await?;
-        let pane = tmux.pane_of(&target).await?;
-        let Delivered {
-            text_bytes,
-            keys,
-            position,
-        } = pane_ops::deliver(&tmux, self.request.plan(pane, enter)?).await?;
-        Ok(SendKeysOutput {
-            server: tmux.server_name().to_owned(),
-            session: None,
-            pane_id: pane.to_string(),
-            keys_pressed: keys,
-            text_bytes,
-            enter,
-            output_position: position
-                .map(|cursor| OutputPosition::new(cursor, &self.request.typed()).encode()),
-        })
-    }
-
-    /// Each key in Zellij's own spelling; the position is a mark of the screen before the
-    /// input.
-    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
-        let enter = self.input.keystrokes.enter;
-        let steps = self.request.zellij_steps(enter)?;
+        let scoped = access.pane(&self.input.target).await?;
+        let mark = scoped
+            .mux
+            .deliver(&scoped.pane, &self.request.pieces(enter))
+            .await
+            .map_err(|e| access.error(&scoped, e))?;
         let typed = self.request.typed();
-        let position = z.send_input(&self.input.target, steps, &typed).await?;
         Ok(SendKeysOutput {
+            server: access.server_name().to_owned(),
+            pane_id: scoped.pane.to_string(),
             keys_pressed: self.request.keys_pressed(enter),
-            text_bytes: typed.len(),
+            text_bytes: self.request.text_bytes(),
             enter,
-            output_position: Some(position.encode()),
-            server: position.server,
-            session: Some(position.session),
-            pane_id: position.pane,
+            output_position: mark.map(|mark| access.output_position(&scoped, mark, &typed)),
+            session: scoped.session,
         })
     }
 }
@@ -309,13 +292,14 @@ struct PasteText {
     text: Vec<u8>,
 }
 
-impl SharedTool for PasteText {
+impl MuxTool for PasteText {
     type Answer = PasteTextOutput;
 
     fn server(&self) -> Option<&str> {
         self.input.server.as_deref()
     }
 
+    /// Zellij pastes only UTF-8 text.
     fn check(&self, backend: Backend) -> Result<(), ToolError> {
         match backend {
             Backend::Tmux => check_target(&self.input.target),
@@ -325,24 +309,29 @@ impl SharedTool for PasteText {
         }
     }
 
-    async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
-        let target = tmux.target(&self.input.target).await?;
-        let pane = tmux.pane_of(&target).await?;
-        let delivered = pane_ops::paste_text(&tmux, pane, &self.text, self.input.bracket).await?;
+    /// On Zellij `bracket` sends Zellij's bracketed paste, and `bracket: false` types the text.
+    async fn act<A: PaneAccess>(self, _: &McpServer, access: A) -> Reply<Self> {
+        let bracket = self.input.bracket;
+        let scoped = access.pane(&self.input.target).await?;
+        let bytes = self.text.len();
+        let typed = String::from_utf8_lossy(&self.text).into_owned();
+        let paste = [InputPiece::Paste {
+            text: self.text,
+            bracket,
+        }];
+        let mark = scoped
+            .mux
+            .deliver(&scoped.pane, &paste)
+            .await
+            .map_err(|e| access.error(&scoped, e))?;
         Ok(PasteTextOutput {
-            server: tmux.server_name().to_owned(),
-            session: None,
-            pane_id: pane.to_string(),
-            bytes: delivered.text_bytes,
-            bracket: self.input.bracket,
-            output_position: delivered.position.map(|cursor| {
-                OutputPosition::new(cursor, &String::from_utf8_lossy(&self.text)).encode()
-            }),
+            server: access.server_name().to_owned(),
+            pane_id: scoped.pane.to_string(),
+            bytes,
+            bracket,
+            output_position: mark.map(|mark| access.output_position(&scoped, mark, &typed)),
+            session: scoped.session,
         })
-    }
-
-    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
-        z.paste_text(&self.input, self.text).await
     }
 }
 
@@ -360,23 +349,10 @@ pub(crate) fn input_plan(input: &Keystrokes, pane: PaneId) -> Result<InputPlan, 
     KeysRequest::parse(input)?.plan(pane, input.enter)
 }
 
-/// The Zellij key for a tmux key name, or why there is none.
-fn zellij_key(key: &KeyName) -> Result<ZellijKey, ToolError> {
-    from_tmux_name(key.as_str()).map_err(|refusal| {
-        ToolError::unsupported(refusal, "send the character or another key name")
-    })
-}
-
-/// What a `send_keys` call asks for, validated: what to press and type, in order.
+/// What a `send_keys` call asks for, validated: what to press (key names tmux knows) and
+/// type, in order, before the final Enter.
 #[derive(Debug, PartialEq, Eq)]
-struct KeysRequest(Vec<Piece>);
-
-/// One string of `keys`: a key name pressed, or text typed exactly.
-#[derive(Debug, PartialEq, Eq)]
-enum Piece {
-    Key(KeyName),
-    Text(Vec<u8>),
-}
+struct KeysRequest(Vec<InputPiece>);
 
 impl KeysRequest {
     /// tmux's rule, without tmux's mangling: a string that is a key name is pressed, any other
@@ -389,25 +365,25 @@ impl KeysRequest {
                 "pass literal: true with the base64 text, or drop encoding",
             ));
         }
-        let mut pieces: Vec<Piece> = Vec::new();
+        let mut pieces: Vec<InputPiece> = Vec::new();
         let mut text_len = 0;
         for item in input.keys.items() {
             let key = (!input.literal)
                 .then(|| KeyName::parse(item).ok())
                 .flatten();
             let piece = match key {
-                Some(key) => Piece::Key(key),
+                Some(key) => InputPiece::Key(key.as_str().to_owned()),
                 None => {
                     let text = decode_text(item, input.encoding, "keys")?;
                     text_len += text.len();
                     check_text_len(text_len)?;
-                    Piece::Text(text)
+                    InputPiece::Text(text)
                 }
             };
             match (pieces.last_mut(), piece) {
                 // Adjacent texts are one text (one tmux argument instead of several).
-                (Some(Piece::Text(before)), Piece::Text(more)) => before.extend(more),
-                (_, Piece::Text(text)) if text.is_empty() => {}
+                (Some(InputPiece::Text(before)), InputPiece::Text(more)) => before.extend(more),
+                (_, InputPiece::Text(text)) if text.is_empty() => {}
                 (_, piece) => pieces.push(piece),
             }
         }
@@ -423,71 +399,63 @@ impl KeysRequest {
         Ok(Self(pieces))
     }
 
-    /// The plan that sends the pieces in order to `pane`, then Enter if `enter`.
     /// The text typed (key names left out), as the pane would echo it.
     fn typed(&self) -> String {
         let mut typed = Vec::new();
         for piece in &self.0 {
-            if let Piece::Text(text) = piece {
+            if let InputPiece::Text(text) = piece {
                 typed.extend_from_slice(text);
             }
         }
         String::from_utf8_lossy(&typed).into_owned()
     }
 
+    /// Bytes of text typed.
+    fn text_bytes(&self) -> usize {
+        let text = |piece: &InputPiece| match piece {
+            InputPiece::Text(text) => text.len(),
+            _ => 0,
+        };
+        self.0.iter().map(text).sum()
+    }
+
     /// Named keys pressed, the final Enter included.
     fn keys_pressed(&self, enter: bool) -> usize {
-        let named = self.0.iter().filter(|p| matches!(p, Piece::Key(_))).count();
+        let named = self
+            .0
+            .iter()
+            .filter(|p| matches!(p, InputPiece::Key(_)))
+            .count();
         named + usize::from(enter)
     }
 
-    /// The same input for a Zellij pane: tmux key names become Zellij keys (`C-c` is
-    /// `Ctrl c`), text is typed as it is, then Enter if `enter`.
-    fn zellij_steps(&self, enter: bool) -> Result<Vec<InputStep>, ToolError> {
-        let mut steps: Vec<InputStep> = Vec::new();
-        let mut push = |step| match (steps.last_mut(), step) {
-            // Adjacent keys are one `send-keys` call.
-            (Some(InputStep::Keys(before)), InputStep::Keys(more)) => before.extend(more),
-            (_, step) => steps.push(step),
-        };
-        for piece in &self.0 {
-            push(match piece {
-                Piece::Key(key) => InputStep::Keys(vec![zellij_key(key)?]),
-                Piece::Text(text) => {
-                    InputStep::Text(String::from_utf8(text.clone()).map_err(|_| {
-                        ToolError::unsupported(
-                            unsupported::NOT_UTF8,
-                            "send UTF-8 text to a Zellij pane (base64 bytes only to tmux)",
-                        )
-                    })?)
-                }
-            });
-        }
+    /// The pieces in order, then Enter if `enter`.
+    fn pieces(&self, enter: bool) -> Vec<InputPiece> {
+        let mut pieces = self.0.clone();
         if enter {
-            push(InputStep::Keys(vec![zellij_key(&KeyName::enter())?]));
+            pieces.push(InputPiece::Key(KeyName::enter().as_str().to_owned()));
         }
-        Ok(steps)
+        pieces
     }
 
+    /// The same input for a Zellij pane ([`input_steps`]), then Enter if `enter`.
+    fn zellij_steps(&self, enter: bool) -> Result<Vec<InputStep>, ToolError> {
+        input_steps(&self.pieces(enter)).map_err(|refusal| {
+            let instead = if refusal == unsupported::NOT_UTF8 {
+                "send UTF-8 text to a Zellij pane (base64 bytes only to tmux)"
+            } else {
+                "send the character or another key name"
+            };
+            ToolError::unsupported(refusal, instead)
+        })
+    }
+
+    /// The plan that sends the pieces in order to `pane`, then Enter if `enter`.
     fn plan(&self, pane: PaneId, enter: bool) -> Result<InputPlan, ToolError> {
-        let mut plan = InputPlan::new(pane);
-        let mut keys: Vec<KeyName> = Vec::new();
-        for piece in &self.0 {
-            match piece {
-                Piece::Key(key) => keys.push(key.clone()),
-                Piece::Text(text) => {
-                    plan.keys(&std::mem::take(&mut keys))
-                        .map_err(pane_ops::input_error)?;
-                    plan.literal(text, transient_buffer_name)
-                        .map_err(pane_ops::input_error)?;
-                }
-            }
-        }
-        if enter {
-            keys.push(KeyName::enter());
-        }
-        plan.keys(&keys).map_err(pane_ops::input_error)?;
-        Ok(plan)
+        input_plan_of(pane, &self.pieces(enter)).map_err(|e| match e {
+            TmuxPaneError::Input(e) => pane_ops::input_error(e),
+            other => ToolError::invalid_arguments(other.to_string(), KEY_EXAMPLES),
+        })
     }
 }
 
@@ -535,12 +503,12 @@ mod tests {
             .keystrokes
     }
 
-    fn key(name: &str) -> Piece {
-        Piece::Key(KeyName::parse(name).unwrap())
+    fn key(name: &str) -> InputPiece {
+        InputPiece::Key(name.to_owned())
     }
 
-    fn text(text: &str) -> Piece {
-        Piece::Text(text.as_bytes().to_vec())
+    fn text(text: &str) -> InputPiece {
+        InputPiece::Text(text.as_bytes().to_vec())
     }
 
     #[test]
@@ -623,7 +591,7 @@ mod tests {
             json!({"target": "%1", "keys": "/w==", "literal": true, "encoding": "base64"}),
         ))
         .unwrap();
-        assert_eq!(text.0, [Piece::Text(vec![0xff])]);
+        assert_eq!(text.0, [InputPiece::Text(vec![0xff])]);
         let err = KeysRequest::parse(&input(
             json!({"target": "%1", "keys": "Enter", "encoding": "base64"}),
         ))

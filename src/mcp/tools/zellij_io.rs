@@ -1,7 +1,6 @@
 //! Zellij terminal I/O tools: batches of text, keys and pastes, and commands run with their
-//! output and exit status; and the Zellij halves of `paste_text`, `wait_for_text` and
-//! `run_command`, with the input step (`ZellijAccess::send_input`) that `send_keys`,
-//! `paste_text` and `send_keys_batch` deliver through.
+//! output and exit status; and the Zellij halves of `wait_for_text` and `run_command`, with
+//! the input step (`ZellijAccess::send_input`) that `send_keys_batch` delivers through.
 //!
 //! Everything targets a pane by id and never moves anyone's focus. Output comes from stdout
 //! (no temp files); `wait_for_text` runs on `ZellijBackend::wait_for_new_lines`, woken by
@@ -22,7 +21,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use super::input::{PasteTextInput, PasteTextOutput, not_utf8_for_zellij};
 use super::run::{DEFAULT_RUN_TIMEOUT, RunCommandInput, RunCommandOutput};
 use super::wait::{
     DEFAULT_TEXT_TIMEOUT, TextWaitRequest, WaitForTextInput, WaitForTextOutput, WaitOutcome,
@@ -121,33 +119,7 @@ fn run_output(
 }
 
 impl ZellijAccess<'_> {
-    /// `paste_text` on a Zellij server: one bracketed paste (`bracket`), or the text typed.
-    /// Zellij types only UTF-8 text, so other bytes are refused.
-    pub(crate) async fn paste_text(
-        &self,
-        input: &PasteTextInput,
-        text: Vec<u8>,
-    ) -> Result<PasteTextOutput, ToolError> {
-        let text = String::from_utf8(text).map_err(|_| not_utf8_for_zellij())?;
-        let bytes = text.len();
-        let step = if input.bracket {
-            InputStep::Paste(text.clone())
-        } else {
-            InputStep::Text(text.clone())
-        };
-        let position = self.send_input(&input.target, vec![step], &text).await?;
-        Ok(PasteTextOutput {
-            output_position: Some(position.encode()),
-            server: position.server,
-            session: Some(position.session),
-            pane_id: position.pane,
-            bytes,
-            bracket: input.bracket,
-        })
-    }
-
-    /// Input for a Zellij pane from a tool both backends serve (`send_keys`), delivered in
-    /// one batch, after a mark of the pane's screen is taken. Returns where it went and the
+    /// One operation of a `send_keys_batch` for a Zellij pane, delivered in one batch, after a mark of the pane's screen is taken. Returns where it went and the
     /// `output_position` (the mark and the `typed` text) for `wait_for_text`'s `since`.
     pub(crate) async fn send_input(
         &self,

@@ -13,10 +13,12 @@ use std::time::Duration;
 use muxgate_mux::error::{BackendError, ErrorKind};
 use muxgate_mux::text_match::Pattern;
 
+use crate::ops::buffer::transient_buffer_name;
 use crate::ops::capture::{capture_command, shape_capture};
 use crate::ops::input::{InputError, InputPlan};
 use crate::ops::keys::{KeyError, KeyName};
 use crate::ops::pane_row::{PaneRecord, list_command};
+use crate::ops::since::SinceCursor;
 use crate::typed::op_error::OpError;
 use crate::typed::pane_lifecycle::{PaneSelection, TmuxPaneLifecycle};
 use crate::typed::windows::{LocatedWindow, Selection, TmuxWindows, Window};
@@ -29,8 +31,8 @@ use crate::{
 };
 pub use delivery::{Delivered, VisibleScreen, position_commands, position_of};
 use muxgate_mux::multiplexer::{
-    CaptureRange, CapturedText, ClosedHolder, FocusMove, Focused, LineBound, Multiplexer,
-    PaneResize, PaneSummary, ScreenMatch, ScreenScope, WindowMove,
+    CaptureRange, CapturedText, ClosedHolder, FocusMove, Focused, InputPiece, LineBound,
+    Multiplexer, PaneResize, PaneSummary, ScreenMatch, ScreenScope, WindowMove,
 };
 
 /// `-F` fields of a pane row; the title (free text) last.
@@ -277,6 +279,28 @@ fn parse_terminal_row(rows: &[Vec<u8>], pane: PaneId) -> Option<PaneTerminal> {
     })
 }
 
+/// The plan that delivers `input` to `pane` in order, keys pressed together until text or a
+/// paste comes between them.
+pub fn input_plan(pane: PaneId, input: &[InputPiece]) -> Result<InputPlan, TmuxPaneError> {
+    let mut plan = InputPlan::new(pane);
+    let mut keys: Vec<KeyName> = Vec::new();
+    for piece in input {
+        match piece {
+            InputPiece::Key(name) => keys.push(KeyName::parse(name)?),
+            InputPiece::Text(text) => {
+                plan.keys(&std::mem::take(&mut keys))?;
+                plan.literal(text, transient_buffer_name)?;
+            }
+            InputPiece::Paste { text, bracket } => {
+                plan.keys(&std::mem::take(&mut keys))?;
+                plan.paste(text, *bracket, transient_buffer_name)?;
+            }
+        }
+    }
+    plan.keys(&keys)?;
+    Ok(plan)
+}
+
 /// The pane after (`forward`) or before the active one among `window`'s panes, in the window's
 /// order, wrapping; the first pane when none is active.
 fn cycle(window: &[PaneRecord], forward: bool) -> Option<PaneId> {
@@ -310,6 +334,7 @@ fn parse_pane_row(row: &[u8]) -> Option<PaneSummary<PaneId>> {
 impl Multiplexer for TmuxPanes {
     type PaneId = PaneId;
     type PaneRow = PaneRecord;
+    type InputMark = SinceCursor;
     type WindowId = LocatedWindow;
     type WindowRow = Window;
     type Error = TmuxPaneError;
@@ -455,6 +480,16 @@ impl Multiplexer for TmuxPanes {
         let mut plan = InputPlan::new(*pane);
         plan.keys(&keys)?;
         self.deliver(plan).await
+    }
+
+    /// One `;`-chained line: the reading, then the input (adjacent keys in one `send-keys`).
+    async fn deliver(
+        &self,
+        pane: &PaneId,
+        input: &[InputPiece],
+    ) -> Result<Option<SinceCursor>, TmuxPaneError> {
+        let delivered = self.deliver_marked(input_plan(*pane, input)?).await?;
+        Ok(delivered.position)
     }
 
     async fn read_screen(

@@ -172,7 +172,7 @@ pub struct ClosedPane {
 }
 
 /// One step of [`ZellijBackend::input_batch`].
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InputStep {
     /// Typed text (`\n` presses Enter).
     Text(String),
