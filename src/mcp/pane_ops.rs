@@ -193,7 +193,7 @@ pub(crate) async fn pane_info(
 }
 
 /// Runs an [`InputPlan`] in one write, after a reading of where the pane's output stood
-/// ([`TmuxPanes::deliver_marked`]).
+/// ([`muxgate_tmux::typed::panes::TmuxPanes::deliver_marked`]).
 pub(crate) async fn deliver(
     tmux: &TmuxAccess<'_>,
     plan: InputPlan,
@@ -203,7 +203,8 @@ pub(crate) async fn deliver(
     delivered.map_err(|e| tmux.pane_error(pane, PANES_HINT, e))
 }
 
-/// Pastes `text` into `pane` through a transient buffer ([`TmuxPanes::paste`]).
+/// Pastes `text` into `pane` through a transient buffer
+/// ([`muxgate_tmux::typed::panes::TmuxPanes::paste`]).
 pub(crate) async fn paste_text(
     tmux: &TmuxAccess<'_>,
     pane: PaneId,
