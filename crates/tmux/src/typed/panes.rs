@@ -19,15 +19,14 @@ use crate::ops::input::{InputError, InputPlan};
 use crate::ops::keys::{KeyError, KeyName};
 use crate::ops::pane_row::{PaneRecord, list_command};
 use crate::ops::since::SinceCursor;
-use crate::typed::op_error::OpError;
+use crate::typed::op_error::{OpError, first_failure};
 use crate::typed::pane_lifecycle::{PaneSelection, TmuxPaneLifecycle};
 use crate::typed::windows::{LocatedWindow, Selection, TmuxWindows, Window};
 use crate::wire::format::{flag, row_format, split_row};
 use crate::wire::target::Target;
 
 use crate::{
-    BatchMode, Caller, CommandOutcome, EngineError, PaneId, SessionId, StreamEnd, TmuxCommand,
-    TmuxServer, WindowId,
+    BatchMode, Caller, EngineError, PaneId, SessionId, StreamEnd, TmuxCommand, TmuxServer, WindowId,
 };
 pub use delivery::{Delivered, VisibleScreen, position_commands, position_of};
 use muxgate_mux::multiplexer::{
@@ -252,13 +251,7 @@ impl TmuxPanes {
                 None,
             )
             .await?;
-        match outcomes.into_iter().find_map(|o| match o {
-            CommandOutcome::Failed(message) => Some(message),
-            _ => None,
-        }) {
-            Some(message) => Err(TmuxPaneError::Refused(message)),
-            None => Ok(()),
-        }
+        Ok(first_failure(&outcomes)?)
     }
 }
 

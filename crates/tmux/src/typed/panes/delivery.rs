@@ -14,6 +14,7 @@ use crate::ops::capture::capture_command;
 use crate::ops::input::InputPlan;
 use crate::ops::since::{SinceCursor, cursor_at, parse_state, state_command};
 use crate::typed::buffers::delete_command;
+use crate::typed::op_error::first_failure;
 use crate::{BatchMode, CommandOutcome, PaneId, QuoteError, TmuxCommand};
 
 /// What was delivered to a pane.
@@ -91,17 +92,11 @@ impl TmuxPanes {
         };
         let reading = &outcomes[..marks.min(outcomes.len())];
         delivered.position = position_of(self.server.name(), pane, reading);
-        let failure = outcomes.into_iter().find_map(|o| match o {
-            CommandOutcome::Failed(message) => Some(message),
-            _ => None,
-        });
-        match failure {
-            None => Ok(delivered),
-            Some(message) => {
-                self.delete_buffers(&buffers).await;
-                Err(TmuxPaneError::Refused(message))
-            }
+        if let Err(failure) = first_failure(&outcomes) {
+            self.delete_buffers(&buffers).await;
+            return Err(failure.into());
         }
+        Ok(delivered)
     }
 
     /// Pastes `text` into `pane` through a transient buffer (bracketed if `bracket` and the
