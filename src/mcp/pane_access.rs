@@ -175,13 +175,24 @@ impl TmuxAccess<'_> {
     /// command tmux refused reads as any refusal (suggesting `hint`), one it did not answer
     /// as the pane not found, input that cannot be sent says how to fix it.
     pub(crate) fn pane_error(&self, pane: PaneId, hint: &str, error: TmuxPaneError) -> ToolError {
+        self.tmux_error(hint, error, || not_found(&Target::Pane(pane)))
+    }
+
+    /// A failed act as every tmux tool words the engine's failures, suggesting `hint`; what
+    /// tmux did not answer for is `unanswered`.
+    fn tmux_error(
+        &self,
+        hint: &str,
+        error: TmuxPaneError,
+        unanswered: impl FnOnce() -> ToolError,
+    ) -> ToolError {
         let server = TmuxAccess::server_name(self);
         match error {
             TmuxPaneError::Engine(error) => engine_error(server, error, hint),
             TmuxPaneError::Refused(message) => {
                 engine_error(server, EngineError::Command(message), hint)
             }
-            TmuxPaneError::Unanswered => not_found(&Target::Pane(pane)),
+            TmuxPaneError::Unanswered => unanswered(),
             TmuxPaneError::Input(error) => input_error(error),
             other => ToolError::new(other.kind().into(), other.to_string(), hint),
         }
@@ -292,19 +303,13 @@ impl PaneAccess for TmuxAccess<'_> {
     /// As every window tool words tmux's refusals; a change tmux did not answer for is the
     /// gateway's fault, not the caller's.
     fn window_error(&self, error: TmuxPaneError) -> ToolError {
-        let server = TmuxAccess::server_name(self);
-        match error {
-            TmuxPaneError::Engine(error) => engine_error(server, error, WINDOWS_HINT),
-            TmuxPaneError::Refused(message) => {
-                engine_error(server, EngineError::Command(message), WINDOWS_HINT)
-            }
-            TmuxPaneError::Unanswered => ToolError::new(
+        self.tmux_error(WINDOWS_HINT, error, || {
+            ToolError::new(
                 ToolErrorKind::Internal,
                 "tmux did not answer for every command",
                 "call list_windows to check the window's state",
-            ),
-            other => ToolError::new(other.kind().into(), other.to_string(), WINDOWS_HINT),
-        }
+            )
+        })
     }
 
     /// A row cursor of the pane's output stream, for `capture_since` and `wait_for_text`.
