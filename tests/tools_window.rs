@@ -406,6 +406,15 @@ async fn rename_select_resize_layout_move_and_kill_windows() {
         "session",
     )
     .await;
+    // A path names a window once resolved, so the same rule holds after resolving it.
+    err_kind(
+        &client,
+        "select_window",
+        json!({"target": "main:0", "step": "next"}),
+        "invalid_arguments",
+        "with step or index takes a session",
+    )
+    .await;
 
     // resize
     let resized = ok(
