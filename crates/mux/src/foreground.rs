@@ -188,6 +188,10 @@ pub fn parse_stat(text: &str) -> Option<Stat> {
 /// How many wrappers deep the foreground program is looked for.
 const MAX_WRAPPERS: usize = 4;
 
+/// How many of a shell's children are read when its foreground job's leader is gone: a pane's
+/// program may have any number, and each costs a read of `/proc`.
+const MAX_CHILDREN_READ: usize = 64;
+
 /// A `/proc/<pid>/cmdline` as one line: arguments joined with spaces, invalid UTF-8 replaced.
 pub fn command_line(raw: &[u8]) -> String {
     raw.split(|&b| b == 0)
@@ -210,6 +214,16 @@ pub fn read(proc_root: &Path, server_pid: u32, pane_pid: u32, tty: &str) -> Opti
     }
     let pane_program = stat.name;
     let group = stat.tpgid;
+    // The group's leader may have exited (gone, or a zombie: no command line) while the rest
+    // of its job runs on (`printf x | sleep 9`): a live member of the group tells what holds
+    // the terminal. None at all means the job just ended and the shell has not taken its
+    // terminal back yet: nothing is said.
+    let alive = |pid: u32| std::fs::read(file(pid, "cmdline")).is_ok_and(|raw| !raw.is_empty());
+    let leader = if group == pane_pid || alive(group) {
+        group
+    } else {
+        child_in_group(proc_root, pane_pid, group)?
+    };
     let blocked_of = |pid: u32| {
         let syscall = std::fs::read_to_string(file(pid, "syscall"))
             .ok()
@@ -219,7 +233,7 @@ pub fn read(proc_root: &Path, server_pid: u32, pane_pid: u32, tty: &str) -> Opti
                 .is_ok_and(|target| target == Path::new(tty))
         })
     };
-    let mut pid = group;
+    let mut pid = leader;
     let mut blocked = blocked_of(pid);
     for _ in 0..MAX_WRAPPERS {
         if blocked != Blocked::WaitingForChild {
@@ -242,6 +256,28 @@ pub fn read(proc_root: &Path, server_pid: u32, pane_pid: u32, tty: &str) -> Opti
         command_line,
         blocked,
     })
+}
+
+/// A live child of `pid` (not a zombie) in process group `group`, among its first
+/// [`MAX_CHILDREN_READ`].
+fn child_in_group(proc_root: &Path, pid: u32, group: u32) -> Option<u32> {
+    let task = proc_root
+        .join(pid.to_string())
+        .join("task")
+        .join(pid.to_string());
+    let children = std::fs::read_to_string(task.join("children")).ok()?;
+    children
+        .split_whitespace()
+        .take(MAX_CHILDREN_READ)
+        .filter_map(|child| child.parse::<u32>().ok())
+        .find(|child| {
+            let dir = proc_root.join(child.to_string());
+            let in_group = std::fs::read_to_string(dir.join("stat"))
+                .ok()
+                .and_then(|stat| parse_stat(&stat))
+                .is_some_and(|stat| stat.pgrp == group);
+            in_group && std::fs::read(dir.join("cmdline")).is_ok_and(|raw| !raw.is_empty())
+        })
 }
 
 /// The only child of `pid`, if it belongs to process group `group`.
@@ -413,6 +449,26 @@ mod tests {
         std::fs::write(task.join("children"), "31 32").unwrap();
         let fg = read(root.path(), 10, 20, "/dev/pts/7").unwrap();
         assert_eq!(fg.pid, 30);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn a_job_whose_leader_exited_is_told_by_a_live_member_or_not_at_all() {
+        let root = fake_proc("0 0x0 0x55 0x1 0x0 0x0 0x0 0x7ffc 0x7f12\n", "/dev/pts/7");
+        let at = |pid: u32| root.path().join(pid.to_string());
+        // `printf x | python3 -q`: the leader 30 has exited, 31 of its group runs on.
+        std::fs::rename(at(30), at(31)).unwrap();
+        std::fs::write(at(31).join("stat"), "31 (python3) S 20 30 20 34823 30 0").unwrap();
+        let task = at(20).join("task").join("20");
+        std::fs::create_dir_all(&task).unwrap();
+        std::fs::write(task.join("children"), "31").unwrap();
+        let fg = read(root.path(), 10, 20, "/dev/pts/7").unwrap();
+        assert_eq!((fg.group, fg.pid), (30, 31));
+        assert_eq!(fg.command_line, "python3 -q");
+        assert_eq!(fg.waiting_for_input(), Some(true));
+        // The whole job has ended, and the shell has not taken its terminal back yet.
+        std::fs::write(task.join("children"), "").unwrap();
+        assert_eq!(read(root.path(), 10, 20, "/dev/pts/7"), None);
     }
 
     #[cfg(target_arch = "x86_64")]
