@@ -1193,6 +1193,36 @@ async fn terminal_io_and_the_user_workflows() {
         "an operation after the refused one was sent: {screen}"
     );
 
+    // With on_error "continue" each operation stands alone: a pane that is not there fails
+    // its own operation (named in its result), and the ones around it are delivered.
+    let independent = ok(
+        &client,
+        "send_keys_batch",
+        json!({"server": "z", "on_error": "continue", "operations": [
+            {"target": "terminal_0", "keys": "echo SKB_4"},
+            {"target": "terminal_99", "keys": "echo lost"},
+            {"target": "terminal_0", "keys": "echo SKB_6"}
+        ]}),
+    )
+    .await;
+    assert_eq!(independent["succeeded"], 2, "{independent}");
+    assert_eq!(independent["stopped_at"], Value::Null, "{independent}");
+    assert_eq!(independent["results"][1]["success"], false, "{independent}");
+    assert_eq!(
+        independent["results"][1]["pane_id"], "terminal_99",
+        "{independent}"
+    );
+    let position = independent["output_positions"]["terminal_0"]
+        .as_str()
+        .unwrap();
+    ok(
+        &client,
+        "wait_for_text",
+        json!({"server": "z", "target": "terminal_0", "patterns": ["^SKB_6$"], "regex": true,
+               "since": position, "timeout": 10}),
+    )
+    .await;
+
     // Run in the user's shell: only this command's output, and its exit status.
     let ran = ok(
         &client,

@@ -10,17 +10,20 @@
 use std::future::Future;
 
 use muxgate_mux::error::BackendError;
-use muxgate_mux::multiplexer::Multiplexer;
+use muxgate_mux::error::Unsupported;
+use muxgate_mux::multiplexer::{InputPiece, Multiplexer};
 use muxgate_mux::screen_mark::ScreenMark;
 use muxgate_tmux::ops::pane_row::PaneRecord;
 use muxgate_tmux::ops::since::SinceCursor;
-use muxgate_tmux::typed::panes::{TmuxPaneError, TmuxPanes};
+use muxgate_tmux::typed::panes::{TmuxPaneError, TmuxPanes, input_plan};
 use muxgate_tmux::typed::windows::{LocatedWindow, Window};
 use muxgate_tmux::wire::target::Target;
 use muxgate_tmux::{EngineError, PaneId};
 use muxgate_zellij::error::ZellijError;
 use muxgate_zellij::listing::{Pane, TabRow};
-use muxgate_zellij::panes::ZellijPanes;
+use muxgate_zellij::panes::{ZellijPanes, input_steps};
+use muxgate_zellij::unsupported;
+use tokio::time::Instant;
 
 use super::McpServer;
 use super::access::{
@@ -30,8 +33,10 @@ use super::access::{
 use super::backend::Row;
 use super::budget::CallBudget;
 use super::error::{ToolError, ToolErrorKind};
+use super::input_batch::{self, BatchInput, DeliveredBatch};
 use super::pane_ops::{PaneInfo, PaneRow, input_error};
 use super::position::{OutputPosition, ZellijPosition};
+use super::scoped::{Scoped, ScopedWindow};
 use super::self_guard::Kill;
 use super::tools::zellij_objects::{ZellijPaneInfo, ZellijTabInfo};
 use super::zellij_access::ZellijAccess;
@@ -41,29 +46,6 @@ pub(crate) type AnsweredPane = Row<PaneInfo, ZellijPaneInfo>;
 
 /// A window as the window tools answer it: a tmux window, or a Zellij tab.
 pub(crate) type AnsweredWindow = Row<Window, ZellijTabInfo>;
-
-/// A pane the caller may act on, and the backend that acts on it.
-pub(crate) struct Scoped<M: Multiplexer> {
-    /// The panes of the pane's scope (a tmux server, a Zellij session), as the caller.
-    pub mux: M,
-    /// The pane.
-    pub pane: M::PaneId,
-    /// The session answers name: a Zellij pane's, whose ids count per session; none on tmux,
-    /// whose pane ids are the server's.
-    pub session: Option<String>,
-    /// Where to find valid targets, should the act find none.
-    pub hint: &'static str,
-}
-
-/// A window (a Zellij tab) the caller may act on, and the backend that acts on it.
-pub(crate) struct ScopedWindow<M: Multiplexer> {
-    /// The windows of the window's scope, as the caller.
-    pub mux: M,
-    /// The window.
-    pub window: M::WindowId,
-    /// Its session as answers name it: tmux's id (`$N`), Zellij's name.
-    pub session: String,
-}
 
 /// What a window tool's target must name on tmux; a Zellij target always names a tab.
 #[derive(Debug, Clone, Copy)]
@@ -154,6 +136,28 @@ pub(crate) trait PaneAccess: Send + Sync {
         pane: &Scoped<Self::Mux>,
         error: <Self::Mux as Multiplexer>::Error,
     ) -> ToolError;
+
+    /// Refuses `input` for `pane` when the backend cannot type it, before anything is sent.
+    fn check_input(&self, pane: &Scoped<Self::Mux>, input: &[InputPiece]) -> Result<(), ToolError>;
+
+    /// Delivers a batch of input to its panes in order; under `stop` nothing after the first
+    /// failure is sent; by `deadline` every operation is settled ([`super::input_batch`]).
+    fn deliver_batch(
+        &self,
+        ops: Vec<BatchInput<Self::Mux>>,
+        stop: bool,
+        deadline: Instant,
+    ) -> impl Future<Output = Result<DeliveredBatch, ToolError>> + Send;
+}
+
+/// The refusal of input a Zellij pane cannot type (keypad keys, text that is not UTF-8).
+pub(crate) fn zellij_input_refusal(refusal: Unsupported) -> ToolError {
+    let instead = if refusal == unsupported::NOT_UTF8 {
+        "send UTF-8 text to a Zellij pane (base64 bytes only to tmux)"
+    } else {
+        "send the character or another key name"
+    };
+    ToolError::unsupported(refusal, instead)
 }
 
 impl TmuxAccess<'_> {
@@ -321,6 +325,23 @@ impl PaneAccess for TmuxAccess<'_> {
     fn error(&self, pane: &Scoped<TmuxPanes>, error: TmuxPaneError) -> ToolError {
         self.pane_error(pane.pane, pane.hint, error)
     }
+
+    /// Input tmux cannot carry (a text its command line cannot quote).
+    fn check_input(&self, pane: &Scoped<TmuxPanes>, input: &[InputPiece]) -> Result<(), ToolError> {
+        input_plan(pane.pane, input)
+            .map(drop)
+            .map_err(|error| self.pane_error(pane.pane, pane.hint, error))
+    }
+
+    /// One write for the whole batch.
+    async fn deliver_batch(
+        &self,
+        ops: Vec<BatchInput<TmuxPanes>>,
+        stop: bool,
+        deadline: Instant,
+    ) -> Result<DeliveredBatch, ToolError> {
+        input_batch::on_tmux(self, ops, stop, deadline).await
+    }
 }
 
 impl PaneAccess for ZellijAccess<'_> {
@@ -412,5 +433,20 @@ impl PaneAccess for ZellijAccess<'_> {
 
     fn error(&self, _: &Scoped<ZellijPanes>, error: ZellijError) -> ToolError {
         ZellijAccess::error(self, error)
+    }
+
+    /// Keys Zellij lacks, and text that is not UTF-8.
+    fn check_input(&self, _: &Scoped<ZellijPanes>, input: &[InputPiece]) -> Result<(), ToolError> {
+        input_steps(input).map(drop).map_err(zellij_input_refusal)
+    }
+
+    /// One operation after the other: Zellij takes no write for several panes.
+    async fn deliver_batch(
+        &self,
+        ops: Vec<BatchInput<ZellijPanes>>,
+        stop: bool,
+        deadline: Instant,
+    ) -> Result<DeliveredBatch, ToolError> {
+        input_batch::on_zellij(self, ops, stop, deadline).await
     }
 }

@@ -226,6 +226,21 @@ pub enum InputPiece {
     },
 }
 
+/// What became of one operation of a batch of input (several panes' input, in order, each
+/// as a single input would be delivered).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BatchOutcome<E> {
+    /// Delivered.
+    Delivered,
+    /// Not delivered: `E` says why (input the backend cannot type, a command it refused, a
+    /// pane gone).
+    Failed(E),
+    /// Not sent: an earlier operation failed, and the batch stops at the first failure.
+    NotRun,
+    /// The batch's time ran out before the operation was settled: it may have arrived.
+    TimedOut,
+}
+
 /// A pane focused by [`Multiplexer::focus`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Focused<R> {

@@ -26,24 +26,21 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::input::{
-    Keystrokes, PasteTextInput, SendKeysInput, TextEncoding, input_plan, typed_text, zellij_input,
-};
+use super::input::{Keystrokes, PasteTextInput, SendKeysInput, TextEncoding, keys_input};
 use super::pane::CapturePaneInput;
 use super::since::CaptureSinceInput;
 use super::wait::WaitForTextInput;
 use crate::limits::Limits;
 use crate::mcp::McpServer;
-use crate::mcp::access::TmuxAccess;
 use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
-use crate::mcp::position::{OutputPosition, ZellijPosition};
-use crate::mcp::shared_tool::{Reply, SharedTool};
-use crate::mcp::zellij_access::ZellijAccess;
-use muxgate_tmux::ops::input::InputPlan;
-use muxgate_tmux::typed::panes::{position_commands, position_of};
-use muxgate_tmux::{BatchMode, CommandOutcome, OutputSubscription, PaneId, TmuxCommand};
+use crate::mcp::input_batch::{BatchInput, DeliveredBatch, batch_timed_out};
+use crate::mcp::pane_access::PaneAccess;
+use crate::mcp::position::ZellijPosition;
+use crate::mcp::shared_tool::{MuxTool, Reply};
+use muxgate_mux::multiplexer::BatchOutcome;
+use muxgate_tmux::OutputSubscription;
 use muxgate_zellij::unsupported;
 
 /// Batches of at most this many operations send no progress notifications.
@@ -202,89 +199,6 @@ impl SendKeysBatchOutput {
     }
 }
 
-/// An operation after validation: its plan and the text it types (for the echo filter of
-/// its pane's output position), or why it cannot run.
-enum Prepared {
-    Ready(Planned),
-    Invalid(ToolError),
-}
-
-struct Planned {
-    index: usize,
-    plan: InputPlan,
-    typed: Option<String>,
-}
-
-/// Validates one operation into an input plan.
-async fn prepare(tmux: &TmuxAccess<'_>, index: usize, op: &KeysOp) -> Prepared {
-    let planned = async {
-        let target = tmux.target(&op.target).await?;
-        let pane = tmux.pane_of(&target).await?;
-        input_plan(&op.keystrokes, pane)
-    };
-    match planned.await {
-        Ok(plan) => Prepared::Ready(Planned {
-            index,
-            plan,
-            typed: typed_text(&op.keystrokes),
-        }),
-        Err(error) => Prepared::Invalid(error),
-    }
-}
-
-/// Runs a batch.
-pub(crate) async fn send_keys_batch(
-    tmux: &TmuxAccess<'_>,
-    ops: &[KeysOp],
-    on_error: OnError,
-    deadline: Instant,
-) -> Result<SendKeysBatchOutput, ToolError> {
-    let started = Instant::now();
-    let mut results: Vec<Option<OpResult>> = vec![None; ops.len()];
-    let mut stopped_at = None;
-    // Validate in order; under `stop`, nothing after the first invalid operation is sent.
-    let mut plans: Vec<Planned> = Vec::new();
-    for (index, op) in ops.iter().enumerate() {
-        match prepare(tmux, index, op).await {
-            Prepared::Ready(planned) => plans.push(planned),
-            Prepared::Invalid(error) => {
-                results[index] = Some(failure(index, String::new(), &error, started));
-                if on_error == OnError::Stop {
-                    stopped_at = Some(index);
-                    break;
-                }
-            }
-        }
-    }
-    let batch = OneBatch::of(&plans)?;
-    let mode = match on_error {
-        OnError::Stop => BatchMode::StopOnError,
-        OnError::Continue => BatchMode::Independent,
-    };
-    let outcomes = if batch.commands.is_empty() {
-        Vec::new()
-    } else {
-        match tmux.run_batch(batch.commands, mode, Some(deadline)).await {
-            Ok(outcomes) => outcomes,
-            Err(error) if error.kind == ToolErrorKind::Timeout => {
-                Vec::new() // Every sent operation is reported as timed out below.
-            }
-            Err(error) => return Err(error),
-        }
-    };
-    for (index, pane, first, count) in batch.spans {
-        let (result, refused) = settle(index, pane, outcomes.get(first..first + count), started);
-        if refused && on_error == OnError::Stop && stopped_at.is_none_or(|s| index < s) {
-            stopped_at = Some(index);
-        }
-        results[index] = Some(result);
-    }
-    let positions = output_positions(tmux, &plans, &batch.marks, &outcomes);
-    Ok(SendKeysBatchOutput::of(
-        results, stopped_at, positions, started,
-    ))
-}
-
 /// `send_keys_batch`'s call: its operations (as many as the caller may send) and when the
 /// batch must end.
 struct KeysBatch<'a> {
@@ -294,197 +208,70 @@ struct KeysBatch<'a> {
     deadline: Instant,
 }
 
-impl SharedTool for KeysBatch<'_> {
+impl MuxTool for KeysBatch<'_> {
     type Answer = SendKeysBatchOutput;
 
     fn server(&self) -> Option<&str> {
         self.server
     }
 
-    async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
-        send_keys_batch(&tmux, self.ops, self.on_error, self.deadline).await
-    }
-
-    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
-        send_zellij_keys_batch(&z, self.ops, self.on_error, self.deadline).await
-    }
-}
-
-/// `send_keys_batch` on a Zellij server: every operation is checked first, then each is
-/// delivered in order as `send_keys` delivers it (Zellij takes no one write for several
-/// panes). `output_positions` holds, per pane, where it stood before the batch's first
-/// input into it, with all the batch typed there as the echo not to count.
-async fn send_zellij_keys_batch(
-    z: &ZellijAccess<'_>,
-    ops: &[KeysOp],
-    on_error: OnError,
-    deadline: Instant,
-) -> Result<SendKeysBatchOutput, ToolError> {
-    let started = Instant::now();
-    let stop = on_error == OnError::Stop;
-    let mut results: Vec<Option<OpResult>> = vec![None; ops.len()];
-    let mut stopped_at = None;
-    // Validate in order; under `stop`, nothing after the first invalid operation is sent.
-    let mut ready = Vec::new();
-    for (index, op) in ops.iter().enumerate() {
-        match zellij_input(&op.keystrokes) {
-            Ok(input) => ready.push((index, input)),
-            Err(error) => {
-                results[index] = Some(failure(index, String::new(), &error, started));
-                if stop {
-                    stopped_at = Some(index);
-                    break;
+    /// Every operation is checked first, in order (under `stop`, nothing after the first
+    /// invalid one is sent); then the backend delivers the rest ([`PaneAccess::deliver_batch`]).
+    async fn act<A: PaneAccess>(self, _: &McpServer, access: A) -> Reply<Self> {
+        let started = Instant::now();
+        let stop = self.on_error == OnError::Stop;
+        let mut results: Vec<Option<OpResult>> = vec![None; self.ops.len()];
+        let mut stopped_at = None;
+        let mut ready = Vec::new();
+        for (index, op) in self.ops.iter().enumerate() {
+            match checked_input(&access, op).await {
+                Ok(input) => ready.push((index, input)),
+                Err(error) => {
+                    results[index] = Some(failure(index, String::new(), &error, started));
+                    if stop {
+                        stopped_at = Some(index);
+                        break;
+                    }
                 }
             }
         }
-    }
-    let mut positions: BTreeMap<String, (ZellijPosition, String)> = BTreeMap::new();
-    for (index, (steps, typed)) in ready {
-        // Under `stop`, the operations before the one that failed still go.
-        if stopped_at.is_some_and(|at| at < index) {
-            break;
-        }
-        let remaining = deadline.saturating_duration_since(Instant::now());
-        let send = z.send_input(&ops[index].target, steps, &typed);
-        let sent = tokio::time::timeout(remaining, send)
-            .await
-            .unwrap_or_else(|_| {
-                Err(ToolError::new(
-                    ToolErrorKind::Timeout,
-                    "the batch timed out before this operation completed",
-                    "check the pane with capture_pane before sending it again",
-                ))
-            });
-        results[index] = Some(match sent {
-            Ok(position) => {
-                let pane = position.pane.clone();
-                let (_, echo) = positions
-                    .entry(pane.clone())
-                    .or_insert_with(|| (position, String::new()));
-                echo.push_str(&typed);
-                echo.push('\n');
-                delivered(index, pane, started)
-            }
-            Err(error) => {
-                if stop {
-                    stopped_at = Some(index);
-                }
-                failure(index, String::new(), &error, started)
-            }
-        });
-    }
-    let positions = positions
-        .into_iter()
-        .map(|(pane, (position, echo))| (pane, position.with_typed(&echo).encode()))
-        .collect();
-    Ok(SendKeysBatchOutput::of(
-        results, stopped_at, positions, started,
-    ))
-}
-
-/// Every planned operation as one tmux batch. Before the first input into each pane, the same
-/// write reads where its output stands (as send_keys does), so no output falls in between.
-struct OneBatch {
-    commands: Vec<TmuxCommand>,
-    /// (operation index, pane, first command, command count) of each operation.
-    spans: Vec<(usize, PaneId, usize, usize)>,
-    /// (pane, first command) of each pane's position read.
-    marks: Vec<(PaneId, usize)>,
-}
-
-impl OneBatch {
-    fn of(plans: &[Planned]) -> Result<Self, ToolError> {
-        let mut batch = Self {
-            commands: Vec::new(),
-            spans: Vec::new(),
-            marks: Vec::new(),
+        let (indices, inputs): (Vec<usize>, Vec<BatchInput<A::Mux>>) = ready.into_iter().unzip();
+        let panes: Vec<String> = inputs.iter().map(|op| op.pane.pane.to_string()).collect();
+        let batch = if inputs.is_empty() {
+            DeliveredBatch::default()
+        } else {
+            access.deliver_batch(inputs, stop, self.deadline).await?
         };
-        for Planned { index, plan, .. } in plans {
-            // The reads belong to the operation they precede: a failure there is its failure.
-            let first = batch.commands.len();
-            if !batch.marks.iter().any(|(pane, _)| *pane == plan.pane()) {
-                batch.marks.push((plan.pane(), first));
-                // Commands naming a pane id only: quoting them cannot fail.
-                let reading = position_commands(plan.pane()).map_err(|e| {
-                    ToolError::new(ToolErrorKind::Internal, e.to_string(), "report this")
-                })?;
-                batch.commands.extend(reading);
-            }
-            batch.commands.extend(plan.commands().iter().cloned());
-            batch
-                .spans
-                .push((*index, plan.pane(), first, batch.commands.len() - first));
+        for ((&index, pane), outcome) in indices.iter().zip(panes).zip(batch.outcomes) {
+            results[index] = Some(match outcome {
+                BatchOutcome::Delivered => delivered(index, pane, started),
+                BatchOutcome::Failed(error) => failure(index, pane, &error, started),
+                BatchOutcome::NotRun => not_run(index, pane, started),
+                BatchOutcome::TimedOut => failure(index, pane, &batch_timed_out(), started),
+            });
         }
-        Ok(batch)
+        if let Some(&at) = batch.stopped_at.and_then(|op| indices.get(op)) {
+            stopped_at = Some(stopped_at.map_or(at, |before: usize| before.min(at)));
+        }
+        Ok(SendKeysBatchOutput::of(
+            results,
+            stopped_at,
+            batch.positions,
+            started,
+        ))
     }
 }
 
-/// The result of one operation from the outcomes of its commands (`None`: the batch timed out
-/// before they completed), and whether tmux refused one of them.
-fn settle(
-    index: usize,
-    pane: PaneId,
-    outcomes: Option<&[CommandOutcome]>,
-    started: Instant,
-) -> (OpResult, bool) {
-    let Some(outcomes) = outcomes else {
-        let timed_out = failure(
-            index,
-            pane.to_string(),
-            &ToolError::new(
-                ToolErrorKind::Timeout,
-                "the batch timed out before this operation completed",
-                "check the pane with capture_pane before sending it again",
-            ),
-            started,
-        );
-        return (timed_out, false);
-    };
-    let result = match outcomes.iter().find_map(|o| match o {
-        CommandOutcome::Ok(_) => None,
-        CommandOutcome::Failed(message) => Some(Some(message.clone())),
-        CommandOutcome::NotRun => Some(None),
-    }) {
-        None => delivered(index, pane.to_string(), started),
-        Some(Some(message)) => {
-            let refused = failure(
-                index,
-                pane.to_string(),
-                &ToolError::new(
-                    ToolErrorKind::Conflict,
-                    format!("tmux refused the input: {message}"),
-                    "call list_panes to check the pane",
-                ),
-                started,
-            );
-            return (refused, true);
-        }
-        Some(None) => not_run(index, pane.to_string(), started),
-    };
-    (result, false)
-}
-
-/// Each pane's `output_position` after the batch, read by its mark, with the text typed into
-/// it (for the echo filter of a wait given that position).
-fn output_positions(
-    tmux: &TmuxAccess<'_>,
-    plans: &[Planned],
-    marks: &[(PaneId, usize)],
-    outcomes: &[CommandOutcome],
-) -> BTreeMap<String, String> {
-    marks
-        .iter()
-        .filter_map(|&(pane, first)| {
-            let cursor = position_of(tmux.server_name(), pane, outcomes.get(first..first + 2)?)?;
-            let typed: Vec<&str> = plans
-                .iter()
-                .filter(|planned| planned.plan.pane() == pane)
-                .filter_map(|planned| planned.typed.as_deref())
-                .collect();
-            let position = OutputPosition::new(cursor, &typed.join("\n"));
-            Some((pane.to_string(), position.encode()))
-        })
-        .collect()
+/// One operation checked: its keystrokes parsed, its target a pane the caller may type into,
+/// its input one the backend can type.
+async fn checked_input<A: PaneAccess>(
+    access: &A,
+    op: &KeysOp,
+) -> Result<BatchInput<A::Mux>, ToolError> {
+    let (input, typed) = keys_input(&op.keystrokes)?;
+    let pane = access.pane(&op.target).await?;
+    access.check_input(&pane, &input)?;
+    Ok(BatchInput { pane, input, typed })
 }
 
 fn delivered(index: usize, pane_id: String, started: Instant) -> OpResult {

@@ -24,14 +24,10 @@ use crate::mcp::access::check_target;
 use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
-use crate::mcp::pane_access::PaneAccess;
-use crate::mcp::pane_ops;
+use crate::mcp::pane_access::{PaneAccess, zellij_input_refusal};
 use crate::mcp::shared_tool::{MuxTool, Reply};
 use muxgate_mux::multiplexer::{InputPiece, Multiplexer};
-use muxgate_tmux::PaneId;
-use muxgate_tmux::ops::input::InputPlan;
 use muxgate_tmux::ops::keys::{KEY_EXAMPLES, KeyName};
-use muxgate_tmux::typed::panes::{TmuxPaneError, input_plan as input_plan_of};
 use muxgate_zellij::backend::InputStep;
 use muxgate_zellij::panes::input_steps;
 use muxgate_zellij::unsupported;
@@ -344,11 +340,6 @@ pub(crate) fn typed_text(input: &Keystrokes) -> Option<String> {
 }
 
 /// The input a `send_keys` call (or one operation of a batch) asks for, validated and planned
-/// for `pane`.
-pub(crate) fn input_plan(input: &Keystrokes, pane: PaneId) -> Result<InputPlan, ToolError> {
-    KeysRequest::parse(input)?.plan(pane, input.enter)
-}
-
 /// What a `send_keys` call asks for, validated: what to press (key names tmux knows) and
 /// type, in order, before the final Enter.
 #[derive(Debug, PartialEq, Eq)]
@@ -440,32 +431,18 @@ impl KeysRequest {
 
     /// The same input for a Zellij pane ([`input_steps`]), then Enter if `enter`.
     fn zellij_steps(&self, enter: bool) -> Result<Vec<InputStep>, ToolError> {
-        input_steps(&self.pieces(enter)).map_err(|refusal| {
-            let instead = if refusal == unsupported::NOT_UTF8 {
-                "send UTF-8 text to a Zellij pane (base64 bytes only to tmux)"
-            } else {
-                "send the character or another key name"
-            };
-            ToolError::unsupported(refusal, instead)
-        })
+        input_steps(&self.pieces(enter)).map_err(zellij_input_refusal)
     }
+}
 
-    /// The plan that sends the pieces in order to `pane`, then Enter if `enter`.
-    fn plan(&self, pane: PaneId, enter: bool) -> Result<InputPlan, ToolError> {
-        input_plan_of(pane, &self.pieces(enter)).map_err(|e| match e {
-            TmuxPaneError::Input(e) => pane_ops::input_error(e),
-            other => ToolError::invalid_arguments(other.to_string(), KEY_EXAMPLES),
-        })
-    }
+/// What a `send_keys` call types, in order (Enter last if asked), and the text it types (key
+/// names left out), for a batch of them.
+pub(crate) fn keys_input(input: &Keystrokes) -> Result<(Vec<InputPiece>, String), ToolError> {
+    let request = KeysRequest::parse(input)?;
+    Ok((request.pieces(input.enter), request.typed()))
 }
 
 /// The bytes of a text argument in the given encoding.
-/// `send_keys` arguments as Zellij input steps, and the text they type (for the echo filter).
-pub(crate) fn zellij_input(input: &Keystrokes) -> Result<(Vec<InputStep>, String), ToolError> {
-    let request = KeysRequest::parse(input)?;
-    Ok((request.zellij_steps(input.enter)?, request.typed()))
-}
-
 fn decode_text(text: &str, encoding: TextEncoding, field: &str) -> Result<Vec<u8>, ToolError> {
     let bytes = match encoding {
         TextEncoding::Utf8 => text.as_bytes().to_vec(),
@@ -492,6 +469,8 @@ pub(crate) fn check_text_len(len: usize) -> Result<(), ToolError> {
 
 #[cfg(test)]
 mod tests {
+    use muxgate_tmux::PaneId;
+    use muxgate_tmux::typed::panes::input_plan as input_plan_of;
     use serde_json::json;
 
     use super::*;
@@ -568,7 +547,7 @@ mod tests {
             json!({"target": "%1", "keys": ["C-u", "git status", "Tab", "Tab"]}),
         ))
         .unwrap();
-        let plan = request.plan(PaneId(1), true).unwrap();
+        let plan = input_plan_of(PaneId(1), &request.pieces(true)).unwrap();
         let lines: Vec<String> = plan
             .commands()
             .iter()

@@ -1,6 +1,5 @@
 //! Zellij terminal I/O tools: batches of text, keys and pastes, and commands run with their
-//! output and exit status; and the Zellij halves of `wait_for_text` and `run_command`, with
-//! the input step (`ZellijAccess::send_input`) that `send_keys_batch` delivers through.
+//! output and exit status; and the Zellij halves of `wait_for_text` and `run_command`.
 //!
 //! Everything targets a pane by id and never moves anyone's focus. Output comes from stdout
 //! (no temp files); `wait_for_text` runs on `ZellijBackend::wait_for_new_lines`, woken by
@@ -33,9 +32,7 @@ use crate::mcp::error::ToolError;
 use crate::mcp::position::ZellijPosition;
 use crate::mcp::zellij_access::ZellijAccess;
 use muxgate_mux::lines::tail_of;
-use muxgate_zellij::backend::{
-    CommandResult, InputStep, NewLinesEnd, RunInPaneOptions, RunOptions,
-};
+use muxgate_zellij::backend::{CommandResult, NewLinesEnd, RunInPaneOptions, RunOptions};
 
 /// Default `max_lines` of reads and command output (as the tmux tools).
 const DEFAULT_MAX_LINES: usize = 500;
@@ -115,35 +112,6 @@ fn run_output(
         total_lines: lines.len(),
         pane_closed: result.pane_closed,
         elapsed_ms: u64::try_from(result.elapsed.as_millis()).unwrap_or(u64::MAX),
-    }
-}
-
-impl ZellijAccess<'_> {
-    /// One operation of a `send_keys_batch` for a Zellij pane, delivered in one batch, after a mark of the pane's screen is taken. Returns where it went and the
-    /// `output_position` (the mark and the `typed` text) for `wait_for_text`'s `since`.
-    pub(crate) async fn send_input(
-        &self,
-        target: &str,
-        steps: Vec<InputStep>,
-        typed: &str,
-    ) -> Result<ZellijPosition, ToolError> {
-        let (session, pane) = self.pane_target(target)?;
-        let mark = self
-            .backend
-            .screen_mark(&session, pane)
-            .await
-            .map_err(|e| self.error(e))?;
-        self.backend
-            .input_batch(&session, pane, steps)
-            .await
-            .map_err(|e| self.error(e))?;
-        Ok(ZellijPosition::new(
-            self.server_name(),
-            session.as_str(),
-            &pane.to_string(),
-            mark,
-            typed,
-        ))
     }
 }
 

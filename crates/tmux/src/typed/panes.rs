@@ -28,7 +28,7 @@ use crate::wire::target::Target;
 use crate::{
     BatchMode, Caller, EngineError, PaneId, SessionId, StreamEnd, TmuxCommand, TmuxServer, WindowId,
 };
-pub use delivery::{Delivered, VisibleScreen, position_commands, position_of};
+pub use delivery::{BatchDelivered, Delivered, VisibleScreen};
 use muxgate_mux::multiplexer::{
     CaptureRange, CapturedText, ClosedHolder, FocusMove, Focused, InputPiece, LineBound,
     Multiplexer, PaneResize, PaneSummary, ScreenMatch, ScreenScope, WindowMove,

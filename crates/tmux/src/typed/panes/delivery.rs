@@ -3,19 +3,20 @@
 //! the input, so no output can fall between the reading and the input. The reading is a
 //! [`SinceCursor`] a later follow (`capture_since`, a wait's `since`) starts from.
 //!
-//! A batch that delivers to several panes in one write builds the same reading for each with
-//! [`position_commands`] and reads it back with [`position_of`].
+//! A batch that delivers to several panes in one write ([`TmuxPanes::deliver_batch`]) takes
+//! the same reading before its first input into each pane.
 
-use muxgate_mux::multiplexer::{CaptureRange, LineBound};
+use muxgate_mux::multiplexer::{BatchOutcome, CaptureRange, InputPiece, LineBound};
+use tokio::time::Instant;
 
-use super::{TmuxPaneError, TmuxPanes};
+use super::{TmuxPaneError, TmuxPanes, input_plan};
 use crate::ops::buffer::transient_buffer_name;
 use crate::ops::capture::capture_command;
 use crate::ops::input::InputPlan;
 use crate::ops::since::{SinceCursor, cursor_at, parse_state, state_command};
 use crate::typed::buffers::delete_command;
 use crate::typed::op_error::first_failure;
-use crate::{BatchMode, CommandOutcome, PaneId, QuoteError, TmuxCommand};
+use crate::{BatchMode, CommandOutcome, EngineError, PaneId, QuoteError, TmuxCommand};
 
 /// What was delivered to a pane.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,6 +30,65 @@ pub struct Delivered {
     pub position: Option<SinceCursor>,
 }
 
+/// A batch of input delivered ([`TmuxPanes::deliver_batch`]).
+#[derive(Debug)]
+pub struct BatchDelivered {
+    /// Each operation's outcome, in order.
+    pub outcomes: Vec<BatchOutcome<TmuxPaneError>>,
+    /// The operation the batch stopped at ([`BatchMode::StopOnError`]): the first whose input
+    /// could not be planned or whose command tmux refused.
+    pub stopped_at: Option<usize>,
+    /// Each pane typed into, with where its output stood just before the batch's first input
+    /// into it; a pane on the alternate screen has none.
+    pub positions: Vec<(PaneId, SinceCursor)>,
+}
+
+/// Every planned operation as one write: before the first input into each pane, the reading
+/// of where its output stands ([`position_commands`]).
+#[derive(Debug, Default)]
+struct OneWrite {
+    commands: Vec<TmuxCommand>,
+    /// (operation, first command, command count) of each planned operation; a pane's reading
+    /// belongs to the operation it precedes, so a failure there is that operation's failure.
+    spans: Vec<(usize, usize, usize)>,
+    /// (pane, first command) of each pane's reading.
+    readings: Vec<(PaneId, usize)>,
+}
+
+impl OneWrite {
+    fn of(plans: Vec<(usize, InputPlan)>) -> Result<Self, QuoteError> {
+        let mut write = Self::default();
+        for (op, plan) in plans {
+            let first = write.commands.len();
+            if !write.readings.iter().any(|(pane, _)| *pane == plan.pane()) {
+                write.readings.push((plan.pane(), first));
+                write.commands.extend(position_commands(plan.pane())?);
+            }
+            write.commands.extend(plan.into_commands());
+            write.spans.push((op, first, write.commands.len() - first));
+        }
+        Ok(write)
+    }
+}
+
+/// What became of one operation from the outcomes of its commands (`None`: the write timed
+/// out before they were answered).
+fn settle(outcomes: Option<&[CommandOutcome]>) -> BatchOutcome<TmuxPaneError> {
+    let Some(outcomes) = outcomes else {
+        return BatchOutcome::TimedOut;
+    };
+    match outcomes
+        .iter()
+        .find(|o| !matches!(o, CommandOutcome::Ok(_)))
+    {
+        None => BatchOutcome::Delivered,
+        Some(CommandOutcome::Failed(message)) => {
+            BatchOutcome::Failed(TmuxPaneError::Refused(message.clone()))
+        }
+        Some(_) => BatchOutcome::NotRun,
+    }
+}
+
 /// A pane's visible screen and the row its cursor is on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VisibleScreen {
@@ -39,7 +99,7 @@ pub struct VisibleScreen {
 }
 
 /// The commands that read where a pane's output stands: its state and visible rows.
-pub fn position_commands(pane: PaneId) -> Result<Vec<TmuxCommand>, QuoteError> {
+fn position_commands(pane: PaneId) -> Result<Vec<TmuxCommand>, QuoteError> {
     let screen = CaptureRange {
         start: Some(LineBound::Line(0)),
         end: Some(LineBound::Edge),
@@ -50,7 +110,7 @@ pub fn position_commands(pane: PaneId) -> Result<Vec<TmuxCommand>, QuoteError> {
 
 /// The position the outcomes of [`position_commands`] describe, on the server configured as
 /// `server`; `None` on the alternate screen or when tmux did not describe the pane.
-pub fn position_of(server: &str, pane: PaneId, outcomes: &[CommandOutcome]) -> Option<SinceCursor> {
+fn position_of(server: &str, pane: PaneId, outcomes: &[CommandOutcome]) -> Option<SinceCursor> {
     let [CommandOutcome::Ok(state), CommandOutcome::Ok(rows)] = outcomes else {
         return None;
     };
@@ -97,6 +157,91 @@ impl TmuxPanes {
             return Err(failure.into());
         }
         Ok(delivered)
+    }
+
+    /// Delivers each operation's input to its pane, in order, as ONE write, with a reading of
+    /// where each pane's output stood before the batch's first input into it. With
+    /// [`BatchMode::StopOnError`] nothing after the first failure runs (input that cannot be
+    /// planned, a command tmux refused); with [`BatchMode::Independent`] each operation stands
+    /// alone. Past `deadline` every operation sent reads as timed out. Transient buffers a
+    /// failed operation may have left are deleted.
+    pub async fn deliver_batch(
+        &self,
+        ops: &[(PaneId, Vec<InputPiece>)],
+        mode: BatchMode,
+        deadline: Option<Instant>,
+    ) -> Result<BatchDelivered, TmuxPaneError> {
+        let stop = mode == BatchMode::StopOnError;
+        let mut outcomes: Vec<BatchOutcome<TmuxPaneError>> = Vec::with_capacity(ops.len());
+        let mut stopped_at = None;
+        let mut plans = Vec::new();
+        for (op, (pane, input)) in ops.iter().enumerate() {
+            if stopped_at.is_some() {
+                outcomes.push(BatchOutcome::NotRun);
+                continue;
+            }
+            match input_plan(*pane, input) {
+                Ok(plan) => {
+                    plans.push((op, plan));
+                    outcomes.push(BatchOutcome::Delivered);
+                }
+                Err(error) => {
+                    outcomes.push(BatchOutcome::Failed(error));
+                    if stop {
+                        stopped_at = Some(op);
+                    }
+                }
+            }
+        }
+        let buffers: Vec<String> = plans
+            .iter()
+            .flat_map(|(_, plan)| plan.transient_buffers().iter().cloned())
+            .collect();
+        let write = OneWrite::of(plans).map_err(EngineError::from)?;
+        let answers = if write.commands.is_empty() {
+            Vec::new()
+        } else {
+            let commands = write.commands;
+            match self
+                .server
+                .run_batch(&self.caller, commands, mode, deadline)
+                .await
+            {
+                Ok(answers) => answers,
+                // Every operation sent is reported as timed out below.
+                Err(EngineError::Timeout { .. }) => Vec::new(),
+                Err(error) => {
+                    self.delete_buffers(&buffers).await;
+                    return Err(error.into());
+                }
+            }
+        };
+        for &(op, first, count) in &write.spans {
+            let outcome = settle(answers.get(first..first + count));
+            if stop && matches!(outcome, BatchOutcome::Failed(_)) {
+                stopped_at = Some(stopped_at.map_or(op, |at: usize| at.min(op)));
+            }
+            outcomes[op] = outcome;
+        }
+        if outcomes
+            .iter()
+            .any(|o| !matches!(o, BatchOutcome::Delivered))
+        {
+            self.delete_buffers(&buffers).await;
+        }
+        let positions = write
+            .readings
+            .iter()
+            .filter_map(|&(pane, first)| {
+                let reading = answers.get(first..first + 2)?;
+                Some((pane, position_of(self.server.name(), pane, reading)?))
+            })
+            .collect();
+        Ok(BatchDelivered {
+            outcomes,
+            stopped_at,
+            positions,
+        })
     }
 
     /// Pastes `text` into `pane` through a transient buffer (bracketed if `bracket` and the
@@ -151,5 +296,68 @@ impl TmuxPanes {
                 .run_batch(&self.caller, commands, BatchMode::Independent, None)
                 .await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(pane: u32, text: &str) -> InputPlan {
+        input_plan(PaneId(pane), &[InputPiece::Text(text.as_bytes().to_vec())])
+            .expect("plain text plans")
+    }
+
+    fn line(command: &TmuxCommand) -> String {
+        String::from_utf8_lossy(command.as_bytes()).into_owned()
+    }
+
+    #[test]
+    fn each_pane_is_read_once_just_before_its_first_input() {
+        let write = OneWrite::of(vec![
+            (0, plan(1, "a")),
+            (1, plan(2, "b")),
+            (2, plan(1, "c")),
+        ])
+        .expect("pane ids quote");
+        let reading = position_commands(PaneId(1)).expect("pane ids quote").len();
+        assert_eq!(write.readings, [(PaneId(1), 0), (PaneId(2), reading + 1)]);
+        // The reading belongs to the operation it precedes; the third reads nothing.
+        assert_eq!(
+            write.spans,
+            [
+                (0, 0, reading + 1),
+                (1, reading + 1, reading + 1),
+                (2, 2 * reading + 2, 1)
+            ]
+        );
+        let lines: Vec<String> = write.commands.iter().map(line).collect();
+        assert_eq!(lines.len(), 2 * reading + 3);
+        assert_eq!(lines[reading], "send-keys -t '%1' -l -- 'a'");
+        assert_eq!(lines[2 * reading + 1], "send-keys -t '%2' -l -- 'b'");
+        assert_eq!(lines[2 * reading + 2], "send-keys -t '%1' -l -- 'c'");
+    }
+
+    #[test]
+    fn an_operation_is_settled_by_its_first_command_that_did_not_succeed() {
+        let ok = || CommandOutcome::Ok(Vec::new());
+        assert!(matches!(settle(None), BatchOutcome::TimedOut));
+        assert!(matches!(
+            settle(Some(&[ok(), ok()])),
+            BatchOutcome::Delivered
+        ));
+        let refused = [
+            ok(),
+            CommandOutcome::Failed("no pane".into()),
+            CommandOutcome::NotRun,
+        ];
+        assert!(matches!(
+            settle(Some(&refused)),
+            BatchOutcome::Failed(TmuxPaneError::Refused(message)) if message == "no pane"
+        ));
+        assert!(matches!(
+            settle(Some(&[CommandOutcome::NotRun])),
+            BatchOutcome::NotRun
+        ));
     }
 }
