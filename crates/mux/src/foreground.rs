@@ -21,6 +21,7 @@
 //! does the file reads. Reading `syscall` needs the right to trace the process (same user and no
 //! Yama restriction, or root); without it the answer is unknown.
 
+use std::io::Read;
 use std::path::Path;
 
 use crate::shell::Shell;
@@ -188,9 +189,17 @@ pub fn parse_stat(text: &str) -> Option<Stat> {
 /// How many wrappers deep the foreground program is looked for.
 const MAX_WRAPPERS: usize = 4;
 
-/// How many of a shell's children are read when its foreground job's leader is gone: a pane's
-/// program may have any number, and each costs a read of `/proc`.
+/// How many of a process's children are looked at: a pane's program may have any number, and
+/// each costs a read of `/proc`.
 const MAX_CHILDREN_READ: usize = 64;
+
+/// Most bytes of a `children` file read: [`MAX_CHILDREN_READ`] pids of up to 10 digits, each
+/// with its space.
+const MAX_CHILDREN_BYTES: u64 = MAX_CHILDREN_READ as u64 * 11;
+
+/// Most bytes of a `/proc/<pid>/cmdline` read: a program makes its arguments as long as it
+/// likes, and an answer shows one line of them.
+const MAX_COMMAND_LINE_BYTES: u64 = 64 * 1024;
 
 /// A `/proc/<pid>/cmdline` as one line: arguments joined with spaces, invalid UTF-8 replaced.
 pub fn command_line(raw: &[u8]) -> String {
@@ -218,8 +227,7 @@ pub fn read(proc_root: &Path, server_pid: u32, pane_pid: u32, tty: &str) -> Opti
     // of its job runs on (`printf x | sleep 9`): a live member of the group tells what holds
     // the terminal. None at all means the job just ended and the shell has not taken its
     // terminal back yet: nothing is said.
-    let alive = |pid: u32| std::fs::read(file(pid, "cmdline")).is_ok_and(|raw| !raw.is_empty());
-    let leader = if group == pane_pid || alive(group) {
+    let leader = if group == pane_pid || is_live(proc_root, group) {
         group
     } else {
         child_in_group(proc_root, pane_pid, group)?
@@ -245,7 +253,7 @@ pub fn read(proc_root: &Path, server_pid: u32, pane_pid: u32, tty: &str) -> Opti
         pid = child;
         blocked = blocked_of(pid);
     }
-    let command_line = std::fs::read(file(pid, "cmdline"))
+    let command_line = read_head(&file(pid, "cmdline"), MAX_COMMAND_LINE_BYTES)
         .map(|raw| command_line(&raw))
         .unwrap_or_default();
     Some(Foreground {
@@ -258,42 +266,58 @@ pub fn read(proc_root: &Path, server_pid: u32, pane_pid: u32, tty: &str) -> Opti
     })
 }
 
-/// A live child of `pid` (not a zombie) in process group `group`, among its first
-/// [`MAX_CHILDREN_READ`].
-fn child_in_group(proc_root: &Path, pid: u32, group: u32) -> Option<u32> {
-    let task = proc_root
+/// At most `limit` bytes from the start of `path`.
+fn read_head(path: &Path, limit: u64) -> Option<Vec<u8>> {
+    let mut head = Vec::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(limit)
+        .read_to_end(&mut head)
+        .ok()?;
+    Some(head)
+}
+
+/// The first [`MAX_CHILDREN_READ`] children of `pid`, from its main thread's `children` file.
+fn children(proc_root: &Path, pid: u32) -> Option<Vec<u32>> {
+    let path = proc_root
         .join(pid.to_string())
         .join("task")
-        .join(pid.to_string());
-    let children = std::fs::read_to_string(task.join("children")).ok()?;
-    children
-        .split_whitespace()
-        .take(MAX_CHILDREN_READ)
-        .filter_map(|child| child.parse::<u32>().ok())
-        .find(|child| {
-            let dir = proc_root.join(child.to_string());
-            let in_group = std::fs::read_to_string(dir.join("stat"))
-                .ok()
-                .and_then(|stat| parse_stat(&stat))
-                .is_some_and(|stat| stat.pgrp == group);
-            in_group && std::fs::read(dir.join("cmdline")).is_ok_and(|raw| !raw.is_empty())
-        })
+        .join(pid.to_string())
+        .join("children");
+    let raw = read_head(&path, MAX_CHILDREN_BYTES)?;
+    let mut pids: Vec<&str> = std::str::from_utf8(&raw).ok()?.split_whitespace().collect();
+    if raw.len() as u64 == MAX_CHILDREN_BYTES {
+        pids.pop(); // May be cut off mid-number.
+    }
+    Some(pids.iter().filter_map(|pid| pid.parse().ok()).collect())
+}
+
+/// Whether `pid` belongs to process group `group`.
+fn in_group(proc_root: &Path, pid: u32, group: u32) -> bool {
+    std::fs::read_to_string(proc_root.join(pid.to_string()).join("stat"))
+        .ok()
+        .and_then(|stat| parse_stat(&stat))
+        .is_some_and(|stat| stat.pgrp == group)
+}
+
+/// Whether `pid` runs: it exists and has a command line (a zombie has none).
+fn is_live(proc_root: &Path, pid: u32) -> bool {
+    read_head(&proc_root.join(pid.to_string()).join("cmdline"), 1).is_some_and(|b| !b.is_empty())
+}
+
+/// A live child of `pid` in process group `group`.
+fn child_in_group(proc_root: &Path, pid: u32, group: u32) -> Option<u32> {
+    children(proc_root, pid)?
+        .into_iter()
+        .find(|&child| in_group(proc_root, child, group) && is_live(proc_root, child))
 }
 
 /// The only child of `pid`, if it belongs to process group `group`.
 fn only_child_in_group(proc_root: &Path, pid: u32, group: u32) -> Option<u32> {
-    let task = proc_root
-        .join(pid.to_string())
-        .join("task")
-        .join(pid.to_string());
-    let children = std::fs::read_to_string(task.join("children")).ok()?;
-    let mut pids = children.split_whitespace();
-    let child: u32 = pids.next()?.parse().ok()?;
-    if pids.next().is_some() {
+    let [child] = children(proc_root, pid)?[..] else {
         return None;
-    }
-    let stat = std::fs::read_to_string(proc_root.join(child.to_string()).join("stat")).ok()?;
-    (parse_stat(&stat)?.pgrp == group).then_some(child)
+    };
+    in_group(proc_root, child, group).then_some(child)
 }
 
 #[cfg(test)]
@@ -449,6 +473,27 @@ mod tests {
         std::fs::write(task.join("children"), "31 32").unwrap();
         let fg = read(root.path(), 10, 20, "/dev/pts/7").unwrap();
         assert_eq!(fg.pid, 30);
+    }
+
+    #[test]
+    fn what_a_process_writes_is_read_only_as_far_as_it_is_needed() {
+        let root = tempfile::tempdir().unwrap();
+        let task = root.path().join("20").join("task").join("20");
+        std::fs::create_dir_all(&task).unwrap();
+        // A thousand children: only whole pids among the first bytes are read.
+        let many: Vec<String> = (1_000_000_000u32..1_000_001_000)
+            .map(|p| p.to_string())
+            .collect();
+        std::fs::write(task.join("children"), many.join(" ")).unwrap();
+        let read = children(root.path(), 20).unwrap();
+        assert_eq!(read.len(), MAX_CHILDREN_READ - 1);
+        assert_eq!(read[0], 1_000_000_000);
+        assert_eq!(read.last(), Some(&1_000_000_062));
+        // A command line of megabytes is read up to the bound.
+        let long = root.path().join("cmdline");
+        std::fs::write(&long, vec![b'x'; 3 << 20]).unwrap();
+        let head = read_head(&long, MAX_COMMAND_LINE_BYTES).unwrap();
+        assert_eq!(head.len() as u64, MAX_COMMAND_LINE_BYTES);
     }
 
     #[cfg(target_arch = "x86_64")]
