@@ -339,7 +339,6 @@ pub(crate) fn typed_text(input: &Keystrokes) -> Option<String> {
         .map(|request| request.typed())
 }
 
-/// The input a `send_keys` call (or one operation of a batch) asks for, validated and planned
 /// What a `send_keys` call asks for, validated: what to press (key names tmux knows) and
 /// type, in order, before the final Enter.
 #[derive(Debug, PartialEq, Eq)]
