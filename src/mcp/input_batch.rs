@@ -9,7 +9,6 @@
 
 use std::collections::BTreeMap;
 
-use muxgate_mux::error::BackendError;
 use muxgate_mux::multiplexer::{BatchOutcome, InputPiece, Multiplexer};
 use muxgate_tmux::typed::panes::{TmuxPaneError, TmuxPanes};
 use muxgate_tmux::{BatchMode, PaneId};
@@ -66,29 +65,24 @@ pub(crate) async fn on_tmux(
     } else {
         BatchMode::Independent
     };
-    let mut typed: BTreeMap<PaneId, Vec<&str>> = BTreeMap::new();
-    for op in &ops {
-        typed.entry(op.pane.pane).or_default().push(&op.typed);
+    let mut typed: BTreeMap<PaneId, Vec<String>> = BTreeMap::new();
+    let mut hints = Vec::with_capacity(ops.len());
+    let mut inputs = Vec::with_capacity(ops.len());
+    for op in ops {
+        typed.entry(op.pane.pane).or_default().push(op.typed);
+        hints.push((op.pane.pane, op.pane.hint));
+        inputs.push((op.pane.pane, op.input));
     }
-    let inputs: Vec<(PaneId, Vec<InputPiece>)> = ops
-        .iter()
-        .map(|op| (op.pane.pane, op.input.clone()))
-        .collect();
     let delivered = tmux
         .panes()
         .deliver_batch(&inputs, mode, Some(deadline))
         .await
-        .map_err(|error| match error {
-            TmuxPaneError::Engine(error) => {
-                engine_error(tmux.server_name(), error, "call list_panes")
-            }
-            other => ToolError::new(other.kind().into(), other.to_string(), "call list_panes"),
-        })?;
+        .map_err(|error| engine_error(tmux.server_name(), error, "call list_panes"))?;
     let outcomes = delivered
         .outcomes
         .into_iter()
-        .zip(&ops)
-        .map(|(outcome, op)| match outcome {
+        .zip(hints)
+        .map(|(outcome, (pane, hint))| match outcome {
             BatchOutcome::Failed(TmuxPaneError::Refused(message)) => {
                 BatchOutcome::Failed(ToolError::new(
                     ToolErrorKind::Conflict,
@@ -96,9 +90,7 @@ pub(crate) async fn on_tmux(
                     "call list_panes to check the pane",
                 ))
             }
-            BatchOutcome::Failed(error) => {
-                BatchOutcome::Failed(tmux.pane_error(op.pane.pane, op.pane.hint, error))
-            }
+            BatchOutcome::Failed(error) => BatchOutcome::Failed(tmux.pane_error(pane, hint, error)),
             BatchOutcome::Delivered => BatchOutcome::Delivered,
             BatchOutcome::NotRun => BatchOutcome::NotRun,
             BatchOutcome::TimedOut => BatchOutcome::TimedOut,

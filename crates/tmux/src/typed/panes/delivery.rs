@@ -15,7 +15,7 @@ use crate::ops::capture::capture_command;
 use crate::ops::input::InputPlan;
 use crate::ops::since::{SinceCursor, cursor_at, parse_state, state_command};
 use crate::typed::buffers::delete_command;
-use crate::typed::op_error::first_failure;
+use crate::typed::op_error::{OpError, first_failure};
 use crate::{BatchMode, CommandOutcome, EngineError, PaneId, QuoteError, TmuxCommand};
 
 /// What was delivered to a pane.
@@ -72,21 +72,25 @@ impl OneWrite {
 }
 
 /// What became of one operation from the outcomes of its commands (`None`: the write timed
-/// out before they were answered).
+/// out before they were answered): as [`first_failure`] reads them, a command that was not run
+/// after a refusal elsewhere meaning the operation was not run.
 fn settle(outcomes: Option<&[CommandOutcome]>) -> BatchOutcome<TmuxPaneError> {
-    let Some(outcomes) = outcomes else {
-        return BatchOutcome::TimedOut;
-    };
-    match outcomes
-        .iter()
-        .find(|o| !matches!(o, CommandOutcome::Ok(_)))
-    {
-        None => BatchOutcome::Delivered,
-        Some(CommandOutcome::Failed(message)) => {
-            BatchOutcome::Failed(TmuxPaneError::Refused(message.clone()))
+    match outcomes.map(first_failure) {
+        None => BatchOutcome::TimedOut,
+        Some(Ok(())) => BatchOutcome::Delivered,
+        Some(Err(OpError::Refused(message))) => {
+            BatchOutcome::Failed(TmuxPaneError::Refused(message))
         }
-        Some(_) => BatchOutcome::NotRun,
+        Some(Err(_)) => BatchOutcome::NotRun,
     }
+}
+
+/// What one write of planned input answered.
+struct Written {
+    /// Each planned operation, settled.
+    settled: Vec<(usize, BatchOutcome<TmuxPaneError>)>,
+    /// Each pane typed into, with where its output stood before its first input.
+    positions: Vec<(PaneId, SinceCursor)>,
 }
 
 /// A pane's visible screen and the row its cursor is on.
@@ -134,29 +138,15 @@ impl TmuxPanes {
         if plan.is_empty() {
             return Ok(delivered);
         }
-        let pane = plan.pane();
-        let buffers = plan.transient_buffers().to_vec();
-        let mut commands = position_commands(pane).map_err(crate::EngineError::from)?;
-        let marks = commands.len();
-        commands.extend(plan.into_commands());
-        let outcomes = self
-            .server
-            .run_batch(&self.caller, commands, BatchMode::StopOnError, None)
-            .await;
-        let outcomes = match outcomes {
-            Ok(outcomes) => outcomes,
-            Err(error) => {
-                self.delete_buffers(&buffers).await;
-                return Err(error.into());
-            }
-        };
-        let reading = &outcomes[..marks.min(outcomes.len())];
-        delivered.position = position_of(self.server.name(), pane, reading);
-        if let Err(failure) = first_failure(&outcomes) {
-            self.delete_buffers(&buffers).await;
-            return Err(failure.into());
+        let written = self
+            .write(vec![(0, plan)], BatchMode::StopOnError, None)
+            .await?;
+        delivered.position = written.positions.into_iter().next().map(|(_, at)| at);
+        match written.settled.into_iter().next() {
+            Some((_, BatchOutcome::Delivered)) => Ok(delivered),
+            Some((_, BatchOutcome::Failed(error))) => Err(error),
+            _ => Err(TmuxPaneError::Unanswered),
         }
-        Ok(delivered)
     }
 
     /// Delivers each operation's input to its pane, in order, as ONE write, with a reading of
@@ -170,8 +160,9 @@ impl TmuxPanes {
         ops: &[(PaneId, Vec<InputPiece>)],
         mode: BatchMode,
         deadline: Option<Instant>,
-    ) -> Result<BatchDelivered, TmuxPaneError> {
+    ) -> Result<BatchDelivered, EngineError> {
         let stop = mode == BatchMode::StopOnError;
+        // Planned operations are settled by the write; these are the others.
         let mut outcomes: Vec<BatchOutcome<TmuxPaneError>> = Vec::with_capacity(ops.len());
         let mut stopped_at = None;
         let mut plans = Vec::new();
@@ -183,7 +174,7 @@ impl TmuxPanes {
             match input_plan(*pane, input) {
                 Ok(plan) => {
                     plans.push((op, plan));
-                    outcomes.push(BatchOutcome::Delivered);
+                    outcomes.push(BatchOutcome::TimedOut);
                 }
                 Err(error) => {
                     outcomes.push(BatchOutcome::Failed(error));
@@ -193,39 +184,66 @@ impl TmuxPanes {
                 }
             }
         }
-        let buffers: Vec<String> = plans
-            .iter()
-            .flat_map(|(_, plan)| plan.transient_buffers().iter().cloned())
-            .collect();
-        let write = OneWrite::of(plans).map_err(EngineError::from)?;
-        let answers = if write.commands.is_empty() {
-            Vec::new()
-        } else {
-            let commands = write.commands;
-            match self
-                .server
-                .run_batch(&self.caller, commands, mode, deadline)
-                .await
-            {
-                Ok(answers) => answers,
-                // Every operation sent is reported as timed out below.
-                Err(EngineError::Timeout { .. }) => Vec::new(),
-                Err(error) => {
-                    self.delete_buffers(&buffers).await;
-                    return Err(error.into());
-                }
-            }
+        let written = match self.write(plans, mode, deadline).await {
+            Ok(written) => written,
+            // Every operation sent stays timed out.
+            Err(EngineError::Timeout { .. }) => Written {
+                settled: Vec::new(),
+                positions: Vec::new(),
+            },
+            Err(error) => return Err(error),
         };
-        for &(op, first, count) in &write.spans {
-            let outcome = settle(answers.get(first..first + count));
+        for (op, outcome) in written.settled {
             if stop && matches!(outcome, BatchOutcome::Failed(_)) {
                 stopped_at = Some(stopped_at.map_or(op, |at: usize| at.min(op)));
             }
             outcomes[op] = outcome;
         }
-        if outcomes
+        Ok(BatchDelivered {
+            outcomes,
+            stopped_at,
+            positions: written.positions,
+        })
+    }
+
+    /// Runs `plans` as one write ([`OneWrite`]) and settles each; the transient buffers of the
+    /// plans are deleted unless every operation was delivered.
+    async fn write(
+        &self,
+        plans: Vec<(usize, InputPlan)>,
+        mode: BatchMode,
+        deadline: Option<Instant>,
+    ) -> Result<Written, EngineError> {
+        let buffers: Vec<String> = plans
             .iter()
-            .any(|o| !matches!(o, BatchOutcome::Delivered))
+            .flat_map(|(_, plan)| plan.transient_buffers().iter().cloned())
+            .collect();
+        let write = OneWrite::of(plans)?;
+        if write.commands.is_empty() {
+            return Ok(Written {
+                settled: Vec::new(),
+                positions: Vec::new(),
+            });
+        }
+        let answers = match self
+            .server
+            .run_batch(&self.caller, write.commands, mode, deadline)
+            .await
+        {
+            Ok(answers) => answers,
+            Err(error) => {
+                self.delete_buffers(&buffers).await;
+                return Err(error);
+            }
+        };
+        let settled: Vec<(usize, BatchOutcome<TmuxPaneError>)> = write
+            .spans
+            .iter()
+            .map(|&(op, first, count)| (op, settle(answers.get(first..first + count))))
+            .collect();
+        if settled
+            .iter()
+            .any(|(_, outcome)| !matches!(outcome, BatchOutcome::Delivered))
         {
             self.delete_buffers(&buffers).await;
         }
@@ -237,11 +255,7 @@ impl TmuxPanes {
                 Some((pane, position_of(self.server.name(), pane, reading)?))
             })
             .collect();
-        Ok(BatchDelivered {
-            outcomes,
-            stopped_at,
-            positions,
-        })
+        Ok(Written { settled, positions })
     }
 
     /// Pastes `text` into `pane` through a transient buffer (bracketed if `bracket` and the
