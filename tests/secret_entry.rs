@@ -176,6 +176,14 @@ async fn a_secret_typed_at_its_link_reaches_the_pane_and_nothing_else() {
     let agent = client(&gateway).await;
     let pane = bash_pane(&tmux).await;
     let args = json!({"target": pane, "label": "test <b>password</b>"});
+    // The prompt shows a moment before the shell blocks in its read (until then it reads as a
+    // line editor): ask once it waits there.
+    let settled = common::wait_until_async(Duration::from_secs(10), || async {
+        call_ok(&agent, "get_pane_state", json!({"target": pane})).await["waiting_for_input"]
+            == true
+    })
+    .await;
+    assert!(settled, "the shell never waited at its prompt");
 
     // At the shell's prompt the secret would be drawn and kept in history: no link.
     let at_prompt = call(&agent, "request_secret_input", args.clone()).await;
