@@ -1,7 +1,8 @@
 //! ARCHITECTURE.md and the pages of `docs/internals/` stay true to the tree: every file or
 //! folder they name in backticks exists.
 //! (That tmux command lines and rows stay in the tmux crate is the compiler's to keep:
-//! `TmuxCommand::new`, `row_format` and `split_row` are private to `crates/tmux/`.) And no
+//! `TmuxCommand::new`, every function that returns a command, `row_format` and `split_row` are
+//! private to `crates/tmux/`, so no other crate holds a command to run.) And no
 //! function in `src/` or `crates/` runs over [`LONGEST_FUNCTION`] lines unless a
 //! `// Long on purpose: …` comment above it says why. And no files of one crate import each
 //! other in a circle. And every tool both backends serve reaches its backend through the one

@@ -43,10 +43,8 @@ use crate::workspace::{self, WorkspaceName, Workspaces};
 use muxgate_mux::multiplexer::CaptureRange;
 use muxgate_tmux::ops::pane_shape::PaneShape;
 use muxgate_tmux::output::OutputChunk;
-use muxgate_tmux::{
-    BatchMode, Caller, CommandOutcome, OutputSubscription, PaneId, StreamEnd, TmuxCommand,
-    TmuxEngine, TmuxServer,
-};
+use muxgate_tmux::typed::pane_reads::TmuxPaneReads;
+use muxgate_tmux::{Caller, OutputSubscription, PaneId, StreamEnd, TmuxEngine, TmuxServer};
 
 /// At most one screen per this interval: a flood costs the viewer twenty renders a second.
 pub(crate) const COALESCE: Duration = Duration::from_millis(50);
@@ -306,26 +304,14 @@ impl Feed {
     /// far (the screen already shows it); a pane larger than [`MAX_COLS`] × [`MAX_ROWS`] ends
     /// the view instead.
     async fn seed(&mut self, deadline: Instant) -> Result<(), String> {
-        let commands = vec![
-            PaneShape::command(self.pane).map_err(|e| e.to_string())?,
-            capture_command(self.pane).map_err(|e| e.to_string())?,
-        ];
-        let outcomes = self
-            .server
-            .run_batch(
-                &self.caller,
-                commands,
-                BatchMode::StopOnError,
-                Some(deadline),
-            )
+        let screen = self
+            .reads()
+            .screen_with_shape(self.pane, &SEED_RANGE, deadline)
             .await
-            .map_err(|e| e.to_string())?;
-        let [CommandOutcome::Ok(shape), CommandOutcome::Ok(rows)] = &outcomes[..] else {
-            return Err("tmux does not describe the pane".into());
-        };
-        let shape = shape
-            .first()
-            .and_then(|line| PaneShape::parse(line))
+            .map_err(|e| e.to_string())?
+            .ok_or("tmux does not describe the pane")?;
+        let shape = screen
+            .shape
             .ok_or("tmux's description of the pane is unreadable")?;
         if shape.server_pid != self.server_pid {
             return Err("the tmux server restarted since the link was made".into());
@@ -338,9 +324,14 @@ impl Feed {
             self.end = Some(end.to_string());
         }
         self.screen = vt100::Parser::new(shape.rows, shape.cols, SCROLLBACK);
-        self.screen.process(&seed_bytes(&shape, rows));
+        self.screen.process(&seed_bytes(&shape, &screen.rows));
         self.shape_read = Instant::now();
         Ok(())
+    }
+
+    /// The pane reads of this view's server, as the view's caller.
+    fn reads(&self) -> TmuxPaneReads {
+        TmuxPaneReads::new(self.server.clone(), self.caller.clone())
     }
 
     /// Reads the screen again if the pane's size changed (at most every [`SHAPE_CHECK`]): the
@@ -351,13 +342,7 @@ impl Feed {
         }
         self.shape_read = Instant::now();
         let deadline = Instant::now() + OPEN_TIMEOUT;
-        let Ok(command) = PaneShape::command(self.pane) else {
-            return;
-        };
-        let Ok(rows) = self.server.run(&self.caller, command).await else {
-            return;
-        };
-        let Some(shape) = rows.first().and_then(|line| PaneShape::parse(line)) else {
+        let Ok(Some(shape)) = self.reads().shape(self.pane).await else {
             return;
         };
         if self.screen.screen().size() != (shape.rows, shape.cols)
@@ -453,14 +438,13 @@ fn too_large(shape: &PaneShape) -> Option<String> {
     })
 }
 
-/// The pane's visible screen with colours and attributes as escapes.
-fn capture_command(pane: PaneId) -> Result<TmuxCommand, muxgate_tmux::QuoteError> {
-    let range = CaptureRange {
-        escape_sequences: true,
-        ..CaptureRange::visible()
-    };
-    muxgate_tmux::ops::capture::capture_command(&range, pane)
-}
+/// What seeds the emulator: the pane's visible screen with colours and attributes as escapes.
+const SEED_RANGE: CaptureRange = CaptureRange {
+    start: None,
+    end: None,
+    join_wrapped: false,
+    escape_sequences: true,
+};
 
 /// What to feed a fresh emulator so that it shows `rows` (as `capture-pane -e` printed them)
 /// with the cursor where tmux has it.

@@ -21,15 +21,16 @@ use crate::auth::{SessionRef, can_see_session, check_server, check_session};
 use crate::limits::Limits;
 use crate::workspace::{self, WorkspaceError, WorkspaceLimits, WorkspaceName, Workspaces};
 use muxgate_tmux::client::channel::TmuxChannels;
-use muxgate_tmux::ops;
-use muxgate_tmux::ops::locate::{locate_command, locate_everywhere_command, parse_locations};
 use muxgate_tmux::output::watch_session::is_watch_session;
 use muxgate_tmux::typed::buffers::TmuxBuffers;
 use muxgate_tmux::typed::copy_mode::TmuxCopyMode;
 use muxgate_tmux::typed::environment::TmuxEnvironment;
+use muxgate_tmux::typed::locate::TmuxLocator;
 use muxgate_tmux::typed::options::TmuxOptions;
 use muxgate_tmux::typed::pane_lifecycle::TmuxPaneLifecycle;
+use muxgate_tmux::typed::pane_reads::TmuxPaneReads;
 use muxgate_tmux::typed::pane_state::TmuxPaneStates;
+use muxgate_tmux::typed::pipe::TmuxPipes;
 use muxgate_tmux::typed::placement::TmuxPlacement;
 use muxgate_tmux::typed::server::TmuxServerOps;
 use muxgate_tmux::typed::sessions::TmuxSessions;
@@ -37,10 +38,10 @@ use muxgate_tmux::typed::since::TmuxSince;
 use muxgate_tmux::typed::typing::TmuxTyping;
 use muxgate_tmux::typed::windows::{TmuxWindows, Window};
 use muxgate_tmux::wire::target::{ClientTarget, Target, TargetError, TargetPath};
-use muxgate_tmux::wire::target_path::{PathError, SessionLayout, path_command, resolve_path};
+use muxgate_tmux::wire::target_path::{PathError, resolve_path};
 use muxgate_tmux::{
-    BatchMode, Caller, CommandOutcome, ConnectError, EngineError, PaneId, QueueScope,
-    ServerInstance, SessionId, TmuxCommand, TmuxServer, WindowId,
+    Caller, ConnectError, EngineError, PaneId, QueueScope, ServerInstance, SessionId, TmuxServer,
+    WindowId,
 };
 
 use super::McpServer;
@@ -220,30 +221,10 @@ impl TmuxAccess<'_> {
         self.server.instance()
     }
 
-    /// Runs one command; a tmux error becomes a [`ToolError`] (not-found errors suggest
-    /// `list_hint`, e.g. "call list_panes").
-    pub async fn run(
-        &self,
-        command: TmuxCommand,
-        list_hint: &str,
-    ) -> Result<Vec<Vec<u8>>, ToolError> {
-        self.server
-            .run(&self.caller, command)
-            .await
-            .map_err(|e| engine_error(self.server_name(), e, list_hint))
-    }
-
-    /// Runs commands in one write; see [`TmuxServer::run_batch`].
-    pub async fn run_batch(
-        &self,
-        commands: Vec<TmuxCommand>,
-        mode: BatchMode,
-        deadline: Option<tokio::time::Instant>,
-    ) -> Result<Vec<CommandOutcome>, ToolError> {
-        self.server
-            .run_batch(&self.caller, commands, mode, deadline)
-            .await
-            .map_err(|e| engine_error(self.server_name(), e, "call list_panes"))
+    /// An engine error of this server as a [`ToolError`]; not-found errors suggest
+    /// `list_hint` (e.g. "call list_panes").
+    pub fn error(&self, error: EngineError, list_hint: &str) -> ToolError {
+        engine_error(self.server_name(), error, list_hint)
     }
 
     /// Whether the caller's ACL depends on which session a target is in (if not, a target
@@ -359,6 +340,21 @@ impl TmuxAccess<'_> {
         TmuxPaneLifecycle::new(self.server.clone(), self.caller.clone())
     }
 
+    /// Where targets are on the server, asked as this caller.
+    pub fn locator(&self) -> TmuxLocator {
+        TmuxLocator::new(self.server.clone(), self.caller.clone())
+    }
+
+    /// The server's pane rows, captures and sizes, read as this caller.
+    pub fn pane_reads(&self) -> TmuxPaneReads {
+        TmuxPaneReads::new(self.server.clone(), self.caller.clone())
+    }
+
+    /// Piping the server's panes' output to files, as this caller.
+    pub fn pipes(&self) -> TmuxPipes {
+        TmuxPipes::new(self.server.clone(), self.caller.clone())
+    }
+
     /// The server's panes' states, read as this caller.
     pub fn pane_states(&self) -> TmuxPaneStates {
         TmuxPaneStates::new(self.server.clone(), self.caller.clone())
@@ -376,22 +372,20 @@ impl TmuxAccess<'_> {
         if !enabled {
             return None;
         }
-        let command = ops::shell::pane_start().build().ok()?;
-        let rows = self.server.run(&self.caller, command).await.ok()?;
-        ops::shell::integrated_launch(&rows)
+        self.server_ops().integrated_shell().await
     }
 
     /// Asks tmux where `target` is (one command) and checks the caller may see it.
     pub async fn resolve(&self, target: &Target) -> Result<Resolved, ToolError> {
-        let command = locate_command(target)
-            .map_err(|e| ToolError::invalid_arguments(e.to_string(), "remove NUL bytes"))?;
         // tmux's own "can't find …" is replaced by the same message a hidden target gets, so
         // the two cannot be told apart.
-        let rows = self
-            .run(command, list_hint(target))
-            .await
-            .map_err(|e| missing_as_not_found(e, target))?;
-        let mut rows = parse_locations(&rows);
+        let located = |e: EngineError| match e {
+            EngineError::Quote(e) => {
+                ToolError::invalid_arguments(e.to_string(), "remove NUL bytes")
+            }
+            e => missing_as_not_found(self.error(e, list_hint(target)), target),
+        };
+        let mut rows = self.locator().locate(target).await.map_err(located)?;
         // tmux answers for the most recently active session holding the window, which can be
         // the watch session: then the window's own session is found among all of them.
         if let Some(first) = rows.first()
@@ -400,10 +394,12 @@ impl TmuxAccess<'_> {
             if matches!(target, Target::Session(_)) {
                 return Err(not_found(target));
             }
-            let all = locate_everywhere_command()
-                .map_err(|e| ToolError::invalid_arguments(e.to_string(), "remove NUL bytes"))?;
             let window = first.window_id.clone();
-            rows = parse_locations(&self.run(all, list_hint(target)).await?)
+            rows = self
+                .locator()
+                .locate_everywhere()
+                .await
+                .map_err(|e| self.error(e, list_hint(target)))?
                 .into_iter()
                 .filter(|r| r.window_id == window && !is_watch_session(&r.session_name))
                 .collect();
@@ -482,14 +478,20 @@ impl TmuxAccess<'_> {
     }
 
     async fn resolve_path(&self, path: &TargetPath) -> Result<Target, ToolError> {
-        let command = path_command(path)
-            .map_err(|e| ToolError::invalid_arguments(e.to_string(), "remove NUL bytes"))?;
-        let rows = match self.run(command, SESSIONS_HINT).await {
-            Ok(rows) => rows,
-            Err(e) if e.kind == ToolErrorKind::NotFound => return Err(self.no_session(path).await),
-            Err(e) => return Err(e),
+        let layout = match self.locator().layout(path).await {
+            Ok(layout) => layout,
+            Err(EngineError::Quote(e)) => {
+                return Err(ToolError::invalid_arguments(
+                    e.to_string(),
+                    "remove NUL bytes",
+                ));
+            }
+            Err(e) => match self.error(e, SESSIONS_HINT) {
+                e if e.kind == ToolErrorKind::NotFound => return Err(self.no_session(path).await),
+                e => return Err(e),
+            },
         };
-        let Some(layout) = SessionLayout::parse(&rows) else {
+        let Some(layout) = layout else {
             return Err(self.no_session(path).await);
         };
         let visible = layout.session_created.parse().is_ok_and(|created| {

@@ -20,11 +20,11 @@ use crate::auth::owners::SessionKey;
 use muxgate_mux::multiplexer::{CaptureRange, CapturedText};
 use muxgate_tmux::ops::capture::shape_capture;
 use muxgate_tmux::ops::input::{InputError, InputPlan};
-use muxgate_tmux::ops::pane_row::{self, PaneRecord};
+use muxgate_tmux::ops::pane_row::PaneRecord;
 use muxgate_tmux::typed::op_error::OpError;
 use muxgate_tmux::typed::panes::Delivered;
 use muxgate_tmux::wire::target::Target;
-use muxgate_tmux::{EngineError, PaneId, QuoteError, TmuxCommand};
+use muxgate_tmux::{EngineError, PaneId, QuoteError};
 
 /// One tmux pane, as listings and pane tools report it.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -93,12 +93,6 @@ pub(crate) struct PaneRow {
 }
 
 impl PaneRow {
-    /// Parses one row of a pane listing ([`PaneRecord::parse`]; `created_by_you` false: see
-    /// [`Self::for_caller`]).
-    pub(crate) fn parse(line: &[u8]) -> Option<Self> {
-        PaneRecord::parse(line).map(Self::from)
-    }
-
     /// The row as the caller sees it: `None` when its session is hidden from the caller, else
     /// with `created_by_you` set.
     pub(crate) fn for_caller(mut self, tmux: &TmuxAccess<'_>) -> Option<Self> {
@@ -150,30 +144,28 @@ pub(crate) async fn pane_rows(
         PaneScope::All => "call list_sessions",
         PaneScope::Of(target) => list_hint(target),
     };
-    let lines = tmux
-        .run(list_panes_command(scope)?, hint)
-        .await
-        .map_err(|e| match scope {
-            PaneScope::Of(target) => missing_as_not_found(e, target),
-            PaneScope::All => e,
-        })?;
-    Ok(visible_rows(tmux, &lines))
-}
-
-/// The `list-panes` command for `scope` (see [`pane_row::list_command`]).
-pub(crate) fn list_panes_command(scope: &PaneScope) -> Result<TmuxCommand, ToolError> {
     let target = match scope {
         PaneScope::All => None,
         PaneScope::Of(target) => Some(target),
     };
-    pane_row::list_command(target).map_err(quote_error)
+    let records = tmux.pane_reads().list(target).await.map_err(|e| {
+        let error = match e {
+            EngineError::Quote(e) => quote_error(e),
+            e => tmux.error(e, hint),
+        };
+        match target {
+            Some(target) => missing_as_not_found(error, target),
+            None => error,
+        }
+    })?;
+    Ok(visible_rows(tmux, records))
 }
 
-/// The rows of a [`list_panes_command`] answer that the caller may see.
-pub(crate) fn visible_rows(tmux: &TmuxAccess<'_>, lines: &[Vec<u8>]) -> Vec<PaneRow> {
-    lines
-        .iter()
-        .filter_map(|line| PaneRow::parse(line)?.for_caller(tmux))
+/// The rows of a pane listing that the caller may see.
+pub(crate) fn visible_rows(tmux: &TmuxAccess<'_>, records: Vec<PaneRecord>) -> Vec<PaneRow> {
+    records
+        .into_iter()
+        .filter_map(|record| PaneRow::from(record).for_caller(tmux))
         .collect()
 }
 
@@ -319,7 +311,7 @@ mod tests {
     #[test]
     fn parses_pane_rows() {
         let line = muxgate_tmux::ops::pane_row::sample_row();
-        let parsed = PaneRow::parse(&line).unwrap();
+        let parsed = PaneRow::from(PaneRecord::parse(&line).unwrap());
         assert_eq!(
             (parsed.pane(), parsed.info.record.server_pid),
             (PaneId(3), 777)
@@ -347,15 +339,16 @@ mod tests {
             (info.session_name.as_str(), info.title.as_str()),
             ("main", "my title")
         );
-        assert!(PaneRow::parse(b"%3|1").is_none());
+        assert!(PaneRecord::parse(b"%3|1").is_none());
     }
 
     #[test]
     fn filter_fields_are_the_output_fields() {
-        let info = PaneRow::parse(&row(&[
+        let info = PaneRecord::parse(&row(&[
             "%1", "0", "$0", "@0", "0", "1", "1", "0", "1", "1", "0", "0", "1", "0", "", "0", "",
             "", "9", "1", "s", "w", "t", "c", "p",
         ]))
+        .map(PaneRow::from)
         .unwrap()
         .info;
         let value = serde_json::to_value(&info).unwrap();

@@ -33,19 +33,16 @@ use super::McpServer;
 use super::access::{PANES_HINT, TmuxAccess};
 use super::call::{self, CallContext, Refusal};
 use super::error::{ToolError, ToolErrorKind};
-use super::pane_ops::{
-    PaneInfo, PaneScope, list_panes_command, pane_info, pane_rows, visible_rows,
-};
+use super::pane_ops::{PaneInfo, PaneScope, pane_info, pane_rows, visible_rows};
 use super::skill;
 use super::tools::session::{SessionDetail, SessionInfo, find_session, list_session_rows};
 use super::tools::window::list_window_rows;
 use crate::audit::{CallStart, Outcome};
 use crate::auth::Tier;
 use muxgate_mux::multiplexer::CaptureRange;
-use muxgate_tmux::ops::capture::capture_command;
+use muxgate_tmux::PaneId;
 use muxgate_tmux::typed::windows::Window;
 use muxgate_tmux::wire::target::{SessionSel, Target};
-use muxgate_tmux::{BatchMode, CommandOutcome, PaneId};
 
 /// The URI scheme.
 pub(crate) const SCHEME: &str = "tmux://";
@@ -509,9 +506,11 @@ async fn pane_text(tmux: &TmuxAccess<'_>, pane: PaneId) -> Result<String, ToolEr
         join_wrapped: true,
         ..CaptureRange::visible()
     };
-    let capture = capture_command(&visible_joined, pane)
-        .map_err(|e| ToolError::new(ToolErrorKind::Internal, e.to_string(), ""))?;
-    let lines = tmux.run(capture, PANES_HINT).await?;
+    let lines = tmux
+        .pane_reads()
+        .capture(pane, &visible_joined)
+        .await
+        .map_err(|e| tmux.error(e, PANES_HINT))?;
     let mut lines: Vec<String> = lines
         .iter()
         .map(|l| String::from_utf8_lossy(l).into_owned())
@@ -526,16 +525,7 @@ async fn pane_text(tmux: &TmuxAccess<'_>, pane: PaneId) -> Result<String, ToolEr
 /// The resources of one server the caller may read (one round trip; none if it is down).
 async fn server_resources(tmux: &TmuxAccess<'_>) -> Vec<Resource> {
     let server = tmux.server_name();
-    let (Ok(sessions), Ok(panes)) = (
-        super::tools::session::list_sessions_command(),
-        list_panes_command(&PaneScope::All),
-    ) else {
-        return Vec::new();
-    };
-    let Ok(outcomes) = tmux
-        .run_batch(vec![sessions, panes], BatchMode::Independent, None)
-        .await
-    else {
+    let Ok(listing) = tmux.pane_reads().sessions_and_panes().await else {
         return Vec::new();
     };
     let mut resources = vec![
@@ -545,8 +535,8 @@ async fn server_resources(tmux: &TmuxAccess<'_>) -> Vec<Resource> {
         )
         .with_mime_type("application/json"),
     ];
-    if let [CommandOutcome::Ok(sessions), CommandOutcome::Ok(panes)] = outcomes.as_slice() {
-        for session in super::tools::session::visible_sessions(tmux, sessions) {
+    if let Some((sessions, panes)) = listing {
+        for session in super::tools::session::visible(tmux, sessions) {
             resources.push(
                 Resource::new(
                     session_uri(server, &session.session.name),

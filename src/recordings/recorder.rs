@@ -15,7 +15,7 @@ use super::RecordingsSettings;
 use super::policy::RecordingPolicy;
 use super::store::Store;
 use super::writer::{CastWriter, CurrentFile, Subject};
-use muxgate_tmux::ops::pane_shape::PaneShape;
+use muxgate_tmux::typed::pane_reads::TmuxPaneReads;
 use muxgate_tmux::{Caller, EngineError, OutputSubscription, PaneId, TmuxServer};
 
 /// The engine's name for the recorder as a caller (its own queue share and watch share).
@@ -307,13 +307,11 @@ async fn pane_size(
     caller: &Caller,
     pane: PaneId,
 ) -> Result<(u16, u16), RecordError> {
-    let command = PaneShape::command(pane).map_err(EngineError::from)?;
-    let rows = server.run(caller, command).await?;
+    let shape = TmuxPaneReads::new(server.clone(), caller.clone())
+        .shape(pane)
+        .await?;
     // A size tmux does not give is not worth refusing the recording for.
-    Ok(rows
-        .first()
-        .and_then(|row| PaneShape::parse(row))
-        .map_or((80, 24), |shape| (shape.cols.get(), shape.rows.get())))
+    Ok(shape.map_or((80, 24), |shape| (shape.cols.get(), shape.rows.get())))
 }
 
 /// The recording task: the pane's output into the writer, one batch at a time.

@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 use super::support::check_tmux_format;
 use super::zellij_objects::ZELLIJ_PANE_FIELDS;
 use crate::mcp::McpServer;
-use crate::mcp::access::{TmuxAccess, check_target};
+use crate::mcp::access::{TmuxAccess, check_target, list_hint};
 use crate::mcp::args::ObjectArg;
 use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
@@ -38,10 +38,10 @@ use crate::mcp::zellij_access::ZellijAccess;
 use crate::mux::agent_report::{AgentReports, PaneInstance};
 use muxgate_mux::error::Unsupported;
 use muxgate_mux::multiplexer::{CaptureRange, LineBound, Multiplexer};
-use muxgate_tmux::ops::capture::{DEFAULT_MAX_LINES, capture_command};
-use muxgate_tmux::ops::display::{PaneSnapshot, expand_command, parse_snapshot, snapshot_command};
+use muxgate_tmux::EngineError;
+use muxgate_tmux::ops::capture::DEFAULT_MAX_LINES;
+use muxgate_tmux::ops::display::PaneSnapshot;
 use muxgate_tmux::wire::target::Target;
-use muxgate_tmux::{BatchMode, CommandOutcome, EngineError};
 use muxgate_zellij::panes::capture_scope;
 use muxgate_zellij::unsupported;
 
@@ -495,19 +495,13 @@ impl McpServer {
         let selection = SNAPSHOT_SHAPE.select(input.fields.as_deref(), "snapshot_pane")?;
         let pane = tmux.pane_of(&target).await?;
         let range = CaptureRange::visible();
-        // The capture comes first: it fails for a missing pane, where display-message would
-        // (tmux 3.3) quietly expand the format for some other pane.
-        let commands = vec![
-            capture_command(&range, pane).map_err(quote_error)?,
-            snapshot_command(pane).map_err(quote_error)?,
-        ];
-        let mut outcomes = tmux
-            .run_batch(commands, BatchMode::Independent, None)
-            .await?
-            .into_iter();
-        let lines = outcome_lines(&tmux, outcomes.next(), &target)?;
-        let fields = outcome_lines(&tmux, outcomes.next(), &target)?;
-        let row = parse_snapshot(pane, &fields).ok_or_else(|| not_found(&target))?;
+        let read = tmux
+            .pane_reads()
+            .snapshot(pane, &range)
+            .await
+            .map_err(|e| tmux.error(e, list_hint(&target)))?
+            .ok_or_else(|| not_found(&target))?;
+        let (lines, row) = (read.lines, read.pane);
         let capture = shape_and_cap(&tmux, &lines, &range, max_lines);
         let snapshot = SnapshotPaneOutput {
             server: tmux.server_name().to_owned(),
@@ -569,8 +563,14 @@ impl McpServer {
         // Always resolved: tmux 3.3's display-message expands for another pane when the target
         // does not exist, instead of failing.
         let pane = tmux.resolve(&target).await?.pane_id;
-        let command = expand_command(pane, &input.format_string).map_err(quote_error)?;
-        let lines = tmux.run(command, "call list_panes").await?;
+        let lines = tmux
+            .pane_reads()
+            .expand(pane, &input.format_string)
+            .await
+            .map_err(|e| match e {
+                EngineError::Quote(e) => quote_error(e),
+                e => tmux.error(e, "call list_panes"),
+            })?;
         let text = lines
             .iter()
             .map(|l| String::from_utf8_lossy(l))
@@ -750,22 +750,6 @@ impl MuxTool for CapturePaneInput {
 }
 
 /// The rows of one batch outcome, or the error it reports.
-fn outcome_lines(
-    tmux: &TmuxAccess<'_>,
-    outcome: Option<CommandOutcome>,
-    target: &Target,
-) -> Result<Vec<Vec<u8>>, ToolError> {
-    match outcome {
-        Some(CommandOutcome::Ok(lines)) => Ok(lines),
-        Some(CommandOutcome::Failed(message)) => Err(crate::mcp::access::engine_error(
-            tmux.server_name(),
-            EngineError::Command(message),
-            crate::mcp::access::list_hint(target),
-        )),
-        Some(CommandOutcome::NotRun) | None => Err(not_found(target)),
-    }
-}
-
 fn to_value(info: &impl Serialize) -> Result<Value, ToolError> {
     serde_json::to_value(info)
         .map_err(|e| ToolError::new(ToolErrorKind::Internal, e.to_string(), "retry"))

@@ -11,7 +11,8 @@ use crate::mcp::access::list_hint;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::quote_error;
-use muxgate_tmux::ops::pipe::{PipePath, pipe_pane_command};
+use muxgate_tmux::EngineError;
+use muxgate_tmux::ops::pipe::PipePath;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -69,8 +70,13 @@ impl McpServer {
                 )
             })?;
         let pane = tmux.pane_of(&target).await?;
-        let command = pipe_pane_command(pane, path.as_ref()).map_err(quote_error)?;
-        tmux.run(command, list_hint(&target)).await?;
+        tmux.pipes()
+            .pipe(pane, path.as_ref())
+            .await
+            .map_err(|e| match e {
+                EngineError::Quote(e) => quote_error(e),
+                e => tmux.error(e, list_hint(&target)),
+            })?;
         Ok(Json(PipePaneOutput {
             server: tmux.server_name().to_owned(),
             pane_id: pane.to_string(),

@@ -19,10 +19,9 @@ use crate::mcp::McpServer;
 use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
-use crate::mcp::pane_ops::{PaneRow, PaneScope, not_found, pane_rows, quote_error};
+use crate::mcp::pane_ops::{PaneRow, PaneScope, not_found, pane_rows};
 use muxgate_mux::multiplexer::CaptureRange;
-use muxgate_tmux::ops::capture::capture_command;
-use muxgate_tmux::{BatchMode, CommandOutcome};
+use muxgate_tmux::PaneId;
 
 /// Longest pattern accepted, and the compiled-size ceiling of its regex.
 const MAX_PATTERN_LEN: usize = 1024;
@@ -186,16 +185,15 @@ async fn search(
 ) -> Result<Vec<PaneMatch>, ToolError> {
     let mut matched = Vec::new();
     for chunk in rows.chunks(CAPTURES_PER_BATCH) {
-        let commands = chunk
-            .iter()
-            .map(|row| capture_command(range, row.pane()).map_err(quote_error))
-            .collect::<Result<Vec<_>, _>>()?;
-        let outcomes = tmux
-            .run_batch(commands, BatchMode::Independent, None)
-            .await?;
-        for (row, outcome) in chunk.iter().zip(outcomes) {
+        let panes: Vec<PaneId> = chunk.iter().map(PaneRow::pane).collect();
+        let captured = tmux
+            .pane_reads()
+            .capture_each(&panes, range)
+            .await
+            .map_err(|e| tmux.error(e, "call list_panes"))?;
+        for (row, lines) in chunk.iter().zip(captured) {
             // A pane that closed since the listing simply has no matches.
-            if let CommandOutcome::Ok(lines) = outcome
+            if let Some(lines) = lines
                 && let Some(found) = match_pane(row, &lines, matcher, max_lines_per_pane)
             {
                 matched.push(found);
@@ -308,6 +306,7 @@ fn shorten_line(line: &str) -> String {
 mod tests {
     use super::*;
     use crate::mcp::error::ToolErrorKind;
+    use muxgate_tmux::ops::pane_row::PaneRecord;
 
     fn row() -> PaneRow {
         let line = [
@@ -315,7 +314,7 @@ mod tests {
             "", "9", "1", "main", "win", "", "sh", "/",
         ]
         .join("|");
-        PaneRow::parse(line.as_bytes()).unwrap()
+        PaneRow::from(PaneRecord::parse(line.as_bytes()).unwrap())
     }
 
     #[test]

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::support::{
-    build_error, check_window_name, name_filter, op_failure, session_target, validate_environment,
+    check_window_name, name_filter, op_failure, session_target, validate_environment,
     validate_start_directory, validate_window_size,
 };
 use super::window::list_window_rows;
@@ -35,10 +35,10 @@ use crate::mcp::fields::RowShape;
 use crate::mcp::self_guard::Kill;
 use crate::mcp::shared_tool::{Reply, SharedTool};
 use crate::mcp::zellij_access::ZellijAccess;
-use muxgate_tmux::typed::sessions::{self, NewSession, Session, SessionError};
+use muxgate_tmux::typed::sessions::{NewSession, Session, SessionError};
 use muxgate_tmux::typed::windows::Window;
 use muxgate_tmux::wire::target::{SessionName, SessionSel, Target};
-use muxgate_tmux::{EngineError, SessionId, TmuxCommand};
+use muxgate_tmux::{EngineError, SessionId};
 use muxgate_zellij::unsupported;
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -141,19 +141,6 @@ impl SessionInfo {
             created: self.session.created,
         }
     }
-}
-
-/// The command that lists every session, for a batch of the caller's; its answer goes to
-/// [`visible_sessions`].
-pub(crate) fn list_sessions_command() -> Result<TmuxCommand, ToolError> {
-    sessions::list_command().map_err(build_error)
-}
-
-/// Keeps the sessions of a [`list_sessions_command`] answer that the caller may see, marking
-/// the ones it created. `rows` are every session of the server: ownerships of sessions no
-/// longer among them are forgotten.
-pub(crate) fn visible_sessions(tmux: &TmuxAccess<'_>, rows: &[Vec<u8>]) -> Vec<SessionInfo> {
-    visible(tmux, sessions::parse_sessions(rows))
 }
 
 /// Keeps the `sessions` the caller may see, marking the ones it created. `sessions` are every

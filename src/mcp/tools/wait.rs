@@ -44,7 +44,6 @@ use crate::mcp::tools::watch::{read_settled_state, read_state};
 use crate::mcp::zellij_access::ZellijAccess;
 use muxgate_mux::multiplexer::CaptureRange;
 use muxgate_tmux::follow::text::{Decision, Followed, RowsSince, TextWatch, follow};
-use muxgate_tmux::ops::capture::capture_command;
 use muxgate_tmux::{LineReader, OutputSubscription, PaneId, StreamEnd};
 
 /// `wait_for_text`'s timeout when the client gives none.
@@ -434,13 +433,10 @@ async fn visible_lines(tmux: &TmuxAccess<'_>, pane: PaneId) -> Result<Vec<String
         join_wrapped: true,
         ..CaptureRange::visible()
     };
-    let command = capture_command(&range, pane)
-        .map_err(|e| ToolError::new(ToolErrorKind::Internal, e.to_string(), "report this"))?;
-    let rows = tmux.run(command, PANES_HINT).await.map_err(|e| {
-        if e.kind == ToolErrorKind::NotFound {
-            missing_pane(pane)
-        } else {
-            e
+    let rows = tmux.pane_reads().capture(pane, &range).await.map_err(|e| {
+        match tmux.error(e, PANES_HINT) {
+            e if e.kind == ToolErrorKind::NotFound => missing_pane(pane),
+            e => e,
         }
     })?;
     Ok(rows

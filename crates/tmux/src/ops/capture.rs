@@ -28,7 +28,10 @@ fn bound_arg(bound: LineBound) -> String {
 }
 
 /// `capture-pane -p` for `pane` with `range`.
-pub fn capture_command(range: &CaptureRange, pane: PaneId) -> Result<TmuxCommand, QuoteError> {
+pub(crate) fn capture_command(
+    range: &CaptureRange,
+    pane: PaneId,
+) -> Result<TmuxCommand, QuoteError> {
     let mut command = TmuxCommand::new("capture-pane").flag("-p");
     if range.join_wrapped {
         command = command.flag("-J");

@@ -3,7 +3,7 @@
 //!
 //! tmux 3.3a expands `display-message -t %N` for some other pane when `%N` does not exist,
 //! instead of failing. Callers therefore make sure of the pane first (a capture of it on the
-//! same line, or resolving the target), and [`parse_snapshot`] takes no row that names
+//! same line, or resolving the target), and `parse_snapshot` takes no row that names
 //! another pane. Pure: builds the commands and parses the row; runs nothing.
 
 use crate::wire::format::{flag, row_format, split_row};
@@ -79,7 +79,7 @@ pub struct PaneSnapshot {
 }
 
 /// The command that prints `pane`'s snapshot row (see [`parse_snapshot`]).
-pub fn snapshot_command(pane: PaneId) -> Result<TmuxCommand, QuoteError> {
+pub(crate) fn snapshot_command(pane: PaneId) -> Result<TmuxCommand, QuoteError> {
     TmuxCommand::new("display-message")
         .flag("-p")
         .target(pane)
@@ -89,7 +89,7 @@ pub fn snapshot_command(pane: PaneId) -> Result<TmuxCommand, QuoteError> {
 
 /// `pane`'s snapshot from the lines [`snapshot_command`] printed; `None` when the first is
 /// not a snapshot row of `pane` (tmux 3.3a may have answered for another pane).
-pub fn parse_snapshot(pane: PaneId, lines: &[Vec<u8>]) -> Option<PaneSnapshot> {
+pub(crate) fn parse_snapshot(pane: PaneId, lines: &[Vec<u8>]) -> Option<PaneSnapshot> {
     let f = lines
         .first()
         .and_then(|row| split_row(row, SNAPSHOT_FIELDS.len()))
@@ -127,7 +127,7 @@ pub fn parse_snapshot(pane: PaneId, lines: &[Vec<u8>]) -> Option<PaneSnapshot> {
 /// The command that expands `format` in `pane`'s context and prints it. `format` is the
 /// client's, checked beforehand (see [`crate::wire::format_check`]); it travels as one quoted
 /// argument.
-pub fn expand_command(pane: PaneId, format: &str) -> Result<TmuxCommand, QuoteError> {
+pub(crate) fn expand_command(pane: PaneId, format: &str) -> Result<TmuxCommand, QuoteError> {
     TmuxCommand::new("display-message")
         .flag("-p")
         .target(pane)

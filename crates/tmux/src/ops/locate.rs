@@ -43,7 +43,7 @@ pub struct PaneLocation {
 /// The rows of the panes `target` covers: a session's (`-s`), a window's, or those of the
 /// window holding a pane. For a window, tmux answers in the session that was most recently
 /// active among those holding it (see [`locate_everywhere_command`]).
-pub fn locate_command(target: &Target) -> Result<TmuxCommand, QuoteError> {
+pub(crate) fn locate_command(target: &Target) -> Result<TmuxCommand, QuoteError> {
     let mut command = TmuxCommand::new("list-panes");
     if matches!(target, Target::Session(_)) {
         command = command.flag("-s");
@@ -56,7 +56,7 @@ pub fn locate_command(target: &Target) -> Result<TmuxCommand, QuoteError> {
 
 /// The rows of every pane of the server, in every session holding it: for finding a window's
 /// own session when tmux answered [`locate_command`] in another.
-pub fn locate_everywhere_command() -> Result<TmuxCommand, QuoteError> {
+pub(crate) fn locate_everywhere_command() -> Result<TmuxCommand, QuoteError> {
     TmuxCommand::new("list-panes")
         .flag("-a")
         .opt("-F", row_format(&LOCATION_FIELDS))

@@ -170,7 +170,7 @@ pub fn sample_row() -> Vec<u8> {
 
 /// `list-panes` printing rows of [`PaneRecord::row_format`]: every pane of the server
 /// (`None`), or those of a session (`-s`), of a window, or of the window holding a pane.
-pub fn list_command(scope: Option<&Target>) -> Result<TmuxCommand, QuoteError> {
+pub(crate) fn list_command(scope: Option<&Target>) -> Result<TmuxCommand, QuoteError> {
     let mut command = TmuxCommand::new("list-panes");
     match scope {
         None => command = command.flag("-a"),

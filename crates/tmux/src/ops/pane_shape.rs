@@ -32,7 +32,7 @@ pub struct PaneShape {
 
 impl PaneShape {
     /// `display-message -p` of the shape of `pane`; its one row goes to [`Self::parse`].
-    pub fn command(pane: PaneId) -> Result<TmuxCommand, QuoteError> {
+    pub(crate) fn command(pane: PaneId) -> Result<TmuxCommand, QuoteError> {
         TmuxCommand::new("display-message")
             .flag("-p")
             .target(pane)
@@ -40,7 +40,7 @@ impl PaneShape {
             .build()
     }
 
-    /// The shape in a row [`Self::command`] printed; `None` for anything else (a zero size
+    /// The shape in a row `display-message` printed with this format; `None` for anything else (a zero size
     /// included: no emulator has one).
     pub fn parse(line: &[u8]) -> Option<Self> {
         let text = std::str::from_utf8(line).ok()?;

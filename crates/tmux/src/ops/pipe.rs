@@ -96,7 +96,10 @@ pub fn append_command(path: &PipePath) -> String {
 
 /// `pipe-pane` for `pane`: start appending its output to `path` (replacing any pipe the pane
 /// had), or with `None` stop piping.
-pub fn pipe_pane_command(pane: PaneId, path: Option<&PipePath>) -> Result<TmuxCommand, QuoteError> {
+pub(crate) fn pipe_pane_command(
+    pane: PaneId,
+    path: Option<&PipePath>,
+) -> Result<TmuxCommand, QuoteError> {
     let command = TmuxCommand::new("pipe-pane").target(pane);
     match path {
         Some(path) => command

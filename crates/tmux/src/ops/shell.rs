@@ -13,7 +13,7 @@ use crate::{CommandBuilder, TmuxCommand};
 const FIELDS: [&str; 2] = ["default-command", "default-shell"];
 
 /// The command that prints the server's `default-command` and `default-shell` (one row).
-pub fn pane_start() -> CommandBuilder {
+pub(crate) fn pane_start() -> CommandBuilder {
     TmuxCommand::new("display-message")
         .flag("-p")
         .arg(row_format(&FIELDS))
@@ -22,7 +22,7 @@ pub fn pane_start() -> CommandBuilder {
 /// The argv for a new pane from [`pane_start`]'s answer: the default shell integrated, or
 /// `None` (tmux then starts the pane as usual) when a `default-command` is set or the shell has
 /// no script.
-pub fn integrated_launch(rows: &[Vec<u8>]) -> Option<Vec<String>> {
+pub(crate) fn integrated_launch(rows: &[Vec<u8>]) -> Option<Vec<String>> {
     let [row] = rows else { return None };
     let fields = split_row(row, FIELDS.len())?;
     let [command, shell] = fields.as_slice() else {
@@ -36,7 +36,7 @@ pub fn integrated_launch(rows: &[Vec<u8>]) -> Option<Vec<String>> {
 
 /// Ends `command` (a `new-session`, `new-window`, `split-window` or `respawn-pane` with its
 /// options) with the launch argv: several arguments, so tmux executes them without a shell.
-pub fn with_launch(mut command: CommandBuilder, argv: &[String]) -> CommandBuilder {
+pub(crate) fn with_launch(mut command: CommandBuilder, argv: &[String]) -> CommandBuilder {
     command = command.end_of_options();
     for arg in argv {
         command = command.arg(arg);

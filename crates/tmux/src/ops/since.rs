@@ -13,7 +13,7 @@
 //! new stream of output, and an old cursor is refused rather than misread.
 //!
 //! The wire form is `mgc1.` + base64url(JSON): opaque to clients, checked field by field when
-//! it comes back. Pure: no I/O; the tool runs [`state_command`] and the captures.
+//! it comes back. Pure: no I/O; [`crate::typed::since`] runs `state_command` and the captures.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -131,7 +131,7 @@ const STATE_FORMAT: &str =
     "#{pane_id} #{pane_pid} #{history_size} #{history_limit} #{cursor_y} #{alternate_on}";
 
 /// `display-message` printing a pane's [`PaneRows`].
-pub fn state_command(pane: PaneId) -> Result<TmuxCommand, QuoteError> {
+pub(crate) fn state_command(pane: PaneId) -> Result<TmuxCommand, QuoteError> {
     TmuxCommand::new("display-message")
         .flag("-p")
         .target(pane)
@@ -140,7 +140,7 @@ pub fn state_command(pane: PaneId) -> Result<TmuxCommand, QuoteError> {
 }
 
 /// Parses [`state_command`]'s line for `pane`; `None` when tmux did not find the pane.
-pub fn parse_state(pane: PaneId, line: &[u8]) -> Option<PaneRows> {
+pub(crate) fn parse_state(pane: PaneId, line: &[u8]) -> Option<PaneRows> {
     let text = std::str::from_utf8(line).ok()?;
     let (id, rest) = text.split_once(' ')?;
     if id != pane.to_string() {

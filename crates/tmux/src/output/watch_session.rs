@@ -5,7 +5,7 @@
 //! it is attached to, and checks every pane against every output client on each turn of its
 //! event loop (BENCHMARKS.md). So instead of one client per watched session, the windows of
 //! watched panes are linked into this one session ([`links`]) and unlinked when no one watches
-//! them any more ([`unlink`]); one client attached to it receives all their output. The
+//! them any more (`unlink`); one client attached to it receives all their output. The
 //! session's own first window (a placeholder running `cat`) stays its current window: tmux
 //! applies a pending resize to a window only while it is the current window of an attached
 //! session, so a watched window that became the watch session's current one would be resized
@@ -15,8 +15,8 @@
 //! - the session is listed by tmux: muxgate's tools leave it out everywhere
 //!   ([`is_watch_session`]), and a target naming it is not found;
 //! - a window whose own session is killed would live on in the watch session: such windows
-//!   ([`orphans`]) are killed at once, so their programs end as they would have; and once the
-//!   watch session is the server's only session ([`only_watch_left`]) it is killed, and the
+//!   (`orphans`) are killed at once, so their programs end as they would have; and once the
+//!   watch session is the server's only session (`only_watch_left`) it is killed, and the
 //!   server still exits with its last real session;
 //! - tmux resolves a bare pane or window id to the most recently active session holding it:
 //!   linking a window also makes its own session more recent than the watch session (the
@@ -49,7 +49,7 @@ pub const NEW_SESSION: NewSession = NewSession {
 };
 
 /// Asks for the watch session's current window: its placeholder, right after it was created.
-pub fn placeholder(watch: SessionId) -> Result<TmuxCommand, QuoteError> {
+pub(crate) fn placeholder(watch: SessionId) -> Result<TmuxCommand, QuoteError> {
     TmuxCommand::new("display-message")
         .flag("-p")
         .opt("-t", format!("{watch}:"))
@@ -58,7 +58,7 @@ pub fn placeholder(watch: SessionId) -> Result<TmuxCommand, QuoteError> {
 }
 
 /// Reads [`placeholder`]'s answer.
-pub fn parse_placeholder(rows: &[Vec<u8>]) -> Option<WindowId> {
+pub(crate) fn parse_placeholder(rows: &[Vec<u8>]) -> Option<WindowId> {
     std::str::from_utf8(rows.first()?)
         .ok()?
         .trim_end()
@@ -67,7 +67,7 @@ pub fn parse_placeholder(rows: &[Vec<u8>]) -> Option<WindowId> {
 }
 
 /// Where a pane is, as tmux resolves it: `display-message` of `%N %window $session name`.
-pub fn place(pane: PaneId) -> Result<TmuxCommand, QuoteError> {
+pub(crate) fn place(pane: PaneId) -> Result<TmuxCommand, QuoteError> {
     TmuxCommand::new("display-message")
         .flag("-p")
         .target(pane)
@@ -78,7 +78,7 @@ pub fn place(pane: PaneId) -> Result<TmuxCommand, QuoteError> {
 /// Reads [`place`]'s answer for `pane`: its window, the session tmux resolved it to, and that
 /// session's name (which may be the watch session's). `None` for another pane's row or none
 /// (tmux 3.3a answers a missing pane with an empty line).
-pub fn parse_place(rows: &[Vec<u8>], pane: PaneId) -> Option<(WindowId, SessionId, String)> {
+pub(crate) fn parse_place(rows: &[Vec<u8>], pane: PaneId) -> Option<(WindowId, SessionId, String)> {
     let text = std::str::from_utf8(rows.first()?).ok()?;
     let mut parts = text.trim_end_matches('\n').splitn(4, ' ');
     let id = parts.next()?.parse::<PaneId>().ok()?;
@@ -135,7 +135,7 @@ pub fn links(
 
 /// Unlinks `window` from the watch session; a window linked nowhere else (its session is gone)
 /// is killed (`-k`), as it would have been with its session.
-pub fn unlink(watch: SessionId, window: WindowId) -> Result<TmuxCommand, QuoteError> {
+pub(crate) fn unlink(watch: SessionId, window: WindowId) -> Result<TmuxCommand, QuoteError> {
     TmuxCommand::new("unlink-window")
         .flag("-k")
         .opt("-t", format!("{watch}:{window}"))
@@ -144,7 +144,7 @@ pub fn unlink(watch: SessionId, window: WindowId) -> Result<TmuxCommand, QuoteEr
 
 /// Lists the watch session's windows with how many sessions each is linked into (for
 /// [`orphans`]).
-pub fn windows(watch: SessionId) -> Result<TmuxCommand, QuoteError> {
+pub(crate) fn windows(watch: SessionId) -> Result<TmuxCommand, QuoteError> {
     TmuxCommand::new("list-windows")
         .opt("-t", watch.to_string())
         .opt("-F", "#{window_id} #{window_linked_sessions}")
@@ -152,7 +152,7 @@ pub fn windows(watch: SessionId) -> Result<TmuxCommand, QuoteError> {
 }
 
 /// Every window of a [`windows`] answer.
-pub fn listed(rows: &[Vec<u8>]) -> HashSet<WindowId> {
+pub(crate) fn listed(rows: &[Vec<u8>]) -> HashSet<WindowId> {
     rows.iter()
         .filter_map(|row| {
             let text = std::str::from_utf8(row).ok()?;
@@ -164,7 +164,7 @@ pub fn listed(rows: &[Vec<u8>]) -> HashSet<WindowId> {
 /// The windows of a [`windows`] answer linked into the watch session only, but for its
 /// `placeholder`: their own session was killed (or they were unlinked from it), so they must
 /// end.
-pub fn orphans(rows: &[Vec<u8>], placeholder: WindowId) -> Vec<WindowId> {
+pub(crate) fn orphans(rows: &[Vec<u8>], placeholder: WindowId) -> Vec<WindowId> {
     rows.iter()
         .filter_map(|row| {
             let text = std::str::from_utf8(row).ok()?;
@@ -176,7 +176,7 @@ pub fn orphans(rows: &[Vec<u8>], placeholder: WindowId) -> Vec<WindowId> {
 }
 
 /// Lists the server's sessions by name (for [`only_watch_left`]).
-pub fn sessions() -> Result<TmuxCommand, QuoteError> {
+pub(crate) fn sessions() -> Result<TmuxCommand, QuoteError> {
     TmuxCommand::new("list-sessions")
         .opt("-F", "#{session_name}")
         .build()
@@ -184,7 +184,7 @@ pub fn sessions() -> Result<TmuxCommand, QuoteError> {
 
 /// Whether a [`sessions`] answer holds the watch session alone: the server's last real session
 /// has ended, and the server must be let exit.
-pub fn only_watch_left(rows: &[Vec<u8>]) -> bool {
+pub(crate) fn only_watch_left(rows: &[Vec<u8>]) -> bool {
     rows.iter()
         .all(|row| row.trim_ascii() == WATCH_SESSION.as_bytes())
 }
@@ -241,7 +241,7 @@ pub fn departures(
 /// Lists the terminal names of the clients attached to an existing watch session (the name is
 /// taken: is it stale?). The target names the session's current window (`=name:`): a bare
 /// `=name` is not read as a session by every command.
-pub fn clients() -> Result<TmuxCommand, QuoteError> {
+pub(crate) fn clients() -> Result<TmuxCommand, QuoteError> {
     TmuxCommand::new("list-clients")
         .opt("-t", format!("={WATCH_SESSION}:"))
         .opt("-F", "#{client_termname}")
@@ -251,14 +251,14 @@ pub fn clients() -> Result<TmuxCommand, QuoteError> {
 /// Whether a [`clients`] answer shows no client but this gateway's own (`ours`, its terminal
 /// marker): then the session is a dead gateway's (this gateway's command client may have
 /// attached to it for want of another session) and may be replaced.
-pub fn is_stale(rows: &[Vec<u8>], ours: &str) -> bool {
+pub(crate) fn is_stale(rows: &[Vec<u8>], ours: &str) -> bool {
     rows.iter()
         .all(|row| row.trim_ascii().is_empty() || row.trim_ascii() == ours.as_bytes())
 }
 
 /// Whether a [`clients`] answer shows this gateway's own command client (`ours`) attached to
 /// the watch session: tmux attaches a client that names no session to the most recent one.
-pub fn ours_attached(rows: &[Vec<u8>], ours: &str) -> bool {
+pub(crate) fn ours_attached(rows: &[Vec<u8>], ours: &str) -> bool {
     rows.iter().any(|row| row.trim_ascii() == ours.as_bytes())
 }
 
@@ -266,19 +266,19 @@ pub fn ours_attached(rows: &[Vec<u8>], ours: &str) -> bool {
 /// stale watch session about to be killed: tmux (3.3a and 3.5a, measured) can crash when a
 /// session is killed under an attached control client, writing a notification to the client
 /// while it exits.
-pub fn leave() -> Result<TmuxCommand, QuoteError> {
+pub(crate) fn leave() -> Result<TmuxCommand, QuoteError> {
     TmuxCommand::new("switch-client").flag("-n").build()
 }
 
 /// Kills a stale watch session (left by a muxgate that is gone).
-pub fn kill_stale() -> Result<TmuxCommand, QuoteError> {
+pub(crate) fn kill_stale() -> Result<TmuxCommand, QuoteError> {
     TmuxCommand::new("kill-session")
         .opt("-t", format!("={WATCH_SESSION}"))
         .build()
 }
 
 /// Kills an orphaned window.
-pub fn kill(window: WindowId) -> Result<TmuxCommand, QuoteError> {
+pub(crate) fn kill(window: WindowId) -> Result<TmuxCommand, QuoteError> {
     TmuxCommand::new("kill-window")
         .opt("-t", window.to_string())
         .build()

@@ -63,7 +63,7 @@ fn paste_command(tmux_name: &str, pane: PaneId, bracket: bool) -> Result<TmuxCom
 
 /// `delete-buffer` of the buffer tmux knows as `tmux_name` (also used to clean up the transient
 /// buffers of a delivery that failed).
-pub fn delete_command(tmux_name: &str) -> Result<TmuxCommand, QuoteError> {
+pub(crate) fn delete_command(tmux_name: &str) -> Result<TmuxCommand, QuoteError> {
     TmuxCommand::new("delete-buffer")
         .opt("-b", tmux_name)
         .build()

@@ -2,10 +2,14 @@
 //! [`crate::ops`] or its own, runs them through the server's worker in one write, and reads
 //! the answers into data.
 //!
-//! - [`server`]: the server as a whole (probe, describe, identity, kill);
+//! - [`server`]: the server as a whole (probe, describe, identity, the shell new panes start,
+//!   kill);
+//! - [`locate`]: where a client's target is (the panes it covers, a path's session layout);
 //! - [`sessions`], [`windows`], [`pane_lifecycle`]: listing and changing sessions, windows and
 //!   panes; [`placement`]: which windows and sessions hold a pane;
 //! - [`panes`]: `Multiplexer` for tmux, the pane operations both backends share;
+//! - [`pane_reads`]: pane rows, captures, snapshots, expanded formats and sizes, for answers
+//!   the gateway shapes; [`pipe`]: a pane's output piped to a file;
 //! - [`pane_state`]: a pane's state in one row; [`typing`]: a line and its Enter in one write;
 //! - [`since`]: a pane's state and rows read together for `capture_since`;
 //! - [`buffers`], [`copy_mode`], [`environment`], [`options`]: paste buffers, copy mode, the
@@ -17,11 +21,14 @@ pub mod buffers;
 pub mod claims;
 pub mod copy_mode;
 pub mod environment;
+pub mod locate;
 pub mod op_error;
 pub mod options;
 pub mod pane_lifecycle;
+pub mod pane_reads;
 pub mod pane_state;
 pub mod panes;
+pub mod pipe;
 pub mod placement;
 pub mod server;
 pub mod sessions;

@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use crate::ops;
 use crate::typed::sessions::{self, Session};
 use crate::wire::format::{row_format, split_row};
 use crate::{BatchMode, Caller, CommandOutcome, EngineError, TmuxCommand, TmuxServer};
@@ -124,6 +125,15 @@ impl TmuxServerOps {
         Ok(lines
             .first()
             .map(|l| String::from_utf8_lossy(l).into_owned()))
+    }
+
+    /// The argv that starts the server's default shell with shell integration; `None` when a
+    /// `default-command` is set, the shell has no script, or tmux does not say (tmux then
+    /// starts a new pane as usual).
+    pub async fn integrated_shell(&self) -> Option<Vec<String>> {
+        let command = ops::shell::pane_start().build().ok()?;
+        let rows = self.server.run(&self.caller, command).await.ok()?;
+        ops::shell::integrated_launch(&rows)
     }
 
     /// Tells the server to exit (it does so asynchronously: see [`Self::identity`]).

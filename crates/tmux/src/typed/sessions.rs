@@ -84,14 +84,14 @@ pub enum SessionError {
 wraps_op_error!(SessionError);
 
 /// The command that lists every session of the server, one row each (see [`parse_sessions`]).
-pub fn list_command() -> Result<TmuxCommand, QuoteError> {
+pub(crate) fn list_command() -> Result<TmuxCommand, QuoteError> {
     TmuxCommand::new("list-sessions")
         .opt("-F", row_format(&SESSION_FIELDS))
         .build()
 }
 
 /// The sessions in an answer of [`list_command`], rows that do not parse left out.
-pub fn parse_sessions(rows: &[Vec<u8>]) -> Vec<Session> {
+pub(crate) fn parse_sessions(rows: &[Vec<u8>]) -> Vec<Session> {
     rows.iter()
         .filter_map(|row| parse_session_row(row))
         .collect()

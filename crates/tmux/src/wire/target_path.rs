@@ -37,7 +37,7 @@ const PATH_FIELDS: [&str; 8] = [
 const MAX_CANDIDATES: usize = 12;
 
 /// The rows of every pane of the path's session.
-pub fn path_command(path: &TargetPath) -> Result<TmuxCommand, QuoteError> {
+pub(crate) fn path_command(path: &TargetPath) -> Result<TmuxCommand, QuoteError> {
     TmuxCommand::new("list-panes")
         .flag("-s")
         .opt("-t", path.session.tmux_target())
@@ -58,7 +58,7 @@ pub struct PathWindow {
     pub panes: Vec<(u32, PaneId)>,
 }
 
-/// A session's windows and panes, as [`path_command`]'s rows report them.
+/// A session's windows and panes, as the rows of `list-panes -s` report them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionLayout {
     /// `$N`, as printed.
@@ -74,7 +74,7 @@ pub struct SessionLayout {
 impl SessionLayout {
     /// Reads [`path_command`]'s rows; `None` when none is a path row. Rows that are not are
     /// skipped.
-    pub fn parse(rows: &[Vec<u8>]) -> Option<Self> {
+    pub(crate) fn parse(rows: &[Vec<u8>]) -> Option<Self> {
         let mut session = None;
         let mut windows: BTreeMap<u32, PathWindow> = BTreeMap::new();
         for f in rows
