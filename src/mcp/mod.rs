@@ -56,6 +56,7 @@ pub(crate) mod scoped;
 pub(crate) mod self_guard;
 pub(crate) mod shared_tool;
 pub(crate) mod skill;
+pub(crate) mod text_wait;
 pub(crate) mod tools;
 pub(crate) mod zellij_access;
 

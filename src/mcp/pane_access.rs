@@ -24,6 +24,7 @@ use muxgate_zellij::listing::{Pane, TabRow};
 use muxgate_zellij::panes::{ZellijPanes, input_steps};
 use muxgate_zellij::unsupported;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
 use super::access::{
@@ -38,6 +39,8 @@ use super::pane_ops::{PaneInfo, PaneRow, input_error};
 use super::position::{OutputPosition, ZellijPosition};
 use super::scoped::{Scoped, ScopedWindow};
 use super::self_guard::Kill;
+use super::text_wait::{self, TextWait, TextWaitEnd};
+use super::tools::watch::by_deadline;
 use super::tools::zellij_objects::{ZellijPaneInfo, ZellijTabInfo};
 use super::zellij_access::ZellijAccess;
 
@@ -80,6 +83,14 @@ pub(crate) trait PaneAccess: Send + Sync {
         &self,
         target: &str,
         instead: &str,
+    ) -> impl Future<Output = Result<Scoped<Self::Mux>, ToolError>> + Send;
+
+    /// [`Self::pane`] for a call that must end by `deadline` (a wait with its own timeout):
+    /// finding the pane fails as a step of the backend that did not finish in time.
+    fn pane_by(
+        &self,
+        target: &str,
+        deadline: Instant,
     ) -> impl Future<Output = Result<Scoped<Self::Mux>, ToolError>> + Send;
 
     /// Refuses to close `pane` when the gateway itself runs in it.
@@ -139,6 +150,16 @@ pub(crate) trait PaneAccess: Send + Sync {
 
     /// Refuses `input` for `pane` when the backend cannot type it, before anything is sent.
     fn check_input(&self, pane: &Scoped<Self::Mux>, input: &[InputPiece]) -> Result<(), ToolError>;
+
+    /// Waits until a line of `pane`'s new output matches `wait`, the pane exits, `deadline`
+    /// passes or the client cancels ([`super::text_wait`]).
+    fn wait_for_text(
+        &self,
+        pane: &Scoped<Self::Mux>,
+        wait: TextWait,
+        deadline: Instant,
+        cancel: &CancellationToken,
+    ) -> impl Future<Output = Result<TextWaitEnd, ToolError>> + Send;
 
     /// Delivers a batch of input to its panes in order; under `stop` nothing after the first
     /// failure is sent; by `deadline` every operation is settled ([`super::input_batch`]).
@@ -228,6 +249,16 @@ impl PaneAccess for TmuxAccess<'_> {
         let pane = pane_only(&self.target(target).await?, instead)?;
         let pane = self.resolve(&Target::Pane(pane)).await?.pane_id;
         Ok(self.scoped(pane, PANES_HINT))
+    }
+
+    /// Resolving a target asks tmux, which may stall; the engine's own time limit for a
+    /// command can be far longer than the wait.
+    async fn pane_by(
+        &self,
+        target: &str,
+        deadline: Instant,
+    ) -> Result<Scoped<TmuxPanes>, ToolError> {
+        by_deadline(self, deadline, PaneAccess::pane(self, target)).await
     }
 
     async fn may_kill(
@@ -333,6 +364,16 @@ impl PaneAccess for TmuxAccess<'_> {
             .map_err(|error| self.pane_error(pane.pane, pane.hint, error))
     }
 
+    async fn wait_for_text(
+        &self,
+        pane: &Scoped<TmuxPanes>,
+        wait: TextWait,
+        deadline: Instant,
+        cancel: &CancellationToken,
+    ) -> Result<TextWaitEnd, ToolError> {
+        text_wait::on_tmux(self, pane.pane, wait, deadline, cancel).await
+    }
+
     /// One write for the whole batch.
     async fn deliver_batch(
         &self,
@@ -368,6 +409,11 @@ impl PaneAccess for ZellijAccess<'_> {
 
     /// A Zellij target always names a pane.
     async fn exact_pane(&self, target: &str, _: &str) -> Result<Scoped<ZellijPanes>, ToolError> {
+        PaneAccess::pane(self, target).await
+    }
+
+    /// A Zellij target is read without asking Zellij: nothing to wait for.
+    async fn pane_by(&self, target: &str, _: Instant) -> Result<Scoped<ZellijPanes>, ToolError> {
         PaneAccess::pane(self, target).await
     }
 
@@ -438,6 +484,16 @@ impl PaneAccess for ZellijAccess<'_> {
     /// Keys Zellij lacks, and text that is not UTF-8.
     fn check_input(&self, _: &Scoped<ZellijPanes>, input: &[InputPiece]) -> Result<(), ToolError> {
         input_steps(input).map(drop).map_err(zellij_input_refusal)
+    }
+
+    async fn wait_for_text(
+        &self,
+        pane: &Scoped<ZellijPanes>,
+        wait: TextWait,
+        deadline: Instant,
+        cancel: &CancellationToken,
+    ) -> Result<TextWaitEnd, ToolError> {
+        text_wait::on_zellij(self, pane, wait, deadline, cancel).await
     }
 
     /// One operation after the other: Zellij takes no write for several panes.

@@ -480,7 +480,8 @@ impl McpServer {
                         input.since = zellij_batch_since(typed, &input.target)?;
                     }
                     let z = self.zellij_access(call, input.server.as_deref()).await?;
-                    return to_value(self.wait_for_zellij_text(&z, cancel, input).await?);
+                    let waited = self.wait_for_text_on(&z, cancel, &input, Vec::new(), None);
+                    return to_value(waited.await?);
                 }
                 // The echo of what the batch typed into this pane before the wait is not output.
                 let pane = subscription.as_ref().map(|s| s.pane().to_string());
@@ -491,7 +492,7 @@ impl McpServer {
                     .collect();
                 let tmux = self.tmux_access(call, input.server.as_deref()).await?;
                 to_value(
-                    self.wait_for_text_from(&tmux, cancel, input, subscription, echo)
+                    self.wait_for_text_on(&tmux, cancel, &input, echo, subscription)
                         .await?,
                 )
             }

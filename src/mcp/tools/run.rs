@@ -27,13 +27,13 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::wait::stream_end;
 use super::watch::{cancelled, elapsed_ms, keep};
 use crate::mcp::McpServer;
 use crate::mcp::access::{TmuxAccess, engine_error};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::shared_tool::{Reply, SharedTool};
+use crate::mcp::text_wait::stream_end;
 use crate::mcp::tools::watch::{foreground_of_state, read_state};
 use crate::mcp::zellij_access::ZellijAccess;
 use muxgate_tmux::PaneId;

@@ -1,18 +1,14 @@
 //! Zellij terminal I/O tools: batches of text, keys and pastes, and commands run with their
-//! output and exit status; and the Zellij halves of `wait_for_text` and `run_command`.
+//! output and exit status; and the Zellij half of `run_command`.
 //!
 //! Everything targets a pane by id and never moves anyone's focus. Output comes from stdout
-//! (no temp files); `wait_for_text` runs on `ZellijBackend::wait_for_new_lines`, woken by
-//! Zellij's pane events (no polling, no sleeps).
+//! (no temp files), woken by Zellij's pane events (no polling, no sleeps).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use muxgate_mux::echo::EchoFilter;
 use muxgate_mux::multiplexer::CapturedText;
-use muxgate_mux::screen_mark::ScreenMark;
 use muxgate_mux::shell_run::RunCapture;
-use muxgate_mux::text_match::{HitKind, WaitMatcher};
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::{tool, tool_router};
@@ -21,18 +17,13 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use super::run::{DEFAULT_RUN_TIMEOUT, RunCommandInput, RunCommandOutput};
-use super::wait::{
-    DEFAULT_TEXT_TIMEOUT, TextWaitRequest, WaitForTextInput, WaitForTextOutput, WaitOutcome,
-};
 use super::watch::cancelled;
 use super::zellij_pane::PaneSpot;
 use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
-use crate::mcp::position::ZellijPosition;
 use crate::mcp::zellij_access::ZellijAccess;
-use muxgate_mux::lines::tail_of;
-use muxgate_zellij::backend::{CommandResult, NewLinesEnd, RunInPaneOptions, RunOptions};
+use muxgate_zellij::backend::{CommandResult, RunInPaneOptions, RunOptions};
 
 /// Default `max_lines` of reads and command output (as the tmux tools).
 const DEFAULT_MAX_LINES: usize = 500;
@@ -163,68 +154,6 @@ impl McpServer {
         })
     }
 
-    /// `wait_for_text` on a Zellij server: the same arguments, defaults and outcomes as on
-    /// tmux. Zellij streams screens, not output, so "new output" is what each screen shows
-    /// below where the screen stood when the wait began (or at `since`, a `send_keys`
-    /// position); see [`muxgate_mux::screen_mark`].
-    pub(crate) async fn wait_for_zellij_text(
-        &self,
-        z: &ZellijAccess<'_>,
-        cancel: &CancellationToken,
-        input: WaitForTextInput,
-    ) -> Result<WaitForTextOutput, ToolError> {
-        let (session, pane) = z.pane_target(&input.target)?;
-        let since = input
-            .since
-            .as_deref()
-            .map(|text| zellij_since(text, z.server_name(), session.as_str(), &pane.to_string()))
-            .transpose()?;
-        let include_screen = input.include_screen;
-        let timeout = input.timeout;
-        let matcher = TextWaitRequest::from_input(input, None, Vec::new()).matcher()?;
-        let budget = z.budget().wait(timeout, DEFAULT_TEXT_TIMEOUT)?;
-        let typed = since.as_ref().map(|p| p.typed.clone()).unwrap_or_default();
-        // Text on the screen counts when it is new since a blank screen.
-        let whole_screen = ScreenMark::of(&[]);
-        let mark = if include_screen {
-            Some(&whole_screen)
-        } else {
-            since.as_ref().map(|p| &p.mark)
-        };
-        let check = |new: &[String]| decide(&matcher, &typed, new);
-        let wait = self
-            .zellij_wait(cancel, async {
-                z.backend
-                    .wait_for_new_lines(&session, pane, mark, budget.deadline, check)
-                    .await
-                    .map_err(|e| z.error(e))
-            })
-            .await?;
-        let (outcome, hit) = match wait.end {
-            NewLinesEnd::Found((outcome, hit)) => (outcome, Some(hit)),
-            NewLinesEnd::TimedOut => (WaitOutcome::Timeout, None),
-            NewLinesEnd::PaneClosed => (WaitOutcome::PaneExited, None),
-        };
-        let (matched_line, matched_pattern) = match hit {
-            Some((line, pattern)) => (Some(line), pattern),
-            None => (None, None),
-        };
-        Ok(WaitForTextOutput {
-            pane_id: pane.to_string(),
-            outcome,
-            found: outcome == WaitOutcome::Matched,
-            matched_line,
-            matched_pattern,
-            saw_new_output: !wait.lines.is_empty(),
-            tail: tail_of(wait.lines),
-            alternate_screen: false,
-            resynced: false,
-            pane_exit_status: None,
-            elapsed_ms: u64::try_from(budget.started.elapsed().as_millis()).unwrap_or(u64::MAX),
-            effective_timeout: budget.effective.as_secs_f64(),
-        })
-    }
-
     /// Runs a wait until it ends, the client cancels, or the gateway shuts down.
     async fn zellij_wait<T>(
         &self,
@@ -240,66 +169,6 @@ impl McpServer {
             })
             .await
     }
-}
-
-/// A `since` given to a Zellij wait, checked to be a position of this very pane.
-fn zellij_since(
-    text: &str,
-    server: &str,
-    session: &str,
-    pane: &str,
-) -> Result<ZellijPosition, ToolError> {
-    let position = ZellijPosition::decode(text).map_err(|e| {
-        ToolError::invalid_arguments(
-            format!("since: {e}"),
-            "pass output_position exactly as send_keys returned it for this pane",
-        )
-    })?;
-    if (
-        position.server.as_str(),
-        position.session.as_str(),
-        position.pane.as_str(),
-    ) != (server, session, pane)
-    {
-        return Err(ToolError::invalid_arguments(
-            format!(
-                "since: it was made for {}:{} on server {:?}",
-                position.session, position.pane, position.server
-            ),
-            "pass the output_position of input typed into this pane, or omit since",
-        ));
-    }
-    Ok(position)
-}
-
-/// What a screen's new lines decide for a Zellij text wait: the outcome and the line (with the
-/// pattern) that decided it. The echo of `typed` input is taken out first, as on tmux.
-fn decide(
-    matcher: &WaitMatcher,
-    typed: &[String],
-    new: &[String],
-) -> Option<(WaitOutcome, (String, Option<String>))> {
-    let mut echo = EchoFilter::new(typed);
-    // The last line may still be written: filtering it must not use up the echo.
-    let last = new.len().saturating_sub(1);
-    let lines: Vec<String> = new
-        .iter()
-        .enumerate()
-        .map(|(i, line)| echo.strip(line, i < last))
-        .collect();
-    if let Some(hit) = matcher.check(lines.iter().map(String::as_str)) {
-        let outcome = if hit.kind == HitKind::Stop {
-            WaitOutcome::Stopped
-        } else {
-            WaitOutcome::Matched
-        };
-        let pattern = matcher.source(&hit).to_owned();
-        return Some((outcome, (hit.line, Some(pattern))));
-    }
-    let first = lines.into_iter().find(|l| !l.trim().is_empty())?;
-    matcher
-        .any_output()
-        .then_some((WaitOutcome::AnyOutput, (first, None)))
 }
 
 #[tool_router(router = zellij_io_tools, vis = "pub(crate)")]
