@@ -47,6 +47,7 @@ pub(crate) mod input_batch;
 pub(crate) mod links;
 pub(crate) mod pane_access;
 pub(crate) mod pane_ops;
+pub(crate) mod pane_state;
 pub(crate) mod position;
 pub(crate) mod prompts;
 pub(crate) mod recording;

@@ -36,6 +36,7 @@ use super::budget::CallBudget;
 use super::error::{ToolError, ToolErrorKind};
 use super::input_batch::{self, BatchInput, DeliveredBatch};
 use super::pane_ops::{PaneInfo, PaneRow, input_error};
+use super::pane_state::{self, PaneStateOutput};
 use super::position::{OutputPosition, ZellijPosition};
 use super::scoped::{Scoped, ScopedWindow};
 use super::self_guard::Kill;
@@ -150,6 +151,13 @@ pub(crate) trait PaneAccess: Send + Sync {
 
     /// Refuses `input` for `pane` when the backend cannot type it, before anything is sent.
     fn check_input(&self, pane: &Scoped<Self::Mux>, input: &[InputPiece]) -> Result<(), ToolError>;
+
+    /// What `pane` is doing, from the evidence the backend has ([`super::pane_state`]).
+    fn pane_state(
+        &self,
+        gateway: &McpServer,
+        pane: &Scoped<Self::Mux>,
+    ) -> impl Future<Output = Result<PaneStateOutput, ToolError>> + Send;
 
     /// Waits until a line of `pane`'s new output matches `wait`, the pane exits, `deadline`
     /// passes or the client cancels ([`super::text_wait`]).
@@ -364,6 +372,14 @@ impl PaneAccess for TmuxAccess<'_> {
             .map_err(|error| self.pane_error(pane.pane, pane.hint, error))
     }
 
+    async fn pane_state(
+        &self,
+        gateway: &McpServer,
+        pane: &Scoped<TmuxPanes>,
+    ) -> Result<PaneStateOutput, ToolError> {
+        pane_state::on_tmux(gateway, self, pane.pane).await
+    }
+
     async fn wait_for_text(
         &self,
         pane: &Scoped<TmuxPanes>,
@@ -484,6 +500,14 @@ impl PaneAccess for ZellijAccess<'_> {
     /// Keys Zellij lacks, and text that is not UTF-8.
     fn check_input(&self, _: &Scoped<ZellijPanes>, input: &[InputPiece]) -> Result<(), ToolError> {
         input_steps(input).map(drop).map_err(zellij_input_refusal)
+    }
+
+    async fn pane_state(
+        &self,
+        _: &McpServer,
+        pane: &Scoped<ZellijPanes>,
+    ) -> Result<PaneStateOutput, ToolError> {
+        pane_state::on_zellij(self, pane).await
     }
 
     async fn wait_for_text(

@@ -1,8 +1,7 @@
 //! Read-only Zellij tools that show the workspace before acting: the Zellij halves of
-//! `list_sessions`, `list_panes` and `get_pane_state`, and the attached clients and the live
+//! `list_sessions` and `list_panes`, and the attached clients and the live
 //! layout (list_servers names the Zellij servers too). None changes anything or moves focus.
 
-use muxgate_mux::shell_run::screen::program_name;
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::{tool, tool_router};
@@ -12,7 +11,6 @@ use serde_json::{Map, Value};
 
 use super::pane::{ListPanesInput, ListPanesOutput};
 use super::session::{ListSessionsInput, ListSessionsOutput};
-use super::state::{GetPaneStateInput, PaneStateOutput};
 use super::support::name_filter;
 use super::zellij_objects::ZELLIJ_PANE_FIELDS;
 use super::zellij_objects::{ZellijClientInfo, ZellijPaneInfo};
@@ -82,46 +80,6 @@ impl ZellijAccess<'_> {
         Ok(ListSessionsOutput {
             server: self.server_name().to_owned(),
             sessions,
-        })
-    }
-
-    /// `get_pane_state` on a Zellij server: what Zellij reports of the pane, its program and
-    /// command line, and whether its command exited with which status. Zellij says nothing of
-    /// the foreground process's state, the pane's output times, modes or screens, and no
-    /// agent hook reports on Zellij panes, so those fields are left out, never guessed.
-    pub(crate) async fn pane_state(
-        &self,
-        input: GetPaneStateInput,
-    ) -> Result<PaneStateOutput, ToolError> {
-        let (session, pane) = self.pane_target(&input.target)?;
-        let pane = self
-            .backend
-            .pane(&session, pane)
-            .await
-            .map_err(|e| self.error(e))?;
-        let command_line = pane.running_command.or(pane.terminal_command);
-        Ok(PaneStateOutput {
-            pane_id: pane.id.to_string(),
-            session: Some(session.to_string()),
-            current_command: command_line
-                .as_deref()
-                .map(program_name)
-                .unwrap_or_default()
-                .to_owned(),
-            foreground_pid: None,
-            foreground_command_line: command_line,
-            waiting_for_input: None,
-            blocked_in: None,
-            idle_for_ms: None,
-            recording_since_ms: None,
-            at_prompt: None,
-            alternate_screen: None,
-            in_mode: None,
-            dead: pane.exited,
-            dead_status: pane.exit_status.filter(|_| pane.exited),
-            agent_state: None,
-            agent: None,
-            agent_reported_ms_ago: None,
         })
     }
 
