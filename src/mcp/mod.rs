@@ -39,6 +39,7 @@ pub mod backend;
 pub(crate) mod budget;
 pub(crate) mod call;
 pub mod catalog;
+pub(crate) mod command_run;
 pub(crate) mod error;
 pub(crate) mod fields;
 pub(crate) mod filter;

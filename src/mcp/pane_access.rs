@@ -32,7 +32,8 @@ use super::access::{
     window_only,
 };
 use super::backend::Row;
-use super::budget::CallBudget;
+use super::budget::{CallBudget, WaitBudget};
+use super::command_run::{self, RunCommandOutput, RunRequest};
 use super::error::{ToolError, ToolErrorKind};
 use super::input_batch::{self, BatchInput, DeliveredBatch};
 use super::pane_ops::{PaneInfo, PaneRow, input_error};
@@ -151,6 +152,16 @@ pub(crate) trait PaneAccess: Send + Sync {
 
     /// Refuses `input` for `pane` when the backend cannot type it, before anything is sent.
     fn check_input(&self, pane: &Scoped<Self::Mux>, input: &[InputPiece]) -> Result<(), ToolError>;
+
+    /// Runs a command in `pane`'s shell until it ends or `budget`'s deadline passes, or the
+    /// client cancels ([`super::command_run`]).
+    fn run_command(
+        &self,
+        pane: &Scoped<Self::Mux>,
+        request: RunRequest,
+        budget: &WaitBudget,
+        cancel: &CancellationToken,
+    ) -> impl Future<Output = Result<RunCommandOutput, ToolError>> + Send;
 
     /// What `pane` is doing, from the evidence the backend has ([`super::pane_state`]).
     fn pane_state(
@@ -372,6 +383,16 @@ impl PaneAccess for TmuxAccess<'_> {
             .map_err(|error| self.pane_error(pane.pane, pane.hint, error))
     }
 
+    async fn run_command(
+        &self,
+        pane: &Scoped<TmuxPanes>,
+        request: RunRequest,
+        budget: &WaitBudget,
+        cancel: &CancellationToken,
+    ) -> Result<RunCommandOutput, ToolError> {
+        command_run::on_tmux(self, pane.pane, request, budget, cancel).await
+    }
+
     async fn pane_state(
         &self,
         gateway: &McpServer,
@@ -500,6 +521,16 @@ impl PaneAccess for ZellijAccess<'_> {
     /// Keys Zellij lacks, and text that is not UTF-8.
     fn check_input(&self, _: &Scoped<ZellijPanes>, input: &[InputPiece]) -> Result<(), ToolError> {
         input_steps(input).map(drop).map_err(zellij_input_refusal)
+    }
+
+    async fn run_command(
+        &self,
+        pane: &Scoped<ZellijPanes>,
+        request: RunRequest,
+        budget: &WaitBudget,
+        cancel: &CancellationToken,
+    ) -> Result<RunCommandOutput, ToolError> {
+        command_run::on_zellij(self, pane, request, budget, cancel).await
     }
 
     async fn pane_state(

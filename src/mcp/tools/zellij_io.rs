@@ -1,5 +1,5 @@
 //! Zellij terminal I/O tools: batches of text, keys and pastes, and commands run with their
-//! output and exit status; and the Zellij half of `run_command`.
+//! output and exit status.
 //!
 //! Everything targets a pane by id and never moves anyone's focus. Output comes from stdout
 //! (no temp files), woken by Zellij's pane events (no polling, no sleeps).
@@ -8,7 +8,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use muxgate_mux::multiplexer::CapturedText;
-use muxgate_mux::shell_run::RunCapture;
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::{tool, tool_router};
@@ -16,14 +15,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use super::run::{DEFAULT_RUN_TIMEOUT, RunCommandInput, RunCommandOutput};
 use super::watch::cancelled;
 use super::zellij_pane::PaneSpot;
 use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::zellij_access::ZellijAccess;
-use muxgate_zellij::backend::{CommandResult, RunInPaneOptions, RunOptions};
+use muxgate_zellij::backend::{CommandResult, RunOptions};
 
 /// Default `max_lines` of reads and command output (as the tmux tools).
 const DEFAULT_MAX_LINES: usize = 500;
@@ -107,53 +105,6 @@ fn run_output(
 }
 
 impl McpServer {
-    /// `run_command` on a Zellij server: the same arguments, defaults and answer as on tmux.
-    /// The command is typed into the pane's shell between per-call markers
-    /// ([`muxgate_mux::shell_run::screen`]); on timeout it keeps running and the answer says so.
-    pub(crate) async fn run_zellij_command(
-        &self,
-        z: &ZellijAccess<'_>,
-        cancel: &CancellationToken,
-        input: RunCommandInput,
-        max_lines: u32,
-    ) -> Result<RunCommandOutput, ToolError> {
-        let (session, pane) = z.pane_target(&input.target)?;
-        let budget = z.budget().wait(input.timeout, DEFAULT_RUN_TIMEOUT)?;
-        let opts = RunInPaneOptions {
-            shell: input.shell,
-            timeout: budget.effective,
-        };
-        let run = self
-            .zellij_wait(cancel, async {
-                z.backend
-                    .run_in_pane(&session, pane, &input.command, opts)
-                    .await
-                    .map_err(|e| z.error(e))
-            })
-            .await?;
-        // Cut to `max_lines` as the tmux half cuts its output, then to the caller's byte cap.
-        let text = RunCapture::text_of(run.output.as_bytes(), 0, max_lines as usize);
-        let (output, cut_bytes) = z.budget().cap_output(&text.text);
-        Ok(RunCommandOutput {
-            pane_id: pane.to_string(),
-            session: Some(session.to_string()),
-            // How the command was typed: for a POSIX shell or for fish.
-            shell: if run.shell.is_fish() { "fish" } else { "sh" }.to_owned(),
-            exit_status: run.exit_status,
-            timed_out: run.exit_status.is_none(),
-            started: run.started,
-            output_truncated: text.dropped_lines > 0 || cut_bytes > 0 || run.truncated,
-            truncated_lines: text.dropped_lines,
-            truncated_bytes: cut_bytes as u64,
-            output,
-            // Lines that left the scrollback are cut, not lost on the way to the gateway.
-            output_lost: false,
-            pane_exited: false,
-            elapsed_ms: u64::try_from(run.elapsed.as_millis()).unwrap_or(u64::MAX),
-            effective_timeout: budget.effective_secs(),
-        })
-    }
-
     /// Runs a wait until it ends, the client cancels, or the gateway shuts down.
     async fn zellij_wait<T>(
         &self,
