@@ -1,9 +1,9 @@
 //! `capture_since`: the rows a pane printed since the caller last looked.
 //!
-//! The cursor logic (marks, anchors, finding rows again after tmux trimmed its history) is
-//! [`muxgate_tmux::ops::since`]; the reads it needs are [`muxgate_tmux::typed::since`], each
-//! the pane's state and its rows together, so no output can slip in between them. This module
-//! checks the cursor against the pane and shapes the answer.
+//! Reading the rows since a cursor is the tmux crate's ([`muxgate_tmux::typed::since`]: the
+//! reads, each the pane's state and its rows together, and the cursor logic of
+//! [`muxgate_tmux::ops::since`]). This module checks the cursor against the server and the
+//! pane, words what went wrong, and shapes the answer to the caller's budget.
 
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
@@ -18,8 +18,9 @@ use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use muxgate_tmux::PaneId;
 use muxgate_tmux::ops::capture::{DEFAULT_MAX_LINES, shape_capture};
-use muxgate_tmux::ops::since::{PaneRows, SinceCursor, cursor_at, locate};
+use muxgate_tmux::ops::since::SinceCursor;
 use muxgate_tmux::typed::op_error::{OpError, PaneOpError};
+use muxgate_tmux::typed::since::SinceError;
 
 /// Most rows a client may ask for at once.
 const MAX_MAX_LINES: usize = 10_000;
@@ -117,109 +118,57 @@ pub(crate) async fn capture_since(
         }
     };
 
-    let Some(cursor) = cursor else {
-        // Start: the visible rows.
-        let (state, rows) = state_and_rows(tmux, pane, Some(0)).await?;
-        return answer(tmux, pane, &state, &rows, state.history_size, None, request);
-    };
-    let (state, _) = state_and_rows(tmux, pane, None).await?;
-    if state.pane_pid != cursor.pane_pid {
-        return Err(ToolError::new(
-            ToolErrorKind::Conflict,
-            format!("{pane} was respawned since this cursor was made: its output started over"),
-            "call capture_since without a cursor to start over (capture_pane shows the screen)",
-        ));
-    }
-    let start_line = state.line_of(state.search_start(&cursor));
-    let (state, rows) = state_and_rows(tmux, pane, Some(start_line)).await?;
-    if state.pane_pid != cursor.pane_pid {
-        return Err(ToolError::new(
-            ToolErrorKind::Conflict,
-            format!("{pane} was respawned while it was read"),
-            "call capture_since without a cursor to start over",
-        ));
-    }
-    // tmux starts a capture that reaches above the history at its top.
-    let history = i64::try_from(state.history_size).unwrap_or(i64::MAX);
-    let first_row = u64::try_from(start_line.saturating_add(history)).unwrap_or(0);
-    let found = locate(&cursor, &rows, first_row);
-    answer(tmux, pane, &state, &rows, first_row, Some(found), request)
-}
-
-/// The pane's state and its rows from `start_line` (a `capture-pane -S` line) to the bottom of
-/// the screen, in one batch; `None` reads the state only.
-async fn state_and_rows(
-    tmux: &TmuxAccess<'_>,
-    pane: PaneId,
-    start_line: Option<i64>,
-) -> Result<(PaneRows, Vec<Vec<u8>>), ToolError> {
     let read = tmux
         .since()
-        .read(pane, start_line)
+        .rows_since(pane, cursor.as_ref())
         .await
-        .map_err(|e| match e {
-            PaneOpError::Op(OpError::Quote(e)) => internal(format!("capture_since command: {e}")),
-            PaneOpError::Op(e) => op_failure(tmux.server_name(), e, "call list_panes"),
-            PaneOpError::Missing(pane) => ToolError::not_found(
-                format!("pane {pane} not found"),
-                "call list_panes to see pane ids",
-            ),
-        })?;
-    if read.state.alternate_on {
-        return Err(ToolError::new(
-            ToolErrorKind::Conflict,
-            format!("{pane} shows a full-screen program: it keeps no history to read from"),
-            "use capture_pane to read its screen, or wait_for_text to wait for a change",
-        ));
-    }
-    Ok((read.state, read.rows))
-}
-
-fn internal(message: String) -> ToolError {
-    ToolError::new(
-        ToolErrorKind::Internal,
-        message,
-        "retry; report it if it persists",
-    )
-}
-
-/// Shapes the rows after the cursor (`found`: where they start in `rows`; `None` inside: the
-/// anchor was lost; `None` outside: a first call) into the answer.
-fn answer(
-    tmux: &TmuxAccess<'_>,
-    pane: PaneId,
-    state: &PaneRows,
-    rows: &[Vec<u8>],
-    first_row: u64,
-    found: Option<Option<usize>>,
-    request: &SinceRequest,
-) -> Result<CaptureSinceOutput, ToolError> {
-    let index = |row: u64| usize::try_from(row.saturating_sub(first_row)).unwrap_or(usize::MAX);
-    let cursor_index = index(state.cursor_row()).min(rows.len());
-    let visible_index = index(state.history_size).min(cursor_index);
-    let (start, lines_missed) = match found {
-        None => (visible_index, false),
-        Some(Some(start)) => (start.min(cursor_index), false),
-        Some(None) => (visible_index, true),
-    };
-    let shaped = shape_capture(&rows[start..cursor_index], request.max_lines, false);
+        .map_err(|e| since_error(tmux, pane, e))?;
+    let shaped = shape_capture(&read.rows, request.max_lines, false);
     let (lines, truncated_bytes) = tmux.budget().cap_output(&shaped.text);
-    let partial_line = rows
-        .get(cursor_index)
-        .map(|row| String::from_utf8_lossy(row).trim_end().to_owned())
-        .unwrap_or_default();
-    let cursor = cursor_at(tmux.server_name(), pane, state, rows, first_row);
     Ok(CaptureSinceOutput {
         pane_id: pane.to_string(),
         lines,
         line_count: shaped.lines,
-        partial_line,
-        cursor: cursor.encode(),
-        lines_missed,
+        partial_line: read.partial_line,
+        cursor: read.next.encode(),
+        lines_missed: read.lines_missed,
         truncated: shaped.truncated() || truncated_bytes > 0,
         truncated_lines: shaped.truncated_lines,
         truncated_bytes,
     })
+}
+
+/// Why the rows since a cursor could not be read, as an error for the model.
+fn since_error(tmux: &TmuxAccess<'_>, pane: PaneId, error: SinceError) -> ToolError {
+    match error {
+        SinceError::Read(PaneOpError::Op(OpError::Quote(e))) => ToolError::new(
+            ToolErrorKind::Internal,
+            format!("capture_since command: {e}"),
+            "retry; report it if it persists",
+        ),
+        SinceError::Read(PaneOpError::Op(e)) => {
+            op_failure(tmux.server_name(), e, "call list_panes")
+        }
+        SinceError::Read(PaneOpError::Missing(pane)) => ToolError::not_found(
+            format!("pane {pane} not found"),
+            "call list_panes to see pane ids",
+        ),
+        SinceError::FullScreen => ToolError::new(
+            ToolErrorKind::Conflict,
+            format!("{pane} shows a full-screen program: it keeps no history to read from"),
+            "use capture_pane to read its screen, or wait_for_text to wait for a change",
+        ),
+        SinceError::Respawned { while_read: false } => ToolError::new(
+            ToolErrorKind::Conflict,
+            format!("{pane} was respawned since this cursor was made: its output started over"),
+            "call capture_since without a cursor to start over (capture_pane shows the screen)",
+        ),
+        SinceError::Respawned { while_read: true } => ToolError::new(
+            ToolErrorKind::Conflict,
+            format!("{pane} was respawned while it was read"),
+            "call capture_since without a cursor to start over",
+        ),
+    }
 }
 
 #[tool_router(router = since_tools, vis = "pub(crate)")]

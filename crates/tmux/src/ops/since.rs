@@ -112,17 +112,17 @@ fn is_hash(text: &str) -> bool {
 
 /// What `capture_since` needs to know about a pane, read in the same batch as its rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PaneRows {
+pub(crate) struct PaneRows {
     /// Process id of the program started in the pane.
-    pub pane_pid: u32,
+    pub(crate) pane_pid: u32,
     /// Lines of scrollback history.
-    pub history_size: u64,
+    pub(crate) history_size: u64,
     /// The most lines of history the pane keeps.
-    pub history_limit: u64,
+    pub(crate) history_limit: u64,
     /// The cursor's row inside the visible screen (0-based).
-    pub cursor_y: u64,
+    pub(crate) cursor_y: u64,
     /// Whether the program switched to the alternate screen.
-    pub alternate_on: bool,
+    pub(crate) alternate_on: bool,
 }
 
 // `display-message` with a missing target prints an empty line instead of failing (tmux 3.3a):
@@ -163,12 +163,12 @@ pub(crate) fn parse_state(pane: PaneId, line: &[u8]) -> Option<PaneRows> {
 
 impl PaneRows {
     /// The row the terminal cursor is on, counted from the top of the history.
-    pub fn cursor_row(&self) -> u64 {
+    pub(crate) fn cursor_row(&self) -> u64 {
         self.history_size + self.cursor_y
     }
 
     /// The `capture-pane -S` line number of a row (negative lines are history).
-    pub fn line_of(&self, row: u64) -> i64 {
+    pub(crate) fn line_of(&self, row: u64) -> i64 {
         i64::try_from(row).unwrap_or(i64::MAX) - i64::try_from(self.history_size).unwrap_or(0)
     }
 
@@ -176,7 +176,7 @@ impl PaneRows {
     /// the history since: trims happen only near `history-limit`, by a tenth of it at a time.
     /// A mark past the cursor's row means the rows moved by an unknown amount (the history was
     /// cleared): everything is searched.
-    pub fn search_start(&self, cursor: &SinceCursor) -> u64 {
+    pub(crate) fn search_start(&self, cursor: &SinceCursor) -> u64 {
         if cursor.mark > self.cursor_row() {
             return 0;
         }
@@ -192,7 +192,7 @@ impl PaneRows {
 }
 
 /// Hash of rows (16 hex digits).
-pub fn anchor_hash(rows: &[Vec<u8>]) -> String {
+pub(crate) fn anchor_hash(rows: &[Vec<u8>]) -> String {
     let mut hasher = Sha256::new();
     for row in rows {
         hasher.update(row);
@@ -203,7 +203,7 @@ pub fn anchor_hash(rows: &[Vec<u8>]) -> String {
 
 /// A new cursor at the pane's current cursor row, anchored on `rows` (captured from row
 /// `first_row`).
-pub fn cursor_at(
+pub(crate) fn cursor_at(
     server: &str,
     pane: PaneId,
     state: &PaneRows,
@@ -245,7 +245,7 @@ fn prefix_matches(cursor: &SinceCursor, row: Option<&Vec<u8>>) -> bool {
 
 /// Where the unread rows start in `rows` (captured from row `first_row`), or `None` when the
 /// anchor is gone (the rows were trimmed away or overwritten).
-pub fn locate(cursor: &SinceCursor, rows: &[Vec<u8>], first_row: u64) -> Option<usize> {
+pub(crate) fn locate(cursor: &SinceCursor, rows: &[Vec<u8>], first_row: u64) -> Option<usize> {
     let n = usize::from(cursor.anchor_rows);
     let expected = cursor.mark.checked_sub(first_row)?;
     let expected = usize::try_from(expected).ok()?;
