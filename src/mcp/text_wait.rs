@@ -2,8 +2,9 @@
 //! ([`TextWait`]), how it ended ([`TextWaitEnd`]), and each backend's way to follow the pane
 //! until then, which [`super::pane_access::PaneAccess::wait_for_text`] picks.
 //!
-//! On tmux ([`on_tmux`]) the wait subscribes to the pane's output stream and sleeps until tmux
-//! sends output: while the pane is quiet the gateway sends tmux nothing and uses no CPU. Each
+//! On tmux ([`on_tmux`]) the wait is the tmux crate's
+//! ([`muxgate_tmux::typed::text_wait`]); this file reads `since` and words what went wrong.
+//! The wait subscribes to the pane's output stream and sleeps until tmux sends output: while the pane is quiet the gateway sends tmux nothing and uses no CPU. Each
 //! wake-up takes every line completed since the last one (a flood costs one check per batch,
 //! not per byte). The pane's bytes become visible lines once for all its waits
 //! ([`muxgate_tmux::output::shared_lines`]; escape sequences removed, carriage returns
@@ -22,15 +23,15 @@
 //! On Zellij ([`on_zellij`]), which streams no output, each screen Zellij renders is examined
 //! for lines new since the wait began (or since the screen mark `since` carries).
 
-use std::sync::Arc;
-
 use muxgate_mux::echo::EchoFilter;
 use muxgate_mux::lines::tail_of;
-use muxgate_mux::multiplexer::CaptureRange;
 use muxgate_mux::screen_mark::ScreenMark;
 use muxgate_mux::text_match::{HitKind, WaitMatcher};
-use muxgate_tmux::follow::text::{Decision, Followed, RowsSince, TextWatch, follow};
-use muxgate_tmux::{LineReader, OutputSubscription, PaneId, StreamEnd};
+use muxgate_tmux::follow::text::Decision;
+use muxgate_tmux::typed::text_wait::{
+    TextWaitEnd as TmuxEnd, TextWaitError, TextWaitRequest, TextWaited, TmuxTextWaits,
+};
+use muxgate_tmux::{EngineError, OutputSubscription, PaneId, StreamEnd};
 use muxgate_zellij::backend::NewLinesEnd;
 use muxgate_zellij::panes::ZellijPanes;
 use schemars::JsonSchema;
@@ -42,10 +43,8 @@ use super::access::{PANES_HINT, TmuxAccess};
 use super::error::{ToolError, ToolErrorKind};
 use super::position::{OutputPosition, ZellijPosition};
 use super::scoped::Scoped;
-use super::tools::since::{SinceRequest, capture_since};
-use super::tools::watch::{
-    by_deadline, cancelled, missing_pane, read_settled_state, read_state, subscribe,
-};
+use super::tools::since::since_error;
+use super::tools::watch::{cancelled, missing_pane, state_error};
 use super::zellij_access::ZellijAccess;
 
 /// What a wait for text asks, whichever backend serves it.
@@ -103,45 +102,9 @@ pub(crate) struct TextWaitEnd {
     pub exit_status: Option<i32>,
 }
 
-async fn rows_since(
-    tmux: &TmuxAccess<'_>,
-    pane: PaneId,
-    since: &OutputPosition,
-) -> Result<RowsSince, ToolError> {
-    if since.cursor.pane_id() != pane {
-        return Err(ToolError::invalid_arguments(
-            format!(
-                "since: it was made for {}, not {pane}",
-                since.cursor.pane_id()
-            ),
-            "pass the output_position of input typed into this pane, or omit since",
-        ));
-    }
-    let request = SinceRequest {
-        target: Some(pane.to_string()),
-        cursor: Some(since.cursor.encode()),
-        max_lines: CATCH_UP_ROWS,
-    };
-    let read = capture_since(tmux, &request).await.map_err(|mut e| {
-        e.message = format!("since: {}", e.message);
-        e
-    })?;
-    let lines = if read.line_count == 0 {
-        Vec::new()
-    } else {
-        read.lines.split('\n').map(Arc::from).collect()
-    };
-    Ok(RowsSince {
-        lines,
-        partial: Some(read.partial_line).filter(|p| !p.is_empty()),
-        missed: read.lines_missed,
-    })
-}
-
-/// Most rows read back from a `since` position (the newest are kept).
-const CATCH_UP_ROWS: usize = 2000;
-
-/// Waits for text in a tmux pane until `deadline`; the caller holds the wait budget.
+/// Waits for text in a tmux pane until `deadline`; the caller holds the wait budget. The wait
+/// itself is [`TmuxTextWaits::wait`]; here: `since` read and checked, and what went wrong
+/// worded for the model.
 pub(crate) async fn on_tmux(
     tmux: &TmuxAccess<'_>,
     pane: PaneId,
@@ -154,58 +117,97 @@ pub(crate) async fn on_tmux(
         .as_deref()
         .map(|text| tmux_since(tmux, text))
         .transpose()?;
-    let typed: Vec<String> = since
-        .iter()
-        .flat_map(|p| p.typed.iter().cloned())
-        .chain(wait.echo)
-        .collect();
-    // Subscribe before reading the state, so that no switch of screen or exit falls between.
-    let subscription = match wait.subscription {
-        Some(subscription) if subscription.pane() == pane => subscription,
-        _ => subscribe(tmux, pane, deadline).await?,
+    let (since, typed) = match since {
+        Some(position) => (Some(position.cursor), position.typed),
+        None => (None, Vec::new()),
     };
-    let mut reader = LineReader::new(subscription);
-    let state = by_deadline(tmux, deadline, read_state(tmux, pane)).await?;
-    let mut watch = TextWatch::new(wait.matcher, EchoFilter::new(&typed));
-    let end = if state.dead {
-        // Dead before the wait began: tmux records how the program ended after the dead flag.
-        let status = match state.dead_status {
-            Some(status) => Some(status),
-            None => {
-                by_deadline(tmux, deadline, read_settled_state(tmux, pane))
-                    .await?
-                    .dead_status
-            }
-        };
-        let mut ended = WaitEnd::outcome(WaitOutcome::PaneExited);
-        ended.exit_status = status;
-        ended
-    } else {
-        let caught_up = match &since {
-            _ if state.alternate_on => {
-                // The stream only reports switches; start from what the pane shows now.
-                reader.assume_alternate_screen().await;
-                watch.assume_alternate_screen();
-                None
-            }
-            Some(since) => since_hit(tmux, pane, since, &typed, &mut watch, deadline).await?,
-            None => None,
-        };
-        let before = match caught_up {
-            Some(decision) => Some(decision),
-            None if wait.include_screen => screen_hit(tmux, pane, &watch, deadline).await?,
-            None => None,
-        };
-        match before {
-            Some(decision) => WaitEnd::decided(decision),
-            None => {
-                let screen = || visible_lines(tmux, pane);
-                let followed = follow(&mut reader, &mut watch, deadline, cancel, screen).await?;
-                WaitEnd::followed(tmux.server_name(), pane, followed)?
-            }
+    let request = TextWaitRequest {
+        matcher: wait.matcher,
+        typed: typed.into_iter().chain(wait.echo).collect(),
+        since,
+        include_screen: wait.include_screen,
+        subscription: wait.subscription,
+    };
+    let waited = TmuxTextWaits::new(tmux.server.clone(), tmux.caller.clone())
+        .wait(pane, request, deadline, cancel)
+        .await
+        .map_err(|e| text_wait_error(tmux, pane, e))?;
+    Ok(finish(waited))
+}
+
+/// A tmux text wait's end as the answer tells it.
+fn finish(waited: TextWaited) -> TextWaitEnd {
+    let TextWaited { end, watch } = waited;
+    let (outcome, decision, exit_status) = match end {
+        TmuxEnd::Decided(decision) => {
+            let outcome = match &decision {
+                Decision::Hit(hit) if hit.kind == HitKind::Stop => WaitOutcome::Stopped,
+                Decision::Hit(_) => WaitOutcome::Matched,
+                Decision::AnyOutput(_) => WaitOutcome::AnyOutput,
+            };
+            (outcome, Some(decision), None)
         }
+        TmuxEnd::Timeout => (WaitOutcome::Timeout, None, None),
+        TmuxEnd::AlternateScreen => (WaitOutcome::AlternateScreen, None, None),
+        TmuxEnd::PaneExited(status) => (WaitOutcome::PaneExited, None, status),
     };
-    Ok(end.finish(&watch))
+    let (matched_line, matched_pattern) = match decision {
+        Some(Decision::Hit(hit)) => {
+            let pattern = watch.matcher().source(&hit).to_owned();
+            (Some(hit.line), Some(pattern))
+        }
+        Some(Decision::AnyOutput(line)) => (Some(line), None),
+        None => (None, None),
+    };
+    TextWaitEnd {
+        outcome,
+        matched_line,
+        matched_pattern,
+        tail: watch.tail(),
+        saw_new_output: watch.saw_output(),
+        alternate_screen: watch.alternate_screen(),
+        resynced: watch.resynced(),
+        exit_status,
+    }
+}
+
+/// Why a tmux text wait ended without an answer, as an error for the model.
+fn text_wait_error(tmux: &TmuxAccess<'_>, pane: PaneId, error: TextWaitError) -> ToolError {
+    let server = tmux.server_name();
+    match error {
+        TextWaitError::Subscribe(e) => tmux.error(e, PANES_HINT),
+        TextWaitError::State(e) => state_error(tmux, e),
+        TextWaitError::SinceOtherPane { made_for } => ToolError::invalid_arguments(
+            format!("since: it was made for {made_for}, not {pane}"),
+            "pass the output_position of input typed into this pane, or omit since",
+        ),
+        TextWaitError::Since(e) => {
+            let mut error = since_error(tmux, pane, e);
+            error.message = format!("since: {}", error.message);
+            error
+        }
+        TextWaitError::Screen(e) => match tmux.error(e, PANES_HINT) {
+            e if e.kind == ToolErrorKind::NotFound => missing_pane(pane),
+            e => e,
+        },
+        TextWaitError::TimedOut { after } => {
+            let timeout = EngineError::Timeout {
+                server: server.to_owned(),
+                after,
+            };
+            tmux.error(timeout, "")
+        }
+        TextWaitError::Cancelled => cancelled(),
+        TextWaitError::Stream(end) => match stream_end(server, pane, end) {
+            Err(error) => error,
+            // A pane that exited or closed ends the wait with an answer, not this error.
+            Ok(_) => ToolError::new(
+                ToolErrorKind::Internal,
+                format!("the output stream of {pane} ended"),
+                "retry the wait",
+            ),
+        },
+    }
 }
 
 /// A `since` given to a tmux wait: an `output_position` (or a `capture_since` cursor) made on
@@ -224,105 +226,6 @@ fn tmux_since(tmux: &TmuxAccess<'_>, text: &str) -> Result<OutputPosition, ToolE
         ));
     }
     Ok(position)
-}
-
-/// How a wait ended: its outcome, the decision that ended it (if one did) and the exit status
-/// of a pane that exited.
-struct WaitEnd {
-    outcome: WaitOutcome,
-    decision: Option<Decision>,
-    exit_status: Option<i32>,
-}
-
-impl WaitEnd {
-    fn outcome(outcome: WaitOutcome) -> Self {
-        Self {
-            outcome,
-            decision: None,
-            exit_status: None,
-        }
-    }
-
-    fn decided(decision: Decision) -> Self {
-        let outcome = match &decision {
-            Decision::Hit(hit) if hit.kind == HitKind::Stop => WaitOutcome::Stopped,
-            Decision::Hit(_) => WaitOutcome::Matched,
-            Decision::AnyOutput(_) => WaitOutcome::AnyOutput,
-        };
-        Self {
-            outcome,
-            decision: Some(decision),
-            exit_status: None,
-        }
-    }
-
-    /// How a wait that followed the pane's output ended; an error when the client cancelled
-    /// or the server or its connection went away.
-    fn followed(server: &str, pane: PaneId, followed: Followed) -> Result<Self, ToolError> {
-        Ok(match followed {
-            Followed::Decided(decision) => Self::decided(decision),
-            Followed::Timeout => Self::outcome(WaitOutcome::Timeout),
-            Followed::AlternateScreen => Self::outcome(WaitOutcome::AlternateScreen),
-            Followed::Cancelled => return Err(cancelled()),
-            Followed::Ended(end) => {
-                let mut ended = Self::outcome(WaitOutcome::PaneExited);
-                ended.exit_status = stream_end(server, pane, end)?;
-                ended
-            }
-        })
-    }
-
-    /// The end as the answer tells it, with what `watch` saw.
-    fn finish(self, watch: &TextWatch) -> TextWaitEnd {
-        let (matched_line, matched_pattern) = match self.decision {
-            Some(Decision::Hit(hit)) => {
-                let pattern = watch.matcher().source(&hit).to_owned();
-                (Some(hit.line), Some(pattern))
-            }
-            Some(Decision::AnyOutput(line)) => (Some(line), None),
-            None => (None, None),
-        };
-        TextWaitEnd {
-            outcome: self.outcome,
-            matched_line,
-            matched_pattern,
-            tail: watch.tail(),
-            saw_new_output: watch.saw_output(),
-            alternate_screen: watch.alternate_screen(),
-            resynced: watch.resynced(),
-            exit_status: self.exit_status,
-        }
-    }
-}
-
-/// With `since`: the rows printed between that position and the subscription. The stream may
-/// hold some of them again, which can only repeat a match; each source has its own echo
-/// filter, since the echo may be in either.
-async fn since_hit(
-    tmux: &TmuxAccess<'_>,
-    pane: PaneId,
-    since: &OutputPosition,
-    typed: &[String],
-    watch: &mut TextWatch,
-    deadline: Instant,
-) -> Result<Option<Decision>, ToolError> {
-    let rows = by_deadline(tmux, deadline, rows_since(tmux, pane, since)).await?;
-    Ok(watch.catch_up(&rows, EchoFilter::new(typed)))
-}
-
-/// With `include_screen`: a match in what the pane shows now. Read after subscribing: what
-/// the screen lacks, the stream has.
-async fn screen_hit(
-    tmux: &TmuxAccess<'_>,
-    pane: PaneId,
-    watch: &TextWatch,
-    deadline: Instant,
-) -> Result<Option<Decision>, ToolError> {
-    let screen = by_deadline(tmux, deadline, visible_lines(tmux, pane)).await?;
-    Ok(watch
-        .matcher()
-        .check(screen.iter().map(String::as_str))
-        .map(Decision::Hit))
 }
 
 /// What the end of a pane's stream means for a wait: the pane's exit status (the pane is
@@ -348,23 +251,6 @@ pub(crate) fn stream_end(
     }
 }
 
-/// The visible screen of `pane`, wrapped lines joined.
-async fn visible_lines(tmux: &TmuxAccess<'_>, pane: PaneId) -> Result<Vec<String>, ToolError> {
-    let range = CaptureRange {
-        join_wrapped: true,
-        ..CaptureRange::visible()
-    };
-    let rows = tmux.pane_reads().capture(pane, &range).await.map_err(|e| {
-        match tmux.error(e, PANES_HINT) {
-            e if e.kind == ToolErrorKind::NotFound => missing_pane(pane),
-            e => e,
-        }
-    })?;
-    Ok(rows
-        .iter()
-        .map(|r| String::from_utf8_lossy(r).trim_end().to_owned())
-        .collect())
-}
 /// Waits for text in a Zellij pane until `deadline`, or until the client cancels; the caller
 /// holds the wait budget. Zellij streams screens, not output, so "new output" is what each
 /// screen shows below where the screen stood when the wait began, at `since` (a `send_keys`

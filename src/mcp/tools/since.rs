@@ -139,7 +139,7 @@ pub(crate) async fn capture_since(
 }
 
 /// Why the rows since a cursor could not be read, as an error for the model.
-fn since_error(tmux: &TmuxAccess<'_>, pane: PaneId, error: SinceError) -> ToolError {
+pub(crate) fn since_error(tmux: &TmuxAccess<'_>, pane: PaneId, error: SinceError) -> ToolError {
     match error {
         SinceError::Read(PaneOpError::Op(OpError::Quote(e))) => ToolError::new(
             ToolErrorKind::Internal,

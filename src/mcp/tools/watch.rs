@@ -52,7 +52,7 @@ pub(crate) async fn foreground_of_state(
     state.foreground(tmux.host()).await
 }
 
-fn state_error(tmux: &TmuxAccess<'_>, error: PaneOpError) -> ToolError {
+pub(crate) fn state_error(tmux: &TmuxAccess<'_>, error: PaneOpError) -> ToolError {
     match error {
         PaneOpError::Op(OpError::Quote(e)) => {
             ToolError::new(ToolErrorKind::Internal, e.to_string(), "report this")
