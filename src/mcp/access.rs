@@ -35,6 +35,7 @@ use muxgate_tmux::typed::placement::TmuxPlacement;
 use muxgate_tmux::typed::server::TmuxServerOps;
 use muxgate_tmux::typed::sessions::TmuxSessions;
 use muxgate_tmux::typed::since::TmuxSince;
+use muxgate_tmux::typed::state_wait::TmuxStateWaits;
 use muxgate_tmux::typed::typing::TmuxTyping;
 use muxgate_tmux::typed::windows::{TmuxWindows, Window};
 use muxgate_tmux::wire::target::{ClientTarget, Target, TargetError, TargetPath};
@@ -338,6 +339,11 @@ impl TmuxAccess<'_> {
     /// The server's panes, changed as this caller.
     pub fn pane_lifecycle(&self) -> TmuxPaneLifecycle {
         TmuxPaneLifecycle::new(self.server.clone(), self.caller.clone())
+    }
+
+    /// State waits on the server's panes, as this caller.
+    pub fn state_waits(&self) -> TmuxStateWaits {
+        TmuxStateWaits::new(self.server.clone(), self.caller.clone())
     }
 
     /// Where targets are on the server, asked as this caller.

@@ -21,7 +21,7 @@ use super::McpServer;
 use super::access::TmuxAccess;
 use super::error::ToolError;
 use super::scoped::Scoped;
-use super::tools::watch::{KEEP_WAIT, foreground_of_state, keep, read_settled_state, unix_ms};
+use super::tools::watch::{KEEP_WAIT, foreground_of_state, keep, read_settled_state};
 use super::zellij_access::ZellijAccess;
 use crate::mux::agent_report::PaneInstance;
 
@@ -100,7 +100,7 @@ pub(crate) async fn on_tmux(
         idle_for_ms: stream
             .quiet_for()
             .map(|quiet| u64::try_from(quiet.as_millis()).unwrap_or(u64::MAX)),
-        recording_since_ms: Some(unix_ms(stream.since())),
+        recording_since_ms: Some(stream.since_unix_ms()),
         at_prompt,
         alternate_screen: Some(state.alternate_on),
         in_mode: Some(state.in_mode),

@@ -183,7 +183,7 @@ impl McpServer {
             commands.reverse();
             ListCommandsOutput {
                 pane_id: pane.to_string(),
-                recording_since_ms: unix_ms(stream.since()),
+                recording_since_ms: stream.since_unix_ms(),
                 shell_integration: ledger.shell_integrated(),
                 at_prompt: ledger.at_prompt(),
                 cwd: ledger.cwd().map(str::to_owned),

@@ -21,17 +21,17 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::watch::{cancelled, keep, unix_ms};
+use super::watch::{cancelled, state_error};
 use crate::mcp::McpServer;
-use crate::mcp::access::{TmuxAccess, not_found};
+use crate::mcp::access::{PANES_HINT, TmuxAccess, not_found};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{PaneScope, pane_rows};
-use crate::mcp::tools::watch::read_settled_state;
 use muxgate_tmux::PaneId;
 use muxgate_tmux::follow::Cancelled;
 use muxgate_tmux::follow::state::{self, Condition, Span, Watched};
 use muxgate_tmux::output::PaneStream;
+use muxgate_tmux::typed::state_wait::{CommandSeen, WatchError};
 use muxgate_tmux::wire::target::Target;
 
 const DEFAULT_IDLE: Duration = Duration::from_secs(2);
@@ -117,32 +117,25 @@ pub(crate) struct WaitForStateOutput {
     pub cursor: Option<String>,
 }
 
-/// Starts watching `pane`: its output stream (kept until `deadline`), its settled state and
-/// the newest command record the wait counts from.
+/// Starts watching `pane` for the wait `rules` describe, until `deadline`.
 async fn watch_pane(
     tmux: &TmuxAccess<'_>,
     pane: PaneId,
     rules: &WaitRules,
     deadline: Instant,
 ) -> Result<Watched, ToolError> {
-    let stream = keep(tmux, pane, deadline).await?;
-    let state = read_settled_state(tmux, pane).await?;
-    let baseline = match rules.since.as_ref().and_then(|since| since.get(&pane)) {
-        // The same recording: records after the one seen are news.
-        Some(seen) if seen.recording == unix_ms(stream.since()) => Some((seen.id, seen.running)),
-        // A recording started since (the last one lapsed): every record of it is news.
-        Some(_) => Some((0, false)),
-        None => {
-            stream.with_ledger(|ledger| ledger.records().next_back().map(|r| (r.id, !r.finished())))
-        }
-    };
-    Ok(Watched::new(
-        pane,
-        stream,
-        rules.pattern.clone(),
-        state,
-        baseline,
-    ))
+    let seen = rules
+        .since
+        .as_ref()
+        .and_then(|since| since.get(&pane))
+        .map(|seen| seen.command);
+    tmux.state_waits()
+        .watch(pane, rules.pattern.clone(), seen, deadline)
+        .await
+        .map_err(|e| match e {
+            WatchError::Keep(e) => tmux.error(e, PANES_HINT),
+            WatchError::State(e) => state_error(tmux, e),
+        })
 }
 
 /// The panes `targets` name, each once, in order: a pane itself, every pane of a session or
@@ -339,25 +332,26 @@ fn answer(
     }
 }
 
-/// One pane's entry in a `command_finished` cursor: which recording of the pane (its start,
-/// in unix ms: ledger ids start again with each), the newest record already seen in it (`0`
-/// before any) and whether that one was still running.
+/// One pane's entry in a `command_finished` cursor: the pane, and the newest record already
+/// seen there ([`CommandSeen`]: its recording, by start time, since ledger ids start again with
+/// each; its id, `0` before any; whether it was still running).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Seen {
     pane: PaneId,
-    recording: u64,
-    id: u64,
-    running: bool,
+    command: CommandSeen,
 }
 
 impl Seen {
     fn at(pane: PaneId, stream: &PaneStream, baseline: Option<(u64, bool)>) -> Self {
         let (id, running) = baseline.unwrap_or((0, false));
+        let recording = stream.since_unix_ms();
         Self {
             pane,
-            recording: unix_ms(stream.since()),
-            id,
-            running,
+            command: CommandSeen {
+                recording,
+                id,
+                running,
+            },
         }
     }
 }
@@ -366,8 +360,13 @@ impl Seen {
 fn encode_cursor(panes: impl Iterator<Item = Seen>) -> String {
     let entries: Vec<String> = panes
         .map(|seen| {
-            let running = if seen.running { "+" } else { "" };
-            format!("{}@{}:{}{running}", seen.pane, seen.recording, seen.id)
+            let CommandSeen {
+                recording,
+                id,
+                running,
+            } = seen.command;
+            let running = if running { "+" } else { "" };
+            format!("{}@{recording}:{id}{running}", seen.pane)
         })
         .collect();
     entries.join(",")
@@ -394,9 +393,11 @@ fn parse_cursor(cursor: &str) -> Result<std::collections::HashMap<PaneId, Seen>,
         let id = id.parse::<u64>().map_err(|_| bad())?;
         let entry = Seen {
             pane,
-            recording,
-            id,
-            running,
+            command: CommandSeen {
+                recording,
+                id,
+                running,
+            },
         };
         if seen.insert(pane, entry).is_some() || seen.len() > MAX_TARGETS {
             return Err(bad());
@@ -458,9 +459,11 @@ mod tests {
     fn a_cursor_reads_back_what_it_wrote() {
         let seen = |pane, recording, id, running| Seen {
             pane: PaneId(pane),
-            recording,
-            id,
-            running,
+            command: CommandSeen {
+                recording,
+                id,
+                running,
+            },
         };
         let panes = [
             seen(3, 17, 5, false),

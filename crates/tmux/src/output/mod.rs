@@ -234,6 +234,14 @@ impl PaneStream {
         self.since
     }
 
+    /// When the stream started, in Unix milliseconds (0 before the epoch): how cursors name
+    /// a recording, since ledger ids start again with each.
+    pub fn since_unix_ms(&self) -> u64 {
+        self.since
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+
     /// How long ago the pane last printed anything (`None`: nothing since the stream started).
     pub fn quiet_for(&self) -> Option<std::time::Duration> {
         self.lock().last_output.map(|at| at.elapsed())
