@@ -453,3 +453,39 @@ async fn run_command_refuses_what_it_cannot_run() {
     .await;
     assert_eq!(hidden["kind"], "not_found", "{hidden}");
 }
+
+/// An agent that runs a command in a pane just made is not refused while the pane's program
+/// starts: until tmux has executed it, tmux names it `tmux` (seen under load right after
+/// `create_session`). Here the pane's first process is named `tmux` for 0.6 s, then becomes
+/// `sh`, so the run always meets that moment; a pane that stays `tmux` is refused as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_waits_for_a_new_pane_to_start_its_shell() {
+    let tmux = TestTmux::start();
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+    let new_pane = |name: &str, then: &str| {
+        let program = format!("exec -a tmux bash -c 'sleep 0.6; {then}'");
+        let args = ["new-session", "-d", "-s", name, "-P", "-F", "#{pane_id}"];
+        let mut args = args.to_vec();
+        args.extend(["bash", "-c", &program]);
+        tmux.ok(&args).trim().to_owned()
+    };
+
+    let starting = new_pane("starting", "exec sh");
+    let ran = run(&client, &starting, "echo ran").await;
+    assert_eq!(
+        (&ran["exit_status"], &ran["output"]),
+        (&json!(0), &json!("ran\n")),
+        "{ran}"
+    );
+
+    let nested = new_pane("nested", "sleep 30; true");
+    let refused = call_err(
+        &client,
+        "run_command",
+        json!({"target": nested, "command": "true", "timeout": 5}),
+    )
+    .await;
+    let message = refused["message"].as_str().unwrap_or_default();
+    assert!(message.contains("is running \"tmux\""), "{refused}");
+}

@@ -14,6 +14,8 @@
 //! sandbox, skips this check), the pane is not in copy mode, not on the alternate
 //! screen, and no other run owns it. A caller who knows better (a shell behind `ssh`, a
 //! wrapper) names the shell with `shell`, which skips the detection and the foreground check.
+//! A pane just made is given a moment to start its program, which tmux names `tmux` until
+//! then (`TmuxPaneStates::read_started`).
 //!
 //! On Zellij ([`on_zellij`]), the command is typed into the pane's shell between per-call
 //! markers ([`muxgate_mux::shell_run::screen`]); on timeout it keeps running and the answer
@@ -40,7 +42,7 @@ use super::budget::WaitBudget;
 use super::error::{ToolError, ToolErrorKind};
 use super::scoped::Scoped;
 use super::text_wait::stream_end;
-use super::tools::watch::{cancelled, elapsed_ms, foreground_of_state, keep, read_state};
+use super::tools::watch::{cancelled, elapsed_ms, foreground_of_state, keep, state_error};
 use super::zellij_access::ZellijAccess;
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -109,7 +111,11 @@ pub(crate) async fn on_tmux(
     // stream is kept, so the run (and what follows) stays in the pane's command ledger.
     let stream = keep(tmux, pane, deadline).await?;
     let mut subscription = stream.subscribe();
-    let state = read_state(tmux, pane).await?;
+    let state = tmux
+        .pane_states()
+        .read_started(pane, deadline)
+        .await
+        .map_err(|e| state_error(tmux, e))?;
     let foreground = match request.shell {
         None => foreground_of_state(tmux, &state).await,
         Some(_) => None,

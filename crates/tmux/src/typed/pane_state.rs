@@ -6,6 +6,7 @@
 //! [`PaneState`] and a [`PaneOpError`] that says what happened, not what to tell anyone
 //! about it.
 
+use std::path::Path;
 use std::time::Duration;
 
 use muxgate_mux::foreground::Foreground;
@@ -142,11 +143,49 @@ impl TmuxPaneStates {
         }
         Ok(state)
     }
+
+    /// `pane`'s state once its program has started. Right after a pane is made, tmux shows its
+    /// own name for it until the program is executed (an agent that runs a command in a
+    /// session it just created sees `tmux`, not its shell); tmux tells no event for that
+    /// moment, so the state is read again every 20 ms, for at most [`START_GRACE`] or until
+    /// `deadline`. A pane that really runs tmux is answered as it is then.
+    pub async fn read_started(
+        &self,
+        pane: PaneId,
+        deadline: tokio::time::Instant,
+    ) -> Result<PaneState, PaneOpError> {
+        let until = deadline.min(tokio::time::Instant::now() + START_GRACE);
+        let mut state = self.read(pane).await?;
+        while shows_tmux(&state.current_command) && tokio::time::Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            state = self.read(pane).await?;
+        }
+        Ok(state)
+    }
+}
+
+/// How long [`TmuxPaneStates::read_started`] waits for a new pane's program to start.
+const START_GRACE: Duration = Duration::from_secs(2);
+
+/// Whether `current_command` is tmux's own name: what tmux shows for a pane whose process it
+/// has forked but not yet made the pane's program (or for a pane that runs tmux itself).
+fn shows_tmux(current_command: &str) -> bool {
+    Path::new(current_command).file_name() == Some("tmux".as_ref())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tmux_itself_is_told_by_its_name_with_or_without_a_path() {
+        for name in ["tmux", "/usr/bin/tmux"] {
+            assert!(shows_tmux(name), "{name}");
+        }
+        for name in ["bash", "tmux-mem-cpu-load", "", "/bin/sh"] {
+            assert!(!shows_tmux(name), "{name}");
+        }
+    }
 
     #[test]
     fn command_line() {
