@@ -3,7 +3,7 @@
 //! until then, which [`super::pane_access::PaneAccess::wait_for_text`] picks.
 //!
 //! On tmux ([`on_tmux`]) the wait is the tmux crate's
-//! ([`muxgate_tmux::typed::text_wait`]); this file reads `since` and words what went wrong.
+//! ([`muxgate_tmux::follow::text_wait`]); this file reads `since` and words what went wrong.
 //! The wait subscribes to the pane's output stream and sleeps until tmux sends output: while the pane is quiet the gateway sends tmux nothing and uses no CPU. Each
 //! wake-up takes every line completed since the last one (a flood costs one check per batch,
 //! not per byte). The pane's bytes become visible lines once for all its waits
@@ -28,7 +28,7 @@ use muxgate_mux::lines::tail_of;
 use muxgate_mux::screen_mark::ScreenMark;
 use muxgate_mux::text_match::{HitKind, WaitMatcher};
 use muxgate_tmux::follow::text::Decision;
-use muxgate_tmux::typed::text_wait::{
+use muxgate_tmux::follow::text_wait::{
     TextWaitEnd as TmuxEnd, TextWaitError, TextWaitRequest, TextWaited, TmuxTextWaits,
 };
 use muxgate_tmux::{EngineError, OutputSubscription, PaneId, StreamEnd};

@@ -30,8 +30,8 @@ use crate::mcp::pane_ops::{PaneScope, pane_rows};
 use muxgate_tmux::PaneId;
 use muxgate_tmux::follow::Cancelled;
 use muxgate_tmux::follow::state::{self, Condition, Span, Watched};
+use muxgate_tmux::follow::state_wait::{CommandSeen, WatchError};
 use muxgate_tmux::output::PaneStream;
-use muxgate_tmux::typed::state_wait::{CommandSeen, WatchError};
 use muxgate_tmux::wire::target::Target;
 
 const DEFAULT_IDLE: Duration = Duration::from_secs(2);

@@ -11,9 +11,7 @@
 //! - [`pane_reads`]: pane rows, captures, snapshots, expanded formats and sizes, for answers
 //!   the gateway shapes; [`pipe`]: a pane's output piped to a file;
 //! - [`pane_state`]: a pane's state in one row; [`typing`]: a line and its Enter in one write;
-//! - [`since`]: the rows a pane printed since a cursor (`capture_since`); [`text_wait`]: a
-//!   wait for text in a pane's new output, step by step; [`state_wait`]: the panes a state
-//!   wait follows, with the command record each counts from;
+//! - [`since`]: the rows a pane printed since a cursor (`capture_since`);
 //! - [`buffers`], [`copy_mode`], [`environment`], [`options`]: paste buffers, copy mode, the
 //!   environment new panes get, options and hooks;
 //! - [`claims`]: which panes a programmatic run currently owns;
@@ -35,7 +33,5 @@ pub mod placement;
 pub mod server;
 pub mod sessions;
 pub mod since;
-pub mod state_wait;
-pub mod text_wait;
 pub mod typing;
 pub mod windows;

@@ -147,7 +147,7 @@ impl TmuxPaneStates {
     /// `pane`'s state once its program has started. Right after a pane is made, tmux shows its
     /// own name for it until the program is executed (an agent that runs a command in a
     /// session it just created sees `tmux`, not its shell); tmux tells no event for that
-    /// moment, so the state is read again every 20 ms, for at most [`START_GRACE`] or until
+    /// moment, so the state is read again every 20 ms, for at most 2 s or until
     /// `deadline`. A pane that really runs tmux is answered as it is then.
     pub async fn read_started(
         &self,
