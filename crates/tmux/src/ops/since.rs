@@ -245,7 +245,7 @@ fn prefix_matches(cursor: &SinceCursor, row: Option<&Vec<u8>>) -> bool {
 
 /// Where the unread rows start in `rows` (captured from row `first_row`), or `None` when the
 /// anchor is gone (the rows were trimmed away or overwritten).
-pub(crate) fn locate(cursor: &SinceCursor, rows: &[Vec<u8>], first_row: u64) -> Option<usize> {
+pub fn locate(cursor: &SinceCursor, rows: &[Vec<u8>], first_row: u64) -> Option<usize> {
     let n = usize::from(cursor.anchor_rows);
     let expected = cursor.mark.checked_sub(first_row)?;
     let expected = usize::try_from(expected).ok()?;
