@@ -63,20 +63,14 @@ pub(crate) struct CaptureSinceOutput {
     pub truncated_bytes: usize,
 }
 
-/// A `capture_since` call, whoever makes it.
-#[derive(Debug, Clone)]
-pub(crate) struct SinceRequest {
-    pub target: Option<String>,
-    pub cursor: Option<String>,
-    pub max_lines: usize,
-}
-
-/// Reads the rows `pane` printed since `request.cursor`.
-pub(crate) async fn capture_since(
+/// Reads the rows the pane `input` names printed since its cursor, keeping the last
+/// `max_lines` (checked).
+async fn capture_since(
     tmux: &TmuxAccess<'_>,
-    request: &SinceRequest,
+    input: &CaptureSinceInput,
+    max_lines: usize,
 ) -> Result<CaptureSinceOutput, ToolError> {
-    let cursor = request
+    let cursor = input
         .cursor
         .as_deref()
         .map(|text| {
@@ -96,7 +90,7 @@ pub(crate) async fn capture_since(
             "pass the cursor with the server it came from, or omit it to start over",
         ));
     }
-    let pane = match (&request.target, &cursor) {
+    let pane = match (&input.target, &cursor) {
         (Some(target), cursor) => {
             let pane = tmux.pane_named(target).await?;
             if let Some(cursor) = cursor
@@ -123,7 +117,7 @@ pub(crate) async fn capture_since(
         .rows_since(pane, cursor.as_ref())
         .await
         .map_err(|e| since_error(tmux, pane, e))?;
-    let shaped = shape_capture(&read.rows, request.max_lines, false);
+    let shaped = shape_capture(&read.rows, max_lines, false);
     let (lines, truncated_bytes) = tmux.budget().cap_output(&shaped.text);
     Ok(CaptureSinceOutput {
         pane_id: pane.to_string(),
@@ -201,11 +195,6 @@ impl McpServer {
                 "pass a smaller max_lines",
             ));
         }
-        let request = SinceRequest {
-            target: input.target,
-            cursor: input.cursor,
-            max_lines,
-        };
-        capture_since(&tmux, &request).await.map(Json)
+        capture_since(&tmux, &input, max_lines).await.map(Json)
     }
 }
