@@ -42,7 +42,9 @@ use super::budget::WaitBudget;
 use super::error::{ToolError, ToolErrorKind};
 use super::scoped::Scoped;
 use super::text_wait::stream_end;
-use super::tools::watch::{cancelled, elapsed_ms, foreground_of_state, keep, state_error};
+use super::tools::watch::{
+    cancelled, elapsed_ms, foreground_of_state, keep, state_error, until_client_cancels,
+};
 use super::zellij_access::ZellijAccess;
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -263,13 +265,13 @@ pub(crate) async fn on_zellij(
         shell: request.shell,
         timeout: budget.effective,
     };
-    let run = z
-        .backend
-        .run_in_pane(session, pane.pane, &request.command, opts);
-    let run = tokio::select! {
-        () = cancel.cancelled() => return Err(cancelled()),
-        run = run => run.map_err(|e| z.error(e))?,
+    let run = async {
+        z.backend
+            .run_in_pane(session, pane.pane, &request.command, opts)
+            .await
+            .map_err(|e| z.error(e))
     };
+    let run = until_client_cancels(cancel, run).await?;
     // Cut to `max_lines` as the tmux half cuts its output, then to the caller's byte cap.
     let text = RunCapture::text_of(run.output.as_bytes(), 0, request.max_lines as usize);
     let (output, cut_bytes) = z.budget().cap_output(&text.text);

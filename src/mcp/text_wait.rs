@@ -44,7 +44,7 @@ use super::error::{ToolError, ToolErrorKind};
 use super::position::{OutputPosition, ZellijPosition};
 use super::scoped::Scoped;
 use super::tools::since::since_error;
-use super::tools::watch::{cancelled, missing_pane, state_error};
+use super::tools::watch::{cancelled, missing_pane, state_error, until_client_cancels};
 use super::zellij_access::ZellijAccess;
 
 /// What a wait for text asks, whichever backend serves it.
@@ -132,11 +132,12 @@ pub(crate) async fn on_tmux(
         .wait(pane, request, deadline, cancel)
         .await
         .map_err(|e| text_wait_error(tmux, pane, e))?;
-    Ok(finish(waited))
+    finish(tmux.server_name(), pane, waited)
 }
 
-/// A tmux text wait's end as the answer tells it.
-fn finish(waited: TextWaited) -> TextWaitEnd {
+/// A tmux text wait's end as the answer tells it; an error when the server or the output
+/// connection went away.
+fn finish(server: &str, pane: PaneId, waited: TextWaited) -> Result<TextWaitEnd, ToolError> {
     let TextWaited { end, watch } = waited;
     let (outcome, decision, exit_status) = match end {
         TmuxEnd::Decided(decision) => {
@@ -150,6 +151,11 @@ fn finish(waited: TextWaited) -> TextWaitEnd {
         TmuxEnd::Timeout => (WaitOutcome::Timeout, None, None),
         TmuxEnd::AlternateScreen => (WaitOutcome::AlternateScreen, None, None),
         TmuxEnd::PaneExited(status) => (WaitOutcome::PaneExited, None, status),
+        TmuxEnd::Ended(end) => (
+            WaitOutcome::PaneExited,
+            None,
+            stream_end(server, pane, end)?,
+        ),
     };
     let (matched_line, matched_pattern) = match decision {
         Some(Decision::Hit(hit)) => {
@@ -159,7 +165,7 @@ fn finish(waited: TextWaited) -> TextWaitEnd {
         Some(Decision::AnyOutput(line)) => (Some(line), None),
         None => (None, None),
     };
-    TextWaitEnd {
+    Ok(TextWaitEnd {
         outcome,
         matched_line,
         matched_pattern,
@@ -168,7 +174,7 @@ fn finish(waited: TextWaited) -> TextWaitEnd {
         alternate_screen: watch.alternate_screen(),
         resynced: watch.resynced(),
         exit_status,
-    }
+    })
 }
 
 /// Why a tmux text wait ended without an answer, as an error for the model.
@@ -198,15 +204,6 @@ fn text_wait_error(tmux: &TmuxAccess<'_>, pane: PaneId, error: TextWaitError) ->
             tmux.error(timeout, "")
         }
         TextWaitError::Cancelled => cancelled(),
-        TextWaitError::Stream(end) => match stream_end(server, pane, end) {
-            Err(error) => error,
-            // A pane that exited or closed ends the wait with an answer, not this error.
-            Ok(_) => ToolError::new(
-                ToolErrorKind::Internal,
-                format!("the output stream of {pane} ended"),
-                "retry the wait",
-            ),
-        },
     }
 }
 
@@ -283,13 +280,13 @@ pub(crate) async fn on_zellij(
         since.as_ref().map(|p| &p.mark)
     };
     let check = |new: &[String]| decide(&wait.matcher, &typed, new);
-    let waited = z
-        .backend
-        .wait_for_new_lines(session, pane.pane, mark, deadline, check);
-    let waited = tokio::select! {
-        () = cancel.cancelled() => return Err(cancelled()),
-        waited = waited => waited.map_err(|e| z.error(e))?,
+    let waited = async {
+        z.backend
+            .wait_for_new_lines(session, pane.pane, mark, deadline, check)
+            .await
+            .map_err(|e| z.error(e))
     };
+    let waited = until_client_cancels(cancel, waited).await?;
     let (outcome, hit) = match waited.end {
         NewLinesEnd::Found((outcome, hit)) => (outcome, Some(hit)),
         NewLinesEnd::TimedOut => (WaitOutcome::Timeout, None),

@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use muxgate_mux::foreground::Foreground;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use super::support::op_failure;
 use crate::mcp::access::{PANES_HINT, TmuxAccess, engine_error};
@@ -144,6 +145,18 @@ pub(crate) fn cancelled() -> ToolError {
         "the call was cancelled by the client",
         "none needed",
     )
+}
+
+/// Runs `work` until it ends, or ends it with [`cancelled`] when the client cancels first (for
+/// work that does not watch `cancel` itself).
+pub(crate) async fn until_client_cancels<T>(
+    cancel: &CancellationToken,
+    work: impl Future<Output = Result<T, ToolError>>,
+) -> Result<T, ToolError> {
+    tokio::select! {
+        () = cancel.cancelled() => Err(cancelled()),
+        result = work => result,
+    }
 }
 
 /// Milliseconds since `started`, for results.

@@ -15,7 +15,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use super::watch::cancelled;
+use super::watch::until_client_cancels;
 use super::zellij_pane::PaneSpot;
 use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
@@ -112,12 +112,7 @@ impl McpServer {
         work: impl Future<Output = Result<T, ToolError>>,
     ) -> Result<T, ToolError> {
         self.state()
-            .until_shutdown(async {
-                tokio::select! {
-                    () = cancel.cancelled() => Err(cancelled()),
-                    result = work => result,
-                }
-            })
+            .until_shutdown(until_client_cancels(cancel, work))
             .await
     }
 }

@@ -54,9 +54,12 @@ pub enum TextWaitEnd {
     Timeout,
     /// The deadline passed while the pane showed its alternate screen.
     AlternateScreen,
-    /// The pane's program exited, or the pane or its session closed; the exit status when
-    /// tmux knows it.
+    /// The pane's program had exited before the wait began; the exit status when tmux knows
+    /// it.
     PaneExited(Option<i32>),
+    /// The pane's stream ended during the wait: its program exited, the pane or its session
+    /// closed, or the server or the output connection went away.
+    Ended(StreamEnd),
 }
 
 /// A text wait that ended: how, and the watch that followed the pane (what matched, the
@@ -98,9 +101,6 @@ pub enum TextWaitError {
     /// The caller cancelled.
     #[error("cancelled")]
     Cancelled,
-    /// The pane's stream ended because the server or the output connection went away.
-    #[error("the pane's stream ended: {0:?}")]
-    Stream(StreamEnd),
 }
 
 /// Text waits on one server's panes, as `caller` (the engine's fairness key).
@@ -182,13 +182,7 @@ impl TmuxTextWaits {
                     Followed::Timeout => TextWaitEnd::Timeout,
                     Followed::AlternateScreen => TextWaitEnd::AlternateScreen,
                     Followed::Cancelled => return Err(TextWaitError::Cancelled),
-                    Followed::Ended(StreamEnd::PaneExited { status }) => {
-                        TextWaitEnd::PaneExited(status)
-                    }
-                    Followed::Ended(StreamEnd::PaneClosed | StreamEnd::SessionClosed) => {
-                        TextWaitEnd::PaneExited(None)
-                    }
-                    Followed::Ended(end) => return Err(TextWaitError::Stream(end)),
+                    Followed::Ended(end) => TextWaitEnd::Ended(end),
                 }
             }
         };
