@@ -3,7 +3,7 @@
 //! Server names are shared by `[tmux.servers]` and `[zellij.servers]` (the config refuses a
 //! name in both), so a tool whose act both backends offer ([`SHARED_TOOLS`]) takes one
 //! `server` argument and the name picks the backend (`McpServer::backend_of`); how a call
-//! reaches its backend's half is [`super::shared_tool`]. Acts only one backend has keep their
+//! reaches its backend is [`super::shared_tool`]. Acts only one backend has keep their
 //! own tools: the `zellij_*` tools, and the rest of the tmux ones.
 
 use std::borrow::Cow;

@@ -272,7 +272,7 @@ pub(crate) async fn on_zellij(
             .map_err(|e| z.error(e))
     };
     let run = until_client_cancels(cancel, run).await?;
-    // Cut to `max_lines` as the tmux half cuts its output, then to the caller's byte cap.
+    // Cut to `max_lines` as the tmux run cuts its output, then to the caller's byte cap.
     let text = RunCapture::text_of(run.output.as_bytes(), 0, request.max_lines as usize);
     let (output, cut_bytes) = z.budget().cap_output(&text.text);
     Ok(RunCommandOutput {

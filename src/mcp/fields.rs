@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 use super::error::{ToolError, ToolErrorKind};
 
 /// The default view of a listing's rows (or of one answer, such as a snapshot).
+#[derive(Debug)]
 pub(crate) struct RowShape {
     /// In every view, whatever was asked: the id, and what says where the row comes from.
     pub always: &'static [&'static str],
@@ -97,20 +98,26 @@ pub(crate) fn object(row: &impl Serialize) -> Result<Map<String, Value>, ToolErr
     }
 }
 
-/// Test support: `shape` names exactly the fields `T` serializes (its schema's properties),
-/// so a field added to a row cannot be left out of its shape.
+/// Test support: `fields` are exactly the fields `T` serializes (its schema's properties).
 #[cfg(test)]
-pub(crate) fn assert_shape_covers<T: schemars::JsonSchema>(shape: &RowShape) {
+pub(crate) fn assert_fields_are<T: schemars::JsonSchema>(fields: &[&str]) {
     let schema = schemars::schema_for!(T);
     let mut properties: Vec<&str> = schema
         .get("properties")
         .and_then(Value::as_object)
         .map(|p| p.keys().map(String::as_str).collect())
         .unwrap_or_default();
-    let mut named = shape.all.to_vec();
+    let mut named = fields.to_vec();
     properties.sort_unstable();
     named.sort_unstable();
-    assert_eq!(named, properties, "the shape's fields against the row's");
+    assert_eq!(named, properties, "the named fields against the row's");
+}
+
+/// Test support: `shape` names exactly the fields `T` serializes (its schema's properties),
+/// so a field added to a row cannot be left out of its shape.
+#[cfg(test)]
+pub(crate) fn assert_shape_covers<T: schemars::JsonSchema>(shape: &RowShape) {
+    assert_fields_are::<T>(shape.all);
     for field in shape
         .always
         .iter()

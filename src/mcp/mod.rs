@@ -18,7 +18,10 @@
 //! - [`access`]: how a tool reaches tmux for a caller (server choice, target ACL, errors);
 //! - [`zellij_access`]: the same for the `zellij_*` tools (server, session, ACL, errors, waits);
 //! - [`self_guard`]: destructive tools never take down the tmux object the gateway runs in;
-//! - [`shared_tool`]: the contract of a tool both backends serve, and how a call reaches its half;
+//! - [`shared_tool`]: the contract of a tool both backends serve: one body, and how a call
+//!   reaches the backend its server names;
+//! - [`listing`]: what the listing tools ask of a backend (its rows);
+//! - [`window_creation`]: what `create_window` asks of a backend;
 //! - [`error`]: [`ToolError`], the `isError` result a model can act on;
 //! - [`args`]: helpers for tool input structs;
 //! - [`filter`]: Django-style filters applied to listing rows;
@@ -33,6 +36,7 @@
 //! put the caller's `Principal` into every request), the multiplexer itself ([`crate::mux`]).
 
 pub(crate) mod access;
+pub(crate) mod answers;
 pub(crate) mod approval;
 pub(crate) mod args;
 pub mod backend;
@@ -46,6 +50,7 @@ pub(crate) mod filter;
 pub(crate) mod heartbeat;
 pub(crate) mod input_batch;
 pub(crate) mod links;
+pub(crate) mod listing;
 pub(crate) mod pane_access;
 pub(crate) mod pane_ops;
 pub(crate) mod pane_state;
@@ -60,6 +65,7 @@ pub(crate) mod shared_tool;
 pub(crate) mod skill;
 pub(crate) mod text_wait;
 pub(crate) mod tools;
+pub(crate) mod window_creation;
 pub(crate) mod zellij_access;
 
 use std::sync::Arc;

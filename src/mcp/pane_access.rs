@@ -31,26 +31,22 @@ use super::access::{
     PANES_HINT, TmuxAccess, WINDOWS_HINT, engine_error, list_hint, not_found, pane_only,
     window_only,
 };
-use super::backend::Row;
+use super::answers::{AnsweredPane, AnsweredWindow};
+use super::backend::Backend;
 use super::budget::{CallBudget, WaitBudget};
 use super::command_run::{self, RunCommandOutput, RunRequest};
 use super::error::{ToolError, ToolErrorKind};
 use super::input_batch::{self, BatchInput, DeliveredBatch};
-use super::pane_ops::{PaneInfo, PaneRow, input_error};
+use super::listing::{ListsPanes, ListsSessions, ListsWindows};
+use super::pane_ops::{PaneRow, input_error};
 use super::pane_state::{self, PaneStateOutput};
 use super::position::{OutputPosition, ZellijPosition};
 use super::scoped::{Scoped, ScopedWindow};
 use super::self_guard::Kill;
 use super::text_wait::{self, TextWait, TextWaitEnd};
 use super::tools::watch::by_deadline;
-use super::tools::zellij_objects::{ZellijPaneInfo, ZellijTabInfo};
+use super::window_creation::CreatesWindows;
 use super::zellij_access::ZellijAccess;
-
-/// A pane as the tools that change one answer it: the backend's row, shaped for the caller.
-pub(crate) type AnsweredPane = Row<PaneInfo, ZellijPaneInfo>;
-
-/// A window as the window tools answer it: a tmux window, or a Zellij tab.
-pub(crate) type AnsweredWindow = Row<Window, ZellijTabInfo>;
 
 /// What a window tool's target must name on tmux; a Zellij target always names a tab.
 #[derive(Debug, Clone, Copy)]
@@ -61,10 +57,17 @@ pub(crate) enum WindowNamed<'a> {
     Session(&'a str),
 }
 
-/// One call's access to the server it names, whichever backend serves it.
-pub(crate) trait PaneAccess: Send + Sync {
+/// One call's access to the server it names, whichever backend serves it. The listings and
+/// the window creation it also answers are the tools' own knowledge of each backend, so their
+/// traits are implemented beside those tools.
+pub(crate) trait PaneAccess:
+    ListsSessions + ListsPanes + ListsWindows + CreatesWindows + Send + Sync
+{
     /// The backend's pane operations.
     type Mux: Multiplexer;
+
+    /// The backend this access reaches.
+    const BACKEND: Backend;
 
     /// The configured name of the server.
     fn server_name(&self) -> &str;
@@ -245,6 +248,7 @@ impl TmuxAccess<'_> {
 
 impl PaneAccess for TmuxAccess<'_> {
     type Mux = TmuxPanes;
+    const BACKEND: Backend = Backend::Tmux;
 
     fn server_name(&self) -> &str {
         TmuxAccess::server_name(self)
@@ -424,6 +428,7 @@ impl PaneAccess for TmuxAccess<'_> {
 
 impl PaneAccess for ZellijAccess<'_> {
     type Mux = ZellijPanes;
+    const BACKEND: Backend = Backend::Zellij;
 
     fn server_name(&self) -> &str {
         ZellijAccess::server_name(self)

@@ -24,17 +24,17 @@ use crate::mcp::access::{TmuxAccess, check_target, list_hint};
 use crate::mcp::args::ObjectArg;
 use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
-use crate::mcp::error::{ToolError, ToolErrorKind};
-use crate::mcp::fields::RowShape;
+use crate::mcp::error::ToolError;
+use crate::mcp::fields::{RowShape, object};
 use crate::mcp::filter::Filters;
+use crate::mcp::listing::{Listed, ListsPanes, PaneQuery, RowKind};
 use crate::mcp::pane_access::PaneAccess;
 use crate::mcp::pane_ops::{
     PANE_INFO_FIELDS, PANE_SHAPE, PaneInfo, PaneRow, PaneScope, check_max_lines, not_found,
     pane_info, pane_rows, quote_error, shape_and_cap,
 };
-use crate::mcp::shared_tool::{MuxTool, Reply, SharedTool};
+use crate::mcp::shared_tool::{MuxTool, Reply};
 use crate::mcp::tools::watch::foreground_of;
-use crate::mcp::zellij_access::ZellijAccess;
 use crate::mux::agent_report::{AgentReports, PaneInstance};
 use muxgate_mux::error::Unsupported;
 use muxgate_mux::multiplexer::{CaptureRange, LineBound, Multiplexer};
@@ -216,6 +216,14 @@ impl ListedPane {
             .map(|report| report.state.as_str());
         listed
     }
+}
+
+/// Whether a `list_panes` call's `filters` name `plugin`, which lists Zellij's plugin panes.
+fn names_plugin(input: &ListPanesInput) -> bool {
+    input
+        .filters
+        .as_ref()
+        .is_some_and(|f| f.keys().any(|k| k.split("__").next() == Some("plugin")))
 }
 
 /// Whether a `list_panes` call asks for the state fields, in `fields` or in `filters`.
@@ -620,7 +628,16 @@ impl McpServer {
     }
 }
 
-impl SharedTool for ListPanesInput {
+/// What a backend's `list_panes` rows hold: a tmux pane's shaped row (its state on request),
+/// or a Zellij pane's whole row.
+fn pane_rows_of(backend: Backend) -> RowKind {
+    match backend {
+        Backend::Tmux => RowKind::Shaped(&LISTED_PANE_SHAPE),
+        Backend::Zellij => RowKind::Whole(ZELLIJ_PANE_FIELDS),
+    }
+}
+
+impl MuxTool for ListPanesInput {
     type Answer = ListPanesOutput;
 
     fn server(&self) -> Option<&str> {
@@ -628,64 +645,82 @@ impl SharedTool for ListPanesInput {
     }
 
     fn check(&self, backend: Backend) -> Result<(), ToolError> {
-        let fields = match backend {
-            Backend::Tmux => {
-                LISTED_PANE_SHAPE.select(self.fields.as_deref(), "list_panes")?;
-                if let Some(target) = &self.target {
-                    check_target(target)?;
-                }
-                &LISTED_PANE_FIELDS[..]
-            }
-            Backend::Zellij if self.fields.is_some() => {
-                return Err(ToolError::unsupported(
-                    unsupported::FIELDS,
-                    "omit fields for a Zellij server",
-                ));
-            }
-            Backend::Zellij => ZELLIJ_PANE_FIELDS,
-        };
+        let rows = pane_rows_of(backend);
+        rows.select(
+            self.fields.as_deref(),
+            "list_panes",
+            "omit fields for a Zellij server",
+        )?;
+        if backend == Backend::Tmux
+            && let Some(target) = &self.target
+        {
+            check_target(target)?;
+        }
         if let Some(filters) = &self.filters {
-            Filters::parse(filters, fields, "list_panes")?;
+            Filters::parse(filters, rows.fields(), "list_panes")?;
         }
         Ok(())
     }
 
-    async fn on_tmux(self, gateway: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
+    async fn act<A: PaneAccess>(self, gateway: &McpServer, access: A) -> Reply<Self> {
+        let rows = pane_rows_of(A::BACKEND);
         let filters = match &self.filters {
-            Some(filters) => Filters::parse(filters, &LISTED_PANE_FIELDS, "list_panes")?,
+            Some(filters) => Filters::parse(filters, rows.fields(), "list_panes")?,
             None => Filters::default(),
         };
-        let selection = LISTED_PANE_SHAPE.select(self.fields.as_deref(), "list_panes")?;
-        let with_state = wants_state(&self);
-        let scope = match self.target.as_deref() {
-            Some(target) => PaneScope::Of(tmux.target(target).await?),
+        let selection = rows.select(
+            self.fields.as_deref(),
+            "list_panes",
+            "omit fields for a Zellij server",
+        )?;
+        let query = PaneQuery {
+            target: self.target.as_deref(),
+            with_state: wants_state(&self),
+            with_plugins: names_plugin(&self),
+        };
+        let listed = access.pane_rows(gateway, query).await?;
+        Ok(ListPanesOutput {
+            server: access.server_name().to_owned(),
+            session: listed.session,
+            panes: listed
+                .rows
+                .into_iter()
+                .filter(|row| filters.matches(row))
+                .map(|row| rows.project(row, &selection))
+                .collect(),
+        })
+    }
+}
+
+impl ListsPanes for TmuxAccess<'_> {
+    /// The panes of what `target` names (every pane without one), each with its state when
+    /// asked for; a target with no pane the caller may see is not found.
+    async fn pane_rows(
+        &self,
+        gateway: &McpServer,
+        query: PaneQuery<'_>,
+    ) -> Result<Listed, ToolError> {
+        let scope = match query.target {
+            Some(target) => PaneScope::Of(self.target(target).await?),
             None => PaneScope::All,
         };
-        let rows = pane_rows(&tmux, &scope).await?;
+        let rows = pane_rows(self, &scope).await?;
         if let PaneScope::Of(target) = &scope
             && rows.is_empty()
         {
             return Err(not_found(target));
         }
-        let mut panes = Vec::with_capacity(rows.len());
         let reports = &gateway.state().agent_reports;
+        let mut listed = Vec::with_capacity(rows.len());
         for row in rows {
-            let row = to_value(&ListedPane::new(&tmux, row, reports, with_state).await)?;
-            if let Value::Object(row) = row
-                && (filters.is_empty() || filters.matches(&row))
-            {
-                panes.push(LISTED_PANE_SHAPE.project(row, &selection));
-            }
+            listed.push(object(
+                &ListedPane::new(self, row, reports, query.with_state).await,
+            )?);
         }
-        Ok(ListPanesOutput {
-            server: tmux.server_name().to_owned(),
+        Ok(Listed {
             session: None,
-            panes,
+            rows: listed,
         })
-    }
-
-    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
-        z.list_panes(self).await
     }
 }
 
@@ -747,12 +782,6 @@ impl MuxTool for CapturePaneInput {
             text,
         })
     }
-}
-
-/// The rows of one batch outcome, or the error it reports.
-fn to_value(info: &impl Serialize) -> Result<Value, ToolError> {
-    serde_json::to_value(info)
-        .map_err(|e| ToolError::new(ToolErrorKind::Internal, e.to_string(), "retry"))
 }
 
 /// The pane of one window that touches the given corner.

@@ -23,11 +23,12 @@ use crate::mcp::McpServer;
 use crate::mcp::access::{
     PANES_HINT, TmuxAccess, check_target, checked_target, list_hint, pane_only,
 };
+use crate::mcp::answers::AnsweredPane;
 use crate::mcp::args::ObjectArg;
 use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
-use crate::mcp::pane_access::{AnsweredPane, PaneAccess};
+use crate::mcp::pane_access::PaneAccess;
 use crate::mcp::pane_ops::{PaneInfo, PaneRow, not_found, op_error, pane_info};
 use crate::mcp::self_guard::Kill;
 use crate::mcp::shared_tool::{MuxTool, Reply};

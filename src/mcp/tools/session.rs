@@ -22,6 +22,7 @@ use super::support::{
     validate_start_directory, validate_window_size,
 };
 use super::window::list_window_rows;
+use super::zellij_objects::ZELLIJ_SESSION_FIELDS;
 use crate::auth::can_name_session;
 use crate::auth::owners::SessionKey;
 use crate::auth::pattern::NamePattern;
@@ -31,10 +32,11 @@ use crate::mcp::args::ObjectArg;
 use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
-use crate::mcp::fields::RowShape;
+use crate::mcp::fields::{RowShape, object};
+use crate::mcp::listing::{JsonRow, ListsSessions, RowKind};
+use crate::mcp::pane_access::PaneAccess;
 use crate::mcp::self_guard::Kill;
-use crate::mcp::shared_tool::{Reply, SharedTool};
-use crate::mcp::zellij_access::ZellijAccess;
+use crate::mcp::shared_tool::{MuxTool, Reply};
 use muxgate_tmux::typed::sessions::{NewSession, Session, SessionError};
 use muxgate_tmux::typed::windows::Window;
 use muxgate_tmux::wire::target::{SessionName, SessionSel, Target};
@@ -85,16 +87,18 @@ impl SessionMatcher {
         })
     }
 
-    fn matches(&self, session: &SessionInfo) -> bool {
-        self.name
-            .as_ref()
-            .is_none_or(|p| p.matches(&session.session.name))
-            && self
-                .attached
-                .is_none_or(|a| a == (session.session.attached_clients > 0))
-            && self
-                .created_by_you
-                .is_none_or(|c| c == session.created_by_you)
+    /// Whether a backend's row matches. A row without a count of attached clients (Zellij's,
+    /// which refuses `attached`) or an owner counts as detached and not yours.
+    fn matches(&self, row: &JsonRow) -> bool {
+        let name = row.get("name").and_then(Value::as_str).unwrap_or_default();
+        let attached = row
+            .get("attached_clients")
+            .and_then(Value::as_u64)
+            .is_some_and(|clients| clients > 0);
+        let created_by_you = row.get("created_by_you").and_then(Value::as_bool) == Some(true);
+        self.name.as_ref().is_none_or(|p| p.matches(name))
+            && self.attached.is_none_or(|a| a == attached)
+            && self.created_by_you.is_none_or(|c| c == created_by_you)
     }
 }
 
@@ -591,7 +595,20 @@ impl McpServer {
     }
 }
 
-impl SharedTool for ListSessionsInput {
+/// What a backend's `list_sessions` rows hold: a tmux session's shaped row, or a Zellij
+/// session's name, age and whether it exited.
+fn session_rows_of(backend: Backend) -> RowKind {
+    match backend {
+        Backend::Tmux => RowKind::Shaped(&SESSION_SHAPE),
+        Backend::Zellij => RowKind::Whole(ZELLIJ_SESSION_FIELDS),
+    }
+}
+
+/// What to do instead of asking a Zellij server for `fields`.
+const WHOLE_SESSION_ROWS: &str =
+    "omit fields for a Zellij server: its row is always the session's name, created_ago and exited";
+
+impl MuxTool for ListSessionsInput {
     type Answer = ListSessionsOutput;
 
     fn server(&self) -> Option<&str> {
@@ -600,49 +617,43 @@ impl SharedTool for ListSessionsInput {
 
     /// On Zellij: sessions carry no per-session client count, and a row is always whole.
     fn check(&self, backend: Backend) -> Result<(), ToolError> {
-        match backend {
-            Backend::Tmux => {
-                SessionMatcher::new(self.filters.as_deref())?;
-                SESSION_SHAPE.select(self.fields.as_deref(), "list_sessions")?;
-            }
-            Backend::Zellij => {
-                if self.fields.is_some() {
-                    return Err(ToolError::unsupported(
-                        unsupported::FIELDS,
-                        "omit fields for a Zellij server: its row is always the session's \
-                         name, created_ago and exited",
-                    ));
-                }
-                let filters = self.filters.as_ref();
-                if filters.is_some_and(|f| f.attached.is_some()) {
-                    return Err(ToolError::unsupported(
-                        unsupported::ATTACHED_FILTER,
-                        "omit it, and see a session's clients with zellij_list_clients",
-                    ));
-                }
-                name_filter(filters.and_then(|f| f.name.as_deref()))?;
-            }
+        session_rows_of(backend).select(
+            self.fields.as_deref(),
+            "list_sessions",
+            WHOLE_SESSION_ROWS,
+        )?;
+        let filters = self.filters.as_deref();
+        if backend == Backend::Zellij && filters.is_some_and(|f| f.attached.is_some()) {
+            return Err(ToolError::unsupported(
+                unsupported::ATTACHED_FILTER,
+                "omit it, and see a session's clients with zellij_list_clients",
+            ));
         }
+        SessionMatcher::new(filters)?;
         Ok(())
     }
 
-    async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
+    async fn act<A: PaneAccess>(self, _: &McpServer, access: A) -> Reply<Self> {
+        let rows = session_rows_of(A::BACKEND);
+        let selection = rows.select(self.fields.as_deref(), "list_sessions", WHOLE_SESSION_ROWS)?;
         let matcher = SessionMatcher::new(self.filters.as_deref())?;
-        let selection = SESSION_SHAPE.select(self.fields.as_deref(), "list_sessions")?;
-        let sessions = list_session_rows(&tmux)
+        let sessions = access
+            .session_rows()
             .await?
-            .iter()
-            .filter(|s| matcher.matches(s))
-            .map(|s| SESSION_SHAPE.shape(s, &selection))
-            .collect::<Result<_, _>>()?;
+            .into_iter()
+            .filter(|row| matcher.matches(row))
+            .map(|row| rows.project(row, &selection))
+            .collect();
         Ok(ListSessionsOutput {
-            server: tmux.server_name().to_owned(),
+            server: access.server_name().to_owned(),
             sessions,
         })
     }
+}
 
-    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
-        z.list_sessions(self).await
+impl ListsSessions for TmuxAccess<'_> {
+    async fn session_rows(&self) -> Result<Vec<JsonRow>, ToolError> {
+        list_session_rows(self).await?.iter().map(object).collect()
     }
 }
 
@@ -666,21 +677,32 @@ mod tests {
 
     #[test]
     fn filters_combine() {
-        let session = |name: &str, attached, mine| SessionInfo {
-            session: Session {
-                id: SessionId(0),
-                name: name.into(),
-                windows: 1,
-                attached_clients: attached,
-                created: 0,
-                last_activity: 0,
-                active_window_id: "@0".into(),
-                active_pane_id: "%0".into(),
-            },
-            created_by_you: mine,
+        let session = |name: &str, attached, mine| {
+            let info = SessionInfo {
+                session: Session {
+                    id: SessionId(0),
+                    name: name.into(),
+                    windows: 1,
+                    attached_clients: attached,
+                    created: 0,
+                    last_activity: 0,
+                    active_window_id: "@0".into(),
+                    active_pane_id: "%0".into(),
+                },
+                created_by_you: mine,
+            };
+            object(&info).unwrap()
         };
         let all = SessionMatcher::new(None).unwrap();
         assert!(all.matches(&session("x", 0, false)));
+        let zellij_row = JsonRow::from_iter([("name".to_owned(), Value::from("ci-1"))]);
+        let detached = SessionMatcher::new(Some(&SessionFilters {
+            name: Some("ci-*".into()),
+            attached: None,
+            created_by_you: Some(false),
+        }))
+        .unwrap();
+        assert!(detached.matches(&zellij_row));
         let filters = SessionFilters {
             name: Some("ci-*".into()),
             attached: Some(false),

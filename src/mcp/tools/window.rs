@@ -3,12 +3,11 @@
 //!
 //! Windows are always targeted by id (`@N`); a session target picks where a new window goes.
 //! `list_windows`, `create_window`, `rename_window`, `select_window` and `kill_window` also
-//! serve Zellij servers, whose tabs are their windows (the Zellij halves are in `zellij_tab`).
+//! serve Zellij servers, whose tabs are their windows (a Zellij server's tabs are read and made
+//! in `zellij_tab`).
 //! Only `select_window` (and `create_window`/`move_window` with `select: true`) changes which
 //! window humans attached to a session are looking at; `resize_window` changes the size they
 //! see. Everything else leaves their view alone.
-
-use std::collections::BTreeMap;
 
 use muxgate_mux::lines::excerpt;
 use rmcp::handler::server::common::Extension;
@@ -22,20 +21,23 @@ use super::support::{
     build_error, check_shell, check_window_name, name_filter, validate_environment,
     validate_start_directory, validate_window_size,
 };
+use super::zellij_objects::ZELLIJ_TAB_FIELDS;
 use crate::auth::pattern::NamePattern;
 use crate::mcp::McpServer;
 use crate::mcp::access::{
     SESSIONS_HINT, TmuxAccess, WINDOWS_HINT, check_target, checked_target, engine_error,
     target_error, window_only,
 };
+use crate::mcp::answers::AnsweredWindow;
 use crate::mcp::args::ObjectArg;
 use crate::mcp::backend::{Backend, Row};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
-use crate::mcp::fields::RowShape;
-use crate::mcp::pane_access::{AnsweredWindow, PaneAccess, WindowNamed};
-use crate::mcp::shared_tool::{MuxTool, Reply, SharedTool};
-use crate::mcp::zellij_access::ZellijAccess;
+use crate::mcp::fields::{RowShape, object};
+use crate::mcp::listing::{JsonRow, Listed, ListsWindows, RowKind};
+use crate::mcp::pane_access::{PaneAccess, WindowNamed};
+use crate::mcp::shared_tool::{MuxTool, Reply};
+use crate::mcp::window_creation::{CreateWindowInput, CreatesWindows, Position};
 use muxgate_mux::multiplexer::{Multiplexer, WindowMove};
 use muxgate_tmux::typed::op_error::OpError;
 use muxgate_tmux::typed::windows::{NewWindow, Place, Side, Window};
@@ -126,25 +128,24 @@ pub(crate) struct WindowFilters {
     pub active: Option<bool>,
 }
 
-pub(crate) struct WindowMatcher {
+struct WindowMatcher {
     name: Option<NamePattern>,
     active: Option<bool>,
 }
 
 impl WindowMatcher {
-    pub(crate) fn new(filters: Option<&WindowFilters>) -> Result<Self, ToolError> {
+    fn new(filters: Option<&WindowFilters>) -> Result<Self, ToolError> {
         Ok(Self {
             name: name_filter(filters.and_then(|f| f.name.as_deref()))?,
             active: filters.and_then(|f| f.active),
         })
     }
 
-    fn matches(&self, window: &Window) -> bool {
-        self.matches_named(&window.name, window.active)
-    }
-
-    /// Whether a window (or Zellij tab) of this name and current-ness matches.
-    pub(crate) fn matches_named(&self, name: &str, active: bool) -> bool {
+    /// Whether a backend's row (a tmux window, a Zellij tab) matches, by its `name` and
+    /// `active`.
+    fn matches(&self, row: &JsonRow) -> bool {
+        let name = row.get("name").and_then(Value::as_str).unwrap_or_default();
+        let active = row.get("active").and_then(Value::as_bool) == Some(true);
         self.name.as_ref().is_none_or(|p| p.matches(name))
             && self.active.is_none_or(|a| a == active)
     }
@@ -233,14 +234,6 @@ impl WindowOutput {
     }
 }
 
-/// Where a new or moved window goes relative to a target window.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Position {
-    Before,
-    After,
-}
-
 impl From<Position> for Side {
     fn from(position: Position) -> Self {
         match position {
@@ -248,38 +241,6 @@ impl From<Position> for Side {
             Position::After => Side::After,
         }
     }
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct CreateWindowInput {
-    #[serde(default)]
-    pub server: Option<String>,
-    /// A session (`$N` or exact name; next free index), or a window `@N` with `position`.
-    /// Zellij: a session name; the tab goes last.
-    pub target: String,
-    /// With a window target: `before` or `after` it.
-    #[serde(default)]
-    pub position: Option<Position>,
-    /// Command run instead of the shell (`sh -c`); the window ends with it. Zellij: the pane is
-    /// held after it exits.
-    #[serde(default)]
-    pub shell: Option<String>,
-    /// Zellij: a KDL layout for the tab, e.g. `layout { pane split_direction="vertical" { pane; pane; } }`.
-    #[serde(default)]
-    pub layout: Option<String>,
-    /// Window name (1-64 chars, no `#` or control chars); default: its program's.
-    #[serde(default)]
-    pub name: Option<String>,
-    /// Absolute path of an existing directory; default: the session's.
-    #[serde(default)]
-    pub start_directory: Option<String>,
-    /// Environment variables for its pane (`NAME: value`).
-    #[serde(default)]
-    pub environment: Option<ObjectArg<BTreeMap<String, String>>>,
-    /// Make it the session's current window (changes what attached humans see).
-    #[serde(default)]
-    pub select: bool,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -773,22 +734,29 @@ impl McpServer {
     }
 }
 
-impl ListWindowsInput {
-    /// The tmux session `target` names, if it names one (it must be a session).
-    fn tmux_session(&self) -> Result<Option<SessionSel>, ToolError> {
-        let target = self.target.as_deref().map(ClientTarget::parse).transpose();
-        match target.map_err(|e| target_error(&e))? {
-            None => Ok(None),
-            Some(ClientTarget::Direct(Target::Session(session))) => Ok(Some(session)),
-            Some(other) => Err(ToolError::invalid_arguments(
-                format!("target must be a session, not {other}"),
-                "pass a session id ($N) or name, or omit target for every session",
-            )),
-        }
+/// The tmux session a `list_windows` `target` names, if it names one (it must be a session).
+fn listed_session(target: Option<&str>) -> Result<Option<SessionSel>, ToolError> {
+    match target.map(ClientTarget::parse).transpose() {
+        Err(e) => Err(target_error(&e)),
+        Ok(None) => Ok(None),
+        Ok(Some(ClientTarget::Direct(Target::Session(session)))) => Ok(Some(session)),
+        Ok(Some(other)) => Err(ToolError::invalid_arguments(
+            format!("target must be a session, not {other}"),
+            "pass a session id ($N) or name, or omit target for every session",
+        )),
     }
 }
 
-impl SharedTool for ListWindowsInput {
+/// What a backend's `list_windows` rows hold: a tmux window's shaped row, or a Zellij tab's
+/// whole row.
+fn window_rows_of(backend: Backend) -> RowKind {
+    match backend {
+        Backend::Tmux => RowKind::Shaped(&WINDOW_SHAPE),
+        Backend::Zellij => RowKind::Whole(ZELLIJ_TAB_FIELDS),
+    }
+}
+
+impl MuxTool for ListWindowsInput {
     type Answer = ListWindowsOutput;
 
     fn server(&self) -> Option<&str> {
@@ -797,27 +765,45 @@ impl SharedTool for ListWindowsInput {
 
     fn check(&self, backend: Backend) -> Result<(), ToolError> {
         WindowMatcher::new(self.filters.as_deref())?;
-        match backend {
-            Backend::Tmux => {
-                self.tmux_session()?;
-                WINDOW_SHAPE.select(self.fields.as_deref(), "list_windows")?;
-            }
-            Backend::Zellij if self.fields.is_some() => {
-                return Err(ToolError::unsupported(
-                    unsupported::FIELDS,
-                    "omit fields for a Zellij server",
-                ));
-            }
-            Backend::Zellij => {}
+        if backend == Backend::Tmux {
+            listed_session(self.target.as_deref())?;
         }
+        window_rows_of(backend).select(
+            self.fields.as_deref(),
+            "list_windows",
+            "omit fields for a Zellij server",
+        )?;
         Ok(())
     }
 
-    async fn on_tmux(self, _: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
+    async fn act<A: PaneAccess>(self, _: &McpServer, access: A) -> Reply<Self> {
+        let rows = window_rows_of(A::BACKEND);
         let matcher = WindowMatcher::new(self.filters.as_deref())?;
-        let session = self.tmux_session()?;
-        let selection = WINDOW_SHAPE.select(self.fields.as_deref(), "list_windows")?;
-        let windows: Vec<Window> = list_window_rows(&tmux, None)
+        let selection = rows.select(
+            self.fields.as_deref(),
+            "list_windows",
+            "omit fields for a Zellij server",
+        )?;
+        let listed = access.window_rows(self.target.as_deref()).await?;
+        Ok(ListWindowsOutput {
+            server: access.server_name().to_owned(),
+            session: listed.session,
+            windows: listed
+                .rows
+                .into_iter()
+                .filter(|row| matcher.matches(row))
+                .map(|row| rows.project(row, &selection))
+                .collect(),
+        })
+    }
+}
+
+impl ListsWindows for TmuxAccess<'_> {
+    /// The windows of one session (every session's without `target`); a session with none the
+    /// caller may see is not found.
+    async fn window_rows(&self, target: Option<&str>) -> Result<Listed, ToolError> {
+        let session = listed_session(target)?;
+        let windows: Vec<Window> = list_window_rows(self, None)
             .await?
             .into_iter()
             .filter(|w| match &session {
@@ -835,23 +821,14 @@ impl SharedTool for ListWindowsInput {
                 SESSIONS_HINT,
             ));
         }
-        Ok(ListWindowsOutput {
-            server: tmux.server_name().to_owned(),
+        Ok(Listed {
             session: None,
-            windows: windows
-                .iter()
-                .filter(|w| matcher.matches(w))
-                .map(|w| WINDOW_SHAPE.shape(w, &selection))
-                .collect::<Result<_, _>>()?,
+            rows: windows.iter().map(object).collect::<Result<_, _>>()?,
         })
-    }
-
-    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
-        z.list_tabs(self).await
     }
 }
 
-impl SharedTool for CreateWindowInput {
+impl MuxTool for CreateWindowInput {
     type Answer = WindowOutput;
 
     fn server(&self) -> Option<&str> {
@@ -888,31 +865,47 @@ impl SharedTool for CreateWindowInput {
         Ok(())
     }
 
-    async fn on_tmux(self, gateway: &McpServer, tmux: TmuxAccess<'_>) -> Reply<Self> {
-        let target = tmux.target(&self.target).await?;
-        let environment = validate_environment(self.environment.unwrap_or_default().0)?;
-        let place = placement(&tmux, &target, self.position, "target").await?;
+    async fn act<A: PaneAccess>(self, gateway: &McpServer, access: A) -> Reply<Self> {
+        let window = access.create_window(gateway, self).await?;
+        Ok(WindowOutput {
+            server: access.server_name().to_owned(),
+            window,
+        })
+    }
+}
+
+impl CreatesWindows for TmuxAccess<'_> {
+    /// A window placed in its session (next free index) or beside a window, running the
+    /// `shell` given or the integrated shell.
+    async fn create_window(
+        &self,
+        gateway: &McpServer,
+        input: CreateWindowInput,
+    ) -> Result<AnsweredWindow, ToolError> {
+        let target = self.target(&input.target).await?;
+        let environment = validate_environment(input.environment.unwrap_or_default().0)?;
+        let place = placement(self, &target, input.position, "target").await?;
         let new_window = NewWindow {
             place: place.place,
-            name: self.name,
-            start_directory: self.start_directory,
+            name: input.name,
+            start_directory: input.start_directory,
             environment,
-            select: self.select,
+            select: input.select,
         };
-        let launch = match self.shell {
+        let launch = match input.shell {
             Some(shell) => Some(vec![shell]),
             None => {
                 let integration = gateway.state().config.tmux.shell_integration;
-                tmux.integrated_shell(integration).await
+                self.integrated_shell(integration).await
             }
         };
-        let window = tmux
+        let window = self
             .windows()
             .create(&new_window, launch.as_deref())
             .await
             .map_err(|e| {
                 window_error(
-                    &tmux,
+                    self,
                     e,
                     "call list_windows to see valid targets",
                     (
@@ -921,11 +914,7 @@ impl SharedTool for CreateWindowInput {
                     ),
                 )
             })?;
-        Ok(WindowOutput::tmux(&tmux, window))
-    }
-
-    async fn on_zellij(self, _: &McpServer, z: ZellijAccess<'_>) -> Reply<Self> {
-        z.create_tab(self).await
+        Ok(Row::Tmux(window))
     }
 }
 
@@ -1073,15 +1062,21 @@ mod tests {
             active: Some(true),
         };
         let m = WindowMatcher::new(Some(&filters)).unwrap();
-        assert!(m.matches(&w));
-        assert!(!m.matches(&Window {
+        let row = |window: &Window| object(window).unwrap();
+        assert!(m.matches(&row(&w)));
+        assert!(!m.matches(&row(&Window {
             active: false,
             ..w.clone()
-        }));
-        assert!(!m.matches(&Window {
+        })));
+        assert!(!m.matches(&row(&Window {
             name: "shell".into(),
             ..w
-        }));
+        })));
+        let tab = JsonRow::from_iter([
+            ("name".to_owned(), Value::from("my tab")),
+            ("active".to_owned(), Value::from(true)),
+        ]);
+        assert!(m.matches(&tab), "a Zellij tab's row matches as a window's");
     }
 
     #[test]

@@ -7,6 +7,35 @@ use serde::Serialize;
 
 use muxgate_zellij::listing::{Client, Pane, Tab, TabRow};
 
+/// One Zellij session, as `list_sessions` shows it (Zellij tags no owner and counts no
+/// clients per session).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct ZellijSessionInfo {
+    pub name: String,
+    /// How long ago it was created, as Zellij says it.
+    pub created_ago: String,
+    /// Kept for resurrection: it takes no actions.
+    pub exited: bool,
+}
+
+/// The fields of a [`ZellijSessionInfo`] row.
+pub(super) const ZELLIJ_SESSION_FIELDS: &[&str] = &["name", "created_ago", "exited"];
+
+/// The fields of a [`ZellijTabInfo`] row.
+pub(super) const ZELLIJ_TAB_FIELDS: &[&str] = &[
+    "tab_id",
+    "position",
+    "name",
+    "active",
+    "fullscreen_active",
+    "floating_panes_visible",
+    "rows",
+    "columns",
+    "tiled_panes",
+    "floating_panes",
+    "active_pane_id",
+];
+
 /// One tab of a Zellij session.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub(crate) struct ZellijTabInfo {
@@ -145,6 +174,12 @@ impl From<Client> for ZellijClientInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_session_and_tab_fields_are_the_rows_fields() {
+        crate::mcp::fields::assert_fields_are::<ZellijSessionInfo>(ZELLIJ_SESSION_FIELDS);
+        crate::mcp::fields::assert_fields_are::<ZellijTabInfo>(ZELLIJ_TAB_FIELDS);
+    }
 
     #[test]
     fn the_pane_fields_are_the_rows_fields() {

@@ -1,7 +1,7 @@
 //! Zellij pane tools: open a shell, a command, or a file in the user's editor. Nobody's focus
-//! moves unless the call sets `focus: true`. The Zellij halves of the pane tools both backends
-//! serve (`kill_pane`, `set_pane_title`, `resize_pane`, `select_pane`) are beside their tmux
-//! halves, in [`super::pane_lifecycle`].
+//! moves unless the call sets `focus: true`. The pane tools both backends serve (`kill_pane`,
+//! `set_pane_title`, `resize_pane`, `select_pane`) are one body each, in
+//! [`super::pane_lifecycle`].
 
 use std::path::PathBuf;
 

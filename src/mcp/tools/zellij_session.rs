@@ -1,24 +1,19 @@
-//! Read-only Zellij tools that show the workspace before acting: the Zellij halves of
-//! `list_sessions` and `list_panes`, and the attached clients and the live
-//! layout (list_servers names the Zellij servers too). None changes anything or moves focus.
+//! Read-only Zellij tools that show the workspace before acting: a Zellij server's sessions
+//! and panes as `list_sessions` and `list_panes` read them, and the attached clients and the
+//! live layout (list_servers names the Zellij servers too). None changes anything or moves focus.
 
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 
-use super::pane::{ListPanesInput, ListPanesOutput};
-use super::session::{ListSessionsInput, ListSessionsOutput};
-use super::support::name_filter;
-use super::zellij_objects::ZELLIJ_PANE_FIELDS;
-use super::zellij_objects::{ZellijClientInfo, ZellijPaneInfo};
+use super::zellij_objects::{ZellijClientInfo, ZellijPaneInfo, ZellijSessionInfo};
 use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::fields::object;
-use crate::mcp::filter::Filters;
+use crate::mcp::listing::{JsonRow, Listed, ListsPanes, ListsSessions, PaneQuery};
 use crate::mcp::zellij_access::ZellijAccess;
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -49,74 +44,43 @@ pub(crate) struct ZellijDumpLayoutOutput {
     pub truncated_bytes: usize,
 }
 
-impl ZellijAccess<'_> {
-    /// `list_sessions` on a Zellij server: each session you may see as its name, age and
-    /// whether it exited. The `name` filter applies as on tmux; Zellij sessions carry no
-    /// owner tag (`created_by_you` is false for all) and no per-session client count, so
-    /// `attached` and `fields` are refused rather than ignored.
-    pub(crate) async fn list_sessions(
-        &self,
-        input: ListSessionsInput,
-    ) -> Result<ListSessionsOutput, ToolError> {
-        let filters = input.filters.as_ref();
-        let name = name_filter(filters.and_then(|f| f.name.as_deref()))?;
-        let only_yours = filters.and_then(|f| f.created_by_you) == Some(true);
-        let sessions = self
-            .backend
+impl ListsSessions for ZellijAccess<'_> {
+    /// Each session the caller may see, as its name, age and whether it exited.
+    async fn session_rows(&self) -> Result<Vec<JsonRow>, ToolError> {
+        self.backend
             .list_sessions()
             .await
             .map_err(|e| self.error(e))?
             .into_iter()
-            .filter(|s| self.can_see(&s.name) && !only_yours)
-            .filter(|s| name.as_ref().is_none_or(|p| p.matches(s.name.as_str())))
+            .filter(|s| self.can_see(&s.name))
             .map(|s| {
-                Map::from_iter([
-                    ("name".to_owned(), Value::from(s.name.to_string())),
-                    ("created_ago".to_owned(), Value::from(s.created_ago)),
-                    ("exited".to_owned(), Value::from(s.exited)),
-                ])
+                object(&ZellijSessionInfo {
+                    name: s.name.to_string(),
+                    created_ago: s.created_ago,
+                    exited: s.exited,
+                })
             })
-            .collect();
-        Ok(ListSessionsOutput {
-            server: self.server_name().to_owned(),
-            sessions,
-        })
+            .collect()
     }
+}
 
-    /// `list_panes` on a Zellij server: the panes of one session (`target`, default the
-    /// server's), as Zellij describes them. `filters` match those rows' fields (a tab:
-    /// `{"tab_id": 2}`); plugin panes (tab bar, status bar) are left out unless a filter names
-    /// `plugin`. `fields` is refused: a Zellij row is always whole.
-    pub(crate) async fn list_panes(
-        &self,
-        input: ListPanesInput,
-    ) -> Result<ListPanesOutput, ToolError> {
-        let filters = match &input.filters {
-            Some(filters) => Filters::parse(filters, ZELLIJ_PANE_FIELDS, "list_panes")?,
-            None => Filters::default(),
-        };
-        let with_plugins = input
-            .filters
-            .as_ref()
-            .is_some_and(|f| f.keys().any(|k| k.split("__").next() == Some("plugin")));
-        let session = self.session(input.target.as_deref())?;
-        let panes = self
+impl ListsPanes for ZellijAccess<'_> {
+    /// The panes of one session (`target`, default the server's), as Zellij describes them;
+    /// plugin panes (tab bar, status bar) only when asked for.
+    async fn pane_rows(&self, _: &McpServer, query: PaneQuery<'_>) -> Result<Listed, ToolError> {
+        let session = self.session(query.target)?;
+        let rows = self
             .backend
             .list_panes(&session)
             .await
             .map_err(|e| self.error(e))?
             .into_iter()
-            .filter(|p| with_plugins || p.is_user_terminal())
+            .filter(|p| query.with_plugins || p.is_user_terminal())
             .map(|p| object(&ZellijPaneInfo::from(p)))
-            .filter(|row| match row {
-                Ok(row) => filters.matches(row),
-                Err(_) => true,
-            })
             .collect::<Result<_, _>>()?;
-        Ok(ListPanesOutput {
-            server: self.server_name().to_owned(),
+        Ok(Listed {
             session: Some(session.to_string()),
-            panes,
+            rows,
         })
     }
 }

@@ -1,7 +1,7 @@
-//! Zellij tabs, which are the windows of a Zellij server: the Zellij halves of `list_windows`
-//! and `create_window` (`rename_window`, `select_window` and `kill_window` are one body each, on
-//! the backend's `Multiplexer`), and the Zellij tool that shows/hides a tab's floating panes. Tabs are targeted by their stable id; only
-//! `select_window` (and `select: true` on `create_window`) moves a human's view.
+//! Zellij tabs, which are the windows of a Zellij server: its tabs as `list_windows` reads them
+//! and `create_window` makes them (the window tools are one body each, in `window.rs`), and the
+//! Zellij tool that shows/hides a tab's floating panes. Tabs are targeted by their stable id;
+//! only `select_window` (and `select: true` on `create_window`) moves a human's view.
 
 use std::path::PathBuf;
 
@@ -11,15 +11,14 @@ use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::window::{
-    CreateWindowInput, ListWindowsInput, ListWindowsOutput, WindowMatcher, WindowOutput,
-};
 use super::zellij_objects::ZellijTabInfo;
 use crate::mcp::McpServer;
+use crate::mcp::answers::AnsweredWindow;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::fields::object;
-use crate::mcp::pane_access::AnsweredWindow;
+use crate::mcp::listing::{Listed, ListsWindows};
+use crate::mcp::window_creation::{CreateWindowInput, CreatesWindows};
 use crate::mcp::zellij_access::{ZellijAccess, parse_tab};
 use muxgate_zellij::backend::NewTabOptions;
 use muxgate_zellij::ids::SessionName;
@@ -47,15 +46,10 @@ pub(crate) struct ZellijFloatingInput {
     pub visible: Option<bool>,
 }
 
-impl ZellijAccess<'_> {
-    /// `list_windows` on a Zellij server: the tabs of one session (`target`, default the
-    /// server's), by position, filtered by name and `active` as windows are.
-    pub(crate) async fn list_tabs(
-        &self,
-        input: ListWindowsInput,
-    ) -> Result<ListWindowsOutput, ToolError> {
-        let matcher = WindowMatcher::new(input.filters.as_deref())?;
-        let session = self.session(input.target.as_deref())?;
+impl ListsWindows for ZellijAccess<'_> {
+    /// The tabs of one session (`target`, default the server's), by position.
+    async fn window_rows(&self, target: Option<&str>) -> Result<Listed, ToolError> {
+        let session = self.session(target)?;
         let tabs = self
             .backend
             .list_tabs(&session)
@@ -66,26 +60,25 @@ impl ZellijAccess<'_> {
             .list_panes(&session)
             .await
             .map_err(|e| self.error(e))?;
-        let windows = tabs
+        let rows = tabs
             .into_iter()
-            .filter(|t| matcher.matches_named(&t.name, t.active))
             .map(|t| object(&ZellijTabInfo::of(t, &panes)))
             .collect::<Result<_, _>>()?;
-        Ok(ListWindowsOutput {
-            server: self.server_name().to_owned(),
+        Ok(Listed {
             session: Some(session.to_string()),
-            windows,
+            rows,
         })
     }
+}
 
-    /// `create_window` on a Zellij server: a tab at the end of the session (`target`), in
-    /// the background unless `select`; `shell` runs as a command pane (`sh -c`), `layout` lays
-    /// the tab out. Zellij places tabs last and sets no pane environment, so `position` and
-    /// `environment` are refused.
-    pub(crate) async fn create_tab(
+impl CreatesWindows for ZellijAccess<'_> {
+    /// A tab at the end of the session (`target`), in the background unless `select`; `shell`
+    /// runs as a command pane (`sh -c`), `layout` lays the tab out.
+    async fn create_window(
         &self,
+        _: &McpServer,
         input: CreateWindowInput,
-    ) -> Result<WindowOutput, ToolError> {
+    ) -> Result<AnsweredWindow, ToolError> {
         let session = self.session(Some(&input.target))?;
         let opts = NewTabOptions {
             name: input.name,
@@ -102,23 +95,11 @@ impl ZellijAccess<'_> {
             .new_tab(&session, opts)
             .await
             .map_err(|e| self.error(e))?;
-        tab_output(self, &session, tab).await
-    }
-}
-
-/// A tab as a window tool answers it.
-async fn tab_output(
-    z: &ZellijAccess<'_>,
-    session: &SessionName,
-    tab: Tab,
-) -> Result<WindowOutput, ToolError> {
-    Ok(WindowOutput {
-        server: z.server_name().to_owned(),
-        window: AnsweredWindow::Zellij {
+        Ok(AnsweredWindow::Zellij {
             session: session.to_string(),
-            row: tab_row(z, session, tab).await?,
-        },
-    })
+            row: tab_row(self, &session, tab).await?,
+        })
+    }
 }
 
 /// A tab's row, with its active pane from a listing of its session's panes.

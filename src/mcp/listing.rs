@@ -1,0 +1,150 @@
+//! What the listing tools ask of a backend: its rows, as the JSON objects the caller is sent.
+//!
+//! `list_sessions`, `list_panes` and `list_windows` are written once: each filters a backend's
+//! rows and shapes them to the caller's `fields`, the same way on tmux and on Zellij. What
+//! differs is where the rows come from and what they hold, and that is all a backend answers
+//! here: its rows ([`ListsSessions`], [`ListsPanes`], [`ListsWindows`]), only those the caller
+//! may see, and what kind of row they are ([`RowKind`]). Each backend's rows are implemented
+//! beside the tool that lists them, since reading them is that tool's knowledge of the backend.
+
+use std::future::Future;
+
+use muxgate_zellij::unsupported;
+use serde_json::{Map, Value};
+
+use super::McpServer;
+use super::error::ToolError;
+use super::fields::{RowShape, Selection};
+
+/// A listing row: the JSON object a caller is sent for one session, pane or window.
+pub(crate) type JsonRow = Map<String, Value>;
+
+/// What a backend's rows of one listing hold.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum RowKind {
+    /// Rows with a default view, and `fields` to ask for more or fewer.
+    Shaped(&'static RowShape),
+    /// Rows that are always whole (`fields` is refused), with these fields.
+    Whole(&'static [&'static str]),
+}
+
+impl RowKind {
+    /// Every field a row may have: what `filters` may name.
+    pub(crate) fn fields(self) -> &'static [&'static str] {
+        match self {
+            Self::Shaped(shape) => shape.all,
+            Self::Whole(fields) => fields,
+        }
+    }
+
+    /// The caller's `fields` for these rows; rows that are always whole refuse any, saying
+    /// `instead` what to do.
+    pub(crate) fn select(
+        self,
+        fields: Option<&[String]>,
+        tool: &str,
+        instead: &str,
+    ) -> Result<Selection, ToolError> {
+        match self {
+            Self::Shaped(shape) => shape.select(fields, tool),
+            Self::Whole(_) if fields.is_some() => {
+                Err(ToolError::unsupported(unsupported::FIELDS, instead))
+            }
+            Self::Whole(_) => Ok(Selection::All),
+        }
+    }
+
+    /// `row` with the fields `selection` keeps.
+    pub(crate) fn project(self, row: JsonRow, selection: &Selection) -> JsonRow {
+        match self {
+            Self::Shaped(shape) => shape.project(row, selection),
+            Self::Whole(_) => row,
+        }
+    }
+}
+
+/// The rows of a listing, and the session they are of when the backend lists one session at
+/// a time (Zellij, whose ids count per session).
+#[derive(Debug, Default)]
+pub(crate) struct Listed {
+    /// The session listed; `None` when the rows may be of every session (tmux).
+    pub session: Option<String>,
+    /// The rows the caller may see, in the backend's order.
+    pub rows: Vec<JsonRow>,
+}
+
+/// What a `list_panes` call asks a backend for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PaneQuery<'a> {
+    /// The client's `target`: what to list the panes of; `None` for the backend's default.
+    pub target: Option<&'a str>,
+    /// Whether rows carry the pane's state, for a backend that reads it per pane (tmux).
+    pub with_state: bool,
+    /// Whether rows include plugin panes, for a backend that has them (Zellij).
+    pub with_plugins: bool,
+}
+
+/// A backend's sessions, for `list_sessions`.
+pub(crate) trait ListsSessions {
+    /// Each session the caller may see, as a row.
+    fn session_rows(&self) -> impl Future<Output = Result<Vec<JsonRow>, ToolError>> + Send;
+}
+
+/// A backend's panes, for `list_panes`.
+pub(crate) trait ListsPanes {
+    /// The panes `query` names that the caller may see, as rows.
+    fn pane_rows(
+        &self,
+        gateway: &McpServer,
+        query: PaneQuery<'_>,
+    ) -> impl Future<Output = Result<Listed, ToolError>> + Send;
+}
+
+/// A backend's windows (Zellij's tabs), for `list_windows`.
+pub(crate) trait ListsWindows {
+    /// The windows of the session `target` names (every session's on tmux when `None`, the
+    /// default session's on Zellij) that the caller may see, as rows.
+    fn window_rows(
+        &self,
+        target: Option<&str>,
+    ) -> impl Future<Output = Result<Listed, ToolError>> + Send;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::error::ToolErrorKind;
+
+    const SHAPE: RowShape = RowShape {
+        always: &["id"],
+        all: &["id", "name", "size"],
+        default: &["name"],
+        when_set: &[],
+    };
+
+    fn row() -> JsonRow {
+        serde_json::json!({"id": 1, "name": "a", "size": 2})
+            .as_object()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn shaped_rows_take_fields_and_whole_rows_refuse_them() {
+        let shaped = RowKind::Shaped(&SHAPE);
+        let selection = shaped.select(None, "list_x", "-").unwrap();
+        let shown = shaped.project(row(), &selection);
+        let shown: Vec<&str> = shown.keys().map(String::as_str).collect();
+        assert_eq!(shown, ["id", "name"]);
+        assert_eq!(shaped.fields(), ["id", "name", "size"]);
+
+        let whole = RowKind::Whole(&["id", "name", "size"]);
+        let selection = whole.select(None, "list_x", "-").unwrap();
+        assert_eq!(whole.project(row(), &selection), row());
+        let asked = ["name".to_owned()];
+        let refused = whole
+            .select(Some(&asked), "list_x", "omit fields")
+            .unwrap_err();
+        assert_eq!(refused.kind, ToolErrorKind::Unsupported);
+    }
+}
