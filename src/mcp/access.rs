@@ -21,6 +21,7 @@ use crate::auth::{SessionRef, can_see_session, check_server, check_session};
 use crate::limits::Limits;
 use crate::workspace::{self, WorkspaceError, WorkspaceLimits, WorkspaceName, Workspaces};
 use muxgate_tmux::client::channel::TmuxChannels;
+use muxgate_tmux::follow::command_run::TmuxCommandRuns;
 use muxgate_tmux::follow::state_wait::TmuxStateWaits;
 use muxgate_tmux::output::watch_session::is_watch_session;
 use muxgate_tmux::typed::buffers::TmuxBuffers;
@@ -344,6 +345,11 @@ impl TmuxAccess<'_> {
     /// State waits on the server's panes, as this caller.
     pub fn state_waits(&self) -> TmuxStateWaits {
         TmuxStateWaits::new(self.server.clone(), self.caller.clone())
+    }
+
+    /// Command runs in the server's panes, as this caller.
+    pub fn command_runs(&self) -> TmuxCommandRuns {
+        TmuxCommandRuns::new(self.server.clone(), self.caller.clone())
     }
 
     /// Where targets are on the server, asked as this caller.

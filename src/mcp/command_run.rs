@@ -1,11 +1,12 @@
 //! A command run in a shell pane as `run_command` answers it ([`RunCommandOutput`]), and each
 //! backend's way to run it, which [`super::pane_access::PaneAccess::run_command`] picks.
 //!
-//! On tmux ([`on_tmux`]), typing the command and following it until it ends is
-//! `muxgate_tmux::follow::run` (between markers, or as the ledger's next record where the
-//! shell marks its own commands). No tmux client runs in the pane, and nothing polls: the run
-//! subscribes to the pane's output before typing and sleeps until the run ends, the timeout
-//! or cancellation.
+//! On tmux ([`on_tmux`]), the run is the tmux crate's
+//! (`muxgate_tmux::follow::command_run::TmuxCommandRuns::run`): it claims the pane, checks it
+//! can take a command, types it (between markers, or as the ledger's next record where the
+//! shell marks its own commands) and follows it until it ends. No tmux client runs in the
+//! pane, and nothing polls: the run subscribes to the pane's output before typing and sleeps
+//! until the run ends, the timeout or cancellation. This file words what the crate answers.
 //!
 //! Before typing, the pane must be a shell waiting at its prompt: its foreground program is a
 //! known shell (`#{pane_current_command}`), it is the pane's own process (the terminal's
@@ -15,21 +16,20 @@
 //! screen, and no other run owns it. A caller who knows better (a shell behind `ssh`, a
 //! wrapper) names the shell with `shell`, which skips the detection and the foreground check.
 //! A pane just made is given a moment to start its program, which tmux names `tmux` until
-//! then (`TmuxPaneStates::read_started`).
+//! then (`TmuxPaneStates::read_started`). What the pane shows when it cannot take a command is
+//! a `NotReady` of the crate's; how it is told to the caller is [`refusal`] here.
 //!
 //! On Zellij ([`on_zellij`]), the command is typed into the pane's shell between per-call
 //! markers ([`muxgate_mux::shell_run::screen`]); on timeout it keeps running and the answer
 //! says so.
 
-use muxgate_mux::foreground::Foreground;
 use muxgate_mux::lines::excerpt;
 use muxgate_mux::shell::Shell;
 use muxgate_mux::shell_run::RunCapture;
 use muxgate_tmux::PaneId;
-use muxgate_tmux::follow::Cancelled;
-use muxgate_tmux::follow::run::{self, RunReader, StartError, Stopped};
+use muxgate_tmux::follow::command_run::{CommandRunError, CommandRunRequest, NotReady};
+use muxgate_tmux::follow::run::{StartError, Stopped};
 use muxgate_tmux::typed::op_error::OpError;
-use muxgate_tmux::typed::pane_state::PaneState;
 use muxgate_zellij::backend::RunInPaneOptions;
 use muxgate_zellij::panes::ZellijPanes;
 use schemars::JsonSchema;
@@ -37,14 +37,12 @@ use serde::Serialize;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::access::{TmuxAccess, engine_error};
+use super::access::{PANES_HINT, TmuxAccess, engine_error};
 use super::budget::WaitBudget;
 use super::error::{ToolError, ToolErrorKind};
 use super::scoped::Scoped;
 use super::text_wait::stream_end;
-use super::tools::watch::{
-    cancelled, elapsed_ms, foreground_of_state, keep, state_error, until_client_cancels,
-};
+use super::tools::watch::{cancelled, elapsed_ms, state_error, until_client_cancels};
 use super::zellij_access::ZellijAccess;
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -101,57 +99,30 @@ pub(crate) async fn on_tmux(
     cancel: &CancellationToken,
 ) -> Result<RunCommandOutput, ToolError> {
     let started = Instant::now();
-    let deadline = budget.deadline;
-    let Some(_claim) = tmux.server.claims().claim(pane) else {
-        return Err(ToolError::new(
-            ToolErrorKind::Conflict,
-            format!("another run_command is still running in {pane}"),
-            "wait for it to finish, or interrupt it with send_keys C-c",
-        ));
+    let request = CommandRunRequest {
+        command: request.command,
+        max_lines: request.max_lines as usize,
+        shell: request.shell,
     };
-    // Subscribe before typing: the markers are read from output produced after this. The
-    // stream is kept, so the run (and what follows) stays in the pane's command ledger.
-    let stream = keep(tmux, pane, deadline).await?;
-    let mut subscription = stream.subscribe();
-    let state = tmux
-        .pane_states()
-        .read_started(pane, deadline)
+    let ran = tmux
+        .command_runs()
+        .run(tmux.host(), pane, request, budget.deadline, cancel)
         .await
-        .map_err(|e| state_error(tmux, e))?;
-    let foreground = match request.shell {
-        None => foreground_of_state(tmux, &state).await,
-        Some(_) => None,
-    };
-    let flavor = ready_shell(&state, request.shell, foreground.as_ref())?;
-    let max_lines = request.max_lines as usize;
-    let mut reader = RunReader::start(
-        &tmux.typing(),
-        pane,
-        &stream,
-        &request.command,
-        max_lines,
-        flavor,
-    )
-    .await
-    .map_err(|e| start_error(tmux, pane, e))?;
-    let stopped = run::follow(&stream, &mut subscription, &mut reader, deadline, cancel)
-        .await
-        .map_err(|Cancelled| cancelled())?;
-    let timed_out = stopped == Stopped::TimedOut;
-    let pane_exit = match stopped {
+        .map_err(|e| run_error(tmux, pane, e))?;
+    let timed_out = ran.stopped == Stopped::TimedOut;
+    let pane_exit = match ran.stopped {
         Stopped::StreamEnded(end) => Some(stream_end(tmux.server_name(), pane, end)?),
         Stopped::Ended | Stopped::TimedOut => None,
     };
-    let ended = reader.end(&stream);
-    let text = ended.text;
+    let text = ran.end.text;
     let (output, cut_bytes) = tmux.budget().cap_output(&text.text);
     Ok(RunCommandOutput {
         pane_id: pane.to_string(),
         session: None,
-        shell: flavor.as_str().to_owned(),
-        exit_status: ended.exit_status.or(pane_exit.flatten()),
+        shell: ran.shell.as_str().to_owned(),
+        exit_status: ran.end.exit_status.or(pane_exit.flatten()),
         timed_out,
-        started: ended.started,
+        started: ran.end.started,
         output,
         output_truncated: text.dropped_lines > 0 || cut_bytes > 0 || text.lost,
         truncated_lines: text.dropped_lines,
@@ -163,67 +134,53 @@ pub(crate) async fn on_tmux(
     })
 }
 
-/// The pane's shell flavour, if the pane is a shell idle at its prompt (or the caller named
-/// the shell); `foreground` is what the host tells of the terminal's foreground job, if it can.
-fn ready_shell(
-    state: &PaneState,
-    forced: Option<Shell>,
-    foreground: Option<&Foreground>,
-) -> Result<Shell, ToolError> {
-    let pane = state.pane;
-    if state.dead {
-        return Err(ToolError::new(
+/// A tmux run that ended without an answer, as an error for the model.
+fn run_error(tmux: &TmuxAccess<'_>, pane: PaneId, error: CommandRunError) -> ToolError {
+    match error {
+        CommandRunError::Claimed => ToolError::new(
             ToolErrorKind::Conflict,
+            format!("another run_command is still running in {pane}"),
+            "wait for it to finish, or interrupt it with send_keys C-c",
+        ),
+        CommandRunError::Keep(e) => engine_error(tmux.server_name(), e, PANES_HINT),
+        CommandRunError::State(e) => state_error(tmux, e),
+        CommandRunError::NotReady(not_ready) => refusal(pane, not_ready),
+        CommandRunError::Start(e) => start_error(tmux, pane, e),
+        CommandRunError::Cancelled => cancelled(),
+    }
+}
+
+/// Why `pane` takes no command now, and what to do instead.
+fn refusal(pane: PaneId, not_ready: NotReady) -> ToolError {
+    let (message, instead) = match not_ready {
+        NotReady::Dead => (
             format!("the program in {pane} has exited"),
             "respawn the pane or pick another one (list_panes)",
-        ));
-    }
-    if state.in_mode {
-        return Err(ToolError::new(
-            ToolErrorKind::Conflict,
+        ),
+        NotReady::InMode => (
             format!("{pane} is in copy or view mode: typed keys would go to the mode"),
             "leave the mode first (send_keys q, or exit_copy_mode)",
-        ));
-    }
-    if state.alternate_on {
-        return Err(ToolError::new(
-            ToolErrorKind::Conflict,
-            format!(
-                "{pane} shows a full-screen program ({})",
-                excerpt(&state.current_command)
-            ),
+        ),
+        NotReady::FullScreen { program } => (
+            format!("{pane} shows a full-screen program ({})", excerpt(&program)),
             "quit it first (capture_pane shows what it displays), or use send_keys",
-        ));
-    }
-    if let Some(flavor) = forced {
-        return Ok(flavor);
-    }
-    let Some(flavor) = Shell::detect(&state.current_command) else {
-        return Err(ToolError::new(
-            ToolErrorKind::Conflict,
+        ),
+        NotReady::UnknownProgram { program } => (
             format!(
                 "{pane} is running {:?}, not a shell run_command knows (bash, zsh, sh/dash, fish)",
-                excerpt(&state.current_command)
+                excerpt(&program)
             ),
             "if it is a shell, pass `shell`; to type into the program, use send_keys",
-        ));
-    };
-    // The shell's own group holding the terminal is enough: while it still runs its startup
-    // file it waits for children of that group, and what is typed waits for it.
-    if let Some(foreground) = foreground
-        && foreground.group != state.pane_pid
-    {
-        return Err(ToolError::new(
-            ToolErrorKind::Conflict,
+        ),
+        NotReady::Busy { command_line, pid } => (
             format!(
-                "{pane} is busy: {:?} (process {}) is running in the foreground, not the shell",
-                excerpt(&foreground.command_line),
-                foreground.pid
+                "{pane} is busy: {:?} (process {pid}) is running in the foreground, not the shell",
+                excerpt(&command_line),
             ),
             "wait for it (wait_for_text), interrupt it (send_keys C-c), or pass `shell` if the pane runs a nested shell",
-        ));
-    }
-    Ok(flavor)
+        ),
+    };
+    ToolError::new(ToolErrorKind::Conflict, message, instead)
 }
 
 /// The error for a run that could not be typed into `pane`.
@@ -299,104 +256,37 @@ pub(crate) async fn on_zellij(
 mod tests {
     use super::*;
 
-    use muxgate_mux::foreground::Blocked;
-
-    fn state(command: &str) -> PaneState {
-        PaneState {
-            pane: PaneId(1),
-            server_pid: 1,
-            pane_pid: 7,
-            dead: false,
-            in_mode: false,
-            alternate_on: false,
-            history_size: 0,
-            history_limit: 2000,
-            cursor_y: 0,
-            height: 40,
-            dead_status: None,
-            tty: "/dev/pts/1".into(),
-            current_command: command.into(),
-        }
-    }
-
-    /// The terminal's foreground job as a host tells it: the shell's own group, or a command's.
-    fn foreground(is_pane_program: bool) -> Foreground {
-        Foreground {
-            group: if is_pane_program { 7 } else { 4242 },
-            pid: 4242,
-            is_pane_program,
-            pane_program: "bash".into(),
-            command_line: if is_pane_program { "bash" } else { "sleep 60" }.into(),
-            blocked: Blocked::Sleeping,
-        }
-    }
-
     #[test]
-    fn only_shells_idle_at_a_prompt() {
-        let at_prompt = foreground(true);
-        let busy = foreground(false);
-        assert_eq!(
-            ready_shell(&state("bash"), None, Some(&at_prompt)).unwrap(),
-            Shell::Bash
-        );
-        // A shell still running its startup file waits for a child of its own group: the
-        // terminal is still the shell's, and what is typed waits for it.
-        let startup = Foreground {
-            group: 7,
-            pid: 21,
-            command_line: "bash pyenv-rehash".into(),
-            ..foreground(false)
-        };
-        assert_eq!(
-            ready_shell(&state("bash"), None, Some(&startup)).unwrap(),
-            Shell::Bash
-        );
-        // A host that cannot tell (a workspace's sandbox) leaves the foreground check out.
-        assert_eq!(ready_shell(&state("zsh"), None, None).unwrap(), Shell::Zsh);
-        let err = ready_shell(&state("bash"), None, Some(&busy)).unwrap_err();
-        assert_eq!(err.kind, ToolErrorKind::Conflict);
-        assert!(
-            err.message.contains("\"sleep 60\" (process 4242)"),
-            "{}",
-            err.message
-        );
-        // A named shell skips detection (its caller reads no foreground for it).
-        assert_eq!(
-            ready_shell(&state("python3"), Some(Shell::Bash), None).unwrap(),
-            Shell::Bash
-        );
-        let err = ready_shell(&state("python3"), None, Some(&at_prompt)).unwrap_err();
-        assert_eq!(err.kind, ToolErrorKind::Conflict);
-        assert!(err.message.contains("python3"), "{}", err.message);
-        let copy_mode = PaneState {
-            in_mode: true,
-            ..state("bash")
-        };
-        assert!(
-            ready_shell(&copy_mode, Some(Shell::Bash), None)
-                .unwrap_err()
-                .message
-                .contains("copy")
-        );
-        let dead = PaneState {
-            dead: true,
-            ..state("bash")
-        };
-        assert!(
-            ready_shell(&dead, None, None)
-                .unwrap_err()
-                .message
-                .contains("exited")
-        );
-        let full_screen = PaneState {
-            alternate_on: true,
-            ..state("vim")
-        };
-        assert!(
-            ready_shell(&full_screen, None, None)
-                .unwrap_err()
-                .message
-                .contains("full-screen")
-        );
+    fn each_refusal_says_what_the_pane_shows_and_what_to_do() {
+        let pane = PaneId(1);
+        let cases = [
+            (NotReady::Dead, "the program in %1 has exited"),
+            (NotReady::InMode, "%1 is in copy or view mode"),
+            (
+                NotReady::FullScreen {
+                    program: "vim".into(),
+                },
+                "%1 shows a full-screen program (vim)",
+            ),
+            (
+                NotReady::UnknownProgram {
+                    program: "python3".into(),
+                },
+                "%1 is running \"python3\", not a shell",
+            ),
+            (
+                NotReady::Busy {
+                    command_line: "sleep 60".into(),
+                    pid: 4242,
+                },
+                "%1 is busy: \"sleep 60\" (process 4242)",
+            ),
+        ];
+        for (not_ready, says) in cases {
+            let error = refusal(pane, not_ready);
+            assert_eq!(error.kind, ToolErrorKind::Conflict);
+            assert!(error.message.starts_with(says), "{}", error.message);
+            assert!(!error.suggestion.is_empty());
+        }
     }
 }

@@ -107,7 +107,8 @@ impl MuxTool for RunCommand {
         let budget = access
             .budget()
             .wait(self.input.timeout, DEFAULT_RUN_TIMEOUT)?;
-        let pane = access.pane(&self.input.target).await?;
+        // Finding the pane ends by the run's deadline too, should tmux stall.
+        let pane = access.pane_by(&self.input.target, budget.deadline).await?;
         let request = RunRequest {
             command: self.input.command,
             max_lines: self.max_lines,
