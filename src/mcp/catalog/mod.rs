@@ -23,6 +23,10 @@ pub use tier::tier_of;
 
 use super::{McpServer, tools};
 
+/// What differs between the backends in the tools both serve, and why. It is documentation,
+/// rendered into `docs/tools.md`; each refusal it names is an `Unsupported` kind in the code.
+const DIFFERENCES: &str = include_str!("differences.md");
+
 /// Every tool the gateway serves, with the schemas `tools/list` sends: compacted, batch sizes
 /// bounded by `max_batch_ops`, and, without a Zellij server among `backends`, without the
 /// Zellij notes of arguments and the Zellij-only answer fields.
@@ -122,7 +126,7 @@ pub fn render_markdown(tools: &[Tool]) -> String {
         ));
     }
     out.push('\n');
-    out.push_str(super::backend::DIFFERENCES);
+    out.push_str(DIFFERENCES);
     out.push_str(&examples::render());
     out
 }
@@ -163,6 +167,16 @@ mod tests {
 
     fn empty_schema() -> std::sync::Arc<rmcp::model::JsonObject> {
         std::sync::Arc::new(rmcp::model::JsonObject::new())
+    }
+
+    #[test]
+    fn the_differences_name_every_tool_both_backends_serve() {
+        for tool in crate::mcp::backend::SHARED_TOOLS {
+            assert!(
+                DIFFERENCES.contains(&format!("`{tool}`")),
+                "{tool} is not in differences.md"
+            );
+        }
     }
 
     #[test]
