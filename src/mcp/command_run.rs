@@ -24,10 +24,9 @@
 //! says so.
 
 use muxgate_mux::lines::excerpt;
-use muxgate_mux::shell::Shell;
-use muxgate_mux::shell_run::RunCapture;
+use muxgate_mux::shell_run::{RunCapture, RunRequest};
 use muxgate_tmux::PaneId;
-use muxgate_tmux::follow::command_run::{CommandRunError, CommandRunRequest, NotReady};
+use muxgate_tmux::follow::command_run::{CommandRunError, NotReady};
 use muxgate_tmux::follow::run::{StartError, Stopped};
 use muxgate_tmux::typed::op_error::OpError;
 use muxgate_zellij::backend::RunInPaneOptions;
@@ -79,17 +78,6 @@ pub(crate) struct RunCommandOutput {
     pub effective_timeout: f64,
 }
 
-/// A command to run in a shell pane, whichever backend serves it.
-#[derive(Debug, Clone)]
-pub(crate) struct RunRequest {
-    /// The command as typed.
-    pub command: String,
-    /// Most output lines answered, the last kept.
-    pub max_lines: u32,
-    /// The shell the caller names, which skips detecting it.
-    pub shell: Option<Shell>,
-}
-
 /// Runs a command in a tmux shell pane until `budget`'s deadline.
 pub(crate) async fn on_tmux(
     tmux: &TmuxAccess<'_>,
@@ -99,11 +87,6 @@ pub(crate) async fn on_tmux(
     cancel: &CancellationToken,
 ) -> Result<RunCommandOutput, ToolError> {
     let started = Instant::now();
-    let request = CommandRunRequest {
-        command: request.command,
-        max_lines: request.max_lines as usize,
-        shell: request.shell,
-    };
     let ran = tmux
         .command_runs()
         .run(tmux.host(), pane, request, budget.deadline, cancel)
@@ -230,7 +213,7 @@ pub(crate) async fn on_zellij(
     };
     let run = until_client_cancels(cancel, run).await?;
     // Cut to `max_lines` as the tmux run cuts its output, then to the caller's byte cap.
-    let text = RunCapture::text_of(run.output.as_bytes(), 0, request.max_lines as usize);
+    let text = RunCapture::text_of(run.output.as_bytes(), 0, request.max_lines);
     let (output, cut_bytes) = z.budget().cap_output(&text.text);
     Ok(RunCommandOutput {
         pane_id: pane.pane.to_string(),

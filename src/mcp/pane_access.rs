@@ -13,6 +13,7 @@ use muxgate_mux::error::BackendError;
 use muxgate_mux::error::Unsupported;
 use muxgate_mux::multiplexer::{InputPiece, Multiplexer};
 use muxgate_mux::screen_mark::ScreenMark;
+use muxgate_mux::shell_run::RunRequest;
 use muxgate_tmux::ops::pane_row::PaneRecord;
 use muxgate_tmux::ops::since::SinceCursor;
 use muxgate_tmux::typed::panes::{TmuxPaneError, TmuxPanes, input_plan};
@@ -34,7 +35,7 @@ use super::access::{
 use super::answers::{AnsweredPane, AnsweredWindow};
 use super::backend::Backend;
 use super::budget::{CallBudget, WaitBudget};
-use super::command_run::{self, RunCommandOutput, RunRequest};
+use super::command_run::{self, RunCommandOutput};
 use super::error::{ToolError, ToolErrorKind};
 use super::input_batch::{self, BatchInput, DeliveredBatch};
 use super::listing::{ListsPanes, ListsSessions, ListsWindows};

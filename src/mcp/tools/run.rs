@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use muxgate_mux::shell::Shell;
+use muxgate_mux::shell_run::RunRequest;
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::{tool, tool_router};
@@ -14,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
-use crate::mcp::command_run::{RunCommandOutput, RunRequest};
+use crate::mcp::command_run::RunCommandOutput;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_access::PaneAccess;
 use crate::mcp::shared_tool::{MuxTool, Reply};
@@ -111,7 +112,7 @@ impl MuxTool for RunCommand {
         let pane = access.pane_by(&self.input.target, budget.deadline).await?;
         let request = RunRequest {
             command: self.input.command,
-            max_lines: self.max_lines,
+            max_lines: self.max_lines as usize,
             shell: self.input.shell,
         };
         let run = access.run_command(&pane, request, &budget, &self.cancel);

@@ -52,6 +52,18 @@ pub const MAX_COMMAND_BYTES: usize = 16 * 1024;
 /// (bash, zsh, fish) have no such limit.
 pub const COOKED_LINE_MAX: usize = 4000;
 
+/// A command to run in a shell pane, whichever backend runs it.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// The command as typed.
+    pub command: String,
+    /// Most output lines kept, the last ones.
+    pub max_lines: usize,
+    /// The shell the caller names, which skips detecting it (and, on tmux, the check that the
+    /// shell holds its terminal).
+    pub shell: Option<Shell>,
+}
+
 /// Why a command cannot be typed into a shell.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CommandError {

@@ -14,6 +14,7 @@
 use muxgate_mux::foreground::Foreground;
 use muxgate_mux::host::Host;
 use muxgate_mux::shell::Shell;
+use muxgate_mux::shell_run::RunRequest;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -23,17 +24,6 @@ use crate::typed::op_error::PaneOpError;
 use crate::typed::pane_state::{PaneState, TmuxPaneStates};
 use crate::typed::typing::TmuxTyping;
 use crate::{Caller, EngineError, PaneId, TmuxServer};
-
-/// A command to run in a shell pane.
-#[derive(Debug, Clone)]
-pub struct CommandRunRequest {
-    /// The command as typed.
-    pub command: String,
-    /// Most output lines kept, the last ones.
-    pub max_lines: usize,
-    /// The shell the caller names, which skips detecting it and the foreground check.
-    pub shell: Option<Shell>,
-}
 
 /// A run that was typed, and how following it stopped.
 #[derive(Debug)]
@@ -115,7 +105,7 @@ impl TmuxCommandRuns {
         &self,
         host: &dyn Host,
         pane: PaneId,
-        request: CommandRunRequest,
+        request: RunRequest,
         deadline: Instant,
         cancel: &CancellationToken,
     ) -> Result<CommandRan, CommandRunError> {
