@@ -24,8 +24,13 @@ pub(crate) type JsonRow = Map<String, Value>;
 pub(crate) enum RowKind {
     /// Rows with a default view, and `fields` to ask for more or fewer.
     Shaped(&'static RowShape),
-    /// Rows that are always whole (`fields` is refused), with these fields.
-    Whole(&'static [&'static str]),
+    /// Rows that are always whole: `fields` is refused, saying `instead` what to do.
+    Whole {
+        /// Every field a row has.
+        fields: &'static [&'static str],
+        /// What to do instead of asking for `fields`.
+        instead: &'static str,
+    },
 }
 
 impl RowKind {
@@ -33,33 +38,43 @@ impl RowKind {
     pub(crate) fn fields(self) -> &'static [&'static str] {
         match self {
             Self::Shaped(shape) => shape.all,
-            Self::Whole(fields) => fields,
+            Self::Whole { fields, .. } => fields,
         }
     }
 
-    /// The caller's `fields` for these rows; rows that are always whole refuse any, saying
-    /// `instead` what to do.
-    pub(crate) fn select(
-        self,
-        fields: Option<&[String]>,
-        tool: &str,
-        instead: &str,
-    ) -> Result<Selection, ToolError> {
-        match self {
-            Self::Shaped(shape) => shape.select(fields, tool),
-            Self::Whole(_) if fields.is_some() => {
-                Err(ToolError::unsupported(unsupported::FIELDS, instead))
+    /// These rows as the caller's `fields` (of a call of `tool`) ask to see them.
+    pub(crate) fn view(self, fields: Option<&[String]>, tool: &str) -> Result<RowView, ToolError> {
+        let selection = match self {
+            Self::Shaped(shape) => shape.select(fields, tool)?,
+            Self::Whole { instead, .. } if fields.is_some() => {
+                return Err(ToolError::unsupported(unsupported::FIELDS, instead));
             }
-            Self::Whole(_) => Ok(Selection::All),
-        }
+            Self::Whole { .. } => Selection::All,
+        };
+        Ok(RowView {
+            kind: self,
+            selection,
+        })
     }
+}
 
-    /// `row` with the fields `selection` keeps.
-    pub(crate) fn project(self, row: JsonRow, selection: &Selection) -> JsonRow {
-        match self {
-            Self::Shaped(shape) => shape.project(row, selection),
-            Self::Whole(_) => row,
-        }
+/// Rows as one call asked to see them: which fields each keeps.
+#[derive(Debug)]
+pub(crate) struct RowView {
+    kind: RowKind,
+    selection: Selection,
+}
+
+impl RowView {
+    /// The `rows` that `keep` keeps, each with the fields the call asked for.
+    pub(crate) fn show(&self, rows: Vec<JsonRow>, keep: impl Fn(&JsonRow) -> bool) -> Vec<JsonRow> {
+        rows.into_iter()
+            .filter(|row| keep(row))
+            .map(|row| match self.kind {
+                RowKind::Shaped(shape) => shape.project(row, &self.selection),
+                RowKind::Whole { .. } => row,
+            })
+            .collect()
     }
 }
 
@@ -132,19 +147,22 @@ mod tests {
     #[test]
     fn shaped_rows_take_fields_and_whole_rows_refuse_them() {
         let shaped = RowKind::Shaped(&SHAPE);
-        let selection = shaped.select(None, "list_x", "-").unwrap();
-        let shown = shaped.project(row(), &selection);
-        let shown: Vec<&str> = shown.keys().map(String::as_str).collect();
-        assert_eq!(shown, ["id", "name"]);
+        let view = shaped.view(None, "list_x").unwrap();
+        let shown = view.show(vec![row(), row()], |r| r["id"] == 1);
+        let fields: Vec<&str> = shown[0].keys().map(String::as_str).collect();
+        assert_eq!((shown.len(), fields), (2, vec!["id", "name"]));
+        assert!(view.show(vec![row()], |r| r["id"] == 2).is_empty());
         assert_eq!(shaped.fields(), ["id", "name", "size"]);
 
-        let whole = RowKind::Whole(&["id", "name", "size"]);
-        let selection = whole.select(None, "list_x", "-").unwrap();
-        assert_eq!(whole.project(row(), &selection), row());
+        let whole = RowKind::Whole {
+            fields: &["id", "name", "size"],
+            instead: "omit fields",
+        };
+        let view = whole.view(None, "list_x").unwrap();
+        assert_eq!(view.show(vec![row()], |_| true), [row()]);
         let asked = ["name".to_owned()];
-        let refused = whole
-            .select(Some(&asked), "list_x", "omit fields")
-            .unwrap_err();
+        let refused = whole.view(Some(&asked), "list_x").unwrap_err();
         assert_eq!(refused.kind, ToolErrorKind::Unsupported);
+        assert_eq!(refused.suggestion, "omit fields");
     }
 }

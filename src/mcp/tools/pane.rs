@@ -633,7 +633,10 @@ impl McpServer {
 fn pane_rows_of(backend: Backend) -> RowKind {
     match backend {
         Backend::Tmux => RowKind::Shaped(&LISTED_PANE_SHAPE),
-        Backend::Zellij => RowKind::Whole(ZELLIJ_PANE_FIELDS),
+        Backend::Zellij => RowKind::Whole {
+            fields: ZELLIJ_PANE_FIELDS,
+            instead: "omit fields for a Zellij server",
+        },
     }
 }
 
@@ -646,11 +649,7 @@ impl MuxTool for ListPanesInput {
 
     fn check(&self, backend: Backend) -> Result<(), ToolError> {
         let rows = pane_rows_of(backend);
-        rows.select(
-            self.fields.as_deref(),
-            "list_panes",
-            "omit fields for a Zellij server",
-        )?;
+        rows.view(self.fields.as_deref(), "list_panes")?;
         if backend == Backend::Tmux
             && let Some(target) = &self.target
         {
@@ -668,11 +667,7 @@ impl MuxTool for ListPanesInput {
             Some(filters) => Filters::parse(filters, rows.fields(), "list_panes")?,
             None => Filters::default(),
         };
-        let selection = rows.select(
-            self.fields.as_deref(),
-            "list_panes",
-            "omit fields for a Zellij server",
-        )?;
+        let view = rows.view(self.fields.as_deref(), "list_panes")?;
         let query = PaneQuery {
             target: self.target.as_deref(),
             with_state: wants_state(&self),
@@ -682,12 +677,7 @@ impl MuxTool for ListPanesInput {
         Ok(ListPanesOutput {
             server: access.server_name().to_owned(),
             session: listed.session,
-            panes: listed
-                .rows
-                .into_iter()
-                .filter(|row| filters.matches(row))
-                .map(|row| rows.project(row, &selection))
-                .collect(),
+            panes: view.show(listed.rows, |row| filters.matches(row)),
         })
     }
 }

@@ -600,13 +600,13 @@ impl McpServer {
 fn session_rows_of(backend: Backend) -> RowKind {
     match backend {
         Backend::Tmux => RowKind::Shaped(&SESSION_SHAPE),
-        Backend::Zellij => RowKind::Whole(ZELLIJ_SESSION_FIELDS),
+        Backend::Zellij => RowKind::Whole {
+            fields: ZELLIJ_SESSION_FIELDS,
+            instead: "omit fields for a Zellij server: its row is always the session's name, \
+                      created_ago and exited",
+        },
     }
 }
-
-/// What to do instead of asking a Zellij server for `fields`.
-const WHOLE_SESSION_ROWS: &str =
-    "omit fields for a Zellij server: its row is always the session's name, created_ago and exited";
 
 impl MuxTool for ListSessionsInput {
     type Answer = ListSessionsOutput;
@@ -617,11 +617,7 @@ impl MuxTool for ListSessionsInput {
 
     /// On Zellij: sessions carry no per-session client count, and a row is always whole.
     fn check(&self, backend: Backend) -> Result<(), ToolError> {
-        session_rows_of(backend).select(
-            self.fields.as_deref(),
-            "list_sessions",
-            WHOLE_SESSION_ROWS,
-        )?;
+        session_rows_of(backend).view(self.fields.as_deref(), "list_sessions")?;
         let filters = self.filters.as_deref();
         if backend == Backend::Zellij && filters.is_some_and(|f| f.attached.is_some()) {
             return Err(ToolError::unsupported(
@@ -634,19 +630,12 @@ impl MuxTool for ListSessionsInput {
     }
 
     async fn act<A: PaneAccess>(self, _: &McpServer, access: A) -> Reply<Self> {
-        let rows = session_rows_of(A::BACKEND);
-        let selection = rows.select(self.fields.as_deref(), "list_sessions", WHOLE_SESSION_ROWS)?;
+        let view = session_rows_of(A::BACKEND).view(self.fields.as_deref(), "list_sessions")?;
         let matcher = SessionMatcher::new(self.filters.as_deref())?;
-        let sessions = access
-            .session_rows()
-            .await?
-            .into_iter()
-            .filter(|row| matcher.matches(row))
-            .map(|row| rows.project(row, &selection))
-            .collect();
+        let rows = access.session_rows().await?;
         Ok(ListSessionsOutput {
             server: access.server_name().to_owned(),
-            sessions,
+            sessions: view.show(rows, |row| matcher.matches(row)),
         })
     }
 }

@@ -752,7 +752,10 @@ fn listed_session(target: Option<&str>) -> Result<Option<SessionSel>, ToolError>
 fn window_rows_of(backend: Backend) -> RowKind {
     match backend {
         Backend::Tmux => RowKind::Shaped(&WINDOW_SHAPE),
-        Backend::Zellij => RowKind::Whole(ZELLIJ_TAB_FIELDS),
+        Backend::Zellij => RowKind::Whole {
+            fields: ZELLIJ_TAB_FIELDS,
+            instead: "omit fields for a Zellij server",
+        },
     }
 }
 
@@ -768,32 +771,18 @@ impl MuxTool for ListWindowsInput {
         if backend == Backend::Tmux {
             listed_session(self.target.as_deref())?;
         }
-        window_rows_of(backend).select(
-            self.fields.as_deref(),
-            "list_windows",
-            "omit fields for a Zellij server",
-        )?;
+        window_rows_of(backend).view(self.fields.as_deref(), "list_windows")?;
         Ok(())
     }
 
     async fn act<A: PaneAccess>(self, _: &McpServer, access: A) -> Reply<Self> {
-        let rows = window_rows_of(A::BACKEND);
         let matcher = WindowMatcher::new(self.filters.as_deref())?;
-        let selection = rows.select(
-            self.fields.as_deref(),
-            "list_windows",
-            "omit fields for a Zellij server",
-        )?;
+        let view = window_rows_of(A::BACKEND).view(self.fields.as_deref(), "list_windows")?;
         let listed = access.window_rows(self.target.as_deref()).await?;
         Ok(ListWindowsOutput {
             server: access.server_name().to_owned(),
             session: listed.session,
-            windows: listed
-                .rows
-                .into_iter()
-                .filter(|row| matcher.matches(row))
-                .map(|row| rows.project(row, &selection))
-                .collect(),
+            windows: view.show(listed.rows, |row| matcher.matches(row)),
         })
     }
 }
