@@ -198,21 +198,7 @@ mod tests {
     use muxgate_mux::foreground::Blocked;
 
     fn state(command: &str) -> PaneState {
-        PaneState {
-            pane: PaneId(1),
-            server_pid: 1,
-            pane_pid: 7,
-            dead: false,
-            in_mode: false,
-            alternate_on: false,
-            history_size: 0,
-            history_limit: 2000,
-            cursor_y: 0,
-            height: 40,
-            dead_status: None,
-            tty: "/dev/pts/1".into(),
-            current_command: command.into(),
-        }
+        PaneState::running(PaneId(1), command)
     }
 
     /// The terminal's foreground job as a host tells it: the shell's own group, or a command's.
@@ -270,31 +256,33 @@ mod tests {
 
     #[test]
     fn a_pane_that_cannot_type_is_refused_even_with_a_named_shell() {
-        let copy_mode = PaneState {
-            in_mode: true,
-            ..state("bash")
-        };
-        assert_eq!(
-            readiness(&copy_mode, Some(Shell::Bash), None),
-            Err(NotReady::InMode)
-        );
-        let dead = PaneState {
-            dead: true,
-            ..state("bash")
-        };
-        assert_eq!(
-            readiness(&dead, Some(Shell::Bash), None),
-            Err(NotReady::Dead)
-        );
-        let full_screen = PaneState {
-            alternate_on: true,
-            ..state("vim")
-        };
-        assert_eq!(
-            readiness(&full_screen, Some(Shell::Bash), None),
-            Err(NotReady::FullScreen {
-                program: "vim".into()
-            })
-        );
+        let cases = [
+            (
+                PaneState {
+                    in_mode: true,
+                    ..state("bash")
+                },
+                NotReady::InMode,
+            ),
+            (
+                PaneState {
+                    dead: true,
+                    ..state("bash")
+                },
+                NotReady::Dead,
+            ),
+            (
+                PaneState {
+                    alternate_on: true,
+                    ..state("vim")
+                },
+                NotReady::FullScreen {
+                    program: "vim".into(),
+                },
+            ),
+        ];
+        for (state, refused) in cases {
+            assert_eq!(readiness(&state, Some(Shell::Bash), None), Err(refused));
+        }
     }
 }

@@ -412,21 +412,7 @@ mod tests {
     }
 
     fn state(pane: PaneId) -> PaneState {
-        PaneState {
-            pane,
-            server_pid: 1,
-            pane_pid: 2,
-            dead: false,
-            in_mode: false,
-            alternate_on: false,
-            history_size: 0,
-            history_limit: 2000,
-            cursor_y: 0,
-            height: 24,
-            dead_status: None,
-            tty: "/dev/pts/9".into(),
-            current_command: "bash".into(),
-        }
+        PaneState::running(pane, "bash")
     }
 
     fn watched(pane: u32, pattern: Option<&str>) -> (Arc<PaneStream>, Watched) {

@@ -167,6 +167,29 @@ impl TmuxPaneStates {
 /// How long [`TmuxPaneStates::read_started`] waits for a new pane's program to start.
 const START_GRACE: Duration = Duration::from_secs(2);
 
+#[cfg(test)]
+impl PaneState {
+    /// For tests: live pane `pane` of server 1, at the top of a 40-row screen, whose program
+    /// (pid 7) tmux names `command`.
+    pub(crate) fn running(pane: PaneId, command: &str) -> Self {
+        Self {
+            pane,
+            server_pid: 1,
+            pane_pid: 7,
+            dead: false,
+            in_mode: false,
+            alternate_on: false,
+            history_size: 0,
+            history_limit: 2000,
+            cursor_y: 0,
+            height: 40,
+            dead_status: None,
+            tty: "/dev/pts/1".into(),
+            current_command: command.into(),
+        }
+    }
+}
+
 /// Whether `current_command` is tmux's own name: what tmux shows for a pane whose process it
 /// has forked but not yet made the pane's program (or for a pane that runs tmux itself).
 fn shows_tmux(current_command: &str) -> bool {
