@@ -3,10 +3,13 @@
 mod common;
 
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::tmux::{StoppedServer, TestTmux};
-use common::tools::{call, call_err, call_ok, client, screen, wait_for_screen};
+use common::tmux::TestTmux;
+use common::tools::{
+    assert_stalled_calls_end_at_their_own_timeout, call, call_err, call_ok, client,
+    gateway_with_slow_commands, screen, wait_for_screen,
+};
 use common::{config_with_server, spawn_gateway, wait_until};
 use serde_json::{Value, json};
 
@@ -495,32 +498,16 @@ async fn a_command_waits_for_a_new_pane_to_start_its_shell() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_on_a_stalled_server_ends_at_its_own_timeout() {
     let tmux = TestTmux::start();
-    let mut config = config_with_server("work", &tmux.socket, false);
-    // Far from the run's own 1 s, so that a slow machine cannot blur the two.
-    config.engine.command_timeout_ms = 60_000;
-    let gateway = spawn_gateway(config).await;
-    let client = client(&gateway).await;
+    let (_gateway, client) = gateway_with_slow_commands(&tmux).await;
     let pane = tmux.pane_id("main").to_string();
-    // The command connection is attached before the server stops.
-    call_ok(&client, "list_panes", json!({})).await;
-
-    let stopped = StoppedServer::new(&tmux);
-    for target in ["main", pane.as_str()] {
-        let asked = Instant::now();
-        let stalled = call_err(
-            &client,
-            "run_command",
-            json!({"target": target, "command": "true", "timeout": 1}),
-        )
-        .await;
-        let took = asked.elapsed();
-        assert_eq!(stalled["kind"], "timeout", "{target}: {stalled}");
-        assert!(
-            took < Duration::from_secs(30),
-            "{target}: the run took {took:?}, as long as a tmux command may"
-        );
-    }
-    drop(stopped);
+    assert_stalled_calls_end_at_their_own_timeout(
+        &client,
+        &tmux,
+        &pane,
+        "run_command",
+        |target| json!({"target": target, "command": "true", "timeout": 1}),
+    )
+    .await;
 
     // Once the server answers again, runs work.
     let ran = call_ok(

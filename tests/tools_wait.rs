@@ -6,8 +6,11 @@ mod common;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use common::tmux::{StoppedServer, TestTmux};
-use common::tools::{call, call_err, call_ok, client, type_line, wait_for_screen};
+use common::tmux::TestTmux;
+use common::tools::{
+    assert_stalled_calls_end_at_their_own_timeout, call, call_err, call_ok, client,
+    gateway_with_slow_commands, type_line, wait_for_screen,
+};
 use common::{config_with_server, spawn_gateway, wait_until, wait_until_async};
 use muxgate_tmux::TmuxServer;
 use serde_json::json;
@@ -484,33 +487,16 @@ async fn a_cancelled_wait_frees_its_slot_and_subscription() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wait_on_a_stalled_server_ends_at_its_own_timeout() {
     let tmux = TestTmux::start();
-    let mut config = config_with_server("work", &tmux.socket, false);
-    // Far from the wait's own 1 s, so that a slow machine cannot blur the two.
-    config.engine.command_timeout_ms = 60_000;
-    let gateway = spawn_gateway(config).await;
-    let client = client(&gateway).await;
+    let (_gateway, client) = gateway_with_slow_commands(&tmux).await;
     let pane = tmux.pane_id("main").to_string();
-    // The command connection is attached before the server stops.
-    call_ok(&client, "list_panes", json!({})).await;
-
-    let stopped = StoppedServer::new(&tmux);
-    // By name (resolving it needs tmux) and by pane id (subscribing to its output needs tmux).
-    for target in ["main", pane.as_str()] {
-        let asked = Instant::now();
-        let stalled = call_err(
-            &client,
-            "wait_for_text",
-            json!({"target": target, "patterns": ["never"], "timeout": 1}),
-        )
-        .await;
-        let took = asked.elapsed();
-        assert_eq!(stalled["kind"], "timeout", "{target}: {stalled}");
-        assert!(
-            took < Duration::from_secs(30),
-            "{target}: the wait took {took:?}, as long as a tmux command may"
-        );
-    }
-    drop(stopped);
+    assert_stalled_calls_end_at_their_own_timeout(
+        &client,
+        &tmux,
+        &pane,
+        "wait_for_text",
+        |target| json!({"target": target, "patterns": ["never"], "timeout": 1}),
+    )
+    .await;
 
     // Once the server answers again, waits work.
     let resumed = call_ok(

@@ -1,13 +1,14 @@
 //! Calling tools over MCP in tests: an rmcp client and helpers to read results.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig};
 use rmcp::service::RunningService;
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use super::TestGateway;
+use super::tmux::{StoppedServer, TestTmux};
+use super::{TestGateway, config_with_server, spawn_gateway};
 
 pub(crate) type Client = RunningService<rmcp::RoleClient, ClientConfig>;
 
@@ -140,5 +141,41 @@ pub(crate) async fn call_until(
             "{tool} never settled: {answer}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A gateway (and a client of it) on `tmux`'s server whose tmux commands may each take 60 s:
+/// far from a call's own timeout of 1 s, so that a slow machine cannot blur the two. Its
+/// command connection is attached.
+pub(crate) async fn gateway_with_slow_commands(tmux: &TestTmux) -> (TestGateway, Client) {
+    let mut config = config_with_server("work", &tmux.socket, false);
+    config.engine.command_timeout_ms = 60_000;
+    let gateway = spawn_gateway(config).await;
+    let client = client(&gateway).await;
+    call_ok(&client, "list_panes", json!({})).await;
+    (gateway, client)
+}
+
+/// Calls `tool` with `arguments(target)` while `tmux`'s server answers nothing (stopped), by
+/// the session name `main` (resolving it needs tmux) and by its pane id `pane` (following the
+/// pane needs tmux): each call must end with `timeout` long before one tmux command's 60 s
+/// (see [`gateway_with_slow_commands`]). The server runs again afterwards.
+pub(crate) async fn assert_stalled_calls_end_at_their_own_timeout(
+    client: &Client,
+    tmux: &TestTmux,
+    pane: &str,
+    tool: &str,
+    arguments: impl Fn(&str) -> Value,
+) {
+    let _stopped = StoppedServer::new(tmux);
+    for target in ["main", pane] {
+        let asked = Instant::now();
+        let stalled = call_err(client, tool, arguments(target)).await;
+        let took = asked.elapsed();
+        assert_eq!(stalled["kind"], "timeout", "{tool} on {target}: {stalled}");
+        assert!(
+            took < Duration::from_secs(30),
+            "{tool} on {target} took {took:?}, as long as a tmux command may"
+        );
     }
 }
