@@ -80,7 +80,7 @@ impl RowView {
 
 /// The rows of a listing, and the session they are of when the backend lists one session at
 /// a time (Zellij, whose ids count per session).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Listed {
     /// The session listed; `None` when the rows may be of every session (tmux).
     pub session: Option<String>,
