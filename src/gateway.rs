@@ -21,6 +21,7 @@ use crate::auth::{
     SCOPE_READ, SCOPE_WRITE, SessionBindings, TokenMinter,
 };
 use crate::config::Config;
+use crate::hosts::{HostError, Hosts};
 use crate::http::health::EngineReadiness;
 use crate::http::listen::Listeners;
 use crate::http::sessions::McpSessions;
@@ -66,6 +67,9 @@ pub enum GatewayError {
     /// The `[approvals]` section is invalid.
     #[error("approvals: {0}")]
     Approvals(String),
+    /// A `[hosts.<name>]` entry cannot be used.
+    #[error(transparent)]
+    Host(#[from] HostError),
 }
 
 /// What a gateway is built for.
@@ -95,6 +99,8 @@ pub struct Gateway {
     tls: Option<Arc<CertStore>>,
     /// Cancelled by [`Gateway::shutdown`], after the HTTP server has drained.
     engine_shutdown: CancellationToken,
+    /// The other machines' links, closed after the engine has detached from their servers.
+    hosts: Arc<Hosts>,
 }
 
 /// How long shutdown waits for the tmux control clients to detach.
@@ -122,15 +128,8 @@ impl Gateway {
     ) -> Result<Self, GatewayError> {
         let shutdown = Shutdown::new(shutdown);
         let engine_shutdown = CancellationToken::new();
-        let engine = TmuxEngine::start(
-            config
-                .tmux
-                .servers
-                .iter()
-                .map(|(name, server)| (name.to_string(), server.socket.clone())),
-            config.engine.settings(),
-            &engine_shutdown,
-        );
+        let hosts = Arc::new(Hosts::start(&config.hosts)?);
+        let engine = start_engine(&config, &hosts, &engine_shutdown);
         warn_about_setup(&config);
         let stores = Stores::open(&config, &shutdown, &engine_shutdown).await?;
         let desks = Desks::new(&config)?;
@@ -143,6 +142,7 @@ impl Gateway {
         let audit = Arc::new(AuditLog::open(&config.audit, stores.state_dir.as_deref())?);
         metrics.collect_approvals(desks.approvals.clone());
         metrics.collect_secrets(desks.secrets.clone());
+        metrics.collect_hosts(hosts.clone());
         metrics.collect_from(
             engine.clone(),
             stores.workspaces.clone(),
@@ -165,6 +165,7 @@ impl Gateway {
         let parts = Parts {
             config: config.clone(),
             engine: engine.clone(),
+            hosts: hosts.clone(),
             audit: audit.clone(),
             stores,
             desks,
@@ -188,6 +189,7 @@ impl Gateway {
             shutdown,
             tls,
             engine_shutdown,
+            hosts,
         })
     }
 
@@ -228,6 +230,7 @@ impl Gateway {
         if detached.is_err() {
             tracing::warn!("tmux control clients still open after {DETACH_TIMEOUT:?}");
         }
+        self.hosts.close();
         if let Err(error) = self.audit.close().await {
             tracing::error!(%error, "flushing the audit log failed");
         }
@@ -309,6 +312,7 @@ impl Desks {
 struct Parts {
     config: Arc<Config>,
     engine: TmuxEngine,
+    hosts: Arc<Hosts>,
     audit: Arc<AuditLog>,
     stores: Stores,
     desks: Desks,
@@ -375,6 +379,7 @@ impl Parts {
                 )
             })),
             tmux: self.engine,
+            hosts: self.hosts,
             limits: limits.clone(),
             audit: self.audit,
             self_location: SelfLocation::from_env(
@@ -394,6 +399,20 @@ impl Parts {
             config,
         })
     }
+}
+
+/// The engine of the configured servers: this machine's and the hosts'.
+fn start_engine(config: &Config, hosts: &Hosts, shutdown: &CancellationToken) -> TmuxEngine {
+    let local = config
+        .tmux
+        .servers
+        .iter()
+        .map(|(name, server)| (name.to_string(), server.socket.clone().into()));
+    TmuxEngine::start(
+        local.chain(hosts.endpoints()),
+        config.engine.settings(),
+        shutdown,
+    )
 }
 
 /// The request limits: the defaults and each configured client's own.

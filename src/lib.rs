@@ -15,6 +15,7 @@
 //! - [`secret_entry`]: one-time links a human types a secret into a pane through;
 //! - [`state`]: the state directory (session owners, workspaces);
 //! - [`workspace`]: a sandboxed tmux server per tenant (workspace mode);
+//! - [`hosts`]: other machines' tmux servers, each host one SSH connection;
 //! - [`gateway`]: assembling all of the above from a config;
 //! - `conformance` (cargo feature `conformance`, tests only): auth off, loopback only, and the
 //!   MCP conformance suite's fixtures;
@@ -34,6 +35,7 @@ pub mod config;
 pub mod conformance;
 pub mod doctor;
 pub mod gateway;
+pub mod hosts;
 pub mod http;
 pub mod limits;
 pub mod mcp;

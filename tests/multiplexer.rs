@@ -83,7 +83,7 @@ async fn tmux_panes_through_the_trait() {
     let tmux = TestTmux::start();
     let shutdown = CancellationToken::new();
     let engine = TmuxEngine::start(
-        [("t".to_owned(), TmuxSocket::Name(tmux.socket.clone()))],
+        [("t".to_owned(), TmuxSocket::Name(tmux.socket.clone()).into())],
         EngineSettings::default(),
         &shutdown,
     );

@@ -95,6 +95,9 @@ pub struct Config {
     /// The live view (`/view`) and its links.
     #[serde(default)]
     pub view: crate::view::ViewConfig,
+    /// `[hosts.<name>]`: other machines whose tmux servers clients may drive, over SSH.
+    #[serde(default)]
+    pub hosts: BTreeMap<String, crate::hosts::config::HostConfig>,
     /// The file this configuration was read from (none: the embedded default alone).
     #[serde(skip)]
     pub source_file: Option<PathBuf>,
@@ -721,6 +724,7 @@ impl Config {
         ]
         .into_iter()
         .flatten()
+        .chain(self.hosts.values().map(|host| &host.identity_file))
         .cloned()
         .collect()
     }
@@ -745,11 +749,11 @@ impl Config {
             http.progress_interval_secs,
         )?;
 
-        if self.tmux.servers.is_empty() && !self.workspaces.enabled {
+        if self.tmux.servers.is_empty() && self.hosts.is_empty() && !self.workspaces.enabled {
             return Err(Violation::at(
                 &["tmux", "servers"],
-                "no tmux server configured; add a [tmux.servers.<name>] table, or enable \
-                 [workspaces]",
+                "no tmux server configured; add a [tmux.servers.<name>] table or a \
+                 [hosts.<name>] one, or enable [workspaces]",
             ));
         }
         let mut seen: BTreeMap<&TmuxSocket, &ServerName> = BTreeMap::new();
@@ -791,6 +795,7 @@ impl Config {
         self.validate_limits()?;
         self.zellij.validate(&self.tmux)?;
         self.validate_workspaces()?;
+        self.validate_hosts()?;
         if let Some(tls) = &http.tls {
             positive(
                 &["http", "tls", "watch_interval_secs"],
@@ -908,6 +913,43 @@ impl Config {
                          when workspaces are enabled; rename this server"
                     ),
                 });
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_hosts(&self) -> Result<(), Violation> {
+        for (name, host) in &self.hosts {
+            let at = |key: &str, message: String| Violation {
+                path: vec!["hosts".into(), name.clone(), key.into()],
+                message,
+            };
+            if !crate::hosts::config::is_safe_name(name) {
+                return Err(Violation {
+                    path: vec!["hosts".into(), name.clone()],
+                    message: "a host name is 1-64 characters from A-Z a-z 0-9 _ . -".into(),
+                });
+            }
+            let taken = if self.tmux.servers.contains_key(name.as_str()) {
+                Some("tmux.servers")
+            } else if self.zellij.servers.contains_key(name.as_str()) {
+                Some("zellij.servers")
+            } else if self.workspaces.enabled && name == crate::workspace::SERVER_NAME {
+                Some("each client's workspace")
+            } else {
+                None
+            };
+            if let Some(taken) = taken {
+                return Err(Violation {
+                    path: vec!["hosts".into(), name.clone()],
+                    message: format!(
+                        "the name is already used by {taken}; a host's servers are named after \
+                         it (`{name}`, `{name}/<socket name>`), so rename one of them"
+                    ),
+                });
+            }
+            if let Err((key, message)) = host.validate() {
+                return Err(at(key, message));
             }
         }
         Ok(())

@@ -20,6 +20,7 @@ use crate::auth::owners::{OwnerScope, SessionKey, SessionOwners};
 use crate::auth::{SessionRef, can_see_session, check_server, check_session};
 use crate::limits::Limits;
 use crate::workspace::{self, WorkspaceError, WorkspaceLimits, WorkspaceName, Workspaces};
+use muxgate_tmux::LinkDown;
 use muxgate_tmux::client::channel::TmuxChannels;
 use muxgate_tmux::follow::command_run::TmuxCommandRuns;
 use muxgate_tmux::follow::state_wait::TmuxStateWaits;
@@ -666,6 +667,10 @@ pub(crate) fn not_found(target: &Target) -> ToolError {
 pub(crate) fn engine_error(server: &str, error: EngineError, list_hint: &str) -> ToolError {
     let kind = error.kind();
     let (message, suggestion) = match error {
+        EngineError::Unavailable {
+            cause: ConnectError::LinkDown(down),
+            ..
+        } => return link_down_error(&down),
         EngineError::Command(message) => command_error(kind, message, list_hint),
         EngineError::Unavailable {
             cause: ConnectError::NoServer { .. } | ConnectError::NoSessions { .. },
@@ -729,6 +734,22 @@ pub(crate) fn engine_error(server: &str, error: EngineError, list_hint: &str) ->
         ),
     };
     ToolError::new(kind.into(), message, suggestion)
+}
+
+/// A server on a host whose link is down: `unavailable`, naming the host and its last error,
+/// with when the link is tried again as `retry_after_ms` (the same words a limit uses).
+pub(crate) fn link_down_error(down: &LinkDown) -> ToolError {
+    let retry_ms = u64::try_from(down.retry_after.as_millis())
+        .unwrap_or(u64::MAX)
+        .max(1);
+    ToolError::new(
+        ToolErrorKind::Unavailable,
+        format!("host {:?} is unreachable: {}", &*down.host, down.reason),
+        format!(
+            "retry after {retry_ms} ms (retry_after_ms: {retry_ms}); list_servers shows the \
+             state of every host's link"
+        ),
+    )
 }
 
 /// The message and suggestion for a command tmux refused, or whose reply the engine declined

@@ -119,6 +119,8 @@ pub struct McpState {
     pub config: Arc<Config>,
     /// The configured tmux servers (and, in workspace mode, the tenants' ones).
     pub tmux: TmuxEngine,
+    /// The other machines the configured servers run on, and their links.
+    pub hosts: Arc<crate::hosts::Hosts>,
     /// The configured Zellij servers (the `zellij_*` tools).
     pub zellij: ZellijServers,
     /// Each client's rate limits and budgets.
@@ -154,7 +156,9 @@ impl McpState {
     /// The multiplexers with at least one server: only their tools are listed.
     fn backends(&self) -> Vec<catalog::Backend> {
         let config = &self.config;
-        let tmux = !config.tmux.servers.is_empty() || config.workspaces.enabled;
+        let tmux = !config.tmux.servers.is_empty()
+            || !config.hosts.is_empty()
+            || config.workspaces.enabled;
         let zellij = !config.zellij.servers.is_empty();
         [
             tmux.then_some(catalog::Backend::Tmux),

@@ -54,6 +54,8 @@ use crate::approvals::ApprovalDesk;
 use crate::audit::{AuditLog, Outcome};
 use crate::auth::token::RejectReason;
 use crate::auth::{Eviction, EvictionHook, RejectHook};
+use crate::hosts::Hosts;
+use crate::hosts::link::LinkPhase;
 use crate::limits::{Limit, LimitHook, Limits};
 use crate::secret_entry::{PaneDestination, SecretDesk};
 use crate::workspace::Workspaces;
@@ -257,6 +259,13 @@ impl Metrics {
         self.register_collector(SecretsCollector { desk });
     }
 
+    /// Adds each host's link state and the count of its lost connections (`host` label).
+    pub(crate) fn collect_hosts(&mut self, hosts: Arc<Hosts>) {
+        if hosts.links().next().is_some() {
+            self.register_collector(HostsCollector { hosts });
+        }
+    }
+
     /// The hook the authenticator calls on every refusal.
     pub fn reject_hook(&self) -> RejectHook {
         let family = self.auth_failures.clone();
@@ -390,6 +399,48 @@ fn encode_single(
         kind,
         value,
     )
+}
+
+/// Each host's link, by the host's name.
+struct HostsCollector {
+    hosts: Arc<Hosts>,
+}
+
+impl fmt::Debug for HostsCollector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HostsCollector").finish_non_exhaustive()
+    }
+}
+
+impl Collector for HostsCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
+        let reports: Vec<_> = self
+            .hosts
+            .links()
+            .map(|link| (link.name().to_owned(), link.report()))
+            .collect();
+        encode_rows(
+            &mut encoder,
+            "muxgate_host_link_up",
+            "Whether the SSH link to the host is up (1) or connecting or down (0).",
+            MetricType::Gauge,
+            reports.iter().map(|(host, report)| {
+                (
+                    [("host", host.clone())],
+                    u64::from(report.phase == LinkPhase::Up),
+                )
+            }),
+        )?;
+        encode_rows(
+            &mut encoder,
+            "muxgate_host_link_drops",
+            "SSH links to the host lost after they were up.",
+            MetricType::Counter,
+            reports
+                .iter()
+                .map(|(host, report)| ([("host", host.clone())], report.drops)),
+        )
+    }
 }
 
 /// The tmux engine's counters, per configured server, and summed over every workspace under

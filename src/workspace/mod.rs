@@ -52,8 +52,8 @@ pub use name::WorkspaceName;
 
 use muxgate_tmux::typed::server::TmuxServerOps;
 use muxgate_tmux::{
-    Caller, ClientWrapper, ConnectError, EngineError, EngineSettings, RunAs, TmuxEndpoint,
-    TmuxServer, TmuxSocket,
+    Caller, ClientLaunch, ClientWrapper, ConnectError, EngineError, EngineSettings, RunAs,
+    TmuxEndpoint, TmuxServer, TmuxSocket,
 };
 
 /// The server name a client sees for its workspace.
@@ -390,7 +390,7 @@ impl Workspaces {
         };
         let endpoint = TmuxEndpoint {
             socket: TmuxSocket::Path(sandbox::INSIDE_SOCKET.into()),
-            wrapper: Some(Arc::new(wrapper)),
+            launch: ClientLaunch::Wrapped(Arc::new(wrapper)),
         };
         let retire = inner.shutdown.child_token();
         let server = TmuxServer::start(

@@ -16,6 +16,7 @@ pub(crate) mod probe;
 pub(crate) mod pty;
 pub(crate) mod serve;
 pub(crate) mod sockets;
+pub(crate) mod ssh_host;
 pub(crate) mod tmux;
 pub(crate) mod tools;
 pub(crate) mod workspaces;

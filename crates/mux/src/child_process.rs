@@ -48,6 +48,24 @@ pub fn mark_inherited_fds_cloexec() -> std::io::Result<()> {
     Ok(())
 }
 
+/// Has the kernel kill the child with `SIGKILL` when `parent` (the gateway, as `getpid` told
+/// it before the fork) dies, so no child outlives the gateway. The signal follows the *thread*
+/// that forked: children are started from long-lived runtime threads, never from
+/// `spawn_blocking`. Call it after any change of credentials, which clears it.
+pub fn die_with_parent(parent: libc::pid_t) -> std::io::Result<()> {
+    // SAFETY: prctl(2) and getppid(2) on integers; async-signal-safe, no memory touched.
+    unsafe {
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // The parent may have died between fork and prctl; then no signal would ever come.
+        if libc::getppid() != parent {
+            return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+        }
+    }
+    Ok(())
+}
+
 /// Sets every catchable signal's disposition to the default, so an ignored one is not
 /// inherited across exec (the signal mask is reset by the standard library's spawn).
 pub fn restore_default_signals() -> std::io::Result<()> {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::client::spawn::{TmuxEndpoint, TmuxSocket};
+use crate::client::spawn::TmuxEndpoint;
 use crate::client::worker::{BatchMode, Caller, CommandOutcome, WorkerHandle};
 use crate::error::EngineError;
 use crate::output::monitor::OutputHub;
@@ -177,9 +177,9 @@ pub struct TmuxEngine {
 }
 
 impl TmuxEngine {
-    /// Starts a worker per `(name, socket)`; they stop when `shutdown` fires.
+    /// Starts a worker per `(name, endpoint)`; they stop when `shutdown` fires.
     pub fn start(
-        servers: impl IntoIterator<Item = (String, TmuxSocket)>,
+        servers: impl IntoIterator<Item = (String, TmuxEndpoint)>,
         settings: EngineSettings,
         shutdown: &CancellationToken,
     ) -> Self {

@@ -34,7 +34,8 @@ pub mod wire;
 
 pub use client::connection::ConnectError;
 pub use client::latency::{LatencyHistogram, LatencySnapshot};
-pub use client::spawn::{ClientWrapper, RunAs, TmuxEndpoint, TmuxSocket};
+pub use client::remote::{LinkDown, LinkStatus, RemoteHost};
+pub use client::spawn::{ClientLaunch, ClientWrapper, RunAs, TmuxEndpoint, TmuxSocket};
 pub use client::worker::{BatchMode, Caller, CommandOutcome, WorkerHandle, WorkerStats};
 pub use engine::{LEDGER_KEEP, ServerInstance, TmuxEngine, TmuxServer};
 pub use error::{EngineError, QueueScope};

@@ -327,20 +327,12 @@ pub fn first_lines(text: &str) -> String {
 /// The signal fires when the *thread* that forked exits; tokio spawns from runtime threads that
 /// live as long as the runtime, which is the lifetime wanted here.
 fn set_parent_death_signal(cmd: &mut Command) {
-    let parent = std::process::id();
+    // SAFETY: `getpid` is async-signal-safe and runs in the parent here.
+    let parent = unsafe { libc::getpid() };
     // SAFETY: the closure runs between fork and exec and only calls async-signal-safe functions
     // (prctl, getppid); it allocates nothing on the success path.
     unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // The parent may have died before prctl; then we were re-parented already.
-            if u32::try_from(libc::getppid()).ok() != Some(parent) {
-                return Err(std::io::Error::other("parent exited before exec"));
-            }
-            Ok(())
-        });
+        cmd.pre_exec(move || child_process::die_with_parent(parent));
     }
 }
 

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::support::op_failure;
 use super::watch::{cancelled, elapsed_ms};
 use crate::mcp::McpServer;
-use crate::mcp::access::{TmuxAccess, engine_error};
+use crate::mcp::access::{TmuxAccess, engine_error, link_down_error};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use muxgate_tmux::client::channel::{ChannelName, ChannelWaitError};
@@ -136,6 +136,7 @@ impl McpServer {
                         format!("the tmux server went away during the wait: {e}"),
                         "call list_servers; the channel was not signalled",
                     )),
+                    Err(ChannelWaitError::LinkDown(down)) => Err(link_down_error(&down)),
                 },
             }
         };

@@ -1,7 +1,7 @@
 //! Tools that act on the gateway's servers as a whole: which exist (tmux and Zellij), their
 //! state, and killing a tmux one.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::session::visible;
 use super::support::require_every_session;
 use crate::auth::check_server;
+use crate::hosts::link::{HostLink, LinkPhase};
 use crate::mcp::McpServer;
 use crate::mcp::access::engine_error;
 use crate::mcp::backend::Backend;
@@ -52,6 +53,45 @@ pub(crate) struct ServerSummary {
     /// Zellij: the session of targets that name none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub default_session: Option<String>,
+    /// The machine it runs on, when that is not the gateway's own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostSummary>,
+}
+
+/// A server's host and the state of the gateway's link to it.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct HostSummary {
+    /// The host's name.
+    pub name: String,
+    /// The link: `up` (calls reach the host), `connecting`, or `down` (calls are refused at
+    /// once until it is back).
+    pub link: LinkPhase,
+    /// How long asking this server just now took, in milliseconds: a round trip over the link
+    /// and tmux's answer. Absent when the server could not be asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rtt_ms: Option<f64>,
+    /// While the link is not up: its last error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// While the link is down: when it is tried again, in milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
+}
+
+impl HostSummary {
+    /// `link`'s state now, and the round trip of a probe that answered.
+    fn of(link: &HostLink, rtt: Option<Duration>) -> Self {
+        let report = link.report();
+        Self {
+            name: link.name().to_owned(),
+            link: report.phase,
+            rtt_ms: rtt.map(|rtt| (rtt.as_secs_f64() * 1e5).round() / 100.0),
+            last_error: report.last_error,
+            retry_after_ms: report
+                .retry_after
+                .map(|after| u64::try_from(after.as_millis()).unwrap_or(u64::MAX)),
+        }
+    }
 }
 
 /// Whose server it is.
@@ -156,6 +196,7 @@ impl McpServer {
                     allow_absent: false,
                     reachability,
                     default_session: server.default_session().map(ToString::to_string),
+                    host: None,
                 }
             });
         futures::future::join_all(probes).await
@@ -196,22 +237,29 @@ impl McpServer {
         let probes = self.visible_servers(&call).into_iter().map(|name| {
             let call = &call;
             async move {
-                let configured = self.state().config.tmux.servers.get(name);
-                let reachability = match self.tmux_access(call, Some(name)).await {
-                    Ok(tmux) => Reachability::of(&tmux.server_ops().probe(PROBE_DEADLINE).await),
-                    Err(_) => Reachability::Unreachable,
+                let state = self.state();
+                let configured = state.config.tmux.servers.get(name);
+                let link = state.hosts.link_of(name);
+                let started = Instant::now();
+                let probe = match self.tmux_access(call, Some(name)).await {
+                    Ok(tmux) => Some(tmux.server_ops().probe(PROBE_DEADLINE).await),
+                    Err(_) => None,
                 };
+                let rtt = matches!(probe, Some(Ok(()))).then(|| started.elapsed());
                 Ok::<_, ToolError>(ServerSummary {
                     name: name.to_owned(),
                     backend: Backend::Tmux,
-                    kind: if configured.is_some() {
+                    kind: if configured.is_some() || link.is_some() {
                         ServerKind::Configured
                     } else {
                         ServerKind::Workspace
                     },
                     allow_absent: configured.is_some_and(|c| c.allow_absent),
-                    reachability,
+                    reachability: probe
+                        .as_ref()
+                        .map_or(Reachability::Unreachable, Reachability::of),
                     default_session: None,
+                    host: link.map(|link| HostSummary::of(link, rtt)),
                 })
             }
         });

@@ -17,6 +17,7 @@
 
 use std::path::Path;
 
+use crate::client::remote::LinkDown;
 use crate::client::spawn::{TmuxEndpoint, tmux_command};
 use crate::typed::op_error::OpError;
 use crate::{Caller, QuoteError, TmuxCommand, TmuxServer};
@@ -93,6 +94,9 @@ pub enum ChannelWaitError {
     /// message, or its exit status when tmux said nothing.
     #[error("the tmux server went away during the wait: {0}")]
     ServerGone(String),
+    /// The server is on another machine, and the link to it is down.
+    #[error(transparent)]
+    LinkDown(#[from] LinkDown),
 }
 
 /// `wait-for -S`: `channel` after `--`, so a name starting with `-` is not an option.
@@ -157,8 +161,7 @@ async fn wait_for_signal(
     endpoint: &TmuxEndpoint,
     channel: &str,
 ) -> Result<(), ChannelWaitError> {
-    let mut command = tmux_command(tmux_bin, endpoint);
-    command.arg("wait-for").arg("--").arg(channel);
+    let mut command = tmux_command(tmux_bin, endpoint, ["wait-for", "--", channel])?;
     let output = command
         .output()
         .await

@@ -35,6 +35,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufR
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::{Notify, mpsc, oneshot};
 
+use crate::client::remote::LinkDown;
 use crate::client::spawn::{TmuxEndpoint, tmux_command};
 use crate::wire::ids::{PaneId, SessionId};
 use crate::wire::protocol::{Block, Event, MAX_BLOCK_BYTES, Parser};
@@ -124,6 +125,9 @@ pub enum ConnectError {
     /// ended it.
     #[error("tmux refused the control client: {0}")]
     Refused(String),
+    /// The server is on another machine, and the link to it is down.
+    #[error(transparent)]
+    LinkDown(#[from] LinkDown),
 }
 
 /// One command line to write, and where its reply goes.
@@ -332,7 +336,7 @@ impl Connection {
                 Some(sink.clone()),
             ),
         };
-        let mut command = control_command(options, &flags);
+        let mut command = control_command(options, &flags)?;
         let mut child = command.spawn().map_err(|e| ConnectError::Spawn {
             bin: options.tmux_bin.display().to_string(),
             error: e.to_string(),
@@ -534,24 +538,29 @@ fn classify_refusal(stderr: &[u8], closed: Option<CloseReason>, socket: String) 
 
 /// The `tmux -C` command line of a control client with `flags`: attach to the chosen
 /// session, or create the session and attach to it in one command.
-fn control_command(options: &ConnectOptions, flags: &str) -> tokio::process::Command {
-    let mut command = tmux_command(&options.tmux_bin, &options.endpoint);
-    command.stdin(std::process::Stdio::piped());
+fn control_command(
+    options: &ConnectOptions,
+    flags: &str,
+) -> Result<tokio::process::Command, LinkDown> {
+    let mut args: Vec<std::ffi::OsString> = Vec::new();
     match options.create {
         Some(new) => {
-            command
-                .args(["-N", "-C", "new-session", "-E", "-f", flags, "-s", new.name])
-                .arg("--")
-                .args(new.argv);
+            args.extend(
+                ["-N", "-C", "new-session", "-E", "-f", flags, "-s", new.name].map(Into::into),
+            );
+            args.push("--".into());
+            args.extend(new.argv.iter().map(Into::into));
         }
         None => {
-            command.args(["-N", "-C", "attach-session", "-E", "-f", flags]);
+            args.extend(["-N", "-C", "attach-session", "-E", "-f", flags].map(Into::into));
             if let Some(session) = options.session {
-                command.arg("-t").arg(session.to_string());
+                args.extend(["-t".into(), session.to_string().into()]);
             }
         }
     }
-    command
+    let mut command = tmux_command(&options.tmux_bin, &options.endpoint, args)?;
+    command.stdin(std::process::Stdio::piped());
+    Ok(command)
 }
 
 /// The attached session, or why the client ended before attaching.

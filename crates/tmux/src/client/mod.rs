@@ -2,6 +2,7 @@
 //!
 //! - [`spawn`]: how tmux children start (endpoint and wrapper, environment, PDEATHSIG, marker
 //!   TERM);
+//! - [`remote`]: servers on another machine, their clients started over the host's link;
 //! - [`connection`]: one `tmux -C` child, its reader task and FIFO reply matching;
 //! - [`worker`]: one per server, the serialized, fair, pipelined command queue;
 //! - [`latency`]: the worker's command latency histogram, read by the metrics exporter;
@@ -12,6 +13,7 @@
 pub mod channel;
 pub mod connection;
 pub mod latency;
+pub mod remote;
 pub mod spawn;
 pub mod stale;
 pub mod start;

@@ -24,12 +24,14 @@
 //! server with a [`ClientWrapper`] (a workspace's sandbox) gets every client process started
 //! inside the wrapper, as its user.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 
 use muxgate_mux::child_process;
+
+use crate::client::remote::{self, LinkDown, RemoteHost};
 
 /// Which tmux server to talk to: tmux's own notion of a socket. (Ordered so that a config
 /// naming one socket twice can be found.)
@@ -105,22 +107,33 @@ pub struct ClientWrapper {
     pub run_as: Option<RunAs>,
 }
 
-/// How muxgate reaches one tmux server: its socket, and the wrapper its client processes run
-/// in (none for a server of the gateway's own trust domain).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// How the client processes of one server start.
+#[derive(Debug, Clone, Default)]
+pub enum ClientLaunch {
+    /// As tmux itself, on the gateway's machine, as the gateway's user: a server of the
+    /// gateway's own trust domain.
+    #[default]
+    Direct,
+    /// Through a wrapper on the gateway's machine (a workspace's sandbox).
+    Wrapped(Arc<ClientWrapper>),
+    /// On another machine, over its link.
+    Remote(Arc<RemoteHost>),
+}
+
+/// How muxgate reaches one tmux server: its socket, and how its client processes start.
+#[derive(Debug, Clone)]
 pub struct TmuxEndpoint {
-    /// The server's socket, as seen inside the wrapper when there is one.
+    /// The server's socket, as seen where its clients run (inside the wrapper, on the host).
     pub socket: TmuxSocket,
-    /// The wrapper client processes start through; `None` for a server of the gateway's own
-    /// trust domain.
-    pub wrapper: Option<Arc<ClientWrapper>>,
+    /// How its client processes start.
+    pub launch: ClientLaunch,
 }
 
 impl TmuxEndpoint {
     /// The socket's path as this process sees it; `None` when the server is reached through a
-    /// wrapper (a sandbox), whose sockets live in a namespace of their own.
+    /// wrapper (a sandbox, whose sockets live in a namespace of their own) or on another host.
     pub fn local_socket_path(&self) -> Option<PathBuf> {
-        if self.wrapper.is_some() {
+        if !matches!(self.launch, ClientLaunch::Direct) {
             return None;
         }
         // SAFETY: getuid(2) cannot fail and touches no memory.
@@ -132,9 +145,18 @@ impl TmuxEndpoint {
     }
 
     /// Whether client pids tmux reports are pids of this host's processes (not of a wrapper's
-    /// own pid namespace), so that stale clients can be found and killed by pid.
+    /// own pid namespace, nor of another machine), so that stale clients can be found and
+    /// killed by pid.
     pub fn pids_are_local(&self) -> bool {
-        self.wrapper.is_none()
+        matches!(self.launch, ClientLaunch::Direct)
+    }
+
+    /// The host the server runs on, when it is another machine.
+    pub fn remote_host(&self) -> Option<&Arc<RemoteHost>> {
+        match &self.launch {
+            ClientLaunch::Remote(host) => Some(host),
+            ClientLaunch::Direct | ClientLaunch::Wrapped(_) => None,
+        }
     }
 }
 
@@ -142,14 +164,18 @@ impl From<TmuxSocket> for TmuxEndpoint {
     fn from(socket: TmuxSocket) -> Self {
         Self {
             socket,
-            wrapper: None,
+            launch: ClientLaunch::Direct,
         }
     }
 }
 
 impl std::fmt::Display for TmuxEndpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.socket.fmt(f)
+        self.socket.fmt(f)?;
+        match self.remote_host() {
+            Some(host) => write!(f, " on host {}", host.name),
+            None => Ok(()),
+        }
     }
 }
 
@@ -188,23 +214,27 @@ pub fn term_marker() -> String {
     format!("{TERM_MARKER_PREFIX}{}", std::process::id())
 }
 
-/// A `tmux` command for `endpoint` with muxgate's environment and PDEATHSIG set, inside the
-/// endpoint's wrapper when it has one.
+/// The `tmux` command running `args` against `endpoint`, with muxgate's environment and
+/// PDEATHSIG set: inside the endpoint's wrapper when it has one, on its host over the link when
+/// it is remote. A remote host whose link is down starts nothing: [`LinkDown`].
 ///
 /// The environment drops `TMUX`/`TMUX_PANE` so that "the default socket" means tmux's default
 /// and not the server muxgate itself may be running in.
-pub fn tmux_command(tmux_bin: &Path, endpoint: &TmuxEndpoint) -> tokio::process::Command {
-    let mut command = match &endpoint.wrapper {
-        Some(wrapper) => {
-            let mut command = tokio::process::Command::new(&wrapper.program);
-            command
-                .args(&wrapper.args)
-                .arg(tmux_bin)
-                .env_clear()
-                .env("PATH", WRAPPED_PATH);
-            command
-        }
-        None => {
+pub fn tmux_command<I, S>(
+    tmux_bin: &Path,
+    endpoint: &TmuxEndpoint,
+    args: I,
+) -> Result<tokio::process::Command, LinkDown>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    // `-u`: without a UTF-8 client flag (no LANG in its environment) tmux 3.3a replaces
+    // every non-ASCII byte of a reply with `_`, row separators included.
+    let mut tmux_args: Vec<OsString> = vec!["-u".into()];
+    tmux_args.extend(endpoint.socket.args());
+    let mut command = match &endpoint.launch {
+        ClientLaunch::Direct => {
             let mut command = tokio::process::Command::new(tmux_bin);
             command.env_clear();
             for name in INHERITED_ENV {
@@ -212,24 +242,62 @@ pub fn tmux_command(tmux_bin: &Path, endpoint: &TmuxEndpoint) -> tokio::process:
                     command.env(name, value);
                 }
             }
+            command.env("TERM", term_marker());
+            command
+        }
+        ClientLaunch::Wrapped(wrapper) => {
+            // A wrapped client must never start a server: inside its jail the server would die
+            // with it, and a wrapped server is started by whoever set up the wrapper.
+            tmux_args.push("-N".into());
+            let mut command = tokio::process::Command::new(&wrapper.program);
+            command
+                .args(&wrapper.args)
+                .arg(tmux_bin)
+                .env_clear()
+                .env("PATH", WRAPPED_PATH)
+                .env("TERM", term_marker());
+            command
+        }
+        ClientLaunch::Remote(host) => {
+            host.link.check()?;
+            let mut command = tokio::process::Command::new(&host.program);
+            command
+                .args(&host.args)
+                .env_clear()
+                .env("PATH", WRAPPED_PATH);
             command
         }
     };
-    // `-u`: without a UTF-8 client flag (no LANG in its environment) tmux 3.3a replaces
-    // every non-ASCII byte of a reply with `_`, row separators included.
-    command.arg("-u").args(endpoint.socket.args());
-    if endpoint.wrapper.is_some() {
-        // A wrapped client must never start a server: inside its jail the server would die
-        // with it, and a wrapped server is started by whoever set up the wrapper.
-        command.arg("-N");
+    tmux_args.extend(args.into_iter().map(|arg| arg.as_ref().to_owned()));
+    match &endpoint.launch {
+        ClientLaunch::Remote(host) => {
+            let line = remote::command_line(
+                &host.tmux,
+                &term_marker(),
+                tmux_args.iter().map(OsString::as_os_str),
+            );
+            command.arg("--").arg(line);
+        }
+        ClientLaunch::Direct | ClientLaunch::Wrapped(_) => {
+            command.args(tmux_args);
+        }
     }
     command
-        .env("TERM", term_marker())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    let run_as = endpoint.wrapper.as_ref().and_then(|w| w.run_as);
+    let run_as = match &endpoint.launch {
+        ClientLaunch::Wrapped(wrapper) => wrapper.run_as,
+        ClientLaunch::Direct | ClientLaunch::Remote(_) => None,
+    };
+    die_with_gateway(&mut command, run_as);
+    Ok(command)
+}
+
+/// Sets up `command`'s child to die with the gateway, run as `run_as` when given, and get only
+/// its standard streams.
+fn die_with_gateway(command: &mut tokio::process::Command, run_as: Option<RunAs>) {
     // SAFETY: `getpid` is async-signal-safe and runs in the parent here.
     let parent = unsafe { libc::getpid() };
     // SAFETY: the closure runs in the forked child before exec and only calls setgroups(2),
@@ -241,18 +309,11 @@ pub fn tmux_command(tmux_bin: &Path, endpoint: &TmuxEndpoint) -> tokio::process:
             if let Some(run_as) = run_as {
                 become_user(run_as)?;
             }
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // The parent may have died between fork and prctl; then no signal would ever come.
             // (No allocation here: the forked child of a threaded process must not malloc.)
-            if libc::getppid() != parent {
-                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-            }
+            child_process::die_with_parent(parent)?;
             child_process::mark_inherited_fds_cloexec()
         });
     }
-    command
 }
 
 /// Drops every supplementary group and switches to `run_as`. For `pre_exec` closures: only
@@ -306,13 +367,14 @@ mod tests {
     fn a_wrapped_client_runs_tmux_after_the_wrapper() {
         let endpoint = TmuxEndpoint {
             socket: TmuxSocket::Path("/run/ws/tmux.sock".into()),
-            wrapper: Some(Arc::new(ClientWrapper {
+            launch: ClientLaunch::Wrapped(Arc::new(ClientWrapper {
                 program: "/usr/bin/bwrap".into(),
                 args: vec!["--unshare-all".into(), "--".into()],
                 run_as: None,
             })),
         };
-        let command = tmux_command(Path::new("/usr/bin/tmux"), &endpoint);
+        let command = tmux_command(Path::new("/usr/bin/tmux"), &endpoint, ["list-sessions"])
+            .expect("a wrapped client has no link");
         let std = command.as_std();
         assert_eq!(std.get_program(), "/usr/bin/bwrap");
         let args: Vec<_> = std.get_args().collect();
@@ -325,7 +387,8 @@ mod tests {
                 "-u",
                 "-S",
                 "/run/ws/tmux.sock",
-                "-N"
+                "-N",
+                "list-sessions"
             ]
         );
         let env: Vec<_> = std.get_envs().filter_map(|(k, v)| Some((k, v?))).collect();
@@ -337,9 +400,75 @@ mod tests {
         assert!(!endpoint.pids_are_local());
     }
 
+    /// A link whose state the test sets.
+    #[derive(Debug)]
+    struct FixedLink(Option<LinkDown>);
+
+    impl remote::LinkStatus for FixedLink {
+        fn check(&self) -> Result<(), LinkDown> {
+            self.0.clone().map_or(Ok(()), Err)
+        }
+    }
+
+    fn remote(link: Option<LinkDown>) -> TmuxEndpoint {
+        TmuxEndpoint {
+            socket: TmuxSocket::Name("ci".into()),
+            launch: ClientLaunch::Remote(Arc::new(RemoteHost {
+                name: "build-1".into(),
+                program: "/usr/bin/ssh".into(),
+                args: vec!["-S".into(), "/run/link.sock".into(), "build-1".into()],
+                tmux: "tmux".into(),
+                link: Arc::new(FixedLink(link)),
+            })),
+        }
+    }
+
+    #[test]
+    fn a_remote_client_is_one_quoted_line_over_the_link() {
+        let endpoint = remote(None);
+        let command = tmux_command(
+            Path::new("/usr/bin/tmux"),
+            &endpoint,
+            ["has-session", "-t", "a b"],
+        )
+        .expect("the link is up");
+        let std = command.as_std();
+        assert_eq!(std.get_program(), "/usr/bin/ssh");
+        let args: Vec<_> = std.get_args().collect();
+        let line = format!(
+            "env 'TERM={}' 'tmux' '-u' '-L' 'ci' 'has-session' '-t' 'a b'",
+            term_marker()
+        );
+        assert_eq!(
+            args,
+            ["-S", "/run/link.sock", "build-1", "--", line.as_str()]
+        );
+        // The local link program gets no secret of the gateway's environment.
+        let env: Vec<_> = std.get_envs().filter_map(|(k, v)| Some((k, v?))).collect();
+        assert_eq!(env, [(OsStr::new("PATH"), OsStr::new(WRAPPED_PATH))]);
+        assert!(!endpoint.pids_are_local() && endpoint.local_socket_path().is_none());
+        assert_eq!(endpoint.to_string(), "socket name \"ci\" on host build-1");
+    }
+
+    #[test]
+    fn a_remote_client_is_not_started_while_the_link_is_down() {
+        let down = LinkDown {
+            host: "build-1".into(),
+            reason: "Connection refused".into(),
+            retry_after: std::time::Duration::from_secs(2),
+        };
+        let refused = tmux_command(Path::new("tmux"), &remote(Some(down.clone())), ["ls"]);
+        assert_eq!(refused.err(), Some(down));
+    }
+
     #[test]
     fn a_plain_client_gets_only_the_inherited_environment() {
-        let command = tmux_command(Path::new("tmux"), &TmuxSocket::Name("x".into()).into());
+        let command = tmux_command(
+            Path::new("tmux"),
+            &TmuxSocket::Name("x".into()).into(),
+            [OsStr::new("list-sessions")],
+        )
+        .expect("a direct client has no link");
         let std = command.as_std();
         for (name, value) in std.get_envs() {
             let name = name.to_string_lossy();

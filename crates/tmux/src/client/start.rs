@@ -19,6 +19,7 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 
+use crate::client::remote::LinkDown;
 use crate::client::spawn::{TmuxEndpoint, tmux_command};
 
 /// Why the server could not be started.
@@ -38,6 +39,9 @@ pub enum StartError {
     /// tmux ran and refused; its message.
     #[error("tmux: {0}")]
     Failed(String),
+    /// The server is on another machine, and the link to it is down.
+    #[error(transparent)]
+    LinkDown(#[from] LinkDown),
 }
 
 /// One argv argument for tmux's argv command parser: a value ending in `;` gets a backslash
@@ -60,8 +64,7 @@ pub async fn run_starting_server(
     args: Vec<OsString>,
     timeout: Duration,
 ) -> Result<String, StartError> {
-    let mut command = tmux_command(tmux_bin, endpoint);
-    command.args(args);
+    let mut command = tmux_command(tmux_bin, endpoint, args)?;
     let output = tokio::time::timeout(timeout, command.output())
         .await
         .map_err(|_| StartError::Timeout(timeout))?

@@ -649,12 +649,15 @@ impl Worker {
     }
 
     /// Connects if needed; after a failure, waits `reconnect_backoff` before trying again so
-    /// that a dead server does not cost a process spawn per call.
+    /// that a dead server does not cost a process spawn per call. (A host's link that was down
+    /// refused without starting anything: it is asked again at once, so that the next call
+    /// sees it as soon as it is back.)
     async fn ensure_connected(&mut self) -> bool {
         if self.conn.is_some() {
             return true;
         }
-        if let Some((at, _)) = &self.last_failure
+        if let Some((at, error)) = &self.last_failure
+            && !matches!(error, ConnectError::LinkDown(_))
             && at.elapsed() < self.settings.reconnect_backoff
         {
             self.fail_everything(NotSent::Unavailable(self.failure()));

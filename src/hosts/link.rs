@@ -1,0 +1,398 @@
+//! One host's link: the `ssh` master that holds the host's one connection, kept up by a task
+//! that restarts it with bounded back-off ([`keep_up`]), and the state every call to the host
+//! asks first ([`HostLink`], the engine's [`LinkStatus`]).
+//!
+//! A call never waits for a link: while it is connecting or down, the engine starts nothing on
+//! the host and the call is refused at once with the link's last error and when it is tried
+//! again. When a master ends (the host went away, a keepalive went unanswered, sshd
+//! restarted), every channel on it ends with it: the host's control clients close, and the
+//! engine reconnects them through the next master, as after a tmux client lost locally.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use muxgate_mux::child_process;
+use muxgate_tmux::{LinkDown, LinkStatus};
+
+use super::config::HostConfig;
+use super::ssh_args;
+
+/// The first wait after a failed attempt, doubled after each further failure.
+const FIRST_RETRY: Duration = Duration::from_millis(500);
+
+/// The longest wait between two attempts.
+const MAX_RETRY: Duration = Duration::from_secs(30);
+
+/// How long a call is told to wait while the link is being made.
+const CONNECTING_RETRY: Duration = Duration::from_millis(500);
+
+/// The most of an `ssh` master's error output kept.
+const MAX_STDERR_BYTES: u64 = 4096;
+
+/// `PATH` of the `ssh` processes.
+const SSH_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// The state of one host's link, shared by its keeper and every call to the host.
+#[derive(Debug)]
+pub(crate) struct HostLink {
+    name: Arc<str>,
+    state: Mutex<LinkState>,
+    /// Masters lost after they were up.
+    drops: AtomicU64,
+}
+
+#[derive(Debug, Clone)]
+enum LinkState {
+    /// An attempt is under way (`last_error`: why the one before failed, if one did).
+    Connecting {
+        since: Instant,
+        last_error: Option<String>,
+    },
+    Up {
+        since: Instant,
+    },
+    Down {
+        since: Instant,
+        reason: String,
+        retry_at: Instant,
+    },
+}
+
+/// A link's state as an operator or agent reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LinkReport {
+    /// `connecting`, `up` or `down`.
+    pub phase: LinkPhase,
+    /// How long it has been in this phase.
+    pub for_how_long: Duration,
+    /// The last error, while not up.
+    pub last_error: Option<String>,
+    /// When it is tried again, while down.
+    pub retry_after: Option<Duration>,
+    /// Masters lost after they were up, since the gateway started.
+    pub drops: u64,
+}
+
+/// The phase of a link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum LinkPhase {
+    /// Logging in.
+    Connecting,
+    /// Calls reach the host.
+    Up,
+    /// The last attempt failed or the connection was lost; another follows.
+    Down,
+}
+
+impl HostLink {
+    /// A link not yet tried.
+    pub(crate) fn new(name: &str) -> Self {
+        Self {
+            name: name.into(),
+            state: Mutex::new(LinkState::Connecting {
+                since: Instant::now(),
+                last_error: None,
+            }),
+            drops: AtomicU64::new(0),
+        }
+    }
+
+    /// The host's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn state(&self) -> MutexGuard<'_, LinkState> {
+        // A poisoned lock only means a panic elsewhere mid-assignment of a plain value.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn set(&self, state: LinkState) {
+        *self.state() = state;
+    }
+
+    /// The link's state now.
+    pub(crate) fn report(&self) -> LinkReport {
+        let now = Instant::now();
+        let drops = self.drops.load(Ordering::Relaxed);
+        match self.state().clone() {
+            LinkState::Connecting { since, last_error } => LinkReport {
+                phase: LinkPhase::Connecting,
+                for_how_long: now - since,
+                last_error,
+                retry_after: None,
+                drops,
+            },
+            LinkState::Up { since } => LinkReport {
+                phase: LinkPhase::Up,
+                for_how_long: now - since,
+                last_error: None,
+                retry_after: None,
+                drops,
+            },
+            LinkState::Down {
+                since,
+                reason,
+                retry_at,
+            } => LinkReport {
+                phase: LinkPhase::Down,
+                for_how_long: now - since,
+                last_error: Some(reason),
+                retry_after: Some(retry_at.saturating_duration_since(now)),
+                drops,
+            },
+        }
+    }
+}
+
+impl LinkStatus for HostLink {
+    fn check(&self) -> Result<(), LinkDown> {
+        let report = self.report();
+        let (reason, retry_after) = match report.phase {
+            LinkPhase::Up => return Ok(()),
+            LinkPhase::Connecting => (
+                match report.last_error {
+                    Some(error) => format!("connecting again after: {error}"),
+                    None => "connecting".to_owned(),
+                },
+                CONNECTING_RETRY,
+            ),
+            LinkPhase::Down => (
+                report.last_error.unwrap_or_default(),
+                report.retry_after.unwrap_or(FIRST_RETRY),
+            ),
+        };
+        Err(LinkDown {
+            host: self.name.clone(),
+            reason,
+            retry_after: retry_after.max(Duration::from_millis(1)),
+        })
+    }
+}
+
+/// How a keeper starts the host's master.
+#[derive(Debug, Clone)]
+pub(crate) struct MasterCommand {
+    /// The `ssh` program.
+    pub program: PathBuf,
+    /// The host, as configured.
+    pub host: HostConfig,
+    /// The master's control socket.
+    pub control: PathBuf,
+}
+
+/// Keeps `link` up until `stop` fires: starts the master, and after it fails or ends starts
+/// another, waiting [`FIRST_RETRY`] and twice as long after each failure, up to [`MAX_RETRY`].
+pub(crate) async fn keep_up(link: Arc<HostLink>, master: MasterCommand, stop: CancellationToken) {
+    let mut wait = FIRST_RETRY;
+    let mut last_error = None;
+    loop {
+        link.set(LinkState::Connecting {
+            since: Instant::now(),
+            last_error: last_error.take(),
+        });
+        let attempt = tokio::select! {
+            () = stop.cancelled() => return,
+            attempt = connect(&master) => attempt,
+        };
+        let reason = match attempt {
+            Ok(mut up) => {
+                tracing::info!(host = link.name(), "host link up");
+                link.set(LinkState::Up {
+                    since: Instant::now(),
+                });
+                wait = FIRST_RETRY;
+                let reason = tokio::select! {
+                    () = stop.cancelled() => {
+                        up.stop().await;
+                        return;
+                    }
+                    reason = up.ended() => reason,
+                };
+                link.drops.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(host = link.name(), %reason, "host link lost");
+                reason
+            }
+            Err(reason) => {
+                tracing::warn!(host = link.name(), %reason, retry_in = ?wait, "host link failed");
+                reason
+            }
+        };
+        link.set(LinkState::Down {
+            since: Instant::now(),
+            reason: reason.clone(),
+            retry_at: Instant::now() + wait,
+        });
+        last_error = Some(reason);
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(wait) => {}
+        }
+        wait = (wait * 2).min(MAX_RETRY);
+    }
+}
+
+/// A master whose connection is up.
+struct Master {
+    child: Child,
+    stderr: tokio::task::JoinHandle<String>,
+    /// Its standard output, kept open so that a late write does not meet a closed pipe.
+    _stdout: tokio::io::Lines<BufReader<tokio::io::Take<tokio::process::ChildStdout>>>,
+}
+
+impl Master {
+    /// Waits until the master ends; why, in ssh's words.
+    async fn ended(&mut self) -> String {
+        let status = self.child.wait().await;
+        let said = (&mut self.stderr).await.unwrap_or_default();
+        last_words(&said).unwrap_or_else(|| match status {
+            Ok(status) => format!("the connection ended ({status})"),
+            Err(error) => format!("the connection ended ({error})"),
+        })
+    }
+
+    /// Ends the master: every channel on it closes.
+    async fn stop(mut self) {
+        let _ = self.child.start_kill();
+        let _ = self.child.wait().await;
+    }
+}
+
+/// Starts a master and waits until its connection is up, within the host's connect timeout.
+async fn connect(master: &MasterCommand) -> Result<Master, String> {
+    remove_stale_socket(&master.control)?;
+    let mut command = Command::new(&master.program);
+    command
+        .args(ssh_args::master(&master.host, &master.control))
+        .env_clear()
+        .env("PATH", SSH_PATH)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    // SAFETY: `getpid` is async-signal-safe and runs in the parent here.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: the closure runs in the forked child before exec and only calls prctl(2),
+    // getppid(2) and close_range(2) or fcntl(2): async-signal-safe, no allocation.
+    unsafe {
+        command.pre_exec(move || {
+            child_process::die_with_parent(parent)?;
+            child_process::mark_inherited_fds_cloexec()
+        });
+    }
+    let mut child = command
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", master.program.display()))?;
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        return Err("the ssh process has no pipes".into());
+    };
+    let stderr = tokio::spawn(async move {
+        let mut said = Vec::new();
+        let _ = stderr.take(MAX_STDERR_BYTES).read_to_end(&mut said).await;
+        String::from_utf8_lossy(&said).into_owned()
+    });
+    // ssh's own connect timeout covers the TCP connect; this one the login after it too.
+    let limit = master.host.connect_timeout() + Duration::from_secs(1);
+    let mut lines = BufReader::new(stdout.take(256)).lines();
+    let up = tokio::time::timeout(limit, lines.next_line()).await;
+    match up {
+        Ok(Ok(Some(line))) if line.trim() == ssh_args::UP_LINE => Ok(Master {
+            child,
+            stderr,
+            _stdout: lines,
+        }),
+        Ok(_) => {
+            let _ = child.start_kill();
+            let status = child.wait().await;
+            let said = stderr.await.unwrap_or_default();
+            Err(last_words(&said).unwrap_or_else(|| match status {
+                Ok(status) => format!("ssh exited ({status}) before the connection was up"),
+                Err(error) => format!("ssh failed: {error}"),
+            }))
+        }
+        Err(_) => {
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+            stderr.abort();
+            Err(format!("the connection was not up within {limit:?}"))
+        }
+    }
+}
+
+/// A control socket left by a master that died with its gateway would make a new master give
+/// up multiplexing: it goes before every start.
+fn remove_stale_socket(control: &Path) -> Result<(), String> {
+    match std::fs::remove_file(control) {
+        Ok(()) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(error) => Err(format!(
+            "cannot remove the old control socket {}: {error}",
+            control.display()
+        )),
+    }
+}
+
+/// The last line ssh wrote that says something (the one naming the failure: `Host key
+/// verification failed.`, `Connection refused`), without its program prefix.
+fn last_words(said: &str) -> Option<String> {
+    said.lines()
+        .map(str::trim)
+        .rfind(|line| !line.is_empty())
+        .map(|line| {
+            line.strip_prefix("ssh: ")
+                .unwrap_or(line)
+                .chars()
+                .take(300)
+                .collect()
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_line_naming_the_failure_is_kept() {
+        let banner = "@@@@@\n@ WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED! @\n\
+                      Offending ED25519 key in /kh:1\nHost key verification failed.\n\n";
+        assert_eq!(
+            last_words(banner).as_deref(),
+            Some("Host key verification failed.")
+        );
+        assert_eq!(
+            last_words("ssh: connect to host 10.0.0.2 port 22: Connection refused\r\n").as_deref(),
+            Some("connect to host 10.0.0.2 port 22: Connection refused")
+        );
+        assert_eq!(last_words(" \n"), None);
+    }
+
+    #[test]
+    fn a_link_refuses_calls_until_it_is_up() {
+        let link = HostLink::new("build-1");
+        let refused = link.check().unwrap_err();
+        assert_eq!(&*refused.host, "build-1");
+        assert_eq!(refused.reason, "connecting");
+        link.set(LinkState::Up {
+            since: Instant::now(),
+        });
+        assert_eq!(link.check(), Ok(()));
+        link.set(LinkState::Down {
+            since: Instant::now(),
+            reason: "Connection refused".into(),
+            retry_at: Instant::now() + Duration::from_secs(4),
+        });
+        let refused = link.check().unwrap_err();
+        assert_eq!(refused.reason, "Connection refused");
+        assert!(refused.retry_after > Duration::from_secs(3), "{refused:?}");
+        assert_eq!(link.report().phase, LinkPhase::Down);
+    }
+}

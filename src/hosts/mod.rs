@@ -1,0 +1,177 @@
+//! Other machines whose tmux servers the gateway drives: `[hosts.<name>]`, one SSH connection
+//! each, every control client of the host a channel on it.
+//!
+//! - [`config`]: a host as configured, and the names its servers get (`build-1`,
+//!   `build-1/ci`);
+//! - [`ssh_args`]: the `ssh` command lines of a link (the master and its clients);
+//! - [`link`]: a host's link kept up with bounded back-off, and its state, which every call to
+//!   the host asks first.
+//!
+//! The SSH implementation is OpenSSH's client, one master (`ControlMaster`) per host: its key
+//! exchange, host-key checking and `known_hosts` handling are the ones operators already audit
+//! and configure, and each control client is a channel on the master's connection, started
+//! like a local tmux client (a child process whose pipes the engine already reads, bounded),
+//! so a remote server needs nothing new from the engine. What [`Hosts`] adds is the master's
+//! life: started at the gateway's start, restarted when it ends, stopped at shutdown.
+
+pub mod config;
+pub(crate) mod link;
+pub(crate) mod ssh_args;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use muxgate_tmux::{ClientLaunch, RemoteHost, TmuxEndpoint};
+
+use config::HostConfig;
+use link::{HostLink, MasterCommand};
+
+/// The program every link runs.
+const SSH_PROGRAM: &str = "ssh";
+
+/// The configured hosts' links, each kept up by its own task until [`Hosts::close`].
+pub struct Hosts {
+    links: BTreeMap<String, Arc<HostLink>>,
+    /// The host of each remote server, by the server's name.
+    servers: BTreeMap<String, String>,
+    endpoints: Vec<(String, TmuxEndpoint)>,
+    /// The directory of the masters' control sockets (none without hosts).
+    sockets: Option<PathBuf>,
+    stop: CancellationToken,
+}
+
+/// A host that cannot be started as configured: the key (`hosts.build-1.identity_file`) and
+/// why.
+#[derive(Debug, thiserror::Error)]
+#[error("{key}: {message}")]
+pub struct HostError {
+    /// The configuration key at fault.
+    pub key: String,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl Hosts {
+    /// Checks the files each host names, then starts its link.
+    pub(crate) fn start(hosts: &BTreeMap<String, HostConfig>) -> Result<Self, HostError> {
+        for (name, host) in hosts {
+            preflight(name, host)?;
+        }
+        let stop = CancellationToken::new();
+        let sockets = if hosts.is_empty() {
+            None
+        } else {
+            Some(socket_dir().map_err(|e| HostError {
+                key: "hosts".into(),
+                message: format!("cannot make a private directory for the links' sockets: {e}"),
+            })?)
+        };
+        let mut started = Self {
+            links: BTreeMap::new(),
+            servers: BTreeMap::new(),
+            endpoints: Vec::new(),
+            sockets: sockets.clone(),
+            stop,
+        };
+        for (index, (name, host)) in hosts.iter().enumerate() {
+            let Some(dir) = &sockets else { break };
+            // Numbered, not named: a socket path has room for about 100 bytes, and ssh adds a
+            // suffix of its own while it sets the socket up.
+            started.add(name, host, &dir.join(index.to_string()));
+        }
+        Ok(started)
+    }
+
+    fn add(&mut self, name: &str, host: &HostConfig, control: &Path) {
+        let link = Arc::new(HostLink::new(name));
+        let control = control.to_owned();
+        let remote = Arc::new(RemoteHost {
+            name: name.into(),
+            program: SSH_PROGRAM.into(),
+            args: ssh_args::client(host, &control),
+            tmux: host.tmux.clone(),
+            link: link.clone(),
+        });
+        for (server, socket) in host.server_names(name) {
+            self.servers.insert(server.clone(), name.to_owned());
+            self.endpoints.push((
+                server,
+                TmuxEndpoint {
+                    socket,
+                    launch: ClientLaunch::Remote(remote.clone()),
+                },
+            ));
+        }
+        let master = MasterCommand {
+            program: SSH_PROGRAM.into(),
+            host: host.clone(),
+            control,
+        };
+        tokio::spawn(link::keep_up(link.clone(), master, self.stop.clone()));
+        self.links.insert(name.to_owned(), link);
+    }
+
+    /// The hosts' servers, for the engine: each name and how it is reached.
+    pub(crate) fn endpoints(&self) -> impl Iterator<Item = (String, TmuxEndpoint)> + '_ {
+        self.endpoints.iter().cloned()
+    }
+
+    /// The link of the host a server runs on; `None` for a server of this machine.
+    pub(crate) fn link_of(&self, server: &str) -> Option<&Arc<HostLink>> {
+        self.links.get(self.servers.get(server)?)
+    }
+
+    /// Every host's link, in name order.
+    pub(crate) fn links(&self) -> impl Iterator<Item = &Arc<HostLink>> {
+        self.links.values()
+    }
+
+    /// Stops every link (their channels close with them) and removes the sockets' directory.
+    pub(crate) fn close(&self) {
+        self.stop.cancel();
+        if let Some(dir) = &self.sockets {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// The files a host names must be there before its link is tried: a missing key or
+/// `known_hosts` is the operator's to fix, not a link failure to retry forever.
+fn preflight(name: &str, host: &HostConfig) -> Result<(), HostError> {
+    let key = |field: &str| format!("hosts.{name}.{field}");
+    if let Err(error) = std::fs::File::open(&host.identity_file) {
+        return Err(HostError {
+            key: key("identity_file"),
+            message: format!("cannot read {}: {error}", host.identity_file.display()),
+        });
+    }
+    match std::fs::File::open(&host.known_hosts) {
+        Ok(_) => Ok(()),
+        // Trust on first use records the host's key: the file may be made then.
+        Err(error) if host.trust_on_first_use && error.kind() == std::io::ErrorKind::NotFound => {
+            Ok(())
+        }
+        Err(error) => Err(HostError {
+            key: key("known_hosts"),
+            message: format!(
+                "cannot read {}: {error} (list the host's keys there, e.g. with \
+                 `ssh-keyscan -p PORT HOST`; a key not listed is refused)",
+                host.known_hosts.display()
+            ),
+        }),
+    }
+}
+
+/// A new private directory for the masters' control sockets, short enough for a socket path.
+fn socket_dir() -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = std::env::temp_dir().join(format!(
+        "muxgate-links-{}",
+        hex::encode(rand::random::<[u8; 6]>())
+    ));
+    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+    Ok(dir)
+}

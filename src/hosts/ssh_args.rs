@@ -1,0 +1,172 @@
+//! The `ssh` command lines of a host's link: the master that holds its one connection, and
+//! the clients that each open a channel on it. Pure, so that every option a link relies on is
+//! pinned by a test.
+//!
+//! Both ignore every `ssh_config` (`-F /dev/null`): a link runs with the options here and the
+//! files the host's configuration names, nothing from the gateway user's home. They never
+//! prompt, never forward an agent, X11 or a port, and check the host's key against the host's
+//! own `known_hosts` only. A client reaches the host through the master's socket alone: were
+//! the master gone, its fallback to a connection of its own fails at once (its proxy command
+//! is `false`), so a client never opens a second connection.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use super::config::HostConfig;
+
+/// What the master prints on its standard output once its connection is up and its control
+/// socket listens (its `LocalCommand`, which ssh runs after both).
+pub(crate) const UP_LINE: &str = "muxgate-link-up";
+
+/// Three keepalives without an answer end a link.
+const KEEPALIVE_COUNT: u32 = 3;
+
+/// The master: logs in, listens on `control`, runs nothing on the host.
+pub(crate) fn master(host: &HostConfig, control: &Path) -> Vec<OsString> {
+    let checking = if host.trust_on_first_use {
+        "accept-new"
+    } else {
+        "yes"
+    };
+    let mut args = common(control);
+    args.extend(options(&[
+        ("ControlMaster", "yes"),
+        ("ControlPersist", "no"),
+        ("IdentityFile", &host.identity_file.to_string_lossy()),
+        ("UserKnownHostsFile", &host.known_hosts.to_string_lossy()),
+        ("StrictHostKeyChecking", checking),
+        ("ConnectTimeout", &host.connect_timeout_secs.to_string()),
+        ("ServerAliveInterval", &host.keepalive_secs.to_string()),
+        ("ServerAliveCountMax", &KEEPALIVE_COUNT.to_string()),
+        ("PermitLocalCommand", "yes"),
+        ("LocalCommand", &format!("echo {UP_LINE}")),
+    ]));
+    args.push("-N".into());
+    args.extend(destination(host));
+    args
+}
+
+/// A client: one channel on the master's connection, running the command line that follows
+/// these arguments (after a `--`).
+pub(crate) fn client(host: &HostConfig, control: &Path) -> Vec<OsString> {
+    let mut args = common(control);
+    args.extend(options(&[
+        ("ControlMaster", "no"),
+        ("ProxyCommand", "false"),
+        ("PermitLocalCommand", "no"),
+    ]));
+    args.extend(destination(host));
+    args
+}
+
+/// What master and clients share.
+fn common(control: &Path) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec!["-F".into(), "/dev/null".into(), "-T".into()];
+    args.extend(options(&[
+        ("ControlPath", &control.to_string_lossy()),
+        ("BatchMode", "yes"),
+        ("IdentitiesOnly", "yes"),
+        ("IdentityAgent", "none"),
+        ("GlobalKnownHostsFile", "/dev/null"),
+        ("CheckHostIP", "no"),
+        ("UpdateHostKeys", "no"),
+        ("ForwardAgent", "no"),
+        ("ForwardX11", "no"),
+        ("ClearAllForwardings", "yes"),
+        ("LogLevel", "ERROR"),
+    ]));
+    args
+}
+
+fn options(pairs: &[(&str, &str)]) -> Vec<OsString> {
+    pairs
+        .iter()
+        .flat_map(|(key, value)| ["-o".into(), format!("{key}={value}").into()])
+        .collect()
+}
+
+/// `-l user -p port host`: the target is checked when the configuration is read (no part of it
+/// can read as an option).
+fn destination(host: &HostConfig) -> Vec<OsString> {
+    vec![
+        "-l".into(),
+        host.ssh.user.clone().into(),
+        "-p".into(),
+        host.ssh.port.to_string().into(),
+        host.ssh.host.clone().into(),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hosts::config::SshTarget;
+
+    fn host() -> HostConfig {
+        HostConfig {
+            ssh: SshTarget::try_from("agent@build-1:2222".to_owned()).unwrap(),
+            identity_file: "/etc/muxgate/id".into(),
+            known_hosts: "/etc/muxgate/known_hosts".into(),
+            trust_on_first_use: false,
+            servers: vec!["default".into()],
+            tmux: "tmux".into(),
+            connect_timeout_secs: 10,
+            keepalive_secs: 15,
+        }
+    }
+
+    fn text(args: &[OsString]) -> Vec<String> {
+        args.iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    /// The `-o` options of `args`, as `Key=value`.
+    fn has(args: &[String], option: &str) -> bool {
+        args.windows(2).any(|w| w[0] == "-o" && w[1] == option)
+    }
+
+    #[test]
+    fn the_master_checks_the_host_key_and_forwards_nothing() {
+        let args = text(&master(&host(), Path::new("/run/link/build-1")));
+        for option in [
+            "ControlMaster=yes",
+            "StrictHostKeyChecking=yes",
+            "UserKnownHostsFile=/etc/muxgate/known_hosts",
+            "GlobalKnownHostsFile=/dev/null",
+            "IdentityFile=/etc/muxgate/id",
+            "IdentitiesOnly=yes",
+            "IdentityAgent=none",
+            "ForwardAgent=no",
+            "ClearAllForwardings=yes",
+            "BatchMode=yes",
+            "ServerAliveInterval=15",
+            "ControlPath=/run/link/build-1",
+        ] {
+            assert!(has(&args, option), "{option} missing from {args:?}");
+        }
+        assert_eq!(&args[..2], ["-F", "/dev/null"]);
+        assert!(args.contains(&"-N".to_owned()), "runs nothing on the host");
+        assert_eq!(
+            &args[args.len() - 5..],
+            ["-l", "agent", "-p", "2222", "build-1"]
+        );
+        let mut tofu = host();
+        tofu.trust_on_first_use = true;
+        let args = text(&master(&tofu, Path::new("/c")));
+        assert!(has(&args, "StrictHostKeyChecking=accept-new"));
+    }
+
+    #[test]
+    fn a_client_only_ever_uses_the_masters_connection() {
+        let args = text(&client(&host(), Path::new("/run/link/build-1")));
+        for option in ["ControlMaster=no", "ProxyCommand=false", "ForwardAgent=no"] {
+            assert!(has(&args, option), "{option} missing from {args:?}");
+        }
+        assert!(
+            !args.iter().any(|a| a.starts_with("IdentityFile")),
+            "{args:?}"
+        );
+        assert_eq!(args.last().map(String::as_str), Some("build-1"));
+    }
+}

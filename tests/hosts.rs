@@ -1,0 +1,334 @@
+//! tmux on other machines: the gateway drives test hosts of its own making (network and pid
+//! namespaces, each with its own sshd; `common::ssh_host`) over one SSH connection per host.
+//! An agent's workflow on two hosts at once, a host that presents the wrong key, a token
+//! scoped to one host, and a host killed and booted again in the middle of a wait.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::calls::{Client, err, legacy, ok};
+use common::ssh_host::{self, SshHost};
+use common::{TestGateway, relaxed, spawn_gateway};
+use muxgate::auth::{MintRequest, TokenMinter};
+use muxgate::config::Config;
+use serde_json::{Value, json};
+
+/// A gateway with no local server, reaching the hosts whose `[hosts.*]` tables are given.
+async fn gateway(tables: &[String]) -> TestGateway {
+    let text = format!("[tmux.servers]\n{}", tables.concat());
+    spawn_gateway(relaxed(
+        Config::from_toml_str(&text).expect("valid test config"),
+    ))
+    .await
+}
+
+/// `list_servers`'s entry for `server`.
+async fn listed(client: &Client, server: &str) -> Option<Value> {
+    let servers = ok(client, "list_servers", json!({})).await;
+    servers["servers"]
+        .as_array()
+        .expect("servers")
+        .iter()
+        .find(|s| s["name"] == server)
+        .cloned()
+}
+
+/// Waits until `server`'s host link reads `phase`; its `list_servers` entry then.
+async fn link_reaches(client: &Client, server: &str, phase: &str, within: Duration) -> Value {
+    let deadline = Instant::now() + within;
+    loop {
+        let entry = listed(client, server).await.expect("the server is listed");
+        if entry["host"]["link"] == phase {
+            return entry;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the link of {server} did not reach {phase} within {within:?}: {entry}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Starts a session on `server` (the host's login shell, in a `HOME` of the test's); its
+/// first pane's id.
+async fn new_session(client: &Client, server: &str, name: &str) -> String {
+    ok(
+        client,
+        "create_session",
+        json!({"server": server, "name": name}),
+    )
+    .await;
+    let panes = ok(
+        client,
+        "list_panes",
+        json!({"server": server, "target": name}),
+    )
+    .await;
+    panes["panes"][0]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no pane: {panes}"))
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_works_on_two_hosts_at_once() {
+    if !ssh_host::available("the two-host workflow") {
+        return;
+    }
+    let (north, south) = (SshHost::start(), SshHost::start());
+    let gateway = gateway(&[
+        north.config_table("north", &["default"]),
+        south.config_table("south", &["default", "ci"]),
+    ])
+    .await;
+    let client = legacy(&gateway, &gateway.token).await;
+    for server in ["north", "south", "south/ci"] {
+        link_reaches(&client, server, "up", Duration::from_secs(20)).await;
+    }
+
+    // The same steps on both hosts at once; each runs where its server is.
+    let work = |server: &'static str, host: &SshHost| {
+        let client = &client;
+        let tmux_dir = host.dir().join("tmux").display().to_string();
+        async move {
+            let pane = new_session(client, server, "work").await;
+            let ran = ok(
+                client,
+                "run_command",
+                json!({"server": server, "target": pane, "command": "echo \"$TMUX_TMPDIR\"", "timeout": 20}),
+            )
+            .await;
+            assert_eq!(ran["exit_status"], 0, "{server}: {ran}");
+            assert_eq!(
+                ran["output"].as_str().map(str::trim),
+                Some(tmux_dir.as_str()),
+                "{server}: the command ran on its own host: {ran}"
+            );
+            let sent = ok(
+                client,
+                "send_keys",
+                json!({"server": server, "target": pane, "keys": [format!("echo done-on-{server}"), "Enter"]}),
+            )
+            .await;
+            let waited = ok(
+                client,
+                "wait_for_text",
+                json!({"server": server, "target": pane, "patterns": [format!("^done-on-{server}$")],
+                       "regex": true, "since": sent["output_position"], "timeout": 20}),
+            )
+            .await;
+            assert_eq!(waited["outcome"], "matched", "{server}: {waited}");
+            let screen = ok(
+                client,
+                "capture_pane",
+                json!({"server": server, "target": pane}),
+            )
+            .await;
+            assert!(
+                screen["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains(&format!("done-on-{server}")),
+                "{server}: {screen}"
+            );
+        }
+    };
+    tokio::join!(work("north", &north), work("south", &south));
+
+    // Each host's servers are its own: a second server on the same host, and the sessions
+    // listed per server.
+    new_session(&client, "south/ci", "build").await;
+    let sessions = |server: &'static str| {
+        let client = &client;
+        async move {
+            let listed = ok(client, "list_sessions", json!({"server": server})).await;
+            let mut names: Vec<String> = listed["sessions"]
+                .as_array()
+                .expect("sessions")
+                .iter()
+                .map(|s| s["name"].as_str().unwrap_or_default().to_owned())
+                .collect();
+            names.sort();
+            names
+        }
+    };
+    assert_eq!(sessions("south/ci").await, ["build"]);
+    assert_eq!(sessions("south").await, ["work"]);
+    assert!(
+        north.ssh("tmux ls").contains("work"),
+        "the session is on the north host itself"
+    );
+
+    let entry = listed(&client, "south/ci").await.expect("listed");
+    assert_eq!(entry["host"]["name"], "south", "{entry}");
+    assert_eq!(entry["reachability"], "running", "{entry}");
+    assert!(entry["host"]["rtt_ms"].as_f64().is_some(), "{entry}");
+    assert!(entry["host"].get("last_error").is_none(), "{entry}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_presenting_another_key_is_refused() {
+    if !ssh_host::available("the host-key check") {
+        return;
+    }
+    let host = SshHost::start();
+    let table = host.config_table("impostor", &["default"]).replace(
+        &host.known_hosts().display().to_string(),
+        &host.wrong_known_hosts().display().to_string(),
+    );
+    let gateway = gateway(&[table]).await;
+    let client = legacy(&gateway, &gateway.token).await;
+    let entry = link_reaches(&client, "impostor", "down", Duration::from_secs(20)).await;
+    assert_eq!(
+        entry["host"]["last_error"], "Host key verification failed.",
+        "{entry}"
+    );
+    assert_eq!(entry["reachability"], "unreachable", "{entry}");
+
+    // A call is refused at once, naming the host, with when to retry.
+    let started = Instant::now();
+    let refused = err(
+        &client,
+        "create_session",
+        json!({"server": "impostor", "name": "x"}),
+    )
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(refused["kind"], "unavailable", "{refused}");
+    let message = refused["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("\"impostor\"") && message.contains("Host key verification failed"),
+        "{refused}"
+    );
+    assert!(
+        refused["suggestion"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("retry_after_ms: "),
+        "{refused}"
+    );
+    // The gateway never logged in: no key of its was offered to the impostor.
+    assert!(
+        !host.sshd_log().contains("Accepted publickey"),
+        "{}",
+        host.sshd_log()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_scoped_to_one_host_is_refused_on_the_other() {
+    if !ssh_host::available("host-scoped tokens") {
+        return;
+    }
+    let (build, prod) = (SshHost::start(), SshHost::start());
+    let gateway = gateway(&[
+        build.config_table("build-1", &["default", "ci"]),
+        prod.config_table("prod", &["default"]),
+    ])
+    .await;
+    let token = TokenMinter::from_config(&gateway.config.auth)
+        .expect("minter")
+        .mint(&MintRequest {
+            sub: "builder".to_owned(),
+            scopes: vec!["mux:read".into(), "mux:write".into(), "mux:admin".into()],
+            ttl: Duration::from_secs(3600),
+            servers: Some(vec!["build-*".to_owned()]),
+            sessions: None,
+            own_sessions: false,
+            workspace: None,
+            toolsets: None,
+        })
+        .expect("mint");
+    let client = legacy(&gateway, &token).await;
+    let servers = ok(&client, "list_servers", json!({})).await;
+    let names: Vec<&str> = servers["servers"]
+        .as_array()
+        .expect("servers")
+        .iter()
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    assert_eq!(names, ["build-1", "build-1/ci"], "{servers}");
+    link_reaches(&client, "build-1/ci", "up", Duration::from_secs(20)).await;
+    new_session(&client, "build-1/ci", "mine").await;
+    let refused = err(
+        &client,
+        "create_session",
+        json!({"server": "prod", "name": "theirs"}),
+    )
+    .await;
+    assert_eq!(refused["kind"], "not_found", "{refused}");
+    assert!(
+        !prod.ssh("tmux ls 2>&1 || true").contains("theirs"),
+        "nothing was started on the other host"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_killed_mid_wait_ends_the_wait_and_comes_back() {
+    if !ssh_host::available("a host killed mid-wait") {
+        return;
+    }
+    let mut host = SshHost::start();
+    let gateway = gateway(&[host.config_table("flaky", &["default"])]).await;
+    let client = legacy(&gateway, &gateway.token).await;
+    link_reaches(&client, "flaky", "up", Duration::from_secs(20)).await;
+    let pane = new_session(&client, "flaky", "w").await;
+
+    let waiting = {
+        let client = &client;
+        let pane = pane.clone();
+        async move {
+            let started = Instant::now();
+            let result = common::calls::call(
+                client,
+                "wait_for_text",
+                json!({"server": "flaky", "target": pane, "patterns": ["never-printed"], "timeout": 60}),
+            )
+            .await;
+            (started.elapsed(), result)
+        }
+    };
+    let killer = async {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        host.kill();
+    };
+    let ((elapsed, result), ()) = tokio::join!(waiting, killer);
+    // The wait ends with its reason once the link is lost (keepalives every second, three
+    // missed), long before its own 60 s.
+    assert!(
+        elapsed < Duration::from_secs(15),
+        "the wait took {elapsed:?}"
+    );
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    let error = common::tool_error(&result);
+    assert_eq!(error["kind"], "unavailable", "{error}");
+
+    // While it is down, calls are refused at once.
+    link_reaches(&client, "flaky", "down", Duration::from_secs(15)).await;
+    let started = Instant::now();
+    let refused = err(&client, "list_sessions", json!({"server": "flaky"})).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(refused["kind"], "unavailable", "{refused}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("\"flaky\""),
+        "{refused}"
+    );
+
+    // Booted again: the link comes back by itself, and the host serves again (its tmux server
+    // died with it).
+    host.boot();
+    link_reaches(&client, "flaky", "up", Duration::from_secs(40)).await;
+    new_session(&client, "flaky", "again").await;
+}
