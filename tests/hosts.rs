@@ -332,3 +332,80 @@ async fn a_host_killed_mid_wait_ends_the_wait_and_comes_back() {
     link_reaches(&client, "flaky", "up", Duration::from_secs(40)).await;
     new_session(&client, "flaky", "again").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_link_ends_its_waits_and_the_hosts_sessions_live_on() {
+    if !ssh_host::available("a cut link") {
+        return;
+    }
+    let host = SshHost::start();
+    let gateway = gateway(&[host.config_table("far", &["default"])]).await;
+    let client = legacy(&gateway, &gateway.token).await;
+    link_reaches(&client, "far", "up", Duration::from_secs(20)).await;
+    let pane = new_session(&client, "far", "kept").await;
+    let before = ok(
+        &client,
+        "send_keys",
+        json!({"server": "far", "target": pane, "keys": ["echo before-the-cut", "Enter"]}),
+    )
+    .await;
+
+    // The network goes; the host's processes do not. The wait ends once the keepalives go
+    // unanswered (three, a second apart), with the link's reason.
+    let waiting = async {
+        let started = Instant::now();
+        let result = common::calls::call(
+            &client,
+            "wait_for_text",
+            json!({"server": "far", "target": pane, "patterns": ["never-printed"], "timeout": 60}),
+        )
+        .await;
+        (started.elapsed(), result)
+    };
+    let cut = async {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        host.set_link(false);
+    };
+    let ((elapsed, result), ()) = tokio::join!(waiting, cut);
+    assert!(
+        elapsed < Duration::from_secs(15),
+        "the wait took {elapsed:?}"
+    );
+    let error = common::tool_error(&result);
+    assert_eq!(error["kind"], "unavailable", "{error}");
+    let down = link_reaches(&client, "far", "down", Duration::from_secs(15)).await;
+    assert!(down["host"]["last_error"].is_string(), "{down}");
+    // Printed while the gateway cannot see it (typed on the host itself).
+    host.tmux(&["send-keys", "-t", &pane, "echo during-the-cut", "Enter"]);
+
+    // Back: the link returns by itself, the session is still there, and the pane's output
+    // flows again.
+    host.set_link(true);
+    link_reaches(&client, "far", "up", Duration::from_secs(40)).await;
+    let sessions = ok(&client, "list_sessions", json!({"server": "far"})).await;
+    assert_eq!(sessions["sessions"][0]["name"], "kept", "{sessions}");
+    let sent = ok(
+        &client,
+        "send_keys",
+        json!({"server": "far", "target": pane, "keys": ["echo after-the-cut", "Enter"]}),
+    )
+    .await;
+    let waited = ok(
+        &client,
+        "wait_for_text",
+        json!({"server": "far", "target": pane, "patterns": ["^after-the-cut$"], "regex": true,
+               "since": sent["output_position"], "timeout": 20}),
+    )
+    .await;
+    assert_eq!(waited["outcome"], "matched", "{waited}");
+    // From a position taken before the cut, what was printed while no stream ran is found,
+    // not skipped.
+    let resumed = ok(
+        &client,
+        "wait_for_text",
+        json!({"server": "far", "target": pane, "patterns": ["^during-the-cut$"], "regex": true,
+               "since": before["output_position"], "timeout": 5}),
+    )
+    .await;
+    assert_eq!(resumed["matched_line"], "during-the-cut", "{resumed}");
+}

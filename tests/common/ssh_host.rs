@@ -157,6 +157,15 @@ impl SshHost {
         String::from_utf8_lossy(&output.stdout).into_owned()
     }
 
+    /// Runs tmux `args` against the host's default server directly (not over the network):
+    /// for what the host's own user does while the gateway cannot see it.
+    pub(crate) fn tmux(&self, args: &[&str]) {
+        run(Command::new("tmux")
+            .env("TMUX_TMPDIR", self.dir().join("tmux"))
+            .env_remove("TMUX")
+            .args(args));
+    }
+
     /// Kills every process of the host (sshd, its sessions, its tmux servers): the machine is
     /// gone, as after a power loss.
     pub(crate) fn kill(&mut self) {
