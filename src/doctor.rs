@@ -2,7 +2,8 @@
 //!
 //! Checks: tmux is installed (and its version); every configured server is running or allowed
 //! to be absent; no stale muxgate control clients are attached; every configured Zellij server's
-//! binary runs and its default session is live; in workspace mode, that sandboxes start here
+//! binary runs and its default session is live; every host is reached over SSH (its key
+//! listed in its `known_hosts`, the gateway's key accepted, its tmux's version); in workspace mode, that sandboxes start here
 //! (bubblewrap, user namespaces), how many workspaces there are, and whether configured
 //! servers remain beside them (they run unsandboxed); without it, whether clients that can
 //! type share a configured server. A muxgate control client is
@@ -128,6 +129,16 @@ pub async fn run(config: &Config) -> Report {
     }
     for (name, server) in &config.zellij.servers {
         check_zellij_server(&mut report, config, name, server).await;
+    }
+    for (name, host) in &config.hosts {
+        match crate::hosts::check(name, host).await {
+            Ok(version) => report.push(
+                Outcome::Ok,
+                format!("host {name}"),
+                format!("{version} at {}; host key known, key accepted", host.ssh),
+            ),
+            Err(why) => report.push(Outcome::Fail, format!("host {name}"), why),
+        }
     }
     if config.workspaces.enabled {
         check_workspaces(&mut report, config).await;

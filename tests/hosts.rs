@@ -409,3 +409,76 @@ async fn a_cut_link_ends_its_waits_and_the_hosts_sessions_live_on() {
     .await;
     assert_eq!(resumed["matched_line"], "during-the-cut", "{resumed}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_checks_each_host() {
+    if !ssh_host::available("doctor's host checks") {
+        return;
+    }
+    let host = SshHost::start();
+    let good = host.config_table("good", &["default"]);
+    let impostor = host.config_table("impostor", &["default"]).replace(
+        &host.known_hosts().display().to_string(),
+        &host.wrong_known_hosts().display().to_string(),
+    );
+    let config = Config::from_toml_str(&format!("[tmux.servers]\n{good}{impostor}"))
+        .expect("valid config");
+    let report = muxgate::doctor::run(&config).await;
+    let line = |subject: &str| {
+        report
+            .checks
+            .iter()
+            .find(|c| c.subject == subject)
+            .unwrap_or_else(|| panic!("no {subject} line: {}", report.render()))
+            .clone()
+    };
+    let good = line("host good");
+    assert_eq!(good.outcome, muxgate::doctor::Outcome::Ok, "{good:?}");
+    assert!(good.detail.starts_with("tmux "), "{good:?}");
+    let impostor = line("host impostor");
+    assert_eq!(impostor.outcome, muxgate::doctor::Outcome::Fail, "{impostor:?}");
+    assert!(
+        impostor.detail.contains("Host key verification failed"),
+        "{impostor:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_host_whose_files_are_missing_is_refused_at_start() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let known = dir.path().join("known_hosts");
+    std::fs::write(&known, "").expect("known_hosts");
+    let table = |key: &str, known: &std::path::Path| {
+        format!(
+            "[tmux.servers]\n[hosts.build-1]\nssh = 'agent@192.0.2.1'\nidentity_file = '{}'\n\
+             known_hosts = '{}'\n",
+            dir.path().join(key).display(),
+            known.display()
+        )
+    };
+    let start = |text: String| async move {
+        let config = relaxed(Config::from_toml_str(&text).expect("valid config"));
+        muxgate::gateway::Gateway::build(
+            std::sync::Arc::new(config),
+            "http://127.0.0.1:1/mcp",
+            tokio_util::sync::CancellationToken::new(),
+        )
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default()
+    };
+    let no_key = start(table("missing_key", &known)).await;
+    assert!(no_key.starts_with("hosts.build-1.identity_file: cannot read"), "{no_key}");
+    std::fs::write(dir.path().join("id"), "a key").expect("a key file");
+    let no_known = start(table("id", &dir.path().join("nothing"))).await;
+    assert!(no_known.starts_with("hosts.build-1.known_hosts: cannot read"), "{no_known}");
+    // A host named like a local server: refused when the configuration is read.
+    let clash = Config::from_toml_str(
+        "[tmux.servers.build-1]\nsocket_name = 'b'\n[hosts.build-1]\nssh = 'a@h'\n\
+         identity_file = '/k'\nknown_hosts = '/kh'\n",
+    )
+    .expect_err("a clash");
+    assert!(clash.to_string().contains("hosts.build-1"), "{clash}");
+    assert!(clash.to_string().contains("already used by tmux.servers"), "{clash}");
+}

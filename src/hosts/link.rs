@@ -37,9 +37,6 @@ const CONNECTING_RETRY: Duration = Duration::from_millis(500);
 /// The most of an `ssh` master's error output kept.
 const MAX_STDERR_BYTES: u64 = 4096;
 
-/// `PATH` of the `ssh` processes.
-const SSH_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
-
 /// The state of one host's link, shared by its keeper and every call to the host.
 #[derive(Debug)]
 pub(crate) struct HostLink {
@@ -274,7 +271,7 @@ async fn connect(master: &MasterCommand) -> Result<Master, String> {
     command
         .args(ssh_args::master(&master.host, &master.control))
         .env_clear()
-        .env("PATH", SSH_PATH)
+        .env("PATH", ssh_args::SSH_PATH)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -343,7 +340,7 @@ fn remove_stale_socket(control: &Path) -> Result<(), String> {
 
 /// The last line ssh wrote that says something (the one naming the failure: `Host key
 /// verification failed.`, `Connection refused`), without its program prefix.
-fn last_words(said: &str) -> Option<String> {
+pub(crate) fn last_words(said: &str) -> Option<String> {
     said.lines()
         .map(str::trim)
         .rfind(|line| !line.is_empty())

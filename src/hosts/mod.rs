@@ -24,6 +24,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+use muxgate_mux::shell_run::posix_quote;
 use muxgate_tmux::{ClientLaunch, RemoteHost, TmuxEndpoint};
 
 use config::HostConfig;
@@ -136,6 +137,42 @@ impl Hosts {
             let _ = std::fs::remove_dir_all(dir);
         }
     }
+}
+
+/// What `muxgate doctor` finds of a host: its files, then one login of its own (exactly as
+/// the link logs in) that asks the host's tmux for its version. `Ok`: that version.
+pub(crate) async fn check(name: &str, host: &HostConfig) -> Result<String, String> {
+    preflight(name, host).map_err(|e| e.to_string())?;
+    let mut command = tokio::process::Command::new(SSH_PROGRAM);
+    command
+        .args(ssh_args::probe(host))
+        .arg("--")
+        .arg(format!("{} -V", posix_quote(&host.tmux)))
+        .env_clear()
+        .env("PATH", ssh_args::SSH_PATH)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let limit = host.connect_timeout() + std::time::Duration::from_secs(5);
+    let output = match tokio::time::timeout(limit, command.output()).await {
+        Ok(Ok(output)) => output,
+        Ok(Err(error)) => return Err(format!("cannot run {SSH_PROGRAM}: {error}")),
+        Err(_) => return Err(format!("no answer within {limit:?}")),
+    };
+    if output.status.success() {
+        return Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned());
+    }
+    let said = link::last_words(&String::from_utf8_lossy(&output.stderr))
+        .unwrap_or_else(|| format!("ssh exited with {}", output.status));
+    Err(if said.contains("Host key verification failed") {
+        format!(
+            "{said} The host's key is not the one {} lists; nothing was sent to it",
+            host.known_hosts.display()
+        )
+    } else if said.contains("Permission denied") {
+        format!("{said} The host does not accept {}", host.identity_file.display())
+    } else {
+        said
+    })
 }
 
 /// The files a host names must be there before its link is tried: a missing key or

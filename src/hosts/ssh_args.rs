@@ -18,24 +18,20 @@ use super::config::HostConfig;
 /// socket listens (its `LocalCommand`, which ssh runs after both).
 pub(crate) const UP_LINE: &str = "muxgate-link-up";
 
+/// `PATH` of the `ssh` processes.
+pub(crate) const SSH_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
 /// Three keepalives without an answer end a link.
 const KEEPALIVE_COUNT: u32 = 3;
 
 /// The master: logs in, listens on `control`, runs nothing on the host.
 pub(crate) fn master(host: &HostConfig, control: &Path) -> Vec<OsString> {
-    let checking = if host.trust_on_first_use {
-        "accept-new"
-    } else {
-        "yes"
-    };
-    let mut args = common(control);
+    let mut args = common();
+    args.extend(login(host));
     args.extend(options(&[
+        ("ControlPath", &control.to_string_lossy()),
         ("ControlMaster", "yes"),
         ("ControlPersist", "no"),
-        ("IdentityFile", &host.identity_file.to_string_lossy()),
-        ("UserKnownHostsFile", &host.known_hosts.to_string_lossy()),
-        ("StrictHostKeyChecking", checking),
-        ("ConnectTimeout", &host.connect_timeout_secs.to_string()),
         ("ServerAliveInterval", &host.keepalive_secs.to_string()),
         ("ServerAliveCountMax", &KEEPALIVE_COUNT.to_string()),
         ("PermitLocalCommand", "yes"),
@@ -49,8 +45,9 @@ pub(crate) fn master(host: &HostConfig, control: &Path) -> Vec<OsString> {
 /// A client: one channel on the master's connection, running the command line that follows
 /// these arguments (after a `--`).
 pub(crate) fn client(host: &HostConfig, control: &Path) -> Vec<OsString> {
-    let mut args = common(control);
+    let mut args = common();
     args.extend(options(&[
+        ("ControlPath", &control.to_string_lossy()),
         ("ControlMaster", "no"),
         ("ProxyCommand", "false"),
         ("PermitLocalCommand", "no"),
@@ -59,11 +56,24 @@ pub(crate) fn client(host: &HostConfig, control: &Path) -> Vec<OsString> {
     args
 }
 
-/// What master and clients share.
-fn common(control: &Path) -> Vec<OsString> {
+/// A connection of its own that runs one command and ends (`muxgate doctor`'s check), logging
+/// in exactly as the master does.
+pub(crate) fn probe(host: &HostConfig) -> Vec<OsString> {
+    let mut args = common();
+    args.extend(login(host));
+    args.extend(options(&[
+        ("ControlPath", "none"),
+        ("ControlMaster", "no"),
+        ("PermitLocalCommand", "no"),
+    ]));
+    args.extend(destination(host));
+    args
+}
+
+/// What master and clients share: no configuration file, no prompt, nothing forwarded.
+fn common() -> Vec<OsString> {
     let mut args: Vec<OsString> = vec!["-F".into(), "/dev/null".into(), "-T".into()];
     args.extend(options(&[
-        ("ControlPath", &control.to_string_lossy()),
         ("BatchMode", "yes"),
         ("IdentitiesOnly", "yes"),
         ("IdentityAgent", "none"),
@@ -76,6 +86,21 @@ fn common(control: &Path) -> Vec<OsString> {
         ("LogLevel", "ERROR"),
     ]));
     args
+}
+
+/// How a connection logs in: the host's key, its known keys, the connect timeout.
+fn login(host: &HostConfig) -> Vec<OsString> {
+    let checking = if host.trust_on_first_use {
+        "accept-new"
+    } else {
+        "yes"
+    };
+    options(&[
+        ("IdentityFile", &host.identity_file.to_string_lossy()),
+        ("UserKnownHostsFile", &host.known_hosts.to_string_lossy()),
+        ("StrictHostKeyChecking", checking),
+        ("ConnectTimeout", &host.connect_timeout_secs.to_string()),
+    ])
 }
 
 fn options(pairs: &[(&str, &str)]) -> Vec<OsString> {
