@@ -421,8 +421,8 @@ async fn doctor_checks_each_host() {
         &host.known_hosts().display().to_string(),
         &host.wrong_known_hosts().display().to_string(),
     );
-    let config = Config::from_toml_str(&format!("[tmux.servers]\n{good}{impostor}"))
-        .expect("valid config");
+    let config =
+        Config::from_toml_str(&format!("[tmux.servers]\n{good}{impostor}")).expect("valid config");
     let report = muxgate::doctor::run(&config).await;
     let line = |subject: &str| {
         report
@@ -436,7 +436,11 @@ async fn doctor_checks_each_host() {
     assert_eq!(good.outcome, muxgate::doctor::Outcome::Ok, "{good:?}");
     assert!(good.detail.starts_with("tmux "), "{good:?}");
     let impostor = line("host impostor");
-    assert_eq!(impostor.outcome, muxgate::doctor::Outcome::Fail, "{impostor:?}");
+    assert_eq!(
+        impostor.outcome,
+        muxgate::doctor::Outcome::Fail,
+        "{impostor:?}"
+    );
     assert!(
         impostor.detail.contains("Host key verification failed"),
         "{impostor:?}"
@@ -469,10 +473,16 @@ async fn a_host_whose_files_are_missing_is_refused_at_start() {
         .unwrap_or_default()
     };
     let no_key = start(table("missing_key", &known)).await;
-    assert!(no_key.starts_with("hosts.build-1.identity_file: cannot read"), "{no_key}");
+    assert!(
+        no_key.starts_with("hosts.build-1.identity_file: cannot read"),
+        "{no_key}"
+    );
     std::fs::write(dir.path().join("id"), "a key").expect("a key file");
     let no_known = start(table("id", &dir.path().join("nothing"))).await;
-    assert!(no_known.starts_with("hosts.build-1.known_hosts: cannot read"), "{no_known}");
+    assert!(
+        no_known.starts_with("hosts.build-1.known_hosts: cannot read"),
+        "{no_known}"
+    );
     // A host named like a local server: refused when the configuration is read.
     let clash = Config::from_toml_str(
         "[tmux.servers.build-1]\nsocket_name = 'b'\n[hosts.build-1]\nssh = 'a@h'\n\
@@ -480,5 +490,54 @@ async fn a_host_whose_files_are_missing_is_refused_at_start() {
     )
     .expect_err("a clash");
     assert!(clash.to_string().contains("hosts.build-1"), "{clash}");
-    assert!(clash.to_string().contains("already used by tmux.servers"), "{clash}");
+    assert!(
+        clash.to_string().contains("already used by tmux.servers"),
+        "{clash}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restricted_key_runs_tmux_for_the_gateway_and_nothing_else() {
+    if !ssh_host::available("the restricted key") {
+        return;
+    }
+    let host = SshHost::start();
+    // authorized_keys as the README says: `restrict`, and `muxgate host-gate` forced.
+    host.restrict_key(&format!("{} host-gate", env!("CARGO_BIN_EXE_muxgate")));
+    let gateway = gateway(&[host.config_table("gated", &["default", "ci"])]).await;
+    let client = legacy(&gateway, &gateway.token).await;
+    link_reaches(&client, "gated/ci", "up", Duration::from_secs(20)).await;
+    let pane = new_session(&client, "gated/ci", "work").await;
+    let ran = ok(
+        &client,
+        "run_command",
+        json!({"server": "gated/ci", "target": pane, "command": "echo through-the-gate", "timeout": 20}),
+    )
+    .await;
+    assert_eq!(ran["output"], "through-the-gate\n", "{ran}");
+    let report = muxgate::doctor::run(
+        &Config::from_toml_str(&format!(
+            "[tmux.servers]\n{}",
+            host.config_table("gated", &["default"])
+        ))
+        .expect("valid config"),
+    )
+    .await;
+    assert!(!report.failed(), "{}", report.render());
+
+    // The same key, asked for anything else: a shell command, a tunnel, a login shell.
+    let shell = host.try_ssh(&[], &["--", "id"]);
+    assert!(!shell.status.success());
+    let said = String::from_utf8_lossy(&shell.stderr);
+    assert!(said.contains("refused: this key only runs tmux"), "{said}");
+    let tunnel = host.try_ssh(&["-W", "127.0.0.1:22"], &[]);
+    assert!(!tunnel.status.success());
+    assert!(
+        String::from_utf8_lossy(&tunnel.stderr).contains("prohibited"),
+        "{}",
+        String::from_utf8_lossy(&tunnel.stderr)
+    );
+    let login = host.try_ssh(&[], &[]);
+    assert!(!login.status.success());
+    assert!(String::from_utf8_lossy(&login.stderr).contains("no shell"));
 }

@@ -83,6 +83,10 @@ pub enum Command {
     /// Print a signed link to a read-only live view of a pane (README: Live view), signed with
     /// the key the gateway keeps in its state directory.
     ViewLink(ViewLinkArgs),
+    /// On a host the gateway reaches over SSH: the forced command of the gateway's key
+    /// (`restrict,command="muxgate host-gate"` in authorized_keys). Runs the request sshd
+    /// passes in SSH_ORIGINAL_COMMAND only when it is tmux as the gateway starts it.
+    HostGate(HostGateArgs),
 }
 
 /// `muxgate recordings`: list the recorded casts, or export a time range of one.
@@ -227,6 +231,14 @@ pub struct ApproverArgs {
 /// Keeps a secret argument out of `Debug` output.
 fn secret(text: &str) -> Result<SecretString, std::convert::Infallible> {
     Ok(SecretString::new(text))
+}
+
+/// `muxgate host-gate`: which tmux the key may run.
+#[derive(Debug, Args)]
+pub struct HostGateArgs {
+    /// tmux as the gateway names it (`[hosts.<name>] tmux`).
+    #[arg(long, default_value = "tmux")]
+    pub tmux: String,
 }
 
 /// `muxgate healthcheck`: where to ask and how long to wait.
@@ -414,7 +426,28 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("{}", view_link(&args)?);
             Ok(ExitCode::SUCCESS)
         }
+        Command::HostGate(args) => Ok(host_gate(&args)),
     }
+}
+
+/// Runs the request sshd passed when the gate allows it (replacing this process), else says
+/// why not and fails.
+fn host_gate(args: &HostGateArgs) -> ExitCode {
+    use std::os::unix::process::CommandExt;
+    let request = std::env::var("SSH_ORIGINAL_COMMAND").ok();
+    match crate::hosts::gate::check(request.as_deref(), &args.tmux) {
+        Ok(allowed) => {
+            let mut command = std::process::Command::new(&args.tmux);
+            command.args(&allowed.args);
+            if let Some(term) = &allowed.term {
+                command.env("TERM", term);
+            }
+            let error = command.exec();
+            eprintln!("muxgate host-gate: cannot run {}: {error}", args.tmux);
+        }
+        Err(refusal) => eprintln!("muxgate host-gate: refused: {refusal}"),
+    }
+    ExitCode::FAILURE
 }
 
 /// Without a configured secret, `token` signs with the secret `serve` keeps for the embedded

@@ -5,7 +5,9 @@
 //!   `build-1/ci`);
 //! - [`ssh_args`]: the `ssh` command lines of a link (the master and its clients);
 //! - [`link`]: a host's link kept up with bounded back-off, and its state, which every call to
-//!   the host asks first.
+//!   the host asks first;
+//! - [`gate`]: on the host, the forced command of the gateway's key (`muxgate host-gate`),
+//!   which runs tmux as the gateway starts it and nothing else.
 //!
 //! The SSH implementation is OpenSSH's client, one master (`ControlMaster`) per host: its key
 //! exchange, host-key checking and `known_hosts` handling are the ones operators already audit
@@ -15,6 +17,7 @@
 //! life: started at the gateway's start, restarted when it ends, stopped at shutdown.
 
 pub mod config;
+pub(crate) mod gate;
 pub(crate) mod link;
 pub(crate) mod ssh_args;
 
@@ -169,7 +172,10 @@ pub(crate) async fn check(name: &str, host: &HostConfig) -> Result<String, Strin
             host.known_hosts.display()
         )
     } else if said.contains("Permission denied") {
-        format!("{said} The host does not accept {}", host.identity_file.display())
+        format!(
+            "{said} The host does not accept {}",
+            host.identity_file.display()
+        )
     } else {
         said
     })

@@ -124,6 +124,44 @@ impl SshHost {
         )
     }
 
+    /// Logs in with the gateway's key, with ssh `options`, asking to run `command` (none: a
+    /// login shell).
+    pub(crate) fn try_ssh(&self, options: &[&str], command: &[&str]) -> std::process::Output {
+        Command::new("ssh")
+            .args([
+                "-F",
+                "/dev/null",
+                "-T",
+                "-o",
+                "BatchMode=yes",
+                "-o",
+                "IdentitiesOnly=yes",
+            ])
+            .arg("-o")
+            .arg(format!(
+                "UserKnownHostsFile={}",
+                self.known_hosts().display()
+            ))
+            .arg("-i")
+            .arg(self.identity_file())
+            .args(options)
+            .arg(format!("root@{}", self.addr))
+            .args(command)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run ssh")
+    }
+
+    /// Lets the gateway's key run only `command` (sshd's forced command), with `restrict`.
+    pub(crate) fn restrict_key(&self, command: &str) {
+        let key = std::fs::read_to_string(self.dir().join("id.pub")).expect("the key");
+        std::fs::write(
+            self.dir().join("authorized_keys"),
+            format!("restrict,command=\"{command}\" {key}"),
+        )
+        .expect("authorized_keys");
+    }
+
     /// Runs `command` (a shell command line) on the host over SSH; its standard output.
     pub(crate) fn ssh(&self, command: &str) -> String {
         let output = Command::new("ssh")

@@ -1,0 +1,174 @@
+//! `muxgate host-gate`: the forced command of the gateway's key on a host (`authorized_keys`:
+//! `restrict,command="muxgate host-gate"`). sshd runs it instead of whatever the connection
+//! asked for, with the request in `SSH_ORIGINAL_COMMAND`; it runs that request only when it is
+//! one the gateway makes (tmux, as the link starts it), directly and without a shell, and
+//! refuses anything else: a shell, another program, a word it cannot read.
+//!
+//! The gateway's requests are the lines [`muxgate_tmux::client::remote::command_line`] writes:
+//! `env 'TERM=muxgate-<pid>' '<tmux>' '<arg>'…`, every word single-quoted (`'\''` for a quote),
+//! and `muxgate doctor`'s `'<tmux>' -V`. [`parse`] reads exactly that language, so a request
+//! that leans on any other shell syntax (`$(…)`, `;`, a glob, a redirection) is refused rather
+//! than interpreted. What tmux itself can do is not narrowed here: the key can do what the
+//! host's user can do through tmux, so that user should own only what agents may reach.
+
+/// A request the gate lets through: the program (the host's tmux), its arguments and the
+/// `TERM` it runs with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Allowed {
+    /// `TERM=…` for tmux, when the request set one.
+    pub term: Option<String>,
+    /// tmux's arguments.
+    pub args: Vec<String>,
+}
+
+/// Why a request was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Refusal {
+    /// sshd passed no request: an interactive login.
+    #[error("this key only runs tmux for muxgate; no shell")]
+    NoCommand,
+    /// A word the gate does not read (shell syntax beyond single quotes).
+    #[error("the request is not a plain command line: {0}")]
+    Unreadable(&'static str),
+    /// Another program than the host's tmux.
+    #[error("this key only runs {tmux}, not {program:?}")]
+    NotTmux {
+        /// The tmux the gate allows.
+        tmux: String,
+        /// What was asked for.
+        program: String,
+    },
+    /// A `TERM` that is not a muxgate client's marker.
+    #[error("TERM must be muxgate-<number>")]
+    BadTerm,
+}
+
+/// Reads `request` and allows it when it runs `tmux`.
+pub(crate) fn check(request: Option<&str>, tmux: &str) -> Result<Allowed, Refusal> {
+    let words = words(request.ok_or(Refusal::NoCommand)?)?;
+    let (term, rest) = match words.split_first() {
+        Some((env, rest)) if env == "env" => {
+            let Some((assignment, rest)) = rest.split_first() else {
+                return Err(Refusal::Unreadable("env without a command"));
+            };
+            let term = assignment
+                .strip_prefix("TERM=")
+                .filter(|value| {
+                    value.strip_prefix("muxgate-").is_some_and(|pid| {
+                        !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit())
+                    })
+                })
+                .ok_or(Refusal::BadTerm)?;
+            (Some(term.to_owned()), rest)
+        }
+        _ => (None, &words[..]),
+    };
+    match rest.split_first() {
+        Some((program, args)) if program == tmux => Ok(Allowed {
+            term,
+            args: args.to_vec(),
+        }),
+        Some((program, _)) => Err(Refusal::NotTmux {
+            tmux: tmux.to_owned(),
+            program: program.chars().take(64).collect(),
+        }),
+        None => Err(Refusal::NoCommand),
+    }
+}
+
+/// The words of `line`: separated by spaces; each a run of plain characters or single-quoted
+/// parts, with `\'` for a quote outside quotes (what `'\''` leaves).
+fn words(line: &str) -> Result<Vec<String>, Refusal> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => word.push(c),
+                        None => return Err(Refusal::Unreadable("an unterminated quote")),
+                    }
+                }
+            }
+            '\\' => match chars.next() {
+                Some('\'') => {
+                    in_word = true;
+                    word.push('\'');
+                }
+                _ => return Err(Refusal::Unreadable("a backslash other than \\'")),
+            },
+            c if c.is_ascii_alphanumeric() || "_-./=:,@%+".contains(c) => {
+                in_word = true;
+                word.push(c);
+            }
+            _ => return Err(Refusal::Unreadable("shell syntax outside quotes")),
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    Ok(words)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsStr;
+
+    use super::*;
+    use muxgate_tmux::client::remote::command_line;
+
+    #[test]
+    fn every_line_the_gateway_writes_is_let_through_unchanged() {
+        let args = [
+            "-u",
+            "-L",
+            "ci",
+            "-C",
+            "new-session",
+            "--",
+            "it's $(x); `y`",
+            "a  b",
+            "",
+        ];
+        let line = command_line("/usr/bin/tmux", "muxgate-42", args.iter().map(OsStr::new));
+        let allowed = check(Some(&line), "/usr/bin/tmux").expect("allowed");
+        assert_eq!(allowed.term.as_deref(), Some("muxgate-42"));
+        assert_eq!(allowed.args, args);
+        let probe = check(Some("'tmux' -V"), "tmux").expect("doctor's probe");
+        assert_eq!((probe.term, probe.args), (None, vec!["-V".to_owned()]));
+    }
+
+    #[test]
+    fn anything_else_is_refused() {
+        for (line, refusal) in [
+            ("sh -c id", "not \"sh\""),
+            ("'tmux2' ls", "not \"tmux2\""),
+            ("tmux ls; id", "shell syntax"),
+            ("tmux $(id)", "shell syntax"),
+            ("tmux `id`", "shell syntax"),
+            ("tmux ls > /tmp/x", "shell syntax"),
+            ("tmux 'ls", "unterminated"),
+            ("tmux \\x", "backslash"),
+            ("env TERM=xterm tmux ls", "TERM must be"),
+            ("env TERM=muxgate-1x tmux ls", "TERM must be"),
+            ("env 'TERM=muxgate-1' sh", "not \"sh\""),
+            ("env", "env without"),
+            ("", "no shell"),
+        ] {
+            let error = check(Some(line), "tmux").expect_err(line).to_string();
+            assert!(error.contains(refusal), "{line}: {error}");
+        }
+        assert_eq!(check(None, "tmux"), Err(Refusal::NoCommand));
+    }
+}
