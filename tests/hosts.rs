@@ -71,6 +71,17 @@ async fn new_session(client: &Client, server: &str, name: &str) -> String {
         .to_owned()
 }
 
+/// The first pane of the `work` session on `north`.
+async fn north_pane(client: &Client) -> String {
+    let panes = ok(
+        client,
+        "list_panes",
+        json!({"server": "north", "target": "work"}),
+    )
+    .await;
+    panes["panes"][0]["id"].as_str().expect("a pane").to_owned()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_works_on_two_hosts_at_once() {
     if !ssh_host::available("the two-host workflow") {
@@ -158,6 +169,26 @@ async fn an_agent_works_on_two_hosts_at_once() {
     assert!(
         north.ssh("tmux ls").contains("work"),
         "the session is on the north host itself"
+    );
+
+    // A remote pane's process numbers are the host's: nothing of the gateway's own machine
+    // is read for them (tmux still names the pane's program).
+    let state = ok(
+        &client,
+        "get_pane_state",
+        json!({"server": "north", "target": north_pane(&client).await}),
+    )
+    .await;
+    assert_eq!(state["current_command"], "bash", "{state}");
+    assert!(
+        state.get("foreground_pid").is_none_or(Value::is_null),
+        "{state}"
+    );
+    assert!(
+        state
+            .get("foreground_command_line")
+            .is_none_or(Value::is_null),
+        "{state}"
     );
 
     let entry = listed(&client, "south/ci").await.expect("listed");

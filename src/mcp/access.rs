@@ -210,9 +210,11 @@ impl TmuxAccess<'_> {
         self.server.name()
     }
 
-    /// The machine the server's panes run on: a workspace's sandbox, or the gateway's own.
+    /// The machine the server's panes run on: the gateway's own, read directly; a workspace's
+    /// sandbox or another host, whose process numbers name other processes here, so nothing
+    /// is read of them.
     pub fn host(&self) -> &'static dyn Host {
-        if self.workspace.is_some() {
+        if self.workspace.is_some() || self.server.endpoint().remote_host().is_some() {
             &SandboxHost
         } else {
             &LocalHost
