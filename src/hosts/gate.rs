@@ -5,7 +5,8 @@
 //! refuses anything else: a shell, another program, a word it cannot read.
 //!
 //! The gateway's requests are the lines [`muxgate_tmux::client::remote::command_line`] writes:
-//! `env 'TERM=muxgate-<pid>' '<tmux>' '<arg>'…`, every word single-quoted (`'\''` for a quote),
+//! `env 'TERM=muxgate-<pid>' '<tmux>' '<arg>'…`, every word single-quoted (`'\''` for a quote,
+//! `'\\'` for a backslash),
 //! and `muxgate doctor`'s `'<tmux>' -V`. [`parse`] reads exactly that language, so a request
 //! that leans on any other shell syntax (`$(…)`, `;`, a glob, a redirection) is refused rather
 //! than interpreted. What tmux itself can do is not narrowed here: the key can do what the
@@ -76,8 +77,10 @@ pub(crate) fn check(request: Option<&str>, tmux: &str) -> Result<Allowed, Refusa
     }
 }
 
-/// The words of `line`: separated by spaces; each a run of plain characters or single-quoted
-/// parts, with `\'` for a quote outside quotes (what `'\''` leaves).
+/// The words of `line`: separated by spaces; each a run of plain characters, single-quoted
+/// parts, and `\'` or `\\` outside quotes (what [`shell_word`] writes for `'` and `\`).
+///
+/// [`shell_word`]: muxgate_tmux::client::remote::shell_word
 fn words(line: &str) -> Result<Vec<String>, Refusal> {
     let mut words = Vec::new();
     let mut word = String::new();
@@ -96,17 +99,19 @@ fn words(line: &str) -> Result<Vec<String>, Refusal> {
                 loop {
                     match chars.next() {
                         Some('\'') => break,
+                        // Read differently by POSIX shells and fish: never written so.
+                        Some('\\') => return Err(Refusal::Unreadable("a backslash inside quotes")),
                         Some(c) => word.push(c),
                         None => return Err(Refusal::Unreadable("an unterminated quote")),
                     }
                 }
             }
             '\\' => match chars.next() {
-                Some('\'') => {
+                Some(c @ ('\'' | '\\')) => {
                     in_word = true;
-                    word.push('\'');
+                    word.push(c);
                 }
-                _ => return Err(Refusal::Unreadable("a backslash other than \\'")),
+                _ => return Err(Refusal::Unreadable("a backslash before other than ' or \\")),
             },
             c if c.is_ascii_alphanumeric() || "_-./=:,@%+".contains(c) => {
                 in_word = true;
@@ -160,6 +165,7 @@ mod tests {
             ("tmux ls > /tmp/x", "shell syntax"),
             ("tmux 'ls", "unterminated"),
             ("tmux \\x", "backslash"),
+            ("tmux '\\'", "backslash inside"),
             ("env TERM=xterm tmux ls", "TERM must be"),
             ("env TERM=muxgate-1x tmux ls", "TERM must be"),
             ("env 'TERM=muxgate-1' sh", "not \"sh\""),

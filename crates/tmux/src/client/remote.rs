@@ -7,16 +7,15 @@
 //! down refuses at once, with the reason and when the next attempt comes ([`LinkDown`]), so
 //! calls to a host that is gone end at once instead of hanging on a connect.
 //!
-//! The remote command line is built from argv words, each POSIX-quoted ([`command_line`]):
-//! the remote user's shell reads it, and nothing an argument holds is special to it.
+//! The remote command line is built from argv words, each quoted ([`shell_word`]) so that the
+//! remote user's login shell reads it back unchanged, whether it is a POSIX shell (sh, bash,
+//! dash, zsh, ksh) or fish: nothing an argument holds is special to either.
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-
-use muxgate_mux::shell_run::posix_quote;
 
 /// Another machine whose tmux servers the engine drives.
 #[derive(Debug)]
@@ -52,8 +51,9 @@ pub struct LinkDown {
 }
 
 /// The one shell command line that runs `tmux_args` with the host's tmux, marked `term` (the
-/// `TERM` that names this gateway's clients): every word POSIX-quoted. An argument that is not
-/// UTF-8 is passed as its lossy text (arguments come from the configuration and from JSON).
+/// `TERM` that names this gateway's clients): every word quoted by [`shell_word`]. An argument
+/// that is not UTF-8 is passed as its lossy text (arguments come from the configuration and
+/// from JSON).
 pub fn command_line<'a>(
     tmux: &str,
     term: &str,
@@ -61,14 +61,46 @@ pub fn command_line<'a>(
 ) -> String {
     let mut line = format!(
         "env {} {}",
-        posix_quote(&format!("TERM={term}")),
-        posix_quote(tmux)
+        shell_word(&format!("TERM={term}")),
+        shell_word(tmux)
     );
     for arg in tmux_args {
         line.push(' ');
-        line.push_str(&posix_quote(&arg.to_string_lossy()));
+        line.push_str(&shell_word(&arg.to_string_lossy()));
     }
     line
+}
+
+/// `text` as one word that POSIX shells and fish read back alike: runs of it in single quotes,
+/// and every `'` and `\` outside them, as `\'` and `\\`. (Inside single quotes fish reads
+/// `\'` and `\\` as escapes and POSIX shells do not, so neither may appear there; outside,
+/// both read a backslash as quoting the next character.)
+pub fn shell_word(text: &str) -> String {
+    let mut word = String::with_capacity(text.len() + 2);
+    let mut quoted = false;
+    for c in text.chars() {
+        if c == '\'' || c == '\\' {
+            if quoted {
+                word.push('\'');
+                quoted = false;
+            }
+            word.push('\\');
+            word.push(c);
+        } else {
+            if !quoted {
+                word.push('\'');
+                quoted = true;
+            }
+            word.push(c);
+        }
+    }
+    if quoted {
+        word.push('\'');
+    }
+    if word.is_empty() {
+        word.push_str("''");
+    }
+    word
 }
 
 #[cfg(test)]
@@ -96,7 +128,18 @@ mod tests {
 
     #[test]
     fn every_word_reaches_the_host_as_it_was() {
-        let hostile = ["-L", "x; rm -rf ~", "$(id)", "it's", "`true`", "a\nb", "--"];
+        let hostile = [
+            "-L",
+            "x; rm -rf ~",
+            "$(id)",
+            "it's",
+            "`true`",
+            "a\nb",
+            "--",
+            "x\\",
+            "\\'; id #",
+            "",
+        ];
         let line = command_line("tmux", "muxgate-7", hostile.iter().map(OsStr::new));
         let mut expected = vec!["env", "TERM=muxgate-7", "tmux"];
         expected.extend(hostile);
@@ -105,5 +148,44 @@ mod tests {
             line.starts_with("env 'TERM=muxgate-7' 'tmux' '-L'"),
             "{line}"
         );
+    }
+
+    /// What `shell` makes of `line`'s words after `printf`: one per line.
+    fn read_back(shell: &str, words: &[&str]) -> Option<Vec<String>> {
+        let quoted: Vec<String> = words.iter().map(|w| shell_word(w)).collect();
+        let output = std::process::Command::new(shell)
+            .arg("-c")
+            .arg(format!("printf '%s\\0' {}", quoted.join(" ")))
+            .output()
+            .ok()?;
+        assert!(output.status.success(), "{shell}: {output:?}");
+        let text = String::from_utf8(output.stdout).expect("UTF-8");
+        Some(text.split_terminator('\0').map(str::to_owned).collect())
+    }
+
+    #[test]
+    fn posix_shells_and_fish_read_every_word_back_unchanged() {
+        let hostile = [
+            "plain",
+            "it's",
+            "x\\",
+            "\\'; id #",
+            "a\\\\b",
+            "'",
+            "\\",
+            "$HOME",
+            "a b",
+            "",
+        ];
+        let read = read_back("sh", &hostile).expect("sh runs");
+        assert_eq!(read, hostile);
+        // fish reads `\\` and `\'` inside single quotes as escapes: the words keep both out.
+        match read_back("fish", &hostile) {
+            Some(read) => assert_eq!(read, hostile),
+            None => assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "fish is required under CI (apt-get install fish)"
+            ),
+        }
     }
 }
