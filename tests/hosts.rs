@@ -572,3 +572,56 @@ async fn a_restricted_key_runs_tmux_for_the_gateway_and_nothing_else() {
     assert!(!login.status.success());
     assert!(String::from_utf8_lossy(&login.stderr).contains("no shell"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_on_a_hosts_channel_leaves_nothing_running_there() {
+    if !ssh_host::available("remote channel waits") {
+        return;
+    }
+    let host = SshHost::start();
+    let gateway = gateway(&[host.config_table("chan", &["default"])]).await;
+    let client = legacy(&gateway, &gateway.token).await;
+    link_reaches(&client, "chan", "up", Duration::from_secs(20)).await;
+    new_session(&client, "chan", "w").await;
+    let channel = format!("leakcheck-{}", std::process::id());
+    let waited = ok(
+        &client,
+        "wait_for_channel",
+        json!({"server": "chan", "channel": channel, "timeout": 1}),
+    )
+    .await;
+    assert_eq!(waited["timed_out"], true, "{waited}");
+    // The host's `tmux wait-for` client left with the wait (the host shares this machine's
+    // process table, so it is looked for here).
+    let gone = common::wait_until(Duration::from_secs(5), || {
+        let found = std::process::Command::new("pgrep")
+            .args(["-f", &channel])
+            .output()
+            .expect("pgrep");
+        found.stdout.is_empty()
+    })
+    .await;
+    assert!(
+        gone,
+        "a wait-for client of {channel} still runs on the host"
+    );
+
+    // And a signal still wakes a wait.
+    let (waited, ()) = tokio::join!(
+        ok(
+            &client,
+            "wait_for_channel",
+            json!({"server": "chan", "channel": channel, "timeout": 20}),
+        ),
+        async {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            ok(
+                &client,
+                "signal_channel",
+                json!({"server": "chan", "channel": channel}),
+            )
+            .await;
+        }
+    );
+    assert_eq!(waited["signalled"], true, "{waited}");
+}

@@ -439,6 +439,13 @@ fn host_gate(args: &HostGateArgs) -> ExitCode {
         Ok(allowed) => {
             let mut command = std::process::Command::new(&args.tmux);
             command.args(&allowed.args);
+            // What sshd set, less what the request and the connection would pass on to every
+            // pane of a server this starts (SSH_ORIGINAL_COMMAND, SSH_CONNECTION, SSH_CLIENT).
+            for (name, _) in std::env::vars_os() {
+                if name.to_string_lossy().starts_with("SSH_") {
+                    command.env_remove(name);
+                }
+            }
             if let Some(term) = &allowed.term {
                 command.env("TERM", term);
             }

@@ -103,14 +103,36 @@ impl HostConfig {
         if self.tmux.is_empty() || self.tmux.chars().any(char::is_control) {
             return Err(("tmux", "must be a program name or a path".into()));
         }
-        if self.connect_timeout_secs == 0 {
-            return Err(("connect_timeout_secs", "must be at least 1".into()));
+        if !(1..=600).contains(&self.connect_timeout_secs) {
+            return Err(("connect_timeout_secs", "must be from 1 to 600".into()));
         }
-        if self.keepalive_secs == 0 {
-            return Err(("keepalive_secs", "must be at least 1".into()));
+        if !(1..=3600).contains(&self.keepalive_secs) {
+            return Err(("keepalive_secs", "must be from 1 to 3600".into()));
+        }
+        for (key, path) in [
+            ("identity_file", &self.identity_file),
+            ("known_hosts", &self.known_hosts),
+        ] {
+            check_path(path).map_err(|why| (key, why))?;
         }
         Ok(())
     }
+}
+
+/// A file ssh is handed in an option (`-o Key=value`): absolute, and free of what ssh reads
+/// specially there (whitespace splits a list, `%` and `~` are expanded, quotes are taken away).
+fn check_path(path: &std::path::Path) -> Result<(), String> {
+    let text = path.to_str().ok_or("must be UTF-8")?;
+    if !path.is_absolute() {
+        return Err(format!("`{text}` must be an absolute path"));
+    }
+    if let Some(c) = text
+        .chars()
+        .find(|c| c.is_whitespace() || c.is_control() || matches!(c, '%' | '~' | '"' | '\''))
+    {
+        return Err(format!("`{text}` holds {c:?}, which ssh reads specially"));
+    }
+    Ok(())
 }
 
 /// Whether `name` is a host or socket name: 1-64 characters from `A-Z a-z 0-9 _ . -`.
@@ -279,5 +301,24 @@ mod tests {
             assert_eq!(key, "servers");
             assert!(message.contains(needle), "{message}");
         }
+    }
+
+    #[test]
+    fn files_ssh_would_misread_are_refused() {
+        for (path, needle) in [
+            ("keys/id", "absolute"),
+            ("/etc/my keys/id", "' '"),
+            ("/etc/%h/id", "'%'"),
+            ("/etc/~/id", "'~'"),
+        ] {
+            let mut bad = host(&["default"]);
+            bad.known_hosts = path.into();
+            let (key, message) = bad.validate().unwrap_err();
+            assert_eq!(key, "known_hosts");
+            assert!(message.contains(needle), "{path}: {message}");
+        }
+        let mut slow = host(&["default"]);
+        slow.connect_timeout_secs = u64::MAX;
+        assert_eq!(slow.validate().unwrap_err().0, "connect_timeout_secs");
     }
 }

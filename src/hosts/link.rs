@@ -31,11 +31,15 @@ const FIRST_RETRY: Duration = Duration::from_millis(500);
 /// The longest wait between two attempts.
 const MAX_RETRY: Duration = Duration::from_secs(30);
 
+/// How long a link must stay up before a loss counts as a new trouble (its next attempt comes
+/// after [`FIRST_RETRY`] again) rather than more of the same (the wait keeps doubling).
+const STABLE: Duration = Duration::from_secs(30);
+
 /// How long a call is told to wait while the link is being made.
 const CONNECTING_RETRY: Duration = Duration::from_millis(500);
 
-/// The most of an `ssh` master's error output kept.
-const MAX_STDERR_BYTES: u64 = 4096;
+/// The most of an `ssh` master's error output kept: its last bytes.
+const MAX_STDERR_BYTES: usize = 4096;
 
 /// The state of one host's link, shared by its keeper and every call to the host.
 #[derive(Debug)]
@@ -50,14 +54,10 @@ pub(crate) struct HostLink {
 enum LinkState {
     /// An attempt is under way (`last_error`: why the one before failed, if one did).
     Connecting {
-        since: Instant,
         last_error: Option<String>,
     },
-    Up {
-        since: Instant,
-    },
+    Up,
     Down {
-        since: Instant,
         reason: String,
         retry_at: Instant,
     },
@@ -68,8 +68,6 @@ enum LinkState {
 pub(crate) struct LinkReport {
     /// `connecting`, `up` or `down`.
     pub phase: LinkPhase,
-    /// How long it has been in this phase.
-    pub for_how_long: Duration,
     /// The last error, while not up.
     pub last_error: Option<String>,
     /// When it is tried again, while down.
@@ -95,10 +93,7 @@ impl HostLink {
     pub(crate) fn new(name: &str) -> Self {
         Self {
             name: name.into(),
-            state: Mutex::new(LinkState::Connecting {
-                since: Instant::now(),
-                last_error: None,
-            }),
+            state: Mutex::new(LinkState::Connecting { last_error: None }),
             drops: AtomicU64::new(0),
         }
     }
@@ -122,27 +117,20 @@ impl HostLink {
         let now = Instant::now();
         let drops = self.drops.load(Ordering::Relaxed);
         match self.state().clone() {
-            LinkState::Connecting { since, last_error } => LinkReport {
+            LinkState::Connecting { last_error } => LinkReport {
                 phase: LinkPhase::Connecting,
-                for_how_long: now - since,
                 last_error,
                 retry_after: None,
                 drops,
             },
-            LinkState::Up { since } => LinkReport {
+            LinkState::Up => LinkReport {
                 phase: LinkPhase::Up,
-                for_how_long: now - since,
                 last_error: None,
                 retry_after: None,
                 drops,
             },
-            LinkState::Down {
-                since,
-                reason,
-                retry_at,
-            } => LinkReport {
+            LinkState::Down { reason, retry_at } => LinkReport {
                 phase: LinkPhase::Down,
-                for_how_long: now - since,
                 last_error: Some(reason),
                 retry_after: Some(retry_at.saturating_duration_since(now)),
                 drops,
@@ -188,13 +176,14 @@ pub(crate) struct MasterCommand {
 }
 
 /// Keeps `link` up until `stop` fires: starts the master, and after it fails or ends starts
-/// another, waiting [`FIRST_RETRY`] and twice as long after each failure, up to [`MAX_RETRY`].
+/// another, waiting [`FIRST_RETRY`] and twice as long after each failure, up to [`MAX_RETRY`];
+/// a link that stays up for [`STABLE`] starts over at [`FIRST_RETRY`], one that drops sooner
+/// does not (a host that accepts and then drops every connection is not hammered).
 pub(crate) async fn keep_up(link: Arc<HostLink>, master: MasterCommand, stop: CancellationToken) {
     let mut wait = FIRST_RETRY;
     let mut last_error = None;
     loop {
         link.set(LinkState::Connecting {
-            since: Instant::now(),
             last_error: last_error.take(),
         });
         let attempt = tokio::select! {
@@ -204,10 +193,8 @@ pub(crate) async fn keep_up(link: Arc<HostLink>, master: MasterCommand, stop: Ca
         let reason = match attempt {
             Ok(mut up) => {
                 tracing::info!(host = link.name(), "host link up");
-                link.set(LinkState::Up {
-                    since: Instant::now(),
-                });
-                wait = FIRST_RETRY;
+                let up_since = Instant::now();
+                link.set(LinkState::Up);
                 let reason = tokio::select! {
                     () = stop.cancelled() => {
                         up.stop().await;
@@ -217,6 +204,9 @@ pub(crate) async fn keep_up(link: Arc<HostLink>, master: MasterCommand, stop: Ca
                 };
                 link.drops.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(host = link.name(), %reason, "host link lost");
+                if up_since.elapsed() >= STABLE {
+                    wait = FIRST_RETRY;
+                }
                 reason
             }
             Err(reason) => {
@@ -225,7 +215,6 @@ pub(crate) async fn keep_up(link: Arc<HostLink>, master: MasterCommand, stop: Ca
             }
         };
         link.set(LinkState::Down {
-            since: Instant::now(),
             reason: reason.clone(),
             retry_at: Instant::now() + wait,
         });
@@ -293,8 +282,18 @@ async fn connect(master: &MasterCommand) -> Result<Master, String> {
         return Err("the ssh process has no pipes".into());
     };
     let stderr = tokio::spawn(async move {
+        let mut stderr = stderr;
         let mut said = Vec::new();
-        let _ = stderr.take(MAX_STDERR_BYTES).read_to_end(&mut said).await;
+        let mut chunk = [0u8; 1024];
+        while let Ok(n) = stderr.read(&mut chunk).await {
+            if n == 0 {
+                break;
+            }
+            said.extend_from_slice(&chunk[..n]);
+            if said.len() > MAX_STDERR_BYTES {
+                said.drain(..said.len() - MAX_STDERR_BYTES);
+            }
+        }
         String::from_utf8_lossy(&said).into_owned()
     });
     // ssh's own connect timeout covers the TCP connect; this one the login after it too.
@@ -378,12 +377,9 @@ mod tests {
         let refused = link.check().unwrap_err();
         assert_eq!(&*refused.host, "build-1");
         assert_eq!(refused.reason, "connecting");
-        link.set(LinkState::Up {
-            since: Instant::now(),
-        });
+        link.set(LinkState::Up);
         assert_eq!(link.check(), Ok(()));
         link.set(LinkState::Down {
-            since: Instant::now(),
             reason: "Connection refused".into(),
             retry_at: Instant::now() + Duration::from_secs(4),
         });

@@ -181,6 +181,13 @@ pub(crate) async fn check(name: &str, host: &HostConfig) -> Result<String, Strin
     })
 }
 
+impl Drop for Hosts {
+    /// A gateway that fails to start after its hosts did leaves no link behind.
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
 /// The files a host names must be there before its link is tried: a missing key or
 /// `known_hosts` is the operator's to fix, not a link failure to retry forever.
 fn preflight(name: &str, host: &HostConfig) -> Result<(), HostError> {

@@ -196,11 +196,19 @@ fn short(text: &str) -> String {
 }
 
 fn session_uri(server: &str, name: &str) -> String {
-    format!("{SCHEME}{server}/sessions/{}", percent_encode(name))
+    format!(
+        "{SCHEME}{}/sessions/{}",
+        percent_encode(server),
+        percent_encode(name)
+    )
 }
 
 fn pane_uri(server: &str, pane: &str) -> String {
-    format!("{SCHEME}{server}/panes/{}", percent_encode(pane))
+    format!(
+        "{SCHEME}{}/panes/{}",
+        percent_encode(server),
+        percent_encode(pane)
+    )
 }
 
 /// The resource templates (static).
@@ -530,7 +538,7 @@ async fn server_resources(tmux: &TmuxAccess<'_>) -> Vec<Resource> {
     };
     let mut resources = vec![
         Resource::new(
-            format!("{SCHEME}{server}/sessions"),
+            format!("{SCHEME}{}/sessions", percent_encode(server)),
             format!("{server}: sessions"),
         )
         .with_mime_type("application/json"),
@@ -646,6 +654,13 @@ mod tests {
             })
         ));
         assert_eq!(session_uri("w", "$2"), "tmux://w/sessions/$2");
+        // A host's server names its socket after a slash: one segment, encoded.
+        let remote = session_uri("build-1/ci", "main");
+        assert_eq!(remote, "tmux://build-1%2Fci/sessions/main");
+        assert!(matches!(
+            ResourceUri::parse(&remote),
+            Ok(ResourceUri::Session { ref server, .. }) if server == "build-1/ci"
+        ));
         assert_eq!(percent_decode("%zz"), None);
         assert_eq!(percent_decode("a%20b").as_deref(), Some("a b"));
     }

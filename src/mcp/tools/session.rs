@@ -471,6 +471,7 @@ impl McpServer {
         Parameters(input): Parameters<CreateSessionInput>,
     ) -> Result<Json<CreateSessionOutput>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
+        tmux.check_start_directory(input.start_directory.as_deref())?;
         let spec = new_session(input, &call)?;
         if let Some(limits) = &tmux.workspace {
             check_session_limit(&tmux, limits.sessions).await?;

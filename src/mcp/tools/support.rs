@@ -148,11 +148,10 @@ pub(crate) fn validate_window_size(value: Option<u32>, field: &str) -> Result<()
     }
 }
 
-/// Checks a start directory: an absolute path of an existing directory (tmux itself would
-/// silently fall back to another directory).
+/// Checks a start directory's form: an absolute path. Whether it exists is asked where the
+/// panes run ([`TmuxAccess::check_start_directory`]).
 pub(crate) fn validate_start_directory(dir: &str) -> Result<(), ToolError> {
-    let path = std::path::Path::new(dir);
-    if !path.is_absolute() || dir.len() > 4096 {
+    if !std::path::Path::new(dir).is_absolute() || dir.len() > 4096 {
         return Err(ToolError::invalid_arguments(
             format!(
                 "start_directory {:?} must be an absolute path",
@@ -161,16 +160,27 @@ pub(crate) fn validate_start_directory(dir: &str) -> Result<(), ToolError> {
             "pass a path starting with /",
         ));
     }
-    if !path.is_dir() {
-        return Err(ToolError::invalid_arguments(
-            format!(
-                "start_directory {:?} is not an existing directory",
-                excerpt(dir)
-            ),
-            "create it first (e.g. with run_command mkdir -p) or pass another directory",
-        ));
-    }
     Ok(())
+}
+
+impl TmuxAccess<'_> {
+    /// Refuses a start directory that does not exist on this machine (tmux itself would
+    /// silently fall back to another directory). On another host it is not asked: this
+    /// machine's files say nothing of the host's, and must not be probed through it.
+    pub(crate) fn check_start_directory(&self, dir: Option<&str>) -> Result<(), ToolError> {
+        let Some(dir) = dir else { return Ok(()) };
+        validate_start_directory(dir)?;
+        if self.server.endpoint().remote_host().is_none() && !std::path::Path::new(dir).is_dir() {
+            return Err(ToolError::invalid_arguments(
+                format!(
+                    "start_directory {:?} is not an existing directory",
+                    excerpt(dir)
+                ),
+                "create it first (e.g. with run_command mkdir -p) or pass another directory",
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Most variables one call may set.
@@ -255,7 +265,6 @@ mod tests {
         assert!(validate_window_size(Some(10_001), "height").is_err());
         assert!(validate_start_directory("/").is_ok());
         assert!(validate_start_directory("tmp").is_err());
-        assert!(validate_start_directory("/nonexistent/muxgate/dir").is_err());
         assert!(is_env_name("_A1") && is_env_name("path"));
         assert!(
             !is_env_name("1A") && !is_env_name("A-B") && !is_env_name("") && !is_env_name("A=B")

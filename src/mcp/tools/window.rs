@@ -872,6 +872,7 @@ impl CreatesWindows for TmuxAccess<'_> {
         input: CreateWindowInput,
     ) -> Result<AnsweredWindow, ToolError> {
         let target = self.target(&input.target).await?;
+        self.check_start_directory(input.start_directory.as_deref())?;
         let environment = validate_environment(input.environment.unwrap_or_default().0)?;
         let place = placement(self, &target, input.position, "target").await?;
         let new_window = NewWindow {

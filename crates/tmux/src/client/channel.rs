@@ -3,9 +3,9 @@
 //! `wait-for CHANNEL` blocks the tmux client that issues it until another client runs
 //! `wait-for -S CHANNEL` (tmux remembers a signal nobody waited for, and the next wait returns
 //! at once). On the engine's shared control connection a wait would hold up every command
-//! queued behind it, so each wait gets a connection of its own: one `tmux wait-for` client,
+//! queued behind it, so each wait gets a connection of its own: one `tmux -C wait-for` client,
 //! started for the wait and killed when the wait ends for any reason (signal, timeout,
-//! cancellation — the child is killed on drop). This is the one place a waiting tool starts a
+//! cancellation — the child is killed on drop, and a remote one leaves when its input closes). This is the one place a waiting tool starts a
 //! process: control mode has no non-blocking form of `wait-for`. Signalling goes through the
 //! engine like any command (`wait-for -S` does not block). [`TmuxChannels`] does both for one
 //! owner's channels on one server, and owns the command lines.
@@ -156,26 +156,62 @@ impl TmuxChannels {
 
 /// Waits until `channel` (as tmux names it, see [`ChannelName::in_tmux`]) is signalled on the
 /// server at `endpoint`, or the server dies.
+///
+/// The client runs in control mode with its standard input held open: it leaves when the
+/// wait is over, and also when its input closes. Dropping this future kills the local child;
+/// for a server on another host that child is the link's channel, whose closing is the remote
+/// client's end of input, so no `wait-for` outlives its wait on the host either.
 async fn wait_for_signal(
     tmux_bin: &Path,
     endpoint: &TmuxEndpoint,
     channel: &str,
 ) -> Result<(), ChannelWaitError> {
-    let mut command = tmux_command(tmux_bin, endpoint, ["wait-for", "--", channel])?;
-    let output = command
-        .output()
-        .await
+    let mut command = tmux_command(tmux_bin, endpoint, ["-C", "wait-for", "--", channel])?;
+    command.stdin(std::process::Stdio::piped());
+    let mut child = command
+        .spawn()
         .map_err(|e| ChannelWaitError::Spawn(e.to_string()))?;
-    if output.status.success() {
+    let _input = child.stdin.take();
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        return Err(ChannelWaitError::Spawn(
+            "the tmux client has no pipes".into(),
+        ));
+    };
+    // A control client may be told of other sessions' changes while it waits: only the tail
+    // of what it says is kept.
+    let (said, complaint, status) = tokio::join!(tail(stdout), tail(stderr), child.wait());
+    let status = status.map_err(|e| ChannelWaitError::Spawn(e.to_string()))?;
+    let refused = said.lines().find_map(|line| line.strip_prefix("%error"));
+    if status.success() && refused.is_none() {
         return Ok(());
     }
-    let stderr = String::from_utf8_lossy(&output.stderr).trim().to_owned();
-    Err(ChannelWaitError::ServerGone(if stderr.is_empty() {
-        format!("tmux exited with {}", output.status)
+    let complaint = complaint.trim();
+    Err(ChannelWaitError::ServerGone(if !complaint.is_empty() {
+        complaint.chars().take(200).collect()
     } else {
-        stderr.chars().take(200).collect()
+        format!("tmux exited with {status}")
     }))
 }
+
+/// The last [`TAIL_BYTES`] a pipe gave before it closed, as text.
+async fn tail(mut pipe: impl tokio::io::AsyncRead + Unpin) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut kept = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while let Ok(n) = pipe.read(&mut chunk).await {
+        if n == 0 {
+            break;
+        }
+        kept.extend_from_slice(&chunk[..n]);
+        if kept.len() > TAIL_BYTES {
+            kept.drain(..kept.len() - TAIL_BYTES);
+        }
+    }
+    String::from_utf8_lossy(&kept).into_owned()
+}
+
+/// The most of a waiting client's output kept.
+const TAIL_BYTES: usize = 8192;
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,281 @@
+//! Measurements for BENCHMARKS.md ("Hosts over SSH"), not checks: run with
+//! `cargo test --test measure_hosts -- --ignored --nocapture` (as root: it makes test hosts).
+//! Prints
+//! - what a call costs on a host whose link has an added delay, against the same call on a
+//!   local server, side by side in one run: the difference in round trips of the link;
+//! - calls to a healthy host while another host's link is cut and restored every second,
+//!   against the same calls while it is steady (p50 and p99).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::calls::{Client, legacy, ok};
+use common::ssh_host::{self, SshHost};
+use common::tmux::TestTmux;
+use common::{relaxed, spawn_gateway};
+use muxgate::config::Config;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Delay added to each direction of the slow host's link.
+const ONE_WAY: Duration = Duration::from_millis(10);
+
+/// Rounds of the side-by-side comparison (each op once per round on each server).
+const ROUNDS: usize = 40;
+
+/// Forwards every connection to `target`, each chunk `ONE_WAY` later than it came, in order
+/// and pipelined (a chunk never waits for the one before it to be delivered, only to be
+/// due): a link with a longer round trip and the same bandwidth.
+async fn delaying_proxy(target: String) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    tokio::spawn(async move {
+        while let Ok((inbound, _)) = listener.accept().await {
+            let target = target.clone();
+            tokio::spawn(async move {
+                let Ok(outbound) = TcpStream::connect(&target).await else {
+                    return;
+                };
+                let (in_read, in_write) = inbound.into_split();
+                let (out_read, out_write) = outbound.into_split();
+                tokio::spawn(delayed_copy(in_read, out_write));
+                delayed_copy(out_read, in_write).await;
+            });
+        }
+    });
+    port
+}
+
+async fn delayed_copy(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(tokio::time::Instant, Vec<u8>)>();
+    let writer = tokio::spawn(async move {
+        while let Some((due, bytes)) = rx.recv().await {
+            tokio::time::sleep_until(due).await;
+            if to.write_all(&bytes).await.is_err() {
+                return;
+            }
+        }
+    });
+    let mut buffer = vec![0u8; 64 * 1024];
+    while let Ok(n) = from.read(&mut buffer).await {
+        if n == 0
+            || tx
+                .send((tokio::time::Instant::now() + ONE_WAY, buffer[..n].to_vec()))
+                .is_err()
+        {
+            break;
+        }
+    }
+    drop(tx);
+    let _ = writer.await;
+}
+
+fn percentile(samples: &mut [Duration], p: f64) -> Duration {
+    samples.sort();
+    let index = ((samples.len() as f64 - 1.0) * p).round() as usize;
+    samples[index]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+async fn timed(client: &Client, tool: &str, args: &Value) -> Duration {
+    let started = Instant::now();
+    ok(client, tool, args.clone()).await;
+    started.elapsed()
+}
+
+/// The first pane of `session` on `server`.
+async fn pane(client: &Client, server: &str, session: &str) -> String {
+    let panes = ok(
+        client,
+        "list_panes",
+        json!({"server": server, "target": session}),
+    )
+    .await;
+    panes["panes"][0]["id"].as_str().expect("a pane").to_owned()
+}
+
+async fn link_up(client: &Client, server: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let servers = ok(client, "list_servers", json!({})).await;
+        let up = servers["servers"]
+            .as_array()
+            .expect("servers")
+            .iter()
+            .any(|s| s["name"] == server && s["host"]["link"] == "up");
+        if up {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{server} never came up");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: cargo test --test measure_hosts -- --ignored --nocapture"]
+async fn measure_hosts() {
+    assert!(
+        ssh_host::available("the hosts measurement"),
+        "needs root, ip, sshd"
+    );
+    let local = TestTmux::start();
+    let (slow, steady, flappy) = (SshHost::start(), SshHost::start(), SshHost::start());
+    let port = delaying_proxy(format!("{}:22", slow.addr)).await;
+    let slow_known = slow.dir().join("proxy_known_hosts");
+    let key = std::fs::read_to_string(slow.known_hosts()).expect("known_hosts");
+    let key = key.split_once(' ').expect("a key line").1;
+    std::fs::write(&slow_known, format!("[127.0.0.1]:{port} {key}")).expect("known_hosts");
+    let slow_table = format!(
+        "[hosts.slow]\nssh = 'root@127.0.0.1:{port}'\nidentity_file = '{}'\nknown_hosts = '{}'\n",
+        slow.identity_file().display(),
+        slow_known.display()
+    );
+    let text = format!(
+        "[tmux.servers.local]\nsocket_name = '{}'\n{slow_table}{}{}",
+        local.socket,
+        steady.config_table("steady", &["default"]),
+        flappy.config_table("flappy", &["default"]),
+    );
+    let gateway = spawn_gateway(relaxed(Config::from_toml_str(&text).expect("config"))).await;
+    let client = legacy(&gateway, &gateway.token).await;
+    for server in ["slow", "steady", "flappy"] {
+        link_up(&client, server).await;
+    }
+    for server in ["local", "slow", "steady"] {
+        ok(
+            &client,
+            "create_session",
+            json!({"server": server, "name": "m"}),
+        )
+        .await;
+    }
+    let local_pane = pane(&client, "local", "m").await;
+    let slow_pane = pane(&client, "slow", "m").await;
+
+    {
+        let stats = gateway
+            .engine
+            .server("local")
+            .expect("local")
+            .worker()
+            .stats();
+        for (tool, args) in [
+            ("list_panes", json!({"server": "local"})),
+            (
+                "capture_pane",
+                json!({"server": "local", "target": local_pane}),
+            ),
+        ] {
+            let before = stats
+                .commands_sent
+                .load(std::sync::atomic::Ordering::Relaxed);
+            ok(&client, tool, args).await;
+            let after = stats
+                .commands_sent
+                .load(std::sync::atomic::Ordering::Relaxed);
+            println!("DEBUG {tool}: {} commands", after - before);
+        }
+    }
+    // 1. The same calls on the local server and on the slow host, interleaved round by round.
+    let ops = |server: &str, pane: &str| {
+        vec![
+            ("capture_pane", json!({"server": server, "target": pane})),
+            (
+                "send_keys",
+                json!({"server": server, "target": pane, "keys": ["C-l"]}),
+            ),
+            ("list_panes", json!({"server": server})),
+            ("get_pane_state", json!({"server": server, "target": pane})),
+        ]
+    };
+    let (local_ops, slow_ops) = (ops("local", &local_pane), ops("slow", &slow_pane));
+    let mut samples: Vec<(Vec<Duration>, Vec<Duration>)> =
+        vec![(Vec::new(), Vec::new()); local_ops.len()];
+    for round in 0..ROUNDS + 3 {
+        for (i, ((tool, local_args), (_, slow_args))) in local_ops.iter().zip(&slow_ops).enumerate()
+        {
+            let (l, s) = (
+                timed(&client, tool, local_args).await,
+                timed(&client, tool, slow_args).await,
+            );
+            // The first rounds warm both up (connections, output streams).
+            if round >= 3 {
+                samples[i].0.push(l);
+                samples[i].1.push(s);
+            }
+        }
+    }
+    println!(
+        "Added link round trip: {:.1} ms (two delays of {ONE_WAY:?})",
+        ms(ONE_WAY * 2)
+    );
+    println!("| call | local p50 | host p50 | difference | round trips of the link |");
+    println!("|---|---|---|---|---|");
+    for ((tool, _), (mut l, mut s)) in local_ops.iter().zip(samples) {
+        let (lp, sp) = (percentile(&mut l, 0.5), percentile(&mut s, 0.5));
+        let extra = ms(sp.saturating_sub(lp));
+        println!(
+            "| {tool} | {:.2} ms | {:.2} ms | {extra:.2} ms | {:.2} |",
+            ms(lp),
+            ms(sp),
+            extra / ms(ONE_WAY * 2)
+        );
+    }
+
+    // 2. Calls to the steady host, while the flappy host is steady and while it flaps.
+    let probe = json!({"server": "steady"});
+    let calls = |n: usize| {
+        let client = &client;
+        let probe = probe.clone();
+        async move {
+            let mut taken = Vec::with_capacity(n);
+            for _ in 0..n {
+                taken.push(timed(client, "list_sessions", &probe).await);
+            }
+            taken
+        }
+    };
+    let mut calm = calls(300).await;
+    let flapping = async {
+        let stop = Instant::now() + Duration::from_secs(30);
+        let mut up = true;
+        while Instant::now() < stop {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            up = !up;
+            flappy.set_link(up);
+        }
+        flappy.set_link(true);
+    };
+    let (mut during, ()) = tokio::join!(
+        async {
+            let mut taken = Vec::new();
+            let stop = Instant::now() + Duration::from_secs(25);
+            while Instant::now() < stop {
+                taken.extend(calls(50).await);
+            }
+            taken
+        },
+        flapping
+    );
+    println!("| calls to a healthy host | n | p50 | p99 |");
+    println!("|---|---|---|---|");
+    for (label, samples) in [
+        ("another host steady", &mut calm),
+        ("another host flapping every 1 s", &mut during),
+    ] {
+        let n = samples.len();
+        println!(
+            "| {label} | {n} | {:.2} ms | {:.2} ms |",
+            ms(percentile(samples, 0.5)),
+            ms(percentile(samples, 0.99))
+        );
+    }
+}
