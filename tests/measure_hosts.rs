@@ -1,8 +1,9 @@
 //! Measurements for BENCHMARKS.md ("Hosts over SSH"), not checks: run with
 //! `cargo test --test measure_hosts -- --ignored --nocapture` (as root: it makes test hosts).
 //! Prints
-//! - what a call costs on a host whose link has an added delay, against the same call on a
-//!   local server, side by side in one run: the difference in round trips of the link;
+//! - what a call costs on a host whose link has an added delay (10 ms and 30 ms each way,
+//!   through a delaying proxy of its own), against the same call on a local server, side by
+//!   side in one run: the difference in round trips of the link;
 //! - calls to a healthy host while another host's link is cut and restored every second,
 //!   against the same calls while it is steady (p50 and p99).
 
@@ -19,16 +20,17 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-/// Delay added to each direction of the slow host's link.
-const ONE_WAY: Duration = Duration::from_millis(10);
+/// Delays added to each direction of the slow hosts' links: one shorter and one longer than
+/// the 40 ms a receiver may hold back an acknowledgement.
+const ONE_WAY: [Duration; 2] = [Duration::from_millis(10), Duration::from_millis(30)];
 
 /// Rounds of the side-by-side comparison (each op once per round on each server).
 const ROUNDS: usize = 40;
 
-/// Forwards every connection to `target`, each chunk `ONE_WAY` later than it came, in order
+/// Forwards every connection to `target`, each chunk `one_way` later than it came, in order
 /// and pipelined (a chunk never waits for the one before it to be delivered, only to be
 /// due): a link with a longer round trip and the same bandwidth.
-async fn delaying_proxy(target: String) -> u16 {
+async fn delaying_proxy(target: String, one_way: Duration) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let port = listener.local_addr().expect("address").port();
     tokio::spawn(async move {
@@ -40,8 +42,8 @@ async fn delaying_proxy(target: String) -> u16 {
                 };
                 let (in_read, in_write) = inbound.into_split();
                 let (out_read, out_write) = outbound.into_split();
-                tokio::spawn(delayed_copy(in_read, out_write));
-                delayed_copy(out_read, in_write).await;
+                tokio::spawn(delayed_copy(in_read, out_write, one_way));
+                delayed_copy(out_read, in_write, one_way).await;
             });
         }
     });
@@ -51,6 +53,7 @@ async fn delaying_proxy(target: String) -> u16 {
 async fn delayed_copy(
     mut from: tokio::net::tcp::OwnedReadHalf,
     mut to: tokio::net::tcp::OwnedWriteHalf,
+    one_way: Duration,
 ) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(tokio::time::Instant, Vec<u8>)>();
     let writer = tokio::spawn(async move {
@@ -63,16 +66,27 @@ async fn delayed_copy(
     });
     let mut buffer = vec![0u8; 64 * 1024];
     while let Ok(n) = from.read(&mut buffer).await {
-        if n == 0
-            || tx
-                .send((tokio::time::Instant::now() + ONE_WAY, buffer[..n].to_vec()))
-                .is_err()
-        {
+        let due = tokio::time::Instant::now() + one_way;
+        if n == 0 || tx.send((due, buffer[..n].to_vec())).is_err() {
             break;
         }
     }
     drop(tx);
     let _ = writer.await;
+}
+
+/// The `[hosts.<name>]` table reaching `host` through a delaying proxy.
+async fn slow_table(name: &str, host: &SshHost, one_way: Duration) -> String {
+    let port = delaying_proxy(format!("{}:22", host.addr), one_way).await;
+    let known = host.dir().join("proxy_known_hosts");
+    let key = std::fs::read_to_string(host.known_hosts()).expect("known_hosts");
+    let key = key.split_once(' ').expect("a key line").1;
+    std::fs::write(&known, format!("[127.0.0.1]:{port} {key}")).expect("known_hosts");
+    format!(
+        "[hosts.{name}]\nssh = 'root@127.0.0.1:{port}'\nidentity_file = '{}'\nknown_hosts = '{}'\n",
+        host.identity_file().display(),
+        known.display()
+    )
 }
 
 fn percentile(samples: &mut [Duration], p: f64) -> Duration {
@@ -127,29 +141,20 @@ async fn measure_hosts() {
         "needs root, ip, sshd"
     );
     let local = TestTmux::start();
-    let (slow, steady, flappy) = (SshHost::start(), SshHost::start(), SshHost::start());
-    let port = delaying_proxy(format!("{}:22", slow.addr)).await;
-    let slow_known = slow.dir().join("proxy_known_hosts");
-    let key = std::fs::read_to_string(slow.known_hosts()).expect("known_hosts");
-    let key = key.split_once(' ').expect("a key line").1;
-    std::fs::write(&slow_known, format!("[127.0.0.1]:{port} {key}")).expect("known_hosts");
-    let slow_table = format!(
-        "[hosts.slow]\nssh = 'root@127.0.0.1:{port}'\nidentity_file = '{}'\nknown_hosts = '{}'\n",
-        slow.identity_file().display(),
-        slow_known.display()
-    );
-    let text = format!(
-        "[tmux.servers.local]\nsocket_name = '{}'\n{slow_table}{}{}",
-        local.socket,
-        steady.config_table("steady", &["default"]),
-        flappy.config_table("flappy", &["default"]),
-    );
+    let slow_hosts = [SshHost::start(), SshHost::start()];
+    let (steady, flappy) = (SshHost::start(), SshHost::start());
+    let mut text = format!("[tmux.servers.local]\nsocket_name = '{}'\n", local.socket);
+    for (i, host) in slow_hosts.iter().enumerate() {
+        text.push_str(&slow_table(&format!("slow{i}"), host, ONE_WAY[i]).await);
+    }
+    text.push_str(&steady.config_table("steady", &["default"]));
+    text.push_str(&flappy.config_table("flappy", &["default"]));
     let gateway = spawn_gateway(relaxed(Config::from_toml_str(&text).expect("config"))).await;
     let client = legacy(&gateway, &gateway.token).await;
-    for server in ["slow", "steady", "flappy"] {
+    for server in ["slow0", "slow1", "steady", "flappy"] {
         link_up(&client, server).await;
     }
-    for server in ["local", "slow", "steady"] {
+    for server in ["local", "slow0", "slow1", "steady"] {
         ok(
             &client,
             "create_session",
@@ -157,34 +162,8 @@ async fn measure_hosts() {
         )
         .await;
     }
-    let local_pane = pane(&client, "local", "m").await;
-    let slow_pane = pane(&client, "slow", "m").await;
 
-    {
-        let stats = gateway
-            .engine
-            .server("local")
-            .expect("local")
-            .worker()
-            .stats();
-        for (tool, args) in [
-            ("list_panes", json!({"server": "local"})),
-            (
-                "capture_pane",
-                json!({"server": "local", "target": local_pane}),
-            ),
-        ] {
-            let before = stats
-                .commands_sent
-                .load(std::sync::atomic::Ordering::Relaxed);
-            ok(&client, tool, args).await;
-            let after = stats
-                .commands_sent
-                .load(std::sync::atomic::Ordering::Relaxed);
-            println!("DEBUG {tool}: {} commands", after - before);
-        }
-    }
-    // 1. The same calls on the local server and on the slow host, interleaved round by round.
+    // 1. The same calls on the local server and on each slow host, interleaved round by round.
     let ops = |server: &str, pane: &str| {
         vec![
             ("capture_pane", json!({"server": server, "target": pane})),
@@ -196,38 +175,36 @@ async fn measure_hosts() {
             ("get_pane_state", json!({"server": server, "target": pane})),
         ]
     };
-    let (local_ops, slow_ops) = (ops("local", &local_pane), ops("slow", &slow_pane));
-    let mut samples: Vec<(Vec<Duration>, Vec<Duration>)> =
-        vec![(Vec::new(), Vec::new()); local_ops.len()];
-    for round in 0..ROUNDS + 3 {
-        for (i, ((tool, local_args), (_, slow_args))) in local_ops.iter().zip(&slow_ops).enumerate()
-        {
-            let (l, s) = (
-                timed(&client, tool, local_args).await,
-                timed(&client, tool, slow_args).await,
-            );
-            // The first rounds warm both up (connections, output streams).
-            if round >= 3 {
-                samples[i].0.push(l);
-                samples[i].1.push(s);
+    let local_ops = ops("local", &pane(&client, "local", "m").await);
+    for (i, one_way) in ONE_WAY.iter().enumerate() {
+        let server = format!("slow{i}");
+        let slow_ops = ops(&server, &pane(&client, &server, "m").await);
+        let mut samples = vec![(Vec::new(), Vec::new()); local_ops.len()];
+        for round in 0..ROUNDS + 3 {
+            for (n, ((tool, here), (_, there))) in local_ops.iter().zip(&slow_ops).enumerate() {
+                let local_took = timed(&client, tool, here).await;
+                let remote_took = timed(&client, tool, there).await;
+                // The first rounds warm both up (connections, output streams).
+                if round >= 3 {
+                    samples[n].0.push(local_took);
+                    samples[n].1.push(remote_took);
+                }
             }
         }
-    }
-    println!(
-        "Added link round trip: {:.1} ms (two delays of {ONE_WAY:?})",
-        ms(ONE_WAY * 2)
-    );
-    println!("| call | local p50 | host p50 | difference | round trips of the link |");
-    println!("|---|---|---|---|---|");
-    for ((tool, _), (mut l, mut s)) in local_ops.iter().zip(samples) {
-        let (lp, sp) = (percentile(&mut l, 0.5), percentile(&mut s, 0.5));
-        let extra = ms(sp.saturating_sub(lp));
-        println!(
-            "| {tool} | {:.2} ms | {:.2} ms | {extra:.2} ms | {:.2} |",
-            ms(lp),
-            ms(sp),
-            extra / ms(ONE_WAY * 2)
-        );
+        let rtt = ms(*one_way * 2);
+        println!("\nAdded link round trip {rtt:.0} ms; {ROUNDS} rounds, p50:");
+        println!("| call | local | host | difference | in round trips of the link |");
+        println!("|---|---|---|---|---|");
+        for ((tool, _), (mut here, mut there)) in local_ops.iter().zip(samples) {
+            let (l, r) = (percentile(&mut here, 0.5), percentile(&mut there, 0.5));
+            let extra = ms(r.saturating_sub(l));
+            println!(
+                "| {tool} | {:.2} ms | {:.2} ms | {extra:.2} ms | {:.2} |",
+                ms(l),
+                ms(r),
+                extra / rtt
+            );
+        }
     }
 
     // 2. Calls to the steady host, while the flappy host is steady and while it flaps.
@@ -243,7 +220,7 @@ async fn measure_hosts() {
             taken
         }
     };
-    let mut calm = calls(300).await;
+    let mut calm = calls(2000).await;
     let flapping = async {
         let stop = Instant::now() + Duration::from_secs(30);
         let mut up = true;
@@ -265,15 +242,18 @@ async fn measure_hosts() {
         },
         flapping
     );
-    println!("| calls to a healthy host | n | p50 | p99 |");
+    println!("\n| list_sessions on a healthy host | calls | p50 | p99 |");
     println!("|---|---|---|---|");
     for (label, samples) in [
         ("another host steady", &mut calm),
-        ("another host flapping every 1 s", &mut during),
+        (
+            "another host's link cut and restored every 1 s",
+            &mut during,
+        ),
     ] {
-        let n = samples.len();
         println!(
-            "| {label} | {n} | {:.2} ms | {:.2} ms |",
+            "| {label} | {} | {:.2} ms | {:.2} ms |",
+            samples.len(),
             ms(percentile(samples, 0.5)),
             ms(percentile(samples, 0.99))
         );
