@@ -77,7 +77,7 @@ pub(crate) struct LinkReport {
 }
 
 /// The phase of a link.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum LinkPhase {
     /// Logging in.
