@@ -259,3 +259,318 @@ async fn measure_hosts() {
         );
     }
 }
+
+/// Resident memory of `pid` in KiB (`VmRSS`).
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// CPU time (user + system) of `pid` in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
+        return 0;
+    };
+    let fields: Vec<&str> = rest.split(' ').collect();
+    fields
+        .get(11)
+        .and_then(|u| u.parse::<u64>().ok())
+        .unwrap_or(0)
+        + fields
+            .get(12)
+            .and_then(|s| s.parse::<u64>().ok())
+            .unwrap_or(0)
+}
+
+/// Proportional memory of `pid` in KiB (`Pss`: shared pages divided among their users, so
+/// that many `ssh` processes sharing one binary and its libraries are not counted many times).
+fn pss_kib(pid: u32) -> u64 {
+    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap_or_default();
+    rollup
+        .lines()
+        .find_map(|l| l.strip_prefix("Pss:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// The `ssh` processes `parent` started (the hosts' masters and channels), and their memory.
+fn ssh_children(parent: u32) -> (usize, u64) {
+    let mut count = 0;
+    let mut kib = 0;
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let Some(close) = stat.rfind(')') else {
+            continue;
+        };
+        let comm = stat
+            .split_once('(')
+            .map_or("", |(_, c)| &c[..c.len() - (stat.len() - close)]);
+        let ppid = stat[close + 2..]
+            .split(' ')
+            .nth(1)
+            .and_then(|p| p.parse::<u32>().ok());
+        if comm == "ssh" && ppid == Some(parent) {
+            count += 1;
+            kib += pss_kib(pid);
+        }
+    }
+    (count, kib)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: cargo test --test measure_hosts -- --ignored --nocapture"]
+async fn measure_a_fleet_of_hosts() {
+    const HOSTS: usize = 64;
+    const AGENTS_PER_HOST: usize = 16;
+    assert!(
+        ssh_host::available("the fleet measurement"),
+        "needs root, ip, sshd"
+    );
+    let dir = tempfile::tempdir().expect("a directory");
+    let started = Instant::now();
+    let hosts: Vec<SshHost> = (0..HOSTS).map(|_| SshHost::start()).collect();
+    println!(
+        "{HOSTS} test hosts up in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let mut text = format!(
+        "[tmux.servers]\n[auth]\nsecret = '{}'\n[limits]\nrequests_per_second = 100000\n\
+         request_burst = 100000\ntool_calls_per_second = 100000\ntool_call_burst = 100000\n",
+        common::TEST_SECRET
+    );
+    for (i, host) in hosts.iter().enumerate() {
+        text.push_str(&host.config_table(&format!("h{i:02}"), &["default"]));
+    }
+    let config_path = dir.path().join("muxgate.toml");
+    std::fs::write(&config_path, &text).expect("config");
+    let config = Config::from_toml_str(&text).expect("config");
+    let gateway =
+        common::serve::ServeProcess::start(&config_path, &dir.path().join("log"), &[]).await;
+    let pid = u32::try_from(gateway.pid).expect("a pid");
+    let minter = muxgate::auth::TokenMinter::from_config(&config.auth).expect("minter");
+    let mint = |sub: String| {
+        minter
+            .mint(&muxgate::auth::MintRequest {
+                sub,
+                scopes: vec!["mux:read".into(), "mux:write".into(), "mux:admin".into()],
+                ttl: Duration::from_secs(3600),
+                servers: None,
+                sessions: None,
+                own_sessions: false,
+                workspace: None,
+                toolsets: None,
+            })
+            .expect("mint")
+    };
+    let http = reqwest::Client::new();
+    let call = |token: String, tool: &str, args: Value| {
+        let http = http.clone();
+        let url = gateway.mcp_url.clone();
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": tool, "arguments": args, "_meta": common::stateless_meta()}});
+        let tool = tool.to_owned();
+        async move {
+            let response = http
+                .post(&url)
+                .bearer_auth(token)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-protocol-version", common::STATELESS_VERSION)
+                .header("mcp-method", "tools/call")
+                .header("mcp-name", tool)
+                .body(body.to_string())
+                .send()
+                .await
+                .expect("POST");
+            common::response_message(response).await
+        }
+    };
+    let admin = mint("admin".into());
+    // Every link up, a session with one pane on every host.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let listed = call(admin.clone(), "list_servers", json!({})).await;
+        let servers = listed["result"]["structuredContent"]["servers"].clone();
+        let up = servers.as_array().map_or(0, |s| {
+            s.iter().filter(|s| s["host"]["link"] == "up").count()
+        });
+        if up == HOSTS {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{up} of {HOSTS} links up");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    println!(
+        "{HOSTS} links up {:.1} s after the gateway started",
+        started.elapsed().as_secs_f64()
+    );
+    let mut panes = Vec::new();
+    for i in 0..HOSTS {
+        let server = format!("h{i:02}");
+        call(
+            admin.clone(),
+            "create_session",
+            json!({"server": server, "name": "w"}),
+        )
+        .await;
+        let listed = call(
+            admin.clone(),
+            "list_panes",
+            json!({"server": server, "target": "w"}),
+        )
+        .await;
+        let pane = listed["result"]["structuredContent"]["panes"][0]["id"]
+            .as_str()
+            .expect("a pane")
+            .to_owned();
+        panes.push((server, pane));
+    }
+    let (ssh_before, ssh_kib_before) = ssh_children(pid);
+    let rss_before = rss_kib(pid);
+
+    // 16 agents per host, each waiting on its host's pane.
+    let attaching = Instant::now();
+    let mut waits = Vec::new();
+    for (i, (server, pane)) in panes.iter().enumerate() {
+        for a in 0..AGENTS_PER_HOST {
+            let token = mint(format!("agent-{i}-{a}"));
+            waits.push(tokio::spawn(call(
+                token,
+                "wait_for_text",
+                json!({"server": server, "target": pane, "patterns": ["never-printed"], "timeout": 110}),
+            )));
+        }
+    }
+    // Attached: every wait's pane streams (one output client per host), checked through the
+    // gateway's metrics of watched windows and waits.
+    let metrics_url = format!("{}/metrics", gateway.base);
+    let waiting = |text: &str| {
+        text.lines()
+            .filter(|l| l.starts_with("muxgate_waits_active"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>()
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let text = http
+            .get(&metrics_url)
+            .send()
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("text");
+        if waiting(&text) as usize >= HOSTS * AGENTS_PER_HOST {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "waits attached: {}",
+            waiting(&text)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let attached = attaching.elapsed();
+    let rss_waiting = rss_kib(pid);
+    let (ssh_waiting, ssh_kib_waiting) = ssh_children(pid);
+    let ticks_before = cpu_ticks(pid);
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let idle_ticks = cpu_ticks(pid) - ticks_before;
+    println!("\n| {HOSTS} hosts × {AGENTS_PER_HOST} waiting agents | value |");
+    println!("|---|---|");
+    println!(
+        "| all {} waits attached in | {:.1} s |",
+        HOSTS * AGENTS_PER_HOST,
+        attached.as_secs_f64()
+    );
+    println!(
+        "| gateway RSS, links up, no wait | {:.1} MiB |",
+        rss_before as f64 / 1024.0
+    );
+    println!(
+        "| gateway RSS, every wait attached | {:.1} MiB |",
+        rss_waiting as f64 / 1024.0
+    );
+    println!(
+        "| per waiting agent | {:.1} KiB |",
+        (rss_waiting.saturating_sub(rss_before)) as f64 / (HOSTS * AGENTS_PER_HOST) as f64
+    );
+    println!(
+        "| ssh processes (masters and channels), before / waiting | {ssh_before} / {ssh_waiting} |"
+    );
+    println!(
+        "| their memory (PSS), before / waiting | {:.1} / {:.1} MiB |",
+        ssh_kib_before as f64 / 1024.0,
+        ssh_kib_waiting as f64 / 1024.0
+    );
+    println!(
+        "| gateway CPU over 10 s of waiting | {:.2} % of a core |",
+        idle_ticks as f64 / 10.0
+    );
+
+    // Calls to healthy hosts while one host flaps, with every wait in place.
+    let probe = |i: usize| {
+        call(
+            admin.clone(),
+            "list_sessions",
+            json!({"server": format!("h{:02}", 1 + i % (HOSTS - 1))}),
+        )
+    };
+    let mut calm = Vec::new();
+    for i in 0..300 {
+        let t = Instant::now();
+        probe(i).await;
+        calm.push(t.elapsed());
+    }
+    let flapping = async {
+        let stop = Instant::now() + Duration::from_secs(15);
+        let mut up = true;
+        while Instant::now() < stop {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            up = !up;
+            hosts[0].set_link(up);
+        }
+        hosts[0].set_link(true);
+    };
+    let (mut during, ()) = tokio::join!(
+        async {
+            let mut taken = Vec::new();
+            let stop = Instant::now() + Duration::from_secs(14);
+            let mut i = 0;
+            while Instant::now() < stop {
+                let t = Instant::now();
+                probe(i).await;
+                taken.push(t.elapsed());
+                i += 1;
+            }
+            taken
+        },
+        flapping
+    );
+    println!(
+        "\n| list_sessions on the 63 healthy hosts, every wait attached | calls | p50 | p99 |"
+    );
+    println!("|---|---|---|---|");
+    for (label, samples) in [
+        ("h00 steady", &mut calm),
+        ("h00's link cut and restored every 1 s", &mut during),
+    ] {
+        println!(
+            "| {label} | {} | {:.2} ms | {:.2} ms |",
+            samples.len(),
+            ms(percentile(samples, 0.5)),
+            ms(percentile(samples, 0.99))
+        );
+    }
+    for wait in waits {
+        wait.abort();
+    }
+}
