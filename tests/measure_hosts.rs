@@ -409,7 +409,7 @@ async fn measure_a_fleet_of_hosts() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     println!(
-        "{HOSTS} links up {:.1} s after the gateway started",
+        "{HOSTS} links up {:.1} s after making the hosts began",
         started.elapsed().as_secs_f64()
     );
     let mut panes = Vec::new();

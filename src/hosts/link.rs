@@ -167,6 +167,10 @@ impl LinkStatus for HostLink {
 /// How a keeper starts the host's master.
 #[derive(Debug, Clone)]
 pub(crate) struct MasterCommand {
+    /// Logins under way at once, shared by every host's keeper: a key exchange is CPU work,
+    /// and many at once on a small machine run past their connect timeout and back off
+    /// together (measured: 64 hosts on 2 cores).
+    pub logins: Arc<tokio::sync::Semaphore>,
     /// The `ssh` program.
     pub program: PathBuf,
     /// The host, as configured.
@@ -188,7 +192,11 @@ pub(crate) async fn keep_up(link: Arc<HostLink>, master: MasterCommand, stop: Ca
         });
         let attempt = tokio::select! {
             () = stop.cancelled() => return,
-            attempt = connect(&master) => attempt,
+            attempt = async {
+                // The semaphore is never closed; were it, logins would just not be limited.
+                let _turn = master.logins.acquire().await.ok();
+                connect(&master).await
+            } => attempt,
         };
         let reason = match attempt {
             Ok(mut up) => {

@@ -36,12 +36,17 @@ use link::{HostLink, MasterCommand};
 /// The program every link runs.
 const SSH_PROGRAM: &str = "ssh";
 
+/// Logins under way at once, over every host.
+const CONCURRENT_LOGINS: usize = 8;
+
 /// The configured hosts' links, each kept up by its own task until [`Hosts::close`].
 pub struct Hosts {
     links: BTreeMap<String, Arc<HostLink>>,
     /// The host of each remote server, by the server's name.
     servers: BTreeMap<String, String>,
     endpoints: Vec<(String, TmuxEndpoint)>,
+    /// Shared by the links' keepers ([`CONCURRENT_LOGINS`]).
+    logins: Arc<tokio::sync::Semaphore>,
     /// The directory of the masters' control sockets (none without hosts).
     sockets: Option<PathBuf>,
     stop: CancellationToken,
@@ -77,6 +82,7 @@ impl Hosts {
             links: BTreeMap::new(),
             servers: BTreeMap::new(),
             endpoints: Vec::new(),
+            logins: Arc::new(tokio::sync::Semaphore::new(CONCURRENT_LOGINS)),
             sockets: sockets.clone(),
             stop,
         };
@@ -110,6 +116,7 @@ impl Hosts {
             ));
         }
         let master = MasterCommand {
+            logins: self.logins.clone(),
             program: SSH_PROGRAM.into(),
             host: host.clone(),
             control,
