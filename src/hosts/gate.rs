@@ -7,7 +7,7 @@
 //! The gateway's requests are the lines [`muxgate_tmux::client::remote::command_line`] writes:
 //! `env 'TERM=muxgate-<pid>' '<tmux>' '<arg>'…`, every word single-quoted (`'\''` for a quote,
 //! `'\\'` for a backslash),
-//! and `muxgate doctor`'s `'<tmux>' -V`. [`parse`] reads exactly that language, so a request
+//! and `muxgate doctor`'s `'<tmux>' -V`. [`check`] reads exactly that language, so a request
 //! that leans on any other shell syntax (`$(…)`, `;`, a glob, a redirection) is refused rather
 //! than interpreted. What tmux itself can do is not narrowed here: the key can do what the
 //! host's user can do through tmux, so that user should own only what agents may reach.
@@ -15,7 +15,7 @@
 /// A request the gate lets through: the program (the host's tmux), its arguments and the
 /// `TERM` it runs with.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Allowed {
+pub struct Allowed {
     /// `TERM=…` for tmux, when the request set one.
     pub term: Option<String>,
     /// tmux's arguments.
@@ -24,7 +24,7 @@ pub(crate) struct Allowed {
 
 /// Why a request was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum Refusal {
+pub enum Refusal {
     /// sshd passed no request: an interactive login.
     #[error("this key only runs tmux for muxgate; no shell")]
     NoCommand,
@@ -45,7 +45,7 @@ pub(crate) enum Refusal {
 }
 
 /// Reads `request` and allows it when it runs `tmux`.
-pub(crate) fn check(request: Option<&str>, tmux: &str) -> Result<Allowed, Refusal> {
+pub fn check(request: Option<&str>, tmux: &str) -> Result<Allowed, Refusal> {
     let words = words(request.ok_or(Refusal::NoCommand)?)?;
     let (term, rest) = match words.split_first() {
         Some((env, rest)) if env == "env" => {

@@ -17,7 +17,7 @@
 //! life: started at the gateway's start, restarted when it ends, stopped at shutdown.
 
 pub mod config;
-pub(crate) mod gate;
+pub mod gate;
 pub(crate) mod link;
 pub(crate) mod ssh_args;
 
