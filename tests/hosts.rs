@@ -593,14 +593,16 @@ async fn a_wait_on_a_hosts_channel_leaves_nothing_running_there() {
     assert_eq!(waited["timed_out"], true, "{waited}");
     // The host's `tmux wait-for` client left with the wait (the host shares this machine's
     // process table, so it is looked for here).
-    let gone = common::wait_until(Duration::from_secs(5), || {
-        let found = std::process::Command::new("pgrep")
-            .args(["-f", &channel])
-            .output()
-            .expect("pgrep");
-        found.stdout.is_empty()
-    })
-    .await;
+    let running = |needle: &str| {
+        std::fs::read_dir("/proc")
+            .expect("/proc")
+            .flatten()
+            .any(|entry| {
+                let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+                String::from_utf8_lossy(&cmdline).contains(needle)
+            })
+    };
+    let gone = common::wait_until(Duration::from_secs(5), || !running(&channel)).await;
     assert!(
         gone,
         "a wait-for client of {channel} still runs on the host"
