@@ -256,7 +256,7 @@ impl TryFrom<RawTmuxServer> for TmuxServer {
                     .into());
             }
             (Some(name), None) => {
-                if !is_safe_name(&name) || name == "." || name == ".." {
+                if !TmuxSocket::is_valid_name(&name) {
                     return Err(format!(
                         "socket_name `{name}` is invalid: use 1-64 characters from \
                          A-Z a-z 0-9 _ . - (use socket_path for a path)"
@@ -924,7 +924,7 @@ impl Config {
                 path: vec!["hosts".into(), name.clone(), key.into()],
                 message,
             };
-            if !crate::hosts::config::is_safe_name(name) {
+            if !is_safe_name(name) {
                 return Err(Violation {
                     path: vec!["hosts".into(), name.clone()],
                     message: "a host name is 1-64 characters from A-Z a-z 0-9 _ . -".into(),

@@ -87,7 +87,7 @@ impl HostConfig {
         }
         let mut seen = BTreeSet::new();
         for server in &self.servers {
-            if !is_safe_name(server) {
+            if !TmuxSocket::is_valid_name(server) {
                 return Err((
                     "servers",
                     format!(
@@ -133,16 +133,6 @@ fn check_path(path: &std::path::Path) -> Result<(), String> {
         return Err(format!("`{text}` holds {c:?}, which ssh reads specially"));
     }
     Ok(())
-}
-
-/// Whether `name` is a host or socket name: 1-64 characters from `A-Z a-z 0-9 _ . -`.
-pub fn is_safe_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name != "."
-        && name != ".."
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
 }
 
 /// Where the gateway logs in on a host.

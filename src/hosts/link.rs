@@ -290,19 +290,8 @@ async fn connect(master: &MasterCommand) -> Result<Master, String> {
         return Err("the ssh process has no pipes".into());
     };
     let stderr = tokio::spawn(async move {
-        let mut stderr = stderr;
-        let mut said = Vec::new();
-        let mut chunk = [0u8; 1024];
-        while let Ok(n) = stderr.read(&mut chunk).await {
-            if n == 0 {
-                break;
-            }
-            said.extend_from_slice(&chunk[..n]);
-            if said.len() > MAX_STDERR_BYTES {
-                said.drain(..said.len() - MAX_STDERR_BYTES);
-            }
-        }
-        String::from_utf8_lossy(&said).into_owned()
+        String::from_utf8_lossy(&child_process::read_tail(stderr, MAX_STDERR_BYTES).await)
+            .into_owned()
     });
     // ssh's own connect timeout covers the TCP connect; this one the login after it too.
     let limit = master.host.connect_timeout() + Duration::from_secs(1);

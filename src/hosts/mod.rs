@@ -27,7 +27,8 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use muxgate_mux::shell_run::posix_quote;
+use muxgate_mux::child_process;
+use muxgate_tmux::client::remote::shell_word;
 use muxgate_tmux::{ClientLaunch, RemoteHost, TmuxEndpoint};
 
 use config::HostConfig;
@@ -157,22 +158,35 @@ pub(crate) async fn check(name: &str, host: &HostConfig) -> Result<String, Strin
     command
         .args(ssh_args::probe(host))
         .arg("--")
-        .arg(format!("{} -V", posix_quote(&host.tmux)))
+        .arg(format!("{} -V", shell_word(&host.tmux)))
         .env_clear()
         .env("PATH", ssh_args::SSH_PATH)
         .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
     let limit = host.connect_timeout() + std::time::Duration::from_secs(5);
-    let output = match tokio::time::timeout(limit, command.output()).await {
-        Ok(Ok(output)) => output,
-        Ok(Err(error)) => return Err(format!("cannot run {SSH_PROGRAM}: {error}")),
-        Err(_) => return Err(format!("no answer within {limit:?}")),
-    };
-    if output.status.success() {
-        return Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned());
+    let child = command
+        .spawn()
+        .map_err(|e| format!("cannot run {SSH_PROGRAM}: {e}"))?;
+    // The host answers: what it prints is read within a bound.
+    let (status, stdout, stderr) =
+        match tokio::time::timeout(limit, child_process::bounded_output(child, 4096)).await {
+            Ok(Ok(output)) => output,
+            Ok(Err(error)) => return Err(format!("cannot run {SSH_PROGRAM}: {error}")),
+            Err(_) => return Err(format!("no answer within {limit:?}")),
+        };
+    if status.success() {
+        let version = String::from_utf8_lossy(&stdout);
+        return Ok(version
+            .trim()
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(64)
+            .collect());
     }
-    let said = link::last_words(&String::from_utf8_lossy(&output.stderr))
-        .unwrap_or_else(|| format!("ssh exited with {}", output.status));
+    let said = link::last_words(&String::from_utf8_lossy(&stderr))
+        .unwrap_or_else(|| format!("ssh exited with {status}"));
     Err(if said.contains("Host key verification failed") {
         format!(
             "{said} The host's key is not the one {} lists; nothing was sent to it",

@@ -8,8 +8,12 @@
 //! whoever started the gateway (`nohup` ignores `SIGHUP`; a non-interactive shell's `cmd &`
 //! ignores `SIGINT` and `SIGQUIT`) stays ignored across exec: a Zellij server started so
 //! hands it to every pane, and Ctrl-C then interrupts nothing. (tmux resets its panes' signals
-//! itself.) Every function here is for `pre_exec` closures: only async-signal-safe calls, no
+//! itself.) Those functions are for `pre_exec` closures: only async-signal-safe calls, no
 //! allocation.
+//!
+//! A child's output is read within a bound ([`read_tail`], [`bounded_output`]): the program may
+//! run another tenant's code or on another machine, and nothing it writes is kept beyond the
+//! last bytes that say how it ended.
 
 /// Marks every descriptor above standard error close-on-exec, so that a child gets only its
 /// standard streams: a descriptor the gateway inherited without the flag (from a service
@@ -80,6 +84,45 @@ pub fn restore_default_signals() -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The last `limit` bytes `pipe` gave before it closed.
+pub async fn read_tail(mut pipe: impl tokio::io::AsyncRead + Unpin, limit: usize) -> Vec<u8> {
+    use tokio::io::AsyncReadExt;
+    let mut kept = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while let Ok(n) = pipe.read(&mut chunk).await {
+        if n == 0 {
+            break;
+        }
+        kept.extend_from_slice(&chunk[..n]);
+        if kept.len() > limit {
+            kept.drain(..kept.len() - limit);
+        }
+    }
+    kept
+}
+
+/// How `child` ended, and the last `limit` bytes of its standard output and error (what
+/// `Command::output` gives, bounded). Its standard input is left as it is: a child that reads
+/// it keeps it open until this returns.
+pub async fn bounded_output(
+    mut child: tokio::process::Child,
+    limit: usize,
+) -> std::io::Result<(std::process::ExitStatus, Vec<u8>, Vec<u8>)> {
+    let (out, err, status) = tokio::join!(
+        maybe_tail(child.stdout.take(), limit),
+        maybe_tail(child.stderr.take(), limit),
+        child.wait()
+    );
+    Ok((status?, out, err))
+}
+
+async fn maybe_tail(pipe: Option<impl tokio::io::AsyncRead + Unpin>, limit: usize) -> Vec<u8> {
+    match pipe {
+        Some(pipe) => read_tail(pipe, limit).await,
+        None => Vec::new(),
+    }
 }
 
 #[cfg(test)]

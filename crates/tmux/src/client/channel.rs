@@ -17,6 +17,8 @@
 
 use std::path::Path;
 
+use muxgate_mux::child_process;
+
 use crate::client::remote::LinkDown;
 use crate::client::spawn::{TmuxEndpoint, tmux_command};
 use crate::typed::op_error::OpError;
@@ -172,15 +174,15 @@ async fn wait_for_signal(
         .spawn()
         .map_err(|e| ChannelWaitError::Spawn(e.to_string()))?;
     let _input = child.stdin.take();
-    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        return Err(ChannelWaitError::Spawn(
-            "the tmux client has no pipes".into(),
-        ));
-    };
     // A control client may be told of other sessions' changes while it waits: only the tail
     // of what it says is kept.
-    let (said, complaint, status) = tokio::join!(tail(stdout), tail(stderr), child.wait());
-    let status = status.map_err(|e| ChannelWaitError::Spawn(e.to_string()))?;
+    let (status, said, complaint) = child_process::bounded_output(child, TAIL_BYTES)
+        .await
+        .map_err(|e| ChannelWaitError::Spawn(e.to_string()))?;
+    let (said, complaint) = (
+        String::from_utf8_lossy(&said),
+        String::from_utf8_lossy(&complaint),
+    );
     let refused = said.lines().find_map(|line| line.strip_prefix("%error"));
     if status.success() && refused.is_none() {
         return Ok(());
@@ -191,23 +193,6 @@ async fn wait_for_signal(
     } else {
         format!("tmux exited with {status}")
     }))
-}
-
-/// The last [`TAIL_BYTES`] a pipe gave before it closed, as text.
-async fn tail(mut pipe: impl tokio::io::AsyncRead + Unpin) -> String {
-    use tokio::io::AsyncReadExt;
-    let mut kept = Vec::new();
-    let mut chunk = [0u8; 4096];
-    while let Ok(n) = pipe.read(&mut chunk).await {
-        if n == 0 {
-            break;
-        }
-        kept.extend_from_slice(&chunk[..n]);
-        if kept.len() > TAIL_BYTES {
-            kept.drain(..kept.len() - TAIL_BYTES);
-        }
-    }
-    String::from_utf8_lossy(&kept).into_owned()
 }
 
 /// The most of a waiting client's output kept.

@@ -48,6 +48,18 @@ pub enum TmuxSocket {
 }
 
 impl TmuxSocket {
+    /// Whether `name` may be a socket name muxgate passes as `tmux -L NAME`: 1-64 characters
+    /// from `A-Z a-z 0-9 _ . -`, and not `.` or `..` (tmux makes it a file name in its socket
+    /// directory).
+    pub fn is_valid_name(name: &str) -> bool {
+        (1..=64).contains(&name.len())
+            && name != "."
+            && name != ".."
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+    }
+
     /// Where tmux puts this socket, by tmux's own rule: an explicit path as given; a name (or
     /// `default`) in `<tmpdir>/tmux-<uid>/`, where `tmpdir` is `$TMUX_TMPDIR` if set and not
     /// empty, else `/tmp`.

@@ -19,6 +19,8 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 
+use muxgate_mux::child_process;
+
 use crate::client::remote::LinkDown;
 use crate::client::spawn::{TmuxEndpoint, tmux_command};
 
@@ -56,6 +58,9 @@ pub fn argv_value(value: &str) -> OsString {
 /// The separator between two commands of an argv command list.
 pub const ARGV_SEPARATOR: &str = ";";
 
+/// The most of a starting client's output read (its answer is one line of ids).
+const MAX_OUTPUT_BYTES: usize = 64 * 1024;
+
 /// Runs `tmux <socket> <args>` once (a command list that starts the server, e.g.
 /// `new-session -d …`) and returns its standard output.
 pub async fn run_starting_server(
@@ -65,19 +70,25 @@ pub async fn run_starting_server(
     timeout: Duration,
 ) -> Result<String, StartError> {
     let mut command = tmux_command(tmux_bin, endpoint, args)?;
-    let output = tokio::time::timeout(timeout, command.output())
-        .await
-        .map_err(|_| StartError::Timeout(timeout))?
-        .map_err(|e| StartError::Spawn {
-            bin: tmux_bin.display().to_string(),
-            error: e.to_string(),
-        })?;
-    if output.status.success() {
-        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    let spawn_error = |e: std::io::Error| StartError::Spawn {
+        bin: tmux_bin.display().to_string(),
+        error: e.to_string(),
+    };
+    let child = command.spawn().map_err(spawn_error)?;
+    // The server may be on another machine: what its client prints is read within a bound.
+    let (status, stdout, stderr) = tokio::time::timeout(
+        timeout,
+        child_process::bounded_output(child, MAX_OUTPUT_BYTES),
+    )
+    .await
+    .map_err(|_| StartError::Timeout(timeout))?
+    .map_err(spawn_error)?;
+    if status.success() {
+        Ok(String::from_utf8_lossy(&stdout).into_owned())
     } else {
-        let stderr = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+        let stderr = String::from_utf8_lossy(&stderr).trim().to_owned();
         Err(StartError::Failed(if stderr.is_empty() {
-            format!("tmux exited with {}", output.status)
+            format!("tmux exited with {status}")
         } else {
             stderr
         }))
