@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use common::calls::{Client, err, legacy, ok};
 use common::ssh_host::{self, SshHost};
 use common::{TestGateway, relaxed, spawn_gateway};
-use muxgate::auth::{MintRequest, TokenMinter};
 use muxgate::config::Config;
 use serde_json::{Value, json};
 
@@ -69,6 +68,31 @@ async fn new_session(client: &Client, server: &str, name: &str) -> String {
         .as_str()
         .unwrap_or_else(|| panic!("no pane: {panes}"))
         .to_owned()
+}
+
+/// A 60 s `wait_for_text` on `pane` of `server` while `meanwhile` runs after a second: how long
+/// the wait took and its result.
+async fn wait_while(
+    client: &Client,
+    server: &str,
+    pane: &str,
+    meanwhile: impl FnOnce(),
+) -> (Duration, rmcp::model::CallToolResult) {
+    let waiting = async {
+        let started = Instant::now();
+        let result = common::calls::call(
+            client,
+            "wait_for_text",
+            json!({"server": server, "target": pane, "patterns": ["never-printed"], "timeout": 60}),
+        )
+        .await;
+        (started.elapsed(), result)
+    };
+    let later = async {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        meanwhile();
+    };
+    tokio::join!(waiting, later).0
 }
 
 /// The first pane of the `work` session on `north`.
@@ -262,19 +286,12 @@ async fn a_token_scoped_to_one_host_is_refused_on_the_other() {
         prod.config_table("prod", &["default"]),
     ])
     .await;
-    let token = TokenMinter::from_config(&gateway.config.auth)
-        .expect("minter")
-        .mint(&MintRequest {
-            sub: "builder".to_owned(),
-            scopes: vec!["mux:read".into(), "mux:write".into(), "mux:admin".into()],
-            ttl: Duration::from_secs(3600),
-            servers: Some(vec!["build-*".to_owned()]),
-            sessions: None,
-            own_sessions: false,
-            workspace: None,
-            toolsets: None,
-        })
-        .expect("mint");
+    let token = common::mint_for(
+        &gateway.config,
+        "builder",
+        &["mux:read", "mux:write", "mux:admin"],
+        Some(&["build-*"]),
+    );
     let client = legacy(&gateway, &token).await;
     let servers = ok(&client, "list_servers", json!({})).await;
     let names: Vec<&str> = servers["servers"]
@@ -310,25 +327,7 @@ async fn a_host_killed_mid_wait_ends_the_wait_and_comes_back() {
     link_reaches(&client, "flaky", "up", Duration::from_secs(20)).await;
     let pane = new_session(&client, "flaky", "w").await;
 
-    let waiting = {
-        let client = &client;
-        let pane = pane.clone();
-        async move {
-            let started = Instant::now();
-            let result = common::calls::call(
-                client,
-                "wait_for_text",
-                json!({"server": "flaky", "target": pane, "patterns": ["never-printed"], "timeout": 60}),
-            )
-            .await;
-            (started.elapsed(), result)
-        }
-    };
-    let killer = async {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        host.kill();
-    };
-    let ((elapsed, result), ()) = tokio::join!(waiting, killer);
+    let (elapsed, result) = wait_while(&client, "flaky", &pane, || host.kill()).await;
     // The wait ends with its reason once the link is lost (keepalives every second, three
     // missed), long before its own 60 s.
     assert!(
@@ -383,21 +382,7 @@ async fn a_cut_link_ends_its_waits_and_the_hosts_sessions_live_on() {
 
     // The network goes; the host's processes do not. The wait ends once the keepalives go
     // unanswered (three, a second apart), with the link's reason.
-    let waiting = async {
-        let started = Instant::now();
-        let result = common::calls::call(
-            &client,
-            "wait_for_text",
-            json!({"server": "far", "target": pane, "patterns": ["never-printed"], "timeout": 60}),
-        )
-        .await;
-        (started.elapsed(), result)
-    };
-    let cut = async {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        host.set_link(false);
-    };
-    let ((elapsed, result), ()) = tokio::join!(waiting, cut);
+    let (elapsed, result) = wait_while(&client, "far", &pane, || host.set_link(false)).await;
     assert!(
         elapsed < Duration::from_secs(15),
         "the wait took {elapsed:?}"

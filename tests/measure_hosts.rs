@@ -89,6 +89,18 @@ async fn slow_table(name: &str, host: &SshHost, one_way: Duration) -> String {
     )
 }
 
+/// Cuts and restores `host`'s link every second for `how_long`, and leaves it up.
+async fn flap(host: &SshHost, how_long: Duration) {
+    let stop = Instant::now() + how_long;
+    let mut up = true;
+    while Instant::now() < stop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        up = !up;
+        host.set_link(up);
+    }
+    host.set_link(true);
+}
+
 fn percentile(samples: &mut [Duration], p: f64) -> Duration {
     samples.sort();
     let index = ((samples.len() as f64 - 1.0) * p).round() as usize;
@@ -221,16 +233,7 @@ async fn measure_hosts() {
         }
     };
     let mut calm = calls(2000).await;
-    let flapping = async {
-        let stop = Instant::now() + Duration::from_secs(30);
-        let mut up = true;
-        while Instant::now() < stop {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            up = !up;
-            flappy.set_link(up);
-        }
-        flappy.set_link(true);
-    };
+    let flapping = flap(&flappy, Duration::from_secs(30));
     let (mut during, ()) = tokio::join!(
         async {
             let mut taken = Vec::new();
@@ -355,20 +358,8 @@ async fn measure_a_fleet_of_hosts() {
     let gateway =
         common::serve::ServeProcess::start(&config_path, &dir.path().join("log"), &[]).await;
     let pid = u32::try_from(gateway.pid).expect("a pid");
-    let minter = muxgate::auth::TokenMinter::from_config(&config.auth).expect("minter");
     let mint = |sub: String| {
-        minter
-            .mint(&muxgate::auth::MintRequest {
-                sub,
-                scopes: vec!["mux:read".into(), "mux:write".into(), "mux:admin".into()],
-                ttl: Duration::from_secs(3600),
-                servers: None,
-                sessions: None,
-                own_sessions: false,
-                workspace: None,
-                toolsets: None,
-            })
-            .expect("mint")
+        common::mint_for(&config, &sub, &["mux:read", "mux:write", "mux:admin"], None)
     };
     let http = reqwest::Client::new();
     let call = |token: String, tool: &str, args: Value| {
@@ -530,16 +521,7 @@ async fn measure_a_fleet_of_hosts() {
         probe(i).await;
         calm.push(t.elapsed());
     }
-    let flapping = async {
-        let stop = Instant::now() + Duration::from_secs(15);
-        let mut up = true;
-        while Instant::now() < stop {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            up = !up;
-            hosts[0].set_link(up);
-        }
-        hosts[0].set_link(true);
-    };
+    let flapping = flap(&hosts[0], Duration::from_secs(15));
     let (mut during, ()) = tokio::join!(
         async {
             let mut taken = Vec::new();

@@ -93,19 +93,7 @@ impl TestGateway {
 
     /// A token for `sub` with `scopes`, signed with the gateway's key.
     pub(crate) fn mint(&self, sub: &str, scopes: &[&str]) -> String {
-        TokenMinter::from_config(&self.config.auth)
-            .expect("minter")
-            .mint(&MintRequest {
-                sub: sub.to_owned(),
-                scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
-                ttl: Duration::from_secs(3600),
-                servers: None,
-                sessions: None,
-                own_sessions: false,
-                workspace: None,
-                toolsets: None,
-            })
-            .expect("mint")
+        mint_for(&self.config, sub, scopes, None)
     }
 
     /// rmcp's client transport, authenticated with `token`.
@@ -135,6 +123,29 @@ impl Drop for TestGateway {
     fn drop(&mut self) {
         self.shutdown.cancel();
     }
+}
+
+/// A token for `sub` with `scopes` (an hour long), signed with `config`'s key; limited to the
+/// servers matching `servers` when given.
+pub(crate) fn mint_for(
+    config: &Config,
+    sub: &str,
+    scopes: &[&str],
+    servers: Option<&[&str]>,
+) -> String {
+    TokenMinter::from_config(&config.auth)
+        .expect("minter")
+        .mint(&MintRequest {
+            sub: sub.to_owned(),
+            scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
+            ttl: Duration::from_secs(3600),
+            servers: servers.map(|s| s.iter().map(|p| (*p).to_owned()).collect()),
+            sessions: None,
+            own_sessions: false,
+            workspace: None,
+            toolsets: None,
+        })
+        .expect("mint")
 }
 
 /// Starts a gateway for `config` (its `http.bind` is ignored; without an auth secret it gets

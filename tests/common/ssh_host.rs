@@ -164,29 +164,7 @@ impl SshHost {
 
     /// Runs `command` (a shell command line) on the host over SSH; its standard output.
     pub(crate) fn ssh(&self, command: &str) -> String {
-        let output = Command::new("ssh")
-            .args([
-                "-F",
-                "/dev/null",
-                "-T",
-                "-o",
-                "BatchMode=yes",
-                "-o",
-                "IdentitiesOnly=yes",
-            ])
-            .arg("-o")
-            .arg(format!(
-                "UserKnownHostsFile={}",
-                self.known_hosts().display()
-            ))
-            .arg("-i")
-            .arg(self.identity_file())
-            .arg(format!("root@{}", self.addr))
-            .arg("--")
-            .arg(command)
-            .stdin(Stdio::null())
-            .output()
-            .expect("run ssh");
+        let output = self.try_ssh(&[], &["--", command]);
         assert!(
             output.status.success(),
             "on the host: {command}: {}",
