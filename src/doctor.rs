@@ -132,11 +132,14 @@ pub async fn run(config: &Config) -> Report {
     }
     for (name, host) in &config.hosts {
         match crate::hosts::check(name, host).await {
-            Ok(version) => report.push(
-                Outcome::Ok,
-                format!("host {name}"),
-                format!("{version} at {}; host key known, key accepted", host.ssh),
-            ),
+            Ok(version) => {
+                report.push(
+                    Outcome::Ok,
+                    format!("host {name}"),
+                    format!("{version} at {}; host key known, key accepted", host.ssh),
+                );
+                check_host_probe(&mut report, name, host).await;
+            }
             Err(why) => report.push(Outcome::Fail, format!("host {name}"), why),
         }
     }
@@ -150,6 +153,29 @@ pub async fn run(config: &Config) -> Report {
         report.push(Outcome::Warn, "isolation", warning);
     }
     report
+}
+
+/// Whether a reachable host runs its process probe; without it the host's panes work, but
+/// their foreground processes and whether they wait for input are unknown.
+async fn check_host_probe(
+    report: &mut Report,
+    name: &str,
+    host: &crate::hosts::config::HostConfig,
+) {
+    match crate::hosts::check_probe(host).await {
+        Ok(()) => report.push(
+            Outcome::Ok,
+            format!("host {name} probe"),
+            format!("{} host-probe runs there: its panes' process state is read", host.muxgate),
+        ),
+        Err(why) => report.push(
+            Outcome::Warn,
+            format!("host {name} probe"),
+            format!(
+                "{why}: its panes' foreground processes and whether they wait for input are unknown; install muxgate on the host or set hosts.{name}.muxgate"
+            ),
+        ),
+    }
 }
 
 /// Workspace mode: the state directory, a test sandbox, and the workspaces there.

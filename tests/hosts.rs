@@ -95,6 +95,29 @@ async fn wait_while(
     tokio::join!(waiting, later).0
 }
 
+/// `get_pane_state` of `pane` on `server` once `done` holds of it (within 20 s).
+async fn state_until(
+    client: &Client,
+    server: &str,
+    pane: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let state = ok(
+            client,
+            "get_pane_state",
+            json!({"server": server, "target": pane}),
+        )
+        .await;
+        if done(&state) {
+            return state;
+        }
+        assert!(Instant::now() < deadline, "{server} {pane}: {state}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// The first pane of the `work` session on `north`.
 async fn north_pane(client: &Client) -> String {
     let panes = ok(
@@ -195,8 +218,7 @@ async fn an_agent_works_on_two_hosts_at_once() {
         "the session is on the north host itself"
     );
 
-    // A remote pane's process numbers are the host's: nothing of the gateway's own machine
-    // is read for them (tmux still names the pane's program).
+    // The pane's program, as tmux names it on the host.
     let state = ok(
         &client,
         "get_pane_state",
@@ -204,16 +226,6 @@ async fn an_agent_works_on_two_hosts_at_once() {
     )
     .await;
     assert_eq!(state["current_command"], "bash", "{state}");
-    assert!(
-        state.get("foreground_pid").is_none_or(Value::is_null),
-        "{state}"
-    );
-    assert!(
-        state
-            .get("foreground_command_line")
-            .is_none_or(Value::is_null),
-        "{state}"
-    );
 
     let entry = listed(&client, "south/ci").await.expect("listed");
     assert_eq!(entry["host"]["name"], "south", "{entry}");
@@ -437,8 +449,11 @@ async fn doctor_checks_each_host() {
         &host.known_hosts().display().to_string(),
         &host.wrong_known_hosts().display().to_string(),
     );
-    let config =
-        Config::from_toml_str(&format!("[tmux.servers]\n{good}{impostor}")).expect("valid config");
+    let bare = host
+        .config_table("bare", &["default"])
+        .replace(env!("CARGO_BIN_EXE_muxgate"), "/nowhere/muxgate");
+    let config = Config::from_toml_str(&format!("[tmux.servers]\n{good}{impostor}{bare}"))
+        .expect("valid config");
     let report = muxgate::doctor::run(&config).await;
     let line = |subject: &str| {
         report
@@ -451,6 +466,14 @@ async fn doctor_checks_each_host() {
     let good = line("host good");
     assert_eq!(good.outcome, muxgate::doctor::Outcome::Ok, "{good:?}");
     assert!(good.detail.starts_with("tmux "), "{good:?}");
+    assert_eq!(
+        line("host good probe").outcome,
+        muxgate::doctor::Outcome::Ok
+    );
+    // A host without muxgate works, but its panes' process state is unknown: a warning.
+    let bare = line("host bare probe");
+    assert_eq!(bare.outcome, muxgate::doctor::Outcome::Warn, "{bare:?}");
+    assert!(bare.detail.contains("hosts.bare.muxgate"), "{bare:?}");
     let impostor = line("host impostor");
     assert_eq!(
         impostor.outcome,
@@ -460,6 +483,12 @@ async fn doctor_checks_each_host() {
     assert!(
         impostor.detail.contains("Host key verification failed"),
         "{impostor:?}"
+    );
+    assert!(
+        !report
+            .checks
+            .iter()
+            .any(|c| c.subject == "host impostor probe")
     );
 }
 
@@ -611,4 +640,102 @@ async fn a_wait_on_a_hosts_channel_leaves_nothing_running_there() {
         }
     );
     assert_eq!(waited["signalled"], true, "{waited}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_panes_process_state_is_read_on_its_host() {
+    if !ssh_host::available("remote process state") {
+        return;
+    }
+    let open = SshHost::start();
+    let gated = SshHost::start();
+    gated.restrict_key(&format!("{} host-gate", env!("CARGO_BIN_EXE_muxgate")));
+    // The open host once more, as a host without muxgate.
+    let bare = open
+        .config_table("bare", &["bare"])
+        .replace(env!("CARGO_BIN_EXE_muxgate"), "/nowhere/muxgate");
+    let gateway = gateway(&[
+        open.config_table("open", &["default"]),
+        gated.config_table("gated", &["default"]),
+        bare,
+    ])
+    .await;
+    let client = legacy(&gateway, &gateway.token).await;
+    for server in ["open", "gated"] {
+        link_reaches(&client, server, "up", Duration::from_secs(20)).await;
+        let pane = new_session(&client, server, "work").await;
+        // The shell at its prompt waits for input (bash's readline polls the terminal).
+        let prompt = state_until(&client, server, &pane, |s| s["waiting_for_input"] == true).await;
+        assert_eq!(prompt["blocked_in"], "poll", "{server}: {prompt}");
+        ok(
+            &client,
+            "send_keys",
+            json!({"server": server, "target": pane, "keys": ["sleep 30", "Enter"]}),
+        )
+        .await;
+        let busy = state_until(&client, server, &pane, |s| {
+            s["foreground_command_line"] == "sleep 30"
+        })
+        .await;
+        assert_eq!(busy["waiting_for_input"], false, "{server}: {busy}");
+        assert_eq!(busy["blocked_in"], "sleep", "{server}: {busy}");
+        // A wait on that state ends when the shell is back at its prompt.
+        let (waited, ()) = tokio::join!(
+            ok(
+                &client,
+                "wait_for_state",
+                json!({"server": server, "targets": [pane], "condition": "waiting_for_input", "timeout": 20}),
+            ),
+            async {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                ok(
+                    &client,
+                    "send_keys",
+                    json!({"server": server, "target": pane, "keys": ["C-c"]}),
+                )
+                .await;
+            }
+        );
+        assert_eq!(waited["outcome"], "reached", "{server}: {waited}");
+
+        // Secret entry judges the pane by what the host says: not at the shell's prompt (the
+        // screen would show what is typed), but once a program reads a line without echo.
+        let secret = json!({"server": server, "target": pane, "label": "password"});
+        state_until(&client, server, &pane, |s| s["waiting_for_input"] == true).await;
+        let at_prompt = err(&client, "request_secret_input", secret.clone()).await;
+        assert_eq!(at_prompt["kind"], "conflict", "{server}: {at_prompt}");
+        ok(
+            &client,
+            "send_keys",
+            json!({"server": server, "target": pane, "keys": ["read -rs X", "Enter"]}),
+        )
+        .await;
+        state_until(&client, server, &pane, |s| {
+            s["blocked_in"] == "read_terminal"
+        })
+        .await;
+        let asked = ok(&client, "request_secret_input", secret).await;
+        assert_eq!(asked["status"], "pending", "{server}: {asked}");
+    }
+
+    // A host without muxgate tells nothing of its processes, and says nothing wrong.
+    link_reaches(&client, "bare/bare", "up", Duration::from_secs(20)).await;
+    let pane = new_session(&client, "bare/bare", "work").await;
+    let state = ok(
+        &client,
+        "get_pane_state",
+        json!({"server": "bare/bare", "target": pane}),
+    )
+    .await;
+    assert_eq!(state["current_command"], "bash", "{state}");
+    for field in [
+        "foreground_command_line",
+        "foreground_pid",
+        "waiting_for_input",
+    ] {
+        assert!(
+            state.get(field).is_none_or(Value::is_null),
+            "{field}: {state}"
+        );
+    }
 }

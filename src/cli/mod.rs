@@ -85,8 +85,13 @@ pub enum Command {
     ViewLink(ViewLinkArgs),
     /// On a host the gateway reaches over SSH: the forced command of the gateway's key
     /// (`restrict,command="muxgate host-gate"` in authorized_keys). Runs the request sshd
-    /// passes in SSH_ORIGINAL_COMMAND only when it is tmux as the gateway starts it.
+    /// passes in SSH_ORIGINAL_COMMAND only when it is tmux or the host probe as the gateway
+    /// starts them.
     HostGate(HostGateArgs),
+    /// On a host the gateway reaches over SSH: answer the gateway's questions about this
+    /// machine's panes (their foreground processes, their terminals' modes), one line each on
+    /// standard input, until it ends. The gateway starts it; it reads and changes nothing else.
+    HostProbe,
 }
 
 /// `muxgate recordings`: list the recorded casts, or export a time range of one.
@@ -427,18 +432,24 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::HostGate(args) => Ok(host_gate(&args)),
+        Command::HostProbe => Ok(host_probe()),
     }
 }
 
 /// Runs the request sshd passed when the gate allows it (replacing this process), else says
 /// why not and fails.
 fn host_gate(args: &HostGateArgs) -> ExitCode {
+    use crate::hosts::gate::Allowed;
     use std::os::unix::process::CommandExt;
     let request = std::env::var("SSH_ORIGINAL_COMMAND").ok();
     match crate::hosts::gate::check(request.as_deref(), &args.tmux) {
-        Ok(allowed) => {
+        Ok(Allowed::Probe) => return host_probe(),
+        Ok(Allowed::Tmux {
+            term,
+            args: tmux_args,
+        }) => {
             let mut command = std::process::Command::new(&args.tmux);
-            command.args(&allowed.args);
+            command.args(&tmux_args);
             // What sshd set, less what the request and the connection would pass on to every
             // pane of a server this starts (SSH_ORIGINAL_COMMAND, SSH_CONNECTION, SSH_CLIENT).
             for (name, _) in std::env::vars_os() {
@@ -446,7 +457,7 @@ fn host_gate(args: &HostGateArgs) -> ExitCode {
                     command.env_remove(name);
                 }
             }
-            if let Some(term) = &allowed.term {
+            if let Some(term) = &term {
                 command.env("TERM", term);
             }
             let error = command.exec();
@@ -455,6 +466,18 @@ fn host_gate(args: &HostGateArgs) -> ExitCode {
         Err(refusal) => eprintln!("muxgate host-gate: refused: {refusal}"),
     }
     ExitCode::FAILURE
+}
+
+/// Answers the gateway's probe questions on standard input until it ends.
+fn host_probe() -> ExitCode {
+    let (input, output) = (std::io::stdin().lock(), std::io::stdout().lock());
+    match crate::hosts::probe::serve::serve(input, output) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("muxgate host-probe: {error}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// Without a configured secret, `token` signs with the secret `serve` keeps for the embedded

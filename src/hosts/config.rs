@@ -33,6 +33,11 @@ pub struct HostConfig {
     /// tmux on the host: a name its `PATH` finds, or an absolute path there.
     #[serde(default = "default_tmux")]
     pub tmux: String,
+    /// muxgate on the host (a name its `PATH` finds, or an absolute path there), run there as
+    /// `muxgate host-probe` to read what tmux does not tell: a pane's foreground process and
+    /// whether it waits for input. A host without it answers those as unknown.
+    #[serde(default = "default_muxgate")]
+    pub muxgate: String,
     /// The longest a connection attempt may take, in seconds.
     #[serde(default = "default_connect_timeout_secs")]
     pub connect_timeout_secs: u64,
@@ -47,6 +52,10 @@ fn default_servers() -> Vec<String> {
 
 fn default_tmux() -> String {
     "tmux".to_owned()
+}
+
+fn default_muxgate() -> String {
+    "muxgate".to_owned()
 }
 
 fn default_connect_timeout_secs() -> u64 {
@@ -102,6 +111,9 @@ impl HostConfig {
         }
         if self.tmux.is_empty() || self.tmux.chars().any(char::is_control) {
             return Err(("tmux", "must be a program name or a path".into()));
+        }
+        if self.muxgate.is_empty() || self.muxgate.chars().any(char::is_control) {
+            return Err(("muxgate", "must be a program name or a path".into()));
         }
         if !(1..=600).contains(&self.connect_timeout_secs) {
             return Err(("connect_timeout_secs", "must be from 1 to 600".into()));
@@ -262,6 +274,7 @@ mod tests {
             trust_on_first_use: false,
             servers: servers.iter().map(|s| s.to_string()).collect(),
             tmux: default_tmux(),
+            muxgate: default_muxgate(),
             connect_timeout_secs: 10,
             keepalive_secs: 15,
         }

@@ -1,25 +1,30 @@
 //! `muxgate host-gate`: the forced command of the gateway's key on a host (`authorized_keys`:
 //! `restrict,command="muxgate host-gate"`). sshd runs it instead of whatever the connection
 //! asked for, with the request in `SSH_ORIGINAL_COMMAND`; it runs that request only when it is
-//! one the gateway makes (tmux, as the link starts it), directly and without a shell, and
-//! refuses anything else: a shell, another program, a word it cannot read.
+//! one the gateway makes (tmux, as the link starts it, or the host probe), directly and without
+//! a shell, and refuses anything else: a shell, another program, a word it cannot read.
 //!
 //! The gateway's requests are the lines [`muxgate_tmux::client::remote::command_line`] writes:
 //! `env 'TERM=muxgate-<pid>' '<tmux>' '<arg>'…`, every word single-quoted (`'\''` for a quote,
-//! `'\\'` for a backslash),
-//! and `muxgate doctor`'s `'<tmux>' -V`. [`check`] reads exactly that language, so a request
+//! `'\\'` for a backslash), `muxgate doctor`'s `'<tmux>' -V`, and the host probe's
+//! `'<muxgate>' host-probe`, which the gate runs in its own process (it reads `/proc` and
+//! terminals, nothing else: see [`super::probe`]). [`check`] reads exactly that language, so a request
 //! that leans on any other shell syntax (`$(…)`, `;`, a glob, a redirection) is refused rather
 //! than interpreted. What tmux itself can do is not narrowed here: the key can do what the
 //! host's user can do through tmux, so that user should own only what agents may reach.
 
-/// A request the gate lets through: the program (the host's tmux), its arguments and the
-/// `TERM` it runs with.
+/// A request the gate lets through.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Allowed {
-    /// `TERM=…` for tmux, when the request set one.
-    pub term: Option<String>,
-    /// tmux's arguments.
-    pub args: Vec<String>,
+pub enum Allowed {
+    /// The host's tmux, with these arguments and `TERM`.
+    Tmux {
+        /// `TERM=…` for tmux, when the request set one.
+        term: Option<String>,
+        /// tmux's arguments.
+        args: Vec<String>,
+    },
+    /// The host probe (`<muxgate> host-probe`), which the gate runs itself: it is muxgate.
+    Probe,
 }
 
 /// Why a request was refused.
@@ -44,7 +49,7 @@ pub enum Refusal {
     BadTerm,
 }
 
-/// Reads `request` and allows it when it runs `tmux`.
+/// Reads `request` and allows it when it runs `tmux`, or muxgate's host probe.
 pub fn check(request: Option<&str>, tmux: &str) -> Result<Allowed, Refusal> {
     let words = words(request.ok_or(Refusal::NoCommand)?)?;
     let (term, rest) = match words.split_first() {
@@ -65,10 +70,17 @@ pub fn check(request: Option<&str>, tmux: &str) -> Result<Allowed, Refusal> {
         _ => (None, &words[..]),
     };
     match rest.split_first() {
-        Some((program, args)) if program == tmux => Ok(Allowed {
+        Some((program, args)) if program == tmux => Ok(Allowed::Tmux {
             term,
             args: args.to_vec(),
         }),
+        Some((program, [probe]))
+            if term.is_none()
+                && probe == "host-probe"
+                && std::path::Path::new(program).file_name() == Some("muxgate".as_ref()) =>
+        {
+            Ok(Allowed::Probe)
+        }
         Some((program, _)) => Err(Refusal::NotTmux {
             tmux: tmux.to_owned(),
             program: program.chars().take(64).collect(),
@@ -148,10 +160,23 @@ mod tests {
         ];
         let line = command_line("/usr/bin/tmux", "muxgate-42", args.iter().map(OsStr::new));
         let allowed = check(Some(&line), "/usr/bin/tmux").expect("allowed");
-        assert_eq!(allowed.term.as_deref(), Some("muxgate-42"));
-        assert_eq!(allowed.args, args);
-        let probe = check(Some("'tmux' -V"), "tmux").expect("doctor's probe");
-        assert_eq!((probe.term, probe.args), (None, vec!["-V".to_owned()]));
+        assert_eq!(
+            allowed,
+            Allowed::Tmux {
+                term: Some("muxgate-42".into()),
+                args: args.map(str::to_owned).to_vec()
+            }
+        );
+        assert_eq!(
+            check(Some("'tmux' -V"), "tmux"),
+            Ok(Allowed::Tmux {
+                term: None,
+                args: vec!["-V".to_owned()]
+            })
+        );
+        for probe in ["'muxgate' host-probe", "'/opt/bin/muxgate' host-probe"] {
+            assert_eq!(check(Some(probe), "tmux"), Ok(Allowed::Probe), "{probe}");
+        }
     }
 
     #[test]
@@ -170,6 +195,10 @@ mod tests {
             ("env TERM=muxgate-1x tmux ls", "TERM must be"),
             ("env 'TERM=muxgate-1' sh", "not \"sh\""),
             ("env", "env without"),
+            ("muxgate host-gate", "not \"muxgate\""),
+            ("muxgate host-probe x", "not \"muxgate\""),
+            ("/bin/sh host-probe", "not \"/bin/sh\""),
+            ("env 'TERM=muxgate-1' muxgate host-probe", "not \"muxgate\""),
             ("", "no shell"),
         ] {
             let error = check(Some(line), "tmux").expect_err(line).to_string();

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -264,25 +264,11 @@ impl Master {
 /// Starts a master and waits until its connection is up, within the host's connect timeout.
 async fn connect(master: &MasterCommand) -> Result<Master, String> {
     remove_stale_socket(&master.control)?;
-    let mut command = Command::new(&master.program);
-    command
-        .args(ssh_args::master(&master.host, &master.control))
-        .env_clear()
-        .env("PATH", ssh_args::SSH_PATH)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    // SAFETY: `getpid` is async-signal-safe and runs in the parent here.
-    let parent = unsafe { libc::getpid() };
-    // SAFETY: the closure runs in the forked child before exec and only calls prctl(2),
-    // getppid(2) and close_range(2) or fcntl(2): async-signal-safe, no allocation.
-    unsafe {
-        command.pre_exec(move || {
-            child_process::die_with_parent(parent)?;
-            child_process::mark_inherited_fds_cloexec()
-        });
-    }
+    let mut command = ssh_args::process(
+        &master.program,
+        ssh_args::master(&master.host, &master.control),
+    );
+    command.stdin(Stdio::null());
     let mut child = command
         .spawn()
         .map_err(|e| format!("cannot run {}: {e}", master.program.display()))?;

@@ -6,8 +6,10 @@
 //! - [`ssh_args`]: the `ssh` command lines of a link (the master and its clients);
 //! - [`link`]: a host's link kept up with bounded back-off, and its state, which every call to
 //!   the host asks first;
+//! - [`probe`]: what tmux does not tell about a host's panes (their foreground processes,
+//!   their terminals' modes), read there by `muxgate host-probe` over a channel of the link;
 //! - [`gate`]: on the host, the forced command of the gateway's key (`muxgate host-gate`),
-//!   which runs tmux as the gateway starts it and nothing else.
+//!   which runs tmux and the probe as the gateway starts them and nothing else.
 //!
 //! The SSH implementation is OpenSSH's client, one master (`ControlMaster`) per host: its key
 //! exchange, host-key checking and `known_hosts` handling are the ones operators already audit
@@ -19,6 +21,7 @@
 pub mod config;
 pub mod gate;
 pub(crate) mod link;
+pub(crate) mod probe;
 pub(crate) mod ssh_args;
 
 use std::collections::BTreeMap;
@@ -33,6 +36,7 @@ use muxgate_tmux::{ClientLaunch, RemoteHost, TmuxEndpoint};
 
 use config::HostConfig;
 use link::{HostLink, MasterCommand};
+use probe::remote::RemoteProcesses;
 
 /// The program every link runs.
 const SSH_PROGRAM: &str = "ssh";
@@ -99,12 +103,21 @@ impl Hosts {
     fn add(&mut self, name: &str, host: &HostConfig, control: &Path) {
         let link = Arc::new(HostLink::new(name));
         let control = control.to_owned();
+        let args = ssh_args::client(host, &control);
+        let processes = RemoteProcesses::new(
+            name,
+            SSH_PROGRAM.into(),
+            args.clone(),
+            &host.muxgate,
+            link.clone(),
+        );
         let remote = Arc::new(RemoteHost {
             name: name.into(),
             program: SSH_PROGRAM.into(),
-            args: ssh_args::client(host, &control),
+            args,
             tmux: host.tmux.clone(),
             link: link.clone(),
+            processes: Arc::new(processes),
         });
         for (server, socket) in host.server_names(name) {
             self.servers.insert(server.clone(), name.to_owned());
@@ -154,17 +167,31 @@ impl Hosts {
 /// the link logs in) that asks the host's tmux for its version. `Ok`: that version.
 pub(crate) async fn check(name: &str, host: &HostConfig) -> Result<String, String> {
     preflight(name, host).map_err(|e| e.to_string())?;
-    let mut command = tokio::process::Command::new(SSH_PROGRAM);
+    let version = run_once(host, &format!("{} -V", shell_word(&host.tmux))).await?;
+    Ok(version
+        .trim()
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(64)
+        .collect())
+}
+
+/// Whether the host runs its process probe (`muxgate host-probe`, asked nothing): one more
+/// login of `muxgate doctor`'s, after [`check`] found the host reachable.
+pub(crate) async fn check_probe(host: &HostConfig) -> Result<(), String> {
+    run_once(host, &format!("{} host-probe", shell_word(&host.muxgate)))
+        .await
+        .map(drop)
+}
+
+/// Runs the command `line` on the host in a login of its own, with no input; what it printed
+/// when it succeeded, else why it did not.
+async fn run_once(host: &HostConfig, line: &str) -> Result<String, String> {
+    let mut command = ssh_args::process(SSH_PROGRAM.as_ref(), ssh_args::probe(host));
     command
-        .args(ssh_args::probe(host))
         .arg("--")
-        .arg(format!("{} -V", shell_word(&host.tmux)))
-        .env_clear()
-        .env("PATH", ssh_args::SSH_PATH)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true);
+        .arg(line)
+        .stdin(std::process::Stdio::null());
     let limit = host.connect_timeout() + std::time::Duration::from_secs(5);
     let child = command
         .spawn()
@@ -177,13 +204,7 @@ pub(crate) async fn check(name: &str, host: &HostConfig) -> Result<String, Strin
             Err(_) => return Err(format!("no answer within {limit:?}")),
         };
     if status.success() {
-        let version = String::from_utf8_lossy(&stdout);
-        return Ok(version
-            .trim()
-            .chars()
-            .filter(|c| !c.is_control())
-            .take(64)
-            .collect());
+        return Ok(String::from_utf8_lossy(&stdout).into_owned());
     }
     let said = link::last_words(&String::from_utf8_lossy(&stderr))
         .unwrap_or_else(|| format!("ssh exited with {status}"));

@@ -1,6 +1,6 @@
 //! The `ssh` command lines of a host's link: the master that holds its one connection, and
 //! the clients that each open a channel on it. Pure, so that every option a link relies on is
-//! pinned by a test.
+//! pinned by a test; [`process`] makes one of them a process of the gateway.
 //!
 //! Both ignore every `ssh_config` (`-F /dev/null`): a link runs with the options here and the
 //! files the host's configuration names, nothing from the gateway user's home. They never
@@ -12,6 +12,8 @@
 use std::ffi::OsString;
 use std::path::Path;
 
+use muxgate_mux::child_process;
+
 use super::config::HostConfig;
 
 /// What the master prints on its standard output once its connection is up and its control
@@ -20,6 +22,36 @@ pub(crate) const UP_LINE: &str = "muxgate-link-up";
 
 /// `PATH` of the `ssh` processes.
 pub(crate) const SSH_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// `ssh` with `args` as a process of the gateway: only `PATH` in its environment, killed when
+/// dropped or when the gateway dies, and given only its standard streams (all three piped
+/// unless the caller says otherwise).
+pub(crate) fn process(
+    program: &Path,
+    args: impl IntoIterator<Item = impl AsRef<std::ffi::OsStr>>,
+) -> tokio::process::Command {
+    use std::process::Stdio;
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(args)
+        .env_clear()
+        .env("PATH", SSH_PATH)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    // SAFETY: `getpid` is async-signal-safe and runs in the parent here.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: the closure runs in the forked child before exec and only calls prctl(2),
+    // getppid(2) and close_range(2) or fcntl(2): async-signal-safe, no allocation.
+    unsafe {
+        command.pre_exec(move || {
+            child_process::die_with_parent(parent)?;
+            child_process::mark_inherited_fds_cloexec()
+        });
+    }
+    command
+}
 
 /// Three keepalives without an answer end a link.
 const KEEPALIVE_COUNT: u32 = 3;
@@ -135,6 +167,7 @@ mod tests {
             trust_on_first_use: false,
             servers: vec!["default".into()],
             tmux: "tmux".into(),
+            muxgate: "muxgate".into(),
             connect_timeout_secs: 10,
             keepalive_secs: 15,
         }

@@ -12,6 +12,8 @@
 //! Not here: the scope check (tiers) and rate limits, which [`super::call`] applies to every
 //! call before a tool runs.
 
+use std::sync::Arc;
+
 use muxgate_mux::error::{BackendError, ErrorKind};
 use muxgate_mux::host::{Host, LocalHost, SandboxHost};
 use muxgate_mux::lines::excerpt;
@@ -210,14 +212,16 @@ impl TmuxAccess<'_> {
         self.server.name()
     }
 
-    /// The machine the server's panes run on: the gateway's own, read directly; a workspace's
-    /// sandbox or another host, whose process numbers name other processes here, so nothing
-    /// is read of them.
-    pub fn host(&self) -> &'static dyn Host {
-        if self.workspace.is_some() || self.server.endpoint().remote_host().is_some() {
-            &SandboxHost
+    /// The machine the server's panes run on: the gateway's own, read directly; another host,
+    /// asked over its link; a workspace's sandbox, whose process numbers name other processes
+    /// here, so nothing is read of them.
+    pub fn host(&self) -> Arc<dyn Host> {
+        if self.workspace.is_some() {
+            Arc::new(SandboxHost)
+        } else if let Some(remote) = self.server.endpoint().remote_host() {
+            remote.processes.clone()
         } else {
-            &LocalHost
+            Arc::new(LocalHost)
         }
     }
 

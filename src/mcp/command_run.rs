@@ -89,7 +89,7 @@ pub(crate) async fn on_tmux(
     let started = Instant::now();
     let ran = tmux
         .command_runs()
-        .run(tmux.host(), pane, request, budget.deadline, cancel)
+        .run(&*tmux.host(), pane, request, budget.deadline, cancel)
         .await
         .map_err(|e| run_error(tmux, pane, e))?;
     let timed_out = ran.stopped == Stopped::TimedOut;

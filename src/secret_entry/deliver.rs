@@ -17,7 +17,7 @@ pub struct PaneDestination {
     /// The machine the pane runs on, which tells its terminal's modes and its processes (a
     /// workspace's tells nothing: those live in the sandbox's own pid namespace and
     /// `/dev/pts`).
-    pub host: &'static dyn Host,
+    pub host: std::sync::Arc<dyn Host>,
     /// The pane's program when the secret was asked for ([`Self::bind`]); a secret goes to
     /// that program only.
     pub bound: Option<PaneIdentity>,

@@ -109,14 +109,16 @@ impl SshHost {
         self.dir().join("wrong_known_hosts")
     }
 
-    /// The `[hosts.<name>]` table of a gateway config reaching this host, with `servers` and
-    /// keepalives every second (a lost link is noticed within about 3 s).
+    /// The `[hosts.<name>]` table of a gateway config reaching this host, with `servers`,
+    /// keepalives every second (a lost link is noticed within about 3 s) and this build's
+    /// muxgate as the host's (for its process probe).
     pub(crate) fn config_table(&self, name: &str, servers: &[&str]) -> String {
         let servers: Vec<String> = servers.iter().map(|s| format!("'{s}'")).collect();
         format!(
             "[hosts.{name}]\nssh = 'root@{addr}:22'\nidentity_file = '{id}'\n\
              known_hosts = '{known}'\nservers = [{servers}]\nkeepalive_secs = 1\n\
-             connect_timeout_secs = 3\n",
+             connect_timeout_secs = 3\nmuxgate = '{muxgate}'\n",
+            muxgate = env!("CARGO_BIN_EXE_muxgate"),
             addr = self.addr,
             id = self.identity_file().display(),
             known = self.known_hosts().display(),
@@ -197,7 +199,9 @@ impl SshHost {
         let log = std::fs::File::create(self.dir().join("sshd.log")).expect("sshd log");
         let sshd = Command::new("ip")
             .args(["netns", "exec", &self.netns])
-            .args(["unshare", "--pid", "--fork", "--kill-child"])
+            // A pid namespace with its own `/proc`: the host's process numbers (which tmux
+            // reports) are read there, as on a machine of its own.
+            .args(["unshare", "--pid", "--fork", "--kill-child", "--mount-proc"])
             .args(["/usr/sbin/sshd", "-D", "-e", "-f"])
             .arg(self.dir().join("sshd_config"))
             .stdin(Stdio::null())

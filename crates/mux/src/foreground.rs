@@ -26,8 +26,9 @@ use std::path::Path;
 
 use crate::shell::Shell;
 
-/// The foreground process of a pane's terminal.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The foreground process of a pane's terminal. Serializable: a host on another machine reads
+/// it there and sends it over its link.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Foreground {
     /// The terminal's foreground process group: the pane's program's own (`pane_pid`) while
     /// no job of its runs in the foreground, even while it waits for a child of its group.
@@ -61,7 +62,8 @@ impl Foreground {
 }
 
 /// Where a process is, as its `syscall` file tells.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Blocked {
     /// On a CPU, or runnable.
     Running,

@@ -237,7 +237,7 @@ async fn wait_for_state(
         deadline,
         cancel,
     };
-    let order = state::follow(tmux.host(), rules.condition, quorum, &mut watched, span)
+    let order = state::follow(&*tmux.host(), rules.condition, quorum, &mut watched, span)
         .await
         .map_err(|Cancelled| cancelled())?;
     Ok(answer(input, &watched, &order, started))

@@ -50,7 +50,7 @@ pub(crate) async fn foreground_of_state(
     tmux: &TmuxAccess<'_>,
     state: &PaneState,
 ) -> Option<Foreground> {
-    state.foreground(tmux.host()).await
+    state.foreground(&*tmux.host()).await
 }
 
 pub(crate) fn state_error(tmux: &TmuxAccess<'_>, error: PaneOpError) -> ToolError {

@@ -30,6 +30,8 @@ pub struct RemoteHost {
     pub tmux: String,
     /// Whether the link is up now.
     pub link: Arc<dyn LinkStatus>,
+    /// The host's processes and terminals, read there and asked over the link.
+    pub processes: Arc<dyn muxgate_mux::host::Host>,
 }
 
 /// The state of a host's link, as the engine asks it before starting a client there.

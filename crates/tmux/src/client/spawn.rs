@@ -431,6 +431,7 @@ mod tests {
                 args: vec!["-S".into(), "/run/link.sock".into(), "build-1".into()],
                 tmux: "tmux".into(),
                 link: Arc::new(FixedLink(link)),
+                processes: Arc::new(muxgate_mux::host::SandboxHost),
             })),
         }
     }
