@@ -5,6 +5,7 @@
 //! Not here: binding the listener and installing signal handlers (the `serve` command of [`crate::cli`]);
 //! the HTTP serving and shutdown sequence itself ([`crate::http::serve`]).
 
+use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -36,7 +37,7 @@ use crate::secret_entry::{PaneDestination, SecretDesk};
 use crate::telemetry::exposition::MetricsEndpoint;
 use crate::telemetry::{Metrics, MetricsTokenError};
 use crate::view::link::ViewKey;
-use crate::workspace::{self, WorkspaceError, Workspaces};
+use crate::workspace::{self, WorkspaceError, WorkspaceHost, Workspaces};
 use muxgate_tmux::TmuxEngine;
 use muxgate_zellij::servers::ZellijServers;
 
@@ -131,7 +132,7 @@ impl Gateway {
         let hosts = Arc::new(Hosts::start(&config.hosts)?);
         let engine = start_engine(&config, &hosts, &engine_shutdown);
         warn_about_setup(&config);
-        let stores = Stores::open(&config, &shutdown, &engine_shutdown).await?;
+        let stores = Stores::open(&config, &hosts, &shutdown, &engine_shutdown).await?;
         let desks = Desks::new(&config)?;
         let mut metrics = Metrics::new();
         let resource = Arc::new(ProtectedResource::new(&config.auth, mcp_url)?);
@@ -249,6 +250,7 @@ struct Stores {
 impl Stores {
     async fn open(
         config: &Config,
+        hosts: &Hosts,
         shutdown: &Shutdown,
         engine_shutdown: &CancellationToken,
     ) -> Result<Self, GatewayError> {
@@ -267,6 +269,7 @@ impl Stores {
                     &config.secret_paths(),
                     Arc::new(config.engine.settings()),
                     engine_shutdown.clone(),
+                    workspace_hosts(config, hosts),
                 )
                 .await?,
             ),
@@ -288,6 +291,24 @@ impl Stores {
             recorder,
         })
     }
+}
+
+/// The hosts `workspaces.hosts` names, as workspaces reach them.
+fn workspace_hosts(config: &Config, hosts: &Hosts) -> BTreeMap<String, WorkspaceHost> {
+    config
+        .workspaces
+        .hosts
+        .iter()
+        .filter_map(|place| {
+            let host = config.hosts.get(place)?;
+            let found = WorkspaceHost {
+                link: hosts.remote(place)?.clone(),
+                muxgate: host.muxgate.clone(),
+                config: host.workspaces_config.clone()?,
+            };
+            Some((place.clone(), found))
+        })
+        .collect()
 }
 
 /// Where humans stay in charge: the approval rules and the desks where approvals and secrets

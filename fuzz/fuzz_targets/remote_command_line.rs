@@ -18,7 +18,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = check(Some(text), "tmux");
     // The same bytes as arguments (NUL-separated): they come back unchanged.
     let args: Vec<&str> = text.split('\0').collect();
-    let line = command_line("tmux", "muxgate-1", args.iter().map(OsStr::new));
+    let line = command_line(&["tmux".into()], "muxgate-1", args.iter().map(OsStr::new));
     let allowed = check(Some(&line), "tmux").expect("the gateway's own line is allowed");
     assert_eq!(allowed.term.as_deref(), Some("muxgate-1"));
     assert_eq!(allowed.args, args);

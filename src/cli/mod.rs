@@ -20,9 +20,10 @@ mod recordings;
 mod serve;
 mod workspace;
 
+use std::ffi::OsString;
 use std::io::IsTerminal as _;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
@@ -92,6 +93,9 @@ pub enum Command {
     /// machine's panes (their foreground processes, their terminals' modes), one line each on
     /// standard input, until it ends. The gateway starts it; it reads and changes nothing else.
     HostProbe,
+    /// On a host that runs a gateway's workspaces: start one, or run a tmux client of one in
+    /// its jail. The gateway runs it over its link.
+    HostWorkspace(HostWorkspaceArgs),
 }
 
 /// `muxgate recordings`: list the recorded casts, or export a time range of one.
@@ -244,6 +248,40 @@ pub struct HostGateArgs {
     /// tmux as the gateway names it (`[hosts.<name>] tmux`).
     #[arg(long, default_value = "tmux")]
     pub tmux: String,
+    /// This host runs the gateway's workspaces, set up by this muxgate configuration (its
+    /// [workspaces] and [state]): the key then runs workspace requests and the probe only,
+    /// never tmux itself.
+    #[arg(long, value_name = "FILE")]
+    pub workspaces_config: Option<PathBuf>,
+}
+
+/// `muxgate host-workspace`: one request of the gateway's for a workspace it placed here.
+#[derive(Debug, Args)]
+pub struct HostWorkspaceArgs {
+    /// This machine's muxgate configuration: its [workspaces] and [state].
+    #[arg(long, value_name = "FILE")]
+    pub config: PathBuf,
+    /// What the gateway asks.
+    #[command(subcommand)]
+    pub request: HostWorkspaceRequest,
+}
+
+/// What the gateway asks of a workspace on this host.
+#[derive(Debug, Clone, Subcommand)]
+pub enum HostWorkspaceRequest {
+    /// Start the workspace's sandbox unless it runs; returns once its tmux server answers.
+    Start {
+        /// The workspace.
+        name: String,
+    },
+    /// Run a tmux client of the workspace in its jail, as its user.
+    Client {
+        /// The workspace.
+        name: String,
+        /// tmux's arguments.
+        #[arg(last = true)]
+        args: Vec<OsString>,
+    },
 }
 
 /// `muxgate healthcheck`: where to ask and how long to wait.
@@ -433,6 +471,11 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::HostGate(args) => Ok(host_gate(&args)),
         Command::HostProbe => Ok(host_probe()),
+        Command::HostWorkspace(args) => host_workspace(
+            &args.config,
+            &args.request,
+            std::env::var("TERM").ok().as_deref(),
+        ),
     }
 }
 
@@ -442,12 +485,38 @@ fn host_gate(args: &HostGateArgs) -> ExitCode {
     use crate::hosts::gate::Allowed;
     use std::os::unix::process::CommandExt;
     let request = std::env::var("SSH_ORIGINAL_COMMAND").ok();
-    match crate::hosts::gate::check(request.as_deref(), &args.tmux) {
-        Ok(Allowed::Probe) => return host_probe(),
-        Ok(Allowed::Tmux {
+    let policy = crate::hosts::gate::Policy {
+        tmux: &args.tmux,
+        workspaces: args.workspaces_config.is_some(),
+    };
+    let allowed = match crate::hosts::gate::check(request.as_deref(), policy) {
+        Ok(allowed) => allowed,
+        Err(refusal) => {
+            eprintln!("muxgate host-gate: refused: {refusal}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let workspace = |request, term: Option<String>| match &args.workspaces_config {
+        Some(config) => host_workspace(config, &request, term.as_deref()).unwrap_or_else(|error| {
+            eprintln!("muxgate host-gate: {error:#}");
+            ExitCode::FAILURE
+        }),
+        None => ExitCode::FAILURE,
+    };
+    match allowed {
+        Allowed::Probe => host_probe(),
+        Allowed::WorkspaceStart { name } => workspace(HostWorkspaceRequest::Start { name }, None),
+        Allowed::WorkspaceClient { term, name, args } => workspace(
+            HostWorkspaceRequest::Client {
+                name,
+                args: args.into_iter().map(OsString::from).collect(),
+            },
+            term,
+        ),
+        Allowed::Tmux {
             term,
             args: tmux_args,
-        }) => {
+        } => {
             let mut command = std::process::Command::new(&args.tmux);
             command.args(&tmux_args);
             // What sshd set, less what the request and the connection would pass on to every
@@ -462,10 +531,39 @@ fn host_gate(args: &HostGateArgs) -> ExitCode {
             }
             let error = command.exec();
             eprintln!("muxgate host-gate: cannot run {}: {error}", args.tmux);
+            ExitCode::FAILURE
         }
-        Err(refusal) => eprintln!("muxgate host-gate: refused: {refusal}"),
     }
-    ExitCode::FAILURE
+}
+
+/// Runs one request of the gateway's for a workspace it placed on this host, with this host's
+/// configuration `config`; a client request replaces this process.
+fn host_workspace(
+    config: &Path,
+    request: &HostWorkspaceRequest,
+    term: Option<&str>,
+) -> anyhow::Result<ExitCode> {
+    // The file alone: nothing of the login's environment decides how tenants are sandboxed.
+    let loaded = Config::load(Some(config), std::iter::empty())?;
+    let runtime = runtime()?;
+    match request {
+        HostWorkspaceRequest::Start { name } => {
+            let start_time = runtime
+                .block_on(crate::workspace::on_host::start(&loaded.config, name))
+                .map_err(anyhow::Error::msg)?;
+            println!("{start_time}");
+            Ok(ExitCode::SUCCESS)
+        }
+        HostWorkspaceRequest::Client { name, args } => {
+            let why = runtime.block_on(crate::workspace::on_host::exec_client(
+                &loaded.config,
+                name,
+                term,
+                args,
+            ));
+            anyhow::bail!(why)
+        }
+    }
 }
 
 /// Answers the gateway's probe questions on standard input until it ends.

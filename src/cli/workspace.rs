@@ -28,10 +28,14 @@ pub(super) async fn run(config: &Config, command: &WorkspaceCommand) -> anyhow::
                 println!("{name} was not running");
             }
         }
-        WorkspaceCommand::Delete { name } => {
-            admin::delete(&state, name).await?;
-            println!("deleted {name}");
-        }
+        WorkspaceCommand::Delete { name } => match admin::delete(&state, name).await? {
+            None => println!("deleted {name}"),
+            Some(host) => println!(
+                "deleted this gateway's record of {name}; its sandbox and files are on host \
+                 {host}: delete them there (`muxgate workspace delete {name} --config \
+                 <hosts.{host}.workspaces_config>`)"
+            ),
+        },
     }
     Ok(())
 }
@@ -47,19 +51,33 @@ fn render(workspaces: &[WorkspaceStatus], now: u64) -> String {
         .max()
         .unwrap_or(0)
         .max(4);
-    let mut out = format!("{:width$}  {:20}  {:>7}  created\n", "name", "state", "uid");
+    let host_width = workspaces
+        .iter()
+        .filter_map(|w| w.meta.host.as_deref())
+        .map(|host| host.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(5);
+    let mut out = format!(
+        "{:width$}  {:host_width$}  {:20}  {:>7}  created\n",
+        "name", "host", "state", "uid"
+    );
     for workspace in workspaces {
-        let state = match workspace.pid {
-            Some(pid) => format!("running (pid {pid})"),
-            None => "stopped".into(),
+        let (host, state, uid) = match (&workspace.meta.host, workspace.pid) {
+            // Its sandbox, uid and state are the host's: its own `workspace list` shows them.
+            (Some(host), _) => (host.as_str(), "on its host".to_owned(), "-".to_owned()),
+            (None, pid) => (
+                "local",
+                pid.map_or_else(|| "stopped".into(), |pid| format!("running (pid {pid})")),
+                workspace
+                    .meta
+                    .run_as
+                    .map_or_else(|| "gateway".into(), |r| r.uid.to_string()),
+            ),
         };
-        let uid = workspace
-            .meta
-            .run_as
-            .map_or_else(|| "gateway".into(), |r| r.uid.to_string());
         let age = Duration::from_secs(now.saturating_sub(workspace.meta.created));
         out.push_str(&format!(
-            "{:width$}  {state:20}  {uid:>7}  {} ago\n",
+            "{:width$}  {host:host_width$}  {state:20}  {uid:>7}  {} ago\n",
             workspace.meta.name,
             super::human(age)
         ));
@@ -86,6 +104,7 @@ mod tests {
                 name: name.into(),
                 run_as: uid.map(|uid| RunAsRecord { uid, gid: uid }),
                 created: 1_000,
+                host: (name == "carol").then(|| "build-1".into()),
             },
             dir: "/state/workspaces/x".into(),
             pid,
@@ -94,14 +113,16 @@ mod tests {
             &[
                 status("alice", Some(42), Some(600_000)),
                 status("team-b", None, None),
+                status("carol", None, None),
             ],
             1_000 + 3 * 3600,
         );
         assert_eq!(
             text,
-            "name    state                     uid  created\n\
-             alice   running (pid 42)       600000  3h ago\n\
-             team-b  stopped               gateway  3h ago\n"
+            "name    host     state                     uid  created\n\
+             alice   local    running (pid 42)       600000  3h ago\n\
+             team-b  local    stopped               gateway  3h ago\n\
+             carol   build-1  on its host                 -  3h ago\n"
         );
         assert_eq!(render(&[], 0), "no workspaces\n");
     }

@@ -952,6 +952,34 @@ impl Config {
                 return Err(at(key, message));
             }
         }
+        self.validate_workspace_hosts()
+    }
+
+    /// Each place `workspaces.hosts` names is this machine or a host that can run workspaces.
+    fn validate_workspace_hosts(&self) -> Result<(), Violation> {
+        let at = |message: String| Violation {
+            path: vec!["workspaces".into(), "hosts".into()],
+            message,
+        };
+        for place in &self.workspaces.hosts {
+            if place == crate::workspace::config::LOCAL_HOST {
+                continue;
+            }
+            match self.hosts.get(place) {
+                None => {
+                    return Err(at(format!(
+                        "`{place}` is neither \"local\" nor a [hosts.<name>] entry"
+                    )));
+                }
+                Some(host) if host.workspaces_config.is_none() => {
+                    return Err(at(format!(
+                        "host `{place}` has no workspaces_config: set hosts.{place}.workspaces_config \
+                         to the muxgate configuration on the host its workspaces use"
+                    )));
+                }
+                Some(_) => {}
+            }
+        }
         Ok(())
     }
 
@@ -1363,6 +1391,43 @@ mod tests {
         let (key, message, _) = invalid("[http]\nallowed_hosts = []\n", &[]);
         assert_eq!(key, "http.allowed_hosts");
         assert!(message.contains("[\"*\"]"), "{message}");
+    }
+
+    #[test]
+    fn workspaces_run_only_where_they_can() {
+        let host = "[hosts.build-1]\nssh = 'agent@build-1:22'\nidentity_file = '/k'\n\
+                    known_hosts = '/kh'\n";
+        for (text, said) in [
+            ("[workspaces]\nhosts = []\n".to_owned(), "at least one"),
+            (
+                "[workspaces]\nhosts = ['local', 'local']\n".to_owned(),
+                "named twice",
+            ),
+            (
+                "[workspaces]\nhosts = ['build-2']\n".to_owned(),
+                "neither \"local\" nor",
+            ),
+            (
+                format!("[workspaces]\nhosts = ['build-1']\n{host}"),
+                "set hosts.build-1.workspaces_config",
+            ),
+            (
+                format!("[workspaces]\nhosts = ['build-1']\n{host}workspaces_config = 'rel'\n"),
+                "absolute path",
+            ),
+        ] {
+            let (_, message, _) = invalid(&text, &[]);
+            assert!(message.contains(said), "{text}: {message}");
+        }
+        let placed = format!(
+            "[workspaces]\nhosts = ['local', 'build-1']\n{host}workspaces_config = '/etc/m.toml'\n"
+        );
+        let config = Config::from_toml_str(&placed).expect("valid");
+        assert_eq!(config.workspaces.hosts, ["local", "build-1"]);
+        assert_eq!(
+            Config::embedded_default().workspaces.hosts,
+            [crate::workspace::config::LOCAL_HOST]
+        );
     }
 
     #[test]

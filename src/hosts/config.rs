@@ -38,6 +38,11 @@ pub struct HostConfig {
     /// whether it waits for input. A host without it answers those as unknown.
     #[serde(default = "default_muxgate")]
     pub muxgate: String,
+    /// The muxgate configuration on the host (a path there) whose `[workspaces]` and `[state]`
+    /// the workspaces the gateway places there use; needed when `workspaces.hosts` lists the
+    /// host.
+    #[serde(default)]
+    pub workspaces_config: Option<PathBuf>,
     /// The longest a connection attempt may take, in seconds.
     #[serde(default = "default_connect_timeout_secs")]
     pub connect_timeout_secs: u64,
@@ -114,6 +119,14 @@ impl HostConfig {
         }
         if self.muxgate.is_empty() || self.muxgate.chars().any(char::is_control) {
             return Err(("muxgate", "must be a program name or a path".into()));
+        }
+        if let Some(path) = &self.workspaces_config
+            && (!path.is_absolute() || path.to_string_lossy().chars().any(char::is_control))
+        {
+            return Err((
+                "workspaces_config",
+                "must be an absolute path on the host".into(),
+            ));
         }
         if !(1..=600).contains(&self.connect_timeout_secs) {
             return Err(("connect_timeout_secs", "must be from 1 to 600".into()));
@@ -275,6 +288,7 @@ mod tests {
             servers: servers.iter().map(|s| s.to_string()).collect(),
             tmux: default_tmux(),
             muxgate: default_muxgate(),
+            workspaces_config: None,
             connect_timeout_secs: 10,
             keepalive_secs: 15,
         }

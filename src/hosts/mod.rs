@@ -47,6 +47,8 @@ const CONCURRENT_LOGINS: usize = 8;
 /// The configured hosts' links, each kept up by its own task until [`Hosts::close`].
 pub struct Hosts {
     links: BTreeMap<String, Arc<HostLink>>,
+    /// How each host is reached, by the host's name.
+    remotes: BTreeMap<String, Arc<RemoteHost>>,
     /// The host of each remote server, by the server's name.
     servers: BTreeMap<String, String>,
     endpoints: Vec<(String, TmuxEndpoint)>,
@@ -85,6 +87,7 @@ impl Hosts {
         };
         let mut started = Self {
             links: BTreeMap::new(),
+            remotes: BTreeMap::new(),
             servers: BTreeMap::new(),
             endpoints: Vec::new(),
             logins: Arc::new(tokio::sync::Semaphore::new(CONCURRENT_LOGINS)),
@@ -115,7 +118,7 @@ impl Hosts {
             name: name.into(),
             program: SSH_PROGRAM.into(),
             args,
-            tmux: host.tmux.clone(),
+            tmux: vec![host.tmux.clone()],
             link: link.clone(),
             processes: Arc::new(processes),
         });
@@ -137,11 +140,17 @@ impl Hosts {
         };
         tokio::spawn(link::keep_up(link.clone(), master, self.stop.clone()));
         self.links.insert(name.to_owned(), link);
+        self.remotes.insert(name.to_owned(), remote);
     }
 
     /// The hosts' servers, for the engine: each name and how it is reached.
     pub(crate) fn endpoints(&self) -> impl Iterator<Item = (String, TmuxEndpoint)> + '_ {
         self.endpoints.iter().cloned()
+    }
+
+    /// How host `name` is reached: its link and its client command.
+    pub(crate) fn remote(&self, name: &str) -> Option<&Arc<RemoteHost>> {
+        self.remotes.get(name)
     }
 
     /// The link of the host a server runs on; `None` for a server of this machine.

@@ -168,6 +168,7 @@ mod tests {
             servers: vec!["default".into()],
             tmux: "tmux".into(),
             muxgate: "muxgate".into(),
+            workspaces_config: None,
             connect_timeout_secs: 10,
             keepalive_secs: 15,
         }

@@ -194,6 +194,7 @@ async fn workspace_server(workspaces: &Workspaces, name: &str) -> Result<TmuxSer
             "this gateway has no room for another workspace",
             "ask the operator to delete unused workspaces or raise workspaces.max_workspaces",
         ),
+        WorkspaceError::LinkDown(down) => link_down_error(&down),
         // The details (paths, sandbox messages) go to the gateway's log, not to clients.
         error => {
             tracing::warn!(workspace = %name, %error, "a workspace could not be started");

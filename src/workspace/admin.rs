@@ -30,6 +30,16 @@ pub enum AdminError {
     /// No workspace has this name.
     #[error("no workspace named {0:?} (see `muxgate workspace list`)")]
     Unknown(String),
+    /// It runs on another host, whose own muxgate stops it.
+    #[error(
+        "workspace {name:?} runs on host {host}: stop it there (`muxgate workspace stop {name} --config <hosts.{host}.workspaces_config>`)"
+    )]
+    OnHost {
+        /// The workspace.
+        name: String,
+        /// Its host.
+        host: String,
+    },
     /// Its sandbox did not stop in time.
     #[error("the sandbox of {0:?} did not stop within {STOP_TIMEOUT:?}")]
     StillRunning(String),
@@ -55,6 +65,12 @@ pub fn list(state_dir: &Path) -> std::io::Result<Vec<WorkspaceStatus>> {
 /// system is unmounted and its memory cgroup removed. Returns whether it was running.
 pub async fn stop(state_dir: &Path, name: &str) -> Result<bool, AdminError> {
     let dir = find(state_dir, name)?;
+    if let Some(host) = super::layout::read_meta(&dir)?.host {
+        return Err(AdminError::OnHost {
+            name: name.to_owned(),
+            host,
+        });
+    }
     let was_running = match launch::running(&dir) {
         Some(process) if launch::kill(process, STOP_TIMEOUT).await => true,
         Some(_) => return Err(AdminError::StillRunning(name.to_owned())),
@@ -66,14 +82,18 @@ pub async fn stop(state_dir: &Path, name: &str) -> Result<bool, AdminError> {
 }
 
 /// Stops `name` and deletes its directory (home, record), whatever modes its tenant left on
-/// the files there.
-pub async fn delete(state_dir: &Path, name: &str) -> Result<(), AdminError> {
-    stop(state_dir, name).await?;
+/// the files there. For a workspace on another host only this gateway's record goes (its next
+/// use places it anew); `Some(host)`: the host whose own muxgate holds its sandbox and files.
+pub async fn delete(state_dir: &Path, name: &str) -> Result<Option<String>, AdminError> {
     let dir = find(state_dir, name)?;
+    let host = super::layout::read_meta(&dir)?.host;
+    if host.is_none() {
+        stop(state_dir, name).await?;
+    }
     tokio::task::spawn_blocking(move || remove_tree(&dir))
         .await
         .map_err(|e| std::io::Error::other(e.to_string()))??;
-    Ok(())
+    Ok(host)
 }
 
 /// Removes `dir` and everything in it. A tenant may have left directories it made unreadable

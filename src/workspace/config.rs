@@ -30,7 +30,12 @@ pub struct WorkspacesConfig {
     pub start_timeout_ms: u64,
     /// What each workspace may use: sessions, processes, memory, open files, home size.
     pub limits: WorkspaceLimits,
+    /// Where workspaces run: [`LOCAL_HOST`] and `[hosts.<name>]` names.
+    pub hosts: Vec<String>,
 }
+
+/// The entry of `workspaces.hosts` naming this machine.
+pub(crate) const LOCAL_HOST: &str = "local";
 
 /// `[workspaces.limits]`: per workspace (0: no limit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -76,6 +81,11 @@ impl WorkspaceLimits {
 }
 
 impl WorkspacesConfig {
+    /// Whether workspaces may run on this machine.
+    pub fn runs_locally(&self) -> bool {
+        self.hosts.iter().any(|host| host == LOCAL_HOST)
+    }
+
     /// `start_timeout_ms` as a duration.
     pub fn start_timeout(&self) -> std::time::Duration {
         std::time::Duration::from_millis(self.start_timeout_ms)
@@ -125,6 +135,20 @@ impl WorkspacesConfig {
         }
         if self.start_timeout_ms == 0 {
             return Err(("start_timeout_ms", "must be positive".into()));
+        }
+        if self.hosts.is_empty() {
+            return Err((
+                "hosts",
+                "must name at least one place: \"local\" or a host".into(),
+            ));
+        }
+        if let Some((i, host)) = self
+            .hosts
+            .iter()
+            .enumerate()
+            .find(|(i, host)| self.hosts[..*i].contains(host))
+        {
+            return Err(("hosts", format!("`{host}` is named twice (entry {i})")));
         }
         Ok(())
     }

@@ -61,6 +61,20 @@ impl Host {
         expose: &[PathBuf],
         secrets: &[PathBuf],
     ) -> Result<Self, HostError> {
+        let host = Self::resolve(bwrap, tmux_bin, network, expose, secrets).await?;
+        host.try_sandbox().await?;
+        Ok(host)
+    }
+
+    /// Resolves the binaries and builds the view (hiding `secrets`), without starting a
+    /// sandbox: for a client of a workspace whose sandbox already runs.
+    pub(crate) async fn resolve(
+        bwrap: &Path,
+        tmux_bin: &Path,
+        network: Network,
+        expose: &[PathBuf],
+        secrets: &[PathBuf],
+    ) -> Result<Self, HostError> {
         let bwrap =
             which(bwrap).ok_or_else(|| HostError::MissingBwrap(bwrap.display().to_string()))?;
         let tmux_bin = which(tmux_bin)
@@ -69,7 +83,7 @@ impl Host {
             .ok_or_else(|| HostError::MissingBinary("prlimit".into()))?;
         let disable_userns = supports_disable_userns(&bwrap).await;
         let view = host_view(expose, secrets, &tmux_bin)?;
-        let host = Self {
+        Ok(Self {
             spec: SandboxSpec {
                 bwrap,
                 disable_userns,
@@ -78,9 +92,7 @@ impl Host {
                 network,
             },
             view,
-        };
-        host.try_sandbox().await?;
-        Ok(host)
+        })
     }
 
     /// Starts `true` in a workspace's sandbox, with throwaway directories.

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::config::LOCAL_HOST;
 use super::name::WorkspaceName;
 use super::sandbox::WorkspaceDirs;
 use crate::state::write_private;
@@ -40,6 +41,9 @@ pub struct WorkspaceMeta {
     pub run_as: Option<RunAsRecord>,
     /// Creation time, seconds since the Unix epoch.
     pub created: u64,
+    /// The host it runs on (`workspaces.hosts`); absent: this machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// [`RunAs`] as stored.
@@ -140,12 +144,13 @@ impl Layout {
         Ok(found)
     }
 
-    /// Creates the workspace's directories (its record with a free uid from `uid_base` when
-    /// workspaces have their own, at most `max` workspaces), or reads the record of an
-    /// existing one.
+    /// Creates the workspace's directories (its record, placed on one of `places` by
+    /// [`choose_place`], with a free uid from `uid_base` when it runs here and workspaces have
+    /// their own; at most `max` workspaces), or reads the record of an existing one.
     pub(crate) fn open(
         &self,
         name: &WorkspaceName,
+        places: &[String],
         uid_base: u32,
         max: u32,
         now: u64,
@@ -164,7 +169,8 @@ impl Layout {
         if existing.len() >= max as usize {
             return Err(OpenError::TooMany(max));
         }
-        let run_as = if self.own_uids {
+        let host = choose_place(places, existing.iter().map(|(_, meta)| meta));
+        let run_as = if self.own_uids && host.is_none() {
             // This gateway's workspaces, and whatever else runs on the host or has an account
             // (another gateway's workspaces, given the same `uid_base`, would otherwise share
             // uids with these: a tenant of one could signal and read the other's).
@@ -182,6 +188,7 @@ impl Layout {
             name: name.as_str().to_owned(),
             run_as,
             created: now,
+            host,
         };
         fs::DirBuilder::new()
             .mode(0o700)
@@ -201,6 +208,26 @@ impl Layout {
         write_private(&dir.join(META_FILE), &serde_json::to_vec_pretty(&meta)?)?;
         Ok((dir, meta))
     }
+}
+
+/// Where a new workspace runs: the one of `places` (`local` or a host's name) holding the
+/// fewest of the `existing` workspaces, the first of them on a tie. `None`: this machine.
+pub(crate) fn choose_place<'a>(
+    places: &[String],
+    existing: impl Iterator<Item = &'a WorkspaceMeta>,
+) -> Option<String> {
+    let existing: Vec<&WorkspaceMeta> = existing.collect();
+    let held = |place: &String| {
+        existing
+            .iter()
+            .filter(|meta| meta.host.as_deref().unwrap_or(LOCAL_HOST) == place)
+            .count()
+    };
+    places
+        .iter()
+        .min_by_key(|place| held(place))
+        .filter(|place| *place != LOCAL_HOST)
+        .cloned()
 }
 
 /// Why a workspace could not be opened.
@@ -269,6 +296,52 @@ fn make_private_dir(path: &Path, owner: Option<RunAsRecord>) -> io::Result<()> {
 mod tests {
     use super::*;
 
+    /// Workspaces on this machine only.
+    fn here() -> Vec<String> {
+        vec![LOCAL_HOST.to_owned()]
+    }
+
+    #[test]
+    fn a_new_workspace_goes_where_the_fewest_are_and_stays() {
+        let places: Vec<String> = ["local", "build-1", "build-2"].map(str::to_owned).to_vec();
+        let meta = |host: Option<&str>| WorkspaceMeta {
+            name: "x".into(),
+            run_as: None,
+            created: 0,
+            host: host.map(str::to_owned),
+        };
+        assert_eq!(choose_place(&places, [].iter()), None);
+        let one_here = [meta(None)];
+        assert_eq!(
+            choose_place(&places, one_here.iter()).as_deref(),
+            Some("build-1")
+        );
+        let spread = [meta(None), meta(Some("build-1")), meta(Some("build-2"))];
+        assert_eq!(choose_place(&places, spread.iter()), None);
+        // A host no longer listed holds no place's count.
+        let gone = [meta(Some("old")), meta(None)];
+        assert_eq!(
+            choose_place(&places, gone.iter()).as_deref(),
+            Some("build-1")
+        );
+        let remote_only = ["build-1".to_owned()];
+        assert_eq!(
+            choose_place(&remote_only, spread.iter()).as_deref(),
+            Some("build-1")
+        );
+
+        // Recorded when made, and kept whatever the places are later.
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::new(dir.path(), false);
+        layout.prepare().unwrap();
+        let (_, alice) = layout.open(&name("alice"), &remote_only, 0, 8, 1).unwrap();
+        assert_eq!(alice.host.as_deref(), Some("build-1"));
+        let (_, again) = layout.open(&name("alice"), &here(), 0, 8, 2).unwrap();
+        assert_eq!(again, alice);
+        let (_, bob) = layout.open(&name("bob"), &here(), 0, 8, 3).unwrap();
+        assert_eq!(bob.host, None);
+    }
+
     fn name(text: &str) -> WorkspaceName {
         WorkspaceName::parse(text).unwrap()
     }
@@ -278,7 +351,7 @@ mod tests {
         let state = tempfile::tempdir().unwrap();
         let layout = Layout::new(state.path(), false);
         layout.prepare().unwrap();
-        let (dir, meta) = layout.open(&name("alice"), 600_000, 8, 7).unwrap();
+        let (dir, meta) = layout.open(&name("alice"), &here(), 600_000, 8, 7).unwrap();
         assert_eq!(dir, state.path().join("workspaces/alice"));
         assert_eq!(meta.run_as, None);
         for sub in ["home", "run"] {
@@ -290,7 +363,9 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o600);
-        let (_, again) = layout.open(&name("alice"), 600_000, 8, 99).unwrap();
+        let (_, again) = layout
+            .open(&name("alice"), &here(), 600_000, 8, 99)
+            .unwrap();
         assert_eq!(again.created, 7, "the record is read, not rewritten");
         assert_eq!(layout.list().unwrap().len(), 1);
     }
@@ -352,14 +427,14 @@ mod tests {
         let state = tempfile::tempdir().unwrap();
         let layout = Layout::new(state.path(), false);
         layout.prepare().unwrap();
-        layout.open(&name("a"), 0, 2, 0).unwrap();
-        layout.open(&name("b/c"), 0, 2, 0).unwrap();
+        layout.open(&name("a"), &here(), 0, 2, 0).unwrap();
+        layout.open(&name("b/c"), &here(), 0, 2, 0).unwrap();
         assert!(matches!(
-            layout.open(&name("c"), 0, 2, 0),
+            layout.open(&name("c"), &here(), 0, 2, 0),
             Err(OpenError::TooMany(2))
         ));
         assert!(
-            layout.open(&name("a"), 0, 2, 0).is_ok(),
+            layout.open(&name("a"), &here(), 0, 2, 0).is_ok(),
             "an existing one still opens"
         );
     }

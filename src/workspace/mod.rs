@@ -17,6 +17,8 @@
 //! - [`cgroup`]: the whole workspace's memory, bounded (a memory cgroup);
 //! - [`launch`]: a sandbox as a process (start, recognise after a restart, kill);
 //! - [`admin`]: `muxgate workspace list|stop|delete`;
+//! - [`remote`]: a workspace placed on another host (`workspaces.hosts`), started and reached
+//!   over the host's link; [`on_host`]: the host's end of it (`muxgate host-workspace`);
 //! - [`config`]: the `[workspaces]` section.
 //!
 //! [`Workspaces`] holds the running ones: each gets its own [`TmuxServer`] (its own worker, so
@@ -32,9 +34,11 @@ pub(crate) mod host;
 pub(crate) mod launch;
 pub(crate) mod layout;
 pub(crate) mod name;
+pub mod on_host;
+pub(crate) mod remote;
 pub(crate) mod sandbox;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -49,6 +53,7 @@ use host::{Host, HostError};
 use launch::{LaunchError, Plan};
 use layout::{Layout, OpenError};
 pub use name::WorkspaceName;
+pub use remote::WorkspaceHost;
 
 use muxgate_tmux::typed::server::TmuxServerOps;
 use muxgate_tmux::{
@@ -87,6 +92,22 @@ pub enum WorkspaceError {
         /// The state directory.
         state: PathBuf,
     },
+    /// Its host could not start it.
+    #[error("the workspace's sandbox: {0}")]
+    Remote(String),
+    /// Its host cannot be reached now.
+    #[error(transparent)]
+    LinkDown(muxgate_tmux::LinkDown),
+    /// It runs on a place `workspaces.hosts` no longer lists.
+    #[error(
+        "workspace {name} runs on {host}, which workspaces.hosts no longer lists: list it again, or delete the workspace (muxgate workspace delete) to place it anew"
+    )]
+    Placed {
+        /// The workspace.
+        name: String,
+        /// Where it runs: a host's name, or `local`.
+        host: String,
+    },
     /// Homes of a fixed size cannot be made here.
     #[error(
         "workspace homes cannot be given their size here: {0}. Set workspaces.limits.home_bytes = 0 to run homes as plain directories (a tenant can then fill the disk the state directory is on)"
@@ -123,7 +144,10 @@ pub struct Workspaces {
 }
 
 struct Inner {
-    host: Host,
+    /// This machine's sandboxes, when workspaces run here (`workspaces.hosts` has `local`).
+    host: Option<Host>,
+    /// The hosts that run workspaces, by name.
+    remote: BTreeMap<String, WorkspaceHost>,
     layout: Layout,
     /// Sized homes, when the gateway can mount them.
     disks: Option<HomeDisks>,
@@ -149,28 +173,42 @@ struct Slot {
     starting: tokio::sync::Mutex<()>,
     /// Whether this gateway has seen its sandbox running (started it or found it).
     seen: AtomicBool,
+    /// The host it runs on; `None`: this machine.
+    remote: Option<WorkspaceHost>,
+}
+
+/// How much longer than a local start a start on a host may take: the request's own round
+/// trips and the host's check that sandboxes start there.
+const REMOTE_START_MARGIN: Duration = Duration::from_secs(10);
+
+impl Slot {
+    /// Whether its sandbox runs, as far as this gateway can tell without asking a host: a
+    /// remote one while its server is connected.
+    fn is_running(&self) -> bool {
+        match &self.remote {
+            Some(_) => self
+                .server
+                .worker()
+                .stats()
+                .connected
+                .load(Ordering::Relaxed),
+            None => launch::running(&self.dir).is_some(),
+        }
+    }
 }
 
 impl Workspaces {
-    /// Checks that sandboxes work here and prepares the state directory. `secrets` are the
-    /// gateway's files no workspace may see (config, keys, audit log).
+    /// Checks that sandboxes work here (when workspaces run here) and prepares the state
+    /// directory. `secrets` are the gateway's files no workspace may see (config, keys, audit
+    /// log); `remote` the hosts `workspaces.hosts` names.
     pub async fn open(
         config: &WorkspacesConfig,
         state_dir: &Path,
         secrets: &[PathBuf],
         settings: Arc<EngineSettings>,
         shutdown: CancellationToken,
+        remote: BTreeMap<String, WorkspaceHost>,
     ) -> Result<Self, WorkspaceError> {
-        let mut secrets = secrets.to_vec();
-        secrets.push(state_dir.to_owned());
-        let host = Host::probe(
-            &config.bwrap,
-            &settings.tmux_bin,
-            config.network,
-            &config.expose,
-            &secrets,
-        )
-        .await?;
         let layout = Layout::new(state_dir, own_uids());
         if let Some(dir) = layout.unreachable_parent() {
             return Err(WorkspaceError::Unreachable {
@@ -178,41 +216,27 @@ impl Workspaces {
                 state: state_dir.to_owned(),
             });
         }
+        let (host, disks, cgroups) = if config.runs_locally() {
+            let mut secrets = secrets.to_vec();
+            secrets.push(state_dir.to_owned());
+            let host = Host::probe(
+                &config.bwrap,
+                &settings.tmux_bin,
+                config.network,
+                &config.expose,
+                &secrets,
+            )
+            .await?;
+            let (disks, cgroups) = local_limits(config, state_dir).await?;
+            (Some(host), disks, cgroups)
+        } else {
+            (None, None, None)
+        };
         layout.prepare()?;
-        let limits = &config.limits;
-        let disks = match HomeDisks::probe() {
-            _ if limits.home_bytes == 0 => None,
-            Ok(disks) => {
-                disks
-                    .prove(limits.home_bytes.min(disk::MIN_HOME_BYTES))
-                    .await
-                    .map_err(|e| WorkspaceError::Disks(e.to_string()))?;
-                Some(disks)
-            }
-            // As root, sized homes are expected to work: a missing tool is a broken install.
-            Err(why) if own_uids() => return Err(WorkspaceError::Disks(why)),
-            Err(why) => {
-                tracing::warn!(
-                    reason = %why,
-                    "workspace homes have no size bound (workspaces.limits.home_bytes): a tenant can fill the disk the state directory is on"
-                );
-                None
-            }
-        };
-        let cgroups = match MemoryCgroups::probe(&cgroup_group(state_dir)) {
-            _ if limits.memory_bytes == 0 => None,
-            Ok(cgroups) => Some(cgroups),
-            Err(why) => {
-                tracing::warn!(
-                    reason = %why,
-                    "a workspace's memory is bounded per process only (workspaces.limits.memory_bytes needs a memory cgroup the gateway can make)"
-                );
-                None
-            }
-        };
         Ok(Self {
             inner: Arc::new(Inner {
                 host,
+                remote,
                 layout,
                 disks,
                 cgroups,
@@ -240,17 +264,38 @@ impl Workspaces {
     pub async fn server(&self, name: &WorkspaceName) -> Result<TmuxServer, WorkspaceError> {
         let slot = self.slot(name).await?;
         let _starting = slot.starting.lock().await;
-        match launch::running(&slot.dir) {
-            None => {
-                let process = self.start_sandbox(name, &slot).await?;
-                slot.server.set_epoch(process.start_time);
+        if let Some(remote) = &slot.remote {
+            // The host knows whether the sandbox runs: asked whenever the server is not
+            // connected (first use, or its connection ended), which starts it if needed.
+            if !slot
+                .server
+                .worker()
+                .stats()
+                .connected
+                .load(Ordering::Relaxed)
+            {
+                let epoch = remote
+                    .start(
+                        name,
+                        self.inner.config.start_timeout() + REMOTE_START_MARGIN,
+                    )
+                    .await?;
+                slot.server.set_epoch(epoch);
                 self.reach(&slot.server).await;
             }
-            Some(process) => {
-                slot.server.set_epoch(process.start_time);
-                if !slot.seen.swap(true, Ordering::Relaxed) {
-                    tracing::info!(workspace = %name, "workspace found running");
-                    self.inner.stats.found.fetch_add(1, Ordering::Relaxed);
+        } else {
+            match launch::running(&slot.dir) {
+                None => {
+                    let process = self.start_sandbox(name, &slot).await?;
+                    slot.server.set_epoch(process.start_time);
+                    self.reach(&slot.server).await;
+                }
+                Some(process) => {
+                    slot.server.set_epoch(process.start_time);
+                    if !slot.seen.swap(true, Ordering::Relaxed) {
+                        tracing::info!(workspace = %name, "workspace found running");
+                        self.inner.stats.found.fetch_add(1, Ordering::Relaxed);
+                    }
                 }
             }
         }
@@ -261,6 +306,9 @@ impl Workspaces {
     /// The tmux server of workspace `name` if its sandbox is running now; never starts one.
     pub fn running_server(&self, name: &WorkspaceName) -> Option<TmuxServer> {
         let slot = self.lock_slots().get(name).cloned()?;
+        if slot.remote.is_some() {
+            return slot.is_running().then(|| slot.server.clone());
+        }
         let process = launch::running(&slot.dir)?;
         slot.server.set_epoch(process.start_time);
         Some(slot.server.clone())
@@ -278,7 +326,7 @@ impl Workspaces {
     pub fn running(&self) -> usize {
         self.lock_slots()
             .values()
-            .filter(|slot| launch::running(&slot.dir).is_some())
+            .filter(|slot| slot.is_running())
             .count()
     }
 
@@ -289,9 +337,9 @@ impl Workspaces {
     ) -> Result<launch::ProcessId, WorkspaceError> {
         let inner = &self.inner;
         let began = Instant::now();
+        let host = inner.host.as_ref().ok_or_else(|| not_here(name))?;
         let plan = self.prepare(name, slot).await?;
-        let started =
-            launch::start(&inner.host, &slot.dir, plan, inner.config.start_timeout()).await;
+        let started = launch::start(host, &slot.dir, plan, inner.config.start_timeout()).await;
         match started {
             Ok(process) => {
                 let micros = u64::try_from(began.elapsed().as_micros()).unwrap_or(u64::MAX);
@@ -372,25 +420,40 @@ impl Workspaces {
             return Ok(slot);
         }
         let layout = inner.layout.clone();
+        let places = inner.config.hosts.clone();
         let (uid_base, max) = (inner.config.uid_base, inner.config.max_workspaces);
         let owned = name.clone();
-        let (dir, meta) =
-            tokio::task::spawn_blocking(move || layout.open(&owned, uid_base, max, unix_now()))
-                .await
-                .map_err(|e| std::io::Error::other(e.to_string()))??;
+        let (dir, meta) = tokio::task::spawn_blocking(move || {
+            layout.open(&owned, &places, uid_base, max, unix_now())
+        })
+        .await
+        .map_err(|e| std::io::Error::other(e.to_string()))??;
         let run_as = meta.run_as.map(RunAs::from);
-        let wrapper = ClientWrapper {
-            program: inner.host.spec.bwrap.clone(),
-            args: sandbox::client_wrapper(
-                &inner.host.spec,
-                &inner.host.view,
-                &Layout::dirs(&dir).run,
-            ),
-            run_as,
-        };
-        let endpoint = TmuxEndpoint {
-            socket: TmuxSocket::Path(sandbox::INSIDE_SOCKET.into()),
-            launch: ClientLaunch::Wrapped(Arc::new(wrapper)),
+        let (endpoint, remote) = match &meta.host {
+            Some(host) => {
+                let remote = inner
+                    .remote
+                    .get(host)
+                    .ok_or_else(|| WorkspaceError::Placed {
+                        name: name.to_string(),
+                        host: host.clone(),
+                    })?
+                    .clone();
+                (remote.endpoint(name), Some(remote))
+            }
+            None => {
+                let host = inner.host.as_ref().ok_or_else(|| not_here(name))?;
+                let wrapper = ClientWrapper {
+                    program: host.spec.bwrap.clone(),
+                    args: sandbox::client_wrapper(&host.spec, &host.view, &Layout::dirs(&dir).run),
+                    run_as,
+                };
+                let endpoint = TmuxEndpoint {
+                    socket: TmuxSocket::Path(sandbox::INSIDE_SOCKET.into()),
+                    launch: ClientLaunch::Wrapped(Arc::new(wrapper)),
+                };
+                (endpoint, None)
+            }
         };
         let retire = inner.shutdown.child_token();
         let server = TmuxServer::start(
@@ -407,6 +470,7 @@ impl Workspaces {
             retire,
             starting: tokio::sync::Mutex::new(()),
             seen: AtomicBool::new(false),
+            remote,
         });
         if let Some(old) = self.lock_slots().insert(name.clone(), slot.clone()) {
             old.retire.cancel();
@@ -427,6 +491,54 @@ impl Workspaces {
             .slots
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// What bounds a workspace on this machine beyond its sandbox: sized homes and memory cgroups,
+/// where this machine can make them (and the limits ask for them).
+async fn local_limits(
+    config: &WorkspacesConfig,
+    state_dir: &Path,
+) -> Result<(Option<HomeDisks>, Option<MemoryCgroups>), WorkspaceError> {
+    let limits = &config.limits;
+    let disks = match HomeDisks::probe() {
+        _ if limits.home_bytes == 0 => None,
+        Ok(disks) => {
+            disks
+                .prove(limits.home_bytes.min(disk::MIN_HOME_BYTES))
+                .await
+                .map_err(|e| WorkspaceError::Disks(e.to_string()))?;
+            Some(disks)
+        }
+        // As root, sized homes are expected to work: a missing tool is a broken install.
+        Err(why) if own_uids() => return Err(WorkspaceError::Disks(why)),
+        Err(why) => {
+            tracing::warn!(
+                reason = %why,
+                "workspace homes have no size bound (workspaces.limits.home_bytes): a tenant can fill the disk the state directory is on"
+            );
+            None
+        }
+    };
+    let cgroups = match MemoryCgroups::probe(&cgroup_group(state_dir)) {
+        _ if limits.memory_bytes == 0 => None,
+        Ok(cgroups) => Some(cgroups),
+        Err(why) => {
+            tracing::warn!(
+                reason = %why,
+                "a workspace's memory is bounded per process only (workspaces.limits.memory_bytes needs a memory cgroup the gateway can make)"
+            );
+            None
+        }
+    };
+    Ok((disks, cgroups))
+}
+
+/// The error for workspace `name`, recorded on this machine, when workspaces no longer run here.
+fn not_here(name: &WorkspaceName) -> WorkspaceError {
+    WorkspaceError::Placed {
+        name: name.to_string(),
+        host: config::LOCAL_HOST.to_owned(),
     }
 }
 

@@ -89,6 +89,11 @@ impl SshHost {
         host
     }
 
+    /// The host's address on the test's network.
+    pub(crate) fn address(&self) -> &str {
+        &self.addr
+    }
+
     /// The directory of the host's keys and files.
     pub(crate) fn dir(&self) -> &Path {
         self.dir.path()
@@ -124,6 +129,34 @@ impl SshHost {
             known = self.known_hosts().display(),
             servers = servers.join(", "),
         )
+    }
+
+    /// Sets the host up to run a gateway's workspaces: a muxgate configuration of its own (its
+    /// state directory in the host's directory, small limits), which the returned path names.
+    pub(crate) fn workspaces_config(&self) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        // Workspace users pass through the host's directory to their own (their files there
+        // stay private: keys are 0600, workspace directories 0700).
+        std::fs::set_permissions(self.dir(), std::fs::Permissions::from_mode(0o711))
+            .expect("the host directory's mode");
+        let path = self.dir().join("host.toml");
+        std::fs::write(
+            &path,
+            format!(
+                "[state]\ndir = '{}'\n\n[workspaces.limits]\nhome_bytes = {}\n\
+                 memory_bytes = {}\n",
+                self.dir().join("state").display(),
+                32u64 << 20,
+                192u64 << 20,
+            ),
+        )
+        .expect("the host's configuration");
+        path
+    }
+
+    /// The state directory of the workspaces the host runs (see [`Self::workspaces_config`]).
+    pub(crate) fn workspaces_state(&self) -> PathBuf {
+        self.dir().join("state")
     }
 
     /// Logs in with the gateway's key, with ssh `options`, asking to run `command` (none: a

@@ -26,8 +26,10 @@ pub struct RemoteHost {
     pub program: PathBuf,
     /// Its arguments, before the command line (which follows a `--`).
     pub args: Vec<OsString>,
-    /// tmux on the host: a name its `PATH` finds, or a path there.
-    pub tmux: String,
+    /// The words that run tmux on the host: its tmux (a name its `PATH` finds, or a path
+    /// there), or a program that runs tmux for the gateway (a workspace's jail) and its
+    /// arguments before tmux's.
+    pub tmux: Vec<String>,
     /// Whether the link is up now.
     pub link: Arc<dyn LinkStatus>,
     /// The host's processes and terminals, read there and asked over the link.
@@ -52,20 +54,20 @@ pub struct LinkDown {
     pub retry_after: Duration,
 }
 
-/// The one shell command line that runs `tmux_args` with the host's tmux, marked `term` (the
-/// `TERM` that names this gateway's clients): every word quoted by [`shell_word`]. An argument
-/// that is not UTF-8 is passed as its lossy text (arguments come from the configuration and
-/// from JSON).
+/// The one shell command line that runs `tmux_args` with the host's tmux (the words `tmux`),
+/// marked `term` (the `TERM` that names this gateway's clients): every word quoted by
+/// [`shell_word`]. An argument that is not UTF-8 is passed as its lossy text (arguments come
+/// from the configuration and from JSON).
 pub fn command_line<'a>(
-    tmux: &str,
+    tmux: &[String],
     term: &str,
     tmux_args: impl IntoIterator<Item = &'a OsStr>,
 ) -> String {
-    let mut line = format!(
-        "env {} {}",
-        shell_word(&format!("TERM={term}")),
-        shell_word(tmux)
-    );
+    let mut line = format!("env {}", shell_word(&format!("TERM={term}")));
+    for word in tmux {
+        line.push(' ');
+        line.push_str(&shell_word(word));
+    }
     for arg in tmux_args {
         line.push(' ');
         line.push_str(&shell_word(&arg.to_string_lossy()));
@@ -142,7 +144,11 @@ mod tests {
             "\\'; id #",
             "",
         ];
-        let line = command_line("tmux", "muxgate-7", hostile.iter().map(OsStr::new));
+        let line = command_line(
+            &["tmux".into()],
+            "muxgate-7",
+            hostile.iter().map(OsStr::new),
+        );
         let mut expected = vec!["env", "TERM=muxgate-7", "tmux"];
         expected.extend(hostile);
         assert_eq!(words(&line), expected);

@@ -226,6 +226,12 @@ pub fn term_marker() -> String {
     format!("{TERM_MARKER_PREFIX}{}", std::process::id())
 }
 
+/// Whether `term` is a `TERM` value marking some gateway's control clients (`muxgate-<pid>`).
+pub fn is_term_marker(term: &str) -> bool {
+    term.strip_prefix(TERM_MARKER_PREFIX)
+        .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// The `tmux` command running `args` against `endpoint`, with muxgate's environment and
 /// PDEATHSIG set: inside the endpoint's wrapper when it has one, on its host over the link when
 /// it is remote. A remote host whose link is down starts nothing: [`LinkDown`].
@@ -429,7 +435,7 @@ mod tests {
                 name: "build-1".into(),
                 program: "/usr/bin/ssh".into(),
                 args: vec!["-S".into(), "/run/link.sock".into(), "build-1".into()],
-                tmux: "tmux".into(),
+                tmux: vec!["tmux".into()],
                 link: Arc::new(FixedLink(link)),
                 processes: Arc::new(muxgate_mux::host::SandboxHost),
             })),
