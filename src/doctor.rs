@@ -131,6 +131,18 @@ pub async fn run(config: &Config) -> Report {
         check_zellij_server(&mut report, config, name, server).await;
     }
     for (name, host) in &config.hosts {
+        if host.dial_in {
+            // Reached only through the gateway while the host is dialled in.
+            let outcome = match crate::hosts::check_files(name, host) {
+                Ok(()) => (
+                    Outcome::Ok,
+                    "dials in (muxgate host connect); list_servers shows its link".to_owned(),
+                ),
+                Err(why) => (Outcome::Fail, why),
+            };
+            report.push(outcome.0, format!("host {name}"), outcome.1);
+            continue;
+        }
         match crate::hosts::check(name, host).await {
             Ok(version) => {
                 report.push(

@@ -384,6 +384,10 @@ impl Parts {
                     config.view.max_viewers_per_link as usize,
                 ),
             }),
+            dial_in: (!self.hosts.dial_ins().is_empty()).then(|| http::dial_in::DialInApi {
+                authenticator: security.authenticator.clone(),
+                hosts: self.hosts.dial_ins().clone(),
+            }),
             mcp: self.mcp_server(&security.limits),
             security,
         })

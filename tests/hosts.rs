@@ -8,6 +8,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::calls::{Client, err, legacy, ok};
+use common::serve::ServeProcess;
 use common::ssh_host::{self, SshHost};
 use common::{TestGateway, relaxed, spawn_gateway};
 use muxgate::config::Config;
@@ -738,4 +739,160 @@ async fn a_remote_panes_process_state_is_read_on_its_host() {
             "{field}: {state}"
         );
     }
+}
+
+/// A `muxgate host connect` process, killed when dropped.
+struct Connector(std::process::Child);
+
+impl Connector {
+    /// Dials `base` with the token in `token_file`, carrying the link to `host`'s sshd.
+    fn start(
+        base: &str,
+        token_file: &std::path::Path,
+        host: &SshHost,
+        log: &std::path::Path,
+    ) -> Self {
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_muxgate"))
+            .args(["host", "connect", base, "--token-file"])
+            .arg(token_file)
+            .args(["--sshd", &format!("{}:22", host.address())])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(log).expect("the connector's log"))
+            .spawn()
+            .expect("muxgate host connect");
+        Self(child)
+    }
+}
+
+impl Drop for Connector {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Runs `muxgate host connect base` with `token` until it gives up; its exit and what it said.
+async fn connect_refused(base: &str, token: &str) -> (bool, String) {
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_muxgate"))
+        .args(["host", "connect", base, "--sshd", "127.0.0.1:9"])
+        .env("MUXGATE_HOST_TOKEN", token)
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(30), output)
+        .await
+        .expect("a refused host gives up")
+        .expect("muxgate host connect");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_that_dials_in_is_driven_through_its_own_connection() {
+    if !ssh_host::available("hosts that dial in") {
+        return;
+    }
+    let host = SshHost::start();
+    let dir = tempfile::tempdir().expect("a directory");
+    // The gateway knows the host only by name: it never connects to an address of it.
+    let known = dir.path().join("known_hosts");
+    let listed = std::fs::read_to_string(host.known_hosts()).expect("known_hosts");
+    std::fs::write(&known, listed.replacen(host.address(), "laptop", 1)).expect("known_hosts");
+    let table = host
+        .config_table("laptop", &["default"])
+        .replace(&format!("root@{}:22", host.address()), "root@laptop:22")
+        .replace(
+            &host.known_hosts().display().to_string(),
+            &known.display().to_string(),
+        );
+    let text = format!(
+        "[tmux.servers]\n[auth]\nsecret = '{}'\n{table}dial_in = true\n",
+        common::TEST_SECRET
+    );
+    let config_path = dir.path().join("muxgate.toml");
+    std::fs::write(&config_path, &text).expect("the config");
+    let config = Config::from_toml_str(&text).expect("valid config");
+    let gateway = ServeProcess::start(&config_path, &dir.path().join("serve.log"), &[]).await;
+    let agent_token =
+        muxgate::gateway::mint_full_access(&config, "agent", Duration::from_secs(600))
+            .expect("a token");
+    let agent = common::calls::client_at(&gateway.mcp_url, &agent_token).await;
+
+    // Until it dials in, its link is down, saying so, and calls to it are answered at once.
+    let entry = link_reaches(&agent, "laptop", "down", Duration::from_secs(10)).await;
+    assert!(
+        entry["host"]["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("has not dialled in")),
+        "{entry}"
+    );
+    let error = err(&agent, "list_sessions", json!({"server": "laptop"})).await;
+    assert_eq!(error["kind"], "unavailable", "{error}");
+
+    // Its token, from the gateway's CLI: good for dialling in as that host and nothing else.
+    let minted = std::process::Command::new(env!("CARGO_BIN_EXE_muxgate"))
+        .args(["host", "token", "laptop", "--config"])
+        .arg(&config_path)
+        .output()
+        .expect("muxgate host token");
+    assert!(
+        minted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&minted.stderr)
+    );
+    let host_token = String::from_utf8_lossy(&minted.stdout).trim().to_owned();
+    let token_file = dir.path().join("host-token");
+    std::fs::write(&token_file, &host_token).expect("the token file");
+    let as_agent = reqwest::Client::new()
+        .post(&gateway.mcp_url)
+        .bearer_auth(&host_token)
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .send()
+        .await
+        .expect("a request");
+    assert_eq!(as_agent.status(), 401);
+    let challenge = as_agent.headers()["www-authenticate"]
+        .to_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(challenge.contains("host's token"), "{challenge}");
+    // An agent's token cannot dial in, nor can a host the configuration does not let.
+    let (ok_exit, said) = connect_refused(&gateway.base, &agent_token).await;
+    assert!(
+        !ok_exit && said.contains("refused this host (401)"),
+        "{said}"
+    );
+    let stranger = muxgate::auth::TokenMinter::from_config(&config.auth)
+        .expect("a minter")
+        .mint_host("stranger", Duration::from_secs(60))
+        .expect("a token");
+    let (ok_exit, said) = connect_refused(&gateway.base, &stranger).await;
+    assert!(
+        !ok_exit && said.contains("refused this host (403)"),
+        "{said}"
+    );
+
+    // Dialled in: the agent works there as on any host.
+    let connector_log = dir.path().join("connect.log");
+    let connector = Connector::start(&gateway.base, &token_file, &host, &connector_log);
+    link_reaches(&agent, "laptop", "up", Duration::from_secs(20)).await;
+    let pane = new_session(&agent, "laptop", "work").await;
+    let ran = ok(
+        &agent,
+        "run_command",
+        json!({"server": "laptop", "target": pane, "command": "echo through-the-dial-in", "timeout": 20}),
+    )
+    .await;
+    assert_eq!(ran["output"], "through-the-dial-in\n", "{ran}");
+
+    // The host goes away: its link goes down; it dials in again and the session is still there.
+    drop(connector);
+    link_reaches(&agent, "laptop", "down", Duration::from_secs(20)).await;
+    let _connector = Connector::start(&gateway.base, &token_file, &host, &connector_log);
+    link_reaches(&agent, "laptop", "up", Duration::from_secs(30)).await;
+    let sessions = ok(&agent, "list_sessions", json!({"server": "laptop"})).await;
+    assert_eq!(sessions["sessions"][0]["name"], "work", "{sessions}");
 }

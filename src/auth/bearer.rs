@@ -190,6 +190,9 @@ impl Authenticator {
         }
         let token = bearer_token(headers)?;
         let verified = self.verifier.verify(token)?;
+        if verified.host.is_some() {
+            return Err(RejectReason::HostToken);
+        }
         let listed = self.clients.get(&verified.sub);
         if !self.unlisted_allowed && listed.is_none() {
             return Err(RejectReason::UnknownClient);
@@ -198,6 +201,16 @@ impl Authenticator {
             return Err(RejectReason::WorkspaceNotAllowed);
         }
         Ok(self.principal_for(verified))
+    }
+
+    /// Authenticates a host dialling in: its token must be a host's (`muxgate host token`).
+    /// `Ok`: the host it names.
+    pub fn authenticate_host(&self, headers: &HeaderMap) -> Result<String, RejectReason> {
+        let token = bearer_token(headers)?;
+        self.verifier
+            .verify(token)?
+            .host
+            .ok_or(RejectReason::HostToken)
     }
 
     /// In workspace mode, whether the token's `workspace` claim, where it decides (the client's
@@ -490,6 +503,28 @@ mod tests {
     use std::collections::BTreeMap;
     use std::sync::Mutex;
     use tower::ServiceExt;
+
+    #[test]
+    fn a_hosts_token_dials_in_and_does_nothing_else() {
+        let auth = authenticator(&BTreeMap::new());
+        let bearer = |token: String| {
+            let mut headers = HeaderMap::new();
+            headers.insert(AUTHORIZATION, format!("Bearer {token}").parse().unwrap());
+            headers
+        };
+        let mut host = good_claims();
+        host["scope"] = json!("mux:admin");
+        host["muxgate"] = json!({"host": "laptop"});
+        let host = bearer(hs256(&host, SECRET));
+        assert_eq!(auth.authenticate_host(&host), Ok("laptop".to_owned()));
+        assert_eq!(
+            auth.authenticate(&host).err(),
+            Some(RejectReason::HostToken)
+        );
+        let agent = bearer(hs256(&good_claims(), SECRET));
+        assert!(auth.authenticate(&agent).is_ok());
+        assert_eq!(auth.authenticate_host(&agent), Err(RejectReason::HostToken));
+    }
 
     fn resource() -> ProtectedResource {
         ProtectedResource::new(&AuthConfig::default(), "http://127.0.0.1:8080/mcp").unwrap()

@@ -83,6 +83,11 @@ struct MintClaims<'a> {
     muxgate: Option<MuxgateClaim>,
 }
 
+/// The `sub` of host `name`'s token.
+fn host_sub(name: &str) -> String {
+    format!("host:{name}")
+}
+
 /// Signs tokens for this gateway.
 pub struct TokenMinter {
     key: EncodingKey,
@@ -162,6 +167,40 @@ impl TokenMinter {
         Ok(minter)
     }
 
+    /// Mints host `name`'s token: it lets that host dial in (`muxgate host connect`) and
+    /// grants nothing else (no scope; the gateway refuses it everywhere but `/hosts/connect`).
+    pub fn mint_host(&self, name: &str, ttl: Duration) -> Result<String, MintError> {
+        if !valid_sub(name) {
+            return Err(MintError::BadRequest(
+                "a host name is 1-256 characters without control characters".into(),
+            ));
+        }
+        if ttl.is_zero() || ttl > MAX_TTL {
+            return Err(MintError::BadRequest(
+                "ttl must be between 1 second and 366 days".into(),
+            ));
+        }
+        let now = jsonwebtoken::get_current_timestamp();
+        let sub = host_sub(name);
+        let claims = MintClaims {
+            iss: &self.issuer,
+            aud: &self.audience,
+            sub: &sub,
+            iat: now,
+            nbf: now,
+            exp: now + ttl.as_secs(),
+            scope: String::new(),
+            muxgate: Some(MuxgateClaim {
+                host: Some(name.to_owned()),
+                ..MuxgateClaim::default()
+            }),
+        };
+        let mut header = Header::new(self.algorithm.to_jsonwebtoken());
+        header.kid = self.kid.clone();
+        jsonwebtoken::encode(&header, &claims, &self.key)
+            .map_err(|e| MintError::Signing(e.to_string()))
+    }
+
     /// Mints a token.
     pub fn mint(&self, req: &MintRequest) -> Result<String, MintError> {
         let bad = |m: String| MintError::BadRequest(m);
@@ -212,6 +251,7 @@ impl TokenMinter {
             own_sessions: req.own_sessions,
             workspace: req.workspace.clone(),
             toolsets: req.toolsets.clone(),
+            host: None,
         };
         let claims = MintClaims {
             iss: &self.issuer,

@@ -66,11 +66,14 @@ pub enum RejectReason {
     /// The source address failed to authenticate too often lately, and this request's token
     /// did not verify either (answered 429, see [`super::throttle`]).
     Throttled,
+    /// A host's token (`muxgate host token`), which lets that host dial in and nothing else;
+    /// or, where a host dials in, any other token.
+    HostToken,
 }
 
 impl RejectReason {
     /// Every reason, for pre-registering metric labels.
-    pub const ALL: [Self; 14] = [
+    pub const ALL: [Self; 15] = [
         Self::Missing,
         Self::MalformedHeader,
         Self::MalformedToken,
@@ -85,6 +88,7 @@ impl RejectReason {
         Self::UnknownClient,
         Self::WorkspaceNotAllowed,
         Self::Throttled,
+        Self::HostToken,
     ];
 
     /// Stable snake_case name.
@@ -104,6 +108,7 @@ impl RejectReason {
             Self::UnknownClient => "unknown_client",
             Self::WorkspaceNotAllowed => "workspace_not_allowed",
             Self::Throttled => "throttled",
+            Self::HostToken => "host_token",
         }
     }
 
@@ -128,6 +133,10 @@ impl RejectReason {
             }
             Self::Throttled => {
                 "too many failed authentications from this address; retry after Retry-After seconds"
+            }
+            Self::HostToken => {
+                "a host's token lets that host dial in at /hosts/connect and grants nothing else; \
+                 a host dials in only with its own"
             }
         }
     }
@@ -166,6 +175,8 @@ pub struct VerifiedToken {
     pub workspace: Option<String>,
     /// `toolsets` from the `muxgate` claim.
     pub toolsets: Option<Toolsets>,
+    /// `host` from the `muxgate` claim: a host's token, for that host to dial in.
+    pub host: Option<String>,
     /// `exp`, seconds since the Unix epoch.
     pub expires_at: u64,
 }
@@ -184,6 +195,8 @@ pub(crate) struct MuxgateClaim {
     pub workspace: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub toolsets: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -392,7 +405,9 @@ fn claims_to_token(
         return Err(RejectReason::BadClaims);
     }
     let muxgate = claims.muxgate.unwrap_or_default();
-    if muxgate.workspace.as_deref().is_some_and(|w| !valid_sub(w)) {
+    if muxgate.workspace.as_deref().is_some_and(|w| !valid_sub(w))
+        || muxgate.host.as_deref().is_some_and(|h| !valid_sub(h))
+    {
         return Err(RejectReason::BadClaims);
     }
     let toolsets = muxgate
@@ -413,6 +428,7 @@ fn claims_to_token(
         own_sessions: muxgate.own_sessions,
         workspace: muxgate.workspace,
         toolsets,
+        host: muxgate.host,
         expires_at,
     })
 }

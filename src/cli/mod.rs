@@ -15,6 +15,7 @@ mod approvals;
 mod audit;
 mod check_config;
 mod healthcheck;
+mod host;
 mod http_client;
 mod recordings;
 mod serve;
@@ -96,6 +97,15 @@ pub enum Command {
     /// On a host that runs a gateway's workspaces: start one, or run a tmux client of one in
     /// its jail. The gateway runs it over its link.
     HostWorkspace(HostWorkspaceArgs),
+    /// Hosts that dial in: `connect` on the host, `token` on the gateway.
+    #[command(subcommand)]
+    Host(host::HostCommand),
+    /// The link of a host that dials in: joins standard input and output to the gateway's
+    /// relay socket SOCKET (its ssh ProxyCommand; the gateway runs it).
+    HostRelay {
+        /// The relay socket.
+        socket: PathBuf,
+    },
 }
 
 /// `muxgate recordings`: list the recorded casts, or export a time range of one.
@@ -471,6 +481,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::HostGate(args) => Ok(host_gate(&args)),
         Command::HostProbe => Ok(host_probe()),
+        Command::Host(command) => host::run(&command),
+        Command::HostRelay { socket } => host::relay(&socket),
         Command::HostWorkspace(args) => host_workspace(
             &args.config,
             &args.request,

@@ -43,6 +43,11 @@ pub struct HostConfig {
     /// host.
     #[serde(default)]
     pub workspaces_config: Option<PathBuf>,
+    /// The host dials in (`muxgate host connect` there, with `muxgate host token NAME`'s
+    /// token) instead of the gateway connecting to it; `ssh` then names the user and the name
+    /// its key is listed under in `known_hosts`.
+    #[serde(default)]
+    pub dial_in: bool,
     /// The longest a connection attempt may take, in seconds.
     #[serde(default = "default_connect_timeout_secs")]
     pub connect_timeout_secs: u64,
@@ -289,6 +294,7 @@ mod tests {
             tmux: default_tmux(),
             muxgate: default_muxgate(),
             workspaces_config: None,
+            dial_in: false,
             connect_timeout_secs: 10,
             keepalive_secs: 15,
         }

@@ -23,6 +23,7 @@ use muxgate_mux::child_process;
 use muxgate_tmux::{LinkDown, LinkStatus};
 
 use super::config::HostConfig;
+use super::dial_in::{DialIn, NOT_DIALLED_IN};
 use super::ssh_args;
 
 /// The first wait after a failed attempt, doubled after each further failure.
@@ -40,6 +41,8 @@ const CONNECTING_RETRY: Duration = Duration::from_millis(500);
 
 /// The most of an `ssh` master's error output kept: its last bytes.
 const MAX_STDERR_BYTES: usize = 4096;
+/// How often a link that waits for its host to dial in renews its `retry_after`.
+const DIAL_IN_RECHECK: Duration = Duration::from_secs(5);
 
 /// The state of one host's link, shared by its keeper and every call to the host.
 #[derive(Debug)]
@@ -177,6 +180,9 @@ pub(crate) struct MasterCommand {
     pub host: HostConfig,
     /// The master's control socket.
     pub control: PathBuf,
+    /// Its `ProxyCommand` and the host's dial-in, when the host dials in.
+    pub proxy: Option<String>,
+    pub dial_in: Option<Arc<DialIn>>,
 }
 
 /// Keeps `link` up until `stop` fires: starts the master, and after it fails or ends starts
@@ -187,6 +193,22 @@ pub(crate) async fn keep_up(link: Arc<HostLink>, master: MasterCommand, stop: Ca
     let mut wait = FIRST_RETRY;
     let mut last_error = None;
     loop {
+        if let Some(dial_in) = &master.dial_in
+            && !dial_in.is_waiting()
+        {
+            // Nothing to connect through until the host dials in: down, saying why, and
+            // woken when it does.
+            link.set(LinkState::Down {
+                reason: NOT_DIALLED_IN.into(),
+                retry_at: Instant::now() + DIAL_IN_RECHECK,
+            });
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = dial_in.arrived.notified() => {}
+                () = tokio::time::sleep(DIAL_IN_RECHECK) => {}
+            }
+            continue;
+        }
         link.set(LinkState::Connecting {
             last_error: last_error.take(),
         });
@@ -227,9 +249,17 @@ pub(crate) async fn keep_up(link: Arc<HostLink>, master: MasterCommand, stop: Ca
             retry_at: Instant::now() + wait,
         });
         last_error = Some(reason);
+        let dialled_in = async {
+            match &master.dial_in {
+                Some(dial_in) => dial_in.arrived.notified().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             () = stop.cancelled() => return,
             () = tokio::time::sleep(wait) => {}
+            // A host that dials in again is tried at once.
+            () = dialled_in => {}
         }
         wait = (wait * 2).min(MAX_RETRY);
     }
@@ -266,7 +296,7 @@ async fn connect(master: &MasterCommand) -> Result<Master, String> {
     remove_stale_socket(&master.control)?;
     let mut command = ssh_args::process(
         &master.program,
-        ssh_args::master(&master.host, &master.control),
+        ssh_args::master(&master.host, &master.control, master.proxy.as_deref()),
     );
     command.stdin(Stdio::null());
     let mut child = command

@@ -6,6 +6,8 @@
 //! - [`ssh_args`]: the `ssh` command lines of a link (the master and its clients);
 //! - [`link`]: a host's link kept up with bounded back-off, and its state, which every call to
 //!   the host asks first;
+//! - [`dial_in`]: hosts that dial in over a WebSocket (`muxgate host connect`, whose end is
+//!   [`connect`]), their links carried through it;
 //! - [`probe`]: what tmux does not tell about a host's panes (their foreground processes,
 //!   their terminals' modes), read there by `muxgate host-probe` over a channel of the link;
 //! - [`gate`]: on the host, the forced command of the gateway's key (`muxgate host-gate`),
@@ -19,6 +21,8 @@
 //! life: started at the gateway's start, restarted when it ends, stopped at shutdown.
 
 pub mod config;
+pub mod connect;
+pub mod dial_in;
 pub mod gate;
 pub(crate) mod link;
 pub(crate) mod probe;
@@ -35,6 +39,7 @@ use muxgate_tmux::client::remote::shell_word;
 use muxgate_tmux::{ClientLaunch, RemoteHost, TmuxEndpoint};
 
 use config::HostConfig;
+use dial_in::DialIns;
 use link::{HostLink, MasterCommand};
 use probe::remote::RemoteProcesses;
 
@@ -52,6 +57,8 @@ pub struct Hosts {
     /// The host of each remote server, by the server's name.
     servers: BTreeMap<String, String>,
     endpoints: Vec<(String, TmuxEndpoint)>,
+    /// The hosts that dial in, and the WebSocket each keeps waiting.
+    dial_ins: Arc<DialIns>,
     /// Shared by the links' keepers ([`CONCURRENT_LOGINS`]).
     logins: Arc<tokio::sync::Semaphore>,
     /// The directory of the masters' control sockets (none without hosts).
@@ -85,7 +92,12 @@ impl Hosts {
                 message: format!("cannot make a private directory for the links' sockets: {e}"),
             })?)
         };
+        let mut dial_ins = DialIns::default();
+        for (name, _) in hosts.iter().filter(|(_, host)| host.dial_in) {
+            dial_ins.add(name);
+        }
         let mut started = Self {
+            dial_ins: Arc::new(dial_ins),
             links: BTreeMap::new(),
             remotes: BTreeMap::new(),
             servers: BTreeMap::new(),
@@ -98,14 +110,21 @@ impl Hosts {
             let Some(dir) = &sockets else { break };
             // Numbered, not named: a socket path has room for about 100 bytes, and ssh adds a
             // suffix of its own while it sets the socket up.
-            started.add(name, host, &dir.join(index.to_string()));
+            started.add(name, host, dir, &index.to_string())?;
         }
         Ok(started)
     }
 
-    fn add(&mut self, name: &str, host: &HostConfig, control: &Path) {
+    /// Starts host `name`'s link, its sockets in `dir` named after `id`.
+    fn add(
+        &mut self,
+        name: &str,
+        host: &HostConfig,
+        dir: &Path,
+        id: &str,
+    ) -> Result<(), HostError> {
         let link = Arc::new(HostLink::new(name));
-        let control = control.to_owned();
+        let control = dir.join(id);
         let args = ssh_args::client(host, &control);
         let processes = RemoteProcesses::new(
             name,
@@ -132,15 +151,36 @@ impl Hosts {
                 },
             ));
         }
+        let dial_in = self.dial_ins.get(name);
+        let proxy = match &dial_in {
+            Some(dial_in) => {
+                let relay = dir.join(format!("{id}.relay"));
+                let listener = tokio::net::UnixListener::bind(&relay).map_err(|e| HostError {
+                    key: format!("hosts.{name}.dial_in"),
+                    message: format!("cannot listen on {}: {e}", relay.display()),
+                })?;
+                tokio::spawn(dial_in::relay(dial_in.clone(), listener, self.stop.clone()));
+                Some(dial_in::proxy_command(&relay))
+            }
+            None => None,
+        };
         let master = MasterCommand {
             logins: self.logins.clone(),
             program: SSH_PROGRAM.into(),
             host: host.clone(),
             control,
+            proxy,
+            dial_in,
         };
         tokio::spawn(link::keep_up(link.clone(), master, self.stop.clone()));
         self.links.insert(name.to_owned(), link);
         self.remotes.insert(name.to_owned(), remote);
+        Ok(())
+    }
+
+    /// The hosts that dial in.
+    pub(crate) fn dial_ins(&self) -> &Arc<DialIns> {
+        &self.dial_ins
     }
 
     /// The hosts' servers, for the engine: each name and how it is reached.
@@ -183,6 +223,12 @@ pub(crate) async fn check(name: &str, host: &HostConfig) -> Result<String, Strin
         .filter(|c| !c.is_control())
         .take(64)
         .collect())
+}
+
+/// The files host `name` names, for `muxgate doctor` where it cannot log in itself (a host that
+/// dials in).
+pub(crate) fn check_files(name: &str, host: &HostConfig) -> Result<(), String> {
+    preflight(name, host).map_err(|e| e.to_string())
 }
 
 /// Whether the host runs its process probe (`muxgate host-probe`, asked nothing): one more

@@ -56,10 +56,14 @@ pub(crate) fn process(
 /// Three keepalives without an answer end a link.
 const KEEPALIVE_COUNT: u32 = 3;
 
-/// The master: logs in, listens on `control`, runs nothing on the host.
-pub(crate) fn master(host: &HostConfig, control: &Path) -> Vec<OsString> {
+/// The master: logs in, listens on `control`, runs nothing on the host. Through `proxy` (a
+/// `ProxyCommand`) when the host dials in.
+pub(crate) fn master(host: &HostConfig, control: &Path, proxy: Option<&str>) -> Vec<OsString> {
     let mut args = common();
     args.extend(login(host));
+    if let Some(proxy) = proxy {
+        args.extend(options(&[("ProxyCommand", proxy)]));
+    }
     args.extend(options(&[
         ("ControlPath", &control.to_string_lossy()),
         ("ControlMaster", "yes"),
@@ -169,6 +173,7 @@ mod tests {
             tmux: "tmux".into(),
             muxgate: "muxgate".into(),
             workspaces_config: None,
+            dial_in: false,
             connect_timeout_secs: 10,
             keepalive_secs: 15,
         }
@@ -187,7 +192,7 @@ mod tests {
 
     #[test]
     fn the_master_checks_the_host_key_and_forwards_nothing() {
-        let args = text(&master(&host(), Path::new("/run/link/build-1")));
+        let args = text(&master(&host(), Path::new("/run/link/build-1"), None));
         for option in [
             "ControlMaster=yes",
             "StrictHostKeyChecking=yes",
@@ -212,8 +217,13 @@ mod tests {
         );
         let mut tofu = host();
         tofu.trust_on_first_use = true;
-        let args = text(&master(&tofu, Path::new("/c")));
+        let args = text(&master(&tofu, Path::new("/c"), None));
         assert!(has(&args, "StrictHostKeyChecking=accept-new"));
+        assert!(!args.iter().any(|a| a.starts_with("ProxyCommand")));
+        // A host that dials in is reached through the relay, its key checked all the same.
+        let args = text(&master(&host(), Path::new("/c"), Some("exec relay")));
+        assert!(has(&args, "ProxyCommand=exec relay"), "{args:?}");
+        assert!(has(&args, "StrictHostKeyChecking=yes"), "{args:?}");
     }
 
     #[test]

@@ -40,6 +40,7 @@
 pub(crate) mod answer;
 pub(crate) mod approvals;
 pub(crate) mod body;
+pub mod dial_in;
 pub(crate) mod guard;
 pub(crate) mod hangup;
 pub mod health;
@@ -108,6 +109,8 @@ pub struct HttpDeps<H = McpServer> {
     pub secrets: secret::SecretApi,
     /// The live view (`/view`); `None` when `view.enabled` is false.
     pub view: Option<view::ViewApi>,
+    /// Hosts that dial in (`/hosts/connect`); `None` when none does.
+    pub dial_in: Option<dial_in::DialInApi>,
 }
 
 #[cfg(feature = "conformance")]
@@ -124,6 +127,7 @@ impl<H> HttpDeps<H> {
             approvals: self.approvals,
             secrets: self.secrets,
             view: self.view,
+            dial_in: self.dial_in,
         }
     }
 }
@@ -162,6 +166,7 @@ pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
         approvals,
         secrets,
         view,
+        dial_in,
     } = deps;
     let allowlist = Arc::new(Allowlist {
         hosts: http.allowed_hosts.clone(),
@@ -214,6 +219,18 @@ pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
         .merge(approval_routes)
         .merge(secret_routes(secrets, allowlist.clone()))
         .merge(security.resource.router());
+    if let Some(dial_in) = dial_in {
+        app = app.merge(
+            Router::new()
+                .route("/hosts/connect", get(dial_in::connect))
+                .with_state(dial_in)
+                .layer(
+                    ServiceBuilder::new()
+                        .layer(TraceLayer::new_for_http().make_span_with(request_span))
+                        .layer(from_fn_with_state(allowlist.clone(), guard::enforce)),
+                ),
+        );
+    }
     if let Some(view) = view {
         app = app.merge(view::routes(view, allowlist));
     }

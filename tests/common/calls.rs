@@ -22,6 +22,19 @@ pub(crate) async fn legacy(gateway: &TestGateway, token: &str) -> Client {
 }
 
 /// A 2026-07-28 client (stateless, `server/discover`), authenticated with `token`.
+/// A legacy-session client of the gateway at `mcp_url` (a `muxgate serve` process).
+pub(crate) async fn client_at(mcp_url: &str, token: &str) -> Client {
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(mcp_url).auth_header(token),
+    );
+    ClientConfig::default()
+        .serve(transport)
+        .await
+        .expect("initialize with rmcp's client")
+}
+
 pub(crate) async fn stateless(gateway: &TestGateway, token: &str) -> Client {
     ClientConfig::default()
         .serve_with_lifecycle(
