@@ -239,6 +239,8 @@ pub struct CallStart<'a> {
     pub tool: &'a str,
     /// Configured server name the call addresses.
     pub server: Option<&'a str>,
+    /// The host that server runs on, when it is another machine's.
+    pub host: Option<&'a str>,
     /// The targets its arguments name (session/window/pane ids).
     pub targets: &'a [String],
     /// The raw arguments; redacted here before anything is queued.
@@ -603,6 +605,7 @@ impl AuditLog {
             mcp_session: call.mcp_session.map(cap),
             tool: cap(call.tool),
             server: call.server.map(cap),
+            host: call.host.map(cap),
             targets: call.targets.iter().map(|t| Value::String(cap(t))).collect(),
             args: redact::redact_args(call.args, call.schema, &inner.key, inner.max_chars),
         };
@@ -841,6 +844,7 @@ mod tests {
             mcp_session: Some("sess-1"),
             tool: "send_keys",
             server: Some("default"),
+            host: None,
             targets,
             args,
             schema: None,

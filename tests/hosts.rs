@@ -550,7 +550,13 @@ async fn a_restricted_key_runs_tmux_for_the_gateway_and_nothing_else() {
     let host = SshHost::start();
     // authorized_keys as the README says: `restrict`, and `muxgate host-gate` forced.
     host.restrict_key(&format!("{} host-gate", env!("CARGO_BIN_EXE_muxgate")));
-    let gateway = gateway(&[host.config_table("gated", &["default", "ci"])]).await;
+    let audit_dir = tempfile::tempdir().expect("a directory");
+    let audit = audit_dir.path().join("audit.jsonl");
+    let gateway = gateway(&[
+        host.config_table("gated", &["default", "ci"]),
+        format!("[audit]\npath = '{}'\n", audit.display()),
+    ])
+    .await;
     let client = legacy(&gateway, &gateway.token).await;
     link_reaches(&client, "gated/ci", "up", Duration::from_secs(20)).await;
     let pane = new_session(&client, "gated/ci", "work").await;
@@ -561,6 +567,21 @@ async fn a_restricted_key_runs_tmux_for_the_gateway_and_nothing_else() {
     )
     .await;
     assert_eq!(ran["output"], "through-the-gate\n", "{ran}");
+    // The audit log names the host of every call to one of its servers.
+    let started = common::wait_until(Duration::from_secs(5), || {
+        std::fs::read_to_string(&audit).is_ok_and(|text| {
+            text.lines().any(|line| {
+                line.contains(r#""tool":"run_command""#)
+                    && line.contains(r#""server":"gated/ci","host":"gated""#)
+            })
+        })
+    })
+    .await;
+    assert!(
+        started,
+        "{}",
+        std::fs::read_to_string(&audit).unwrap_or_default()
+    );
     let report = muxgate::doctor::run(
         &Config::from_toml_str(&format!(
             "[tmux.servers]\n{}",
@@ -698,6 +719,21 @@ async fn a_remote_panes_process_state_is_read_on_its_host() {
             }
         );
         assert_eq!(waited["outcome"], "reached", "{server}: {waited}");
+        // The host's shell was started integrated (its scripts travel as arguments): the
+        // command typed there is in the pane's ledger with how it ended.
+        let commands = ok(
+            &client,
+            "list_commands",
+            json!({"server": server, "target": pane}),
+        )
+        .await;
+        assert_eq!(commands["shell_integration"], true, "{server}: {commands}");
+        assert!(
+            commands["commands"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c["command"] == "sleep 30")),
+            "{server}: {commands}"
+        );
 
         // Secret entry judges the pane by what the host says: not at the shell's prompt (the
         // screen would show what is typed), but once a program reads a line without echo.

@@ -108,6 +108,7 @@ async fn tool_endpoint(State(gw): State<Arc<Gateway>>, req: Request) -> Response
             mcp_session: session.as_deref(),
             tool,
             server: Some(server),
+            host: None,
             targets: &targets,
             args: &call["args"],
             schema: None,

@@ -35,6 +35,9 @@ pub(super) enum Entry {
         mcp_session: Option<String>,
         tool: String,
         server: Option<String>,
+        /// The host the server runs on, when it is another machine's.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        host: Option<String>,
         targets: Vec<Value>,
         args: Value,
     },

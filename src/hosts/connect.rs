@@ -12,9 +12,10 @@ use std::time::Duration;
 use futures::{SinkExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
-use tokio_tungstenite::tungstenite::{self, Message};
+use tokio_tungstenite::tungstenite::{self, Bytes, Message};
 
 use super::dial_in::{CHUNK_BYTES, MAX_MESSAGE_BYTES};
 
@@ -166,60 +167,14 @@ impl Dial {
             Err(error) => return Err(failed(&format!("the upgrade failed: {error}"))),
         };
         tracing::info!(gateway = %self.url, "dialled in; waiting for the gateway's link");
-        // The gateway's SSH client speaks first (its version line): until then, only pings.
-        let mut ping = tokio::time::interval(PING_EVERY);
-        ping.tick().await;
-        let first = loop {
-            tokio::select! {
-                _ = ping.tick() => {
-                    if socket.send(Message::Ping(Default::default())).await.is_err() {
-                        return Err(failed("the gateway closed the connection"));
-                    }
-                }
-                message = socket.next() => match message {
-                    Some(Ok(Message::Binary(data))) => break data,
-                    Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Text(_) | Message::Frame(_))) => {}
-                    Some(Ok(Message::Close(_)) | Err(_)) | None => {
-                        return Err(failed("the gateway closed the connection"));
-                    }
-                },
-            }
-        };
+        let first = first_bytes(&mut socket).await?;
         let sshd = TcpStream::connect(&self.sshd).await.map_err(|e| {
             failed(&format!(
                 "cannot reach this machine's sshd at {}: {e}",
                 self.sshd
             ))
         })?;
-        let (mut read, mut write) = sshd.into_split();
-        write
-            .write_all(&first)
-            .await
-            .map_err(|e| failed(&e.to_string()))?;
-        let mut chunk = vec![0u8; CHUNK_BYTES];
-        loop {
-            tokio::select! {
-                got = read.read(&mut chunk) => match got {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        let data = chunk[..n].to_vec();
-                        if socket.send(Message::Binary(data.into())).await.is_err() {
-                            break;
-                        }
-                    }
-                },
-                message = socket.next() => match message {
-                    Some(Ok(Message::Binary(data))) => {
-                        if write.write_all(&data).await.is_err() {
-                            break;
-                        }
-                    }
-                    Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Text(_) | Message::Frame(_))) => {}
-                    Some(Ok(Message::Close(_)) | Err(_)) | None => break,
-                },
-            }
-        }
-        let _ = socket.close(None).await;
+        pipe(socket, sshd, &first).await;
         Ok(())
     }
 
@@ -262,6 +217,68 @@ impl Dial {
         .with_no_client_auth();
         Ok(Some(Arc::new(config)))
     }
+}
+
+/// The first bytes the gateway's link sends (its SSH client speaks first: its version line);
+/// until then the socket is kept alive with pings.
+async fn first_bytes<S>(socket: &mut WebSocketStream<S>) -> Result<Bytes, Outcome>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut ping = tokio::time::interval(PING_EVERY);
+    ping.tick().await;
+    loop {
+        tokio::select! {
+            _ = ping.tick() => {
+                if socket.send(Message::Ping(Bytes::new())).await.is_err() {
+                    return Err(failed("the gateway closed the connection"));
+                }
+            }
+            message = socket.next() => match message {
+                Some(Ok(Message::Binary(data))) => return Ok(data),
+                Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Text(_) | Message::Frame(_))) => {}
+                Some(Ok(Message::Close(_)) | Err(_)) | None => {
+                    return Err(failed("the gateway closed the connection"));
+                }
+            },
+        }
+    }
+}
+
+/// Carries bytes between `socket` and `sshd` (after writing `first` to `sshd`) until either
+/// ends.
+async fn pipe<S>(mut socket: WebSocketStream<S>, sshd: TcpStream, first: &[u8])
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let (mut read, mut write) = sshd.into_split();
+    if write.write_all(first).await.is_err() {
+        return;
+    }
+    let mut chunk = vec![0u8; CHUNK_BYTES];
+    loop {
+        tokio::select! {
+            got = read.read(&mut chunk) => match got {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    let data = Bytes::copy_from_slice(&chunk[..n]);
+                    if socket.send(Message::Binary(data)).await.is_err() {
+                        break;
+                    }
+                }
+            },
+            message = socket.next() => match message {
+                Some(Ok(Message::Binary(data))) => {
+                    if write.write_all(&data).await.is_err() {
+                        break;
+                    }
+                }
+                Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Text(_) | Message::Frame(_))) => {}
+                Some(Ok(Message::Close(_)) | Err(_)) | None => break,
+            },
+        }
+    }
+    let _ = socket.close(None).await;
 }
 
 /// How one dial ended badly.

@@ -193,6 +193,11 @@ impl Hosts {
         self.remotes.get(name)
     }
 
+    /// The host server `server` runs on; `None` for a server of this machine.
+    pub(crate) fn host_of(&self, server: &str) -> Option<&str> {
+        self.servers.get(server).map(String::as_str)
+    }
+
     /// The link of the host a server runs on; `None` for a server of this machine.
     pub(crate) fn link_of(&self, server: &str) -> Option<&Arc<HostLink>> {
         self.links.get(self.servers.get(server)?)

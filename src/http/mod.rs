@@ -220,16 +220,7 @@ pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
         .merge(secret_routes(secrets, allowlist.clone()))
         .merge(security.resource.router());
     if let Some(dial_in) = dial_in {
-        app = app.merge(
-            Router::new()
-                .route("/hosts/connect", get(dial_in::connect))
-                .with_state(dial_in)
-                .layer(
-                    ServiceBuilder::new()
-                        .layer(TraceLayer::new_for_http().make_span_with(request_span))
-                        .layer(from_fn_with_state(allowlist.clone(), guard::enforce)),
-                ),
-        );
+        app = app.merge(dial_in_routes(dial_in, allowlist.clone()));
     }
     if let Some(view) = view {
         app = app.merge(view::routes(view, allowlist));
@@ -271,6 +262,18 @@ fn approval_routes(
                 // Enforced by the handler's body extractor, so that a body over it is refused
                 // in JSON like every other refusal of this route.
                 .layer(DefaultBodyLimit::max(APPROVAL_BODY_LIMIT)),
+        )
+}
+
+/// `/hosts/connect`, behind the Host/Origin guard; the handler authenticates the host.
+fn dial_in_routes(dial_in: dial_in::DialInApi, allowlist: Arc<Allowlist>) -> Router {
+    Router::new()
+        .route("/hosts/connect", get(dial_in::connect))
+        .with_state(dial_in)
+        .layer(
+            ServiceBuilder::new()
+                .layer(TraceLayer::new_for_http().make_span_with(request_span))
+                .layer(from_fn_with_state(allowlist, guard::enforce)),
         )
 }
 

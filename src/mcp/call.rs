@@ -160,13 +160,24 @@ pub(crate) async fn begin<'a>(
 ) -> Result<RunningCall<'a>, ToolError> {
     let args = request.arguments.clone().map_or(Value::Null, Value::Object);
     let targets = targets_of(&args);
+    let server = args.get("server").and_then(Value::as_str);
+    let host = server.and_then(|server| state.hosts.host_of(server));
+    // The request's span (`mcp.request`) names them too, for traces.
+    let span = tracing::Span::current();
+    if let Some(server) = server {
+        span.record("muxgate.server", server);
+    }
+    if let Some(host) = host {
+        span.record("muxgate.host", host);
+    }
     let started = state
         .audit
         .start(CallStart {
             sub: call.sub(),
             mcp_session: call.mcp_session.as_deref(),
             tool: &request.name,
-            server: args.get("server").and_then(Value::as_str),
+            server,
+            host,
             targets: &targets,
             args: &args,
             schema: Some(&tool.input_schema),

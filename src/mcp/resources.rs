@@ -401,6 +401,10 @@ impl McpServer {
                 mcp_session: call.mcp_session.as_deref(),
                 tool: "resources/read",
                 server: parsed.as_ref().ok().map(ResourceUri::server),
+                host: parsed
+                    .as_ref()
+                    .ok()
+                    .and_then(|uri| state.hosts.host_of(uri.server())),
                 targets: &targets,
                 args: &json!({}),
                 schema: None,

@@ -94,6 +94,8 @@ impl RequestObserver {
             mcp.protocol.version = Empty,
             jsonrpc.request.id = %context.id,
             error.type = Empty,
+            muxgate.server = Empty,
+            muxgate.host = Empty,
         );
         if let Some(tool) = &tool_attribute {
             span.record("gen_ai.tool.name", tool.as_str());
