@@ -268,6 +268,11 @@ async fn a_tenant_cannot_escape_a_workspace_on_a_host() {
         "{files}"
     );
 
+    // The only socket anywhere in reach is its own server's: none of the host's (sshd's, the
+    // gateway's channels, Carol's server).
+    let sockets = run(&bob, &bob_pane, "find / -type s 2>/dev/null").await;
+    assert_eq!(sockets, "/run/muxgate/tmux.sock\n", "{sockets}");
+
     // Every descriptor any process there holds leads to the sandbox's own things.
     let descriptors = run(
         &bob,

@@ -226,11 +226,7 @@ pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
         app = app.merge(view::routes(view, allowlist));
     }
     if let Some(endpoint) = telemetry.endpoint {
-        app = app.merge(
-            Router::new()
-                .route("/metrics", get(crate::telemetry::exposition::serve))
-                .with_state(endpoint),
-        );
+        app = app.merge(metrics_routes(endpoint));
     }
     app.layer(from_fn_with_state(
         telemetry.metrics,
@@ -263,6 +259,13 @@ fn approval_routes(
                 // in JSON like every other refusal of this route.
                 .layer(DefaultBodyLimit::max(APPROVAL_BODY_LIMIT)),
         )
+}
+
+/// `/metrics`, for scrapers: no Host check (they use the pod or container address).
+fn metrics_routes(endpoint: Arc<MetricsEndpoint>) -> Router {
+    Router::new()
+        .route("/metrics", get(crate::telemetry::exposition::serve))
+        .with_state(endpoint)
 }
 
 /// `/hosts/connect`, behind the Host/Origin guard; the handler authenticates the host.
