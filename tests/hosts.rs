@@ -932,3 +932,69 @@ async fn a_host_that_dials_in_is_driven_through_its_own_connection() {
     let sessions = ok(&agent, "list_sessions", json!({"server": "laptop"})).await;
     assert_eq!(sessions["sessions"][0]["name"], "work", "{sessions}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_dials_in_over_https() {
+    if !ssh_host::available("hosts that dial in over https") {
+        return;
+    }
+    let host = SshHost::start();
+    let dir = tempfile::tempdir().expect("a directory");
+    // A certificate of the gateway's own, which the host trusts by --ca-file.
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()])
+            .expect("a certificate");
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert, certified.cert.pem()).expect("the certificate");
+    std::fs::write(&key, certified.signing_key.serialize_pem()).expect("the key");
+    let known = dir.path().join("known_hosts");
+    let listed = std::fs::read_to_string(host.known_hosts()).expect("known_hosts");
+    std::fs::write(&known, listed.replacen(host.address(), "laptop", 1)).expect("known_hosts");
+    let table = host
+        .config_table("laptop", &["default"])
+        .replace(&format!("root@{}:22", host.address()), "root@laptop:22")
+        .replace(
+            &host.known_hosts().display().to_string(),
+            &known.display().to_string(),
+        );
+    let text = format!(
+        "[tmux.servers]\n[auth]\nsecret = '{}'\n[http.tls]\ncert_file = '{}'\nkey_file = '{}'\n{table}dial_in = true\n",
+        common::TEST_SECRET,
+        cert.display(),
+        key.display(),
+    );
+    let config_path = dir.path().join("muxgate.toml");
+    std::fs::write(&config_path, &text).expect("the config");
+    let config = Config::from_toml_str(&text).expect("valid config");
+    let gateway = ServeProcess::start(&config_path, &dir.path().join("serve.log"), &[]).await;
+    assert!(gateway.base.starts_with("https://"), "{}", gateway.base);
+    let token_file = dir.path().join("host-token");
+    let token = muxgate::auth::TokenMinter::from_config(&config.auth)
+        .expect("a minter")
+        .mint_host("laptop", Duration::from_secs(600))
+        .expect("a token");
+    std::fs::write(&token_file, token).expect("the token file");
+    let connector = std::process::Command::new(env!("CARGO_BIN_EXE_muxgate"))
+        .args(["host", "connect", &gateway.base, "--token-file"])
+        .arg(&token_file)
+        .arg("--ca-file")
+        .arg(&cert)
+        .args(["--sshd", &format!("{}:22", host.address())])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(dir.path().join("connect.log")).expect("a log"))
+        .spawn()
+        .expect("muxgate host connect");
+    let _connector = Connector(connector);
+    // The link logs in over the host's wss connection: the gateway says so.
+    let up = common::wait_until(Duration::from_secs(20), || {
+        gateway.log().contains("host link up")
+    })
+    .await;
+    assert!(
+        up,
+        "gateway:\n{}\nhost:\n{}",
+        gateway.log(),
+        std::fs::read_to_string(dir.path().join("connect.log")).unwrap_or_default()
+    );
+}
