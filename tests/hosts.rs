@@ -777,21 +777,44 @@ async fn a_remote_panes_process_state_is_read_on_its_host() {
     }
 }
 
+/// The `[hosts.laptop]` table of a host that dials in: the gateway knows it only by name
+/// (its key listed under `laptop` in a `known_hosts` written to `dir`), never by an address.
+fn dial_in_table(host: &SshHost, dir: &std::path::Path) -> String {
+    let known = dir.join("known_hosts");
+    let listed = std::fs::read_to_string(host.known_hosts()).expect("known_hosts");
+    std::fs::write(&known, listed.replacen(host.address(), "laptop", 1)).expect("known_hosts");
+    let table = host
+        .config_table("laptop", &["default"])
+        .replace(&format!("root@{}:22", host.address()), "root@laptop:22")
+        .replace(
+            &host.known_hosts().display().to_string(),
+            &known.display().to_string(),
+        );
+    format!("{table}dial_in = true\n")
+}
+
 /// A `muxgate host connect` process, killed when dropped.
 struct Connector(std::process::Child);
 
 impl Connector {
-    /// Dials `base` with the token in `token_file`, carrying the link to `host`'s sshd.
+    /// Dials `base` with the token in `token_file` (trusting `ca_file`, when given), carrying
+    /// the link to `host`'s sshd.
     fn start(
         base: &str,
         token_file: &std::path::Path,
+        ca_file: Option<&std::path::Path>,
         host: &SshHost,
         log: &std::path::Path,
     ) -> Self {
-        let child = std::process::Command::new(env!("CARGO_BIN_EXE_muxgate"))
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_muxgate"));
+        command
             .args(["host", "connect", base, "--token-file"])
             .arg(token_file)
-            .args(["--sshd", &format!("{}:22", host.address())])
+            .args(["--sshd", &format!("{}:22", host.address())]);
+        if let Some(ca_file) = ca_file {
+            command.arg("--ca-file").arg(ca_file);
+        }
+        let child = command
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::fs::File::create(log).expect("the connector's log"))
@@ -833,18 +856,9 @@ async fn a_host_that_dials_in_is_driven_through_its_own_connection() {
     let host = SshHost::start();
     let dir = tempfile::tempdir().expect("a directory");
     // The gateway knows the host only by name: it never connects to an address of it.
-    let known = dir.path().join("known_hosts");
-    let listed = std::fs::read_to_string(host.known_hosts()).expect("known_hosts");
-    std::fs::write(&known, listed.replacen(host.address(), "laptop", 1)).expect("known_hosts");
-    let table = host
-        .config_table("laptop", &["default"])
-        .replace(&format!("root@{}:22", host.address()), "root@laptop:22")
-        .replace(
-            &host.known_hosts().display().to_string(),
-            &known.display().to_string(),
-        );
+    let table = dial_in_table(&host, dir.path());
     let text = format!(
-        "[tmux.servers]\n[auth]\nsecret = '{}'\n{table}dial_in = true\n",
+        "[tmux.servers]\n[auth]\nsecret = '{}'\n{table}",
         common::TEST_SECRET
     );
     let config_path = dir.path().join("muxgate.toml");
@@ -913,7 +927,7 @@ async fn a_host_that_dials_in_is_driven_through_its_own_connection() {
 
     // Dialled in: the agent works there as on any host.
     let connector_log = dir.path().join("connect.log");
-    let connector = Connector::start(&gateway.base, &token_file, &host, &connector_log);
+    let connector = Connector::start(&gateway.base, &token_file, None, &host, &connector_log);
     link_reaches(&agent, "laptop", "up", Duration::from_secs(20)).await;
     let pane = new_session(&agent, "laptop", "work").await;
     let ran = ok(
@@ -927,7 +941,7 @@ async fn a_host_that_dials_in_is_driven_through_its_own_connection() {
     // The host goes away: its link goes down; it dials in again and the session is still there.
     drop(connector);
     link_reaches(&agent, "laptop", "down", Duration::from_secs(20)).await;
-    let _connector = Connector::start(&gateway.base, &token_file, &host, &connector_log);
+    let _connector = Connector::start(&gateway.base, &token_file, None, &host, &connector_log);
     link_reaches(&agent, "laptop", "up", Duration::from_secs(30)).await;
     let sessions = ok(&agent, "list_sessions", json!({"server": "laptop"})).await;
     assert_eq!(sessions["sessions"][0]["name"], "work", "{sessions}");
@@ -947,18 +961,9 @@ async fn a_host_dials_in_over_https() {
     let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
     std::fs::write(&cert, certified.cert.pem()).expect("the certificate");
     std::fs::write(&key, certified.signing_key.serialize_pem()).expect("the key");
-    let known = dir.path().join("known_hosts");
-    let listed = std::fs::read_to_string(host.known_hosts()).expect("known_hosts");
-    std::fs::write(&known, listed.replacen(host.address(), "laptop", 1)).expect("known_hosts");
-    let table = host
-        .config_table("laptop", &["default"])
-        .replace(&format!("root@{}:22", host.address()), "root@laptop:22")
-        .replace(
-            &host.known_hosts().display().to_string(),
-            &known.display().to_string(),
-        );
+    let table = dial_in_table(&host, dir.path());
     let text = format!(
-        "[tmux.servers]\n[auth]\nsecret = '{}'\n[http.tls]\ncert_file = '{}'\nkey_file = '{}'\n{table}dial_in = true\n",
+        "[tmux.servers]\n[auth]\nsecret = '{}'\n[http.tls]\ncert_file = '{}'\nkey_file = '{}'\n{table}",
         common::TEST_SECRET,
         cert.display(),
         key.display(),
@@ -974,18 +979,13 @@ async fn a_host_dials_in_over_https() {
         .mint_host("laptop", Duration::from_secs(600))
         .expect("a token");
     std::fs::write(&token_file, token).expect("the token file");
-    let connector = std::process::Command::new(env!("CARGO_BIN_EXE_muxgate"))
-        .args(["host", "connect", &gateway.base, "--token-file"])
-        .arg(&token_file)
-        .arg("--ca-file")
-        .arg(&cert)
-        .args(["--sshd", &format!("{}:22", host.address())])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(dir.path().join("connect.log")).expect("a log"))
-        .spawn()
-        .expect("muxgate host connect");
-    let _connector = Connector(connector);
+    let _connector = Connector::start(
+        &gateway.base,
+        &token_file,
+        Some(&cert),
+        &host,
+        &dir.path().join("connect.log"),
+    );
     // The link logs in over the host's wss connection: the gateway says so.
     let up = common::wait_until(Duration::from_secs(20), || {
         gateway.log().contains("host link up")

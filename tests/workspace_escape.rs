@@ -17,14 +17,11 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Duration;
 
+use common::calls::client_at as client;
 use common::serve::{ServeOptions, ServeProcess};
 use common::tools::{Client, call_ok};
 use common::workspaces::WorkspaceState;
 use muxgate::config::Config;
-use rmcp::ServiceExt;
-use rmcp::model::ClientConfig;
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 
 const ENV_SECRET: &str = "env-secret-5f1c9e";
@@ -156,16 +153,6 @@ fn open_to(dir: &Path, owner: Option<u32>) {
             }
         }
     }
-}
-
-async fn client(url: &str, token: &str) -> Client {
-    let transport = StreamableHttpClientTransport::from_config(
-        StreamableHttpClientTransportConfig::with_uri(url).auth_header(token),
-    );
-    ClientConfig::default()
-        .serve(transport)
-        .await
-        .expect("MCP client connects")
 }
 
 fn mint(config: &Config, sub: &str) -> String {
