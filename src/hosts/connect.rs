@@ -10,14 +10,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{self, Bytes, Message};
 
-use super::dial_in::{CHUNK_BYTES, MAX_MESSAGE_BYTES};
+use super::dial_in::{Frame, MAX_MESSAGE_BYTES, pump};
 
 /// The first wait after a failed dial; doubled after each, up to [`MAX_RETRY`].
 const FIRST_RETRY: Duration = Duration::from_millis(500);
@@ -247,37 +247,20 @@ where
 
 /// Carries bytes between `socket` and `sshd` (after writing `first` to `sshd`) until either
 /// ends.
-async fn pipe<S>(mut socket: WebSocketStream<S>, sshd: TcpStream, first: &[u8])
+async fn pipe<S>(mut socket: WebSocketStream<S>, mut sshd: TcpStream, first: &[u8])
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let (mut read, mut write) = sshd.into_split();
-    if write.write_all(first).await.is_err() {
+    if sshd.write_all(first).await.is_err() {
         return;
     }
-    let mut chunk = vec![0u8; CHUNK_BYTES];
-    loop {
-        tokio::select! {
-            got = read.read(&mut chunk) => match got {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    let data = Bytes::copy_from_slice(&chunk[..n]);
-                    if socket.send(Message::Binary(data)).await.is_err() {
-                        break;
-                    }
-                }
-            },
-            message = socket.next() => match message {
-                Some(Ok(Message::Binary(data))) => {
-                    if write.write_all(&data).await.is_err() {
-                        break;
-                    }
-                }
-                Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Text(_) | Message::Frame(_))) => {}
-                Some(Ok(Message::Close(_)) | Err(_)) | None => break,
-            },
-        }
-    }
+    let frame = |message| match message {
+        Message::Binary(data) => Frame::Data(data),
+        Message::Close(_) => Frame::End,
+        Message::Ping(_) | Message::Pong(_) | Message::Text(_) | Message::Frame(_) => Frame::Skip,
+    };
+    let never = tokio_util::sync::CancellationToken::new();
+    pump(&mut socket, sshd, Message::Binary, frame, &never).await;
     let _ = socket.close(None).await;
 }
 

@@ -16,7 +16,8 @@ use std::sync::{Arc, Mutex};
 
 use axum::extract::ws::{Message, WebSocket};
 use bytes::Bytes;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use futures::{Sink, SinkExt, Stream, StreamExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -116,7 +117,40 @@ pub(crate) async fn relay(dial_in: Arc<DialIn>, listener: UnixListener, stop: Ca
 
 /// Carries bytes between `stream` and `socket` until either ends.
 async fn bridge(mut socket: WebSocket, stream: UnixStream, stop: CancellationToken) {
-    let (mut read, mut write) = stream.into_split();
+    let frame = |message| match message {
+        Message::Binary(data) => Frame::Data(data),
+        // Pings are answered by the WebSocket itself; text is not part of the relay.
+        Message::Ping(_) | Message::Pong(_) | Message::Text(_) => Frame::Skip,
+        Message::Close(_) => Frame::End,
+    };
+    pump(&mut socket, stream, Message::Binary, frame, &stop).await;
+    let _ = socket.send(Message::Close(None)).await;
+}
+
+/// What one WebSocket message is to the byte stream it carries.
+pub(crate) enum Frame {
+    /// Bytes of the stream.
+    Data(Bytes),
+    /// Not part of the stream (a ping, a pong, text).
+    Skip,
+    /// The other side closed.
+    End,
+}
+
+/// Carries bytes between `socket` and `stream` until either ends or `stop` fires: what
+/// `stream` gives goes out as `binary` messages of at most [`CHUNK_BYTES`], and what `frame`
+/// reads as data goes into `stream`. Both ends of a dial-in link run it, over their own
+/// WebSocket types.
+pub(crate) async fn pump<S, M, E>(
+    socket: &mut S,
+    stream: impl AsyncRead + AsyncWrite,
+    binary: fn(Bytes) -> M,
+    frame: impl Fn(M) -> Frame,
+    stop: &CancellationToken,
+) where
+    S: Stream<Item = Result<M, E>> + Sink<M> + Unpin,
+{
+    let (mut read, mut write) = tokio::io::split(stream);
     let mut chunk = vec![0u8; CHUNK_BYTES];
     loop {
         tokio::select! {
@@ -124,25 +158,22 @@ async fn bridge(mut socket: WebSocket, stream: UnixStream, stop: CancellationTok
             got = read.read(&mut chunk) => match got {
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
-                    let data = Bytes::copy_from_slice(&chunk[..n]);
-                    if socket.send(Message::Binary(data)).await.is_err() {
+                    if socket.send(binary(Bytes::copy_from_slice(&chunk[..n]))).await.is_err() {
                         break;
                     }
                 }
             },
-            message = socket.recv() => match message {
-                Some(Ok(Message::Binary(data))) => {
+            message = socket.next() => match message.map(|m| m.map(&frame)) {
+                Some(Ok(Frame::Data(data))) => {
                     if write.write_all(&data).await.is_err() {
                         break;
                     }
                 }
-                // Pings are answered by the WebSocket itself; text is not part of the relay.
-                Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Text(_))) => {}
-                Some(Ok(Message::Close(_)) | Err(_)) | None => break,
+                Some(Ok(Frame::Skip)) => {}
+                Some(Ok(Frame::End) | Err(_)) | None => break,
             },
         }
     }
-    let _ = socket.send(Message::Close(None)).await;
 }
 
 /// The `ProxyCommand` of a dial-in host's master: this gateway's own program (as the running
