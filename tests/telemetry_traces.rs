@@ -163,6 +163,9 @@ async fn a_tool_call_is_a_span_in_the_clients_trace_and_its_tmux_batch_a_child()
         Some("2025-11-25")
     );
     assert_eq!(attribute(call, "error.type"), None);
+    // The server the call addresses; a server of this machine has no host.
+    assert_eq!(attribute(call, "muxgate.server").as_deref(), Some("work"));
+    assert_eq!(attribute(call, "muxgate.host"), None);
 
     let batch = spans
         .iter()
