@@ -27,7 +27,7 @@ pub enum HostCommand {
 /// `muxgate host connect`.
 #[derive(Debug, Args)]
 pub struct ConnectArgs {
-    /// The gateway's URL (https://gateway.example:8080).
+    /// The gateway's URL (`https://gateway.example:8080`).
     pub url: url::Url,
     /// The host's token (`muxgate host token NAME` on the gateway). Prefer --token-file or
     /// MUXGATE_HOST_TOKEN: a command line is visible to every user of this machine.

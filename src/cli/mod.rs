@@ -259,7 +259,7 @@ pub struct HostGateArgs {
     #[arg(long, default_value = "tmux")]
     pub tmux: String,
     /// This host runs the gateway's workspaces, set up by this muxgate configuration (its
-    /// [workspaces] and [state]): the key then runs workspace requests and the probe only,
+    /// `[workspaces]` and `[state]`): the key then runs workspace requests and the probe only,
     /// never tmux itself.
     #[arg(long, value_name = "FILE")]
     pub workspaces_config: Option<PathBuf>,
@@ -268,7 +268,7 @@ pub struct HostGateArgs {
 /// `muxgate host-workspace`: one request of the gateway's for a workspace it placed here.
 #[derive(Debug, Args)]
 pub struct HostWorkspaceArgs {
-    /// This machine's muxgate configuration: its [workspaces] and [state].
+    /// This machine's muxgate configuration: its `[workspaces]` and `[state]`.
     #[arg(long, value_name = "FILE")]
     pub config: PathBuf,
     /// What the gateway asks.
