@@ -32,8 +32,8 @@ pub(super) async fn run(config: &Config, command: &WorkspaceCommand) -> anyhow::
             None => println!("deleted {name}"),
             Some(host) => println!(
                 "deleted this gateway's record of {name}; its sandbox and files are on host \
-                 {host}: delete them there (`muxgate workspace delete {name} --config \
-                 <hosts.{host}.workspaces_config>`)"
+                 {host}: delete them there (`muxgate workspace --config \
+                 <hosts.{host}.workspaces_config> delete {name}`)"
             ),
         },
     }

@@ -32,7 +32,7 @@ pub enum AdminError {
     Unknown(String),
     /// It runs on another host, whose own muxgate stops it.
     #[error(
-        "workspace {name:?} runs on host {host}: stop it there (`muxgate workspace stop {name} --config <hosts.{host}.workspaces_config>`)"
+        "workspace {name:?} runs on host {host}: stop it there (`muxgate workspace --config <hosts.{host}.workspaces_config> stop {name}`)"
     )]
     OnHost {
         /// The workspace.
