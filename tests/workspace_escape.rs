@@ -6,9 +6,13 @@
 //! log sit in a directory the workspaces are shown (so the masks are what hides them). A second
 //! tenant has a secret on its screen, a buffer, a key in its keyring and a pending channel wait.
 //!
-//! The suite runs twice: with the gateway as root (workspaces get uids of their own, sized
-//! homes and memory cgroups) and as an unprivileged user (where the gateway cannot mount or
-//! make cgroups, and says so). A runner that is not root runs the second only.
+//! The suite runs three times: with the gateway as root (workspaces get uids of their own,
+//! sized homes and memory cgroups), as an unprivileged user (where the gateway cannot mount or
+//! make cgroups, and says so), and with the workspaces on a test host the gateway reaches over
+//! SSH (`workspaces.hosts`), where the host's muxgate starts and jails them with the host's own
+//! configuration, which sits in a directory its workspaces are shown. There the attacks aim at
+//! the host too: its configuration, its keys, its sshd, its tmux, its other tenant. A runner
+//! that is not root runs the second only.
 
 mod common;
 
@@ -19,9 +23,11 @@ use std::time::Duration;
 
 use common::calls::client_at as client;
 use common::serve::{ServeOptions, ServeProcess};
-use common::tools::{Client, call_ok};
+use common::ssh_host::{self, SshHost};
+use common::tools::{Client, call, call_ok};
 use common::workspaces::WorkspaceState;
 use muxgate::config::Config;
+use muxgate::workspace::admin;
 use serde_json::{Value, json};
 
 const ENV_SECRET: &str = "env-secret-5f1c9e";
@@ -30,6 +36,8 @@ const INHERITED_SECRET: &str = "inherited-secret-77e1d0";
 const BOB_TYPED: &str = "hunter2-bob-typed";
 const BOB_BUFFER: &str = "bob-buffer-contents";
 const BOB_KEY: &str = "bob-keyring-secret-4410";
+/// A line of the test host's muxgate configuration.
+const HOST_CONFIG_SECRET: &str = "host-config-secret-9d04";
 
 /// The session keyring the gateway is started in.
 const GATEWAY_KEYRING: &CStr = c"muxgate-escape-gateway";
@@ -61,7 +69,7 @@ async fn a_tenant_cannot_escape_a_gateway_running_as_root() {
         eprintln!("skipping the root half of the escape suite: the test runner is not root");
         return;
     }
-    escape_suite(Privilege::Root).await;
+    escape_suite(Privilege::Root, Place::Here).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -69,7 +77,16 @@ async fn a_tenant_cannot_escape_a_gateway_running_unprivileged() {
     if !prerequisites("a_tenant_cannot_escape_a_gateway_running_unprivileged") {
         return;
     }
-    escape_suite(Privilege::Unprivileged).await;
+    escape_suite(Privilege::Unprivileged, Place::Here).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_cannot_escape_a_workspace_on_a_host() {
+    let what = "a_tenant_cannot_escape_a_workspace_on_a_host";
+    if !prerequisites(what) || !ssh_host::available(what) {
+        return;
+    }
+    escape_suite(Privilege::Root, Place::host()).await;
 }
 
 fn prerequisites(what: &str) -> bool {
@@ -91,7 +108,7 @@ struct GatewayFiles {
 }
 
 impl GatewayFiles {
-    fn new(state: &Path, owner: Option<u32>) -> Self {
+    fn new(state: &Path, owner: Option<u32>, place: &Place) -> Self {
         let root = tempfile::Builder::new()
             .prefix("escape-")
             .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
@@ -110,19 +127,19 @@ impl GatewayFiles {
         std::fs::write(under_tmp.path().join("public.txt"), "public\n").unwrap();
         // The config sits right in the shown directory, named relatively by `serve`: only a
         // mask of the file itself hides it.
+        let (places, tables) = place.gateway_config();
         let config = format!(
             "[state]\ndir = '{state}'\n\
-             [workspaces]\nenabled = true\nexpose = ['{exposed}', '{under_tmp}']\n\
-             [workspaces.limits]\nhome_bytes = {HOME_BYTES}\ntmp_bytes = {TMP_BYTES}\n\
-             shm_bytes = {SHM_BYTES}\nmemory_bytes = {MEMORY_BYTES}\n\
-             memory_per_process_bytes = 2147483648\n\
+             [workspaces]\nenabled = true\nexpose = ['{exposed}', '{under_tmp}']\n{places}\
+             {limits}\
              [auth]\nsecret_file = 'muxgate/secret'\n\
              [audit]\npath = 'audit/audit.jsonl'\n\
              [limits]\nrequests_per_second = 1000\nrequest_burst = 1000\n\
-             tool_calls_per_second = 1000\ntool_call_burst = 1000\n",
+             tool_calls_per_second = 1000\ntool_call_burst = 1000\n{tables}",
             state = state.display(),
             exposed = exposed.display(),
             under_tmp = under_tmp.path().display(),
+            limits = workspace_limits(),
         );
         std::fs::write(exposed.join("muxgate.toml"), config).unwrap();
         for dir in [exposed, under_tmp.path()] {
@@ -133,6 +150,234 @@ impl GatewayFiles {
 
     fn path(&self, relative: &str) -> String {
         self.root.path().join(relative).display().to_string()
+    }
+}
+
+/// The `[workspaces.limits]` of the suite's workspaces, wherever they run.
+fn workspace_limits() -> String {
+    format!(
+        "[workspaces.limits]\nhome_bytes = {HOME_BYTES}\ntmp_bytes = {TMP_BYTES}\n\
+         shm_bytes = {SHM_BYTES}\nmemory_bytes = {MEMORY_BYTES}\n\
+         memory_per_process_bytes = 2147483648\n"
+    )
+}
+
+/// Where the suite's workspaces run.
+enum Place {
+    /// Beside the gateway, which starts them.
+    Here,
+    /// On a test host (`south`, the one place in the gateway's `workspaces.hosts`), whose
+    /// muxgate starts them.
+    Host(Box<HostPlace>),
+}
+
+/// A test host running the suite's workspaces, and what the suite put there.
+struct HostPlace {
+    host: SshHost,
+    /// The directory of the host's shown to its workspaces, holding its configuration.
+    shown: std::path::PathBuf,
+    /// The host's state directory, looked at from the test.
+    sandboxes: WorkspaceState,
+}
+
+impl HostPlace {
+    /// The host's muxgate configuration.
+    fn config(&self) -> std::path::PathBuf {
+        self.shown.join("host.toml")
+    }
+
+    /// Runs `muxgate workspace --config <the host's> <command> <name>` on the host.
+    fn workspace(&self, command: &str, name: &str) -> String {
+        let config = self.config().display().to_string();
+        let muxgate = env!("CARGO_BIN_EXE_muxgate");
+        let ran = self
+            .host
+            .console(&[muxgate, "workspace", "--config", &config, command, name]);
+        assert!(
+            ran.status.success(),
+            "{command} {name} on the host: {}",
+            String::from_utf8_lossy(&ran.stderr)
+        );
+        String::from_utf8_lossy(&ran.stdout).into_owned()
+    }
+}
+
+impl Place {
+    /// A fresh test host, with a shown directory and a public file in it.
+    fn host() -> Self {
+        let host = SshHost::start();
+        let shown = host.dir().join("shown");
+        std::fs::create_dir(&shown).expect("the host's shown directory");
+        std::fs::write(shown.join("public.txt"), "public\n").expect("a public file");
+        let sandboxes = WorkspaceState::elsewhere(&host.workspaces_state());
+        Self::Host(Box::new(HostPlace {
+            host,
+            shown,
+            sandboxes,
+        }))
+    }
+
+    /// What the gateway's configuration adds: a line of its `[workspaces]`, and tables.
+    fn gateway_config(&self) -> (String, String) {
+        match self {
+            Self::Here => (String::new(), String::new()),
+            Self::Host(at) => (
+                "hosts = ['south']\n".into(),
+                format!(
+                    "{}workspaces_config = '{}'\n",
+                    at.host.config_table("south", &["default"]),
+                    at.config().display()
+                ),
+            ),
+        }
+    }
+
+    /// Sets the host up once the gateway's files exist: its configuration (in its shown
+    /// directory, showing the same directory under `/tmp` the gateway's does, with the same
+    /// limits), and the gateway's key restricted to workspace requests, as the README says.
+    fn set_up(&self, files: &GatewayFiles) {
+        let Self::Host(at) = self else { return };
+        at.host.write_workspaces_config(
+            &at.config(),
+            &format!(
+                "# {HOST_CONFIG_SECRET}\n[workspaces]\nenabled = true\n\
+                 expose = ['{shown}', '{under_tmp}']\n{limits}",
+                shown = at.shown.display(),
+                under_tmp = files.under_tmp.path().display(),
+                limits = workspace_limits(),
+            ),
+        );
+        open_to(&at.shown, None);
+        at.host.restrict_key(&format!(
+            "{} host-gate --workspaces-config {}",
+            env!("CARGO_BIN_EXE_muxgate"),
+            at.config().display()
+        ));
+    }
+
+    /// The state directory of the sandboxes.
+    fn sandboxes<'a>(&'a self, gateway: &'a WorkspaceState) -> &'a WorkspaceState {
+        match self {
+            Self::Here => gateway,
+            Self::Host(at) => &at.sandboxes,
+        }
+    }
+
+    /// The directory shown to the workspaces, with their machine's configuration or key in it.
+    fn shown(&self, files: &GatewayFiles) -> std::path::PathBuf {
+        match self {
+            Self::Here => files.root.path().to_owned(),
+            Self::Host(at) => at.shown.clone(),
+        }
+    }
+
+    /// A secret file in the shown directory (masked), and a line of it.
+    fn secret(&self, files: &GatewayFiles) -> (String, &'static str) {
+        match self {
+            Self::Here => (files.path("muxgate/secret"), KEY_SECRET),
+            Self::Host(at) => (at.config().display().to_string(), HOST_CONFIG_SECRET),
+        }
+    }
+
+    /// Process `pid` (as the test numbers it) as the machine of the workspaces numbers it.
+    fn pid_there(&self, pid: i32) -> i32 {
+        match self {
+            Self::Here => pid,
+            Self::Host(at) => at.host.host_pid(pid).expect("a process of the host's"),
+        }
+    }
+
+    /// The machine of the workspaces' process `pid`, as the test numbers it.
+    fn pid_here(&self, pid: i32) -> i32 {
+        match self {
+            Self::Here => pid,
+            Self::Host(at) => at.host.test_pid(pid).expect("a process of the host's"),
+        }
+    }
+
+    /// A tmux server of the machine's own user (of `owner` beside a gateway running as it).
+    fn host_server(&self, owner: Option<u32>) -> HostServer {
+        match self {
+            Self::Here => HostServer::start(owner, None),
+            Self::Host(at) => HostServer::start(None, Some(at.host.dir().join("tmux"))),
+        }
+    }
+
+    /// The attacks on a test host's own things: its keys, its login, its sshd.
+    fn attacks(&self, gateway: &WorkspaceState) -> Vec<(&'static str, String)> {
+        let Self::Host(at) = self else {
+            return Vec::new();
+        };
+        let dir = at.host.dir().display();
+        vec![
+            ("gateway_state", format!("ls {}", gateway.path().display())),
+            (
+                "host_keys",
+                format!(
+                    "for f in host_key id authorized_keys; do grep -qs . {dir}/$f && exit 0; done; exit 1"
+                ),
+            ),
+            ("host_login_env", "env | grep -q '^SSH_'".into()),
+            (
+                "host_sshd",
+                format!("exec 3<>/dev/tcp/{}/22", at.host.address()),
+            ),
+        ]
+    }
+
+    /// Stops workspace `name`'s sandbox where it runs (`muxgate workspace stop`).
+    async fn stop(&self, gateway: &WorkspaceState, name: &str) {
+        match self {
+            Self::Here => assert!(admin::stop(gateway.path(), name).await.unwrap()),
+            Self::Host(at) => {
+                let said = at.workspace("stop", name);
+                assert!(!said.contains("not running"), "{said}");
+            }
+        }
+    }
+
+    /// Deletes workspace `name` where it runs (`muxgate workspace delete`), beside the
+    /// running gateway, as the gateway's user (`owner`).
+    fn delete(&self, gateway: &WorkspaceState, config_path: &Path, owner: Option<u32>, name: &str) {
+        if let Self::Host(at) = self {
+            at.workspace("delete", name);
+            return;
+        }
+        let mut command = std::process::Command::new("setpriv");
+        match owner {
+            Some(uid) => command.args([
+                format!("--reuid={uid}"),
+                format!("--regid={uid}"),
+                "--clear-groups".into(),
+            ]),
+            None => command.arg("--"),
+        };
+        let deleted = command
+            .arg(env!("CARGO_BIN_EXE_muxgate"))
+            .args(["workspace", "--config"])
+            .arg(config_path)
+            .args(["delete", name])
+            .current_dir(config_path.parent().unwrap())
+            .env("HOME", gateway.path())
+            .output()
+            .expect("run muxgate workspace delete");
+        assert!(
+            deleted.status.success(),
+            "delete failed: {}",
+            String::from_utf8_lossy(&deleted.stderr)
+        );
+    }
+
+    /// Stops every workspace where it runs.
+    async fn stop_all(&self, gateway: &WorkspaceState) {
+        match self {
+            Self::Here => gateway.stop_all().await,
+            Self::Host(at) => {
+                for workspace in admin::list(at.sandboxes.path()).unwrap_or_default() {
+                    at.workspace("stop", &workspace.meta.name);
+                }
+            }
+        }
     }
 }
 
@@ -166,6 +411,24 @@ async fn run(client: &Client, pane: &str, command: &str) -> Value {
         json!({"target": pane, "command": command, "timeout": 90}),
     )
     .await
+}
+
+/// Waits (at most 30 s) until the caller's workspace answers; meanwhile its calls may only be
+/// `unavailable` (a workspace on a host, before the gateway's link to it is up).
+async fn until_up(client: &Client) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let listed = call(client, "list_sessions", json!({})).await;
+        if listed.is_error != Some(true) {
+            return;
+        }
+        let error = common::tool_error(&listed);
+        assert!(
+            error["kind"] == "unavailable" && std::time::Instant::now() < deadline,
+            "{error}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// The pane of a new session `name`.
@@ -222,15 +485,53 @@ async fn log_shows(gateway: &ServeProcess, text: &str, timeout: Duration) -> boo
     }
 }
 
-/// A tmux server of the host's, on a socket of its own, killed when dropped: the positive
-/// control of the attack that looks for the host's servers.
-struct HostServer(String);
+/// A tmux server of the machine's own user, on a socket of its own, killed when dropped: the
+/// positive control of the attacks that look for the machine's servers.
+struct HostServer {
+    name: String,
+    /// Who runs it (`None`: the test's user).
+    uid: Option<u32>,
+    /// Its `TMUX_TMPDIR` (`None`: tmux's default, `/tmp`).
+    tmpdir: Option<std::path::PathBuf>,
+}
 
 impl HostServer {
-    fn start(as_uid: Option<u32>) -> Self {
-        let name = format!("escape-host-{}", std::process::id());
+    fn start(uid: Option<u32>, tmpdir: Option<std::path::PathBuf>) -> Self {
+        let server = Self {
+            name: format!("escape-host-{}", std::process::id()),
+            uid,
+            tmpdir,
+        };
+        let status = server
+            .tmux()
+            .args(["-f", "/dev/null", "new-session", "-d"])
+            .env("HOME", "/")
+            .status()
+            .expect("start a host tmux server");
+        assert!(status.success(), "the host's tmux server did not start");
+        server
+    }
+
+    /// Its socket directory.
+    fn dir(&self) -> std::path::PathBuf {
+        let uid = self.uid.unwrap_or_else(|| {
+            // SAFETY: getuid(2) cannot fail.
+            unsafe { libc::getuid() }
+        });
+        self.tmpdir
+            .clone()
+            .unwrap_or_else(|| "/tmp".into())
+            .join(format!("tmux-{uid}"))
+    }
+
+    fn socket(&self) -> std::path::PathBuf {
+        self.dir().join(&self.name)
+    }
+
+    /// `tmux -L <its name>`, as its user.
+    fn tmux(&self) -> std::process::Command {
         let mut command = std::process::Command::new("setpriv");
-        match as_uid {
+        match self.uid {
             Some(uid) => command.args([
                 format!("--reuid={uid}"),
                 format!("--regid={uid}"),
@@ -238,57 +539,38 @@ impl HostServer {
             ]),
             None => command.arg("--"),
         };
-        let status = command
-            .args(["tmux", "-L", &name, "-f", "/dev/null", "new-session", "-d"])
-            .env_remove("TMUX")
-            .env("HOME", "/")
-            .status()
-            .expect("start a host tmux server");
-        assert!(status.success(), "the host's tmux server did not start");
-        Self(name)
+        command.args(["tmux", "-L", &self.name]).env_remove("TMUX");
+        if let Some(dir) = &self.tmpdir {
+            command.env("TMUX_TMPDIR", dir);
+        }
+        command
     }
 }
 
 impl Drop for HostServer {
     fn drop(&mut self) {
-        // The socket name is in its owner's socket directory: kill it from every uid that may
-        // own it (the other call finds nothing).
-        for uid in [None, Some(UNPRIVILEGED)] {
-            let mut command = std::process::Command::new("setpriv");
-            match uid {
-                Some(uid) if is_root() => {
-                    command.args([
-                        format!("--reuid={uid}"),
-                        format!("--regid={uid}"),
-                        "--clear-groups".into(),
-                    ]);
-                }
-                Some(_) => continue,
-                None => {
-                    command.arg("--");
-                }
-            }
-            let _ = command
-                .args(["tmux", "-L", &self.0, "kill-server"])
-                .env_remove("TMUX")
-                .stderr(std::process::Stdio::null())
-                .status();
-        }
+        let _ = self
+            .tmux()
+            .arg("kill-server")
+            .stderr(std::process::Stdio::null())
+            .status();
     }
 }
 
-async fn escape_suite(privilege: Privilege) {
+async fn escape_suite(privilege: Privilege, place: Place) {
     // Who the gateway runs as, and the uid its files must belong to.
     let owner = match privilege {
         Privilege::Unprivileged if is_root() => Some(UNPRIVILEGED),
         _ => None,
     };
     let state = WorkspaceState::new();
-    let files = GatewayFiles::new(state.path(), owner);
+    let files = GatewayFiles::new(state.path(), owner, &place);
+    place.set_up(&files);
     if let Some(uid) = owner {
         std::os::unix::fs::chown(state.path(), Some(uid), Some(uid)).unwrap();
     }
-    let host_server = HostServer::start(owner);
+    let host_server = place.host_server(owner);
+    let sandboxes = place.sandboxes(&state);
     let log = files.root.path().join("serve.log");
     let inherited = std::fs::File::open(files.path("muxgate/inherited")).unwrap();
     let gateway = ServeProcess::start_with(
@@ -330,6 +612,11 @@ async fn escape_suite(privilege: Privilege) {
         );
     }
 
+    // A workspace on a host is unavailable until the gateway's link to the host is up.
+    for tenant in [&bob, &alice] {
+        until_up(tenant).await;
+    }
+
     // Bob's world: a secret typed on his screen, a buffer, a key in his keyring, a wait on a
     // channel.
     let bob_pane = new_session(&bob, "b-1").await;
@@ -346,8 +633,11 @@ async fn escape_suite(privilege: Privilege) {
         json!({"target": bob_pane, "keys": BOB_TYPED, "literal": true}),
     )
     .await;
-    let bob_sandbox = state.sandbox_pid("bob").expect("bob's sandbox runs");
-    let bob_shell = descendant_named(bob_sandbox, "bash").expect("bob's shell");
+    // Numbered as the machine the workspaces run on numbers them.
+    let bob_sandbox = sandboxes.sandbox_pid("bob").expect("bob's sandbox runs");
+    let bob_shell = descendant_named(place.pid_here(bob_sandbox), "bash")
+        .map(|pid| place.pid_there(pid))
+        .expect("bob's shell");
 
     // Alice attacks from her own shell. Her first pane is the twin of bob's: same id, same pid
     // in its sandbox.
@@ -355,16 +645,14 @@ async fn escape_suite(privilege: Privilege) {
     agent_reports_stay_with_their_workspace(&alice, &pane, &bob, &bob_pane).await;
     let port = gateway.base.rsplit(':').next().unwrap().to_owned();
     let state_dir = state.path().display().to_string();
-    let host_uid = owner.unwrap_or_else(|| {
-        // SAFETY: getuid(2) cannot fail.
-        unsafe { libc::getuid() }
-    });
-    let attacks: Vec<(&str, String)> = vec![
+    let sandbox_dir = sandboxes.path().display().to_string();
+    let shown = place.shown(&files).display().to_string();
+    let mut attacks: Vec<(&str, String)> = vec![
         (
             "bob_socket",
-            format!("tmux -S {state_dir}/workspaces/bob/run/tmux.sock ls"),
+            format!("tmux -S {sandbox_dir}/workspaces/bob/run/tmux.sock ls"),
         ),
-        ("state_dir", format!("ls {state_dir}")),
+        ("state_dir", format!("ls {sandbox_dir}")),
         (
             "other_sockets",
             "find / -type s 2>/dev/null | grep -v '^/run/muxgate/tmux.sock$' | grep -q .".into(),
@@ -373,10 +661,13 @@ async fn escape_suite(privilege: Privilege) {
             "host_tmux_dirs",
             format!(
                 "ls -d /tmp/tmux-* {dir} 2>/dev/null | grep -q .",
-                dir = format_args!("/tmp/tmux-{host_uid}")
+                dir = host_server.dir().display()
             ),
         ),
-        ("host_server", format!("tmux -L {} ls", host_server.0)),
+        (
+            "host_server",
+            format!("tmux -S {} ls", host_server.socket().display()),
+        ),
         (
             "config",
             format!("grep -q secret {}", files.path("muxgate.toml")),
@@ -456,13 +747,14 @@ async fn escape_suite(privilege: Privilege) {
         // Works, on alice's own server only: bob's wait must not wake (checked below).
         ("signal_channel", "tmux wait-for -S chan".into()),
         // Sanity: the attacks are not blocked by a broken shell or an empty view.
-        ("public_file", format!("cat {}", files.path("public.txt"))),
+        ("public_file", format!("cat {shown}/public.txt")),
         (
             "public_under_tmp",
             format!("cat {}/public.txt", files.under_tmp.path().display()),
         ),
         ("own_server", "tmux ls | grep -q '^a-1:'".into()),
     ];
+    attacks.extend(place.attacks(&state));
     let script: String = attacks
         .iter()
         .map(|(name, command)| {
@@ -471,7 +763,7 @@ async fn escape_suite(privilege: Privilege) {
         .collect();
     // The host's server is there to be found: the attack that looks for it can fail.
     assert!(
-        std::path::Path::new(&format!("/tmp/tmux-{host_uid}/{}", host_server.0)).exists(),
+        host_server.socket().exists(),
         "the host's tmux server has no socket"
     );
     // Bob waits on channel `chan` while alice attacks (one attack signals `chan`).
@@ -497,7 +789,9 @@ async fn escape_suite(privilege: Privilege) {
         );
     }
 
-    hook_and_alias_attacks(&state, owner, &files, &alice, &pane).await;
+    let secret = place.secret(&files);
+    hook_and_alias_attacks(sandboxes, owner, &secret, &shown, &alice, &pane).await;
+    // The pipes towards a host's tmux clients are its sshd's, which runs as root.
     flood_the_gateways_pipe(privilege, &gateway, &alice, &bob, &pane, &bob_pane).await;
 
     // Bob is untouched: his wait was not woken, his buffer, key and screen are his.
@@ -522,6 +816,7 @@ async fn escape_suite(privilege: Privilege) {
         "{screen}"
     );
     assert!(!output.contains(BOB_TYPED) && !output.contains(KEY_SECRET));
+    assert!(!output.contains(HOST_CONFIG_SECRET));
 
     // Nothing alice did reached the gateway's files or its audit log.
     let audit = std::fs::read_to_string(files.path("audit/audit.jsonl")).unwrap_or_default();
@@ -531,27 +826,27 @@ async fn escape_suite(privilege: Privilege) {
     );
     assert!(!gateway.log().contains(KEY_SECRET));
 
-    a_restarted_workspace_is_another_server(&state, &alice).await;
-    deleting_a_workspace_beside_a_running_gateway(&state, &config_path, owner, &alice).await;
+    a_restarted_workspace_is_another_server(&place, &state, &alice).await;
+    deleting_a_workspace_beside_a_running_gateway(&place, &state, &config_path, owner, &alice)
+        .await;
 
     drop((alice, bob));
-    state.stop_all().await;
+    place.stop_all(&state).await;
 }
 
 /// A hook run when a client attaches reads and writes files on the server's side (the
 /// sandbox); a command alias turns the gateway's next one-shot client's command into a
 /// `load-buffer` of the key. Neither reaches a file of the host's.
 async fn hook_and_alias_attacks(
-    state: &WorkspaceState,
+    sandboxes: &WorkspaceState,
     owner: Option<u32>,
-    files: &GatewayFiles,
+    (secret, secret_line): &(String, &str),
+    shown: &str,
     alice: &Client,
     pane: &str,
 ) {
     let hook = format!(
-        "tmux set-hook -g client-attached 'load-buffer -b leak {key} ; set-buffer -b w x ; save-buffer -b w {host}'",
-        key = files.path("muxgate/secret"),
-        host = files.path("pwned-by-hook"),
+        "tmux set-hook -g client-attached 'load-buffer -b leak {secret} ; set-buffer -b w x ; save-buffer -b w {shown}/pwned-by-hook'",
     );
     run(alice, pane, &hook).await;
     let second_pane = new_session(alice, "a-2").await;
@@ -567,17 +862,16 @@ async fn hook_and_alias_attacks(
     assert_eq!(waited["results"][1]["success"], true, "{waited}");
     let leaked = run(alice, pane, "tmux show-buffer -b leak").await;
     assert_ne!(leaked["exit_status"], 0, "the key was read: {leaked}");
-    assert!(!leaked["output"].as_str().unwrap().contains(KEY_SECRET));
+    assert!(!leaked["output"].as_str().unwrap().contains(secret_line));
     assert!(
-        !Path::new(&files.path("pwned-by-hook")).exists(),
+        !Path::new(&format!("{shown}/pwned-by-hook")).exists(),
         "a gateway client wrote on the host"
     );
     // That client runs one command without attaching, so tmux has the *client* open the file
     // (a control client, once attached, has the server do it): in the client's jail there is
     // no such file.
     let alias = format!(
-        "tmux set -s command-alias[100] 'wait-for=load-buffer -b leak {} ; wait-for'",
-        files.path("muxgate/secret")
+        "tmux set -s command-alias[100] 'wait-for=load-buffer -b leak {secret} ; wait-for'",
     );
     run(alice, pane, &alias).await;
     call_ok(
@@ -586,9 +880,9 @@ async fn hook_and_alias_attacks(
         json!({"channel": "c2", "timeout": 1}),
     )
     .await;
-    let buffer = state.tmux("alice", owner, &["show-buffer", "-b", "leak"]);
+    let buffer = sandboxes.tmux("alice", owner, &["show-buffer", "-b", "leak"]);
     assert!(
-        !String::from_utf8_lossy(&buffer.stdout).contains(KEY_SECRET),
+        !String::from_utf8_lossy(&buffer.stdout).contains(secret_line),
         "the gateway's tmux client read the key for alice's server"
     );
     assert!(
@@ -714,13 +1008,13 @@ async fn pane_and_pid(client: &Client, pane: &str) -> String {
 
 /// A view link is bound to the workspace's server process: once the workspace restarts, its
 /// new pane with the same id is another pane, and the link shows nothing.
-async fn a_restarted_workspace_is_another_server(state: &WorkspaceState, alice: &Client) {
+async fn a_restarted_workspace_is_another_server(
+    place: &Place,
+    state: &WorkspaceState,
+    alice: &Client,
+) {
     // From a fresh server, so that the next one numbers its panes the same way.
-    assert!(
-        muxgate::workspace::admin::stop(state.path(), "alice")
-            .await
-            .unwrap()
-    );
+    place.stop(state, "alice").await;
     let pane = new_session(alice, "viewed").await;
     let link = call_ok(alice, "view_link", json!({"target": pane})).await;
     let url = link["url"]
@@ -737,11 +1031,7 @@ async fn a_restarted_workspace_is_another_server(state: &WorkspaceState, alice: 
         response.status().as_u16()
     };
     assert_eq!(status(url.clone()).await, 200, "the link works at first");
-    assert!(
-        muxgate::workspace::admin::stop(state.path(), "alice")
-            .await
-            .unwrap()
-    );
+    place.stop(state, "alice").await;
     // The next call starts a new sandbox, whose first panes reuse the ids.
     let mut reused = false;
     for name in ["again-1", "again-2", "again-3", "again-4"] {
@@ -762,6 +1052,7 @@ async fn a_restarted_workspace_is_another_server(state: &WorkspaceState, alice: 
 /// directory of its home (`chmod 000`): the delete succeeds, and the tenant's next call gets a
 /// fresh workspace without a gateway restart.
 async fn deleting_a_workspace_beside_a_running_gateway(
+    place: &Place,
     state: &WorkspaceState,
     config_path: &Path,
     owner: Option<u32>,
@@ -775,30 +1066,14 @@ async fn deleting_a_workspace_beside_a_running_gateway(
     )
     .await;
     assert_eq!(locked["exit_status"], 0, "{locked}");
-    let mut command = std::process::Command::new("setpriv");
-    match owner {
-        Some(uid) => command.args([
-            format!("--reuid={uid}"),
-            format!("--regid={uid}"),
-            "--clear-groups".into(),
-        ]),
-        None => command.arg("--"),
-    };
-    let deleted = command
-        .arg(env!("CARGO_BIN_EXE_muxgate"))
-        .args(["workspace", "--config"])
-        .arg(config_path)
-        .args(["delete", "alice"])
-        .current_dir(config_path.parent().unwrap())
-        .env("HOME", state.path())
-        .output()
-        .expect("run muxgate workspace delete");
+    place.delete(state, config_path, owner, "alice");
     assert!(
-        deleted.status.success(),
-        "delete failed: {}",
-        String::from_utf8_lossy(&deleted.stderr)
+        !place
+            .sandboxes(state)
+            .path()
+            .join("workspaces/alice")
+            .exists()
     );
-    assert!(!state.path().join("workspaces/alice").exists());
     let listed = call_ok(alice, "list_sessions", json!({})).await;
     assert_eq!(listed["sessions"], json!([]), "{listed}");
     let fresh = new_session(alice, "fresh").await;

@@ -3,7 +3,8 @@
 //! started and jailed by the host's own muxgate over the gateway's link. And a hostile tenant
 //! in a workspace on a host, attacking from inside its pane: the host's login (sshd, the gate,
 //! the probe, the gateway's connection), the host's files, and the other tenant on that host
-//! stay out of reach.
+//! stay out of reach (the full escape suite runs against a workspace on a host too, in
+//! `workspace_escape.rs`). And what a host cannot bound is said in the gateway's log.
 
 mod common;
 
@@ -11,6 +12,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::calls::{Client, call, legacy, ok};
+use common::serve::ServeProcess;
 use common::ssh_host::{self, SshHost};
 use common::workspaces::WorkspaceState;
 use common::{TestGateway, spawn_gateway};
@@ -337,4 +339,49 @@ async fn a_tenant_cannot_escape_a_workspace_on_a_host() {
     );
     let fresh = session_when_up(&bob, "again").await;
     assert_eq!(run(&bob, &fresh, "id -u").await, "600001\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_host_cannot_bound_is_said_in_the_gateways_log() {
+    if !available("a host's warnings") {
+        return;
+    }
+    let host = SshHost::start();
+    // A host without memory cgroups: its muxgate bounds a workspace's memory per process
+    // only, and says so as it starts one.
+    let hidden = host.console(&["umount", "-l", "/sys/fs/cgroup"]);
+    assert!(
+        hidden.status.success(),
+        "{}",
+        String::from_utf8_lossy(&hidden.stderr)
+    );
+    let state = WorkspaceState::new();
+    let text = format!(
+        "[state]\ndir = '{state}'\n[workspaces]\nenabled = true\nhosts = ['south']\n\
+         [auth]\nsecret = '{secret}'\n{table}workspaces_config = '{config}'\n",
+        state = state.path().display(),
+        secret = common::TEST_SECRET,
+        table = host.config_table("south", &["default"]),
+        config = host.workspaces_config().display(),
+    );
+    let config_path = state.path().join("muxgate.toml");
+    std::fs::write(&config_path, &text).expect("the config");
+    let config = Config::from_toml_str(&text).expect("valid config");
+    let gateway = ServeProcess::start(&config_path, &state.path().join("serve.log"), &[]).await;
+    let token = muxgate::gateway::mint_full_access(&config, "dora", Duration::from_secs(600))
+        .expect("a token");
+    let dora = common::calls::client_at(&gateway.mcp_url, &token).await;
+    session_when_up(&dora, "d").await;
+    let log = gateway.log();
+    let warned = log
+        .lines()
+        .find(|line| line.contains("the host warned as it started a workspace"))
+        .unwrap_or_else(|| panic!("no warning of the host's relayed:\n{log}"));
+    for part in [
+        "host=\"south\"",
+        "workspace=dora",
+        "bounded per process only",
+    ] {
+        assert!(warned.contains(part), "{part}: {warned}");
+    }
 }

@@ -560,6 +560,8 @@ fn host_workspace(
     let runtime = runtime()?;
     match request {
         HostWorkspaceRequest::Start { name } => {
+            // Its warnings (a bound this host cannot set up) reach the gateway's log.
+            init_logging("warn");
             let start_time = runtime
                 .block_on(crate::workspace::on_host::start(&loaded.config, name))
                 .map_err(anyhow::Error::msg)?;

@@ -526,7 +526,7 @@ async fn local_limits(
         Err(why) => {
             tracing::warn!(
                 reason = %why,
-                "a workspace's memory is bounded per process only (workspaces.limits.memory_bytes needs a memory cgroup the gateway can make)"
+                "a workspace's memory is bounded per process only (workspaces.limits.memory_bytes needs a memory cgroup muxgate can make here)"
             );
             None
         }

@@ -25,6 +25,9 @@ use crate::hosts::ssh_args;
 /// Most bytes of what a start request prints that are read.
 const START_OUTPUT_BYTES: usize = 8 * 1024;
 
+/// Most lines the host warns of beside a start that are logged here.
+const RELAYED_LINES: usize = 16;
+
 /// A host that runs workspaces for the gateway.
 #[derive(Debug, Clone)]
 pub struct WorkspaceHost {
@@ -107,6 +110,7 @@ impl WorkspaceHost {
         .map_err(|_| format!("host {} did not start it within {timeout:?}", self.name()))?
         .map_err(|e| e.to_string())?;
         if status.success() {
+            relay_warnings(self.name(), name, &stderr);
             return String::from_utf8_lossy(&stdout)
                 .trim()
                 .parse()
@@ -119,5 +123,19 @@ impl WorkspaceHost {
             .filter(|c| !c.is_control())
             .collect();
         Err(format!("host {} could not start it: {said}", self.name()))
+    }
+}
+
+/// Logs here what the host's muxgate warned of while it started workspace `name` (a bound it
+/// cannot set up there, say): the operator reads the gateway's log, not the host's.
+fn relay_warnings(host: &str, name: &WorkspaceName, stderr: &[u8]) {
+    let text = String::from_utf8_lossy(stderr);
+    for line in text
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .take(RELAYED_LINES)
+    {
+        let said: String = line.chars().filter(|c| !c.is_control()).collect();
+        tracing::warn!(host, workspace = %name, said, "the host warned as it started a workspace");
     }
 }

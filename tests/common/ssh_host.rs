@@ -7,8 +7,8 @@
 //! its tmux servers) dies when the host is killed. Its sessions get a `HOME` and a tmux socket
 //! directory of their own, so nothing of the machine's user reaches them.
 //!
-//! Needs root (namespaces), `ip` (iproute2), `sshd` (openssh-server) and `unshare`
-//! (util-linux); see [`available`].
+//! Needs root (namespaces), `ip` (iproute2), `sshd` (openssh-server), `unshare` and
+//! `nsenter` (util-linux); see [`available`].
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -36,6 +36,7 @@ pub(crate) fn available(what: &str) -> bool {
         && needs::program("sshd", "openssh-server", what)
         && needs::program("ssh", "openssh-client", what)
         && needs::program("unshare", "util-linux", what)
+        && needs::program("nsenter", "util-linux", what)
 }
 
 /// A machine of the test's own, reached over SSH at [`SshHost::addr`] port 22.
@@ -134,24 +135,34 @@ impl SshHost {
     /// Sets the host up to run a gateway's workspaces: a muxgate configuration of its own (its
     /// state directory in the host's directory, small limits), which the returned path names.
     pub(crate) fn workspaces_config(&self) -> PathBuf {
+        let path = self.dir().join("host.toml");
+        self.write_workspaces_config(
+            &path,
+            &format!(
+                "[workspaces.limits]\nhome_bytes = {}\nmemory_bytes = {}\n",
+                32u64 << 20,
+                192u64 << 20,
+            ),
+        );
+        path
+    }
+
+    /// Writes the host's muxgate configuration to `path`: its state directory (see
+    /// [`Self::workspaces_state`]), then `tables` (its `[workspaces]`).
+    pub(crate) fn write_workspaces_config(&self, path: &Path, tables: &str) {
         use std::os::unix::fs::PermissionsExt;
         // Workspace users pass through the host's directory to their own (their files there
         // stay private: keys are 0600, workspace directories 0700).
         std::fs::set_permissions(self.dir(), std::fs::Permissions::from_mode(0o711))
             .expect("the host directory's mode");
-        let path = self.dir().join("host.toml");
         std::fs::write(
-            &path,
+            path,
             format!(
-                "[state]\ndir = '{}'\n\n[workspaces.limits]\nhome_bytes = {}\n\
-                 memory_bytes = {}\n",
-                self.dir().join("state").display(),
-                32u64 << 20,
-                192u64 << 20,
+                "[state]\ndir = '{}'\n\n{tables}",
+                self.workspaces_state().display()
             ),
         )
         .expect("the host's configuration");
-        path
     }
 
     /// The state directory of the workspaces the host runs (see [`Self::workspaces_config`]).
@@ -230,8 +241,10 @@ impl SshHost {
     pub(crate) fn boot(&mut self) {
         assert!(self.sshd.is_none(), "the host is running");
         let log = std::fs::File::create(self.dir().join("sshd.log")).expect("sshd log");
-        let sshd = Command::new("ip")
-            .args(["netns", "exec", &self.netns])
+        // Not `ip netns exec`, which mounts a `/sys` of its own and with it hides the
+        // machine's cgroups: a host has them (its workspaces' memory cgroups).
+        let sshd = Command::new("nsenter")
+            .arg(format!("--net=/run/netns/{}", self.netns))
             // A pid namespace with its own `/proc`: the host's process numbers (which tmux
             // reports) are read there, as on a machine of its own.
             .args(["unshare", "--pid", "--fork", "--kill-child", "--mount-proc"])
@@ -252,6 +265,43 @@ impl SshHost {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Runs `command` on the host as root from its console, not over SSH: in its pid, mount and
+    /// network namespaces, so that the process numbers it reads and writes are the host's.
+    pub(crate) fn console(&self, command: &[&str]) -> std::process::Output {
+        let init = self.init_pid().to_string();
+        Command::new("nsenter")
+            .args(["--target", &init, "--pid", "--mount", "--net", "--"])
+            .args(command)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run nsenter")
+    }
+
+    /// The number the host gives process `pid` (as the test numbers it), if it is the host's.
+    pub(crate) fn host_pid(&self, pid: i32) -> Option<i32> {
+        descendants(self.init_pid())
+            .contains(&pid)
+            .then(|| nested_pid(pid))
+            .flatten()
+    }
+
+    /// The host's process `host_pid`, as the test numbers it.
+    pub(crate) fn test_pid(&self, host_pid: i32) -> Option<i32> {
+        descendants(self.init_pid())
+            .into_iter()
+            .find(|&pid| nested_pid(pid) == Some(host_pid))
+    }
+
+    /// The host's first process (its sshd), as the test numbers it.
+    fn init_pid(&self) -> i32 {
+        // `nsenter` execs `unshare`, whose one child is the namespace's first process.
+        let unshare = self.sshd.as_ref().expect("the host is running").id();
+        std::fs::read_to_string(format!("/proc/{unshare}/task/{unshare}/children"))
+            .ok()
+            .and_then(|children| children.split_whitespace().next()?.parse().ok())
+            .expect("the host's first process")
     }
 
     /// Cuts the host's network (its processes go on), or restores it.
@@ -333,6 +383,30 @@ impl Drop for SshHost {
             .args(["netns", "del", &self.netns])
             .status();
     }
+}
+
+/// `root` and every process below it, as the test numbers them.
+fn descendants(root: i32) -> Vec<i32> {
+    let mut found = vec![root];
+    let mut next = 0;
+    while let Some(&pid) = found.get(next) {
+        next += 1;
+        let children =
+            std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+        found.extend(
+            children
+                .split_whitespace()
+                .filter_map(|p| p.parse::<i32>().ok()),
+        );
+    }
+    found
+}
+
+/// Process `pid`'s number one pid namespace down from the test's (`NSpid`'s second field).
+fn nested_pid(pid: i32) -> Option<i32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let numbers = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
+    numbers.split_whitespace().nth(1)?.parse().ok()
 }
 
 fn ip(args: &[&str]) {

@@ -10,10 +10,13 @@ use muxgate::workspace::admin;
 /// The size of a test workspace's home.
 pub(crate) const HOME_BYTES: u64 = 64 << 20;
 
-/// A state directory; every workspace sandbox started in it is killed on drop.
+/// A state directory; every workspace sandbox started in it is killed on drop (unless it is
+/// another machine's).
 pub(crate) struct WorkspaceState {
     dir: PathBuf,
     _temp: Option<tempfile::TempDir>,
+    /// A test host's: its pids are the host's numbers, and its sandboxes die with the host.
+    elsewhere: bool,
 }
 
 impl WorkspaceState {
@@ -22,6 +25,7 @@ impl WorkspaceState {
         Self {
             dir: temp.path().to_owned(),
             _temp: Some(temp),
+            elsewhere: false,
         }
     }
 
@@ -30,6 +34,17 @@ impl WorkspaceState {
         Self {
             dir: dir.to_owned(),
             _temp: None,
+            elsewhere: false,
+        }
+    }
+
+    /// The state directory `dir` of a test host's muxgate, to look at only: the pids
+    /// [`Self::sandbox_pid`] reads are the host's numbers, and its sandboxes die with the host.
+    pub(crate) fn elsewhere(dir: &Path) -> Self {
+        Self {
+            dir: dir.to_owned(),
+            _temp: None,
+            elsewhere: true,
         }
     }
 
@@ -52,13 +67,18 @@ impl WorkspaceState {
         self.path().join("workspaces").join(name).join("home")
     }
 
-    /// The pid of workspace `name`'s sandbox, when it runs.
+    /// The pid of workspace `name`'s sandbox, when it runs (another machine's: the pid it
+    /// recorded, whose process this machine cannot check).
     pub(crate) fn sandbox_pid(&self, name: &str) -> Option<i32> {
-        admin::list(self.path())
+        let workspace = admin::list(self.path())
             .ok()?
             .into_iter()
-            .find(|w| w.meta.name == name)
-            .and_then(|w| w.pid)
+            .find(|w| w.meta.name == name)?;
+        if !self.elsewhere {
+            return workspace.pid;
+        }
+        let recorded = std::fs::read_to_string(workspace.dir.join("server.pid")).ok()?;
+        recorded.split_whitespace().next()?.parse().ok()
     }
 
     /// Runs `tmux args` on workspace `name`'s server from the host, as its user (the
@@ -105,6 +125,10 @@ impl WorkspaceState {
 
     /// Stops every workspace (as `muxgate workspace stop` does).
     pub(crate) async fn stop_all(&self) {
+        assert!(
+            !self.elsewhere,
+            "another machine's workspaces are stopped there"
+        );
         for workspace in admin::list(self.path()).unwrap_or_default() {
             let _ = tokio::time::timeout(
                 Duration::from_secs(10),
@@ -117,6 +141,9 @@ impl WorkspaceState {
 
 impl Drop for WorkspaceState {
     fn drop(&mut self) {
+        if self.elsewhere {
+            return;
+        }
         let workspaces = admin::list(self.path()).unwrap_or_default();
         for workspace in &workspaces {
             if let Some(pid) = workspace.pid {
