@@ -71,6 +71,9 @@ pub enum GatewayError {
     /// A `[hosts.<name>]` entry cannot be used.
     #[error(transparent)]
     Host(#[from] HostError),
+    /// A shipped agent manifest does not read (a build defect).
+    #[error("{0}")]
+    AgentKinds(String),
 }
 
 /// What a gateway is built for.
@@ -388,14 +391,16 @@ impl Parts {
                 authenticator: security.authenticator.clone(),
                 hosts: self.hosts.dial_ins().clone(),
             }),
-            mcp: self.mcp_server(&security.limits),
+            mcp: self.mcp_server(&security.limits)?,
             security,
         })
     }
 
-    fn mcp_server(self, limits: &Arc<Limits>) -> McpServer {
+    fn mcp_server(self, limits: &Arc<Limits>) -> Result<McpServer, GatewayError> {
         let config = self.config;
-        McpServer::new(McpState {
+        let agent_kinds = crate::mux::agent_kind::AgentKinds::shipped()
+            .map_err(|e| GatewayError::AgentKinds(e.to_string()))?;
+        Ok(McpServer::new(McpState {
             zellij: ZellijServers::new(config.zellij.servers.iter().map(|(name, server)| {
                 (
                     name.to_string(),
@@ -416,13 +421,15 @@ impl Parts {
             workspaces: self.stores.workspaces,
             shutdown: self.shutdown.begin().child_token(),
             agent_reports: Default::default(),
+            agent_kinds,
+            agent_sightings: Default::default(),
             approval_policy: self.desks.policy,
             approvals: self.desks.approvals,
             secrets: self.desks.secrets,
             recorder: self.stores.recorder,
             view_key: self.stores.view_key,
             config,
-        })
+        }))
     }
 }
 

@@ -140,6 +140,10 @@ pub struct McpState {
     pub shutdown: CancellationToken,
     /// What agent CLIs' hooks last reported about their panes (`report_agent_state`).
     pub agent_reports: crate::mux::agent_report::AgentReports,
+    /// The agent CLIs known by their manifests (claude-code, codex, …).
+    pub(crate) agent_kinds: crate::mux::agent_kind::AgentKinds,
+    /// Which agent kind ran in which pane, and since when.
+    pub(crate) agent_sightings: crate::mux::agent_status::AgentSightings,
     /// Which calls wait for a human (`[approvals]`), and the desk where they wait.
     pub approval_policy: Arc<ApprovalPolicy>,
     /// The calls held for a human's decision.

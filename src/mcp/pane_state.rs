@@ -23,7 +23,10 @@ use super::error::ToolError;
 use super::scoped::Scoped;
 use super::tools::watch::{KEEP_WAIT, foreground_of_state, keep, read_settled_state};
 use super::zellij_access::ZellijAccess;
-use crate::mux::agent_report::PaneInstance;
+use crate::mux::agent_kind::ScreenSigns;
+use crate::mux::agent_report::{AgentState, PaneInstance};
+use crate::mux::agent_status::{Evidence, judge};
+use muxgate_mux::multiplexer::CaptureRange;
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub(crate) struct PaneStateOutput {
@@ -56,6 +59,24 @@ pub(crate) struct PaneStateOutput {
     pub agent_state: Option<&'static str>,
     pub agent: Option<String>,
     pub agent_reported_ms_ago: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_status: Option<AgentStatusOutput>,
+}
+
+/// An agent CLI (claude-code, codex, gemini-cli, aider, opencode) in the pane: its state from
+/// its screen, hooks and process.
+// (Terse field docs: they are in every `tools/list` answer.)
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct AgentStatusOutput {
+    pub kind: String,
+    /// starting, working, blocked (needs a human), idle, exited, unknown
+    pub state: &'static str,
+    /// permission, confirmation, login, trust, question
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocked_on: Option<&'static str>,
+    pub seen_for_ms: u64,
+    /// The evidence, the deciding first.
+    pub explain: Vec<String>,
 }
 
 fn blocked_name(blocked: Blocked) -> Option<&'static str> {
@@ -81,14 +102,29 @@ pub(crate) async fn on_tmux(
     let process = foreground_of_state(tmux, &state).await;
     let at_prompt =
         stream.with_ledger(|ledger| ledger.shell_integrated().then(|| ledger.at_prompt()));
-    let report = gateway.state().agent_reports.latest(
-        &tmux.instance(),
-        PaneInstance {
-            server: state.server_pid,
-            pane,
-            program: state.pane_pid,
+    let instance = PaneInstance {
+        server: state.server_pid,
+        pane,
+        program: state.pane_pid,
+    };
+    let report = gateway
+        .state()
+        .agent_reports
+        .latest(&tmux.instance(), instance);
+    let agent_status = agent_status(
+        gateway,
+        tmux,
+        instance,
+        AgentFacts {
+            command_line: process
+                .as_ref()
+                .map_or(state.current_command.as_str(), |p| p.command_line.as_str()),
+            dead: state.dead.then_some(state.dead_status),
+            quiet_for: stream.quiet_for(),
+            hook: report.as_ref().map(|r| (r.state, r.at.elapsed())),
         },
-    );
+    )
+    .await?;
     Ok(PaneStateOutput {
         pane_id: pane.to_string(),
         session: None,
@@ -111,7 +147,68 @@ pub(crate) async fn on_tmux(
             .as_ref()
             .map(|r| u64::try_from(r.at.elapsed().as_millis()).unwrap_or(u64::MAX)),
         agent: report.and_then(|r| r.agent),
+        agent_status,
     })
+}
+
+/// What `get_pane_state` read of a pane that an agent's state is weighed from.
+struct AgentFacts<'a> {
+    /// The foreground process's command line (tmux's name of it where `/proc` is not read).
+    command_line: &'a str,
+    dead: Option<Option<i32>>,
+    quiet_for: Option<std::time::Duration>,
+    hook: Option<(AgentState, std::time::Duration)>,
+}
+
+/// The state of the agent in `pane`, if one of a known kind runs or ran there: its screen is
+/// read (one more tmux command) only while it runs.
+async fn agent_status(
+    gateway: &McpServer,
+    tmux: &TmuxAccess<'_>,
+    pane: PaneInstance,
+    facts: AgentFacts<'_>,
+) -> Result<Option<AgentStatusOutput>, ToolError> {
+    let state = gateway.state();
+    let server = tmux.instance();
+    let running = state.agent_kinds.of_command_line(facts.command_line);
+    let sighting = match running {
+        Some(kind) => state.agent_sightings.saw(&server, pane, &kind.kind),
+        None => match state.agent_sightings.last(&server, pane) {
+            Some(sighting) => sighting,
+            None => return Ok(None),
+        },
+    };
+    let screen = match running {
+        Some(kind) if facts.dead.is_none() => {
+            let lines = tmux
+                .pane_reads()
+                .capture(pane.pane, &CaptureRange::visible())
+                .await
+                .map_err(|e| tmux.error(e, "call list_panes"))?;
+            let lines: Vec<String> = lines
+                .iter()
+                .map(|line| String::from_utf8_lossy(line).into_owned())
+                .collect();
+            kind.read_screen(&lines)
+        }
+        _ => ScreenSigns::default(),
+    };
+    let seen_for = sighting.since.elapsed();
+    let verdict = judge(&Evidence {
+        running: running.is_some(),
+        dead: facts.dead,
+        screen,
+        quiet_for: facts.quiet_for,
+        seen_for,
+        hook: facts.hook,
+    });
+    Ok(Some(AgentStatusOutput {
+        kind: sighting.kind,
+        state: verdict.phase.as_str(),
+        blocked_on: verdict.blocked_on.map(|why| why.as_str()),
+        seen_for_ms: u64::try_from(seen_for.as_millis()).unwrap_or(u64::MAX),
+        explain: verdict.explain,
+    }))
 }
 
 /// `get_pane_state` on a Zellij server: what Zellij reports of the pane, its program and
@@ -151,5 +248,6 @@ pub(crate) async fn on_zellij(
         agent_state: None,
         agent: None,
         agent_reported_ms_ago: None,
+        agent_status: None,
     })
 }

@@ -5,7 +5,10 @@
 //! the host a pane runs on, and `Multiplexer`, the pane-level trait both backends implement) is the
 //! `muxgate_mux` crate; the Zellij backend is the `muxgate_zellij` crate. Here: [`prompt`]
 //! when a program is ready for a prompt and whether it took one; [`agent_report`] what agent
-//! CLIs report about themselves through their hooks.
+//! CLIs report about themselves through their hooks; [`agent_kind`] which agent CLI a program
+//! is and what its screens show; [`agent_status`] an agent's state weighed from all of it.
 
+pub(crate) mod agent_kind;
 pub(crate) mod agent_report;
+pub(crate) mod agent_status;
 pub(crate) mod prompt;

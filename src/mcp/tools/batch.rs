@@ -531,8 +531,7 @@ impl McpServer {
         name = "send_keys_batch",
         description = "Send keystrokes to several panes in order, in one tmux round trip; \
             per-operation results.\n\n\
-            Each operation has send_keys' `target`, `keys`, `literal`, `enter`, `encoding`. All \
-            are validated first, then sent together. `on_error` \"stop\" reports the rest as not \
+            All operations are validated first, then sent together. `on_error` \"stop\" reports the rest as not \
             run (`stopped_at`). Then wait_for_text `since` a pane's `output_positions` entry.",
         annotations(
             title = "Send keys to several panes",

@@ -438,8 +438,7 @@ impl McpServer {
         name = "list_panes",
         description = "List panes with their ids, sizes, programs and state.\n\n\
             Metadata only (`fields` for more): to search screen text use search_panes, to read it \
-            capture_pane. Pass its `id` (`%N`) as other tools' `target` (`SESSION:WINDOW.PANE` by \
-            index works too, resolved to the id).",
+            capture_pane. Pass its `id` (`%N`) as other tools' `target`.",
         annotations(
             title = "List panes",
             read_only_hint = true,

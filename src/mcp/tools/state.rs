@@ -29,7 +29,8 @@ impl McpServer {
     #[tool(
         name = "get_pane_state",
         description = "What a pane is doing: foreground process, waiting_for_input, \
-            idle_for_ms, at_prompt, agent_state (its hooks' report), alternate screen, dead.\n\n\
+            idle_for_ms, at_prompt, an agent CLI's state (agent_status: blocked, idle…), \
+            alternate screen, dead.\n\n\
             A field without evidence is left out, never guessed.",
         annotations(
             title = "Get a pane's state",
