@@ -74,6 +74,9 @@ pub enum GatewayError {
     /// A shipped agent manifest does not read (a build defect).
     #[error("{0}")]
     AgentKinds(String),
+    /// A `[notify]` target cannot be used (its key file, say).
+    #[error("{0}")]
+    Notify(String),
 }
 
 /// What a gateway is built for.
@@ -136,7 +139,7 @@ impl Gateway {
         let engine = start_engine(&config, &hosts, &engine_shutdown);
         warn_about_setup(&config);
         let stores = Stores::open(&config, &hosts, &shutdown, &engine_shutdown).await?;
-        let desks = Desks::new(&config)?;
+        let desks = Desks::new(&config, shutdown.begin().child_token())?;
         let mut metrics = Metrics::new();
         let resource = Arc::new(ProtectedResource::new(&config.auth, mcp_url)?);
         let authenticator = authenticator(mode, &config, &resource, &metrics, &stores)?;
@@ -146,6 +149,7 @@ impl Gateway {
         let audit = Arc::new(AuditLog::open(&config.audit, stores.state_dir.as_deref())?);
         metrics.collect_approvals(desks.approvals.clone());
         metrics.collect_secrets(desks.secrets.clone());
+        metrics.collect_notifications(desks.notifier.clone());
         metrics.collect_hosts(hosts.clone());
         metrics.collect_from(
             engine.clone(),
@@ -320,14 +324,18 @@ struct Desks {
     policy: Arc<ApprovalPolicy>,
     approvals: ApprovalDesk,
     secrets: SecretDesk<PaneDestination>,
+    /// Who is told when a call or secret waits for a person (`[notify]`).
+    notifier: crate::notify::Notifier,
 }
 
 impl Desks {
-    fn new(config: &Config) -> Result<Self, GatewayError> {
+    fn new(config: &Config, shutdown: CancellationToken) -> Result<Self, GatewayError> {
         Ok(Self {
             policy: Arc::new(approval_policy(config)?),
             approvals: ApprovalDesk::default(),
             secrets: SecretDesk::default(),
+            notifier: crate::notify::Notifier::start(&config.notify, shutdown)
+                .map_err(GatewayError::Notify)?,
         })
     }
 }
@@ -400,6 +408,7 @@ impl Parts {
         let config = self.config;
         let agent_kinds = crate::mux::agent_kind::AgentKinds::shipped()
             .map_err(|e| GatewayError::AgentKinds(e.to_string()))?;
+        let notifier = self.desks.notifier;
         Ok(McpServer::new(McpState {
             zellij: ZellijServers::new(config.zellij.servers.iter().map(|(name, server)| {
                 (
@@ -423,6 +432,7 @@ impl Parts {
             agent_reports: Default::default(),
             agent_kinds,
             agent_sightings: Default::default(),
+            notifier,
             approval_policy: self.desks.policy,
             approvals: self.desks.approvals,
             secrets: self.desks.secrets,

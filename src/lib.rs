@@ -40,6 +40,7 @@ pub mod http;
 pub mod limits;
 pub mod mcp;
 pub(crate) mod mux;
+pub mod notify;
 pub mod recordings;
 pub(crate) mod secret_entry;
 pub(crate) mod state;

@@ -95,6 +95,9 @@ pub struct Config {
     /// The live view (`/view`) and its links.
     #[serde(default)]
     pub view: crate::view::ViewConfig,
+    /// `[notify]`: webhooks told when a human is needed (none by default).
+    #[serde(default)]
+    pub notify: crate::notify::NotifyConfig,
     /// `[hosts.<name>]`: other machines whose tmux servers clients may drive, over SSH.
     #[serde(default)]
     pub hosts: BTreeMap<String, crate::hosts::config::HostConfig>,
@@ -725,8 +728,25 @@ impl Config {
         .into_iter()
         .flatten()
         .chain(self.hosts.values().map(|host| &host.identity_file))
+        .chain(
+            self.notify
+                .targets
+                .values()
+                .filter_map(|target| target.secret_file.as_ref()),
+        )
         .cloned()
         .collect()
+    }
+
+    /// `[notify]`: each target usable, a queue of at least one.
+    fn validate_notify(&self) -> Result<(), Violation> {
+        positive(&["notify", "queue"], self.notify.queue as u64)?;
+        for (name, target) in &self.notify.targets {
+            if let Some(problem) = target.problem() {
+                return Err(Violation::at(&["notify", "targets", name], &problem));
+            }
+        }
+        Ok(())
     }
 
     /// Rules serde cannot express. Returns the first violation found.
@@ -795,6 +815,7 @@ impl Config {
         self.validate_limits()?;
         self.zellij.validate(&self.tmux)?;
         self.validate_workspaces()?;
+        self.validate_notify()?;
         self.validate_hosts()?;
         if let Some(tls) = &http.tls {
             positive(

@@ -108,13 +108,14 @@ pub(crate) async fn hold_if_needed(
     }
     let timeout = Duration::from_secs(state.config.approvals.timeout_secs);
     let budget = CallBudget::new(&state.limits, caller).wait(None, timeout)?;
+    let server = args
+        .get("server")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
     let ticket = state.approvals.hold(HeldCall {
         sub: caller.sub().to_owned(),
         tool: request.name.to_string(),
-        server: args
-            .get("server")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+        server: server.clone(),
         rule: rule.clone(),
         args,
         audit_call: open.id().to_owned(),
@@ -122,6 +123,13 @@ pub(crate) async fn hold_if_needed(
     });
     let id = ticket.id().to_owned();
     tracing::info!(id, rule, sub = caller.sub(), tool = %request.name, "call held for approval");
+    state.notifier.send(crate::notify::Event::approval_pending(
+        &id,
+        caller.sub(),
+        &request.name,
+        server.as_deref(),
+        &rule,
+    ));
     let heartbeat = Heartbeat::for_approval(
         format!("held for approval {id} (rule {rule}): waiting for a human approver to decide"),
         held.token,

@@ -144,6 +144,8 @@ pub struct McpState {
     pub(crate) agent_kinds: crate::mux::agent_kind::AgentKinds,
     /// Which agent kind ran in which pane, and since when.
     pub(crate) agent_sightings: crate::mux::agent_status::AgentSightings,
+    /// Where events a human should know of go (`[notify]`).
+    pub(crate) notifier: crate::notify::Notifier,
     /// Which calls wait for a human (`[approvals]`), and the desk where they wait.
     pub approval_policy: Arc<ApprovalPolicy>,
     /// The calls held for a human's decision.

@@ -259,6 +259,11 @@ impl Metrics {
         self.register_collector(SecretsCollector { desk });
     }
 
+    /// Adds the counters of what became of `[notify]` events.
+    pub(crate) fn collect_notifications(&mut self, notifier: crate::notify::Notifier) {
+        self.register_collector(NotificationsCollector { notifier });
+    }
+
     /// Adds each host's link state and the count of its lost connections (`host` label).
     pub(crate) fn collect_hosts(&mut self, hosts: Arc<Hosts>) {
         if hosts.links().next().is_some() {
@@ -792,6 +797,52 @@ impl Collector for SecretsCollector {
                 ([("event", "typed")], counts.typed),
                 ([("event", "refused")], counts.refused),
             ],
+        )
+    }
+}
+
+/// What became of `[notify]` events: per target delivered, retried and failed posts; events
+/// dropped on a full queue and events not sent again.
+#[derive(Debug)]
+struct NotificationsCollector {
+    notifier: crate::notify::Notifier,
+}
+
+impl Collector for NotificationsCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
+        let counts = self.notifier.counts();
+        let load = |n: &std::sync::atomic::AtomicU64| n.load(std::sync::atomic::Ordering::Relaxed);
+        encode_rows(
+            &mut encoder,
+            "muxgate_notification_events",
+            "Events not posted: dropped on a full queue, or repeated (sent once already).",
+            MetricType::Counter,
+            [
+                ([("outcome", "dropped")], load(&counts.dropped)),
+                ([("outcome", "repeated")], load(&counts.repeated)),
+            ],
+        )?;
+        encode_rows(
+            &mut encoder,
+            "muxgate_notification_posts",
+            "Webhook posts by target and outcome (delivered, retried, failed).",
+            MetricType::Counter,
+            counts.targets.iter().flat_map(|(target, c)| {
+                [
+                    (
+                        [("target", target.as_str()), ("outcome", "delivered")],
+                        load(&c.delivered),
+                    ),
+                    (
+                        [("target", target.as_str()), ("outcome", "retried")],
+                        load(&c.retried),
+                    ),
+                    (
+                        [("target", target.as_str()), ("outcome", "failed")],
+                        load(&c.failed),
+                    ),
+                ]
+            }),
         )
     }
 }

@@ -190,6 +190,14 @@ impl McpServer {
             event: "requested",
             bytes: None,
         });
+        self.state()
+            .notifier
+            .send(crate::notify::Event::secret_requested(
+                &link.id,
+                call.sub(),
+                &label,
+                &format!("{server}:{pane}"),
+            ));
         Ok(Opened {
             answer: RequestSecretOutput {
                 server,

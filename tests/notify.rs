@@ -1,0 +1,230 @@
+//! `[notify]` end to end: a call held for approval is told to webhooks of each format (a
+//! receiver of the test's own on loopback), once, signed where the format signs, without the
+//! call's arguments; a target that fails now and then gets the event after a retry, one that
+//! refuses it is not asked again, and `/metrics` counts each outcome. The call itself is not
+//! slowed: it is held and answered as without notifications.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use common::tmux::TestTmux;
+use common::tools::{call, client};
+use common::{config_with_server, spawn_gateway, wait_until};
+use hmac::{Hmac, Mac};
+use serde_json::{Value, json};
+use sha2::Sha256;
+
+/// What the receiver was sent, by path: each request's headers and body.
+type Received = Arc<Mutex<HashMap<String, Vec<(HeaderMap, Vec<u8>)>>>>;
+
+/// A webhook receiver on loopback: `/flaky` answers 500 to its first request, `/gone` 410 to
+/// every one, any other path 200. Its base URL.
+async fn receiver(received: Received) -> String {
+    async fn take(
+        State(received): State<Received>,
+        Path(name): Path<String>,
+        headers: HeaderMap,
+        body: axum::body::Bytes,
+    ) -> StatusCode {
+        let mut received = received.lock().expect("the receiver's log");
+        let requests = received.entry(name.clone()).or_default();
+        requests.push((headers, body.to_vec()));
+        match name.as_str() {
+            "flaky" if requests.len() == 1 => StatusCode::INTERNAL_SERVER_ERROR,
+            "gone" => StatusCode::GONE,
+            _ => StatusCode::OK,
+        }
+    }
+    let app = axum::Router::new()
+        .route("/{name}", axum::routing::post(take))
+        .with_state(received);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port");
+    let base = format!("http://{}", listener.local_addr().expect("an address"));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    base
+}
+
+async fn metric(base: &str, line_start: &str) -> Option<f64> {
+    let text = reqwest::get(format!("{base}/metrics"))
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()?;
+    text.lines()
+        .find(|line| line.starts_with(line_start))?
+        .rsplit(' ')
+        .next()?
+        .parse()
+        .ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_call_is_told_to_every_target_once() {
+    let received: Received = Arc::default();
+    let hooks = receiver(received.clone()).await;
+    let dir = tempfile::tempdir().expect("a directory");
+    let key_file = dir.path().join("notify.key");
+    std::fs::write(&key_file, "hook-key-4f1\n").expect("the key");
+    let tmux = TestTmux::start();
+    let mut config = config_with_server("work", &tmux.socket, false);
+    let tables: toml::Table = toml::from_str(&format!(
+        r#"
+        [[approvals.rules]]
+        name = "pushes"
+        tools = ["send_keys"]
+        pattern = 'git push'
+
+        [notify.targets.signed]
+        format = "json"
+        url = "{hooks}/signed"
+        secret_file = "{key}"
+        [notify.targets.chat]
+        format = "slack"
+        url = "{hooks}/chat"
+        [notify.targets.phone]
+        format = "ntfy"
+        url = "{hooks}/phone"
+        [notify.targets.flaky]
+        format = "slack"
+        url = "{hooks}/flaky"
+        [notify.targets.gone]
+        format = "slack"
+        url = "{hooks}/gone"
+        [notify.targets.others]
+        format = "slack"
+        url = "{hooks}/others"
+        clients = ["someone-else"]
+        [notify.targets.secrets-only]
+        format = "slack"
+        url = "{hooks}/secrets-only"
+        events = ["secret_requested"]
+        "#,
+        key = key_file.display()
+    ))
+    .expect("the tables");
+    config.approvals = tables["approvals"].clone().try_into().expect("approvals");
+    config.approvals.timeout_secs = 2;
+    config.notify = tables["notify"].clone().try_into().expect("notify");
+    let gateway = spawn_gateway(config).await;
+    let agent = client(&gateway).await;
+    let pane = tmux.pane_id("main").to_string();
+
+    // Held, nobody decides: denied after 2 s, as without notifications.
+    let started = std::time::Instant::now();
+    let held = call(
+        &agent,
+        "send_keys",
+        json!({"target": pane, "keys": "git push --force origin main"}),
+    )
+    .await;
+    assert_eq!(held.is_error, Some(true), "{held:?}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+
+    let all_in = wait_until(Duration::from_secs(15), || {
+        let received = received.lock().expect("the log");
+        ["signed", "chat", "phone", "gone"]
+            .iter()
+            .all(|name| received.get(*name).is_some_and(|r| !r.is_empty()))
+            && received.get("flaky").is_some_and(|r| r.len() == 2)
+    })
+    .await;
+    assert!(all_in, "{:?}", received.lock().expect("the log").keys());
+    // Settled: nothing more comes (no second post after success or a refusal).
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let received = received.lock().expect("the log").clone();
+    for (name, count) in [
+        ("signed", 1),
+        ("chat", 1),
+        ("phone", 1),
+        ("flaky", 2),
+        ("gone", 1),
+    ] {
+        assert_eq!(received[name].len(), count, "{name}");
+    }
+    assert!(!received.contains_key("others") && !received.contains_key("secrets-only"));
+
+    // The JSON is signed with the key over the timestamp and the body.
+    let (headers, body) = &received["signed"][0];
+    let header = |name: &str| headers[name].to_str().expect("a header").to_owned();
+    let timestamp = header("x-muxgate-timestamp");
+    let mut mac = Hmac::<Sha256>::new_from_slice(b"hook-key-4f1").expect("a key");
+    mac.update(format!("{timestamp}.").as_bytes());
+    mac.update(body);
+    assert_eq!(
+        header("x-muxgate-signature"),
+        format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+    );
+    let event: Value = serde_json::from_slice(body).expect("json");
+    assert_eq!(event["event"], "approval_pending", "{event}");
+    assert_eq!(event["client"], "test", "{event}");
+    assert_eq!(event["tool"], "send_keys", "{event}");
+    assert_eq!(event["rule"], "pushes", "{event}");
+    // Slack's text and ntfy's body carry the summary; no body carries the arguments.
+    let chat: Value = serde_json::from_slice(&received["chat"][0].1).expect("json");
+    assert!(
+        chat["text"]
+            .as_str()
+            .unwrap()
+            .contains("waits for approval"),
+        "{chat}"
+    );
+    assert_eq!(received["phone"][0].0["title"], "muxgate: approval pending");
+    for requests in received.values() {
+        for (_, body) in requests {
+            assert!(!String::from_utf8_lossy(body).contains("git push"));
+        }
+    }
+
+    let posts = |target: &str, outcome: &str| {
+        format!("muxgate_notification_posts_total{{target=\"{target}\",outcome=\"{outcome}\"}}")
+    };
+    for (target, outcome, count) in [
+        ("signed", "delivered", 1.0),
+        ("flaky", "retried", 1.0),
+        ("flaky", "delivered", 1.0),
+        ("gone", "failed", 1.0),
+        ("gone", "retried", 0.0),
+        ("others", "delivered", 0.0),
+    ] {
+        assert_eq!(
+            metric(&gateway.base, &posts(target, outcome)).await,
+            Some(count),
+            "{target} {outcome}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_target_that_cannot_be_used_is_refused_at_start() {
+    for (table, says) in [
+        (
+            "[notify.targets.x]\nformat = 'json'\nurl = 'https://h.example/'",
+            "notify.targets.x: secret_file: required",
+        ),
+        (
+            "[notify.targets.x]\nformat = 'slack'\nurl = 'ftp://h.example/'",
+            "is not http or https",
+        ),
+        (
+            "[notify.targets.x]\nformat = 'ntfy'\nurl = 'https://h.example/'\nclients = ['']",
+            "clients",
+        ),
+        (
+            "[notify.targets.x]\nformat = 'teams'\nurl = 'https://h.example/'",
+            "unknown variant",
+        ),
+    ] {
+        let error = muxgate::config::Config::from_toml_str(table)
+            .expect_err(table)
+            .to_string();
+        assert!(error.contains(says), "{table}: {error}");
+    }
+}
