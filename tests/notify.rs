@@ -228,3 +228,58 @@ async fn a_target_that_cannot_be_used_is_refused_at_start() {
         assert!(error.contains(says), "{table}: {error}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_request_is_told_without_its_link() {
+    let received: Received = Arc::default();
+    let hooks = receiver(received.clone()).await;
+    let tmux = TestTmux::start();
+    let mut config = config_with_server("work", &tmux.socket, false);
+    let tables: toml::Table = toml::from_str(&format!(
+        "[notify.targets.phone]\nformat = 'ntfy'\nurl = '{hooks}/phone'\n\
+         events = ['secret_requested']\n"
+    ))
+    .expect("the table");
+    config.notify = tables["notify"].clone().try_into().expect("notify");
+    let gateway = spawn_gateway(config).await;
+    let agent = client(&gateway).await;
+    let pane = tmux.session_running("s", "env PS1='ready$ ' bash --norc --noprofile");
+    common::tools::wait_for_screen(&tmux, &pane, "ready$").await;
+    common::tools::type_line(&tmux, &pane, "read -rs SECRET; echo got-${#SECRET}");
+    // Asked until the shell waits in its read with echo off.
+    let mut opened = None;
+    for _ in 0..100 {
+        let answer = call(
+            &agent,
+            "request_secret_input",
+            json!({"target": pane, "label": "db password"}),
+        )
+        .await;
+        if answer.is_error != Some(true) {
+            opened = answer.structured_content;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let opened = opened.expect("a secret request");
+    let told = wait_until(Duration::from_secs(10), || {
+        received
+            .lock()
+            .expect("the log")
+            .get("phone")
+            .is_some_and(|r| !r.is_empty())
+    })
+    .await;
+    assert!(told, "no notification");
+    let received = received.lock().expect("the log").clone();
+    let (headers, body) = &received["phone"][0];
+    assert_eq!(headers["title"], "muxgate: secret requested");
+    let body = String::from_utf8_lossy(body);
+    assert!(
+        body.contains("db password") && body.contains(&format!("work:{pane}")),
+        "{body}"
+    );
+    // The link (which lets whoever holds it type into the pane) is not in it.
+    assert!(!body.contains("/secret") && !body.contains("t="), "{body}");
+    assert_eq!(opened["status"], "pending", "{opened}");
+}
