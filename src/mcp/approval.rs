@@ -21,7 +21,7 @@ use super::budget::CallBudget;
 use super::call::CallContext;
 use super::error::{ToolError, ToolErrorKind};
 use super::heartbeat::Heartbeat;
-use crate::approvals::{CallFacts, HeldCall, Verdict};
+use crate::approvals::{CallFacts, HeldCall, Ticket, Verdict};
 use crate::audit::OpenCall;
 use crate::auth::Tier;
 
@@ -108,28 +108,16 @@ pub(crate) async fn hold_if_needed(
     }
     let timeout = Duration::from_secs(state.config.approvals.timeout_secs);
     let budget = CallBudget::new(&state.limits, caller).wait(None, timeout)?;
-    let server = args
-        .get("server")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    let ticket = state.approvals.hold(HeldCall {
-        sub: caller.sub().to_owned(),
-        tool: request.name.to_string(),
-        server: server.clone(),
-        rule: rule.clone(),
-        args,
-        audit_call: open.id().to_owned(),
-        deadline: budget.deadline,
-    });
-    let id = ticket.id().to_owned();
-    tracing::info!(id, rule, sub = caller.sub(), tool = %request.name, "call held for approval");
-    state.notifier.send(crate::notify::Event::approval_pending(
-        &id,
-        caller.sub(),
+    let ticket = put_on_desk(
+        state,
+        caller,
         &request.name,
-        server.as_deref(),
         &rule,
-    ));
+        args,
+        open,
+        budget.deadline,
+    );
+    let id = ticket.id().to_owned();
     let heartbeat = Heartbeat::for_approval(
         format!("held for approval {id} (rule {rule}): waiting for a human approver to decide"),
         held.token,
@@ -153,6 +141,42 @@ pub(crate) async fn hold_if_needed(
     let verdict = verdict.inspect_err(|_| open.approval(&rule, "cancelled", None, waited_ms))?;
     open.approval(&rule, verdict.decision(), verdict.approver(), waited_ms);
     answer(verdict, id, rule, waited_ms).map(Some)
+}
+
+/// Puts the call (`tool` with `args`, held by `rule`) on the approval desk until `deadline`,
+/// and tells `[notify]`'s targets; its ticket.
+fn put_on_desk(
+    state: &McpState,
+    caller: &CallContext,
+    tool: &str,
+    rule: &str,
+    args: Value,
+    open: &OpenCall,
+    deadline: tokio::time::Instant,
+) -> Ticket {
+    let server = args
+        .get("server")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let ticket = state.approvals.hold(HeldCall {
+        sub: caller.sub().to_owned(),
+        tool: tool.to_owned(),
+        server: server.clone(),
+        rule: rule.to_owned(),
+        args,
+        audit_call: open.id().to_owned(),
+        deadline,
+    });
+    let id = ticket.id();
+    tracing::info!(id, rule, sub = caller.sub(), tool, "call held for approval");
+    state.notifier.send(crate::notify::Event::approval_pending(
+        id,
+        caller.sub(),
+        tool,
+        server.as_deref(),
+        rule,
+    ));
+    ticket
 }
 
 /// What the caller gets for a verdict: leave to run, or the error it answers with.
