@@ -67,7 +67,7 @@ async fn each_kinds_screens_read_as_its_states() {
         type_line(
             &tmux,
             &pane,
-            &format!("{} --startup 2 --busy 1.5", install(bin.path(), program)),
+            &format!("{} --startup 3 --busy 2.5", install(bin.path(), program)),
         );
         let starting = until_state(&client, &pane, "starting").await;
         assert_eq!(starting["kind"], kind, "{starting}");
