@@ -45,6 +45,7 @@ pub mod recordings;
 pub(crate) mod secret_entry;
 pub(crate) mod state;
 pub(crate) mod telemetry;
+pub(crate) mod tls_client;
 pub(crate) mod tmux_cli;
 pub(crate) mod utc;
 pub mod view;

@@ -51,21 +51,6 @@ async fn receiver(received: Received) -> String {
     base
 }
 
-async fn metric(base: &str, line_start: &str) -> Option<f64> {
-    let text = reqwest::get(format!("{base}/metrics"))
-        .await
-        .ok()?
-        .text()
-        .await
-        .ok()?;
-    text.lines()
-        .find(|line| line.starts_with(line_start))?
-        .rsplit(' ')
-        .next()?
-        .parse()
-        .ok()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_call_is_told_to_every_target_once() {
     let received: Received = Arc::default();
@@ -195,7 +180,7 @@ async fn a_held_call_is_told_to_every_target_once() {
         ("others", "delivered", 0.0),
     ] {
         assert_eq!(
-            metric(&gateway.base, &posts(target, outcome)).await,
+            common::probe::metric_sample(&gateway.base, &posts(target, outcome)).await,
             Some(count),
             "{target} {outcome}"
         );

@@ -188,34 +188,12 @@ impl Dial {
 
     /// The TLS configuration for an https gateway: the system's roots and `ca_file`'s.
     fn tls(&self) -> Result<Option<Arc<rustls::ClientConfig>>, DialError> {
-        use rustls::pki_types::CertificateDer;
-        use rustls::pki_types::pem::PemObject;
         if self.url.scheme() != "https" {
             return Ok(None);
         }
-        let mut roots = rustls::RootCertStore::empty();
-        for cert in rustls_native_certs::load_native_certs().certs {
-            let _ = roots.add(cert);
-        }
-        if let Some(file) = &self.ca_file {
-            let certs = CertificateDer::pem_file_iter(file)
-                .map_err(|e| DialError::BadUrl(format!("{}: {e}", file.display())))?;
-            for cert in certs {
-                let cert =
-                    cert.map_err(|e| DialError::BadUrl(format!("{}: {e}", file.display())))?;
-                roots
-                    .add(cert)
-                    .map_err(|e| DialError::BadUrl(format!("{}: {e}", file.display())))?;
-            }
-        }
-        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .map_err(|e| DialError::BadUrl(e.to_string()))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-        Ok(Some(Arc::new(config)))
+        crate::tls_client::client_config(self.ca_file.as_deref())
+            .map(Some)
+            .map_err(DialError::BadUrl)
     }
 }
 

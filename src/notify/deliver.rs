@@ -159,7 +159,7 @@ impl Notifier {
                 counts,
             });
         }
-        let client = post::tls_config()?;
+        let client = crate::tls_client::client_config(None).map_err(|e| format!("notify: {e}"))?;
         let (queue, events) = mpsc::channel(config.queue.max(1));
         tokio::spawn(run(events, targets, client, counts.clone(), shutdown));
         Ok(Self {

@@ -9,22 +9,6 @@ use hyper_util::rt::TokioIo;
 use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
 
-/// The TLS configuration posts use: the system's roots, rustls on ring.
-pub(crate) fn tls_config() -> Result<Arc<rustls::ClientConfig>, String> {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_native_certs::load_native_certs().certs {
-        let _ = roots.add(cert);
-    }
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .map_err(|e| format!("notify: TLS: {e}"))?
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    Ok(Arc::new(config))
-}
-
 /// POSTs `body` with `headers` to `url` (http or https); the answer's status.
 pub(crate) async fn post(
     tls: &Arc<rustls::ClientConfig>,
