@@ -22,6 +22,7 @@ use crate::auth::{
     SCOPE_READ, SCOPE_WRITE, SessionBindings, TokenMinter,
 };
 use crate::config::Config;
+use crate::fleet::registry::Fleet;
 use crate::hosts::{HostError, Hosts};
 use crate::http::health::EngineReadiness;
 use crate::http::listen::Listeners;
@@ -252,6 +253,7 @@ struct Stores {
     workspaces: Option<Workspaces>,
     view_key: ViewKey,
     recorder: Recorder,
+    fleet: Fleet,
 }
 
 impl Stores {
@@ -290,10 +292,16 @@ impl Stores {
             Some(settings) => Recorder::new(settings, shutdown.begin().child_token()),
             None => Recorder::disabled(),
         };
+        let fleet = match &state_dir {
+            Some(dir) => Fleet::open(&dir.join(FLEET_FILE))
+                .map_err(|e| GatewayError::State(e.to_string()))?,
+            None => Fleet::default(),
+        };
         Ok(Self {
             view_key: view_key(state_dir.as_deref())?,
             state_dir,
             owners,
+            fleet,
             workspaces,
             recorder,
         })
@@ -406,7 +414,7 @@ impl Parts {
 
     fn mcp_server(self, limits: &Arc<Limits>) -> Result<McpServer, GatewayError> {
         let config = self.config;
-        let agent_kinds = crate::mux::agent_kind::AgentKinds::shipped()
+        let agent_kinds = crate::mux::agent_kind::AgentKinds::for_programs(&config.agents)
             .map_err(|e| GatewayError::AgentKinds(e.to_string()))?;
         let notifier = self.desks.notifier;
         Ok(McpServer::new(McpState {
@@ -437,6 +445,7 @@ impl Parts {
             approvals: self.desks.approvals,
             secrets: self.desks.secrets,
             recorder: self.stores.recorder,
+            fleet: self.stores.fleet,
             view_key: self.stores.view_key,
             config,
         }))
@@ -600,6 +609,9 @@ fn view_key(state_dir: Option<&Path>) -> Result<ViewKey, GatewayError> {
 
 /// The session ownership table, in the state directory.
 const OWNERS_FILE: &str = "owners.json";
+
+/// The spawned agents' records, in the state directory.
+const FLEET_FILE: &str = "agents.json";
 
 /// Most MCP sessions remembered at once (bindings of session id → `sub`).
 const SESSION_BINDINGS_CAPACITY: usize = 100_000;

@@ -34,6 +34,7 @@ pub mod config;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod doctor;
+pub mod fleet;
 pub mod gateway;
 pub mod hosts;
 pub mod http;

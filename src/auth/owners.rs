@@ -41,7 +41,8 @@ impl OwnerScope {
         Self(format!("workspace:{name}").into())
     }
 
-    fn as_str(&self) -> &str {
+    /// The scope as a key of gateway state (`server:<name>`, `workspace:<name>`).
+    pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
 }

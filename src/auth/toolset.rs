@@ -33,11 +33,13 @@ pub enum Toolset {
     Zellij,
     /// What a human does beside the agent: typing a secret, watching a pane, recordings.
     Humans,
+    /// Agents as workers: spawning, listing and stopping agent CLIs.
+    Fleet,
 }
 
 impl Toolset {
     /// Every toolset, in the order documentation lists them.
-    pub const ALL: [Toolset; 10] = [
+    pub const ALL: [Toolset; 11] = [
         Toolset::Inspect,
         Toolset::Run,
         Toolset::Manage,
@@ -48,6 +50,7 @@ impl Toolset {
         Toolset::Destroy,
         Toolset::Zellij,
         Toolset::Humans,
+        Toolset::Fleet,
     ];
 
     /// What a client is shown unless told otherwise: the everyday work of an agent.
@@ -71,6 +74,7 @@ impl Toolset {
             Toolset::Destroy => "destroy",
             Toolset::Zellij => "zellij",
             Toolset::Humans => "humans",
+            Toolset::Fleet => "fleet",
         }
     }
 

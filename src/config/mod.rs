@@ -98,6 +98,12 @@ pub struct Config {
     /// `[notify]`: webhooks told when a human is needed (none by default).
     #[serde(default)]
     pub notify: crate::notify::NotifyConfig,
+    /// `[agents.<kind>]`: the agent programs `spawn_agent` may start (none by default).
+    #[serde(default)]
+    pub agents: BTreeMap<String, crate::fleet::AgentProgram>,
+    /// `[repositories.<name>]`: the git repositories spawned agents may get worktrees of.
+    #[serde(default)]
+    pub repositories: BTreeMap<String, crate::fleet::Repository>,
     /// `[hosts.<name>]`: other machines whose tmux servers clients may drive, over SSH.
     #[serde(default)]
     pub hosts: BTreeMap<String, crate::hosts::config::HostConfig>,
@@ -749,6 +755,20 @@ impl Config {
         Ok(())
     }
 
+    fn validate_fleet(&self) -> Result<(), Violation> {
+        for (kind, program) in &self.agents {
+            if let Some(problem) = program.problem() {
+                return Err(Violation::at(&["agents", kind], &problem));
+            }
+        }
+        for (name, repository) in &self.repositories {
+            if let Some(problem) = repository.problem() {
+                return Err(Violation::at(&["repositories", name], &problem));
+            }
+        }
+        Ok(())
+    }
+
     /// Rules serde cannot express. Returns the first violation found.
     fn validate(&self) -> Result<(), Violation> {
         let http = &self.http;
@@ -816,6 +836,7 @@ impl Config {
         self.zellij.validate(&self.tmux)?;
         self.validate_workspaces()?;
         self.validate_notify()?;
+        self.validate_fleet()?;
         self.validate_hosts()?;
         if let Some(tls) = &http.tls {
             positive(

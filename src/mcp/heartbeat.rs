@@ -27,6 +27,7 @@ pub(crate) const WAITING_TOOLS: &[&str] = &[
     "pane_batch",
     "send_keys_batch",
     "zellij_run_command",
+    "spawn_agent",
 ];
 
 /// The heartbeat of one call.

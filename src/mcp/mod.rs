@@ -142,6 +142,8 @@ pub struct McpState {
     pub agent_reports: crate::mux::agent_report::AgentReports,
     /// The agent CLIs known by their manifests (claude-code, codex, …).
     pub(crate) agent_kinds: crate::mux::agent_kind::AgentKinds,
+    /// The agents `spawn_agent` started, by server scope and id.
+    pub(crate) fleet: crate::fleet::registry::Fleet,
     /// Which agent kind ran in which pane, and since when.
     pub(crate) agent_sightings: crate::mux::agent_status::AgentSightings,
     /// Where events a human should know of go (`[notify]`).

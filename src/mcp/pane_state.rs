@@ -10,6 +10,7 @@
 //! are left out. On Zellij ([`on_zellij`]), what Zellij reports of the pane.
 
 use muxgate_mux::foreground::Blocked;
+use muxgate_mux::lines::excerpt;
 use muxgate_mux::shell_run::screen::program_name;
 use muxgate_tmux::PaneId;
 use muxgate_zellij::panes::ZellijPanes;
@@ -97,6 +98,18 @@ pub(crate) async fn on_tmux(
     tmux: &TmuxAccess<'_>,
     pane: PaneId,
 ) -> Result<PaneStateOutput, ToolError> {
+    with_last_line(gateway, tmux, pane)
+        .await
+        .map(|(state, _)| state)
+}
+
+/// `pane`'s state on a tmux server, and the last line its screen shows where an agent's
+/// screen was read.
+pub(crate) async fn with_last_line(
+    gateway: &McpServer,
+    tmux: &TmuxAccess<'_>,
+    pane: PaneId,
+) -> Result<(PaneStateOutput, Option<String>), ToolError> {
     let stream = keep(tmux, pane, Instant::now() + KEEP_WAIT).await?;
     let state = read_settled_state(tmux, pane).await?;
     let process = foreground_of_state(tmux, &state).await;
@@ -111,7 +124,7 @@ pub(crate) async fn on_tmux(
         .state()
         .agent_reports
         .latest(&tmux.instance(), instance);
-    let agent_status = agent_status(
+    let (agent_status, last_line) = agent_status(
         gateway,
         tmux,
         instance,
@@ -124,8 +137,9 @@ pub(crate) async fn on_tmux(
             hook: report.as_ref().map(|r| (r.state, r.at.elapsed())),
         },
     )
-    .await?;
-    Ok(PaneStateOutput {
+    .await?
+    .unzip();
+    let state = PaneStateOutput {
         pane_id: pane.to_string(),
         session: None,
         current_command: state.current_command,
@@ -148,7 +162,8 @@ pub(crate) async fn on_tmux(
             .map(|r| u64::try_from(r.at.elapsed().as_millis()).unwrap_or(u64::MAX)),
         agent: report.and_then(|r| r.agent),
         agent_status,
-    })
+    };
+    Ok((state, last_line.flatten()))
 }
 
 /// What `get_pane_state` read of a pane that an agent's state is weighed from.
@@ -160,25 +175,33 @@ struct AgentFacts<'a> {
     hook: Option<(AgentState, std::time::Duration)>,
 }
 
-/// The state of the agent in `pane`, if one of a known kind runs or ran there: its screen is
-/// read (one more tmux command) only while it runs.
+/// The state of the agent in `pane`, if one of a known kind runs or ran there (the kind
+/// `spawn_agent` started there, else the one its command line names), and the last line of
+/// its screen: the screen is read (one more tmux command) only while it runs.
 async fn agent_status(
     gateway: &McpServer,
     tmux: &TmuxAccess<'_>,
     pane: PaneInstance,
     facts: AgentFacts<'_>,
-) -> Result<Option<AgentStatusOutput>, ToolError> {
+) -> Result<Option<(AgentStatusOutput, Option<String>)>, ToolError> {
     let state = gateway.state();
     let server = tmux.instance();
-    let running = state.agent_kinds.of_command_line(facts.command_line);
-    let sighting = match running {
-        Some(kind) => state.agent_sightings.saw(&server, pane, &kind.kind),
-        None => match state.agent_sightings.last(&server, pane) {
-            Some(sighting) => sighting,
-            None => return Ok(None),
-        },
+    let spawned = state
+        .fleet
+        .kind_in(&tmux.scope, &pane.pane.to_string())
+        .and_then(|kind| state.agent_kinds.get(&kind));
+    let running = match spawned {
+        Some(kind) => facts.dead.is_none().then_some(kind),
+        None => state.agent_kinds.of_command_line(facts.command_line),
     };
-    let screen = match running {
+    let sighting = match (running, state.agent_sightings.last(&server, pane), spawned) {
+        (Some(kind), _, _) | (None, None, Some(kind)) => {
+            state.agent_sightings.saw(&server, pane, &kind.kind)
+        }
+        (None, Some(sighting), _) => sighting,
+        (None, None, None) => return Ok(None),
+    };
+    let (screen, last_line) = match running {
         Some(kind) if facts.dead.is_none() => {
             let lines = tmux
                 .pane_reads()
@@ -189,9 +212,15 @@ async fn agent_status(
                 .iter()
                 .map(|line| String::from_utf8_lossy(line).into_owned())
                 .collect();
-            kind.read_screen(&lines)
+            let last = lines
+                .iter()
+                .rev()
+                .map(|line| line.trim())
+                .find(|line| !line.is_empty())
+                .map(excerpt);
+            (kind.read_screen(&lines), last)
         }
-        _ => ScreenSigns::default(),
+        _ => (ScreenSigns::default(), None),
     };
     let seen_for = sighting.since.elapsed();
     let verdict = judge(&Evidence {
@@ -202,13 +231,14 @@ async fn agent_status(
         seen_for,
         hook: facts.hook,
     });
-    Ok(Some(AgentStatusOutput {
+    let status = AgentStatusOutput {
         kind: sighting.kind,
         state: verdict.phase.as_str(),
         blocked_on: verdict.blocked_on.map(|why| why.as_str()),
         seen_for_ms: u64::try_from(seen_for.as_millis()).unwrap_or(u64::MAX),
         explain: verdict.explain,
-    }))
+    };
+    Ok(Some((status, last_line)))
 }
 
 /// `get_pane_state` on a Zellij server: what Zellij reports of the pane, its program and

@@ -112,6 +112,19 @@ pub(crate) enum ManifestError {
     NoCommands { file: String },
     #[error("agent manifests {file} and another both describe kind {kind:?}")]
     Twice { file: String, kind: String },
+    #[error("agent manifest {file}: {error}")]
+    Read { file: String, error: std::io::Error },
+    #[error("[agents.{table}]: manifest {file} describes kind {kind:?}, not {table:?}")]
+    OtherKind {
+        table: String,
+        file: String,
+        kind: String,
+    },
+    #[error(
+        "[agents.{0}]: no shipped manifest describes kind {0:?} (claude-code, codex, gemini-cli, \
+         aider, opencode); name one with manifest = FILE"
+    )]
+    Unknown(String),
 }
 
 /// One agent kind: its program and what its screens show.
@@ -234,6 +247,48 @@ impl AgentKinds {
             kinds.push(kind);
         }
         Ok(Self(kinds))
+    }
+
+    /// The shipped manifests and those `[agents.<kind>] manifest` names; every configured
+    /// kind must be described by one.
+    pub(crate) fn for_programs(
+        programs: &std::collections::BTreeMap<String, crate::fleet::AgentProgram>,
+    ) -> Result<Self, ManifestError> {
+        let mut kinds = Self::shipped()?;
+        for (table, program) in programs {
+            let Some(path) = &program.manifest else {
+                if kinds.get(table).is_none() {
+                    return Err(ManifestError::Unknown(table.clone()));
+                }
+                continue;
+            };
+            let file = path.display().to_string();
+            let text = std::fs::read_to_string(path).map_err(|error| ManifestError::Read {
+                file: file.clone(),
+                error,
+            })?;
+            let kind = AgentKind::parse(&file, &text)?;
+            if kind.kind != *table {
+                return Err(ManifestError::OtherKind {
+                    table: table.clone(),
+                    file,
+                    kind: kind.kind,
+                });
+            }
+            if kinds.get(table).is_some() {
+                return Err(ManifestError::Twice {
+                    file,
+                    kind: kind.kind,
+                });
+            }
+            kinds.0.push(kind);
+        }
+        Ok(kinds)
+    }
+
+    /// The kind named `kind`.
+    pub(crate) fn get(&self, kind: &str) -> Option<&AgentKind> {
+        self.0.iter().find(|k| k.kind == kind)
     }
 
     /// The kind whose program `command_line` runs.

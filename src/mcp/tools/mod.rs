@@ -6,7 +6,9 @@
 //! output `Result<Json<T>, ToolError>`, all four annotation hints set explicitly, and a
 //! description whose first line is a one-line summary (it is what `muxgate tools` prints).
 
+pub(crate) mod agent_fleet;
 pub(crate) mod agent_report;
+pub(crate) mod agent_spawn;
 pub(crate) mod batch;
 pub(crate) mod buffer;
 pub(crate) mod channel;
@@ -65,6 +67,8 @@ pub(crate) fn router() -> ToolRouter<McpServer> {
         + McpServer::state_wait_tools()
         + McpServer::prompt_tools()
         + McpServer::agent_report_tools()
+        + McpServer::agent_spawn_tools()
+        + McpServer::agent_fleet_tools()
         + McpServer::batch_tools()
         + McpServer::channel_tools()
         + McpServer::secret_tools()

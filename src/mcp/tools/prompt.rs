@@ -354,43 +354,70 @@ impl McpServer {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let budget = tmux.budget().wait(input.timeout, DEFAULT_TIMEOUT)?;
         let work = async {
-            let started = Instant::now();
             let pane = tmux.pane_named(&input.target).await?;
-            let state = read_state(&tmux, pane).await?;
-            if state.in_mode {
-                return Err(ToolError::invalid_arguments(
-                    format!("pane {pane} is in copy mode: keys would go to copy mode"),
-                    "call exit_copy_mode first",
-                ));
-            }
-            let stream = keep(&tmux, pane, budget.deadline).await?;
-            let mut prompter = Prompter {
-                tmux: &tmux,
-                pane,
-                output: stream.subscribe(),
-                stream,
-                ready_until: ready_until(budget.deadline, budget.effective),
-                reports: &self.state().agent_reports,
-                cancel: &cancel,
+            let until = PromptTime {
+                deadline: budget.deadline,
+                timeout: budget.effective,
+                quiet,
             };
-            let delivery = if state.dead {
-                Delivery::not_ready("pane_exited")
-            } else {
-                match prompter.until_ready(&state, quiet).await? {
-                    Ok(ready) => prompter.submit(text, ready).await?,
-                    Err(why) => Delivery::not_ready(why),
-                }
-            };
-            Ok(SendPromptOutput {
-                pane_id: pane.to_string(),
-                outcome: delivery.outcome,
-                ready_by: delivery.ready.map(Ready::as_str),
-                evidence: delivery.evidence,
-                enter_presses: delivery.enter_presses,
-                waited_ms: elapsed_ms(started),
-                output_position: delivery.position,
-            })
+            let reports = &self.state().agent_reports;
+            deliver_prompt(&tmux, pane, text, until, reports, &cancel).await
         };
         self.state().until_shutdown(work).await.map(Json)
     }
+}
+
+/// How long a delivery may take: until `deadline`, `timeout` after it began; `quiet` is how
+/// long a pane without other evidence must be quiet to count as ready.
+pub(crate) struct PromptTime {
+    pub(crate) deadline: Instant,
+    pub(crate) timeout: Duration,
+    pub(crate) quiet: Duration,
+}
+
+/// Delivers `text` to `pane` as `send_prompt` does: once the program is ready, pasted, then
+/// Enter until the program shows it took it.
+pub(crate) async fn deliver_prompt(
+    tmux: &TmuxAccess<'_>,
+    pane: PaneId,
+    text: &str,
+    until: PromptTime,
+    reports: &AgentReports,
+    cancel: &CancellationToken,
+) -> Result<SendPromptOutput, ToolError> {
+    let started = Instant::now();
+    let state = read_state(tmux, pane).await?;
+    if state.in_mode {
+        return Err(ToolError::invalid_arguments(
+            format!("pane {pane} is in copy mode: keys would go to copy mode"),
+            "call exit_copy_mode first",
+        ));
+    }
+    let stream = keep(tmux, pane, until.deadline).await?;
+    let mut prompter = Prompter {
+        tmux,
+        pane,
+        output: stream.subscribe(),
+        stream,
+        ready_until: ready_until(until.deadline, until.timeout),
+        reports,
+        cancel,
+    };
+    let delivery = if state.dead {
+        Delivery::not_ready("pane_exited")
+    } else {
+        match prompter.until_ready(&state, until.quiet).await? {
+            Ok(ready) => prompter.submit(text, ready).await?,
+            Err(why) => Delivery::not_ready(why),
+        }
+    };
+    Ok(SendPromptOutput {
+        pane_id: pane.to_string(),
+        outcome: delivery.outcome,
+        ready_by: delivery.ready.map(Ready::as_str),
+        evidence: delivery.evidence,
+        enter_presses: delivery.enter_presses,
+        waited_ms: elapsed_ms(started),
+        output_position: delivery.position,
+    })
 }

@@ -184,7 +184,7 @@ pub(crate) async fn list_session_rows(
 
 /// A failed session operation as an error for the model; `list_hint` says where valid targets
 /// are listed. [`SessionError::NameInUse`] gets [`name_taken`] where a name was chosen.
-fn session_error(server: &str, error: SessionError, list_hint: &str) -> ToolError {
+pub(crate) fn session_error(server: &str, error: SessionError, list_hint: &str) -> ToolError {
     match error {
         SessionError::Op(error) => op_failure(server, error, list_hint),
         SessionError::NameInUse(message) => {

@@ -1,0 +1,200 @@
+//! An agent's git worktree: made from a configured repository on a branch named after the
+//! agent, checked for work not yet committed, and removed (the branch stays, with whatever the
+//! agent committed).
+//!
+//! git runs as a child process with its arguments as separate words (no shell), without a
+//! terminal to ask on, without hooks or an fsmonitor (programs the agent could name in the
+//! repository's configuration), for at most [`GIT_TIMEOUT`], and what it prints is read up to
+//! [`OUTPUT_LIMIT`]: a worktree is the tenant's, and so is how much `git status` has to say.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+use tokio::process::Command;
+
+use super::config::Repository;
+
+/// The longest one git command may take.
+const GIT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The most of git's output (each stream) that is read.
+const OUTPUT_LIMIT: u64 = 64 * 1024;
+/// The most uncommitted paths an answer names.
+pub(crate) const MAX_NAMED_CHANGES: usize = 10;
+
+/// A worktree made for an agent.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Worktree {
+    /// The `[repositories.<name>]` it was made from.
+    pub(crate) repository: String,
+    /// Where it is.
+    pub(crate) path: PathBuf,
+    /// The agent's branch.
+    pub(crate) branch: String,
+    /// What the branch started from.
+    pub(crate) base: String,
+}
+
+/// Why a git step failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum WorktreeError {
+    /// git could not be run.
+    #[error("git could not be run: {0}")]
+    Spawn(std::io::Error),
+    /// git ran past [`GIT_TIMEOUT`] and was stopped.
+    #[error("git took longer than {} s and was stopped", GIT_TIMEOUT.as_secs())]
+    TimedOut,
+    /// git said no; the first line of what it said.
+    #[error("git: {0}")]
+    Refused(String),
+    /// The agent's worktree directory is there already.
+    #[error("{0} exists already")]
+    Exists(PathBuf),
+    /// The worktrees directory could not be made.
+    #[error("{0}")]
+    Io(std::io::Error),
+}
+
+/// The branch of agent `agent`.
+pub(crate) fn branch_of(agent: &str) -> String {
+    format!("agent/{agent}")
+}
+
+/// Makes agent `agent`'s worktree of `repository` (named `name`) on a new branch from `base`.
+pub(crate) async fn add(
+    name: &str,
+    repository: &Repository,
+    agent: &str,
+    base: &str,
+) -> Result<Worktree, WorktreeError> {
+    let path = repository.worktrees.join(agent);
+    if tokio::fs::symlink_metadata(&path).await.is_ok() {
+        return Err(WorktreeError::Exists(path));
+    }
+    tokio::fs::create_dir_all(&repository.worktrees)
+        .await
+        .map_err(WorktreeError::Io)?;
+    let branch = branch_of(agent);
+    git(
+        &repository.path,
+        &[
+            "worktree".as_ref(),
+            "add".as_ref(),
+            "-b".as_ref(),
+            branch.as_ref(),
+            path.as_os_str(),
+            base.as_ref(),
+        ],
+    )
+    .await?;
+    Ok(Worktree {
+        repository: name.to_owned(),
+        path,
+        branch,
+        base: base.to_owned(),
+    })
+}
+
+/// The paths with work not committed in `worktree` (changed, staged or untracked), at most
+/// [`MAX_NAMED_CHANGES`], and how many there are (up to what git's bounded output holds).
+pub(crate) async fn changes(worktree: &Path) -> Result<(Vec<String>, usize), WorktreeError> {
+    let status = git(
+        worktree,
+        &[
+            "status".as_ref(),
+            "--porcelain".as_ref(),
+            "--no-renames".as_ref(),
+            "-z".as_ref(),
+        ],
+    )
+    .await?;
+    let paths: Vec<&str> = status.split('\0').filter(|entry| entry.len() > 3).collect();
+    let named = paths
+        .iter()
+        .take(MAX_NAMED_CHANGES)
+        .map(|entry| entry[3..].to_owned())
+        .collect();
+    Ok((named, paths.len()))
+}
+
+/// Removes `worktree` from `repository` (with `force`, whatever is in it); its branch stays.
+pub(crate) async fn remove(
+    repository: &Path,
+    worktree: &Path,
+    force: bool,
+) -> Result<(), WorktreeError> {
+    let mut args: Vec<&OsStr> = vec!["worktree".as_ref(), "remove".as_ref()];
+    if force {
+        args.push("--force".as_ref());
+    }
+    args.push(worktree.as_os_str());
+    git(repository, &args).await.map(drop)
+}
+
+/// Undoes [`add`] after a spawn failed: the worktree and its new, empty branch go.
+pub(crate) async fn discard(repository: &Path, worktree: &Worktree) {
+    let removed = remove(repository, &worktree.path, true).await;
+    let deleted = git(
+        repository,
+        &["branch".as_ref(), "-D".as_ref(), worktree.branch.as_ref()],
+    )
+    .await;
+    if let Err(error) = removed.and(deleted) {
+        tracing::warn!(path = %worktree.path.display(), %error, "a failed spawn's worktree was not cleaned up");
+    }
+}
+
+/// Runs `git -C dir ARGS`; its standard output, or why it failed.
+async fn git(dir: &Path, args: &[&OsStr]) -> Result<String, WorktreeError> {
+    let mut child = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        // The worktree is the agent's to write, the repository's configuration included:
+        // nothing in it may make the gateway's git run a program (a hook, an fsmonitor).
+        .args([
+            "-c",
+            "core.hooksPath=/dev/null",
+            "-c",
+            "core.fsmonitor=false",
+        ])
+        .args(args)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(WorktreeError::Spawn)?;
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        return Err(WorktreeError::Spawn(std::io::Error::other("no pipes")));
+    };
+    let run = async {
+        let (out, err) = tokio::join!(read_bounded(stdout), read_bounded(stderr));
+        let status = child.wait().await.map_err(WorktreeError::Spawn)?;
+        Ok::<_, WorktreeError>((status, out, err))
+    };
+    let (status, out, err) = tokio::time::timeout(GIT_TIMEOUT, run)
+        .await
+        .map_err(|_| WorktreeError::TimedOut)??;
+    if status.success() {
+        Ok(out)
+    } else {
+        let said = err
+            .lines()
+            .map(str::trim)
+            .find(|line| !line.is_empty())
+            .unwrap_or("it failed without saying why");
+        Err(WorktreeError::Refused(muxgate_mux::lines::excerpt(said)))
+    }
+}
+
+/// What a stream says, up to [`OUTPUT_LIMIT`]; the rest is left unread (git stops on the
+/// closed pipe).
+async fn read_bounded(stream: impl tokio::io::AsyncRead + Unpin) -> String {
+    let mut bytes = Vec::new();
+    // A read error leaves what was read: git's status decides, not its pipe.
+    let _ = stream.take(OUTPUT_LIMIT).read_to_end(&mut bytes).await;
+    String::from_utf8_lossy(&bytes).into_owned()
+}

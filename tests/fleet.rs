@@ -1,0 +1,340 @@
+//! Agents as workers: `spawn_agent` starts a configured agent CLI (the stand-in of
+//! `tests/programs/agent_screens.py`, playing Claude Code's screens) in a new session, in a
+//! new git worktree of a configured repository, and submits its first task once its screen
+//! says it is ready; `list_agents` shows the fleet; `stop_agent` ends one, keeping its branch
+//! and refusing to drop uncommitted work unless forced. Bad requests change nothing.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::tmux::TestTmux;
+use common::tools::{Client, call_err, call_ok, client, type_line};
+use common::{TestGateway, config_with_server, spawn_gateway};
+use muxgate::config::Config;
+use serde_json::{Value, json};
+
+const STAND_IN: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/programs/agent_screens.py"
+);
+
+/// git in `dir`, with an identity of its own (no user configuration is read).
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args([
+            "-c",
+            "user.name=test",
+            "-c",
+            "user.email=test@example.invalid",
+        ])
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// A repository with one commit on `main`, a directory for worktrees, and the stand-in
+/// installed as `claude`.
+struct Place {
+    _dir: tempfile::TempDir,
+    repo: PathBuf,
+    worktrees: PathBuf,
+    claude: PathBuf,
+}
+
+impl Place {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().expect("a directory");
+        let repo = dir.path().join("app");
+        std::fs::create_dir(&repo).expect("repo dir");
+        git(&repo, &["init", "-q", "-b", "main"]);
+        std::fs::write(repo.join("README"), "app\n").expect("a file");
+        git(&repo, &["add", "README"]);
+        git(&repo, &["commit", "-q", "-m", "first"]);
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).expect("bin dir");
+        let claude = bin.join("claude");
+        std::fs::copy(STAND_IN, &claude).expect("the stand-in");
+        Self {
+            worktrees: dir.path().join("worktrees"),
+            repo,
+            claude,
+            _dir: dir,
+        }
+    }
+
+    fn config(&self, tmux: &TestTmux) -> Config {
+        let mut config = config_with_server("work", &tmux.socket, false);
+        let extra = Config::from_toml_str(&format!(
+            "[agents.claude-code]\ncommand = '{}'\nargs = ['--startup', '1.5', '--busy', '1']\n\
+             env = {{ AGENT_ROLE = 'worker' }}\n\
+             [repositories.app]\npath = '{}'\nworktrees = '{}'\n",
+            self.claude.display(),
+            self.repo.display(),
+            self.worktrees.display(),
+        ))
+        .expect("valid fleet config");
+        config.agents = extra.agents;
+        config.repositories = extra.repositories;
+        config
+    }
+}
+
+/// `list_agents`' row of `id`, once its state is `state` (20 s at most).
+async fn until_listed(client: &Client, id: &str, state: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let list = call_ok(client, "list_agents", json!({})).await;
+        let row = list["agents"]
+            .as_array()
+            .expect("agents")
+            .iter()
+            .find(|row| row["agent_id"] == id)
+            .cloned();
+        if let Some(row) = &row
+            && row["state"] == state
+        {
+            return row.clone();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{id} never listed as {state}: {list}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The environment of `pane`'s program, read from `/proc`.
+fn environment_of(tmux: &TestTmux, pane: &str) -> String {
+    let pid = tmux.ok(&["display-message", "-p", "-t", pane, "#{pane_pid}"]);
+    let environ = std::fs::read(format!("/proc/{}/environ", pid.trim())).expect("environ");
+    String::from_utf8_lossy(&environ).replace('\0', "\n")
+}
+
+async fn setup() -> (TestTmux, Place, TestGateway, Client) {
+    let tmux = TestTmux::start();
+    let place = Place::new();
+    let gateway = spawn_gateway(place.config(&tmux)).await;
+    let client = client(&gateway).await;
+    (tmux, place, gateway, client)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_is_spawned_in_a_worktree_given_its_task_and_stopped() {
+    let (tmux, place, _gateway, client) = setup().await;
+    let spawned = call_ok(
+        &client,
+        "spawn_agent",
+        json!({
+            "kind": "claude-code", "id": "fix-login", "repository": "app",
+            "title": "Fix the login", "env": {"TASK": "login"},
+            "prompt": "fix the login bug", "timeout": 30
+        }),
+    )
+    .await;
+    // Ready by its idle screen (not by a sleep), and the prompt taken.
+    assert_eq!(spawned["state"], "idle", "{spawned}");
+    assert!(
+        spawned["explain"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("screen: its prompt"),
+        "{spawned}"
+    );
+    assert!(spawned["waited_ms"].as_u64().unwrap() >= 1500, "{spawned}");
+    assert_eq!(spawned["prompt"]["outcome"], "submitted", "{spawned}");
+    let pane = spawned["pane_id"].as_str().unwrap().to_owned();
+
+    // Its worktree: a new branch from main, where its program runs, with its variables.
+    let worktree = place.worktrees.join("fix-login");
+    assert_eq!(spawned["worktree"]["branch"], "agent/fix-login");
+    assert_eq!(spawned["worktree"]["path"], worktree.display().to_string());
+    assert_eq!(
+        git(&worktree, &["rev-parse", "--abbrev-ref", "HEAD"]),
+        "agent/fix-login"
+    );
+    let cwd = tmux.ok(&["display-message", "-p", "-t", &pane, "#{pane_current_path}"]);
+    assert_eq!(Path::new(cwd.trim()), worktree);
+    let environment = environment_of(&tmux, &pane);
+    for variable in [
+        "MUXGATE_AGENT_ID=fix-login",
+        "AGENT_ROLE=worker",
+        "TASK=login",
+    ] {
+        assert!(environment.lines().any(|l| l == variable), "{variable}");
+    }
+    let title = tmux.ok(&["display-message", "-p", "-t", &pane, "#{pane_title}"]);
+    assert_eq!(title.trim(), "Fix the login");
+
+    // The task runs, then a permission dialog: the fleet shows it blocked, and why.
+    let blocked = until_listed(&client, "fix-login", "blocked").await;
+    assert_eq!(blocked["blocked_on"], "permission", "{blocked}");
+    assert_eq!(blocked["kind"], "claude-code");
+    assert_eq!(blocked["host"], "local");
+    assert_eq!(blocked["title"], "Fix the login");
+    assert!(
+        blocked["why"].as_str().unwrap().contains("dialog"),
+        "{blocked}"
+    );
+    assert!(blocked["last_line"].is_string(), "{blocked}");
+
+    // The agent may write its repository's configuration: nothing it names there runs when
+    // the gateway reads the worktree.
+    let marker = place.worktrees.join("fsmonitor-ran");
+    let monitor = place.worktrees.join("monitor.sh");
+    std::fs::write(
+        &monitor,
+        format!("#!/bin/sh\ntouch '{}'\n", marker.display()),
+    )
+    .unwrap();
+    let executable = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(&monitor, executable).unwrap();
+    git(
+        &worktree,
+        &["config", "core.fsmonitor", &monitor.display().to_string()],
+    );
+
+    // Uncommitted work is not dropped unless the caller says so.
+    std::fs::write(worktree.join("fix.txt"), "half done\n").expect("a change");
+    let refused = call_err(&client, "stop_agent", json!({"agent_id": "fix-login"})).await;
+    assert_eq!(refused["kind"], "conflict", "{refused}");
+    assert!(
+        refused["message"].as_str().unwrap().contains("fix.txt"),
+        "{refused}"
+    );
+    assert!(worktree.is_dir(), "a refused stop removes nothing");
+    assert!(!marker.exists(), "the agent's fsmonitor ran as the gateway");
+    until_listed(&client, "fix-login", "blocked").await;
+
+    let stopped = call_ok(
+        &client,
+        "stop_agent",
+        json!({"agent_id": "fix-login", "force": true}),
+    )
+    .await;
+    assert_eq!(stopped["session_killed"], true, "{stopped}");
+    assert_eq!(stopped["dropped_changes"], 1, "{stopped}");
+    assert_eq!(stopped["branch_kept"], "agent/fix-login");
+    assert!(!worktree.exists(), "the worktree is removed");
+    assert_eq!(
+        git(&place.repo, &["branch", "--list", "agent/fix-login"]),
+        "agent/fix-login",
+        "the branch stays"
+    );
+    let sessions = tmux.ok(&["list-sessions", "-F", "#{session_name}"]);
+    assert!(!sessions.lines().any(|s| s == "fix-login"), "{sessions}");
+    let list = call_ok(&client, "list_agents", json!({})).await;
+    assert_eq!(list["agents"], json!([]), "{list}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_ends_reads_exited_and_its_id_is_taken_until_stopped() {
+    let (tmux, _place, _gateway, client) = setup().await;
+    let first = call_ok(&client, "spawn_agent", json!({"kind": "claude-code"})).await;
+    assert_eq!(first["agent_id"], "claude-code-1", "{first}");
+    assert_eq!(first["state"], "idle", "{first}");
+    assert!(first.get("worktree").is_none() && first.get("prompt").is_none());
+    let second = call_ok(&client, "spawn_agent", json!({"kind": "claude-code"})).await;
+    assert_eq!(second["agent_id"], "claude-code-2", "{second}");
+    let again = call_err(
+        &client,
+        "spawn_agent",
+        json!({"kind": "claude-code", "id": "claude-code-1"}),
+    )
+    .await;
+    assert_eq!(again["kind"], "conflict", "{again}");
+
+    // Its program ends: its pane stays, and the fleet says so.
+    let pane = first["pane_id"].as_str().unwrap();
+    type_line(&tmux, pane, "/exit");
+    let exited = until_listed(&client, "claude-code-1", "exited").await;
+    assert_eq!(exited["kind"], "claude-code", "{exited}");
+    let dead = tmux.ok(&["display-message", "-p", "-t", pane, "#{pane_dead}"]);
+    assert_eq!(dead.trim(), "1");
+
+    // Its session gone, it still shows (to the client that spawned it) until stopped.
+    tmux.ok(&["kill-session", "-t", "claude-code-1"]);
+    let gone = until_listed(&client, "claude-code-1", "exited").await;
+    assert_eq!(gone["why"], "its session is gone", "{gone}");
+    let stopped = call_ok(&client, "stop_agent", json!({"agent_id": "claude-code-1"})).await;
+    assert_eq!(stopped["session_killed"], false, "{stopped}");
+    let respawned = call_ok(
+        &client,
+        "spawn_agent",
+        json!({"kind": "claude-code", "id": "claude-code-1"}),
+    )
+    .await;
+    assert_eq!(respawned["agent_id"], "claude-code-1", "{respawned}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_spawn_is_refused_and_changes_nothing() {
+    let (tmux, place, _gateway, client) = setup().await;
+    let before = tmux.ok(&["list-sessions", "-F", "#{session_name}"]);
+    let cases = [
+        (
+            json!({"kind": "copilot"}),
+            "invalid_arguments",
+            "claude-code",
+        ),
+        (
+            json!({"kind": "claude-code", "repository": "other"}),
+            "not_found",
+            "app",
+        ),
+        (
+            json!({"kind": "claude-code", "repository": "app", "base": "--orphan"}),
+            "invalid_arguments",
+            "base",
+        ),
+        (
+            json!({"kind": "claude-code", "repository": "app", "base": "no-such-branch"}),
+            "conflict",
+            "git",
+        ),
+        (
+            json!({"kind": "claude-code", "id": "a/b"}),
+            "invalid_arguments",
+            "id",
+        ),
+        (
+            json!({"kind": "claude-code", "env": {"AGENT_ROLE": "boss"}}),
+            "invalid_arguments",
+            "AGENT_ROLE",
+        ),
+        (
+            json!({"kind": "claude-code", "repository": "app", "start_directory": "/tmp"}),
+            "invalid_arguments",
+            "not both",
+        ),
+        (
+            json!({"kind": "claude-code", "prompt": "  \n"}),
+            "invalid_arguments",
+            "prompt",
+        ),
+    ];
+    for (args, kind, says) in cases {
+        let refused = call_err(&client, "spawn_agent", args.clone()).await;
+        assert_eq!(refused["kind"], kind, "{args}: {refused}");
+        let text = format!("{} {}", refused["message"], refused["suggestion"]);
+        assert!(text.contains(says), "{args}: {refused}");
+    }
+    assert_eq!(
+        tmux.ok(&["list-sessions", "-F", "#{session_name}"]),
+        before,
+        "no session was made"
+    );
+    let worktrees = std::fs::read_dir(&place.worktrees).map_or(0, |dir| dir.count());
+    assert_eq!(worktrees, 0, "no worktree was left");
+    assert_eq!(git(&place.repo, &["branch", "--list", "agent/*"]), "");
+    let stop = call_err(&client, "stop_agent", json!({"agent_id": "nobody"})).await;
+    assert_eq!(stop["kind"], "not_found", "{stop}");
+}
