@@ -446,6 +446,7 @@ impl Parts {
             secrets: self.desks.secrets,
             recorder: self.stores.recorder,
             fleet: self.stores.fleet,
+            answers: Default::default(),
             view_key: self.stores.view_key,
             config,
         }))

@@ -48,6 +48,8 @@ struct Place {
     repo: PathBuf,
     worktrees: PathBuf,
     claude: PathBuf,
+    /// Every line the stand-in read.
+    log: PathBuf,
 }
 
 impl Place {
@@ -64,6 +66,7 @@ impl Place {
         let claude = bin.join("claude");
         std::fs::copy(STAND_IN, &claude).expect("the stand-in");
         Self {
+            log: dir.path().join("lines.log"),
             worktrees: dir.path().join("worktrees"),
             repo,
             claude,
@@ -74,10 +77,12 @@ impl Place {
     fn config(&self, tmux: &TestTmux) -> Config {
         let mut config = config_with_server("work", &tmux.socket, false);
         let extra = Config::from_toml_str(&format!(
-            "[agents.claude-code]\ncommand = '{}'\nargs = ['--startup', '1.5', '--busy', '1']\n\
+            "[agents.claude-code]\ncommand = '{}'\n\
+             args = ['--startup', '1.5', '--busy', '1', '--log', '{}']\n\
              env = {{ AGENT_ROLE = 'worker' }}\n\
              [repositories.app]\npath = '{}'\nworktrees = '{}'\n",
             self.claude.display(),
+            self.log.display(),
             self.repo.display(),
             self.worktrees.display(),
         ))
@@ -337,4 +342,79 @@ async fn a_bad_spawn_is_refused_and_changes_nothing() {
     assert_eq!(git(&place.repo, &["branch", "--list", "agent/*"]), "");
     let stop = call_err(&client, "stop_agent", json!({"agent_id": "nobody"})).await;
     assert_eq!(stop["kind"], "not_found", "{stop}");
+}
+
+/// The lines the stand-in read, in order.
+fn lines_read(place: &Place) -> Vec<String> {
+    std::fs::read_to_string(&place.log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocked_agent_is_answered_once_and_only_on_the_screen_that_was_read() {
+    let (tmux, place, _gateway, client) = setup().await;
+    let spawned = call_ok(
+        &client,
+        "spawn_agent",
+        json!({"kind": "claude-code", "id": "asker", "prompt": "deploy it"}),
+    )
+    .await;
+    assert_eq!(spawned["prompt"]["outcome"], "submitted", "{spawned}");
+    let pane = spawned["pane_id"].as_str().unwrap().to_owned();
+    let blocked = until_listed(&client, "asker", "blocked").await;
+    let digest = blocked["screen_digest"].as_str().unwrap().to_owned();
+    assert_eq!(digest.len(), 16, "{blocked}");
+
+    // An answer to a screen the caller did not read is not typed.
+    let stale = call_ok(
+        &client,
+        "answer_agent",
+        json!({"target": pane, "screen_digest": "0123456789abcdef", "keys": ["1", "Enter"]}),
+    )
+    .await;
+    assert_eq!(stale["outcome"], "screen_changed", "{stale}");
+    assert_eq!(stale["screen_digest"], digest.as_str(), "{stale}");
+    assert!(stale["last_line"].is_string(), "{stale}");
+
+    // The screen it read: answered, and the agent goes back to work.
+    let args = json!({
+        "target": pane, "screen_digest": digest, "keys": ["1", "Enter"],
+        "idempotency_key": "answer-asker-1"
+    });
+    let answered = call_ok(&client, "answer_agent", args.clone()).await;
+    assert_eq!(answered["outcome"], "answered", "{answered}");
+    assert_eq!(answered["replayed"], false);
+    assert_ne!(answered["screen_digest"], digest.as_str());
+
+    // A retry (the client never saw the answer) types nothing and gets the same answer.
+    let retried = call_ok(&client, "answer_agent", args).await;
+    assert_eq!(retried["replayed"], true, "{retried}");
+    assert_eq!(retried["outcome"], "answered");
+    assert_eq!(retried["screen_digest"], answered["screen_digest"]);
+
+    // What the agent read: the task, one answer, then (after the retry) only the test's
+    // marker: a second "1" would have come before it.
+    until_listed(&client, "asker", "idle").await;
+    type_line(&tmux, &pane, "marker");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !lines_read(&place).contains(&"marker".to_owned()) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{:?}",
+            lines_read(&place)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(lines_read(&place), ["deploy it", "1", "marker"]);
+
+    let bad = call_err(
+        &client,
+        "answer_agent",
+        json!({"target": pane, "screen_digest": digest, "keys": ["a\u{7}b"]}),
+    )
+    .await;
+    assert_eq!(bad["kind"], "invalid_arguments", "{bad}");
 }

@@ -44,6 +44,7 @@ pub(crate) const DIGEST_FIELDS: &[&str] = &[
     "script",
     "body",
     "paste",
+    "prompt",
 ];
 
 /// Fields holding nested arguments, redacted recursively.

@@ -142,6 +142,10 @@ pub struct McpState {
     pub agent_reports: crate::mux::agent_report::AgentReports,
     /// The agent CLIs known by their manifests (claude-code, codex, …).
     pub(crate) agent_kinds: crate::mux::agent_kind::AgentKinds,
+    /// The idempotency keys of calls that carry one (`answer_agent`).
+    pub(crate) answers: crate::mux::idempotency::IdempotencyKeys<
+        crate::mcp::tools::agent_answer::AnswerAgentOutput,
+    >,
     /// The agents `spawn_agent` started, by server scope and id.
     pub(crate) fleet: crate::fleet::registry::Fleet,
     /// Which agent kind ran in which pane, and since when.

@@ -27,6 +27,7 @@ use super::zellij_access::ZellijAccess;
 use crate::mux::agent_kind::ScreenSigns;
 use crate::mux::agent_report::{AgentState, PaneInstance};
 use crate::mux::agent_status::{Evidence, judge};
+use crate::mux::screen_digest::screen_digest;
 use muxgate_mux::multiplexer::CaptureRange;
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -98,18 +99,27 @@ pub(crate) async fn on_tmux(
     tmux: &TmuxAccess<'_>,
     pane: PaneId,
 ) -> Result<PaneStateOutput, ToolError> {
-    with_last_line(gateway, tmux, pane)
+    with_screen(gateway, tmux, pane)
         .await
         .map(|(state, _)| state)
 }
 
-/// `pane`'s state on a tmux server, and the last line its screen shows where an agent's
-/// screen was read.
-pub(crate) async fn with_last_line(
+/// What an agent's screen showed when its state was read.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ScreenRead {
+    /// Its last line with anything on it.
+    pub(crate) last_line: Option<String>,
+    /// Its [`screen_digest`].
+    pub(crate) digest: Option<String>,
+}
+
+/// `pane`'s state on a tmux server, and what its screen showed where an agent's screen was
+/// read.
+pub(crate) async fn with_screen(
     gateway: &McpServer,
     tmux: &TmuxAccess<'_>,
     pane: PaneId,
-) -> Result<(PaneStateOutput, Option<String>), ToolError> {
+) -> Result<(PaneStateOutput, ScreenRead), ToolError> {
     let stream = keep(tmux, pane, Instant::now() + KEEP_WAIT).await?;
     let state = read_settled_state(tmux, pane).await?;
     let process = foreground_of_state(tmux, &state).await;
@@ -124,7 +134,7 @@ pub(crate) async fn with_last_line(
         .state()
         .agent_reports
         .latest(&tmux.instance(), instance);
-    let (agent_status, last_line) = agent_status(
+    let (agent_status, screen) = agent_status(
         gateway,
         tmux,
         instance,
@@ -163,7 +173,7 @@ pub(crate) async fn with_last_line(
         agent: report.and_then(|r| r.agent),
         agent_status,
     };
-    Ok((state, last_line.flatten()))
+    Ok((state, screen.unwrap_or_default()))
 }
 
 /// What `get_pane_state` read of a pane that an agent's state is weighed from.
@@ -183,7 +193,7 @@ async fn agent_status(
     tmux: &TmuxAccess<'_>,
     pane: PaneInstance,
     facts: AgentFacts<'_>,
-) -> Result<Option<(AgentStatusOutput, Option<String>)>, ToolError> {
+) -> Result<Option<(AgentStatusOutput, ScreenRead)>, ToolError> {
     let state = gateway.state();
     let server = tmux.instance();
     let spawned = state
@@ -201,7 +211,7 @@ async fn agent_status(
         (None, Some(sighting), _) => sighting,
         (None, None, None) => return Ok(None),
     };
-    let (screen, last_line) = match running {
+    let (signs, read) = match running {
         Some(kind) if facts.dead.is_none() => {
             let lines = tmux
                 .pane_reads()
@@ -212,21 +222,24 @@ async fn agent_status(
                 .iter()
                 .map(|line| String::from_utf8_lossy(line).into_owned())
                 .collect();
-            let last = lines
-                .iter()
-                .rev()
-                .map(|line| line.trim())
-                .find(|line| !line.is_empty())
-                .map(excerpt);
-            (kind.read_screen(&lines), last)
+            let read = ScreenRead {
+                last_line: lines
+                    .iter()
+                    .rev()
+                    .map(|line| line.trim())
+                    .find(|line| !line.is_empty())
+                    .map(excerpt),
+                digest: Some(screen_digest(&lines)),
+            };
+            (kind.read_screen(&lines), read)
         }
-        _ => (ScreenSigns::default(), None),
+        _ => (ScreenSigns::default(), ScreenRead::default()),
     };
     let seen_for = sighting.since.elapsed();
     let verdict = judge(&Evidence {
         running: running.is_some(),
         dead: facts.dead,
-        screen,
+        screen: signs,
         quiet_for: facts.quiet_for,
         seen_for,
         hook: facts.hook,
@@ -238,7 +251,7 @@ async fn agent_status(
         seen_for_ms: u64::try_from(seen_for.as_millis()).unwrap_or(u64::MAX),
         explain: verdict.explain,
     };
-    Ok(Some((status, last_line)))
+    Ok(Some((status, read)))
 }
 
 /// `get_pane_state` on a Zellij server: what Zellij reports of the pane, its program and

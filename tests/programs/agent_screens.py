@@ -9,6 +9,7 @@ Like the real CLIs it takes over the screen (the alternate screen) and redraws i
   100 ms for --busy seconds; then, mid-task, the CLI's permission dialog below that spinner
   line, waiting for a line; then busy again for --busy seconds, and idle;
 - on the line `/exit`: it ends.
+With --log FILE, every line it reads is appended to FILE (what it was given, in order).
 """
 
 import argparse
@@ -58,12 +59,19 @@ def show(text):
     os.write(1, ("\x1b[2J\x1b[H" + text.replace("\n", "\r\n")).encode())
 
 
+LOG = None
+
+
 def read_line(timeout):
     """A line typed within `timeout` seconds (None: none)."""
     ready, _, _ = select.select([0], [], [], timeout)
     if not ready:
         return None
-    return sys.stdin.readline().strip()
+    line = sys.stdin.readline().strip()
+    if LOG:
+        with open(LOG, "a") as log:
+            log.write(line + "\n")
+    return line
 
 
 def busy(line, seconds, below=""):
@@ -81,7 +89,10 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--startup", type=float, default=1.0)
     parser.add_argument("--busy", type=float, default=1.5)
+    parser.add_argument("--log")
     args = parser.parse_args()
+    global LOG
+    LOG = args.log
     name = os.path.basename(sys.argv[0])
     idle, working, dialog = SCREENS[name]
     os.write(1, b"\x1b[?1049h")

@@ -33,7 +33,7 @@ pub fn of(tool: &str) -> Option<Toolset> {
         "wait_for_channel" | "signal_channel" | "report_agent_state" => Toolset::Channels,
         "kill_server" | "respawn_pane" | "clear_pane" => Toolset::Destroy,
         "request_secret_input" | "record_pane" | "view_link" => Toolset::Humans,
-        "spawn_agent" | "list_agents" | "stop_agent" => Toolset::Fleet,
+        "spawn_agent" | "list_agents" | "stop_agent" | "answer_agent" => Toolset::Fleet,
         _ => return None,
     })
 }

@@ -3,7 +3,7 @@
 //!
 //! An agent is shown to whoever may see its session (the ACL of sessions), and to the client
 //! that spawned it once its session is gone (so that it learns it ended). Its state is read as
-//! `get_pane_state` reads it ([`pane_state::with_last_line`]), with the kind it was spawned as.
+//! `get_pane_state` reads it ([`pane_state::with_screen`]), with the kind it was spawned as.
 //! Stopping ends its session and removes its worktree, but keeps its branch (what it committed
 //! stays), and refuses to drop work not yet committed unless told to (`force`).
 
@@ -23,7 +23,7 @@ use crate::mcp::McpServer;
 use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
-use crate::mcp::pane_state;
+use crate::mcp::pane_state::{self, ScreenRead};
 use muxgate_mux::lines::excerpt;
 use muxgate_tmux::{PaneId, SessionId};
 
@@ -48,6 +48,8 @@ pub(crate) struct AgentRow {
     /// The deciding evidence.
     pub why: Option<String>,
     pub last_line: Option<String>,
+    /// Of the screen read now: pass to answer_agent.
+    pub screen_digest: Option<String>,
     pub pane_id: String,
     pub session_id: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -140,25 +142,35 @@ async fn row(
 ) -> Result<AgentRow, ToolError> {
     let pane = record.pane.parse::<PaneId>().ok();
     let read = match (pane, alive) {
-        (Some(pane), true) => match pane_state::with_last_line(gateway, tmux, pane).await {
+        (Some(pane), true) => match pane_state::with_screen(gateway, tmux, pane).await {
             Ok(read) => Some(read),
             Err(error) if error.kind == ToolErrorKind::NotFound => None,
             Err(error) => return Err(error),
         },
         _ => None,
     };
-    let (state, blocked_on, why, last_line) = match read {
-        Some((state, last_line)) => match state.agent_status {
+    let (state, blocked_on, why, screen) = match read {
+        Some((state, screen)) => match state.agent_status {
             Some(status) => (
                 status.state,
                 status.blocked_on,
                 status.explain.into_iter().next(),
-                last_line,
+                screen,
             ),
-            None => ("unknown", None, None, last_line),
+            None => ("unknown", None, None, screen),
         },
-        None if alive => ("exited", None, Some("its pane is gone".to_owned()), None),
-        None => ("exited", None, Some("its session is gone".to_owned()), None),
+        None if alive => (
+            "exited",
+            None,
+            Some("its pane is gone".to_owned()),
+            ScreenRead::default(),
+        ),
+        None => (
+            "exited",
+            None,
+            Some("its session is gone".to_owned()),
+            ScreenRead::default(),
+        ),
     };
     let fleet = &gateway.state().fleet;
     let state_for = fleet.state_for(&tmux.scope, &record.id, state);
@@ -167,7 +179,8 @@ async fn row(
         blocked_on,
         state_for_ms: u64::try_from(state_for.as_millis()).unwrap_or(u64::MAX),
         why,
-        last_line,
+        last_line: screen.last_line,
+        screen_digest: screen.digest,
         host: host_of(tmux),
         worktree: record.worktree.as_ref().map(WorktreeOutput::from),
         agent_id: record.id,

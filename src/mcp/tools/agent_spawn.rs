@@ -422,7 +422,7 @@ async fn until_ready(
     let mut ended = false;
     loop {
         let looked = Instant::now();
-        let (state, _) = pane_state::with_last_line(gateway, tmux, pane).await?;
+        let (state, _) = pane_state::with_screen(gateway, tmux, pane).await?;
         let status = state.agent_status.unwrap_or_else(|| AgentStatusOutput {
             kind: String::new(),
             state: if state.dead { "exited" } else { "unknown" },

@@ -6,6 +6,7 @@
 //! output `Result<Json<T>, ToolError>`, all four annotation hints set explicitly, and a
 //! description whose first line is a one-line summary (it is what `muxgate tools` prints).
 
+pub(crate) mod agent_answer;
 pub(crate) mod agent_fleet;
 pub(crate) mod agent_report;
 pub(crate) mod agent_spawn;
@@ -69,6 +70,7 @@ pub(crate) fn router() -> ToolRouter<McpServer> {
         + McpServer::agent_report_tools()
         + McpServer::agent_spawn_tools()
         + McpServer::agent_fleet_tools()
+        + McpServer::agent_answer_tools()
         + McpServer::batch_tools()
         + McpServer::channel_tools()
         + McpServer::secret_tools()
