@@ -74,6 +74,13 @@ impl Place {
         }
     }
 
+    /// A key for signed notifications.
+    fn key_file(&self) -> PathBuf {
+        let file = self.log.with_file_name("notify.key");
+        std::fs::write(&file, "fleet-key-9\n").expect("the key");
+        file
+    }
+
     fn config(&self, tmux: &TestTmux) -> Config {
         let mut config = config_with_server("work", &tmux.socket, false);
         let extra = Config::from_toml_str(&format!(
@@ -417,4 +424,94 @@ async fn a_blocked_agent_is_answered_once_and_only_on_the_screen_that_was_read()
     )
     .await;
     assert_eq!(bad["kind"], "invalid_arguments", "{bad}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_is_told_once_of_each_edge_a_spawned_agent_makes() {
+    let received: common::webhook::Received = std::sync::Arc::default();
+    let hooks = common::webhook::receiver(received.clone()).await;
+    let tmux = TestTmux::start();
+    let place = Place::new();
+    let mut config = place.config(&tmux);
+    let tables: toml::Table = toml::from_str(&format!(
+        "[notify.targets.lead]\nformat = 'json'\nurl = '{hooks}/lead'\nsecret_file = '{}'\n\
+         events = ['agent_blocked', 'agent_idle', 'agent_exited']\n",
+        place.key_file().display()
+    ))
+    .expect("the tables");
+    config.notify = tables["notify"].clone().try_into().expect("notify");
+    let gateway = spawn_gateway(config).await;
+    let client = client(&gateway).await;
+    let events = || -> Vec<Value> {
+        received
+            .lock()
+            .expect("the log")
+            .get("lead")
+            .map(|posts| {
+                posts
+                    .iter()
+                    .map(|(_, body)| serde_json::from_slice(body).expect("JSON"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let until_events = |n: usize| {
+        let events = &events;
+        async move {
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+            loop {
+                let got = events();
+                if got.len() >= n {
+                    return got;
+                }
+                assert!(tokio::time::Instant::now() < deadline, "{got:?}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
+
+    let spawned = call_ok(
+        &client,
+        "spawn_agent",
+        json!({"kind": "claude-code", "id": "pusher", "prompt": "push it"}),
+    )
+    .await;
+    let pane = spawned["pane_id"].as_str().unwrap().to_owned();
+    // Its dialog: told once, with why, and nothing about what it was asked to do.
+    let blocked = until_events(1).await;
+    assert_eq!(blocked[0]["event"], "agent_blocked", "{blocked:?}");
+    assert_eq!(blocked[0]["agent"], "pusher");
+    assert_eq!(blocked[0]["blocked_on"], "permission");
+    assert!(!blocked[0].to_string().contains("push it"));
+
+    let row = until_listed(&client, "pusher", "blocked").await;
+    let answered = call_ok(
+        &client,
+        "answer_agent",
+        json!({"target": pane, "screen_digest": row["screen_digest"], "keys": ["1", "Enter"]}),
+    )
+    .await;
+    assert_eq!(answered["outcome"], "answered", "{answered}");
+    let idle = until_events(2).await;
+    assert_eq!(idle[1]["event"], "agent_idle", "{idle:?}");
+
+    type_line(&tmux, &pane, "/exit");
+    let exited = until_events(3).await;
+    assert_eq!(exited[2]["event"], "agent_exited", "{exited:?}");
+    // Settled: no event twice, none for the states between (working).
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let kinds: Vec<Value> = events().iter().map(|e| e["event"].clone()).collect();
+    assert_eq!(kinds, ["agent_blocked", "agent_idle", "agent_exited"]);
+
+    // Stopped on purpose: no news.
+    let quiet = call_ok(
+        &client,
+        "spawn_agent",
+        json!({"kind": "claude-code", "id": "quiet"}),
+    )
+    .await;
+    assert_eq!(quiet["state"], "idle");
+    call_ok(&client, "stop_agent", json!({"agent_id": "quiet"})).await;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(events().len(), 3, "{:?}", events());
 }

@@ -222,11 +222,15 @@ async fn create_window_stays_in_the_background_unless_selected() {
         "create_window changed the current window"
     );
     let pane = window["active_pane_id"].as_str().unwrap();
-    assert_eq!(
+    // tmux reads the path from the pane's process, which a busy machine may not have started
+    // yet: until then the path is empty.
+    let path = || {
         tmux.ok(&["display-message", "-p", "-t", pane, "#{pane_current_path}"])
-            .trim(),
-        dir_path.to_str().unwrap()
-    );
+            .trim()
+            .to_owned()
+    };
+    common::wait_until(Duration::from_secs(10), || !path().is_empty()).await;
+    assert_eq!(path(), dir_path.to_str().unwrap());
 
     // Positioned before an existing window: later windows shift up.
     let before = ok(

@@ -36,6 +36,7 @@
 //! put the caller's `Principal` into every request), the multiplexer itself ([`crate::mux`]).
 
 pub(crate) mod access;
+pub(crate) mod agent_watch;
 pub(crate) mod answers;
 pub(crate) mod approval;
 pub(crate) mod args;
@@ -142,6 +143,8 @@ pub struct McpState {
     pub agent_reports: crate::mux::agent_report::AgentReports,
     /// The agent CLIs known by their manifests (claude-code, codex, …).
     pub(crate) agent_kinds: crate::mux::agent_kind::AgentKinds,
+    /// The spawned agents whose states are followed (for `[notify]`).
+    pub(crate) agent_watches: agent_watch::AgentWatches,
     /// The idempotency keys of calls that carry one (`answer_agent`).
     pub(crate) answers: crate::mux::idempotency::IdempotencyKeys<
         crate::mcp::tools::agent_answer::AnswerAgentOutput,

@@ -61,12 +61,28 @@ pub struct AgentReport {
 }
 
 /// The latest report per pane, per server instance.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct AgentReports {
     reports: Mutex<HashMap<(ServerInstance, PaneInstance), AgentReport>>,
+    /// Counts the reports, to wake whoever follows agents' states.
+    changes: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for AgentReports {
+    fn default() -> Self {
+        Self {
+            reports: Mutex::default(),
+            changes: tokio::sync::watch::Sender::new(0),
+        }
+    }
 }
 
 impl AgentReports {
+    /// Changes with every report.
+    pub(crate) fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
     /// Keeps `report` as the latest for `pane` of server `server`.
     pub fn record(&self, server: &ServerInstance, pane: PaneInstance, report: AgentReport) {
         let mut reports = self.lock();
@@ -81,6 +97,9 @@ impl AgentReports {
             reports.remove(&oldest);
         }
         reports.insert(key, report);
+        drop(reports);
+        self.changes
+            .send_modify(|count| *count = count.wrapping_add(1));
     }
 
     /// The latest report for `pane` of server `server`, if its program instance made one.

@@ -17,6 +17,12 @@ pub enum EventKind {
     ApprovalPending,
     /// A secret entry link was handed out: someone must type the secret.
     SecretRequested,
+    /// A spawned agent waits for a human: a dialog, a permission, a login, a question.
+    AgentBlocked,
+    /// A spawned agent is done with its task and waits for the next.
+    AgentIdle,
+    /// A spawned agent's program ended.
+    AgentExited,
 }
 
 impl EventKind {
@@ -24,6 +30,9 @@ impl EventKind {
         match self {
             EventKind::ApprovalPending => "approval_pending",
             EventKind::SecretRequested => "secret_requested",
+            EventKind::AgentBlocked => "agent_blocked",
+            EventKind::AgentIdle => "agent_idle",
+            EventKind::AgentExited => "agent_exited",
         }
     }
 }
@@ -85,6 +94,54 @@ impl Event {
             client,
             at: SystemTime::now(),
         }
+    }
+}
+
+/// A spawned agent's edge into a state a person may act on.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AgentEdge<'a> {
+    /// The client that spawned it.
+    pub(crate) client: &'a str,
+    pub(crate) server: &'a str,
+    pub(crate) agent: &'a str,
+    /// Its `[agents.<kind>]`.
+    pub(crate) kind: &'a str,
+    pub(crate) blocked_on: Option<&'a str>,
+    /// The evidence that decided.
+    pub(crate) why: Option<&'a str>,
+}
+
+impl Event {
+    /// Agent `edge.agent` entered `state` (blocked, idle or exited); none for another state.
+    /// Each edge is its own event (its key holds when it came), so a second block after an
+    /// answer is told again.
+    pub(crate) fn agent_state(state: &str, edge: &AgentEdge<'_>) -> Option<Self> {
+        let (kind, what) = match state {
+            "blocked" => (EventKind::AgentBlocked, "waits for you"),
+            "idle" => (EventKind::AgentIdle, "is done and waits for its next task"),
+            "exited" => (EventKind::AgentExited, "ended"),
+            _ => return None,
+        };
+        let at = SystemTime::now();
+        let when = at
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        let (agent, server, client) = (plain(edge.agent), plain(edge.server), plain(edge.client));
+        let on = edge
+            .blocked_on
+            .map(|why| format!(" ({why})"))
+            .unwrap_or_default();
+        Some(Self {
+            kind,
+            key: format!("{server}/{agent}/{state}/{when}"),
+            summary: format!("{client}'s agent {agent} on {server} {what}{on}"),
+            detail: json!({
+                "agent": agent, "kind": plain(edge.kind), "server": server, "state": state,
+                "blocked_on": edge.blocked_on, "why": edge.why.map(plain),
+            }),
+            client,
+            at,
+        })
     }
 }
 

@@ -17,4 +17,4 @@ pub(crate) mod post;
 
 pub use config::NotifyConfig;
 pub(crate) use deliver::Notifier;
-pub(crate) use event::Event;
+pub(crate) use event::{AgentEdge, Event};

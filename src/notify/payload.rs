@@ -94,6 +94,9 @@ fn title(kind: EventKind) -> &'static str {
     match kind {
         EventKind::ApprovalPending => "muxgate: approval pending",
         EventKind::SecretRequested => "muxgate: secret requested",
+        EventKind::AgentBlocked => "muxgate: an agent needs you",
+        EventKind::AgentIdle => "muxgate: an agent is done",
+        EventKind::AgentExited => "muxgate: an agent ended",
     }
 }
 
@@ -101,6 +104,9 @@ fn tag(kind: EventKind) -> &'static str {
     match kind {
         EventKind::ApprovalPending => "lock",
         EventKind::SecretRequested => "key",
+        EventKind::AgentBlocked => "raising_hand",
+        EventKind::AgentIdle => "white_check_mark",
+        EventKind::AgentExited => "stop_sign",
     }
 }
 

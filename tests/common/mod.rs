@@ -19,6 +19,7 @@ pub(crate) mod sockets;
 pub(crate) mod ssh_host;
 pub(crate) mod tmux;
 pub(crate) mod tools;
+pub(crate) mod webhook;
 pub(crate) mod workspaces;
 
 use std::net::SocketAddr;

@@ -237,6 +237,8 @@ impl McpServer {
                 "have it commit them (its branch stays), or pass force: true to drop them",
             ));
         }
+        // Stopped on purpose: its end is no news for anyone.
+        self.state().agent_watches.stop(&tmux.scope, &record.id);
         if let Some(session) = alive {
             tmux.sessions().kill(session).await.map_err(|e| {
                 super::session::session_error(tmux.server_name(), e, "call list_agents")

@@ -37,6 +37,7 @@ use crate::fleet::worktree::{self, Worktree, WorktreeError};
 use crate::fleet::{AgentProgram, Readiness};
 use crate::mcp::McpServer;
 use crate::mcp::access::TmuxAccess;
+use crate::mcp::agent_watch::Watched;
 use crate::mcp::args::ObjectArg;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
@@ -182,6 +183,13 @@ fn plan<'a>(
     SessionName::parse(&id).map_err(|e| {
         ToolError::invalid_arguments(e.to_string(), "choose an id like fix-login-2")
     })?;
+    if gateway.state().fleet.contains(&tmux.scope, &id) {
+        return Err(ToolError::new(
+            ToolErrorKind::Conflict,
+            format!("an agent {id:?} exists already"),
+            "choose another id, or stop_agent it first",
+        ));
+    }
     can_name_session(&tmux.call.principal, &id).map_err(|denied| {
         ToolError::new(
             ToolErrorKind::Forbidden,
@@ -485,6 +493,19 @@ async fn first_prompt(
 }
 
 impl McpServer {
+    /// Follows the spawned agent's state from now on, for `[notify]`.
+    fn follow(&self, tmux: &TmuxAccess<'_>, plan: &Plan<'_>, pane: PaneId, state: &'static str) {
+        let watched = Watched {
+            call: tmux.call.clone(),
+            server: tmux.server_name().to_owned(),
+            scope: tmux.scope.clone(),
+            id: plan.id.clone(),
+            kind: plan.kind.to_owned(),
+            pane,
+        };
+        self.state().agent_watches.start(self, watched, state);
+    }
+
     /// The stages after the checks: worktree, session, record, barrier, prompt.
     async fn spawn(
         &self,
@@ -494,13 +515,6 @@ impl McpServer {
         cancel: &CancellationToken,
     ) -> Result<SpawnAgentOutput, ToolError> {
         let fleet = &self.state().fleet;
-        if fleet.contains(&tmux.scope, &plan.id) {
-            return Err(ToolError::new(
-                ToolErrorKind::Conflict,
-                format!("an agent {:?} exists already", plan.id),
-                "choose another id, or stop_agent it first",
-            ));
-        }
         let ready_default = Duration::from_secs(plan.program.ready_timeout_secs);
         let budget = tmux.budget().wait(timeout, ready_default)?;
         let worktree = match &plan.repository {
@@ -542,6 +556,7 @@ impl McpServer {
             Duration::from_millis(plan.program.ready_quiet_ms),
         );
         let status = until_ready(self, tmux, pane, readiness, budget.deadline, cancel).await?;
+        self.follow(tmux, &plan, pane, status.state);
         let prompt = match &plan.prompt {
             Some(text) => {
                 let until = PromptTime {
