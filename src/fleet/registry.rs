@@ -32,6 +32,10 @@ pub(crate) struct AgentRecord {
     pub(crate) session_created: u64,
     /// Its pane (`%N`).
     pub(crate) pane: String,
+    /// The tmux server process its pane is in (the instance's epoch, the server's pid): pane
+    /// ids start again in a restarted server.
+    #[serde(default)]
+    pub(crate) server_process: Option<(u64, u32)>,
     pub(crate) title: Option<String>,
     pub(crate) worktree: Option<Worktree>,
     /// Unix ms.
@@ -108,13 +112,19 @@ impl Fleet {
         self.lock().get(scope.as_str())?.get(id).cloned()
     }
 
-    /// The kind of the agent spawned in `pane` of `scope`, if one was.
-    pub(crate) fn kind_in(&self, scope: &OwnerScope, pane: &str) -> Option<String> {
+    /// The kind of the agent spawned in `pane` of server process `process` in `scope`, if
+    /// one was.
+    pub(crate) fn kind_in(
+        &self,
+        scope: &OwnerScope,
+        pane: &str,
+        process: (u64, u32),
+    ) -> Option<String> {
         let table = self.lock();
         let agents = table.get(scope.as_str())?;
         agents
             .values()
-            .find(|agent| agent.pane == pane)
+            .find(|agent| agent.pane == pane && agent.server_process == Some(process))
             .map(|agent| agent.kind.clone())
     }
 
@@ -199,6 +209,7 @@ mod tests {
             session: "$1".to_owned(),
             session_created: 1,
             pane: "%1".to_owned(),
+            server_process: Some((0, 100)),
             title: None,
             worktree: None,
             started_ms: 0,
@@ -230,8 +241,13 @@ mod tests {
             fleet.insert(&here, agent("a")),
             Err(RecordError::Taken("a".to_owned()))
         );
-        assert_eq!(fleet.kind_in(&here, "%1").as_deref(), Some("claude-code"));
-        assert_eq!(fleet.kind_in(&here, "%2"), None);
+        assert_eq!(
+            fleet.kind_in(&here, "%1", (0, 100)).as_deref(),
+            Some("claude-code")
+        );
+        assert_eq!(fleet.kind_in(&here, "%2", (0, 100)), None);
+        // The same pane id in a restarted server is another pane.
+        assert_eq!(fleet.kind_in(&here, "%1", (0, 101)), None);
         let reopened = Fleet::open(&file).unwrap();
         assert_eq!(reopened.get(&here, "a"), Some(agent("a")));
         assert!(reopened.remove(&there, "a").is_some());

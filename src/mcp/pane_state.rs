@@ -198,7 +198,11 @@ async fn agent_status(
     let server = tmux.instance();
     let spawned = state
         .fleet
-        .kind_in(&tmux.scope, &pane.pane.to_string())
+        .kind_in(
+            &tmux.scope,
+            &pane.pane.to_string(),
+            (server.epoch, pane.server),
+        )
         .and_then(|kind| state.agent_kinds.get(&kind));
     let running = match spawned {
         Some(kind) => facts.dead.is_none().then_some(kind),

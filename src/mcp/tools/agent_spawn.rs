@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 use super::prompt::{PromptTime, SendPromptOutput, deliver_prompt};
 use super::session::session_error;
 use super::support::validate_environment;
-use super::watch::{cancelled, elapsed_ms, keep};
+use super::watch::{cancelled, elapsed_ms, keep, read_state};
 use crate::auth::can_name_session;
 use crate::auth::owners::SessionKey;
 use crate::fleet::registry::{AgentRecord, RecordError, check_agent_id};
@@ -342,13 +342,14 @@ fn worktree_error(error: WorktreeError) -> ToolError {
     }
 }
 
-/// The agent's session, running its program, its pane kept when the program ends.
+/// The agent's session, running its program, its pane kept when the program ends; with the
+/// pid of the tmux server it is in.
 async fn start_session(
     gateway: &McpServer,
     tmux: &TmuxAccess<'_>,
     plan: &Plan<'_>,
     directory: Option<String>,
-) -> Result<(muxgate_tmux::typed::sessions::Session, PaneId), ToolError> {
+) -> Result<(muxgate_tmux::typed::sessions::Session, PaneId, u32), ToolError> {
     let name = SessionName::parse(&plan.id)
         .map_err(|e| ToolError::invalid_arguments(e.to_string(), "choose another id"))?;
     let spec = NewSession {
@@ -412,7 +413,8 @@ async fn start_session(
     {
         tracing::warn!(%pane, %error, "an agent's pane title was not set");
     }
-    Ok((session, pane))
+    let server_pid = read_state(tmux, pane).await?.server_pid;
+    Ok((session, pane, server_pid))
 }
 
 /// Reads the agent's state until it is ready (idle), needs a human (blocked) or exited, or
@@ -530,7 +532,7 @@ impl McpServer {
             .map(|w| w.path.display().to_string())
             .or_else(|| plan.start_directory.clone());
         let started = start_session(self, tmux, &plan, directory).await;
-        let (session, pane) = match started {
+        let (session, pane, server_pid) = match started {
             Ok(started) => started,
             Err(error) => {
                 if let (Some(worktree), Some((_, repository, _))) = (&worktree, &plan.repository) {
@@ -546,6 +548,7 @@ impl McpServer {
             session: session.id.to_string(),
             session_created: session.created,
             pane: pane.to_string(),
+            server_process: Some((tmux.instance().epoch, server_pid)),
             title: plan.title.clone(),
             worktree: worktree.clone(),
             started_ms: super::watch::unix_ms(std::time::SystemTime::now()),
