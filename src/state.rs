@@ -65,6 +65,18 @@ pub(crate) fn create_state_dir(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// The JSON document saved in `file`, or the default one when there is no file yet.
+pub(crate) fn read_json_or_default<T: serde::de::DeserializeOwned + Default>(
+    file: &Path,
+) -> io::Result<T> {
+    match std::fs::read(file) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map_err(|e| io::Error::other(format!("{}: {e}", file.display()))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(T::default()),
+        Err(e) => Err(e),
+    }
+}
+
 /// Writes a file only the gateway's user can read (`0600`), replacing it atomically: a reader
 /// (or a crash) never sees half of it.
 pub(crate) fn write_private(path: &Path, contents: &[u8]) -> io::Result<()> {

@@ -68,12 +68,7 @@ pub(crate) struct Fleet {
 impl Fleet {
     /// The fleet saved in `file` (read now if it exists).
     pub(crate) fn open(file: &Path) -> io::Result<Self> {
-        let table = match std::fs::read(file) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map_err(|e| io::Error::other(format!("{}: {e}", file.display())))?,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Table::default(),
-            Err(e) => return Err(e),
-        };
+        let table: Table = crate::state::read_json_or_default(file)?;
         Ok(Self {
             file: Some(file.to_owned()),
             table: Mutex::new(table),

@@ -113,6 +113,21 @@ pub(crate) struct ScreenRead {
     pub(crate) digest: Option<String>,
 }
 
+impl ScreenRead {
+    /// What the visible `lines` show: their digest and last line with anything on it.
+    pub(crate) fn of<L: AsRef<str>>(lines: &[L]) -> Self {
+        Self {
+            last_line: lines
+                .iter()
+                .rev()
+                .map(|line| line.as_ref().trim())
+                .find(|line| !line.is_empty())
+                .map(excerpt),
+            digest: Some(screen_digest(lines)),
+        }
+    }
+}
+
 /// `pane`'s state on a tmux server, and what its screen showed where an agent's screen was
 /// read.
 pub(crate) async fn with_screen(
@@ -226,16 +241,7 @@ async fn agent_status(
                 .iter()
                 .map(|line| String::from_utf8_lossy(line).into_owned())
                 .collect();
-            let read = ScreenRead {
-                last_line: lines
-                    .iter()
-                    .rev()
-                    .map(|line| line.trim())
-                    .find(|line| !line.is_empty())
-                    .map(excerpt),
-                digest: Some(screen_digest(&lines)),
-            };
-            (kind.read_screen(&lines), read)
+            (kind.read_screen(&lines), ScreenRead::of(&lines))
         }
         _ => (ScreenSigns::default(), ScreenRead::default()),
     };

@@ -7,11 +7,11 @@
 use sha2::{Digest, Sha256};
 
 /// The digest of `lines`, the visible screen top to bottom.
-pub(crate) fn screen_digest<L: AsRef<[u8]>>(lines: &[L]) -> String {
+pub(crate) fn screen_digest<L: AsRef<str>>(lines: &[L]) -> String {
     let mut hasher = Sha256::new();
     let shown = lines
         .iter()
-        .map(|line| line.as_ref().trim_ascii_end())
+        .map(|line| line.as_ref().as_bytes().trim_ascii_end())
         .collect::<Vec<_>>();
     // Blank lines at the bottom are no part of what is shown either.
     let end = shown

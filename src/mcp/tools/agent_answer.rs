@@ -26,10 +26,8 @@ use crate::mcp::access::{PANES_HINT, TmuxAccess};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::{ToolError, ToolErrorKind};
 use crate::mcp::pane_ops;
-use crate::mcp::pane_state;
+use crate::mcp::pane_state::{self, ScreenRead};
 use crate::mux::idempotency::{Claim, check_key};
-use crate::mux::screen_digest::screen_digest;
-use muxgate_mux::lines::excerpt;
 use muxgate_mux::multiplexer::CaptureRange;
 use muxgate_tmux::PaneId;
 use muxgate_tmux::follow::Cancelled;
@@ -124,13 +122,12 @@ async fn read_screen(
         .capture(pane, &CaptureRange::visible())
         .await
         .map_err(|e| tmux.error(e, PANES_HINT))?;
-    let last = lines
+    let lines: Vec<String> = lines
         .iter()
-        .rev()
-        .map(|line| String::from_utf8_lossy(line).trim().to_owned())
-        .find(|line| !line.is_empty())
-        .map(|line| excerpt(&line));
-    Ok((screen_digest(&lines), last))
+        .map(|line| String::from_utf8_lossy(line).into_owned())
+        .collect();
+    let read = ScreenRead::of(&lines);
+    Ok((read.digest.unwrap_or_default(), read.last_line))
 }
 
 impl McpServer {
