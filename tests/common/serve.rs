@@ -178,6 +178,20 @@ impl ServeProcess {
     }
 }
 
+/// A test that fails beside a gateway shows the gateway's log: the cause of an `unavailable` or
+/// `internal` answer is written there, not sent to the client.
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!(
+                "--- the gateway's log ({}) ---\n{}",
+                self.log_path.display(),
+                self.log()
+            );
+        }
+    }
+}
+
 /// Writes `dir/muxgate.toml` for a [`ServeProcess`]: tmux server `server` on `socket`, the test
 /// secret, an audit log at `dir/audit.jsonl`, then `extra` (more TOML).
 pub(crate) fn write_config(dir: &Path, server: &str, socket: &str, extra: &str) -> PathBuf {
