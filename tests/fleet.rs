@@ -515,3 +515,86 @@ async fn a_person_is_told_once_of_each_edge_a_spawned_agent_makes() {
     tokio::time::sleep(Duration::from_millis(2500)).await;
     assert_eq!(events().len(), 3, "{:?}", events());
 }
+
+/// A coordinator waits on its workers without polling: `wait_for_state` with an agent
+/// condition ends when one of them needs it (blocked, with its screen's last line), names the
+/// others still pending, waits for all of them when asked, and sends tmux nothing while they
+/// sit quiet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_coordinator_is_woken_when_a_worker_needs_it_and_waits_for_free() {
+    let (_tmux, _place, gateway, client) = setup().await;
+    let pane_of = |spawned: &Value| spawned["pane_id"].as_str().expect("a pane").to_owned();
+    let asker = pane_of(
+        &call_ok(
+            &client,
+            "spawn_agent",
+            json!({"kind": "claude-code", "id": "asker", "prompt": "push it"}),
+        )
+        .await,
+    );
+    let resting = pane_of(
+        &call_ok(
+            &client,
+            "spawn_agent",
+            json!({"kind": "claude-code", "id": "resting"}),
+        )
+        .await,
+    );
+    let wait = |targets: Vec<&str>, condition: &str, mode: &str, timeout: f64| {
+        call_ok(
+            &client,
+            "wait_for_state",
+            json!({"targets": targets, "condition": condition, "mode": mode, "timeout": timeout}),
+        )
+    };
+
+    // The asker works for a second, then asks: the wait ends then, naming it.
+    let woken = wait(vec![&asker, &resting], "agent_blocked", "any", 20.0).await;
+    assert_eq!(woken["outcome"], "reached", "{woken}");
+    let reached = &woken["reached"][0];
+    assert_eq!(reached["pane_id"], asker.as_str(), "{woken}");
+    assert_eq!(reached["agent_state"], "blocked");
+    assert!(reached["line"].is_string(), "{woken}");
+    assert_eq!(woken["pending"], json!([resting]));
+
+    // Both have something for the coordinator now (one asks, one is done): all of them.
+    let both = wait(vec![&asker, &resting], "agent_waiting", "all", 20.0).await;
+    assert_eq!(both["outcome"], "reached", "{both}");
+    let mut states: Vec<&str> = both["reached"]
+        .as_array()
+        .expect("reached")
+        .iter()
+        .map(|r| r["agent_state"].as_str().expect("a state"))
+        .collect();
+    states.sort_unstable();
+    assert_eq!(states, ["blocked", "idle"], "{both}");
+
+    // The asker is not idle: that wait times out, naming it pending.
+    let not_yet = wait(vec![&asker], "agent_idle", "any", 1.0).await;
+    assert_eq!(not_yet["outcome"], "timeout", "{not_yet}");
+    assert_eq!(not_yet["pending"], json!([asker]));
+
+    // Waiting on a quiet agent costs its set-up only, however long it lasts.
+    let commands = || {
+        common::probe::metric(
+            &gateway.base,
+            "muxgate_tmux_commands_total{server=\"work\"}",
+        )
+    };
+    let before = commands().await;
+    wait(vec![&resting], "agent_blocked", "any", 1.0).await;
+    let short = commands().await - before;
+    let before = commands().await;
+    wait(vec![&resting], "agent_blocked", "any", 3.0).await;
+    let long = commands().await - before;
+    assert!(short > 0.0, "the set-up reads the agent's state");
+    assert_eq!(short, long, "waiting 2 s longer sent tmux commands");
+
+    let refused = call_err(
+        &client,
+        "wait_for_state",
+        json!({"targets": [asker], "condition": "agent_idle", "pattern": "done"}),
+    )
+    .await;
+    assert_eq!(refused["kind"], "invalid_arguments", "{refused}");
+}

@@ -2,34 +2,22 @@
 //! it needs one (`[notify]`: `agent_blocked`, `agent_idle`, `agent_exited`) without anyone
 //! polling.
 //!
-//! One task per agent. Its state is read again (as `get_pane_state` reads it) only when it can
-//! have changed: when its pane prints (at most every [`LOOK_PAUSE`]), when an agent hook
-//! reports, when a rule of time would turn the verdict (output stops counting as "moving"
-//! [`MOVING`] after it, a new agent stops counting as "starting" [`STARTING`] after it was
-//! first seen), and when its output ends. An agent that sits idle or blocked costs no tmux
-//! command. The task ends with the agent (`exited`), when it is stopped, or at shutdown.
+//! One task per agent, reading its state only when it can have changed ([`AgentFollow`]): an
+//! agent that sits idle or blocked costs no tmux command. The task ends with the agent
+//! (`exited`), when it is stopped, or at shutdown.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::Duration;
 
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
+use super::agent_follow::{AgentFollow, Look, Seen};
 use super::call::CallContext;
-use super::error::ToolErrorKind;
 use super::pane_state;
-use super::tools::watch::{KEEP_WAIT, keep};
 use crate::auth::owners::OwnerScope;
-use crate::mux::agent_status::{MOVING, STARTING};
 use crate::notify::Event;
 use muxgate_tmux::PaneId;
-
-/// The least time between two reads of a printing agent's state.
-const LOOK_PAUSE: Duration = Duration::from_millis(150);
-/// Past a time rule's turn, how long to wait before reading, so the rule has turned.
-const MARGIN: Duration = Duration::from_millis(100);
 
 /// The agent a watch follows.
 pub(crate) struct Watched {
@@ -73,48 +61,6 @@ impl AgentWatches {
     }
 }
 
-/// When to read the agent's state next.
-#[derive(Debug, Default)]
-struct Looks {
-    /// A read asked for by an event (output, a hook).
-    soon: Option<Instant>,
-    /// The turns of the time rules.
-    moving_ends: Option<Instant>,
-    starting_ends: Option<Instant>,
-    /// The last read.
-    last: Option<Instant>,
-}
-
-impl Looks {
-    /// Asks for a read as soon as the pause after the last one allows.
-    fn ask(&mut self, now: Instant) {
-        let earliest = self.last.map_or(now, |last| (last + LOOK_PAUSE).max(now));
-        self.soon = Some(self.soon.map_or(earliest, |soon| soon.min(earliest)));
-    }
-
-    /// The next read's time, if one is due at all.
-    fn next(&self) -> Option<Instant> {
-        [self.soon, self.moving_ends, self.starting_ends]
-            .into_iter()
-            .flatten()
-            .min()
-    }
-
-    /// Notes a read at `now`: every turn that has come is spent.
-    fn looked(&mut self, now: Instant) {
-        self.last = Some(now);
-        for at in [
-            &mut self.soon,
-            &mut self.moving_ends,
-            &mut self.starting_ends,
-        ] {
-            if at.is_some_and(|at| at <= now) {
-                *at = None;
-            }
-        }
-    }
-}
-
 /// Follows `agent` until it exits, `stop` is cancelled, or its server cannot be reached.
 async fn follow(
     gateway: McpServer,
@@ -125,59 +71,28 @@ async fn follow(
     let Ok(tmux) = gateway.tmux_access(&agent.call, Some(&agent.server)).await else {
         return;
     };
-    let Ok(stream) = keep(&tmux, agent.pane, Instant::now() + KEEP_WAIT).await else {
+    let Ok(mut follow) = AgentFollow::start(&gateway, &tmux, agent.pane, Seen::JustStarted).await
+    else {
         return;
     };
-    let mut output = stream.subscribe();
-    let mut reports = gateway.state().agent_reports.changes();
-    let mut looks = Looks {
-        starting_ends: Some(Instant::now() + STARTING + MARGIN),
-        ..Looks::default()
-    };
-    let mut ended = false;
     loop {
-        let next = looks.next();
-        tokio::select! {
+        let look = tokio::select! {
             biased;
             () = stop.cancelled() => return,
-            next = output.next(), if !ended => {
-                ended = next.is_err();
-                let now = Instant::now();
-                looks.ask(now);
-                looks.moving_ends = Some(now + MOVING + MARGIN);
-                continue;
-            }
-            changed = reports.changed() => {
-                if changed.is_err() {
-                    return;
-                }
-                looks.ask(Instant::now());
-                continue;
-            }
-            () = tokio::time::sleep_until(next.unwrap_or_else(Instant::now)), if next.is_some() => {}
-        }
-        looks.looked(Instant::now());
-        let read = match pane_state::with_screen(&gateway, &tmux, agent.pane).await {
-            Ok((read, _)) => read,
-            // Its pane (or session) is gone: so is the agent.
-            Err(error) if error.kind == ToolErrorKind::NotFound => {
-                tell(&gateway, &agent, "exited", None);
-                return;
-            }
-            Err(_) => continue,
+            look = follow.next(&gateway, &tmux) => look,
         };
-        let now_state = match (&read.agent_status, read.dead) {
-            (Some(status), _) => status.state,
-            (None, true) => "exited",
-            (None, false) => continue,
+        let (now_state, status) = match look {
+            None => return,
+            Some(Look::State { state, status, .. }) => (state, status),
+            Some(Look::Gone) => ("exited", None),
+            Some(Look::NoAgent) => continue,
         };
         if now_state != state {
             state = now_state;
-            let status = read.agent_status.as_ref();
-            tell(&gateway, &agent, state, status);
-            if state == "exited" {
-                return;
-            }
+            tell(&gateway, &agent, state, status.as_ref());
+        }
+        if state == "exited" {
+            return;
         }
     }
 }

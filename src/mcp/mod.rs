@@ -36,6 +36,8 @@
 //! put the caller's `Principal` into every request), the multiplexer itself ([`crate::mux`]).
 
 pub(crate) mod access;
+mod agent_follow;
+mod agent_wait;
 pub(crate) mod agent_watch;
 pub(crate) mod answers;
 pub(crate) mod approval;

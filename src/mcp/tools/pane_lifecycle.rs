@@ -149,7 +149,7 @@ pub(crate) struct SplitWindowInput {
     /// Command to run instead of the shell (`sh -c`); the pane closes when it exits.
     #[serde(default)]
     pub shell: Option<String>,
-    /// Environment variables for its program, e.g. {"RUST_LOG": "debug"}.
+    /// Environment variables for its program (`NAME: value`).
     #[serde(default)]
     pub environment: Option<ObjectArg<BTreeMap<String, String>>>,
     /// Make the new pane active (moves a watching human's focus).

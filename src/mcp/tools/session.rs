@@ -518,7 +518,7 @@ impl McpServer {
     #[tool(
         name = "kill_session",
         description = "Kill a tmux session: every window, pane and program in it ends.\n\n\
-            Irreversible; attached humans are detached or moved by tmux. Refused for muxgate's own \
+            Irreversible, also for attached humans. Refused for muxgate's own \
             session. For one window or pane use kill_window or kill_pane.",
         annotations(
             title = "Kill session",

@@ -171,8 +171,8 @@ impl McpServer {
         name = "capture_since",
         description = "Read only the rows a pane printed since your last capture_since.\n\n\
             Returns complete new rows, the unfinished row as `partial_line`, and a `cursor` for \
-            the next call. `lines_missed: true`: rows were dropped unread; `lines` then holds the \
-            visible rows. Refused after a respawn (omit `cursor` to restart) and for full-screen \
+            the next call. `lines_missed: true`: rows were dropped unread (`lines`: the screen). \
+            Refused after a respawn (omit `cursor` to restart) and for full-screen \
             programs (use capture_pane).",
         annotations(
             title = "Capture new rows since a cursor",

@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use super::watch::{cancelled, state_error};
 use crate::mcp::McpServer;
 use crate::mcp::access::{PANES_HINT, TmuxAccess, not_found};
+use crate::mcp::agent_wait::{self, AgentCondition, AgentWaitEnd};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
 use crate::mcp::pane_ops::{PaneScope, pane_rows};
@@ -41,8 +42,9 @@ const MAX_TARGETS: usize = 64;
 
 /// What `wait_for_state` waits for: no output for `idle_ms`; the foreground program blocked
 /// reading the terminal (as get_pane_state says it); a command list_commands records ended; the
-/// pane's program exited or the pane closed; a new output line holds `pattern`. (Variants carry
-/// no doc comments: the schema would repeat them per value.)
+/// pane's program exited or the pane closed; a new output line holds `pattern`; the pane's
+/// agent (get_pane_state's `agent_status`) blocked on a person, idle, or either or exited.
+/// (Variants carry no doc comments: the schema would repeat them per value.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum StateCondition {
@@ -51,6 +53,9 @@ pub(crate) enum StateCondition {
     CommandFinished,
     Exited,
     Text,
+    AgentBlocked,
+    AgentIdle,
+    AgentWaiting,
 }
 
 /// Whether the first pane to reach the state ends the wait, or the last.
@@ -100,8 +105,10 @@ pub(crate) struct StateReached {
     pub exit_status: Option<i32>,
     /// The finished command (command_finished).
     pub command: Option<String>,
-    /// The line that matched (text).
+    /// The line that matched (text); the screen's last (agent_*).
     pub line: Option<String>,
+    /// agent_*: blocked, idle or exited.
+    pub agent_state: Option<&'static str>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -121,7 +128,7 @@ pub(crate) struct WaitForStateOutput {
 async fn watch_pane(
     tmux: &TmuxAccess<'_>,
     pane: PaneId,
-    rules: &WaitRules,
+    rules: &PaneRules,
     deadline: Instant,
 ) -> Result<Watched, ToolError> {
     let seen = rules
@@ -216,6 +223,7 @@ fn text_pattern(input: &WaitForStateInput) -> Result<Option<Pattern>, ToolError>
 
 /// Runs a `wait_for_state` on `targets` until `deadline`. The caller holds the wait budget.
 async fn wait_for_state(
+    gateway: &McpServer,
     tmux: &TmuxAccess<'_>,
     input: &WaitForStateInput,
     deadline: Instant,
@@ -224,6 +232,20 @@ async fn wait_for_state(
     let started = Instant::now();
     let rules = WaitRules::from_input(tmux, input)?;
     let panes = panes_of(tmux, input.targets.as_deref()).await?;
+    let rules = match rules.condition {
+        Rule::Pane(condition) => PaneRules {
+            condition,
+            pattern: rules.pattern,
+            since: rules.since,
+        },
+        Rule::Agent(condition) => {
+            let all = input.mode == Quorum::All;
+            let end = agent_wait::wait(gateway, tmux, panes, (condition, all), deadline, cancel)
+                .await?
+                .ok_or_else(cancelled)?;
+            return Ok(agent_answer(input, end, started));
+        }
+    };
     let mut watched = Vec::with_capacity(panes.len());
     for pane in panes {
         watched.push(watch_pane(tmux, pane, &rules, deadline).await?);
@@ -245,6 +267,19 @@ async fn wait_for_state(
 
 /// What a wait looks for, checked before any pane is touched.
 struct WaitRules {
+    condition: Rule,
+    pattern: Option<Pattern>,
+    since: Option<std::collections::HashMap<PaneId, Seen>>,
+}
+
+/// What a pane must reach: a state of the pane, or of the agent in it.
+enum Rule {
+    Pane(Condition),
+    Agent(AgentCondition),
+}
+
+/// A pane-state wait's rules.
+struct PaneRules {
     condition: Condition,
     pattern: Option<Pattern>,
     since: Option<std::collections::HashMap<PaneId, Seen>>,
@@ -270,13 +305,16 @@ impl WaitRules {
             }
         };
         let condition = match input.condition {
-            StateCondition::Idle => {
-                Condition::Idle(input.idle_ms.map_or(DEFAULT_IDLE, Duration::from_millis))
-            }
-            StateCondition::WaitingForInput => Condition::WaitingForInput,
-            StateCondition::CommandFinished => Condition::CommandFinished,
-            StateCondition::Exited => Condition::Exited,
-            StateCondition::Text => Condition::Text,
+            StateCondition::Idle => Rule::Pane(Condition::Idle(
+                input.idle_ms.map_or(DEFAULT_IDLE, Duration::from_millis),
+            )),
+            StateCondition::WaitingForInput => Rule::Pane(Condition::WaitingForInput),
+            StateCondition::CommandFinished => Rule::Pane(Condition::CommandFinished),
+            StateCondition::Exited => Rule::Pane(Condition::Exited),
+            StateCondition::Text => Rule::Pane(Condition::Text),
+            StateCondition::AgentBlocked => Rule::Agent(AgentCondition::Blocked),
+            StateCondition::AgentIdle => Rule::Agent(AgentCondition::Idle),
+            StateCondition::AgentWaiting => Rule::Agent(AgentCondition::Waiting),
         };
         Ok(Self {
             condition,
@@ -304,6 +342,7 @@ fn answer(
                 exit_status: reached.exit_status,
                 command: reached.command.clone(),
                 line: reached.line.clone(),
+                agent_state: None,
             })
         })
         .collect();
@@ -329,6 +368,33 @@ fn answer(
                     .map(|w| Seen::at(w.pane(), w.stream(), w.baseline())),
             )
         }),
+    }
+}
+
+/// The answer of an agent wait.
+fn agent_answer(
+    input: &WaitForStateInput,
+    end: AgentWaitEnd,
+    started: Instant,
+) -> WaitForStateOutput {
+    let complete = !end.reached.is_empty() && (input.mode == Quorum::Any || end.pending.is_empty());
+    WaitForStateOutput {
+        outcome: if complete { "reached" } else { "timeout" },
+        reached: end
+            .reached
+            .into_iter()
+            .map(|reached| StateReached {
+                pane_id: reached.pane.to_string(),
+                after_ms: u64::try_from(reached.after.as_millis()).unwrap_or(u64::MAX),
+                exit_status: None,
+                command: None,
+                line: reached.line,
+                agent_state: Some(reached.state),
+            })
+            .collect(),
+        pending: end.pending.iter().map(ToString::to_string).collect(),
+        waited_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        cursor: None,
     }
 }
 
@@ -411,8 +477,9 @@ impl McpServer {
     #[tool(
         name = "wait_for_state",
         description = "Wait until any (or all) of some panes is idle, waiting for input, done \
-            with a command, exited, or printed a line with `pattern`.\n\n\
-            Asks tmux nothing meanwhile. Returns `reached` panes in order, with `after_ms`.",
+            with a command, exited, printed a line with `pattern`, or holds an agent blocked \
+            or idle (agent_*).\n\n\
+            Asks tmux nothing meanwhile.",
         annotations(
             title = "Wait for pane states",
             read_only_hint = true,
@@ -446,7 +513,7 @@ impl McpServer {
         }
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let budget = tmux.budget().wait(input.timeout, DEFAULT_TIMEOUT)?;
-        let work = wait_for_state(&tmux, &input, budget.deadline, &cancel);
+        let work = wait_for_state(self, &tmux, &input, budget.deadline, &cancel);
         self.state().until_shutdown(work).await.map(Json)
     }
 }

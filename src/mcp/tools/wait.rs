@@ -126,8 +126,8 @@ impl McpServer {
     #[tool(
         name = "wait_for_text",
         description = "Wait until text appears in a pane's new output, without polling.\n\n\
-            Only output after the call (or `since`) counts. Matches line by line, the line \
-            being written included (prompts match). \
+            Only output after the call (or `since`) counts. Matches each line, the one \
+            being written too (prompts match). \
             `outcome` says why it ended (alternate_screen: a full-screen program shows, use \
             capture_pane).",
         annotations(
