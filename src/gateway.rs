@@ -447,6 +447,7 @@ impl Parts {
             recorder: self.stores.recorder,
             fleet: self.stores.fleet,
             answers: Default::default(),
+            prompts: Default::default(),
             agent_watches: Default::default(),
             view_key: self.stores.view_key,
             config,

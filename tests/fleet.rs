@@ -401,6 +401,15 @@ async fn a_blocked_agent_is_answered_once_and_only_on_the_screen_that_was_read()
     assert_eq!(retried["replayed"], true, "{retried}");
     assert_eq!(retried["outcome"], "answered");
     assert_eq!(retried["screen_digest"], answered["screen_digest"]);
+    // The key names that answer: for other keys it is refused, nothing typed.
+    let reused = call_err(
+        &client,
+        "answer_agent",
+        json!({"target": pane, "screen_digest": digest, "keys": ["2"],
+               "idempotency_key": "answer-asker-1"}),
+    )
+    .await;
+    assert_eq!(reused["kind"], "conflict", "{reused}");
 
     // What the agent read: the task, one answer, then (after the retry) only the test's
     // marker: a second "1" would have come before it.

@@ -441,3 +441,61 @@ async fn an_agents_own_hook_reports_what_proc_cannot_tell() {
     let state = call_ok(&client, "get_pane_state", json!({"target": pane})).await;
     assert_eq!(state["agent_state"], "waiting_for_input", "{state}");
 }
+
+/// A prompt sent with an `idempotency_key` is typed once however often the call is retried
+/// (a dropped connection, a client's timeout): the retry gets the first answer, marked
+/// `replayed`. The key names one request: used for another text it is refused. A call that
+/// typed nothing (`not_ready`) keeps no key, so a retry once the program is ready acts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_prompt_is_typed_once() {
+    let tmux = TestTmux::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let gateway = spawn_gateway(config_with_server("work", &tmux.socket, false)).await;
+    let client = client(&gateway).await;
+    let (pane, log) = agent(&tmux, dir.path(), "agent", 0.3, (0.5, 0.5));
+    let send = |text: &str, key: &str| {
+        call_ok(
+            &client,
+            "send_prompt",
+            json!({"target": pane, "text": text, "timeout": 20, "idempotency_key": key}),
+        )
+    };
+
+    let first = send("deploy", "deploy-1").await;
+    assert_submitted(&first);
+    assert_eq!(first["replayed"], false);
+    let retried = send("deploy", "deploy-1").await;
+    assert_eq!(retried["replayed"], true, "{retried}");
+    assert_eq!(retried["outcome"], "submitted");
+    assert_eq!(retried["output_position"], first["output_position"]);
+    wait_for_screen(&tmux, &pane, "done: deploy").await;
+    let reused = call_err(
+        &client,
+        "send_prompt",
+        json!({"target": pane, "text": "rollback", "idempotency_key": "deploy-1"}),
+    )
+    .await;
+    assert_eq!(reused["kind"], "conflict", "{reused}");
+    // Settled: the stand-in read the prompt once, and nothing else.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(prompts(&log), ["deploy"], "{}", screen(&tmux, &pane));
+
+    let busy = tmux.session_running("busy", "sleep 60");
+    for _ in 0..2 {
+        let early = call_ok(
+            &client,
+            "send_prompt",
+            json!({"target": busy, "text": "x", "timeout": 1, "idempotency_key": "early"}),
+        )
+        .await;
+        assert_eq!(early["outcome"], "not_ready", "{early}");
+        assert_eq!(early["replayed"], false, "{early}");
+    }
+    let bad = call_err(
+        &client,
+        "send_prompt",
+        json!({"target": pane, "text": "x", "idempotency_key": "two words"}),
+    )
+    .await;
+    assert_eq!(bad["kind"], "invalid_arguments", "{bad}");
+}

@@ -54,6 +54,7 @@ pub(crate) mod heartbeat;
 pub(crate) mod input_batch;
 pub(crate) mod links;
 pub(crate) mod listing;
+mod once;
 pub(crate) mod pane_access;
 pub(crate) mod pane_ops;
 pub(crate) mod pane_state;
@@ -147,10 +148,9 @@ pub struct McpState {
     pub(crate) agent_kinds: crate::mux::agent_kind::AgentKinds,
     /// The spawned agents whose states are followed (for `[notify]`).
     pub(crate) agent_watches: agent_watch::AgentWatches,
-    /// The idempotency keys of calls that carry one (`answer_agent`).
-    pub(crate) answers: crate::mux::idempotency::IdempotencyKeys<
-        crate::mcp::tools::agent_answer::AnswerAgentOutput,
-    >,
+    /// The idempotency keys of the calls that carry one, per tool.
+    pub(crate) answers: once::OnceKeys<crate::mcp::tools::agent_answer::AnswerAgentOutput>,
+    pub(crate) prompts: once::OnceKeys<crate::mcp::tools::prompt::SendPromptOutput>,
     /// The agents `spawn_agent` started, by server scope and id.
     pub(crate) fleet: crate::fleet::registry::Fleet,
     /// Which agent kind ran in which pane, and since when.

@@ -24,10 +24,10 @@ use super::watch::{KEEP_WAIT, cancelled, keep};
 use crate::mcp::McpServer;
 use crate::mcp::access::{PANES_HINT, TmuxAccess};
 use crate::mcp::call::CallContext;
-use crate::mcp::error::{ToolError, ToolErrorKind};
+use crate::mcp::error::ToolError;
+use crate::mcp::once::{self, Once};
 use crate::mcp::pane_ops;
 use crate::mcp::pane_state::{self, ScreenRead};
-use crate::mux::idempotency::{Claim, check_key};
 use muxgate_mux::multiplexer::CaptureRange;
 use muxgate_tmux::PaneId;
 use muxgate_tmux::follow::Cancelled;
@@ -210,39 +210,25 @@ impl McpServer {
         Parameters(input): Parameters<AnswerAgentInput>,
     ) -> Result<Json<AnswerAgentOutput>, ToolError> {
         let pieces = answer_pieces(&input.keys)?;
-        if let Some(key) = &input.idempotency_key {
-            check_key(key).map_err(|why| {
-                ToolError::invalid_arguments(why, "pass a short unique key, e.g. a UUID")
-            })?;
-        }
+        once::check(input.idempotency_key.as_deref())?;
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let pane = tmux.pane_named(&input.target).await?;
+        let request = once::request_digest((
+            tmux.server_name(),
+            pane.0,
+            &input.screen_digest,
+            &input.keys,
+        ));
         let keys = &self.state().answers;
-        let claim = match &input.idempotency_key {
-            None => None,
-            Some(key) => match keys.claim(call.sub(), key) {
-                Claim::New(guard) => Some(guard),
-                Claim::Replay(answer) => {
-                    return Ok(Json(AnswerAgentOutput {
-                        replayed: true,
-                        ..answer
-                    }));
-                }
-                Claim::Running => {
-                    return Err(ToolError::new(
-                        ToolErrorKind::Conflict,
-                        "a call with this idempotency_key is still running",
-                        "wait for it; a retry after it ends gets its answer",
-                    ));
-                }
-                Claim::Full => {
-                    return Err(ToolError::new(
-                        ToolErrorKind::Busy,
-                        "too many calls with idempotency keys are running",
-                        "retry in a few seconds",
-                    ));
-                }
-            },
+        let claim = match once::claim(keys, call.sub(), input.idempotency_key.as_deref(), request)?
+        {
+            Once::Act(claim) => claim,
+            Once::Replay(answer) => {
+                return Ok(Json(AnswerAgentOutput {
+                    replayed: true,
+                    ..answer
+                }));
+            }
         };
         let work = self.answer(&tmux, pane, &input.screen_digest, pieces, &cancel);
         let answer = self.state().until_shutdown(work).await?;

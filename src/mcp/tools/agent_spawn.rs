@@ -488,6 +488,7 @@ async fn first_prompt(
             enter_presses: 0,
             waited_ms: 0,
             output_position: None,
+            replayed: false,
         });
     }
     let reports = &gateway.state().agent_reports;

@@ -105,7 +105,7 @@ pub(crate) struct ListPanesInput {
     /// Zellij: a session name (default: the server's session).
     #[serde(default)]
     pub target: Option<String>,
-    /// Match output fields, e.g. `{"current_command": "vim", "title__icontains": "build"}`.
+    /// Match output fields, e.g. `{"title__icontains": "build"}`.
     /// Key suffixes: __[i]exact, __[i]contains, __[i]startswith, __[i]endswith, __[i]regex,
     /// __in, __nin, __gt, __gte, __lt, __lte.
     // This text is the argument's description in the tool listing, which shows `[i]` as is.

@@ -248,7 +248,7 @@ pub(crate) struct SelectPaneInput {
     /// Zellij: `[SESSION:]terminal_N`.
     pub target: String,
     /// Instead of `target`: up/down/left/right of it, last (previously active), or next/previous
-    /// after the active pane (wrapping).
+    /// (wrapping).
     #[serde(default)]
     pub direction: Option<SelectDirection>,
 }

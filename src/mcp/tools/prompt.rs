@@ -28,6 +28,7 @@ use crate::mcp::McpServer;
 use crate::mcp::access::{PANES_HINT, TmuxAccess};
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
+use crate::mcp::once::{self, Once};
 use crate::mcp::pane_ops;
 use crate::mcp::position::OutputPosition;
 use crate::mcp::tools::watch::{foreground_of_state, read_state};
@@ -76,6 +77,9 @@ pub(crate) struct SendPromptInput {
     /// Seconds (default 30, capped by your max_wait_seconds).
     #[serde(default)]
     pub timeout: Option<f64>,
+    /// A retry with it types nothing.
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -92,6 +96,7 @@ pub(crate) struct SendPromptOutput {
     pub waited_ms: u64,
     /// Pass as wait_for_text `since`.
     pub output_position: Option<String>,
+    pub replayed: bool,
 }
 
 /// The result of a delivery, before the pane and timing are added.
@@ -321,7 +326,7 @@ impl McpServer {
         name = "send_prompt",
         description = "Submit a prompt to an interactive program (agent CLI, REPL, shell) \
             exactly once: waits until it is ready, pastes the text, presses Enter separately and \
-            checks it was taken (else presses it once more).\n\n\
+            checks it was taken (else once more).\n\n\
             `outcome`: submitted, not_ready (nothing typed) or not_submitted.",
         annotations(
             title = "Send a prompt",
@@ -351,17 +356,37 @@ impl McpServer {
             ));
         }
         let quiet = input.quiet_ms.map_or(DEFAULT_QUIET, Duration::from_millis);
+        once::check(input.idempotency_key.as_deref())?;
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let budget = tmux.budget().wait(input.timeout, DEFAULT_TIMEOUT)?;
         let work = async {
             let pane = tmux.pane_named(&input.target).await?;
+            let request = once::request_digest((tmux.server_name(), pane.0, text));
+            let keys = &self.state().prompts;
+            let claim =
+                match once::claim(keys, call.sub(), input.idempotency_key.as_deref(), request)? {
+                    Once::Act(claim) => claim,
+                    Once::Replay(answer) => {
+                        return Ok(SendPromptOutput {
+                            replayed: true,
+                            ..answer
+                        });
+                    }
+                };
             let until = PromptTime {
                 deadline: budget.deadline,
                 timeout: budget.effective,
                 quiet,
             };
             let reports = &self.state().agent_reports;
-            deliver_prompt(&tmux, pane, text, until, reports, &cancel).await
+            let answer = deliver_prompt(&tmux, pane, text, until, reports, &cancel).await?;
+            // Nothing typed, nothing kept: a retry once the program is ready may act.
+            if let Some(claim) = claim
+                && answer.outcome != "not_ready"
+            {
+                claim.finish(answer.clone());
+            }
+            Ok(answer)
         };
         self.state().until_shutdown(work).await.map(Json)
     }
@@ -419,5 +444,6 @@ pub(crate) async fn deliver_prompt(
         enter_presses: delivery.enter_presses,
         waited_ms: elapsed_ms(started),
         output_position: delivery.position,
+        replayed: false,
     })
 }

@@ -109,7 +109,7 @@ impl McpServer {
         name = "search_panes",
         description = "Search many panes' text (the screen, or scrollback with `start`) for a \
             string or regex.\n\n\
-            Returns matching panes and lines, paged by `offset`/`limit`. To filter by program, \
+            Paged by `offset`/`limit`. To filter by program, \
             title or path use list_panes `filters`.",
         annotations(
             title = "Search panes",

@@ -73,7 +73,6 @@ pub(crate) struct WaitForStateInput {
     #[serde(default)]
     pub server: Option<String>,
     /// Panes `%N`, sessions or windows `@N` (all their panes); absent: every pane you may see.
-    /// At most 64 panes.
     #[serde(default)]
     pub targets: Option<Vec<String>>,
     /// idle: no output for `idle_ms`.
