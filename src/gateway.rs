@@ -141,6 +141,7 @@ impl Gateway {
         warn_about_setup(&config);
         let stores = Stores::open(&config, &hosts, &shutdown, &engine_shutdown).await?;
         let desks = Desks::new(&config, shutdown.begin().child_token())?;
+        hosts.tell_link_edges(&desks.notifier);
         let mut metrics = Metrics::new();
         let resource = Arc::new(ProtectedResource::new(&config.auth, mcp_url)?);
         let authenticator = authenticator(mode, &config, &resource, &metrics, &stores)?;

@@ -382,7 +382,30 @@ async fn a_cut_link_ends_its_waits_and_the_hosts_sessions_live_on() {
         return;
     }
     let host = SshHost::start();
-    let gateway = gateway(&[host.config_table("far", &["default"])]).await;
+    // The operator's webhook hears of the link's edges.
+    let received: common::webhook::Received = std::sync::Arc::default();
+    let hooks = common::webhook::receiver(received.clone()).await;
+    let key = tempfile::NamedTempFile::new().expect("a key file");
+    std::fs::write(key.path(), "ops-key-1\n").expect("the key");
+    let notify = format!(
+        "[notify.targets.ops]\nformat = 'json'\nurl = '{hooks}/ops'\nsecret_file = '{}'\n\
+         events = ['host_down', 'host_up']\n",
+        key.path().display()
+    );
+    let gateway = gateway(&[host.config_table("far", &["default"]), notify]).await;
+    let told = || -> Vec<Value> {
+        received
+            .lock()
+            .expect("the log")
+            .get("ops")
+            .map(|posts| {
+                posts
+                    .iter()
+                    .map(|(_, body)| serde_json::from_slice(body).expect("JSON"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
     let client = legacy(&gateway, &gateway.token).await;
     link_reaches(&client, "far", "up", Duration::from_secs(20)).await;
     let pane = new_session(&client, "far", "kept").await;
@@ -406,6 +429,16 @@ async fn a_cut_link_ends_its_waits_and_the_hosts_sessions_live_on() {
     assert!(down["host"]["last_error"].is_string(), "{down}");
     // Printed while the gateway cannot see it (typed on the host itself).
     host.tmux(&["send-keys", "-t", &pane, "echo during-the-cut", "Enter"]);
+    // Down past its grace: told once, with why.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while told().is_empty() {
+        assert!(Instant::now() < deadline, "no host_down within 20 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let down_told = told();
+    assert_eq!(down_told[0]["event"], "host_down", "{down_told:?}");
+    assert_eq!(down_told[0]["host"], "far", "{down_told:?}");
+    assert!(down_told[0]["reason"].is_string(), "{down_told:?}");
 
     // Back: the link returns by itself, the session is still there, and the pane's output
     // flows again.
@@ -437,6 +470,14 @@ async fn a_cut_link_ends_its_waits_and_the_hosts_sessions_live_on() {
     )
     .await;
     assert_eq!(resumed["matched_line"], "during-the-cut", "{resumed}");
+    // Its return, once; the failed attempts in between were no news.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while told().len() < 2 {
+        assert!(Instant::now() < deadline, "no host_up: {:?}", told());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let kinds: Vec<Value> = told().iter().map(|e| e["event"].clone()).collect();
+    assert_eq!(kinds, ["host_down", "host_up"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -51,6 +51,8 @@ pub(crate) struct HostLink {
     state: Mutex<LinkState>,
     /// Masters lost after they were up.
     drops: AtomicU64,
+    /// The phase, for whoever follows its edges ([`HostLink::phases`]).
+    phase: tokio::sync::watch::Sender<LinkPhase>,
 }
 
 #[derive(Debug, Clone)]
@@ -98,7 +100,13 @@ impl HostLink {
             name: name.into(),
             state: Mutex::new(LinkState::Connecting { last_error: None }),
             drops: AtomicU64::new(0),
+            phase: tokio::sync::watch::Sender::new(LinkPhase::Connecting),
         }
+    }
+
+    /// The link's phase as it changes.
+    pub(crate) fn phases(&self) -> tokio::sync::watch::Receiver<LinkPhase> {
+        self.phase.subscribe()
     }
 
     /// The host's name.
@@ -112,7 +120,14 @@ impl HostLink {
     }
 
     fn set(&self, state: LinkState) {
+        let phase = match &state {
+            LinkState::Connecting { .. } => LinkPhase::Connecting,
+            LinkState::Up => LinkPhase::Up,
+            LinkState::Down { .. } => LinkPhase::Down,
+        };
         *self.state() = state;
+        self.phase
+            .send_if_modified(|now| std::mem::replace(now, phase) != phase);
     }
 
     /// The link's state now.

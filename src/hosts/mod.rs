@@ -25,6 +25,7 @@ pub mod connect;
 pub mod dial_in;
 pub mod gate;
 pub(crate) mod link;
+mod link_news;
 pub(crate) mod probe;
 pub(crate) mod ssh_args;
 
@@ -176,6 +177,17 @@ impl Hosts {
         self.links.insert(name.to_owned(), link);
         self.remotes.insert(name.to_owned(), remote);
         Ok(())
+    }
+
+    /// Tells `notifier` when a host's link goes down and comes back ([`link_news`]).
+    pub(crate) fn tell_link_edges(&self, notifier: &crate::notify::Notifier) {
+        for link in self.links.values() {
+            tokio::spawn(link_news::tell(
+                link.clone(),
+                notifier.clone(),
+                self.stop.clone(),
+            ));
+        }
     }
 
     /// The hosts that dial in.

@@ -23,6 +23,10 @@ pub enum EventKind {
     AgentIdle,
     /// A spawned agent's program ended.
     AgentExited,
+    /// A host's link is down (and stayed down a while): its servers cannot be reached.
+    HostDown,
+    /// A host told down is reachable again.
+    HostUp,
 }
 
 impl EventKind {
@@ -33,6 +37,8 @@ impl EventKind {
             EventKind::AgentBlocked => "agent_blocked",
             EventKind::AgentIdle => "agent_idle",
             EventKind::AgentExited => "agent_exited",
+            EventKind::HostDown => "host_down",
+            EventKind::HostUp => "host_up",
         }
     }
 }
@@ -142,6 +148,33 @@ impl Event {
             client,
             at,
         })
+    }
+}
+
+impl Event {
+    /// Host `host`'s link went down (`reason`: its last error) or, with `None`, came back.
+    /// Nobody's call caused it: it goes to targets that take every client's events.
+    pub(crate) fn host_link(host: &str, down: Option<&str>) -> Self {
+        let at = SystemTime::now();
+        let when = at
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        let host = plain(host);
+        let (kind, summary) = match down {
+            Some(reason) => (
+                EventKind::HostDown,
+                format!("host {host} is unreachable: {}", plain(reason)),
+            ),
+            None => (EventKind::HostUp, format!("host {host} is reachable again")),
+        };
+        Self {
+            key: format!("{host}/{}/{when}", kind.as_str()),
+            summary,
+            detail: json!({"host": host, "reason": down.map(plain)}),
+            kind,
+            client: String::new(),
+            at,
+        }
     }
 }
 

@@ -97,6 +97,8 @@ fn title(kind: EventKind) -> &'static str {
         EventKind::AgentBlocked => "muxgate: an agent needs you",
         EventKind::AgentIdle => "muxgate: an agent is done",
         EventKind::AgentExited => "muxgate: an agent ended",
+        EventKind::HostDown => "muxgate: a host is down",
+        EventKind::HostUp => "muxgate: a host is back",
     }
 }
 
@@ -107,6 +109,8 @@ fn tag(kind: EventKind) -> &'static str {
         EventKind::AgentBlocked => "raising_hand",
         EventKind::AgentIdle => "white_check_mark",
         EventKind::AgentExited => "stop_sign",
+        EventKind::HostDown => "warning",
+        EventKind::HostUp => "white_check_mark",
     }
 }
 
