@@ -86,6 +86,7 @@ impl Place {
         let extra = Config::from_toml_str(&format!(
             "[agents.claude-code]\ncommand = '{}'\n\
              args = ['--startup', '1.5', '--busy', '1', '--log', '{}']\n\
+             resume_args = ['--continue']\n\
              env = {{ AGENT_ROLE = 'worker' }}\n\
              [repositories.app]\npath = '{}'\nworktrees = '{}'\n",
             self.claude.display(),
@@ -606,4 +607,83 @@ async fn a_coordinator_is_woken_when_a_worker_needs_it_and_waits_for_free() {
     )
     .await;
     assert_eq!(refused["kind"], "invalid_arguments", "{refused}");
+}
+
+/// The command line of `pane`'s program, read from `/proc`.
+fn command_line_of(tmux: &TestTmux, pane: &str) -> String {
+    let pid = tmux.ok(&["display-message", "-p", "-t", pane, "#{pane_pid}"]);
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", pid.trim())).expect("cmdline");
+    String::from_utf8_lossy(&cmdline).replace('\0', " ")
+}
+
+/// After its tmux server is lost (a reboot, a killed server), an agent is started again with
+/// `resume`: in its worktree, uncommitted work kept, its kind's `resume_args` given, its
+/// first prompt taken, and the answer says what did not come back. A worktree whose directory
+/// is gone is made again on its branch (and the answer says its uncommitted work is lost). An
+/// agent that still runs is not started twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_agent_is_resumed_in_its_worktree_and_told_what_was_lost() {
+    let (tmux, place, _gateway, client) = setup().await;
+    let spawned = call_ok(
+        &client,
+        "spawn_agent",
+        json!({"kind": "claude-code", "id": "fixer", "repository": "app", "title": "fixer"}),
+    )
+    .await;
+    let worktree = PathBuf::from(spawned["worktree"]["path"].as_str().expect("a worktree"));
+    std::fs::write(worktree.join("notes.txt"), "half done\n").expect("uncommitted work");
+
+    let running = call_err(&client, "spawn_agent", json!({"resume": "fixer"})).await;
+    assert_eq!(running["kind"], "conflict", "{running}");
+
+    // The machine reboots: tmux is started again, with none of its sessions.
+    tmux.kill_server();
+    tmux.start_again();
+    let resumed = call_ok(
+        &client,
+        "spawn_agent",
+        json!({"resume": "fixer", "prompt": "carry on"}),
+    )
+    .await;
+    assert_eq!(resumed["agent_id"], "fixer", "{resumed}");
+    assert_eq!(resumed["prompt"]["outcome"], "submitted", "{resumed}");
+    let lost = resumed["lost"].to_string();
+    assert!(lost.contains("screen and scrollback"), "{lost}");
+    assert!(!lost.contains("conversation"), "{lost}");
+    assert!(!lost.contains("not committed"), "{lost}");
+    let pane = resumed["pane_id"].as_str().expect("a pane").to_owned();
+    assert!(command_line_of(&tmux, &pane).contains("--continue"));
+    let cwd = tmux.ok(&["display-message", "-p", "-t", &pane, "#{pane_current_path}"]);
+    assert_eq!(Path::new(cwd.trim()), worktree);
+    assert!(worktree.join("notes.txt").exists(), "uncommitted work kept");
+    let row = until_listed(&client, "fixer", "blocked").await;
+    assert_eq!(row["pane_id"], pane.as_str(), "{row}");
+    assert_eq!(row["title"], "fixer", "{row}");
+
+    // Lost with its worktree's directory: made again on its branch, and said so.
+    tmux.kill_server();
+    tmux.start_again();
+    std::fs::remove_dir_all(&worktree).expect("the worktree goes");
+    let again = call_ok(&client, "spawn_agent", json!({"resume": "fixer"})).await;
+    let lost = again["lost"].to_string();
+    assert!(lost.contains("not committed"), "{lost}");
+    assert!(
+        worktree.join("README").exists(),
+        "made again from its branch"
+    );
+    assert!(!worktree.join("notes.txt").exists());
+    assert_eq!(git(&worktree, &["branch", "--show-current"]), "agent/fixer");
+
+    for (args, kind) in [
+        (json!({"resume": "nobody"}), "not_found"),
+        (
+            json!({"resume": "fixer", "kind": "claude-code"}),
+            "invalid_arguments",
+        ),
+        (json!({}), "invalid_arguments"),
+    ] {
+        let refused = call_err(&client, "spawn_agent", args.clone()).await;
+        assert_eq!(refused["kind"], kind, "{args}: {refused}");
+    }
+    drop(place);
 }

@@ -46,6 +46,10 @@ pub struct AgentProgram {
     /// The longest it may take to be ready.
     #[serde(default = "default_ready_secs")]
     pub ready_timeout_secs: u64,
+    /// Arguments added after `args` when an agent of this kind is resumed (`spawn_agent`
+    /// `resume`), so that the CLI takes up its conversation in the worktree (`--continue`).
+    #[serde(default)]
+    pub resume_args: Vec<String>,
     /// A manifest file for a kind muxgate does not ship (default: the shipped manifest of
     /// the table's name).
     #[serde(default)]

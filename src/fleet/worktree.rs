@@ -97,6 +97,33 @@ pub(crate) async fn add(
     })
 }
 
+/// Makes `worktree` of `repository` again on its existing branch (its directory was removed,
+/// say with the machine's scratch disk): what the agent committed is there, nothing else.
+pub(crate) async fn restore(
+    repository: &Repository,
+    worktree: &Worktree,
+) -> Result<(), WorktreeError> {
+    if tokio::fs::symlink_metadata(&worktree.path).await.is_ok() {
+        return Err(WorktreeError::Exists(worktree.path.clone()));
+    }
+    tokio::fs::create_dir_all(&repository.worktrees)
+        .await
+        .map_err(WorktreeError::Io)?;
+    // A worktree whose directory is gone is still registered until pruned.
+    git(&repository.path, &["worktree".as_ref(), "prune".as_ref()]).await?;
+    git(
+        &repository.path,
+        &[
+            "worktree".as_ref(),
+            "add".as_ref(),
+            worktree.path.as_os_str(),
+            worktree.branch.as_ref(),
+        ],
+    )
+    .await
+    .map(drop)
+}
+
 /// The paths with work not committed in `worktree` (changed, staged or untracked), at most
 /// [`MAX_NAMED_CHANGES`], and how many there are (up to what git's bounded output holds).
 pub(crate) async fn changes(worktree: &Path) -> Result<(Vec<String>, usize), WorktreeError> {

@@ -90,6 +90,8 @@ def main():
     parser.add_argument("--startup", type=float, default=1.0)
     parser.add_argument("--busy", type=float, default=1.5)
     parser.add_argument("--log")
+    # What a CLI is resumed with (spawn_agent resume): taken, and shown by its command line.
+    parser.add_argument("--continue", action="store_true")
     args = parser.parse_args()
     global LOG
     LOG = args.log

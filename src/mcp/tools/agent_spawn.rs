@@ -62,7 +62,12 @@ pub(crate) struct SpawnAgentInput {
     #[serde(default)]
     pub server: Option<String>,
     /// A configured `[agents.<kind>]` (claude-code, codex, …).
-    pub kind: String,
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Instead of kind: an agent of yours whose session or server was lost, started again in
+    /// its worktree (with its kind's resume_args).
+    #[serde(default)]
+    pub resume: Option<String>,
     /// Its id and session name (default `<kind>-<n>`): letters, digits, - _ .
     #[serde(default)]
     pub id: Option<String>,
@@ -105,6 +110,9 @@ pub(crate) struct SpawnAgentOutput {
     /// The first prompt's delivery, as send_prompt answers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt: Option<SendPromptOutput>,
+    /// resume: what did not come back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost: Option<Vec<String>>,
 }
 
 /// An agent's worktree, as answers show it.
@@ -128,20 +136,22 @@ impl From<&Worktree> for WorktreeOutput {
 }
 
 /// A spawn, checked: what runs where.
-struct Plan<'a> {
-    kind: &'a str,
-    program: &'a AgentProgram,
-    id: String,
+pub(super) struct Plan<'a> {
+    pub(super) kind: &'a str,
+    pub(super) program: &'a AgentProgram,
+    pub(super) id: String,
     /// The repository's name and configuration, and the base.
-    repository: Option<(&'a str, &'a crate::fleet::Repository, String)>,
-    start_directory: Option<String>,
-    title: Option<String>,
-    environment: Vec<(String, String)>,
-    prompt: Option<String>,
+    pub(super) repository: Option<(&'a str, &'a crate::fleet::Repository, String)>,
+    pub(super) start_directory: Option<String>,
+    pub(super) title: Option<String>,
+    pub(super) environment: Vec<(String, String)>,
+    pub(super) prompt: Option<String>,
+    /// Started again: the kind's `resume_args` follow its `args`.
+    pub(super) resume: bool,
 }
 
 /// The configured kind `kind`, or an error naming the configured ones.
-fn program_of<'a>(
+pub(super) fn program_of<'a>(
     agents: &'a BTreeMap<String, AgentProgram>,
     kind: &str,
 ) -> Result<(&'a str, &'a AgentProgram), ToolError> {
@@ -172,7 +182,13 @@ fn plan<'a>(
     input: SpawnAgentInput,
 ) -> Result<Plan<'a>, ToolError> {
     let config = &gateway.state().config;
-    let (kind, program) = program_of(&config.agents, &input.kind)?;
+    let Some(kind) = &input.kind else {
+        return Err(ToolError::invalid_arguments(
+            "pass kind (a new agent) or resume (an agent of yours to start again)",
+            "list_agents shows your agents; the operator's [agents.<kind>] tables the kinds",
+        ));
+    };
+    let (kind, program) = program_of(&config.agents, kind)?;
     let id = match input.id {
         Some(id) => id,
         None => free_id(gateway, tmux, kind),
@@ -208,14 +224,7 @@ fn plan<'a>(
         ));
     }
     tmux.check_start_directory(input.start_directory.as_deref())?;
-    if let Some(title) = &input.title
-        && (title.chars().count() > 256 || title.chars().any(char::is_control))
-    {
-        return Err(ToolError::invalid_arguments(
-            "title must be up to 256 characters, without control characters",
-            "pass a short plain title",
-        ));
-    }
+    check_title(input.title.as_deref())?;
     let environment = environment_of(program, &id, input.env)?;
     let prompt = match &input.prompt {
         None => None,
@@ -230,7 +239,21 @@ fn plan<'a>(
         title: input.title,
         environment,
         prompt,
+        resume: false,
     })
+}
+
+/// A pane title a caller may give: up to 256 characters, none a control character.
+pub(super) fn check_title(title: Option<&str>) -> Result<(), ToolError> {
+    match title {
+        Some(title) if title.chars().count() > 256 || title.chars().any(char::is_control) => {
+            Err(ToolError::invalid_arguments(
+                "title must be up to 256 characters, without control characters",
+                "pass a short plain title",
+            ))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The first id `<kind>-<n>` no agent of the server holds.
@@ -278,7 +301,7 @@ fn repository_of<'a>(
 }
 
 /// The kind's variables, the caller's (which may not replace them), and `MUXGATE_AGENT_ID`.
-fn environment_of(
+pub(super) fn environment_of(
     program: &AgentProgram,
     id: &str,
     extra: Option<ObjectArg<BTreeMap<String, String>>>,
@@ -298,7 +321,7 @@ fn environment_of(
 }
 
 /// The prompt's text as `send_prompt` takes it.
-fn checked_prompt(text: &str) -> Result<String, ToolError> {
+pub(super) fn checked_prompt(text: &str) -> Result<String, ToolError> {
     let Some(text) = prompt::prompt_text(text) else {
         return Err(ToolError::invalid_arguments(
             "prompt has nothing visible",
@@ -324,7 +347,7 @@ fn record_error(error: RecordError) -> ToolError {
     }
 }
 
-fn worktree_error(error: WorktreeError) -> ToolError {
+pub(super) fn worktree_error(error: WorktreeError) -> ToolError {
     match error {
         WorktreeError::Exists(_) | WorktreeError::Refused(_) => ToolError::new(
             ToolErrorKind::Conflict,
@@ -344,7 +367,7 @@ fn worktree_error(error: WorktreeError) -> ToolError {
 
 /// The agent's session, running its program, its pane kept when the program ends; with the
 /// pid of the tmux server it is in.
-async fn start_session(
+pub(super) async fn start_session(
     gateway: &McpServer,
     tmux: &TmuxAccess<'_>,
     plan: &Plan<'_>,
@@ -360,8 +383,14 @@ async fn start_session(
         height: None,
         environment: plan.environment.clone(),
     };
+    let resume_args = if plan.resume {
+        plan.program.resume_args.as_slice()
+    } else {
+        &[]
+    };
     let argv: Vec<String> = std::iter::once(plan.program.command.clone())
         .chain(plan.program.args.iter().cloned())
+        .chain(resume_args.iter().cloned())
         .collect();
     let _claim = tmux
         .owners
@@ -509,7 +538,7 @@ impl McpServer {
         self.state().agent_watches.start(self, watched, state);
     }
 
-    /// The stages after the checks: worktree, session, record, barrier, prompt.
+    /// The stages after the checks: worktree and session, then [`Self::settle`].
     async fn spawn(
         &self,
         tmux: &TmuxAccess<'_>,
@@ -517,7 +546,6 @@ impl McpServer {
         timeout: Option<f64>,
         cancel: &CancellationToken,
     ) -> Result<SpawnAgentOutput, ToolError> {
-        let fleet = &self.state().fleet;
         let ready_default = Duration::from_secs(plan.program.ready_timeout_secs);
         let budget = tmux.budget().wait(timeout, ready_default)?;
         let worktree = match &plan.repository {
@@ -533,7 +561,7 @@ impl McpServer {
             .map(|w| w.path.display().to_string())
             .or_else(|| plan.start_directory.clone());
         let started = start_session(self, tmux, &plan, directory).await;
-        let (session, pane, server_pid) = match started {
+        let started = match started {
             Ok(started) => started,
             Err(error) => {
                 if let (Some(worktree), Some((_, repository, _))) = (&worktree, &plan.repository) {
@@ -542,6 +570,21 @@ impl McpServer {
                 return Err(error);
             }
         };
+        self.settle(tmux, plan, started, worktree, &budget, cancel)
+            .await
+    }
+
+    /// The stages after the session: record, barrier, prompt; the answer.
+    pub(super) async fn settle(
+        &self,
+        tmux: &TmuxAccess<'_>,
+        plan: Plan<'_>,
+        (session, pane, server_pid): (muxgate_tmux::typed::sessions::Session, PaneId, u32),
+        worktree: Option<Worktree>,
+        budget: &crate::mcp::budget::WaitBudget,
+        cancel: &CancellationToken,
+    ) -> Result<SpawnAgentOutput, ToolError> {
+        let fleet = &self.state().fleet;
         let record = AgentRecord {
             id: plan.id.clone(),
             kind: plan.kind.to_owned(),
@@ -583,6 +626,7 @@ impl McpServer {
             explain: status.explain,
             waited_ms: elapsed_ms(budget.started),
             prompt,
+            lost: None,
         })
     }
 }
@@ -593,7 +637,7 @@ impl McpServer {
         name = "spawn_agent",
         description = "Start an agent CLI of a configured kind in a new session of yours, \
             optionally in a new git worktree (branch agent/<id>), and submit its first prompt \
-            once it is ready.\n\n\
+            once it is ready; or `resume` one of yours whose session was lost.\n\n\
             Returns its id, pane and `state` (idle, blocked, exited or starting).",
         annotations(
             title = "Spawn an agent",
@@ -611,6 +655,10 @@ impl McpServer {
     ) -> Result<Json<SpawnAgentOutput>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let timeout = input.timeout;
+        if input.resume.is_some() {
+            let work = self.resume_agent(&tmux, input, &cancel);
+            return self.state().until_shutdown(work).await.map(Json);
+        }
         let plan = plan(self, &tmux, input)?;
         let work = self.spawn(&tmux, plan, timeout, &cancel);
         self.state().until_shutdown(work).await.map(Json)

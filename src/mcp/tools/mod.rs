@@ -9,6 +9,7 @@
 pub(crate) mod agent_answer;
 pub(crate) mod agent_fleet;
 pub(crate) mod agent_report;
+mod agent_resume;
 pub(crate) mod agent_spawn;
 pub(crate) mod batch;
 pub(crate) mod buffer;
