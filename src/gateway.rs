@@ -449,6 +449,7 @@ impl Parts {
             fleet: self.stores.fleet,
             answers: Default::default(),
             prompts: Default::default(),
+            fleet_feed: Default::default(),
             agent_watches: Default::default(),
             view_key: self.stores.view_key,
             config,

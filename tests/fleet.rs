@@ -687,3 +687,115 @@ async fn a_lost_agent_is_resumed_in_its_worktree_and_told_what_was_lost() {
     }
     drop(place);
 }
+
+/// Reads SSE messages from `response` until one satisfies `found` (20 s at most).
+async fn until_message(
+    response: &mut reqwest::Response,
+    text: &mut String,
+    found: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(message) = common::sse_events(text)
+            .into_iter()
+            .filter_map(|event| serde_json::from_str::<Value>(&event.data).ok())
+            .find(|m| found(m))
+        {
+            return message;
+        }
+        let chunk = tokio::time::timeout_at(deadline, response.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("no such message within 20 s: {text}"))
+            .expect("read the stream")
+            .unwrap_or_else(|| panic!("the stream ended: {text}"));
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+}
+
+/// A coordinator subscribes to the fleet resource instead of polling: with 2026-07-28
+/// `subscriptions/listen` and with a 2025 session's `resources/subscribe`, it is told
+/// (`notifications/resources/updated`) when an agent it may see changes state, and reading
+/// the resource then shows the agent as list_agents does. A pane's resource sends no updates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_coordinator_subscribed_to_the_fleet_is_told_of_each_change() {
+    let (_tmux, _place, gateway, client) = setup().await;
+    let uri = "tmux://work/agents";
+    let updated = |m: &Value| m["method"] == "notifications/resources/updated";
+
+    // 2026-07-28: the subscription is a request whose answer streams.
+    let mut stateless = gateway.raw();
+    stateless.bearer = Some(gateway.token.clone());
+    stateless.protocol_version = Some(common::STATELESS_VERSION.to_owned());
+    let listen = json!({
+        "jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen",
+        "params": {"notifications": {"resourceSubscriptions": [uri, "tmux://work/sessions"]},
+                   "_meta": common::stateless_meta()}
+    });
+    let mut stream = stateless.post(&listen).send().await.expect("listen");
+    assert!(stream.status().is_success(), "{}", stream.status());
+    let mut text = String::new();
+    let acknowledged = until_message(&mut stream, &mut text, |m| {
+        m["method"] == "notifications/subscriptions/acknowledged"
+    })
+    .await;
+    assert_eq!(
+        acknowledged["params"]["notifications"]["resourceSubscriptions"],
+        json!([uri]),
+        "only the fleet resource sends updates: {acknowledged}"
+    );
+
+    // 2025: a session subscribes, and hears on its GET stream.
+    let mut legacy = gateway.raw();
+    legacy.bearer = Some(gateway.token.clone());
+    legacy.initialize().await;
+    let mut events = legacy.stream().send().await.expect("GET stream");
+    let subscribed = legacy
+        .request(
+            &json!({"jsonrpc": "2.0", "id": 3, "method": "resources/subscribe",
+                         "params": {"uri": uri}}),
+        )
+        .await;
+    assert!(subscribed.get("result").is_some(), "{subscribed}");
+    let refused = legacy
+        .request(
+            &json!({"jsonrpc": "2.0", "id": 4, "method": "resources/subscribe",
+                         "params": {"uri": "tmux://work/sessions"}}),
+        )
+        .await;
+    assert!(refused.get("error").is_some(), "{refused}");
+
+    call_ok(
+        &client,
+        "spawn_agent",
+        json!({"kind": "claude-code", "id": "told", "prompt": "push it"}),
+    )
+    .await;
+    let told = until_message(&mut stream, &mut text, updated).await;
+    assert_eq!(told["params"]["uri"], uri, "{told}");
+    let mut legacy_text = String::new();
+    let told = until_message(&mut events, &mut legacy_text, updated).await;
+    assert_eq!(told["params"]["uri"], uri, "{told}");
+
+    // Woken, it reads the resource: the agent, as list_agents shows it.
+    let read = stateless
+        .request(
+            &json!({"jsonrpc": "2.0", "id": 8, "method": "resources/read",
+                         "params": {"uri": uri, "_meta": common::stateless_meta()}}),
+        )
+        .await;
+    let body: Value = serde_json::from_str(
+        read["result"]["contents"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{read}")),
+    )
+    .expect("JSON");
+    assert_eq!(body["agents"][0]["agent_id"], "told", "{body}");
+
+    // Its later edges (working, then blocked on its dialog) wake it again.
+    until_listed(&client, "told", "blocked").await;
+    let mut rest = text
+        .rfind("\n\n")
+        .map_or(text.clone(), |end| text[end + 2..].to_owned());
+    let again = until_message(&mut stream, &mut rest, updated).await;
+    assert_eq!(again["params"]["uri"], uri);
+}

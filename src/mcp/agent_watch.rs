@@ -90,6 +90,10 @@ async fn follow(
         if now_state != state {
             state = now_state;
             tell(&gateway, &agent, state, status.as_ref());
+            gateway
+                .state()
+                .fleet_feed
+                .changed(&agent.server, &agent.id, agent.call.sub());
         }
         if state == "exited" {
             return;

@@ -50,6 +50,7 @@ pub(crate) mod command_run;
 pub(crate) mod error;
 pub(crate) mod fields;
 pub(crate) mod filter;
+pub(crate) mod fleet_feed;
 pub(crate) mod heartbeat;
 pub(crate) mod input_batch;
 pub(crate) mod links;
@@ -82,10 +83,13 @@ use rmcp::model::{
     InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListSkillsResult, ListToolsResult, PaginatedRequestParams,
     ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ResultType,
-    SKILLS_EXTENSION_ID, ServerCapabilities, ServerConfig, Tool,
+    SKILLS_EXTENSION_ID, ServerCapabilities, ServerConfig, SubscribeRequestParams,
+    SubscriptionFilter, Tool, UnsubscribeRequestParams,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
+
+use resources::ResourceUri;
 use tokio_util::sync::CancellationToken;
 
 use crate::approvals::{ApprovalDesk, ApprovalPolicy};
@@ -151,6 +155,8 @@ pub struct McpState {
     /// The idempotency keys of the calls that carry one, per tool.
     pub(crate) answers: once::OnceKeys<crate::mcp::tools::agent_answer::AnswerAgentOutput>,
     pub(crate) prompts: once::OnceKeys<crate::mcp::tools::prompt::SendPromptOutput>,
+    /// The fleet's changes, for the subscribers of its resources.
+    pub(crate) fleet_feed: fleet_feed::FleetFeed,
     /// The agents `spawn_agent` started, by server scope and id.
     pub(crate) fleet: crate::fleet::registry::Fleet,
     /// Which agent kind ran in which pane, and since when.
@@ -489,6 +495,83 @@ impl ServerHandler for McpServer {
         observer.run(answer, |_| false).await
     }
 
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // Only the fleet resources send updates; whether the caller may follow each is
+        // checked when the subscription starts (`listen`).
+        let agents = requested
+            .resource_subscriptions
+            .iter()
+            .flatten()
+            .filter(|uri| matches!(ResourceUri::parse(uri), Ok(ResourceUri::Agents { .. })))
+            .cloned()
+            .collect();
+        let mut accepted = SubscriptionFilter::new();
+        accepted.resource_subscriptions = Some(agents);
+        Some(accepted)
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let observer = self.observe("subscriptions/listen", None, subscription.request_context());
+        observer
+            .run(self.run_listen(&subscription), |_| false)
+            .await
+    }
+
+    #[allow(deprecated)] // The 2025 sessions' way, served beside `subscriptions/listen`.
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let observer = self.observe("resources/subscribe", None, &context);
+        let answer = async {
+            let caller = authenticated(&context)?;
+            let followed = self.followed(&caller, &request.uri).await?;
+            let Some(session) = caller.mcp_session.as_deref() else {
+                return Err(ErrorData::invalid_request(
+                    "resources/subscribe needs a session; at 2026-07-28 use subscriptions/listen",
+                    None,
+                ));
+            };
+            let stop = self.state().shutdown.child_token();
+            let feed = &self.state().fleet_feed;
+            let principal = caller.principal.clone();
+            if !feed.subscribe_session(session, followed, principal, context.peer.clone(), stop) {
+                return Err(ErrorData::invalid_request(
+                    format!(
+                        "this session follows {} resources already",
+                        fleet_feed::MAX_PER_SESSION
+                    ),
+                    None,
+                ));
+            }
+            Ok(())
+        };
+        observer.run(answer, |_| false).await
+    }
+
+    #[allow(deprecated)] // See `subscribe`.
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let observer = self.observe("resources/unsubscribe", None, &context);
+        let answer = async {
+            let caller = authenticated(&context)?;
+            if let Some(session) = caller.mcp_session.as_deref() {
+                self.state()
+                    .fleet_feed
+                    .unsubscribe_session(session, &request.uri);
+            }
+            Ok(())
+        };
+        observer.run(answer, |_| false).await
+    }
+
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -572,6 +655,44 @@ impl ServerHandler for McpServer {
     }
 }
 
+impl McpServer {
+    /// A 2026-07-28 subscription to fleet resources: each accepted URI the caller may read is
+    /// told of every change it may see, until the request ends or the gateway shuts down.
+    async fn run_listen(&self, subscription: &SubscriptionContext) -> Result<(), ErrorData> {
+        let caller = authenticated(subscription.request_context())?;
+        let mut followed = Vec::new();
+        for uri in subscription
+            .accepted()
+            .resource_subscriptions
+            .iter()
+            .flatten()
+        {
+            followed.push(self.followed(&caller, uri).await?);
+        }
+        let mut listener = self.state().fleet_feed.listen();
+        let shutdown = &self.state().shutdown;
+        loop {
+            let heard = tokio::select! {
+                () = subscription.cancelled() => return Ok(()),
+                () = shutdown.cancelled() => return Ok(()),
+                heard = listener.next(&caller.principal, &followed) => heard,
+            };
+            let uri = match heard {
+                fleet_feed::Heard::Updated(uri) | fleet_feed::Heard::Missed(uri) => uri,
+                fleet_feed::Heard::Closed => return Ok(()),
+            };
+            if subscription
+                .sink()
+                .notify_resource_updated(uri)
+                .await
+                .is_err()
+            {
+                return Ok(());
+            }
+        }
+    }
+}
+
 /// The caller the HTTP auth layer established; its absence is a wiring fault, not a client error.
 fn authenticated(context: &RequestContext<RoleServer>) -> Result<CallContext, ErrorData> {
     CallContext::from_request(context).ok_or_else(|| {
@@ -614,6 +735,7 @@ pub fn server_config() -> ServerConfig {
         ServerCapabilities::builder()
             .enable_prompts()
             .enable_resources()
+            .enable_resources_subscribe()
             .enable_tools()
             .enable_skills()
             .build(),

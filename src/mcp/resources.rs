@@ -35,6 +35,7 @@ use super::call::{self, CallContext, Refusal};
 use super::error::{ToolError, ToolErrorKind};
 use super::pane_ops::{PaneInfo, PaneScope, pane_info, pane_rows, visible_rows};
 use super::skill;
+use super::tools::agent_fleet::agents_of;
 use super::tools::session::{SessionDetail, SessionInfo, find_session, list_session_rows};
 use super::tools::window::list_window_rows;
 use crate::audit::{CallStart, Outcome};
@@ -80,12 +81,16 @@ pub(crate) enum ResourceUri {
         server: String,
         pane: PaneId,
     },
+    /// The agents spawn_agent started there ([`super::fleet_feed`]).
+    Agents {
+        server: String,
+    },
 }
 
 /// Why a URI is not one of ours.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "{0}; resource URIs look like tmux://<server>/sessions[/<session>[/windows[/<index>]]] or tmux://<server>/panes/<pane id>[/content]"
+    "{0}; resource URIs look like tmux://<server>/sessions[/<session>[/windows[/<index>]]], tmux://<server>/panes/<pane id>[/content] or tmux://<server>/agents"
 )]
 pub(crate) struct UriError(String);
 
@@ -136,6 +141,7 @@ impl ResourceUri {
                 server,
                 pane: pane(p)?,
             }),
+            ["agents"] => Ok(Self::Agents { server }),
             _ => Err(UriError("unknown resource path".into())),
         }
     }
@@ -147,7 +153,8 @@ impl ResourceUri {
             | Self::Windows { server, .. }
             | Self::Window { server, .. }
             | Self::Pane { server, .. }
-            | Self::PaneContent { server, .. } => server,
+            | Self::PaneContent { server, .. }
+            | Self::Agents { server } => server,
         }
     }
 }
@@ -179,7 +186,7 @@ fn percent_decode(text: &str) -> Option<String> {
 }
 
 /// Encodes a path segment (ids contain `%` and `$`; names are already URI-safe otherwise).
-fn percent_encode(text: &str) -> String {
+pub(crate) fn percent_encode(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for b in text.bytes() {
         if b.is_ascii_alphanumeric() || b"-._~$".contains(&b) {
@@ -247,6 +254,13 @@ pub(crate) fn templates() -> Vec<ResourceTemplate> {
                 "The visible text of a pane, at most the last {CONTENT_MAX_LINES} lines."
             ))
             .with_mime_type("text/plain"),
+        ResourceTemplate::new("tmux://{server}/agents", "agents")
+            .with_title("Agents on a tmux server")
+            .with_description(
+                "The agents spawn_agent started that you may see (as list_agents); \
+                 subscribe to be told when one changes state.",
+            )
+            .with_mime_type(json),
     ]
 }
 
@@ -361,6 +375,15 @@ impl McpServer {
                     continue;
                 };
                 resources.extend(server_resources(&tmux).await);
+                if !self.state().config.agents.is_empty() {
+                    resources.push(
+                        Resource::new(
+                            super::fleet_feed::agents_uri(name),
+                            format!("{name}: agents"),
+                        )
+                        .with_mime_type("application/json"),
+                    );
+                }
             }
         }
         let page: Vec<Resource> = resources
@@ -431,6 +454,35 @@ impl McpServer {
         result.map_err(|refusal| rpc_error(refusal.error, uri))
     }
 
+    /// The fleet resource `uri` names, for a subscription of `call`'s: checked as a read of it
+    /// would be (tier, rate, the server visible); any other URI is refused (a pane is followed
+    /// with wait_for_text or capture_since, not a subscription).
+    pub(crate) async fn followed(
+        &self,
+        call: &CallContext,
+        uri: &str,
+    ) -> Result<super::fleet_feed::Followed, ErrorData> {
+        let checked = async {
+            call::admit(call, Tier::ReadOnly, &self.state().limits).map_err(|r| r.error)?;
+            let server = match ResourceUri::parse(uri) {
+                Ok(ResourceUri::Agents { server }) => server,
+                _ => {
+                    return Err(ToolError::invalid_arguments(
+                        "only tmux://<server>/agents resources send updates",
+                        "subscribe to a server's agents; follow a pane with wait_for_text or \
+                         capture_since",
+                    ));
+                }
+            };
+            let tmux = self.tmux_access(call, Some(&server)).await?;
+            Ok(super::fleet_feed::Followed {
+                asked: uri.to_owned(),
+                uri: super::fleet_feed::agents_uri(tmux.server_name()),
+            })
+        };
+        checked.await.map_err(|error| rpc_error(error, uri))
+    }
+
     async fn read_parsed(
         &self,
         call: &CallContext,
@@ -492,6 +544,7 @@ impl McpServer {
                 let pane = PaneSummary::from(pane_info(&tmux, &Target::Pane(*pane)).await?.info);
                 to_json(&PaneMetadata { server, pane })?
             }
+            ResourceUri::Agents { .. } => to_json(&agents_of(self, &tmux).await?)?,
             ResourceUri::PaneContent { pane, .. } => {
                 let text = pane_text(&tmux, *pane).await?;
                 return Ok(ReadResourceResult::new(vec![
@@ -682,7 +735,7 @@ mod tests {
     #[test]
     fn templates_cover_every_uri_form() {
         let names: Vec<_> = templates().into_iter().map(|t| t.uri_template).collect();
-        assert_eq!(names.len(), 6);
+        assert_eq!(names.len(), 7);
         assert!(names.iter().all(|t| t.starts_with("tmux://{server}/")));
     }
 }

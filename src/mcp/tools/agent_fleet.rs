@@ -125,6 +125,22 @@ async fn visible_agents(
         .collect())
 }
 
+/// The agents of the server the caller may see, as `list_agents` (and the fleet resource)
+/// answers.
+pub(crate) async fn agents_of(
+    gateway: &McpServer,
+    tmux: &TmuxAccess<'_>,
+) -> Result<ListAgentsOutput, ToolError> {
+    let mut agents = Vec::new();
+    for (record, session) in visible_agents(gateway, tmux).await? {
+        agents.push(row(gateway, tmux, record, session.is_some()).await?);
+    }
+    Ok(ListAgentsOutput {
+        server: tmux.server_name().to_owned(),
+        agents,
+    })
+}
+
 /// The host name answers give the server's panes' machine.
 fn host_of(tmux: &TmuxAccess<'_>) -> String {
     tmux.server
@@ -271,6 +287,9 @@ impl McpServer {
             removed = Some(worktree.path.display().to_string());
         }
         self.state().fleet.remove(&tmux.scope, &record.id);
+        self.state()
+            .fleet_feed
+            .changed(tmux.server_name(), &record.id, &record.owner);
         Ok(StopAgentOutput {
             agent_id: record.id,
             session_killed: alive.is_some(),
@@ -301,14 +320,7 @@ impl McpServer {
         Parameters(input): Parameters<ListAgentsInput>,
     ) -> Result<Json<ListAgentsOutput>, ToolError> {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
-        let mut agents = Vec::new();
-        for (record, session) in visible_agents(self, &tmux).await? {
-            agents.push(row(self, &tmux, record, session.is_some()).await?);
-        }
-        Ok(Json(ListAgentsOutput {
-            server: tmux.server_name().to_owned(),
-            agents,
-        }))
+        agents_of(self, &tmux).await.map(Json)
     }
 
     #[tool(

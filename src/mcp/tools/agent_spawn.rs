@@ -604,6 +604,9 @@ impl McpServer {
         );
         let status = until_ready(self, tmux, pane, readiness, budget.deadline, cancel).await?;
         self.follow(tmux, &plan, pane, status.state);
+        self.state()
+            .fleet_feed
+            .changed(tmux.server_name(), &plan.id, tmux.call.sub());
         let prompt = match &plan.prompt {
             Some(text) => {
                 let until = PromptTime {
