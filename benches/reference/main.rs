@@ -20,7 +20,10 @@
 //! 8. agent awareness: `wait_for_state` wake-up and idle cost, `send_prompt` deliveries to an
 //!    agent-CLI stand-in at random moments (see [`agents`]);
 //! 9. sessions that recycle: one client opening 200 sessions in a row without `DELETE`, the
-//!    gateway's RSS after 20, 100 and 200 (see [`recycle`]).
+//!    gateway's RSS after 20, 100 and 200 (see [`recycle`]);
+//! 10. a fleet of 32 agents as workers in worktrees, coordinated through the fleet resource's
+//!     subscription: taken exactly once, told exactly once, edge-to-wake latency, idle cost
+//!     (see [`fleet`]).
 //!
 //! ```text
 //! cargo bench --bench reference                          # full run, about 10 minutes
@@ -31,6 +34,7 @@
 //! cargo bench --bench reference -- --only agents         # state waits and send_prompt
 //! cargo bench --bench reference -- --only recycle        # 200 sessions never ended
 //! cargo bench --bench reference -- --only recycle --recycle 2000   # or as many as asked
+//! cargo bench --bench reference -- --only fleet          # 32 agents as workers
 //! cargo bench --bench reference -- --quick               # smoke run
 //! cargo test --bench reference                           # the same smoke run
 //! ```
@@ -41,6 +45,7 @@ mod agents;
 mod cases;
 mod cost;
 mod fixture;
+mod fleet;
 mod procfs;
 mod raw;
 mod recycle;
@@ -62,7 +67,7 @@ use provenance::{load_average, provenance};
 use servers::{Flavor, Muxgate, REFERENCE_PACKAGE, REFERENCE_VERSION, Reference};
 use stats::{cpu_ms, latency, median, mib, quantile, rate, ratio};
 
-const GROUPS: [&str; 11] = [
+const GROUPS: [&str; 12] = [
     "latency",
     "batch",
     "wake",
@@ -74,6 +79,7 @@ const GROUPS: [&str; 11] = [
     "cost",
     "agents",
     "recycle",
+    "fleet",
 ];
 
 /// The groups that run the reference server (the others measure muxgate alone).
@@ -99,6 +105,8 @@ struct Options {
     state_idle_secs: f64,
     prompts: usize,
     recycle_sessions: usize,
+    fleet_agents: usize,
+    fleet_idle_secs: f64,
     groups: BTreeSet<String>,
 }
 
@@ -123,6 +131,8 @@ impl Options {
             state_idle_secs: 20.0,
             prompts: 200,
             recycle_sessions: 200,
+            fleet_agents: 32,
+            fleet_idle_secs: 10.0,
             groups: GROUPS.iter().map(|g| (*g).to_owned()).collect(),
         };
         let mut benchmarking = false;
@@ -188,6 +198,8 @@ impl Options {
         self.state_idle_secs = 5.0;
         self.prompts = 8;
         self.recycle_sessions = 40;
+        self.fleet_agents = 3;
+        self.fleet_idle_secs = 3.0;
     }
 
     fn runs(&self, group: &str) -> bool {
@@ -270,7 +282,55 @@ async fn alone(options: &Options) -> Result<()> {
     if options.runs("recycle") {
         recycling(options).await?;
     }
+    if options.runs("fleet") {
+        fleet_of_workers(options).await?;
+    }
     println!("load average at end: {}", load_average());
+    Ok(())
+}
+
+/// Case 10: a fleet of agents as workers, coordinated through its subscription.
+async fn fleet_of_workers(options: &Options) -> Result<()> {
+    let n = options.fleet_agents;
+    eprintln!("fleet: {n} agents");
+    let r = fleet::fleet(n, options.fleet_idle_secs).await?;
+    println!(
+        "## muxgate: a fleet of agents as workers\n\n{n} stand-ins of Claude Code's screens (`tests/programs/agent_screens.py`, 1 s start-up, 0.5–3 s of work before and after a permission dialog) spawned at once by one coordinator, each in a git worktree of its own with its task; the coordinator holds one `subscriptions/listen` on `tmux://bench/agents` and, woken, reads `list_agents` and answers each blocked agent once (`answer_agent`, screen digest, idempotency key). A webhook receiver takes `agent_blocked` and `agent_idle`. {:.0} s from the first spawn to the last agent idle.\n",
+        r.total.as_secs_f64()
+    );
+    let verdict = |ok: bool| if ok { "met" } else { "**missed**" };
+    let pq = |v: &[f64]| format!("{:.0} ms, {:.0} ms", median(v), quantile(v, 0.99));
+    println!("| What | Measured | Goal | Verdict |\n|---|--:|---|---|");
+    println!(
+        "| agents that read their task and one answer, each exactly once | {} of {} | all | {} |",
+        r.exactly_once,
+        r.agents,
+        verdict(r.exactly_once == r.agents)
+    );
+    println!(
+        "| agents told exactly once blocked and once idle (webhook) | {} of {} | all | {} |",
+        r.notified_once,
+        r.agents,
+        verdict(r.notified_once == r.agents)
+    );
+    println!(
+        "| dialog drawn → webhook received (p50, p99) | {} | — | — |",
+        pq(&r.to_webhook)
+    );
+    println!(
+        "| dialog drawn → coordinator woken (p50, p99) | {} | — | — |",
+        pq(&r.to_coordinator)
+    );
+    println!(
+        "| dialog drawn → its answer read by the agent (p50, p99) | {} | — | — |",
+        pq(&r.to_answer)
+    );
+    println!(
+        "| tmux commands while the fleet sits idle {:.0} s (subscription, followers running) | {:.0} | 0 | {} |",
+        r.idle_secs,
+        r.idle_commands,
+        verdict(r.idle_commands == 0.0)
+    );
     Ok(())
 }
 

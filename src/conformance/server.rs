@@ -8,9 +8,10 @@ use rmcp::model::{
     DiscoverResult, GetPromptRequestParams, GetPromptResponse, InitializeRequestParams,
     InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
-    ReadResourceResponse, ServerConfig, Tool,
+    ReadResourceResponse, ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool,
+    UnsubscribeRequestParams,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
 use super::fixtures;
@@ -131,6 +132,35 @@ impl ServerHandler for ConformanceServer {
         let mut result = self.inner.list_resource_templates(request, context).await?;
         result.resource_templates.extend(fixtures::templates());
         Ok(result)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        self.inner.accepted_subscription_filter(requested)
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        self.inner.listen(subscription).await
+    }
+
+    #[allow(deprecated)] // The 2025 sessions' way, as muxgate's handler serves it.
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.inner.subscribe(request, context).await
+    }
+
+    #[allow(deprecated)] // See `subscribe`.
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.inner.unsubscribe(request, context).await
     }
 
     async fn read_resource(

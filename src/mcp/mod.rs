@@ -2,12 +2,13 @@
 //!
 //! [`McpServer`] is rmcp's `ServerHandler`. The HTTP layer builds one per MCP session (or per
 //! request for stateless clients) by cloning a prototype, so it is a cheap handle around shared
-//! state. It declares only the capabilities it serves (tools, resources, prompts, and the
-//! Skills extension) and refuses the other methods (completion), which rmcp would otherwise
-//! answer with empty results.
+//! state. It declares only the capabilities it serves (tools, resources and subscriptions to
+//! the fleet resource, prompts, and the Skills extension) and refuses the other methods
+//! (completion), which rmcp would otherwise answer with empty results.
 //!
 //! - [`tools`]: the tool groups and the combined router;
 //! - [`resources`]: the `tmux://` resources, read through the same access rules as tools;
+//! - [`fleet_feed`]: the fleet resource's changes, for its subscribers;
 //! - [`prompts`]: recipes naming the tools to call for common jobs;
 //! - [`skill`]: the SKILL.md that teaches an agent the gateway (Skills extension, resource,
 //!   prompt);

@@ -9,7 +9,11 @@ Like the real CLIs it takes over the screen (the alternate screen) and redraws i
   100 ms for --busy seconds; then, mid-task, the CLI's permission dialog below that spinner
   line, waiting for a line; then busy again for --busy seconds, and idle;
 - on the line `/exit`: it ends.
-With --log FILE, every line it reads is appended to FILE (what it was given, in order).
+With --log FILE, every line it reads is appended to FILE (what it was given, in order); with
+--events FILE, `<unix ms> <$MUXGATE_AGENT_ID> idle|dialog|read <line>` is appended when it
+shows its idle screen or its dialog and when it reads a line (when each edge happened, for
+measurements of many agents sharing one file). $STAND_IN_BUSY, when set, replaces --busy (a
+different pace per agent of one configured kind).
 """
 
 import argparse
@@ -60,6 +64,15 @@ def show(text):
 
 
 LOG = None
+EVENTS = None
+
+
+def mark(what):
+    """Notes when the screen showed `what` (--events)."""
+    if EVENTS:
+        with open(EVENTS, "a") as events:
+            agent = os.environ.get("MUXGATE_AGENT_ID", "-")
+            events.write(f"{int(time.time() * 1000)} {agent} {what}\n")
 
 
 def read_line(timeout):
@@ -71,6 +84,7 @@ def read_line(timeout):
     if LOG:
         with open(LOG, "a") as log:
             log.write(line + "\n")
+    mark("read " + line)
     return line
 
 
@@ -90,11 +104,15 @@ def main():
     parser.add_argument("--startup", type=float, default=1.0)
     parser.add_argument("--busy", type=float, default=1.5)
     parser.add_argument("--log")
+    parser.add_argument("--events")
     # What a CLI is resumed with (spawn_agent resume): taken, and shown by its command line.
     parser.add_argument("--continue", action="store_true")
     args = parser.parse_args()
-    global LOG
+    global LOG, EVENTS
     LOG = args.log
+    EVENTS = args.events
+    if os.environ.get("STAND_IN_BUSY"):
+        args.busy = float(os.environ["STAND_IN_BUSY"])
     name = os.path.basename(sys.argv[0])
     idle, working, dialog = SCREENS[name]
     os.write(1, b"\x1b[?1049h")
@@ -102,12 +120,14 @@ def main():
     time.sleep(args.startup)
     while True:
         show(idle)
+        mark("idle")
         line = read_line(None)
         if line == "/exit" or line is None:
             break
         last = busy(working, args.busy)
         # The dialog opens mid-task, below the spinner's last frame.
         show("● working on the task\n\n" + last + "\n\n" + dialog)
+        mark("dialog")
         read_line(None)
         busy(working, args.busy)
     os.write(1, b"\x1b[?1049l")
