@@ -450,6 +450,7 @@ impl Parts {
             answers: Default::default(),
             prompts: Default::default(),
             fleet_feed: Default::default(),
+            agent_reads: Default::default(),
             agent_watches: Default::default(),
             view_key: self.stores.view_key,
             config,

@@ -31,6 +31,10 @@ const STAND_IN: &str = concat!(
 );
 /// The whole run's bound: spawns, work, answers.
 const RUN_LIMIT: Duration = Duration::from_secs(300);
+/// Spawns under way at once.
+const SPAWN_LANES: usize = 4;
+/// From the last agent idle to the idle window.
+const SETTLED: Duration = Duration::from_secs(3);
 
 /// What a fleet run measured.
 pub(crate) struct FleetRun {
@@ -46,6 +50,8 @@ pub(crate) struct FleetRun {
     pub to_coordinator: Vec<f64>,
     /// From a dialog drawn to the agent reading the coordinator's answer, ms: the whole loop.
     pub to_answer: Vec<f64>,
+    /// Agents not told exactly once of each edge: the events they were told of.
+    pub odd_notifications: Vec<String>,
     /// tmux commands over the idle window.
     pub idle_commands: f64,
     pub idle_secs: f64,
@@ -130,12 +136,14 @@ impl Place {
 
     fn config(&self, hook: &str) -> Result<String> {
         Ok(format!(
-            "[agents.claude-code]\ncommand = '{claude}'\n\
+            "[state]\ndir = '{state}'\n\
+             [agents.claude-code]\ncommand = '{claude}'\n\
              args = ['--startup', '1', '--events', '{events}']\n\
              ready_timeout_secs = 120\n\
              [repositories.app]\npath = '{repo}'\nworktrees = '{worktrees}'\n\
              [notify.targets.lead]\nformat = 'json'\nurl = '{hook}'\nsecret_file = '{key}'\n\
              events = ['agent_blocked', 'agent_idle']\n",
+            state = path_str(&self.path("state"))?,
             claude = path_str(&self.path("bin/claude"))?,
             events = path_str(&self.path("events.log"))?,
             repo = path_str(&self.path("app"))?,
@@ -172,12 +180,13 @@ fn read_events(file: &Path) -> Result<HashMap<String, AgentLog>> {
     Ok(agents)
 }
 
-/// The coordinator's subscription: a `subscriptions/listen` request whose answer streams.
+/// The coordinator's subscription: a `subscriptions/listen` request whose answer streams,
+/// read by a task of its own that notes when each update arrived (unix ms), however busy the
+/// coordinator is.
 struct Subscription {
-    response: reqwest::Response,
-    text: String,
-    /// Updates read so far, and when each came (unix ms).
-    seen: usize,
+    updates: tokio::sync::mpsc::UnboundedReceiver<f64>,
+    /// Every update's arrival.
+    arrivals: Arc<Mutex<Vec<f64>>>,
 }
 
 impl Subscription {
@@ -193,7 +202,7 @@ impl Subscription {
                 }
             }
         });
-        let response = reqwest::Client::new()
+        let mut response = reqwest::Client::new()
             .post(gateway.mcp_url())
             .bearer_auth(token)
             .header("content-type", "application/json")
@@ -209,29 +218,35 @@ impl Subscription {
             "listen: {}",
             response.status()
         );
-        Ok(Self {
-            response,
-            text: String::new(),
-            seen: 0,
-        })
+        let (sender, updates) = tokio::sync::mpsc::unbounded_channel();
+        let arrivals: Arc<Mutex<Vec<f64>>> = Arc::default();
+        let noted = arrivals.clone();
+        tokio::spawn(async move {
+            let mut text = String::new();
+            let mut seen = 0;
+            while let Ok(Some(chunk)) = response.chunk().await {
+                let at = unix_ms();
+                text.push_str(&String::from_utf8_lossy(&chunk));
+                let updates = text.matches("notifications/resources/updated").count();
+                for _ in seen..updates {
+                    noted.lock().unwrap_or_else(|p| p.into_inner()).push(at);
+                    let _ = sender.send(at);
+                }
+                seen = updates;
+            }
+        });
+        Ok(Self { updates, arrivals })
     }
 
-    /// Waits for the next `notifications/resources/updated`; when it came (unix ms).
-    async fn next_update(&mut self, until: tokio::time::Instant) -> Result<Option<f64>> {
-        loop {
-            let updates = self.text.matches("notifications/resources/updated").count();
-            if updates > self.seen {
-                self.seen += 1;
-                return Ok(Some(unix_ms()));
+    /// Waits for the next update (and takes those that came with it).
+    async fn next_update(&mut self, until: tokio::time::Instant) -> Result<bool> {
+        match tokio::time::timeout_at(until, self.updates.recv()).await {
+            Err(_) => Ok(false),
+            Ok(None) => bail!("the subscription ended"),
+            Ok(Some(_)) => {
+                while self.updates.try_recv().is_ok() {}
+                Ok(true)
             }
-            let chunk = match tokio::time::timeout_at(until, self.response.chunk()).await {
-                Err(_) => return Ok(None),
-                Ok(chunk) => chunk.context("read the subscription")?,
-            };
-            let Some(chunk) = chunk else {
-                bail!("the subscription ended");
-            };
-            self.text.push_str(&String::from_utf8_lossy(&chunk));
         }
     }
 }
@@ -244,35 +259,60 @@ pub(crate) async fn fleet(n: usize, idle_secs: f64) -> Result<FleetRun> {
     let posts: Posts = Arc::default();
     let hook = receiver(posts.clone()).await?;
     let gateway = Muxgate::start_with(tmux.socket(), None, &place.config(&hook)?).await?;
-    let coordinator = Arc::new(gateway.agent(0).await?);
+    let coordinator = gateway.agent(0).await?;
+    // Spawns wait (for each agent to be ready and take its task): a client has at most
+    // `limits.max_concurrent_waits` (4) at once, so another client spawns, in 4 lanes.
+    let spawner = Arc::new(gateway.agent(1).await?);
     let mut subscription = Subscription::open(&gateway, &gateway.token(0)?).await?;
     let started = Instant::now();
     let mut spawns = tokio::task::JoinSet::new();
-    for i in 0..n {
-        let coordinator = coordinator.clone();
-        // A different pace per agent: 0.5 to 3 s of work before its dialog, and after.
-        let pace = 0.5 + 2.5 * ((i * 7919) % n) as f64 / n as f64;
+    for lane in 0..SPAWN_LANES.min(n) {
+        let spawner = spawner.clone();
         spawns.spawn(async move {
-            coordinator
-                .call_tool(
-                    "spawn_agent",
-                    json!({"kind": "claude-code", "id": format!("w{i}"), "repository": "app",
-                           "prompt": format!("task {i}"),
-                           "env": {"STAND_IN_BUSY": format!("{pace:.2}")}, "timeout": 120}),
-                )
-                .await
+            for i in (lane..n).step_by(SPAWN_LANES) {
+                // A different pace per agent: 0.5 to 3 s of work before its dialog and after.
+                let pace = 0.5 + 2.5 * ((i * 7919) % n) as f64 / n as f64;
+                spawner
+                    .call_tool(
+                        "spawn_agent",
+                        json!({"kind": "claude-code", "id": format!("w{i}"),
+                               "repository": "app", "prompt": format!("task {i}"),
+                               "env": {"STAND_IN_BUSY": format!("{pace:.2}")}, "timeout": 120}),
+                    )
+                    .await?;
+            }
+            anyhow::Ok(())
         });
     }
     let deadline = tokio::time::Instant::now() + RUN_LIMIT;
-    let wakes = coordinate(&coordinator, &mut subscription, n, deadline).await?;
-    while let Some(spawned) = spawns.join_next().await {
-        spawned.context("a spawn task")??;
-    }
+    // A spawn that fails ends the run at once.
+    let spawned = async {
+        while let Some(lane) = spawns.join_next().await {
+            lane.context("a spawn lane")??;
+        }
+        std::future::pending::<Result<()>>().await
+    };
+    tokio::select! {
+        done = coordinate(&coordinator, &mut subscription, n, deadline) => done?,
+        failed = spawned => return Err(failed.err().unwrap_or_else(|| anyhow::anyhow!("spawns"))),
+    };
+    let wakes = subscription
+        .arrivals
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
     let total = started.elapsed();
     let events = read_events(&place.path("events.log"))?;
-    let before = gateway.metric("muxgate_tmux_commands_total").await?;
+    // The last agents' followers read once more when their output's last burst has aged
+    // (the "moving" rule, 1.5 s): the idle window starts after that.
+    tokio::time::sleep(SETTLED).await;
+    // A scrape of /metrics asks tmux for its gauges: two back to back measure that, which is
+    // taken off the idle window's count.
+    let commands = || gateway.metric("muxgate_tmux_commands_total");
+    let first = commands().await?;
+    let before = commands().await?;
     tokio::time::sleep(Duration::from_secs_f64(idle_secs)).await;
-    let idle_commands = gateway.metric("muxgate_tmux_commands_total").await? - before;
+    let idle_commands = (commands().await? - before) - (before - first);
     Ok(measure(
         n,
         &events,
@@ -284,36 +324,39 @@ pub(crate) async fn fleet(n: usize, idle_secs: f64) -> Result<FleetRun> {
     ))
 }
 
-/// Answers every blocked agent the fleet resource shows, each once, woken only by the
-/// subscription; returns when all `n` are answered and idle: the wake-up times.
+/// Answers every blocked agent the fleet resource shows, each once (those of one wake-up at
+/// once), woken only by the subscription; returns when all `n` are answered and idle.
 async fn coordinate(
     coordinator: &crate::servers::Agent,
     subscription: &mut Subscription,
     n: usize,
     deadline: tokio::time::Instant,
-) -> Result<Vec<f64>> {
+) -> Result<()> {
     let mut answered: HashMap<String, bool> = HashMap::new();
-    let mut wakes = Vec::new();
     loop {
-        let Some(woken) = subscription.next_update(deadline).await? else {
+        if !subscription.next_update(deadline).await? {
             bail!("the fleet did not finish within {RUN_LIMIT:?}: {answered:?}");
-        };
-        wakes.push(woken);
+        }
         let fleet = coordinator.call_tool("list_agents", json!({})).await?;
         let agents = fleet["agents"].as_array().cloned().unwrap_or_default();
-        for agent in &agents {
-            let id = agent["agent_id"].as_str().unwrap_or_default().to_owned();
-            if agent["state"] == "blocked" && !answered.contains_key(&id) {
-                let answer = coordinator
-                    .call_tool(
-                        "answer_agent",
-                        json!({"target": agent["pane_id"], "screen_digest": agent["screen_digest"],
-                               "keys": ["1", "Enter"], "idempotency_key": format!("{id}-1")}),
-                    )
-                    .await?;
-                if answer["outcome"] != "screen_changed" {
-                    answered.insert(id, true);
-                }
+        let blocked: Vec<&Value> = agents
+            .iter()
+            .filter(|a| a["state"] == "blocked")
+            .filter(|a| !answered.contains_key(a["agent_id"].as_str().unwrap_or_default()))
+            .collect();
+        let answers = blocked.iter().map(|agent| {
+            let id = agent["agent_id"].as_str().unwrap_or_default();
+            coordinator.call_tool(
+                "answer_agent",
+                json!({"target": agent["pane_id"], "screen_digest": agent["screen_digest"],
+                       "keys": ["1", "Enter"], "idempotency_key": format!("{id}-1")}),
+            )
+        });
+        let results = futures::future::join_all(answers).await;
+        for (agent, answer) in blocked.iter().zip(results) {
+            if answer?["outcome"] != "screen_changed" {
+                let id = agent["agent_id"].as_str().unwrap_or_default();
+                answered.insert(id.to_owned(), true);
             }
         }
         let idle = agents
@@ -324,7 +367,7 @@ async fn coordinate(
             })
             .count();
         if idle == n {
-            return Ok(wakes);
+            return Ok(());
         }
     }
 }
@@ -345,6 +388,7 @@ fn measure(
     let mut to_answer = Vec::new();
     let mut exactly_once = 0;
     let mut notified_once = 0;
+    let mut odd_notifications = Vec::new();
     for i in 0..n {
         let id = format!("w{i}");
         let Some(log) = events.get(&id) else { continue };
@@ -356,6 +400,12 @@ fn measure(
         let count = |kind: &str| mine.iter().filter(|(_, e)| e["event"] == kind).count();
         if count("agent_blocked") == 1 && count("agent_idle") == 1 {
             notified_once += 1;
+        } else {
+            let told: Vec<&str> = mine
+                .iter()
+                .map(|(_, e)| e["event"].as_str().unwrap_or_default())
+                .collect();
+            odd_notifications.push(format!("{id}: {told:?}"));
         }
         if let Some(&drawn) = log.dialogs.first() {
             if let Some((at, _)) = mine.iter().find(|(_, e)| e["event"] == "agent_blocked") {
@@ -380,6 +430,7 @@ fn measure(
         to_webhook,
         to_coordinator,
         to_answer,
+        odd_notifications,
         idle_commands,
         idle_secs,
         total,

@@ -295,7 +295,7 @@ async fn fleet_of_workers(options: &Options) -> Result<()> {
     eprintln!("fleet: {n} agents");
     let r = fleet::fleet(n, options.fleet_idle_secs).await?;
     println!(
-        "## muxgate: a fleet of agents as workers\n\n{n} stand-ins of Claude Code's screens (`tests/programs/agent_screens.py`, 1 s start-up, 0.5–3 s of work before and after a permission dialog) spawned at once by one coordinator, each in a git worktree of its own with its task; the coordinator holds one `subscriptions/listen` on `tmux://bench/agents` and, woken, reads `list_agents` and answers each blocked agent once (`answer_agent`, screen digest, idempotency key). A webhook receiver takes `agent_blocked` and `agent_idle`. {:.0} s from the first spawn to the last agent idle.\n",
+        "## muxgate: a fleet of agents as workers\n\n{n} stand-ins of Claude Code's screens (`tests/programs/agent_screens.py`, 1 s start-up, 0.5–3 s of work before and after a permission dialog) spawned in 4 lanes by one client (its waits are capped at 4), each in a git worktree of its own with its task; a coordinator holds one `subscriptions/listen` on `tmux://bench/agents` and, woken, reads `list_agents` and answers each blocked agent once (`answer_agent`, screen digest, idempotency key). A webhook receiver takes `agent_blocked` and `agent_idle`. {:.0} s from the first spawn to the last agent idle.\n",
         r.total.as_secs_f64()
     );
     let verdict = |ok: bool| if ok { "met" } else { "**missed**" };
@@ -318,7 +318,7 @@ async fn fleet_of_workers(options: &Options) -> Result<()> {
         pq(&r.to_webhook)
     );
     println!(
-        "| dialog drawn → coordinator woken (p50, p99) | {} | — | — |",
+        "| dialog drawn → coordinator's update arrived (p50, p99; the first after the edge) | {} | — | — |",
         pq(&r.to_coordinator)
     );
     println!(
@@ -331,6 +331,9 @@ async fn fleet_of_workers(options: &Options) -> Result<()> {
         r.idle_commands,
         verdict(r.idle_commands == 0.0)
     );
+    for odd in &r.odd_notifications {
+        println!("\nNot told exactly once of each edge: {odd}");
+    }
     Ok(())
 }
 

@@ -1,5 +1,6 @@
 //! One agent's state, read again only when it can have changed: when its pane prints (at most
-//! every [`LOOK_PAUSE`]), when an agent hook reports, when a rule of time would turn the
+//! every [`LOOK_PAUSE`], and once more when it has paused for [`SETTLE`]), when an agent hook
+//! reports, when a rule of time would turn the
 //! verdict (output stops counting as "moving" [`MOVING`] after it, a new agent stops counting
 //! as "starting" [`STARTING`] after it was first seen), and when its output ends. An agent that
 //! sits idle or blocked costs no tmux command.
@@ -9,7 +10,7 @@
 
 use std::time::Duration;
 
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 use tokio::time::Instant;
 
 use super::McpServer;
@@ -18,13 +19,19 @@ use super::error::{ToolError, ToolErrorKind};
 use super::pane_state::{self, AgentStatusOutput, ScreenRead};
 use super::tools::watch::{KEEP_WAIT, keep};
 use crate::mux::agent_status::{MOVING, STARTING};
-use muxgate_tmux::PaneId;
 use muxgate_tmux::output::OutputSubscription;
+use muxgate_tmux::{PaneId, ServerInstance};
 
 /// The least time between two reads of a printing agent's state.
 const LOOK_PAUSE: Duration = Duration::from_millis(150);
+/// Reads held for slow followers; one that falls further behind reads the state itself.
+const READS_BACKLOG: usize = 1024;
 /// Past a time rule's turn, how long to wait before reading, so the rule has turned.
 const MARGIN: Duration = Duration::from_millis(100);
+/// How long output must pause before the screen it left is read once more: a read during a
+/// burst may see it half drawn (a dialog, then nothing more printed until it is answered).
+/// Longer than a spinner's frame, so a working agent is not read at every frame.
+const SETTLE: Duration = Duration::from_millis(250);
 
 /// What a look at an agent found.
 #[derive(Debug)]
@@ -47,6 +54,8 @@ pub(crate) enum Look {
 struct Looks {
     /// A read asked for by an event (output, a hook).
     soon: Option<Instant>,
+    /// Once output has paused: [`SETTLE`] after the last.
+    settled: Option<Instant>,
     /// The turns of the time rules.
     moving_ends: Option<Instant>,
     starting_ends: Option<Instant>,
@@ -63,10 +72,15 @@ impl Looks {
 
     /// The next read's time, if one is due at all.
     fn next(&self) -> Option<Instant> {
-        [self.soon, self.moving_ends, self.starting_ends]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            self.soon,
+            self.settled,
+            self.moving_ends,
+            self.starting_ends,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Notes a read at `now`: every turn that has come is spent.
@@ -74,6 +88,7 @@ impl Looks {
         self.last = Some(now);
         for at in [
             &mut self.soon,
+            &mut self.settled,
             &mut self.moving_ends,
             &mut self.starting_ends,
         ] {
@@ -84,16 +99,67 @@ impl Looks {
     }
 }
 
-/// Whether a followed agent was just started.
+/// What is known of a followed agent's state when following begins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Seen {
-    JustStarted,
+    /// Just started, and read as this state.
+    JustStarted(&'static str),
+    /// Nothing: read it at once.
     Before,
+}
+
+/// A read of an agent's state, by whoever made it (a follower, `list_agents`, `get_pane_state`,
+/// `answer_agent`…): every follower of that pane takes it as its own, so an edge any reader
+/// saw is an edge told, even one that ended before the follower would have looked.
+#[derive(Debug, Clone)]
+pub(crate) struct StateRead {
+    server: ServerInstance,
+    pane: PaneId,
+    state: &'static str,
+    status: Option<AgentStatusOutput>,
+    screen: ScreenRead,
+}
+
+/// The reads of agents' states, as they are made.
+#[derive(Debug)]
+pub(crate) struct StateReads {
+    reads: broadcast::Sender<StateRead>,
+}
+
+impl Default for StateReads {
+    fn default() -> Self {
+        Self {
+            reads: broadcast::Sender::new(READS_BACKLOG),
+        }
+    }
+}
+
+impl StateReads {
+    /// Tells the followers of `pane` on `server` what a read found.
+    pub(crate) fn publish(
+        &self,
+        server: ServerInstance,
+        pane: PaneId,
+        status: &AgentStatusOutput,
+        screen: &ScreenRead,
+    ) {
+        // No follower: nobody to tell.
+        let _ = self.reads.send(StateRead {
+            server,
+            pane,
+            state: status.state,
+            status: Some(status.clone()),
+            screen: screen.clone(),
+        });
+    }
 }
 
 /// One agent's pane, followed.
 pub(crate) struct AgentFollow {
     pane: PaneId,
+    server: ServerInstance,
+    /// Everyone's reads of agents' states.
+    reads: broadcast::Receiver<StateRead>,
     output: OutputSubscription,
     reports: watch::Receiver<u64>,
     looks: Looks,
@@ -102,8 +168,9 @@ pub(crate) struct AgentFollow {
 
 impl AgentFollow {
     /// Starts following the agent in `pane`: one just started (its state is known; read again
-    /// on the first event, or when it has been seen for [`STARTING`]), or with `Seen::Before`
-    /// one whose state the first [`Self::next`] reads at once.
+    /// on the first event, or, were it still starting, when it has been seen for
+    /// [`STARTING`]), or with `Seen::Before` one whose state the first [`Self::next`] reads at
+    /// once.
     pub(crate) async fn start(
         gateway: &McpServer,
         tmux: &TmuxAccess<'_>,
@@ -113,8 +180,8 @@ impl AgentFollow {
         let stream = keep(tmux, pane, Instant::now() + KEEP_WAIT).await?;
         let now = Instant::now();
         let looks = match seen {
-            Seen::JustStarted => Looks {
-                starting_ends: Some(now + STARTING + MARGIN),
+            Seen::JustStarted(state) => Looks {
+                starting_ends: (state == "starting").then(|| now + STARTING + MARGIN),
                 ..Looks::default()
             },
             Seen::Before => Looks {
@@ -124,6 +191,8 @@ impl AgentFollow {
         };
         Ok(Self {
             pane,
+            server: tmux.instance(),
+            reads: gateway.state().agent_reads.reads.subscribe(),
             output: stream.subscribe(),
             reports: gateway.state().agent_reports.changes(),
             looks,
@@ -151,6 +220,7 @@ impl AgentFollow {
                     self.ended = chunk.is_err();
                     let now = Instant::now();
                     self.looks.ask(now);
+                    self.looks.settled = Some(now + SETTLE);
                     self.looks.moving_ends = Some(now + MOVING + MARGIN);
                     continue;
                 }
@@ -159,6 +229,22 @@ impl AgentFollow {
                     self.looks.ask(Instant::now());
                     continue;
                 }
+                read = self.reads.recv() => match read {
+                    Ok(read) if read.pane == self.pane && read.server == self.server => {
+                        return Some(Look::State {
+                            state: read.state,
+                            status: read.status,
+                            screen: read.screen,
+                        });
+                    }
+                    // Someone else's pane; or reads were missed: look again.
+                    Ok(_) => continue,
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        self.looks.ask(Instant::now());
+                        continue;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                },
                 () = tokio::time::sleep_until(next.unwrap_or_else(Instant::now)), if next.is_some() => {}
             }
             // Spent only once the read is done: a read dropped halfway is made again.

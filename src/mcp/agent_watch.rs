@@ -71,7 +71,8 @@ async fn follow(
     let Ok(tmux) = gateway.tmux_access(&agent.call, Some(&agent.server)).await else {
         return;
     };
-    let Ok(mut follow) = AgentFollow::start(&gateway, &tmux, agent.pane, Seen::JustStarted).await
+    let Ok(mut follow) =
+        AgentFollow::start(&gateway, &tmux, agent.pane, Seen::JustStarted(state)).await
     else {
         return;
     };

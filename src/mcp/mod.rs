@@ -156,6 +156,8 @@ pub struct McpState {
     /// The idempotency keys of the calls that carry one, per tool.
     pub(crate) answers: once::OnceKeys<crate::mcp::tools::agent_answer::AnswerAgentOutput>,
     pub(crate) prompts: once::OnceKeys<crate::mcp::tools::prompt::SendPromptOutput>,
+    /// Every read of an agent's state, for the followers of its pane.
+    pub(crate) agent_reads: agent_follow::StateReads,
     /// The fleet's changes, for the subscribers of its resources.
     pub(crate) fleet_feed: fleet_feed::FleetFeed,
     /// The agents `spawn_agent` started, by server scope and id.

@@ -164,6 +164,14 @@ pub(crate) async fn with_screen(
     )
     .await?
     .unzip();
+    if let Some(status) = &agent_status {
+        gateway.state().agent_reads.publish(
+            tmux.instance(),
+            pane,
+            status,
+            screen.as_ref().unwrap_or(&ScreenRead::default()),
+        );
+    }
     let state = PaneStateOutput {
         pane_id: pane.to_string(),
         session: None,
