@@ -17,6 +17,7 @@ use rmcp::service::{Peer, RoleServer};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
+use super::resources::{Followed, agents_uri};
 use crate::auth::Principal;
 use crate::auth::policy::{SessionRef, can_see_session};
 
@@ -53,15 +54,6 @@ impl Default for FleetFeed {
     }
 }
 
-/// The fleet resource's URI for `server`.
-pub(crate) fn agents_uri(server: &str) -> String {
-    format!(
-        "{}{}/agents",
-        super::resources::SCHEME,
-        super::resources::percent_encode(server)
-    )
-}
-
 /// Whether `principal` may hear of `change`: it may see the agent's session.
 fn tells(principal: &Principal, change: &FleetChange) -> bool {
     can_see_session(
@@ -72,14 +64,6 @@ fn tells(principal: &Principal, change: &FleetChange) -> bool {
             owner: Some(&change.owner),
         },
     )
-}
-
-/// A fleet resource a subscription follows: its URI as the subscriber wrote it (what its
-/// updates name) and as [`agents_uri`] writes it (what changes are matched with).
-#[derive(Debug, Clone)]
-pub(crate) struct Followed {
-    pub(crate) asked: String,
-    pub(crate) uri: String,
 }
 
 /// What a subscription hears next.

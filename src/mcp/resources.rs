@@ -48,6 +48,19 @@ use muxgate_tmux::wire::target::{SessionSel, Target};
 /// The URI scheme.
 pub(crate) const SCHEME: &str = "tmux://";
 
+/// The fleet resource's URI for `server` (`tmux://{server}/agents`).
+pub(crate) fn agents_uri(server: &str) -> String {
+    format!("{SCHEME}{}/agents", percent_encode(server))
+}
+
+/// A fleet resource a subscription follows: its URI as the subscriber wrote it (what its
+/// updates name) and as [`agents_uri`] writes it (what changes are matched with).
+#[derive(Debug, Clone)]
+pub(crate) struct Followed {
+    pub(crate) asked: String,
+    pub(crate) uri: String,
+}
+
 /// Lines of pane content kept (the tail), like capture tools' default.
 pub(crate) const CONTENT_MAX_LINES: usize = 500;
 
@@ -377,11 +390,8 @@ impl McpServer {
                 resources.extend(server_resources(&tmux).await);
                 if !self.state().config.agents.is_empty() {
                     resources.push(
-                        Resource::new(
-                            super::fleet_feed::agents_uri(name),
-                            format!("{name}: agents"),
-                        )
-                        .with_mime_type("application/json"),
+                        Resource::new(agents_uri(name), format!("{name}: agents"))
+                            .with_mime_type("application/json"),
                     );
                 }
             }
@@ -461,7 +471,7 @@ impl McpServer {
         &self,
         call: &CallContext,
         uri: &str,
-    ) -> Result<super::fleet_feed::Followed, ErrorData> {
+    ) -> Result<Followed, ErrorData> {
         let checked = async {
             call::admit(call, Tier::ReadOnly, &self.state().limits).map_err(|r| r.error)?;
             let server = match ResourceUri::parse(uri) {
@@ -475,9 +485,9 @@ impl McpServer {
                 }
             };
             let tmux = self.tmux_access(call, Some(&server)).await?;
-            Ok(super::fleet_feed::Followed {
+            Ok(Followed {
                 asked: uri.to_owned(),
-                uri: super::fleet_feed::agents_uri(tmux.server_name()),
+                uri: agents_uri(tmux.server_name()),
             })
         };
         checked.await.map_err(|error| rpc_error(error, uri))
