@@ -324,7 +324,7 @@ async fn raw_session_streams_carry_resumption_ids() {
 /// What the gateway declares at `initialize` and `server/discover`, in both eras.
 fn declared_capabilities() -> Value {
     json!({
-        "prompts": {}, "resources": {}, "tools": {},
+        "prompts": {}, "resources": {"subscribe": true}, "tools": {},
         "extensions": {"io.modelcontextprotocol/skills": {}}
     })
 }

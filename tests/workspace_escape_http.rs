@@ -235,11 +235,15 @@ async fn a_host_network_tenant_cannot_listen_on_the_gateways_other_loopback_addr
         format!(
             "[state]\ndir = '{state}'\n\
              [workspaces]\nenabled = true\nnetwork = 'host'\n\
+             [workspaces.limits]\nhome_bytes = {home_bytes}\n\
              [auth]\nsecret = '{TEST_SECRET}'\n\
              [audit]\npath = '{state}/audit.jsonl'\n\
              [limits]\nrequests_per_second = 1000\nrequest_burst = 1000\n\
              tool_calls_per_second = 1000\ntool_call_burst = 1000\n",
             state = state.path().display(),
+            // A home's image is reserved whole: the default 2 GiB would make the test depend
+            // on the free disk.
+            home_bytes = common::workspaces::HOME_BYTES,
         ),
     )
     .expect("write the config");

@@ -199,7 +199,7 @@ fn percent_decode(text: &str) -> Option<String> {
 }
 
 /// Encodes a path segment (ids contain `%` and `$`; names are already URI-safe otherwise).
-pub(crate) fn percent_encode(text: &str) -> String {
+fn percent_encode(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for b in text.bytes() {
         if b.is_ascii_alphanumeric() || b"-._~$".contains(&b) {
