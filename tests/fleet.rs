@@ -82,7 +82,7 @@ impl Place {
     }
 
     fn config(&self, tmux: &TestTmux) -> Config {
-        let mut config = config_with_server("work", &tmux.socket, false);
+        let mut config = config_with_server("fleet", &tmux.socket, false);
         let extra = Config::from_toml_str(&format!(
             "[agents.claude-code]\ncommand = '{}'\n\
              args = ['--startup', '1.5', '--busy', '1', '--log', '{}']\n\
@@ -588,7 +588,7 @@ async fn a_coordinator_is_woken_when_a_worker_needs_it_and_waits_for_free() {
     let commands = || {
         common::probe::metric(
             &gateway.base,
-            "muxgate_tmux_commands_total{server=\"work\"}",
+            "muxgate_tmux_commands_total{server=\"fleet\"}",
         )
     };
     let before = commands().await;
@@ -719,7 +719,7 @@ async fn until_message(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_coordinator_subscribed_to_the_fleet_is_told_of_each_change() {
     let (_tmux, _place, gateway, client) = setup().await;
-    let uri = "tmux://work/agents";
+    let uri = "tmux://fleet/agents";
     let updated = |m: &Value| m["method"] == "notifications/resources/updated";
 
     // 2026-07-28: the subscription is a request whose answer streams.
@@ -728,7 +728,7 @@ async fn a_coordinator_subscribed_to_the_fleet_is_told_of_each_change() {
     stateless.protocol_version = Some(common::STATELESS_VERSION.to_owned());
     let listen = json!({
         "jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen",
-        "params": {"notifications": {"resourceSubscriptions": [uri, "tmux://work/sessions"]},
+        "params": {"notifications": {"resourceSubscriptions": [uri, "tmux://fleet/sessions"]},
                    "_meta": common::stateless_meta()}
     });
     let mut stream = stateless.post(&listen).send().await.expect("listen");
@@ -759,7 +759,7 @@ async fn a_coordinator_subscribed_to_the_fleet_is_told_of_each_change() {
     let refused = legacy
         .request(
             &json!({"jsonrpc": "2.0", "id": 4, "method": "resources/subscribe",
-                         "params": {"uri": "tmux://work/sessions"}}),
+                         "params": {"uri": "tmux://fleet/sessions"}}),
         )
         .await;
     assert!(refused.get("error").is_some(), "{refused}");
