@@ -452,19 +452,7 @@ async fn a_person_is_told_once_of_each_edge_a_spawned_agent_makes() {
     config.notify = tables["notify"].clone().try_into().expect("notify");
     let gateway = spawn_gateway(config).await;
     let client = client(&gateway).await;
-    let events = || -> Vec<Value> {
-        received
-            .lock()
-            .expect("the log")
-            .get("lead")
-            .map(|posts| {
-                posts
-                    .iter()
-                    .map(|(_, body)| serde_json::from_slice(body).expect("JSON"))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let events = || common::webhook::json_posts(&received, "lead");
     let until_events = |n: usize| {
         let events = &events;
         async move {

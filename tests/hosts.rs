@@ -393,19 +393,7 @@ async fn a_cut_link_ends_its_waits_and_the_hosts_sessions_live_on() {
         key.path().display()
     );
     let gateway = gateway(&[host.config_table("far", &["default"]), notify]).await;
-    let told = || -> Vec<Value> {
-        received
-            .lock()
-            .expect("the log")
-            .get("ops")
-            .map(|posts| {
-                posts
-                    .iter()
-                    .map(|(_, body)| serde_json::from_slice(body).expect("JSON"))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let told = || common::webhook::json_posts(&received, "ops");
     let client = legacy(&gateway, &gateway.token).await;
     link_reaches(&client, "far", "up", Duration::from_secs(20)).await;
     let pane = new_session(&client, "far", "kept").await;

@@ -37,3 +37,18 @@ pub(crate) async fn receiver(received: Received) -> String {
     tokio::spawn(async move { axum::serve(listener, app).await });
     base
 }
+
+/// The JSON bodies `path` (`/ops` → `"ops"`) was sent, in order.
+pub(crate) fn json_posts(received: &Received, path: &str) -> Vec<serde_json::Value> {
+    received
+        .lock()
+        .expect("the log")
+        .get(path)
+        .map(|posts| {
+            posts
+                .iter()
+                .map(|(_, body)| serde_json::from_slice(body).expect("JSON"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
