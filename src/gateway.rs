@@ -21,7 +21,7 @@ use crate::auth::{
     AuthConfigError, Authenticator, MintError, MintRequest, ProtectedResource, SCOPE_ADMIN,
     SCOPE_READ, SCOPE_WRITE, SessionBindings, TokenMinter,
 };
-use crate::config::Config;
+use crate::config::{Config, HttpConfig};
 use crate::fleet::registry::Fleet;
 use crate::hosts::{HostError, Hosts};
 use crate::http::health::EngineReadiness;
@@ -327,6 +327,23 @@ fn workspace_hosts(config: &Config, hosts: &Hosts) -> BTreeMap<String, Workspace
         .collect()
 }
 
+/// The inbox's routes' state: the approval desks, and the MCP handler its screens and answers
+/// go through.
+fn inbox_api(
+    approvals: http::approvals::ApprovalsApi,
+    http: Arc<HttpConfig>,
+    mcp: McpServer,
+) -> http::inbox::InboxApi {
+    http::inbox::InboxApi {
+        sign_ins: approvals.sign_ins,
+        desk: approvals.desk,
+        policy: approvals.policy,
+        secrets: approvals.secrets,
+        http,
+        mcp,
+    }
+}
+
 /// Where humans stay in charge: the approval rules and the desks where approvals and secrets
 /// wait for a person.
 struct Desks {
@@ -335,16 +352,28 @@ struct Desks {
     secrets: SecretDesk<PaneDestination>,
     /// Who is told when a call or secret waits for a person (`[notify]`).
     notifier: crate::notify::Notifier,
+    /// The inbox's sign-in links and sessions.
+    sign_ins: Arc<crate::inbox::signin::SignIns>,
 }
 
 impl Desks {
     fn new(config: &Config, shutdown: CancellationToken) -> Result<Self, GatewayError> {
+        let sign_ins = Arc::new(crate::inbox::signin::SignIns::new(&config.inbox));
+        let inbox_links = config
+            .http
+            .public_url
+            .clone()
+            .map(|base| crate::notify::InboxLinks {
+                sign_ins: sign_ins.clone(),
+                base,
+            });
         Ok(Self {
             policy: Arc::new(approval_policy(config)?),
             approvals: ApprovalDesk::default(),
             secrets: SecretDesk::default(),
-            notifier: crate::notify::Notifier::start(&config.notify, shutdown)
+            notifier: crate::notify::Notifier::start(&config.notify, inbox_links, shutdown)
                 .map_err(GatewayError::Notify)?,
+            sign_ins,
         })
     }
 }
@@ -363,7 +392,7 @@ struct Parts {
 
 impl Parts {
     fn http_deps(self, security: Security) -> Result<HttpDeps, GatewayError> {
-        let config = &self.config;
+        let config = self.config.clone();
         let endpoint = if config.metrics.enabled {
             let token = config.metrics.bearer_token()?;
             Some(Arc::new(MetricsEndpoint::new(
@@ -373,42 +402,53 @@ impl Parts {
         } else {
             None
         };
+        let http_config = Arc::new(config.http.clone());
+        let approvals = http::approvals::ApprovalsApi {
+            desk: self.desks.approvals.clone(),
+            policy: self.desks.policy.clone(),
+            secrets: self.desks.secrets.clone(),
+            http: http_config.clone(),
+            sign_ins: self.desks.sign_ins.clone(),
+        };
+        let secrets = http::secret::SecretApi {
+            desk: self.desks.secrets.clone(),
+            audit: self.audit.clone(),
+        };
+        let view = config.view.enabled.then(|| http::view::ViewApi {
+            key: self.stores.view_key.clone(),
+            tmux: self.engine.clone(),
+            workspaces: self.stores.workspaces.clone(),
+            stop: self.shutdown.streams_token(),
+            viewers: crate::view::viewers::Viewers::new(
+                config.view.max_viewers as usize,
+                config.view.max_viewers_per_link as usize,
+            ),
+        });
+        let dial_in = (!self.hosts.dial_ins().is_empty()).then(|| http::dial_in::DialInApi {
+            authenticator: security.authenticator.clone(),
+            hosts: self.hosts.dial_ins().clone(),
+        });
+        let readiness = Arc::new(EngineReadiness::new(
+            self.engine.clone(),
+            &config.tmux.servers,
+        ));
+        let telemetry = HttpTelemetry {
+            metrics: self.metrics.clone(),
+            endpoint,
+        };
+        let shutdown = self.shutdown.clone();
+        let mcp = self.mcp_server(&security.limits)?;
         Ok(HttpDeps {
             http: config.http.clone(),
-            readiness: Arc::new(EngineReadiness::new(
-                self.engine.clone(),
-                &config.tmux.servers,
-            )),
-            telemetry: HttpTelemetry {
-                metrics: self.metrics.clone(),
-                endpoint,
-            },
-            shutdown: self.shutdown.clone(),
-            approvals: http::approvals::ApprovalsApi {
-                desk: self.desks.approvals.clone(),
-                policy: self.desks.policy.clone(),
-                secrets: self.desks.secrets.clone(),
-                http: Arc::new(config.http.clone()),
-            },
-            secrets: http::secret::SecretApi {
-                desk: self.desks.secrets.clone(),
-                audit: self.audit.clone(),
-            },
-            view: config.view.enabled.then(|| http::view::ViewApi {
-                key: self.stores.view_key.clone(),
-                tmux: self.engine.clone(),
-                workspaces: self.stores.workspaces.clone(),
-                stop: self.shutdown.streams_token(),
-                viewers: crate::view::viewers::Viewers::new(
-                    config.view.max_viewers as usize,
-                    config.view.max_viewers_per_link as usize,
-                ),
-            }),
-            dial_in: (!self.hosts.dial_ins().is_empty()).then(|| http::dial_in::DialInApi {
-                authenticator: security.authenticator.clone(),
-                hosts: self.hosts.dial_ins().clone(),
-            }),
-            mcp: self.mcp_server(&security.limits)?,
+            readiness,
+            telemetry,
+            shutdown,
+            inbox: inbox_api(approvals.clone(), http_config, mcp.clone()),
+            approvals,
+            secrets,
+            view,
+            dial_in,
+            mcp,
             security,
         })
     }
@@ -452,6 +492,7 @@ impl Parts {
             fleet_feed: Default::default(),
             agent_reads: Default::default(),
             agent_watches: Default::default(),
+            held_targets: Default::default(),
             view_key: self.stores.view_key,
             config,
         }))

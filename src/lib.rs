@@ -13,6 +13,7 @@
 //!   `muxgate_mux`);
 //! - [`telemetry`]: metrics (`/metrics`), OpenTelemetry traces, structured logs;
 //! - [`secret_entry`]: one-time links a human types a secret into a pane through;
+//! - [`inbox`]: the approver's page for a phone, and its one-time sign-in links;
 //! - [`state`]: the state directory (session owners, workspaces);
 //! - [`workspace`]: a sandboxed tmux server per tenant (workspace mode);
 //! - [`hosts`]: other machines' tmux servers, each host one SSH connection;
@@ -38,6 +39,7 @@ pub mod fleet;
 pub mod gateway;
 pub mod hosts;
 pub mod http;
+pub mod inbox;
 pub mod limits;
 pub mod mcp;
 pub(crate) mod mux;

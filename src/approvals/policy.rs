@@ -158,6 +158,15 @@ impl ApprovalPolicy {
         self.rules.is_empty()
     }
 
+    /// The pattern of the rule named `rule`, if it has one (an approver is shown what it
+    /// matched).
+    pub(crate) fn pattern_of(&self, rule: &str) -> Option<&Regex> {
+        self.rules
+            .iter()
+            .find(|r| r.name == rule)
+            .and_then(|r| r.pattern.as_ref())
+    }
+
     /// The name of the first rule that holds this call, if any.
     pub fn rule_for(&self, call: CallFacts<'_>) -> Option<&str> {
         self.rules

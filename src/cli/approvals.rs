@@ -1,6 +1,6 @@
-//! `muxgate approvals list|approve ID|deny ID [--reason TEXT]|secrets|secret-link ID`: the
-//! person's side of calls held at the gateway, and of secret entry requests whose client could
-//! not show their link.
+//! `muxgate approvals list|approve ID|deny ID [--reason TEXT]|secrets|secret-link ID|link`:
+//! the person's side of calls held at the gateway, of secret entry requests whose client could
+//! not show their link, and a sign-in link to the inbox for a phone.
 //!
 //! A call matching an approval rule waits at the gateway until someone whose token has scope
 //! `mux:approve` decides it. This command asks the gateway's `/approvals` API with
@@ -81,6 +81,18 @@ pub(super) fn run(command: &ApprovalsCommand) -> anyhow::Result<()> {
                 printable(&issued.url),
                 printable(&issued.id),
                 super::human(Duration::from_secs(issued.expires_in_seconds))
+            );
+        }
+        ApprovalsCommand::Link { gateway } => {
+            let api = Api::new(gateway)?;
+            let path = format!("{}/link", api.target.path.trim_end_matches('/'));
+            let body = api.call("POST", &path, Some(b"{}"), Action::List)?;
+            let link: SignInLink = serde_json::from_slice(&body)
+                .context("the gateway's answer is not a link (url, expires_in_seconds)")?;
+            println!(
+                "{}\n(signs you in to the inbox once; expires in {})",
+                printable(&link.url),
+                super::human(Duration::from_secs(link.expires_in_seconds))
             );
         }
     }
@@ -294,6 +306,13 @@ struct HeldSecret {
     /// Where the secret goes (`server:%3`).
     place: String,
     expires_in_secs: u64,
+}
+
+/// A sign-in link to the inbox.
+#[derive(Debug, Deserialize)]
+struct SignInLink {
+    url: String,
+    expires_in_seconds: u64,
 }
 
 /// A link to a secret entry request.

@@ -216,6 +216,14 @@ pub enum ApprovalsCommand {
         #[command(flatten)]
         gateway: ApproverArgs,
     },
+    /// Print a one-time link that signs the token's approver in to the inbox (`/inbox`): the
+    /// page, made for a phone, where held calls, blocked agents and secret requests are
+    /// settled. Open it on the phone (send it to yourself, or show it as a QR code).
+    Link {
+        /// The gateway to ask and the approver's token.
+        #[command(flatten)]
+        gateway: ApproverArgs,
+    },
 }
 
 /// Where the approvals API is and how to be let in.

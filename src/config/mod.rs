@@ -98,6 +98,9 @@ pub struct Config {
     /// `[notify]`: webhooks told when a human is needed (none by default).
     #[serde(default)]
     pub notify: crate::notify::NotifyConfig,
+    /// `[inbox]`: the approvers' page and its sign-in links.
+    #[serde(default)]
+    pub inbox: crate::inbox::InboxConfig,
     /// `[agents.<kind>]`: the agent programs `spawn_agent` may start (none by default).
     #[serde(default)]
     pub agents: BTreeMap<String, crate::fleet::AgentProgram>,
@@ -751,6 +754,23 @@ impl Config {
             if let Some(problem) = target.problem() {
                 return Err(Violation::at(&["notify", "targets", name], &problem));
             }
+            let Some(approver) = &target.inbox_for else {
+                continue;
+            };
+            let at = ["notify", "targets", name, "inbox_for"];
+            if self.http.public_url.is_none() {
+                return Err(Violation::at(
+                    &at,
+                    "a sign-in link needs http.public_url: the address a phone reaches the gateway at",
+                ));
+            }
+            let approvers = ApprovalPolicy::compile(&self.approvals).unwrap_or_default();
+            if !approvers.may_decide(approver) {
+                return Err(Violation::at(
+                    &at,
+                    &format!("{approver:?} is not among approvals.approvers"),
+                ));
+            }
         }
         Ok(())
     }
@@ -847,6 +867,7 @@ impl Config {
         self.validate_approvals()?;
         self.validate_recordings()?;
         self.validate_view()?;
+        self.validate_inbox()?;
         self.validate_telemetry()
     }
 
@@ -890,6 +911,29 @@ impl Config {
             message: error.message,
         })?;
         Ok(())
+    }
+
+    fn validate_inbox(&self) -> Result<(), Violation> {
+        let within = |key: &str, value: u64, range: std::ops::RangeInclusive<u64>| {
+            if range.contains(&value) {
+                Ok(())
+            } else {
+                Err(Violation::at(
+                    &["inbox", key],
+                    &format!("must be {} to {} seconds", range.start(), range.end()),
+                ))
+            }
+        };
+        within(
+            "link_ttl_secs",
+            self.inbox.link_ttl_secs,
+            crate::inbox::LINK_TTL_SECS,
+        )?;
+        within(
+            "session_ttl_secs",
+            self.inbox.session_ttl_secs,
+            crate::inbox::SESSION_TTL_SECS,
+        )
     }
 
     fn validate_view(&self) -> Result<(), Violation> {

@@ -10,6 +10,9 @@
 //!   link to that request, for the approver to open and type the secret at (the link is built
 //!   like the agent's would be: `http.public_url`, else this request's scheme and `Host`).
 //!
+//! - `POST /approvals/link` → `{"url", "expires_in_seconds"}`: a one-time link that signs the
+//!   caller in to the inbox (`/inbox`, [`super::inbox`]), for a phone.
+//!
 //! Behind the same Host/Origin guard and bearer authentication as `/mcp`. Refusals are JSON
 //! `{"error", "message"}`: 403 without the scope, with a tool scope besides, for a `sub` not
 //! among `approvals.approvers` or for one's own call or secret request, 404 for an id
@@ -40,6 +43,7 @@ pub struct ApprovalsApi {
     pub policy: Arc<ApprovalPolicy>,
     pub secrets: SecretDesk<PaneDestination>,
     pub http: Arc<HttpConfig>,
+    pub(crate) sign_ins: Arc<crate::inbox::signin::SignIns>,
 }
 
 /// Longest reason an approver may give (it reaches the agent, not the audit log).
@@ -166,6 +170,30 @@ pub(crate) async fn secret_link(
             refusal(StatusCode::FORBIDDEN, "own_request", &error.to_string())
         }
     }
+}
+
+/// `POST /approvals/link`.
+pub(crate) async fn inbox_link(
+    State(api): State<ApprovalsApi>,
+    principal: Extension<Principal>,
+    parts: axum::http::request::Parts,
+) -> Response {
+    if let Some(refused) = not_an_approver(&api.policy, &principal) {
+        return refused;
+    }
+    let base = match crate::mcp::links::base(&api.http, &parts) {
+        Ok(base) => base,
+        Err(error) => {
+            let message = format!("{} ({})", error.message, error.suggestion);
+            return refusal(StatusCode::SERVICE_UNAVAILABLE, "unavailable", &message);
+        }
+    };
+    let link = api.sign_ins.issue_link(&principal.sub);
+    Json(json!({
+        "url": format!("{base}/inbox/signin?t={}", link.token),
+        "expires_in_seconds": link.ttl.as_secs(),
+    }))
+    .into_response()
 }
 
 #[derive(Debug, Deserialize)]

@@ -13,6 +13,8 @@
 //!   ([`approvals`]; bearer authentication and the `mux:approve` scope).
 //! - `/secret`: the page behind a secret entry link ([`secret`]; the link's one-time token is
 //!   the credential).
+//! - `/inbox`: the approver's page for a phone ([`inbox`]; a one-time sign-in link opens a
+//!   session cookie), made by `POST /approvals/link` or a notification.
 //! - `/view`, `/view/events`: the live view of a pane behind a signed, expiring link
 //!   ([`view`]; the link is the credential), unless `view.enabled` is false.
 //!
@@ -45,6 +47,7 @@ pub(crate) mod guard;
 pub(crate) mod hangup;
 pub mod health;
 pub(crate) mod held_body;
+pub(crate) mod inbox;
 pub(crate) mod listen;
 pub(crate) mod negotiate;
 pub(crate) mod secret;
@@ -107,6 +110,8 @@ pub struct HttpDeps<H = McpServer> {
     pub approvals: approvals::ApprovalsApi,
     /// The open secret entry requests (`/secret`).
     pub secrets: secret::SecretApi,
+    /// The approvers' inbox (`/inbox`).
+    pub inbox: inbox::InboxApi,
     /// The live view (`/view`); `None` when `view.enabled` is false.
     pub view: Option<view::ViewApi>,
     /// Hosts that dial in (`/hosts/connect`); `None` when none does.
@@ -126,6 +131,7 @@ impl<H> HttpDeps<H> {
             shutdown: self.shutdown,
             approvals: self.approvals,
             secrets: self.secrets,
+            inbox: self.inbox,
             view: self.view,
             dial_in: self.dial_in,
         }
@@ -165,6 +171,7 @@ pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
         shutdown,
         approvals,
         secrets,
+        inbox,
         view,
         dial_in,
     } = deps;
@@ -218,6 +225,7 @@ pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
         .merge(mcp_routes)
         .merge(approval_routes)
         .merge(secret_routes(secrets, allowlist.clone()))
+        .merge(inbox_routes(inbox, allowlist.clone()))
         .merge(security.resource.router());
     if let Some(dial_in) = dial_in {
         app = app.merge(dial_in_routes(dial_in, allowlist.clone()));
@@ -246,6 +254,7 @@ fn approval_routes(
         .route("/approvals/{id}", post(approvals::decide))
         .route("/approvals/secrets", get(approvals::secrets))
         .route("/approvals/secrets/{id}", post(approvals::secret_link))
+        .route("/approvals/link", post(approvals::inbox_link))
         .with_state(approvals)
         .layer(
             ServiceBuilder::new()
@@ -277,6 +286,27 @@ fn dial_in_routes(dial_in: dial_in::DialInApi, allowlist: Arc<Allowlist>) -> Rou
             ServiceBuilder::new()
                 .layer(TraceLayer::new_for_http().make_span_with(request_span))
                 .layer(from_fn_with_state(allowlist, guard::enforce)),
+        )
+}
+
+/// Largest body of an inbox form (a denial's reason or an answer, and the ids beside them).
+const INBOX_BODY_LIMIT: usize = 16 * 1024;
+
+/// `/inbox`, behind the Host/Origin guard; its handlers check the session cookie.
+fn inbox_routes(inbox: inbox::InboxApi, allowlist: Arc<Allowlist>) -> Router {
+    Router::new()
+        .route("/inbox", get(inbox::show))
+        .route("/inbox/signin", get(inbox::sign_in_page).post(inbox::sign_in))
+        .route("/inbox/signout", post(inbox::sign_out))
+        .route("/inbox/decide", post(inbox::decide))
+        .route("/inbox/answer", post(inbox::answer))
+        .route("/inbox/secret", post(inbox::secret))
+        .with_state(inbox)
+        .layer(
+            ServiceBuilder::new()
+                .layer(TraceLayer::new_for_http().make_span_with(request_span))
+                .layer(from_fn_with_state(allowlist, guard::enforce))
+                .layer(RequestBodyLimitLayer::new(INBOX_BODY_LIMIT)),
         )
 }
 

@@ -4,10 +4,12 @@
 //!
 //! One task per agent, reading its state only when it can have changed ([`AgentFollow`]): an
 //! agent that sits idle or blocked costs no tmux command. The task ends with the agent
-//! (`exited`), when it is stopped, or at shutdown.
+//! (`exited`), when it is stopped, or at shutdown. What each watch last saw is kept
+//! ([`AgentWatches::blocked`]): the inbox lists the agents blocked on a human from it.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
@@ -29,42 +31,111 @@ pub(crate) struct Watched {
     pub(crate) pane: PaneId,
 }
 
+/// One running watch: how to stop it, and what it last saw.
+struct Watch {
+    stop: CancellationToken,
+    agent: Arc<Watched>,
+    seen: Edge,
+}
+
+/// An agent's state as its watch last read it, and since when.
+#[derive(Debug, Clone)]
+pub(crate) struct Edge {
+    pub(crate) state: &'static str,
+    pub(crate) blocked_on: Option<&'static str>,
+    pub(crate) why: Option<String>,
+    pub(crate) since: Instant,
+}
+
+impl Edge {
+    fn of(state: &'static str, status: Option<&pane_state::AgentStatusOutput>) -> Self {
+        Self {
+            state,
+            blocked_on: status.and_then(|s| s.blocked_on),
+            why: status.and_then(|s| s.explain.first()).cloned(),
+            since: Instant::now(),
+        }
+    }
+}
+
 /// The running watches, by scope and agent id: stopping an agent stops its watch.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct AgentWatches {
-    stops: Mutex<HashMap<(String, String), CancellationToken>>,
+    watches: Mutex<HashMap<(String, String), Watch>>,
+}
+
+impl std::fmt::Debug for AgentWatches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentWatches")
+            .field("watches", &self.lock().len())
+            .finish()
+    }
 }
 
 impl AgentWatches {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), CancellationToken>> {
-        self.stops.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Watch>> {
+        self.watches.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Starts following `agent`, whose state is `state` now.
     pub(crate) fn start(&self, gateway: &McpServer, agent: Watched, state: &'static str) {
         let stop = gateway.state().shutdown.child_token();
+        let agent = Arc::new(agent);
         let key = (agent.scope.as_str().to_owned(), agent.id.clone());
-        if let Some(old) = self.lock().insert(key, stop.clone()) {
-            old.cancel();
+        let watch = Watch {
+            stop: stop.clone(),
+            agent: agent.clone(),
+            seen: Edge::of(state, None),
+        };
+        if let Some(old) = self.lock().insert(key, watch) {
+            old.stop.cancel();
         }
         tokio::spawn(follow(gateway.clone(), agent, state, stop));
     }
 
     /// Stops following agent `id` of `scope`.
     pub(crate) fn stop(&self, scope: &OwnerScope, id: &str) {
-        if let Some(stop) = self
+        if let Some(watch) = self
             .lock()
             .remove(&(scope.as_str().to_owned(), id.to_owned()))
         {
-            stop.cancel();
+            watch.stop.cancel();
         }
+    }
+
+    /// Notes the state `agent`'s watch read last.
+    fn saw(&self, agent: &Watched, edge: Edge) {
+        let key = (agent.scope.as_str().to_owned(), agent.id.clone());
+        if let Some(watch) = self.lock().get_mut(&key) {
+            watch.seen = edge;
+        }
+    }
+
+    /// The watched agent `id` on `server`.
+    pub(crate) fn find(&self, server: &str, id: &str) -> Option<Arc<Watched>> {
+        self.lock()
+            .values()
+            .find(|watch| watch.agent.server == server && watch.agent.id == id)
+            .map(|watch| watch.agent.clone())
+    }
+
+    /// The watched agents blocked on a human now, longest-blocked first.
+    pub(crate) fn blocked(&self) -> Vec<(Arc<Watched>, Edge)> {
+        let mut blocked: Vec<(Arc<Watched>, Edge)> = self
+            .lock()
+            .values()
+            .filter(|watch| watch.seen.state == "blocked")
+            .map(|watch| (watch.agent.clone(), watch.seen.clone()))
+            .collect();
+        blocked.sort_by_key(|(_, edge)| edge.since);
+        blocked
     }
 }
 
 /// Follows `agent` until it exits, `stop` is cancelled, or its server cannot be reached.
 async fn follow(
     gateway: McpServer,
-    agent: Watched,
+    agent: Arc<Watched>,
     mut state: &'static str,
     stop: CancellationToken,
 ) {
@@ -90,6 +161,10 @@ async fn follow(
         };
         if now_state != state {
             state = now_state;
+            gateway
+                .state()
+                .agent_watches
+                .saw(&agent, Edge::of(state, status.as_ref()));
             tell(&gateway, &agent, state, status.as_ref());
             gateway
                 .state()
@@ -124,6 +199,7 @@ fn tell(
         _ => return,
     };
     if let Some(event) = event {
+        let event = event.in_workspace(&agent.call.principal.workspace);
         gateway.state().notifier.send(event);
     }
 }

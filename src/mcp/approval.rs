@@ -9,6 +9,8 @@
 //! decision, approver, time waited) between the call's start and end; an approved call's
 //! result says who approved it in `_meta["muxgate/approval"]`.
 
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, CallToolResponse, MetaObject, ProgressToken};
@@ -118,6 +120,7 @@ pub(crate) async fn hold_if_needed(
         budget.deadline,
     );
     let id = ticket.id().to_owned();
+    let _shown = state.held_targets.register(&id, caller, args_target(request));
     let heartbeat = Heartbeat::for_approval(
         format!("held for approval {id} (rule {rule}): waiting for a human approver to decide"),
         held.token,
@@ -141,6 +144,72 @@ pub(crate) async fn hold_if_needed(
     let verdict = verdict.inspect_err(|_| open.approval(&rule, "cancelled", None, waited_ms))?;
     open.approval(&rule, verdict.decision(), verdict.approver(), waited_ms);
     answer(verdict, id, rule, waited_ms).map(Some)
+}
+
+/// The server and pane a call's arguments name at their top level, if they name a pane.
+fn args_target(request: &CallToolRequestParams) -> Option<(Option<String>, String)> {
+    let args = request.arguments.as_ref()?;
+    let target = args.get("target")?.as_str()?.to_owned();
+    let server = args.get("server").and_then(Value::as_str).map(str::to_owned);
+    Some((server, target))
+}
+
+/// The pane each held call names, and whose call it is, while it waits: the inbox shows that
+/// pane's screen to the approver.
+#[derive(Default)]
+pub(crate) struct HeldTargets(Mutex<HashMap<String, HeldTarget>>);
+
+/// The pane a held call names.
+#[derive(Clone)]
+pub(crate) struct HeldTarget {
+    /// The caller, as whom the pane is read (the approver sees what the caller may).
+    pub(crate) call: CallContext,
+    pub(crate) server: Option<String>,
+    pub(crate) target: String,
+}
+
+/// A held call's entry in [`HeldTargets`], removed when its wait ends.
+pub(crate) struct Registered<'a> {
+    targets: &'a HeldTargets,
+    id: String,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        self.targets.lock().remove(&self.id);
+    }
+}
+
+impl HeldTargets {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, HeldTarget>> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn register<'a>(
+        &'a self,
+        id: &str,
+        caller: &CallContext,
+        named: Option<(Option<String>, String)>,
+    ) -> Option<Registered<'a>> {
+        let (server, target) = named?;
+        self.lock().insert(
+            id.to_owned(),
+            HeldTarget {
+                call: caller.clone(),
+                server,
+                target,
+            },
+        );
+        Some(Registered {
+            targets: self,
+            id: id.to_owned(),
+        })
+    }
+
+    /// The pane held call `id` names, while it waits.
+    pub(crate) fn get(&self, id: &str) -> Option<HeldTarget> {
+        self.lock().get(id).cloned()
+    }
 }
 
 /// Puts the call (`tool` with `args`, held by `rule`) on the approval desk until `deadline`,
@@ -175,7 +244,8 @@ fn put_on_desk(
         tool,
         server.as_deref(),
         rule,
-    ));
+    )
+    .in_workspace(&caller.principal.workspace));
     ticket
 }
 

@@ -13,6 +13,8 @@
 //! - [`skill`]: the SKILL.md that teaches an agent the gateway (Skills extension, resource,
 //!   prompt);
 //! - [`approval`]: calls the `[approvals]` policy holds until a human decides;
+//! - [`inbox_desk`]: what the inbox reads and types for an approver (held calls' screens,
+//!   blocked agents, answers);
 //! - [`recording`]: the recordings a call's panes get by rule, named in its audit record;
 //! - [`call`]: what happens around every call (scope check, rate limit, audit, metrics) and
 //!   how long-running tools end at shutdown ([`McpState::until_shutdown`]);
@@ -53,6 +55,7 @@ pub(crate) mod fields;
 pub(crate) mod filter;
 pub(crate) mod fleet_feed;
 pub(crate) mod heartbeat;
+pub(crate) mod inbox_desk;
 pub(crate) mod input_batch;
 pub(crate) mod links;
 pub(crate) mod listing;
@@ -170,6 +173,8 @@ pub struct McpState {
     pub approval_policy: Arc<ApprovalPolicy>,
     /// The calls held for a human's decision.
     pub approvals: ApprovalDesk,
+    /// The pane each held call names, for the inbox.
+    pub(crate) held_targets: approval::HeldTargets,
     /// Open secret entry requests (`request_secret_input`, typed through `/secret`).
     pub secrets: SecretDesk<PaneDestination>,
     /// Panes' output recorded as casts (`[recordings]`; disabled unless enabled).

@@ -7,7 +7,15 @@
 //! secret_file = "/etc/muxgate/notify.key" # json: the HMAC-SHA256 key
 //! events = ["approval_pending"]           # default: every event
 //! clients = ["team-*"]                    # whose events (subjects); default: everyone's
+//! workspaces = ["team-a"]                 # whose events (workspaces); default: every one's
+//! inbox_for = "alice"                     # a one-time inbox sign-in link for this approver
 //! ```
+//!
+//! A target with `inbox_for` carries, with each `approval_pending`, `agent_blocked` and
+//! `secret_requested` event, a link that signs that approver in to the inbox once (the JSON
+//! format's `inbox_url`, a line of the Slack text, ntfy's `Click`). Anyone who reads the target
+//! can use it: send it only where that approver alone reads (their own ntfy topic, a direct
+//! message). It needs `http.public_url`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -61,6 +69,14 @@ pub struct NotifyTarget {
     /// Whose events, as subject patterns (`*`, `?`); default: everyone's.
     #[serde(default)]
     pub clients: Option<Vec<String>>,
+    /// Whose events, as workspace patterns: a team's events go to the team's own target (a
+    /// client's workspace is its `[clients.<sub>] workspace`, its token's `workspace` claim,
+    /// else its `sub`). Events of no client (host_down, host_up) go only to targets without it.
+    #[serde(default)]
+    pub workspaces: Option<Vec<String>>,
+    /// The approver whose one-time inbox sign-in links this target carries.
+    #[serde(default)]
+    pub inbox_for: Option<String>,
 }
 
 /// How a target is posted to.
@@ -84,12 +100,17 @@ impl NotifyTarget {
         if self.format == NotifyFormat::Json && self.secret_file.is_none() {
             return Some("secret_file: required for format \"json\" (the HMAC key)".into());
         }
-        if let Some(patterns) = &self.clients {
-            for pattern in patterns {
+        for (field, patterns) in [("clients", &self.clients), ("workspaces", &self.workspaces)] {
+            for pattern in patterns.iter().flatten() {
                 if let Err(e) = crate::auth::pattern::NamePattern::new(pattern) {
-                    return Some(format!("clients: {pattern:?}: {e}"));
+                    return Some(format!("{field}: {pattern:?}: {e}"));
                 }
             }
+        }
+        if let Some(approver) = &self.inbox_for
+            && (approver.trim().is_empty() || approver.chars().any(char::is_control))
+        {
+            return Some("inbox_for: must name an approver (a `sub`)".into());
         }
         None
     }

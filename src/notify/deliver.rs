@@ -5,7 +5,9 @@
 //! events off the queue, forgets one it has seen in the last [`SEEN_FOR`] (same kind and key),
 //! and posts it to every target that takes it, at most [`IN_FLIGHT`] posts at a time. A post
 //! that fails with a network error, a timeout or a status other than 4xx is tried again after
-//! 1, 2 and 4 s; then it counts as failed. Shutdown ends the task and its retries.
+//! 1, 2 and 4 s; then it counts as failed. Shutdown ends the task and its retries. A target
+//! with `inbox_for` gets, with each event a person settles in the inbox, a one-time sign-in
+//! link made for its post (the same link on every retry).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -74,6 +76,29 @@ struct Target {
     key: Vec<u8>,
     events: Option<Vec<EventKind>>,
     clients: Option<Vec<NamePattern>>,
+    workspaces: Option<Vec<NamePattern>>,
+    inbox_for: Option<String>,
+}
+
+/// Where sign-in links to the inbox are made, and the address they start with.
+#[derive(Debug, Clone)]
+pub(crate) struct InboxLinks {
+    pub(crate) sign_ins: Arc<crate::inbox::signin::SignIns>,
+    pub(crate) base: crate::config::PublicUrl,
+}
+
+impl InboxLinks {
+    /// A link for the target's approver, when it has one and `event` is settled in the inbox.
+    fn for_post(links: Option<&Self>, target: &Target, event: &Event) -> Option<String> {
+        let approver = target.inbox_for.as_deref()?;
+        let settled = matches!(
+            event.kind,
+            EventKind::ApprovalPending | EventKind::AgentBlocked | EventKind::SecretRequested
+        );
+        let links = links.filter(|_| settled)?;
+        let token = links.sign_ins.issue_link(approver).token;
+        Some(links.base.join(&format!("/inbox/signin?t={token}")))
+    }
 }
 
 impl Target {
@@ -86,19 +111,23 @@ impl Target {
             Some(file) => read_key(file).map_err(|e| at(format!("secret_file: {e}")))?,
             None => Vec::new(),
         };
-        let clients = config.clients.as_ref().map(|patterns| {
-            patterns
-                .iter()
-                .filter_map(|p| NamePattern::new(p).ok())
-                .collect()
-        });
+        let patterns = |patterns: &Option<Vec<String>>| {
+            patterns.as_ref().map(|patterns| {
+                patterns
+                    .iter()
+                    .filter_map(|p| NamePattern::new(p).ok())
+                    .collect()
+            })
+        };
         Ok(Self {
             name: name.to_owned(),
             format: config.format,
             url: config.url.clone(),
             key,
             events: config.events.clone(),
-            clients,
+            clients: patterns(&config.clients),
+            workspaces: patterns(&config.workspaces),
+            inbox_for: config.inbox_for.clone(),
         })
     }
 
@@ -111,6 +140,12 @@ impl Target {
                 .clients
                 .as_ref()
                 .is_none_or(|patterns| patterns.iter().any(|p| p.matches(&event.client)))
+            && self.workspaces.as_ref().is_none_or(|patterns| {
+                event
+                    .workspace
+                    .as_ref()
+                    .is_some_and(|w| patterns.iter().any(|p| p.matches(w)))
+            })
     }
 }
 
@@ -135,10 +170,11 @@ fn read_key(file: &Path) -> Result<Vec<u8>, String> {
 }
 
 impl Notifier {
-    /// Starts posting to `config`'s targets until `shutdown`; with none, a notifier that
-    /// drops nothing and sends nothing.
+    /// Starts posting to `config`'s targets until `shutdown`, with inbox sign-in links made by
+    /// `inbox`; with no target, a notifier that drops nothing and sends nothing.
     pub(crate) fn start(
         config: &NotifyConfig,
+        inbox: Option<InboxLinks>,
         shutdown: CancellationToken,
     ) -> Result<Self, String> {
         let targets = config
@@ -161,7 +197,13 @@ impl Notifier {
         }
         let client = crate::tls_client::client_config(None).map_err(|e| format!("notify: {e}"))?;
         let (queue, events) = mpsc::channel(config.queue.max(1));
-        tokio::spawn(run(events, targets, client, counts.clone(), shutdown));
+        let posting = Posting {
+            targets: targets.into(),
+            client,
+            counts: counts.clone(),
+            inbox,
+        };
+        tokio::spawn(run(events, posting, shutdown));
         Ok(Self {
             queue: Some(queue),
             counts,
@@ -183,15 +225,22 @@ impl Notifier {
     }
 }
 
-/// The task: takes events off the queue and posts them.
-async fn run(
-    mut events: mpsc::Receiver<Event>,
-    targets: Vec<Target>,
+/// What the task posts with.
+struct Posting {
+    targets: Arc<[Target]>,
     client: Arc<rustls::ClientConfig>,
     counts: Arc<Counts>,
-    shutdown: CancellationToken,
-) {
-    let targets: Arc<[Target]> = targets.into();
+    inbox: Option<InboxLinks>,
+}
+
+/// The task: takes events off the queue and posts them.
+async fn run(mut events: mpsc::Receiver<Event>, posting: Posting, shutdown: CancellationToken) {
+    let Posting {
+        targets,
+        client,
+        counts,
+        inbox,
+    } = posting;
     let in_flight = Arc::new(Semaphore::new(IN_FLIGHT));
     let mut seen: HashMap<(EventKind, String), Instant> = HashMap::new();
     loop {
@@ -221,6 +270,7 @@ async fn run(
             let post = Post {
                 targets: targets.clone(),
                 index,
+                link: InboxLinks::for_post(inbox.as_ref(), target, &event),
                 event: event.clone(),
                 client: client.clone(),
                 counts: counts.clone(),
@@ -261,6 +311,8 @@ fn first_time(seen: &mut HashMap<(EventKind, String), Instant>, event: &Event) -
 struct Post {
     targets: Arc<[Target]>,
     index: usize,
+    /// The inbox sign-in link this post carries.
+    link: Option<String>,
     event: Arc<Event>,
     client: Arc<rustls::ClientConfig>,
     counts: Arc<Counts>,
@@ -294,7 +346,13 @@ impl Post {
 
     /// One post; on failure why, and whether to try again.
     async fn attempt(&self, target: &Target) -> Result<(), (String, bool)> {
-        let request = payload::request(target.format, &self.event, &target.key, SystemTime::now());
+        let request = payload::request(
+            target.format,
+            &self.event,
+            &target.key,
+            self.link.as_deref(),
+            SystemTime::now(),
+        );
         let posted = tokio::time::timeout(
             POST_TIMEOUT,
             post::post(&self.client, &target.url, &request.headers, request.body),
@@ -329,6 +387,8 @@ mod tests {
                     .map(|p| NamePattern::new(p).expect("a pattern"))
                     .collect()
             }),
+            workspaces: None,
+            inbox_for: None,
         }
     }
 
@@ -346,6 +406,36 @@ mod tests {
         let secrets = target(Some(vec![EventKind::SecretRequested]), None);
         assert!(!secrets.takes(&approval("team-a", "1")));
         assert!(secrets.takes(&Event::secret_requested("s-1", "x", "db", "s:%1")));
+    }
+
+    #[test]
+    fn a_team_target_takes_its_teams_events_only_and_links_only_what_the_inbox_settles() {
+        let mut team = target(None, None);
+        team.workspaces = Some(vec![NamePattern::new("team-a").expect("a pattern")]);
+        assert!(team.takes(&approval("bob", "1").in_workspace("team-a")));
+        assert!(!team.takes(&approval("bob", "1").in_workspace("team-b")));
+        assert!(!team.takes(&Event::host_link("build-1", Some("refused"))));
+        assert!(target(None, None).takes(&Event::host_link("build-1", None)));
+
+        team.inbox_for = Some("alice".into());
+        let links = InboxLinks {
+            sign_ins: Arc::new(crate::inbox::signin::SignIns::new(&Default::default())),
+            base: crate::config::PublicUrl::try_from("https://gw.example".to_owned())
+                .expect("a url"),
+        };
+        let link = InboxLinks::for_post(Some(&links), &team, &approval("bob", "1"))
+            .expect("a link for an approval");
+        let token = link
+            .strip_prefix("https://gw.example/inbox/signin?t=")
+            .expect("the inbox's sign-in address");
+        assert_eq!(links.sign_ins.link_holder(token).as_deref(), Some("alice"));
+        let host = Event::host_link("build-1", None);
+        assert_eq!(InboxLinks::for_post(Some(&links), &team, &host), None);
+        let plain = target(None, None);
+        assert_eq!(
+            InboxLinks::for_post(Some(&links), &plain, &approval("bob", "2")),
+            None
+        );
     }
 
     #[test]

@@ -57,9 +57,18 @@ pub(crate) struct Event {
     pub(crate) detail: Value,
     /// When.
     pub(crate) at: SystemTime,
+    /// The workspace (team) of the client whose event it is, in workspace mode: targets with
+    /// `workspaces` take only their teams' events.
+    pub(crate) workspace: Option<String>,
 }
 
 impl Event {
+    /// The same event, as one of the client working in `workspace`.
+    pub(crate) fn in_workspace(mut self, workspace: &str) -> Self {
+        self.workspace = Some(plain(workspace));
+        self
+    }
+
     /// A call held for approval: id, tool, server and the rule that held it (never the
     /// arguments, which may hold what the target's readers must not see).
     pub(crate) fn approval_pending(
@@ -84,6 +93,7 @@ impl Event {
             detail: json!({"id": id, "tool": tool, "server": server, "rule": rule}),
             client,
             at: SystemTime::now(),
+            workspace: None,
         }
     }
 
@@ -99,6 +109,7 @@ impl Event {
             detail: json!({"id": id, "label": label, "place": place}),
             client,
             at: SystemTime::now(),
+            workspace: None,
         }
     }
 }
@@ -147,6 +158,7 @@ impl Event {
             }),
             client,
             at,
+            workspace: None,
         })
     }
 }
@@ -174,6 +186,7 @@ impl Event {
             kind,
             client: String::new(),
             at,
+            workspace: None,
         }
     }
 }

@@ -7,6 +7,9 @@
 //! - `slack`: `{"text": "muxgate: SUMMARY"}`, which Slack's incoming webhooks (and the services
 //!   that copy them) post as a message.
 //! - `ntfy`: the summary as the body, with `Title`, `Tags` and `Priority` headers.
+//!
+//! An inbox sign-in link, when the target carries one, goes in as `inbox_url` (JSON), a last
+//! line (Slack) or the `Click` header (ntfy: tapping the notification opens it).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -24,35 +27,57 @@ pub(crate) struct Request {
     pub(crate) body: Vec<u8>,
 }
 
-/// The request `format` makes of `event`, signed with `key` (`json`), at `now`.
-pub(crate) fn request(format: NotifyFormat, event: &Event, key: &[u8], now: SystemTime) -> Request {
+/// The request `format` makes of `event` with the inbox sign-in `link` (if any), signed with
+/// `key` (`json`), at `now`.
+pub(crate) fn request(
+    format: NotifyFormat,
+    event: &Event,
+    key: &[u8],
+    link: Option<&str>,
+    now: SystemTime,
+) -> Request {
     match format {
-        NotifyFormat::Json => signed_json(event, key, now),
-        NotifyFormat::Slack => Request {
-            headers: vec![("content-type", "application/json".into())],
-            body: json!({"text": format!("muxgate: {}", event.summary)})
-                .to_string()
-                .into_bytes(),
-        },
-        NotifyFormat::Ntfy => Request {
-            headers: vec![
+        NotifyFormat::Json => signed_json(event, key, link, now),
+        NotifyFormat::Slack => {
+            let open = link
+                .map(|url| format!("\nOpen the inbox: {url}"))
+                .unwrap_or_default();
+            Request {
+                headers: vec![("content-type", "application/json".into())],
+                body: json!({"text": format!("muxgate: {}{open}", event.summary)})
+                    .to_string()
+                    .into_bytes(),
+            }
+        }
+        NotifyFormat::Ntfy => {
+            let mut headers = vec![
                 ("content-type", "text/plain; charset=utf-8".into()),
                 ("title", title(event.kind).into()),
                 ("tags", tag(event.kind).into()),
                 ("priority", "high".into()),
-            ],
-            body: event.summary.clone().into_bytes(),
-        },
+            ];
+            headers.extend(link.map(|url| ("click", url.to_owned())));
+            Request {
+                headers,
+                body: event.summary.clone().into_bytes(),
+            }
+        }
     }
 }
 
-fn signed_json(event: &Event, key: &[u8], now: SystemTime) -> Request {
+fn signed_json(event: &Event, key: &[u8], link: Option<&str>, now: SystemTime) -> Request {
     let mut body = json!({
         "event": event.kind.as_str(),
         "client": event.client,
         "summary": event.summary,
         "at": crate::utc::Utc::from(event.at).rfc3339_millis(),
     });
+    if let (Value::Object(body), Some(workspace)) = (&mut body, &event.workspace) {
+        body.insert("workspace".into(), json!(workspace));
+    }
+    if let (Value::Object(body), Some(url)) = (&mut body, link) {
+        body.insert("inbox_url".into(), json!(url));
+    }
     if let (Value::Object(body), Value::Object(detail)) = (&mut body, &event.detail) {
         for (name, value) in detail {
             body.entry(name.clone()).or_insert_with(|| value.clone());
@@ -138,7 +163,7 @@ mod tests {
     #[test]
     fn json_is_signed_over_its_timestamp_and_body() {
         let now = UNIX_EPOCH + Duration::from_secs(1_700_000_001);
-        let request = request(NotifyFormat::Json, &event(), b"key", now);
+        let request = request(NotifyFormat::Json, &event(), b"key", None, now);
         let body: Value = serde_json::from_slice(&request.body).expect("json");
         assert_eq!(body["event"], "approval_pending");
         assert_eq!(body["client"], "bob");
@@ -168,7 +193,7 @@ mod tests {
     #[test]
     fn slack_and_ntfy_carry_the_summary() {
         let now = SystemTime::now();
-        let slack = request(NotifyFormat::Slack, &event(), b"", now);
+        let slack = request(NotifyFormat::Slack, &event(), b"", None, now);
         let text: Value = serde_json::from_slice(&slack.body).expect("json");
         assert!(
             text["text"]
@@ -176,12 +201,38 @@ mod tests {
                 .unwrap()
                 .starts_with("muxgate: bob's send_keys")
         );
-        let ntfy = request(NotifyFormat::Ntfy, &event(), b"", now);
+        let ntfy = request(NotifyFormat::Ntfy, &event(), b"", None, now);
         assert_eq!(header(&ntfy, "title"), "muxgate: approval pending");
         assert!(
             String::from_utf8(ntfy.body)
                 .unwrap()
                 .contains("approve|deny ab12")
+        );
+        assert!(!ntfy.headers.iter().any(|(name, _)| *name == "click"));
+    }
+
+    #[test]
+    fn an_inbox_link_and_the_workspace_ride_along_in_every_format() {
+        let now = SystemTime::now();
+        let url = Some("https://gw.example/inbox/signin?t=abc");
+        let team = event().in_workspace("team-a");
+        let json = request(NotifyFormat::Json, &team, b"k", url, now);
+        let body: Value = serde_json::from_slice(&json.body).expect("json");
+        assert_eq!(body["inbox_url"], "https://gw.example/inbox/signin?t=abc");
+        assert_eq!(body["workspace"], "team-a");
+        let slack = request(NotifyFormat::Slack, &team, b"", url, now);
+        let text: Value = serde_json::from_slice(&slack.body).expect("json");
+        assert!(
+            text["text"]
+                .as_str()
+                .unwrap()
+                .ends_with("\nOpen the inbox: https://gw.example/inbox/signin?t=abc"),
+            "{text}"
+        );
+        let ntfy = request(NotifyFormat::Ntfy, &team, b"", url, now);
+        assert_eq!(
+            header(&ntfy, "click"),
+            "https://gw.example/inbox/signin?t=abc"
         );
     }
 }

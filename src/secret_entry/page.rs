@@ -160,7 +160,7 @@ fn page(title: &str, body: &str) -> String {
 }
 
 /// Text made safe to put in HTML text and attribute values.
-fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

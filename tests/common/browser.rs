@@ -202,6 +202,42 @@ impl Page {
         None
     }
 
+    /// Lays the page out as a 390 px wide phone (an iPhone's CSS width) shows it.
+    pub(crate) async fn as_phone(&mut self) {
+        self.command(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": true}),
+        )
+        .await;
+    }
+
+    /// Evaluates `expression` until it is true (the page may be between two documents, which
+    /// evaluation errors say); panics after `timeout`, naming `what`.
+    pub(crate) async fn wait_until(&mut self, expression: &str, what: &str, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let value = self
+                .try_command(
+                    "Runtime.evaluate",
+                    json!({"expression": expression, "returnByValue": true}),
+                )
+                .await;
+            if value.is_ok_and(|v| v["result"]["value"] == true) {
+                return;
+            }
+            let body = self
+                .try_command(
+                    "Runtime.evaluate",
+                    json!({"expression": "document.body?.innerText", "returnByValue": true}),
+                )
+                .await
+                .map(|v| v["result"]["value"].clone())
+                .unwrap_or_default();
+            assert!(Instant::now() < deadline, "{what}, never: {body}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// A PNG screenshot of the page, written to `path`.
     pub(crate) async fn screenshot(&mut self, path: &Path) {
         let shot = self

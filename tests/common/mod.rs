@@ -152,7 +152,21 @@ pub(crate) fn mint_for(
 /// Starts a gateway for `config` (its `http.bind` is ignored; without an auth secret it gets
 /// [`TEST_SECRET`], without a state directory a fresh one) exactly as `muxgate serve`
 /// assembles one.
-pub(crate) async fn spawn_gateway(mut config: Config) -> TestGateway {
+pub(crate) async fn spawn_gateway(config: Config) -> TestGateway {
+    spawn_gateway_with(config, |_, _| {}).await
+}
+
+/// [`spawn_gateway`], with the configuration finished by `finish` once the gateway's address
+/// is known (a `http.public_url` naming it, say).
+pub(crate) async fn spawn_gateway_with(
+    mut config: Config,
+    finish: impl FnOnce(&mut Config, SocketAddr),
+) -> TestGateway {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a loopback port");
+    let addr = listener.local_addr().expect("local address");
+    finish(&mut config, addr);
     if config.auth.secret.is_none() && config.auth.secret_file.is_none() {
         config.auth.secret = Some(SecretString::new(TEST_SECRET));
     }
@@ -166,10 +180,6 @@ pub(crate) async fn spawn_gateway(mut config: Config) -> TestGateway {
     };
     let config = Arc::new(config);
     let shutdown = CancellationToken::new();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind a loopback port");
-    let addr = listener.local_addr().expect("local address");
     let mcp_url = format!("http://{addr}/mcp");
     let gateway = Gateway::build(config.clone(), &mcp_url, shutdown.clone())
         .await

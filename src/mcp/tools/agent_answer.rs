@@ -79,14 +79,14 @@ pub(crate) struct AnswerAgentOutput {
 
 /// One piece of an answer: a key pressed or text typed.
 #[derive(Debug, PartialEq, Eq)]
-enum Piece {
+pub(crate) enum Piece {
     Key(KeyName),
     Text(String),
 }
 
 /// Reads `keys` as an answer: key names tmux knows are pressed, other strings typed; a few,
 /// short, without control characters.
-fn answer_pieces(keys: &[String]) -> Result<Vec<Piece>, ToolError> {
+pub(crate) fn answer_pieces(keys: &[String]) -> Result<Vec<Piece>, ToolError> {
     if keys.is_empty() || keys.len() > MAX_KEYS {
         return Err(ToolError::invalid_arguments(
             format!("keys must hold 1 to {MAX_KEYS} entries"),
@@ -132,7 +132,7 @@ async fn read_screen(
 
 impl McpServer {
     /// Checks the screen, types the answer and reads what followed.
-    async fn answer(
+    pub(crate) async fn answer(
         &self,
         tmux: &TmuxAccess<'_>,
         pane: PaneId,

@@ -197,7 +197,8 @@ impl McpServer {
                 call.sub(),
                 &label,
                 &format!("{server}:{pane}"),
-            ));
+            )
+            .in_workspace(&call.principal.workspace));
         Ok(Opened {
             answer: RequestSecretOutput {
                 server,
