@@ -57,6 +57,14 @@ async fn a_held_call_is_told_to_every_target_once() {
         format = "slack"
         url = "{hooks}/secrets-only"
         events = ["secret_requested"]
+        [notify.targets.own-team]
+        format = "slack"
+        url = "{hooks}/own-team"
+        workspaces = ["te*"]
+        [notify.targets.other-team]
+        format = "slack"
+        url = "{hooks}/other-team"
+        workspaces = ["team-b"]
         "#,
         key = key_file.display()
     ))
@@ -81,7 +89,7 @@ async fn a_held_call_is_told_to_every_target_once() {
 
     let all_in = wait_until(Duration::from_secs(15), || {
         let received = received.lock().expect("the log");
-        ["signed", "chat", "phone", "gone"]
+        ["signed", "chat", "phone", "gone", "own-team"]
             .iter()
             .all(|name| received.get(*name).is_some_and(|r| !r.is_empty()))
             && received.get("flaky").is_some_and(|r| r.len() == 2)
@@ -97,10 +105,14 @@ async fn a_held_call_is_told_to_every_target_once() {
         ("phone", 1),
         ("flaky", 2),
         ("gone", 1),
+        ("own-team", 1),
     ] {
         assert_eq!(received[name].len(), count, "{name}");
     }
     assert!(!received.contains_key("others") && !received.contains_key("secrets-only"));
+    // A team's target hears its own team's events only (the caller works in workspace
+    // `test`, its `sub`).
+    assert!(!received.contains_key("other-team"));
 
     // The JSON is signed with the key over the timestamp and the body.
     let (headers, body) = &received["signed"][0];
@@ -118,6 +130,8 @@ async fn a_held_call_is_told_to_every_target_once() {
     assert_eq!(event["client"], "test", "{event}");
     assert_eq!(event["tool"], "send_keys", "{event}");
     assert_eq!(event["rule"], "pushes", "{event}");
+    assert_eq!(event["workspace"], "test", "{event}");
+    assert!(event.get("inbox_url").is_none(), "{event}");
     // Slack's text and ntfy's body carry the summary; no body carries the arguments.
     let chat: Value = serde_json::from_slice(&received["chat"][0].1).expect("json");
     assert!(
@@ -172,6 +186,20 @@ async fn a_target_that_cannot_be_used_is_refused_at_start() {
             "[notify.targets.x]\nformat = 'teams'\nurl = 'https://h.example/'",
             "unknown variant",
         ),
+        (
+            "[notify.targets.x]\nformat = 'ntfy'\nurl = 'https://h.example/'\nworkspaces = ['']",
+            "workspaces",
+        ),
+        (
+            "[notify.targets.x]\nformat = 'ntfy'\nurl = 'https://h.example/'\ninbox_for = 'alice'",
+            "notify.targets.x.inbox_for: a sign-in link needs http.public_url",
+        ),
+        (
+            "[http]\npublic_url = 'https://gw.example'\n[approvals]\napprovers = ['bob']\n\
+             [notify.targets.x]\nformat = 'ntfy'\nurl = 'https://h.example/'\ninbox_for = 'alice'",
+            "\"alice\" is not among approvals.approvers",
+        ),
+        ("[inbox]\nlink_ttl_secs = 5", "inbox.link_ttl_secs: must be 60 to 86400 seconds"),
     ] {
         let error = muxgate::config::Config::from_toml_str(table)
             .expect_err(table)
