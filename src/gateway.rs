@@ -362,10 +362,10 @@ impl Desks {
         let inbox_links = config
             .http
             .public_url
-            .clone()
+            .as_ref()
             .map(|base| crate::notify::InboxLinks {
                 sign_ins: sign_ins.clone(),
-                base,
+                base: base.join(""),
             });
         Ok(Self {
             policy: Arc::new(approval_policy(config)?),

@@ -87,6 +87,7 @@ impl Place {
             "[agents.claude-code]\ncommand = '{}'\n\
              args = ['--startup', '1.5', '--busy', '1', '--log', '{}']\n\
              resume_args = ['--continue']\n\
+             resume_session_args = ['--resume', '{{session}}']\n\
              env = {{ AGENT_ROLE = 'worker' }}\n\
              [repositories.app]\npath = '{}'\nworktrees = '{}'\n",
             self.claude.display(),
@@ -611,7 +612,7 @@ fn command_line_of(tmux: &TestTmux, pane: &str) -> String {
 /// agent that still runs is not started twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_agent_is_resumed_in_its_worktree_and_told_what_was_lost() {
-    let (tmux, place, _gateway, client) = setup().await;
+    let (tmux, place, gateway, client) = setup().await;
     let spawned = call_ok(
         &client,
         "spawn_agent",
@@ -661,6 +662,65 @@ async fn a_lost_agent_is_resumed_in_its_worktree_and_told_what_was_lost() {
     );
     assert!(!worktree.join("notes.txt").exists());
     assert_eq!(git(&worktree, &["branch", "--show-current"]), "agent/fixer");
+
+    // Its hook reported the CLI's own session id: the next resume takes that conversation up.
+    let pane = again["pane_id"].as_str().expect("a pane").to_owned();
+    let bad = call_err(
+        &client,
+        "report_agent_state",
+        json!({"target": pane, "state": "idle", "session_id": "--dangerously"}),
+    )
+    .await;
+    assert_eq!(bad["kind"], "invalid_arguments", "{bad}");
+    // The repository's hook script, given Claude Code's hook JSON on its standard input.
+    let mut hook = std::process::Command::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/deploy/hooks/muxgate-agent-state"
+    ))
+    .args(["idle", "claude-code"])
+    .env("MUXGATE_URL", &gateway.mcp_url)
+    .env("MUXGATE_TOKEN", &gateway.token)
+    .env("TMUX_PANE", &pane)
+    .stdin(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .expect("run the hook script");
+    std::io::Write::write_all(
+        &mut hook.stdin.take().expect("its stdin"),
+        br#"{"session_id": "4f1c2a9e-7b3d", "hook_event_name": "Stop", "cwd": "/x"}"#,
+    )
+    .expect("the hook's input");
+    let hooked = hook.wait_with_output().expect("the hook ends");
+    assert!(
+        hooked.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&hooked.stderr)
+    );
+    tmux.kill_server();
+    tmux.start_again();
+    let taken_up = call_ok(&client, "spawn_agent", json!({"resume": "fixer"})).await;
+    let pane = taken_up["pane_id"].as_str().expect("a pane").to_owned();
+    let command = command_line_of(&tmux, &pane);
+    assert!(
+        command.contains("--resume") && command.contains("4f1c2a9e-7b3d"),
+        "{command}"
+    );
+    assert!(!command.contains("--continue"), "{command}");
+    assert!(!taken_up["lost"].to_string().contains("conversation"));
+    let saved = std::fs::read_to_string(
+        gateway
+            .config
+            .state
+            .dir
+            .as_ref()
+            .expect("a state dir")
+            .join("agents.json"),
+    )
+    .expect("the agents' records");
+    assert!(
+        saved.contains("\"cli_session\":\"4f1c2a9e-7b3d\""),
+        "{saved}"
+    );
 
     for (args, kind) in [
         (json!({"resume": "nobody"}), "not_found"),

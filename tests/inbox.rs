@@ -96,7 +96,8 @@ async fn a_phone_settles_a_held_call_from_a_notifications_sign_in_link() {
     config.approvals = extra.approvals;
     config.notify = extra.notify;
     let gateway = spawn_gateway_with(config, |config, addr| {
-        config.http.public_url = Some(PublicUrl::try_from(format!("http://{addr}")).expect("a url"));
+        config.http.public_url =
+            Some(PublicUrl::try_from(format!("http://{addr}")).expect("a url"));
     })
     .await;
 
@@ -118,7 +119,10 @@ async fn a_phone_settles_a_held_call_from_a_notifications_sign_in_link() {
         assert!(tokio::time::Instant::now() < deadline, "no notification");
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    let link = post["inbox_url"].as_str().expect("an inbox link").to_owned();
+    let link = post["inbox_url"]
+        .as_str()
+        .expect("an inbox link")
+        .to_owned();
     assert!(
         link.starts_with(&format!("{}/inbox/signin?t=", gateway.base)),
         "{post}"
@@ -129,7 +133,9 @@ async fn a_phone_settles_a_held_call_from_a_notifications_sign_in_link() {
 
     let (_browser, mut page) = signed_in(&link).await;
     fits_a_phone(&mut page).await;
-    let who = page.eval("document.querySelector('header .who').textContent").await;
+    let who = page
+        .eval("document.querySelector('header .who').textContent")
+        .await;
     assert_eq!(who, "alice");
     // The session cookie is out of the page's reach.
     assert_eq!(page.eval("document.cookie").await, "");
@@ -151,7 +157,9 @@ async fn a_phone_settles_a_held_call_from_a_notifications_sign_in_link() {
     let marked = page
         .eval("[...document.querySelectorAll('#approvals mark')].map(m => m.textContent)")
         .await;
-    let html = page.eval("document.querySelector('#approvals').innerHTML").await;
+    let html = page
+        .eval("document.querySelector('#approvals').innerHTML")
+        .await;
     assert_eq!(marked, json!(["git push"]), "{html}");
     let screen = page
         .eval("document.querySelector('#approvals pre.screen') !== null")
@@ -290,9 +298,16 @@ async fn a_blocked_agent_is_answered_from_a_phone_only_on_the_screen_shown() {
 
     let (_browser, mut page) = signed_in(&link).await;
     fits_a_phone(&mut page).await;
-    let card = page.eval("document.querySelector('#agents').innerText").await;
+    let card = page
+        .eval("document.querySelector('#agents').innerText")
+        .await;
     let card = card.as_str().expect("the agents' text");
-    for part in ["asker", "claude-code", "Blocked on permission", "Do you want to proceed?"] {
+    for part in [
+        "asker",
+        "claude-code",
+        "Blocked on permission",
+        "Do you want to proceed?",
+    ] {
         assert!(card.contains(part), "{part}: {card}");
     }
     let last_line = blocked["last_line"].as_str().expect("a last line");

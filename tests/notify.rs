@@ -199,7 +199,10 @@ async fn a_target_that_cannot_be_used_is_refused_at_start() {
              [notify.targets.x]\nformat = 'ntfy'\nurl = 'https://h.example/'\ninbox_for = 'alice'",
             "\"alice\" is not among approvals.approvers",
         ),
-        ("[inbox]\nlink_ttl_secs = 5", "inbox.link_ttl_secs: must be 60 to 86400 seconds"),
+        (
+            "[inbox]\nlink_ttl_secs = 5",
+            "inbox.link_ttl_secs: must be 60 to 86400 seconds",
+        ),
     ] {
         let error = muxgate::config::Config::from_toml_str(table)
             .expect_err(table)

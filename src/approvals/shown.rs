@@ -51,12 +51,14 @@ fn walk(
         Value::Object(map) => {
             let base64 = map.get("encoding").and_then(Value::as_str) == Some("base64");
             for (key, value) in map {
-                // The desk's own decoded copy (`keys_decoded`, for JSON readers): the field
-                // itself is shown decoded here.
+                // The desk's own decoded copy (`keys_decoded`, for JSON readers; it replaces
+                // any a client sent beside text that decodes): the field itself is shown
+                // decoded here.
                 if base64
                     && key
                         .strip_suffix("_decoded")
-                        .is_some_and(|field| map.contains_key(field))
+                        .and_then(|field| map.get(field)?.as_str())
+                        .is_some_and(decodes)
                 {
                     continue;
                 }
@@ -83,6 +85,12 @@ fn walk(
             marks: Vec::new(),
         }),
     }
+}
+
+fn decodes(text: &str) -> bool {
+    base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .is_ok()
 }
 
 /// The field of a string, decoded when it was sent as base64 and decodes.
@@ -170,12 +178,26 @@ mod tests {
         let keys = fields.iter().find(|f| f.at == "keys").unwrap();
         assert_eq!(keys.text, typed);
         assert!(keys.decoded);
-        assert_eq!(keys.marks, [0..8]);
+        assert_eq!(keys.marks, vec![Range { start: 0, end: 8 }]);
         let target = fields.iter().find(|f| f.at == "target").unwrap();
         assert!(!target.decoded, "only the encoded text is decoded");
         assert!(fields.iter().any(|f| f.at == "literal" && f.text == "true"));
-        assert!(fields.iter().any(|f| f.at == "encoding" && f.text == "base64"));
-        assert!(!fields.iter().any(|f| f.at == "keys_decoded"), "shown twice");
+        assert!(
+            fields
+                .iter()
+                .any(|f| f.at == "encoding" && f.text == "base64")
+        );
+        assert!(
+            !fields.iter().any(|f| f.at == "keys_decoded"),
+            "shown twice"
+        );
+        // Beside text that does not decode, a `keys_decoded` is the client's own: shown.
+        let odd = json!({"keys": "not base64!", "encoding": "base64", "keys_decoded": "x"});
+        assert!(
+            shown_fields(&odd, None)
+                .iter()
+                .any(|f| f.at == "keys_decoded")
+        );
     }
 
     #[test]
@@ -206,16 +228,16 @@ mod tests {
                 ("operations[0].send_keys.keys[2]", "Enter"),
                 (
                     "operations[0].send_keys.keys (typed together)",
-                    "rm -rff /Enter"
+                    "rm -rf /Enter"
                 ),
             ]
         );
-        assert_eq!(fields[3].marks, [0..6]);
+        assert_eq!(fields[3].marks, vec![Range { start: 0, end: 6 }]);
         // When one string matches alone, it is marked where it is, and nothing is joined.
         let alone = json!({"keys": ["rm -rf /", "Enter"]});
         let fields = shown_fields(&alone, Some(&pattern));
         assert_eq!(fields.len(), 2);
-        assert_eq!(fields[0].marks, [0..6]);
+        assert_eq!(fields[0].marks, vec![Range { start: 0, end: 6 }]);
     }
 
     #[test]

@@ -50,6 +50,11 @@ pub struct AgentProgram {
     /// `resume`), so that the CLI takes up its conversation in the worktree (`--continue`).
     #[serde(default)]
     pub resume_args: Vec<String>,
+    /// Arguments added after `args` instead of `resume_args` when the agent's hook reported
+    /// the CLI's own session id (`report_agent_state` `session_id`), with `{session}` in one
+    /// of them replaced by it: `["--resume", "{session}"]` takes up that very conversation.
+    #[serde(default)]
+    pub resume_session_args: Vec<String>,
     /// A manifest file for a kind muxgate does not ship (default: the shipped manifest of
     /// the table's name).
     #[serde(default)]
@@ -92,7 +97,25 @@ fn default_base() -> String {
     "main".to_owned()
 }
 
+/// Where the CLI's session id goes in `resume_session_args`.
+const SESSION_PLACEHOLDER: &str = "{session}";
+
 impl AgentProgram {
+    /// The arguments a resume adds after `args`: `resume_session_args` with `session` in them
+    /// when both are there, else `resume_args`; and whether they take up the conversation.
+    pub(crate) fn resume_args_for(&self, session: Option<&str>) -> (Vec<String>, bool) {
+        match session {
+            Some(session) if !self.resume_session_args.is_empty() => (
+                self.resume_session_args
+                    .iter()
+                    .map(|arg| arg.replace(SESSION_PLACEHOLDER, session))
+                    .collect(),
+                true,
+            ),
+            _ => (self.resume_args.clone(), !self.resume_args.is_empty()),
+        }
+    }
+
     /// What is wrong with it, if anything, as the configuration error says it.
     pub(crate) fn problem(&self) -> Option<String> {
         if self.command.trim().is_empty() {
@@ -100,6 +123,17 @@ impl AgentProgram {
         }
         if self.ready_timeout_secs == 0 || self.ready_quiet_ms == 0 {
             return Some("ready_timeout_secs and ready_quiet_ms must be positive".to_owned());
+        }
+        if !self.resume_session_args.is_empty()
+            && !self
+                .resume_session_args
+                .iter()
+                .any(|arg| arg.contains(SESSION_PLACEHOLDER))
+        {
+            return Some(format!(
+                "resume_session_args: one of them must hold {SESSION_PLACEHOLDER}, where the \
+                 session id goes"
+            ));
         }
         let bad_name = self.env.keys().find(|name| {
             name.is_empty()
@@ -171,5 +205,28 @@ mod tests {
             assert!(check_base(bad).is_err(), "{bad:?}");
         }
         assert!(check_base(&"a".repeat(201)).is_err());
+    }
+
+    #[test]
+    fn a_resume_takes_the_reported_session_up_where_the_kind_says_how() {
+        let program: AgentProgram = toml::from_str(
+            "command = 'claude'\nresume_args = ['--continue']\n\
+             resume_session_args = ['--resume', '{session}']\n",
+        )
+        .unwrap();
+        assert_eq!(program.problem(), None);
+        assert_eq!(
+            program.resume_args_for(Some("4f1c")),
+            (vec!["--resume".to_owned(), "4f1c".to_owned()], true)
+        );
+        assert_eq!(
+            program.resume_args_for(None),
+            (vec!["--continue".to_owned()], true)
+        );
+        let bare: AgentProgram = toml::from_str("command = 'aider'\n").unwrap();
+        assert_eq!(bare.resume_args_for(Some("4f1c")), (Vec::new(), false));
+        let placeless: AgentProgram =
+            toml::from_str("command = 'x'\nresume_session_args = ['--resume']\n").unwrap();
+        assert!(placeless.problem().unwrap().contains("{session}"));
     }
 }

@@ -38,6 +38,10 @@ pub(crate) struct AgentRecord {
     pub(crate) server_process: Option<(u64, u32)>,
     pub(crate) title: Option<String>,
     pub(crate) worktree: Option<Worktree>,
+    /// The CLI's own session (conversation) id, as its hook last reported it: a resume takes
+    /// that conversation up (`resume_session_args`).
+    #[serde(default)]
+    pub(crate) cli_session: Option<String>,
     /// Unix ms.
     pub(crate) started_ms: u64,
 }
@@ -121,6 +125,30 @@ impl Fleet {
             .values()
             .find(|agent| agent.pane == pane && agent.server_process == Some(process))
             .map(|agent| agent.kind.clone())
+    }
+
+    /// Notes `session`, the CLI's own session id, on the agent spawned in `pane` of server
+    /// process `process` in `scope`; whether one was.
+    pub(crate) fn note_cli_session(
+        &self,
+        scope: &OwnerScope,
+        pane: &str,
+        process: (u64, u32),
+        session: &str,
+    ) -> bool {
+        let mut table = self.lock();
+        let Some(agent) = table.get_mut(scope.as_str()).and_then(|agents| {
+            agents
+                .values_mut()
+                .find(|agent| agent.pane == pane && agent.server_process == Some(process))
+        }) else {
+            return false;
+        };
+        if agent.cli_session.as_deref() != Some(session) {
+            agent.cli_session = Some(session.to_owned());
+            self.save(&table);
+        }
+        true
     }
 
     /// Every agent of `scope`, by id.

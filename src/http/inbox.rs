@@ -325,11 +325,7 @@ pub(crate) async fn answer(
         keys,
         nonce: form.nonce,
     };
-    let notice = match api
-        .mcp
-        .answer_from_inbox(&approver, answer)
-        .await
-    {
+    let notice = match api.mcp.answer_from_inbox(&approver, answer).await {
         Ok("answered") => Notice::Answered,
         Ok("screen_changed") => Notice::ScreenChanged,
         Ok(_) => Notice::NotTaken,
@@ -409,10 +405,16 @@ mod tests {
     #[test]
     fn the_session_cookie_is_found_among_others() {
         let mut headers = HeaderMap::new();
-        headers.append(header::COOKIE, HeaderValue::from_static("a=1; muxgate_inbox=tok; b=2"));
+        headers.append(
+            header::COOKIE,
+            HeaderValue::from_static("a=1; muxgate_inbox=tok; b=2"),
+        );
         assert_eq!(session_cookie(&headers), Some("tok"));
         let mut other = HeaderMap::new();
-        other.append(header::COOKIE, HeaderValue::from_static("muxgate_inboxx=tok"));
+        other.append(
+            header::COOKIE,
+            HeaderValue::from_static("muxgate_inboxx=tok"),
+        );
         other.append(header::COOKIE, HeaderValue::from_static("muxgate_inbox="));
         assert_eq!(session_cookie(&other), None);
     }

@@ -296,7 +296,10 @@ const INBOX_BODY_LIMIT: usize = 16 * 1024;
 fn inbox_routes(inbox: inbox::InboxApi, allowlist: Arc<Allowlist>) -> Router {
     Router::new()
         .route("/inbox", get(inbox::show))
-        .route("/inbox/signin", get(inbox::sign_in_page).post(inbox::sign_in))
+        .route(
+            "/inbox/signin",
+            get(inbox::sign_in_page).post(inbox::sign_in),
+        )
         .route("/inbox/signout", post(inbox::sign_out))
         .route("/inbox/decide", post(inbox::decide))
         .route("/inbox/answer", post(inbox::answer))

@@ -215,11 +215,17 @@ mod tests {
         let s = sign_ins();
         let now = Instant::now();
         let late = s.issue_link_at("alice", now);
-        assert_eq!(s.sign_in_at(&late.token, now + Duration::from_secs(60)), None);
+        assert_eq!(
+            s.sign_in_at(&late.token, now + Duration::from_secs(60)),
+            None
+        );
         let link = s.issue_link_at("alice", now);
         let signed = s.sign_in_at(&link.token, now).unwrap();
         let token = &signed.session.token;
-        assert!(s.session_at(token, now + Duration::from_secs(599)).is_some());
+        assert!(
+            s.session_at(token, now + Duration::from_secs(599))
+                .is_some()
+        );
         assert_eq!(s.session_at(token, now + Duration::from_secs(600)), None);
         assert_eq!(s.session_at("", now), None);
         assert_eq!(s.session_at("not a token", now), None);
@@ -251,6 +257,9 @@ mod tests {
         let b = s.issue_link("alice").token;
         assert_ne!(a, b);
         assert_eq!(a.len(), 43);
-        assert!(a.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'));
+        assert!(
+            a.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        );
     }
 }

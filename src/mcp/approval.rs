@@ -120,7 +120,9 @@ pub(crate) async fn hold_if_needed(
         budget.deadline,
     );
     let id = ticket.id().to_owned();
-    let _shown = state.held_targets.register(&id, caller, args_target(request));
+    let _shown = state
+        .held_targets
+        .register(&id, caller, args_target(request));
     let heartbeat = Heartbeat::for_approval(
         format!("held for approval {id} (rule {rule}): waiting for a human approver to decide"),
         held.token,
@@ -150,7 +152,10 @@ pub(crate) async fn hold_if_needed(
 fn args_target(request: &CallToolRequestParams) -> Option<(Option<String>, String)> {
     let args = request.arguments.as_ref()?;
     let target = args.get("target")?.as_str()?.to_owned();
-    let server = args.get("server").and_then(Value::as_str).map(str::to_owned);
+    let server = args
+        .get("server")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
     Some((server, target))
 }
 
@@ -182,7 +187,9 @@ impl Drop for Registered<'_> {
 
 impl HeldTargets {
     fn lock(&self) -> MutexGuard<'_, HashMap<String, HeldTarget>> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn register<'a>(
@@ -238,14 +245,10 @@ fn put_on_desk(
     });
     let id = ticket.id();
     tracing::info!(id, rule, sub = caller.sub(), tool, "call held for approval");
-    state.notifier.send(crate::notify::Event::approval_pending(
-        id,
-        caller.sub(),
-        tool,
-        server.as_deref(),
-        rule,
-    )
-    .in_workspace(&caller.principal.workspace));
+    state.notifier.send(
+        crate::notify::Event::approval_pending(id, caller.sub(), tool, server.as_deref(), rule)
+            .in_workspace(&caller.principal.workspace),
+    );
     ticket
 }
 

@@ -88,7 +88,10 @@ impl McpServer {
             let (lines, _) = visible(&tmux, pane).await.ok()?;
             Some((pane.to_string(), lines))
         };
-        tokio::time::timeout(READ_TIMEOUT, read).await.ok().flatten()
+        tokio::time::timeout(READ_TIMEOUT, read)
+            .await
+            .ok()
+            .flatten()
     }
 
     /// The spawned agents blocked on a human, with their screens now. One whose screen cannot

@@ -107,6 +107,7 @@ def main():
     parser.add_argument("--events")
     # What a CLI is resumed with (spawn_agent resume): taken, and shown by its command line.
     parser.add_argument("--continue", action="store_true")
+    parser.add_argument("--resume", metavar="SESSION")
     args = parser.parse_args()
     global LOG, EVENTS
     LOG = args.log

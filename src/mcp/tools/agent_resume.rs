@@ -6,8 +6,10 @@
 //!    started in); a session left with its program ended is closed first.
 //! 2. **worktree**: kept where its directory still is (uncommitted work included); made
 //!    again on its branch where it is gone ([`worktree::restore`]).
-//! 3. **session**: as a spawn's, the kind's `resume_args` after its `args`, then the same
-//!    record, barrier, prompt and follower ([`McpServer::settle`]).
+//! 3. **session**: as a spawn's, the kind's resume arguments after its `args` (its
+//!    `resume_session_args` with the CLI's own session id where its hook reported one, else
+//!    its `resume_args`), then the same record, barrier, prompt and follower
+//!    ([`McpServer::settle`]).
 
 use tokio_util::sync::CancellationToken;
 
@@ -102,7 +104,17 @@ impl McpServer {
             std::time::Duration::from_secs(program.ready_timeout_secs),
         )?;
         ensure_not_running(tmux, &record).await?;
-        let lost = self.worktree_back(&record, kind, program).await?;
+        let (resume_args, conversation) = program.resume_args_for(record.cli_session.as_deref());
+        let mut lost = self.worktree_back(&record).await?;
+        if !conversation {
+            lost.insert(
+                1,
+                format!(
+                    "its conversation: [agents.{kind}] has no resume_args (nor a reported \
+                     session for resume_session_args), so it starts afresh"
+                ),
+            );
+        }
         let plan = Plan {
             kind,
             program,
@@ -115,7 +127,8 @@ impl McpServer {
             title: input.title.or_else(|| record.title.clone()),
             environment: environment_of(program, &record.id, None)?,
             prompt,
-            resume: true,
+            resume_args,
+            cli_session: record.cli_session.clone(),
         };
         fleet.remove(&tmux.scope, &record.id);
         let directory = plan.start_directory.clone();
@@ -143,19 +156,9 @@ impl McpServer {
 
     /// Makes the agent's worktree ready again (made again on its branch where its directory is
     /// gone); what will not come back.
-    async fn worktree_back(
-        &self,
-        record: &AgentRecord,
-        kind: &str,
-        program: &crate::fleet::AgentProgram,
-    ) -> Result<Vec<String>, ToolError> {
+    async fn worktree_back(&self, record: &AgentRecord) -> Result<Vec<String>, ToolError> {
         let config = &self.state().config;
         let mut lost = vec!["its screen and scrollback (it runs in a new session)".to_owned()];
-        if program.resume_args.is_empty() {
-            lost.push(format!(
-                "its conversation: [agents.{kind}] has no resume_args, so it starts afresh"
-            ));
-        }
         if record.worktree.is_none() {
             lost.push("its start directory (only a worktree is recorded)".to_owned());
         }

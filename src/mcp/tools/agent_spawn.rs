@@ -146,8 +146,10 @@ pub(super) struct Plan<'a> {
     pub(super) title: Option<String>,
     pub(super) environment: Vec<(String, String)>,
     pub(super) prompt: Option<String>,
-    /// Started again: the kind's `resume_args` follow its `args`.
-    pub(super) resume: bool,
+    /// Started again: what follows its `args` (the kind's resume arguments).
+    pub(super) resume_args: Vec<String>,
+    /// The CLI's own session id, kept from the agent's record across a resume.
+    pub(super) cli_session: Option<String>,
 }
 
 /// The configured kind `kind`, or an error naming the configured ones.
@@ -239,7 +241,8 @@ fn plan<'a>(
         title: input.title,
         environment,
         prompt,
-        resume: false,
+        resume_args: Vec::new(),
+        cli_session: None,
     })
 }
 
@@ -383,14 +386,9 @@ pub(super) async fn start_session(
         height: None,
         environment: plan.environment.clone(),
     };
-    let resume_args = if plan.resume {
-        plan.program.resume_args.as_slice()
-    } else {
-        &[]
-    };
     let argv: Vec<String> = std::iter::once(plan.program.command.clone())
         .chain(plan.program.args.iter().cloned())
-        .chain(resume_args.iter().cloned())
+        .chain(plan.resume_args.iter().cloned())
         .collect();
     let _claim = tmux
         .owners
@@ -595,6 +593,7 @@ impl McpServer {
             server_process: Some((tmux.instance().epoch, server_pid)),
             title: plan.title.clone(),
             worktree: worktree.clone(),
+            cli_session: plan.cli_session.clone(),
             started_ms: super::watch::unix_ms(std::time::SystemTime::now()),
         };
         fleet.insert(&tmux.scope, record).map_err(record_error)?;

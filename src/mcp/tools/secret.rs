@@ -190,15 +190,15 @@ impl McpServer {
             event: "requested",
             bytes: None,
         });
-        self.state()
-            .notifier
-            .send(crate::notify::Event::secret_requested(
+        self.state().notifier.send(
+            crate::notify::Event::secret_requested(
                 &link.id,
                 call.sub(),
                 &label,
                 &format!("{server}:{pane}"),
             )
-            .in_workspace(&call.principal.workspace));
+            .in_workspace(&call.principal.workspace),
+        );
         Ok(Opened {
             answer: RequestSecretOutput {
                 server,
