@@ -186,6 +186,34 @@ async fn a_phone_settles_a_held_call_from_a_notifications_sign_in_link() {
     page.screenshot(&screenshot_dir().join("2-approved.png"))
         .await;
 
+    // Another held call, denied with a reason the agent is told.
+    let agent = client(&gateway).await;
+    let args = json!({"target": pane, "keys": "# git push --force", "literal": true,
+                      "enter": false});
+    let held = tokio::spawn(async move { common::tools::call(&agent, "send_keys", args).await });
+    page.eval("location.reload(); true").await;
+    page.wait_until(
+        "document.querySelector('#approvals button.deny') !== null",
+        "the second held call",
+        Duration::from_secs(10),
+    )
+    .await;
+    page.eval(
+        "document.querySelector('#approvals input[name=reason]').value = 'not on a Friday';\
+         document.querySelector('#approvals button.deny').click(); true",
+    )
+    .await;
+    let denied = tokio::time::timeout(Duration::from_secs(10), held)
+        .await
+        .expect("the held call ends once denied")
+        .expect("the agent's task");
+    assert_eq!(denied.is_error, Some(true), "{denied:?}");
+    let said = format!("{:?}", denied.content);
+    assert!(
+        said.contains("not on a Friday") && said.contains("alice"),
+        "{said}"
+    );
+
     // The link signed in once; without the session cookie the inbox is closed.
     let again = reqwest::get(&link).await.expect("GET the link again");
     assert_eq!(again.status(), 404);

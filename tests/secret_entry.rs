@@ -148,6 +148,15 @@ async fn post_secret_from(
     (status, response.text().await.unwrap_or_default())
 }
 
+/// `pairs` as a form's body.
+fn form(pairs: &[(&str, &str)]) -> String {
+    let mut body = url::form_urlencoded::Serializer::new(String::new());
+    for (name, value) in pairs {
+        body.append_pair(name, value);
+    }
+    body.finish()
+}
+
 async fn get_page(url: &str) -> (u16, reqwest::header::HeaderMap, String) {
     let response = reqwest::get(url).await.expect("GET /secret");
     let status = response.status().as_u16();
@@ -839,6 +848,99 @@ async fn without_url_elicitation_the_link_goes_to_an_approver_never_to_the_model
         assert_eq!(typed.0, 200, "{era}: {}", typed.1);
         wait_for_screen(&tmux, &pane, &format!("MATCHED {}", SECRET.len())).await;
     }
+}
+
+/// From the inbox, without a token: an approver signed in by a one-time link sees the request
+/// waiting (never its link), and its button leads to a fresh link, where the secret is typed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_request_is_taken_from_the_inbox() {
+    let tmux = TestTmux::start();
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = gateway_with_audit(&tmux, &dir.path().join("audit.jsonl")).await;
+    let pane = tmux.session_running("inbox", "env PS1='ready$ ' bash --norc --noprofile");
+    wait_for_screen(&tmux, &pane, "ready$").await;
+    let agent = common::calls::stateless(&gateway, &gateway.token).await;
+    type_line(&tmux, &pane, &read_secret());
+    let answer = request_when_ready(&agent, json!({"target": pane, "label": "db password"})).await;
+    assert_eq!(answer["status"], "pending", "{answer}");
+    let id = answer["request_id"]
+        .as_str()
+        .expect("a request id")
+        .to_owned();
+
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let alice = gateway.mint("alice", &["mux:approve"]);
+    let made: Value = http
+        .post(format!("{}/approvals/link", gateway.base))
+        .bearer_auth(&alice)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let link = made["url"].as_str().expect("a sign-in link");
+    let signed = http
+        .post(format!("{}/inbox/signin", gateway.base))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form(&[("t", &token_of(link))]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed.status().as_u16(), 303);
+    let set = signed.headers()["set-cookie"].to_str().unwrap().to_owned();
+    for part in ["HttpOnly", "SameSite=Lax", "Max-Age=43200"] {
+        assert!(set.contains(part), "{set}");
+    }
+    let cookie = set.split(';').next().unwrap().to_owned();
+
+    let inbox = http
+        .get(format!("{}/inbox", gateway.base))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(inbox.status().as_u16(), 200);
+    let page = inbox.text().await.unwrap();
+    assert!(
+        page.contains("Secrets to type (1)") && page.contains("db password"),
+        "{page}"
+    );
+    assert!(
+        !page.contains("/secret?t="),
+        "the inbox shows a link: {page}"
+    );
+
+    let opened = http
+        .post(format!("{}/inbox/secret", gateway.base))
+        .header("cookie", &cookie)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form(&[("id", &id)]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(opened.status().as_u16(), 303);
+    let url = opened.headers()["location"].to_str().unwrap().to_owned();
+    assert!(
+        url.starts_with(&format!("{}/secret?t=", gateway.base)),
+        "{url}"
+    );
+    let typed = post_secret_until(&gateway.base, &token_of(&url), 200).await;
+    assert_eq!(typed.0, 200, "{}", typed.1);
+    wait_for_screen(&tmux, &pane, &format!("MATCHED {}", SECRET.len())).await;
+
+    // Without the session, nothing is opened.
+    let outside = http
+        .post(format!("{}/inbox/secret", gateway.base))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form(&[("id", &id)]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(outside.headers()["location"], "../inbox");
 }
 
 /// The form as a human uses it: headless Chromium (Debian's package) opens the link, the
