@@ -235,8 +235,36 @@ mod tests {
             server_process: Some((0, 100)),
             title: None,
             worktree: None,
+            cli_session: None,
             started_ms: 0,
         }
+    }
+
+    #[test]
+    fn a_reported_session_is_kept_with_the_agent_of_that_pane_and_process_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("agents.json");
+        let fleet = Fleet::open(&file).unwrap();
+        let scope = OwnerScope::configured("dev");
+        fleet.insert(&scope, agent("a")).unwrap();
+        assert!(
+            !fleet.note_cli_session(&scope, "%1", (0, 999), "s-1"),
+            "another process"
+        );
+        assert!(
+            !fleet.note_cli_session(&scope, "%2", (0, 100), "s-1"),
+            "another pane"
+        );
+        assert!(fleet.note_cli_session(&scope, "%1", (0, 100), "s-1"));
+        assert_eq!(
+            fleet.get(&scope, "a").unwrap().cli_session.as_deref(),
+            Some("s-1")
+        );
+        let again = Fleet::open(&file).unwrap();
+        assert_eq!(
+            again.get(&scope, "a").unwrap().cli_session.as_deref(),
+            Some("s-1")
+        );
     }
 
     #[test]
