@@ -7,7 +7,7 @@
 //!   redirect to the inbox;
 //! - `GET /inbox` → what waits: held calls (arguments decoded, the rule's match marked, the
 //!   target's screen), agents blocked on a human (screen and answer box), secret requests;
-//! - `POST /inbox/decide` (`id`, `decision`, `reason`), `POST /inbox/answer` (`server`,
+//! - `POST /inbox/decide` (`id`, `decision`, `reason`), `POST /inbox/answer` (`scope`,
 //!   `agent`, `digest`, `nonce`, `text`, `then`), `POST /inbox/secret` (`id`: redirected to a
 //!   fresh secret entry link), `POST /inbox/signout`; each action redirects back to the inbox
 //!   with a notice (`?n=…`) naming what it did.
@@ -181,26 +181,28 @@ pub(crate) async fn show(
 
 /// The held calls, with their targets' screens; an approver's own calls are not theirs to
 /// decide and are left out.
+/// The screens are read side by side.
 async fn approval_cards(api: &InboxApi, approver: &str) -> Vec<ApprovalCard> {
-    let mut cards = Vec::new();
-    for pending in api.desk.pending() {
-        if pending.call.sub == approver {
-            continue;
-        }
-        let pattern = api.policy.pattern_of(&pending.call.rule);
-        cards.push(ApprovalCard {
-            fields: crate::approvals::shown::shown_fields(&pending.call.args, pattern),
-            screen: api.mcp.held_call_screen(&pending.id).await,
-            id: pending.id,
-            tool: pending.call.tool,
-            client: pending.call.sub,
-            server: pending.call.server,
-            rule: pending.call.rule,
-            waiting_secs: pending.waiting_ms / 1000,
-            expires_in_secs: pending.expires_in_ms / 1000,
+    let cards = api
+        .desk
+        .pending()
+        .into_iter()
+        .filter(|pending| pending.call.sub != approver)
+        .map(|pending| async move {
+            let pattern = api.policy.pattern_of(&pending.call.rule);
+            ApprovalCard {
+                fields: crate::approvals::shown::shown_fields(&pending.call.args, pattern),
+                screen: api.mcp.held_call_screen(&pending.id).await,
+                id: pending.id,
+                tool: pending.call.tool,
+                client: pending.call.sub,
+                server: pending.call.server,
+                rule: pending.call.rule,
+                waiting_secs: pending.waiting_ms / 1000,
+                expires_in_secs: pending.expires_in_ms / 1000,
+            }
         });
-    }
-    cards
+    futures::future::join_all(cards).await
 }
 
 async fn agent_cards(mcp: &McpServer) -> Vec<AgentCard> {
@@ -208,6 +210,7 @@ async fn agent_cards(mcp: &McpServer) -> Vec<AgentCard> {
         .await
         .into_iter()
         .map(|blocked| AgentCard {
+            scope: blocked.agent.scope.as_str().to_owned(),
             server: blocked.agent.server.clone(),
             id: blocked.agent.id.clone(),
             kind: blocked.agent.kind.clone(),
@@ -264,10 +267,13 @@ pub(crate) async fn decide(
         "deny" => false,
         _ => return back_to_inbox(Some(Notice::Gone)),
     };
-    let reason: Option<String> = form
-        .reason
-        .filter(|r| !r.trim().is_empty())
-        .map(|r| r.chars().take(MAX_REASON_CHARS).collect());
+    let reason = form.reason.filter(|r| !r.trim().is_empty());
+    if reason
+        .as_ref()
+        .is_some_and(|r| r.chars().count() > MAX_REASON_CHARS)
+    {
+        return back_to_inbox(Some(Notice::BadReason));
+    }
     let decision = Decision {
         approve,
         by: approver,
@@ -285,7 +291,7 @@ pub(crate) async fn decide(
 /// The answer form. `then`: the key pressed after the text (`Enter`, `Escape`) or `none`.
 #[derive(Deserialize)]
 pub(crate) struct AnswerForm {
-    server: String,
+    scope: String,
     agent: String,
     digest: String,
     nonce: String,
@@ -319,7 +325,7 @@ pub(crate) async fn answer(
         return back_to_inbox(Some(Notice::NothingToType));
     }
     let answer = InboxAnswer {
-        server: form.server,
+        scope: form.scope,
         agent: form.agent,
         digest: form.digest,
         keys,
@@ -341,23 +347,21 @@ pub(crate) struct SecretForm {
     id: String,
 }
 
-/// `POST /inbox/secret`: on to a fresh one-time link to the secret's page.
+/// `POST /inbox/secret`: on to a fresh one-time link to the secret's page (relative, like
+/// every redirect here: no `Host` is trusted to build it).
 pub(crate) async fn secret(
     State(api): State<InboxApi>,
-    parts: axum::http::request::Parts,
+    headers: HeaderMap,
     form: Result<Form<SecretForm>, FormRejection>,
 ) -> Response {
-    let Some(approver) = api.approver(&parts.headers) else {
+    let Some(approver) = api.approver(&headers) else {
         return back_to_inbox(None);
     };
     let Ok(Form(form)) = form else {
         return back_to_inbox(Some(Notice::Gone));
     };
-    let Ok(base) = crate::mcp::links::base(&api.http, &parts) else {
-        return back_to_inbox(Some(Notice::Failed));
-    };
     match api.secrets.issue(&form.id, &approver) {
-        Ok((link, _)) => redirect(&format!("{base}/secret?t={}", link.token)),
+        Ok((link, _)) => redirect(&format!("../secret?t={}", link.token)),
         Err(IssueError::NotFound(_)) => back_to_inbox(Some(Notice::Gone)),
         Err(IssueError::OwnRequest(_)) => back_to_inbox(Some(Notice::OwnCall)),
     }

@@ -47,6 +47,8 @@ pub(crate) struct ApprovalCard {
 /// A spawned agent blocked on a human.
 #[derive(Debug, Clone)]
 pub(crate) struct AgentCard {
+    /// Its server scope's text (the form names the agent by scope and id).
+    pub(crate) scope: String,
     pub(crate) server: String,
     pub(crate) id: String,
     pub(crate) kind: String,
@@ -82,6 +84,7 @@ pub(crate) enum Notice {
     ScreenChanged,
     NothingToType,
     BadAnswer,
+    BadReason,
     Gone,
     OwnCall,
     Failed,
@@ -98,6 +101,7 @@ impl Notice {
             Self::ScreenChanged => "screen_changed",
             Self::NothingToType => "nothing",
             Self::BadAnswer => "bad_answer",
+            Self::BadReason => "bad_reason",
             Self::Gone => "gone",
             Self::OwnCall => "own",
             Self::Failed => "failed",
@@ -113,6 +117,7 @@ impl Notice {
             Self::ScreenChanged,
             Self::NothingToType,
             Self::BadAnswer,
+            Self::BadReason,
             Self::Gone,
             Self::OwnCall,
             Self::Failed,
@@ -138,6 +143,10 @@ impl Notice {
             Self::BadAnswer => (
                 "problem",
                 "That answer cannot be typed: at most 200 characters, no control characters.",
+            ),
+            Self::BadReason => (
+                "problem",
+                "A reason may be at most 500 characters: nothing was decided.",
             ),
             Self::Gone => (
                 "problem",
@@ -260,7 +269,7 @@ fn agent(card: &AgentCard) -> String {
         "<article class=\"card\"><h3>{id}<small> {kind} on {server}, spawned by {client}</small></h3>\
          <p class=\"meta\">Blocked{on} for {since}{why}</p>{screen}\
          <form method=\"post\" action=\"inbox/answer\">\
-         <input type=\"hidden\" name=\"server\" value=\"{server}\">\
+         <input type=\"hidden\" name=\"scope\" value=\"{scope}\">\
          <input type=\"hidden\" name=\"agent\" value=\"{id}\">\
          <input type=\"hidden\" name=\"digest\" value=\"{digest}\">\
          <input type=\"hidden\" name=\"nonce\" value=\"{nonce}\">\
@@ -270,6 +279,7 @@ fn agent(card: &AgentCard) -> String {
          <button name=\"then\" value=\"none\">Type only</button>\
          <button name=\"then\" value=\"Escape\">Escape</button></div></form></article>",
         id = escape(&card.id),
+        scope = escape(&card.scope),
         kind = escape(&card.kind),
         server = escape(&card.server),
         client = escape(&card.client),
@@ -475,6 +485,7 @@ mod tests {
         let view = InboxView {
             approver: "alice".into(),
             agents: vec![AgentCard {
+                scope: "dev".into(),
                 server: "dev".into(),
                 id: "fix-1".into(),
                 kind: "claude".into(),

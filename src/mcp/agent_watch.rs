@@ -111,11 +111,11 @@ impl AgentWatches {
         }
     }
 
-    /// The watched agent `id` on `server`.
-    pub(crate) fn find(&self, server: &str, id: &str) -> Option<Arc<Watched>> {
+    /// The watched agent `id` of `scope` (an [`OwnerScope`]'s text: every tenant's workspace
+    /// server has the same name, its scope is its own).
+    pub(crate) fn find(&self, scope: &str, id: &str) -> Option<Arc<Watched>> {
         self.lock()
-            .values()
-            .find(|watch| watch.agent.server == server && watch.agent.id == id)
+            .get(&(scope.to_owned(), id.to_owned()))
             .map(|watch| watch.agent.clone())
     }
 

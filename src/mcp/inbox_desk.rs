@@ -40,7 +40,8 @@ pub(crate) struct BlockedAgent {
 
 /// An answer an approver typed into the inbox's form.
 pub(crate) struct InboxAnswer {
-    pub(crate) server: String,
+    /// The agent's server scope ([`crate::auth::owners::OwnerScope`]'s text) and id.
+    pub(crate) scope: String,
     pub(crate) agent: String,
     /// The digest of the screen the approver was shown.
     pub(crate) digest: String,
@@ -96,12 +97,11 @@ impl McpServer {
 
     /// The spawned agents blocked on a human, with their screens now. One whose screen cannot
     /// be read in time is left out (it shows again once it can be).
+    /// The reads run side by side: a page waits [`READ_TIMEOUT`] at most, however many.
     pub(crate) async fn blocked_agents(&self) -> Vec<BlockedAgent> {
-        let mut shown = Vec::new();
-        for (agent, edge) in self.state().agent_watches.blocked() {
-            if shown.len() == MAX_AGENTS_SHOWN {
-                break;
-            }
+        let mut blocked = self.state().agent_watches.blocked();
+        blocked.truncate(MAX_AGENTS_SHOWN);
+        let reads = blocked.into_iter().map(|(agent, edge)| async move {
             let read = async {
                 let tmux = self
                     .tmux_access(&agent.call, Some(&agent.server))
@@ -109,16 +109,19 @@ impl McpServer {
                     .ok()?;
                 visible(&tmux, agent.pane).await.ok()
             };
-            if let Ok(Some((screen, digest))) = tokio::time::timeout(READ_TIMEOUT, read).await {
-                shown.push(BlockedAgent {
-                    agent,
-                    edge,
-                    screen,
-                    digest,
-                });
-            }
-        }
-        shown
+            let (screen, digest) = tokio::time::timeout(READ_TIMEOUT, read).await.ok()??;
+            Some(BlockedAgent {
+                agent,
+                edge,
+                screen,
+                digest,
+            })
+        });
+        futures::future::join_all(reads)
+            .await
+            .into_iter()
+            .flatten()
+            .collect()
     }
 
     /// Types `answer` into the agent's pane for `approver`, if its screen is still the one
@@ -134,7 +137,7 @@ impl McpServer {
         let agent = self
             .state()
             .agent_watches
-            .find(&answer.server, &answer.agent)
+            .find(&answer.scope, &answer.agent)
             .ok_or(AnswerRefused::Gone)?;
         let tmux = self
             .tmux_access(&agent.call, Some(&agent.server))
