@@ -438,6 +438,11 @@ impl Parts {
         };
         let shutdown = self.shutdown.clone();
         let mcp = self.mcp_server(&security.limits)?;
+        // An earlier run's agents that still run are followed again, without holding the start.
+        tokio::spawn({
+            let mcp = mcp.clone();
+            async move { mcp.follow_recorded().await }
+        });
         Ok(HttpDeps {
             http: config.http.clone(),
             readiness,

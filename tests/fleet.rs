@@ -451,7 +451,10 @@ async fn a_person_is_told_once_of_each_edge_a_spawned_agent_makes() {
     ))
     .expect("the tables");
     config.notify = tables["notify"].clone().try_into().expect("notify");
-    let gateway = spawn_gateway(config).await;
+    // A state directory of the test's own: a second gateway reads the first one's records.
+    let state = tempfile::tempdir().expect("a state directory");
+    config.state.dir = Some(state.path().to_owned());
+    let gateway = spawn_gateway(config.clone()).await;
     let client = client(&gateway).await;
     let events = || common::webhook::json_posts(&received, "lead");
     let until_events = |n: usize| {
@@ -513,6 +516,27 @@ async fn a_person_is_told_once_of_each_edge_a_spawned_agent_makes() {
     call_ok(&client, "stop_agent", json!({"agent_id": "quiet"})).await;
     tokio::time::sleep(Duration::from_millis(2500)).await;
     assert_eq!(events().len(), 3, "{:?}", events());
+
+    // The gateway restarts; its agent does not. The new gateway follows it from its records:
+    // given a task, its dialog is told.
+    let later = call_ok(
+        &client,
+        "spawn_agent",
+        json!({"kind": "claude-code", "id": "later"}),
+    )
+    .await;
+    let pane = later["pane_id"].as_str().unwrap().to_owned();
+    drop(client);
+    gateway
+        .stop(Duration::from_secs(10))
+        .await
+        .expect("the first gateway stops");
+    let _again = spawn_gateway(config).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    type_line(&tmux, &pane, "deploy it");
+    let told = until_events(4).await;
+    assert_eq!(told[3]["event"], "agent_blocked", "{told:?}");
+    assert_eq!(told[3]["agent"], "later", "{told:?}");
 }
 
 /// A coordinator waits on its workers without polling: `wait_for_state` with an agent

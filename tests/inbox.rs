@@ -213,6 +213,12 @@ async fn a_phone_settles_a_held_call_from_a_notifications_sign_in_link() {
         said.contains("not on a Friday") && said.contains("alice"),
         "{said}"
     );
+    page.wait_until(
+        "document.querySelector('.notice.ok')?.textContent.startsWith('Denied')",
+        "the denial's notice",
+        Duration::from_secs(10),
+    )
+    .await;
 
     // The link signed in once; without the session cookie the inbox is closed.
     let again = reqwest::get(&link).await.expect("GET the link again");

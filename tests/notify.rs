@@ -200,6 +200,11 @@ async fn a_target_that_cannot_be_used_is_refused_at_start() {
             "\"alice\" is not among approvals.approvers",
         ),
         (
+            "[http]\npublic_url = 'https://gw.example'\n\
+             [notify.targets.x]\nformat = 'ntfy'\nurl = 'https://h.example/'\ninbox_for = 'alice'",
+            "inbox links need approvals.approvers",
+        ),
+        (
             "[inbox]\nlink_ttl_secs = 5",
             "inbox.link_ttl_secs: must be 60 to 86400 seconds",
         ),

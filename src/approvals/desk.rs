@@ -302,7 +302,7 @@ fn shown_args(mut args: Value) -> Value {
 }
 
 /// Fields that carry typed or pasted input, base64 under `encoding: "base64"`.
-const ENCODED_FIELDS: [&str; 3] = ["keys", "text", "content"];
+pub(crate) const ENCODED_FIELDS: [&str; 3] = ["keys", "text", "content"];
 
 /// Adds `<field>_decoded` beside each base64 input field of every object in `args` (a batch's
 /// operations too), so an approver reads what would be typed, not its encoding: base64 can

@@ -764,6 +764,13 @@ impl Config {
                     "a sign-in link needs http.public_url: the address a phone reaches the gateway at",
                 ));
             }
+            if self.approvals.approvers.is_empty() {
+                return Err(Violation::at(
+                    &at,
+                    "inbox links need approvals.approvers to name who may decide (empty, anyone \
+                     named would be one)",
+                ));
+            }
             let approvers = ApprovalPolicy::compile(&self.approvals).unwrap_or_default();
             if !approvers.may_decide(approver) {
                 return Err(Violation::at(

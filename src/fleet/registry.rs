@@ -151,6 +151,18 @@ impl Fleet {
         true
     }
 
+    /// Every agent, with its scope's text.
+    pub(crate) fn all(&self) -> Vec<(String, AgentRecord)> {
+        self.lock()
+            .iter()
+            .flat_map(|(scope, agents)| {
+                agents
+                    .values()
+                    .map(move |agent| (scope.clone(), agent.clone()))
+            })
+            .collect()
+    }
+
     /// Every agent of `scope`, by id.
     pub(crate) fn of_scope(&self, scope: &OwnerScope) -> Vec<AgentRecord> {
         self.lock()

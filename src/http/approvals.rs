@@ -188,7 +188,13 @@ pub(crate) async fn inbox_link(
             return refusal(StatusCode::SERVICE_UNAVAILABLE, "unavailable", &message);
         }
     };
-    let link = api.sign_ins.issue_link(&principal.sub);
+    // Neither the link nor the session it opens outlives the token that asked for it.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs();
+    let left = std::time::Duration::from_secs(principal.expires_at.saturating_sub(now));
+    let link = api.sign_ins.issue_link(&principal.sub, Some(left));
     Json(json!({
         "url": format!("{base}/inbox/signin?t={}", link.token),
         "expires_in_seconds": link.ttl.as_secs(),

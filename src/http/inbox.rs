@@ -35,6 +35,7 @@ use crate::mcp::McpServer;
 use crate::mcp::inbox_desk::{AnswerRefused, InboxAnswer};
 use crate::secret_entry::page::HEADERS;
 use crate::secret_entry::{IssueError, PaneDestination, SecretDesk};
+use muxgate_tmux::ops::keys::KeyName;
 
 /// The session cookie's name.
 const COOKIE: &str = "muxgate_inbox";
@@ -190,8 +191,10 @@ async fn approval_cards(api: &InboxApi, approver: &str) -> Vec<ApprovalCard> {
         .filter(|pending| pending.call.sub != approver)
         .map(|pending| async move {
             let pattern = api.policy.pattern_of(&pending.call.rule);
+            let shown = crate::approvals::shown::shown_fields(&pending.call.args, pattern);
             ApprovalCard {
-                fields: crate::approvals::shown::shown_fields(&pending.call.args, pattern),
+                fields: shown.fields,
+                whole: shown.whole,
                 screen: api.mcp.held_call_screen(&pending.id).await,
                 id: pending.id,
                 tool: pending.call.tool,
@@ -274,6 +277,21 @@ pub(crate) async fn decide(
     {
         return back_to_inbox(Some(Notice::BadReason));
     }
+    // A call the page could not show whole was offered no Approve button: a crafted post is
+    // refused the same.
+    let shown_whole = |id: &str| {
+        api.desk
+            .pending()
+            .into_iter()
+            .find(|p| p.id == id)
+            .is_none_or(|pending| {
+                let pattern = api.policy.pattern_of(&pending.call.rule);
+                crate::approvals::shown::shown_fields(&pending.call.args, pattern).whole
+            })
+    };
+    if approve && !shown_whole(&form.id) {
+        return back_to_inbox(Some(Notice::NotShownWhole));
+    }
     let decision = Decision {
         approve,
         by: approver,
@@ -312,23 +330,20 @@ pub(crate) async fn answer(
     let Ok(Form(form)) = form else {
         return back_to_inbox(Some(Notice::Gone));
     };
-    let mut keys = Vec::new();
-    if !form.text.is_empty() {
-        keys.push(form.text);
-    }
-    match form.then.as_str() {
-        "Enter" | "Escape" => keys.push(form.then),
-        "none" => {}
+    let then = match form.then.as_str() {
+        "Enter" | "Escape" => KeyName::parse(&form.then).ok(),
+        "none" => None,
         _ => return back_to_inbox(Some(Notice::BadAnswer)),
-    }
-    if keys.is_empty() {
+    };
+    if form.text.is_empty() && then.is_none() {
         return back_to_inbox(Some(Notice::NothingToType));
     }
     let answer = InboxAnswer {
         scope: form.scope,
         agent: form.agent,
         digest: form.digest,
-        keys,
+        text: form.text,
+        then,
         nonce: form.nonce,
     };
     let notice = match api.mcp.answer_from_inbox(&approver, answer).await {

@@ -19,7 +19,7 @@ use serde_json::Value;
 /// A held call's arguments as the inbox shows an approver them (HTML `<dt>`/`<dd>` pairs),
 /// marked where `pattern` matches.
 pub fn held_call_html(args: &Value, pattern: Option<&Regex>) -> String {
-    page::fields(&crate::approvals::shown::shown_fields(args, pattern))
+    page::fields(&crate::approvals::shown::shown_fields(args, pattern).fields)
 }
 
 /// `[inbox]`.

@@ -40,6 +40,8 @@ pub(crate) struct ApprovalCard {
     pub(crate) waiting_secs: u64,
     pub(crate) expires_in_secs: u64,
     pub(crate) fields: Vec<ShownField>,
+    /// Whether `fields` are the call's whole arguments (if not, it is not approved here).
+    pub(crate) whole: bool,
     /// The target pane and its screen now, when the call names one the gateway could read.
     pub(crate) screen: Option<(String, Vec<String>)>,
 }
@@ -85,6 +87,7 @@ pub(crate) enum Notice {
     NothingToType,
     BadAnswer,
     BadReason,
+    NotShownWhole,
     Gone,
     OwnCall,
     Failed,
@@ -102,6 +105,7 @@ impl Notice {
             Self::NothingToType => "nothing",
             Self::BadAnswer => "bad_answer",
             Self::BadReason => "bad_reason",
+            Self::NotShownWhole => "not_whole",
             Self::Gone => "gone",
             Self::OwnCall => "own",
             Self::Failed => "failed",
@@ -118,6 +122,7 @@ impl Notice {
             Self::NothingToType,
             Self::BadAnswer,
             Self::BadReason,
+            Self::NotShownWhole,
             Self::Gone,
             Self::OwnCall,
             Self::Failed,
@@ -147,6 +152,10 @@ impl Notice {
             Self::BadReason => (
                 "problem",
                 "A reason may be at most 500 characters: nothing was decided.",
+            ),
+            Self::NotShownWhole => (
+                "problem",
+                "Not approved: this page cannot show that call's arguments whole.",
             ),
             Self::Gone => (
                 "problem",
@@ -244,10 +253,19 @@ fn approval(card: &ApprovalCard) -> String {
         ));
     }
     let id = escape(&card.id);
+    if card.whole {
+        html.push_str(&format!(
+            "<form method=\"post\" action=\"inbox/decide\"><input type=\"hidden\" name=\"id\" value=\"{id}\">\
+             <button name=\"decision\" value=\"approve\" class=\"approve\">Approve</button></form>"
+        ));
+    } else {
+        html.push_str(
+            "<p class=\"notice problem\">Its arguments are too long to show here whole: deny it, \
+             or read them all with <code>muxgate approvals list</code> before approving.</p>",
+        );
+    }
     html.push_str(&format!(
         "<form method=\"post\" action=\"inbox/decide\"><input type=\"hidden\" name=\"id\" value=\"{id}\">\
-         <button name=\"decision\" value=\"approve\" class=\"approve\">Approve</button></form>\
-         <form method=\"post\" action=\"inbox/decide\"><input type=\"hidden\" name=\"id\" value=\"{id}\">\
          <label>Why deny (the agent is told)<input name=\"reason\" maxlength=\"500\" autocomplete=\"off\"></label>\
          <button name=\"decision\" value=\"deny\" class=\"deny\">Deny</button></form></article>"
     ));
@@ -316,14 +334,16 @@ pub(crate) fn fields(fields: &[ShownField]) -> String {
         };
         html.push_str(&format!(
             "<dt>{}{tag}</dt><dd><code>{}</code></dd>",
-            escape(&field.at),
+            marked(&field.at, &[]),
             marked(&field.text, &field.marks)
         ));
     }
     html
 }
 
-/// `text` escaped, control characters as visible symbols, `marks` (byte ranges) in `<mark>`.
+/// `text` escaped, control characters as visible symbols, characters that reorder or hide
+/// text (bidirectional controls, zero-width ones) as `⟨U+202E⟩`, `marks` (byte ranges) in
+/// `<mark>`.
 fn marked(text: &str, marks: &[Range<usize>]) -> String {
     let mut out = String::with_capacity(text.len() + 16);
     let mut open = false;
@@ -339,7 +359,9 @@ fn marked(text: &str, marks: &[Range<usize>]) -> String {
                 out.push(char::from_u32(0x2400 + c as u32).unwrap_or('\u{fffd}'))
             }
             '\u{7f}' => out.push('\u{2421}'),
-            c if c.is_control() => out.push('\u{fffd}'),
+            c if c.is_control() || hides_or_reorders(c) => {
+                out.push_str(&format!("\u{27e8}U+{:04X}\u{27e9}", c as u32));
+            }
             c => out.push_str(&escape(c.encode_utf8(&mut [0; 4]))),
         }
     }
@@ -347,6 +369,20 @@ fn marked(text: &str, marks: &[Range<usize>]) -> String {
         out.push_str("</mark>");
     }
     out
+}
+
+/// Characters that reorder the text around them or show nothing: a command could read as
+/// another.
+fn hides_or_reorders(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061c}'
+            | '\u{180e}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{2028}'..='\u{202e}'
+            | '\u{2060}'..='\u{2069}'
+            | '\u{feff}'
+    )
 }
 
 /// A screen's last lines, escaped, in a box that scrolls on its own.
@@ -450,6 +486,7 @@ mod tests {
                 marks: vec![Range { start: 0, end: 8 }],
             }],
             screen: Some(("%3".into(), vec!["$ <ok>".into(), String::new()])),
+            whole: true,
         }
     }
 
@@ -478,6 +515,27 @@ mod tests {
         assert!(html.contains("name=\"decision\" value=\"deny\""));
         assert!(html.contains("width=device-width, initial-scale=1"));
         assert!(!html.contains("<script"));
+    }
+
+    #[test]
+    fn text_that_reorders_or_hides_is_shown_and_a_call_not_shown_whole_is_not_approved_here() {
+        let mut card = approval_card();
+        card.fields[0].text = "ls \u{202e}hs.live\u{200b}".into();
+        card.fields[0].marks.clear();
+        card.whole = false;
+        let html = inbox(&InboxView {
+            approver: "alice".into(),
+            approvals: vec![card],
+            ..InboxView::default()
+        });
+        assert!(
+            html.contains("ls \u{27e8}U+202E\u{27e9}hs.live\u{27e8}U+200B\u{27e9}"),
+            "{html}"
+        );
+        assert!(!html.contains('\u{202e}'));
+        assert!(!html.contains("value=\"approve\""), "{html}");
+        assert!(html.contains("value=\"deny\""));
+        assert!(html.contains("too long to show here whole"));
     }
 
     #[test]

@@ -4,8 +4,11 @@
 //! A link's token and a session's token are 256 random bits each, kept only as SHA-256
 //! digests. Looking at a link (`GET`) does not spend it, so link previews and chat unfurls
 //! cannot burn it; the sign-in `POST` does, and opens a session for the approver the link was
-//! made for. Both tables are bounded: expired entries go as new ones come, and past the bound
-//! the entry that would expire soonest makes room.
+//! made for. A link made with an approver's token lasts no longer than the token, nor does the
+//! session it opens. Both tables are bounded: expired entries go as new ones come, and past the
+//! bound the entry that would expire soonest makes room; one approver's links are bounded apart
+//! ([`MAX_LINKS_PER_APPROVER`]), so links made for one (a notification for every held call)
+//! never push out another's.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
@@ -18,6 +21,8 @@ use super::InboxConfig;
 
 /// Most sign-in links not yet spent.
 pub(crate) const MAX_LINKS: usize = 1024;
+/// Most sign-in links of one approver not yet spent.
+pub(crate) const MAX_LINKS_PER_APPROVER: usize = 64;
 /// Most sessions open at once.
 pub(crate) const MAX_SESSIONS: usize = 1024;
 
@@ -37,11 +42,12 @@ struct Tables {
     sessions: Grants,
 }
 
-/// Who a token signs in as, until when.
+/// Who a token signs in as, until when; for a link, the latest its session may last.
 #[derive(Debug, Clone)]
 struct Grant {
     sub: String,
     until: Instant,
+    cap: Option<Instant>,
 }
 
 #[derive(Debug, Default)]
@@ -50,12 +56,23 @@ struct Grants(HashMap<TokenDigest, Grant>);
 impl Grants {
     fn insert(&mut self, digest: TokenDigest, grant: Grant, now: Instant, max: usize) {
         self.0.retain(|_, g| g.until > now);
-        if self.0.len() >= max
-            && let Some(soonest) = self.0.iter().min_by_key(|(_, g)| g.until).map(|(d, _)| *d)
+        if self.0.len() >= max {
+            self.drop_soonest(|_| true);
+        }
+        self.0.insert(digest, grant);
+    }
+
+    /// Drops the entry that would expire soonest among those `which` picks.
+    fn drop_soonest(&mut self, which: impl Fn(&Grant) -> bool) {
+        if let Some(soonest) = self
+            .0
+            .iter()
+            .filter(|(_, g)| which(g))
+            .min_by_key(|(_, g)| g.until)
+            .map(|(d, _)| *d)
         {
             self.0.remove(&soonest);
         }
-        self.0.insert(digest, grant);
     }
 
     fn find(&self, digest: &TokenDigest, now: Instant) -> Option<&Grant> {
@@ -93,23 +110,31 @@ impl SignIns {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// A new sign-in link's token for approver `sub`.
-    pub(crate) fn issue_link(&self, sub: &str) -> Issued {
-        self.issue_link_at(sub, Instant::now())
+    /// A new sign-in link's token for approver `sub`, good for at most `left` (the life left
+    /// to the token it was made with, if any): the link and the session it opens end by then.
+    pub(crate) fn issue_link(&self, sub: &str, left: Option<Duration>) -> Issued {
+        self.issue_link_at(sub, left, Instant::now())
     }
 
-    fn issue_link_at(&self, sub: &str, now: Instant) -> Issued {
+    fn issue_link_at(&self, sub: &str, left: Option<Duration>, now: Instant) -> Issued {
         let token = new_token();
+        let cap = left.map(|left| now + left);
+        let until = cap.map_or(now + self.link_ttl, |cap| cap.min(now + self.link_ttl));
         let grant = Grant {
             sub: sub.to_owned(),
-            until: now + self.link_ttl,
+            until,
+            cap,
         };
-        self.lock()
-            .links
-            .insert(digest(&token), grant, now, MAX_LINKS);
+        let mut tables = self.lock();
+        let links = &mut tables.links;
+        links.0.retain(|_, g| g.until > now);
+        if links.0.values().filter(|g| g.sub == sub).count() >= MAX_LINKS_PER_APPROVER {
+            links.drop_soonest(|g| g.sub == sub);
+        }
+        links.insert(digest(&token), grant, now, MAX_LINKS);
         Issued {
             token,
-            ttl: self.link_ttl,
+            ttl: until.saturating_duration_since(now),
         }
     }
 
@@ -135,9 +160,13 @@ impl SignIns {
             return None;
         }
         let session = new_token();
+        let until = grant.cap.map_or(now + self.session_ttl, |cap| {
+            cap.min(now + self.session_ttl)
+        });
         let opened = Grant {
             sub: grant.sub.clone(),
-            until: now + self.session_ttl,
+            until,
+            cap: None,
         };
         tables
             .sessions
@@ -146,7 +175,7 @@ impl SignIns {
             sub: grant.sub,
             session: Issued {
                 token: session,
-                ttl: self.session_ttl,
+                ttl: until.saturating_duration_since(now),
             },
         })
     }
@@ -192,7 +221,7 @@ mod tests {
     fn a_link_signs_its_approver_in_once() {
         let s = sign_ins();
         let now = Instant::now();
-        let link = s.issue_link_at("alice", now);
+        let link = s.issue_link_at("alice", None, now);
         assert_eq!(link.ttl, Duration::from_secs(60));
         assert_eq!(s.link_holder(&link.token).as_deref(), Some("alice"));
         let signed = s.sign_in_at(&link.token, now).unwrap();
@@ -214,12 +243,12 @@ mod tests {
     fn links_and_sessions_expire() {
         let s = sign_ins();
         let now = Instant::now();
-        let late = s.issue_link_at("alice", now);
+        let late = s.issue_link_at("alice", None, now);
         assert_eq!(
             s.sign_in_at(&late.token, now + Duration::from_secs(60)),
             None
         );
-        let link = s.issue_link_at("alice", now);
+        let link = s.issue_link_at("alice", None, now);
         let signed = s.sign_in_at(&link.token, now).unwrap();
         let token = &signed.session.token;
         assert!(
@@ -235,26 +264,62 @@ mod tests {
     fn the_tables_are_bounded_and_the_soonest_to_expire_makes_room() {
         let s = sign_ins();
         let now = Instant::now();
-        let first = s.issue_link_at("first", now);
+        let first = s.issue_link_at("first", None, now);
         for n in 1..MAX_LINKS {
-            s.issue_link_at(&format!("a{n}"), now + Duration::from_millis(n as u64));
+            s.issue_link_at(
+                &format!("a{n}"),
+                None,
+                now + Duration::from_millis(n as u64),
+            );
         }
         assert_eq!(s.lock().links.0.len(), MAX_LINKS);
-        let last = s.issue_link_at("last", now + Duration::from_secs(1));
+        let last = s.issue_link_at("last", None, now + Duration::from_secs(1));
         assert_eq!(s.lock().links.0.len(), MAX_LINKS);
         assert_eq!(s.link_holder(&first.token), None);
         assert_eq!(s.link_holder(&last.token).as_deref(), Some("last"));
         // Expired entries go first.
         let later = now + Duration::from_secs(120);
-        s.issue_link_at("fresh", later);
+        s.issue_link_at("fresh", None, later);
         assert_eq!(s.lock().links.0.len(), 1);
+    }
+
+    #[test]
+    fn a_link_and_its_session_end_with_the_token_that_made_it() {
+        let s = sign_ins();
+        let now = Instant::now();
+        let short = s.issue_link_at("alice", Some(Duration::from_secs(30)), now);
+        assert_eq!(short.ttl, Duration::from_secs(30));
+        let signed = s.sign_in_at(&short.token, now).unwrap();
+        assert_eq!(signed.session.ttl, Duration::from_secs(30));
+        let token = &signed.session.token;
+        assert_eq!(s.session_at(token, now + Duration::from_secs(30)), None);
+        // A long-lived token: the configured lives.
+        let long = s.issue_link_at("alice", Some(Duration::from_secs(86_400)), now);
+        assert_eq!(long.ttl, Duration::from_secs(60));
+    }
+
+    #[test]
+    fn one_approvers_links_never_push_out_anothers() {
+        let s = sign_ins();
+        let now = Instant::now();
+        let bobs = s.issue_link_at("bob", None, now);
+        let first = s.issue_link_at("alice", None, now);
+        for n in 1..=MAX_LINKS_PER_APPROVER {
+            s.issue_link_at("alice", None, now + Duration::from_millis(n as u64));
+        }
+        assert_eq!(
+            s.link_holder(&first.token),
+            None,
+            "alice's oldest made room"
+        );
+        assert_eq!(s.link_holder(&bobs.token).as_deref(), Some("bob"));
     }
 
     #[test]
     fn tokens_are_long_and_url_safe() {
         let s = sign_ins();
-        let a = s.issue_link("alice").token;
-        let b = s.issue_link("alice").token;
+        let a = s.issue_link("alice", None).token;
+        let b = s.issue_link("alice", None).token;
         assert_ne!(a, b);
         assert_eq!(a.len(), 43);
         assert!(

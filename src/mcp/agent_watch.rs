@@ -5,7 +5,9 @@
 //! One task per agent, reading its state only when it can have changed ([`AgentFollow`]): an
 //! agent that sits idle or blocked costs no tmux command. The task ends with the agent
 //! (`exited`), when it is stopped, or at shutdown. What each watch last saw is kept
-//! ([`AgentWatches::blocked`]): the inbox lists the agents blocked on a human from it.
+//! ([`AgentWatches::blocked`]): the inbox lists the agents blocked on a human from it. When the
+//! gateway starts, the agents an earlier run spawned that still run are followed again
+//! ([`McpServer::follow_recorded`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -18,7 +20,10 @@ use super::agent_follow::{AgentFollow, Look, Seen};
 use super::call::CallContext;
 use super::pane_state;
 use crate::auth::owners::OwnerScope;
+use crate::auth::{Principal, SCOPE_READ};
+use crate::fleet::registry::AgentRecord;
 use crate::notify::Event;
+use crate::workspace::{self, WorkspaceName};
 use muxgate_tmux::PaneId;
 
 /// The agent a watch follows.
@@ -129,6 +134,67 @@ impl AgentWatches {
             .collect();
         blocked.sort_by_key(|(_, edge)| edge.since);
         blocked
+    }
+}
+
+impl McpServer {
+    /// Follows again every recorded agent that still runs in the tmux server process it was
+    /// spawned in (the gateway restarted, its agents did not): its edges are told and the
+    /// inbox lists it, as before. A workspace that is not running is not started for it.
+    pub(crate) async fn follow_recorded(&self) {
+        for (scope, record) in self.state().fleet.all() {
+            let Some(agent) = self.recorded(&scope, &record).await else {
+                continue;
+            };
+            let tmux = self.tmux_access(&agent.call, Some(&agent.server)).await;
+            let Ok(tmux) = tmux else { continue };
+            let Ok(process) = super::tools::watch::read_state(&tmux, agent.pane).await else {
+                continue;
+            };
+            let same_process =
+                record.server_process == Some((tmux.instance().epoch, process.server_pid));
+            let Ok((state, _)) = pane_state::with_screen(self, &tmux, agent.pane).await else {
+                continue;
+            };
+            let running = state.agent_status.as_ref().map(|s| s.state);
+            if let (true, Some(now)) = (same_process, running.filter(|s| *s != "exited")) {
+                tracing::info!(agent = %record.id, scope, state = now, "following a recorded agent again");
+                drop(tmux);
+                self.state().agent_watches.start(self, agent, now);
+            }
+        }
+    }
+
+    /// The watch of recorded agent `record` of `scope`, read as its spawner: the server its
+    /// scope names, its workspace where it is one (and only while that workspace runs).
+    async fn recorded(&self, scope: &str, record: &AgentRecord) -> Option<Watched> {
+        let pane = record.pane.parse::<PaneId>().ok()?;
+        let mut principal = Principal::new(record.owner.as_str(), [SCOPE_READ]);
+        let (server, owner_scope) = if let Some(name) = scope.strip_prefix("workspace:") {
+            let workspaces = self.state().workspaces.as_ref()?;
+            workspaces.running_server(&WorkspaceName::parse(name).ok()?)?;
+            principal.workspace = name.to_owned();
+            principal.acl.own_server = Some(workspace::SERVER_NAME);
+            (
+                workspace::SERVER_NAME.to_owned(),
+                OwnerScope::workspace(name),
+            )
+        } else {
+            let name = scope.strip_prefix("server:")?;
+            (name.to_owned(), OwnerScope::configured(name))
+        };
+        Some(Watched {
+            call: CallContext {
+                principal,
+                mcp_session: None,
+                output: Default::default(),
+            },
+            server,
+            scope: owner_scope,
+            id: record.id.clone(),
+            kind: record.kind.clone(),
+            pane,
+        })
     }
 }
 

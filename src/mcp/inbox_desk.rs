@@ -20,10 +20,11 @@ use super::agent_watch::{Edge, Watched};
 use super::error::ToolError;
 use super::once::{self, Once};
 use super::pane_state::ScreenRead;
-use super::tools::agent_answer::answer_pieces;
+use super::tools::agent_answer::typed_then;
 use crate::audit::{CallStart, Outcome};
 use muxgate_mux::multiplexer::CaptureRange;
 use muxgate_tmux::PaneId;
+use muxgate_tmux::ops::keys::KeyName;
 
 /// Longest a screen read for the page may take: one slow host must not stall the page.
 const READ_TIMEOUT: Duration = Duration::from_secs(2);
@@ -45,7 +46,10 @@ pub(crate) struct InboxAnswer {
     pub(crate) agent: String,
     /// The digest of the screen the approver was shown.
     pub(crate) digest: String,
-    pub(crate) keys: Vec<String>,
+    /// Typed as it is, never read as key names.
+    pub(crate) text: String,
+    /// The key pressed after it, if any.
+    pub(crate) then: Option<KeyName>,
     /// The form's idempotency key.
     pub(crate) nonce: String,
 }
@@ -132,7 +136,8 @@ impl McpServer {
         approver: &str,
         answer: InboxAnswer,
     ) -> Result<&'static str, AnswerRefused> {
-        let pieces = answer_pieces(&answer.keys).map_err(|_| AnswerRefused::Invalid)?;
+        let pieces =
+            typed_then(&answer.text, answer.then.clone()).map_err(|_| AnswerRefused::Invalid)?;
         once::check(Some(&answer.nonce)).map_err(|_| AnswerRefused::Invalid)?;
         let agent = self
             .state()
@@ -147,7 +152,7 @@ impl McpServer {
             tmux.server_name(),
             agent.pane.0,
             &answer.digest,
-            &answer.keys,
+            (&answer.text, answer.then.as_ref().map(|k| k.to_string())),
         ));
         let keys = &self.state().answers;
         // Apart from any client's keys: an approver's `sub` is no client's.
@@ -167,7 +172,8 @@ impl McpServer {
                 server: Some(&agent.server),
                 host: None,
                 targets: std::slice::from_ref(&pane),
-                args: &json!({"agent": agent.id, "screen_digest": answer.digest, "keys": answer.keys}),
+                args: &json!({"agent": agent.id, "screen_digest": answer.digest,
+                              "keys": [answer.text, answer.then.as_ref().map(|k| k.to_string())]}),
                 schema: None,
             })
             .await

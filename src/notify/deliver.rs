@@ -97,7 +97,7 @@ impl InboxLinks {
             EventKind::ApprovalPending | EventKind::AgentBlocked | EventKind::SecretRequested
         );
         let links = links.filter(|_| settled)?;
-        let token = links.sign_ins.issue_link(approver).token;
+        let token = links.sign_ins.issue_link(approver, None).token;
         Some(format!("{}/inbox/signin?t={token}", links.base))
     }
 }

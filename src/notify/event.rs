@@ -63,9 +63,10 @@ pub(crate) struct Event {
 }
 
 impl Event {
-    /// The same event, as one of the client working in `workspace`.
+    /// The same event, as one of the client working in `workspace` (kept whole: targets are
+    /// chosen by it, and two names alike in their first characters are two teams).
     pub(crate) fn in_workspace(mut self, workspace: &str) -> Self {
-        self.workspace = Some(plain(workspace));
+        self.workspace = Some(workspace.chars().filter(|c| !c.is_control()).collect());
         self
     }
 

@@ -112,6 +112,27 @@ pub(crate) fn answer_pieces(keys: &[String]) -> Result<Vec<Piece>, ToolError> {
         .collect()
 }
 
+/// An answer typed as `text` (literally: `C-c` is three characters), then `key` if any.
+pub(crate) fn typed_then(text: &str, key: Option<KeyName>) -> Result<Vec<Piece>, ToolError> {
+    if text.chars().count() > MAX_TEXT_CHARS || text.chars().any(char::is_control) {
+        return Err(ToolError::invalid_arguments(
+            format!(
+                "the text must be at most {MAX_TEXT_CHARS} characters without control characters"
+            ),
+            "type a short answer",
+        ));
+    }
+    let text = (!text.is_empty()).then(|| Piece::Text(text.to_owned()));
+    let pieces: Vec<Piece> = text.into_iter().chain(key.map(Piece::Key)).collect();
+    if pieces.is_empty() {
+        return Err(ToolError::invalid_arguments(
+            "nothing to type",
+            "type an answer or press a key",
+        ));
+    }
+    Ok(pieces)
+}
+
 /// The visible screen of `pane`: its digest and last line with anything on it.
 async fn read_screen(
     tmux: &TmuxAccess<'_>,
