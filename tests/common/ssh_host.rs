@@ -51,13 +51,27 @@ pub(crate) struct SshHost {
     sshd: Option<Child>,
 }
 
+/// A /24 for host `n` of test process `pid`: 10.(100 + pid % 100).(n).0/24, unique per test
+/// process and host, or the next one up that no interface of this machine holds (one left by a
+/// test process that was killed before it could clean up would take the connections).
+fn free_subnet(pid: u32, n: u32) -> String {
+    let held = Command::new("ip")
+        .args(["-o", "-4", "addr"])
+        .output()
+        .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+        .unwrap_or_default();
+    (0..100)
+        .map(|k| format!("10.{}.{}", 100 + (pid + k) % 100, n % 256))
+        .find(|subnet| !held.contains(&format!("inet {subnet}.")))
+        .unwrap_or_else(|| panic!("no free 10.1xx.{n}.0/24 subnet for a test host"))
+}
+
 impl SshHost {
     /// Makes a host and waits until its sshd accepts connections.
     pub(crate) fn start() -> Self {
         let n = HOSTS.fetch_add(1, Ordering::Relaxed);
         let pid = std::process::id();
-        // Unique per test process and host: 10.(100 + pid % 100).(n).0/24.
-        let subnet = format!("10.{}.{}", 100 + pid % 100, n % 256);
+        let subnet = free_subnet(pid, n);
         let tag = format!("{:x}{n}", pid % 0xfffff);
         let host = Self {
             dir: tempfile::tempdir().expect("a host directory"),
