@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::tmux::TestTmux;
-use common::tools::{Client, call_err, call_ok, client, type_line};
+use common::tools::{Client, call_err, call_ok, client, type_line, until_listed};
 use common::{TestGateway, config_with_server, spawn_gateway};
 use muxgate::config::Config;
 use serde_json::{Value, json};
@@ -99,30 +99,6 @@ impl Place {
         config.agents = extra.agents;
         config.repositories = extra.repositories;
         config
-    }
-}
-
-/// `list_agents`' row of `id`, once its state is `state` (20 s at most).
-async fn until_listed(client: &Client, id: &str, state: &str) -> Value {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let list = call_ok(client, "list_agents", json!({})).await;
-        let row = list["agents"]
-            .as_array()
-            .expect("agents")
-            .iter()
-            .find(|row| row["agent_id"] == id)
-            .cloned();
-        if let Some(row) = &row
-            && row["state"] == state
-        {
-            return row.clone();
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{id} never listed as {state}: {list}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
@@ -711,7 +687,8 @@ async fn a_lost_agent_is_resumed_in_its_worktree_and_told_what_was_lost() {
     .expect("run the hook script");
     std::io::Write::write_all(
         &mut hook.stdin.take().expect("its stdin"),
-        br#"{"session_id": "4f1c2a9e-7b3d", "hook_event_name": "Stop", "cwd": "/x"}"#,
+        br#"{"session_id": "4f1c2a9e-7b3d", "hook_event_name": "PostToolUse",
+             "tool_input": {"session_id": "not-its-own"}}"#,
     )
     .expect("the hook's input");
     let hooked = hook.wait_with_output().expect("the hook ends");

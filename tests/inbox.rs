@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use common::browser::{Browser, Page};
 use common::tmux::TestTmux;
-use common::tools::{Client, call_ok, client};
+use common::tools::{call_ok, client, until_listed};
 use common::webhook::{Received, json_posts, receiver};
 use common::{config_with_server, needs, spawn_gateway, spawn_gateway_with};
 use muxgate::config::{Config, PublicUrl};
@@ -246,28 +246,6 @@ fn claude(dir: &Path) -> PathBuf {
     let claude = bin.join("claude");
     std::fs::copy(STAND_IN, &claude).expect("the stand-in");
     claude
-}
-
-/// `list_agents`' row of `id`, once its state is `state` (20 s at most).
-async fn until_listed(client: &Client, id: &str, state: &str) -> Value {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let list = call_ok(client, "list_agents", json!({})).await;
-        let row = list["agents"]
-            .as_array()
-            .and_then(|rows| rows.iter().find(|row| row["agent_id"] == id))
-            .cloned();
-        if let Some(row) = row
-            && row["state"] == state
-        {
-            return row;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{id} never listed as {state}: {list}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 fn lines_read(log: &Path) -> Vec<String> {

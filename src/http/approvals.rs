@@ -151,10 +151,7 @@ pub(crate) async fn secret_link(
     }
     let base = match crate::mcp::links::base(&api.http, &parts) {
         Ok(base) => base,
-        Err(error) => {
-            let message = format!("{} ({})", error.message, error.suggestion);
-            return refusal(StatusCode::SERVICE_UNAVAILABLE, "unavailable", &message);
-        }
+        Err(error) => return unavailable(&error),
     };
     match api.secrets.issue(&id, &principal.sub) {
         Ok((link, left)) => Json(json!({
@@ -183,17 +180,13 @@ pub(crate) async fn inbox_link(
     }
     let base = match crate::mcp::links::base(&api.http, &parts) {
         Ok(base) => base,
-        Err(error) => {
-            let message = format!("{} ({})", error.message, error.suggestion);
-            return refusal(StatusCode::SERVICE_UNAVAILABLE, "unavailable", &message);
-        }
+        Err(error) => return unavailable(&error),
     };
     // Neither the link nor the session it opens outlives the token that asked for it.
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs();
-    let left = std::time::Duration::from_secs(principal.expires_at.saturating_sub(now));
+    let left = match crate::mcp::links::within_token(std::time::Duration::MAX, &principal) {
+        Ok(left) => left,
+        Err(error) => return unavailable(&error),
+    };
     let link = api.sign_ins.issue_link(&principal.sub, Some(left));
     Json(json!({
         "url": format!("{base}/inbox/signin?t={}", link.token),
@@ -235,6 +228,12 @@ fn not_an_approver(policy: &ApprovalPolicy, principal: &Principal) -> Option<Res
         return None;
     };
     Some(refusal(StatusCode::FORBIDDEN, "forbidden", &why))
+}
+
+/// A link that could not be made (no trusted base, an expired token), as a 503 naming why.
+fn unavailable(error: &crate::mcp::error::ToolError) -> Response {
+    let message = format!("{} ({})", error.message, error.suggestion);
+    refusal(StatusCode::SERVICE_UNAVAILABLE, "unavailable", &message)
 }
 
 fn refusal(status: StatusCode, error: &str, message: &str) -> Response {

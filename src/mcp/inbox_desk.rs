@@ -15,14 +15,13 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
-use super::access::{PANES_HINT, TmuxAccess};
+use super::access::TmuxAccess;
 use super::agent_watch::{Edge, Watched};
 use super::error::ToolError;
 use super::once::{self, Once};
 use super::pane_state::ScreenRead;
-use super::tools::agent_answer::typed_then;
+use super::tools::agent_answer::{typed_then, visible_lines};
 use crate::audit::{CallStart, Outcome};
-use muxgate_mux::multiplexer::CaptureRange;
 use muxgate_tmux::PaneId;
 use muxgate_tmux::ops::keys::KeyName;
 
@@ -67,15 +66,7 @@ pub(crate) enum AnswerRefused {
 
 /// A pane's visible screen: its lines and their digest.
 async fn visible(tmux: &TmuxAccess<'_>, pane: PaneId) -> Result<(Vec<String>, String), ToolError> {
-    let lines = tmux
-        .pane_reads()
-        .capture(pane, &CaptureRange::visible())
-        .await
-        .map_err(|e| tmux.error(e, PANES_HINT))?;
-    let lines: Vec<String> = lines
-        .iter()
-        .map(|line| String::from_utf8_lossy(line).into_owned())
-        .collect();
+    let lines = visible_lines(tmux, pane).await?;
     let digest = ScreenRead::of(&lines).digest.unwrap_or_default();
     Ok((lines, digest))
 }

@@ -179,3 +179,27 @@ pub(crate) async fn assert_stalled_calls_end_at_their_own_timeout(
         );
     }
 }
+
+/// `list_agents`' row of `id`, once its state is `state` (20 s at most).
+pub(crate) async fn until_listed(client: &Client, id: &str, state: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let list = call_ok(client, "list_agents", json!({})).await;
+        let row = list["agents"]
+            .as_array()
+            .expect("agents")
+            .iter()
+            .find(|row| row["agent_id"] == id)
+            .cloned();
+        if let Some(row) = &row
+            && row["state"] == state
+        {
+            return row.clone();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{id} never listed as {state}: {list}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

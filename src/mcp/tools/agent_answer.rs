@@ -133,21 +133,28 @@ pub(crate) fn typed_then(text: &str, key: Option<KeyName>) -> Result<Vec<Piece>,
     Ok(pieces)
 }
 
-/// The visible screen of `pane`: its digest and last line with anything on it.
-async fn read_screen(
+/// The lines of `pane`'s visible screen, as text.
+pub(crate) async fn visible_lines(
     tmux: &TmuxAccess<'_>,
     pane: PaneId,
-) -> Result<(String, Option<String>), ToolError> {
+) -> Result<Vec<String>, ToolError> {
     let lines = tmux
         .pane_reads()
         .capture(pane, &CaptureRange::visible())
         .await
         .map_err(|e| tmux.error(e, PANES_HINT))?;
-    let lines: Vec<String> = lines
+    Ok(lines
         .iter()
         .map(|line| String::from_utf8_lossy(line).into_owned())
-        .collect();
-    let read = ScreenRead::of(&lines);
+        .collect())
+}
+
+/// The visible screen of `pane`: its digest and last line with anything on it.
+async fn read_screen(
+    tmux: &TmuxAccess<'_>,
+    pane: PaneId,
+) -> Result<(String, Option<String>), ToolError> {
+    let read = ScreenRead::of(&visible_lines(tmux, pane).await?);
     Ok((read.digest.unwrap_or_default(), read.last_line))
 }
 
