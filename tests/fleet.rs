@@ -507,8 +507,16 @@ async fn a_person_is_told_once_of_each_edge_a_spawned_agent_makes() {
         .stop(Duration::from_secs(10))
         .await
         .expect("the first gateway stops");
+    let logs = common::logs::captured("muxgate::mcp::agent_watch=info");
     let _again = spawn_gateway(config).await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Given its task only once the new gateway follows it: an edge before that is one no
+    // watch saw.
+    let following = common::wait_until(Duration::from_secs(20), || {
+        let text = common::logs::text(&logs);
+        text.contains("following a recorded agent again") && text.contains("later")
+    })
+    .await;
+    assert!(following, "{}", common::logs::text(&logs));
     type_line(&tmux, &pane, "deploy it");
     let told = until_events(4).await;
     assert_eq!(told[3]["event"], "agent_blocked", "{told:?}");
