@@ -23,6 +23,16 @@ async fn gateway(tables: &[String]) -> TestGateway {
     .await
 }
 
+/// The command lines of a `list_commands` answer, oldest first.
+fn command_lines(listed: &Value) -> Vec<&str> {
+    listed["commands"]
+        .as_array()
+        .expect("commands")
+        .iter()
+        .filter_map(|c| c["command"].as_str())
+        .collect()
+}
+
 /// `list_servers`'s entry for `server`.
 async fn listed(client: &Client, server: &str) -> Option<Value> {
     let servers = ok(client, "list_servers", json!({})).await;
@@ -392,11 +402,33 @@ async fn a_cut_link_ends_its_waits_and_the_hosts_sessions_live_on() {
          events = ['host_down', 'host_up']\n",
         key.path().display()
     );
-    let gateway = gateway(&[host.config_table("far", &["default"]), notify]).await;
+    let casts = tempfile::tempdir().expect("a recordings directory");
+    let recordings = format!(
+        "[recordings]\nenabled = true\ndir = '{}'\n",
+        casts.path().display()
+    );
+    let gateway = gateway(&[host.config_table("far", &["default"]), notify, recordings]).await;
     let told = || common::webhook::json_posts(&received, "ops");
     let client = legacy(&gateway, &gateway.token).await;
     link_reaches(&client, "far", "up", Duration::from_secs(20)).await;
     let pane = new_session(&client, "far", "kept").await;
+    // The pane is recorded, and its ledger holds a command, before the cut.
+    let recording = ok(
+        &client,
+        "record_pane",
+        json!({"server": "far", "target": pane}),
+    )
+    .await;
+    let cast = casts
+        .path()
+        .join(recording["file"].as_str().expect("a cast file"));
+    let ran = ok(
+        &client,
+        "run_command",
+        json!({"server": "far", "target": pane, "command": "echo ledger-before"}),
+    )
+    .await;
+    assert_eq!(ran["exit_status"], 0, "{ran}");
     let before = ok(
         &client,
         "send_keys",
@@ -434,6 +466,35 @@ async fn a_cut_link_ends_its_waits_and_the_hosts_sessions_live_on() {
     link_reaches(&client, "far", "up", Duration::from_secs(40)).await;
     let sessions = ok(&client, "list_sessions", json!({"server": "far"})).await;
     assert_eq!(sessions["sessions"][0]["name"], "kept", "{sessions}");
+    // The recording goes on by itself, saying what went unseen.
+    let went_on = common::wait_until(Duration::from_secs(30), || {
+        std::fs::read_to_string(&cast)
+            .unwrap_or_default()
+            .contains("gap: the link to the pane's host was lost")
+    })
+    .await;
+    assert!(went_on, "the recording did not go on after the cut");
+    // The ledger goes on too: the commands from before the cut are still listed, and since
+    // when output went unseen is said.
+    let listed = ok(
+        &client,
+        "list_commands",
+        json!({"server": "far", "target": pane}),
+    )
+    .await;
+    assert_eq!(
+        command_lines(&listed),
+        ["echo ledger-before", "echo before-the-cut"],
+        "{listed}"
+    );
+    let unseen = listed["unseen_since_ms"].as_u64().expect("unseen_since_ms");
+    assert!(
+        unseen
+            >= listed["recording_since_ms"]
+                .as_u64()
+                .expect("recording_since_ms"),
+        "{listed}"
+    );
     let sent = ok(
         &client,
         "send_keys",
@@ -458,6 +519,56 @@ async fn a_cut_link_ends_its_waits_and_the_hosts_sessions_live_on() {
     )
     .await;
     assert_eq!(resumed["matched_line"], "during-the-cut", "{resumed}");
+    let ran = ok(
+        &client,
+        "run_command",
+        json!({"server": "far", "target": pane, "command": "echo ledger-after"}),
+    )
+    .await;
+    assert_eq!(ran["exit_status"], 0, "{ran}");
+    let listed = ok(
+        &client,
+        "list_commands",
+        json!({"server": "far", "target": pane}),
+    )
+    .await;
+    // What ran while the link was down is missing, as `unseen_since_ms` warned. The first
+    // command after the cut was typed at a prompt printed while unseen: its status is known,
+    // its line is not.
+    let commands = listed["commands"].as_array().expect("commands");
+    assert_eq!(commands.len(), 4, "{listed}");
+    assert!(commands[2].get("command").is_none(), "{listed}");
+    assert_eq!(commands[2]["exit_status"], 0, "{listed}");
+    assert_eq!(
+        command_lines(&listed),
+        [
+            "echo ledger-before",
+            "echo before-the-cut",
+            "echo ledger-after"
+        ],
+        "{listed}"
+    );
+    // One recording: before the cut, the gap's marker, after it; stopped by request.
+    ok(
+        &client,
+        "record_pane",
+        json!({"server": "far", "target": pane, "record": false}),
+    )
+    .await;
+    let ended = common::wait_until(Duration::from_secs(10), || {
+        std::fs::read_to_string(&cast)
+            .unwrap_or_default()
+            .contains("end: the recording was stopped")
+    })
+    .await;
+    assert!(ended, "the recording did not end");
+    let text = std::fs::read_to_string(&cast).expect("the cast");
+    let at = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} not in {text}"))
+    };
+    assert!(at("before-the-cut") < at("gap: the link"), "{text}");
+    assert!(at("gap: the link") < at("after-the-cut"), "{text}");
     // Its return, once; the failed attempts in between were no news.
     let deadline = Instant::now() + Duration::from_secs(10);
     while told().len() < 2 {

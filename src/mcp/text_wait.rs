@@ -245,6 +245,14 @@ pub(crate) fn stream_end(
             format!("the output connection for {pane} closed: {reason}"),
             "retry the wait",
         )),
+        StreamEnd::Lost(reason) => Err(ToolError::new(
+            ToolErrorKind::Unavailable,
+            format!(
+                "the link to tmux server {server:?} was lost while waiting on {pane}: {reason}"
+            ),
+            "wait again with the same since once list_servers shows the host's link up: \
+             nothing printed meanwhile is skipped",
+        )),
     }
 }
 

@@ -15,6 +15,7 @@ use super::RecordingsSettings;
 use super::policy::RecordingPolicy;
 use super::store::Store;
 use super::writer::{CastWriter, CurrentFile, Subject};
+use muxgate_tmux::output::{OutputChunk, StreamEnd};
 use muxgate_tmux::typed::pane_reads::TmuxPaneReads;
 use muxgate_tmux::{Caller, EngineError, OutputSubscription, PaneId, TmuxServer};
 
@@ -243,7 +244,15 @@ impl Recorder {
                 current: current.clone(),
             },
         );
-        tokio::spawn(record(inner.clone(), key, id, subscription, writer, stop));
+        tokio::spawn(record(
+            inner.clone(),
+            server.clone(),
+            key,
+            id,
+            subscription,
+            writer,
+            stop,
+        ));
         Ok(reference(&current))
     }
 
@@ -314,9 +323,12 @@ async fn pane_size(
     Ok(shape.map_or((80, 24), |shape| (shape.cols.get(), shape.rows.get())))
 }
 
-/// The recording task: the pane's output into the writer, one batch at a time.
+/// The recording task: the pane's output into the writer, one batch at a time. When the link
+/// to the pane's host is lost, the recording waits for it and goes on, with a marker saying
+/// what went unseen.
 async fn record(
     inner: Arc<Inner>,
+    server: TmuxServer,
     key: Key,
     id: u64,
     mut subscription: OutputSubscription,
@@ -326,46 +338,26 @@ async fn record(
     let why = loop {
         let next = tokio::select! {
             biased;
-            () = stop.cancelled() => break "end: the recording was stopped".to_owned(),
+            () = stop.cancelled() => break STOPPED.to_owned(),
             next = subscription.next() => next,
         };
-        let first = match next {
-            Ok(chunk) => chunk,
+        let (note, batch) = match next {
+            Ok(first) => (None, gather(first, &mut subscription, &stop).await),
+            Err(StreamEnd::Lost(reason)) => {
+                match resume(&inner, &server, &subscription, &stop).await {
+                    Ok(resumed) => subscription = resumed,
+                    Err(why) => break why,
+                }
+                let note = format!(
+                    "gap: the link to the pane's host was lost ({reason}); output printed until now was not seen"
+                );
+                (Some(note), Vec::new())
+            }
             Err(end) => break format!("end: {end}"),
         };
-        let mut batch = vec![(Instant::now(), first)];
-        // A flood arrives as many small chunks; gathering them for a moment makes one write
-        // (and one trip to the blocking pool) of many, at the price of times precise to
-        // COALESCE. The stream's end is seen by the next `next`.
-        tokio::select! {
-            biased;
-            () = stop.cancelled() => {}
-            () = tokio::time::sleep(COALESCE) => {}
-        }
-        while let Ok(chunk) = subscription.take() {
-            if chunk.is_empty() {
-                break;
-            }
-            batch.push((Instant::now(), chunk));
-        }
-        let written = tokio::task::spawn_blocking(move || {
-            let result = batch
-                .iter()
-                .try_for_each(|(at, chunk)| writer.chunk(*at, chunk))
-                .and_then(|()| writer.flush());
-            (writer, result)
-        })
-        .await;
-        match written {
-            Ok((back, Ok(()))) => writer = back,
-            Ok((back, Err(error))) => {
-                tracing::warn!(pane = %key.1, %error, "recordings: cannot write; recording stopped");
-                back.abandon();
-                inner.ended(&key, id);
-                return;
-            }
-            Err(error) => {
-                tracing::warn!(pane = %key.1, %error, "recordings: the writer failed");
+        match write(writer, note, batch, key.1).await {
+            Some(back) => writer = back,
+            None => {
                 inner.ended(&key, id);
                 return;
             }
@@ -375,5 +367,106 @@ async fn record(
     let finished = tokio::task::spawn_blocking(move || writer.finish(Instant::now(), &why)).await;
     if let Ok(Err(error)) = finished {
         tracing::warn!(pane = %key.1, %error, "recordings: cannot close the file");
+    }
+}
+
+/// Why a recording ends when it is stopped.
+const STOPPED: &str = "end: the recording was stopped";
+
+/// `first` and whatever follows it within [`COALESCE`]: a flood arrives as many small chunks,
+/// and gathering them makes one write (and one trip to the blocking pool) of many, at the
+/// price of times precise to `COALESCE`. The stream's end is seen by the next `next`.
+async fn gather(
+    first: OutputChunk,
+    subscription: &mut OutputSubscription,
+    stop: &CancellationToken,
+) -> Vec<(Instant, OutputChunk)> {
+    let mut batch = vec![(Instant::now(), first)];
+    tokio::select! {
+        biased;
+        () = stop.cancelled() => {}
+        () = tokio::time::sleep(COALESCE) => {}
+    }
+    while let Ok(chunk) = subscription.take() {
+        if chunk.is_empty() {
+            break;
+        }
+        batch.push((Instant::now(), chunk));
+    }
+    batch
+}
+
+/// Writes `note` (a marker, now) and `batch` on the blocking pool; `None` when the recording
+/// cannot go on (the file could not be written: logged, and what was written is kept).
+async fn write(
+    mut writer: CastWriter,
+    note: Option<String>,
+    batch: Vec<(Instant, OutputChunk)>,
+    pane: PaneId,
+) -> Option<CastWriter> {
+    let written = tokio::task::spawn_blocking(move || {
+        let result = note
+            .map_or(Ok(()), |note| writer.marker(Instant::now(), &note))
+            .and_then(|()| {
+                batch
+                    .iter()
+                    .try_for_each(|(at, chunk)| writer.chunk(*at, chunk))
+            })
+            .and_then(|()| writer.flush());
+        (writer, result)
+    })
+    .await;
+    match written {
+        Ok((back, Ok(()))) => Some(back),
+        Ok((back, Err(error))) => {
+            tracing::warn!(pane = %pane, %error, "recordings: cannot write; recording stopped");
+            back.abandon();
+            None
+        }
+        Err(error) => {
+            tracing::warn!(pane = %pane, %error, "recordings: the writer failed");
+            None
+        }
+    }
+}
+
+/// How long a recording whose host's link was lost waits for it to come back.
+const RESUME_WITHIN: Duration = Duration::from_secs(600);
+/// The longest pause between attempts to resume.
+const RESUME_PAUSE_MAX: Duration = Duration::from_secs(10);
+
+/// A subscription that continues `lost`'s stream once the pane's host answers again (the
+/// engine continues a stream only for the very pane it was: the same process of the same
+/// server). `Err` with why the recording ends instead: it was stopped, the pane is gone, the
+/// server was restarted, or the link stayed down for [`RESUME_WITHIN`].
+async fn resume(
+    inner: &Inner,
+    server: &TmuxServer,
+    lost: &OutputSubscription,
+    stop: &CancellationToken,
+) -> Result<OutputSubscription, String> {
+    let pane = lost.pane();
+    let deadline = tokio::time::Instant::now() + RESUME_WITHIN;
+    let mut pause = Duration::from_millis(500);
+    loop {
+        tokio::select! {
+            biased;
+            () = stop.cancelled() => return Err(STOPPED.to_owned()),
+            () = tokio::time::sleep(pause) => {}
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err("end: the link to the pane's host stayed down for 10 minutes".to_owned());
+        }
+        let until = tokio::time::Instant::now() + START_TIMEOUT;
+        match server.subscribe(&inner.caller, pane, until).await {
+            Ok(resumed) if resumed.since_unix_ms() == lost.since_unix_ms() => return Ok(resumed),
+            Ok(_) => {
+                return Err(format!(
+                    "end: {pane} is another pane now (its tmux server was restarted)"
+                ));
+            }
+            Err(EngineError::Command(message)) => return Err(format!("end: tmux: {message}")),
+            Err(_) => pause = (pause * 2).min(RESUME_PAUSE_MAX),
+        }
     }
 }

@@ -73,6 +73,9 @@ pub(crate) struct ListCommandsOutput {
     pub cwd: Option<String>,
     /// Oldest first.
     pub commands: Vec<CommandInfo>,
+    /// Unix ms: output unseen since (a lost link).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unseen_since_ms: Option<u64>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -151,10 +154,9 @@ fn check_range(name: &str, value: usize, max: usize) -> Result<(), ToolError> {
 impl McpServer {
     #[tool(
         name = "list_commands",
-        description = "List the commands a pane's shell ran: command, cwd, exit status, \
-            timing.\n\n\
-            Recorded from the first call on a pane (`recording_since_ms`): every command of a \
-            shell printing OSC 133 marks, else run_command's.",
+        description = "List what a pane's shell ran: command, cwd, exit status, timing.\n\n\
+            Recorded from the first call on a pane (`recording_since_ms`): all of an OSC 133 \
+            shell's, else run_command's.",
         annotations(
             title = "List a pane's commands",
             read_only_hint = true,
@@ -173,6 +175,7 @@ impl McpServer {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let (pane, stream) = recorded(&tmux, &input.target).await?;
         let end = stream.end_offset();
+        let unseen_since_ms = stream.unseen().map(|unseen| unix_ms(unseen.from));
         let output = stream.with_ledger(|ledger| {
             let mut commands: Vec<CommandInfo> = ledger
                 .records()
@@ -188,6 +191,7 @@ impl McpServer {
                 at_prompt: ledger.at_prompt(),
                 cwd: ledger.cwd().map(str::to_owned),
                 commands,
+                unseen_since_ms,
             }
         });
         Ok(Json(output))

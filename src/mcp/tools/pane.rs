@@ -482,7 +482,7 @@ impl McpServer {
         name = "snapshot_pane",
         description = "Snapshot a pane: visible text, cursor, size, program and path; mode, \
             scroll, alternate screen and dead state when set (`fields` for more).\n\n\
-            One call instead of capture_pane + get_pane_info. For scrollback use capture_pane.",
+            One call instead of capture_pane + get_pane_info; scrollback: capture_pane.",
         annotations(
             title = "Snapshot pane",
             read_only_hint = true,

@@ -109,6 +109,13 @@ impl Ledger {
         }
     }
 
+    /// Forgets where the shell is: some of its output was never seen (the connection that
+    /// carried it was lost), so it may have left its prompt or come back to it meanwhile. The
+    /// records stay; one still open is closed by the next prompt or command, as always.
+    pub fn lost_sight(&mut self) {
+        self.phase = ShellPhase::Unknown;
+    }
+
     /// The records kept, oldest first.
     pub fn records(&self) -> impl DoubleEndedIterator<Item = &CommandRecord> {
         self.records.iter()

@@ -60,6 +60,11 @@ pub enum StreamEnd {
     /// The output connection failed for another reason.
     #[error("the output connection closed: {0}")]
     ConnectionClosed(String),
+    /// The connection to a server on another host was lost: the link may have dropped with
+    /// the server still running. A new subscription to the pane continues its stream (its
+    /// ledger, its offsets) once the server answers again, with a gap marked.
+    #[error("the connection to the host was lost: {0}")]
+    Lost(String),
 }
 
 fn status_suffix(status: Option<i32>) -> String {
@@ -99,6 +104,20 @@ struct Ring {
     ledger: Ledger,
     /// When the last byte arrived.
     last_output: Option<Instant>,
+    /// When the stream ended.
+    ended_at: Option<SystemTime>,
+    /// The last span in which none of the pane's output was seen: from the end of the stream
+    /// this one continues ([`PaneStream::continuation`]) to this one's start.
+    unseen: Option<Unseen>,
+}
+
+/// A span in which none of a pane's output was seen: the connection carrying it was lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unseen {
+    /// When the stream before ended.
+    pub from: SystemTime,
+    /// When this one went on.
+    pub to: SystemTime,
 }
 
 impl Ring {
@@ -142,12 +161,57 @@ impl PaneStream {
                 scanner: MarkScanner::new(),
                 ledger: Ledger::new(LEDGER_RECORDS),
                 last_output: None,
+                ended_at: None,
+                unseen: None,
             }),
             version: watch::Sender::new(0),
             shared: Mutex::new(None),
             since: SystemTime::now(),
             started: Instant::now(),
         })
+    }
+
+    /// A stream that goes on where this one, ended by a lost connection, stopped: the same
+    /// start, offsets, bytes and ledger, with a gap marked where the output went unseen. This
+    /// one is left as it is, so its subscribers still read what it holds, then its end.
+    pub(super) fn continuation(&self) -> Arc<Self> {
+        let to = SystemTime::now();
+        let ring = {
+            let old = self.lock();
+            let mut ledger = old.ledger.clone();
+            ledger.lost_sight();
+            Ring {
+                buf: old.buf.clone(),
+                capacity: old.capacity,
+                start: old.start,
+                gaps: old.gaps,
+                gap_offsets: old.gap_offsets.clone(),
+                end: None,
+                scanner: MarkScanner::new(),
+                ledger,
+                last_output: old.last_output,
+                ended_at: None,
+                unseen: Some(Unseen {
+                    from: old.ended_at.unwrap_or(to),
+                    to,
+                }),
+            }
+        };
+        let stream = Arc::new(Self {
+            pane: self.pane,
+            ring: Mutex::new(ring),
+            version: watch::Sender::new(0),
+            shared: Mutex::new(None),
+            since: self.since,
+            started: self.started,
+        });
+        stream.mark_gap();
+        stream
+    }
+
+    /// The last span in which the pane's output went unseen, if the stream went on after one.
+    pub fn unseen(&self) -> Option<Unseen> {
+        self.lock().unseen
     }
 
     /// The pane whose output this is.
@@ -252,7 +316,8 @@ impl PaneStream {
         self.lock().last_output.unwrap_or(self.started)
     }
 
-    /// Reads the pane's command ledger.
+    /// Reads the pane's command ledger. `read` runs under the stream's lock, so it must not
+    /// call the stream's other methods.
     pub fn with_ledger<T>(&self, read: impl FnOnce(&Ledger) -> T) -> T {
         read(&self.lock().ledger)
     }
@@ -312,6 +377,7 @@ impl PaneStream {
                 return;
             }
             ring.end = Some(reason);
+            ring.ended_at = Some(SystemTime::now());
         }
         self.version.send_modify(|v| *v = v.wrapping_add(1));
     }
@@ -436,6 +502,12 @@ impl OutputSubscription {
     /// The pane subscribed to.
     pub fn pane(&self) -> PaneId {
         self.stream.pane
+    }
+
+    /// When the stream subscribed to started (see [`PaneStream::since_unix_ms`]): a
+    /// continued stream keeps its start.
+    pub fn since_unix_ms(&self) -> u64 {
+        self.stream.since_unix_ms()
     }
 
     /// Absolute offset of the next byte this subscriber will read.
@@ -595,5 +667,50 @@ mod tests {
             .unwrap();
         assert_eq!(chunk.data, b"hello");
         task.await.unwrap();
+    }
+
+    #[test]
+    fn a_continuation_goes_on_where_a_lost_stream_stopped() {
+        let stream = PaneStream::new(PaneId(5), 1 << 10);
+        stream.push(b"$ \x1b]133;A\x07\x1b]133;B\x07ls\r\n\x1b]133;C\x07a b\r\n\x1b]133;D;0\x07");
+        stream.push(b"\x1b]133;A\x07\x1b]133;B\x07");
+        let mut reader = stream.subscribe();
+        let end = stream.end_offset();
+        assert!(stream.with_ledger(Ledger::at_prompt));
+        stream.close(StreamEnd::Lost("eof".into()));
+
+        let next = stream.continuation();
+        assert!(!next.is_closed());
+        assert_eq!(next.end_offset(), end, "offsets go on");
+        assert_eq!(
+            next.since_unix_ms(),
+            stream.since_unix_ms(),
+            "the same recording"
+        );
+        let unseen = next.unseen().expect("the unseen span");
+        assert!(unseen.from <= unseen.to);
+        assert!(stream.unseen().is_none());
+        let records = next.with_ledger(|l| l.records().map(|r| r.exit_status).collect::<Vec<_>>());
+        assert_eq!(records, [Some(0)], "the ledger goes on");
+        assert!(
+            !next.with_ledger(Ledger::at_prompt),
+            "where the shell is went unseen"
+        );
+        // The bytes from before are still there, a gap between them and what follows.
+        let mut later = next.subscribe();
+        next.push(b"after");
+        let (bytes, missed) = next.bytes(0..next.end_offset());
+        assert_eq!(missed, 0);
+        assert!(bytes.ends_with(b"after") && bytes.starts_with(b"$ "));
+        assert_eq!(later.take().unwrap().data, b"after");
+        // The lost stream's own readers still get its end.
+        assert_eq!(reader.take(), Err(StreamEnd::Lost("eof".into())));
+        // A mark cut by the loss is not finished by what follows it.
+        let cut = PaneStream::new(PaneId(6), 1 << 10);
+        cut.push(b"\x1b]133;C");
+        cut.close(StreamEnd::Lost("eof".into()));
+        let next = cut.continuation();
+        next.push(b"\x07out\x1b]133;D;3\x07");
+        assert_eq!(next.with_ledger(|l| l.records().count()), 0);
     }
 }

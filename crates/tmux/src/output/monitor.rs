@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 use crate::client::connection::{
     ConnEvent, ConnectError, ConnectOptions, Connection, LineRequest, OutputMode, OutputSink,
 };
-use crate::client::spawn::{TmuxEndpoint, term_marker};
+use crate::client::spawn::{ClientLaunch, TmuxEndpoint, term_marker};
 use crate::client::worker::{BatchMode, Caller, CommandOutcome, WorkerHandle};
 use crate::output::router::Router;
 use crate::output::watch_session;
@@ -326,10 +326,15 @@ impl OutputHub {
             {
                 return Ok(stream.subscribe());
             }
-            let place = self.locate(caller, pane).await?;
-            let stream = PaneStream::new(pane, self.inner.settings.output_ring_bytes);
-            // Routed before the window is linked, so no byte that arrives after is missed.
-            let routed = self.inner.router.insert_or_existing(place.window, stream);
+            let (place, origin) = self.locate(caller, pane).await?;
+            // Routed before the window is linked, so no byte that arrives after is missed. A
+            // stream of this very pane that a lost connection interrupted goes on.
+            let routed = self.inner.router.route(
+                pane,
+                place.window,
+                origin,
+                self.inner.settings.output_ring_bytes,
+            );
             // A stream routed before may know an older window (the pane was moved since).
             self.inner.router.moved(pane, place.window);
             let subscription = routed.subscribe();
@@ -345,20 +350,25 @@ impl OutputHub {
             .unavailable("the watch session kept closing while muxgate was linking"))
     }
 
-    /// Where `pane` is. tmux answers for the most recently active session holding the pane's
-    /// window; should that be the watch session, the window's own session is looked up.
-    async fn locate(&self, caller: &Caller, pane: PaneId) -> Result<Place, EngineError> {
+    /// Where `pane` is, and its origin ([`watch_session::PlaceRow::origin`]). tmux answers for
+    /// the most recently active session holding the pane's window; should that be the watch
+    /// session, the window's own session is looked up.
+    async fn locate(&self, caller: &Caller, pane: PaneId) -> Result<(Place, String), EngineError> {
         let lines = self
             .inner
             .worker
             .run(caller, watch_session::place(pane)?)
             .await?;
-        let row = watch_session::parse_place(&lines, pane);
-        let Some((window, session, name)) = row else {
+        let Some(row) = watch_session::parse_place(&lines, pane) else {
             return Err(EngineError::Command(format!("can't find pane: {pane}")));
         };
-        if !watch_session::is_watch_session(&name) {
-            return Ok(Place { window, session });
+        let window = row.window;
+        if !watch_session::is_watch_session(&row.session_name) {
+            let place = Place {
+                window,
+                session: row.session,
+            };
+            return Ok((place, row.origin));
         }
         let command = TmuxCommand::new("list-windows")
             .flag("-a")
@@ -376,7 +386,7 @@ impl OutputHub {
                 (w == window && !watch_session::is_watch_session(name)).then_some(s)
             })
             .next()
-            .map(|session| Place { window, session })
+            .map(|session| (Place { window, session }, row.origin))
             .ok_or_else(|| EngineError::Command(format!("can't find pane: {pane}")))
     }
 
@@ -1008,10 +1018,13 @@ impl WatchMonitor {
                     }
                 }
                 MonitorWake::Event(Some(ConnEvent::Closed { reason, .. })) => {
-                    break if reason.server_gone() {
-                        StreamEnd::ServerGone
-                    } else {
+                    break if !reason.server_gone() {
                         StreamEnd::ConnectionClosed(reason.to_string())
+                    } else if matches!(self.hub.endpoint.launch, ClientLaunch::Remote(_)) {
+                        // A host's server that seems gone may only be out of reach.
+                        StreamEnd::Lost(reason.to_string())
+                    } else {
+                        StreamEnd::ServerGone
                     };
                 }
                 MonitorWake::Event(None) => {
@@ -1054,7 +1067,7 @@ impl WatchMonitor {
     async fn finish(mut self, end: StreamEnd) {
         // No new subscriber trusts this session from here on.
         self.ended.cancel();
-        if !matches!(end, StreamEnd::ServerGone)
+        if !matches!(end, StreamEnd::ServerGone | StreamEnd::Lost(_))
             && let Ok(command) = TmuxCommand::new("kill-session").target(self.watch).build()
         {
             let (line, _) = LineRequest::new(command.as_bytes().to_vec(), 1);
@@ -1077,9 +1090,13 @@ impl WatchMonitor {
                 }
             }
         };
-        self.hub
-            .router
-            .close_where(&end, |_, window| linked.contains(&window));
+        // The streams a lost link ended are held for the next subscriber to continue.
+        let carried = |_, window| linked.contains(&window);
+        if matches!(end, StreamEnd::Lost(_)) {
+            self.hub.router.interrupt_where(&end, carried);
+        } else {
+            self.hub.router.close_where(&end, carried);
+        }
         self.hub
             .stats
             .connections_open
@@ -1316,8 +1333,11 @@ impl WatchMonitor {
     async fn place_of(&mut self, pane: PaneId) -> Option<Place> {
         let command = watch_session::place(pane).ok()?;
         let rows = self.ask(&command).await?;
-        let (window, session, _) = watch_session::parse_place(&rows, pane)?;
-        Some(Place { window, session })
+        let row = watch_session::parse_place(&rows, pane)?;
+        Some(Place {
+            window: row.window,
+            session: row.session,
+        })
     }
 
     /// Links the window a watched pane was moved to (through the worker: the link line switches

@@ -4,9 +4,15 @@
 //!
 //! A route holds its stream weakly: a stream lives while a subscriber (or a keep) holds it, and
 //! a route whose stream is gone is forgotten at the next sweep.
+//!
+//! A stream ended because its connection was lost (a host's link dropped) is held a while
+//! longer: the next subscriber of the same pane, the same process of the same server, gets a
+//! [`PaneStream::continuation`] of it, so the pane's ledger and recent output go on across the
+//! loss, with a gap marked where nothing was seen.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -17,11 +23,25 @@ use crate::wire::ids::{PaneId, WindowId};
 #[derive(Default)]
 pub(super) struct Router {
     routes: Mutex<HashMap<PaneId, Route>>,
+    /// Streams a lost connection ended, until a subscriber of their pane continues them or
+    /// [`INTERRUPTED_KEEP`] passes. Locked after `routes` when both are.
+    interrupted: Mutex<HashMap<PaneId, Interrupted>>,
+}
+
+/// How long a stream a lost connection ended can still be continued.
+const INTERRUPTED_KEEP: Duration = Duration::from_secs(600);
+
+struct Interrupted {
+    origin: String,
+    stream: Arc<PaneStream>,
+    at: Instant,
 }
 
 struct Route {
     /// The pane's window, as linked into the watch session.
     window: WindowId,
+    /// Which process of which server the pane was ([`super::watch_session::PlaceRow::origin`]).
+    origin: String,
     stream: Weak<PaneStream>,
     /// The stream held open until then, so its pane's ledger keeps recording with no
     /// subscriber (see [`OutputHub::keep`]).
@@ -54,26 +74,44 @@ impl Router {
         (!stream.is_closed()).then_some((route.window, stream))
     }
 
-    /// Routes `stream`'s pane to it, unless a live, open stream already has the pane: then that
-    /// one stays, and is returned, so that subscribers who raced to subscribe to one pane share
-    /// one stream (a replaced stream would never see output).
-    pub(super) fn insert_or_existing(
+    fn lock_interrupted(&self) -> std::sync::MutexGuard<'_, HashMap<PaneId, Interrupted>> {
+        // Each update is a single insert or remove, so a poisoned map is still consistent.
+        self.interrupted.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The stream `pane` (in `window`, of `origin`) is routed to: a live, open one if a
+    /// subscriber holds one, so that subscribers who raced to subscribe to one pane share one
+    /// stream (a replaced stream would never see output); else the continuation of the stream
+    /// a lost connection ended, if it was this very pane's; else a new one keeping `capacity`
+    /// bytes.
+    pub(super) fn route(
         &self,
+        pane: PaneId,
         window: WindowId,
-        stream: Arc<PaneStream>,
+        origin: String,
+        capacity: usize,
     ) -> Arc<PaneStream> {
         let mut routes = self.lock();
         if let Some(existing) = routes
-            .get(&stream.pane())
+            .get(&pane)
             .and_then(|r| r.stream.upgrade())
             .filter(|s| !s.is_closed())
         {
             return existing;
         }
+        let stream = {
+            let mut interrupted = self.lock_interrupted();
+            interrupted.retain(|_, i| i.at.elapsed() < INTERRUPTED_KEEP);
+            match interrupted.remove(&pane) {
+                Some(before) if before.origin == origin => before.stream.continuation(),
+                _ => PaneStream::new(pane, capacity),
+            }
+        };
         routes.insert(
-            stream.pane(),
+            pane,
             Route {
                 window,
+                origin,
                 stream: Arc::downgrade(&stream),
                 kept: None,
             },
@@ -164,6 +202,25 @@ impl Router {
 
     /// Ends and forgets the streams for which `which` holds.
     pub(super) fn close_where(&self, reason: &StreamEnd, which: impl Fn(PaneId, WindowId) -> bool) {
+        self.end_where(reason, which, false);
+    }
+
+    /// Ends the streams for which `which` holds because their connection was lost, and holds
+    /// each a while for the next subscriber of its pane to continue.
+    pub(super) fn interrupt_where(
+        &self,
+        reason: &StreamEnd,
+        which: impl Fn(PaneId, WindowId) -> bool,
+    ) {
+        self.end_where(reason, which, true);
+    }
+
+    fn end_where(
+        &self,
+        reason: &StreamEnd,
+        which: impl Fn(PaneId, WindowId) -> bool,
+        continued: bool,
+    ) {
         let closed: Vec<_> = {
             let mut routes = self.lock();
             let panes: Vec<_> = routes
@@ -176,10 +233,56 @@ impl Router {
                 .filter_map(|p| routes.remove(&p))
                 .collect()
         };
+        let at = Instant::now();
         for route in closed {
-            if let Some(stream) = route.stream.upgrade() {
-                stream.close(reason.clone());
+            let Some(stream) = route.stream.upgrade() else {
+                continue;
+            };
+            stream.close(reason.clone());
+            if continued {
+                let pane = stream.pane();
+                let origin = route.origin;
+                self.lock_interrupted()
+                    .insert(pane, Interrupted { origin, stream, at });
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_same_pane_of_the_same_server_continues_a_lost_stream() {
+        let router = Router::default();
+        let (pane, window) = (PaneId(3), WindowId(1));
+        let first = router.route(pane, window, "10/100/20".into(), 64);
+        first.push(b"before");
+        assert!(
+            Arc::ptr_eq(&router.route(pane, window, "10/100/20".into(), 64), &first),
+            "a live stream is shared"
+        );
+        router.interrupt_where(&StreamEnd::Lost("eof".into()), |p, _| p == pane);
+        assert!(first.is_closed());
+        let next = router.route(pane, window, "10/100/20".into(), 64);
+        assert_eq!(next.end_offset(), first.end_offset(), "continued");
+        assert!(next.unseen().is_some());
+
+        // Another server process on the same socket: the pane id names another pane.
+        router.interrupt_where(&StreamEnd::Lost("eof".into()), |p, _| p == pane);
+        let other = router.route(pane, window, "11/107/20".into(), 64);
+        assert_eq!(other.end_offset(), 0, "a new stream");
+        assert!(other.unseen().is_none());
+
+        // A stream closed for good is not held.
+        router.close_where(&StreamEnd::PaneClosed, |p, _| p == pane);
+        assert_eq!(
+            router
+                .route(pane, window, "11/107/20".into(), 64)
+                .end_offset(),
+            0
+        );
+        assert!(router.lock_interrupted().is_empty());
     }
 }

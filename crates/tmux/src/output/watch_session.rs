@@ -66,25 +66,43 @@ pub(crate) fn parse_placeholder(rows: &[Vec<u8>]) -> Option<WindowId> {
         .ok()
 }
 
-/// Where a pane is, as tmux resolves it: `display-message` of `%N %window $session name`.
+/// Where a pane is, as tmux resolves it: `display-message` of `%N %window $session origin
+/// name`, the origin being the server's process and start time and the pane's process.
 pub(crate) fn place(pane: PaneId) -> Result<TmuxCommand, QuoteError> {
     TmuxCommand::new("display-message")
         .flag("-p")
         .target(pane)
-        .arg("#{pane_id} #{window_id} #{session_id} #{session_name}")
+        .arg("#{pane_id} #{window_id} #{session_id} #{pid}/#{start_time}/#{pane_pid} #{session_name}")
         .build()
 }
 
-/// Reads [`place`]'s answer for `pane`: its window, the session tmux resolved it to, and that
-/// session's name (which may be the watch session's). `None` for another pane's row or none
-/// (tmux 3.3a answers a missing pane with an empty line).
-pub(crate) fn parse_place(rows: &[Vec<u8>], pane: PaneId) -> Option<(WindowId, SessionId, String)> {
+/// [`place`]'s answer for one pane.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PlaceRow {
+    pub window: WindowId,
+    /// The session tmux resolved the pane to (which may be the watch session).
+    pub session: SessionId,
+    /// Which pane of which server process this is: a pane id names another pane once its
+    /// server was restarted, and then the origin differs.
+    pub origin: String,
+    pub session_name: String,
+}
+
+/// Reads [`place`]'s answer for `pane`. `None` for another pane's row or none (tmux 3.3a
+/// answers a missing pane with an empty line).
+pub(crate) fn parse_place(rows: &[Vec<u8>], pane: PaneId) -> Option<PlaceRow> {
     let text = std::str::from_utf8(rows.first()?).ok()?;
-    let mut parts = text.trim_end_matches('\n').splitn(4, ' ');
+    let mut parts = text.trim_end_matches('\n').splitn(5, ' ');
     let id = parts.next()?.parse::<PaneId>().ok()?;
     let window = parts.next()?.parse().ok()?;
     let session = parts.next()?.parse().ok()?;
-    (id == pane).then(|| (window, session, parts.next().unwrap_or("").to_owned()))
+    let origin = parts.next()?.to_owned();
+    (id == pane).then(|| PlaceRow {
+        window,
+        session,
+        origin,
+        session_name: parts.next().unwrap_or("").to_owned(),
+    })
 }
 
 /// One window's line of [`links`]: its link, then perhaps a switch of the issuing client.
@@ -425,13 +443,25 @@ mod tests {
     fn reads_a_panes_place() {
         assert_eq!(
             place(PaneId(3)).unwrap().text(),
-            "display-message -p -t '%3' '#{pane_id} #{window_id} #{session_id} #{session_name}'"
+            "display-message -p -t '%3' '#{pane_id} #{window_id} #{session_id} #{pid}/#{start_time}/#{pane_pid} #{session_name}'"
         );
         assert_eq!(
-            parse_place(&[b"%3 @1 $2 my session".to_vec()], PaneId(3)),
-            Some((WindowId(1), SessionId(2), "my session".into()))
+            parse_place(
+                &[b"%3 @1 $2 77/1700000000/81 my session".to_vec()],
+                PaneId(3)
+            ),
+            Some(PlaceRow {
+                window: WindowId(1),
+                session: SessionId(2),
+                origin: "77/1700000000/81".into(),
+                session_name: "my session".into()
+            })
         );
-        assert_eq!(parse_place(&[b"%4 @1 $2 x".to_vec()], PaneId(3)), None);
+        assert_eq!(
+            parse_place(&[b"%4 @1 $2 7/1/8 x".to_vec()], PaneId(3)),
+            None
+        );
+        assert_eq!(parse_place(&[b"%3 @1 $2".to_vec()], PaneId(3)), None);
         assert_eq!(parse_place(&[b"".to_vec()], PaneId(3)), None);
         assert_eq!(parse_place(&[], PaneId(3)), None);
     }
