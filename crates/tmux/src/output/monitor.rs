@@ -1094,6 +1094,12 @@ impl WatchMonitor {
         let carried = |_, window| linked.contains(&window);
         if matches!(end, StreamEnd::Lost(_)) {
             self.hub.router.interrupt_where(&end, carried);
+            if self.hub.router.start_expiring() {
+                tokio::spawn(expire_interrupted(
+                    self.hub.router.clone(),
+                    self.hub.shutdown.clone(),
+                ));
+            }
         } else {
             self.hub.router.close_where(&end, carried);
         }
@@ -1422,6 +1428,17 @@ impl WatchMonitor {
         )
         .await?;
         blocks.into_iter().next().filter(|b| b.ok).map(|b| b.body)
+    }
+}
+
+/// Lets go of the streams a lost connection ended once nobody can continue them any more, so
+/// that a host that never comes back holds no pane's output.
+async fn expire_interrupted(router: Arc<Router>, shutdown: CancellationToken) {
+    while let Some(due) = router.expire_interrupted() {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep_until(due) => {}
+        }
     }
 }
 

@@ -11,6 +11,7 @@
 //! loss, with a gap marked where nothing was seen.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -26,6 +27,8 @@ pub(super) struct Router {
     /// Streams a lost connection ended, until a subscriber of their pane continues them or
     /// [`INTERRUPTED_KEEP`] passes. Locked after `routes` when both are.
     interrupted: Mutex<HashMap<PaneId, Interrupted>>,
+    /// Whether a task lets go of `interrupted` streams as they lapse (one at a time).
+    expiring: AtomicBool,
 }
 
 /// How long a stream a lost connection ended can still be continued.
@@ -215,6 +218,25 @@ impl Router {
         self.end_where(reason, which, true);
     }
 
+    /// Whether the caller is to start the task that lets go of lapsed interrupted streams
+    /// ([`Self::expire_interrupted`]): none runs yet.
+    pub(super) fn start_expiring(&self) -> bool {
+        !self.expiring.swap(true, Ordering::AcqRel)
+    }
+
+    /// Lets go of the streams a lost connection ended that are past [`INTERRUPTED_KEEP`].
+    /// Returns when the next one is due; `None` once none is held, and the expiring task ends.
+    pub(super) fn expire_interrupted(&self) -> Option<Instant> {
+        let mut interrupted = self.lock_interrupted();
+        interrupted.retain(|_, i| i.at.elapsed() < INTERRUPTED_KEEP);
+        let due = interrupted.values().map(|i| i.at + INTERRUPTED_KEEP).min();
+        if due.is_none() {
+            // Cleared under the lock: a stream held after this starts a new task.
+            self.expiring.store(false, Ordering::Release);
+        }
+        due
+    }
+
     fn end_where(
         &self,
         reason: &StreamEnd,
@@ -265,6 +287,10 @@ mod tests {
         );
         router.interrupt_where(&StreamEnd::Lost("eof".into()), |p, _| p == pane);
         assert!(first.is_closed());
+        assert!(router.start_expiring(), "one task lets go of it");
+        assert!(!router.start_expiring(), "one only");
+        let due = router.expire_interrupted().expect("held until due");
+        assert!(due > Instant::now() + INTERRUPTED_KEEP - Duration::from_secs(60));
         let next = router.route(pane, window, "10/100/20".into(), 64);
         assert_eq!(next.end_offset(), first.end_offset(), "continued");
         assert!(next.unseen().is_some());
@@ -284,5 +310,7 @@ mod tests {
             0
         );
         assert!(router.lock_interrupted().is_empty());
+        assert_eq!(router.expire_interrupted(), None, "the task ends");
+        assert!(router.start_expiring(), "the next loss starts another");
     }
 }
