@@ -251,7 +251,7 @@ pub(crate) fn stream_end(
                 "the link to tmux server {server:?} was lost while waiting on {pane}: {reason}"
             ),
             "wait again with the same since once list_servers shows the host's link up: \
-             nothing printed meanwhile is skipped",
+             rows printed meanwhile are read from the pane's history",
         )),
     }
 }

@@ -458,11 +458,21 @@ async fn resume(
             return Err("end: the link to the pane's host stayed down for 10 minutes".to_owned());
         }
         let until = tokio::time::Instant::now() + START_TIMEOUT;
-        match server.subscribe(&inner.caller, pane, until).await {
-            Ok(resumed) if resumed.since_unix_ms() == lost.since_unix_ms() => return Ok(resumed),
+        let subscribed = tokio::select! {
+            biased;
+            () = stop.cancelled() => return Err(STOPPED.to_owned()),
+            subscribed = server.subscribe(&inner.caller, pane, until) => subscribed,
+        };
+        match subscribed {
+            Ok(mut resumed) if resumed.since_unix_ms() == lost.since_unix_ms() => {
+                // What the continuation took in before this subscription is read too.
+                resumed.rewind(lost.position());
+                return Ok(resumed);
+            }
             Ok(_) => {
                 return Err(format!(
-                    "end: {pane} is another pane now (its tmux server was restarted)"
+                    "end: {pane}'s output could not be continued (its tmux server was \
+                     restarted, its pane respawned, or the link was down too long)"
                 ));
             }
             Err(EngineError::Command(message)) => return Err(format!("end: tmux: {message}")),

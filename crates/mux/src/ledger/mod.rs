@@ -109,11 +109,14 @@ impl Ledger {
         }
     }
 
-    /// Forgets where the shell is: some of its output was never seen (the connection that
-    /// carried it was lost), so it may have left its prompt or come back to it meanwhile. The
-    /// records stay; one still open is closed by the next prompt or command, as always.
-    pub fn lost_sight(&mut self) {
+    /// The output from stream offset `at` (at time `now`) was never seen: the connection that
+    /// carried it was lost. The records stay; one still open is closed there without a status
+    /// (whatever ended it went unseen, and the next end seen may be another command's), where
+    /// the shell is is forgotten, and so is a name given to the next command.
+    pub fn lost_sight(&mut self, at: u64, now: SystemTime) {
+        self.close_open(at, now, None);
         self.phase = ShellPhase::Unknown;
+        self.next_name = None;
     }
 
     /// The records kept, oldest first.
@@ -313,6 +316,24 @@ mod tests {
             }
         }
         (ledger, stream)
+    }
+
+    #[test]
+    fn a_command_open_when_sight_was_lost_ends_there_without_a_status() {
+        let (mut ledger, stream) =
+            ledger_of(&[b"\x1b]133;A\x07$ \x1b]133;B\x07make\r\n\x1b]133;C\x07building"]);
+        ledger.name_next("ls");
+        let at = stream.len() as u64;
+        ledger.lost_sight(at, SystemTime::UNIX_EPOCH + Duration::from_secs(9));
+        let record = ledger.records().next_back().expect("make's record");
+        assert_eq!(record.command.as_deref(), Some("make"));
+        assert_eq!((record.exit_status, record.output_to), (None, Some(at)));
+        assert!(
+            record.finished(),
+            "the next end seen may be another command's"
+        );
+        assert!(!ledger.at_prompt());
+        assert!(ledger.next_name.is_none());
     }
 
     fn output(stream: &[u8], record: &CommandRecord) -> String {

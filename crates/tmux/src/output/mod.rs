@@ -179,7 +179,7 @@ impl PaneStream {
         let ring = {
             let old = self.lock();
             let mut ledger = old.ledger.clone();
-            ledger.lost_sight();
+            ledger.lost_sight(old.end_offset(), old.ended_at.unwrap_or(to));
             Ring {
                 buf: old.buf.clone(),
                 capacity: old.capacity,
@@ -189,7 +189,8 @@ impl PaneStream {
                 end: None,
                 scanner: MarkScanner::new(),
                 ledger,
-                last_output: old.last_output,
+                // Whether the pane printed meanwhile is not known: not quiet for long, then.
+                last_output: Some(Instant::now()),
                 ended_at: None,
                 unseen: Some(Unseen {
                     from: old.ended_at.unwrap_or(to),
@@ -510,6 +511,13 @@ impl OutputSubscription {
         self.stream.since_unix_ms()
     }
 
+    /// Reads again from the absolute offset `to`, if it is before where this subscriber is:
+    /// a subscriber of a continued stream takes up where one of the lost stream stopped
+    /// (the offsets are the same), reading what the continuation already holds.
+    pub fn rewind(&mut self, to: u64) {
+        self.cursor.position = self.cursor.position.min(to);
+    }
+
     /// Absolute offset of the next byte this subscriber will read.
     pub fn position(&self) -> u64 {
         self.cursor.position
@@ -692,6 +700,11 @@ mod tests {
         assert!(stream.unseen().is_none());
         let records = next.with_ledger(|l| l.records().map(|r| r.exit_status).collect::<Vec<_>>());
         assert_eq!(records, [Some(0)], "the ledger goes on");
+        // A subscriber of the continuation may take up where one of the lost stream stopped.
+        let mut taken_up = next.subscribe();
+        next.push(b"x");
+        taken_up.rewind(end);
+        assert_eq!(taken_up.take().unwrap().data, b"x");
         assert!(
             !next.with_ledger(Ledger::at_prompt),
             "where the shell is went unseen"

@@ -31,7 +31,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::connection::{
-    ConnEvent, ConnectError, ConnectOptions, Connection, LineRequest, OutputMode, OutputSink,
+    CloseReason, ConnEvent, ConnectError, ConnectOptions, Connection, LineRequest, OutputMode,
+    OutputSink,
 };
 use crate::client::spawn::{ClientLaunch, TmuxEndpoint, term_marker};
 use crate::client::worker::{BatchMode, Caller, CommandOutcome, WorkerHandle};
@@ -324,6 +325,7 @@ impl OutputHub {
             if let Some((window, stream)) = self.inner.router.live(pane)
                 && self.inner.linked(window)
             {
+                self.inner.router.settled(pane);
                 return Ok(stream.subscribe());
             }
             let (place, origin) = self.locate(caller, pane).await?;
@@ -342,6 +344,7 @@ impl OutputHub {
                 self.link(caller, place).await?;
             }
             if !routed.is_closed() && self.inner.linked(place.window) {
+                self.inner.router.settled(pane);
                 return Ok(subscription);
             }
         }
@@ -1018,10 +1021,14 @@ impl WatchMonitor {
                     }
                 }
                 MonitorWake::Event(Some(ConnEvent::Closed { reason, .. })) => {
+                    let remote = matches!(self.hub.endpoint.launch, ClientLaunch::Remote(_));
                     break if !reason.server_gone() {
                         StreamEnd::ConnectionClosed(reason.to_string())
-                    } else if matches!(self.hub.endpoint.launch, ClientLaunch::Remote(_)) {
-                        // A host's server that seems gone may only be out of reach.
+                    } else if remote
+                        && matches!(reason, CloseReason::Eof | CloseReason::ReadError(_))
+                    {
+                        // A host's server that ended no client of its own (no `%exit`) may
+                        // only be out of reach: its link dropped.
                         StreamEnd::Lost(reason.to_string())
                     } else {
                         StreamEnd::ServerGone

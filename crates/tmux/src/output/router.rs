@@ -33,7 +33,13 @@ pub(super) struct Router {
 
 /// How long a stream a lost connection ended can still be continued.
 const INTERRUPTED_KEEP: Duration = Duration::from_secs(600);
+/// Streams a lost connection ended held at once per server; past it the oldest goes. Each is
+/// a pane's ring, so a tenant who makes its panes' connection drop again and again (killing
+/// the client on its own host) holds no more than this many.
+const MAX_INTERRUPTED: usize = 256;
 
+/// A stream a lost connection ended, or its continuation until a subscriber has it (see
+/// [`Router::settled`]), so that a subscription that fails on the way loses nothing.
 struct Interrupted {
     origin: String,
     stream: Arc<PaneStream>,
@@ -105,9 +111,16 @@ impl Router {
         let stream = {
             let mut interrupted = self.lock_interrupted();
             interrupted.retain(|_, i| i.at.elapsed() < INTERRUPTED_KEEP);
-            match interrupted.remove(&pane) {
-                Some(before) if before.origin == origin => before.stream.continuation(),
-                _ => PaneStream::new(pane, capacity),
+            match interrupted.get_mut(&pane) {
+                Some(before) if before.origin == origin && before.stream.is_closed() => {
+                    // Held until a subscriber has it: a failed link keeps it for the next.
+                    before.stream = before.stream.continuation();
+                    before.stream.clone()
+                }
+                _ => {
+                    interrupted.remove(&pane);
+                    PaneStream::new(pane, capacity)
+                }
             }
         };
         routes.insert(
@@ -120,6 +133,18 @@ impl Router {
             },
         );
         stream
+    }
+
+    /// A subscriber has `pane`'s stream: a continuation held for it is let go of (the
+    /// subscriber holds it now).
+    pub(super) fn settled(&self, pane: PaneId) {
+        let mut interrupted = self.lock_interrupted();
+        if interrupted
+            .get(&pane)
+            .is_some_and(|i| !i.stream.is_closed())
+        {
+            interrupted.remove(&pane);
+        }
     }
 
     /// Records that `pane` now lives in `window` (it was moved).
@@ -261,11 +286,23 @@ impl Router {
                 continue;
             };
             stream.close(reason.clone());
-            if continued {
+            if !continued {
+                // Ended for good: nothing of the pane is to be continued.
+                self.lock_interrupted().remove(&stream.pane());
+            } else {
                 let pane = stream.pane();
                 let origin = route.origin;
-                self.lock_interrupted()
-                    .insert(pane, Interrupted { origin, stream, at });
+                let mut interrupted = self.lock_interrupted();
+                if interrupted.len() >= MAX_INTERRUPTED
+                    && !interrupted.contains_key(&pane)
+                    && let Some(oldest) = interrupted
+                        .iter()
+                        .min_by_key(|(_, i)| i.at)
+                        .map(|(p, _)| *p)
+                {
+                    interrupted.remove(&oldest);
+                }
+                interrupted.insert(pane, Interrupted { origin, stream, at });
             }
         }
     }
@@ -294,6 +331,13 @@ mod tests {
         let next = router.route(pane, window, "10/100/20".into(), 64);
         assert_eq!(next.end_offset(), first.end_offset(), "continued");
         assert!(next.unseen().is_some());
+        // A subscription that failed on the way (its stream dropped) loses nothing: the
+        // continuation is held until a subscriber settles it.
+        drop(next);
+        let next = router.route(pane, window, "10/100/20".into(), 64);
+        assert_eq!(next.end_offset(), first.end_offset(), "still continued");
+        router.settled(pane);
+        assert!(router.lock_interrupted().is_empty());
 
         // Another server process on the same socket: the pane id names another pane.
         router.interrupt_where(&StreamEnd::Lost("eof".into()), |p, _| p == pane);
@@ -312,5 +356,13 @@ mod tests {
         assert!(router.lock_interrupted().is_empty());
         assert_eq!(router.expire_interrupted(), None, "the task ends");
         assert!(router.start_expiring(), "the next loss starts another");
+
+        // At most MAX_INTERRUPTED are held; the oldest goes.
+        let streams: Vec<_> = (0..=MAX_INTERRUPTED)
+            .map(|n| router.route(PaneId(100 + n as u32), window, "o".into(), 8))
+            .collect();
+        router.interrupt_where(&StreamEnd::Lost("eof".into()), |p, _| p.0 >= 100);
+        assert_eq!(router.lock_interrupted().len(), MAX_INTERRUPTED);
+        drop(streams);
     }
 }
