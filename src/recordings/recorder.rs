@@ -15,7 +15,7 @@ use super::RecordingsSettings;
 use super::policy::RecordingPolicy;
 use super::store::Store;
 use super::writer::{CastWriter, CurrentFile, Subject};
-use muxgate_tmux::output::{OutputChunk, StreamEnd};
+use muxgate_tmux::output::{CONTINUED_WITHIN, OutputChunk, StreamEnd};
 use muxgate_tmux::typed::pane_reads::TmuxPaneReads;
 use muxgate_tmux::{Caller, EngineError, OutputSubscription, PaneId, TmuxServer};
 
@@ -430,15 +430,14 @@ async fn write(
     }
 }
 
-/// How long a recording whose host's link was lost waits for it to come back.
-const RESUME_WITHIN: Duration = Duration::from_secs(600);
 /// The longest pause between attempts to resume.
 const RESUME_PAUSE_MAX: Duration = Duration::from_secs(10);
 
 /// A subscription that continues `lost`'s stream once the pane's host answers again (the
 /// engine continues a stream only for the very pane it was: the same process of the same
 /// server). `Err` with why the recording ends instead: it was stopped, the pane is gone, the
-/// server was restarted, or the link stayed down for [`RESUME_WITHIN`].
+/// server was restarted, or the link stayed down past [`CONTINUED_WITHIN`], after which the
+/// engine continues nothing.
 async fn resume(
     inner: &Inner,
     server: &TmuxServer,
@@ -446,7 +445,7 @@ async fn resume(
     stop: &CancellationToken,
 ) -> Result<OutputSubscription, String> {
     let pane = lost.pane();
-    let deadline = tokio::time::Instant::now() + RESUME_WITHIN;
+    let deadline = tokio::time::Instant::now() + CONTINUED_WITHIN;
     let mut pause = Duration::from_millis(500);
     loop {
         tokio::select! {
@@ -455,7 +454,10 @@ async fn resume(
             () = tokio::time::sleep(pause) => {}
         }
         if tokio::time::Instant::now() >= deadline {
-            return Err("end: the link to the pane's host stayed down for 10 minutes".to_owned());
+            return Err(format!(
+                "end: the link to the pane's host stayed down for {} s",
+                CONTINUED_WITHIN.as_secs()
+            ));
         }
         let until = tokio::time::Instant::now() + START_TIMEOUT;
         let subscribed = tokio::select! {

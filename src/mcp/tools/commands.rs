@@ -175,7 +175,7 @@ impl McpServer {
         let tmux = self.tmux_access(&call, input.server.as_deref()).await?;
         let (pane, stream) = recorded(&tmux, &input.target).await?;
         let end = stream.end_offset();
-        let unseen_since_ms = stream.unseen().map(|unseen| unix_ms(unseen.from));
+        let unseen_since_ms = stream.unseen_since().map(unix_ms);
         let output = stream.with_ledger(|ledger| {
             let mut commands: Vec<CommandInfo> = ledger
                 .records()

@@ -34,6 +34,10 @@ use tokio::time::Instant;
 
 use crate::wire::ids::PaneId;
 
+/// How long after a lost connection ended a pane's stream its next subscriber can still
+/// continue it ([`StreamEnd::Lost`]).
+pub const CONTINUED_WITHIN: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// Commands a pane's ledger keeps.
 const LEDGER_RECORDS: usize = 100;
 /// The longest typed command line read back from the stream for a record.
@@ -61,8 +65,9 @@ pub enum StreamEnd {
     #[error("the output connection closed: {0}")]
     ConnectionClosed(String),
     /// The connection to a server on another host was lost: the link may have dropped with
-    /// the server still running. A new subscription to the pane continues its stream (its
-    /// ledger, its offsets) once the server answers again, with a gap marked.
+    /// the server still running. A new subscription to the pane within [`CONTINUED_WITHIN`]
+    /// continues its stream (its ledger, its offsets) once the server answers again, with a
+    /// gap marked.
     #[error("the connection to the host was lost: {0}")]
     Lost(String),
 }
@@ -106,18 +111,9 @@ struct Ring {
     last_output: Option<Instant>,
     /// When the stream ended.
     ended_at: Option<SystemTime>,
-    /// The last span in which none of the pane's output was seen: from the end of the stream
-    /// this one continues ([`PaneStream::continuation`]) to this one's start.
-    unseen: Option<Unseen>,
-}
-
-/// A span in which none of a pane's output was seen: the connection carrying it was lost.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Unseen {
-    /// When the stream before ended.
-    pub from: SystemTime,
-    /// When this one went on.
-    pub to: SystemTime,
+    /// Since when none of the pane's output was seen, for a stream that continues one a lost
+    /// connection ended ([`PaneStream::continuation`]): that one's end.
+    unseen_since: Option<SystemTime>,
 }
 
 impl Ring {
@@ -162,7 +158,7 @@ impl PaneStream {
                 ledger: Ledger::new(LEDGER_RECORDS),
                 last_output: None,
                 ended_at: None,
-                unseen: None,
+                unseen_since: None,
             }),
             version: watch::Sender::new(0),
             shared: Mutex::new(None),
@@ -175,11 +171,11 @@ impl PaneStream {
     /// start, offsets, bytes and ledger, with a gap marked where the output went unseen. This
     /// one is left as it is, so its subscribers still read what it holds, then its end.
     pub(super) fn continuation(&self) -> Arc<Self> {
-        let to = SystemTime::now();
         let ring = {
             let old = self.lock();
+            let lost_at = old.ended_at.unwrap_or_else(SystemTime::now);
             let mut ledger = old.ledger.clone();
-            ledger.lost_sight(old.end_offset(), old.ended_at.unwrap_or(to));
+            ledger.lost_sight(old.end_offset(), lost_at);
             Ring {
                 buf: old.buf.clone(),
                 capacity: old.capacity,
@@ -192,10 +188,7 @@ impl PaneStream {
                 // Whether the pane printed meanwhile is not known: not quiet for long, then.
                 last_output: Some(Instant::now()),
                 ended_at: None,
-                unseen: Some(Unseen {
-                    from: old.ended_at.unwrap_or(to),
-                    to,
-                }),
+                unseen_since: Some(lost_at),
             }
         };
         let stream = Arc::new(Self {
@@ -210,9 +203,10 @@ impl PaneStream {
         stream
     }
 
-    /// The last span in which the pane's output went unseen, if the stream went on after one.
-    pub fn unseen(&self) -> Option<Unseen> {
-        self.lock().unseen
+    /// Since when the pane's output went unseen, if the stream went on after a lost
+    /// connection.
+    pub fn unseen_since(&self) -> Option<SystemTime> {
+        self.lock().unseen_since
     }
 
     /// The pane whose output this is.
@@ -695,9 +689,9 @@ mod tests {
             stream.since_unix_ms(),
             "the same recording"
         );
-        let unseen = next.unseen().expect("the unseen span");
-        assert!(unseen.from <= unseen.to);
-        assert!(stream.unseen().is_none());
+        let unseen = next.unseen_since().expect("when output went unseen");
+        assert!(unseen <= SystemTime::now());
+        assert!(stream.unseen_since().is_none());
         let records = next.with_ledger(|l| l.records().map(|r| r.exit_status).collect::<Vec<_>>());
         assert_eq!(records, [Some(0)], "the ledger goes on");
         // A subscriber of the continuation may take up where one of the lost stream stopped.

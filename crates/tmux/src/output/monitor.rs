@@ -1097,18 +1097,16 @@ impl WatchMonitor {
                 }
             }
         };
-        // The streams a lost link ended are held for the next subscriber to continue.
-        let carried = |_, window| linked.contains(&window);
-        if matches!(end, StreamEnd::Lost(_)) {
-            self.hub.router.interrupt_where(&end, carried);
-            if self.hub.router.start_expiring() {
-                tokio::spawn(expire_interrupted(
-                    self.hub.router.clone(),
-                    self.hub.shutdown.clone(),
-                ));
-            }
-        } else {
-            self.hub.router.close_where(&end, carried);
+        self.hub
+            .router
+            .close_where(&end, |_, window| linked.contains(&window));
+        // The streams a lost link ended are held for the next subscriber to continue, until
+        // they lapse.
+        if matches!(end, StreamEnd::Lost(_)) && self.hub.router.start_expiring() {
+            tokio::spawn(expire_interrupted(
+                self.hub.router.clone(),
+                self.hub.shutdown.clone(),
+            ));
         }
         self.hub
             .stats

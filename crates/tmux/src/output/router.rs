@@ -13,11 +13,10 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::output::{PaneStream, StreamEnd};
+use crate::output::{CONTINUED_WITHIN, PaneStream, StreamEnd};
 use crate::wire::ids::{PaneId, WindowId};
 
 /// Which stream each pane's output goes to.
@@ -25,14 +24,12 @@ use crate::wire::ids::{PaneId, WindowId};
 pub(super) struct Router {
     routes: Mutex<HashMap<PaneId, Route>>,
     /// Streams a lost connection ended, until a subscriber of their pane continues them or
-    /// [`INTERRUPTED_KEEP`] passes. Locked after `routes` when both are.
+    /// [`CONTINUED_WITHIN`] passes. Locked after `routes` when both are.
     interrupted: Mutex<HashMap<PaneId, Interrupted>>,
     /// Whether a task lets go of `interrupted` streams as they lapse (one at a time).
     expiring: AtomicBool,
 }
 
-/// How long a stream a lost connection ended can still be continued.
-const INTERRUPTED_KEEP: Duration = Duration::from_secs(600);
 /// Streams a lost connection ended held at once per server; past it the oldest goes. Each is
 /// a pane's ring, so a tenant who makes its panes' connection drop again and again (killing
 /// the client on its own host) holds no more than this many.
@@ -110,9 +107,12 @@ impl Router {
         }
         let stream = {
             let mut interrupted = self.lock_interrupted();
-            interrupted.retain(|_, i| i.at.elapsed() < INTERRUPTED_KEEP);
             match interrupted.get_mut(&pane) {
-                Some(before) if before.origin == origin && before.stream.is_closed() => {
+                Some(before)
+                    if before.origin == origin
+                        && before.stream.is_closed()
+                        && before.at.elapsed() < CONTINUED_WITHIN =>
+                {
                     // Held until a subscriber has it: a failed link keeps it for the next.
                     before.stream = before.stream.continuation();
                     before.stream.clone()
@@ -228,33 +228,18 @@ impl Router {
         routes.iter().map(|(p, r)| (*p, r.window)).collect()
     }
 
-    /// Ends and forgets the streams for which `which` holds.
-    pub(super) fn close_where(&self, reason: &StreamEnd, which: impl Fn(PaneId, WindowId) -> bool) {
-        self.end_where(reason, which, false);
-    }
-
-    /// Ends the streams for which `which` holds because their connection was lost, and holds
-    /// each a while for the next subscriber of its pane to continue.
-    pub(super) fn interrupt_where(
-        &self,
-        reason: &StreamEnd,
-        which: impl Fn(PaneId, WindowId) -> bool,
-    ) {
-        self.end_where(reason, which, true);
-    }
-
     /// Whether the caller is to start the task that lets go of lapsed interrupted streams
     /// ([`Self::expire_interrupted`]): none runs yet.
     pub(super) fn start_expiring(&self) -> bool {
         !self.expiring.swap(true, Ordering::AcqRel)
     }
 
-    /// Lets go of the streams a lost connection ended that are past [`INTERRUPTED_KEEP`].
+    /// Lets go of the streams a lost connection ended that are past [`CONTINUED_WITHIN`].
     /// Returns when the next one is due; `None` once none is held, and the expiring task ends.
     pub(super) fn expire_interrupted(&self) -> Option<Instant> {
         let mut interrupted = self.lock_interrupted();
-        interrupted.retain(|_, i| i.at.elapsed() < INTERRUPTED_KEEP);
-        let due = interrupted.values().map(|i| i.at + INTERRUPTED_KEEP).min();
+        interrupted.retain(|_, i| i.at.elapsed() < CONTINUED_WITHIN);
+        let due = interrupted.values().map(|i| i.at + CONTINUED_WITHIN).min();
         if due.is_none() {
             // Cleared under the lock: a stream held after this starts a new task.
             self.expiring.store(false, Ordering::Release);
@@ -262,12 +247,10 @@ impl Router {
         due
     }
 
-    fn end_where(
-        &self,
-        reason: &StreamEnd,
-        which: impl Fn(PaneId, WindowId) -> bool,
-        continued: bool,
-    ) {
+    /// Ends and forgets the streams for which `which` holds. Those a lost connection ended
+    /// ([`StreamEnd::Lost`]) are held a while for the next subscriber of their pane to continue.
+    pub(super) fn close_where(&self, reason: &StreamEnd, which: impl Fn(PaneId, WindowId) -> bool) {
+        let continued = matches!(reason, StreamEnd::Lost(_));
         let closed: Vec<_> = {
             let mut routes = self.lock();
             let panes: Vec<_> = routes
@@ -289,27 +272,29 @@ impl Router {
             if !continued {
                 // Ended for good: nothing of the pane is to be continued.
                 self.lock_interrupted().remove(&stream.pane());
-            } else {
-                let pane = stream.pane();
-                let origin = route.origin;
-                let mut interrupted = self.lock_interrupted();
-                if interrupted.len() >= MAX_INTERRUPTED
-                    && !interrupted.contains_key(&pane)
-                    && let Some(oldest) = interrupted
-                        .iter()
-                        .min_by_key(|(_, i)| i.at)
-                        .map(|(p, _)| *p)
-                {
-                    interrupted.remove(&oldest);
-                }
-                interrupted.insert(pane, Interrupted { origin, stream, at });
+                continue;
             }
+            let pane = stream.pane();
+            let origin = route.origin;
+            let mut interrupted = self.lock_interrupted();
+            if interrupted.len() >= MAX_INTERRUPTED
+                && !interrupted.contains_key(&pane)
+                && let Some(oldest) = interrupted
+                    .iter()
+                    .min_by_key(|(_, i)| i.at)
+                    .map(|(p, _)| *p)
+            {
+                interrupted.remove(&oldest);
+            }
+            interrupted.insert(pane, Interrupted { origin, stream, at });
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
@@ -322,15 +307,15 @@ mod tests {
             Arc::ptr_eq(&router.route(pane, window, "10/100/20".into(), 64), &first),
             "a live stream is shared"
         );
-        router.interrupt_where(&StreamEnd::Lost("eof".into()), |p, _| p == pane);
+        router.close_where(&StreamEnd::Lost("eof".into()), |p, _| p == pane);
         assert!(first.is_closed());
         assert!(router.start_expiring(), "one task lets go of it");
         assert!(!router.start_expiring(), "one only");
         let due = router.expire_interrupted().expect("held until due");
-        assert!(due > Instant::now() + INTERRUPTED_KEEP - Duration::from_secs(60));
+        assert!(due > Instant::now() + CONTINUED_WITHIN - Duration::from_secs(60));
         let next = router.route(pane, window, "10/100/20".into(), 64);
         assert_eq!(next.end_offset(), first.end_offset(), "continued");
-        assert!(next.unseen().is_some());
+        assert!(next.unseen_since().is_some());
         // A subscription that failed on the way (its stream dropped) loses nothing: the
         // continuation is held until a subscriber settles it.
         drop(next);
@@ -340,10 +325,10 @@ mod tests {
         assert!(router.lock_interrupted().is_empty());
 
         // Another server process on the same socket: the pane id names another pane.
-        router.interrupt_where(&StreamEnd::Lost("eof".into()), |p, _| p == pane);
+        router.close_where(&StreamEnd::Lost("eof".into()), |p, _| p == pane);
         let other = router.route(pane, window, "11/107/20".into(), 64);
         assert_eq!(other.end_offset(), 0, "a new stream");
-        assert!(other.unseen().is_none());
+        assert!(other.unseen_since().is_none());
 
         // A stream closed for good is not held.
         router.close_where(&StreamEnd::PaneClosed, |p, _| p == pane);
@@ -361,7 +346,7 @@ mod tests {
         let streams: Vec<_> = (0..=MAX_INTERRUPTED)
             .map(|n| router.route(PaneId(100 + n as u32), window, "o".into(), 8))
             .collect();
-        router.interrupt_where(&StreamEnd::Lost("eof".into()), |p, _| p.0 >= 100);
+        router.close_where(&StreamEnd::Lost("eof".into()), |p, _| p.0 >= 100);
         assert_eq!(router.lock_interrupted().len(), MAX_INTERRUPTED);
         drop(streams);
     }
