@@ -5,6 +5,7 @@
 
 mod common;
 
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::calls::{Client, err, legacy, ok};
@@ -20,6 +21,53 @@ async fn gateway(tables: &[String]) -> TestGateway {
     spawn_gateway(relaxed(
         Config::from_toml_str(&text).expect("valid test config"),
     ))
+    .await
+}
+
+/// Runs `command` in `pane` of `server` with `run_command`; it must succeed.
+async fn run_ok(client: &Client, server: &str, pane: &str, command: &str) {
+    let ran = ok(
+        client,
+        "run_command",
+        json!({"server": server, "target": pane, "command": command}),
+    )
+    .await;
+    assert_eq!(ran["exit_status"], 0, "{ran}");
+}
+
+/// `list_commands` of `pane` on `server`.
+async fn commands_of(client: &Client, server: &str, pane: &str) -> Value {
+    ok(
+        client,
+        "list_commands",
+        json!({"server": server, "target": pane}),
+    )
+    .await
+}
+
+/// Starts recording `pane` of `server`; the path of its cast file in `dir`.
+async fn record(client: &Client, server: &str, pane: &str, dir: &Path) -> PathBuf {
+    let recording = ok(
+        client,
+        "record_pane",
+        json!({"server": server, "target": pane}),
+    )
+    .await;
+    dir.join(recording["file"].as_str().expect("a cast file"))
+}
+
+/// The `[recordings]` table that keeps casts in `dir`.
+fn recordings_table(dir: &Path) -> String {
+    format!("[recordings]\nenabled = true\ndir = '{}'\n", dir.display())
+}
+
+/// Whether the cast at `path` holds `needle` within `within`.
+async fn cast_holds(path: &Path, needle: &str, within: Duration) -> bool {
+    common::wait_until(within, || {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .contains(needle)
+    })
     .await
 }
 
@@ -345,10 +393,18 @@ async fn a_host_killed_mid_wait_ends_the_wait_and_comes_back() {
         return;
     }
     let mut host = SshHost::start();
-    let gateway = gateway(&[host.config_table("flaky", &["default"])]).await;
+    let casts = tempfile::tempdir().expect("a recordings directory");
+    let tables = [
+        host.config_table("flaky", &["default"]),
+        recordings_table(casts.path()),
+    ];
+    let gateway = gateway(&tables).await;
     let client = legacy(&gateway, &gateway.token).await;
     link_reaches(&client, "flaky", "up", Duration::from_secs(20)).await;
     let pane = new_session(&client, "flaky", "w").await;
+    // Recorded, with a command in its ledger, before the host dies with its tmux server.
+    let cast = record(&client, "flaky", &pane, casts.path()).await;
+    run_ok(&client, "flaky", &pane, "echo old-server").await;
 
     let (elapsed, result) = wait_while(&client, "flaky", &pane, || host.kill()).await;
     // The wait ends with its reason once the link is lost (keepalives every second, three
@@ -383,7 +439,20 @@ async fn a_host_killed_mid_wait_ends_the_wait_and_comes_back() {
     // died with it).
     host.boot();
     link_reaches(&client, "flaky", "up", Duration::from_secs(40)).await;
-    new_session(&client, "flaky", "again").await;
+    let again = new_session(&client, "flaky", "again").await;
+    // The new server's first pane has the old one's id, and none of its past: another
+    // server process, so nothing of the old stream is continued into it.
+    assert_eq!(again, pane, "a new server numbers its panes from the start");
+    let listed = commands_of(&client, "flaky", &again).await;
+    assert!(command_lines(&listed).is_empty(), "{listed}");
+    assert!(listed.get("unseen_since_ms").is_none(), "{listed}");
+    // The recording ends instead of going on with another pane's output.
+    assert!(
+        cast_holds(&cast, "\"end: ", Duration::from_secs(30)).await,
+        "the recording of the killed pane did not end"
+    );
+    let text = std::fs::read_to_string(&cast).expect("the cast");
+    assert!(!text.contains("gap: the link"), "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -403,32 +472,15 @@ async fn a_cut_link_ends_its_waits_and_the_hosts_sessions_live_on() {
         key.path().display()
     );
     let casts = tempfile::tempdir().expect("a recordings directory");
-    let recordings = format!(
-        "[recordings]\nenabled = true\ndir = '{}'\n",
-        casts.path().display()
-    );
+    let recordings = recordings_table(casts.path());
     let gateway = gateway(&[host.config_table("far", &["default"]), notify, recordings]).await;
     let told = || common::webhook::json_posts(&received, "ops");
     let client = legacy(&gateway, &gateway.token).await;
     link_reaches(&client, "far", "up", Duration::from_secs(20)).await;
     let pane = new_session(&client, "far", "kept").await;
     // The pane is recorded, and its ledger holds a command, before the cut.
-    let recording = ok(
-        &client,
-        "record_pane",
-        json!({"server": "far", "target": pane}),
-    )
-    .await;
-    let cast = casts
-        .path()
-        .join(recording["file"].as_str().expect("a cast file"));
-    let ran = ok(
-        &client,
-        "run_command",
-        json!({"server": "far", "target": pane, "command": "echo ledger-before"}),
-    )
-    .await;
-    assert_eq!(ran["exit_status"], 0, "{ran}");
+    let cast = record(&client, "far", &pane, casts.path()).await;
+    run_ok(&client, "far", &pane, "echo ledger-before").await;
     let before = ok(
         &client,
         "send_keys",
@@ -467,21 +519,16 @@ async fn a_cut_link_ends_its_waits_and_the_hosts_sessions_live_on() {
     let sessions = ok(&client, "list_sessions", json!({"server": "far"})).await;
     assert_eq!(sessions["sessions"][0]["name"], "kept", "{sessions}");
     // The recording goes on by itself, saying what went unseen.
-    let went_on = common::wait_until(Duration::from_secs(30), || {
-        std::fs::read_to_string(&cast)
-            .unwrap_or_default()
-            .contains("gap: the link to the pane's host was lost")
-    })
+    let went_on = cast_holds(
+        &cast,
+        "gap: the link to the pane's host was lost",
+        Duration::from_secs(30),
+    )
     .await;
     assert!(went_on, "the recording did not go on after the cut");
     // The ledger goes on too: the commands from before the cut are still listed, and since
     // when output went unseen is said.
-    let listed = ok(
-        &client,
-        "list_commands",
-        json!({"server": "far", "target": pane}),
-    )
-    .await;
+    let listed = commands_of(&client, "far", &pane).await;
     assert_eq!(
         command_lines(&listed),
         ["echo ledger-before", "echo before-the-cut"],
@@ -519,19 +566,8 @@ async fn a_cut_link_ends_its_waits_and_the_hosts_sessions_live_on() {
     )
     .await;
     assert_eq!(resumed["matched_line"], "during-the-cut", "{resumed}");
-    let ran = ok(
-        &client,
-        "run_command",
-        json!({"server": "far", "target": pane, "command": "echo ledger-after"}),
-    )
-    .await;
-    assert_eq!(ran["exit_status"], 0, "{ran}");
-    let listed = ok(
-        &client,
-        "list_commands",
-        json!({"server": "far", "target": pane}),
-    )
-    .await;
+    run_ok(&client, "far", &pane, "echo ledger-after").await;
+    let listed = commands_of(&client, "far", &pane).await;
     // What ran while the link was down is missing, as `unseen_since_ms` warned. The first
     // command after the cut was typed at a prompt printed while unseen: its status is known,
     // its line is not.
@@ -555,11 +591,11 @@ async fn a_cut_link_ends_its_waits_and_the_hosts_sessions_live_on() {
         json!({"server": "far", "target": pane, "record": false}),
     )
     .await;
-    let ended = common::wait_until(Duration::from_secs(10), || {
-        std::fs::read_to_string(&cast)
-            .unwrap_or_default()
-            .contains("end: the recording was stopped")
-    })
+    let ended = cast_holds(
+        &cast,
+        "end: the recording was stopped",
+        Duration::from_secs(10),
+    )
     .await;
     assert!(ended, "the recording did not end");
     let text = std::fs::read_to_string(&cast).expect("the cast");
