@@ -27,7 +27,9 @@
 //! refused naming what to send) → per-client request rate ([`crate::limits::limit_requests`]:
 //! a refused `tools/call` is answered as its `isError` result, anything else 429) → MCP session
 //! ↔ `sub` binding, which also recycles a client's idle sessions ([`crate::auth::bind_sessions`])
-//! → DELETE answered 204 ([`session_end`]) → body size limit → rmcp, with the gateway's
+//! → DELETE answered 204 ([`session_end`]) → the plain 2026-07-28 requests (`tools/call`,
+//! `tools/list`, `server/discover`) answered by the handler without rmcp's transport
+//! ([`direct`]) → body size limit → rmcp, with the gateway's
 //! session manager ([`sessions`]: counted sessions, closed when evicted, and a request
 //! cancelled when its client hangs up, [`hangup`]).
 //!
@@ -43,6 +45,7 @@ pub(crate) mod answer;
 pub(crate) mod approvals;
 pub(crate) mod body;
 pub mod dial_in;
+mod direct;
 pub(crate) mod guard;
 pub(crate) mod hangup;
 pub mod health;
@@ -180,6 +183,12 @@ pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
         origins: http.allowed_origins.clone(),
     });
 
+    let direct = direct::Direct::new(
+        mcp.clone(),
+        http.max_body_bytes,
+        http.progress_interval(),
+        shutdown.streams_token(),
+    );
     let mcp_routes = Router::new()
         .route_service(
             "/mcp",
@@ -211,6 +220,7 @@ pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
                     crate::auth::bind_sessions,
                 ))
                 .layer(axum::middleware::from_fn(session_end::no_content_on_delete))
+                .layer(from_fn_with_state(direct, direct::serve))
                 .layer(RequestBodyLimitLayer::new(http.max_body_bytes)),
         );
 

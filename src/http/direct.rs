@@ -1,0 +1,504 @@
+//! 2026-07-28 requests answered directly: `tools/call`, `tools/list` and `server/discover`
+//! without rmcp's transport in between.
+//!
+//! For a request of the per-request era rmcp builds a whole service per request: a service
+//! loop and a spawned task, a channel, a second copy of the tool's schema to check
+//! `Mcp-Param-*` headers against, and an SSE stream for the answer. That costs more than most
+//! tools do (`docs/internals/transport-cost.md` has the figures). The plain cases do not need
+//! any of it, so this layer serves them on the request's own task: one typed parse of the body,
+//! the handler called as rmcp's service loop calls it, one write.
+//!
+//! What it takes ([`takes`]): a `POST` without a session whose body (already checked by
+//! [`super::body`]) is one request of [`DIRECT_METHODS`] naming 2026-07-28 in its `_meta`, whose
+//! `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers say what its body says, with no
+//! `Mcp-Param-*` header, and whose `_meta` holds every key 2026-07-28 requires. Everything else
+//! goes on to rmcp unchanged, so every refusal stays rmcp's own and reads the same.
+//!
+//! How it answers: an answer ready within [`JSON_WITHIN`] is one `application/json` body. A call
+//! that takes longer, or reports progress first, goes on in a task of its own and answers on an
+//! SSE stream: its progress notifications, its answer, and a keep-alive comment every
+//! `http.progress_interval_secs` meanwhile (as rmcp's streams). A client that hangs up cancels
+//! the request's token, as it does under rmcp; shutdown closes the stream.
+//!
+//! Progress: handlers report it through an rmcp `Peer`, and rmcp makes a peer only for a running
+//! service. All direct requests share one ([`Relay`]), whose transport hands each progress
+//! notification to its request's answer. A handler sees the relay's own token (unique across
+//! clients, which choose theirs freely); the client's token is put back on the way out.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use http::request::Parts;
+use http::{HeaderMap, Method, StatusCode, header};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientRequest, ErrorCode, GetExtensions, GetMeta, JsonRpcRequest,
+    NumberOrString, ProgressToken, ProtocolVersion, RequestId, ServerJsonRpcMessage,
+    ServerNotification, ServerResult,
+};
+use rmcp::service::{RequestContext, RunningService, serve_directly};
+use rmcp::transport::Transport;
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, Service};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::body::Checked;
+
+/// The methods served here; every other goes to rmcp.
+const DIRECT_METHODS: [&str; 3] = ["tools/call", "tools/list", "server/discover"];
+
+/// How long a call may take and still be answered as one JSON body; past it the answer comes
+/// on an SSE stream, which keeps the connection visibly alive while the call waits.
+pub(crate) const JSON_WITHIN: Duration = Duration::from_secs(1);
+
+/// Progress notifications a slow reader may leave unread before the call's next one waits.
+const PROGRESS_BUFFER: usize = 16;
+
+/// The state of the direct path: the handler prototype, where progress goes, how the streams
+/// behave.
+pub(crate) struct Direct<H: ServerHandler> {
+    handler: H,
+    max_body_bytes: usize,
+    keep_alive: Duration,
+    /// Cancelled when shutdown closes the MCP streams.
+    streams: CancellationToken,
+    relay: Arc<Relay>,
+    /// The shared peer, started with the first direct request (it needs a runtime).
+    peer: OnceLock<RunningService<RoleServer, H>>,
+}
+
+impl<H: ServerHandler + Clone> Direct<H> {
+    pub(crate) fn new(
+        handler: H,
+        max_body_bytes: usize,
+        keep_alive: Duration,
+        streams: CancellationToken,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            handler,
+            max_body_bytes,
+            keep_alive,
+            streams,
+            relay: Arc::default(),
+            peer: OnceLock::new(),
+        })
+    }
+
+    fn peer(&self) -> Peer<RoleServer> {
+        self.peer
+            .get_or_init(|| {
+                let transport = RelayTransport {
+                    relay: self.relay.clone(),
+                    closed: self.streams.clone(),
+                };
+                serve_directly(self.handler.clone(), transport, None)
+            })
+            .peer()
+            .clone()
+    }
+
+    /// Runs `request` and answers it: JSON when done within [`JSON_WITHIN`], else SSE.
+    async fn answer(&self, parts: Parts, request: JsonRpcRequest<ClientRequest>) -> Response {
+        let JsonRpcRequest {
+            id, mut request, ..
+        } = request;
+        let mut meta = std::mem::take(request.get_meta_mut());
+        let mut extensions = std::mem::take(request.extensions_mut());
+        extensions.insert(parts);
+        let (sender, mut progress) = mpsc::channel(PROGRESS_BUFFER);
+        let route = meta.get_progress_token().map(|client| {
+            let (token, route) = self.relay.open(client, sender.clone());
+            meta.set_progress_token(token);
+            route
+        });
+        let cancelled = CancellationToken::new();
+        let mut context = RequestContext::new(id.clone(), self.peer());
+        context.ct = cancelled.clone();
+        context.meta = meta;
+        context.extensions = extensions;
+        let handler = self.handler.clone();
+        let mut call = Box::pin(async move {
+            let outcome = handler.handle_request(request, context).await;
+            drop(route);
+            outcome
+        });
+        let first = tokio::select! {
+            biased;
+            outcome = &mut call => return json_answer(message(id, outcome)),
+            first = progress.recv() => first,
+            () = tokio::time::sleep(JSON_WITHIN) => None,
+        };
+        tokio::spawn(async move {
+            let outcome = call.await;
+            // The receiver is gone when the client hung up; the answer has nowhere to go.
+            let _ = sender.send(message(id, outcome)).await;
+        });
+        self.sse_answer(first, progress, cancelled)
+    }
+
+    /// The SSE answer of a call still running: `first` (a progress notification it sent
+    /// before the answer went), then whatever it sends, its answer last.
+    fn sse_answer(
+        &self,
+        first: Option<ServerJsonRpcMessage>,
+        mut rest: mpsc::Receiver<ServerJsonRpcMessage>,
+        cancelled: CancellationToken,
+    ) -> Response {
+        let hang_up = cancelled.drop_guard();
+        let rest = futures::stream::poll_fn(move |cx| rest.poll_recv(cx));
+        let events = futures::stream::iter(first)
+            .chain(rest)
+            .map(move |message| {
+                // Dropped with the stream: a client that hangs up cancels the call.
+                let _ = &hang_up;
+                let data = serde_json::to_string(&message).unwrap_or_else(|e| {
+                    tracing::error!(error = %e, "an MCP message could not be written");
+                    String::new()
+                });
+                Ok::<_, Infallible>(Event::default().data(data))
+            })
+            .take_until(self.streams.clone().cancelled_owned());
+        Sse::new(events)
+            .keep_alive(KeepAlive::new().interval(self.keep_alive))
+            .into_response()
+    }
+}
+
+/// Whether a request is one this layer serves, by its headers and the body check's reading.
+pub(crate) fn takes(method: &Method, headers: &HeaderMap, checked: Option<&Checked>) -> bool {
+    let version = ProtocolVersion::V_2026_07_28.as_str();
+    let Some(checked) = checked else {
+        return false;
+    };
+    let header_is = |name: &str, value: &str| {
+        headers.get_all(name).iter().count() == 1
+            && headers.get(name).and_then(|v| v.to_str().ok()) == Some(value)
+    };
+    let named = checked.method != "tools/call"
+        || checked
+            .target
+            .as_deref()
+            .is_some_and(|name| header_is("mcp-name", name));
+    method == Method::POST
+        && !headers.contains_key("mcp-session-id")
+        && !headers
+            .keys()
+            .any(|name| name.as_str().starts_with("mcp-param-"))
+        && DIRECT_METHODS.contains(&checked.method.as_str())
+        && checked.meta_version.as_deref() == Some(version)
+        && header_is("mcp-protocol-version", version)
+        && header_is("mcp-method", &checked.method)
+        && named
+}
+
+/// The layer: serves what [`takes`] accepts, passes on everything else.
+pub(crate) async fn serve<H: ServerHandler + Clone>(
+    State(direct): State<Arc<Direct<H>>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if !takes(
+        request.method(),
+        request.headers(),
+        request.extensions().get::<Checked>(),
+    ) {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, direct.max_body_bytes).await else {
+        let id = Value::Null;
+        let text = "the request body could not be read".to_owned();
+        return super::answer::error(StatusCode::BAD_REQUEST, &id, INVALID_REQUEST, text);
+    };
+    match serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
+        Ok(ClientJsonRpcMessage::Request(request))
+            if request
+                .request
+                .get_meta()
+                .missing_required_keys(&ProtocolVersion::V_2026_07_28)
+                .is_empty() =>
+        {
+            direct.answer(parts, request).await
+        }
+        // Not one this path serves after all: rmcp reads it (and refuses it in its words).
+        _ => {
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
+    }
+}
+
+/// JSON-RPC's code for a request that is not one.
+const INVALID_REQUEST: i64 = -32600;
+
+/// The JSON-RPC message answering request `id`.
+fn message(id: RequestId, outcome: Result<ServerResult, ErrorData>) -> ServerJsonRpcMessage {
+    match outcome {
+        Ok(result) => ServerJsonRpcMessage::response(result, id),
+        Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
+    }
+}
+
+/// An answer as one JSON body, with the status rmcp gives the same answer (a 2026-07-28 error
+/// the client must act on is not a `200`).
+fn json_answer(message: ServerJsonRpcMessage) -> Response {
+    match serde_json::to_vec(&message) {
+        Ok(body) => (
+            status_of(&message),
+            [(header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response(),
+        Err(e) => super::answer::error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &Value::Null,
+            ErrorCode::INTERNAL_ERROR.0.into(),
+            format!("the answer could not be written: {e}"),
+        ),
+    }
+}
+
+/// The HTTP status of an answer, as rmcp maps a per-request era's errors.
+fn status_of(message: &ServerJsonRpcMessage) -> StatusCode {
+    let ServerJsonRpcMessage::Error(error) = message else {
+        return StatusCode::OK;
+    };
+    match error.error.code {
+        ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+        | ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+        | ErrorCode::HEADER_MISMATCH => StatusCode::BAD_REQUEST,
+        ErrorCode::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        _ => StatusCode::OK,
+    }
+}
+
+/// Where the direct requests' progress goes: one route per request that asked for progress,
+/// under a token of the relay's own.
+#[derive(Default)]
+struct Relay {
+    next: AtomicI64,
+    routes: Mutex<HashMap<i64, Route>>,
+}
+
+/// One request's progress: the token its client chose, and its answer's channel.
+struct Route {
+    client: ProgressToken,
+    to: mpsc::Sender<ServerJsonRpcMessage>,
+}
+
+/// A route, removed when the call ends.
+struct OpenRoute {
+    relay: Arc<Relay>,
+    key: i64,
+}
+
+impl Drop for OpenRoute {
+    fn drop(&mut self) {
+        self.relay.routes().remove(&self.key);
+    }
+}
+
+impl Relay {
+    fn routes(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Route>> {
+        self.routes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Opens a route for a request whose client chose `client`: the token the handler uses.
+    fn open(
+        self: &Arc<Self>,
+        client: ProgressToken,
+        to: mpsc::Sender<ServerJsonRpcMessage>,
+    ) -> (ProgressToken, OpenRoute) {
+        let key = self.next.fetch_add(1, Ordering::Relaxed);
+        self.routes().insert(key, Route { client, to });
+        let route = OpenRoute {
+            relay: self.clone(),
+            key,
+        };
+        (ProgressToken(NumberOrString::Number(key)), route)
+    }
+
+    /// Where `message` goes, with its client's token put back; `None` for anything but the
+    /// progress of an open route (direct requests send nothing else).
+    fn deliver(
+        &self,
+        message: ServerJsonRpcMessage,
+    ) -> Option<(mpsc::Sender<ServerJsonRpcMessage>, ServerJsonRpcMessage)> {
+        let ServerJsonRpcMessage::Notification(mut notification) = message else {
+            return None;
+        };
+        let ServerNotification::ProgressNotification(progress) = &mut notification.notification
+        else {
+            return None;
+        };
+        let ProgressToken(NumberOrString::Number(key)) = progress.params.progress_token else {
+            return None;
+        };
+        let routes = self.routes();
+        let route = routes.get(&key)?;
+        progress.params.progress_token = route.client.clone();
+        Some((
+            route.to.clone(),
+            ServerJsonRpcMessage::Notification(notification),
+        ))
+    }
+}
+
+/// The shared peer's transport: it receives nothing (until shutdown ends it) and delivers
+/// progress to the relay's routes.
+struct RelayTransport {
+    relay: Arc<Relay>,
+    closed: CancellationToken,
+}
+
+impl Transport<RoleServer> for RelayTransport {
+    type Error = Infallible;
+
+    fn send(
+        &mut self,
+        item: ServerJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let delivery = self.relay.deliver(item);
+        async move {
+            if let Some((to, message)) = delivery {
+                // The request ended meanwhile: its progress has nowhere to go.
+                let _ = to.send(message).await;
+            }
+            Ok(())
+        }
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<ClientJsonRpcMessage>> + Send {
+        let closed = self.closed.clone();
+        async move {
+            closed.cancelled().await;
+            None
+        }
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        std::future::ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::{ProgressNotificationParam, ServerNotification};
+
+    use super::*;
+
+    fn checked(method: &str, target: Option<&str>) -> Checked {
+        Checked {
+            method: method.to_owned(),
+            id: Value::from(1),
+            meta_version: Some("2026-07-28".to_owned()),
+            target: target.map(str::to_owned),
+            handshake: false,
+        }
+    }
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for (name, value) in pairs {
+            headers.append(*name, value.parse().unwrap());
+        }
+        headers
+    }
+
+    const PLAIN: [(&str, &str); 3] = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "list_servers"),
+    ];
+
+    #[test]
+    fn it_takes_only_plain_requests_whose_headers_say_what_their_body_says() {
+        let call = checked("tools/call", Some("list_servers"));
+        assert!(takes(&Method::POST, &headers(&PLAIN), Some(&call)));
+        assert!(!takes(&Method::GET, &headers(&PLAIN), Some(&call)));
+        assert!(!takes(&Method::POST, &headers(&PLAIN), None));
+
+        let with = |extra: (&'static str, &str)| {
+            let mut pairs = PLAIN.to_vec();
+            pairs.push(extra);
+            headers(&pairs)
+        };
+        for extra in [
+            ("mcp-session-id", "s"),
+            ("mcp-param-target", "%1"),
+            ("mcp-name", "list_servers"),
+            ("mcp-protocol-version", "2026-07-28"),
+        ] {
+            assert!(
+                !takes(&Method::POST, &with(extra), Some(&call)),
+                "{extra:?}"
+            );
+        }
+        let without = |name: &str| {
+            let pairs: Vec<_> = PLAIN.iter().copied().filter(|(n, _)| *n != name).collect();
+            headers(&pairs)
+        };
+        for name in ["mcp-protocol-version", "mcp-method", "mcp-name"] {
+            assert!(!takes(&Method::POST, &without(name), Some(&call)), "{name}");
+        }
+
+        let other_name = checked("tools/call", Some("list_sessions"));
+        assert!(!takes(&Method::POST, &headers(&PLAIN), Some(&other_name)));
+        let mut older = call.clone();
+        older.meta_version = Some("2025-06-18".to_owned());
+        assert!(!takes(&Method::POST, &headers(&PLAIN), Some(&older)));
+
+        let list = checked("tools/list", None);
+        let list_headers = headers(&[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/list"),
+        ]);
+        assert!(takes(&Method::POST, &list_headers, Some(&list)));
+        let read = checked("resources/read", Some("tmux://fleet"));
+        let read_headers = headers(&[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "resources/read"),
+            ("mcp-name", "tmux://fleet"),
+        ]);
+        assert!(!takes(&Method::POST, &read_headers, Some(&read)));
+    }
+
+    fn progress(token: ProgressToken) -> ServerJsonRpcMessage {
+        ServerJsonRpcMessage::notification(ServerNotification::ProgressNotification(
+            rmcp::model::Notification::new(ProgressNotificationParam::new(token, 1.0)),
+        ))
+    }
+
+    fn token_of(message: &ServerJsonRpcMessage) -> Value {
+        serde_json::to_value(message).unwrap()["params"]["progressToken"].clone()
+    }
+
+    #[test]
+    fn progress_reaches_its_own_request_under_its_clients_token() {
+        let relay = Arc::new(Relay::default());
+        let same = ProgressToken(NumberOrString::String("same".into()));
+        let (first_to, _first) = mpsc::channel(1);
+        let (second_to, _second) = mpsc::channel(1);
+        let (first_token, first_route) = relay.open(same.clone(), first_to.clone());
+        let (second_token, _second_route) = relay.open(same, second_to.clone());
+        assert_ne!(first_token, second_token);
+
+        let (to, message) = relay.deliver(progress(second_token)).expect("delivered");
+        assert!(to.same_channel(&second_to));
+        assert_eq!(token_of(&message), "same");
+
+        drop(first_route);
+        assert!(relay.deliver(progress(first_token)).is_none());
+        let unknown = ProgressToken(NumberOrString::String("7".into()));
+        assert!(relay.deliver(progress(unknown)).is_none());
+    }
+}
