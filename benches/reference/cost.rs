@@ -5,7 +5,8 @@
 //! loopback costs appear in both and cancel out of the ratio. Then the same call alone, many
 //! times, against the gateway process's CPU time from `/proc`: the gateway's CPU per call.
 //! Both protocol eras are measured: a 2025-06-18 session (answers on a per-request SSE
-//! stream, routed through the session's worker) and stateless 2026-07-28 requests.
+//! stream, routed through the session's worker) and stateless 2026-07-28 requests, the latter
+//! both on the gateway's direct path and through rmcp's transport.
 
 use std::time::{Duration, Instant};
 
@@ -38,6 +39,11 @@ pub(crate) enum Era {
     Session,
     /// No session: each request carries its protocol version in `_meta` and headers.
     Stateless,
+    /// The same requests, each with an `Mcp-Param-*` header no tool reads: the gateway's
+    /// direct path leaves such a request to rmcp's transport, which serves it as it serves
+    /// any stateless request. Side by side with [`Era::Stateless`], this is what the direct
+    /// path saves.
+    StatelessThroughRmcp,
 }
 
 impl Era {
@@ -45,7 +51,12 @@ impl Era {
         match self {
             Era::Session => "session (2025-06-18)",
             Era::Stateless => "stateless (2026-07-28)",
+            Era::StatelessThroughRmcp => "stateless, through rmcp's transport",
         }
+    }
+
+    fn stateless(self) -> bool {
+        matches!(self, Era::Stateless | Era::StatelessThroughRmcp)
     }
 }
 
@@ -53,9 +64,18 @@ impl Era {
 /// connection; `ping` has none (it is the floor the others are read against).
 pub(crate) fn ratio_goal(label: &str) -> Option<f64> {
     match label {
-        "list_servers" => Some(2.0),
-        "send_keys" | "capture_pane" => Some(3.0),
-        "list_panes (20 panes)" => Some(4.0),
+        "list_servers" => Some(2.5),
+        "send_keys" | "capture_pane" => Some(4.0),
+        "list_panes (20 panes)" => Some(6.0),
+        _ => None,
+    }
+}
+
+/// The goal for the gateway's CPU time per call, µs; `ping` has none.
+pub(crate) fn cpu_goal_us(label: &str) -> Option<f64> {
+    match label {
+        "list_servers" => Some(100.0),
+        "send_keys" | "capture_pane" | "list_panes (20 panes)" => Some(150.0),
         _ => None,
     }
 }
@@ -145,7 +165,10 @@ impl RawClient {
                     .header("mcp-protocol-version", SESSION_VERSION);
             }
             (Era::Session, None) => {}
-            (Era::Stateless, _) => {
+            (Era::Stateless | Era::StatelessThroughRmcp, _) => {
+                if let Era::StatelessThroughRmcp = self.era {
+                    request = request.header("mcp-param-bench", "rmcp");
+                }
                 request = request
                     .header("mcp-protocol-version", STATELESS_VERSION)
                     .header("mcp-method", body["method"].as_str().unwrap_or_default());
@@ -173,7 +196,7 @@ impl RawClient {
             ),
             None => ("ping", json!({})),
         };
-        if let Era::Stateless = self.era {
+        if self.era.stateless() {
             params["_meta"] = json!({
                 "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
                 "io.modelcontextprotocol/clientInfo": {"name": "cost-bench", "version": "0"},
@@ -261,7 +284,7 @@ pub(crate) async fn per_call_cost(calls: usize) -> Result<Costs> {
     let cpu_calls = calls * CPU_CALLS_PER_ROUND_TRIP_CALL;
     let mut results = Vec::with_capacity(cases.len() * 2);
     let mut healthz_cpu_us = 0.0;
-    for era in [Era::Session, Era::Stateless] {
+    for era in [Era::Session, Era::Stateless, Era::StatelessThroughRmcp] {
         let mut raw = RawClient::open(&gateway, era).await?;
         if let Era::Session = era {
             let before = procfs::cpu_time(gateway.pid())?;
@@ -272,7 +295,7 @@ pub(crate) async fn per_call_cost(calls: usize) -> Result<Costs> {
             healthz_cpu_us = micros(cpu) / cpu_calls as f64;
         }
         for case in &cases {
-            if matches!(era, Era::Stateless) && case.tool.is_none() {
+            if era.stateless() && case.tool.is_none() {
                 // 2026-07-28 dropped `ping` (an HTTP round trip is its own liveness check).
                 continue;
             }

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::Value;
 
+use crate::cost::Era;
 use crate::fixture::{BenchTmux, mkfifo, open_fifo_writer, path_str};
 use crate::procfs;
 use crate::raw;
@@ -261,7 +262,7 @@ pub(crate) const WAKES: usize = 10;
 /// tmux server's idle CPU, memory, a trickle of `capture_pane` calls (one every 20 ms, round
 /// robin) for a few seconds, and the wake-up of a wait on one more pane. A step of 0 sessions
 /// first gives the same measures with nothing watched.
-pub(crate) async fn idle_sessions(steps: &[usize]) -> Result<IdleSessions> {
+pub(crate) async fn idle_sessions(steps: &[usize], era: Era) -> Result<IdleSessions> {
     let tmux = BenchTmux::start("idle-sessions", None)?;
     let most = steps.iter().copied().max().unwrap_or(0);
     let mut panes: Vec<String> = Vec::new();
@@ -300,7 +301,7 @@ pub(crate) async fn idle_sessions(steps: &[usize]) -> Result<IdleSessions> {
         while waiters.len() < target {
             let i = waiters.len();
             let pane = panes[i].clone();
-            let agent = Arc::new(gateway.agent(i).await?);
+            let agent = Arc::new(gateway.agent_speaking(i, era).await?);
             let (waiter, waiting_pane, waiting_stop) = (agent.clone(), pane.clone(), stop.clone());
             last_wait = Instant::now();
             waiters.push(tokio::spawn(async move {

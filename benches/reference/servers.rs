@@ -13,17 +13,20 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
+use http::{HeaderName, HeaderValue};
 use muxgate::auth::{MintRequest, TokenMinter};
 use muxgate::config::Config;
-use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, ClientConfig};
+use rmcp::model::{CallToolRequestParams, ClientConfig, ProtocolVersion};
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientLifecycleMode, ClientServiceExt, ServiceExt};
 use serde_json::{Map, Value, json};
 use tempfile::TempDir;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
+
+use crate::cost::Era;
 
 /// The reference version the numbers in BENCHMARKS.md were measured against.
 pub(crate) const REFERENCE_PACKAGE: &str = "libtmux-mcp";
@@ -322,14 +325,38 @@ level = "warn"
 
     /// A new MCP session for agent `n`, with a token of its own (`sub` = `agent-<n>`).
     pub(crate) async fn agent(&self, n: usize) -> Result<Agent> {
+        self.agent_speaking(n, Era::Session).await
+    }
+
+    /// Agent `n`, speaking MCP as `era` does: a 2025-06-18 session, or 2026-07-28 requests
+    /// with no session (after `server/discover`).
+    pub(crate) async fn agent_speaking(&self, n: usize, era: Era) -> Result<Agent> {
         let token = self.token(n)?;
-        let transport = StreamableHttpClientTransport::from_config(
-            StreamableHttpClientTransportConfig::with_uri(self.mcp_url.as_str()).auth_header(token),
-        );
-        let client = ClientConfig::default()
-            .serve(transport)
-            .await
-            .context("connect to muxgate")?;
+        let mut config =
+            StreamableHttpClientTransportConfig::with_uri(self.mcp_url.as_str()).auth_header(token);
+        if let Era::StatelessThroughRmcp = era {
+            // A header no tool declares: the gateway's direct path leaves the request to rmcp.
+            config.custom_headers.insert(
+                HeaderName::from_static("mcp-param-bench"),
+                HeaderValue::from_static("rmcp"),
+            );
+        }
+        let transport = StreamableHttpClientTransport::from_config(config);
+        let client = match era {
+            Era::Session => ClientConfig::default()
+                .serve(transport)
+                .await
+                .context("connect to muxgate")?,
+            Era::Stateless | Era::StatelessThroughRmcp => {
+                let discover = ClientLifecycleMode::Discover {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                };
+                ClientConfig::default()
+                    .serve_with_lifecycle(transport, discover)
+                    .await
+                    .context("discover muxgate")?
+            }
+        };
         Ok(Agent {
             flavor: Flavor::Muxgate,
             client,

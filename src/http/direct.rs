@@ -11,7 +11,8 @@
 //! What it takes ([`takes`]): a `POST` without a session whose body (already checked by
 //! [`super::body`]) is one request of [`DIRECT_METHODS`] naming 2026-07-28 in its `_meta`, whose
 //! `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers say what its body says, with no
-//! `Mcp-Param-*` header, and whose `_meta` holds every key 2026-07-28 requires. Everything else
+//! `Mcp-Param-*` header (nor a tool whose schema asks for one), and whose `_meta` holds every key
+//! 2026-07-28 requires. Everything else
 //! goes on to rmcp unchanged, so every refusal stays rmcp's own and reads the same.
 //!
 //! How it answers: an answer ready within [`JSON_WITHIN`] is one `application/json` body. A call
@@ -28,7 +29,7 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 use std::time::Duration;
 
 use axum::body::Body;
@@ -50,6 +51,7 @@ use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, Service};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::body::Checked;
 
@@ -74,6 +76,9 @@ pub(crate) struct Direct<H: ServerHandler> {
     relay: Arc<Relay>,
     /// The shared peer, started with the first direct request (it needs a runtime).
     peer: OnceLock<RunningService<RoleServer, H>>,
+    /// Whether a tool's input schema binds arguments to `Mcp-Param-*` headers, by tool name
+    /// (only tools that exist: the handler's, so bounded).
+    param_headers: RwLock<HashMap<String, bool>>,
 }
 
 impl<H: ServerHandler + Clone> Direct<H> {
@@ -90,14 +95,42 @@ impl<H: ServerHandler + Clone> Direct<H> {
             streams,
             relay: Arc::default(),
             peer: OnceLock::new(),
+            param_headers: RwLock::default(),
         })
+    }
+
+    /// Whether a call of `tool` needs rmcp's check of `Mcp-Param-*` headers: its input schema
+    /// binds an argument to one (`x-mcp-header`), which the client must then send. Unknown
+    /// tools need none (the handler refuses them).
+    fn binds_param_headers(&self, tool: &str) -> bool {
+        let known = self
+            .param_headers
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(tool)
+            .copied();
+        if let Some(binds) = known {
+            return binds;
+        }
+        let Some(found) = self.handler.get_tool(tool) else {
+            return false;
+        };
+        let binds = names_param_header(&Value::Object((*found.input_schema).clone()));
+        self.param_headers
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(tool.to_owned(), binds);
+        binds
     }
 
     fn peer(&self) -> Peer<RoleServer> {
         self.peer
             .get_or_init(|| {
+                let (refusals, refused) = mpsc::channel(PROGRESS_BUFFER);
                 let transport = RelayTransport {
                     relay: self.relay.clone(),
+                    refusals,
+                    refused,
                     closed: self.streams.clone(),
                 };
                 serve_directly(self.handler.clone(), transport, None)
@@ -137,11 +170,12 @@ impl<H: ServerHandler + Clone> Direct<H> {
             first = progress.recv() => first,
             () = tokio::time::sleep(JSON_WITHIN) => None,
         };
-        tokio::spawn(async move {
+        let answering = async move {
             let outcome = call.await;
             // The receiver is gone when the client hung up; the answer has nowhere to go.
             let _ = sender.send(message(id, outcome)).await;
-        });
+        };
+        tokio::spawn(answering.instrument(tracing::Span::current()));
         self.sse_answer(first, progress, cancelled)
     }
 
@@ -206,11 +240,15 @@ pub(crate) async fn serve<H: ServerHandler + Clone>(
     request: Request,
     next: Next,
 ) -> Response {
-    if !takes(
-        request.method(),
-        request.headers(),
-        request.extensions().get::<Checked>(),
-    ) {
+    let checked = request.extensions().get::<Checked>();
+    let binds_headers = |checked: &Checked| {
+        checked.method == "tools/call"
+            && checked
+                .target
+                .as_deref()
+                .is_some_and(|tool| direct.binds_param_headers(tool))
+    };
+    if !takes(request.method(), request.headers(), checked) || checked.is_some_and(binds_headers) {
         return next.run(request).await;
     }
     let (parts, body) = request.into_parts();
@@ -234,6 +272,17 @@ pub(crate) async fn serve<H: ServerHandler + Clone>(
             next.run(Request::from_parts(parts, Body::from(bytes)))
                 .await
         }
+    }
+}
+
+/// Whether a JSON schema binds any property to a header (`x-mcp-header`, anywhere in it).
+fn names_param_header(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => {
+            map.contains_key("x-mcp-header") || map.values().any(names_param_header)
+        }
+        Value::Array(items) => items.iter().any(names_param_header),
+        _ => false,
     }
 }
 
@@ -353,10 +402,15 @@ impl Relay {
     }
 }
 
-/// The shared peer's transport: it receives nothing (until shutdown ends it) and delivers
-/// progress to the relay's routes.
+/// The shared peer's transport: it delivers progress to the relay's routes, and answers a
+/// request to the client with the refusal rmcp gives one at 2026-07-28 (that version has no
+/// server-to-client requests; the tools ask in their results instead), so that a handler
+/// never waits for an answer no client will send. It receives nothing else, until shutdown
+/// ends it.
 struct RelayTransport {
     relay: Arc<Relay>,
+    refusals: mpsc::Sender<ClientJsonRpcMessage>,
+    refused: mpsc::Receiver<ClientJsonRpcMessage>,
     closed: CancellationToken,
 }
 
@@ -367,8 +421,24 @@ impl Transport<RoleServer> for RelayTransport {
         &mut self,
         item: ServerJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let refusal = match &item {
+            ServerJsonRpcMessage::Request(request) => Some(ClientJsonRpcMessage::error(
+                ErrorData::invalid_request(
+                    "server-to-client requests are not allowed on protocol 2026-07-28 or later; \
+                     return InputRequiredResult instead",
+                    None,
+                ),
+                Some(request.id.clone()),
+            )),
+            _ => None,
+        };
         let delivery = self.relay.deliver(item);
+        let refusals = self.refusals.clone();
         async move {
+            if let Some(refusal) = refusal {
+                // Gone only at shutdown, when the peer's waits end anyway.
+                let _ = refusals.send(refusal).await;
+            }
             if let Some((to, message)) = delivery {
                 // The request ended meanwhile: its progress has nowhere to go.
                 let _ = to.send(message).await;
@@ -379,9 +449,12 @@ impl Transport<RoleServer> for RelayTransport {
 
     fn receive(&mut self) -> impl Future<Output = Option<ClientJsonRpcMessage>> + Send {
         let closed = self.closed.clone();
+        let refused = &mut self.refused;
         async move {
-            closed.cancelled().await;
-            None
+            tokio::select! {
+                () = closed.cancelled() => None,
+                refusal = refused.recv() => refusal,
+            }
         }
     }
 
@@ -470,6 +543,42 @@ mod tests {
             ("mcp-name", "tmux://fleet"),
         ]);
         assert!(!takes(&Method::POST, &read_headers, Some(&read)));
+    }
+
+    #[test]
+    fn a_schema_binding_an_argument_to_a_header_is_found_at_any_depth() {
+        let plain = serde_json::json!({"type": "object", "properties": {"a": {"type": "string"}}});
+        assert!(!names_param_header(&plain));
+        let nested = serde_json::json!({"type": "object", "properties": {"outer": {
+            "type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}}});
+        assert!(names_param_header(&nested));
+    }
+
+    #[derive(Clone)]
+    struct Idle;
+    impl ServerHandler for Idle {}
+
+    /// Through the shared peer: progress reaches its route under the client's token, and a
+    /// request to the client is refused at once instead of waiting for an answer.
+    #[tokio::test]
+    async fn the_shared_peer_relays_progress_and_refuses_requests_to_the_client() {
+        let direct = Direct::new(Idle, 1024, Duration::from_secs(1), CancellationToken::new());
+        let peer = direct.peer();
+        let (to, mut progress) = mpsc::channel(1);
+        let client = ProgressToken(NumberOrString::Number(1));
+        let (token, _route) = direct.relay.open(client, to);
+        peer.notify_progress(ProgressNotificationParam::new(token, 2.0))
+            .await
+            .unwrap();
+        let delivered = tokio::time::timeout(Duration::from_secs(5), progress.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(token_of(&delivered), 1);
+
+        let ping = rmcp::model::ServerRequest::PingRequest(rmcp::model::PingRequest::default());
+        let asked = tokio::time::timeout(Duration::from_secs(5), peer.send_request(ping)).await;
+        assert!(asked.expect("answered at once").is_err());
     }
 
     fn progress(token: ProgressToken) -> ServerJsonRpcMessage {

@@ -9,8 +9,8 @@
 //! delivers `notifications/cancelled` for that request to the session, exactly as if the
 //! client had sent it. Tools already end their work on cancellation.
 //!
-//! Stateless (2026-07-28) requests are not routed through a session; rmcp cancels those itself
-//! when their connection closes.
+//! Stateless (2026-07-28) requests are not routed through a session; rmcp, or the direct path
+//! ([`super::direct`]), cancels those itself when their connection closes.
 
 use std::pin::Pin;
 use std::sync::Arc;

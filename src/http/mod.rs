@@ -3,7 +3,8 @@
 //! Routes:
 //! - `/mcp`: MCP over Streamable HTTP, served by rmcp's `StreamableHttpService` with
 //!   [`crate::mcp::McpServer`]. 2025-era clients get sessions (`initialize`, `Mcp-Session-Id`,
-//!   `DELETE`, SSE resumption); 2026-07-28 clients are served statelessly (`server/discover`).
+//!   `DELETE`, SSE resumption); 2026-07-28 clients are served statelessly (`server/discover`),
+//!   their plain calls by the handler directly ([`direct`]).
 //! - `/healthz`, `/readyz`: see [`health`].
 //! - `/metrics`: Prometheus exposition ([`crate::telemetry::exposition`]), unless
 //!   `metrics.enabled` is false.
@@ -183,47 +184,7 @@ pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
         origins: http.allowed_origins.clone(),
     });
 
-    let direct = direct::Direct::new(
-        mcp.clone(),
-        http.max_body_bytes,
-        http.progress_interval(),
-        shutdown.streams_token(),
-    );
-    let mcp_routes = Router::new()
-        .route_service(
-            "/mcp",
-            mcp_service(&http, mcp, security.mcp_sessions, &shutdown),
-        )
-        .layer(
-            ServiceBuilder::new()
-                .layer(TraceLayer::new_for_http().make_span_with(request_span))
-                .layer(from_fn_with_state(
-                    shutdown.clone(),
-                    shutdown::track_in_flight,
-                ))
-                .layer(from_fn_with_state(allowlist.clone(), guard::enforce))
-                .layer(from_fn_with_state(
-                    security.authenticator.clone(),
-                    crate::auth::require_bearer,
-                ))
-                .layer(from_fn_with_state(
-                    http.max_body_bytes,
-                    body::check_jsonrpc_body,
-                ))
-                .layer(axum::middleware::from_fn(negotiate::answer_quirks))
-                .layer(from_fn_with_state(
-                    security.limits,
-                    crate::limits::limit_requests,
-                ))
-                .layer(from_fn_with_state(
-                    security.sessions,
-                    crate::auth::bind_sessions,
-                ))
-                .layer(axum::middleware::from_fn(session_end::no_content_on_delete))
-                .layer(from_fn_with_state(direct, direct::serve))
-                .layer(RequestBodyLimitLayer::new(http.max_body_bytes)),
-        );
-
+    let mcp_routes = mcp_routes(&http, mcp, &security, &shutdown, &allowlist);
     let approval_routes = approval_routes(approvals, allowlist.clone(), security.authenticator);
 
     // Health endpoints are polled by orchestrators: not traced, so a 503 from /readyz while a
@@ -250,6 +211,56 @@ pub fn router<H: ServerHandler + Clone>(deps: HttpDeps<H>) -> Router {
         telemetry.metrics,
         crate::telemetry::http::count_requests,
     ))
+}
+
+/// `/mcp` and its layers, outermost first (the module docs name each).
+fn mcp_routes<H: ServerHandler + Clone>(
+    http: &HttpConfig,
+    mcp: H,
+    security: &Security,
+    shutdown: &Shutdown,
+    allowlist: &Arc<Allowlist>,
+) -> Router {
+    let direct = direct::Direct::new(
+        mcp.clone(),
+        http.max_body_bytes,
+        http.progress_interval(),
+        shutdown.streams_token(),
+    );
+    Router::new()
+        .route_service(
+            "/mcp",
+            mcp_service(http, mcp, security.mcp_sessions.clone(), shutdown),
+        )
+        .layer(
+            ServiceBuilder::new()
+                .layer(TraceLayer::new_for_http().make_span_with(request_span))
+                .layer(from_fn_with_state(
+                    shutdown.clone(),
+                    shutdown::track_in_flight,
+                ))
+                .layer(from_fn_with_state(allowlist.clone(), guard::enforce))
+                .layer(from_fn_with_state(
+                    security.authenticator.clone(),
+                    crate::auth::require_bearer,
+                ))
+                .layer(from_fn_with_state(
+                    http.max_body_bytes,
+                    body::check_jsonrpc_body,
+                ))
+                .layer(axum::middleware::from_fn(negotiate::answer_quirks))
+                .layer(from_fn_with_state(
+                    security.limits.clone(),
+                    crate::limits::limit_requests,
+                ))
+                .layer(from_fn_with_state(
+                    security.sessions.clone(),
+                    crate::auth::bind_sessions,
+                ))
+                .layer(axum::middleware::from_fn(session_end::no_content_on_delete))
+                .layer(from_fn_with_state(direct, direct::serve))
+                .layer(RequestBodyLimitLayer::new(http.max_body_bytes)),
+        )
 }
 
 /// `/approvals`, behind the Host/Origin guard and bearer authentication (the handlers check
