@@ -131,11 +131,15 @@ async fn a_waiting_call_streams_its_own_progress() {
         mcp.post(&call(id, "wait_for_text", wait(pane), Some("same")))
             .send()
     };
+    let in_time = Duration::from_secs(20);
     let (a, b) = tokio::join!(ask(&first, 7, &main), ask(&second, 8, &other));
     for (response, id, pane) in [(a, 7, &main), (b, 8, &other)] {
         let response = response.expect("POST");
         assert_eq!(content_type(&response), "text/event-stream");
-        let text = response.text().await.expect("the stream");
+        let text = tokio::time::timeout(in_time, response.text())
+            .await
+            .expect("the stream ends after its answer")
+            .expect("the stream");
         let messages = messages(&text);
         let answer = messages.iter().find(|m| m["id"] == id).expect("the answer");
         assert_eq!(
@@ -157,13 +161,14 @@ async fn a_waiting_call_streams_its_own_progress() {
         }
     }
 
-    let text = first
+    let response = first
         .post(&call(9, "wait_for_text", wait(&main), None))
         .send()
         .await
-        .expect("POST")
-        .text()
+        .expect("POST");
+    let text = tokio::time::timeout(in_time, response.text())
         .await
+        .expect("the stream ends after its answer")
         .expect("the stream");
     let answer_at = text.find("\"id\":9").expect("the answer");
     assert!(
@@ -191,8 +196,10 @@ async fn a_client_that_hangs_up_ends_its_wait() {
             None,
         );
         let request = mcp.post(&body).send();
+        let (head, seen) = tokio::sync::oneshot::channel();
         let waiting = tokio::spawn(async move {
             let response = request.await.expect("POST");
+            let _ = head.send(content_type(&response));
             response.text().await.expect("the stream")
         });
         assert!(
@@ -200,7 +207,10 @@ async fn a_client_that_hangs_up_ends_its_wait() {
             "the wait never started"
         );
         if stream_first {
-            tokio::time::sleep(Duration::from_millis(1500)).await;
+            // The answer became a stream: its head came before the call ended.
+            let head = tokio::time::timeout(Duration::from_secs(10), seen).await;
+            let kind = head.expect("the stream's head").expect("a content type");
+            assert_eq!(kind, "text/event-stream");
         }
         assert!(!waiting.is_finished(), "the wait ended by itself");
         waiting.abort();
@@ -217,12 +227,14 @@ async fn a_client_that_hangs_up_ends_its_wait() {
 async fn a_request_it_does_not_take_reaches_rmcp() {
     let tmux = TestTmux::start();
     let gateway = gateway(&tmux, 10).await;
-    let response = client(&gateway)
+    let mcp = client(&gateway);
+    let mut request = mcp
         .post(&call(1, "list_servers", json!({}), None))
-        .header("mcp-name", "list_sessions")
-        .send()
-        .await
-        .expect("POST");
+        .build()
+        .expect("a request");
+    let other = reqwest::header::HeaderValue::from_static("list_sessions");
+    request.headers_mut().insert("mcp-name", other);
+    let response = mcp.http.execute(request).await.expect("POST");
     assert_eq!(response.status(), 400);
     let answer: Value = response.json().await.expect("a JSON-RPC error");
     assert_eq!(answer["error"]["code"], -32020, "{answer}");

@@ -5,30 +5,29 @@
 //! loop and a spawned task, a channel, a second copy of the tool's schema to check
 //! `Mcp-Param-*` headers against, and an SSE stream for the answer. That costs more than most
 //! tools do (`docs/internals/transport-cost.md` has the figures). The plain cases do not need
-//! any of it, so this layer serves them on the request's own task: one typed parse of the body,
-//! the handler called as rmcp's service loop calls it, one write.
+//! any of it, so this layer serves them with one typed parse of the body, one task for the
+//! handler (called as rmcp's service loop calls it) and one write.
 //!
 //! What it takes ([`takes`]): a `POST` without a session whose body (already checked by
 //! [`super::body`]) is one request of [`DIRECT_METHODS`] naming 2026-07-28 in its `_meta`, whose
 //! `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers say what its body says, with no
 //! `Mcp-Param-*` header (nor a tool whose schema asks for one), and whose `_meta` holds every key
-//! 2026-07-28 requires. Everything else
-//! goes on to rmcp unchanged, so every refusal stays rmcp's own and reads the same.
+//! 2026-07-28 requires. Everything else goes on to rmcp unchanged, so every refusal stays
+//! rmcp's own and reads the same.
 //!
-//! How it answers: an answer ready within [`JSON_WITHIN`] is one `application/json` body. A call
-//! that takes longer, or reports progress first, goes on in a task of its own and answers on an
-//! SSE stream: its progress notifications, its answer, and a keep-alive comment every
+//! How it answers: an answer ready within [`JSON_WITHIN`] is one `application/json` body (with
+//! any progress sent just before it, an SSE stream, as rmcp sends it). A call that takes longer,
+//! or reports progress first, answers on an SSE stream: its progress notifications, its answer, and a keep-alive comment every
 //! `http.progress_interval_secs` meanwhile (as rmcp's streams). A client that hangs up cancels
 //! the request's token, as it does under rmcp; shutdown closes the stream.
 //!
 //! Progress: handlers report it through an rmcp `Peer`, and rmcp makes a peer only for a running
 //! service. All direct requests share one ([`Relay`]), whose transport hands each progress
-//! notification to its request's answer. A handler sees the relay's own token (unique across
-//! clients, which choose theirs freely); the client's token is put back on the way out.
+//! notification to its request's answer by its token: the client's own, or a random one while
+//! another request in flight has the same (the client's is put back on the way out).
 
 use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -39,7 +38,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use http::request::Parts;
-use http::{HeaderMap, Method, StatusCode, header};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use rmcp::model::{
     ClientJsonRpcMessage, ClientRequest, ErrorCode, GetExtensions, GetMeta, JsonRpcRequest,
     NumberOrString, ProgressToken, ProtocolVersion, RequestId, ServerJsonRpcMessage,
@@ -50,7 +49,7 @@ use rmcp::transport::Transport;
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, Service};
 use serde_json::Value;
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::Instrument;
 
 use super::body::Checked;
@@ -139,7 +138,9 @@ impl<H: ServerHandler + Clone> Direct<H> {
             .clone()
     }
 
-    /// Runs `request` and answers it: JSON when done within [`JSON_WITHIN`], else SSE.
+    /// Runs `request` on a task of its own and answers it: JSON when done within
+    /// [`JSON_WITHIN`], else SSE. A client that hangs up cancels the call's token (the call
+    /// ends as its tools end on cancellation, with its audit record), as under rmcp.
     async fn answer(&self, parts: Parts, request: JsonRpcRequest<ClientRequest>) -> Response {
         let JsonRpcRequest {
             id, mut request, ..
@@ -154,45 +155,55 @@ impl<H: ServerHandler + Clone> Direct<H> {
             route
         });
         let cancelled = CancellationToken::new();
+        let hang_up = cancelled.clone().drop_guard();
         let mut context = RequestContext::new(id.clone(), self.peer());
-        context.ct = cancelled.clone();
+        context.ct = cancelled;
         context.meta = meta;
         context.extensions = extensions;
         let handler = self.handler.clone();
-        let mut call = Box::pin(async move {
+        let running = async move {
             let outcome = handler.handle_request(request, context).await;
             drop(route);
             outcome
-        });
+        };
+        let mut call = tokio::spawn(running.instrument(tracing::Span::current()));
         let first = tokio::select! {
             biased;
-            outcome = &mut call => return json_answer(message(id, outcome)),
+            joined = &mut call => {
+                let answer = message(id, joined.unwrap_or_else(failed));
+                // Progress sent just before the answer goes with it, as rmcp sends it.
+                let mut told = Vec::new();
+                while let Ok(note) = progress.try_recv() {
+                    told.push(note);
+                }
+                if told.is_empty() {
+                    return json_answer(answer);
+                }
+                told.push(answer);
+                return self.sse_answer(futures::stream::iter(told), None);
+            }
             first = progress.recv() => first,
             () = tokio::time::sleep(JSON_WITHIN) => None,
         };
-        let answering = async move {
-            let outcome = call.await;
+        tokio::spawn(async move {
+            let outcome = call.await.unwrap_or_else(failed);
             // The receiver is gone when the client hung up; the answer has nowhere to go.
             let _ = sender.send(message(id, outcome)).await;
-        };
-        tokio::spawn(answering.instrument(tracing::Span::current()));
-        self.sse_answer(first, progress, cancelled)
+        });
+        let rest = futures::stream::poll_fn(move |cx| progress.poll_recv(cx));
+        self.sse_answer(futures::stream::iter(first).chain(rest), Some(hang_up))
     }
 
-    /// The SSE answer of a call still running: `first` (a progress notification it sent
-    /// before the answer went), then whatever it sends, its answer last.
+    /// The SSE answer of a call: `messages`, its answer last, with a keep-alive comment every
+    /// `http.progress_interval_secs` meanwhile; `hang_up` cancels the call when the stream is
+    /// dropped before its end.
     fn sse_answer(
         &self,
-        first: Option<ServerJsonRpcMessage>,
-        mut rest: mpsc::Receiver<ServerJsonRpcMessage>,
-        cancelled: CancellationToken,
+        messages: impl futures::Stream<Item = ServerJsonRpcMessage> + Send + 'static,
+        hang_up: Option<DropGuard>,
     ) -> Response {
-        let hang_up = cancelled.drop_guard();
-        let rest = futures::stream::poll_fn(move |cx| rest.poll_recv(cx));
-        let events = futures::stream::iter(first)
-            .chain(rest)
+        let events = messages
             .map(move |message| {
-                // Dropped with the stream: a client that hangs up cancels the call.
                 let _ = &hang_up;
                 let data = serde_json::to_string(&message).unwrap_or_else(|e| {
                     tracing::error!(error = %e, "an MCP message could not be written");
@@ -201,10 +212,25 @@ impl<H: ServerHandler + Clone> Direct<H> {
                 Ok::<_, Infallible>(Event::default().data(data))
             })
             .take_until(self.streams.clone().cancelled_owned());
-        Sse::new(events)
+        let mut response = Sse::new(events)
             .keep_alive(KeepAlive::new().interval(self.keep_alive))
-            .into_response()
+            .into_response();
+        // As rmcp's streams: a proxy that buffers would hold back keep-alives and progress.
+        response.headers_mut().insert(
+            HeaderName::from_static("x-accel-buffering"),
+            HeaderValue::from_static("no"),
+        );
+        response
     }
+}
+
+/// The outcome of a call whose task panicked or was aborted.
+fn failed(error: tokio::task::JoinError) -> Result<ServerResult, ErrorData> {
+    tracing::error!(%error, "a direct MCP call failed");
+    Err(ErrorData::internal_error(
+        "the call failed inside the gateway",
+        None,
+    ))
 }
 
 /// Whether a request is one this layer serves, by its headers and the body check's reading.
@@ -217,11 +243,12 @@ pub(crate) fn takes(method: &Method, headers: &HeaderMap, checked: Option<&Check
         headers.get_all(name).iter().count() == 1
             && headers.get(name).and_then(|v| v.to_str().ok()) == Some(value)
     };
+    // A name in the header's encoded form (`=?base64?…?=`) is rmcp's to decode and compare.
     let named = checked.method != "tools/call"
         || checked
             .target
             .as_deref()
-            .is_some_and(|name| header_is("mcp-name", name));
+            .is_some_and(|name| !name.starts_with("=?") && header_is("mcp-name", name));
     method == Method::POST
         && !headers.contains_key("mcp-session-id")
         && !headers
@@ -331,11 +358,12 @@ fn status_of(message: &ServerJsonRpcMessage) -> StatusCode {
 }
 
 /// Where the direct requests' progress goes: one route per request that asked for progress,
-/// under a token of the relay's own.
+/// keyed by the token its handler uses. That is the client's own token, unless another request
+/// in flight already has it (clients choose tokens freely, and may choose alike): then a
+/// random one, so that no request's progress reaches another's client.
 #[derive(Default)]
 struct Relay {
-    next: AtomicI64,
-    routes: Mutex<HashMap<i64, Route>>,
+    routes: Mutex<HashMap<ProgressToken, Route>>,
 }
 
 /// One request's progress: the token its client chose, and its answer's channel.
@@ -347,7 +375,7 @@ struct Route {
 /// A route, removed when the call ends.
 struct OpenRoute {
     relay: Arc<Relay>,
-    key: i64,
+    key: ProgressToken,
 }
 
 impl Drop for OpenRoute {
@@ -357,7 +385,7 @@ impl Drop for OpenRoute {
 }
 
 impl Relay {
-    fn routes(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Route>> {
+    fn routes(&self) -> std::sync::MutexGuard<'_, HashMap<ProgressToken, Route>> {
         self.routes.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -367,13 +395,18 @@ impl Relay {
         client: ProgressToken,
         to: mpsc::Sender<ServerJsonRpcMessage>,
     ) -> (ProgressToken, OpenRoute) {
-        let key = self.next.fetch_add(1, Ordering::Relaxed);
-        self.routes().insert(key, Route { client, to });
+        let mut routes = self.routes();
+        let mut key = client.clone();
+        while routes.contains_key(&key) {
+            let unique = format!("muxgate-{:016x}", rand::random::<u64>());
+            key = ProgressToken(NumberOrString::String(unique.into()));
+        }
+        routes.insert(key.clone(), Route { client, to });
         let route = OpenRoute {
             relay: self.clone(),
-            key,
+            key: key.clone(),
         };
-        (ProgressToken(NumberOrString::Number(key)), route)
+        (key, route)
     }
 
     /// Where `message` goes, with its client's token put back; `None` for anything but the
@@ -389,11 +422,8 @@ impl Relay {
         else {
             return None;
         };
-        let ProgressToken(NumberOrString::Number(key)) = progress.params.progress_token else {
-            return None;
-        };
         let routes = self.routes();
-        let route = routes.get(&key)?;
+        let route = routes.get(&progress.params.progress_token)?;
         progress.params.progress_token = route.client.clone();
         Some((
             route.to.clone(),
@@ -578,7 +608,12 @@ mod tests {
 
         let ping = rmcp::model::ServerRequest::PingRequest(rmcp::model::PingRequest::default());
         let asked = tokio::time::timeout(Duration::from_secs(5), peer.send_request(ping)).await;
-        assert!(asked.expect("answered at once").is_err());
+        match asked.expect("answered at once") {
+            Err(rmcp::ServiceError::McpError(error)) => {
+                assert_eq!(error.code, ErrorCode::INVALID_REQUEST, "{error:?}");
+            }
+            other => panic!("not the refusal: {other:?}"),
+        }
     }
 
     fn progress(token: ProgressToken) -> ServerJsonRpcMessage {
