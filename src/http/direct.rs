@@ -282,7 +282,12 @@ pub(crate) async fn serve<H: ServerHandler + Clone>(
     let Ok(bytes) = axum::body::to_bytes(body, direct.max_body_bytes).await else {
         let id = Value::Null;
         let text = "the request body could not be read".to_owned();
-        return super::answer::error(StatusCode::BAD_REQUEST, &id, INVALID_REQUEST, text);
+        return super::answer::error(
+            StatusCode::BAD_REQUEST,
+            &id,
+            ErrorCode::INVALID_REQUEST.0.into(),
+            text,
+        );
     };
     match serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
         Ok(ClientJsonRpcMessage::Request(request))
@@ -312,9 +317,6 @@ fn names_param_header(schema: &Value) -> bool {
         _ => false,
     }
 }
-
-/// JSON-RPC's code for a request that is not one.
-const INVALID_REQUEST: i64 = -32600;
 
 /// The JSON-RPC message answering request `id`.
 fn message(id: RequestId, outcome: Result<ServerResult, ErrorData>) -> ServerJsonRpcMessage {
