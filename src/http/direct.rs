@@ -618,6 +618,112 @@ mod tests {
         }
     }
 
+    /// A tool that reports progress under the call's token and answers at once.
+    #[derive(Clone)]
+    struct Quick;
+    impl ServerHandler for Quick {
+        async fn call_tool(
+            &self,
+            _: rmcp::model::CallToolRequestParams,
+            context: RequestContext<RoleServer>,
+        ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+            if let Some(token) = context.meta.get_progress_token() {
+                let note = ProgressNotificationParam::new(token, 1.0);
+                context.peer.notify_progress(note).await.map_err(|e| {
+                    ErrorData::internal_error(format!("progress not sent: {e}"), None)
+                })?;
+            }
+            Ok(rmcp::model::CallToolResult::success(Vec::new()).into())
+        }
+    }
+
+    /// A tool whose task panics.
+    #[derive(Clone)]
+    struct Panicking;
+    impl ServerHandler for Panicking {
+        async fn call_tool(
+            &self,
+            _: rmcp::model::CallToolRequestParams,
+            _: RequestContext<RoleServer>,
+        ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+            panic!("a tool that fails inside the gateway")
+        }
+    }
+
+    /// A `tools/call` request, with a progress token when `token` is given.
+    fn call(token: Option<&str>) -> JsonRpcRequest<ClientRequest> {
+        let mut meta = serde_json::json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "0"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        });
+        if let Some(token) = token {
+            meta["progressToken"] = token.into();
+        }
+        let message = serde_json::json!({
+            "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "t", "arguments": {}, "_meta": meta},
+        });
+        match serde_json::from_value(message).unwrap() {
+            ClientJsonRpcMessage::Request(request) => request,
+            other => panic!("not a request: {other:?}"),
+        }
+    }
+
+    async fn answered<H: ServerHandler + Clone>(
+        handler: H,
+        request: JsonRpcRequest<ClientRequest>,
+    ) -> (Option<HeaderValue>, String) {
+        let direct = Direct::new(
+            handler,
+            1024,
+            Duration::from_secs(1),
+            CancellationToken::new(),
+        );
+        let parts = http::Request::new(()).into_parts().0;
+        let response = tokio::time::timeout(Duration::from_secs(5), direct.answer(parts, request))
+            .await
+            .expect("answered");
+        let kind = response.headers().get(header::CONTENT_TYPE).cloned();
+        let body = axum::body::to_bytes(response.into_body(), 1 << 16);
+        let body = tokio::time::timeout(Duration::from_secs(5), body)
+            .await
+            .expect("the answer ends")
+            .unwrap();
+        (kind, String::from_utf8(body.to_vec()).unwrap())
+    }
+
+    /// Progress sent just before a quick answer is not lost: both go out, as SSE, the progress
+    /// first and under the client's token.
+    #[tokio::test]
+    async fn progress_just_before_a_quick_answer_goes_with_it() {
+        let (kind, body) = answered(Quick, call(Some("mine"))).await;
+        assert_eq!(kind.unwrap(), "text/event-stream", "{body}");
+        let progress = body.find("notifications/progress").expect(&body);
+        let answer = body.find("\"result\"").expect(&body);
+        assert!(progress < answer, "{body}");
+        assert!(body.contains("\"progressToken\":\"mine\""), "{body}");
+
+        let (kind, body) = answered(Quick, call(None)).await;
+        assert_eq!(kind.unwrap(), "application/json", "{body}");
+        assert!(body.contains("\"result\""), "{body}");
+    }
+
+    /// A call whose task fails is answered with a JSON-RPC internal error, not a dropped
+    /// connection.
+    #[tokio::test]
+    async fn a_call_that_fails_inside_the_gateway_is_an_internal_error() {
+        let (kind, body) = answered(Panicking, call(None)).await;
+        assert_eq!(kind.unwrap(), "application/json", "{body}");
+        let answer: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(answer["id"], 7, "{body}");
+        assert_eq!(
+            answer["error"]["code"],
+            ErrorCode::INTERNAL_ERROR.0,
+            "{body}"
+        );
+    }
+
     fn progress(token: ProgressToken) -> ServerJsonRpcMessage {
         ServerJsonRpcMessage::notification(ServerNotification::ProgressNotification(
             rmcp::model::Notification::new(ProgressNotificationParam::new(token, 1.0)),

@@ -58,25 +58,24 @@ impl RowShape {
         Ok(Selection::Only(fields.to_vec()))
     }
 
-    /// The row with the selected fields only.
+    /// The row with the selected fields only (removed in place: a listing projects every row).
     pub(crate) fn project(
         &self,
-        row: Map<String, Value>,
+        mut row: Map<String, Value>,
         selection: &Selection,
     ) -> Map<String, Value> {
-        row.into_iter()
-            .filter(|(key, value)| {
-                self.always.contains(&key.as_str())
-                    || match selection {
-                        Selection::All => true,
-                        Selection::Only(fields) => fields.iter().any(|f| f == key),
-                        Selection::Default => {
-                            self.default.contains(&key.as_str())
-                                || (self.when_set.contains(&key.as_str()) && is_set(value))
-                        }
+        row.retain(|key, value| {
+            self.always.contains(&key.as_str())
+                || match selection {
+                    Selection::All => true,
+                    Selection::Only(fields) => fields.iter().any(|f| f == key),
+                    Selection::Default => {
+                        self.default.contains(&key.as_str())
+                            || (self.when_set.contains(&key.as_str()) && is_set(value))
                     }
-            })
-            .collect()
+                }
+        });
+        row
     }
 
     /// [`Self::project`] of a typed row, serialized first.

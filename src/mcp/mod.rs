@@ -57,6 +57,7 @@ pub(crate) mod fleet_feed;
 pub(crate) mod heartbeat;
 pub(crate) mod inbox_desk;
 pub(crate) mod input_batch;
+pub(crate) mod json_answer;
 pub(crate) mod links;
 pub(crate) mod listing;
 mod once;

@@ -13,7 +13,9 @@
 //!    answer was taken when the screen changed.
 
 use rmcp::handler::server::common::Extension;
-use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::handler::server::wrapper::Parameters;
+
+use crate::mcp::json_answer::Json;
 use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

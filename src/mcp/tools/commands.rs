@@ -12,7 +12,9 @@ use std::time::SystemTime;
 use muxgate_mux::ledger::CommandRecord;
 use muxgate_mux::lines::LineAssembler;
 use rmcp::handler::server::common::Extension;
-use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::handler::server::wrapper::Parameters;
+
+use crate::mcp::json_answer::Json;
 use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -13,7 +13,9 @@
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use rmcp::handler::server::common::Extension;
-use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::handler::server::wrapper::Parameters;
+
+use crate::mcp::json_answer::Json;
 use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};

@@ -1,7 +1,9 @@
 //! `pipe_pane`: append everything a pane's program prints to a file on the gateway's host.
 
 use rmcp::handler::server::common::Extension;
-use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::handler::server::wrapper::Parameters;
+
+use crate::mcp::json_answer::Json;
 use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -7,7 +7,9 @@ use std::time::Duration;
 use muxgate_mux::shell::Shell;
 use muxgate_mux::shell_run::RunRequest;
 use rmcp::handler::server::common::Extension;
-use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::handler::server::wrapper::Parameters;
+
+use crate::mcp::json_answer::Json;
 use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;

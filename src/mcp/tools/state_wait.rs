@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use muxgate_mux::text_match::{Pattern, PatternOptions, compile};
 use rmcp::handler::server::common::Extension;
-use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::handler::server::wrapper::Parameters;
+
+use crate::mcp::json_answer::Json;
 use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

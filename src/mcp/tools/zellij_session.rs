@@ -3,7 +3,9 @@
 //! live layout (list_servers names the Zellij servers too). None changes anything or moves focus.
 
 use rmcp::handler::server::common::Extension;
-use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::handler::server::wrapper::Parameters;
+
+use crate::mcp::json_answer::Json;
 use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

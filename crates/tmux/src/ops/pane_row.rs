@@ -102,14 +102,12 @@ impl PaneRecord {
     /// Parses one row of [`Self::row_format`]; `None` when it is not one (a row without its
     /// session's creation time included: the session id alone does not name a session).
     pub fn parse(line: &[u8]) -> Option<Self> {
-        let f = split_row(line, PANE_FIELDS.len())?;
+        let mut f = split_row(line, PANE_FIELDS.len())?;
         let number = |i: usize| f[i].parse::<u32>().unwrap_or(0);
         let dead = flag(&f[13]);
         Some(Self {
             pane: f[0].parse().ok()?,
             index: number(1),
-            session_id: f[2].clone(),
-            window_id: f[3].clone(),
             window_index: number(4),
             active: flag(&f[5]),
             window_active: flag(&f[6]),
@@ -122,15 +120,19 @@ impl PaneRecord {
             dead,
             dead_status: if dead { f[14].parse().ok() } else { None },
             in_mode: flag(&f[15]),
-            mode: f[16].clone(),
-            tty: f[17].clone(),
             server_pid: number(18),
             session_created: f[19].parse().ok()?,
-            session_name: f[20].clone(),
-            window_name: f[21].clone(),
-            title: f[22].clone(),
-            current_command: f[23].clone(),
-            current_path: f[24].clone(),
+            // The text fields last, moved out of the split row rather than copied: a listing
+            // parses every pane of the server.
+            session_id: std::mem::take(&mut f[2]),
+            window_id: std::mem::take(&mut f[3]),
+            mode: std::mem::take(&mut f[16]),
+            tty: std::mem::take(&mut f[17]),
+            session_name: std::mem::take(&mut f[20]),
+            window_name: std::mem::take(&mut f[21]),
+            title: std::mem::take(&mut f[22]),
+            current_command: std::mem::take(&mut f[23]),
+            current_path: std::mem::take(&mut f[24]),
         })
     }
 }
