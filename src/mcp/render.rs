@@ -30,7 +30,9 @@ use rmcp::model::{CallToolResponse, ContentBlock};
 use serde_json::{Map, Value};
 
 /// Shapes a successful structured answer: nulls dropped, and its text rendered from it in place
-/// of the JSON copy. Errors and answers without structured content are left as they are.
+/// of any text it had (none from muxgate's [`super::json_answer::Json`], a JSON copy from rmcp's
+/// `CallToolResult::structured`). Errors and answers without structured content are left as
+/// they are.
 pub(crate) fn shape(response: &mut CallToolResponse) {
     let CallToolResponse::Complete(result) = response else {
         return;
