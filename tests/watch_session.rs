@@ -265,6 +265,61 @@ async fn idle_windows_are_unlinked_and_the_watch_session_ends_with_the_last() {
     assert_eq!(linked(), 1);
 }
 
+/// A server that dies while the output connection waits for an answer tmux never began (its
+/// line written while the server was stopped) is let go at once, not when that answer times
+/// out: meanwhile the dead server's watch session would still count as running, and a
+/// subscriber on the server started next in its place would be linked into a session of that
+/// id on the wrong server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_dies_under_a_question_is_let_go_at_once() {
+    let tmux = TestTmux::start();
+    tmux.session_running("kept", "cat");
+    tmux.session_running("idle", "cat");
+    let (server, _shutdown) = server_for(&tmux);
+    let _kept = watch(&server, tmux.pane_id("kept")).await;
+    let idle = watch(&server, tmux.pane_id("idle")).await;
+    let open = || {
+        server
+            .output()
+            .stats()
+            .connections_open
+            .load(std::sync::atomic::Ordering::Relaxed)
+    };
+    assert_eq!(open(), 1);
+    let pid: i32 = tmux
+        .ok(&["display-message", "-p", "#{pid}"])
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: signals to the test's own tmux server.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+    // The idle window's unlink is written after 300 ms, and the stopped server never begins it.
+    drop(idle);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    assert!(
+        wait_until(Duration::from_secs(3), || open() == 0).await,
+        "the dead server's output connection is still open"
+    );
+    // The next server in its place gets a watch session of its own.
+    tmux.session_running("fresh", "cat");
+    let mut fresh = watch(&server, tmux.pane_id("fresh")).await;
+    tmux.ok(&["send-keys", "-t", "fresh", "-l", "after-restart"]);
+    let seen = tokio::time::timeout(Duration::from_secs(5), async {
+        let mut text = Vec::new();
+        while !String::from_utf8_lossy(&text).contains("after-restart") {
+            match fresh.next().await {
+                Ok(chunk) => text.extend_from_slice(&chunk.data),
+                Err(end) => return Err(end),
+            }
+        }
+        Ok(())
+    })
+    .await;
+    assert!(matches!(seen, Ok(Ok(()))), "{seen:?}");
+}
+
 /// An owner session takes one switch of the worker's client while the watch session lives
 /// (`watch_session::links`): its second window, and a window linked again after going idle, cost
 /// a link alone, and bare ids of both still resolve to the owner.

@@ -34,6 +34,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::{Notify, mpsc, oneshot};
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use crate::client::remote::LinkDown;
 use crate::client::spawn::{TmuxEndpoint, tmux_command};
@@ -290,6 +291,9 @@ struct Shared {
     alive: AtomicBool,
     /// Signalled whenever a pending line completes.
     progress: Notify,
+    /// Cancelled by the reader once the connection has ended: a line tmux never began is then
+    /// answered by nothing but its hand-back in [`ConnEvent::Closed`].
+    ended: CancellationToken,
 }
 
 impl Shared {
@@ -359,6 +363,7 @@ impl Connection {
             pending: Mutex::new(VecDeque::new()),
             alive: AtomicBool::new(true),
             progress: Notify::new(),
+            ended: CancellationToken::new(),
         });
         let (events_tx, events) = mpsc::channel(MAX_QUEUED_EVENTS);
         let (handshake_tx, handshake_rx) = oneshot::channel();
@@ -471,6 +476,13 @@ impl Connection {
     /// connection itself is borrowed for [`Self::next_event`].
     pub fn progress_notifier(&self) -> ProgressNotifier {
         ProgressNotifier(self.shared.clone())
+    }
+
+    /// Completes once the connection has ended. An owner that waits for a reply without reading
+    /// [`Self::next_event`] meanwhile waits on this too: a line tmux never began comes back in
+    /// the close event, so no reply ever comes for it.
+    pub fn ended(&self) -> WaitForCancellationFutureOwned {
+        self.shared.ended.clone().cancelled_owned()
     }
 
     /// The next notification or the close event; `None` after the close event was taken.
@@ -631,6 +643,7 @@ async fn read_loop(
     }
     let unstarted = close_pending(&shared);
     shared.progress.notify_one();
+    shared.ended.cancel();
     // The last event: waiting for room is fine here, the connection reads nothing more.
     let _ = events.send(ConnEvent::Closed { reason, unstarted }).await;
 }

@@ -929,8 +929,16 @@ async fn ask_line(
 ) -> Option<Vec<Block>> {
     let line = crate::wire::command::chain_line(commands);
     let (line, reply) = LineRequest::new(line, commands.len());
+    let ended = conn.ended();
     conn.submit(vec![line], timeout).await.ok()?;
-    tokio::time::timeout(timeout, reply).await.ok()?.ok()?.ok()
+    // A line tmux never began comes back in the close event, which the caller reads only after
+    // this returns: waiting for its reply would keep the caller blind to the end of the
+    // connection (and its watch session recorded as running) until the timeout.
+    tokio::select! {
+        biased;
+        answered = tokio::time::timeout(timeout, reply) => answered.ok()?.ok()?.ok(),
+        () = ended => None,
+    }
 }
 
 /// The task that owns the output connection.
