@@ -77,7 +77,7 @@ pub async fn stop(state_dir: &Path, name: &str) -> Result<bool, AdminError> {
         None => false,
     };
     disk::detach(&Layout::dirs(&dir).home).await?;
-    cgroup::remove(&dir)?;
+    cgroup::remove(&dir, cgroup::EMPTYING_TIMEOUT).await?;
     Ok(was_running)
 }
 

@@ -21,6 +21,7 @@ use std::fs;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// The file recording a workspace's cgroup, in its directory.
 pub const CGROUP_FILE: &str = "cgroup";
@@ -149,9 +150,18 @@ pub fn record(dir: &Path, cgroup: &Path) -> io::Result<()> {
     crate::state::write_private(&dir.join(CGROUP_FILE), cgroup.as_os_str().as_bytes())
 }
 
-/// Removes the cgroup recorded for the workspace in `dir`, once nothing runs in it (a missing
-/// record or cgroup is not an error), and its parent when that is left empty.
-pub fn remove(dir: &Path) -> io::Result<()> {
+/// How long the programs of a stopped sandbox may take to leave its cgroup. Killing the
+/// sandbox's first process ends the others, but each leaves the cgroup only as it exits, and
+/// the kernel refuses to remove a cgroup anything is still in (`EBUSY`).
+pub const EMPTYING_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How often an emptying cgroup is tried again.
+const EMPTYING_POLL: Duration = Duration::from_millis(20);
+
+/// Removes the cgroup recorded for the workspace in `dir` once nothing runs in it, waiting up
+/// to `timeout` for the last programs to leave (a missing record or cgroup is not an error),
+/// and its parent when that is left empty.
+pub async fn remove(dir: &Path, timeout: Duration) -> io::Result<()> {
     let recorded = match fs::read(dir.join(CGROUP_FILE)) {
         Ok(bytes) => PathBuf::from(std::ffi::OsStr::from_bytes(&bytes)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
@@ -161,10 +171,24 @@ pub fn remove(dir: &Path) -> io::Result<()> {
     if !recorded.starts_with(CGROUP_ROOT) {
         return Ok(());
     }
-    match fs::remove_dir(&recorded) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e),
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        match fs::remove_dir(&recorded) {
+            Ok(()) => break,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => break,
+            Err(e)
+                if e.kind() == io::ErrorKind::ResourceBusy
+                    && tokio::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(EMPTYING_POLL).await;
+            }
+            Err(e) => {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("cannot remove the cgroup {}: {e}", recorded.display()),
+                ));
+            }
+        }
     }
     if let Some(parent) = recorded.parent() {
         // Still holding another workspace's cgroup: kept.
@@ -241,13 +265,49 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_recorded_path_outside_the_cgroup_tree_is_never_removed() {
+    #[tokio::test]
+    async fn a_recorded_path_outside_the_cgroup_tree_is_never_removed() {
         let dir = tempfile::tempdir().unwrap();
         let victim = dir.path().join("victim");
         fs::create_dir(&victim).unwrap();
         record(dir.path(), &victim).unwrap();
-        remove(dir.path()).unwrap();
+        remove(dir.path(), Duration::ZERO).await.unwrap();
         assert!(victim.is_dir());
+    }
+
+    /// A stopped sandbox's last programs leave its cgroup as they exit: the removal waits for
+    /// them instead of failing with `EBUSY`, and fails naming the cgroup when one stays.
+    #[tokio::test]
+    async fn a_cgroup_is_removed_once_its_last_program_has_left() {
+        let Ok(cgroups) = MemoryCgroups::probe(&format!("muxgate-test-{}", std::process::id()))
+        else {
+            eprintln!("skipped: this process cannot make memory cgroups (not root?)");
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let cgroup = cgroups.prepare("leaving", 64 << 20).unwrap();
+        record(dir.path(), &cgroup).unwrap();
+        let join = |seconds: &str| {
+            let child = std::process::Command::new("sleep")
+                .arg(seconds)
+                .spawn()
+                .unwrap();
+            fs::write(cgroup.join("cgroup.procs"), child.id().to_string()).unwrap();
+            child
+        };
+
+        let mut staying = join("30");
+        let error = remove(dir.path(), Duration::from_millis(100))
+            .await
+            .unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::ResourceBusy);
+        assert!(error.to_string().contains("leaving"), "{error}");
+        staying.kill().unwrap();
+        staying.wait().unwrap();
+
+        let mut leaving = join("0.3");
+        remove(dir.path(), EMPTYING_TIMEOUT).await.unwrap();
+        assert!(!cgroup.exists());
+        leaving.wait().unwrap();
     }
 }

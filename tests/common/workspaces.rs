@@ -168,7 +168,18 @@ impl Drop for WorkspaceState {
                     .arg(&home)
                     .status();
             }
-            let _ = muxgate::workspace::cgroup::remove(&workspace.dir);
+            // On a thread of its own: this may run inside the test's runtime.
+            let dir = workspace.dir.clone();
+            let _ = std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_time()
+                    .build()?;
+                runtime.block_on(muxgate::workspace::cgroup::remove(
+                    &dir,
+                    muxgate::workspace::cgroup::EMPTYING_TIMEOUT,
+                ))
+            })
+            .join();
         }
     }
 }
