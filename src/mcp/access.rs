@@ -158,7 +158,10 @@ impl McpServer {
         }
         let (server, workspace, scope) = match &state.workspaces {
             Some(workspaces) if name == workspace::SERVER_NAME => {
-                let server = workspace_server(workspaces, &call.principal.workspace).await?;
+                // Boxed: starting a workspace is a large future, and every call's state would
+                // otherwise be as large for as long as the call runs.
+                let server =
+                    Box::pin(workspace_server(workspaces, &call.principal.workspace)).await?;
                 let scope = OwnerScope::workspace(&call.principal.workspace);
                 (server, Some(*workspaces.limits()), scope)
             }

@@ -12,6 +12,7 @@
 use std::cell::Cell;
 use std::future::Future;
 
+use futures::FutureExt;
 use muxgate_mux::error::{ErrorKind, Unsupported};
 use rmcp::ErrorData;
 use rmcp::handler::server::tool::IntoCallToolResult;
@@ -153,13 +154,17 @@ tokio::task_local! {
 
 /// Runs `call`, noting the kind of every [`ToolError`] it turns into a result; gives its
 /// output and the last kind noted (the kind of an `isError` answer, which is built last).
-pub(crate) async fn noting_kinds<F: Future>(call: F) -> (F::Output, Option<ToolErrorKind>) {
-    LAST_KIND
-        .scope(Cell::new(None), async move {
-            let output = call.await;
-            (output, LAST_KIND.with(Cell::get))
-        })
-        .await
+///
+/// A combinator, not an `async` block: a future moved into one is stored twice (as what it
+/// captured and as what it awaits), which made a waiting call's state three times the tool's.
+pub(crate) fn noting_kinds<F: Future>(
+    call: F,
+) -> impl Future<Output = (F::Output, Option<ToolErrorKind>)> {
+    // The closure runs within the scope's poll, where the call's notes are still readable.
+    LAST_KIND.scope(
+        Cell::new(None),
+        call.map(|output| (output, LAST_KIND.with(Cell::get))),
+    )
 }
 
 impl IntoCallToolResult for ToolError {

@@ -129,12 +129,26 @@ impl RequestObserver {
 
     /// Runs the handler inside the span, then records its duration and outcome.
     /// `tool_error` tells whether a successful answer is a tool-level failure.
-    pub(crate) async fn run<T>(
+    ///
+    /// The handler's future is boxed before the returned one is made, so that it is stored
+    /// once, on the heap. rmcp's dispatch of a request is one future as large as its largest
+    /// handler, held for as long as any request runs: unboxed, `resources/read` (22.7 KB) sized
+    /// every waiting `tools/call`.
+    pub(crate) fn run<T>(
         self,
         work: impl Future<Output = Result<T, ErrorData>>,
         tool_error: impl FnOnce(&T) -> bool,
+    ) -> impl Future<Output = Result<T, ErrorData>> {
+        let work = Box::pin(work.instrument(self.span.clone()));
+        async move { self.finish(work.await, tool_error) }
+    }
+
+    /// Records a handler's duration and outcome, and hands its result on.
+    fn finish<T>(
+        self,
+        result: Result<T, ErrorData>,
+        tool_error: impl FnOnce(&T) -> bool,
     ) -> Result<T, ErrorData> {
-        let result = work.instrument(self.span.clone()).await;
         let error_type: Option<Cow<'static, str>> = match &result {
             Ok(answer) if tool_error(answer) => Some("tool_error".into()),
             Ok(_) => None,
