@@ -54,6 +54,11 @@ use checks::{
 };
 use resize::{Axis, fullscreen_flips};
 
+/// How many times an empty layout dump is asked for (see [`ZellijBackend::dump_layout`]).
+const LAYOUT_ATTEMPTS: u32 = 3;
+/// The pause before an empty layout dump is asked for again.
+const LAYOUT_RETRY_PAUSE: Duration = Duration::from_millis(100);
+
 /// A Zellij server muxgate drives. Cheap to clone; clones share queues and watches.
 #[derive(Clone)]
 pub struct ZellijBackend {
@@ -223,11 +228,28 @@ impl ZellijBackend {
     }
 
     /// The live layout as KDL (`focus=true` marks each tab's focused pane).
+    ///
+    /// `action dump-layout` has been seen to succeed and print nothing for a session started
+    /// a moment before on a loaded machine (zellij 0.45.1): an empty dump is asked again, and
+    /// after three empty dumps it is an error, never an empty layout.
     pub async fn dump_layout(&self, session: &SessionName) -> Result<String> {
         self.queued(session, "dump_layout", |inner, s| async move {
-            inner
-                .act(&s, "action dump-layout", args(["dump-layout"]))
-                .await
+            for attempt in 1..=LAYOUT_ATTEMPTS {
+                let layout = inner
+                    .act(&s, "action dump-layout", args(["dump-layout"]))
+                    .await?;
+                if !layout.trim().is_empty() {
+                    return Ok(layout);
+                }
+                if attempt < LAYOUT_ATTEMPTS {
+                    tokio::time::sleep(LAYOUT_RETRY_PAUSE).await;
+                }
+            }
+            Err(ZellijError::NoEffect {
+                session: s,
+                what: "print its layout",
+                detail: format!("`action dump-layout` printed nothing, {LAYOUT_ATTEMPTS} times"),
+            })
         })
         .await
     }
