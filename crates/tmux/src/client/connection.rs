@@ -481,7 +481,7 @@ impl Connection {
     /// Completes once the connection has ended. An owner that waits for a reply without reading
     /// [`Self::next_event`] meanwhile waits on this too: a line tmux never began comes back in
     /// the close event, so no reply ever comes for it.
-    pub fn ended(&self) -> WaitForCancellationFutureOwned {
+    pub(crate) fn ended(&self) -> WaitForCancellationFutureOwned {
         self.shared.ended.clone().cancelled_owned()
     }
 
