@@ -10,7 +10,8 @@ use muxgate_mux::lines::excerpt;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::error::{ToolError, ToolErrorKind};
+use super::error::ToolError;
+use super::row_object::object_of;
 
 /// The default view of a listing's rows (or of one answer, such as a snapshot).
 #[derive(Debug)]
@@ -64,36 +65,36 @@ impl RowShape {
         mut row: Map<String, Value>,
         selection: &Selection,
     ) -> Map<String, Value> {
-        row.retain(|key, value| {
-            self.always.contains(&key.as_str())
-                || match selection {
-                    Selection::All => true,
-                    Selection::Only(fields) => fields.iter().any(|f| f == key),
-                    Selection::Default => {
-                        self.default.contains(&key.as_str())
-                            || (self.when_set.contains(&key.as_str()) && is_set(value))
-                    }
-                }
-        });
+        row.retain(|key, value| self.shows(key, selection, || is_set(value)));
         row
     }
 
-    /// [`Self::project`] of a typed row, serialized first.
+    /// Whether `field` may be shown in `selection`: what a row must carry before
+    /// [`Self::project`] (a field shown only when set is carried, to be looked at).
+    pub(crate) fn may_show(&self, field: &str, selection: &Selection) -> bool {
+        self.shows(field, selection, || true)
+    }
+
+    /// Whether `field` is shown in `selection`, when `set` says whether its value is set.
+    fn shows(&self, field: &str, selection: &Selection, set: impl FnOnce() -> bool) -> bool {
+        self.always.contains(&field)
+            || match selection {
+                Selection::All => true,
+                Selection::Only(fields) => fields.iter().any(|f| f == field),
+                Selection::Default => {
+                    self.default.contains(&field) || (self.when_set.contains(&field) && set())
+                }
+            }
+    }
+
+    /// [`Self::project`] of a typed row, serialized first (only what it may show).
     pub(crate) fn shape(
         &self,
         row: &impl Serialize,
         selection: &Selection,
     ) -> Result<Map<String, Value>, ToolError> {
-        object(row).map(|row| self.project(row, selection))
-    }
-}
-
-/// A typed row as the JSON object a listing sends.
-pub(crate) fn object(row: &impl Serialize) -> Result<Map<String, Value>, ToolError> {
-    match serde_json::to_value(row) {
-        Ok(Value::Object(row)) => Ok(row),
-        Ok(other) => Err(internal(format!("a row serialized as {other}"))),
-        Err(error) => Err(internal(error.to_string())),
+        object_of(row, |field| self.may_show(field, selection))
+            .map(|row| self.project(row, selection))
     }
 }
 
@@ -128,10 +129,6 @@ pub(crate) fn assert_shape_covers<T: schemars::JsonSchema>(shape: &RowShape) {
             "{field} is not a field of the row"
         );
     }
-}
-
-fn internal(message: String) -> ToolError {
-    ToolError::new(ToolErrorKind::Internal, message, "retry")
 }
 
 fn is_set(value: &Value) -> bool {

@@ -107,6 +107,11 @@ impl Filters {
         Ok(Self { conditions })
     }
 
+    /// Whether a condition tests `field`: the rows must carry it.
+    pub(crate) fn tests(&self, field: &str) -> bool {
+        self.conditions.iter().any(|c| c.field == field)
+    }
+
     /// Whether a row (an output object) passes every condition.
     pub(crate) fn matches(&self, row: &serde_json::Map<String, Value>) -> bool {
         self.conditions.iter().all(|c| {

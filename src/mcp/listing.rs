@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 use super::McpServer;
 use super::error::ToolError;
 use super::fields::{RowShape, Selection};
+use super::filter::Filters;
 
 /// A listing row: the JSON object a caller is sent for one session, pane or window.
 pub(crate) type JsonRow = Map<String, Value>;
@@ -66,6 +67,14 @@ pub(crate) struct RowView {
 }
 
 impl RowView {
+    /// The fields rows need for this view and `filters`.
+    pub(crate) fn needs<'a>(&'a self, filters: &'a Filters) -> NeededFields<'a> {
+        NeededFields {
+            view: self,
+            filters,
+        }
+    }
+
     /// The `rows` that `keep` keeps, each with the fields the call asked for.
     pub(crate) fn show(&self, rows: Vec<JsonRow>, keep: impl Fn(&JsonRow) -> bool) -> Vec<JsonRow> {
         rows.into_iter()
@@ -75,6 +84,25 @@ impl RowView {
                 RowKind::Whole { .. } => row,
             })
             .collect()
+    }
+}
+
+/// The fields of a listing's rows that one call needs: those it may show and those its
+/// filters test. A backend that builds its rows from typed records builds only these.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NeededFields<'a> {
+    view: &'a RowView,
+    filters: &'a Filters,
+}
+
+impl NeededFields<'_> {
+    /// Whether the rows must carry `field`.
+    pub(crate) fn contains(&self, field: &str) -> bool {
+        self.filters.tests(field)
+            || match self.view.kind {
+                RowKind::Shaped(shape) => shape.may_show(field, &self.view.selection),
+                RowKind::Whole { .. } => true,
+            }
     }
 }
 
@@ -93,8 +121,9 @@ pub(crate) struct Listed {
 pub(crate) struct PaneQuery<'a> {
     /// The client's `target`: what to list the panes of; `None` for the backend's default.
     pub target: Option<&'a str>,
-    /// Whether rows carry the pane's state, for a backend that reads it per pane (tmux).
-    pub with_state: bool,
+    /// The fields the rows need: a backend may leave out the rest, and need not read what
+    /// only they would show (tmux reads a pane's state only when one of its fields is needed).
+    pub needed: NeededFields<'a>,
     /// Whether rows include plugin panes, for a backend that has them (Zellij).
     pub with_plugins: bool,
 }

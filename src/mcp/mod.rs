@@ -69,6 +69,7 @@ pub(crate) mod prompts;
 pub(crate) mod recording;
 pub(crate) mod render;
 pub(crate) mod resources;
+pub(crate) mod row_object;
 pub(crate) mod scoped;
 pub(crate) mod self_guard;
 pub(crate) mod shared_tool;

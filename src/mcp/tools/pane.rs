@@ -27,7 +27,7 @@ use crate::mcp::args::ObjectArg;
 use crate::mcp::backend::Backend;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
-use crate::mcp::fields::{RowShape, object};
+use crate::mcp::fields::RowShape;
 use crate::mcp::filter::Filters;
 use crate::mcp::listing::{Listed, ListsPanes, PaneQuery, RowKind};
 use crate::mcp::pane_access::PaneAccess;
@@ -35,6 +35,7 @@ use crate::mcp::pane_ops::{
     PANE_INFO_FIELDS, PANE_SHAPE, PaneInfo, PaneRow, PaneScope, check_max_lines, not_found,
     pane_info, pane_rows, quote_error, shape_and_cap,
 };
+use crate::mcp::row_object::object_of;
 use crate::mcp::shared_tool::{MuxTool, Reply};
 use crate::mcp::tools::watch::foreground_of;
 use crate::mux::agent_report::{AgentReports, PaneInstance};
@@ -226,22 +227,6 @@ fn names_plugin(input: &ListPanesInput) -> bool {
         .filters
         .as_ref()
         .is_some_and(|f| f.keys().any(|k| k.split("__").next() == Some("plugin")))
-}
-
-/// Whether a `list_panes` call asks for the state fields, in `fields` or in `filters`.
-fn wants_state(input: &ListPanesInput) -> bool {
-    let named = |field: &str| PANE_STATE_FIELDS.contains(&field.split("__").next().unwrap_or(""));
-    input
-        .fields
-        .iter()
-        .flatten()
-        .any(|f| f == "all" || named(f))
-        || input
-            .filters
-            .as_deref()
-            .into_iter()
-            .flatten()
-            .any(|(key, _)| named(key))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -671,7 +656,7 @@ impl MuxTool for ListPanesInput {
         let view = rows.view(self.fields.as_deref(), "list_panes")?;
         let query = PaneQuery {
             target: self.target.as_deref(),
-            with_state: wants_state(&self),
+            needed: view.needs(&filters),
             with_plugins: names_plugin(&self),
         };
         let listed = access.pane_rows(gateway, query).await?;
@@ -702,11 +687,12 @@ impl ListsPanes for TmuxAccess<'_> {
             return Err(not_found(target));
         }
         let reports = &gateway.state().agent_reports;
+        let needed = |field: &str| query.needed.contains(field);
+        let with_state = PANE_STATE_FIELDS.iter().any(|field| needed(field));
         let mut listed = Vec::with_capacity(rows.len());
         for row in rows {
-            listed.push(object(
-                &ListedPane::new(self, row, reports, query.with_state).await,
-            )?);
+            let pane = ListedPane::new(self, row, reports, with_state).await;
+            listed.push(object_of(&pane, needed)?);
         }
         Ok(Listed {
             session: None,

@@ -14,8 +14,8 @@ use super::zellij_objects::{ZellijClientInfo, ZellijPaneInfo, ZellijSessionInfo}
 use crate::mcp::McpServer;
 use crate::mcp::call::CallContext;
 use crate::mcp::error::ToolError;
-use crate::mcp::fields::object;
 use crate::mcp::listing::{JsonRow, Listed, ListsPanes, ListsSessions, PaneQuery};
+use crate::mcp::row_object::object;
 use crate::mcp::zellij_access::ZellijAccess;
 
 #[derive(Debug, Deserialize, JsonSchema)]
