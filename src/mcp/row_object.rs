@@ -36,11 +36,17 @@ struct Fields<'a> {
     needed: &'a dyn Fn(&str) -> bool,
 }
 
-/// An object being built, with the key of a map entry whose value comes next.
+/// An object being built, with the key of a map entry whose value comes next, if needed.
 struct Object<'a> {
     needed: &'a dyn Fn(&str) -> bool,
     members: Map<String, Value>,
     key: Option<String>,
+}
+
+/// The serializer of a map entry's key (a flattened member's name): its text when the entry
+/// is needed, without building the name of one that is not.
+struct Key<'a> {
+    needed: &'a dyn Fn(&str) -> bool,
 }
 
 impl<'a> Fields<'a> {
@@ -57,13 +63,71 @@ fn not_an_object() -> serde_json::Error {
     ser::Error::custom("a row must serialize as an object")
 }
 
-/// The serializer methods of everything a row cannot be.
-macro_rules! not_an_object {
-    ($($method:ident($($arg:ty),*) -> $answer:ty;)*) => {$(
+fn not_a_name() -> serde_json::Error {
+    ser::Error::custom("a row's keys must be strings")
+}
+
+/// The serializer methods of everything a serializer refuses, each answering `$refusal()`.
+macro_rules! refuse {
+    ($refusal:ident: $($method:ident($($arg:ty),*) -> $answer:ty;)*) => {$(
         fn $method(self, $(_: $arg),*) -> Result<$answer, Self::Error> {
-            Err(not_an_object())
+            Err($refusal())
         }
     )*};
+}
+
+/// The methods of everything but a struct, a map, a string and a newtype, refused.
+macro_rules! refuse_the_rest {
+    ($refusal:ident) => {
+        refuse! { $refusal:
+            serialize_bool(bool) -> Self::Ok;
+            serialize_i8(i8) -> Self::Ok;
+            serialize_i16(i16) -> Self::Ok;
+            serialize_i32(i32) -> Self::Ok;
+            serialize_i64(i64) -> Self::Ok;
+            serialize_u8(u8) -> Self::Ok;
+            serialize_u16(u16) -> Self::Ok;
+            serialize_u32(u32) -> Self::Ok;
+            serialize_u64(u64) -> Self::Ok;
+            serialize_f32(f32) -> Self::Ok;
+            serialize_f64(f64) -> Self::Ok;
+            serialize_char(char) -> Self::Ok;
+            serialize_bytes(&[u8]) -> Self::Ok;
+            serialize_none() -> Self::Ok;
+            serialize_unit() -> Self::Ok;
+            serialize_unit_struct(&'static str) -> Self::Ok;
+            serialize_unit_variant(&'static str, u32, &'static str) -> Self::Ok;
+            serialize_seq(Option<usize>) -> Self::SerializeSeq;
+            serialize_tuple(usize) -> Self::SerializeTuple;
+            serialize_tuple_struct(&'static str, usize) -> Self::SerializeTupleStruct;
+            serialize_tuple_variant(&'static str, u32, &'static str, usize)
+                -> Self::SerializeTupleVariant;
+            serialize_struct_variant(&'static str, u32, &'static str, usize)
+                -> Self::SerializeStructVariant;
+        }
+
+        fn serialize_some<T: ?Sized + Serialize>(self, _: &T) -> Result<Self::Ok, Self::Error> {
+            Err($refusal())
+        }
+
+        fn serialize_newtype_struct<T: ?Sized + Serialize>(
+            self,
+            _: &'static str,
+            value: &T,
+        ) -> Result<Self::Ok, Self::Error> {
+            value.serialize(self)
+        }
+
+        fn serialize_newtype_variant<T: ?Sized + Serialize>(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: &T,
+        ) -> Result<Self::Ok, Self::Error> {
+            Err($refusal())
+        }
+    };
 }
 
 impl<'a> Serializer for Fields<'a> {
@@ -85,69 +149,34 @@ impl<'a> Serializer for Fields<'a> {
         Ok(self.object(Some(len)))
     }
 
-    not_an_object! {
-        serialize_bool(bool) -> Self::Ok;
-        serialize_i8(i8) -> Self::Ok;
-        serialize_i16(i16) -> Self::Ok;
-        serialize_i32(i32) -> Self::Ok;
-        serialize_i64(i64) -> Self::Ok;
-        serialize_u8(u8) -> Self::Ok;
-        serialize_u16(u16) -> Self::Ok;
-        serialize_u32(u32) -> Self::Ok;
-        serialize_u64(u64) -> Self::Ok;
-        serialize_f32(f32) -> Self::Ok;
-        serialize_f64(f64) -> Self::Ok;
-        serialize_char(char) -> Self::Ok;
-        serialize_str(&str) -> Self::Ok;
-        serialize_bytes(&[u8]) -> Self::Ok;
-        serialize_none() -> Self::Ok;
-        serialize_unit() -> Self::Ok;
-        serialize_unit_struct(&'static str) -> Self::Ok;
-        serialize_unit_variant(&'static str, u32, &'static str) -> Self::Ok;
-        serialize_seq(Option<usize>) -> Self::SerializeSeq;
-        serialize_tuple(usize) -> Self::SerializeTuple;
-        serialize_tuple_struct(&'static str, usize) -> Self::SerializeTupleStruct;
-        serialize_tuple_variant(&'static str, u32, &'static str, usize)
-            -> Self::SerializeTupleVariant;
-        serialize_struct_variant(&'static str, u32, &'static str, usize)
-            -> Self::SerializeStructVariant;
-    }
-
-    fn serialize_some<T: ?Sized + Serialize>(self, _: &T) -> Result<Self::Ok, Self::Error> {
+    fn serialize_str(self, _: &str) -> Result<Self::Ok, Self::Error> {
         Err(not_an_object())
     }
 
-    fn serialize_newtype_struct<T: ?Sized + Serialize>(
-        self,
-        _: &'static str,
-        value: &T,
-    ) -> Result<Self::Ok, Self::Error> {
-        value.serialize(self)
-    }
-
-    fn serialize_newtype_variant<T: ?Sized + Serialize>(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: &T,
-    ) -> Result<Self::Ok, Self::Error> {
-        Err(not_an_object())
-    }
+    refuse_the_rest!(not_an_object);
 }
 
-impl Object<'_> {
-    fn member<T: ?Sized + Serialize>(
-        &mut self,
-        key: &str,
-        value: &T,
-    ) -> Result<(), serde_json::Error> {
-        if (self.needed)(key) {
-            self.members
-                .insert(key.to_owned(), serde_json::to_value(value)?);
-        }
-        Ok(())
+impl Serializer for Key<'_> {
+    type Ok = Option<String>;
+    type Error = serde_json::Error;
+    type SerializeSeq = Impossible<Self::Ok, Self::Error>;
+    type SerializeTuple = Impossible<Self::Ok, Self::Error>;
+    type SerializeTupleStruct = Impossible<Self::Ok, Self::Error>;
+    type SerializeTupleVariant = Impossible<Self::Ok, Self::Error>;
+    type SerializeMap = Impossible<Self::Ok, Self::Error>;
+    type SerializeStruct = Impossible<Self::Ok, Self::Error>;
+    type SerializeStructVariant = Impossible<Self::Ok, Self::Error>;
+
+    fn serialize_str(self, key: &str) -> Result<Self::Ok, Self::Error> {
+        Ok((self.needed)(key).then(|| key.to_owned()))
     }
+
+    refuse! { not_a_name:
+        serialize_map(Option<usize>) -> Self::SerializeMap;
+        serialize_struct(&'static str, usize) -> Self::SerializeStruct;
+    }
+
+    refuse_the_rest!(not_a_name);
 }
 
 impl SerializeStruct for Object<'_> {
@@ -159,7 +188,11 @@ impl SerializeStruct for Object<'_> {
         key: &'static str,
         value: &T,
     ) -> Result<(), Self::Error> {
-        self.member(key, value)
+        if (self.needed)(key) {
+            let value = serde_json::to_value(value)?;
+            self.members.insert(key.to_owned(), value);
+        }
+        Ok(())
     }
 
     fn end(self) -> Result<Self::Ok, Self::Error> {
@@ -172,21 +205,16 @@ impl SerializeMap for Object<'_> {
     type Error = serde_json::Error;
 
     fn serialize_key<T: ?Sized + Serialize>(&mut self, key: &T) -> Result<(), Self::Error> {
-        match serde_json::to_value(key)? {
-            Value::String(key) => {
-                self.key = Some(key);
-                Ok(())
-            }
-            _ => Err(ser::Error::custom("a row's keys must be strings")),
-        }
+        self.key = key.serialize(Key {
+            needed: self.needed,
+        })?;
+        Ok(())
     }
 
     fn serialize_value<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Self::Error> {
-        let Some(key) = self.key.take() else {
-            return Err(ser::Error::custom("a row's value came before its key"));
-        };
-        if (self.needed)(&key) {
-            self.members.insert(key, serde_json::to_value(value)?);
+        if let Some(key) = self.key.take() {
+            let value = serde_json::to_value(value)?;
+            self.members.insert(key, value);
         }
         Ok(())
     }
