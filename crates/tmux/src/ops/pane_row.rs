@@ -4,6 +4,8 @@
 //! One row answers everything the pane tools report, so describing panes costs one tmux
 //! command however many there are. Pure: the listing command, the format and its parsing.
 
+use std::sync::OnceLock;
+
 use crate::wire::format::{flag, row_format, split_row};
 use crate::wire::target::Target;
 use crate::{PaneId, QuoteError, TmuxCommand};
@@ -94,9 +96,10 @@ pub struct PaneRecord {
 }
 
 impl PaneRecord {
-    /// The `-F` format whose rows [`Self::parse`] reads.
-    pub fn row_format() -> String {
-        row_format(&PANE_FIELDS)
+    /// The `-F` format whose rows [`Self::parse`] reads (made once: every listing sends it).
+    pub fn row_format() -> &'static str {
+        static FORMAT: OnceLock<String> = OnceLock::new();
+        FORMAT.get_or_init(|| row_format(&PANE_FIELDS))
     }
 
     /// Parses one row of [`Self::row_format`]; `None` when it is not one (a row without its

@@ -30,29 +30,49 @@ pub(crate) fn row_format(fields: &[&str]) -> String {
 
 /// Splits a row of [`row_format`] into exactly its `n` fields, undoing tmux's escapes; `None`
 /// when it does not hold `n`. Bytes that are not UTF-8 are replaced, as names are text.
+///
+/// A listing splits every row of the server, so each field is copied once: found first (an
+/// escaped `|` is not a separator), then decoded only if it holds an escape.
 pub(crate) fn split_row(line: &[u8], n: usize) -> Option<Vec<String>> {
     let mut fields = Vec::with_capacity(n);
-    let mut field = Vec::new();
-    let mut at = 0;
+    let (mut start, mut escaped, mut at) = (0, false, 0);
     while let Some(&byte) = line.get(at) {
         at += 1;
         match byte {
-            b'|' => fields.push(std::mem::take(&mut field)),
-            b'\\' => {
-                let (decoded, used) = unescape(&line[at..]);
-                field.push(decoded);
-                at += used;
+            b'|' => {
+                fields.push(field_text(&line[start..at - 1], escaped));
+                (start, escaped) = (at, false);
             }
-            _ => field.push(byte),
+            b'\\' => {
+                escaped = true;
+                at += unescape(&line[at..]).1;
+            }
+            _ => {}
         }
     }
-    fields.push(field);
-    (fields.len() == n).then(|| {
-        fields
-            .into_iter()
-            .map(|f| String::from_utf8_lossy(&f).into_owned())
-            .collect()
-    })
+    fields.push(field_text(&line[start..], escaped));
+    (fields.len() == n).then_some(fields)
+}
+
+/// One field of a row as text: `raw` as it is, or decoded when it holds an escape.
+fn field_text(raw: &[u8], escaped: bool) -> String {
+    if !escaped {
+        return String::from_utf8_lossy(raw).into_owned();
+    }
+    let mut decoded = Vec::with_capacity(raw.len());
+    let mut at = 0;
+    while let Some(&byte) = raw.get(at) {
+        at += 1;
+        if byte == b'\\' {
+            let (byte, used) = unescape(&raw[at..]);
+            decoded.push(byte);
+            at += used;
+        } else {
+            decoded.push(byte);
+        }
+    }
+    String::from_utf8(decoded)
+        .unwrap_or_else(|invalid| String::from_utf8_lossy(invalid.as_bytes()).into_owned())
 }
 
 /// The byte an escape stands for, given what follows its backslash, and how many bytes of that
@@ -151,6 +171,25 @@ mod tests {
         );
         assert_eq!(split_row(br"end\", 1), Some(vec![r"end\".into()]));
         assert_eq!(split_row(br"\777", 1), Some(vec!["777".into()]));
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_are_replaced_raw_or_escaped() {
+        assert_eq!(
+            split_row(b"a\xffb|\\377\\ c", 2),
+            Some(vec!["a\u{fffd}b".into(), "\u{fffd} c".into()])
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_fields_split_back_from_their_row(
+            fields in proptest::collection::vec(".*", 1..8)
+        ) {
+            let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
+            let row = encode_row(&fields);
+            proptest::prop_assert_eq!(split_row(&row, fields.len()), Some(fields.iter().map(|f| (*f).to_owned()).collect()));
+        }
     }
 
     #[test]
