@@ -869,12 +869,12 @@ async fn sessions(options: &Options, reference: &Reference) -> Result<()> {
         mib(s.baseline_rss_kib as f64)
     );
     println!(
-        "| sessions | gateway RSS | gateway + helpers PSS | control clients (attaches so far) | tmux server RSS | tmux server CPU, idle | all watched after (first / last wait) | CPU meanwhile: tmux server / gateway | capture_pane p50 / p99 meanwhile | wake-up p50 / max |"
+        "| sessions | gateway RSS | gateway + helpers PSS | control clients (attaches so far) | tmux server RSS | tmux server CPU, idle | all watched after (first / last wait) | CPU meanwhile: tmux server / gateway | tmux commands meanwhile, per wait | capture_pane p50 / p99 meanwhile | wake-up p50 / max |"
     );
-    println!("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+    println!("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
     for step in &s.steps {
         println!(
-            "| {} | {} | {} | {} ({:.0}) | {} | {:.0} ms/s | {:.1} s / {:.1} s | {:.1} s / {:.1} s | {} / {} | {} / {} |",
+            "| {} | {} | {} | {} ({:.0}) | {} | {:.0} ms/s | {:.1} s / {:.1} s | {:.1} s / {:.1} s | {:.1} | {} / {} | {} / {} |",
             step.sessions,
             mib(step.gateway_rss_kib as f64),
             mib(step.gateway_and_helpers_pss_kib as f64),
@@ -884,8 +884,9 @@ async fn sessions(options: &Options, reference: &Reference) -> Result<()> {
             step.tmux_server_idle_cpu_ms_per_s,
             step.settled_from_first.as_secs_f64(),
             step.settled_from_last.as_secs_f64(),
-            step.settling_cpu.tmux_server.as_secs_f64(),
-            step.settling_cpu.gateway.as_secs_f64(),
+            step.settling.tmux_server_cpu.as_secs_f64(),
+            step.settling.gateway_cpu.as_secs_f64(),
+            step.settling.tmux_commands / step.sessions.max(1) as f64,
             latency(quantile(&step.trickle, 0.5)),
             latency(quantile(&step.trickle, 0.99)),
             latency(quantile(&step.wakes, 0.5)),

@@ -243,20 +243,22 @@ pub(crate) struct IdleStep {
     /// From the step's first wait call, and from its last, to every window being watched.
     pub settled_from_first: Duration,
     pub settled_from_last: Duration,
-    /// CPU spent from the step's first wait call to every window being watched.
-    pub settling_cpu: SettlingCpu,
+    /// What was spent from the step's first wait call to every window being watched.
+    pub settling: Settling,
     /// capture_pane latencies of the trickle of activity while the waits idle, in µs.
     pub trickle: Vec<f64>,
     /// µs from a line reaching an unwatched pane to a wait on it returning.
     pub wakes: Vec<f64>,
 }
 
-/// Who spent the CPU while a step's waits were being attached: what says whether tmux or the
+/// What attaching a step's waits cost, and who spent it: what says whether tmux or the
 /// gateway is the bottleneck of attaching thousands of waits.
-pub(crate) struct SettlingCpu {
-    pub tmux_server: Duration,
+pub(crate) struct Settling {
+    pub tmux_server_cpu: Duration,
     /// The gateway process alone (its tmux control clients are not counted).
-    pub gateway: Duration,
+    pub gateway_cpu: Duration,
+    /// Commands the gateway wrote to tmux meanwhile (`muxgate_tmux_commands_total`).
+    pub tmux_commands: f64,
 }
 
 pub(crate) struct IdleSessions {
@@ -309,6 +311,7 @@ pub(crate) async fn idle_sessions(steps: &[usize], era: Era) -> Result<IdleSessi
         let first_wait = Instant::now();
         let tmux_cpu_before = procfs::cpu_time(tmux.server_pid())?;
         let gateway_cpu_before = procfs::cpu_time(gateway.pid())?;
+        let commands_before = gateway.metric("muxgate_tmux_commands_total").await?;
         let mut last_wait = first_wait;
         while waiters.len() < target {
             let i = waiters.len();
@@ -341,9 +344,10 @@ pub(crate) async fn idle_sessions(steps: &[usize], era: Era) -> Result<IdleSessi
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         let (settled_from_first, settled_from_last) = (first_wait.elapsed(), last_wait.elapsed());
-        let settling_cpu = SettlingCpu {
-            tmux_server: procfs::cpu_time(tmux.server_pid())?.saturating_sub(tmux_cpu_before),
-            gateway: procfs::cpu_time(gateway.pid())?.saturating_sub(gateway_cpu_before),
+        let settling = Settling {
+            tmux_server_cpu: procfs::cpu_time(tmux.server_pid())?.saturating_sub(tmux_cpu_before),
+            gateway_cpu: procfs::cpu_time(gateway.pid())?.saturating_sub(gateway_cpu_before),
+            tmux_commands: gateway.metric("muxgate_tmux_commands_total").await? - commands_before,
         };
 
         let idle_start = Instant::now();
@@ -410,7 +414,7 @@ pub(crate) async fn idle_sessions(steps: &[usize], era: Era) -> Result<IdleSessi
             tmux_server_idle_cpu_ms_per_s,
             settled_from_first,
             settled_from_last,
-            settling_cpu,
+            settling,
             trickle,
             wakes,
         });
