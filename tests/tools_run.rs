@@ -212,7 +212,15 @@ async fn a_timed_out_command_keeps_running_and_keeps_the_pane_busy() {
     )
     .await;
     assert_eq!(finished["outcome"], "matched", "{finished}");
-    wait_for_screen(&tmux, &pane, "finished-2\n").await;
+    // The last line is on the screen a moment before the command's job has left and the
+    // shell holds the terminal again; an agent waits for that state, as here.
+    let free = call_ok(
+        &client,
+        "wait_for_state",
+        json!({"targets": [pane], "condition": "waiting_for_input", "timeout": 10}),
+    )
+    .await;
+    assert_eq!(free["outcome"], "reached", "{free}");
     assert_eq!(run(&client, &pane, "echo free").await["output"], "free\n");
 }
 
