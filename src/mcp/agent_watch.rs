@@ -11,13 +11,14 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
 use super::agent_follow::{AgentFollow, Look, Seen};
 use super::call::CallContext;
+use super::error::ToolError;
 use super::pane_state;
 use crate::auth::owners::OwnerScope;
 use crate::auth::{Principal, SCOPE_READ};
@@ -25,6 +26,11 @@ use crate::fleet::registry::AgentRecord;
 use crate::notify::Event;
 use crate::workspace::{self, WorkspaceName};
 use muxgate_tmux::PaneId;
+
+/// How many times [`McpServer::follow_recorded`] tries an agent whose state it cannot read,
+/// and how long it waits between tries.
+const FOLLOW_ATTEMPTS: u32 = 3;
+const FOLLOW_RETRY: Duration = Duration::from_secs(1);
 
 /// The agent a watch follows.
 pub(crate) struct Watched {
@@ -140,29 +146,49 @@ impl AgentWatches {
 impl McpServer {
     /// Follows again every recorded agent that still runs in the tmux server process it was
     /// spawned in (the gateway restarted, its agents did not): its edges are told and the
-    /// inbox lists it, as before. A workspace that is not running is not started for it.
+    /// inbox lists it, as before. A workspace that is not running is not started for it. An
+    /// agent whose state cannot be read (a server slow to answer as the gateway starts) is
+    /// tried again, [`FOLLOW_ATTEMPTS`] times in all, and said so when given up on.
     pub(crate) async fn follow_recorded(&self) {
         for (scope, record) in self.state().fleet.all() {
-            let Some(agent) = self.recorded(&scope, &record).await else {
-                continue;
-            };
-            let tmux = self.tmux_access(&agent.call, Some(&agent.server)).await;
-            let Ok(tmux) = tmux else { continue };
-            let Ok(process) = super::tools::watch::read_state(&tmux, agent.pane).await else {
-                continue;
-            };
-            let same_process =
-                record.server_process == Some((tmux.instance().epoch, process.server_pid));
-            let Ok((state, _)) = pane_state::with_screen(self, &tmux, agent.pane).await else {
-                continue;
-            };
-            let running = state.agent_status.as_ref().map(|s| s.state);
-            if let (true, Some(now)) = (same_process, running.filter(|s| *s != "exited")) {
-                tracing::info!(agent = %record.id, scope, state = now, "following a recorded agent again");
-                drop(tmux);
-                self.state().agent_watches.start(self, agent, now);
+            for attempt in 1..=FOLLOW_ATTEMPTS {
+                let Some(agent) = self.recorded(&scope, &record).await else {
+                    break;
+                };
+                match self.follow_again(&scope, &record, agent).await {
+                    Ok(()) => break,
+                    Err(_) if attempt < FOLLOW_ATTEMPTS => tokio::time::sleep(FOLLOW_RETRY).await,
+                    Err(error) => tracing::warn!(
+                        agent = %record.id,
+                        scope,
+                        error = %error.message,
+                        "a recorded agent's state could not be read: it is not followed"
+                    ),
+                }
             }
         }
+    }
+
+    /// Follows `agent` (of `record`) again if it still runs, not exited, in the server process
+    /// it was spawned in; an error when its state could not be read.
+    async fn follow_again(
+        &self,
+        scope: &str,
+        record: &AgentRecord,
+        agent: Watched,
+    ) -> Result<(), ToolError> {
+        let tmux = self.tmux_access(&agent.call, Some(&agent.server)).await?;
+        let process = super::tools::watch::read_state(&tmux, agent.pane).await?;
+        let same_process =
+            record.server_process == Some((tmux.instance().epoch, process.server_pid));
+        let (state, _) = pane_state::with_screen(self, &tmux, agent.pane).await?;
+        let running = state.agent_status.as_ref().map(|s| s.state);
+        if let (true, Some(now)) = (same_process, running.filter(|s| *s != "exited")) {
+            tracing::info!(agent = %record.id, scope, state = now, "following a recorded agent again");
+            drop(tmux);
+            self.state().agent_watches.start(self, agent, now);
+        }
+        Ok(())
     }
 
     /// The watch of recorded agent `record` of `scope`, read as its spawner: the server its
