@@ -465,20 +465,6 @@ async fn run_command_refuses_what_it_cannot_run() {
     assert_eq!(hidden["kind"], "not_found", "{hidden}");
 }
 
-/// Where `bash` is on this machine's `PATH`.
-fn bash_path() -> std::path::PathBuf {
-    let found = std::process::Command::new("sh")
-        .args(["-c", "command -v bash"])
-        .output()
-        .expect("run sh");
-    let path = String::from_utf8_lossy(&found.stdout).trim().to_owned();
-    assert!(
-        found.status.success() && !path.is_empty(),
-        "bash is not on PATH"
-    );
-    path.into()
-}
-
 /// An agent that runs a command in a pane just made is not refused while the pane's program
 /// starts: until tmux has executed it, tmux names it `tmux` (seen under load right after
 /// `create_session`). Here the pane's first process is named `tmux` for 0.6 s, then becomes
@@ -493,7 +479,8 @@ async fn a_command_waits_for_a_new_pane_to_start_its_shell() {
     // `bash -c 'exec -a tmux …'` is named `bash` for a moment, and a loaded machine meets it.)
     let bin = tempfile::tempdir().expect("temp dir");
     let named_tmux = bin.path().join("tmux");
-    std::os::unix::fs::symlink(bash_path(), &named_tmux).expect("link bash as tmux");
+    let bash = common::needs::on_path("bash").expect("bash is not on PATH");
+    std::os::unix::fs::symlink(bash, &named_tmux).expect("link bash as tmux");
     let named_tmux = named_tmux.to_string_lossy().into_owned();
     let new_pane = |name: &str, then: &str| {
         let script = format!("sleep 0.6; {then}");

@@ -2,14 +2,12 @@
 //! what to install, except under `CI=true`, where a missing one fails the test (CI installs
 //! them all: `.ci/run`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Whether `program` is on `PATH`; if not, says which Debian `package` provides it and
 /// (outside CI) that `what` is skipped.
 pub(crate) fn program(program: &str, package: &str, what: &str) -> bool {
-    let found = std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|dir| is_executable(&dir.join(program)))
-    });
+    let found = on_path(program).is_some();
     if !found {
         if std::env::var("CI").as_deref() == Ok("true") {
             panic!("{program} is required under CI (apt-get install {package})");
@@ -17,6 +15,14 @@ pub(crate) fn program(program: &str, package: &str, what: &str) -> bool {
         eprintln!("skipping {what}: {program} is not installed (apt-get install {package})");
     }
     found
+}
+
+/// Where `program` is on `PATH`, if it is.
+pub(crate) fn on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| is_executable(candidate))
 }
 
 /// Whether workspace sandboxes can run here (bubblewrap is installed); see [`program`].
