@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::McpServer;
 use super::agent_follow::{AgentFollow, Look, Seen};
 use super::call::CallContext;
-use super::error::ToolError;
+use super::error::{ToolError, ToolErrorKind};
 use super::pane_state;
 use crate::auth::owners::OwnerScope;
 use crate::auth::{Principal, SCOPE_READ};
@@ -148,7 +148,8 @@ impl McpServer {
     /// spawned in (the gateway restarted, its agents did not): its edges are told and the
     /// inbox lists it, as before. A workspace that is not running is not started for it. An
     /// agent whose state cannot be read (a server slow to answer as the gateway starts) is
-    /// tried again, [`FOLLOW_ATTEMPTS`] times in all, and said so when given up on.
+    /// tried again, [`FOLLOW_ATTEMPTS`] times in all, and said so when given up on; one whose
+    /// pane is gone is not.
     pub(crate) async fn follow_recorded(&self) {
         for (scope, record) in self.state().fleet.all() {
             for attempt in 1..=FOLLOW_ATTEMPTS {
@@ -156,7 +157,12 @@ impl McpServer {
                     break;
                 };
                 match self.follow_again(&scope, &record, agent).await {
-                    Ok(()) => break,
+                    // Its pane is gone: nothing runs to follow.
+                    Ok(())
+                    | Err(ToolError {
+                        kind: ToolErrorKind::NotFound,
+                        ..
+                    }) => break,
                     Err(_) if attempt < FOLLOW_ATTEMPTS => tokio::time::sleep(FOLLOW_RETRY).await,
                     Err(error) => tracing::warn!(
                         agent = %record.id,
