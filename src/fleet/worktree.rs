@@ -6,10 +6,16 @@
 //! terminal to ask on, without hooks or an fsmonitor (programs the agent could name in the
 //! repository's configuration), for at most [`GIT_TIMEOUT`], and what it prints is read up to
 //! [`OUTPUT_LIMIT`]: a worktree is the tenant's, and so is how much `git status` has to say.
+//!
+//! The steps that change a repository's worktrees run one at a time per repository
+//! ([`hold`]): git does not wait for a second `git worktree add` but fails it, when it reads
+//! the first one's half-written entry (`failed to read .git/worktrees/<w>/commondir`).
 
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
@@ -46,7 +52,13 @@ pub(crate) enum WorktreeError {
     /// git ran past [`GIT_TIMEOUT`] and was stopped.
     #[error("git took longer than {} s and was stopped", GIT_TIMEOUT.as_secs())]
     TimedOut,
-    /// git said no; the first line of what it said.
+    /// Other steps on the repository held it for longer than [`GIT_TIMEOUT`].
+    #[error(
+        "other worktrees of the repository were still being made or removed after {} s",
+        GIT_TIMEOUT.as_secs()
+    )]
+    Busy,
+    /// git said no; the line that says why ([`why_git_failed`]).
     #[error("git: {0}")]
     Refused(String),
     /// The agent's worktree directory is there already.
@@ -70,6 +82,7 @@ pub(crate) async fn add(
     base: &str,
 ) -> Result<Worktree, WorktreeError> {
     let path = repository.worktrees.join(agent);
+    let _held = hold(&repository.path).await?;
     if tokio::fs::symlink_metadata(&path).await.is_ok() {
         return Err(WorktreeError::Exists(path));
     }
@@ -103,6 +116,7 @@ pub(crate) async fn restore(
     repository: &Repository,
     worktree: &Worktree,
 ) -> Result<(), WorktreeError> {
+    let _held = hold(&repository.path).await?;
     if tokio::fs::symlink_metadata(&worktree.path).await.is_ok() {
         return Err(WorktreeError::Exists(worktree.path.clone()));
     }
@@ -152,6 +166,12 @@ pub(crate) async fn remove(
     worktree: &Path,
     force: bool,
 ) -> Result<(), WorktreeError> {
+    let _held = hold(repository).await?;
+    remove_as(repository, worktree, force).await
+}
+
+/// [`remove`], by whoever [`hold`]s the repository.
+async fn remove_as(repository: &Path, worktree: &Path, force: bool) -> Result<(), WorktreeError> {
     let mut args: Vec<&OsStr> = vec!["worktree".as_ref(), "remove".as_ref()];
     if force {
         args.push("--force".as_ref());
@@ -162,13 +182,16 @@ pub(crate) async fn remove(
 
 /// Undoes [`add`] after a spawn failed: the worktree and its new, empty branch go.
 pub(crate) async fn discard(repository: &Path, worktree: &Worktree) {
-    let removed = remove(repository, &worktree.path, true).await;
-    let deleted = git(
-        repository,
-        &["branch".as_ref(), "-D".as_ref(), worktree.branch.as_ref()],
-    )
-    .await;
-    if let Err(error) = removed.and(deleted) {
+    let discarded = async {
+        let _held = hold(repository).await?;
+        remove_as(repository, &worktree.path, true).await?;
+        git(
+            repository,
+            &["branch".as_ref(), "-D".as_ref(), worktree.branch.as_ref()],
+        )
+        .await
+    };
+    if let Err(error) = discarded.await {
         tracing::warn!(path = %worktree.path.display(), %error, "a failed spawn's worktree was not cleaned up");
     }
 }
@@ -208,13 +231,44 @@ async fn git(dir: &Path, args: &[&OsStr]) -> Result<String, WorktreeError> {
     if status.success() {
         Ok(out)
     } else {
-        let said = err
-            .lines()
-            .map(str::trim)
-            .find(|line| !line.is_empty())
-            .unwrap_or("it failed without saying why");
-        Err(WorktreeError::Refused(muxgate_mux::lines::excerpt(said)))
+        Err(WorktreeError::Refused(muxgate_mux::lines::excerpt(
+            why_git_failed(&err),
+        )))
     }
+}
+
+/// The line of git's standard error that says why it failed: the first `fatal:` or `error:`
+/// line, else the last line. git prints progress there too (`Preparing worktree …`), before
+/// the reason.
+fn why_git_failed(stderr: &str) -> &str {
+    let mut lines = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty());
+    lines
+        .clone()
+        .find(|line| line.starts_with("fatal:") || line.starts_with("error:"))
+        .or_else(|| lines.next_back())
+        .unwrap_or("it failed without saying why")
+}
+
+/// The right to change `repository`'s worktrees, held until the guard drops; waits for the
+/// repository's other steps at most [`GIT_TIMEOUT`].
+async fn hold(repository: &Path) -> Result<tokio::sync::OwnedMutexGuard<()>, WorktreeError> {
+    // One lock per configured repository (paths come from the configuration, not from calls),
+    // so the map stays as small as the `[repositories]` table.
+    static HOLDERS: LazyLock<Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>> =
+        LazyLock::new(Mutex::default);
+    let lock = Arc::clone(
+        HOLDERS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(repository.to_owned())
+            .or_default(),
+    );
+    tokio::time::timeout(GIT_TIMEOUT, lock.lock_owned())
+        .await
+        .map_err(|_| WorktreeError::Busy)
 }
 
 /// What a stream says, up to [`OUTPUT_LIMIT`]; the rest is left unread (git stops on the
@@ -224,4 +278,90 @@ async fn read_bounded(stream: impl tokio::io::AsyncRead + Unpin) -> String {
     // A read error leaves what was read: git's status decides, not its pipe.
     let _ = stream.take(OUTPUT_LIMIT).read_to_end(&mut bytes).await;
     String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reason_is_the_fatal_line_not_the_progress_before_it() {
+        let said = "Preparing worktree (new branch 'agent/w2')\n\
+                    fatal: failed to read .git/worktrees/w1/commondir: Success\n";
+        assert_eq!(
+            why_git_failed(said),
+            "fatal: failed to read .git/worktrees/w1/commondir: Success"
+        );
+        let hinted = "error: pathspec 'x' did not match\nhint: try this\n";
+        assert_eq!(why_git_failed(hinted), "error: pathspec 'x' did not match");
+        assert_eq!(why_git_failed("working...\n  done: no  \n\n"), "done: no");
+        assert_eq!(why_git_failed(" \n"), "it failed without saying why");
+    }
+
+    /// A repository with one commit on `main`, made with the test's own git settings.
+    fn repository(dir: &Path) -> Repository {
+        let path = dir.join("app");
+        std::fs::create_dir(&path).expect("the repository's directory");
+        for args in [
+            &["init", "-q", "-b", "main"][..],
+            &["commit", "-q", "--allow-empty", "-m", "first"],
+        ] {
+            let out = std::process::Command::new("git")
+                .arg("-C")
+                .arg(&path)
+                .args([
+                    "-c",
+                    "user.name=test",
+                    "-c",
+                    "user.email=test@example.invalid",
+                ])
+                .args(args)
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .output()
+                .expect("git runs");
+            assert!(out.status.success(), "git {args:?}: {out:?}");
+        }
+        Repository {
+            path,
+            worktrees: dir.join("worktrees"),
+            base: "main".to_owned(),
+        }
+    }
+
+    /// Agents spawned and stopped at once: without one step at a time per repository, git
+    /// fails a `worktree add` now and then, reading another's half-made entry.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn worktrees_made_and_removed_at_once_all_succeed() {
+        let dir = tempfile::tempdir().expect("a directory");
+        let repository = Arc::new(repository(dir.path()));
+        let mut last_round: Vec<Worktree> = Vec::new();
+        for round in 0..40 {
+            let mut steps = tokio::task::JoinSet::new();
+            for lane in 0..6 {
+                let repository = Arc::clone(&repository);
+                steps.spawn(async move {
+                    let agent = format!("r{round}w{lane}");
+                    add("app", &repository, &agent, "main").await.map(Some)
+                });
+            }
+            for worktree in last_round.drain(..) {
+                let repository = Arc::clone(&repository);
+                steps.spawn(async move {
+                    remove(&repository.path, &worktree.path, false).await?;
+                    assert!(
+                        !worktree.path.exists(),
+                        "{} is gone",
+                        worktree.path.display()
+                    );
+                    Ok(None)
+                });
+            }
+            while let Some(step) = steps.join_next().await {
+                let made = step.expect("no panic").expect("each step succeeds");
+                last_round.extend(made);
+            }
+            assert_eq!(last_round.len(), 6, "round {round} made its worktrees");
+        }
+    }
 }

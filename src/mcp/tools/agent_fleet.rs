@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use super::agent_spawn::WorktreeOutput;
 use super::session::{SessionInfo, list_session_rows};
 use crate::fleet::registry::AgentRecord;
-use crate::fleet::worktree;
+use crate::fleet::worktree::{self, WorktreeError};
 use crate::mcp::McpServer;
 use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
@@ -280,10 +280,17 @@ impl McpServer {
             worktree::remove(&repository.path, &worktree.path, force)
                 .await
                 .map_err(|error| {
+                    let (kind, suggestion) = match error {
+                        WorktreeError::Busy => (ToolErrorKind::Busy, "retry in a moment"),
+                        _ => (
+                            ToolErrorKind::Conflict,
+                            "retry with force: true, or remove it by hand",
+                        ),
+                    };
                     ToolError::new(
-                        ToolErrorKind::Conflict,
+                        kind,
                         format!("its worktree could not be removed: {error}"),
-                        "retry with force: true, or remove it by hand",
+                        suggestion,
                     )
                 })?;
             removed = Some(worktree.path.display().to_string());

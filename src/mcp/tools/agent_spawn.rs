@@ -359,6 +359,11 @@ pub(super) fn worktree_error(error: WorktreeError) -> ToolError {
             format!("the agent's worktree could not be made: {error}"),
             "choose another id or base (a branch agent/<id> must not exist yet)",
         ),
+        WorktreeError::Busy => ToolError::new(
+            ToolErrorKind::Busy,
+            format!("the agent's worktree could not be made: {error}"),
+            "retry in a moment",
+        ),
         WorktreeError::Spawn(_) | WorktreeError::TimedOut | WorktreeError::Io(_) => {
             tracing::warn!(%error, "an agent's worktree could not be made");
             ToolError::new(
