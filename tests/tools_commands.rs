@@ -9,8 +9,8 @@ use std::time::Duration;
 use common::probe::metric;
 use common::tmux::TestTmux;
 use common::tools::{
-    Client, call_err, call_ok, call_until, client, client_with, screen, session_limited_token,
-    type_line, wait_for_screen,
+    Client, call_err, call_ok, call_until, client, client_with, foreground_is, screen,
+    session_limited_token, type_line, wait_for_screen,
 };
 use common::{config_with_server, spawn_gateway, wait_until, wait_until_async};
 use rand::seq::SliceRandom;
@@ -107,6 +107,7 @@ async fn an_integrated_shell_has_every_command_recorded_with_its_output() {
     let so_far = call_ok(&client, "get_command_output", json!({"target": pane})).await;
     assert_eq!(so_far["running"], true, "{so_far}");
     assert_eq!(so_far["output"], "started", "{so_far}");
+    foreground_is(&client, &pane, "sleep 30").await;
     tmux.ok(&["send-keys", "-t", &pane, "C-c"]);
     let interrupted = commands_until(&client, &pane, |c| finished(c, 4)).await;
     assert_eq!(

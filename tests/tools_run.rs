@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use common::tmux::TestTmux;
 use common::tools::{
-    assert_stalled_calls_end_at_their_own_timeout, call, call_err, call_ok, client,
+    assert_stalled_calls_end_at_their_own_timeout, call, call_err, call_ok, client, foreground_is,
     gateway_with_slow_commands, screen, wait_for_screen,
 };
 use common::{config_with_server, spawn_gateway, wait_until};
@@ -148,8 +148,9 @@ async fn run_command_reads_stdin_and_reports_interrupts() {
     assert_eq!(read["exit_status"], 0, "{read}");
     assert_eq!(read["output"], "some input\ngot:some input\n");
 
-    // C-c from another call interrupts it: 130. It is sent once the command line runs (before,
-    // C-c would only cancel the line being read).
+    // C-c from another call interrupts it: 130. It is sent once the sleep holds the terminal
+    // (before the command line runs, C-c would only cancel the line being read; before the
+    // sleep takes the terminal, it would reach the shell only).
     let sleeping = run(
         &client,
         &pane,
@@ -157,6 +158,7 @@ async fn run_command_reads_stdin_and_reports_interrupts() {
     );
     let interrupt = async {
         wait_for_screen(&tmux, &pane, "sleep-2\n").await;
+        foreground_is(&client, &pane, "sleep 30").await;
         call_ok(
             &client,
             "send_keys",

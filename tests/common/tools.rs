@@ -123,6 +123,17 @@ pub(crate) fn session_limited_token(
         .expect("mint")
 }
 
+/// Waits until `pane`'s foreground program is `command_line`: it runs, and the terminal's
+/// foreground is its process group, so a `C-c` typed now reaches it. (Once its output shows it
+/// may not be: between a shell's fork and the child taking the terminal, `C-c` goes to the
+/// shell, which lets the child run on.)
+pub(crate) async fn foreground_is(client: &Client, pane: &str, command_line: &str) -> Value {
+    call_until(client, "get_pane_state", pane, |state| {
+        state["foreground_command_line"] == command_line
+    })
+    .await
+}
+
 /// Calls `tool` on `pane` until `done` holds for its answer (10 s at most).
 pub(crate) async fn call_until(
     client: &Client,
