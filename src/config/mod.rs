@@ -477,8 +477,8 @@ pub struct EngineConfig {
     /// Commands queued per tmux server, across all clients, before callers get a "busy" error
     /// (default 8192).
     pub queue_capacity: usize,
-    /// Commands written to tmux before waiting for replies, per server (default 8); small keeps
-    /// clients fair.
+    /// Commands written to tmux before waiting for replies, per server (default 16); small keeps
+    /// clients fair, larger shares tmux's turns among more commands.
     pub pipeline_depth: usize,
     /// Bytes of recent output kept per watched pane for waits and incremental reads (default
     /// 1 MiB).

@@ -17,8 +17,9 @@ pub struct EngineSettings {
     /// Commands one caller may have waiting, per server, when the caller brings no share of
     /// its own (clients always do: `limits.worker_queue_share`).
     pub per_caller_queue: usize,
-    /// Lines written and not yet answered, per server. Small keeps callers fair; the first few
-    /// give most of pipelining's speed.
+    /// Lines written and not yet answered, per server. Small keeps callers fair (a caller's
+    /// line waits for at most this many of others'); larger lets more of them share one turn of
+    /// tmux's event loop, whose cost grows with the server's sessions.
     pub pipeline_depth: usize,
     /// Output kept per subscribed pane.
     pub output_ring_bytes: usize,
@@ -40,7 +41,7 @@ impl Default for EngineSettings {
             connect_timeout: Duration::from_secs(5),
             queue_capacity: 8192,
             per_caller_queue: 2048,
-            pipeline_depth: 8,
+            pipeline_depth: 16,
             output_ring_bytes: 1024 * 1024,
             output_idle_close: Duration::from_secs(30),
             pause_after_secs: 5,
