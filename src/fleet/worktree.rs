@@ -7,9 +7,11 @@
 //! repository's configuration), for at most [`GIT_TIMEOUT`], and what it prints is read up to
 //! [`OUTPUT_LIMIT`]: a worktree is the tenant's, and so is how much `git status` has to say.
 //!
-//! The steps that change a repository's worktrees run one at a time per repository
-//! ([`hold`]): git does not wait for a second `git worktree add` but fails it, when it reads
-//! the first one's half-written entry (`failed to read .git/worktrees/<w>/commondir`).
+//! The steps that change a repository's worktrees run one at a time per configured repository
+//! in this gateway ([`hold`]): git does not wait for a second `git worktree add` but fails it,
+//! when it reads the first one's half-written entry (`failed to read
+//! .git/worktrees/<w>/commondir`). git run by someone else (an agent in its worktree, another
+//! gateway) is not held back by it.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -23,8 +25,12 @@ use tokio::process::Command;
 
 use super::config::Repository;
 
-/// The longest one git command may take.
+/// The longest one git command may take, and the longest a step waits for the repository's
+/// other steps.
 const GIT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The longest the undoing of a failed spawn waits for the repository's other steps: given up,
+/// it would leave a worktree and branch that make the same id's next spawn fail.
+const DISCARD_WAIT: Duration = Duration::from_secs(300);
 /// The most of git's output (each stream) that is read.
 const OUTPUT_LIMIT: u64 = 64 * 1024;
 /// The most uncommitted paths an answer names.
@@ -52,12 +58,12 @@ pub(crate) enum WorktreeError {
     /// git ran past [`GIT_TIMEOUT`] and was stopped.
     #[error("git took longer than {} s and was stopped", GIT_TIMEOUT.as_secs())]
     TimedOut,
-    /// Other steps on the repository held it for longer than [`GIT_TIMEOUT`].
+    /// Other steps on the repository held it for longer than the step would wait.
     #[error(
         "other worktrees of the repository were still being made or removed after {} s",
-        GIT_TIMEOUT.as_secs()
+        .0.as_secs()
     )]
-    Busy,
+    Busy(Duration),
     /// git said no; the line that says why ([`why_git_failed`]).
     #[error("git: {0}")]
     Refused(String),
@@ -82,7 +88,7 @@ pub(crate) async fn add(
     base: &str,
 ) -> Result<Worktree, WorktreeError> {
     let path = repository.worktrees.join(agent);
-    let _held = hold(&repository.path).await?;
+    let _held = hold(&repository.path, GIT_TIMEOUT).await?;
     if tokio::fs::symlink_metadata(&path).await.is_ok() {
         return Err(WorktreeError::Exists(path));
     }
@@ -116,7 +122,7 @@ pub(crate) async fn restore(
     repository: &Repository,
     worktree: &Worktree,
 ) -> Result<(), WorktreeError> {
-    let _held = hold(&repository.path).await?;
+    let _held = hold(&repository.path, GIT_TIMEOUT).await?;
     if tokio::fs::symlink_metadata(&worktree.path).await.is_ok() {
         return Err(WorktreeError::Exists(worktree.path.clone()));
     }
@@ -161,12 +167,16 @@ pub(crate) async fn changes(worktree: &Path) -> Result<(Vec<String>, usize), Wor
 }
 
 /// Removes `worktree` from `repository` (with `force`, whatever is in it); its branch stays.
+/// A worktree already gone (removed by another call meanwhile) is no error.
 pub(crate) async fn remove(
     repository: &Path,
     worktree: &Path,
     force: bool,
 ) -> Result<(), WorktreeError> {
-    let _held = hold(repository).await?;
+    let _held = hold(repository, GIT_TIMEOUT).await?;
+    if tokio::fs::symlink_metadata(worktree).await.is_err() {
+        return Ok(());
+    }
     remove_as(repository, worktree, force).await
 }
 
@@ -183,7 +193,7 @@ async fn remove_as(repository: &Path, worktree: &Path, force: bool) -> Result<()
 /// Undoes [`add`] after a spawn failed: the worktree and its new, empty branch go.
 pub(crate) async fn discard(repository: &Path, worktree: &Worktree) {
     let discarded = async {
-        let _held = hold(repository).await?;
+        let _held = hold(repository, DISCARD_WAIT).await?;
         remove_as(repository, &worktree.path, true).await?;
         git(
             repository,
@@ -211,6 +221,8 @@ async fn git(dir: &Path, args: &[&OsStr]) -> Result<String, WorktreeError> {
         ])
         .args(args)
         .env("GIT_TERMINAL_PROMPT", "0")
+        // Its messages untranslated: `why_git_failed` looks for `fatal:` and `error:`.
+        .env("LC_ALL", "C")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -253,8 +265,11 @@ fn why_git_failed(stderr: &str) -> &str {
 }
 
 /// The right to change `repository`'s worktrees, held until the guard drops; waits for the
-/// repository's other steps at most [`GIT_TIMEOUT`].
-async fn hold(repository: &Path) -> Result<tokio::sync::OwnedMutexGuard<()>, WorktreeError> {
+/// repository's other steps at most `wait`.
+async fn hold(
+    repository: &Path,
+    wait: Duration,
+) -> Result<tokio::sync::OwnedMutexGuard<()>, WorktreeError> {
     // One lock per configured repository (paths come from the configuration, not from calls),
     // so the map stays as small as the `[repositories]` table.
     static HOLDERS: LazyLock<Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>> =
@@ -266,9 +281,9 @@ async fn hold(repository: &Path) -> Result<tokio::sync::OwnedMutexGuard<()>, Wor
             .entry(repository.to_owned())
             .or_default(),
     );
-    tokio::time::timeout(GIT_TIMEOUT, lock.lock_owned())
+    tokio::time::timeout(wait, lock.lock_owned())
         .await
-        .map_err(|_| WorktreeError::Busy)
+        .map_err(|_| WorktreeError::Busy(wait))
 }
 
 /// What a stream says, up to [`OUTPUT_LIMIT`]; the rest is left unread (git stops on the
@@ -363,5 +378,20 @@ mod tests {
             }
             assert_eq!(last_round.len(), 6, "round {round} made its worktrees");
         }
+    }
+
+    /// Two `stop_agent` calls at once: the second finds the worktree gone, which is no error.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_worktree_removed_twice_at_once_is_removed_once() {
+        let dir = tempfile::tempdir().expect("a directory");
+        let repository = repository(dir.path());
+        let made = add("app", &repository, "w", "main").await.expect("made");
+        let (first, second) = tokio::join!(
+            remove(&repository.path, &made.path, false),
+            remove(&repository.path, &made.path, false)
+        );
+        first.expect("removed");
+        second.expect("already gone");
+        assert!(!made.path.exists());
     }
 }

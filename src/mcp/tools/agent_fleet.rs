@@ -281,8 +281,14 @@ impl McpServer {
                 .await
                 .map_err(|error| {
                     let (kind, suggestion) = match error {
-                        WorktreeError::Busy => (ToolErrorKind::Busy, "retry in a moment"),
-                        _ => (
+                        WorktreeError::Busy(_) => (ToolErrorKind::Busy, "retry in a moment"),
+                        WorktreeError::Spawn(_)
+                        | WorktreeError::TimedOut
+                        | WorktreeError::Io(_) => (
+                            ToolErrorKind::Unavailable,
+                            "retry later; if it persists the operator must check the gateway's log",
+                        ),
+                        WorktreeError::Refused(_) | WorktreeError::Exists(_) => (
                             ToolErrorKind::Conflict,
                             "retry with force: true, or remove it by hand",
                         ),

@@ -359,7 +359,7 @@ pub(super) fn worktree_error(error: WorktreeError) -> ToolError {
             format!("the agent's worktree could not be made: {error}"),
             "choose another id or base (a branch agent/<id> must not exist yet)",
         ),
-        WorktreeError::Busy => ToolError::new(
+        WorktreeError::Busy(_) => ToolError::new(
             ToolErrorKind::Busy,
             format!("the agent's worktree could not be made: {error}"),
             "retry in a moment",
