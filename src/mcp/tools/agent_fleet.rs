@@ -279,26 +279,7 @@ impl McpServer {
             };
             worktree::remove(&repository.path, &worktree.path, force)
                 .await
-                .map_err(|error| {
-                    let (kind, suggestion) = match error {
-                        WorktreeError::Busy(_) => (ToolErrorKind::Busy, "retry in a moment"),
-                        WorktreeError::Spawn(_)
-                        | WorktreeError::TimedOut
-                        | WorktreeError::Io(_) => (
-                            ToolErrorKind::Unavailable,
-                            "retry later; if it persists the operator must check the gateway's log",
-                        ),
-                        WorktreeError::Refused(_) | WorktreeError::Exists(_) => (
-                            ToolErrorKind::Conflict,
-                            "retry with force: true, or remove it by hand",
-                        ),
-                    };
-                    ToolError::new(
-                        kind,
-                        format!("its worktree could not be removed: {error}"),
-                        suggestion,
-                    )
-                })?;
+                .map_err(removal_failed)?;
             removed = Some(worktree.path.display().to_string());
         }
         self.state().fleet.remove(&tmux.scope, &record.id);
@@ -313,6 +294,26 @@ impl McpServer {
             dropped_changes: changes,
         })
     }
+}
+
+/// What an agent asked to stop hears when its worktree could not be removed.
+fn removal_failed(error: WorktreeError) -> ToolError {
+    let (kind, suggestion) = match error {
+        WorktreeError::Busy(_) => (ToolErrorKind::Busy, "retry in a moment"),
+        WorktreeError::Spawn(_) | WorktreeError::TimedOut | WorktreeError::Io(_) => (
+            ToolErrorKind::Unavailable,
+            "retry later; if it persists the operator must check the gateway's log",
+        ),
+        WorktreeError::Refused(_) | WorktreeError::Exists(_) => (
+            ToolErrorKind::Conflict,
+            "retry with force: true, or remove it by hand",
+        ),
+    };
+    ToolError::new(
+        kind,
+        format!("its worktree could not be removed: {error}"),
+        suggestion,
+    )
 }
 
 #[tool_router(router = agent_fleet_tools, vis = "pub(crate)")]
