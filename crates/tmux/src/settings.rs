@@ -27,8 +27,7 @@ pub struct EngineSettings {
     pub output_idle_close: Duration,
     /// tmux drops a pane's output older than this many seconds instead of buffering it.
     pub pause_after_secs: u32,
-    /// Wait after a failed connect before spawning another client for the same server; calls
-    /// made meanwhile wait for that next attempt.
+    /// Wait after a failed connect before spawning another client for the same server.
     pub reconnect_backoff: Duration,
     /// Sessions watched at once (a window of theirs linked into the watch session), per server.
     pub max_watched_sessions: usize,

@@ -10,8 +10,6 @@
 //! - bounds the queue (globally and per caller): a full queue is an immediate, clear error;
 //! - connects lazily, reconnects after `%exit`/EOF, sends lines tmux never started again on the
 //!   new connection, and fails lines that were running with [`EngineError::ConnectionLost`];
-//! - after a failed connect, tries again no sooner than `reconnect_backoff`: work that arrives
-//!   meanwhile waits for that attempt (its caller's timeout still applies);
 //! - kills a connection whose oldest line has gone unanswered for far longer than the command
 //!   timeout (a wedged server), so no caller waits forever.
 //!
@@ -528,14 +526,12 @@ impl Worker {
             self.stats
                 .connected
                 .store(self.conn.is_some(), Ordering::Relaxed);
-            let next_attempt = self.next_attempt();
             let wake = tokio::select! {
                 biased;
                 () = self.shutdown.cancelled() => Wake::Shutdown,
                 job = self.jobs.recv() => Wake::Job(job),
                 activity = conn_activity(self.conn.as_mut()) => activity,
                 () = sleep_until(stall_at) => Wake::Stalled,
-                () = sleep_until(next_attempt) => Wake::Progress,
             };
             match wake {
                 Wake::Shutdown | Wake::Job(None) => break,
@@ -585,10 +581,6 @@ impl Worker {
     async fn pump(&mut self) {
         if self.killed_at.is_some() {
             // The connection is going away; its unstarted lines come back to `retry`.
-            return;
-        }
-        if self.conn.is_none() && self.backoff_ends().is_some() {
-            // Kept for the next attempt, at the backoff's end (`run` wakes then).
             return;
         }
         if !self.retry.is_empty() {
@@ -656,32 +648,20 @@ impl Worker {
         }
     }
 
-    /// When the backoff after the last failed connect ends, while it runs: no connect is tried
-    /// before then, so that a dead server does not cost a process spawn per call. Work that
-    /// arrives meanwhile waits for the next attempt rather than failing on the last one's
-    /// error, which may be older than the server now running (a restart). A host's link that
-    /// was down refused without starting anything: it has no backoff, so that the next call
-    /// sees it as soon as it is back.
-    fn backoff_ends(&self) -> Option<tokio::time::Instant> {
-        let (at, error) = self.last_failure.as_ref()?;
-        let ends = *at + self.settings.reconnect_backoff;
-        (!matches!(error, ConnectError::LinkDown(_)) && Instant::now() < ends)
-            .then(|| tokio::time::Instant::from_std(ends))
-    }
-
-    /// When `run` must wake to try connecting again: the backoff's end, if work waits for it.
-    fn next_attempt(&self) -> Option<tokio::time::Instant> {
-        if self.conn.is_some() || (self.queue.is_empty() && self.retry.is_empty()) {
-            return None;
-        }
-        self.backoff_ends()
-    }
-
-    /// Connects if needed (`pump` calls it only once the backoff of a failed attempt is over);
-    /// a failed attempt fails all waiting work with its error.
+    /// Connects if needed; after a failure, waits `reconnect_backoff` before trying again so
+    /// that a dead server does not cost a process spawn per call. (A host's link that was down
+    /// refused without starting anything: it is asked again at once, so that the next call
+    /// sees it as soon as it is back.)
     async fn ensure_connected(&mut self) -> bool {
         if self.conn.is_some() {
             return true;
+        }
+        if let Some((at, error)) = &self.last_failure
+            && !matches!(error, ConnectError::LinkDown(_))
+            && at.elapsed() < self.settings.reconnect_backoff
+        {
+            self.fail_everything(NotSent::Unavailable(self.failure()));
+            return false;
         }
         match Connection::connect(&self.options).await {
             Ok(conn) => {
