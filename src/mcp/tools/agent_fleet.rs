@@ -17,10 +17,10 @@ use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::agent_spawn::WorktreeOutput;
+use super::agent_spawn::{WorktreeOutput, worktree_error};
 use super::session::{SessionInfo, list_session_rows};
 use crate::fleet::registry::AgentRecord;
-use crate::fleet::worktree::{self, WorktreeError};
+use crate::fleet::worktree;
 use crate::mcp::McpServer;
 use crate::mcp::access::TmuxAccess;
 use crate::mcp::call::CallContext;
@@ -279,7 +279,13 @@ impl McpServer {
             };
             worktree::remove(&repository.path, &worktree.path, force)
                 .await
-                .map_err(removal_failed)?;
+                .map_err(|error| {
+                    worktree_error(
+                        error,
+                        "removed",
+                        "retry with force: true, or remove it by hand",
+                    )
+                })?;
             removed = Some(worktree.path.display().to_string());
         }
         self.state().fleet.remove(&tmux.scope, &record.id);
@@ -294,26 +300,6 @@ impl McpServer {
             dropped_changes: changes,
         })
     }
-}
-
-/// What an agent asked to stop hears when its worktree could not be removed.
-fn removal_failed(error: WorktreeError) -> ToolError {
-    let (kind, suggestion) = match error {
-        WorktreeError::Busy(_) => (ToolErrorKind::Busy, "retry in a moment"),
-        WorktreeError::Spawn(_) | WorktreeError::TimedOut | WorktreeError::Io(_) => (
-            ToolErrorKind::Unavailable,
-            "retry later; if it persists the operator must check the gateway's log",
-        ),
-        WorktreeError::Refused(_) | WorktreeError::Exists(_) => (
-            ToolErrorKind::Conflict,
-            "retry with force: true, or remove it by hand",
-        ),
-    };
-    ToolError::new(
-        kind,
-        format!("its worktree could not be removed: {error}"),
-        suggestion,
-    )
 }
 
 #[tool_router(router = agent_fleet_tools, vis = "pub(crate)")]

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::agent_spawn::{
     Plan, SpawnAgentInput, SpawnAgentOutput, check_title, checked_prompt, environment_of,
-    program_of, start_session, worktree_error,
+    program_of, start_session, worktree_not_made,
 };
 use super::watch::read_state;
 use crate::fleet::registry::AgentRecord;
@@ -176,7 +176,7 @@ impl McpServer {
             })?;
             worktree::restore(repository, kept)
                 .await
-                .map_err(worktree_error)?;
+                .map_err(worktree_not_made)?;
             lost.push(format!(
                 "work not committed in its worktree (made again from branch {})",
                 kept.branch

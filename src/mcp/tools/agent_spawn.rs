@@ -352,23 +352,36 @@ fn record_error(error: RecordError) -> ToolError {
     }
 }
 
-pub(super) fn worktree_error(error: WorktreeError) -> ToolError {
+/// [`worktree_error`] of a spawn or resume that could not make the agent's worktree.
+pub(super) fn worktree_not_made(error: WorktreeError) -> ToolError {
+    worktree_error(
+        error,
+        "made",
+        "choose another id or base (a branch agent/<id> must not exist yet)",
+    )
+}
+
+/// What an agent hears when its worktree could not be `done` ("made", "removed"); `conflict`
+/// says what to do when git refused. Failures of the gateway's own (git missing, timed out, I/O)
+/// are logged and not shown: they are the operator's to read.
+pub(super) fn worktree_error(error: WorktreeError, done: &str, conflict: &str) -> ToolError {
+    let failed = format!("the agent's worktree could not be {done}");
     match error {
         WorktreeError::Exists(_) | WorktreeError::Refused(_) => ToolError::new(
             ToolErrorKind::Conflict,
-            format!("the agent's worktree could not be made: {error}"),
-            "choose another id or base (a branch agent/<id> must not exist yet)",
+            format!("{failed}: {error}"),
+            conflict,
         ),
         WorktreeError::Busy(_) => ToolError::new(
             ToolErrorKind::Busy,
-            format!("the agent's worktree could not be made: {error}"),
+            format!("{failed}: {error}"),
             "retry in a moment",
         ),
         WorktreeError::Spawn(_) | WorktreeError::TimedOut | WorktreeError::Io(_) => {
-            tracing::warn!(%error, "an agent's worktree could not be made");
+            tracing::warn!(%error, "{failed}");
             ToolError::new(
                 ToolErrorKind::Unavailable,
-                "the agent's worktree could not be made",
+                failed,
                 "retry later; if it persists the operator must check the gateway's log",
             )
         }
@@ -557,7 +570,7 @@ impl McpServer {
             Some((name, repository, base)) => Some(
                 worktree::add(name, repository, &plan.id, base)
                     .await
-                    .map_err(worktree_error)?,
+                    .map_err(worktree_not_made)?,
             ),
             None => None,
         };
