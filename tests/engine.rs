@@ -320,6 +320,50 @@ async fn every_call_returns_when_the_server_is_killed_mid_burst() {
     assert_eq!(lines, vec![b"main".to_vec()]);
 }
 
+/// A connect that met the server exiting (a restart under way) does not hold the next call
+/// back for the reconnect backoff: the server running by then answers it. (A server that is
+/// simply absent still fails calls at once without a process each, as above.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_after_a_connect_that_met_the_server_exiting_is_not_held_back() {
+    let tmux = TestTmux::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (server, _shutdown) = server_for(
+        &tmux,
+        EngineSettings {
+            tmux_bin: exits_once_tmux(dir.path()),
+            reconnect_backoff: Duration::from_secs(60),
+            ..settings()
+        },
+    );
+    match server.run(&caller(), display("x")).await {
+        Err(EngineError::Unavailable {
+            cause: ConnectError::ServerExited { .. },
+            ..
+        }) => {}
+        other => panic!("expected the server seen exiting, got {other:?}"),
+    }
+    let lines = server
+        .run(&caller(), display("#{session_name}"))
+        .await
+        .unwrap();
+    assert_eq!(lines, vec![b"main".to_vec()]);
+}
+
+/// A tmux whose first control client ends before attaching, with nothing said: what a client
+/// sees of a server exiting under it.
+fn exits_once_tmux(dir: &std::path::Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let exited = dir.join("exited-once");
+    let script = format!(
+        "#!/bin/sh\ncase \"$*\" in *-C*) [ -e '{0}' ] || {{ touch '{0}'; exit 0; }} ;; esac\nexec tmux \"$@\"\n",
+        exited.display()
+    );
+    let wrapper = dir.join("tmux");
+    std::fs::write(&wrapper, script).unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    wrapper
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commands_survive_the_attached_session_being_killed() {
     let tmux = TestTmux::start();

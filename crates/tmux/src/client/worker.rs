@@ -649,15 +649,21 @@ impl Worker {
     }
 
     /// Connects if needed; after a failure, waits `reconnect_backoff` before trying again so
-    /// that a dead server does not cost a process spawn per call. (A host's link that was down
-    /// refused without starting anything: it is asked again at once, so that the next call
-    /// sees it as soon as it is back.)
+    /// that a dead server does not cost a process spawn per call. Two failures hold nothing
+    /// back, so that the next call sees the server as soon as it is there:
+    /// - a host's link that was down refused without starting anything;
+    /// - a server that exited while the client attached is most often being restarted, and the
+    ///   last attempt's error is older than the server now running. If it is gone for good, the
+    ///   next attempt finds no server, and that failure has the backoff.
     async fn ensure_connected(&mut self) -> bool {
         if self.conn.is_some() {
             return true;
         }
         if let Some((at, error)) = &self.last_failure
-            && !matches!(error, ConnectError::LinkDown(_))
+            && !matches!(
+                error,
+                ConnectError::LinkDown(_) | ConnectError::ServerExited { .. }
+            )
             && at.elapsed() < self.settings.reconnect_backoff
         {
             self.fail_everything(NotSent::Unavailable(self.failure()));
