@@ -327,41 +327,62 @@ async fn every_call_returns_when_the_server_is_killed_mid_burst() {
 async fn a_call_after_a_connect_that_met_the_server_exiting_is_not_held_back() {
     let tmux = TestTmux::start();
     let dir = tempfile::tempdir().unwrap();
-    let (server, _shutdown) = server_for(
-        &tmux,
-        EngineSettings {
-            tmux_bin: exits_once_tmux(dir.path()),
-            reconnect_backoff: Duration::from_secs(60),
-            ..settings()
-        },
+    let (server, _shutdown) = server_for(&tmux, exiting_first(dir.path(), 1));
+    assert_seen_exiting(server.run(&caller(), display("x")).await);
+    let lines = server
+        .run(&caller(), display("#{session_name}"))
+        .await
+        .unwrap();
+    assert_eq!(lines, vec![b"main".to_vec()]);
+    assert_eq!(attaches(dir.path()), 2);
+}
+
+/// A server found exiting by two connects running is not being restarted: calls then fail at
+/// once for the backoff, without a process each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_found_exiting_twice_running_is_backed_off() {
+    let tmux = TestTmux::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (server, _shutdown) = server_for(&tmux, exiting_first(dir.path(), 10));
+    for _ in 0..5 {
+        assert_seen_exiting(server.run(&caller(), display("x")).await);
+    }
+    assert_eq!(attaches(dir.path()), 2);
+}
+
+/// Settings whose tmux ends its first `exits` control clients before they attach, with
+/// nothing said (what a client sees of a server exiting under it), and whose reconnect
+/// backoff outlasts any test.
+fn exiting_first(dir: &std::path::Path, exits: usize) -> EngineSettings {
+    use std::os::unix::fs::PermissionsExt;
+    let attaches = dir.join("attaches");
+    let script = format!(
+        "#!/bin/sh\ncase \"$*\" in *-C*) echo . >> '{0}'; [ \"$(wc -l < '{0}')\" -gt {exits} ] || exit 0 ;; esac\nexec tmux \"$@\"\n",
+        attaches.display()
     );
-    match server.run(&caller(), display("x")).await {
+    let wrapper = dir.join("tmux");
+    std::fs::write(&wrapper, script).unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    EngineSettings {
+        tmux_bin: wrapper,
+        reconnect_backoff: Duration::from_secs(60),
+        ..settings()
+    }
+}
+
+/// Control clients started with [`exiting_first`]'s tmux.
+fn attaches(dir: &std::path::Path) -> usize {
+    std::fs::read_to_string(dir.join("attaches")).map_or(0, |text| text.lines().count())
+}
+
+fn assert_seen_exiting(result: Result<Vec<Vec<u8>>, EngineError>) {
+    match result {
         Err(EngineError::Unavailable {
             cause: ConnectError::ServerExited { .. },
             ..
         }) => {}
         other => panic!("expected the server seen exiting, got {other:?}"),
     }
-    let lines = server
-        .run(&caller(), display("#{session_name}"))
-        .await
-        .unwrap();
-    assert_eq!(lines, vec![b"main".to_vec()]);
-}
-
-/// A tmux whose first control client ends before attaching, with nothing said: what a client
-/// sees of a server exiting under it.
-fn exits_once_tmux(dir: &std::path::Path) -> std::path::PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let exited = dir.join("exited-once");
-    let script = format!(
-        "#!/bin/sh\ncase \"$*\" in *-C*) [ -e '{0}' ] || {{ touch '{0}'; exit 0; }} ;; esac\nexec tmux \"$@\"\n",
-        exited.display()
-    );
-    let wrapper = dir.join("tmux");
-    std::fs::write(&wrapper, script).unwrap();
-    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-    wrapper
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

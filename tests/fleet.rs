@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::tmux::TestTmux;
-use common::tools::{Client, call_err, call_ok, client, type_line, until_listed};
+use common::tools::{Client, call_err, call_ok, call_ok_once_up, client, type_line, until_listed};
 use common::{TestGateway, config_with_server, spawn_gateway};
 use muxgate::config::Config;
 use serde_json::{Value, json};
@@ -636,7 +636,7 @@ async fn a_lost_agent_is_resumed_in_its_worktree_and_told_what_was_lost() {
     // The machine reboots: tmux is started again, with none of its sessions.
     tmux.kill_server();
     tmux.start_again();
-    let resumed = call_ok(
+    let resumed = call_ok_once_up(
         &client,
         "spawn_agent",
         json!({"resume": "fixer", "prompt": "carry on"}),
@@ -661,7 +661,7 @@ async fn a_lost_agent_is_resumed_in_its_worktree_and_told_what_was_lost() {
     tmux.kill_server();
     tmux.start_again();
     std::fs::remove_dir_all(&worktree).expect("the worktree goes");
-    let again = call_ok(&client, "spawn_agent", json!({"resume": "fixer"})).await;
+    let again = call_ok_once_up(&client, "spawn_agent", json!({"resume": "fixer"})).await;
     let lost = again["lost"].to_string();
     assert!(lost.contains("not committed"), "{lost}");
     assert!(

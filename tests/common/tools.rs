@@ -47,6 +47,23 @@ pub(crate) async fn call_ok(client: &Client, name: &str, args: Value) -> Value {
     ok(call(client, name, args).await)
 }
 
+/// Calls a tool as an agent does right after its tmux server was restarted: again while it
+/// answers `unavailable` (the gateway found the server down moments before, and says to retry),
+/// for up to 10 s; returns the structured success.
+pub(crate) async fn call_ok_once_up(client: &Client, name: &str, args: Value) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let result = call(client, name, args.clone()).await;
+        if result.is_error != Some(true)
+            || err(result.clone())["kind"] != "unavailable"
+            || Instant::now() > deadline
+        {
+            return ok(result);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Calls a tool and returns its error object.
 pub(crate) async fn call_err(client: &Client, name: &str, args: Value) -> Value {
     err(call(client, name, args).await)

@@ -241,6 +241,7 @@ impl WorkerHandle {
             conn: None,
             killed_at: None,
             last_failure: None,
+            exiting_again: false,
             gauge: gauge.clone(),
             stats: stats.clone(),
             shutdown,
@@ -496,6 +497,9 @@ struct Worker {
     /// and the stall timer is not armed again (it would fire at once, forever).
     killed_at: Option<tokio::time::Instant>,
     last_failure: Option<(Instant, ConnectError)>,
+    /// Whether the last failed connect found the server exiting right after another that did:
+    /// that server is not being restarted, and the backoff applies to it again.
+    exiting_again: bool,
     gauge: Arc<QueueGauge>,
     stats: Arc<WorkerStats>,
     shutdown: CancellationToken,
@@ -654,16 +658,14 @@ impl Worker {
     /// - a host's link that was down refused without starting anything;
     /// - a server that exited while the client attached is most often being restarted, and the
     ///   last attempt's error is older than the server now running. If it is gone for good, the
-    ///   next attempt finds no server, and that failure has the backoff.
+    ///   next attempt finds no server, and that failure has the backoff; one found exiting twice
+    ///   running has it too, so a server that ends every attach costs no process per call.
     async fn ensure_connected(&mut self) -> bool {
         if self.conn.is_some() {
             return true;
         }
         if let Some((at, error)) = &self.last_failure
-            && !matches!(
-                error,
-                ConnectError::LinkDown(_) | ConnectError::ServerExited { .. }
-            )
+            && !self.tries_again_at_once(error)
             && at.elapsed() < self.settings.reconnect_backoff
         {
             self.fail_everything(NotSent::Unavailable(self.failure()));
@@ -684,10 +686,23 @@ impl Worker {
             Err(error) => {
                 tracing::debug!(server = %self.server, %error, "tmux command connection failed");
                 self.stats.connect_failures.fetch_add(1, Ordering::Relaxed);
+                let exited =
+                    |failure: &ConnectError| matches!(failure, ConnectError::ServerExited { .. });
+                self.exiting_again =
+                    exited(&error) && self.last_failure.as_ref().is_some_and(|(_, e)| exited(e));
                 self.last_failure = Some((Instant::now(), error));
                 self.fail_everything(NotSent::Unavailable(self.failure()));
                 false
             }
+        }
+    }
+
+    /// Whether a connect that failed with `error` leaves the next one free of the backoff.
+    fn tries_again_at_once(&self, error: &ConnectError) -> bool {
+        match error {
+            ConnectError::LinkDown(_) => true,
+            ConnectError::ServerExited { .. } => !self.exiting_again,
+            _ => false,
         }
     }
 
