@@ -321,8 +321,7 @@ async fn every_call_returns_when_the_server_is_killed_mid_burst() {
 }
 
 /// A connect that met the server exiting (a restart under way) does not hold the next call
-/// back for the reconnect backoff: the server running by then answers it. (A server that is
-/// simply absent still fails calls at once without a process each, as above.)
+/// back for the reconnect backoff: the server running by then answers it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_after_a_connect_that_met_the_server_exiting_is_not_held_back() {
     let tmux = TestTmux::start();
@@ -350,21 +349,37 @@ async fn a_server_found_exiting_twice_running_is_backed_off() {
     assert_eq!(attaches(dir.path()), 2);
 }
 
+/// A server that is simply absent keeps the backoff: calls within it fail at once, without a
+/// process each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_to_an_absent_server_start_no_process_each() {
+    let tmux = TestTmux::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (server, _shutdown) = server_for(&tmux, exiting_first(dir.path(), 0));
+    tmux.kill_server();
+    for _ in 0..5 {
+        match server.run(&caller(), display("x")).await {
+            Err(EngineError::Unavailable {
+                cause: ConnectError::NoServer { .. },
+                ..
+            }) => {}
+            other => panic!("expected no server, got {other:?}"),
+        }
+    }
+    assert_eq!(attaches(dir.path()), 1);
+}
+
 /// Settings whose tmux ends its first `exits` control clients before they attach, with
 /// nothing said (what a client sees of a server exiting under it), and whose reconnect
 /// backoff outlasts any test.
 fn exiting_first(dir: &std::path::Path, exits: usize) -> EngineSettings {
-    use std::os::unix::fs::PermissionsExt;
     let attaches = dir.join("attaches");
     let script = format!(
-        "#!/bin/sh\ncase \"$*\" in *-C*) echo . >> '{0}'; [ \"$(wc -l < '{0}')\" -gt {exits} ] || exit 0 ;; esac\nexec tmux \"$@\"\n",
+        "case \"$*\" in *-C*) echo . >> '{0}'; [ \"$(wc -l < '{0}')\" -gt {exits} ] || exit 0 ;; esac\nexec tmux \"$@\"",
         attaches.display()
     );
-    let wrapper = dir.join("tmux");
-    std::fs::write(&wrapper, script).unwrap();
-    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
     EngineSettings {
-        tmux_bin: wrapper,
+        tmux_bin: common::tmux::tmux_wrapper(dir, &script),
         reconnect_backoff: Duration::from_secs(60),
         ..settings()
     }
@@ -832,16 +847,12 @@ async fn watched_sessions_are_capped_per_server() {
 /// A tmux that takes 3 s to attach an output client (one attaching with `pause-after`),
 /// announced by a file.
 fn slow_attach_tmux(dir: &std::path::Path) -> std::path::PathBuf {
-    use std::os::unix::fs::PermissionsExt;
     let started = dir.join("slow-attach-started");
     let script = format!(
-        "#!/bin/sh\ncase \"$*\" in *pause-after*) touch '{}'; sleep 3 ;; esac\nexec tmux \"$@\"\n",
+        "case \"$*\" in *pause-after*) touch '{}'; sleep 3 ;; esac\nexec tmux \"$@\"",
         started.display()
     );
-    let wrapper = dir.join("tmux");
-    std::fs::write(&wrapper, script).unwrap();
-    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-    wrapper
+    common::tmux::tmux_wrapper(dir, &script)
 }
 
 /// A server whose output connection attaches slowly (3 s: [`slow_attach_tmux`]), with its first

@@ -885,16 +885,12 @@ async fn a_storm_of_waits_stays_within_the_cap_and_its_deadlines() {
 /// A `tmux` that pipes every client's output through a relay (`cat`) whose pid it appends to
 /// `dir/relays`: stopping the relays stops the gateway reading, as a slow reader would.
 fn relayed_tmux(dir: &std::path::Path) -> std::path::PathBuf {
-    use std::os::unix::fs::PermissionsExt;
     let relays = dir.join("relays");
     let script = format!(
-        "#!/bin/sh\ntmux \"$@\" | sh -c 'echo $$ >> \"$0\"; exec cat' '{}'\n",
+        "tmux \"$@\" | sh -c 'echo $$ >> \"$0\"; exec cat' '{}'",
         relays.display()
     );
-    let wrapper = dir.join("tmux");
-    std::fs::write(&wrapper, script).unwrap();
-    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-    wrapper
+    common::tmux::tmux_wrapper(dir, &script)
 }
 
 /// tmux pauses a pane whose output a control client has not taken for `pause-after` seconds,

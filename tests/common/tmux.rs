@@ -221,6 +221,16 @@ impl TestTmux {
     }
 }
 
+/// A `tmux` made in `dir` for an engine's `tmux_bin`: the shell `script`, which sees the
+/// arguments as `"$@"` and runs the real tmux (found on `PATH`) itself.
+pub(crate) fn tmux_wrapper(dir: &Path, script: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let wrapper = dir.join("tmux");
+    std::fs::write(&wrapper, format!("#!/bin/sh\n{script}\n")).unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    wrapper
+}
+
 /// An engine for `tmux`'s server with `settings`, and the token that shuts it down.
 pub(crate) fn engine_for(
     tmux: &TestTmux,
